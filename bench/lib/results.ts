@@ -1,0 +1,69 @@
+import { cpus, loadavg } from "node:os";
+import type { LoadSettings, LoadStats } from "./load-test.ts";
+import type { TargetKey } from "./target.ts";
+
+export interface TargetResult {
+  key: TargetKey;
+  label: string;
+  tool: string;
+  stats: LoadStats;
+}
+
+export interface Ratio {
+  requestsPerSec: number;
+  p50: number;
+  p99: number;
+}
+
+export interface BenchResults {
+  finishedAt: string;
+  machine: { node: string; platform: string; cpus: number; cpuModel: string; loadAverageAtStart: number };
+  settings: LoadSettings;
+  targets: TargetResult[];
+  skipped: Array<{ key: TargetKey; reason: string }>;
+  ratios: { atriumOverBareSdk?: Ratio; atriumOverCeiling?: Ratio };
+}
+
+// Sampled before any server starts: on a shared 2-core box, other work running alongside the bench
+// moves the absolute numbers a lot (the ratios less so), and this is the hint that it happened.
+export function sampleLoadAverage(): number {
+  return loadavg()[0] ?? 0;
+}
+
+export function buildResults(
+  loadAverageAtStart: number,
+  settings: LoadSettings,
+  targets: TargetResult[],
+  skipped: BenchResults["skipped"],
+): BenchResults {
+  const find = (key: TargetKey) => targets.find((target) => target.key === key)?.stats;
+  const atrium = find("atrium");
+  const bare = find("bare-sdk");
+  const ceiling = find("plain-hono");
+  return {
+    finishedAt: new Date().toISOString(),
+    machine: {
+      node: process.version,
+      platform: `${process.platform}-${process.arch}`,
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model ?? "unknown",
+      loadAverageAtStart,
+    },
+    settings,
+    targets,
+    skipped,
+    ratios: {
+      ...(atrium && bare ? { atriumOverBareSdk: ratio(atrium, bare) } : {}),
+      ...(atrium && ceiling ? { atriumOverCeiling: ratio(atrium, ceiling) } : {}),
+    },
+  };
+}
+
+// req/s ratio below 1 means Atrium is slower; latency ratios above 1 mean Atrium is slower.
+function ratio(of: LoadStats, to: LoadStats): Ratio {
+  return {
+    requestsPerSec: of.requestsPerSec / to.requestsPerSec,
+    p50: of.p50Ms / to.p50Ms,
+    p99: of.p99Ms / to.p99Ms,
+  };
+}

@@ -1,0 +1,53 @@
+// `npm run bench`: tools/call throughput and latency of Atrium's files__info against the bare MCP
+// SDK doing the same work (what Atrium adds) and a plain hono route (what one Node process can do).
+import { benchTarget, type TargetPlan } from "./lib/bench-target.ts";
+import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
+import { formatTable } from "./lib/format-table.ts";
+import { createMetadataFixture } from "./lib/metadata-fixture.ts";
+import { progress } from "./lib/progress.ts";
+import { buildResults, sampleLoadAverage, type TargetResult } from "./lib/results.ts";
+import { readLoadSettings } from "./lib/settings.ts";
+import { atriumAvailable, atriumBin, startAtrium } from "./lib/start-atrium.ts";
+import { startBenchServer } from "./lib/start-bench-server.ts";
+import type { TargetKey } from "./lib/target.ts";
+import { writeResults } from "./lib/write-results.ts";
+
+async function main(): Promise<void> {
+  const settings = readLoadSettings();
+  const loadAverageAtStart = sampleLoadAverage();
+  const fixture = await createMetadataFixture();
+
+  const plans: TargetPlan[] = [
+    { key: "bare-sdk", label: "bare-sdk", start: () => startBenchServer("bare-sdk", "info", fixture) },
+    {
+      key: "plain-hono",
+      label: "plain-hono (ceiling)",
+      start: () => startBenchServer("plain-hono", "info", fixture),
+    },
+  ];
+  const skipped: Array<{ key: TargetKey; reason: string }> = [];
+  if (atriumAvailable()) {
+    plans.push({ key: "atrium", label: "atrium", start: startAtrium });
+  } else {
+    skipped.push({ key: "atrium", reason: `${atriumBin} does not exist yet` });
+    progress(`atrium: skipped — ${atriumBin} does not exist yet`);
+  }
+
+  const measured: TargetResult[] = [];
+  for (const plan of plans) measured.push(await benchTarget(plan, settings));
+
+  const results = buildResults(loadAverageAtStart, settings, measured, skipped);
+  const path = await writeResults(results);
+  process.stdout.write(`\n${formatTable(results)}`);
+  progress(`results written to ${path}`);
+}
+
+installSignalCleanup((signal) => progress(`\n${signal}: stopping servers and removing temp dirs`));
+try {
+  await main();
+} catch (error) {
+  progress(`\nbench failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exitCode = 1;
+} finally {
+  await releaseAll();
+}

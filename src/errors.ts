@@ -1,0 +1,65 @@
+// Typed errors. Each carries the fields a caller needs and a machine code; the edge
+// (http/error-response.ts for REST, the router for MCP) maps them to the wire in one place.
+
+export class AtriumError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InvalidInput extends AtriumError {
+  constructor(message: string) {
+    super("invalid_input", 400, message);
+  }
+}
+
+export class Unauthenticated extends AtriumError {
+  constructor(message = "Sign in first: this request carries no credential Atrium accepts.") {
+    super("unauthenticated", 401, message);
+  }
+}
+
+export class Forbidden extends AtriumError {
+  constructor(message: string) {
+    super("forbidden", 403, message);
+  }
+}
+
+// One body for "does not exist", "archived", "malformed id" and "not a member", so that a
+// response never tells a stranger a workspace exists (test/integration/wall.test.ts).
+export class WorkspaceNotFound extends AtriumError {
+  constructor(readonly workspaceId: string) {
+    super("workspace_not_found", 404, "No workspace at this address that you are a member of.");
+  }
+}
+
+export class NotFound extends AtriumError {
+  constructor(code: string, message: string) {
+    super(code, 404, message);
+  }
+}
+
+export class Conflict extends AtriumError {
+  constructor(code: string, message: string) {
+    super(code, 409, message);
+  }
+}
+
+export class PayloadTooLarge extends AtriumError {
+  constructor(readonly limitBytes: number) {
+    super("payload_too_large", 413, `The body is larger than the limit of ${limitBytes} bytes.`);
+  }
+}
+
+/** A problem with the instance's configuration or on-disk state, found at boot. */
+export class BootError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "BootError";
+  }
+}

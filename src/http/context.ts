@@ -1,0 +1,33 @@
+import type { Logger } from "../log.ts";
+import type { Principal } from "../identity/principal.ts";
+import type { UserDirectory } from "../identity/users.ts";
+import type { PlatformServices } from "../platform/services.ts";
+import type { IdleCache } from "../sources/idle-cache.ts";
+import type { SourceRegistry } from "../sources/registry.ts";
+import type { Router } from "../sources/router.ts";
+import type { FirstWorkspace } from "../workspace/first-workspace.ts";
+import type { Admission } from "../workspace/gate.ts";
+import type { WorkspaceStore } from "../workspace/store.ts";
+
+/** What middleware leaves on a request for the handlers after it. */
+export interface AppEnv {
+  Variables: {
+    requestId: string;
+    log: Logger;
+    principal: Principal;
+    admission: Admission;
+  };
+}
+
+/** Everything route handlers need, built once per instance. */
+export interface RouteDeps {
+  workspaces: WorkspaceStore;
+  users: UserDirectory;
+  firstWorkspace: FirstWorkspace;
+  router: Router;
+  registries: IdleCache<SourceRegistry>;
+  services: PlatformServices;
+  /** The public base URL; known once the listener is bound (port 0 in tests). */
+  publicUrl: () => string;
+  maxBodyBytes: number;
+}

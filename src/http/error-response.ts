@@ -1,0 +1,24 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { AtriumError } from "../errors.ts";
+import { InvalidPathSegment } from "../storage/paths.ts";
+import type { AppEnv } from "./context.ts";
+
+/** The one REST error envelope: `{"error":{"code","message"}}` with the right status. */
+export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+
+export function errorResponse(error: unknown, c: Context<AppEnv>): Response {
+  if (error instanceof AtriumError) {
+    const headers: Record<string, string> = {};
+    if (error.status === 401) headers["www-authenticate"] = "Bearer";
+    return c.json(errorBody(error.code, error.message), error.status as ContentfulStatusCode, headers);
+  }
+  if (error instanceof InvalidPathSegment) {
+    // A path segment that fails its grammar names nothing that exists.
+    return c.json(errorBody("not_found", "Nothing exists at that address."), 404);
+  }
+  c.get("log")?.error({ err: error }, "unhandled error");
+  return c.json(errorBody("internal_error", "Atrium hit an unexpected error; the request changed nothing it reported."), 500);
+}

@@ -1,0 +1,81 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  InitializeRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type ServerNotification,
+  type ServerRequest,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Principal } from "../../identity/principal.ts";
+import type { Caller } from "../../sources/caller-meta.ts";
+import type { IdleCache } from "../../sources/idle-cache.ts";
+import type { SourceRegistry } from "../../sources/registry.ts";
+import type { Router } from "../../sources/router.ts";
+import { ATRIUM_VERSION } from "../../version.ts";
+import { ACCEPTED_PROTOCOL_VERSIONS, SERVED_PROTOCOL_VERSION } from "./protocol-versions.ts";
+
+/** What the HTTP route vouches for, passed to handlers as the SDK's `authInfo.extra`. */
+export interface AdmittedCaller {
+  principal: Principal;
+  workspaceId: string;
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/**
+ * The one long-lived SDK server behind every `/mcp/ws_…` URL. It holds no workspace of its
+ * own: each request arrives with the (principal, workspace) the route admitted, and the
+ * handlers reach that workspace's registry through the router. A client can set neither.
+ */
+export function createFrontServer(router: Router, registries: IdleCache<SourceRegistry>): Server {
+  const capabilities = { tools: {}, resources: {}, prompts: {}, logging: {} };
+  const server = new Server({ name: "atrium", version: ATRIUM_VERSION }, { capabilities });
+
+  server.setRequestHandler(InitializeRequestSchema, async (request) => ({
+    protocolVersion: ACCEPTED_PROTOCOL_VERSIONS.includes(request.params.protocolVersion)
+      ? request.params.protocolVersion
+      : SERVED_PROTOCOL_VERSION,
+    capabilities,
+    serverInfo: { name: "atrium", version: ATRIUM_VERSION },
+  }));
+
+  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
+    const { workspaceId } = admitted(extra);
+    return { tools: await registries.use(workspaceId, (registry) => router.listTools(registry)) };
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const { principal, workspaceId } = admitted(extra);
+    const caller: Caller = { principalId: principal.id, workspaceId };
+    return registries.use(workspaceId, (registry) =>
+      router.callTool(registry, caller, request.params.name, request.params.arguments),
+    );
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    throw new McpError(-32002, `Resource not found: ${request.params.uri}`);
+  });
+  server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [] }));
+  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+    throw new McpError(ErrorCode.InvalidParams, `Unknown prompt "${request.params.name}".`);
+  });
+
+  return server;
+}
+
+function admitted(extra: Extra): AdmittedCaller {
+  const caller = extra.authInfo?.extra?.atrium as AdmittedCaller | undefined;
+  // Unreachable through the HTTP route, which always admits first; refuse rather than guess.
+  if (!caller) throw new McpError(ErrorCode.InternalError, "Request reached the MCP server without admission.");
+  return caller;
+}

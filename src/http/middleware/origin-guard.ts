@@ -1,0 +1,43 @@
+import type { MiddlewareHandler } from "hono";
+import { isLoopbackHost } from "../../instance/load.ts";
+import type { AppEnv } from "../context.ts";
+import { errorBody } from "../error-response.ts";
+
+/**
+ * DNS-rebinding protection. A browser page on a foreign name that resolves to this host
+ * sends its own name in Host and Origin; both must be this instance's public host or a
+ * loopback name. A request without Origin (a non-browser client) passes the Origin check.
+ */
+export function originGuard(publicUrl: () => string): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const publicHost = new URL(publicUrl()).host;
+    const host = c.req.header("host");
+    if (host !== undefined && !allowedHost(host, publicHost)) {
+      return c.json(errorBody("forbidden_host", `Requests for host "${host}" are not served here.`), 403);
+    }
+    const origin = c.req.header("origin");
+    if (origin !== undefined && !allowedOrigin(origin, publicUrl())) {
+      return c.json(errorBody("forbidden_origin", `Requests from origin "${origin}" are not accepted.`), 403);
+    }
+    await next();
+  };
+}
+
+function allowedHost(host: string, publicHost: string): boolean {
+  if (host === publicHost) return true;
+  try {
+    return isLoopbackHost(new URL(`http://${host}`).hostname);
+  } catch {
+    return false;
+  }
+}
+
+function allowedOrigin(origin: string, publicUrl: string): boolean {
+  if (origin === new URL(publicUrl).origin) return true;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === "http:" || url.protocol === "https:") && isLoopbackHost(url.hostname);
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,33 @@
+import { Hono } from "hono";
+import { InvalidInput } from "../../errors.ts";
+import type { AppEnv, RouteDeps } from "../context.ts";
+import { readJsonObject, requireString } from "../json-body.ts";
+import { workspaceGate } from "../middleware/workspace-gate.ts";
+
+/** The workspace's tool surface over REST, through the same router as /mcp/ws_…. */
+export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const gate = workspaceGate(deps.workspaces);
+
+  app.get("/v1/workspaces/:ws/tools", gate, async (c) => {
+    const workspaceId = c.get("admission").workspace.id;
+    return c.json({ tools: await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry)) });
+  });
+
+  app.post("/v1/workspaces/:ws/tools/call", gate, async (c) => {
+    const workspaceId = c.get("admission").workspace.id;
+    const body = await readJsonObject(c);
+    const name = requireString(body, "name");
+    const args = body.arguments ?? {};
+    if (typeof args !== "object" || args === null || Array.isArray(args)) {
+      throw new InvalidInput('Field "arguments" must be a JSON object.');
+    }
+    const caller = { principalId: c.get("principal").id, workspaceId };
+    const result = await deps.registries.use(workspaceId, (registry) =>
+      deps.router.callTool(registry, caller, name, args as Record<string, unknown>),
+    );
+    return c.json(result);
+  });
+
+  return app;
+}

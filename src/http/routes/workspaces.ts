@@ -1,0 +1,45 @@
+import { Hono } from "hono";
+import { requireAdmin } from "../../workspace/gate.ts";
+import type { AppEnv, RouteDeps } from "../context.ts";
+import { readJsonObject, requireString } from "../json-body.ts";
+import { workspaceGate } from "../middleware/workspace-gate.ts";
+import { viewsFor, workspaceView } from "../views.ts";
+
+export function workspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const gate = workspaceGate(deps.workspaces);
+
+  app.get("/v1/workspaces", (c) => {
+    const principal = c.get("principal");
+    return c.json({ workspaces: viewsFor(deps.workspaces.listFor(principal.id), principal.id, deps.publicUrl()) });
+  });
+
+  app.post("/v1/workspaces", async (c) => {
+    const name = requireString(await readJsonObject(c), "name");
+    const ws = await deps.workspaces.create(name, c.get("principal").id);
+    return c.json(workspaceView(ws, "admin", deps.publicUrl()), 201);
+  });
+
+  app.get("/v1/workspaces/:ws", gate, (c) => {
+    const { workspace, role } = c.get("admission");
+    return c.json(workspaceView(workspace, role, deps.publicUrl()));
+  });
+
+  app.patch("/v1/workspaces/:ws", gate, async (c) => {
+    const admission = c.get("admission");
+    requireAdmin(admission);
+    const name = requireString(await readJsonObject(c), "name");
+    const ws = await deps.workspaces.rename(admission.workspace.id, name);
+    return c.json(workspaceView(ws, admission.role, deps.publicUrl()));
+  });
+
+  app.delete("/v1/workspaces/:ws", gate, async (c) => {
+    const admission = c.get("admission");
+    requireAdmin(admission);
+    await deps.workspaces.archive(admission.workspace.id);
+    await deps.registries.evict(admission.workspace.id);
+    return c.body(null, 204);
+  });
+
+  return app;
+}

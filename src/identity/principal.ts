@@ -1,0 +1,27 @@
+import { createHash } from "node:crypto";
+
+export type OrgRole = "admin" | "member";
+
+/** Who made a request, as the identity provider vouches for it. */
+export interface Principal {
+  /** Stable, opaque, path-safe: `usr_` + 24 hex, derived from (issuer, subject). */
+  id: string;
+  displayName: string;
+  email: string | null;
+  orgRole: OrgRole;
+}
+
+const PRINCIPAL_ID = /^usr_[0-9a-f]{24}$/;
+
+export function isPrincipalId(value: string): boolean {
+  return PRINCIPAL_ID.test(value);
+}
+
+/**
+ * The id is a digest of the issuer and the subject, so no subject string (`../`, `/`, NUL,
+ * unicode, 10 kB) can reach a path, and two issuers' equal subjects never collide.
+ */
+export function derivePrincipalId(issuer: string, subject: string): string {
+  const digest = createHash("sha256").update(issuer).update("\0").update(subject).digest("hex");
+  return `usr_${digest.slice(0, 24)}`;
+}

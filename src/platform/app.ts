@@ -1,0 +1,15 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { Hono } from "hono";
+import type { AppEnv, RouteDeps } from "../http/context.ts";
+import type { PlatformServices } from "./services.ts";
+
+/**
+ * A platform app is one unit: its MCP server (one per workspace, on the in-memory arm) and
+ * its REST routes. Adding an app is adding a folder and one line in `platform/index.ts`.
+ */
+export interface PlatformApp {
+  /** The source name: the `<source>` of `<source>__<tool>`. */
+  name: string;
+  createServer(workspaceId: string, services: PlatformServices): McpServer;
+  routes?(deps: RouteDeps): Hono<AppEnv>;
+}

@@ -1,0 +1,73 @@
+import { Hono } from "hono";
+import { InvalidInput, PayloadTooLarge } from "../../errors.ts";
+import type { AppEnv, RouteDeps } from "../../http/context.ts";
+import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
+import { DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
+
+/**
+ * Files over REST. Upload is workspace-scoped and streamed to disk; a file is then
+ * addressed by its bare id, which resolves only through the caller's own partitions of the
+ * workspaces they belong to now.
+ */
+export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const { files } = deps.services;
+  const gate = workspaceGate(deps.workspaces);
+
+  app.post("/v1/workspaces/:ws/files", gate, async (c) => {
+    const declared = Number(c.req.header("content-length") ?? Number.NaN);
+    if (declared > files.maxBytes) throw new PayloadTooLarge(files.maxBytes);
+    const name = c.req.query("name");
+    if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
+    const meta = await files.upload(
+      c.get("admission").workspace.id,
+      c.get("principal").id,
+      { name, mimeType: c.req.header("content-type") ?? DEFAULT_MIME_TYPE },
+      c.req.raw.body,
+    );
+    return c.json(meta, 201);
+  });
+
+  app.get("/v1/workspaces/:ws/files", gate, async (c) => {
+    return c.json({ files: await files.list(c.get("admission").workspace.id, c.get("principal").id) });
+  });
+
+  const locate = async (principalId: string, fileId: string): Promise<string> => {
+    const mine = deps.workspaces.listFor(principalId).map((ws) => ws.id);
+    return files.locate(principalId, mine, fileId);
+  };
+
+  app.get("/v1/files/:id", async (c) => {
+    const owner = c.get("principal").id;
+    const id = c.req.param("id");
+    const { meta, body } = await files.stream(await locate(owner, id), owner, id);
+    return new Response(body, { headers: downloadHeaders(meta) });
+  });
+
+  app.get("/v1/files/:id/meta", async (c) => {
+    const owner = c.get("principal").id;
+    const id = c.req.param("id");
+    return c.json(await files.info(await locate(owner, id), owner, id));
+  });
+
+  app.delete("/v1/files/:id", async (c) => {
+    const owner = c.get("principal").id;
+    const id = c.req.param("id");
+    await files.delete(await locate(owner, id), owner, id);
+    return c.body(null, 204);
+  });
+
+  return app;
+}
+
+function downloadHeaders(meta: FileMeta): Record<string, string> {
+  return {
+    "content-type": meta.mimeType,
+    "content-length": String(meta.size),
+    "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(meta.name)}`,
+    // Stored content is the user's, not ours: never let a browser run it as this origin.
+    "x-content-type-options": "nosniff",
+    "content-security-policy": "sandbox",
+    etag: `"${meta.sha256}"`,
+  };
+}

@@ -1,0 +1,142 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import * as z from "zod";
+import { AtriumError } from "../../errors.ts";
+import { type Caller, callerFromMeta } from "../../sources/caller-meta.ts";
+import { toolError } from "../../sources/router.ts";
+import { ATRIUM_VERSION } from "../../version.ts";
+import type { PlatformServices } from "../services.ts";
+import { type FileMeta, isTextual } from "./model.ts";
+
+/** Past this size files__read answers with a pointer to the REST download instead. */
+export const MAX_MCP_READ_BYTES = 8 * 1024 * 1024;
+
+const fileIdInput = { id: z.string().describe("The file id, fl_ followed by 24 hex digits.") };
+
+/** The files app as an MCP server for one workspace. The caller comes from host-owned `_meta`. */
+export function createFilesServer(workspaceId: string, services: PlatformServices): McpServer {
+  const server = new McpServer({ name: "atrium-files", version: ATRIUM_VERSION });
+  const { files } = services;
+
+  const tool = <A>(run: (caller: Caller, args: A) => Promise<CallToolResult>) => {
+    return async (args: A, extra: { _meta?: Record<string, unknown> }): Promise<CallToolResult> => {
+      try {
+        const caller = callerFromMeta(extra._meta);
+        // Defence in depth: this server belongs to one workspace and serves no other.
+        if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
+        return await run(caller, args);
+      } catch (error) {
+        if (error instanceof AtriumError) return toolError(error.message);
+        throw error;
+      }
+    };
+  };
+
+  server.registerTool(
+    "write",
+    {
+      description:
+        "Store a new file in this workspace, private to you. Give the content as `text` (UTF-8) or `base64`, not both.",
+      inputSchema: {
+        name: z.string().describe("A name to show for the file, e.g. notes.md."),
+        text: z.string().optional().describe("The content as UTF-8 text."),
+        base64: z.string().optional().describe("The content, base64-encoded, for binary data."),
+        mimeType: z.string().optional().describe("The MIME type; text/plain for text, else application/octet-stream."),
+      },
+      annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
+    },
+    tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }) => {
+      if ((args.text === undefined) === (args.base64 === undefined)) {
+        return toolError("Give the content as exactly one of `text` or `base64`.");
+      }
+      if (args.base64 !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64)) {
+        return toolError("`base64` is not valid base64: use the standard alphabet with = padding.");
+      }
+      const content =
+        args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
+      const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
+      const meta = await files.write(workspaceId, caller.principalId, { name: args.name, mimeType }, content);
+      return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
+    }),
+  );
+
+  server.registerTool(
+    "list",
+    {
+      description: "List your files in this workspace, newest first, with id, name, type and size.",
+      inputSchema: {},
+      annotations: { title: "List files", readOnlyHint: true },
+    },
+    tool(async (caller) => {
+      const list = await files.list(workspaceId, caller.principalId);
+      const lines = list.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
+      return {
+        content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "You have no files here yet." }],
+        structuredContent: { files: list },
+      };
+    }),
+  );
+
+  server.registerTool(
+    "info",
+    {
+      description: "Show a file's metadata: name, type, size, digest, created time.",
+      inputSchema: fileIdInput,
+      annotations: { title: "File info", readOnlyHint: true },
+    },
+    tool(async (caller, args: { id: string }) => {
+      const meta = await files.info(workspaceId, caller.principalId, args.id);
+      return metaResult(meta, JSON.stringify(meta));
+    }),
+  );
+
+  server.registerTool(
+    "read",
+    {
+      description: `Read a file's content: text for textual types, base64 otherwise. Files over ${MAX_MCP_READ_BYTES} bytes are downloaded over REST instead.`,
+      inputSchema: fileIdInput,
+      annotations: { title: "Read a file", readOnlyHint: true },
+    },
+    tool(async (caller, args: { id: string }) => {
+      const meta = await files.info(workspaceId, caller.principalId, args.id);
+      if (meta.size > MAX_MCP_READ_BYTES) {
+        return toolError(`${meta.id} is ${meta.size} bytes; download it with GET /v1/files/${meta.id}.`);
+      }
+      const { content } = await files.read(workspaceId, caller.principalId, args.id);
+      const text = isTextual(meta.mimeType) ? decodeUtf8(content) : undefined;
+      const encoding = text === undefined ? "base64" : "utf8";
+      const body = text ?? content.toString("base64");
+      return {
+        content: [{ type: "text", text: body }],
+        structuredContent: { id: meta.id, name: meta.name, mimeType: meta.mimeType, encoding, content: body },
+      };
+    }),
+  );
+
+  server.registerTool(
+    "delete",
+    {
+      description: "Delete one of your files in this workspace. This cannot be undone.",
+      inputSchema: fileIdInput,
+      annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
+    },
+    tool(async (caller, args: { id: string }) => {
+      await files.delete(workspaceId, caller.principalId, args.id);
+      return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
+    }),
+  );
+
+  return server;
+}
+
+function metaResult(meta: FileMeta, text: string): CallToolResult {
+  return { content: [{ type: "text", text }], structuredContent: { ...meta } };
+}
+
+function decodeUtf8(content: Buffer): string | undefined {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(content);
+  } catch {
+    return undefined;
+  }
+}

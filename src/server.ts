@@ -1,0 +1,108 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { createApp } from "./http/app.ts";
+import type { RouteDeps } from "./http/context.ts";
+import { McpEndpoint } from "./http/mcp/endpoint.ts";
+import { createFrontServer } from "./http/mcp/front-server.ts";
+import type { IdentityProvider } from "./identity/provider.ts";
+import { createDevProvider } from "./identity/providers/dev.ts";
+import { UserDirectory } from "./identity/users.ts";
+import { followPort } from "./instance/load.ts";
+import type { InstanceConfig } from "./instance/schema.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { createWorkspaceRegistry } from "./platform/index.ts";
+import { FileStore } from "./platform/files/store.ts";
+import type { PlatformServices } from "./platform/services.ts";
+import { StorageLayout } from "./storage/paths.ts";
+import { IdleCache } from "./sources/idle-cache.ts";
+import type { SourceRegistry } from "./sources/registry.ts";
+import { Router } from "./sources/router.ts";
+import { FirstWorkspace } from "./workspace/first-workspace.ts";
+import { WorkspaceStore } from "./workspace/store.ts";
+
+/** A workspace's sources are closed after this long without a request. */
+export const IDLE_EVICT_MS = 10 * 60 * 1000;
+
+export interface StartOptions {
+  /** Replaces the provider named in instance.json; for tests that need several people. */
+  identityProvider?: IdentityProvider;
+  log?: Logger;
+  idleEvictMs?: number;
+}
+
+export interface RunningAtrium {
+  /** The public base URL, e.g. http://127.0.0.1:8787. */
+  url: string;
+  port: number;
+  workspaces: WorkspaceStore;
+  users: UserDirectory;
+  firstWorkspace: FirstWorkspace;
+  registries: IdleCache<SourceRegistry>;
+  close(): Promise<void>;
+}
+
+export function createProvider(config: InstanceConfig): IdentityProvider {
+  switch (config.auth.adapter) {
+    case "dev":
+      return createDevProvider();
+  }
+}
+
+/** Boots one instance: checks the data root, builds the surfaces, listens. */
+export async function startAtrium(config: InstanceConfig, options: StartOptions = {}): Promise<RunningAtrium> {
+  const log = options.log ?? createLogger(config.log.level);
+  const layout = new StorageLayout(config.storage.root);
+  const workspaces = new WorkspaceStore(layout);
+  await workspaces.load();
+  const users = new UserDirectory(layout);
+  await users.load();
+
+  const services: PlatformServices = { files: new FileStore(layout, config.files.maxUploadBytes) };
+  const registries = new IdleCache<SourceRegistry>(
+    async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
+    (registry) => registry.close(),
+    options.idleEvictMs ?? IDLE_EVICT_MS,
+  );
+  const router = new Router(log);
+  const endpoint = new McpEndpoint(createFrontServer(router, registries), config.http.maxBodyBytes);
+  await endpoint.start();
+
+  let publicUrl = config.http.publicUrl;
+  const firstWorkspace = new FirstWorkspace(workspaces);
+  const deps: RouteDeps = {
+    workspaces,
+    users,
+    firstWorkspace,
+    router,
+    registries,
+    services,
+    publicUrl: () => publicUrl,
+    maxBodyBytes: config.http.maxBodyBytes,
+  };
+  const app = createApp(deps, options.identityProvider ?? createProvider(config), endpoint, log);
+
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, () => resolve(s));
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  publicUrl = followPort(config.http.publicUrl, port);
+  log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
+
+  return {
+    url: publicUrl,
+    port,
+    workspaces,
+    users,
+    firstWorkspace,
+    registries,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await registries.close();
+      await endpoint.close();
+    },
+  };
+}

@@ -1,0 +1,23 @@
+// Host-owned `_meta`: who is calling, and in which workspace, as the host (never the client)
+// says. It travels only on the in-memory arm, where the bytes never leave the process; the
+// router builds it from the gated request and drops any `_meta` a client sent.
+
+export const CALLER_META_KEY = "dev.atrium/caller";
+
+export interface Caller {
+  principalId: string;
+  workspaceId: string;
+}
+
+export class MissingCaller extends Error {
+  constructor() {
+    super("This platform tool was called without the host's caller context.");
+  }
+}
+
+/** Reads the caller a platform app is serving; throws when the host did not set one. */
+export function callerFromMeta(meta: Record<string, unknown> | undefined): Caller {
+  const value = meta?.[CALLER_META_KEY] as Partial<Caller> | undefined;
+  if (typeof value?.principalId !== "string" || typeof value.workspaceId !== "string") throw new MissingCaller();
+  return { principalId: value.principalId, workspaceId: value.workspaceId };
+}

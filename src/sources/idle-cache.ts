@@ -1,0 +1,58 @@
+/**
+ * Per-workspace values built on first use and disposed when idle, so an instance with many
+ * idle workspaces pays disk, not memory. A value in use is never evicted under its user.
+ */
+export class IdleCache<T> {
+  private readonly entries = new Map<string, { value: Promise<T>; lastUsed: number; inUse: number }>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly build: (key: string) => Promise<T>,
+    private readonly dispose: (value: T) => Promise<void>,
+    private readonly idleMs: number,
+  ) {
+    this.timer = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(idleMs / 2)));
+    this.timer.unref();
+  }
+
+  async use<R>(key: string, work: (value: T) => Promise<R>): Promise<R> {
+    let entry = this.entries.get(key);
+    if (!entry) {
+      const value = this.build(key);
+      entry = { value, lastUsed: Date.now(), inUse: 0 };
+      this.entries.set(key, entry);
+      value.catch(() => {
+        if (this.entries.get(key) === entry) this.entries.delete(key);
+      });
+    }
+    entry.inUse += 1;
+    try {
+      return await work(await entry.value);
+    } finally {
+      entry.inUse -= 1;
+      entry.lastUsed = Date.now();
+    }
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  async evict(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    await this.dispose(await entry.value).catch(() => undefined);
+  }
+
+  async sweep(now = Date.now()): Promise<void> {
+    for (const [key, entry] of this.entries) {
+      if (entry.inUse === 0 && now - entry.lastUsed >= this.idleMs) await this.evict(key);
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await Promise.all([...this.entries.keys()].map((key) => this.evict(key)));
+  }
+}

@@ -1,0 +1,102 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { type CallToolResult, ToolListChangedNotificationSchema, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { ATRIUM_VERSION } from "../version.ts";
+import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
+
+/**
+ * How a source is reached. A platform app is a real SDK server on an in-memory linked
+ * pair; a remote server is reached over Streamable HTTP. Nothing above McpSource can tell
+ * the arms apart, except that host-owned `_meta` is only ever attached on `in-memory`.
+ */
+export type SourceTransport =
+  | { kind: "in-memory"; createServer: () => McpServer }
+  | { kind: "streamable-http"; url: URL; headers?: Record<string, string> };
+
+export class McpSource {
+  private client: Promise<Client> | undefined;
+  private tools: Promise<Tool[]> | undefined;
+  private server: McpServer | undefined;
+
+  constructor(
+    readonly name: string,
+    private readonly transport: SourceTransport,
+  ) {}
+
+  get kind(): SourceTransport["kind"] {
+    return this.transport.kind;
+  }
+
+  /** The source's own tool list (not namespaced), cached until the server says it changed. */
+  listTools(): Promise<Tool[]> {
+    this.tools ??= this.connected()
+      .then((client) => listAllTools(client))
+      .catch((error: unknown) => {
+        this.tools = undefined;
+        throw error;
+      });
+    return this.tools;
+  }
+
+  async callTool(tool: string, args: Record<string, unknown>, caller: Caller): Promise<CallToolResult> {
+    const client = await this.connected();
+    const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
+      name: tool,
+      arguments: args,
+    };
+    if (this.transport.kind === "in-memory") params._meta = { [CALLER_META_KEY]: caller };
+    return (await client.callTool(params)) as CallToolResult;
+  }
+
+  async close(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    this.tools = undefined;
+    if (client) await (await client.catch(() => undefined))?.close();
+    await this.server?.close();
+    this.server = undefined;
+  }
+
+  private connected(): Promise<Client> {
+    this.client ??= this.connect().catch((error: unknown) => {
+      this.client = undefined;
+      throw error;
+    });
+    return this.client;
+  }
+
+  private async connect(): Promise<Client> {
+    const client = new Client({ name: "atrium", version: ATRIUM_VERSION }, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      this.tools = undefined;
+    });
+    await client.connect(await this.openTransport());
+    return client;
+  }
+
+  private async openTransport(): Promise<Transport> {
+    if (this.transport.kind === "in-memory") {
+      const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+      this.server = this.transport.createServer();
+      await this.server.connect(serverSide);
+      return clientSide;
+    }
+    return new StreamableHTTPClientTransport(this.transport.url, {
+      requestInit: { headers: this.transport.headers ?? {} },
+    });
+  }
+}
+
+async function listAllTools(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  return tools;
+}

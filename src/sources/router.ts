@@ -1,0 +1,54 @@
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../log.ts";
+import type { Caller } from "./caller-meta.ts";
+import type { SourceRegistry } from "./registry.ts";
+import { joinToolName, splitToolName } from "./tool-names.ts";
+
+/**
+ * The one router. MCP and REST both call it; neither decides on its own which source
+ * answers a tool. The source is looked up in the caller's workspace registry only, so a
+ * name can never reach another workspace's sources.
+ */
+export class Router {
+  constructor(private readonly log: Logger) {}
+
+  async listTools(registry: SourceRegistry): Promise<Tool[]> {
+    const lists = await Promise.all(
+      registry.all().map(async (source) => {
+        try {
+          const tools = await source.listTools();
+          return tools.map((tool) => ({ ...tool, name: joinToolName(source.name, tool.name) }));
+        } catch (error) {
+          // One unreachable source must not hide the others' tools.
+          this.log.warn({ source: source.name, err: error }, "source did not list its tools");
+          return [];
+        }
+      }),
+    );
+    return lists.flat();
+  }
+
+  async callTool(
+    registry: SourceRegistry,
+    caller: Caller,
+    name: string,
+    args: Record<string, unknown> | undefined,
+  ): Promise<CallToolResult> {
+    const parts = splitToolName(name);
+    const source = parts ? registry.get(parts.source) : undefined;
+    if (!parts || !source) {
+      return toolError(`Unknown tool "${name}": list the tools of this workspace and use a name from that list.`);
+    }
+    try {
+      return await source.callTool(parts.tool, args ?? {}, caller);
+    } catch (error) {
+      // A protocol error from the source (unknown tool, invalid arguments) becomes a tool
+      // result the model can read, never a crash of the request.
+      return toolError(`Tool "${name}" failed: ${(error as Error).message}`);
+    }
+  }
+}
+
+export function toolError(message: string): CallToolResult {
+  return { content: [{ type: "text", text: message }], isError: true };
+}

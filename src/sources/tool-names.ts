@@ -1,0 +1,24 @@
+// The one module that joins and splits namespaced tool names. A tool's name is
+// `<source>__<tool>`: the workspace is never part of it, so a name cannot address another
+// workspace; the source segment alone decides which door a call takes.
+
+export const TOOL_NAME_SEPARATOR = "__";
+
+const SOURCE_NAME = /^[a-z][a-z0-9-]{0,39}$/;
+
+export function isSourceName(value: string): boolean {
+  return SOURCE_NAME.test(value) && !value.includes(TOOL_NAME_SEPARATOR);
+}
+
+export function joinToolName(source: string, tool: string): string {
+  return `${source}${TOOL_NAME_SEPARATOR}${tool}`;
+}
+
+/** Splits at the first separator; `undefined` when the name has none or an empty side. */
+export function splitToolName(name: string): { source: string; tool: string } | undefined {
+  const at = name.indexOf(TOOL_NAME_SEPARATOR);
+  if (at <= 0) return undefined;
+  const tool = name.slice(at + TOOL_NAME_SEPARATOR.length);
+  if (tool.length === 0) return undefined;
+  return { source: name.slice(0, at), tool };
+}

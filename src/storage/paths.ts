@@ -1,0 +1,80 @@
+import { resolve, sep } from "node:path";
+import { isPrincipalId } from "../identity/principal.ts";
+import { isWorkspaceId } from "../workspace/ids.ts";
+
+// The one module that builds storage paths. Every segment is checked against its grammar
+// before it touches the filesystem, and every result is checked to lie under the root,
+// so no id, subject or name can walk out of its folder (test/unit/paths.test.ts).
+
+export const RESERVED_ROOT_FOLDERS = ["_instance", "_archive"] as const;
+export const WORKSPACE_FILE = "workspace.json";
+
+/** The primitives stored with an owner partition. */
+export type OwnedPrimitive = "files";
+
+const RECORD_ID = /^[a-z]{2,4}_[0-9a-f]{16,32}$/;
+
+export class InvalidPathSegment extends Error {
+  constructor(
+    readonly kind: string,
+    readonly value: string,
+  ) {
+    super(`Invalid ${kind}: ${JSON.stringify(value.slice(0, 64))}`);
+  }
+}
+
+export class StorageLayout {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  workspaceDir(workspaceId: string): string {
+    return this.within(checkSegment("workspace id", workspaceId, isWorkspaceId));
+  }
+
+  workspaceFile(workspaceId: string): string {
+    return this.within(this.workspaceDir(workspaceId), WORKSPACE_FILE);
+  }
+
+  archiveDir(): string {
+    return this.within("_archive");
+  }
+
+  instanceDir(): string {
+    return this.within("_instance");
+  }
+
+  userDir(principalId: string): string {
+    return this.within("_instance", "users", checkSegment("principal id", principalId, isPrincipalId));
+  }
+
+  ownerDir(workspaceId: string, primitive: OwnedPrimitive, ownerId: string): string {
+    return this.within(
+      this.workspaceDir(workspaceId),
+      primitive,
+      checkSegment("owner", ownerId, isPrincipalId),
+    );
+  }
+
+  recordDir(workspaceId: string, primitive: OwnedPrimitive, ownerId: string, recordId: string): string {
+    return this.within(
+      this.ownerDir(workspaceId, primitive, ownerId),
+      checkSegment("record id", recordId, (v) => RECORD_ID.test(v)),
+    );
+  }
+
+  private within(...segments: string[]): string {
+    const path = resolve(this.root, ...segments);
+    if (path !== this.root && !path.startsWith(this.root + sep)) {
+      throw new InvalidPathSegment("path", segments.join("/"));
+    }
+    return path;
+  }
+}
+
+function checkSegment(kind: string, value: string, valid: (value: string) => boolean): string {
+  if (!valid(value)) throw new InvalidPathSegment(kind, value);
+  return value;
+}

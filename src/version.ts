@@ -1,0 +1,1 @@
+export const ATRIUM_VERSION = "0.1.0";

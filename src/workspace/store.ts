@@ -1,0 +1,175 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
+import { TEMP_PREFIX, writeJsonAtomic } from "../storage/atomic.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
+import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
+import { isWorkspaceId, newWorkspaceId } from "./ids.ts";
+import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
+
+/**
+ * The workspaces of one instance. The in-memory index is loaded at boot and kept current
+ * by the writers, so a request never lists or parses the disk. Every change to one
+ * workspace runs under its lock and is written atomically before the index moves.
+ */
+export class WorkspaceStore {
+  private readonly index = new Map<string, Workspace>();
+  private readonly locks = new KeyedLock();
+
+  constructor(private readonly layout: StorageLayout) {}
+
+  /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
+  async load(): Promise<void> {
+    await mkdir(this.layout.root, { recursive: true });
+    const entries = await readdir(this.layout.root, { withFileTypes: true });
+    for (const entry of entries) {
+      // Dot-entries are writers' temp files and the repository's .gitkeep; nothing reads them.
+      if (entry.name.startsWith(".")) continue;
+      if ((RESERVED_ROOT_FOLDERS as readonly string[]).includes(entry.name) && entry.isDirectory()) continue;
+      if (!isWorkspaceId(entry.name) || !entry.isDirectory()) {
+        throw new BootError(
+          `Unexpected ${entry.isDirectory() ? "folder" : "file"} "${entry.name}" in the data root ${this.layout.root}: ` +
+            `it holds only workspace folders (ws_ + 16 hex) and ${RESERVED_ROOT_FOLDERS.join(", ")}. Move it out of the root.`,
+        );
+      }
+      this.index.set(entry.name, await this.readWorkspace(entry.name));
+    }
+  }
+
+  private async readWorkspace(id: string): Promise<Workspace> {
+    const path = this.layout.workspaceFile(id);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(await readFile(path, "utf8"));
+    } catch (error) {
+      throw new BootError(`Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`);
+    }
+    const ws = parsed as Workspace;
+    if (
+      typeof ws !== "object" ||
+      ws === null ||
+      ws.id !== id ||
+      typeof ws.name !== "string" ||
+      !Array.isArray(ws.members)
+    ) {
+      throw new BootError(`Workspace ${id} is corrupt: ${path} does not describe workspace ${id}.`);
+    }
+    return ws;
+  }
+
+  get(id: string): Workspace | undefined {
+    return isWorkspaceId(id) ? this.index.get(id) : undefined;
+  }
+
+  roleOf(id: string, principalId: string): WorkspaceRole | undefined {
+    return this.get(id)?.members.find((m) => m.principalId === principalId)?.role;
+  }
+
+  listFor(principalId: string): Workspace[] {
+    const mine: Workspace[] = [];
+    for (const ws of this.index.values()) {
+      if (ws.members.some((m) => m.principalId === principalId)) mine.push(ws);
+    }
+    return mine.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  /** The only way a workspace comes into being. The folder appears whole, by one rename. */
+  async create(name: string, creatorId: string): Promise<Workspace> {
+    const now = new Date().toISOString();
+    const ws: Workspace = {
+      id: newWorkspaceId(),
+      name: checkName(name),
+      createdAt: now,
+      updatedAt: now,
+      members: [{ principalId: creatorId, role: "admin", addedAt: now }],
+    };
+    const staging = join(this.layout.root, `${TEMP_PREFIX}${ws.id}-${randomBytes(4).toString("hex")}`);
+    await mkdir(staging);
+    try {
+      await writeJsonAtomic(join(staging, WORKSPACE_FILE), ws);
+      await rename(staging, this.layout.workspaceDir(ws.id));
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+    this.index.set(ws.id, ws);
+    return ws;
+  }
+
+  rename(id: string, name: string): Promise<Workspace> {
+    const checked = checkName(name);
+    return this.mutate(id, (ws) => ({ ...ws, name: checked }));
+  }
+
+  /** Archiving moves the folder under `_archive/`, so nothing can address it any more. */
+  async archive(id: string): Promise<void> {
+    await this.locks.run(id, async () => {
+      if (!this.get(id)) throw new WorkspaceNotFound(id);
+      await mkdir(this.layout.archiveDir(), { recursive: true });
+      const target = join(this.layout.archiveDir(), `${id}-${Date.now()}`);
+      this.index.delete(id);
+      await rename(this.layout.workspaceDir(id), target);
+    });
+  }
+
+  addMember(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
+    return this.mutate(id, (ws) => {
+      if (ws.members.some((m) => m.principalId === principalId)) {
+        throw new Conflict("member_exists", "That person is already a member; change their role instead.");
+      }
+      const member: Member = { principalId, role, addedAt: new Date().toISOString() };
+      return { ...ws, members: [...ws.members, member] };
+    });
+  }
+
+  removeMember(id: string, principalId: string): Promise<Workspace> {
+    return this.mutate(id, (ws) => {
+      const member = findMember(ws, principalId);
+      if (member.role === "admin") assertAnotherAdmin(ws, principalId);
+      return { ...ws, members: ws.members.filter((m) => m.principalId !== principalId) };
+    });
+  }
+
+  setRole(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
+    return this.mutate(id, (ws) => {
+      const member = findMember(ws, principalId);
+      if (member.role === "admin" && role !== "admin") assertAnotherAdmin(ws, principalId);
+      return { ...ws, members: ws.members.map((m) => (m.principalId === principalId ? { ...m, role } : m)) };
+    });
+  }
+
+  private mutate(id: string, change: (ws: Workspace) => Workspace): Promise<Workspace> {
+    return this.locks.run(id, async () => {
+      const current = this.get(id);
+      if (!current) throw new WorkspaceNotFound(id);
+      const next = { ...change(current), updatedAt: new Date().toISOString() };
+      await writeJsonAtomic(this.layout.workspaceFile(id), next);
+      this.index.set(id, next);
+      return next;
+    });
+  }
+}
+
+function checkName(name: string): string {
+  const trimmed = typeof name === "string" ? name.trim() : "";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+  if (trimmed.length === 0 || trimmed.length > MAX_WORKSPACE_NAME_CHARS || /[\u0000-\u001f\u007f]/.test(trimmed)) {
+    throw new InvalidInput(
+      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters.`,
+    );
+  }
+  return trimmed;
+}
+
+function findMember(ws: Workspace, principalId: string): Member {
+  const member = ws.members.find((m) => m.principalId === principalId);
+  if (!member) throw new NotFound("member_not_found", "That person is not a member of this workspace.");
+  return member;
+}
+
+function assertAnotherAdmin(ws: Workspace, principalId: string): void {
+  if (!ws.members.some((m) => m.role === "admin" && m.principalId !== principalId)) {
+    throw new Conflict("last_admin", "A workspace keeps at least one admin: make someone else admin first.");
+  }
+}
