@@ -1,0 +1,212 @@
+import { request as httpRequest } from "node:http";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Unauthenticated } from "../../src/errors.ts";
+import { derivePrincipalId, type Principal } from "../../src/identity/principal.ts";
+import type { IdentityProvider } from "../../src/identity/provider.ts";
+import { parseInstance } from "../../src/instance/load.ts";
+import type { InstanceConfig } from "../../src/instance/schema.ts";
+import { createLogger } from "../../src/log.ts";
+import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+
+/** The header the test identity provider reads: `x-test-user: <name>`. */
+export const TEST_USER_HEADER = "x-test-user";
+export const TEST_ISSUER = "test";
+
+/** The principal the test provider vouches for when a request says `x-test-user: <name>`. */
+export function testPrincipal(name: string): Principal {
+  return {
+    id: derivePrincipalId(TEST_ISSUER, name),
+    displayName: name,
+    email: `${name}@example.test`,
+    orgRole: "member",
+  };
+}
+
+/** Many people on one instance, told apart by a header; a request without it is refused. */
+export function createTestProvider(): IdentityProvider {
+  return {
+    name: "test",
+    async authenticate(request) {
+      const name = request.headers.get(TEST_USER_HEADER);
+      if (name === null || name === "") throw new Unauthenticated();
+      return testPrincipal(name);
+    },
+  };
+}
+
+export interface TestAtriumOptions {
+  /** Use the provider instance.json names (`dev`) instead of the test provider. */
+  dev?: boolean;
+  /** Reuse this temp dir (its `data/` is the root) instead of making a fresh one. */
+  dir?: string;
+  maxUploadBytes?: number;
+  maxBodyBytes?: number;
+  idleEvictMs?: number;
+}
+
+/** `null` sends no identity header; in dev mode the name is ignored. */
+export type TestUser = string | null;
+
+export type RestBody = Record<string, unknown> | unknown[] | string | Uint8Array | ReadableStream<Uint8Array>;
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  text: string;
+}
+
+export interface TestAtrium {
+  url: string;
+  /** The temp dir this instance owns; the data root is `root`, inside it. */
+  dir: string;
+  root: string;
+  atrium: RunningAtrium;
+  config: InstanceConfig;
+  /** A fetch against the instance as `user`; an object body is sent as JSON, anything else raw. */
+  rest(user: TestUser, method: string, path: string, body?: RestBody, headers?: Record<string, string>): Promise<Response>;
+  /**
+   * A request whose path is sent byte for byte (fetch would normalise `..` and `%2e`) and whose
+   * Host and Origin can be set freely.
+   */
+  raw(
+    user: TestUser,
+    method: string,
+    path: string,
+    options?: { headers?: Record<string, string>; body?: string | Uint8Array },
+  ): Promise<RawResponse>;
+  /** The SDK's own Client, connected to `/mcp/<workspaceId>` as `user`. Closed by `stop()`. */
+  mcpClient(user: TestUser, workspaceId: string): Promise<Client>;
+  /** Closes the server but keeps the dir, so another instance can start on the same root. */
+  close(): Promise<void>;
+  /** Closes this instance and starts a fresh one on the same dir and options. */
+  restart(): Promise<TestAtrium>;
+  /** Closes the server and removes the dir. */
+  stop(): Promise<void>;
+}
+
+/** Starts an isolated instance on 127.0.0.1, port 0, with its data root in a fresh temp dir. */
+export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<TestAtrium> {
+  const dir = options.dir ?? (await mkdtemp(join(tmpdir(), "atrium-test-")));
+  const root = join(dir, "data");
+  await mkdir(root, { recursive: true });
+  const config = parseInstance(
+    {
+      auth: { adapter: "dev" },
+      storage: { root: "./data" },
+      http: {
+        host: "127.0.0.1",
+        port: 0,
+        publicUrl: "http://127.0.0.1:8787",
+        ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      },
+      ...(options.maxUploadBytes === undefined ? {} : { files: { maxUploadBytes: options.maxUploadBytes } }),
+      log: { level: "silent" },
+    },
+    { source: "test instance", baseDir: dir },
+  );
+  let atrium: RunningAtrium;
+  try {
+    atrium = await startAtrium(config, {
+      log: createLogger("silent"),
+      ...(options.dev ? {} : { identityProvider: createTestProvider() }),
+      ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
+    });
+  } catch (error) {
+    if (options.dir === undefined) await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+
+  const url = atrium.url;
+  const clients = new Set<Client>();
+  let closed: Promise<void> | undefined;
+
+  const identity = (user: TestUser): Record<string, string> =>
+    user === null || options.dev ? {} : { [TEST_USER_HEADER]: user };
+
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      await Promise.allSettled([...clients].map((client) => client.close()));
+      clients.clear();
+      await atrium.close();
+    })();
+    return closed;
+  };
+
+  return {
+    url,
+    dir,
+    root,
+    atrium,
+    config,
+    async rest(user, method, path, body, headers = {}) {
+      const init: RequestInit & { duplex?: "half" } = { method, headers: { ...identity(user), ...headers } };
+      if (body instanceof ReadableStream) {
+        init.body = body;
+        init.duplex = "half";
+      } else if (typeof body === "string" || body instanceof Uint8Array) {
+        init.body = body;
+      } else if (body !== undefined) {
+        init.body = JSON.stringify(body);
+        init.headers = { "content-type": "application/json", ...init.headers };
+      }
+      return fetch(`${url}${path}`, init);
+    },
+    raw(user, method, path, { headers = {}, body } = {}) {
+      return new Promise((resolve, reject) => {
+        const req = httpRequest(
+          { host: "127.0.0.1", port: atrium.port, method, path, headers: { ...identity(user), ...headers } },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on("data", (chunk: Buffer) => chunks.push(chunk));
+            res.on("error", reject);
+            res.on("end", () => {
+              const buffer = Buffer.concat(chunks);
+              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: buffer, text: buffer.toString("utf8") });
+            });
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      });
+    },
+    async mcpClient(user, workspaceId) {
+      const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp/${workspaceId}`), {
+        requestInit: { headers: identity(user) },
+      });
+      const client = new Client({ name: "atrium-test", version: "0.0.0" }, { capabilities: {} });
+      await client.connect(transport);
+      clients.add(client);
+      return client;
+    },
+    close,
+    async restart() {
+      await close();
+      return startTestAtrium({ ...options, dir });
+    },
+    async stop() {
+      await close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The caller's first workspace, creating it on first contact as `GET /v1/bootstrap` does. */
+export async function bootstrapWorkspace(instance: TestAtrium, user: TestUser): Promise<string> {
+  const response = await instance.rest(user, "GET", "/v1/bootstrap");
+  if (response.status !== 200) throw new Error(`bootstrap as ${user}: HTTP ${response.status}`);
+  const body = (await response.json()) as { workspaces: Array<{ id: string }> };
+  const first = body.workspaces[0];
+  if (!first) throw new Error(`bootstrap as ${user} returned no workspace`);
+  return first.id;
+}
+
+/** The POST headers the Streamable HTTP transport requires. */
+export const MCP_POST_HEADERS = {
+  "content-type": "application/json",
+  accept: "application/json, text/event-stream",
+} as const;

@@ -1,0 +1,104 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/** `bin/atrium.js`, run by the same node as the tests. */
+export const ATRIUM_BIN = fileURLToPath(new URL("../../bin/atrium.js", import.meta.url));
+
+export interface CliExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliProcess {
+  /** What the process has written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves once stdout or stderr matches, with the match; rejects if the process exits first. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  exited: Promise<CliExit>;
+  /** Sends SIGTERM (the CLI's own shutdown path) and waits; SIGKILL if it does not go. */
+  stop(): Promise<CliExit>;
+}
+
+const STOP_GRACE_MS = 5_000;
+
+/** Runs `node bin/atrium.js <args>` in `cwd` with its output captured. */
+export function spawnAtriumCli(args: string[], cwd: string): CliProcess {
+  const child: ChildProcess = spawn(process.execPath, [ATRIUM_BIN, ...args], {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, NO_COLOR: "1" },
+  });
+  let stdout = "";
+  let stderr = "";
+  const listeners = new Set<() => void>();
+  const changed = () => {
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on("data", (chunk: Buffer) => {
+    stdout += chunk.toString("utf8");
+    changed();
+  });
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString("utf8");
+    changed();
+  });
+  let done = false;
+  const exited = new Promise<CliExit>((resolve, reject) => {
+    child.once("error", reject);
+    child.once("close", (code, signal) => {
+      done = true;
+      changed();
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+
+  return {
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    waitForOutput(pattern, timeoutMs = 15_000) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+        }, timeoutMs);
+        function check(): void {
+          const match = stdout.match(pattern) ?? stderr.match(pattern);
+          if (!match && !done) return;
+          clearTimeout(timer);
+          listeners.delete(check);
+          if (match) resolve(match);
+          else reject(new Error(`atrium exited before printing ${pattern}\nstdout: ${stdout}\nstderr: ${stderr}`));
+        }
+        listeners.add(check);
+        check();
+      });
+    },
+    async stop() {
+      if (!done) {
+        child.kill("SIGTERM");
+        const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
+        try {
+          return await exited;
+        } finally {
+          clearTimeout(timer);
+        }
+      }
+      return exited;
+    },
+  };
+}
+
+/** Runs the CLI to completion (for commands that should exit on their own) and returns how it ended. */
+export async function runAtriumCli(args: string[], cwd: string, timeoutMs = 15_000): Promise<CliExit> {
+  const cli = spawnAtriumCli(args, cwd);
+  const timer = setTimeout(() => void cli.stop(), timeoutMs);
+  try {
+    return await cli.exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,176 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { BootError } from "../../../src/errors.ts";
+import { followPort, isLoopbackHost, loadInstance } from "../../../src/instance/load.ts";
+import { MAX_BODY_BYTES_DEFAULT, MAX_UPLOAD_BYTES_DEFAULT } from "../../../src/instance/schema.ts";
+
+const MINIMAL = {
+  auth: { adapter: "dev" },
+  storage: { root: "./data" },
+  http: { host: "127.0.0.1", port: 8787, publicUrl: "http://127.0.0.1:8787" },
+};
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "atrium-instance-"));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function writeInstance(content: unknown, name = "instance.json"): Promise<string> {
+  const path = join(dir, name);
+  await writeFile(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+async function bootError(load: Promise<unknown>): Promise<string> {
+  const error = await load.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(BootError);
+  return (error as BootError).message;
+}
+
+describe("loadInstance", () => {
+  it("a missing file is a BootError that says to copy instance.example.json", async () => {
+    const path = join(dir, "instance.json");
+    const message = await bootError(loadInstance(path));
+    expect(message).toContain(path);
+    expect(message).toContain("Copy instance.example.json to instance.json");
+    expect(message).toContain("auth.adapter");
+  });
+
+  it("a file that is not JSON is a BootError naming the file", async () => {
+    const path = await writeInstance("{ auth: dev");
+    const message = await bootError(loadInstance(path));
+    expect(message).toContain(path);
+    expect(message).toContain("is not valid JSON");
+  });
+
+  it("an unknown top-level field is named", async () => {
+    const path = await writeInstance({ ...MINIMAL, plugins: [] });
+    expect(await bootError(loadInstance(path))).toContain('(top level): unknown field "plugins"');
+  });
+
+  it("an unknown nested field is named with its section", async () => {
+    const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, tls: true } });
+    expect(await bootError(loadInstance(path))).toContain('http: unknown field "tls"');
+  });
+
+  it("a field of the wrong type is named with its path", async () => {
+    const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, port: "8787" } });
+    expect(await bootError(loadInstance(path))).toMatch(/http\.port: must be integer/);
+  });
+
+  it("a missing required field is named", async () => {
+    const { auth: _auth, ...rest } = MINIMAL;
+    const path = await writeInstance(rest);
+    expect(await bootError(loadInstance(path))).toContain('(top level): missing field "auth"');
+  });
+
+  it("an adapter outside the enum is refused with the allowed values", async () => {
+    const path = await writeInstance({ ...MINIMAL, auth: { adapter: "oidc" } });
+    expect(await bootError(loadInstance(path))).toContain('auth.adapter: must be one of "dev"');
+  });
+
+  it("a log level outside the enum is refused", async () => {
+    const path = await writeInstance({ ...MINIMAL, log: { level: "verbose" } });
+    expect(await bootError(loadInstance(path))).toContain("log.level: must be one of");
+  });
+
+  it("a publicUrl that is not http(s) is refused", async () => {
+    const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl: "ftp://example.com" } });
+    expect(await bootError(loadInstance(path))).toContain("http.publicUrl");
+  });
+
+  it("reports every problem at once, not only the first", async () => {
+    const path = await writeInstance({ ...MINIMAL, auth: { adapter: "oidc" }, extra: 1 });
+    const message = await bootError(loadInstance(path));
+    expect(message).toContain("auth.adapter");
+    expect(message).toContain('unknown field "extra"');
+  });
+
+  it("applies the defaults for optional fields", async () => {
+    const config = await loadInstance(await writeInstance(MINIMAL));
+    expect(config.http.maxBodyBytes).toBe(MAX_BODY_BYTES_DEFAULT);
+    expect(config.files.maxUploadBytes).toBe(MAX_UPLOAD_BYTES_DEFAULT);
+    expect(config.log.level).toBe("info");
+    expect(config.auth).toEqual({ adapter: "dev" });
+    expect(config.http).toMatchObject({ host: "127.0.0.1", port: 8787 });
+  });
+
+  it("keeps values that are set", async () => {
+    const config = await loadInstance(
+      await writeInstance({
+        ...MINIMAL,
+        http: { ...MINIMAL.http, maxBodyBytes: 2048 },
+        files: { maxUploadBytes: 10 },
+        log: { level: "warn" },
+      }),
+    );
+    expect(config.http.maxBodyBytes).toBe(2048);
+    expect(config.files.maxUploadBytes).toBe(10);
+    expect(config.log.level).toBe("warn");
+  });
+
+  it("strips a trailing slash from publicUrl", async () => {
+    const config = await loadInstance(
+      await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl: "https://atrium.example.com/" } }),
+    );
+    expect(config.http.publicUrl).toBe("https://atrium.example.com");
+  });
+
+  it("resolves a relative storage.root against the instance file's folder, not the cwd", async () => {
+    await mkdir(join(dir, "conf"));
+    const config = await loadInstance(await writeInstance(MINIMAL, join("conf", "instance.json")));
+    expect(config.storage.root).toBe(join(dir, "conf", "data"));
+  });
+
+  it("keeps an absolute storage.root as it is", async () => {
+    const config = await loadInstance(await writeInstance({ ...MINIMAL, storage: { root: "/srv/atrium" } }));
+    expect(config.storage.root).toBe("/srv/atrium");
+  });
+
+  it("resolves --data against the working directory, not the file's folder", async () => {
+    const config = await loadInstance(await writeInstance(MINIMAL), { dataRoot: "cli-data" });
+    expect(config.storage.root).toBe(join(process.cwd(), "cli-data"));
+  });
+
+  it("--port replaces http.port", async () => {
+    const config = await loadInstance(await writeInstance(MINIMAL), { port: 0 });
+    expect(config.http.port).toBe(0);
+  });
+});
+
+describe("followPort", () => {
+  it("moves a loopback URL to the port actually bound", () => {
+    expect(followPort("http://127.0.0.1:8787", 43210)).toBe("http://127.0.0.1:43210");
+    expect(followPort("http://localhost:8787", 43210)).toBe("http://localhost:43210");
+    expect(followPort("http://[::1]:8787", 43210)).toBe("http://[::1]:43210");
+  });
+
+  it("keeps a loopback URL's path, without a trailing slash", () => {
+    expect(followPort("http://127.0.0.1:8787/atrium", 5000)).toBe("http://127.0.0.1:5000/atrium");
+    expect(followPort("http://127.0.0.1/", 5000)).toBe("http://127.0.0.1:5000");
+  });
+
+  it("keeps a non-loopback URL, which is a proxy's", () => {
+    expect(followPort("https://atrium.example.com", 43210)).toBe("https://atrium.example.com");
+    expect(followPort("http://10.0.0.5:8787", 43210)).toBe("http://10.0.0.5:8787");
+  });
+});
+
+describe("isLoopbackHost", () => {
+  it("knows the loopback names and nothing else", () => {
+    for (const host of ["127.0.0.1", "localhost", "[::1]", "::1"]) expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ["0.0.0.0", "example.com", "localhost.example.com", "127.0.0.2"]) {
+      expect(isLoopbackHost(host)).toBe(false);
+    }
+  });
+});
