@@ -16,7 +16,9 @@ const USAGE = `Usage: atrium serve [--instance PATH] [--port N] [--data DIR]
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command !== "serve") {
-    process.stderr.write(command === undefined || command === "--help" ? USAGE : `Unknown command "${command}".\n${USAGE}`);
+    process.stderr.write(
+      command === undefined || command === "--help" ? USAGE : `Unknown command "${command}".\n${USAGE}`,
+    );
     return command === "--help" ? 0 : 2;
   }
   let values: { instance?: string; port?: string; data?: string };
@@ -41,10 +43,13 @@ export async function main(argv: string[]): Promise<number> {
       ...(values.data === undefined ? {} : { dataRoot: values.data }),
     });
     const atrium = await startAtrium(config);
-    process.stdout.write(`Atrium is listening on ${atrium.url} (identity provider: ${config.auth.adapter})\n`);
+    process.stdout.write(
+      `Atrium is listening on ${atrium.url} (identity provider: ${config.auth.adapter})\n`,
+    );
     if (config.auth.adapter === "dev") {
       const [first] = await atrium.firstWorkspace.ensure(DEV_PRINCIPAL);
-      if (first) process.stdout.write(`MCP URL of "${first.name}": ${workspaceMcpUrl(atrium.url, first.id)}\n`);
+      if (first)
+        process.stdout.write(`MCP URL of "${first.name}": ${workspaceMcpUrl(atrium.url, first.id)}\n`);
     }
     const stop = () => void atrium.close().then(() => process.exit(0));
     process.once("SIGINT", stop);

@@ -10,13 +10,13 @@ import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { createWorkspaceRegistry } from "./platform/index.ts";
 import { FileStore } from "./platform/files/store.ts";
+import { createWorkspaceRegistry } from "./platform/index.ts";
 import type { PlatformServices } from "./platform/services.ts";
-import { StorageLayout } from "./storage/paths.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
+import { StorageLayout } from "./storage/paths.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
 import { WorkspaceStore } from "./workspace/store.ts";
 
@@ -49,7 +49,10 @@ export function createProvider(config: InstanceConfig): IdentityProvider {
 }
 
 /** Boots one instance: checks the data root, builds the surfaces, listens. */
-export async function startAtrium(config: InstanceConfig, options: StartOptions = {}): Promise<RunningAtrium> {
+export async function startAtrium(
+  config: InstanceConfig,
+  options: StartOptions = {},
+): Promise<RunningAtrium> {
   const log = options.log ?? createLogger(config.log.level);
   const layout = new StorageLayout(config.storage.root);
   const workspaces = new WorkspaceStore(layout);
@@ -82,7 +85,9 @@ export async function startAtrium(config: InstanceConfig, options: StartOptions 
   const app = createApp(deps, options.identityProvider ?? createProvider(config), endpoint, log);
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, () => resolve(s));
+    const s = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, () =>
+      resolve(s),
+    );
     s.once("error", reject);
   });
   const port = (server.address() as AddressInfo).port;

@@ -23,7 +23,12 @@ const UPLOAD_PATH = /^\/v1\/workspaces\/[^/]+\/files$/;
  * hosts and origins, cap the body, authenticate, and only then let a route (which gates
  * its workspace itself) see the request.
  */
-export function createApp(deps: RouteDeps, provider: IdentityProvider, endpoint: McpEndpoint, log: Logger): Hono<AppEnv> {
+export function createApp(
+  deps: RouteDeps,
+  provider: IdentityProvider,
+  endpoint: McpEndpoint,
+  log: Logger,
+): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.onError(errorResponse);
   app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${c.req.path}.`), 404));
@@ -31,7 +36,10 @@ export function createApp(deps: RouteDeps, provider: IdentityProvider, endpoint:
   app.use("*", requestLog(log));
   app.route("/", healthRoutes());
   app.use("*", originGuard(deps.publicUrl));
-  app.use("*", bodyLimit(deps.maxBodyBytes, (path, method) => method === "POST" && UPLOAD_PATH.test(path)));
+  app.use(
+    "*",
+    bodyLimit(deps.maxBodyBytes, (path, method) => method === "POST" && UPLOAD_PATH.test(path)),
+  );
   app.use("/mcp/*", authenticate(provider, deps.users));
   app.use("/v1/*", authenticate(provider, deps.users));
 

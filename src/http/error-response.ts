@@ -20,5 +20,8 @@ export function errorResponse(error: unknown, c: Context<AppEnv>): Response {
     return c.json(errorBody("not_found", "Nothing exists at that address."), 404);
   }
   c.get("log")?.error({ err: error }, "unhandled error");
-  return c.json(errorBody("internal_error", "Atrium hit an unexpected error; the request changed nothing it reported."), 500);
+  return c.json(
+    errorBody("internal_error", "Atrium hit an unexpected error; the request changed nothing it reported."),
+    500,
+  );
 }

@@ -10,7 +10,13 @@ export interface WorkspaceView {
 }
 
 export function workspaceView(ws: Workspace, role: WorkspaceRole, publicUrl: string): WorkspaceView {
-  return { id: ws.id, name: ws.name, role, createdAt: ws.createdAt, mcpUrl: workspaceMcpUrl(publicUrl, ws.id) };
+  return {
+    id: ws.id,
+    name: ws.name,
+    role,
+    createdAt: ws.createdAt,
+    mcpUrl: workspaceMcpUrl(publicUrl, ws.id),
+  };
 }
 
 export function viewsFor(workspaces: Workspace[], principalId: string, publicUrl: string): WorkspaceView[] {

@@ -3,7 +3,12 @@ import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { BootError } from "../errors.ts";
-import { type InstanceConfig, instanceSchema, MAX_BODY_BYTES_DEFAULT, MAX_UPLOAD_BYTES_DEFAULT } from "./schema.ts";
+import {
+  type InstanceConfig,
+  instanceSchema,
+  MAX_BODY_BYTES_DEFAULT,
+  MAX_UPLOAD_BYTES_DEFAULT,
+} from "./schema.ts";
 
 // ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => void };
@@ -59,7 +64,9 @@ export function parseInstance(
     auth: file.auth,
     // --data is typed at a shell, so it is relative to the working directory; the file's own
     // root is relative to the file, so an instance folder can move as a whole.
-    storage: { root: options.dataRoot ? resolve(options.dataRoot) : resolve(options.baseDir, file.storage.root) },
+    storage: {
+      root: options.dataRoot ? resolve(options.dataRoot) : resolve(options.baseDir, file.storage.root),
+    },
     http: {
       host: file.http.host,
       port,
@@ -99,7 +106,9 @@ function describeError(error: ErrorObject): string {
     return `${at}: missing field "${(error.params as { missingProperty: string }).missingProperty}"`;
   }
   if (error.keyword === "enum") {
-    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v));
+    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) =>
+      JSON.stringify(v),
+    );
     return `${at}: must be one of ${allowed.join(", ")}`;
   }
   return `${at}: ${error.message ?? "is invalid"}`;

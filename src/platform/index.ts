@@ -12,7 +12,10 @@ export function createWorkspaceRegistry(workspaceId: string, services: PlatformS
   const registry = new SourceRegistry(workspaceId);
   for (const app of PLATFORM_APPS) {
     registry.add(
-      new McpSource(app.name, { kind: "in-memory", createServer: () => app.createServer(workspaceId, services) }),
+      new McpSource(app.name, {
+        kind: "in-memory",
+        createServer: () => app.createServer(workspaceId, services),
+      }),
     );
   }
   return registry;

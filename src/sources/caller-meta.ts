@@ -18,6 +18,7 @@ export class MissingCaller extends Error {
 /** Reads the caller a platform app is serving; throws when the host did not set one. */
 export function callerFromMeta(meta: Record<string, unknown> | undefined): Caller {
   const value = meta?.[CALLER_META_KEY] as Partial<Caller> | undefined;
-  if (typeof value?.principalId !== "string" || typeof value.workspaceId !== "string") throw new MissingCaller();
+  if (typeof value?.principalId !== "string" || typeof value.workspaceId !== "string")
+    throw new MissingCaller();
   return { principalId: value.principalId, workspaceId: value.workspaceId };
 }

@@ -37,7 +37,9 @@ export class Router {
     const parts = splitToolName(name);
     const source = parts ? registry.get(parts.source) : undefined;
     if (!parts || !source) {
-      return toolError(`Unknown tool "${name}": list the tools of this workspace and use a name from that list.`);
+      return toolError(
+        `Unknown tool "${name}": list the tools of this workspace and use a name from that list.`,
+      );
     }
     try {
       return await source.callTool(parts.tool, args ?? {}, caller);

@@ -5,6 +5,7 @@ import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "
 import { TEMP_PREFIX, writeJsonAtomic } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
+import { hasControlCharacters } from "../text.ts";
 import { isWorkspaceId, newWorkspaceId } from "./ids.ts";
 import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
 
@@ -43,7 +44,9 @@ export class WorkspaceStore {
     try {
       parsed = JSON.parse(await readFile(path, "utf8"));
     } catch (error) {
-      throw new BootError(`Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`);
+      throw new BootError(
+        `Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`,
+      );
     }
     const ws = parsed as Workspace;
     if (
@@ -153,8 +156,7 @@ export class WorkspaceStore {
 
 function checkName(name: string): string {
   const trimmed = typeof name === "string" ? name.trim() : "";
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
-  if (trimmed.length === 0 || trimmed.length > MAX_WORKSPACE_NAME_CHARS || /[\u0000-\u001f\u007f]/.test(trimmed)) {
+  if (trimmed.length === 0 || trimmed.length > MAX_WORKSPACE_NAME_CHARS || hasControlCharacters(trimmed)) {
     throw new InvalidInput(
       `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters.`,
     );

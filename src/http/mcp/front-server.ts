@@ -76,6 +76,7 @@ export function createFrontServer(router: Router, registries: IdleCache<SourceRe
 function admitted(extra: Extra): AdmittedCaller {
   const caller = extra.authInfo?.extra?.atrium as AdmittedCaller | undefined;
   // Unreachable through the HTTP route, which always admits first; refuse rather than guess.
-  if (!caller) throw new McpError(ErrorCode.InternalError, "Request reached the MCP server without admission.");
+  if (!caller)
+    throw new McpError(ErrorCode.InternalError, "Request reached the MCP server without admission.");
   return caller;
 }

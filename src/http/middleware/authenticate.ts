@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
+import { Unauthenticated } from "../../errors.ts";
 import type { IdentityProvider } from "../../identity/provider.ts";
 import type { UserDirectory } from "../../identity/users.ts";
-import { Unauthenticated } from "../../errors.ts";
 import type { AppEnv } from "../context.ts";
 
 /** Every route after this one knows who is calling; no credential, no entry. */

@@ -7,7 +7,10 @@ import type { AppEnv } from "../context.ts";
  * Caps request bodies. File uploads are exempt here because the files app streams them to
  * disk under its own, larger limit and removes what it wrote when that is passed.
  */
-export function bodyLimit(maxBytes: number, exempt: (path: string, method: string) => boolean): MiddlewareHandler<AppEnv> {
+export function bodyLimit(
+  maxBytes: number,
+  exempt: (path: string, method: string) => boolean,
+): MiddlewareHandler<AppEnv> {
   const limit = honoBodyLimit({
     maxSize: maxBytes,
     onError: () => {

@@ -9,7 +9,10 @@ import { workspaceGate } from "../middleware/workspace-gate.ts";
 export function mcpRoutes(endpoint: McpEndpoint, workspaces: WorkspaceStore): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.post("/mcp/:ws", workspaceGate(workspaces), (c) =>
-    endpoint.handle(c.req.raw, { principal: c.get("principal"), workspaceId: c.get("admission").workspace.id }),
+    endpoint.handle(c.req.raw, {
+      principal: c.get("principal"),
+      workspaceId: c.get("admission").workspace.id,
+    }),
   );
   app.on(["GET", "DELETE"], "/mcp/:ws", (c) =>
     c.json(errorBody("method_not_allowed", "This MCP endpoint is stateless: send requests with POST."), 405, {

@@ -28,7 +28,11 @@ export function memberRoutes(deps: RouteDeps): Hono<AppEnv> {
     requireAdmin(admission);
     const body = await readJsonObject(c);
     const person = await findPerson(deps, body);
-    const ws = await deps.workspaces.addMember(admission.workspace.id, person.id, readRole(body.role ?? "member"));
+    const ws = await deps.workspaces.addMember(
+      admission.workspace.id,
+      person.id,
+      readRole(body.role ?? "member"),
+    );
     return c.json(await view(ws), 201);
   });
 

@@ -11,7 +11,9 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
 
   app.get("/v1/workspaces/:ws/tools", gate, async (c) => {
     const workspaceId = c.get("admission").workspace.id;
-    return c.json({ tools: await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry)) });
+    return c.json({
+      tools: await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry)),
+    });
   });
 
   app.post("/v1/workspaces/:ws/tools/call", gate, async (c) => {

@@ -11,7 +11,9 @@ export function workspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
 
   app.get("/v1/workspaces", (c) => {
     const principal = c.get("principal");
-    return c.json({ workspaces: viewsFor(deps.workspaces.listFor(principal.id), principal.id, deps.publicUrl()) });
+    return c.json({
+      workspaces: viewsFor(deps.workspaces.listFor(principal.id), principal.id, deps.publicUrl()),
+    });
   });
 
   app.post("/v1/workspaces", async (c) => {

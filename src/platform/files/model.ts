@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { hasControlCharacters } from "../../text.ts";
 
 export interface FileMeta {
   id: string;
@@ -29,8 +30,7 @@ export function isFileId(value: string): boolean {
 export function checkFileName(name: unknown): string | undefined {
   if (typeof name !== "string") return undefined;
   const trimmed = name.trim();
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
-  if (trimmed.length === 0 || trimmed.length > MAX_FILE_NAME_CHARS || /[\u0000-\u001f\u007f]/.test(trimmed)) {
+  if (trimmed.length === 0 || trimmed.length > MAX_FILE_NAME_CHARS || hasControlCharacters(trimmed)) {
     return undefined;
   }
   return trimmed;

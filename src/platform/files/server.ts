@@ -41,7 +41,10 @@ export function createFilesServer(workspaceId: string, services: PlatformService
         name: z.string().describe("A name to show for the file, e.g. notes.md."),
         text: z.string().optional().describe("The content as UTF-8 text."),
         base64: z.string().optional().describe("The content, base64-encoded, for binary data."),
-        mimeType: z.string().optional().describe("The MIME type; text/plain for text, else application/octet-stream."),
+        mimeType: z
+          .string()
+          .optional()
+          .describe("The MIME type; text/plain for text, else application/octet-stream."),
       },
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
     },
@@ -71,7 +74,9 @@ export function createFilesServer(workspaceId: string, services: PlatformService
       const list = await files.list(workspaceId, caller.principalId);
       const lines = list.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
       return {
-        content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "You have no files here yet." }],
+        content: [
+          { type: "text", text: lines.length > 0 ? lines.join("\n") : "You have no files here yet." },
+        ],
         structuredContent: { files: list },
       };
     }),

@@ -6,7 +6,14 @@ import { Readable } from "node:stream";
 import { InvalidInput, NotFound, PayloadTooLarge, WorkspaceNotFound } from "../../errors.ts";
 import { TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
-import { checkFileName, checkMimeType, DEFAULT_MIME_TYPE, type FileMeta, isFileId, newFileId } from "./model.ts";
+import {
+  checkFileName,
+  checkMimeType,
+  DEFAULT_MIME_TYPE,
+  type FileMeta,
+  isFileId,
+  newFileId,
+} from "./model.ts";
 
 const CONTENT_FILE = "content";
 const META_FILE = "meta.json";
@@ -72,7 +79,8 @@ export class FileStore {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(`A file name is 1 to 255 characters with no control characters.`);
     const mimeType = file.mimeType === undefined ? DEFAULT_MIME_TYPE : checkMimeType(file.mimeType);
-    if (!mimeType) throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
+    if (!mimeType)
+      throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
     const ownerDir = await this.ensureOwnerDir(workspaceId, ownerId);
     const id = newFileId();
     const staging = join(ownerDir, `${TEMP_PREFIX}${id}`);
@@ -146,9 +154,15 @@ export class FileStore {
     }
   }
 
-  async read(workspaceId: string, ownerId: string, fileId: string): Promise<{ meta: FileMeta; content: Buffer }> {
+  async read(
+    workspaceId: string,
+    ownerId: string,
+    fileId: string,
+  ): Promise<{ meta: FileMeta; content: Buffer }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
-    const content = await readFile(join(this.layout.recordDir(workspaceId, "files", ownerId, fileId), CONTENT_FILE));
+    const content = await readFile(
+      join(this.layout.recordDir(workspaceId, "files", ownerId, fileId), CONTENT_FILE),
+    );
     return { meta, content };
   }
 
@@ -167,7 +181,10 @@ export class FileStore {
     await this.info(workspaceId, ownerId, fileId);
     const dir = this.layout.recordDir(workspaceId, "files", ownerId, fileId);
     // Rename first so a reader never sees a folder with half its files removed.
-    const doomed = join(this.layout.ownerDir(workspaceId, "files", ownerId), `${TEMP_PREFIX}deleted-${fileId}`);
+    const doomed = join(
+      this.layout.ownerDir(workspaceId, "files", ownerId),
+      `${TEMP_PREFIX}deleted-${fileId}`,
+    );
     await rename(dir, doomed);
     await rm(doomed, { recursive: true, force: true });
   }
