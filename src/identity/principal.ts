@@ -22,6 +22,9 @@ export function isPrincipalId(value: string): boolean {
  * unicode, 10 kB) can reach a path, and two issuers' equal subjects never collide.
  */
 export function derivePrincipalId(issuer: string, subject: string): string {
-  const digest = createHash("sha256").update(issuer).update("\0").update(subject).digest("hex");
+  // JSON encoding keeps the pair unambiguous whatever either string contains.
+  const digest = createHash("sha256")
+    .update(JSON.stringify([issuer, subject]))
+    .digest("hex");
   return `usr_${digest.slice(0, 24)}`;
 }

@@ -1,8 +1,9 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
+import { BootError } from "../errors.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
 import type { StorageLayout } from "../storage/paths.ts";
-import type { Principal } from "./principal.ts";
+import { isPrincipalId, type Principal } from "./principal.ts";
 
 const PROFILE_FILE = "profile.json";
 
@@ -25,6 +26,13 @@ export class UserDirectory {
       throw error;
     }
     for (const entry of entries) {
+      // Dot-entries are writers' temp files; anything else that is not a principal id is not ours.
+      if (entry.startsWith(".")) continue;
+      if (!isPrincipalId(entry)) {
+        throw new BootError(
+          `Unexpected entry "${entry}" in ${join(this.layout.instanceDir(), "users")}: it holds only usr_ folders. Move it out.`,
+        );
+      }
       const stored = (await readJsonIfExists(join(this.layout.userDir(entry), PROFILE_FILE))) as
         | Principal
         | undefined;

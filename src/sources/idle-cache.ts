@@ -1,6 +1,7 @@
 /**
  * Per-workspace values built on first use and disposed when idle, so an instance with many
- * idle workspaces pays disk, not memory. A value in use is never evicted under its user.
+ * idle workspaces pays disk, not memory. The idle sweep never disposes a value in use; an
+ * explicit `evict` (a workspace archived) does, because nothing may use it any more.
  */
 export class IdleCache<T> {
   private readonly entries = new Map<string, { value: Promise<T>; lastUsed: number; inUse: number }>();
@@ -42,7 +43,8 @@ export class IdleCache<T> {
     const entry = this.entries.get(key);
     if (!entry) return;
     this.entries.delete(key);
-    await this.dispose(await entry.value).catch(() => undefined);
+    // A build that failed has nothing to dispose.
+    await entry.value.then((value) => this.dispose(value)).catch(() => undefined);
   }
 
   async sweep(now = Date.now()): Promise<void> {

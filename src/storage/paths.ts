@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { resolve, sep } from "node:path";
 import { isPrincipalId } from "../identity/principal.ts";
 import { isWorkspaceId } from "../workspace/ids.ts";
+import { TEMP_PREFIX } from "./atomic.ts";
 
 // The one module that builds storage paths. Every segment is checked against its grammar
 // before it touches the filesystem, and every result is checked to lie under the root,
@@ -42,6 +44,19 @@ export class StorageLayout {
     return this.within("_archive");
   }
 
+  archivedWorkspaceDir(workspaceId: string, archivedAtMs: number): string {
+    return this.within(
+      "_archive",
+      `${checkSegment("workspace id", workspaceId, isWorkspaceId)}-${archivedAtMs}`,
+    );
+  }
+
+  /** A dot-named folder in the root where a new workspace is assembled before its one rename. */
+  stagingDir(workspaceId: string): string {
+    const id = checkSegment("workspace id", workspaceId, isWorkspaceId);
+    return this.within(`${TEMP_PREFIX}${id}-${randomBytes(4).toString("hex")}`);
+  }
+
   instanceDir(): string {
     return this.within("_instance");
   }
@@ -50,10 +65,13 @@ export class StorageLayout {
     return this.within("_instance", "users", checkSegment("principal id", principalId, isPrincipalId));
   }
 
+  primitiveDir(workspaceId: string, primitive: OwnedPrimitive): string {
+    return this.within(this.workspaceDir(workspaceId), primitive);
+  }
+
   ownerDir(workspaceId: string, primitive: OwnedPrimitive, ownerId: string): string {
     return this.within(
-      this.workspaceDir(workspaceId),
-      primitive,
+      this.primitiveDir(workspaceId, primitive),
       checkSegment("owner", ownerId, isPrincipalId),
     );
   }

@@ -1,8 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
-import { TEMP_PREFIX, writeJsonAtomic } from "../storage/atomic.ts";
+import { writeJsonAtomic } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hasControlCharacters } from "../text.ts";
@@ -87,7 +86,7 @@ export class WorkspaceStore {
       updatedAt: now,
       members: [{ principalId: creatorId, role: "admin", addedAt: now }],
     };
-    const staging = join(this.layout.root, `${TEMP_PREFIX}${ws.id}-${randomBytes(4).toString("hex")}`);
+    const staging = this.layout.stagingDir(ws.id);
     await mkdir(staging);
     try {
       await writeJsonAtomic(join(staging, WORKSPACE_FILE), ws);
@@ -100,7 +99,7 @@ export class WorkspaceStore {
     return ws;
   }
 
-  rename(id: string, name: string): Promise<Workspace> {
+  async rename(id: string, name: string): Promise<Workspace> {
     const checked = checkName(name);
     return this.mutate(id, (ws) => ({ ...ws, name: checked }));
   }
@@ -110,9 +109,8 @@ export class WorkspaceStore {
     await this.locks.run(id, async () => {
       if (!this.get(id)) throw new WorkspaceNotFound(id);
       await mkdir(this.layout.archiveDir(), { recursive: true });
-      const target = join(this.layout.archiveDir(), `${id}-${Date.now()}`);
+      await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, Date.now()));
       this.index.delete(id);
-      await rename(this.layout.workspaceDir(id), target);
     });
   }
 

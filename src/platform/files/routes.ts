@@ -15,17 +15,25 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
   const gate = workspaceGate(deps.workspaces);
 
   app.post("/v1/workspaces/:ws/files", gate, async (c) => {
-    const declared = Number(c.req.header("content-length") ?? Number.NaN);
-    if (declared > files.maxBytes) throw new PayloadTooLarge(files.maxBytes);
-    const name = c.req.query("name");
-    if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
-    const meta = await files.upload(
-      c.get("admission").workspace.id,
-      c.get("principal").id,
-      { name, mimeType: c.req.header("content-type") ?? DEFAULT_MIME_TYPE },
-      c.req.raw.body,
-    );
-    return c.json(meta, 201);
+    try {
+      const declared = Number(c.req.header("content-length") ?? Number.NaN);
+      if (declared > files.maxBytes) throw new PayloadTooLarge(files.maxBytes);
+      const name = c.req.query("name");
+      if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
+      const meta = await files.upload(
+        c.get("admission").workspace.id,
+        c.get("principal").id,
+        { name, mimeType: c.req.header("content-type") ?? DEFAULT_MIME_TYPE },
+        c.req.raw.body,
+      );
+      return c.json(meta, 201);
+    } catch (error) {
+      // The rest of an oversized body is never read and the socket is dropped after the 413,
+      // so the answer must say the connection ends; otherwise a keep-alive client sends its
+      // next request down a dead socket (test/integration/files-rest.test.ts).
+      if (error instanceof PayloadTooLarge) c.header("connection", "close");
+      throw error;
+    }
   });
 
   app.get("/v1/workspaces/:ws/files", gate, async (c) => {

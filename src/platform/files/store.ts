@@ -119,7 +119,7 @@ export class FileStore {
   private async ensureOwnerDir(workspaceId: string, ownerId: string): Promise<string> {
     const ownerDir = this.layout.ownerDir(workspaceId, "files", ownerId);
     try {
-      await mkdir(join(ownerDir, ".."), { recursive: false }).catch(ignoreExists);
+      await mkdir(this.layout.primitiveDir(workspaceId, "files")).catch(ignoreExists);
       await mkdir(ownerDir).catch(ignoreExists);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);

@@ -33,7 +33,13 @@ describe("derivePrincipalId", () => {
   });
 
   it("different issuers never collide on the same subject", () => {
-    const issuers = ["https://a.example.com", "https://b.example.com", "atrium:dev", "", "https://a.example.com/"];
+    const issuers = [
+      "https://a.example.com",
+      "https://b.example.com",
+      "atrium:dev",
+      "",
+      "https://a.example.com/",
+    ];
     for (const subject of ["alice", "", "1", "../"]) {
       const ids = issuers.map((issuer) => derivePrincipalId(issuer, subject));
       expect(new Set(ids).size).toBe(issuers.length);
@@ -41,7 +47,9 @@ describe("derivePrincipalId", () => {
   });
 
   it("the issuer/subject boundary is not shifted by moving characters across it", () => {
-    expect(derivePrincipalId("https://a.example.com", "bob")).not.toBe(derivePrincipalId("https://a.example.comb", "ob"));
+    expect(derivePrincipalId("https://a.example.com", "bob")).not.toBe(
+      derivePrincipalId("https://a.example.comb", "ob"),
+    );
     expect(derivePrincipalId("ab", "c")).not.toBe(derivePrincipalId("a", "bc"));
   });
 });

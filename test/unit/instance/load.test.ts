@@ -85,7 +85,10 @@ describe("loadInstance", () => {
   });
 
   it("a publicUrl that is not http(s) is refused", async () => {
-    const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl: "ftp://example.com" } });
+    const path = await writeInstance({
+      ...MINIMAL,
+      http: { ...MINIMAL.http, publicUrl: "ftp://example.com" },
+    });
     expect(await bootError(loadInstance(path))).toContain("http.publicUrl");
   });
 
@@ -121,7 +124,10 @@ describe("loadInstance", () => {
 
   it("strips a trailing slash from publicUrl", async () => {
     const config = await loadInstance(
-      await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl: "https://atrium.example.com/" } }),
+      await writeInstance({
+        ...MINIMAL,
+        http: { ...MINIMAL.http, publicUrl: "https://atrium.example.com/" },
+      }),
     );
     expect(config.http.publicUrl).toBe("https://atrium.example.com");
   });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { isSourceName, joinToolName, splitToolName, TOOL_NAME_SEPARATOR } from "../../../src/sources/tool-names.ts";
+import {
+  isSourceName,
+  joinToolName,
+  splitToolName,
+  TOOL_NAME_SEPARATOR,
+} from "../../../src/sources/tool-names.ts";
 
 describe("splitToolName", () => {
   it("splits at the separator", () => {
@@ -37,7 +42,8 @@ describe("joinToolName", () => {
 
 describe("isSourceName", () => {
   it("accepts lowercase names that start with a letter, up to 40 characters", () => {
-    for (const name of ["files", "a", "my-app2", `a${"b".repeat(39)}`]) expect(isSourceName(name), name).toBe(true);
+    for (const name of ["files", "a", "my-app2", `a${"b".repeat(39)}`])
+      expect(isSourceName(name), name).toBe(true);
   });
 
   it("refuses names that could not be split back out of a tool name", () => {

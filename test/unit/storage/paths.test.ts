@@ -99,7 +99,9 @@ describe("StorageLayout", () => {
   });
 
   it("does not echo a 10 kB hostile value back in its message", () => {
-    expect(() => layout.workspaceDir(`../${"x".repeat(10_000)}`)).toThrow(/^Invalid workspace id: ".{1,70}"$/s);
+    expect(() => layout.workspaceDir(`../${"x".repeat(10_000)}`)).toThrow(
+      /^Invalid workspace id: ".{1,70}"$/s,
+    );
   });
 
   it("builds every path under the root, segment by segment", () => {
@@ -125,7 +127,11 @@ describe("StorageLayout", () => {
   });
 
   it("accepts the record-id grammar's bounds (2-4 letter prefix, 16-32 hex)", () => {
-    for (const id of ["ab_0123456789abcdef", "abcd_0123456789abcdef0123456789abcdef", "run_0123456789abcdef"]) {
+    for (const id of [
+      "ab_0123456789abcdef",
+      "abcd_0123456789abcdef0123456789abcdef",
+      "run_0123456789abcdef",
+    ]) {
       expect(layout.recordDir(WS, "files", USR, id)).toBe(`${ROOT}/${WS}/files/${USR}/${id}`);
     }
   });

@@ -1,0 +1,173 @@
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { CallToolRequestSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { describe, expect, it } from "vitest";
+import { type ReplySink, RequestMuxTransport } from "../../../../src/http/mcp/request-mux-transport.ts";
+
+interface RecordingSink extends ReplySink {
+  received: { message: JSONRPCMessage; options: TransportSendOptions | undefined }[];
+}
+
+function sink(): RecordingSink {
+  const received: RecordingSink["received"] = [];
+  return {
+    received,
+    async send(message, options) {
+      received.push({ message, options });
+    },
+  };
+}
+
+function request(id: string | number, method = "tools/list"): JSONRPCMessage {
+  return { jsonrpc: "2.0", id, method, params: {} };
+}
+
+/** A mux whose server side is just a recorder of what it was handed. */
+function recordingMux() {
+  const mux = new RequestMuxTransport();
+  const forwarded: JSONRPCMessage[] = [];
+  mux.onmessage = (message) => forwarded.push(message);
+  return { mux, forwarded };
+}
+
+function idOf(message: JSONRPCMessage | undefined): unknown {
+  return message && "id" in message ? message.id : undefined;
+}
+
+describe("RequestMuxTransport", () => {
+  it("remaps two requests with the same client id to distinct ids inside", () => {
+    const { mux, forwarded } = recordingMux();
+    mux.receive(request(1), undefined, sink());
+    mux.receive(request(1), undefined, sink());
+    expect(forwarded).toHaveLength(2);
+    expect(idOf(forwarded[0])).not.toBe(idOf(forwarded[1]));
+  });
+
+  it("sends each answer to its own sink with the client's original id", async () => {
+    const { mux, forwarded } = recordingMux();
+    const a = sink();
+    const b = sink();
+    mux.receive(request(1), undefined, a);
+    mux.receive(request(1), undefined, b);
+    mux.receive(request("abc"), undefined, b);
+    const [inA, inB, inC] = forwarded.map(idOf) as number[];
+    // Answer out of order: the second request first.
+    await mux.send({ jsonrpc: "2.0", id: inB as number, result: { answer: "b" } });
+    await mux.send({ jsonrpc: "2.0", id: inA as number, result: { answer: "a" } });
+    await mux.send({ jsonrpc: "2.0", id: inC as number, error: { code: -32601, message: "nope" } });
+    expect(a.received.map((r) => r.message)).toEqual([{ jsonrpc: "2.0", id: 1, result: { answer: "a" } }]);
+    expect(b.received.map((r) => r.message)).toEqual([
+      { jsonrpc: "2.0", id: 1, result: { answer: "b" } },
+      { jsonrpc: "2.0", id: "abc", error: { code: -32601, message: "nope" } },
+    ]);
+  });
+
+  it("delivers an answer once: a second answer to the same id is dropped", async () => {
+    const { mux, forwarded } = recordingMux();
+    const a = sink();
+    mux.receive(request(1), undefined, a);
+    const inner = idOf(forwarded[0]) as number;
+    await mux.send({ jsonrpc: "2.0", id: inner, result: {} });
+    await mux.send({ jsonrpc: "2.0", id: inner, result: {} });
+    expect(a.received).toHaveLength(1);
+  });
+
+  it("routes a notification related to a live request to that request's sink, under its original id", async () => {
+    const { mux, forwarded } = recordingMux();
+    const a = sink();
+    const b = sink();
+    mux.receive(request(5), undefined, a);
+    mux.receive(request(5), undefined, b);
+    const inner = idOf(forwarded[1]) as number;
+    const progress: JSONRPCMessage = {
+      jsonrpc: "2.0",
+      method: "notifications/progress",
+      params: { progressToken: "t", progress: 1 },
+    };
+    await mux.send(progress, { relatedRequestId: inner });
+    expect(a.received).toEqual([]);
+    expect(b.received).toEqual([{ message: progress, options: { relatedRequestId: 5 } }]);
+  });
+
+  it("drops a notification related to no live request", async () => {
+    const { mux } = recordingMux();
+    const a = sink();
+    mux.receive(request(1), undefined, a);
+    await mux.send({ jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x" } });
+    await mux.send(
+      { jsonrpc: "2.0", method: "notifications/message", params: { level: "info", data: "x" } },
+      { relatedRequestId: 999 },
+    );
+    expect(a.received).toEqual([]);
+  });
+
+  it("does not forward notifications/cancelled, whose id it cannot map", () => {
+    const { mux, forwarded } = recordingMux();
+    mux.receive(request(1), undefined, sink());
+    mux.receive(
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1, reason: "stop" } },
+      undefined,
+      sink(),
+    );
+    expect(forwarded).toHaveLength(1);
+  });
+
+  it("forwards other notifications unchanged", () => {
+    const { mux, forwarded } = recordingMux();
+    const initialized: JSONRPCMessage = { jsonrpc: "2.0", method: "notifications/initialized" };
+    mux.receive(initialized, undefined, sink());
+    expect(forwarded).toEqual([initialized]);
+  });
+
+  it("ignores responses from the client", () => {
+    const { mux, forwarded } = recordingMux();
+    mux.receive({ jsonrpc: "2.0", id: 1, result: {} }, undefined, sink());
+    expect(forwarded).toEqual([]);
+  });
+
+  it("close forgets pending requests and reports onclose", async () => {
+    const { mux, forwarded } = recordingMux();
+    const a = sink();
+    let closed = false;
+    mux.onclose = () => {
+      closed = true;
+    };
+    mux.receive(request(1), undefined, a);
+    await mux.close();
+    await mux.send({ jsonrpc: "2.0", id: idOf(forwarded[0]) as number, result: {} });
+    expect(closed).toBe(true);
+    expect(a.received).toEqual([]);
+  });
+
+  it("behind a real SDK server, concurrent requests with the same id each get their own answer", async () => {
+    const server = new Server({ name: "mux-test", version: "1.0.0" }, { capabilities: { tools: {} } });
+    server.setRequestHandler(CallToolRequestSchema, async (req) => {
+      const delayMs = Number(req.params.arguments?.delayMs ?? 0);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return { content: [{ type: "text", text: String(req.params.arguments?.who) }] };
+    });
+    const mux = new RequestMuxTransport();
+    await server.connect(mux);
+    try {
+      const answers = ["slow", "fast"].map((who, i) => {
+        return new Promise<JSONRPCMessage>((resolve) => {
+          mux.receive(
+            {
+              jsonrpc: "2.0",
+              id: 1,
+              method: "tools/call",
+              params: { name: "t", arguments: { who, delayMs: i === 0 ? 30 : 0 } },
+            },
+            undefined,
+            { send: async (message) => resolve(message) },
+          );
+        });
+      });
+      const [slow, fast] = await Promise.all(answers);
+      expect(slow).toEqual({ jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "slow" }] } });
+      expect(fast).toEqual({ jsonrpc: "2.0", id: 1, result: { content: [{ type: "text", text: "fast" }] } });
+    } finally {
+      await server.close();
+    }
+  });
+});

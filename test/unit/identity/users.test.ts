@@ -1,0 +1,74 @@
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { BootError } from "../../../src/errors.ts";
+import type { Principal } from "../../../src/identity/principal.ts";
+import { UserDirectory } from "../../../src/identity/users.ts";
+import { StorageLayout } from "../../../src/storage/paths.ts";
+
+const ALICE: Principal = {
+  id: "usr_aaaaaaaaaaaaaaaaaaaaaaaa",
+  displayName: "Alice",
+  email: "Alice@Example.com",
+  orgRole: "member",
+};
+
+let root: string;
+let layout: StorageLayout;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "atrium-users-"));
+  layout = new StorageLayout(root);
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("UserDirectory", () => {
+  it("stores a first-seen person's profile, and the next boot knows them", async () => {
+    await new UserDirectory(layout).record(ALICE);
+    const stored = JSON.parse(await readFile(join(layout.userDir(ALICE.id), "profile.json"), "utf8"));
+    expect(stored).toEqual(ALICE);
+    const next = new UserDirectory(layout);
+    await next.load();
+    expect(await next.findByEmail("  alice@EXAMPLE.com ")).toEqual(ALICE);
+    expect(await next.get(ALICE.id)).toEqual(ALICE);
+  });
+
+  it("rewrites the profile when the name or email changes", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    await users.record({ ...ALICE, displayName: "Alice B." });
+    const stored = JSON.parse(await readFile(join(layout.userDir(ALICE.id), "profile.json"), "utf8"));
+    expect(stored.displayName).toBe("Alice B.");
+  });
+
+  it("loads with no users folder yet", async () => {
+    await expect(new UserDirectory(layout).load()).resolves.toBeUndefined();
+  });
+
+  it("boot ignores dot-entries in _instance/users, as the workspace root does", async () => {
+    // BUG (src/identity/users.ts:27-28): load() passes every entry of _instance/users to
+    // layout.userDir, so a `.DS_Store` (or any writer's `.tmp-…`) throws InvalidPathSegment
+    // and boot stops with a stack trace instead of starting.
+    await new UserDirectory(layout).record(ALICE);
+    await writeFile(join(layout.instanceDir(), "users", ".DS_Store"), "");
+    const users = new UserDirectory(layout);
+    await expect(users.load()).resolves.toBeUndefined();
+    expect(await users.findByEmail(ALICE.email ?? "")).toEqual(ALICE);
+  });
+
+  it("boot refuses a stray entry in _instance/users with a BootError naming it", async () => {
+    // Same bug as above: the stray surfaces as InvalidPathSegment, which cli.ts does not
+    // treat as a boot problem (it prints only BootError and rethrows the rest).
+    await mkdir(join(layout.instanceDir(), "users", "backup"), { recursive: true });
+    const error = await new UserDirectory(layout).load().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(BootError);
+    expect((error as Error).message).toContain('"backup"');
+  });
+});
