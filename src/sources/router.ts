@@ -36,12 +36,11 @@ export class Router {
   ): Promise<CallToolResult> {
     const parts = splitToolName(name);
     const source = parts ? registry.get(parts.source) : undefined;
-    if (!parts || !source) {
-      return toolError(
-        `Unknown tool "${name}": list the tools of this workspace and use a name from that list.`,
-      );
-    }
+    if (!parts || !source) return unknownTool(name);
     try {
+      // Checked against the source's cached list so the answer names the tool as the client
+      // called it, whichever kind of source this is.
+      if (!(await source.listTools()).some((tool) => tool.name === parts.tool)) return unknownTool(name);
       return await source.callTool(parts.tool, args ?? {}, caller);
     } catch (error) {
       // A protocol error from the source (unknown tool, invalid arguments) becomes a tool
@@ -49,6 +48,10 @@ export class Router {
       return toolError(`Tool "${name}" failed: ${(error as Error).message}`);
     }
   }
+}
+
+function unknownTool(name: string): CallToolResult {
+  return toolError(`Unknown tool "${name}": list the tools of this workspace and use a name from that list.`);
 }
 
 export function toolError(message: string): CallToolResult {

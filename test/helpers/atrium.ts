@@ -1,5 +1,5 @@
-import { request as httpRequest } from "node:http";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -68,7 +68,13 @@ export interface TestAtrium {
   atrium: RunningAtrium;
   config: InstanceConfig;
   /** A fetch against the instance as `user`; an object body is sent as JSON, anything else raw. */
-  rest(user: TestUser, method: string, path: string, body?: RestBody, headers?: Record<string, string>): Promise<Response>;
+  rest(
+    user: TestUser,
+    method: string,
+    path: string,
+    body?: RestBody,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
   /**
    * A request whose path is sent byte for byte (fetch would normalise `..` and `%2e`) and whose
    * Host and Origin can be set freely.
@@ -148,8 +154,11 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       if (body instanceof ReadableStream) {
         init.body = body;
         init.duplex = "half";
-      } else if (typeof body === "string" || body instanceof Uint8Array) {
+      } else if (typeof body === "string") {
         init.body = body;
+      } else if (body instanceof Uint8Array) {
+        // A copy: fetch's BodyInit wants a Uint8Array over a plain ArrayBuffer.
+        init.body = new Uint8Array(body);
       } else if (body !== undefined) {
         init.body = JSON.stringify(body);
         init.headers = { "content-type": "application/json", ...init.headers };
@@ -166,7 +175,12 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
             res.on("error", reject);
             res.on("end", () => {
               const buffer = Buffer.concat(chunks);
-              resolve({ status: res.statusCode ?? 0, headers: res.headers, body: buffer, text: buffer.toString("utf8") });
+              resolve({
+                status: res.statusCode ?? 0,
+                headers: res.headers,
+                body: buffer,
+                text: buffer.toString("utf8"),
+              });
             });
           },
         );

@@ -63,7 +63,11 @@ export function spawnAtriumCli(args: string[], cwd: string): CliProcess {
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           listeners.delete(check);
-          reject(new Error(`no output matching ${pattern} within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+          reject(
+            new Error(
+              `no output matching ${pattern} within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+            ),
+          );
         }, timeoutMs);
         function check(): void {
           const match = stdout.match(pattern) ?? stderr.match(pattern);
@@ -71,7 +75,10 @@ export function spawnAtriumCli(args: string[], cwd: string): CliProcess {
           clearTimeout(timer);
           listeners.delete(check);
           if (match) resolve(match);
-          else reject(new Error(`atrium exited before printing ${pattern}\nstdout: ${stdout}\nstderr: ${stderr}`));
+          else
+            reject(
+              new Error(`atrium exited before printing ${pattern}\nstdout: ${stdout}\nstderr: ${stderr}`),
+            );
         }
         listeners.add(check);
         check();

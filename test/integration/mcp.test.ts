@@ -21,7 +21,11 @@ afterAll(async () => {
   await instance?.stop();
 });
 
-async function call(name: string, args: Record<string, unknown>, as: Client = client): Promise<CallToolResult> {
+async function call(
+  name: string,
+  args: Record<string, unknown>,
+  as: Client = client,
+): Promise<CallToolResult> {
   return (await as.callTool({ name, arguments: args })) as CallToolResult;
 }
 
@@ -85,7 +89,9 @@ describe("tools over /mcp/ws_…", () => {
     expect(info).toMatchObject({ id: written.id, size: 13 });
     expect(info.sha256).toMatch(/^[0-9a-f]{64}$/);
 
-    const read = structured<{ content: string; encoding: string }>(await call("files__read", { id: written.id }));
+    const read = structured<{ content: string; encoding: string }>(
+      await call("files__read", { id: written.id }),
+    );
     expect(read).toMatchObject({ content: "hello, atrium", encoding: "utf8" });
 
     const deleted = await call("files__delete", { id: written.id });
@@ -109,9 +115,15 @@ describe("tools over /mcp/ws_…", () => {
   });
 
   it("a file uploaded over REST reads back over MCP", async () => {
-    const upload = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/files?name=x`, "uploaded body", {
-      "content-type": "text/plain",
-    });
+    const upload = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/files?name=x`,
+      "uploaded body",
+      {
+        "content-type": "text/plain",
+      },
+    );
     expect(upload.status).toBe(201);
     const meta = (await upload.json()) as { id: string; name: string };
     expect(meta).toMatchObject({ name: "x" });
@@ -119,10 +131,10 @@ describe("tools over /mcp/ws_…", () => {
     expect(read).toMatchObject({ content: "uploaded body", name: "x" });
   });
 
-  it("an unknown tool is an isError result, not a protocol error", async () => {
+  it("an unknown tool of a known source is an isError result naming it as called", async () => {
     const result = await call("files__nope", {});
     expect(result.isError).toBe(true);
-    expect(text(result)).toMatch(/nope/);
+    expect(text(result)).toMatch(/Unknown tool "files__nope"/);
   });
 
   it("a tool of an unknown source is an isError result", async () => {
@@ -136,9 +148,15 @@ describe("tools over /mcp/ws_…", () => {
 
 describe("the /mcp URL", () => {
   it("bare /mcp names no workspace and is refused", async () => {
-    const bare = await instance.rest("alice", "POST", "/mcp", JSON.stringify(initializeMessage("2025-11-25")), {
-      ...MCP_POST_HEADERS,
-    });
+    const bare = await instance.rest(
+      "alice",
+      "POST",
+      "/mcp",
+      JSON.stringify(initializeMessage("2025-11-25")),
+      {
+        ...MCP_POST_HEADERS,
+      },
+    );
     expect(bare.status).toBe(404);
     expect(((await bare.json()) as { error: { code: string } }).error.code).toBe("workspace_required");
     const slash = await post("alice", "", initializeMessage("2025-11-25"));
@@ -191,7 +209,7 @@ describe("DNS-rebinding protection", () => {
 
 describe("protocol versions", () => {
   it("the SDK client is served 2025-11-25", async () => {
-    const transport = (client as unknown as { transport: StreamableHTTPClientTransport }).transport;
+    const transport = client.transport as StreamableHTTPClientTransport;
     expect(transport.protocolVersion).toBe("2025-11-25");
   });
 
@@ -235,6 +253,35 @@ describe("request bodies", () => {
     expect(response.status).toBe(413);
     const listed = structured<{ files: Array<{ name: string }> }>(await call("files__list", {}));
     expect(listed.files.map((f) => f.name)).not.toContain("big.txt");
+  });
+
+  it("a chunked body over the MCP body limit (no Content-Length) is refused with 413", async () => {
+    const message = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: {
+        name: "files__write",
+        arguments: { name: "big-chunked.txt", text: "x".repeat(MAX_BODY_BYTES) },
+      },
+    });
+    const bytes = new TextEncoder().encode(message);
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let at = 0; at < bytes.byteLength; at += 8192) controller.enqueue(bytes.slice(at, at + 8192));
+        controller.close();
+      },
+    });
+    const response = await instance.rest("alice", "POST", `/mcp/${ws}`, body, MCP_POST_HEADERS);
+    expect(response.status).toBe(413);
+    const listed = structured<{ files: Array<{ name: string }> }>(await call("files__list", {}));
+    expect(listed.files.map((f) => f.name)).not.toContain("big-chunked.txt");
+  });
+
+  it("a body that is not JSON is a JSON-RPC parse error", async () => {
+    const response = await instance.rest("alice", "POST", `/mcp/${ws}`, "{not json", MCP_POST_HEADERS);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { code: number } }).error.code).toBe(-32700);
   });
 
   it("a body just under the limit is accepted", async () => {

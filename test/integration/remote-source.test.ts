@@ -28,7 +28,11 @@ describe("McpSource over streamable-http", () => {
     try {
       const tools = await source.listTools();
       expect(tools.map((t) => t.name)).toEqual(["echo"]);
-      const result = await source.callTool("echo", { text: "hi" }, { principalId: "usr_x", workspaceId: "ws_x" });
+      const result = await source.callTool(
+        "echo",
+        { text: "hi" },
+        { principalId: "usr_x", workspaceId: "ws_x" },
+      );
       expect(result.isError).toBeFalsy();
       expect(result.structuredContent?.text).toBe("hi");
     } finally {

@@ -24,12 +24,18 @@ const bobId = testPrincipal("bob").id;
 const aliceId = testPrincipal("alice").id;
 
 async function callTool(user: string, ws: string, name: string, args: Record<string, unknown>) {
-  const response = await instance.rest(user, "POST", `/mcp/${ws}`, {
-    jsonrpc: "2.0",
-    id: 1,
-    method: "tools/call",
-    params: { name, arguments: args },
-  }, MCP_POST_HEADERS);
+  const response = await instance.rest(
+    user,
+    "POST",
+    `/mcp/${ws}`,
+    {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name, arguments: args },
+    },
+    MCP_POST_HEADERS,
+  );
   return response;
 }
 
@@ -52,18 +58,26 @@ async function addMember(by: string, ws: string, body: Record<string, unknown>) 
 async function memberIds(ws: string): Promise<string[]> {
   const response = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/members`);
   expect(response.status).toBe(200);
-  return ((await response.json()) as { members: Array<{ principalId: string }> }).members.map((m) => m.principalId);
+  return ((await response.json()) as { members: Array<{ principalId: string }> }).members.map(
+    (m) => m.principalId,
+  );
 }
 
 describe("a stranger meets the wall", () => {
   it("cannot list or call the tools of another person's workspace over MCP", async () => {
     await bootstrapWorkspace(instance, "bob");
     await expect(instance.mcpClient("bob", aliceWs)).rejects.toMatchObject({ code: 404 });
-    const list = await instance.rest("bob", "POST", `/mcp/${aliceWs}`, {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/list",
-    }, MCP_POST_HEADERS);
+    const list = await instance.rest(
+      "bob",
+      "POST",
+      `/mcp/${aliceWs}`,
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/list",
+      },
+      MCP_POST_HEADERS,
+    );
     expect(list.status).toBe(404);
     const write = await callTool("bob", aliceWs, "files__write", { name: "planted.txt", text: "x" });
     expect(write.status).toBe(404);
@@ -125,17 +139,29 @@ describe("a stranger meets the wall", () => {
     expect(JSON.parse(expectedBody).error.code).toBe("workspace_not_found");
 
     for (const [label, id] of Object.entries(cases)) {
-      for (const path of [`/v1/workspaces/${id}`, `/v1/workspaces/${id}/files`, `/v1/workspaces/${id}/members`]) {
+      for (const path of [
+        `/v1/workspaces/${id}`,
+        `/v1/workspaces/${id}/files`,
+        `/v1/workspaces/${id}/members`,
+      ]) {
         const response = await instance.rest("alice", "GET", path);
         expect(response.status, `${label} ${path}`).toBe(404);
-        expect(response.headers.get("content-type"), `${label} ${path}`).toBe(expected.headers.get("content-type"));
+        expect(response.headers.get("content-type"), `${label} ${path}`).toBe(
+          expected.headers.get("content-type"),
+        );
         expect(await response.text(), `${label} ${path}`).toBe(expectedBody);
       }
-      const mcp = await instance.rest("alice", "POST", `/mcp/${id}`, {
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/list",
-      }, MCP_POST_HEADERS);
+      const mcp = await instance.rest(
+        "alice",
+        "POST",
+        `/mcp/${id}`,
+        {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/list",
+        },
+        MCP_POST_HEADERS,
+      );
       expect(mcp.status, `${label} over MCP`).toBe(404);
       expect(await mcp.text(), `${label} over MCP`).toBe(expectedBody);
     }
@@ -144,7 +170,9 @@ describe("a stranger meets the wall", () => {
   it("does not see another person's workspace in its own list", async () => {
     await bootstrapWorkspace(instance, "bob");
     const response = await instance.rest("bob", "GET", "/v1/workspaces");
-    const ids = ((await response.json()) as { workspaces: Array<{ id: string }> }).workspaces.map((w) => w.id);
+    const ids = ((await response.json()) as { workspaces: Array<{ id: string }> }).workspaces.map(
+      (w) => w.id,
+    );
     expect(ids).toHaveLength(1);
     expect(ids).not.toContain(aliceWs);
   });
@@ -183,10 +211,14 @@ describe("membership opens and closes the wall", () => {
     await client.listTools();
     expect((await instance.rest("bob", "GET", `/v1/workspaces/${aliceWs}/files`)).status).toBe(200);
 
-    expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${aliceWs}/members/${bobId}`)).status).toBe(204);
+    expect(
+      (await instance.rest("alice", "DELETE", `/v1/workspaces/${aliceWs}/members/${bobId}`)).status,
+    ).toBe(204);
 
     await expect(client.listTools()).rejects.toMatchObject({ code: 404 });
-    await expect(client.callTool({ name: "files__list", arguments: {} })).rejects.toMatchObject({ code: 404 });
+    await expect(client.callTool({ name: "files__list", arguments: {} })).rejects.toMatchObject({
+      code: 404,
+    });
     expect((await instance.rest("bob", "GET", `/v1/workspaces/${aliceWs}/files`)).status).toBe(404);
     expect((await instance.rest("bob", "GET", `/v1/workspaces/${aliceWs}/tools`)).status).toBe(404);
   });
@@ -210,9 +242,13 @@ describe("membership opens and closes the wall", () => {
       expect(response.status, `${method} ${path}`).toBe(403);
     }
 
-    const ws = (await (await instance.rest("alice", "GET", `/v1/workspaces/${aliceWs}`)).json()) as { name: string };
+    const ws = (await (await instance.rest("alice", "GET", `/v1/workspaces/${aliceWs}`)).json()) as {
+      name: string;
+    };
     expect(ws.name).toBe("alice's workspace");
-    const members = (await (await instance.rest("alice", "GET", `/v1/workspaces/${aliceWs}/members`)).json()) as {
+    const members = (await (
+      await instance.rest("alice", "GET", `/v1/workspaces/${aliceWs}/members`)
+    ).json()) as {
       members: Array<{ principalId: string; role: string }>;
     };
     expect(members.members.map((m) => [m.principalId, m.role]).sort()).toEqual(
@@ -249,11 +285,48 @@ describe("membership opens and closes the wall", () => {
     const fileId = await writeFile("bob", aliceWs, "bob-in-alice.txt", "bob's words");
     expect((await instance.rest("bob", "GET", `/v1/files/${fileId}`)).status).toBe(200);
 
-    expect((await instance.rest("bob", "DELETE", `/v1/workspaces/${aliceWs}/members/${bobId}`)).status).toBe(204);
+    expect((await instance.rest("bob", "DELETE", `/v1/workspaces/${aliceWs}/members/${bobId}`)).status).toBe(
+      204,
+    );
 
     expect((await instance.rest("bob", "GET", `/v1/files/${fileId}`)).status).toBe(404);
     expect((await instance.rest("bob", "GET", `/v1/files/${fileId}/meta`)).status).toBe(404);
     expect((await instance.rest("bob", "DELETE", `/v1/files/${fileId}`)).status).toBe(404);
+  });
+
+  it("a file in an archived workspace is not reachable by its bare id, even by its owner", async () => {
+    const created = await instance.rest("alice", "POST", "/v1/workspaces", { name: "Short-lived" });
+    const ws = ((await created.json()) as { id: string }).id;
+    const fileId = await writeFile("alice", ws, "left-behind.txt", "old");
+    expect((await instance.rest("alice", "GET", `/v1/files/${fileId}`)).status).toBe(200);
+
+    expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);
+
+    expect((await instance.rest("alice", "GET", `/v1/files/${fileId}`)).status).toBe(404);
+    expect((await instance.rest("alice", "GET", `/v1/files/${fileId}/meta`)).status).toBe(404);
+    expect((await callTool("alice", ws, "files__read", { id: fileId })).status).toBe(404);
+  });
+
+  it("a client cannot choose whom it acts as through _meta", async () => {
+    const bobWs = await bootstrapWorkspace(instance, "bob");
+    const forged = { "dev.atrium/caller": { principalId: bobId, workspaceId: bobWs } };
+    const response = await instance.rest(
+      "alice",
+      "POST",
+      `/mcp/${aliceWs}`,
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "files__write", arguments: { name: "forged.txt", text: "x" }, _meta: forged },
+      },
+      MCP_POST_HEADERS,
+    );
+    const result = ((await response.json()) as { result: CallToolResult }).result;
+    expect(result.isError ?? false).toBe(false);
+    expect(result.structuredContent).toMatchObject({ ownerId: aliceId, workspaceId: aliceWs });
+    const bobFiles = await toolResult("bob", bobWs, "files__list", {});
+    expect((bobFiles.structuredContent as { files: unknown[] }).files).toEqual([]);
   });
 
   it("files are private to their owner within a shared workspace", async () => {
@@ -266,7 +339,9 @@ describe("membership opens and closes the wall", () => {
     const bobIds = (bobList.structuredContent as { files: Array<{ id: string }> }).files.map((f) => f.id);
     expect(bobIds).toEqual([bobFile]);
     const bobRest = await instance.rest("bob", "GET", `/v1/workspaces/${aliceWs}/files`);
-    expect(((await bobRest.json()) as { files: Array<{ id: string }> }).files.map((f) => f.id)).toEqual([bobFile]);
+    expect(((await bobRest.json()) as { files: Array<{ id: string }> }).files.map((f) => f.id)).toEqual([
+      bobFile,
+    ]);
 
     expect((await toolResult("bob", aliceWs, "files__read", { id: aliceFile })).isError).toBe(true);
     expect((await toolResult("bob", aliceWs, "files__delete", { id: aliceFile })).isError).toBe(true);
@@ -281,11 +356,17 @@ describe("identity", () => {
   it("a request without the identity header is refused with 401", async () => {
     const rest = await instance.rest(null, "GET", "/v1/workspaces");
     expect(rest.status).toBe(401);
-    const mcp = await instance.rest(null, "POST", `/mcp/${aliceWs}`, {
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/list",
-    }, MCP_POST_HEADERS);
+    const mcp = await instance.rest(
+      null,
+      "POST",
+      `/mcp/${aliceWs}`,
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/list",
+      },
+      MCP_POST_HEADERS,
+    );
     expect(mcp.status).toBe(401);
   });
 });

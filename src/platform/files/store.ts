@@ -185,7 +185,14 @@ export class FileStore {
       this.layout.ownerDir(workspaceId, "files", ownerId),
       `${TEMP_PREFIX}deleted-${fileId}`,
     );
-    await rename(dir, doomed);
+    try {
+      await rename(dir, doomed);
+    } catch (error) {
+      // A concurrent delete of the same file renamed it first: to this caller it is already
+      // gone, not a server error (test/integration/concurrency.test.ts).
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
+      throw error;
+    }
     await rm(doomed, { recursive: true, force: true });
   }
 

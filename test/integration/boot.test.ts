@@ -1,0 +1,241 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it, type TestContext } from "vitest";
+import { BootError } from "../../src/errors.ts";
+import { DEV_PRINCIPAL } from "../../src/identity/providers/dev.ts";
+import { loadInstance } from "../../src/instance/load.ts";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { type CliProcess, runAtriumCli, spawnAtriumCli } from "../helpers/cli.ts";
+
+const cleanups: Array<() => Promise<unknown>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()?.();
+});
+
+type OnFinished = TestContext["onTestFinished"];
+
+// A test that spawns the CLI cleans up through its own onTestFinished, so the order is
+// "stop the process, then remove its folder" whatever else the test registered.
+async function tempDir(onFinished: OnFinished): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "atrium-boot-"));
+  onFinished(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function started(options: Parameters<typeof startTestAtrium>[0] = {}): Promise<TestAtrium> {
+  const instance = await startTestAtrium(options);
+  cleanups.push(() => instance.stop());
+  return instance;
+}
+
+const HTTP = { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" };
+
+/** An instance.json for the CLI, written into `dir`. */
+async function writeInstance(dir: string, overrides: Record<string, unknown> = {}): Promise<string> {
+  const path = join(dir, "instance.json");
+  const instance = {
+    auth: { adapter: "dev" },
+    storage: { root: "./data" },
+    http: HTTP,
+    log: { level: "silent" },
+    ...overrides,
+  };
+  await writeFile(path, JSON.stringify(instance, null, 2));
+  return path;
+}
+
+function trackCli(cli: CliProcess, onFinished: OnFinished): CliProcess {
+  onFinished(async () => {
+    await cli.stop();
+  });
+  return cli;
+}
+
+describe("boot refuses a data root it does not understand", () => {
+  it("a corrupted workspace.json stops boot, naming the workspace", async () => {
+    const first = await started();
+    const ws = await bootstrapWorkspace(first, "alice");
+    await first.close();
+    await writeFile(join(first.root, ws, "workspace.json"), '{"id": "ws_trunc');
+
+    const failure = await startTestAtrium({ dir: first.dir }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(BootError);
+    expect((failure as Error).message).toContain(ws);
+    expect((failure as Error).message).toMatch(/corrupt/);
+  });
+
+  it("a workspace.json that describes another workspace stops boot, naming it", async () => {
+    const first = await started();
+    const ws = await bootstrapWorkspace(first, "alice");
+    await first.close();
+    await writeFile(
+      join(first.root, ws, "workspace.json"),
+      JSON.stringify({ id: "ws_0000000000000000", name: "x", members: [] }),
+    );
+    await expect(startTestAtrium({ dir: first.dir })).rejects.toThrow(ws);
+  });
+
+  it.for([
+    ["folder", "notes"],
+    ["folder", "ws_NOTHEX0000000000"],
+    ["file", "README.txt"],
+  ] as const)(
+    "a stray %s in the root stops boot, naming it: %s",
+    async ([kind, name], { onTestFinished }) => {
+      const dir = await tempDir(onTestFinished);
+      const root = join(dir, "data");
+      await mkdir(root);
+      if (kind === "folder") await mkdir(join(root, name));
+      else await writeFile(join(root, name), "hello");
+
+      const failure = await startTestAtrium({ dir }).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(BootError);
+      expect((failure as Error).message).toContain(`"${name}"`);
+      expect((failure as Error).message).toContain(kind);
+    },
+  );
+
+  it("the CLI reports a stray folder and exits 1", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    await mkdir(join(dir, "data", "stray-folder"), { recursive: true });
+    const instance = await writeInstance(dir);
+    const exit = await runAtriumCli(["serve", "--instance", instance], dir);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain('"stray-folder"');
+    expect(exit.stdout).not.toMatch(/listening/);
+  });
+});
+
+describe("the instance file", () => {
+  it("serve without an instance.json exits non-zero and says to copy instance.example.json", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const exit = await runAtriumCli(["serve"], dir);
+    expect(exit.code).not.toBe(0);
+    expect(exit.code).not.toBeNull();
+    expect(exit.stderr).toContain("instance.example.json");
+    expect(exit.stderr).toContain("instance.json");
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it.for([
+    ["an unknown field", { http: { ...HTTP, tls: true } }, /http: unknown field "tls"/],
+    ["a wrong type", { http: { ...HTTP, port: "8080" } }, /http\.port: must be integer/],
+    ["an unknown adapter", { auth: { adapter: "magic" } }, /auth\.adapter: must be one of "dev"/],
+    ["a top-level unknown field", { plugins: [] }, /\(top level\): unknown field "plugins"/],
+    ["a missing field", { storage: {} }, /storage: missing field "root"/],
+  ] as const)(
+    "an instance.json with %s is refused, naming the field",
+    async ([, overrides, message], { onTestFinished }) => {
+      const dir = await tempDir(onTestFinished);
+      const path = await writeInstance(dir, overrides);
+      const failure = await loadInstance(path).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(BootError);
+      expect((failure as Error).message).toMatch(message);
+    },
+  );
+
+  it("the CLI refuses a bad instance.json with exit 1 and names the field", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    const instance = await writeInstance(dir, { auth: { adapter: "magic" } });
+    const exit = await runAtriumCli(["serve", "--instance", instance], dir);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toMatch(/auth\.adapter: must be one of "dev"/);
+    expect(exit.stdout).not.toMatch(/listening/);
+    expect(existsSync(join(dir, "data"))).toBe(false);
+  });
+
+  it("--port and --data override the file's port and root", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    // Hold the file's port, so that starting on it would fail: only the override can succeed.
+    const blocker: Server = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const heldPort = (blocker.address() as { port: number }).port;
+    const instance = await writeInstance(dir, {
+      storage: { root: "./file-root" },
+      http: { host: "127.0.0.1", port: heldPort, publicUrl: `http://127.0.0.1:${heldPort}` },
+    });
+
+    const cli = trackCli(
+      spawnAtriumCli(["serve", "--instance", instance, "--port", "0", "--data", "cli-data"], dir),
+      onTestFinished,
+    );
+    const [, url] = await cli.waitForOutput(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+    await cli.waitForOutput(/MCP URL of/);
+    expect(new URL(url ?? "").port).not.toBe(String(heldPort));
+
+    const response = await fetch(`${url}/v1/bootstrap`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { workspaces: Array<{ id: string; mcpUrl: string }> };
+    const ws = body.workspaces[0]?.id ?? "";
+    expect(body.workspaces[0]?.mcpUrl).toBe(`${url}/mcp/${ws}`);
+    expect(await readdir(join(dir, "cli-data"))).toContain(ws);
+    expect(existsSync(join(dir, "file-root"))).toBe(false);
+
+    const exit = await cli.stop();
+    expect(exit.code).toBe(0);
+  });
+});
+
+describe("state survives a restart", () => {
+  it("workspaces, members and files are all there after a restart on the same root", async () => {
+    const first = await started();
+    const home = await bootstrapWorkspace(first, "alice");
+    await first.rest("bob", "GET", "/v1/workspaces");
+    const created = await first.rest("alice", "POST", "/v1/workspaces", { name: "Project X" });
+    const project = ((await created.json()) as { id: string }).id;
+    const bobId = (await first.atrium.users.findByEmail("bob@example.test"))?.id;
+    await first.rest("alice", "POST", `/v1/workspaces/${project}/members`, {
+      principalId: bobId,
+      role: "admin",
+    });
+    const upload = await first.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${project}/files?name=plan.txt`,
+      "the plan",
+      {
+        "content-type": "text/plain",
+      },
+    );
+    const fileId = ((await upload.json()) as { id: string }).id;
+
+    const second = await first.restart();
+    cleanups.push(() => second.stop());
+
+    const list = await second.rest("alice", "GET", "/v1/workspaces");
+    const workspaces = ((await list.json()) as { workspaces: Array<{ id: string; name: string }> })
+      .workspaces;
+    expect(workspaces.map((w) => w.id).sort()).toEqual([home, project].sort());
+    expect(workspaces.find((w) => w.id === project)?.name).toBe("Project X");
+    expect(second.atrium.workspaces.roleOf(project, bobId ?? "")).toBe("admin");
+    // Bob has not signed in since the restart; adding by email still finds him.
+    expect(await second.atrium.users.findByEmail("bob@example.test")).toMatchObject({ id: bobId });
+
+    const download = await second.rest("alice", "GET", `/v1/files/${fileId}`);
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("text/plain");
+    expect(await download.text()).toBe("the plan");
+  });
+});
+
+describe("the dev provider", () => {
+  it("serves every request as the local developer and refuses a credential", async () => {
+    const instance = await started({ dev: true });
+    const response = await instance.rest(null, "GET", "/v1/bootstrap");
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { principal: { id: string }; workspaces: unknown[] };
+    expect(body.principal.id).toBe(DEV_PRINCIPAL.id);
+    expect(body.workspaces).toHaveLength(1);
+    const withToken = await instance.rest(null, "GET", "/v1/bootstrap", undefined, {
+      authorization: "Bearer x",
+    });
+    expect(withToken.status).toBe(401);
+  });
+});

@@ -1,0 +1,158 @@
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { listTree } from "../helpers/fs-tree.ts";
+
+const MAX_UPLOAD_BYTES = 64 * 1024;
+
+let instance: TestAtrium;
+let ws: string;
+let wsDir: string;
+
+beforeAll(async () => {
+  instance = await startTestAtrium({ maxUploadBytes: MAX_UPLOAD_BYTES });
+  ws = await bootstrapWorkspace(instance, "alice");
+  wsDir = join(instance.root, ws);
+});
+
+afterAll(async () => {
+  await instance?.stop();
+});
+
+function upload(name: string, body: Uint8Array | string | ReadableStream<Uint8Array>, contentType?: string) {
+  return instance.rest(
+    "alice",
+    "POST",
+    `/v1/workspaces/${ws}/files?name=${encodeURIComponent(name)}`,
+    body,
+    contentType === undefined ? {} : { "content-type": contentType },
+  );
+}
+
+/** A body with no Content-Length: fetch sends a ReadableStream chunked. */
+function chunked(totalBytes: number, chunkBytes = 8 * 1024): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= totalBytes) {
+        controller.close();
+        return;
+      }
+      const size = Math.min(chunkBytes, totalBytes - sent);
+      sent += size;
+      controller.enqueue(new Uint8Array(size).fill(0x61));
+    },
+  });
+}
+
+/** Stored files only: the partition folders may exist, but no content, meta or staging. */
+async function storedEntries(): Promise<string[]> {
+  return (await listTree(wsDir)).filter((path) => !path.endsWith("/") || /(^|\/)(\.tmp-|fl_)/.test(path));
+}
+
+describe("upload limits", () => {
+  it("an upload over the limit with a Content-Length is 413 and leaves nothing on disk", async () => {
+    const before = await storedEntries();
+    const response = await upload("too-big.bin", new Uint8Array(MAX_UPLOAD_BYTES + 1));
+    expect(response.status).toBe(413);
+    expect(response.headers.get("connection")).toBe("close");
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+    expect(await storedEntries()).toEqual(before);
+  });
+
+  it("a chunked upload over the limit (no Content-Length) is 413 and leaves nothing on disk", async () => {
+    const before = await storedEntries();
+    expect(before).toEqual(["workspace.json"]);
+    const response = await upload("streamed.bin", chunked(MAX_UPLOAD_BYTES * 2));
+    expect(response.status).toBe(413);
+    expect(response.headers.get("connection")).toBe("close");
+    expect(await storedEntries()).toEqual(before);
+    const list = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/files`);
+    expect(((await list.json()) as { files: unknown[] }).files).toEqual([]);
+  });
+
+  it("a chunked upload of exactly the limit is stored", async () => {
+    const response = await upload("exact.bin", chunked(MAX_UPLOAD_BYTES));
+    expect(response.status).toBe(201);
+    const meta = (await response.json()) as { id: string; size: number };
+    expect(meta.size).toBe(MAX_UPLOAD_BYTES);
+    expect((await instance.rest("alice", "DELETE", `/v1/files/${meta.id}`)).status).toBe(204);
+  });
+
+  it("files__write over the limit is an isError result and leaves nothing on disk", async () => {
+    const before = await storedEntries();
+    const client = await instance.mcpClient("alice", ws);
+    const result = await client.callTool({
+      name: "files__write",
+      arguments: { name: "big.txt", base64: Buffer.alloc(MAX_UPLOAD_BYTES + 1).toString("base64") },
+    });
+    expect(result.isError).toBe(true);
+    expect(await storedEntries()).toEqual(before);
+  });
+});
+
+describe("upload, list, download, delete", () => {
+  it("a binary upload downloads byte-identical", async () => {
+    const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(30_000)]);
+    const response = await upload("blob.bin", bytes, "application/octet-stream");
+    expect(response.status).toBe(201);
+    const meta = (await response.json()) as { id: string; size: number; sha256: string; ownerId: string };
+    expect(meta.size).toBe(bytes.byteLength);
+    expect(meta.ownerId).toBe(testPrincipal("alice").id);
+
+    const download = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-type")).toBe("application/octet-stream");
+    expect(download.headers.get("content-length")).toBe(String(bytes.byteLength));
+    expect(download.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
+    expect(download.headers.get("etag")).toBe(`"${meta.sha256}"`);
+  });
+
+  it("an upload without a Content-Type is stored as application/octet-stream", async () => {
+    const response = await upload("untyped", new Uint8Array([1, 2, 3]));
+    expect(response.status).toBe(201);
+    const { id } = (await response.json()) as { id: string };
+    const meta = await instance.rest("alice", "GET", `/v1/files/${id}/meta`);
+    expect(((await meta.json()) as { mimeType: string }).mimeType).toBe("application/octet-stream");
+  });
+
+  it("an upload without a name is refused", async () => {
+    const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/files`, "x");
+    expect(response.status).toBe(400);
+  });
+
+  it("lists uploaded files, newest first", async () => {
+    const first = (await (await upload("first.txt", "1", "text/plain")).json()) as { id: string };
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const second = (await (await upload("second.txt", "22", "text/plain")).json()) as { id: string };
+    const list = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/files`);
+    expect(list.status).toBe(200);
+    const files = ((await list.json()) as { files: Array<{ id: string; name: string; size: number }> }).files;
+    const ids = files.map((f) => f.id);
+    expect(ids).toContain(first.id);
+    expect(ids).toContain(second.id);
+    expect(ids.indexOf(second.id)).toBeLessThan(ids.indexOf(first.id));
+    expect(files.find((f) => f.id === second.id)).toMatchObject({ name: "second.txt", size: 2 });
+  });
+
+  it("a deleted file is 404 afterwards and gone from the list and the disk", async () => {
+    const { id, ownerId } = (await (await upload("doomed.txt", "bye", "text/plain")).json()) as {
+      id: string;
+      ownerId: string;
+    };
+    expect((await instance.rest("alice", "GET", `/v1/files/${id}`)).status).toBe(200);
+    expect((await instance.rest("alice", "DELETE", `/v1/files/${id}`)).status).toBe(204);
+
+    expect((await instance.rest("alice", "GET", `/v1/files/${id}`)).status).toBe(404);
+    expect((await instance.rest("alice", "GET", `/v1/files/${id}/meta`)).status).toBe(404);
+    expect((await instance.rest("alice", "DELETE", `/v1/files/${id}`)).status).toBe(404);
+    const list = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/files`);
+    expect(((await list.json()) as { files: Array<{ id: string }> }).files.map((f) => f.id)).not.toContain(
+      id,
+    );
+    expect((await listTree(wsDir)).filter((path) => path.includes(id))).toEqual([]);
+    expect(await listTree(join(wsDir, "files", ownerId))).not.toContain(`${id}/`);
+  });
+});
