@@ -7,5 +7,8 @@ export default defineConfig({
     testTimeout: 20_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // The JSON report feeds scripts/test-summary.mjs, which prints the one closing count line.
+    reporters: ["default", "json"],
+    outputFile: { json: "test-results/vitest.json" },
   },
 });
