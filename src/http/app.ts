@@ -3,7 +3,7 @@ import type { IdentityProvider } from "../identity/provider.ts";
 import type { Logger } from "../log.ts";
 import { PLATFORM_APPS } from "../platform/index.ts";
 import type { AppEnv, RouteDeps } from "./context.ts";
-import { errorBody, errorResponse } from "./error-response.ts";
+import { errorBody, errorHandler } from "./error-response.ts";
 import type { McpEndpoint } from "./mcp/endpoint.ts";
 import { authenticate } from "./middleware/authenticate.ts";
 import { bodyLimit } from "./middleware/body-limit.ts";
@@ -30,7 +30,7 @@ export function createApp(
   log: Logger,
 ): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.onError(errorResponse);
+  app.onError(errorHandler(log));
   app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${c.req.path}.`), 404));
 
   app.use("*", requestLog(log));

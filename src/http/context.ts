@@ -1,6 +1,5 @@
 import type { Principal } from "../identity/principal.ts";
 import type { UserDirectory } from "../identity/users.ts";
-import type { Logger } from "../log.ts";
 import type { PlatformServices } from "../platform/services.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import type { SourceRegistry } from "../sources/registry.ts";
@@ -13,7 +12,6 @@ import type { WorkspaceStore } from "../workspace/store.ts";
 export interface AppEnv {
   Variables: {
     requestId: string;
-    log: Logger;
     principal: Principal;
     admission: Admission;
   };

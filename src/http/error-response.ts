@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AtriumError } from "../errors.ts";
+import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
 import type { AppEnv } from "./context.ts";
 
@@ -9,7 +10,12 @@ export function errorBody(code: string, message: string): { error: { code: strin
   return { error: { code, message } };
 }
 
-export function errorResponse(error: unknown, c: Context<AppEnv>): Response {
+/** Maps any error to the envelope; only an unexpected one is logged, with its request id. */
+export function errorHandler(log: Logger): (error: unknown, c: Context<AppEnv>) => Response {
+  return (error, c) => errorResponse(error, c, log);
+}
+
+function errorResponse(error: unknown, c: Context<AppEnv>, log: Logger): Response {
   if (error instanceof AtriumError) {
     const headers: Record<string, string> = {};
     if (error.status === 401) headers["www-authenticate"] = "Bearer";
@@ -19,7 +25,7 @@ export function errorResponse(error: unknown, c: Context<AppEnv>): Response {
     // A path segment that fails its grammar names nothing that exists.
     return c.json(errorBody("not_found", "Nothing exists at that address."), 404);
   }
-  c.get("log")?.error({ err: error }, "unhandled error");
+  log.error({ err: error, requestId: c.get("requestId") }, "unhandled error");
   return c.json(
     errorBody("internal_error", "Atrium hit an unexpected error; the request changed nothing it reported."),
     500,

@@ -9,14 +9,23 @@ import { errorBody } from "../error-response.ts";
  * loopback name. A request without Origin (a non-browser client) passes the Origin check.
  */
 export function originGuard(publicUrl: () => string): MiddlewareHandler<AppEnv> {
+  // Parsed once per public URL (it changes only when the listener binds), not per request.
+  let parsedFrom = "";
+  let publicHost = "";
+  let publicOrigin = "";
   return async (c, next) => {
-    const publicHost = new URL(publicUrl()).host;
+    if (parsedFrom !== publicUrl()) {
+      parsedFrom = publicUrl();
+      const url = new URL(parsedFrom);
+      publicHost = url.host;
+      publicOrigin = url.origin;
+    }
     const host = c.req.header("host");
     if (host !== undefined && !allowedHost(host, publicHost)) {
       return c.json(errorBody("forbidden_host", `Requests for host "${host}" are not served here.`), 403);
     }
     const origin = c.req.header("origin");
-    if (origin !== undefined && !allowedOrigin(origin, publicUrl())) {
+    if (origin !== undefined && !allowedOrigin(origin, publicOrigin)) {
       return c.json(errorBody("forbidden_origin", `Requests from origin "${origin}" are not accepted.`), 403);
     }
     await next();
@@ -32,8 +41,8 @@ function allowedHost(host: string, publicHost: string): boolean {
   }
 }
 
-function allowedOrigin(origin: string, publicUrl: string): boolean {
-  if (origin === new URL(publicUrl).origin) return true;
+function allowedOrigin(origin: string, publicOrigin: string): boolean {
+  if (origin === publicOrigin) return true;
   try {
     const url = new URL(origin);
     return (url.protocol === "http:" || url.protocol === "https:") && isLoopbackHost(url.hostname);

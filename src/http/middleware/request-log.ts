@@ -13,7 +13,6 @@ export function requestLog(log: Logger): MiddlewareHandler<AppEnv> {
     const requestId = randomUUID();
     const started = performance.now();
     c.set("requestId", requestId);
-    c.set("log", log.child({ requestId }));
     c.header("x-request-id", requestId);
     await next();
     if (!log.isLevelEnabled("info")) return;
