@@ -13,6 +13,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { FileStore } from "./platform/files/store.ts";
 import { createWorkspaceRegistry } from "./platform/index.ts";
 import type { PlatformServices } from "./platform/services.ts";
+import { SkillService } from "./platform/skills/service.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
@@ -60,14 +61,22 @@ export async function startAtrium(
   const users = new UserDirectory(layout);
   await users.load();
 
-  const services: PlatformServices = { files: new FileStore(layout, config.files.maxUploadBytes) };
+  const services: PlatformServices = {
+    files: new FileStore(layout, config.files.maxUploadBytes),
+    skills: new SkillService(layout, config.skills, log),
+  };
   const registries = new IdleCache<SourceRegistry>(
     async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
   );
   const router = new Router(log);
-  const endpoint = new McpEndpoint(createFrontServer(router, registries), config.http.maxBodyBytes);
+  const endpoint = new McpEndpoint(
+    createFrontServer(router, registries, (caller) =>
+      services.skills.instructions(caller.workspaceId, caller.principal.id),
+    ),
+    config.http.maxBodyBytes,
+  );
   await endpoint.start();
 
   let publicUrl = config.http.publicUrl;

@@ -7,6 +7,7 @@ import {
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
+  MAX_INSTRUCTIONS_BYTES_DEFAULT,
   MAX_UPLOAD_BYTES_DEFAULT,
 } from "./schema.ts";
 
@@ -57,6 +58,7 @@ export function parseInstance(
     storage: { root: string };
     http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number };
     files?: { maxUploadBytes?: number };
+    skills?: { orgDir?: string; maxInstructionsBytes?: number };
     log?: { level?: string };
   };
   const port = options.port ?? file.http.port;
@@ -74,6 +76,10 @@ export function parseInstance(
       maxBodyBytes: file.http.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
     },
     files: { maxUploadBytes: file.files?.maxUploadBytes ?? MAX_UPLOAD_BYTES_DEFAULT },
+    skills: {
+      orgDir: file.skills?.orgDir === undefined ? undefined : resolve(options.baseDir, file.skills.orgDir),
+      maxInstructionsBytes: file.skills?.maxInstructionsBytes ?? MAX_INSTRUCTIONS_BYTES_DEFAULT,
+    },
     log: { level: file.log?.level ?? "info" },
   };
 }

@@ -3,6 +3,7 @@
 
 export const MAX_UPLOAD_BYTES_DEFAULT = 50 * 1024 * 1024;
 export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
+export const MAX_INSTRUCTIONS_BYTES_DEFAULT = 32 * 1024;
 
 export const instanceSchema = {
   $id: "https://atrium.dev/schemas/instance.json",
@@ -41,6 +42,18 @@ export const instanceSchema = {
       additionalProperties: false,
       properties: { maxUploadBytes: { type: "integer", minimum: 1 } },
     },
+    skills: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        orgDir: {
+          type: "string",
+          minLength: 1,
+          description: "Folder of org-scope skills, relative to this file.",
+        },
+        maxInstructionsBytes: { type: "integer", minimum: 256 },
+      },
+    },
     log: {
       type: "object",
       additionalProperties: false,
@@ -54,5 +67,6 @@ export interface InstanceConfig {
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes: number };
   files: { maxUploadBytes: number };
+  skills: { orgDir: string | undefined; maxInstructionsBytes: number };
   log: { level: string };
 }

@@ -65,6 +65,16 @@ export class StorageLayout {
     return this.within("_instance", "users", checkSegment("principal id", principalId, isPrincipalId));
   }
 
+  /** Workspace-scope skills: `<root>/<ws>/skills/<name>/SKILL.md`. */
+  workspaceSkillsDir(workspaceId: string): string {
+    return this.within(this.workspaceDir(workspaceId), "skills");
+  }
+
+  /** User-scope skills: `<root>/_instance/users/<owner>/skills/<name>/SKILL.md`. */
+  userSkillsDir(principalId: string): string {
+    return this.within(this.userDir(principalId), "skills");
+  }
+
   primitiveDir(workspaceId: string, primitive: OwnedPrimitive): string {
     return this.within(this.workspaceDir(workspaceId), primitive);
   }

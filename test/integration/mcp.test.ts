@@ -57,10 +57,18 @@ function initializeMessage(protocolVersion: string, id: number | string = 1) {
 }
 
 describe("tools over /mcp/ws_…", () => {
-  it("lists the files tools, each with a description and an input schema", async () => {
+  it("lists the platform apps' tools, each with a description and an input schema", async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
-    expect(names).toEqual(["files__delete", "files__info", "files__list", "files__read", "files__write"]);
+    expect(names).toEqual([
+      "files__delete",
+      "files__info",
+      "files__list",
+      "files__read",
+      "files__write",
+      "skills__list",
+      "skills__read",
+    ]);
     for (const tool of tools) {
       expect(tool.description, tool.name).toEqual(expect.any(String));
       expect(tool.description?.length, tool.name).toBeGreaterThan(10);

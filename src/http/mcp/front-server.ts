@@ -35,16 +35,22 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
  * own: each request arrives with the (principal, workspace) the route admitted, and the
  * handlers reach that workspace's registry through the router. A client can set neither.
  */
-export function createFrontServer(router: Router, registries: IdleCache<SourceRegistry>): Server {
+export function createFrontServer(
+  router: Router,
+  registries: IdleCache<SourceRegistry>,
+  instructionsFor: (caller: AdmittedCaller) => Promise<string>,
+): Server {
   const capabilities = { tools: {}, resources: {}, prompts: {}, logging: {} };
   const server = new Server({ name: "atrium", version: ATRIUM_VERSION }, { capabilities });
 
-  server.setRequestHandler(InitializeRequestSchema, async (request) => ({
+  // The instructions are the workspace's skills as resolved for this caller.
+  server.setRequestHandler(InitializeRequestSchema, async (request, extra) => ({
     protocolVersion: ACCEPTED_PROTOCOL_VERSIONS.includes(request.params.protocolVersion)
       ? request.params.protocolVersion
       : SERVED_PROTOCOL_VERSION,
     capabilities,
     serverInfo: { name: "atrium", version: ATRIUM_VERSION },
+    instructions: await instructionsFor(admitted(extra)),
   }));
 
   server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {

@@ -156,7 +156,7 @@ describe("through the MCP front server", () => {
       async () => undefined,
       60_000,
     );
-    const front = createFrontServer(router, registries);
+    const front = createFrontServer(router, registries, async () => "");
     const mux = new RequestMuxTransport();
     await front.connect(mux);
     try {

@@ -1,0 +1,75 @@
+import matter from "gray-matter";
+import { type AtriumMetadata, validateAtriumMetadata } from "./metadata-schema.ts";
+import { isSkillName, MAX_DESCRIPTION_CHARS, type Provenance, type Skill, type SkillScope } from "./model.ts";
+
+export class SkillInvalid extends Error {
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super(`${field}: ${reason}`);
+  }
+}
+
+// gray-matter can evaluate `---js` front matter; a skill file is data, so those engines refuse.
+const refuse = (): never => {
+  throw new SkillInvalid(
+    "front matter",
+    "must be YAML (--- … ---); other front-matter languages are refused",
+  );
+};
+const MATTER_OPTIONS = { engines: { js: refuse, javascript: refuse, coffee: refuse, coffeescript: refuse } };
+
+/**
+ * Parses and validates one SKILL.md. `vendored` provenance is never read from the file: the
+ * caller passes it for platform skills only.
+ */
+export function parseSkill(text: string, scope: SkillScope, provenance?: Provenance): Skill {
+  let parsed: { data: Record<string, unknown>; content: string };
+  try {
+    // A fresh object as input bypasses gray-matter's cache, which would share parsed data.
+    parsed = matter({ content: text }, MATTER_OPTIONS) as unknown as typeof parsed;
+  } catch (error) {
+    if (error instanceof SkillInvalid) throw error;
+    throw new SkillInvalid("front matter", `is not valid YAML (${(error as Error).message.split("\n")[0]})`);
+  }
+  const { data, content } = parsed;
+  if (!content.trim() && Object.keys(data).length === 0) {
+    throw new SkillInvalid("front matter", "is missing: a SKILL.md starts with --- name, description --- ");
+  }
+  const name = data.name;
+  if (typeof name !== "string" || !isSkillName(name)) {
+    throw new SkillInvalid("name", "must be 1-64 lowercase letters, digits and single hyphens");
+  }
+  const description = data.description;
+  if (typeof description !== "string" || !description.trim() || description.length > MAX_DESCRIPTION_CHARS) {
+    throw new SkillInvalid(
+      "description",
+      `must be a non-empty string of at most ${MAX_DESCRIPTION_CHARS} characters`,
+    );
+  }
+  const metadata = data.metadata;
+  if (
+    metadata !== undefined &&
+    (typeof metadata !== "object" || metadata === null || Array.isArray(metadata))
+  ) {
+    throw new SkillInvalid("metadata", "must be a mapping");
+  }
+  const atrium = ((metadata as Record<string, unknown> | undefined)?.atrium ?? {}) as AtriumMetadata;
+  if (!validateAtriumMetadata(atrium)) {
+    const [first] = validateAtriumMetadata.errors ?? [];
+    const where = `metadata.atrium${first?.instancePath.replaceAll("/", ".") ?? ""}`;
+    const extra =
+      first?.keyword === "additionalProperties" ? ` "${String(first.params.additionalProperty)}"` : "";
+    throw new SkillInvalid(where, `${first?.message ?? "is invalid"}${extra}`);
+  }
+  return {
+    name,
+    description: description.trim(),
+    body: content.trim(),
+    scope,
+    provenance: provenance ?? atrium.provenance ?? "admin",
+    loading: atrium.loading ?? "dynamic",
+    tools: atrium.tools ?? [],
+  };
+}

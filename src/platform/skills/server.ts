@@ -1,0 +1,75 @@
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import * as z from "zod";
+import { callerFromMeta } from "../../sources/caller-meta.ts";
+import { toolError } from "../../sources/router.ts";
+import { ATRIUM_VERSION } from "../../version.ts";
+import type { PlatformServices } from "../services.ts";
+import { loadingChannel } from "./channel.ts";
+
+/** The skills app as an MCP server for one workspace: list and read the resolved skills. */
+export function createSkillsServer(workspaceId: string, services: PlatformServices): McpServer {
+  const server = new McpServer({ name: "atrium-skills", version: ATRIUM_VERSION });
+  const { skills } = services;
+
+  server.registerTool(
+    "list",
+    {
+      description:
+        "List the skills you can use in this workspace: name, description, scope, provenance and channel " +
+        "(always: already in your instructions; dynamic: read it with skills__read). Files that could not be read are listed as problems.",
+      inputSchema: {},
+      annotations: { title: "List skills", readOnlyHint: true },
+    },
+    async (_args, extra) => {
+      const caller = callerFromMeta(extra._meta);
+      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
+      const { skills: resolved, problems } = await skills.resolve(workspaceId, caller.principalId);
+      const list = resolved.map((s) => ({
+        name: s.name,
+        description: s.description,
+        scope: s.scope,
+        provenance: s.provenance,
+        channel: loadingChannel(s),
+        tools: s.tools,
+      }));
+      const lines = list.map(
+        (s) => `${s.name} [${s.scope}, ${s.provenance}, ${s.channel}]: ${s.description}`,
+      );
+      for (const p of problems) lines.push(`problem: ${p.scope}/${p.name}: ${p.message}`);
+      return {
+        content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No skills here yet." }],
+        structuredContent: { skills: list, problems },
+      };
+    },
+  );
+
+  server.registerTool(
+    "read",
+    {
+      description: "Read a skill's full guidance by name, as resolved for you in this workspace.",
+      inputSchema: { name: z.string().describe("The skill's name, as skills__list shows it.") },
+      annotations: { title: "Read a skill", readOnlyHint: true },
+    },
+    async ({ name }, extra) => {
+      const caller = callerFromMeta(extra._meta);
+      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
+      const { skills: resolved } = await skills.resolve(workspaceId, caller.principalId);
+      const skill = resolved.find((s) => s.name === name);
+      if (!skill) return toolError(`No skill named "${name}" here; list them with skills__list.`);
+      return {
+        content: [{ type: "text", text: skill.body }],
+        structuredContent: {
+          name: skill.name,
+          description: skill.description,
+          scope: skill.scope,
+          provenance: skill.provenance,
+          channel: loadingChannel(skill),
+          tools: skill.tools,
+          body: skill.body,
+        },
+      };
+    },
+  );
+
+  return server;
+}
