@@ -1,9 +1,11 @@
+import { joinToolName } from "../../sources/tool-names.ts";
 import { loadingChannel } from "./channel.ts";
 import type { Skill } from "./model.ts";
 
+const READ_TOOL = joinToolName("skills", "read");
 const PREAMBLE =
-  "This Atrium workspace provides guidance as skills. Read a catalog skill with the skills__read tool " +
-  "(or the skill:// resource) before the work it describes.";
+  `This Atrium workspace provides guidance as skills. Read a catalog skill with the ${READ_TOOL} tool ` +
+  "before the work it describes.";
 
 /**
  * The `instructions` of `initialize`: `always` skills in name order, then the catalog of
@@ -37,7 +39,7 @@ export function composeInstructions(skills: readonly Skill[], maxBytes: number):
   if (catalog.length > 0 || truncated.length > 0) {
     const lines = ["## Skill catalog", "", ...catalog];
     if (truncated.length > 0) {
-      lines.push(`- (truncated: ${truncated.join(", ")} did not fit; read them with skills__read)`);
+      lines.push(`- (truncated: ${truncated.join(", ")} did not fit; read them with ${READ_TOOL})`);
     }
     parts.push(lines.join("\n"));
   }

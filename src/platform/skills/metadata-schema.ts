@@ -1,4 +1,5 @@
 import { Ajv } from "ajv";
+import { TOOL_NAME_SEPARATOR } from "../../sources/tool-names.ts";
 
 // Atrium's own settings in a SKILL.md live in one nested block, `metadata.atrium`; the rest
 // of the file is the Agent Skills standard, unmodified. `vendored` is absent on purpose: a
@@ -12,7 +13,10 @@ export const atriumMetadataSchema = {
     tools: {
       type: "array",
       maxItems: 64,
-      items: { type: "string", pattern: "^[a-z][a-z0-9-]{0,39}__(\\*|[A-Za-z0-9_.-]{1,128})$" },
+      items: {
+        type: "string",
+        pattern: `^[a-z][a-z0-9-]{0,39}${TOOL_NAME_SEPARATOR}(\\*|[A-Za-z0-9_.-]{1,128})$`,
+      },
     },
   },
 } as const;

@@ -2,11 +2,15 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import * as z from "zod";
 import { callerFromMeta } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import type { PlatformServices } from "../services.ts";
 import { loadingChannel } from "./channel.ts";
 
 /** The skills app as an MCP server for one workspace: list and read the resolved skills. */
+const LIST_TOOL = joinToolName("skills", "list");
+const READ_TOOL = joinToolName("skills", "read");
+
 export function createSkillsServer(workspaceId: string, services: PlatformServices): McpServer {
   const server = new McpServer({ name: "atrium-skills", version: ATRIUM_VERSION });
   const { skills } = services;
@@ -16,7 +20,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
     {
       description:
         "List the skills you can use in this workspace: name, description, scope, provenance and channel " +
-        "(always: already in your instructions; dynamic: read it with skills__read). Files that could not be read are listed as problems.",
+        `(always: already in your instructions; dynamic: read it with ${READ_TOOL}). Files that could not be read are listed as problems.`,
       inputSchema: {},
       annotations: { title: "List skills", readOnlyHint: true },
     },
@@ -47,7 +51,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
     "read",
     {
       description: "Read a skill's full guidance by name, as resolved for you in this workspace.",
-      inputSchema: { name: z.string().describe("The skill's name, as skills__list shows it.") },
+      inputSchema: { name: z.string().describe(`The skill's name, as ${LIST_TOOL} shows it.`) },
       annotations: { title: "Read a skill", readOnlyHint: true },
     },
     async ({ name }, extra) => {
@@ -55,7 +59,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
       if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
       const { skills: resolved } = await skills.resolve(workspaceId, caller.principalId);
       const skill = resolved.find((s) => s.name === name);
-      if (!skill) return toolError(`No skill named "${name}" here; list them with skills__list.`);
+      if (!skill) return toolError(`No skill named "${name}" here; list them with ${LIST_TOOL}.`);
       return {
         content: [{ type: "text", text: skill.body }],
         structuredContent: {
