@@ -13,6 +13,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { FileStore } from "./platform/files/store.ts";
 import { createWorkspaceRegistry } from "./platform/index.ts";
 import type { PlatformServices } from "./platform/services.ts";
+import { createWorkspaceGuidance } from "./platform/skills/guidance.ts";
 import { SkillService } from "./platform/skills/service.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
@@ -72,9 +73,7 @@ export async function startAtrium(
   );
   const router = new Router(log);
   const endpoint = new McpEndpoint(
-    createFrontServer(router, registries, (caller) =>
-      services.skills.instructions(caller.workspaceId, caller.principal.id),
-    ),
+    createFrontServer(router, registries, createWorkspaceGuidance(services.skills)),
     config.http.maxBodyBytes,
   );
   await endpoint.start();

@@ -15,6 +15,7 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Principal } from "../../identity/principal.ts";
+import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { IdleCache } from "../../sources/idle-cache.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";
@@ -38,7 +39,7 @@ type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 export function createFrontServer(
   router: Router,
   registries: IdleCache<SourceRegistry>,
-  instructionsFor: (caller: AdmittedCaller) => Promise<string>,
+  guidance: WorkspaceGuidance,
 ): Server {
   const capabilities = { tools: {}, resources: {}, prompts: {}, logging: {} };
   const server = new Server({ name: "atrium", version: ATRIUM_VERSION }, { capabilities });
@@ -50,12 +51,13 @@ export function createFrontServer(
       : SERVED_PROTOCOL_VERSION,
     capabilities,
     serverInfo: { name: "atrium", version: ATRIUM_VERSION },
-    instructions: await instructionsFor(admitted(extra)),
+    instructions: await withCaller(extra, (ws, who) => guidance.instructions(ws, who)),
   }));
 
   server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
-    const { workspaceId } = admitted(extra);
-    return { tools: await registries.use(workspaceId, (registry) => router.listTools(registry)) };
+    const { workspaceId, principal } = admitted(extra);
+    const tools = await registries.use(workspaceId, (registry) => router.listTools(registry));
+    return { tools: await guidance.annotateTools(workspaceId, principal.id, tools) };
   });
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -66,10 +68,15 @@ export function createFrontServer(
     );
   });
 
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({ resources: [] }));
+  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => ({
+    resources: await withCaller(extra, (ws, who) => guidance.listResources(ws, who)),
+  }));
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    throw new McpError(-32002, `Resource not found: ${request.params.uri}`);
+  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
+    const uri = request.params.uri;
+    const skill = await withCaller(extra, (ws, who) => guidance.readResource(ws, who, uri));
+    if (!skill) throw new McpError(-32002, `Resource not found: ${uri}`);
+    return { contents: [{ uri, mimeType: "text/markdown", text: skill.body }] };
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [] }));
   server.setRequestHandler(GetPromptRequestSchema, async (request) => {
@@ -77,6 +84,14 @@ export function createFrontServer(
   });
 
   return server;
+}
+
+function withCaller<T>(
+  extra: Extra,
+  work: (workspaceId: string, principalId: string) => Promise<T>,
+): Promise<T> {
+  const caller = admitted(extra);
+  return work(caller.workspaceId, caller.principal.id);
 }
 
 function admitted(extra: Extra): AdmittedCaller {

@@ -156,7 +156,12 @@ describe("through the MCP front server", () => {
       async () => undefined,
       60_000,
     );
-    const front = createFrontServer(router, registries, async () => "");
+    const front = createFrontServer(router, registries, {
+      instructions: async () => "",
+      annotateTools: async (_ws, _who, tools) => tools,
+      listResources: async () => [],
+      readResource: async () => undefined,
+    });
     const mux = new RequestMuxTransport();
     await front.connect(mux);
     try {

@@ -1,0 +1,65 @@
+import { mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+
+let instance: TestAtrium;
+let ws: string;
+let client: Client;
+
+async function writeWorkspaceSkill(name: string, text: string): Promise<void> {
+  const dir = join(instance.root, ws, "skills", name);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, "SKILL.md"), text);
+}
+
+beforeAll(async () => {
+  instance = await startTestAtrium();
+  ws = await bootstrapWorkspace(instance, "alice");
+  client = await instance.mcpClient("alice", ws);
+  await writeWorkspaceSkill(
+    "careful-deletes",
+    "---\nname: careful-deletes\ndescription: Confirm before deleting.\nmetadata:\n  atrium:\n    tools: [files__delete]\n---\nAsk the person before you delete anything.\n",
+  );
+});
+
+afterAll(async () => {
+  await instance?.stop();
+});
+
+describe("skills on the MCP surface", () => {
+  it("a tool bound to a skill points to it in its description; unbound tools do not", async () => {
+    const { tools } = await client.listTools();
+    const remove = tools.find((t) => t.name === "files__delete");
+    const write = tools.find((t) => t.name === "files__write");
+    expect(remove?.description).toContain('"careful-deletes"');
+    expect(remove?.description).toContain("skills__read");
+    // The platform skill binds files__*, so every files tool names it; only delete names both.
+    expect(write?.description).toContain('"using-atrium-files"');
+    expect(write?.description).not.toContain("careful-deletes");
+  });
+
+  it("lists skills as skill:// resources and reads one", async () => {
+    const { resources } = await client.listResources();
+    const uris = resources.map((r) => r.uri).sort();
+    expect(uris).toEqual(["skill://platform/using-atrium-files", "skill://workspace/careful-deletes"]);
+    const read = await client.readResource({ uri: "skill://workspace/careful-deletes" });
+    const [content] = read.contents;
+    expect(content && "text" in content ? content.text : "").toBe(
+      "Ask the person before you delete anything.",
+    );
+  });
+
+  it("an unknown skill:// resource is a not-found error", async () => {
+    await expect(client.readResource({ uri: "skill://workspace/nope" })).rejects.toThrow(/not found/i);
+  });
+
+  it("a removed skill stops binding and stops being a resource", async () => {
+    await rm(join(instance.root, ws, "skills", "careful-deletes"), { recursive: true });
+    const { tools } = await client.listTools();
+    expect(tools.find((t) => t.name === "files__delete")?.description).not.toContain("careful-deletes");
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual(["skill://platform/using-atrium-files"]);
+  });
+});
