@@ -15,6 +15,7 @@ import { createWorkspaceRegistry } from "./platform/index.ts";
 import type { PlatformServices } from "./platform/services.ts";
 import { createWorkspaceGuidance } from "./platform/skills/guidance.ts";
 import { SkillService } from "./platform/skills/service.ts";
+import { SkillWriter } from "./platform/skills/writer.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
@@ -65,6 +66,7 @@ export async function startAtrium(
   const services: PlatformServices = {
     files: new FileStore(layout, config.files.maxUploadBytes),
     skills: new SkillService(layout, config.skills, log),
+    skillWriter: new SkillWriter(layout, workspaces),
   };
   const registries = new IdleCache<SourceRegistry>(
     async (workspaceId) => createWorkspaceRegistry(workspaceId, services),

@@ -1,7 +1,9 @@
 import type { PlatformApp } from "../app.ts";
+import { skillRoutes } from "./routes.ts";
 import { createSkillsServer } from "./server.ts";
 
 export const skillsApp: PlatformApp = {
   name: "skills",
   createServer: createSkillsServer,
+  routes: skillRoutes,
 };

@@ -6,6 +6,8 @@ import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import type { PlatformServices } from "../services.ts";
 import { loadingChannel } from "./channel.ts";
+import { skillView } from "./view.ts";
+import { registerSkillWriteTools } from "./write-tools.ts";
 
 /** The skills app as an MCP server for one workspace: list and read the resolved skills. */
 const LIST_TOOL = joinToolName("skills", "list");
@@ -28,14 +30,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
       const caller = callerFromMeta(extra._meta);
       if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
       const { skills: resolved, problems } = await skills.resolve(workspaceId, caller.principalId);
-      const list = resolved.map((s) => ({
-        name: s.name,
-        description: s.description,
-        scope: s.scope,
-        provenance: s.provenance,
-        channel: loadingChannel(s),
-        tools: s.tools,
-      }));
+      const list = resolved.map(skillView);
       const lines = list.map(
         (s) => `${s.name} [${s.scope}, ${s.provenance}, ${s.channel}]: ${s.description}`,
       );
@@ -75,5 +70,6 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
     },
   );
 
+  registerSkillWriteTools(server, workspaceId, services);
   return server;
 }

@@ -1,0 +1,111 @@
+import { Hono } from "hono";
+import { InvalidInput, NotFound } from "../../errors.ts";
+import type { AppEnv, RouteDeps } from "../../http/context.ts";
+import { readJsonObject, requireString } from "../../http/json-body.ts";
+import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
+import { skillView } from "./view.ts";
+import { toUpdate } from "./write-tools.ts";
+import { isWritableScope, type WriteTarget } from "./writer.ts";
+
+/** The skills app over REST, through the same service and writer as its MCP tools. */
+export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const { skills, skillWriter } = deps.services;
+  app.use("/v1/workspaces/:ws/skills", workspaceGate(deps.workspaces));
+  app.use("/v1/workspaces/:ws/skills/*", workspaceGate(deps.workspaces));
+
+  const target = (c: { get: (k: "admission" | "principal") => unknown }, scope: unknown): WriteTarget => {
+    if (scope !== undefined && !isWritableScope(scope)) {
+      throw new InvalidInput('"scope" must be "workspace" or "user".');
+    }
+    const admission = c.get("admission") as { workspace: { id: string } };
+    const principal = c.get("principal") as { id: string };
+    return { scope: scope ?? "workspace", workspaceId: admission.workspace.id, principalId: principal.id };
+  };
+
+  app.get("/v1/workspaces/:ws/skills", async (c) => {
+    const { skills: resolved, problems } = await skills.resolve(
+      c.get("admission").workspace.id,
+      c.get("principal").id,
+    );
+    return c.json({ skills: resolved.map(skillView), problems });
+  });
+
+  app.post("/v1/workspaces/:ws/skills", async (c) => {
+    const body = await readJsonObject(c);
+    const skill = await skillWriter.create(target(c, body.scope), requireString(body, "name"), {
+      description: requireString(body, "description"),
+      body: requireString(body, "body"),
+      loading: optionalLoading(body.loading),
+      tools: optionalTools(body.tools),
+      provenance: "admin",
+    });
+    return c.json(skillView(skill), 201);
+  });
+
+  app.get("/v1/workspaces/:ws/skills/:name", async (c) => {
+    const name = c.req.param("name");
+    const { skills: resolved } = await skills.resolve(c.get("admission").workspace.id, c.get("principal").id);
+    const skill = resolved.find((s) => s.name === name);
+    if (!skill) throw new NotFound("skill_not_found", `No skill named "${name}" here.`);
+    return c.json({ ...skillView(skill), body: skill.body });
+  });
+
+  app.patch("/v1/workspaces/:ws/skills/:name", async (c) => {
+    const body = await readJsonObject(c);
+    const update = toUpdate({
+      intent: requireString(body, "intent"),
+      body: optionalString(body, "body"),
+      description: optionalString(body, "description"),
+      loading: optionalLoading(body.loading),
+      tools: optionalTools(body.tools),
+    });
+    if (typeof update === "string") throw new InvalidInput(update);
+    return c.json(skillView(await skillWriter.update(target(c, body.scope), c.req.param("name"), update)));
+  });
+
+  app.delete("/v1/workspaces/:ws/skills/:name", async (c) => {
+    await skillWriter.delete(target(c, c.req.query("scope")), c.req.param("name"));
+    return c.body(null, 204);
+  });
+
+  app.get("/v1/workspaces/:ws/skills/:name/history", async (c) => {
+    return c.json({
+      versions: await skillWriter.history(target(c, c.req.query("scope")), c.req.param("name")),
+    });
+  });
+
+  app.get("/v1/workspaces/:ws/skills/:name/history/:version", async (c) => {
+    const text = await skillWriter.version(
+      target(c, c.req.query("scope")),
+      c.req.param("name"),
+      Number(c.req.param("version")),
+    );
+    return c.body(text, 200, { "content-type": "text/markdown; charset=utf-8" });
+  });
+
+  return app;
+}
+
+function optionalString(body: Record<string, unknown>, field: string): string | undefined {
+  if (body[field] === undefined) return undefined;
+  return requireString(body, field);
+}
+
+function optionalLoading(value: unknown): "always" | "dynamic" | undefined {
+  if (value === undefined) return undefined;
+  if (value !== "always" && value !== "dynamic")
+    throw new InvalidInput('"loading" must be "always" or "dynamic".');
+  return value;
+}
+
+function optionalTools(value: unknown): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) {
+    throw new InvalidInput(
+      '"tools" must be an array of tool names or source-wide patterns like files\\_\\_*.',
+    );
+  }
+  return value;
+}

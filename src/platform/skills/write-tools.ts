@@ -1,0 +1,203 @@
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import * as z from "zod";
+import { AtriumError } from "../../errors.ts";
+import { callerFromMeta } from "../../sources/caller-meta.ts";
+import { toolError } from "../../sources/router.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
+import type { PlatformServices } from "../services.ts";
+import type { Skill } from "./model.ts";
+import { type SkillUpdate, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
+
+const scopeInput = z
+  .enum(WRITABLE_SCOPES as [string, ...string[]])
+  .optional()
+  .describe("workspace (admins only; everyone here sees it) or user (only you). Default workspace.");
+const nameInput = z.string().describe("The skill's name: lowercase letters, digits and single hyphens.");
+const loadingInput = z
+  .enum(["always", "dynamic"])
+  .optional()
+  .describe("always: in every client's instructions; dynamic: listed in the catalog, read on demand.");
+const toolsInput = z
+  .array(z.string())
+  .optional()
+  .describe(`Tools this guidance is for: names or ${joinToolName("source", "*")} patterns.`);
+
+/** skills__create, __update, __delete, __history: the write side of the skills app. */
+export function registerSkillWriteTools(
+  server: McpServer,
+  workspaceId: string,
+  services: PlatformServices,
+): void {
+  const { skillWriter } = services;
+
+  const run = <A extends { scope?: string }>(
+    work: (target: WriteTarget, args: A) => Promise<CallToolResult>,
+  ) => {
+    return async (args: A, extra: { _meta?: Record<string, unknown> }): Promise<CallToolResult> => {
+      const caller = callerFromMeta(extra._meta);
+      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
+      const target: WriteTarget = {
+        scope: args.scope === "user" ? "user" : "workspace",
+        workspaceId,
+        principalId: caller.principalId,
+      };
+      try {
+        return await work(target, args);
+      } catch (error) {
+        if (error instanceof AtriumError) return toolError(error.message);
+        throw error;
+      }
+    };
+  };
+
+  server.registerTool(
+    "create",
+    {
+      description: "Create a skill: guidance every MCP client of this workspace (or only you) will see.",
+      inputSchema: {
+        scope: scopeInput,
+        name: nameInput,
+        description: z.string().describe("One line saying when the skill applies."),
+        body: z.string().describe("The guidance, in Markdown."),
+        loading: loadingInput,
+        tools: toolsInput,
+      },
+      annotations: { title: "Create a skill", readOnlyHint: false, destructiveHint: false },
+    },
+    run(
+      async (
+        target,
+        args: {
+          scope?: string;
+          name: string;
+          description: string;
+          body: string;
+          loading?: "always" | "dynamic";
+          tools?: string[];
+        },
+      ) =>
+        saved(
+          await skillWriter.create(target, args.name, {
+            description: args.description,
+            body: args.body,
+            loading: args.loading,
+            tools: args.tools,
+            provenance: "chat",
+          }),
+          "Created",
+        ),
+    ),
+  );
+
+  server.registerTool(
+    "update",
+    {
+      description:
+        "Change a skill, stating the intent: replace_body (give body) or patch_metadata (give any of description, loading, tools).",
+      inputSchema: {
+        scope: scopeInput,
+        name: nameInput,
+        intent: z.enum(["replace_body", "patch_metadata"]),
+        body: z.string().optional(),
+        description: z.string().optional(),
+        loading: loadingInput,
+        tools: toolsInput,
+      },
+      annotations: { title: "Update a skill", readOnlyHint: false, destructiveHint: false },
+    },
+    run(
+      async (
+        target,
+        args: {
+          scope?: string;
+          name: string;
+          intent: SkillUpdate["intent"];
+          body?: string;
+          description?: string;
+          loading?: "always" | "dynamic";
+          tools?: string[];
+        },
+      ) => {
+        const update = toUpdate(args);
+        if (typeof update === "string") return toolError(update);
+        return saved(await skillWriter.update(target, args.name, update), "Updated");
+      },
+    ),
+  );
+
+  server.registerTool(
+    "delete",
+    {
+      description: `Delete a skill. Its earlier versions stay readable with ${joinToolName("skills", "history")}.`,
+      inputSchema: { scope: scopeInput, name: nameInput },
+      annotations: { title: "Delete a skill", readOnlyHint: false, destructiveHint: true },
+    },
+    run(async (target, args: { scope?: string; name: string }) => {
+      await skillWriter.delete(target, args.name);
+      return { content: [{ type: "text", text: `Deleted ${target.scope} skill ${args.name}.` }] };
+    }),
+  );
+
+  server.registerTool(
+    "history",
+    {
+      description: "List a skill's saved versions, or read one by giving version.",
+      inputSchema: { scope: scopeInput, name: nameInput, version: z.number().int().positive().optional() },
+      annotations: { title: "Skill history", readOnlyHint: true },
+    },
+    run(async (target, args: { scope?: string; name: string; version?: number }) => {
+      if (args.version !== undefined) {
+        const text = await skillWriter.version(target, args.name, args.version);
+        return { content: [{ type: "text", text }], structuredContent: { version: args.version, text } };
+      }
+      const versions = await skillWriter.history(target, args.name);
+      return {
+        content: [{ type: "text", text: versions.map((v) => `v${v.version} ${v.savedAt}`).join("\n") }],
+        structuredContent: { versions },
+      };
+    }),
+  );
+}
+
+/** Turns tool arguments into one stated intent, or says what is missing or mixed. */
+export function toUpdate(args: {
+  intent: string;
+  body?: string | undefined;
+  description?: string | undefined;
+  loading?: "always" | "dynamic" | undefined;
+  tools?: string[] | undefined;
+}): SkillUpdate | string {
+  const patches = args.description !== undefined || args.loading !== undefined || args.tools !== undefined;
+  if (args.intent === "replace_body") {
+    if (args.body === undefined) return "replace_body needs `body`.";
+    if (patches)
+      return "replace_body changes only the body; patch settings with a separate patch_metadata update.";
+    return { intent: "replace_body", body: args.body };
+  }
+  if (args.intent === "patch_metadata") {
+    if (args.body !== undefined) return "patch_metadata does not take `body`; use replace_body.";
+    if (!patches) return "patch_metadata needs at least one of description, loading, tools.";
+    return {
+      intent: "patch_metadata",
+      description: args.description,
+      loading: args.loading,
+      tools: args.tools,
+    };
+  }
+  return 'intent must be "replace_body" or "patch_metadata".';
+}
+
+function saved(skill: Skill, verb: string): CallToolResult {
+  return {
+    content: [{ type: "text", text: `${verb} ${skill.scope} skill ${skill.name}.` }],
+    structuredContent: {
+      name: skill.name,
+      description: skill.description,
+      scope: skill.scope,
+      provenance: skill.provenance,
+      loading: skill.loading,
+      tools: skill.tools,
+    },
+  };
+}
