@@ -66,8 +66,12 @@ describe("tools over /mcp/ws_…", () => {
       "files__list",
       "files__read",
       "files__write",
+      "skills__create",
+      "skills__delete",
+      "skills__history",
       "skills__list",
       "skills__read",
+      "skills__update",
     ]);
     for (const tool of tools) {
       expect(tool.description, tool.name).toEqual(expect.any(String));
