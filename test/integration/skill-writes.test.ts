@@ -1,0 +1,176 @@
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+
+let instance: TestAtrium;
+let ws: string;
+let otherWs: string;
+let admin: Client;
+let member: Client;
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+function text(result: CallToolResult): string {
+  const first = result.content[0];
+  return first?.type === "text" ? first.text : "";
+}
+
+async function instructionsOf(user: string, workspaceId: string): Promise<string> {
+  const client = await instance.mcpClient(user, workspaceId);
+  return client.getInstructions() ?? "";
+}
+
+async function resolvedScope(user: string, name: string): Promise<string | undefined> {
+  const response = await instance.rest(user, "GET", `/v1/workspaces/${ws}/skills`);
+  const body = (await response.json()) as { skills: Array<{ name: string; scope: string }> };
+  return body.skills.find((s) => s.name === name)?.scope;
+}
+
+beforeAll(async () => {
+  instance = await startTestAtrium();
+  ws = await bootstrapWorkspace(instance, "alice");
+  otherWs = await bootstrapWorkspace(instance, "carol");
+  await bootstrapWorkspace(instance, "bob");
+  const added = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/members`, {
+    principalId: testPrincipal("bob").id,
+    role: "member",
+  });
+  expect(added.status).toBe(201);
+  admin = await instance.mcpClient("alice", ws);
+  member = await instance.mcpClient("bob", ws);
+});
+
+afterAll(async () => {
+  await instance?.stop();
+});
+
+describe("who may write skills", () => {
+  it("a member cannot write a workspace skill, over MCP or REST", async () => {
+    const result = await call(member, "skills__create", { name: "sneaky", description: "d", body: "b" });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toMatch(/admin/);
+    const rest = await instance.rest("bob", "POST", `/v1/workspaces/${ws}/skills`, {
+      name: "sneaky",
+      description: "d",
+      body: "b",
+    });
+    expect(rest.status).toBe(403);
+    expect(await resolvedScope("alice", "sneaky")).toBeUndefined();
+  });
+
+  it("an admin writes a workspace skill that every member's client sees", async () => {
+    const result = await call(admin, "skills__create", {
+      name: "house-tone",
+      description: "How we write.",
+      body: "Be brief.",
+      loading: "always",
+    });
+    expect(result.isError ?? false).toBe(false);
+    expect(await instructionsOf("bob", ws)).toContain("Be brief.");
+  });
+
+  it("a member's user skill is theirs alone and shadows the workspace skill for them only", async () => {
+    const result = await call(member, "skills__create", {
+      scope: "user",
+      name: "house-tone",
+      description: "My own tone.",
+      body: "Be playful.",
+      loading: "always",
+    });
+    expect(result.isError ?? false).toBe(false);
+    expect(await resolvedScope("bob", "house-tone")).toBe("user");
+    expect(await resolvedScope("alice", "house-tone")).toBe("workspace");
+    const bobs = await instructionsOf("bob", ws);
+    expect(bobs).toContain("Be playful.");
+    expect(bobs).not.toContain("Be brief.");
+    expect(await instructionsOf("alice", ws)).not.toContain("Be playful.");
+  });
+
+  it("a workspace skill is invisible in another workspace", async () => {
+    const response = await instance.rest("carol", "GET", `/v1/workspaces/${otherWs}/skills/house-tone`);
+    expect(response.status).toBe(404);
+    expect(await instructionsOf("carol", otherWs)).not.toContain("Be brief.");
+  });
+});
+
+describe("editing and history", () => {
+  it("replace_body and patch_metadata each change what clients see", async () => {
+    await call(admin, "skills__create", { name: "deploys", description: "Deploy steps.", body: "Step one." });
+    const before = await instructionsOf("alice", ws);
+    expect(before).toContain("- deploys: Deploy steps.");
+    expect(before).not.toContain("Step one.");
+
+    const body = await call(admin, "skills__update", {
+      name: "deploys",
+      intent: "replace_body",
+      body: "Step two.",
+    });
+    expect(body.isError ?? false).toBe(false);
+    const patched = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/skills/deploys`, {
+      intent: "patch_metadata",
+      loading: "always",
+    });
+    expect(patched.status).toBe(200);
+    const after = await instructionsOf("alice", ws);
+    expect(after).toContain("Step two.");
+    expect(after).not.toContain("- deploys: Deploy steps.");
+  });
+
+  it("an update that mixes intents, or names nothing, is refused", async () => {
+    const mixed = await call(admin, "skills__update", {
+      name: "deploys",
+      intent: "replace_body",
+      body: "x",
+      loading: "dynamic",
+    });
+    expect(mixed.isError).toBe(true);
+    const empty = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/skills/deploys`, {
+      intent: "patch_metadata",
+    });
+    expect(empty.status).toBe(400);
+    const missing = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/skills/nope`, {
+      intent: "replace_body",
+      body: "x",
+    });
+    expect(missing.status).toBe(404);
+  });
+
+  it("every save is a version; old versions stay readable after a delete", async () => {
+    const history = await call(admin, "skills__history", { name: "deploys" });
+    const versions = (history.structuredContent as { versions: Array<{ version: number }> }).versions;
+    expect(versions.map((v) => v.version)).toEqual([1, 2, 3]);
+    const first = await call(admin, "skills__history", { name: "deploys", version: 1 });
+    expect(text(first)).toContain("Step one.");
+
+    const deleted = await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/deploys`);
+    expect(deleted.status).toBe(204);
+    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys`)).status).toBe(404);
+    const old = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys/history/2`);
+    expect(old.status).toBe(200);
+    expect(await old.text()).toContain("Step two.");
+  });
+
+  it("refuses an invalid name or setting with the reason, and writes nothing", async () => {
+    const badName = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, {
+      name: "Bad Name",
+      description: "d",
+      body: "b",
+    });
+    expect(badName.status).toBe(400);
+    const badTools = await call(admin, "skills__create", {
+      name: "bad-tools",
+      description: "d",
+      body: "b",
+      tools: ["not a tool"],
+    });
+    expect(badTools.isError).toBe(true);
+    expect(text(badTools)).toMatch(/metadata\.atrium\.tools/);
+    expect(await resolvedScope("alice", "bad-tools")).toBeUndefined();
+    const exists = await call(admin, "skills__create", { name: "house-tone", description: "d", body: "b" });
+    expect(exists.isError).toBe(true);
+    expect(text(exists)).toMatch(/exists/);
+  });
+});
