@@ -4,6 +4,8 @@
 export const MAX_UPLOAD_BYTES_DEFAULT = 50 * 1024 * 1024;
 export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
 export const MAX_INSTRUCTIONS_BYTES_DEFAULT = 32 * 1024;
+/** Below this the preamble and the truncation note alone would not fit. */
+export const MIN_INSTRUCTIONS_BYTES = 1024;
 
 export const instanceSchema = {
   $id: "https://atrium.dev/schemas/instance.json",
@@ -51,7 +53,7 @@ export const instanceSchema = {
           minLength: 1,
           description: "Folder of org-scope skills, relative to this file.",
         },
-        maxInstructionsBytes: { type: "integer", minimum: 256 },
+        maxInstructionsBytes: { type: "integer", minimum: MIN_INSTRUCTIONS_BYTES },
       },
     },
     log: {

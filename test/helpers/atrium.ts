@@ -46,6 +46,8 @@ export interface TestAtriumOptions {
   maxUploadBytes?: number;
   maxBodyBytes?: number;
   idleEvictMs?: number;
+  /** instance.json's `skills`; `orgDir` is relative to the instance's temp dir, as in a real file. */
+  skills?: { orgDir?: string; maxInstructionsBytes?: number };
 }
 
 /** `null` sends no identity header; in dev mode the name is ignored. */
@@ -111,6 +113,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
       },
       ...(options.maxUploadBytes === undefined ? {} : { files: { maxUploadBytes: options.maxUploadBytes } }),
+      ...(options.skills === undefined ? {} : { skills: options.skills }),
       log: { level: "silent" },
     },
     { source: "test instance", baseDir: dir },

@@ -1,3 +1,4 @@
+import { MIN_INSTRUCTIONS_BYTES } from "../../instance/schema.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { loadingChannel } from "./channel.ts";
 import type { Skill } from "./model.ts";
@@ -6,42 +7,65 @@ const READ_TOOL = joinToolName("skills", "read");
 const PREAMBLE =
   `This Atrium workspace provides guidance as skills. Read a catalog skill with the ${READ_TOOL} tool ` +
   "before the work it describes.";
+const CATALOG_HEADING = "## Skill catalog\n";
+const SECTION_GAP = "\n\n";
+// Room kept back for the line that names what did not fit, so that line never breaks the bound.
+const TRUNCATION_RESERVE_BYTES = 160;
+
+const bytes = (text: string) => Buffer.byteLength(text);
 
 /**
- * The `instructions` of `initialize`: `always` skills in name order, then the catalog of
- * `dynamic` skills (name and description only). Nothing here depends on what was used, so
- * the bytes change only when a skill is installed, edited or removed. What does not fit in
- * `maxBytes` is named as truncated rather than silently dropped.
+ * The `instructions` of `initialize`: `always` skills in the order given (name order, from
+ * resolveSkills), then the catalog of `dynamic` skills (name and description only). Nothing
+ * here depends on what was used, so the bytes change only when a skill is installed, edited
+ * or removed. The result never exceeds `maxBytes`; what does not fit is named as truncated
+ * rather than silently dropped.
  */
 export function composeInstructions(skills: readonly Skill[], maxBytes: number): string {
-  const always = skills.filter((s) => loadingChannel(s) === "always");
-  const dynamic = skills.filter((s) => loadingChannel(s) === "dynamic");
-  const parts: string[] = [PREAMBLE];
+  // instance.json cannot set less than the floor; callers in code get it too.
+  const limit = Math.max(maxBytes, MIN_INSTRUCTIONS_BYTES);
+  const budget = limit - TRUNCATION_RESERVE_BYTES - bytes(SECTION_GAP + CATALOG_HEADING);
+  let used = bytes(PREAMBLE);
   const truncated: string[] = [];
-  let used = Buffer.byteLength(PREAMBLE);
-  const fits = (text: string) => used + Buffer.byteLength(text) + 2 <= maxBytes;
+  const take = (text: string, gap: string): boolean => {
+    if (used + bytes(gap + text) > budget) return false;
+    used += bytes(gap + text);
+    return true;
+  };
 
-  for (const skill of always) {
+  const sections: string[] = [];
+  for (const skill of skills.filter((s) => loadingChannel(s) === "always")) {
     const section = `## Skill: ${skill.name}\n\n${skill.body}`;
-    if (fits(section)) {
-      parts.push(section);
-      used += Buffer.byteLength(section) + 2;
-    } else truncated.push(skill.name);
+    if (take(section, SECTION_GAP)) sections.push(section);
+    else truncated.push(skill.name);
   }
   const catalog: string[] = [];
-  for (const skill of dynamic) {
+  for (const skill of skills.filter((s) => loadingChannel(s) === "dynamic")) {
     const line = `- ${skill.name}: ${skill.description}`;
-    if (fits(line)) {
-      catalog.push(line);
-      used += Buffer.byteLength(line) + 1;
-    } else truncated.push(skill.name);
+    if (take(line, "\n")) catalog.push(line);
+    else truncated.push(skill.name);
   }
-  if (catalog.length > 0 || truncated.length > 0) {
-    const lines = ["## Skill catalog", "", ...catalog];
-    if (truncated.length > 0) {
-      lines.push(`- (truncated: ${truncated.join(", ")} did not fit; read them with ${READ_TOOL})`);
-    }
-    parts.push(lines.join("\n"));
+  if (truncated.length > 0) catalog.push(truncationLine(truncated));
+
+  const parts = [PREAMBLE, ...sections];
+  if (catalog.length > 0) parts.push(`${CATALOG_HEADING}\n${catalog.join("\n")}`);
+  return parts.join(SECTION_GAP);
+}
+
+/** Names as many of the skipped skills as fit in the reserve, then counts the rest. */
+function truncationLine(names: string[]): string {
+  const end = ` did not fit; read them with ${READ_TOOL})`;
+  let listed = "";
+  let shown = 0;
+  for (const name of names) {
+    const next = listed ? `${listed}, ${name}` : name;
+    const rest = names.length - shown - 1;
+    const tail = rest > 0 ? ` and ${rest} more` : "";
+    if (bytes(`- (truncated: ${next}${tail}${end}`) > TRUNCATION_RESERVE_BYTES) break;
+    listed = next;
+    shown += 1;
   }
-  return parts.join("\n\n");
+  const rest = names.length - shown;
+  const counted = rest > 0 ? `${listed ? `${listed} and ` : ""}${rest} more` : listed;
+  return `- (truncated: ${counted}${end}`;
 }

@@ -1,0 +1,150 @@
+import { describe, expect, it } from "vitest";
+import { MAX_DESCRIPTION_CHARS } from "../../../../src/platform/skills/model.ts";
+import { parseSkill, SkillInvalid } from "../../../../src/platform/skills/parse.ts";
+
+/** A SKILL.md with the given front-matter lines and body. */
+function skillFile(frontMatter: string[], body = "# Guidance\n\nDo the thing."): string {
+  return `---\n${frontMatter.join("\n")}\n---\n${body}\n`;
+}
+
+/** The SkillInvalid `parseSkill` throws for `text`; fails the test when it parses. */
+function refusal(text: string): SkillInvalid {
+  try {
+    parseSkill(text, "workspace");
+  } catch (error) {
+    expect(error).toBeInstanceOf(SkillInvalid);
+    return error as SkillInvalid;
+  }
+  throw new Error("parseSkill accepted a file it should refuse");
+}
+
+const VALID = ["name: weekly-report", "description: How to write the weekly report."];
+
+describe("parseSkill", () => {
+  it("reads a valid file's name, description, body and atrium metadata", () => {
+    const text = skillFile([
+      ...VALID,
+      "license: MIT",
+      "metadata:",
+      "  atrium:",
+      "    loading: always",
+      "    provenance: chat",
+      '    tools: ["files__*", "files__read"]',
+    ]);
+    expect(parseSkill(text, "user")).toEqual({
+      name: "weekly-report",
+      description: "How to write the weekly report.",
+      body: "# Guidance\n\nDo the thing.",
+      scope: "user",
+      provenance: "chat",
+      loading: "always",
+      tools: ["files__*", "files__read"],
+    });
+  });
+
+  it("defaults to dynamic loading, admin provenance and no tools", () => {
+    const skill = parseSkill(skillFile(VALID), "org");
+    expect(skill).toMatchObject({ scope: "org", loading: "dynamic", provenance: "admin", tools: [] });
+  });
+
+  it("stamps the provenance the caller passes over the file's own", () => {
+    const text = skillFile([...VALID, "metadata:", "  atrium:", "    provenance: chat"]);
+    expect(parseSkill(text, "platform", "vendored").provenance).toBe("vendored");
+  });
+
+  it.each([
+    ["missing", []],
+    ["empty", ['name: ""']],
+    ["uppercase", ["name: Weekly"]],
+    ["a double hyphen", ["name: weekly--report"]],
+    ["a leading hyphen", ["name: -weekly"]],
+    ["a trailing hyphen", ["name: weekly-"]],
+    ["65 characters", [`name: ${"a".repeat(65)}`]],
+    ["a number", ["name: 42"]],
+  ])("refuses a name that is %s, naming the name field", (_case, nameLines) => {
+    const error = refusal(skillFile([...nameLines, "description: Fine."]));
+    expect(error.field).toBe("name");
+  });
+
+  it("accepts a name of exactly 64 characters", () => {
+    const name = `a${"-b".repeat(31)}a`;
+    expect(name).toHaveLength(64);
+    expect(parseSkill(skillFile([`name: ${name}`, "description: Fine."]), "user").name).toBe(name);
+  });
+
+  it.each([
+    ["missing", []],
+    ["blank", ['description: "   "']],
+    ["a list", ["description: [a, b]"]],
+    ["too long", [`description: ${"d".repeat(MAX_DESCRIPTION_CHARS + 1)}`]],
+  ])("refuses a description that is %s, naming the description field", (_case, lines) => {
+    const error = refusal(skillFile(["name: weekly-report", ...lines]));
+    expect(error.field).toBe("description");
+  });
+
+  it("accepts a description of exactly the maximum length", () => {
+    const description = "d".repeat(MAX_DESCRIPTION_CHARS);
+    const skill = parseSkill(skillFile(["name: weekly-report", `description: ${description}`]), "user");
+    expect(skill.description).toBe(description);
+  });
+
+  it("refuses an unknown key in metadata.atrium, naming it", () => {
+    const error = refusal(skillFile([...VALID, "metadata:", "  atrium:", "    autorun: true"]));
+    expect(error.field).toBe("metadata.atrium");
+    expect(error.message).toContain('"autorun"');
+  });
+
+  it("refuses a loading channel that is not always or dynamic", () => {
+    const error = refusal(skillFile([...VALID, "metadata:", "  atrium:", "    loading: eager"]));
+    expect(error.field).toBe("metadata.atrium.loading");
+  });
+
+  it.each([
+    ["no source separator", "read"],
+    ["an uppercase source", "Files__read"],
+    ["an empty tool", "files__"],
+    ["a wildcard source", "*__read"],
+  ])("refuses a tools pattern with %s, naming the entry", (_case, pattern) => {
+    const error = refusal(
+      skillFile([...VALID, "metadata:", "  atrium:", `    tools: ["files__read", "${pattern}"]`]),
+    );
+    expect(error.field).toBe("metadata.atrium.tools.1");
+  });
+
+  it("refuses metadata that is not a mapping", () => {
+    expect(refusal(skillFile([...VALID, "metadata: 3"])).field).toBe("metadata");
+  });
+
+  it("refuses a file that claims vendored provenance: only the platform stamps it", () => {
+    const error = refusal(skillFile([...VALID, "metadata:", "  atrium:", "    provenance: vendored"]));
+    expect(error.field).toBe("metadata.atrium.provenance");
+  });
+
+  it("refuses a file with no front matter", () => {
+    expect(refusal("").field).toBe("front matter");
+    expect(refusal("# Just a body\n").field).toBe("name");
+  });
+
+  it("refuses front matter that is not valid YAML", () => {
+    expect(refusal("---\nname: [weekly\n---\nbody\n").field).toBe("front matter");
+  });
+
+  it.each(["js", "javascript", "coffee"])("refuses ---%s front matter without evaluating it", (lang) => {
+    const global = globalThis as { __atriumSkillEvaluated?: boolean };
+    delete global.__atriumSkillEvaluated;
+    const payload =
+      lang === "coffee"
+        ? "name: (globalThis.__atriumSkillEvaluated = true; 'weekly-report')"
+        : "({ name: (globalThis.__atriumSkillEvaluated = true, 'weekly-report'), description: 'd' })";
+    const error = refusal(`---${lang}\n${payload}\n---\nbody\n`);
+    expect(error.field).toBe("front matter");
+    expect(global.__atriumSkillEvaluated).toBeUndefined();
+  });
+
+  it("parses the same text twice into independent skills", () => {
+    const text = skillFile([...VALID, "metadata:", "  atrium:", '    tools: ["files__*"]']);
+    const first = parseSkill(text, "user");
+    first.tools.push("files__write");
+    expect(parseSkill(text, "user").tools).toEqual(["files__*"]);
+  });
+});

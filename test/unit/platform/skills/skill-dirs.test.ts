@@ -1,0 +1,86 @@
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { readSkillDir } from "../../../../src/platform/skills/skill-dirs.ts";
+
+let dir: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "atrium-skills-"));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function put(folder: string, text: string | undefined): Promise<void> {
+  await mkdir(join(dir, folder), { recursive: true });
+  if (text !== undefined) await writeFile(join(dir, folder, "SKILL.md"), text);
+}
+
+const file = (name: string, extra = "") =>
+  `---\nname: ${name}\ndescription: About ${name}.\n${extra}---\nBody of ${name}.\n`;
+
+describe("readSkillDir", () => {
+  it("reads every <name>/SKILL.md with the scope it is given", async () => {
+    await put("beta", file("beta"));
+    await put("alpha", file("alpha"));
+    const { skills, problems } = await readSkillDir(dir, "org");
+    expect(problems).toEqual([]);
+    expect(skills.map((s) => [s.name, s.scope, s.body]).sort()).toEqual([
+      ["alpha", "org", "Body of alpha."],
+      ["beta", "org", "Body of beta."],
+    ]);
+  });
+
+  it("stamps the provenance it is given on every skill", async () => {
+    await put("alpha", file("alpha"));
+    const { skills } = await readSkillDir(dir, "platform", "vendored");
+    expect(skills.map((s) => s.provenance)).toEqual(["vendored"]);
+  });
+
+  it("reports and skips a malformed file, a mismatched folder and a folder without SKILL.md", async () => {
+    await put("good", file("good"));
+    await put("broken", "---\nname: broken\n---\nno description\n");
+    await put("misnamed", file("other-name"));
+    await put("empty", undefined);
+    await put("Not_A_Name", file("not-a-name"));
+    const { skills, problems } = await readSkillDir(dir, "workspace");
+    expect(skills.map((s) => s.name)).toEqual(["good"]);
+    const byName = Object.fromEntries(problems.map((p) => [p.name, p]));
+    expect(Object.keys(byName).sort()).toEqual(["Not_A_Name", "broken", "empty", "misnamed"]);
+    for (const p of problems) expect(p.scope).toBe("workspace");
+    expect(byName.broken?.message).toMatch(/^description: /);
+    expect(byName.misnamed?.message).toMatch(/"other-name" does not match its folder/);
+    expect(byName.empty?.message).toMatch(/no readable SKILL\.md/);
+    expect(byName.Not_A_Name?.message).toMatch(/not a valid skill name/);
+  });
+
+  it("reports a file claiming vendored provenance instead of reading it as vendored", async () => {
+    await put("forged", file("forged", "metadata:\n  atrium:\n    provenance: vendored\n"));
+    const { skills, problems } = await readSkillDir(dir, "workspace");
+    expect(skills).toEqual([]);
+    expect(problems).toEqual([
+      {
+        scope: "workspace",
+        name: "forged",
+        message: expect.stringMatching(/^metadata\.atrium\.provenance: /),
+      },
+    ]);
+  });
+
+  it("ignores dot-folders and loose files", async () => {
+    await put(".draft", file("draft"));
+    await put(".git", undefined);
+    await writeFile(join(dir, "README.md"), "not a skill");
+    await put("kept", file("kept"));
+    const { skills, problems } = await readSkillDir(dir, "user");
+    expect(skills.map((s) => s.name)).toEqual(["kept"]);
+    expect(problems).toEqual([]);
+  });
+
+  it("reads a missing folder as no skills and no problems", async () => {
+    expect(await readSkillDir(join(dir, "nope"), "user")).toEqual({ skills: [], problems: [] });
+  });
+});
