@@ -51,6 +51,34 @@ describe("skills on the MCP surface", () => {
     );
   });
 
+  it("a bundled file is a skill:// resource; a path the skill did not bundle is not", async () => {
+    const dir = join(instance.root, ws, "skills", "careful-deletes");
+    await mkdir(join(dir, "examples"), { recursive: true });
+    await writeFile(join(dir, "examples", "confirm.txt"), "Are you sure?");
+    await writeFile(join(dir, "logo.bin"), Buffer.from([0xff, 0x00, 0xfe]));
+    await writeFile(join(instance.root, ws, "workspace-secret.txt"), "not a skill file");
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual(
+      expect.arrayContaining([
+        "skill://workspace/careful-deletes/examples/confirm.txt",
+        "skill://workspace/careful-deletes/logo.bin",
+      ]),
+    );
+    const text = await client.readResource({ uri: "skill://workspace/careful-deletes/examples/confirm.txt" });
+    expect(text.contents[0]).toMatchObject({ text: "Are you sure?" });
+    const binary = await client.readResource({ uri: "skill://workspace/careful-deletes/logo.bin" });
+    expect(binary.contents[0]).toMatchObject({ blob: Buffer.from([0xff, 0x00, 0xfe]).toString("base64") });
+    for (const uri of [
+      "skill://workspace/careful-deletes/../../workspace-secret.txt",
+      "skill://workspace/careful-deletes/%2e%2e/%2e%2e/workspace-secret.txt",
+      "skill://workspace/careful-deletes/SKILL.md",
+    ]) {
+      await expect(client.readResource({ uri }), uri).rejects.toThrow(/not found/i);
+    }
+    await rm(join(dir, "examples"), { recursive: true });
+    await rm(join(dir, "logo.bin"));
+  });
+
   it("an unknown skill:// resource is a not-found error", async () => {
     await expect(client.readResource({ uri: "skill://workspace/nope" })).rejects.toThrow(/not found/i);
   });

@@ -74,9 +74,9 @@ export function createFrontServer(
   server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const uri = request.params.uri;
-    const skill = await withCaller(extra, (ws, who) => guidance.readResource(ws, who, uri));
-    if (!skill) throw new McpError(-32002, `Resource not found: ${uri}`);
-    return { contents: [{ uri, mimeType: "text/markdown", text: skill.body }] };
+    const contents = await withCaller(extra, (ws, who) => guidance.readResource(ws, who, uri));
+    if (!contents) throw new McpError(-32002, `Resource not found: ${uri}`);
+    return { contents: [contents] };
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [] }));
   server.setRequestHandler(GetPromptRequestSchema, async (request) => {

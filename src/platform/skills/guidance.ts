@@ -1,4 +1,11 @@
-import type { Resource, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type {
+  BlobResourceContents,
+  Resource,
+  TextResourceContents,
+  Tool,
+} from "@modelcontextprotocol/sdk/types.js";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
@@ -10,11 +17,13 @@ export interface WorkspaceGuidance {
   instructions(workspaceId: string, principalId: string): Promise<string>;
   annotateTools(workspaceId: string, principalId: string, tools: Tool[]): Promise<Tool[]>;
   listResources(workspaceId: string, principalId: string): Promise<Resource[]>;
-  readResource(workspaceId: string, principalId: string, uri: string): Promise<Skill | undefined>;
+  readResource(workspaceId: string, principalId: string, uri: string): Promise<ResourceContents | undefined>;
 }
 
-export function skillUri(skill: Skill): string {
-  return `skill://${skill.scope}/${skill.name}`;
+export type ResourceContents = TextResourceContents | BlobResourceContents;
+
+export function skillUri(skill: Skill, file?: string): string {
+  return `skill://${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
 }
 
 /** Whether a `metadata.atrium.tools` entry (a name or `source__*`) covers a namespaced tool. */
@@ -48,17 +57,31 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
 
     async listResources(workspaceId, principalId) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
-      return resolved.map((s) => ({
-        uri: skillUri(s),
-        name: s.name,
-        description: s.description,
-        mimeType: "text/markdown",
-      }));
+      return resolved.flatMap((s) => [
+        { uri: skillUri(s), name: s.name, description: s.description, mimeType: "text/markdown" },
+        ...(s.files ?? []).map((file) => ({ uri: skillUri(s, file), name: `${s.name}/${file}` })),
+      ]);
     },
 
+    // A bundled file is read only if its exact path was listed for that skill, so a URI can
+    // never name a path outside the skill's own folder.
     async readResource(workspaceId, principalId, uri) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
-      return resolved.find((s) => skillUri(s) === uri);
+      for (const skill of resolved) {
+        if (uri === skillUri(skill)) return { uri, mimeType: "text/markdown", text: skill.body };
+        const file = skill.files?.find((f) => uri === skillUri(skill, f));
+        if (file !== undefined && skill.dir !== undefined) return readBundled(uri, join(skill.dir, file));
+      }
+      return undefined;
     },
   };
+}
+
+async function readBundled(uri: string, path: string): Promise<ResourceContents> {
+  const content = await readFile(path);
+  try {
+    return { uri, mimeType: "text/plain", text: new TextDecoder("utf-8", { fatal: true }).decode(content) };
+  } catch {
+    return { uri, mimeType: "application/octet-stream", blob: content.toString("base64") };
+  }
 }

@@ -15,6 +15,10 @@ export interface Skill {
   loading: LoadingChannel;
   /** Tool names or `source__*` patterns this skill is guidance for. */
   tools: string[];
+  /** Files bundled beside SKILL.md, as paths relative to the skill's folder. */
+  files?: string[];
+  /** The skill's folder, for skills read from disk. */
+  dir?: string;
 }
 
 /** A file in a scope's folder that could not be read as a skill, reported and skipped. */

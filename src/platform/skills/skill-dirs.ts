@@ -46,10 +46,35 @@ export async function readSkillDir(
         });
         continue;
       }
-      skills.push(skill);
+      const folder = join(dir, entry.name);
+      skills.push({ ...skill, dir: folder, files: await listBundledFiles(folder) });
     } catch (error) {
       problems.push({ scope, name: entry.name, message: (error as Error).message });
     }
   }
   return { skills, problems };
+}
+
+/** At most this many bundled files are offered per skill; the rest are not listed. */
+export const MAX_BUNDLED_FILES = 100;
+
+/**
+ * The files beside SKILL.md, relative to the skill's folder, found by walking it. Only
+ * these exact paths can be read back, so a requested path never reaches the filesystem
+ * unless the walk produced it.
+ */
+async function listBundledFiles(folder: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (relative: string): Promise<void> => {
+    const entries = await readdir(join(folder, relative), { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      if (found.length >= MAX_BUNDLED_FILES) return;
+      if (entry.name.startsWith(".")) continue;
+      const path = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) await walk(path);
+      else if (entry.isFile() && path !== SKILL_FILE) found.push(path);
+    }
+  };
+  await walk("");
+  return found.sort();
 }

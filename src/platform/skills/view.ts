@@ -8,6 +8,7 @@ export interface SkillView {
   provenance: Provenance;
   channel: LoadingChannel;
   tools: string[];
+  files: string[];
 }
 
 /** How a resolved skill is shown on every surface (skills__list, REST). */
@@ -19,5 +20,6 @@ export function skillView(skill: Skill): SkillView {
     provenance: skill.provenance,
     channel: loadingChannel(skill),
     tools: skill.tools,
+    files: skill.files ?? [],
   };
 }
