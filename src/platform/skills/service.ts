@@ -30,6 +30,8 @@ export interface ResolvedSkills {
  */
 export class SkillService {
   private readonly serverSources: ServerSkillSource[] = [];
+  // Each problem is logged once per process, not on every request that meets it.
+  private readonly reported = new Set<string>();
 
   constructor(
     private readonly layout: StorageLayout,
@@ -51,7 +53,12 @@ export class SkillService {
     ]);
     const published = await Promise.all(this.serverSources.map((s) => s.list(workspaceId)));
     const problems = reads.flatMap((r) => r.problems);
-    for (const problem of problems) this.log.warn({ workspace: workspaceId, ...problem }, "skill skipped");
+    for (const problem of problems) {
+      const key = `${workspaceId}\0${problem.scope}\0${problem.name}\0${problem.message}`;
+      if (this.reported.has(key)) continue;
+      this.reported.add(key);
+      this.log.warn({ workspace: workspaceId, ...problem }, "skill skipped");
+    }
     return { skills: resolveSkills([...reads.flatMap((r) => r.skills), ...published.flat()]), problems };
   }
 
