@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { InvalidInput, NotFound, PayloadTooLarge, WorkspaceNotFound } from "../../errors.ts";
 import { TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
+import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import {
   checkFileName,
@@ -119,8 +120,8 @@ export class FileStore {
   private async ensureOwnerDir(workspaceId: string, ownerId: string): Promise<string> {
     const ownerDir = this.layout.ownerDir(workspaceId, "files", ownerId);
     try {
-      await mkdir(this.layout.primitiveDir(workspaceId, "files")).catch(ignoreExists);
-      await mkdir(ownerDir).catch(ignoreExists);
+      await makeFolderIfMissing(this.layout.primitiveDir(workspaceId, "files"));
+      await makeFolderIfMissing(ownerDir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
       throw error;
@@ -218,10 +219,6 @@ export class FileStore {
 
 function fileNotFound(): NotFound {
   return new NotFound("file_not_found", "No file with that id that you can reach.");
-}
-
-function ignoreExists(error: NodeJS.ErrnoException): void {
-  if (error.code !== "EEXIST") throw error;
 }
 
 async function exists(path: string): Promise<boolean> {

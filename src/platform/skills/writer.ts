@@ -1,8 +1,9 @@
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import matter from "gray-matter";
-import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
+import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
 import { TEMP_PREFIX, writeFileAtomic } from "../../storage/atomic.ts";
+import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -129,6 +130,16 @@ export class SkillWriter {
   private async save(target: WriteTarget, dir: string, name: string, text: string): Promise<Skill> {
     const skill = parseOrRefuse(text, target);
     const versions = join(dir, HISTORY_DIR, name);
+    if (target.scope === "workspace") {
+      // Inside a workspace nothing is created recursively: if it was archived, this fails.
+      try {
+        await makeFolderIfMissing(dir);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT")
+          throw new WorkspaceNotFound(target.workspaceId);
+        throw error;
+      }
+    }
     await mkdir(join(dir, name), { recursive: true });
     await mkdir(versions, { recursive: true });
     const next = (await readdir(versions)).filter((e) => e.endsWith(".md")).length + 1;
