@@ -1,10 +1,10 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
-import { AtriumError } from "../../errors.ts";
-import { type Caller, callerFromMeta } from "../../sources/caller-meta.ts";
+import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
+import { platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import { type FileMeta, isTextual } from "./model.ts";
 
@@ -18,19 +18,8 @@ export function createFilesServer(workspaceId: string, services: PlatformService
   const server = new McpServer({ name: "atrium-files", version: ATRIUM_VERSION });
   const { files } = services;
 
-  const tool = <A>(run: (caller: Caller, args: A) => Promise<CallToolResult>) => {
-    return async (args: A, extra: { _meta?: Record<string, unknown> }): Promise<CallToolResult> => {
-      try {
-        const caller = callerFromMeta(extra._meta);
-        // Defence in depth: this server belongs to one workspace and serves no other.
-        if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
-        return await run(caller, args);
-      } catch (error) {
-        if (error instanceof AtriumError) return toolError(error.message);
-        throw error;
-      }
-    };
-  };
+  const tool = <A>(run: (caller: Caller, args: A) => Promise<CallToolResult>) =>
+    platformTool(workspaceId, run);
 
   server.registerTool(
     "write",

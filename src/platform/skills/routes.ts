@@ -104,7 +104,7 @@ function optionalTools(value: unknown): string[] | undefined {
   if (value === undefined) return undefined;
   if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) {
     throw new InvalidInput(
-      '"tools" must be an array of tool names or source-wide patterns like files\\_\\_*.',
+      `"tools" must be an array of tool names or patterns like ${joinToolName("files", "*")}.`,
     );
   }
   return value;

@@ -1,11 +1,10 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import * as z from "zod";
-import { callerFromMeta } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
+import { platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
-import { loadingChannel } from "./channel.ts";
 import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
 
@@ -26,9 +25,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
       inputSchema: {},
       annotations: { title: "List skills", readOnlyHint: true },
     },
-    async (_args, extra) => {
-      const caller = callerFromMeta(extra._meta);
-      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
+    platformTool(workspaceId, async (caller) => {
       const { skills: resolved, problems } = await skills.resolve(workspaceId, caller.principalId);
       const list = resolved.map(skillView);
       const lines = list.map(
@@ -39,7 +36,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
         content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No skills here yet." }],
         structuredContent: { skills: list, problems },
       };
-    },
+    }),
   );
 
   server.registerTool(
@@ -49,25 +46,15 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
       inputSchema: { name: z.string().describe(`The skill's name, as ${LIST_TOOL} shows it.`) },
       annotations: { title: "Read a skill", readOnlyHint: true },
     },
-    async ({ name }, extra) => {
-      const caller = callerFromMeta(extra._meta);
-      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
+    platformTool(workspaceId, async (caller, { name }: { name: string }) => {
       const { skills: resolved } = await skills.resolve(workspaceId, caller.principalId);
       const skill = resolved.find((s) => s.name === name);
       if (!skill) return toolError(`No skill named "${name}" here; list them with ${LIST_TOOL}.`);
       return {
         content: [{ type: "text", text: skill.body }],
-        structuredContent: {
-          name: skill.name,
-          description: skill.description,
-          scope: skill.scope,
-          provenance: skill.provenance,
-          channel: loadingChannel(skill),
-          tools: skill.tools,
-          body: skill.body,
-        },
+        structuredContent: { ...skillView(skill), body: skill.body },
       };
-    },
+    }),
   );
 
   registerSkillWriteTools(server, workspaceId, services);

@@ -1,10 +1,9 @@
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
-import { AtriumError } from "../../errors.ts";
-import { callerFromMeta } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
+import { platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import type { Skill } from "./model.ts";
 import { type SkillUpdate, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
@@ -31,25 +30,16 @@ export function registerSkillWriteTools(
 ): void {
   const { skillWriter } = services;
 
+  // The scope argument picks the target; anything but "user" is the workspace (the schema allows only these two).
   const run = <A extends { scope?: string }>(
     work: (target: WriteTarget, args: A) => Promise<CallToolResult>,
-  ) => {
-    return async (args: A, extra: { _meta?: Record<string, unknown> }): Promise<CallToolResult> => {
-      const caller = callerFromMeta(extra._meta);
-      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
-      const target: WriteTarget = {
-        scope: args.scope === "user" ? "user" : "workspace",
-        workspaceId,
-        principalId: caller.principalId,
-      };
-      try {
-        return await work(target, args);
-      } catch (error) {
-        if (error instanceof AtriumError) return toolError(error.message);
-        throw error;
-      }
-    };
-  };
+  ) =>
+    platformTool<A>(workspaceId, (caller, args) =>
+      work(
+        { scope: args.scope === "user" ? "user" : "workspace", workspaceId, principalId: caller.principalId },
+        args,
+      ),
+    );
 
   server.registerTool(
     "create",
