@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { BootError } from "./errors.ts";
 import { createApp } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
@@ -98,7 +99,9 @@ export async function startAtrium(
     const s = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, () =>
       resolve(s),
     );
-    s.once("error", reject);
+    s.once("error", (error: Error) =>
+      reject(new BootError(`Cannot listen on ${config.http.host}:${config.http.port}: ${error.message}`)),
+    );
   });
   const port = (server.address() as AddressInfo).port;
   publicUrl = followPort(config.http.publicUrl, port);
