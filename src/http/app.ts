@@ -14,6 +14,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { memberRoutes } from "./routes/members.ts";
 import { toolRoutes } from "./routes/tools.ts";
+import { userRoutes } from "./routes/users.ts";
 import { workspaceRoutes } from "./routes/workspaces.ts";
 
 const UPLOAD_PATH = /^\/v1\/workspaces\/[^/]+\/files$/;
@@ -48,6 +49,7 @@ export function createApp(
   app.route("/", workspaceRoutes(deps));
   app.route("/", memberRoutes(deps));
   app.route("/", toolRoutes(deps));
+  app.route("/", userRoutes(deps));
   for (const platformApp of PLATFORM_APPS) {
     if (platformApp.routes) app.route("/", platformApp.routes(deps));
   }

@@ -1,18 +1,28 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { BootError } from "../errors.ts";
+import { BootError, NotFound } from "../errors.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { isPrincipalId, type Principal } from "./principal.ts";
 
 const PROFILE_FILE = "profile.json";
 
+/** A person as the directory knows them: what the provider last said, plus their status here. */
+export interface Profile extends Principal {
+  /** Set when an org admin deactivated the person; every active use is then refused. */
+  deactivatedAt?: string;
+}
+
 /**
- * The people who have signed in at least once, so an admin can add a member by email.
- * A profile is written when a principal is first seen or its name or email changes.
+ * The people who have signed in at least once, loaded at boot and kept current by its
+ * writers: so an admin can add a member by email, and so a deactivated person is refused
+ * on every request. A profile is rewritten only when the provider's name, email or org
+ * role for the person changes.
  */
 export class UserDirectory {
-  private readonly known = new Map<string, Principal>();
+  private readonly known = new Map<string, Profile>();
+  private readonly locks = new KeyedLock();
 
   constructor(private readonly layout: StorageLayout) {}
 
@@ -34,44 +44,72 @@ export class UserDirectory {
         );
       }
       const stored = (await readJsonIfExists(join(this.layout.userDir(entry), PROFILE_FILE))) as
-        | Principal
+        | Profile
         | undefined;
       if (stored) this.known.set(entry, stored);
     }
   }
 
   async record(principal: Principal): Promise<void> {
-    const current = this.known.get(principal.id);
-    if (current && current.displayName === principal.displayName && current.email === principal.email) return;
-    const dir = this.layout.userDir(principal.id);
-    if (!current) {
-      const stored = (await readJsonIfExists(join(dir, PROFILE_FILE))) as Principal | undefined;
-      if (stored && stored.displayName === principal.displayName && stored.email === principal.email) {
-        this.known.set(principal.id, principal);
-        return;
-      }
-    }
-    await mkdir(dir, { recursive: true });
-    await writeJsonAtomic(join(dir, PROFILE_FILE), principal);
-    this.known.set(principal.id, principal);
+    if (sameAsProvider(this.known.get(principal.id), principal)) return;
+    await this.locks.run(principal.id, async () => {
+      const current = this.known.get(principal.id);
+      if (sameAsProvider(current, principal)) return;
+      const next: Profile = { ...principal };
+      if (current?.deactivatedAt) next.deactivatedAt = current.deactivatedAt;
+      await this.write(next);
+    });
   }
 
-  async get(principalId: string): Promise<Principal | undefined> {
-    const cached = this.known.get(principalId);
-    if (cached) return cached;
-    const stored = (await readJsonIfExists(join(this.layout.userDir(principalId), PROFILE_FILE))) as
-      | Principal
-      | undefined;
-    if (stored) this.known.set(principalId, stored);
-    return stored;
+  async get(principalId: string): Promise<Profile | undefined> {
+    return this.known.get(principalId);
+  }
+
+  list(): Profile[] {
+    return [...this.known.values()].sort(
+      (a, b) => a.displayName.localeCompare(b.displayName) || a.id.localeCompare(b.id),
+    );
+  }
+
+  isDeactivated(principalId: string): boolean {
+    return this.known.get(principalId)?.deactivatedAt !== undefined;
+  }
+
+  /** Deactivates or reactivates a known person; their next request sees the change. */
+  setDeactivated(principalId: string, deactivated: boolean): Promise<Profile> {
+    return this.locks.run(principalId, async () => {
+      const current = this.known.get(principalId);
+      if (!current)
+        throw new NotFound("user_not_found", "No one with that id has signed in to this instance.");
+      const { deactivatedAt: _previous, ...rest } = current;
+      const next: Profile = deactivated ? { ...rest, deactivatedAt: new Date().toISOString() } : rest;
+      await this.write(next);
+      return next;
+    });
   }
 
   /** Finds a known person by email, case-insensitively. */
-  async findByEmail(email: string): Promise<Principal | undefined> {
+  async findByEmail(email: string): Promise<Profile | undefined> {
     const wanted = email.trim().toLowerCase();
-    for (const principal of this.known.values()) {
-      if (principal.email?.toLowerCase() === wanted) return principal;
+    for (const profile of this.known.values()) {
+      if (profile.email?.toLowerCase() === wanted) return profile;
     }
     return undefined;
   }
+
+  private async write(profile: Profile): Promise<void> {
+    const dir = this.layout.userDir(profile.id);
+    await mkdir(dir, { recursive: true });
+    await writeJsonAtomic(join(dir, PROFILE_FILE), profile);
+    this.known.set(profile.id, profile);
+  }
+}
+
+function sameAsProvider(current: Profile | undefined, principal: Principal): boolean {
+  return (
+    current !== undefined &&
+    current.displayName === principal.displayName &&
+    current.email === principal.email &&
+    current.orgRole === principal.orgRole
+  );
 }

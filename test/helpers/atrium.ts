@@ -15,6 +15,8 @@ import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 /** The header the test identity provider reads: `x-test-user: <name>`. */
 export const TEST_USER_HEADER = "x-test-user";
 export const TEST_ISSUER = "test";
+/** Names that start with this are org admins, like an IdP group claim would say. */
+export const TEST_ORG_ADMIN_PREFIX = "orgadmin";
 
 /** The principal the test provider vouches for when a request says `x-test-user: <name>`. */
 export function testPrincipal(name: string): Principal {
@@ -22,7 +24,7 @@ export function testPrincipal(name: string): Principal {
     id: derivePrincipalId(TEST_ISSUER, name),
     displayName: name,
     email: `${name}@example.test`,
-    orgRole: "member",
+    orgRole: name.startsWith(TEST_ORG_ADMIN_PREFIX) ? "admin" : "member",
   };
 }
 

@@ -1,0 +1,33 @@
+import { Hono } from "hono";
+import { Forbidden, InvalidInput } from "../../errors.ts";
+import type { Principal } from "../../identity/principal.ts";
+import type { AppEnv, RouteDeps } from "../context.ts";
+
+/** The org's people, for org admins: who has signed in, and offboarding. */
+export function userRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.get("/v1/users", (c) => {
+    requireOrgAdmin(c.get("principal"));
+    return c.json({ users: deps.users.list() });
+  });
+
+  app.post("/v1/users/:principal/deactivate", async (c) => {
+    const admin = c.get("principal");
+    requireOrgAdmin(admin);
+    const target = c.req.param("principal");
+    if (target === admin.id) throw new InvalidInput("You cannot deactivate yourself; ask another org admin.");
+    return c.json(await deps.users.setDeactivated(target, true));
+  });
+
+  app.post("/v1/users/:principal/reactivate", async (c) => {
+    requireOrgAdmin(c.get("principal"));
+    return c.json(await deps.users.setDeactivated(c.req.param("principal"), false));
+  });
+
+  return app;
+}
+
+function requireOrgAdmin(principal: Principal): void {
+  if (principal.orgRole !== "admin") throw new Forbidden("Only an org admin can manage people.");
+}
