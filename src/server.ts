@@ -7,6 +7,7 @@ import { McpEndpoint } from "./http/mcp/endpoint.ts";
 import { createFrontServer } from "./http/mcp/front-server.ts";
 import type { IdentityProvider } from "./identity/provider.ts";
 import { createDevProvider } from "./identity/providers/dev.ts";
+import { createOidcProvider } from "./identity/providers/oidc.ts";
 import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
@@ -49,6 +50,8 @@ export function createProvider(config: InstanceConfig): IdentityProvider {
   switch (config.auth.adapter) {
     case "dev":
       return createDevProvider();
+    case "oidc":
+      return createOidcProvider(config.auth);
   }
 }
 

@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { BootError } from "../errors.ts";
 import {
+  type ClaimMapping,
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
@@ -13,7 +14,8 @@ import {
 
 // ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => void };
-const ajv = new Ajv({ allErrors: true, strict: true });
+// strictRequired is off because auth uses if/then to require provider fields declared one level up.
+const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false });
 addFormats.default(ajv);
 const validate = ajv.compile(instanceSchema);
 
@@ -50,11 +52,21 @@ export function parseInstance(
   options: Overrides & { source: string; baseDir: string },
 ): InstanceConfig {
   if (!validate(raw)) {
-    const problems = (validate.errors ?? []).map(describeError).join("; ");
+    // "must match then/else" only restates the errors beneath it.
+    const problems = (validate.errors ?? [])
+      .filter((e) => e.keyword !== "if")
+      .map(describeError)
+      .join("; ");
     throw new BootError(`${options.source} is invalid: ${problems}`);
   }
   const file = raw as unknown as {
-    auth: InstanceConfig["auth"];
+    auth: {
+      adapter: "dev" | "oidc";
+      issuer?: string;
+      clientId?: string;
+      audience?: string;
+      claims?: Partial<ClaimMapping>;
+    };
     storage: { root: string };
     http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number };
     files?: { maxUploadBytes?: number };
@@ -63,7 +75,7 @@ export function parseInstance(
   };
   const port = options.port ?? file.http.port;
   return {
-    auth: file.auth,
+    auth: resolveAuth(file.auth),
     // --data is typed at a shell, so it is relative to the working directory; the file's own
     // root is relative to the file, so an instance folder can move as a whole.
     storage: {
@@ -81,6 +93,32 @@ export function parseInstance(
       maxInstructionsBytes: file.skills?.maxInstructionsBytes ?? MAX_INSTRUCTIONS_BYTES_DEFAULT,
     },
     log: { level: file.log?.level ?? "info" },
+  };
+}
+
+function resolveAuth(auth: {
+  adapter: "dev" | "oidc";
+  issuer?: string;
+  clientId?: string;
+  audience?: string;
+  claims?: Partial<ClaimMapping>;
+}): InstanceConfig["auth"] {
+  if (auth.adapter === "dev") return { adapter: "dev" };
+  // The schema requires both for oidc.
+  const issuer = auth.issuer as string;
+  const clientId = auth.clientId as string;
+  return {
+    adapter: "oidc",
+    issuer,
+    clientId,
+    audience: auth.audience ?? clientId,
+    claims: {
+      subject: auth.claims?.subject ?? "sub",
+      name: auth.claims?.name ?? "name",
+      email: auth.claims?.email ?? "email",
+      orgRole: auth.claims?.orgRole,
+      orgAdminValues: auth.claims?.orgAdminValues ?? [],
+    },
   };
 }
 
@@ -110,6 +148,9 @@ function describeError(error: ErrorObject): string {
   }
   if (error.keyword === "required") {
     return `${at}: missing field "${(error.params as { missingProperty: string }).missingProperty}"`;
+  }
+  if (error.keyword === "not" && at === "auth") {
+    return `${at}: issuer, clientId, audience and claims apply only to the "oidc" adapter`;
   }
   if (error.keyword === "enum") {
     const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) =>

@@ -19,7 +19,34 @@ export const instanceSchema = {
       additionalProperties: false,
       required: ["adapter"],
       properties: {
-        adapter: { enum: ["dev"], description: "The identity provider. This build ships `dev`." },
+        adapter: { enum: ["dev", "oidc"], description: "The identity provider." },
+        issuer: { type: "string", format: "uri", pattern: "^https?://" },
+        audience: { type: "string", minLength: 1 },
+        clientId: { type: "string", minLength: 1 },
+        claims: {
+          type: "object",
+          additionalProperties: false,
+          properties: {
+            subject: { type: "string", minLength: 1 },
+            name: { type: "string", minLength: 1 },
+            email: { type: "string", minLength: 1 },
+            orgRole: { type: "string", minLength: 1 },
+            orgAdminValues: { type: "array", items: { type: "string" } },
+          },
+        },
+      },
+      // An OpenID provider is named by its issuer, and its tokens are for this instance's client.
+      if: { properties: { adapter: { const: "oidc" } } },
+      then: { required: ["issuer", "clientId"] },
+      else: {
+        not: {
+          anyOf: [
+            { required: ["issuer"] },
+            { required: ["clientId"] },
+            { required: ["audience"] },
+            { required: ["claims"] },
+          ],
+        },
       },
     },
     storage: {
@@ -64,8 +91,31 @@ export const instanceSchema = {
   },
 } as const;
 
+export interface DevAuth {
+  adapter: "dev";
+}
+
+/** Which token claims carry the principal's parts; defaults are the OpenID standard ones. */
+export interface ClaimMapping {
+  subject: string;
+  name: string;
+  email: string;
+  /** A claim whose value (or one of whose values) in `orgAdminValues` makes an org admin. */
+  orgRole?: string | undefined;
+  orgAdminValues: string[];
+}
+
+export interface OidcAuth {
+  adapter: "oidc";
+  issuer: string;
+  clientId: string;
+  /** The `aud` Atrium accepts on provider tokens; the client id when not set. */
+  audience: string;
+  claims: ClaimMapping;
+}
+
 export interface InstanceConfig {
-  auth: { adapter: "dev" };
+  auth: DevAuth | OidcAuth;
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes: number };
   files: { maxUploadBytes: number };

@@ -75,7 +75,7 @@ describe("loadInstance", () => {
   });
 
   it("an adapter outside the enum is refused with the allowed values", async () => {
-    const path = await writeInstance({ ...MINIMAL, auth: { adapter: "oidc" } });
+    const path = await writeInstance({ ...MINIMAL, auth: { adapter: "magic" } });
     expect(await bootError(loadInstance(path))).toContain('auth.adapter: must be one of "dev"');
   });
 
@@ -93,7 +93,7 @@ describe("loadInstance", () => {
   });
 
   it("reports every problem at once, not only the first", async () => {
-    const path = await writeInstance({ ...MINIMAL, auth: { adapter: "oidc" }, extra: 1 });
+    const path = await writeInstance({ ...MINIMAL, auth: { adapter: "magic" }, extra: 1 });
     const message = await bootError(loadInstance(path));
     expect(message).toContain("auth.adapter");
     expect(message).toContain('unknown field "extra"');

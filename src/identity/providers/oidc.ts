@@ -1,0 +1,93 @@
+import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { AtriumError, Unauthenticated } from "../../errors.ts";
+import type { OidcAuth } from "../../instance/schema.ts";
+import { derivePrincipalId, type OrgRole, type Principal } from "../principal.ts";
+import type { IdentityProvider } from "../provider.ts";
+
+// Asymmetric algorithms only: `none` and HMAC (which a public key could be abused to forge) are never accepted.
+export const ACCEPTED_ALGORITHMS = ["RS256", "PS256", "ES256", "ES384", "EdDSA"];
+export const CLOCK_TOLERANCE_SECONDS = 60;
+const DISCOVERY_TIMEOUT_MS = 5_000;
+
+/**
+ * `oidc`: any OpenID Connect provider, named by its issuer. A request's bearer token is
+ * verified against the issuer's JWKS (found by discovery, cached by jose and refetched on
+ * an unknown `kid`), with algorithms pinned and issuer, audience and expiry checked. A
+ * request with no credential is anonymous (the caller answers 401); one whose token fails
+ * is refused, never downgraded.
+ */
+export function createOidcProvider(auth: OidcAuth): IdentityProvider {
+  let jwks: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+  const keySet = () => {
+    jwks ??= discoverJwks(auth.issuer).catch((error: unknown) => {
+      jwks = undefined;
+      throw error;
+    });
+    return jwks;
+  };
+
+  return {
+    name: "oidc",
+    async authenticate(request) {
+      const header = request.headers.get("authorization");
+      if (header === null) return undefined;
+      const token = /^Bearer ([A-Za-z0-9._~+/=-]+)$/.exec(header)?.[1];
+      if (!token) throw new Unauthenticated("The Authorization header must be `Bearer <token>`.");
+      const keys = await keySet().catch((error: unknown) => {
+        throw new AtriumError(
+          "identity_provider_unavailable",
+          503,
+          `The identity provider could not be reached to check your token (${(error as Error).message}); try again shortly.`,
+        );
+      });
+      let payload: JWTPayload;
+      try {
+        ({ payload } = await jwtVerify(token, keys, {
+          issuer: auth.issuer,
+          audience: auth.audience,
+          algorithms: ACCEPTED_ALGORITHMS,
+          clockTolerance: CLOCK_TOLERANCE_SECONDS,
+          requiredClaims: ["exp"],
+        }));
+      } catch {
+        // The reason stays in this process: a caller learns only that the token was refused.
+        throw new Unauthenticated("The bearer token was refused: sign in again to get a fresh one.");
+      }
+      return principalFrom(payload, auth);
+    },
+  };
+}
+
+export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
+  const subject = payload[auth.claims.subject];
+  if (typeof subject !== "string" || subject.length === 0) {
+    throw new Unauthenticated(`The token has no "${auth.claims.subject}" claim to identify you by.`);
+  }
+  const name = payload[auth.claims.name];
+  const email = payload[auth.claims.email];
+  return {
+    id: derivePrincipalId(auth.issuer, subject),
+    displayName: typeof name === "string" && name.length > 0 ? name : subject,
+    email: typeof email === "string" ? email : null,
+    orgRole: orgRoleFrom(payload, auth),
+  };
+}
+
+function orgRoleFrom(payload: JWTPayload, auth: OidcAuth): OrgRole {
+  if (!auth.claims.orgRole) return "member";
+  const value = payload[auth.claims.orgRole];
+  const values = Array.isArray(value) ? value : [value];
+  return values.some((v) => typeof v === "string" && auth.claims.orgAdminValues.includes(v))
+    ? "admin"
+    : "member";
+}
+
+async function discoverJwks(issuer: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
+  const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
+  const response = await fetch(url, { signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
+  if (!response.ok) throw new Error(`OpenID discovery at ${url} answered ${response.status}`);
+  const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
+  if (metadata.issuer !== issuer) throw new Error(`OpenID discovery at ${url} names another issuer`);
+  if (typeof metadata.jwks_uri !== "string") throw new Error(`OpenID discovery at ${url} has no jwks_uri`);
+  return createRemoteJWKSet(new URL(metadata.jwks_uri));
+}

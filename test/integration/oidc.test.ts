@@ -1,0 +1,129 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BootError } from "../../src/errors.ts";
+import { derivePrincipalId } from "../../src/identity/principal.ts";
+import { principalFrom } from "../../src/identity/providers/oidc.ts";
+import { parseInstance } from "../../src/instance/load.ts";
+import type { OidcAuth } from "../../src/instance/schema.ts";
+import { createLogger } from "../../src/log.ts";
+import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import { startOidcIssuer, TEST_AUDIENCE, TEST_CLIENT_ID } from "../helpers/oidc-issuer.ts";
+
+let issuer: Awaited<ReturnType<typeof startOidcIssuer>>;
+let atrium: RunningAtrium;
+let dir: string;
+
+function call(path: string, token?: string): Promise<Response> {
+  return fetch(`${atrium.url}${path}`, {
+    headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+  });
+}
+
+beforeAll(async () => {
+  issuer = await startOidcIssuer();
+  dir = await mkdtemp(join(tmpdir(), "atrium-oidc-"));
+  const config = parseInstance(
+    {
+      auth: { adapter: "oidc", issuer: issuer.issuer, clientId: "atrium", audience: TEST_AUDIENCE },
+      storage: { root: "./data" },
+      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
+    },
+    { source: "test", baseDir: dir },
+  );
+  atrium = await startAtrium(config, { log: createLogger("silent") });
+});
+
+afterAll(async () => {
+  await atrium?.close();
+  await issuer?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("the oidc identity provider", () => {
+  it("accepts a bearer token from the provider and derives the principal from (issuer, subject)", async () => {
+    const response = await call("/v1/bootstrap", await issuer.token());
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { principal: { id: string; displayName: string } };
+    expect(body.principal.displayName).toBe(TEST_CLIENT_ID);
+    expect(body.principal.id).toBe(derivePrincipalId(issuer.issuer, TEST_CLIENT_ID));
+  });
+
+  it("a request without a credential is 401, never a default person", async () => {
+    const response = await call("/v1/bootstrap");
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toMatch(/^Bearer/);
+  });
+
+  it("refuses a tampered, unsigned, foreign-key or foreign-issuer token", async () => {
+    const good = await issuer.token();
+    const [header, payload, signature] = good.split(".") as [string, string, string];
+    const claims = JSON.parse(Buffer.from(payload, "base64url").toString()) as Record<string, unknown>;
+    const forgedPayload = Buffer.from(JSON.stringify({ ...claims, sub: "someone-else" })).toString(
+      "base64url",
+    );
+    const noneHeader = Buffer.from(JSON.stringify({ alg: "none", typ: "at+jwt" })).toString("base64url");
+    const { privateKey } = await generateKeyPair("ES256");
+    const kid = JSON.parse(Buffer.from(header, "base64url").toString()).kid as string;
+    const foreignKey = await new SignJWT(claims).setProtectedHeader({ alg: "ES256", kid }).sign(privateKey);
+    const foreignIssuer = await new SignJWT({ ...claims, iss: "http://127.0.0.1:9/evil" })
+      .setProtectedHeader({ alg: "ES256", kid })
+      .sign(privateKey);
+    for (const [label, token] of [
+      ["payload changed", `${header}.${forgedPayload}.${signature}`],
+      ["alg none", `${noneHeader}.${payload}.`],
+      ["signed by another key", foreignKey],
+      ["another issuer", foreignIssuer],
+      ["not a JWT", "abc.def"],
+    ] as const) {
+      expect((await call("/v1/bootstrap", token)).status, label).toBe(401);
+    }
+  });
+});
+
+describe("oidc configuration", () => {
+  const http = { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" };
+  const parse = (auth: Record<string, unknown>) =>
+    parseInstance({ auth, storage: { root: "./data" }, http }, { source: "instance.json", baseDir: "/tmp" });
+
+  it("oidc needs an issuer and a client id, and dev takes neither", () => {
+    expect(() => parse({ adapter: "oidc", clientId: "x" })).toThrow(/missing field "issuer"/);
+    expect(() => parse({ adapter: "oidc", issuer: "https://id.example" })).toThrow(
+      /missing field "clientId"/,
+    );
+    expect(() => parse({ adapter: "dev", issuer: "https://id.example" })).toThrow(BootError);
+    const auth = parse({ adapter: "oidc", issuer: "https://id.example", clientId: "x" }).auth as OidcAuth;
+    expect(auth).toMatchObject({ audience: "x", claims: { subject: "sub", name: "name", email: "email" } });
+  });
+
+  it("maps claims to a principal, with org admin only for a listed value", () => {
+    const auth = parse({
+      adapter: "oidc",
+      issuer: "https://id.example",
+      clientId: "x",
+      claims: {
+        subject: "oid",
+        name: "preferred_username",
+        orgRole: "groups",
+        orgAdminValues: ["atrium-admins"],
+      },
+    }).auth as OidcAuth;
+    const admin = principalFrom(
+      { oid: "u1", preferred_username: "Ada", groups: ["staff", "atrium-admins"] },
+      auth,
+    );
+    expect(admin).toEqual({
+      id: derivePrincipalId("https://id.example", "u1"),
+      displayName: "Ada",
+      email: null,
+      orgRole: "admin",
+    });
+    expect(principalFrom({ oid: "u2", groups: "staff" }, auth)).toMatchObject({
+      displayName: "u2",
+      orgRole: "member",
+    });
+    expect(() => principalFrom({ sub: "no-oid" }, auth)).toThrow(/"oid"/);
+  });
+});
