@@ -4,7 +4,7 @@ import type { StorageLayout } from "../../storage/paths.ts";
 import { composeInstructions } from "./instructions.ts";
 import type { Skill, SkillProblem } from "./model.ts";
 import { resolveSkills } from "./resolve.ts";
-import { readSkillDir } from "./skill-dirs.ts";
+import { readSkillDir, SkillFileCache } from "./skill-dirs.ts";
 
 /** The platform's own skills ship in the repository's `skills/` folder. */
 export const PLATFORM_SKILLS_DIR = fileURLToPath(new URL("../../../skills/", import.meta.url));
@@ -25,13 +25,15 @@ export interface ResolvedSkills {
 }
 
 /**
- * Resolves the skills a caller sees in a workspace, from every scope. Scope folders are read
- * on each call, so a skill an operator drops on disk is picked up by the next request.
+ * Resolves the skills a caller sees in a workspace, from every scope. Scope folders are listed
+ * on each call, so a skill an operator drops on disk is picked up by the next request; a
+ * file is parsed again only when its size or modification time changes.
  */
 export class SkillService {
   private readonly serverSources: ServerSkillSource[] = [];
   // Each problem is logged once per process, not on every request that meets it.
   private readonly reported = new Set<string>();
+  private readonly files = new SkillFileCache();
 
   constructor(
     private readonly layout: StorageLayout,
@@ -46,10 +48,12 @@ export class SkillService {
 
   async resolve(workspaceId: string, principalId: string): Promise<ResolvedSkills> {
     const reads = await Promise.all([
-      readSkillDir(this.layout.userSkillsDir(principalId), "user"),
-      readSkillDir(this.layout.workspaceSkillsDir(workspaceId), "workspace"),
-      this.settings.orgDir ? readSkillDir(this.settings.orgDir, "org") : { skills: [], problems: [] },
-      readSkillDir(this.platformDir, "platform", "vendored"),
+      readSkillDir(this.layout.userSkillsDir(principalId), "user", undefined, this.files),
+      readSkillDir(this.layout.workspaceSkillsDir(workspaceId), "workspace", undefined, this.files),
+      this.settings.orgDir
+        ? readSkillDir(this.settings.orgDir, "org", undefined, this.files)
+        : { skills: [], problems: [] },
+      readSkillDir(this.platformDir, "platform", "vendored", this.files),
     ]);
     const published = await Promise.all(this.serverSources.map((s) => s.list(workspaceId)));
     const problems = reads.flatMap((r) => r.problems);

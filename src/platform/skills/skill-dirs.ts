@@ -1,9 +1,39 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
 
 export const SKILL_FILE = "SKILL.md";
+
+/**
+ * Parsed SKILL.md files by path, kept while the file's size and modification time are
+ * unchanged: resolving skills runs on every initialize and tools/list, and reading and
+ * parsing every file each time dominated those requests.
+ */
+export class SkillFileCache {
+  private readonly entries = new Map<string, { stamp: string; outcome: Skill | Error }>();
+
+  async parse(path: string, scope: SkillScope, provenance: Provenance | undefined): Promise<Skill> {
+    const info = await stat(path);
+    const stamp = `${info.size}:${info.mtimeMs}:${scope}:${provenance ?? ""}`;
+    let entry = this.entries.get(path);
+    if (entry?.stamp !== stamp) {
+      const text = await readFile(path, "utf8");
+      entry = { stamp, outcome: tryParse(text, scope, provenance) };
+      this.entries.set(path, entry);
+    }
+    if (entry.outcome instanceof Error) throw entry.outcome;
+    return entry.outcome;
+  }
+}
+
+function tryParse(text: string, scope: SkillScope, provenance: Provenance | undefined): Skill | Error {
+  try {
+    return parseSkill(text, scope, provenance);
+  } catch (error) {
+    return error as Error;
+  }
+}
 
 /**
  * Reads every `<dir>/<name>/SKILL.md` of one scope. A file that does not parse is reported
@@ -13,6 +43,7 @@ export async function readSkillDir(
   dir: string,
   scope: SkillScope,
   provenance?: Provenance,
+  cache = new SkillFileCache(),
 ): Promise<{ skills: Skill[]; problems: SkillProblem[] }> {
   const skills: Skill[] = [];
   const problems: SkillProblem[] = [];
@@ -29,28 +60,22 @@ export async function readSkillDir(
       problems.push({ scope, name: entry.name, message: "folder name is not a valid skill name" });
       continue;
     }
-    let text: string;
+    const path = join(dir, entry.name, SKILL_FILE);
+    let skill: Skill;
     try {
-      text = await readFile(join(dir, entry.name, SKILL_FILE), "utf8");
-    } catch {
-      problems.push({ scope, name: entry.name, message: `no readable ${SKILL_FILE} in the folder` });
+      skill = await cache.parse(path, scope, provenance);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      const message = code ? `no readable ${SKILL_FILE} in the folder` : (error as Error).message;
+      problems.push({ scope, name: entry.name, message });
       continue;
     }
-    try {
-      const skill = parseSkill(text, scope, provenance);
-      if (skill.name !== entry.name) {
-        problems.push({
-          scope,
-          name: entry.name,
-          message: `name: "${skill.name}" does not match its folder`,
-        });
-        continue;
-      }
-      const folder = join(dir, entry.name);
-      skills.push({ ...skill, dir: folder, files: await listBundledFiles(folder) });
-    } catch (error) {
-      problems.push({ scope, name: entry.name, message: (error as Error).message });
+    if (skill.name !== entry.name) {
+      problems.push({ scope, name: entry.name, message: `name: "${skill.name}" does not match its folder` });
+      continue;
     }
+    const folder = join(dir, entry.name);
+    skills.push({ ...skill, dir: folder, files: await listBundledFiles(folder) });
   }
   return { skills, problems };
 }

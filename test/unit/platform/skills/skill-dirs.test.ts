@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readSkillDir } from "../../../../src/platform/skills/skill-dirs.ts";
+import { readSkillDir, SkillFileCache } from "../../../../src/platform/skills/skill-dirs.ts";
 
 let dir: string;
 
@@ -82,5 +82,27 @@ describe("readSkillDir", () => {
 
   it("reads a missing folder as no skills and no problems", async () => {
     expect(await readSkillDir(join(dir, "nope"), "user")).toEqual({ skills: [], problems: [] });
+  });
+});
+
+describe("SkillFileCache", () => {
+  it("a file edited on disk is read again; a broken edit is reported, and a fix is seen", async () => {
+    const cache = new SkillFileCache();
+    await put("alpha", file("alpha"));
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Body of alpha.");
+
+    await writeFile(
+      join(dir, "alpha", "SKILL.md"),
+      file("alpha").replace("Body of alpha.", "Edited body, longer."),
+    );
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Edited body, longer.");
+
+    await writeFile(join(dir, "alpha", "SKILL.md"), "---\nname: [broken\n---\n");
+    const broken = await readSkillDir(dir, "org", undefined, cache);
+    expect(broken.skills).toEqual([]);
+    expect(broken.problems[0]?.name).toBe("alpha");
+
+    await writeFile(join(dir, "alpha", "SKILL.md"), file("alpha"));
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Body of alpha.");
   });
 });
