@@ -78,10 +78,8 @@ export async function startAtrium(
     options.idleEvictMs ?? IDLE_EVICT_MS,
   );
   const router = new Router(log);
-  const endpoint = new McpEndpoint(
-    createFrontServer(router, registries, createWorkspaceGuidance(services.skills)),
-    config.http.maxBodyBytes,
-  );
+  const guidance = createWorkspaceGuidance(services.skills);
+  const endpoint = new McpEndpoint(createFrontServer(router, registries, guidance), config.http.maxBodyBytes);
   await endpoint.start();
 
   let publicUrl = config.http.publicUrl;
@@ -93,6 +91,7 @@ export async function startAtrium(
     router,
     registries,
     services,
+    guidance,
     publicUrl: () => publicUrl,
     maxBodyBytes: config.http.maxBodyBytes,
   };

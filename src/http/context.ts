@@ -1,6 +1,7 @@
 import type { Principal } from "../identity/principal.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { PlatformServices } from "../platform/services.ts";
+import type { WorkspaceGuidance } from "../platform/skills/guidance.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import type { SourceRegistry } from "../sources/registry.ts";
 import type { Router } from "../sources/router.ts";
@@ -25,6 +26,7 @@ export interface RouteDeps {
   router: Router;
   registries: IdleCache<SourceRegistry>;
   services: PlatformServices;
+  guidance: WorkspaceGuidance;
   /** The public base URL; known once the listener is bound (port 0 in tests). */
   publicUrl: () => string;
   maxBodyBytes: number;

@@ -38,6 +38,9 @@ describe("skills on the MCP surface", () => {
     // The platform skill binds files__*, so every files tool names it; only delete names both.
     expect(write?.description).toContain('"using-atrium-files"');
     expect(write?.description).not.toContain("careful-deletes");
+    const rest = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tools`);
+    const restTools = ((await rest.json()) as { tools: typeof tools }).tools;
+    expect(restTools.find((t) => t.name === "files__delete")?.description).toBe(remove?.description);
   });
 
   it("lists skills as skill:// resources and reads one", async () => {

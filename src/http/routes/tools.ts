@@ -11,9 +11,9 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
 
   app.get("/v1/workspaces/:ws/tools", gate, async (c) => {
     const workspaceId = c.get("admission").workspace.id;
-    return c.json({
-      tools: await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry)),
-    });
+    const tools = await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry));
+    // The same list tools/list gives, bound skills included.
+    return c.json({ tools: await deps.guidance.annotateTools(workspaceId, c.get("principal").id, tools) });
   });
 
   app.post("/v1/workspaces/:ws/tools/call", gate, async (c) => {
