@@ -30,10 +30,6 @@ export class McpSource {
     private readonly transport: SourceTransport,
   ) {}
 
-  get kind(): SourceTransport["kind"] {
-    return this.transport.kind;
-  }
-
   /** The source's own tool list (not namespaced), cached until the server says it changed. */
   listTools(): Promise<Tool[]> {
     this.tools ??= this.connected()

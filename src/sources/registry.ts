@@ -1,4 +1,5 @@
 import type { McpSource } from "./mcp-source.ts";
+import { isSourceName } from "./tool-names.ts";
 
 /** The sources of one workspace, by source name. Only this registry is consulted for a call. */
 export class SourceRegistry {
@@ -7,6 +8,8 @@ export class SourceRegistry {
   constructor(readonly workspaceId: string) {}
 
   add(source: McpSource): void {
+    // A name that breaks the grammar could not be split back out of `<source>__<tool>`.
+    if (!isSourceName(source.name)) throw new Error(`"${source.name}" is not a valid source name.`);
     if (this.sources.has(source.name)) throw new Error(`Source "${source.name}" is already registered.`);
     this.sources.set(source.name, source);
   }

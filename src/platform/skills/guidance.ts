@@ -10,8 +10,6 @@ import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
 
-export const SKILL_URI_SCHEME = "skill:";
-
 /** What the MCP front asks of skills for one caller in one workspace. */
 export interface WorkspaceGuidance {
   instructions(workspaceId: string, principalId: string): Promise<string>;
