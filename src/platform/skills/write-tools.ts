@@ -5,7 +5,7 @@ import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
-import type { Skill } from "./model.ts";
+import type { LoadingChannel, Skill } from "./model.ts";
 import { type SkillUpdate, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
 
 const scopeInput = z
@@ -21,6 +21,16 @@ const toolsInput = z
   .array(z.string())
   .optional()
   .describe(`Tools this guidance is for: names or ${joinToolName("source", "*")} patterns.`);
+
+/** The arguments the write tools share; each tool's schema says which it requires. */
+interface SkillArgs {
+  scope?: string;
+  name: string;
+  description?: string;
+  body?: string;
+  loading?: LoadingChannel;
+  tools?: string[];
+}
 
 /** skills__create, __update, __delete, __history: the write side of the skills app. */
 export function registerSkillWriteTools(
@@ -55,28 +65,17 @@ export function registerSkillWriteTools(
       },
       annotations: { title: "Create a skill", readOnlyHint: false, destructiveHint: false },
     },
-    run(
-      async (
-        target,
-        args: {
-          scope?: string;
-          name: string;
-          description: string;
-          body: string;
-          loading?: "always" | "dynamic";
-          tools?: string[];
-        },
-      ) =>
-        saved(
-          await skillWriter.create(target, args.name, {
-            description: args.description,
-            body: args.body,
-            loading: args.loading,
-            tools: args.tools,
-            provenance: "chat",
-          }),
-          "Created",
-        ),
+    run(async (target, args: SkillArgs & { description: string; body: string }) =>
+      saved(
+        await skillWriter.create(target, args.name, {
+          description: args.description,
+          body: args.body,
+          loading: args.loading,
+          tools: args.tools,
+          provenance: "chat",
+        }),
+        "Created",
+      ),
     ),
   );
 
@@ -96,24 +95,11 @@ export function registerSkillWriteTools(
       },
       annotations: { title: "Update a skill", readOnlyHint: false, destructiveHint: false },
     },
-    run(
-      async (
-        target,
-        args: {
-          scope?: string;
-          name: string;
-          intent: SkillUpdate["intent"];
-          body?: string;
-          description?: string;
-          loading?: "always" | "dynamic";
-          tools?: string[];
-        },
-      ) => {
-        const update = toUpdate(args);
-        if (typeof update === "string") return toolError(update);
-        return saved(await skillWriter.update(target, args.name, update), "Updated");
-      },
-    ),
+    run(async (target, args: SkillArgs & { intent: SkillUpdate["intent"] }) => {
+      const update = toUpdate(args);
+      if (typeof update === "string") return toolError(update);
+      return saved(await skillWriter.update(target, args.name, update), "Updated");
+    }),
   );
 
   server.registerTool(
