@@ -51,6 +51,7 @@ export function createProvider(config: InstanceConfig): IdentityProvider {
     case "dev":
       return createDevProvider();
     case "oidc":
+    case "workos":
       return createOidcProvider(config.auth);
   }
 }

@@ -3,13 +3,19 @@ import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { BootError } from "../errors.ts";
+import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
+  ACCESS_TOKEN_TTL_DEFAULT,
   type ClaimMapping,
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
   MAX_INSTRUCTIONS_BYTES_DEFAULT,
   MAX_UPLOAD_BYTES_DEFAULT,
+  MIN_SESSION_SECRET_BYTES,
+  REFRESH_TOKEN_TTL_DEFAULT,
+  SESSION_MAX_AGE_DEFAULT,
+  type SessionConfig,
 } from "./schema.ts";
 
 // ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
@@ -59,23 +65,17 @@ export function parseInstance(
       .join("; ");
     throw new BootError(`${options.source} is invalid: ${problems}`);
   }
-  const file = raw as unknown as {
-    auth: {
-      adapter: "dev" | "oidc";
-      issuer?: string;
-      clientId?: string;
-      audience?: string;
-      claims?: Partial<ClaimMapping>;
-    };
-    storage: { root: string };
-    http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number };
-    files?: { maxUploadBytes?: number };
-    skills?: { orgDir?: string; maxInstructionsBytes?: number };
-    log?: { level?: string };
-  };
+  const file = raw as unknown as InstanceFile;
   const port = options.port ?? file.http.port;
+  const auth = resolveAuth(file.auth, options.baseDir);
   return {
-    auth: resolveAuth(file.auth),
+    auth,
+    session: resolveSession(file.session, auth.adapter, options.baseDir),
+    oauth: {
+      accessTokenTtlSeconds: file.oauth?.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_DEFAULT,
+      refreshTokenTtlSeconds: file.oauth?.refreshTokenTtlSeconds ?? REFRESH_TOKEN_TTL_DEFAULT,
+      allowPrivateClientMetadata: file.oauth?.clientMetadataDocuments?.allowPrivateAddresses ?? false,
+    },
     // --data is typed at a shell, so it is relative to the working directory; the file's own
     // root is relative to the file, so an instance folder can move as a whole.
     storage: {
@@ -96,30 +96,132 @@ export function parseInstance(
   };
 }
 
-function resolveAuth(auth: {
-  adapter: "dev" | "oidc";
+/** instance.json as the schema has already checked it. */
+interface InstanceFile {
+  auth: AuthFile;
+  session?: { secret?: CredentialRef; maxAgeSeconds?: number };
+  oauth?: {
+    accessTokenTtlSeconds?: number;
+    refreshTokenTtlSeconds?: number;
+    clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
+  };
+  storage: { root: string };
+  http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number };
+  files?: { maxUploadBytes?: number };
+  skills?: { orgDir?: string; maxInstructionsBytes?: number };
+  log?: { level?: string };
+}
+
+interface AuthFile {
+  adapter: "dev" | "oidc" | "workos";
   issuer?: string;
+  authkitDomain?: string;
   clientId?: string;
+  clientSecret?: CredentialRef;
+  apiKey?: CredentialRef;
+  scopes?: string[];
   audience?: string;
+  firstPartyClients?: string[];
   claims?: Partial<ClaimMapping>;
-}): InstanceConfig["auth"] {
+}
+
+/** The fields each adapter needs and the ones it takes besides; anything else is refused by name. */
+const ADAPTER_FIELDS: Record<AuthFile["adapter"], { required: string[]; optional: string[] }> = {
+  dev: { required: [], optional: [] },
+  oidc: {
+    required: ["issuer", "clientId"],
+    optional: ["clientSecret", "scopes", "audience", "firstPartyClients", "claims"],
+  },
+  workos: {
+    required: ["authkitDomain", "clientId", "apiKey"],
+    optional: ["scopes", "audience", "firstPartyClients", "claims"],
+  },
+};
+
+const DEFAULT_SCOPES = ["openid", "profile", "email"];
+
+function resolveAuth(auth: AuthFile, baseDir: string): InstanceConfig["auth"] {
+  const fields = ADAPTER_FIELDS[auth.adapter];
+  for (const field of Object.keys(auth)) {
+    if (field !== "adapter" && !fields.required.includes(field) && !fields.optional.includes(field)) {
+      throw new BootError(`auth.${field} does not apply to the "${auth.adapter}" adapter; remove it.`);
+    }
+  }
+  for (const field of fields.required) {
+    if (!(field in auth)) {
+      throw new BootError(`auth: missing field "${field}" (the "${auth.adapter}" adapter needs it).`);
+    }
+  }
   if (auth.adapter === "dev") return { adapter: "dev" };
-  // The schema requires both for oidc.
-  const issuer = auth.issuer as string;
+
   const clientId = auth.clientId as string;
+  const scopes = auth.scopes ?? DEFAULT_SCOPES;
+  const common = {
+    clientId,
+    scopes: scopes.includes("openid") ? scopes : ["openid", ...scopes],
+    audience: auth.audience ?? clientId,
+    firstPartyClients: auth.firstPartyClients ?? [],
+  };
+  if (auth.adapter === "workos") {
+    // AuthKit is an OpenID provider at the AuthKit domain; the API key is the client secret
+    // its token endpoint takes in the form body, and its tokens carry the org role in `role`.
+    return {
+      adapter: "workos",
+      issuer: stripSlash(auth.authkitDomain as string),
+      clientSecret: readCredential(auth.apiKey as CredentialRef, "auth.apiKey", baseDir),
+      clientAuthMethod: "client_secret_post",
+      claims: claimMapping(auth.claims, { orgRole: "role", orgAdminValues: ["admin"] }),
+      ...common,
+    };
+  }
+  const clientSecret =
+    auth.clientSecret && readCredential(auth.clientSecret, "auth.clientSecret", baseDir);
   return {
     adapter: "oidc",
-    issuer,
-    clientId,
-    audience: auth.audience ?? clientId,
-    claims: {
-      subject: auth.claims?.subject ?? "sub",
-      name: auth.claims?.name ?? "name",
-      email: auth.claims?.email ?? "email",
-      orgRole: auth.claims?.orgRole,
-      orgAdminValues: auth.claims?.orgAdminValues ?? [],
-    },
+    issuer: auth.issuer as string,
+    clientSecret,
+    clientAuthMethod: clientSecret ? "client_secret_basic" : "none",
+    claims: claimMapping(auth.claims, { orgAdminValues: [] }),
+    ...common,
   };
+}
+
+function claimMapping(
+  claims: Partial<ClaimMapping> | undefined,
+  defaults: { orgRole?: string; orgAdminValues: string[] },
+): ClaimMapping {
+  return {
+    subject: claims?.subject ?? "sub",
+    name: claims?.name ?? "name",
+    email: claims?.email ?? "email",
+    orgRole: claims?.orgRole ?? defaults.orgRole,
+    orgAdminValues: claims?.orgAdminValues ?? defaults.orgAdminValues,
+  };
+}
+
+function resolveSession(
+  session: InstanceFile["session"],
+  adapter: AuthFile["adapter"],
+  baseDir: string,
+): SessionConfig {
+  const maxAgeSeconds = session?.maxAgeSeconds ?? SESSION_MAX_AGE_DEFAULT;
+  if (!session?.secret) {
+    // Under dev, Atrium keeps a generated secret in the data root; a real provider's
+    // sessions are signed with a secret the operator holds and can rotate.
+    if (adapter === "dev") return { secret: undefined, maxAgeSeconds };
+    throw new BootError(
+      `session.secret is required with the "${adapter}" adapter: name a secret of at least ` +
+        `${MIN_SESSION_SECRET_BYTES} bytes, e.g. "session": { "secret": { "env": "ATRIUM_SESSION_SECRET" } } ` +
+        "with ATRIUM_SESSION_SECRET=$(openssl rand -base64 48).",
+    );
+  }
+  const secret = readCredential(session.secret, "session.secret", baseDir);
+  if (Buffer.byteLength(secret) < MIN_SESSION_SECRET_BYTES) {
+    throw new BootError(
+      `session.secret is ${Buffer.byteLength(secret)} bytes; it must be at least ${MIN_SESSION_SECRET_BYTES}.`,
+    );
+  }
+  return { secret, maxAgeSeconds };
 }
 
 /**
@@ -148,9 +250,6 @@ function describeError(error: ErrorObject): string {
   }
   if (error.keyword === "required") {
     return `${at}: missing field "${(error.params as { missingProperty: string }).missingProperty}"`;
-  }
-  if (error.keyword === "not" && at === "auth") {
-    return `${at}: issuer, clientId, audience and claims apply only to the "oidc" adapter`;
   }
   if (error.keyword === "enum") {
     const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) =>

@@ -6,23 +6,47 @@ export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
 export const MAX_INSTRUCTIONS_BYTES_DEFAULT = 32 * 1024;
 /** Below this the preamble and the truncation note alone would not fit. */
 export const MIN_INSTRUCTIONS_BYTES = 1024;
+export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
+export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
+export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
+/** A session secret shorter than this is refused: it signs every browser's cookie. */
+export const MIN_SESSION_SECRET_BYTES = 32;
 
 export const instanceSchema = {
   $id: "https://atrium.dev/schemas/instance.json",
   type: "object",
   additionalProperties: false,
   required: ["auth", "storage", "http"],
+  $defs: {
+    // A secret is never written in instance.json itself: it is named, and read at boot.
+    credentialRef: {
+      type: "object",
+      additionalProperties: false,
+      minProperties: 1,
+      maxProperties: 1,
+      properties: {
+        env: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+        file: { type: "string", minLength: 1 },
+      },
+    },
+  },
   properties: {
     $schema: { type: "string" },
     auth: {
       type: "object",
       additionalProperties: false,
       required: ["adapter"],
+      // Which fields each adapter takes is checked in load.ts, which can name the adapter.
       properties: {
-        adapter: { enum: ["dev", "oidc"], description: "The identity provider." },
+        adapter: { enum: ["dev", "oidc", "workos"], description: "The identity provider." },
         issuer: { type: "string", format: "uri", pattern: "^https?://" },
-        audience: { type: "string", minLength: 1 },
+        authkitDomain: { type: "string", format: "uri", pattern: "^https?://" },
         clientId: { type: "string", minLength: 1 },
+        clientSecret: { $ref: "#/$defs/credentialRef" },
+        apiKey: { $ref: "#/$defs/credentialRef" },
+        scopes: { type: "array", items: { type: "string", pattern: "^[!#-\\[\\]-~]+$" }, minItems: 1 },
+        audience: { type: "string", minLength: 1 },
+        firstPartyClients: { type: "array", items: { type: "string", minLength: 1 } },
         claims: {
           type: "object",
           additionalProperties: false,
@@ -35,17 +59,25 @@ export const instanceSchema = {
           },
         },
       },
-      // An OpenID provider is named by its issuer, and its tokens are for this instance's client.
-      if: { properties: { adapter: { const: "oidc" } } },
-      then: { required: ["issuer", "clientId"] },
-      else: {
-        not: {
-          anyOf: [
-            { required: ["issuer"] },
-            { required: ["clientId"] },
-            { required: ["audience"] },
-            { required: ["claims"] },
-          ],
+    },
+    session: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        secret: { $ref: "#/$defs/credentialRef" },
+        maxAgeSeconds: { type: "integer", minimum: 60, maximum: 2_592_000 },
+      },
+    },
+    oauth: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        accessTokenTtlSeconds: { type: "integer", minimum: 30, maximum: 86_400 },
+        refreshTokenTtlSeconds: { type: "integer", minimum: 300, maximum: 31_536_000 },
+        clientMetadataDocuments: {
+          type: "object",
+          additionalProperties: false,
+          properties: { allowPrivateAddresses: { type: "boolean" } },
         },
       },
     },
@@ -105,17 +137,45 @@ export interface ClaimMapping {
   orgAdminValues: string[];
 }
 
+/** How Atrium authenticates itself at the provider's token endpoint. */
+export type ClientAuthMethod = "client_secret_basic" | "client_secret_post" | "none";
+
+/**
+ * An external OpenID provider: `oidc` as configured, or `workos` (AuthKit's OIDC-compatible
+ * endpoints) resolved to the same shape. Secrets are the values read through their references.
+ */
 export interface OidcAuth {
-  adapter: "oidc";
+  adapter: "oidc" | "workos";
   issuer: string;
   clientId: string;
+  clientSecret: string | undefined;
+  clientAuthMethod: ClientAuthMethod;
+  /** Scopes asked for at browser sign-in; always includes `openid`. */
+  scopes: string[];
   /** The `aud` Atrium accepts on provider tokens; the client id when not set. */
   audience: string;
   claims: ClaimMapping;
+  /** Provider client ids whose tokens /mcp/ws_… accepts directly (REST accepts any). */
+  firstPartyClients: string[];
+}
+
+export interface SessionConfig {
+  /** The cookie-signing secret; `undefined` only under `dev`, where one is kept in the data root. */
+  secret: string | undefined;
+  maxAgeSeconds: number;
+}
+
+export interface OAuthConfig {
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  /** Lets a client metadata document live at a loopback or private address (local development). */
+  allowPrivateClientMetadata: boolean;
 }
 
 export interface InstanceConfig {
   auth: DevAuth | OidcAuth;
+  session: SessionConfig;
+  oauth: OAuthConfig;
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes: number };
   files: { maxUploadBytes: number };

@@ -16,6 +16,21 @@ export type OwnedPrimitive = "files";
 
 const RECORD_ID = /^[a-z]{2,4}_[0-9a-f]{16,32}$/;
 
+/** Instance-wide collections of JSON records, each a folder of `<id>.json` under `_instance/`. */
+export type InstanceCollection =
+  | "sessions"
+  | "oauth/clients"
+  | "oauth/codes"
+  | "oauth/families"
+  | "oauth/keys"
+  | "oauth/requests";
+
+/** Instance-wide secrets Atrium generates for itself (never ones an operator configures). */
+export type InstanceSecret = "session-secret";
+
+// Record ids are random or digests: base64url or hex, never a name someone typed.
+const INSTANCE_RECORD_ID = /^[A-Za-z0-9_-]{8,128}$/;
+
 export class InvalidPathSegment extends Error {
   constructor(
     readonly kind: string,
@@ -59,6 +74,19 @@ export class StorageLayout {
 
   instanceDir(): string {
     return this.within("_instance");
+  }
+
+  collectionDir(collection: InstanceCollection): string {
+    return this.within("_instance", ...collection.split("/"));
+  }
+
+  collectionFile(collection: InstanceCollection, recordId: string): string {
+    const id = checkSegment("record id", recordId, (v) => INSTANCE_RECORD_ID.test(v));
+    return this.within(this.collectionDir(collection), `${id}.json`);
+  }
+
+  instanceSecretFile(name: InstanceSecret): string {
+    return this.within("_instance", name);
   }
 
   userDir(principalId: string): string {

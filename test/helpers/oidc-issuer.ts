@@ -7,6 +7,10 @@ export const TEST_CLIENT_ID = "atrium-tests";
 const TEST_CLIENT_SECRET = "atrium-tests-secret";
 export const TEST_AUDIENCE = "https://atrium.test/api";
 
+/** instance.json's `session` for instances with a real provider, which require a secret. */
+process.env.ATRIUM_TEST_SESSION_SECRET ??= "test-session-secret-of-at-least-32-bytes-long";
+export const TEST_SESSION = { secret: { env: "ATRIUM_TEST_SESSION_SECRET" } };
+
 /**
  * A real OpenID provider (oidc-provider) on 127.0.0.1 that issues ES256 JWT access tokens
  * for TEST_AUDIENCE through the client-credentials grant.

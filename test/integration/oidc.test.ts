@@ -10,7 +10,7 @@ import { parseInstance } from "../../src/instance/load.ts";
 import type { OidcAuth } from "../../src/instance/schema.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
-import { startOidcIssuer, TEST_AUDIENCE, TEST_CLIENT_ID } from "../helpers/oidc-issuer.ts";
+import { startOidcIssuer, TEST_AUDIENCE, TEST_CLIENT_ID, TEST_SESSION } from "../helpers/oidc-issuer.ts";
 
 let issuer: Awaited<ReturnType<typeof startOidcIssuer>>;
 let atrium: RunningAtrium;
@@ -28,6 +28,7 @@ beforeAll(async () => {
   const config = parseInstance(
     {
       auth: { adapter: "oidc", issuer: issuer.issuer, clientId: "atrium", audience: TEST_AUDIENCE },
+      session: TEST_SESSION,
       storage: { root: "./data" },
       http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
     },
@@ -86,7 +87,10 @@ describe("the oidc identity provider", () => {
 describe("oidc configuration", () => {
   const http = { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" };
   const parse = (auth: Record<string, unknown>) =>
-    parseInstance({ auth, storage: { root: "./data" }, http }, { source: "instance.json", baseDir: "/tmp" });
+    parseInstance(
+      { auth, session: TEST_SESSION, storage: { root: "./data" }, http },
+      { source: "instance.json", baseDir: "/tmp" },
+    );
 
   it("oidc needs an issuer and a client id, and dev takes neither", () => {
     expect(() => parse({ adapter: "oidc", clientId: "x" })).toThrow(/missing field "issuer"/);
