@@ -174,8 +174,7 @@ function resolveAuth(auth: AuthFile, baseDir: string): InstanceConfig["auth"] {
       ...common,
     };
   }
-  const clientSecret =
-    auth.clientSecret && readCredential(auth.clientSecret, "auth.clientSecret", baseDir);
+  const clientSecret = auth.clientSecret && readCredential(auth.clientSecret, "auth.clientSecret", baseDir);
   return {
     adapter: "oidc",
     issuer: auth.issuer as string,

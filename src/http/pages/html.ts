@@ -74,7 +74,8 @@ ${body}
     status,
     headers: {
       "content-type": "text/html; charset=utf-8",
-      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+      "content-security-policy":
+        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
       "x-frame-options": "DENY",
       "cache-control": "no-store",
       "referrer-policy": "no-referrer",
