@@ -1,0 +1,87 @@
+import {
+  CustomOAuthError,
+  InvalidClientMetadataError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import {
+  type OAuthClientMetadata,
+  OAuthClientMetadataSchema,
+} from "@modelcontextprotocol/sdk/shared/auth.js";
+import { validateRedirectUri } from "./redirect-uris.ts";
+
+// What a client may say about itself, whether it registers (RFC 7591) or publishes a
+// client metadata document: the same rules, so neither door is looser than the other.
+
+export type ClientAuthMethod = "none" | "client_secret_basic" | "client_secret_post";
+export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = [
+  "none",
+  "client_secret_basic",
+  "client_secret_post",
+];
+export const CLIENT_GRANT_TYPES = ["authorization_code", "refresh_token"];
+export const CLIENT_RESPONSE_TYPES = ["code"];
+export const MAX_REDIRECT_URIS = 20;
+
+/** Client metadata with Atrium's defaults filled in and every rule checked. */
+export interface CheckedClientMetadata extends OAuthClientMetadata {
+  token_endpoint_auth_method: ClientAuthMethod;
+  grant_types: string[];
+  response_types: string[];
+}
+
+/**
+ * Parses and checks client metadata; throws the SDK's InvalidClientMetadataError, or
+ * `invalid_redirect_uri` (RFC 7591 §3.2.2) naming the URI and what is wrong with it.
+ */
+export function checkClientMetadata(input: unknown): CheckedClientMetadata {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    throw new InvalidClientMetadataError("The client metadata must be a JSON object.");
+  }
+  if (!Array.isArray((input as { redirect_uris?: unknown }).redirect_uris)) {
+    throw new InvalidClientMetadataError("redirect_uris is required: a list of redirect URIs.");
+  }
+  const parsed = OAuthClientMetadataSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const at = issue?.path.join(".") || "(top level)";
+    throw new InvalidClientMetadataError(`The client metadata is not valid at ${at}: ${issue?.message}.`);
+  }
+  const metadata = parsed.data;
+  const uris = metadata.redirect_uris;
+  if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
+    throw new CustomOAuthError(
+      "invalid_redirect_uri",
+      `redirect_uris must list between 1 and ${MAX_REDIRECT_URIS} redirect URIs.`,
+    );
+  }
+  for (const uri of uris) {
+    const problem = validateRedirectUri(uri);
+    if (problem) throw new CustomOAuthError("invalid_redirect_uri", `The redirect URI ${uri} ${problem}.`);
+  }
+  const method = metadata.token_endpoint_auth_method ?? "none";
+  if (!CLIENT_AUTH_METHODS.includes(method as ClientAuthMethod)) {
+    throw new InvalidClientMetadataError(
+      `token_endpoint_auth_method "${method}" is not supported; use one of ${CLIENT_AUTH_METHODS.join(", ")}.`,
+    );
+  }
+  const grantTypes = metadata.grant_types ?? CLIENT_GRANT_TYPES;
+  const unknownGrant = grantTypes.find((grant) => !CLIENT_GRANT_TYPES.includes(grant));
+  if (unknownGrant !== undefined) {
+    throw new InvalidClientMetadataError(
+      `The grant type "${unknownGrant}" is not supported; use ${CLIENT_GRANT_TYPES.join(" and/or ")}.`,
+    );
+  }
+  if (!grantTypes.includes("authorization_code")) {
+    throw new InvalidClientMetadataError("grant_types must include authorization_code, the only way in.");
+  }
+  const responseTypes = metadata.response_types ?? CLIENT_RESPONSE_TYPES;
+  const unknownResponse = responseTypes.find((type) => !CLIENT_RESPONSE_TYPES.includes(type));
+  if (unknownResponse !== undefined || responseTypes.length === 0) {
+    throw new InvalidClientMetadataError('response_types may only be ["code"].');
+  }
+  return {
+    ...metadata,
+    token_endpoint_auth_method: method as ClientAuthMethod,
+    grant_types: [...new Set(grantTypes)],
+    response_types: [...new Set(responseTypes)],
+  };
+}

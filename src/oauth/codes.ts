@@ -1,0 +1,133 @@
+import { InvalidGrantError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import type { Logger } from "../log.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+import { JsonRecords } from "../storage/records.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import { type Grants, newGrantId } from "./grants.ts";
+import { hashSecret, randomSecret } from "./secrets.ts";
+
+/** How long an authorization code can be redeemed. */
+export const CODE_TTL_MS = 60_000;
+/** How long a redeemed code is remembered, so a late replay still revokes what it issued. */
+export const REDEEMED_CODE_KEPT_MS = 10 * 60_000;
+// A caller-chosen code (the consent page's) must be as unguessable as a generated one.
+const CODE = /^[A-Za-z0-9_-]{32,128}$/;
+const REFUSED = "The authorization code is invalid, expired or already used.";
+
+/** What a person approved, bound to the code that carries it to the token endpoint. */
+export interface CodeGrant {
+  clientId: string;
+  redirectUri: string;
+  codeChallenge: string;
+  scopes: string[];
+  resource: string;
+  principalId: string;
+}
+
+/** A code on disk, named by the SHA-256 of the code. Times are epoch ms. */
+interface StoredCode {
+  grant: CodeGrant;
+  expiresAt: number;
+  redeemedAt?: number;
+  /** The grant the redemption started; revoked if the code comes back. */
+  grantId?: string;
+}
+
+export interface RedeemedCode {
+  grant: CodeGrant;
+  /** The id the grant this redemption starts must be created under. */
+  grantId: string;
+}
+
+/**
+ * Authorization codes in `oauth/codes`, stored only as hashes. A code is good for one
+ * redemption within CODE_TTL_MS; a second redemption is refused and revokes the grant the
+ * first one started (OAuth 2.1 §4.1.3).
+ */
+export class AuthorizationCodes {
+  private readonly records: JsonRecords<StoredCode>;
+  private readonly locks = new KeyedLock();
+
+  constructor(
+    layout: StorageLayout,
+    private readonly grants: Pick<Grants, "revoke">,
+    private readonly log: Logger,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.records = new JsonRecords(layout, "oauth/codes");
+  }
+
+  /**
+   * Stores a code for `grant` and returns it: a fresh random one, or `code` when the caller
+   * derives its own (so an approval submitted twice yields one code). Issuing a stored code
+   * again with the identical grant changes nothing.
+   */
+  async issue(grant: CodeGrant, code: string = randomSecret(32)): Promise<string> {
+    if (!CODE.test(code)) throw new Error("An authorization code must be 32–128 base64url characters.");
+    const id = hashSecret(code);
+    return this.locks.run(id, async () => {
+      const stored = await this.records.get(id);
+      if (stored) {
+        if (sameGrant(stored.grant, grant)) return code;
+        throw new Error("This authorization code is already stored for a different grant.");
+      }
+      await this.records.put(id, { grant: { ...grant }, expiresAt: this.clock() + CODE_TTL_MS });
+      return code;
+    });
+  }
+
+  /**
+   * Redeems a code: `check` sees the grant first and throws (an OAuth error) if this
+   * request may not have it, which leaves the code unspent. Throws invalid_grant for an
+   * unknown, expired or already-redeemed code.
+   */
+  async redeem(code: string, check: (grant: CodeGrant) => void): Promise<RedeemedCode> {
+    if (!CODE.test(code)) throw new InvalidGrantError(REFUSED);
+    const id = hashSecret(code);
+    return this.locks.run(id, async () => {
+      const stored = await this.records.get(id);
+      if (!stored) throw new InvalidGrantError(REFUSED);
+      if (stored.grantId !== undefined) {
+        await this.grants.revoke(stored.grantId);
+        this.log.warn(
+          { grantId: stored.grantId, clientId: stored.grant.clientId },
+          "an authorization code was redeemed twice; the grant it started is revoked",
+        );
+        throw new InvalidGrantError(REFUSED);
+      }
+      if (stored.expiresAt <= this.clock()) {
+        await this.records.delete(id);
+        throw new InvalidGrantError(REFUSED);
+      }
+      check(stored.grant);
+      const grantId = newGrantId();
+      // Written before the grant exists, so a replay racing the exchange revokes it.
+      await this.records.put(id, { ...stored, redeemedAt: this.clock(), grantId });
+      return { grant: stored.grant, grantId };
+    });
+  }
+
+  /** Deletes codes nobody can redeem and redeemed ones past their replay window; called at boot. */
+  async sweep(): Promise<void> {
+    const now = this.clock();
+    for (const id of await this.records.ids()) {
+      const stored = await this.records.get(id).catch(() => undefined);
+      const keptUntil =
+        stored === undefined ? 0 : stored.expiresAt + (stored.grantId ? REDEEMED_CODE_KEPT_MS : 0);
+      if (keptUntil <= now) await this.records.delete(id);
+    }
+  }
+}
+
+function sameGrant(a: CodeGrant, b: CodeGrant): boolean {
+  return (
+    a.clientId === b.clientId &&
+    a.redirectUri === b.redirectUri &&
+    a.codeChallenge === b.codeChallenge &&
+    a.resource === b.resource &&
+    a.principalId === b.principalId &&
+    a.scopes.length === b.scopes.length &&
+    a.scopes.every((scope, i) => scope === b.scopes[i])
+  );
+}

@@ -1,0 +1,251 @@
+import { randomBytes } from "node:crypto";
+import {
+  InvalidGrantError,
+  InvalidScopeError,
+  InvalidTargetError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import type { UserDirectory } from "../identity/users.ts";
+import type { Logger } from "../log.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+import { JsonRecords } from "../storage/records.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "./clock.ts";
+import { equalSecrets, hashSecret, randomSecret } from "./secrets.ts";
+
+const GRANT_ID = /^gnt_[0-9a-f]{32}$/;
+const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
+/** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
+export const MAX_PREVIOUS_REFRESH_HASHES = 100;
+const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
+
+/**
+ * One person's consent to one client for one resource, from a code exchange until it is
+ * revoked or its absolute lifetime ends; a refresh-token family. Times are epoch ms.
+ */
+export interface GrantRecord {
+  grantId: string;
+  clientId: string;
+  principalId: string;
+  resource: string;
+  scopes: string[];
+  createdAt: number;
+  absoluteExpiresAt: number;
+  currentRefreshHash?: string;
+  previousRefreshHashes: string[];
+  revokedAt?: number;
+}
+
+export interface NewGrant {
+  grantId: string;
+  clientId: string;
+  principalId: string;
+  resource: string;
+  scopes: string[];
+}
+
+export interface RefreshRequest {
+  clientId: string;
+  /** Narrower scopes for the new access token; the grant's own when absent. */
+  scopes?: string[];
+  resource?: string;
+}
+
+export interface Refreshed {
+  grant: GrantRecord;
+  refreshToken: string;
+  scopes: string[];
+}
+
+export interface GrantsOptions {
+  users: Pick<UserDirectory, "isDeactivated">;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  log: Logger;
+  clock?: Clock;
+}
+
+export function newGrantId(): string {
+  return `gnt_${randomBytes(16).toString("hex")}`;
+}
+
+/**
+ * Grants in `oauth/families`. A refresh token is `<grantId>.<secret>`, so finding its
+ * grant is one file read; only hashes are stored. Every refresh rotates the token, and a
+ * rotated-out token coming back means two parties hold the family: the whole grant is
+ * revoked (OAuth 2.1 §4.3.1). Access tokens name their grant (`gid`), so revoking the
+ * grant also cuts every access token it issued, through `isRevoked`.
+ */
+export class Grants {
+  private readonly records: JsonRecords<GrantRecord>;
+  private readonly locks = new KeyedLock();
+  // Checked on every MCP request, so it is memory, loaded at boot and kept by `revoke`.
+  private readonly revoked = new Set<string>();
+  private readonly clock: Clock;
+
+  constructor(
+    layout: StorageLayout,
+    private readonly options: GrantsOptions,
+  ) {
+    this.records = new JsonRecords(layout, "oauth/families");
+    this.clock = options.clock ?? systemClock;
+  }
+
+  /**
+   * Loads the revoked set, and deletes grants that can no longer matter: revoked or past
+   * their lifetime longer ago than any access token they issued can live. Called at boot.
+   */
+  async load(): Promise<void> {
+    const outlived = (this.options.accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000;
+    for (const id of await this.records.ids()) {
+      let record: GrantRecord | undefined;
+      try {
+        record = await this.records.get(id);
+      } catch (error) {
+        // Unreadable means unknown: treated as revoked, which fails safe.
+        this.options.log.warn(
+          { grantId: id, err: error },
+          "unreadable oauth grant record; treated as revoked",
+        );
+        this.revoked.add(id);
+        continue;
+      }
+      if (!record) continue;
+      const endedAt = Math.min(record.revokedAt ?? Number.POSITIVE_INFINITY, record.absoluteExpiresAt);
+      if (endedAt + outlived < this.clock()) await this.records.delete(id);
+      else if (record.revokedAt !== undefined) this.revoked.add(record.grantId);
+    }
+  }
+
+  isRevoked(grantId: string): boolean {
+    return this.revoked.has(grantId);
+  }
+
+  get(grantId: string): Promise<GrantRecord | undefined> {
+    return GRANT_ID.test(grantId) ? this.records.get(grantId) : Promise.resolve(undefined);
+  }
+
+  /** Records a new grant; with `refresh`, also its first refresh token. */
+  create(
+    grant: NewGrant,
+    options: { refresh: boolean },
+  ): Promise<{ grant: GrantRecord; refreshToken?: string }> {
+    return this.locks.run(grant.grantId, async () => {
+      // A code replayed while its grant was being made has already revoked this id.
+      if (this.revoked.has(grant.grantId) || (await this.records.get(grant.grantId))) {
+        throw new InvalidGrantError("The authorization code has already been used.");
+      }
+      if (this.options.users.isDeactivated(grant.principalId)) {
+        throw new InvalidGrantError("The person who approved this access has been deactivated.");
+      }
+      const now = this.clock();
+      const record: GrantRecord = {
+        ...grant,
+        createdAt: now,
+        absoluteExpiresAt: now + this.options.refreshTokenTtlSeconds * 1000,
+        previousRefreshHashes: [],
+      };
+      const refreshToken = options.refresh ? this.newRefreshToken(record) : undefined;
+      await this.records.put(record.grantId, record);
+      return refreshToken === undefined ? { grant: record } : { grant: record, refreshToken };
+    });
+  }
+
+  /** Exchanges a refresh token for its successor; throws invalid_grant, invalid_scope or invalid_target. */
+  async refresh(token: string, request: RefreshRequest): Promise<Refreshed> {
+    const grantId = grantIdOf(token);
+    if (grantId === undefined) throw new InvalidGrantError(REFUSED);
+    return this.locks.run(grantId, async () => {
+      const record = await this.records.get(grantId);
+      if (!record || record.revokedAt !== undefined || this.revoked.has(grantId)) {
+        throw new InvalidGrantError(REFUSED);
+      }
+      const hash = hashSecret(token);
+      if (record.currentRefreshHash === undefined || !equalSecrets(hash, record.currentRefreshHash)) {
+        if (record.previousRefreshHashes.some((previous) => equalSecrets(hash, previous))) {
+          await this.revokeRecord(record);
+          this.options.log.warn(
+            { grantId, clientId: record.clientId },
+            "a rotated-out refresh token was presented again; the grant is revoked",
+          );
+        }
+        throw new InvalidGrantError(REFUSED);
+      }
+      if (record.clientId !== request.clientId) throw new InvalidGrantError(REFUSED);
+      if (record.absoluteExpiresAt <= this.clock()) {
+        throw new InvalidGrantError("This access has reached the end of its lifetime; authorize again.");
+      }
+      if (this.options.users.isDeactivated(record.principalId)) {
+        throw new InvalidGrantError("The person who approved this access has been deactivated.");
+      }
+      if (request.resource !== undefined && request.resource !== record.resource) {
+        throw new InvalidTargetError("The resource is not the one this access was granted for.");
+      }
+      const scopes = request.scopes ?? record.scopes;
+      const wider = scopes.find((scope) => !record.scopes.includes(scope));
+      if (wider !== undefined) {
+        throw new InvalidScopeError(
+          `The scope "${wider}" was not granted; a refresh can only narrow scopes.`,
+        );
+      }
+      record.previousRefreshHashes = [record.currentRefreshHash, ...record.previousRefreshHashes].slice(
+        0,
+        MAX_PREVIOUS_REFRESH_HASHES,
+      );
+      const refreshToken = this.newRefreshToken(record);
+      await this.records.put(grantId, record);
+      return { grant: record, refreshToken, scopes };
+    });
+  }
+
+  /** Revokes a grant: its refresh token stops working, and so do its access tokens. */
+  revoke(grantId: string): Promise<void> {
+    // Remembered before the write, so a grant being created right now cannot slip through.
+    this.revoked.add(grantId);
+    if (!GRANT_ID.test(grantId)) return Promise.resolve();
+    return this.locks.run(grantId, async () => {
+      const record = await this.records.get(grantId);
+      if (record && record.revokedAt === undefined) await this.revokeRecord(record);
+    });
+  }
+
+  /**
+   * RFC 7009 for refresh tokens: revokes the token's grant if the token is, or was, one of
+   * its refresh tokens and the grant belongs to `clientId`. Anything else changes nothing.
+   */
+  async revokeRefreshToken(token: string, clientId: string): Promise<boolean> {
+    const grantId = grantIdOf(token);
+    if (grantId === undefined) return false;
+    const record = await this.records.get(grantId);
+    if (!record || record.clientId !== clientId) return false;
+    const hash = hashSecret(token);
+    const known = [record.currentRefreshHash, ...record.previousRefreshHashes].some(
+      (stored) => stored !== undefined && equalSecrets(hash, stored),
+    );
+    if (known) await this.revoke(grantId);
+    return known;
+  }
+
+  private async revokeRecord(record: GrantRecord): Promise<void> {
+    this.revoked.add(record.grantId);
+    record.revokedAt = this.clock();
+    await this.records.put(record.grantId, record);
+  }
+
+  private newRefreshToken(record: GrantRecord): string {
+    const token = `${record.grantId}.${randomSecret(32)}`;
+    record.currentRefreshHash = hashSecret(token);
+    return token;
+  }
+}
+
+/** Whether a string has the shape of an Atrium refresh token. */
+export function isRefreshTokenShaped(token: string): boolean {
+  return grantIdOf(token) !== undefined;
+}
+
+function grantIdOf(token: string): string | undefined {
+  const dot = token.indexOf(".");
+  if (dot === -1) return undefined;
+  const grantId = token.slice(0, dot);
+  return GRANT_ID.test(grantId) && REFRESH_SECRET.test(token.slice(dot + 1)) ? grantId : undefined;
+}

@@ -1,0 +1,150 @@
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
+import { BootError } from "../errors.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+import { JsonRecords } from "../storage/records.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "./clock.ts";
+
+export const SIGNING_ALG = "ES256";
+
+/** One key on disk (`oauth/keys/<kid>.json`, mode 0600). Times are epoch milliseconds. */
+interface StoredKey {
+  kid: string;
+  privateJwk: JWK;
+  createdAt: number;
+  retiredAt?: number;
+}
+
+/** A loaded key: what signs, and what verifies. */
+export interface SigningKey {
+  kid: string;
+  privateKey: CryptoKey;
+  publicKey: CryptoKey;
+  publicJwk: JWK;
+  createdAt: number;
+  retiredAt?: number;
+}
+
+/**
+ * The instance's access-token signing keys. The newest signs; every key still held
+ * verifies, so tokens signed before a rotation stay valid until they expire, and a key is
+ * deleted only once every token it signed has expired.
+ */
+export class SigningKeys {
+  private readonly records: JsonRecords<StoredKey>;
+  private readonly lock = new KeyedLock();
+  private readonly stored = new Map<string, StoredKey>();
+  /** Newest first. Replaced whole, so a reader never sees a half-rotated set. */
+  private keys: SigningKey[] = [];
+
+  constructor(
+    private readonly layout: StorageLayout,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.records = new JsonRecords(layout, "oauth/keys");
+  }
+
+  /** Reads every stored key; makes the first one when there are none. Called once at boot. */
+  async load(): Promise<void> {
+    const loaded: SigningKey[] = [];
+    for (const id of await this.records.ids()) {
+      const stored = await this.records.get(id).catch((error: unknown) => {
+        // Guessing would either drop a key that still verifies tokens or sign with a broken one.
+        throw new BootError(
+          `The OAuth signing key ${this.layout.collectionFile("oauth/keys", id)} cannot be read (${(error as Error).message}); restore it or move it out.`,
+        );
+      });
+      if (!stored) continue;
+      this.stored.set(stored.kid, stored);
+      loaded.push(await fromStored(stored));
+    }
+    this.keys = newestFirst(loaded);
+    if (this.keys.length === 0) this.keys = [await this.generate()];
+  }
+
+  /** The key new tokens are signed with. */
+  current(): SigningKey {
+    const key = this.keys[0];
+    if (!key) throw new Error("SigningKeys.current() before load(): no key is loaded.");
+    return key;
+  }
+
+  /** The public key with this kid, if it is still held. */
+  find(kid: string): SigningKey | undefined {
+    return this.keys.find((key) => key.kid === kid);
+  }
+
+  /** The public JWKS: every key still held, private parts stripped. */
+  jwks(): { keys: JWK[] } {
+    return { keys: this.keys.map((key) => key.publicJwk) };
+  }
+
+  /**
+   * Makes a new current key and retires the previous one now. Keys retired longer ago than
+   * an access token lives (plus the clock tolerance) are deleted: nothing they signed is
+   * still accepted.
+   */
+  rotate(accessTokenTtlSeconds: number): Promise<SigningKey> {
+    return this.lock.run("rotate", async () => {
+      const now = this.clock();
+      const fresh = await this.generate();
+      const kept: SigningKey[] = [fresh];
+      for (const key of this.keys) {
+        const retiredAt = key.retiredAt ?? now;
+        if (retiredAt + (accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000 < now) {
+          await this.records.delete(key.kid);
+          this.stored.delete(key.kid);
+          continue;
+        }
+        const stored = this.stored.get(key.kid);
+        if (key.retiredAt === undefined && stored) {
+          const retired = { ...stored, retiredAt };
+          await this.records.put(key.kid, retired);
+          this.stored.set(key.kid, retired);
+        }
+        kept.push({ ...key, retiredAt });
+      }
+      this.keys = kept;
+      return fresh;
+    });
+  }
+
+  private async generate(): Promise<SigningKey> {
+    const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+    const privateJwk = await exportJWK(privateKey);
+    const stored: StoredKey = {
+      kid: await calculateJwkThumbprint(publicPart(privateJwk)),
+      privateJwk,
+      createdAt: this.clock(),
+    };
+    await this.records.put(stored.kid, stored);
+    this.stored.set(stored.kid, stored);
+    return fromStored(stored);
+  }
+}
+
+async function fromStored(stored: StoredKey): Promise<SigningKey> {
+  const publicJwk: JWK = { ...publicPart(stored.privateJwk), kid: stored.kid, alg: SIGNING_ALG, use: "sig" };
+  const key: SigningKey = {
+    kid: stored.kid,
+    privateKey: (await importJWK({ ...stored.privateJwk, alg: SIGNING_ALG }, SIGNING_ALG)) as CryptoKey,
+    publicKey: (await importJWK(publicJwk, SIGNING_ALG)) as CryptoKey,
+    publicJwk,
+    createdAt: stored.createdAt,
+  };
+  if (stored.retiredAt !== undefined) key.retiredAt = stored.retiredAt;
+  return key;
+}
+
+function publicPart(jwk: JWK): JWK {
+  const { kty, crv, x, y } = jwk;
+  return { kty, crv, x, y };
+}
+
+/** The one unretired key first, then the rest newest first. */
+function newestFirst(keys: SigningKey[]): SigningKey[] {
+  const rank = (key: SigningKey) => (key.retiredAt === undefined ? 0 : 1);
+  return [...keys].sort(
+    (a, b) => rank(a) - rank(b) || b.createdAt - a.createdAt || a.kid.localeCompare(b.kid),
+  );
+}

@@ -1,0 +1,75 @@
+import { InvalidClientError, InvalidRequestError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
+import type { Context } from "hono";
+import type { AppEnv } from "../../http/context.ts";
+import type { ClientRegistry, PresentedClientAuth } from "../clients.ts";
+import type { FormParams } from "./oauth-http.ts";
+
+const BASIC = /^basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i;
+const REFUSED =
+  "Client authentication failed: the client is unknown, the secret is wrong, or it is not the method the client registered.";
+
+/**
+ * Who is calling the token or revocation endpoint: `none` (client_id in the body),
+ * `client_secret_basic` or `client_secret_post`, and only the method the client
+ * registered. Every failure is invalid_client.
+ */
+export async function authenticateClient(
+  c: Context<AppEnv>,
+  form: FormParams,
+  clients: Pick<ClientRegistry, "find" | "authenticate">,
+): Promise<OAuthClientInformationFull> {
+  const header = c.req.header("authorization");
+  const bodyId = form.get("client_id");
+  const bodySecret = form.get("client_secret");
+  let clientId: string;
+  let presented: PresentedClientAuth;
+  if (header !== undefined) {
+    const basic = parseBasic(header);
+    if (bodySecret !== undefined) {
+      throw new InvalidRequestError(
+        "Use one client authentication method: Basic or client_secret, not both.",
+      );
+    }
+    if (bodyId !== undefined && bodyId !== basic.clientId) {
+      throw new InvalidClientError("The client_id in the body is not the one in the Authorization header.");
+    }
+    clientId = basic.clientId;
+    presented = { method: "client_secret_basic", secret: basic.secret };
+  } else {
+    if (bodyId === undefined) {
+      throw new InvalidClientError(
+        "No client authentication: send client_id (and the secret, if the client has one).",
+      );
+    }
+    clientId = bodyId;
+    presented =
+      bodySecret === undefined ? { method: "none" } : { method: "client_secret_post", secret: bodySecret };
+  }
+  const client = await clients.find(clientId);
+  if (!client || !clients.authenticate(client, presented)) throw new InvalidClientError(REFUSED);
+  return client;
+}
+
+/** RFC 6749 §2.3.1: Basic over the form-urlencoded client id and secret. */
+function parseBasic(header: string): { clientId: string; secret: string } {
+  const encoded = BASIC.exec(header)?.[1];
+  if (encoded === undefined) {
+    throw new InvalidClientError("The Authorization header must carry HTTP Basic client credentials.");
+  }
+  const decoded = Buffer.from(encoded, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  try {
+    if (colon === -1) throw new Error("no colon");
+    const clientId = formDecode(decoded.slice(0, colon));
+    const secret = formDecode(decoded.slice(colon + 1));
+    if (clientId === "" || secret === "") throw new Error("empty part");
+    return { clientId, secret };
+  } catch {
+    throw new InvalidClientError("The Authorization header is not valid HTTP Basic client credentials.");
+  }
+}
+
+function formDecode(value: string): string {
+  return decodeURIComponent(value.replaceAll("+", " "));
+}

@@ -1,0 +1,34 @@
+import type { MiddlewareHandler } from "hono";
+import { cors } from "hono/cors";
+
+// The endpoints a browser-based MCP client on another origin calls before it has any
+// credential. They answer CORS for any origin, never with credentials, and the app skips
+// its Origin check for exactly these paths. /oauth/authorize is not one of them: it is a
+// page a person uses, and keeps the app's protections.
+
+const PUBLIC_PATHS = new Set([
+  "/.well-known/oauth-authorization-server",
+  "/oauth/jwks",
+  "/oauth/register",
+  "/oauth/token",
+  "/oauth/revoke",
+]);
+const PROTECTED_RESOURCE_PATH = /^\/\.well-known\/oauth-protected-resource\/mcp\/[^/]+$/;
+
+export const CORS_ALLOWED_HEADERS = ["Authorization", "Content-Type", "MCP-Protocol-Version"];
+const CORS_MAX_AGE_SECONDS = 24 * 60 * 60;
+
+/** Whether `path` is one of the public OAuth endpoints (so the app's Origin check does not apply). */
+export function isOAuthPublicPath(path: string): boolean {
+  return PUBLIC_PATHS.has(path) || PROTECTED_RESOURCE_PATH.test(path);
+}
+
+/** CORS for the public endpoints: any origin, no credentials, the headers an MCP client sends. */
+export function publicCors(): MiddlewareHandler {
+  return cors({
+    origin: "*",
+    allowMethods: ["GET", "POST", "OPTIONS"],
+    allowHeaders: CORS_ALLOWED_HEADERS,
+    maxAge: CORS_MAX_AGE_SECONDS,
+  });
+}

@@ -1,0 +1,151 @@
+import {
+  InvalidGrantError,
+  InvalidTargetError,
+  UnauthorizedClientError,
+  UnsupportedGrantTypeError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import type { OAuthClientInformationFull, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { type Context, Hono } from "hono";
+import type { AppEnv } from "../../http/context.ts";
+import type { Logger } from "../../log.ts";
+import type { ClientRegistry } from "../clients.ts";
+import type { AuthorizationCodes, CodeGrant } from "../codes.ts";
+import type { Grants } from "../grants.ts";
+import { verifyPkce } from "../pkce.ts";
+import { parseScopeParam } from "../scopes.ts";
+import type { AccessTokens } from "../tokens.ts";
+import { authenticateClient } from "./client-auth.ts";
+import { publicCors } from "./cors.ts";
+import { type FormParams, NO_STORE, oauthBodyLimit, oauthEndpoint, readForm } from "./oauth-http.ts";
+
+const MAX_TOKEN_REQUEST_BYTES = 16 * 1024;
+
+export interface TokenDeps {
+  clients: ClientRegistry;
+  codes: AuthorizationCodes;
+  grants: Grants;
+  tokens: AccessTokens;
+  log: Logger;
+}
+
+/** The token endpoint: authorization_code (with PKCE) and refresh_token, nothing else. */
+export function tokenRoutes(deps: TokenDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use("/oauth/token", publicCors());
+  app.use("/oauth/token", oauthBodyLimit(MAX_TOKEN_REQUEST_BYTES));
+
+  app.post(
+    "/oauth/token",
+    oauthEndpoint(deps.log, async (c) => {
+      const form = await readForm(c);
+      const client = await authenticateClient(c, form, deps.clients);
+      const grantType = form.require("grant_type");
+      if (grantType === "authorization_code") return exchangeCode(c, form, client, deps);
+      if (grantType === "refresh_token") return refresh(c, form, client, deps);
+      throw new UnsupportedGrantTypeError(
+        `The grant type "${grantType.slice(0, 64)}" is not supported; use authorization_code or refresh_token.`,
+      );
+    }),
+  );
+
+  return app;
+}
+
+async function exchangeCode(
+  c: Context<AppEnv>,
+  form: FormParams,
+  client: OAuthClientInformationFull,
+  deps: TokenDeps,
+): Promise<Response> {
+  if (client.grant_types && !client.grant_types.includes("authorization_code")) {
+    throw new UnauthorizedClientError("This client did not register the authorization_code grant.");
+  }
+  const code = form.require("code");
+  const redirectUri = form.require("redirect_uri");
+  const verifier = form.require("code_verifier");
+  const resource = form.get("resource");
+  const { grant, grantId } = await deps.codes.redeem(code, (issued) =>
+    checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
+  );
+  const { refreshToken } = await deps.grants.create(
+    {
+      grantId,
+      clientId: client.client_id,
+      principalId: grant.principalId,
+      resource: grant.resource,
+      scopes: grant.scopes,
+    },
+    { refresh: deps.clients.allowsRefresh(client) },
+  );
+  const access = await deps.tokens.issue({
+    sub: grant.principalId,
+    clientId: client.client_id,
+    scopes: grant.scopes,
+    audience: grant.resource,
+    grantId,
+  });
+  return tokenResponse(c, access, grant.scopes, refreshToken);
+}
+
+/** Whether this request may redeem a code issued for `issued`; a refusal leaves the code unspent. */
+function checkRedemption(
+  issued: CodeGrant,
+  request: { clientId: string; redirectUri: string; verifier: string; resource: string | undefined },
+): void {
+  if (issued.clientId !== request.clientId) {
+    throw new InvalidGrantError("The authorization code was issued to another client.");
+  }
+  if (issued.redirectUri !== request.redirectUri) {
+    throw new InvalidGrantError("The redirect_uri is not the one the authorization code was issued for.");
+  }
+  if (!verifyPkce(request.verifier, issued.codeChallenge)) {
+    throw new InvalidGrantError("The code_verifier does not match the code_challenge (S256).");
+  }
+  // RFC 8707: a client that names the resource again must name the same one.
+  if (request.resource !== undefined && request.resource !== issued.resource) {
+    throw new InvalidTargetError("The resource is not the one the authorization code was issued for.");
+  }
+}
+
+async function refresh(
+  c: Context<AppEnv>,
+  form: FormParams,
+  client: OAuthClientInformationFull,
+  deps: TokenDeps,
+): Promise<Response> {
+  if (!deps.clients.allowsRefresh(client)) {
+    throw new UnauthorizedClientError("This client did not register the refresh_token grant.");
+  }
+  const token = form.require("refresh_token");
+  const scope = form.get("scope");
+  const resource = form.get("resource");
+  const refreshed = await deps.grants.refresh(token, {
+    clientId: client.client_id,
+    ...(scope === undefined ? {} : { scopes: parseScopeParam(scope) }),
+    ...(resource === undefined ? {} : { resource }),
+  });
+  const access = await deps.tokens.issue({
+    sub: refreshed.grant.principalId,
+    clientId: client.client_id,
+    scopes: refreshed.scopes,
+    audience: refreshed.grant.resource,
+    grantId: refreshed.grant.grantId,
+  });
+  return tokenResponse(c, access, refreshed.scopes, refreshed.refreshToken);
+}
+
+function tokenResponse(
+  c: Context<AppEnv>,
+  access: { token: string; expiresIn: number },
+  scopes: string[],
+  refreshToken: string | undefined,
+): Response {
+  const body: OAuthTokens = {
+    access_token: access.token,
+    token_type: "Bearer",
+    expires_in: access.expiresIn,
+    scope: scopes.join(" "),
+  };
+  if (refreshToken !== undefined) body.refresh_token = refreshToken;
+  return c.json(body, 200, NO_STORE);
+}

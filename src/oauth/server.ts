@@ -1,0 +1,87 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../http/context.ts";
+import type { UserDirectory } from "../identity/users.ts";
+import type { OAuthConfig } from "../instance/schema.ts";
+import type { Logger } from "../log.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+import { ClientMetadataDocuments } from "./client-metadata.ts";
+import { ClientRegistry } from "./clients.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import { AuthorizationCodes } from "./codes.ts";
+import { Grants } from "./grants.ts";
+import { SigningKeys } from "./keys.ts";
+import { metadataRoutes } from "./routes/metadata.ts";
+import { registerRoutes } from "./routes/register.ts";
+import { revokeRoutes } from "./routes/revoke.ts";
+import { signingKeyRoutes } from "./routes/signing-keys.ts";
+import { tokenRoutes } from "./routes/token.ts";
+import { AccessTokens } from "./tokens.ts";
+
+export { isOAuthPublicPath } from "./routes/cors.ts";
+
+export interface AuthorizationServerDeps {
+  layout: StorageLayout;
+  config: OAuthConfig;
+  publicUrl: () => string;
+  users: UserDirectory;
+  log: Logger;
+  /** Tests move time; everything else uses the system clock. */
+  clock?: Clock;
+}
+
+/** Atrium's own OAuth 2.1 authorization server for MCP clients, minus the browser pages. */
+export interface AuthorizationServer {
+  keys: SigningKeys;
+  tokens: AccessTokens;
+  clients: ClientRegistry;
+  codes: AuthorizationCodes;
+  grants: Grants;
+  /** Metadata, JWKS, registration, token, revocation and key rotation; mount at "/". */
+  routes(): Hono<AppEnv>;
+}
+
+/** Loads the signing keys and the revoked-grant set and sweeps dead codes: call once at boot. */
+export async function createAuthorizationServer(deps: AuthorizationServerDeps): Promise<AuthorizationServer> {
+  const clock = deps.clock ?? systemClock;
+  const { config, layout, log, publicUrl } = deps;
+  const keys = new SigningKeys(layout, clock);
+  const grants = new Grants(layout, {
+    users: deps.users,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+    refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    log,
+    clock,
+  });
+  const codes = new AuthorizationCodes(layout, grants, log, clock);
+  await Promise.all([keys.load(), grants.load(), codes.sweep()]);
+  const documents = new ClientMetadataDocuments({ allowPrivate: config.allowPrivateClientMetadata, clock });
+  const clients = new ClientRegistry(layout, documents, clock);
+  const tokens = new AccessTokens({
+    keys,
+    grants,
+    publicUrl,
+    ttlSeconds: config.accessTokenTtlSeconds,
+    clock,
+  });
+
+  let routes: Hono<AppEnv> | undefined;
+  return {
+    keys,
+    tokens,
+    clients,
+    codes,
+    grants,
+    routes() {
+      if (!routes) {
+        const app = new Hono<AppEnv>();
+        app.route("/", metadataRoutes({ keys, publicUrl }));
+        app.route("/", registerRoutes({ clients, log }));
+        app.route("/", tokenRoutes({ clients, codes, grants, tokens, log }));
+        app.route("/", revokeRoutes({ clients, grants, tokens, log }));
+        app.route("/", signingKeyRoutes({ keys, accessTokenTtlSeconds: config.accessTokenTtlSeconds, log }));
+        routes = app;
+      }
+      return routes;
+    },
+  };
+}

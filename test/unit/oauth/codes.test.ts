@@ -1,0 +1,138 @@
+import { readdir } from "node:fs/promises";
+import { InvalidGrantError, InvalidTargetError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AuthorizationCodes, CODE_TTL_MS, type CodeGrant } from "../../../src/oauth/codes.ts";
+import type { Grants } from "../../../src/oauth/grants.ts";
+import { s256 } from "../../../src/oauth/pkce.ts";
+import { hashSecret } from "../../../src/oauth/secrets.ts";
+import type { StorageLayout } from "../../../src/storage/paths.ts";
+import {
+  newGrants,
+  person,
+  RESOURCE,
+  silentLog,
+  type TestClock,
+  tempInstance,
+  testClock,
+} from "./fixtures.ts";
+
+const GRANT: CodeGrant = {
+  clientId: "atc_0123456789abcdef0123456789abcdef",
+  redirectUri: "http://127.0.0.1:9999/cb",
+  codeChallenge: s256("v".repeat(43)),
+  scopes: ["mcp:read", "mcp:write"],
+  resource: RESOURCE,
+  principalId: person("alice").id,
+};
+
+let layout: StorageLayout;
+let cleanup: () => Promise<void>;
+let clock: TestClock;
+let grants: Grants;
+let codes: AuthorizationCodes;
+
+beforeEach(async () => {
+  const instance = await tempInstance();
+  ({ layout, cleanup } = instance);
+  clock = testClock();
+  grants = newGrants(layout, instance.users, clock);
+  codes = new AuthorizationCodes(layout, grants, silentLog, clock);
+});
+
+afterEach(() => cleanup());
+
+async function codeFiles(): Promise<string[]> {
+  try {
+    return (await readdir(layout.collectionDir("oauth/codes"))).filter((name) => !name.startsWith("."));
+  } catch {
+    return [];
+  }
+}
+
+const accept = () => undefined;
+
+describe("AuthorizationCodes", () => {
+  it("stores a code only as its hash", async () => {
+    const code = await codes.issue(GRANT);
+    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await codeFiles()).toEqual([`${hashSecret(code)}.json`]);
+  });
+
+  it("redeems once, giving the grant and a fresh grant id", async () => {
+    const code = await codes.issue(GRANT);
+    const redeemed = await codes.redeem(code, accept);
+    expect(redeemed.grant).toEqual(GRANT);
+    expect(redeemed.grantId).toMatch(/^gnt_[0-9a-f]{32}$/);
+  });
+
+  it("expires 60 s after it is issued", async () => {
+    const early = await codes.issue(GRANT);
+    const late = await codes.issue(GRANT);
+    clock.advance(CODE_TTL_MS - 1);
+    await expect(codes.redeem(early, accept)).resolves.toBeDefined();
+    clock.advance(1);
+    await expect(codes.redeem(late, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    // The expired code's file went when it was met.
+    expect(await codeFiles()).toEqual([`${hashSecret(early)}.json`]);
+  });
+
+  it("a second redemption fails and revokes the grant the first one started", async () => {
+    const code = await codes.issue(GRANT);
+    const { grantId } = await codes.redeem(code, accept);
+    await grants.create(
+      {
+        grantId,
+        clientId: GRANT.clientId,
+        principalId: GRANT.principalId,
+        resource: RESOURCE,
+        scopes: GRANT.scopes,
+      },
+      { refresh: true },
+    );
+    await expect(codes.redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    expect(grants.isRevoked(grantId)).toBe(true);
+  });
+
+  it("a refused check leaves the code unspent", async () => {
+    const code = await codes.issue(GRANT);
+    await expect(
+      codes.redeem(code, () => {
+        throw new InvalidTargetError("wrong resource");
+      }),
+    ).rejects.toBeInstanceOf(InvalidTargetError);
+    await expect(codes.redeem(code, accept)).resolves.toBeDefined();
+  });
+
+  it("issuing a caller's code again with the identical grant is a no-op; with another grant it is refused", async () => {
+    const code = "c".repeat(43);
+    expect(await codes.issue(GRANT, code)).toBe(code);
+    clock.advance(30_000);
+    expect(await codes.issue({ ...GRANT, scopes: [...GRANT.scopes] }, code)).toBe(code);
+    clock.advance(30_000);
+    // The expiry was not extended by the repeat.
+    await expect(codes.redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    await expect(codes.issue({ ...GRANT, scopes: ["mcp:read"] }, "d".repeat(43))).resolves.toBeDefined();
+    await expect(codes.issue({ ...GRANT, scopes: ["mcp:read"] }, "d".repeat(43))).resolves.toBe(
+      "d".repeat(43),
+    );
+    await expect(codes.issue(GRANT, "d".repeat(43))).rejects.toThrow(/different grant/);
+  });
+
+  it("refuses a caller's code too short to be unguessable", async () => {
+    await expect(codes.issue(GRANT, "short")).rejects.toThrow(/32–128/);
+  });
+
+  it("refuses codes it never issued", async () => {
+    await expect(codes.redeem("x".repeat(43), accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    await expect(codes.redeem("../../etc/passwd", accept)).rejects.toBeInstanceOf(InvalidGrantError);
+  });
+
+  it("the boot sweep removes expired codes and keeps live ones", async () => {
+    const stale = await codes.issue(GRANT);
+    clock.advance(CODE_TTL_MS);
+    const fresh = await codes.issue(GRANT);
+    await codes.sweep();
+    expect(await codeFiles()).toEqual([`${hashSecret(fresh)}.json`]);
+    expect(stale).not.toBe(fresh);
+  });
+});

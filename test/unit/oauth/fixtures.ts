@@ -1,0 +1,58 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { derivePrincipalId, type Principal } from "../../../src/identity/principal.ts";
+import { UserDirectory } from "../../../src/identity/users.ts";
+import { createLogger } from "../../../src/log.ts";
+import { Grants } from "../../../src/oauth/grants.ts";
+import { StorageLayout } from "../../../src/storage/paths.ts";
+
+export const PUBLIC_URL = "http://127.0.0.1:4555";
+export const RESOURCE = `${PUBLIC_URL}/mcp/ws_0123456789abcdef`;
+export const OTHER_RESOURCE = `${PUBLIC_URL}/mcp/ws_fedcba9876543210`;
+export const ACCESS_TTL_SECONDS = 900;
+export const REFRESH_TTL_SECONDS = 30 * 24 * 3600;
+export const silentLog = createLogger("silent");
+
+export function person(name: string): Principal {
+  return { id: derivePrincipalId("test", name), displayName: name, email: null, orgRole: "member" };
+}
+
+/** A clock a test moves by hand. */
+export interface TestClock {
+  (): number;
+  advance(ms: number): void;
+}
+
+export function testClock(start = Date.UTC(2026, 0, 1)): TestClock {
+  let now = start;
+  return Object.assign(() => now, {
+    advance(ms: number) {
+      now += ms;
+    },
+  });
+}
+
+/** A fresh data root with a user directory; `cleanup` removes it. */
+export async function tempInstance(): Promise<{
+  root: string;
+  layout: StorageLayout;
+  users: UserDirectory;
+  cleanup: () => Promise<void>;
+}> {
+  const root = await mkdtemp(join(tmpdir(), "atrium-oauth-"));
+  const layout = new StorageLayout(root);
+  const users = new UserDirectory(layout);
+  await users.load();
+  return { root, layout, users, cleanup: () => rm(root, { recursive: true, force: true }) };
+}
+
+export function newGrants(layout: StorageLayout, users: UserDirectory, clock: TestClock): Grants {
+  return new Grants(layout, {
+    users,
+    accessTokenTtlSeconds: ACCESS_TTL_SECONDS,
+    refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,
+    log: silentLog,
+    clock,
+  });
+}

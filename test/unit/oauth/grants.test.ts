@@ -1,0 +1,184 @@
+import {
+  InvalidGrantError,
+  InvalidScopeError,
+  InvalidTargetError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { UserDirectory } from "../../../src/identity/users.ts";
+import { type Grants, isRefreshTokenShaped, newGrantId } from "../../../src/oauth/grants.ts";
+import type { StorageLayout } from "../../../src/storage/paths.ts";
+import {
+  ACCESS_TTL_SECONDS,
+  newGrants,
+  OTHER_RESOURCE,
+  person,
+  REFRESH_TTL_SECONDS,
+  RESOURCE,
+  type TestClock,
+  tempInstance,
+  testClock,
+} from "./fixtures.ts";
+
+const ALICE = person("alice");
+const CLIENT = "atc_0123456789abcdef0123456789abcdef";
+
+let layout: StorageLayout;
+let users: UserDirectory;
+let cleanup: () => Promise<void>;
+let clock: TestClock;
+let grants: Grants;
+
+beforeEach(async () => {
+  ({ layout, users, cleanup } = await tempInstance());
+  clock = testClock();
+  grants = newGrants(layout, users, clock);
+  await grants.load();
+});
+
+afterEach(() => cleanup());
+
+async function start(scopes = ["mcp:read", "mcp:write"]) {
+  const grantId = newGrantId();
+  const { grant, refreshToken } = await grants.create(
+    { grantId, clientId: CLIENT, principalId: ALICE.id, resource: RESOURCE, scopes },
+    { refresh: true },
+  );
+  return { grant, refreshToken: refreshToken as string };
+}
+
+describe("Grants", () => {
+  it("stores only the hash of a refresh token, in a file named by the grant", async () => {
+    const { grant, refreshToken } = await start();
+    expect(refreshToken.startsWith(`${grant.grantId}.`)).toBe(true);
+    expect(isRefreshTokenShaped(refreshToken)).toBe(true);
+    const stored = await grants.get(grant.grantId);
+    expect(JSON.stringify(stored)).not.toContain(refreshToken.split(".")[1]);
+    expect(stored?.absoluteExpiresAt).toBe(clock() + REFRESH_TTL_SECONDS * 1000);
+  });
+
+  it("rotates the refresh token on every use", async () => {
+    const { refreshToken } = await start();
+    const first = await grants.refresh(refreshToken, { clientId: CLIENT });
+    expect(first.refreshToken).not.toBe(refreshToken);
+    expect(first.scopes).toEqual(["mcp:read", "mcp:write"]);
+    const second = await grants.refresh(first.refreshToken, { clientId: CLIENT });
+    expect(second.refreshToken).not.toBe(first.refreshToken);
+  });
+
+  it("a rotated-out token presented again revokes the whole family", async () => {
+    const { grant, refreshToken } = await start();
+    const next = await grants.refresh(refreshToken, { clientId: CLIENT });
+    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+    expect(grants.isRevoked(grant.grantId)).toBe(true);
+    // The legitimate holder's newer token dies with it.
+    await expect(grants.refresh(next.refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+    expect((await grants.get(grant.grantId))?.revokedAt).toBe(clock());
+  });
+
+  it("an unknown secret for a real grant is refused without revoking it", async () => {
+    const { grant, refreshToken } = await start();
+    const guess = `${grant.grantId}.${"A".repeat(43)}`;
+    await expect(grants.refresh(guess, { clientId: CLIENT })).rejects.toBeInstanceOf(InvalidGrantError);
+    expect(grants.isRevoked(grant.grantId)).toBe(false);
+    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).resolves.toBeDefined();
+  });
+
+  it("refuses a refresh after the grant's absolute lifetime", async () => {
+    const { refreshToken } = await start();
+    clock.advance(REFRESH_TTL_SECONDS * 1000 - 1);
+    const next = await grants.refresh(refreshToken, { clientId: CLIENT });
+    clock.advance(1);
+    await expect(grants.refresh(next.refreshToken, { clientId: CLIENT })).rejects.toThrow(
+      /end of its lifetime/,
+    );
+  });
+
+  it("refuses another client's refresh token", async () => {
+    const { refreshToken } = await start();
+    await expect(
+      grants.refresh(refreshToken, { clientId: "atc_ffffffffffffffffffffffffffffffff" }),
+    ).rejects.toBeInstanceOf(InvalidGrantError);
+  });
+
+  it("lets a refresh narrow scopes but never widen them", async () => {
+    const { refreshToken } = await start(["mcp:read"]);
+    await expect(
+      grants.refresh(refreshToken, { clientId: CLIENT, scopes: ["mcp:read", "mcp:write"] }),
+    ).rejects.toBeInstanceOf(InvalidScopeError);
+    const narrowed = await grants.refresh(refreshToken, { clientId: CLIENT, scopes: ["mcp:read"] });
+    expect(narrowed.scopes).toEqual(["mcp:read"]);
+    // The grant keeps what was consented to.
+    expect(narrowed.grant.scopes).toEqual(["mcp:read"]);
+  });
+
+  it("refuses a refresh for another resource with invalid_target", async () => {
+    const { refreshToken } = await start();
+    await expect(
+      grants.refresh(refreshToken, { clientId: CLIENT, resource: OTHER_RESOURCE }),
+    ).rejects.toBeInstanceOf(InvalidTargetError);
+    await expect(
+      grants.refresh(refreshToken, { clientId: CLIENT, resource: RESOURCE }),
+    ).resolves.toBeDefined();
+  });
+
+  it("refuses a refresh for a deactivated person", async () => {
+    await users.record(ALICE);
+    const { refreshToken } = await start();
+    await users.setDeactivated(ALICE.id, true);
+    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toThrow(/deactivated/);
+  });
+
+  it("revocation is remembered across a restart, and dropped once every token it issued has expired", async () => {
+    const { grant, refreshToken } = await start();
+    await grants.revoke(grant.grantId);
+    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+
+    const rebooted = newGrants(layout, users, clock);
+    await rebooted.load();
+    expect(rebooted.isRevoked(grant.grantId)).toBe(true);
+
+    clock.advance((ACCESS_TTL_SECONDS + 61) * 1000);
+    const later = newGrants(layout, users, clock);
+    await later.load();
+    expect(await later.get(grant.grantId)).toBeUndefined();
+  });
+
+  it("a grant id revoked before it is created cannot be created", async () => {
+    const grantId = newGrantId();
+    await grants.revoke(grantId);
+    await expect(
+      grants.create(
+        { grantId, clientId: CLIENT, principalId: ALICE.id, resource: RESOURCE, scopes: ["mcp:read"] },
+        { refresh: true },
+      ),
+    ).rejects.toBeInstanceOf(InvalidGrantError);
+  });
+
+  it("revokes by refresh token only for the client that holds it", async () => {
+    const { grant, refreshToken } = await start();
+    expect(await grants.revokeRefreshToken(refreshToken, "atc_ffffffffffffffffffffffffffffffff")).toBe(false);
+    expect(grants.isRevoked(grant.grantId)).toBe(false);
+    expect(await grants.revokeRefreshToken(refreshToken, CLIENT)).toBe(true);
+    expect(grants.isRevoked(grant.grantId)).toBe(true);
+  });
+
+  it("without refresh, a grant has no refresh token", async () => {
+    const { refreshToken } = await grants.create(
+      {
+        grantId: newGrantId(),
+        clientId: CLIENT,
+        principalId: ALICE.id,
+        resource: RESOURCE,
+        scopes: ["mcp:read"],
+      },
+      { refresh: false },
+    );
+    expect(refreshToken).toBeUndefined();
+  });
+});

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { redirectUriMatches, validateRedirectUri } from "../../../src/oauth/redirect-uris.ts";
+
+describe("validateRedirectUri", () => {
+  it.each([
+    "https://app.example.com/callback",
+    "https://app.example.com/cb?x=1",
+    "http://127.0.0.1:8080/callback",
+    "http://[::1]/callback",
+    "http://localhost:3000/callback",
+    "com.example.app:/oauth2redirect",
+    "com.example.app://callback",
+  ])("accepts %s", (uri) => {
+    expect(validateRedirectUri(uri)).toBeUndefined();
+  });
+
+  it.each([
+    ["http://app.example.com/callback", /loopback/],
+    ["http://10.0.0.1/callback", /loopback/],
+    ["https://app.example.com/cb#frag", /fragment/],
+    ["javascript:alert(1)", /javascript:/],
+    ["data:text/html,hi", /data:/],
+    ["file:///etc/passwd", /file:/],
+    ["myapp://callback", /reversed domain name/],
+    ["https://user:pw@app.example.com/cb", /user name/],
+    ["/relative/path", /absolute URL/],
+    [`https://example.com/${"a".repeat(2100)}`, /longer/],
+  ])("refuses %s", (uri, why) => {
+    expect(validateRedirectUri(uri)).toMatch(why);
+  });
+});
+
+describe("redirectUriMatches", () => {
+  it("matches an exact registered URI", () => {
+    expect(redirectUriMatches(["https://a.example/cb"], "https://a.example/cb")).toBe(true);
+  });
+
+  it("lets the port differ on a loopback IP literal (RFC 8252 §7.3)", () => {
+    expect(redirectUriMatches(["http://127.0.0.1/cb"], "http://127.0.0.1:51234/cb")).toBe(true);
+    expect(redirectUriMatches(["http://127.0.0.1:3000/cb"], "http://127.0.0.1:51234/cb")).toBe(true);
+    expect(redirectUriMatches(["http://[::1]:3000/cb"], "http://[::1]:4000/cb")).toBe(true);
+  });
+
+  it("keeps path, query, scheme and host exact on loopback", () => {
+    expect(redirectUriMatches(["http://127.0.0.1/cb"], "http://127.0.0.1:5000/other")).toBe(false);
+    expect(redirectUriMatches(["http://127.0.0.1/cb?a=1"], "http://127.0.0.1:5000/cb?a=2")).toBe(false);
+    expect(redirectUriMatches(["http://127.0.0.1/cb"], "http://127.0.0.1:5000/cb?a=1")).toBe(false);
+    expect(redirectUriMatches(["http://127.0.0.1/cb"], "http://[::1]:5000/cb")).toBe(false);
+    expect(redirectUriMatches(["http://127.0.0.1/cb"], "https://127.0.0.1:5000/cb")).toBe(false);
+    expect(redirectUriMatches(["http://127.0.0.1/cb"], "http://127.0.0.1:5000/x/../cb")).toBe(false);
+  });
+
+  it("does not let the port differ for localhost or any non-loopback host", () => {
+    expect(redirectUriMatches(["http://localhost:3000/cb"], "http://localhost:4000/cb")).toBe(false);
+    expect(redirectUriMatches(["https://a.example/cb"], "https://a.example:8443/cb")).toBe(false);
+  });
+
+  it("refuses anything that differs at all from a non-loopback URI", () => {
+    expect(redirectUriMatches(["https://a.example/cb"], "https://a.example/cb/")).toBe(false);
+    expect(redirectUriMatches(["https://a.example/cb"], "https://A.example/cb")).toBe(false);
+    expect(redirectUriMatches(["com.example.app:/cb"], "com.example.app:/cb2")).toBe(false);
+    expect(redirectUriMatches([], "https://a.example/cb")).toBe(false);
+  });
+});
