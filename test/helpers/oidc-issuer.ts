@@ -11,18 +11,69 @@ export const TEST_AUDIENCE = "https://atrium.test/api";
 process.env.ATRIUM_TEST_SESSION_SECRET ??= "test-session-secret-of-at-least-32-bytes-long";
 export const TEST_SESSION = { secret: { env: "ATRIUM_TEST_SESSION_SECRET" } };
 
-/**
- * A real OpenID provider (oidc-provider) on 127.0.0.1 that issues ES256 JWT access tokens
- * for TEST_AUDIENCE through the client-credentials grant.
- */
-export async function startOidcIssuer(): Promise<{
+/** The browser sign-in client's secret, named by the `auth.clientSecret` oidcSignInAuth() returns. */
+const BROWSER_CLIENT_SECRET = "atrium-browser-client-secret";
+process.env.ATRIUM_TEST_OIDC_CLIENT_SECRET ??= BROWSER_CLIENT_SECRET;
+
+/** Logins that start with this are in TEST_ORG_ADMIN_GROUP, like test/helpers/atrium.ts's header users. */
+export const TEST_ORG_ADMIN_LOGIN_PREFIX = "orgadmin";
+export const TEST_ORG_ADMIN_GROUP = "atrium-admins";
+
+/** The claims the test issuer holds for a login name: any login is a person, named after it. */
+export function testAccount(login: string): { sub: string; name: string; email: string; groups: string[] } {
+  return {
+    sub: login,
+    name: `Test ${login}`,
+    email: `${login}@example.test`,
+    groups: login.startsWith(TEST_ORG_ADMIN_LOGIN_PREFIX) ? ["staff", TEST_ORG_ADMIN_GROUP] : ["staff"],
+  };
+}
+
+export interface TestIssuer {
   issuer: string;
+  /** The client id Atrium signs browsers in with (unique per issuer: registrations share one store). */
+  browserClientId: string;
+  /** A client-credentials access token for TEST_AUDIENCE (sub = TEST_CLIENT_ID). */
   token(): Promise<string>;
+  /**
+   * Registers Atrium's browser client (dynamic client registration) with the callback of the
+   * instance at `atriumUrl`; call it once Atrium is listening and its port is known.
+   */
+  registerBrowserClient(
+    atriumUrl: string,
+    authMethod?: "client_secret_basic" | "client_secret_post" | "none",
+  ): Promise<void>;
   close(): Promise<void>;
-}> {
+}
+
+/**
+ * instance.json's `auth` for an Atrium that signs browsers in at `issuer` (and still takes
+ * its client-credentials tokens for TEST_AUDIENCE): org admins are TEST_ORG_ADMIN_GROUP.
+ */
+export function oidcSignInAuth(issuer: TestIssuer, options: { publicClient?: boolean } = {}) {
+  return {
+    adapter: "oidc",
+    issuer: issuer.issuer,
+    clientId: issuer.browserClientId,
+    ...(options.publicClient ? {} : { clientSecret: { env: "ATRIUM_TEST_OIDC_CLIENT_SECRET" } }),
+    audience: TEST_AUDIENCE,
+    scopes: ["openid", "profile", "email", "groups"],
+    claims: { orgRole: "groups", orgAdminValues: [TEST_ORG_ADMIN_GROUP] },
+  };
+}
+
+/**
+ * A real OpenID provider (oidc-provider) on 127.0.0.1 with one ES256 key. It issues ES256
+ * JWT access tokens for TEST_AUDIENCE through the client-credentials grant, and signs
+ * browsers in through its development login and consent pages (any password), with PKCE
+ * required and the account claims of testAccount().
+ */
+export async function startOidcIssuer(): Promise<TestIssuer> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
+  const issuer = `http://127.0.0.1:${port}`;
+  const browserClientId = `atrium-browser-${port}`;
   const { privateKey } = await generateKeyPair("ES256", { extractable: true });
   const provider = new Provider(issuer, {
     clients: [
@@ -36,14 +87,40 @@ export async function startOidcIssuer(): Promise<{
         id_token_signed_response_alg: "ES256",
       },
     ],
+    // Only an ES256 key exists, so every client signs ID tokens with it.
+    clientDefaults: { id_token_signed_response_alg: "ES256" },
     jwks: { keys: [{ ...(await exportJWK(privateKey)), kid: "test-es256", alg: "ES256", use: "sig" }] },
     scopes: ["api"],
+    claims: { openid: ["sub"], profile: ["name"], email: ["email"], groups: ["groups"] },
+    // ID tokens carry the profile claims, as most providers' do, not only the userinfo endpoint.
+    conformIdTokenClaims: false,
+    // Explicit lifetimes (in seconds), so the provider does not warn about its defaults.
+    ttl: {
+      AccessToken: 300,
+      AuthorizationCode: 60,
+      ClientCredentials: 300,
+      Grant: 3600,
+      IdToken: 300,
+      Interaction: 600,
+      Session: 3600,
+    },
+    findAccount: (_ctx: unknown, login: string) => ({
+      accountId: login,
+      claims: () => testAccount(login),
+    }),
+    pkce: { required: () => true },
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: true },
       clientCredentials: { enabled: true },
+      registration: {
+        enabled: true,
+        idFactory: () => browserClientId,
+        secretFactory: () => BROWSER_CLIENT_SECRET,
+      },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => TEST_AUDIENCE,
+        defaultResource: (_ctx: unknown, client: { clientId: string }) =>
+          client.clientId === TEST_CLIENT_ID ? TEST_AUDIENCE : undefined,
         useGrantedResource: () => true,
         getResourceServerInfo: () => ({
           scope: "api",
@@ -58,6 +135,7 @@ export async function startOidcIssuer(): Promise<{
   server.on("request", provider.callback());
   return {
     issuer,
+    browserClientId,
     async token() {
       const response = await fetch(`${issuer}/token`, {
         method: "POST",
@@ -75,10 +153,33 @@ export async function startOidcIssuer(): Promise<{
       if (!body.access_token) throw new Error(`the test issuer gave no token: ${JSON.stringify(body)}`);
       return body.access_token;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    async registerBrowserClient(atriumUrl, authMethod = "client_secret_basic") {
+      await registerClient(`${issuer}/reg`, {
+        redirect_uris: [`${atriumUrl}/auth/callback`],
+        grant_types: ["authorization_code"],
+        response_types: ["code"],
+        token_endpoint_auth_method: authMethod,
+      });
+    },
+    close: () => closeServer(server),
   };
+}
+
+/** RFC 7591 registration at an open registration endpoint; throws with the provider's answer on refusal. */
+export async function registerClient(endpoint: string, metadata: Record<string, unknown>): Promise<void> {
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(metadata),
+  });
+  if (response.status !== 201) {
+    throw new Error(`client registration answered ${response.status}: ${await response.text()}`);
+  }
+}
+
+export function closeServer(server: ReturnType<typeof createServer>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
 }

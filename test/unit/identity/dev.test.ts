@@ -11,7 +11,7 @@ describe("dev identity provider", () => {
   });
 
   it("a request without credentials is the local developer, an org admin", async () => {
-    const principal = await createDevProvider().authenticate(new Request(URL_));
+    const principal = await createDevProvider().authenticate(new Request(URL_), "rest");
     expect(principal).toBe(DEV_PRINCIPAL);
     expect(principal).toEqual({
       id: derivePrincipalId(DEV_ISSUER, "developer"),
@@ -32,7 +32,7 @@ describe("dev identity provider", () => {
   ] as const) {
     it(`a request with ${label} is refused with Unauthenticated, not treated as the developer`, async () => {
       const request = new Request(URL_, { headers: { Authorization: value } });
-      const outcome = createDevProvider().authenticate(request);
+      const outcome = createDevProvider().authenticate(request, "rest");
       await expect(outcome).rejects.toBeInstanceOf(Unauthenticated);
       await expect(outcome).rejects.toMatchObject({ code: "unauthenticated", status: 401 });
       await expect(outcome).rejects.toThrow(/accepts no credentials/);
@@ -41,6 +41,6 @@ describe("dev identity provider", () => {
 
   it("refuses the header whatever its case", async () => {
     const request = new Request(URL_, { headers: { AUTHORIZATION: "Bearer x" } });
-    await expect(createDevProvider().authenticate(request)).rejects.toBeInstanceOf(Unauthenticated);
+    await expect(createDevProvider().authenticate(request, "rest")).rejects.toBeInstanceOf(Unauthenticated);
   });
 });

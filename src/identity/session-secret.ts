@@ -1,0 +1,37 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
+import { BootError } from "../errors.ts";
+import { MIN_SESSION_SECRET_BYTES, type SessionConfig } from "../instance/schema.ts";
+import { writeFileAtomic } from "../storage/atomic.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+
+const GENERATED_SECRET_BYTES = 48;
+
+/**
+ * The secret that signs session cookies: the configured one, or under `dev` (which needs
+ * none configured) one generated on first boot and kept in the data root, mode 0600, so
+ * a restart does not sign everyone out.
+ */
+export async function sessionSecret(config: SessionConfig, layout: StorageLayout): Promise<string> {
+  if (config.secret !== undefined) return config.secret;
+  const path = layout.instanceSecretFile("session-secret");
+  const stored = await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw new BootError(`Cannot read the session secret ${path}: ${error.message}`);
+  });
+  if (stored !== undefined) {
+    const secret = stored.trim();
+    if (Buffer.byteLength(secret) < MIN_SESSION_SECRET_BYTES) {
+      throw new BootError(
+        `${path} holds a session secret shorter than ${MIN_SESSION_SECRET_BYTES} bytes; delete it and ` +
+          "Atrium makes a new one (everyone signed in is signed out).",
+      );
+    }
+    return secret;
+  }
+  const secret = randomBytes(GENERATED_SECRET_BYTES).toString("base64url");
+  await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
+  // writeFileAtomic creates the file 0600 before a byte is written, then renames it into place.
+  await writeFileAtomic(path, `${secret}\n`);
+  return secret;
+}

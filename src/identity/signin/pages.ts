@@ -1,0 +1,89 @@
+import { html, page, type SafeHtml } from "../../http/pages/html.ts";
+import type { Principal } from "../principal.ts";
+
+// The sign-in pages. Each is a whole page from page(): escaped, no scripts, no remote assets.
+
+const LOGOUT_PATH = "/auth/logout";
+
+function loginHref(returnTo: string): string {
+  return returnTo === "/" ? "/auth/login" : `/auth/login?return_to=${encodeURIComponent(returnTo)}`;
+}
+
+function who(principal: Principal): SafeHtml {
+  return principal.email === null
+    ? html`<strong>${principal.displayName}</strong>`
+    : html`<strong>${principal.displayName}</strong> (${principal.email})`;
+}
+
+const signOutForm = html`<form method="post" action="${LOGOUT_PATH}" class="actions">
+<button type="submit" class="primary">Sign out</button>
+</form>`;
+
+export function homePage(principal: Principal | undefined): Response {
+  if (!principal) {
+    return page(
+      "Atrium",
+      html`<p>You are not signed in.</p>
+<p class="actions"><a class="button" href="/auth/login">Sign in</a></p>`,
+    );
+  }
+  return page("Atrium", html`<p>Signed in as ${who(principal)}.</p>${signOutForm}`);
+}
+
+export function signOutPage(principal: Principal | undefined): Response {
+  if (!principal) {
+    return page(
+      "Sign out",
+      html`<p>You are not signed in.</p>
+<p class="actions"><a class="button" href="/auth/login">Sign in</a></p>`,
+    );
+  }
+  return page(
+    "Sign out",
+    html`<p>Signed in as ${who(principal)}.</p>
+<p>Signing out ends this browser's session here. It does not sign you out of your identity provider.</p>
+${signOutForm}`,
+  );
+}
+
+export function signedOutPage(): Response {
+  return page(
+    "Signed out",
+    html`<p>You are signed out of Atrium in this browser.</p>
+<p class="actions"><a class="button" href="/auth/login">Sign in again</a></p>`,
+  );
+}
+
+export function signInErrorPage(
+  title: string,
+  message: string,
+  status: number,
+  returnTo = "/",
+  detail?: string,
+): Response {
+  return page(
+    title,
+    html`<p>${message}</p>
+${detail === undefined ? "" : html`<p class="note">${detail}</p>`}
+<p class="actions"><a class="button" href="${loginHref(returnTo)}">Try signing in again</a></p>`,
+    status,
+  );
+}
+
+export function deactivatedPage(principal: Principal): Response {
+  return page(
+    "Account deactivated",
+    html`<p>${who(principal)} has been deactivated by an org admin of this Atrium, so you cannot use it.</p>
+<p>If you think this is a mistake, ask one of your org admins to reactivate you.</p>`,
+    403,
+  );
+}
+
+export function noProviderCallbackPage(): Response {
+  return page(
+    "Nothing to finish",
+    html`<p>This Atrium uses the <code>dev</code> identity provider: signing in needs no provider.</p>
+<p class="actions"><a class="button" href="/auth/login">Sign in</a></p>`,
+    404,
+  );
+}

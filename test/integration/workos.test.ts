@@ -1,0 +1,181 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodeJwt, decodeProtectedHeader } from "jose";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { derivePrincipalId } from "../../src/identity/principal.ts";
+import { SESSION_COOKIE, Sessions } from "../../src/identity/sessions.ts";
+import { parseInstance } from "../../src/instance/load.ts";
+import type { InstanceConfig } from "../../src/instance/schema.ts";
+import { createLogger } from "../../src/log.ts";
+import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import { StorageLayout } from "../../src/storage/paths.ts";
+import {
+  launchChromium,
+  newLoopbackContext,
+  signInWithBrowser,
+  startRedirectCatcher,
+} from "../helpers/browser.ts";
+import { TEST_SESSION } from "../helpers/oidc-issuer.ts";
+import {
+  startWorkosIssuer,
+  WORKOS_ADMIN,
+  WORKOS_API_KEY_ENV,
+  WORKOS_MEMBER,
+  WORKOS_ORG_ID,
+  type WorkosIssuer,
+} from "../helpers/workos-issuer.ts";
+
+/** The resource indicator configured in WorkOS for Atrium's API: the `aud` of its tokens. */
+const ATRIUM_AUDIENCE = "https://atrium.test/workos";
+
+let workos: WorkosIssuer;
+let atrium: RunningAtrium;
+let config: InstanceConfig;
+let dir: string;
+let catcher: Awaited<ReturnType<typeof startRedirectCatcher>>;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+
+beforeAll(async () => {
+  workos = await startWorkosIssuer();
+  catcher = await startRedirectCatcher();
+  dir = await mkdtemp(join(tmpdir(), "atrium-workos-"));
+  config = parseInstance(
+    {
+      auth: {
+        adapter: "workos",
+        authkitDomain: workos.authkitDomain,
+        clientId: workos.clientId,
+        apiKey: { env: WORKOS_API_KEY_ENV },
+        audience: ATRIUM_AUDIENCE,
+      },
+      session: TEST_SESSION,
+      storage: { root: "./data" },
+      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
+    },
+    { source: "test", baseDir: dir },
+  );
+  atrium = await startAtrium(config, { log: createLogger("silent") });
+  await workos.registerAtrium(atrium.url);
+  browser = await launchChromium();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await atrium?.close();
+  await catcher?.close();
+  await workos?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  context = await newLoopbackContext(browser);
+  page = await context.newPage();
+});
+
+afterEach(async () => {
+  await context?.close();
+});
+
+async function signedInPrincipal() {
+  const cookie = (await context.cookies(atrium.url)).find((c) => c.name === SESSION_COOKIE);
+  const sessions = new Sessions(new StorageLayout(config.storage.root), {
+    secret: config.session.secret ?? "",
+    maxAgeSeconds: config.session.maxAgeSeconds,
+    secureCookies: false,
+  });
+  const found = await sessions.lookup(
+    new Request(atrium.url, { headers: { cookie: `${SESSION_COOKIE}=${cookie?.value ?? ""}` } }),
+  );
+  if (found.kind !== "signed-in") throw new Error(`no session: ${found.kind}`);
+  return found.principal;
+}
+
+function listUsers(token: string): Promise<Response> {
+  return fetch(`${atrium.url}/v1/users`, { headers: { authorization: `Bearer ${token}` } });
+}
+
+describe("the workos adapter", () => {
+  it("resolves to AuthKit's endpoints with the API key as a client_secret_post secret", () => {
+    expect(config.auth).toMatchObject({
+      adapter: "workos",
+      issuer: workos.authkitDomain,
+      clientId: workos.clientId,
+      clientSecret: process.env[WORKOS_API_KEY_ENV],
+      clientAuthMethod: "client_secret_post",
+      claims: { orgRole: "role", orgAdminValues: ["admin"] },
+    });
+  });
+
+  it("signs a WorkOS admin in through AuthKit in the browser, as an org admin named from the ID token", async () => {
+    await signInWithBrowser(page, atrium.url, WORKOS_ADMIN.id);
+    expect(await page.textContent("main")).toContain("Signed in as Ada Admin (ada@workos.example)");
+    expect(await signedInPrincipal()).toEqual({
+      id: derivePrincipalId(workos.authkitDomain, WORKOS_ADMIN.id),
+      displayName: "Ada Admin",
+      email: WORKOS_ADMIN.email,
+      orgRole: "admin",
+    });
+  });
+
+  it("a WorkOS member signs in as an org member", async () => {
+    await signInWithBrowser(page, atrium.url, WORKOS_MEMBER.id);
+    expect(await signedInPrincipal()).toMatchObject({
+      id: derivePrincipalId(workos.authkitDomain, WORKOS_MEMBER.id),
+      orgRole: "member",
+    });
+  });
+
+  it("accepts a WorkOS user access token for Atrium's audience at REST, with the role it carries", async () => {
+    const adminToken = await workos.userAccessToken(page, WORKOS_ADMIN, ATRIUM_AUDIENCE, catcher.redirectUri);
+    expect(decodeProtectedHeader(adminToken)).toMatchObject({ alg: "RS256" });
+    expect(decodeJwt(adminToken)).toMatchObject({
+      iss: workos.authkitDomain,
+      aud: ATRIUM_AUDIENCE,
+      sub: WORKOS_ADMIN.id,
+      org_id: WORKOS_ORG_ID,
+      role: "admin",
+      permissions: WORKOS_ADMIN.permissions,
+      sid: expect.stringMatching(/^app_consent_01/),
+      client_id: expect.stringMatching(/^client_01/),
+    });
+    const listed = await listUsers(adminToken);
+    expect(listed.status).toBe(200);
+    const body = (await listed.json()) as { users: Array<{ id: string; orgRole: string }> };
+    expect(body.users).toContainEqual(
+      expect.objectContaining({
+        id: derivePrincipalId(workos.authkitDomain, WORKOS_ADMIN.id),
+        orgRole: "admin",
+      }),
+    );
+
+    // Another browser: AuthKit still has the admin signed in in this one.
+    const memberContext = await newLoopbackContext(browser);
+    try {
+      const memberToken = await workos.userAccessToken(
+        await memberContext.newPage(),
+        WORKOS_MEMBER,
+        ATRIUM_AUDIENCE,
+        catcher.redirectUri,
+      );
+      expect(decodeJwt(memberToken)).toMatchObject({ sub: WORKOS_MEMBER.id, role: "member" });
+      expect((await listUsers(memberToken)).status).toBe(403);
+    } finally {
+      await memberContext.close();
+    }
+  });
+
+  it("refuses a WorkOS access token issued for another resource", async () => {
+    const token = await workos.userAccessToken(
+      page,
+      WORKOS_ADMIN,
+      "https://other-api.example",
+      catcher.redirectUri,
+    );
+    expect(decodeJwt(token).aud).toBe("https://other-api.example");
+    expect((await listUsers(token)).status).toBe(401);
+  });
+});
