@@ -262,7 +262,8 @@ function checkToolNameSeparator() {
   for (const f of files) {
     if (f.rel === TOOL_NAMES_MODULE) continue;
     for (const lit of f.literals) {
-      if (!lit.value.includes("__")) continue;
+      // Cookie name prefixes (RFC 6265bis `__Host-`, `__Secure-`) are not tool names.
+      if (!lit.value.replace(/^__(Host|Secure)-/, "").includes("__")) continue;
       found.push({
         file: f.rel,
         line: f.lineOf(lit.start),

@@ -19,7 +19,11 @@ export class InvalidInput extends AtriumError {
 }
 
 export class Unauthenticated extends AtriumError {
-  constructor(message = "Sign in first: this request carries no credential Atrium accepts.") {
+  constructor(
+    message = "Sign in first: this request carries no credential Atrium accepts.",
+    /** The `WWW-Authenticate` value that tells a client how to get a credential. */
+    readonly challenge = "Bearer",
+  ) {
     super("unauthenticated", 401, message);
   }
 }
@@ -27,6 +31,16 @@ export class Unauthenticated extends AtriumError {
 export class Forbidden extends AtriumError {
   constructor(message: string) {
     super("forbidden", 403, message);
+  }
+}
+
+/** The token is good but lacks a scope this call needs (RFC 6750 §3.1), so a client can step up. */
+export class InsufficientScope extends AtriumError {
+  constructor(
+    message: string,
+    readonly challenge: string,
+  ) {
+    super("insufficient_scope", 403, message);
   }
 }
 

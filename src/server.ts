@@ -1,17 +1,21 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BootError } from "./errors.ts";
-import { createApp } from "./http/app.ts";
+import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
 import { createFrontServer } from "./http/mcp/front-server.ts";
 import type { IdentityProvider } from "./identity/provider.ts";
 import { createDevProvider } from "./identity/providers/dev.ts";
 import { createOidcProvider } from "./identity/providers/oidc.ts";
+import { sessionSecret } from "./identity/session-secret.ts";
+import { Sessions, secureCookiesFor } from "./identity/sessions.ts";
 import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
+import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import { FileStore } from "./platform/files/store.ts";
 import { createWorkspaceRegistry } from "./platform/index.ts";
 import type { PlatformServices } from "./platform/services.ts";
@@ -43,6 +47,8 @@ export interface RunningAtrium {
   users: UserDirectory;
   firstWorkspace: FirstWorkspace;
   registries: IdleCache<SourceRegistry>;
+  sessions: Sessions;
+  oauth: AuthorizationServer;
   close(): Promise<void>;
 }
 
@@ -96,7 +102,29 @@ export async function startAtrium(
     publicUrl: () => publicUrl,
     maxBodyBytes: config.http.maxBodyBytes,
   };
-  const app = createApp(deps, options.identityProvider ?? createProvider(config), endpoint, log);
+  const secret = await sessionSecret(config.session, layout);
+  const sessions = new Sessions(layout, {
+    secret,
+    maxAgeSeconds: config.session.maxAgeSeconds,
+    secureCookies: secureCookiesFor(config.http.publicUrl),
+  });
+  const oauth = await createAuthorizationServer({
+    layout,
+    config: config.oauth,
+    publicUrl: () => publicUrl,
+    users,
+    log,
+  });
+  const pending = new PendingAuthorizations(layout, secret);
+  await pending.sweep();
+  const security: Security = {
+    auth: config.auth,
+    provider: options.identityProvider ?? createProvider(config),
+    sessions,
+    oauth,
+    pending,
+  };
+  const app = createApp(deps, security, endpoint, log);
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, () =>
@@ -117,6 +145,8 @@ export async function startAtrium(
     users,
     firstWorkspace,
     registries,
+    sessions,
+    oauth,
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -1,11 +1,18 @@
 import { Hono } from "hono";
 import type { IdentityProvider } from "../identity/provider.ts";
+import type { Sessions } from "../identity/sessions.ts";
+import { signInRoutes } from "../identity/signin/routes.ts";
+import type { InstanceConfig } from "../instance/schema.ts";
 import type { Logger } from "../log.ts";
+import type { PendingAuthorizations } from "../oauth/authorize/pending.ts";
+import { authorizeRoutes } from "../oauth/authorize/routes.ts";
+import { isOAuthPublicPath } from "../oauth/routes/cors.ts";
+import type { AuthorizationServer } from "../oauth/server.ts";
 import { PLATFORM_APPS } from "../platform/index.ts";
 import type { AppEnv, RouteDeps } from "./context.ts";
 import { errorBody, errorHandler } from "./error-response.ts";
 import type { McpEndpoint } from "./mcp/endpoint.ts";
-import { authenticate } from "./middleware/authenticate.ts";
+import { type Authenticators, authenticateMcp, authenticateRest } from "./middleware/authenticate.ts";
 import { bodyLimit } from "./middleware/body-limit.ts";
 import { originGuard } from "./middleware/origin-guard.ts";
 import { requestLog } from "./middleware/request-log.ts";
@@ -19,14 +26,24 @@ import { workspaceRoutes } from "./routes/workspaces.ts";
 
 const UPLOAD_PATH = /^\/v1\/workspaces\/[^/]+\/files$/;
 
+/** Who can vouch for a caller: the identity provider, browser sessions, Atrium's own OAuth server. */
+export interface Security {
+  auth: InstanceConfig["auth"];
+  provider: IdentityProvider;
+  sessions: Sessions;
+  oauth: AuthorizationServer;
+  pending: PendingAuthorizations;
+}
+
 /**
  * The order of middleware is the security story: log every request, refuse foreign
- * hosts and origins, cap the body, authenticate, and only then let a route (which gates
- * its workspace itself) see the request.
+ * hosts and origins (except on the OAuth endpoints browser-based clients call from their
+ * own origin, which take no cookie), cap the body, authenticate /mcp and /v1, and only
+ * then let a route (which gates its workspace itself) see the request.
  */
 export function createApp(
   deps: RouteDeps,
-  provider: IdentityProvider,
+  security: Security,
   endpoint: McpEndpoint,
   log: Logger,
 ): Hono<AppEnv> {
@@ -36,15 +53,45 @@ export function createApp(
 
   app.use("*", requestLog(log));
   app.route("/", healthRoutes());
-  app.use("*", originGuard(deps.publicUrl));
+  app.use("*", originGuard(deps.publicUrl, isOAuthPublicPath));
   app.use(
     "*",
     bodyLimit(deps.maxBodyBytes, (path, method) => method === "POST" && UPLOAD_PATH.test(path)),
   );
-  app.use("/mcp/*", authenticate(provider, deps.users));
-  app.use("/v1/*", authenticate(provider, deps.users));
+  const authenticators: Authenticators = {
+    provider: security.provider,
+    sessions: security.sessions,
+    tokens: security.oauth.tokens,
+    users: deps.users,
+    publicUrl: deps.publicUrl,
+  };
+  app.use("/mcp/*", authenticateMcp(authenticators));
+  app.use("/v1/*", authenticateRest(authenticators));
 
-  app.route("/", mcpRoutes(endpoint, deps.workspaces));
+  app.route("/", security.oauth.routes());
+  app.route(
+    "/",
+    authorizeRoutes({
+      clients: security.oauth.clients,
+      codes: security.oauth.codes,
+      pending: security.pending,
+      sessions: security.sessions,
+      users: deps.users,
+      workspaces: deps.workspaces,
+      publicUrl: deps.publicUrl,
+    }),
+  );
+  app.route(
+    "/",
+    signInRoutes({
+      auth: security.auth,
+      sessions: security.sessions,
+      users: deps.users,
+      publicUrl: deps.publicUrl,
+      log,
+    }),
+  );
+  app.route("/", mcpRoutes(endpoint, deps));
   app.route("/", bootstrapRoutes(deps));
   app.route("/", workspaceRoutes(deps));
   app.route("/", memberRoutes(deps));

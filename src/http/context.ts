@@ -15,6 +15,8 @@ export interface AppEnv {
     requestId: string;
     principal: Principal;
     admission: Admission;
+    /** Set when an Atrium access token authenticated the request: what the person granted its client. */
+    grant?: { clientId: string; scopes: string[] };
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AtriumError } from "../errors.ts";
+import { AtriumError, InsufficientScope, Unauthenticated } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
 import type { AppEnv } from "./context.ts";
@@ -18,7 +18,9 @@ export function errorHandler(log: Logger): (error: unknown, c: Context<AppEnv>) 
 function errorResponse(error: unknown, c: Context<AppEnv>, log: Logger): Response {
   if (error instanceof AtriumError) {
     const headers: Record<string, string> = {};
-    if (error.status === 401) headers["www-authenticate"] = "Bearer";
+    if (error instanceof Unauthenticated || error instanceof InsufficientScope) {
+      headers["www-authenticate"] = error.challenge;
+    }
     return c.json(errorBody(error.code, error.message), error.status as ContentfulStatusCode, headers);
   }
   if (error instanceof InvalidPathSegment) {

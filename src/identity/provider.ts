@@ -7,5 +7,11 @@ import type { Principal } from "./principal.ts";
  */
 export interface IdentityProvider {
   readonly name: string;
-  authenticate(request: Request): Promise<Principal | undefined>;
+  authenticate(request: Request, surface: Surface): Promise<Principal | undefined>;
 }
+
+/**
+ * Where the request arrived. A provider's own token is for REST; at /mcp/ws_… only
+ * configured first-party clients may present one, everyone else authorizes through Atrium.
+ */
+export type Surface = "mcp" | "rest";

@@ -28,6 +28,18 @@ export class Router {
     return lists.flat();
   }
 
+  /** The tool as its source lists it, or `undefined` when no source of this workspace has it. */
+  async findTool(registry: SourceRegistry, name: string): Promise<Tool | undefined> {
+    const parts = splitToolName(name);
+    const source = parts ? registry.get(parts.source) : undefined;
+    if (!parts || !source) return undefined;
+    try {
+      return (await source.listTools()).find((tool) => tool.name === parts.tool);
+    } catch {
+      return undefined;
+    }
+  }
+
   async callTool(
     registry: SourceRegistry,
     caller: Caller,

@@ -21,7 +21,8 @@ export class McpEndpoint {
     await this.server.connect(this.mux);
   }
 
-  async handle(request: Request, caller: AdmittedCaller): Promise<Response> {
+  /** `body` is the request's JSON, already read by readJsonBody (the route looks at it first). */
+  async handle(request: Request, caller: AdmittedCaller, body: unknown): Promise<Response> {
     const version = request.headers.get("mcp-protocol-version");
     if (version !== null && !ACCEPTED_PROTOCOL_VERSIONS.includes(version)) {
       return jsonRpcError(
@@ -36,7 +37,7 @@ export class McpEndpoint {
     http.onmessage = (message, extra) => this.mux.receive(message, extra, http);
     return http.handleRequest(request, {
       authInfo: { token: "", clientId: "", scopes: [], extra: { atrium: caller } },
-      parsedBody: await readJsonBody(request),
+      parsedBody: body,
     });
   }
 
@@ -51,7 +52,7 @@ export class McpEndpoint {
  * cost in bench/run.ts). The body limit is enforced before this by http/middleware/body-limit.ts.
  * Text that is not JSON becomes a value the transport's JSON-RPC validation refuses with -32700.
  */
-async function readJsonBody(request: Request): Promise<unknown> {
+export async function readJsonBody(request: Request): Promise<unknown> {
   const text = await request.text();
   try {
     return JSON.parse(text);

@@ -1,19 +1,124 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { Forbidden, Unauthenticated } from "../../errors.ts";
+import type { Principal } from "../../identity/principal.ts";
 import type { IdentityProvider } from "../../identity/provider.ts";
+import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
+import { resourceMetadataUrl } from "../../oauth/metadata.ts";
+import { DEFAULT_SCOPES } from "../../oauth/scopes.ts";
+import type { AccessTokens } from "../../oauth/tokens.ts";
+import { isWorkspaceId } from "../../workspace/ids.ts";
 import type { AppEnv } from "../context.ts";
+import { workspaceMcpUrl } from "../urls.ts";
 
-/** Every route after this one knows who is calling; no credential, no entry. */
-export function authenticate(provider: IdentityProvider, users: UserDirectory): MiddlewareHandler<AppEnv> {
+/** The ways a request can say who it is, and the directory that knows each person. */
+export interface Authenticators {
+  provider: IdentityProvider;
+  sessions: Pick<Sessions, "lookup">;
+  tokens: Pick<AccessTokens, "isAtriumToken" | "verify">;
+  users: UserDirectory;
+  publicUrl: () => string;
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i;
+const MCP_PATH = /^\/mcp\/([^/]+)$/;
+
+/**
+ * /mcp/ws_…: an Atrium access token whose audience is exactly this URL, or whatever the
+ * identity provider accepts here (the developer under `dev`; a first-party client's token).
+ * A browser's session cookie is never enough at an MCP URL. A refusal carries the
+ * challenge that sends a client to this workspace's protected-resource metadata.
+ */
+export function authenticateMcp(auth: Authenticators): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const principal = await provider.authenticate(c.req.raw);
-    if (!principal) throw new Unauthenticated();
-    await users.record(principal);
-    // Rechecked on every request, so deactivation cuts the person's next call on every surface.
-    if (users.isDeactivated(principal.id))
-      throw new Forbidden("This account has been deactivated by an org admin.");
-    c.set("principal", principal);
+    const workspaceId = MCP_PATH.exec(c.req.path)?.[1] ?? "";
+    const token = bearerToken(c);
+    let principal: Principal | undefined;
+    try {
+      if (token !== undefined && auth.tokens.isAtriumToken(token)) {
+        const claims = await auth.tokens
+          .verify(token, workspaceMcpUrl(auth.publicUrl(), workspaceId))
+          .catch(() => {
+            throw new Unauthenticated("The access token is invalid, expired or not for this workspace URL.");
+          });
+        principal = await knownPerson(auth.users, claims.sub);
+        c.set("grant", { clientId: claims.clientId, scopes: claims.scopes });
+      } else {
+        principal = await auth.provider.authenticate(c.req.raw, "mcp");
+      }
+      if (!principal) throw new Unauthenticated();
+    } catch (error) {
+      if (!(error instanceof Unauthenticated)) throw error;
+      throw new Unauthenticated(
+        error.message,
+        mcpChallenge(auth.publicUrl(), workspaceId, token !== undefined),
+      );
+    }
+    await admitPerson(c, auth.users, principal);
     await next();
   };
+}
+
+/**
+ * /v1/…: a signed-in browser's session cookie, or a bearer credential the identity
+ * provider accepts (under `dev`, no credential at all is the developer). A cookie that
+ * is forged, expired or signed out is refused, never read as "no cookie".
+ */
+export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const token = bearerToken(c);
+    let principal: Principal | undefined;
+    if (token !== undefined && auth.tokens.isAtriumToken(token)) {
+      throw new Unauthenticated(
+        "Atrium access tokens are for the workspace MCP URL they were issued for; REST takes a session or a provider token.",
+      );
+    }
+    if (c.req.header("authorization") === undefined) {
+      const session = await auth.sessions.lookup(c.req.raw);
+      if (session.kind === "invalid") {
+        throw new Unauthenticated("Your session has ended or is not valid: sign in again at /auth/login.");
+      }
+      if (session.kind === "signed-in") principal = session.principal;
+    }
+    principal ??= await auth.provider.authenticate(c.req.raw, "rest");
+    if (!principal) throw new Unauthenticated();
+    await admitPerson(c, auth.users, principal);
+    await next();
+  };
+}
+
+function bearerToken(c: Context<AppEnv>): string | undefined {
+  const header = c.req.header("authorization");
+  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+}
+
+/** An Atrium token names a person by id; they must be someone who has signed in here. */
+async function knownPerson(users: UserDirectory, principalId: string): Promise<Principal> {
+  const profile = await users.get(principalId);
+  if (!profile)
+    throw new Unauthenticated("The access token names nobody this instance knows; authorize again.");
+  return {
+    id: profile.id,
+    displayName: profile.displayName,
+    email: profile.email,
+    orgRole: profile.orgRole,
+  };
+}
+
+async function admitPerson(c: Context<AppEnv>, users: UserDirectory, principal: Principal): Promise<void> {
+  await users.record(principal);
+  // Rechecked on every request, so deactivation cuts the person's next call on every surface.
+  if (users.isDeactivated(principal.id))
+    throw new Forbidden("This account has been deactivated by an org admin.");
+  c.set("principal", principal);
+}
+
+/** RFC 9728 §5.1: where to learn how to authorize for this URL (only for a well-formed one). */
+function mcpChallenge(publicUrl: string, workspaceId: string, tokenPresented: boolean): string {
+  const parts = tokenPresented ? ['error="invalid_token"'] : [];
+  if (isWorkspaceId(workspaceId)) {
+    parts.push(`resource_metadata="${resourceMetadataUrl(publicUrl, workspaceId)}"`);
+    parts.push(`scope="${DEFAULT_SCOPES.join(" ")}"`);
+  }
+  return parts.length === 0 ? "Bearer" : `Bearer ${parts.join(", ")}`;
 }

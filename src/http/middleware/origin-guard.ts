@@ -6,9 +6,14 @@ import { errorBody } from "../error-response.ts";
 /**
  * DNS-rebinding protection. A browser page on a foreign name that resolves to this host
  * sends its own name in Host and Origin; both must be this instance's public host or a
- * loopback name. A request without Origin (a non-browser client) passes the Origin check.
+ * loopback name. A request without Origin (a non-browser client) passes the Origin check,
+ * and so do the paths `anyOrigin` names: endpoints that read no cookie, so a foreign page
+ * gains nothing by calling them.
  */
-export function originGuard(publicUrl: () => string): MiddlewareHandler<AppEnv> {
+export function originGuard(
+  publicUrl: () => string,
+  anyOrigin: (path: string) => boolean,
+): MiddlewareHandler<AppEnv> {
   // Parsed once per public URL (it changes only when the listener binds), not per request.
   let parsedFrom = "";
   let publicHost = "";
@@ -25,7 +30,7 @@ export function originGuard(publicUrl: () => string): MiddlewareHandler<AppEnv> 
       return c.json(errorBody("forbidden_host", `Requests for host "${host}" are not served here.`), 403);
     }
     const origin = c.req.header("origin");
-    if (origin !== undefined && !allowedOrigin(origin, publicOrigin)) {
+    if (origin !== undefined && !anyOrigin(c.req.path) && !allowedOrigin(origin, publicOrigin)) {
       return c.json(errorBody("forbidden_origin", `Requests from origin "${origin}" are not accepted.`), 403);
     }
     await next();

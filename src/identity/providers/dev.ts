@@ -13,8 +13,9 @@ export const DEV_PRINCIPAL: Principal = Object.freeze({
 
 /**
  * `dev`: every request is the one local developer, an org admin. It is chosen in
- * instance.json like any provider, never assumed. It accepts no credentials, so a request
- * that presents one is refused rather than silently treated as the developer.
+ * instance.json like any provider, never assumed. It accepts no credentials of its own
+ * (Atrium's access tokens are checked before a provider is asked), so a request that
+ * presents one is refused rather than silently treated as the developer.
  */
 export function createDevProvider(): IdentityProvider {
   return {

@@ -28,7 +28,7 @@ export function createOidcProvider(auth: OidcAuth): IdentityProvider {
 
   return {
     name: "oidc",
-    async authenticate(request) {
+    async authenticate(request, surface) {
       const header = request.headers.get("authorization");
       if (header === null) return undefined;
       const token = /^Bearer ([A-Za-z0-9._~+/=-]+)$/.exec(header)?.[1];
@@ -53,9 +53,21 @@ export function createOidcProvider(auth: OidcAuth): IdentityProvider {
         // The reason stays in this process: a caller learns only that the token was refused.
         throw new Unauthenticated("The bearer token was refused: sign in again to get a fresh one.");
       }
+      if (surface === "mcp" && !isFirstPartyToken(payload, auth)) {
+        throw new Unauthenticated(
+          "This token was issued by the identity provider to another application; an MCP client " +
+            "gets a token for this workspace from Atrium (see the resource_metadata in this challenge).",
+        );
+      }
       return principalFrom(payload, auth);
     },
   };
+}
+
+/** Whose token it is: `azp` (OpenID) or `client_id` (RFC 9068), checked against the configured list. */
+function isFirstPartyToken(payload: JWTPayload, auth: OidcAuth): boolean {
+  const client = payload.azp ?? payload.client_id;
+  return typeof client === "string" && auth.firstPartyClients.includes(client);
 }
 
 export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {

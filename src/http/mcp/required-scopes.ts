@@ -1,0 +1,28 @@
+import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import { SCOPE_READ, SCOPE_WRITE } from "../../oauth/scopes.ts";
+
+/**
+ * The scopes a JSON-RPC body needs, decided before the MCP transport sees it so a client
+ * gets an HTTP 403 it can step up from. Calling a tool its source marks read-only needs
+ * `mcp:read`; any other tool (unknown ones too) needs `mcp:write`; every other method
+ * (initialize, listing, reading resources, ping) needs `mcp:read`.
+ */
+export async function requiredScopes(
+  body: unknown,
+  findTool: (name: string) => Promise<Tool | undefined>,
+): Promise<string[]> {
+  const messages = Array.isArray(body) ? body : [body];
+  const required = new Set<string>([SCOPE_READ]);
+  for (const message of messages) {
+    if (!isToolCall(message)) continue;
+    const tool = await findTool(message.params.name);
+    if (tool?.annotations?.readOnlyHint !== true) required.add(SCOPE_WRITE);
+  }
+  return [...required];
+}
+
+function isToolCall(message: unknown): message is { params: { name: string } } {
+  if (typeof message !== "object" || message === null) return false;
+  const { method, params } = message as { method?: unknown; params?: { name?: unknown } };
+  return method === "tools/call" && typeof params?.name === "string";
+}

@@ -1,0 +1,103 @@
+import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { workspaceOfResource } from "../../http/urls.ts";
+import type { ClientRegistry } from "../clients.ts";
+import { redirectUriMatches } from "../redirect-uris.ts";
+import { parseScopeParam } from "../scopes.ts";
+
+/** A request to /oauth/authorize that passed every check; what consent is asked for. */
+export interface AuthorizationRequest {
+  client: OAuthClientInformationFull;
+  redirectUri: string;
+  codeChallenge: string;
+  scopes: string[];
+  resource: string;
+  workspaceId: string;
+  state: string | undefined;
+}
+
+/**
+ * Until the client and its redirect URI are known good, a problem is shown to the person
+ * (redirecting to an unchecked URI would make Atrium an open redirector); after that, it
+ * goes back to the client as an OAuth error (RFC 6749 §4.1.2.1).
+ */
+export type ParsedAuthorization =
+  | { kind: "ok"; request: AuthorizationRequest }
+  | { kind: "show"; status: number; message: string }
+  | { kind: "redirect"; redirectUri: string; state: string | undefined; error: string; description: string };
+
+export async function parseAuthorizationRequest(
+  query: URLSearchParams,
+  clients: Pick<ClientRegistry, "find">,
+  publicUrl: string,
+): Promise<ParsedAuthorization> {
+  const single = (name: string): string | undefined => {
+    const values = query.getAll(name);
+    return values.length === 1 ? values[0] : undefined;
+  };
+  const clientId = single("client_id");
+  if (!clientId) return show(400, "The request names no client (client_id is missing or repeated).");
+  let client: OAuthClientInformationFull | undefined;
+  try {
+    client = await clients.find(clientId);
+  } catch (error) {
+    return show(400, `The client "${clientId}" could not be used: ${(error as Error).message}`);
+  }
+  if (!client)
+    return show(400, `No client "${clientId}" is registered here; the application must register again.`);
+
+  const presented = single("redirect_uri");
+  // OAuth 2.1 lets a client with exactly one registered redirect URI leave it out.
+  const redirectUri = presented ?? (client.redirect_uris.length === 1 ? client.redirect_uris[0] : undefined);
+  if (!redirectUri) return show(400, "The request has no redirect_uri and the client registered several.");
+  if (!redirectUriMatches(client.redirect_uris, redirectUri)) {
+    return show(400, `The redirect URI ${redirectUri} is not one this client registered.`);
+  }
+
+  const state = single("state");
+  const fail = (error: string, description: string): ParsedAuthorization => ({
+    kind: "redirect",
+    redirectUri,
+    state,
+    error,
+    description,
+  });
+  if (single("response_type") !== "code") {
+    return fail("unsupported_response_type", "Only response_type=code is supported.");
+  }
+  if (client.grant_types && !client.grant_types.includes("authorization_code")) {
+    return fail("unauthorized_client", "This client did not register the authorization_code grant.");
+  }
+  const codeChallenge = single("code_challenge");
+  if (!codeChallenge || !/^[A-Za-z0-9_-]{43}$/.test(codeChallenge)) {
+    return fail("invalid_request", "A PKCE code_challenge (S256, 43 base64url characters) is required.");
+  }
+  // Without a method, RFC 7636 means `plain`, which is refused like an explicit one.
+  if (single("code_challenge_method") !== "S256") {
+    return fail("invalid_request", "code_challenge_method must be S256; plain PKCE is not accepted.");
+  }
+  const resource = single("resource");
+  if (!resource) {
+    return fail("invalid_request", "The resource parameter is required: the workspace's MCP URL (RFC 8707).");
+  }
+  const workspaceId = workspaceOfResource(publicUrl, resource);
+  if (!workspaceId) {
+    return fail(
+      "invalid_target",
+      `The resource must be one workspace MCP URL of this instance, ${publicUrl}/mcp/ws_….`,
+    );
+  }
+  let scopes: string[];
+  try {
+    scopes = parseScopeParam(single("scope"));
+  } catch (error) {
+    return fail("invalid_scope", (error as Error).message);
+  }
+  return {
+    kind: "ok",
+    request: { client, redirectUri, codeChallenge, scopes, resource, workspaceId, state },
+  };
+}
+
+function show(status: number, message: string): ParsedAuthorization {
+  return { kind: "show", status, message };
+}

@@ -1,0 +1,154 @@
+import { createHash, randomBytes } from "node:crypto";
+import { expect } from "vitest";
+import type { TestAtrium } from "./atrium.ts";
+import { testPrincipal } from "./atrium.ts";
+
+export const REDIRECT_URI = "http://127.0.0.1:3999/callback";
+
+export function pkcePair(): { verifier: string; challenge: string } {
+  const verifier = randomBytes(32).toString("base64url");
+  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
+}
+
+/** A signed-in browser's cookie for `user`, made by the instance's own session store. */
+export async function sessionCookie(t: TestAtrium, user: string): Promise<string> {
+  // As the sign-in callback does: the person is known to the directory, then signed in.
+  await t.atrium.users.record(testPrincipal(user));
+  const setCookie = await t.atrium.sessions.start(testPrincipal(user));
+  return setCookie.split(";")[0] as string;
+}
+
+export async function registerClient(
+  t: TestAtrium,
+  metadata: Record<string, unknown> = {},
+): Promise<{ client_id: string; [key: string]: unknown }> {
+  const response = await fetch(`${t.url}/oauth/register`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      client_name: "Test MCP client",
+      redirect_uris: [REDIRECT_URI],
+      token_endpoint_auth_method: "none",
+      ...metadata,
+    }),
+  });
+  expect(response.status).toBe(201);
+  return (await response.json()) as { client_id: string };
+}
+
+export interface AuthorizeParams {
+  clientId: string;
+  workspaceId: string;
+  challenge: string;
+  scope?: string;
+  state?: string;
+  redirectUri?: string;
+  /** Replaces or (with `undefined`) removes any parameter. */
+  overrides?: Record<string, string | undefined>;
+}
+
+export function authorizeQuery(t: TestAtrium, params: AuthorizeParams): string {
+  const values: Record<string, string | undefined> = {
+    response_type: "code",
+    client_id: params.clientId,
+    redirect_uri: params.redirectUri ?? REDIRECT_URI,
+    code_challenge: params.challenge,
+    code_challenge_method: "S256",
+    resource: `${t.url}/mcp/${params.workspaceId}`,
+    scope: params.scope ?? "mcp:read mcp:write",
+    state: params.state ?? "state-1",
+    ...params.overrides,
+  };
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(values)) if (value !== undefined) query.set(name, value);
+  return query.toString();
+}
+
+/** GET /oauth/authorize with a cookie, without following redirects. */
+export function authorize(
+  t: TestAtrium,
+  cookie: string | undefined,
+  params: AuthorizeParams,
+): Promise<Response> {
+  return fetch(`${t.url}/oauth/authorize?${authorizeQuery(t, params)}`, {
+    redirect: "manual",
+    headers: cookie ? { cookie } : {},
+  });
+}
+
+/** The hidden request id a consent page carries. */
+export function consentRequestId(html: string): string {
+  const id = /name="request" value="([^"]+)"/.exec(html)?.[1];
+  if (!id) throw new Error(`No consent form in: ${html.slice(0, 500)}`);
+  return id;
+}
+
+export function decide(
+  t: TestAtrium,
+  cookie: string,
+  requestId: string,
+  decision: string,
+): Promise<Response> {
+  return fetch(`${t.url}/oauth/authorize`, {
+    method: "POST",
+    redirect: "manual",
+    headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: t.url },
+    body: new URLSearchParams({ request: requestId, decision }).toString(),
+  });
+}
+
+export function tokenRequest(t: TestAtrium, form: Record<string, string>): Promise<Response> {
+  return fetch(`${t.url}/oauth/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(form).toString(),
+  });
+}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token?: string;
+  scope: string;
+  expires_in: number;
+}
+
+/** The whole authorization-code flow for `user` at one workspace, as a client would run it. */
+export async function obtainTokens(
+  t: TestAtrium,
+  user: string,
+  workspaceId: string,
+  options: { scope?: string; cookie?: string; clientId?: string } = {},
+): Promise<Tokens & { clientId: string }> {
+  const cookie = options.cookie ?? (await sessionCookie(t, user));
+  const clientId = options.clientId ?? (await registerClient(t)).client_id;
+  const { verifier, challenge } = pkcePair();
+  const consent = await authorize(t, cookie, { clientId, workspaceId, challenge, scope: options.scope });
+  expect(consent.status).toBe(200);
+  const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+  expect(decision.status).toBe(303);
+  const code = new URL(decision.headers.get("location") as string).searchParams.get("code") as string;
+  const response = await tokenRequest(t, {
+    grant_type: "authorization_code",
+    code,
+    redirect_uri: REDIRECT_URI,
+    client_id: clientId,
+    code_verifier: verifier,
+    resource: `${t.url}/mcp/${workspaceId}`,
+  });
+  expect(response.status).toBe(200);
+  return { ...((await response.json()) as Tokens), clientId };
+}
+
+/** One JSON-RPC request to /mcp/<ws> with a bearer token. */
+export function mcpPost(t: TestAtrium, workspaceId: string, token: string, body: unknown): Promise<Response> {
+  return fetch(`${t.url}/mcp/${workspaceId}`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2025-11-25",
+    },
+    body: JSON.stringify(body),
+  });
+}

@@ -1,0 +1,336 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { generateKeyPair, SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import {
+  authorize,
+  consentRequestId,
+  decide,
+  mcpPost,
+  obtainTokens,
+  pkcePair,
+  REDIRECT_URI,
+  registerClient,
+  sessionCookie,
+  tokenRequest,
+} from "../helpers/oauth.ts";
+
+let t: TestAtrium;
+let aliceWs: string;
+let bobWs: string;
+
+beforeAll(async () => {
+  t = await startTestAtrium();
+  aliceWs = await bootstrapWorkspace(t, "alice");
+  bobWs = await bootstrapWorkspace(t, "bob");
+});
+afterAll(() => t?.stop());
+
+const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+const writeFile = {
+  jsonrpc: "2.0",
+  id: 2,
+  method: "tools/call",
+  params: { name: "files__write", arguments: { name: "a.txt", text: "hi" } },
+};
+
+function location(response: Response): URL {
+  return new URL(response.headers.get("location") as string);
+}
+
+describe("authorize: what is refused, and how", () => {
+  let cookie: string;
+  let clientId: string;
+  beforeAll(async () => {
+    cookie = await sessionCookie(t, "alice");
+    clientId = (await registerClient(t)).client_id;
+  });
+
+  it("a browser without a session is sent to sign in, and back to this very request", async () => {
+    const response = await authorize(t, undefined, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    expect(response.status).toBe(303);
+    const target = new URL(response.headers.get("location") as string, t.url);
+    expect(target.pathname).toBe("/auth/login");
+    expect(target.searchParams.get("return_to")).toMatch(/^\/oauth\/authorize\?/);
+  });
+
+  it.each([
+    ["plain PKCE", { code_challenge_method: "plain" }, "invalid_request"],
+    ["a missing resource", { resource: undefined }, "invalid_request"],
+    [
+      "a foreign resource",
+      { resource: "https://elsewhere.example/mcp/ws_0123456789abcdef" },
+      "invalid_target",
+    ],
+    ["an unknown scope", { scope: "mcp:admin" }, "invalid_scope"],
+  ])("%s is refused with %s, sent back with state and iss", async (_label, overrides, error) => {
+    const response = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      overrides,
+    });
+    expect(response.status).toBe(303);
+    const back = location(response);
+    expect(`${back.origin}${back.pathname}`).toBe(REDIRECT_URI);
+    expect(back.searchParams.get("error")).toBe(error);
+    expect(back.searchParams.get("state")).toBe("state-1");
+    expect(back.searchParams.get("iss")).toBe(t.url);
+  });
+
+  it("an unregistered redirect URI is shown to the person and never followed", async () => {
+    const response = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      redirectUri: "https://evil.example/callback",
+    });
+    expect(response.status).toBe(400);
+    expect(response.headers.get("location")).toBeNull();
+    expect(await response.text()).toContain("not one this client registered");
+  });
+
+  it("a person who is not a member of the workspace gets no consent page, only access_denied", async () => {
+    const response = await authorize(t, cookie, {
+      clientId,
+      workspaceId: bobWs,
+      challenge: pkcePair().challenge,
+    });
+    expect(response.status).toBe(403);
+    const page = await response.text();
+    expect(page).not.toContain('name="request"');
+    expect(page).toContain("error=access_denied");
+  });
+
+  it("the consent page names the client, the workspace, the person and the scopes, and cannot be framed", async () => {
+    const response = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    expect(response.status).toBe(200);
+    const page = await response.text();
+    expect(page).toContain("Test MCP client");
+    expect(page).toContain("alice&#39;s workspace");
+    expect(page).toContain("alice@example.test");
+    expect(page).toContain("mcp:write");
+    expect(response.headers.get("x-frame-options")).toBe("DENY");
+    expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+
+  it("a repeated identical decision is idempotent; a conflicting one is refused", async () => {
+    const consent = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    const id = consentRequestId(await consent.text());
+    const first = await decide(t, cookie, id, "approve");
+    const again = await decide(t, cookie, id, "approve");
+    expect(first.status).toBe(303);
+    expect(location(again).searchParams.get("code")).toBe(location(first).searchParams.get("code"));
+    expect((await decide(t, cookie, id, "deny")).status).toBe(409);
+  });
+
+  it("denying sends access_denied back; only the person asked can decide", async () => {
+    const consent = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    const id = consentRequestId(await consent.text());
+    const bobCookie = await sessionCookie(t, "bob");
+    expect((await decide(t, bobCookie, id, "approve")).status).toBe(403);
+    const denied = await decide(t, cookie, id, "deny");
+    expect(location(denied).searchParams.get("error")).toBe("access_denied");
+  });
+
+  it("a client metadata document at a private address is refused", async () => {
+    const server: Server = createServer((_req, res) => {
+      res.setHeader("content-type", "application/json");
+      res.end(
+        JSON.stringify({ client_id: documentUrl, client_name: "Local", redirect_uris: [REDIRECT_URI] }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const documentUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/client.json`;
+    try {
+      const response = await authorize(t, cookie, {
+        clientId: documentUrl,
+        workspaceId: aliceWs,
+        challenge: pkcePair().challenge,
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("location")).toBeNull();
+    } finally {
+      server.close();
+    }
+  });
+});
+
+describe("tokens at /mcp/ws_…", () => {
+  it("a token works at its workspace and is refused at another, with a challenge to follow", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs);
+    const ok = await mcpPost(t, aliceWs, tokens.access_token, listTools);
+    expect(ok.status).toBe(200);
+
+    const aliceSecond = (await (
+      await t.rest("alice", "POST", "/v1/workspaces", { name: "Second" })
+    ).json()) as {
+      id: string;
+    };
+    const elsewhere = await mcpPost(t, aliceSecond.id, tokens.access_token, listTools);
+    expect(elsewhere.status).toBe(401);
+    const challenge = elsewhere.headers.get("www-authenticate") as string;
+    expect(challenge).toContain('error="invalid_token"');
+    expect(challenge).toContain(
+      `resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp/${aliceSecond.id}"`,
+    );
+  });
+
+  it("a call without a credential gets 401 pointing at this workspace's resource metadata", async () => {
+    const response = await fetch(`${t.url}/mcp/${aliceWs}`, { method: "POST", body: "{}" });
+    expect(response.status).toBe(401);
+    const challenge = response.headers.get("www-authenticate") as string;
+    expect(challenge).toContain(
+      `resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp/${aliceWs}"`,
+    );
+    const metadata = (await (
+      await fetch(`${t.url}/.well-known/oauth-protected-resource/mcp/${aliceWs}`)
+    ).json()) as { resource: string; authorization_servers: string[] };
+    expect(metadata.resource).toBe(`${t.url}/mcp/${aliceWs}`);
+    expect(metadata.authorization_servers).toEqual([t.url]);
+  });
+
+  it("a read-only token lists and reads, and gets 403 insufficient_scope for a write, naming both scopes", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs, { scope: "mcp:read" });
+    expect((await mcpPost(t, aliceWs, tokens.access_token, listTools)).status).toBe(200);
+    const write = await mcpPost(t, aliceWs, tokens.access_token, writeFile);
+    expect(write.status).toBe(403);
+    const challenge = write.headers.get("www-authenticate") as string;
+    expect(challenge).toContain('error="insufficient_scope"');
+    expect(challenge).toContain('scope="mcp:read mcp:write"');
+    expect(challenge).toContain(
+      `resource_metadata="${t.url}/.well-known/oauth-protected-resource/mcp/${aliceWs}"`,
+    );
+  });
+
+  it("a token stops working at a workspace once its person is removed from it", async () => {
+    expect(
+      (
+        await t.rest("bob", "POST", `/v1/workspaces/${bobWs}/members`, {
+          principalId: testPrincipal("alice").id,
+        })
+      ).status,
+    ).toBe(201);
+    const tokens = await obtainTokens(t, "alice", bobWs);
+    expect((await mcpPost(t, bobWs, tokens.access_token, writeFile)).status).toBe(200);
+    const aliceId = testPrincipal("alice").id;
+    expect((await t.rest("bob", "DELETE", `/v1/workspaces/${bobWs}/members/${aliceId}`)).status).toBe(204);
+    expect((await mcpPost(t, bobWs, tokens.access_token, listTools)).status).toBe(404);
+  });
+
+  it("tampered tokens are refused: alg none, a foreign key, a foreign issuer", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs);
+    const [, payload] = tokens.access_token.split(".");
+    const claims = JSON.parse(Buffer.from(payload as string, "base64url").toString()) as Record<
+      string,
+      unknown
+    >;
+    const none = `${Buffer.from(JSON.stringify({ alg: "none", typ: "at+jwt" })).toString("base64url")}.${payload}.`;
+
+    const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+    const kid = JSON.parse(Buffer.from(tokens.access_token.split(".")[0] as string, "base64url").toString())
+      .kid as string;
+    const foreignKey = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid })
+      .sign(privateKey);
+    const foreignIssuer = await new SignJWT({ ...claims, iss: "https://evil.example" })
+      .setProtectedHeader({ alg: "ES256", typ: "at+jwt", kid })
+      .sign(privateKey);
+
+    for (const token of [none, foreignKey, foreignIssuer, `${tokens.access_token}x`]) {
+      const response = await mcpPost(t, aliceWs, token, listTools);
+      expect(response.status).toBe(401);
+      expect(response.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    }
+  });
+
+  it("an Atrium access token is not a REST credential", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs);
+    const response = await fetch(`${t.url}/v1/workspaces`, {
+      headers: { authorization: `Bearer ${tokens.access_token}` },
+    });
+    expect(response.status).toBe(401);
+  });
+});
+
+describe("codes and refresh tokens", () => {
+  it("a code is single use, and its reuse revokes what it issued", async () => {
+    const cookie = await sessionCookie(t, "alice");
+    const { client_id: clientId } = await registerClient(t);
+    const { verifier, challenge } = pkcePair();
+    const consent = await authorize(t, cookie, { clientId, workspaceId: aliceWs, challenge });
+    const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    const code = location(decision).searchParams.get("code") as string;
+    expect(location(decision).searchParams.get("iss")).toBe(t.url);
+    const exchange = {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: clientId,
+      code_verifier: verifier,
+      resource: `${t.url}/mcp/${aliceWs}`,
+    };
+    const first = await tokenRequest(t, exchange);
+    expect(first.status).toBe(200);
+    const tokens = (await first.json()) as { access_token: string; refresh_token: string };
+    const second = await tokenRequest(t, exchange);
+    expect(second.status).toBe(400);
+    expect(((await second.json()) as { error: string }).error).toBe("invalid_grant");
+    expect((await mcpPost(t, aliceWs, tokens.access_token, listTools)).status).toBe(401);
+    const refresh = await tokenRequest(t, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token,
+      client_id: clientId,
+    });
+    expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
+  });
+
+  it("a refresh token rotates; presenting a rotated-out one revokes the whole family", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs);
+    const refresh = (token: string) =>
+      tokenRequest(t, { grant_type: "refresh_token", refresh_token: token, client_id: tokens.clientId });
+    const rotated = await refresh(tokens.refresh_token as string);
+    expect(rotated.status).toBe(200);
+    const next = (await rotated.json()) as { access_token: string; refresh_token: string };
+    expect(next.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await mcpPost(t, aliceWs, next.access_token, listTools)).status).toBe(200);
+
+    const replay = await refresh(tokens.refresh_token as string);
+    expect(replay.status).toBe(400);
+    expect(((await replay.json()) as { error: string }).error).toBe("invalid_grant");
+    expect((await refresh(next.refresh_token)).status).toBe(400);
+    expect((await mcpPost(t, aliceWs, next.access_token, listTools)).status).toBe(401);
+  });
+
+  it("what the authorization server holds survives a restart", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs);
+    // The restarted instance listens on another port, so its URLs (issuer, audiences)
+    // differ; the stored signing keys, clients and grants are what must carry over.
+    t = await t.restart();
+    const { kid } = JSON.parse(Buffer.from(tokens.access_token.split(".")[0] as string, "base64url").toString());
+    expect(t.atrium.oauth.keys.jwks().keys.map((key) => key.kid)).toContain(kid);
+    const refreshed = await tokenRequest(t, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+      client_id: tokens.clientId,
+    });
+    expect(refreshed.status).toBe(200);
+  });
+});

@@ -1,0 +1,75 @@
+import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { describe, expect, it } from "vitest";
+import { parseAuthorizationRequest } from "../../../../src/oauth/authorize/authorization-request.ts";
+
+const PUBLIC_URL = "https://atrium.example";
+const RESOURCE = `${PUBLIC_URL}/mcp/ws_0123456789abcdef`;
+const CLIENT: OAuthClientInformationFull = {
+  client_id: "atc_client",
+  client_name: "Test client",
+  redirect_uris: ["http://127.0.0.1:4000/callback", "https://app.example/cb"],
+  token_endpoint_auth_method: "none",
+};
+const clients = { find: async (id: string) => (id === CLIENT.client_id ? CLIENT : undefined) };
+
+function query(overrides: Record<string, string | undefined> = {}): URLSearchParams {
+  const params: Record<string, string | undefined> = {
+    client_id: CLIENT.client_id,
+    redirect_uri: "https://app.example/cb",
+    response_type: "code",
+    code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    code_challenge_method: "S256",
+    resource: RESOURCE,
+    scope: "mcp:read",
+    state: "s1",
+    ...overrides,
+  };
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, value);
+  return search;
+}
+
+const parse = (overrides: Record<string, string | undefined> = {}) =>
+  parseAuthorizationRequest(query(overrides), clients, PUBLIC_URL);
+
+describe("parseAuthorizationRequest", () => {
+  it("accepts a complete request and names the workspace its resource is", async () => {
+    const parsed = await parse();
+    expect(parsed).toMatchObject({
+      kind: "ok",
+      request: { workspaceId: "ws_0123456789abcdef", scopes: ["mcp:read"], state: "s1", resource: RESOURCE },
+    });
+  });
+
+  it("an unknown client or an unregistered redirect is shown to the person, never redirected", async () => {
+    expect(await parse({ client_id: "nobody" })).toMatchObject({ kind: "show", status: 400 });
+    expect(await parse({ redirect_uri: "https://evil.example/cb" })).toMatchObject({
+      kind: "show",
+      message: expect.stringContaining("not one this client registered"),
+    });
+  });
+
+  it("a loopback redirect may use another port, but not another path", async () => {
+    expect(await parse({ redirect_uri: "http://127.0.0.1:5555/callback" })).toMatchObject({ kind: "ok" });
+    expect(await parse({ redirect_uri: "http://127.0.0.1:5555/other" })).toMatchObject({ kind: "show" });
+  });
+
+  it.each([
+    ["plain PKCE", { code_challenge_method: "plain" }, "invalid_request"],
+    ["no PKCE method (plain by default)", { code_challenge_method: undefined }, "invalid_request"],
+    ["no code challenge", { code_challenge: undefined }, "invalid_request"],
+    ["a missing resource", { resource: undefined }, "invalid_request"],
+    ["a foreign resource", { resource: "https://other.example/mcp/ws_0123456789abcdef" }, "invalid_target"],
+    ["a resource that is not a workspace URL", { resource: `${PUBLIC_URL}/v1/bootstrap` }, "invalid_target"],
+    ["a resource with a trailing slash", { resource: `${RESOURCE}/` }, "invalid_target"],
+    ["an unknown scope", { scope: "mcp:read admin" }, "invalid_scope"],
+    ["a token response type", { response_type: "token" }, "unsupported_response_type"],
+  ])("%s goes back to the client as %s, with its state", async (_label, overrides, error) => {
+    expect(await parse(overrides)).toMatchObject({
+      kind: "redirect",
+      error,
+      state: "s1",
+      redirectUri: "https://app.example/cb",
+    });
+  });
+});
