@@ -50,6 +50,8 @@ export async function main(argv: string[]): Promise<number> {
       const [first] = await atrium.firstWorkspace.ensure(DEV_PRINCIPAL);
       if (first)
         process.stdout.write(`MCP URL of "${first.name}": ${workspaceMcpUrl(atrium.url, first.id)}\n`);
+    } else {
+      process.stdout.write(`Sign in at ${atrium.url}/auth/login; GET /v1/bootstrap lists your MCP URLs.\n`);
     }
     const stop = () => void atrium.close().then(() => process.exit(0));
     process.once("SIGINT", stop);

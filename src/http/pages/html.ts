@@ -59,7 +59,7 @@ export function page(title: string, body: SafeHtml, status = 200): Response {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Atrium</title>
+<title>${title === "Atrium" ? title : `${title} · Atrium`}</title>
 <style>${new SafeHtml(STYLE)}</style>
 </head>
 <body>
