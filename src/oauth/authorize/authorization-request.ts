@@ -4,15 +4,19 @@ import type { ClientRegistry } from "../clients.ts";
 import { redirectUriMatches } from "../redirect-uris.ts";
 import { parseScopeParam } from "../scopes.ts";
 
-/** A request to /oauth/authorize that passed every check; what consent is asked for. */
-export interface AuthorizationRequest {
-  client: OAuthClientInformationFull;
+/** What a client asks for at /oauth/authorize, once every parameter is checked. */
+export interface RequestedAccess {
   redirectUri: string;
   codeChallenge: string;
   scopes: string[];
   resource: string;
   workspaceId: string;
   state: string | undefined;
+}
+
+/** A request to /oauth/authorize that passed every check; what consent is asked for. */
+export interface AuthorizationRequest extends RequestedAccess {
+  client: OAuthClientInformationFull;
 }
 
 /**

@@ -2,6 +2,7 @@ import { createHmac, hkdfSync, randomBytes } from "node:crypto";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { JsonRecords } from "../../storage/records.ts";
+import type { RequestedAccess } from "./authorization-request.ts";
 
 /** How long a person has to decide on a consent page. */
 export const PENDING_TTL_MS = 10 * 60 * 1000;
@@ -9,15 +10,9 @@ export const PENDING_TTL_MS = 10 * 60 * 1000;
 export type Decision = "approve" | "deny";
 
 /** An authorization request waiting for (or holding) the person's decision. */
-export interface PendingAuthorization {
+export interface PendingAuthorization extends RequestedAccess {
   id: string;
   clientId: string;
-  redirectUri: string;
-  codeChallenge: string;
-  scopes: string[];
-  resource: string;
-  workspaceId: string;
-  state: string | undefined;
   principalId: string;
   expiresAt: number;
   decision?: Decision;

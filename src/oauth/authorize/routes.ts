@@ -5,9 +5,9 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
-import { type AuthorizationRequest, parseAuthorizationRequest } from "./authorization-request.ts";
+import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
-import type { PendingAuthorization, PendingAuthorizations } from "./pending.ts";
+import type { PendingAuthorizations } from "./pending.ts";
 
 export interface AuthorizeDeps {
   clients: Pick<ClientRegistry, "find">;
@@ -51,11 +51,16 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         errorRedirect(request.redirectUri, request.state, "access_denied", refusal, deps),
       );
     }
-    const pending = await deps.pending.create(pendingFrom(request, person.id));
+    const { client, ...access } = request;
+    const pending = await deps.pending.create({
+      ...access,
+      clientId: client.client_id,
+      principalId: person.id,
+    });
     return consentPage({
       requestId: pending.id,
-      clientName: request.client.client_name ?? request.client.client_id,
-      clientId: request.client.client_id,
+      clientName: client.client_name ?? client.client_id,
+      clientId: client.client_id,
       redirectHost: redirectHost(request.redirectUri),
       workspaceName: deps.workspaces.get(request.workspaceId)?.name ?? request.workspaceId,
       personName: person.email ? `${person.displayName} (${person.email})` : person.displayName,
@@ -144,22 +149,6 @@ async function memberRefusal(
     return "You are not a member of the workspace this application asked for (or it does not exist).";
   }
   return undefined;
-}
-
-function pendingFrom(
-  request: AuthorizationRequest,
-  principalId: string,
-): Omit<PendingAuthorization, "id" | "expiresAt" | "decision"> {
-  return {
-    clientId: request.client.client_id,
-    redirectUri: request.redirectUri,
-    codeChallenge: request.codeChallenge,
-    scopes: request.scopes,
-    resource: request.resource,
-    workspaceId: request.workspaceId,
-    state: request.state,
-    principalId,
-  };
 }
 
 function errorRedirect(
