@@ -324,7 +324,9 @@ describe("codes and refresh tokens", () => {
     // The restarted instance listens on another port, so its URLs (issuer, audiences)
     // differ; the stored signing keys, clients and grants are what must carry over.
     t = await t.restart();
-    const { kid } = JSON.parse(Buffer.from(tokens.access_token.split(".")[0] as string, "base64url").toString());
+    const { kid } = JSON.parse(
+      Buffer.from(tokens.access_token.split(".")[0] as string, "base64url").toString(),
+    );
     expect(t.atrium.oauth.keys.jwks().keys.map((key) => key.kid)).toContain(kid);
     const refreshed = await tokenRequest(t, {
       grant_type: "refresh_token",
@@ -332,5 +334,30 @@ describe("codes and refresh tokens", () => {
       client_id: tokens.clientId,
     });
     expect(refreshed.status).toBe(200);
+  });
+});
+
+describe("under the dev provider", () => {
+  it("sign-in is implicit, consent is still asked, and the token works beside credential-less calls", async () => {
+    const dev = await startTestAtrium({ dev: true });
+    try {
+      const login = await fetch(`${dev.url}/auth/login`, { redirect: "manual" });
+      expect(login.status).toBe(303);
+      const cookie = (login.headers.get("set-cookie") as string).split(";")[0] as string;
+      const workspaceId = await bootstrapWorkspace(dev, null);
+      const { challenge } = pkcePair();
+      const clientId = (await registerClient(dev)).client_id;
+      const consent = await authorize(dev, cookie, { clientId, workspaceId, challenge });
+      expect(consent.status).toBe(200);
+      expect(await consent.text()).toContain("Local Developer");
+
+      const tokens = await obtainTokens(dev, "developer", workspaceId, { cookie });
+      expect((await mcpPost(dev, workspaceId, tokens.access_token, listTools)).status).toBe(200);
+      // Any other credential is refused, never read as "no credential, so the developer".
+      const forged = await mcpPost(dev, workspaceId, "not.an.atrium-token", listTools);
+      expect(forged.status).toBe(401);
+    } finally {
+      await dev.stop();
+    }
   });
 });

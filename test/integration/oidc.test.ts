@@ -84,6 +84,63 @@ describe("the oidc identity provider", () => {
   });
 });
 
+describe("provider tokens at /mcp/ws_…", () => {
+  const listTools = (workspaceId: string, url: string, token: string) =>
+    fetch(`${url}/mcp/${workspaceId}`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+      },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+  const firstWorkspace = async (url: string, token: string) => {
+    const response = await fetch(`${url}/v1/bootstrap`, { headers: { authorization: `Bearer ${token}` } });
+    return ((await response.json()) as { workspaces: Array<{ id: string }> }).workspaces[0]?.id as string;
+  };
+
+  it("are refused unless their client is configured as first-party, with the way to authorize instead", async () => {
+    const token = await issuer.token();
+    const workspaceId = await firstWorkspace(atrium.url, token);
+    const refused = await listTools(workspaceId, atrium.url, token);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toContain(
+      `resource_metadata="${atrium.url}/.well-known/oauth-protected-resource/mcp/${workspaceId}"`,
+    );
+  });
+
+  it("are accepted from a client listed in auth.firstPartyClients", async () => {
+    const firstPartyDir = await mkdtemp(join(tmpdir(), "atrium-oidc-1p-"));
+    const firstParty = await startAtrium(
+      parseInstance(
+        {
+          auth: {
+            adapter: "oidc",
+            issuer: issuer.issuer,
+            clientId: "atrium",
+            audience: TEST_AUDIENCE,
+            firstPartyClients: [TEST_CLIENT_ID],
+          },
+          session: TEST_SESSION,
+          storage: { root: "./data" },
+          http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
+        },
+        { source: "test", baseDir: firstPartyDir },
+      ),
+      { log: createLogger("silent") },
+    );
+    try {
+      const token = await issuer.token();
+      const workspaceId = await firstWorkspace(firstParty.url, token);
+      expect((await listTools(workspaceId, firstParty.url, token)).status).toBe(200);
+    } finally {
+      await firstParty.close();
+      await rm(firstPartyDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("oidc configuration", () => {
   const http = { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" };
   const parse = (auth: Record<string, unknown>) =>
