@@ -5,6 +5,7 @@ import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
 import { createFrontServer } from "./http/mcp/front-server.ts";
+import { OidcClient } from "./identity/oidc-client.ts";
 import type { IdentityProvider } from "./identity/provider.ts";
 import { createDevProvider } from "./identity/providers/dev.ts";
 import { createOidcProvider } from "./identity/providers/oidc.ts";
@@ -52,14 +53,13 @@ export interface RunningAtrium {
   close(): Promise<void>;
 }
 
-export function createProvider(config: InstanceConfig): IdentityProvider {
-  switch (config.auth.adapter) {
-    case "dev":
-      return createDevProvider();
-    case "oidc":
-    case "workos":
-      return createOidcProvider(config.auth);
-  }
+/** The provider's client, shared by browser sign-in and bearer-token checks; none under `dev`. */
+function createOidcClient(config: InstanceConfig): OidcClient | undefined {
+  return config.auth.adapter === "dev" ? undefined : new OidcClient(config.auth);
+}
+
+function createProvider(oidc: OidcClient | undefined): IdentityProvider {
+  return oidc ? createOidcProvider(oidc) : createDevProvider();
 }
 
 /** Boots one instance: checks the data root, builds the surfaces, listens. */
@@ -117,9 +117,10 @@ export async function startAtrium(
   });
   const pending = new PendingAuthorizations(layout, secret);
   await pending.sweep();
+  const oidc = createOidcClient(config);
   const security: Security = {
-    auth: config.auth,
-    provider: options.identityProvider ?? createProvider(config),
+    oidc,
+    provider: options.identityProvider ?? createProvider(oidc),
     sessions,
     oauth,
     pending,

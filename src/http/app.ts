@@ -1,8 +1,8 @@
 import { Hono } from "hono";
+import type { OidcClient } from "../identity/oidc-client.ts";
 import type { IdentityProvider } from "../identity/provider.ts";
 import type { Sessions } from "../identity/sessions.ts";
 import { signInRoutes } from "../identity/signin/routes.ts";
-import type { InstanceConfig } from "../instance/schema.ts";
 import type { Logger } from "../log.ts";
 import type { PendingAuthorizations } from "../oauth/authorize/pending.ts";
 import { authorizeRoutes } from "../oauth/authorize/routes.ts";
@@ -28,7 +28,8 @@ const UPLOAD_PATH = /^\/v1\/workspaces\/[^/]+\/files$/;
 
 /** Who can vouch for a caller: the identity provider, browser sessions, Atrium's own OAuth server. */
 export interface Security {
-  auth: InstanceConfig["auth"];
+  /** The configured OpenID provider (`oidc`, `workos`); `undefined` under `dev`. */
+  oidc: OidcClient | undefined;
   provider: IdentityProvider;
   sessions: Sessions;
   oauth: AuthorizationServer;
@@ -84,7 +85,7 @@ export function createApp(
   app.route(
     "/",
     signInRoutes({
-      auth: security.auth,
+      oidc: security.oidc,
       sessions: security.sessions,
       users: deps.users,
       publicUrl: deps.publicUrl,

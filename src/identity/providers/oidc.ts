@@ -1,13 +1,9 @@
-import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { type JWTPayload, jwtVerify } from "jose";
 import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
+import { ACCEPTED_ALGORITHMS, CLOCK_TOLERANCE_SECONDS, type OidcClient } from "../oidc-client.ts";
 import { derivePrincipalId, type OrgRole, type Principal } from "../principal.ts";
 import type { IdentityProvider } from "../provider.ts";
-
-// Asymmetric algorithms only: `none` and HMAC (which a public key could be abused to forge) are never accepted.
-export const ACCEPTED_ALGORITHMS = ["RS256", "PS256", "ES256", "ES384", "EdDSA"];
-export const CLOCK_TOLERANCE_SECONDS = 60;
-const DISCOVERY_TIMEOUT_MS = 5_000;
 
 /**
  * `oidc`: any OpenID Connect provider, named by its issuer. A request's bearer token is
@@ -16,16 +12,8 @@ const DISCOVERY_TIMEOUT_MS = 5_000;
  * request with no credential is anonymous (the caller answers 401); one whose token fails
  * is refused, never downgraded.
  */
-export function createOidcProvider(auth: OidcAuth): IdentityProvider {
-  let jwks: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
-  const keySet = () => {
-    jwks ??= discoverJwks(auth.issuer).catch((error: unknown) => {
-      jwks = undefined;
-      throw error;
-    });
-    return jwks;
-  };
-
+export function createOidcProvider(client: OidcClient): IdentityProvider {
+  const { auth } = client;
   return {
     name: "oidc",
     async authenticate(request, surface) {
@@ -33,7 +21,7 @@ export function createOidcProvider(auth: OidcAuth): IdentityProvider {
       if (header === null) return undefined;
       const token = /^Bearer ([A-Za-z0-9._~+/=-]+)$/.exec(header)?.[1];
       if (!token) throw new Unauthenticated("The Authorization header must be `Bearer <token>`.");
-      const keys = await keySet().catch((error: unknown) => {
+      const keys = await client.keySet().catch((error: unknown) => {
         throw new AtriumError(
           "identity_provider_unavailable",
           503,
@@ -92,14 +80,4 @@ function orgRoleFrom(payload: JWTPayload, auth: OidcAuth): OrgRole {
   return values.some((v) => typeof v === "string" && auth.claims.orgAdminValues.includes(v))
     ? "admin"
     : "member";
-}
-
-async function discoverJwks(issuer: string): Promise<ReturnType<typeof createRemoteJWKSet>> {
-  const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
-  const response = await fetch(url, { signal: AbortSignal.timeout(DISCOVERY_TIMEOUT_MS) });
-  if (!response.ok) throw new Error(`OpenID discovery at ${url} answered ${response.status}`);
-  const metadata = (await response.json()) as { issuer?: unknown; jwks_uri?: unknown };
-  if (metadata.issuer !== issuer) throw new Error(`OpenID discovery at ${url} names another issuer`);
-  if (typeof metadata.jwks_uri !== "string") throw new Error(`OpenID discovery at ${url} has no jwks_uri`);
-  return createRemoteJWKSet(new URL(metadata.jwks_uri));
 }

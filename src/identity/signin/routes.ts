@@ -1,14 +1,14 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/context.ts";
-import type { InstanceConfig, OidcAuth } from "../../instance/schema.ts";
+import type { OidcAuth } from "../../instance/schema.ts";
 import type { Logger } from "../../log.ts";
+import { createPkcePair, type OidcClient, randomToken, SignInFailed } from "../oidc-client.ts";
 import type { Principal } from "../principal.ts";
 import { DEV_PRINCIPAL } from "../providers/dev.ts";
 import { principalFrom } from "../providers/oidc.ts";
 import type { Sessions } from "../sessions.ts";
 import type { UserDirectory } from "../users.ts";
 import { CALLBACK_PATH, type LoginState, LoginStateCookie, localReturnTo } from "./login-state.ts";
-import { createPkcePair, OidcClient, randomToken, SignInFailed } from "./oidc-client.ts";
 import {
   deactivatedPage,
   homePage,
@@ -19,7 +19,8 @@ import {
 } from "./pages.ts";
 
 export interface SignInDeps {
-  auth: InstanceConfig["auth"];
+  /** The configured OpenID provider; `undefined` under `dev`, where sign-in is implicit. */
+  oidc: OidcClient | undefined;
   sessions: Sessions;
   users: UserDirectory;
   /** The public base URL; known once the listener is bound (port 0 in tests). */
@@ -46,8 +47,7 @@ const PROVIDER_ERRORS: Record<string, string> = {
 export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { sessions, users, log } = deps;
-  const oidc =
-    deps.auth.adapter === "dev" ? undefined : { auth: deps.auth, client: new OidcClient(deps.auth) };
+  const { oidc } = deps;
   const loginState = new LoginStateCookie(sessions.cookieKey("login-state"), sessions.secureCookies);
 
   /** A Principal for a live session, or undefined (with the cookie to clear, if one was invalid). */
@@ -82,7 +82,7 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
     };
     let location: string;
     try {
-      location = await oidc.client.authorizationUrl({
+      location = await oidc.authorizationUrl({
         redirectUri: redirectUri(),
         state: state.state,
         nonce: state.nonce,
@@ -130,7 +130,7 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
       );
     }
     try {
-      const metadata = await oidc.client.metadata();
+      const metadata = await oidc.metadata();
       // RFC 9207: the response must come from our issuer, not from one a mix-up attack swapped in.
       if (query.iss !== undefined ? query.iss !== metadata.issuer : metadata.issParameterSupported) {
         log.warn({ reason: "issuer_mismatch" }, "sign-in callback refused");
@@ -145,8 +145,8 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
         );
       }
       if (!query.code) throw new SignInFailed("token_exchange_failed", "The provider sent no code.");
-      const tokens = await oidc.client.exchangeCode(query.code, redirectUri(), stored.codeVerifier);
-      const claims = await oidc.client.signInClaims(tokens, stored.nonce);
+      const tokens = await oidc.exchangeCode(query.code, redirectUri(), stored.codeVerifier);
+      const claims = await oidc.signInClaims(tokens, stored.nonce);
       return await finishSignIn(principalFromIdToken(claims, oidc.auth), returnTo, [clear]);
     } catch (error) {
       return withCookies(failure(error, returnTo), clear);

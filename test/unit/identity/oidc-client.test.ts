@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { OidcClient, SignInFailed } from "../../../../src/identity/signin/oidc-client.ts";
-import type { ClientAuthMethod, OidcAuth } from "../../../../src/instance/schema.ts";
+import { OidcClient, SignInFailed } from "../../../src/identity/oidc-client.ts";
+import type { ClientAuthMethod, OidcAuth } from "../../../src/instance/schema.ts";
 
 // A hand-made provider on 127.0.0.1: a discovery document, a JWKS with one ES256 key, and a
 // token endpoint that records what it was sent and answers with whatever the test set.

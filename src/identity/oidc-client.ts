@@ -1,10 +1,15 @@
 import { createHash, randomBytes } from "node:crypto";
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
-import type { OidcAuth } from "../../instance/schema.ts";
-import { ACCEPTED_ALGORITHMS, CLOCK_TOLERANCE_SECONDS } from "../providers/oidc.ts";
+import type { OidcAuth } from "../instance/schema.ts";
 
-// Atrium as an OpenID Connect relying party: discovery, the authorization URL, the code
-// exchange and ID token verification. Nothing here keeps per-browser state; login-state.ts does.
+// Atrium as an OpenID Connect relying party: discovery, the provider's key set, the
+// authorization URL, the code exchange and ID token verification. One instance serves both
+// browser sign-in and bearer-token checks, so the provider is discovered once. Nothing here
+// keeps per-browser state; signin/login-state.ts does.
+
+// Asymmetric algorithms only: `none` and HMAC (which a public key could be abused to forge) are never accepted.
+export const ACCEPTED_ALGORITHMS = ["RS256", "PS256", "ES256", "ES384", "EdDSA"];
+export const CLOCK_TOLERANCE_SECONDS = 60;
 
 const PROVIDER_TIMEOUT_MS = 10_000;
 /** Discovery is fetched again after this long, so a provider's moved endpoint is followed without a restart. */
@@ -68,7 +73,7 @@ export class OidcClient {
   private keys: { uri: string; set: KeySet } | undefined;
 
   constructor(
-    private readonly auth: OidcAuth,
+    readonly auth: OidcAuth,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -235,7 +240,8 @@ export class OidcClient {
     return payload;
   }
 
-  private async keySet(): Promise<KeySet> {
+  /** The provider's signing keys, from discovery's `jwks_uri`. */
+  async keySet(): Promise<KeySet> {
     const { jwksUri } = await this.metadata();
     // jose caches the keys and fetches them again when a token names a kid it has not seen.
     if (this.keys?.uri !== jwksUri) {
