@@ -45,7 +45,7 @@ export class InsufficientScope extends AtriumError {
 }
 
 // One body for "does not exist", "archived", "malformed id" and "not a member", so that a
-// response never tells a stranger a workspace exists (test/integration/wall.test.ts).
+// response never tells a stranger a workspace exists (test/integration/wall-suite.ts).
 export class WorkspaceNotFound extends AtriumError {
   constructor(readonly workspaceId: string) {
     super("workspace_not_found", 404, "No workspace at this address that you are a member of.");

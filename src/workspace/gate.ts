@@ -10,7 +10,7 @@ export interface Admission {
 
 /**
  * The wall. Membership is checked on every request, not cached per token: removing a
- * member must cut their next call (test/integration/wall.test.ts "a removed member's next
+ * member must cut their next call (test/integration/wall-suite.ts "a removed member's next
  * call is refused"). Malformed, unknown, archived and not-a-member are one answer.
  */
 export function admit(store: WorkspaceStore, principal: Principal, workspaceId: string): Admission {

@@ -43,6 +43,13 @@ export function createTestProvider(): IdentityProvider {
 export interface TestAtriumOptions {
   /** Use the provider instance.json names (`dev`) instead of the test provider. */
   dev?: boolean;
+  /**
+   * instance.json's `auth` (with `session` when the adapter needs its secret): a real identity
+   * provider instead of the test one. No request then says who it is by header: `user` sends
+   * nothing, and a caller passes its own credential (a session cookie, a bearer token) in `headers`.
+   */
+  auth?: Record<string, unknown>;
+  session?: Record<string, unknown>;
   /** Reuse this temp dir (its `data/` is the root) instead of making a fresh one. */
   dir?: string;
   maxUploadBytes?: number;
@@ -52,7 +59,7 @@ export interface TestAtriumOptions {
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
 }
 
-/** `null` sends no identity header; in dev mode the name is ignored. */
+/** `null` sends no identity header; in dev mode, and with a real `auth`, the name is ignored. */
 export type TestUser = string | null;
 
 export type RestBody = Record<string, unknown> | unknown[] | string | Uint8Array | ReadableStream<Uint8Array>;
@@ -89,8 +96,11 @@ export interface TestAtrium {
     path: string,
     options?: { headers?: Record<string, string>; body?: string | Uint8Array },
   ): Promise<RawResponse>;
-  /** The SDK's own Client, connected to `/mcp/<workspaceId>` as `user`. Closed by `stop()`. */
-  mcpClient(user: TestUser, workspaceId: string): Promise<Client>;
+  /**
+   * The SDK's own Client, connected to `/mcp/<workspaceId>` as `user`, sending `headers` (e.g.
+   * `authorization`) with every request as well. Closed by `stop()`.
+   */
+  mcpClient(user: TestUser, workspaceId: string, headers?: Record<string, string>): Promise<Client>;
   /** Closes the server but keeps the dir, so another instance can start on the same root. */
   close(): Promise<void>;
   /** Closes this instance and starts a fresh one on the same dir and options. */
@@ -106,7 +116,8 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
   await mkdir(root, { recursive: true });
   const config = parseInstance(
     {
-      auth: { adapter: "dev" },
+      auth: options.auth ?? { adapter: "dev" },
+      ...(options.session === undefined ? {} : { session: options.session }),
       storage: { root: "./data" },
       http: {
         host: "127.0.0.1",
@@ -124,7 +135,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
   try {
     atrium = await startAtrium(config, {
       log: createLogger("silent"),
-      ...(options.dev ? {} : { identityProvider: createTestProvider() }),
+      ...(options.dev || options.auth ? {} : { identityProvider: createTestProvider() }),
       ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
     });
   } catch (error) {
@@ -137,7 +148,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
   let closed: Promise<void> | undefined;
 
   const identity = (user: TestUser): Record<string, string> =>
-    user === null || options.dev ? {} : { [TEST_USER_HEADER]: user };
+    user === null || options.dev || options.auth ? {} : { [TEST_USER_HEADER]: user };
 
   const close = (): Promise<void> => {
     closed ??= (async () => {
@@ -193,9 +204,9 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
         req.end(body);
       });
     },
-    async mcpClient(user, workspaceId) {
+    async mcpClient(user, workspaceId, headers = {}) {
       const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp/${workspaceId}`), {
-        requestInit: { headers: identity(user) },
+        requestInit: { headers: { ...identity(user), ...headers } },
       });
       const client = new Client({ name: "atrium-test", version: "0.0.0" }, { capabilities: {} });
       await client.connect(transport);

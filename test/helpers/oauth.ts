@@ -5,6 +5,12 @@ import { testPrincipal } from "./atrium.ts";
 
 export const REDIRECT_URI = "http://127.0.0.1:3999/callback";
 
+/**
+ * Where the OAuth endpoints are: a TestAtrium, or anything else that knows an instance's
+ * base URL. The helpers below only talk HTTP to it.
+ */
+export type OAuthTarget = Pick<TestAtrium, "url">;
+
 export function pkcePair(): { verifier: string; challenge: string } {
   const verifier = randomBytes(32).toString("base64url");
   return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
@@ -19,7 +25,7 @@ export async function sessionCookie(t: TestAtrium, user: string): Promise<string
 }
 
 export async function registerClient(
-  t: TestAtrium,
+  t: OAuthTarget,
   metadata: Record<string, unknown> = {},
 ): Promise<{ client_id: string; [key: string]: unknown }> {
   const response = await fetch(`${t.url}/oauth/register`, {
@@ -47,7 +53,7 @@ export interface AuthorizeParams {
   overrides?: Record<string, string | undefined>;
 }
 
-export function authorizeQuery(t: TestAtrium, params: AuthorizeParams): string {
+export function authorizeQuery(t: OAuthTarget, params: AuthorizeParams): string {
   const values: Record<string, string | undefined> = {
     response_type: "code",
     client_id: params.clientId,
@@ -66,7 +72,7 @@ export function authorizeQuery(t: TestAtrium, params: AuthorizeParams): string {
 
 /** GET /oauth/authorize with a cookie, without following redirects. */
 export function authorize(
-  t: TestAtrium,
+  t: OAuthTarget,
   cookie: string | undefined,
   params: AuthorizeParams,
 ): Promise<Response> {
@@ -84,7 +90,7 @@ export function consentRequestId(html: string): string {
 }
 
 export function decide(
-  t: TestAtrium,
+  t: OAuthTarget,
   cookie: string,
   requestId: string,
   decision: string,
@@ -97,7 +103,7 @@ export function decide(
   });
 }
 
-export function tokenRequest(t: TestAtrium, form: Record<string, string>): Promise<Response> {
+export function tokenRequest(t: OAuthTarget, form: Record<string, string>): Promise<Response> {
   return fetch(`${t.url}/oauth/token`, {
     method: "POST",
     headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -120,12 +126,25 @@ export async function obtainTokens(
   options: { scope?: string; cookie?: string; clientId?: string } = {},
 ): Promise<Tokens & { clientId: string }> {
   const cookie = options.cookie ?? (await sessionCookie(t, user));
+  return obtainTokensWithCookie(t, cookie, workspaceId, options);
+}
+
+/**
+ * The same flow for whoever the browser session `cookie` belongs to, however they signed
+ * in (a session made by sessionCookie(), or a real browser sign-in's cookie).
+ */
+export async function obtainTokensWithCookie(
+  t: OAuthTarget,
+  cookie: string,
+  workspaceId: string,
+  options: { scope?: string; clientId?: string } = {},
+): Promise<Tokens & { clientId: string }> {
   const clientId = options.clientId ?? (await registerClient(t)).client_id;
   const { verifier, challenge } = pkcePair();
   const consent = await authorize(t, cookie, { clientId, workspaceId, challenge, scope: options.scope });
-  expect(consent.status).toBe(200);
+  expect(consent.status, `GET /oauth/authorize for ${workspaceId}`).toBe(200);
   const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
-  expect(decision.status).toBe(303);
+  expect(decision.status, `POST /oauth/authorize for ${workspaceId}`).toBe(303);
   const code = new URL(decision.headers.get("location") as string).searchParams.get("code") as string;
   const response = await tokenRequest(t, {
     grant_type: "authorization_code",
@@ -135,12 +154,17 @@ export async function obtainTokens(
     code_verifier: verifier,
     resource: `${t.url}/mcp/${workspaceId}`,
   });
-  expect(response.status).toBe(200);
+  expect(response.status, `POST /oauth/token for ${workspaceId}`).toBe(200);
   return { ...((await response.json()) as Tokens), clientId };
 }
 
 /** One JSON-RPC request to /mcp/<ws> with a bearer token. */
-export function mcpPost(t: TestAtrium, workspaceId: string, token: string, body: unknown): Promise<Response> {
+export function mcpPost(
+  t: OAuthTarget,
+  workspaceId: string,
+  token: string,
+  body: unknown,
+): Promise<Response> {
   return fetch(`${t.url}/mcp/${workspaceId}`, {
     method: "POST",
     headers: {
