@@ -1,6 +1,6 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { BootError, NotFound } from "../errors.ts";
+import { BootError, Conflict, NotFound } from "../errors.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
@@ -88,13 +88,21 @@ export class UserDirectory {
     });
   }
 
-  /** Finds a known person by email, case-insensitively. */
+  /**
+   * Finds a known person by email, case-insensitively. Two people signed in with the same
+   * address is refused rather than guessed at: adding the wrong one would open the
+   * workspace to them.
+   */
   async findByEmail(email: string): Promise<Profile | undefined> {
     const wanted = email.trim().toLowerCase();
-    for (const profile of this.known.values()) {
-      if (profile.email?.toLowerCase() === wanted) return profile;
+    const matches = [...this.known.values()].filter((profile) => profile.email?.toLowerCase() === wanted);
+    if (matches.length > 1) {
+      throw new Conflict(
+        "ambiguous_email",
+        `${matches.length} people have signed in with that email; add the person by "principalId" instead (their GET /v1/bootstrap shows it).`,
+      );
     }
-    return undefined;
+    return matches[0];
   }
 
   private async write(profile: Profile): Promise<void> {

@@ -361,3 +361,40 @@ describe("under the dev provider", () => {
     }
   });
 });
+
+describe("a browser session", () => {
+  it("changes nothing for a page on another origin, even a loopback one the origin guard lets through", async () => {
+    const cookie = await sessionCookie(t, "alice");
+    const create = (origin?: string) =>
+      fetch(`${t.url}/v1/workspaces`, {
+        method: "POST",
+        headers: { cookie, "content-type": "text/plain", ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ name: "From a page" }),
+      });
+    const foreign = await create("http://127.0.0.1:9");
+    expect(foreign.status).toBe(403);
+    expect((await create(t.url)).status).toBe(201);
+    // Reading is not an action: a GET with the cookie from anywhere the guard admits is served.
+    const read = await fetch(`${t.url}/v1/workspaces`, { headers: { cookie, origin: "http://127.0.0.1:9" } });
+    expect(read.status).toBe(200);
+  });
+
+  it("approves nothing from another origin", async () => {
+    const cookie = await sessionCookie(t, "alice");
+    const { client_id: clientId } = await registerClient(t);
+    const consent = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    const id = consentRequestId(await consent.text());
+    const forged = await fetch(`${t.url}/oauth/authorize`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded", origin: "http://localhost:9" },
+      body: new URLSearchParams({ request: id, decision: "approve" }).toString(),
+    });
+    expect(forged.status).toBe(403);
+    expect((await decide(t, cookie, id, "approve")).status).toBe(303);
+  });
+});

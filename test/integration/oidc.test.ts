@@ -181,6 +181,13 @@ describe("oidc configuration", () => {
       email: null,
       orgRole: "admin",
     });
+    // An unverified address names no one: it could be added to a workspace by email.
+    expect(
+      principalFrom({ oid: "u3", email: "boss@example.com", email_verified: false }, auth).email,
+    ).toBeNull();
+    expect(principalFrom({ oid: "u3", email: "boss@example.com", email_verified: true }, auth).email).toBe(
+      "boss@example.com",
+    );
     expect(principalFrom({ oid: "u2", groups: "staff" }, auth)).toMatchObject({
       displayName: "u2",
       orgRole: "member",

@@ -9,6 +9,7 @@ import { DEFAULT_SCOPES } from "../../oauth/scopes.ts";
 import type { AccessTokens } from "../../oauth/tokens.ts";
 import { isWorkspaceId } from "../../workspace/ids.ts";
 import type { AppEnv } from "../context.ts";
+import { checkCookieOrigin } from "../cookie-origin.ts";
 import { workspaceMcpUrl } from "../urls.ts";
 
 /** The ways a request can say who it is, and the directory that knows each person. */
@@ -78,7 +79,10 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
       if (session.kind === "invalid") {
         throw new Unauthenticated("Your session has ended or is not valid: sign in again at /auth/login.");
       }
-      if (session.kind === "signed-in") principal = session.principal;
+      if (session.kind === "signed-in") {
+        checkCookieOrigin(c.req.raw, auth.publicUrl());
+        principal = session.principal;
+      }
     }
     principal ??= await auth.provider.authenticate(c.req.raw, "rest");
     if (!principal) throw new Unauthenticated();

@@ -64,7 +64,8 @@ export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
     throw new Unauthenticated(`The token has no "${auth.claims.subject}" claim to identify you by.`);
   }
   const name = payload[auth.claims.name];
-  const email = payload[auth.claims.email];
+  // An address the provider says it has not verified could be anyone's; it names no one here.
+  const email = payload.email_verified === false ? undefined : payload[auth.claims.email];
   return {
     id: derivePrincipalId(auth.issuer, subject),
     displayName: typeof name === "string" && name.length > 0 ? name : subject,

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/context.ts";
+import { checkCookieOrigin } from "../../http/cookie-origin.ts";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -75,6 +76,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     if (decision !== "approve" && decision !== "deny") {
       return problemPage(400, "The form must say approve or deny.");
     }
+    checkCookieOrigin(c.req.raw, deps.publicUrl());
     const session = await deps.sessions.lookup(c.req.raw);
     const stored = await deps.pending.get(id);
     if (!stored)

@@ -37,6 +37,16 @@ describe("UserDirectory", () => {
     expect(await next.get(ALICE.id)).toEqual(ALICE);
   });
 
+  it("refuses to guess between two people who signed in with the same email", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    await users.record({ ...ALICE, id: "usr_bbbbbbbbbbbbbbbbbbbbbbbb", email: "alice@example.com" });
+    await expect(users.findByEmail("alice@example.com")).rejects.toMatchObject({
+      status: 409,
+      code: "ambiguous_email",
+    });
+  });
+
   it("rewrites the profile when the name or email changes", async () => {
     const users = new UserDirectory(layout);
     await users.record(ALICE);
