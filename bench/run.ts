@@ -1,5 +1,6 @@
 // `npm run bench`: tools/call throughput and latency of Atrium's files__info against the bare MCP
-// SDK doing the same work (what Atrium adds) and a plain hono route (what one Node process can do).
+// SDK doing the same work (what Atrium adds) and a plain hono route (what one Node process can do),
+// and Atrium again with an OAuth access token on every request (what the token checks add).
 import { benchTarget, type TargetPlan } from "./lib/bench-target.ts";
 import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
 import { formatTable } from "./lib/format-table.ts";
@@ -25,12 +26,20 @@ async function main(): Promise<void> {
       start: () => startBenchServer("plain-hono", "info", fixture),
     },
   ];
+  // The two Atrium targets run back to back, so the token path's cost is the difference between
+  // neighbouring measurements rather than between the first and last of the run.
+  const atriumPlans: TargetPlan[] = [
+    { key: "atrium", label: "atrium", start: () => startAtrium("none") },
+    { key: "atrium-oauth", label: "atrium-oauth", start: () => startAtrium("access-token") },
+  ];
   const skipped: Array<{ key: TargetKey; reason: string }> = [];
   if (atriumAvailable()) {
-    plans.push({ key: "atrium", label: "atrium", start: startAtrium });
+    plans.push(...atriumPlans);
   } else {
-    skipped.push({ key: "atrium", reason: `${atriumBin} does not exist yet` });
-    progress(`atrium: skipped — ${atriumBin} does not exist yet`);
+    for (const { key } of atriumPlans) {
+      skipped.push({ key, reason: `${atriumBin} does not exist yet` });
+      progress(`${key}: skipped — ${atriumBin} does not exist yet`);
+    }
   }
 
   const measured: TargetResult[] = [];

@@ -28,7 +28,17 @@ export function formatTable(results: BenchResults): string {
   };
   addRatio("atrium / bare-sdk", results.ratios.atriumOverBareSdk);
   addRatio("atrium / ceiling", results.ratios.atriumOverCeiling);
+  addRatio("atrium-oauth / atrium", results.ratios.atriumOauthOverAtrium);
   if (ratioRows.length > 0) lines.push("", align(ratioRows));
+
+  const cost = results.tokenPathCost;
+  if (cost) {
+    lines.push(
+      "",
+      `token path (atrium-oauth − atrium): ${signedUs(cost.perRequestUs)} per request from req/s, ` +
+        `${signedUs(cost.p50Us)} at p50`,
+    );
+  }
 
   for (const skip of results.skipped) lines.push("", `skipped ${skip.key}: ${skip.reason}`);
 
@@ -39,6 +49,10 @@ export function formatTable(results: BenchResults): string {
       `${machine.node}, ${machine.cpus} × ${machine.cpuModel}, load average ${machine.loadAverageAtStart.toFixed(2)} at start`,
   );
   return `${lines.join("\n")}\n`;
+}
+
+function signedUs(us: number): string {
+  return `${us >= 0 ? "+" : "−"}${Math.abs(us).toFixed(0)} µs`;
 }
 
 function align(rows: string[][]): string {

@@ -15,13 +15,25 @@ export interface Ratio {
   p99: number;
 }
 
+/** What carrying an access token adds to each request: atrium-oauth minus atrium, in µs. */
+export interface TokenPathCost {
+  /**
+   * The difference in 1 / (req/s). The server is the bottleneck, so 1 / (req/s) is the time it
+   * spends per request, and the difference is the server time the token checks add to one.
+   */
+  perRequestUs: number;
+  /** The difference in p50. It includes queueing behind the other connections, so it is larger. */
+  p50Us: number;
+}
+
 export interface BenchResults {
   finishedAt: string;
   machine: { node: string; platform: string; cpus: number; cpuModel: string; loadAverageAtStart: number };
   settings: LoadSettings;
   targets: TargetResult[];
   skipped: Array<{ key: TargetKey; reason: string }>;
-  ratios: { atriumOverBareSdk?: Ratio; atriumOverCeiling?: Ratio };
+  ratios: { atriumOverBareSdk?: Ratio; atriumOverCeiling?: Ratio; atriumOauthOverAtrium?: Ratio };
+  tokenPathCost?: TokenPathCost;
 }
 
 // Sampled before any server starts: on a shared 2-core box, other work running alongside the bench
@@ -38,6 +50,7 @@ export function buildResults(
 ): BenchResults {
   const find = (key: TargetKey) => targets.find((target) => target.key === key)?.stats;
   const atrium = find("atrium");
+  const atriumOauth = find("atrium-oauth");
   const bare = find("bare-sdk");
   const ceiling = find("plain-hono");
   return {
@@ -55,7 +68,9 @@ export function buildResults(
     ratios: {
       ...(atrium && bare ? { atriumOverBareSdk: ratio(atrium, bare) } : {}),
       ...(atrium && ceiling ? { atriumOverCeiling: ratio(atrium, ceiling) } : {}),
+      ...(atriumOauth && atrium ? { atriumOauthOverAtrium: ratio(atriumOauth, atrium) } : {}),
     },
+    ...(atriumOauth && atrium ? { tokenPathCost: tokenPathCost(atriumOauth, atrium) } : {}),
   };
 }
 
@@ -65,5 +80,12 @@ function ratio(of: LoadStats, to: LoadStats): Ratio {
     requestsPerSec: of.requestsPerSec / to.requestsPerSec,
     p50: of.p50Ms / to.p50Ms,
     p99: of.p99Ms / to.p99Ms,
+  };
+}
+
+function tokenPathCost(withToken: LoadStats, without: LoadStats): TokenPathCost {
+  return {
+    perRequestUs: 1e6 / withToken.requestsPerSec - 1e6 / without.requestsPerSec,
+    p50Us: (withToken.p50Ms - without.p50Ms) * 1e3,
   };
 }

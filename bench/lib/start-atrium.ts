@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { obtainAccessToken } from "./atrium-access-token.ts";
 import { callTool } from "./call-tool.ts";
 import { spawnServer } from "./child-server.ts";
 import { findFreePort } from "./free-port.ts";
@@ -17,9 +18,20 @@ export function atriumAvailable(): boolean {
 
 const FILE_ID = /^fl_[0-9a-f]{24}$/;
 
+// Long enough that the token outlives any sensible run (2 s warm-up + BENCH_SECONDS); a run that
+// outlasted it would fail on its 401s rather than report them as speed.
+const ACCESS_TOKEN_TTL_SECONDS = 3_600;
+
+/**
+ * How each loaded request identifies itself. `none`: no credential, so the dev provider answers
+ * with the local developer. `access-token`: an Atrium access token for the workspace, so every
+ * request pays for verifying the at+jwt, its audience, its grant's revocation and its scopes.
+ */
+export type AtriumCredential = "none" | "access-token";
+
 // Boots a throwaway Atrium instance under the dev auth provider, finds its workspace, creates one
-// file, and aims the load at files__info for that file.
-export async function startAtrium(): Promise<RunningTarget> {
+// file, and aims the load at files__info for that file, carrying `credential`.
+export async function startAtrium(credential: AtriumCredential): Promise<RunningTarget> {
   const temp = await makeTempDir("atrium-bench-instance");
   const dataDir = join(temp.path, "data");
   await mkdir(dataDir);
@@ -30,6 +42,8 @@ export async function startAtrium(): Promise<RunningTarget> {
     auth: { adapter: "dev" },
     storage: { root: dataDir },
     http: { host: "127.0.0.1", port, publicUrl: base },
+    // Set for both credentials so the two Atrium targets run the very same instance.json.
+    oauth: { accessTokenTtlSeconds: ACCESS_TOKEN_TTL_SECONDS },
     // Request logging at info level would make Atrium pay for I/O the baselines do not do.
     log: { level: "warn" },
   };
@@ -55,7 +69,12 @@ export async function startAtrium(): Promise<RunningTarget> {
       `files__write returned no fl_<24 hex> id in structuredContent: ${JSON.stringify(written)}`,
     );
   }
-  return { key: "atrium", server, call: { url: mcpUrl, tool: "files__info", arguments: { id } } };
+  const call = { url: mcpUrl, tool: "files__info", arguments: { id } };
+  if (credential === "none") return { key: "atrium", server, call };
+  // Under `dev` a bearer that is not a valid Atrium token is refused, never read as the developer,
+  // so a passing pre-flight proves the load below goes through the token checks.
+  const token = await obtainAccessToken(base, mcpUrl);
+  return { key: "atrium-oauth", server, call: { ...call, headers: { authorization: `Bearer ${token}` } } };
 }
 
 interface Bootstrap {

@@ -9,7 +9,7 @@ import { waitForHttpOk } from "./wait-for-http.ts";
 // Starts one of the comparison servers in bench/servers/ (run through tsx like Atrium's sources)
 // and points the call at its /mcp route with the fixture's file id.
 export async function startBenchServer(
-  key: Exclude<TargetKey, "atrium">,
+  key: Exclude<TargetKey, "atrium" | "atrium-oauth">,
   tool: string,
   fixture: MetadataFixture,
 ): Promise<RunningTarget> {

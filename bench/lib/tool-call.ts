@@ -1,10 +1,15 @@
 // The one request shape every server is loaded with: a JSON-RPC tools/call POST carrying the
-// headers a Streamable HTTP client sends.
+// headers a Streamable HTTP client sends, plus whatever the target adds (a credential).
 
 export interface ToolCall {
   url: string;
   tool: string;
   arguments: Record<string, unknown>;
+  /**
+   * Extra request headers, e.g. `authorization`. They ride on the pre-flight and on every
+   * loaded request alike, so the pre-flight proves the exact request that is then measured.
+   */
+  headers?: Record<string, string>;
 }
 
 export interface HttpRequestSpec {
@@ -22,6 +27,7 @@ export function toolCallRequest(call: ToolCall): HttpRequestSpec {
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
       "mcp-protocol-version": PROTOCOL_VERSION,
+      ...call.headers,
     },
     body: JSON.stringify({
       jsonrpc: "2.0",
