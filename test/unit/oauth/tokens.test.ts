@@ -151,6 +151,19 @@ describe("AccessTokens", () => {
     await expect(tokens.verify(token, RESOURCE)).rejects.toBeInstanceOf(InvalidTokenError);
   });
 
+  it("a token already verified once is still refused elsewhere, after expiry and after revocation", async () => {
+    const first = await issue();
+    await expect(tokens.verify(first.token, RESOURCE)).resolves.toBeDefined();
+    await expect(tokens.verify(first.token, OTHER_RESOURCE)).rejects.toBeInstanceOf(InvalidTokenError);
+    clock.advance((ACCESS_TTL_SECONDS + 61) * 1000);
+    await expect(tokens.verify(first.token, RESOURCE)).rejects.toBeInstanceOf(InvalidTokenError);
+
+    const second = await issue();
+    await expect(tokens.verify(second.token, RESOURCE)).resolves.toBeDefined();
+    await grants.revoke(GRANT_ID);
+    await expect(tokens.verify(second.token, RESOURCE)).rejects.toBeInstanceOf(InvalidTokenError);
+  });
+
   it("refuses a token whose grant has been revoked", async () => {
     const { token } = await issue();
     await grants.revoke(GRANT_ID);
