@@ -86,6 +86,7 @@ export function createApp(
     "/",
     signInRoutes({
       oidc: security.oidc,
+      workspaces: deps.workspaces,
       sessions: security.sessions,
       users: deps.users,
       publicUrl: deps.publicUrl,

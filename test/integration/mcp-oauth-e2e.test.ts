@@ -210,4 +210,19 @@ describe("an MCP client authorizes with the SDK's own OAuth support", () => {
       `resource_metadata="${atrium.url}/.well-known/oauth-protected-resource/mcp/${workspaceB}"`,
     );
   }, 60_000);
+
+  it("the signed-in home page lists the person's workspaces with the URL to give a client", async () => {
+    const context = await contextSignedIn("alice");
+    const page = await context.newPage();
+    await page.goto(`${atrium.url}/`);
+    const text = (await page.textContent("main")) as string;
+    expect(text).toContain(`${atrium.url}/mcp/${workspaceA}`);
+    expect(text).toContain(`${atrium.url}/mcp/${workspaceB}`);
+    await context.close();
+    const bob = await contextSignedIn("bob");
+    const bobPage = await bob.newPage();
+    await bobPage.goto(`${atrium.url}/`);
+    expect(await bobPage.textContent("main")).not.toContain(workspaceA);
+    await bob.close();
+  }, 30_000);
 });

@@ -19,7 +19,13 @@ const signOutForm = html`<form method="post" action="${LOGOUT_PATH}" class="acti
 <button type="submit" class="primary">Sign out</button>
 </form>`;
 
-export function homePage(principal: Principal | undefined): Response {
+/** A workspace as the home page lists it: its name and the one URL an MCP client needs. */
+export interface HomeWorkspace {
+  name: string;
+  mcpUrl: string;
+}
+
+export function homePage(principal: Principal | undefined, workspaces: HomeWorkspace[] = []): Response {
   if (!principal) {
     return page(
       "Atrium",
@@ -27,7 +33,13 @@ export function homePage(principal: Principal | undefined): Response {
 <p class="actions"><a class="button" href="/auth/login">Sign in</a></p>`,
     );
   }
-  return page("Atrium", html`<p>Signed in as ${who(principal)}.</p>${signOutForm}`);
+  const list =
+    workspaces.length === 0
+      ? html`<p>You are not a member of any workspace yet. <code>GET /v1/bootstrap</code> creates your first one.</p>`
+      : html`<h2>Your workspaces</h2>
+<p class="note">Point an MCP client at a workspace's URL; it will ask you to allow it here.</p>
+<dl>${workspaces.map((ws) => html`<dt>${ws.name}</dt><dd><code>${ws.mcpUrl}</code></dd>`)}</dl>`;
+  return page("Atrium", html`<p>Signed in as ${who(principal)}.</p>${list}${signOutForm}`);
 }
 
 export function signOutPage(principal: Principal | undefined): Response {

@@ -1,7 +1,9 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/context.ts";
+import { workspaceMcpUrl } from "../../http/urls.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import type { Logger } from "../../log.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
 import { createPkcePair, type OidcClient, randomToken, SignInFailed } from "../oidc-client.ts";
 import type { Principal } from "../principal.ts";
 import { DEV_PRINCIPAL } from "../providers/dev.ts";
@@ -23,6 +25,7 @@ export interface SignInDeps {
   oidc: OidcClient | undefined;
   sessions: Sessions;
   users: UserDirectory;
+  workspaces: Pick<WorkspaceStore, "listFor">;
   /** The public base URL; known once the listener is bound (port 0 in tests). */
   publicUrl: () => string;
   log: Logger;
@@ -62,7 +65,12 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
     const { principal, clear } = await signedIn(c.req.raw);
     // Deactivation is checked per request, so a session that outlived it shows why it no longer works.
     if (principal && users.isDeactivated(principal.id)) return deactivatedPage(principal);
-    return withCookies(homePage(principal), clear);
+    const workspaces = principal
+      ? deps.workspaces
+          .listFor(principal.id)
+          .map((ws) => ({ name: ws.name, mcpUrl: workspaceMcpUrl(deps.publicUrl(), ws.id) }))
+      : [];
+    return withCookies(homePage(principal, workspaces), clear);
   });
 
   app.get("/auth/login", async (c) => {
