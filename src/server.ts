@@ -1,6 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BootError } from "./errors.ts";
+import { startHousekeeping } from "./housekeeping.ts";
 import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
@@ -38,6 +39,7 @@ export interface StartOptions {
   identityProvider?: IdentityProvider;
   log?: Logger;
   idleEvictMs?: number;
+  housekeepingIntervalMs?: number;
 }
 
 export interface RunningAtrium {
@@ -138,6 +140,16 @@ export async function startAtrium(
   const port = (server.address() as AddressInfo).port;
   publicUrl = followPort(config.http.publicUrl, port);
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
+  const stopHousekeeping = startHousekeeping(
+    [
+      { name: "oauth codes", run: () => oauth.codes.sweep() },
+      { name: "consent requests", run: () => pending.sweep() },
+      { name: "oauth grants", run: () => oauth.grants.load() },
+      { name: "sessions", run: () => sessions.sweep() },
+    ],
+    log,
+    options.housekeepingIntervalMs,
+  );
 
   return {
     url: publicUrl,
@@ -149,6 +161,7 @@ export async function startAtrium(
     sessions,
     oauth,
     async close() {
+      stopHousekeeping();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();

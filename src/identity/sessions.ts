@@ -131,10 +131,14 @@ export class Sessions {
     return setCookie(this.cookieName, value, { path: "/", maxAgeSeconds, secure: this.secureCookies });
   }
 
-  /** Removes records past their expiry that no browser came back with. */
   private async sweepIfDue(): Promise<void> {
+    if (this.now() - this.lastSweepMs < SESSION_SWEEP_INTERVAL_MS) return;
+    await this.sweep();
+  }
+
+  /** Removes records past their expiry that no browser came back with. */
+  async sweep(): Promise<void> {
     const nowMs = this.now();
-    if (nowMs - this.lastSweepMs < SESSION_SWEEP_INTERVAL_MS) return;
     this.lastSweepMs = nowMs;
     for (const id of await this.records.ids()) {
       // An unreadable record is left for an operator to look at; it must not stop a sign-in.

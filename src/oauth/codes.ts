@@ -108,7 +108,7 @@ export class AuthorizationCodes {
     });
   }
 
-  /** Deletes codes nobody can redeem and redeemed ones past their replay window; called at boot. */
+  /** Deletes codes nobody can redeem and redeemed ones past their replay window; at boot and hourly. */
   async sweep(): Promise<void> {
     const now = this.clock();
     for (const id of await this.records.ids()) {

@@ -92,7 +92,8 @@ export class Grants {
 
   /**
    * Loads the revoked set, and deletes grants that can no longer matter: revoked or past
-   * their lifetime longer ago than any access token they issued can live. Called at boot.
+   * their lifetime longer ago than any access token they issued can live. Called at boot,
+   * and again by the instance's housekeeping.
    */
   async load(): Promise<void> {
     const outlived = (this.options.accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000;

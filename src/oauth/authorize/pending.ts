@@ -80,7 +80,7 @@ export class PendingAuthorizations {
     return createHmac("sha256", this.codeKey).update(pending.id).digest("base64url");
   }
 
-  /** Removes requests nobody decided in time; called at boot. */
+  /** Removes requests nobody decided in time; at boot and hourly. */
   async sweep(): Promise<void> {
     for (const id of await this.records.ids()) {
       const pending = await this.records.get(id).catch(() => undefined);
