@@ -7,6 +7,17 @@ export const TEST_CLIENT_ID = "atrium-tests";
 const TEST_CLIENT_SECRET = "atrium-tests-secret";
 export const TEST_AUDIENCE = "https://atrium.test/api";
 
+/** oidc-provider lifetimes (seconds), set explicitly so the provider does not warn about its defaults. */
+export const PROVIDER_TTL = {
+  AccessToken: 300,
+  AuthorizationCode: 60,
+  ClientCredentials: 300,
+  Grant: 3600,
+  IdToken: 300,
+  Interaction: 600,
+  Session: 3600,
+};
+
 /** instance.json's `session` for instances with a real provider, which require a secret. */
 process.env.ATRIUM_TEST_SESSION_SECRET ??= "test-session-secret-of-at-least-32-bytes-long";
 export const TEST_SESSION = { secret: { env: "ATRIUM_TEST_SESSION_SECRET" } };
@@ -94,16 +105,7 @@ export async function startOidcIssuer(): Promise<TestIssuer> {
     claims: { openid: ["sub"], profile: ["name"], email: ["email"], groups: ["groups"] },
     // ID tokens carry the profile claims, as most providers' do, not only the userinfo endpoint.
     conformIdTokenClaims: false,
-    // Explicit lifetimes (in seconds), so the provider does not warn about its defaults.
-    ttl: {
-      AccessToken: 300,
-      AuthorizationCode: 60,
-      ClientCredentials: 300,
-      Grant: 3600,
-      IdToken: 300,
-      Interaction: 600,
-      Session: 3600,
-    },
+    ttl: PROVIDER_TTL,
     findAccount: (_ctx: unknown, login: string) => ({
       accountId: login,
       claims: () => testAccount(login),

@@ -5,7 +5,7 @@ import { exportJWK, generateKeyPair } from "jose";
 import Provider from "oidc-provider";
 import type { Page } from "playwright-core";
 import { passProviderPages } from "./browser.ts";
-import { closeServer, registerClient } from "./oidc-issuer.ts";
+import { closeServer, PROVIDER_TTL, registerClient } from "./oidc-issuer.ts";
 
 // A stand-in for a WorkOS AuthKit domain, built on oidc-provider, shaped after WorkOS's
 // documentation (test machines cannot reach WorkOS):
@@ -111,16 +111,7 @@ export async function startWorkosIssuer(): Promise<WorkosIssuer> {
       email: ["email", "email_verified"],
     },
     conformIdTokenClaims: false,
-    // Explicit lifetimes (in seconds), so the provider does not warn about its defaults.
-    ttl: {
-      AccessToken: 300,
-      AuthorizationCode: 60,
-      ClientCredentials: 300,
-      Grant: 3600,
-      IdToken: 300,
-      Interaction: 600,
-      Session: 3600,
-    },
+    ttl: PROVIDER_TTL,
     findAccount: (_ctx: unknown, id: string) => {
       const person = PEOPLE.get(id);
       if (!person) return undefined;
