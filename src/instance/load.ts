@@ -14,6 +14,7 @@ import {
   MAX_UPLOAD_BYTES_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
   REFRESH_TOKEN_TTL_DEFAULT,
+  REGISTRATIONS_PER_HOUR_DEFAULT,
   SESSION_MAX_AGE_DEFAULT,
   type SessionConfig,
 } from "./schema.ts";
@@ -74,6 +75,7 @@ export function parseInstance(
     oauth: {
       accessTokenTtlSeconds: file.oauth?.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_DEFAULT,
       refreshTokenTtlSeconds: file.oauth?.refreshTokenTtlSeconds ?? REFRESH_TOKEN_TTL_DEFAULT,
+      registrationsPerHour: file.oauth?.registrationsPerHour ?? REGISTRATIONS_PER_HOUR_DEFAULT,
       allowPrivateClientMetadata: file.oauth?.clientMetadataDocuments?.allowPrivateAddresses ?? false,
     },
     // --data is typed at a shell, so it is relative to the working directory; the file's own
@@ -103,6 +105,7 @@ interface InstanceFile {
   oauth?: {
     accessTokenTtlSeconds?: number;
     refreshTokenTtlSeconds?: number;
+    registrationsPerHour?: number;
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string };

@@ -9,6 +9,7 @@ export const MIN_INSTRUCTIONS_BYTES = 1024;
 export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
+export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
 /** A session secret shorter than this is refused: it signs every browser's cookie. */
 export const MIN_SESSION_SECRET_BYTES = 32;
 
@@ -74,6 +75,7 @@ export const instanceSchema = {
       properties: {
         accessTokenTtlSeconds: { type: "integer", minimum: 30, maximum: 86_400 },
         refreshTokenTtlSeconds: { type: "integer", minimum: 300, maximum: 31_536_000 },
+        registrationsPerHour: { type: "integer", minimum: 1 },
         clientMetadataDocuments: {
           type: "object",
           additionalProperties: false,
@@ -168,6 +170,8 @@ export interface SessionConfig {
 export interface OAuthConfig {
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /** Dynamic client registrations accepted per connecting address per hour. */
+  registrationsPerHour: number;
   /** Lets a client metadata document live at a loopback or private address (local development). */
   allowPrivateClientMetadata: boolean;
 }

@@ -75,7 +75,15 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       if (!routes) {
         const app = new Hono<AppEnv>();
         app.route("/", metadataRoutes({ keys, publicUrl }));
-        app.route("/", registerRoutes({ clients, log }));
+        app.route(
+          "/",
+          registerRoutes({
+            clients,
+            log,
+            registrationsPerHour: deps.config.registrationsPerHour,
+            ...(deps.clock ? { clock: deps.clock } : {}),
+          }),
+        );
         app.route("/", tokenRoutes({ clients, codes, grants, tokens, log }));
         app.route("/", revokeRoutes({ clients, grants, tokens, log }));
         app.route("/", signingKeyRoutes({ keys, accessTokenTtlSeconds: config.accessTokenTtlSeconds, log }));

@@ -40,14 +40,22 @@ interface RunningOAuth {
 }
 
 /** The authorization server's routes in a hono app on 127.0.0.1:0, as the real app mounts them. */
-async function startOAuth(allowPrivateClientMetadata: boolean): Promise<RunningOAuth> {
+async function startOAuth(
+  allowPrivateClientMetadata: boolean,
+  registrationsPerHour = 100,
+): Promise<RunningOAuth> {
   const root = await mkdtemp(join(tmpdir(), "atrium-oauth-it-"));
   const layout = new StorageLayout(root);
   const users = new UserDirectory(layout);
   let url = "";
   const oauth = await createAuthorizationServer({
     layout,
-    config: { accessTokenTtlSeconds: 900, refreshTokenTtlSeconds: 86_400, allowPrivateClientMetadata },
+    config: {
+      accessTokenTtlSeconds: 900,
+      refreshTokenTtlSeconds: 86_400,
+      allowPrivateClientMetadata,
+      registrationsPerHour,
+    },
     publicUrl: () => url,
     users,
     log,
@@ -261,6 +269,21 @@ describe("discovery", () => {
 });
 
 describe("dynamic client registration", () => {
+  it("refuses registrations past the hourly limit for one address with 429 and Retry-After", async () => {
+    const limited = await startOAuth(false, 2);
+    try {
+      const body = { redirect_uris: [REDIRECT] };
+      expect((await registerJson(body, limited)).status).toBe(201);
+      expect((await registerJson(body, limited)).status).toBe(201);
+      const refused = await registerJson(body, limited);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(((await refused.json()) as { error: string }).error).toBe("too_many_requests");
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("registers a public client (201) with no secret", async () => {
     const response = await registerJson({ redirect_uris: [REDIRECT, "https://app.example/cb"] });
     expect(response.status).toBe(201);

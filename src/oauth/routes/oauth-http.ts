@@ -3,6 +3,7 @@ import {
   InvalidRequestError,
   OAuthError,
   ServerError,
+  TooManyRequestsError,
 } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { Context, Handler, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -44,8 +45,9 @@ export function oauthErrorResponse(c: Context<AppEnv>, error: unknown, log: Logg
     oauth = new ServerError("The authorization server hit an unexpected error; try again.");
   }
   const headers: Record<string, string> = { ...NO_STORE };
-  let status: 400 | 401 | 500 = 400;
+  let status: 400 | 401 | 429 | 500 = 400;
   if (oauth instanceof ServerError) status = 500;
+  if (oauth instanceof TooManyRequestsError) status = 429;
   if (oauth instanceof InvalidClientError) {
     status = 401;
     // RFC 6749 §5.2: a client that tried Basic is told Basic is the way.

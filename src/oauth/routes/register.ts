@@ -1,21 +1,44 @@
-import { Hono } from "hono";
+import { TooManyRequestsError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
+import type { Clock } from "../clock.ts";
+import { FixedWindowLimit } from "../rate-limit.ts";
 import { publicCors } from "./cors.ts";
 import { NO_STORE, oauthBodyLimit, oauthEndpoint, readJson } from "./oauth-http.ts";
 
 const MAX_REGISTRATION_BYTES = 64 * 1024;
+const HOUR_MS = 60 * 60 * 1000;
+
+/** The connecting address (behind a proxy, the proxy's: oauth.registrationsPerHour counts it). */
+function callerAddress(c: Context<AppEnv>): string {
+  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+  return incoming?.socket?.remoteAddress ?? "unknown";
+}
 
 /** RFC 7591 dynamic client registration: open, as MCP clients expect; what it accepts is client-rules.ts. */
-export function registerRoutes(deps: { clients: ClientRegistry; log: Logger }): Hono<AppEnv> {
+export function registerRoutes(deps: {
+  clients: ClientRegistry;
+  log: Logger;
+  registrationsPerHour: number;
+  clock?: Clock;
+}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  const limit = new FixedWindowLimit(deps.registrationsPerHour, HOUR_MS, deps.clock);
   app.use("/oauth/register", publicCors());
   app.use("/oauth/register", oauthBodyLimit(MAX_REGISTRATION_BYTES));
 
   app.post(
     "/oauth/register",
     oauthEndpoint(deps.log, async (c) => {
+      const wait = limit.take(callerAddress(c));
+      if (wait > 0) {
+        c.header("retry-after", String(wait));
+        throw new TooManyRequestsError(
+          `Too many client registrations from this address; try again in ${wait} s, or reuse the client you registered.`,
+        );
+      }
       const client = await deps.clients.register(await readJson(c));
       deps.log.info(
         { clientId: client.client_id, method: client.token_endpoint_auth_method },
