@@ -1,5 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
@@ -396,5 +399,36 @@ describe("a browser session", () => {
     });
     expect(forged.status).toBe(403);
     expect((await decide(t, cookie, id, "approve")).status).toBe(303);
+  });
+});
+
+describe("step-up with the SDK client", () => {
+  it("a read-only token's write gets a 403 the SDK client follows to ask for mcp:write", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs, { scope: "mcp:read" });
+    let authorizationUrl: URL | undefined;
+    // A client that holds a read-only token (and no refresh token, so re-authorizing is its only way up).
+    const provider = {
+      redirectUrl: REDIRECT_URI,
+      clientMetadata: { redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: "none" },
+      clientInformation: () => ({ client_id: tokens.clientId }),
+      tokens: () => ({ access_token: tokens.access_token, token_type: "Bearer" }),
+      saveTokens: () => {},
+      redirectToAuthorization: (url: URL) => {
+        authorizationUrl = url;
+      },
+      saveCodeVerifier: () => {},
+      codeVerifier: () => "",
+    };
+    const client = new Client({ name: "step-up", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${t.url}/mcp/${aliceWs}`), { authProvider: provider }),
+    );
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await expect(
+      client.callTool({ name: "files__write", arguments: { name: "b.txt", text: "x" } }),
+    ).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(authorizationUrl?.searchParams.get("scope")).toBe("mcp:read mcp:write");
+    expect(authorizationUrl?.searchParams.get("resource")).toBe(`${t.url}/mcp/${aliceWs}`);
+    await client.close();
   });
 });
