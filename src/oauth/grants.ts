@@ -117,6 +117,28 @@ export class Grants {
     }
   }
 
+  /**
+   * One person's live grants (not revoked, within their lifetime), newest first: what they
+   * have allowed which client to do where. A scan of the folder, made only when a person
+   * asks to see their applications.
+   */
+  async listFor(principalId: string): Promise<GrantRecord[]> {
+    const now = this.clock();
+    const live: GrantRecord[] = [];
+    for (const id of await this.records.ids()) {
+      const record = await this.records.get(id).catch(() => undefined);
+      if (
+        record?.principalId === principalId &&
+        record.revokedAt === undefined &&
+        !this.revoked.has(record.grantId) &&
+        record.absoluteExpiresAt > now
+      ) {
+        live.push(record);
+      }
+    }
+    return live.sort((a, b) => b.createdAt - a.createdAt);
+  }
+
   isRevoked(grantId: string): boolean {
     return this.revoked.has(grantId);
   }

@@ -11,6 +11,7 @@ import { AuthorizationCodes } from "./codes.ts";
 import { Grants } from "./grants.ts";
 import { SigningKeys } from "./keys.ts";
 import { metadataRoutes } from "./routes/metadata.ts";
+import { personGrantRoutes } from "./routes/person-grants.ts";
 import { registerRoutes } from "./routes/register.ts";
 import { revokeRoutes } from "./routes/revoke.ts";
 import { signingKeyRoutes } from "./routes/signing-keys.ts";
@@ -87,6 +88,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
         app.route("/", tokenRoutes({ clients, codes, grants, tokens, log }));
         app.route("/", revokeRoutes({ clients, grants, tokens, log }));
         app.route("/", signingKeyRoutes({ keys, accessTokenTtlSeconds: config.accessTokenTtlSeconds, log }));
+        app.route("/", personGrantRoutes({ grants, clients, publicUrl, log }));
         routes = app;
       }
       return routes;

@@ -432,3 +432,41 @@ describe("step-up with the SDK client", () => {
     await client.close();
   });
 });
+
+describe("a person's authorized applications", () => {
+  it("lists what each client may do where, and revoking one ends its tokens; nobody else can", async () => {
+    const tokens = await obtainTokens(t, "alice", aliceWs);
+    const list = async (user: string) =>
+      (
+        (await (await t.rest(user, "GET", "/v1/oauth/grants")).json()) as {
+          grants: Array<{
+            id: string;
+            clientId: string;
+            clientName: string;
+            workspaceId: string;
+            scopes: string[];
+          }>;
+        }
+      ).grants;
+    const mine = (await list("alice")).find((grant) => grant.clientId === tokens.clientId);
+    expect(mine).toMatchObject({
+      clientName: "Test MCP client",
+      workspaceId: aliceWs,
+      scopes: ["mcp:read", "mcp:write"],
+    });
+    expect((await list("bob")).some((grant) => grant.id === mine?.id)).toBe(false);
+
+    expect((await t.rest("bob", "DELETE", `/v1/oauth/grants/${mine?.id}`)).status).toBe(404);
+    expect((await mcpPost(t, aliceWs, tokens.access_token, listTools)).status).toBe(200);
+    expect((await t.rest("alice", "DELETE", `/v1/oauth/grants/${mine?.id}`)).status).toBe(204);
+    expect((await mcpPost(t, aliceWs, tokens.access_token, listTools)).status).toBe(401);
+    const refresh = await tokenRequest(t, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+      client_id: tokens.clientId,
+    });
+    expect(refresh.status).toBe(400);
+    expect((await list("alice")).some((grant) => grant.id === mine?.id)).toBe(false);
+    expect((await t.rest("alice", "DELETE", `/v1/oauth/grants/${mine?.id}`)).status).toBe(404);
+  });
+});

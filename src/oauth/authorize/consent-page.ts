@@ -36,7 +36,7 @@ export function consentPage(view: ConsentView): Response {
 <button type="submit" name="decision" value="deny">Deny</button>
 </div>
 </form>
-<p class="note">Only allow applications you trust. Access ends when you leave the workspace.</p>`,
+<p class="note">Only allow applications you trust. Access lasts until you take it back (<code>/v1/oauth/grants</code>) or leave the workspace.</p>`,
   );
 }
 
