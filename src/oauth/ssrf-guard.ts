@@ -121,15 +121,6 @@ export function guardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
-/** Resolves `hostname` (or takes it as an IP literal) and checks every address, as a fetch would. */
-export async function checkHost(hostname: string, allowPrivate: boolean): Promise<void> {
-  const bare = hostname.replace(/^\[|\]$/g, "");
-  if (isIP(bare) !== 0) return checkAddress(hostname, bare, allowPrivate);
-  return new Promise((resolve, reject) => {
-    guardedLookup(allowPrivate)(bare, { all: true }, (error) => (error ? reject(error) : resolve()));
-  });
-}
-
 function classifyIpv4(value: number): AddressKind {
   if (value === 0xffffffff) return "reserved";
   for (const [prefix, bits, kind] of IPV4_RANGES) {

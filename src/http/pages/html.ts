@@ -17,7 +17,7 @@ export class SafeHtml {
   }
 }
 
-export function escapeHtml(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] as string);
 }
 

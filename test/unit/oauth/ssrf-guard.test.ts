@@ -1,7 +1,7 @@
 import type { LookupAddress } from "node:dns";
 import { describe, expect, it } from "vitest";
 import {
-  checkHost,
+  checkAddress,
   classifyAddress,
   ForbiddenAddress,
   guardedLookup,
@@ -83,16 +83,16 @@ describe("guardedLookup", () => {
   });
 });
 
-describe("checkHost", () => {
-  it("checks IP literals without a lookup, brackets and all", async () => {
-    await expect(checkHost("127.0.0.1", false)).rejects.toBeInstanceOf(ForbiddenAddress);
-    await expect(checkHost("[::1]", false)).rejects.toBeInstanceOf(ForbiddenAddress);
-    await expect(checkHost("[::ffff:127.0.0.1]", false)).rejects.toBeInstanceOf(ForbiddenAddress);
-    await expect(checkHost("8.8.8.8", false)).resolves.toBeUndefined();
-    await expect(checkHost("127.0.0.1", true)).resolves.toBeUndefined();
+describe("checkAddress and the lookup together, as a fetch uses them", () => {
+  it("checks IP literals (which never reach a lookup), brackets and all", () => {
+    expect(() => checkAddress("127.0.0.1", "127.0.0.1", false)).toThrow(ForbiddenAddress);
+    expect(() => checkAddress("[::1]", "[::1]", false)).toThrow(ForbiddenAddress);
+    expect(() => checkAddress("[::ffff:127.0.0.1]", "[::ffff:127.0.0.1]", false)).toThrow(ForbiddenAddress);
+    expect(() => checkAddress("8.8.8.8", "8.8.8.8", false)).not.toThrow();
+    expect(() => checkAddress("127.0.0.1", "127.0.0.1", true)).not.toThrow();
   });
 
   it("resolves a name and refuses it when it lands on loopback", async () => {
-    await expect(checkHost("localhost", false)).rejects.toThrow(/loopback/);
+    await expect(lookupAll("localhost", false)).rejects.toThrow(/loopback/);
   });
 });
