@@ -126,6 +126,8 @@ interface AuthFile {
   audience?: string;
   firstPartyClients?: string[];
   claims?: Partial<ClaimMapping>;
+  organizationId?: string;
+  apiUrl?: string;
 }
 
 /** The fields each adapter needs and the ones it takes besides; anything else is refused by name. */
@@ -137,9 +139,11 @@ const ADAPTER_FIELDS: Record<AuthFile["adapter"], { required: string[]; optional
   },
   workos: {
     required: ["authkitDomain", "clientId", "apiKey"],
-    optional: ["scopes", "audience", "firstPartyClients", "claims"],
+    optional: ["scopes", "audience", "firstPartyClients", "claims", "organizationId", "apiUrl"],
   },
 };
+
+const WORKOS_API_URL = "https://api.workos.com";
 
 const DEFAULT_SCOPES = ["openid", "profile", "email"];
 
@@ -166,6 +170,11 @@ function resolveAuth(auth: AuthFile, baseDir: string): InstanceConfig["auth"] {
     firstPartyClients: auth.firstPartyClients ?? [],
   };
   if (auth.adapter === "workos") {
+    if (auth.apiUrl !== undefined && auth.organizationId === undefined) {
+      throw new BootError(
+        "auth.apiUrl is used only to look up roles in auth.organizationId; set both or neither.",
+      );
+    }
     // AuthKit is an OpenID provider at the AuthKit domain; the API key is the client secret
     // its token endpoint takes in the form body, and its tokens carry the org role in `role`.
     return {
@@ -174,6 +183,10 @@ function resolveAuth(auth: AuthFile, baseDir: string): InstanceConfig["auth"] {
       clientSecret: readCredential(auth.apiKey as CredentialRef, "auth.apiKey", baseDir),
       clientAuthMethod: "client_secret_post",
       claims: claimMapping(auth.claims, { orgRole: "role", orgAdminValues: ["admin"] }),
+      workosOrganization:
+        auth.organizationId === undefined
+          ? undefined
+          : { organizationId: auth.organizationId, apiUrl: stripSlash(auth.apiUrl ?? WORKOS_API_URL) },
       ...common,
     };
   }

@@ -42,6 +42,8 @@ export const instanceSchema = {
         adapter: { enum: ["dev", "oidc", "workos"], description: "The identity provider." },
         issuer: { type: "string", format: "uri", pattern: "^https?://" },
         authkitDomain: { type: "string", format: "uri", pattern: "^https?://" },
+        organizationId: { type: "string", pattern: "^org_[A-Za-z0-9]+$" },
+        apiUrl: { type: "string", format: "uri", pattern: "^https?://" },
         clientId: { type: "string", minLength: 1 },
         clientSecret: { $ref: "#/$defs/credentialRef" },
         apiKey: { $ref: "#/$defs/credentialRef" },
@@ -159,6 +161,11 @@ export interface OidcAuth {
   claims: ClaimMapping;
   /** Provider client ids whose tokens /mcp/ws_… accepts directly (REST accepts any). */
   firstPartyClients: string[];
+  /**
+   * `workos` with `organizationId`: at sign-in the org role is the person's membership role
+   * in that organization, asked of the WorkOS API with the API key.
+   */
+  workosOrganization?: { organizationId: string; apiUrl: string } | undefined;
 }
 
 export interface SessionConfig {

@@ -23,6 +23,7 @@ process.env.ATRIUM_TEST_WORKOS_API_KEY ??= `sk_test_${randomBytes(24).toString("
 export const WORKOS_API_KEY_ENV = "ATRIUM_TEST_WORKOS_API_KEY";
 
 export const WORKOS_ORG_ID = "org_01HRDMC6CM357W30QMHMQ96Q0S";
+const MEMBERSHIPS_PATH = "/user_management/organization_memberships";
 
 export interface WorkosPerson {
   /** Also the login typed at the development login page. */
@@ -67,6 +68,8 @@ export interface WorkosIssuer {
   authkitDomain: string;
   /** The client id Atrium signs in with (`auth.clientId`). */
   clientId: string;
+  /** The person's membership role in WORKOS_ORG_ID as the memberships API reports it; `undefined` for none. */
+  setMembershipRole(userId: string, role: string | undefined): void;
   /** Registers Atrium's client (client_secret_post, the API key as secret) for the instance at `atriumUrl`. */
   registerAtrium(atriumUrl: string): Promise<void>;
   /**
@@ -159,11 +162,44 @@ export async function startWorkosIssuer(): Promise<WorkosIssuer> {
       },
     },
   });
-  server.on("request", provider.callback());
+  // The stand-in also answers WorkOS's organization-memberships API (api.workos.com in
+  // production; `auth.apiUrl` points here), authenticated with the API key.
+  const membershipRoles = new Map<string, string>();
+  const oidcHandler = provider.callback();
+  server.on("request", (request, response) => {
+    const url = new URL(request.url ?? "/", authkitDomain);
+    if (url.pathname !== MEMBERSHIPS_PATH) return oidcHandler(request, response);
+    if (request.headers.authorization !== `Bearer ${process.env[WORKOS_API_KEY_ENV]}`) {
+      response.writeHead(401, { "content-type": "application/json" });
+      return response.end(JSON.stringify({ message: "Unauthorized" }));
+    }
+    const userId = url.searchParams.get("user_id") ?? "";
+    const role = membershipRoles.get(userId);
+    const data =
+      role === undefined || url.searchParams.get("organization_id") !== WORKOS_ORG_ID
+        ? []
+        : [
+            {
+              object: "organization_membership",
+              id: workosId("om"),
+              user_id: userId,
+              organization_id: WORKOS_ORG_ID,
+              status: "active",
+              role: { slug: role },
+              roles: [{ slug: role }],
+            },
+          ];
+    response.writeHead(200, { "content-type": "application/json" });
+    response.end(JSON.stringify({ object: "list", data, list_metadata: { before: null, after: null } }));
+  });
 
   return {
     authkitDomain,
     clientId,
+    setMembershipRole(userId, role) {
+      if (role === undefined) membershipRoles.delete(userId);
+      else membershipRoles.set(userId, role);
+    },
     async registerAtrium(atriumUrl) {
       nextRegistration = { id: clientId, secret: process.env[WORKOS_API_KEY_ENV] as string };
       await registerClient(`${authkitDomain}/oauth2/register`, {

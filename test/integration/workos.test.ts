@@ -6,8 +6,9 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { derivePrincipalId } from "../../src/identity/principal.ts";
 import { SESSION_COOKIE, Sessions } from "../../src/identity/sessions.ts";
+import { withWorkosMembershipRole } from "../../src/identity/signin/workos-membership.ts";
 import { parseInstance } from "../../src/instance/load.ts";
-import type { InstanceConfig } from "../../src/instance/schema.ts";
+import type { InstanceConfig, OidcAuth } from "../../src/instance/schema.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { StorageLayout } from "../../src/storage/paths.ts";
@@ -51,6 +52,9 @@ beforeAll(async () => {
         clientId: workos.clientId,
         apiKey: { env: WORKOS_API_KEY_ENV },
         audience: ATRIUM_AUDIENCE,
+        organizationId: WORKOS_ORG_ID,
+        // The stand-in also serves the organization-memberships API.
+        apiUrl: workos.authkitDomain,
       },
       session: TEST_SESSION,
       storage: { root: "./data" },
@@ -60,6 +64,8 @@ beforeAll(async () => {
   );
   atrium = await startAtrium(config, { log: createLogger("silent") });
   await workos.registerAtrium(atrium.url);
+  workos.setMembershipRole(WORKOS_ADMIN.id, "admin");
+  workos.setMembershipRole(WORKOS_MEMBER.id, "member");
   browser = await launchChromium();
 });
 
@@ -177,5 +183,49 @@ describe("the workos adapter", () => {
     );
     expect(decodeJwt(token).aud).toBe("https://other-api.example");
     expect((await listUsers(token)).status).toBe(401);
+  });
+});
+
+describe("the org role from the WorkOS organization membership", () => {
+  afterEach(() => workos.setMembershipRole(WORKOS_ADMIN.id, "admin"));
+
+  it("is what the memberships API says, over any role a token carries", async () => {
+    workos.setMembershipRole(WORKOS_ADMIN.id, "member");
+    await signInWithBrowser(page, atrium.url, WORKOS_ADMIN.id);
+    expect(await signedInPrincipal()).toMatchObject({ orgRole: "member" });
+  });
+
+  it("is member for someone with no membership in the organization", async () => {
+    workos.setMembershipRole(WORKOS_ADMIN.id, undefined);
+    expect(await withWorkosMembershipRole({ sub: WORKOS_ADMIN.id }, config.auth as OidcAuth)).toMatchObject({
+      role: [],
+    });
+  });
+
+  it("fails the sign-in when the API refuses the key, rather than guessing a role", async () => {
+    const wrongKey = { ...(config.auth as OidcAuth), clientSecret: "sk_test_wrong" };
+    await expect(withWorkosMembershipRole({ sub: WORKOS_ADMIN.id }, wrongKey)).rejects.toMatchObject({
+      reason: "provider_unavailable",
+    });
+  });
+
+  it("takes apiUrl only together with organizationId", () => {
+    expect(() =>
+      parseInstance(
+        {
+          auth: {
+            adapter: "workos",
+            authkitDomain: "https://acme.authkit.app",
+            clientId: "client_x",
+            apiKey: { env: WORKOS_API_KEY_ENV },
+            apiUrl: "https://api.workos.test",
+          },
+          session: TEST_SESSION,
+          storage: { root: "./data" },
+          http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
+        },
+        { source: "test", baseDir: dir },
+      ),
+    ).toThrow(/apiUrl is used only/);
   });
 });

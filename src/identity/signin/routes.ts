@@ -19,6 +19,7 @@ import {
   signInErrorPage,
   signOutPage,
 } from "./pages.ts";
+import { withWorkosMembershipRole } from "./workos-membership.ts";
 
 export interface SignInDeps {
   /** The configured OpenID provider; `undefined` under `dev`, where sign-in is implicit. */
@@ -154,7 +155,7 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
       }
       if (!query.code) throw new SignInFailed("token_exchange_failed", "The provider sent no code.");
       const tokens = await oidc.exchangeCode(query.code, redirectUri(), stored.codeVerifier);
-      const claims = await oidc.signInClaims(tokens, stored.nonce);
+      const claims = await withWorkosMembershipRole(await oidc.signInClaims(tokens, stored.nonce), oidc.auth);
       return await finishSignIn(principalFromIdToken(claims, oidc.auth), returnTo, [clear]);
     } catch (error) {
       return withCookies(failure(error, returnTo), clear);
