@@ -1,5 +1,5 @@
-import { createHash, randomBytes } from "node:crypto";
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { CLOCK_TOLERANCE_SECONDS } from "../clock.ts";
 import type { OidcAuth } from "../instance/schema.ts";
 
 // Atrium as an OpenID Connect relying party: discovery, the provider's key set, the
@@ -9,7 +9,6 @@ import type { OidcAuth } from "../instance/schema.ts";
 
 // Asymmetric algorithms only: `none` and HMAC (which a public key could be abused to forge) are never accepted.
 export const ACCEPTED_ALGORITHMS = ["RS256", "PS256", "ES256", "ES384", "EdDSA"];
-export const CLOCK_TOLERANCE_SECONDS = 60;
 
 const PROVIDER_TIMEOUT_MS = 10_000;
 /** Discovery is fetched again after this long, so a provider's moved endpoint is followed without a restart. */
@@ -53,17 +52,6 @@ export interface AuthorizationRequest {
   state: string;
   nonce: string;
   codeChallenge: string;
-}
-
-/** A PKCE verifier and its S256 challenge (RFC 7636). */
-export function createPkcePair(): { verifier: string; challenge: string } {
-  const verifier = randomBytes(32).toString("base64url");
-  return { verifier, challenge: createHash("sha256").update(verifier).digest("base64url") };
-}
-
-/** An unguessable value for `state` or `nonce`. */
-export function randomToken(): string {
-  return randomBytes(32).toString("base64url");
 }
 
 type KeySet = ReturnType<typeof createRemoteJWKSet>;

@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
+import { randomSecret } from "../crypto/secrets.ts";
 import { BootError } from "../errors.ts";
 import { MIN_SESSION_SECRET_BYTES, type SessionConfig } from "../instance/schema.ts";
 import { writeFileAtomic } from "../storage/atomic.ts";
@@ -29,7 +29,7 @@ export async function sessionSecret(config: SessionConfig, layout: StorageLayout
     }
     return secret;
   }
-  const secret = randomBytes(GENERATED_SECRET_BYTES).toString("base64url");
+  const secret = randomSecret(GENERATED_SECRET_BYTES);
   await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
   // writeFileAtomic creates the file 0600 before a byte is written, then renames it into place.
   await writeFileAtomic(path, `${secret}\n`);

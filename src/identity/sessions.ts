@@ -1,4 +1,5 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
+import { randomSecret } from "../crypto/secrets.ts";
 import { isLoopbackHost } from "../instance/load.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
@@ -96,7 +97,7 @@ export class Sessions {
   /** Starts a session for someone the provider just vouched for; returns the Set-Cookie value. */
   async start(principal: Principal): Promise<string> {
     await this.sweepIfDue();
-    const sessionId = randomBytes(SESSION_ID_BYTES).toString("base64url");
+    const sessionId = randomSecret(SESSION_ID_BYTES);
     const nowMs = this.now();
     await this.records.put(recordIdOf(sessionId), {
       principal,

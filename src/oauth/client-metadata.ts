@@ -4,9 +4,9 @@ import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import { InvalidClientError, OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { type Clock, systemClock } from "../clock.ts";
 import { isLoopbackHost } from "../instance/load.ts";
 import { checkClientMetadata } from "./client-rules.ts";
-import { type Clock, systemClock } from "./clock.ts";
 import { checkAddress, ForbiddenAddress, guardedLookup } from "./ssrf-guard.ts";
 
 // Client ID metadata documents (draft-ietf-oauth-client-id-metadata-document, used by MCP

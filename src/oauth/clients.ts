@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { type Clock, systemClock } from "../clock.ts";
+import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import type { ClientMetadataDocuments } from "./client-metadata.ts";
 import { isClientMetadataUrl } from "./client-metadata.ts";
 import { type ClientAuthMethod, checkClientMetadata } from "./client-rules.ts";
-import { type Clock, systemClock } from "./clock.ts";
-import { equalSecrets, hashSecret, randomSecret } from "./secrets.ts";
 
 const CLIENT_ID = /^atc_[0-9a-f]{32}$/;
 

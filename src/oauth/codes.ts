@@ -1,11 +1,11 @@
 import { InvalidGrantError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { type Clock, systemClock } from "../clock.ts";
+import { hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { type Clock, systemClock } from "./clock.ts";
 import { type Grants, newGrantId } from "./grants.ts";
-import { hashSecret, randomSecret } from "./secrets.ts";
 
 /** How long an authorization code can be redeemed. */
 export const CODE_TTL_MS = 60_000;

@@ -4,13 +4,13 @@ import {
   InvalidScopeError,
   InvalidTargetError,
 } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
+import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "./clock.ts";
-import { equalSecrets, hashSecret, randomSecret } from "./secrets.ts";
 
 const GRANT_ID = /^gnt_[0-9a-f]{32}$/;
 const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;

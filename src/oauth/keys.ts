@@ -1,9 +1,9 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { BootError } from "../errors.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "./clock.ts";
 
 export const SIGNING_ALG = "ES256";
 

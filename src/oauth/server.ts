@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { type Clock, systemClock } from "../clock.ts";
 import type { AppEnv } from "../http/context.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { OAuthConfig } from "../instance/schema.ts";
@@ -6,7 +7,6 @@ import type { Logger } from "../log.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { ClientMetadataDocuments } from "./client-metadata.ts";
 import { ClientRegistry } from "./clients.ts";
-import { type Clock, systemClock } from "./clock.ts";
 import { AuthorizationCodes } from "./codes.ts";
 import { Grants } from "./grants.ts";
 import { SigningKeys } from "./keys.ts";

@@ -1,9 +1,9 @@
 import { InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { compactVerify, decodeJwt, type JWTPayload, type JWTVerifyGetKey, jwtVerify, SignJWT } from "jose";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "./clock.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
+import { randomSecret } from "../crypto/secrets.ts";
 import type { Grants } from "./grants.ts";
 import { SIGNING_ALG, type SigningKeys } from "./keys.ts";
-import { randomSecret } from "./secrets.ts";
 
 /** RFC 9068: the media type of a JWT access token, in its `typ` header. */
 export const ACCESS_TOKEN_TYP = "at+jwt";

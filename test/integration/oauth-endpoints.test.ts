@@ -12,13 +12,13 @@ import {
 import { Hono } from "hono";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { s256 } from "../../src/crypto/pkce.ts";
 import type { AppEnv } from "../../src/http/context.ts";
 import { errorBody, errorHandler } from "../../src/http/error-response.ts";
 import { workspaceMcpUrl } from "../../src/http/urls.ts";
 import { derivePrincipalId } from "../../src/identity/principal.ts";
 import { UserDirectory } from "../../src/identity/users.ts";
 import { createLogger } from "../../src/log.ts";
-import { s256 } from "../../src/oauth/pkce.ts";
 import {
   type AuthorizationServer,
   createAuthorizationServer,

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { Forbidden, Unauthenticated } from "../../errors.ts";
+import { bearerToken } from "../../identity/bearer.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { IdentityProvider } from "../../identity/provider.ts";
 import type { Sessions } from "../../identity/sessions.ts";
@@ -21,7 +22,6 @@ export interface Authenticators {
   publicUrl: () => string;
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9._~+/=-]+)$/i;
 const MCP_PATH = /^\/mcp\/([^/]+)$/;
 
 /**
@@ -33,7 +33,7 @@ const MCP_PATH = /^\/mcp\/([^/]+)$/;
 export function authenticateMcp(auth: Authenticators): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const workspaceId = MCP_PATH.exec(c.req.path)?.[1] ?? "";
-    const token = bearerToken(c);
+    const token = requestBearer(c);
     let principal: Principal | undefined;
     try {
       if (token !== undefined && auth.tokens.isAtriumToken(token)) {
@@ -67,7 +67,7 @@ export function authenticateMcp(auth: Authenticators): MiddlewareHandler<AppEnv>
  */
 export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const token = bearerToken(c);
+    const token = requestBearer(c);
     let principal: Principal | undefined;
     if (token !== undefined && auth.tokens.isAtriumToken(token)) {
       throw new Unauthenticated(
@@ -91,9 +91,9 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
   };
 }
 
-function bearerToken(c: Context<AppEnv>): string | undefined {
+function requestBearer(c: Context<AppEnv>): string | undefined {
   const header = c.req.header("authorization");
-  return header === undefined ? undefined : BEARER.exec(header)?.[1];
+  return header === undefined ? undefined : bearerToken(header);
 }
 
 /** An Atrium token names a person by id; they must be someone who has signed in here. */

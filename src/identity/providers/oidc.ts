@@ -1,7 +1,9 @@
 import { type JWTPayload, jwtVerify } from "jose";
+import { CLOCK_TOLERANCE_SECONDS } from "../../clock.ts";
 import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
-import { ACCEPTED_ALGORITHMS, CLOCK_TOLERANCE_SECONDS, type OidcClient } from "../oidc-client.ts";
+import { bearerToken } from "../bearer.ts";
+import { ACCEPTED_ALGORITHMS, type OidcClient } from "../oidc-client.ts";
 import { derivePrincipalId, type OrgRole, type Principal } from "../principal.ts";
 import type { IdentityProvider } from "../provider.ts";
 
@@ -19,7 +21,7 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
     async authenticate(request, surface) {
       const header = request.headers.get("authorization");
       if (header === null) return undefined;
-      const token = /^Bearer ([A-Za-z0-9._~+/=-]+)$/.exec(header)?.[1];
+      const token = bearerToken(header);
       if (!token) throw new Unauthenticated("The Authorization header must be `Bearer <token>`.");
       const keys = await client.keySet().catch((error: unknown) => {
         throw new AtriumError(

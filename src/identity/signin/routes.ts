@@ -1,10 +1,12 @@
 import { Hono } from "hono";
+import { createPkcePair } from "../../crypto/pkce.ts";
+import { randomSecret } from "../../crypto/secrets.ts";
 import type { AppEnv } from "../../http/context.ts";
 import { workspaceMcpUrl } from "../../http/urls.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import { createPkcePair, type OidcClient, randomToken, SignInFailed } from "../oidc-client.ts";
+import { type OidcClient, SignInFailed } from "../oidc-client.ts";
 import type { Principal } from "../principal.ts";
 import { DEV_PRINCIPAL } from "../providers/dev.ts";
 import { principalFrom } from "../providers/oidc.ts";
@@ -84,8 +86,8 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
 
     const pkce = createPkcePair();
     const state: LoginState = {
-      state: randomToken(),
-      nonce: randomToken(),
+      state: randomSecret(),
+      nonce: randomSecret(),
       codeVerifier: pkce.verifier,
       returnTo,
     };

@@ -1,4 +1,5 @@
-import { createHmac, hkdfSync, randomBytes } from "node:crypto";
+import { createHmac, hkdfSync } from "node:crypto";
+import { randomSecret } from "../../crypto/secrets.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { JsonRecords } from "../../storage/records.ts";
@@ -49,7 +50,7 @@ export class PendingAuthorizations {
   ): Promise<PendingAuthorization> {
     const pending = {
       ...request,
-      id: randomBytes(24).toString("base64url"),
+      id: randomSecret(24),
       expiresAt: this.now() + PENDING_TTL_MS,
     };
     await this.records.put(pending.id, pending);

@@ -1,9 +1,9 @@
 import { TooManyRequestsError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { type Context, Hono } from "hono";
+import type { Clock } from "../../clock.ts";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
-import type { Clock } from "../clock.ts";
 import { FixedWindowLimit } from "../rate-limit.ts";
 import { publicCors } from "./cors.ts";
 import { NO_STORE, oauthBodyLimit, oauthEndpoint, readJson } from "./oauth-http.ts";

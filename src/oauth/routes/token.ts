@@ -6,12 +6,12 @@ import {
 } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { OAuthClientInformationFull, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { type Context, Hono } from "hono";
+import { verifyPkce } from "../../crypto/pkce.ts";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes, CodeGrant } from "../codes.ts";
 import type { Grants } from "../grants.ts";
-import { verifyPkce } from "../pkce.ts";
 import { parseScopeParam } from "../scopes.ts";
 import type { AccessTokens } from "../tokens.ts";
 import { authenticateClient } from "./client-auth.ts";

@@ -1,10 +1,10 @@
 import { readdir } from "node:fs/promises";
 import { InvalidGrantError, InvalidTargetError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { s256 } from "../../../src/crypto/pkce.ts";
+import { hashSecret } from "../../../src/crypto/secrets.ts";
 import { AuthorizationCodes, CODE_TTL_MS, type CodeGrant } from "../../../src/oauth/codes.ts";
 import type { Grants } from "../../../src/oauth/grants.ts";
-import { s256 } from "../../../src/oauth/pkce.ts";
-import { hashSecret } from "../../../src/oauth/secrets.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import {
   newGrants,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { s256, verifyPkce } from "../../../src/oauth/pkce.ts";
+import { s256, verifyPkce } from "../../../src/crypto/pkce.ts";
 
 // RFC 7636 Appendix B.
 const VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
