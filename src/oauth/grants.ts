@@ -232,6 +232,34 @@ export class Grants {
   }
 
   /**
+   * Revokes every live grant of a person, of a resource, or of a person at a resource: what
+   * leaving a workspace, archiving it and deactivating the person end. Without it a removed
+   * member's refresh token kept rotating, and re-adding them revived the old grant without
+   * new consent (test/integration/leaving.test.ts). A scan of the folder, as
+   * these are rare. Returns how many grants it revoked.
+   */
+  async revokeWhere(match: { principalId?: string; resource?: string }): Promise<number> {
+    if (match.principalId === undefined && match.resource === undefined) {
+      throw new Error("revokeWhere needs a person or a resource; it never revokes every grant.");
+    }
+    let revoked = 0;
+    for (const id of await this.records.ids()) {
+      if (this.revoked.has(id)) continue;
+      const record = await this.records.get(id).catch(() => undefined);
+      if (
+        record === undefined ||
+        (match.principalId !== undefined && record.principalId !== match.principalId) ||
+        (match.resource !== undefined && record.resource !== match.resource)
+      ) {
+        continue;
+      }
+      await this.revoke(record.grantId);
+      revoked++;
+    }
+    return revoked;
+  }
+
+  /**
    * RFC 7009 for refresh tokens: revokes the token's grant if the token is, or was, one of
    * its refresh tokens and the grant belongs to `clientId`. Anything else changes nothing.
    */

@@ -168,6 +168,35 @@ describe("Grants", () => {
     expect(grants.isRevoked(grant.grantId)).toBe(true);
   });
 
+  it("revokes a person's grants at one resource, a resource's for everyone, or all of a person's", async () => {
+    const BOB = person("bob");
+    const make = async (principalId: string, resource: string) =>
+      (
+        await grants.create(
+          { grantId: newGrantId(), clientId: CLIENT, principalId, resource, scopes: ["mcp:read"] },
+          { refresh: true },
+        )
+      ).grant.grantId;
+    const aliceHere = await make(ALICE.id, RESOURCE);
+    const aliceThere = await make(ALICE.id, OTHER_RESOURCE);
+    const bobHere = await make(BOB.id, RESOURCE);
+    const bobThere = await make(BOB.id, OTHER_RESOURCE);
+    const live = () =>
+      [aliceHere, aliceThere, bobHere, bobThere].filter((id) => !grants.isRevoked(id)).sort();
+
+    expect(await grants.revokeWhere({ principalId: ALICE.id, resource: RESOURCE })).toBe(1);
+    expect(live()).toEqual([aliceThere, bobHere, bobThere].sort());
+    expect(await grants.revokeWhere({ resource: OTHER_RESOURCE })).toBe(2);
+    expect(live()).toEqual([bobHere]);
+    expect(await grants.revokeWhere({ principalId: BOB.id })).toBe(1);
+    expect(live()).toEqual([]);
+    // Revocation is written, not only remembered: a restart still refuses them.
+    const restarted = newGrants(layout, users, clock);
+    await restarted.load();
+    expect([aliceHere, aliceThere, bobHere, bobThere].every((id) => restarted.isRevoked(id))).toBe(true);
+    await expect(grants.revokeWhere({})).rejects.toThrow(/person or a resource/);
+  });
+
   it("without refresh, a grant has no refresh token", async () => {
     const { refreshToken } = await grants.create(
       {
