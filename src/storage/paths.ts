@@ -23,7 +23,8 @@ export type InstanceCollection =
   | "oauth/codes"
   | "oauth/families"
   | "oauth/keys"
-  | "oauth/requests";
+  | "oauth/requests"
+  | "invitations";
 
 /** Instance-wide secrets Atrium generates for itself (never ones an operator configures). */
 export type InstanceSecret = "session-secret";

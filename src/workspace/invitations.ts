@@ -1,0 +1,247 @@
+import { randomBytes } from "node:crypto";
+import { type Clock, systemClock } from "../clock.ts";
+import { Conflict, InvalidInput, NotFound } from "../errors.ts";
+import { isPrincipalId } from "../identity/principal.ts";
+import type { UserDirectory } from "../identity/users.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+import { JsonRecords } from "../storage/records.ts";
+import { hasControlCharacters } from "../text.ts";
+import type { WorkspaceRole } from "./model.ts";
+
+/** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
+export const INVITATION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
+/** Pending invitations one workspace may hold at once: an admin cannot fill strangers' home pages. */
+export const MAX_PENDING_PER_WORKSPACE = 100;
+const MAX_EMAIL_CHARS = 254;
+
+const INVITATION_ID = /^inv_[0-9a-f]{32}$/;
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+
+/** Who an invitation is for, exactly as the admin named them: nothing is looked up. */
+export type Invitee = { principalId: string } | { email: string };
+
+/** A pending invitation, stored at `_instance/invitations/<id>.json` until it is answered. */
+export interface Invitation {
+  id: string;
+  workspaceId: string;
+  invitee: Invitee;
+  role: WorkspaceRole;
+  /** The admin who sent it. */
+  invitedBy: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** The person an invitation might be for, and how the directory knows them. */
+type Directory = Pick<UserDirectory, "get" | "findByEmail">;
+
+export function newInvitationId(): string {
+  return `inv_${randomBytes(16).toString("hex")}`;
+}
+
+/** Reads an invitee from a request body: `{"principalId"}` or `{"email"}`, checked for shape only. */
+export function readInvitee(body: Record<string, unknown>): Invitee {
+  if (typeof body.principalId === "string") {
+    if (!isPrincipalId(body.principalId)) {
+      throw new InvalidInput('Field "principalId" is usr_ followed by 24 hex digits.');
+    }
+    return { principalId: body.principalId };
+  }
+  if (typeof body.email === "string") {
+    const email = body.email.trim().toLowerCase();
+    if (email.length > MAX_EMAIL_CHARS || !EMAIL.test(email) || hasControlCharacters(email)) {
+      throw new InvalidInput(
+        `Field "email" must be an email address of at most ${MAX_EMAIL_CHARS} characters.`,
+      );
+    }
+    return { email };
+  }
+  throw new InvalidInput('Name the person to invite with "principalId" or "email".');
+}
+
+function inviteeKey(invitee: Invitee): string {
+  return "principalId" in invitee ? `principal:${invitee.principalId}` : `email:${invitee.email}`;
+}
+
+/**
+ * Invitations to join a workspace. Joining takes the invitee's own acceptance, and creating
+ * one never consults the user directory, so its answer cannot tell whether the address or id
+ * belongs to anyone (ADR 0027). Pending invitations are held in memory, indexed by invitee and
+ * by workspace, loaded at boot and kept by the writers; answering one rereads it from disk
+ * under its lock, so it is taken at most once. An answered, revoked or expired one is deleted.
+ */
+export class Invitations {
+  private readonly records: JsonRecords<Invitation>;
+  private readonly locks = new KeyedLock();
+  private readonly byId = new Map<string, Invitation>();
+  private readonly byInvitee = new Map<string, Set<string>>();
+  private readonly byWorkspace = new Map<string, Set<string>>();
+  private readonly clock: Clock;
+
+  constructor(
+    layout: StorageLayout,
+    private readonly users: Directory,
+    clock?: Clock,
+  ) {
+    this.records = new JsonRecords(layout, "invitations");
+    this.clock = clock ?? systemClock;
+  }
+
+  /** Loads every pending invitation and deletes expired ones; at boot, and again by housekeeping. */
+  async load(): Promise<void> {
+    for (const id of await this.records.ids()) {
+      if (!INVITATION_ID.test(id)) continue;
+      const invitation = await this.records.get(id);
+      if (!invitation) continue;
+      if (this.expired(invitation)) await this.drop(invitation);
+      else this.index(invitation);
+    }
+  }
+
+  async create(
+    workspaceId: string,
+    invitee: Invitee,
+    role: WorkspaceRole,
+    invitedBy: string,
+  ): Promise<Invitation> {
+    // Under the workspace's key, so two invitations at once cannot both squeeze past the bound.
+    return this.locks.run(workspaceId, async () => {
+      if (this.forWorkspace(workspaceId).length >= MAX_PENDING_PER_WORKSPACE) {
+        throw new Conflict(
+          "too_many_invitations",
+          `A workspace holds at most ${MAX_PENDING_PER_WORKSPACE} pending invitations; revoke some first.`,
+        );
+      }
+      const now = this.clock();
+      const invitation: Invitation = {
+        id: newInvitationId(),
+        workspaceId,
+        invitee,
+        role,
+        invitedBy,
+        createdAt: new Date(now).toISOString(),
+        expiresAt: new Date(now + INVITATION_TTL_MS).toISOString(),
+      };
+      await this.records.put(invitation.id, invitation);
+      this.index(invitation);
+      return invitation;
+    });
+  }
+
+  /** A workspace's pending invitations, oldest first. */
+  forWorkspace(workspaceId: string): Invitation[] {
+    return this.pending(this.byWorkspace.get(workspaceId));
+  }
+
+  /**
+   * The pending invitations a person may answer: those naming their id, and those naming an
+   * email the directory records for them alone (a verified one: the directory keeps no
+   * other, and an address two people signed in with names neither).
+   */
+  async forPerson(principalId: string): Promise<Invitation[]> {
+    const mine = this.pending(this.byInvitee.get(inviteeKey({ principalId })));
+    const email = (await this.users.get(principalId))?.email?.toLowerCase();
+    if (email) {
+      const byEmail = this.pending(this.byInvitee.get(inviteeKey({ email })));
+      if (byEmail.length > 0 && (await this.ownsEmail(principalId, email))) mine.push(...byEmail);
+    }
+    return mine.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  /**
+   * Answers one of the person's invitations: `join` runs first (for an acceptance, adding the
+   * member), and only when it succeeds is the invitation deleted. An id that is unknown,
+   * expired, or someone else's is the same 404.
+   */
+  async answer<T>(id: string, principalId: string, join: (invitation: Invitation) => Promise<T>): Promise<T> {
+    if (!INVITATION_ID.test(id)) throw notFound();
+    return this.locks.run(id, async () => {
+      // Reread: the record on disk, not memory, decides whether it is still there to take.
+      const invitation = await this.records.get(id);
+      if (!invitation || this.expired(invitation) || !(await this.isFor(invitation, principalId))) {
+        throw notFound();
+      }
+      const result = await join(invitation);
+      await this.drop(invitation);
+      return result;
+    });
+  }
+
+  /** An admin takes back one of their workspace's invitations. */
+  async revoke(workspaceId: string, id: string): Promise<void> {
+    if (!INVITATION_ID.test(id)) throw notFound();
+    await this.locks.run(id, async () => {
+      const invitation = await this.records.get(id);
+      if (!invitation || invitation.workspaceId !== workspaceId) throw notFound();
+      await this.drop(invitation);
+    });
+  }
+
+  /** Every invitation to a workspace that is going away (archive). */
+  async revokeAll(workspaceId: string): Promise<void> {
+    for (const invitation of this.forWorkspace(workspaceId)) {
+      await this.locks.run(invitation.id, () => this.drop(invitation));
+    }
+  }
+
+  private async isFor(invitation: Invitation, principalId: string): Promise<boolean> {
+    if ("principalId" in invitation.invitee) return invitation.invitee.principalId === principalId;
+    return this.ownsEmail(principalId, invitation.invitee.email);
+  }
+
+  private async ownsEmail(principalId: string, email: string): Promise<boolean> {
+    try {
+      return (await this.users.findByEmail(email))?.id === principalId;
+    } catch (error) {
+      // Two people signed in with the address: it is neither's to claim; invite by id instead.
+      if (error instanceof Conflict) return false;
+      throw error;
+    }
+  }
+
+  private pending(ids: Set<string> | undefined): Invitation[] {
+    const found: Invitation[] = [];
+    for (const id of ids ?? []) {
+      const invitation = this.byId.get(id);
+      if (invitation && !this.expired(invitation)) found.push(invitation);
+    }
+    return found.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  private expired(invitation: Invitation): boolean {
+    return Date.parse(invitation.expiresAt) <= this.clock();
+  }
+
+  private index(invitation: Invitation): void {
+    this.byId.set(invitation.id, invitation);
+    addTo(this.byInvitee, inviteeKey(invitation.invitee), invitation.id);
+    addTo(this.byWorkspace, invitation.workspaceId, invitation.id);
+  }
+
+  private async drop(invitation: Invitation): Promise<void> {
+    await this.records.delete(invitation.id);
+    this.byId.delete(invitation.id);
+    removeFrom(this.byInvitee, inviteeKey(invitation.invitee), invitation.id);
+    removeFrom(this.byWorkspace, invitation.workspaceId, invitation.id);
+  }
+}
+
+function notFound(): NotFound {
+  return new NotFound(
+    "invitation_not_found",
+    "No pending invitation for you with that id; it may have expired.",
+  );
+}
+
+function addTo(index: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = index.get(key) ?? new Set<string>();
+  ids.add(id);
+  index.set(key, ids);
+}
+
+function removeFrom(index: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = index.get(key);
+  ids?.delete(id);
+  if (ids?.size === 0) index.delete(key);
+}

@@ -1,0 +1,149 @@
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { InvalidInput, NotFound } from "../../../src/errors.ts";
+import type { Principal } from "../../../src/identity/principal.ts";
+import type { UserDirectory } from "../../../src/identity/users.ts";
+import type { StorageLayout } from "../../../src/storage/paths.ts";
+import {
+  INVITATION_TTL_MS,
+  Invitations,
+  MAX_PENDING_PER_WORKSPACE,
+  readInvitee,
+} from "../../../src/workspace/invitations.ts";
+import { type TestClock, tempInstance, testClock, person as withoutEmail } from "../oauth/fixtures.ts";
+
+/** A person whose provider vouched for `<name>@example.test`. */
+function person(name: string): Principal {
+  return { ...withoutEmail(name), email: `${name}@example.test` };
+}
+
+const WS = "ws_0123456789abcdef";
+const OTHER_WS = "ws_fedcba9876543210";
+const ADMIN = person("admin");
+const ALICE = person("alice");
+const BOB = person("bob");
+
+let root: string;
+let layout: StorageLayout;
+let users: UserDirectory;
+let cleanup: () => Promise<void>;
+let clock: TestClock;
+let invitations: Invitations;
+
+beforeEach(async () => {
+  ({ root, layout, users, cleanup } = await tempInstance());
+  clock = testClock();
+  invitations = new Invitations(layout, users, clock);
+  await invitations.load();
+  for (const p of [ADMIN, ALICE, BOB]) await users.record(p);
+});
+
+afterEach(() => cleanup());
+
+const ids = (list: Array<{ id: string }>) => list.map((i) => i.id);
+const take = (id: string, who: Principal) => invitations.answer(id, who.id, async () => "joined");
+
+describe("Invitations", () => {
+  it("is listed for the person it names, by id or by their email, and for its workspace", async () => {
+    const byId = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    clock.advance(1000);
+    const byEmail = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([byId.id, byEmail.id]);
+    expect(await invitations.forPerson(BOB.id)).toEqual([]);
+    expect(ids(invitations.forWorkspace(WS))).toEqual([byId.id, byEmail.id]);
+    expect(invitations.forWorkspace(OTHER_WS)).toEqual([]);
+  });
+
+  it("is answered once, only by its invitee; an email invitation only by that address's one owner", async () => {
+    const byEmail = await invitations.create(WS, { email: ALICE.email as string }, "member", ADMIN.id);
+    await expect(take(byEmail.id, BOB)).rejects.toBeInstanceOf(NotFound);
+    expect(await take(byEmail.id, ALICE)).toBe("joined");
+    await expect(take(byEmail.id, ALICE)).rejects.toBeInstanceOf(NotFound);
+    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
+  });
+
+  it("an address two people signed in with is neither's to claim", async () => {
+    const invitation = await invitations.create(WS, { email: ALICE.email as string }, "member", ADMIN.id);
+    await users.record({ ...person("alice-again"), email: ALICE.email });
+    expect(await invitations.forPerson(ALICE.id)).toEqual([]);
+    await expect(take(invitation.id, ALICE)).rejects.toBeInstanceOf(NotFound);
+  });
+
+  it("a person without an email in the directory claims no email invitation", async () => {
+    const invitation = await invitations.create(WS, { email: "nobody@example.test" }, "member", ADMIN.id);
+    const noEmail = withoutEmail("carol");
+    await users.record(noEmail);
+    expect(await invitations.forPerson(noEmail.id)).toEqual([]);
+    await expect(take(invitation.id, noEmail)).rejects.toBeInstanceOf(NotFound);
+  });
+
+  it("stays pending when joining fails, so the invitee can try again or decline", async () => {
+    const invitation = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    await expect(
+      invitations.answer(invitation.id, ALICE.id, async () => {
+        throw new Error("disk full");
+      }),
+    ).rejects.toThrow("disk full");
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([invitation.id]);
+  });
+
+  it("expires: not listed, not answerable, and deleted by the next load", async () => {
+    const invitation = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    expect(Date.parse(invitation.expiresAt) - Date.parse(invitation.createdAt)).toBe(INVITATION_TTL_MS);
+    clock.advance(INVITATION_TTL_MS);
+    expect(await invitations.forPerson(ALICE.id)).toEqual([]);
+    expect(invitations.forWorkspace(WS)).toEqual([]);
+    await expect(take(invitation.id, ALICE)).rejects.toBeInstanceOf(NotFound);
+    await invitations.load();
+    expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
+  });
+
+  it("survives a restart; revoked ones do not", async () => {
+    const kept = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    const revoked = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    await expect(invitations.revoke(OTHER_WS, revoked.id)).rejects.toBeInstanceOf(NotFound);
+    await invitations.revoke(WS, revoked.id);
+    const restarted = new Invitations(layout, users, clock);
+    await restarted.load();
+    expect(ids(restarted.forWorkspace(WS))).toEqual([kept.id]);
+    expect(ids(await restarted.forPerson(ALICE.id))).toEqual([kept.id]);
+    expect(await restarted.forPerson(BOB.id)).toEqual([]);
+  });
+
+  it("revokeAll empties a workspace's invitations and leaves others alone", async () => {
+    await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    const other = await invitations.create(OTHER_WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    await invitations.revokeAll(WS);
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([other.id]);
+  });
+
+  it("bounds the pending invitations of one workspace", async () => {
+    await Promise.all(
+      Array.from({ length: MAX_PENDING_PER_WORKSPACE + 5 }, (_, i) =>
+        invitations
+          .create(WS, { email: `p${i}@example.test` }, "member", ADMIN.id)
+          .catch((error: { code?: string }) => error.code),
+      ),
+    ).then((results) => {
+      expect(results.filter((r) => r === "too_many_invitations")).toHaveLength(5);
+    });
+    expect(invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE);
+  });
+
+  it("reads an invitee by shape only, and refuses what is neither an id nor an address", () => {
+    expect(readInvitee({ email: "  Alice@Example.TEST " })).toEqual({ email: "alice@example.test" });
+    expect(readInvitee({ principalId: ALICE.id })).toEqual({ principalId: ALICE.id });
+    for (const body of [
+      {},
+      { principalId: "usr_../../etc" },
+      { email: "no-at-sign" },
+      { email: "a@b\u0000c" },
+      { email: `${"a".repeat(250)}@example.test` },
+      { principalId: 42 },
+    ]) {
+      expect(() => readInvitee(body), JSON.stringify(body)).toThrow(InvalidInput);
+    }
+  });
+});
