@@ -29,6 +29,7 @@ import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
 import { StorageLayout } from "./storage/paths.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
+import { Invitations } from "./workspace/invitations.ts";
 import { WorkspaceStore } from "./workspace/store.ts";
 
 /** A workspace's sources are closed after this long without a request. */
@@ -75,6 +76,8 @@ export async function startAtrium(
   await workspaces.load();
   const users = new UserDirectory(layout);
   await users.load();
+  const invitations = new Invitations(layout, users);
+  await invitations.load();
 
   const services: PlatformServices = {
     files: new FileStore(layout, config.files.maxUploadBytes),
@@ -96,6 +99,7 @@ export async function startAtrium(
   const deps: RouteDeps = {
     workspaces,
     users,
+    invitations,
     firstWorkspace,
     router,
     registries,
@@ -146,6 +150,7 @@ export async function startAtrium(
       { name: "consent requests", run: () => pending.sweep() },
       { name: "oauth grants", run: () => oauth.grants.load() },
       { name: "sessions", run: () => sessions.sweep() },
+      { name: "invitations", run: () => invitations.load() },
     ],
     log,
     options.housekeepingIntervalMs,

@@ -18,6 +18,7 @@ import { originGuard } from "./middleware/origin-guard.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { bootstrapRoutes } from "./routes/bootstrap.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { invitationRoutes } from "./routes/invitations.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { memberRoutes } from "./routes/members.ts";
 import { toolRoutes } from "./routes/tools.ts";
@@ -95,10 +96,11 @@ export function createApp(
   );
   app.route("/", mcpRoutes(endpoint, deps));
   app.route("/", bootstrapRoutes(deps));
-  app.route("/", workspaceRoutes(deps));
-  app.route("/", memberRoutes(deps));
+  app.route("/", workspaceRoutes(deps, security.oauth.grants));
+  app.route("/", memberRoutes(deps, security.oauth.grants));
+  app.route("/", invitationRoutes(deps));
   app.route("/", toolRoutes(deps));
-  app.route("/", userRoutes(deps));
+  app.route("/", userRoutes(deps, security.oauth.grants));
   for (const platformApp of PLATFORM_APPS) {
     if (platformApp.routes) app.route("/", platformApp.routes(deps));
   }

@@ -7,6 +7,7 @@ import type { SourceRegistry } from "../sources/registry.ts";
 import type { Router } from "../sources/router.ts";
 import type { FirstWorkspace } from "../workspace/first-workspace.ts";
 import type { Admission } from "../workspace/gate.ts";
+import type { Invitations } from "../workspace/invitations.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
 
 /** What middleware leaves on a request for the handlers after it. */
@@ -24,6 +25,7 @@ export interface AppEnv {
 export interface RouteDeps {
   workspaces: WorkspaceStore;
   users: UserDirectory;
+  invitations: Invitations;
   firstWorkspace: FirstWorkspace;
   router: Router;
   registries: IdleCache<SourceRegistry>;

@@ -9,6 +9,7 @@ import { DEV_PRINCIPAL } from "../../src/identity/providers/dev.ts";
 import { loadInstance } from "../../src/instance/load.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { type CliProcess, runAtriumCli, spawnAtriumCli } from "../helpers/cli.ts";
+import { addMember } from "../helpers/members.ts";
 
 const cleanups: Array<() => Promise<unknown>> = [];
 
@@ -208,10 +209,14 @@ describe("state survives a restart", () => {
     const created = await first.rest("alice", "POST", "/v1/workspaces", { name: "Project X" });
     const project = ((await created.json()) as { id: string }).id;
     const bobId = (await first.atrium.users.findByEmail("bob@example.test"))?.id;
-    await first.rest("alice", "POST", `/v1/workspaces/${project}/members`, {
-      principalId: bobId,
-      role: "admin",
-    });
+    await addMember(
+      first.rest.bind(first),
+      "alice",
+      project,
+      "bob",
+      { principalId: bobId as string },
+      "admin",
+    );
     const upload = await first.rest(
       "alice",
       "POST",

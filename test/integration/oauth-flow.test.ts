@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { addMember } from "../helpers/members.ts";
 import {
   authorize,
   consentRequestId,
@@ -224,18 +225,15 @@ describe("tokens at /mcp/ws_…", () => {
   });
 
   it("a token stops working at a workspace once its person is removed from it", async () => {
-    expect(
-      (
-        await t.rest("bob", "POST", `/v1/workspaces/${bobWs}/members`, {
-          principalId: testPrincipal("alice").id,
-        })
-      ).status,
-    ).toBe(201);
+    await addMember(t.rest.bind(t), "bob", bobWs, "alice", { principalId: testPrincipal("alice").id });
     const tokens = await obtainTokens(t, "alice", bobWs);
     expect((await mcpPost(t, bobWs, tokens.access_token, writeFile)).status).toBe(200);
     const aliceId = testPrincipal("alice").id;
     expect((await t.rest("bob", "DELETE", `/v1/workspaces/${bobWs}/members/${aliceId}`)).status).toBe(204);
-    expect((await mcpPost(t, bobWs, tokens.access_token, listTools)).status).toBe(404);
+    // Removal revokes her grant for this URL, so the token is no credential at all any more.
+    const refused = await mcpPost(t, bobWs, tokens.access_token, listTools);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toContain('error="invalid_token"');
   });
 
   it("tampered tokens are refused: alg none, a foreign key, a foreign issuer", async () => {

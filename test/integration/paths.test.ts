@@ -91,6 +91,8 @@ describe("hostile ids are refused with 4xx", () => {
       ],
       ["GET", `/v1/workspaces/${segment}/members`, undefined],
       ["POST", `/v1/workspaces/${segment}/members`, JSON.stringify({ email: "alice@example.test" })],
+      ["POST", `/v1/workspaces/${segment}/invitations`, JSON.stringify({ email: "alice@example.test" })],
+      ["DELETE", `/v1/workspaces/${segment}/invitations/inv_0123456789abcdef0123456789abcdef`, undefined],
     ];
     for (const [method, path, body] of attempts) {
       const response = await instance.raw("alice", method, path, {
@@ -152,6 +154,20 @@ describe("hostile ids are refused with 4xx", () => {
         principalId: value,
       });
       expectRefused(response.status, "POST member");
+    },
+  );
+
+  it.each(HOSTILE_VALUES.map((value) => [JSON.stringify(value.slice(0, 40)), value]))(
+    "as an invitation id: %s",
+    async (_label, value) => {
+      const segment = encodeURIComponent(value);
+      for (const [method, path] of [
+        ["POST", `/v1/invitations/${segment}/accept`],
+        ["POST", `/v1/invitations/${segment}/decline`],
+        ["DELETE", `/v1/workspaces/${ws}/invitations/${segment}`],
+      ] as const) {
+        expectRefused((await instance.rest("alice", method, path)).status, `${method} ${path}`);
+      }
     },
   );
 

@@ -2,6 +2,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { addMember } from "../helpers/members.ts";
 
 let instance: TestAtrium;
 let ws: string;
@@ -34,11 +35,7 @@ beforeAll(async () => {
   ws = await bootstrapWorkspace(instance, "alice");
   otherWs = await bootstrapWorkspace(instance, "carol");
   await bootstrapWorkspace(instance, "bob");
-  const added = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/members`, {
-    principalId: testPrincipal("bob").id,
-    role: "member",
-  });
-  expect(added.status).toBe(201);
+  await addMember(instance.rest.bind(instance), "alice", ws, "bob", { principalId: testPrincipal("bob").id });
   admin = await instance.mcpClient("alice", ws);
   member = await instance.mcpClient("bob", ws);
 });

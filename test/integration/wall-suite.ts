@@ -3,6 +3,7 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { RunningAtrium } from "../../src/server.ts";
 import { MCP_POST_HEADERS, type RestBody } from "../helpers/atrium.ts";
+import { type InviteeBody, invite, addMember as inviteAndAccept } from "../helpers/members.ts";
 import { authorize, pkcePair, registerClient } from "../helpers/oauth.ts";
 
 /**
@@ -100,8 +101,15 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
     return (result.structuredContent as { id: string }).id;
   }
 
-  function addMember(by: string, ws: string, body: Record<string, unknown>) {
-    return p.rest(by, "POST", `/v1/workspaces/${ws}/members`, body);
+  /** `by` invites `person` (by id unless `invitee` says otherwise) and `person` accepts. */
+  function addMember(
+    by: string,
+    ws: string,
+    person: string,
+    role?: "admin" | "member",
+    invitee?: InviteeBody,
+  ) {
+    return inviteAndAccept(p.rest, by, ws, person, invitee ?? { principalId: p.id(person) }, role);
   }
 
   async function memberIds(ws: string): Promise<string[]> {
@@ -209,7 +217,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
       const archivedId = await newWorkspace("alice", "Old");
       const bobWs = await newWorkspace("bob");
       const leftWs = await newWorkspace("bob", "Alice was here");
-      expect((await addMember("bob", leftWs, { principalId: p.id("alice") })).status).toBe(201);
+      await addMember("bob", leftWs, "alice");
       // Alice used both over MCP before losing them: signed in, she holds a token for each.
       for (const ws of [archivedId, leftWs]) expect((await p.mcp("alice", ws, listTools)).status).toBe(200);
       expect((await p.rest("alice", "DELETE", `/v1/workspaces/${archivedId}`)).status).toBe(204);
@@ -236,6 +244,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
           `/v1/workspaces/${id}`,
           `/v1/workspaces/${id}/files`,
           `/v1/workspaces/${id}/members`,
+          `/v1/workspaces/${id}/invitations`,
         ]) {
           const response = await p.rest("alice", "GET", path);
           expect(response.status, `${label} ${path}`).toBe(404);
@@ -247,6 +256,13 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
       }
       for (const [label, id] of Object.entries({ archived: archivedId, "left it": leftWs })) {
         const mcp = await p.mcp("alice", id, listTools);
+        if (mode === "signed-in") {
+          // Her token's grant ended with the membership (and with the archive): it is no
+          // credential at all any more, wherever it is presented.
+          expect(mcp.status, `${label} over MCP`).toBe(401);
+          expect(mcp.headers.get("www-authenticate"), `${label} over MCP`).toContain('error="invalid_token"');
+          continue;
+        }
         expect(mcp.status, `${label} over MCP`).toBe(404);
         expect(mcp.headers.get("content-type"), `${label} over MCP`).toBe(
           expected.headers.get("content-type"),
@@ -293,28 +309,33 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
   });
 
   describe("membership opens and closes the wall", () => {
-    it("a person added by email can reach the workspace over MCP and REST", async () => {
-      // Someone who has never signed in: no test before this one uses dave.
+    it("a person invited by email reaches the workspace over MCP and REST only after accepting", async () => {
+      // Someone who has never signed in: no test before this one uses dave. An invitation by
+      // email waits for whoever signs in with that (verified) address.
       const email = p.email("dave");
-      const before = await addMember("alice", aliceWs, { email });
-      expect(before.status).toBe(404);
-      expect(((await before.json()) as { error: { code: string } }).error.code).toBe("user_not_found");
-
+      const invitation = await invite(p.rest, "alice", aliceWs, { email: email.toUpperCase() });
       await p.signIn("dave");
-      const added = await addMember("alice", aliceWs, { email: email.toUpperCase() });
-      expect(added.status).toBe(201);
-      expect(await memberIds(aliceWs)).toContain(p.id("dave"));
+      const expectedBody = await (await p.rest("dave", "GET", "/v1/workspaces/ws_fedcba9876543210")).text();
+      for (const path of [`/v1/workspaces/${aliceWs}`, `/v1/workspaces/${aliceWs}/files`]) {
+        const before = await p.rest("dave", "GET", path);
+        expect(before.status, path).toBe(404);
+        expect(await before.text(), path).toBe(expectedBody);
+      }
+      expect(await workspaceIds("dave")).not.toContain(aliceWs);
+      expect(await memberIds(aliceWs)).not.toContain(p.id("dave"));
 
+      const accepted = await p.rest("dave", "POST", `/v1/invitations/${invitation.id}/accept`);
+      expect(accepted.status).toBe(200);
+      expect(await memberIds(aliceWs)).toContain(p.id("dave"));
       expect((await p.rest("dave", "GET", `/v1/workspaces/${aliceWs}`)).status).toBe(200);
       const client = await p.mcpClient("dave", aliceWs);
       const { tools } = await client.listTools();
       expect(tools.map((t) => t.name)).toContain("files__write");
     });
 
-    it("a person added by principal id can reach the workspace", async () => {
+    it("a person invited by principal id can reach the workspace once they accept", async () => {
       expect((await p.rest("carol", "GET", "/v1/workspaces")).status).toBe(200);
-      const added = await addMember("alice", aliceWs, { principalId: p.id("carol"), role: "member" });
-      expect(added.status).toBe(201);
+      await addMember("alice", aliceWs, "carol", "member");
       const tools = await p.rest("carol", "GET", `/v1/workspaces/${aliceWs}/tools`);
       expect(tools.status).toBe(200);
     });
@@ -322,7 +343,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
     it("a removed member's next call is refused, over MCP and REST", async () => {
       await p.signIn("bob");
       const bobId = p.id("bob");
-      expect((await addMember("alice", aliceWs, { principalId: bobId })).status).toBe(201);
+      await addMember("alice", aliceWs, "bob");
       // Signed in, this client holds bob's token for this workspace; the same token is refused below.
       const client = await p.mcpClient("bob", aliceWs);
       await client.listTools();
@@ -332,9 +353,11 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
         204,
       );
 
-      await expect(client.listTools()).rejects.toMatchObject({ code: 404 });
+      // Signed in, bob's token itself ends with his membership (its grant is revoked): 401.
+      const refused = mode === "header" ? 404 : 401;
+      await expect(client.listTools()).rejects.toMatchObject({ code: refused });
       await expect(client.callTool({ name: "files__list", arguments: {} })).rejects.toMatchObject({
-        code: 404,
+        code: refused,
       });
       expect((await p.rest("bob", "GET", `/v1/workspaces/${aliceWs}/files`)).status).toBe(404);
       expect((await p.rest("bob", "GET", `/v1/workspaces/${aliceWs}/tools`)).status).toBe(404);
@@ -344,12 +367,14 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
       await p.signIn("bob");
       await p.signIn("carol");
       const [aliceId, bobId, carolId] = [p.id("alice"), p.id("bob"), p.id("carol")];
-      expect((await addMember("alice", aliceWs, { principalId: bobId })).status).toBe(201);
+      await addMember("alice", aliceWs, "bob");
 
       const attempts: Array<[string, string, Record<string, unknown> | undefined]> = [
         ["PATCH", `/v1/workspaces/${aliceWs}`, { name: "Bob's now" }],
         ["DELETE", `/v1/workspaces/${aliceWs}`, undefined],
         ["POST", `/v1/workspaces/${aliceWs}/members`, { principalId: carolId }],
+        ["POST", `/v1/workspaces/${aliceWs}/invitations`, { principalId: carolId }],
+        ["GET", `/v1/workspaces/${aliceWs}/invitations`, undefined],
         ["PATCH", `/v1/workspaces/${aliceWs}/members/${bobId}`, { role: "admin" }],
         ["PATCH", `/v1/workspaces/${aliceWs}/members/${aliceId}`, { role: "member" }],
         ["DELETE", `/v1/workspaces/${aliceWs}/members/${aliceId}`, undefined],
@@ -358,6 +383,11 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
         const response = await p.rest("bob", method, path, body);
         expect(response.status, `${method} ${path}`).toBe(403);
       }
+      // Neither refused invitation reached carol.
+      const carols = (await (await p.rest("carol", "GET", "/v1/invitations")).json()) as {
+        invitations: unknown[];
+      };
+      expect(carols.invitations).toEqual([]);
 
       const ws = (await (await p.rest("alice", "GET", `/v1/workspaces/${aliceWs}`)).json()) as {
         name: string;
@@ -388,9 +418,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
 
       // With a second admin, the first may step down: the 409 was about the last one only.
       await p.signIn("bob");
-      expect((await addMember("alice", aliceWs, { principalId: p.id("bob"), role: "admin" })).status).toBe(
-        201,
-      );
+      await addMember("alice", aliceWs, "bob", "admin");
       const stepDown = await p.rest("alice", "PATCH", `/v1/workspaces/${aliceWs}/members/${aliceId}`, {
         role: "member",
       });
@@ -400,7 +428,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
     it("a file in a workspace its owner has left is not reachable by its bare id", async () => {
       await p.signIn("bob");
       const bobId = p.id("bob");
-      expect((await addMember("alice", aliceWs, { principalId: bobId })).status).toBe(201);
+      await addMember("alice", aliceWs, "bob");
       const fileId = await writeFile("bob", aliceWs, "bob-in-alice.txt", "bob's words");
       expect((await p.rest("bob", "GET", `/v1/files/${fileId}`)).status).toBe(200);
 
@@ -420,8 +448,11 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
 
       expect((await p.rest("alice", "GET", `/v1/files/${fileId}`)).status).toBe(404);
       expect((await p.rest("alice", "GET", `/v1/files/${fileId}/meta`)).status).toBe(404);
-      // The same credential that wrote the file: signed in, alice's token for the archived URL.
-      expect((await callTool("alice", ws, "files__read", { id: fileId })).status).toBe(404);
+      // The same credential that wrote the file: signed in, alice's token for the archived URL,
+      // whose grant the archive ended (401); with a header, the gate's 404.
+      expect((await callTool("alice", ws, "files__read", { id: fileId })).status).toBe(
+        mode === "header" ? 404 : 401,
+      );
     });
 
     it("a client cannot choose whom it acts as through _meta", async () => {
@@ -442,7 +473,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
 
     it("files are private to their owner within a shared workspace", async () => {
       await p.signIn("bob");
-      expect((await addMember("alice", aliceWs, { principalId: p.id("bob") })).status).toBe(201);
+      await addMember("alice", aliceWs, "bob");
       const aliceFile = await writeFile("alice", aliceWs, "alice-only.txt", "mine");
       const bobFile = await writeFile("bob", aliceWs, "bob-only.txt", "his");
 

@@ -1,13 +1,17 @@
 import { Hono } from "hono";
-import { InvalidInput, NotFound } from "../../errors.ts";
-import { isPrincipalId, type Principal } from "../../identity/principal.ts";
+import type { Grants } from "../../oauth/grants.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
-import { WORKSPACE_ROLES, type Workspace, type WorkspaceRole } from "../../workspace/model.ts";
+import type { Workspace } from "../../workspace/model.ts";
 import type { AppEnv, RouteDeps } from "../context.ts";
 import { readJsonObject } from "../json-body.ts";
 import { workspaceGate } from "../middleware/workspace-gate.ts";
+import { workspaceMcpUrl } from "../urls.ts";
+import { invite, readRole } from "./invitations.ts";
 
-export function memberRoutes(deps: RouteDeps): Hono<AppEnv> {
+/** What ends a person's access besides membership: the grants their MCP clients hold. */
+export type GrantRevoker = Pick<Grants, "revokeWhere">;
+
+export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use("/v1/workspaces/:ws/members", workspaceGate(deps.workspaces));
   app.use("/v1/workspaces/:ws/members/*", workspaceGate(deps.workspaces));
@@ -23,17 +27,12 @@ export function memberRoutes(deps: RouteDeps): Hono<AppEnv> {
 
   app.get("/v1/workspaces/:ws/members", async (c) => c.json(await view(c.get("admission").workspace)));
 
+  // Adding someone without their word let anyone pull anyone into a workspace and told the
+  // caller who was known here (issue 10, Security 2). Kept for existing clients: it now
+  // invites, and answers exactly as POST …/invitations does (ADR 0027).
   app.post("/v1/workspaces/:ws/members", async (c) => {
-    const admission = c.get("admission");
-    requireAdmin(admission);
-    const body = await readJsonObject(c);
-    const person = await findPerson(deps, body);
-    const ws = await deps.workspaces.addMember(
-      admission.workspace.id,
-      person.id,
-      readRole(body.role ?? "member"),
-    );
-    return c.json(await view(ws), 201);
+    const invitation = await invite(deps, c.get("admission"), c.get("principal"), await readJsonObject(c));
+    return c.json({ invitation }, 201);
   });
 
   app.patch("/v1/workspaces/:ws/members/:principal", async (c) => {
@@ -49,34 +48,24 @@ export function memberRoutes(deps: RouteDeps): Hono<AppEnv> {
     const target = c.req.param("principal");
     // Anyone may leave; removing someone else takes an admin.
     if (target !== c.get("principal").id) requireAdmin(admission);
-    await deps.workspaces.removeMember(admission.workspace.id, target);
+    await removeMember(deps, grants, admission.workspace.id, target);
     return c.body(null, 204);
   });
 
   return app;
 }
 
-function readRole(value: unknown): WorkspaceRole {
-  if (!WORKSPACE_ROLES.includes(value as WorkspaceRole)) {
-    throw new InvalidInput(`Field "role" must be one of ${WORKSPACE_ROLES.join(", ")}.`);
-  }
-  return value as WorkspaceRole;
-}
-
-async function findPerson(deps: RouteDeps, body: Record<string, unknown>): Promise<Principal> {
-  let person: Principal | undefined;
-  if (typeof body.principalId === "string") {
-    person = isPrincipalId(body.principalId) ? await deps.users.get(body.principalId) : undefined;
-  } else if (typeof body.email === "string") {
-    person = await deps.users.findByEmail(body.email);
-  } else {
-    throw new InvalidInput('Name the person with "principalId" or "email".');
-  }
-  if (!person) {
-    throw new NotFound(
-      "user_not_found",
-      "No one with that id or email has signed in to this instance yet; ask them to sign in once.",
-    );
-  }
-  return person;
+/**
+ * Removal and leaving: the membership goes, then every grant the person gave an MCP client
+ * for this workspace's URL, so a refresh token cannot outlive the membership and re-adding
+ * them asks for consent again (test/integration/leaving.test.ts).
+ */
+export async function removeMember(
+  deps: RouteDeps,
+  grants: GrantRevoker,
+  workspaceId: string,
+  principalId: string,
+): Promise<void> {
+  await deps.workspaces.removeMember(workspaceId, principalId);
+  await grants.revokeWhere({ principalId, resource: workspaceMcpUrl(deps.publicUrl(), workspaceId) });
 }

@@ -2,9 +2,10 @@ import { Hono } from "hono";
 import { Forbidden, InvalidInput } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { AppEnv, RouteDeps } from "../context.ts";
+import type { GrantRevoker } from "./members.ts";
 
 /** The org's people, for org admins: who has signed in, and offboarding. */
-export function userRoutes(deps: RouteDeps): Hono<AppEnv> {
+export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.get("/v1/users", (c) => {
@@ -17,7 +18,10 @@ export function userRoutes(deps: RouteDeps): Hono<AppEnv> {
     requireOrgAdmin(admin);
     const target = c.req.param("principal");
     if (target === admin.id) throw new InvalidInput("You cannot deactivate yourself; ask another org admin.");
-    return c.json(await deps.users.setDeactivated(target, true));
+    const profile = await deps.users.setDeactivated(target, true);
+    // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
+    await grants.revokeWhere({ principalId: target });
+    return c.json(profile);
   });
 
   app.post("/v1/users/:principal/reactivate", async (c) => {

@@ -3,9 +3,11 @@ import { requireAdmin } from "../../workspace/gate.ts";
 import type { AppEnv, RouteDeps } from "../context.ts";
 import { readJsonObject, requireString } from "../json-body.ts";
 import { workspaceGate } from "../middleware/workspace-gate.ts";
+import { workspaceMcpUrl } from "../urls.ts";
 import { viewsFor, workspaceView } from "../views.ts";
+import type { GrantRevoker } from "./members.ts";
 
-export function workspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
+export function workspaceRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const gate = workspaceGate(deps.workspaces);
 
@@ -38,8 +40,12 @@ export function workspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
   app.delete("/v1/workspaces/:ws", gate, async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
-    await deps.workspaces.archive(admission.workspace.id);
-    await deps.registries.evict(admission.workspace.id);
+    const id = admission.workspace.id;
+    await deps.workspaces.archive(id);
+    await deps.registries.evict(id);
+    // Nobody can join or use it any more: its invitations and everyone's grants for its URL end.
+    await deps.invitations.revokeAll(id);
+    await grants.revokeWhere({ resource: workspaceMcpUrl(deps.publicUrl(), id) });
     return c.body(null, 204);
   });
 

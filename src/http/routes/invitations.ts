@@ -1,0 +1,119 @@
+import { Hono } from "hono";
+import { InvalidInput } from "../../errors.ts";
+import type { Principal } from "../../identity/principal.ts";
+import { type Admission, requireAdmin } from "../../workspace/gate.ts";
+import { type Invitation, readInvitee } from "../../workspace/invitations.ts";
+import { WORKSPACE_ROLES, type WorkspaceRole } from "../../workspace/model.ts";
+import type { AppEnv, RouteDeps } from "../context.ts";
+import { readJsonObject } from "../json-body.ts";
+import { workspaceGate } from "../middleware/workspace-gate.ts";
+import { type WorkspaceView, workspaceView } from "../views.ts";
+
+/**
+ * Joining a workspace takes the joiner's acceptance (ADR 0027). Admins invite and see their
+ * workspace's pending invitations behind the gate; the invitee lists theirs and answers at
+ * /v1/invitations, which names nothing of the workspace but its name.
+ */
+export function invitationRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use("/v1/workspaces/:ws/invitations", workspaceGate(deps.workspaces));
+  app.use("/v1/workspaces/:ws/invitations/*", workspaceGate(deps.workspaces));
+
+  app.get("/v1/workspaces/:ws/invitations", (c) => {
+    const admission = c.get("admission");
+    requireAdmin(admission);
+    return c.json({ invitations: deps.invitations.forWorkspace(admission.workspace.id) });
+  });
+
+  app.post("/v1/workspaces/:ws/invitations", async (c) => {
+    const invitation = await invite(deps, c.get("admission"), c.get("principal"), await readJsonObject(c));
+    return c.json({ invitation }, 201);
+  });
+
+  app.delete("/v1/workspaces/:ws/invitations/:id", async (c) => {
+    const admission = c.get("admission");
+    requireAdmin(admission);
+    await deps.invitations.revoke(admission.workspace.id, c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  app.get("/v1/invitations", async (c) => {
+    return c.json({ invitations: await invitationsFor(deps, c.get("principal").id) });
+  });
+
+  app.post("/v1/invitations/:id/accept", async (c) => {
+    return c.json({ workspace: await accept(deps, c.get("principal").id, c.req.param("id")) });
+  });
+
+  app.post("/v1/invitations/:id/decline", async (c) => {
+    await decline(deps, c.get("principal").id, c.req.param("id"));
+    return c.body(null, 204);
+  });
+
+  return app;
+}
+
+/**
+ * Creates an invitation from `{"principalId"}` or `{"email"}` and `"role"`. Nothing is looked
+ * up, so the answer (status, shape, time) is the same whether or not anyone here has that
+ * address or id, and it repeats only what the admin sent. Also behind POST …/members.
+ */
+export async function invite(
+  deps: RouteDeps,
+  admission: Admission,
+  admin: Principal,
+  body: Record<string, unknown>,
+): Promise<Invitation> {
+  requireAdmin(admission);
+  const invitee = readInvitee(body);
+  const role = readRole(body.role ?? "member");
+  return deps.invitations.create(admission.workspace.id, invitee, role, admin.id);
+}
+
+/** An invitation as its invitee sees it: the workspace's name, never its id, members or content. */
+export interface InvitationForInvitee {
+  id: string;
+  workspaceName: string;
+  role: WorkspaceRole;
+  invitedBy: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+export async function invitationsFor(deps: RouteDeps, principalId: string): Promise<InvitationForInvitee[]> {
+  const views: InvitationForInvitee[] = [];
+  for (const invitation of await deps.invitations.forPerson(principalId)) {
+    const workspace = deps.workspaces.get(invitation.workspaceId);
+    // A workspace archived since the invitation was sent has nothing left to join.
+    if (!workspace) continue;
+    const inviter = await deps.users.get(invitation.invitedBy);
+    views.push({
+      id: invitation.id,
+      workspaceName: workspace.name,
+      role: invitation.role,
+      invitedBy: inviter?.displayName ?? "a workspace admin",
+      createdAt: invitation.createdAt,
+      expiresAt: invitation.expiresAt,
+    });
+  }
+  return views;
+}
+
+/** The person's acceptance: only now are they a member. Answers the workspace they joined. */
+export async function accept(deps: RouteDeps, principalId: string, id: string): Promise<WorkspaceView> {
+  return deps.invitations.answer(id, principalId, async (invitation) => {
+    const ws = await deps.workspaces.addMember(invitation.workspaceId, principalId, invitation.role);
+    return workspaceView(ws, invitation.role, deps.publicUrl());
+  });
+}
+
+export async function decline(deps: RouteDeps, principalId: string, id: string): Promise<void> {
+  await deps.invitations.answer(id, principalId, async () => undefined);
+}
+
+export function readRole(value: unknown): WorkspaceRole {
+  if (!WORKSPACE_ROLES.includes(value as WorkspaceRole)) {
+    throw new InvalidInput(`Field "role" must be one of ${WORKSPACE_ROLES.join(", ")}.`);
+  }
+  return value as WorkspaceRole;
+}

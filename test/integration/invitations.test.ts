@@ -1,0 +1,198 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { addMember, invite } from "../helpers/members.ts";
+
+let t: TestAtrium;
+let ws: string;
+let rest: TestAtrium["rest"];
+
+beforeAll(async () => {
+  t = await startTestAtrium();
+  rest = t.rest.bind(t);
+  // bob and carol have signed in; nobody has ever signed in as "stranger".
+  for (const name of ["bob", "carol"]) expect((await t.rest(name, "GET", "/v1/workspaces")).status).toBe(200);
+});
+
+afterAll(async () => {
+  await t?.stop();
+});
+
+beforeEach(async () => {
+  // Each test starts with nobody holding an invitation from an earlier one.
+  for (const name of ["bob", "carol"]) {
+    for (const { id } of await pendingFor(name)) await t.rest(name, "POST", `/v1/invitations/${id}/decline`);
+  }
+  const created = await t.rest("alice", "POST", "/v1/workspaces", { name: "Alice's project" });
+  ws = ((await created.json()) as { id: string }).id;
+});
+
+async function memberIds(workspaceId: string): Promise<string[]> {
+  const body = (await (await t.rest("alice", "GET", `/v1/workspaces/${workspaceId}/members`)).json()) as {
+    members: Array<{ principalId: string }>;
+  };
+  return body.members.map((m) => m.principalId);
+}
+
+async function pendingFor(name: string): Promise<Array<{ id: string; workspaceName: string }>> {
+  const response = await t.rest(name, "GET", "/v1/invitations");
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { invitations: Array<{ id: string; workspaceName: string }> })
+    .invitations;
+}
+
+/** The answer with the fields that differ by nature (its id, its times) normalised. */
+async function normalised(response: Response): Promise<string> {
+  const text = await response.text();
+  return `${response.status} ${response.headers.get("content-type")} ${text
+    .replace(/inv_[0-9a-f]{32}/g, "inv_ID")
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, "TIME")}`;
+}
+
+describe("inviting", () => {
+  it("answers a known and an unknown email alike, and repeats only what it was sent", async () => {
+    const answers = [];
+    for (const path of ["invitations", "members"]) {
+      const known = await t.rest("alice", "POST", `/v1/workspaces/${ws}/${path}`, {
+        email: "bob@example.test",
+      });
+      const unknown = await t.rest("alice", "POST", `/v1/workspaces/${ws}/${path}`, {
+        email: "bib@example.test",
+      });
+      expect(known.status, path).toBe(201);
+      const knownText = await normalised(known);
+      expect(knownText.replace("bob@", "bib@"), path).toBe(await normalised(unknown));
+      // Nothing the directory knows about bob (his name, his id) is in the answer.
+      expect(knownText, path).not.toContain(testPrincipal("bob").id);
+      expect(knownText, path).not.toMatch(/"bob"|displayName/);
+      answers.push(knownText);
+    }
+    // POST …/members is POST …/invitations, answer for answer (ADR 0027).
+    expect(answers[1]).toBe(answers[0]);
+  });
+
+  it("answers a known and an unknown principal id alike", async () => {
+    const bobId = testPrincipal("bob").id;
+    const strangerId = testPrincipal("stranger").id;
+    const known = await t.rest("alice", "POST", `/v1/workspaces/${ws}/invitations`, { principalId: bobId });
+    const unknown = await t.rest("alice", "POST", `/v1/workspaces/${ws}/invitations`, {
+      principalId: strangerId,
+    });
+    expect(known.status).toBe(201);
+    expect((await normalised(known)).replace(bobId, strangerId)).toBe(await normalised(unknown));
+  });
+
+  it("refuses a non-admin, a bad role and a body that names nobody", async () => {
+    await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
+    const byMember = await t.rest("bob", "POST", `/v1/workspaces/${ws}/invitations`, {
+      email: "carol@example.test",
+    });
+    expect(byMember.status).toBe(403);
+    expect((await t.rest("bob", "GET", `/v1/workspaces/${ws}/invitations`)).status).toBe(403);
+    expect(await pendingFor("carol")).toEqual([]);
+    for (const body of [
+      { email: "carol@example.test", role: "owner" },
+      { name: "carol" },
+      { email: "carol" },
+    ]) {
+      const response = await t.rest("alice", "POST", `/v1/workspaces/${ws}/invitations`, body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+    }
+    // A stranger to the workspace meets its 404, not a 403 that would confirm it.
+    const stranger = await t.rest("carol", "POST", `/v1/workspaces/${ws}/invitations`, {
+      email: "x@example.test",
+    });
+    expect(stranger.status).toBe(404);
+  });
+});
+
+describe("the invitee", () => {
+  it("sees nothing of the workspace but its name until they accept, and then is a member", async () => {
+    const invitation = await invite(rest, "alice", ws, { email: "bob@example.test" }, "admin");
+    const mine = await pendingFor("bob");
+    expect(mine).toEqual([
+      {
+        id: invitation.id,
+        workspaceName: "Alice's project",
+        role: "admin",
+        invitedBy: "alice",
+        createdAt: expect.any(String),
+        expiresAt: expect.any(String),
+      },
+    ]);
+    expect(JSON.stringify(mine)).not.toContain(ws);
+
+    const nowhere = await t.rest("bob", "GET", "/v1/workspaces/ws_0123456789abcdef");
+    const nowhereBody = await nowhere.text();
+    for (const path of [
+      `/v1/workspaces/${ws}`,
+      `/v1/workspaces/${ws}/members`,
+      `/v1/workspaces/${ws}/files`,
+    ]) {
+      const response = await t.rest("bob", "GET", path);
+      expect(response.status, path).toBe(404);
+      expect(await response.text(), path).toBe(nowhereBody);
+    }
+    await expect(t.mcpClient("bob", ws)).rejects.toMatchObject({ code: 404 });
+
+    const accepted = await t.rest("bob", "POST", `/v1/invitations/${invitation.id}/accept`);
+    expect(accepted.status).toBe(200);
+    expect(((await accepted.json()) as { workspace: unknown }).workspace).toMatchObject({
+      id: ws,
+      role: "admin",
+      mcpUrl: `${t.url}/mcp/${ws}`,
+    });
+    expect(t.atrium.workspaces.roleOf(ws, testPrincipal("bob").id)).toBe("admin");
+    expect((await (await t.mcpClient("bob", ws)).listTools()).tools.length).toBeGreaterThan(0);
+    expect(await pendingFor("bob")).toEqual([]);
+    expect((await t.rest("bob", "POST", `/v1/invitations/${invitation.id}/accept`)).status).toBe(404);
+  });
+
+  it("declining, a revoked invitation and someone else's acceptance make nobody a member", async () => {
+    const declined = await invite(rest, "alice", ws, { principalId: testPrincipal("bob").id });
+    const revoked = await invite(rest, "alice", ws, { email: "bob@example.test" });
+    const carols = await invite(rest, "alice", ws, { email: "carol@example.test" });
+
+    // Not bob's to answer: carol's by email, and an id that does not exist, are one 404.
+    const notHis = await t.rest("bob", "POST", `/v1/invitations/${carols.id}/accept`);
+    expect(notHis.status).toBe(404);
+    const unknown = await t.rest(
+      "bob",
+      "POST",
+      "/v1/invitations/inv_0123456789abcdef0123456789abcdef/accept",
+    );
+    expect(await notHis.text()).toBe(await unknown.text());
+
+    const listed = await t.rest("alice", "GET", `/v1/workspaces/${ws}/invitations`);
+    expect(
+      ((await listed.json()) as { invitations: Array<{ id: string }> }).invitations.map((i) => i.id),
+    ).toEqual([declined.id, revoked.id, carols.id]);
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/invitations/${revoked.id}`)).status).toBe(
+      204,
+    );
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/invitations/${revoked.id}`)).status).toBe(
+      404,
+    );
+    expect((await t.rest("bob", "POST", `/v1/invitations/${revoked.id}/accept`)).status).toBe(404);
+    expect((await t.rest("bob", "POST", `/v1/invitations/${declined.id}/decline`)).status).toBe(204);
+    expect((await t.rest("bob", "POST", `/v1/invitations/${declined.id}/accept`)).status).toBe(404);
+
+    expect(await memberIds(ws)).toEqual([testPrincipal("alice").id]);
+    expect((await t.rest("bob", "GET", `/v1/workspaces/${ws}`)).status).toBe(404);
+    expect(await pendingFor("bob")).toEqual([]);
+    expect((await pendingFor("carol")).map((i) => i.id)).toEqual([carols.id]);
+  });
+
+  it("an invitation to someone who has never signed in waits for their first sign-in", async () => {
+    const invitation = await invite(rest, "alice", ws, { email: "newcomer@example.test" });
+    expect((await pendingFor("newcomer")).map((i) => i.id)).toEqual([invitation.id]);
+    expect((await t.rest("newcomer", "POST", `/v1/invitations/${invitation.id}/accept`)).status).toBe(200);
+    expect(await memberIds(ws)).toContain(testPrincipal("newcomer").id);
+  });
+
+  it("an archived workspace's invitations are gone", async () => {
+    const invitation = await invite(rest, "alice", ws, { email: "carol@example.test" });
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);
+    expect(await pendingFor("carol")).toEqual([]);
+    expect((await t.rest("carol", "POST", `/v1/invitations/${invitation.id}/accept`)).status).toBe(404);
+  });
+});
