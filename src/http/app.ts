@@ -18,7 +18,8 @@ import { originGuard } from "./middleware/origin-guard.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { bootstrapRoutes } from "./routes/bootstrap.ts";
 import { healthRoutes } from "./routes/health.ts";
-import { invitationRoutes } from "./routes/invitations.ts";
+import { homeActionRoutes } from "./routes/home-actions.ts";
+import { invitationRoutes, invitationsFor } from "./routes/invitations.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
 import { memberRoutes } from "./routes/members.ts";
 import { toolRoutes } from "./routes/tools.ts";
@@ -88,12 +89,14 @@ export function createApp(
     signInRoutes({
       oidc: security.oidc,
       workspaces: deps.workspaces,
+      invitationsFor: (principalId) => invitationsFor(deps, principalId),
       sessions: security.sessions,
       users: deps.users,
       publicUrl: deps.publicUrl,
       log,
     }),
   );
+  app.route("/", homeActionRoutes(deps, security.sessions, security.oauth.grants));
   app.route("/", mcpRoutes(endpoint, deps));
   app.route("/", bootstrapRoutes(deps));
   app.route("/", workspaceRoutes(deps, security.oauth.grants));

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { addMember, invite } from "../helpers/members.ts";
+import { sessionCookie } from "../helpers/oauth.ts";
 
 let t: TestAtrium;
 let ws: string;
@@ -194,5 +195,67 @@ describe("the invitee", () => {
     expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);
     expect(await pendingFor("carol")).toEqual([]);
     expect((await t.rest("carol", "POST", `/v1/invitations/${invitation.id}/accept`)).status).toBe(404);
+  });
+});
+
+describe("the home page", () => {
+  /** A home-page form post from this browser, redirects not followed. */
+  const submit = (cookie: string, path: string, fields: Record<string, string> = {}, origin = t.url) =>
+    fetch(`${t.url}${path}`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, origin, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams(fields).toString(),
+    });
+
+  it("shows a pending invitation, and accepting or declining there answers it", async () => {
+    const cookie = await sessionCookie(t, "carol");
+    const first = await invite(rest, "alice", ws, { principalId: testPrincipal("carol").id });
+    const home = await t.rest(null, "GET", "/", undefined, { cookie });
+    const page = await home.text();
+    expect(page).toContain("Alice&#39;s project");
+    expect(page).toContain(`action="/invitations/${first.id}"`);
+    expect(page).not.toContain(`/mcp/${ws}`);
+
+    const accepted = await submit(cookie, `/invitations/${first.id}`, { decision: "accept" });
+    expect(accepted.status).toBe(303);
+    expect(accepted.headers.get("location")).toBe("/");
+    expect(await memberIds(ws)).toContain(testPrincipal("carol").id);
+    expect(await (await t.rest(null, "GET", "/", undefined, { cookie })).text()).toContain(`/mcp/${ws}`);
+
+    // From another origin the same form changes nothing.
+    const second = await t.rest("alice", "POST", "/v1/workspaces", { name: "Second" });
+    const secondWs = ((await second.json()) as { id: string }).id;
+    const other = await invite(rest, "alice", secondWs, { principalId: testPrincipal("carol").id });
+    const forged = await submit(
+      cookie,
+      `/invitations/${other.id}`,
+      { decision: "accept" },
+      "http://127.0.0.1:1",
+    );
+    expect(forged.status).toBe(403);
+    expect(t.atrium.workspaces.roleOf(secondWs, testPrincipal("carol").id)).toBeUndefined();
+    expect((await submit(cookie, `/invitations/${other.id}`, { decision: "maybe" })).status).toBe(400);
+    expect((await submit(cookie, `/invitations/${other.id}`, { decision: "decline" })).status).toBe(303);
+    expect(t.atrium.workspaces.roleOf(secondWs, testPrincipal("carol").id)).toBeUndefined();
+    expect(await pendingFor("carol")).toEqual([]);
+  });
+
+  it("leaves a workspace, and the last admin is told why they cannot", async () => {
+    const cookie = await sessionCookie(t, "bob");
+    await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
+    const home = await (await t.rest(null, "GET", "/", undefined, { cookie })).text();
+    expect(home).toContain(`action="/workspaces/${ws}/leave"`);
+    const left = await submit(cookie, `/workspaces/${ws}/leave`);
+    expect(left.status).toBe(303);
+    expect(await memberIds(ws)).toEqual([testPrincipal("alice").id]);
+    // Gone is gone: a second try is the workspace's one 404.
+    expect((await submit(cookie, `/workspaces/${ws}/leave`)).status).toBe(404);
+
+    const aliceCookie = await sessionCookie(t, "alice");
+    const lastAdmin = await submit(aliceCookie, `/workspaces/${ws}/leave`);
+    expect(lastAdmin.status).toBe(409);
+    expect(await lastAdmin.text()).toContain("at least one admin");
+    expect(await memberIds(ws)).toEqual([testPrincipal("alice").id]);
   });
 });

@@ -19,13 +19,41 @@ const signOutForm = html`<form method="post" action="${LOGOUT_PATH}" class="acti
 <button type="submit" class="primary">Sign out</button>
 </form>`;
 
-/** A workspace as the home page lists it: its name and the one URL an MCP client needs. */
+/** A workspace as the home page lists it: its name, the one URL an MCP client needs, and a way out. */
 export interface HomeWorkspace {
+  id: string;
   name: string;
   mcpUrl: string;
 }
 
-export function homePage(principal: Principal | undefined, workspaces: HomeWorkspace[] = []): Response {
+/** A pending invitation as its invitee sees it: the workspace's name and nothing else of it. */
+export interface HomeInvitation {
+  id: string;
+  workspaceName: string;
+  role: string;
+  invitedBy: string;
+  expiresAt: string;
+}
+
+function invitationList(invitations: HomeInvitation[]): SafeHtml | string {
+  if (invitations.length === 0) return "";
+  return html`<h2>Invitations</h2>
+<p class="note">You become a member only if you accept. Until then the workspace shows you nothing but its name.</p>
+<dl>${invitations.map(
+    (inv) => html`<dt>${inv.workspaceName}</dt>
+<dd>${inv.invitedBy} invites you as ${inv.role}; the invitation ends ${inv.expiresAt.slice(0, 10)}.
+<form method="post" action="/invitations/${inv.id}" class="actions">
+<button type="submit" name="decision" value="accept" class="primary">Accept</button>
+<button type="submit" name="decision" value="decline">Decline</button>
+</form></dd>`,
+  )}</dl>`;
+}
+
+export function homePage(
+  principal: Principal | undefined,
+  workspaces: HomeWorkspace[] = [],
+  invitations: HomeInvitation[] = [],
+): Response {
   if (!principal) {
     return page(
       "Atrium",
@@ -38,8 +66,24 @@ export function homePage(principal: Principal | undefined, workspaces: HomeWorks
       ? html`<p>You are not a member of any workspace yet. <code>GET /v1/bootstrap</code> creates your first one.</p>`
       : html`<h2>Your workspaces</h2>
 <p class="note">Point an MCP client at a workspace's URL; it will ask you to allow it here.</p>
-<dl>${workspaces.map((ws) => html`<dt>${ws.name}</dt><dd><code>${ws.mcpUrl}</code></dd>`)}</dl>`;
-  return page("Atrium", html`<p>Signed in as ${who(principal)}.</p>${list}${signOutForm}`);
+<dl>${workspaces.map(
+          (ws) => html`<dt>${ws.name}</dt><dd><code>${ws.mcpUrl}</code>
+<form method="post" action="/workspaces/${ws.id}/leave"><button type="submit">Leave</button></form></dd>`,
+        )}</dl>`;
+  return page(
+    "Atrium",
+    html`<p>Signed in as ${who(principal)}.</p>${invitationList(invitations)}${list}${signOutForm}`,
+  );
+}
+
+/** What a home-page action (accept, decline, leave) could not do, with the way back. */
+export function homeActionPage(title: string, message: string, status: number): Response {
+  return page(
+    title,
+    html`<p>${message}</p>
+<p class="actions"><a class="button" href="/">Back to your workspaces</a></p>`,
+    status,
+  );
 }
 
 export function signOutPage(principal: Principal | undefined): Response {

@@ -15,6 +15,7 @@ import type { UserDirectory } from "../users.ts";
 import { CALLBACK_PATH, type LoginState, LoginStateCookie, localReturnTo } from "./login-state.ts";
 import {
   deactivatedPage,
+  type HomeInvitation,
   homePage,
   noProviderCallbackPage,
   signedOutPage,
@@ -29,6 +30,8 @@ export interface SignInDeps {
   sessions: Sessions;
   users: UserDirectory;
   workspaces: Pick<WorkspaceStore, "listFor">;
+  /** The person's pending invitations, shown on the home page to accept or decline. */
+  invitationsFor: (principalId: string) => Promise<HomeInvitation[]>;
   /** The public base URL; known once the listener is bound (port 0 in tests). */
   publicUrl: () => string;
   log: Logger;
@@ -71,9 +74,10 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
     const workspaces = principal
       ? deps.workspaces
           .listFor(principal.id)
-          .map((ws) => ({ name: ws.name, mcpUrl: workspaceMcpUrl(deps.publicUrl(), ws.id) }))
+          .map((ws) => ({ id: ws.id, name: ws.name, mcpUrl: workspaceMcpUrl(deps.publicUrl(), ws.id) }))
       : [];
-    return withCookies(homePage(principal, workspaces), clear);
+    const invitations = principal ? await deps.invitationsFor(principal.id) : [];
+    return withCookies(homePage(principal, workspaces, invitations), clear);
   });
 
   app.get("/auth/login", async (c) => {
