@@ -223,6 +223,31 @@ export async function startOidcIssuer(): Promise<TestIssuer> {
   };
 }
 
+/**
+ * Signs in to the Atrium at `atriumUrl` as `login` over plain HTTP (no browser): its
+ * /auth/login, the issuer's development pages, its /auth/callback. Returns the session
+ * cookie (`name=value`). The issuer's browser client must be registered for `atriumUrl`.
+ */
+export async function signInOverHttp(atriumUrl: string, login: string): Promise<string> {
+  const start = await fetch(`${atriumUrl}/auth/login`, { redirect: "manual" });
+  const toProvider = start.headers.get("location");
+  if (start.status !== 303 || toProvider === null) throw new Error(`/auth/login answered ${start.status}`);
+  const loginState = start.headers
+    .getSetCookie()
+    .map((cookie) => cookie.split(";")[0])
+    .join("; ");
+  const callback = await passDevInteractions(toProvider, login, `${atriumUrl}/auth/callback`);
+  const landed = await fetch(callback, { redirect: "manual", headers: { cookie: loginState } });
+  const session = landed.headers
+    .getSetCookie()
+    .map((cookie) => cookie.split(";")[0] ?? "")
+    .find((pair) => /^(__Host-)?atrium_session=./.test(pair));
+  if (landed.status !== 303 || session === undefined) {
+    throw new Error(`/auth/callback answered ${landed.status}: ${(await landed.text()).slice(0, 300)}`);
+  }
+  return session;
+}
+
 const MAX_INTERACTION_STEPS = 12;
 
 /**

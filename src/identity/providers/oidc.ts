@@ -4,7 +4,7 @@ import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import { bearerToken } from "../bearer.ts";
 import { ACCEPTED_ALGORITHMS, type OidcClient } from "../oidc-client.ts";
-import { derivePrincipalId, type OrgRole, type Principal } from "../principal.ts";
+import { derivePrincipalId, type OrgRole, type Principal, type ProfileField } from "../principal.ts";
 import type { IdentityProvider } from "../provider.ts";
 import { isFirstPartyToken, notAnAccessToken } from "./token-kind.ts";
 
@@ -64,13 +64,19 @@ export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
     throw new Unauthenticated(`The token has no "${auth.claims.subject}" claim to identify you by.`);
   }
   const name = payload[auth.claims.name];
+  const hasName = typeof name === "string" && name.length > 0;
   // An address the provider says it has not verified could be anyone's; it names no one here.
   const email = payload.email_verified === false ? undefined : payload[auth.claims.email];
+  const unstated: ProfileField[] = [];
+  if (!hasName) unstated.push("displayName");
+  if (payload[auth.claims.email] === undefined) unstated.push("email");
+  if (auth.claims.orgRole !== undefined && payload[auth.claims.orgRole] === undefined) unstated.push("orgRole");
   return {
     id: derivePrincipalId(auth.issuer, subject),
-    displayName: typeof name === "string" && name.length > 0 ? name : subject,
+    displayName: hasName ? name : subject,
     email: typeof email === "string" ? email : null,
     orgRole: orgRoleFrom(payload, auth),
+    ...(unstated.length > 0 ? { unstated } : {}),
   };
 }
 
