@@ -70,7 +70,8 @@ export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
   const unstated: ProfileField[] = [];
   if (!hasName) unstated.push("displayName");
   if (payload[auth.claims.email] === undefined) unstated.push("email");
-  if (auth.claims.orgRole !== undefined && payload[auth.claims.orgRole] === undefined) unstated.push("orgRole");
+  if (auth.claims.orgRole !== undefined && payload[auth.claims.orgRole] === undefined)
+    unstated.push("orgRole");
   return {
     id: derivePrincipalId(auth.issuer, subject),
     displayName: hasName ? name : subject,
