@@ -53,13 +53,14 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       );
     }
     const { client, ...access } = request;
-    const pending = await deps.pending.create({
+    // Sealed into the page: showing it writes nothing (pending.ts).
+    const { sealed } = deps.pending.create({
       ...access,
       clientId: client.client_id,
       principalId: person.id,
     });
     return consentPage({
-      requestId: pending.id,
+      requestId: sealed,
       clientName: client.client_name ?? client.client_id,
       clientId: client.client_id,
       redirectHost: redirectHost(request.redirectUri),
@@ -78,7 +79,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     }
     checkCookieOrigin(c.req.raw, deps.publicUrl());
     const session = await deps.sessions.lookup(c.req.raw);
-    const stored = await deps.pending.get(id);
+    const stored = deps.pending.open(id);
     if (!stored)
       return problemPage(
         400,
@@ -95,7 +96,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       const refusal = await memberRefusal(deps, stored.principalId, stored.workspaceId);
       if (refusal) return problemPage(403, refusal);
     }
-    const outcome = await deps.pending.decide(id, decision);
+    const outcome = await deps.pending.decide(stored, decision);
     if (outcome.kind === "expired") {
       return problemPage(400, "This request has expired; start again from the application.");
     }
