@@ -15,6 +15,7 @@ import {
   MIN_SESSION_SECRET_BYTES,
   REFRESH_TOKEN_TTL_DEFAULT,
   REGISTRATIONS_PER_HOUR_DEFAULT,
+  CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   SESSION_MAX_AGE_DEFAULT,
   type SessionConfig,
 } from "./schema.ts";
@@ -76,6 +77,8 @@ export function parseInstance(
       accessTokenTtlSeconds: file.oauth?.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_DEFAULT,
       refreshTokenTtlSeconds: file.oauth?.refreshTokenTtlSeconds ?? REFRESH_TOKEN_TTL_DEFAULT,
       registrationsPerHour: file.oauth?.registrationsPerHour ?? REGISTRATIONS_PER_HOUR_DEFAULT,
+      clientMetadataFetchesPerHour:
+        file.oauth?.clientMetadataFetchesPerHour ?? CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
       allowPrivateClientMetadata: file.oauth?.clientMetadataDocuments?.allowPrivateAddresses ?? false,
     },
     // --data is typed at a shell, so it is relative to the working directory; the file's own
@@ -106,6 +109,7 @@ interface InstanceFile {
     accessTokenTtlSeconds?: number;
     refreshTokenTtlSeconds?: number;
     registrationsPerHour?: number;
+    clientMetadataFetchesPerHour?: number;
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string };

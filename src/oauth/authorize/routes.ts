@@ -6,6 +6,7 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
+import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
 import type { PendingAuthorizations } from "./pending.ts";
@@ -30,7 +31,12 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
 
   app.get("/oauth/authorize", async (c) => {
     const url = new URL(c.req.url);
-    const parsed = await parseAuthorizationRequest(url.searchParams, deps.clients, deps.publicUrl());
+    const parsed = await parseAuthorizationRequest(
+      url.searchParams,
+      deps.clients,
+      deps.publicUrl(),
+      callerAddress(c),
+    );
     if (parsed.kind === "show") return problemPage(parsed.status, parsed.message);
     if (parsed.kind === "redirect") {
       return c.redirect(
