@@ -6,6 +6,7 @@ import { BootError } from "../errors.ts";
 import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
   ACCESS_TOKEN_TTL_DEFAULT,
+  CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   type ClaimMapping,
   type InstanceConfig,
   instanceSchema,
@@ -15,7 +16,6 @@ import {
   MIN_SESSION_SECRET_BYTES,
   REFRESH_TOKEN_TTL_DEFAULT,
   REGISTRATIONS_PER_HOUR_DEFAULT,
-  CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   SESSION_MAX_AGE_DEFAULT,
   type SessionConfig,
 } from "./schema.ts";
