@@ -220,7 +220,8 @@ describe("discovery", () => {
     expect(other).toBe(JSON.stringify(metadata).replaceAll(WS, OTHER_WS));
     const bad = await fetch(`${as.url}/.well-known/oauth-protected-resource/mcp/not-a-workspace`);
     expect(bad.status).toBe(404);
-    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("not_found");
+    // The OAuth error shape these endpoints document, not the REST envelope.
+    expect(await bad.json()).toEqual({ error: "not_found", error_description: expect.any(String) });
   });
 
   it("publishes public signing keys that verify the tokens it issues", async () => {
