@@ -9,6 +9,21 @@ export interface Principal {
   displayName: string;
   email: string | null;
   orgRole: OrgRole;
+  /**
+   * The parts the credential did not state, whose values above are fallbacks (the subject
+   * for a missing name, no email, `member`). A stored profile is never changed from them:
+   * one token without an email claim must not blank the address the person signed in with.
+   */
+  unstated?: readonly ProfileField[];
+}
+
+/** The parts of a person a credential may or may not state. */
+export type ProfileField = "displayName" | "email" | "orgRole";
+
+/** The principal as a request or a session carries it: what the credential stated is not its business. */
+export function withoutUnstated(principal: Principal): Principal {
+  const { unstated: _unstated, ...person } = principal;
+  return person;
 }
 
 const PRINCIPAL_ID = /^usr_[0-9a-f]{24}$/;

@@ -17,8 +17,8 @@ export interface Profile extends Principal {
 /**
  * The people who have signed in at least once, loaded at boot and kept current by its
  * writers: so an admin can add a member by email, and so a deactivated person is refused
- * on every request. A profile is rewritten only when the provider's name, email or org
- * role for the person changes.
+ * on every request. A profile is rewritten only when a sign-in or a credential states a
+ * different name, email or org role for the person.
  */
 export class UserDirectory {
   private readonly known = new Map<string, Profile>();
@@ -50,14 +50,16 @@ export class UserDirectory {
     }
   }
 
+  /**
+   * Updates a person's profile from what a sign-in or a credential states about them. A
+   * part the credential did not state (`principal.unstated`) keeps its stored value: a
+   * token without an email claim never blanks the address (test/unit/identity/users.test.ts).
+   */
   async record(principal: Principal): Promise<void> {
-    if (sameAsProvider(this.known.get(principal.id), principal)) return;
+    if (updated(this.known.get(principal.id), principal) === undefined) return;
     await this.locks.run(principal.id, async () => {
-      const current = this.known.get(principal.id);
-      if (sameAsProvider(current, principal)) return;
-      const next: Profile = { ...principal };
-      if (current?.deactivatedAt) next.deactivatedAt = current.deactivatedAt;
-      await this.write(next);
+      const next = updated(this.known.get(principal.id), principal);
+      if (next !== undefined) await this.write(next);
     });
   }
 
@@ -113,11 +115,23 @@ export class UserDirectory {
   }
 }
 
-function sameAsProvider(current: Profile | undefined, principal: Principal): boolean {
-  return (
-    current !== undefined &&
-    current.displayName === principal.displayName &&
-    current.email === principal.email &&
-    current.orgRole === principal.orgRole
-  );
+/**
+ * The profile once what `principal` states is applied, or `undefined` when nothing changes.
+ * A first-seen person is stored as the credential describes them, fallbacks included: a
+ * name is needed, and a later credential that states it replaces the fallback.
+ */
+function updated(current: Profile | undefined, principal: Principal): Profile | undefined {
+  const { unstated = [], ...person } = principal;
+  if (current === undefined) return person;
+  const next: Profile = {
+    ...current,
+    ...(unstated.includes("displayName") ? {} : { displayName: person.displayName }),
+    ...(unstated.includes("email") ? {} : { email: person.email }),
+    ...(unstated.includes("orgRole") ? {} : { orgRole: person.orgRole }),
+  };
+  const same =
+    next.displayName === current.displayName &&
+    next.email === current.email &&
+    next.orgRole === current.orgRole;
+  return same ? undefined : next;
 }

@@ -6,6 +6,7 @@ import { BootError } from "../errors.ts";
 import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
   ACCESS_TOKEN_TTL_DEFAULT,
+  CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   type ClaimMapping,
   type InstanceConfig,
   instanceSchema,
@@ -76,6 +77,8 @@ export function parseInstance(
       accessTokenTtlSeconds: file.oauth?.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_DEFAULT,
       refreshTokenTtlSeconds: file.oauth?.refreshTokenTtlSeconds ?? REFRESH_TOKEN_TTL_DEFAULT,
       registrationsPerHour: file.oauth?.registrationsPerHour ?? REGISTRATIONS_PER_HOUR_DEFAULT,
+      clientMetadataFetchesPerHour:
+        file.oauth?.clientMetadataFetchesPerHour ?? CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
       allowPrivateClientMetadata: file.oauth?.clientMetadataDocuments?.allowPrivateAddresses ?? false,
     },
     // --data is typed at a shell, so it is relative to the working directory; the file's own
@@ -106,6 +109,7 @@ interface InstanceFile {
     accessTokenTtlSeconds?: number;
     refreshTokenTtlSeconds?: number;
     registrationsPerHour?: number;
+    clientMetadataFetchesPerHour?: number;
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string };

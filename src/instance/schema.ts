@@ -10,6 +10,7 @@ export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
 export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
+export const CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT = 100;
 /** A session secret shorter than this is refused: it signs every browser's cookie. */
 export const MIN_SESSION_SECRET_BYTES = 32;
 
@@ -78,6 +79,7 @@ export const instanceSchema = {
         accessTokenTtlSeconds: { type: "integer", minimum: 30, maximum: 86_400 },
         refreshTokenTtlSeconds: { type: "integer", minimum: 300, maximum: 31_536_000 },
         registrationsPerHour: { type: "integer", minimum: 1 },
+        clientMetadataFetchesPerHour: { type: "integer", minimum: 1 },
         clientMetadataDocuments: {
           type: "object",
           additionalProperties: false,
@@ -179,6 +181,8 @@ export interface OAuthConfig {
   refreshTokenTtlSeconds: number;
   /** Dynamic client registrations accepted per connecting address per hour. */
   registrationsPerHour: number;
+  /** Client metadata documents fetched on behalf of one connecting address per hour. */
+  clientMetadataFetchesPerHour: number;
   /** Lets a client metadata document live at a loopback or private address (local development). */
   allowPrivateClientMetadata: boolean;
 }

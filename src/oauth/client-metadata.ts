@@ -2,11 +2,17 @@ import type { IncomingMessage } from "node:http";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import { InvalidClientError, OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import {
+  InvalidClientError,
+  OAuthError,
+  TooManyRequestsError,
+} from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { type Clock, systemClock } from "../clock.ts";
 import { isLoopbackHost } from "../instance/load.ts";
+import { CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT } from "../instance/schema.ts";
 import { checkClientMetadata } from "./client-rules.ts";
+import { FixedWindowLimit } from "./rate-limit.ts";
 import { checkAddress, ForbiddenAddress, guardedLookup } from "./ssrf-guard.ts";
 
 // Client ID metadata documents (draft-ietf-oauth-client-id-metadata-document, used by MCP
@@ -18,6 +24,7 @@ export const MAX_DOCUMENT_BYTES = 64 * 1024;
 export const MAX_CACHE_SECONDS = 60 * 60;
 export const MAX_CACHED_DOCUMENTS = 500;
 const MAX_CLIENT_ID_CHARS = 2048;
+const HOUR_MS = 60 * 60 * 1000;
 
 /** Whether a client_id is meant as a metadata document URL (rather than a registered id). */
 export function isClientMetadataUrl(clientId: string): boolean {
@@ -37,6 +44,12 @@ interface Fetched {
 export interface ClientMetadataOptions {
   /** instance.json `oauth.clientMetadataDocuments.allowPrivateAddresses`: local development and tests. */
   allowPrivate: boolean;
+  /**
+   * instance.json `oauth.clientMetadataFetchesPerHour`: documents fetched (not served from
+   * the cache) on behalf of one connecting address per hour. Anyone can name any URL as a
+   * client_id, so without it one caller could make Atrium fetch without end.
+   */
+  fetchesPerHour?: number;
   clock?: Clock;
   timeoutMs?: number;
 }
@@ -47,21 +60,38 @@ export class ClientMetadataDocuments {
   private readonly allowPrivate: boolean;
   private readonly clock: Clock;
   private readonly timeoutMs: number;
+  private readonly fetchLimit: FixedWindowLimit;
 
   constructor(options: ClientMetadataOptions) {
     this.allowPrivate = options.allowPrivate;
     this.clock = options.clock ?? systemClock;
     this.timeoutMs = options.timeoutMs ?? FETCH_TIMEOUT_MS;
+    this.fetchLimit = new FixedWindowLimit(
+      options.fetchesPerHour ?? CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
+      HOUR_MS,
+      this.clock,
+    );
   }
 
-  /** The client a metadata document URL describes; InvalidClientError saying why when it cannot be used. */
-  async resolve(clientId: string): Promise<OAuthClientInformationFull> {
+  /**
+   * The client a metadata document URL describes; InvalidClientError saying why when it
+   * cannot be used. A fetch is charged to `caller` (a connecting address), and refused with
+   * TooManyRequestsError past the hourly limit; a cached or in-flight document is free.
+   * Without a caller (Atrium listing a person's own grants) nothing is charged.
+   */
+  async resolve(clientId: string, caller?: string): Promise<OAuthClientInformationFull> {
     const cached = this.cache.get(clientId);
     if (cached && cached.expiresAt > this.clock()) return cached.client;
     this.cache.delete(clientId);
     // Concurrent requests for one client (authorize, then token) share one fetch.
     let pending = this.inFlight.get(clientId);
     if (!pending) {
+      const wait = caller === undefined ? 0 : this.fetchLimit.take(caller);
+      if (wait > 0) {
+        throw new TooManyRequestsError(
+          `Too many client metadata documents were fetched for this address; try again in ${wait} s.`,
+        );
+      }
       pending = this.load(clientId).finally(() => this.inFlight.delete(clientId));
       this.inFlight.set(clientId, pending);
     }
@@ -212,13 +242,10 @@ function maxAge(header: string | undefined): number {
 }
 
 function describeFailure(error: unknown, timeoutMs: number): string {
-  if (error instanceof ForbiddenAddress) {
-    const where =
-      error.host.replace(/^\[|\]$/g, "") === error.address
-        ? error.address
-        : `${error.host} resolves to ${error.address}`;
-    return `is at a ${error.kind} address (${where}), which this instance refuses`;
-  }
+  // What a name resolves to, and what kind of address that is, stay in this process: an
+  // answer that said so would map the internal network for whoever asks (issue 10, Security 6).
+  if (error instanceof ForbiddenAddress)
+    return "is not at a public internet address, which this instance requires";
   if (error instanceof FetchProblem) return error.message;
   const name = (error as Error).name;
   if (name === "TimeoutError" || name === "AbortError") {

@@ -6,7 +6,7 @@ import {
   type OAuthClientMetadata,
   OAuthClientMetadataSchema,
 } from "@modelcontextprotocol/sdk/shared/auth.js";
-import { validateRedirectUri } from "./redirect-uris.ts";
+import { canonicalRedirectUri, validateRedirectUri } from "./redirect-uris.ts";
 
 // What a client may say about itself, whether it registers (RFC 7591) or publishes a
 // client metadata document: the same rules, so neither door is looser than the other.
@@ -80,6 +80,8 @@ export function checkClientMetadata(input: unknown): CheckedClientMetadata {
   }
   return {
     ...metadata,
+    // Stored canonical, so what the registry holds (and shows) is what a browser is sent to.
+    redirect_uris: [...new Set(uris.map(canonicalRedirectUri))],
     token_endpoint_auth_method: method as ClientAuthMethod,
     grant_types: [...new Set(grantTypes)],
     response_types: [...new Set(responseTypes)],

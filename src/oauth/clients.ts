@@ -63,9 +63,10 @@ export class ClientRegistry {
   /**
    * A registered client, or the client a metadata document URL describes, or `undefined`
    * for an id that is neither. A document that cannot be used throws InvalidClientError
-   * with the reason, for the person or client to read.
+   * with the reason, for the person or client to read. `caller`, the connecting address a
+   * request came from, is charged for a document that has to be fetched.
    */
-  async find(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+  async find(clientId: string, caller?: string): Promise<OAuthClientInformationFull | undefined> {
     if (CLIENT_ID.test(clientId)) {
       const stored = await this.records.get(clientId);
       if (!stored) return undefined;
@@ -73,7 +74,7 @@ export class ClientRegistry {
       if (stored.clientSecretHash) this.secretHashes.set(client, stored.clientSecretHash);
       return client;
     }
-    if (isClientMetadataUrl(clientId)) return this.documents.resolve(clientId);
+    if (isClientMetadataUrl(clientId)) return this.documents.resolve(clientId, caller);
     return undefined;
   }
 

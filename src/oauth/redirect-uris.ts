@@ -35,6 +35,15 @@ export function validateRedirectUri(uri: string): string | undefined {
 }
 
 /**
+ * The form a redirect URI is stored in: WHATWG URL serialisation (lower-case scheme and
+ * host, no default port, dot segments resolved), so `HTTPS://Example.COM:443/cb` is stored
+ * as `https://example.com/cb`. Only for a URI validateRedirectUri accepted.
+ */
+export function canonicalRedirectUri(uri: string): string {
+  return new URL(uri).href;
+}
+
+/**
  * Whether `presented` is one of `registered`: the exact string, except that an http
  * redirect URI on a loopback IP literal matches at any port (RFC 8252 §7.3), because a
  * native app picks a free port each time it listens.

@@ -55,7 +55,11 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   });
   const codes = new AuthorizationCodes(layout, grants, log, clock);
   await Promise.all([keys.load(), grants.load(), codes.sweep()]);
-  const documents = new ClientMetadataDocuments({ allowPrivate: config.allowPrivateClientMetadata, clock });
+  const documents = new ClientMetadataDocuments({
+    allowPrivate: config.allowPrivateClientMetadata,
+    fetchesPerHour: config.clientMetadataFetchesPerHour,
+    clock,
+  });
   const clients = new ClientRegistry(layout, documents, clock);
   const tokens = new AccessTokens({
     keys,

@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair } from "jose";
@@ -6,6 +7,12 @@ import Provider from "oidc-provider";
 export const TEST_CLIENT_ID = "atrium-tests";
 const TEST_CLIENT_SECRET = "atrium-tests-secret";
 export const TEST_AUDIENCE = "https://atrium.test/api";
+/**
+ * A resource indicator whose access tokens' `aud` is the requesting client's own id, as
+ * providers issue them for "this application" (and as Atrium's default `auth.audience`,
+ * the client id, expects) — the audience an ID token also carries.
+ */
+export const CLIENT_AUDIENCE_RESOURCE = "urn:atrium-test:client-audience";
 
 /** oidc-provider lifetimes (seconds), set explicitly so the provider does not warn about its defaults. */
 export const PROVIDER_TTL = {
@@ -54,6 +61,17 @@ export interface TestIssuer {
     atriumUrl: string,
     authMethod?: "client_secret_basic" | "client_secret_post" | "none",
   ): Promise<void>;
+  /**
+   * A real sign-in as `login` for the browser client (registered with registerBrowserClient
+   * for `atriumUrl`, secret-authenticated), driven over HTTP through the provider's
+   * development pages: the ID token (with a nonce, `aud` = browserClientId) and the access
+   * token the token endpoint answers (a JWT for `resource`, else opaque).
+   */
+  signInTokens(
+    atriumUrl: string,
+    login: string,
+    resource?: string,
+  ): Promise<{ idToken: string; accessToken: string }>;
   close(): Promise<void>;
 }
 
@@ -124,9 +142,9 @@ export async function startOidcIssuer(): Promise<TestIssuer> {
         defaultResource: (_ctx: unknown, client: { clientId: string }) =>
           client.clientId === TEST_CLIENT_ID ? TEST_AUDIENCE : undefined,
         useGrantedResource: () => true,
-        getResourceServerInfo: () => ({
+        getResourceServerInfo: (_ctx: unknown, resource: string, client: { clientId: string }) => ({
           scope: "api",
-          audience: TEST_AUDIENCE,
+          audience: resource === CLIENT_AUDIENCE_RESOURCE ? client.clientId : TEST_AUDIENCE,
           accessTokenTTL: 300,
           accessTokenFormat: "jwt",
           jwt: { sign: { alg: "ES256" } },
@@ -163,8 +181,116 @@ export async function startOidcIssuer(): Promise<TestIssuer> {
         token_endpoint_auth_method: authMethod,
       });
     },
+    async signInTokens(atriumUrl, login, resource) {
+      const redirectUri = `${atriumUrl}/auth/callback`;
+      const verifier = randomBytes(32).toString("base64url");
+      const authorize = new URL(`${issuer}/auth`);
+      for (const [name, value] of Object.entries({
+        response_type: "code",
+        client_id: browserClientId,
+        redirect_uri: redirectUri,
+        scope: resource === undefined ? "openid profile email groups" : "openid profile email groups api",
+        state: randomBytes(16).toString("base64url"),
+        nonce: randomBytes(16).toString("base64url"),
+        code_challenge: createHash("sha256").update(verifier).digest("base64url"),
+        code_challenge_method: "S256",
+        ...(resource === undefined ? {} : { resource }),
+      })) {
+        authorize.searchParams.set(name, value);
+      }
+      const landing = await passDevInteractions(authorize.href, login, redirectUri);
+      const code = landing.searchParams.get("code");
+      if (!code) throw new Error(`the test issuer gave no code: ${landing.href}`);
+      const basic = Buffer.from(`${browserClientId}:${BROWSER_CLIENT_SECRET}`).toString("base64");
+      const response = await fetch(`${issuer}/token`, {
+        method: "POST",
+        headers: { authorization: `Basic ${basic}`, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "authorization_code",
+          code,
+          redirect_uri: redirectUri,
+          code_verifier: verifier,
+          ...(resource === undefined ? {} : { resource }),
+        }),
+      });
+      const body = (await response.json()) as { id_token?: string; access_token?: string };
+      if (!body.id_token || !body.access_token) {
+        throw new Error(`the test issuer gave no tokens: ${JSON.stringify(body)}`);
+      }
+      return { idToken: body.id_token, accessToken: body.access_token };
+    },
     close: () => closeServer(server),
   };
+}
+
+/**
+ * Signs in to the Atrium at `atriumUrl` as `login` over plain HTTP (no browser): its
+ * /auth/login, the issuer's development pages, its /auth/callback. Returns the session
+ * cookie (`name=value`). The issuer's browser client must be registered for `atriumUrl`.
+ */
+export async function signInOverHttp(atriumUrl: string, login: string): Promise<string> {
+  const start = await fetch(`${atriumUrl}/auth/login`, { redirect: "manual" });
+  const toProvider = start.headers.get("location");
+  if (start.status !== 303 || toProvider === null) throw new Error(`/auth/login answered ${start.status}`);
+  const loginState = start.headers
+    .getSetCookie()
+    .map((cookie) => cookie.split(";")[0])
+    .join("; ");
+  const callback = await passDevInteractions(toProvider, login, `${atriumUrl}/auth/callback`);
+  const landed = await fetch(callback, { redirect: "manual", headers: { cookie: loginState } });
+  const session = landed.headers
+    .getSetCookie()
+    .map((cookie) => cookie.split(";")[0] ?? "")
+    .find((pair) => /^(__Host-)?atrium_session=./.test(pair));
+  if (landed.status !== 303 || session === undefined) {
+    throw new Error(`/auth/callback answered ${landed.status}: ${(await landed.text()).slice(0, 300)}`);
+  }
+  return session;
+}
+
+const MAX_INTERACTION_STEPS = 12;
+
+/**
+ * Follows oidc-provider's redirects and answers its development login (any password) and
+ * consent forms with plain HTTP and a cookie jar, until it redirects to `redirectUri`.
+ */
+async function passDevInteractions(startUrl: string, login: string, redirectUri: string): Promise<URL> {
+  const cookies = new Map<string, string>();
+  let url = startUrl;
+  let form: URLSearchParams | undefined;
+  for (let step = 0; step < MAX_INTERACTION_STEPS; step++) {
+    if (url.startsWith(redirectUri)) return new URL(url);
+    const response = await fetch(url, {
+      method: form ? "POST" : "GET",
+      redirect: "manual",
+      headers: {
+        cookie: [...cookies].map(([name, value]) => `${name}=${value}`).join("; "),
+        ...(form ? { "content-type": "application/x-www-form-urlencoded" } : {}),
+      },
+      ...(form ? { body: form.toString() } : {}),
+    });
+    for (const cookie of response.headers.getSetCookie()) {
+      const [pair = ""] = cookie.split(";");
+      const at = pair.indexOf("=");
+      cookies.set(pair.slice(0, at), pair.slice(at + 1));
+    }
+    form = undefined;
+    const location = response.headers.get("location");
+    if (location !== null) {
+      url = new URL(location, url).href;
+      await response.body?.cancel();
+      continue;
+    }
+    const html = await response.text();
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    const prompt = /name="prompt" value="([^"]+)"/.exec(html)?.[1];
+    if (action === undefined || prompt === undefined) {
+      throw new Error(`stuck at the test issuer (${response.status}): ${html.slice(0, 300)}`);
+    }
+    url = new URL(action, url).href;
+    form = new URLSearchParams({ prompt, ...(prompt === "login" ? { login, password: "any" } : {}) });
+  }
+  throw new Error(`still at the test issuer after ${MAX_INTERACTION_STEPS} steps: ${url}`);
 }
 
 /** RFC 7591 registration at an open registration endpoint; throws with the provider's answer on refusal. */

@@ -43,6 +43,7 @@ interface RunningOAuth {
 async function startOAuth(
   allowPrivateClientMetadata: boolean,
   registrationsPerHour = 100,
+  clientMetadataFetchesPerHour = 100,
 ): Promise<RunningOAuth> {
   const root = await mkdtemp(join(tmpdir(), "atrium-oauth-it-"));
   const layout = new StorageLayout(root);
@@ -55,6 +56,7 @@ async function startOAuth(
       refreshTokenTtlSeconds: 86_400,
       allowPrivateClientMetadata,
       registrationsPerHour,
+      clientMetadataFetchesPerHour,
     },
     publicUrl: () => url,
     users,
@@ -218,7 +220,8 @@ describe("discovery", () => {
     expect(other).toBe(JSON.stringify(metadata).replaceAll(WS, OTHER_WS));
     const bad = await fetch(`${as.url}/.well-known/oauth-protected-resource/mcp/not-a-workspace`);
     expect(bad.status).toBe(404);
-    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe("not_found");
+    // The OAuth error shape these endpoints document, not the REST envelope.
+    expect(await bad.json()).toEqual({ error: "not_found", error_description: expect.any(String) });
   });
 
   it("publishes public signing keys that verify the tokens it issues", async () => {
@@ -632,9 +635,32 @@ describe("client ID metadata documents", () => {
     const { status, error, description } = await errorOf(response);
     expect(status).toBe(401);
     expect(error).toBe("invalid_client");
-    expect(description).toMatch(/is at a loopback address \(127\.0\.0\.1\), which this instance refuses/);
+    expect(description).toMatch(/is not at a public internet address, which this instance requires/);
+    expect(description).not.toMatch(/loopback|resolves/);
     const http = await errorOf(await refresh(`${documentBase}/client.json`, "x"));
     expect(http.description).toMatch(/must be an https URL/);
+  });
+
+  it("is fetched at most oauth.clientMetadataFetchesPerHour times per connecting address", async () => {
+    const limited = await startOAuth(true, 100, 2);
+    try {
+      const attempt = (n: number) =>
+        fetch(`${limited.url}/oauth/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({
+            grant_type: "refresh_token",
+            client_id: `${documentBase}/limit-${n}.json`,
+            refresh_token: "x",
+          }).toString(),
+        });
+      for (const n of [1, 2]) expect((await errorOf(await attempt(n))).error).toBe("invalid_grant");
+      const refused = await errorOf(await attempt(3));
+      expect(refused).toMatchObject({ status: 429, error: "too_many_requests" });
+      expect(refused.description).toMatch(/Too many client metadata documents/);
+    } finally {
+      await limited.close();
+    }
   });
 
   it("is fetched and used as the client when the instance allows private addresses", async () => {

@@ -180,6 +180,7 @@ describe("oidc configuration", () => {
       displayName: "Ada",
       email: null,
       orgRole: "admin",
+      unstated: ["email"],
     });
     // An unverified address names no one: it could be added to a workspace by email.
     expect(

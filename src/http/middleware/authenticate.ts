@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { Forbidden, Unauthenticated } from "../../errors.ts";
 import { bearerToken } from "../../identity/bearer.ts";
-import type { Principal } from "../../identity/principal.ts";
+import { type Principal, withoutUnstated } from "../../identity/principal.ts";
 import type { IdentityProvider } from "../../identity/provider.ts";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
@@ -68,7 +68,6 @@ export function authenticateMcp(auth: Authenticators): MiddlewareHandler<AppEnv>
 export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const token = requestBearer(c);
-    let principal: Principal | undefined;
     if (token !== undefined && auth.tokens.isAtriumToken(token)) {
       throw new Unauthenticated(
         "Atrium access tokens are for the workspace MCP URL they were issued for; REST takes a session or a provider token.",
@@ -81,10 +80,12 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
       }
       if (session.kind === "signed-in") {
         checkCookieOrigin(c.req.raw, auth.publicUrl());
-        principal = session.principal;
+        // The sign-in recorded this person; a session is not a fresh statement about them.
+        await admitPerson(c, auth.users, session.principal, { record: false });
+        return next();
       }
     }
-    principal ??= await auth.provider.authenticate(c.req.raw, "rest");
+    const principal = await auth.provider.authenticate(c.req.raw, "rest");
     if (!principal) throw new Unauthenticated();
     await admitPerson(c, auth.users, principal);
     await next();
@@ -109,12 +110,21 @@ async function knownPerson(users: UserDirectory, principalId: string): Promise<P
   };
 }
 
-async function admitPerson(c: Context<AppEnv>, users: UserDirectory, principal: Principal): Promise<void> {
-  await users.record(principal);
+/**
+ * Records what the credential states about the person (never blanking what it leaves out,
+ * users.ts), refuses a deactivated person, and hands the principal to the route.
+ */
+async function admitPerson(
+  c: Context<AppEnv>,
+  users: UserDirectory,
+  principal: Principal,
+  options: { record: boolean } = { record: true },
+): Promise<void> {
+  if (options.record) await users.record(principal);
   // Rechecked on every request, so deactivation cuts the person's next call on every surface.
   if (users.isDeactivated(principal.id))
     throw new Forbidden("This account has been deactivated by an org admin.");
-  c.set("principal", principal);
+  c.set("principal", withoutUnstated(principal));
 }
 
 /** RFC 9728 §5.1: where to learn how to authorize for this URL (only for a well-formed one). */

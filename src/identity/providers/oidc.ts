@@ -1,17 +1,18 @@
-import { type JWTPayload, jwtVerify } from "jose";
+import { type JWTHeaderParameters, type JWTPayload, jwtVerify } from "jose";
 import { CLOCK_TOLERANCE_SECONDS } from "../../clock.ts";
 import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import { bearerToken } from "../bearer.ts";
 import { ACCEPTED_ALGORITHMS, type OidcClient } from "../oidc-client.ts";
-import { derivePrincipalId, type OrgRole, type Principal } from "../principal.ts";
+import { derivePrincipalId, type OrgRole, type Principal, type ProfileField } from "../principal.ts";
 import type { IdentityProvider } from "../provider.ts";
+import { isFirstPartyToken, notAnAccessToken } from "./token-kind.ts";
 
 /**
  * `oidc`: any OpenID Connect provider, named by its issuer. A request's bearer token is
  * verified against the issuer's JWKS (found by discovery, cached by jose and refetched on
- * an unknown `kid`), with algorithms pinned and issuer, audience and expiry checked. A
- * request with no credential is anonymous (the caller answers 401); one whose token fails
+ * an unknown `kid`), with algorithms pinned and issuer, audience and expiry checked, and
+ * must be an access token, never an ID token (token-kind.ts). A request with no credential is anonymous (the caller answers 401); one whose token fails
  * is refused, never downgraded.
  */
 export function createOidcProvider(client: OidcClient): IdentityProvider {
@@ -31,8 +32,9 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
         );
       });
       let payload: JWTPayload;
+      let protectedHeader: JWTHeaderParameters;
       try {
-        ({ payload } = await jwtVerify(token, keys, {
+        ({ payload, protectedHeader } = await jwtVerify(token, keys, {
           issuer: auth.issuer,
           audience: auth.audience,
           algorithms: ACCEPTED_ALGORITHMS,
@@ -43,6 +45,8 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
         // The reason stays in this process: a caller learns only that the token was refused.
         throw new Unauthenticated("The bearer token was refused: sign in again to get a fresh one.");
       }
+      const notAccess = notAnAccessToken(protectedHeader, payload, auth);
+      if (notAccess !== undefined) throw new Unauthenticated(notAccess);
       if (surface === "mcp" && !isFirstPartyToken(payload, auth)) {
         throw new Unauthenticated(
           "This token was issued by the identity provider to another application; an MCP client " +
@@ -54,25 +58,26 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
   };
 }
 
-/** Whose token it is: `azp` (OpenID) or `client_id` (RFC 9068), checked against the configured list. */
-function isFirstPartyToken(payload: JWTPayload, auth: OidcAuth): boolean {
-  const client = payload.azp ?? payload.client_id;
-  return typeof client === "string" && auth.firstPartyClients.includes(client);
-}
-
 export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
   const subject = payload[auth.claims.subject];
   if (typeof subject !== "string" || subject.length === 0) {
     throw new Unauthenticated(`The token has no "${auth.claims.subject}" claim to identify you by.`);
   }
   const name = payload[auth.claims.name];
+  const hasName = typeof name === "string" && name.length > 0;
   // An address the provider says it has not verified could be anyone's; it names no one here.
   const email = payload.email_verified === false ? undefined : payload[auth.claims.email];
+  const unstated: ProfileField[] = [];
+  if (!hasName) unstated.push("displayName");
+  if (payload[auth.claims.email] === undefined) unstated.push("email");
+  if (auth.claims.orgRole !== undefined && payload[auth.claims.orgRole] === undefined)
+    unstated.push("orgRole");
   return {
     id: derivePrincipalId(auth.issuer, subject),
-    displayName: typeof name === "string" && name.length > 0 ? name : subject,
+    displayName: hasName ? name : subject,
     email: typeof email === "string" ? email : null,
     orgRole: orgRoleFrom(payload, auth),
+    ...(unstated.length > 0 ? { unstated } : {}),
   };
 }
 

@@ -7,7 +7,7 @@ import type { OidcAuth } from "../../instance/schema.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { type OidcClient, SignInFailed } from "../oidc-client.ts";
-import type { Principal } from "../principal.ts";
+import { type Principal, withoutUnstated } from "../principal.ts";
 import { DEV_PRINCIPAL } from "../providers/dev.ts";
 import { principalFrom } from "../providers/oidc.ts";
 import type { Sessions } from "../sessions.ts";
@@ -195,7 +195,7 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
       log.warn({ principal: principal.id }, "sign-in refused: the person is deactivated");
       return withCookies(deactivatedPage(principal), ...cookies);
     }
-    const sessionCookie = await sessions.start(principal);
+    const sessionCookie = await sessions.start(withoutUnstated(principal));
     log.info({ principal: principal.id }, "signed in");
     return redirect(returnTo, [...cookies, sessionCookie]);
   }

@@ -1,3 +1,4 @@
+import { TooManyRequestsError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { workspaceOfResource } from "../../http/urls.ts";
 import type { ClientRegistry } from "../clients.ts";
@@ -29,10 +30,12 @@ export type ParsedAuthorization =
   | { kind: "show"; status: number; message: string }
   | { kind: "redirect"; redirectUri: string; state: string | undefined; error: string; description: string };
 
+/** `caller` is the connecting address, charged if the client's metadata document must be fetched. */
 export async function parseAuthorizationRequest(
   query: URLSearchParams,
   clients: Pick<ClientRegistry, "find">,
   publicUrl: string,
+  caller?: string,
 ): Promise<ParsedAuthorization> {
   const single = (name: string): string | undefined => {
     const values = query.getAll(name);
@@ -42,8 +45,9 @@ export async function parseAuthorizationRequest(
   if (!clientId) return show(400, "The request names no client (client_id is missing or repeated).");
   let client: OAuthClientInformationFull | undefined;
   try {
-    client = await clients.find(clientId);
+    client = await clients.find(clientId, caller);
   } catch (error) {
+    if (error instanceof TooManyRequestsError) return show(429, error.message);
     return show(400, `The client "${clientId}" could not be used: ${(error as Error).message}`);
   }
   if (!client)

@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync } from "node:crypto";
-import { randomSecret } from "../../crypto/secrets.ts";
+import { equalSecrets, randomSecret } from "../../crypto/secrets.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { JsonRecords } from "../../storage/records.ts";
@@ -10,13 +10,18 @@ export const PENDING_TTL_MS = 10 * 60 * 1000;
 
 export type Decision = "approve" | "deny";
 
-/** An authorization request waiting for (or holding) the person's decision. */
+/** An authorization request waiting for the person's decision: what the consent page carries. */
 export interface PendingAuthorization extends RequestedAccess {
   id: string;
   clientId: string;
   principalId: string;
   expiresAt: number;
-  decision?: Decision;
+}
+
+/** What is stored once a request is answered: only the decision, by the request's id. */
+interface StoredDecision {
+  decision: Decision;
+  expiresAt: number;
 }
 
 export type DecisionOutcome =
@@ -24,17 +29,23 @@ export type DecisionOutcome =
   | { kind: "expired" }
   | { kind: "conflict"; earlier: Decision };
 
+const REQUEST_ID = /^[A-Za-z0-9_-]{32}$/;
+
 /**
- * Consent requests, stored so that a decision survives a restart and so that a repeated
- * identical decision (a double-submitted form, a reload) gives the same answer while a
- * contrary one is refused. The authorization code for a request is derived from its id
- * with a key only this instance holds, so an approval can be answered twice with the
- * same code without the code itself ever being stored.
+ * Consent requests. A request is sealed into its consent page (its fields and an HMAC with
+ * a key only this instance holds), so showing the page — which any web page can make a
+ * signed-in browser do by navigation — writes nothing and costs no disk (issue 10,
+ * Security 8). Only an answer, a same-origin POST by the person asked, stores a record:
+ * the decision, so that a repeated identical decision (a double-submitted form, a reload)
+ * gives the same answer and a contrary one is refused, across restarts. The authorization
+ * code for a request is derived from its id with another key, so an approval can be
+ * answered twice with the same code without the code itself ever being stored.
  */
 export class PendingAuthorizations {
-  private readonly records: JsonRecords<PendingAuthorization>;
+  private readonly records: JsonRecords<StoredDecision>;
   private readonly locks = new KeyedLock();
   private readonly codeKey: Buffer;
+  private readonly sealKey: Buffer;
 
   constructor(
     layout: StorageLayout,
@@ -43,36 +54,35 @@ export class PendingAuthorizations {
   ) {
     this.records = new JsonRecords(layout, "oauth/requests");
     this.codeKey = Buffer.from(hkdfSync("sha256", secret, "", "atrium oauth authorization code", 32));
+    this.sealKey = Buffer.from(hkdfSync("sha256", secret, "", "atrium oauth consent request", 32));
   }
 
-  async create(
-    request: Omit<PendingAuthorization, "id" | "expiresAt" | "decision">,
-  ): Promise<PendingAuthorization> {
-    const pending = {
-      ...request,
-      id: randomSecret(24),
-      expiresAt: this.now() + PENDING_TTL_MS,
-    };
-    await this.records.put(pending.id, pending);
+  /** A new request and its sealed form, for the consent page; nothing is written. */
+  create(request: Omit<PendingAuthorization, "id" | "expiresAt">): {
+    pending: PendingAuthorization;
+    sealed: string;
+  } {
+    const pending = { ...request, id: randomSecret(24), expiresAt: this.now() + PENDING_TTL_MS };
+    const body = Buffer.from(JSON.stringify(pending)).toString("base64url");
+    return { pending, sealed: `${body}.${this.mac(body)}` };
+  }
+
+  /** The request a consent page carried, or `undefined` if it was altered, forged or has expired. */
+  open(sealed: string): PendingAuthorization | undefined {
+    const [body, mac, ...rest] = sealed.split(".");
+    if (body === undefined || mac === undefined || rest.length > 0) return undefined;
+    if (!equalSecrets(mac, this.mac(body))) return undefined;
+    const pending = JSON.parse(Buffer.from(body, "base64url").toString("utf8")) as PendingAuthorization;
+    if (!REQUEST_ID.test(pending.id) || pending.expiresAt <= this.now()) return undefined;
     return pending;
   }
 
-  async get(id: string): Promise<PendingAuthorization | undefined> {
-    if (!/^[A-Za-z0-9_-]{32}$/.test(id)) return undefined;
-    const pending = await this.records.get(id);
-    return pending && pending.expiresAt > this.now() ? pending : undefined;
-  }
-
-  async decide(id: string, decision: Decision): Promise<DecisionOutcome> {
-    return this.locks.run(id, async () => {
-      const pending = await this.get(id);
-      if (!pending) return { kind: "expired" };
-      if (pending.decision && pending.decision !== decision)
-        return { kind: "conflict", earlier: pending.decision };
-      if (!pending.decision) {
-        pending.decision = decision;
-        await this.records.put(id, pending);
-      }
+  async decide(pending: PendingAuthorization, decision: Decision): Promise<DecisionOutcome> {
+    if (pending.expiresAt <= this.now()) return { kind: "expired" };
+    return this.locks.run(pending.id, async () => {
+      const earlier = await this.records.get(pending.id);
+      if (earlier && earlier.decision !== decision) return { kind: "conflict", earlier: earlier.decision };
+      if (!earlier) await this.records.put(pending.id, { decision, expiresAt: pending.expiresAt });
       return { kind: "decided", pending };
     });
   }
@@ -81,11 +91,15 @@ export class PendingAuthorizations {
     return createHmac("sha256", this.codeKey).update(pending.id).digest("base64url");
   }
 
-  /** Removes requests nobody decided in time; at boot and hourly. */
+  /** Removes decisions whose request has expired; at boot and hourly. */
   async sweep(): Promise<void> {
     for (const id of await this.records.ids()) {
-      const pending = await this.records.get(id).catch(() => undefined);
-      if (!pending || pending.expiresAt <= this.now()) await this.records.delete(id);
+      const stored = await this.records.get(id).catch(() => undefined);
+      if (!stored || stored.expiresAt <= this.now()) await this.records.delete(id);
     }
+  }
+
+  private mac(body: string): string {
+    return createHmac("sha256", this.sealKey).update(body).digest("base64url");
   }
 }

@@ -6,6 +6,7 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
+import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
 import type { PendingAuthorizations } from "./pending.ts";
@@ -30,7 +31,12 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
 
   app.get("/oauth/authorize", async (c) => {
     const url = new URL(c.req.url);
-    const parsed = await parseAuthorizationRequest(url.searchParams, deps.clients, deps.publicUrl());
+    const parsed = await parseAuthorizationRequest(
+      url.searchParams,
+      deps.clients,
+      deps.publicUrl(),
+      callerAddress(c),
+    );
     if (parsed.kind === "show") return problemPage(parsed.status, parsed.message);
     if (parsed.kind === "redirect") {
       return c.redirect(
@@ -53,13 +59,14 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       );
     }
     const { client, ...access } = request;
-    const pending = await deps.pending.create({
+    // Sealed into the page: showing it writes nothing (pending.ts).
+    const { sealed } = deps.pending.create({
       ...access,
       clientId: client.client_id,
       principalId: person.id,
     });
     return consentPage({
-      requestId: pending.id,
+      requestId: sealed,
       clientName: client.client_name ?? client.client_id,
       clientId: client.client_id,
       redirectHost: redirectHost(request.redirectUri),
@@ -78,7 +85,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     }
     checkCookieOrigin(c.req.raw, deps.publicUrl());
     const session = await deps.sessions.lookup(c.req.raw);
-    const stored = await deps.pending.get(id);
+    const stored = deps.pending.open(id);
     if (!stored)
       return problemPage(
         400,
@@ -95,7 +102,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       const refusal = await memberRefusal(deps, stored.principalId, stored.workspaceId);
       if (refusal) return problemPage(403, refusal);
     }
-    const outcome = await deps.pending.decide(id, decision);
+    const outcome = await deps.pending.decide(stored, decision);
     if (outcome.kind === "expired") {
       return problemPage(400, "This request has expired; start again from the application.");
     }

@@ -3,7 +3,7 @@ import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/share
 import type { Context } from "hono";
 import type { AppEnv } from "../../http/context.ts";
 import type { ClientRegistry, PresentedClientAuth } from "../clients.ts";
-import type { FormParams } from "./oauth-http.ts";
+import { callerAddress, type FormParams } from "./oauth-http.ts";
 
 const BASIC = /^basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i;
 const REFUSED =
@@ -46,7 +46,7 @@ export async function authenticateClient(
     presented =
       bodySecret === undefined ? { method: "none" } : { method: "client_secret_post", secret: bodySecret };
   }
-  const client = await clients.find(clientId);
+  const client = await clients.find(clientId, callerAddress(c));
   if (!client || !clients.authenticate(client, presented)) throw new InvalidClientError(REFUSED);
   return client;
 }

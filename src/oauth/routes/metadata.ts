@@ -1,6 +1,5 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/context.ts";
-import { errorBody } from "../../http/error-response.ts";
 import { isWorkspaceId } from "../../workspace/ids.ts";
 import type { SigningKeys } from "../keys.ts";
 import { authorizationServerMetadata, protectedResourceMetadata } from "../metadata.ts";
@@ -25,7 +24,8 @@ export function metadataRoutes(deps: { keys: SigningKeys; publicUrl: () => strin
   app.get("/.well-known/oauth-protected-resource/mcp/:ws", (c) => {
     const workspaceId = c.req.param("ws");
     if (!isWorkspaceId(workspaceId)) {
-      return c.json(errorBody("not_found", "No protected resource at this address."), 404);
+      // The OAuth error shape, like every other answer of these endpoints (README).
+      return c.json({ error: "not_found", error_description: "No protected resource at this address." }, 404);
     }
     return c.json(protectedResourceMetadata(deps.publicUrl(), workspaceId), 200, METADATA_CACHE);
   });

@@ -16,6 +16,15 @@ import type { Logger } from "../../log.ts";
 
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
 
+/**
+ * The connecting address, which the per-address limits count (behind a proxy, the
+ * proxy's: oauth.registrationsPerHour and oauth.clientMetadataFetchesPerHour say so).
+ */
+export function callerAddress(c: Context<AppEnv>): string {
+  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
+  return incoming?.socket?.remoteAddress ?? "unknown";
+}
+
 /** A request body's parameters; an empty value counts as absent (RFC 6749 §3.1). */
 export interface FormParams {
   get(name: string): string | undefined;

@@ -1,21 +1,15 @@
 import { TooManyRequestsError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import { type Context, Hono } from "hono";
+import { Hono } from "hono";
 import type { Clock } from "../../clock.ts";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { FixedWindowLimit } from "../rate-limit.ts";
 import { publicCors } from "./cors.ts";
-import { NO_STORE, oauthBodyLimit, oauthEndpoint, readJson } from "./oauth-http.ts";
+import { callerAddress, NO_STORE, oauthBodyLimit, oauthEndpoint, readJson } from "./oauth-http.ts";
 
 const MAX_REGISTRATION_BYTES = 64 * 1024;
 const HOUR_MS = 60 * 60 * 1000;
-
-/** The connecting address (behind a proxy, the proxy's: oauth.registrationsPerHour counts it). */
-function callerAddress(c: Context<AppEnv>): string {
-  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming;
-  return incoming?.socket?.remoteAddress ?? "unknown";
-}
 
 /** RFC 7591 dynamic client registration: open, as MCP clients expect; what it accepts is client-rules.ts. */
 export function registerRoutes(deps: {

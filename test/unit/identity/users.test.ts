@@ -55,6 +55,40 @@ describe("UserDirectory", () => {
     expect(stored.displayName).toBe("Alice B.");
   });
 
+  it("never blanks a part of the profile a credential does not state", async () => {
+    const users = new UserDirectory(layout);
+    await users.record({ ...ALICE, orgRole: "admin" });
+    // A token with no email, name or role claim: its fallbacks change nothing stored.
+    await users.record({
+      ...ALICE,
+      displayName: "alice-subject",
+      email: null,
+      orgRole: "member",
+      unstated: ["displayName", "email", "orgRole"],
+    });
+    const stored = JSON.parse(await readFile(join(layout.userDir(ALICE.id), "profile.json"), "utf8"));
+    expect(stored).toEqual({ ...ALICE, orgRole: "admin" });
+    expect(await users.findByEmail("alice@example.com")).toMatchObject({ id: ALICE.id });
+  });
+
+  it("updates the parts a credential does state, and keeps the rest", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    await users.record({ ...ALICE, displayName: "Alice B.", email: null, unstated: ["email"] });
+    expect(await users.get(ALICE.id)).toEqual({ ...ALICE, displayName: "Alice B." });
+    // A stated absence (the provider marked the address unverified) does clear it.
+    await users.record({ ...ALICE, displayName: "Alice B.", email: null });
+    expect((await users.get(ALICE.id))?.email).toBeNull();
+  });
+
+  it("stores a first-seen person with the fallbacks, which a later stating credential replaces", async () => {
+    const users = new UserDirectory(layout);
+    await users.record({ ...ALICE, displayName: "sub-1", email: null, unstated: ["displayName", "email"] });
+    expect(await users.get(ALICE.id)).toEqual({ ...ALICE, displayName: "sub-1", email: null });
+    await users.record(ALICE);
+    expect(await users.get(ALICE.id)).toEqual(ALICE);
+  });
+
   it("loads with no users folder yet", async () => {
     await expect(new UserDirectory(layout).load()).resolves.toBeUndefined();
   });

@@ -64,8 +64,8 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-function refusal(documents: ClientMetadataDocuments, clientId: string): Promise<string> {
-  return documents.resolve(clientId).then(
+function refusal(documents: ClientMetadataDocuments, clientId: string, caller?: string): Promise<string> {
+  return documents.resolve(clientId, caller).then(
     () => "accepted",
     (error: { errorCode: string; message: string }) => `${error.errorCode}: ${error.message}`,
   );
@@ -118,6 +118,27 @@ describe("client metadata documents", () => {
     expect(message).toMatch(why);
   });
 
+  it("charges each fetch to the connecting address, up to the hourly limit; a cached document is free", async () => {
+    const clock = testClock();
+    const documents = new ClientMetadataDocuments({ allowPrivate: true, fetchesPerHour: 3, clock });
+    const hitsOf = (path: string) => hits.get(path) ?? 0;
+    await documents.resolve(`${base}/good.json`, "192.0.2.1");
+    for (const n of [1, 2]) {
+      expect(await refusal(documents, `${base}/limit-${n}.json`, "192.0.2.1")).toMatch(/HTTP 404/);
+    }
+    const good = hitsOf("/good.json");
+    expect(await documents.resolve(`${base}/good.json`, "192.0.2.1")).toMatchObject({ client_name: "Doc" });
+    expect(hitsOf("/good.json")).toBe(good);
+    expect(await refusal(documents, `${base}/limit-3.json`, "192.0.2.1")).toMatch(
+      /^too_many_requests: Too many client metadata documents .* try again in 3600 s/,
+    );
+    expect(hitsOf("/limit-3.json")).toBe(0);
+    // Another address has its own allowance, and the window ends.
+    expect(await refusal(documents, `${base}/limit-3.json`, "192.0.2.2")).toMatch(/HTTP 404/);
+    clock.advance(60 * 60 * 1000);
+    expect(await refusal(documents, `${base}/limit-4.json`, "192.0.2.1")).toMatch(/HTTP 404/);
+  });
+
   it("gives up on a server that does not answer in time", async () => {
     const documents = new ClientMetadataDocuments({ allowPrivate: true, timeoutMs: 200 });
     expect(await refusal(documents, `${base}/slow.json`)).toMatch(/did not answer within 0.2 s/);
@@ -126,14 +147,19 @@ describe("client metadata documents", () => {
   it("refuses loopback and private addresses unless the instance allows them", async () => {
     const strict = new ClientMetadataDocuments({ allowPrivate: false });
     const port = new URL(base).port;
-    expect(await refusal(strict, `https://127.0.0.1:${port}/good.json`)).toMatch(
-      /is at a loopback address \(127\.0\.0\.1\), which this instance refuses/,
-    );
-    expect(await refusal(strict, `https://10.0.0.5/client.json`)).toMatch(/is at a private address/);
-    expect(await refusal(strict, `https://[::ffff:a9fe:a9fe]/client.json`)).toMatch(/link-local/);
-    expect(await refusal(strict, `https://localhost:${port}/good.json`)).toMatch(
-      /is at a loopback address \(localhost resolves to (127\.0\.0\.1|::1)\)/,
-    );
+    // Refused alike, never saying what a name resolves to or what kind of address it is.
+    for (const clientId of [
+      `https://127.0.0.1:${port}/good.json`,
+      "https://10.0.0.5/client.json",
+      "https://[::ffff:a9fe:a9fe]/client.json",
+      `https://localhost:${port}/good.json`,
+    ]) {
+      const message = await refusal(strict, clientId);
+      expect(message, clientId).toMatch(
+        /is not at a public internet address, which this instance requires\.$/,
+      );
+      expect(message, clientId).not.toMatch(/resolves|loopback|private|link-local|::1|127\.0\.0\.1 *\)/);
+    }
     // http is for local development only.
     expect(await refusal(strict, `${base}/good.json`)).toMatch(/must be an https URL/);
     expect(

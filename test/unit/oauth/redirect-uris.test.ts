@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { checkClientMetadata } from "../../../src/oauth/client-rules.ts";
 import { redirectUriMatches, validateRedirectUri } from "../../../src/oauth/redirect-uris.ts";
 
 describe("validateRedirectUri", () => {
@@ -60,5 +61,26 @@ describe("redirectUriMatches", () => {
     expect(redirectUriMatches(["https://a.example/cb"], "https://A.example/cb")).toBe(false);
     expect(redirectUriMatches(["com.example.app:/cb"], "com.example.app:/cb2")).toBe(false);
     expect(redirectUriMatches([], "https://a.example/cb")).toBe(false);
+  });
+});
+
+describe("registered redirect URIs are stored in canonical form", () => {
+  it("lower-cases scheme and host, drops the default port and resolves dot segments", () => {
+    const checked = checkClientMetadata({
+      redirect_uris: ["HTTPS://Example.COM:443/cb", "https://example.com/a/../cb", "http://127.0.0.1:80/x"],
+    });
+    expect(checked.redirect_uris).toEqual(["https://example.com/cb", "http://127.0.0.1/x"]);
+  });
+
+  it("matches exactly on the canonical form: the stored URI, not a differently spelled one", () => {
+    const registered = checkClientMetadata({ redirect_uris: ["HTTPS://Example.COM:443/cb"] }).redirect_uris;
+    expect(redirectUriMatches(registered, "https://example.com/cb")).toBe(true);
+    for (const other of [
+      "HTTPS://Example.COM:443/cb",
+      "https://example.com/cb/",
+      "https://example.com:8443/cb",
+    ]) {
+      expect(redirectUriMatches(registered, other), other).toBe(false);
+    }
   });
 });

@@ -31,19 +31,20 @@ const store = () => new PendingAuthorizations(layout, SECRET, () => clock);
 
 describe("PendingAuthorizations", () => {
   it("a repeated identical decision is idempotent and gives the same code; a contrary one is refused", async () => {
-    const pending = await store().create(REQUEST);
-    const first = await store().decide(pending.id, "approve");
-    const again = await store().decide(pending.id, "approve");
+    const { pending } = store().create(REQUEST);
+    const first = await store().decide(pending, "approve");
+    const again = await store().decide(pending, "approve");
     expect(first.kind).toBe("decided");
     expect(again.kind).toBe("decided");
     if (first.kind !== "decided" || again.kind !== "decided") return;
     expect(store().codeFor(again.pending)).toBe(store().codeFor(first.pending));
-    expect(await store().decide(pending.id, "deny")).toEqual({ kind: "conflict", earlier: "approve" });
+    expect(await store().decide(pending, "deny")).toEqual({ kind: "conflict", earlier: "approve" });
   });
 
   it("the code is never stored, and differs per request and per secret", async () => {
-    const a = await store().create(REQUEST);
-    const b = await store().create(REQUEST);
+    const { pending: a } = store().create(REQUEST);
+    const { pending: b } = store().create(REQUEST);
+    await store().decide(a, "approve");
     const code = store().codeFor(a);
     expect(code).not.toBe(store().codeFor(b));
     expect(code).not.toBe(new PendingAuthorizations(layout, `${SECRET}-other`).codeFor(a));
@@ -53,16 +54,41 @@ describe("PendingAuthorizations", () => {
     }
   });
 
-  it("an expired request cannot be decided, and the sweep removes it", async () => {
-    const pending = await store().create(REQUEST);
+  it("an expired request cannot be opened or decided, and the sweep removes its decision", async () => {
+    const { pending, sealed } = store().create(REQUEST);
+    await store().decide(pending, "deny");
     clock += PENDING_TTL_MS + 1;
-    expect(await store().decide(pending.id, "approve")).toEqual({ kind: "expired" });
+    expect(store().open(sealed)).toBeUndefined();
+    expect(await store().decide(pending, "approve")).toEqual({ kind: "expired" });
     await store().sweep();
     expect(await readdir(layout.collectionDir("oauth/requests"))).toEqual([]);
   });
 
-  it("an id outside the grammar is no request (never a path)", async () => {
-    expect(await store().get("../../etc/passwd")).toBeUndefined();
-    expect(await store().decide("x", "deny")).toEqual({ kind: "expired" });
+  it("creating a request writes nothing: it lives sealed in the consent page", async () => {
+    for (let i = 0; i < 100; i++) store().create(REQUEST);
+    expect(await store().sweep()).toBeUndefined();
+    await expect(readdir(layout.collectionDir("oauth/requests"))).rejects.toMatchObject({ code: "ENOENT" });
+    const { pending, sealed } = store().create(REQUEST);
+    expect(store().open(sealed)).toEqual(pending);
+  });
+
+  it("a sealed request that was altered, forged, sealed with another secret or malformed is refused", async () => {
+    const { sealed } = store().create(REQUEST);
+    const [body = "", mac = ""] = sealed.split(".");
+    const claims = JSON.parse(Buffer.from(body, "base64url").toString()) as Record<string, unknown>;
+    const altered = Buffer.from(JSON.stringify({ ...claims, principalId: "usr_111111111111111111111111" }));
+    for (const [label, value] of [
+      ["another principal", `${altered.toString("base64url")}.${mac}`],
+      [
+        "another secret",
+        new PendingAuthorizations(layout, `${SECRET}-other`, () => clock).create(REQUEST).sealed,
+      ],
+      ["no mac", body],
+      ["extra part", `${sealed}.x`],
+      ["empty", ""],
+      ["a path", "../../etc/passwd"],
+    ] as const) {
+      expect(store().open(value), label).toBeUndefined();
+    }
   });
 });

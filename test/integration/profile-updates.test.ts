@@ -1,0 +1,78 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodeJwt } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { derivePrincipalId } from "../../src/identity/principal.ts";
+import { parseInstance } from "../../src/instance/load.ts";
+import { createLogger } from "../../src/log.ts";
+import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import {
+  oidcSignInAuth,
+  signInOverHttp,
+  startOidcIssuer,
+  TEST_AUDIENCE,
+  TEST_SESSION,
+  type TestIssuer,
+  testAccount,
+} from "../helpers/oidc-issuer.ts";
+
+// Security 9 of issue 10: the stored profile was rewritten from whatever credential each
+// request used, so a provider access token without an email claim blanked the email the
+// person signed in with (and with it, adding them by email).
+
+let issuer: TestIssuer;
+let atrium: RunningAtrium;
+let dir: string;
+
+beforeAll(async () => {
+  issuer = await startOidcIssuer();
+  dir = await mkdtemp(join(tmpdir(), "atrium-profile-"));
+  const config = parseInstance(
+    {
+      auth: oidcSignInAuth(issuer),
+      session: TEST_SESSION,
+      storage: { root: "./data" },
+      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
+    },
+    { source: "test", baseDir: dir },
+  );
+  atrium = await startAtrium(config, { log: createLogger("silent") });
+  await issuer.registerBrowserClient(atrium.url);
+});
+
+afterAll(async () => {
+  await atrium?.close();
+  await issuer?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("the stored profile", () => {
+  it("keeps the name, email and org role from sign-in when an access token states none of them", async () => {
+    const login = "orgadmin-profile";
+    const id = derivePrincipalId(issuer.issuer, login);
+    const account = testAccount(login);
+    await signInOverHttp(atrium.url, login);
+    const signedIn = { id, displayName: account.name, email: account.email, orgRole: "admin" };
+    expect(await atrium.users.get(id)).toEqual(signedIn);
+
+    const { accessToken } = await issuer.signInTokens(atrium.url, login, TEST_AUDIENCE);
+    const claims = decodeJwt(accessToken);
+    expect(claims).toMatchObject({ sub: login, aud: TEST_AUDIENCE });
+    expect(claims.email ?? claims.name ?? claims.groups).toBeUndefined();
+    const response = await fetch(`${atrium.url}/v1/bootstrap`, {
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+    expect(response.status).toBe(200);
+    // The request itself runs as the token says (no role claim: a member) …
+    expect(((await response.json()) as { principal: unknown }).principal).toEqual({
+      id,
+      displayName: login,
+      email: null,
+      orgRole: "member",
+    });
+    // … but the directory still knows the person as they signed in.
+    expect(await atrium.users.get(id)).toEqual(signedIn);
+    expect(await atrium.users.findByEmail(account.email)).toMatchObject({ id });
+  });
+});
