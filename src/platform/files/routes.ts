@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import { InvalidInput, PayloadTooLarge } from "../../errors.ts";
 import type { AppEnv, RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
-import { DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
+import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
 
 /**
  * Files over REST. Upload is workspace-scoped and streamed to disk; a file is then
@@ -70,7 +70,8 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
 
 function downloadHeaders(meta: FileMeta): Record<string, string> {
   return {
-    "content-type": meta.mimeType,
+    // Files stored before MIME types were checked strictly may hold one Node cannot send.
+    "content-type": checkMimeType(meta.mimeType) ?? DEFAULT_MIME_TYPE,
     "content-length": String(meta.size),
     "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(meta.name)}`,
     // Stored content is the user's, not ours: never let a browser run it as this origin.
