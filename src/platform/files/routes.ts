@@ -1,8 +1,10 @@
 import { Hono } from "hono";
-import { InvalidInput, PayloadTooLarge } from "../../errors.ts";
+import { InvalidInput, PayloadTooLarge, UnsupportedMediaType } from "../../errors.ts";
 import type { AppEnv, RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
+
+const FORM_DEFAULT_TYPE = "application/x-www-form-urlencoded";
 
 /**
  * Files over REST. Upload is workspace-scoped and streamed to disk; a file is then
@@ -23,7 +25,7 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
       const meta = await files.upload(
         c.get("admission").workspace.id,
         c.get("principal").id,
-        { name, mimeType: c.req.header("content-type") ?? DEFAULT_MIME_TYPE },
+        { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
         c.req.raw.body,
       );
       return c.json(meta, 201);
@@ -66,6 +68,24 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
   });
 
   return app;
+}
+
+/**
+ * The type a raw upload is stored with: its `Content-Type`, except that a body sent with no
+ * type, or with the form default that curl's `--data-binary` and some HTTP stacks add when the
+ * caller named none, is `application/octet-stream`. Atrium does not sniff: a type guessed
+ * from the bytes would let content choose how it is served. A browser form's multipart
+ * envelope is not a file's bytes, so it is refused rather than stored.
+ */
+function uploadedMimeType(header: string | undefined): string {
+  const essence = header?.split(";")[0]?.trim().toLowerCase();
+  if (essence === undefined || essence === "" || essence === FORM_DEFAULT_TYPE) return DEFAULT_MIME_TYPE;
+  if (essence === "multipart/form-data") {
+    throw new UnsupportedMediaType(
+      "Upload the file's bytes as the raw body with its own Content-Type, not as a multipart form.",
+    );
+  }
+  return header ?? DEFAULT_MIME_TYPE;
 }
 
 function downloadHeaders(meta: FileMeta): Record<string, string> {
