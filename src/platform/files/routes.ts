@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { InvalidInput, PayloadTooLarge, UnsupportedMediaType } from "../../errors.ts";
+import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
 import type { AppEnv, RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
@@ -16,26 +16,18 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
   const { files } = deps.services;
   const gate = workspaceGate(deps.workspaces);
 
+  // A declared length over files.maxBytes is refused before this runs, and every 413 ends its
+  // connection gracefully (http/middleware/body-limit.ts); a chunked body is counted by upload().
   app.post("/v1/workspaces/:ws/files", gate, async (c) => {
-    try {
-      const declared = Number(c.req.header("content-length") ?? Number.NaN);
-      if (declared > files.maxBytes) throw new PayloadTooLarge(files.maxBytes);
-      const name = c.req.query("name");
-      if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
-      const meta = await files.upload(
-        c.get("admission").workspace.id,
-        c.get("principal").id,
-        { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
-        c.req.raw.body,
-      );
-      return c.json(meta, 201);
-    } catch (error) {
-      // The rest of an oversized body is never read and the socket is dropped after the 413,
-      // so the answer must say the connection ends; otherwise a keep-alive client sends its
-      // next request down a dead socket (test/integration/files-rest.test.ts).
-      if (error instanceof PayloadTooLarge) c.header("connection", "close");
-      throw error;
-    }
+    const name = c.req.query("name");
+    if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
+    const meta = await files.upload(
+      c.get("admission").workspace.id,
+      c.get("principal").id,
+      { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
+      c.req.raw.body,
+    );
+    return c.json(meta, 201);
   });
 
   app.get("/v1/workspaces/:ws/files", gate, async (c) => {
