@@ -4,7 +4,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 
 /** How long a connection keeps reading, and discarding, a refused body after the answer. */
-export const LINGER_MS = 5_000;
+const LINGER_MS = 5_000;
 
 type ClosableSocket = Socket & { destroySoon?: () => void };
 
