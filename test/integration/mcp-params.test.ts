@@ -82,6 +82,27 @@ describe("malformed params are -32602 with a message naming the field", () => {
   });
 });
 
+describe("tool arguments", () => {
+  it("arguments that fail the tool's schema are an isError result naming the tool as called", async () => {
+    const { body } = await rpc("tools/call", '{"name":"files__read","arguments":{"id":{"__proto__":1}}}');
+    const result = body.result as { isError: boolean; content: Array<{ text: string }> };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toBe(
+      "Invalid arguments for files__read: Invalid input: expected string, received object at id",
+    );
+  });
+
+  it("the same over REST", async () => {
+    const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tools/call`, {
+      name: "skills__history",
+      arguments: { name: "x", version: "abc" },
+    });
+    const result = (await response.json()) as { isError: boolean; content: Array<{ text: string }> };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toMatch(/^Invalid arguments for skills__history: .*version$/);
+  });
+});
+
 describe("error messages carry no doubled MCP prefix", () => {
   it("an unknown resource is -32002 with the bare message on the wire", async () => {
     const { body } = await rpc("resources/read", '{"uri":"skill://user/nope"}');
