@@ -70,6 +70,13 @@ export class PayloadTooLarge extends AtriumError {
   }
 }
 
+/** The body is sent in a format this route does not read (RFC 9110 §15.5.16). */
+export class UnsupportedMediaType extends AtriumError {
+  constructor(message: string) {
+    super("unsupported_media_type", 415, message);
+  }
+}
+
 /** A problem with the instance's configuration or on-disk state, found at boot. */
 export class BootError extends Error {
   constructor(message: string) {

@@ -6,6 +6,7 @@ import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
 import { createFrontServer } from "./http/mcp/front-server.ts";
+import { writableResponses } from "./http/writable-response.ts";
 import { OidcClient } from "./identity/oidc-client.ts";
 import type { IdentityProvider } from "./identity/provider.ts";
 import { createDevProvider } from "./identity/providers/dev.ts";
@@ -134,8 +135,9 @@ export async function startAtrium(
   const app = createApp(deps, security, endpoint, log);
 
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: config.http.host, port: config.http.port }, () =>
-      resolve(s),
+    const s = serve(
+      { fetch: writableResponses(app.fetch, log), hostname: config.http.host, port: config.http.port },
+      () => resolve(s),
     );
     s.once("error", (error: Error) =>
       reject(new BootError(`Cannot listen on ${config.http.host}:${config.http.port}: ${error.message}`)),

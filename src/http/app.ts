@@ -59,7 +59,11 @@ export function createApp(
   app.use("*", originGuard(deps.publicUrl, isOAuthPublicPath));
   app.use(
     "*",
-    bodyLimit(deps.maxBodyBytes, (path, method) => method === "POST" && UPLOAD_PATH.test(path)),
+    bodyLimit({
+      maxBodyBytes: deps.maxBodyBytes,
+      streamedLimit: (path, method) =>
+        method === "POST" && UPLOAD_PATH.test(path) ? deps.services.files.maxBytes : undefined,
+    }),
   );
   const authenticators: Authenticators = {
     provider: security.provider,

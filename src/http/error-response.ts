@@ -5,6 +5,9 @@ import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
 import type { AppEnv } from "./context.ts";
 
+export const INTERNAL_ERROR_MESSAGE =
+  "Atrium hit an unexpected error; the request changed nothing it reported.";
+
 /** The one REST error envelope: `{"error":{"code","message"}}` with the right status. */
 export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
   return { error: { code, message } };
@@ -28,8 +31,5 @@ function errorResponse(error: unknown, c: Context<AppEnv>, log: Logger): Respons
     return c.json(errorBody("not_found", "Nothing exists at that address."), 404);
   }
   log.error({ err: error, requestId: c.get("requestId") }, "unhandled error");
-  return c.json(
-    errorBody("internal_error", "Atrium hit an unexpected error; the request changed nothing it reported."),
-    500,
-  );
+  return c.json(errorBody("internal_error", INTERNAL_ERROR_MESSAGE), 500);
 }

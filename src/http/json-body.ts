@@ -1,13 +1,24 @@
 import type { Context } from "hono";
-import { InvalidInput } from "../errors.ts";
+import { InvalidInput, UnsupportedMediaType } from "../errors.ts";
 
-/** Reads a JSON object body, or explains what was wrong with it. */
+/** `application/json`, with or without parameters such as `charset` (RFC 9110 §8.3.1). */
+const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
+
+/**
+ * Reads a JSON object body, or explains what was wrong with it. The Content-Type must say
+ * JSON: a browser page on another origin can send `text/plain` without a CORS preflight, and
+ * parsing that as JSON would let it act (ADR 0026).
+ */
 export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
+  if (!JSON_MEDIA_TYPE.test(c.req.header("content-type") ?? "")) {
+    throw new UnsupportedMediaType("Send the body as JSON with Content-Type: application/json.");
+  }
   let value: unknown;
   try {
-    value = await c.req.json();
-  } catch {
-    throw new InvalidInput("The body must be a JSON object sent with Content-Type: application/json.");
+    value = JSON.parse(await c.req.text());
+  } catch (error) {
+    // V8's message says what it found and where, e.g. "... in JSON at position 9 (line 1 column 10)".
+    throw new InvalidInput(`The body is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new InvalidInput("The body must be a JSON object.");

@@ -53,13 +53,27 @@ export class Router {
       // Checked against the source's cached list so the answer names the tool as the client
       // called it, whichever kind of source this is.
       if (!(await source.listTools()).some((tool) => tool.name === parts.tool)) return unknownTool(name);
-      return await source.callTool(parts.tool, args ?? {}, caller);
+      const result = await source.callTool(parts.tool, args ?? {}, caller);
+      return result.isError ? withCalledName(result, name) : result;
     } catch (error) {
       // A protocol error from the source (unknown tool, invalid arguments) becomes a tool
       // result the model can read, never a crash of the request.
       return toolError(`Tool "${name}" failed: ${(error as Error).message}`);
     }
   }
+}
+
+// The SDK's McpServer answers arguments that fail a tool's input schema with an isError result
+// that reads "MCP error -32602: Input validation error: Invalid arguments for tool <own name>: …":
+// a protocol error's prefix inside a tool result, naming the tool as its source knows it rather
+// than as the client called it (test/integration/mcp-params.test.ts "tool arguments").
+const SDK_INPUT_ERROR = /^MCP error -32602: Input validation error: Invalid arguments for tool [^:]*: /;
+
+function withCalledName(result: CallToolResult, name: string): CallToolResult {
+  const [first, ...rest] = result.content;
+  if (first?.type !== "text" || !SDK_INPUT_ERROR.test(first.text)) return result;
+  const text = first.text.replace(SDK_INPUT_ERROR, `Invalid arguments for ${name}: `);
+  return { ...result, content: [{ ...first, text }, ...rest] };
 }
 
 function unknownTool(name: string): CallToolResult {

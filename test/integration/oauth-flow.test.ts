@@ -366,15 +366,17 @@ describe("under the dev provider", () => {
 describe("a browser session", () => {
   it("changes nothing for a page on another origin, even a loopback one the origin guard lets through", async () => {
     const cookie = await sessionCookie(t, "alice");
-    const create = (origin?: string) =>
+    const create = (origin?: string, contentType = "text/plain") =>
       fetch(`${t.url}/v1/workspaces`, {
         method: "POST",
-        headers: { cookie, "content-type": "text/plain", ...(origin ? { origin } : {}) },
+        headers: { cookie, "content-type": contentType, ...(origin ? { origin } : {}) },
         body: JSON.stringify({ name: "From a page" }),
       });
     const foreign = await create("http://127.0.0.1:9");
     expect(foreign.status).toBe(403);
-    expect((await create(t.url)).status).toBe(201);
+    // A CORS-simple text/plain body is not read as JSON even from Atrium's own origin (ADR 0026).
+    expect((await create(t.url)).status).toBe(415);
+    expect((await create(t.url, "application/json")).status).toBe(201);
     // Reading is not an action: a GET with the cookie from anywhere the guard admits is served.
     const read = await fetch(`${t.url}/v1/workspaces`, { headers: { cookie, origin: "http://127.0.0.1:9" } });
     expect(read.status).toBe(200);

@@ -1,6 +1,7 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { AdmittedCaller } from "./front-server.ts";
+import { invalidParamsReply } from "./invalid-params.ts";
 import { ACCEPTED_PROTOCOL_VERSIONS } from "./protocol-versions.ts";
 import { RequestMuxTransport } from "./request-mux-transport.ts";
 
@@ -35,10 +36,12 @@ export class McpEndpoint {
       maxRequestBodySize: this.maxBodyBytes,
     });
     http.onmessage = (message, extra) => this.mux.receive(message, extra, http);
-    return http.handleRequest(request, {
+    const response = await http.handleRequest(request, {
       authInfo: { token: "", clientId: "", scopes: [], extra: { atrium: caller } },
       parsedBody: body,
     });
+    // The SDK refuses a request whose params are not an object as unparseable (-32700).
+    return (response.status === 400 && invalidParamsReply(body)) || response;
   }
 
   async close(): Promise<void> {

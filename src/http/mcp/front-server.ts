@@ -9,7 +9,6 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
   type ServerNotification,
   type ServerRequest,
@@ -21,6 +20,7 @@ import type { IdleCache } from "../../sources/idle-cache.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";
 import type { Router } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
+import { JsonRpcError, RESOURCE_NOT_FOUND } from "./json-rpc-error.ts";
 import { ACCEPTED_PROTOCOL_VERSIONS, SERVED_PROTOCOL_VERSION } from "./protocol-versions.ts";
 
 /** What the HTTP route vouches for, passed to handlers as the SDK's `authInfo.extra`. */
@@ -75,12 +75,12 @@ export function createFrontServer(
   server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
     const uri = request.params.uri;
     const contents = await withCaller(extra, (ws, who) => guidance.readResource(ws, who, uri));
-    if (!contents) throw new McpError(-32002, `Resource not found: ${uri}`);
+    if (!contents) throw new JsonRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`);
     return { contents: [contents] };
   });
   server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [] }));
   server.setRequestHandler(GetPromptRequestSchema, async (request) => {
-    throw new McpError(ErrorCode.InvalidParams, `Unknown prompt "${request.params.name}".`);
+    throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown prompt "${request.params.name}".`);
   });
 
   return server;
@@ -98,6 +98,6 @@ function admitted(extra: Extra): AdmittedCaller {
   const caller = extra.authInfo?.extra?.atrium as AdmittedCaller | undefined;
   // Unreachable through the HTTP route, which always admits first; refuse rather than guess.
   if (!caller)
-    throw new McpError(ErrorCode.InternalError, "Request reached the MCP server without admission.");
+    throw new JsonRpcError(ErrorCode.InternalError, "Request reached the MCP server without admission.");
   return caller;
 }

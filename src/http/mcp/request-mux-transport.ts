@@ -1,5 +1,11 @@
 import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { JSONRPCMessage, MessageExtraInfo, RequestId } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestId,
+} from "@modelcontextprotocol/sdk/types.js";
+import { invalidParamsMessage } from "./invalid-params.ts";
 
 /** Where the answer to one request goes: the per-request HTTP transport that received it. */
 export interface ReplySink {
@@ -9,6 +15,8 @@ export interface ReplySink {
 interface Pending {
   originalId: RequestId;
   sink: ReplySink;
+  method: string;
+  params: unknown;
 }
 
 /**
@@ -37,7 +45,7 @@ export class RequestMuxTransport implements Transport {
   receive(message: JSONRPCMessage, extra: MessageExtraInfo | undefined, sink: ReplySink): void {
     if ("method" in message && "id" in message) {
       const id = ++this.nextId;
-      this.pending.set(id, { originalId: message.id, sink });
+      this.pending.set(id, { originalId: message.id, sink, method: message.method, params: message.params });
       this.onmessage?.({ ...message, id }, extra);
       return;
     }
@@ -53,7 +61,8 @@ export class RequestMuxTransport implements Transport {
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {
       const entry = this.takePending(message.id);
-      if (entry) await entry.sink.send({ ...message, id: entry.originalId });
+      if (entry)
+        await entry.sink.send(withInvalidParamsExplained({ ...message, id: entry.originalId }, entry));
       return;
     }
     const related = options?.relatedRequestId;
@@ -68,4 +77,15 @@ export class RequestMuxTransport implements Transport {
     this.pending.delete(id);
     return entry;
   }
+}
+
+/**
+ * The SDK answers params that fail its schema with -32603 and zod's JSON dump. Only when the
+ * server answered Internal error are the params checked again (the happy path pays nothing);
+ * if they are at fault the answer becomes -32602 with a one-line message (invalid-params.ts).
+ */
+function withInvalidParamsExplained(reply: JSONRPCMessage, request: Pending): JSONRPCMessage {
+  if (!("error" in reply) || reply.error.code !== ErrorCode.InternalError) return reply;
+  const message = invalidParamsMessage(request.method, request.params);
+  return message === undefined ? reply : { ...reply, error: { code: ErrorCode.InvalidParams, message } };
 }

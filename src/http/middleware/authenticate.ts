@@ -73,7 +73,8 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
         "Atrium access tokens are for the workspace MCP URL they were issued for; REST takes a session or a provider token.",
       );
     }
-    if (c.req.header("authorization") === undefined) {
+    const ambient = c.req.header("authorization") === undefined;
+    if (ambient) {
       const session = await auth.sessions.lookup(c.req.raw);
       if (session.kind === "invalid") {
         throw new Unauthenticated("Your session has ended or is not valid: sign in again at /auth/login.");
@@ -87,6 +88,9 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
     }
     const principal = await auth.provider.authenticate(c.req.raw, "rest");
     if (!principal) throw new Unauthenticated();
+    // Without an Authorization header the provider vouched from nothing a page must set itself:
+    // under `dev`, no credential is the developer, as ambient as a cookie (ADR 0026).
+    if (ambient) checkCookieOrigin(c.req.raw, auth.publicUrl(), "A request without a credential");
     await admitPerson(c, auth.users, principal);
     await next();
   };

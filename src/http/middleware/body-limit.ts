@@ -2,20 +2,47 @@ import type { MiddlewareHandler } from "hono";
 import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import { PayloadTooLarge } from "../../errors.ts";
 import type { AppEnv } from "../context.ts";
+import { closeAfterAnswer } from "../lingering-close.ts";
+
+export interface BodyLimits {
+  /** Bodies read whole (JSON REST, MCP). */
+  maxBodyBytes: number;
+  /**
+   * The limit of a body its route streams to disk (a file upload), or undefined for any other
+   * request. The route counts what it reads against it; here only the declared length is checked.
+   */
+  streamedLimit: (path: string, method: string) => number | undefined;
+}
+
+const DECIMAL = /^\d+$/;
 
 /**
- * Caps request bodies. File uploads are exempt here because the files app streams them to
- * disk under its own, larger limit and removes what it wrote when that is passed.
+ * Caps request bodies, before authentication. A body whose declared Content-Length is over
+ * its limit is refused with 413 before a byte of it is read; a body without one (chunked) is
+ * counted as it is read. Every 413, whoever answers it, ends the connection with a lingering
+ * close, so the client reads the answer instead of a reset (lingering-close.ts).
  */
-export function bodyLimit(
-  maxBytes: number,
-  exempt: (path: string, method: string) => boolean,
-): MiddlewareHandler<AppEnv> {
-  const limit = honoBodyLimit({
-    maxSize: maxBytes,
+export function bodyLimit(limits: BodyLimits): MiddlewareHandler<AppEnv> {
+  const counted = honoBodyLimit({
+    maxSize: limits.maxBodyBytes,
     onError: () => {
-      throw new PayloadTooLarge(maxBytes);
+      throw new PayloadTooLarge(limits.maxBodyBytes);
     },
   });
-  return async (c, next) => (exempt(c.req.path, c.req.method) ? next() : limit(c, next));
+  return async (c, next) => {
+    const streamed = limits.streamedLimit(c.req.path, c.req.method);
+    const maxBytes = streamed ?? limits.maxBodyBytes;
+    try {
+      const declared = c.req.header("content-length");
+      if (declared !== undefined && DECIMAL.test(declared) && Number(declared) > maxBytes) {
+        throw new PayloadTooLarge(maxBytes);
+      }
+      await (streamed === undefined ? counted(c, next) : next());
+    } catch (error) {
+      if (error instanceof PayloadTooLarge) closeAfterAnswer(c);
+      throw error;
+    }
+    // A 413 from further in: a streamed upload past its limit, an OAuth endpoint's own cap.
+    if (c.res.status === 413) closeAfterAnswer(c);
+  };
 }

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { createPkcePair } from "../../crypto/pkce.ts";
 import { randomSecret } from "../../crypto/secrets.ts";
 import type { AppEnv } from "../../http/context.ts";
+import { checkCookieOrigin } from "../../http/cookie-origin.ts";
 import { workspaceMcpUrl } from "../../http/urls.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import type { Logger } from "../../log.ts";
@@ -174,6 +175,9 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
   });
 
   app.post("/auth/logout", async (c) => {
+    // Signing out changes the session like any cookie-authenticated write: a page on another
+    // origin (another local port too) must not sign the person out.
+    checkCookieOrigin(c.req.raw, deps.publicUrl());
     const cleared = await sessions.end(c.req.raw);
     log.info("signed out");
     return withCookies(signedOutPage(), cleared);

@@ -14,7 +14,6 @@ export interface FileMeta {
 }
 
 const FILE_ID = /^fl_[0-9a-f]{24}$/;
-const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(;.{0,200})?$/i;
 export const MAX_FILE_NAME_CHARS = 255;
 export const DEFAULT_MIME_TYPE = "application/octet-stream";
 
@@ -36,8 +35,28 @@ export function checkFileName(name: unknown): string | undefined {
   return trimmed;
 }
 
+// RFC 9110 §8.3.1 and §5.6: media-type = type "/" subtype *( OWS ";" OWS [ parameter ] ),
+// parameter = token "=" ( token / quoted-string ). obs-text (bytes 0x80-0xFF) is refused: it is
+// obsolete, and read as Latin-1 by HTTP but as UTF-8 by everything else. A value that passes is
+// one Node can send as a header, so a stored type can never break a download
+// (test/unit/platform/files/model.test.ts, test/integration/files-mime.test.ts).
+const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
+const QUOTED_STRING = '"(?:[\\t \\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\[\\t \\x21-\\x7E])*"';
+const OWS = "[ \\t]*";
+const PARAMETER = `${TOKEN}=(?:${TOKEN}|${QUOTED_STRING})`;
+const MEDIA_TYPE = new RegExp(`^(${TOKEN})/(${TOKEN})((?:${OWS};${OWS}(?:${PARAMETER})?)*)$`);
+/** RFC 6838 §4.2 caps type and subtype names at 127 characters; parameters get the rest. */
+const MAX_MIME_NAME_CHARS = 127;
+const MAX_MIME_TYPE_CHARS = 512;
+
+/** The media type with type and subtype lowercased (they are case-insensitive), or undefined if it is not one. */
 export function checkMimeType(value: unknown): string | undefined {
-  return typeof value === "string" && MIME_TYPE.test(value) ? value.toLowerCase() : undefined;
+  if (typeof value !== "string" || value.length > MAX_MIME_TYPE_CHARS) return undefined;
+  const match = MEDIA_TYPE.exec(value);
+  if (!match) return undefined;
+  const [, type = "", subtype = "", parameters = ""] = match;
+  if (type.length > MAX_MIME_NAME_CHARS || subtype.length > MAX_MIME_NAME_CHARS) return undefined;
+  return `${type.toLowerCase()}/${subtype.toLowerCase()}${parameters}`;
 }
 
 /** Whether content of this type is shown as text rather than base64. */

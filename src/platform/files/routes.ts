@@ -1,8 +1,10 @@
 import { Hono } from "hono";
-import { InvalidInput, PayloadTooLarge } from "../../errors.ts";
+import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
 import type { AppEnv, RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
-import { DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
+import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
+
+const FORM_DEFAULT_TYPE = "application/x-www-form-urlencoded";
 
 /**
  * Files over REST. Upload is workspace-scoped and streamed to disk; a file is then
@@ -14,26 +16,18 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
   const { files } = deps.services;
   const gate = workspaceGate(deps.workspaces);
 
+  // A declared length over files.maxBytes is refused before this runs, and every 413 ends its
+  // connection gracefully (http/middleware/body-limit.ts); a chunked body is counted by upload().
   app.post("/v1/workspaces/:ws/files", gate, async (c) => {
-    try {
-      const declared = Number(c.req.header("content-length") ?? Number.NaN);
-      if (declared > files.maxBytes) throw new PayloadTooLarge(files.maxBytes);
-      const name = c.req.query("name");
-      if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
-      const meta = await files.upload(
-        c.get("admission").workspace.id,
-        c.get("principal").id,
-        { name, mimeType: c.req.header("content-type") ?? DEFAULT_MIME_TYPE },
-        c.req.raw.body,
-      );
-      return c.json(meta, 201);
-    } catch (error) {
-      // The rest of an oversized body is never read and the socket is dropped after the 413,
-      // so the answer must say the connection ends; otherwise a keep-alive client sends its
-      // next request down a dead socket (test/integration/files-rest.test.ts).
-      if (error instanceof PayloadTooLarge) c.header("connection", "close");
-      throw error;
-    }
+    const name = c.req.query("name");
+    if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
+    const meta = await files.upload(
+      c.get("admission").workspace.id,
+      c.get("principal").id,
+      { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
+      c.req.raw.body,
+    );
+    return c.json(meta, 201);
   });
 
   app.get("/v1/workspaces/:ws/files", gate, async (c) => {
@@ -68,9 +62,28 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
   return app;
 }
 
+/**
+ * The type a raw upload is stored with: its `Content-Type`, except that a body sent with no
+ * type, or with the form default that curl's `--data-binary` and some HTTP stacks add when the
+ * caller named none, is `application/octet-stream`. Atrium does not sniff: a type guessed
+ * from the bytes would let content choose how it is served. A browser form's multipart
+ * envelope is not a file's bytes, so it is refused rather than stored.
+ */
+function uploadedMimeType(header: string | undefined): string {
+  const essence = header?.split(";")[0]?.trim().toLowerCase();
+  if (essence === undefined || essence === "" || essence === FORM_DEFAULT_TYPE) return DEFAULT_MIME_TYPE;
+  if (essence === "multipart/form-data") {
+    throw new UnsupportedMediaType(
+      "Upload the file's bytes as the raw body with its own Content-Type, not as a multipart form.",
+    );
+  }
+  return header ?? DEFAULT_MIME_TYPE;
+}
+
 function downloadHeaders(meta: FileMeta): Record<string, string> {
   return {
-    "content-type": meta.mimeType,
+    // Files stored before MIME types were checked strictly may hold one Node cannot send.
+    "content-type": checkMimeType(meta.mimeType) ?? DEFAULT_MIME_TYPE,
     "content-length": String(meta.size),
     "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(meta.name)}`,
     // Stored content is the user's, not ours: never let a browser run it as this origin.

@@ -1,0 +1,59 @@
+import { ClientRequestSchema, ErrorCode, JSONRPCRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import type { z } from "zod";
+
+// Params that are wrong are the client's mistake, and JSON-RPC says so with -32602 Invalid
+// params and a message a person can act on. The SDK instead answers a request whose params fail
+// its method's schema with -32603 Internal error carrying zod's JSON dump, and refuses a
+// request whose params are not an object (or whose _meta is not one) as a -32700 parse error of
+// the whole body. Both answers are corrected here, after the fact, so a valid request pays
+// nothing (test/integration/mcp-params.test.ts).
+
+const MAX_ISSUES_NAMED = 3;
+
+type RequestSchema = z.ZodType & { shape: { method: { value: string } } };
+
+/** Each client request method's schema, as the SDK's own handlers parse it. */
+const SCHEMAS = new Map<string, z.ZodType>(
+  (ClientRequestSchema.options as readonly RequestSchema[]).map((schema) => [
+    schema.shape.method.value,
+    schema,
+  ]),
+);
+
+/** Why `params` is not valid for `method`, in one line, or undefined when it is (or the method is not known). */
+export function invalidParamsMessage(method: string, params: unknown): string | undefined {
+  const schema = SCHEMAS.get(method);
+  if (schema === undefined) return undefined;
+  const parsed = schema.safeParse(params === undefined ? { method } : { method, params });
+  return parsed.success ? undefined : describeIssues(method, parsed.error.issues);
+}
+
+/**
+ * For a single request the SDK refused as malformed: the -32602 answer when what is wrong is
+ * only its params, or undefined when the request is malformed in some other way.
+ */
+export function invalidParamsReply(body: unknown): Response | undefined {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined;
+  const { id, method, params } = body as Record<string, unknown>;
+  if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return undefined;
+  const parsed = JSONRPCRequestSchema.safeParse(body);
+  if (parsed.success || !parsed.error.issues.every((issue) => issue.path[0] === "params")) return undefined;
+  const message =
+    typeof params === "object" && params !== null && !Array.isArray(params)
+      ? describeIssues(method, parsed.error.issues)
+      : `Invalid params for ${method}: params must be a JSON object of named parameters, not ${describe(params)}.`;
+  return Response.json({ jsonrpc: "2.0", id, error: { code: ErrorCode.InvalidParams, message } });
+}
+
+function describeIssues(method: string, issues: readonly z.core.$ZodIssue[]): string {
+  const named = issues
+    .slice(0, MAX_ISSUES_NAMED)
+    .map((issue) => `${issue.path.map(String).join(".") || "params"}: ${issue.message}`);
+  return `Invalid params for ${method}: ${named.join("; ")}.`;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}

@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+
+let instance: TestAtrium;
+let ws: string;
+
+beforeAll(async () => {
+  instance = await startTestAtrium();
+  ws = await bootstrapWorkspace(instance, "alice");
+});
+
+afterAll(async () => {
+  await instance?.stop();
+});
+
+/** One raw JSON-RPC request over real HTTP, `params` spliced in as raw JSON text. */
+async function rpc(
+  method: string,
+  paramsJson?: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const params = paramsJson === undefined ? "" : `,"params":${paramsJson}`;
+  const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+    headers: { ...MCP_POST_HEADERS },
+    body: `{"jsonrpc":"2.0","id":7,"method":"${method}"${params}}`,
+  });
+  return { status: response.status, body: JSON.parse(response.text) as Record<string, unknown> };
+}
+
+describe("malformed params are -32602 with a message naming the field", () => {
+  it.each([
+    [
+      "params whose only key is __proto__",
+      "tools/call",
+      '{"__proto__":{"name":"files__list"}}',
+      /params\.name/,
+    ],
+    ["an array for params", "tools/call", '["files__list"]', /params must be a JSON object.*not an array/],
+    ["a string for params", "tools/list", '"x"', /params must be a JSON object.*not a string/],
+    ["null for params", "ping", "null", /params must be a JSON object.*not null/],
+    ["a number for the tool name", "tools/call", '{"name":5}', /params\.name: .*expected string/],
+    [
+      "an array for the tool arguments",
+      "tools/call",
+      '{"name":"files__list","arguments":[1]}',
+      /params\.arguments/,
+    ],
+    ["an array for _meta", "tools/call", '{"name":"files__list","_meta":[]}', /params\._meta/],
+    ["a number for the list cursor", "tools/list", '{"cursor":5}', /params\.cursor/],
+    ["initialize without its fields", "initialize", '{"__proto__":{}}', /params\.protocolVersion/],
+    ["an unknown log level", "logging/setLevel", '{"level":"loud"}', /params\.level/],
+    ["a resource read without a uri", "resources/read", '{"__proto__":{"uri":"skill://x/y"}}', /params\.uri/],
+  ])("%s", async (_label, method, params, names) => {
+    const { status, body } = await rpc(method, params);
+    expect(status).toBe(200);
+    expect(body.id).toBe(7);
+    const error = body.error as { code: number; message: string };
+    expect(error.code).toBe(-32602);
+    expect(error.message).toMatch(new RegExp(`^Invalid params for ${method.replace("/", "\\/")}: `));
+    expect(error.message).toMatch(names);
+    // One line, not zod's JSON dump of issues.
+    expect(error.message).not.toMatch(/\n|\[\s*\{|"code"/);
+  });
+
+  it("a key named __proto__ next to valid params changes nothing", async () => {
+    const { body } = await rpc("tools/call", '{"name":"files__list","__proto__":{"name":"files__delete"}}');
+    expect(body.error).toBeUndefined();
+    expect((body.result as { structuredContent: unknown }).structuredContent).toEqual({ files: [] });
+  });
+
+  it("well-formed params are still answered", async () => {
+    const { body } = await rpc("tools/list", "{}");
+    expect(Array.isArray((body.result as { tools: unknown[] }).tools)).toBe(true);
+  });
+
+  it("a JSON body that is not JSON-RPC at all is still a -32700 parse error", async () => {
+    const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+      headers: { ...MCP_POST_HEADERS },
+      body: '{"jsonrpc":"1.0","id":7,"method":"ping"}',
+    });
+    expect(response.status).toBe(400);
+    expect((JSON.parse(response.text) as { error: { code: number } }).error.code).toBe(-32700);
+  });
+});
+
+describe("tool arguments", () => {
+  it("arguments that fail the tool's schema are an isError result naming the tool as called", async () => {
+    const { body } = await rpc("tools/call", '{"name":"files__read","arguments":{"id":{"__proto__":1}}}');
+    const result = body.result as { isError: boolean; content: Array<{ text: string }> };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toBe(
+      "Invalid arguments for files__read: Invalid input: expected string, received object at id",
+    );
+  });
+
+  it("the same over REST", async () => {
+    const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tools/call`, {
+      name: "skills__history",
+      arguments: { name: "x", version: "abc" },
+    });
+    const result = (await response.json()) as { isError: boolean; content: Array<{ text: string }> };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toMatch(/^Invalid arguments for skills__history: .*version$/);
+  });
+});
+
+describe("error messages carry no doubled MCP prefix", () => {
+  it("an unknown resource is -32002 with the bare message on the wire", async () => {
+    const { body } = await rpc("resources/read", '{"uri":"skill://user/nope"}');
+    expect(body.error).toEqual({ code: -32002, message: "Resource not found: skill://user/nope" });
+  });
+
+  it("the SDK client shows 'MCP error -32002:' once", async () => {
+    const client = await instance.mcpClient("alice", ws);
+    const failure = await client.readResource({ uri: "skill://user/nope" }).catch((error: Error) => error);
+    expect((failure as Error).message).toBe("MCP error -32002: Resource not found: skill://user/nope");
+  });
+});

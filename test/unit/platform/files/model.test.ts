@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { checkMimeType } from "../../../../src/platform/files/model.ts";
+
+describe("checkMimeType (RFC 9110 media-type)", () => {
+  it.each([
+    ["text/plain", "text/plain"],
+    ["Text/HTML", "text/html"],
+    ["text/plain; charset=utf-8", "text/plain; charset=utf-8"],
+    ["text/plain;charset=UTF-8", "text/plain;charset=UTF-8"],
+    ['multipart/form-data; boundary="a b;c\\"d"', 'multipart/form-data; boundary="a b;c\\"d"'],
+    ["application/vnd.api+json", "application/vnd.api+json"],
+    ["text/plain;", "text/plain;"],
+    ["text/plain \t; a=1 ;b=2", "text/plain \t; a=1 ;b=2"],
+  ])("accepts %j as %j", (input, stored) => {
+    expect(checkMimeType(input)).toBe(stored);
+  });
+
+  it.each([
+    ["a control character in a parameter", "text/plain;\u0001"],
+    ["a control character in a quoted value", 'text/plain; a="\u0001"'],
+    ["a newline", "text/plain\r\nx-injected: 1"],
+    ["DEL", "text/plain; a=b\u007f"],
+    ["obs-text", "text/plain; a=\u00e9"],
+    ["a character beyond Latin-1", 'text/plain; a="\u2603"'],
+    ["no subtype", "text"],
+    ["an empty subtype", "text/"],
+    ["a space inside the type", "text /plain"],
+    ["a parameter without a value", "text/plain; charset"],
+    ["a parameter with an empty value", "text/plain; charset="],
+    ["an unterminated quoted string", 'text/plain; a="b'],
+    ["a bare backslash outside quotes", "text/plain; a=b\\c"],
+    ["leading whitespace", " text/plain"],
+    ["a type name over 127 characters", `${"a".repeat(128)}/plain`],
+    ["a value over 512 characters", `text/plain; a=${"b".repeat(600)}`],
+    ["not a string", 42],
+  ])("refuses %s", (_label, input) => {
+    expect(checkMimeType(input)).toBeUndefined();
+  });
+});
