@@ -7,6 +7,7 @@ import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
   ACCESS_TOKEN_TTL_DEFAULT,
   type ClaimMapping,
+  DRAIN_SECONDS_DEFAULT,
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
@@ -88,6 +89,7 @@ export function parseInstance(
       port,
       publicUrl: stripSlash(new URL(file.http.publicUrl).href),
       maxBodyBytes: file.http.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
+      drainSeconds: file.http.drainSeconds ?? DRAIN_SECONDS_DEFAULT,
     },
     files: { maxUploadBytes: file.files?.maxUploadBytes ?? MAX_UPLOAD_BYTES_DEFAULT },
     skills: {
@@ -109,7 +111,7 @@ interface InstanceFile {
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string };
-  http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number };
+  http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number; drainSeconds?: number };
   files?: { maxUploadBytes?: number };
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
   log?: { level?: string };
