@@ -77,6 +77,18 @@ export async function acquireInstanceLock(
   layout: StorageLayout,
   options: LockOptions,
 ): Promise<InstanceLock> {
+  try {
+    return await acquire(layout, options);
+  } catch (error) {
+    if (error instanceof BootError) throw error;
+    // A filesystem without link(), a root it may not write: say which file, not a stack trace.
+    throw new BootError(
+      `Cannot take the instance lock ${layout.instanceLockFile()}: ${(error as Error).message}`,
+    );
+  }
+}
+
+async function acquire(layout: StorageLayout, options: LockOptions): Promise<InstanceLock> {
   const staleMs = options.staleMs ?? LOCK_STALE_MS;
   await mkdir(layout.root, { recursive: true, mode: 0o700 });
   await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });

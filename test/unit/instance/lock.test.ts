@@ -4,6 +4,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { BootError } from "../../../src/errors.ts";
 import { acquireInstanceLock, InstanceLocked, type LockHolder } from "../../../src/instance/lock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
@@ -84,6 +85,13 @@ describe("acquireInstanceLock", () => {
   it("refuses a fresh lock from another host, even with a PID that is not alive here", async () => {
     await writeLock({ pid: await deadPid(), host: "elsewhere.example", token: "t1" });
     await expect(acquireInstanceLock(layout, options())).rejects.toThrow(/host elsewhere\.example/);
+  });
+
+  it("a root it cannot create stops boot with a BootError naming the lock, not a stack trace", async () => {
+    await writeFile(join(dir, "a-file"), "");
+    const attempt = acquireInstanceLock(new StorageLayout(join(dir, "a-file", "root")), options());
+    await expect(attempt).rejects.toThrow(BootError);
+    await expect(attempt).rejects.toThrow(/Cannot take the instance lock .*instance\.lock/);
   });
 
   it("refuses a fresh lock it cannot read rather than guessing", async () => {
