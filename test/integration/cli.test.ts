@@ -13,11 +13,15 @@ async function tempDir(onFinished: TestContext["onTestFinished"]): Promise<strin
   return dir;
 }
 
-describe("help and version", () => {
+// Each test starts node through tsx; on a loaded shared machine that alone can take many seconds.
+const BOOT_MS = 60_000;
+const SLOW = { timeout: 200_000 };
+
+describe("help and version", SLOW, () => {
   it.for(["--help", "-h", "serve --help", "serve -h"])(
     "`atrium %s` prints the usage to stdout and exits 0",
     async (args, { onTestFinished }) => {
-      const exit = await runAtriumCli(args.split(" "), await tempDir(onTestFinished));
+      const exit = await runAtriumCli(args.split(" "), await tempDir(onTestFinished), BOOT_MS);
       expect(exit.code).toBe(0);
       expect(exit.stdout).toMatch(/^Usage: atrium serve \[--instance PATH\] \[--port N\] \[--data DIR\]/);
       expect(exit.stdout).toContain("--version");
@@ -30,7 +34,7 @@ describe("help and version", () => {
       version: string;
     };
     expect(ATRIUM_VERSION).toBe(pkg.version);
-    const exit = await runAtriumCli(["--version"], await tempDir(onTestFinished));
+    const exit = await runAtriumCli(["--version"], await tempDir(onTestFinished), BOOT_MS);
     expect(exit).toMatchObject({ code: 0, stdout: `atrium ${pkg.version}\n`, stderr: "" });
   });
 
@@ -39,7 +43,7 @@ describe("help and version", () => {
   }) => {
     const dir = await tempDir(onTestFinished);
     for (const args of [[], ["start"], ["serve", "--verbose"]]) {
-      const exit = await runAtriumCli(args, dir);
+      const exit = await runAtriumCli(args, dir, BOOT_MS);
       expect(exit.code).toBe(2);
       expect(exit.stdout).toBe("");
       expect(exit.stderr).toContain("Usage: atrium serve");
@@ -47,7 +51,7 @@ describe("help and version", () => {
   });
 });
 
-describe("a busy port", () => {
+describe("a busy port", SLOW, () => {
   it("names the port, suggests --port 0, exits 1, and leaves no lock on the root", async ({
     onTestFinished,
   }) => {
@@ -57,7 +61,7 @@ describe("a busy port", () => {
     onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
     const port = (blocker.address() as { port: number }).port;
     const instance = await writeCliInstance(dir);
-    const exit = await runAtriumCli(["serve", "--instance", instance, "--port", String(port)], dir);
+    const exit = await runAtriumCli(["serve", "--instance", instance, "--port", String(port)], dir, BOOT_MS);
     expect(exit.code).toBe(1);
     expect(exit.stderr).toContain(`Cannot listen on 127.0.0.1:${port}`);
     expect(exit.stderr).toContain("use --port 0 (any free port) or another --port N");

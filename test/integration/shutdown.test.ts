@@ -18,6 +18,9 @@ import {
 // Issue 10, Reliability 1 and 2: a signal stops the server gracefully, and the commands an
 // operator is given leave no orphan. Real processes, real signals.
 
+// Each test boots real processes through tsx: many seconds each on a loaded machine.
+const BOOT_MS = 90_000;
+const SLOW = { timeout: 300_000 };
 type OnFinished = TestContext["onTestFinished"];
 const WORKTREE = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -41,7 +44,7 @@ async function serve(
   });
   const [, url, workspaceId] = await cli.waitForOutput(
     /MCP URL of "[^"]+": (http:\/\/127\.0\.0\.1:\d+)\/mcp\/(ws_[0-9a-f]{16})/,
-    30_000,
+    BOOT_MS,
   );
   return { cli, url: url ?? "", workspaceId: workspaceId ?? "" };
 }
@@ -50,7 +53,7 @@ async function serve(
 async function until(
   what: string,
   condition: () => Promise<boolean> | boolean,
-  timeoutMs = 20_000,
+  timeoutMs = 60_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
@@ -96,9 +99,6 @@ const refused = (url: string) =>
     () => true,
   );
 
-// Each test boots real processes through tsx: seconds each on a loaded machine.
-const SLOW = { timeout: 90_000 };
-
 describe("SIGTERM stops the server gracefully", SLOW, () => {
   it("an upload still sending when SIGTERM arrives completes with its real answer; new connections are refused; exit 0, no lock", async ({
     onTestFinished,
@@ -109,7 +109,7 @@ describe("SIGTERM stops the server gracefully", SLOW, () => {
     await until("the server is storing the upload", () => uploadStaged(dir, workspaceId));
 
     cli.kill("SIGTERM");
-    await cli.waitForOutput(/"msg":"shutdown started"/);
+    await cli.waitForOutput(/"msg":"shutdown started"/, BOOT_MS);
     expect(logEntries(cli.stdout(), /^shutdown started$/)[0]).toMatchObject({
       inFlight: 1,
       drainSeconds: 30,
@@ -148,7 +148,7 @@ describe("SIGTERM stops the server gracefully", SLOW, () => {
     await until("the server is storing the upload", () => uploadStaged(dir, workspaceId));
 
     cli.kill("SIGTERM");
-    await cli.waitForOutput(/"msg":"shutdown started"/);
+    await cli.waitForOutput(/"msg":"shutdown started"/, BOOT_MS);
     cli.kill("SIGTERM");
     const exit = await cli.exited;
     expect(exit.code).toBe(0);
@@ -197,7 +197,7 @@ describe("no orphan", SLOW, () => {
       if (serverPid !== undefined && isAlive(serverPid)) process.kill(serverPid, "SIGKILL");
       await npm.stop();
     });
-    const [, url] = await npm.waitForOutput(/listening on (http:\/\/127\.0\.0\.1:\d+)/, 30_000);
+    const [, url] = await npm.waitForOutput(/listening on (http:\/\/127\.0\.0\.1:\d+)/, BOOT_MS);
     const holder = JSON.parse(await readFile(join(data, "_instance", "instance.lock"), "utf8")) as LockHolder;
     serverPid = holder.pid;
     expect(serverPid).not.toBe(npm.pid);
