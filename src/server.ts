@@ -43,6 +43,7 @@ export interface StartOptions {
   log?: Logger;
   idleEvictMs?: number;
   housekeepingIntervalMs?: number;
+  lockHeartbeatMs?: number;
 }
 
 export interface RunningAtrium {
@@ -79,10 +80,18 @@ export async function startAtrium(
 ): Promise<RunningAtrium> {
   const log = options.log ?? createLogger(config.log.level);
   const layout = new StorageLayout(config.storage.root);
-  // Before anything else reads or writes the root: one root, one process (ADR 0022).
-  const lock = await acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log });
+  // Before anything else reads or writes the root: one root, one process (ADR 0022). A
+  // process that loses the lock stops, so two never serve one root.
+  let running: RunningAtrium | undefined;
+  const lock = await acquireInstanceLock(layout, {
+    publicUrl: config.http.publicUrl,
+    log,
+    onLost: () => void running?.close(),
+    ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
+  });
   try {
-    return await startLocked(config, options, log, layout, lock);
+    running = await startLocked(config, options, log, layout, lock);
+    return running;
   } catch (error) {
     await lock.release();
     throw error;

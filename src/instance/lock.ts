@@ -62,6 +62,11 @@ export interface LockOptions {
   log: Logger;
   heartbeatMs?: number;
   staleMs?: number;
+  /**
+   * Called once if the heartbeat finds the lock is no longer this process's (it was frozen
+   * past the stale bound and taken over, or the file was removed): it must stop serving.
+   */
+  onLost?: () => void;
 }
 
 // Tokens of the locks this process holds: a lock naming this PID on this host is live only if
@@ -138,8 +143,9 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
         clearInterval(heartbeat);
         log.error(
           { lock: path },
-          "the instance lock was taken over by another process; this one no longer owns the root",
+          "the instance lock is no longer this process's (taken over or removed); stopping",
         );
+        options.onLost?.();
         return;
       }
       const now = new Date();

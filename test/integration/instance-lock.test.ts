@@ -1,9 +1,12 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
+import { parseInstance } from "../../src/instance/load.ts";
 import type { LockHolder } from "../../src/instance/lock.ts";
+import { createLogger } from "../../src/log.ts";
+import { startAtrium } from "../../src/server.ts";
 import { type CliProcess, logEntries, spawnAtriumCli, writeCliInstance } from "../helpers/cli.ts";
 
 // Issue 16: one data root, one running Atrium. Real processes, because the lock is about them.
@@ -107,5 +110,47 @@ describe("one data root, one running process", { timeout: 300_000 }, () => {
     expect(
       (await readdir(instanceDir)).filter((n) => n.startsWith("session-secret") || n.startsWith(".tmp-")),
     ).toEqual(["session-secret"]);
+  });
+});
+
+describe("a process that loses its lock", () => {
+  it("stops serving, and leaves the new holder's lock alone", async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const config = parseInstance(
+      {
+        auth: { adapter: "dev" },
+        storage: { root: "./data" },
+        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+      },
+      { source: "test", baseDir: dir },
+    );
+    const atrium = await startAtrium(config, { log: createLogger("silent"), lockHeartbeatMs: 20 });
+    onTestFinished(() => atrium.close());
+    expect((await fetch(`${atrium.url}/v1/health`)).status).toBe(200);
+
+    // As if this process had been frozen past the stale bound and another had taken over.
+    const lockPath = join(dir, "data", "_instance", "instance.lock");
+    const theirs = {
+      pid: 1,
+      host: "elsewhere.example",
+      startedAt: "now",
+      publicUrl: "http://x",
+      token: "theirs",
+    };
+    await writeFile(lockPath, JSON.stringify(theirs));
+
+    const deadline = Date.now() + 20_000;
+    while (
+      await fetch(`${atrium.url}/v1/health`).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      if (Date.now() > deadline) throw new Error("the server kept serving after losing its lock");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await atrium.close();
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(theirs);
   });
 });
