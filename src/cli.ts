@@ -3,34 +3,59 @@ import { BootError } from "./errors.ts";
 import { workspaceMcpUrl } from "./http/urls.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
-import { startAtrium } from "./server.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { type RunningAtrium, startAtrium } from "./server.ts";
+import { ATRIUM_VERSION } from "./version.ts";
 
 const USAGE = `Usage: atrium serve [--instance PATH] [--port N] [--data DIR]
+       atrium --help | --version
 
   --instance PATH  the instance file (default ./instance.json)
-  --port N         listen on port N instead of http.port
+  --port N         listen on port N instead of http.port (0: any free port)
   --data DIR       keep all state in DIR instead of storage.root
+  -h, --help       print this help
+  --version        print Atrium's version
+
+SIGTERM or SIGINT stops the server gracefully (http.drainSeconds); a second one stops it at once.
 `;
+
+/** How often a server started by npm checks that npm is still its parent. */
+const PARENT_POLL_MS = 1_000;
 
 /** The only entry point. Returns the process exit code; a running server keeps the process alive. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command !== "serve") {
-    process.stderr.write(
-      command === undefined || command === "--help" ? USAGE : `Unknown command "${command}".\n${USAGE}`,
-    );
-    return command === "--help" ? 0 : 2;
+  if (command === "--help" || command === "-h") {
+    process.stdout.write(USAGE);
+    return 0;
   }
-  let values: { instance?: string; port?: string; data?: string };
+  if (command === "--version") {
+    process.stdout.write(`atrium ${ATRIUM_VERSION}\n`);
+    return 0;
+  }
+  if (command !== "serve") {
+    process.stderr.write(command === undefined ? USAGE : `Unknown command "${command}".\n${USAGE}`);
+    return 2;
+  }
+  let values: { instance?: string; port?: string; data?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: rest,
-      options: { instance: { type: "string" }, port: { type: "string" }, data: { type: "string" } },
+      options: {
+        instance: { type: "string" },
+        port: { type: "string" },
+        data: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
       strict: true,
     }));
   } catch (error) {
     process.stderr.write(`${(error as Error).message}\n${USAGE}`);
     return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
   }
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
@@ -42,7 +67,9 @@ export async function main(argv: string[]): Promise<number> {
       ...(port === undefined ? {} : { port }),
       ...(values.data === undefined ? {} : { dataRoot: values.data }),
     });
-    const atrium = await startAtrium(config);
+    const log = createLogger(config.log.level);
+    const atrium = await startAtrium(config, { log });
+    stopWhenAsked(atrium, log);
     process.stdout.write(
       `Atrium is listening on ${atrium.url} (identity provider: ${config.auth.adapter})\n`,
     );
@@ -53,9 +80,6 @@ export async function main(argv: string[]): Promise<number> {
     } else {
       process.stdout.write(`Sign in at ${atrium.url}/auth/login; GET /v1/bootstrap lists your MCP URLs.\n`);
     }
-    const stop = () => void atrium.close().then(() => process.exit(0));
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
     return 0;
   } catch (error) {
     if (error instanceof BootError) {
@@ -64,4 +88,41 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
+}
+
+/**
+ * A signal stops the server gracefully and exits 0; a second signal cuts the drain short.
+ * Started by npm (`npm start`, `npx atrium`), the server also stops when npm goes: a
+ * supervisor's SIGTERM to npm does not always reach node through `sh -c`, and a server
+ * re-parented to PID 1 would keep serving the root as an orphan (issue 10, ADR 0023). Not
+ * watched otherwise, so `nohup atrium serve &` outlives its shell as asked.
+ */
+function stopWhenAsked(atrium: RunningAtrium, log: Logger): void {
+  let stopping = false;
+  const stop = (reason: string) => {
+    if (stopping) {
+      log.warn({ reason }, "asked again to stop: cutting off requests still in flight");
+      void atrium.close();
+      return;
+    }
+    stopping = true;
+    log.info({ reason }, "stopping");
+    atrium.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  if (process.env.npm_execpath === undefined) return;
+  const parent = process.ppid;
+  const watch = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(watch);
+    stop("the npm process that started this server is gone");
+  }, PARENT_POLL_MS);
+  watch.unref();
 }

@@ -1,9 +1,11 @@
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BootError } from "./errors.ts";
 import { startHousekeeping } from "./housekeeping.ts";
 import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
+import { HttpDrain } from "./http/drain.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
 import { createFrontServer } from "./http/mcp/front-server.ts";
 import { writableResponses } from "./http/writable-response.ts";
@@ -15,6 +17,7 @@ import { sessionSecret } from "./identity/session-secret.ts";
 import { Sessions, secureCookiesFor } from "./identity/sessions.ts";
 import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
+import { acquireInstanceLock, type InstanceLock } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
@@ -42,6 +45,7 @@ export interface StartOptions {
   log?: Logger;
   idleEvictMs?: number;
   housekeepingIntervalMs?: number;
+  lockHeartbeatMs?: number;
 }
 
 export interface RunningAtrium {
@@ -54,6 +58,11 @@ export interface RunningAtrium {
   registries: IdleCache<SourceRegistry>;
   sessions: Sessions;
   oauth: AuthorizationServer;
+  /**
+   * Graceful stop: stops accepting, lets in-flight requests finish within
+   * `http.drainSeconds`, then releases the data root. Called again while that runs, it cuts
+   * off what is still in flight at once.
+   */
   close(): Promise<void>;
 }
 
@@ -66,13 +75,38 @@ function createProvider(oidc: OidcClient | undefined): IdentityProvider {
   return oidc ? createOidcProvider(oidc) : createDevProvider();
 }
 
-/** Boots one instance: checks the data root, builds the surfaces, listens. */
+/** Boots one instance: takes the data root, checks it, builds the surfaces, listens. */
 export async function startAtrium(
   config: InstanceConfig,
   options: StartOptions = {},
 ): Promise<RunningAtrium> {
   const log = options.log ?? createLogger(config.log.level);
   const layout = new StorageLayout(config.storage.root);
+  // Before anything else reads or writes the root: one root, one process (ADR 0022). A
+  // process that loses the lock stops, so two never serve one root.
+  let running: RunningAtrium | undefined;
+  const lock = await acquireInstanceLock(layout, {
+    publicUrl: config.http.publicUrl,
+    log,
+    onLost: () => void running?.close(),
+    ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
+  });
+  try {
+    running = await startLocked(config, options, log, layout, lock);
+    return running;
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+}
+
+async function startLocked(
+  config: InstanceConfig,
+  options: StartOptions,
+  log: Logger,
+  layout: StorageLayout,
+  lock: InstanceLock,
+): Promise<RunningAtrium> {
   const workspaces = new WorkspaceStore(layout);
   await workspaces.load();
   const users = new UserDirectory(layout);
@@ -139,12 +173,20 @@ export async function startAtrium(
       { fetch: writableResponses(app.fetch, log), hostname: config.http.host, port: config.http.port },
       () => resolve(s),
     );
-    s.once("error", (error: Error) =>
-      reject(new BootError(`Cannot listen on ${config.http.host}:${config.http.port}: ${error.message}`)),
-    );
+    s.once("error", (error: NodeJS.ErrnoException) => {
+      const hint =
+        error.code === "EADDRINUSE"
+          ? "; that port is taken: use --port 0 (any free port) or another --port N"
+          : "";
+      reject(
+        new BootError(`Cannot listen on ${config.http.host}:${config.http.port}: ${error.message}${hint}`),
+      );
+    });
   });
+  const drain = new HttpDrain(server as Server);
   const port = (server.address() as AddressInfo).port;
   publicUrl = followPort(config.http.publicUrl, port);
+  await lock.setPublicUrl(publicUrl);
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
   const stopHousekeeping = startHousekeeping(
     [
@@ -158,6 +200,7 @@ export async function startAtrium(
     options.housekeepingIntervalMs,
   );
 
+  let closing: Promise<void> | undefined;
   return {
     url: publicUrl,
     port,
@@ -167,14 +210,24 @@ export async function startAtrium(
     registries,
     sessions,
     oauth,
-    async close() {
-      stopHousekeeping();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      });
-      await registries.close();
-      await endpoint.close();
+    close() {
+      // A second call (a second signal) cuts off what the first is still waiting for.
+      if (closing) {
+        drain.force();
+        return closing;
+      }
+      closing = (async () => {
+        const startedMs = Date.now();
+        log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
+        stopHousekeeping();
+        const counts = await drain.drain(config.http.drainSeconds * 1000);
+        await registries.close();
+        await endpoint.close();
+        // Last: until here this process still owns the root (a restart waits or is refused).
+        await lock.release();
+        log.info({ ...counts, ms: Date.now() - startedMs }, "shutdown finished");
+      })();
+      return closing;
     },
   };
 }

@@ -2,7 +2,7 @@ import { mkdir, readFile } from "node:fs/promises";
 import { randomSecret } from "../crypto/secrets.ts";
 import { BootError } from "../errors.ts";
 import { MIN_SESSION_SECRET_BYTES, type SessionConfig } from "../instance/schema.ts";
-import { writeFileAtomic } from "../storage/atomic.ts";
+import { createFileExclusive } from "../storage/exclusive.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 
 const GENERATED_SECRET_BYTES = 48;
@@ -15,23 +15,32 @@ const GENERATED_SECRET_BYTES = 48;
 export async function sessionSecret(config: SessionConfig, layout: StorageLayout): Promise<string> {
   if (config.secret !== undefined) return config.secret;
   const path = layout.instanceSecretFile("session-secret");
+  const stored = await readStored(path);
+  if (stored !== undefined) return stored;
+  const secret = randomSecret(GENERATED_SECRET_BYTES);
+  await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
+  // Created exclusively (0600 before a byte is written): of two processes booting on a fresh
+  // root one writes it and the other reads that one, so both sign with the secret that is kept
+  // (test/unit/identity/session-secret.test.ts "racing").
+  if (await createFileExclusive(path, `${secret}\n`)) return secret;
+  const winner = await readStored(path);
+  if (winner === undefined)
+    throw new BootError(`The session secret ${path} vanished while it was being created.`);
+  return winner;
+}
+
+async function readStored(path: string): Promise<string | undefined> {
   const stored = await readFile(path, "utf8").catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return undefined;
     throw new BootError(`Cannot read the session secret ${path}: ${error.message}`);
   });
-  if (stored !== undefined) {
-    const secret = stored.trim();
-    if (Buffer.byteLength(secret) < MIN_SESSION_SECRET_BYTES) {
-      throw new BootError(
-        `${path} holds a session secret shorter than ${MIN_SESSION_SECRET_BYTES} bytes; delete it and ` +
-          "Atrium makes a new one (everyone signed in is signed out).",
-      );
-    }
-    return secret;
+  if (stored === undefined) return undefined;
+  const secret = stored.trim();
+  if (Buffer.byteLength(secret) < MIN_SESSION_SECRET_BYTES) {
+    throw new BootError(
+      `${path} holds a session secret shorter than ${MIN_SESSION_SECRET_BYTES} bytes; delete it and ` +
+        "Atrium makes a new one (everyone signed in is signed out).",
+    );
   }
-  const secret = randomSecret(GENERATED_SECRET_BYTES);
-  await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
-  // writeFileAtomic creates the file 0600 before a byte is written, then renames it into place.
-  await writeFileAtomic(path, `${secret}\n`);
   return secret;
 }

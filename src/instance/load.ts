@@ -8,6 +8,7 @@ import {
   ACCESS_TOKEN_TTL_DEFAULT,
   CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   type ClaimMapping,
+  DRAIN_SECONDS_DEFAULT,
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
@@ -91,6 +92,7 @@ export function parseInstance(
       port,
       publicUrl: stripSlash(new URL(file.http.publicUrl).href),
       maxBodyBytes: file.http.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
+      drainSeconds: file.http.drainSeconds ?? DRAIN_SECONDS_DEFAULT,
     },
     files: { maxUploadBytes: file.files?.maxUploadBytes ?? MAX_UPLOAD_BYTES_DEFAULT },
     skills: {
@@ -113,7 +115,7 @@ interface InstanceFile {
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string };
-  http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number };
+  http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number; drainSeconds?: number };
   files?: { maxUploadBytes?: number };
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
   log?: { level?: string };

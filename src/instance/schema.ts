@@ -3,6 +3,9 @@
 
 export const MAX_UPLOAD_BYTES_DEFAULT = 50 * 1024 * 1024;
 export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
+/** How long a graceful stop lets in-flight requests finish before cutting them off. */
+export const DRAIN_SECONDS_DEFAULT = 10;
+export const MAX_DRAIN_SECONDS = 600;
 export const MAX_INSTRUCTIONS_BYTES_DEFAULT = 32 * 1024;
 /** Below this the preamble and the truncation note alone would not fit. */
 export const MIN_INSTRUCTIONS_BYTES = 1024;
@@ -102,6 +105,7 @@ export const instanceSchema = {
         port: { type: "integer", minimum: 0, maximum: 65535 },
         publicUrl: { type: "string", format: "uri", pattern: "^https?://" },
         maxBodyBytes: { type: "integer", minimum: 1024 },
+        drainSeconds: { type: "integer", minimum: 0, maximum: MAX_DRAIN_SECONDS },
       },
     },
     files: {
@@ -192,7 +196,7 @@ export interface InstanceConfig {
   session: SessionConfig;
   oauth: OAuthConfig;
   storage: { root: string };
-  http: { host: string; port: number; publicUrl: string; maxBodyBytes: number };
+  http: { host: string; port: number; publicUrl: string; maxBodyBytes: number; drainSeconds: number };
   files: { maxUploadBytes: number };
   skills: { orgDir: string | undefined; maxInstructionsBytes: number };
   log: { level: string };

@@ -1,6 +1,8 @@
+import { basename } from "node:path";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { BootError } from "../errors.ts";
+import { createFolderExclusive } from "../storage/exclusive.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
@@ -46,6 +48,12 @@ export class SigningKeys {
 
   /** Reads every stored key; makes the first one when there are none. Called once at boot. */
   async load(): Promise<void> {
+    let loaded = await this.readAll();
+    if (loaded.length === 0) loaded = await this.createFirst();
+    this.keys = newestFirst(loaded);
+  }
+
+  private async readAll(): Promise<SigningKey[]> {
     const loaded: SigningKey[] = [];
     for (const id of await this.records.ids()) {
       const stored = await this.records.get(id).catch((error: unknown) => {
@@ -58,8 +66,30 @@ export class SigningKeys {
       this.stored.set(stored.kid, stored);
       loaded.push(await fromStored(stored));
     }
-    this.keys = newestFirst(loaded);
-    if (this.keys.length === 0) this.keys = [await this.generate()];
+    return loaded;
+  }
+
+  /**
+   * The first key is created exclusively: the keys folder is published whole with it, and only
+   * if no key is there yet. Two processes booting on a fresh root (or a later replica) end with
+   * one key, and the loser loads the winner's (test/unit/oauth/keys.test.ts "racing").
+   */
+  private async createFirst(): Promise<SigningKey[]> {
+    const stored = await this.newKey();
+    const file = basename(this.layout.collectionFile("oauth/keys", stored.kid));
+    if (
+      await createFolderExclusive(this.layout.collectionDir("oauth/keys"), {
+        [file]: `${JSON.stringify(stored, null, 2)}\n`,
+      })
+    ) {
+      this.stored.set(stored.kid, stored);
+      return [await fromStored(stored)];
+    }
+    const winners = await this.readAll();
+    if (winners.length > 0) return winners;
+    // The folder holds only a crashed writer's leftovers: nobody is racing for it (the
+    // instance lock is held), so the key is written the ordinary way.
+    return [await this.generate()];
   }
 
   /** The key new tokens are signed with. */
@@ -109,14 +139,14 @@ export class SigningKeys {
     });
   }
 
-  private async generate(): Promise<SigningKey> {
+  private async newKey(): Promise<StoredKey> {
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const privateJwk = await exportJWK(privateKey);
-    const stored: StoredKey = {
-      kid: await calculateJwkThumbprint(publicPart(privateJwk)),
-      privateJwk,
-      createdAt: this.clock(),
-    };
+    return { kid: await calculateJwkThumbprint(publicPart(privateJwk)), privateJwk, createdAt: this.clock() };
+  }
+
+  private async generate(): Promise<SigningKey> {
+    const stored = await this.newKey();
     await this.records.put(stored.kid, stored);
     this.stored.set(stored.kid, stored);
     return fromStored(stored);

@@ -77,6 +77,22 @@ export class StorageLayout {
     return this.within("_instance");
   }
 
+  /** `_instance/instance.lock`: which process holds this root (src/instance/lock.ts). */
+  instanceLockFile(): string {
+    return this.within("_instance", "instance.lock");
+  }
+
+  /** The claim made before removing the stale lock whose bytes digest to `digest`. */
+  instanceLockTakeoverFile(digest: string): string {
+    const checked = checkSegment("lock digest", digest, (v) => /^[0-9a-f]{32}$/.test(v));
+    return this.within("_instance", `instance.lock.takeover-${checked}`);
+  }
+
+  /** A unique dot-name a stale lock is moved to, so it can be checked before it is removed. */
+  instanceLockAsideFile(): string {
+    return this.within("_instance", `${TEMP_PREFIX}instance.lock-${randomBytes(6).toString("hex")}`);
+  }
+
   collectionDir(collection: InstanceCollection): string {
     return this.within("_instance", ...collection.split("/"));
   }

@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** `bin/atrium.js`, run by the same node as the tests. */
@@ -12,6 +14,9 @@ export interface CliExit {
 }
 
 export interface CliProcess {
+  pid: number;
+  /** Sends a signal without waiting. */
+  kill(signal: NodeJS.Signals): void;
   /** What the process has written so far. */
   stdout(): string;
   stderr(): string;
@@ -26,10 +31,20 @@ const STOP_GRACE_MS = 5_000;
 
 /** Runs `node bin/atrium.js <args>` in `cwd` with its output captured. */
 export function spawnAtriumCli(args: string[], cwd: string): CliProcess {
-  const child: ChildProcess = spawn(process.execPath, [ATRIUM_BIN, ...args], {
+  return spawnCaptured(process.execPath, [ATRIUM_BIN, ...args], cwd);
+}
+
+/** Runs any command (e.g. `npm start`) in `cwd` with its output captured. */
+export function spawnCaptured(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): CliProcess {
+  const child: ChildProcess = spawn(command, args, {
     cwd,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NO_COLOR: "1" },
+    env: { ...process.env, NO_COLOR: "1", ...env },
   });
   let stdout = "";
   let stderr = "";
@@ -56,6 +71,8 @@ export function spawnAtriumCli(args: string[], cwd: string): CliProcess {
   });
 
   return {
+    pid: child.pid as number,
+    kill: (signal) => void child.kill(signal),
     stdout: () => stdout,
     stderr: () => stderr,
     exited,
@@ -108,4 +125,30 @@ export async function runAtriumCli(args: string[], cwd: string, timeoutMs = 15_0
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** An instance.json for the CLI in `dir` (`dev`, root `./data`, port 0, JSON logs at info). */
+export async function writeCliInstance(
+  dir: string,
+  overrides: Record<string, unknown> = {},
+): Promise<string> {
+  const path = join(dir, "instance.json");
+  const instance = {
+    auth: { adapter: "dev" },
+    storage: { root: "./data" },
+    http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+    log: { level: "info" },
+    ...overrides,
+  };
+  await writeFile(path, JSON.stringify(instance, null, 2));
+  return path;
+}
+
+/** The JSON log lines a process printed whose `msg` matches. */
+export function logEntries(output: string, msg: RegExp): Array<Record<string, unknown>> {
+  return output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => msg.test(String(entry.msg)));
 }

@@ -44,3 +44,16 @@ describe("sessionSecret", () => {
     await expect(attempt).rejects.toThrow(/session-secret/);
   });
 });
+
+describe("sessionSecret racing on a fresh root", () => {
+  it("racing: two boots at once agree on one generated secret, and only it is kept", async () => {
+    const config = { secret: undefined, maxAgeSeconds: 60 };
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () => sessionSecret(config, new StorageLayout(root))),
+    );
+    expect(new Set(results).size).toBe(1);
+    const kept = (await readFile(layout.instanceSecretFile("session-secret"), "utf8")).trim();
+    expect(results[0]).toBe(kept);
+    expect(await readdir(layout.instanceDir())).toEqual(["session-secret"]);
+  });
+});

@@ -122,6 +122,22 @@ describe("loadInstance", () => {
     expect(config.log.level).toBe("warn");
   });
 
+  it("http.drainSeconds is 10 by default, keeps a whole number from 0 to 600, and refuses anything else by name", async () => {
+    expect((await loadInstance(await writeInstance(MINIMAL))).http.drainSeconds).toBe(10);
+    for (const drainSeconds of [0, 600]) {
+      const config = await loadInstance(
+        await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, drainSeconds } }),
+      );
+      expect(config.http.drainSeconds).toBe(drainSeconds);
+    }
+    for (const drainSeconds of [-1, 601, 1.5, "10"]) {
+      const message = await bootError(
+        loadInstance(await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, drainSeconds } })),
+      );
+      expect(message).toContain("http.drainSeconds");
+    }
+  });
+
   it("strips a trailing slash from publicUrl", async () => {
     const config = await loadInstance(
       await writeInstance({

@@ -1,4 +1,5 @@
-import { readdir, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { SigningKeys } from "../../../src/oauth/keys.ts";
@@ -84,5 +85,27 @@ describe("SigningKeys at boot", () => {
     await writeFile(file, "{ not json");
     await expect(new SigningKeys(layout, clock).load()).rejects.toThrow(BootError);
     await expect(new SigningKeys(layout, clock).load()).rejects.toThrow(file);
+  });
+});
+
+describe("SigningKeys on a fresh root", () => {
+  it("racing: two boots at once make one signing key, and both sign with it", async () => {
+    const racers = Array.from({ length: 4 }, () => new SigningKeys(layout, clock));
+    await Promise.all(racers.map((keys) => keys.load()));
+    const kids = new Set(racers.map((keys) => keys.current().kid));
+    expect(kids.size).toBe(1);
+    expect(await keyFiles()).toEqual([`${[...kids][0]}.json`]);
+    // Nothing staged is left beside the keys folder.
+    expect(
+      (await readdir(dirname(layout.collectionDir("oauth/keys")))).filter((n) => n.startsWith(".")),
+    ).toEqual([]);
+  });
+
+  it("a keys folder holding only a crashed writer's temp file still gets a first key", async () => {
+    await mkdir(layout.collectionDir("oauth/keys"), { recursive: true });
+    await writeFile(join(layout.collectionDir("oauth/keys"), ".tmp-left-over"), "{");
+    const keys = new SigningKeys(layout, clock);
+    await keys.load();
+    expect(await keyFiles()).toEqual([`${keys.current().kid}.json`]);
   });
 });

@@ -1,0 +1,86 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+
+/** How a drain ended: requests in flight when it began, those that finished, those cut off. */
+export interface DrainCounts {
+  inFlight: number;
+  finished: number;
+  forced: number;
+}
+
+/**
+ * Graceful stop for the HTTP server (issue 10, Reliability 1; ADR 0023). It tracks the
+ * requests in flight; `drain()` stops accepting connections, closes idle keep-alive ones,
+ * lets in-flight requests finish with their real answer (each response then carries
+ * `Connection: close` so its client does not send another on that connection), and after
+ * the deadline, or at once on `force()`, destroys what remains.
+ */
+export class HttpDrain {
+  private readonly active = new Set<ServerResponse>();
+  private draining = false;
+  private finished = 0;
+  private forceNow: (() => void) | undefined;
+  private forceRequested = false;
+  private forcing = false;
+
+  constructor(private readonly server: Server) {
+    // Prepended, so a response the app writes synchronously is still marked during a drain.
+    server.prependListener("request", (_request: IncomingMessage, response: ServerResponse) => {
+      this.active.add(response);
+      if (this.draining) closeAfter(response);
+      response.once("close", () => {
+        this.active.delete(response);
+        if (this.draining && !this.forcing) this.finished++;
+      });
+    });
+  }
+
+  /** Requests being answered now. */
+  inFlight(): number {
+    return this.active.size;
+  }
+
+  /** Resolves once every connection is closed; at most `deadlineMs` after it began, then forced. */
+  async drain(deadlineMs: number): Promise<DrainCounts> {
+    this.draining = true;
+    const inFlight = this.active.size;
+    for (const response of this.active) closeAfter(response);
+    let allClosed = false;
+    const closed = new Promise<void>((resolve) =>
+      this.server.close(() => {
+        allClosed = true;
+        resolve();
+      }),
+    );
+    // Node closes idle keep-alive connections on close(); said here too because the drain
+    // depends on it.
+    this.server.closeIdleConnections();
+    const cutOff = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, deadlineMs);
+      this.forceNow = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      void closed.then(() => clearTimeout(timer));
+    });
+    if (this.forceRequested) this.forceNow?.();
+    await Promise.race([closed, cutOff]);
+    let forced = 0;
+    if (!allClosed) {
+      this.forcing = true;
+      forced = this.active.size;
+      this.server.closeAllConnections();
+    }
+    await closed;
+    return { inFlight, finished: this.finished, forced };
+  }
+
+  /** Cuts off what is still in flight now (a second signal). */
+  force(): void {
+    this.forceRequested = true;
+    this.forceNow?.();
+  }
+}
+
+function closeAfter(response: ServerResponse): void {
+  if (!response.headersSent) response.setHeader("Connection", "close");
+}

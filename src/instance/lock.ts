@@ -1,0 +1,281 @@
+import { createHash, randomBytes } from "node:crypto";
+import { link, mkdir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
+import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import { BootError } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { writeFileAtomic } from "../storage/atomic.ts";
+import { createFileExclusive } from "../storage/exclusive.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+
+// One data root belongs to one running process (issue 16, ADR 0022): two processes on one
+// root each keep an in-memory copy of the index, users, grants and keys and write it over the
+// other's. The lock is a file made by exclusive create, refreshed by a heartbeat, and taken
+// over only when its holder is provably gone or has stopped refreshing it.
+
+/** How often the holder refreshes the lock's mtime. */
+export const LOCK_HEARTBEAT_MS = 5_000;
+/** A lock not refreshed for this long is stale, whoever holds it (a frozen or remote holder). */
+export const LOCK_STALE_MS = 30_000;
+/** How long a process waits for another one's takeover of the same stale lock to finish. */
+const TAKEOVER_WAIT_MS = 5_000;
+const TAKEOVER_RETRY_MS = 50;
+
+/** What `instance.lock` holds (JSON). The token tells this holder's lock from a later one. */
+export interface LockHolder {
+  pid: number;
+  host: string;
+  startedAt: string;
+  publicUrl: string;
+  token: string;
+}
+
+/** The root is held by a live process; boot stops and says by whom and what to do. */
+export class InstanceLocked extends BootError {
+  constructor(
+    readonly root: string,
+    readonly holder: LockHolder | undefined,
+    lockPath: string,
+    staleMs: number,
+  ) {
+    const who = holder
+      ? `Atrium process ${holder.pid} on host ${holder.host}, started ${holder.startedAt} (${holder.publicUrl})`
+      : `a process whose lock file cannot be read`;
+    super(
+      `The data root ${root} is in use by ${who}. Stop that process first, or start this one with ` +
+        `another --data DIR. If that process is gone, its lock ${lockPath} is taken over once it is ` +
+        `${Math.round(staleMs / 1000)} s old.`,
+    );
+  }
+}
+
+export interface InstanceLock {
+  readonly holder: LockHolder;
+  /** Records the URL once the port is known (`--port 0`). */
+  setPublicUrl(publicUrl: string): Promise<void>;
+  /** Stops the heartbeat and removes the lock, unless another process has taken it over since. */
+  release(): Promise<void>;
+}
+
+export interface LockOptions {
+  publicUrl: string;
+  log: Logger;
+  heartbeatMs?: number;
+  staleMs?: number;
+  /**
+   * Called once if the heartbeat finds the lock is no longer this process's (it was frozen
+   * past the stale bound and taken over, or the file was removed): it must stop serving.
+   */
+  onLost?: () => void;
+}
+
+// Tokens of the locks this process holds: a lock naming this PID on this host is live only if
+// this process made it; otherwise an earlier process had the same PID (PID 1 in a container).
+const heldTokens = new Set<string>();
+
+/**
+ * Takes `<root>/_instance/instance.lock`, creating the root and `_instance/` (0700) when
+ * missing. Called before anything else reads or writes the root. Throws InstanceLocked when a
+ * live process holds it.
+ */
+export async function acquireInstanceLock(
+  layout: StorageLayout,
+  options: LockOptions,
+): Promise<InstanceLock> {
+  try {
+    return await acquire(layout, options);
+  } catch (error) {
+    if (error instanceof BootError) throw error;
+    // A filesystem without link(), a root it may not write: say which file, not a stack trace.
+    throw new BootError(
+      `Cannot take the instance lock ${layout.instanceLockFile()}: ${(error as Error).message}`,
+    );
+  }
+}
+
+async function acquire(layout: StorageLayout, options: LockOptions): Promise<InstanceLock> {
+  const staleMs = options.staleMs ?? LOCK_STALE_MS;
+  await mkdir(layout.root, { recursive: true, mode: 0o700 });
+  await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
+  const path = layout.instanceLockFile();
+  const holder: LockHolder = {
+    pid: process.pid,
+    host: hostname(),
+    startedAt: new Date().toISOString(),
+    publicUrl: options.publicUrl,
+    token: randomBytes(16).toString("hex"),
+  };
+  const deadline = Date.now() + TAKEOVER_WAIT_MS;
+  for (;;) {
+    if (await createFileExclusive(path, lockText(holder))) break;
+    const seen = await readLock(path);
+    if (seen === undefined) continue; // released in between: compete again
+    const reason = stalenessOf(seen, staleMs);
+    if (reason === undefined) throw new InstanceLocked(layout.root, seen.holder, path, staleMs);
+    const removed = await removeStaleLock(layout, seen, staleMs);
+    if (removed) {
+      options.log.warn(
+        { root: layout.root, previous: seen.holder ?? "unreadable", reason },
+        "taking over a stale instance lock",
+      );
+      continue;
+    }
+    if (Date.now() > deadline) {
+      throw new BootError(
+        `Another process kept taking over the stale lock ${path} for ${TAKEOVER_WAIT_MS / 1000} s; start again.`,
+      );
+    }
+    await sleep(TAKEOVER_RETRY_MS);
+  }
+  heldTokens.add(holder.token);
+  return holdLock(path, holder, options);
+}
+
+function holdLock(path: string, holder: LockHolder, options: LockOptions): InstanceLock {
+  const { log } = options;
+  let lost = false;
+  const ours = async () => (await readLock(path))?.holder?.token === holder.token;
+  const heartbeat = setInterval(async () => {
+    if (lost) return;
+    try {
+      if (!(await ours())) {
+        lost = true;
+        clearInterval(heartbeat);
+        log.error(
+          { lock: path },
+          "the instance lock is no longer this process's (taken over or removed); stopping",
+        );
+        options.onLost?.();
+        return;
+      }
+      const now = new Date();
+      await utimes(path, now, now);
+    } catch (error) {
+      log.warn({ lock: path, err: error }, "could not refresh the instance lock; trying again next beat");
+    }
+  }, options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
+  // The heartbeat alone never keeps the process alive.
+  heartbeat.unref();
+  return {
+    holder,
+    async setPublicUrl(publicUrl) {
+      holder.publicUrl = publicUrl;
+      // Replaced whole by rename: the lock is never absent or half-written meanwhile.
+      if (await ours()) await writeFileAtomic(path, lockText(holder));
+    },
+    async release() {
+      clearInterval(heartbeat);
+      heldTokens.delete(holder.token);
+      if (await ours()) await rm(path, { force: true });
+    },
+  };
+}
+
+interface SeenLock {
+  /** Undefined when the file does not parse as a lock. */
+  holder: LockHolder | undefined;
+  /** Names exactly these bytes, so a takeover can check it removes the lock it judged. */
+  digest: string;
+  mtimeMs: number;
+}
+
+async function readLock(path: string): Promise<SeenLock | undefined> {
+  try {
+    const [bytes, stats] = await Promise.all([readFile(path), stat(path)]);
+    return { holder: parseHolder(bytes), digest: digestOf(bytes), mtimeMs: stats.mtimeMs };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/** Why the lock no longer protects anything, or undefined while its holder may be alive. */
+function stalenessOf(seen: SeenLock, staleMs: number): string | undefined {
+  const { holder } = seen;
+  if (holder && holder.host === hostname()) {
+    if (holder.pid === process.pid && !heldTokens.has(holder.token))
+      return "left by an earlier process with this PID";
+    if (!isAlive(holder.pid)) return "its process is gone";
+  }
+  const ageMs = Date.now() - seen.mtimeMs;
+  if (ageMs > staleMs) return `not refreshed for ${Math.round(ageMs / 1000)} s`;
+  return undefined;
+}
+
+/**
+ * Removes the stale lock `seen`, and never a lock made after it was judged (the classic
+ * takeover race: B judges A's dead lock stale, C replaces it, B deletes C's). Only the process
+ * that exclusively creates the takeover marker for these exact bytes may touch the lock; it
+ * moves the lock aside and removes it only if the bytes are still the ones judged. Returns
+ * false when another process is taking over, or the lock changed: the caller looks again.
+ */
+async function removeStaleLock(layout: StorageLayout, seen: SeenLock, staleMs: number): Promise<boolean> {
+  const path = layout.instanceLockFile();
+  const marker = layout.instanceLockTakeoverFile(seen.digest);
+  if (!(await createFileExclusive(marker, `${process.pid}\n`))) {
+    // A marker older than the stale bound belongs to a takeover that died half-way.
+    const markerAge = await stat(marker).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (markerAge > staleMs) await rm(marker, { force: true });
+    return false;
+  }
+  try {
+    if ((await readLock(path))?.digest !== seen.digest) return false;
+    const aside = layout.instanceLockAsideFile();
+    try {
+      await rename(path, aside);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+      throw error;
+    }
+    const moved = await readFile(aside);
+    if (digestOf(moved) !== seen.digest) {
+      // Someone replaced the lock since the check just above: put theirs back.
+      await link(aside, path).catch(() => undefined);
+      await rm(aside, { force: true });
+      return false;
+    }
+    await rm(aside, { force: true });
+    return true;
+  } finally {
+    await rm(marker, { force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, owned by someone else.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+}
+
+function parseHolder(bytes: Buffer): LockHolder | undefined {
+  try {
+    const value = JSON.parse(bytes.toString("utf8")) as Partial<LockHolder>;
+    // A PID of 0 or below would name a process group to kill(2): never accepted.
+    if (!Number.isInteger(value.pid) || (value.pid as number) <= 0) return undefined;
+    if (typeof value.host !== "string" || typeof value.token !== "string") return undefined;
+    return {
+      pid: value.pid as number,
+      host: value.host,
+      startedAt: String(value.startedAt),
+      publicUrl: String(value.publicUrl),
+      token: value.token,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+function digestOf(bytes: Buffer): string {
+  return createHash("sha256").update(bytes).digest("hex").slice(0, 32);
+}
+
+function lockText(holder: LockHolder): string {
+  return `${JSON.stringify(holder, null, 2)}\n`;
+}

@@ -1,0 +1,61 @@
+import { randomBytes } from "node:crypto";
+import { link, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { TEMP_PREFIX, tempPathBeside } from "./atomic.ts";
+
+// Creations that must happen once even when several processes race for them (a first key, a
+// generated secret, the instance lock). The filesystem decides, not an in-process lock: a
+// second replica on a shared root must agree with the first (DESIGN.md "One root, one process").
+
+/**
+ * Creates `path` holding `data` only if nothing is there, and says whether this call made it.
+ * The bytes go to a temp file (0600, fsynced) that is then `link()`ed to `path`: link fails
+ * with EEXIST when `path` exists, so of several racing writers exactly one wins, and a reader
+ * never sees the file half-written (an `open(path, "wx")` would be visible empty).
+ */
+export async function createFileExclusive(path: string, data: string): Promise<boolean> {
+  const temp = tempPathBeside(path);
+  try {
+    const handle = await open(temp, "wx", 0o600);
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await link(temp, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+/**
+ * Creates the folder `path` holding `files` (name → content, each 0600) only if it is missing
+ * or empty, and says whether this call made it. The folder is assembled beside `path` and
+ * renamed there in one step; rename(2) refuses a target that holds anything, so of several
+ * racing creators exactly one wins and a reader sees all the files or none. The parent is
+ * created (0700) when missing.
+ */
+export async function createFolderExclusive(path: string, files: Record<string, string>): Promise<boolean> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const staging = join(dirname(path), `${TEMP_PREFIX}${basename(path)}-${randomBytes(6).toString("hex")}`);
+  await mkdir(staging, { mode: 0o700 });
+  try {
+    for (const [name, data] of Object.entries(files)) {
+      if (name !== basename(name) || name.startsWith(".")) throw new Error(`Not a plain file name: ${name}`);
+      await writeFile(join(staging, name), data, { mode: 0o600, flag: "wx" });
+    }
+    await rename(staging, path);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOTEMPTY" || code === "EEXIST") return false;
+    throw error;
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,70 @@
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, type TestContext } from "vitest";
+import { ATRIUM_VERSION } from "../../src/version.ts";
+import { runAtriumCli, writeCliInstance } from "../helpers/cli.ts";
+
+async function tempDir(onFinished: TestContext["onTestFinished"]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "atrium-cli-"));
+  onFinished(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+// Each test starts node through tsx; on a loaded shared machine that alone can take many seconds.
+const BOOT_MS = 60_000;
+const SLOW = { timeout: 200_000 };
+
+describe("help and version", SLOW, () => {
+  it.for(["--help", "-h", "serve --help", "serve -h"])(
+    "`atrium %s` prints the usage to stdout and exits 0",
+    async (args, { onTestFinished }) => {
+      const exit = await runAtriumCli(args.split(" "), await tempDir(onTestFinished), BOOT_MS);
+      expect(exit.code).toBe(0);
+      expect(exit.stdout).toMatch(/^Usage: atrium serve \[--instance PATH\] \[--port N\] \[--data DIR\]/);
+      expect(exit.stdout).toContain("--version");
+      expect(exit.stderr).toBe("");
+    },
+  );
+
+  it("`atrium --version` prints the package's version and exits 0", async ({ onTestFinished }) => {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
+    expect(ATRIUM_VERSION).toBe(pkg.version);
+    const exit = await runAtriumCli(["--version"], await tempDir(onTestFinished), BOOT_MS);
+    expect(exit).toMatchObject({ code: 0, stdout: `atrium ${pkg.version}\n`, stderr: "" });
+  });
+
+  it("no command, an unknown command or an unknown flag is a usage error on stderr (exit 2)", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    for (const args of [[], ["start"], ["serve", "--verbose"]]) {
+      const exit = await runAtriumCli(args, dir, BOOT_MS);
+      expect(exit.code).toBe(2);
+      expect(exit.stdout).toBe("");
+      expect(exit.stderr).toContain("Usage: atrium serve");
+    }
+  });
+});
+
+describe("a busy port", SLOW, () => {
+  it("names the port, suggests --port 0, exits 1, and leaves no lock on the root", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const blocker: Server = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const port = (blocker.address() as { port: number }).port;
+    const instance = await writeCliInstance(dir);
+    const exit = await runAtriumCli(["serve", "--instance", instance, "--port", String(port)], dir, BOOT_MS);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain(`Cannot listen on 127.0.0.1:${port}`);
+    expect(exit.stderr).toContain("use --port 0 (any free port) or another --port N");
+    expect(existsSync(join(dir, "data", "_instance", "instance.lock"))).toBe(false);
+  });
+});

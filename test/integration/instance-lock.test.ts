@@ -1,0 +1,156 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, type TestContext } from "vitest";
+import { parseInstance } from "../../src/instance/load.ts";
+import type { LockHolder } from "../../src/instance/lock.ts";
+import { createLogger } from "../../src/log.ts";
+import { startAtrium } from "../../src/server.ts";
+import { type CliProcess, logEntries, spawnAtriumCli, writeCliInstance } from "../helpers/cli.ts";
+
+// Issue 16: one data root, one running Atrium. Real processes, because the lock is about them.
+
+// Each test boots two real processes through tsx: many seconds each on a loaded machine.
+const BOOT_MS = 90_000;
+type OnFinished = TestContext["onTestFinished"];
+
+async function setup(onFinished: OnFinished): Promise<{ dir: string; instance: string; lockPath: string }> {
+  const dir = await mkdtemp(join(tmpdir(), "atrium-lock-"));
+  onFinished(() => rm(dir, { recursive: true, force: true }));
+  const instance = await writeCliInstance(dir);
+  return { dir, instance, lockPath: join(dir, "data", "_instance", "instance.lock") };
+}
+
+function serve(instance: string, dir: string, onFinished: OnFinished): CliProcess {
+  const cli = spawnAtriumCli(["serve", "--instance", instance], dir);
+  onFinished(async () => {
+    await cli.stop();
+  });
+  return cli;
+}
+
+async function listening(cli: CliProcess): Promise<string> {
+  const [, url] = await cli.waitForOutput(/listening on (http:\/\/127\.0\.0\.1:\d+)/, BOOT_MS);
+  return url ?? "";
+}
+
+describe("one data root, one running process", { timeout: 300_000 }, () => {
+  it("a second process on the root exits non-zero naming the holder, and the first keeps serving", async ({
+    onTestFinished,
+  }) => {
+    const { dir, instance, lockPath } = await setup(onTestFinished);
+    const first = serve(instance, dir, onTestFinished);
+    const url = await listening(first);
+    const holder = JSON.parse(await readFile(lockPath, "utf8")) as LockHolder;
+    expect(holder).toMatchObject({ pid: first.pid, host: hostname(), publicUrl: url });
+
+    const second = await serve(instance, dir, onTestFinished).exited;
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(join(dir, "data"));
+    expect(second.stderr).toContain(
+      `process ${first.pid} on host ${hostname()}, started ${holder.startedAt}`,
+    );
+    expect(second.stderr).toMatch(/Stop that process first, or start this one with another --data DIR/);
+    expect(second.stdout).not.toMatch(/listening/);
+
+    expect((await fetch(`${url}/v1/health`)).status).toBe(200);
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(holder);
+
+    // A graceful stop leaves no lock behind.
+    expect((await first.stop()).code).toBe(0);
+    expect(existsSync(lockPath)).toBe(false);
+  });
+
+  it("after the holder is killed with SIGKILL, a new process takes the root over and logs it", async ({
+    onTestFinished,
+  }) => {
+    const { dir, instance, lockPath } = await setup(onTestFinished);
+    const first = serve(instance, dir, onTestFinished);
+    await listening(first);
+    first.kill("SIGKILL");
+    await first.exited;
+    expect(existsSync(lockPath)).toBe(true);
+
+    const second = serve(instance, dir, onTestFinished);
+    const url = await listening(second);
+    expect((await fetch(`${url}/v1/health`)).status).toBe(200);
+    const [takeover] = logEntries(second.stdout(), /taking over a stale instance lock/);
+    expect(takeover).toMatchObject({ reason: "its process is gone", previous: { pid: first.pid } });
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toMatchObject({ pid: second.pid });
+  });
+
+  it("two processes started at once on a fresh root: exactly one runs, with one signing key and one session secret", async ({
+    onTestFinished,
+  }) => {
+    const { dir, instance } = await setup(onTestFinished);
+    const racers = [serve(instance, dir, onTestFinished), serve(instance, dir, onTestFinished)];
+    // Whichever happens first for each: it serves, or it exits. No timeout decides it.
+    const outcomes = await Promise.all(
+      racers.map((cli) =>
+        Promise.race([
+          cli.waitForOutput(/listening on/, 300_000).then(
+            () => "running",
+            () => "exited",
+          ),
+          cli.exited.then(() => "exited"),
+        ]),
+      ),
+    );
+    expect(outcomes.sort()).toEqual(["exited", "running"]);
+    const loser = racers[outcomes.indexOf("exited")] as CliProcess;
+    const exit = await loser.exited;
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toMatch(/is in use by Atrium process \d+/);
+
+    const instanceDir = join(dir, "data", "_instance");
+    expect(
+      (await readdir(join(instanceDir, "oauth", "keys"))).filter((n) => n.endsWith(".json")),
+    ).toHaveLength(1);
+    expect(
+      (await readdir(instanceDir)).filter((n) => n.startsWith("session-secret") || n.startsWith(".tmp-")),
+    ).toEqual(["session-secret"]);
+  });
+});
+
+describe("a process that loses its lock", () => {
+  it("stops serving, and leaves the new holder's lock alone", async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const config = parseInstance(
+      {
+        auth: { adapter: "dev" },
+        storage: { root: "./data" },
+        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+      },
+      { source: "test", baseDir: dir },
+    );
+    const atrium = await startAtrium(config, { log: createLogger("silent"), lockHeartbeatMs: 20 });
+    onTestFinished(() => atrium.close());
+    expect((await fetch(`${atrium.url}/v1/health`)).status).toBe(200);
+
+    // As if this process had been frozen past the stale bound and another had taken over.
+    const lockPath = join(dir, "data", "_instance", "instance.lock");
+    const theirs = {
+      pid: 1,
+      host: "elsewhere.example",
+      startedAt: "now",
+      publicUrl: "http://x",
+      token: "theirs",
+    };
+    await writeFile(lockPath, JSON.stringify(theirs));
+
+    const deadline = Date.now() + 20_000;
+    while (
+      await fetch(`${atrium.url}/v1/health`).then(
+        () => true,
+        () => false,
+      )
+    ) {
+      if (Date.now() > deadline) throw new Error("the server kept serving after losing its lock");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await atrium.close();
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(theirs);
+  });
+});

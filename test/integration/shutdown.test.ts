@@ -1,0 +1,220 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { type ClientRequest, type IncomingMessage, request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it, type TestContext } from "vitest";
+import { DEV_PRINCIPAL } from "../../src/identity/providers/dev.ts";
+import type { LockHolder } from "../../src/instance/lock.ts";
+import {
+  type CliProcess,
+  logEntries,
+  spawnAtriumCli,
+  spawnCaptured,
+  writeCliInstance,
+} from "../helpers/cli.ts";
+
+// Issue 10, Reliability 1 and 2: a signal stops the server gracefully, and the commands an
+// operator is given leave no orphan. Real processes, real signals.
+
+// Each test boots real processes through tsx: many seconds each on a loaded machine.
+const BOOT_MS = 90_000;
+const SLOW = { timeout: 300_000 };
+type OnFinished = TestContext["onTestFinished"];
+const WORKTREE = fileURLToPath(new URL("../..", import.meta.url));
+
+async function tempDir(onFinished: OnFinished): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "atrium-shutdown-"));
+  onFinished(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function serve(
+  dir: string,
+  drainSeconds: number,
+  onFinished: OnFinished,
+): Promise<{ cli: CliProcess; url: string; workspaceId: string }> {
+  const instance = await writeCliInstance(dir, {
+    http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787", drainSeconds },
+  });
+  const cli = spawnAtriumCli(["serve", "--instance", instance], dir);
+  onFinished(async () => {
+    await cli.stop();
+  });
+  const [, url, workspaceId] = await cli.waitForOutput(
+    /MCP URL of "[^"]+": (http:\/\/127\.0\.0\.1:\d+)\/mcp\/(ws_[0-9a-f]{16})/,
+    BOOT_MS,
+  );
+  return { cli, url: url ?? "", workspaceId: workspaceId ?? "" };
+}
+
+/** Polls `condition` until it holds; throws after `timeoutMs`. */
+async function until(
+  what: string,
+  condition: () => Promise<boolean> | boolean,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** An upload whose body is sent in chunks by the test; it is in flight until `finish()`. */
+function startUpload(url: string, workspaceId: string) {
+  const req: ClientRequest = request(`${url}/v1/workspaces/${workspaceId}/files?name=slow.txt`, {
+    method: "POST",
+    headers: { "content-type": "text/plain", "transfer-encoding": "chunked" },
+  });
+  const response = new Promise<{ status: number; headers: IncomingMessage["headers"]; body: string }>(
+    (resolve, reject) => {
+      req.once("error", reject);
+      req.once("response", (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        res.once("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+        res.once("error", reject);
+      });
+    },
+  );
+  req.write("first part;");
+  return { response, finish: () => req.end("second part") };
+}
+
+/** True once the server has begun storing the upload: its staging folder is on disk. */
+async function uploadStaged(dir: string, workspaceId: string): Promise<boolean> {
+  const ownerDir = join(dir, "data", workspaceId, "files", DEV_PRINCIPAL.id);
+  const names = await readdir(ownerDir).catch(() => [] as string[]);
+  return names.some((name) => name.startsWith(".tmp-"));
+}
+
+const refused = (url: string) =>
+  fetch(`${url}/v1/health`).then(
+    () => false,
+    () => true,
+  );
+
+describe("SIGTERM stops the server gracefully", SLOW, () => {
+  it("an upload still sending when SIGTERM arrives completes with its real answer; new connections are refused; exit 0, no lock", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const { cli, url, workspaceId } = await serve(dir, 30, onTestFinished);
+    const upload = startUpload(url, workspaceId);
+    await until("the server is storing the upload", () => uploadStaged(dir, workspaceId));
+
+    cli.kill("SIGTERM");
+    await cli.waitForOutput(/"msg":"shutdown started"/, BOOT_MS);
+    expect(logEntries(cli.stdout(), /^shutdown started$/)[0]).toMatchObject({
+      inFlight: 1,
+      drainSeconds: 30,
+    });
+    expect(await refused(url)).toBe(true);
+
+    upload.finish();
+    const answer = await upload.response;
+    expect(answer.status).toBe(201);
+    expect(answer.headers.connection).toBe("close");
+    const meta = JSON.parse(answer.body) as { id: string; size: number };
+    expect(meta.size).toBe("first part;second part".length);
+
+    const exit = await cli.exited;
+    expect(exit.code).toBe(0);
+    expect(logEntries(exit.stdout, /^shutdown finished$/)[0]).toMatchObject({
+      inFlight: 1,
+      finished: 1,
+      forced: 0,
+    });
+    expect(existsSync(join(dir, "data", "_instance", "instance.lock"))).toBe(false);
+    const stored = join(dir, "data", workspaceId, "files", DEV_PRINCIPAL.id, meta.id);
+    expect(await readFile(join(stored, "content"), "utf8").catch(() => undefined)).toBe(
+      "first part;second part",
+    );
+  });
+
+  it("a second SIGTERM cuts off what is still in flight at once, and the process still exits 0", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    // A drain this long never ends on its own within the test: only the second signal can end it.
+    const { cli, url, workspaceId } = await serve(dir, 600, onTestFinished);
+    const upload = startUpload(url, workspaceId);
+    upload.response.catch(() => undefined);
+    await until("the server is storing the upload", () => uploadStaged(dir, workspaceId));
+
+    cli.kill("SIGTERM");
+    await cli.waitForOutput(/"msg":"shutdown started"/, BOOT_MS);
+    cli.kill("SIGTERM");
+    const exit = await cli.exited;
+    expect(exit.code).toBe(0);
+    expect(logEntries(exit.stdout, /^shutdown finished$/)[0]).toMatchObject({
+      inFlight: 1,
+      finished: 0,
+      forced: 1,
+    });
+    await expect(upload.response).rejects.toThrow();
+    expect(existsSync(join(dir, "data", "_instance", "instance.lock"))).toBe(false);
+  });
+
+  it("the drain deadline (http.drainSeconds) cuts off a request that does not finish", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const { cli, url, workspaceId } = await serve(dir, 1, onTestFinished);
+    const upload = startUpload(url, workspaceId);
+    upload.response.catch(() => undefined);
+    await until("the server is storing the upload", () => uploadStaged(dir, workspaceId));
+    cli.kill("SIGTERM");
+    const exit = await cli.exited;
+    expect(exit.code).toBe(0);
+    expect(logEntries(exit.stdout, /^shutdown finished$/)[0]).toMatchObject({ inFlight: 1, forced: 1 });
+  });
+});
+
+describe("no orphan", SLOW, () => {
+  it("SIGTERM to the npm process of `npm start` stops the node server and closes its port", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const data = join(dir, "data");
+    // --ignore-scripts: `npm start` runs its script, never `prestart` (which may run `npm ci`).
+    const npm = spawnCaptured(
+      "npm",
+      ["start", "--ignore-scripts", "--", "--port", "0", "--data", data],
+      WORKTREE,
+      {
+        npm_config_update_notifier: "false",
+      },
+    );
+    let serverPid: number | undefined;
+    onTestFinished(async () => {
+      // An orphan holds npm's stdout open, so npm's streams close only once it is gone.
+      if (serverPid !== undefined && isAlive(serverPid)) process.kill(serverPid, "SIGKILL");
+      await npm.stop();
+    });
+    const [, url] = await npm.waitForOutput(/listening on (http:\/\/127\.0\.0\.1:\d+)/, BOOT_MS);
+    const holder = JSON.parse(await readFile(join(data, "_instance", "instance.lock"), "utf8")) as LockHolder;
+    serverPid = holder.pid;
+    expect(serverPid).not.toBe(npm.pid);
+
+    npm.kill("SIGTERM");
+    const pid = serverPid;
+    await until("the node server is gone", () => !isAlive(pid));
+    expect(await refused(url ?? "")).toBe(true);
+    expect(existsSync(join(data, "_instance", "instance.lock"))).toBe(false);
+  });
+});
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
