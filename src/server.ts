@@ -28,6 +28,7 @@ import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
 import { StorageLayout } from "./storage/paths.ts";
+import { type LeftoverRules, RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
 import { WorkspaceStore } from "./workspace/store.ts";
 
@@ -81,6 +82,11 @@ export async function startAtrium(
     skills: new SkillService(layout, config.skills, log),
     skillWriter: new SkillWriter(layout, workspaces),
   };
+  // Before anything is served: complete or remove what interrupted writes left, and rebuild
+  // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
+  const leftovers: LeftoverRules[] = [workspaces, services.files, services.skillWriter];
+  const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
+  await recover(RecoveryPass.boot());
   const registries = new IdleCache<SourceRegistry>(
     async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
     (registry) => registry.close(),
@@ -146,6 +152,7 @@ export async function startAtrium(
       { name: "consent requests", run: () => pending.sweep() },
       { name: "oauth grants", run: () => oauth.grants.load() },
       { name: "sessions", run: () => sessions.sweep() },
+      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping())) },
     ],
     log,
     options.housekeepingIntervalMs,
