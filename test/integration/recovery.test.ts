@@ -2,6 +2,9 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { parseInstance } from "../../src/instance/load.ts";
+import { createLogger } from "../../src/log.ts";
+import { startAtrium } from "../../src/server.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 
@@ -251,5 +254,33 @@ describe("skills: a leftover never changes what a later request does", () => {
       `/v1/workspaces/${ws}/skills/${SKILL.name}/history?scope=user`,
     );
     expect(history.status).toBe(200);
+  });
+});
+
+describe("housekeeping", () => {
+  it("removes an old leftover while the server runs", async () => {
+    const first = await started();
+    const ws = await bootstrapWorkspace(first, "alice");
+    await first.close();
+    const config = parseInstance(
+      {
+        auth: { adapter: "dev" },
+        storage: { root: "./data" },
+        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+        log: { level: "silent" },
+      },
+      { source: "test instance", baseDir: first.dir },
+    );
+    const running = await startAtrium(config, { log: createLogger("silent"), housekeepingIntervalMs: 20 });
+    try {
+      // Made after boot, so only the housekeeping loop can remove it.
+      const leftover = join(first.root, ws, ".tmp-workspace.json-0a0b0c0d0e0f");
+      await writeFile(leftover, "{");
+      await utimes(leftover, HOUR_AGO, HOUR_AGO);
+      for (let i = 0; i < 250 && existsSync(leftover); i++) await new Promise((r) => setTimeout(r, 20));
+      expect(existsSync(leftover)).toBe(false);
+    } finally {
+      await running.close();
+    }
   });
 });
