@@ -84,7 +84,7 @@ export async function startAtrium(
   };
   // Before anything is served: complete or remove what interrupted writes left, and rebuild
   // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
-  const leftovers: LeftoverRules[] = [workspaces, services.files, services.skillWriter];
+  const leftovers: LeftoverRules[] = [services.files, services.skillWriter];
   const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
   await recover(RecoveryPass.boot());
   const registries = new IdleCache<SourceRegistry>(

@@ -14,7 +14,7 @@ import type { StorageLayout } from "./paths.ts";
  *  R1  A temp file `.tmp-<name>-<hex>` (storage/atomic.ts) anywhere: its rename never
  *      happened, so the write was never acknowledged. Removed.
  *  R2  A workspace staging folder `<root>/.tmp-ws_…`: the create was never acknowledged.
- *      Removed. (workspace/store.ts)
+ *      Removed.
  *  R3  A file staging folder `<owner>/.tmp-fl_…`: the upload was never acknowledged.
  *      Removed. (platform/files/store.ts)
  *  R4  A half-done delete `.tmp-deleted-…` (files, skills): the record had already left its
@@ -77,9 +77,13 @@ export class RecoveryPass {
   }
 }
 
-/** What one primitive (or the workspace store) recovers inside a workspace and instance-wide. */
+/** What one primitive recovers inside a workspace and instance-wide. */
 export interface LeftoverRules {
-  recoverWorkspace?(workspaceId: string, pass: RecoveryPass): Promise<void>;
+  /**
+   * `present` names what the workspace folder holds (temp entries already swept), so a rule
+   * whose folder is absent costs nothing: boot walks every workspace.
+   */
+  recoverWorkspace?(workspaceId: string, present: ReadonlySet<string>, pass: RecoveryPass): Promise<void>;
   recoverInstance?(pass: RecoveryPass): Promise<void>;
 }
 
@@ -138,7 +142,9 @@ export async function recoverDataRoot(
 ): Promise<RecoveryPass> {
   await sweepTempEntries(layout.root, pass);
   await mapBounded(workspaceIds, WORKSPACES_IN_FLIGHT, async (id) => {
-    for (const rule of rules) await rule.recoverWorkspace?.(id, pass);
+    // R1 for workspace.json writes; the rest is each primitive's.
+    const present = new Set((await sweepTempEntries(layout.workspaceDir(id), pass)).map((e) => e.name));
+    for (const rule of rules) await rule.recoverWorkspace?.(id, present, pass);
   });
   await sweepInstance(layout, pass);
   for (const rule of rules) await rule.recoverInstance?.(pass);

@@ -6,7 +6,6 @@ import { mapBounded } from "../storage/bounded.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
-import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../storage/recovery.ts";
 import { hasControlCharacters } from "../text.ts";
 import { isWorkspaceId, newWorkspaceId } from "./ids.ts";
 import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
@@ -20,7 +19,7 @@ const RECORDS_IN_FLIGHT = 64;
  * Every change to one workspace runs under its lock, rereads workspace.json and is written
  * atomically before the index moves (adr/0025).
  */
-export class WorkspaceStore implements LeftoverRules {
+export class WorkspaceStore {
   private readonly index = new Map<string, Workspace>();
   /** Principal id → the ids of the workspaces listing them, so `listFor` never scans. */
   private readonly byMember = new Map<string, Set<string>>();
@@ -53,11 +52,6 @@ export class WorkspaceStore implements LeftoverRules {
   /** The ids of every live workspace, for walks over the root (recovery). */
   ids(): string[] {
     return [...this.index.keys()];
-  }
-
-  /** R1 in a workspace folder: a workspace.json write that never renamed (storage/recovery.ts). */
-  async recoverWorkspace(workspaceId: string, pass: RecoveryPass): Promise<void> {
-    await sweepTempEntries(this.layout.workspaceDir(workspaceId), pass);
   }
 
   /**

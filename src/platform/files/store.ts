@@ -230,7 +230,12 @@ export class FileStore implements LeftoverRules {
    * R3 and R4 in each owner partition of a workspace; at boot, also the locator's entries for
    * the files found there (the walk reads these folders anyway).
    */
-  async recoverWorkspace(workspaceId: string, pass: RecoveryPass): Promise<void> {
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (!present.has("files")) return;
     const primitiveDir = this.layout.primitiveDir(workspaceId, "files");
     for (const owner of await sweepTempEntries(primitiveDir, pass)) {
       if (!owner.isDirectory()) continue;

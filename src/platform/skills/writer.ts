@@ -232,8 +232,12 @@ export class SkillWriter implements LeftoverRules {
     }
   }
 
-  async recoverWorkspace(workspaceId: string, pass: RecoveryPass): Promise<void> {
-    await this.recoverScope(this.layout.workspaceSkillsDir(workspaceId), pass);
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (present.has("skills")) await this.recoverScope(this.layout.workspaceSkillsDir(workspaceId), pass);
   }
 
   /** Every person's user-scope skills. */

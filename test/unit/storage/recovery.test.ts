@@ -31,7 +31,7 @@ afterEach(async () => {
 });
 
 function recover(pass: RecoveryPass) {
-  const rules = [workspaces, files, new SkillWriter(layout, workspaces)];
+  const rules = [files, new SkillWriter(layout, workspaces)];
   return recoverDataRoot(layout, workspaces.ids(), rules, pass, log);
 }
 
