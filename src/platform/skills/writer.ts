@@ -10,6 +10,14 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
+import {
+  HISTORY_DIR,
+  listVersions,
+  reconcileHistory,
+  recordVersion,
+  type SkillVersion,
+  versionsDir,
+} from "./history.ts";
 import type { AtriumMetadata } from "./metadata-schema.ts";
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
@@ -18,9 +26,6 @@ import { SKILL_FILE } from "./skill-dirs.ts";
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
 export type WritableScope = "workspace" | "user";
 export const WRITABLE_SCOPES: readonly WritableScope[] = ["workspace", "user"];
-
-// History lives beside the skills, in a dot-folder the scope reader skips, so it outlives a delete.
-const HISTORY_DIR = ".history";
 
 export interface SkillDraft {
   description: string;
@@ -40,19 +45,11 @@ export type SkillUpdate =
       tools?: string[] | undefined;
     };
 
-export interface SkillVersion {
-  version: number;
-  savedAt: string;
-}
-
 export interface WriteTarget {
   scope: WritableScope;
   workspaceId: string;
   principalId: string;
 }
-
-const VERSION_TEXT = /^(\d+)\.md$/;
-const VERSION_META = /^(\d+)\.json$/;
 
 /**
  * Creates, edits and deletes workspace- and user-scope skills. Workspace writes take the
@@ -109,28 +106,15 @@ export class SkillWriter implements LeftoverRules {
   }
 
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
-    const dir = this.scopeDir(target, name, "read");
-    let entries: string[];
-    try {
-      entries = await readdir(join(dir, HISTORY_DIR, name));
-    } catch {
-      entries = [];
-    }
-    const versions = await Promise.all(
-      entries
-        .filter((e) => /^\d+\.json$/.test(e))
-        .map(
-          async (e) => JSON.parse(await readFile(join(dir, HISTORY_DIR, name, e), "utf8")) as SkillVersion,
-        ),
-    );
+    const versions = await listVersions(versionsDir(this.scopeDir(target, name, "read"), name));
     if (versions.length === 0) throw skillNotFound(target, name);
-    return versions.sort((a, b) => a.version - b.version);
+    return versions;
   }
 
   async version(target: WriteTarget, name: string, version: number): Promise<string> {
     const dir = this.scopeDir(target, name, "read");
     const text = Number.isInteger(version)
-      ? await readText(join(dir, HISTORY_DIR, name, `${version}.md`))
+      ? await readText(join(versionsDir(dir, name), `${version}.md`))
       : undefined;
     if (text === undefined)
       throw new NotFound("skill_version_not_found", `"${name}" has no version ${version}.`);
@@ -152,7 +136,7 @@ export class SkillWriter implements LeftoverRules {
       await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
     }
     await this.commitCurrent(dir, name, text);
-    await this.recordVersion(dir, name, text, new Date().toISOString());
+    await recordVersion(versionsDir(dir, name), text, new Date().toISOString());
     return skill;
   }
 
@@ -178,17 +162,6 @@ export class SkillWriter implements LeftoverRules {
     await syncDir(dir);
   }
 
-  /** Appends `text` as the next version: `N.md`, then its `N.json`. */
-  private async recordVersion(dir: string, name: string, text: string, savedAt: string): Promise<number> {
-    const versions = join(dir, HISTORY_DIR, name);
-    await mkdir(versions, { recursive: true, mode: FOLDER_MODE });
-    const { texts } = await readVersions(versions);
-    const next = Math.max(0, ...texts) + 1;
-    await writeFileAtomic(join(versions, `${next}.md`), text);
-    await writeVersionMeta(versions, next, savedAt);
-    return next;
-  }
-
   /** R4–R6 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
   private async recoverScope(dir: string, pass: RecoveryPass): Promise<void> {
     const names = new Set<string>();
@@ -205,31 +178,19 @@ export class SkillWriter implements LeftoverRules {
 
   private async recoverSkill(dir: string, name: string, pass: RecoveryPass): Promise<void> {
     const folder = join(dir, name);
-    const versions = join(dir, HISTORY_DIR, name);
+    const versions = versionsDir(dir, name);
     const inFolder = await sweepTempEntries(folder, pass);
     await sweepTempEntries(versions, pass);
-    const current = await readText(join(folder, SKILL_FILE));
-    if (current === undefined && inFolder.length === 0 && (await isFolder(folder))) {
+    const text = await readText(join(folder, SKILL_FILE));
+    if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
       if (await pass.isStale(folder)) await pass.remove(folder); // R5
     }
-    const { texts, metas } = await readVersions(versions);
-    for (const version of metas) {
-      if (!texts.includes(version)) await pass.remove(join(versions, `${version}.json`));
-    }
-    for (const version of texts) {
-      if (metas.includes(version)) continue;
-      const savedAt = (await stat(join(versions, `${version}.md`))).mtime.toISOString();
-      await writeVersionMeta(versions, version, savedAt);
-      pass.completed += 1;
-    }
-    if (current === undefined) return;
-    const newest = Math.max(0, ...texts);
-    const newestText = newest > 0 ? await readText(join(versions, `${newest}.md`)) : undefined;
-    if (newestText !== current) {
-      const savedAt = (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
-      await this.recordVersion(dir, name, current, savedAt);
-      pass.completed += 1;
-    }
+    const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
+    await reconcileHistory(
+      versions,
+      text === undefined ? undefined : { text, savedAt: await savedAt() },
+      pass,
+    );
   }
 
   async recoverWorkspace(
@@ -315,27 +276,6 @@ function parseOrRefuse(text: string, target: WriteTarget): Skill {
 
 function skillNotFound(target: WriteTarget, name: string): NotFound {
   return new NotFound("skill_not_found", `No ${target.scope} skill named "${name}".`);
-}
-
-/** The version numbers that have their text (`N.md`) and their metadata (`N.json`). */
-async function readVersions(versions: string): Promise<{ texts: number[]; metas: number[] }> {
-  let entries: string[];
-  try {
-    entries = await readdir(versions);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { texts: [], metas: [] };
-    throw error;
-  }
-  const numbers = (pattern: RegExp) =>
-    entries.flatMap((entry) => {
-      const match = pattern.exec(entry);
-      return match ? [Number(match[1])] : [];
-    });
-  return { texts: numbers(VERSION_TEXT), metas: numbers(VERSION_META) };
-}
-
-async function writeVersionMeta(versions: string, version: number, savedAt: string): Promise<void> {
-  await writeFileAtomic(join(versions, `${version}.json`), JSON.stringify({ version, savedAt }));
 }
 
 async function isFolder(path: string): Promise<boolean> {
