@@ -1,6 +1,6 @@
 import type { Dirent } from "node:fs";
 import { lstat, readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
 import { TEMP_PREFIX } from "./atomic.ts";
 import { mapBounded } from "./bounded.ts";
@@ -116,14 +116,15 @@ export async function sweepTempEntries(
   return kept;
 }
 
-/** R1 under `_instance/`, except user skills, which their own rules walk (R4–R6). */
+/** R1 under `_instance/`, except in user skills, which their own rules walk (R4–R6). */
 async function sweepInstance(layout: StorageLayout, pass: RecoveryPass): Promise<void> {
   const top = layout.instanceDir();
-  const skip = new Set([join(top, "users")]);
+  const users = layout.usersDir();
   const walk = async (dir: string, minAgeMs: number): Promise<void> => {
     for (const entry of await sweepTempEntries(dir, pass, undefined, minAgeMs)) {
       const path = join(dir, entry.name);
-      if (entry.isDirectory() && !skip.has(path)) await walk(path, pass.minTempAgeMs);
+      const userSkills = dirname(dir) === users && entry.name === "skills";
+      if (entry.isDirectory() && !userSkills) await walk(path, pass.minTempAgeMs);
     }
   };
   await walk(top, Math.max(pass.minTempAgeMs, INSTANCE_TOP_AGE_MS));

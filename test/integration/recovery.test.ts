@@ -89,6 +89,7 @@ describe("boot removes what interrupted writes left (R1–R4)", () => {
       join(owner, ".tmp-deleted-fl_000000000000000000000002", "meta.json"),
       join(owner, ".tmp-deleted-fl_000000000000000000000003-0a0b0c0d", "content"),
       join(first.root, "_instance", "sessions", ".tmp-abcdefgh.json-0a0b0c0d0e0f"),
+      join(first.root, "_instance", "users", ALICE, ".tmp-profile.json-0a0b0c0d0e0f"),
     ];
     for (const path of leftovers) {
       await mkdir(join(path, ".."), { recursive: true });
