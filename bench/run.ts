@@ -12,8 +12,17 @@ import { atriumAvailable, atriumBin, startAtrium } from "./lib/start-atrium.ts";
 import { startBenchServer } from "./lib/start-bench-server.ts";
 import type { TargetKey } from "./lib/target.ts";
 import { writeResults } from "./lib/write-results.ts";
+import { formatScale, runScaleBench } from "./scale.ts";
+
+/** The cost of many workspaces: boot and bare-id lookups at 10 and 10,000 (bench/scale.ts). */
+async function scale(): Promise<void> {
+  const rows = await runScaleBench();
+  process.stdout.write(`\n${formatScale(rows)}`);
+}
 
 async function main(): Promise<void> {
+  // `npm run bench -- scale` runs only the workspace-count benchmark.
+  if (process.argv.includes("scale")) return scale();
   const settings = readLoadSettings();
   const loadAverageAtStart = sampleLoadAverage();
   const fixture = await createMetadataFixture();
@@ -49,6 +58,7 @@ async function main(): Promise<void> {
   const path = await writeResults(results);
   process.stdout.write(`\n${formatTable(results)}`);
   progress(`results written to ${path}`);
+  await scale();
 }
 
 installSignalCleanup((signal) => progress(`\n${signal}: stopping servers and removing temp dirs`));

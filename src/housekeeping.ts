@@ -1,6 +1,6 @@
 import type { Logger } from "./log.ts";
 
-/** How often expired records (codes, consent requests, grants, sessions) are removed. */
+/** How often expired records (codes, consent requests, grants, sessions) and crash leftovers are removed. */
 export const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
 
 export interface Chore {

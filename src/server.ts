@@ -32,6 +32,7 @@ import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
 import { StorageLayout } from "./storage/paths.ts";
+import { type LeftoverRules, RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
 import { Invitations } from "./workspace/invitations.ts";
 import { WorkspaceStore } from "./workspace/store.ts";
@@ -119,6 +120,11 @@ async function startLocked(
     skills: new SkillService(layout, config.skills, log),
     skillWriter: new SkillWriter(layout, workspaces),
   };
+  // Before anything is served: complete or remove what interrupted writes left, and rebuild
+  // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
+  const leftovers: LeftoverRules[] = [services.files, services.skillWriter];
+  const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
+  await recover(RecoveryPass.boot());
   const registries = new IdleCache<SourceRegistry>(
     async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
     (registry) => registry.close(),
@@ -195,6 +201,7 @@ async function startLocked(
       { name: "oauth grants", run: () => oauth.grants.load() },
       { name: "sessions", run: () => sessions.sweep() },
       { name: "invitations", run: () => invitations.load() },
+      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping())) },
     ],
     log,
     options.housekeepingIntervalMs,

@@ -2,6 +2,7 @@ import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, NotFound } from "../errors.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
+import { FOLDER_MODE } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { isPrincipalId, type Principal } from "./principal.ts";
@@ -109,7 +110,7 @@ export class UserDirectory {
 
   private async write(profile: Profile): Promise<void> {
     const dir = this.layout.userDir(profile.id);
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
     await writeJsonAtomic(join(dir, PROFILE_FILE), profile);
     this.known.set(profile.id, profile);
   }

@@ -10,8 +10,22 @@ export function tempPathBeside(path: string): string {
 }
 
 /**
- * Writes to a temp file beside the target, fsyncs it, then renames it over the target:
- * a reader sees the old bytes or the new ones, never half of either.
+ * Flushes a folder's entries (a rename or create inside it) to the disk. Without it a rename
+ * survives `kill -9` but may be undone by a power loss (adr/0024).
+ */
+export async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Writes to a temp file beside the target, fsyncs it, renames it over the target and fsyncs
+ * the folder: a reader sees the old bytes or the new ones, never half of either, and once
+ * this returns the new bytes survive a power loss.
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const temp = tempPathBeside(path);
@@ -28,6 +42,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
     await rm(temp, { force: true });
     throw error;
   }
+  await syncDir(dirname(path));
 }
 
 export async function writeJsonAtomic(path: string, value: unknown): Promise<void> {

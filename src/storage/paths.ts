@@ -106,8 +106,13 @@ export class StorageLayout {
     return this.within("_instance", name);
   }
 
+  /** The folder holding one folder per person (`userDir`); recovery walks it. */
+  usersDir(): string {
+    return this.within("_instance", "users");
+  }
+
   userDir(principalId: string): string {
-    return this.within("_instance", "users", checkSegment("principal id", principalId, isPrincipalId));
+    return this.within(this.usersDir(), checkSegment("principal id", principalId, isPrincipalId));
   }
 
   /** Workspace-scope skills: `<root>/<ws>/skills/<name>/SKILL.md`. */

@@ -1,28 +1,38 @@
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
-import { writeJsonAtomic } from "../storage/atomic.ts";
+import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
+import { mapBounded } from "../storage/bounded.ts";
+import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hasControlCharacters } from "../text.ts";
 import { isWorkspaceId, newWorkspaceId } from "./ids.ts";
 import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
 
+/** workspace.json files read at once at boot: enough to keep the thread pool busy. */
+const RECORDS_IN_FLIGHT = 64;
+
 /**
- * The workspaces of one instance. The in-memory index is loaded at boot and kept current
- * by the writers, so a request never lists or parses the disk. Every change to one
- * workspace runs under its lock and is written atomically before the index moves.
+ * The workspaces of one instance. The in-memory index (and the index by member) is loaded
+ * at boot and kept current by the writers, so a request never lists or parses the disk.
+ * Every change to one workspace runs under its lock, rereads workspace.json and is written
+ * atomically before the index moves (adr/0025).
  */
 export class WorkspaceStore {
   private readonly index = new Map<string, Workspace>();
+  /** Principal id → the ids of the workspaces listing them, so `listFor` never scans. */
+  private readonly byMember = new Map<string, Set<string>>();
   private readonly locks = new KeyedLock();
 
   constructor(private readonly layout: StorageLayout) {}
 
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
   async load(): Promise<void> {
-    await mkdir(this.layout.root, { recursive: true });
+    // A root Atrium creates is its alone, like every folder in it.
+    await mkdir(this.layout.root, { recursive: true, mode: FOLDER_MODE });
     const entries = await readdir(this.layout.root, { withFileTypes: true });
+    const ids: string[] = [];
     for (const entry of entries) {
       // Dot-entries are writers' temp files and the repository's .gitkeep; nothing reads them.
       if (entry.name.startsWith(".")) continue;
@@ -33,16 +43,30 @@ export class WorkspaceStore {
             `it holds only workspace folders (ws_ + 16 hex) and ${RESERVED_ROOT_FOLDERS.join(", ")}. Move it out of the root.`,
         );
       }
-      this.index.set(entry.name, await this.readWorkspace(entry.name));
+      ids.push(entry.name);
     }
+    const loaded = await mapBounded(ids, RECORDS_IN_FLIGHT, (id) => this.readWorkspace(id));
+    for (const ws of loaded) this.remember(ws);
   }
 
-  private async readWorkspace(id: string): Promise<Workspace> {
+  /** The ids of every live workspace, for walks over the root (recovery). */
+  ids(): string[] {
+    return [...this.index.keys()];
+  }
+
+  /**
+   * One workspace.json, checked. `missing` says what its absence means to the caller: at boot
+   * a folder without its record is corruption; to a writer, the workspace is gone.
+   */
+  private async readWorkspace(id: string, missing: "corrupt" | "gone" = "corrupt"): Promise<Workspace> {
     const path = this.layout.workspaceFile(id);
     let parsed: unknown;
     try {
       parsed = JSON.parse(await readFile(path, "utf8"));
     } catch (error) {
+      if (missing === "gone" && (error as NodeJS.ErrnoException).code === "ENOENT") {
+        throw new WorkspaceNotFound(id);
+      }
       throw new BootError(
         `Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`,
       );
@@ -70,8 +94,9 @@ export class WorkspaceStore {
 
   listFor(principalId: string): Workspace[] {
     const mine: Workspace[] = [];
-    for (const ws of this.index.values()) {
-      if (ws.members.some((m) => m.principalId === principalId)) mine.push(ws);
+    for (const id of this.byMember.get(principalId) ?? []) {
+      const ws = this.index.get(id);
+      if (ws) mine.push(ws);
     }
     return mine.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
@@ -87,7 +112,7 @@ export class WorkspaceStore {
       members: [{ principalId: creatorId, role: "admin", addedAt: now }],
     };
     const staging = this.layout.stagingDir(ws.id);
-    await mkdir(staging);
+    await mkdir(staging, { mode: FOLDER_MODE });
     try {
       await writeJsonAtomic(join(staging, WORKSPACE_FILE), ws);
       await rename(staging, this.layout.workspaceDir(ws.id));
@@ -95,7 +120,8 @@ export class WorkspaceStore {
       await rm(staging, { recursive: true, force: true });
       throw error;
     }
-    this.index.set(ws.id, ws);
+    await syncDir(this.layout.root);
+    this.remember(ws);
     return ws;
   }
 
@@ -108,9 +134,11 @@ export class WorkspaceStore {
   async archive(id: string): Promise<void> {
     await this.locks.run(id, async () => {
       if (!this.get(id)) throw new WorkspaceNotFound(id);
-      await mkdir(this.layout.archiveDir(), { recursive: true });
+      await makeFolderIfMissing(this.layout.archiveDir());
       await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, Date.now()));
-      this.index.delete(id);
+      await syncDir(this.layout.root);
+      await syncDir(this.layout.archiveDir());
+      this.forget(id);
     });
   }
 
@@ -140,15 +168,53 @@ export class WorkspaceStore {
     });
   }
 
+  /**
+   * Read-modify-write from the file, never from memory: the index is a cache of disk, and
+   * writing it over workspace.json would undo a change made behind it (issue 16;
+   * test/unit/workspace/store.test.ts "mutate rereads"). A workspace whose file is gone is gone.
+   */
   private mutate(id: string, change: (ws: Workspace) => Workspace): Promise<Workspace> {
     return this.locks.run(id, async () => {
-      const current = this.get(id);
-      if (!current) throw new WorkspaceNotFound(id);
+      if (!this.get(id)) throw new WorkspaceNotFound(id);
+      let current: Workspace;
+      try {
+        current = await this.readWorkspace(id, "gone");
+      } catch (error) {
+        if (error instanceof WorkspaceNotFound) this.forget(id);
+        throw error;
+      }
       const next = { ...change(current), updatedAt: new Date().toISOString() };
       await writeJsonAtomic(this.layout.workspaceFile(id), next);
-      this.index.set(id, next);
+      this.remember(next);
       return next;
     });
+  }
+
+  /** Puts a workspace in both indexes, dropping member entries it no longer lists. */
+  private remember(ws: Workspace): void {
+    const previous = this.index.get(ws.id);
+    for (const member of previous?.members ?? []) this.byMember.get(member.principalId)?.delete(ws.id);
+    this.index.set(ws.id, ws);
+    for (const member of ws.members) {
+      let ids = this.byMember.get(member.principalId);
+      if (!ids) {
+        ids = new Set();
+        this.byMember.set(member.principalId, ids);
+      }
+      ids.add(ws.id);
+    }
+    for (const member of previous?.members ?? []) {
+      if (this.byMember.get(member.principalId)?.size === 0) this.byMember.delete(member.principalId);
+    }
+  }
+
+  private forget(id: string): void {
+    for (const member of this.index.get(id)?.members ?? []) {
+      const ids = this.byMember.get(member.principalId);
+      ids?.delete(id);
+      if (ids?.size === 0) this.byMember.delete(member.principalId);
+    }
+    this.index.delete(id);
   }
 }
 

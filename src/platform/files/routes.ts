@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
 import type { AppEnv, RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
+import { MAX_PAGE_SIZE } from "./listings.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
 
 const FORM_DEFAULT_TYPE = "application/x-www-form-urlencoded";
@@ -30,14 +31,22 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
     return c.json(meta, 201);
   });
 
+  // Paged like files__list: `?limit=` (1–1000, default 100) and `?cursor=` (a `nextCursor`).
   app.get("/v1/workspaces/:ws/files", gate, async (c) => {
-    return c.json({ files: await files.list(c.get("admission").workspace.id, c.get("principal").id) });
+    const limit = c.req.query("limit");
+    if (limit !== undefined && !/^[0-9]{1,4}$/.test(limit)) {
+      throw new InvalidInput(`limit is a whole number from 1 to ${MAX_PAGE_SIZE}.`);
+    }
+    const page = await files.page(c.get("admission").workspace.id, c.get("principal").id, {
+      cursor: c.req.query("cursor"),
+      limit: limit === undefined ? undefined : Number(limit),
+    });
+    return c.json(page);
   });
 
-  const locate = async (principalId: string, fileId: string): Promise<string> => {
-    const mine = deps.workspaces.listFor(principalId).map((ws) => ws.id);
-    return files.locate(principalId, mine, fileId);
-  };
+  // One lookup in the file locator, not a search of the caller's workspaces (adr/0025).
+  const locate = async (principalId: string, fileId: string): Promise<string> =>
+    files.locate(principalId, fileId, (ws) => deps.workspaces.roleOf(ws, principalId) !== undefined);
 
   app.get("/v1/files/:id", async (c) => {
     const owner = c.get("principal").id;

@@ -6,6 +6,7 @@ import { toolError } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
 
 /** Past this size files__read answers with a pointer to the REST download instead. */
@@ -55,18 +56,33 @@ export function createFilesServer(workspaceId: string, services: PlatformService
   server.registerTool(
     "list",
     {
-      description: "List your files in this workspace, newest first, with id, name, type and size.",
-      inputSchema: {},
+      description:
+        "List your files in this workspace, newest first, with id, name, type and size. " +
+        "One page at a time: when `nextCursor` is returned, call again with it as `cursor` for the next page.",
+      inputSchema: {
+        cursor: z
+          .string()
+          .optional()
+          .describe("The nextCursor of the previous page; omit for the first page."),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_PAGE_SIZE)
+          .optional()
+          .describe(`Files per page, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`),
+      },
       annotations: { title: "List files", readOnlyHint: true },
     },
-    tool(async (caller) => {
-      const list = await files.list(workspaceId, caller.principalId);
-      const lines = list.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
+    tool(async (caller, args: { cursor?: string; limit?: number }) => {
+      const page = await files.page(workspaceId, caller.principalId, args);
+      const lines = page.files.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
+      if (page.nextCursor) lines.push(`More files: call this tool again with cursor "${page.nextCursor}".`);
       return {
         content: [
           { type: "text", text: lines.length > 0 ? lines.join("\n") : "You have no files here yet." },
         ],
-        structuredContent: { files: list },
+        structuredContent: { ...page },
       };
     }),
   );

@@ -1,12 +1,15 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHash, type Hash, randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { type FileHandle, mkdir, open, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { InvalidInput, NotFound, PayloadTooLarge, WorkspaceNotFound } from "../../errors.ts";
-import { TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
-import { makeFolderIfMissing } from "../../storage/folders.ts";
+import { syncDir, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
+import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
+import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
+import { FileLocator } from "./locator.ts";
 import {
   checkFileName,
   checkMimeType,
@@ -27,13 +30,22 @@ export interface NewFile {
 /**
  * Files at `<ws>/files/<owner>/fl_…/{content,meta.json}`. A file appears whole: it is
  * staged in a temp folder beside its final place and renamed there, so a failed or
- * oversized write leaves nothing behind (test/integration/files-rest.test.ts).
+ * oversized write leaves nothing behind (test/integration/files-rest.test.ts). Two indexes,
+ * both caches of disk kept by these writers (adr/0025): the locator (file id → workspace and
+ * owner, rebuilt at boot) and each partition's listing (built on its first list).
  */
-export class FileStore {
+export class FileStore implements LeftoverRules {
+  private readonly locator = new FileLocator();
+  private readonly listings: FileListings;
+  /** Staging and doomed folders of writes running now; recovery leaves them alone (R3, R4). */
+  private readonly live = new Set<string>();
+
   constructor(
     private readonly layout: StorageLayout,
     readonly maxBytes: number,
-  ) {}
+  ) {
+    this.listings = new FileListings(layout, (ws, owner, id) => this.readMeta(ws, owner, id));
+  }
 
   async write(workspaceId: string, ownerId: string, file: NewFile, content: Uint8Array): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
@@ -85,8 +97,9 @@ export class FileStore {
     const ownerDir = await this.ensureOwnerDir(workspaceId, ownerId);
     const id = newFileId();
     const staging = join(ownerDir, `${TEMP_PREFIX}${id}`);
-    await mkdir(staging);
+    this.live.add(staging);
     try {
+      await mkdir(staging, { mode: FOLDER_MODE });
       const hash = createHash("sha256");
       const handle = await open(join(staging, CONTENT_FILE), "wx", 0o600);
       let size: number;
@@ -108,11 +121,18 @@ export class FileStore {
         createdAt: new Date().toISOString(),
       };
       await writeJsonAtomic(join(staging, META_FILE), meta);
-      await rename(staging, this.layout.recordDir(workspaceId, "files", ownerId, id));
+      await this.listings.change(workspaceId, ownerId, async () => {
+        await rename(staging, this.layout.recordDir(workspaceId, "files", ownerId, id));
+        return { added: meta };
+      });
+      this.locator.set(id, { workspaceId, ownerId });
+      await syncDir(ownerDir);
       return meta;
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
       throw error;
+    } finally {
+      this.live.delete(staging);
     }
   }
 
@@ -129,20 +149,9 @@ export class FileStore {
     return ownerDir;
   }
 
-  async list(workspaceId: string, ownerId: string): Promise<FileMeta[]> {
-    let entries: string[];
-    try {
-      entries = await readdir(this.layout.ownerDir(workspaceId, "files", ownerId));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
-    const metas = await Promise.all(
-      entries.filter(isFileId).map((id) => this.readMeta(workspaceId, ownerId, id).catch(() => undefined)),
-    );
-    return metas
-      .filter((meta): meta is FileMeta => meta !== undefined)
-      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || a.id.localeCompare(b.id));
+  /** One page of the owner's files in a workspace, newest first, from the partition's listing. */
+  page(workspaceId: string, ownerId: string, request: PageRequest): Promise<FilePage> {
+    return this.listings.page(workspaceId, ownerId, request);
   }
 
   async info(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
@@ -180,35 +189,63 @@ export class FileStore {
 
   async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {
     await this.info(workspaceId, ownerId, fileId);
-    const dir = this.layout.recordDir(workspaceId, "files", ownerId, fileId);
-    // Rename first so a reader never sees a folder with half its files removed.
-    const doomed = join(
-      this.layout.ownerDir(workspaceId, "files", ownerId),
-      `${TEMP_PREFIX}deleted-${fileId}`,
-    );
+    const ownerDir = this.layout.ownerDir(workspaceId, "files", ownerId);
+    // Rename first so a reader never sees a folder with half its files removed; the name is
+    // unique per delete, so a leftover of a crashed one never blocks this one (R4).
+    const doomed = join(ownerDir, `${TEMP_PREFIX}deleted-${fileId}-${randomBytes(4).toString("hex")}`);
+    this.live.add(doomed);
     try {
-      await rename(dir, doomed);
-    } catch (error) {
-      // A concurrent delete of the same file renamed it first: to this caller it is already
-      // gone, not a server error (test/integration/concurrency.test.ts).
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
-      throw error;
+      await this.listings.change(workspaceId, ownerId, async () => {
+        try {
+          await rename(this.layout.recordDir(workspaceId, "files", ownerId, fileId), doomed);
+        } catch (error) {
+          // A concurrent delete of the same file renamed it first: to this caller it is already
+          // gone, not a server error (test/integration/concurrency.test.ts).
+          if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
+          throw error;
+        }
+        return { removed: fileId };
+      });
+      this.locator.delete(fileId);
+      await syncDir(ownerDir);
+      await rm(doomed, { recursive: true, force: true });
+    } finally {
+      this.live.delete(doomed);
     }
-    await rm(doomed, { recursive: true, force: true });
   }
 
   /**
-   * Resolves a bare file id to its workspace by looking only in the caller's own owner
-   * partitions of the workspaces the caller belongs to now: the partition is both the
-   * gate and the search scope, and a workspace the caller left is not searched.
+   * Resolves a bare file id to its workspace in one lookup, whatever the number of
+   * workspaces: the locator says where the id lives, and it counts only when the caller owns
+   * it and is a member of that workspace now (`isMember`), so a workspace the caller left is
+   * not reached. A miss is final: the locator holds every file on disk (adr/0025).
    */
-  async locate(ownerId: string, workspaceIds: readonly string[], fileId: string): Promise<string> {
-    if (!isFileId(fileId)) throw fileNotFound();
-    for (const workspaceId of workspaceIds) {
-      const dir = this.layout.recordDir(workspaceId, "files", ownerId, fileId);
-      if (await exists(join(dir, META_FILE))) return workspaceId;
+  locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): string {
+    const found = isFileId(fileId) ? this.locator.get(fileId) : undefined;
+    if (!found || found.ownerId !== ownerId || !isMember(found.workspaceId)) throw fileNotFound();
+    return found.workspaceId;
+  }
+
+  /**
+   * R3 and R4 in each owner partition of a workspace; at boot, also the locator's entries for
+   * the files found there (the walk reads these folders anyway).
+   */
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (!present.has("files")) return;
+    const primitiveDir = this.layout.primitiveDir(workspaceId, "files");
+    for (const owner of await sweepTempEntries(primitiveDir, pass)) {
+      if (!owner.isDirectory()) continue;
+      const ownerDir = join(primitiveDir, owner.name);
+      const entries = await sweepTempEntries(ownerDir, pass, (path) => this.live.has(path));
+      if (!pass.atBoot) continue;
+      for (const entry of entries) {
+        if (isFileId(entry.name)) this.locator.set(entry.name, { workspaceId, ownerId: owner.name });
+      }
     }
-    throw fileNotFound();
   }
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
@@ -219,13 +256,4 @@ export class FileStore {
 
 function fileNotFound(): NotFound {
   return new NotFound("file_not_found", "No file with that id that you can reach.");
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }

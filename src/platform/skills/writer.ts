@@ -1,12 +1,23 @@
-import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import matter from "gray-matter";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
-import { TEMP_PREFIX, writeFileAtomic } from "../../storage/atomic.ts";
-import { makeFolderIfMissing } from "../../storage/folders.ts";
+import { isPrincipalId } from "../../identity/principal.ts";
+import { syncDir, TEMP_PREFIX, writeFileAtomic } from "../../storage/atomic.ts";
+import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
+import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
+import {
+  HISTORY_DIR,
+  listVersions,
+  reconcileHistory,
+  recordVersion,
+  type SkillVersion,
+  versionsDir,
+} from "./history.ts";
 import type { AtriumMetadata } from "./metadata-schema.ts";
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
@@ -15,9 +26,6 @@ import { SKILL_FILE } from "./skill-dirs.ts";
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
 export type WritableScope = "workspace" | "user";
 export const WRITABLE_SCOPES: readonly WritableScope[] = ["workspace", "user"];
-
-// History lives beside the skills, in a dot-folder the scope reader skips, so it outlives a delete.
-const HISTORY_DIR = ".history";
 
 export interface SkillDraft {
   description: string;
@@ -37,11 +45,6 @@ export type SkillUpdate =
       tools?: string[] | undefined;
     };
 
-export interface SkillVersion {
-  version: number;
-  savedAt: string;
-}
-
 export interface WriteTarget {
   scope: WritableScope;
   workspaceId: string;
@@ -51,9 +54,11 @@ export interface WriteTarget {
 /**
  * Creates, edits and deletes workspace- and user-scope skills. Workspace writes take the
  * workspace admin role, checked now; user writes are the caller's own. Every write is a
- * whole-file atomic replace and is kept as a numbered version.
+ * whole-file atomic replace and is kept as a numbered version. A save commits when SKILL.md
+ * is replaced and records the version after, so what a crash leaves has one rule: history
+ * ends with the current SKILL.md (R5, R6 in storage/recovery.ts; adr/0024).
  */
-export class SkillWriter {
+export class SkillWriter implements LeftoverRules {
   private readonly locks = new KeyedLock();
 
   constructor(
@@ -92,35 +97,24 @@ export class SkillWriter {
   delete(target: WriteTarget, name: string): Promise<void> {
     return this.locked(target, name, async (dir) => {
       await this.current(target, dir, name);
-      const doomed = join(dir, `${TEMP_PREFIX}deleted-${name}`);
+      // Unique per delete: a leftover of a crashed delete never blocks this one (R4).
+      const doomed = join(dir, `${TEMP_PREFIX}deleted-${name}-${randomBytes(4).toString("hex")}`);
       await rename(join(dir, name), doomed);
+      await syncDir(dir);
       await rm(doomed, { recursive: true, force: true });
     });
   }
 
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
-    const dir = this.scopeDir(target, name, "read");
-    let entries: string[];
-    try {
-      entries = await readdir(join(dir, HISTORY_DIR, name));
-    } catch {
-      entries = [];
-    }
-    const versions = await Promise.all(
-      entries
-        .filter((e) => /^\d+\.json$/.test(e))
-        .map(
-          async (e) => JSON.parse(await readFile(join(dir, HISTORY_DIR, name, e), "utf8")) as SkillVersion,
-        ),
-    );
+    const versions = await listVersions(versionsDir(this.scopeDir(target, name, "read"), name));
     if (versions.length === 0) throw skillNotFound(target, name);
-    return versions.sort((a, b) => a.version - b.version);
+    return versions;
   }
 
   async version(target: WriteTarget, name: string, version: number): Promise<string> {
     const dir = this.scopeDir(target, name, "read");
     const text = Number.isInteger(version)
-      ? await readText(join(dir, HISTORY_DIR, name, `${version}.md`))
+      ? await readText(join(versionsDir(dir, name), `${version}.md`))
       : undefined;
     if (text === undefined)
       throw new NotFound("skill_version_not_found", `"${name}" has no version ${version}.`);
@@ -129,7 +123,6 @@ export class SkillWriter {
 
   private async save(target: WriteTarget, dir: string, name: string, text: string): Promise<Skill> {
     const skill = parseOrRefuse(text, target);
-    const versions = join(dir, HISTORY_DIR, name);
     if (target.scope === "workspace") {
       // Inside a workspace nothing is created recursively: if it was archived, this fails.
       try {
@@ -139,17 +132,87 @@ export class SkillWriter {
           throw new WorkspaceNotFound(target.workspaceId);
         throw error;
       }
+    } else {
+      await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
     }
-    await mkdir(join(dir, name), { recursive: true });
-    await mkdir(versions, { recursive: true });
-    const next = (await readdir(versions)).filter((e) => e.endsWith(".md")).length + 1;
-    await writeFileAtomic(join(versions, `${next}.md`), text);
-    await writeFileAtomic(
-      join(versions, `${next}.json`),
-      JSON.stringify({ version: next, savedAt: new Date().toISOString() }),
-    );
-    await writeFileAtomic(join(dir, name, SKILL_FILE), text);
+    await this.commitCurrent(dir, name, text);
+    await recordVersion(versionsDir(dir, name), text, new Date().toISOString());
     return skill;
+  }
+
+  /**
+   * Replaces SKILL.md, the commit point of a save. A new skill's folder is assembled beside
+   * its place and renamed in whole, so no crash leaves a folder without SKILL.md.
+   */
+  private async commitCurrent(dir: string, name: string, text: string): Promise<void> {
+    const folder = join(dir, name);
+    if (await isFolder(folder)) {
+      await writeFileAtomic(join(folder, SKILL_FILE), text);
+      return;
+    }
+    const staging = join(dir, `${TEMP_PREFIX}${name}-${randomBytes(4).toString("hex")}`);
+    await mkdir(staging, { mode: FOLDER_MODE });
+    try {
+      await writeFileAtomic(join(staging, SKILL_FILE), text);
+      await rename(staging, folder);
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+    await syncDir(dir);
+  }
+
+  /** R4–R6 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
+  private async recoverScope(dir: string, pass: RecoveryPass): Promise<void> {
+    const names = new Set<string>();
+    for (const entry of await sweepTempEntries(dir, pass)) {
+      if (entry.isDirectory() && isSkillName(entry.name)) names.add(entry.name);
+    }
+    for (const entry of await sweepTempEntries(join(dir, HISTORY_DIR), pass)) {
+      if (entry.isDirectory() && isSkillName(entry.name)) names.add(entry.name);
+    }
+    for (const name of names) {
+      await this.locks.run(`${dir}\0${name}`, () => this.recoverSkill(dir, name, pass));
+    }
+  }
+
+  private async recoverSkill(dir: string, name: string, pass: RecoveryPass): Promise<void> {
+    const folder = join(dir, name);
+    const versions = versionsDir(dir, name);
+    const inFolder = await sweepTempEntries(folder, pass);
+    await sweepTempEntries(versions, pass);
+    const text = await readText(join(folder, SKILL_FILE));
+    if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
+      if (await pass.isStale(folder)) await pass.remove(folder); // R5
+    }
+    const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
+    await reconcileHistory(
+      versions,
+      text === undefined ? undefined : { text, savedAt: await savedAt() },
+      pass,
+    );
+  }
+
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (present.has("skills")) await this.recoverScope(this.layout.workspaceSkillsDir(workspaceId), pass);
+  }
+
+  /** Every person's user-scope skills. */
+  async recoverInstance(pass: RecoveryPass): Promise<void> {
+    let people: string[];
+    try {
+      people = await readdir(this.layout.usersDir());
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw error;
+    }
+    for (const person of people) {
+      if (isPrincipalId(person)) await this.recoverScope(this.layout.userSkillsDir(person), pass);
+    }
   }
 
   private async current(target: WriteTarget, dir: string, name: string): Promise<Skill> {
@@ -213,6 +276,15 @@ function parseOrRefuse(text: string, target: WriteTarget): Skill {
 
 function skillNotFound(target: WriteTarget, name: string): NotFound {
   return new NotFound("skill_not_found", `No ${target.scope} skill named "${name}".`);
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
 }
 
 async function readText(path: string): Promise<string | undefined> {

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -211,6 +211,60 @@ describe("WorkspaceStore members", () => {
   });
 });
 
+describe("WorkspaceStore is a cache of disk", () => {
+  it("mutate rereads workspace.json: a change made behind the store is kept by the next change", async () => {
+    const store = await loadedStore();
+    const ws = await store.create("Team", ALICE);
+    // Another writer of the root (a second process, an operator) adds Bob on disk.
+    const behind = await onDisk(ws.id);
+    behind.members.push({ principalId: BOB, role: "member", addedAt: behind.createdAt });
+    await writeFile(layout.workspaceFile(ws.id), JSON.stringify(behind));
+
+    const after = await store.addMember(ws.id, CAROL, "member");
+    expect(after.members.map((m) => m.principalId)).toEqual([ALICE, BOB, CAROL]);
+    expect((await onDisk(ws.id)).members.map((m) => m.principalId)).toEqual([ALICE, BOB, CAROL]);
+    expect(store.listFor(BOB).map((w) => w.id)).toEqual([ws.id]);
+  });
+
+  it("mutate on a workspace whose folder is gone is WorkspaceNotFound, and it leaves the index", async () => {
+    const store = await loadedStore();
+    const ws = await store.create("Team", ALICE);
+    await rm(layout.workspaceDir(ws.id), { recursive: true });
+    await expect(store.rename(ws.id, "New")).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(store.get(ws.id)).toBeUndefined();
+    expect(store.listFor(ALICE)).toEqual([]);
+    expect(await readdir(root)).toEqual([]);
+  });
+});
+
+describe("WorkspaceStore.listFor, from the index by member", () => {
+  it("follows adds, removals, role changes and archives", async () => {
+    const store = await loadedStore();
+    const a = await store.create("A", ALICE);
+    const b = await store.create("B", BOB);
+    await store.addMember(b.id, ALICE, "member");
+    expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id, b.id]);
+    await store.setRole(b.id, ALICE, "admin");
+    expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id, b.id]);
+    expect(store.listFor(ALICE)[1]?.members.find((m) => m.principalId === ALICE)?.role).toBe("admin");
+    await store.removeMember(b.id, ALICE);
+    expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id]);
+    expect(store.listFor(BOB).map((w) => w.id)).toEqual([b.id]);
+    await store.archive(a.id);
+    expect(store.listFor(ALICE)).toEqual([]);
+    expect(store.listFor(CAROL)).toEqual([]);
+  });
+
+  it("is rebuilt at boot from many workspaces read at once", async () => {
+    const first = await loadedStore();
+    const made: string[] = [];
+    for (let i = 0; i < 150; i++) made.push((await first.create(`W${i}`, i % 2 === 0 ? ALICE : BOB)).id);
+    const second = await loadedStore();
+    expect(second.listFor(ALICE).map((w) => w.id)).toEqual(made.filter((_, i) => i % 2 === 0));
+    expect(second.listFor(BOB)).toHaveLength(75);
+  });
+});
+
 describe("WorkspaceStore.load", () => {
   async function seed(): Promise<Workspace> {
     return (await loadedStore()).create("Seeded", ALICE);
@@ -222,10 +276,11 @@ describe("WorkspaceStore.load", () => {
     return (error as BootError).message;
   }
 
-  it("creates a missing root", async () => {
+  it("creates a missing root, 0700 like every folder in it", async () => {
     layout = new StorageLayout(join(root, "not", "yet"));
     await loadedStore();
     expect(await readdir(join(root, "not"))).toEqual(["yet"]);
+    expect((await stat(join(root, "not", "yet"))).mode & 0o777).toBe(0o700);
   });
 
   it("ignores dot-entries (temp files, .gitkeep) and the reserved folders", async () => {

@@ -1,0 +1,91 @@
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { writeFileAtomic } from "../../storage/atomic.ts";
+import { FOLDER_MODE } from "../../storage/folders.ts";
+import type { RecoveryPass } from "../../storage/recovery.ts";
+
+// A skill's saved versions: `<scope dir>/.history/<name>/N.md` (the whole file) and `N.json`
+// (its number and time). History lives in a dot-folder the scope reader skips, so it outlives
+// a delete.
+export const HISTORY_DIR = ".history";
+
+const VERSION_TEXT = /^(\d+)\.md$/;
+const VERSION_META = /^(\d+)\.json$/;
+
+export interface SkillVersion {
+  version: number;
+  savedAt: string;
+}
+
+export function versionsDir(scopeDir: string, name: string): string {
+  return join(scopeDir, HISTORY_DIR, name);
+}
+
+/** The saved versions with their metadata, oldest first; none when the skill has no history. */
+export async function listVersions(versions: string): Promise<SkillVersion[]> {
+  const { metas } = await versionNumbers(versions);
+  const listed = await Promise.all(
+    metas.map(async (n) => JSON.parse(await readFile(join(versions, `${n}.json`), "utf8")) as SkillVersion),
+  );
+  return listed.sort((a, b) => a.version - b.version);
+}
+
+/** Appends `text` as the next version: `N.md`, then its `N.json`. Numbers only grow. */
+export async function recordVersion(versions: string, text: string, savedAt: string): Promise<number> {
+  await mkdir(versions, { recursive: true, mode: FOLDER_MODE });
+  const { texts } = await versionNumbers(versions);
+  const next = Math.max(0, ...texts) + 1;
+  await writeFileAtomic(join(versions, `${next}.md`), text);
+  await writeVersionMeta(versions, next, savedAt);
+  return next;
+}
+
+/**
+ * R6 (storage/recovery.ts): history ends with the current SKILL.md. An `N.json` without its
+ * `N.md` is removed; an `N.md` without its `N.json` gets one, saved at the `.md`'s mtime; a
+ * current text (`undefined` for a deleted skill) that is not the newest version is recorded.
+ */
+export async function reconcileHistory(
+  versions: string,
+  current: { text: string; savedAt: string } | undefined,
+  pass: RecoveryPass,
+): Promise<void> {
+  const { texts, metas } = await versionNumbers(versions);
+  for (const version of metas) {
+    if (!texts.includes(version)) await pass.remove(join(versions, `${version}.json`));
+  }
+  for (const version of texts) {
+    if (metas.includes(version)) continue;
+    const savedAt = (await stat(join(versions, `${version}.md`))).mtime.toISOString();
+    await writeVersionMeta(versions, version, savedAt);
+    pass.completed += 1;
+  }
+  if (current === undefined) return;
+  const newest = Math.max(0, ...texts);
+  const newestText = newest > 0 ? await readFile(join(versions, `${newest}.md`), "utf8") : undefined;
+  if (newestText !== current.text) {
+    await recordVersion(versions, current.text, current.savedAt);
+    pass.completed += 1;
+  }
+}
+
+/** The version numbers that have their text (`N.md`) and their metadata (`N.json`). */
+async function versionNumbers(versions: string): Promise<{ texts: number[]; metas: number[] }> {
+  let entries: string[];
+  try {
+    entries = await readdir(versions);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { texts: [], metas: [] };
+    throw error;
+  }
+  const numbers = (pattern: RegExp) =>
+    entries.flatMap((entry) => {
+      const match = pattern.exec(entry);
+      return match ? [Number(match[1])] : [];
+    });
+  return { texts: numbers(VERSION_TEXT), metas: numbers(VERSION_META) };
+}
+
+async function writeVersionMeta(versions: string, version: number, savedAt: string): Promise<void> {
+  await writeFileAtomic(join(versions, `${version}.json`), JSON.stringify({ version, savedAt }));
+}
