@@ -1,4 +1,4 @@
-import type { Dirent } from "node:fs";
+import { type Dirent, readdirSync } from "node:fs";
 import { lstat, readdir, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Logger } from "../log.ts";
@@ -71,6 +71,15 @@ export class RecoveryPass {
     }
   }
 
+  /**
+   * A folder's entries. At boot synchronously: nothing else is served yet, and a listing costs
+   * about half as much without the thread pool's round trip (the walk reads every workspace
+   * folder: adr/0025). Hourly, while requests are served, through the thread pool.
+   */
+  async list(dir: string): Promise<Dirent[]> {
+    return this.atBoot ? readdirSync(dir, { withFileTypes: true }) : readdir(dir, { withFileTypes: true });
+  }
+
   async remove(path: string): Promise<void> {
     await rm(path, { recursive: true, force: true });
     this.removed += 1;
@@ -99,7 +108,7 @@ export async function sweepTempEntries(
 ): Promise<Dirent[]> {
   let entries: Dirent[];
   try {
-    entries = await readdir(dir, { withFileTypes: true });
+    entries = await pass.list(dir);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;

@@ -1,17 +1,14 @@
+import { readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
 import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
-import { mapBounded } from "../storage/bounded.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hasControlCharacters } from "../text.ts";
 import { isWorkspaceId, newWorkspaceId } from "./ids.ts";
 import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
-
-/** workspace.json files read at once at boot: enough to keep the thread pool busy. */
-const RECORDS_IN_FLIGHT = 64;
 
 /**
  * The workspaces of one instance. The in-memory index (and the index by member) is loaded
@@ -45,8 +42,19 @@ export class WorkspaceStore {
       }
       ids.push(entry.name);
     }
-    const loaded = await mapBounded(ids, RECORDS_IN_FLIGHT, (id) => this.readWorkspace(id));
-    for (const ws of loaded) this.remember(ws);
+    // Read synchronously: before Atrium listens nothing else waits on the event loop, and a
+    // small file costs ~15 µs this way against ~140 µs through the thread pool (10,000
+    // workspace.json files: 0.13–0.18 s against 1.4 s with 64 in flight; adr/0025).
+    for (const id of ids) {
+      const path = this.layout.workspaceFile(id);
+      let text: string;
+      try {
+        text = readFileSync(path, "utf8");
+      } catch (error) {
+        throw corrupt(id, path, error);
+      }
+      this.remember(checkRecord(id, path, text));
+    }
   }
 
   /** The ids of every live workspace, for walks over the root (recovery). */
@@ -58,30 +66,16 @@ export class WorkspaceStore {
    * One workspace.json, checked. `missing` says what its absence means to the caller: at boot
    * a folder without its record is corruption; to a writer, the workspace is gone.
    */
-  private async readWorkspace(id: string, missing: "corrupt" | "gone" = "corrupt"): Promise<Workspace> {
+  private async readWorkspace(id: string): Promise<Workspace> {
     const path = this.layout.workspaceFile(id);
-    let parsed: unknown;
+    let text: string;
     try {
-      parsed = JSON.parse(await readFile(path, "utf8"));
+      text = await readFile(path, "utf8");
     } catch (error) {
-      if (missing === "gone" && (error as NodeJS.ErrnoException).code === "ENOENT") {
-        throw new WorkspaceNotFound(id);
-      }
-      throw new BootError(
-        `Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`,
-      );
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(id);
+      throw corrupt(id, path, error);
     }
-    const ws = parsed as Workspace;
-    if (
-      typeof ws !== "object" ||
-      ws === null ||
-      ws.id !== id ||
-      typeof ws.name !== "string" ||
-      !Array.isArray(ws.members)
-    ) {
-      throw new BootError(`Workspace ${id} is corrupt: ${path} does not describe workspace ${id}.`);
-    }
-    return ws;
+    return checkRecord(id, path, text);
   }
 
   get(id: string): Workspace | undefined {
@@ -178,7 +172,7 @@ export class WorkspaceStore {
       if (!this.get(id)) throw new WorkspaceNotFound(id);
       let current: Workspace;
       try {
-        current = await this.readWorkspace(id, "gone");
+        current = await this.readWorkspace(id);
       } catch (error) {
         if (error instanceof WorkspaceNotFound) this.forget(id);
         throw error;
@@ -216,6 +210,33 @@ export class WorkspaceStore {
     }
     this.index.delete(id);
   }
+}
+
+function corrupt(id: string, path: string, error: unknown): BootError {
+  return new BootError(
+    `Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`,
+  );
+}
+
+/** A workspace.json's text, parsed and checked to describe the workspace its folder names. */
+function checkRecord(id: string, path: string, text: string): Workspace {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw corrupt(id, path, error);
+  }
+  const ws = parsed as Workspace;
+  if (
+    typeof ws !== "object" ||
+    ws === null ||
+    ws.id !== id ||
+    typeof ws.name !== "string" ||
+    !Array.isArray(ws.members)
+  ) {
+    throw new BootError(`Workspace ${id} is corrupt: ${path} does not describe workspace ${id}.`);
+  }
+  return ws;
 }
 
 function checkName(name: string): string {
