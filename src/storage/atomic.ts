@@ -22,6 +22,17 @@ export async function syncDir(dir: string): Promise<void> {
   }
 }
 
+/** Creates `path` (0600; it must not exist), writes `data` and fsyncs it before returning. */
+export async function writeNewFileSynced(path: string, data: string | Uint8Array): Promise<void> {
+  const handle = await open(path, "wx", 0o600);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * Writes to a temp file beside the target, fsyncs it, renames it over the target and fsyncs
  * the folder: a reader sees the old bytes or the new ones, never half of either, and once
@@ -30,13 +41,7 @@ export async function syncDir(dir: string): Promise<void> {
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   const temp = tempPathBeside(path);
   try {
-    const handle = await open(temp, "wx", 0o600);
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeNewFileSynced(temp, data);
     await rename(temp, path);
   } catch (error) {
     await rm(temp, { force: true });

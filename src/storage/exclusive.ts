@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, open, rename, rm, writeFile } from "node:fs/promises";
+import { link, mkdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import { TEMP_PREFIX, tempPathBeside } from "./atomic.ts";
+import { syncDir, TEMP_PREFIX, tempPathBeside, writeNewFileSynced } from "./atomic.ts";
 
 // Creations that must happen once even when several processes race for them (a first key, a
 // generated secret, the instance lock). The filesystem decides, not an in-process lock: a
@@ -16,14 +16,9 @@ import { TEMP_PREFIX, tempPathBeside } from "./atomic.ts";
 export async function createFileExclusive(path: string, data: string): Promise<boolean> {
   const temp = tempPathBeside(path);
   try {
-    const handle = await open(temp, "wx", 0o600);
-    try {
-      await handle.writeFile(data);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeNewFileSynced(temp, data);
     await link(temp, path);
+    await syncDir(dirname(path));
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
@@ -47,9 +42,10 @@ export async function createFolderExclusive(path: string, files: Record<string, 
   try {
     for (const [name, data] of Object.entries(files)) {
       if (name !== basename(name) || name.startsWith(".")) throw new Error(`Not a plain file name: ${name}`);
-      await writeFile(join(staging, name), data, { mode: 0o600, flag: "wx" });
+      await writeNewFileSynced(join(staging, name), data);
     }
     await rename(staging, path);
+    await syncDir(dirname(path));
     return true;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
