@@ -105,9 +105,28 @@ async function acquire(layout: StorageLayout, options: LockOptions): Promise<Ins
     publicUrl: options.publicUrl,
     token: randomBytes(16).toString("hex"),
   };
+  // Known as ours before the file exists: between the create and the return, a racer in this
+  // same process (tests; one PID) must not judge the new lock "left by an earlier process".
+  heldTokens.add(holder.token);
+  try {
+    await takeLock(layout, options, path, holder, staleMs);
+  } catch (error) {
+    heldTokens.delete(holder.token);
+    throw error;
+  }
+  return holdLock(path, holder, options);
+}
+
+async function takeLock(
+  layout: StorageLayout,
+  options: LockOptions,
+  path: string,
+  holder: LockHolder,
+  staleMs: number,
+): Promise<void> {
   const deadline = Date.now() + TAKEOVER_WAIT_MS;
   for (;;) {
-    if (await createFileExclusive(path, lockText(holder))) break;
+    if (await createFileExclusive(path, lockText(holder))) return;
     const seen = await readLock(path);
     if (seen === undefined) continue; // released in between: compete again
     const reason = stalenessOf(seen, staleMs);
@@ -127,8 +146,6 @@ async function acquire(layout: StorageLayout, options: LockOptions): Promise<Ins
     }
     await sleep(TAKEOVER_RETRY_MS);
   }
-  heldTokens.add(holder.token);
-  return holdLock(path, holder, options);
 }
 
 function holdLock(path: string, holder: LockHolder, options: LockOptions): InstanceLock {
