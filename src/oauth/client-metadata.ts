@@ -2,16 +2,12 @@ import type { IncomingMessage } from "node:http";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import {
-  InvalidClientError,
-  OAuthError,
-  TooManyRequestsError,
-} from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { type Clock, systemClock } from "../clock.ts";
 import { isLoopbackHost } from "../instance/load.ts";
 import { CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT } from "../instance/schema.ts";
 import { checkClientMetadata } from "./client-rules.ts";
+import { OAuthError } from "./oauth-error.ts";
+import type { OAuthClientInformationFull } from "./oauth-types.ts";
 import { FixedWindowLimit } from "./rate-limit.ts";
 import { checkAddress, ForbiddenAddress, guardedLookup } from "./ssrf-guard.ts";
 
@@ -74,9 +70,9 @@ export class ClientMetadataDocuments {
   }
 
   /**
-   * The client a metadata document URL describes; InvalidClientError saying why when it
+   * The client a metadata document URL describes; an invalid_client OAuthError saying why when it
    * cannot be used. A fetch is charged to `caller` (a connecting address), and refused with
-   * TooManyRequestsError past the hourly limit; a cached or in-flight document is free.
+   * too_many_requests past the hourly limit; a cached or in-flight document is free.
    * Without a caller (Atrium listing a person's own grants) nothing is charged.
    */
   async resolve(clientId: string, caller?: string): Promise<OAuthClientInformationFull> {
@@ -88,7 +84,8 @@ export class ClientMetadataDocuments {
     if (!pending) {
       const wait = caller === undefined ? 0 : this.fetchLimit.take(caller);
       if (wait > 0) {
-        throw new TooManyRequestsError(
+        throw new OAuthError(
+          "too_many_requests",
           `Too many client metadata documents were fetched for this address; try again in ${wait} s.`,
         );
       }
@@ -105,7 +102,7 @@ export class ClientMetadataDocuments {
     try {
       fetched = await fetchJson(url, this.allowPrivate, this.timeoutMs);
     } catch (error) {
-      throw new InvalidClientError(`${where} ${describeFailure(error, this.timeoutMs)}.`);
+      throw new OAuthError("invalid_client", `${where} ${describeFailure(error, this.timeoutMs)}.`);
     }
     const client = documentClient(fetched.body, clientId, where);
     if (fetched.maxAgeSeconds > 0) {
@@ -120,7 +117,7 @@ export class ClientMetadataDocuments {
 
   private checkUrl(clientId: string): URL {
     const refuse = (why: string): never => {
-      throw new InvalidClientError(`The client_id ${shown(clientId)} ${why}.`);
+      throw new OAuthError("invalid_client", `The client_id ${shown(clientId)} ${why}.`);
     };
     if (clientId.length > MAX_CLIENT_ID_CHARS) refuse(`is longer than ${MAX_CLIENT_ID_CHARS} characters`);
     let url: URL;
@@ -145,25 +142,33 @@ export class ClientMetadataDocuments {
 /** Checks the fetched JSON as client metadata that names itself `clientId` and has no secret. */
 function documentClient(body: unknown, clientId: string, where: string): OAuthClientInformationFull {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new InvalidClientError(`${where} is not a JSON object.`);
+    throw new OAuthError("invalid_client", `${where} is not a JSON object.`);
   }
   const document = body as Record<string, unknown>;
   if (document.client_id !== clientId) {
-    throw new InvalidClientError(`${where} names a different client_id; it must be exactly its own URL.`);
+    throw new OAuthError(
+      "invalid_client",
+      `${where} names a different client_id; it must be exactly its own URL.`,
+    );
   }
   if ("client_secret" in document || "client_secret_expires_at" in document) {
-    throw new InvalidClientError(`${where} contains a client secret, which a public document must not.`);
+    throw new OAuthError(
+      "invalid_client",
+      `${where} contains a client secret, which a public document must not.`,
+    );
   }
   const method = document.token_endpoint_auth_method;
   if (method !== undefined && method !== "none") {
-    throw new InvalidClientError(
+    throw new OAuthError(
+      "invalid_client",
       `${where} asks for token_endpoint_auth_method "${String(method)}"; only "none" is possible.`,
     );
   }
   try {
     return { ...checkClientMetadata(document), client_id: clientId };
   } catch (error) {
-    if (error instanceof OAuthError) throw new InvalidClientError(`${where} is not usable: ${error.message}`);
+    if (error instanceof OAuthError)
+      throw new OAuthError("invalid_client", `${where} is not usable: ${error.message}`);
     throw error;
   }
 }

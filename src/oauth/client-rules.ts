@@ -1,11 +1,6 @@
-import {
-  CustomOAuthError,
-  InvalidClientMetadataError,
-} from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import {
-  type OAuthClientMetadata,
-  OAuthClientMetadataSchema,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
+import { OAuthClientMetadataSchema } from "@modelcontextprotocol/core";
+import { OAuthError } from "./oauth-error.ts";
+import type { OAuthClientMetadata } from "./oauth-types.ts";
 import { canonicalRedirectUri, validateRedirectUri } from "./redirect-uris.ts";
 
 // What a client may say about itself, whether it registers (RFC 7591) or publishes a
@@ -21,6 +16,11 @@ export const CLIENT_GRANT_TYPES = ["authorization_code", "refresh_token"];
 export const CLIENT_RESPONSE_TYPES = ["code"];
 export const MAX_REDIRECT_URIS = 20;
 
+// v2 of the SDK's schema added `application_type` (OIDC Dynamic Registration: "web" or
+// "native"). v1 stripped it; Atrium has no rule for it yet, so it is still stripped rather
+// than stored and echoed unchecked, and a registration that sends one is answered as before.
+const ClientMetadataSchema = OAuthClientMetadataSchema.omit({ application_type: true });
+
 /** Client metadata with Atrium's defaults filled in and every rule checked. */
 export interface CheckedClientMetadata extends OAuthClientMetadata {
   token_endpoint_auth_method: ClientAuthMethod;
@@ -29,54 +29,62 @@ export interface CheckedClientMetadata extends OAuthClientMetadata {
 }
 
 /**
- * Parses and checks client metadata; throws the SDK's InvalidClientMetadataError, or
+ * Parses and checks client metadata; throws OAuthError `invalid_client_metadata`, or
  * `invalid_redirect_uri` (RFC 7591 §3.2.2) naming the URI and what is wrong with it.
  */
 export function checkClientMetadata(input: unknown): CheckedClientMetadata {
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
-    throw new InvalidClientMetadataError("The client metadata must be a JSON object.");
+    throw new OAuthError("invalid_client_metadata", "The client metadata must be a JSON object.");
   }
   if (!Array.isArray((input as { redirect_uris?: unknown }).redirect_uris)) {
-    throw new InvalidClientMetadataError("redirect_uris is required: a list of redirect URIs.");
+    throw new OAuthError("invalid_client_metadata", "redirect_uris is required: a list of redirect URIs.");
   }
-  const parsed = OAuthClientMetadataSchema.safeParse(input);
+  const parsed = ClientMetadataSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const at = issue?.path.join(".") || "(top level)";
-    throw new InvalidClientMetadataError(`The client metadata is not valid at ${at}: ${issue?.message}.`);
+    throw new OAuthError(
+      "invalid_client_metadata",
+      `The client metadata is not valid at ${at}: ${issue?.message}.`,
+    );
   }
   const metadata = parsed.data;
   const uris = metadata.redirect_uris;
   if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
-    throw new CustomOAuthError(
+    throw new OAuthError(
       "invalid_redirect_uri",
       `redirect_uris must list between 1 and ${MAX_REDIRECT_URIS} redirect URIs.`,
     );
   }
   for (const uri of uris) {
     const problem = validateRedirectUri(uri);
-    if (problem) throw new CustomOAuthError("invalid_redirect_uri", `The redirect URI ${uri} ${problem}.`);
+    if (problem) throw new OAuthError("invalid_redirect_uri", `The redirect URI ${uri} ${problem}.`);
   }
   const method = metadata.token_endpoint_auth_method ?? "none";
   if (!CLIENT_AUTH_METHODS.includes(method as ClientAuthMethod)) {
-    throw new InvalidClientMetadataError(
+    throw new OAuthError(
+      "invalid_client_metadata",
       `token_endpoint_auth_method "${method}" is not supported; use one of ${CLIENT_AUTH_METHODS.join(", ")}.`,
     );
   }
   const grantTypes = metadata.grant_types ?? CLIENT_GRANT_TYPES;
   const unknownGrant = grantTypes.find((grant) => !CLIENT_GRANT_TYPES.includes(grant));
   if (unknownGrant !== undefined) {
-    throw new InvalidClientMetadataError(
+    throw new OAuthError(
+      "invalid_client_metadata",
       `The grant type "${unknownGrant}" is not supported; use ${CLIENT_GRANT_TYPES.join(" and/or ")}.`,
     );
   }
   if (!grantTypes.includes("authorization_code")) {
-    throw new InvalidClientMetadataError("grant_types must include authorization_code, the only way in.");
+    throw new OAuthError(
+      "invalid_client_metadata",
+      "grant_types must include authorization_code, the only way in.",
+    );
   }
   const responseTypes = metadata.response_types ?? CLIENT_RESPONSE_TYPES;
   const unknownResponse = responseTypes.find((type) => !CLIENT_RESPONSE_TYPES.includes(type));
   if (unknownResponse !== undefined || responseTypes.length === 0) {
-    throw new InvalidClientMetadataError('response_types may only be ["code"].');
+    throw new OAuthError("invalid_client_metadata", 'response_types may only be ["code"].');
   }
   return {
     ...metadata,

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { type Clock, systemClock } from "../clock.ts";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { StorageLayout } from "../storage/paths.ts";
@@ -7,6 +6,7 @@ import { JsonRecords } from "../storage/records.ts";
 import type { ClientMetadataDocuments } from "./client-metadata.ts";
 import { isClientMetadataUrl } from "./client-metadata.ts";
 import { type ClientAuthMethod, checkClientMetadata } from "./client-rules.ts";
+import type { OAuthClientInformationFull } from "./oauth-types.ts";
 
 const CLIENT_ID = /^atc_[0-9a-f]{32}$/;
 
@@ -41,7 +41,7 @@ export class ClientRegistry {
     this.records = new JsonRecords(layout, "oauth/clients");
   }
 
-  /** Registers a client; throws the SDK's InvalidClientMetadataError (or invalid_redirect_uri) saying why not. */
+  /** Registers a client, or throws an invalid_client_metadata or invalid_redirect_uri OAuthError. */
   async register(metadata: unknown): Promise<OAuthClientInformationFull> {
     const checked = checkClientMetadata(metadata);
     const client: OAuthClientInformationFull = {
@@ -62,7 +62,7 @@ export class ClientRegistry {
 
   /**
    * A registered client, or the client a metadata document URL describes, or `undefined`
-   * for an id that is neither. A document that cannot be used throws InvalidClientError
+   * for an id that is neither. A document that cannot be used throws an invalid_client OAuthError
    * with the reason, for the person or client to read. `caller`, the connecting address a
    * request came from, is charged for a document that has to be fetched.
    */

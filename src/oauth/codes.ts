@@ -1,4 +1,3 @@
-import { InvalidGrantError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { type Clock, systemClock } from "../clock.ts";
 import { hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { Logger } from "../log.ts";
@@ -6,6 +5,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { type Grants, newGrantId } from "./grants.ts";
+import { OAuthError } from "./oauth-error.ts";
 
 /** How long an authorization code can be redeemed. */
 export const CODE_TTL_MS = 60_000;
@@ -83,22 +83,22 @@ export class AuthorizationCodes {
    * unknown, expired or already-redeemed code.
    */
   async redeem(code: string, check: (grant: CodeGrant) => void): Promise<RedeemedCode> {
-    if (!CODE.test(code)) throw new InvalidGrantError(REFUSED);
+    if (!CODE.test(code)) throw new OAuthError("invalid_grant", REFUSED);
     const id = hashSecret(code);
     return this.locks.run(id, async () => {
       const stored = await this.records.get(id);
-      if (!stored) throw new InvalidGrantError(REFUSED);
+      if (!stored) throw new OAuthError("invalid_grant", REFUSED);
       if (stored.grantId !== undefined) {
         await this.grants.revoke(stored.grantId);
         this.log.warn(
           { grantId: stored.grantId, clientId: stored.grant.clientId },
           "an authorization code was redeemed twice; the grant it started is revoked",
         );
-        throw new InvalidGrantError(REFUSED);
+        throw new OAuthError("invalid_grant", REFUSED);
       }
       if (stored.expiresAt <= this.clock()) {
         await this.records.delete(id);
-        throw new InvalidGrantError(REFUSED);
+        throw new OAuthError("invalid_grant", REFUSED);
       }
       check(stored.grant);
       const grantId = newGrantId();

@@ -1,9 +1,4 @@
 import { randomBytes } from "node:crypto";
-import {
-  InvalidGrantError,
-  InvalidScopeError,
-  InvalidTargetError,
-} from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { UserDirectory } from "../identity/users.ts";
@@ -11,6 +6,7 @@ import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
+import { OAuthError } from "./oauth-error.ts";
 
 const GRANT_ID = /^gnt_[0-9a-f]{32}$/;
 const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
@@ -155,10 +151,10 @@ export class Grants {
     return this.locks.run(grant.grantId, async () => {
       // A code replayed while its grant was being made has already revoked this id.
       if (this.revoked.has(grant.grantId) || (await this.records.get(grant.grantId))) {
-        throw new InvalidGrantError("The authorization code has already been used.");
+        throw new OAuthError("invalid_grant", "The authorization code has already been used.");
       }
       if (this.options.users.isDeactivated(grant.principalId)) {
-        throw new InvalidGrantError("The person who approved this access has been deactivated.");
+        throw new OAuthError("invalid_grant", "The person who approved this access has been deactivated.");
       }
       const now = this.clock();
       const record: GrantRecord = {
@@ -176,11 +172,11 @@ export class Grants {
   /** Exchanges a refresh token for its successor; throws invalid_grant, invalid_scope or invalid_target. */
   async refresh(token: string, request: RefreshRequest): Promise<Refreshed> {
     const grantId = grantIdOf(token);
-    if (grantId === undefined) throw new InvalidGrantError(REFUSED);
+    if (grantId === undefined) throw new OAuthError("invalid_grant", REFUSED);
     return this.locks.run(grantId, async () => {
       const record = await this.records.get(grantId);
       if (!record || record.revokedAt !== undefined || this.revoked.has(grantId)) {
-        throw new InvalidGrantError(REFUSED);
+        throw new OAuthError("invalid_grant", REFUSED);
       }
       const hash = hashSecret(token);
       if (record.currentRefreshHash === undefined || !equalSecrets(hash, record.currentRefreshHash)) {
@@ -191,22 +187,26 @@ export class Grants {
             "a rotated-out refresh token was presented again; the grant is revoked",
           );
         }
-        throw new InvalidGrantError(REFUSED);
+        throw new OAuthError("invalid_grant", REFUSED);
       }
-      if (record.clientId !== request.clientId) throw new InvalidGrantError(REFUSED);
+      if (record.clientId !== request.clientId) throw new OAuthError("invalid_grant", REFUSED);
       if (record.absoluteExpiresAt <= this.clock()) {
-        throw new InvalidGrantError("This access has reached the end of its lifetime; authorize again.");
+        throw new OAuthError(
+          "invalid_grant",
+          "This access has reached the end of its lifetime; authorize again.",
+        );
       }
       if (this.options.users.isDeactivated(record.principalId)) {
-        throw new InvalidGrantError("The person who approved this access has been deactivated.");
+        throw new OAuthError("invalid_grant", "The person who approved this access has been deactivated.");
       }
       if (request.resource !== undefined && request.resource !== record.resource) {
-        throw new InvalidTargetError("The resource is not the one this access was granted for.");
+        throw new OAuthError("invalid_target", "The resource is not the one this access was granted for.");
       }
       const scopes = request.scopes ?? record.scopes;
       const wider = scopes.find((scope) => !record.scopes.includes(scope));
       if (wider !== undefined) {
-        throw new InvalidScopeError(
+        throw new OAuthError(
+          "invalid_scope",
           `The scope "${wider}" was not granted; a refresh can only narrow scopes.`,
         );
       }

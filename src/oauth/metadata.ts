@@ -1,6 +1,6 @@
-import type { OAuthMetadata, OAuthProtectedResourceMetadata } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { workspaceMcpUrl } from "../http/urls.ts";
 import { CLIENT_AUTH_METHODS } from "./client-rules.ts";
+import type { OAuthMetadata, OAuthProtectedResourceMetadata } from "./oauth-types.ts";
 import { SCOPE_READ, SCOPE_WRITE, SUPPORTED_SCOPES } from "./scopes.ts";
 
 /** RFC 8414 metadata: the issuer is the public URL exactly, and every endpoint hangs off it. */

@@ -1,4 +1,4 @@
-import { InvalidScopeError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
+import { OAuthError } from "./oauth-error.ts";
 
 export const SCOPE_READ = "mcp:read";
 export const SCOPE_WRITE = "mcp:write";
@@ -19,7 +19,8 @@ export function parseScopeParam(value: string | undefined): string[] {
   if (named.length === 0) return [...DEFAULT_SCOPES];
   for (const scope of named) {
     if (!SUPPORTED_SCOPES.includes(scope)) {
-      throw new InvalidScopeError(
+      throw new OAuthError(
+        "invalid_scope",
         `The scope "${scope.slice(0, SHOWN_SCOPE_CHARS)}" is not one this server grants; it grants ${SUPPORTED_SCOPES.join(", ")}.`,
       );
     }

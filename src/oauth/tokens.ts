@@ -1,9 +1,9 @@
-import { InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { compactVerify, decodeJwt, type JWTPayload, type JWTVerifyGetKey, jwtVerify, SignJWT } from "jose";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { randomSecret } from "../crypto/secrets.ts";
 import type { Grants } from "./grants.ts";
 import { SIGNING_ALG, type SigningKeys } from "./keys.ts";
+import { OAuthError } from "./oauth-error.ts";
 
 /** RFC 9068: the media type of a JWT access token, in its `typ` header. */
 export const ACCESS_TOKEN_TYP = "at+jwt";
@@ -76,7 +76,7 @@ export class AccessTokens {
 
   /**
    * The claims of a token this instance issued for exactly `audience`, unexpired and not
-   * revoked. Every refusal is the same InvalidTokenError: the reason stays here, so a forger
+   * revoked. Every refusal is the same invalid_token OAuthError: the reason stays here, so a forger
    * learns nothing from trying.
    */
   async verify(token: string, audience: string): Promise<AccessTokenClaims> {
@@ -85,7 +85,7 @@ export class AccessTokens {
       const expired = (known.expiresAt + CLOCK_TOLERANCE_SECONDS) * 1000 <= this.clock();
       if (expired) this.verified.delete(token);
       if (expired || known.audience !== audience || this.options.grants.isRevoked(known.grantId)) {
-        throw new InvalidTokenError(REFUSED);
+        throw new OAuthError("invalid_token", REFUSED);
       }
       return known;
     }
@@ -101,11 +101,11 @@ export class AccessTokens {
         requiredClaims: REQUIRED_CLAIMS,
       }));
     } catch {
-      throw new InvalidTokenError(REFUSED);
+      throw new OAuthError("invalid_token", REFUSED);
     }
     const claims = claimsOf(payload);
     if (!claims || claims.audience !== audience || this.options.grants.isRevoked(claims.grantId)) {
-      throw new InvalidTokenError(REFUSED);
+      throw new OAuthError("invalid_token", REFUSED);
     }
     this.remember(token, claims);
     return claims;
@@ -151,7 +151,7 @@ export class AccessTokens {
 
   private readonly keyFor: JWTVerifyGetKey = (header) => {
     const key = header.kid === undefined ? undefined : this.options.keys.find(header.kid);
-    if (!key) throw new InvalidTokenError(REFUSED);
+    if (!key) throw new OAuthError("invalid_token", REFUSED);
     return key.publicKey;
   };
 }

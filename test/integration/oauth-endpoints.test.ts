@@ -8,7 +8,7 @@ import {
   OAuthMetadataSchema,
   OAuthProtectedResourceMetadataSchema,
   OAuthTokensSchema,
-} from "@modelcontextprotocol/sdk/shared/auth.js";
+} from "@modelcontextprotocol/core";
 import { Hono } from "hono";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

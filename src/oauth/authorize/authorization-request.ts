@@ -1,7 +1,7 @@
-import { TooManyRequestsError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { workspaceOfResource } from "../../http/urls.ts";
 import type { ClientRegistry } from "../clients.ts";
+import { OAuthError, type OAuthErrorCode } from "../oauth-error.ts";
+import type { OAuthClientInformationFull } from "../oauth-types.ts";
 import { redirectUriMatches } from "../redirect-uris.ts";
 import { parseScopeParam } from "../scopes.ts";
 
@@ -28,7 +28,13 @@ export interface AuthorizationRequest extends RequestedAccess {
 export type ParsedAuthorization =
   | { kind: "ok"; request: AuthorizationRequest }
   | { kind: "show"; status: number; message: string }
-  | { kind: "redirect"; redirectUri: string; state: string | undefined; error: string; description: string };
+  | {
+      kind: "redirect";
+      redirectUri: string;
+      state: string | undefined;
+      error: OAuthErrorCode;
+      description: string;
+    };
 
 /** `caller` is the connecting address, charged if the client's metadata document must be fetched. */
 export async function parseAuthorizationRequest(
@@ -47,7 +53,8 @@ export async function parseAuthorizationRequest(
   try {
     client = await clients.find(clientId, caller);
   } catch (error) {
-    if (error instanceof TooManyRequestsError) return show(429, error.message);
+    if (error instanceof OAuthError && error.errorCode === "too_many_requests")
+      return show(429, error.message);
     return show(400, `The client "${clientId}" could not be used: ${(error as Error).message}`);
   }
   if (!client)
@@ -62,7 +69,7 @@ export async function parseAuthorizationRequest(
   }
 
   const state = single("state");
-  const fail = (error: string, description: string): ParsedAuthorization => ({
+  const fail = (error: OAuthErrorCode, description: string): ParsedAuthorization => ({
     kind: "redirect",
     redirectUri,
     state,

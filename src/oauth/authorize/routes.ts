@@ -6,6 +6,7 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
+import type { OAuthErrorCode } from "../oauth-error.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
@@ -163,7 +164,7 @@ async function memberRefusal(
 function errorRedirect(
   redirectUri: string,
   state: string | undefined,
-  error: string,
+  error: OAuthErrorCode,
   description: string,
   deps: Pick<AuthorizeDeps, "publicUrl">,
 ): string {

@@ -1,8 +1,8 @@
-import { InvalidClientError, InvalidRequestError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { Context } from "hono";
 import type { AppEnv } from "../../http/context.ts";
 import type { ClientRegistry, PresentedClientAuth } from "../clients.ts";
+import { OAuthError } from "../oauth-error.ts";
+import type { OAuthClientInformationFull } from "../oauth-types.ts";
 import { callerAddress, type FormParams } from "./oauth-http.ts";
 
 const BASIC = /^basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i;
@@ -27,18 +27,23 @@ export async function authenticateClient(
   if (header !== undefined) {
     const basic = parseBasic(header);
     if (bodySecret !== undefined) {
-      throw new InvalidRequestError(
+      throw new OAuthError(
+        "invalid_request",
         "Use one client authentication method: Basic or client_secret, not both.",
       );
     }
     if (bodyId !== undefined && bodyId !== basic.clientId) {
-      throw new InvalidClientError("The client_id in the body is not the one in the Authorization header.");
+      throw new OAuthError(
+        "invalid_client",
+        "The client_id in the body is not the one in the Authorization header.",
+      );
     }
     clientId = basic.clientId;
     presented = { method: "client_secret_basic", secret: basic.secret };
   } else {
     if (bodyId === undefined) {
-      throw new InvalidClientError(
+      throw new OAuthError(
+        "invalid_client",
         "No client authentication: send client_id (and the secret, if the client has one).",
       );
     }
@@ -47,7 +52,7 @@ export async function authenticateClient(
       bodySecret === undefined ? { method: "none" } : { method: "client_secret_post", secret: bodySecret };
   }
   const client = await clients.find(clientId, callerAddress(c));
-  if (!client || !clients.authenticate(client, presented)) throw new InvalidClientError(REFUSED);
+  if (!client || !clients.authenticate(client, presented)) throw new OAuthError("invalid_client", REFUSED);
   return client;
 }
 
@@ -55,7 +60,10 @@ export async function authenticateClient(
 function parseBasic(header: string): { clientId: string; secret: string } {
   const encoded = BASIC.exec(header)?.[1];
   if (encoded === undefined) {
-    throw new InvalidClientError("The Authorization header must carry HTTP Basic client credentials.");
+    throw new OAuthError(
+      "invalid_client",
+      "The Authorization header must carry HTTP Basic client credentials.",
+    );
   }
   const decoded = Buffer.from(encoded, "base64").toString("utf8");
   const colon = decoded.indexOf(":");
@@ -66,7 +74,10 @@ function parseBasic(header: string): { clientId: string; secret: string } {
     if (clientId === "" || secret === "") throw new Error("empty part");
     return { clientId, secret };
   } catch {
-    throw new InvalidClientError("The Authorization header is not valid HTTP Basic client credentials.");
+    throw new OAuthError(
+      "invalid_client",
+      "The Authorization header is not valid HTTP Basic client credentials.",
+    );
   }
 }
 

@@ -1,14 +1,8 @@
-import {
-  InvalidClientError,
-  InvalidRequestError,
-  OAuthError,
-  ServerError,
-  TooManyRequestsError,
-} from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { Context, Handler, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
+import { OAuthError } from "../oauth-error.ts";
 
 // How the OAuth endpoints speak HTTP: RFC 6749 §5.2 error bodies rather than Atrium's
 // envelope, no caching of anything with a token in it, and bodies read defensively so no
@@ -51,20 +45,14 @@ export function oauthErrorResponse(c: Context<AppEnv>, error: unknown, log: Logg
     oauth = error;
   } else {
     log.error({ err: error, requestId: c.get("requestId") }, "unexpected error at an OAuth endpoint");
-    oauth = new ServerError("The authorization server hit an unexpected error; try again.");
+    oauth = new OAuthError("server_error", "The authorization server hit an unexpected error; try again.");
   }
   const headers: Record<string, string> = { ...NO_STORE };
-  let status: 400 | 401 | 429 | 500 = 400;
-  if (oauth instanceof ServerError) status = 500;
-  if (oauth instanceof TooManyRequestsError) status = 429;
-  if (oauth instanceof InvalidClientError) {
-    status = 401;
-    // RFC 6749 §5.2: a client that tried Basic is told Basic is the way.
-    if (/^basic\s/i.test(c.req.header("authorization") ?? "")) {
-      headers["www-authenticate"] = 'Basic realm="atrium", charset="UTF-8"';
-    }
+  // RFC 6749 §5.2: a client that tried Basic is told Basic is the way.
+  if (oauth.errorCode === "invalid_client" && /^basic\s/i.test(c.req.header("authorization") ?? "")) {
+    headers["www-authenticate"] = 'Basic realm="atrium", charset="UTF-8"';
   }
-  return c.json(oauth.toResponseObject(), status, headers);
+  return c.json(oauth.toResponseObject(), oauth.status, headers);
 }
 
 /** Caps a body before it is read, answering with an OAuth error rather than the app's envelope. */
@@ -73,7 +61,7 @@ export function oauthBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
     maxSize: maxBytes,
     onError: (c) =>
       c.json(
-        new InvalidRequestError(`The body is larger than ${maxBytes} bytes.`).toResponseObject(),
+        new OAuthError("invalid_request", `The body is larger than ${maxBytes} bytes.`).toResponseObject(),
         413,
         NO_STORE,
       ),
@@ -83,12 +71,13 @@ export function oauthBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
 /** Reads an application/x-www-form-urlencoded body; a repeated parameter is refused (RFC 6749 §3.2). */
 export async function readForm(c: Context<AppEnv>): Promise<FormParams> {
   if (mediaType(c) !== "application/x-www-form-urlencoded") {
-    throw new InvalidRequestError("The body must be sent as application/x-www-form-urlencoded.");
+    throw new OAuthError("invalid_request", "The body must be sent as application/x-www-form-urlencoded.");
   }
   const params = new URLSearchParams(await c.req.text());
   const seen = new Set<string>();
   for (const name of params.keys()) {
-    if (seen.has(name)) throw new InvalidRequestError(`The ${name.slice(0, 64)} parameter is repeated.`);
+    if (seen.has(name))
+      throw new OAuthError("invalid_request", `The ${name.slice(0, 64)} parameter is repeated.`);
     seen.add(name);
   }
   const get = (name: string): string | undefined => {
@@ -99,7 +88,7 @@ export async function readForm(c: Context<AppEnv>): Promise<FormParams> {
     get,
     require(name) {
       const value = get(name);
-      if (value === undefined) throw new InvalidRequestError(`The ${name} parameter is required.`);
+      if (value === undefined) throw new OAuthError("invalid_request", `The ${name} parameter is required.`);
       return value;
     },
   };
@@ -108,12 +97,12 @@ export async function readForm(c: Context<AppEnv>): Promise<FormParams> {
 /** Reads an application/json body as a value; what it must contain is the caller's concern. */
 export async function readJson(c: Context<AppEnv>): Promise<unknown> {
   if (mediaType(c) !== "application/json") {
-    throw new InvalidRequestError("The body must be sent as application/json.");
+    throw new OAuthError("invalid_request", "The body must be sent as application/json.");
   }
   try {
     return JSON.parse(await c.req.text()) as unknown;
   } catch {
-    throw new InvalidRequestError("The body is not valid JSON.");
+    throw new OAuthError("invalid_request", "The body is not valid JSON.");
   }
 }
 

@@ -1,9 +1,9 @@
-import { TooManyRequestsError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { Hono } from "hono";
 import type { Clock } from "../../clock.ts";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
+import { OAuthError } from "../oauth-error.ts";
 import { FixedWindowLimit } from "../rate-limit.ts";
 import { publicCors } from "./cors.ts";
 import { callerAddress, NO_STORE, oauthBodyLimit, oauthEndpoint, readJson } from "./oauth-http.ts";
@@ -29,7 +29,8 @@ export function registerRoutes(deps: {
       const wait = limit.take(callerAddress(c));
       if (wait > 0) {
         c.header("retry-after", String(wait));
-        throw new TooManyRequestsError(
+        throw new OAuthError(
+          "too_many_requests",
           `Too many client registrations from this address; try again in ${wait} s, or reuse the client you registered.`,
         );
       }

@@ -1,10 +1,10 @@
-import { InvalidRequestError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import { OAuthTokenRevocationRequestSchema } from "@modelcontextprotocol/sdk/shared/auth.js";
+import { OAuthTokenRevocationRequestSchema } from "@modelcontextprotocol/core";
 import { Hono } from "hono";
 import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { type Grants, isRefreshTokenShaped } from "../grants.ts";
+import { OAuthError } from "../oauth-error.ts";
 import type { AccessTokens } from "../tokens.ts";
 import { authenticateClient } from "./client-auth.ts";
 import { publicCors } from "./cors.ts";
@@ -38,7 +38,7 @@ export function revokeRoutes(deps: RevokeDeps): Hono<AppEnv> {
         token: form.get("token"),
         token_type_hint: form.get("token_type_hint"),
       });
-      if (!parsed.success) throw new InvalidRequestError("The token parameter is required.");
+      if (!parsed.success) throw new OAuthError("invalid_request", "The token parameter is required.");
       const token = parsed.data.token;
       // The hint is only a hint (RFC 7009 §2.1): the token's own shape decides.
       if (isRefreshTokenShaped(token)) {

@@ -1,10 +1,3 @@
-import {
-  InvalidGrantError,
-  InvalidTargetError,
-  UnauthorizedClientError,
-  UnsupportedGrantTypeError,
-} from "@modelcontextprotocol/sdk/server/auth/errors.js";
-import type { OAuthClientInformationFull, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { type Context, Hono } from "hono";
 import { verifyPkce } from "../../crypto/pkce.ts";
 import type { AppEnv } from "../../http/context.ts";
@@ -12,6 +5,8 @@ import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes, CodeGrant } from "../codes.ts";
 import type { Grants } from "../grants.ts";
+import { OAuthError } from "../oauth-error.ts";
+import type { OAuthClientInformationFull, OAuthTokens } from "../oauth-types.ts";
 import { parseScopeParam } from "../scopes.ts";
 import type { AccessTokens } from "../tokens.ts";
 import { authenticateClient } from "./client-auth.ts";
@@ -42,7 +37,8 @@ export function tokenRoutes(deps: TokenDeps): Hono<AppEnv> {
       const grantType = form.require("grant_type");
       if (grantType === "authorization_code") return exchangeCode(c, form, client, deps);
       if (grantType === "refresh_token") return refresh(c, form, client, deps);
-      throw new UnsupportedGrantTypeError(
+      throw new OAuthError(
+        "unsupported_grant_type",
         `The grant type "${grantType.slice(0, 64)}" is not supported; use authorization_code or refresh_token.`,
       );
     }),
@@ -58,7 +54,7 @@ async function exchangeCode(
   deps: TokenDeps,
 ): Promise<Response> {
   if (client.grant_types && !client.grant_types.includes("authorization_code")) {
-    throw new UnauthorizedClientError("This client did not register the authorization_code grant.");
+    throw new OAuthError("unauthorized_client", "This client did not register the authorization_code grant.");
   }
   const code = form.require("code");
   const redirectUri = form.require("redirect_uri");
@@ -93,17 +89,23 @@ function checkRedemption(
   request: { clientId: string; redirectUri: string; verifier: string; resource: string | undefined },
 ): void {
   if (issued.clientId !== request.clientId) {
-    throw new InvalidGrantError("The authorization code was issued to another client.");
+    throw new OAuthError("invalid_grant", "The authorization code was issued to another client.");
   }
   if (issued.redirectUri !== request.redirectUri) {
-    throw new InvalidGrantError("The redirect_uri is not the one the authorization code was issued for.");
+    throw new OAuthError(
+      "invalid_grant",
+      "The redirect_uri is not the one the authorization code was issued for.",
+    );
   }
   if (!verifyPkce(request.verifier, issued.codeChallenge)) {
-    throw new InvalidGrantError("The code_verifier does not match the code_challenge (S256).");
+    throw new OAuthError("invalid_grant", "The code_verifier does not match the code_challenge (S256).");
   }
   // RFC 8707: a client that names the resource again must name the same one.
   if (request.resource !== undefined && request.resource !== issued.resource) {
-    throw new InvalidTargetError("The resource is not the one the authorization code was issued for.");
+    throw new OAuthError(
+      "invalid_target",
+      "The resource is not the one the authorization code was issued for.",
+    );
   }
 }
 
@@ -114,7 +116,7 @@ async function refresh(
   deps: TokenDeps,
 ): Promise<Response> {
   if (!deps.clients.allowsRefresh(client)) {
-    throw new UnauthorizedClientError("This client did not register the refresh_token grant.");
+    throw new OAuthError("unauthorized_client", "This client did not register the refresh_token grant.");
   }
   const token = form.require("refresh_token");
   const scope = form.get("scope");

@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
-import { InvalidClientMetadataError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ClientMetadataDocuments } from "../../../src/oauth/client-metadata.ts";
 import { ClientRegistry } from "../../../src/oauth/clients.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import { tempInstance, testClock } from "./fixtures.ts";
+import { InvalidClientMetadataError } from "./oauth-error-kinds.ts";
 
 let layout: StorageLayout;
 let cleanup: () => Promise<void>;

@@ -1,5 +1,4 @@
 import { readdir } from "node:fs/promises";
-import { InvalidGrantError, InvalidTargetError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { s256 } from "../../../src/crypto/pkce.ts";
 import { hashSecret } from "../../../src/crypto/secrets.ts";
@@ -15,6 +14,7 @@ import {
   tempInstance,
   testClock,
 } from "./fixtures.ts";
+import { InvalidGrantError, InvalidTargetError } from "./oauth-error-kinds.ts";
 
 const GRANT: CodeGrant = {
   clientId: "atc_0123456789abcdef0123456789abcdef",

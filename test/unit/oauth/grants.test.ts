@@ -1,8 +1,3 @@
-import {
-  InvalidGrantError,
-  InvalidScopeError,
-  InvalidTargetError,
-} from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { UserDirectory } from "../../../src/identity/users.ts";
 import { type Grants, isRefreshTokenShaped, newGrantId } from "../../../src/oauth/grants.ts";
@@ -18,6 +13,7 @@ import {
   tempInstance,
   testClock,
 } from "./fixtures.ts";
+import { InvalidGrantError, InvalidScopeError, InvalidTargetError } from "./oauth-error-kinds.ts";
 
 const ALICE = person("alice");
 const CLIENT = "atc_0123456789abcdef0123456789abcdef";

@@ -1,6 +1,6 @@
-import { InvalidScopeError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_SCOPES, parseScopeParam, SUPPORTED_SCOPES } from "../../../src/oauth/scopes.ts";
+import { InvalidScopeError } from "./oauth-error-kinds.ts";
 
 describe("parseScopeParam", () => {
   it("gives the default scopes when none are named", () => {

@@ -1,4 +1,3 @@
-import { InvalidTokenError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Grants } from "../../../src/oauth/grants.ts";
@@ -15,6 +14,7 @@ import {
   tempInstance,
   testClock,
 } from "./fixtures.ts";
+import { InvalidTokenError } from "./oauth-error-kinds.ts";
 
 const ALICE = person("alice");
 const GRANT_ID = "gnt_0123456789abcdef0123456789abcdef";

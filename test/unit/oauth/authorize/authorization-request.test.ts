@@ -1,6 +1,6 @@
-import type { OAuthClientInformationFull } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { describe, expect, it } from "vitest";
 import { parseAuthorizationRequest } from "../../../../src/oauth/authorize/authorization-request.ts";
+import type { OAuthClientInformationFull } from "../../../../src/oauth/oauth-types.ts";
 
 const PUBLIC_URL = "https://atrium.example";
 const RESOURCE = `${PUBLIC_URL}/mcp/ws_0123456789abcdef`;
