@@ -9,8 +9,8 @@
 //       src/instance/, no join()/resolve() over a `root`, and no ".." segment.
 //   (c) the tool-name separator "__" appears in a string only in src/sources/tool-names.ts.
 //   (d) no default exports in src/.
-//   (e) every route registered in src/ is in README.md's route table.
-//   (f) every route README.md's table lists with a method is registered in src/ (no drift).
+//   (e) every route registered in src/ is in a route table of README.md or docs/*.md.
+//   (f) every route those tables list with a method is registered in src/ (no drift).
 //
 // Source is scanned with comments blanked and string contents separated from code, so a
 // comment that mentions console.log or `files__read` is not a violation.
@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = path.join(ROOT, "src");
 const README = path.join(ROOT, "README.md");
+const DOCS = path.join(ROOT, "docs");
 const SOURCE_EXTENSIONS = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"];
 const TOOL_NAMES_MODULE = "src/sources/tool-names.ts";
 const PATH_MODULE_DIRS = ["src/storage/", "src/instance/"];
@@ -287,7 +288,7 @@ function checkNoDefaultExport() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Routes: registered in src/ (hono `app.<method>("…")`) and listed in README.md.
+// Routes: registered in src/ (hono `app.<method>("…")`) and listed in README.md or docs/*.md.
 
 /** `:param` (with an optional `{regex}` or `?`), `{param}`, `<param>` and `ws_…` all read as `:`. */
 function normalisePath(raw) {
@@ -337,14 +338,31 @@ function registeredRoutes() {
   return { routes, problems };
 }
 
-/** Route rows of README.md: table lines with a backtick-quoted path. */
+/** The files whose tables document routes: README.md and every docs/*.md. */
+function routeDocs() {
+  const docs = existsSync(DOCS)
+    ? readdirSync(DOCS)
+        .filter((name) => name.endsWith(".md"))
+        .sort()
+        .map((name) => path.join(DOCS, name))
+    : [];
+  return existsSync(README) ? [README, ...docs] : docs;
+}
+
+/** Route rows of the route docs: table lines with a backtick-quoted path. */
 function readmeRoutes() {
-  if (!existsSync(README)) return undefined;
+  const files = routeDocs();
+  if (files.length === 0) return undefined;
+  return files.flatMap(docRoutes);
+}
+
+function docRoutes(file) {
   const methodList = new RegExp(
     `^(?:${HTTP_METHODS.join("|")}|ALL|ANY)(?:\\s*[,/]\\s*(?:${HTTP_METHODS.join("|")}))*$`,
   );
   const entries = [];
-  readFileSync(README, "utf8")
+  const relative = path.relative(ROOT, file);
+  readFileSync(file, "utf8")
     .split("\n")
     .forEach((line, index) => {
       if (!line.trimStart().startsWith("|")) return;
@@ -361,6 +379,7 @@ function readmeRoutes() {
       }
       for (const p of paths) {
         entries.push({
+          file: relative,
           line: index + 1,
           raw: p.raw,
           path: normalisePath(p.raw),
@@ -395,7 +414,7 @@ function checkRoutesDocumented() {
       {
         file: "README.md",
         line: 1,
-        message: `README.md does not exist; it needs a route table listing all ${routes.length} routes registered in src/.`,
+        message: `Neither README.md nor docs/*.md exists; one needs a route table listing all ${routes.length} routes registered in src/.`,
       },
     ];
   }
@@ -405,7 +424,7 @@ function checkRoutesDocumented() {
         file: "README.md",
         line: 1,
         message:
-          "README.md has no route table: add table rows (lines starting with `|`) with the method and the " +
+          "README.md and docs/*.md have no route table: add table rows (lines starting with `|`) with the method and the " +
           `backtick-quoted path of each of the ${routes.length} routes registered in src/, e.g. | GET | \`/v1/health\` | … |`,
       },
     ];
@@ -415,7 +434,7 @@ function checkRoutesDocumented() {
     .map((route) => ({
       file: route.file,
       line: route.line,
-      message: `route ${route.method} ${route.path} is not in README.md's route table.`,
+      message: `route ${route.method} ${route.path} is not in a route table of README.md or docs/*.md.`,
     }));
   return [...mountProblems, ...missing];
 }
@@ -433,9 +452,9 @@ function checkReadmeRoutesExist() {
       );
       if (!exists) {
         found.push({
-          file: "README.md",
+          file: entry.file,
           line: entry.line,
-          message: `README.md lists ${method} ${entry.raw}, which no route in src/ registers: remove or fix the row.`,
+          message: `${entry.file} lists ${method} ${entry.raw}, which no route in src/ registers: remove or fix the row.`,
         });
       }
     }
@@ -450,8 +469,8 @@ const CHECKS = [
   ["b", "storage paths are built only in src/storage/", checkStoragePaths],
   ["c", 'the "__" separator appears only in src/sources/tool-names.ts', checkToolNameSeparator],
   ["d", "no default exports in src/", checkNoDefaultExport],
-  ["e", "every registered route is in README.md's route table", checkRoutesDocumented],
-  ["f", "every route README.md lists with a method is registered", checkReadmeRoutesExist],
+  ["e", "every registered route is in a route table of README.md or docs/", checkRoutesDocumented],
+  ["f", "every route README.md or docs/ lists with a method is registered", checkReadmeRoutesExist],
 ];
 
 let passed = 0;

@@ -24,7 +24,7 @@ export function metadataRoutes(deps: { keys: SigningKeys; publicUrl: () => strin
   app.get("/.well-known/oauth-protected-resource/mcp/:ws", (c) => {
     const workspaceId = c.req.param("ws");
     if (!isWorkspaceId(workspaceId)) {
-      // The OAuth error shape, like every other answer of these endpoints (README).
+      // The OAuth error shape, like every other answer of these endpoints (docs/oauth.md).
       return c.json({ error: "not_found", error_description: "No protected resource at this address." }, 404);
     }
     return c.json(protectedResourceMetadata(deps.publicUrl(), workspaceId), 200, METADATA_CACHE);
