@@ -1,20 +1,27 @@
 // Makes `npm start` and `npm test` work on a fresh clone: installs the locked dependencies
-// when node_modules is missing or older than package-lock.json, and does nothing otherwise.
+// when node_modules was not installed from this very package-lock.json, and does nothing
+// otherwise. It compares the lock's content, not its mtime: a checkout or a `git worktree add`
+// touches the file without changing it, and an mtime check then reinstalled (through a
+// symlinked node_modules it wiped a shared install mid-run).
 import { spawnSync } from "node:child_process";
-import { statSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { readFileSync, writeFileSync } from "node:fs";
 
-function mtime(path) {
+const STAMP = "node_modules/.atrium-installed-lock";
+
+function read(path) {
   try {
-    return statSync(path).mtimeMs;
+    return readFileSync(path);
   } catch {
     return undefined;
   }
 }
 
-const lock = mtime("package-lock.json");
-const installed = mtime("node_modules/.package-lock.json");
-if (installed === undefined || (lock !== undefined && installed < lock)) {
+const lock = read("package-lock.json");
+const digest = lock === undefined ? "" : createHash("sha256").update(lock).digest("hex");
+if (read(STAMP)?.toString() !== digest) {
   process.stderr.write("Installing dependencies with npm ci…\n");
   const result = spawnSync("npm", ["ci", "--no-audit", "--no-fund"], { stdio: "inherit" });
+  if (result.status === 0) writeFileSync(STAMP, digest);
   process.exit(result.status ?? 1);
 }
