@@ -34,7 +34,7 @@ describe("McpSource over streamable-http", () => {
         { principalId: "usr_x", workspaceId: "ws_x" },
       );
       expect(result.isError).toBeFalsy();
-      expect(result.structuredContent?.text).toBe("hi");
+      expect((result.structuredContent as { text?: unknown } | undefined)?.text).toBe("hi");
     } finally {
       await source.close();
     }
@@ -48,7 +48,7 @@ describe("McpSource over streamable-http", () => {
         { text: "who am i" },
         { principalId: "usr_000000000000000000000001", workspaceId: "ws_0000000000000001" },
       );
-      const meta = result.structuredContent?.meta as Record<string, unknown> | null;
+      const meta = (result.structuredContent as { meta?: Record<string, unknown> | null } | undefined)?.meta;
       expect(meta?.[CALLER_META_KEY]).toBeUndefined();
       expect(JSON.stringify(result)).not.toContain("usr_000000000000000000000001");
     } finally {
