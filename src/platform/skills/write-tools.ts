@@ -1,8 +1,9 @@
-import type { CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import { platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import type { LoadingChannel, Skill } from "./model.ts";
 import { type SkillUpdate, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
@@ -54,14 +55,14 @@ export function registerSkillWriteTools(
     "create",
     {
       description: "Create a skill: guidance every MCP client of this workspace (or only you) will see.",
-      inputSchema: platformInput({
+      inputSchema: {
         scope: scopeInput,
         name: nameInput,
         description: z.string().describe("One line saying when the skill applies."),
         body: z.string().describe("The guidance, in Markdown."),
         loading: loadingInput,
         tools: toolsInput,
-      }),
+      },
       annotations: { title: "Create a skill", readOnlyHint: false, destructiveHint: false },
     },
     run(async (target, args: SkillArgs & { description: string; body: string }) =>
@@ -83,7 +84,7 @@ export function registerSkillWriteTools(
     {
       description:
         "Change a skill, stating the intent: replace_body (give body) or patch_metadata (give any of description, loading, tools).",
-      inputSchema: platformInput({
+      inputSchema: {
         scope: scopeInput,
         name: nameInput,
         intent: z.enum(["replace_body", "patch_metadata"]),
@@ -91,7 +92,7 @@ export function registerSkillWriteTools(
         description: z.string().optional(),
         loading: loadingInput,
         tools: toolsInput,
-      }),
+      },
       annotations: { title: "Update a skill", readOnlyHint: false, destructiveHint: false },
     },
     run(async (target, args: SkillArgs & { intent: SkillUpdate["intent"] }) => {
@@ -105,7 +106,7 @@ export function registerSkillWriteTools(
     "delete",
     {
       description: `Delete a skill. Its earlier versions stay readable with ${joinToolName("skills", "history")}.`,
-      inputSchema: platformInput({ scope: scopeInput, name: nameInput }),
+      inputSchema: { scope: scopeInput, name: nameInput },
       annotations: { title: "Delete a skill", readOnlyHint: false, destructiveHint: true },
     },
     run(async (target, args: { scope?: string; name: string }) => {
@@ -118,11 +119,7 @@ export function registerSkillWriteTools(
     "history",
     {
       description: "List a skill's saved versions, or read one by giving version.",
-      inputSchema: platformInput({
-        scope: scopeInput,
-        name: nameInput,
-        version: z.number().int().positive().optional(),
-      }),
+      inputSchema: { scope: scopeInput, name: nameInput, version: z.number().int().positive().optional() },
       annotations: { title: "Skill history", readOnlyHint: true },
     },
     run(async (target, args: { scope?: string; name: string; version?: number }) => {
