@@ -1,7 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type OAuthClientProvider, UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -13,9 +10,7 @@ import type {
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseInstance } from "../../src/instance/load.ts";
-import { createLogger } from "../../src/log.ts";
-import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import type { RunningAtrium } from "../../src/server.ts";
 import {
   launchChromium,
   newLoopbackContext,
@@ -23,7 +18,8 @@ import {
   signInWithBrowser,
   startRedirectCatcher,
 } from "../helpers/browser.ts";
-import { oidcSignInAuth, startOidcIssuer, TEST_SESSION, type TestIssuer } from "../helpers/oidc-issuer.ts";
+import { type OidcAtrium, startOidcAtrium } from "../helpers/oidc-atrium.ts";
+import { startOidcIssuer, type TestIssuer } from "../helpers/oidc-issuer.ts";
 
 /**
  * An MCP client's OAuth state, kept in memory as a desktop client would keep it on disk.
@@ -79,8 +75,8 @@ class RecordingOAuthProvider implements OAuthClientProvider {
 }
 
 let issuer: TestIssuer;
+let running: OidcAtrium;
 let atrium: RunningAtrium;
-let dir: string;
 let browser: Browser;
 let catcher: Awaited<ReturnType<typeof startRedirectCatcher>>;
 let workspaceA: string;
@@ -94,18 +90,8 @@ async function contextSignedIn(login: string): Promise<BrowserContext> {
 
 beforeAll(async () => {
   issuer = await startOidcIssuer();
-  dir = await mkdtemp(join(tmpdir(), "atrium-e2e-"));
-  const config = parseInstance(
-    {
-      auth: oidcSignInAuth(issuer),
-      session: TEST_SESSION,
-      storage: { root: "./data" },
-      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
-    },
-    { source: "test", baseDir: dir },
-  );
-  atrium = await startAtrium(config, { log: createLogger("silent") });
-  await issuer.registerBrowserClient(atrium.url);
+  running = await startOidcAtrium(issuer);
+  atrium = running.atrium;
   browser = await launchChromium();
   catcher = await startRedirectCatcher();
 
@@ -126,9 +112,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await catcher?.close();
-  await atrium?.close();
+  await running?.stop();
   await issuer?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 describe("an MCP client authorizes with the SDK's own OAuth support", () => {

@@ -1,16 +1,11 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { decodeJwt, decodeProtectedHeader } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseInstance } from "../../src/instance/load.ts";
-import { createLogger } from "../../src/log.ts";
-import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import type { RunningAtrium } from "../../src/server.ts";
+import { type OidcAtrium, startOidcAtrium } from "../helpers/oidc-atrium.ts";
 import {
   CLIENT_AUDIENCE_RESOURCE,
   oidcSignInAuth,
   startOidcIssuer,
-  TEST_SESSION,
   type TestIssuer,
 } from "../helpers/oidc-issuer.ts";
 
@@ -19,8 +14,8 @@ import {
 // token of a sign-in, and the access token issued beside it for the client's own audience.
 
 let issuer: TestIssuer;
+let running: OidcAtrium;
 let atrium: RunningAtrium;
-let dir: string;
 let tokens: { idToken: string; accessToken: string };
 let workspaceId: string;
 
@@ -42,21 +37,11 @@ function listTools(token: string): Promise<Response> {
 
 beforeAll(async () => {
   issuer = await startOidcIssuer();
-  dir = await mkdtemp(join(tmpdir(), "atrium-token-kind-"));
   // No `audience`: the default, the client id, is what an ID token is addressed to. Atrium's
   // own client is even listed as first-party, so /mcp takes its access tokens directly.
   const { audience: _unset, ...auth } = oidcSignInAuth(issuer);
-  const config = parseInstance(
-    {
-      auth: { ...auth, firstPartyClients: [issuer.browserClientId] },
-      session: TEST_SESSION,
-      storage: { root: "./data" },
-      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
-    },
-    { source: "test", baseDir: dir },
-  );
-  atrium = await startAtrium(config, { log: createLogger("silent") });
-  await issuer.registerBrowserClient(atrium.url);
+  running = await startOidcAtrium(issuer, { ...auth, firstPartyClients: [issuer.browserClientId] });
+  atrium = running.atrium;
   tokens = await issuer.signInTokens(atrium.url, "alice", CLIENT_AUDIENCE_RESOURCE);
   const bootstrap = await rest("/v1/bootstrap", tokens.accessToken);
   expect(bootstrap.status).toBe(200);
@@ -64,9 +49,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await atrium?.close();
+  await running?.stop();
   await issuer?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("a provider ID token is never a bearer credential", () => {

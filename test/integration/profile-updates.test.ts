@@ -1,18 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { derivePrincipalId } from "../../src/identity/principal.ts";
-import { parseInstance } from "../../src/instance/load.ts";
-import { createLogger } from "../../src/log.ts";
-import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import type { RunningAtrium } from "../../src/server.ts";
+import { type OidcAtrium, startOidcAtrium } from "../helpers/oidc-atrium.ts";
 import {
-  oidcSignInAuth,
   signInOverHttp,
   startOidcIssuer,
   TEST_AUDIENCE,
-  TEST_SESSION,
   type TestIssuer,
   testAccount,
 } from "../helpers/oidc-issuer.ts";
@@ -22,29 +16,18 @@ import {
 // person signed in with (and with it, adding them by email).
 
 let issuer: TestIssuer;
+let running: OidcAtrium;
 let atrium: RunningAtrium;
-let dir: string;
 
 beforeAll(async () => {
   issuer = await startOidcIssuer();
-  dir = await mkdtemp(join(tmpdir(), "atrium-profile-"));
-  const config = parseInstance(
-    {
-      auth: oidcSignInAuth(issuer),
-      session: TEST_SESSION,
-      storage: { root: "./data" },
-      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:0" },
-    },
-    { source: "test", baseDir: dir },
-  );
-  atrium = await startAtrium(config, { log: createLogger("silent") });
-  await issuer.registerBrowserClient(atrium.url);
+  running = await startOidcAtrium(issuer);
+  atrium = running.atrium;
 });
 
 afterAll(async () => {
-  await atrium?.close();
+  await running?.stop();
   await issuer?.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 describe("the stored profile", () => {
