@@ -184,23 +184,6 @@ describe("the instance file", () => {
   });
 });
 
-describe("the listener", () => {
-  it("a port already in use stops the CLI with exit 1 and a message naming the port", async ({
-    onTestFinished,
-  }) => {
-    const dir = await tempDir(onTestFinished);
-    const blocker: Server = createServer();
-    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
-    onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
-    const port = (blocker.address() as { port: number }).port;
-    const instance = await writeInstance(dir);
-    const exit = await runAtriumCli(["serve", "--instance", instance, "--port", String(port)], dir);
-    expect(exit.code).toBe(1);
-    expect(exit.stderr).toContain(`Cannot listen on 127.0.0.1:${port}`);
-    expect(exit.stderr).not.toMatch(/\n\s+at /);
-  });
-});
-
 describe("state survives a restart", () => {
   it("workspaces, members and files are all there after a restart on the same root", async () => {
     const first = await started();

@@ -65,6 +65,7 @@ describe("a busy port", SLOW, () => {
     expect(exit.code).toBe(1);
     expect(exit.stderr).toContain(`Cannot listen on 127.0.0.1:${port}`);
     expect(exit.stderr).toContain("use --port 0 (any free port) or another --port N");
+    expect(exit.stderr).not.toMatch(/\n\s+at /);
     expect(existsSync(join(dir, "data", "_instance", "instance.lock"))).toBe(false);
   });
 });
