@@ -7,7 +7,7 @@ import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { HttpDrain } from "./http/drain.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
-import { createFrontServer } from "./http/mcp/front-server.ts";
+import { createFrontServers } from "./http/mcp/front-server.ts";
 import { writableResponses } from "./http/writable-response.ts";
 import { OidcClient } from "./identity/oidc-client.ts";
 import type { IdentityProvider } from "./identity/provider.ts";
@@ -132,7 +132,10 @@ async function startLocked(
   );
   const router = new Router(log);
   const guidance = createWorkspaceGuidance(services.skills);
-  const endpoint = new McpEndpoint(createFrontServer(router, registries, guidance), config.http.maxBodyBytes);
+  const endpoint = new McpEndpoint(
+    createFrontServers({ router, registries, guidance }),
+    config.http.maxBodyBytes,
+  );
   await endpoint.start();
 
   let publicUrl = config.http.publicUrl;

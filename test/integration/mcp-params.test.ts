@@ -72,13 +72,15 @@ describe("malformed params are -32602 with a message naming the field", () => {
     expect(Array.isArray((body.result as { tools: unknown[] }).tools)).toBe(true);
   });
 
-  it("a JSON body that is not JSON-RPC at all is still a -32700 parse error", async () => {
+  it("a JSON body that is not JSON-RPC at all is -32600 Invalid Request", async () => {
     const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
       headers: { ...MCP_POST_HEADERS },
       body: '{"jsonrpc":"1.0","id":7,"method":"ping"}',
     });
     expect(response.status).toBe(400);
-    expect((JSON.parse(response.text) as { error: { code: number } }).error.code).toBe(-32700);
+    const error = (JSON.parse(response.text) as { error: { code: number; message: string } }).error;
+    expect(error.code).toBe(-32600);
+    expect(error.message).toMatch(/not a valid JSON-RPC message/);
   });
 });
 
@@ -104,14 +106,19 @@ describe("tool arguments", () => {
 });
 
 describe("error messages carry no doubled MCP prefix", () => {
-  it("an unknown resource is -32002 with the bare message on the wire", async () => {
+  // SEP-2164 (final) moved "resource not found" from -32002 to -32602, with the URI as data.
+  it("an unknown resource is -32602 with the bare message on the wire", async () => {
     const { body } = await rpc("resources/read", '{"uri":"skill://user/nope"}');
-    expect(body.error).toEqual({ code: -32002, message: "Resource not found: skill://user/nope" });
+    expect(body.error).toEqual({
+      code: -32602,
+      message: "Resource not found: skill://user/nope",
+      data: { uri: "skill://user/nope" },
+    });
   });
 
-  it("the SDK client shows 'MCP error -32002:' once", async () => {
+  it("the SDK client shows 'MCP error -32602:' once", async () => {
     const client = await instance.mcpClient("alice", ws);
     const failure = await client.readResource({ uri: "skill://user/nope" }).catch((error: Error) => error);
-    expect((failure as Error).message).toBe("MCP error -32002: Resource not found: skill://user/nope");
+    expect((failure as Error).message).toBe("MCP error -32602: Resource not found: skill://user/nope");
   });
 });

@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -74,10 +74,14 @@ describe("skills on the MCP surface", () => {
     for (const uri of [
       "skill://workspace/careful-deletes/../../workspace-secret.txt",
       "skill://workspace/careful-deletes/%2e%2e/%2e%2e/workspace-secret.txt",
-      "skill://workspace/careful-deletes/SKILL.md",
+      "skill://workspace/careful-deletes/examples/../../SKILL.md",
     ]) {
       await expect(client.readResource({ uri }), uri).rejects.toThrow(/not found/i);
     }
+    // The Skills Extension serves each skill's SKILL.md as it is on disk.
+    const skillFile = await client.readResource({ uri: "skill://workspace/careful-deletes/SKILL.md" });
+    const onDisk = await readFile(join(dir, "SKILL.md"), "utf8");
+    expect(skillFile.contents[0]).toMatchObject({ text: onDisk });
     await rm(join(dir, "examples"), { recursive: true });
     await rm(join(dir, "logo.bin"));
   });

@@ -1,51 +1,138 @@
-import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import type { AdmittedCaller } from "./front-server.ts";
+import {
+  classifyInboundRequest,
+  type JSONRPCNotification,
+  type JSONRPCRequest,
+  type MessageExtraInfo,
+  PerRequestHTTPServerTransport,
+  SdkError,
+  SdkErrorCode,
+  UnsupportedProtocolVersionError,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
+import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
-import { ACCEPTED_PROTOCOL_VERSIONS } from "./protocol-versions.ts";
+import {
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSION,
+  SERVED_PROTOCOL_VERSIONS,
+} from "./protocol-versions.ts";
 import { RequestMuxTransport } from "./request-mux-transport.ts";
+import { HEADER_MISMATCH, standardHeaderRefusal } from "./standard-headers.ts";
 
 /**
- * Serves one stateless Streamable HTTP POST. A fresh SDK HTTP transport per request does
- * the HTTP half (Accept, Content-Type, body limit, JSON-RPC validation, batching, 202 for
- * notifications); the long-lived front server does the protocol half through the mux.
+ * Serves one stateless Streamable HTTP POST in either era. The SDK's classifier reads the body
+ * (the 2026-07-28 `_meta` envelope or its absence) and the headers; the request then goes to the
+ * long-lived server of its era through that server's mux, with a fresh per-request SDK transport
+ * doing the HTTP half: JSON, or an SSE stream when the call reports progress (adr/0029).
  */
 export class McpEndpoint {
-  private readonly mux = new RequestMuxTransport();
+  private readonly legacyMux = new RequestMuxTransport();
+  private readonly modernMux = new RequestMuxTransport();
 
   constructor(
-    private readonly server: Server,
+    private readonly servers: FrontServers,
     private readonly maxBodyBytes: number,
   ) {}
 
   async start(): Promise<void> {
-    await this.server.connect(this.mux);
+    await this.servers.legacy.connect(this.legacyMux);
+    await this.servers.modern.connect(this.modernMux);
   }
 
   /** `body` is the request's JSON, already read by readJsonBody (the route looks at it first). */
   async handle(request: Request, caller: AdmittedCaller, body: unknown): Promise<Response> {
-    const version = request.headers.get("mcp-protocol-version");
-    if (version !== null && !ACCEPTED_PROTOCOL_VERSIONS.includes(version)) {
+    if (body === NOT_JSON)
       return jsonRpcError(
         400,
-        `Unsupported MCP-Protocol-Version "${version}": this server speaks ${ACCEPTED_PROTOCOL_VERSIONS.join(", ")}.`,
+        PARSE_ERROR,
+        "Parse error: the request body is not valid JSON",
+        undefined,
+        null,
       );
+    const headers = request.headers;
+    const protocolVersion = headers.get("mcp-protocol-version");
+    const route = classifyInboundRequest({
+      httpMethod: request.method,
+      body,
+      ...(protocolVersion !== null && { protocolVersionHeader: protocolVersion }),
+      ...optionalHeader("mcpMethodHeader", headers.get("mcp-method")),
+      ...optionalHeader("mcpNameHeader", headers.get("mcp-name")),
+    });
+    const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
+    if (route.kind === "reject") {
+      if (route.cell === "invalid-json-rpc-body") {
+        const explained = invalidParamsReply(body);
+        if (explained) return explained;
+      }
+      return jsonRpcError(route.httpStatus, route.code, route.message, route.data, requestId(body));
     }
-    const http = new WebStandardStreamableHTTPServerTransport({
-      enableJsonResponse: true,
-      maxRequestBodySize: this.maxBodyBytes,
-    });
-    http.onmessage = (message, extra) => this.mux.receive(message, extra, http);
-    const response = await http.handleRequest(request, {
-      authInfo: { token: "", clientId: "", scopes: [], extra: { atrium: caller } },
-      parsedBody: body,
-    });
-    // The SDK refuses a request whose params are not an object as unparseable (-32700).
-    return (response.status === 400 && invalidParamsReply(body)) || response;
+    if (route.kind === "legacy") {
+      if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) {
+        return unsupportedVersion(protocolVersion, requestId(body));
+      }
+      return this.serveLegacy(request, body, authInfo);
+    }
+    const revision = route.classification.revision;
+    if (revision !== MODERN_PROTOCOL_VERSION) return unsupportedVersion(revision ?? "none", requestId(body));
+    if (route.messageKind === "request") {
+      const refusal = standardHeaderRefusal(
+        { protocolVersion, method: headers.get("mcp-method"), name: headers.get("mcp-name") },
+        route.message.method,
+        route.message.params,
+      );
+      if (refusal) {
+        const message = `Bad Request: the request headers and body disagree: ${refusal.message}`;
+        return jsonRpcError(
+          400,
+          HEADER_MISMATCH,
+          message,
+          { mismatch: { header: refusal.header } },
+          route.message.id,
+        );
+      }
+    }
+    return this.serveModern(request, route.message, route.classification, authInfo);
   }
 
   async close(): Promise<void> {
-    await this.server.close();
+    await this.servers.legacy.close();
+    await this.servers.modern.close();
+  }
+
+  private async serveLegacy(
+    request: Request,
+    body: unknown,
+    authInfo: MessageExtraInfo["authInfo"],
+  ): Promise<Response> {
+    const http = new WebStandardStreamableHTTPServerTransport({
+      // JSON unless the client asked for progress and can read a stream: a stateless 2025
+      // response has nowhere else to put a notification.
+      enableJsonResponse: !(acceptsEventStream(request) && asksForProgress(body)),
+      maxRequestBodySize: this.maxBodyBytes,
+      supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
+    });
+    http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, http);
+    return http.handleRequest(request, { authInfo, parsedBody: body });
+  }
+
+  private async serveModern(
+    request: Request,
+    message: JSONRPCRequest | JSONRPCNotification,
+    classification: MessageExtraInfo["classification"] & object,
+    authInfo: MessageExtraInfo["authInfo"],
+  ): Promise<Response> {
+    const http = new PerRequestHTTPServerTransport({ classification });
+    http.onmessage = (inbound, extra) => this.modernMux.receive(inbound, extra, http);
+    await http.start();
+    try {
+      return await http.handleMessage(message, { request, ...(authInfo && { authInfo }) });
+    } catch (error) {
+      // The client went away before the answer; there is no one to send it to.
+      if (error instanceof SdkError && error.code === SdkErrorCode.ConnectionClosed) {
+        return new Response(null, { status: 499 });
+      }
+      throw error;
+    }
   }
 }
 
@@ -53,7 +140,7 @@ export class McpEndpoint {
  * Reads the body with `text()`, which the Node adapter serves straight from the socket,
  * instead of letting the transport pull it through a web stream (most of the per-request
  * cost in bench/run.ts). The body limit is enforced before this by http/middleware/body-limit.ts.
- * Text that is not JSON becomes a value the transport's JSON-RPC validation refuses with -32700.
+ * Text that is not JSON becomes a marker that handle() answers with a parse error.
  */
 export async function readJsonBody(request: Request): Promise<unknown> {
   const text = await request.text();
@@ -64,8 +151,34 @@ export async function readJsonBody(request: Request): Promise<unknown> {
   }
 }
 
-const NOT_JSON = Object.freeze({ error: "request body is not JSON" });
+const NOT_JSON = Symbol("request body is not JSON");
+const PARSE_ERROR = -32700;
 
-function jsonRpcError(status: number, message: string): Response {
-  return Response.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, { status });
+function unsupportedVersion(requested: string, id: unknown): Response {
+  const error = new UnsupportedProtocolVersionError({ supported: [...SERVED_PROTOCOL_VERSIONS], requested });
+  const message = `Unsupported protocol version "${requested}": this server speaks ${SERVED_PROTOCOL_VERSIONS.join(", ")}.`;
+  return jsonRpcError(400, error.code, message, error.data, id);
+}
+
+function optionalHeader<K extends string>(key: K, value: string | null): Partial<Record<K, string>> {
+  return value === null ? {} : ({ [key]: value } as Record<K, string>);
+}
+
+function acceptsEventStream(request: Request): boolean {
+  return request.headers.get("accept")?.includes("text/event-stream") ?? false;
+}
+
+function asksForProgress(body: unknown): boolean {
+  const meta = (body as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta;
+  return meta?.progressToken !== undefined;
+}
+
+function requestId(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+function jsonRpcError(status: number, code: number, message: string, data: unknown, id: unknown): Response {
+  const error = data === undefined ? { code, message } : { code, message, data };
+  return Response.json({ jsonrpc: "2.0", error, id }, { status });
 }

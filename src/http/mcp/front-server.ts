@@ -1,18 +1,9 @@
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
-  CallToolRequestSchema,
-  ErrorCode,
-  GetPromptRequestSchema,
-  InitializeRequestSchema,
-  ListPromptsRequestSchema,
-  ListResourcesRequestSchema,
-  ListResourceTemplatesRequestSchema,
-  ListToolsRequestSchema,
-  ReadResourceRequestSchema,
-  type ServerNotification,
-  type ServerRequest,
-} from "@modelcontextprotocol/sdk/types.js";
+  McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
 import type { Principal } from "../../identity/principal.ts";
 import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
@@ -20,8 +11,14 @@ import type { IdleCache } from "../../sources/idle-cache.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";
 import type { Router } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
-import { JsonRpcError, RESOURCE_NOT_FOUND } from "./json-rpc-error.ts";
-import { ACCEPTED_PROTOCOL_VERSIONS, SERVED_PROTOCOL_VERSION } from "./protocol-versions.ts";
+import { completeArgument } from "./completion.ts";
+import { pinProtocolEra } from "./era-pin.ts";
+import {
+  LEGACY_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSION,
+} from "./protocol-versions.ts";
+import { createSkillsExtension, SKILLS_CACHE_HINT } from "./skills-extension.ts";
 
 /** What the HTTP route vouches for, passed to handlers as the SDK's `authInfo.extra`. */
 export interface AdmittedCaller {
@@ -29,75 +26,119 @@ export interface AdmittedCaller {
   workspaceId: string;
 }
 
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+export interface FrontDeps {
+  router: Router;
+  registries: IdleCache<SourceRegistry>;
+  guidance: WorkspaceGuidance;
+}
+
+/** The two long-lived servers behind every `/mcp/ws_…` URL, one per protocol era (adr/0029). */
+export interface FrontServers {
+  legacy: McpServer;
+  modern: McpServer;
+}
+
+const SERVER_INFO = { name: "atrium", version: ATRIUM_VERSION };
+
+// listChanged is false: a stateless endpoint keeps no connection to announce a change on.
+const CAPABILITIES = {
+  tools: { listChanged: false },
+  resources: { listChanged: false },
+  prompts: { listChanged: false },
+  logging: {},
+  completions: {},
+};
 
 /**
- * The one long-lived SDK server behind every `/mcp/ws_…` URL. It holds no workspace of its
- * own: each request arrives with the (principal, workspace) the route admitted, and the
- * handlers reach that workspace's registry through the router. A client can set neither.
+ * The servers hold no workspace of their own: each request arrives with the (principal,
+ * workspace) the route admitted, and the handlers reach that workspace's registry through the
+ * router. A client can set neither.
  */
-export function createFrontServer(
-  router: Router,
-  registries: IdleCache<SourceRegistry>,
-  guidance: WorkspaceGuidance,
-): Server {
-  const capabilities = { tools: {}, resources: {}, prompts: {}, logging: {} };
-  const server = new Server({ name: "atrium", version: ATRIUM_VERSION }, { capabilities });
+export function createFrontServers(deps: FrontDeps): FrontServers {
+  const skills = createSkillsExtension(deps.guidance, admitted);
+  const legacy = new McpServer(SERVER_INFO, {
+    capabilities: CAPABILITIES,
+    supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
+  });
+  const modern = new McpServer(SERVER_INFO, {
+    capabilities: CAPABILITIES,
+    supportedProtocolVersions: [MODERN_PROTOCOL_VERSION],
+    cacheHints: { "server/discover": SKILLS_CACHE_HINT },
+  });
+  pinProtocolEra(modern.server, MODERN_PROTOCOL_VERSION);
+  for (const mcp of [legacy, modern]) {
+    skills.attach(mcp);
+    installHandlers(mcp, deps);
+  }
+  installLegacyHandshake(legacy, deps);
+  installDiscover(modern, deps);
+  return { legacy, modern };
+}
 
-  // The instructions are the workspace's skills as resolved for this caller.
-  server.setRequestHandler(InitializeRequestSchema, async (request, extra) => ({
-    protocolVersion: ACCEPTED_PROTOCOL_VERSIONS.includes(request.params.protocolVersion)
-      ? request.params.protocolVersion
-      : SERVED_PROTOCOL_VERSION,
-    capabilities,
-    serverInfo: { name: "atrium", version: ATRIUM_VERSION },
-    instructions: await withCaller(extra, (ws, who) => guidance.instructions(ws, who)),
-  }));
-
-  server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => {
-    const { workspaceId, principal } = admitted(extra);
+function installHandlers(mcp: McpServer, { router, registries, guidance }: FrontDeps): void {
+  const server = mcp.server;
+  server.setRequestHandler("tools/list", async (_request, ctx) => {
+    const { workspaceId, principal } = admitted(ctx);
     const tools = await registries.use(workspaceId, (registry) => router.listTools(registry));
     return { tools: await guidance.annotateTools(workspaceId, principal.id, tools) };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const { principal, workspaceId } = admitted(extra);
+  server.setRequestHandler("tools/call", async (request, ctx) => {
+    const { principal, workspaceId } = admitted(ctx);
     const caller: Caller = { principalId: principal.id, workspaceId };
     return registries.use(workspaceId, (registry) =>
       router.callTool(registry, caller, request.params.name, request.params.arguments),
     );
   });
 
-  server.setRequestHandler(ListResourcesRequestSchema, async (_request, extra) => ({
-    resources: await withCaller(extra, (ws, who) => guidance.listResources(ws, who)),
-  }));
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({ resourceTemplates: [] }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request, extra) => {
-    const uri = request.params.uri;
-    const contents = await withCaller(extra, (ws, who) => guidance.readResource(ws, who, uri));
-    if (!contents) throw new JsonRpcError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`);
-    return { contents: [contents] };
-  });
-  server.setRequestHandler(ListPromptsRequestSchema, async () => ({ prompts: [] }));
-  server.setRequestHandler(GetPromptRequestSchema, async (request) => {
-    throw new JsonRpcError(ErrorCode.InvalidParams, `Unknown prompt "${request.params.name}".`);
+  server.setRequestHandler("prompts/list", async () => ({ prompts: [] }));
+  server.setRequestHandler("prompts/get", async (request) => {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt "${request.params.name}".`);
   });
 
-  return server;
+  server.setRequestHandler("completion/complete", async (request, ctx) => {
+    const { workspaceId, principal } = admitted(ctx);
+    return { completion: await completeArgument(guidance, workspaceId, principal.id, request.params) };
+  });
+
+  // A level set by one stateless request could only be remembered for every caller at once;
+  // the request is accepted and nothing is kept. 2026-07-28 clients send a level per request.
+  server.setRequestHandler("logging/setLevel", async () => ({}));
 }
 
-function withCaller<T>(
-  extra: Extra,
-  work: (workspaceId: string, principalId: string) => Promise<T>,
-): Promise<T> {
-  const caller = admitted(extra);
-  return work(caller.workspaceId, caller.principal.id);
+/** 2025 era: `initialize` answers with this caller's instructions and keeps no client state. */
+function installLegacyHandshake(mcp: McpServer, { guidance }: FrontDeps): void {
+  mcp.server.setRequestHandler("initialize", async (request, ctx) => {
+    const { workspaceId, principal } = admitted(ctx);
+    const asked = request.params.protocolVersion;
+    return {
+      protocolVersion: LEGACY_PROTOCOL_VERSIONS.includes(asked) ? asked : LEGACY_PROTOCOL_VERSION,
+      capabilities: mcp.server.getCapabilities(),
+      serverInfo: SERVER_INFO,
+      instructions: await guidance.instructions(workspaceId, principal.id),
+    };
+  });
 }
 
-function admitted(extra: Extra): AdmittedCaller {
-  const caller = extra.authInfo?.extra?.atrium as AdmittedCaller | undefined;
+/** 2026-07-28: `server/discover` gives what `initialize` gives older clients, cached privately. */
+function installDiscover(mcp: McpServer, { guidance }: FrontDeps): void {
+  mcp.server.setRequestHandler("server/discover", async (_request, ctx) => {
+    const { workspaceId, principal } = admitted(ctx);
+    return {
+      supportedVersions: [MODERN_PROTOCOL_VERSION],
+      capabilities: mcp.server.getCapabilities(),
+      instructions: await guidance.instructions(workspaceId, principal.id),
+    };
+  });
+}
+
+export function admitted(ctx: ServerContext): AdmittedCaller {
+  const caller = ctx.http?.authInfo?.extra?.atrium as AdmittedCaller | undefined;
   // Unreachable through the HTTP route, which always admits first; refuse rather than guess.
   if (!caller)
-    throw new JsonRpcError(ErrorCode.InternalError, "Request reached the MCP server without admission.");
+    throw new ProtocolError(
+      ProtocolErrorCode.InternalError,
+      "Request reached the MCP server without admission.",
+    );
   return caller;
 }

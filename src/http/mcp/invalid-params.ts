@@ -1,12 +1,13 @@
-import { ClientRequestSchema, ErrorCode, JSONRPCRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ClientRequestSchema, JSONRPCRequestSchema } from "@modelcontextprotocol/core";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { z } from "zod";
 
 // Params that are wrong are the client's mistake, and JSON-RPC says so with -32602 Invalid
 // params and a message a person can act on. The SDK instead answers a request whose params fail
-// its method's schema with -32603 Internal error carrying zod's JSON dump, and refuses a
-// request whose params are not an object (or whose _meta is not one) as a -32700 parse error of
-// the whole body. Both answers are corrected here, after the fact, so a valid request pays
-// nothing (test/integration/mcp-params.test.ts).
+// its method's schema with -32603 Internal error (or, for tools/call, -32602) carrying zod's JSON
+// dump, and its classifier refuses a request whose params are not an object as an invalid
+// JSON-RPC body (-32600). Both answers are corrected here, after the fact, so a valid request
+// pays nothing (test/integration/mcp-params.test.ts).
 
 const MAX_ISSUES_NAMED = 3;
 
@@ -42,7 +43,7 @@ export function invalidParamsReply(body: unknown): Response | undefined {
     typeof params === "object" && params !== null && !Array.isArray(params)
       ? describeIssues(method, parsed.error.issues)
       : `Invalid params for ${method}: params must be a JSON object of named parameters, not ${describe(params)}.`;
-  return Response.json({ jsonrpc: "2.0", id, error: { code: ErrorCode.InvalidParams, message } });
+  return Response.json({ jsonrpc: "2.0", id, error: { code: ProtocolErrorCode.InvalidParams, message } });
 }
 
 function describeIssues(method: string, issues: readonly z.core.$ZodIssue[]): string {

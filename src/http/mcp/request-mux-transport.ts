@@ -1,10 +1,11 @@
-import type { Transport, TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
-import {
-  ErrorCode,
-  type JSONRPCMessage,
-  type MessageExtraInfo,
-  type RequestId,
-} from "@modelcontextprotocol/sdk/types.js";
+import type {
+  JSONRPCMessage,
+  MessageExtraInfo,
+  RequestId,
+  Transport,
+  TransportSendOptions,
+} from "@modelcontextprotocol/server";
+import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import { invalidParamsMessage } from "./invalid-params.ts";
 
 /** Where the answer to one request goes: the per-request HTTP transport that received it. */
@@ -20,11 +21,11 @@ interface Pending {
 }
 
 /**
- * Lets one long-lived SDK `Server` answer many concurrent stateless HTTP requests. Each
+ * Lets one long-lived SDK server answer many concurrent stateless HTTP requests. Each
  * request's id is replaced by a process-unique one on the way in and restored on the way
  * out, so two clients that both send `id: 1` never meet inside the protocol layer.
  * Building the server once, instead of per request, is what makes `/mcp/ws_…` fast
- * (bench/run.ts); the SDK still does all the protocol work.
+ * (adr/0008, adr/0029); the SDK still does all the protocol work.
  */
 export class RequestMuxTransport implements Transport {
   onmessage?: (message: JSONRPCMessage, extra?: MessageExtraInfo) => void;
@@ -65,6 +66,7 @@ export class RequestMuxTransport implements Transport {
         await entry.sink.send(withInvalidParamsExplained({ ...message, id: entry.originalId }, entry));
       return;
     }
+    // A notification during a request (progress, a log line) goes to that request's stream.
     const related = options?.relatedRequestId;
     const entry = typeof related === "number" ? this.pending.get(related) : undefined;
     if (entry) await entry.sink.send(message, { relatedRequestId: entry.originalId });
@@ -80,12 +82,16 @@ export class RequestMuxTransport implements Transport {
 }
 
 /**
- * The SDK answers params that fail its schema with -32603 and zod's JSON dump. Only when the
- * server answered Internal error are the params checked again (the happy path pays nothing);
- * if they are at fault the answer becomes -32602 with a one-line message (invalid-params.ts).
+ * The SDK answers params that fail its schema with zod's JSON dump. Only when the server answered
+ * with an error are the params checked again (the happy path pays nothing); if they are at fault
+ * the answer becomes -32602 with a one-line message (invalid-params.ts).
  */
 function withInvalidParamsExplained(reply: JSONRPCMessage, request: Pending): JSONRPCMessage {
-  if (!("error" in reply) || reply.error.code !== ErrorCode.InternalError) return reply;
+  if (!("error" in reply)) return reply;
+  const code = reply.error.code;
+  if (code !== ProtocolErrorCode.InternalError && code !== ProtocolErrorCode.InvalidParams) return reply;
   const message = invalidParamsMessage(request.method, request.params);
-  return message === undefined ? reply : { ...reply, error: { code: ErrorCode.InvalidParams, message } };
+  return message === undefined
+    ? reply
+    : { ...reply, error: { code: ProtocolErrorCode.InvalidParams, message } };
 }

@@ -1,4 +1,4 @@
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool } from "@modelcontextprotocol/server";
 import { SCOPE_READ, SCOPE_WRITE } from "../../oauth/scopes.ts";
 
 /**

@@ -1,24 +1,44 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type {
-  BlobResourceContents,
-  Resource,
-  TextResourceContents,
-  Tool,
-} from "@modelcontextprotocol/sdk/types.js";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
+import { SKILL_FILE } from "./skill-dirs.ts";
 
 /** What the MCP front asks of skills for one caller in one workspace. */
 export interface WorkspaceGuidance {
   instructions(workspaceId: string, principalId: string): Promise<string>;
-  annotateTools(workspaceId: string, principalId: string, tools: Tool[]): Promise<Tool[]>;
-  listResources(workspaceId: string, principalId: string): Promise<Resource[]>;
+  annotateTools<T extends DescribedTool>(workspaceId: string, principalId: string, tools: T[]): Promise<T[]>;
+  listResources(workspaceId: string, principalId: string): Promise<SkillResource[]>;
   readResource(workspaceId: string, principalId: string, uri: string): Promise<ResourceContents | undefined>;
+  /** Every skill this caller sees, with the bytes of each of its files (SKILL.md first). */
+  packages(workspaceId: string, principalId: string): Promise<SkillPackage[]>;
 }
 
-export type ResourceContents = TextResourceContents | BlobResourceContents;
+export interface DescribedTool {
+  name: string;
+  description?: string;
+}
+
+export interface SkillResource {
+  uri: string;
+  name: string;
+  description?: string;
+  mimeType?: string;
+}
+
+export type ResourceContents =
+  | { uri: string; mimeType?: string; text: string }
+  | { uri: string; mimeType?: string; blob: string };
+
+/** One skill as the Skills Extension publishes it: `skill://<path>/SKILL.md` and its files. */
+export interface SkillPackage {
+  /** `<scope>/<name>`, the part of every URI of this skill after `skill://`. */
+  path: string;
+  name: string;
+  description: string;
+  files: Record<string, Uint8Array>;
+}
 
 export function skillUri(skill: Skill, file?: string): string {
   return `skill://${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
@@ -72,7 +92,33 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       }
       return undefined;
     },
+
+    async packages(workspaceId, principalId) {
+      const { skills: resolved } = await skills.resolve(workspaceId, principalId);
+      return Promise.all(resolved.map(toPackage));
+    },
   };
+}
+
+/**
+ * The bytes a digest is computed over: the SKILL.md on disk when the skill has a folder, so the
+ * digest changes exactly when the file does; a published skill (no folder) is rendered.
+ */
+async function toPackage(skill: Skill): Promise<SkillPackage> {
+  const known = { path: `${skill.scope}/${skill.name}`, name: skill.name, description: skill.description };
+  if (skill.dir === undefined) return { ...known, files: { [SKILL_FILE]: renderSkillFile(skill) } };
+  const dir = skill.dir;
+  const names = [SKILL_FILE, ...(skill.files ?? [])];
+  const contents = await Promise.all(names.map((name) => readFile(join(dir, name))));
+  return {
+    ...known,
+    files: Object.fromEntries(names.map((name, i) => [name, new Uint8Array(contents[i] as Buffer)])),
+  };
+}
+
+function renderSkillFile(skill: Skill): Uint8Array {
+  const frontmatter = `name: ${JSON.stringify(skill.name)}\ndescription: ${JSON.stringify(skill.description)}`;
+  return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${skill.body}`);
 }
 
 async function readBundled(uri: string, path: string): Promise<ResourceContents> {

@@ -1,0 +1,84 @@
+import { createHash } from "node:crypto";
+import type { ServerContext } from "@modelcontextprotocol/server";
+import { type Skill, SkillsExtension } from "@modelcontextprotocol/server/ext/skills";
+import type { SkillPackage, WorkspaceGuidance } from "../../platform/skills/guidance.ts";
+import type { AdmittedCaller } from "./front-server.ts";
+
+/** The resource template the extension serves every skill file under. */
+export const SKILL_URI_TEMPLATE = "skill://{+path}";
+
+/**
+ * How long a client may reuse `server/discover` and skills answers. They differ per caller and
+ * per workspace (`private`), and a skill edit should reach a client within half a minute.
+ */
+export const SKILLS_CACHE_HINT = { ttlMs: 30_000, cacheScope: "private" } as const;
+
+/**
+ * The Skills Extension (`skills/list`, `skills/get`, SHA-256 digests) over the skills Atrium
+ * resolves for each caller. Its `skill://` resource template also keeps serving today's resources
+ * — `skill://<scope>/<name>` for the guidance and one URI per bundled file — to clients that do
+ * not negotiate the extension.
+ */
+export function createSkillsExtension(
+  guidance: WorkspaceGuidance,
+  admitted: (ctx: ServerContext) => AdmittedCaller,
+): SkillsExtension {
+  const packagesFor = (ctx: ServerContext) => {
+    const { workspaceId, principal } = admitted(ctx);
+    return guidance.packages(workspaceId, principal.id);
+  };
+  return new SkillsExtension({
+    cacheHint: SKILLS_CACHE_HINT,
+    // The SDK warns on stderr by default; every entry here is built by skillEntry, so a warning
+    // would be Atrium's bug and is raised instead of printed.
+    strict: true,
+    source: {
+      async list(_params, ctx) {
+        return { skills: (await packagesFor(ctx)).map((pkg) => toEntry(pkg)) };
+      },
+      async get(uri, ctx) {
+        const found = (await packagesFor(ctx)).find((pkg) => skillFileUri(pkg) === uri);
+        return found === undefined ? undefined : toEntry(found);
+      },
+      async read(uri, ctx) {
+        const { workspaceId, principal } = admitted(ctx);
+        const contents = await guidance.readResource(workspaceId, principal.id, uri);
+        if (contents !== undefined) {
+          return "text" in contents
+            ? { text: contents.text, mimeType: contents.mimeType }
+            : { bytes: Buffer.from(contents.blob, "base64"), mimeType: contents.mimeType };
+        }
+        const file = (await packagesFor(ctx)).find((pkg) => skillFileUri(pkg) === uri);
+        const bytes = file?.files["SKILL.md"];
+        // SKILL.md is UTF-8 text by the Agent Skills standard (skill-dirs.ts parses it as such).
+        return bytes === undefined
+          ? undefined
+          : { text: new TextDecoder().decode(bytes), mimeType: "text/markdown" };
+      },
+      async listResources(ctx) {
+        const { workspaceId, principal } = admitted(ctx);
+        return guidance.listResources(workspaceId, principal.id);
+      },
+    },
+  });
+}
+
+function skillFileUri(pkg: SkillPackage): string {
+  return `skill://${pkg.path}/SKILL.md`;
+}
+
+/**
+ * Built here rather than with the SDK's skillEntry(), which re-parses SKILL.md and refuses
+ * Atrium's nested `metadata.atrium` block (adr/0012): the standard's frontmatter map is strings
+ * only. Name and description are already parsed; each file's digest is over its exact bytes.
+ */
+function toEntry(pkg: SkillPackage): Skill {
+  const resources = Object.entries(pkg.files)
+    .map(([file, bytes]) => ({
+      uri: `skill://${pkg.path}/${file}`,
+      digest: `sha256:${createHash("sha256").update(bytes).digest("hex")}`,
+      size: bytes.byteLength,
+    }))
+    .sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
+  return { uri: skillFileUri(pkg), frontmatter: { name: pkg.name, description: pkg.description }, resources };
+}

@@ -1,0 +1,78 @@
+// 2026-07-28 requires every request POST to name its protocol version and method in headers, and
+// tools/call, prompts/get and resources/read (and the task methods) to repeat params.name /
+// params.uri / params.taskId in Mcp-Name, so intermediaries can route without reading the body.
+// The SDK's classifier already refuses a version or method header that disagrees with the body;
+// this is the rest: a missing header, or an Mcp-Name that disagrees (-32020, HTTP 400).
+
+export const HEADER_MISMATCH = -32020;
+
+const NAME_SOURCE: Record<string, string> = {
+  "tools/call": "name",
+  "prompts/get": "name",
+  "resources/read": "uri",
+  "tasks/get": "taskId",
+  "tasks/update": "taskId",
+  "tasks/cancel": "taskId",
+};
+
+export interface StandardHeaders {
+  protocolVersion: string | null;
+  method: string | null;
+  name: string | null;
+}
+
+export interface HeaderRefusal {
+  message: string;
+  header: string;
+}
+
+/** Why a 2026-07-28 request's standard headers cannot be served, or undefined when they can. */
+export function standardHeaderRefusal(
+  headers: StandardHeaders,
+  method: string,
+  params: unknown,
+): HeaderRefusal | undefined {
+  if (headers.protocolVersion === null)
+    return { header: "(missing)", message: "the required MCP-Protocol-Version header is absent" };
+  if (headers.method === null)
+    return {
+      header: "(missing)",
+      message: `the body names method ${method} but the required Mcp-Method header is absent`,
+    };
+  const field = Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
+  if (field === undefined) return undefined;
+  const value = isObject(params) ? params[field] : undefined;
+  if (typeof value !== "string") return undefined;
+  if (headers.name === null)
+    return {
+      header: "(missing)",
+      message: `the body carries params.${field}="${value}" but the required Mcp-Name header is absent`,
+    };
+  const named = decodeHeaderValue(headers.name.trim());
+  if (named === undefined)
+    return { header: headers.name, message: "the Mcp-Name header carries an invalid =?base64?…?= value" };
+  if (named !== value)
+    return {
+      header: headers.name,
+      message: `the body carries params.${field}="${value}" but the Mcp-Name header names "${named}"`,
+    };
+  return undefined;
+}
+
+// A value that is not plain ASCII travels as =?base64?<base64 of its UTF-8>?=.
+const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/i;
+
+function decodeHeaderValue(value: string): string | undefined {
+  if (!value.toLowerCase().startsWith("=?base64?")) return value;
+  const match = SENTINEL.exec(value);
+  if (!match?.[1] || match[1].length % 4 !== 0) return undefined;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(match[1], "base64"));
+  } catch {
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
