@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, type TestAtrium, TEST_USER_HEADER } from "../helpers/atrium.ts";
+import { bootstrapWorkspace, startTestAtrium, TEST_USER_HEADER, type TestAtrium } from "../helpers/atrium.ts";
 
 // Both eras over real HTTP on one workspace URL, with the SDK's v2 client pinned to each.
 const ERAS = ["2025-11-25", "2026-07-28"] as const;
@@ -89,5 +89,140 @@ describe.each(ERAS)("era %s", (era) => {
       argument: { name: "x", value: "" },
     });
     expect(none.completion.values).toEqual([]);
+  });
+});
+
+/** A 2026-07-28 request as the revision requires it: the `_meta` envelope and the standard headers. */
+function modernRequest(
+  method: string,
+  params: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+) {
+  const name =
+    typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : undefined;
+  return {
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": method,
+      ...(name === undefined ? {} : { "mcp-name": name }),
+      ...headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 9,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+          "io.modelcontextprotocol/clientCapabilities": {},
+          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "0" },
+        },
+      },
+    }),
+  };
+}
+
+const LEGACY_CALL = {
+  headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+  body: JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/list" }),
+};
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON-RPC answers are read field by field in assertions.
+type Answer = Record<string, any>;
+
+async function post(
+  user: string | null,
+  request: { headers: Record<string, string>; body: string },
+  path = `/mcp/${ws}`,
+) {
+  const response = await instance.raw(user, "POST", path, request);
+  return { status: response.status, json: JSON.parse(response.text || "null") as Answer };
+}
+
+describe("the 2026-07-28 edge", () => {
+  it("a stranger gets the same 404 in both eras as for a workspace that does not exist", async () => {
+    const answers = await Promise.all([
+      post("mallory", LEGACY_CALL),
+      post("mallory", modernRequest("tools/list")),
+      post("mallory", modernRequest("tools/list"), "/mcp/ws_0000000000000000"),
+      post("mallory", LEGACY_CALL, "/mcp/ws_0000000000000000"),
+    ]);
+    for (const answer of answers) expect(answer).toEqual(answers[0]);
+    expect(answers[0]?.status).toBe(404);
+  });
+
+  it("server/discover gives this caller's instructions with private cache hints", async () => {
+    const { status, json } = await post("alice", modernRequest("server/discover"));
+    expect(status).toBe(200);
+    expect(json.result.supportedVersions).toEqual(["2026-07-28"]);
+    expect(json.result.instructions).toContain("careful-deletes");
+    expect(json.result).toMatchObject({ ttlMs: 30_000, cacheScope: "private" });
+    const bob = await post(
+      "bob",
+      modernRequest("server/discover"),
+      `/mcp/${await bootstrapWorkspace(instance, "bob")}`,
+    );
+    expect(bob.json.result.instructions ?? "").not.toContain("careful-deletes");
+  });
+
+  it("an Mcp-Method header that disagrees with the body is refused", async () => {
+    const { status, json } = await post(
+      "alice",
+      modernRequest("tools/list", {}, { "mcp-method": "tools/call" }),
+    );
+    expect(status).toBe(400);
+    expect(json.error.code).toBe(-32020);
+  });
+
+  it("an Mcp-Name header that disagrees with the body, or is missing, is refused", async () => {
+    const call = { name: "files__list", arguments: {} };
+    const wrong = await post("alice", modernRequest("tools/call", call, { "mcp-name": "files__delete" }));
+    expect(wrong.status).toBe(400);
+    expect(wrong.json.error).toMatchObject({ code: -32020, message: expect.stringMatching(/files__delete/) });
+    const request = modernRequest("tools/call", call);
+    delete (request.headers as Record<string, string>)["mcp-name"];
+    const missing = await post("alice", request);
+    expect(missing.status).toBe(400);
+    expect(missing.json.error.message).toMatch(/Mcp-Name header is absent/);
+    const right = await post("alice", modernRequest("tools/call", call));
+    expect(right.status).toBe(200);
+    expect(right.json.result.structuredContent).toMatchObject({ files: expect.any(Array) });
+  });
+
+  it("an unsupported version is refused naming every version served, in both eras", async () => {
+    const future = modernRequest("tools/list");
+    const body = JSON.parse(future.body);
+    body.params._meta["io.modelcontextprotocol/protocolVersion"] = "2099-01-01";
+    const modern = await post("alice", {
+      headers: { ...future.headers, "mcp-protocol-version": "2099-01-01" },
+      body: JSON.stringify(body),
+    });
+    const legacy = await post("alice", {
+      ...LEGACY_CALL,
+      headers: { ...LEGACY_CALL.headers, "mcp-protocol-version": "2024-01-01" },
+    });
+    for (const { status, json } of [modern, legacy]) {
+      expect(status).toBe(400);
+      expect(json.error.data.supported).toEqual(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]);
+    }
+  });
+
+  it("a skill's digest changes exactly when its bytes change", async () => {
+    const digest = async () => {
+      const { json } = await post("alice", modernRequest("skills/list"));
+      const skill = json.result.skills.find((s: { uri: string }) => s.uri.includes("careful-deletes"));
+      return skill.resources.find((r: { uri: string }) => r.uri.endsWith("/SKILL.md")).digest as string;
+    };
+    const before = await digest();
+    expect(before).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(await digest()).toBe(before);
+    await writeWorkspaceSkill("careful-deletes", SKILL.replace("anything", "any file"));
+    const after = await digest();
+    expect(after).not.toBe(before);
+    await writeWorkspaceSkill("careful-deletes", SKILL);
+    expect(await digest()).toBe(before);
   });
 });
