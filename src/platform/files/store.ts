@@ -20,6 +20,10 @@ import {
 } from "./model.ts";
 
 const CONTENT_FILE = "content";
+const PROGRESS_CHUNK_BYTES = 1024 * 1024;
+
+/** Told the bytes stored so far and the total, after each chunk reaches the file. */
+export type WriteProgress = (written: number, total: number) => Promise<void> | void;
 const META_FILE = "meta.json";
 
 export interface NewFile {
@@ -47,12 +51,32 @@ export class FileStore implements LeftoverRules {
     this.listings = new FileListings(layout, (ws, owner, id) => this.readMeta(ws, owner, id));
   }
 
-  async write(workspaceId: string, ownerId: string, file: NewFile, content: Uint8Array): Promise<FileMeta> {
+  /**
+   * Stores `content` as a new file. With `onProgress`, the bytes go to disk a chunk at a time and
+   * each chunk is reported once written, so a caller can show a large write advancing.
+   */
+  async write(
+    workspaceId: string,
+    ownerId: string,
+    file: NewFile,
+    content: Uint8Array,
+    onProgress?: WriteProgress,
+  ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
     return this.commit(workspaceId, ownerId, file, async (handle, hash) => {
       hash.update(content);
-      await handle.writeFile(content);
-      return content.byteLength;
+      if (!onProgress) {
+        await handle.writeFile(content);
+        return content.byteLength;
+      }
+      let written = 0;
+      do {
+        const chunk = content.subarray(written, written + PROGRESS_CHUNK_BYTES);
+        await handle.write(chunk);
+        written += chunk.byteLength;
+        await onProgress(written, content.byteLength);
+      } while (written < content.byteLength);
+      return written;
     });
   }
 

@@ -1,0 +1,64 @@
+import { createHash } from "node:crypto";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileStore } from "../../../../src/platform/files/store.ts";
+import { StorageLayout } from "../../../../src/storage/paths.ts";
+import { WorkspaceStore } from "../../../../src/workspace/store.ts";
+
+const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
+const MIB = 1024 * 1024;
+
+let root: string;
+let files: FileStore;
+let ws: string;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "atrium-progress-"));
+  const layout = new StorageLayout(root);
+  const workspaces = new WorkspaceStore(layout);
+  await workspaces.load();
+  ws = (await workspaces.create("W", ALICE)).id;
+  files = new FileStore(layout, 8 * MIB);
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe("a write that reports progress", () => {
+  it("reports each MiB as it reaches the file, then the whole, and stores the same bytes", async () => {
+    const content = new Uint8Array(2 * MIB + 5).map((_, i) => i % 251);
+    const reports: Array<[number, number]> = [];
+    const meta = await files.write(ws, ALICE, { name: "big.bin" }, content, (written, total) => {
+      reports.push([written, total]);
+    });
+    expect(reports).toEqual([
+      [MIB, content.byteLength],
+      [2 * MIB, content.byteLength],
+      [2 * MIB + 5, content.byteLength],
+    ]);
+    const stored = await files.read(ws, ALICE, meta.id);
+    expect(createHash("sha256").update(stored.content).digest("hex")).toBe(
+      createHash("sha256").update(content).digest("hex"),
+    );
+  });
+
+  it("an empty file is one report of zero of zero", async () => {
+    const reports: Array<[number, number]> = [];
+    await files.write(ws, ALICE, { name: "empty.txt" }, new Uint8Array(0), (written, total) => {
+      reports.push([written, total]);
+    });
+    expect(reports).toEqual([[0, 0]]);
+  });
+
+  it("a report that throws abandons the write and leaves no file", async () => {
+    const failing = files.write(ws, ALICE, { name: "x.bin" }, new Uint8Array(3 * MIB), () => {
+      throw new Error("client went away");
+    });
+    await expect(failing).rejects.toThrow("client went away");
+    expect((await files.page(ws, ALICE, { limit: 10 })).files).toEqual([]);
+    expect(await readdir(join(root, ws, "files", ALICE)).catch(() => [])).toEqual([]);
+  });
+});
