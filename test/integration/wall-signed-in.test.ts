@@ -126,7 +126,9 @@ function signedInPeople(t: TestAtrium, idp: TestIssuer, chromium: Browser): Wall
       return t.rest(null, "POST", `/mcp/${workspaceId}`, message, { ...MCP_POST_HEADERS, ...credential });
     },
     async mcpClient(name, workspaceId) {
-      return t.mcpClient(null, workspaceId, { authorization: `Bearer ${await tokenOf(name, workspaceId)}` });
+      return t.mcpClient(null, workspaceId, {
+        headers: { authorization: `Bearer ${await tokenOf(name, workspaceId)}` },
+      });
     },
   };
 }

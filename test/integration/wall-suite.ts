@@ -1,5 +1,4 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Client } from "@modelcontextprotocol/client";
 import { beforeEach, describe, expect, it } from "vitest";
 import type { RunningAtrium } from "../../src/server.ts";
 import { MCP_POST_HEADERS, type RestBody } from "../helpers/atrium.ts";
@@ -137,7 +136,7 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
     // ("a stranger can get no access token …") is that wall, in both modes.
     headerOnly("cannot list or call the tools of another person's workspace over MCP", async () => {
       await p.signIn("bob");
-      await expect(p.mcpClient("bob", aliceWs)).rejects.toMatchObject({ code: 404 });
+      await expect(p.mcpClient("bob", aliceWs)).rejects.toMatchObject({ name: "SdkHttpError", status: 404 });
       expect((await p.mcp("bob", aliceWs, listTools)).status).toBe(404);
       const write = await callTool("bob", aliceWs, "files__write", { name: "planted.txt", text: "x" });
       expect(write.status).toBe(404);
@@ -355,9 +354,10 @@ export function describeWall(mode: WallMode, people: () => WallPeople): void {
 
       // Signed in, bob's token itself ends with his membership (its grant is revoked): 401.
       const refused = mode === "header" ? 404 : 401;
-      await expect(client.listTools()).rejects.toMatchObject({ code: refused });
+      await expect(client.listTools()).rejects.toMatchObject({ name: "SdkHttpError", status: refused });
       await expect(client.callTool({ name: "files__list", arguments: {} })).rejects.toMatchObject({
-        code: refused,
+        name: "SdkHttpError",
+        status: refused,
       });
       expect((await p.rest("bob", "GET", `/v1/workspaces/${aliceWs}/files`)).status).toBe(404);
       expect((await p.rest("bob", "GET", `/v1/workspaces/${aliceWs}/tools`)).status).toBe(404);

@@ -1,0 +1,22 @@
+import type { VersionNegotiationOptions } from "@modelcontextprotocol/client";
+
+/** The protocol revisions a test client can speak to a workspace URL. */
+export type McpEra = "2025-11-25" | "2026-07-28";
+
+/**
+ * The eras Atrium serves today, and so the eras every per-era suite runs in (describe.each over
+ * this list). Adding "2026-07-28" here is the one change that runs those suites in the new era too.
+ */
+export const MCP_ERAS = ["2025-11-25"] as const satisfies readonly McpEra[];
+
+/** The era the test helpers' clients speak when a test does not say. */
+export const DEFAULT_MCP_ERA: McpEra = "2025-11-25";
+
+/**
+ * How the v2 Client reaches `era`: 2025-11-25 is its `legacy` mode (the `initialize` handshake
+ * offering its LATEST_PROTOCOL_VERSION, 2025-11-25); 2026-07-28 is a pin, which probes with
+ * `server/discover` and fails loudly instead of falling back when the server does not offer it.
+ */
+export function versionNegotiationFor(era: McpEra): VersionNegotiationOptions {
+  return era === "2026-07-28" ? { mode: { pin: era } } : { mode: "legacy" };
+}
