@@ -107,3 +107,26 @@ export function modernMcpRequest(
 export function mcpRequest(era: McpEra, message: JsonRpcMessage): McpHttpRequest {
   return era === MODERN_ERA ? modernMcpRequest(message) : { headers: { ...MCP_POST_HEADERS }, body: message };
 }
+
+/**
+ * The JSON-RPC message answering one POSTed request: the JSON body, or the last message of a
+ * `text/event-stream` body (the Streamable HTTP server may stream any response, and sends the
+ * response after the request's notifications). A JSON-RPC error is returned, not thrown.
+ */
+export async function readMcpMessage(response: Response): Promise<Record<string, unknown>> {
+  const text = await response.text();
+  const streamed = response.headers.get("content-type")?.startsWith("text/event-stream") ?? false;
+  const data = streamed
+    ? text
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice("data:".length))
+        .at(-1)
+    : text;
+  if (data === undefined || data.trim() === "") {
+    throw new Error(
+      `HTTP ${response.status} carried no JSON-RPC message: ${JSON.stringify(text.slice(0, 200))}`,
+    );
+  }
+  return JSON.parse(data) as Record<string, unknown>;
+}

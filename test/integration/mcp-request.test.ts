@@ -10,6 +10,7 @@ import {
   type McpHttpRequest,
   mcpRequest,
   modernMcpRequest,
+  readMcpMessage,
 } from "../helpers/mcp-request.ts";
 
 // test/helpers/mcp-request.ts builds the raw 2026-07-28 requests Atrium's own tests post. Here
@@ -50,22 +51,14 @@ afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
 });
 
-/** POSTs `request`; a JSON-RPC answer is read from a JSON body or the SSE stream's one message. */
+/** POSTs `request`; the JSON-RPC answer, if the status carries one (a notification's 202 does not). */
 async function send({
   headers,
   body,
 }: McpHttpRequest): Promise<{ status: number; message?: Record<string, unknown> }> {
   const response = await fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
-  const text = await response.text();
-  if (text === "") return { status: response.status };
-  const data = response.headers.get("content-type")?.startsWith("text/event-stream")
-    ? text
-        .split("\n")
-        .filter((line) => line.startsWith("data:"))
-        .map((line) => line.slice("data:".length))
-        .at(-1)
-    : text;
-  return { status: response.status, message: JSON.parse(data ?? "null") as Record<string, unknown> };
+  if (response.status === 202) return { status: response.status };
+  return { status: response.status, message: await readMcpMessage(response) };
 }
 
 const request = (method: string, params?: Record<string, unknown>): JsonRpcMessage => ({
@@ -185,5 +178,31 @@ describe("encodeMcpHeaderValue", () => {
     ["=?base64?eA==?=", `=?base64?${Buffer.from("=?base64?eA==?=").toString("base64")}?=`],
   ])("%j is sent as %j", (value, sent) => {
     expect(encodeMcpHeaderValue(value)).toBe(sent);
+  });
+});
+
+describe("readMcpMessage", () => {
+  const headers = (type: string) => ({ "content-type": type });
+
+  it("reads a JSON body", async () => {
+    const response = new Response('{"jsonrpc":"2.0","id":1,"result":{}}', {
+      headers: headers("application/json"),
+    });
+    expect(await readMcpMessage(response)).toEqual({ jsonrpc: "2.0", id: 1, result: {} });
+  });
+
+  it("reads the response after a stream's notifications", async () => {
+    const stream = [
+      'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n',
+      'event: message\ndata: {"jsonrpc":"2.0","id":1,"result":{"done":true}}\n',
+      "",
+    ].join("\n");
+    const response = new Response(stream, { headers: headers("text/event-stream") });
+    expect(await readMcpMessage(response)).toEqual({ jsonrpc: "2.0", id: 1, result: { done: true } });
+  });
+
+  it("says what came instead of a message", async () => {
+    const response = new Response("", { status: 500, headers: headers("text/event-stream") });
+    await expect(readMcpMessage(response)).rejects.toThrow(/HTTP 500 carried no JSON-RPC message/);
   });
 });
