@@ -1,4 +1,4 @@
-import type { VersionNegotiationOptions } from "@modelcontextprotocol/client";
+import { SdkErrorCode, type VersionNegotiationOptions } from "@modelcontextprotocol/client";
 
 /** The protocol revisions a test client can speak to a workspace URL. */
 export type McpEra = "2025-11-25" | "2026-07-28";
@@ -19,4 +19,17 @@ export const DEFAULT_MCP_ERA: McpEra = "2025-11-25";
  */
 export function versionNegotiationFor(era: McpEra): VersionNegotiationOptions {
   return era === "2026-07-28" ? { mode: { pin: era } } : { mode: "legacy" };
+}
+
+/**
+ * What the v2 Client's `connect()` rejects with, in `era`, when the workspace URL refuses the
+ * caller with HTTP `status` (a 4xx other than 401 and 403, e.g. the wall's 404). In 2025-11-25 the
+ * `initialize` POST fails with SdkHttpError carrying the status. In 2026-07-28 the pinned
+ * `server/discover` probe meets it first, and SDK 2.4.0 reads such a status with a body that is
+ * not JSON-RPC as "not a 2026 server" (classifyHttpError), so a pin fails with
+ * EraNegotiationFailed and no status: a test that needs the status in that era checks a raw POST.
+ */
+export function refusedConnect(era: McpEra, status: number): Record<string, unknown> {
+  if (era === "2026-07-28") return { name: "SdkError", code: SdkErrorCode.EraNegotiationFailed };
+  return { name: "SdkHttpError", status };
 }

@@ -8,13 +8,16 @@ import {
 import { MCP_POST_HEADERS } from "./atrium.ts";
 import type { McpEra } from "./mcp-eras.ts";
 
-/** A JSON-RPC request (with `id`) or notification (without), as a test posts it to `/mcp/ws_…`. */
-export interface JsonRpcMessage {
+/**
+ * A JSON-RPC request (with `id`) or notification (without), as a test posts it to `/mcp/ws_…`.
+ * A type, not an interface, so it is a REST body (`Record<string, unknown>`) as it stands.
+ */
+export type JsonRpcMessage = {
   jsonrpc: "2.0";
   id?: number | string;
   method: string;
   params?: Record<string, unknown>;
-}
+};
 
 /**
  * One POST to `/mcp/ws_…`. Header names are lower-case, so an override spread after them
