@@ -2,8 +2,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Unauthenticated } from "../../src/errors.ts";
 import { derivePrincipalId, type Principal } from "../../src/identity/principal.ts";
 import type { IdentityProvider } from "../../src/identity/provider.ts";
@@ -11,6 +10,7 @@ import { parseInstance } from "../../src/instance/load.ts";
 import type { InstanceConfig } from "../../src/instance/schema.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import { DEFAULT_MCP_ERA, type McpEra, versionNegotiationFor } from "./mcp-eras.ts";
 
 /** The header the test identity provider reads: `x-test-user: <name>`. */
 export const TEST_USER_HEADER = "x-test-user";
@@ -71,6 +71,13 @@ export interface RawResponse {
   text: string;
 }
 
+export interface McpClientOptions {
+  /** Sent with every request as well, e.g. `authorization`. */
+  headers?: Record<string, string>;
+  /** The protocol revision the client speaks; DEFAULT_MCP_ERA unless given. */
+  era?: McpEra;
+}
+
 export interface TestAtrium {
   url: string;
   /** The temp dir this instance owns; the data root is `root`, inside it. */
@@ -97,10 +104,10 @@ export interface TestAtrium {
     options?: { headers?: Record<string, string>; body?: string | Uint8Array },
   ): Promise<RawResponse>;
   /**
-   * The SDK's own Client, connected to `/mcp/<workspaceId>` as `user`, sending `headers` (e.g.
-   * `authorization`) with every request as well. Closed by `stop()`.
+   * The SDK's own (v2) Client, connected to `/mcp/<workspaceId>` as `user` in `options.era`, sending
+   * `options.headers` with every request as well. Closed by `stop()`.
    */
-  mcpClient(user: TestUser, workspaceId: string, headers?: Record<string, string>): Promise<Client>;
+  mcpClient(user: TestUser, workspaceId: string, options?: McpClientOptions): Promise<Client>;
   /** Closes the server but keeps the dir, so another instance can start on the same root. */
   close(): Promise<void>;
   /** Closes this instance and starts a fresh one on the same dir and options. */
@@ -204,11 +211,14 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
         req.end(body);
       });
     },
-    async mcpClient(user, workspaceId, headers = {}) {
+    async mcpClient(user, workspaceId, { headers = {}, era = DEFAULT_MCP_ERA } = {}) {
       const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp/${workspaceId}`), {
         requestInit: { headers: { ...identity(user), ...headers } },
       });
-      const client = new Client({ name: "atrium-test", version: "0.0.0" }, { capabilities: {} });
+      const client = new Client(
+        { name: "atrium-test", version: "0.0.0" },
+        { capabilities: {}, versionNegotiation: versionNegotiationFor(era) },
+      );
       await client.connect(transport);
       clients.add(client);
       return client;

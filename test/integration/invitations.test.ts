@@ -133,7 +133,7 @@ describe("the invitee", () => {
       expect(response.status, path).toBe(404);
       expect(await response.text(), path).toBe(nowhereBody);
     }
-    await expect(t.mcpClient("bob", ws)).rejects.toMatchObject({ code: 404 });
+    await expect(t.mcpClient("bob", ws)).rejects.toMatchObject({ name: "SdkHttpError", status: 404 });
 
     const accepted = await t.rest("bob", "POST", `/v1/invitations/${invitation.id}/accept`);
     expect(accepted.status).toBe(200);

@@ -1,8 +1,8 @@
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { MCP_ERAS, refusedConnect } from "../helpers/mcp-eras.ts";
+import { mcpRequest, readMcpMessage } from "../helpers/mcp-request.ts";
 
 const MAX_BODY_BYTES = 64 * 1024;
 const FILE_ID = /^fl_[0-9a-f]{24}$/;
@@ -55,6 +55,61 @@ function initializeMessage(protocolVersion: string, id: number | string = 1) {
     params: { protocolVersion, capabilities: {}, clientInfo: { name: "raw", version: "0" } },
   };
 }
+
+// The core of the MCP surface, once per era Atrium serves (test/helpers/mcp-eras.ts).
+describe.each(MCP_ERAS)("the core of /mcp/ws_… in %s", (era) => {
+  let eraClient: Client;
+
+  beforeAll(async () => {
+    eraClient = await instance.mcpClient("alice", ws, { era });
+  });
+
+  it("the SDK client speaks this era", () => {
+    expect(eraClient.getNegotiatedProtocolVersion()).toBe(era);
+  });
+
+  it("lists the tools", async () => {
+    const { tools } = await eraClient.listTools();
+    expect(tools.map((t) => t.name)).toEqual(
+      expect.arrayContaining(["files__write", "files__info", "skills__read"]),
+    );
+  });
+
+  it("writes a file and describes it", async () => {
+    const written = structured<{ id: string }>(
+      await call("files__write", { name: `core-${era}.txt`, text: era }, eraClient),
+    );
+    const info = structured<{ id: string; name: string; size: number }>(
+      await call("files__info", { id: written.id }, eraClient),
+    );
+    expect(info).toMatchObject({ id: written.id, name: `core-${era}.txt`, size: era.length });
+  });
+
+  it("lists and reads the platform skill as a skill:// resource", async () => {
+    const { resources } = await eraClient.listResources();
+    expect(resources.map((r) => r.uri)).toContain("skill://platform/using-atrium-files");
+    const read = await eraClient.readResource({ uri: "skill://platform/using-atrium-files" });
+    const [content] = read.contents;
+    expect(content && "text" in content ? content.text : "").toContain("files__");
+  });
+
+  it("a stranger gets the wall's 404, and the SDK client cannot connect", async () => {
+    const { headers, body } = mcpRequest(era, { jsonrpc: "2.0", id: 1, method: "tools/list" });
+    const refused = await instance.rest("mallory", "POST", `/mcp/${ws}`, body, headers);
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("workspace_not_found");
+    await expect(instance.mcpClient("mallory", ws, { era })).rejects.toMatchObject(refusedConnect(era, 404));
+  });
+
+  it("a raw tools/list as this era's client sends it is answered", async () => {
+    const { headers, body } = mcpRequest(era, { jsonrpc: "2.0", id: 5, method: "tools/list" });
+    const response = await instance.rest("alice", "POST", `/mcp/${ws}`, body, headers);
+    expect(response.status).toBe(200);
+    const message = (await readMcpMessage(response)) as { id: number; result: { tools: unknown[] } };
+    expect(message.id).toBe(5);
+    expect(message.result.tools.length).toBeGreaterThan(0);
+  });
+});
 
 describe("tools over /mcp/ws_…", () => {
   it("lists the platform apps' tools, each with a description and an input schema", async () => {

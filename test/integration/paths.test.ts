@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname } from "node:path";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { listTree } from "../helpers/fs-tree.ts";

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { derivePrincipalId } from "../../src/identity/principal.ts";
 import { SESSION_COOKIE } from "../../src/identity/sessions.ts";
-import { MCP_POST_HEADERS, startTestAtrium, TEST_USER_HEADER, type TestAtrium } from "../helpers/atrium.ts";
+import { startTestAtrium, TEST_USER_HEADER, type TestAtrium } from "../helpers/atrium.ts";
 import { launchChromium, newLoopbackContext, signInWithBrowser } from "../helpers/browser.ts";
 import { obtainTokensWithCookie, registerClient } from "../helpers/oauth.ts";
 import {
@@ -120,13 +120,16 @@ function signedInPeople(t: TestAtrium, idp: TestIssuer, chromium: Browser): Wall
       const credential: Record<string, string> = name === null ? {} : { cookie: await cookieOf(name) };
       return t.rest(null, method, path, body, { ...credential, ...headers });
     },
-    async mcp(name, workspaceId, message) {
+    async mcp(name, workspaceId, { headers, body }) {
       const credential: Record<string, string> =
         name === null ? {} : { authorization: `Bearer ${await tokenOf(name, workspaceId)}` };
-      return t.rest(null, "POST", `/mcp/${workspaceId}`, message, { ...MCP_POST_HEADERS, ...credential });
+      return t.rest(null, "POST", `/mcp/${workspaceId}`, body, { ...headers, ...credential });
     },
-    async mcpClient(name, workspaceId) {
-      return t.mcpClient(null, workspaceId, { authorization: `Bearer ${await tokenOf(name, workspaceId)}` });
+    async mcpClient(name, workspaceId, era) {
+      return t.mcpClient(null, workspaceId, {
+        headers: { authorization: `Bearer ${await tokenOf(name, workspaceId)}` },
+        era,
+      });
     },
   };
 }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach } from "vitest";
-import { MCP_POST_HEADERS, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { obtainTokens, sessionCookie } from "../helpers/oauth.ts";
 import { describeWall, type WallPeople } from "./wall-suite.ts";
 
@@ -31,9 +31,8 @@ function headerPeople(t: TestAtrium): WallPeople {
     sessionCookie: (name) => sessionCookie(t, name),
     accessToken: async (name, workspaceId) => (await obtainTokens(t, name, workspaceId)).access_token,
     rest: (name, method, path, body, headers) => t.rest(name, method, path, body, headers),
-    mcp: (name, workspaceId, message) =>
-      t.rest(name, "POST", `/mcp/${workspaceId}`, message, MCP_POST_HEADERS),
-    mcpClient: (name, workspaceId) => t.mcpClient(name, workspaceId),
+    mcp: (name, workspaceId, { headers, body }) => t.rest(name, "POST", `/mcp/${workspaceId}`, body, headers),
+    mcpClient: (name, workspaceId, era) => t.mcpClient(name, workspaceId, { era }),
   };
 }
 
