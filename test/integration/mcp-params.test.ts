@@ -117,7 +117,7 @@ describe("error messages carry no doubled MCP prefix", () => {
   });
 
   // The v2 client's ProtocolError carries the code in `code` and the server's message as is (v1's
-  // "MCP error -32002: " prefix, and its doubling, is pinned in mcp-v1-client.test.ts).
+  // "MCP error -32602: " prefix, and its doubling, is pinned in mcp-v1-client.test.ts).
   it("the SDK client shows the server's message once, with the code beside it", async () => {
     const client = await instance.mcpClient("alice", ws);
     const failure = await client.readResource({ uri: "skill://user/nope" }).catch((error: Error) => error);

@@ -100,10 +100,10 @@ describe("a v1 SDK client over 2025-11-25", () => {
 
   // v1 prefixes a JSON-RPC error's message with "MCP error <code>: " itself; a server message
   // that carried the prefix too would show it twice.
-  it("an unknown resource shows 'MCP error -32002:' once", async () => {
+  it("an unknown resource shows 'MCP error -32602:' once (SEP-2164)", async () => {
     const client = await connected("alice", ws);
     const failure = await client.readResource({ uri: "skill://user/nope" }).catch((error: Error) => error);
-    expect((failure as Error).message).toBe("MCP error -32002: Resource not found: skill://user/nope");
+    expect((failure as Error).message).toBe("MCP error -32602: Resource not found: skill://user/nope");
   });
 
   it("a stranger's connect to someone else's workspace is refused with 404", async () => {
