@@ -1,9 +1,10 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/client";
 import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, TEST_USER_HEADER, type TestAtrium } from "../helpers/atrium.ts";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { modernMcpRequest } from "../helpers/mcp-request.ts";
 
 // Both eras over real HTTP on one workspace URL, with the SDK's v2 client pinned to each.
 const ERAS = ["2025-11-25", "2026-07-28"] as const;
@@ -11,19 +12,9 @@ type Era = (typeof ERAS)[number];
 
 let instance: TestAtrium;
 let ws: string;
-const clients: Client[] = [];
 
-async function connect(era: Era, user = "alice"): Promise<Client> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${instance.url}/mcp/${ws}`), {
-    requestInit: { headers: { [TEST_USER_HEADER]: user } },
-  });
-  const client = new Client(
-    { name: "eras-test", version: "0.0.0" },
-    { versionNegotiation: { mode: era === "2026-07-28" ? { pin: era } : "legacy" } },
-  );
-  await client.connect(transport);
-  clients.push(client);
-  return client;
+function connect(era: Era): Promise<Client> {
+  return instance.mcpClient("alice", ws, { era });
 }
 
 async function writeWorkspaceSkill(name: string, text: string): Promise<void> {
@@ -42,7 +33,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(clients.map((client) => client.close()));
   await instance?.stop();
 });
 
@@ -92,37 +82,14 @@ describe.each(ERAS)("era %s", (era) => {
   });
 });
 
-/** A 2026-07-28 request as the revision requires it: the `_meta` envelope and the standard headers. */
+/** A 2026-07-28 request (test/helpers/mcp-request.ts), with `headers` laid over its own. */
 function modernRequest(
   method: string,
   params: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ) {
-  const name =
-    typeof params.name === "string" ? params.name : typeof params.uri === "string" ? params.uri : undefined;
-  return {
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": method,
-      ...(name === undefined ? {} : { "mcp-name": name }),
-      ...headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 9,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {},
-          "io.modelcontextprotocol/clientInfo": { name: "raw", version: "0" },
-        },
-      },
-    }),
-  };
+  const request = modernMcpRequest({ jsonrpc: "2.0", id: 9, method, params });
+  return { headers: { ...request.headers, ...headers }, body: JSON.stringify(request.body) };
 }
 
 const LEGACY_CALL = {
