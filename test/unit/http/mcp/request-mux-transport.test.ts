@@ -1,6 +1,4 @@
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { TransportSendOptions } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { CallToolRequestSchema, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { type JSONRPCMessage, Server, type TransportSendOptions } from "@modelcontextprotocol/server";
 import { describe, expect, it } from "vitest";
 import { type ReplySink, RequestMuxTransport } from "../../../../src/http/mcp/request-mux-transport.ts";
 
@@ -141,7 +139,7 @@ describe("RequestMuxTransport", () => {
 
   it("behind a real SDK server, concurrent requests with the same id each get their own answer", async () => {
     const server = new Server({ name: "mux-test", version: "1.0.0" }, { capabilities: { tools: {} } });
-    server.setRequestHandler(CallToolRequestSchema, async (req) => {
+    server.setRequestHandler("tools/call", async (req) => {
       const delayMs = Number(req.params.arguments?.delayMs ?? 0);
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       return { content: [{ type: "text", text: String(req.params.arguments?.who) }] };
