@@ -185,7 +185,7 @@ const state = { atrium: null, suite: null, interrupted: null };
 function parseArgs(argv) {
   const chosen = [];
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--suite" && argv[i + 1] in SUITES) chosen.push(argv[++i]);
+    if (argv[i] === "--suite" && Object.hasOwn(SUITES, argv[i + 1] ?? "")) chosen.push(argv[++i]);
     else
       throw new ScriptError(
         `unknown argument ${argv[i]}${argv[i] === "--suite" ? ` ${argv[i + 1] ?? ""}` : ""}; use --suite ${Object.keys(SUITES).join("|")} (repeatable)`,
@@ -226,10 +226,9 @@ function plan(name) {
   return { scored, notScored, baseline };
 }
 
-async function runOne(name, target) {
+async function runOne(name, planned, target) {
   const suite = SUITES[name];
   say(`\n=== ${name}: ${suite.title}`);
-  const planned = plan(name);
   if (suite.prepare) await suite.prepare(target);
   const run = await runSuite({
     name,
@@ -274,7 +273,8 @@ async function main() {
   try {
     const chosen = parseArgs(process.argv.slice(2));
     ensureToolsInstalled(log);
-    for (const name of chosen) plan(name); // refuse a bad baseline before starting anything
+    // A bad baseline is refused before anything starts.
+    const plans = new Map(chosen.map((name) => [name, plan(name)]));
     state.atrium = await startDevAtrium({
       prefix: "atrium-conformance-",
       log,
@@ -285,7 +285,7 @@ async function main() {
     for (const name of chosen) {
       if (state.interrupted) throw new ScriptError(`interrupted by ${state.interrupted}`);
       try {
-        const report = await runOne(name, state.atrium);
+        const report = await runOne(name, plans.get(name), state.atrium);
         passed += report.passed;
         failed += report.failed;
       } catch (err) {

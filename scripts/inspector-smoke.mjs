@@ -30,7 +30,7 @@ class StepError extends Error {}
 function parseArgs(argv) {
   const eras = [];
   for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--era" && argv[i + 1] in ERAS) eras.push(argv[++i]);
+    if (argv[i] === "--era" && Object.hasOwn(ERAS, argv[i + 1] ?? "")) eras.push(argv[++i]);
     else
       throw new ScriptError(
         `unknown argument ${argv[i]}${argv[i] === "--era" ? ` ${argv[i + 1] ?? ""}` : ""}; use --era ${Object.keys(ERAS).join("|")} (repeatable)`,
