@@ -173,8 +173,30 @@ describe("the 2026-07-28 edge", () => {
     });
     for (const { status, json } of [modern, legacy]) {
       expect(status).toBe(400);
-      expect(json.error.data.supported).toEqual(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]);
+      expect(json.error.code).toBe(-32022);
     }
+    // A request in the 2026 form is told what server/discover lists; a 2025 one, everything.
+    expect(modern.json.error.data).toEqual({ supported: ["2026-07-28"], requested: "2099-01-01" });
+    expect(legacy.json.error.data).toEqual({
+      supported: ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
+      requested: "2024-01-01",
+    });
+  });
+
+  it("input responses that are not a map of response objects are -32602 before any tool runs", async () => {
+    for (const inputResponses of [null, 5, [], { user_name: 12345 }]) {
+      const { status, json } = await post(
+        "alice",
+        modernRequest("tools/call", { name: "files__list", arguments: {}, inputResponses }),
+      );
+      expect(status).toBe(400);
+      expect(json.error).toMatchObject({ code: -32602, message: expect.stringMatching(/inputResponses/) });
+    }
+    const fine = await post(
+      "alice",
+      modernRequest("tools/call", { name: "files__list", arguments: {}, inputResponses: {} }),
+    );
+    expect(fine.json.result.structuredContent).toMatchObject({ files: expect.any(Array) });
   });
 
   it("a skill's digest changes exactly when its bytes change", async () => {

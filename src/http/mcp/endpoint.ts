@@ -10,6 +10,7 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
+import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
 import {
   LEGACY_PROTOCOL_VERSIONS,
@@ -68,13 +69,18 @@ export class McpEndpoint {
     }
     if (route.kind === "legacy") {
       if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) {
-        return unsupportedVersion(protocolVersion, requestId(body));
+        return unsupportedVersion(protocolVersion, SERVED_PROTOCOL_VERSIONS, requestId(body));
       }
       return this.serveLegacy(request, body, authInfo);
     }
+    // A request in the 2026 form is told what server/discover lists; initialize finds the rest.
     const revision = route.classification.revision;
-    if (revision !== MODERN_PROTOCOL_VERSION) return unsupportedVersion(revision ?? "none", requestId(body));
+    if (revision !== MODERN_PROTOCOL_VERSION) {
+      return unsupportedVersion(revision ?? "none", [MODERN_PROTOCOL_VERSION], requestId(body));
+    }
     if (route.messageKind === "request") {
+      const malformed = inputResponsesProblem(route.message.params);
+      if (malformed) return jsonRpcError(400, INVALID_PARAMS, malformed, undefined, route.message.id);
       const refusal = standardHeaderRefusal(
         { protocolVersion, method: headers.get("mcp-method"), name: headers.get("mcp-name") },
         route.message.method,
@@ -153,10 +159,11 @@ export async function readJsonBody(request: Request): Promise<unknown> {
 
 const NOT_JSON = Symbol("request body is not JSON");
 const PARSE_ERROR = -32700;
+const INVALID_PARAMS = -32602;
 
-function unsupportedVersion(requested: string, id: unknown): Response {
-  const error = new UnsupportedProtocolVersionError({ supported: [...SERVED_PROTOCOL_VERSIONS], requested });
-  const message = `Unsupported protocol version "${requested}": this server speaks ${SERVED_PROTOCOL_VERSIONS.join(", ")}.`;
+function unsupportedVersion(requested: string, supported: readonly string[], id: unknown): Response {
+  const error = new UnsupportedProtocolVersionError({ supported: [...supported], requested });
+  const message = `Unsupported protocol version "${requested}": use ${supported.join(", ")}.`;
   return jsonRpcError(400, error.code, message, error.data, id);
 }
 

@@ -1,6 +1,7 @@
 import { ClientRequestSchema, JSONRPCRequestSchema } from "@modelcontextprotocol/core";
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { z } from "zod";
+import { describeJsonValue } from "./json-shape.ts";
 
 // Params that are wrong are the client's mistake, and JSON-RPC says so with -32602 Invalid
 // params and a message a person can act on. The SDK instead answers a request whose params fail
@@ -42,7 +43,7 @@ export function invalidParamsReply(body: unknown): Response | undefined {
   const message =
     typeof params === "object" && params !== null && !Array.isArray(params)
       ? describeIssues(method, parsed.error.issues)
-      : `Invalid params for ${method}: params must be a JSON object of named parameters, not ${describe(params)}.`;
+      : `Invalid params for ${method}: params must be a JSON object of named parameters, not ${describeJsonValue(params)}.`;
   return Response.json({ jsonrpc: "2.0", id, error: { code: ProtocolErrorCode.InvalidParams, message } });
 }
 
@@ -51,10 +52,4 @@ function describeIssues(method: string, issues: readonly z.core.$ZodIssue[]): st
     .slice(0, MAX_ISSUES_NAMED)
     .map((issue) => `${issue.path.map(String).join(".") || "params"}: ${issue.message}`);
   return `Invalid params for ${method}: ${named.join("; ")}.`;
-}
-
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return `a ${typeof value}`;
 }

@@ -1,3 +1,5 @@
+import { isJsonObject } from "./json-shape.ts";
+
 // 2026-07-28 requires every request POST to name its protocol version and method in headers, and
 // tools/call, prompts/get and resources/read (and the task methods) to repeat params.name /
 // params.uri / params.taskId in Mcp-Name, so intermediaries can route without reading the body.
@@ -41,7 +43,7 @@ export function standardHeaderRefusal(
     };
   const field = Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
   if (field === undefined) return undefined;
-  const value = isObject(params) ? params[field] : undefined;
+  const value = isJsonObject(params) ? params[field] : undefined;
   if (typeof value !== "string") return undefined;
   if (headers.name === null)
     return {
@@ -71,8 +73,4 @@ function decodeHeaderValue(value: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
