@@ -35,7 +35,14 @@ import {
   runSuite,
   SuiteError,
 } from "./lib/conformance-run.mjs";
-import { freePort, ScriptError, startDevAtrium, stopGroup, tailLines } from "./lib/dev-atrium.mjs";
+import {
+  freePort,
+  parseChoices,
+  ScriptError,
+  startDevAtrium,
+  stopGroup,
+  tailLines,
+} from "./lib/dev-atrium.mjs";
 import { approveAsDeveloper } from "./lib/dev-consent.mjs";
 import {
   ensureToolsInstalled,
@@ -182,18 +189,6 @@ const escapeRegExp = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 const state = { atrium: null, suite: null, interrupted: null };
 
-function parseArgs(argv) {
-  const chosen = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--suite" && Object.hasOwn(SUITES, argv[i + 1] ?? "")) chosen.push(argv[++i]);
-    else
-      throw new ScriptError(
-        `unknown argument ${argv[i]}${argv[i] === "--suite" ? ` ${argv[i + 1] ?? ""}` : ""}; use --suite ${Object.keys(SUITES).join("|")} (repeatable)`,
-      );
-  }
-  return chosen.length ? [...new Set(chosen)] : Object.keys(SUITES);
-}
-
 // Everything checkable before Atrium starts: the baseline against what the suite runs.
 function plan(name) {
   const suite = SUITES[name];
@@ -271,7 +266,7 @@ async function main() {
   let passed = 0;
   let failed = 0;
   try {
-    const chosen = parseArgs(process.argv.slice(2));
+    const chosen = parseChoices(process.argv.slice(2), "--suite", SUITES);
     ensureToolsInstalled(log);
     // A bad baseline is refused before anything starts.
     const plans = new Map(chosen.map((name) => [name, plan(name)]));

@@ -15,7 +15,7 @@
 import { spawn } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { ScriptError, startDevAtrium, stopGroup, tailLines } from "./lib/dev-atrium.mjs";
+import { parseChoices, ScriptError, startDevAtrium, stopGroup, tailLines } from "./lib/dev-atrium.mjs";
 import { ensureToolsInstalled, INSPECTOR, NODE22, ToolsError } from "./lib/tools-install.mjs";
 
 const ERAS = { 2025: "legacy", 2026: "modern" };
@@ -26,18 +26,6 @@ const say = (text = "") => process.stdout.write(`${text}\n`);
 const log = (msg) => say(`inspector: ${msg}`);
 
 class StepError extends Error {}
-
-function parseArgs(argv) {
-  const eras = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === "--era" && Object.hasOwn(ERAS, argv[i + 1] ?? "")) eras.push(argv[++i]);
-    else
-      throw new ScriptError(
-        `unknown argument ${argv[i]}${argv[i] === "--era" ? ` ${argv[i + 1] ?? ""}` : ""}; use --era ${Object.keys(ERAS).join("|")} (repeatable)`,
-      );
-  }
-  return eras.length ? [...new Set(eras)] : Object.keys(ERAS);
-}
 
 /** One CLI run with --format json; its parsed `result`, or a StepError with its own words. */
 function inspect(home, mcpUrl, era, args) {
@@ -157,7 +145,7 @@ async function main() {
   let failed = 0;
   let atrium = null;
   try {
-    const eras = parseArgs(process.argv.slice(2));
+    const eras = parseChoices(process.argv.slice(2), "--era", ERAS);
     ensureToolsInstalled(log);
     atrium = await startDevAtrium({ prefix: "atrium-inspector-", log });
     for (const era of eras) {

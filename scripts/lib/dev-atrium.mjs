@@ -184,3 +184,19 @@ async function firstWorkspace(base, log) {
   log(`workspace ${ws.id ?? "?"} (${ws.name ?? "?"}), MCP URL ${mcpUrl.href}`);
   return { mcpUrl: mcpUrl.href, workspaceId: ws.id };
 }
+
+/**
+ * The values of a repeatable `--<flag> <choice>` option (each once, in order), or every choice
+ * when the flag is not given; anything else is a ScriptError naming what is accepted.
+ */
+export function parseChoices(argv, flag, choices) {
+  const chosen = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === flag && Object.hasOwn(choices, argv[i + 1] ?? "")) chosen.push(argv[++i]);
+    else
+      throw new ScriptError(
+        `unknown argument ${argv[i]}${argv[i] === flag ? ` ${argv[i + 1] ?? ""}` : ""}; use ${flag} ${Object.keys(choices).join("|")} (repeatable)`,
+      );
+  }
+  return chosen.length ? [...new Set(chosen)] : Object.keys(choices);
+}

@@ -1,3 +1,6 @@
+// Atrium's own table of the body field Mcp-Name mirrors; mcp-request.test.ts checks these requests
+// against the SDK's createMcpHandler, an oracle independent of it.
+
 import {
   CLIENT_CAPABILITIES_META_KEY,
   CLIENT_INFO_META_KEY,
@@ -5,6 +8,7 @@ import {
   type Implementation,
   PROTOCOL_VERSION_META_KEY,
 } from "@modelcontextprotocol/client";
+import { MCP_NAME_SOURCE } from "../../src/http/mcp/standard-headers.ts";
 import { MCP_POST_HEADERS } from "./atrium.ts";
 import type { McpEra } from "./mcp-eras.ts";
 
@@ -35,19 +39,6 @@ export interface ModernRequestOptions {
 
 const MODERN_ERA = "2026-07-28";
 const TEST_CLIENT_INFO: Implementation = { name: "atrium-raw-test", version: "0.0.0" };
-
-/**
- * The body field `Mcp-Name` mirrors, per method: the SDK's MCP_NAME_HEADER_SOURCE (not exported),
- * from SEP-2243's standard headers and SEP-2663's tasks binding.
- */
-const MCP_NAME_SOURCE: Record<string, string> = {
-  "tools/call": "name",
-  "prompts/get": "name",
-  "resources/read": "uri",
-  "tasks/get": "taskId",
-  "tasks/update": "taskId",
-  "tasks/cancel": "taskId",
-};
 
 const BASE64_SENTINEL_PREFIX = "=?base64?";
 const BASE64_SENTINEL_SUFFIX = "?=";

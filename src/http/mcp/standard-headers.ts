@@ -8,7 +8,8 @@ import { isJsonObject } from "./json-shape.ts";
 
 export const HEADER_MISMATCH = -32020;
 
-const NAME_SOURCE: Record<string, string> = {
+/** The body field `Mcp-Name` repeats, per method (SEP-2243, and SEP-2663 for tasks). */
+export const MCP_NAME_SOURCE: Readonly<Record<string, string>> = {
   "tools/call": "name",
   "prompts/get": "name",
   "resources/read": "uri",
@@ -41,7 +42,7 @@ export function standardHeaderRefusal(
       header: "(missing)",
       message: `the body names method ${method} but the required Mcp-Method header is absent`,
     };
-  const field = Object.hasOwn(NAME_SOURCE, method) ? NAME_SOURCE[method] : undefined;
+  const field = Object.hasOwn(MCP_NAME_SOURCE, method) ? MCP_NAME_SOURCE[method] : undefined;
   if (field === undefined) return undefined;
   const value = isJsonObject(params) ? params[field] : undefined;
   if (typeof value !== "string") return undefined;
