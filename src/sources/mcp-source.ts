@@ -1,13 +1,12 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   type CallToolResult,
+  Client,
+  InMemoryTransport,
+  StreamableHTTPClientTransport,
   type Tool,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+  type Transport,
+} from "@modelcontextprotocol/client";
+import type { McpServer } from "@modelcontextprotocol/server";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
 
@@ -33,7 +32,7 @@ export class McpSource {
   /** The source's own tool list (not namespaced), cached until the server says it changed. */
   listTools(): Promise<Tool[]> {
     this.tools ??= this.connected()
-      .then((client) => listAllTools(client))
+      .then(async (client) => (await client.listTools()).tools)
       .catch((error: unknown) => {
         this.tools = undefined;
         throw error;
@@ -48,7 +47,7 @@ export class McpSource {
       arguments: args,
     };
     if (this.transport.kind === "in-memory") params._meta = { [CALLER_META_KEY]: caller };
-    return (await client.callTool(params)) as CallToolResult;
+    return await client.callTool(params);
   }
 
   async close(): Promise<void> {
@@ -69,8 +68,16 @@ export class McpSource {
   }
 
   private async connect(): Promise<Client> {
-    const client = new Client({ name: "atrium", version: ATRIUM_VERSION }, { capabilities: {} });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    const client = new Client(
+      { name: "atrium", version: ATRIUM_VERSION },
+      // A remote server may speak 2026-07-28 or only a 2025 revision: `auto` probes with
+      // server/discover and falls back to initialize. The in-memory pair serves only the 2025
+      // era, so the probe there would be a wasted round trip (docs: shared/notes/sdk-v2.md).
+      this.transport.kind === "streamable-http"
+        ? { capabilities: {}, versionNegotiation: { mode: "auto" } }
+        : { capabilities: {} },
+    );
+    client.setNotificationHandler("notifications/tools/list_changed", async () => {
       this.tools = undefined;
     });
     await client.connect(await this.openTransport());
@@ -88,15 +95,4 @@ export class McpSource {
       requestInit: { headers: this.transport.headers ?? {} },
     });
   }
-}
-
-async function listAllTools(client: Client): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    tools.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return tools;
 }
