@@ -2,6 +2,7 @@ import {
   type CallToolResult,
   Client,
   InMemoryTransport,
+  type StandardSchemaV1,
   StreamableHTTPClientTransport,
   type Tool,
   type Transport,
@@ -18,6 +19,11 @@ import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
 export type SourceTransport =
   | { kind: "in-memory"; createServer: () => McpServer }
   | { kind: "streamable-http"; url: URL; headers?: Record<string, string> };
+
+/** A result schema that adopts what the in-process server already validated, unchanged. */
+const VALIDATED_BY_SERVER: StandardSchemaV1<CallToolResult> = {
+  "~standard": { version: 1, vendor: "atrium", validate: (value) => ({ value: value as CallToolResult }) },
+};
 
 export class McpSource {
   private client: Promise<Client> | undefined;
@@ -42,12 +48,17 @@ export class McpSource {
 
   async callTool(tool: string, args: Record<string, unknown>, caller: Caller): Promise<CallToolResult> {
     const client = await this.connected();
-    const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
-      name: tool,
-      arguments: args,
-    };
-    if (this.transport.kind === "in-memory") params._meta = { [CALLER_META_KEY]: caller };
-    return await client.callTool(params);
+    if (this.transport.kind === "streamable-http")
+      return await client.callTool({ name: tool, arguments: args });
+    // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
+    // already parsed its result against the era's CallToolResult schema (and any output
+    // schema), and callTool would parse it again and look up an output validator in the
+    // client's response cache on every call, which more than doubled the CPU an in-memory
+    // call costs (docs/performance.md). A remote result is untrusted and keeps every check.
+    return await client.request(
+      { method: "tools/call", params: { name: tool, arguments: args, _meta: { [CALLER_META_KEY]: caller } } },
+      VALIDATED_BY_SERVER,
+    );
   }
 
   async close(): Promise<void> {
