@@ -1,6 +1,7 @@
 // `npm run bench`: tools/call throughput and latency of Atrium's files__info against the bare MCP
 // SDK doing the same work (what Atrium adds) and a plain hono route (what one Node process can do),
-// and Atrium again with an OAuth access token on every request (what the token checks add).
+// and Atrium again with an OAuth access token on every request (what the token checks add), each
+// in both protocol eras (2025-11-25 and 2026-07-28).
 import { benchTarget, type TargetPlan } from "./lib/bench-target.ts";
 import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
 import { formatTable } from "./lib/format-table.ts";
@@ -21,7 +22,7 @@ async function scale(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  // `npm run bench -- scale` runs only the workspace-count benchmark.
+  // `npm run bench -- scale` runs only the workspace-count benchmark, `-- load` only the load.
   if (process.argv.includes("scale")) return scale();
   const settings = readLoadSettings();
   const loadAverageAtStart = sampleLoadAverage();
@@ -52,13 +53,13 @@ async function main(): Promise<void> {
   }
 
   const measured: TargetResult[] = [];
-  for (const plan of plans) measured.push(await benchTarget(plan, settings));
+  for (const plan of plans) measured.push(...(await benchTarget(plan, settings)));
 
   const results = buildResults(loadAverageAtStart, settings, measured, skipped);
   const path = await writeResults(results);
   process.stdout.write(`\n${formatTable(results)}`);
   progress(`results written to ${path}`);
-  await scale();
+  if (!process.argv.includes("load")) await scale();
 }
 
 installSignalCleanup((signal) => progress(`\n${signal}: stopping servers and removing temp dirs`));

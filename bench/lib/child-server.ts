@@ -1,12 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { type Disposable, track } from "./cleanup.ts";
 import { OutputTail } from "./output-tail.ts";
+import { processCpuUs } from "./process-cpu.ts";
 
 export interface ChildServer extends Disposable {
   name: string;
   output: OutputTail;
   /** Set once the process has exited, so waiters can fail fast instead of timing out. */
   exited: () => string | undefined;
+  /** CPU µs the process has used so far (bench/lib/process-cpu.ts), where the OS reports it. */
+  cpuUs: () => number | undefined;
 }
 
 export interface SpawnServerOptions {
@@ -43,6 +46,7 @@ export function spawnServer(options: SpawnServerOptions): ChildServer {
     name: options.name,
     output,
     exited: () => exitReason,
+    cpuUs: () => (child.pid === undefined ? undefined : processCpuUs(child.pid)),
     dispose: () => stop(child, () => exitReason !== undefined),
     disposeNow: () => signalGroup(child, "SIGKILL"),
   });

@@ -1,7 +1,7 @@
 import autocannon from "autocannon";
 import { LatencyRecorder } from "./latency-recorder.ts";
 import { percentile } from "./percentile.ts";
-import { type ToolCall, toolCallRequest } from "./tool-call.ts";
+import { type Era, type ToolCall, toolCallRequest } from "./tool-call.ts";
 import { looksSuccessful } from "./tool-result.ts";
 
 export interface LoadSettings {
@@ -16,18 +16,30 @@ export interface LoadStats {
   p99Ms: number;
   totalRequests: number;
   durationSec: number;
+  /** The server's CPU time over the measured run divided by its requests, where measurable. */
+  serverCpuUsPerRequest?: number;
   /** autocannon's own whole-millisecond percentiles, kept for cross-checking. */
   autocannon: { requestsPerSecAvg: number; p50Ms: number; p99Ms: number };
 }
 
 // Warm-up first (JIT, connection setup, file cache), discarded; then the measured run.
-export async function runLoad(call: ToolCall, settings: LoadSettings): Promise<LoadStats> {
-  await measure(call, settings.connections, settings.warmupSeconds, "warm-up");
-  return measure(call, settings.connections, settings.seconds, "measured run");
+export async function runLoad(
+  call: ToolCall,
+  era: Era,
+  settings: LoadSettings,
+  serverCpuUs: () => number | undefined,
+): Promise<LoadStats> {
+  await measure(call, era, settings.connections, settings.warmupSeconds, "warm-up");
+  const cpuBefore = serverCpuUs();
+  const stats = await measure(call, era, settings.connections, settings.seconds, "measured run");
+  const cpuAfter = serverCpuUs();
+  if (cpuBefore === undefined || cpuAfter === undefined) return stats;
+  return { ...stats, serverCpuUsPerRequest: (cpuAfter - cpuBefore) / stats.totalRequests };
 }
 
 async function measure(
   call: ToolCall,
+  era: Era,
   connections: number,
   seconds: number,
   phase: string,
@@ -35,7 +47,7 @@ async function measure(
   const latencies = new LatencyRecorder();
   const instance = autocannon({
     url: call.url,
-    ...toolCallRequest(call),
+    ...toolCallRequest(call, era),
     connections,
     duration: seconds,
     verifyBody: looksSuccessful,

@@ -1,18 +1,22 @@
 import { cpus, loadavg } from "node:os";
 import type { LoadSettings, LoadStats } from "./load-test.ts";
 import type { TargetKey } from "./target.ts";
+import { ERAS, type Era } from "./tool-call.ts";
 
-export interface TargetResult {
+/** One row: one server loaded in one protocol era, measured or failed with the reason. */
+export type TargetResult = {
   key: TargetKey;
   label: string;
+  era: Era;
   tool: string;
-  stats: LoadStats;
-}
+} & ({ stats: LoadStats; error?: never } | { error: string; stats?: never });
 
 export interface Ratio {
   requestsPerSec: number;
   p50: number;
   p99: number;
+  /** Server CPU per request; above 1 means Atrium spends more. Absent where not measurable. */
+  serverCpuPerRequest?: number;
 }
 
 /** What carrying an access token adds to each request: atrium-oauth minus atrium, in µs. */
@@ -26,14 +30,20 @@ export interface TokenPathCost {
   p50Us: number;
 }
 
+/** The comparisons within one era; a ratio is absent when either of its rows failed. */
+export interface EraComparison {
+  ratios: { atriumOverBareSdk?: Ratio; atriumOverCeiling?: Ratio; atriumOauthOverAtrium?: Ratio };
+  tokenPathCost?: TokenPathCost;
+}
+
 export interface BenchResults {
   finishedAt: string;
   machine: { node: string; platform: string; cpus: number; cpuModel: string; loadAverageAtStart: number };
   settings: LoadSettings;
+  /** One row per server × era. */
   targets: TargetResult[];
   skipped: Array<{ key: TargetKey; reason: string }>;
-  ratios: { atriumOverBareSdk?: Ratio; atriumOverCeiling?: Ratio; atriumOauthOverAtrium?: Ratio };
-  tokenPathCost?: TokenPathCost;
+  eras: Record<Era, EraComparison>;
 }
 
 // Sampled before any server starts: on a shared 2-core box, other work running alongside the bench
@@ -48,11 +58,10 @@ export function buildResults(
   targets: TargetResult[],
   skipped: BenchResults["skipped"],
 ): BenchResults {
-  const find = (key: TargetKey) => targets.find((target) => target.key === key)?.stats;
-  const atrium = find("atrium");
-  const atriumOauth = find("atrium-oauth");
-  const bare = find("bare-sdk");
-  const ceiling = find("plain-hono");
+  const eras = Object.fromEntries(ERAS.map((era) => [era, compare(targets, era)])) as Record<
+    Era,
+    EraComparison
+  >;
   return {
     finishedAt: new Date().toISOString(),
     machine: {
@@ -65,6 +74,17 @@ export function buildResults(
     settings,
     targets,
     skipped,
+    eras,
+  };
+}
+
+function compare(targets: TargetResult[], era: Era): EraComparison {
+  const find = (key: TargetKey) => targets.find((target) => target.key === key && target.era === era)?.stats;
+  const atrium = find("atrium");
+  const atriumOauth = find("atrium-oauth");
+  const bare = find("bare-sdk");
+  const ceiling = find("plain-hono");
+  return {
     ratios: {
       ...(atrium && bare ? { atriumOverBareSdk: ratio(atrium, bare) } : {}),
       ...(atrium && ceiling ? { atriumOverCeiling: ratio(atrium, ceiling) } : {}),
@@ -76,10 +96,15 @@ export function buildResults(
 
 // req/s ratio below 1 means Atrium is slower; latency ratios above 1 mean Atrium is slower.
 function ratio(of: LoadStats, to: LoadStats): Ratio {
+  const cpu =
+    of.serverCpuUsPerRequest !== undefined && to.serverCpuUsPerRequest !== undefined
+      ? { serverCpuPerRequest: of.serverCpuUsPerRequest / to.serverCpuUsPerRequest }
+      : {};
   return {
     requestsPerSec: of.requestsPerSec / to.requestsPerSec,
     p50: of.p50Ms / to.p50Ms,
     p99: of.p99Ms / to.p99Ms,
+    ...cpu,
   };
 }
 

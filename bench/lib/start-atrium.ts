@@ -58,11 +58,11 @@ export async function startAtrium(credential: AtriumCredential): Promise<Running
   await waitForHttpOk(server, `${base}/v1/health`);
 
   const mcpUrl = await discoverWorkspace(base);
-  const written = await callTool({
-    url: mcpUrl,
-    tool: "files__write",
-    arguments: { name: "bench.txt", text: "hello" },
-  });
+  // Set up in the era every Atrium serves, so a missing 2026-07-28 fails only its own rows.
+  const written = await callTool(
+    { url: mcpUrl, tool: "files__write", arguments: { name: "bench.txt", text: "hello" } },
+    "2025-11-25",
+  );
   const id = written.structuredContent?.id;
   if (typeof id !== "string" || !FILE_ID.test(id)) {
     throw new Error(

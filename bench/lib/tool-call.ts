@@ -1,5 +1,6 @@
-// The one request shape every server is loaded with: a JSON-RPC tools/call POST carrying the
-// headers a Streamable HTTP client sends, plus whatever the target adds (a credential).
+// The one request shape every server is loaded with: a JSON-RPC tools/call POST carrying what a
+// Streamable HTTP client of the given protocol era sends, plus whatever the target adds (a
+// credential).
 
 export interface ToolCall {
   url: string;
@@ -18,22 +19,33 @@ export interface HttpRequestSpec {
   body: string;
 }
 
-export const PROTOCOL_VERSION = "2025-11-25";
+/** The protocol revisions every server is loaded in, one row each (issue 8). */
+export const ERAS = ["2025-11-25", "2026-07-28"] as const;
+export type Era = (typeof ERAS)[number];
 
-export function toolCallRequest(call: ToolCall): HttpRequestSpec {
+const CLIENT_INFO = { name: "atrium-bench", version: "0.0.0" };
+
+export function toolCallRequest(call: ToolCall, era: Era): HttpRequestSpec {
+  const params: Record<string, unknown> = { name: call.tool, arguments: call.arguments };
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    "mcp-protocol-version": era,
+  };
+  if (era === "2026-07-28") {
+    // 2026-07-28 has no initialize: every request names its revision, capabilities and client
+    // in `_meta`, and repeats its method and tool name in headers that must match the body.
+    params._meta = {
+      "io.modelcontextprotocol/protocolVersion": era,
+      "io.modelcontextprotocol/clientCapabilities": {},
+      "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    };
+    headers["mcp-method"] = "tools/call";
+    headers["mcp-name"] = call.tool;
+  }
   return {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": PROTOCOL_VERSION,
-      ...call.headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "tools/call",
-      params: { name: call.tool, arguments: call.arguments },
-    }),
+    headers: { ...headers, ...call.headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }),
   };
 }

@@ -1,4 +1,4 @@
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { McpServer } from "@modelcontextprotocol/server";
 import type { Hono } from "hono";
 import type { AppEnv, RouteDeps } from "../http/context.ts";
 import type { PlatformServices } from "./services.ts";

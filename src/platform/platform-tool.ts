@@ -1,22 +1,29 @@
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type {
+  CallToolResult,
+  ServerContext,
+  StandardSchemaV1,
+  StandardSchemaWithJSON,
+} from "@modelcontextprotocol/server";
+import * as z from "zod";
 import { AtriumError } from "../errors.ts";
 import { type Caller, callerFromMeta } from "../sources/caller-meta.ts";
 import { toolError } from "../sources/router.ts";
 
-type Handler<A> = (args: A, extra: { _meta?: Record<string, unknown> }) => Promise<CallToolResult>;
+type Handler<A> = (args: A, ctx: ServerContext) => Promise<CallToolResult>;
 
 /**
- * Wraps a platform app's tool: reads the caller from host-owned `_meta`, refuses a caller
- * from another workspace (defence in depth: each app server serves one workspace), and
- * turns Atrium's typed errors into `isError` results the model can read.
+ * Wraps a platform app's tool: reads the caller from host-owned `_meta` (v2 puts it on
+ * `ctx.mcpReq._meta`), refuses a caller from another workspace (defence in depth: each app
+ * server serves one workspace), and turns Atrium's typed errors into `isError` results the
+ * model can read.
  */
 export function platformTool<A>(
   workspaceId: string,
   run: (caller: Caller, args: A) => Promise<CallToolResult>,
 ): Handler<A> {
-  return async (args, extra) => {
+  return async (args, ctx) => {
     try {
-      const caller = callerFromMeta(extra._meta);
+      const caller = callerFromMeta(ctx.mcpReq._meta);
       if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
       return await run(caller, args);
     } catch (error) {
@@ -24,4 +31,48 @@ export function platformTool<A>(
       throw error;
     }
   };
+}
+
+type Shape = Record<string, z.ZodType>;
+
+/**
+ * A platform tool's input schema, the shape as a zod object, listed and checked as the v1 SDK
+ * did so that 2025-era clients see no change while the front server is still v1 (issue 8):
+ * - listed as draft-07 JSON Schema: v2 lists 2020-12, and a draft-07-only validator (ajv's
+ *   default class) refuses a schema whose `$schema` names a meta-schema it does not know;
+ * - argument errors worded "<message> at <path>", one per line, where v2 writes
+ *   "<path>: <message>, …"; the router puts the called name in front
+ *   (test/integration/mcp-params.test.ts "tool arguments").
+ */
+export function platformInput<S extends Shape>(
+  shape: S,
+): StandardSchemaWithJSON<z.input<z.ZodObject<S>>, z.output<z.ZodObject<S>>> {
+  const schema = z.object(shape);
+  const standard = schema["~standard"];
+  const reworded = <T>(result: StandardSchemaV1.Result<T>): StandardSchemaV1.Result<T> =>
+    result.issues ? { issues: [{ message: result.issues.map(describeIssue).join("\n") }] } : result;
+  return {
+    "~standard": {
+      ...standard,
+      jsonSchema: {
+        input: (options) => standard.jsonSchema.input({ ...options, target: "draft-07" }),
+        output: (options) => standard.jsonSchema.output({ ...options, target: "draft-07" }),
+      },
+      validate: (value: unknown) => {
+        const result = standard.validate(value);
+        return result instanceof Promise ? result.then(reworded) : reworded(result);
+      },
+    },
+  } as StandardSchemaWithJSON<z.input<z.ZodObject<S>>, z.output<z.ZodObject<S>>>;
+}
+
+function describeIssue(issue: StandardSchemaV1.Issue): string {
+  if (!issue.path?.length) return issue.message;
+  const keys = issue.path.map((segment) => (typeof segment === "object" ? segment.key : segment));
+  const path = keys.reduce<string>(
+    (dotted, key, index) =>
+      index === 0 ? String(key) : typeof key === "number" ? `${dotted}[${key}]` : `${dotted}.${String(key)}`,
+    "",
+  );
+  return `${issue.message} at ${path}`;
 }

@@ -1,13 +1,13 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   type CallToolResult,
+  Client,
+  InMemoryTransport,
+  type StandardSchemaV1,
+  StreamableHTTPClientTransport,
   type Tool,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+  type Transport,
+} from "@modelcontextprotocol/client";
+import type { McpServer } from "@modelcontextprotocol/server";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
 
@@ -19,6 +19,11 @@ import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
 export type SourceTransport =
   | { kind: "in-memory"; createServer: () => McpServer }
   | { kind: "streamable-http"; url: URL; headers?: Record<string, string> };
+
+/** A result schema that adopts what the in-process server already validated, unchanged. */
+const VALIDATED_BY_SERVER: StandardSchemaV1<CallToolResult> = {
+  "~standard": { version: 1, vendor: "atrium", validate: (value) => ({ value: value as CallToolResult }) },
+};
 
 export class McpSource {
   private client: Promise<Client> | undefined;
@@ -33,7 +38,7 @@ export class McpSource {
   /** The source's own tool list (not namespaced), cached until the server says it changed. */
   listTools(): Promise<Tool[]> {
     this.tools ??= this.connected()
-      .then((client) => listAllTools(client))
+      .then(async (client) => (await client.listTools()).tools)
       .catch((error: unknown) => {
         this.tools = undefined;
         throw error;
@@ -43,12 +48,17 @@ export class McpSource {
 
   async callTool(tool: string, args: Record<string, unknown>, caller: Caller): Promise<CallToolResult> {
     const client = await this.connected();
-    const params: { name: string; arguments: Record<string, unknown>; _meta?: Record<string, unknown> } = {
-      name: tool,
-      arguments: args,
-    };
-    if (this.transport.kind === "in-memory") params._meta = { [CALLER_META_KEY]: caller };
-    return (await client.callTool(params)) as CallToolResult;
+    if (this.transport.kind === "streamable-http")
+      return await client.callTool({ name: tool, arguments: args });
+    // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
+    // already parsed its result against the era's CallToolResult schema (and any output
+    // schema), and callTool would parse it again and look up an output validator in the
+    // client's response cache on every call, which more than doubled the CPU an in-memory
+    // call costs (docs/performance.md). A remote result is untrusted and keeps every check.
+    return await client.request(
+      { method: "tools/call", params: { name: tool, arguments: args, _meta: { [CALLER_META_KEY]: caller } } },
+      VALIDATED_BY_SERVER,
+    );
   }
 
   async close(): Promise<void> {
@@ -69,8 +79,16 @@ export class McpSource {
   }
 
   private async connect(): Promise<Client> {
-    const client = new Client({ name: "atrium", version: ATRIUM_VERSION }, { capabilities: {} });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+    const client = new Client(
+      { name: "atrium", version: ATRIUM_VERSION },
+      // A remote server may speak 2026-07-28 or only a 2025 revision: `auto` probes with
+      // server/discover and falls back to initialize. The in-memory pair serves only the 2025
+      // era, so the probe there would be a wasted round trip (docs: shared/notes/sdk-v2.md).
+      this.transport.kind === "streamable-http"
+        ? { capabilities: {}, versionNegotiation: { mode: "auto" } }
+        : { capabilities: {} },
+    );
+    client.setNotificationHandler("notifications/tools/list_changed", async () => {
       this.tools = undefined;
     });
     await client.connect(await this.openTransport());
@@ -88,15 +106,4 @@ export class McpSource {
       requestInit: { headers: this.transport.headers ?? {} },
     });
   }
-}
-
-async function listAllTools(client: Client): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  let cursor: string | undefined;
-  do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    tools.push(...page.tools);
-    cursor = page.nextCursor;
-  } while (cursor !== undefined);
-  return tools;
 }

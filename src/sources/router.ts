@@ -1,4 +1,5 @@
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { Tool as FrontTool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
 import type { SourceRegistry } from "./registry.ts";
@@ -12,12 +13,12 @@ import { joinToolName, splitToolName } from "./tool-names.ts";
 export class Router {
   constructor(private readonly log: Logger) {}
 
-  async listTools(registry: SourceRegistry): Promise<Tool[]> {
+  async listTools(registry: SourceRegistry): Promise<FrontTool[]> {
     const lists = await Promise.all(
       registry.all().map(async (source) => {
         try {
           const tools = await source.listTools();
-          return tools.map((tool) => ({ ...tool, name: joinToolName(source.name, tool.name) }));
+          return tools.map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) }));
         } catch (error) {
           // One unreachable source must not hide the others' tools.
           this.log.warn({ source: source.name, err: error }, "source did not list its tools");
@@ -29,12 +30,13 @@ export class Router {
   }
 
   /** The tool as its source lists it, or `undefined` when no source of this workspace has it. */
-  async findTool(registry: SourceRegistry, name: string): Promise<Tool | undefined> {
+  async findTool(registry: SourceRegistry, name: string): Promise<FrontTool | undefined> {
     const parts = splitToolName(name);
     const source = parts ? registry.get(parts.source) : undefined;
     if (!parts || !source) return undefined;
     try {
-      return (await source.listTools()).find((tool) => tool.name === parts.tool);
+      const tool = (await source.listTools()).find((listed) => listed.name === parts.tool);
+      return tool && toFrontTool(tool);
     } catch {
       return undefined;
     }
@@ -63,11 +65,19 @@ export class Router {
   }
 }
 
+// The front server, the scope check and REST still speak the v1 SDK's types (issue 8: the front
+// moves in the next step, and this bridge goes with it). The JSON is the same; only the typing
+// differs, v1 declaring each input property's schema an `object` where v2 allows any JSON value.
+function toFrontTool(tool: Tool): FrontTool {
+  return tool as FrontTool;
+}
+
 // The SDK's McpServer answers arguments that fail a tool's input schema with an isError result
-// that reads "MCP error -32602: Input validation error: Invalid arguments for tool <own name>: …":
-// a protocol error's prefix inside a tool result, naming the tool as its source knows it rather
-// than as the client called it (test/integration/mcp-params.test.ts "tool arguments").
-const SDK_INPUT_ERROR = /^MCP error -32602: Input validation error: Invalid arguments for tool [^:]*: /;
+// that reads "Input validation error: Invalid arguments for tool <own name>: …" (a v1 server,
+// such as a remote one, puts "MCP error -32602: " in front): protocol wording inside a tool
+// result, naming the tool as its source knows it rather than as the client called it
+// (test/integration/mcp-params.test.ts "tool arguments").
+const SDK_INPUT_ERROR = /^(?:MCP error -32602: )?Input validation error: Invalid arguments for tool [^:]*: /;
 
 function withCalledName(result: CallToolResult, name: string): CallToolResult {
   const [first, ...rest] = result.content;

@@ -1,6 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
+import type { AddressInfo } from "node:net";
+import { type ServerType, serve } from "@hono/node-server";
+import { createMcpHandler, type McpHttpHandler, McpServer } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
 import { CALLER_META_KEY } from "../../src/sources/caller-meta.ts";
 import { McpSource } from "../../src/sources/mcp-source.ts";
 
@@ -34,7 +38,7 @@ describe("McpSource over streamable-http", () => {
         { principalId: "usr_x", workspaceId: "ws_x" },
       );
       expect(result.isError).toBeFalsy();
-      expect(result.structuredContent?.text).toBe("hi");
+      expect((result.structuredContent as { text?: unknown } | undefined)?.text).toBe("hi");
     } finally {
       await source.close();
     }
@@ -48,8 +52,69 @@ describe("McpSource over streamable-http", () => {
         { text: "who am i" },
         { principalId: "usr_000000000000000000000001", workspaceId: "ws_0000000000000001" },
       );
-      const meta = result.structuredContent?.meta as Record<string, unknown> | null;
+      const meta = (result.structuredContent as { meta?: Record<string, unknown> | null } | undefined)?.meta;
       expect(meta?.[CALLER_META_KEY]).toBeUndefined();
+      expect(JSON.stringify(result)).not.toContain("usr_000000000000000000000001");
+    } finally {
+      await source.close();
+    }
+  });
+});
+
+// The same echo on the v2 SDK's per-request handler, which serves 2026-07-28 and answers with
+// the era each request arrived in, so the test can tell the probe did not fall back.
+function createModernEcho(): McpHttpHandler {
+  return createMcpHandler(({ era }) => {
+    const server = new McpServer({ name: "echo", version: "2.0.0" });
+    server.registerTool(
+      "echo",
+      {
+        description: "Echo the text back, with the era and _meta received.",
+        inputSchema: { text: z.string() },
+      },
+      async ({ text }, ctx) => ({
+        content: [{ type: "text", text }],
+        structuredContent: { text, era, meta: ctx.mcpReq._meta ?? null },
+      }),
+    );
+    return server;
+  });
+}
+
+describe("McpSource over streamable-http to a 2026-07-28 server", () => {
+  let handler: McpHttpHandler;
+  let http: ServerType;
+  let modernUrl: URL;
+
+  beforeAll(async () => {
+    handler = createModernEcho();
+    http = serve({ fetch: (request) => handler.fetch(request), hostname: "127.0.0.1", port: 0 });
+    await once(http, "listening");
+    modernUrl = new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`);
+  });
+
+  afterAll(async () => {
+    await handler.close();
+    http.close();
+  });
+
+  it("negotiates the 2026 era, lists and calls, and sends no host-owned _meta", async () => {
+    const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
+    try {
+      expect((await source.listTools()).map((t) => t.name)).toEqual(["echo"]);
+      const result = await source.callTool(
+        "echo",
+        { text: "hi" },
+        { principalId: "usr_000000000000000000000001", workspaceId: "ws_0000000000000001" },
+      );
+      const content = result.structuredContent as {
+        text: string;
+        era: string;
+        meta: Record<string, unknown> | null;
+      };
+      expect(content.text).toBe("hi");
+      expect(content.era).toBe("modern");
+      expect(content.meta?.[CALLER_META_KEY]).toBeUndefined();
       expect(JSON.stringify(result)).not.toContain("usr_000000000000000000000001");
     } finally {
       await source.close();

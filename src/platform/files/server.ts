@@ -1,10 +1,10 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
+import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
-import { platformTool } from "../platform-tool.ts";
+import { platformInput, platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
@@ -27,7 +27,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
     {
       description:
         "Store a new file in this workspace, private to you. Give the content as `text` (UTF-8) or `base64`, not both.",
-      inputSchema: {
+      inputSchema: platformInput({
         name: z.string().describe("A name to show for the file, e.g. notes.md."),
         text: z.string().optional().describe("The content as UTF-8 text."),
         base64: z.string().optional().describe("The content, base64-encoded, for binary data."),
@@ -35,7 +35,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
           .string()
           .optional()
           .describe("The MIME type; text/plain for text, else application/octet-stream."),
-      },
+      }),
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
     },
     tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }) => {
@@ -59,7 +59,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
       description:
         "List your files in this workspace, newest first, with id, name, type and size. " +
         "One page at a time: when `nextCursor` is returned, call again with it as `cursor` for the next page.",
-      inputSchema: {
+      inputSchema: platformInput({
         cursor: z
           .string()
           .optional()
@@ -71,7 +71,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
           .max(MAX_PAGE_SIZE)
           .optional()
           .describe(`Files per page, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`),
-      },
+      }),
       annotations: { title: "List files", readOnlyHint: true },
     },
     tool(async (caller, args: { cursor?: string; limit?: number }) => {
@@ -91,7 +91,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
     "info",
     {
       description: "Show a file's metadata: name, type, size, digest, created time.",
-      inputSchema: fileIdInput,
+      inputSchema: platformInput(fileIdInput),
       annotations: { title: "File info", readOnlyHint: true },
     },
     tool(async (caller, args: { id: string }) => {
@@ -104,7 +104,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
     "read",
     {
       description: `Read a file's content: text for textual types, base64 otherwise. Files over ${MAX_MCP_READ_BYTES} bytes are downloaded over REST instead.`,
-      inputSchema: fileIdInput,
+      inputSchema: platformInput(fileIdInput),
       annotations: { title: "Read a file", readOnlyHint: true },
     },
     tool(async (caller, args: { id: string }) => {
@@ -127,7 +127,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
     "delete",
     {
       description: "Delete one of your files in this workspace. This cannot be undone.",
-      inputSchema: fileIdInput,
+      inputSchema: platformInput(fileIdInput),
       annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
     },
     tool(async (caller, args: { id: string }) => {

@@ -1,9 +1,9 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
-import { platformTool } from "../platform-tool.ts";
+import { platformInput, platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
@@ -22,7 +22,7 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
       description:
         "List the skills you can use in this workspace: name, description, scope, provenance and channel " +
         `(always: already in your instructions; dynamic: read it with ${READ_TOOL}). Files that could not be read are listed as problems.`,
-      inputSchema: {},
+      inputSchema: platformInput({}),
       annotations: { title: "List skills", readOnlyHint: true },
     },
     platformTool(workspaceId, async (caller) => {
@@ -43,7 +43,9 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
     "read",
     {
       description: "Read a skill's full guidance by name, as resolved for you in this workspace.",
-      inputSchema: { name: z.string().describe(`The skill's name, as ${LIST_TOOL} shows it.`) },
+      inputSchema: platformInput({
+        name: z.string().describe(`The skill's name, as ${LIST_TOOL} shows it.`),
+      }),
       annotations: { title: "Read a skill", readOnlyHint: true },
     },
     platformTool(workspaceId, async (caller, { name }: { name: string }) => {

@@ -1,9 +1,8 @@
-import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { platformTool } from "../platform-tool.ts";
+import { platformInput, platformTool } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import type { LoadingChannel, Skill } from "./model.ts";
 import { type SkillUpdate, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
@@ -55,14 +54,14 @@ export function registerSkillWriteTools(
     "create",
     {
       description: "Create a skill: guidance every MCP client of this workspace (or only you) will see.",
-      inputSchema: {
+      inputSchema: platformInput({
         scope: scopeInput,
         name: nameInput,
         description: z.string().describe("One line saying when the skill applies."),
         body: z.string().describe("The guidance, in Markdown."),
         loading: loadingInput,
         tools: toolsInput,
-      },
+      }),
       annotations: { title: "Create a skill", readOnlyHint: false, destructiveHint: false },
     },
     run(async (target, args: SkillArgs & { description: string; body: string }) =>
@@ -84,7 +83,7 @@ export function registerSkillWriteTools(
     {
       description:
         "Change a skill, stating the intent: replace_body (give body) or patch_metadata (give any of description, loading, tools).",
-      inputSchema: {
+      inputSchema: platformInput({
         scope: scopeInput,
         name: nameInput,
         intent: z.enum(["replace_body", "patch_metadata"]),
@@ -92,7 +91,7 @@ export function registerSkillWriteTools(
         description: z.string().optional(),
         loading: loadingInput,
         tools: toolsInput,
-      },
+      }),
       annotations: { title: "Update a skill", readOnlyHint: false, destructiveHint: false },
     },
     run(async (target, args: SkillArgs & { intent: SkillUpdate["intent"] }) => {
@@ -106,7 +105,7 @@ export function registerSkillWriteTools(
     "delete",
     {
       description: `Delete a skill. Its earlier versions stay readable with ${joinToolName("skills", "history")}.`,
-      inputSchema: { scope: scopeInput, name: nameInput },
+      inputSchema: platformInput({ scope: scopeInput, name: nameInput }),
       annotations: { title: "Delete a skill", readOnlyHint: false, destructiveHint: true },
     },
     run(async (target, args: { scope?: string; name: string }) => {
@@ -119,7 +118,11 @@ export function registerSkillWriteTools(
     "history",
     {
       description: "List a skill's saved versions, or read one by giving version.",
-      inputSchema: { scope: scopeInput, name: nameInput, version: z.number().int().positive().optional() },
+      inputSchema: platformInput({
+        scope: scopeInput,
+        name: nameInput,
+        version: z.number().int().positive().optional(),
+      }),
       annotations: { title: "Skill history", readOnlyHint: true },
     },
     run(async (target, args: { scope?: string; name: string; version?: number }) => {

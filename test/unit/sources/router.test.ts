@@ -1,5 +1,5 @@
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { CallToolResult, JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { createFrontServer } from "../../../src/http/mcp/front-server.ts";
@@ -26,8 +26,8 @@ function createEchoServer(seen: Seen[]): McpServer {
   server.registerTool(
     "say",
     { description: "Echo the text back.", inputSchema: { text: z.string() } },
-    async (args, extra) => {
-      seen.push({ meta: extra._meta, args });
+    async (args, ctx) => {
+      seen.push({ meta: ctx.mcpReq._meta, args });
       return { content: [{ type: "text", text: args.text }] };
     },
   );
