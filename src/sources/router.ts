@@ -1,5 +1,5 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
-import type { Tool as FrontTool } from "@modelcontextprotocol/sdk/types.js";
+import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
 import type { SourceRegistry } from "./registry.ts";
@@ -65,9 +65,9 @@ export class Router {
   }
 }
 
-// The front server, the scope check and REST still speak the v1 SDK's types (issue 8: the front
-// moves in the next step, and this bridge goes with it). The JSON is the same; only the typing
-// differs, v1 declaring each input property's schema an `object` where v2 allows any JSON value.
+// Sources list tools as the SDK's client types them, the front answers as its server types them:
+// the JSON is the same, only the typing differs (the client declares each input property's
+// schema an `object`, the server any JSON value).
 function toFrontTool(tool: Tool): FrontTool {
   return tool as FrontTool;
 }

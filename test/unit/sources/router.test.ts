@@ -1,8 +1,8 @@
-import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
+import type { JSONRPCMessage } from "@modelcontextprotocol/server";
 import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as z from "zod";
-import { createFrontServer } from "../../../src/http/mcp/front-server.ts";
+import { createFrontServers } from "../../../src/http/mcp/front-server.ts";
 import { RequestMuxTransport } from "../../../src/http/mcp/request-mux-transport.ts";
 import { createLogger } from "../../../src/log.ts";
 import { CALLER_META_KEY, type Caller } from "../../../src/sources/caller-meta.ts";
@@ -156,11 +156,16 @@ describe("through the MCP front server", () => {
       async () => undefined,
       60_000,
     );
-    const front = createFrontServer(router, registries, {
-      instructions: async () => "",
-      annotateTools: async (_ws, _who, tools) => tools,
-      listResources: async () => [],
-      readResource: async () => undefined,
+    const { legacy: front } = createFrontServers({
+      router,
+      registries,
+      guidance: {
+        instructions: async () => "",
+        annotateTools: async (_ws, _who, tools) => tools,
+        listResources: async () => [],
+        readResource: async () => undefined,
+        packages: async () => [],
+      },
     });
     const mux = new RequestMuxTransport();
     await front.connect(mux);
