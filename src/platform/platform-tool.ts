@@ -19,13 +19,13 @@ type Handler<A> = (args: A, ctx: ServerContext) => Promise<CallToolResult>;
  */
 export function platformTool<A>(
   workspaceId: string,
-  run: (caller: Caller, args: A) => Promise<CallToolResult>,
+  run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>,
 ): Handler<A> {
   return async (args, ctx) => {
     try {
       const caller = callerFromMeta(ctx.mcpReq._meta);
       if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
-      return await run(caller, args);
+      return await run(caller, args, ctx);
     } catch (error) {
       if (error instanceof AtriumError) return toolError(error.message);
       throw error;
@@ -33,11 +33,28 @@ export function platformTool<A>(
   };
 }
 
+/**
+ * A reporter of `done` out of `total` for this call, when its caller sent a progress token; each
+ * report is a `notifications/progress` under that token, sent before the next step starts.
+ */
+export function progressReporter(
+  ctx: ServerContext,
+  describe: (done: number, total: number) => string,
+): ((done: number, total: number) => Promise<void>) | undefined {
+  const token = ctx.mcpReq._meta?.progressToken;
+  if (token === undefined) return undefined;
+  return (done, total) =>
+    ctx.mcpReq.notify({
+      method: "notifications/progress",
+      params: { progressToken: token, progress: done, total, message: describe(done, total) },
+    });
+}
+
 type Shape = Record<string, z.ZodType>;
 
 /**
  * A platform tool's input schema, the shape as a zod object, listed and checked as the v1 SDK
- * did so that 2025-era clients see no change while the front server is still v1 (issue 8):
+ * did, so that clients built on it see no change:
  * - listed as draft-07 JSON Schema: v2 lists 2020-12, and a draft-07-only validator (ajv's
  *   default class) refuses a schema whose `$schema` names a meta-schema it does not know;
  * - argument errors worded "<message> at <path>", one per line, where v2 writes

@@ -20,6 +20,9 @@ export type SourceTransport =
   | { kind: "in-memory"; createServer: () => McpServer }
   | { kind: "streamable-http"; url: URL; headers?: Record<string, string> };
 
+/** Told each progress report the source's server sends while one call runs. */
+export type ProgressListener = (progress: { progress: number; total?: number; message?: string }) => void;
+
 /** A result schema that adopts what the in-process server already validated, unchanged. */
 const VALIDATED_BY_SERVER: StandardSchemaV1<CallToolResult> = {
   "~standard": { version: 1, vendor: "atrium", validate: (value) => ({ value: value as CallToolResult }) },
@@ -46,10 +49,17 @@ export class McpSource {
     return this.tools;
   }
 
-  async callTool(tool: string, args: Record<string, unknown>, caller: Caller): Promise<CallToolResult> {
+  /** With `onProgress`, the call asks the server for progress reports and hands each one on. */
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: Caller,
+    onProgress?: ProgressListener,
+  ): Promise<CallToolResult> {
     const client = await this.connected();
+    const options = onProgress ? { onprogress: onProgress } : undefined;
     if (this.transport.kind === "streamable-http")
-      return await client.callTool({ name: tool, arguments: args });
+      return await client.callTool({ name: tool, arguments: args }, options);
     // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
     // already parsed its result against the era's CallToolResult schema (and any output
     // schema), and callTool would parse it again and look up an output validator in the
@@ -58,6 +68,7 @@ export class McpSource {
     return await client.request(
       { method: "tools/call", params: { name: tool, arguments: args, _meta: { [CALLER_META_KEY]: caller } } },
       VALIDATED_BY_SERVER,
+      options,
     );
   }
 

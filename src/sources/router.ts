@@ -2,6 +2,7 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
+import type { ProgressListener } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
 import { joinToolName, splitToolName } from "./tool-names.ts";
 
@@ -47,6 +48,7 @@ export class Router {
     caller: Caller,
     name: string,
     args: Record<string, unknown> | undefined,
+    onProgress?: ProgressListener,
   ): Promise<CallToolResult> {
     const parts = splitToolName(name);
     const source = parts ? registry.get(parts.source) : undefined;
@@ -55,7 +57,7 @@ export class Router {
       // Checked against the source's cached list so the answer names the tool as the client
       // called it, whichever kind of source this is.
       if (!(await source.listTools()).some((tool) => tool.name === parts.tool)) return unknownTool(name);
-      const result = await source.callTool(parts.tool, args ?? {}, caller);
+      const result = await source.callTool(parts.tool, args ?? {}, caller, onProgress);
       return result.isError ? withCalledName(result, name) : result;
     } catch (error) {
       // A protocol error from the source (unknown tool, invalid arguments) becomes a tool

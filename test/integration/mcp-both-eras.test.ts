@@ -67,6 +67,22 @@ describe.each(ERAS)("era %s", (era) => {
     expect(read.contents[0]).toMatchObject({ text: "Ask the person before you delete anything." });
   });
 
+  it("a tools/call that asks for progress gets each report, then the result", async () => {
+    const client = await connect(era);
+    const reports: Array<{ progress: number; total?: number }> = [];
+    const text = "x".repeat(2 * 1024 * 1024 + 1);
+    const result = await client.callTool(
+      { name: "files__write", arguments: { name: `big-${era}.txt`, text } },
+      { onprogress: (report) => reports.push(report) },
+    );
+    expect(result.isError).toBeFalsy();
+    expect(reports.map((r) => [r.progress, r.total])).toEqual([
+      [1024 * 1024, text.length],
+      [2 * 1024 * 1024, text.length],
+      [text.length, text.length],
+    ]);
+  });
+
   it("completes the skill resource template's path from the caller's skills", async () => {
     const client = await connect(era);
     const { completion } = await client.complete({
@@ -110,6 +126,40 @@ async function post(
 }
 
 describe("the 2026-07-28 edge", () => {
+  it("the streamed answer is an SSE stream: progress first, the result last, in both eras", async () => {
+    const params = {
+      name: "files__write",
+      arguments: { name: "streamed.txt", text: "hello" },
+      _meta: { progressToken: "p1" },
+    };
+    const modern = modernMcpRequest({ jsonrpc: "2.0", id: 9, method: "tools/call", params });
+    const legacy = {
+      headers: { ...LEGACY_CALL.headers },
+      body: { jsonrpc: "2.0", id: 9, method: "tools/call", params },
+    };
+    for (const request of [modern, legacy]) {
+      const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+        headers: request.headers,
+        body: JSON.stringify(request.body),
+      });
+      expect(response.headers["content-type"]).toMatch(/^text\/event-stream/);
+      const messages = response.text
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => JSON.parse(line.slice(6)));
+      expect(messages.map((m) => m.method ?? "result")).toEqual(["notifications/progress", "result"]);
+      expect(messages[0].params).toMatchObject({ progressToken: "p1", progress: 5, total: 5 });
+      expect(messages[1]).toMatchObject({ id: 9, result: { structuredContent: { name: "streamed.txt" } } });
+    }
+  });
+
+  it("without a progress token the same call is plain JSON", async () => {
+    const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+      ...modernRequest("tools/call", { name: "files__write", arguments: { name: "plain.txt", text: "hi" } }),
+    });
+    expect(response.headers["content-type"]).toMatch(/^application\/json/);
+  });
+
   it("a stranger gets the same 404 in both eras as for a workspace that does not exist", async () => {
     const answers = await Promise.all([
       post("mallory", LEGACY_CALL),

@@ -8,6 +8,7 @@ import type { Principal } from "../../identity/principal.ts";
 import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { IdleCache } from "../../sources/idle-cache.ts";
+import type { ProgressListener } from "../../sources/mcp-source.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";
 import type { Router } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
@@ -86,8 +87,9 @@ function installHandlers(mcp: McpServer, { router, registries, guidance }: Front
   server.setRequestHandler("tools/call", async (request, ctx) => {
     const { principal, workspaceId } = admitted(ctx);
     const caller: Caller = { principalId: principal.id, workspaceId };
+    const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
     return registries.use(workspaceId, (registry) =>
-      router.callTool(registry, caller, request.params.name, request.params.arguments),
+      router.callTool(registry, caller, request.params.name, request.params.arguments, onProgress),
     );
   });
 
@@ -130,6 +132,17 @@ function installDiscover(mcp: McpServer, { guidance }: FrontDeps): void {
       instructions: await guidance.instructions(workspaceId, principal.id),
     };
   });
+}
+
+/**
+ * When the client asked for progress, the source's reports go to it under the client's own token,
+ * on this request's response (an SSE stream from the first report on).
+ */
+function progressRelay(token: string | number | undefined, ctx: ServerContext): ProgressListener | undefined {
+  if (token === undefined) return undefined;
+  return (report) => {
+    void ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, ...report } });
+  };
 }
 
 export function admitted(ctx: ServerContext): AdmittedCaller {

@@ -1,10 +1,10 @@
-import type { CallToolResult } from "@modelcontextprotocol/server";
+import type { CallToolResult, ServerContext } from "@modelcontextprotocol/server";
 import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import { platformInput, platformTool, progressReporter } from "../platform-tool.ts";
 import type { PlatformServices } from "../services.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
@@ -19,7 +19,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
   const server = new McpServer({ name: "atrium-files", version: ATRIUM_VERSION });
   const { files } = services;
 
-  const tool = <A>(run: (caller: Caller, args: A) => Promise<CallToolResult>) =>
+  const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
     platformTool(workspaceId, run);
 
   server.registerTool(
@@ -38,7 +38,7 @@ export function createFilesServer(workspaceId: string, services: PlatformService
       }),
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }) => {
+    tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, ctx) => {
       if ((args.text === undefined) === (args.base64 === undefined)) {
         return toolError("Give the content as exactly one of `text` or `base64`.");
       }
@@ -48,7 +48,9 @@ export function createFilesServer(workspaceId: string, services: PlatformService
       const content =
         args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
       const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
-      const meta = await files.write(workspaceId, caller.principalId, { name: args.name, mimeType }, content);
+      const progress = progressReporter(ctx, (done, total) => `Stored ${done} of ${total} bytes.`);
+      const file = { name: args.name, mimeType };
+      const meta = await files.write(workspaceId, caller.principalId, file, content, progress);
       return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
     }),
   );
