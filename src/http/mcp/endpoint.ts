@@ -77,23 +77,8 @@ export class McpEndpoint {
       return unsupportedVersion(revision ?? "none", [MODERN_PROTOCOL_VERSION], requestId(body));
     }
     if (route.messageKind === "request") {
-      const malformed = inputResponsesProblem(route.message.params);
-      if (malformed) return jsonRpcError(400, INVALID_PARAMS, malformed, undefined, route.message.id);
-      const refusal = standardHeaderRefusal(
-        { protocolVersion, method: headers.get("mcp-method"), name: headers.get("mcp-name") },
-        route.message.method,
-        route.message.params,
-      );
-      if (refusal) {
-        const message = `Bad Request: the request headers and body disagree: ${refusal.message}`;
-        return jsonRpcError(
-          400,
-          HEADER_MISMATCH,
-          message,
-          { mismatch: { header: refusal.header } },
-          route.message.id,
-        );
-      }
+      const refused = refuseModernRequest(route.message, headers);
+      if (refused) return refused;
     }
     return this.serveModern(route.message, route.classification, authInfo);
   }
@@ -152,6 +137,28 @@ export async function readJsonBody(request: Request): Promise<unknown> {
 const NOT_JSON = Symbol("request body is not JSON");
 const PARSE_ERROR = -32700;
 const INVALID_PARAMS = -32602;
+
+/**
+ * What the 2026-07-28 edge refuses before dispatch, in the spec's order: standard headers that
+ * are missing or disagree with the body, then a malformed `inputResponses` map.
+ */
+function refuseModernRequest(message: JSONRPCRequest, headers: Headers): Response | undefined {
+  const refusal = standardHeaderRefusal(
+    {
+      protocolVersion: headers.get("mcp-protocol-version"),
+      method: headers.get("mcp-method"),
+      name: headers.get("mcp-name"),
+    },
+    message.method,
+    message.params,
+  );
+  if (refusal) {
+    const text = `Bad Request: the request headers and body disagree: ${refusal.message}`;
+    return jsonRpcError(400, HEADER_MISMATCH, text, { mismatch: { header: refusal.header } }, message.id);
+  }
+  const malformed = inputResponsesProblem(message.params);
+  return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
+}
 
 function unsupportedVersion(requested: string, supported: readonly string[], id: unknown): Response {
   const error = new UnsupportedProtocolVersionError({ supported: [...supported], requested });
