@@ -4,7 +4,8 @@
 
 export const TOOL_NAME_SEPARATOR = "__";
 
-const SOURCE_NAME = /^[a-z][a-z0-9-]{0,39}$/;
+// `my_` marks a source that belongs to one member (adr/0032); no other name holds an underscore.
+const SOURCE_NAME = /^(?:my_)?[a-z][a-z0-9-]{0,62}$/;
 
 export function isSourceName(value: string): boolean {
   return SOURCE_NAME.test(value) && !value.includes(TOOL_NAME_SEPARATOR);

@@ -41,13 +41,27 @@ describe("joinToolName", () => {
 });
 
 describe("isSourceName", () => {
-  it("accepts lowercase names that start with a letter, up to 40 characters", () => {
-    for (const name of ["files", "a", "my-app2", `a${"b".repeat(39)}`])
+  it("accepts lowercase names that start with a letter, up to 63 characters, and the my_ prefix", () => {
+    for (const name of ["files", "a", "my-app2", `a${"b".repeat(62)}`, "my_notes", `my_a${"b".repeat(62)}`])
       expect(isSourceName(name), name).toBe(true);
   });
 
   it("refuses names that could not be split back out of a tool name", () => {
-    for (const name of ["", "a__b", "a_b", "Files", "1files", "-x", `a${"b".repeat(40)}`, "fïles", "a b"]) {
+    for (const name of [
+      "",
+      "a__b",
+      "a_b",
+      "my__notes",
+      "my_",
+      "my_my_x",
+      "your_notes",
+      "Files",
+      "1files",
+      "-x",
+      `a${"b".repeat(63)}`,
+      "fïles",
+      "a b",
+    ]) {
       expect(isSourceName(name), name).toBe(false);
     }
   });
