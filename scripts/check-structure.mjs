@@ -9,26 +9,25 @@
 //       src/instance/, no join()/resolve() over a `root`, and no ".." segment.
 //   (c) the tool-name separator "__" appears in a string only in src/sources/tool-names.ts.
 //   (d) no default exports in src/.
-//   (e) every route registered in src/ is in a route table of README.md or docs/*.md.
-//   (f) every route those tables list with a method is registered in src/ (no drift).
+//
+// The route tables of README.md and docs/ are checked against the routes hono registers by
+// test/integration/route-docs.test.ts, which reads them from the running app instead of parsing
+// source.
 //
 // Source is scanned with comments blanked and string contents separated from code, so a
 // comment that mentions console.log or `files__read` is not a violation.
 //
 //   node scripts/check-structure.mjs
 
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = path.join(ROOT, "src");
-const README = path.join(ROOT, "README.md");
-const DOCS = path.join(ROOT, "docs");
 const SOURCE_EXTENSIONS = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"];
 const TOOL_NAMES_MODULE = "src/sources/tool-names.ts";
 const PATH_MODULE_DIRS = ["src/storage/", "src/instance/"];
-const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
 
 const say = (text = "") => process.stdout.write(`${text}\n`);
 
@@ -288,189 +287,12 @@ function checkNoDefaultExport() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Routes: registered in src/ (hono `app.<method>("…")`) and listed in README.md or docs/*.md.
-
-/** `:param` (with an optional `{regex}` or `?`), `{param}`, `<param>` and `ws_…` all read as `:`. */
-function normalisePath(raw) {
-  let p = raw.split("?")[0].trim();
-  if (p.length > 1 && p.endsWith("/")) p = p.slice(0, -1);
-  return p
-    .split("/")
-    .map((segment) => {
-      if (/^:[A-Za-z_][\w]*(\{.*\})?\??$/.test(segment)) return ":";
-      if (/^\{[^}]+\}$|^<[^>]+>$/.test(segment)) return ":";
-      if (segment.includes("…") || segment.includes("...")) return ":";
-      return segment;
-    })
-    .join("/");
-}
-
-function registeredRoutes() {
-  const routes = [];
-  const problems = [];
-  const pathArg = String.raw`\s*(["'\x60])(\/[^"'\x60]*)\2`;
-  const simple = new RegExp(String.raw`\bapp\s*\.\s*(get|post|put|patch|delete|all)\s*\(${pathArg}`, "g");
-  const on = /\bapp\s*\.\s*on\s*\(\s*(\[[^\]]*\]|["'][A-Za-z]+["'])\s*,\s*(["'\x60])(\/[^"'\x60]*)\2/g;
-  for (const f of files) {
-    const inCode = (offset) => f.code.slice(offset, offset + 3) === "app";
-    for (const m of f.text.matchAll(simple)) {
-      if (!inCode(m.index)) continue;
-      const method = m[1].toUpperCase();
-      routes.push({ file: f.rel, line: f.lineOf(m.index), method, path: m[3] });
-    }
-    for (const m of f.text.matchAll(on)) {
-      if (!inCode(m.index)) continue;
-      for (const method of m[1].match(/[A-Za-z]+/g) ?? []) {
-        routes.push({ file: f.rel, line: f.lineOf(m.index), method: method.toUpperCase(), path: m[3] });
-      }
-    }
-    // Sub-apps are mounted at "/", so a route's own path is its full path. A prefix would
-    // make every path below wrong; say so rather than compare the wrong strings.
-    for (const m of f.text.matchAll(/\bapp\s*\.\s*(route|basePath)\s*\(\s*(["'`])([^"'`]*)\2/g)) {
-      if (!inCode(m.index) || m[3] === "/") continue;
-      problems.push({
-        file: f.rel,
-        line: f.lineOf(m.index),
-        message: `app.${m[1]}("${m[3]}") mounts routes under a prefix, which check (e) does not resolve; teach it.`,
-      });
-    }
-  }
-  return { routes, problems };
-}
-
-/** The files whose tables document routes: README.md and every docs/*.md. */
-function routeDocs() {
-  const docs = existsSync(DOCS)
-    ? readdirSync(DOCS)
-        .filter((name) => name.endsWith(".md"))
-        .sort()
-        .map((name) => path.join(DOCS, name))
-    : [];
-  return existsSync(README) ? [README, ...docs] : docs;
-}
-
-/** Route rows of the route docs: table lines with a backtick-quoted path. */
-function readmeRoutes() {
-  const files = routeDocs();
-  if (files.length === 0) return undefined;
-  return files.flatMap(docRoutes);
-}
-
-function docRoutes(file) {
-  const methodList = new RegExp(
-    `^(?:${HTTP_METHODS.join("|")}|ALL|ANY)(?:\\s*[,/]\\s*(?:${HTTP_METHODS.join("|")}))*$`,
-  );
-  const entries = [];
-  const relative = path.relative(ROOT, file);
-  readFileSync(file, "utf8")
-    .split("\n")
-    .forEach((line, index) => {
-      if (!line.trimStart().startsWith("|")) return;
-      const rowMethods = new Set();
-      const paths = [];
-      for (const cell of line.split("|")) {
-        const plain = cell.replace(/[`*_]/g, "").trim().toUpperCase();
-        if (methodList.test(plain)) for (const m of plain.match(/[A-Z]+/g)) rowMethods.add(m);
-      }
-      for (const span of line.matchAll(/`([^`]+)`/g)) {
-        const own = span[1].trim().match(/^([A-Z]+(?:\s*[,/]\s*[A-Z]+)*)\s+(\/\S*)$/);
-        if (own && methodList.test(own[1])) paths.push({ methods: own[1].match(/[A-Z]+/g), raw: own[2] });
-        else if (/^\/\S*$/.test(span[1].trim())) paths.push({ methods: undefined, raw: span[1].trim() });
-      }
-      for (const p of paths) {
-        entries.push({
-          file: relative,
-          line: index + 1,
-          raw: p.raw,
-          path: normalisePath(p.raw),
-          methods: new Set(p.methods ?? rowMethods),
-        });
-      }
-    });
-  return entries;
-}
-
-function covers(entry, route) {
-  if (entry.path !== normalisePath(route.path)) return false;
-  if (route.method === "ALL" || entry.methods.size === 0) return true;
-  return entry.methods.has(route.method) || entry.methods.has("ALL") || entry.methods.has("ANY");
-}
-
-const { routes, problems: mountProblems } = registeredRoutes();
-const readme = readmeRoutes();
-
-function checkRoutesDocumented() {
-  if (routes.length === 0) {
-    return [
-      {
-        file: "src",
-        line: 1,
-        message: 'found no app.<method>("/…") routes: check (e)\'s pattern no longer matches the code.',
-      },
-    ];
-  }
-  if (readme === undefined) {
-    return [
-      {
-        file: "README.md",
-        line: 1,
-        message: `Neither README.md nor docs/*.md exists; one needs a route table listing all ${routes.length} routes registered in src/.`,
-      },
-    ];
-  }
-  if (readme.length === 0) {
-    return [
-      {
-        file: "README.md",
-        line: 1,
-        message:
-          "README.md and docs/*.md have no route table: add table rows (lines starting with `|`) with the method and the " +
-          `backtick-quoted path of each of the ${routes.length} routes registered in src/, e.g. | GET | \`/v1/health\` | … |`,
-      },
-    ];
-  }
-  const missing = routes
-    .filter((route) => !readme.some((entry) => covers(entry, route)))
-    .map((route) => ({
-      file: route.file,
-      line: route.line,
-      message: `route ${route.method} ${route.path} is not in a route table of README.md or docs/*.md.`,
-    }));
-  return [...mountProblems, ...missing];
-}
-
-function checkReadmeRoutesExist() {
-  if (!readme || readme.length === 0) return [];
-  const found = [];
-  for (const entry of readme) {
-    for (const method of entry.methods) {
-      if (method === "ANY") continue;
-      const exists = routes.some(
-        (route) =>
-          normalisePath(route.path) === entry.path &&
-          (route.method === "ALL" || method === "ALL" || route.method === method),
-      );
-      if (!exists) {
-        found.push({
-          file: entry.file,
-          line: entry.line,
-          message: `${entry.file} lists ${method} ${entry.raw}, which no route in src/ registers: remove or fix the row.`,
-        });
-      }
-    }
-  }
-  return found;
-}
-
-// ---------------------------------------------------------------------------------------------
 
 const CHECKS = [
   ["a", "no console.* in src/", checkNoConsole],
   ["b", "storage paths are built only in src/storage/", checkStoragePaths],
   ["c", 'the "__" separator appears only in src/sources/tool-names.ts', checkToolNameSeparator],
   ["d", "no default exports in src/", checkNoDefaultExport],
-  ["e", "every registered route is in a route table of README.md or docs/", checkRoutesDocumented],
-  ["f", "every route README.md or docs/ lists with a method is registered", checkReadmeRoutesExist],
 ];
 
 let passed = 0;

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BootError } from "./errors.ts";
 import { startHousekeeping } from "./housekeeping.ts";
-import { createApp, type Security } from "./http/app.ts";
+import { createApp, type RegisteredRoute, registeredRoutes, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { HttpDrain } from "./http/drain.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
@@ -59,6 +59,8 @@ export interface RunningAtrium {
   registries: IdleCache<SourceRegistry>;
   sessions: Sessions;
   oauth: AuthorizationServer;
+  /** Every route the HTTP app answers (test/integration/route-docs.test.ts holds the docs to it). */
+  routes: readonly RegisteredRoute[];
   /**
    * Graceful stop: stops accepting, lets in-flight requests finish within
    * `http.drainSeconds`, then releases the data root. Called again while that runs, it cuts
@@ -213,6 +215,7 @@ async function startLocked(
   let closing: Promise<void> | undefined;
   return {
     url: publicUrl,
+    routes: registeredRoutes(app),
     port,
     workspaces,
     users,

@@ -38,6 +38,21 @@ export interface Security {
   pending: PendingAuthorizations;
 }
 
+/** One route as hono registered it: `ALL` for `app.all`. */
+export interface RegisteredRoute {
+  method: string;
+  path: string;
+}
+
+/** The routes an app answers, each once; middleware (registered on a `*` path) is left out. */
+export function registeredRoutes(app: Hono<AppEnv>): RegisteredRoute[] {
+  const seen = new Map<string, RegisteredRoute>();
+  for (const { method, path } of app.routes) {
+    if (!path.includes("*")) seen.set(`${method} ${path}`, { method, path });
+  }
+  return [...seen.values()];
+}
+
 /**
  * The order of middleware is the security story: log every request, refuse foreign
  * hosts and origins (except on the OAuth endpoints browser-based clients call from their
