@@ -1,4 +1,4 @@
-import { isWorkspaceId } from "../workspace/ids.ts";
+import { isWorkspaceId } from "../ids.ts";
 
 // The one function that builds a workspace's MCP URL. The bootstrap listing, the OAuth
 // resource metadata, the `resource` check at /oauth/authorize and the token audience check

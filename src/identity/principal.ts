@@ -26,12 +26,6 @@ export function withoutUnstated(principal: Principal): Principal {
   return person;
 }
 
-const PRINCIPAL_ID = /^usr_[0-9a-f]{24}$/;
-
-export function isPrincipalId(value: string): boolean {
-  return PRINCIPAL_ID.test(value);
-}
-
 /**
  * The id is a digest of the issuer and the subject, so no subject string (`../`, `/`, NUL,
  * unicode, 10 kB) can reach a path, and two issuers' equal subjects never collide.

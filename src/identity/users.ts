@@ -1,11 +1,12 @@
 import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, NotFound } from "../errors.ts";
+import { isPrincipalId } from "../ids.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
-import { isPrincipalId, type Principal } from "./principal.ts";
+import type { Principal } from "./principal.ts";
 
 const PROFILE_FILE = "profile.json";
 

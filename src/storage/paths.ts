@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { resolve, sep } from "node:path";
-import { isPrincipalId } from "../identity/principal.ts";
-import { isWorkspaceId } from "../workspace/ids.ts";
+import { isPrincipalId, isWorkspaceId } from "../ids.ts";
 import { TEMP_PREFIX } from "./atomic.ts";
 
 // The one module that builds storage paths. Every segment is checked against its grammar

@@ -2,12 +2,12 @@ import { readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
+import { isWorkspaceId, newWorkspaceId } from "../ids.ts";
 import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hasControlCharacters } from "../text.ts";
-import { isWorkspaceId, newWorkspaceId } from "./ids.ts";
 import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
 
 /**

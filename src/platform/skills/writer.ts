@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import matter from "gray-matter";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
-import { isPrincipalId } from "../../identity/principal.ts";
+import { isPrincipalId } from "../../ids.ts";
 import { syncDir, TEMP_PREFIX, writeFileAtomic } from "../../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { derivePrincipalId, isPrincipalId } from "../../../src/identity/principal.ts";
+import { derivePrincipalId } from "../../../src/identity/principal.ts";
+import { isPrincipalId } from "../../../src/ids.ts";
 
 const PRINCIPAL_ID = /^usr_[0-9a-f]{24}$/;
 
