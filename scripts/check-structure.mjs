@@ -2,13 +2,15 @@
 // Structural invariants of src/, checked by script rather than by review (CRAFT.md). Each
 // failure prints `file:line: [rule] what is wrong and what to do`; the last line is
 // `structure: N checks passed, M failed` and the exit code is non-zero on any failure.
-// Node builtins only; `npm test` runs it after vitest.
+// Node builtins and the TypeScript compiler (a dev dependency); `npm test` runs it after vitest.
 //
 //   (a) no console.* in src/: log through src/log.ts, whose redaction is the point.
 //   (b) storage paths are built by src/storage/paths.ts: outside src/storage/ and
 //       src/instance/, no join()/resolve() over a `root`, and no ".." segment.
 //   (c) the tool-name separator "__" appears in a string only in src/sources/tool-names.ts.
 //   (d) no default exports in src/.
+//   (e) no module imports a layer above its own (scripts/lib/layers.mjs names the layers; imports
+//       are read with the TypeScript compiler's parser).
 //
 // The route tables of README.md and docs/ are checked against the routes hono registers by
 // test/integration/route-docs.test.ts, which reads them from the running app instead of parsing
@@ -22,6 +24,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { layerViolations } from "./lib/layers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = path.join(ROOT, "src");
@@ -293,6 +296,15 @@ const CHECKS = [
   ["b", "storage paths are built only in src/storage/", checkStoragePaths],
   ["c", 'the "__" separator appears only in src/sources/tool-names.ts', checkToolNameSeparator],
   ["d", "no default exports in src/", checkNoDefaultExport],
+  [
+    "e",
+    "no module imports a layer above its own",
+    () =>
+      layerViolations(SRC).map((v) => ({
+        ...v,
+        file: v.file.startsWith("scripts/") ? v.file : `src/${v.file}`,
+      })),
+  ],
 ];
 
 let passed = 0;

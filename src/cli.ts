@@ -1,11 +1,11 @@
 import { parseArgs } from "node:util";
 import { BootError } from "./errors.ts";
-import { workspaceMcpUrl } from "./http/urls.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { type RunningAtrium, startAtrium } from "./server.ts";
 import { ATRIUM_VERSION } from "./version.ts";
+import { workspaceMcpUrl } from "./web/urls.ts";
 
 const USAGE = `Usage: atrium serve [--instance PATH] [--port N] [--data DIR]
        atrium --help | --version

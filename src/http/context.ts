@@ -1,4 +1,3 @@
-import type { Principal } from "../identity/principal.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { PlatformServices } from "../platform/services.ts";
 import type { WorkspaceGuidance } from "../platform/skills/guidance.ts";
@@ -6,20 +5,8 @@ import type { IdleCache } from "../sources/idle-cache.ts";
 import type { SourceRegistry } from "../sources/registry.ts";
 import type { Router } from "../sources/router.ts";
 import type { FirstWorkspace } from "../workspace/first-workspace.ts";
-import type { Admission } from "../workspace/gate.ts";
 import type { Invitations } from "../workspace/invitations.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
-
-/** What middleware leaves on a request for the handlers after it. */
-export interface AppEnv {
-  Variables: {
-    requestId: string;
-    principal: Principal;
-    admission: Admission;
-    /** Set when an Atrium access token authenticated the request: what the person granted its client. */
-    grant?: { clientId: string; scopes: string[] };
-  };
-}
 
 /** Everything route handlers need, built once per instance. */
 export interface RouteDeps {

@@ -3,7 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AtriumError, InsufficientScope, Unauthenticated } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
-import type { AppEnv } from "./context.ts";
+import type { AppEnv } from "../web/app-env.ts";
 
 export const INTERNAL_ERROR_MESSAGE =
   "Atrium hit an unexpected error; the request changed nothing it reported.";

@@ -1,5 +1,5 @@
+import { workspaceMcpUrl } from "../web/urls.ts";
 import type { Workspace, WorkspaceRole } from "../workspace/model.ts";
-import { workspaceMcpUrl } from "./urls.ts";
 
 export interface WorkspaceView {
   id: string;

@@ -1,4 +1,4 @@
-import { workspaceMcpUrl } from "../http/urls.ts";
+import { workspaceMcpUrl } from "../web/urls.ts";
 import { CLIENT_AUTH_METHODS } from "./client-rules.ts";
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from "./oauth-types.ts";
 import { SCOPE_READ, SCOPE_WRITE, SUPPORTED_SCOPES } from "./scopes.ts";

@@ -1,10 +1,10 @@
 import { Hono } from "hono";
 import { type Clock, systemClock } from "../clock.ts";
-import type { AppEnv } from "../http/context.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { OAuthConfig } from "../instance/schema.ts";
 import type { Logger } from "../log.ts";
 import type { StorageLayout } from "../storage/paths.ts";
+import type { AppEnv } from "../web/app-env.ts";
 import { ClientMetadataDocuments } from "./client-metadata.ts";
 import { ClientRegistry } from "./clients.ts";
 import { AuthorizationCodes } from "./codes.ts";

@@ -1,6 +1,7 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { Hono } from "hono";
-import type { AppEnv, RouteDeps } from "../http/context.ts";
+import type { RouteDeps } from "../http/context.ts";
+import type { AppEnv } from "../web/app-env.ts";
 import type { PlatformServices } from "./services.ts";
 
 /**

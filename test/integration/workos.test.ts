@@ -6,11 +6,11 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { derivePrincipalId } from "../../src/identity/principal.ts";
 import { SESSION_COOKIE, Sessions } from "../../src/identity/sessions.ts";
-import { withWorkosMembershipRole } from "../../src/identity/signin/workos-membership.ts";
 import { parseInstance } from "../../src/instance/load.ts";
 import type { InstanceConfig, OidcAuth } from "../../src/instance/schema.ts";
 import { createLogger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
+import { withWorkosMembershipRole } from "../../src/signin/workos-membership.ts";
 import { StorageLayout } from "../../src/storage/paths.ts";
 import {
   launchChromium,

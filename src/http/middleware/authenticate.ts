@@ -9,9 +9,9 @@ import { isWorkspaceId } from "../../ids.ts";
 import { resourceMetadataUrl } from "../../oauth/metadata.ts";
 import { DEFAULT_SCOPES } from "../../oauth/scopes.ts";
 import type { AccessTokens } from "../../oauth/tokens.ts";
-import type { AppEnv } from "../context.ts";
-import { checkCookieOrigin } from "../cookie-origin.ts";
-import { workspaceMcpUrl } from "../urls.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { checkCookieOrigin } from "../../web/cookie-origin.ts";
+import { workspaceMcpUrl } from "../../web/urls.ts";
 
 /** The ways a request can say who it is, and the directory that knows each person. */
 export interface Authenticators {

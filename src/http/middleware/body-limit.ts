@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit as honoBodyLimit } from "hono/body-limit";
 import { PayloadTooLarge } from "../../errors.ts";
-import type { AppEnv } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import { closeAfterAnswer } from "../lingering-close.ts";
 
 export interface BodyLimits {

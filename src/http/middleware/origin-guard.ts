@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { isLoopbackHost } from "../../instance/load.ts";
-import type { AppEnv } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import { errorBody } from "../error-response.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { Logger } from "../../log.ts";
-import type { AppEnv } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 
 /**
  * Gives each request an id and a child logger, and logs one line when it ends with the

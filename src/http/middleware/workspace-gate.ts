@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "../../web/app-env.ts";
 import { admit } from "../../workspace/gate.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import type { AppEnv } from "../context.ts";
 
 /** Admits the request to the workspace its path names, or answers the one 404. */
 export function workspaceGate(workspaces: WorkspaceStore): MiddlewareHandler<AppEnv> {

@@ -1,5 +1,6 @@
 import { Hono } from "hono";
-import type { AppEnv, RouteDeps } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import type { RouteDeps } from "../context.ts";
 import { viewsFor } from "../views.ts";
 
 /** The caller and their workspaces. No workspace is "current": the URL is what names one. */

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import { ATRIUM_VERSION } from "../../version.ts";
-import type { AppEnv } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 
 export function healthRoutes(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();

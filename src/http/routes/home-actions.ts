@@ -2,10 +2,11 @@ import { type Context, Hono } from "hono";
 import { AtriumError } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { Sessions } from "../../identity/sessions.ts";
-import { deactivatedPage, homeActionPage } from "../../identity/signin/pages.ts";
+import { deactivatedPage, homeActionPage } from "../../signin/pages.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import { admit } from "../../workspace/gate.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
-import { checkCookieOrigin } from "../cookie-origin.ts";
+import type { RouteDeps } from "../context.ts";
 import { accept, decline } from "./invitations.ts";
 import { type GrantRevoker, removeMember } from "./members.ts";
 

@@ -1,11 +1,12 @@
 import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject } from "../../web/json-body.ts";
 import { type Admission, requireAdmin } from "../../workspace/gate.ts";
 import { type Invitation, readInvitee } from "../../workspace/invitations.ts";
 import { WORKSPACE_ROLES, type WorkspaceRole } from "../../workspace/model.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
-import { readJsonObject } from "../json-body.ts";
+import type { RouteDeps } from "../context.ts";
 import { workspaceGate } from "../middleware/workspace-gate.ts";
 import { type WorkspaceView, workspaceView } from "../views.ts";
 

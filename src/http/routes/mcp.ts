@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { InsufficientScope } from "../../errors.ts";
 import { resourceMetadataUrl } from "../../oauth/metadata.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import type { RouteDeps } from "../context.ts";
 import { errorBody } from "../error-response.ts";
 import { type McpEndpoint, readJsonBody } from "../mcp/endpoint.ts";
 import { requiredScopes } from "../mcp/required-scopes.ts";

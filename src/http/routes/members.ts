@@ -1,11 +1,12 @@
 import { Hono } from "hono";
 import type { Grants } from "../../oauth/grants.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject } from "../../web/json-body.ts";
+import { workspaceMcpUrl } from "../../web/urls.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Workspace } from "../../workspace/model.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
-import { readJsonObject } from "../json-body.ts";
+import type { RouteDeps } from "../context.ts";
 import { workspaceGate } from "../middleware/workspace-gate.ts";
-import { workspaceMcpUrl } from "../urls.ts";
 import { invite, readRole } from "./invitations.ts";
 
 /** What ends a person's access besides membership: the grants their MCP clients hold. */

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
-import { readJsonObject, requireString } from "../json-body.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject, requireString } from "../../web/json-body.ts";
+import type { RouteDeps } from "../context.ts";
 import { workspaceGate } from "../middleware/workspace-gate.ts";
 
 /** The workspace's tool surface over REST, through the same router as /mcp/ws_…. */

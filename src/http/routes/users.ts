@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { Forbidden, InvalidInput } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import type { RouteDeps } from "../context.ts";
 import type { GrantRevoker } from "./members.ts";
 
 /** The org's people, for org admins: who has signed in, and offboarding. */

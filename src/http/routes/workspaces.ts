@@ -1,9 +1,10 @@
 import { Hono } from "hono";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject, requireString } from "../../web/json-body.ts";
+import { workspaceMcpUrl } from "../../web/urls.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
-import type { AppEnv, RouteDeps } from "../context.ts";
-import { readJsonObject, requireString } from "../json-body.ts";
+import type { RouteDeps } from "../context.ts";
 import { workspaceGate } from "../middleware/workspace-gate.ts";
-import { workspaceMcpUrl } from "../urls.ts";
 import { viewsFor, workspaceView } from "../views.ts";
 import type { GrantRevoker } from "./members.ts";
 

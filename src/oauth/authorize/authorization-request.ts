@@ -1,4 +1,4 @@
-import { workspaceOfResource } from "../../http/urls.ts";
+import { workspaceOfResource } from "../../web/urls.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { OAuthError, type OAuthErrorCode } from "../oauth-error.ts";
 import type { OAuthClientInformationFull } from "../oauth-types.ts";

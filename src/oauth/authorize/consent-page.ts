@@ -1,4 +1,4 @@
-import { html, page } from "../../http/pages/html.ts";
+import { html, page } from "../../web/html.ts";
 import { SCOPE_OFFLINE, SCOPE_READ, SCOPE_WRITE } from "../scopes.ts";
 
 const SCOPE_TEXT: Record<string, string> = {

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../../http/context.ts";
-import { checkCookieOrigin } from "../../http/cookie-origin.ts";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";

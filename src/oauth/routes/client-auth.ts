@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { AppEnv } from "../../http/context.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import type { ClientRegistry, PresentedClientAuth } from "../clients.ts";
 import { OAuthError } from "../oauth-error.ts";
 import type { OAuthClientInformationFull } from "../oauth-types.ts";

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
-import type { AppEnv } from "../../http/context.ts";
 import { isWorkspaceId } from "../../ids.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import type { SigningKeys } from "../keys.ts";
 import { authorizationServerMetadata, protectedResourceMetadata } from "../metadata.ts";
 import { publicCors } from "./cors.ts";

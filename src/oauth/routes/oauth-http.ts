@@ -1,7 +1,7 @@
 import type { Context, Handler, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import { OAuthError } from "../oauth-error.ts";
 
 // How the OAuth endpoints speak HTTP: RFC 6749 §5.2 error bodies rather than Atrium's

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { NotFound } from "../../errors.ts";
-import type { AppEnv } from "../../http/context.ts";
-import { workspaceOfResource } from "../../http/urls.ts";
 import type { Logger } from "../../log.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { workspaceOfResource } from "../../web/urls.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { Grants } from "../grants.ts";
 

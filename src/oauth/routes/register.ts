@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { Clock } from "../../clock.ts";
-import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { OAuthError } from "../oauth-error.ts";
 import { FixedWindowLimit } from "../rate-limit.ts";

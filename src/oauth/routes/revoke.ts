@@ -1,7 +1,7 @@
 import { OAuthTokenRevocationRequestSchema } from "@modelcontextprotocol/core";
 import { Hono } from "hono";
-import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { type Grants, isRefreshTokenShaped } from "../grants.ts";
 import { OAuthError } from "../oauth-error.ts";

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { Forbidden } from "../../errors.ts";
-import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import type { SigningKeys } from "../keys.ts";
 
 /** Org admins rotate the access-token signing key; the app's /v1 authentication runs first. */

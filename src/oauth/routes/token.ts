@@ -1,7 +1,7 @@
 import { type Context, Hono } from "hono";
 import { verifyPkce } from "../../crypto/pkce.ts";
-import type { AppEnv } from "../../http/context.ts";
 import type { Logger } from "../../log.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes, CodeGrant } from "../codes.ts";
 import type { Grants } from "../grants.ts";

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
-import type { AppEnv, RouteDeps } from "../../http/context.ts";
+import type { RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
+import type { AppEnv } from "../../web/app-env.ts";
 import { MAX_PAGE_SIZE } from "./listings.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
 

@@ -1,9 +1,10 @@
 import { Hono } from "hono";
 import { InvalidInput, NotFound } from "../../errors.ts";
-import type { AppEnv, RouteDeps } from "../../http/context.ts";
-import { readJsonObject, requireString } from "../../http/json-body.ts";
+import type { RouteDeps } from "../../http/context.ts";
 import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject, requireString } from "../../web/json-body.ts";
 import { skillView } from "./view.ts";
 import { toUpdate } from "./write-tools.ts";
 import { isWritableScope, type WriteTarget } from "./writer.ts";

@@ -1,18 +1,18 @@
 import { Hono } from "hono";
-import { createPkcePair } from "../../crypto/pkce.ts";
-import { randomSecret } from "../../crypto/secrets.ts";
-import type { AppEnv } from "../../http/context.ts";
-import { checkCookieOrigin } from "../../http/cookie-origin.ts";
-import { workspaceMcpUrl } from "../../http/urls.ts";
-import type { OidcAuth } from "../../instance/schema.ts";
-import type { Logger } from "../../log.ts";
-import type { WorkspaceStore } from "../../workspace/store.ts";
-import { type OidcClient, SignInFailed } from "../oidc-client.ts";
-import { type Principal, withoutUnstated } from "../principal.ts";
-import { DEV_PRINCIPAL } from "../providers/dev.ts";
-import { principalFrom } from "../providers/oidc.ts";
-import type { Sessions } from "../sessions.ts";
-import type { UserDirectory } from "../users.ts";
+import { createPkcePair } from "../crypto/pkce.ts";
+import { randomSecret } from "../crypto/secrets.ts";
+import { type OidcClient, SignInFailed } from "../identity/oidc-client.ts";
+import { type Principal, withoutUnstated } from "../identity/principal.ts";
+import { DEV_PRINCIPAL } from "../identity/providers/dev.ts";
+import { principalFrom } from "../identity/providers/oidc.ts";
+import type { Sessions } from "../identity/sessions.ts";
+import type { UserDirectory } from "../identity/users.ts";
+import type { OidcAuth } from "../instance/schema.ts";
+import type { Logger } from "../log.ts";
+import type { AppEnv } from "../web/app-env.ts";
+import { checkCookieOrigin } from "../web/cookie-origin.ts";
+import { workspaceMcpUrl } from "../web/urls.ts";
+import type { WorkspaceStore } from "../workspace/store.ts";
 import { CALLBACK_PATH, type LoginState, LoginStateCookie, localReturnTo } from "./login-state.ts";
 import {
   deactivatedPage,

@@ -1,5 +1,5 @@
-import { html, page, type SafeHtml } from "../../http/pages/html.ts";
-import type { Principal } from "../principal.ts";
+import type { Principal } from "../identity/principal.ts";
+import { html, page, type SafeHtml } from "../web/html.ts";
 
 // The sign-in pages. Each is a whole page from page(): escaped, no scripts, no remote assets.
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { deriveCookieKey } from "../../../../src/identity/session-cookie.ts";
+import { deriveCookieKey } from "../../../src/identity/session-cookie.ts";
 import {
   LOGIN_STATE_TTL_SECONDS,
   type LoginState,
   LoginStateCookie,
   localReturnTo,
   MAX_RETURN_TO_CHARS,
-} from "../../../../src/identity/signin/login-state.ts";
+} from "../../../src/signin/login-state.ts";
 
 const KEY = deriveCookieKey("a-session-secret-of-at-least-32-bytes!!", "login-state");
 const STATE: LoginState = {

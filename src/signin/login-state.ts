@@ -1,5 +1,5 @@
 import { EncryptJWT, jwtDecrypt } from "jose";
-import { readCookie, setCookie } from "../session-cookie.ts";
+import { readCookie, setCookie } from "../identity/session-cookie.ts";
 
 /** How long a browser has to come back from the provider. */
 export const LOGIN_STATE_TTL_SECONDS = 10 * 60;

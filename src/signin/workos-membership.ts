@@ -1,6 +1,6 @@
 import type { JWTPayload } from "jose";
-import type { OidcAuth } from "../../instance/schema.ts";
-import { SignInFailed } from "../oidc-client.ts";
+import { SignInFailed } from "../identity/oidc-client.ts";
+import type { OidcAuth } from "../instance/schema.ts";
 
 const API_TIMEOUT_MS = 5_000;
 
