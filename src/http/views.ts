@@ -1,5 +1,5 @@
 import { workspaceMcpUrl } from "../web/urls.ts";
-import type { Workspace, WorkspaceRole } from "../workspace/model.ts";
+import { roleIn, type Workspace, type WorkspaceRole } from "../workspace/model.ts";
 
 export interface WorkspaceView {
   id: string;
@@ -21,7 +21,7 @@ export function workspaceView(ws: Workspace, role: WorkspaceRole, publicUrl: str
 
 export function viewsFor(workspaces: Workspace[], principalId: string, publicUrl: string): WorkspaceView[] {
   return workspaces.map((ws) => {
-    const role = ws.members.find((m) => m.principalId === principalId)?.role ?? "member";
+    const role = roleIn(ws, principalId) ?? "member";
     return workspaceView(ws, role, publicUrl);
   });
 }

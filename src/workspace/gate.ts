@@ -1,6 +1,6 @@
 import { Forbidden, WorkspaceNotFound } from "../errors.ts";
 import type { Principal } from "../identity/principal.ts";
-import type { Workspace, WorkspaceRole } from "./model.ts";
+import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
 export interface Admission {
@@ -15,7 +15,7 @@ export interface Admission {
  */
 export function admit(store: WorkspaceStore, principal: Principal, workspaceId: string): Admission {
   const workspace = store.get(workspaceId);
-  const role = workspace?.members.find((m) => m.principalId === principal.id)?.role;
+  const role = roleIn(workspace, principal.id);
   if (!workspace || !role) throw new WorkspaceNotFound(workspaceId);
   return { workspace, role };
 }

@@ -17,4 +17,13 @@ export interface Workspace {
   members: Member[];
 }
 
+/**
+ * The one membership decision: the role `principalId` holds in `workspace`, or undefined when they
+ * hold none or there is no such workspace. The gate, the authorization endpoint, skill writes and
+ * the workspace listings all ask it, so "member" means the same thing everywhere.
+ */
+export function roleIn(workspace: Workspace | undefined, principalId: string): WorkspaceRole | undefined {
+  return workspace?.members.find((member) => member.principalId === principalId)?.role;
+}
+
 export const MAX_WORKSPACE_NAME_CHARS = 200;

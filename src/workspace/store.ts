@@ -8,7 +8,13 @@ import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hasControlCharacters } from "../text.ts";
-import { MAX_WORKSPACE_NAME_CHARS, type Member, type Workspace, type WorkspaceRole } from "./model.ts";
+import {
+  MAX_WORKSPACE_NAME_CHARS,
+  type Member,
+  roleIn,
+  type Workspace,
+  type WorkspaceRole,
+} from "./model.ts";
 
 /**
  * The workspaces of one instance. The in-memory index (and the index by member) is loaded
@@ -83,7 +89,7 @@ export class WorkspaceStore {
   }
 
   roleOf(id: string, principalId: string): WorkspaceRole | undefined {
-    return this.get(id)?.members.find((m) => m.principalId === principalId)?.role;
+    return roleIn(this.get(id), principalId);
   }
 
   listFor(principalId: string): Workspace[] {
@@ -138,7 +144,7 @@ export class WorkspaceStore {
 
   addMember(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
     return this.mutate(id, (ws) => {
-      if (ws.members.some((m) => m.principalId === principalId)) {
+      if (roleIn(ws, principalId) !== undefined) {
         throw new Conflict("member_exists", "That person is already a member; change their role instead.");
       }
       const member: Member = { principalId, role, addedAt: new Date().toISOString() };

@@ -153,9 +153,8 @@ async function memberRefusal(
   workspaceId: string,
 ): Promise<string | undefined> {
   if (deps.users.isDeactivated(principalId)) return "This account has been deactivated by an org admin.";
-  const workspace = deps.workspaces.get(workspaceId);
   // One answer for "no such workspace" and "not a member", as everywhere else.
-  if (!workspace?.members.some((member) => member.principalId === principalId)) {
+  if (deps.workspaces.roleOf(workspaceId, principalId) === undefined) {
     return "You are not a member of the workspace this application asked for (or it does not exist).";
   }
   return undefined;
