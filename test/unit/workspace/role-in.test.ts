@@ -5,6 +5,7 @@ const WS: Workspace = {
   id: "ws_0000000000000001",
   name: "W",
   createdAt: "2026-01-01T00:00:00.000Z",
+  updatedAt: "2026-01-01T00:00:00.000Z",
   members: [
     { principalId: "usr_aaaaaaaaaaaaaaaaaaaaaaaa", role: "admin", addedAt: "2026-01-01T00:00:00.000Z" },
     { principalId: "usr_bbbbbbbbbbbbbbbbbbbbbbbb", role: "member", addedAt: "2026-01-01T00:00:00.000Z" },
