@@ -17,15 +17,16 @@ import { type Authenticators, authenticateMcp, authenticateRest } from "./middle
 import { bodyLimit } from "./middleware/body-limit.ts";
 import { originGuard } from "./middleware/origin-guard.ts";
 import { requestLog } from "./middleware/request-log.ts";
+import { workspaceGate } from "./middleware/workspace-gate.ts";
 import { bootstrapRoutes } from "./routes/bootstrap.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { homeActionRoutes } from "./routes/home-actions.ts";
-import { invitationRoutes, invitationsFor } from "./routes/invitations.ts";
+import { invitationRoutes, invitationsFor, workspaceInvitationRoutes } from "./routes/invitations.ts";
 import { mcpRoutes } from "./routes/mcp.ts";
-import { memberRoutes } from "./routes/members.ts";
+import { type GrantRevoker, memberRoutes } from "./routes/members.ts";
 import { toolRoutes } from "./routes/tools.ts";
 import { userRoutes } from "./routes/users.ts";
-import { workspaceRoutes } from "./routes/workspaces.ts";
+import { workspaceItemRoutes, workspaceRoutes } from "./routes/workspaces.ts";
 
 const UPLOAD_PATH = /^\/v1\/workspaces\/[^/]+\/files$/;
 
@@ -119,13 +120,30 @@ export function createApp(
   app.route("/", homeActionRoutes(deps, security.sessions, security.oauth.grants));
   app.route("/", mcpRoutes(endpoint, deps));
   app.route("/", bootstrapRoutes(deps));
-  app.route("/", workspaceRoutes(deps, security.oauth.grants));
-  app.route("/", memberRoutes(deps, security.oauth.grants));
+  app.route("/", workspaceRoutes(deps));
   app.route("/", invitationRoutes(deps));
-  app.route("/", toolRoutes(deps));
   app.route("/", userRoutes(deps, security.oauth.grants));
+  app.route("/v1/workspaces/:ws", workspaceApp(deps, security.oauth.grants));
   for (const platformApp of PLATFORM_APPS) {
     if (platformApp.routes) app.route("/", platformApp.routes(deps));
+  }
+  return app;
+}
+
+/**
+ * The wall, once: every route of one workspace is mounted here, behind the gate, with paths
+ * relative to /v1/workspaces/:ws. Whatever is registered on this app cannot be reached without
+ * an admission (test/integration/wall-every-route.test.ts).
+ */
+function workspaceApp(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.use("*", workspaceGate(deps.workspaces));
+  app.route("/", workspaceItemRoutes(deps, grants));
+  app.route("/", memberRoutes(deps, grants));
+  app.route("/", workspaceInvitationRoutes(deps));
+  app.route("/", toolRoutes(deps));
+  for (const platformApp of PLATFORM_APPS) {
+    if (platformApp.workspaceRoutes) app.route("/", platformApp.workspaceRoutes(deps));
   }
   return app;
 }

@@ -12,5 +12,11 @@ export interface PlatformApp {
   /** The source name: the `<source>` of `<source>__<tool>`. */
   name: string;
   createServer(workspaceId: string, services: PlatformServices): McpServer;
+  /**
+   * Routes of one workspace, paths relative to `/v1/workspaces/:ws`, mounted behind the workspace
+   * gate: a handler here always finds the caller's admission, and cannot be reached without it.
+   */
+  workspaceRoutes?(deps: RouteDeps): Hono<AppEnv>;
+  /** Routes outside any one workspace (a file by its bare id), each checking membership itself. */
   routes?(deps: RouteDeps): Hono<AppEnv>;
 }

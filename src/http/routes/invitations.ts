@@ -7,7 +7,6 @@ import { type Admission, requireAdmin } from "../../workspace/gate.ts";
 import { type Invitation, readInvitee } from "../../workspace/invitations.ts";
 import { WORKSPACE_ROLES, type WorkspaceRole } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
-import { workspaceGate } from "../middleware/workspace-gate.ts";
 import { type WorkspaceView, workspaceView } from "../views.ts";
 
 /**
@@ -15,28 +14,34 @@ import { type WorkspaceView, workspaceView } from "../views.ts";
  * workspace's pending invitations behind the gate; the invitee lists theirs and answers at
  * /v1/invitations, which names nothing of the workspace but its name.
  */
-export function invitationRoutes(deps: RouteDeps): Hono<AppEnv> {
+/** A workspace's invitations, mounted behind the gate at /v1/workspaces/:ws. */
+export function workspaceInvitationRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use("/v1/workspaces/:ws/invitations", workspaceGate(deps.workspaces));
-  app.use("/v1/workspaces/:ws/invitations/*", workspaceGate(deps.workspaces));
 
-  app.get("/v1/workspaces/:ws/invitations", (c) => {
+  app.get("/invitations", (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
     return c.json({ invitations: deps.invitations.forWorkspace(admission.workspace.id) });
   });
 
-  app.post("/v1/workspaces/:ws/invitations", async (c) => {
+  app.post("/invitations", async (c) => {
     const invitation = await invite(deps, c.get("admission"), c.get("principal"), await readJsonObject(c));
     return c.json({ invitation }, 201);
   });
 
-  app.delete("/v1/workspaces/:ws/invitations/:id", async (c) => {
+  app.delete("/invitations/:id", async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
     await deps.invitations.revoke(admission.workspace.id, c.req.param("id"));
     return c.body(null, 204);
   });
+
+  return app;
+}
+
+/** The invitee's side: their invitations and their answers. */
+export function invitationRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
 
   app.get("/v1/invitations", async (c) => {
     return c.json({ invitations: await invitationsFor(deps, c.get("principal").id) });

@@ -6,7 +6,6 @@ import { workspaceMcpUrl } from "../../web/urls.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Workspace } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
-import { workspaceGate } from "../middleware/workspace-gate.ts";
 import { invite, readRole } from "./invitations.ts";
 
 /** What ends a person's access besides membership: the grants their MCP clients hold. */
@@ -14,8 +13,6 @@ export type GrantRevoker = Pick<Grants, "revokeWhere">;
 
 export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use("/v1/workspaces/:ws/members", workspaceGate(deps.workspaces));
-  app.use("/v1/workspaces/:ws/members/*", workspaceGate(deps.workspaces));
 
   const view = async (ws: Workspace) => ({
     members: await Promise.all(
@@ -26,17 +23,17 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
     ),
   });
 
-  app.get("/v1/workspaces/:ws/members", async (c) => c.json(await view(c.get("admission").workspace)));
+  app.get("/members", async (c) => c.json(await view(c.get("admission").workspace)));
 
   // Adding someone without their word let anyone pull anyone into a workspace and told the
   // caller who was known here (issue 10, Security 2). Kept for existing clients: it now
   // invites, and answers exactly as POST …/invitations does (ADR 0027).
-  app.post("/v1/workspaces/:ws/members", async (c) => {
+  app.post("/members", async (c) => {
     const invitation = await invite(deps, c.get("admission"), c.get("principal"), await readJsonObject(c));
     return c.json({ invitation }, 201);
   });
 
-  app.patch("/v1/workspaces/:ws/members/:principal", async (c) => {
+  app.patch("/members/:principal", async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
     const role = readRole((await readJsonObject(c)).role);
@@ -44,7 +41,7 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
     return c.json(await view(ws));
   });
 
-  app.delete("/v1/workspaces/:ws/members/:principal", async (c) => {
+  app.delete("/members/:principal", async (c) => {
     const admission = c.get("admission");
     const target = c.req.param("principal");
     // Anyone may leave; removing someone else takes an admin.

@@ -3,21 +3,19 @@ import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject, requireString } from "../../web/json-body.ts";
 import type { RouteDeps } from "../context.ts";
-import { workspaceGate } from "../middleware/workspace-gate.ts";
 
 /** The workspace's tool surface over REST, through the same router as /mcp/ws_…. */
 export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const gate = workspaceGate(deps.workspaces);
 
-  app.get("/v1/workspaces/:ws/tools", gate, async (c) => {
+  app.get("/tools", async (c) => {
     const workspaceId = c.get("admission").workspace.id;
     const tools = await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry));
     // The same list tools/list gives, bound skills included.
     return c.json({ tools: await deps.guidance.annotateTools(workspaceId, c.get("principal").id, tools) });
   });
 
-  app.post("/v1/workspaces/:ws/tools/call", gate, async (c) => {
+  app.post("/tools/call", async (c) => {
     const workspaceId = c.get("admission").workspace.id;
     const body = await readJsonObject(c);
     const name = requireString(body, "name");

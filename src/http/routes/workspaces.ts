@@ -4,13 +4,12 @@ import { readJsonObject, requireString } from "../../web/json-body.ts";
 import { workspaceMcpUrl } from "../../web/urls.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { RouteDeps } from "../context.ts";
-import { workspaceGate } from "../middleware/workspace-gate.ts";
 import { viewsFor, workspaceView } from "../views.ts";
 import type { GrantRevoker } from "./members.ts";
 
-export function workspaceRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
+/** Listing and creating workspaces: the caller's own, no gate to pass. */
+export function workspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const gate = workspaceGate(deps.workspaces);
 
   app.get("/v1/workspaces", (c) => {
     const principal = c.get("principal");
@@ -25,12 +24,19 @@ export function workspaceRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<App
     return c.json(workspaceView(ws, "admin", deps.publicUrl()), 201);
   });
 
-  app.get("/v1/workspaces/:ws", gate, (c) => {
+  return app;
+}
+
+/** One workspace, mounted behind the gate at /v1/workspaces/:ws. */
+export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.get("/", (c) => {
     const { workspace, role } = c.get("admission");
     return c.json(workspaceView(workspace, role, deps.publicUrl()));
   });
 
-  app.patch("/v1/workspaces/:ws", gate, async (c) => {
+  app.patch("/", async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
     const name = requireString(await readJsonObject(c), "name");
@@ -38,7 +44,7 @@ export function workspaceRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<App
     return c.json(workspaceView(ws, admission.role, deps.publicUrl()));
   });
 
-  app.delete("/v1/workspaces/:ws", gate, async (c) => {
+  app.delete("/", async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
     const id = admission.workspace.id;

@@ -1,9 +1,10 @@
 import type { PlatformApp } from "../app.ts";
-import { fileRoutes } from "./routes.ts";
+import { fileRoutes, fileWorkspaceRoutes } from "./routes.ts";
 import { createFilesServer } from "./server.ts";
 
 export const filesApp: PlatformApp = {
   name: "files",
   createServer: createFilesServer,
+  workspaceRoutes: fileWorkspaceRoutes,
   routes: fileRoutes,
 };

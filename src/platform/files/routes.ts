@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
 import type { RouteDeps } from "../../http/context.ts";
-import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { MAX_PAGE_SIZE } from "./listings.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
@@ -9,18 +8,15 @@ import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
 const FORM_DEFAULT_TYPE = "application/x-www-form-urlencoded";
 
 /**
- * Files over REST. Upload is workspace-scoped and streamed to disk; a file is then
- * addressed by its bare id, which resolves only through the caller's own partitions of the
- * workspaces they belong to now.
+ * Files over REST, behind the workspace gate: upload, streamed to disk, and the caller's list.
  */
-export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
+export function fileWorkspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { files } = deps.services;
-  const gate = workspaceGate(deps.workspaces);
 
   // A declared length over files.maxBytes is refused before this runs, and every 413 ends its
   // connection gracefully (http/middleware/body-limit.ts); a chunked body is counted by upload().
-  app.post("/v1/workspaces/:ws/files", gate, async (c) => {
+  app.post("/files", async (c) => {
     const name = c.req.query("name");
     if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
     const meta = await files.upload(
@@ -33,7 +29,7 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
   });
 
   // Paged like files__list: `?limit=` (1–1000, default 100) and `?cursor=` (a `nextCursor`).
-  app.get("/v1/workspaces/:ws/files", gate, async (c) => {
+  app.get("/files", async (c) => {
     const limit = c.req.query("limit");
     if (limit !== undefined && !/^[0-9]{1,4}$/.test(limit)) {
       throw new InvalidInput(`limit is a whole number from 1 to ${MAX_PAGE_SIZE}.`);
@@ -44,6 +40,14 @@ export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
     });
     return c.json(page);
   });
+
+  return app;
+}
+
+/** A file by its bare id, resolved only through the caller's own partitions of their workspaces. */
+export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const { files } = deps.services;
 
   // One lookup in the file locator, not a search of the caller's workspaces (adr/0025).
   const locate = async (principalId: string, fileId: string): Promise<string> =>

@@ -5,5 +5,5 @@ import { createSkillsServer } from "./server.ts";
 export const skillsApp: PlatformApp = {
   name: "skills",
   createServer: createSkillsServer,
-  routes: skillRoutes,
+  workspaceRoutes: skillRoutes,
 };

@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { RouteDeps } from "../../http/context.ts";
-import { workspaceGate } from "../../http/middleware/workspace-gate.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject, requireString } from "../../web/json-body.ts";
@@ -13,8 +12,6 @@ import { isWritableScope, type WriteTarget } from "./writer.ts";
 export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { skills, skillWriter } = deps.services;
-  app.use("/v1/workspaces/:ws/skills", workspaceGate(deps.workspaces));
-  app.use("/v1/workspaces/:ws/skills/*", workspaceGate(deps.workspaces));
 
   const target = (c: { get: (k: "admission" | "principal") => unknown }, scope: unknown): WriteTarget => {
     if (scope !== undefined && !isWritableScope(scope)) {
@@ -25,7 +22,7 @@ export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
     return { scope: scope ?? "workspace", workspaceId: admission.workspace.id, principalId: principal.id };
   };
 
-  app.get("/v1/workspaces/:ws/skills", async (c) => {
+  app.get("/skills", async (c) => {
     const { skills: resolved, problems } = await skills.resolve(
       c.get("admission").workspace.id,
       c.get("principal").id,
@@ -33,7 +30,7 @@ export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
     return c.json({ skills: resolved.map(skillView), problems });
   });
 
-  app.post("/v1/workspaces/:ws/skills", async (c) => {
+  app.post("/skills", async (c) => {
     const body = await readJsonObject(c);
     const skill = await skillWriter.create(target(c, body.scope), requireString(body, "name"), {
       description: requireString(body, "description"),
@@ -45,7 +42,7 @@ export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
     return c.json(skillView(skill), 201);
   });
 
-  app.get("/v1/workspaces/:ws/skills/:name", async (c) => {
+  app.get("/skills/:name", async (c) => {
     const name = c.req.param("name");
     const { skills: resolved } = await skills.resolve(c.get("admission").workspace.id, c.get("principal").id);
     const skill = resolved.find((s) => s.name === name);
@@ -53,7 +50,7 @@ export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
     return c.json({ ...skillView(skill), body: skill.body });
   });
 
-  app.patch("/v1/workspaces/:ws/skills/:name", async (c) => {
+  app.patch("/skills/:name", async (c) => {
     const body = await readJsonObject(c);
     const update = toUpdate({
       intent: requireString(body, "intent"),
@@ -66,18 +63,18 @@ export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
     return c.json(skillView(await skillWriter.update(target(c, body.scope), c.req.param("name"), update)));
   });
 
-  app.delete("/v1/workspaces/:ws/skills/:name", async (c) => {
+  app.delete("/skills/:name", async (c) => {
     await skillWriter.delete(target(c, c.req.query("scope")), c.req.param("name"));
     return c.body(null, 204);
   });
 
-  app.get("/v1/workspaces/:ws/skills/:name/history", async (c) => {
+  app.get("/skills/:name/history", async (c) => {
     return c.json({
       versions: await skillWriter.history(target(c, c.req.query("scope")), c.req.param("name")),
     });
   });
 
-  app.get("/v1/workspaces/:ws/skills/:name/history/:version", async (c) => {
+  app.get("/skills/:name/history/:version", async (c) => {
     const text = await skillWriter.version(
       target(c, c.req.query("scope")),
       c.req.param("name"),
