@@ -135,7 +135,7 @@ async function startLocked(
   const router = new Router(log);
   const guidance = createWorkspaceGuidance(services.skills);
   const endpoint = new McpEndpoint(
-    createFrontServers({ router, registries, guidance }),
+    createFrontServers({ router, registries, guidance, log }),
     config.http.maxBodyBytes,
   );
   await endpoint.start();

@@ -8,6 +8,7 @@ import * as z from "zod";
 import { AtriumError } from "../errors.ts";
 import { type Caller, callerFromMeta } from "../sources/caller-meta.ts";
 import { toolError } from "../sources/router.ts";
+import { unexpectedToolResult } from "../sources/tool-failure.ts";
 
 type Handler<A> = (args: A, ctx: ServerContext) => Promise<CallToolResult>;
 
@@ -15,7 +16,9 @@ type Handler<A> = (args: A, ctx: ServerContext) => Promise<CallToolResult>;
  * Wraps a platform app's tool: reads the caller from host-owned `_meta` (v2 puts it on
  * `ctx.mcpReq._meta`), refuses a caller from another workspace (defence in depth: each app
  * server serves one workspace), and turns Atrium's typed errors into `isError` results the
- * model can read.
+ * model can read. Any other error is unexpected: its words (a path under the data root, a stack)
+ * are not for the model, so it goes to the router to be logged with the request id and answered
+ * with that id alone (sources/tool-failure.ts).
  */
 export function platformTool<A>(
   workspaceId: string,
@@ -28,7 +31,7 @@ export function platformTool<A>(
       return await run(caller, args, ctx);
     } catch (error) {
       if (error instanceof AtriumError) return toolError(error.message);
-      throw error;
+      return unexpectedToolResult(error);
     }
   };
 }

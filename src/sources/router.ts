@@ -1,10 +1,18 @@
-import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
 import type { ProgressListener } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
+import { unexpectedErrorOf, unexpectedFailureMessage, withoutSdkPrefix } from "./tool-failure.ts";
 import { joinToolName, splitToolName } from "./tool-names.ts";
+
+/** What a call carries besides its tool and arguments. */
+export interface CallContext {
+  /** The HTTP request's `x-request-id`: an unexpected failure is logged and answered with it. */
+  requestId: string;
+  onProgress?: ProgressListener;
+}
 
 /**
  * The one router. MCP and REST both call it; neither decides on its own which source
@@ -48,7 +56,7 @@ export class Router {
     caller: Caller,
     name: string,
     args: Record<string, unknown> | undefined,
-    onProgress?: ProgressListener,
+    context: CallContext,
   ): Promise<CallToolResult> {
     const parts = splitToolName(name);
     const source = parts ? registry.get(parts.source) : undefined;
@@ -57,13 +65,28 @@ export class Router {
       // Checked against the source's cached list so the answer names the tool as the client
       // called it, whichever kind of source this is.
       if (!(await source.listTools()).some((tool) => tool.name === parts.tool)) return unknownTool(name);
-      const result = await source.callTool(parts.tool, args ?? {}, caller, onProgress);
+      const result = await source.callTool(parts.tool, args ?? {}, caller, context.onProgress);
+      // A platform app hands its unexpected errors over in host-owned _meta (tool-failure.ts).
+      const unexpected = unexpectedErrorOf(result);
+      if (unexpected) return this.failedUnexpectedly(name, context.requestId, unexpected);
       return result.isError ? withCalledName(result, name) : result;
     } catch (error) {
-      // A protocol error from the source (unknown tool, invalid arguments) becomes a tool
-      // result the model can read, never a crash of the request.
-      return toolError(`Tool "${name}" failed: ${(error as Error).message}`);
+      // A protocol error from the source (unknown tool, invalid arguments) is its server's words,
+      // for the model to read; anything else (a transport that broke, a server that would not
+      // start) is Atrium's own failure, whose words are for the log only.
+      if (error instanceof ProtocolError)
+        return toolError(`Tool "${name}" failed: ${withoutSdkPrefix(error.message)}`);
+      return this.failedUnexpectedly(name, context.requestId, error);
     }
+  }
+
+  /**
+   * Logs an unexpected failure once, stack included, and answers with its request id only. `err` is
+   * what was thrown, or the error a platform app handed over.
+   */
+  private failedUnexpectedly(name: string, requestId: string, err: unknown): CallToolResult {
+    this.log.error({ requestId, tool: name, err }, "tool failed unexpectedly");
+    return toolError(unexpectedFailureMessage(`Tool "${name}"`, requestId));
   }
 }
 

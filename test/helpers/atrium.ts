@@ -8,7 +8,7 @@ import { derivePrincipalId, type Principal } from "../../src/identity/principal.
 import type { IdentityProvider } from "../../src/identity/provider.ts";
 import { parseInstance } from "../../src/instance/load.ts";
 import type { InstanceConfig } from "../../src/instance/schema.ts";
-import { createLogger } from "../../src/log.ts";
+import { createLogger, type Logger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { DEFAULT_MCP_ERA, type McpEra, versionNegotiationFor } from "./mcp-eras.ts";
 
@@ -57,6 +57,8 @@ export interface TestAtriumOptions {
   idleEvictMs?: number;
   /** instance.json's `skills`; `orgDir` is relative to the instance's temp dir, as in a real file. */
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
+  /** Where the instance logs (e.g. capturingLogger()); silent unless given. */
+  log?: Logger;
 }
 
 /** `null` sends no identity header; in dev mode, and with a real `auth`, the name is ignored. */
@@ -141,7 +143,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
   let atrium: RunningAtrium;
   try {
     atrium = await startAtrium(config, {
-      log: createLogger("silent"),
+      log: options.log ?? createLogger("silent"),
       ...(options.dev || options.auth ? {} : { identityProvider: createTestProvider() }),
       ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
     });
@@ -233,6 +235,28 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A logger that keeps every line it writes at `level` and above, parsed, in `lines`. */
+export function capturingLogger(level = "info"): { log: Logger; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = createLogger(level, {
+    write(line: string) {
+      lines.push(JSON.parse(line) as Record<string, unknown>);
+    },
+  });
+  return { log, lines };
+}
+
+/** The `err` pino wrote on a captured line; throws when the line has none. */
+export function loggedErr(line: Record<string, unknown> | undefined): {
+  type: string;
+  message: string;
+  stack: string;
+} {
+  const err = line?.err as { type: string; message: string; stack: string } | undefined;
+  if (err === undefined) throw new Error(`no err on log line ${JSON.stringify(line)}`);
+  return err;
 }
 
 /** The caller's first workspace, creating it on first contact as `GET /v1/bootstrap` does. */

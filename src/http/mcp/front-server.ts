@@ -5,6 +5,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { Principal } from "../../identity/principal.ts";
+import type { Logger } from "../../log.ts";
 import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { IdleCache } from "../../sources/idle-cache.ts";
@@ -14,6 +15,7 @@ import type { Router } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { completeArgument } from "./completion.ts";
 import { pinProtocolEra } from "./era-pin.ts";
+import { createHandlerGuard } from "./handler-guard.ts";
 import {
   LEGACY_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
@@ -25,12 +27,21 @@ import { createSkillsExtension, SKILLS_CACHE_HINT } from "./skills-extension.ts"
 export interface AdmittedCaller {
   principal: Principal;
   workspaceId: string;
+  /** The HTTP request's `x-request-id`, which an unexpected failure is logged and answered with. */
+  requestId: string;
 }
+
+/**
+ * How a front handler does its work: as the admitted caller, with an unexpected error logged and
+ * answered by request id (handler-guard.ts).
+ */
+export type Serve = <T>(ctx: ServerContext, work: (caller: AdmittedCaller) => Promise<T>) => Promise<T>;
 
 export interface FrontDeps {
   router: Router;
   registries: IdleCache<SourceRegistry>;
   guidance: WorkspaceGuidance;
+  log: Logger;
 }
 
 /** The two long-lived servers behind every `/mcp/ws_…` URL, one per protocol era (adr/0029). */
@@ -56,7 +67,12 @@ const CAPABILITIES = {
  * router. A client can set neither.
  */
 export function createFrontServers(deps: FrontDeps): FrontServers {
-  const skills = createSkillsExtension(deps.guidance, admitted);
+  const guard = createHandlerGuard(deps.log);
+  const serve: Serve = (ctx, work) => {
+    const caller = admitted(ctx);
+    return guard(ctx, caller.requestId, () => work(caller));
+  };
+  const skills = createSkillsExtension(deps.guidance, serve);
   const legacy = new McpServer(SERVER_INFO, {
     capabilities: CAPABILITIES,
     supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
@@ -69,39 +85,45 @@ export function createFrontServers(deps: FrontDeps): FrontServers {
   pinProtocolEra(modern.server, MODERN_PROTOCOL_VERSION);
   for (const mcp of [legacy, modern]) {
     skills.attach(mcp);
-    installHandlers(mcp, deps);
+    installHandlers(mcp, deps, serve);
   }
-  installLegacyHandshake(legacy, deps);
-  installDiscover(modern, deps);
+  installLegacyHandshake(legacy, deps, serve);
+  installDiscover(modern, deps, serve);
   return { legacy, modern };
 }
 
-function installHandlers(mcp: McpServer, { router, registries, guidance }: FrontDeps): void {
+function installHandlers(mcp: McpServer, { router, registries, guidance }: FrontDeps, serve: Serve): void {
   const server = mcp.server;
-  server.setRequestHandler("tools/list", async (_request, ctx) => {
-    const { workspaceId, principal } = admitted(ctx);
-    const tools = await registries.use(workspaceId, (registry) => router.listTools(registry));
-    return { tools: await guidance.annotateTools(workspaceId, principal.id, tools) };
-  });
+  server.setRequestHandler("tools/list", (_request, ctx) =>
+    serve(ctx, async ({ workspaceId, principal }) => {
+      const tools = await registries.use(workspaceId, (registry) => router.listTools(registry));
+      return { tools: await guidance.annotateTools(workspaceId, principal.id, tools) };
+    }),
+  );
 
-  server.setRequestHandler("tools/call", async (request, ctx) => {
-    const { principal, workspaceId } = admitted(ctx);
-    const caller: Caller = { principalId: principal.id, workspaceId };
-    const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
-    return registries.use(workspaceId, (registry) =>
-      router.callTool(registry, caller, request.params.name, request.params.arguments, onProgress),
-    );
-  });
+  server.setRequestHandler("tools/call", (request, ctx) =>
+    serve(ctx, ({ principal, workspaceId, requestId }) => {
+      const caller: Caller = { principalId: principal.id, workspaceId };
+      const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
+      return registries.use(workspaceId, (registry) =>
+        router.callTool(registry, caller, request.params.name, request.params.arguments, {
+          requestId,
+          ...(onProgress && { onProgress }),
+        }),
+      );
+    }),
+  );
 
   server.setRequestHandler("prompts/list", async () => ({ prompts: [] }));
   server.setRequestHandler("prompts/get", async (request) => {
     throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt "${request.params.name}".`);
   });
 
-  server.setRequestHandler("completion/complete", async (request, ctx) => {
-    const { workspaceId, principal } = admitted(ctx);
-    return { completion: await completeArgument(guidance, workspaceId, principal.id, request.params) };
-  });
+  server.setRequestHandler("completion/complete", (request, ctx) =>
+    serve(ctx, async ({ workspaceId, principal }) => ({
+      completion: await completeArgument(guidance, workspaceId, principal.id, request.params),
+    })),
+  );
 
   // A level set by one stateless request could only be remembered for every caller at once;
   // the request is accepted and nothing is kept. 2026-07-28 clients send a level per request.
@@ -109,29 +131,29 @@ function installHandlers(mcp: McpServer, { router, registries, guidance }: Front
 }
 
 /** 2025 era: `initialize` answers with this caller's instructions and keeps no client state. */
-function installLegacyHandshake(mcp: McpServer, { guidance }: FrontDeps): void {
-  mcp.server.setRequestHandler("initialize", async (request, ctx) => {
-    const { workspaceId, principal } = admitted(ctx);
-    const asked = request.params.protocolVersion;
-    return {
-      protocolVersion: LEGACY_PROTOCOL_VERSIONS.includes(asked) ? asked : LEGACY_PROTOCOL_VERSION,
-      capabilities: mcp.server.getCapabilities(),
-      serverInfo: SERVER_INFO,
-      instructions: await guidance.instructions(workspaceId, principal.id),
-    };
-  });
+function installLegacyHandshake(mcp: McpServer, { guidance }: FrontDeps, serve: Serve): void {
+  mcp.server.setRequestHandler("initialize", (request, ctx) =>
+    serve(ctx, async ({ workspaceId, principal }) => {
+      const asked = request.params.protocolVersion;
+      return {
+        protocolVersion: LEGACY_PROTOCOL_VERSIONS.includes(asked) ? asked : LEGACY_PROTOCOL_VERSION,
+        capabilities: mcp.server.getCapabilities(),
+        serverInfo: SERVER_INFO,
+        instructions: await guidance.instructions(workspaceId, principal.id),
+      };
+    }),
+  );
 }
 
 /** 2026-07-28: `server/discover` gives what `initialize` gives older clients, cached privately. */
-function installDiscover(mcp: McpServer, { guidance }: FrontDeps): void {
-  mcp.server.setRequestHandler("server/discover", async (_request, ctx) => {
-    const { workspaceId, principal } = admitted(ctx);
-    return {
+function installDiscover(mcp: McpServer, { guidance }: FrontDeps, serve: Serve): void {
+  mcp.server.setRequestHandler("server/discover", (_request, ctx) =>
+    serve(ctx, async ({ workspaceId, principal }) => ({
       supportedVersions: [MODERN_PROTOCOL_VERSION],
       capabilities: mcp.server.getCapabilities(),
       instructions: await guidance.instructions(workspaceId, principal.id),
-    };
-  });
+    })),
+  );
 }
 
 /**
@@ -145,7 +167,7 @@ function progressRelay(token: string | number | undefined, ctx: ServerContext): 
   };
 }
 
-export function admitted(ctx: ServerContext): AdmittedCaller {
+function admitted(ctx: ServerContext): AdmittedCaller {
   const caller = ctx.http?.authInfo?.extra?.atrium as AdmittedCaller | undefined;
   // Unreachable through the HTTP route, which always admits first; refuse rather than guess.
   if (!caller)

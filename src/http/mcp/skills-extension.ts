@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
-import type { ServerContext } from "@modelcontextprotocol/server";
 import { type Skill, SkillsExtension } from "@modelcontextprotocol/server/ext/skills";
 import type { SkillPackage, WorkspaceGuidance } from "../../platform/skills/guidance.ts";
-import type { AdmittedCaller } from "./front-server.ts";
+import type { AdmittedCaller, Serve } from "./front-server.ts";
 
 /** The resource template the extension serves every skill file under. */
 export const SKILL_URI_TEMPLATE = "skill://{+path}";
@@ -19,46 +18,39 @@ export const SKILLS_CACHE_HINT = { ttlMs: 30_000, cacheScope: "private" } as con
  * — `skill://<scope>/<name>` for the guidance and one URI per bundled file — to clients that do
  * not negotiate the extension.
  */
-export function createSkillsExtension(
-  guidance: WorkspaceGuidance,
-  admitted: (ctx: ServerContext) => AdmittedCaller,
-): SkillsExtension {
-  const packagesFor = (ctx: ServerContext) => {
-    const { workspaceId, principal } = admitted(ctx);
-    return guidance.packages(workspaceId, principal.id);
-  };
+export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve): SkillsExtension {
+  const packagesOf = ({ workspaceId, principal }: AdmittedCaller) =>
+    guidance.packages(workspaceId, principal.id);
   return new SkillsExtension({
     cacheHint: SKILLS_CACHE_HINT,
     // The SDK warns on stderr by default; every entry here is built by skillEntry, so a warning
     // would be Atrium's bug and is raised instead of printed.
     strict: true,
     source: {
-      async list(_params, ctx) {
-        return { skills: (await packagesFor(ctx)).map((pkg) => toEntry(pkg)) };
-      },
-      async get(uri, ctx) {
-        const found = (await packagesFor(ctx)).find((pkg) => skillFileUri(pkg) === uri);
-        return found === undefined ? undefined : toEntry(found);
-      },
-      async read(uri, ctx) {
-        const { workspaceId, principal } = admitted(ctx);
-        const contents = await guidance.readResource(workspaceId, principal.id, uri);
-        if (contents !== undefined) {
-          return "text" in contents
-            ? { text: contents.text, mimeType: contents.mimeType }
-            : { bytes: Buffer.from(contents.blob, "base64"), mimeType: contents.mimeType };
-        }
-        const file = (await packagesFor(ctx)).find((pkg) => skillFileUri(pkg) === uri);
-        const bytes = file?.files["SKILL.md"];
-        // SKILL.md is UTF-8 text by the Agent Skills standard (skill-dirs.ts parses it as such).
-        return bytes === undefined
-          ? undefined
-          : { text: new TextDecoder().decode(bytes), mimeType: "text/markdown" };
-      },
-      async listResources(ctx) {
-        const { workspaceId, principal } = admitted(ctx);
-        return guidance.listResources(workspaceId, principal.id);
-      },
+      list: (_params, ctx) =>
+        serve(ctx, async (caller) => ({ skills: (await packagesOf(caller)).map((pkg) => toEntry(pkg)) })),
+      get: (uri, ctx) =>
+        serve(ctx, async (caller) => {
+          const found = (await packagesOf(caller)).find((pkg) => skillFileUri(pkg) === uri);
+          return found === undefined ? undefined : toEntry(found);
+        }),
+      read: (uri, ctx) =>
+        serve(ctx, async (caller) => {
+          const contents = await guidance.readResource(caller.workspaceId, caller.principal.id, uri);
+          if (contents !== undefined) {
+            return "text" in contents
+              ? { text: contents.text, mimeType: contents.mimeType }
+              : { bytes: Buffer.from(contents.blob, "base64"), mimeType: contents.mimeType };
+          }
+          const file = (await packagesOf(caller)).find((pkg) => skillFileUri(pkg) === uri);
+          const bytes = file?.files["SKILL.md"];
+          // SKILL.md is UTF-8 text by the Agent Skills standard (skill-dirs.ts parses it as such).
+          return bytes === undefined
+            ? undefined
+            : { text: new TextDecoder().decode(bytes), mimeType: "text/markdown" };
+        }),
+      listResources: (ctx) =>
+        serve(ctx, ({ workspaceId, principal }) => guidance.listResources(workspaceId, principal.id)),
     },
   });
 }

@@ -29,7 +29,16 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
         );
       }
     }
-    return endpoint.handle(c.req.raw, { principal: c.get("principal"), workspaceId }, body);
+    const requestId = c.get("requestId");
+    const response = await endpoint.handle(
+      c.req.raw,
+      { principal: c.get("principal"), workspaceId, requestId },
+      body,
+    );
+    // The SDK's transport builds its own Response, which the header request-log put on the context
+    // does not reach; a client needs it to quote what an unexpected error's answer names.
+    response.headers.set("x-request-id", requestId);
+    return response;
   });
   app.on(["GET", "DELETE"], "/mcp/:ws", (c) =>
     c.json(errorBody("method_not_allowed", "This MCP endpoint is stateless: send requests with POST."), 405, {

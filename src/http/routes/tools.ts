@@ -25,7 +25,9 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
     }
     const caller = { principalId: c.get("principal").id, workspaceId };
     const result = await deps.registries.use(workspaceId, (registry) =>
-      deps.router.callTool(registry, caller, name, args as Record<string, unknown>),
+      deps.router.callTool(registry, caller, name, args as Record<string, unknown>, {
+        requestId: c.get("requestId"),
+      }),
     );
     return c.json(result);
   });

@@ -1,19 +1,29 @@
 import type { JSONRPCMessage } from "@modelcontextprotocol/server";
-import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import {
+  type CallToolResult,
+  McpServer,
+  ProtocolError,
+  ProtocolErrorCode,
+} from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { createFrontServers } from "../../../src/http/mcp/front-server.ts";
 import { RequestMuxTransport } from "../../../src/http/mcp/request-mux-transport.ts";
 import { createLogger } from "../../../src/log.ts";
+import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
 import { CALLER_META_KEY, type Caller } from "../../../src/sources/caller-meta.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
 import { SourceRegistry } from "../../../src/sources/registry.ts";
-import { Router } from "../../../src/sources/router.ts";
+import { type CallContext, Router } from "../../../src/sources/router.ts";
+import { UNEXPECTED_META_KEY } from "../../../src/sources/tool-failure.ts";
+import { loggedErr } from "../../helpers/atrium.ts";
 
 const WS = "ws_0123456789abcdef";
 const CALLER: Caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: WS };
 const FORGED: Caller = { principalId: "usr_ffffffffffffffffffffffff", workspaceId: "ws_ffffffffffffffff" };
+const REQUEST_ID = "8d1f7c4e-0000-4000-8000-000000000001";
+const CALL: CallContext = { requestId: REQUEST_ID };
 
 interface Seen {
   meta: Record<string, unknown> | undefined;
@@ -43,10 +53,18 @@ function text(result: CallToolResult): string {
 
 let seen: Seen[];
 let registry: SourceRegistry;
-const router = new Router(createLogger("silent"));
+let logged: Array<Record<string, unknown>>;
+const router = new Router(
+  createLogger("error", {
+    write(line: string) {
+      logged.push(JSON.parse(line) as Record<string, unknown>);
+    },
+  }),
+);
 
 beforeEach(() => {
   seen = [];
+  logged = [];
   registry = new SourceRegistry(WS);
   registry.add(new McpSource("echo", { kind: "in-memory", createServer: () => createEchoServer(seen) }));
 });
@@ -78,69 +96,145 @@ describe("Router.listTools", () => {
 
 describe("Router.callTool", () => {
   it("routes to the named source's tool and returns its result", async () => {
-    const result = await router.callTool(registry, CALLER, "echo__say", { text: "hello" });
+    const result = await router.callTool(registry, CALLER, "echo__say", { text: "hello" }, CALL);
     expect(result.isError).toBeFalsy();
     expect(text(result)).toBe("hello");
     expect(seen[0]?.args).toEqual({ text: "hello" });
   });
 
   it("gives the server the caller's identity in _meta[dev.atrium/caller], and nothing else", async () => {
-    await router.callTool(registry, CALLER, "echo__say", { text: "hi" });
+    await router.callTool(registry, CALLER, "echo__say", { text: "hi" }, CALL);
     expect(seen).toHaveLength(1);
     expect(seen[0]?.meta).toEqual({ [CALLER_META_KEY]: CALLER });
   });
 
   it("a _meta smuggled in the arguments does not become the call's _meta", async () => {
-    await router.callTool(registry, CALLER, "echo__say", {
-      text: "hi",
-      _meta: { [CALLER_META_KEY]: FORGED },
-    });
+    await router.callTool(
+      registry,
+      CALLER,
+      "echo__say",
+      { text: "hi", _meta: { [CALLER_META_KEY]: FORGED } },
+      CALL,
+    );
     expect(seen[0]?.meta).toEqual({ [CALLER_META_KEY]: CALLER });
   });
 
   it("an unknown source is an isError result naming the tool", async () => {
-    const result = await router.callTool(registry, CALLER, "nope__say", {});
+    const result = await router.callTool(registry, CALLER, "nope__say", {}, CALL);
     expect(result.isError).toBe(true);
     expect(text(result)).toContain('Unknown tool "nope__say"');
   });
 
   it("a name without a separator is an isError result naming it", async () => {
-    const result = await router.callTool(registry, CALLER, "say", {});
+    const result = await router.callTool(registry, CALLER, "say", {}, CALL);
     expect(result.isError).toBe(true);
     expect(text(result)).toContain('Unknown tool "say"');
   });
 
   it("an unknown tool of a known source is an isError result naming the tool", async () => {
-    const result = await router.callTool(registry, CALLER, "echo__missing", {});
+    const result = await router.callTool(registry, CALLER, "echo__missing", {}, CALL);
     expect(result.isError).toBe(true);
     expect(text(result)).toContain("missing");
     expect(seen).toHaveLength(0);
   });
 
   it("a tool that throws is an isError result", async () => {
-    const result = await router.callTool(registry, CALLER, "echo__fail", undefined);
+    const result = await router.callTool(registry, CALLER, "echo__fail", undefined, CALL);
     expect(result.isError).toBe(true);
+    // Not a platform app: its result is its server's words, as a remote server's are.
     expect(text(result)).toContain("the tool broke");
+    expect(logged).toHaveLength(0);
   });
 
-  it("a source that throws yields an isError result naming the tool, not a thrown error", async () => {
+  it("a source that throws is an isError result naming the tool and the request, its words only in the log", async () => {
     registry.add(
       new McpSource("broken", {
         kind: "in-memory",
         createServer: () => {
-          throw new Error("cannot start");
+          throw new Error("cannot start /srv/atrium/data");
         },
       }),
     );
-    const result = await router.callTool(registry, CALLER, "broken__anything", {});
+    const result = await router.callTool(registry, CALLER, "broken__anything", {}, CALL);
     expect(result.isError).toBe(true);
-    expect(text(result)).toContain('Tool "broken__anything" failed: cannot start');
+    expect(text(result)).toBe(
+      `Tool "broken__anything" failed unexpectedly; the server logged it as request ${REQUEST_ID}.`,
+    );
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({ level: 50, requestId: REQUEST_ID, tool: "broken__anything" });
+    expect(loggedErr(logged[0]).message).toBe("cannot start /srv/atrium/data");
+    expect(loggedErr(logged[0]).stack).toContain("router.test.ts");
+  });
+
+  it("a platform tool's unexpected error is logged with its stack and answered by request id", async () => {
+    registry.add(
+      new McpSource("app", {
+        kind: "in-memory",
+        createServer: () => {
+          const server = new McpServer({ name: "app", version: "1.0.0" });
+          server.registerTool(
+            "read",
+            { description: "Fails the way a broken disk does.", inputSchema: platformInput({}) },
+            platformTool(WS, async () => {
+              throw new Error("EACCES: permission denied, open '/srv/atrium/data/ws_x/meta.json'");
+            }),
+          );
+          return server;
+        },
+      }),
+    );
+    const result = await router.callTool(registry, CALLER, "app__read", {}, CALL);
+    expect(result).toEqual({
+      content: [
+        {
+          type: "text",
+          text: `Tool "app__read" failed unexpectedly; the server logged it as request ${REQUEST_ID}.`,
+        },
+      ],
+      isError: true,
+    });
+    expect(JSON.stringify(result)).not.toContain(UNEXPECTED_META_KEY);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toMatchObject({
+      level: 50,
+      requestId: REQUEST_ID,
+      tool: "app__read",
+      err: { message: "EACCES: permission denied, open '/srv/atrium/data/ws_x/meta.json'" },
+    });
+    expect(loggedErr(logged[0]).stack).toContain("router.test.ts");
+  });
+
+  it("a source's protocol error keeps its server's words, without the SDK's doubled prefix, and logs nothing", async () => {
+    registry.add(
+      new McpSource("strict", {
+        kind: "in-memory",
+        createServer: () => {
+          const server = new McpServer({ name: "strict", version: "1.0.0" });
+          server.server.registerCapabilities({ tools: {} });
+          server.server.setRequestHandler("tools/list", async () => ({
+            tools: [{ name: "pick", inputSchema: { type: "object" } }],
+          }));
+          server.server.setRequestHandler("tools/call", async () => {
+            // What a v1 server sends when it passes on a protocol error it received.
+            throw new ProtocolError(
+              ProtocolErrorCode.InvalidParams,
+              "MCP error -32602: MCP error -32602: colour must be red or blue",
+            );
+          });
+          return server;
+        },
+      }),
+    );
+    const result = await router.callTool(registry, CALLER, "strict__pick", {}, CALL);
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe('Tool "strict__pick" failed: colour must be red or blue');
+    expect(logged).toHaveLength(0);
   });
 
   it("only the given registry is consulted: another workspace's source is unknown", async () => {
     const other = new SourceRegistry("ws_ffffffffffffffff");
     try {
-      const result = await router.callTool(other, CALLER, "echo__say", { text: "hi" });
+      const result = await router.callTool(other, CALLER, "echo__say", { text: "hi" }, CALL);
       expect(result.isError).toBe(true);
       expect(seen).toHaveLength(0);
     } finally {
@@ -159,6 +253,7 @@ describe("through the MCP front server", () => {
     const { legacy: front } = createFrontServers({
       router,
       registries,
+      log: createLogger("silent"),
       guidance: {
         instructions: async () => "",
         annotateTools: async (_ws, _who, tools) => tools,
@@ -188,7 +283,9 @@ describe("through the MCP front server", () => {
               token: "",
               clientId: "",
               scopes: [],
-              extra: { atrium: { principal: { id: CALLER.principalId }, workspaceId: WS } },
+              extra: {
+                atrium: { principal: { id: CALLER.principalId }, workspaceId: WS, requestId: REQUEST_ID },
+              },
             },
           },
           {
