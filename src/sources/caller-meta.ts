@@ -2,7 +2,9 @@
 // says. It travels only on the in-memory arm, where the bytes never leave the process; the
 // router builds it from the gated request and drops any `_meta` a client sent.
 
-export const CALLER_META_KEY = "dev.atrium/caller";
+/** Every host-owned `_meta` key starts with this; no client or remote server may set one. */
+export const HOST_META_PREFIX = "dev.atrium/";
+export const CALLER_META_KEY = `${HOST_META_PREFIX}caller`;
 
 export interface Caller {
   principalId: string;

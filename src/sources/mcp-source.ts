@@ -9,7 +9,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { McpServer } from "@modelcontextprotocol/server";
 import { ATRIUM_VERSION } from "../version.ts";
-import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
+import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
 
 /**
  * How a source is reached. A platform app is a real SDK server on an in-memory linked
@@ -59,7 +59,7 @@ export class McpSource {
     const client = await this.connected();
     const options = onProgress ? { onprogress: onProgress } : undefined;
     if (this.transport.kind === "streamable-http")
-      return await client.callTool({ name: tool, arguments: args }, options);
+      return withoutHostMeta(await client.callTool({ name: tool, arguments: args }, options));
     // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
     // already parsed its result against the era's CallToolResult schema (and any output
     // schema), and callTool would parse it again and look up an output validator in the
@@ -117,4 +117,15 @@ export class McpSource {
       requestInit: { headers: this.transport.headers ?? {} },
     });
   }
+}
+
+/**
+ * Host-owned `_meta` keys (`dev.atrium/…`) are Atrium's own channel between the router and its
+ * platform apps; a remote server's result may not speak on it, so they are dropped on arrival.
+ */
+function withoutHostMeta(result: CallToolResult): CallToolResult {
+  const meta = result._meta;
+  if (!meta || !Object.keys(meta).some((key) => key.startsWith(HOST_META_PREFIX))) return result;
+  const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !key.startsWith(HOST_META_PREFIX)));
+  return { ...result, _meta: kept };
 }

@@ -1,4 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
+import { HOST_META_PREFIX } from "./caller-meta.ts";
 
 // An unexpected error is Atrium's fault, not the model's or the client's: its words (an absolute
 // path under the data root, a stack) are for the operator's log, and the client is told only
@@ -8,10 +9,9 @@ import type { CallToolResult } from "@modelcontextprotocol/client";
  * Host-owned result `_meta` in which a platform app hands an unexpected error to the router, which
  * logs it with the request id and answers without it: the app has neither the logger nor the
  * request id, and across the in-memory pair only JSON travels, so the error goes as its fields.
- * The router cannot tell a platform app from a remote server (adr/0003), so a remote server that
- * set this key would only have its own answer masked and its words logged.
+ * A remote server's result never carries it: McpSource drops host-owned keys from remote results.
  */
-export const UNEXPECTED_META_KEY = "dev.atrium/unexpected";
+export const UNEXPECTED_META_KEY = `${HOST_META_PREFIX}unexpected`;
 
 /** An error as it crosses the in-memory pair: what the log needs of it. */
 interface LoggedError {
