@@ -28,6 +28,7 @@ import type { PlatformServices } from "./platform/services.ts";
 import { createWorkspaceGuidance } from "./platform/skills/guidance.ts";
 import { SkillService } from "./platform/skills/service.ts";
 import { SkillWriter } from "./platform/skills/writer.ts";
+import { ToolDispatch } from "./sources/dispatch.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
@@ -133,9 +134,10 @@ async function startLocked(
     options.idleEvictMs ?? IDLE_EVICT_MS,
   );
   const router = new Router(log);
+  const dispatch = new ToolDispatch(workspaces, registries, router);
   const guidance = createWorkspaceGuidance(services.skills);
   const endpoint = new McpEndpoint(
-    createFrontServers({ router, registries, guidance, log }),
+    createFrontServers({ router, registries, dispatch, guidance, log }),
     config.http.maxBodyBytes,
   );
   await endpoint.start();
@@ -148,6 +150,7 @@ async function startLocked(
     invitations,
     firstWorkspace,
     router,
+    dispatch,
     registries,
     services,
     guidance,

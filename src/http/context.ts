@@ -1,6 +1,7 @@
 import type { UserDirectory } from "../identity/users.ts";
 import type { PlatformServices } from "../platform/services.ts";
 import type { WorkspaceGuidance } from "../platform/skills/guidance.ts";
+import type { ToolDispatch } from "../sources/dispatch.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import type { SourceRegistry } from "../sources/registry.ts";
 import type { Router } from "../sources/router.ts";
@@ -15,6 +16,7 @@ export interface RouteDeps {
   invitations: Invitations;
   firstWorkspace: FirstWorkspace;
   router: Router;
+  dispatch: ToolDispatch;
   registries: IdleCache<SourceRegistry>;
   services: PlatformServices;
   guidance: WorkspaceGuidance;

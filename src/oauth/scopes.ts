@@ -10,6 +10,14 @@ export const DEFAULT_SCOPES = [SCOPE_READ, SCOPE_WRITE];
 const SHOWN_SCOPE_CHARS = 64;
 
 /**
+ * The scope calling a tool needs: `mcp:read` for one its source marks read-only, `mcp:write` for
+ * any other (an unknown tool too, so a name can never be cheaper than the tool it names).
+ */
+export function scopeForTool(tool: { annotations?: { readOnlyHint?: boolean } } | undefined): string {
+  return tool?.annotations?.readOnlyHint === true ? SCOPE_READ : SCOPE_WRITE;
+}
+
+/**
  * A `scope` parameter (space-separated, RFC 6749 §3.3) as the scopes it names, deduplicated
  * and in SUPPORTED_SCOPES order; none named means DEFAULT_SCOPES. An unknown scope is refused
  * by name rather than dropped, so a client never believes it holds what it does not.

@@ -7,7 +7,7 @@ import {
 import type { Principal } from "../../identity/principal.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
-import type { Caller } from "../../sources/caller-meta.ts";
+import type { ToolDispatch } from "../../sources/dispatch.ts";
 import type { IdleCache } from "../../sources/idle-cache.ts";
 import type { ProgressListener } from "../../sources/mcp-source.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";
@@ -29,6 +29,8 @@ export interface AdmittedCaller {
   workspaceId: string;
   /** The HTTP request's `x-request-id`, which an unexpected failure is logged and answered with. */
   requestId: string;
+  /** What the caller's access token granted, when an access token authenticated the request. */
+  scopes?: readonly string[];
 }
 
 /**
@@ -40,6 +42,7 @@ export type Serve = <T>(ctx: ServerContext, work: (caller: AdmittedCaller) => Pr
 export interface FrontDeps {
   router: Router;
   registries: IdleCache<SourceRegistry>;
+  dispatch: ToolDispatch;
   guidance: WorkspaceGuidance;
   log: Logger;
 }
@@ -92,7 +95,11 @@ export function createFrontServers(deps: FrontDeps): FrontServers {
   return { legacy, modern };
 }
 
-function installHandlers(mcp: McpServer, { router, registries, guidance }: FrontDeps, serve: Serve): void {
+function installHandlers(
+  mcp: McpServer,
+  { router, registries, guidance, dispatch }: FrontDeps,
+  serve: Serve,
+): void {
   const server = mcp.server;
   server.setRequestHandler("tools/list", (_request, ctx) =>
     serve(ctx, async ({ workspaceId, principal }) => {
@@ -102,15 +109,13 @@ function installHandlers(mcp: McpServer, { router, registries, guidance }: Front
   );
 
   server.setRequestHandler("tools/call", (request, ctx) =>
-    serve(ctx, ({ principal, workspaceId, requestId }) => {
-      const caller: Caller = { principalId: principal.id, workspaceId };
+    serve(ctx, ({ principal, workspaceId, requestId, scopes }) => {
       const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
-      return registries.use(workspaceId, (registry) =>
-        router.callTool(registry, caller, request.params.name, request.params.arguments, {
-          requestId,
-          ...(onProgress && { onProgress }),
-        }),
-      );
+      const caller = { principalId: principal.id, workspaceId, ...(scopes && { scopes }) };
+      return dispatch.call(caller, request.params.name, request.params.arguments, {
+        requestId,
+        ...(onProgress && { onProgress }),
+      });
     }),
   );
 

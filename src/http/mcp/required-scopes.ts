@@ -1,5 +1,5 @@
 import type { Tool } from "@modelcontextprotocol/server";
-import { SCOPE_READ, SCOPE_WRITE } from "../../oauth/scopes.ts";
+import { SCOPE_READ, scopeForTool } from "../../oauth/scopes.ts";
 
 /**
  * The scopes a JSON-RPC body needs, decided before the MCP transport sees it so a client
@@ -15,8 +15,7 @@ export async function requiredScopes(
   const required = new Set<string>([SCOPE_READ]);
   for (const message of messages) {
     if (!isToolCall(message)) continue;
-    const tool = await findTool(message.params.name);
-    if (tool?.annotations?.readOnlyHint !== true) required.add(SCOPE_WRITE);
+    required.add(scopeForTool(await findTool(message.params.name)));
   }
   return [...required];
 }

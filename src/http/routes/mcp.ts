@@ -32,7 +32,7 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
     const requestId = c.get("requestId");
     const response = await endpoint.handle(
       c.req.raw,
-      { principal: c.get("principal"), workspaceId, requestId },
+      { principal: c.get("principal"), workspaceId, requestId, ...(grant && { scopes: grant.scopes }) },
       body,
     );
     // The SDK's transport builds its own Response, which the header request-log put on the context

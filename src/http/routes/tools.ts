@@ -24,11 +24,9 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
       throw new InvalidInput('Field "arguments" must be a JSON object.');
     }
     const caller = { principalId: c.get("principal").id, workspaceId };
-    const result = await deps.registries.use(workspaceId, (registry) =>
-      deps.router.callTool(registry, caller, name, args as Record<string, unknown>, {
-        requestId: c.get("requestId"),
-      }),
-    );
+    const result = await deps.dispatch.call(caller, name, args as Record<string, unknown>, {
+      requestId: c.get("requestId"),
+    });
     return c.json(result);
   });
 

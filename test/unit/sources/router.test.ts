@@ -12,6 +12,7 @@ import { RequestMuxTransport } from "../../../src/http/mcp/request-mux-transport
 import { createLogger } from "../../../src/log.ts";
 import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
 import { CALLER_META_KEY, type Caller } from "../../../src/sources/caller-meta.ts";
+import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
 import { SourceRegistry } from "../../../src/sources/registry.ts";
@@ -250,9 +251,14 @@ describe("through the MCP front server", () => {
       async () => undefined,
       60_000,
     );
+    const membership = {
+      roleOf: (ws: string, who: string) =>
+        ws === WS && who === CALLER.principalId ? ("member" as const) : undefined,
+    };
     const { legacy: front } = createFrontServers({
       router,
       registries,
+      dispatch: new ToolDispatch(membership, registries, router),
       log: createLogger("silent"),
       guidance: {
         instructions: async () => "",

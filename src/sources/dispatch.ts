@@ -1,0 +1,50 @@
+import type { CallToolResult } from "@modelcontextprotocol/client";
+import { Forbidden, WorkspaceNotFound } from "../errors.ts";
+import { scopeForTool } from "../oauth/scopes.ts";
+import type { WorkspaceStore } from "../workspace/store.ts";
+import type { IdleCache } from "./idle-cache.ts";
+import type { SourceRegistry } from "./registry.ts";
+import type { CallContext, Router } from "./router.ts";
+
+/** Who a tool is called as: a person in a workspace, and what their credential allows. */
+export interface ToolCaller {
+  principalId: string;
+  workspaceId: string;
+  /** The scopes an access token granted; absent when the credential is not scoped (a session). */
+  scopes?: readonly string[];
+}
+
+/**
+ * The one way a tool is called, whoever asks — MCP, REST, and later a task run with no HTTP
+ * request at all: membership now, then the scope the tool needs, then the router in that
+ * workspace's registry only.
+ */
+export class ToolDispatch {
+  constructor(
+    private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
+    private readonly registries: IdleCache<SourceRegistry>,
+    private readonly router: Router,
+  ) {}
+
+  async call(
+    caller: ToolCaller,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: CallContext,
+  ): Promise<CallToolResult> {
+    const { principalId, workspaceId, scopes } = caller;
+    if (this.workspaces.roleOf(workspaceId, principalId) === undefined)
+      throw new WorkspaceNotFound(workspaceId);
+    return this.registries.use(workspaceId, async (registry) => {
+      if (scopes !== undefined) {
+        const needed = scopeForTool(await this.router.findTool(registry, name));
+        if (!scopes.includes(needed)) {
+          throw new Forbidden(
+            `Calling ${name} needs the ${needed} scope, which this credential was not granted.`,
+          );
+        }
+      }
+      return this.router.callTool(registry, { principalId, workspaceId }, name, args, context);
+    });
+  }
+}
