@@ -1,5 +1,5 @@
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
-import { CLOCK_TOLERANCE_SECONDS } from "../clock.ts";
+import { CLOCK_TOLERANCE_SECONDS } from "../kernel/clock.ts";
 import type { OidcAuth } from "../instance/schema.ts";
 
 // Atrium as an OpenID Connect relying party: discovery, the provider's key set, the

@@ -2,7 +2,7 @@ import type { IncomingMessage } from "node:http";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { isLoopbackHost } from "../instance/load.ts";
 import { CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT } from "../instance/schema.ts";
 import { checkClientMetadata } from "./client-rules.ts";

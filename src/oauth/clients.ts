@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";

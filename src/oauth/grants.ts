@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { Logger } from "../log.ts";

@@ -1,6 +1,6 @@
 import { basename } from "node:path";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import { BootError } from "../errors.ts";
 import { createFolderExclusive } from "../storage/exclusive.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AppEnv } from "../http/context.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { OAuthConfig } from "../instance/schema.ts";

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { Conflict, InvalidInput, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../identity/principal.ts";
 import type { UserDirectory } from "../identity/users.ts";

@@ -1,5 +1,5 @@
 import { type JWTHeaderParameters, type JWTPayload, jwtVerify } from "jose";
-import { CLOCK_TOLERANCE_SECONDS } from "../../clock.ts";
+import { CLOCK_TOLERANCE_SECONDS } from "../../kernel/clock.ts";
 import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import { bearerToken } from "../bearer.ts";
