@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BootError } from "./errors.ts";
-import { startHousekeeping } from "./housekeeping.ts";
+import { scheduleHousekeeping } from "./housekeeping.ts";
 import { createApp, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { HttpDrain } from "./http/drain.ts";
@@ -19,6 +19,11 @@ import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
 import { acquireInstanceLock, type InstanceLock } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
+import { type Clock, systemClock } from "./kernel/clock.ts";
+import { EventBus } from "./kernel/events.ts";
+import { everyLeaseLocal } from "./kernel/leases.ts";
+import { Scheduler } from "./kernel/scheduler.ts";
+import { systemTimers, type Timers } from "./kernel/timers.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
@@ -47,6 +52,10 @@ export interface StartOptions {
   idleEvictMs?: number;
   housekeepingIntervalMs?: number;
   lockHeartbeatMs?: number;
+  /** The one clock every part reads the time from; tests move a fake one (ADR 0031). */
+  clock?: Clock;
+  /** How the scheduler waits; tests fire due jobs by moving a fake clock. */
+  timers?: Timers;
 }
 
 export interface RunningAtrium {
@@ -59,6 +68,8 @@ export interface RunningAtrium {
   registries: IdleCache<SourceRegistry>;
   sessions: Sessions;
   oauth: AuthorizationServer;
+  /** What happened, as typed events; the event stream (issue 9) reads it. */
+  events: EventBus;
   /**
    * Graceful stop: stops accepting, lets in-flight requests finish within
    * `http.drainSeconds`, then releases the data root. Called again while that runs, it cuts
@@ -83,6 +94,7 @@ export async function startAtrium(
 ): Promise<RunningAtrium> {
   const log = options.log ?? createLogger(config.log.level);
   const layout = new StorageLayout(config.storage.root);
+  const clock = options.clock ?? systemClock;
   // Before anything else reads or writes the root: one root, one process (ADR 0022). A
   // process that loses the lock stops, so two never serve one root.
   let running: RunningAtrium | undefined;
@@ -93,7 +105,7 @@ export async function startAtrium(
     ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
   });
   try {
-    running = await startLocked(config, options, log, layout, lock);
+    running = await startLocked(config, options, log, layout, lock, clock);
     return running;
   } catch (error) {
     await lock.release();
@@ -107,7 +119,9 @@ async function startLocked(
   log: Logger,
   layout: StorageLayout,
   lock: InstanceLock,
+  clock: Clock,
 ): Promise<RunningAtrium> {
+  const events = new EventBus(log);
   const workspaces = new WorkspaceStore(layout);
   await workspaces.load();
   const users = new UserDirectory(layout);
@@ -197,7 +211,9 @@ async function startLocked(
   publicUrl = followPort(config.http.publicUrl, port);
   await lock.setPublicUrl(publicUrl);
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
-  const stopHousekeeping = startHousekeeping(
+  const scheduler = new Scheduler({ clock, timers: options.timers ?? systemTimers, leases: everyLeaseLocal, log });
+  scheduleHousekeeping(
+    scheduler,
     [
       { name: "oauth codes", run: () => oauth.codes.sweep() },
       { name: "consent requests", run: () => pending.sweep() },
@@ -220,6 +236,7 @@ async function startLocked(
     registries,
     sessions,
     oauth,
+    events,
     close() {
       // A second call (a second signal) cuts off what the first is still waiting for.
       if (closing) {
@@ -227,15 +244,17 @@ async function startLocked(
         return closing;
       }
       closing = (async () => {
-        const startedMs = Date.now();
+        const startedMs = clock();
         log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
-        stopHousekeeping();
+        // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
+        const jobsStopped = scheduler.stop();
         const counts = await drain.drain(config.http.drainSeconds * 1000);
+        await jobsStopped;
         await registries.close();
         await endpoint.close();
         // Last: until here this process still owns the root (a restart waits or is refused).
         await lock.release();
-        log.info({ ...counts, ms: Date.now() - startedMs }, "shutdown finished");
+        log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
       })();
       return closing;
     },
