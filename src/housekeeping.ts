@@ -30,7 +30,10 @@ export function scheduleHousekeeping(
         try {
           await chore.run();
         } catch (error) {
-          log.warn({ chore: chore.name, err: error }, "housekeeping chore failed; it runs again next interval");
+          log.warn(
+            { chore: chore.name, err: error },
+            "housekeeping chore failed; it runs again next interval",
+          );
         }
       }
     },

@@ -100,6 +100,9 @@ export class EventBus implements EventPublisher {
   }
 
   private failed(event: AtriumEvent, error: unknown): void {
-    this.log.warn({ event: event.type, workspaceId: event.workspaceId, err: error }, "event subscriber failed");
+    this.log.warn(
+      { event: event.type, workspaceId: event.workspaceId, err: error },
+      "event subscriber failed",
+    );
   }
 }

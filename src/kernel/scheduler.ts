@@ -87,7 +87,10 @@ export class Scheduler {
     if (this.stopped || entry.dueMs === undefined) return;
     const now = this.deps.clock();
     // Woken early (a capped delay): wait the rest.
-    if (now < entry.dueMs) return this.arm(entry);
+    if (now < entry.dueMs) {
+      this.arm(entry);
+      return;
+    }
     entry.dueMs = entry.next(now);
     this.arm(entry);
     if (entry.running) {
@@ -114,7 +117,10 @@ export class Scheduler {
     try {
       await run();
     } catch (error) {
-      this.deps.log.warn({ job: name, workspaceId, err: error }, "scheduled job failed; it keeps its schedule");
+      this.deps.log.warn(
+        { job: name, workspaceId, err: error },
+        "scheduled job failed; it keeps its schedule",
+      );
     }
   }
 }
@@ -123,16 +129,23 @@ function nextFor(job: Job): (afterMs: number) => number | undefined {
   const schedule = job.schedule;
   if ("everyMs" in schedule) {
     if (!Number.isSafeInteger(schedule.everyMs) || schedule.everyMs <= 0) {
-      throw new Error(`Job "${job.name}": everyMs must be a positive whole number of ms, got ${schedule.everyMs}`);
+      throw new Error(
+        `Job "${job.name}": everyMs must be a positive whole number of ms, got ${schedule.everyMs}`,
+      );
     }
     return (afterMs) => afterMs + schedule.everyMs;
   }
   let cron: Cron;
   try {
     // No callback and paused: croner only computes dates here; the scheduler owns the timers.
-    cron = new Cron(schedule.cron, { paused: true, ...(schedule.timezone ? { timezone: schedule.timezone } : {}) });
+    cron = new Cron(schedule.cron, {
+      paused: true,
+      ...(schedule.timezone ? { timezone: schedule.timezone } : {}),
+    });
   } catch (error) {
-    throw new Error(`Job "${job.name}": invalid cron expression "${schedule.cron}": ${(error as Error).message}`);
+    throw new Error(
+      `Job "${job.name}": invalid cron expression "${schedule.cron}": ${(error as Error).message}`,
+    );
   }
   return (afterMs) => cron.nextRun(new Date(afterMs))?.getTime();
 }

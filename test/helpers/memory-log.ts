@@ -6,7 +6,8 @@ export function memoryLog(): { log: Logger; lines: Record<string, unknown>[] } {
   const lines: Record<string, unknown>[] = [];
   const stream = new Writable({
     write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n")) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      for (const line of String(chunk).split("\n"))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
       done();
     },
   });

@@ -49,7 +49,10 @@ describe("EventBus", () => {
     await new Promise<void>((resolve) => setImmediate(resolve));
     expect(seen).toEqual(["file.deleted"]);
     const failures = lines.filter((l) => l.msg === "event subscriber failed");
-    expect(failures.map((l) => (l.err as { message: string }).message)).toEqual(["reader broke", "reader rejected"]);
+    expect(failures.map((l) => (l.err as { message: string }).message)).toEqual([
+      "reader broke",
+      "reader rejected",
+    ]);
     expect(failures[0]).toMatchObject({ event: "file.deleted", workspaceId: WS_A });
   });
 

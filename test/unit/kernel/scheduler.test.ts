@@ -47,7 +47,11 @@ describe("Scheduler", () => {
     const { time, scheduler } = setup();
     let runs = 0;
     // Once a year, on 1 March: about 59 days away, beyond a timer's 24.8-day limit.
-    scheduler.add({ name: "yearly", schedule: { cron: "0 0 1 3 *", timezone: "UTC" }, run: async () => void runs++ });
+    scheduler.add({
+      name: "yearly",
+      schedule: { cron: "0 0 1 3 *", timezone: "UTC" },
+      run: async () => void runs++,
+    });
     await time.advance(30 * 24 * 60 * MINUTE_MS);
     expect(runs).toBe(0);
     await time.advance(30 * 24 * 60 * MINUTE_MS);
@@ -99,7 +103,7 @@ describe("Scheduler", () => {
     expect(runs).toBe(2);
     const failures = lines.filter((l) => l.job === "broken" && String(l.msg).includes("failed"));
     expect(failures).toHaveLength(2);
-    expect((failures[0]?.err as { message: string }).message).toBe("disk gone");
+    expect(failures[0]).toMatchObject({ err: { message: "disk gone" } });
     await scheduler.stop();
   });
 
@@ -148,7 +152,9 @@ describe("Scheduler", () => {
     expect(time.armed()).toBe(0);
     await time.advance(5000);
     expect(runs).toBe(1);
-    expect(() => scheduler.add({ name: "late", schedule: { everyMs: 1 }, run: async () => {} })).toThrow(/stopped/);
+    expect(() => scheduler.add({ name: "late", schedule: { everyMs: 1 }, run: async () => {} })).toThrow(
+      /stopped/,
+    );
   });
 
   it("refuses a bad cron expression, a bad interval and a duplicate name with a clear error", async () => {
@@ -157,10 +163,14 @@ describe("Scheduler", () => {
     expect(() => scheduler.add({ name: "bad", schedule: { cron: "every tuesday" }, run })).toThrow(
       /Job "bad": invalid cron expression "every tuesday"/,
     );
-    expect(() => scheduler.add({ name: "zero", schedule: { everyMs: 0 }, run })).toThrow(/everyMs must be a positive/);
+    expect(() => scheduler.add({ name: "zero", schedule: { everyMs: 0 }, run })).toThrow(
+      /everyMs must be a positive/,
+    );
     expect(() => scheduler.add({ name: "nan", schedule: { everyMs: Number.NaN }, run })).toThrow(/everyMs/);
     scheduler.add({ name: "once", schedule: { everyMs: 1000 }, run });
-    expect(() => scheduler.add({ name: "once", schedule: { everyMs: 1000 }, run })).toThrow(/already scheduled/);
+    expect(() => scheduler.add({ name: "once", schedule: { everyMs: 1000 }, run })).toThrow(
+      /already scheduled/,
+    );
     await scheduler.stop();
   });
 });
