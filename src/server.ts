@@ -79,8 +79,8 @@ export interface RunningAtrium {
 }
 
 /** The provider's client, shared by browser sign-in and bearer-token checks; none under `dev`. */
-function createOidcClient(config: InstanceConfig): OidcClient | undefined {
-  return config.auth.adapter === "dev" ? undefined : new OidcClient(config.auth);
+function createOidcClient(config: InstanceConfig, clock: Clock): OidcClient | undefined {
+  return config.auth.adapter === "dev" ? undefined : new OidcClient(config.auth, clock);
 }
 
 function createProvider(oidc: OidcClient | undefined): IdentityProvider {
@@ -122,27 +122,28 @@ async function startLocked(
   clock: Clock,
 ): Promise<RunningAtrium> {
   const events = new EventBus(log);
-  const workspaces = new WorkspaceStore(layout);
+  const workspaces = new WorkspaceStore(layout, events, clock);
   await workspaces.load();
-  const users = new UserDirectory(layout);
+  const users = new UserDirectory(layout, clock);
   await users.load();
-  const invitations = new Invitations(layout, users);
+  const invitations = new Invitations(layout, users, clock);
   await invitations.load();
 
   const services: PlatformServices = {
-    files: new FileStore(layout, config.files.maxUploadBytes),
+    files: new FileStore(layout, config.files.maxUploadBytes, events, clock),
     skills: new SkillService(layout, config.skills, log),
-    skillWriter: new SkillWriter(layout, workspaces),
+    skillWriter: new SkillWriter(layout, workspaces, events, clock),
   };
   // Before anything is served: complete or remove what interrupted writes left, and rebuild
   // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
   const leftovers: LeftoverRules[] = [services.files, services.skillWriter];
   const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
-  await recover(RecoveryPass.boot());
+  await recover(RecoveryPass.boot(clock()));
   const registries = new IdleCache<SourceRegistry>(
     async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
+    clock,
   );
   const router = new Router(log);
   const guidance = createWorkspaceGuidance(services.skills);
@@ -171,6 +172,7 @@ async function startLocked(
     secret,
     maxAgeSeconds: config.session.maxAgeSeconds,
     secureCookies: secureCookiesFor(config.http.publicUrl),
+    now: clock,
   });
   const oauth = await createAuthorizationServer({
     layout,
@@ -178,10 +180,11 @@ async function startLocked(
     publicUrl: () => publicUrl,
     users,
     log,
+    clock,
   });
-  const pending = new PendingAuthorizations(layout, secret);
+  const pending = new PendingAuthorizations(layout, secret, clock);
   await pending.sweep();
-  const oidc = createOidcClient(config);
+  const oidc = createOidcClient(config, clock);
   const security: Security = {
     oidc,
     provider: options.identityProvider ?? createProvider(oidc),
@@ -211,7 +214,12 @@ async function startLocked(
   publicUrl = followPort(config.http.publicUrl, port);
   await lock.setPublicUrl(publicUrl);
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
-  const scheduler = new Scheduler({ clock, timers: options.timers ?? systemTimers, leases: everyLeaseLocal, log });
+  const scheduler = new Scheduler({
+    clock,
+    timers: options.timers ?? systemTimers,
+    leases: everyLeaseLocal,
+    log,
+  });
   scheduleHousekeeping(
     scheduler,
     [
@@ -220,7 +228,7 @@ async function startLocked(
       { name: "oauth grants", run: () => oauth.grants.load() },
       { name: "sessions", run: () => sessions.sweep() },
       { name: "invitations", run: () => invitations.load() },
-      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping())) },
+      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping(clock()))) },
     ],
     log,
     options.housekeepingIntervalMs,
