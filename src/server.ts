@@ -102,6 +102,7 @@ export async function startAtrium(
     publicUrl: config.http.publicUrl,
     log,
     onLost: () => void running?.close(),
+    clock,
     ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
   });
   try {

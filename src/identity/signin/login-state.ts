@@ -1,4 +1,5 @@
 import { EncryptJWT, jwtDecrypt } from "jose";
+import { type Clock, systemClock } from "../../kernel/clock.ts";
 import { readCookie, setCookie } from "../session-cookie.ts";
 
 /** How long a browser has to come back from the provider. */
@@ -31,7 +32,7 @@ export class LoginStateCookie {
   constructor(
     private readonly key: Uint8Array,
     private readonly secure: boolean,
-    private readonly now: () => number = Date.now,
+    private readonly now: Clock = systemClock,
   ) {
     this.name = secure ? SECURE_LOGIN_STATE_COOKIE : LOGIN_STATE_COOKIE;
   }
