@@ -1,8 +1,8 @@
 import { Hono } from "hono";
-import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AppEnv } from "../http/context.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { OAuthConfig } from "../instance/schema.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { ClientMetadataDocuments } from "./client-metadata.ts";

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
-import type { Clock } from "../../kernel/clock.ts";
 import type { AppEnv } from "../../http/context.ts";
+import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { ClientRegistry } from "../clients.ts";
 import { OAuthError } from "../oauth-error.ts";
