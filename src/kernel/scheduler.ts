@@ -4,7 +4,11 @@ import type { Clock } from "./clock.ts";
 import type { LeaseHolder } from "./leases.ts";
 import type { Timers } from "./timers.ts";
 
-/** When a job is due: every `everyMs` from when it was added, or on a cron expression. */
+/**
+ * When a job is due: `everyMs` after it was added and then after each time it fell due (a
+ * process that was suspended runs once on waking, not once per missed interval), or on a
+ * cron expression.
+ */
 export type Schedule = { everyMs: number } | { cron: string; timezone?: string };
 
 /** Process-wide work (housekeeping). */
