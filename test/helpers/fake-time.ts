@@ -41,6 +41,11 @@ export class FakeTime {
     this.nowMs = target;
   }
 
+  /** Moves the clock without firing anything, as a suspended process sees it on waking. */
+  jump(ms: number): void {
+    this.nowMs += ms;
+  }
+
   /** How many timers are armed. */
   armed(): number {
     return this.pending.length;

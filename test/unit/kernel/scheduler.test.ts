@@ -29,6 +29,20 @@ describe("Scheduler", () => {
     await scheduler.stop();
   });
 
+  it("after a suspension that missed several intervals, runs once, then keeps its interval from then", async () => {
+    const { time, scheduler } = setup();
+    let runs = 0;
+    scheduler.add({ name: "tick", schedule: { everyMs: 1000 }, run: async () => void runs++ });
+    time.jump(5500);
+    await time.advance(0);
+    expect(runs).toBe(1);
+    await time.advance(999);
+    expect(runs).toBe(1);
+    await time.advance(1);
+    expect(runs).toBe(2);
+    await scheduler.stop();
+  });
+
   it("runs a cron job at the times croner computes for the expression", async () => {
     const { time, scheduler } = setup();
     const at: string[] = [];
