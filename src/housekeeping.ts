@@ -1,3 +1,4 @@
+import type { Scheduler } from "./kernel/scheduler.ts";
 import type { Logger } from "./log.ts";
 
 /** How often expired records (codes, consent requests, grants, sessions) and crash leftovers are removed. */
@@ -9,29 +10,32 @@ export interface Chore {
 }
 
 /**
- * Runs each chore once an interval, one after another, so an instance that never restarts
- * does not keep every code and consent request it ever issued. A failing chore is logged
- * and tried again next time; it never stops the others or the process. Returns the stop.
+ * Schedules each chore once an interval, one after another, so an instance that never
+ * restarts does not keep every code and consent request it ever issued. A failing chore is
+ * logged and tried again next time; it never stops the others or the process. A round still
+ * going when the next is due is skipped by the scheduler, and its stop() waits for a round
+ * in progress.
  */
-export function startHousekeeping(
+export function scheduleHousekeeping(
+  scheduler: Scheduler,
   chores: Chore[],
   log: Logger,
   intervalMs = HOUSEKEEPING_INTERVAL_MS,
-): () => void {
-  let running = false;
-  const timer = setInterval(async () => {
-    if (running) return;
-    running = true;
-    for (const chore of chores) {
-      try {
-        await chore.run();
-      } catch (error) {
-        log.warn({ chore: chore.name, err: error }, "housekeeping chore failed; it runs again next interval");
+): void {
+  scheduler.add({
+    name: "housekeeping",
+    schedule: { everyMs: intervalMs },
+    run: async () => {
+      for (const chore of chores) {
+        try {
+          await chore.run();
+        } catch (error) {
+          log.warn(
+            { chore: chore.name, err: error },
+            "housekeeping chore failed; it runs again next interval",
+          );
+        }
       }
-    }
-    running = false;
-  }, intervalMs);
-  // Housekeeping alone never keeps the process alive.
-  timer.unref();
-  return () => clearInterval(timer);
+    },
+  });
 }

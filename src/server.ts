@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { BootError } from "./errors.ts";
-import { startHousekeeping } from "./housekeeping.ts";
+import { scheduleHousekeeping } from "./housekeeping.ts";
 import { createApp, type RegisteredRoute, registeredRoutes, type Security } from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { HttpDrain } from "./http/drain.ts";
@@ -19,6 +19,11 @@ import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
 import { acquireInstanceLock, type InstanceLock } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
+import { type Clock, systemClock } from "./kernel/clock.ts";
+import { EventBus } from "./kernel/events.ts";
+import { everyLeaseLocal } from "./kernel/leases.ts";
+import { Scheduler } from "./kernel/scheduler.ts";
+import { systemTimers, type Timers } from "./kernel/timers.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
@@ -48,6 +53,10 @@ export interface StartOptions {
   idleEvictMs?: number;
   housekeepingIntervalMs?: number;
   lockHeartbeatMs?: number;
+  /** The one clock every part reads the time from; tests move a fake one (ADR 0031). */
+  clock?: Clock;
+  /** How the scheduler waits; tests fire due jobs by moving a fake clock. */
+  timers?: Timers;
 }
 
 export interface RunningAtrium {
@@ -62,6 +71,8 @@ export interface RunningAtrium {
   oauth: AuthorizationServer;
   /** Every route the HTTP app answers (test/integration/route-docs.test.ts holds the docs to it). */
   routes: readonly RegisteredRoute[];
+  /** What happened, as typed events; the event stream (issue 9) reads it. */
+  events: EventBus;
   /**
    * Graceful stop: stops accepting, lets in-flight requests finish within
    * `http.drainSeconds`, then releases the data root. Called again while that runs, it cuts
@@ -71,8 +82,8 @@ export interface RunningAtrium {
 }
 
 /** The provider's client, shared by browser sign-in and bearer-token checks; none under `dev`. */
-function createOidcClient(config: InstanceConfig): OidcClient | undefined {
-  return config.auth.adapter === "dev" ? undefined : new OidcClient(config.auth);
+function createOidcClient(config: InstanceConfig, clock: Clock): OidcClient | undefined {
+  return config.auth.adapter === "dev" ? undefined : new OidcClient(config.auth, clock);
 }
 
 function createProvider(oidc: OidcClient | undefined): IdentityProvider {
@@ -86,6 +97,7 @@ export async function startAtrium(
 ): Promise<RunningAtrium> {
   const log = options.log ?? createLogger(config.log.level);
   const layout = new StorageLayout(config.storage.root);
+  const clock = options.clock ?? systemClock;
   // Before anything else reads or writes the root: one root, one process (ADR 0022). A
   // process that loses the lock stops, so two never serve one root.
   let running: RunningAtrium | undefined;
@@ -93,10 +105,11 @@ export async function startAtrium(
     publicUrl: config.http.publicUrl,
     log,
     onLost: () => void running?.close(),
+    clock,
     ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
   });
   try {
-    running = await startLocked(config, options, log, layout, lock);
+    running = await startLocked(config, options, log, layout, lock, clock);
     return running;
   } catch (error) {
     await lock.release();
@@ -110,28 +123,31 @@ async function startLocked(
   log: Logger,
   layout: StorageLayout,
   lock: InstanceLock,
+  clock: Clock,
 ): Promise<RunningAtrium> {
-  const workspaces = new WorkspaceStore(layout);
+  const events = new EventBus(log);
+  const workspaces = new WorkspaceStore(layout, events, clock);
   await workspaces.load();
-  const users = new UserDirectory(layout);
+  const users = new UserDirectory(layout, clock);
   await users.load();
-  const invitations = new Invitations(layout, users);
+  const invitations = new Invitations(layout, users, clock);
   await invitations.load();
 
   const services: PlatformServices = {
-    files: new FileStore(layout, config.files.maxUploadBytes),
+    files: new FileStore(layout, config.files.maxUploadBytes, events, clock),
     skills: new SkillService(layout, config.skills, log),
-    skillWriter: new SkillWriter(layout, workspaces),
+    skillWriter: new SkillWriter(layout, workspaces, events, clock),
   };
   // Before anything is served: complete or remove what interrupted writes left, and rebuild
   // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
   const leftovers: LeftoverRules[] = [services.files, services.skillWriter];
   const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
-  await recover(RecoveryPass.boot());
+  await recover(RecoveryPass.boot(clock()));
   const registries = new IdleCache<SourceRegistry>(
     async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
+    clock,
   );
   const router = new Router(log);
   const dispatch = new ToolDispatch(workspaces, registries, router);
@@ -162,6 +178,7 @@ async function startLocked(
     secret,
     maxAgeSeconds: config.session.maxAgeSeconds,
     secureCookies: secureCookiesFor(config.http.publicUrl),
+    now: clock,
   });
   const oauth = await createAuthorizationServer({
     layout,
@@ -169,10 +186,11 @@ async function startLocked(
     publicUrl: () => publicUrl,
     users,
     log,
+    clock,
   });
-  const pending = new PendingAuthorizations(layout, secret);
+  const pending = new PendingAuthorizations(layout, secret, clock);
   await pending.sweep();
-  const oidc = createOidcClient(config);
+  const oidc = createOidcClient(config, clock);
   const security: Security = {
     oidc,
     provider: options.identityProvider ?? createProvider(oidc),
@@ -202,14 +220,21 @@ async function startLocked(
   publicUrl = followPort(config.http.publicUrl, port);
   await lock.setPublicUrl(publicUrl);
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
-  const stopHousekeeping = startHousekeeping(
+  const scheduler = new Scheduler({
+    clock,
+    timers: options.timers ?? systemTimers,
+    leases: everyLeaseLocal,
+    log,
+  });
+  scheduleHousekeeping(
+    scheduler,
     [
       { name: "oauth codes", run: () => oauth.codes.sweep() },
       { name: "consent requests", run: () => pending.sweep() },
       { name: "oauth grants", run: () => oauth.grants.load() },
       { name: "sessions", run: () => sessions.sweep() },
       { name: "invitations", run: () => invitations.load() },
-      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping())) },
+      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping(clock()))) },
     ],
     log,
     options.housekeepingIntervalMs,
@@ -226,6 +251,7 @@ async function startLocked(
     registries,
     sessions,
     oauth,
+    events,
     close() {
       // A second call (a second signal) cuts off what the first is still waiting for.
       if (closing) {
@@ -233,15 +259,17 @@ async function startLocked(
         return closing;
       }
       closing = (async () => {
-        const startedMs = Date.now();
+        const startedMs = clock();
         log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
-        stopHousekeeping();
+        // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
+        const jobsStopped = scheduler.stop();
         const counts = await drain.drain(config.http.drainSeconds * 1000);
+        await jobsStopped;
         await registries.close();
         await endpoint.close();
         // Last: until here this process still owns the root (a restart waits or is refused).
         await lock.release();
-        log.info({ ...counts, ms: Date.now() - startedMs }, "shutdown finished");
+        log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
       })();
       return closing;
     },

@@ -16,6 +16,9 @@ export const LAYERS = {
   text: 0,
   version: 0,
   ids: 0,
+  // The kernel runtime: the clock, the scheduler and its lease seam, the event bus; it imports only
+  // the log, and every layer above may use it.
+  kernel: 0,
   // 1 — the data root.
   storage: 1,
   // 2 — the instance's configuration and its single-process lock.

@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
-import { CLOCK_TOLERANCE_SECONDS } from "../clock.ts";
 import type { OidcAuth } from "../instance/schema.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 
 // Atrium as an OpenID Connect relying party: discovery, the provider's key set, the
 // authorization URL, the code exchange and ID token verification. One instance serves both
@@ -62,7 +62,7 @@ export class OidcClient {
 
   constructor(
     readonly auth: OidcAuth,
-    private readonly now: () => number = Date.now,
+    private readonly now: Clock = systemClock,
   ) {}
 
   /** The provider's discovery document, cached; a failed fetch is not cached. */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { randomSecret } from "../crypto/secrets.ts";
 import { isLoopbackHost } from "../instance/load.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import type { Principal } from "./principal.ts";
@@ -48,7 +49,7 @@ export interface SessionOptions {
   /** Over https: the cookie is `Secure` and named with the `__Host-` prefix. */
   secureCookies: boolean;
   /** Milliseconds since the epoch; tests move it. */
-  now?: () => number;
+  now?: Clock;
 }
 
 /**
@@ -64,7 +65,8 @@ export class Sessions {
   private readonly key: Uint8Array;
   private readonly secret: string;
   private readonly maxAgeSeconds: number;
-  private readonly now: () => number;
+  /** The instance clock; sign-in's login-state cookie reads the same one. */
+  readonly now: Clock;
   private lastSweepMs: number;
 
   constructor(layout: StorageLayout, options: SessionOptions) {
@@ -74,7 +76,7 @@ export class Sessions {
     this.maxAgeSeconds = options.maxAgeSeconds;
     this.secureCookies = options.secureCookies;
     this.cookieName = options.secureCookies ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? systemClock;
     // The first sweep waits an interval, so a boot followed by a sign-in does not read every record.
     this.lastSweepMs = this.now();
   }

@@ -2,6 +2,7 @@ import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../ids.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -26,7 +27,10 @@ export class UserDirectory {
   private readonly known = new Map<string, Profile>();
   private readonly locks = new KeyedLock();
 
-  constructor(private readonly layout: StorageLayout) {}
+  constructor(
+    private readonly layout: StorageLayout,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** Loads every stored profile; called once at boot. */
   async load(): Promise<void> {
@@ -86,7 +90,9 @@ export class UserDirectory {
       if (!current)
         throw new NotFound("user_not_found", "No one with that id has signed in to this instance.");
       const { deactivatedAt: _previous, ...rest } = current;
-      const next: Profile = deactivated ? { ...rest, deactivatedAt: new Date().toISOString() } : rest;
+      const next: Profile = deactivated
+        ? { ...rest, deactivatedAt: new Date(this.clock()).toISOString() }
+        : rest;
       await this.write(next);
       return next;
     });

@@ -3,6 +3,7 @@ import { link, mkdir, readFile, rename, rm, stat, utimes } from "node:fs/promise
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BootError } from "../errors.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
@@ -63,6 +64,11 @@ export interface LockOptions {
   heartbeatMs?: number;
   staleMs?: number;
   /**
+   * The instance clock. A lock's age is this clock's reading minus the file's mtime, and the
+   * heartbeat stamps the mtime from it, so the two always agree.
+   */
+  clock?: Clock;
+  /**
    * Called once if the heartbeat finds the lock is no longer this process's (it was frozen
    * past the stale bound and taken over, or the file was removed): it must stop serving.
    */
@@ -101,7 +107,7 @@ async function acquire(layout: StorageLayout, options: LockOptions): Promise<Ins
   const holder: LockHolder = {
     pid: process.pid,
     host: hostname(),
-    startedAt: new Date().toISOString(),
+    startedAt: new Date((options.clock ?? systemClock)()).toISOString(),
     publicUrl: options.publicUrl,
     token: randomBytes(16).toString("hex"),
   };
@@ -124,14 +130,15 @@ async function takeLock(
   holder: LockHolder,
   staleMs: number,
 ): Promise<void> {
-  const deadline = Date.now() + TAKEOVER_WAIT_MS;
+  const clock = options.clock ?? systemClock;
+  const deadline = clock() + TAKEOVER_WAIT_MS;
   for (;;) {
     if (await createFileExclusive(path, lockText(holder))) return;
     const seen = await readLock(path);
     if (seen === undefined) continue; // released in between: compete again
-    const reason = stalenessOf(seen, staleMs);
+    const reason = stalenessOf(seen, staleMs, clock());
     if (reason === undefined) throw new InstanceLocked(layout.root, seen.holder, path, staleMs);
-    const removed = await removeStaleLock(layout, seen, staleMs);
+    const removed = await removeStaleLock(layout, seen, staleMs, clock);
     if (removed) {
       options.log.warn(
         { root: layout.root, previous: seen.holder ?? "unreadable", reason },
@@ -139,7 +146,7 @@ async function takeLock(
       );
       continue;
     }
-    if (Date.now() > deadline) {
+    if (clock() > deadline) {
       throw new BootError(
         `Another process kept taking over the stale lock ${path} for ${TAKEOVER_WAIT_MS / 1000} s; start again.`,
       );
@@ -165,7 +172,7 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
         options.onLost?.();
         return;
       }
-      const now = new Date();
+      const now = new Date((options.clock ?? systemClock)());
       await utimes(path, now, now);
     } catch (error) {
       log.warn({ lock: path, err: error }, "could not refresh the instance lock; trying again next beat");
@@ -207,14 +214,14 @@ async function readLock(path: string): Promise<SeenLock | undefined> {
 }
 
 /** Why the lock no longer protects anything, or undefined while its holder may be alive. */
-function stalenessOf(seen: SeenLock, staleMs: number): string | undefined {
+function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number): string | undefined {
   const { holder } = seen;
   if (holder && holder.host === hostname()) {
     if (holder.pid === process.pid && !heldTokens.has(holder.token))
       return "left by an earlier process with this PID";
     if (!isAlive(holder.pid)) return "its process is gone";
   }
-  const ageMs = Date.now() - seen.mtimeMs;
+  const ageMs = nowMs - seen.mtimeMs;
   if (ageMs > staleMs) return `not refreshed for ${Math.round(ageMs / 1000)} s`;
   return undefined;
 }
@@ -226,13 +233,18 @@ function stalenessOf(seen: SeenLock, staleMs: number): string | undefined {
  * moves the lock aside and removes it only if the bytes are still the ones judged. Returns
  * false when another process is taking over, or the lock changed: the caller looks again.
  */
-async function removeStaleLock(layout: StorageLayout, seen: SeenLock, staleMs: number): Promise<boolean> {
+async function removeStaleLock(
+  layout: StorageLayout,
+  seen: SeenLock,
+  staleMs: number,
+  clock: Clock,
+): Promise<boolean> {
   const path = layout.instanceLockFile();
   const marker = layout.instanceLockTakeoverFile(seen.digest);
   if (!(await createFileExclusive(marker, `${process.pid}\n`))) {
     // A marker older than the stale bound belongs to a takeover that died half-way.
     const markerAge = await stat(marker).then(
-      (s) => Date.now() - s.mtimeMs,
+      (s) => clock() - s.mtimeMs,
       () => 0,
     );
     if (markerAge > staleMs) await rm(marker, { force: true });

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { type Clock, systemClock } from "../clock.ts";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import type { ClientMetadataDocuments } from "./client-metadata.ts";

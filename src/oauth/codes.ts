@@ -1,5 +1,5 @@
-import { type Clock, systemClock } from "../clock.ts";
 import { hashSecret, randomSecret } from "../crypto/secrets.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";

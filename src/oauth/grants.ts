@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import type { UserDirectory } from "../identity/users.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";

@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { BootError } from "../errors.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import { createFolderExclusive } from "../storage/exclusive.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 
 /** Forgotten windows are purged once this many callers are tracked, so the map stays bounded. */
 const PURGE_AT = 10_000;

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
-import { type Clock, systemClock } from "../clock.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import type { OAuthConfig } from "../instance/schema.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import type { AppEnv } from "../web/app-env.ts";

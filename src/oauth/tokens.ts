@@ -1,6 +1,6 @@
 import { compactVerify, decodeJwt, type JWTPayload, type JWTVerifyGetKey, jwtVerify, SignJWT } from "jose";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../clock.ts";
 import { randomSecret } from "../crypto/secrets.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import type { Grants } from "./grants.ts";
 import { SIGNING_ALG, type SigningKeys } from "./keys.ts";
 import { OAuthError } from "./oauth-error.ts";

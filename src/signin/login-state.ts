@@ -1,5 +1,6 @@
 import { EncryptJWT, jwtDecrypt } from "jose";
 import { readCookie, setCookie } from "../identity/session-cookie.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 
 /** How long a browser has to come back from the provider. */
 export const LOGIN_STATE_TTL_SECONDS = 10 * 60;
@@ -31,7 +32,7 @@ export class LoginStateCookie {
   constructor(
     private readonly key: Uint8Array,
     private readonly secure: boolean,
-    private readonly now: () => number = Date.now,
+    private readonly now: Clock = systemClock,
   ) {
     this.name = secure ? SECURE_LOGIN_STATE_COOKIE : LOGIN_STATE_COOKIE;
   }

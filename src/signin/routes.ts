@@ -58,7 +58,11 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { sessions, users, log } = deps;
   const { oidc } = deps;
-  const loginState = new LoginStateCookie(sessions.cookieKey("login-state"), sessions.secureCookies);
+  const loginState = new LoginStateCookie(
+    sessions.cookieKey("login-state"),
+    sessions.secureCookies,
+    sessions.now,
+  );
 
   /** A Principal for a live session, or undefined (with the cookie to clear, if one was invalid). */
   const signedIn = async (request: Request): Promise<{ principal?: Principal; clear?: string }> => {

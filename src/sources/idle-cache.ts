@@ -1,3 +1,5 @@
+import { type Clock, systemClock } from "../kernel/clock.ts";
+
 /**
  * Per-workspace values built on first use and disposed when idle, so an instance with many
  * idle workspaces pays disk, not memory. The idle sweep never disposes a value in use; an
@@ -11,6 +13,7 @@ export class IdleCache<T> {
     private readonly build: (key: string) => Promise<T>,
     private readonly dispose: (value: T) => Promise<void>,
     private readonly idleMs: number,
+    private readonly clock: Clock = systemClock,
   ) {
     this.timer = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(idleMs / 2)));
     this.timer.unref();
@@ -20,7 +23,7 @@ export class IdleCache<T> {
     let entry = this.entries.get(key);
     if (!entry) {
       const value = this.build(key);
-      entry = { value, lastUsed: Date.now(), inUse: 0 };
+      entry = { value, lastUsed: this.clock(), inUse: 0 };
       this.entries.set(key, entry);
       value.catch(() => {
         if (this.entries.get(key) === entry) this.entries.delete(key);
@@ -31,7 +34,7 @@ export class IdleCache<T> {
       return await work(await entry.value);
     } finally {
       entry.inUse -= 1;
-      entry.lastUsed = Date.now();
+      entry.lastUsed = this.clock();
     }
   }
 
@@ -47,7 +50,7 @@ export class IdleCache<T> {
     await entry.value.then((value) => this.dispose(value)).catch(() => undefined);
   }
 
-  async sweep(now = Date.now()): Promise<void> {
+  async sweep(now = this.clock()): Promise<void> {
     for (const [key, entry] of this.entries) {
       if (entry.inUse === 0 && now - entry.lastUsed >= this.idleMs) await this.evict(key);
     }

@@ -50,15 +50,16 @@ export class RecoveryPass {
     /** Boot: also rebuild the indexes the walk passes by (the file locator). */
     readonly atBoot: boolean,
     readonly minTempAgeMs: number,
-    readonly now = Date.now(),
+    /** Epoch ms the pass started, from the instance clock: a leftover's age is measured from it. */
+    readonly now: number,
   ) {}
 
-  static boot(): RecoveryPass {
-    return new RecoveryPass(true, 0);
+  static boot(now: number): RecoveryPass {
+    return new RecoveryPass(true, 0, now);
   }
 
-  static housekeeping(): RecoveryPass {
-    return new RecoveryPass(false, HOUSEKEEPING_TEMP_AGE_MS);
+  static housekeeping(now: number): RecoveryPass {
+    return new RecoveryPass(false, HOUSEKEEPING_TEMP_AGE_MS, now);
   }
 
   /** Whether a leftover at `path` is old enough to be nobody's write in progress. */

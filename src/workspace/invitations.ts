@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { type Clock, systemClock } from "../clock.ts";
 import { Conflict, InvalidInput, NotFound } from "../errors.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import { isPrincipalId } from "../ids.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";

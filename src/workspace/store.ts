@@ -3,6 +3,8 @@ import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
 import { isWorkspaceId, newWorkspaceId } from "../ids.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
+import type { AtriumEvent, EventPublisher } from "../kernel/events.ts";
 import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -28,7 +30,11 @@ export class WorkspaceStore {
   private readonly byMember = new Map<string, Set<string>>();
   private readonly locks = new KeyedLock();
 
-  constructor(private readonly layout: StorageLayout) {}
+  constructor(
+    private readonly layout: StorageLayout,
+    private readonly events: EventPublisher,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
   async load(): Promise<void> {
@@ -103,7 +109,7 @@ export class WorkspaceStore {
 
   /** The only way a workspace comes into being. The folder appears whole, by one rename. */
   async create(name: string, creatorId: string): Promise<Workspace> {
-    const now = new Date().toISOString();
+    const now = this.isoNow();
     const ws: Workspace = {
       id: newWorkspaceId(),
       name: checkName(name),
@@ -127,7 +133,7 @@ export class WorkspaceStore {
 
   async rename(id: string, name: string): Promise<Workspace> {
     const checked = checkName(name);
-    return this.mutate(id, (ws) => ({ ...ws, name: checked }));
+    return this.mutate(id, undefined, (ws) => ({ ...ws, name: checked }));
   }
 
   /** Archiving moves the folder under `_archive/`, so nothing can address it any more. */
@@ -135,7 +141,7 @@ export class WorkspaceStore {
     await this.locks.run(id, async () => {
       if (!this.get(id)) throw new WorkspaceNotFound(id);
       await makeFolderIfMissing(this.layout.archiveDir());
-      await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, Date.now()));
+      await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, this.clock()));
       await syncDir(this.layout.root);
       await syncDir(this.layout.archiveDir());
       this.forget(id);
@@ -143,17 +149,19 @@ export class WorkspaceStore {
   }
 
   addMember(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
-    return this.mutate(id, (ws) => {
+    const added = { type: "member.added", workspaceId: id, principalId, role } as const;
+    return this.mutate(id, added, (ws) => {
       if (roleIn(ws, principalId) !== undefined) {
         throw new Conflict("member_exists", "That person is already a member; change their role instead.");
       }
-      const member: Member = { principalId, role, addedAt: new Date().toISOString() };
+      const member: Member = { principalId, role, addedAt: this.isoNow() };
       return { ...ws, members: [...ws.members, member] };
     });
   }
 
   removeMember(id: string, principalId: string): Promise<Workspace> {
-    return this.mutate(id, (ws) => {
+    const removed = { type: "member.removed", workspaceId: id, principalId } as const;
+    return this.mutate(id, removed, (ws) => {
       const member = findMember(ws, principalId);
       if (member.role === "admin") assertAnotherAdmin(ws, principalId);
       return { ...ws, members: ws.members.filter((m) => m.principalId !== principalId) };
@@ -161,7 +169,7 @@ export class WorkspaceStore {
   }
 
   setRole(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
-    return this.mutate(id, (ws) => {
+    return this.mutate(id, undefined, (ws) => {
       const member = findMember(ws, principalId);
       if (member.role === "admin" && role !== "admin") assertAnotherAdmin(ws, principalId);
       return { ...ws, members: ws.members.map((m) => (m.principalId === principalId ? { ...m, role } : m)) };
@@ -172,8 +180,14 @@ export class WorkspaceStore {
    * Read-modify-write from the file, never from memory: the index is a cache of disk, and
    * writing it over workspace.json would undo a change made behind it (issue 16;
    * test/unit/workspace/store.test.ts "mutate rereads"). A workspace whose file is gone is gone.
+   * `event` is published once the change is on disk, still under the lock, so events about
+   * one workspace come in the order its writes happened; a refused change publishes nothing.
    */
-  private mutate(id: string, change: (ws: Workspace) => Workspace): Promise<Workspace> {
+  private mutate(
+    id: string,
+    event: AtriumEvent | undefined,
+    change: (ws: Workspace) => Workspace,
+  ): Promise<Workspace> {
     return this.locks.run(id, async () => {
       if (!this.get(id)) throw new WorkspaceNotFound(id);
       let current: Workspace;
@@ -183,11 +197,16 @@ export class WorkspaceStore {
         if (error instanceof WorkspaceNotFound) this.forget(id);
         throw error;
       }
-      const next = { ...change(current), updatedAt: new Date().toISOString() };
+      const next = { ...change(current), updatedAt: this.isoNow() };
       await writeJsonAtomic(this.layout.workspaceFile(id), next);
       this.remember(next);
+      if (event) this.events.publish(event);
       return next;
     });
+  }
+
+  private isoNow(): string {
+    return new Date(this.clock()).toISOString();
   }
 
   /** Puts a workspace in both indexes, dropping member entries it no longer lists. */

@@ -8,6 +8,7 @@ import { derivePrincipalId, type Principal } from "../../src/identity/principal.
 import type { IdentityProvider } from "../../src/identity/provider.ts";
 import { parseInstance } from "../../src/instance/load.ts";
 import type { InstanceConfig } from "../../src/instance/schema.ts";
+import type { Clock } from "../../src/kernel/clock.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { DEFAULT_MCP_ERA, type McpEra, versionNegotiationFor } from "./mcp-eras.ts";
@@ -55,6 +56,8 @@ export interface TestAtriumOptions {
   maxUploadBytes?: number;
   maxBodyBytes?: number;
   idleEvictMs?: number;
+  /** The instance clock (test/helpers/fake-time.ts), so a test moves time instead of waiting. */
+  clock?: Clock;
   /** instance.json's `skills`; `orgDir` is relative to the instance's temp dir, as in a real file. */
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
   /** Where the instance logs (e.g. capturingLogger()); silent unless given. */
@@ -146,6 +149,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       log: options.log ?? createLogger("silent"),
       ...(options.dev || options.auth ? {} : { identityProvider: createTestProvider() }),
       ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
     });
   } catch (error) {
     if (options.dir === undefined) await rm(dir, { recursive: true, force: true });

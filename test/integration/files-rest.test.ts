@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 
 const MAX_UPLOAD_BYTES = 64 * 1024;
@@ -10,8 +11,11 @@ let instance: TestAtrium;
 let ws: string;
 let wsDir: string;
 
+// Files are listed newest first by createdAt: the test moves this clock between uploads.
+const time = new FakeTime();
+
 beforeAll(async () => {
-  instance = await startTestAtrium({ maxUploadBytes: MAX_UPLOAD_BYTES });
+  instance = await startTestAtrium({ maxUploadBytes: MAX_UPLOAD_BYTES, clock: time.clock });
   ws = await bootstrapWorkspace(instance, "alice");
   wsDir = join(instance.root, ws);
 });
@@ -125,7 +129,7 @@ describe("upload, list, download, delete", () => {
 
   it("lists uploaded files, newest first", async () => {
     const first = (await (await upload("first.txt", "1", "text/plain")).json()) as { id: string };
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await time.advance(5);
     const second = (await (await upload("second.txt", "22", "text/plain")).json()) as { id: string };
     const list = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/files`);
     expect(list.status).toBe(200);

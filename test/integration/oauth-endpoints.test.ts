@@ -13,7 +13,6 @@ import { Hono } from "hono";
 import { createLocalJWKSet, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { s256 } from "../../src/crypto/pkce.ts";
-import type { AppEnv } from "../../src/web/app-env.ts";
 import { errorBody, errorHandler } from "../../src/http/error-response.ts";
 import { derivePrincipalId } from "../../src/identity/principal.ts";
 import { UserDirectory } from "../../src/identity/users.ts";
@@ -24,6 +23,7 @@ import {
   isOAuthPublicPath,
 } from "../../src/oauth/server.ts";
 import { StorageLayout } from "../../src/storage/paths.ts";
+import type { AppEnv } from "../../src/web/app-env.ts";
 import { workspaceMcpUrl } from "../../src/web/urls.ts";
 
 const log = createLogger("silent");

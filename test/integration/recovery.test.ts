@@ -2,10 +2,12 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { HOUSEKEEPING_INTERVAL_MS } from "../../src/housekeeping.ts";
 import { parseInstance } from "../../src/instance/load.ts";
 import { createLogger } from "../../src/log.ts";
 import { startAtrium } from "../../src/server.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 
 // Each test lays out on disk, by hand, one shape a crash leaves mid-write, boots (restart),
@@ -272,13 +274,23 @@ describe("housekeeping", () => {
       },
       { source: "test instance", baseDir: first.dir },
     );
-    const running = await startAtrium(config, { log: createLogger("silent"), housekeepingIntervalMs: 20 });
+    const time = new FakeTime(Date.now());
+    const running = await startAtrium(config, {
+      log: createLogger("silent"),
+      clock: time.clock,
+      timers: time.timers,
+    });
     try {
       // Made after boot, so only the housekeeping loop can remove it.
       const leftover = join(first.root, ws, ".tmp-workspace.json-0a0b0c0d0e0f");
       await writeFile(leftover, "{");
       await utimes(leftover, HOUR_AGO, HOUR_AGO);
-      for (let i = 0; i < 250 && existsSync(leftover); i++) await new Promise((r) => setTimeout(r, 20));
+      await time.advance(HOUSEKEEPING_INTERVAL_MS - 1);
+      expect(existsSync(leftover)).toBe(true);
+      await time.advance(1);
+      // The round runs on real disk: wait for it to end (bounded), not for time to pass.
+      const deadline = Date.now() + 10_000;
+      while (existsSync(leftover) && Date.now() < deadline) await new Promise((r) => setImmediate(r));
       expect(existsSync(leftover)).toBe(false);
     } finally {
       await running.close();

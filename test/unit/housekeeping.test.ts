@@ -1,38 +1,36 @@
 import { describe, expect, it } from "vitest";
-import { startHousekeeping } from "../../src/housekeeping.ts";
-import { createLogger } from "../../src/log.ts";
+import { HOUSEKEEPING_INTERVAL_MS, scheduleHousekeeping } from "../../src/housekeeping.ts";
+import { everyLeaseLocal } from "../../src/kernel/leases.ts";
+import { Scheduler } from "../../src/kernel/scheduler.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
+import { memoryLog } from "../helpers/memory-log.ts";
 
-describe("startHousekeeping", () => {
+describe("scheduleHousekeeping", () => {
   it("runs every chore each interval, and a failing chore neither stops the others nor the next round", async () => {
+    const time = new FakeTime();
+    const { log, lines } = memoryLog();
+    const scheduler = new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log });
     const ran: string[] = [];
-    let rounds = 0;
-    const twoRounds = new Promise<void>((resolve) => {
-      const stop = startHousekeeping(
-        [
-          {
-            name: "fails",
-            run: async () => {
-              ran.push("fails");
-              throw new Error("disk gone");
-            },
+    scheduleHousekeeping(
+      scheduler,
+      [
+        {
+          name: "fails",
+          run: async () => {
+            ran.push("fails");
+            throw new Error("disk gone");
           },
-          {
-            name: "counts",
-            run: async () => {
-              ran.push("counts");
-              rounds += 1;
-              if (rounds === 2) {
-                stop();
-                resolve();
-              }
-            },
-          },
-        ],
-        createLogger("silent"),
-        5,
-      );
-    });
-    await twoRounds;
+        },
+        { name: "counts", run: async () => void ran.push("counts") },
+      ],
+      log,
+    );
+    await time.advance(HOUSEKEEPING_INTERVAL_MS - 1);
+    expect(ran).toEqual([]);
+    await time.advance(1);
+    await time.advance(HOUSEKEEPING_INTERVAL_MS);
     expect(ran).toEqual(["fails", "counts", "fails", "counts"]);
+    expect(lines.filter((l) => l.chore === "fails")).toHaveLength(2);
+    await scheduler.stop();
   });
 });

@@ -1,7 +1,7 @@
 import { type JWTHeaderParameters, type JWTPayload, jwtVerify } from "jose";
-import { CLOCK_TOLERANCE_SECONDS } from "../../clock.ts";
 import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
+import { CLOCK_TOLERANCE_SECONDS } from "../../kernel/clock.ts";
 import { bearerToken } from "../bearer.ts";
 import { ACCEPTED_ALGORITHMS, type OidcClient } from "../oidc-client.ts";
 import { derivePrincipalId, type OrgRole, type Principal, type ProfileField } from "../principal.ts";

@@ -1,5 +1,6 @@
 import { createHmac, hkdfSync } from "node:crypto";
 import { equalSecrets, randomSecret } from "../../crypto/secrets.ts";
+import { type Clock, systemClock } from "../../kernel/clock.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { JsonRecords } from "../../storage/records.ts";
@@ -50,7 +51,7 @@ export class PendingAuthorizations {
   constructor(
     layout: StorageLayout,
     secret: string,
-    private readonly now: () => number = Date.now,
+    private readonly now: Clock = systemClock,
   ) {
     this.records = new JsonRecords(layout, "oauth/requests");
     this.codeKey = Buffer.from(hkdfSync("sha256", secret, "", "atrium oauth authorization code", 32));

@@ -1,5 +1,5 @@
 import { Hono } from "hono";
-import type { Clock } from "../../clock.ts";
+import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import type { ClientRegistry } from "../clients.ts";

@@ -4,6 +4,8 @@ import { type FileHandle, mkdir, open, readFile, rename, rm } from "node:fs/prom
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { InvalidInput, NotFound, PayloadTooLarge, WorkspaceNotFound } from "../../errors.ts";
+import { type Clock, systemClock } from "../../kernel/clock.ts";
+import type { EventPublisher } from "../../kernel/events.ts";
 import { syncDir, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
@@ -47,6 +49,8 @@ export class FileStore implements LeftoverRules {
   constructor(
     private readonly layout: StorageLayout,
     readonly maxBytes: number,
+    private readonly events: EventPublisher,
+    private readonly clock: Clock = systemClock,
   ) {
     this.listings = new FileListings(layout, (ws, owner, id) => this.readMeta(ws, owner, id));
   }
@@ -142,7 +146,7 @@ export class FileStore implements LeftoverRules {
         workspaceId,
         ownerId,
         visibility: "private",
-        createdAt: new Date().toISOString(),
+        createdAt: new Date(this.clock()).toISOString(),
       };
       await writeJsonAtomic(join(staging, META_FILE), meta);
       await this.listings.change(workspaceId, ownerId, async () => {
@@ -151,6 +155,13 @@ export class FileStore implements LeftoverRules {
       });
       this.locator.set(id, { workspaceId, ownerId });
       await syncDir(ownerDir);
+      // Only once the file is durable in its place; a failed write announces nothing.
+      this.events.publish({
+        type: "file.created",
+        workspaceId,
+        ownerId,
+        file: { id, name, mimeType, size, createdAt: meta.createdAt },
+      });
       return meta;
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
@@ -232,6 +243,7 @@ export class FileStore implements LeftoverRules {
       });
       this.locator.delete(fileId);
       await syncDir(ownerDir);
+      this.events.publish({ type: "file.deleted", workspaceId, ownerId, fileId });
       await rm(doomed, { recursive: true, force: true });
     } finally {
       this.live.delete(doomed);

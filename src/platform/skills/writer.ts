@@ -4,6 +4,8 @@ import { join } from "node:path";
 import matter from "gray-matter";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
+import { type Clock, systemClock } from "../../kernel/clock.ts";
+import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
 import { syncDir, TEMP_PREFIX, writeFileAtomic } from "../../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
@@ -64,6 +66,8 @@ export class SkillWriter implements LeftoverRules {
   constructor(
     private readonly layout: StorageLayout,
     private readonly workspaces: WorkspaceStore,
+    private readonly events: EventPublisher,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   create(target: WriteTarget, name: string, draft: SkillDraft): Promise<Skill> {
@@ -74,7 +78,9 @@ export class SkillWriter implements LeftoverRules {
           `A ${target.scope} skill named "${name}" exists; update it instead.`,
         );
       }
-      return this.save(target, dir, name, render(name, draft));
+      const skill = await this.save(target, dir, name, render(name, draft));
+      this.announce(target, name, "created");
+      return skill;
     });
   }
 
@@ -90,7 +96,9 @@ export class SkillWriter implements LeftoverRules {
               loading: update.loading ?? current.loading,
               tools: update.tools ?? current.tools,
             };
-      return this.save(target, dir, name, render(name, draft));
+      const skill = await this.save(target, dir, name, render(name, draft));
+      this.announce(target, name, "updated");
+      return skill;
     });
   }
 
@@ -101,8 +109,19 @@ export class SkillWriter implements LeftoverRules {
       const doomed = join(dir, `${TEMP_PREFIX}deleted-${name}-${randomBytes(4).toString("hex")}`);
       await rename(join(dir, name), doomed);
       await syncDir(dir);
+      this.announce(target, name, "deleted");
       await rm(doomed, { recursive: true, force: true });
     });
+  }
+
+  /** After the write committed: a user-scope skill is its owner's, so its event is theirs alone. */
+  private announce(target: WriteTarget, name: string, change: SkillChange): void {
+    const { workspaceId, principalId } = target;
+    this.events.publish(
+      target.scope === "user"
+        ? { type: "skill.changed", workspaceId, ownerId: principalId, scope: "user", name, change }
+        : { type: "skill.changed", workspaceId, scope: "workspace", name, change },
+    );
   }
 
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
@@ -136,7 +155,7 @@ export class SkillWriter implements LeftoverRules {
       await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
     }
     await this.commitCurrent(dir, name, text);
-    await recordVersion(versionsDir(dir, name), text, new Date().toISOString());
+    await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
     return skill;
   }
 

@@ -126,6 +126,18 @@ describe("acquireInstanceLock", () => {
     await lock.release();
   });
 
+  it("judges a lock's age by the injected clock, and stamps its own times from it", async () => {
+    await writeLock({ pid: 1, host: "elsewhere.example", token: "t1" });
+    await expect(acquireInstanceLock(layout, { ...options(), staleMs: 30_000 })).rejects.toThrow(
+      InstanceLocked,
+    );
+    // The same fresh file, read by a clock a minute ahead: it was not refreshed for 60 s.
+    const later = Date.now() + 60_000;
+    const lock = await acquireInstanceLock(layout, { ...options(), staleMs: 30_000, clock: () => later });
+    expect(await readHolder()).toMatchObject({ host: hostname(), startedAt: new Date(later).toISOString() });
+    await lock.release();
+  });
+
   it("racing: of many processes taking over one stale lock at once, exactly one wins", async () => {
     const dead = await deadPid();
     // Racers start staggered by a few event-loop turns, differently each round, so that some

@@ -104,13 +104,24 @@ describe("IdleCache", () => {
   });
 
   it("a use restarts the idle clock", async () => {
-    const { cache, disposed } = harness();
+    let nowMs = 1_000_000;
+    // The cache's clock, moved by hand instead of waiting.
+    const cache = new IdleCache<Value>(
+      async (key) => ({ key, serial: 1 }),
+      async () => {},
+      IDLE_MS,
+      () => nowMs,
+    );
+    caches.push(cache);
     await cache.use("ws_a", async () => undefined);
-    const firstUse = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    nowMs += IDLE_MS - 1;
     await cache.use("ws_a", async () => undefined);
-    await cache.sweep(firstUse + IDLE_MS + 5);
-    expect(disposed).toEqual([]);
+    nowMs += IDLE_MS - 1;
+    await cache.sweep();
+    expect(cache.size).toBe(1);
+    nowMs += 1;
+    await cache.sweep();
+    expect(cache.size).toBe(0);
   });
 
   it("evict disposes the value and drops the key", async () => {

@@ -3,6 +3,7 @@ import { mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { EventBus } from "../../../src/kernel/events.ts";
 import { createLogger } from "../../../src/log.ts";
 import { FileStore } from "../../../src/platform/files/store.ts";
 import { SkillWriter } from "../../../src/platform/skills/writer.ts";
@@ -12,6 +13,7 @@ import { WorkspaceStore } from "../../../src/workspace/store.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const log = createLogger("silent");
+const events = new EventBus(log);
 
 let root: string;
 let layout: StorageLayout;
@@ -21,9 +23,9 @@ let files: FileStore;
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), "atrium-recovery-"));
   layout = new StorageLayout(root);
-  workspaces = new WorkspaceStore(layout);
+  workspaces = new WorkspaceStore(layout, events);
   await workspaces.load();
-  files = new FileStore(layout, 1024 * 1024);
+  files = new FileStore(layout, 1024 * 1024, events);
 });
 
 afterEach(async () => {
@@ -31,7 +33,7 @@ afterEach(async () => {
 });
 
 function recover(pass: RecoveryPass) {
-  const rules = [files, new SkillWriter(layout, workspaces)];
+  const rules = [files, new SkillWriter(layout, workspaces, events)];
   return recoverDataRoot(layout, workspaces.ids(), rules, pass, log);
 }
 
@@ -53,7 +55,7 @@ describe("housekeeping never removes what a live writer of this process uses", (
     }
     expect((await readdir(ownerDir))[0]).toMatch(/^\.tmp-fl_/);
 
-    await recover(new RecoveryPass(false, 0));
+    await recover(new RecoveryPass(false, 0, Date.now()));
 
     push.enqueue(new Uint8Array([4]));
     push.close();
@@ -71,9 +73,21 @@ describe("housekeeping never removes what a live writer of this process uses", (
     const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000);
     await utimes(old, twoHoursAgo, twoHoursAgo);
 
-    const pass = await recover(RecoveryPass.housekeeping());
+    const pass = await recover(RecoveryPass.housekeeping(Date.now()));
     expect(existsSync(young)).toBe(true);
     expect(existsSync(old)).toBe(false);
+    expect(pass.removed).toBe(1);
+  });
+
+  it("a leftover's age is measured from the pass's clock reading, not from the system time", async () => {
+    const ws = await workspaces.create("W", ALICE);
+    const fresh = join(layout.workspaceDir(ws.id), ".tmp-workspace.json-0a0b0c0d0e0f");
+    await writeFile(fresh, "{");
+    await recover(RecoveryPass.housekeeping(Date.now()));
+    expect(existsSync(fresh)).toBe(true);
+    // The instance clock reads two hours later: the same file is now old enough to be nobody's.
+    const pass = await recover(RecoveryPass.housekeeping(Date.now() + 2 * 60 * 60 * 1000));
+    expect(existsSync(fresh)).toBe(false);
     expect(pass.removed).toBe(1);
   });
 });

@@ -3,9 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../../../src/errors.ts";
+import { type AtriumEvent, EventBus } from "../../../src/kernel/events.ts";
+import { createLogger } from "../../../src/log.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 import type { Workspace } from "../../../src/workspace/model.ts";
 import { WorkspaceStore } from "../../../src/workspace/store.ts";
+import { FakeTime } from "../../helpers/fake-time.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const BOB = "usr_bbbbbbbbbbbbbbbbbbbbbbbb";
@@ -13,10 +16,17 @@ const CAROL = "usr_cccccccccccccccccccccccc";
 
 let root: string;
 let layout: StorageLayout;
+let time: FakeTime;
+let bus: EventBus;
+let published: AtriumEvent[];
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), "atrium-store-"));
   layout = new StorageLayout(root);
+  time = new FakeTime();
+  bus = new EventBus(createLogger("silent"));
+  published = [];
+  bus.subscribe({}, (event) => void published.push(event));
 });
 
 afterEach(async () => {
@@ -24,7 +34,7 @@ afterEach(async () => {
 });
 
 async function loadedStore(): Promise<WorkspaceStore> {
-  const store = new WorkspaceStore(layout);
+  const store = new WorkspaceStore(layout, bus, time.clock);
   await store.load();
   return store;
 }
@@ -67,6 +77,7 @@ describe("WorkspaceStore writers", () => {
   it("what one store wrote, the next boot loads", async () => {
     const first = await loadedStore();
     const a = await first.create("A", ALICE);
+    await time.advance(1); // listFor orders by createdAt
     const b = await first.addMember((await first.create("B", BOB)).id, ALICE, "member");
     const second = await loadedStore();
     expect(second.get(a.id)).toEqual(a);
@@ -78,7 +89,7 @@ describe("WorkspaceStore writers", () => {
   it("rename writes the new name to disk and moves updatedAt", async () => {
     const store = await loadedStore();
     const ws = await store.create("Old", ALICE);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await time.advance(5);
     const renamed = await store.rename(ws.id, " New ");
     expect(renamed.name).toBe("New");
     expect(renamed.updatedAt > ws.updatedAt).toBe(true);
@@ -201,6 +212,39 @@ describe("WorkspaceStore members", () => {
     }
   });
 
+  it("a member added or removed publishes exactly one event once it is on disk; setRole and rename publish none", async () => {
+    const store = await loadedStore();
+    const ws = await store.create("Team", ALICE);
+    await store.addMember(ws.id, BOB, "member");
+    await store.setRole(ws.id, BOB, "admin");
+    await store.rename(ws.id, "Renamed");
+    await store.removeMember(ws.id, BOB);
+    expect(published).toEqual([
+      { type: "member.added", workspaceId: ws.id, principalId: BOB, role: "member" },
+      { type: "member.removed", workspaceId: ws.id, principalId: BOB },
+    ]);
+  });
+
+  it("a refused member change publishes nothing", async () => {
+    const store = await loadedStore();
+    const ws = await store.create("Team", ALICE);
+    await rejection(store.removeMember(ws.id, ALICE)); // last admin
+    await rejection(store.removeMember(ws.id, CAROL)); // not a member
+    await rejection(store.addMember(ws.id, ALICE, "member")); // already one
+    await rejection(store.addMember("ws_0000000000000000", BOB, "member")); // no such workspace
+    expect(published).toEqual([]);
+  });
+
+  it("times come from the injected clock", async () => {
+    const store = await loadedStore();
+    const ws = await store.create("Team", ALICE);
+    expect(ws.createdAt).toBe(new Date(time.clock()).toISOString());
+    await time.advance(60_000);
+    const changed = await store.addMember(ws.id, BOB, "member");
+    expect(changed.updatedAt).toBe(new Date(time.clock()).toISOString());
+    expect(changed.members.find((m) => m.principalId === BOB)?.addedAt).toBe(changed.updatedAt);
+  });
+
   it("concurrent changes to one workspace are all kept", async () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
@@ -241,6 +285,7 @@ describe("WorkspaceStore.listFor, from the index by member", () => {
   it("follows adds, removals, role changes and archives", async () => {
     const store = await loadedStore();
     const a = await store.create("A", ALICE);
+    await time.advance(1); // listFor orders by createdAt
     const b = await store.create("B", BOB);
     await store.addMember(b.id, ALICE, "member");
     expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id, b.id]);
@@ -258,7 +303,10 @@ describe("WorkspaceStore.listFor, from the index by member", () => {
   it("is rebuilt at boot from many workspaces read at once", async () => {
     const first = await loadedStore();
     const made: string[] = [];
-    for (let i = 0; i < 150; i++) made.push((await first.create(`W${i}`, i % 2 === 0 ? ALICE : BOB)).id);
+    for (let i = 0; i < 150; i++) {
+      made.push((await first.create(`W${i}`, i % 2 === 0 ? ALICE : BOB)).id);
+      await time.advance(1); // listFor orders by createdAt
+    }
     const second = await loadedStore();
     expect(second.listFor(ALICE).map((w) => w.id)).toEqual(made.filter((_, i) => i % 2 === 0));
     expect(second.listFor(BOB)).toHaveLength(75);
@@ -271,7 +319,7 @@ describe("WorkspaceStore.load", () => {
   }
 
   async function bootMessage(): Promise<string> {
-    const error = await rejection(new WorkspaceStore(layout).load());
+    const error = await rejection(new WorkspaceStore(layout, bus).load());
     expect(error).toBeInstanceOf(BootError);
     return (error as BootError).message;
   }

@@ -3,6 +3,8 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { EventBus } from "../../../../src/kernel/events.ts";
+import { createLogger } from "../../../../src/log.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
 import { StorageLayout } from "../../../../src/storage/paths.ts";
 import { WorkspaceStore } from "../../../../src/workspace/store.ts";
@@ -17,10 +19,11 @@ let ws: string;
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), "atrium-progress-"));
   const layout = new StorageLayout(root);
-  const workspaces = new WorkspaceStore(layout);
+  const events = new EventBus(createLogger("silent"));
+  const workspaces = new WorkspaceStore(layout, events);
   await workspaces.load();
   ws = (await workspaces.create("W", ALICE)).id;
-  files = new FileStore(layout, 8 * MIB);
+  files = new FileStore(layout, 8 * MIB, events);
 });
 
 afterEach(async () => {

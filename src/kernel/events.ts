@@ -1,0 +1,108 @@
+import type { Logger } from "../log.ts";
+
+/**
+ * Every event names its workspace. One that carries `ownerId` is about something private to
+ * that person (their file, their user-scope skill) and is for them alone; without it, it is
+ * for every member of the workspace.
+ */
+interface Scoped {
+  workspaceId: string;
+}
+
+interface Private extends Scoped {
+  ownerId: string;
+}
+
+/** What Atrium announces, keyed `<family>.<name>` (CRAFT.md). */
+export type AtriumEvent =
+  | (Private & {
+      type: "file.created";
+      file: { id: string; name: string; mimeType: string; size: number; createdAt: string };
+    })
+  | (Private & { type: "file.deleted"; fileId: string })
+  | (Scoped & {
+      type: "skill.changed";
+      scope: "workspace";
+      name: string;
+      change: SkillChange;
+    })
+  | (Private & {
+      type: "skill.changed";
+      scope: "user";
+      name: string;
+      change: SkillChange;
+    })
+  | (Scoped & { type: "member.added"; principalId: string; role: "admin" | "member" })
+  | (Scoped & { type: "member.removed"; principalId: string });
+
+export type SkillChange = "created" | "updated" | "deleted";
+export type EventType = AtriumEvent["type"];
+export type EventOf<T extends EventType> = Extract<AtriumEvent, { type: T }>;
+
+/** Which events a subscriber wants: by type, by workspace, or both; empty means every one. */
+export interface EventFilter<T extends EventType> {
+  types?: readonly T[];
+  workspaceId?: string;
+}
+
+/** What an emitter needs: it announces, it never listens. */
+export interface EventPublisher {
+  publish(event: AtriumEvent): void;
+}
+
+interface Subscription {
+  types: ReadonlySet<string> | undefined;
+  workspaceId: string | undefined;
+  handler: (event: AtriumEvent) => unknown;
+}
+
+/**
+ * In-process, synchronous fan-out: `publish` returns once every matching subscriber has been
+ * called, in the order they subscribed. A subscriber that throws (or whose promise rejects)
+ * is logged and the others still get the event, so a broken reader never fails the write
+ * that published (test/unit/kernel/events.test.ts). Nothing is kept: a subscriber sees what
+ * is published after it subscribed (replay belongs to the reader, not the bus; ADR 0031).
+ */
+export class EventBus implements EventPublisher {
+  private subscriptions: Subscription[] = [];
+
+  constructor(private readonly log: Logger) {}
+
+  publish(event: AtriumEvent): void {
+    // A snapshot: a handler that subscribes or unsubscribes changes the next publish, not this one.
+    for (const sub of this.subscriptions) {
+      if (sub.types && !sub.types.has(event.type)) continue;
+      if (sub.workspaceId !== undefined && sub.workspaceId !== event.workspaceId) continue;
+      try {
+        const result = sub.handler(event);
+        if (result instanceof Promise) result.catch((error: unknown) => this.failed(event, error));
+      } catch (error) {
+        this.failed(event, error);
+      }
+    }
+  }
+
+  /** Calls `handler` with each matching event from now on; returns the unsubscribe. */
+  subscribe<T extends EventType = EventType>(
+    filter: EventFilter<T>,
+    handler: (event: EventOf<T>) => unknown,
+  ): () => void {
+    const sub: Subscription = {
+      types: filter.types ? new Set<string>(filter.types) : undefined,
+      workspaceId: filter.workspaceId,
+      // The type filter above guarantees only EventOf<T> reaches this handler.
+      handler: handler as (event: AtriumEvent) => unknown,
+    };
+    this.subscriptions = [...this.subscriptions, sub];
+    return () => {
+      this.subscriptions = this.subscriptions.filter((s) => s !== sub);
+    };
+  }
+
+  private failed(event: AtriumEvent, error: unknown): void {
+    this.log.warn(
+      { event: event.type, workspaceId: event.workspaceId, err: error },
+      "event subscriber failed",
+    );
+  }
+}

@@ -1,0 +1,155 @@
+import { Cron } from "croner";
+import type { Logger } from "../log.ts";
+import type { Clock } from "./clock.ts";
+import type { LeaseHolder } from "./leases.ts";
+import type { Timers } from "./timers.ts";
+
+/**
+ * When a job is due: `everyMs` after it was added and then after each time it fell due (a
+ * process that was suspended runs once on waking, not once per missed interval), or on a
+ * cron expression.
+ */
+export type Schedule = { everyMs: number } | { cron: string; timezone?: string };
+
+/** Process-wide work (housekeeping). */
+export interface GlobalJob {
+  name: string;
+  schedule: Schedule;
+  run(): Promise<void>;
+}
+
+/** Work done once per workspace, only for the workspaces whose lease this process holds. */
+export interface WorkspaceJob {
+  name: string;
+  schedule: Schedule;
+  workspaces(): Iterable<string>;
+  run(workspaceId: string): Promise<void>;
+}
+
+export type Job = GlobalJob | WorkspaceJob;
+
+export interface SchedulerDeps {
+  clock: Clock;
+  timers: Timers;
+  leases: LeaseHolder;
+  log: Logger;
+}
+
+// Node's timers fire at once for a delay above 2^31 - 1 ms (about 24.8 days); a far cron
+// date is reached in steps of at most this, re-checking the clock each time.
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
+interface Entry {
+  job: Job;
+  next(afterMs: number): number | undefined;
+  dueMs: number | undefined;
+  cancel?: () => void;
+  running?: Promise<void>;
+}
+
+/**
+ * Runs named jobs on intervals or cron expressions (parsed by croner, never by hand). A job
+ * never overlaps itself: a run still going when the next is due is skipped and logged. A
+ * throwing job is logged and keeps its schedule. `stop()` cancels what is pending and waits
+ * for what runs (graceful drain, ADR 0023). Time comes from the injected clock and timers,
+ * so tests move time instead of waiting for it (test/unit/kernel/scheduler.test.ts).
+ */
+export class Scheduler {
+  private readonly entries = new Map<string, Entry>();
+  private stopped = false;
+
+  constructor(private readonly deps: SchedulerDeps) {}
+
+  /** Adds a job and arms it. Refuses a duplicate name, a bad interval or a bad cron expression. */
+  add(job: Job): void {
+    if (this.stopped) throw new Error(`Scheduler is stopped; job "${job.name}" was not added`);
+    if (this.entries.has(job.name)) throw new Error(`A job named "${job.name}" is already scheduled`);
+    const entry: Entry = { job, next: nextFor(job), dueMs: undefined };
+    entry.dueMs = entry.next(this.deps.clock());
+    this.entries.set(job.name, entry);
+    this.arm(entry);
+  }
+
+  /** Cancels every pending run and resolves once the runs in progress have ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const running: Promise<void>[] = [];
+    for (const entry of this.entries.values()) {
+      entry.cancel?.();
+      if (entry.running) running.push(entry.running);
+    }
+    await Promise.all(running);
+  }
+
+  private arm(entry: Entry): void {
+    if (this.stopped || entry.dueMs === undefined) return;
+    const delayMs = Math.min(Math.max(0, entry.dueMs - this.deps.clock()), MAX_TIMER_DELAY_MS);
+    entry.cancel = this.deps.timers.after(delayMs, () => this.fire(entry));
+  }
+
+  private fire(entry: Entry): void {
+    if (this.stopped || entry.dueMs === undefined) return;
+    const now = this.deps.clock();
+    // Woken early (a capped delay): wait the rest.
+    if (now < entry.dueMs) {
+      this.arm(entry);
+      return;
+    }
+    entry.dueMs = entry.next(now);
+    this.arm(entry);
+    if (entry.running) {
+      this.deps.log.warn({ job: entry.job.name }, "scheduled job still running; this run is skipped");
+      return;
+    }
+    entry.running = this.runOnce(entry.job).finally(() => {
+      entry.running = undefined;
+    });
+  }
+
+  private async runOnce(job: Job): Promise<void> {
+    if (!("workspaces" in job)) return this.guarded(job.name, undefined, () => job.run());
+    for (const workspaceId of job.workspaces()) {
+      if (this.stopped) return;
+      // One process per root holds every lease today (ADR 0022); the seam is what a
+      // scale-out replaces, so a replica never does another replica's workspaces.
+      if (!this.deps.leases.holds(workspaceId)) continue;
+      await this.guarded(job.name, workspaceId, () => job.run(workspaceId));
+    }
+  }
+
+  private async guarded(name: string, workspaceId: string | undefined, run: () => Promise<void>) {
+    try {
+      await run();
+    } catch (error) {
+      this.deps.log.warn(
+        { job: name, workspaceId, err: error },
+        "scheduled job failed; it keeps its schedule",
+      );
+    }
+  }
+}
+
+function nextFor(job: Job): (afterMs: number) => number | undefined {
+  const schedule = job.schedule;
+  if ("everyMs" in schedule) {
+    if (!Number.isSafeInteger(schedule.everyMs) || schedule.everyMs <= 0) {
+      throw new Error(
+        `Job "${job.name}": everyMs must be a positive whole number of ms, got ${schedule.everyMs}`,
+      );
+    }
+    return (afterMs) => afterMs + schedule.everyMs;
+  }
+  let cron: Cron;
+  try {
+    // No callback and paused: croner only computes dates here; the scheduler owns the timers.
+    cron = new Cron(schedule.cron, {
+      paused: true,
+      ...(schedule.timezone ? { timezone: schedule.timezone } : {}),
+    });
+  } catch (error) {
+    throw new Error(
+      `Job "${job.name}": invalid cron expression "${schedule.cron}": ${(error as Error).message}`,
+    );
+  }
+  return (afterMs) => cron.nextRun(new Date(afterMs))?.getTime();
+}
