@@ -20,6 +20,7 @@ import { followPort } from "./instance/load.ts";
 import { acquireInstanceLock, type InstanceLock } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
+import { WorkspaceEventLog } from "./kernel/event-log.ts";
 import { EventBus } from "./kernel/events.ts";
 import { everyLeaseLocal } from "./kernel/leases.ts";
 import { Scheduler } from "./kernel/scheduler.ts";
@@ -126,6 +127,9 @@ async function startLocked(
   clock: Clock,
 ): Promise<RunningAtrium> {
   const events = new EventBus(log);
+  // Subscribed first, so a stream's sequence numbers every event from the first publish.
+  const eventLog = new WorkspaceEventLog(events);
+  const timers = options.timers ?? systemTimers;
   const workspaces = new WorkspaceStore(layout, events, clock);
   await workspaces.load();
   const users = new UserDirectory(layout, clock);
@@ -172,6 +176,8 @@ async function startLocked(
     guidance,
     publicUrl: () => publicUrl,
     maxBodyBytes: config.http.maxBodyBytes,
+    eventLog,
+    timers,
   };
   const secret = await sessionSecret(config.session, layout);
   const sessions = new Sessions(layout, {
@@ -222,7 +228,7 @@ async function startLocked(
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
   const scheduler = new Scheduler({
     clock,
-    timers: options.timers ?? systemTimers,
+    timers,
     leases: everyLeaseLocal,
     log,
   });
@@ -263,6 +269,8 @@ async function startLocked(
         log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
         // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
         const jobsStopped = scheduler.stop();
+        // An event stream never finishes by itself: ended here, it does not hold the drain open.
+        eventLog.closeAll();
         const counts = await drain.drain(config.http.drainSeconds * 1000);
         await jobsStopped;
         await registries.close();

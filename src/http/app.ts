@@ -12,6 +12,7 @@ import { signInRoutes } from "../signin/routes.ts";
 import type { AppEnv } from "../web/app-env.ts";
 import type { RouteDeps } from "./context.ts";
 import { errorBody, errorHandler } from "./error-response.ts";
+import { eventStreamRoutes } from "./event-stream.ts";
 import type { McpEndpoint } from "./mcp/endpoint.ts";
 import { type Authenticators, authenticateMcp, authenticateRest } from "./middleware/authenticate.ts";
 import { bodyLimit } from "./middleware/body-limit.ts";
@@ -142,6 +143,7 @@ function workspaceApp(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   app.route("/", memberRoutes(deps, grants));
   app.route("/", workspaceInvitationRoutes(deps));
   app.route("/", toolRoutes(deps));
+  app.route("/", eventStreamRoutes(deps.eventLog, deps.timers));
   for (const platformApp of PLATFORM_APPS) {
     if (platformApp.workspaceRoutes) app.route("/", platformApp.workspaceRoutes(deps));
   }

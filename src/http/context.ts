@@ -1,4 +1,6 @@
 import type { UserDirectory } from "../identity/users.ts";
+import type { WorkspaceEventLog } from "../kernel/event-log.ts";
+import type { Timers } from "../kernel/timers.ts";
 import type { PlatformServices } from "../platform/services.ts";
 import type { WorkspaceGuidance } from "../platform/skills/guidance.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
@@ -23,4 +25,8 @@ export interface RouteDeps {
   /** The public base URL; known once the listener is bound (port 0 in tests). */
   publicUrl: () => string;
   maxBodyBytes: number;
+  /** The workspace event streams: sequence, replay buffer and live followers (docs/events.md). */
+  eventLog: WorkspaceEventLog;
+  /** How anything a route schedules waits (a stream's heartbeat); tests move a fake clock. */
+  timers: Timers;
 }

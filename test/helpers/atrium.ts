@@ -9,6 +9,7 @@ import type { IdentityProvider } from "../../src/identity/provider.ts";
 import { parseInstance } from "../../src/instance/load.ts";
 import type { InstanceConfig } from "../../src/instance/schema.ts";
 import type { Clock } from "../../src/kernel/clock.ts";
+import type { Timers } from "../../src/kernel/timers.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { DEFAULT_MCP_ERA, type McpEra, versionNegotiationFor } from "./mcp-eras.ts";
@@ -58,6 +59,8 @@ export interface TestAtriumOptions {
   idleEvictMs?: number;
   /** The instance clock (test/helpers/fake-time.ts), so a test moves time instead of waiting. */
   clock?: Clock;
+  /** How the instance waits (a stream's heartbeat, the scheduler); a FakeTime's, to fire by hand. */
+  timers?: Timers;
   /** instance.json's `skills`; `orgDir` is relative to the instance's temp dir, as in a real file. */
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
   /** Where the instance logs (e.g. capturingLogger()); silent unless given. */
@@ -150,6 +153,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       ...(options.dev || options.auth ? {} : { identityProvider: createTestProvider() }),
       ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
+      ...(options.timers === undefined ? {} : { timers: options.timers }),
     });
   } catch (error) {
     if (options.dir === undefined) await rm(dir, { recursive: true, force: true });

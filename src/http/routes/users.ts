@@ -22,6 +22,8 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
     const profile = await deps.users.setDeactivated(target, true);
     // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
     await grants.revokeWhere({ principalId: target });
+    // Their open event streams end now, in every workspace, not at their next request.
+    deps.eventLog.closePerson(target);
     return c.json(profile);
   });
 

@@ -49,6 +49,7 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     requireAdmin(admission);
     const id = admission.workspace.id;
     await deps.workspaces.archive(id);
+    deps.eventLog.closeWorkspace(id);
     await deps.registries.evict(id);
     // Nobody can join or use it any more: its invitations and everyone's grants for its URL end.
     await deps.invitations.revokeAll(id);

@@ -1,0 +1,132 @@
+import { Hono } from "hono";
+import type { EventSink, LoggedEvent, WorkspaceEventLog } from "../kernel/event-log.ts";
+import type { Timers } from "../kernel/timers.ts";
+import type { AppEnv } from "../web/app-env.ts";
+
+/** How a stream behaves toward its client (docs/events.md). */
+export interface EventStreamLimits {
+  /** A comment line this often keeps proxies and clients from timing an idle stream out. */
+  heartbeatMs: number;
+  /** Bytes a connection may have queued and unsent; past this the client is disconnected. */
+  maxQueuedBytes: number;
+}
+
+export const EVENT_STREAM_LIMITS: EventStreamLimits = { heartbeatMs: 15_000, maxQueuedBytes: 1024 * 1024 };
+
+const encoder = new TextEncoder();
+
+/** One event in the SSE wire format; `data` is one line (JSON escapes every newline). */
+export function sseEvent(type: string, data: unknown, id?: string): string {
+  return `${id === undefined ? "" : `id: ${id}\n`}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+const RESET = sseEvent("reset", { reason: "The events you missed are gone; re-read state." });
+const HEARTBEAT = ": heartbeat\n\n";
+
+export interface EventStreamRequest {
+  workspaceId: string;
+  principalId: string;
+  lastEventId: string | undefined;
+  /** Cuts the connection itself: a slow consumer is dropped, not left holding its queue. */
+  disconnect?: () => void;
+}
+
+/**
+ * The body of one event stream: replay or reset, then live events and heartbeats. The queue
+ * is counted in bytes; an event that would push it past `maxQueuedBytes` ends the stream
+ * instead of growing the queue (a client that does not read cannot make the server hold
+ * memory without bound). A closed stream unfollows and stops its heartbeat.
+ */
+export function openEventStream(
+  events: WorkspaceEventLog,
+  timers: Timers,
+  request: EventStreamRequest,
+  limits: EventStreamLimits = EVENT_STREAM_LIMITS,
+): ReadableStream<Uint8Array> {
+  let ended = false;
+  let unfollow = (): void => {};
+  let stopHeartbeat = (): void => {};
+  let queue: ReadableStreamDefaultController<Uint8Array>;
+
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    unfollow();
+    stopHeartbeat();
+  };
+  const send = (text: string): void => {
+    if (ended) return;
+    const bytes = encoder.encode(text);
+    if ((queue.desiredSize ?? 0) < bytes.byteLength) {
+      end();
+      queue.close();
+      request.disconnect?.();
+      return;
+    }
+    queue.enqueue(bytes);
+  };
+  const beat = (): void => {
+    send(HEARTBEAT);
+    if (!ended) stopHeartbeat = timers.after(limits.heartbeatMs, beat);
+  };
+  const sink: EventSink = {
+    deliver: (event: LoggedEvent) => send(sseEvent(event.type, event.data, event.id)),
+    reset: () => send(RESET),
+    close: () => {
+      if (ended) return;
+      end();
+      queue.close();
+    },
+  };
+
+  return new ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        queue = controller;
+        // Sent at once, so the client knows the stream is open before the first event.
+        send(HEARTBEAT);
+        unfollow = events.follow(request.workspaceId, request.principalId, request.lastEventId, sink);
+        if (!ended) stopHeartbeat = timers.after(limits.heartbeatMs, beat);
+      },
+      cancel: end,
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: limits.maxQueuedBytes }),
+  );
+}
+
+/** Node's response, as @hono/node-server hands it to the app in `c.env`. */
+interface NodeBindings {
+  outgoing?: { destroy(): void };
+}
+
+/** `GET /events`, relative to the workspace app (behind the gate). */
+export function eventStreamRoutes(
+  events: WorkspaceEventLog,
+  timers: Timers,
+  limits: EventStreamLimits = EVENT_STREAM_LIMITS,
+): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.get("/events", (c) => {
+    const { workspace } = c.get("admission");
+    const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
+    const body = openEventStream(
+      events,
+      timers,
+      {
+        workspaceId: workspace.id,
+        principalId: c.get("principal").id,
+        lastEventId: c.req.header("last-event-id"),
+        disconnect: () => outgoing?.destroy(),
+      },
+      limits,
+    );
+    return new Response(body, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-accel-buffering": "no",
+      },
+    });
+  });
+  return app;
+}
