@@ -125,6 +125,9 @@ export function eventStreamRoutes(
         "content-type": "text/event-stream; charset=utf-8",
         "cache-control": "no-store",
         "x-accel-buffering": "no",
+        // A stream holds its connection to the end; when it ends (a drain, a removal, a slow
+        // reader) the connection goes too, so no idle keep-alive socket holds a drain open.
+        connection: "close",
       },
     });
   });

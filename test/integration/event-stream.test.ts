@@ -27,6 +27,8 @@ async function stream(user: string, workspaceId: string, lastEventId?: string): 
   );
   expect(response.status).toBe(200);
   expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+  // Its connection ends with it: an idle keep-alive socket left behind would hold a drain open.
+  expect(response.headers.get("connection")).toBe("close");
   return new SseReader(response);
 }
 
@@ -172,6 +174,23 @@ describe("GET /v1/workspaces/:ws/events", () => {
     expect((await stranger.json()).error.code).toBe((await unknown.json()).error.code);
   });
 
+  it("a client that does not read is disconnected once its queue passes the bound, not buffered", async () => {
+    const slow = await stream("alice", ws);
+    // Published in one synchronous run, so none of it can be written out in between: the
+    // connection's queue passes its 1 MiB bound long before the last one.
+    for (let i = 0; i < 20_000; i++) {
+      instance.atrium.events.publish({ type: "member.added", workspaceId: ws, principalId: bobId, role: "member" });
+    }
+    // The connection is cut, not drained: a clean end would first deliver every event that fit
+    // the bound (thousands); the cut comes before the server wrote any of them out.
+    expect((await slow.rest()).length).toBeLessThan(100);
+    // Everyone else is unaffected.
+    const alice = await stream("alice", ws);
+    await upload("alice", "after-slow.txt");
+    expect((await alice.nextEvent())?.event).toBe("file.created");
+    await alice.close();
+  });
+
   it("heartbeats come every 15 seconds of the injected clock", async () => {
     const alice = await stream("alice", ws);
     expect(await alice.next()).toEqual({ comment: "heartbeat" });
@@ -225,7 +244,7 @@ describe("the event stream across a drain and a restart", () => {
       try {
         expect(await reader.rest()).toEqual([]);
         const finished = lines.find((line) => line.msg === "shutdown finished");
-        expect(finished).toMatchObject({ forced: 0 });
+        expect(finished).toMatchObject({ inFlight: 1, finished: 1, forced: 0 });
         const again = await restarted.rest("erin", "GET", `/v1/workspaces/${owner}/events`, undefined, {
           "last-event-id": before?.id ?? "",
         });
