@@ -28,8 +28,9 @@ import { systemTimers, type Timers } from "./kernel/timers.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
+import type { PlatformApp } from "./platform/app.ts";
 import { FileStore } from "./platform/files/store.ts";
-import { createWorkspaceRegistry } from "./platform/index.ts";
+import { createWorkspaceRegistry, PLATFORM_APPS } from "./platform/index.ts";
 import type { PlatformServices } from "./platform/services.ts";
 import { createWorkspaceGuidance } from "./platform/skills/guidance.ts";
 import { SkillService } from "./platform/skills/service.ts";
@@ -54,6 +55,8 @@ export interface StartOptions {
   idleEvictMs?: number;
   housekeepingIntervalMs?: number;
   lockHeartbeatMs?: number;
+  /** The platform apps to serve (default PLATFORM_APPS): adding one is this list and its folder. */
+  apps?: readonly PlatformApp[];
   /** The one clock every part reads the time from; tests move a fake one (ADR 0031). */
   clock?: Clock;
   /** How the scheduler waits; tests fire due jobs by moving a fake clock. */
@@ -147,8 +150,9 @@ async function startLocked(
   const leftovers: LeftoverRules[] = [services.files, services.skillWriter];
   const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
   await recover(RecoveryPass.boot(clock()));
+  const apps = options.apps ?? PLATFORM_APPS;
   const registries = new IdleCache<SourceRegistry>(
-    async (workspaceId) => createWorkspaceRegistry(workspaceId, services),
+    async (workspaceId) => createWorkspaceRegistry(workspaceId, services, apps),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
     clock,
@@ -165,6 +169,7 @@ async function startLocked(
   let publicUrl = config.http.publicUrl;
   const firstWorkspace = new FirstWorkspace(workspaces);
   const deps: RouteDeps = {
+    apps,
     workspaces,
     users,
     invitations,

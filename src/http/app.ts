@@ -7,7 +7,6 @@ import type { PendingAuthorizations } from "../oauth/authorize/pending.ts";
 import { authorizeRoutes } from "../oauth/authorize/routes.ts";
 import { isOAuthPublicPath } from "../oauth/routes/cors.ts";
 import type { AuthorizationServer } from "../oauth/server.ts";
-import { PLATFORM_APPS } from "../platform/index.ts";
 import { signInRoutes } from "../signin/routes.ts";
 import type { AppEnv } from "../web/app-env.ts";
 import type { RouteDeps } from "./context.ts";
@@ -125,7 +124,7 @@ export function createApp(
   app.route("/", invitationRoutes(deps));
   app.route("/", userRoutes(deps, security.oauth.grants));
   app.route("/v1/workspaces/:ws", workspaceApp(deps, security.oauth.grants));
-  for (const platformApp of PLATFORM_APPS) {
+  for (const platformApp of deps.apps) {
     if (platformApp.routes) app.route("/", platformApp.routes(deps));
   }
   return app;
@@ -144,7 +143,7 @@ function workspaceApp(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   app.route("/", workspaceInvitationRoutes(deps));
   app.route("/", toolRoutes(deps));
   app.route("/", eventStreamRoutes(deps.eventLog, deps.timers));
-  for (const platformApp of PLATFORM_APPS) {
+  for (const platformApp of deps.apps) {
     if (platformApp.workspaceRoutes) app.route("/", platformApp.workspaceRoutes(deps));
   }
   return app;

@@ -1,6 +1,7 @@
 import type { UserDirectory } from "../identity/users.ts";
 import type { WorkspaceEventLog } from "../kernel/event-log.ts";
 import type { Timers } from "../kernel/timers.ts";
+import type { PlatformApp } from "../platform/app.ts";
 import type { PlatformServices } from "../platform/services.ts";
 import type { WorkspaceGuidance } from "../platform/skills/guidance.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
@@ -18,6 +19,8 @@ export interface RouteDeps {
   invitations: Invitations;
   firstWorkspace: FirstWorkspace;
   router: Router;
+  /** The platform apps this instance serves: PLATFORM_APPS unless a test adds one. */
+  apps: readonly PlatformApp[];
   dispatch: ToolDispatch;
   registries: IdleCache<SourceRegistry>;
   services: PlatformServices;

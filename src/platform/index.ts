@@ -9,9 +9,13 @@ import { skillsApp } from "./skills/app.ts";
 export const PLATFORM_APPS: readonly PlatformApp[] = [filesApp, skillsApp];
 
 /** A workspace's registry: every platform app as an in-memory source. */
-export function createWorkspaceRegistry(workspaceId: string, services: PlatformServices): SourceRegistry {
+export function createWorkspaceRegistry(
+  workspaceId: string,
+  services: PlatformServices,
+  apps: readonly PlatformApp[] = PLATFORM_APPS,
+): SourceRegistry {
   const registry = new SourceRegistry(workspaceId);
-  for (const app of PLATFORM_APPS) {
+  for (const app of apps) {
     registry.add(
       new McpSource(app.name, {
         kind: "in-memory",

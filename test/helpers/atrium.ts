@@ -11,6 +11,7 @@ import type { InstanceConfig } from "../../src/instance/schema.ts";
 import type { Clock } from "../../src/kernel/clock.ts";
 import type { Timers } from "../../src/kernel/timers.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { DEFAULT_MCP_ERA, type McpEra, versionNegotiationFor } from "./mcp-eras.ts";
 
@@ -65,6 +66,8 @@ export interface TestAtriumOptions {
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
   /** Where the instance logs (e.g. capturingLogger()); silent unless given. */
   log?: Logger;
+  /** The platform apps to serve instead of PLATFORM_APPS (a test adds a throwaway one). */
+  apps?: readonly PlatformApp[];
 }
 
 /** `null` sends no identity header; in dev mode, and with a real `auth`, the name is ignored. */
@@ -154,6 +157,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.timers === undefined ? {} : { timers: options.timers }),
+      ...(options.apps === undefined ? {} : { apps: options.apps }),
     });
   } catch (error) {
     if (options.dir === undefined) await rm(dir, { recursive: true, force: true });
