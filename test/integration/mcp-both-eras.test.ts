@@ -63,6 +63,9 @@ describe.each(ERAS)("era %s", (era) => {
     const listing = await skills.list();
     const entry = listing.skills.find((skill) => skill.frontmatter.name === "careful-deletes");
     expect(entry?.uri).toBe("skill://workspace/careful-deletes/SKILL.md");
+    const { skill } = await skills.get("skill://workspace/careful-deletes/SKILL.md");
+    expect(skill).toEqual(entry);
+    await expect(skills.get("skill://workspace/nope/SKILL.md")).rejects.toThrow(/No skill is served/);
     const read = await client.readResource({ uri: "skill://workspace/careful-deletes" });
     expect(read.contents[0]).toMatchObject({ text: "Ask the person before you delete anything." });
   });

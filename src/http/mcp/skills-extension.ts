@@ -19,11 +19,16 @@ export const SKILLS_CACHE_HINT = { ttlMs: 30_000, cacheScope: "private" } as con
  * not negotiate the extension.
  */
 export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve): SkillsExtension {
-  const packagesOf = ({ workspaceId, principal }: AdmittedCaller) =>
-    guidance.packages(workspaceId, principal.id);
+  const packagesOf = ({ workspaceId, principal }: AdmittedCaller, path?: string) =>
+    guidance.packages(workspaceId, principal.id, path);
+  /** The one package whose SKILL.md is at `uri`, reading that skill's files only. */
+  const packageAt = async (caller: AdmittedCaller, uri: string) => {
+    const path = SKILL_FILE_URI.exec(uri)?.[1];
+    return path === undefined ? undefined : (await packagesOf(caller, path))[0];
+  };
   return new SkillsExtension({
     cacheHint: SKILLS_CACHE_HINT,
-    // The SDK warns on stderr by default; every entry here is built by skillEntry, so a warning
+    // The SDK warns on stderr by default; every entry here is built by toEntry, so a warning
     // would be Atrium's bug and is raised instead of printed.
     strict: true,
     source: {
@@ -31,7 +36,7 @@ export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve)
         serve(ctx, async (caller) => ({ skills: (await packagesOf(caller)).map((pkg) => toEntry(pkg)) })),
       get: (uri, ctx) =>
         serve(ctx, async (caller) => {
-          const found = (await packagesOf(caller)).find((pkg) => skillFileUri(pkg) === uri);
+          const found = await packageAt(caller, uri);
           return found === undefined ? undefined : toEntry(found);
         }),
       read: (uri, ctx) =>
@@ -42,8 +47,7 @@ export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve)
               ? { text: contents.text, mimeType: contents.mimeType }
               : { bytes: Buffer.from(contents.blob, "base64"), mimeType: contents.mimeType };
           }
-          const file = (await packagesOf(caller)).find((pkg) => skillFileUri(pkg) === uri);
-          const bytes = file?.files["SKILL.md"];
+          const bytes = (await packageAt(caller, uri))?.files["SKILL.md"];
           // SKILL.md is UTF-8 text by the Agent Skills standard (skill-dirs.ts parses it as such).
           return bytes === undefined
             ? undefined
@@ -54,6 +58,9 @@ export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve)
     },
   });
 }
+
+// skill://<scope>/<name>/SKILL.md: the entry URI of one skill.
+const SKILL_FILE_URI = /^skill:\/\/([^/]+\/[^/]+)\/SKILL\.md$/;
 
 function skillFileUri(pkg: SkillPackage): string {
   return `skill://${pkg.path}/SKILL.md`;

@@ -11,8 +11,11 @@ export interface WorkspaceGuidance {
   annotateTools<T extends DescribedTool>(workspaceId: string, principalId: string, tools: T[]): Promise<T[]>;
   listResources(workspaceId: string, principalId: string): Promise<SkillResource[]>;
   readResource(workspaceId: string, principalId: string, uri: string): Promise<ResourceContents | undefined>;
-  /** Every skill this caller sees, with the bytes of each of its files (SKILL.md first). */
-  packages(workspaceId: string, principalId: string): Promise<SkillPackage[]>;
+  /**
+   * The skills this caller sees, with the bytes of each of their files (SKILL.md first): every one,
+   * or only the one at `path` (`<scope>/<name>`), so a single lookup reads a single skill's files.
+   */
+  packages(workspaceId: string, principalId: string, path?: string): Promise<SkillPackage[]>;
 }
 
 export interface DescribedTool {
@@ -93,9 +96,10 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       return undefined;
     },
 
-    async packages(workspaceId, principalId) {
+    async packages(workspaceId, principalId, path) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
-      return Promise.all(resolved.map(toPackage));
+      const wanted = path === undefined ? resolved : resolved.filter((s) => `${s.scope}/${s.name}` === path);
+      return Promise.all(wanted.map(toPackage));
     },
   };
 }
