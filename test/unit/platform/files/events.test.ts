@@ -1,31 +1,23 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NotFound, PayloadTooLarge } from "../../../../src/errors.ts";
-import { type AtriumEvent, EventBus } from "../../../../src/kernel/events.ts";
-import { createLogger } from "../../../../src/log.ts";
+import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
-import { StorageLayout } from "../../../../src/storage/paths.ts";
-import { WorkspaceStore } from "../../../../src/workspace/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const MAX_BYTES = 16;
 
-let root: string;
+let temp: TempRoot;
 let files: FileStore;
 let ws: string;
 let time: FakeTime;
 let published: AtriumEvent[];
 
 beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "atrium-file-events-"));
-  const layout = new StorageLayout(root);
-  const events = new EventBus(createLogger("silent"));
-  const workspaces = new WorkspaceStore(layout, events);
-  await workspaces.load();
-  ws = (await workspaces.create("W", ALICE)).id;
+  temp = await openTempRoot("file-events", ALICE);
+  const { layout, events } = temp;
+  ws = temp.ws;
   time = new FakeTime();
   files = new FileStore(layout, MAX_BYTES, events, time.clock);
   published = [];
@@ -33,7 +25,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  await temp.remove();
 });
 
 const body = (text: string) => new Response(text).body;

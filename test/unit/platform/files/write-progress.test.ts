@@ -1,33 +1,26 @@
 import { createHash } from "node:crypto";
-import { mkdtemp, readdir, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { EventBus } from "../../../../src/kernel/events.ts";
-import { createLogger } from "../../../../src/log.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
-import { StorageLayout } from "../../../../src/storage/paths.ts";
-import { WorkspaceStore } from "../../../../src/workspace/store.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const MIB = 1024 * 1024;
 
+let temp: TempRoot;
 let root: string;
 let files: FileStore;
 let ws: string;
 
 beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "atrium-progress-"));
-  const layout = new StorageLayout(root);
-  const events = new EventBus(createLogger("silent"));
-  const workspaces = new WorkspaceStore(layout, events);
-  await workspaces.load();
-  ws = (await workspaces.create("W", ALICE)).id;
-  files = new FileStore(layout, 8 * MIB, events);
+  temp = await openTempRoot("progress", ALICE);
+  ({ root, ws } = temp);
+  files = new FileStore(temp.layout, 8 * MIB, temp.events);
 });
 
 afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  await temp.remove();
 });
 
 describe("a write that reports progress", () => {

@@ -1,30 +1,22 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Conflict, Forbidden, NotFound } from "../../../../src/errors.ts";
-import { type AtriumEvent, EventBus } from "../../../../src/kernel/events.ts";
-import { createLogger } from "../../../../src/log.ts";
+import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
-import { StorageLayout } from "../../../../src/storage/paths.ts";
-import { WorkspaceStore } from "../../../../src/workspace/store.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const BOB = "usr_bbbbbbbbbbbbbbbbbbbbbbbb";
 const DRAFT = { description: "How we write release notes.", body: "# Notes\n\nShort lines.\n" };
 
-let root: string;
+let temp: TempRoot;
 let writer: SkillWriter;
 let ws: string;
 let published: AtriumEvent[];
 
 beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "atrium-skill-events-"));
-  const layout = new StorageLayout(root);
-  const events = new EventBus(createLogger("silent"));
-  const workspaces = new WorkspaceStore(layout, events);
-  await workspaces.load();
-  ws = (await workspaces.create("W", ALICE)).id;
+  temp = await openTempRoot("skill-events", ALICE);
+  const { layout, events, workspaces } = temp;
+  ws = temp.ws;
   await workspaces.addMember(ws, BOB, "member");
   writer = new SkillWriter(layout, workspaces, events);
   published = [];
@@ -32,7 +24,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  await rm(root, { recursive: true, force: true });
+  await temp.remove();
 });
 
 const workspaceTarget = (principalId: string): WriteTarget => ({
