@@ -3,6 +3,8 @@ import { BootError } from "./errors.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { PLATFORM_APPS } from "./platform/index.ts";
+import { configSections } from "./platform/kit.ts";
 import { type RunningAtrium, startAtrium } from "./server.ts";
 import { ATRIUM_VERSION } from "./version.ts";
 import { workspaceMcpUrl } from "./web/urls.ts";
@@ -66,6 +68,7 @@ export async function main(argv: string[]): Promise<number> {
     const config = await loadInstance(values.instance ?? "instance.json", {
       ...(port === undefined ? {} : { port }),
       ...(values.data === undefined ? {} : { dataRoot: values.data }),
+      sections: configSections(PLATFORM_APPS),
     });
     const log = createLogger(config.log.level);
     const atrium = await startAtrium(config, { log });

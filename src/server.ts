@@ -28,19 +28,16 @@ import { systemTimers, type Timers } from "./kernel/timers.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
-import type { PlatformApp } from "./platform/app.ts";
-import { FileStore } from "./platform/files/store.ts";
-import { createWorkspaceRegistry, PLATFORM_APPS } from "./platform/index.ts";
-import type { PlatformServices } from "./platform/services.ts";
-import { createWorkspaceGuidance } from "./platform/skills/guidance.ts";
-import { SkillService } from "./platform/skills/service.ts";
-import { SkillWriter } from "./platform/skills/writer.ts";
+import type { PlatformApp, StartedApp } from "./platform/app.ts";
+import { PLATFORM_APPS } from "./platform/index.ts";
+import { createWorkspaceRegistry, startApps } from "./platform/kit.ts";
 import { ToolDispatch } from "./sources/dispatch.ts";
+import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
 import { StorageLayout } from "./storage/paths.ts";
-import { type LeftoverRules, RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
+import { RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
 import { Invitations } from "./workspace/invitations.ts";
 import { WorkspaceStore } from "./workspace/store.ts";
@@ -140,26 +137,31 @@ async function startLocked(
   const invitations = new Invitations(layout, users, clock);
   await invitations.load();
 
-  const services: PlatformServices = {
-    files: new FileStore(layout, config.files.maxUploadBytes, events, clock),
-    skills: new SkillService(layout, config.skills, log),
-    skillWriter: new SkillWriter(layout, workspaces, events, clock),
-  };
-  // Before anything is served: complete or remove what interrupted writes left, and rebuild
-  // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
-  const leftovers: LeftoverRules[] = [services.files, services.skillWriter];
-  const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
-  await recover(RecoveryPass.boot(clock()));
-  const apps = options.apps ?? PLATFORM_APPS;
+  // A registry is built on a workspace's first request, by which time every app has started;
+  // the dispatch exists before the apps so that an app can call tools (a task run).
+  const apps: StartedApp[] = [];
   const registries = new IdleCache<SourceRegistry>(
-    async (workspaceId) => createWorkspaceRegistry(workspaceId, services, apps),
+    async (workspaceId) => createWorkspaceRegistry(workspaceId, apps),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
     clock,
   );
   const router = new Router(log);
   const dispatch = new ToolDispatch(workspaces, registries, router);
-  const guidance = createWorkspaceGuidance(services.skills);
+  const scheduler = new Scheduler({ clock, timers, leases: everyLeaseLocal, log });
+  apps.push(
+    ...(await startApps(
+      options.apps ?? PLATFORM_APPS,
+      { layout, workspaces, dispatch, events, clock, timers, scheduler, log },
+      config,
+    )),
+  );
+  // Before anything is served: complete or remove what interrupted writes left, and rebuild
+  // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
+  const leftovers = apps.flatMap((app) => (app.leftovers ? [app.leftovers] : []));
+  const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
+  await recover(RecoveryPass.boot(clock()));
+  const guidance = composeGuidance(apps.flatMap((app) => (app.guidance ? [app.guidance] : [])));
   const endpoint = new McpEndpoint(
     createFrontServers({ router, registries, dispatch, guidance, log }),
     config.http.maxBodyBytes,
@@ -177,10 +179,10 @@ async function startLocked(
     router,
     dispatch,
     registries,
-    services,
     guidance,
     publicUrl: () => publicUrl,
     maxBodyBytes: config.http.maxBodyBytes,
+    events,
     eventLog,
     timers,
   };
@@ -231,12 +233,6 @@ async function startLocked(
   publicUrl = followPort(config.http.publicUrl, port);
   await lock.setPublicUrl(publicUrl);
   log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
-  const scheduler = new Scheduler({
-    clock,
-    timers,
-    leases: everyLeaseLocal,
-    log,
-  });
   scheduleHousekeeping(
     scheduler,
     [

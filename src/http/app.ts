@@ -7,6 +7,7 @@ import type { PendingAuthorizations } from "../oauth/authorize/pending.ts";
 import { authorizeRoutes } from "../oauth/authorize/routes.ts";
 import { isOAuthPublicPath } from "../oauth/routes/cors.ts";
 import type { AuthorizationServer } from "../oauth/server.ts";
+import type { StartedApp } from "../platform/app.ts";
 import { signInRoutes } from "../signin/routes.ts";
 import type { AppEnv } from "../web/app-env.ts";
 import type { RouteDeps } from "./context.ts";
@@ -28,7 +29,8 @@ import { toolRoutes } from "./routes/tools.ts";
 import { userRoutes } from "./routes/users.ts";
 import { workspaceItemRoutes, workspaceRoutes } from "./routes/workspaces.ts";
 
-const UPLOAD_PATH = /^\/v1\/workspaces\/[^/]+\/files$/;
+/** A path under `/v1/workspaces/:ws`, and the part of it after the workspace. */
+const WORKSPACE_ROUTE = /^\/v1\/workspaces\/[^/]+(\/.*)$/;
 
 /** Who can vouch for a caller: the identity provider, browser sessions, Atrium's own OAuth server. */
 export interface Security {
@@ -78,8 +80,7 @@ export function createApp(
     "*",
     bodyLimit({
       maxBodyBytes: deps.maxBodyBytes,
-      streamedLimit: (path, method) =>
-        method === "POST" && UPLOAD_PATH.test(path) ? deps.services.files.maxBytes : undefined,
+      streamedLimit: streamedBodyLimits(deps.apps),
     }),
   );
   const authenticators: Authenticators = {
@@ -125,7 +126,7 @@ export function createApp(
   app.route("/", userRoutes(deps, security.oauth.grants));
   app.route("/v1/workspaces/:ws", workspaceApp(deps, security.oauth.grants));
   for (const platformApp of deps.apps) {
-    if (platformApp.routes) app.route("/", platformApp.routes(deps));
+    if (platformApp.routes) app.route("/", platformApp.routes);
   }
   return app;
 }
@@ -144,7 +145,18 @@ function workspaceApp(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   app.route("/", toolRoutes(deps));
   app.route("/", eventStreamRoutes(deps.eventLog, deps.timers));
   for (const platformApp of deps.apps) {
-    if (platformApp.workspaceRoutes) app.route("/", platformApp.workspaceRoutes(deps));
+    if (platformApp.workspaceRoutes) app.route("/", platformApp.workspaceRoutes);
   }
   return app;
+}
+
+/** The limit of each app's streamed workspace routes (an upload), by method and path. */
+function streamedBodyLimits(
+  apps: readonly StartedApp[],
+): (path: string, method: string) => number | undefined {
+  const bodies = apps.flatMap((app) => app.streamedBodies ?? []);
+  return (path, method) => {
+    const relative = WORKSPACE_ROUTE.exec(path)?.[1];
+    return bodies.find((body) => body.method === method && body.path === relative)?.maxBytes;
+  };
 }

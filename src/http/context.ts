@@ -1,10 +1,10 @@
 import type { UserDirectory } from "../identity/users.ts";
 import type { WorkspaceEventLog } from "../kernel/event-log.ts";
+import type { EventPublisher } from "../kernel/events.ts";
 import type { Timers } from "../kernel/timers.ts";
-import type { PlatformApp } from "../platform/app.ts";
-import type { PlatformServices } from "../platform/services.ts";
-import type { WorkspaceGuidance } from "../platform/skills/guidance.ts";
+import type { StartedApp } from "../platform/app.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
+import type { WorkspaceGuidance } from "../sources/guidance.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import type { SourceRegistry } from "../sources/registry.ts";
 import type { Router } from "../sources/router.ts";
@@ -19,15 +19,17 @@ export interface RouteDeps {
   invitations: Invitations;
   firstWorkspace: FirstWorkspace;
   router: Router;
-  /** The platform apps this instance serves: PLATFORM_APPS unless a test adds one. */
-  apps: readonly PlatformApp[];
+  /** The platform apps this instance runs: PLATFORM_APPS unless a test adds one. */
+  apps: readonly StartedApp[];
   dispatch: ToolDispatch;
   registries: IdleCache<SourceRegistry>;
-  services: PlatformServices;
+  /** What the apps tell each caller besides their tools, composed. */
   guidance: WorkspaceGuidance;
   /** The public base URL; known once the listener is bound (port 0 in tests). */
   publicUrl: () => string;
   maxBodyBytes: number;
+  /** Where what happened is announced (kernel/events.ts). */
+  events: EventPublisher;
   /** The workspace event streams: sequence, replay buffer and live followers (docs/events.md). */
   eventLog: WorkspaceEventLog;
   /** How anything a route schedules waits (a stream's heartbeat); tests move a fake clock. */

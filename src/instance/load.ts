@@ -8,12 +8,11 @@ import {
   ACCESS_TOKEN_TTL_DEFAULT,
   CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   type ClaimMapping,
+  type ConfigSection,
   DRAIN_SECONDS_DEFAULT,
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
-  MAX_INSTRUCTIONS_BYTES_DEFAULT,
-  MAX_UPLOAD_BYTES_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
   REFRESH_TOKEN_TTL_DEFAULT,
   REGISTRATIONS_PER_HOUR_DEFAULT,
@@ -26,11 +25,35 @@ const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => void 
 // strictRequired is off because auth uses if/then to require provider fields declared one level up.
 const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false });
 addFormats.default(ajv);
-const validate = ajv.compile(instanceSchema);
+
+/** The platform apps' sections of instance.json, by section name (the app's name). */
+export type ConfigSections = Readonly<Record<string, ConfigSection<unknown>>>;
 
 export interface Overrides {
   port?: number;
   dataRoot?: string;
+  /** The sections the platform apps declare; a top-level key that is none of these is refused. */
+  sections?: ConfigSections;
+}
+
+// One compiled validator per set of sections: an instance loads its file once, tests many times.
+const validators = new WeakMap<ConfigSections, ReturnType<typeof ajv.compile>>();
+const NO_SECTIONS: ConfigSections = {};
+
+function validatorFor(sections: ConfigSections): ReturnType<typeof ajv.compile> {
+  let validate = validators.get(sections);
+  if (!validate) {
+    const properties: Record<string, unknown> = { ...instanceSchema.properties };
+    for (const [name, section] of Object.entries(sections)) {
+      if (name in properties) throw new Error(`A platform app's config section "${name}" is a core one.`);
+      properties[name] = section.schema;
+    }
+    // Without the $id, which ajv would refuse to register twice.
+    const { $id: _published, ...schema } = instanceSchema;
+    validate = ajv.compile({ ...schema, properties });
+    validators.set(sections, validate);
+  }
+  return validate;
 }
 
 /** Reads, validates and resolves instance.json. There is no default file and no default provider. */
@@ -60,6 +83,8 @@ export function parseInstance(
   raw: unknown,
   options: Overrides & { source: string; baseDir: string },
 ): InstanceConfig {
+  const sections = options.sections ?? NO_SECTIONS;
+  const validate = validatorFor(sections);
   if (!validate(raw)) {
     // "must match then/else" only restates the errors beneath it.
     const problems = (validate.errors ?? [])
@@ -94,12 +119,14 @@ export function parseInstance(
       maxBodyBytes: file.http.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
       drainSeconds: file.http.drainSeconds ?? DRAIN_SECONDS_DEFAULT,
     },
-    files: { maxUploadBytes: file.files?.maxUploadBytes ?? MAX_UPLOAD_BYTES_DEFAULT },
-    skills: {
-      orgDir: file.skills?.orgDir === undefined ? undefined : resolve(options.baseDir, file.skills.orgDir),
-      maxInstructionsBytes: file.skills?.maxInstructionsBytes ?? MAX_INSTRUCTIONS_BYTES_DEFAULT,
-    },
     log: { level: file.log?.level ?? "info" },
+    sections: Object.fromEntries(
+      Object.keys(sections).flatMap((name) => {
+        const section = (raw as Record<string, unknown>)[name];
+        return section === undefined ? [] : [[name, section]];
+      }),
+    ),
+    baseDir: options.baseDir,
   };
 }
 
@@ -116,8 +143,6 @@ interface InstanceFile {
   };
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number; drainSeconds?: number };
-  files?: { maxUploadBytes?: number };
-  skills?: { orgDir?: string; maxInstructionsBytes?: number };
   log?: { level?: string };
 }
 

@@ -1,14 +1,10 @@
 // The JSON Schema of instance.json. Every field an operator can set is here, with its
 // bounds; the loader refuses anything else by naming the field.
 
-export const MAX_UPLOAD_BYTES_DEFAULT = 50 * 1024 * 1024;
 export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
 /** How long a graceful stop lets in-flight requests finish before cutting them off. */
 export const DRAIN_SECONDS_DEFAULT = 10;
 export const MAX_DRAIN_SECONDS = 600;
-export const MAX_INSTRUCTIONS_BYTES_DEFAULT = 32 * 1024;
-/** Below this the preamble and the truncation note alone would not fit. */
-export const MIN_INSTRUCTIONS_BYTES = 1024;
 export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
@@ -108,23 +104,6 @@ export const instanceSchema = {
         drainSeconds: { type: "integer", minimum: 0, maximum: MAX_DRAIN_SECONDS },
       },
     },
-    files: {
-      type: "object",
-      additionalProperties: false,
-      properties: { maxUploadBytes: { type: "integer", minimum: 1 } },
-    },
-    skills: {
-      type: "object",
-      additionalProperties: false,
-      properties: {
-        orgDir: {
-          type: "string",
-          minLength: 1,
-          description: "Folder of org-scope skills, relative to this file.",
-        },
-        maxInstructionsBytes: { type: "integer", minimum: MIN_INSTRUCTIONS_BYTES },
-      },
-    },
     log: {
       type: "object",
       additionalProperties: false,
@@ -197,7 +176,22 @@ export interface InstanceConfig {
   oauth: OAuthConfig;
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes: number; drainSeconds: number };
-  files: { maxUploadBytes: number };
-  skills: { orgDir: string | undefined; maxInstructionsBytes: number };
   log: { level: string };
+  /**
+   * Each platform app's own section of instance.json (`files`, `skills`, …), as the schema the app
+   * declared has checked it; absent when the file leaves it out. The app resolves its defaults.
+   */
+  sections: Readonly<Record<string, unknown>>;
+  /** The folder instance.json is in: a relative path inside an app's section is relative to it. */
+  baseDir: string;
+}
+
+/**
+ * A top-level section of instance.json that a platform app owns: its JSON Schema (validated with
+ * the rest of the file, so a mistake is refused at boot by field name) and how the app turns the
+ * checked section, or its absence, into its settings.
+ */
+export interface ConfigSection<Settings> {
+  schema: Record<string, unknown>;
+  resolve(section: unknown, where: { baseDir: string }): Settings;
 }

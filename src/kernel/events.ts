@@ -33,7 +33,20 @@ export type AtriumEvent =
       change: SkillChange;
     })
   | (Scoped & { type: "member.added"; principalId: string; role: "admin" | "member" })
-  | (Scoped & { type: "member.removed"; principalId: string });
+  | (Scoped & { type: "member.removed"; principalId: string })
+  /** An org admin deactivated a member: published once for each workspace they belong to. */
+  | (Scoped & { type: "member.deactivated"; principalId: string; name?: string | undefined })
+  | (Scoped & { type: "notification.created"; notification: NotificationSummary })
+  | (Private & { type: "notification.created"; notification: NotificationSummary });
+
+/** What the event stream says of a new inbox entry; the entry itself is read from the inbox. */
+export interface NotificationSummary {
+  id: string;
+  seq: number;
+  source: string;
+  severity: string;
+  title: string;
+}
 
 export type SkillChange = "created" | "updated" | "deleted";
 export type EventType = AtriumEvent["type"];

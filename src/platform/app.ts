@@ -1,22 +1,89 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { Hono } from "hono";
-import type { RouteDeps } from "../http/context.ts";
+import type { ConfigSection } from "../instance/schema.ts";
+import type { Clock } from "../kernel/clock.ts";
+import type { EventBus } from "../kernel/events.ts";
+import type { Scheduler } from "../kernel/scheduler.ts";
+import type { Timers } from "../kernel/timers.ts";
+import type { Logger } from "../log.ts";
+import type { ToolDispatch } from "../sources/dispatch.ts";
+import type { WorkspaceGuidance } from "../sources/guidance.ts";
+import type { StorageLayout } from "../storage/paths.ts";
+import type { LeftoverRules } from "../storage/recovery.ts";
 import type { AppEnv } from "../web/app-env.ts";
-import type { PlatformServices } from "./services.ts";
+import type { WorkspaceStore } from "../workspace/store.ts";
 
 /**
- * A platform app is one unit: its MCP server (one per workspace, on the in-memory arm) and
- * its REST routes. Adding an app is adding a folder and one line in `platform/index.ts`.
+ * A platform app is one module: it declares its name, its section of instance.json and its
+ * folder in each workspace, and `start` builds its stores from the kernel context and returns
+ * its MCP server and routes. Adding an app is its folder and one line in `platform/index.ts`
+ * (docs/platform-apps.md; test/integration/throwaway-app.test.ts proves it).
  */
-export interface PlatformApp {
+export interface PlatformApp<Settings = unknown> {
   /** The source name: the `<source>` of `<source>__<tool>`. */
   name: string;
-  createServer(workspaceId: string, services: PlatformServices): McpServer;
+  /** instance.json's `<name>` section, validated with the rest of the file at boot. */
+  config?: ConfigSection<Settings>;
+  /** The app's folder under each workspace, `<ws>/<partition>/`; the app's name when not given. */
+  partition?: string;
+  start(context: AppContext<Settings>): RunningApp | Promise<RunningApp>;
+}
+
+/** What the kernel gives an app to build its stores from; the same objects for every app. */
+export interface AppContext<Settings> {
+  /** The app's section of instance.json with the app's defaults applied. */
+  settings: Settings;
+  /** Paths inside the app's own folder of each workspace. */
+  storage: AppStorage;
+  /** Every path under the data root, for an app whose records also live outside workspaces. */
+  layout: StorageLayout;
+  /** Workspaces and their members: `roleOf` is the one membership question. */
+  workspaces: WorkspaceStore;
+  /** Calls a tool as (person, workspace), with the same checks as an MCP request. */
+  dispatch: ToolDispatch;
+  events: EventBus;
+  clock: Clock;
+  timers: Timers;
+  scheduler: Scheduler;
+  /** The instance's log, with the app's name on every line. */
+  log: Logger;
+}
+
+/** The app's folder of each workspace, and the owner partitions inside it. */
+export interface AppStorage {
+  partition: string;
+  dir(workspaceId: string): string;
+  ownerDir(workspaceId: string, ownerId: string): string;
+  recordDir(workspaceId: string, ownerId: string, recordId: string): string;
+}
+
+/** A started app: what the HTTP app, the MCP front door and recovery take from it. */
+export interface RunningApp {
+  /** The app's MCP server for one workspace, served on the in-memory arm of its source. */
+  createServer(workspaceId: string): McpServer;
   /**
    * Routes of one workspace, paths relative to `/v1/workspaces/:ws`, mounted behind the workspace
    * gate: a handler here always finds the caller's admission, and cannot be reached without it.
    */
-  workspaceRoutes?(deps: RouteDeps): Hono<AppEnv>;
+  workspaceRoutes?: Hono<AppEnv>;
   /** Routes outside any one workspace (a file by its bare id), each checking membership itself. */
-  routes?(deps: RouteDeps): Hono<AppEnv>;
+  routes?: Hono<AppEnv>;
+  /** Workspace routes whose body is streamed to disk, with a larger limit than a JSON body's. */
+  streamedBodies?: readonly StreamedBody[];
+  /** What the app recovers after a crash, at boot and hourly (storage/recovery.ts). */
+  leftovers?: LeftoverRules;
+  /** What the app tells callers besides its tools (instructions, resources, skills). */
+  guidance?: Partial<WorkspaceGuidance>;
+}
+
+export interface StreamedBody {
+  method: string;
+  /** Relative to `/v1/workspaces/:ws`, e.g. `/files`. */
+  path: string;
+  maxBytes: number;
+}
+
+/** An app as the instance runs it: its name and what its start returned. */
+export interface StartedApp extends RunningApp {
+  name: string;
 }

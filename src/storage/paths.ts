@@ -10,8 +10,11 @@ import { TEMP_PREFIX } from "./atomic.ts";
 export const RESERVED_ROOT_FOLDERS = ["_instance", "_archive"] as const;
 export const WORKSPACE_FILE = "workspace.json";
 
-/** The primitives stored with an owner partition. */
-export type OwnedPrimitive = "files";
+/**
+ * A platform app's folder in each workspace (`files`, `notifications`, …): its name is the app's
+ * storage partition, lowercase words, never the workspace's own file.
+ */
+const PARTITION = /^[a-z][a-z0-9-]{0,62}$/;
 
 const RECORD_ID = /^[a-z]{2,4}_[0-9a-f]{16,32}$/;
 
@@ -124,20 +127,24 @@ export class StorageLayout {
     return this.within(this.userDir(principalId), "skills");
   }
 
-  primitiveDir(workspaceId: string, primitive: OwnedPrimitive): string {
-    return this.within(this.workspaceDir(workspaceId), primitive);
+  /** `<ws>/<partition>/`: the folder one platform app keeps its records of a workspace in. */
+  partitionDir(workspaceId: string, partition: string): string {
+    return this.within(
+      this.workspaceDir(workspaceId),
+      checkSegment("storage partition", partition, (v) => PARTITION.test(v)),
+    );
   }
 
-  ownerDir(workspaceId: string, primitive: OwnedPrimitive, ownerId: string): string {
+  ownerDir(workspaceId: string, partition: string, ownerId: string): string {
     return this.within(
-      this.primitiveDir(workspaceId, primitive),
+      this.partitionDir(workspaceId, partition),
       checkSegment("owner", ownerId, isPrincipalId),
     );
   }
 
-  recordDir(workspaceId: string, primitive: OwnedPrimitive, ownerId: string, recordId: string): string {
+  recordDir(workspaceId: string, partition: string, ownerId: string, recordId: string): string {
     return this.within(
-      this.ownerDir(workspaceId, primitive, ownerId),
+      this.ownerDir(workspaceId, partition, ownerId),
       checkSegment("record id", recordId, (v) => RECORD_ID.test(v)),
     );
   }

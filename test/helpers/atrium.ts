@@ -12,6 +12,8 @@ import type { Clock } from "../../src/kernel/clock.ts";
 import type { Timers } from "../../src/kernel/timers.ts";
 import { createLogger, type Logger } from "../../src/log.ts";
 import type { PlatformApp } from "../../src/platform/app.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { configSections } from "../../src/platform/kit.ts";
 import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { DEFAULT_MCP_ERA, type McpEra, versionNegotiationFor } from "./mcp-eras.ts";
 
@@ -64,6 +66,8 @@ export interface TestAtriumOptions {
   timers?: Timers;
   /** instance.json's `skills`; `orgDir` is relative to the instance's temp dir, as in a real file. */
   skills?: { orgDir?: string; maxInstructionsBytes?: number };
+  /** Other sections of instance.json, by name: a platform app's own (test/integration/throwaway-app.test.ts). */
+  sections?: Record<string, unknown>;
   /** Where the instance logs (e.g. capturingLogger()); silent unless given. */
   log?: Logger;
   /** The platform apps to serve instead of PLATFORM_APPS (a test adds a throwaway one). */
@@ -145,9 +149,10 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       },
       ...(options.maxUploadBytes === undefined ? {} : { files: { maxUploadBytes: options.maxUploadBytes } }),
       ...(options.skills === undefined ? {} : { skills: options.skills }),
+      ...options.sections,
       log: { level: "silent" },
     },
-    { source: "test instance", baseDir: dir },
+    { source: "test instance", baseDir: dir, sections: configSections(options.apps ?? PLATFORM_APPS) },
   );
   let atrium: RunningAtrium;
   try {

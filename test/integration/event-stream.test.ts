@@ -179,7 +179,12 @@ describe("GET /v1/workspaces/:ws/events", () => {
     // Published in one synchronous run, so none of it can be written out in between: the
     // connection's queue passes its 1 MiB bound long before the last one.
     for (let i = 0; i < 20_000; i++) {
-      instance.atrium.events.publish({ type: "member.added", workspaceId: ws, principalId: bobId, role: "member" });
+      instance.atrium.events.publish({
+        type: "member.added",
+        workspaceId: ws,
+        principalId: bobId,
+        role: "member",
+      });
     }
     // The connection is cut, not drained: a clean end would first deliver every event that fit
     // the bound (thousands); the cut comes before the server wrote any of them out.

@@ -2,6 +2,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CallToolResult, Client } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { skillsConfig } from "../../src/platform/skills/config.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 
 interface ListedSkill {
@@ -45,7 +46,7 @@ const folders = {
   user: () => join(instance.root, "_instance", "users", testPrincipal("alice").id, "skills"),
   workspace: (ws = wsA) => join(instance.root, ws, "skills"),
   org: () => {
-    const dir = instance.config.skills.orgDir;
+    const dir = skillsConfig.resolve(instance.config.sections.skills, instance.config).orgDir;
     if (dir === undefined) throw new Error("the test instance has no org skills folder");
     return dir;
   },

@@ -1,4 +1,4 @@
-import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
+import type { WorkspaceGuidance } from "../../sources/guidance.ts";
 import { SKILL_URI_TEMPLATE } from "./skills-extension.ts";
 
 // The spec's cap on values in one completion answer.

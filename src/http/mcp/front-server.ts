@@ -6,8 +6,8 @@ import {
 } from "@modelcontextprotocol/server";
 import type { Principal } from "../../identity/principal.ts";
 import type { Logger } from "../../log.ts";
-import type { WorkspaceGuidance } from "../../platform/skills/guidance.ts";
 import type { ToolDispatch } from "../../sources/dispatch.ts";
+import type { WorkspaceGuidance } from "../../sources/guidance.ts";
 import type { IdleCache } from "../../sources/idle-cache.ts";
 import type { ProgressListener } from "../../sources/mcp-source.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";

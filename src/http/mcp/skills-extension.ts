@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { type Skill, SkillsExtension } from "@modelcontextprotocol/server/ext/skills";
-import type { SkillPackage, WorkspaceGuidance } from "../../platform/skills/guidance.ts";
+import type { SkillPackage, WorkspaceGuidance } from "../../sources/guidance.ts";
 import type { AdmittedCaller, Serve } from "./front-server.ts";
 
 /** The resource template the extension serves every skill file under. */

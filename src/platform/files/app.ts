@@ -1,10 +1,20 @@
 import type { PlatformApp } from "../app.ts";
+import { type FilesSettings, filesConfig } from "./config.ts";
 import { fileRoutes, fileWorkspaceRoutes } from "./routes.ts";
 import { createFilesServer } from "./server.ts";
+import { FileStore } from "./store.ts";
 
-export const filesApp: PlatformApp = {
+export const filesApp: PlatformApp<FilesSettings> = {
   name: "files",
-  createServer: createFilesServer,
-  workspaceRoutes: fileWorkspaceRoutes,
-  routes: fileRoutes,
+  config: filesConfig,
+  start({ settings, layout, events, clock, workspaces }) {
+    const files = new FileStore(layout, settings.maxUploadBytes, events, clock);
+    return {
+      createServer: (workspaceId) => createFilesServer(workspaceId, files),
+      workspaceRoutes: fileWorkspaceRoutes(files),
+      routes: fileRoutes(files, workspaces),
+      streamedBodies: [{ method: "POST", path: "/files", maxBytes: files.maxBytes }],
+      leftovers: files,
+    };
+  },
 };

@@ -1,18 +1,18 @@
 import { Hono } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
-import type { RouteDeps } from "../../http/context.ts";
 import type { AppEnv } from "../../web/app-env.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
 import { MAX_PAGE_SIZE } from "./listings.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
+import type { FileStore } from "./store.ts";
 
 const FORM_DEFAULT_TYPE = "application/x-www-form-urlencoded";
 
 /**
  * Files over REST, behind the workspace gate: upload, streamed to disk, and the caller's list.
  */
-export function fileWorkspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
+export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const { files } = deps.services;
 
   // A declared length over files.maxBytes is refused before this runs, and every 413 ends its
   // connection gracefully (http/middleware/body-limit.ts); a chunked body is counted by upload().
@@ -45,13 +45,12 @@ export function fileWorkspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
 }
 
 /** A file by its bare id, resolved only through the caller's own partitions of their workspaces. */
-export function fileRoutes(deps: RouteDeps): Hono<AppEnv> {
+export function fileRoutes(files: FileStore, workspaces: Pick<WorkspaceStore, "roleOf">): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const { files } = deps.services;
 
   // One lookup in the file locator, not a search of the caller's workspaces (adr/0025).
   const locate = async (principalId: string, fileId: string): Promise<string> =>
-    files.locate(principalId, fileId, (ws) => deps.workspaces.roleOf(ws, principalId) !== undefined);
+    files.locate(principalId, fileId, (ws) => workspaces.roleOf(ws, principalId) !== undefined);
 
   app.get("/v1/files/:id", async (c) => {
     const owner = c.get("principal").id;

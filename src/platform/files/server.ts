@@ -5,9 +5,9 @@ import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { platformInput, platformTool, progressReporter } from "../platform-tool.ts";
-import type { PlatformServices } from "../services.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
+import type { FileStore } from "./store.ts";
 
 /** Past this size files__read answers with a pointer to the REST download instead. */
 export const MAX_MCP_READ_BYTES = 8 * 1024 * 1024;
@@ -15,9 +15,8 @@ export const MAX_MCP_READ_BYTES = 8 * 1024 * 1024;
 const fileIdInput = { id: z.string().describe("The file id, fl_ followed by 24 hex digits.") };
 
 /** The files app as an MCP server for one workspace. The caller comes from host-owned `_meta`. */
-export function createFilesServer(workspaceId: string, services: PlatformServices): McpServer {
+export function createFilesServer(workspaceId: string, files: FileStore): McpServer {
   const server = new McpServer({ name: "atrium-files", version: ATRIUM_VERSION });
-  const { files } = services;
 
   const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
     platformTool(workspaceId, run);

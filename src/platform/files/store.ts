@@ -175,7 +175,7 @@ export class FileStore implements LeftoverRules {
   private async ensureOwnerDir(workspaceId: string, ownerId: string): Promise<string> {
     const ownerDir = this.layout.ownerDir(workspaceId, "files", ownerId);
     try {
-      await makeFolderIfMissing(this.layout.primitiveDir(workspaceId, "files"));
+      await makeFolderIfMissing(this.layout.partitionDir(workspaceId, "files"));
       await makeFolderIfMissing(ownerDir);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
@@ -272,7 +272,7 @@ export class FileStore implements LeftoverRules {
     pass: RecoveryPass,
   ): Promise<void> {
     if (!present.has("files")) return;
-    const primitiveDir = this.layout.primitiveDir(workspaceId, "files");
+    const primitiveDir = this.layout.partitionDir(workspaceId, "files");
     for (const owner of await sweepTempEntries(primitiveDir, pass)) {
       if (!owner.isDirectory()) continue;
       const ownerDir = join(primitiveDir, owner.name);

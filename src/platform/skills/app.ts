@@ -1,9 +1,23 @@
 import type { PlatformApp } from "../app.ts";
+import { type SkillSettings, skillsConfig } from "./config.ts";
+import { createWorkspaceGuidance } from "./guidance.ts";
 import { skillRoutes } from "./routes.ts";
 import { createSkillsServer } from "./server.ts";
+import { SkillService } from "./service.ts";
+import { SkillWriter } from "./writer.ts";
 
-export const skillsApp: PlatformApp = {
+export const skillsApp: PlatformApp<SkillSettings> = {
   name: "skills",
-  createServer: createSkillsServer,
-  workspaceRoutes: skillRoutes,
+  config: skillsConfig,
+  start({ settings, layout, workspaces, events, clock, log }) {
+    const skills = new SkillService(layout, settings, log);
+    const writer = new SkillWriter(layout, workspaces, events, clock);
+    return {
+      createServer: (workspaceId) => createSkillsServer(workspaceId, skills, writer),
+      workspaceRoutes: skillRoutes(skills, writer),
+      leftovers: writer,
+      // The instructions, tool notes, resources and Skills Extension packages of every caller.
+      guidance: createWorkspaceGuidance(skills),
+    };
+  },
 };

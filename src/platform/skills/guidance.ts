@@ -1,47 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { ResourceContents, SkillPackage, WorkspaceGuidance } from "../../sources/guidance.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
 import { SKILL_FILE } from "./skill-dirs.ts";
-
-/** What the MCP front asks of skills for one caller in one workspace. */
-export interface WorkspaceGuidance {
-  instructions(workspaceId: string, principalId: string): Promise<string>;
-  annotateTools<T extends DescribedTool>(workspaceId: string, principalId: string, tools: T[]): Promise<T[]>;
-  listResources(workspaceId: string, principalId: string): Promise<SkillResource[]>;
-  readResource(workspaceId: string, principalId: string, uri: string): Promise<ResourceContents | undefined>;
-  /**
-   * The skills this caller sees, with the bytes of each of their files (SKILL.md first): every one,
-   * or only the one at `path` (`<scope>/<name>`), so a single lookup reads a single skill's files.
-   */
-  packages(workspaceId: string, principalId: string, path?: string): Promise<SkillPackage[]>;
-}
-
-export interface DescribedTool {
-  name: string;
-  description?: string;
-}
-
-export interface SkillResource {
-  uri: string;
-  name: string;
-  description?: string;
-  mimeType?: string;
-}
-
-export type ResourceContents =
-  | { uri: string; mimeType?: string; text: string }
-  | { uri: string; mimeType?: string; blob: string };
-
-/** One skill as the Skills Extension publishes it: `skill://<path>/SKILL.md` and its files. */
-export interface SkillPackage {
-  /** `<scope>/<name>`, the part of every URI of this skill after `skill://`. */
-  path: string;
-  name: string;
-  description: string;
-  files: Record<string, Uint8Array>;
-}
 
 export function skillUri(skill: Skill, file?: string): string {
   return `skill://${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;

@@ -1,6 +1,6 @@
-import { MIN_INSTRUCTIONS_BYTES } from "../../instance/schema.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { loadingChannel } from "./channel.ts";
+import { MIN_INSTRUCTIONS_BYTES } from "./config.ts";
 import type { Skill } from "./model.ts";
 
 const READ_TOOL = joinToolName("skills", "read");

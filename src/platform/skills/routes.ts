@@ -1,17 +1,16 @@
 import { Hono } from "hono";
 import { InvalidInput, NotFound } from "../../errors.ts";
-import type { RouteDeps } from "../../http/context.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject, requireString } from "../../web/json-body.ts";
+import type { SkillService } from "./service.ts";
 import { skillView } from "./view.ts";
 import { toUpdate } from "./write-tools.ts";
-import { isWritableScope, type WriteTarget } from "./writer.ts";
+import { isWritableScope, type SkillWriter, type WriteTarget } from "./writer.ts";
 
 /** The skills app over REST, through the same service and writer as its MCP tools. */
-export function skillRoutes(deps: RouteDeps): Hono<AppEnv> {
+export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const { skills, skillWriter } = deps.services;
 
   const target = (c: { get: (k: "admission" | "principal") => unknown }, scope: unknown): WriteTarget => {
     if (scope !== undefined && !isWritableScope(scope)) {

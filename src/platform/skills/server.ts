@@ -4,17 +4,21 @@ import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
-import type { PlatformServices } from "../services.ts";
+import type { SkillService } from "./service.ts";
 import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
+import type { SkillWriter } from "./writer.ts";
 
 /** The skills app as an MCP server for one workspace: list and read the resolved skills. */
 const LIST_TOOL = joinToolName("skills", "list");
 const READ_TOOL = joinToolName("skills", "read");
 
-export function createSkillsServer(workspaceId: string, services: PlatformServices): McpServer {
+export function createSkillsServer(
+  workspaceId: string,
+  skills: SkillService,
+  writer: SkillWriter,
+): McpServer {
   const server = new McpServer({ name: "atrium-skills", version: ATRIUM_VERSION });
-  const { skills } = services;
 
   server.registerTool(
     "list",
@@ -59,6 +63,6 @@ export function createSkillsServer(workspaceId: string, services: PlatformServic
     }),
   );
 
-  registerSkillWriteTools(server, workspaceId, services);
+  registerSkillWriteTools(server, workspaceId, writer);
   return server;
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from "node:url";
 import type { Logger } from "../../log.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
+import type { SkillSettings } from "./config.ts";
 import { composeInstructions } from "./instructions.ts";
 import type { Skill, SkillProblem } from "./model.ts";
 import { resolveSkills } from "./resolve.ts";
@@ -12,11 +13,6 @@ export const PLATFORM_SKILLS_DIR = fileURLToPath(new URL("../../../skills/", imp
 /** Skills a connected remote server publishes; connections will provide one per workspace. */
 export interface ServerSkillSource {
   list(workspaceId: string): Promise<Skill[]>;
-}
-
-export interface SkillSettings {
-  orgDir: string | undefined;
-  maxInstructionsBytes: number;
 }
 
 export interface ResolvedSkills {

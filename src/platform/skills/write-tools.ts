@@ -3,9 +3,8 @@ import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
-import type { PlatformServices } from "../services.ts";
 import type { LoadingChannel, Skill } from "./model.ts";
-import { type SkillUpdate, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
+import { type SkillUpdate, type SkillWriter, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
 
 const scopeInput = z
   .enum(WRITABLE_SCOPES as [string, ...string[]])
@@ -35,10 +34,8 @@ interface SkillArgs {
 export function registerSkillWriteTools(
   server: McpServer,
   workspaceId: string,
-  services: PlatformServices,
+  skillWriter: SkillWriter,
 ): void {
-  const { skillWriter } = services;
-
   // The scope argument picks the target; anything but "user" is the workspace (the schema allows only these two).
   const run = <A extends { scope?: string }>(
     work: (target: WriteTarget, args: A) => Promise<CallToolResult>,

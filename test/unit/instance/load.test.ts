@@ -4,7 +4,10 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { followPort, isLoopbackHost, loadInstance } from "../../../src/instance/load.ts";
-import { MAX_BODY_BYTES_DEFAULT, MAX_UPLOAD_BYTES_DEFAULT } from "../../../src/instance/schema.ts";
+import { MAX_BODY_BYTES_DEFAULT } from "../../../src/instance/schema.ts";
+import { filesConfig, MAX_UPLOAD_BYTES_DEFAULT } from "../../../src/platform/files/config.ts";
+import { PLATFORM_APPS } from "../../../src/platform/index.ts";
+import { configSections } from "../../../src/platform/kit.ts";
 
 const MINIMAL = {
   auth: { adapter: "dev" },
@@ -102,10 +105,26 @@ describe("loadInstance", () => {
   it("applies the defaults for optional fields", async () => {
     const config = await loadInstance(await writeInstance(MINIMAL));
     expect(config.http.maxBodyBytes).toBe(MAX_BODY_BYTES_DEFAULT);
-    expect(config.files.maxUploadBytes).toBe(MAX_UPLOAD_BYTES_DEFAULT);
+    expect(config.sections).toEqual({});
     expect(config.log.level).toBe("info");
     expect(config.auth).toEqual({ adapter: "dev" });
     expect(config.http).toMatchObject({ host: "127.0.0.1", port: 8787 });
+  });
+
+  it("validates each platform app's section with the file, and keeps it for the app to resolve", async () => {
+    const sections = configSections(PLATFORM_APPS);
+    const bad = await writeInstance({ ...MINIMAL, files: { maxUploadBytes: 0 }, skills: { orgDir: 3 } });
+    const message = await bootError(loadInstance(bad, { sections }));
+    expect(message).toContain("files.maxUploadBytes");
+    expect(message).toContain("skills.orgDir");
+    const good = await loadInstance(await writeInstance({ ...MINIMAL, files: { maxUploadBytes: 10 } }), {
+      sections,
+    });
+    expect(good.sections).toEqual({ files: { maxUploadBytes: 10 } });
+    expect(filesConfig.resolve(good.sections.files, good).maxUploadBytes).toBe(10);
+    expect(filesConfig.resolve(undefined, good).maxUploadBytes).toBe(MAX_UPLOAD_BYTES_DEFAULT);
+    // Without the apps' sections, an app's key is as unknown as any other.
+    expect(await bootError(loadInstance(bad))).toContain('unknown field "files"');
   });
 
   it("keeps values that are set", async () => {
@@ -113,12 +132,10 @@ describe("loadInstance", () => {
       await writeInstance({
         ...MINIMAL,
         http: { ...MINIMAL.http, maxBodyBytes: 2048 },
-        files: { maxUploadBytes: 10 },
         log: { level: "warn" },
       }),
     );
     expect(config.http.maxBodyBytes).toBe(2048);
-    expect(config.files.maxUploadBytes).toBe(10);
     expect(config.log.level).toBe("warn");
   });
 

@@ -1,0 +1,69 @@
+import type { ConfigSections } from "../instance/load.ts";
+import type { InstanceConfig } from "../instance/schema.ts";
+import { McpSource } from "../sources/mcp-source.ts";
+import { SourceRegistry } from "../sources/registry.ts";
+import { isSourceName } from "../sources/tool-names.ts";
+import type { AppContext, AppStorage, PlatformApp, StartedApp } from "./app.ts";
+
+/** What every app's context shares; each app adds its settings, its storage and its log. */
+export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage">;
+
+/** The instance.json sections the apps declare, for the loader to validate the file with. */
+export function configSections(apps: readonly PlatformApp[]): ConfigSections {
+  return Object.fromEntries(apps.flatMap((app) => (app.config ? [[app.name, app.config]] : [])));
+}
+
+/**
+ * Starts each app in order with its own context. Two apps may not share a name (it is the
+ * source of their tools and their instance.json section) or a workspace folder.
+ */
+export async function startApps(
+  apps: readonly PlatformApp[],
+  kernel: KernelContext,
+  config: Pick<InstanceConfig, "sections" | "baseDir">,
+): Promise<StartedApp[]> {
+  const names = new Set<string>();
+  const partitions = new Set<string>();
+  const started: StartedApp[] = [];
+  for (const app of apps) {
+    const partition = app.partition ?? app.name;
+    if (!isSourceName(app.name) || app.name.startsWith("my_")) {
+      throw new Error(`A platform app's name is lowercase words, not "${app.name}".`);
+    }
+    if (names.has(app.name)) throw new Error(`Two platform apps are named "${app.name}".`);
+    if (partitions.has(partition)) throw new Error(`Two platform apps keep their records in "${partition}".`);
+    names.add(app.name);
+    partitions.add(partition);
+    const settings = app.config?.resolve(config.sections[app.name], { baseDir: config.baseDir });
+    const running = await app.start({
+      ...kernel,
+      settings,
+      storage: appStorage(kernel, partition),
+      log: kernel.log.child({ app: app.name }),
+    });
+    started.push({ ...running, name: app.name });
+  }
+  return started;
+}
+
+function appStorage({ layout }: KernelContext, partition: string): AppStorage {
+  // Checked once here, so a bad partition fails the boot rather than the first request.
+  layout.partitionDir("ws_0000000000000000", partition);
+  return {
+    partition,
+    dir: (ws) => layout.partitionDir(ws, partition),
+    ownerDir: (ws, owner) => layout.ownerDir(ws, partition, owner),
+    recordDir: (ws, owner, id) => layout.recordDir(ws, partition, owner, id),
+  };
+}
+
+/** A workspace's registry: every started app as an in-memory source. */
+export function createWorkspaceRegistry(workspaceId: string, apps: readonly StartedApp[]): SourceRegistry {
+  const registry = new SourceRegistry(workspaceId);
+  for (const app of apps) {
+    registry.add(
+      new McpSource(app.name, { kind: "in-memory", createServer: () => app.createServer(workspaceId) }),
+    );
+  }
+  return registry;
+}

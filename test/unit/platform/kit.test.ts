@@ -1,0 +1,107 @@
+import { McpServer } from "@modelcontextprotocol/server";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { everyLeaseLocal } from "../../../src/kernel/leases.ts";
+import { Scheduler } from "../../../src/kernel/scheduler.ts";
+import { createLogger } from "../../../src/log.ts";
+import type { AppContext, PlatformApp } from "../../../src/platform/app.ts";
+import { type KernelContext, startApps } from "../../../src/platform/kit.ts";
+import { ToolDispatch } from "../../../src/sources/dispatch.ts";
+import { IdleCache } from "../../../src/sources/idle-cache.ts";
+import type { SourceRegistry } from "../../../src/sources/registry.ts";
+import { Router } from "../../../src/sources/router.ts";
+import { FakeTime } from "../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../helpers/temp-root.ts";
+
+const OWNER = `usr_${"a".repeat(24)}`;
+let temp: TempRoot;
+let kernel: KernelContext;
+
+beforeEach(async () => {
+  temp = await openTempRoot("kit", OWNER);
+  const time = new FakeTime();
+  const log = createLogger("silent");
+  const router = new Router(log);
+  const registries = new IdleCache<SourceRegistry>(
+    async () => {
+      throw new Error("no registry in this test");
+    },
+    async () => undefined,
+    60_000,
+    time.clock,
+  );
+  kernel = {
+    layout: temp.layout,
+    workspaces: temp.workspaces,
+    dispatch: new ToolDispatch(temp.workspaces, registries, router),
+    events: temp.events,
+    clock: time.clock,
+    timers: time.timers,
+    scheduler: new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log }),
+    log,
+  };
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+function app(name: string, partition?: string, seen?: (context: AppContext<unknown>) => void): PlatformApp {
+  return {
+    name,
+    ...(partition === undefined ? {} : { partition }),
+    start(context) {
+      seen?.(context);
+      return { createServer: () => new McpServer({ name, version: "0" }) };
+    },
+  };
+}
+
+describe("startApps", () => {
+  it("gives each app its own folder of every workspace, its name by default", async () => {
+    const contexts: AppContext<unknown>[] = [];
+    await startApps(
+      [
+        app("alpha", undefined, (c) => contexts.push(c)),
+        app("beta", "beta-records", (c) => contexts.push(c)),
+      ],
+      kernel,
+      { sections: {}, baseDir: temp.root },
+    );
+    expect(contexts.map((c) => c.storage.partition)).toEqual(["alpha", "beta-records"]);
+    expect(contexts[1]?.storage.ownerDir(temp.ws, OWNER)).toBe(
+      temp.layout.ownerDir(temp.ws, "beta-records", OWNER),
+    );
+  });
+
+  it("refuses two apps with one name, two apps with one folder, and a name that is not a source name", async () => {
+    const where = { sections: {}, baseDir: temp.root };
+    await expect(startApps([app("alpha"), app("alpha", "other")], kernel, where)).rejects.toThrow(
+      'Two platform apps are named "alpha"',
+    );
+    await expect(startApps([app("alpha"), app("beta", "alpha")], kernel, where)).rejects.toThrow(
+      'Two platform apps keep their records in "alpha"',
+    );
+    await expect(startApps([app("my_notes")], kernel, where)).rejects.toThrow("lowercase words");
+    await expect(startApps([app("Bad")], kernel, where)).rejects.toThrow("lowercase words");
+    await expect(startApps([app("gamma", "../up")], kernel, where)).rejects.toThrow("storage partition");
+  });
+
+  it("hands an app its instance.json section resolved by the app's own rule", async () => {
+    let settings: unknown;
+    const configured: PlatformApp<{ size: number }> = {
+      name: "sized",
+      config: {
+        schema: { type: "object" },
+        resolve: (section) => ({ size: (section as { size?: number } | undefined)?.size ?? 7 }),
+      },
+      start(context) {
+        settings = context.settings;
+        return { createServer: () => new McpServer({ name: "sized", version: "0" }) };
+      },
+    };
+    await startApps([configured], kernel, { sections: { sized: { size: 3 } }, baseDir: temp.root });
+    expect(settings).toEqual({ size: 3 });
+    await startApps([configured], kernel, { sections: {}, baseDir: temp.root });
+    expect(settings).toEqual({ size: 7 });
+  });
+});
