@@ -17,3 +17,11 @@ export function isWorkspaceId(value: string): boolean {
 export function isPrincipalId(value: string): boolean {
   return PRINCIPAL_ID.test(value);
 }
+
+// An owned record's id: a short lowercase prefix naming its kind (`fl_`, `nt_`…) and random hex.
+const RECORD_ID = /^[a-z]{2,4}_[0-9a-f]{16,32}$/;
+
+/** The grammar of every record id in an owner partition (storage/paths.ts `recordDir`, storage/owned-records.ts). */
+export function isRecordId(value: string): boolean {
+  return RECORD_ID.test(value);
+}

@@ -8,7 +8,7 @@ import type { Timers } from "../kernel/timers.ts";
 import type { Logger } from "../log.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
 import type { WorkspaceGuidance } from "../sources/guidance.ts";
-import type { StorageLayout } from "../storage/paths.ts";
+import type { PartitionPaths, StorageLayout } from "../storage/paths.ts";
 import type { LeftoverRules } from "../storage/recovery.ts";
 import type { AppEnv } from "../web/app-env.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
@@ -34,7 +34,7 @@ export interface AppContext<Settings> {
   /** The app's section of instance.json with the app's defaults applied. */
   settings: Settings;
   /** Paths inside the app's own folder of each workspace. */
-  storage: AppStorage;
+  storage: PartitionPaths;
   /** Every path under the data root, for an app whose records also live outside workspaces. */
   layout: StorageLayout;
   /** Workspaces and their members: `roleOf` is the one membership question. */
@@ -47,14 +47,6 @@ export interface AppContext<Settings> {
   scheduler: Scheduler;
   /** The instance's log, with the app's name on every line. */
   log: Logger;
-}
-
-/** The app's folder of each workspace, and the owner partitions inside it. */
-export interface AppStorage {
-  partition: string;
-  dir(workspaceId: string): string;
-  ownerDir(workspaceId: string, ownerId: string): string;
-  recordDir(workspaceId: string, ownerId: string, recordId: string): string;
 }
 
 /** A started app: what the HTTP app, the MCP front door and recovery take from it. */

@@ -3,7 +3,7 @@ import type { InstanceConfig } from "../instance/schema.ts";
 import { McpSource } from "../sources/mcp-source.ts";
 import { SourceRegistry } from "../sources/registry.ts";
 import { isSourceName } from "../sources/tool-names.ts";
-import type { AppContext, AppStorage, PlatformApp, StartedApp } from "./app.ts";
+import type { AppContext, PlatformApp, StartedApp } from "./app.ts";
 
 /** What every app's context shares; each app adds its settings, its storage and its log. */
 export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage">;
@@ -38,23 +38,12 @@ export async function startApps(
     const running = await app.start({
       ...kernel,
       settings,
-      storage: appStorage(kernel, partition),
+      storage: kernel.layout.partition(partition),
       log: kernel.log.child({ app: app.name }),
     });
     started.push({ ...running, name: app.name });
   }
   return started;
-}
-
-function appStorage({ layout }: KernelContext, partition: string): AppStorage {
-  // Checked once here, so a bad partition fails the boot rather than the first request.
-  layout.partitionDir("ws_0000000000000000", partition);
-  return {
-    partition,
-    dir: (ws) => layout.partitionDir(ws, partition),
-    ownerDir: (ws, owner) => layout.ownerDir(ws, partition, owner),
-    recordDir: (ws, owner, id) => layout.recordDir(ws, partition, owner, id),
-  };
 }
 
 /** A workspace's registry: every started app as an in-memory source. */

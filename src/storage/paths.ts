@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { resolve, sep } from "node:path";
-import { isPrincipalId, isWorkspaceId } from "../ids.ts";
+import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
 import { TEMP_PREFIX } from "./atomic.ts";
 
 // The one module that builds storage paths. Every segment is checked against its grammar
@@ -15,8 +15,6 @@ export const WORKSPACE_FILE = "workspace.json";
  * storage partition, lowercase words, never the workspace's own file.
  */
 const PARTITION = /^[a-z][a-z0-9-]{0,62}$/;
-
-const RECORD_ID = /^[a-z]{2,4}_[0-9a-f]{16,32}$/;
 
 /** Instance-wide collections of JSON records, each a folder of `<id>.json` under `_instance/`. */
 export type InstanceCollection =
@@ -33,6 +31,14 @@ export type InstanceSecret = "session-secret";
 
 // Record ids are random or digests: base64url or hex, never a name someone typed.
 const INSTANCE_RECORD_ID = /^[A-Za-z0-9_-]{8,128}$/;
+
+/** One app's folder of each workspace, and the owner partitions inside it. */
+export interface PartitionPaths {
+  partition: string;
+  dir(workspaceId: string): string;
+  ownerDir(workspaceId: string, ownerId: string): string;
+  recordDir(workspaceId: string, ownerId: string, recordId: string): string;
+}
 
 export class InvalidPathSegment extends Error {
   constructor(
@@ -127,6 +133,17 @@ export class StorageLayout {
     return this.within(this.userDir(principalId), "skills");
   }
 
+  /** The paths of one partition, checked now so a bad name fails where it is declared. */
+  partition(name: string): PartitionPaths {
+    checkSegment("storage partition", name, (v) => PARTITION.test(v));
+    return {
+      partition: name,
+      dir: (ws) => this.partitionDir(ws, name),
+      ownerDir: (ws, owner) => this.ownerDir(ws, name, owner),
+      recordDir: (ws, owner, id) => this.recordDir(ws, name, owner, id),
+    };
+  }
+
   /** `<ws>/<partition>/`: the folder one platform app keeps its records of a workspace in. */
   partitionDir(workspaceId: string, partition: string): string {
     return this.within(
@@ -145,7 +162,7 @@ export class StorageLayout {
   recordDir(workspaceId: string, partition: string, ownerId: string, recordId: string): string {
     return this.within(
       this.ownerDir(workspaceId, partition, ownerId),
-      checkSegment("record id", recordId, (v) => RECORD_ID.test(v)),
+      checkSegment("record id", recordId, isRecordId),
     );
   }
 

@@ -15,8 +15,8 @@ import type { StorageLayout } from "./paths.ts";
  *      happened, so the write was never acknowledged. Removed.
  *  R2  A workspace staging folder `<root>/.tmp-ws_…`: the create was never acknowledged.
  *      Removed.
- *  R3  A file staging folder `<owner>/.tmp-fl_…`: the upload was never acknowledged.
- *      Removed. (platform/files/store.ts)
+ *  R3  A record's staging folder `.tmp-<id>-<hex>` (a file's `<owner>/.tmp-fl_…`, a new
+ *      skill's folder): the create was never acknowledged. Removed. (storage/owned-records.ts)
  *  R4  A half-done delete `.tmp-deleted-…` (files, skills): the record had already left its
  *      place, so the delete had taken effect. Removed. Its name is unique per delete, so a
  *      leftover never collides with a later delete of the same name.
@@ -30,8 +30,8 @@ import type { StorageLayout } from "./paths.ts";
  * Nothing else under the root is ever half-written: every other write is one atomic rename.
  * A leftover is removed only when no live writer of this process can be using it: at boot
  * none runs yet (and the instance lock keeps other processes out); during housekeeping a
- * file staging folder is skipped while its upload is registered as running, and every other
- * temp entry is removed only once older than `HOUSEKEEPING_TEMP_AGE_MS`.
+ * record's staging or doomed folder is skipped while its write runs (`RecordFolders.isLive`),
+ * and every other temp entry is removed only once older than `HOUSEKEEPING_TEMP_AGE_MS`.
  */
 
 /** A temp entry housekeeping finds younger than this may belong to a write still running. */

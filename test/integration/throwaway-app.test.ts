@@ -5,10 +5,11 @@ import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { ConfigSection } from "../../src/instance/schema.ts";
-import type { AppStorage, PlatformApp } from "../../src/platform/app.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
 import { makeFolderIfMissing } from "../../src/storage/folders.ts";
+import type { PartitionPaths } from "../../src/storage/paths.ts";
 import type { AppEnv } from "../../src/web/app-env.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
@@ -34,7 +35,7 @@ const greeterConfig: ConfigSection<GreeterSettings> = {
 
 /** The app's own store: one file per greeted name, in the caller's partition of the app's folder. */
 class Greetings {
-  constructor(private readonly storage: AppStorage) {}
+  constructor(private readonly storage: PartitionPaths) {}
 
   async record(workspaceId: string, ownerId: string, name: string): Promise<void> {
     await makeFolderIfMissing(this.storage.dir(workspaceId));

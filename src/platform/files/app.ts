@@ -7,8 +7,8 @@ import { FileStore } from "./store.ts";
 export const filesApp: PlatformApp<FilesSettings> = {
   name: "files",
   config: filesConfig,
-  start({ settings, layout, events, clock, workspaces }) {
-    const files = new FileStore(layout, settings.maxUploadBytes, events, clock);
+  start({ settings, storage, events, clock, workspaces }) {
+    const files = new FileStore(storage, settings.maxUploadBytes, events, clock);
     return {
       createServer: (workspaceId) => createFilesServer(workspaceId, files),
       workspaceRoutes: fileWorkspaceRoutes(files),

@@ -2,7 +2,7 @@ import { readdir } from "node:fs/promises";
 import { InvalidInput } from "../../errors.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import type { StorageLayout } from "../../storage/paths.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
 import { compareNewestFirst, decodeCursor, encodeCursor, type ListPosition } from "./cursor.ts";
 import { type FileMeta, isFileId } from "./model.ts";
 
@@ -37,7 +37,7 @@ export class FileListings {
   private readonly locks = new KeyedLock();
 
   constructor(
-    private readonly layout: StorageLayout,
+    private readonly storage: PartitionPaths,
     private readonly readMeta: (workspaceId: string, ownerId: string, fileId: string) => Promise<FileMeta>,
   ) {}
 
@@ -86,7 +86,7 @@ export class FileListings {
   private async build(workspaceId: string, ownerId: string): Promise<FileMeta[]> {
     let entries: string[];
     try {
-      entries = await readdir(this.layout.ownerDir(workspaceId, "files", ownerId));
+      entries = await readdir(this.storage.ownerDir(workspaceId, ownerId));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw error;

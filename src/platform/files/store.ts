@@ -1,15 +1,15 @@
-import { createHash, type Hash, randomBytes } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { type FileHandle, mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { InvalidInput, NotFound, PayloadTooLarge, WorkspaceNotFound } from "../../errors.ts";
+import { InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import { syncDir, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
-import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
-import type { StorageLayout } from "../../storage/paths.ts";
-import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import { writeJsonAtomic } from "../../storage/atomic.ts";
+import { makeOwnerDir, RecordFolders } from "../../storage/owned-records.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
 import { FileLocator } from "./locator.ts";
 import {
@@ -43,16 +43,16 @@ export interface NewFile {
 export class FileStore implements LeftoverRules {
   private readonly locator = new FileLocator();
   private readonly listings: FileListings;
-  /** Staging and doomed folders of writes running now; recovery leaves them alone (R3, R4). */
-  private readonly live = new Set<string>();
+  /** Stages each file beside its place and renames it in or out whole (R3, R4). */
+  private readonly folders = new RecordFolders();
 
   constructor(
-    private readonly layout: StorageLayout,
+    private readonly storage: PartitionPaths,
     readonly maxBytes: number,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
   ) {
-    this.listings = new FileListings(layout, (ws, owner, id) => this.readMeta(ws, owner, id));
+    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id));
   }
 
   /**
@@ -122,66 +122,51 @@ export class FileStore implements LeftoverRules {
     const mimeType = file.mimeType === undefined ? DEFAULT_MIME_TYPE : checkMimeType(file.mimeType);
     if (!mimeType)
       throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
-    const ownerDir = await this.ensureOwnerDir(workspaceId, ownerId);
+    const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
+    await makeOwnerDir(ownerDir, workspaceId);
     const id = newFileId();
-    const staging = join(ownerDir, `${TEMP_PREFIX}${id}`);
-    this.live.add(staging);
-    try {
-      await mkdir(staging, { mode: FOLDER_MODE });
-      const hash = createHash("sha256");
-      const handle = await open(join(staging, CONTENT_FILE), "wx", 0o600);
-      let size: number;
-      try {
-        size = await fill(handle, hash);
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      const meta: FileMeta = {
-        id,
-        name,
-        mimeType,
-        size,
-        sha256: hash.digest("hex"),
-        workspaceId,
-        ownerId,
-        visibility: "private",
-        createdAt: new Date(this.clock()).toISOString(),
-      };
-      await writeJsonAtomic(join(staging, META_FILE), meta);
-      await this.listings.change(workspaceId, ownerId, async () => {
-        await rename(staging, this.layout.recordDir(workspaceId, "files", ownerId, id));
-        return { added: meta };
-      });
-      this.locator.set(id, { workspaceId, ownerId });
-      await syncDir(ownerDir);
-      // Only once the file is durable in its place; a failed write announces nothing.
-      this.events.publish({
-        type: "file.created",
-        workspaceId,
-        ownerId,
-        file: { id, name, mimeType, size, createdAt: meta.createdAt },
-      });
-      return meta;
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true });
-      throw error;
-    } finally {
-      this.live.delete(staging);
-    }
-  }
-
-  /** Creates the owner partition inside an existing workspace; never creates the workspace. */
-  private async ensureOwnerDir(workspaceId: string, ownerId: string): Promise<string> {
-    const ownerDir = this.layout.ownerDir(workspaceId, "files", ownerId);
-    try {
-      await makeFolderIfMissing(this.layout.partitionDir(workspaceId, "files"));
-      await makeFolderIfMissing(ownerDir);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
-      throw error;
-    }
-    return ownerDir;
+    const meta = await this.folders.create(
+      ownerDir,
+      id,
+      async (staging): Promise<FileMeta> => {
+        const hash = createHash("sha256");
+        const handle = await open(join(staging, CONTENT_FILE), "wx", 0o600);
+        let size: number;
+        try {
+          size = await fill(handle, hash);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        const meta: FileMeta = {
+          id,
+          name,
+          mimeType,
+          size,
+          sha256: hash.digest("hex"),
+          workspaceId,
+          ownerId,
+          visibility: "private",
+          createdAt: new Date(this.clock()).toISOString(),
+        };
+        await writeJsonAtomic(join(staging, META_FILE), meta);
+        return meta;
+      },
+      (rename, added) =>
+        this.listings.change(workspaceId, ownerId, async () => {
+          await rename();
+          this.locator.set(id, { workspaceId, ownerId });
+          return { added };
+        }),
+    );
+    // Only once the file is durable in its place; a failed write announces nothing.
+    this.events.publish({
+      type: "file.created",
+      workspaceId,
+      ownerId,
+      file: { id, name, mimeType, size: meta.size, createdAt: meta.createdAt },
+    });
+    return meta;
   }
 
   /** One page of the owner's files in a workspace, newest first, from the partition's listing. */
@@ -205,9 +190,7 @@ export class FileStore implements LeftoverRules {
     fileId: string,
   ): Promise<{ meta: FileMeta; content: Buffer }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
-    const content = await readFile(
-      join(this.layout.recordDir(workspaceId, "files", ownerId, fileId), CONTENT_FILE),
-    );
+    const content = await readFile(join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE));
     return { meta, content };
   }
 
@@ -217,37 +200,25 @@ export class FileStore implements LeftoverRules {
     fileId: string,
   ): Promise<{ meta: FileMeta; body: ReadableStream<Uint8Array> }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
-    const path = join(this.layout.recordDir(workspaceId, "files", ownerId, fileId), CONTENT_FILE);
+    const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE);
     const body = Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
     return { meta, body };
   }
 
   async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {
     await this.info(workspaceId, ownerId, fileId);
-    const ownerDir = this.layout.ownerDir(workspaceId, "files", ownerId);
-    // Rename first so a reader never sees a folder with half its files removed; the name is
-    // unique per delete, so a leftover of a crashed one never blocks this one (R4).
-    const doomed = join(ownerDir, `${TEMP_PREFIX}deleted-${fileId}-${randomBytes(4).toString("hex")}`);
-    this.live.add(doomed);
-    try {
-      await this.listings.change(workspaceId, ownerId, async () => {
-        try {
-          await rename(this.layout.recordDir(workspaceId, "files", ownerId, fileId), doomed);
-        } catch (error) {
-          // A concurrent delete of the same file renamed it first: to this caller it is already
-          // gone, not a server error (test/integration/concurrency.test.ts).
-          if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
-          throw error;
-        }
+    const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
+    const removal = await this.folders.remove(ownerDir, fileId, (rename) =>
+      this.listings.change(workspaceId, ownerId, async () => {
+        await rename();
+        this.locator.delete(fileId);
         return { removed: fileId };
-      });
-      this.locator.delete(fileId);
-      await syncDir(ownerDir);
-      this.events.publish({ type: "file.deleted", workspaceId, ownerId, fileId });
-      await rm(doomed, { recursive: true, force: true });
-    } finally {
-      this.live.delete(doomed);
-    }
+      }),
+    );
+    // A concurrent delete of the same file renamed it first: to this caller it is already gone,
+    // not a server error (test/integration/concurrency.test.ts).
+    if (removal === "gone") throw fileNotFound();
+    this.events.publish({ type: "file.deleted", workspaceId, ownerId, fileId });
   }
 
   /**
@@ -271,21 +242,18 @@ export class FileStore implements LeftoverRules {
     present: ReadonlySet<string>,
     pass: RecoveryPass,
   ): Promise<void> {
-    if (!present.has("files")) return;
-    const primitiveDir = this.layout.partitionDir(workspaceId, "files");
-    for (const owner of await sweepTempEntries(primitiveDir, pass)) {
-      if (!owner.isDirectory()) continue;
-      const ownerDir = join(primitiveDir, owner.name);
-      const entries = await sweepTempEntries(ownerDir, pass, (path) => this.live.has(path));
-      if (!pass.atBoot) continue;
+    if (!present.has(this.storage.partition)) return;
+    const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
+    if (!pass.atBoot) return;
+    for (const { ownerId, entries } of owners) {
       for (const entry of entries) {
-        if (isFileId(entry.name)) this.locator.set(entry.name, { workspaceId, ownerId: owner.name });
+        if (isFileId(entry.name)) this.locator.set(entry.name, { workspaceId, ownerId });
       }
     }
   }
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
-    const dir = this.layout.recordDir(workspaceId, "files", ownerId, fileId);
+    const dir = this.storage.recordDir(workspaceId, ownerId, fileId);
     return JSON.parse(await readFile(join(dir, META_FILE), "utf8")) as FileMeta;
   }
 }

@@ -1,14 +1,14 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import matter from "gray-matter";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
-import { syncDir, TEMP_PREFIX, writeFileAtomic } from "../../storage/atomic.ts";
+import { writeFileAtomic } from "../../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -62,6 +62,8 @@ export interface WriteTarget {
  */
 export class SkillWriter implements LeftoverRules {
   private readonly locks = new KeyedLock();
+  /** Assembles a new skill's folder beside its place, and renames a deleted one aside (R4, R5). */
+  private readonly folders = new RecordFolders();
 
   constructor(
     private readonly layout: StorageLayout,
@@ -105,12 +107,9 @@ export class SkillWriter implements LeftoverRules {
   delete(target: WriteTarget, name: string): Promise<void> {
     return this.locked(target, name, async (dir) => {
       await this.current(target, dir, name);
-      // Unique per delete: a leftover of a crashed delete never blocks this one (R4).
-      const doomed = join(dir, `${TEMP_PREFIX}deleted-${name}-${randomBytes(4).toString("hex")}`);
-      await rename(join(dir, name), doomed);
-      await syncDir(dir);
+      // Renamed aside under a name unique per delete, then removed (R4).
+      if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
       this.announce(target, name, "deleted");
-      await rm(doomed, { recursive: true, force: true });
     });
   }
 
@@ -169,22 +168,13 @@ export class SkillWriter implements LeftoverRules {
       await writeFileAtomic(join(folder, SKILL_FILE), text);
       return;
     }
-    const staging = join(dir, `${TEMP_PREFIX}${name}-${randomBytes(4).toString("hex")}`);
-    await mkdir(staging, { mode: FOLDER_MODE });
-    try {
-      await writeFileAtomic(join(staging, SKILL_FILE), text);
-      await rename(staging, folder);
-    } catch (error) {
-      await rm(staging, { recursive: true, force: true });
-      throw error;
-    }
-    await syncDir(dir);
+    await this.folders.create(dir, name, (staging) => writeFileAtomic(join(staging, SKILL_FILE), text));
   }
 
   /** R4–R6 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
   private async recoverScope(dir: string, pass: RecoveryPass): Promise<void> {
     const names = new Set<string>();
-    for (const entry of await sweepTempEntries(dir, pass)) {
+    for (const entry of await this.folders.sweep(dir, pass)) {
       if (entry.isDirectory() && isSkillName(entry.name)) names.add(entry.name);
     }
     for (const entry of await sweepTempEntries(join(dir, HISTORY_DIR), pass)) {

@@ -25,7 +25,7 @@ beforeEach(async () => {
   layout = new StorageLayout(root);
   workspaces = new WorkspaceStore(layout, events);
   await workspaces.load();
-  files = new FileStore(layout, 1024 * 1024, events);
+  files = new FileStore(layout.partition("files"), 1024 * 1024, events);
 });
 
 afterEach(async () => {

@@ -19,7 +19,7 @@ beforeEach(async () => {
   const { layout, events } = temp;
   ws = temp.ws;
   time = new FakeTime();
-  files = new FileStore(layout, MAX_BYTES, events, time.clock);
+  files = new FileStore(layout.partition("files"), MAX_BYTES, events, time.clock);
   published = [];
   events.subscribe({ types: ["file.created", "file.deleted"] }, (event) => void published.push(event));
 });

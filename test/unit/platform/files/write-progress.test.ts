@@ -16,7 +16,7 @@ let ws: string;
 beforeEach(async () => {
   temp = await openTempRoot("progress", ALICE);
   ({ root, ws } = temp);
-  files = new FileStore(temp.layout, 8 * MIB, temp.events);
+  files = new FileStore(temp.layout.partition("files"), 8 * MIB, temp.events);
 });
 
 afterEach(async () => {

@@ -1,0 +1,298 @@
+import { randomBytes } from "node:crypto";
+import type { Dirent } from "node:fs";
+import { lstat, mkdir, readdir, rename, rm, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { Conflict, WorkspaceNotFound } from "../errors.ts";
+import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
+import { readJsonIfExists, syncDir, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
+import { mapBounded } from "./bounded.ts";
+import { createFileExclusive } from "./exclusive.ts";
+import { FOLDER_MODE, makeFolderIfMissing } from "./folders.ts";
+import { KeyedLock } from "./keyed-lock.ts";
+import { InvalidPathSegment } from "./paths.ts";
+import { type RecoveryPass, sweepTempEntries } from "./recovery.ts";
+
+// Records a workspace keeps per owner, `<ws>/<partition>/<owner>/<id>`, written so that a reader
+// and a crash see a whole record or none (adr/0024). Two shapes: a record that is a folder of
+// files (a file's content and meta.json, a skill's folder) and a record that is one JSON file.
+
+/** A create found a record already at its place: ids are the caller's to choose, never reused. */
+export class RecordExists extends Conflict {
+  constructor(readonly recordId: string) {
+    super("record_exists", "A record with that id exists.");
+  }
+}
+
+/** What a remove found: the record was there and is gone now, or it was already gone. */
+export type Removal = "removed" | "gone";
+
+/**
+ * Runs the one rename that commits a create or a remove. A caller whose index must follow the
+ * rename (a file listing) runs it inside that index's lock; `filled` is what `fill` returned.
+ */
+export type AroundRename<T = void> = (rename: () => Promise<void>, filled: T) => Promise<void>;
+
+const renameDirectly: AroundRename<unknown> = (rename) => rename();
+const RECORDS_IN_FLIGHT = 16;
+
+/**
+ * Creates and removes records that are folders, each in one rename (R3, R4 in storage/recovery.ts).
+ * A create is assembled in `.tmp-<id>-<hex>` beside its place; a remove renames the record to
+ * `.tmp-deleted-<id>-<hex>` before removing it, so no reader sees half a folder. Both names are
+ * unique per write, so a crashed write's leftover never blocks a later one of the same id. While a
+ * write runs its temp folder is live: housekeeping's sweep leaves it alone, however old, since
+ * an upload over a slow link outlives any age bound (test/unit/storage/recovery.test.ts).
+ */
+export class RecordFolders {
+  private readonly live = new Set<string>();
+
+  /**
+   * Makes `<parentDir>/<id>` from what `fill(stagingDir)` writes, refusing (`RecordExists`) when
+   * something is at that place, and returns what `fill` returned. Any failure removes the staging
+   * folder. Once this returns, the record's rename is flushed in `parentDir`.
+   */
+  async create<T>(
+    parentDir: string,
+    id: string,
+    fill: (stagingDir: string) => Promise<T>,
+    around: AroundRename<T> = renameDirectly,
+  ): Promise<T> {
+    const place = join(parentDir, checkFolderName(id));
+    const staging = join(parentDir, `${TEMP_PREFIX}${id}-${randomHex()}`);
+    this.live.add(staging);
+    try {
+      await mkdir(staging, { mode: FOLDER_MODE });
+      const filled = await fill(staging);
+      await around(async () => {
+        // rename(2) refuses a non-empty target but silently replaces an empty folder, so look
+        // first. No writer makes an empty record folder, and callers serialise writes per id.
+        if (await exists(place)) throw new RecordExists(id);
+        try {
+          await rename(staging, place);
+        } catch (error) {
+          const code = (error as NodeJS.ErrnoException).code;
+          if (code === "ENOTEMPTY" || code === "EEXIST") throw new RecordExists(id);
+          throw error;
+        }
+      }, filled);
+      await syncDir(parentDir);
+      return filled;
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    } finally {
+      this.live.delete(staging);
+    }
+  }
+
+  /**
+   * Removes `<parentDir>/<id>`: renamed aside (the delete takes effect there, and is flushed),
+   * then removed. `"gone"` when nothing was there, e.g. a concurrent remove renamed it first;
+   * the caller answers its own not-found (test/integration/concurrency.test.ts).
+   */
+  async remove(parentDir: string, id: string, around: AroundRename = renameDirectly): Promise<Removal> {
+    const place = join(parentDir, checkFolderName(id));
+    const doomed = join(parentDir, `${TEMP_PREFIX}deleted-${id}-${randomHex()}`);
+    this.live.add(doomed);
+    try {
+      const found = { gone: false };
+      await around(async () => {
+        try {
+          await rename(place, doomed);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+          found.gone = true;
+        }
+      }, undefined);
+      if (found.gone) return "gone";
+      await syncDir(parentDir);
+      await rm(doomed, { recursive: true, force: true });
+      return "removed";
+    } finally {
+      this.live.delete(doomed);
+    }
+  }
+
+  /** Whether `path` is the staging or doomed folder of a write of this process running now. */
+  isLive(path: string): boolean {
+    return this.live.has(path);
+  }
+
+  /** R1, R3 and R4 in one folder of records, sparing live writes; returns the other entries. */
+  sweep(parentDir: string, pass: RecoveryPass): Promise<Dirent[]> {
+    return sweepTempEntries(parentDir, pass, (path) => this.isLive(path));
+  }
+
+  /** `sweep` in every owner folder of a partition (`<ws>/<partition>/`). */
+  recoverPartition(partitionDir: string, pass: RecoveryPass): Promise<OwnerEntries[]> {
+    return sweepOwnerPartition(partitionDir, pass, (path) => this.isLive(path));
+  }
+}
+
+/** One owner folder of a partition and the entries recovery kept in it. */
+export interface OwnerEntries {
+  ownerId: string;
+  entries: Dirent[];
+}
+
+/**
+ * Removes the stale temp entries of a partition folder and of each owner folder in it, sparing
+ * those `isLive` names, and returns what each owner folder holds besides. A missing partition
+ * has no owners. An app's `LeftoverRules.recoverWorkspace` calls it for its partition.
+ */
+export async function sweepOwnerPartition(
+  partitionDir: string,
+  pass: RecoveryPass,
+  isLive: (path: string) => boolean = () => false,
+): Promise<OwnerEntries[]> {
+  const owners: OwnerEntries[] = [];
+  for (const owner of await sweepTempEntries(partitionDir, pass)) {
+    if (!owner.isDirectory()) continue;
+    const entries = await sweepTempEntries(join(partitionDir, owner.name), pass, isLive);
+    owners.push({ ownerId: owner.name, entries });
+  }
+  return owners;
+}
+
+/**
+ * Makes an owner folder `<ws>/<partition>/<owner>` and its partition folder inside an existing
+ * workspace. Never the workspace: a write to an archived or unknown one is `WorkspaceNotFound`,
+ * not a folder brought back (storage/folders.ts).
+ */
+export async function makeOwnerDir(ownerDir: string, workspaceId: string): Promise<void> {
+  try {
+    await makeFolderIfMissing(dirname(ownerDir));
+    await makeFolderIfMissing(ownerDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
+    throw error;
+  }
+}
+
+/** Where one owner's records of one workspace live: `<ws>/<partition>/<owner>` (storage/paths.ts). */
+export type OwnerDirOf = (workspaceId: string, ownerId: string) => string;
+
+/**
+ * Records that are one JSON file each, at `<ownerDir>/<id>.json`. Every write is atomic (a
+ * reader sees the whole record or none) and flushed in its folder; writes to one record run one
+ * at a time, so a read-modify-write never loses a concurrent one. The workspace, owner and record
+ * id are checked against their grammar before any path is built or disk touched. Keep one
+ * instance per partition: the per-record lock is this instance's.
+ */
+export class OwnedRecords<T> {
+  private readonly locks = new KeyedLock();
+
+  constructor(private readonly ownerDirOf: OwnerDirOf) {}
+
+  /** Stores a new record; `RecordExists` if the id is taken (exclusive: of racing creates one wins). */
+  async create(workspaceId: string, ownerId: string, id: string, record: T): Promise<T> {
+    const path = this.recordPath(workspaceId, ownerId, id);
+    await makeOwnerDir(dirname(path), workspaceId);
+    return this.locks.run(path, async () => {
+      if (!(await createFileExclusive(path, toJsonText(record)))) throw new RecordExists(id);
+      return record;
+    });
+  }
+
+  /** The record, or `undefined` when there is none. */
+  async get(workspaceId: string, ownerId: string, id: string): Promise<T | undefined> {
+    return (await readJsonIfExists(this.recordPath(workspaceId, ownerId, id))) as T | undefined;
+  }
+
+  /**
+   * Rereads the record, applies `change` and replaces it atomically, under the record's lock;
+   * returns the new record, or `undefined` when there is none (nothing is written).
+   */
+  async update(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    change: (current: T) => T | Promise<T>,
+  ): Promise<T | undefined> {
+    const path = this.recordPath(workspaceId, ownerId, id);
+    return this.locks.run(path, async () => {
+      const current = (await readJsonIfExists(path)) as T | undefined;
+      if (current === undefined) return undefined;
+      const next = await change(current);
+      await writeJsonAtomic(path, next);
+      return next;
+    });
+  }
+
+  /** Removes the record (one unlink, flushed); `"gone"` when there was none. */
+  async delete(workspaceId: string, ownerId: string, id: string): Promise<Removal> {
+    const path = this.recordPath(workspaceId, ownerId, id);
+    return this.locks.run(path, async () => {
+      try {
+        await unlink(path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
+        throw error;
+      }
+      await syncDir(dirname(path));
+      return "removed";
+    });
+  }
+
+  /** The ids of the owner's records, in no particular order; temp files and strays skipped. */
+  async ids(workspaceId: string, ownerId: string): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.ownerDir(workspaceId, ownerId));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+    return names.flatMap((name) => {
+      const id = name.endsWith(".json") ? name.slice(0, -".json".length) : "";
+      return isRecordId(id) ? [id] : [];
+    });
+  }
+
+  /** The owner's records, in no particular order; one deleted while listing is left out. */
+  async list(workspaceId: string, ownerId: string): Promise<T[]> {
+    const ids = await this.ids(workspaceId, ownerId);
+    const records = await mapBounded(ids, RECORDS_IN_FLIGHT, (id) => this.get(workspaceId, ownerId, id));
+    return records.filter((record): record is T => record !== undefined);
+  }
+
+  private ownerDir(workspaceId: string, ownerId: string): string {
+    checkSegment("workspace id", workspaceId, isWorkspaceId);
+    checkSegment("owner", ownerId, isPrincipalId);
+    return this.ownerDirOf(workspaceId, ownerId);
+  }
+
+  private recordPath(workspaceId: string, ownerId: string, id: string): string {
+    checkSegment("record id", id, isRecordId);
+    return join(this.ownerDir(workspaceId, ownerId), `${id}.json`);
+  }
+}
+
+function checkSegment(kind: string, value: string, valid: (value: string) => boolean): void {
+  if (typeof value !== "string" || !valid(value)) throw new InvalidPathSegment(kind, String(value));
+}
+
+/** A record folder's name is one plain path segment, never a dot-name (those are writers' temp entries). */
+function checkFolderName(id: string): string {
+  const plain = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(id);
+  if (!plain) throw new InvalidPathSegment("record name", id);
+  return id;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+}
+
+function randomHex(): string {
+  return randomBytes(4).toString("hex");
+}
+
+function toJsonText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
