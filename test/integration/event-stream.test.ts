@@ -217,7 +217,12 @@ describe("GET /v1/workspaces/:ws/events", () => {
     expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${dave}/deactivate`)).status).toBe(200);
     expect(await inAlices.rest()).toEqual([]);
     expect(await inOwn.rest()).toEqual([]);
-    // Everyone else's stream goes on.
+    // Everyone else's stream goes on, and hears it, then the inbox entry it made.
+    expect(await alice.nextEvent()).toMatchObject({
+      event: "member.deactivated",
+      data: { workspaceId: ws, principalId: dave },
+    });
+    expect((await alice.nextEvent())?.event).toBe("notification.created");
     await upload("alice", "still-here.txt");
     expect((await alice.nextEvent())?.event).toBe("file.created");
     await alice.close();

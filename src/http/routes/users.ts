@@ -24,6 +24,15 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
     await grants.revokeWhere({ principalId: target });
     // Their open event streams end now, in every workspace, not at their next request.
     deps.eventLog.closePerson(target);
+    // Each workspace they belong to hears it (its inbox records it: platform/notifications/app.ts).
+    for (const workspace of deps.workspaces.listFor(target)) {
+      deps.events.publish({
+        type: "member.deactivated",
+        workspaceId: workspace.id,
+        principalId: target,
+        name: profile.displayName,
+      });
+    }
     return c.json(profile);
   });
 

@@ -1,0 +1,41 @@
+import type { PlatformApp } from "../app.ts";
+import { type NotificationSettings, notificationsConfig } from "./config.ts";
+import { Inbox } from "./inbox.ts";
+import { notificationRoutes } from "./routes.ts";
+import { createNotificationsServer } from "./server.ts";
+
+const RETENTION_EVERY_MS = 60 * 60 * 1000;
+/** The source stamped on what the runtime records about membership itself. */
+export const WORKSPACE_SOURCE = "workspace";
+
+export const notificationsApp: PlatformApp<NotificationSettings> = {
+  name: "notifications",
+  config: notificationsConfig,
+  start({ settings, storage, events, clock, scheduler, workspaces, log }) {
+    const inbox = new Inbox(storage, settings, events, clock);
+    // A producer: an org admin deactivating someone tells each workspace they belonged to.
+    events.subscribe({ types: ["member.deactivated"] }, async (event) => {
+      const who = event.name ?? event.principalId;
+      await inbox.post(event.workspaceId, WORKSPACE_SOURCE, {
+        title: `${who} was deactivated by an org admin`,
+        body: "They can no longer reach this workspace. Reassign or review what they owned here.",
+        severity: "warning",
+        data: { principalId: event.principalId },
+      });
+    });
+    scheduler.add({
+      name: "notifications retention",
+      schedule: { everyMs: RETENTION_EVERY_MS },
+      workspaces: () => workspaces.ids(),
+      run: async (workspaceId) => {
+        const removed = await inbox.prune(workspaceId);
+        if (removed > 0) log.info({ workspaceId, removed }, "notifications past retention removed");
+      },
+    });
+    return {
+      createServer: (workspaceId) => createNotificationsServer(workspaceId, inbox),
+      workspaceRoutes: notificationRoutes(inbox),
+      leftovers: inbox,
+    };
+  },
+};

@@ -1,0 +1,296 @@
+import { readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { EventPublisher } from "../../kernel/events.ts";
+import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import { makeFolderIfMissing } from "../../storage/folders.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { NotificationSettings } from "./config.ts";
+import {
+  checkDraft,
+  isNotificationId,
+  isVisibleTo,
+  type Notification,
+  type NotificationDraft,
+  type NotificationView,
+  newNotificationId,
+} from "./model.ts";
+
+const ENTRIES = "entries";
+const ACKS = "acks";
+/** The highest seq ever given, written before retention removes the entry that held it. */
+const SEQ_MARK = "seq.json";
+const ENTRY_NAME = /^([0-9]{12})-(ntf_[0-9a-f]{24})\.json$/;
+const DAY_MS = 24 * 60 * 60 * 1000;
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 100;
+
+interface EntryName {
+  seq: number;
+  id: string;
+  file: string;
+}
+
+/** A member's acknowledgements: everything up to `upToSeq`, and the seqs after it one by one. */
+interface Acks {
+  upToSeq: number;
+  seqs: number[];
+}
+
+export interface InboxPage {
+  notifications: NotificationView[];
+  /** Pass back as `cursor` for the next (older) page; absent on the last one. */
+  nextCursor?: string;
+}
+
+export interface InboxQuery {
+  cursor?: string | undefined;
+  limit?: number | undefined;
+  /** Only what this member has not acknowledged. */
+  unacked?: boolean | undefined;
+}
+
+/**
+ * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry named by its seq and id
+ * (`entries/000000000042-ntf_….json`, so a listing orders and finds entries without reading
+ * them), one acknowledgements file per member (`acks/<principal>.json`), and `seq.json`, the
+ * sequence's high-water mark. Posts to one workspace are serialised, so seqs are gapless while
+ * entries last and never reused: the next seq after a restart is one past the highest entry or
+ * mark on disk, and retention writes the mark before it removes anything.
+ */
+export class Inbox implements LeftoverRules {
+  private readonly lock = new KeyedLock();
+  private readonly lastSeq = new Map<string, number>();
+
+  constructor(
+    private readonly storage: PartitionPaths,
+    private readonly settings: NotificationSettings,
+    private readonly events: EventPublisher,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Records an entry for `source`; the runtime stamps id, seq, workspace, source and time. */
+  async post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
+    const { title, body, severity, to, data } = checkDraft(draft);
+    return this.lock.run(workspaceId, async () => {
+      const entriesDir = await this.ensureEntriesDir(workspaceId);
+      const seq = (await this.highestSeq(workspaceId)) + 1;
+      const entry: Notification = {
+        id: newNotificationId(),
+        seq,
+        workspaceId,
+        source,
+        receivedAt: new Date(this.clock()).toISOString(),
+        title: title.trim(),
+        severity: severity ?? "info",
+        ...(body === undefined ? {} : { body }),
+        ...(to === undefined ? {} : { to }),
+        ...(data === undefined ? {} : { data }),
+      };
+      await writeJsonAtomic(join(entriesDir, entryFile(seq, entry.id)), entry);
+      this.lastSeq.set(workspaceId, seq);
+      const summary = { id: entry.id, seq, source, severity: entry.severity, title: entry.title };
+      this.events.publish(
+        to === undefined
+          ? { type: "notification.created", workspaceId, notification: summary }
+          : { type: "notification.created", workspaceId, ownerId: to, notification: summary },
+      );
+      return entry;
+    });
+  }
+
+  /** The entries `principalId` may see, newest first, a page at a time. */
+  async page(workspaceId: string, principalId: string, query: InboxQuery = {}): Promise<InboxPage> {
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const before = query.cursor === undefined ? Number.POSITIVE_INFINITY : parseCursor(query.cursor);
+    const acks = await this.readAcks(workspaceId, principalId);
+    const names = (await this.entryNames(workspaceId)).filter((n) => n.seq < before).reverse();
+    const notifications: NotificationView[] = [];
+    for (const name of names) {
+      if (query.unacked && isAcked(acks, name.seq)) continue;
+      const entry = await this.readEntry(workspaceId, name);
+      if (!entry || !isVisibleTo(entry, principalId)) continue;
+      if (notifications.length === limit) {
+        // One more exists past the page: the cursor resumes below the last one returned.
+        return { notifications, nextCursor: String(notifications[limit - 1]?.seq) };
+      }
+      notifications.push({ ...entry, acked: isAcked(acks, entry.seq) });
+    }
+    return { notifications };
+  }
+
+  async get(workspaceId: string, principalId: string, id: string): Promise<NotificationView> {
+    const entry = await this.find(workspaceId, principalId, id);
+    const acks = await this.readAcks(workspaceId, principalId);
+    return { ...entry, acked: isAcked(acks, entry.seq) };
+  }
+
+  /**
+   * Acknowledges entries for `principalId` alone: the ones named, or with `all` every one that
+   * exists now. Answers how many of the named were newly acknowledged.
+   */
+  async ack(
+    workspaceId: string,
+    principalId: string,
+    what: { ids: readonly string[] } | { all: true },
+  ): Promise<{ acked: number }> {
+    const seqs =
+      "all" in what
+        ? undefined
+        : await Promise.all(what.ids.map(async (id) => (await this.find(workspaceId, principalId, id)).seq));
+    const highest = await this.highestSeq(workspaceId);
+    return this.lock.run(`${workspaceId}/${principalId}`, async () => {
+      const acks = await this.readAcks(workspaceId, principalId);
+      const wanted = seqs ?? [];
+      const fresh = seqs === undefined ? [] : wanted.filter((seq) => !isAcked(acks, seq));
+      const next =
+        seqs === undefined ? { upToSeq: Math.max(acks.upToSeq, highest), seqs: [] } : compact(acks, fresh);
+      if (seqs === undefined || fresh.length > 0) {
+        const dir = await this.ensureDir(workspaceId, ACKS);
+        await writeJsonAtomic(join(dir, `${principalId}.json`), next);
+      }
+      return { acked: seqs === undefined ? 0 : new Set(fresh).size };
+    });
+  }
+
+  /**
+   * Retention: removes entries older than `retentionDays`, then the oldest past
+   * `maxPerWorkspace`. Entries are in seq order, which is time order, so the oldest are read
+   * only until one is young enough.
+   */
+  async prune(workspaceId: string): Promise<number> {
+    return this.lock.run(workspaceId, async () => {
+      const names = await this.entryNames(workspaceId);
+      if (names.length === 0) return 0;
+      const cutoffMs = this.clock() - this.settings.retentionDays * DAY_MS;
+      let doomed = Math.max(0, names.length - this.settings.maxPerWorkspace);
+      while (doomed < names.length) {
+        const entry = await this.readEntry(workspaceId, names[doomed] as EntryName);
+        if (entry && Date.parse(entry.receivedAt) >= cutoffMs) break;
+        doomed += 1;
+      }
+      if (doomed === 0) return 0;
+      const highest = (names[names.length - 1] as EntryName).seq;
+      await writeJsonAtomic(join(this.storage.dir(workspaceId), SEQ_MARK), { lastSeq: highest });
+      const dir = join(this.storage.dir(workspaceId), ENTRIES);
+      for (const name of names.slice(0, doomed)) await rm(join(dir, name.file), { force: true });
+      return doomed;
+    });
+  }
+
+  /** R1 in the inbox's folders: a temp file is an entry, ack or mark write never acknowledged. */
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (!present.has(this.storage.partition)) return;
+    const dir = this.storage.dir(workspaceId);
+    await sweepTempEntries(dir, pass);
+    await sweepTempEntries(join(dir, ENTRIES), pass);
+    await sweepTempEntries(join(dir, ACKS), pass);
+  }
+
+  private async find(workspaceId: string, principalId: string, id: string): Promise<Notification> {
+    const name = isNotificationId(id)
+      ? (await this.entryNames(workspaceId)).find((n) => n.id === id)
+      : undefined;
+    const entry = name && (await this.readEntry(workspaceId, name));
+    if (!entry || !isVisibleTo(entry, principalId)) {
+      throw new NotFound(
+        "notification_not_found",
+        `No notification ${JSON.stringify(id.slice(0, 40))} for you here.`,
+      );
+    }
+    return entry;
+  }
+
+  private async highestSeq(workspaceId: string): Promise<number> {
+    const known = this.lastSeq.get(workspaceId);
+    if (known !== undefined) return known;
+    const names = await this.entryNames(workspaceId);
+    const mark = (await readJsonIfExists(join(this.storage.dir(workspaceId), SEQ_MARK))) as
+      | { lastSeq?: number }
+      | undefined;
+    const highest = Math.max(names[names.length - 1]?.seq ?? 0, mark?.lastSeq ?? 0);
+    this.lastSeq.set(workspaceId, highest);
+    return highest;
+  }
+
+  /** The workspace's entries in seq order, from the folder listing alone. */
+  private async entryNames(workspaceId: string): Promise<EntryName[]> {
+    let files: string[];
+    try {
+      files = await readdir(join(this.storage.dir(workspaceId), ENTRIES));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+    return files
+      .flatMap((file) => {
+        const match = ENTRY_NAME.exec(file);
+        return match ? [{ seq: Number(match[1]), id: match[2] as string, file }] : [];
+      })
+      .sort((a, b) => a.seq - b.seq);
+  }
+
+  /** An entry, or `undefined` when retention removed it between the listing and the read. */
+  private async readEntry(workspaceId: string, name: EntryName): Promise<Notification | undefined> {
+    try {
+      const text = await readFile(join(this.storage.dir(workspaceId), ENTRIES, name.file), "utf8");
+      return JSON.parse(text) as Notification;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+  }
+
+  private async readAcks(workspaceId: string, principalId: string): Promise<Acks> {
+    const path = join(this.storage.dir(workspaceId), ACKS, `${principalId}.json`);
+    // The principal id was checked by the gate and the ids module; the file name is only it.
+    return ((await readJsonIfExists(path)) as Acks | undefined) ?? { upToSeq: 0, seqs: [] };
+  }
+
+  private async ensureEntriesDir(workspaceId: string): Promise<string> {
+    return this.ensureDir(workspaceId, ENTRIES);
+  }
+
+  /** Creates the inbox's folders inside an existing workspace; never creates the workspace. */
+  private async ensureDir(workspaceId: string, sub: string): Promise<string> {
+    const dir = this.storage.dir(workspaceId);
+    try {
+      await makeFolderIfMissing(dir);
+      await makeFolderIfMissing(join(dir, sub));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
+      throw error;
+    }
+    return join(dir, sub);
+  }
+}
+
+function entryFile(seq: number, id: string): string {
+  return `${String(seq).padStart(12, "0")}-${id}.json`;
+}
+
+function parseCursor(cursor: string): number {
+  if (!/^[1-9][0-9]{0,11}$/.test(cursor)) {
+    throw new InvalidInput("That cursor is not one this inbox gave; list again from the start.");
+  }
+  return Number(cursor);
+}
+
+function isAcked(acks: Acks, seq: number): boolean {
+  return seq <= acks.upToSeq || acks.seqs.includes(seq);
+}
+
+/** Adds `fresh` and folds every seq that continues `upToSeq` into it, so the file stays small. */
+function compact(acks: Acks, fresh: readonly number[]): Acks {
+  const seqs = new Set([...acks.seqs, ...fresh]);
+  let upToSeq = acks.upToSeq;
+  while (seqs.delete(upToSeq + 1)) upToSeq += 1;
+  return { upToSeq, seqs: [...seqs].filter((seq) => seq > upToSeq).sort((a, b) => a - b) };
+}

@@ -1,0 +1,47 @@
+import { Hono } from "hono";
+import { InvalidInput } from "../../errors.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject } from "../../web/json-body.ts";
+import { type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
+import { ackRequest } from "./server.ts";
+
+/** The inbox over REST, behind the workspace gate: the same views and acks as the tools. */
+export function notificationRoutes(inbox: Inbox): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  // Paged like notifications__list: `?limit=` (1–100, default 50), `?cursor=`, `?unacked=true`.
+  app.get("/notifications", async (c) => {
+    const limit = c.req.query("limit");
+    if (limit !== undefined && !/^[0-9]{1,3}$/.test(limit)) {
+      throw new InvalidInput(`limit is a whole number from 1 to ${MAX_PAGE_SIZE}.`);
+    }
+    const unacked = c.req.query("unacked");
+    if (unacked !== undefined && unacked !== "true" && unacked !== "false") {
+      throw new InvalidInput('unacked is "true" or "false".');
+    }
+    const page = await inbox.page(c.get("admission").workspace.id, c.get("principal").id, {
+      cursor: c.req.query("cursor"),
+      limit: limit === undefined ? undefined : checkLimit(Number(limit)),
+      unacked: unacked === "true",
+    });
+    return c.json(page);
+  });
+
+  app.get("/notifications/:id", async (c) =>
+    c.json(await inbox.get(c.get("admission").workspace.id, c.get("principal").id, c.req.param("id"))),
+  );
+
+  app.post("/notifications/ack", async (c) => {
+    const body = await readJsonObject(c);
+    const what = ackRequest(body);
+    return c.json(await inbox.ack(c.get("admission").workspace.id, c.get("principal").id, what));
+  });
+
+  return app;
+}
+
+function checkLimit(limit: number): number {
+  if (limit < 1 || limit > MAX_PAGE_SIZE)
+    throw new InvalidInput(`limit is a whole number from 1 to ${MAX_PAGE_SIZE}.`);
+  return limit;
+}

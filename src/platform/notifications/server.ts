@@ -1,0 +1,110 @@
+import { McpServer } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import { InvalidInput } from "../../errors.ts";
+import { ATRIUM_VERSION } from "../../version.ts";
+import { platformInput, platformTool } from "../platform-tool.ts";
+import { DEFAULT_PAGE_SIZE, type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
+import type { NotificationView } from "./model.ts";
+
+const MAX_ACK_IDS = 100;
+const idInput = z.string().describe("The notification id, ntf_ followed by 24 hex digits.");
+
+/** The notifications app as an MCP server for one workspace: the caller's view of its inbox. */
+export function createNotificationsServer(workspaceId: string, inbox: Inbox): McpServer {
+  const server = new McpServer({ name: "atrium-notifications", version: ATRIUM_VERSION });
+
+  server.registerTool(
+    "list",
+    {
+      description:
+        "List this workspace's notifications that you can see, newest first, each with whether you have acknowledged it. " +
+        "One page at a time: when `nextCursor` is returned, call again with it as `cursor` for older ones.",
+      inputSchema: platformInput({
+        cursor: z
+          .string()
+          .optional()
+          .describe("The nextCursor of the previous page; omit for the first page."),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_PAGE_SIZE)
+          .optional()
+          .describe(`Notifications per page, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`),
+        unacked: z.boolean().optional().describe("Only the ones you have not acknowledged."),
+      }),
+      annotations: { title: "List notifications", readOnlyHint: true },
+    },
+    platformTool(
+      workspaceId,
+      async (caller, args: { cursor?: string; limit?: number; unacked?: boolean }) => {
+        const page = await inbox.page(workspaceId, caller.principalId, args);
+        const lines = page.notifications.map(line);
+        if (page.nextCursor) lines.push(`Older ones: call this tool again with cursor "${page.nextCursor}".`);
+        return {
+          content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No notifications." }],
+          structuredContent: { ...page },
+        };
+      },
+    ),
+  );
+
+  server.registerTool(
+    "read",
+    {
+      description: "Read one notification in full: title, body, severity, source, time and detail.",
+      inputSchema: platformInput({ id: idInput }),
+      annotations: { title: "Read a notification", readOnlyHint: true },
+    },
+    platformTool(workspaceId, async (caller, args: { id: string }) => {
+      const entry = await inbox.get(workspaceId, caller.principalId, args.id);
+      const text = entry.body === undefined ? line(entry) : `${line(entry)}\n\n${entry.body}`;
+      return { content: [{ type: "text", text }], structuredContent: { notification: entry } };
+    }),
+  );
+
+  server.registerTool(
+    "ack",
+    {
+      description:
+        "Acknowledge notifications for yourself (other members still see them as new): the ones named in `ids`, or every one with `all`.",
+      inputSchema: platformInput({
+        ids: z.array(idInput).min(1).max(MAX_ACK_IDS).optional().describe(`Up to ${MAX_ACK_IDS} ids.`),
+        all: z.boolean().optional().describe("true: acknowledge every notification there is now."),
+      }),
+      annotations: { title: "Acknowledge notifications", readOnlyHint: false, idempotentHint: true },
+    },
+    platformTool(workspaceId, async (caller, args: { ids?: string[]; all?: boolean }) => {
+      const what = ackRequest(args);
+      const { acked } = await inbox.ack(workspaceId, caller.principalId, what);
+      const text =
+        "all" in what ? "Acknowledged every notification." : `Acknowledged ${acked} notification(s).`;
+      return { content: [{ type: "text", text }], structuredContent: { acked } };
+    }),
+  );
+
+  return server;
+}
+
+/** Exactly one of `ids` and `all: true`, as the tool and the REST route both take it. */
+export function ackRequest(args: { ids?: unknown; all?: unknown }): { ids: string[] } | { all: true } {
+  const hasIds = args.ids !== undefined;
+  if (hasIds === (args.all === true) || (args.all !== undefined && args.all !== true)) {
+    throw new InvalidInput('Give either "ids" (a list of notification ids) or "all": true.');
+  }
+  if (!hasIds) return { all: true };
+  const ids = args.ids;
+  if (
+    !Array.isArray(ids) ||
+    ids.length === 0 ||
+    ids.length > MAX_ACK_IDS ||
+    !ids.every((id) => typeof id === "string")
+  ) {
+    throw new InvalidInput(`"ids" is a list of 1 to ${MAX_ACK_IDS} notification ids.`);
+  }
+  return { ids };
+}
+
+function line(entry: NotificationView): string {
+  return `${entry.id}  #${entry.seq}  ${entry.receivedAt}  [${entry.severity}, ${entry.source}${entry.acked ? ", acked" : ""}]  ${entry.title}`;
+}

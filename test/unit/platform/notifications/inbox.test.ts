@@ -1,0 +1,191 @@
+import { readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WorkspaceNotFound } from "../../../../src/errors.ts";
+import type { AtriumEvent } from "../../../../src/kernel/events.ts";
+import type { NotificationSettings } from "../../../../src/platform/notifications/config.ts";
+import { Inbox } from "../../../../src/platform/notifications/inbox.ts";
+import type { NotificationDraft } from "../../../../src/platform/notifications/model.ts";
+import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const ALICE = `usr_${"a".repeat(24)}`;
+const BOB = `usr_${"b".repeat(24)}`;
+const DAY_MS = 24 * 60 * 60 * 1000;
+const SETTINGS: NotificationSettings = { retentionDays: 30, maxPerWorkspace: 10 };
+
+let temp: TempRoot;
+let time: FakeTime;
+let published: AtriumEvent[];
+
+function openInbox(settings = SETTINGS): Inbox {
+  return new Inbox(temp.layout.partition("notifications"), settings, temp.events, time.clock);
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("inbox", ALICE);
+  time = new FakeTime();
+  published = [];
+  temp.events.subscribe({ types: ["notification.created"] }, (event) => void published.push(event));
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("posting", () => {
+  it("stamps id, seq, workspace, source and time, and announces the entry", async () => {
+    const entry = await openInbox().post(temp.ws, "tasks", { title: "Run failed", severity: "error" });
+    expect(entry).toEqual({
+      id: expect.stringMatching(/^ntf_[0-9a-f]{24}$/),
+      seq: 1,
+      workspaceId: temp.ws,
+      source: "tasks",
+      receivedAt: new Date(time.clock()).toISOString(),
+      title: "Run failed",
+      severity: "error",
+    });
+    expect(published).toEqual([
+      {
+        type: "notification.created",
+        workspaceId: temp.ws,
+        notification: { id: entry.id, seq: 1, source: "tasks", severity: "error", title: "Run failed" },
+      },
+    ]);
+  });
+
+  it.each(["id", "seq", "workspaceId", "source", "receivedAt"])(
+    "refuses a producer that sets %s, and records nothing",
+    async (field) => {
+      const inbox = openInbox();
+      const forged = { title: "x", [field]: "forged" } as unknown as NotificationDraft;
+      await expect(inbox.post(temp.ws, "tasks", forged)).rejects.toThrow(`cannot set "${field}"`);
+      expect((await inbox.page(temp.ws, ALICE)).notifications).toEqual([]);
+      expect(published).toEqual([]);
+    },
+  );
+
+  it("refuses a bad title, body, severity, recipient or data by what is wrong", async () => {
+    const inbox = openInbox();
+    const bad: [NotificationDraft, string][] = [
+      [{ title: "" }, "title"],
+      [{ title: "two\nlines" }, "title"],
+      [{ title: "x".repeat(201) }, "title"],
+      [{ title: "ok", body: "x".repeat(4001) }, "body"],
+      [{ title: "ok", severity: "fatal" as "error" }, "severity"],
+      [{ title: "ok", to: "../etc" }, '"to"'],
+      [{ title: "ok", data: [] as unknown as Record<string, unknown> }, "data"],
+      [{ title: "ok", data: { big: "x".repeat(5000) } }, "data"],
+    ];
+    for (const [draft, field] of bad) await expect(inbox.post(temp.ws, "t", draft)).rejects.toThrow(field);
+    expect((await inbox.page(temp.ws, ALICE)).notifications).toEqual([]);
+  });
+
+  it("refuses a workspace that does not exist, creating nothing", async () => {
+    await expect(openInbox().post("ws_0123456789abcdef", "t", { title: "x" })).rejects.toThrow(
+      WorkspaceNotFound,
+    );
+    expect(await readdir(temp.root)).not.toContain("ws_0123456789abcdef");
+  });
+
+  it("gives gapless seqs to concurrent posts", async () => {
+    const inbox = openInbox();
+    const entries = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => inbox.post(temp.ws, "t", { title: `n${i}` })),
+    );
+    expect(entries.map((e) => e.seq).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
+  });
+});
+
+describe("the sequence across restarts", () => {
+  it("continues from the highest entry on disk", async () => {
+    await openInbox().post(temp.ws, "t", { title: "one" });
+    await openInbox().post(temp.ws, "t", { title: "two" });
+    const third = await openInbox().post(temp.ws, "t", { title: "three" });
+    expect(third.seq).toBe(3);
+  });
+
+  it("never reuses a seq after retention removed every entry", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "t", { title: "one" });
+    await inbox.post(temp.ws, "t", { title: "two" });
+    time.jump(31 * DAY_MS);
+    expect(await inbox.prune(temp.ws)).toBe(2);
+    expect((await inbox.page(temp.ws, ALICE)).notifications).toEqual([]);
+    const afterRestart = await openInbox().post(temp.ws, "t", { title: "three" });
+    expect(afterRestart.seq).toBe(3);
+  });
+});
+
+describe("reading and acknowledging", () => {
+  it("lists newest first, page by page, and shows a private entry to its addressee alone", async () => {
+    const inbox = openInbox();
+    for (let i = 1; i <= 5; i += 1) await inbox.post(temp.ws, "t", { title: `n${i}` });
+    await inbox.post(temp.ws, "t", { title: "for bob", to: BOB });
+    const first = await inbox.page(temp.ws, ALICE, { limit: 2 });
+    expect(first.notifications.map((n) => n.title)).toEqual(["n5", "n4"]);
+    const second = await inbox.page(temp.ws, ALICE, { limit: 2, cursor: first.nextCursor });
+    expect(second.notifications.map((n) => n.title)).toEqual(["n3", "n2"]);
+    const last = await inbox.page(temp.ws, ALICE, { limit: 2, cursor: second.nextCursor });
+    expect(last).toEqual({ notifications: [expect.objectContaining({ title: "n1" })] });
+    expect((await inbox.page(temp.ws, BOB, { limit: 1 })).notifications[0]?.title).toBe("for bob");
+    const bobs = (await inbox.page(temp.ws, BOB)).notifications.find((n) => n.to === BOB);
+    await expect(inbox.get(temp.ws, ALICE, bobs?.id ?? "")).rejects.toThrow("No notification");
+    expect(published.at(-1)).toMatchObject({ ownerId: BOB });
+  });
+
+  it("keeps acknowledgements per member", async () => {
+    const inbox = openInbox();
+    const one = await inbox.post(temp.ws, "t", { title: "one" });
+    const two = await inbox.post(temp.ws, "t", { title: "two" });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [one.id] })).toEqual({ acked: 1 });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [one.id] })).toEqual({ acked: 0 });
+    expect((await inbox.page(temp.ws, ALICE, { unacked: true })).notifications.map((n) => n.id)).toEqual([
+      two.id,
+    ]);
+    expect((await inbox.get(temp.ws, ALICE, one.id)).acked).toBe(true);
+    expect((await inbox.get(temp.ws, BOB, one.id)).acked).toBe(false);
+    expect((await inbox.page(temp.ws, BOB, { unacked: true })).notifications).toHaveLength(2);
+    await inbox.ack(temp.ws, BOB, { all: true });
+    expect((await inbox.page(temp.ws, BOB, { unacked: true })).notifications).toEqual([]);
+    // Acknowledged survives a restart: it is on disk, not in memory.
+    expect(
+      (await openInbox().page(temp.ws, ALICE, { unacked: true })).notifications.map((n) => n.id),
+    ).toEqual([two.id]);
+  });
+
+  it("answers an unknown, malformed or hostile id with not found, and a bad cursor with what to do", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "t", { title: "one" });
+    for (const id of [`ntf_${"0".repeat(24)}`, "ntf_x", "../../etc/passwd"]) {
+      await expect(inbox.get(temp.ws, ALICE, id)).rejects.toThrow("No notification");
+      await expect(inbox.ack(temp.ws, ALICE, { ids: [id] })).rejects.toThrow("No notification");
+    }
+    await expect(inbox.page(temp.ws, ALICE, { cursor: "abc" })).rejects.toThrow("list again from the start");
+  });
+});
+
+describe("retention and recovery", () => {
+  it("removes entries past their age, then the oldest past the count, and keeps the rest", async () => {
+    const inbox = openInbox({ retentionDays: 1, maxPerWorkspace: 10 });
+    await inbox.post(temp.ws, "t", { title: "old" });
+    time.jump(2 * DAY_MS);
+    for (let i = 1; i <= 12; i += 1) await inbox.post(temp.ws, "t", { title: `n${i}` });
+    expect(await inbox.prune(temp.ws)).toBe(3);
+    const titles = (await inbox.page(temp.ws, ALICE, { limit: 100 })).notifications.map((n) => n.title);
+    expect(titles).toEqual(["n12", "n11", "n10", "n9", "n8", "n7", "n6", "n5", "n4", "n3"]);
+    expect(await inbox.prune(temp.ws)).toBe(0);
+  });
+
+  it("sweeps a temp file an interrupted write left, and nothing else", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "t", { title: "kept" });
+    const entries = join(temp.root, temp.ws, "notifications", "entries");
+    await writeFile(join(entries, ".tmp-000000000002-x.json-abcd"), "{");
+    await inbox.recoverWorkspace(temp.ws, new Set(["notifications"]), RecoveryPass.boot(time.clock()));
+    expect(await readdir(entries)).toEqual([expect.stringMatching(/^000000000001-ntf_/)]);
+  });
+});
