@@ -1,0 +1,252 @@
+import type { FileHandle } from "node:fs/promises";
+import { open, readdir } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { InvalidInput, WorkspaceNotFound } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import { syncDir } from "../../storage/atomic.ts";
+import { makeFolderIfMissing } from "../../storage/folders.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import { type AuditEntry, type AuditRecord, checkAuditRecord } from "./audit-entry.ts";
+
+export type { AuditEntry, AuditRecord } from "./audit-entry.ts";
+
+const AUDIT = "audit";
+const DAY_FILE = /^([0-9]{4}-[0-9]{2}-[0-9]{2})\.jsonl$/;
+// Opaque to callers: the day file and byte offset of the last entry returned, and its seq.
+const CURSOR = /^([0-9]{4}-[0-9]{2}-[0-9]{2})\.([0-9]{1,15})\.([1-9][0-9]{0,14})$/;
+const NEWLINE = 0x0a;
+const READ_CHUNK_BYTES = 64 * 1024;
+export const DEFAULT_AUDIT_PAGE = 100;
+export const MAX_AUDIT_PAGE = 500;
+
+export interface AuditPage {
+  /** Newest first. */
+  entries: AuditEntry[];
+  /** Pass back as `cursor` for the next (older) page; absent on the last one. */
+  nextCursor?: string;
+}
+
+export interface AuditQuery {
+  cursor?: string | undefined;
+  /** 1–500, default 100. */
+  limit?: number | undefined;
+}
+
+/** Where the ledger of one workspace stands: its last seq and time, read once per process. */
+interface Head {
+  seq: number;
+  atMs: number;
+}
+
+/**
+ * A workspace's audit ledger of calls to its connections: `<ws>/connections/audit/<YYYY-MM-DD>.jsonl`,
+ * one JSON line per entry in the file of the entry's UTC day. Append-only: nothing rewrites or
+ * removes a line (adr/0037).
+ *
+ * Appends to one workspace are serialised (a keyed lock), each an append and an fsync of the day
+ * file, so the lines are in seq order and `at` never goes backwards (a clock stepped back stamps
+ * the previous time again): the day files, by name, are in seq order too. After a restart the next
+ * seq is one past the highest in the newest file holding an entry, read from its end.
+ *
+ * A crash mid-append leaves a torn last line. Readers skip any line that is not a whole entry, and
+ * the next append starts on a new line, so a torn line costs that one unacknowledged entry and
+ * nothing after it. There are no temp files, so nothing for recovery to sweep.
+ */
+export class AuditLedger {
+  private readonly lock = new KeyedLock();
+  private readonly heads = new Map<string, Head>();
+
+  constructor(
+    private readonly storage: PartitionPaths,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Records one entry; the ledger stamps `seq` and `at`. Refuses a record with any other field. */
+  async append(workspaceId: string, record: AuditRecord): Promise<AuditEntry> {
+    const checked = checkAuditRecord(record);
+    return this.lock.run(workspaceId, async () => {
+      const dir = await this.ensureAuditDir(workspaceId);
+      const head = await this.head(workspaceId);
+      const atMs = Math.max(this.clock(), head.atMs);
+      const entry: AuditEntry = { seq: head.seq + 1, at: new Date(atMs).toISOString(), ...checked };
+      try {
+        await appendLine(join(dir, `${dayOf(entry.at)}.jsonl`), `${JSON.stringify(entry)}\n`);
+      } catch (error) {
+        // How much reached the disk is unknown: read the head again before the next append.
+        this.heads.delete(workspaceId);
+        throw error;
+      }
+      this.heads.set(workspaceId, { seq: entry.seq, atMs });
+      return entry;
+    });
+  }
+
+  /** Entries newest first, a page at a time. A bad cursor or limit is `InvalidInput`. */
+  async page(workspaceId: string, query: AuditQuery = {}): Promise<AuditPage> {
+    const limit = checkLimit(query.limit);
+    const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+    const dir = join(this.storage.dir(workspaceId), AUDIT);
+    const days = (await dayFiles(dir)).filter((day) => cursor === undefined || day <= cursor.day);
+    const entries: AuditEntry[] = [];
+    const places: string[] = [];
+    for (const day of days.reverse()) {
+      const end = cursor?.day === day ? cursor.offset : undefined;
+      for await (const { line, start } of linesBackward(join(dir, `${day}.jsonl`), end)) {
+        const entry = parseEntry(line);
+        if (!entry || (cursor !== undefined && entry.seq >= cursor.seq)) continue;
+        if (entries.length === limit) return { entries, nextCursor: places[limit - 1] as string };
+        entries.push(entry);
+        places.push(`${day}.${start}.${entry.seq}`);
+      }
+    }
+    return { entries };
+  }
+
+  private async head(workspaceId: string): Promise<Head> {
+    const known = this.heads.get(workspaceId);
+    if (known) return known;
+    const dir = join(this.storage.dir(workspaceId), AUDIT);
+    let head: Head = { seq: 0, atMs: 0 };
+    // The newest file normally ends with the newest entry; one holding only a torn line (a crash
+    // on a day's first append) sends the search to the day before.
+    search: for (const day of (await dayFiles(dir)).reverse()) {
+      for await (const { line } of linesBackward(join(dir, `${day}.jsonl`))) {
+        const entry = parseEntry(line);
+        if (entry) {
+          head = { seq: entry.seq, atMs: Date.parse(entry.at) };
+          break search;
+        }
+      }
+    }
+    this.heads.set(workspaceId, head);
+    return head;
+  }
+
+  /** Creates the ledger's folders inside an existing workspace; never creates the workspace. */
+  private async ensureAuditDir(workspaceId: string): Promise<string> {
+    const dir = this.storage.dir(workspaceId);
+    try {
+      await makeFolderIfMissing(dir);
+      await makeFolderIfMissing(join(dir, AUDIT));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
+      throw error;
+    }
+    return join(dir, AUDIT);
+  }
+}
+
+/**
+ * Appends `line` to `path` (created 0600) and fsyncs it. A file that does not end with a newline
+ * ends with a torn line, so the new one starts on a line of its own. A new file's name is flushed
+ * in its folder.
+ */
+async function appendLine(path: string, line: string): Promise<void> {
+  const handle = await open(path, "a+", 0o600);
+  let created = false;
+  try {
+    const { size } = await handle.stat();
+    created = size === 0;
+    const torn = size > 0 && (await lastByte(handle, size)) !== NEWLINE;
+    await handle.appendFile(torn ? `\n${line}` : line);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  if (created) await syncDir(dirname(path));
+}
+
+async function lastByte(handle: FileHandle, size: number): Promise<number | undefined> {
+  const buffer = Buffer.alloc(1);
+  const { bytesRead } = await handle.read(buffer, 0, 1, size - 1);
+  return bytesRead === 1 ? buffer[0] : undefined;
+}
+
+/** The day files of a ledger folder, oldest first; none when the folder does not exist. */
+async function dayFiles(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  return names.flatMap((name) => DAY_FILE.exec(name)?.[1] ?? []).sort();
+}
+
+/**
+ * The lines of `path` that end before byte `end` (the whole file when not given), last first,
+ * each with the byte offset it starts at. Reads a chunk at a time from the end, so a page costs
+ * what it returns, not the size of the day. A final line without its newline is yielded too; the
+ * caller's parse decides whether it is whole.
+ */
+async function* linesBackward(
+  path: string,
+  end?: number,
+): AsyncGenerator<{ line: string; start: number }, void, undefined> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, "r");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    let pos = Math.min(end ?? Number.POSITIVE_INFINITY, (await handle.stat()).size);
+    // Bytes of the line that begins before `pos` and that the chunks read so far end with.
+    let carry = Buffer.alloc(0);
+    while (pos > 0) {
+      const from = Math.max(0, pos - READ_CHUNK_BYTES);
+      const chunk = Buffer.alloc(pos - from);
+      const { bytesRead } = await handle.read(chunk, 0, chunk.length, from);
+      const bytes = Buffer.concat([chunk.subarray(0, bytesRead), carry]);
+      pos = from;
+      let lineEnd = bytes.length;
+      for (let i = bytes.length - 1; i >= 0; i--) {
+        if (bytes[i] !== NEWLINE) continue;
+        if (lineEnd > i + 1) yield { line: bytes.toString("utf8", i + 1, lineEnd), start: from + i + 1 };
+        lineEnd = i;
+      }
+      carry = bytes.subarray(0, lineEnd);
+      if (pos === 0 && carry.length > 0) yield { line: carry.toString("utf8"), start: 0 };
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** A line's entry, or `undefined` for a torn or foreign line. */
+function parseEntry(line: string): AuditEntry | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  const entry = value as Partial<AuditEntry> | null;
+  if (typeof entry !== "object" || entry === null) return undefined;
+  if (!Number.isSafeInteger(entry.seq) || (entry.seq as number) < 1) return undefined;
+  if (typeof entry.at !== "string" || Number.isNaN(Date.parse(entry.at))) return undefined;
+  return entry as AuditEntry;
+}
+
+function dayOf(iso: string): string {
+  return iso.slice(0, 10);
+}
+
+function checkLimit(limit: number | undefined): number {
+  if (limit === undefined) return DEFAULT_AUDIT_PAGE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_PAGE) {
+    throw new InvalidInput(`limit is a whole number from 1 to ${MAX_AUDIT_PAGE}.`);
+  }
+  return limit;
+}
+
+function parseCursor(cursor: string): { day: string; offset: number; seq: number } {
+  const match = CURSOR.exec(cursor);
+  if (!match) {
+    throw new InvalidInput("That cursor is not one this ledger gave; page again from the start.");
+  }
+  return { day: match[1] as string, offset: Number(match[2]), seq: Number(match[3]) };
+}
