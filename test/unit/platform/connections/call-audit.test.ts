@@ -1,0 +1,162 @@
+import { createHash } from "node:crypto";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Forbidden } from "../../../../src/errors.ts";
+import { AuditLedger } from "../../../../src/platform/connections/audit.ts";
+import type { AuditRecord } from "../../../../src/platform/connections/audit-entry.ts";
+import { type AuditedCall, auditCall, type Denial } from "../../../../src/platform/connections/call-audit.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const ALICE = `usr_${"a".repeat(24)}`;
+
+let temp: TempRoot;
+let ledger: AuditLedger;
+let base: AuditedCall;
+let nowMs: number;
+const now = (): number => nowMs;
+
+interface ToolResult {
+  content: { type: "text"; text: string }[];
+  isError?: boolean;
+}
+
+async function trail(): Promise<Omit<AuditRecord, "principalId" | "connection" | "tool">[]> {
+  const { entries } = await ledger.page(temp.ws);
+  return entries.reverse().map(({ seq, at, principalId, connection, tool, requestId, ...rest }) => {
+    expect({ principalId, connection, tool, requestId }).toEqual({
+      principalId: ALICE,
+      connection: "weather",
+      tool: "forecast",
+      requestId: "req-9",
+    });
+    return rest;
+  });
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("call-audit", ALICE);
+  ledger = new AuditLedger(temp.layout.partition("connections"), new FakeTime().clock);
+  base = {
+    workspaceId: temp.ws,
+    requestId: "req-9",
+    principalId: ALICE,
+    connection: "weather",
+    tool: "forecast",
+  };
+  nowMs = 1000;
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("auditCall", () => {
+  it("records requested, allowed and executed with latency, size, digest and isError, and returns the result", async () => {
+    const result: ToolResult = { content: [{ type: "text", text: "Sunny, 21°C" }] };
+    const answer = await auditCall(
+      ledger,
+      base,
+      async () => {
+        nowMs += 42.5;
+        return result;
+      },
+      { now },
+    );
+    expect(answer).toBe(result);
+    const json = Buffer.from(JSON.stringify(result), "utf8");
+    expect(await trail()).toEqual([
+      { phase: "requested" },
+      { phase: "decision", decision: "allowed" },
+      {
+        phase: "executed",
+        latencyMs: 42.5,
+        resultBytes: json.length,
+        resultDigest: `sha256:${createHash("sha256").update(json).digest("hex")}`,
+        isError: false,
+      },
+    ]);
+    expect(json.length).toBe(JSON.stringify(result).length + 1); // UTF-8 bytes, not characters: "°" is two
+  });
+
+  it("never writes the result's text or the arguments to the ledger", async () => {
+    const args = { city: "Secret-City-4711" };
+    await auditCall(
+      ledger,
+      base,
+      async () => ({ content: [{ type: "text", text: `forecast for ${args.city}` }] }),
+      { now },
+    );
+    const { entries } = await ledger.page(temp.ws);
+    expect(JSON.stringify(entries)).not.toContain("Secret-City-4711");
+  });
+
+  it("marks an isError result as an error", async () => {
+    await auditCall(
+      ledger,
+      base,
+      async () => ({ content: [{ type: "text", text: "no such city" }], isError: true }),
+      { now },
+    );
+    expect((await trail())[2]).toMatchObject({ phase: "executed", isError: true });
+  });
+
+  it("records a denial by its check and reason, with no executed entry, and returns the denial", async () => {
+    const denial: Denial = {
+      denied: "drift",
+      reason: "forecast changed upstream since snapshot 2; refresh the tools",
+    };
+    const answer = await auditCall<ToolResult>(ledger, base, async () => denial, { now });
+    expect(answer).toBe(denial);
+    expect(await trail()).toEqual([
+      { phase: "requested" },
+      { phase: "decision", decision: "denied", deniedBy: "drift", reason: denial.reason },
+    ]);
+  });
+
+  it("records a run that throws as an error by its code alone, and throws it on", async () => {
+    const failing = auditCall(
+      ledger,
+      base,
+      async () => {
+        nowMs += 5;
+        throw new Forbidden("the token for Secret-City-4711 lapsed");
+      },
+      { now },
+    );
+    await expect(failing).rejects.toThrow(Forbidden);
+    expect(await trail()).toEqual([
+      { phase: "requested" },
+      { phase: "executed", latencyMs: 5, isError: true, reason: "threw forbidden" },
+    ]);
+    expect(JSON.stringify(await ledger.page(temp.ws))).not.toContain("Secret-City");
+  });
+
+  it("does not make a call it cannot audit", async () => {
+    let ran = false;
+    const broken = { append: async () => Promise.reject(new Error("disk full")) };
+    await expect(
+      auditCall(broken, base, async () => {
+        ran = true;
+        return { content: [] };
+      }),
+    ).rejects.toThrow("disk full");
+    expect(ran).toBe(false);
+  });
+
+  it("copies only who, which connection and which tool from the base, so arguments spread into it never reach the ledger", async () => {
+    const sneaky = { ...base, arguments: { city: "x" } } as AuditedCall;
+    let ran = false;
+    await auditCall(
+      ledger,
+      sneaky,
+      async () => {
+        ran = true;
+        return { content: [] };
+      },
+      { now },
+    );
+    // The helper copies only the four fields it knows; the arguments never reach the ledger.
+    expect(ran).toBe(true);
+    expect(JSON.stringify(await ledger.page(temp.ws))).not.toContain("arguments");
+  });
+});
