@@ -26,6 +26,9 @@ import type { StorageLayout } from "./paths.ts";
  *      (it is written first): a current text that is not the newest version is recorded as
  *      the next one; a version `N.md` without `N.json` gets one, saved at the `.md`'s mtime;
  *      an `N.json` without its `N.md` is removed. (platform/skills/writer.ts)
+ *  R7  An audit ledger's day file whose last line is torn (an append cut short): kept, as
+ *      append-only files are never rewritten. Readers skip a line that is not a whole entry and
+ *      the next append starts on a new line, so no pass touches it. (platform/connections/audit.ts)
  *
  * Nothing else under the root is ever half-written: every other write is one atomic rename.
  * A leftover is removed only when no live writer of this process can be using it: at boot
