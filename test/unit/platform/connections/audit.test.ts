@@ -102,6 +102,14 @@ describe("appending", () => {
     expect(await readdir(auditDir())).toEqual(["2026-01-02.jsonl"]);
   });
 
+  it("keeps each workspace's ledger and seq to itself", async () => {
+    const ledger = openLedger();
+    const other = (await temp.workspaces.create("Other", ALICE)).id;
+    await Promise.all([appendMany(ledger, 3), ledger.append(other, requested("elsewhere"))]);
+    expect((await ledger.page(other)).entries.map((e) => [e.seq, e.tool])).toEqual([[1, "elsewhere"]]);
+    expect((await ledger.page(temp.ws)).entries.map((e) => e.seq)).toEqual([3, 2, 1]);
+  });
+
   it("refuses to create the workspace it records for", async () => {
     const gone = "ws_0123456789abcdef";
     await expect(openLedger().append(gone, requested())).rejects.toThrow(WorkspaceNotFound);
