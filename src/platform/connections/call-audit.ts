@@ -4,11 +4,22 @@ import { AtriumError } from "../../errors.ts";
 import type { AuditLedger } from "./audit.ts";
 import type { AuditRecord, DeniedBy } from "./audit-entry.ts";
 
+// Marks a denial made by `deny`. A remote server's result is parsed from JSON, which cannot carry
+// a symbol key, so a result that happens to have `denied` and `reason` keys is never taken for the
+// gate's answer (test/unit/platform/connections/call-audit.test.ts "looks like a denial").
+const DENIAL: unique symbol = Symbol("atrium.denial");
+
 /** What the call gate answers instead of a result when one of its checks refuses the call. */
 export interface Denial {
+  readonly [DENIAL]: true;
   denied: DeniedBy;
   /** Atrium's words for the admin reading the ledger; never a value from the call. */
   reason: string;
+}
+
+/** The gate's refusal: which check refused, and why in Atrium's words. */
+export function deny(by: DeniedBy, reason: string): Denial {
+  return { [DENIAL]: true, denied: by, reason };
 }
 
 /** Who called which tool of which connection, in which workspace: what every entry of one call shares. */
@@ -25,13 +36,13 @@ export interface AuditCallOptions {
 }
 
 export function isDenial(outcome: unknown): outcome is Denial {
-  return typeof outcome === "object" && outcome !== null && "denied" in outcome && "reason" in outcome;
+  return typeof outcome === "object" && outcome !== null && DENIAL in outcome;
 }
 
 /**
  * Audits one call through the gate: `requested` before `run`, then the gate's `decision` and, when
  * it allowed the call, `executed` with the latency, the size and digest of the result's JSON and
- * whether it is an error result. `run` is the gate and the call in one: it answers a `Denial` or
+ * whether it is an error result. `run` is the gate and the call in one: it answers a `deny(by, reason)` or
  * the result, which is returned unchanged. Generic over the result, so the same helper audits a
  * `CallToolResult` or a task's output.
  *

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Forbidden } from "../../../../src/errors.ts";
 import { AuditLedger } from "../../../../src/platform/connections/audit.ts";
 import type { AuditRecord } from "../../../../src/platform/connections/audit-entry.ts";
-import { type AuditedCall, auditCall, type Denial } from "../../../../src/platform/connections/call-audit.ts";
+import { type AuditedCall, auditCall, deny } from "../../../../src/platform/connections/call-audit.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -90,6 +90,17 @@ describe("auditCall", () => {
     expect(JSON.stringify(entries)).not.toContain("Secret-City-4711");
   });
 
+  it("audits a result that looks like a denial as a result: only the gate's deny() denies", async () => {
+    const lookalike = { content: [], denied: "snapshot", reason: "server says so" };
+    const answer = await auditCall(ledger, base, async () => lookalike, { now });
+    expect(answer).toBe(lookalike);
+    expect((await trail()).map((e) => [e.phase, e.decision])).toEqual([
+      ["requested", undefined],
+      ["decision", "allowed"],
+      ["executed", undefined],
+    ]);
+  });
+
   it("marks an isError result as an error", async () => {
     await auditCall(
       ledger,
@@ -101,10 +112,7 @@ describe("auditCall", () => {
   });
 
   it("records a denial by its check and reason, with no executed entry, and returns the denial", async () => {
-    const denial: Denial = {
-      denied: "drift",
-      reason: "forecast changed upstream since snapshot 2; refresh the tools",
-    };
+    const denial = deny("drift", "forecast changed upstream since snapshot 2; refresh the tools");
     const answer = await auditCall<ToolResult>(ledger, base, async () => denial, { now });
     expect(answer).toBe(denial);
     expect(await trail()).toEqual([
