@@ -30,7 +30,7 @@ import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
 import { PLATFORM_APPS } from "./platform/index.ts";
-import { createWorkspaceRegistry, startApps } from "./platform/kit.ts";
+import { createWorkspaceRegistry, startApps, workspaceSources } from "./platform/kit.ts";
 import { ToolDispatch } from "./sources/dispatch.ts";
 import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
@@ -141,7 +141,7 @@ async function startLocked(
   // the dispatch exists before the apps so that an app can call tools (a task run).
   const apps: StartedApp[] = [];
   const registries = new IdleCache<SourceRegistry>(
-    async (workspaceId) => createWorkspaceRegistry(workspaceId, apps),
+    (workspaceId) => createWorkspaceRegistry(workspaceId, apps),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
     clock,
@@ -152,7 +152,17 @@ async function startLocked(
   apps.push(
     ...(await startApps(
       options.apps ?? PLATFORM_APPS,
-      { layout, workspaces, dispatch, events, clock, timers, scheduler, log },
+      {
+        layout,
+        workspaces,
+        dispatch,
+        sources: workspaceSources(registries),
+        events,
+        clock,
+        timers,
+        scheduler,
+        log,
+      },
       config,
     )),
   );

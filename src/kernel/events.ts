@@ -36,6 +36,8 @@ export type AtriumEvent =
   | (Scoped & { type: "member.removed"; principalId: string })
   /** An org admin deactivated a member: published once for each workspace they belong to. */
   | (Scoped & { type: "member.deactivated"; principalId: string; name?: string | undefined })
+  /** A connection's derived state moved (ADR 0039): `running`, `degraded`, `reauth_required`… */
+  | (Scoped & { type: "connection.state_changed"; name: string; state: string; previous: string | undefined })
   | (Scoped & { type: "notification.created"; notification: NotificationSummary })
   | (Private & { type: "notification.created"; notification: NotificationSummary });
 

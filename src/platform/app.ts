@@ -8,6 +8,7 @@ import type { Timers } from "../kernel/timers.ts";
 import type { Logger } from "../log.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
 import type { WorkspaceGuidance } from "../sources/guidance.ts";
+import type { Source } from "../sources/source.ts";
 import type { PartitionPaths, StorageLayout } from "../storage/paths.ts";
 import type { LeftoverRules } from "../storage/recovery.ts";
 import type { AppEnv } from "../web/app-env.ts";
@@ -41,6 +42,10 @@ export interface AppContext<Settings> {
   workspaces: WorkspaceStore;
   /** Calls a tool as (person, workspace), with the same checks as an MCP request. */
   dispatch: ToolDispatch;
+  /** Changes a workspace's live sources (a connection added, refreshed or removed). */
+  sources: WorkspaceSources;
+  /** Every platform app's name in this instance: no other source may take one. */
+  appNames: readonly string[];
   events: EventBus;
   clock: Clock;
   timers: Timers;
@@ -53,6 +58,8 @@ export interface AppContext<Settings> {
 export interface RunningApp {
   /** The app's MCP server for one workspace, served on the in-memory arm of its source. */
   createServer(workspaceId: string): McpServer;
+  /** Further sources the app gives a workspace (its connections), asked when its registry is built. */
+  sources?(workspaceId: string): Promise<Source[]>;
   /**
    * Routes of one workspace, paths relative to `/v1/workspaces/:ws`, mounted behind the workspace
    * gate: a handler here always finds the caller's admission, and cannot be reached without it.
@@ -73,6 +80,12 @@ export interface StreamedBody {
   /** Relative to `/v1/workspaces/:ws`, e.g. `/files`. */
   path: string;
   maxBytes: number;
+}
+
+/** A workspace's sources while its registry is loaded; a registry built later asks the apps. */
+export interface WorkspaceSources {
+  replace(workspaceId: string, source: Source): Promise<void>;
+  remove(workspaceId: string, name: string): Promise<void>;
 }
 
 /** An app as the instance runs it: its name and what its start returned. */

@@ -1,12 +1,13 @@
 import type { ConfigSections } from "../instance/load.ts";
 import type { InstanceConfig } from "../instance/schema.ts";
+import type { IdleCache } from "../sources/idle-cache.ts";
 import { McpSource } from "../sources/mcp-source.ts";
 import { SourceRegistry } from "../sources/registry.ts";
 import { isSourceName } from "../sources/tool-names.ts";
-import type { AppContext, PlatformApp, StartedApp } from "./app.ts";
+import type { AppContext, PlatformApp, StartedApp, WorkspaceSources } from "./app.ts";
 
 /** What every app's context shares; each app adds its settings, its storage and its log. */
-export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage">;
+export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage" | "appNames">;
 
 /** The instance.json sections the apps declare, for the loader to validate the file with. */
 export function configSections(apps: readonly PlatformApp[]): ConfigSections {
@@ -39,6 +40,7 @@ export async function startApps(
       ...kernel,
       settings,
       storage: kernel.layout.partition(partition),
+      appNames: apps.map((other) => other.name),
       log: kernel.log.child({ app: app.name }),
     });
     started.push({ ...running, name: app.name });
@@ -46,13 +48,31 @@ export async function startApps(
   return started;
 }
 
-/** A workspace's registry: every started app as an in-memory source. */
-export function createWorkspaceRegistry(workspaceId: string, apps: readonly StartedApp[]): SourceRegistry {
+/** A workspace's registry: every started app as an in-memory source, then the apps' other sources. */
+export async function createWorkspaceRegistry(
+  workspaceId: string,
+  apps: readonly StartedApp[],
+): Promise<SourceRegistry> {
   const registry = new SourceRegistry(workspaceId);
   for (const app of apps) {
     registry.add(
       new McpSource(app.name, { kind: "in-memory", createServer: () => app.createServer(workspaceId) }),
     );
   }
+  for (const app of apps) {
+    for (const source of (await app.sources?.(workspaceId)) ?? []) registry.add(source);
+  }
   return registry;
+}
+
+/** Changes reach a registry that is loaded; one that is not will be built with them. */
+export function workspaceSources(registries: IdleCache<SourceRegistry>): WorkspaceSources {
+  return {
+    async replace(workspaceId, source) {
+      await (await registries.peek(workspaceId))?.replace(source);
+    },
+    async remove(workspaceId, name) {
+      await (await registries.peek(workspaceId))?.remove(name);
+    },
+  };
 }

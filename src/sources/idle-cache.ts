@@ -38,6 +38,11 @@ export class IdleCache<T> {
     }
   }
 
+  /** The value for `key` if it has been built, without building it or counting as a use. */
+  async peek(key: string): Promise<T | undefined> {
+    return this.entries.get(key)?.value.catch(() => undefined);
+  }
+
   get size(): number {
     return this.entries.size;
   }

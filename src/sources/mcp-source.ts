@@ -1,6 +1,7 @@
 import {
   type CallToolResult,
   Client,
+  type FetchLike,
   InMemoryTransport,
   type StandardSchemaV1,
   StreamableHTTPClientTransport,
@@ -8,8 +9,10 @@ import {
   type Transport,
 } from "@modelcontextprotocol/client";
 import type { McpServer } from "@modelcontextprotocol/server";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
+import type { Source } from "./source.ts";
 
 /**
  * How a source is reached. A platform app is a real SDK server on an in-memory linked
@@ -18,7 +21,25 @@ import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts
  */
 export type SourceTransport =
   | { kind: "in-memory"; createServer: () => McpServer }
-  | { kind: "streamable-http"; url: URL; headers?: Record<string, string> };
+  | {
+      kind: "streamable-http";
+      url: URL;
+      headers?: Record<string, string>;
+      /** How requests leave the process (sources/guarded-fetch.ts); the platform's fetch if absent. */
+      fetch?: FetchLike;
+      /** A listing older than this is taken again on the next ask, for a server that never says it changed. */
+      listMaxAgeMs?: number;
+    };
+
+/** The most `tools/list` pages one listing follows; a server still paging past it is refused. */
+export const MAX_LIST_PAGES = 20;
+
+/** A server whose `tools/list` was still handing out cursors after MAX_LIST_PAGES pages. */
+export class UnfinishedListing extends Error {
+  constructor() {
+    super(`The server's tools/list had not finished after ${MAX_LIST_PAGES} pages.`);
+  }
+}
 
 /** Told each progress report the source's server sends while one call runs. */
 export type ProgressListener = (progress: { progress: number; total?: number; message?: string }) => void;
@@ -28,25 +49,57 @@ const VALIDATED_BY_SERVER: StandardSchemaV1<CallToolResult> = {
   "~standard": { version: 1, vendor: "atrium", validate: (value) => ({ value: value as CallToolResult }) },
 };
 
-export class McpSource {
+export class McpSource implements Source {
   private client: Promise<Client> | undefined;
   private tools: Promise<Tool[]> | undefined;
+  private listedAt = 0;
   private server: McpServer | undefined;
 
   constructor(
     readonly name: string,
     private readonly transport: SourceTransport,
+    private readonly clock: Clock = systemClock,
   ) {}
 
-  /** The source's own tool list (not namespaced), cached until the server says it changed. */
+  /**
+   * The source's own tool list (not namespaced), every page of it, cached until the server says
+   * it changed or, for a remote server, until it is older than `listMaxAgeMs`.
+   */
   listTools(): Promise<Tool[]> {
-    this.tools ??= this.connected()
-      .then(async (client) => (await client.listTools()).tools)
-      .catch((error: unknown) => {
-        this.tools = undefined;
-        throw error;
-      });
+    const maxAgeMs = this.transport.kind === "streamable-http" ? this.transport.listMaxAgeMs : undefined;
+    if (maxAgeMs !== undefined && this.clock() - this.listedAt > maxAgeMs) this.tools = undefined;
+    if (!this.tools) {
+      this.listedAt = this.clock();
+      this.tools = this.connected()
+        .then(listEveryPage)
+        .catch((error: unknown) => {
+          this.tools = undefined;
+          throw error;
+        });
+    }
     return this.tools;
+  }
+
+  /** What the server said about itself when it connected: its revision, capabilities, instructions. */
+  async describe(): Promise<{
+    protocolVersion: string | undefined;
+    hasTools: boolean;
+    instructions: string | undefined;
+    serverInfo: { name: string; version: string } | undefined;
+  }> {
+    const client = await this.connected();
+    const info = client.getServerVersion();
+    return {
+      protocolVersion: client.getNegotiatedProtocolVersion(),
+      hasTools: client.getServerCapabilities()?.tools !== undefined,
+      instructions: client.getInstructions(),
+      serverInfo: info && { name: info.name, version: info.version },
+    };
+  }
+
+  /** A round trip that proves the transport and the server are alive; nothing else. */
+  async ping(): Promise<void> {
+    await (await this.connected()).ping();
   }
 
   /** With `onProgress`, the call asks the server for progress reports and hands each one on. */
@@ -56,6 +109,8 @@ export class McpSource {
     caller: Caller,
     onProgress?: ProgressListener,
   ): Promise<CallToolResult> {
+    // The request id a connection's gate records is not sent anywhere: a platform app's failures
+    // are logged by the router with it, and a remote server never learns it.
     const client = await this.connected();
     const options = onProgress ? { onprogress: onProgress } : undefined;
     if (this.transport.kind === "streamable-http")
@@ -115,8 +170,21 @@ export class McpSource {
     }
     return new StreamableHTTPClientTransport(this.transport.url, {
       requestInit: { headers: this.transport.headers ?? {} },
+      ...(this.transport.fetch ? { fetch: this.transport.fetch } : {}),
     });
   }
+}
+
+async function listEveryPage(client: Client): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page += 1) {
+    const result = await client.listTools(cursor === undefined ? undefined : { cursor });
+    tools.push(...result.tools);
+    if (!result.nextCursor) return tools;
+    cursor = result.nextCursor;
+  }
+  throw new UnfinishedListing();
 }
 
 /**

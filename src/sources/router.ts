@@ -65,7 +65,13 @@ export class Router {
       // Checked against the source's cached list so the answer names the tool as the client
       // called it, whichever kind of source this is.
       if (!(await source.listTools()).some((tool) => tool.name === parts.tool)) return unknownTool(name);
-      const result = await source.callTool(parts.tool, args ?? {}, caller, context.onProgress);
+      const result = await source.callTool(
+        parts.tool,
+        args ?? {},
+        caller,
+        context.onProgress,
+        context.requestId,
+      );
       // A platform app hands its unexpected errors over in host-owned _meta (tool-failure.ts).
       const unexpected = unexpectedErrorOf(result);
       if (unexpected) return this.failedUnexpectedly(name, context.requestId, unexpected);

@@ -4,14 +4,14 @@ import type { AppEnv } from "../../web/app-env.ts";
 import { type AuditLedger, MAX_AUDIT_PAGE } from "./audit.ts";
 
 /**
- * The audit ledger over REST, behind the workspace gate: `GET /connections/audit` (relative to
+ * The audit ledger over REST, behind the workspace gate: `GET /audit` (relative to
  * `/v1/workspaces/:ws`), newest first, `?limit=` (1–500, default 100) and `?cursor=`. Workspace
  * admins only: the ledger says who called what, which a member has no need to see of others.
  */
 export function auditRoutes(ledger: Pick<AuditLedger, "page">): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  app.get("/connections/audit", async (c) => {
+  app.get("/audit", async (c) => {
     const admission = c.get("admission");
     // The role is checked before the query, so a member learns nothing from a 400.
     if (admission.role !== "admin") {

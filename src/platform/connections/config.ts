@@ -1,0 +1,52 @@
+import type { ConfigSection } from "../../instance/schema.ts";
+
+export interface ConnectionSettings {
+  /** Lets a server live at a loopback, private or link-local address, over http: local development only. */
+  allowPrivateAddresses: boolean;
+  /** How often the HealthMonitor probes each running connection's transport. */
+  healthIntervalMs: number;
+  /** How often the ConnectionRevalidator checks each connection's credential (and on any 401). */
+  credentialCheckIntervalMs: number;
+  /** The longest a server's live tool listing is trusted for the drift check (ADR 0039). */
+  toolListMaxAgeMs: number;
+  /** How long a request to a server may take to begin answering. */
+  requestTimeoutMs: number;
+  /** The most bytes one answer of a server may carry. */
+  maxResponseBytes: number;
+}
+
+interface ConnectionsFile {
+  allowPrivateAddresses?: boolean;
+  healthIntervalSeconds?: number;
+  credentialCheckIntervalSeconds?: number;
+  toolListMaxAgeSeconds?: number;
+  requestTimeoutSeconds?: number;
+  maxResponseBytes?: number;
+}
+
+/** instance.json's `connections` section. */
+export const connectionsConfig: ConfigSection<ConnectionSettings> = {
+  schema: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      allowPrivateAddresses: { type: "boolean" },
+      healthIntervalSeconds: { type: "integer", minimum: 1, maximum: 3600 },
+      credentialCheckIntervalSeconds: { type: "integer", minimum: 1, maximum: 86_400 },
+      toolListMaxAgeSeconds: { type: "integer", minimum: 1, maximum: 3600 },
+      requestTimeoutSeconds: { type: "integer", minimum: 1, maximum: 300 },
+      maxResponseBytes: { type: "integer", minimum: 1024, maximum: 1024 * 1024 * 1024 },
+    },
+  },
+  resolve(section) {
+    const file = (section ?? {}) as ConnectionsFile;
+    return {
+      allowPrivateAddresses: file.allowPrivateAddresses ?? false,
+      healthIntervalMs: (file.healthIntervalSeconds ?? 30) * 1000,
+      credentialCheckIntervalMs: (file.credentialCheckIntervalSeconds ?? 300) * 1000,
+      toolListMaxAgeMs: (file.toolListMaxAgeSeconds ?? 60) * 1000,
+      requestTimeoutMs: (file.requestTimeoutSeconds ?? 30) * 1000,
+      maxResponseBytes: file.maxResponseBytes ?? 16 * 1024 * 1024,
+    };
+  },
+};

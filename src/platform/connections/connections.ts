@@ -1,0 +1,292 @@
+import { Conflict, Forbidden, InvalidInput } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { EventPublisher } from "../../kernel/events.ts";
+import type { Logger } from "../../log.ts";
+import { UnfinishedListing } from "../../sources/mcp-source.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
+import type { WorkspaceSources } from "../app.ts";
+import type { ConnectionSettings } from "./config.ts";
+import type { AuditAppender } from "./call-audit.ts";
+import { ConnectionSource } from "./gate.ts";
+import {
+  type AuthRequest,
+  type ConnectionRecord,
+  type ConnectionState,
+  checkAuth,
+  checkConnectionName,
+  checkServerUrl,
+  deriveState,
+  newConnectionId,
+  type StoredAuth,
+} from "./model.ts";
+import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
+import { compileInputSchema } from "./schemas.ts";
+import { diffSnapshots, photograph, type Snapshot } from "./snapshot.ts";
+import type { ConnectionStore } from "./store.ts";
+
+export interface NewConnection {
+  name?: unknown;
+  url?: unknown;
+  auth?: unknown;
+}
+
+/** A connection as every API answers it: never a credential's value. */
+export interface ConnectionView {
+  name: string;
+  url: string;
+  auth: { kind: "none" } | { kind: "static"; header: string };
+  state: ConnectionState;
+  authorizationGeneration: number;
+  createdAt: string;
+  createdBy: string;
+  snapshot: { version: number; digest: string; protocolVersion: string; takenAt: string; tools: string[] };
+  health: { transport: unknown; credential: unknown };
+}
+
+export interface ConnectionsDeps {
+  store: ConnectionStore;
+  remote: RemoteServers;
+  vault: CredentialVault;
+  workspaces: WorkspaceStore;
+  sources: WorkspaceSources;
+  events: EventPublisher;
+  settings: ConnectionSettings;
+  clock: Clock;
+  log: Logger;
+  /** Platform app names: a connection may not take one. */
+  reservedNames: readonly string[];
+  /** Where each call through a connection's gate is recorded. */
+  ledger: AuditAppender;
+  /** Wakes the credential check of a connection whose request met a 401. */
+  onUnauthorized: (workspaceId: string, name: string) => void;
+}
+
+/**
+ * What members and admins do with a workspace's connections: add (photograph), refresh,
+ * remove, look. Workspace admins manage; every member sees. The live gated source of each
+ * connection is what the workspace's registry holds.
+ */
+export class Connections {
+  /** The state each connection was last announced in, so only a change is announced. */
+  private readonly announced = new Map<string, ConnectionState>();
+  /** Connections whose credential the revalidator found lapsed: the gate refuses their calls. */
+  private readonly lapsed = new Set<string>();
+
+  constructor(private readonly deps: ConnectionsDeps) {}
+
+  async add(workspaceId: string, principalId: string, request: NewConnection): Promise<ConnectionView> {
+    this.requireAdmin(workspaceId, principalId);
+    const name = checkConnectionName(request.name, this.deps.reservedNames);
+    const url = checkServerUrl(request.url).href;
+    const auth = checkAuth(request.auth);
+    if (this.deps.store.names(workspaceId).includes(name)) {
+      throw new InvalidInput(
+        `A connection named "${name}" exists here; remove it first or choose another name.`,
+      );
+    }
+    const id = newConnectionId();
+    const stored = await this.seal(id, auth);
+    const record: ConnectionRecord = {
+      id,
+      name,
+      workspaceId,
+      url,
+      auth: stored,
+      createdAt: new Date(this.deps.clock()).toISOString(),
+      createdBy: principalId,
+      authorizationGeneration: 1,
+      snapshotVersion: 1,
+      disabled: false,
+    };
+    try {
+      const snapshot = await this.photograph(record, 1);
+      await this.deps.store.create(record, snapshot);
+    } catch (error) {
+      if (stored.kind === "static") await this.deps.vault.delete(stored.credential);
+      throw error;
+    }
+    await this.deps.sources.replace(workspaceId, await this.source(record));
+    this.deps.log.info({ workspaceId, connection: name }, "connection added");
+    await this.announce(workspaceId, name);
+    return this.view(workspaceId, name);
+  }
+
+  /** Photographs the server again as the next snapshot, for an admin to review; answers what changed. */
+  async refresh(workspaceId: string, principalId: string, name: string) {
+    this.requireAdmin(workspaceId, principalId);
+    const record = await this.deps.store.get(workspaceId, name);
+    const previous = await this.deps.store.snapshot(workspaceId, name, record.snapshotVersion);
+    const snapshot = await this.photograph(record, record.snapshotVersion + 1);
+    const updated = await this.deps.store.appendSnapshot(workspaceId, name, snapshot);
+    await this.deps.sources.replace(workspaceId, await this.source(updated));
+    return { connection: await this.view(workspaceId, name), changes: diffSnapshots(previous, snapshot) };
+  }
+
+  async remove(workspaceId: string, principalId: string, name: string): Promise<void> {
+    this.requireAdmin(workspaceId, principalId);
+    const record = await this.deps.store.get(workspaceId, name);
+    await this.deps.store.remove(workspaceId, name);
+    await this.deps.sources.remove(workspaceId, name);
+    if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    this.announced.delete(`${workspaceId}/${name}`);
+    this.lapsed.delete(`${workspaceId}/${name}`);
+    this.deps.log.info({ workspaceId, connection: name }, "connection removed");
+  }
+
+  /** The current snapshot in full, or another version. */
+  async snapshot(workspaceId: string, name: string, version?: number): Promise<Snapshot> {
+    const record = await this.deps.store.get(workspaceId, name);
+    return this.deps.store.snapshot(workspaceId, name, version ?? record.snapshotVersion);
+  }
+
+  snapshots(workspaceId: string, name: string) {
+    return this.deps.store.snapshots(workspaceId, name);
+  }
+
+  /** What changed from one snapshot version to another, tool by tool. */
+  async diff(workspaceId: string, name: string, from: number, to: number) {
+    const [before, after] = await Promise.all([
+      this.deps.store.snapshot(workspaceId, name, from),
+      this.deps.store.snapshot(workspaceId, name, to),
+    ]);
+    return { from, to, ...diffSnapshots(before, after) };
+  }
+
+  async list(workspaceId: string): Promise<ConnectionView[]> {
+    return Promise.all(this.deps.store.names(workspaceId).map((name) => this.view(workspaceId, name)));
+  }
+
+  async view(workspaceId: string, name: string): Promise<ConnectionView> {
+    const { store } = this.deps;
+    const record = await store.get(workspaceId, name);
+    const [snapshot, transport, credential] = await Promise.all([
+      store.snapshot(workspaceId, name, record.snapshotVersion),
+      store.transport(workspaceId, name),
+      store.credential(workspaceId, name),
+    ]);
+    return {
+      name: record.name,
+      url: record.url,
+      auth: record.auth.kind === "static" ? { kind: "static", header: record.auth.header } : { kind: "none" },
+      state: deriveState(record, transport, credential),
+      authorizationGeneration: record.authorizationGeneration,
+      createdAt: record.createdAt,
+      createdBy: record.createdBy,
+      snapshot: {
+        version: snapshot.version,
+        digest: snapshot.digest,
+        protocolVersion: snapshot.protocolVersion,
+        takenAt: snapshot.takenAt,
+        tools: snapshot.tools.map((tool) => tool.name),
+      },
+      health: { transport: transport.last ?? null, credential: credential.last ?? null },
+    };
+  }
+
+  /** The gated sources of a workspace's connections, for its registry when it is built. */
+  async sources(workspaceId: string): Promise<ConnectionSource[]> {
+    const records = await this.deps.store.list(workspaceId);
+    return Promise.all(records.map((record) => this.source(record)));
+  }
+
+  /**
+   * A loop changed its conclusion: announce the derived state if it moved, and when the
+   * transport came back, give the registry a fresh client (the old one's session is gone).
+   */
+  async changed(workspaceId: string, name: string): Promise<void> {
+    const record = await this.deps.store.get(workspaceId, name);
+    const transport = await this.deps.store.transport(workspaceId, name);
+    const credential = await this.deps.store.credential(workspaceId, name);
+    if (credential.lapsed) this.lapsed.add(`${workspaceId}/${name}`);
+    else this.lapsed.delete(`${workspaceId}/${name}`);
+    if (transport.up) await this.deps.sources.replace(workspaceId, await this.source(record));
+    await this.announce(workspaceId, name);
+  }
+
+  private async announce(workspaceId: string, name: string): Promise<void> {
+    const key = `${workspaceId}/${name}`;
+    const { state } = await this.view(workspaceId, name);
+    const previous = this.announced.get(key);
+    if (previous === state) return;
+    this.announced.set(key, state);
+    this.deps.events.publish({ type: "connection.state_changed", workspaceId, name, state, previous });
+  }
+
+  private async source(record: ConnectionRecord): Promise<ConnectionSource> {
+    const { store, remote, settings } = this.deps;
+    const snapshot = await store.snapshot(record.workspaceId, record.name, record.snapshotVersion);
+    const key = `${record.workspaceId}/${record.name}`;
+    if ((await store.credential(record.workspaceId, record.name)).lapsed) this.lapsed.add(key);
+    const live = await remote.source(record, {
+      listMaxAgeMs: settings.toolListMaxAgeMs,
+      onStatus: (status) => {
+        if (status === 401) this.deps.onUnauthorized(record.workspaceId, record.name);
+      },
+    });
+    return new ConnectionSource(
+      record.name,
+      snapshot,
+      live,
+      { credentialLapsed: () => this.lapsed.has(key) },
+      this.deps.ledger,
+    );
+  }
+
+  /** Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. */
+  private async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
+    const source = await this.deps.remote.source(record);
+    try {
+      const described = await source.describe().catch((error: unknown) => {
+        throw new InvalidInput(
+          `Could not connect to ${record.url}: ${(error as Error).message.slice(0, 300)}`,
+        );
+      });
+      if (!described.hasTools)
+        throw new InvalidInput(`The server at ${record.url} offers no tools capability.`);
+      const tools = await source.listTools().catch((error: unknown) => {
+        if (error instanceof UnfinishedListing)
+          throw new InvalidInput(`${error.message} Nothing was photographed.`);
+        throw new InvalidInput(
+          `The server at ${record.url} did not list its tools: ${(error as Error).message.slice(0, 300)}`,
+        );
+      });
+      const taken = photograph(tools, {
+        version,
+        takenAt: new Date(this.deps.clock()).toISOString(),
+        generation: record.authorizationGeneration,
+        protocolVersion: described.protocolVersion ?? "unknown",
+        ...(described.serverInfo ? { serverInfo: described.serverInfo } : {}),
+        ...(described.instructions ? { instructions: described.instructions } : {}),
+      });
+      if ("problems" in taken)
+        throw new InvalidInput(`Refused to photograph the server's tools: ${taken.problems.join("; ")}.`);
+      for (const tool of taken.snapshot.tools) {
+        try {
+          compileInputSchema(tool);
+        } catch (error) {
+          throw new InvalidInput(
+            `Tool "${tool.name}" has an input schema that cannot be checked: ${(error as Error).message.slice(0, 200)}.`,
+          );
+        }
+      }
+      return taken.snapshot;
+    } finally {
+      await source.close().catch(() => undefined);
+    }
+  }
+
+  private async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
+    if (auth.kind === "none") return auth;
+    return {
+      kind: "static",
+      header: auth.header,
+      credential: await this.deps.vault.put(id, STATIC_VALUE_FIELD, auth.value),
+    };
+  }
+
+  private requireAdmin(workspaceId: string, principalId: string): void {
+    if (this.deps.workspaces.roleOf(workspaceId, principalId) !== "admin") {
+      throw new Forbidden("Only a workspace admin can manage its connections.");
+    }
+  }
+}

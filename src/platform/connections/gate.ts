@@ -1,0 +1,120 @@
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { ValidateFunction } from "ajv";
+import type { Caller } from "../../sources/caller-meta.ts";
+import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
+import type { Source } from "../../sources/source.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
+import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
+import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
+import { type Snapshot, toolDigest } from "./snapshot.ts";
+
+/** What the gate asks about the connection at call time, from the health loops' own records. */
+export interface GateState {
+  credentialLapsed(): boolean;
+}
+
+/** Told each call's path through the gate (the audit ledger), never its arguments or result. */
+export interface CallObserver {
+  observe<T extends CallToolResult>(
+    call: { tool: string; caller: Caller },
+    run: () => Promise<T | Denial>,
+  ): Promise<T | Denial>;
+}
+
+/**
+ * A connection as the router sees it: its tools are its pinned snapshot (listing never calls the
+ * server), and a call passes, in order, the snapshot, the snapshotted input schema (compiled
+ * once per snapshot), the credential, the protocol revision the snapshot was taken over, and
+ * the tool's digest as the server lists it now — then it is forwarded. Anything else is refused
+ * with what to do, and nothing leaves the process.
+ */
+export class ConnectionSource implements Source {
+  private readonly validators = new Map<string, ValidateFunction>();
+
+  constructor(
+    readonly name: string,
+    readonly snapshot: Snapshot,
+    private readonly live: McpSource,
+    private readonly state: GateState,
+    private readonly ledger: AuditAppender,
+  ) {}
+
+  async listTools(): Promise<Tool[]> {
+    return this.snapshot.tools;
+  }
+
+  async callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: Caller,
+    onProgress?: ProgressListener,
+    requestId?: string,
+  ): Promise<CallToolResult> {
+    const call = {
+      workspaceId: caller.workspaceId,
+      principalId: caller.principalId,
+      connection: this.name,
+      tool,
+      ...(requestId === undefined ? {} : { requestId }),
+    };
+    const outcome = await auditCall(this.ledger, call, async () => {
+      const denial = await this.check(tool, args);
+      return denial ?? (await this.live.callTool(tool, args, caller, onProgress));
+    });
+    return isDenial(outcome) ? refusal(outcome.reason) : outcome;
+  }
+
+  async close(): Promise<void> {
+    await this.live.close();
+  }
+
+  /** The gate; `undefined` when the call may go. */
+  private async check(tool: string, args: Record<string, unknown>): Promise<Denial | undefined> {
+    const pinned = this.snapshot.tools.find((t) => t.name === tool);
+    const called = joinToolName(this.name, tool);
+    const refresh = `an admin can refresh the connection's tools (connections__refresh "${this.name}") and review the change`;
+    if (!pinned)
+      return deny(
+        "snapshot",
+        `${called} is not in the connection's snapshot (version ${this.snapshot.version}).`,
+      );
+    const validate = this.validator(pinned);
+    if (!validate(args)) {
+      return deny("schema", `Invalid arguments for ${called}: ${describeSchemaErrors(validate)}.`);
+    }
+    if (this.state.credentialLapsed()) {
+      return deny(
+        "credential",
+        `The credential of connection "${this.name}" has lapsed; an admin must re-authorize it before its tools can be called.`,
+      );
+    }
+    const { protocolVersion } = await this.live.describe();
+    if (protocolVersion !== this.snapshot.protocolVersion) {
+      return deny(
+        "protocol",
+        `The server of "${this.name}" now speaks MCP ${protocolVersion ?? "(unknown)"}, but its snapshot was taken over ${this.snapshot.protocolVersion}; ${refresh}.`,
+      );
+    }
+    const now = (await this.live.listTools()).find((t) => t.name === tool);
+    if (!now || toolDigest(now) !== this.snapshot.digests[tool]) {
+      return deny(
+        "drift",
+        `${called} ${now ? "changed" : "disappeared"} upstream since snapshot ${this.snapshot.version} was taken, so it is not called; ${refresh}.`,
+      );
+    }
+    return undefined;
+  }
+
+  private validator(tool: Tool): ValidateFunction {
+    let validate = this.validators.get(tool.name);
+    if (!validate) {
+      validate = compileInputSchema(tool);
+      this.validators.set(tool.name, validate);
+    }
+    return validate;
+  }
+}
+
+function refusal(reason: string): CallToolResult {
+  return { content: [{ type: "text", text: reason }], isError: true };
+}

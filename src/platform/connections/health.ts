@@ -1,0 +1,138 @@
+import type { Clock } from "../../kernel/clock.ts";
+import type { Logger } from "../../log.ts";
+import type { CredentialHealth, Observation, TransportHealth } from "./model.ts";
+import type { RemoteServers } from "./remote.ts";
+import type { ConnectionStore } from "./store.ts";
+
+const BACKOFF_BASE_MS = 1_000;
+const BACKOFF_CAP_MS = 5 * 60 * 1000;
+
+/** What a loop tells the app when its conclusion about a connection changed. */
+export type Changed = (workspaceId: string, name: string) => Promise<void>;
+
+function observation(clock: Clock, startedMs: number, ok: boolean, detail?: string): Observation {
+  return {
+    at: new Date(clock()).toISOString(),
+    outcome: ok ? "ok" : "failed",
+    latencyMs: clock() - startedMs,
+    ...(detail === undefined ? {} : { detail }),
+  };
+}
+
+/**
+ * Transport liveness. Each interval it probes every connection of a workspace (a bare `ping`,
+ * no credential), marks one that does not answer down and tries it again after a capped,
+ * jittered exponential backoff, forever, and brings it back up by itself. It owns
+ * `transport.json` and nothing else: it never reads or writes a credential or the
+ * revalidator's conclusion.
+ */
+export class HealthMonitor {
+  constructor(
+    private readonly store: ConnectionStore,
+    private readonly remote: RemoteServers,
+    private readonly clock: Clock,
+    private readonly changed: Changed,
+    private readonly random: () => number = Math.random,
+  ) {}
+
+  async checkWorkspace(workspaceId: string): Promise<void> {
+    for (const name of this.store.names(workspaceId)) await this.check(workspaceId, name);
+  }
+
+  async check(workspaceId: string, name: string): Promise<void> {
+    const before = await this.store.transport(workspaceId, name);
+    if (!before.up && before.retryAt !== undefined && this.clock() < before.retryAt) return;
+    const record = await this.store.get(workspaceId, name);
+    const started = this.clock();
+    const probe = await this.remote.reachable(record.url);
+    const last = observation(this.clock, started, probe.ok, probe.detail);
+    const after: TransportHealth = probe.ok
+      ? { up: true, failures: 0, last }
+      : {
+          up: false,
+          failures: before.failures + 1,
+          last,
+          retryAt: this.clock() + this.backoff(before.failures + 1),
+        };
+    await this.store.writeTransport(workspaceId, name, after);
+    if (after.up !== before.up) await this.changed(workspaceId, name);
+  }
+
+  /** Doubling from a second to five minutes, with up to half of it taken off at random. */
+  private backoff(failures: number): number {
+    const full = Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** Math.min(failures - 1, 20));
+    return Math.round(full * (0.5 + this.random() / 2));
+  }
+}
+
+/**
+ * Credential liveness. Each interval, and at once when any request of a connection met a 401,
+ * it opens a session with the connection's credential. A 401 means the credential lapsed; a
+ * static one cannot be renewed, so the connection becomes `reauth_required` (the app then posts
+ * to the workspace's inbox) and is not checked again until it is re-authorized. Any other
+ * failure is the transport's business, recorded but not judged. It owns `credential.json` and
+ * nothing else: it never restarts a transport or reads the monitor's conclusion.
+ */
+export class ConnectionRevalidator {
+  private readonly running = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly store: ConnectionStore,
+    private readonly remote: RemoteServers,
+    private readonly clock: Clock,
+    private readonly changed: Changed,
+    private readonly log: Logger,
+  ) {}
+
+  async checkWorkspace(workspaceId: string): Promise<void> {
+    for (const name of this.store.names(workspaceId)) await this.check(workspaceId, name);
+  }
+
+  /** One check of one connection at a time; a 401 during a check does not start a second. */
+  check(workspaceId: string, name: string): Promise<void> {
+    const key = `${workspaceId}/${name}`;
+    let run = this.running.get(key);
+    if (!run) {
+      run = this.revalidate(workspaceId, name).finally(() => this.running.delete(key));
+      this.running.set(key, run);
+    }
+    return run;
+  }
+
+  private async revalidate(workspaceId: string, name: string): Promise<void> {
+    const before = await this.store.credential(workspaceId, name);
+    const record = await this.store.get(workspaceId, name);
+    if (before.lapsed || record.auth.kind === "none" || record.disabled) return;
+    let unauthorized = false;
+    const started = this.clock();
+    const source = await this.remote.source(record, {
+      onStatus: (status) => void (unauthorized ||= status === 401),
+    });
+    let failure: string | undefined;
+    try {
+      await source.describe();
+      await source.ping();
+    } catch (error) {
+      failure = (error as Error).message.slice(0, 200);
+    } finally {
+      await source.close().catch(() => undefined);
+    }
+    const after: CredentialHealth = {
+      lapsed: unauthorized,
+      last: observation(
+        this.clock,
+        started,
+        failure === undefined,
+        unauthorized ? "the server answered 401" : failure,
+      ),
+    };
+    await this.store.writeCredential(workspaceId, name, after);
+    if (after.lapsed) {
+      this.log.warn(
+        { workspaceId, connection: name },
+        "connection credential lapsed; re-authorization required",
+      );
+      await this.changed(workspaceId, name);
+    }
+  }
+}

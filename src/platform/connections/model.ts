@@ -1,0 +1,144 @@
+import { randomBytes } from "node:crypto";
+import { InvalidInput } from "../../errors.ts";
+import { hasControlCharacters } from "../../text.ts";
+
+/** How Atrium authenticates to the server: nothing, or one header whose value is sealed. */
+export type StoredAuth = { kind: "none" } | { kind: "static"; header: string; credential: string };
+
+/** What a caller asks for; a static value is sealed on arrival and never answered back. */
+export type AuthRequest = { kind: "none" } | { kind: "static"; header: string; value: string };
+
+/** A connection as stored at `<ws>/connections/servers/<name>/connection.json`. */
+export interface ConnectionRecord {
+  /** `con_` + 24 hex: what a sealed credential is bound to. */
+  id: string;
+  name: string;
+  workspaceId: string;
+  url: string;
+  auth: StoredAuth;
+  createdAt: string;
+  createdBy: string;
+  /** 1 at creation; each completed re-authorization after the connection was ever active adds 1. */
+  authorizationGeneration: number;
+  /** The snapshot its tools are served from and its calls checked against. */
+  snapshotVersion: number;
+  disabled: boolean;
+}
+
+export type ConnectionState = "pending_auth" | "running" | "degraded" | "reauth_required" | "disabled";
+
+/** One loop's last look: when, what it found, how long it took. */
+export interface Observation {
+  at: string;
+  outcome: "ok" | "failed";
+  latencyMs: number;
+  detail?: string;
+}
+
+/** The HealthMonitor's own fields (`transport.json`); the revalidator never writes them. */
+export interface TransportHealth {
+  up: boolean;
+  failures: number;
+  last?: Observation;
+  /** When the next reconnect is tried while down (epoch ms). */
+  retryAt?: number;
+}
+
+/** The ConnectionRevalidator's own fields (`credential.json`); the monitor never writes them. */
+export interface CredentialHealth {
+  lapsed: boolean;
+  last?: Observation;
+}
+
+/** The state a client sees, derived from the record and both loops' own conclusions. */
+export function deriveState(
+  record: ConnectionRecord,
+  transport: TransportHealth,
+  credential: CredentialHealth,
+): ConnectionState {
+  if (record.disabled) return "disabled";
+  if (credential.lapsed) return "reauth_required";
+  if (record.snapshotVersion === 0) return "pending_auth";
+  return transport.up ? "running" : "degraded";
+}
+
+const NAME = /^[a-z][a-z0-9-]{0,62}$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/;
+// Headers Atrium owns on the way out: the transport sets them, a connection may not.
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-type",
+  "content-length",
+  "accept",
+  "mcp-protocol-version",
+  "mcp-session-id",
+  "mcp-method",
+  "mcp-name",
+  "connection",
+  "transfer-encoding",
+]);
+const MAX_VALUE_CHARS = 4096;
+const MAX_URL_CHARS = 2048;
+
+export function newConnectionId(): string {
+  return `con_${randomBytes(12).toString("hex")}`;
+}
+
+/** A connection name is its tools' `<source>`: lowercase words, and not a platform app's name. */
+export function checkConnectionName(name: unknown, taken: readonly string[]): string {
+  if (typeof name !== "string" || !NAME.test(name)) {
+    throw new InvalidInput(
+      'A connection name is 1 to 63 lowercase letters, digits and hyphens, starting with a letter (e.g. "github").',
+    );
+  }
+  if (taken.includes(name))
+    throw new InvalidInput(`"${name}" is the name of a platform app; choose another.`);
+  return name;
+}
+
+export function checkServerUrl(url: unknown): URL {
+  if (typeof url !== "string" || url.length > MAX_URL_CHARS || !URL.canParse(url)) {
+    throw new InvalidInput('"url" is the server\'s MCP endpoint, an absolute https URL.');
+  }
+  const parsed = new URL(url);
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") {
+    throw new InvalidInput('"url" is an https URL (http only for a local server the operator allows).');
+  }
+  if (parsed.username || parsed.password) {
+    throw new InvalidInput('"url" may not carry a user name or password; use "auth" for credentials.');
+  }
+  parsed.hash = "";
+  return parsed;
+}
+
+export function checkAuth(auth: unknown): AuthRequest {
+  if (auth === undefined) return { kind: "none" };
+  const given = auth as { kind?: unknown; header?: unknown; value?: unknown };
+  if (typeof auth !== "object" || auth === null) throw new InvalidInput('"auth" is an object with a "kind".');
+  if (given.kind === "none") return { kind: "none" };
+  if (given.kind === "static") {
+    if (
+      typeof given.header !== "string" ||
+      !HEADER_NAME.test(given.header) ||
+      RESERVED_HEADERS.has(given.header.toLowerCase())
+    ) {
+      throw new InvalidInput(
+        '"auth.header" is an HTTP header name the transport does not own, e.g. "Authorization" or "X-Api-Key".',
+      );
+    }
+    if (
+      typeof given.value !== "string" ||
+      given.value === "" ||
+      given.value.length > MAX_VALUE_CHARS ||
+      hasControlCharacters(given.value)
+    ) {
+      throw new InvalidInput(
+        `"auth.value" is the header's value: 1 to ${MAX_VALUE_CHARS} characters on one line.`,
+      );
+    }
+    return { kind: "static", header: given.header, value: given.value };
+  }
+  if (given.kind === "oauth")
+    throw new InvalidInput('"auth.kind" "oauth" is not available yet; use "none" or "static".');
+  throw new InvalidInput('"auth.kind" is "none" or "static".');
+}

@@ -1,0 +1,59 @@
+import { Hono } from "hono";
+import { InvalidInput } from "../../errors.ts";
+import type { AppEnv } from "../../web/app-env.ts";
+import { readJsonObject } from "../../web/json-body.ts";
+import type { Connections } from "./connections.ts";
+
+/** Connections over REST, behind the workspace gate; the same service as the tools. */
+export function connectionRoutes(connections: Connections): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const ws = (c: { get(key: "admission"): { workspace: { id: string } } }) => c.get("admission").workspace.id;
+
+  app.get("/connections", async (c) => c.json({ connections: await connections.list(ws(c)) }));
+
+  app.post("/connections", async (c) => {
+    const body = await readJsonObject(c);
+    return c.json(await connections.add(ws(c), c.get("principal").id, body), 201);
+  });
+
+  app.get("/connections/:name", async (c) => c.json(await connections.view(ws(c), c.req.param("name"))));
+
+  app.delete("/connections/:name", async (c) => {
+    await connections.remove(ws(c), c.get("principal").id, c.req.param("name"));
+    return c.body(null, 204);
+  });
+
+  app.get("/connections/:name/tools", async (c) =>
+    c.json(await connections.snapshot(ws(c), c.req.param("name"))),
+  );
+
+  app.post("/connections/:name/tools/refresh", async (c) =>
+    c.json(await connections.refresh(ws(c), c.get("principal").id, c.req.param("name"))),
+  );
+
+  app.get("/connections/:name/tools/snapshots", async (c) => {
+    const name = c.req.param("name");
+    const from = c.req.query("from");
+    const to = c.req.query("to");
+    if (from === undefined && to === undefined)
+      return c.json({ snapshots: await connections.snapshots(ws(c), name) });
+    return c.json(await connections.diff(ws(c), name, version(from, "from"), version(to, "to")));
+  });
+
+  app.get("/connections/:name/tools/snapshots/:version", async (c) =>
+    c.json(
+      await connections.snapshot(ws(c), c.req.param("name"), version(c.req.param("version"), "version")),
+    ),
+  );
+
+  return app;
+}
+
+function version(value: string | undefined, field: string): number {
+  if (value === undefined || !/^[1-9][0-9]{0,8}$/.test(value)) {
+    throw new InvalidInput(
+      `${field} is a snapshot version, a whole number from 1; give both from and to to compare two.`,
+    );
+  }
+  return Number(value);
+}

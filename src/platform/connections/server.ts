@@ -1,0 +1,134 @@
+import type { CallToolResult } from "@modelcontextprotocol/server";
+import { McpServer } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import { ATRIUM_VERSION } from "../../version.ts";
+import { platformInput, platformTool } from "../platform-tool.ts";
+import type { Connections } from "./connections.ts";
+
+const nameInput = z.string().describe("The connection's name: the <source> of its tools.");
+
+function json(value: unknown, text: string): CallToolResult {
+  return { content: [{ type: "text", text }], structuredContent: value as Record<string, unknown> };
+}
+
+/** The connections app as an MCP server for one workspace. Managing takes the workspace admin role. */
+export function createConnectionsServer(workspaceId: string, connections: Connections): McpServer {
+  const server = new McpServer({ name: "atrium-connections", version: ATRIUM_VERSION });
+
+  server.registerTool(
+    "list",
+    {
+      description: "List this workspace's connections to remote MCP servers: name, URL, state and snapshot.",
+      inputSchema: platformInput({}),
+      annotations: { title: "List connections", readOnlyHint: true },
+    },
+    platformTool(workspaceId, async () => {
+      const list = await connections.list(workspaceId);
+      const lines = list.map(
+        (c) =>
+          `${c.name}  ${c.state}  ${c.url}  snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)`,
+      );
+      return json({ connections: list }, lines.length > 0 ? lines.join("\n") : "No connections here yet.");
+    }),
+  );
+
+  server.registerTool(
+    "add",
+    {
+      description:
+        "Connect a remote MCP server to this workspace (workspace admins): Atrium connects, photographs its tools as snapshot 1, and serves them as <name>__<tool>. " +
+        'auth is {"kind":"none"} or {"kind":"static","header","value"}; the value is sealed and never shown again.',
+      inputSchema: platformInput({
+        name: nameInput,
+        url: z.string().describe("The server's MCP endpoint, an https URL."),
+        auth: z
+          .object({
+            kind: z.enum(["none", "static"]),
+            header: z.string().optional(),
+            value: z.string().optional(),
+          })
+          .optional()
+          .describe("How Atrium authenticates to the server; none when absent."),
+      }),
+      annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
+    },
+    platformTool(workspaceId, async (caller, args: { name: string; url: string; auth?: unknown }) => {
+      const view = await connections.add(workspaceId, caller.principalId, args);
+      return json(
+        view,
+        `Connected "${view.name}": snapshot ${view.snapshot.version} with ${view.snapshot.tools.length} tools.`,
+      );
+    }),
+  );
+
+  server.registerTool(
+    "remove",
+    {
+      description: "Remove a connection (workspace admins): its tools go away; its audit history is kept.",
+      inputSchema: platformInput({ name: nameInput }),
+      annotations: { title: "Remove a connection", readOnlyHint: false, destructiveHint: true },
+    },
+    platformTool(workspaceId, async (caller, args: { name: string }) => {
+      await connections.remove(workspaceId, caller.principalId, args.name);
+      return json({ removed: args.name }, `Removed "${args.name}".`);
+    }),
+  );
+
+  server.registerTool(
+    "status",
+    {
+      description:
+        "Show one connection: state, authorization generation, snapshot version and digest, and each health loop's last look.",
+      inputSchema: platformInput({ name: nameInput }),
+      annotations: { title: "Connection status", readOnlyHint: true },
+    },
+    platformTool(workspaceId, async (_caller, args: { name: string }) => {
+      const view = await connections.view(workspaceId, args.name);
+      return json(view, JSON.stringify(view));
+    }),
+  );
+
+  server.registerTool(
+    "refresh",
+    {
+      description:
+        "Photograph a connection's tools again as its next snapshot (workspace admins), after reviewing what changed upstream; answers the tools added, removed and changed.",
+      inputSchema: platformInput({ name: nameInput }),
+      annotations: { title: "Refresh a connection's tools", readOnlyHint: false, destructiveHint: false },
+    },
+    platformTool(workspaceId, async (caller, args: { name: string }) => {
+      const { connection, changes } = await connections.refresh(workspaceId, caller.principalId, args.name);
+      return json(
+        { connection, changes },
+        `"${args.name}" is now at snapshot ${connection.snapshot.version}: ${JSON.stringify(changes)}`,
+      );
+    }),
+  );
+
+  server.registerTool(
+    "snapshots",
+    {
+      description:
+        "List a connection's snapshot versions, newest first; with from and to, what changed between two versions.",
+      inputSchema: platformInput({
+        name: nameInput,
+        from: z.number().int().min(1).optional().describe("A snapshot version to compare from."),
+        to: z.number().int().min(1).optional().describe("A snapshot version to compare to."),
+      }),
+      annotations: { title: "Connection snapshots", readOnlyHint: true },
+    },
+    platformTool(workspaceId, async (_caller, args: { name: string; from?: number; to?: number }) => {
+      if (args.from !== undefined && args.to !== undefined) {
+        const diff = await connections.diff(workspaceId, args.name, args.from, args.to);
+        return json(diff, JSON.stringify(diff));
+      }
+      const snapshots = await connections.snapshots(workspaceId, args.name);
+      return json(
+        { snapshots },
+        snapshots.map((s) => `${s.version}  ${s.takenAt}  ${s.toolCount} tools  ${s.digest}`).join("\n"),
+      );
+    }),
+  );
+
+  return server;
+}

@@ -1,0 +1,107 @@
+import { createHash } from "node:crypto";
+import type { Tool } from "@modelcontextprotocol/client";
+
+/** An immutable photograph of what a server offered, taken when it was added or refreshed. */
+export interface Snapshot {
+  version: number;
+  takenAt: string;
+  /** The connection's authorizationGeneration when it was taken. */
+  generation: number;
+  protocolVersion: string;
+  serverInfo?: { name: string; version: string };
+  /** The server's `instructions`, served to members as a server-scope skill. */
+  instructions?: string;
+  tools: Tool[];
+  /** Per tool name, the digest a call is checked against. */
+  digests: Record<string, string>;
+  /** Over every tool's digest, in name order: one value to compare two snapshots by. */
+  digest: string;
+}
+
+const MAX_TOOL_NAME = 128;
+const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
+const MAX_DESCRIPTION_CHARS = 8192;
+const MAX_TOOLS = 1000;
+// Zero-width, bidirectional controls and other invisible format characters that can hide
+// instructions from a human reviewing a tool's description.
+const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u061C\uFEFF\u00AD]/;
+// C0 and C1 controls, except the tab and newline a description may use.
+const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/;
+
+/** JSON with object keys sorted at every depth and no spaces: equal values, equal bytes. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function sha256(text: string): string {
+  return `sha256:${createHash("sha256").update(text).digest("hex")}`;
+}
+
+/** What a call trusts about a tool: its name, description, schemas and annotations. */
+export function toolDigest(tool: Tool): string {
+  const { name, description, inputSchema, outputSchema, annotations } = tool;
+  return sha256(canonicalJson({ name, description, inputSchema, outputSchema, annotations }));
+}
+
+/** Why a tool may not be photographed, or `undefined` when it may. */
+export function screenTool(tool: Tool): string | undefined {
+  const name = String(tool.name);
+  if (name.length === 0 || name.length > MAX_TOOL_NAME || !TOOL_NAME.test(name)) {
+    return `tool name ${JSON.stringify(name.slice(0, 80))} is not 1 to ${MAX_TOOL_NAME} letters, digits, "_", "-" or "."`;
+  }
+  for (const [field, text] of [
+    ["description", tool.description],
+    ["title", tool.title],
+    ["annotations.title", tool.annotations?.title],
+  ] as const) {
+    if (text === undefined) continue;
+    if (text.length > MAX_DESCRIPTION_CHARS)
+      return `tool "${name}": its ${field} is over ${MAX_DESCRIPTION_CHARS} characters`;
+    if (INVISIBLE.test(text))
+      return `tool "${name}": its ${field} holds invisible (zero-width or bidirectional) characters`;
+    if (CONTROL.test(text)) return `tool "${name}": its ${field} holds control characters`;
+  }
+  return undefined;
+}
+
+/** Screens every tool and builds the snapshot; refuses the whole listing on any problem. */
+export function photograph(
+  tools: Tool[],
+  taken: Omit<Snapshot, "tools" | "digests" | "digest">,
+): { snapshot: Snapshot } | { problems: string[] } {
+  const problems = tools.flatMap((tool) => screenTool(tool) ?? []);
+  if (tools.length > MAX_TOOLS)
+    problems.push(`the server lists ${tools.length} tools; at most ${MAX_TOOLS} are taken`);
+  const names = new Set<string>();
+  for (const tool of tools) {
+    if (names.has(tool.name)) problems.push(`tool "${tool.name}" is listed twice`);
+    names.add(tool.name);
+  }
+  if (problems.length > 0) return { problems };
+  const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : 1));
+  const digests = Object.fromEntries(sorted.map((tool) => [tool.name, toolDigest(tool)]));
+  return {
+    snapshot: { ...taken, tools: sorted, digests, digest: sha256(canonicalJson(digests)) },
+  };
+}
+
+/** What changed between two snapshots, tool by tool. */
+export function diffSnapshots(
+  from: Snapshot,
+  to: Snapshot,
+): { added: string[]; removed: string[]; changed: string[] } {
+  const before = from.digests;
+  const after = to.digests;
+  return {
+    added: Object.keys(after).filter((name) => !(name in before)),
+    removed: Object.keys(before).filter((name) => !(name in after)),
+    changed: Object.keys(after).filter((name) => name in before && before[name] !== after[name]),
+  };
+}

@@ -1,0 +1,266 @@
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { Conflict, NotFound, WorkspaceNotFound } from "../../errors.ts";
+import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
+import { createFileExclusive } from "../../storage/exclusive.ts";
+import { makeFolderIfMissing } from "../../storage/folders.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { RecordExists, RecordFolders } from "../../storage/owned-records.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
+import type { Snapshot } from "./snapshot.ts";
+
+const SERVERS = "servers";
+const RECORD = "connection.json";
+const SNAPSHOTS = "snapshots";
+const TRANSPORT = "transport.json";
+const CREDENTIAL = "credential.json";
+const SNAPSHOT_FILE = /^([1-9][0-9]{0,8})\.json$/;
+
+/** A snapshot as listed: enough to choose one, without its tools. */
+export interface SnapshotSummary {
+  version: number;
+  takenAt: string;
+  generation: number;
+  protocolVersion: string;
+  digest: string;
+  toolCount: number;
+}
+
+/**
+ * Connections of a workspace at `<ws>/connections/servers/<name>/`: `connection.json` (the
+ * record), `snapshots/<n>.json` (append-only: each written once, exclusively, never replaced),
+ * and one file per health loop (`transport.json`, `credential.json`), so neither loop ever
+ * writes the other's fields. A connection appears whole (staged and renamed) and is removed
+ * whole. An index of which workspaces have connections, built at boot by the recovery walk and
+ * kept by create and remove, lets the health loops skip every workspace without one.
+ */
+export class ConnectionStore implements LeftoverRules {
+  private readonly folders = new RecordFolders();
+  private readonly lock = new KeyedLock();
+  private readonly index = new Map<string, Set<string>>();
+
+  constructor(private readonly storage: PartitionPaths) {}
+
+  /** Every (workspace, name) with a connection, from the index: no disk read. */
+  *all(): Iterable<{ workspaceId: string; name: string }> {
+    for (const [workspaceId, names] of this.index) for (const name of names) yield { workspaceId, name };
+  }
+
+  names(workspaceId: string): string[] {
+    return [...(this.index.get(workspaceId) ?? [])].sort();
+  }
+
+  async create(record: ConnectionRecord, snapshot: Snapshot): Promise<void> {
+    const dir = await this.ensureServersDir(record.workspaceId);
+    try {
+      await this.folders.create(dir, record.name, async (staging) => {
+        await writeJsonAtomic(join(staging, RECORD), record);
+        await makeFolderIfMissing(join(staging, SNAPSHOTS));
+        await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
+        await writeJsonAtomic(join(staging, TRANSPORT), { up: true, failures: 0 } satisfies TransportHealth);
+        await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
+      });
+    } catch (error) {
+      if (error instanceof RecordExists) {
+        throw new Conflict(
+          "connection_exists",
+          `A connection named "${record.name}" exists here; remove it first or choose another name.`,
+        );
+      }
+      throw error;
+    }
+    this.remember(record.workspaceId, record.name);
+  }
+
+  async get(workspaceId: string, name: string): Promise<ConnectionRecord> {
+    const record = this.has(workspaceId, name)
+      ? ((await readJsonIfExists(this.file(workspaceId, name, RECORD))) as ConnectionRecord | undefined)
+      : undefined;
+    if (!record) throw connectionNotFound(name);
+    return record;
+  }
+
+  async list(workspaceId: string): Promise<ConnectionRecord[]> {
+    const records = await Promise.all(
+      this.names(workspaceId).map((name) => this.get(workspaceId, name).catch(() => undefined)),
+    );
+    return records.filter((record): record is ConnectionRecord => record !== undefined);
+  }
+
+  /** Read-modify-write of the record, one at a time per connection. */
+  async update(
+    workspaceId: string,
+    name: string,
+    change: (record: ConnectionRecord) => ConnectionRecord,
+  ): Promise<ConnectionRecord> {
+    return this.lock.run(`${workspaceId}/${name}`, async () => {
+      const next = change(await this.get(workspaceId, name));
+      await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
+      return next;
+    });
+  }
+
+  /** Adds the next snapshot and makes it current. A version is written once and never replaced. */
+  async appendSnapshot(workspaceId: string, name: string, snapshot: Snapshot): Promise<ConnectionRecord> {
+    return this.lock.run(`${workspaceId}/${name}`, async () => {
+      const current = await this.get(workspaceId, name);
+      if (snapshot.version !== current.snapshotVersion + 1) {
+        throw new Conflict(
+          "snapshot_raced",
+          "Another refresh of this connection finished first; look at its tools again.",
+        );
+      }
+      const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${snapshot.version}.json`);
+      if (!(await createFileExclusive(path, `${JSON.stringify(snapshot, null, 2)}\n`))) {
+        throw new Conflict(
+          "snapshot_raced",
+          "Another refresh of this connection finished first; look at its tools again.",
+        );
+      }
+      const next = { ...current, snapshotVersion: snapshot.version };
+      await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
+      return next;
+    });
+  }
+
+  async snapshot(workspaceId: string, name: string, version: number): Promise<Snapshot> {
+    await this.get(workspaceId, name);
+    const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
+    const snapshot =
+      Number.isInteger(version) && version > 0
+        ? ((await readJsonIfExists(path)) as Snapshot | undefined)
+        : undefined;
+    if (!snapshot)
+      throw new NotFound("snapshot_not_found", `Connection "${name}" has no snapshot ${version}.`);
+    return snapshot;
+  }
+
+  async snapshots(workspaceId: string, name: string): Promise<SnapshotSummary[]> {
+    await this.get(workspaceId, name);
+    const files = await readdir(join(this.dir(workspaceId, name), SNAPSHOTS));
+    const versions = files.flatMap((file) => {
+      const match = SNAPSHOT_FILE.exec(file);
+      return match ? [Number(match[1])] : [];
+    });
+    const summaries = await Promise.all(
+      versions
+        .sort((a, b) => b - a)
+        .map(async (version) => {
+          const s = JSON.parse(
+            await readFile(join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`), "utf8"),
+          ) as Snapshot;
+          return {
+            version,
+            takenAt: s.takenAt,
+            generation: s.generation,
+            protocolVersion: s.protocolVersion,
+            digest: s.digest,
+            toolCount: s.tools.length,
+          };
+        }),
+    );
+    return summaries;
+  }
+
+  async transport(workspaceId: string, name: string): Promise<TransportHealth> {
+    return (
+      ((await readJsonIfExists(this.file(workspaceId, name, TRANSPORT))) as TransportHealth | undefined) ?? {
+        up: true,
+        failures: 0,
+      }
+    );
+  }
+
+  async credential(workspaceId: string, name: string): Promise<CredentialHealth> {
+    return (
+      ((await readJsonIfExists(this.file(workspaceId, name, CREDENTIAL))) as
+        | CredentialHealth
+        | undefined) ?? { lapsed: false }
+    );
+  }
+
+  /** The HealthMonitor's write; it owns `transport.json` alone. */
+  async writeTransport(workspaceId: string, name: string, health: TransportHealth): Promise<void> {
+    if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, TRANSPORT), health);
+  }
+
+  /** The ConnectionRevalidator's write; it owns `credential.json` alone. */
+  async writeCredential(workspaceId: string, name: string, health: CredentialHealth): Promise<void> {
+    if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, CREDENTIAL), health);
+  }
+
+  async remove(workspaceId: string, name: string): Promise<void> {
+    await this.get(workspaceId, name);
+    const removal = await this.lock.run(`${workspaceId}/${name}`, () =>
+      this.folders.remove(this.serversDir(workspaceId), name),
+    );
+    this.forget(workspaceId, name);
+    if (removal === "gone") throw connectionNotFound(name);
+  }
+
+  /** R1, R3, R4 in the servers folder; at boot, also the index of connections. */
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (!present.has(this.storage.partition)) return;
+    const entries = await this.folders.sweep(this.serversDir(workspaceId), pass);
+    if (!pass.atBoot) return;
+    for (const entry of entries)
+      if (entry.isDirectory() && !entry.name.startsWith(TEMP_PREFIX)) this.remember(workspaceId, entry.name);
+  }
+
+  /** A workspace archived: its connections are no longer indexed. */
+  forgetWorkspace(workspaceId: string): void {
+    this.index.delete(workspaceId);
+  }
+
+  private has(workspaceId: string, name: string): boolean {
+    return this.index.get(workspaceId)?.has(name) ?? false;
+  }
+
+  private remember(workspaceId: string, name: string): void {
+    let names = this.index.get(workspaceId);
+    if (!names) this.index.set(workspaceId, (names = new Set()));
+    names.add(name);
+  }
+
+  private forget(workspaceId: string, name: string): void {
+    const names = this.index.get(workspaceId);
+    names?.delete(name);
+    if (names?.size === 0) this.index.delete(workspaceId);
+  }
+
+  private serversDir(workspaceId: string): string {
+    return join(this.storage.dir(workspaceId), SERVERS);
+  }
+
+  private dir(workspaceId: string, name: string): string {
+    return join(this.serversDir(workspaceId), name);
+  }
+
+  private file(workspaceId: string, name: string, file: string): string {
+    return join(this.dir(workspaceId, name), file);
+  }
+
+  private async ensureServersDir(workspaceId: string): Promise<string> {
+    try {
+      await makeFolderIfMissing(this.storage.dir(workspaceId));
+      await makeFolderIfMissing(this.serversDir(workspaceId));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
+      throw error;
+    }
+    return this.serversDir(workspaceId);
+  }
+}
+
+export function connectionNotFound(name: string): NotFound {
+  return new NotFound(
+    "connection_not_found",
+    `No connection named ${JSON.stringify(name.slice(0, 64))} in this workspace.`,
+  );
+}

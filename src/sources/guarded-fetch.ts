@@ -1,0 +1,93 @@
+import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { isIP } from "node:net";
+import { Readable, Transform } from "node:stream";
+import type { FetchLike } from "@modelcontextprotocol/client";
+import { checkAddress, ForbiddenAddress, guardedLookup } from "../oauth/ssrf-guard.ts";
+
+export interface OutboundLimits {
+  /** Lets a server live at a loopback, private or link-local address, over http (local development). */
+  allowPrivate: boolean;
+  /** How long until the response's headers arrive; a stream that then stays open is not cut. */
+  timeoutMs: number;
+  /** The most bytes one response body may carry; past it the body errors. */
+  maxResponseBytes: number;
+  /** Told every response's status before its body is read (a 401 wakes the credential check). */
+  onStatus?: (status: number) => void;
+}
+
+/**
+ * The one way Atrium reaches a remote MCP server: https only (http only where private
+ * addresses are allowed), every resolved address checked by the SSRF guard before a socket
+ * opens, no redirect followed, a deadline for the answer to begin and a cap on its size.
+ */
+export function guardedFetch(limits: OutboundLimits): FetchLike {
+  return (input, init = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const url = new URL(String(input));
+      if (url.protocol !== "https:" && !(url.protocol === "http:" && limits.allowPrivate)) {
+        reject(new Error(`${url.origin} is not https; a remote MCP server is reached over https only.`));
+        return;
+      }
+      const host = url.hostname.replace(/^\[|\]$/g, "");
+      try {
+        if (isIP(host)) checkAddress(host, host, limits.allowPrivate);
+      } catch (error) {
+        reject(error);
+        return;
+      }
+      const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+      const req = send(url, {
+        method: init.method ?? "GET",
+        headers: Object.fromEntries(new Headers(init.headers).entries()),
+        lookup: guardedLookup(limits.allowPrivate),
+      });
+      const timer = setTimeout(
+        () => req.destroy(new Error(`${url.origin} did not answer within ${limits.timeoutMs} ms.`)),
+        limits.timeoutMs,
+      );
+      const abort = () => req.destroy(init.signal?.reason ?? new Error("aborted"));
+      init.signal?.addEventListener("abort", abort, { once: true });
+      req.once("error", (error) => {
+        clearTimeout(timer);
+        reject(error instanceof ForbiddenAddress ? new Error(`Refused: ${error.message}.`) : error);
+      });
+      req.once("response", (res) => {
+        clearTimeout(timer);
+        limits.onStatus?.(res.statusCode ?? 0);
+        resolve(toResponse(res, limits.maxResponseBytes, init.method));
+      });
+      const body = init.body;
+      if (body === undefined || body === null) req.end();
+      else if (typeof body === "string" || body instanceof Uint8Array) req.end(body);
+      else {
+        req.destroy();
+        reject(new Error("guardedFetch sends only string or byte bodies."));
+      }
+    });
+}
+
+function toResponse(res: IncomingMessage, maxBytes: number, method = "GET"): Response {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(res.headers)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  const status = res.statusCode ?? 502;
+  const bodiless = method === "HEAD" || status === 204 || status === 304;
+  if (bodiless) {
+    res.resume();
+    return new Response(null, { status, statusText: res.statusMessage ?? "", headers });
+  }
+  let seen = 0;
+  const capped = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.byteLength;
+      if (seen > maxBytes) done(new Error(`The server's answer passed ${maxBytes} bytes; it was cut off.`));
+      else done(null, chunk);
+    },
+  });
+  res.on("error", (error) => capped.destroy(error));
+  const body = Readable.toWeb(res.pipe(capped)) as ReadableStream<Uint8Array>;
+  return new Response(body, { status, statusText: res.statusMessage ?? "", headers });
+}

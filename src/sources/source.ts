@@ -1,0 +1,23 @@
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { Caller } from "./caller-meta.ts";
+import type { ProgressListener } from "./mcp-source.ts";
+
+/**
+ * Anything the router can list and call tools of: a platform app's server (McpSource,
+ * in-memory) or a connection, whose tools are its pinned snapshot and whose calls pass its gate.
+ */
+export interface Source {
+  /** The `<source>` of `<source>__<tool>`. */
+  readonly name: string;
+  /** The source's own tool list (not namespaced). */
+  listTools(): Promise<Tool[]>;
+  /** `requestId` is the HTTP request's, for a source that records its calls (a connection's audit). */
+  callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: Caller,
+    onProgress?: ProgressListener,
+    requestId?: string,
+  ): Promise<CallToolResult>;
+  close(): Promise<void>;
+}
