@@ -2,21 +2,28 @@ import { parseArgs } from "node:util";
 import { BootError } from "./errors.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
+import { acquireInstanceLock } from "./instance/lock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { PLATFORM_APPS } from "./platform/index.ts";
 import { configSections } from "./platform/kit.ts";
 import { type RunningAtrium, startAtrium } from "./server.ts";
+import { CredentialRefused, CredentialStore } from "./storage/credential-store.ts";
+import { StorageLayout } from "./storage/paths.ts";
 import { ATRIUM_VERSION } from "./version.ts";
 import { workspaceMcpUrl } from "./web/urls.ts";
 
 const USAGE = `Usage: atrium serve [--instance PATH] [--port N] [--data DIR]
+       atrium credentials reseal [--instance PATH] [--data DIR]
        atrium --help | --version
 
-  --instance PATH  the instance file (default ./instance.json)
-  --port N         listen on port N instead of http.port (0: any free port)
-  --data DIR       keep all state in DIR instead of storage.root
-  -h, --help       print this help
-  --version        print Atrium's version
+  serve               run the server
+  credentials reseal  re-seal every stored credential under the newest of credentials.keys,
+                      so older keys can be removed (the server must be stopped: it takes the root)
+  --instance PATH     the instance file (default ./instance.json)
+  --port N            listen on port N instead of http.port (0: any free port)
+  --data DIR          keep all state in DIR instead of storage.root
+  -h, --help          print this help
+  --version           print Atrium's version
 
 SIGTERM or SIGINT stops the server gracefully (http.drainSeconds); a second one stops it at once.
 `;
@@ -35,6 +42,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`atrium ${ATRIUM_VERSION}\n`);
     return 0;
   }
+  if (command === "credentials") return credentialsCommand(rest);
   if (command !== "serve") {
     process.stderr.write(command === undefined ? USAGE : `Unknown command "${command}".\n${USAGE}`);
     return 2;
@@ -86,6 +94,72 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof BootError) {
+      process.stderr.write(`atrium: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+/**
+ * `atrium credentials reseal`: with the root's lock held like `serve` (so never beside a running
+ * server), re-seals every stored credential under the newest key, and says how many.
+ */
+async function credentialsCommand(args: string[]): Promise<number> {
+  const [subcommand, ...rest] = args;
+  if (subcommand === "--help" || subcommand === "-h") {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (subcommand !== "reseal") {
+    process.stderr.write(
+      `${subcommand === undefined ? "atrium credentials needs a subcommand" : `Unknown subcommand "credentials ${subcommand}"`}.\n${USAGE}`,
+    );
+    return 2;
+  }
+  let values: { instance?: string; data?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: {
+        instance: { type: "string" },
+        data: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  try {
+    const config = await loadInstance(values.instance ?? "instance.json", {
+      ...(values.data === undefined ? {} : { dataRoot: values.data }),
+      sections: configSections(PLATFORM_APPS),
+    });
+    const log = createLogger(config.log.level);
+    const layout = new StorageLayout(config.storage.root);
+    const lock = await acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log });
+    try {
+      const store = await CredentialStore.open(layout, config.credentials);
+      const resealed = await store.resealAll();
+      const newest = config.credentials?.newest;
+      process.stdout.write(
+        newest === undefined
+          ? "No credentials are stored and credentials.keys is not set: nothing to re-seal.\n"
+          : `Re-sealed ${resealed} of ${store.count()} stored credential(s); every one is now sealed ` +
+              `under key version ${newest}, so older versions can be removed from credentials.keys.\n`,
+      );
+    } finally {
+      await lock.release();
+    }
+    return 0;
+  } catch (error) {
+    if (error instanceof BootError || error instanceof CredentialRefused) {
       process.stderr.write(`atrium: ${error.message}\n`);
       return 1;
     }

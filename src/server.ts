@@ -36,6 +36,7 @@ import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
+import { CredentialStore } from "./storage/credential-store.ts";
 import { StorageLayout } from "./storage/paths.ts";
 import { RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
@@ -130,6 +131,8 @@ async function startLocked(
   // Subscribed first, so a stream's sequence numbers every event from the first publish.
   const eventLog = new WorkspaceEventLog(events);
   const timers = options.timers ?? systemTimers;
+  // Before any app: a root holding sealed values the configured keys cannot open stops here.
+  const credentials = await CredentialStore.open(layout, config.credentials);
   const workspaces = new WorkspaceStore(layout, events, clock);
   await workspaces.load();
   const users = new UserDirectory(layout, clock);
@@ -161,6 +164,7 @@ async function startLocked(
         clock,
         timers,
         scheduler,
+        credentials,
         log,
       },
       config,

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
+import { decodeSealKey, SEAL_KEY_BYTES, type SealKeyRing } from "../crypto/seal.ts";
 import { BootError } from "../errors.ts";
 import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
@@ -120,6 +121,7 @@ export function parseInstance(
       drainSeconds: file.http.drainSeconds ?? DRAIN_SECONDS_DEFAULT,
     },
     log: { level: file.log?.level ?? "info" },
+    credentials: file.credentials && resolveCredentialKeys(file.credentials, options.baseDir),
     sections: Object.fromEntries(
       Object.keys(sections).flatMap((name) => {
         const section = (raw as Record<string, unknown>)[name];
@@ -144,6 +146,7 @@ interface InstanceFile {
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number; drainSeconds?: number };
   log?: { level?: string };
+  credentials?: { keys: Array<{ version: number; key: CredentialRef }> };
 }
 
 interface AuthFile {
@@ -268,6 +271,36 @@ function resolveSession(
     );
   }
   return { secret, maxAgeSeconds };
+}
+
+/**
+ * Reads each credential key through its reference. A key is 32 bytes, written as base64 or 64 hex
+ * characters; anything else stops the boot naming the field and what a key looks like, never the
+ * text that was found (it may be a real secret put in the wrong place).
+ */
+function resolveCredentialKeys(
+  section: NonNullable<InstanceFile["credentials"]>,
+  baseDir: string,
+): SealKeyRing {
+  const keys = new Map<number, Buffer>();
+  section.keys.forEach(({ version, key: ref }, index) => {
+    const field = `credentials.keys[${index}].key`;
+    if (keys.has(version)) {
+      throw new BootError(
+        `credentials.keys[${index}].version is ${version}, which an earlier key already has: ` +
+          "each key has its own version.",
+      );
+    }
+    const key = decodeSealKey(readCredential(ref, field, baseDir));
+    if (!key) {
+      throw new BootError(
+        `${field} (version ${version}) is not a ${SEAL_KEY_BYTES}-byte key: it must be ${SEAL_KEY_BYTES} ` +
+          "random bytes written as base64 or as 64 hex characters, e.g. the output of `openssl rand -base64 32`.",
+      );
+    }
+    keys.set(version, key);
+  });
+  return { keys, newest: Math.max(...keys.keys()) };
 }
 
 /**

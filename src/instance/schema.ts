@@ -1,3 +1,5 @@
+import type { SealKeyRing } from "../crypto/seal.ts";
+
 // The JSON Schema of instance.json. Every field an operator can set is here, with its
 // bounds; the loader refuses anything else by naming the field.
 
@@ -10,6 +12,8 @@ export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
 export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
 export const CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT = 100;
+/** More key versions than this is a rotation that never finished: reseal and drop the old ones. */
+export const MAX_CREDENTIAL_KEYS = 16;
 /** A session secret shorter than this is refused: it signs every browser's cookie. */
 export const MIN_SESSION_SECRET_BYTES = 32;
 
@@ -104,6 +108,29 @@ export const instanceSchema = {
         drainSeconds: { type: "integer", minimum: 0, maximum: MAX_DRAIN_SECONDS },
       },
     },
+    credentials: {
+      type: "object",
+      additionalProperties: false,
+      required: ["keys"],
+      properties: {
+        // The keys that seal stored credentials (ADR 0036); the highest version seals new values.
+        // Whether each value is a key, and versions are unique, is checked in load.ts by field.
+        keys: {
+          type: "array",
+          minItems: 1,
+          maxItems: MAX_CREDENTIAL_KEYS,
+          items: {
+            type: "object",
+            additionalProperties: false,
+            required: ["version", "key"],
+            properties: {
+              version: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+              key: { $ref: "#/$defs/credentialRef" },
+            },
+          },
+        },
+      },
+    },
     log: {
       type: "object",
       additionalProperties: false,
@@ -177,6 +204,11 @@ export interface InstanceConfig {
   storage: { root: string };
   http: { host: string; port: number; publicUrl: string; maxBodyBytes: number; drainSeconds: number };
   log: { level: string };
+  /**
+   * The keys that seal stored credentials (connections' secrets), by version, read through their
+   * references at boot; `undefined` when instance.json has no `credentials` section.
+   */
+  credentials: SealKeyRing | undefined;
   /**
    * Each platform app's own section of instance.json (`files`, `skills`, …), as the schema the app
    * declared has checked it; absent when the file leaves it out. The app resolves its defaults.

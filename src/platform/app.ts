@@ -9,6 +9,7 @@ import type { Logger } from "../log.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
 import type { WorkspaceGuidance } from "../sources/guidance.ts";
 import type { Source } from "../sources/source.ts";
+import type { CredentialStore } from "../storage/credential-store.ts";
 import type { PartitionPaths, StorageLayout } from "../storage/paths.ts";
 import type { LeftoverRules } from "../storage/recovery.ts";
 import type { AppEnv } from "../web/app-env.ts";
@@ -50,6 +51,11 @@ export interface AppContext<Settings> {
   clock: Clock;
   timers: Timers;
   scheduler: Scheduler;
+  /**
+   * The one store of sealed secrets (a connection's static header value, OAuth tokens): a record
+   * keeps the credential's id, never the value (ADR 0036).
+   */
+  credentials: CredentialStore;
   /** The instance's log, with the app's name on every line. */
   log: Logger;
 }

@@ -24,7 +24,8 @@ export type InstanceCollection =
   | "oauth/families"
   | "oauth/keys"
   | "oauth/requests"
-  | "invitations";
+  | "invitations"
+  | "credentials";
 
 /** Instance-wide secrets Atrium generates for itself (never ones an operator configures). */
 export type InstanceSecret = "session-secret";

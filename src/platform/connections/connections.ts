@@ -5,8 +5,8 @@ import type { Logger } from "../../log.ts";
 import { UnfinishedListing } from "../../sources/mcp-source.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { WorkspaceSources } from "../app.ts";
-import type { ConnectionSettings } from "./config.ts";
 import type { AuditAppender } from "./call-audit.ts";
+import type { ConnectionSettings } from "./config.ts";
 import { ConnectionSource } from "./gate.ts";
 import {
   type AuthRequest,

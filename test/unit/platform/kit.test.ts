@@ -9,6 +9,7 @@ import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import type { SourceRegistry } from "../../../src/sources/registry.ts";
 import { Router } from "../../../src/sources/router.ts";
+import { CredentialStore } from "../../../src/storage/credential-store.ts";
 import { FakeTime } from "../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../helpers/temp-root.ts";
 
@@ -38,6 +39,7 @@ beforeEach(async () => {
     clock: time.clock,
     timers: time.timers,
     scheduler: new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log }),
+    credentials: await CredentialStore.open(temp.layout, undefined),
     log,
   };
 });

@@ -1,0 +1,165 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it, type TestContext } from "vitest";
+import type { SealKeyRing } from "../../src/crypto/seal.ts";
+import { acquireInstanceLock } from "../../src/instance/lock.ts";
+import { createLogger } from "../../src/log.ts";
+import { CredentialStore, type StoredCredential } from "../../src/storage/credential-store.ts";
+import { StorageLayout } from "../../src/storage/paths.ts";
+import { runAtriumCli, writeCliInstance } from "../helpers/cli.ts";
+
+// Each run starts node through tsx; on a loaded shared machine that alone can take many seconds.
+const BOOT_MS = 60_000;
+const SLOW = { timeout: 200_000 };
+
+const KEY_1 = randomBytes(32);
+const KEY_2 = randomBytes(32);
+const SECRETS = ["sk-live-first-never-printed", "sk-live-second-never-printed"];
+
+async function tempDir(onFinished: TestContext["onTestFinished"]): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "atrium-cli-credentials-"));
+  onFinished(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** An instance in `dir` whose credentials.keys are the given versions, each key in its own file. */
+async function instanceWithKeys(dir: string, versions: number[]): Promise<string> {
+  await writeFile(join(dir, "key-1.txt"), `${KEY_1.toString("base64")}\n`);
+  await writeFile(join(dir, "key-2.txt"), KEY_2.toString("hex"));
+  return writeCliInstance(
+    dir,
+    versions.length === 0
+      ? {}
+      : {
+          credentials: {
+            keys: versions.map((version) => ({ version, key: { file: `key-${version}.txt` } })),
+          },
+        },
+  );
+}
+
+function ring(...versions: number[]): SealKeyRing {
+  const all = new Map([
+    [1, KEY_1],
+    [2, KEY_2],
+  ]);
+  return { keys: new Map(versions.map((v) => [v, all.get(v) as Buffer])), newest: Math.max(...versions) };
+}
+
+/** Seals SECRETS under key 1 in `<dir>/data`, as a server configured with only that key would have. */
+async function seedUnderKey1(dir: string): Promise<{ layout: StorageLayout; ids: string[] }> {
+  const layout = new StorageLayout(join(dir, "data"));
+  const store = await CredentialStore.open(layout, ring(1));
+  const ids = [
+    await store.put("cn_0123456789abcdef", "auth.value", SECRETS[0] as string),
+    await store.put("cn_fedcba9876543210", "auth.value", SECRETS[1] as string),
+  ];
+  return { layout, ids };
+}
+
+async function keyVersionOf(layout: StorageLayout, id: string): Promise<number> {
+  const stored = JSON.parse(
+    await readFile(layout.collectionFile("credentials", id), "utf8"),
+  ) as StoredCredential;
+  return stored.sealed.kv;
+}
+
+function expectNoSecretIn(output: string): void {
+  for (const secret of [...SECRETS, KEY_1.toString("base64"), KEY_2.toString("hex")]) {
+    expect(output).not.toContain(secret);
+  }
+}
+
+describe("atrium credentials reseal", SLOW, () => {
+  it("re-seals every credential under the newest key, says how many, and is idempotent", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const { layout, ids } = await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, [1, 2]);
+
+    const first = await runAtriumCli(["credentials", "reseal", "--instance", instance], dir, BOOT_MS);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain("Re-sealed 2 of 2 stored credential(s)");
+    expect(first.stdout).toContain("key version 2");
+    for (const id of ids) expect(await keyVersionOf(layout, id)).toBe(2);
+
+    const again = await runAtriumCli(["credentials", "reseal", "--instance", instance], dir, BOOT_MS);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("Re-sealed 0 of 2 stored credential(s)");
+    expectNoSecretIn(first.stdout + first.stderr + again.stdout + again.stderr);
+
+    // Key 1 can now go: the values open under key 2 alone, and the lock was released.
+    const only2 = await CredentialStore.open(layout, ring(2));
+    expect(await only2.open(ids[0] as string, "cn_0123456789abcdef", "auth.value")).toBe(SECRETS[0]);
+    const lock = await acquireInstanceLock(layout, {
+      publicUrl: "http://127.0.0.1:1",
+      log: createLogger("silent"),
+    });
+    await lock.release();
+  });
+
+  it("--data points it at another root", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    const { layout, ids } = await seedUnderKey1(dir);
+    const elsewhere = await tempDir(onTestFinished);
+    const instance = await instanceWithKeys(elsewhere, [1, 2]);
+    const exit = await runAtriumCli(
+      ["credentials", "reseal", "--instance", instance, "--data", join(dir, "data")],
+      elsewhere,
+      BOOT_MS,
+    );
+    expect(exit.code).toBe(0);
+    expect(exit.stdout).toContain("Re-sealed 2 of 2");
+    expect(await keyVersionOf(layout, ids[1] as string)).toBe(2);
+  });
+
+  it("refuses while another process holds the data root, and changes nothing", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    const { layout, ids } = await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, [1, 2]);
+    // What a running server holds (src/instance/lock.ts); this test process is alive, so it is not stale.
+    const lock = await acquireInstanceLock(layout, {
+      publicUrl: "http://127.0.0.1:9",
+      log: createLogger("silent"),
+    });
+    onTestFinished(() => lock.release());
+    const exit = await runAtriumCli(["credentials", "reseal", "--instance", instance], dir, BOOT_MS);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain("is in use by Atrium process");
+    expect(exit.stdout).toBe("");
+    for (const id of ids) expect(await keyVersionOf(layout, id)).toBe(1);
+  });
+
+  it("a root holding sealed values and no credentials.keys is refused, naming the field", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, []);
+    const exit = await runAtriumCli(["credentials", "reseal", "--instance", instance], dir, BOOT_MS);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain("credentials.keys");
+    expect(exit.stderr).not.toMatch(/\n\s+at /);
+    expectNoSecretIn(exit.stdout + exit.stderr);
+  });
+
+  it("usage errors exit 2 with the usage on stderr; --help exits 0", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    for (const args of [
+      ["credentials"],
+      ["credentials", "rotate"],
+      ["credentials", "reseal", "--port", "1"],
+    ]) {
+      const exit = await runAtriumCli(args, dir, BOOT_MS);
+      expect(exit.code, args.join(" ")).toBe(2);
+      expect(exit.stdout).toBe("");
+      expect(exit.stderr).toContain("atrium credentials reseal [--instance PATH] [--data DIR]");
+    }
+    const help = await runAtriumCli(["credentials", "reseal", "--help"], dir, BOOT_MS);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("credentials reseal");
+  });
+});
