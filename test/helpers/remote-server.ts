@@ -171,6 +171,7 @@ function spawnChild(command: string, args: string[], env: Record<string, string>
 function startChild(child: ChildProcess, ready: Readiness): Promise<Child> {
   let output = "";
   let done = false;
+  let probing = false;
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once("close", () => resolve());
@@ -185,19 +186,21 @@ function startChild(child: ChildProcess, ready: Readiness): Promise<Child> {
       done = true;
       clearTimeout(timer);
     }
-    function check(chunk: Buffer): void {
+    // Ready once its output names its URL and the port takes a connection. A line printed before
+    // the bind (a refused connect) is not the end: the next output is checked again.
+    function check(chunk?: Buffer): void {
       if (done) return;
-      output += chunk.toString("utf8");
+      if (chunk) output += chunk.toString("utf8");
+      if (probing) return;
       const url = ready(output);
       if (!url) return;
-      finish();
-      void reachable(url).then(
-        () => resolve({ process: child, url, exited }),
-        (error: Error) => {
-          child.kill("SIGKILL");
-          reject(new Error(`server said it listens at ${url} but ${error.message}; output:\n${output}`));
-        },
-      );
+      probing = true;
+      void reachable(url).then((open) => {
+        probing = false;
+        if (done || !open) return;
+        finish();
+        resolve({ process: child, url, exited });
+      });
     }
     child.stdout?.on("data", check);
     child.stderr?.on("data", check);
@@ -211,15 +214,15 @@ function startChild(child: ChildProcess, ready: Readiness): Promise<Child> {
   });
 }
 
-/** One TCP connect to the URL's port: the listening line was printed, so it must answer now. */
-function reachable(url: URL): Promise<void> {
-  return new Promise((resolve, reject) => {
+/** Whether the URL's port takes a TCP connection now. */
+function reachable(url: URL): Promise<boolean> {
+  return new Promise((resolve) => {
     const socket = tcpConnect(Number(url.port), url.hostname);
     socket.once("connect", () => {
       socket.destroy();
-      resolve();
+      resolve(true);
     });
-    socket.once("error", reject);
+    socket.once("error", () => resolve(false));
   });
 }
 

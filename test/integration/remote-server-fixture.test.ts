@@ -1,7 +1,13 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { MCP_ERAS, type McpEra, versionNegotiationFor } from "../helpers/mcp-eras.ts";
-import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
+import {
+  type ChildServer,
+  type RemoteServer,
+  serverEverythingBin,
+  startRemoteServer,
+  startServerEverything,
+} from "../helpers/remote-server.ts";
 
 // The remote server the connection tests misbehave on purpose (test/fixtures/remote-server.ts),
 // proved with the v2 client in both eras: each control knob does what it says.
@@ -9,7 +15,7 @@ import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.t
 const clients: Client[] = [];
 
 async function connect(
-  server: RemoteServer,
+  server: ChildServer,
   era: McpEra | "auto",
   headers: Record<string, string> = {},
 ): Promise<Client> {
@@ -167,11 +173,12 @@ describe.each(MCP_ERAS)("era %s", (era) => {
       expect(response.headers.get("www-authenticate")).toMatch(/^Bearer /);
     }
     await expect(connect(server, era)).rejects.toThrow();
+    // A refused request reaches no handler, so the server logged none of them.
+    expect(await server.requests()).toEqual([]);
     const client = await connect(server, era, { "x-api-key": "k-123" });
     const result = await client.callTool({ name: "echo", arguments: { text: "with key" } });
     expect(result.content).toEqual([{ type: "text", text: "with key" }]);
-    // A refused request reached no handler, so it is not among the requests the server saw.
-    expect((await server.requests()).every((m) => m.protocolVersion !== null)).toBe(true);
+    expect(await server.calls()).toMatchObject([{ name: "echo", arguments: { text: "with key" } }]);
   });
 
   it("switches to 401 for everything, and a connected client's next call fails; the call never arrives", async () => {
@@ -235,6 +242,28 @@ describe("notifications/tools/list_changed", () => {
       await subscription.close();
     }
   });
+
+  it("reaches a 2025-11-25 client on its session's GET stream when the 2025 leg keeps sessions", async () => {
+    await server.control({ legacySessions: true });
+    const client = await connect(server, "2025-11-25");
+    const heard = new Promise<string>((resolve) =>
+      client.setNotificationHandler("notifications/tools/list_changed", (n) => resolve(n.method)),
+    );
+    // The transport opens its GET stream after connect resolves; notify only once it is open.
+    for (let asked = 0; !(await server.requests()).some((m) => m.method === "GET"); asked++) {
+      if (asked > 100) throw new Error("the 2025 client never opened its GET stream");
+    }
+    await server.control({ descriptions: { echo: "changed" }, notifyToolsChanged: true });
+    expect(await heard).toBe("notifications/tools/list_changed");
+    expect((await listAll(client)).find((t) => t.name === "echo")?.description).toBe("changed");
+  });
+
+  it("keeps 2026-07-28 working beside 2025 sessions", async () => {
+    await server.control({ legacySessions: true });
+    const client = await connect(server, "2026-07-28");
+    const result = await client.callTool({ name: "add", arguments: { a: 1, b: 1 } });
+    expect(result.structuredContent).toEqual({ sum: 2 });
+  });
 });
 
 describe("the control channel", () => {
@@ -244,6 +273,12 @@ describe("the control channel", () => {
     await expect(server.control({ poisonedTools: ["nope"] } as never)).rejects.toThrow(/400/);
     const response = await fetch(new URL("/control", server.url), { method: "POST", body: "not json" });
     expect(response.status).toBe(400);
+  });
+
+  it("a start with a bad knob fails, with the server's own message", async () => {
+    await expect(startRemoteServer({ pageSize: 0 })).rejects.toThrow(
+      /exited .* before listening[\s\S]*pageSize/,
+    );
   });
 
   it("starts with the knobs it was given", async () => {
@@ -275,3 +310,42 @@ describe("kill and restart", () => {
     }
   });
 });
+
+// The reference server, a 2025-era SDK v1 server with sessions. It is skipped only while the
+// package is not installed; the skipped suite's title says what to do.
+const everythingAbsent = serverEverythingBin() === undefined;
+describe.skipIf(everythingAbsent)(
+  everythingAbsent
+    ? "server-everything (SKIPPED: @modelcontextprotocol/server-everything is not installed; add it as a devDependency)"
+    : "server-everything",
+  () => {
+    it("serves /mcp on the port it was given: an auto client falls back to 2025, lists and calls echo", async () => {
+      const everything = await startServerEverything();
+      try {
+        const client = await connect(everything, "auto");
+        expect(client.getNegotiatedProtocolVersion()).toMatch(/^2025-/);
+        const { tools } = await client.listTools(undefined, { cacheMode: "bypass" });
+        expect(tools.map((tool) => tool.name)).toContain("echo");
+        const result = await client.callTool({ name: "echo", arguments: { message: "hello everything" } });
+        expect(JSON.stringify(result.content)).toContain("hello everything");
+      } finally {
+        await everything.stop();
+      }
+    });
+
+    it("is back on the same port after kill and restart", async () => {
+      const everything = await startServerEverything();
+      try {
+        const url = everything.url.href;
+        await everything.kill();
+        await expect(fetch(everything.url, { method: "POST" })).rejects.toThrow();
+        await everything.restart();
+        expect(everything.url.href).toBe(url);
+        const client = await connect(everything, "auto");
+        expect((await client.listTools(undefined, { cacheMode: "bypass" })).tools.length).toBeGreaterThan(0);
+      } finally {
+        await everything.stop();
+      }
+    });
+  },
+);
