@@ -228,6 +228,26 @@ describe("protocol eras it accepts", () => {
   );
 });
 
+describe("2025-era revisions it supports", () => {
+  it("answers a 2025-11-25 initialize with 2025-06-18 when that is all it supports", async () => {
+    await server.control({ legacyVersions: ["2025-06-18"] });
+    const client = await connect(server, "2025-11-25");
+    expect(client.getNegotiatedProtocolVersion()).toBe("2025-06-18");
+    const result = await client.callTool({ name: "echo", arguments: { text: "older" } });
+    expect(result.content).toEqual([{ type: "text", text: "older" }]);
+    expect(await server.calls()).toMatchObject([{ protocolVersion: "2025-06-18" }]);
+  });
+
+  it("drift within 2025: a client on 2025-06-18 is refused once only 2025-11-25 is supported", async () => {
+    await server.control({ legacyVersions: ["2025-06-18"] });
+    const client = await connect(server, "2025-11-25");
+    await server.control({ legacyVersions: ["2025-11-25"] });
+    await expect(client.callTool({ name: "echo", arguments: { text: "drift" } })).rejects.toMatchObject({
+      data: { status: 400, text: expect.stringMatching(/Unsupported protocol version: 2025-06-18/) },
+    });
+  });
+});
+
 describe("notifications/tools/list_changed", () => {
   it("reaches a 2026-07-28 subscriptions/listen stream when asked", async () => {
     const client = await connect(server, "2026-07-28");
