@@ -11,6 +11,7 @@ const FIXTURE = fileURLToPath(new URL("../fixtures/remote-server.ts", import.met
 const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const START_TIMEOUT_MS = 30_000;
 const STOP_GRACE_MS = 5_000;
+const PORT_ATTEMPTS = 3;
 
 /** A `tools/call` the server received: the tool's name and the arguments exactly as sent. */
 export interface ReceivedCall {
@@ -101,11 +102,18 @@ export async function startServerEverything(): Promise<ChildServer> {
       `${EVERYTHING_PACKAGE} is not installed: add it as a devDependency (bin mcp-server-everything)`,
     );
   }
-  const port = await freePort();
-  const spawnAt = (p: number) => spawnChild(process.execPath, [bin, "streamableHttp"], { PORT: String(p) });
-  const ready = listeningOn(port);
-  const child = await startChild(spawnAt(port), ready);
-  return childServer(child, spawnAt, ready);
+  const spawnAt = (port: number) =>
+    spawnChild(process.execPath, [bin, "streamableHttp"], { PORT: String(port) });
+  // The free port is free when we look, not when it binds: another process may take it between,
+  // so a start that meets "in use" tries another port.
+  for (let attempt = 1; ; attempt++) {
+    const ready = listeningOn(await freePort());
+    try {
+      return childServer(await startChild(spawnAt(ready.port), ready), spawnAt, ready);
+    } catch (error) {
+      if (attempt >= PORT_ATTEMPTS || !/in use/i.test(String(error))) throw error;
+    }
+  }
 }
 
 interface Child {
@@ -124,11 +132,12 @@ const urlLine: Readiness = (output) => {
 
 // server-everything prints a line naming its port once it listens (on stderr), and a line naming
 // the port too when the bind fails, so a mention of the port counts only without "in use".
-function listeningOn(port: number): Readiness {
-  return (output) =>
+function listeningOn(port: number): Readiness & { port: number } {
+  const ready = (output: string) =>
     new RegExp(`\\b${port}\\b`).test(output) && !/in use/i.test(output)
       ? new URL(`http://127.0.0.1:${port}/mcp`)
       : undefined;
+  return Object.assign(ready, { port });
 }
 
 function childServer(first: Child, spawnAt: (port: number) => ChildProcess, ready: Readiness): ChildServer {
@@ -197,7 +206,8 @@ function startChild(child: ChildProcess, ready: Readiness): Promise<Child> {
       probing = true;
       void reachable(url).then((open) => {
         probing = false;
-        if (done || !open) return;
+        // Asked again: a line that came while probing may say the bind failed after all.
+        if (done || !open || !ready(output)) return;
         finish();
         resolve({ process: child, url, exited });
       });
