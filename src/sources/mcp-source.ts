@@ -3,6 +3,8 @@ import {
   Client,
   type FetchLike,
   InMemoryTransport,
+  SdkError,
+  SdkErrorCode,
   type StandardSchemaV1,
   StreamableHTTPClientTransport,
   type Tool,
@@ -151,8 +153,8 @@ export class McpSource implements Source {
       // server/discover and falls back to initialize. The in-memory pair serves only the 2025
       // era, so the probe there would be a wasted round trip (docs: shared/notes/sdk-v2.md).
       this.transport.kind === "streamable-http"
-        ? { capabilities: {}, versionNegotiation: { mode: "auto" } }
-        : { capabilities: {} },
+        ? { capabilities: {}, versionNegotiation: { mode: "auto" }, listMaxPages: MAX_LIST_PAGES }
+        : { capabilities: {}, listMaxPages: MAX_LIST_PAGES },
     );
     client.setNotificationHandler("notifications/tools/list_changed", async () => {
       this.tools = undefined;
@@ -175,16 +177,17 @@ export class McpSource implements Source {
   }
 }
 
+/**
+ * Every page of the server's tools, fetched now: the client walks the pages itself (up to
+ * MAX_LIST_PAGES), and its response cache is bypassed so a re-list sees what the server says today.
+ */
 async function listEveryPage(client: Client): Promise<Tool[]> {
-  const tools: Tool[] = [];
-  let cursor: string | undefined;
-  for (let page = 0; page < MAX_LIST_PAGES; page += 1) {
-    const result = await client.listTools(cursor === undefined ? undefined : { cursor });
-    tools.push(...result.tools);
-    if (!result.nextCursor) return tools;
-    cursor = result.nextCursor;
+  try {
+    return (await client.listTools(undefined, { cacheMode: "bypass" })).tools;
+  } catch (error) {
+    if (error instanceof SdkError && error.code === SdkErrorCode.ListPaginationExceeded) throw new UnfinishedListing();
+    throw error;
   }
-  throw new UnfinishedListing();
 }
 
 /**
