@@ -124,17 +124,19 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
       return { problem: `"${field}" holds a control, zero-width or bidirectional character; remove it.` };
     }
   }
-  for (const remote of value.remotes ?? []) {
+  // A problem names a remote by its place, never by its URL: a query string may hold a key, and
+  // query strings are never logged.
+  for (const [index, remote] of (value.remotes ?? []).entries()) {
     if (holdsUserinfo(remote.url)) {
       return {
-        problem: `Remote ${remote.type} has a user name or password in its URL; remove it from the catalog.`,
+        problem: `remotes.${index} has a user name or password in its URL; remove it from the catalog.`,
       };
     }
     for (const header of remote.headers ?? []) {
       if (holdsSecret(header)) {
         return {
           problem:
-            `Header "${header.name}" of remote ${remote.url} is secret and has a value in the catalog, ` +
+            `Header "${header.name}" of remotes.${index} is secret and has a value in the catalog, ` +
             "which every signed-in person can read; remove the value: whoever connects supplies it.",
         };
       }

@@ -166,8 +166,19 @@ export async function readSmallJson(
   try {
     return { value: JSON.parse(text) };
   } catch (error) {
-    return { problem: `Not valid JSON: ${(error as Error).message}` };
+    return { problem: `Not valid JSON${jsonErrorPlace((error as Error).message)}.` };
   }
+}
+
+/**
+ * Where a parse failed, without V8's quote of the text around it: a broken file may hold what
+ * must not reach a log or a listing (a pasted credential).
+ */
+function jsonErrorPlace(message: string): string {
+  const at = /at position (\d+)(?: \(line (\d+) column (\d+)\))?/.exec(message);
+  if (at?.[2] !== undefined) return ` (line ${at[2]}, column ${at[3]})`;
+  if (at) return ` (at character ${at[1]})`;
+  return message.includes("end of JSON input") ? " (it ends too early)" : "";
 }
 
 /**

@@ -78,11 +78,11 @@ describe("a server.json", () => {
 
   it("is refused when it carries a secret value, which every signed-in person could read", () => {
     const headers = [{ name: "Authorization", isSecret: true, value: "Bearer sk-live-123" }];
-    const problem = problemOf(
-      server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers }] }),
-    );
-    expect(problem).toContain('Header "Authorization"');
+    const url = "https://x/mcp?key=sk-query-9";
+    const problem = problemOf(server({ remotes: [{ type: "streamable-http", url, headers }] }));
+    expect(problem).toContain('Header "Authorization" of remotes.0 is secret');
     expect(problem).not.toContain("sk-live-123");
+    expect(problem).not.toContain("sk-query-9");
     const inVariable = [
       {
         name: "Authorization",

@@ -78,7 +78,7 @@ describe("the operator's catalog folder", () => {
       ["io.github.acme~weather", "instance"],
     ]);
     expect(await catalog.instanceProblems()).toEqual([
-      { file: "b-broken.json", message: expect.stringContaining("Not valid JSON") },
+      { file: "b-broken.json", message: expect.stringMatching(/^Not valid JSON/) },
       {
         file: "c-no-version.json",
         message: expect.stringContaining("must have required property 'version'"),
@@ -102,6 +102,23 @@ describe("the operator's catalog folder", () => {
       "com.example~more",
     ]);
     expect(skipped()).toHaveLength(4);
+  });
+
+  it("never quotes a broken file's text in a problem or a log line", async () => {
+    await put("pasted.json", '{"name": "com.example/x", "headers": Bearer sk-live-55}');
+    await put("cut.json", "");
+    const catalog = openCatalog();
+    expect(await catalog.instanceProblems()).toEqual([
+      { file: "cut.json", message: "Not valid JSON (it ends too early)." },
+      { file: "pasted.json", message: expect.stringMatching(/^Not valid JSON/) },
+    ]);
+    expect(JSON.stringify(await catalog.instanceProblems())).not.toContain("sk-live-55");
+    expect(JSON.stringify(logged.lines)).not.toContain("sk-live-55");
+    await put("cut.json", '{"name": 1,, }');
+    await time.advance(CATALOG_RECHECK_MS);
+    expect((await catalog.instanceProblems())[0]?.message).toMatch(
+      /^Not valid JSON \((line \d+, column \d+|at character \d+)\)\.$/,
+    );
   });
 
   it("is reread when a file is added, changed or removed, and served from memory between looks", async () => {
