@@ -204,10 +204,13 @@ export class Catalog {
   private index(workspaceId: string): Promise<WorkspaceIndex> {
     let index = this.indexes.get(workspaceId);
     if (!index) {
-      index = this.loadIndex(workspaceId);
-      this.indexes.set(workspaceId, index);
+      const loading = this.loadIndex(workspaceId);
+      this.indexes.set(workspaceId, loading);
       // A failed read is not remembered: the next request tries again.
-      index.catch(() => this.indexes.delete(workspaceId));
+      loading.catch(() => {
+        if (this.indexes.get(workspaceId) === loading) this.indexes.delete(workspaceId);
+      });
+      index = loading;
     }
     return index;
   }

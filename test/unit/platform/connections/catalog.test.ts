@@ -324,6 +324,17 @@ describe("a workspace's own entries", () => {
     expect(logged.lines.filter((l) => l.msg === "workspace catalog entry skipped")).toHaveLength(2);
   });
 
+  it("are read again after a read that failed, not remembered as empty", async () => {
+    const partition = temp.layout.partition("connections").dir(temp.ws);
+    await mkdir(partition);
+    await writeFile(join(partition, "catalog"), "not a folder");
+    const catalog = openCatalog();
+    await expect(catalog.list(temp.ws)).rejects.toMatchObject({ code: "ENOTDIR" });
+    await rm(join(partition, "catalog"));
+    await openCatalog().add(temp.ws, ALICE, server("com.example/crm"));
+    expect((await catalog.list(temp.ws)).map((e) => e.id)).toEqual(["com.example~crm"]);
+  });
+
   it("leave a temp file behind only until recovery sweeps it", async () => {
     const catalog = openCatalog();
     await catalog.add(temp.ws, ALICE, server("com.example/crm"));
