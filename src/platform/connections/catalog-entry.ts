@@ -1,0 +1,252 @@
+import { Ajv, type ErrorObject } from "ajv";
+import { hasControlCharacters } from "../../text.ts";
+
+// One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
+// …/server.schema.json), checked against the part of it Atrium reads, and what Atrium says about
+// it: its id, where it came from, and whether a connection can be made from it (ADR 0038).
+
+/** The largest `server.json` the catalog reads or accepts: a description, not a payload. */
+export const MAX_ENTRY_BYTES = 64 * 1024;
+/** Where Atrium's own facts about an entry go in a listing, beside the registry's `_meta` keys. */
+export const CATALOG_META_KEY = "dev.atrium/catalog";
+
+// The registry's name grammar (reverse-DNS namespace, one slash, server name), with each part
+// starting with a letter or digit so no id derived from it is a dot-name or an option.
+const SERVER_NAME = "^[A-Za-z0-9][A-Za-z0-9.-]*/[A-Za-z0-9][A-Za-z0-9._-]*$";
+// An RFC 9110 field name (token).
+const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+const CATALOG_ID = /^[a-z0-9][a-z0-9.-]*~[a-z0-9][a-z0-9._-]*$/;
+const MAX_NAME_CHARS = 200;
+const MAX_URL_CHARS = 2048;
+// Zero-width and bidirectional formatting characters: a label holding one can pose as another.
+const INVISIBLE_RANGES: readonly [number, number][] = [
+  [0x80, 0x9f],
+  [0x200b, 0x200f],
+  [0x202a, 0x202e],
+  [0x2060, 0x2064],
+  [0x2066, 0x2069],
+  [0xfeff, 0xfeff],
+];
+
+/** A header a remote declares (the registry's KeyValueInput); only the fields Atrium reads are typed. */
+export interface RemoteHeader {
+  name: string;
+  description?: string;
+  isRequired?: boolean;
+  isSecret?: boolean;
+  value?: string;
+  default?: string;
+}
+
+export interface ServerRemote {
+  /** `streamable-http` is the one Atrium connects to; `sse` and others are listed, marked. */
+  type: string;
+  url: string;
+  headers?: RemoteHeader[];
+}
+
+/** A `server.json` as the registry defines it; fields Atrium does not read are kept as they are. */
+export interface ServerJson {
+  name: string;
+  description: string;
+  version: string;
+  title?: string;
+  remotes?: ServerRemote[];
+  packages?: unknown[];
+  [field: string]: unknown;
+}
+
+const input = {
+  type: "object",
+  properties: {
+    description: { type: "string", maxLength: 1000 },
+    isRequired: { type: "boolean" },
+    isSecret: { type: "boolean" },
+    value: { type: "string", maxLength: 8192 },
+    default: { type: "string", maxLength: 8192 },
+    variables: { type: "object", additionalProperties: { type: "object" } },
+  },
+} as const;
+
+/** The subset of the registry's server.schema.json that Atrium relies on; the rest passes through. */
+export const serverJsonSchema = {
+  type: "object",
+  required: ["name", "description", "version"],
+  properties: {
+    $schema: { type: "string", maxLength: MAX_URL_CHARS },
+    name: { type: "string", minLength: 3, maxLength: MAX_NAME_CHARS, pattern: SERVER_NAME },
+    title: { type: "string", minLength: 1, maxLength: 100 },
+    description: { type: "string", minLength: 1, maxLength: 100 },
+    version: { type: "string", minLength: 1, maxLength: 255 },
+    websiteUrl: { type: "string", maxLength: MAX_URL_CHARS },
+    remotes: {
+      type: "array",
+      maxItems: 16,
+      items: {
+        type: "object",
+        required: ["type", "url"],
+        properties: {
+          type: { type: "string", minLength: 1, maxLength: 64 },
+          url: { type: "string", minLength: 1, maxLength: MAX_URL_CHARS },
+          headers: {
+            type: "array",
+            maxItems: 16,
+            items: {
+              ...input,
+              required: ["name"],
+              properties: {
+                ...input.properties,
+                name: { type: "string", maxLength: 256, pattern: HEADER_NAME },
+              },
+            },
+          },
+        },
+      },
+    },
+    packages: { type: "array", maxItems: 64, items: { type: "object" } },
+    _meta: { type: "object" },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: true, strict: true });
+const validateSchema = ajv.compile<ServerJson>(serverJsonSchema);
+
+/**
+ * The entry, or what is wrong with it in words an operator can act on. Besides the schema: no
+ * label holds a control, zero-width or bidirectional character, and no header carries a secret
+ * value, since every signed-in person can read the catalog; the person connecting supplies it.
+ */
+export function checkServerJson(value: unknown): { server: ServerJson } | { problem: string } {
+  if (!validateSchema(value)) return { problem: describeErrors(validateSchema.errors ?? []) };
+  for (const field of ["name", "title", "description", "version"] as const) {
+    const text = value[field];
+    if (typeof text === "string" && hasUnsafeCharacters(text)) {
+      return { problem: `"${field}" holds a control, zero-width or bidirectional character; remove it.` };
+    }
+  }
+  // A problem names a remote by its place, never by its URL: a query string may hold a key, and
+  // query strings are never logged.
+  for (const [index, remote] of (value.remotes ?? []).entries()) {
+    if (holdsUserinfo(remote.url)) {
+      return {
+        problem: `remotes.${index} has a user name or password in its URL; remove it from the catalog.`,
+      };
+    }
+    for (const header of remote.headers ?? []) {
+      if (holdsSecret(header)) {
+        return {
+          problem:
+            `Header "${header.name}" of remotes.${index} is secret and has a value in the catalog, ` +
+            "which every signed-in person can read; remove the value: whoever connects supplies it.",
+        };
+      }
+    }
+  }
+  return { server: value };
+}
+
+function holdsSecret(header: RemoteHeader & { variables?: Record<string, RemoteHeader> }): boolean {
+  const secretValue = (i: RemoteHeader) =>
+    i.isSecret === true && (i.value !== undefined || i.default !== undefined);
+  return secretValue(header) || Object.values(header.variables ?? {}).some(secretValue);
+}
+
+/** C0 and C1 controls, DEL, and the invisible characters above. */
+export function hasUnsafeCharacters(text: string): boolean {
+  if (hasControlCharacters(text)) return true;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (INVISIBLE_RANGES.some(([low, high]) => code >= low && code <= high)) return true;
+  }
+  return false;
+}
+
+function holdsUserinfo(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.username !== "" || url.password !== "";
+  } catch {
+    return false;
+  }
+}
+
+function describeErrors(errors: ErrorObject[]): string {
+  const said = errors.slice(0, 3).map((e) => {
+    const where = e.instancePath === "" ? "the entry" : `"${e.instancePath.slice(1).replaceAll("/", ".")}"`;
+    const allowed = e.keyword === "pattern" ? " (a reverse-DNS namespace, one slash, a name)" : "";
+    return `${where} ${e.message}${e.instancePath === "/name" ? allowed : ""}`;
+  });
+  return `Not a server.json Atrium can use: ${said.join("; ")}.`;
+}
+
+/**
+ * The entry's id: its registry name lowercased, the slash as `~` (`io.github.owner/name` →
+ * `io.github.owner~name`). Stable across restarts and folder moves, readable, safe in a URL path
+ * and as a file name. Two names that differ only in case are one id; the second is refused.
+ */
+export function catalogIdOf(serverName: string): string {
+  return serverName.toLowerCase().replace("/", "~");
+}
+
+/** Whether a string from a request is shaped like a catalog id; nothing else reaches a path. */
+export function isCatalogId(value: string): boolean {
+  return value.length <= MAX_NAME_CHARS && CATALOG_ID.test(value);
+}
+
+/** Whether a connection can be made from an entry, and from which URL and header. */
+export type Connectability =
+  | { connectable: true; url: string; header?: RemoteHeader }
+  | { connectable: false; reason: string };
+
+/**
+ * The first streamable-http remote with a concrete http(s) URL that needs at most one header: a
+ * connection sends one header of its own (static auth). Templated URLs, SSE and packages are
+ * listed but not connectable; the reason says why.
+ */
+export function connectabilityOf(server: ServerJson): Connectability {
+  const remotes = server.remotes ?? [];
+  const streamable = remotes.filter((remote) => remote.type === "streamable-http");
+  if (streamable.length === 0) {
+    if (remotes.length > 0) {
+      const types = [...new Set(remotes.map((remote) => remote.type))].join(", ");
+      return {
+        connectable: false,
+        reason: `Atrium connects to streamable-http remotes; this server offers ${types}.`,
+      };
+    }
+    return {
+      connectable: false,
+      reason:
+        "This server has no remote: it runs as a local package, and Atrium connects only to remote servers.",
+    };
+  }
+  let reason = "";
+  for (const remote of streamable) {
+    if (remote.url.includes("{")) {
+      reason = "Its streamable-http URL has {variables} that Atrium does not fill in.";
+      continue;
+    }
+    if (!isHttpUrl(remote.url)) {
+      reason = "Its streamable-http URL is not an http(s) URL.";
+      continue;
+    }
+    const sent = (remote.headers ?? []).filter((h) => h.isRequired === true || h.value !== undefined);
+    if (sent.length > 1) {
+      reason = `It needs ${sent.length} headers (${sent.map((h) => h.name).join(", ")}); a connection sends one.`;
+      continue;
+    }
+    return sent[0]
+      ? { connectable: true, url: remote.url, header: sent[0] }
+      : { connectable: true, url: remote.url };
+  }
+  return { connectable: false, reason };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return url.protocol === "https:" || url.protocol === "http:";
+  } catch {
+    return false;
+  }
+}

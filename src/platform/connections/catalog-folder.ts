@@ -1,0 +1,200 @@
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type { Clock } from "../../kernel/clock.ts";
+import type { Logger } from "../../log.ts";
+import { catalogIdOf, checkServerJson, MAX_ENTRY_BYTES, type ServerJson } from "./catalog-entry.ts";
+
+// The operator's catalog: `<catalogDir>/*.json`, one server.json each. It is read whole when the
+// folder changes and served from memory otherwise; a bad file is skipped, reported and logged
+// once, and never stops the rest (test/unit/platform/connections/catalog.test.ts).
+
+/** How often a read looks at the folder for changes; between looks, memory answers. */
+export const CATALOG_RECHECK_MS = 1000;
+/** Past this many files the rest are reported, not read: a catalog is curated, not a mirror. */
+export const MAX_CATALOG_FILES = 1000;
+
+/** A file the catalog skipped, and why; `file` is its name in its folder, never a full path. */
+export interface CatalogProblem {
+  file: string;
+  message: string;
+}
+
+export interface ParsedEntry {
+  id: string;
+  file: string;
+  server: ServerJson;
+}
+
+export interface FolderContents {
+  entries: ParsedEntry[];
+  problems: CatalogProblem[];
+}
+
+interface Snapshot extends FolderContents {
+  /** Each file's name, size, mtime and inode: a change to any of them is a change to the catalog. */
+  fingerprint: string;
+}
+
+export class CatalogFolder {
+  private snapshot: Snapshot | undefined;
+  private checkedAtMs = Number.NEGATIVE_INFINITY;
+  private reading: Promise<Snapshot> | undefined;
+  private readonly logged = new ProblemLog();
+
+  constructor(
+    private readonly dir: string | undefined,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** The folder's entries and problems, reread only when a file was added, removed or changed. */
+  async read(): Promise<FolderContents> {
+    if (this.dir === undefined) return { entries: [], problems: [] };
+    if (this.snapshot && this.clock() - this.checkedAtMs < CATALOG_RECHECK_MS) return this.snapshot;
+    // Concurrent requests share one look at the folder.
+    this.reading ??= this.refresh(this.dir).finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  private async refresh(dir: string): Promise<Snapshot> {
+    const checkedAt = this.clock();
+    const listing = await listJsonFiles(dir);
+    const fingerprint = JSON.stringify(listing);
+    if (this.snapshot?.fingerprint !== fingerprint) {
+      const contents =
+        "problem" in listing ? { entries: [], problems: [listing.problem] } : await readAll(dir, listing);
+      this.snapshot = { ...contents, fingerprint };
+      this.logged.report(contents.problems, (problem) =>
+        this.log.warn({ catalogFile: problem.file, problem: problem.message }, "catalog entry skipped"),
+      );
+    }
+    this.checkedAtMs = checkedAt;
+    return this.snapshot;
+  }
+}
+
+interface FileStamp {
+  name: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+async function listJsonFiles(dir: string): Promise<FileStamp[] | { problem: CatalogProblem }> {
+  let names: string[];
+  try {
+    names = (await readdir(dir, { withFileTypes: true }))
+      .filter((entry) => !entry.name.startsWith(".") && entry.name.endsWith(".json") && !entry.isDirectory())
+      .map((entry) => entry.name)
+      .sort();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const message =
+      code === "ENOENT"
+        ? "The catalog folder (connections.catalogDir) does not exist; create it or fix instance.json."
+        : `The catalog folder (connections.catalogDir) cannot be read (${code ?? "error"}).`;
+    return { problem: { file: ".", message } };
+  }
+  const stamps: FileStamp[] = [];
+  for (const name of names) {
+    try {
+      const info = await stat(join(dir, name));
+      if (info.isFile()) stamps.push({ name, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino });
+    } catch {
+      // Removed between the listing and the stat: not in the catalog.
+    }
+  }
+  return stamps;
+}
+
+async function readAll(dir: string, stamps: FileStamp[]): Promise<FolderContents> {
+  const entries: ParsedEntry[] = [];
+  const problems: CatalogProblem[] = [];
+  const byId = new Map<string, string>();
+  for (const [index, stamp] of stamps.entries()) {
+    if (index >= MAX_CATALOG_FILES) {
+      problems.push({
+        file: stamp.name,
+        message: `Past the catalog's ${MAX_CATALOG_FILES} files; not read.`,
+      });
+      continue;
+    }
+    const parsed = await readEntryFile(join(dir, stamp.name), stamp.size);
+    if ("problem" in parsed) {
+      problems.push({ file: stamp.name, message: parsed.problem });
+      continue;
+    }
+    const id = catalogIdOf(parsed.server.name);
+    const first = byId.get(id);
+    if (first !== undefined) {
+      problems.push({
+        file: stamp.name,
+        message: `Server ${parsed.server.name} is in ${first} already; one file per server.`,
+      });
+      continue;
+    }
+    byId.set(id, stamp.name);
+    entries.push({ id, file: stamp.name, server: parsed.server });
+  }
+  return { entries, problems };
+}
+
+/** One server.json file: its entry, or what is wrong with it. */
+async function readEntryFile(
+  path: string,
+  size: number,
+): Promise<{ server: ServerJson } | { problem: string }> {
+  const read = await readSmallJson(path, size);
+  return "problem" in read ? read : checkServerJson(read.value);
+}
+
+/** A JSON file no larger than an entry may be, parsed, or what is wrong with it. */
+export async function readSmallJson(
+  path: string,
+  size: number,
+): Promise<{ value: unknown } | { problem: string }> {
+  if (size > MAX_ENTRY_BYTES)
+    return { problem: `Larger than ${MAX_ENTRY_BYTES} bytes; a server.json is smaller.` };
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    return { problem: `Cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"}).` };
+  }
+  try {
+    return { value: JSON.parse(text) };
+  } catch (error) {
+    return { problem: `Not valid JSON${jsonErrorPlace((error as Error).message)}.` };
+  }
+}
+
+/**
+ * Where a parse failed, without V8's quote of the text around it: a broken file may hold what
+ * must not reach a log or a listing (a pasted credential).
+ */
+function jsonErrorPlace(message: string): string {
+  const at = /at position (\d+)(?: \(line (\d+) column (\d+)\))?/.exec(message);
+  if (at?.[2] !== undefined) return ` (line ${at[2]}, column ${at[3]})`;
+  if (at) return ` (at character ${at[1]})`;
+  return message.includes("end of JSON input") ? " (it ends too early)" : "";
+}
+
+/**
+ * Logs each problem once: a problem still there at the next reread is not logged again, and one
+ * that went away and came back is.
+ */
+export class ProblemLog {
+  private seen = new Set<string>();
+
+  report(problems: readonly CatalogProblem[], write: (problem: CatalogProblem) => void): void {
+    const now = new Set<string>();
+    for (const problem of problems) {
+      const key = `${problem.file}\n${problem.message}`;
+      now.add(key);
+      if (!this.seen.has(key)) write(problem);
+    }
+    this.seen = now;
+  }
+}

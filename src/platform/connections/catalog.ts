@@ -1,0 +1,294 @@
+import { readdir, stat, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { Logger } from "../../log.ts";
+import { syncDir } from "../../storage/atomic.ts";
+import { createFileExclusive } from "../../storage/exclusive.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { makeOwnerDir } from "../../storage/owned-records.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import {
+  catalogIdOf,
+  checkServerJson,
+  isCatalogId,
+  MAX_ENTRY_BYTES,
+  type ServerJson,
+} from "./catalog-entry.ts";
+import { CatalogFolder, type CatalogProblem, ProblemLog, readSmallJson } from "./catalog-folder.ts";
+
+// The catalog of MCP servers a workspace can connect to: the operator's folder, offered to every
+// workspace, and each workspace's own entries, `<ws>/connections/catalog/<id>.json`, added by its
+// admins and visible only there (ADR 0038).
+
+/** The most entries one workspace's admins may add. */
+export const MAX_WORKSPACE_ENTRIES = 100;
+const ENTRIES_FOLDER = "catalog";
+
+export type CatalogScope = "instance" | "workspace";
+
+export interface CatalogEntry {
+  /** The registry name lowercased with `~` for its slash (catalog-entry.ts `catalogIdOf`). */
+  id: string;
+  scope: CatalogScope;
+  server: ServerJson;
+  /** Workspace entries: who added it, and when. */
+  addedBy?: string;
+  addedAt?: string;
+}
+
+/** A workspace entry as stored: the server.json as the admin sent it, and its provenance. */
+interface StoredEntry {
+  server: ServerJson;
+  addedBy: string;
+  addedAt: string;
+}
+
+interface WorkspaceIndex {
+  entries: Map<string, CatalogEntry>;
+  problems: CatalogProblem[];
+}
+
+export interface CatalogOptions {
+  /** The operator's folder (connections.catalogDir), absolute; none when instance.json names none. */
+  dir: string | undefined;
+  /** The connections app's folder of each workspace. */
+  storage: PartitionPaths;
+  clock: Clock;
+  log: Logger;
+}
+
+export class Catalog {
+  private readonly folder: CatalogFolder;
+  // Each workspace's entries, read from disk on first use and then kept by add and remove
+  // (adr/0025): a listing never reads the folder again.
+  private readonly indexes = new Map<string, Promise<WorkspaceIndex>>();
+  private readonly problemLogs = new Map<string, ProblemLog>();
+  private readonly locks = new KeyedLock();
+
+  constructor(private readonly options: CatalogOptions) {
+    this.folder = new CatalogFolder(options.dir, options.clock, options.log);
+  }
+
+  /** The operator's entries, in file-name order. */
+  async instanceEntries(): Promise<CatalogEntry[]> {
+    const { entries } = await this.folder.read();
+    return entries.map(({ id, server }) => ({ id, scope: "instance", server }));
+  }
+
+  /** The operator's files that were skipped, and why. */
+  async instanceProblems(): Promise<CatalogProblem[]> {
+    return (await this.folder.read()).problems;
+  }
+
+  /**
+   * What a workspace can connect to: the operator's entries, then its own by id. A workspace
+   * entry whose id the operator's catalog has gained since it was added is shadowed: the
+   * operator's is the one listed and connected, and the admin may still remove theirs.
+   */
+  async list(workspaceId: string): Promise<CatalogEntry[]> {
+    const instance = await this.instanceEntries();
+    const ids = new Set(instance.map((entry) => entry.id));
+    const own = [...(await this.index(workspaceId)).entries.values()]
+      .filter((entry) => !ids.has(entry.id))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    return [...instance, ...own];
+  }
+
+  /** The files of a workspace's catalog folder that were skipped, and why. */
+  async workspaceProblems(workspaceId: string): Promise<CatalogProblem[]> {
+    return (await this.index(workspaceId)).problems;
+  }
+
+  /** One entry as `list` would show it to the workspace; `catalog_entry_not_found` otherwise. */
+  async get(workspaceId: string, id: string): Promise<CatalogEntry> {
+    if (!isCatalogId(id)) throw notFound();
+    const instance = (await this.instanceEntries()).find((entry) => entry.id === id);
+    const entry = instance ?? (await this.index(workspaceId)).entries.get(id);
+    if (!entry) throw notFound();
+    return entry;
+  }
+
+  /** Adds a server.json to one workspace's catalog, by an admin; its id comes from its name. */
+  async add(workspaceId: string, principalId: string, body: unknown): Promise<CatalogEntry> {
+    const checked = checkServerJson(body);
+    if ("problem" in checked) throw new InvalidInput(checked.problem);
+    const { server } = checked;
+    const id = catalogIdOf(server.name);
+    const record: StoredEntry = {
+      server,
+      addedBy: principalId,
+      addedAt: new Date(this.options.clock()).toISOString(),
+    };
+    const text = `${JSON.stringify(record, null, 2)}\n`;
+    if (Buffer.byteLength(text) > MAX_ENTRY_BYTES) {
+      throw new InvalidInput(`The entry is larger than ${MAX_ENTRY_BYTES} bytes; a server.json is smaller.`);
+    }
+    return this.locks.run(workspaceId, async () => {
+      if ((await this.instanceEntries()).some((entry) => entry.id === id)) {
+        throw new Conflict(
+          "catalog_entry_exists",
+          `${server.name} is in the instance's catalog already (id ${id}): connect from that entry.`,
+        );
+      }
+      const index = await this.index(workspaceId);
+      if (index.entries.has(id)) {
+        throw new Conflict(
+          "catalog_entry_exists",
+          `${server.name} is in this workspace's catalog already (id ${id}); remove it first to replace it.`,
+        );
+      }
+      if (index.entries.size >= MAX_WORKSPACE_ENTRIES) {
+        throw new Conflict(
+          "catalog_full",
+          `This workspace's catalog holds ${MAX_WORKSPACE_ENTRIES} entries, its most; remove one first.`,
+        );
+      }
+      const dir = this.entriesDir(workspaceId);
+      await makeOwnerDir(dir, workspaceId);
+      if (!(await createFileExclusive(join(dir, `${id}.json`), text))) {
+        throw new Conflict("catalog_entry_exists", `${server.name} is in this workspace's catalog already.`);
+      }
+      const entry: CatalogEntry = { id, scope: "workspace", ...record };
+      index.entries.set(id, entry);
+      return entry;
+    });
+  }
+
+  /** Removes one of the workspace's own entries; the operator's are removed from their folder. */
+  async remove(workspaceId: string, id: string): Promise<void> {
+    if (!isCatalogId(id)) throw notFound();
+    await this.locks.run(workspaceId, async () => {
+      const index = await this.index(workspaceId);
+      if (!index.entries.has(id)) {
+        if ((await this.instanceEntries()).some((entry) => entry.id === id)) {
+          throw new Forbidden(
+            "This entry is in the instance's catalog, which the operator keeps in connections.catalogDir; a workspace removes only its own.",
+          );
+        }
+        throw notFound();
+      }
+      const dir = this.entriesDir(workspaceId);
+      try {
+        await unlink(join(dir, `${id}.json`));
+        await syncDir(dir);
+      } catch (error) {
+        // Gone already (removed by hand): the entry is gone either way.
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      }
+      index.entries.delete(id);
+    });
+  }
+
+  /** Drops a workspace's entries from memory (it was archived); its folder went with it. */
+  forget(workspaceId: string): void {
+    this.indexes.delete(workspaceId);
+    this.problemLogs.delete(workspaceId);
+  }
+
+  /** R1 in the workspace's catalog folder: a create that never linked its file into place. */
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (!present.has(this.options.storage.partition)) return;
+    await sweepTempEntries(this.entriesDir(workspaceId), pass);
+  }
+
+  private entriesDir(workspaceId: string): string {
+    return join(this.options.storage.dir(workspaceId), ENTRIES_FOLDER);
+  }
+
+  private index(workspaceId: string): Promise<WorkspaceIndex> {
+    let index = this.indexes.get(workspaceId);
+    if (!index) {
+      const loading = this.loadIndex(workspaceId);
+      this.indexes.set(workspaceId, loading);
+      // A failed read is not remembered: the next request tries again.
+      loading.catch(() => {
+        if (this.indexes.get(workspaceId) === loading) this.indexes.delete(workspaceId);
+      });
+      index = loading;
+    }
+    return index;
+  }
+
+  private async loadIndex(workspaceId: string): Promise<WorkspaceIndex> {
+    const dir = this.entriesDir(workspaceId);
+    let names: string[];
+    try {
+      names = (await readdir(dir)).filter((name) => !name.startsWith(".")).sort();
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { entries: new Map(), problems: [] };
+      throw error;
+    }
+    const entries = new Map<string, CatalogEntry>();
+    const problems: CatalogProblem[] = [];
+    for (const file of names) {
+      const read = await readStoredEntry(dir, file);
+      if ("problem" in read) problems.push({ file, message: read.problem });
+      else entries.set(read.entry.id, read.entry);
+    }
+    const problemLog = this.problemLogs.get(workspaceId) ?? new ProblemLog();
+    this.problemLogs.set(workspaceId, problemLog);
+    problemLog.report(problems, (problem) =>
+      this.options.log.warn(
+        { workspaceId, catalogFile: problem.file, problem: problem.message },
+        "workspace catalog entry skipped",
+      ),
+    );
+    return { entries, problems };
+  }
+}
+
+async function readStoredEntry(
+  dir: string,
+  file: string,
+): Promise<{ entry: CatalogEntry } | { problem: string }> {
+  const id = file.endsWith(".json") ? file.slice(0, -".json".length) : "";
+  if (!isCatalogId(id))
+    return { problem: "Not a catalog entry's file name (<id>.json); Atrium did not write it." };
+  const path = join(dir, file);
+  let size: number;
+  try {
+    size = (await stat(path)).size;
+  } catch (error) {
+    return { problem: `Cannot be read (${(error as NodeJS.ErrnoException).code ?? "error"}).` };
+  }
+  const read = await readSmallJson(path, size);
+  if ("problem" in read) return read;
+  const stored = read.value as Partial<StoredEntry> | null;
+  if (
+    typeof stored !== "object" ||
+    stored === null ||
+    typeof stored.addedBy !== "string" ||
+    typeof stored.addedAt !== "string"
+  ) {
+    return { problem: "Not a stored catalog entry ({server, addedBy, addedAt})." };
+  }
+  const checked = checkServerJson(stored.server);
+  if ("problem" in checked) return checked;
+  if (catalogIdOf(checked.server.name) !== id) {
+    return {
+      problem: `Holds ${checked.server.name}, whose id is ${catalogIdOf(checked.server.name)}, not ${id}.`,
+    };
+  }
+  return {
+    entry: {
+      id,
+      scope: "workspace",
+      server: checked.server,
+      addedBy: stored.addedBy,
+      addedAt: stored.addedAt,
+    },
+  };
+}
+
+function notFound(): NotFound {
+  return new NotFound(
+    "catalog_entry_not_found",
+    "No catalog entry with that id here; GET …/catalog lists them.",
+  );
+}

@@ -1,0 +1,278 @@
+import { describe, expect, it } from "vitest";
+import type { CatalogEntry } from "../../../../src/platform/connections/catalog.ts";
+import {
+  catalogConfigProperties,
+  resolveCatalogSettings,
+} from "../../../../src/platform/connections/catalog-config.ts";
+import { connectionNameOf, connectRequestFor } from "../../../../src/platform/connections/catalog-connect.ts";
+import {
+  catalogIdOf,
+  checkServerJson,
+  connectabilityOf,
+  isCatalogId,
+  type ServerJson,
+} from "../../../../src/platform/connections/catalog-entry.ts";
+
+function server(extra: Partial<ServerJson> = {}): ServerJson {
+  return {
+    $schema: "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json",
+    name: "io.github.acme/weather",
+    description: "Forecasts",
+    version: "1.0.0",
+    remotes: [{ type: "streamable-http", url: "https://weather.example.com/mcp" }],
+    ...extra,
+  };
+}
+
+function entry(s: ServerJson): CatalogEntry {
+  return { id: catalogIdOf(s.name), scope: "instance", server: s };
+}
+
+function problemOf(value: unknown): string {
+  const checked = checkServerJson(value);
+  if (!("problem" in checked)) throw new Error("expected a problem");
+  return checked.problem;
+}
+
+describe("a server.json", () => {
+  it("is accepted as the registry writes it, unknown fields kept", () => {
+    const s = server({ _meta: { "io.example/x": { a: 1 } }, icons: [{ src: "https://x/i.png" }] });
+    expect(checkServerJson(s)).toEqual({ server: s });
+  });
+
+  it("is refused without a name, description or version, naming the field", () => {
+    expect(problemOf({ description: "d", version: "1" })).toContain("must have required property 'name'");
+    expect(problemOf({ name: "a.b/c", version: "1" })).toContain("'description'");
+    expect(problemOf({ name: "a.b/c", description: "d" })).toContain("'version'");
+    expect(problemOf([])).toContain("must be object");
+  });
+
+  it.each([
+    "noslash",
+    "two/slash/es",
+    "../etc/passwd",
+    ".hidden/x",
+    "a.b/.x",
+    "a b/c",
+    `a.b/${"x".repeat(200)}`,
+  ])("is refused with the name %j", (name) => {
+    expect(problemOf(server({ name }))).toContain('"name"');
+  });
+
+  it("is refused with a description over the registry's 100 characters", () => {
+    expect(problemOf(server({ description: "x".repeat(101) }))).toContain('"description"');
+  });
+
+  it.each(["bell\u0007", "rtl\u202eoverride", "zero\u200bwidth", "bom\ufeff"])(
+    "is refused when a label holds an unsafe character (%j)",
+    (description) => {
+      expect(problemOf(server({ description }))).toContain("control, zero-width or bidirectional");
+    },
+  );
+
+  it("is refused when a remote has no URL or a header a bad name", () => {
+    expect(problemOf(server({ remotes: [{ type: "streamable-http" } as never] }))).toContain("'url'");
+    const badHeader = { type: "streamable-http", url: "https://x/mcp", headers: [{ name: "X Bad" }] };
+    expect(problemOf(server({ remotes: [badHeader] }))).toContain('"remotes.0.headers.0.name"');
+  });
+
+  it("is refused when it carries a secret value, which every signed-in person could read", () => {
+    const headers = [{ name: "Authorization", isSecret: true, value: "Bearer sk-live-123" }];
+    const url = "https://x/mcp?key=sk-query-9";
+    const problem = problemOf(server({ remotes: [{ type: "streamable-http", url, headers }] }));
+    expect(problem).toContain('Header "Authorization" of remotes.0 is secret');
+    expect(problem).not.toContain("sk-live-123");
+    expect(problem).not.toContain("sk-query-9");
+    const inVariable = [
+      {
+        name: "Authorization",
+        value: "Bearer {key}",
+        variables: { key: { isSecret: true, default: "sk-1" } },
+      },
+    ];
+    expect(
+      problemOf(
+        server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: inVariable }] }),
+      ),
+    ).toContain("secret");
+  });
+
+  it("is refused when a remote URL holds a user name or password", () => {
+    const problem = problemOf(
+      server({ remotes: [{ type: "streamable-http", url: "https://u:pw@x.example/mcp" }] }),
+    );
+    expect(problem).toContain("user name or password");
+    expect(problem).not.toContain("pw@");
+  });
+});
+
+describe("catalog ids", () => {
+  it("are the registry name lowercased with ~ for the slash, the same every time", () => {
+    expect(catalogIdOf("io.github.Owner/Some_Server")).toBe("io.github.owner~some_server");
+    expect(catalogIdOf("io.github.Owner/Some_Server")).toBe(catalogIdOf("io.github.owner/some_server"));
+    expect(isCatalogId(catalogIdOf("com.example/acme-analytics"))).toBe(true);
+    expect(encodeURIComponent("io.github.owner~name")).toBe("io.github.owner~name");
+  });
+
+  it.each([
+    "",
+    "..",
+    "../x",
+    "a~b/c",
+    ".tmp-x~y",
+    "a~.b",
+    "A~b",
+    "a~b~c",
+    "a%2F~b",
+    "a\u0000~b",
+    `a~${"b".repeat(200)}`,
+  ])("refuse the hostile or malformed id %j", (id) => {
+    expect(isCatalogId(id)).toBe(false);
+  });
+});
+
+describe("connectability", () => {
+  it("is the first streamable-http remote with a concrete http(s) URL", () => {
+    const s = server({
+      remotes: [
+        { type: "sse", url: "https://x/sse" },
+        { type: "streamable-http", url: "https://{tenant}.x/mcp" },
+        { type: "streamable-http", url: "https://x/mcp" },
+      ],
+    });
+    expect(connectabilityOf(s)).toEqual({ connectable: true, url: "https://x/mcp" });
+  });
+
+  it("marks SSE-only, package-only, templated and many-header servers with the reason", () => {
+    expect(connectabilityOf(server({ remotes: [{ type: "sse", url: "https://x/sse" }] }))).toEqual({
+      connectable: false,
+      reason: expect.stringContaining("this server offers sse"),
+    });
+    expect(connectabilityOf(server({ remotes: undefined, packages: [{}] }))).toEqual({
+      connectable: false,
+      reason: expect.stringContaining("local package"),
+    });
+    expect(
+      connectabilityOf(server({ remotes: [{ type: "streamable-http", url: "https://{t}.x/mcp" }] })),
+    ).toEqual({
+      connectable: false,
+      reason: expect.stringContaining("{variables}"),
+    });
+    expect(connectabilityOf(server({ remotes: [{ type: "streamable-http", url: "ftp://x/mcp" }] }))).toEqual({
+      connectable: false,
+      reason: expect.stringContaining("not an http(s) URL"),
+    });
+    const two = [
+      { name: "X-Key", isRequired: true },
+      { name: "X-Org", value: "acme" },
+    ];
+    expect(
+      connectabilityOf(
+        server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: two }] }),
+      ),
+    ).toEqual({ connectable: false, reason: expect.stringContaining("needs 2 headers (X-Key, X-Org)") });
+  });
+});
+
+describe("a connect request from an entry", () => {
+  const keyed = server({
+    remotes: [
+      {
+        type: "streamable-http",
+        url: "https://x/mcp",
+        headers: [{ name: "X-Api-Key", isRequired: true, isSecret: true, description: "Your Acme key" }],
+      },
+    ],
+  });
+
+  it("takes its URL from the entry and a default name from the server name", () => {
+    expect(connectRequestFor(entry(server()), {})).toEqual({
+      name: "weather",
+      url: "https://weather.example.com/mcp",
+      auth: { kind: "none" },
+    });
+    expect(connectRequestFor(entry(server()), { name: "wx", auth: { kind: "none" } }).name).toBe("wx");
+  });
+
+  it("asks for the header the server requires, by name and description", () => {
+    expect(() => connectRequestFor(entry(keyed), {})).toThrow(
+      'This server needs the header "X-Api-Key" (Your Acme key). Send "auth": {"kind": "static", "header": "X-Api-Key", "value": "…"}.',
+    );
+    expect(() =>
+      connectRequestFor(entry(keyed), { auth: { kind: "static", header: "Authorization", value: "k" } }),
+    ).toThrow('in the header "X-Api-Key" (Your Acme key), not "Authorization"');
+    expect(
+      connectRequestFor(entry(keyed), { auth: { kind: "static", header: "x-api-key", value: "k-123" } }).auth,
+    ).toEqual({ kind: "static", header: "x-api-key", value: "k-123" });
+  });
+
+  it("sends a header whose value the entry fixes when no auth is given", () => {
+    const fixed = server({
+      remotes: [
+        { type: "streamable-http", url: "https://x/mcp", headers: [{ name: "X-Tenant", value: "acme" }] },
+      ],
+    });
+    expect(connectRequestFor(entry(fixed), {}).auth).toEqual({
+      kind: "static",
+      header: "X-Tenant",
+      value: "acme",
+    });
+  });
+
+  it("refuses bad bodies by what is wrong, and never repeats the value", () => {
+    const e = entry(server());
+    expect(() => connectRequestFor(e, { url: "https://evil/mcp" })).toThrow('Unknown field "url"');
+    expect(() => connectRequestFor(e, { name: 7 })).toThrow('"name" is a string');
+    expect(() => connectRequestFor(e, { auth: "token" })).toThrow('"auth" is {"kind": "none"}');
+    expect(() => connectRequestFor(e, { auth: { kind: "oauth" } })).toThrow(
+      '"auth.kind" is "none" or "static"',
+    );
+    expect(() => connectRequestFor(e, { auth: { kind: "none", value: "x" } })).toThrow(
+      'Unknown field "auth.value"',
+    );
+    expect(() => connectRequestFor(e, { auth: { kind: "static", header: "A B", value: "v" } })).toThrow(
+      '"auth.header" is an HTTP header name',
+    );
+    for (const value of ["", "line\r\nX-Injected: 1", 42, "x".repeat(8193)]) {
+      let message = "";
+      try {
+        connectRequestFor(e, { auth: { kind: "static", header: "X-Key", value } });
+      } catch (error) {
+        message = (error as Error).message;
+      }
+      expect(message).toContain('"auth.value" is the header\'s value');
+      expect(message).not.toContain("Injected");
+    }
+  });
+
+  it("refuses an entry that cannot be connected, with the reason", () => {
+    const sse = entry(server({ remotes: [{ type: "sse", url: "https://x/sse" }] }));
+    expect(() => connectRequestFor(sse, {})).toThrow(expect.objectContaining({ status: 409 }));
+    expect(() => connectRequestFor(sse, {})).toThrow(
+      "cannot be connected: Atrium connects to streamable-http",
+    );
+  });
+
+  it.each([
+    ["io.github.acme/Weather_API", "weather-api"],
+    ["com.example/2fa--tool.", "fa-tool"],
+    ["com.example/mcp.server.v2", "mcp-server-v2"],
+  ])("names %s %s", (name, expected) => {
+    expect(connectionNameOf(name)).toBe(expected);
+    expect(expected).toMatch(/^[a-z][a-z0-9-]{0,62}$/);
+  });
+
+  it("asks for a name when none can be made", () => {
+    expect(() => connectionNameOf("com.example/123")).toThrow('send {"name": "…"}');
+  });
+});
+
+describe("the catalog's instance.json settings", () => {
+  it("resolve catalogDir relative to instance.json, and none when absent", () => {
+    expect(resolveCatalogSettings({ catalogDir: "catalog" }, { baseDir: "/etc/atrium" })).toEqual({
+      catalogDir: "/etc/atrium/catalog",
+    });
+    expect(resolveCatalogSettings(undefined, { baseDir: "/etc/atrium" })).toEqual({ catalogDir: undefined });
+    expect(catalogConfigProperties.catalogDir).toMatchObject({ type: "string", minLength: 1 });
+  });
+});
