@@ -13,6 +13,7 @@ import { atriumAvailable, atriumBin, startAtrium } from "./lib/start-atrium.ts";
 import { startBenchServer } from "./lib/start-bench-server.ts";
 import type { TargetKey } from "./lib/target.ts";
 import { writeResults } from "./lib/write-results.ts";
+import { formatRemote, runRemoteBench } from "./remote.ts";
 import { formatScale, runScaleBench } from "./scale.ts";
 
 /** The cost of many workspaces: boot and bare-id lookups at 10 and 10,000 (bench/scale.ts). */
@@ -21,9 +22,16 @@ async function scale(): Promise<void> {
   process.stdout.write(`\n${formatScale(rows)}`);
 }
 
+/** What a connection's call gate adds to a remote tool call (bench/remote.ts). */
+async function remote(): Promise<void> {
+  process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
+}
+
 async function main(): Promise<void> {
-  // `npm run bench -- scale` runs only the workspace-count benchmark, `-- load` only the load.
+  // `npm run bench -- scale` runs only the workspace-count benchmark, `-- load` only the load,
+  // `-- remote` only the connection gate.
   if (process.argv.includes("scale")) return scale();
+  if (process.argv.includes("remote")) return remote();
   const settings = readLoadSettings();
   const loadAverageAtStart = sampleLoadAverage();
   const fixture = await createMetadataFixture();
@@ -59,7 +67,10 @@ async function main(): Promise<void> {
   const path = await writeResults(results);
   process.stdout.write(`\n${formatTable(results)}`);
   progress(`results written to ${path}`);
-  if (!process.argv.includes("load")) await scale();
+  if (!process.argv.includes("load")) {
+    await scale();
+    await remote();
+  }
 }
 
 installSignalCleanup((signal) => progress(`\n${signal}: stopping servers and removing temp dirs`));

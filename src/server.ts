@@ -30,7 +30,7 @@ import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
 import { PLATFORM_APPS } from "./platform/index.ts";
-import { createWorkspaceRegistry, startApps, workspaceSources } from "./platform/kit.ts";
+import { createWorkspaceRegistry, publishedSkills, startApps, workspaceSources } from "./platform/kit.ts";
 import { ToolDispatch } from "./sources/dispatch.ts";
 import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
@@ -160,6 +160,7 @@ async function startLocked(
         workspaces,
         dispatch,
         sources: workspaceSources(registries),
+        publishedSkills: publishedSkills(),
         events,
         clock,
         timers,

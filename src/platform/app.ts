@@ -47,6 +47,8 @@ export interface AppContext<Settings> {
   sources: WorkspaceSources;
   /** Every platform app's name in this instance: no other source may take one. */
   appNames: readonly string[];
+  /** Skills apps publish for a workspace (a connected server's instructions); the skills app reads them. */
+  publishedSkills: PublishedSkills;
   events: EventBus;
   clock: Clock;
   timers: Timers;
@@ -86,6 +88,21 @@ export interface StreamedBody {
   /** Relative to `/v1/workspaces/:ws`, e.g. `/files`. */
   path: string;
   maxBytes: number;
+}
+
+/** Guidance an app publishes as a server-scope skill: the lowest precedence of every scope. */
+export interface PublishedSkill {
+  name: string;
+  description: string;
+  body: string;
+  /** Tool names or `source__*` patterns it is guidance for. */
+  tools: string[];
+}
+
+/** Where apps publish skills per workspace, and the skills app reads them all. */
+export interface PublishedSkills {
+  publish(publisher: (workspaceId: string) => Promise<PublishedSkill[]>): void;
+  list(workspaceId: string): Promise<PublishedSkill[]>;
 }
 
 /** A workspace's sources while its registry is loaded; a registry built later asks the apps. */

@@ -4,7 +4,14 @@ import type { IdleCache } from "../sources/idle-cache.ts";
 import { McpSource } from "../sources/mcp-source.ts";
 import { SourceRegistry } from "../sources/registry.ts";
 import { isSourceName } from "../sources/tool-names.ts";
-import type { AppContext, PlatformApp, StartedApp, WorkspaceSources } from "./app.ts";
+import type {
+  AppContext,
+  PlatformApp,
+  PublishedSkill,
+  PublishedSkills,
+  StartedApp,
+  WorkspaceSources,
+} from "./app.ts";
 
 /** What every app's context shares; each app adds its settings, its storage and its log. */
 export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage" | "appNames">;
@@ -63,6 +70,15 @@ export async function createWorkspaceRegistry(
     for (const source of (await app.sources?.(workspaceId)) ?? []) registry.add(source);
   }
   return registry;
+}
+
+/** One place apps publish skills into; what each publisher gives is listed together. */
+export function publishedSkills(): PublishedSkills {
+  const publishers: ((workspaceId: string) => Promise<PublishedSkill[]>)[] = [];
+  return {
+    publish: (publisher) => void publishers.push(publisher),
+    list: async (workspaceId) => (await Promise.all(publishers.map((p) => p(workspaceId)))).flat(),
+  };
 }
 
 /** Changes reach a registry that is loaded; one that is not will be built with them. */

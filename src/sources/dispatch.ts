@@ -14,6 +14,14 @@ export interface ToolCaller {
   scopes?: readonly string[];
 }
 
+/** Told of each call the dispatch refuses before any source sees it: who, which tool, and why. */
+export type DispatchDenied = (denial: {
+  caller: ToolCaller;
+  tool: string;
+  by: "membership" | "scope";
+  requestId: string;
+}) => Promise<void>;
+
 /**
  * The one way a tool is called, whoever asks — MCP, REST, and later a task run with no HTTP
  * request at all: membership now, then the scope the tool needs, then the router in that
@@ -26,6 +34,13 @@ export class ToolDispatch {
     private readonly router: Router,
   ) {}
 
+  private readonly deniedListeners: DispatchDenied[] = [];
+
+  /** An app that records refusals of its tools (the connections audit ledger) listens here. */
+  onDenied(listener: DispatchDenied): void {
+    this.deniedListeners.push(listener);
+  }
+
   async call(
     caller: ToolCaller,
     name: string,
@@ -33,12 +48,15 @@ export class ToolDispatch {
     context: CallContext,
   ): Promise<CallToolResult> {
     const { principalId, workspaceId, scopes } = caller;
-    if (this.workspaces.roleOf(workspaceId, principalId) === undefined)
+    if (this.workspaces.roleOf(workspaceId, principalId) === undefined) {
+      await this.denied({ caller, tool: name, by: "membership", requestId: context.requestId });
       throw new WorkspaceNotFound(workspaceId);
+    }
     return this.registries.use(workspaceId, async (registry) => {
       if (scopes !== undefined) {
         const needed = scopeForTool(await this.router.findTool(registry, name));
         if (!scopes.includes(needed)) {
+          await this.denied({ caller, tool: name, by: "scope", requestId: context.requestId });
           throw new Forbidden(
             `Calling ${name} needs the ${needed} scope, which this credential was not granted.`,
           );
@@ -46,5 +64,9 @@ export class ToolDispatch {
       }
       return this.router.callTool(registry, { principalId, workspaceId }, name, args, context);
     });
+  }
+
+  private async denied(denial: Parameters<DispatchDenied>[0]): Promise<void> {
+    for (const listener of this.deniedListeners) await listener(denial);
   }
 }

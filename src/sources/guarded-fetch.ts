@@ -1,7 +1,6 @@
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import { Readable, Transform } from "node:stream";
 import type { FetchLike } from "@modelcontextprotocol/client";
 import { checkAddress, ForbiddenAddress, guardedLookup } from "../oauth/ssrf-guard.ts";
 
@@ -79,15 +78,47 @@ function toResponse(res: IncomingMessage, maxBytes: number, method = "GET"): Res
     res.resume();
     return new Response(null, { status, statusText: res.statusMessage ?? "", headers });
   }
+  const body = cappedBody(res, maxBytes);
+  return new Response(body, { status, statusText: res.statusMessage ?? "", headers });
+}
+
+/**
+ * The response's bytes as a web stream, paused while the reader is behind, ended with an error
+ * past `maxBytes`, and torn down when the reader cancels (an event stream the client closes):
+ * nothing is enqueued after that, which is what Node's own `Readable.toWeb` gets wrong.
+ */
+function cappedBody(res: IncomingMessage, maxBytes: number): ReadableStream<Uint8Array> {
   let seen = 0;
-  const capped = new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      seen += chunk.byteLength;
-      if (seen > maxBytes) done(new Error(`The server's answer passed ${maxBytes} bytes; it was cut off.`));
-      else done(null, chunk);
+  let done = false;
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      const finish = (error?: Error) => {
+        if (done) return;
+        done = true;
+        if (error) controller.error(error);
+        else controller.close();
+      };
+      res.on("data", (chunk: Buffer) => {
+        if (done) return;
+        seen += chunk.byteLength;
+        if (seen > maxBytes) {
+          finish(new Error(`The server's answer passed ${maxBytes} bytes; it was cut off.`));
+          res.destroy();
+          return;
+        }
+        controller.enqueue(new Uint8Array(chunk));
+        if ((controller.desiredSize ?? 1) <= 0) res.pause();
+      });
+      res.once("end", () => finish());
+      res.once("error", (error) => finish(error));
+      res.once("close", () => finish(new Error("The server closed the connection mid-answer.")));
+    },
+    pull() {
+      res.resume();
+    },
+    cancel() {
+      done = true;
+      res.destroy();
     },
   });
-  res.on("error", (error) => capped.destroy(error));
-  const body = Readable.toWeb(res.pipe(capped)) as ReadableStream<Uint8Array>;
-  return new Response(body, { status, statusText: res.statusMessage ?? "", headers });
 }

@@ -185,7 +185,8 @@ async function listEveryPage(client: Client): Promise<Tool[]> {
   try {
     return (await client.listTools(undefined, { cacheMode: "bypass" })).tools;
   } catch (error) {
-    if (error instanceof SdkError && error.code === SdkErrorCode.ListPaginationExceeded) throw new UnfinishedListing();
+    if (error instanceof SdkError && error.code === SdkErrorCode.ListPaginationExceeded)
+      throw new UnfinishedListing();
     throw error;
   }
 }

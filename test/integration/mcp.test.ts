@@ -116,6 +116,12 @@ describe("tools over /mcp/ws_…", () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual([
+      "connections__add",
+      "connections__list",
+      "connections__refresh",
+      "connections__remove",
+      "connections__snapshots",
+      "connections__status",
       "files__delete",
       "files__info",
       "files__list",

@@ -1,6 +1,9 @@
+import { splitToolName } from "../../sources/tool-names.ts";
 import type { PlatformApp } from "../app.ts";
 import { AuditLedger } from "./audit.ts";
 import { auditRoutes } from "./audit-routes.ts";
+import { Catalog } from "./catalog.ts";
+import { catalogRoutes, catalogWorkspaceRoutes } from "./catalog-routes.ts";
 import { type ConnectionSettings, connectionsConfig } from "./config.ts";
 import { Connections } from "./connections.ts";
 import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
@@ -32,6 +35,26 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ledger,
       onUnauthorized: (workspaceId, name) => void revalidator?.check(workspaceId, name),
     });
+    // A call refused before the gate (not a member, a token without the scope) is recorded too,
+    // when the tool it named is one of this workspace's connections.
+    context.dispatch.onDenied(async ({ caller, tool, by, requestId }) => {
+      const source = splitToolName(tool)?.source;
+      if (source === undefined || !store.names(caller.workspaceId).includes(source)) return;
+      const call = {
+        principalId: caller.principalId,
+        connection: source,
+        tool: tool.slice(source.length + 2),
+        requestId,
+      };
+      await ledger.append(caller.workspaceId, { ...call, phase: "requested" });
+      await ledger.append(caller.workspaceId, {
+        ...call,
+        phase: "decision",
+        decision: "denied",
+        deniedBy: by,
+      });
+    });
+    context.publishedSkills.publish((workspaceId) => connections.publishedSkills(workspaceId));
     const changed = (workspaceId: string, name: string) => connections.changed(workspaceId, name);
     const monitor = new HealthMonitor(store, remote, clock, changed);
     revalidator = new ConnectionRevalidator(store, remote, clock, changed, log);
@@ -50,13 +73,26 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       workspaces: withConnections,
       run: (workspaceId) => checker.checkWorkspace(workspaceId),
     });
+    const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });
     const routes = connectionRoutes(connections);
     routes.route("/", auditRoutes(ledger));
+    routes.route(
+      "/",
+      catalogWorkspaceRoutes(catalog, (workspaceId, principalId, request) =>
+        connections.add(workspaceId, principalId, request),
+      ),
+    );
     return {
       createServer: (workspaceId) => createConnectionsServer(workspaceId, connections),
       sources: (workspaceId) => connections.sources(workspaceId),
       workspaceRoutes: routes,
-      leftovers: store,
+      routes: catalogRoutes(catalog),
+      leftovers: {
+        async recoverWorkspace(workspaceId, present, pass) {
+          await store.recoverWorkspace(workspaceId, present, pass);
+          await catalog.recoverWorkspace(workspaceId, present, pass);
+        },
+      },
     };
   },
 };

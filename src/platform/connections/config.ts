@@ -1,6 +1,7 @@
 import type { ConfigSection } from "../../instance/schema.ts";
+import { type CatalogSettings, catalogConfigProperties, resolveCatalogSettings } from "./catalog-config.ts";
 
-export interface ConnectionSettings {
+export interface ConnectionSettings extends CatalogSettings {
   /** Lets a server live at a loopback, private or link-local address, over http: local development only. */
   allowPrivateAddresses: boolean;
   /** How often the HealthMonitor probes each running connection's transport. */
@@ -36,11 +37,13 @@ export const connectionsConfig: ConfigSection<ConnectionSettings> = {
       toolListMaxAgeSeconds: { type: "integer", minimum: 1, maximum: 3600 },
       requestTimeoutSeconds: { type: "integer", minimum: 1, maximum: 300 },
       maxResponseBytes: { type: "integer", minimum: 1024, maximum: 1024 * 1024 * 1024 },
+      ...catalogConfigProperties,
     },
   },
-  resolve(section) {
+  resolve(section, where) {
     const file = (section ?? {}) as ConnectionsFile;
     return {
+      ...resolveCatalogSettings(section, where),
       allowPrivateAddresses: file.allowPrivateAddresses ?? false,
       healthIntervalMs: (file.healthIntervalSeconds ?? 30) * 1000,
       credentialCheckIntervalMs: (file.credentialCheckIntervalSeconds ?? 300) * 1000,

@@ -3,8 +3,9 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
 import { UnfinishedListing } from "../../sources/mcp-source.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import type { WorkspaceSources } from "../app.ts";
+import type { PublishedSkill, WorkspaceSources } from "../app.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
 import { ConnectionSource } from "./gate.ts";
@@ -69,6 +70,8 @@ export interface ConnectionsDeps {
 export class Connections {
   /** The state each connection was last announced in, so only a change is announced. */
   private readonly announced = new Map<string, ConnectionState>();
+  /** Server instructions as skills, per (workspace, connection, snapshot version): snapshots never change. */
+  private readonly instructionSkills = new Map<string, PublishedSkill | undefined>();
   /** Connections whose credential the revalidator found lapsed: the gate refuses their calls. */
   private readonly lapsed = new Set<string>();
 
@@ -183,10 +186,46 @@ export class Connections {
     };
   }
 
-  /** The gated sources of a workspace's connections, for its registry when it is built. */
+  /**
+   * Each connection's server instructions, as pinned in its current snapshot, published as a
+   * server-scope skill bound to its tools: a client reads them before the first call.
+   */
+  async publishedSkills(workspaceId: string): Promise<PublishedSkill[]> {
+    const records = await this.deps.store.list(workspaceId);
+    const skills = await Promise.all(
+      records.map(async (record) => {
+        const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
+        if (!this.instructionSkills.has(key)) {
+          const snapshot = await this.deps.store.snapshot(workspaceId, record.name, record.snapshotVersion);
+          this.instructionSkills.set(
+            key,
+            snapshot.instructions ? instructionsSkill(record.name, snapshot) : undefined,
+          );
+        }
+        return this.instructionSkills.get(key);
+      }),
+    );
+    return skills.filter((skill): skill is PublishedSkill => skill !== undefined);
+  }
+
+  /**
+   * The gated sources of a workspace's connections, for its registry when it is built. One that
+   * cannot be built (its credential refused) is logged and left out, never failing the others.
+   */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
     const records = await this.deps.store.list(workspaceId);
-    return Promise.all(records.map((record) => this.source(record)));
+    const built = await Promise.all(
+      records.map((record) =>
+        this.source(record).catch((error: unknown) => {
+          this.deps.log.error(
+            { workspaceId, connection: record.name, err: error },
+            "connection source could not be built",
+          );
+          return undefined;
+        }),
+      ),
+    );
+    return built.filter((source): source is ConnectionSource => source !== undefined);
   }
 
   /**
@@ -289,4 +328,15 @@ export class Connections {
       throw new Forbidden("Only a workspace admin can manage its connections.");
     }
   }
+}
+
+/** A skill name from a connection name: the Agent Skills rule allows no doubled or trailing hyphen. */
+function instructionsSkill(connection: string, snapshot: Snapshot): PublishedSkill {
+  const server = snapshot.serverInfo?.name ?? connection;
+  return {
+    name: connection.replace(/-+/g, "-").replace(/-$/, ""),
+    description: `How to use the tools of ${server}, connected here as "${connection}" (its server's own instructions).`,
+    body: snapshot.instructions ?? "",
+    tools: [joinToolName(connection, "*")],
+  };
 }

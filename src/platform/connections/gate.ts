@@ -1,4 +1,4 @@
-import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { ValidateFunction } from "ajv";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
@@ -59,7 +59,19 @@ export class ConnectionSource implements Source {
     };
     const outcome = await auditCall(this.ledger, call, async () => {
       const denial = await this.check(tool, args);
-      return denial ?? (await this.live.callTool(tool, args, caller, onProgress));
+      if (denial) return denial;
+      try {
+        return await this.live.callTool(tool, args, caller, onProgress);
+      } catch (error) {
+        if (error instanceof ProtocolError) throw error;
+        // The transport failed (a server restarted, or now refuses the revision this client
+        // negotiated): connect afresh and look again, so a server that changed its revision is
+        // refused by name rather than failing without a reason.
+        await this.live.close();
+        const afterReconnect = await this.check(tool, args).catch(() => undefined);
+        if (afterReconnect) return afterReconnect;
+        throw error;
+      }
     });
     return isDenial(outcome) ? refusal(outcome.reason) : outcome;
   }

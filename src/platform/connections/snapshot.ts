@@ -22,6 +22,7 @@ const MAX_TOOL_NAME = 128;
 const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 const MAX_DESCRIPTION_CHARS = 8192;
 const MAX_TOOLS = 1000;
+const MAX_INSTRUCTIONS_CHARS = 32 * 1024;
 // Zero-width, bidirectional controls and other invisible format characters that can hide
 // instructions from a human reviewing a tool's description.
 const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u061C\uFEFF\u00AD]/;
@@ -77,6 +78,14 @@ export function photograph(
   taken: Omit<Snapshot, "tools" | "digests" | "digest">,
 ): { snapshot: Snapshot } | { problems: string[] } {
   const problems = tools.flatMap((tool) => screenTool(tool) ?? []);
+  const instructions = taken.instructions;
+  if (instructions !== undefined) {
+    if (instructions.length > MAX_INSTRUCTIONS_CHARS)
+      problems.push(`its instructions are over ${MAX_INSTRUCTIONS_CHARS} characters`);
+    else if (INVISIBLE.test(instructions) || CONTROL.test(instructions)) {
+      problems.push("its instructions hold invisible (zero-width or bidirectional) or control characters");
+    }
+  }
   if (tools.length > MAX_TOOLS)
     problems.push(`the server lists ${tools.length} tools; at most ${MAX_TOOLS} are taken`);
   const names = new Set<string>();

@@ -7,6 +7,8 @@ import { createNotificationsServer } from "./server.ts";
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
 /** The source stamped on what the runtime records about membership itself. */
 export const WORKSPACE_SOURCE = "workspace";
+/** The source stamped on what the runtime records for the connections app. */
+export const CONNECTIONS_SOURCE = "connections";
 
 export const notificationsApp: PlatformApp<NotificationSettings> = {
   name: "notifications",
@@ -21,6 +23,16 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
         body: "They can no longer reach this workspace. Reassign or review what they owned here.",
         severity: "warning",
         data: { principalId: event.principalId },
+      });
+    });
+    // Connections: a credential that lapsed needs a human, so the workspace is told.
+    events.subscribe({ types: ["connection.state_changed"] }, async (event) => {
+      if (event.state !== "reauth_required") return;
+      await inbox.post(event.workspaceId, CONNECTIONS_SOURCE, {
+        title: `Connection "${event.name}" needs to be re-authorized`,
+        body: "Its credential was refused by the server. Its tools are refused until a workspace admin re-authorizes it.",
+        severity: "error",
+        data: { connection: event.name },
       });
     });
     scheduler.add({

@@ -4,7 +4,12 @@ import { everyLeaseLocal } from "../../../src/kernel/leases.ts";
 import { Scheduler } from "../../../src/kernel/scheduler.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { AppContext, PlatformApp } from "../../../src/platform/app.ts";
-import { type KernelContext, startApps, workspaceSources } from "../../../src/platform/kit.ts";
+import {
+  type KernelContext,
+  publishedSkills,
+  startApps,
+  workspaceSources,
+} from "../../../src/platform/kit.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import type { SourceRegistry } from "../../../src/sources/registry.ts";
@@ -35,6 +40,7 @@ beforeEach(async () => {
     workspaces: temp.workspaces,
     dispatch: new ToolDispatch(temp.workspaces, registries, router),
     sources: workspaceSources(registries),
+    publishedSkills: publishedSkills(),
     events: temp.events,
     clock: time.clock,
     timers: time.timers,

@@ -89,3 +89,19 @@ describe("ToolDispatch, the one way a tool is called", () => {
     expect(calls).toEqual(["read"]);
   });
 });
+
+describe("refusals before any source", () => {
+  it("are told to listeners with who, which tool and why, and only refusals are", async () => {
+    const denials: unknown[] = [];
+    dispatch.onDenied(async (denial) => void denials.push(denial));
+    const reader = { principalId: ALICE, workspaceId: WS, scopes: ["mcp:read"] };
+    await dispatch.call(reader, "notes__read", {}, CALL);
+    await expect(dispatch.call(reader, "notes__write", {}, CALL)).rejects.toMatchObject({ status: 403 });
+    const stranger = { principalId: MALLORY, workspaceId: WS };
+    await expect(dispatch.call(stranger, "notes__read", {}, CALL)).rejects.toMatchObject({ status: 404 });
+    expect(denials).toEqual([
+      { caller: reader, tool: "notes__write", by: "scope", requestId: CALL.requestId },
+      { caller: stranger, tool: "notes__read", by: "membership", requestId: CALL.requestId },
+    ]);
+  });
+});

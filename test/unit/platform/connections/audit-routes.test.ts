@@ -34,7 +34,7 @@ function appAs(principalId: string, role: WorkspaceRole): Hono<AppEnv> {
 }
 
 async function get(app: Hono<AppEnv>, query = ""): Promise<Response> {
-  return app.request(`/v1/workspaces/${temp.ws}/connections/audit${query}`);
+  return app.request(`/v1/workspaces/${temp.ws}/audit${query}`);
 }
 
 beforeEach(async () => {
@@ -49,7 +49,7 @@ afterEach(async () => {
   await temp.remove();
 });
 
-describe("GET /v1/workspaces/:ws/connections/audit", () => {
+describe("GET /v1/workspaces/:ws/audit", () => {
   it("answers an admin with the entries, newest first, paged by cursor", async () => {
     const app = appAs(ALICE, "admin");
     const first = await get(app, "?limit=2");
