@@ -61,7 +61,13 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
     });
     if ("problems" in taken) throw new Error(taken.problems.join("; "));
     const ledger = new AuditLedger(layout.partition("connections"), systemClock);
-    const gated = new ConnectionSource("fixture", taken.snapshot, live, { credentialLapsed: () => false }, ledger);
+    const gated = new ConnectionSource(
+      "fixture",
+      taken.snapshot,
+      live,
+      { credentialLapsed: () => false },
+      ledger,
+    );
     const caller = { principalId: OWNER, workspaceId: ws };
     const args = (i: number) => ({ text: `call ${i}` });
     // Warm both paths: connections, the listing the drift check reads, the compiled schema.
@@ -77,7 +83,12 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
     const calls = ROUNDS * CALLS_PER_ROUND;
     const directMsPerCall = directMs / calls;
     const gatedMsPerCall = gatedMs / calls;
-    return { directMsPerCall, gatedMsPerCall, gateShare: (gatedMsPerCall - directMsPerCall) / directMsPerCall, calls };
+    return {
+      directMsPerCall,
+      gatedMsPerCall,
+      gateShare: (gatedMsPerCall - directMsPerCall) / directMsPerCall,
+      calls,
+    };
   } finally {
     await direct.close();
     await live.close();

@@ -83,7 +83,8 @@ export class Connections {
     const url = checkServerUrl(request.url).href;
     const auth = checkAuth(request.auth);
     if (this.deps.store.names(workspaceId).includes(name)) {
-      throw new InvalidInput(
+      throw new Conflict(
+        "connection_exists",
         `A connection named "${name}" exists here; remove it first or choose another name.`,
       );
     }

@@ -84,7 +84,7 @@ export class ConnectionSource implements Source {
   private async check(tool: string, args: Record<string, unknown>): Promise<Denial | undefined> {
     const pinned = this.snapshot.tools.find((t) => t.name === tool);
     const called = joinToolName(this.name, tool);
-    const refresh = `an admin can refresh the connection's tools (connections__refresh "${this.name}") and review the change`;
+    const refresh = `an admin can refresh the connection's tools (${joinToolName("connections", "refresh")} "${this.name}") and review the change`;
     if (!pinned)
       return deny(
         "snapshot",

@@ -106,7 +106,9 @@ export class ConnectionRevalidator {
     let unauthorized = false;
     const started = this.clock();
     const source = await this.remote.source(record, {
-      onStatus: (status) => void (unauthorized ||= status === 401),
+      onStatus: (status) => {
+        if (status === 401) unauthorized = true;
+      },
     });
     let failure: string | undefined;
     try {

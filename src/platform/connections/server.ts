@@ -1,6 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
+import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
 import type { Connections } from "./connections.ts";
@@ -36,7 +37,8 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
     "add",
     {
       description:
-        "Connect a remote MCP server to this workspace (workspace admins): Atrium connects, photographs its tools as snapshot 1, and serves them as <name>__<tool>. " +
+        "Connect a remote MCP server to this workspace (workspace admins): Atrium connects, photographs its tools as snapshot 1, " +
+        `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
         'auth is {"kind":"none"} or {"kind":"static","header","value"}; the value is sealed and never shown again.',
       inputSchema: platformInput({
         name: nameInput,

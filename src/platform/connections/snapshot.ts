@@ -26,8 +26,14 @@ const MAX_INSTRUCTIONS_CHARS = 32 * 1024;
 // Zero-width, bidirectional controls and other invisible format characters that can hide
 // instructions from a human reviewing a tool's description.
 const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u061C\uFEFF\u00AD]/;
-// C0 and C1 controls, except the tab and newline a description may use.
-const CONTROL = /[\u0000-\u0008\u000B-\u001F\u007F-\u009F]/;
+/** C0 and C1 controls, except the tab and newline a description may use. */
+function hasControls(text: string): boolean {
+  for (let i = 0; i < text.length; i += 1) {
+    const code = text.charCodeAt(i);
+    if ((code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f)) return true;
+  }
+  return false;
+}
 
 /** JSON with object keys sorted at every depth and no spaces: equal values, equal bytes. */
 export function canonicalJson(value: unknown): string {
@@ -67,7 +73,7 @@ export function screenTool(tool: Tool): string | undefined {
       return `tool "${name}": its ${field} is over ${MAX_DESCRIPTION_CHARS} characters`;
     if (INVISIBLE.test(text))
       return `tool "${name}": its ${field} holds invisible (zero-width or bidirectional) characters`;
-    if (CONTROL.test(text)) return `tool "${name}": its ${field} holds control characters`;
+    if (hasControls(text)) return `tool "${name}": its ${field} holds control characters`;
   }
   return undefined;
 }
@@ -82,7 +88,7 @@ export function photograph(
   if (instructions !== undefined) {
     if (instructions.length > MAX_INSTRUCTIONS_CHARS)
       problems.push(`its instructions are over ${MAX_INSTRUCTIONS_CHARS} characters`);
-    else if (INVISIBLE.test(instructions) || CONTROL.test(instructions)) {
+    else if (INVISIBLE.test(instructions) || hasControls(instructions)) {
       problems.push("its instructions hold invisible (zero-width or bidirectional) or control characters");
     }
   }

@@ -223,8 +223,8 @@ export class ConnectionStore implements LeftoverRules {
   }
 
   private remember(workspaceId: string, name: string): void {
-    let names = this.index.get(workspaceId);
-    if (!names) this.index.set(workspaceId, (names = new Set()));
+    const names = this.index.get(workspaceId) ?? new Set<string>();
+    this.index.set(workspaceId, names);
     names.add(name);
   }
 
