@@ -111,7 +111,9 @@ function cappedBody(res: IncomingMessage, maxBytes: number): ReadableStream<Uint
       });
       res.once("end", () => finish());
       res.once("error", (error) => finish(error));
-      res.once("close", () => finish(new Error("The server closed the connection mid-answer.")));
+      res.once("close", () => {
+        if (!done) finish(new Error("The server closed the connection mid-answer."));
+      });
     },
     pull() {
       res.resume();

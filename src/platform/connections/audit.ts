@@ -1,13 +1,14 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, readdir } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { InvalidInput, WorkspaceNotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
-import { syncDir } from "../../storage/atomic.ts";
+import { systemTimers, type Timers } from "../../kernel/timers.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type AuditEntry, type AuditRecord, checkAuditRecord } from "./audit-entry.ts";
+import { AuditFile } from "./audit-file.ts";
 
 export type { AuditEntry, AuditRecord } from "./audit-entry.ts";
 
@@ -44,8 +45,8 @@ interface Head {
  * one JSON line per entry in the file of the entry's UTC day. Append-only: nothing rewrites or
  * removes a line (adr/0037).
  *
- * Appends to one workspace are serialised (a keyed lock), each an append and an fsync of the day
- * file, so the lines are in seq order and `at` never goes backwards (a clock stepped back stamps
+ * Appends to one workspace are serialised (a keyed lock), each written to the day file at once and
+ * flushed to the disk within a second with the lines written meanwhile (audit-file.ts), so the lines are in seq order and `at` never goes backwards (a clock stepped back stamps
  * the previous time again): the day files, by name, are in seq order too. After a restart the next
  * seq is one past the highest in the newest file holding an entry, read from its end.
  *
@@ -56,29 +57,47 @@ interface Head {
 export class AuditLedger {
   private readonly lock = new KeyedLock();
   private readonly heads = new Map<string, Head>();
+  private readonly files = new Map<string, AuditFile>();
+  /** Workspaces whose ledger folder exists: made once, not on every append. */
+  private readonly ready = new Set<string>();
 
   constructor(
     private readonly storage: PartitionPaths,
     private readonly clock: Clock,
+    private readonly timers: Timers = systemTimers,
   ) {}
 
   /** Records one entry; the ledger stamps `seq` and `at`. Refuses a record with any other field. */
   async append(workspaceId: string, record: AuditRecord): Promise<AuditEntry> {
-    const checked = checkAuditRecord(record);
+    return (await this.appendAll(workspaceId, [record]))[0] as AuditEntry;
+  }
+
+  /**
+   * Records entries in order, with consecutive seqs, in one write: a call's decision and its
+   * execution are known together, so they cost one write, not two. All are checked first, so a
+   * refused record writes none.
+   */
+  async appendAll(workspaceId: string, records: readonly AuditRecord[]): Promise<AuditEntry[]> {
+    const checked = records.map(checkAuditRecord);
     return this.lock.run(workspaceId, async () => {
       const dir = await this.ensureAuditDir(workspaceId);
       const head = await this.head(workspaceId);
       const atMs = Math.max(this.clock(), head.atMs);
-      const entry: AuditEntry = { seq: head.seq + 1, at: new Date(atMs).toISOString(), ...checked };
+      const at = new Date(atMs).toISOString();
+      const entries: AuditEntry[] = checked.map((record, i) => ({ seq: head.seq + 1 + i, at, ...record }));
       try {
-        await appendLine(join(dir, `${dayOf(entry.at)}.jsonl`), `${JSON.stringify(entry)}\n`);
+        await this.fileOf(workspaceId).append(
+          join(dir, `${dayOf(at)}.jsonl`),
+          entries.map((entry) => `${JSON.stringify(entry)}\n`).join(""),
+        );
       } catch (error) {
         // How much reached the disk is unknown: read the head again before the next append.
         this.heads.delete(workspaceId);
+        this.files.delete(workspaceId);
         throw error;
       }
-      this.heads.set(workspaceId, { seq: entry.seq, atMs });
-      return entry;
+      this.heads.set(workspaceId, { seq: head.seq + entries.length, atMs });
+      return entries;
     });
   }
 
@@ -123,9 +142,24 @@ export class AuditLedger {
     return head;
   }
 
+  /** Flushes every open day file to the disk now (a clean stop, a test). */
+  async flush(): Promise<void> {
+    await Promise.all([...this.files].map(([ws, file]) => this.lock.run(ws, () => file.flush())));
+  }
+
+  private fileOf(workspaceId: string): AuditFile {
+    let file = this.files.get(workspaceId);
+    if (!file) {
+      file = new AuditFile(this.timers, (work) => this.lock.run(workspaceId, work));
+      this.files.set(workspaceId, file);
+    }
+    return file;
+  }
+
   /** Creates the ledger's folders inside an existing workspace; never creates the workspace. */
   private async ensureAuditDir(workspaceId: string): Promise<string> {
     const dir = this.storage.dir(workspaceId);
+    if (this.ready.has(workspaceId)) return join(dir, AUDIT);
     try {
       await makeFolderIfMissing(dir);
       await makeFolderIfMissing(join(dir, AUDIT));
@@ -133,34 +167,9 @@ export class AuditLedger {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
       throw error;
     }
+    this.ready.add(workspaceId);
     return join(dir, AUDIT);
   }
-}
-
-/**
- * Appends `line` to `path` (created 0600) and fsyncs it. A file that does not end with a newline
- * ends with a torn line, so the new one starts on a line of its own. A new file's name is flushed
- * in its folder.
- */
-async function appendLine(path: string, line: string): Promise<void> {
-  const handle = await open(path, "a+", 0o600);
-  let created = false;
-  try {
-    const { size } = await handle.stat();
-    created = size === 0;
-    const torn = size > 0 && (await lastByte(handle, size)) !== NEWLINE;
-    await handle.appendFile(torn ? `\n${line}` : line);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  if (created) await syncDir(dirname(path));
-}
-
-async function lastByte(handle: FileHandle, size: number): Promise<number | undefined> {
-  const buffer = Buffer.alloc(1);
-  const { bytesRead } = await handle.read(buffer, 0, 1, size - 1);
-  return bytesRead === 1 ? buffer[0] : undefined;
 }
 
 /** The day files of a ledger folder, oldest first; none when the folder does not exist. */

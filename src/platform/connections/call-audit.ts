@@ -28,7 +28,7 @@ export interface AuditedCall extends Pick<AuditRecord, "requestId" | "principalI
 }
 
 /** The ledger as the helper uses it, so a test or the gate can pass a stand-in. */
-export type AuditAppender = Pick<AuditLedger, "append">;
+export type AuditAppender = Pick<AuditLedger, "append" | "appendAll">;
 
 export interface AuditCallOptions {
   /** Milliseconds on a monotonic scale for the latency; `performance.now` unless a test moves it. */
@@ -92,8 +92,10 @@ export async function auditCall<R>(
     });
     return outcome;
   }
-  await ledger.append(workspaceId, { ...call, phase: "decision", decision: "allowed" });
-  await ledger.append(workspaceId, { ...call, phase: "executed", latencyMs, ...measureResult(outcome) });
+  await ledger.appendAll(workspaceId, [
+    { ...call, phase: "decision", decision: "allowed" },
+    { ...call, phase: "executed", latencyMs, ...measureResult(outcome) },
+  ]);
   return outcome;
 }
 

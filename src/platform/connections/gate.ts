@@ -108,7 +108,7 @@ export class ConnectionSource implements Source {
       );
     }
     const now = (await this.live.listTools()).find((t) => t.name === tool);
-    if (!now || toolDigest(now) !== this.snapshot.digests[tool]) {
+    if (!now || digestOf(now) !== this.snapshot.digests[tool]) {
       return deny(
         "drift",
         `${called} ${now ? "changed" : "disappeared"} upstream since snapshot ${this.snapshot.version} was taken, so it is not called; ${refresh}.`,
@@ -125,6 +125,19 @@ export class ConnectionSource implements Source {
     }
     return validate;
   }
+}
+
+// A live listing is a new array of new tools each time it is taken, so a digest is computed once
+// per tool per listing, not once per call.
+const liveDigests = new WeakMap<Tool, string>();
+
+function digestOf(tool: Tool): string {
+  let digest = liveDigests.get(tool);
+  if (digest === undefined) {
+    digest = toolDigest(tool);
+    liveDigests.set(tool, digest);
+  }
+  return digest;
 }
 
 function refusal(reason: string): CallToolResult {

@@ -141,7 +141,8 @@ describe("auditCall", () => {
 
   it("does not make a call it cannot audit", async () => {
     let ran = false;
-    const broken = { append: async () => Promise.reject(new Error("disk full")) };
+    const fail = async () => Promise.reject(new Error("disk full"));
+    const broken = { append: fail, appendAll: fail };
     await expect(
       auditCall(broken, base, async () => {
         ran = true;
