@@ -59,7 +59,15 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const monitor = new HealthMonitor(store, remote, clock, changed);
     revalidator = new ConnectionRevalidator(store, remote, clock, changed, log);
     // Both loops visit only workspaces that have a connection: the rest cost nothing.
-    const withConnections = () => new Set([...store.all()].map((entry) => entry.workspaceId));
+    // An archived workspace's connections are no longer served; the index forgets them here.
+    const withConnections = () => {
+      const live = new Set<string>();
+      for (const { workspaceId } of store.all()) {
+        if (context.workspaces.get(workspaceId)) live.add(workspaceId);
+        else store.forgetWorkspace(workspaceId);
+      }
+      return live;
+    };
     scheduler.add({
       name: "connections transport health",
       schedule: { everyMs: settings.healthIntervalMs },
