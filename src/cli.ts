@@ -31,6 +31,35 @@ SIGTERM or SIGINT stops the server gracefully (http.drainSeconds); a second one 
 /** How often a server started by npm checks that npm is still its parent. */
 const PARENT_POLL_MS = 1_000;
 
+/**
+ * A command's `--name VALUE` flags and `-h`/`--help`: the values, or the exit code when there is
+ * nothing more to do (the usage printed: 0 when asked for, 2 after a mistake).
+ */
+function parseFlags<F extends string>(
+  args: string[],
+  flags: readonly F[],
+): { values: Partial<Record<F, string>> } | { exit: number } {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        ...Object.fromEntries(flags.map((flag) => [flag, { type: "string" as const }])),
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }));
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
+    return { exit: 2 };
+  }
+  if (values.help) {
+    process.stdout.write(USAGE);
+    return { exit: 0 };
+  }
+  return { values: values as Partial<Record<F, string>> };
+}
+
 /** The only entry point. Returns the process exit code; a running server keeps the process alive. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -47,26 +76,9 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(command === undefined ? USAGE : `Unknown command "${command}".\n${USAGE}`);
     return 2;
   }
-  let values: { instance?: string; port?: string; data?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: {
-        instance: { type: "string" },
-        port: { type: "string" },
-        data: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const parsed = parseFlags(rest, ["instance", "port", "data"]);
+  if ("exit" in parsed) return parsed.exit;
+  const { values } = parsed;
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
     process.stderr.write(`--port must be a whole number from 0 to 65535, not "${values.port}".\n`);
@@ -117,25 +129,9 @@ async function credentialsCommand(args: string[]): Promise<number> {
     );
     return 2;
   }
-  let values: { instance?: string; data?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: rest,
-      options: {
-        instance: { type: "string" },
-        data: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    process.stdout.write(USAGE);
-    return 0;
-  }
+  const parsed = parseFlags(rest, ["instance", "data"]);
+  if ("exit" in parsed) return parsed.exit;
+  const { values } = parsed;
   try {
     const config = await loadInstance(values.instance ?? "instance.json", {
       ...(values.data === undefined ? {} : { dataRoot: values.data }),

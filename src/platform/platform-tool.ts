@@ -96,3 +96,20 @@ function describeIssue(issue: StandardSchemaV1.Issue): string {
   );
   return `${issue.message} at ${path}`;
 }
+
+/**
+ * The `cursor` and `limit` of a paged list tool: pass `nextCursor` back as `cursor`; `limit` is 1
+ * to `max` `items` per page, `fallback` when not given.
+ */
+export function pageInput(items: string, max: number, fallback: number) {
+  return {
+    cursor: z.string().optional().describe("The nextCursor of the previous page; omit for the first page."),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(max)
+      .optional()
+      .describe(`${items} per page, 1 to ${max}; default ${fallback}.`),
+  };
+}

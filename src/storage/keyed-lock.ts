@@ -17,4 +17,9 @@ export class KeyedLock {
       if (this.tails.get(key) === tail) this.tails.delete(key);
     }
   }
+
+  /** Whether no work for `key` is queued or running: a caller may then act at once, in order. */
+  isIdle(key: string): boolean {
+    return !this.tails.has(key);
+  }
 }

@@ -79,26 +79,60 @@ export class AuditLedger {
    */
   async appendAll(workspaceId: string, records: readonly AuditRecord[]): Promise<AuditEntry[]> {
     const checked = records.map(checkAuditRecord);
+    return this.appendNow(workspaceId, checked) ?? this.appendQueued(workspaceId, checked);
+  }
+
+  /**
+   * The common case without a wait: nothing else is writing this ledger, its head and folder are
+   * known and today's file is open, so the entries are stamped and written synchronously. Anything
+   * else goes through the queue (`undefined`).
+   */
+  private appendNow(workspaceId: string, checked: AuditRecord[]): AuditEntry[] | undefined {
+    const head = this.heads.get(workspaceId);
+    const file = this.files.get(workspaceId);
+    if (!head || !file || !this.ready.has(workspaceId) || !this.lock.isIdle(workspaceId)) return undefined;
+    const stamped = this.stamp(head, checked);
+    const path = join(this.storage.dir(workspaceId), AUDIT, `${dayOf(stamped.at)}.jsonl`);
+    try {
+      if (!file.appendNow(path, lines(stamped.entries))) return undefined;
+    } catch (error) {
+      this.forgetState(workspaceId);
+      throw error;
+    }
+    this.heads.set(workspaceId, stamped.head);
+    return stamped.entries;
+  }
+
+  private async appendQueued(workspaceId: string, checked: AuditRecord[]): Promise<AuditEntry[]> {
     return this.lock.run(workspaceId, async () => {
       const dir = await this.ensureAuditDir(workspaceId);
-      const head = await this.head(workspaceId);
-      const atMs = Math.max(this.clock(), head.atMs);
-      const at = new Date(atMs).toISOString();
-      const entries: AuditEntry[] = checked.map((record, i) => ({ seq: head.seq + 1 + i, at, ...record }));
+      const stamped = this.stamp(await this.head(workspaceId), checked);
       try {
         await this.fileOf(workspaceId).append(
-          join(dir, `${dayOf(at)}.jsonl`),
-          entries.map((entry) => `${JSON.stringify(entry)}\n`).join(""),
+          join(dir, `${dayOf(stamped.at)}.jsonl`),
+          lines(stamped.entries),
         );
       } catch (error) {
-        // How much reached the disk is unknown: read the head again before the next append.
-        this.heads.delete(workspaceId);
-        this.files.delete(workspaceId);
+        this.forgetState(workspaceId);
         throw error;
       }
-      this.heads.set(workspaceId, { seq: head.seq + entries.length, atMs });
-      return entries;
+      this.heads.set(workspaceId, stamped.head);
+      return stamped.entries;
     });
+  }
+
+  /** Consecutive seqs after `head`, one time for all, never before the last entry's time. */
+  private stamp(head: Head, checked: AuditRecord[]): { entries: AuditEntry[]; at: string; head: Head } {
+    const atMs = Math.max(this.clock(), head.atMs);
+    const at = new Date(atMs).toISOString();
+    const entries = checked.map((record, i): AuditEntry => ({ seq: head.seq + 1 + i, at, ...record }));
+    return { entries, at, head: { seq: head.seq + entries.length, atMs } };
+  }
+
+  /** How much reached the disk is unknown: read the head and open the file again next time. */
+  private forgetState(workspaceId: string): void {
+    this.heads.delete(workspaceId);
+    this.files.delete(workspaceId);
   }
 
   /** Entries newest first, a page at a time. A bad cursor or limit is `InvalidInput`. */
@@ -238,6 +272,10 @@ function parseEntry(line: string): AuditEntry | undefined {
   if (!Number.isSafeInteger(entry.seq) || (entry.seq as number) < 1) return undefined;
   if (typeof entry.at !== "string" || Number.isNaN(Date.parse(entry.at))) return undefined;
   return entry as AuditEntry;
+}
+
+function lines(entries: readonly AuditEntry[]): string {
+  return entries.map((entry) => `${JSON.stringify(entry)}\n`).join("");
 }
 
 function dayOf(iso: string): string {

@@ -4,7 +4,7 @@ import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
-import { platformInput, platformTool, progressReporter } from "../platform-tool.ts";
+import { pageInput, platformInput, platformTool, progressReporter } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
 import type { FileStore } from "./store.ts";
@@ -61,17 +61,7 @@ export function createFilesServer(workspaceId: string, files: FileStore): McpSer
         "List your files in this workspace, newest first, with id, name, type and size. " +
         "One page at a time: when `nextCursor` is returned, call again with it as `cursor` for the next page.",
       inputSchema: platformInput({
-        cursor: z
-          .string()
-          .optional()
-          .describe("The nextCursor of the previous page; omit for the first page."),
-        limit: z
-          .number()
-          .int()
-          .min(1)
-          .max(MAX_PAGE_SIZE)
-          .optional()
-          .describe(`Files per page, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`),
+        ...pageInput("Files", MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
       }),
       annotations: { title: "List files", readOnlyHint: true },
     },

@@ -2,7 +2,7 @@ import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
 import type { NotificationView } from "./model.ts";
 
@@ -20,17 +20,7 @@ export function createNotificationsServer(workspaceId: string, inbox: Inbox): Mc
         "List this workspace's notifications that you can see, newest first, each with whether you have acknowledged it. " +
         "One page at a time: when `nextCursor` is returned, call again with it as `cursor` for older ones.",
       inputSchema: platformInput({
-        cursor: z
-          .string()
-          .optional()
-          .describe("The nextCursor of the previous page; omit for the first page."),
-        limit: z
-          .number()
-          .int()
-          .min(1)
-          .max(MAX_PAGE_SIZE)
-          .optional()
-          .describe(`Notifications per page, 1 to ${MAX_PAGE_SIZE}; default ${DEFAULT_PAGE_SIZE}.`),
+        ...pageInput("Notifications", MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
         unacked: z.boolean().optional().describe("Only the ones you have not acknowledged."),
       }),
       annotations: { title: "List notifications", readOnlyHint: true },
