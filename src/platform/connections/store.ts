@@ -40,6 +40,8 @@ export class ConnectionStore implements LeftoverRules {
   private readonly folders = new RecordFolders();
   private readonly lock = new KeyedLock();
   private readonly index = new Map<string, Set<string>>();
+  /** Records as last written or read, by `<ws>/<name>`. */
+  private readonly records = new Map<string, ConnectionRecord>();
 
   constructor(private readonly storage: PartitionPaths) {}
 
@@ -74,11 +76,19 @@ export class ConnectionStore implements LeftoverRules {
     this.remember(record.workspaceId, record.name);
   }
 
+  /**
+   * The record, read from disk once and then kept: this store is its only writer (one root, one
+   * process), and a workspace's skills and tools ask for every record on each listing.
+   */
   async get(workspaceId: string, name: string): Promise<ConnectionRecord> {
-    const record = this.has(workspaceId, name)
-      ? ((await readJsonIfExists(this.file(workspaceId, name, RECORD))) as ConnectionRecord | undefined)
-      : undefined;
-    if (!record) throw connectionNotFound(name);
+    if (!this.has(workspaceId, name)) throw connectionNotFound(name);
+    const key = `${workspaceId}/${name}`;
+    let record = this.records.get(key);
+    if (!record) {
+      record = (await readJsonIfExists(this.file(workspaceId, name, RECORD))) as ConnectionRecord | undefined;
+      if (!record) throw connectionNotFound(name);
+      this.records.set(key, record);
+    }
     return record;
   }
 
@@ -98,6 +108,7 @@ export class ConnectionStore implements LeftoverRules {
     return this.lock.run(`${workspaceId}/${name}`, async () => {
       const next = change(await this.get(workspaceId, name));
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
+      this.records.set(`${workspaceId}/${name}`, next);
       return next;
     });
   }
@@ -121,6 +132,7 @@ export class ConnectionStore implements LeftoverRules {
       }
       const next = { ...current, snapshotVersion: snapshot.version };
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
+      this.records.set(`${workspaceId}/${name}`, next);
       return next;
     });
   }
@@ -215,6 +227,7 @@ export class ConnectionStore implements LeftoverRules {
 
   /** A workspace archived: its connections are no longer indexed. */
   forgetWorkspace(workspaceId: string): void {
+    for (const name of this.names(workspaceId)) this.records.delete(`${workspaceId}/${name}`);
     this.index.delete(workspaceId);
   }
 
@@ -229,6 +242,7 @@ export class ConnectionStore implements LeftoverRules {
   }
 
   private forget(workspaceId: string, name: string): void {
+    this.records.delete(`${workspaceId}/${name}`);
     const names = this.index.get(workspaceId);
     names?.delete(name);
     if (names?.size === 0) this.index.delete(workspaceId);
