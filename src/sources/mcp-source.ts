@@ -10,6 +10,7 @@ import {
   type Tool,
   type Transport,
 } from "@modelcontextprotocol/client";
+import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import type { McpServer } from "@modelcontextprotocol/server";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
@@ -32,6 +33,13 @@ export type SourceTransport =
       /** A listing older than this is taken again on the next ask, for a server that never says it changed. */
       listMaxAgeMs?: number;
     };
+
+/** A skill a remote server publishes, as its SKILL.md says it. */
+export interface RemoteSkill {
+  name: string;
+  description: string;
+  body: string;
+}
 
 /** The most `tools/list` pages one listing follows; a server still paging past it is refused. */
 export const MAX_LIST_PAGES = 20;
@@ -97,6 +105,23 @@ export class McpSource implements Source {
       instructions: client.getInstructions(),
       serverInfo: info && { name: info.name, version: info.version },
     };
+  }
+
+  /**
+   * The skills a server offers through the Skills Extension, each read in full and verified
+   * against its entry's digest: at most `max`, none when the server does not offer the extension.
+   * An entry that is not valid is left out, never guessed at.
+   */
+  async skills(max: number): Promise<RemoteSkill[]> {
+    const skills = new SkillsClient(await this.connected(), { skipInvalid: true });
+    if (!skills.supported) return [];
+    const { skills: entries } = await skills.list();
+    const read = await Promise.all(entries.slice(0, max).map((entry) => skills.read(entry)));
+    return read.map((file) => ({
+      name: String(file.frontmatter?.name ?? ""),
+      description: String(file.frontmatter?.description ?? ""),
+      body: file.body ?? "",
+    }));
   }
 
   /** A round trip that proves the transport and the server are alive; nothing else. */

@@ -7,6 +7,7 @@ import {
   bootstrapWorkspace,
   capturingLogger,
   startTestAtrium,
+  TEST_USER_HEADER,
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
@@ -213,6 +214,33 @@ describe("the reference server", () => {
     });
     expect(result.isError).toBeFalsy();
     expect(JSON.stringify(result.content)).toContain("hello everything");
+  });
+});
+
+describe("a server that offers skills", () => {
+  it("pins the skills it offers through the Skills Extension and serves them as server-scope skills", async () => {
+    // Atrium itself serves the Skills Extension: one of Dora's workspaces is the remote server,
+    // reached with the test provider's header as the connection's static credential.
+    const remoteWs = await bootstrapWorkspace(instance, "dora");
+    const url = new URL(`/mcp/${remoteWs}`, instance.url);
+    const created = await connect("atrium-self", url, {
+      kind: "static",
+      header: TEST_USER_HEADER,
+      value: "dora",
+    });
+    const body = (await created.json()) as View;
+    expect(created.status, JSON.stringify(body)).toBe(201);
+    const skills = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills`);
+    const listed = ((await skills.json()) as { skills: { name: string; scope: string }[] }).skills;
+    expect(listed.map((skill) => `${skill.scope}/${skill.name}`)).toContain(
+      "server/atrium-self-using-atrium-files",
+    );
+    const one = await instance.rest(
+      "alice",
+      "GET",
+      `/v1/workspaces/${ws}/skills/atrium-self-using-atrium-files`,
+    );
+    expect(((await one.json()) as { body: string }).body.length).toBeGreaterThan(20);
   });
 });
 

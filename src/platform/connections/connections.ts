@@ -25,6 +25,9 @@ import { compileInputSchema } from "./schemas.ts";
 import { diffSnapshots, photograph, type Snapshot } from "./snapshot.ts";
 import type { ConnectionStore } from "./store.ts";
 
+/** The most Skills Extension skills one snapshot pins. */
+const MAX_REMOTE_SKILLS = 50;
+
 export interface NewConnection {
   name?: unknown;
   url?: unknown;
@@ -70,8 +73,8 @@ export interface ConnectionsDeps {
 export class Connections {
   /** The state each connection was last announced in, so only a change is announced. */
   private readonly announced = new Map<string, ConnectionState>();
-  /** Server instructions as skills, per (workspace, connection, snapshot version): snapshots never change. */
-  private readonly instructionSkills = new Map<string, PublishedSkill | undefined>();
+  /** A snapshot's skills as published, per (workspace, connection, snapshot version): snapshots never change. */
+  private readonly snapshotSkills = new Map<string, PublishedSkill[]>();
   /** Connections whose credential the revalidator found lapsed: the gate refuses their calls. */
   private readonly lapsed = new Set<string>();
 
@@ -188,25 +191,24 @@ export class Connections {
   }
 
   /**
-   * Each connection's server instructions, as pinned in its current snapshot, published as a
-   * server-scope skill bound to its tools: a client reads them before the first call.
+   * What each connection's current snapshot publishes as server-scope skills: its server's
+   * instructions and the skills it offers, pinned with the snapshot like its tools.
    */
   async publishedSkills(workspaceId: string): Promise<PublishedSkill[]> {
     const records = await this.deps.store.list(workspaceId);
     const skills = await Promise.all(
       records.map(async (record) => {
         const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
-        if (!this.instructionSkills.has(key)) {
+        let published = this.snapshotSkills.get(key);
+        if (!published) {
           const snapshot = await this.deps.store.snapshot(workspaceId, record.name, record.snapshotVersion);
-          this.instructionSkills.set(
-            key,
-            snapshot.instructions ? instructionsSkill(record.name, snapshot) : undefined,
-          );
+          published = skillsOf(record.name, snapshot);
+          this.snapshotSkills.set(key, published);
         }
-        return this.instructionSkills.get(key);
+        return published;
       }),
     );
-    return skills.filter((skill): skill is PublishedSkill => skill !== undefined);
+    return skills.flat();
   }
 
   /**
@@ -290,6 +292,11 @@ export class Connections {
           `The server at ${record.url} did not list its tools: ${(error as Error).message.slice(0, 300)}`,
         );
       });
+      const skills = await source.skills(MAX_REMOTE_SKILLS).catch((error: unknown) => {
+        throw new InvalidInput(
+          `The server at ${record.url} offered skills that could not be read: ${(error as Error).message.slice(0, 300)}`,
+        );
+      });
       const taken = photograph(tools, {
         version,
         takenAt: new Date(this.deps.clock()).toISOString(),
@@ -297,6 +304,7 @@ export class Connections {
         protocolVersion: described.protocolVersion ?? "unknown",
         ...(described.serverInfo ? { serverInfo: described.serverInfo } : {}),
         ...(described.instructions ? { instructions: described.instructions } : {}),
+        ...(skills.length > 0 ? { skills } : {}),
       });
       if ("problems" in taken)
         throw new InvalidInput(`Refused to photograph the server's tools: ${taken.problems.join("; ")}.`);
@@ -331,13 +339,32 @@ export class Connections {
   }
 }
 
-/** A skill name from a connection name: the Agent Skills rule allows no doubled or trailing hyphen. */
-function instructionsSkill(connection: string, snapshot: Snapshot): PublishedSkill {
-  const server = snapshot.serverInfo?.name ?? connection;
-  return {
-    name: connection.replace(/-+/g, "-").replace(/-$/, ""),
-    description: `How to use the tools of ${server}, connected here as "${connection}" (its server's own instructions).`,
-    body: snapshot.instructions ?? "",
-    tools: [joinToolName(connection, "*")],
-  };
+/**
+ * What a snapshot publishes as server-scope skills: the server's instructions, named after the
+ * connection and bound to its tools, and each skill it offers through the Skills Extension, named
+ * `<connection>-<skill>` so two servers' skills of one name never shadow each other.
+ */
+function skillsOf(connection: string, snapshot: Snapshot): PublishedSkill[] {
+  const base = skillName(connection);
+  const published: PublishedSkill[] = (snapshot.skills ?? []).map((skill) => ({
+    name: skillName(`${base}-${skill.name}`),
+    description: skill.description,
+    body: skill.body,
+    tools: [],
+  }));
+  if (snapshot.instructions) {
+    const server = snapshot.serverInfo?.name ?? connection;
+    published.unshift({
+      name: base,
+      description: `How to use the tools of ${server}, connected here as "${connection}" (its server's own instructions).`,
+      body: snapshot.instructions,
+      tools: [joinToolName(connection, "*")],
+    });
+  }
+  return published;
+}
+
+/** A skill name: the Agent Skills rule allows no doubled or trailing hyphen and 64 characters. */
+function skillName(text: string): string {
+  return text.replace(/-+/g, "-").slice(0, 64).replace(/-$/, "");
 }

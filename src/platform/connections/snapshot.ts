@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Tool } from "@modelcontextprotocol/client";
+import type { RemoteSkill } from "../../sources/mcp-source.ts";
 
 /** An immutable photograph of what a server offered, taken when it was added or refreshed. */
 export interface Snapshot {
@@ -11,6 +12,8 @@ export interface Snapshot {
   serverInfo?: { name: string; version: string };
   /** The server's `instructions`, served to members as a server-scope skill. */
   instructions?: string;
+  /** The skills the server publishes through the Skills Extension, pinned like its tools. */
+  skills?: RemoteSkill[];
   tools: Tool[];
   /** Per tool name, the digest a call is checked against. */
   digests: Record<string, string>;
@@ -78,6 +81,23 @@ export function screenTool(tool: Tool): string | undefined {
   return undefined;
 }
 
+/** Why a published skill may not be pinned, or `undefined` when it may. */
+function screenSkill(skill: RemoteSkill): string | undefined {
+  if (!/^[a-z0-9](?:[a-z0-9]|-(?=[a-z0-9])){0,63}$/.test(skill.name)) {
+    return `skill ${JSON.stringify(skill.name.slice(0, 80))} does not have an Agent Skills name`;
+  }
+  for (const [field, text, max] of [
+    ["description", skill.description, 1024],
+    ["body", skill.body, MAX_INSTRUCTIONS_CHARS],
+  ] as const) {
+    if (text.length > max) return `skill "${skill.name}": its ${field} is over ${max} characters`;
+    if (INVISIBLE.test(text) || hasControls(text)) {
+      return `skill "${skill.name}": its ${field} holds invisible or control characters`;
+    }
+  }
+  return undefined;
+}
+
 /** Screens every tool and builds the snapshot; refuses the whole listing on any problem. */
 export function photograph(
   tools: Tool[],
@@ -91,6 +111,10 @@ export function photograph(
     else if (INVISIBLE.test(instructions) || hasControls(instructions)) {
       problems.push("its instructions hold invisible (zero-width or bidirectional) or control characters");
     }
+  }
+  for (const skill of taken.skills ?? []) {
+    const problem = screenSkill(skill);
+    if (problem) problems.push(problem);
   }
   if (tools.length > MAX_TOOLS)
     problems.push(`the server lists ${tools.length} tools; at most ${MAX_TOOLS} are taken`);

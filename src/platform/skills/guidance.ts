@@ -68,18 +68,26 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
 }
 
 /**
- * The bytes a digest is computed over: the SKILL.md on disk when the skill has a folder, so the
- * digest changes exactly when the file does; a published skill (no folder) is rendered.
+ * A skill as the Skills Extension publishes it. Its SKILL.md is rendered from the name,
+ * description and body — the frontmatter its entry states — rather than served as the file on
+ * disk, whose `metadata.atrium` block (ADR 0012) is not the standard's string map: a verifying
+ * client (the SDK's SkillsClient) compares the file's frontmatter with the entry and refused
+ * Atrium's own skills before. The digest still changes exactly when the name, description or
+ * body does; bundled files are served as they are on disk.
  */
 async function toPackage(skill: Skill): Promise<SkillPackage> {
   const known = { path: `${skill.scope}/${skill.name}`, name: skill.name, description: skill.description };
-  if (skill.dir === undefined) return { ...known, files: { [SKILL_FILE]: renderSkillFile(skill) } };
+  const rendered = { [SKILL_FILE]: renderSkillFile(skill) };
+  if (skill.dir === undefined) return { ...known, files: rendered };
   const dir = skill.dir;
-  const names = [SKILL_FILE, ...(skill.files ?? [])];
+  const names = skill.files ?? [];
   const contents = await Promise.all(names.map((name) => readFile(join(dir, name))));
   return {
     ...known,
-    files: Object.fromEntries(names.map((name, i) => [name, new Uint8Array(contents[i] as Buffer)])),
+    files: {
+      ...rendered,
+      ...Object.fromEntries(names.map((name, i) => [name, new Uint8Array(contents[i] as Buffer)])),
+    },
   };
 }
 
