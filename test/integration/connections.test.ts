@@ -415,6 +415,29 @@ describe("the health loops", () => {
   });
 });
 
+describe("disabling a connection", () => {
+  it("takes its tools out of service and puts them back, keeping everything; only an admin may", async () => {
+    const remote = await server();
+    expect((await connect("pausable", remote.url)).status).toBe(201);
+    expect(
+      (await instance.rest("bob", "POST", `/v1/workspaces/${ws}/connections/pausable/disable`)).status,
+    ).toBe(403);
+    const disabled = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/connections/pausable/disable`,
+    );
+    expect(await disabled.json()).toMatchObject({ state: "disabled", snapshot: { version: 1 } });
+    const client = await instance.mcpClient("alice", ws);
+    expect((await client.listTools()).tools.map((t) => t.name)).not.toContain("pausable__echo");
+    const refused = await call("pausable__echo", { text: "x" });
+    expect(refused.body.content?.[0]?.text).toContain("Unknown tool");
+    const enabled = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/connections/pausable/enable`);
+    expect(await enabled.json()).toMatchObject({ state: "running" });
+    expect((await call("pausable__echo", { text: "back" })).body.isError).toBeFalsy();
+  });
+});
+
 describe("removing a connection", () => {
   it("takes its tools away and keeps its audit history", async () => {
     expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/connections/fixture`)).status).toBe(

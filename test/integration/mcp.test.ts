@@ -117,6 +117,8 @@ describe("tools over /mcp/ws_…", () => {
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual([
       "connections__add",
+      "connections__disable",
+      "connections__enable",
       "connections__list",
       "connections__refresh",
       "connections__remove",

@@ -129,6 +129,28 @@ export class Connections {
     return { connection: await this.view(workspaceId, name), changes: diffSnapshots(previous, snapshot) };
   }
 
+  /**
+   * Takes a connection out of service or back (workspace admins): while disabled its tools are
+   * not served, neither loop looks at it, and its record, snapshots and audit history stay.
+   */
+  async setDisabled(
+    workspaceId: string,
+    principalId: string,
+    name: string,
+    disabled: boolean,
+  ): Promise<ConnectionView> {
+    this.requireAdmin(workspaceId, principalId);
+    const record = await this.deps.store.update(workspaceId, name, (current) => ({ ...current, disabled }));
+    if (disabled) await this.deps.sources.remove(workspaceId, name);
+    else await this.deps.sources.replace(workspaceId, await this.source(record));
+    this.deps.log.info(
+      { workspaceId, connection: name, disabled },
+      disabled ? "connection disabled" : "connection enabled",
+    );
+    await this.announce(workspaceId, name);
+    return this.view(workspaceId, name);
+  }
+
   async remove(workspaceId: string, principalId: string, name: string): Promise<void> {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.get(workspaceId, name);
@@ -216,7 +238,7 @@ export class Connections {
    * cannot be built (its credential refused) is logged and left out, never failing the others.
    */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
-    const records = await this.deps.store.list(workspaceId);
+    const records = (await this.deps.store.list(workspaceId)).filter((record) => !record.disabled);
     const built = await Promise.all(
       records.map((record) =>
         this.source(record).catch((error: unknown) => {

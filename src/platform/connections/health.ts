@@ -43,6 +43,7 @@ export class HealthMonitor {
     const before = await this.store.transport(workspaceId, name);
     if (!before.up && before.retryAt !== undefined && this.clock() < before.retryAt) return;
     const record = await this.store.get(workspaceId, name);
+    if (record.disabled) return;
     const started = this.clock();
     const probe = await this.remote.reachable(record.url);
     const last = observation(this.clock, started, probe.ok, probe.detail);

@@ -23,6 +23,14 @@ export function connectionRoutes(connections: Connections): Hono<AppEnv> {
     return c.body(null, 204);
   });
 
+  app.post("/connections/:name/disable", async (c) =>
+    c.json(await connections.setDisabled(ws(c), c.get("principal").id, c.req.param("name"), true)),
+  );
+
+  app.post("/connections/:name/enable", async (c) =>
+    c.json(await connections.setDisabled(ws(c), c.get("principal").id, c.req.param("name"), false)),
+  );
+
   app.get("/connections/:name/tools", async (c) =>
     c.json(await connections.snapshot(ws(c), c.req.param("name"))),
   );

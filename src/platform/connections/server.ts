@@ -76,6 +76,30 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
     }),
   );
 
+  for (const [tool, disabled] of [
+    ["disable", true],
+    ["enable", false],
+  ] as const) {
+    server.registerTool(
+      tool,
+      {
+        description: disabled
+          ? "Take a connection out of service (workspace admins): its tools are not served and it is not checked; nothing is deleted."
+          : "Put a disabled connection back in service (workspace admins), serving its current snapshot.",
+        inputSchema: platformInput({ name: nameInput }),
+        annotations: {
+          title: `${disabled ? "Disable" : "Enable"} a connection`,
+          readOnlyHint: false,
+          idempotentHint: true,
+        },
+      },
+      platformTool(workspaceId, async (caller, args: { name: string }) => {
+        const view = await connections.setDisabled(workspaceId, caller.principalId, args.name, disabled);
+        return json(view, `"${view.name}" is ${view.state}.`);
+      }),
+    );
+  }
+
   server.registerTool(
     "status",
     {
