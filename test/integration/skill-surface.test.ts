@@ -78,10 +78,15 @@ describe("skills on the MCP surface", () => {
     ]) {
       await expect(client.readResource({ uri }), uri).rejects.toThrow(/not found/i);
     }
-    // The Skills Extension serves each skill's SKILL.md as it is on disk.
+    // The Skills Extension serves each skill's SKILL.md with the frontmatter its entry states — the
+    // name and description — and the body; Atrium's own metadata.atrium block stays on disk, so a
+    // client that verifies the file against the entry (the SDK's SkillsClient) accepts it.
     const skillFile = await client.readResource({ uri: "skill://workspace/careful-deletes/SKILL.md" });
-    const onDisk = await readFile(join(dir, "SKILL.md"), "utf8");
-    expect(skillFile.contents[0]).toMatchObject({ text: onDisk });
+    const served = (skillFile.contents[0] as { text: string }).text;
+    expect(served).toMatch(/^---\nname: "careful-deletes"\ndescription: "Confirm before deleting."\n---\n/);
+    expect(served).toContain("Ask the person before you delete anything.");
+    expect(served).not.toContain("atrium:");
+    expect(await readFile(join(dir, "SKILL.md"), "utf8")).toContain("atrium:");
     await rm(join(dir, "examples"), { recursive: true });
     await rm(join(dir, "logo.bin"));
   });
