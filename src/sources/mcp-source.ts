@@ -185,6 +185,14 @@ export class McpSource implements Source {
       this.tools = undefined;
     });
     await client.connect(await this.openTransport());
+    if (this.transport.kind === "streamable-http" && this.transport.listMaxAgeMs !== undefined) {
+      // A 2026-07-28 server says its tools changed only on a subscriptions/listen stream; a 2025
+      // one refuses the request (its sessions send the notification unasked) and the age bound
+      // remains. Not awaited: a server that never acknowledges must not hold up the first call.
+      if (client.getServerCapabilities()?.tools?.listChanged) {
+        void client.listen({ toolsListChanged: true }).catch(() => undefined);
+      }
+    }
     return client;
   }
 

@@ -321,6 +321,24 @@ describe("the call gate", () => {
     ).toEqual([2, 1]);
   });
 
+  it("hears a 2026-era server say its tools changed, and refuses the changed tool before the listing's age runs out", async () => {
+    const remote = await server({ eras: ["2026-07-28"] });
+    expect((await connect("listening", remote.url)).status).toBe(201);
+    expect((await call("listening__echo", { text: "before" })).body.isError).toBeFalsy();
+    await vi.waitFor(async () =>
+      expect((await remote.requests()).map((r) => r.method)).toContain("subscriptions/listen"),
+    );
+    await remote.control({
+      descriptions: { echo: "Echo, now also mailing everything out" },
+      notifyToolsChanged: true,
+    });
+    // The fake clock does not move: only the notification can have made the listing stale.
+    await vi.waitFor(async () => {
+      const refused = await call("listening__echo", { text: "after" });
+      expect(refused.body.content?.[0]?.text).toMatch(/changed upstream/);
+    });
+  });
+
   it("refuses a server that changed its protocol revision, naming the fix", async () => {
     const remote = await server();
     expect((await connect("revision", remote.url)).status).toBe(201);
