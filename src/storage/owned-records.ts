@@ -155,11 +155,12 @@ export async function sweepOwnerPartition(
 }
 
 /**
- * Makes an owner folder `<ws>/<partition>/<owner>` and its partition folder inside an existing
+ * Makes a folder one level inside an app's partition — an owner's `<ws>/<partition>/<owner>`, or
+ * the app's own (`servers`, `audit`, `entries`…) — and the partition folder, inside an existing
  * workspace. Never the workspace: a write to an archived or unknown one is `WorkspaceNotFound`,
  * not a folder brought back (storage/folders.ts).
  */
-export async function makeOwnerDir(ownerDir: string, workspaceId: string): Promise<void> {
+export async function makeInPartition(ownerDir: string, workspaceId: string): Promise<void> {
   try {
     await makeFolderIfMissing(dirname(ownerDir));
     await makeFolderIfMissing(ownerDir);
@@ -187,7 +188,7 @@ export class OwnedRecords<T> {
   /** Stores a new record; `RecordExists` if the id is taken (exclusive: of racing creates one wins). */
   async create(workspaceId: string, ownerId: string, id: string, record: T): Promise<T> {
     const path = this.recordPath(workspaceId, ownerId, id);
-    await makeOwnerDir(dirname(path), workspaceId);
+    await makeInPartition(dirname(path), workspaceId);
     return this.locks.run(path, async () => {
       if (!(await createFileExclusive(path, toJsonText(record)))) throw new RecordExists(id);
       return record;

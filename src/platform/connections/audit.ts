@@ -1,11 +1,11 @@
 import type { FileHandle } from "node:fs/promises";
 import { open, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { InvalidInput, WorkspaceNotFound } from "../../errors.ts";
+import { InvalidInput } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { systemTimers, type Timers } from "../../kernel/timers.ts";
-import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type AuditEntry, type AuditRecord, checkAuditRecord } from "./audit-entry.ts";
 import { AuditFile } from "./audit-file.ts";
@@ -194,13 +194,7 @@ export class AuditLedger {
   private async ensureAuditDir(workspaceId: string): Promise<string> {
     const dir = this.storage.dir(workspaceId);
     if (this.ready.has(workspaceId)) return join(dir, AUDIT);
-    try {
-      await makeFolderIfMissing(dir);
-      await makeFolderIfMissing(join(dir, AUDIT));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
-      throw error;
-    }
+    await makeInPartition(join(dir, AUDIT), workspaceId);
     this.ready.add(workspaceId);
     return join(dir, AUDIT);
   }

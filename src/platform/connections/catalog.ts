@@ -6,7 +6,7 @@ import type { Logger } from "../../log.ts";
 import { syncDir } from "../../storage/atomic.ts";
 import { createFileExclusive } from "../../storage/exclusive.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { makeOwnerDir } from "../../storage/owned-records.ts";
+import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import {
@@ -146,7 +146,7 @@ export class Catalog {
         );
       }
       const dir = this.entriesDir(workspaceId);
-      await makeOwnerDir(dir, workspaceId);
+      await makeInPartition(dir, workspaceId);
       if (!(await createFileExclusive(join(dir, `${id}.json`), text))) {
         throw new Conflict("catalog_entry_exists", `${server.name} is in this workspace's catalog already.`);
       }

@@ -1,11 +1,11 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Conflict, NotFound, WorkspaceNotFound } from "../../errors.ts";
+import { Conflict, NotFound } from "../../errors.ts";
 import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
 import { createFileExclusive } from "../../storage/exclusive.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { RecordExists, RecordFolders } from "../../storage/owned-records.ts";
+import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
@@ -261,13 +261,7 @@ export class ConnectionStore implements LeftoverRules {
   }
 
   private async ensureServersDir(workspaceId: string): Promise<string> {
-    try {
-      await makeFolderIfMissing(this.storage.dir(workspaceId));
-      await makeFolderIfMissing(this.serversDir(workspaceId));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
-      throw error;
-    }
+    await makeInPartition(this.serversDir(workspaceId), workspaceId);
     return this.serversDir(workspaceId);
   }
 }

@@ -7,7 +7,7 @@ import { InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import { writeJsonAtomic } from "../../storage/atomic.ts";
-import { makeOwnerDir, RecordFolders } from "../../storage/owned-records.ts";
+import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
@@ -123,7 +123,7 @@ export class FileStore implements LeftoverRules {
     if (!mimeType)
       throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
-    await makeOwnerDir(ownerDir, workspaceId);
+    await makeInPartition(ownerDir, workspaceId);
     const id = newFileId();
     const meta = await this.folders.create(
       ownerDir,

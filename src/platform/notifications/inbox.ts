@@ -1,11 +1,11 @@
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
+import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
-import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { NotificationSettings } from "./config.ts";
@@ -76,7 +76,7 @@ export class Inbox implements LeftoverRules {
   async post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
     const { title, body, severity, to, data } = checkDraft(draft);
     return this.lock.run(workspaceId, async () => {
-      const entriesDir = await this.ensureEntriesDir(workspaceId);
+      const entriesDir = await this.ensureDir(workspaceId, ENTRIES);
       const seq = (await this.highestSeq(workspaceId)) + 1;
       const entry: Notification = {
         id: newNotificationId(),
@@ -254,21 +254,11 @@ export class Inbox implements LeftoverRules {
     return ((await readJsonIfExists(path)) as Acks | undefined) ?? { upToSeq: 0, seqs: [] };
   }
 
-  private async ensureEntriesDir(workspaceId: string): Promise<string> {
-    return this.ensureDir(workspaceId, ENTRIES);
-  }
-
-  /** Creates the inbox's folders inside an existing workspace; never creates the workspace. */
+  /** Creates one of the inbox's folders inside an existing workspace; never the workspace. */
   private async ensureDir(workspaceId: string, sub: string): Promise<string> {
-    const dir = this.storage.dir(workspaceId);
-    try {
-      await makeFolderIfMissing(dir);
-      await makeFolderIfMissing(join(dir, sub));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
-      throw error;
-    }
-    return join(dir, sub);
+    const dir = join(this.storage.dir(workspaceId), sub);
+    await makeInPartition(dir, workspaceId);
+    return dir;
   }
 }
 
