@@ -158,6 +158,7 @@ async function startLocked(
       {
         layout,
         workspaces,
+        users,
         dispatch,
         sources: workspaceSources(registries),
         publishedSkills: publishedSkills(),
