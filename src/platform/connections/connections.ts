@@ -296,8 +296,11 @@ export class Connections {
     );
   }
 
-  /** Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. */
-  private async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
+  /**
+   * Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. Also
+   * what a personal connection is photographed with (personal.ts).
+   */
+  async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
     const source = await this.deps.remote.source(record);
     try {
       const described = await source.describe().catch((error: unknown) => {
@@ -345,7 +348,8 @@ export class Connections {
     }
   }
 
-  private async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
+  /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
+  async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
     if (auth.kind === "none") return auth;
     return {
       kind: "static",
