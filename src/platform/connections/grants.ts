@@ -7,6 +7,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { Member } from "../../workspace/model.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { isPersonalConnectionName } from "./personal-name.ts";
 
@@ -40,9 +41,14 @@ export class GrantStore {
     return cached ?? this.read(workspaceId);
   }
 
-  async has(workspaceId: string, principalId: string, connection: string): Promise<boolean> {
+  /**
+   * Whether `holder` holds a grant for `connection` made during their current membership: one
+   * made before they last joined ended when they left, whether or not the cleanup on leaving
+   * (personal.ts watchMembership) has removed it from the file yet.
+   */
+  async has(workspaceId: string, holder: Member, connection: string): Promise<boolean> {
     const held = (grants: ConnectionGrant[]) =>
-      grants.some((g) => g.principalId === principalId && g.connection === connection);
+      grants.some((g) => isCurrent(g, holder) && g.connection === connection);
     return held(await this.list(workspaceId)) || held(await this.read(workspaceId));
   }
 
@@ -115,12 +121,14 @@ export class GrantStore {
 export class Grants {
   constructor(
     private readonly store: GrantStore,
-    private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
+    private readonly workspaces: Pick<WorkspaceStore, "roleOf" | "get">,
     private readonly clock: Clock,
   ) {}
 
+  /** The grants in force: each holder still a member since it was made. */
   async list(workspaceId: string, callerId: string): Promise<ConnectionGrant[]> {
-    const grants = await this.store.list(workspaceId);
+    const members = this.workspaces.get(workspaceId)?.members ?? [];
+    const grants = (await this.store.list(workspaceId)).filter((g) => members.some((m) => isCurrent(g, m)));
     if (this.workspaces.roleOf(workspaceId, callerId) === "admin") return grants;
     return grants.filter((g) => g.principalId === callerId);
   }
@@ -174,6 +182,11 @@ export class Grants {
       throw new Forbidden("Only a workspace admin can grant or revoke the use of personal connections here.");
     }
   }
+}
+
+/** A grant counts for `member` when it is theirs and was made since they (last) joined. */
+function isCurrent(grant: ConnectionGrant, member: Member): boolean {
+  return grant.principalId === member.principalId && grant.grantedAt >= member.addedAt;
 }
 
 function checkGrantConnection(connection: unknown): string {

@@ -234,9 +234,10 @@ export class PersonalConnections {
       );
     }
     if ((await this.grantState(caller.workspaceId, owner, record.name)) === "needed") {
+      // Kept under the ledger's 200-character reason (audit-entry.ts MAX_REASON_CHARS).
       return deny(
         "grant",
-        `${record.name} is your personal connection, and this workspace has other members, so it acts here only with a workspace admin's grant: ask an admin to grant it (${joinToolName("connections", "grant")} with your principal id and "${record.name}", or POST /v1/workspaces/${caller.workspaceId}/connections/grants).`,
+        `This workspace has other members, so your personal connection ${record.name} acts here only with an admin's grant (${joinToolName("connections", "grant")}); ask a workspace admin.`,
       );
     }
     return undefined;
@@ -244,8 +245,10 @@ export class PersonalConnections {
 
   private async grantState(workspaceId: string, ownerId: string, name: string): Promise<GrantState> {
     const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
+    const owner = members.find((m) => m.principalId === ownerId);
+    if (!owner) return "needed";
     if (!members.some((m) => m.principalId !== ownerId)) return "not_needed";
-    return (await this.deps.grants.has(workspaceId, ownerId, name)) ? "granted" : "needed";
+    return (await this.deps.grants.has(workspaceId, owner, name)) ? "granted" : "needed";
   }
 
   private async source(record: ConnectionRecord): Promise<ConnectionSource> {
