@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Source } from "../../src/sources/source.ts";
@@ -11,6 +10,7 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -89,9 +89,7 @@ async function lastCredentialCheck(owner: string): Promise<string | undefined> {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "atrium-personal-"));
-  await mkdir(join(dir, "data"));
-  await writeFile(join(dir, "credential-key"), randomBytes(32).toString("base64"));
+  dir = await keyedDir("atrium-personal-");
   remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
   instance = await startTestAtrium({
     dir,
@@ -99,7 +97,7 @@ beforeAll(async () => {
     timers: time.timers,
     log: captured.log,
     sections: {
-      credentials: { keys: [{ version: 1, key: { file: "credential-key" } }] },
+      credentials: CREDENTIALS_SECTION,
       connections: { allowPrivateAddresses: true, credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000 },
     },
   });

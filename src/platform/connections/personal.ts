@@ -6,6 +6,7 @@ import type { Caller } from "../../sources/caller-meta.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { FOLDER_MODE } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
+import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
 import { Connections, type ConnectionsDeps, type ConnectionView, type NewConnection } from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
@@ -163,20 +164,7 @@ export class PersonalConnections {
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
     const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
     const records = (await Promise.all(members.map((m) => this.deps.store.list(m.principalId)))).flat();
-    const built = await Promise.all(
-      records
-        .filter((record) => !record.disabled)
-        .map((record) =>
-          this.source(record).catch((error: unknown) => {
-            this.deps.log.error(
-              { workspaceId, connection: record.name, err: error },
-              "personal connection source could not be built",
-            );
-            return undefined;
-          }),
-        ),
-    );
-    return built.filter((source): source is ConnectionSource => source !== undefined);
+    return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
 
   /**
