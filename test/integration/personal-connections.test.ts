@@ -289,6 +289,46 @@ describe("in a shared workspace", () => {
   });
 });
 
+describe("a lapsed credential", () => {
+  it("makes it reauth_required and tells its owner alone, in each workspace they are in", async () => {
+    const mail = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
+    try {
+      await addMember(instance.rest, "alice", shared, "bob", { principalId: bob });
+      const created = await rest("bob", "POST", `/v1/workspaces/${solo}/connections`, {
+        personal: true,
+        name: "mail",
+        url: mail.url.href,
+        auth: { kind: "static", header: "x-api-key", value: SECRET },
+      });
+      expect(created.status).toBe(201);
+      await mail.control({ reject401: true });
+      await time.advance(CREDENTIAL_MS);
+      await vi.waitFor(async () => {
+        const view = await rest("bob", "GET", `/v1/workspaces/${solo}/connections/my_mail`);
+        expect(await view.json()).toMatchObject({ state: "reauth_required" });
+      });
+      const entry = expect.objectContaining({
+        source: "connections",
+        to: bob,
+        data: { connection: "my_mail" },
+      });
+      for (const ws of [solo, shared]) {
+        await vi.waitFor(async () => {
+          const inbox = await rest("bob", "GET", `/v1/workspaces/${ws}/notifications`);
+          expect(((await inbox.json()) as { notifications: unknown[] }).notifications).toContainEqual(entry);
+        });
+      }
+      const alices = await rest("alice", "GET", `/v1/workspaces/${shared}/notifications`);
+      expect(JSON.stringify(await alices.json())).not.toContain("my_mail");
+      const refused = await call("bob", solo, "my_mail__echo");
+      expect(refused.content?.[0]?.text).toContain("has lapsed");
+      expect((await rest("bob", "DELETE", `/v1/workspaces/${solo}/connections/my_mail`)).status).toBe(204);
+    } finally {
+      await mail.stop();
+    }
+  });
+});
+
 describe("the owner deactivated", () => {
   it("a call without a request (a task run) fails closed, and the credential loop leaves the connection alone", async () => {
     await bootstrapWorkspace(instance, "carol");

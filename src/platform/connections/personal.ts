@@ -53,6 +53,8 @@ export class PersonalConnections {
   private readonly core: Connections;
   /** `<owner>/<name>` whose credential the revalidator found lapsed. */
   private readonly lapsed = new Set<string>();
+  /** The state each was last announced in to its owner (`<owner>/<name>`), so only a change is. */
+  private readonly announced = new Map<string, ConnectionState>();
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
@@ -117,6 +119,7 @@ export class PersonalConnections {
     await this.withdrawEverywhere(record);
     if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
     this.lapsed.delete(`${ownerId}/${name}`);
+    this.announced.delete(`${ownerId}/${name}`);
     this.deps.log.info({ connection: name }, "personal connection removed");
   }
 
@@ -175,14 +178,32 @@ export class PersonalConnections {
     return !this.deps.users.isDeactivated(ownerId) && this.deps.workspaces.listFor(ownerId).length > 0;
   }
 
-  /** A loop changed its conclusion about a personal connection: serve a fresh client if it is back. */
+  /**
+   * A loop changed its conclusion about a personal connection: serve a fresh client if it is back,
+   * and tell its owner alone of a new state, in each workspace they are in (an event with an owner).
+   */
   async changed(ownerId: string, name: string): Promise<void> {
-    const { store } = this.deps;
+    const { store, events, workspaces } = this.deps;
+    const key = `${ownerId}/${name}`;
     const record = await store.get(ownerId, name);
     const credential = await store.credential(ownerId, name);
-    if (credential.lapsed) this.lapsed.add(`${ownerId}/${name}`);
-    else this.lapsed.delete(`${ownerId}/${name}`);
+    if (credential.lapsed) this.lapsed.add(key);
+    else this.lapsed.delete(key);
     if ((await store.transport(ownerId, name)).up && !record.disabled) await this.serveEverywhere(record);
+    const { state } = await this.core.view(ownerId, name);
+    const previous = this.announced.get(key);
+    if (state === previous) return;
+    this.announced.set(key, state);
+    for (const ws of workspaces.listFor(ownerId)) {
+      events.publish({
+        type: "connection.state_changed",
+        workspaceId: ws.id,
+        ownerId,
+        name,
+        state,
+        previous,
+      });
+    }
   }
 
   /**
