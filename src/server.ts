@@ -69,6 +69,8 @@ export interface RunningAtrium {
   users: UserDirectory;
   firstWorkspace: FirstWorkspace;
   registries: IdleCache<SourceRegistry>;
+  /** The one way a tool is called, also without an HTTP request (a task run; tests call it so). */
+  dispatch: ToolDispatch;
   sessions: Sessions;
   oauth: AuthorizationServer;
   /** Every route the HTTP app answers (test/integration/route-docs.test.ts holds the docs to it). */
@@ -158,6 +160,7 @@ async function startLocked(
       {
         layout,
         workspaces,
+        users,
         dispatch,
         sources: workspaceSources(registries),
         publishedSkills: publishedSkills(),
@@ -271,6 +274,7 @@ async function startLocked(
     users,
     firstWorkspace,
     registries,
+    dispatch,
     sessions,
     oauth,
     events,

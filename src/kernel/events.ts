@@ -38,6 +38,13 @@ export type AtriumEvent =
   | (Scoped & { type: "member.deactivated"; principalId: string; name?: string | undefined })
   /** A connection's derived state moved (ADR 0039): `running`, `degraded`, `reauth_required`… */
   | (Scoped & { type: "connection.state_changed"; name: string; state: string; previous: string | undefined })
+  /** A personal connection's (`my_…`, ADR 0042): for its owner alone, in each workspace they are in. */
+  | (Private & {
+      type: "connection.state_changed";
+      name: string;
+      state: string;
+      previous: string | undefined;
+    })
   | (Scoped & { type: "notification.created"; notification: NotificationSummary })
   | (Private & { type: "notification.created"; notification: NotificationSummary });
 

@@ -1,5 +1,6 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { Hono } from "hono";
+import type { UserDirectory } from "../identity/users.ts";
 import type { ConfigSection } from "../instance/schema.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { EventBus } from "../kernel/events.ts";
@@ -41,6 +42,8 @@ export interface AppContext<Settings> {
   layout: StorageLayout;
   /** Workspaces and their members: `roleOf` is the one membership question. */
   workspaces: WorkspaceStore;
+  /** Who is deactivated, asked live by anything that acts for a person without a request (ADR 0042). */
+  users: Pick<UserDirectory, "isDeactivated">;
   /** Calls a tool as (person, workspace), with the same checks as an MCP request. */
   dispatch: ToolDispatch;
   /** Changes a workspace's live sources (a connection added, refreshed or removed). */
@@ -108,7 +111,8 @@ export interface PublishedSkills {
 /** A workspace's sources while its registry is loaded; a registry built later asks the apps. */
 export interface WorkspaceSources {
   replace(workspaceId: string, source: Source): Promise<void>;
-  remove(workspaceId: string, name: string): Promise<void>;
+  /** `owner` names whose personal source (`my_…`) is removed; absent for a shared one. */
+  remove(workspaceId: string, name: string, owner?: string): Promise<void>;
 }
 
 /** An app as the instance runs it: its name and what its start returned. */

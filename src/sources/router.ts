@@ -22,9 +22,10 @@ export interface CallContext {
 export class Router {
   constructor(private readonly log: Logger) {}
 
-  async listTools(registry: SourceRegistry): Promise<FrontTool[]> {
+  /** The tools `principalId` sees here: every shared source's, and their own personal sources'. */
+  async listTools(registry: SourceRegistry, principalId: string): Promise<FrontTool[]> {
     const lists = await Promise.all(
-      registry.all().map(async (source) => {
+      registry.visibleTo(principalId).map(async (source) => {
         try {
           const tools = await source.listTools();
           return tools.map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) }));
@@ -38,10 +39,17 @@ export class Router {
     return lists.flat();
   }
 
-  /** The tool as its source lists it, or `undefined` when no source of this workspace has it. */
-  async findTool(registry: SourceRegistry, name: string): Promise<FrontTool | undefined> {
+  /**
+   * The tool as its source lists it, or `undefined` when no source of this workspace that
+   * `principalId` can reach has it (another member's personal source is never reached).
+   */
+  async findTool(
+    registry: SourceRegistry,
+    principalId: string,
+    name: string,
+  ): Promise<FrontTool | undefined> {
     const parts = splitToolName(name);
-    const source = parts ? registry.get(parts.source) : undefined;
+    const source = parts ? registry.get(parts.source, principalId) : undefined;
     if (!parts || !source) return undefined;
     try {
       const tool = (await source.listTools()).find((listed) => listed.name === parts.tool);
@@ -59,7 +67,9 @@ export class Router {
     context: CallContext,
   ): Promise<CallToolResult> {
     const parts = splitToolName(name);
-    const source = parts ? registry.get(parts.source) : undefined;
+    // Looked up as the caller: another member's personal source answers exactly as one that
+    // does not exist (test/integration/personal-connections.test.ts "invisible").
+    const source = parts ? registry.get(parts.source, caller.principalId) : undefined;
     if (!parts || !source) return unknownTool(name);
     try {
       // Checked against the source's cached list so the answer names the tool as the client

@@ -25,14 +25,19 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
         data: { principalId: event.principalId },
       });
     });
-    // Connections: a credential that lapsed needs a human, so the workspace is told.
+    // Connections: a credential that lapsed needs a human, so the workspace is told — or, for a
+    // personal connection (an event with an owner), its owner alone (ADR 0042).
     events.subscribe({ types: ["connection.state_changed"] }, async (event) => {
       if (event.state !== "reauth_required") return;
+      const owner = "ownerId" in event ? event.ownerId : undefined;
       await inbox.post(event.workspaceId, CONNECTIONS_SOURCE, {
         title: `Connection "${event.name}" needs to be re-authorized`,
-        body: "Its credential was refused by the server. Its tools are refused until a workspace admin re-authorizes it.",
+        body: owner
+          ? "Its credential was refused by the server. Its tools are refused until you re-authorize it."
+          : "Its credential was refused by the server. Its tools are refused until a workspace admin re-authorizes it.",
         severity: "error",
         data: { connection: event.name },
+        ...(owner ? { to: owner } : {}),
       });
     });
     scheduler.add({

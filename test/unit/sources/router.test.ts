@@ -76,7 +76,7 @@ afterEach(async () => {
 
 describe("Router.listTools", () => {
   it("namespaces each tool with its source's name", async () => {
-    const tools = await router.listTools(registry);
+    const tools = await router.listTools(registry, CALLER.principalId);
     expect(tools.map((t) => t.name).sort()).toEqual(["echo__fail", "echo__say"]);
     expect(tools.find((t) => t.name === "echo__say")?.description).toBe("Echo the text back.");
   });
@@ -90,7 +90,7 @@ describe("Router.listTools", () => {
         },
       }),
     );
-    const tools = await router.listTools(registry);
+    const tools = await router.listTools(registry, CALLER.principalId);
     expect(tools.map((t) => t.name).sort()).toEqual(["echo__fail", "echo__say"]);
   });
 });
