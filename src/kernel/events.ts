@@ -66,7 +66,7 @@ export interface TaskRunSummary {
   execution: string;
   assessment: string;
   /** Why the run did not succeed, when it did not. */
-  error?: { code: string; message: string };
+  error?: { code: string; message: string; reason?: string };
 }
 
 export type SkillChange = "created" | "updated" | "deleted";

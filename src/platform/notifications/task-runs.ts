@@ -12,10 +12,11 @@ const NOT_SUCCEEDED = new Set(["failed", "timed_out", "interrupted"]);
  */
 export function taskRunNotice(run: TaskRunSummary): NotificationDraft | undefined {
   const data = { taskId: run.taskId, runId: run.id };
-  if (run.error && OWNER_GONE.has(run.error.code)) {
+  if (run.error?.reason && OWNER_GONE.has(run.error.reason)) {
+    const why = run.error.reason === "owner_deactivated" ? "was deactivated" : "is no longer a member";
     return {
       title: "A task did not run: its owner is no longer active in this workspace",
-      body: `${run.error.message} Task ${run.taskId} belongs to ${run.taskOwnerId}.`,
+      body: `Task ${run.taskId} runs as its owner, ${run.taskOwnerId}, who ${why}. Its run was refused: "${run.error.message}"`,
       severity: "warning",
       data: { ...data, ownerId: run.taskOwnerId },
     };

@@ -52,6 +52,11 @@ export type Assessment = "accepted" | "rejected" | "not_assessed";
 export interface RunError {
   code: string;
   message: string;
+  /**
+   * Set when the refusal is about the task's owner, not the call: they left the workspace
+   * (`owner_not_member`) or were deactivated (`owner_deactivated`). A task runs as its owner.
+   */
+  reason?: "owner_not_member" | "owner_deactivated";
 }
 
 /** A run as stored at `<ws>/tasks/<owner>/runs/run_….json` and as answered. */

@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { AtriumError, Conflict, InvalidInput } from "../../errors.ts";
+import { AtriumError, Conflict, InvalidInput, WorkspaceNotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher, TaskRunSummary } from "../../kernel/events.ts";
@@ -37,6 +37,9 @@ export interface RunStart {
 }
 
 type AbortReason = "timeout" | "cancel" | "shutdown";
+
+/** The words every request of a deactivated person gets (http/middleware/authenticate.ts). */
+const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin.";
 
 interface Flight {
   taskId: string;
@@ -235,27 +238,26 @@ export class TaskRunner {
     if (excess.length > 0) await this.deps.store.forgetRuns(task.id, excess);
   }
 
-  /** Why the task may not run as its owner now: they left the workspace or were deactivated. */
+  /**
+   * A deactivated owner is refused before the dispatch, in the words a request of theirs gets
+   * (the dispatch checks membership, not deactivation, which the authenticate middleware does).
+   */
   private ownerRefusal(task: Task): RunError | undefined {
-    if (this.deps.workspaces.roleOf(task.workspaceId, task.ownerId) === undefined) {
-      return {
-        code: "owner_not_member",
-        message:
-          "The task's owner is no longer a member of this workspace; a task runs as its owner, so it did not run.",
-      };
-    }
-    if (this.deps.users.isDeactivated(task.ownerId)) {
-      return {
-        code: "owner_deactivated",
-        message:
-          "The task's owner was deactivated by an org admin; a task runs as its owner, so it did not run.",
-      };
-    }
-    return undefined;
+    if (!this.deps.users.isDeactivated(task.ownerId)) return undefined;
+    return { code: "forbidden", message: DEACTIVATED_MESSAGE, reason: "owner_deactivated" };
   }
 
-  /** A refusal by the dispatch (membership, scope) is recorded in its own words, as the person would get it. */
+  /**
+   * A refusal by the dispatch (membership, scope) is recorded in its own words, exactly as the
+   * person would get it; `reason` says which check it was about when that is the owner's standing.
+   */
   private failure(run: Run, error: unknown): Outcome {
+    if (error instanceof WorkspaceNotFound) {
+      return {
+        execution: "failed",
+        error: { code: error.code, message: error.message, reason: "owner_not_member" },
+      };
+    }
     if (error instanceof AtriumError) {
       return { execution: "failed", error: { code: error.code, message: error.message } };
     }
