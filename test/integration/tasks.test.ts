@@ -44,7 +44,11 @@ const probeApp: PlatformApp = {
         );
         server.registerTool(
           "hang",
-          { description: "Wait until cancelled.", inputSchema: platformInput({}), annotations: { readOnlyHint: true } },
+          {
+            description: "Wait until cancelled.",
+            inputSchema: platformInput({}),
+            annotations: { readOnlyHint: true },
+          },
           platformTool(workspaceId, async (caller, _args, ctx) => {
             probe.calls.push({ tool: "hang", principalId: caller.principalId });
             probe.hanging++;
@@ -57,7 +61,11 @@ const probeApp: PlatformApp = {
         );
         server.registerTool(
           "write",
-          { description: "Change something.", inputSchema: platformInput({}), annotations: { readOnlyHint: false } },
+          {
+            description: "Change something.",
+            inputSchema: platformInput({}),
+            annotations: { readOnlyHint: false },
+          },
           platformTool(workspaceId, async (caller) => {
             probe.calls.push({ tool: "write", principalId: caller.principalId });
             return { content: [{ type: "text", text: "written" }] };
@@ -241,18 +249,30 @@ describe("runs", () => {
       required: ["count"],
       properties: { count: { type: "integer" } },
     };
-    const wrong = await createTask(instance, "alice", ws, { name: "count", action: echo({ count: "many" }), outputSchema });
+    const wrong = await createTask(instance, "alice", ws, {
+      name: "count",
+      action: echo({ count: "many" }),
+      outputSchema,
+    });
     const rejected = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, wrong.id));
     expect(rejected.execution).toEqual({ status: "succeeded" });
     expect(rejected.assessment).toEqual({ status: "rejected", errors: ["/count must be integer"] });
     expect(rejected.result?.structuredContent).toEqual({ count: "many" });
     await vi.waitFor(async () =>
       expect(await inbox(instance, "alice", ws)).toContainEqual(
-        expect.objectContaining({ source: "tasks", to: alice, data: { taskId: wrong.id, runId: rejected.id } }),
+        expect.objectContaining({
+          source: "tasks",
+          to: alice,
+          data: { taskId: wrong.id, runId: rejected.id },
+        }),
       ),
     );
 
-    const right = await createTask(instance, "alice", ws, { name: "count", action: echo({ count: 3 }), outputSchema });
+    const right = await createTask(instance, "alice", ws, {
+      name: "count",
+      action: echo({ count: 3 }),
+      outputSchema,
+    });
     const accepted = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, right.id));
     expect([accepted.execution.status, accepted.assessment.status]).toEqual(["succeeded", "accepted"]);
     const unassessed = await createTask(instance, "alice", ws, { name: "free", action: echo({ any: 1 }) });
@@ -266,7 +286,9 @@ describe("runs", () => {
       action: { tool: "probe__echo", arguments: { reply: { from: "default" } } },
       inputSchema: { type: "object", properties: { reply: { type: "object" } }, additionalProperties: false },
     });
-    const refused = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), { input: { reply: 5 } });
+    const refused = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { reply: 5 },
+    });
     expect(refused.status).toBe(400);
     expect(await refused.json()).toMatchObject({ error: { code: "invalid_input" } });
     expect(await runsOf(instance, "alice", ws, task.id)).toEqual([]);
@@ -298,7 +320,9 @@ describe("runs", () => {
     await ended(instance, "alice", ws, one);
     // Past the window (24 hours by default) the key is forgotten: it starts a new run.
     await time.advance(24 * HOUR_MS + 1);
-    const later = (await (await instance.rest("alice", "POST", path, { input: { n: 2 } }, headers)).json()) as Run;
+    const later = (await (
+      await instance.rest("alice", "POST", path, { input: { n: 2 } }, headers)
+    ).json()) as Run;
     expect(later.id).not.toBe(one.id);
     await ended(instance, "alice", ws, later);
   });
@@ -336,9 +360,17 @@ describe("runs", () => {
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ error: { code: "concurrency_limit" } });
     await time.advance(600_000);
-    await settle();
+    // The schedule's decision ends by recording its instant on the task.
+    await vi.waitFor(async () => {
+      const now = (await (await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).json()) as Task;
+      expect(now.lastScheduledAt).not.toBe(task.lastScheduledAt);
+    });
     expect((await runsOf(instance, "alice", ws, task.id)).map((run) => run.id)).toEqual([manual.id]);
-    const cancel = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs/${manual.id}/cancel`));
+    const cancel = await instance.rest(
+      "alice",
+      "POST",
+      tasksPath(ws, `/${task.id}/runs/${manual.id}/cancel`),
+    );
     expect(cancel.status).toBe(200);
     expect(((await cancel.json()) as Run).execution.status).toBe("cancelled");
     const again = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs/${manual.id}/cancel`));
@@ -485,6 +517,20 @@ describe("owners and the wall", () => {
         }),
       ),
     );
+    // Told once: the later schedules of a task whose owner is gone are skipped quietly.
+    // Each schedule's decision ends by recording its instant on the task, after any run it started.
+    for (const hour of ["02", "03"]) {
+      await time.advance(HOUR_MS);
+      await vi.waitFor(async () => {
+        const file = join(instance?.root ?? "", ws, "tasks", bob, `${task.id}.json`);
+        const stored = JSON.parse(await readFile(file, "utf8")) as Task;
+        expect(stored.lastScheduledAt).toBe(`2026-01-01T${hour}:00:00.000Z`);
+      });
+    }
+    const runs = await readdir(join(instance.root, ws, "tasks", bob, "runs"));
+    expect(runs.filter((name) => name.endsWith(".json"))).toHaveLength(1);
+    const told = (await inbox(instance, "alice", ws)).filter((entry) => entry.source === "tasks");
+    expect(told).toHaveLength(1);
   });
 
   it("a deactivated owner's task does not run either, refused in the words their own request gets", async () => {
@@ -492,7 +538,11 @@ describe("owners and the wall", () => {
     instance = started.instance;
     const { ws } = started;
     await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
-    const task = await createTask(instance, "bob", ws, { name: "shared", action: echo(), visibility: "shared" });
+    const task = await createTask(instance, "bob", ws, {
+      name: "shared",
+      action: echo(),
+      visibility: "shared",
+    });
     expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${bob}/deactivate`)).status).toBe(200);
     const own = await instance.rest("bob", "GET", tasksPath(ws));
     const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
@@ -506,7 +556,10 @@ describe("owners and the wall", () => {
     const started = await startAt(Date.UTC(2026, 0, 1));
     instance = started.instance;
     const { ws } = started;
-    const task = await createTask(instance, "alice", ws, { name: "write", action: { tool: "probe__write", arguments: {} } });
+    const task = await createTask(instance, "alice", ws, {
+      name: "write",
+      action: { tool: "probe__write", arguments: {} },
+    });
     // Defined over MCP with a read-only token: the record keeps that credential's scopes. No
     // token can be read-only and define a task (defining one needs mcp:write), so the record is
     // written as such a definition would leave it, and read at the next boot.

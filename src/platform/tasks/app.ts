@@ -34,7 +34,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
     });
     // A crash left these `running`: they are recorded `interrupted` before anything is served.
     await runner.interruptLeftovers(unfinished);
-    const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, clock, log });
+    const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, users, clock, log });
     const tasks = new Tasks(store, runner, schedules, idempotency, workspaces, settings, clock);
     return {
       createServer: (workspaceId) => createTasksServer(workspaceId, tasks),

@@ -42,6 +42,11 @@ export interface Task {
    * up to here is accounted for, and a restart catches up from here.
    */
   lastScheduledAt?: string;
+  /**
+   * Set by the first schedule that found the owner gone (left, or deactivated): that run was
+   * recorded failed and the workspace told; later schedules are skipped until the owner is back.
+   */
+  ownerInactiveSince?: string;
 }
 
 export type RunTrigger = "manual" | "schedule" | "retry";

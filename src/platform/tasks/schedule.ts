@@ -1,4 +1,5 @@
 import { Cron } from "croner";
+import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Scheduler } from "../../kernel/scheduler.ts";
 import type { Logger } from "../../log.ts";
@@ -11,7 +12,8 @@ export interface ScheduleDeps {
   scheduler: Scheduler;
   runner: TaskRunner;
   store: TaskStore;
-  workspaces: Pick<WorkspaceStore, "get">;
+  workspaces: Pick<WorkspaceStore, "get" | "roleOf">;
+  users: Pick<UserDirectory, "isDeactivated">;
   clock: Clock;
   log: Logger;
 }
@@ -28,6 +30,8 @@ export interface Missed {
  * trigger `schedule` and records the instant on the task (`lastScheduledAt`), which is what a
  * restart catches up from: schedules missed while Atrium was down run once, at boot, recording
  * the latest missed instant and the first (test/integration/tasks.test.ts "missed schedules").
+ * A schedule whose owner has left or been deactivated is recorded failed once (the runner refuses
+ * it and the workspace is told); later ones are skipped until the owner is active again.
  */
 export class TaskSchedules {
   constructor(private readonly deps: ScheduleDeps) {}
@@ -75,6 +79,15 @@ export class TaskSchedules {
       return;
     }
     const scheduledFor = new Date(scheduledMs).toISOString();
+    const ownerActive =
+      this.deps.workspaces.roleOf(workspaceId, task.ownerId) !== undefined &&
+      !this.deps.users.isDeactivated(task.ownerId);
+    if (!ownerActive && task.ownerInactiveSince !== undefined) {
+      // Told once already: each later schedule is skipped quietly until the owner is back (or
+      // an admin deletes the task), so an hourly task does not fill the inbox with one warning.
+      await this.deps.store.update(task, (current) => ({ ...current, lastScheduledAt: scheduledFor }));
+      return;
+    }
     try {
       await this.deps.runner.start(task, {
         trigger: "schedule",
@@ -91,7 +104,12 @@ export class TaskSchedules {
         "task at its concurrency limit; this schedule is skipped",
       );
     }
-    await this.deps.store.update(task, (current) => ({ ...current, lastScheduledAt: scheduledFor }));
+    await this.deps.store.update(task, (current) => {
+      const { ownerInactiveSince: _was, ...rest } = current;
+      return ownerActive
+        ? { ...rest, lastScheduledAt: scheduledFor }
+        : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
+    });
   }
 }
 
