@@ -10,7 +10,9 @@ import { platformInput, platformTool } from "../../src/platform/platform-tool.ts
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
+import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
+import { type SseFrame, SseReader } from "../helpers/sse.ts";
 
 // Tasks over real HTTP with the injected clock: the scheduler's instants are the fake clock's,
 // so a test moves time by days without waiting. The tools a task calls are a throwaway platform
@@ -416,8 +418,8 @@ describe("runs", () => {
     await ended(instance, "bob", ws, bobsRun);
   });
 
-  it("is the same over MCP: create, run, poll the run by its id", async () => {
-    const client = await instance.mcpClient("alice", ws);
+  it.each(MCP_ERAS)("is the same over MCP (%s): create, run, poll the run by its id", async (era) => {
+    const client = await instance.mcpClient("alice", ws, { era });
     const created = await client.callTool({
       name: "tasks__create",
       arguments: { name: "via mcp", action: echo({ via: "mcp" }) },
@@ -438,6 +440,57 @@ describe("runs", () => {
     });
     expect(bad.isError).toBe(true);
     expect(await runsOf(instance, "alice", ws, task.id)).toHaveLength(1);
+  });
+
+  it("retries a run with its input, and announces runs on the event stream, a private task's to its owner alone", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "retried",
+      action: echo(),
+      inputSchema: { type: "object", properties: { reply: { type: "object" } } },
+    });
+    const alices = new SseReader(await instance.rest("alice", "GET", `/v1/workspaces/${ws}/events`));
+    const bobs = new SseReader(await instance.rest("bob", "GET", `/v1/workspaces/${ws}/events`));
+    await Promise.all([alices.next(), bobs.next()]);
+    const first = await ended(
+      instance,
+      "alice",
+      ws,
+      await startRun(instance, "alice", ws, task.id, { input: { reply: { n: 1 } } }),
+    );
+    const retry = await startRun(instance, "alice", ws, task.id, { retryOf: first.id });
+    expect(retry).toMatchObject({ trigger: "retry", retryOf: first.id, input: { reply: { n: 1 } } });
+    expect((await ended(instance, "alice", ws, retry)).result?.structuredContent).toEqual({ n: 1 });
+    const seen: SseFrame[] = [];
+    for (let i = 0; i < 4; i++) seen.push((await alices.nextEvent()) ?? {});
+    expect(seen.map((frame) => [frame.event, (frame.data as { run?: Run } | undefined)?.run?.id])).toEqual([
+      ["task.run.started", first.id],
+      ["task.run.finished", first.id],
+      ["task.run.started", retry.id],
+      ["task.run.finished", retry.id],
+    ]);
+    expect(seen[1]?.data).toMatchObject({
+      workspaceId: ws,
+      run: {
+        taskId: task.id,
+        taskName: "retried",
+        taskOwnerId: alice,
+        execution: "succeeded",
+        assessment: "not_assessed",
+      },
+    });
+    // Bob's stream got none of it: the next thing he sees is an event for everyone.
+    await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), { visibility: "shared" });
+    const shared = await startRun(instance, "alice", ws, task.id);
+    expect(await bobs.nextEvent()).toMatchObject({
+      event: "task.run.started",
+      data: { run: { id: shared.id } },
+    });
+    await ended(instance, "alice", ws, shared);
+    await Promise.all([alices.close(), bobs.close()]);
+    const elsewhere = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      retryOf: "run_000000000000000000000000",
+    });
+    expect(elsewhere.status).toBe(404);
   });
 
   it("refuses a bad definition whole, writing nothing", async () => {
@@ -577,6 +630,46 @@ describe("owners and the wall", () => {
       },
     });
     expect(probe.calls).toHaveLength(calls);
+  });
+});
+
+describe("configuration and large results", () => {
+  it("validates the tasks section of instance.json with the file, by field name", async () => {
+    const failure = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxConcurrentRuns: 0 } },
+    }).catch((error: unknown) => error);
+    expect(String(failure)).toContain("tasks.maxConcurrentRuns: must be >= 1");
+    const crossed = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { defaultTimeoutSeconds: 600, maxTimeoutSeconds: 60 } },
+    }).catch((error: unknown) => error);
+    expect(String(crossed)).toContain(
+      "tasks.defaultTimeoutSeconds (600) is more than tasks.maxTimeoutSeconds (60)",
+    );
+  });
+
+  it("stores a result larger than tasks.inlineResultBytes as a file of the owner's, and references it", async () => {
+    const time = new FakeTime(Date.UTC(2026, 0, 1));
+    const instance = await startTestAtrium({
+      apps: APPS,
+      clock: time.clock,
+      timers: time.timers,
+      sections: { tasks: { inlineResultBytes: 1024 } },
+    });
+    try {
+      const ws = await bootstrapWorkspace(instance, "alice");
+      const big = { text: "x".repeat(4000) };
+      const task = await createTask(instance, "alice", ws, { name: "big", action: echo(big) });
+      const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+      expect(run.result).toBeUndefined();
+      expect(run.resultFile).toEqual({ id: expect.stringMatching(/^fl_/), size: expect.any(Number) });
+      const file = await instance.rest("alice", "GET", `/v1/files/${run.resultFile?.id}`);
+      expect(file.headers.get("content-type")).toContain("application/json");
+      expect(((await file.json()) as { structuredContent: unknown }).structuredContent).toEqual(big);
+    } finally {
+      await instance.stop();
+    }
   });
 });
 
