@@ -42,7 +42,11 @@ export interface AppContext<Settings> {
   layout: StorageLayout;
   /** Workspaces and their members: `roleOf` is the one membership question. */
   workspaces: WorkspaceStore;
-  /** Who is deactivated, asked live by anything that acts for a person without a request (ADR 0042). */
+  /**
+   * Whether an org admin deactivated a person, asked live by anything that acts for someone with no
+   * request of theirs around it (a task run, a personal connection's loops; ADR 0042), as the
+   * authenticate middleware does for a request.
+   */
   users: Pick<UserDirectory, "isDeactivated">;
   /** Calls a tool as (person, workspace), with the same checks as an MCP request. */
   dispatch: ToolDispatch;
@@ -84,6 +88,16 @@ export interface RunningApp {
   leftovers?: LeftoverRules;
   /** What the app tells callers besides its tools (instructions, resources, skills). */
   guidance?: Partial<WorkspaceGuidance>;
+  /**
+   * Called once at boot after every app has started and crash recovery is done, before Atrium
+   * listens: work that calls tools through the dispatch (a task's missed schedule) may begin.
+   */
+  ready?(): Promise<void>;
+  /**
+   * Called once on a graceful stop, before the sources close: the app ends the work it runs with
+   * no request around it (task runs) and records how it ended.
+   */
+  stop?(): Promise<void>;
 }
 
 export interface StreamedBody {

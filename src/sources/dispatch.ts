@@ -62,7 +62,8 @@ export class ToolDispatch {
           );
         }
       }
-      return this.router.callTool(registry, { principalId, workspaceId }, name, args, context);
+      const host = scopes === undefined ? { principalId, workspaceId } : { principalId, workspaceId, scopes };
+      return this.router.callTool(registry, host, name, args, context);
     });
   }
 

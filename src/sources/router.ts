@@ -12,6 +12,8 @@ export interface CallContext {
   /** The HTTP request's `x-request-id`: an unexpected failure is logged and answered with it. */
   requestId: string;
   onProgress?: ProgressListener;
+  /** Cancels the call at its source, which tells its server (`notifications/cancelled`). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -81,6 +83,7 @@ export class Router {
         caller,
         context.onProgress,
         context.requestId,
+        context.signal,
       );
       // A platform app hands its unexpected errors over in host-owned _meta (tool-failure.ts).
       const unexpected = unexpectedErrorOf(result);
@@ -92,6 +95,8 @@ export class Router {
       // start) is Atrium's own failure, whose words are for the log only.
       if (error instanceof ProtocolError)
         return toolError(`Tool "${name}" failed: ${withoutSdkPrefix(error.message)}`);
+      // The caller cancelled (a task run's timeout or cancel): nothing failed here.
+      if (context.signal?.aborted) return toolError(`Tool "${name}" was cancelled.`);
       return this.failedUnexpectedly(name, context.requestId, error);
     }
   }

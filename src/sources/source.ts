@@ -16,13 +16,17 @@ export interface Source {
   readonly owner?: string;
   /** The source's own tool list (not namespaced). */
   listTools(): Promise<Tool[]>;
-  /** `requestId` is the HTTP request's, for a source that records its calls (a connection's audit). */
+  /**
+   * `requestId` is the HTTP request's, for a source that records its calls (a connection's audit).
+   * `signal` cancels the call: the source stops waiting and tells its server (a task run's timeout).
+   */
   callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
     onProgress?: ProgressListener,
     requestId?: string,
+    signal?: AbortSignal,
   ): Promise<CallToolResult>;
   close(): Promise<void>;
 }

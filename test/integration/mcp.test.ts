@@ -141,6 +141,15 @@ describe("tools over /mcp/ws_…", () => {
       "skills__list",
       "skills__read",
       "skills__update",
+      "tasks__cancel_run",
+      "tasks__create",
+      "tasks__delete",
+      "tasks__get",
+      "tasks__get_run",
+      "tasks__list",
+      "tasks__run",
+      "tasks__runs",
+      "tasks__update",
     ]);
     for (const tool of tools) {
       expect(tool.description, tool.name).toEqual(expect.any(String));

@@ -56,6 +56,7 @@ export class ConnectionSource implements Source {
     caller: Caller,
     onProgress?: ProgressListener,
     requestId?: string,
+    signal?: AbortSignal,
   ): Promise<CallToolResult> {
     const call = {
       workspaceId: caller.workspaceId,
@@ -68,9 +69,10 @@ export class ConnectionSource implements Source {
       const denial = await this.check(tool, args, caller);
       if (denial) return denial;
       try {
-        return await this.live.callTool(tool, args, caller, onProgress);
+        return await this.live.callTool(tool, args, caller, onProgress, requestId, signal);
       } catch (error) {
-        if (error instanceof ProtocolError) throw error;
+        // A cancelled call (a task run's timeout) is the caller's choice, not a broken transport.
+        if (error instanceof ProtocolError || signal?.aborted) throw error;
         // The transport failed (a server restarted, or now refuses the revision this client
         // negotiated): connect afresh and look again, so a server that changed its revision is
         // refused by name rather than failing without a reason.
