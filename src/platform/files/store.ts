@@ -10,8 +10,8 @@ import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
-import { FileLocator } from "./locator.ts";
 import {
   checkFileName,
   checkMimeType,
@@ -41,7 +41,7 @@ export interface NewFile {
  * owner, rebuilt at boot) and each partition's listing (built on its first list).
  */
 export class FileStore implements LeftoverRules {
-  private readonly locator = new FileLocator();
+  private readonly locator = new RecordLocator();
   private readonly listings: FileListings;
   /** Stages each file beside its place and renames it in or out whole (R3, R4). */
   private readonly folders = new RecordFolders();
