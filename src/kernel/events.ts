@@ -39,7 +39,22 @@ export type AtriumEvent =
   /** A connection's derived state moved (ADR 0039): `running`, `degraded`, `reauth_required`… */
   | (Scoped & { type: "connection.state_changed"; name: string; state: string; previous: string | undefined })
   | (Scoped & { type: "notification.created"; notification: NotificationSummary })
-  | (Private & { type: "notification.created"; notification: NotificationSummary });
+  | (Private & { type: "notification.created"; notification: NotificationSummary })
+  | (Private & { type: "conversation.created"; conversation: ConversationInfo })
+  /** Events were appended to a conversation (`appended`), or only its title changed (`title`). */
+  | (Private & { type: "conversation.updated"; change: "appended" | "title"; conversation: ConversationInfo })
+  | (Private & { type: "conversation.deleted"; conversationId: string });
+
+/** What the event stream says of a conversation: its summary, never its events (docs/conversations.md). */
+export interface ConversationInfo {
+  id: string;
+  title: string;
+  messageCount: number;
+  eventCount: number;
+  createdAt: string;
+  updatedAt: string;
+  forkOf?: { conversationId: string; seq: number };
+}
 
 /** What the event stream says of a new inbox entry; the entry itself is read from the inbox. */
 export interface NotificationSummary {

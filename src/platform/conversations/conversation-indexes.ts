@@ -1,0 +1,242 @@
+import { readdir, readFile, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type { Timers } from "../../kernel/timers.ts";
+import type { Logger } from "../../log.ts";
+import { writeFileAtomic } from "../../storage/atomic.ts";
+import { mapBounded } from "../../storage/bounded.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import { readLog } from "./log-file.ts";
+import { type ConversationEvent, conversationIdOfFile, isConversationId, LOG_SUFFIX } from "./model.ts";
+import { PartitionIndex, type SnapshotEntry } from "./partition-index.ts";
+
+/** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
+export const SNAPSHOT_FILE = "index.json";
+const SNAPSHOT_VERSION = 1;
+/** A changed index is written this long after its first unsaved change, with every change since. */
+export const SNAPSHOT_DELAY_MS = 5_000;
+/** Partitions whose index is kept in memory; the least recently used is saved and dropped. */
+const MAX_LOADED_PARTITIONS = 100;
+const LOGS_IN_FLIGHT = 16;
+
+/** A partition's index for one call, and how many logs that call had to read to bring it up to date. */
+export interface IndexView {
+  index: PartitionIndex;
+  logsRead: number;
+}
+
+/**
+ * The conversation index of each owner partition (adr/0046): loaded on first use from its
+ * snapshot, checked against the logs (a stat each; a log that grew since is read from where the
+ * snapshot stopped, one it does not know is read whole), then kept by the writers. The logs are
+ * the truth: a snapshot that is missing, unreadable or behind costs reads, never a wrong answer.
+ * Every change to one partition's index runs under its lock, in order.
+ */
+export class ConversationIndexes {
+  private readonly loaded = new Map<string, PartitionIndex>();
+  private readonly locks = new KeyedLock();
+  private readonly pendingSaves = new Map<string, () => void>();
+
+  constructor(
+    private readonly storage: PartitionPaths,
+    private readonly timers: Timers,
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs `read` on the owner's index, up to date with their logs. */
+  async read<T>(workspaceId: string, ownerId: string, read: (view: IndexView) => T | Promise<T>): Promise<T> {
+    return this.locks.run(key(workspaceId, ownerId), async () => read(await this.load(workspaceId, ownerId)));
+  }
+
+  /**
+   * A writer appended `events` to a log, taking it from byte `from` to byte `to`. Appends to one
+   * log may reach here out of order: one that does not start where the index stops makes it read
+   * the log from there instead, and one the index already covers changes nothing.
+   */
+  async appended(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    change: { from: number; to: number; events: readonly ConversationEvent[] },
+  ): Promise<void> {
+    await this.read(workspaceId, ownerId, async ({ index }) => {
+      const covered = index.bytesOf(id) ?? 0;
+      if (covered === change.from) index.apply(id, change.events, change.to);
+      else if (covered < change.to) await this.catchUp(index, workspaceId, ownerId, id);
+      else return;
+      this.changed(workspaceId, ownerId);
+    });
+  }
+
+  /** A writer removed a log. */
+  async removed(workspaceId: string, ownerId: string, id: string): Promise<void> {
+    await this.read(workspaceId, ownerId, ({ index }) => {
+      index.remove(id);
+      this.changed(workspaceId, ownerId);
+    });
+  }
+
+  private async load(workspaceId: string, ownerId: string): Promise<IndexView> {
+    const partition = key(workspaceId, ownerId);
+    const known = this.loaded.get(partition);
+    if (known) {
+      // Most recently used last, so the first key is the one to drop.
+      this.loaded.delete(partition);
+      this.loaded.set(partition, known);
+      return { index: known, logsRead: 0 };
+    }
+    const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
+    const snapshot = await this.readSnapshot(ownerDir);
+    const index = new PartitionIndex();
+    let logsRead = 0;
+    let stale = snapshot === undefined;
+    await mapBounded(await logIds(ownerDir), LOGS_IN_FLIGHT, async (id) => {
+      const saved = snapshot?.get(id);
+      let size: number;
+      try {
+        size = (await stat(join(ownerDir, `${id}${LOG_SUFFIX}`))).size;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+        throw error;
+      }
+      if (saved && saved.bytes <= size) index.restore(saved);
+      if (saved?.bytes === size) return;
+      // Grown since the snapshot (read from where it stopped), unknown to it, or shorter than it
+      // says (not this log: read whole).
+      stale = true;
+      logsRead += 1;
+      await this.catchUp(index, workspaceId, ownerId, id);
+    });
+    if (snapshot && index.size !== snapshot.size) stale = true;
+    this.loaded.set(partition, index);
+    if (stale) this.changed(workspaceId, ownerId);
+    this.evictBeyondLimit();
+    return { index, logsRead };
+  }
+
+  /** Reads the log from where the index stops and applies what it finds; a log gone is removed. */
+  private async catchUp(
+    index: PartitionIndex,
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+  ): Promise<void> {
+    const path = join(this.storage.ownerDir(workspaceId, ownerId), `${id}${LOG_SUFFIX}`);
+    const covered = index.bytesOf(id) ?? 0;
+    try {
+      const { events, end } = await readLog(path, covered);
+      index.apply(id, events, end);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      index.remove(id);
+    }
+  }
+
+  /** Arms one save of the partition's snapshot for every change made before it runs. */
+  private changed(workspaceId: string, ownerId: string): void {
+    const partition = key(workspaceId, ownerId);
+    if (this.pendingSaves.has(partition)) return;
+    const cancel = this.timers.after(SNAPSHOT_DELAY_MS, () => {
+      void this.locks
+        .run(partition, () => this.save(workspaceId, ownerId))
+        .catch((error: unknown) => {
+          // A snapshot that could not be written is only one that is behind: the next load reads more.
+          this.log.warn({ err: error, workspaceId }, "conversation index snapshot not written");
+        });
+    });
+    this.pendingSaves.set(partition, cancel);
+  }
+
+  private async save(workspaceId: string, ownerId: string): Promise<void> {
+    const partition = key(workspaceId, ownerId);
+    this.pendingSaves.get(partition)?.();
+    this.pendingSaves.delete(partition);
+    const index = this.loaded.get(partition);
+    if (!index) return;
+    const body = JSON.stringify({ version: SNAPSHOT_VERSION, conversations: index.toSnapshot() });
+    try {
+      await writeFileAtomic(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), body);
+    } catch (error) {
+      // An owner with no conversation folder here has nothing to save; a removed workspace neither.
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
+
+  /** Saves every index with unsaved changes now (a test, a clean stop). */
+  async flush(): Promise<void> {
+    await Promise.all(
+      [...this.pendingSaves.keys()].map((partition) => {
+        const [workspaceId = "", ownerId = ""] = partition.split("/");
+        return this.locks.run(partition, () => this.save(workspaceId, ownerId));
+      }),
+    );
+  }
+
+  private evictBeyondLimit(): void {
+    while (this.loaded.size > MAX_LOADED_PARTITIONS) {
+      const oldest = this.loaded.keys().next().value;
+      if (oldest === undefined) return;
+      const [workspaceId = "", ownerId = ""] = oldest.split("/");
+      // Saved before it is dropped, so the next load reads the snapshot, not every log.
+      if (this.pendingSaves.has(oldest)) {
+        void this.locks
+          .run(oldest, async () => {
+            await this.save(workspaceId, ownerId);
+            this.loaded.delete(oldest);
+          })
+          .catch((error: unknown) =>
+            this.log.warn({ err: error, workspaceId }, "conversation index not saved"),
+          );
+        return;
+      }
+      this.loaded.delete(oldest);
+    }
+  }
+
+  /** The snapshot's entries by id; undefined when there is none or it cannot be trusted. */
+  private async readSnapshot(ownerDir: string): Promise<Map<string, SnapshotEntry> | undefined> {
+    let value: unknown;
+    try {
+      value = JSON.parse(await readFile(join(ownerDir, SNAPSHOT_FILE), "utf8"));
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ENOENT")
+        this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
+      return undefined;
+    }
+    const file = value as { version?: unknown; conversations?: unknown } | null;
+    if (file?.version !== SNAPSHOT_VERSION || !Array.isArray(file.conversations)) return undefined;
+    const entries = new Map<string, SnapshotEntry>();
+    for (const entry of file.conversations as SnapshotEntry[]) {
+      if (!isSnapshotEntry(entry)) return undefined;
+      entries.set(entry.summary.id, entry);
+    }
+    return entries;
+  }
+}
+
+function isSnapshotEntry(entry: SnapshotEntry | null): boolean {
+  return (
+    typeof entry === "object" &&
+    entry !== null &&
+    typeof entry.summary?.id === "string" &&
+    isConversationId(entry.summary.id) &&
+    Number.isSafeInteger(entry.bytes) &&
+    typeof entry.terms === "object" &&
+    entry.terms !== null
+  );
+}
+
+/** The conversation ids whose logs an owner folder holds; none when it does not exist. */
+async function logIds(ownerDir: string): Promise<string[]> {
+  try {
+    return (await readdir(ownerDir)).flatMap((name) => conversationIdOfFile(name) ?? []);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+}
+
+function key(workspaceId: string, ownerId: string): string {
+  return `${workspaceId}/${ownerId}`;
+}
