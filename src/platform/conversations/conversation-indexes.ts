@@ -7,8 +7,8 @@ import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { readLog } from "./log-file.ts";
-import { type ConversationEvent, conversationIdOfFile, isConversationId, LOG_SUFFIX } from "./model.ts";
-import { PartitionIndex, type SnapshotEntry } from "./partition-index.ts";
+import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
+import { type IndexSnapshot, PartitionIndex } from "./partition-index.ts";
 
 /** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
 export const SNAPSHOT_FILE = "index.json";
@@ -87,11 +87,11 @@ export class ConversationIndexes {
     }
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     const snapshot = await this.readSnapshot(ownerDir);
-    const index = new PartitionIndex();
+    const index = snapshot ?? new PartitionIndex();
     let logsRead = 0;
     let stale = snapshot === undefined;
-    await mapBounded(await logIds(ownerDir), LOGS_IN_FLIGHT, async (id) => {
-      const saved = snapshot?.get(id);
+    const onDisk = await logIds(ownerDir);
+    await mapBounded(onDisk, LOGS_IN_FLIGHT, async (id) => {
       let size: number;
       try {
         size = (await stat(join(ownerDir, `${id}${LOG_SUFFIX}`))).size;
@@ -99,15 +99,21 @@ export class ConversationIndexes {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
         throw error;
       }
-      if (saved && saved.bytes <= size) index.restore(saved);
-      if (saved?.bytes === size) return;
-      // Grown since the snapshot (read from where it stopped), unknown to it, or shorter than it
-      // says (not this log: read whole).
+      const covered = index.bytesOf(id);
+      if (covered === size) return;
+      // Grown since the snapshot: read from where it stopped. Unknown to it, or shorter than it
+      // says (not the log it indexed): forget what it says and read the log whole.
+      if (covered !== undefined && covered > size) index.remove(id);
       stale = true;
       logsRead += 1;
       await this.catchUp(index, workspaceId, ownerId, id);
     });
-    if (snapshot && index.size !== snapshot.size) stale = true;
+    const present = new Set(onDisk);
+    for (const id of index.ids()) {
+      if (present.has(id)) continue;
+      index.remove(id);
+      stale = true;
+    }
     this.loaded.set(partition, index);
     if (stale) this.changed(workspaceId, ownerId);
     this.evictBeyondLimit();
@@ -153,7 +159,7 @@ export class ConversationIndexes {
     this.pendingSaves.delete(partition);
     const index = this.loaded.get(partition);
     if (!index) return;
-    const body = JSON.stringify({ version: SNAPSHOT_VERSION, conversations: index.toSnapshot() });
+    const body = JSON.stringify({ version: SNAPSHOT_VERSION, ...index.toSnapshot() });
     try {
       await writeFileAtomic(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), body);
     } catch (error) {
@@ -193,8 +199,8 @@ export class ConversationIndexes {
     }
   }
 
-  /** The snapshot's entries by id; undefined when there is none or it cannot be trusted. */
-  private async readSnapshot(ownerDir: string): Promise<Map<string, SnapshotEntry> | undefined> {
+  /** The index the snapshot holds; undefined when there is none or it cannot be trusted. */
+  private async readSnapshot(ownerDir: string): Promise<PartitionIndex | undefined> {
     let value: unknown;
     try {
       value = JSON.parse(await readFile(join(ownerDir, SNAPSHOT_FILE), "utf8"));
@@ -204,27 +210,10 @@ export class ConversationIndexes {
         this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
       return undefined;
     }
-    const file = value as { version?: unknown; conversations?: unknown } | null;
-    if (file?.version !== SNAPSHOT_VERSION || !Array.isArray(file.conversations)) return undefined;
-    const entries = new Map<string, SnapshotEntry>();
-    for (const entry of file.conversations as SnapshotEntry[]) {
-      if (!isSnapshotEntry(entry)) return undefined;
-      entries.set(entry.summary.id, entry);
-    }
-    return entries;
+    const file = value as (IndexSnapshot & { version?: unknown }) | null;
+    if (file?.version !== SNAPSHOT_VERSION) return undefined;
+    return PartitionIndex.fromSnapshot(file);
   }
-}
-
-function isSnapshotEntry(entry: SnapshotEntry | null): boolean {
-  return (
-    typeof entry === "object" &&
-    entry !== null &&
-    typeof entry.summary?.id === "string" &&
-    isConversationId(entry.summary.id) &&
-    Number.isSafeInteger(entry.bytes) &&
-    typeof entry.terms === "object" &&
-    entry.terms !== null
-  );
 }
 
 /** The conversation ids whose logs an owner folder holds; none when it does not exist. */

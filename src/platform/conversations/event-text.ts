@@ -3,6 +3,7 @@ import type { ContentBlock, ConversationEvent } from "./model.ts";
 /** Longer runs are not words anyone searches for (a base64 blob, a hash). */
 const MAX_TOKEN_CHARS = 64;
 const WORD = /[\p{L}\p{N}]+/gu;
+const NON_ASCII = /[^ -~\t\n\r]/;
 
 /** The searchable text of an event: what a person would read in it. */
 export function eventText(event: ConversationEvent): string {
@@ -30,7 +31,9 @@ export function blockText(block: ContentBlock): string {
  */
 export function tokenize(text: string): string[] {
   const words = new Set<string>();
-  for (const match of text.normalize("NFKC").toLowerCase().matchAll(WORD)) {
+  // NFKC changes nothing in printable ASCII text, so most text skips its copy.
+  const normal = NON_ASCII.test(text) ? text.normalize("NFKC") : text;
+  for (const match of normal.toLowerCase().matchAll(WORD)) {
     if (match[0].length <= MAX_TOKEN_CHARS) words.add(match[0]);
   }
   return [...words];

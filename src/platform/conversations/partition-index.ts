@@ -1,14 +1,28 @@
 import { eventText, tokenize } from "./event-text.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
-import { type ConversationEvent, type ConversationSummary, foldEvent, summarize } from "./model.ts";
+import {
+  type ConversationEvent,
+  type ConversationSummary,
+  foldEvent,
+  isConversationId,
+  summarize,
+} from "./model.ts";
 
-/** What the index holds of one conversation. */
+/**
+ * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
+ * event's seq. A log holds at most maxConversationBytes, far fewer than 2^21 events, and an
+ * ordinal below 2^32 keeps every key an exact integer (below 2^53).
+ */
+const SEQ_SPAN = 2 ** 21;
+/** Removed conversations' postings are dropped once this many, and half the live ones, pile up. */
+const COMPACT_AFTER_REMOVED = 1000;
+
+/** What the index holds of one conversation besides its postings. */
 interface Entry {
+  ordinal: number;
   summary: ConversationSummary;
   /** The log's bytes this entry covers: the end of its last whole line when it was indexed. */
   bytes: number;
-  /** Each word of the conversation and the seqs of the events that hold it, ascending. */
-  terms: Map<string, number[]>;
 }
 
 /** A conversation the query matched, and the seqs of its matching events, oldest first. */
@@ -17,24 +31,27 @@ export interface SearchHit {
   seqs: number[];
 }
 
-/** What the index's snapshot on disk holds of one conversation (index-snapshot.ts). */
-export interface SnapshotEntry {
-  summary: ConversationSummary;
-  bytes: number;
-  terms: Record<string, number[]>;
+/** The index as its snapshot file holds it (conversation-indexes.ts). */
+export interface IndexSnapshot {
+  conversations: Array<{ ordinal: number; summary: ConversationSummary; bytes: number }>;
+  /** Each word's postings, as the little-endian float64 bytes of its keys, base64. */
+  postings: Record<string, string>;
 }
 
 /**
- * One owner's conversations of one workspace, in memory: summaries sorted for list, and an
- * inverted index (word → conversations, and per conversation word → event seqs) for search, so
- * neither reads a log (adr/0046). It is moved only by what the logs hold: `apply` an
- * append's events, `remove` a deleted log; conversation-indexes.ts keeps it in step with disk.
+ * One owner's conversations of one workspace, in memory (adr/0046): summaries sorted for list,
+ * and an inverted index from each word to the events holding it for search, so neither reads a
+ * log. Postings are flat arrays of numbers, not objects, so 10,000 conversations cost tens of
+ * megabytes; a removed conversation's postings stay until enough pile up to compact. Moved only
+ * by what the logs hold: `apply` an append's events, `remove` a deleted log.
  */
 export class PartitionIndex {
   private readonly entries = new Map<string, Entry>();
-  private readonly postings = new Map<string, Set<string>>();
+  private readonly byOrdinal: Array<Entry | undefined> = [];
+  private readonly postings = new Map<string, number[]>();
   /** Every summary, most recently updated first. */
   private readonly order: ConversationSummary[] = [];
+  private removedSinceCompaction = 0;
 
   get size(): number {
     return this.entries.size;
@@ -45,19 +62,25 @@ export class PartitionIndex {
     return this.entries.get(id)?.bytes;
   }
 
+  ids(): string[] {
+    return [...this.entries.keys()];
+  }
+
   /** Adds events read from a log (from the start, or from `bytesOf`) and moves the coverage to `bytes`. */
   apply(id: string, events: readonly ConversationEvent[], bytes: number): void {
     let entry = this.entries.get(id);
-    if (!entry) {
-      entry = { summary: summarize(id, []), bytes: 0, terms: new Map() };
-      if (events.length === 0) return;
-      entry.summary = summarize(id, events);
-      this.entries.set(id, entry);
-    } else {
+    if (entry) {
       this.unorder(entry.summary);
       for (const event of events) foldEvent(entry.summary, event);
+    } else {
+      entry = { ordinal: this.byOrdinal.length, summary: summarize(id, events), bytes };
+      this.entries.set(id, entry);
+      this.byOrdinal.push(entry);
     }
-    for (const event of events) this.addTerms(id, entry, event);
+    for (const event of events) {
+      const key = entry.ordinal * SEQ_SPAN + event.seq;
+      for (const word of tokenize(eventText(event))) this.list(word).push(key);
+    }
     entry.bytes = bytes;
     this.order.splice(firstAfter(this.order, entry.summary), 0, entry.summary);
   }
@@ -66,16 +89,15 @@ export class PartitionIndex {
     const entry = this.entries.get(id);
     if (!entry) return;
     this.unorder(entry.summary);
-    for (const word of entry.terms.keys()) {
-      const holders = this.postings.get(word);
-      holders?.delete(id);
-      if (holders?.size === 0) this.postings.delete(word);
-    }
     this.entries.delete(id);
-  }
-
-  ids(): IterableIterator<string> {
-    return this.entries.keys();
+    this.byOrdinal[entry.ordinal] = undefined;
+    this.removedSinceCompaction += 1;
+    if (
+      this.removedSinceCompaction >= COMPACT_AFTER_REMOVED &&
+      this.removedSinceCompaction * 2 >= this.entries.size
+    ) {
+      this.compact();
+    }
   }
 
   /** Up to `limit` summaries after `after` (from the first when undefined), and whether more follow. */
@@ -93,61 +115,96 @@ export class PartitionIndex {
     after: ListPosition | undefined,
     limit: number,
   ): { hits: SearchHit[]; more: boolean } {
-    const words = tokenize(query);
-    const sets = words.map((word) => this.postings.get(word) ?? new Set<string>());
-    sets.sort((a, b) => a.size - b.size);
-    const [smallest, ...others] = sets;
+    const lists = tokenize(query).map((word) => this.postings.get(word) ?? []);
+    lists.sort((a, b) => a.length - b.length);
+    const [smallest, ...others] = lists;
     if (!smallest) return { hits: [], more: false };
-    const hits: SearchHit[] = [];
-    for (const id of smallest) {
-      if (!others.every((set) => set.has(id))) continue;
-      const entry = this.entries.get(id) as Entry;
-      if (after !== undefined && compareRecentFirst(entry.summary, after) <= 0) continue;
-      const seqs = intersect(words.map((word) => entry.terms.get(word) ?? []));
-      if (seqs.length > 0) hits.push({ summary: entry.summary, seqs });
+    // Count, for each key of the shortest list, how many of the other lists hold it too.
+    const counts = new Map<number, number>(smallest.map((key) => [key, 1]));
+    for (const list of others) {
+      for (const key of list) {
+        const count = counts.get(key);
+        if (count !== undefined) counts.set(key, count + 1);
+      }
     }
+    const found = new Map<Entry, number[]>();
+    for (const [key, count] of counts) {
+      if (count !== lists.length) continue;
+      const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
+      if (!entry || (after !== undefined && compareRecentFirst(entry.summary, after) <= 0)) continue;
+      const seqs = found.get(entry) ?? [];
+      seqs.push(key % SEQ_SPAN);
+      found.set(entry, seqs);
+    }
+    const hits = [...found].map(([entry, seqs]) => ({
+      summary: entry.summary,
+      seqs: seqs.sort((a, b) => a - b),
+    }));
     hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
     return { hits: hits.slice(0, limit), more: hits.length > limit };
   }
 
-  toSnapshot(): SnapshotEntry[] {
-    return [...this.entries.values()].map((entry) => ({
-      summary: entry.summary,
-      bytes: entry.bytes,
-      terms: Object.fromEntries(entry.terms),
+  toSnapshot(): IndexSnapshot {
+    this.compact();
+    const postings: Record<string, string> = {};
+    for (const [word, keys] of this.postings)
+      postings[word] = Buffer.from(Float64Array.from(keys).buffer).toString("base64");
+    const conversations = [...this.entries.values()].map(({ ordinal, summary, bytes }) => ({
+      ordinal,
+      summary,
+      bytes,
     }));
+    return { conversations, postings };
   }
 
-  /** Takes an entry from a snapshot as it was; the caller has checked it against its log. */
-  restore(snapshot: SnapshotEntry): void {
-    const { summary } = snapshot;
-    this.remove(summary.id);
-    const terms = new Map(Object.entries(snapshot.terms));
-    this.entries.set(summary.id, { summary, bytes: snapshot.bytes, terms });
-    for (const word of terms.keys()) this.holders(word).add(summary.id);
-    this.order.splice(firstAfter(this.order, summary), 0, summary);
-  }
-
-  private addTerms(id: string, entry: Entry, event: ConversationEvent): void {
-    for (const word of tokenize(eventText(event))) {
-      let seqs = entry.terms.get(word);
-      if (!seqs) {
-        seqs = [];
-        entry.terms.set(word, seqs);
-        this.holders(word).add(id);
-      }
-      // Events arrive in log order, so each list stays ascending without a sort.
-      if (seqs[seqs.length - 1] !== event.seq) seqs.push(event.seq);
+  /** The index a snapshot holds; undefined when it is not one this code wrote. */
+  static fromSnapshot(snapshot: IndexSnapshot): PartitionIndex | undefined {
+    const index = new PartitionIndex();
+    if (
+      !Array.isArray(snapshot.conversations) ||
+      typeof snapshot.postings !== "object" ||
+      snapshot.postings === null
+    ) {
+      return undefined;
     }
+    for (const { ordinal, summary, bytes } of snapshot.conversations) {
+      if (!Number.isSafeInteger(ordinal) || ordinal < 0 || !Number.isSafeInteger(bytes)) return undefined;
+      if (typeof summary?.id !== "string" || !isConversationId(summary.id) || index.entries.has(summary.id))
+        return undefined;
+      const entry = { ordinal, summary, bytes };
+      index.entries.set(summary.id, entry);
+      index.byOrdinal[ordinal] = entry;
+      index.order.push(summary);
+    }
+    index.order.sort(compareRecentFirst);
+    for (const [word, encoded] of Object.entries(snapshot.postings)) {
+      const bytes = Buffer.from(String(encoded), "base64");
+      if (bytes.length % 8 !== 0) return undefined;
+      const keys = new Array<number>(bytes.length / 8);
+      for (let i = 0; i < keys.length; i++) keys[i] = bytes.readDoubleLE(i * 8);
+      index.postings.set(word, keys);
+    }
+    return index;
   }
 
-  private holders(word: string): Set<string> {
-    let holders = this.postings.get(word);
-    if (!holders) {
-      holders = new Set();
-      this.postings.set(word, holders);
+  /** Drops the postings of removed conversations. */
+  private compact(): void {
+    if (this.removedSinceCompaction === 0) return;
+    for (const [word, keys] of this.postings) {
+      const live = keys.filter((key) => this.byOrdinal[Math.floor(key / SEQ_SPAN)] !== undefined);
+      if (live.length === 0) this.postings.delete(word);
+      else this.postings.set(word, live);
     }
-    return holders;
+    this.removedSinceCompaction = 0;
+  }
+
+  private list(word: string): number[] {
+    let keys = this.postings.get(word);
+    if (!keys) {
+      keys = [];
+      this.postings.set(word, keys);
+    }
+    return keys;
   }
 
   private unorder(summary: ConversationSummary): void {
@@ -155,12 +212,4 @@ export class PartitionIndex {
     const at = firstAfter(this.order, summary) - 1;
     if (this.order[at] === summary) this.order.splice(at, 1);
   }
-}
-
-/** The values every ascending list holds. */
-function intersect(lists: number[][]): number[] {
-  const [first, ...rest] = [...lists].sort((a, b) => a.length - b.length);
-  if (!first) return [];
-  const others = rest.map((list) => new Set(list));
-  return first.filter((seq) => others.every((set) => set.has(seq)));
 }
