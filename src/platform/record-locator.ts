@@ -1,3 +1,5 @@
+import type { OwnerEntries } from "../storage/owned-records.ts";
+
 /** Where an owned record lives: the two coordinates its path carries. */
 export interface RecordLocation {
   readonly workspaceId: string;
@@ -18,6 +20,20 @@ export class RecordLocator {
     return this.byId.get(recordId);
   }
 
+  /**
+   * The workspace of `recordId` when `ownerId` owns it and is a member of that workspace now
+   * (`isMember`), so a workspace they left is not reached; undefined otherwise. A miss is final:
+   * the locator holds every record on disk (adr/0025).
+   */
+  workspaceOf(
+    ownerId: string,
+    recordId: string,
+    isMember: (workspaceId: string) => boolean,
+  ): string | undefined {
+    const found = this.byId.get(recordId);
+    return found && found.ownerId === ownerId && isMember(found.workspaceId) ? found.workspaceId : undefined;
+  }
+
   set(recordId: string, location: RecordLocation): void {
     const key = `${location.workspaceId}/${location.ownerId}`;
     let shared = this.partitions.get(key);
@@ -26,6 +42,20 @@ export class RecordLocator {
       this.partitions.set(key, shared);
     }
     this.byId.set(recordId, shared);
+  }
+
+  /** At boot: every record recovery found in a workspace's owner folders, by the id `idOf` reads in an entry's name. */
+  remember(
+    workspaceId: string,
+    owners: readonly OwnerEntries[],
+    idOf: (entryName: string) => string | undefined,
+  ): void {
+    for (const { ownerId, entries } of owners) {
+      for (const entry of entries) {
+        const id = idOf(entry.name);
+        if (id !== undefined) this.set(id, { workspaceId, ownerId });
+      }
+    }
   }
 
   delete(recordId: string): void {

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { joinToolName } from "../../sources/tool-names.ts";
 import type { PlatformApp } from "../app.ts";
 import { type ConversationSettings, conversationsConfig } from "./config.ts";
 import { ConversationIndexes } from "./conversation-indexes.ts";
@@ -17,7 +18,7 @@ export const conversationsApp: PlatformApp<ConversationSettings> = {
       const requestId = `conversations-${randomBytes(6).toString("hex")}`;
       const result = await dispatch.call(
         { principalId: ownerId, workspaceId },
-        "files__info",
+        joinToolName("files", "info"),
         { id: fileId },
         { requestId },
       );

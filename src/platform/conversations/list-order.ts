@@ -1,4 +1,10 @@
 import { InvalidInput } from "../../errors.ts";
+import {
+  compareNewestFirst,
+  decodePosition,
+  encodePosition,
+  firstAfter as firstAfterIn,
+} from "../list-position.ts";
 import { type ConversationSummary, isConversationId } from "./model.ts";
 
 /** A place in a list sorted most recently updated first: after this time and id. */
@@ -7,54 +13,27 @@ export interface ListPosition {
   id: string;
 }
 
-const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
-
-/** Most recently updated first, ties by id; plain comparison, as ISO times and hex sort by code unit. */
+/** Most recently updated first, ties by id. */
 export function compareRecentFirst(a: ListPosition, b: ListPosition): number {
-  if (a.updatedAt !== b.updatedAt) return a.updatedAt > b.updatedAt ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  return compareNewestFirst({ time: a.updatedAt, id: a.id }, { time: b.updatedAt, id: b.id });
 }
 
-/** The index of the first entry of a sorted list that comes after `position` (binary search). */
+/** The index of the first entry of a sorted list that comes after `position`. */
 export function firstAfter(list: readonly ListPosition[], position: ListPosition): number {
-  let low = 0;
-  let high = list.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (compareRecentFirst(list[middle] as ListPosition, position) <= 0) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+  return firstAfterIn(list, position, compareRecentFirst);
 }
 
 /**
- * The cursor after `summary`: a position, not a reference, so a conversation deleted or moved
- * up by an append between two pages does not break the next one.
+ * The cursor after `summary` (list-position.ts): a conversation deleted, or moved up by an
+ * append, between two pages does not break the next one.
  */
 export function encodeListCursor(summary: ConversationSummary): string {
-  return Buffer.from(JSON.stringify([summary.updatedAt, summary.id]), "utf8").toString("base64url");
+  return encodePosition({ time: summary.updatedAt, id: summary.id });
 }
 
 export function decodeListCursor(cursor: string): ListPosition {
-  let value: unknown;
-  try {
-    value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
-  } catch {
-    value = undefined;
-  }
-  if (
-    !Array.isArray(value) ||
-    value.length !== 2 ||
-    typeof value[0] !== "string" ||
-    typeof value[1] !== "string" ||
-    !ISO_TIME.test(value[0]) ||
-    !isConversationId(value[1])
-  ) {
-    throw new InvalidInput(
-      "That cursor is not one this server gave out: pass the nextCursor of the previous page, or start again without a cursor.",
-    );
-  }
-  return { updatedAt: value[0], id: value[1] };
+  const { time, id } = decodePosition(cursor, isConversationId);
+  return { updatedAt: time, id };
 }
 
 /** A page size from 1 to `max`, `fallback` when not given. */

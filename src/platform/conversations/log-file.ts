@@ -1,8 +1,5 @@
-import { open, unlink } from "node:fs/promises";
-import { dirname } from "node:path";
-import { syncDir } from "../../storage/atomic.ts";
+import { open } from "node:fs/promises";
 import { createFileExclusive } from "../../storage/exclusive.ts";
-import type { Removal } from "../../storage/owned-records.ts";
 import { type ConversationEvent, parseEventLine } from "./model.ts";
 
 const NEWLINE = 0x0a;
@@ -63,18 +60,6 @@ export async function appendLog(path: string, end: number, lines: Buffer): Promi
 /** Creates a log holding `lines` whole, or says it exists (ids are random: that is a bug, not a race). */
 export async function createLog(path: string, lines: Buffer): Promise<boolean> {
   return createFileExclusive(path, lines.toString("utf8"));
-}
-
-/** Removes a log (one unlink, flushed in its folder); `"gone"` when it was not there. */
-export async function removeLog(path: string): Promise<Removal> {
-  try {
-    await unlink(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
-    throw error;
-  }
-  await syncDir(dirname(path));
-  return "removed";
 }
 
 /** Events as the bytes of their lines, each ended by its newline. */

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import * as z from "zod";
+import type { ConversationInfo } from "../../kernel/events.ts";
 
 const CONVERSATION_ID = /^cv_[0-9a-f]{24}$/;
 /** A conversation's log: `<ws>/conversations/<owner>/cv_<24 hex>.jsonl`. */
@@ -98,17 +99,8 @@ export type ConversationEvent = Stamped &
     | { type: "fork"; from: ForkOrigin }
   );
 
-/** What list, search and the events say of a conversation. */
-export interface ConversationSummary {
-  id: string;
-  title: string;
-  messageCount: number;
-  /** The seq of its last event. */
-  eventCount: number;
-  createdAt: string;
-  updatedAt: string;
-  forkOf?: ForkOrigin;
-}
+/** What list, search and the events say of a conversation (the event stream's shape, kernel/events.ts). */
+export type ConversationSummary = ConversationInfo;
 
 /** The summary of a log's events, oldest first; the events of a fork begin with its prefix. */
 export function summarize(id: string, events: readonly ConversationEvent[]): ConversationSummary {

@@ -3,7 +3,7 @@ import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { makeInPartition, sweepOwnerPartition } from "../../storage/owned-records.ts";
+import { makeInPartition, removeFileSynced, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { RecordLocator } from "../record-locator.ts";
@@ -11,7 +11,7 @@ import type { ConversationSettings } from "./config.ts";
 import type { ConversationIndexes } from "./conversation-indexes.ts";
 import { type EventPageRequest, pageEvents } from "./event-page.ts";
 import { checkedWrite } from "./limits.ts";
-import { appendLog, createLog, eventLines, readLog, removeLog } from "./log-file.ts";
+import { appendLog, createLog, eventLines, readLog } from "./log-file.ts";
 import {
   type ConversationEvent,
   type ConversationSummary,
@@ -163,7 +163,7 @@ export class ConversationStore implements LeftoverRules {
     const path = this.logPath(workspaceId, ownerId, id);
     const removal = await this.locks.run(path, async () => {
       this.heads.delete(path);
-      return removeLog(path);
+      return removeFileSynced(path);
     });
     if (removal === "gone") throw conversationNotFound();
     this.locator.delete(id);
@@ -176,9 +176,9 @@ export class ConversationStore implements LeftoverRules {
    * workspace they are a member of now; anything else is the same not-found (adr/0025).
    */
   locate(ownerId: string, id: string, isMember: (workspaceId: string) => boolean): string {
-    const found = isConversationId(id) ? this.locator.get(id) : undefined;
-    if (!found || found.ownerId !== ownerId || !isMember(found.workspaceId)) throw conversationNotFound();
-    return found.workspaceId;
+    const workspaceId = this.locator.workspaceOf(ownerId, id, isMember);
+    if (workspaceId === undefined) throw conversationNotFound();
+    return workspaceId;
   }
 
   /** R1 (the index snapshot's temp files) in each owner folder; at boot, the locator's entries. */
@@ -189,13 +189,7 @@ export class ConversationStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await sweepOwnerPartition(this.storage.dir(workspaceId), pass);
-    if (!pass.atBoot) return;
-    for (const { ownerId, entries } of owners) {
-      for (const entry of entries) {
-        const id = conversationIdOfFile(entry.name);
-        if (id) this.locator.set(id, { workspaceId, ownerId });
-      }
-    }
+    if (pass.atBoot) this.locator.remember(workspaceId, owners, conversationIdOfFile);
   }
 
   private async createLog(

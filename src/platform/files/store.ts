@@ -228,9 +228,9 @@ export class FileStore implements LeftoverRules {
    * not reached. A miss is final: the locator holds every file on disk (adr/0025).
    */
   locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): string {
-    const found = isFileId(fileId) ? this.locator.get(fileId) : undefined;
-    if (!found || found.ownerId !== ownerId || !isMember(found.workspaceId)) throw fileNotFound();
-    return found.workspaceId;
+    const workspaceId = this.locator.workspaceOf(ownerId, fileId, isMember);
+    if (workspaceId === undefined) throw fileNotFound();
+    return workspaceId;
   }
 
   /**
@@ -244,12 +244,8 @@ export class FileStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
-    if (!pass.atBoot) return;
-    for (const { ownerId, entries } of owners) {
-      for (const entry of entries) {
-        if (isFileId(entry.name)) this.locator.set(entry.name, { workspaceId, ownerId });
-      }
-    }
+    if (pass.atBoot)
+      this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
   }
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
