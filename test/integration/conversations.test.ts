@@ -239,6 +239,19 @@ describe("another member of the workspace", () => {
     });
   });
 
+  it("by bare id reaches the owner only while they are a member of its workspace", async () => {
+    const carlId = testPrincipal("carl").id;
+    await addMember(instance.rest, "alice", ws, "carl", { principalId: carlId });
+    const mine = await create("carl", { title: "carl's" });
+    await json(await instance.rest("carl", "GET", `/v1/conversations/${mine.id}`), 200);
+    const aliceAsks = await instance.rest("alice", "GET", `/v1/conversations/${mine.id}`);
+    const nobodys = await instance.rest("alice", "GET", `/v1/conversations/cv_${"f".repeat(24)}`);
+    expect(aliceAsks.status).toBe(404);
+    expect(await aliceAsks.text()).toBe(await nobodys.text());
+    await json(await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${carlId}`), 204);
+    await json(await instance.rest("carl", "GET", `/v1/conversations/${mine.id}`), 404);
+  });
+
   it("announces created, updated and deleted to the owner alone", async () => {
     const stream = new SseReader(await instance.rest("alice", "GET", `/v1/workspaces/${ws}/events`));
     await stream.next();
