@@ -73,6 +73,8 @@ export class PartitionIndex {
       this.unorder(entry.summary);
       for (const event of events) foldEvent(entry.summary, event);
     } else {
+      // A log with no whole event yet (only a torn or foreign line) has nothing to list.
+      if (events.length === 0) return;
       entry = { ordinal: this.byOrdinal.length, summary: summarize(id, events), bytes };
       this.entries.set(id, entry);
       this.byOrdinal.push(entry);
