@@ -121,17 +121,8 @@ export class PartitionIndex {
     lists.sort((a, b) => a.length - b.length);
     const [smallest, ...others] = lists;
     if (!smallest) return { hits: [], more: false };
-    // Count, for each key of the shortest list, how many of the other lists hold it too.
-    const counts = new Map<number, number>(smallest.map((key) => [key, 1]));
-    for (const list of others) {
-      for (const key of list) {
-        const count = counts.get(key);
-        if (count !== undefined) counts.set(key, count + 1);
-      }
-    }
     const found = new Map<Entry, number[]>();
-    for (const [key, count] of counts) {
-      if (count !== lists.length) continue;
+    for (const key of others.length === 0 ? smallest : keysInAll(smallest, others)) {
       const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
       if (!entry || (after !== undefined && compareRecentFirst(entry.summary, after) <= 0)) continue;
       const seqs = found.get(entry) ?? [];
@@ -214,4 +205,16 @@ export class PartitionIndex {
     const at = firstAfter(this.order, summary) - 1;
     if (this.order[at] === summary) this.order.splice(at, 1);
   }
+}
+
+/** The keys of `first` that every one of `others` holds too. */
+function keysInAll(first: readonly number[], others: readonly number[][]): number[] {
+  const counts = new Map<number, number>(first.map((key) => [key, 1]));
+  for (const list of others) {
+    for (const key of list) {
+      const count = counts.get(key);
+      if (count !== undefined) counts.set(key, count + 1);
+    }
+  }
+  return [...counts].flatMap(([key, count]) => (count === others.length + 1 ? [key] : []));
 }
