@@ -1,3 +1,4 @@
+import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
@@ -98,13 +99,9 @@ export function conversationRoutes(
   return app;
 }
 
-async function readBody<S extends ReturnType<typeof platformInput>>(
-  c: Context<AppEnv>,
-  schema: S,
-): Promise<NonNullable<S["~standard"]["types"]>["output"]> {
-  const result = (await schema["~standard"].validate(await readJsonObject(c))) as
-    | { value: NonNullable<S["~standard"]["types"]>["output"]; issues?: undefined }
-    | { issues: readonly { message: string }[] };
+/** A JSON body checked by a tool's input schema, so REST refuses it in the tool's words. */
+async function readBody<I, O>(c: Context<AppEnv>, schema: StandardSchemaWithJSON<I, O>): Promise<O> {
+  const result = await schema["~standard"].validate(await readJsonObject(c));
   if (result.issues) throw new InvalidInput(result.issues.map((issue) => issue.message).join("\n"));
   return result.value;
 }
