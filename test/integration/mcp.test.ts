@@ -119,9 +119,12 @@ describe("tools over /mcp/ws_…", () => {
       "connections__add",
       "connections__disable",
       "connections__enable",
+      "connections__grant",
+      "connections__grants",
       "connections__list",
       "connections__refresh",
       "connections__remove",
+      "connections__revoke_grant",
       "connections__snapshots",
       "connections__status",
       "conversations__append",
@@ -147,6 +150,15 @@ describe("tools over /mcp/ws_…", () => {
       "skills__list",
       "skills__read",
       "skills__update",
+      "tasks__cancel_run",
+      "tasks__create",
+      "tasks__delete",
+      "tasks__get",
+      "tasks__get_run",
+      "tasks__list",
+      "tasks__run",
+      "tasks__runs",
+      "tasks__update",
     ]);
     for (const tool of tools) {
       expect(tool.description, tool.name).toEqual(expect.any(String));

@@ -2,11 +2,17 @@ import { splitToolName } from "../../sources/tool-names.ts";
 import type { PlatformApp } from "../app.ts";
 import { AuditLedger } from "./audit.ts";
 import { auditRoutes } from "./audit-routes.ts";
+import { CallerConnections } from "./caller-connections.ts";
 import { Catalog } from "./catalog.ts";
 import { catalogRoutes, catalogWorkspaceRoutes } from "./catalog-routes.ts";
 import { type ConnectionSettings, connectionsConfig } from "./config.ts";
 import { Connections } from "./connections.ts";
+import { grantRoutes } from "./grant-routes.ts";
+import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import { PersonalConnections } from "./personal.ts";
+import { schedulePersonalLoops } from "./personal-loops.ts";
+import { createPersonalStore, recoverPersonalConnections } from "./personal-store.ts";
 import { RemoteServers } from "./remote.ts";
 import { connectionRoutes } from "./routes.ts";
 import { createConnectionsServer } from "./server.ts";
@@ -21,8 +27,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const ledger = new AuditLedger(storage, clock);
     const remote = new RemoteServers(settings, context.credentials, clock);
     let revalidator: ConnectionRevalidator | undefined;
-    const connections = new Connections({
-      store,
+    const common = {
       remote,
       vault: context.credentials,
       workspaces: context.workspaces,
@@ -33,13 +38,46 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       log,
       reservedNames: context.appNames,
       ledger,
+    };
+    const connections = new Connections({
+      ...common,
+      store,
       onUnauthorized: (workspaceId, name) => void revalidator?.check(workspaceId, name),
     });
+    // Personal connections (ADR 0042): stored under their owners, served to them alone, acting in
+    // a shared workspace only with an admin's grant.
+    const grantStore = new GrantStore(storage);
+    const grants = new Grants(grantStore, context.workspaces, clock);
+    const personalStore = createPersonalStore(context.layout);
+    let wakePersonal: ((owner: string, name: string) => void) | undefined;
+    const personal = new PersonalConnections({
+      ...common,
+      store: personalStore,
+      layout: context.layout,
+      users: context.users,
+      grants: grantStore,
+      onUnauthorized: (owner, name) => wakePersonal?.(owner, name),
+    });
+    personal.watchMembership(context.events);
+    wakePersonal = schedulePersonalLoops({
+      scheduler,
+      store: personalStore,
+      remote,
+      personal,
+      settings,
+      clock,
+      log,
+    });
+    const callerConnections = new CallerConnections(connections, personal);
     // A call refused before the gate (not a member, a token without the scope) is recorded too,
     // when the tool it named is one of this workspace's connections.
     context.dispatch.onDenied(async ({ caller, tool, by, requestId }) => {
       const source = splitToolName(tool)?.source;
-      if (source === undefined || !store.names(caller.workspaceId).includes(source)) return;
+      const known =
+        source !== undefined &&
+        (store.names(caller.workspaceId).includes(source) ||
+          personalStore.names(caller.principalId).includes(source));
+      if (!known) return;
       const call = {
         principalId: caller.principalId,
         connection: source,
@@ -82,7 +120,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       run: (workspaceId) => checker.checkWorkspace(workspaceId),
     });
     const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });
-    const routes = connectionRoutes(connections);
+    const routes = grantRoutes(grants);
+    routes.route("/", connectionRoutes(callerConnections));
     routes.route("/", auditRoutes(ledger));
     routes.route(
       "/",
@@ -91,15 +130,20 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ),
     );
     return {
-      createServer: (workspaceId) => createConnectionsServer(workspaceId, connections),
-      sources: (workspaceId) => connections.sources(workspaceId),
+      createServer: (workspaceId) => createConnectionsServer(workspaceId, callerConnections, grants),
+      sources: async (workspaceId) => [
+        ...(await connections.sources(workspaceId)),
+        ...(await personal.sources(workspaceId)),
+      ],
       workspaceRoutes: routes,
       routes: catalogRoutes(catalog),
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {
           await store.recoverWorkspace(workspaceId, present, pass);
           await catalog.recoverWorkspace(workspaceId, present, pass);
+          await grantStore.recoverWorkspace(workspaceId, present, pass);
         },
+        recoverInstance: (pass) => recoverPersonalConnections(personalStore, context.layout, pass),
       },
     };
   },

@@ -30,6 +30,7 @@ export const conversationsApp: PlatformApp<ConversationSettings> = {
       workspaceRoutes: conversationWorkspaceRoutes(store),
       routes: conversationRoutes(store, workspaces),
       leftovers: store,
+      stop: () => indexes.stop(),
     };
   },
 };

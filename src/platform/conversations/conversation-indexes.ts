@@ -42,6 +42,7 @@ export class ConversationIndexes {
   private readonly loaded = new Map<string, PartitionIndex>();
   private readonly locks = new KeyedLock();
   private readonly pendingSaves = new Map<string, () => void>();
+  private stopped = false;
 
   constructor(
     private readonly storage: PartitionPaths,
@@ -147,7 +148,9 @@ export class ConversationIndexes {
   /** Arms one save of the partition's snapshot for every change made before it runs. */
   private changed(workspaceId: string, ownerId: string): void {
     const partition = key(workspaceId, ownerId);
-    if (this.pendingSaves.has(partition)) return;
+    // After a stop nothing is armed: a change made while the last requests drain is read from
+    // its log at the next start, and no timer outlives the instance.
+    if (this.stopped || this.pendingSaves.has(partition)) return;
     const size = this.loaded.get(partition)?.size ?? 0;
     const delayMs = SNAPSHOT_DELAY_MS * Math.max(1, Math.ceil(size / CONVERSATIONS_PER_DELAY_STEP));
     const cancel = this.timers.after(delayMs, () => {
@@ -176,7 +179,13 @@ export class ConversationIndexes {
     }
   }
 
-  /** Saves every index with unsaved changes now (a test, a clean stop). */
+  /** A graceful stop: every unsaved index is saved now, so the next start reads no log. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.flush();
+  }
+
+  /** Saves every index with unsaved changes now. */
   async flush(): Promise<void> {
     await Promise.all(
       [...this.pendingSaves.keys()].map((partition) => {
