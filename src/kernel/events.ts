@@ -51,7 +51,22 @@ export type AtriumEvent =
   | (Scoped & { type: "task.run.finished"; run: TaskRunSummary })
   | (Private & { type: "task.run.finished"; run: TaskRunSummary })
   | (Scoped & { type: "notification.created"; notification: NotificationSummary })
-  | (Private & { type: "notification.created"; notification: NotificationSummary });
+  | (Private & { type: "notification.created"; notification: NotificationSummary })
+  | (Private & { type: "conversation.created"; conversation: ConversationInfo })
+  /** Events were appended to a conversation (`appended`), or only its title changed (`title`). */
+  | (Private & { type: "conversation.updated"; change: "appended" | "title"; conversation: ConversationInfo })
+  | (Private & { type: "conversation.deleted"; conversationId: string });
+
+/** What the event stream says of a conversation: its summary, never its events (docs/conversations.md). */
+export interface ConversationInfo {
+  id: string;
+  title: string;
+  messageCount: number;
+  eventCount: number;
+  createdAt: string;
+  updatedAt: string;
+  forkOf?: { conversationId: string; seq: number };
+}
 
 /** What the event stream says of a new inbox entry; the entry itself is read from the inbox. */
 export interface NotificationSummary {

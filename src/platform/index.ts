@@ -1,5 +1,6 @@
 import type { PlatformApp } from "./app.ts";
 import { connectionsApp } from "./connections/app.ts";
+import { conversationsApp } from "./conversations/app.ts";
 import { filesApp } from "./files/app.ts";
 import { notificationsApp } from "./notifications/app.ts";
 import { skillsApp } from "./skills/app.ts";
@@ -12,4 +13,5 @@ export const PLATFORM_APPS: readonly PlatformApp[] = [
   notificationsApp,
   connectionsApp,
   tasksApp,
+  conversationsApp,
 ];
