@@ -46,6 +46,8 @@ interface Flight {
   controller: AbortController;
   reason?: AbortReason;
   done?: Promise<void>;
+  /** The call has ended; only its record is still being written, so it holds no slot. */
+  callEnded?: boolean;
 }
 
 /** A task's runs may not be more at once than its limit: refused by name, never queued. */
@@ -92,7 +94,7 @@ export class TaskRunner {
   /** How many runs of the task are in flight now. */
   inFlight(taskId: string): number {
     let count = 0;
-    for (const flight of this.flights.values()) if (flight.taskId === taskId) count++;
+    for (const flight of this.flights.values()) if (flight.taskId === taskId && !flight.callEnded) count++;
     return count;
   }
 
@@ -204,6 +206,9 @@ export class TaskRunner {
     } finally {
       cancelTimeout();
     }
+    // A client that reads the run as ended may start the next at once: the slot is free before
+    // the end is recorded, while a graceful stop still waits for the record.
+    flight.callEnded = true;
     try {
       await this.finish(task, run, outcome, flight.reason ? undefined : result);
     } catch (error) {
