@@ -7,6 +7,7 @@ import { catalogRoutes, catalogWorkspaceRoutes } from "./catalog-routes.ts";
 import { type ConnectionSettings, connectionsConfig } from "./config.ts";
 import { Connections } from "./connections.ts";
 import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import { connectionOAuth } from "./oauth/wiring.ts";
 import { RemoteServers } from "./remote.ts";
 import { connectionRoutes } from "./routes.ts";
 import { createConnectionsServer } from "./server.ts";
@@ -19,9 +20,23 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const { settings, storage, clock, scheduler, log } = context;
     const store = new ConnectionStore(storage);
     const ledger = new AuditLedger(storage, clock);
-    const remote = new RemoteServers(settings, context.credentials, clock);
     let revalidator: ConnectionRevalidator | undefined;
-    const connections = new Connections({
+    let connections: Connections | undefined;
+    const oauth = connectionOAuth({
+      settings,
+      store,
+      vault: context.credentials,
+      leases: context.leases,
+      layout: context.layout,
+      clock,
+      log,
+      publicUrl: context.publicUrl,
+      isAdmin: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId) === "admin",
+      activated: async (record) => connections?.activated(record),
+      refused: (workspaceId, name) => void revalidator?.check(workspaceId, name),
+    });
+    const remote = new RemoteServers(settings, context.credentials, clock, oauth.bearers);
+    connections = new Connections({
       store,
       remote,
       vault: context.credentials,
@@ -34,7 +49,9 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       reservedNames: context.appNames,
       ledger,
       onUnauthorized: (workspaceId, name) => void revalidator?.check(workspaceId, name),
+      authorizer: oauth.authorizer,
     });
+    const service = connections;
     // A call refused before the gate (not a member, a token without the scope) is recorded too,
     // when the tool it named is one of this workspace's connections.
     context.dispatch.onDenied(async ({ caller, tool, by, requestId }) => {
@@ -54,8 +71,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
         deniedBy: by,
       });
     });
-    context.publishedSkills.publish((workspaceId) => connections.publishedSkills(workspaceId));
-    const changed = (workspaceId: string, name: string) => connections.changed(workspaceId, name);
+    context.publishedSkills.publish((workspaceId) => service.publishedSkills(workspaceId));
+    const changed = (workspaceId: string, name: string) => service.changed(workspaceId, name);
     const monitor = new HealthMonitor(store, remote, clock, changed);
     revalidator = new ConnectionRevalidator(store, remote, clock, changed, log);
     // Both loops visit only workspaces that have a connection: the rest cost nothing.
@@ -82,19 +99,21 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       run: (workspaceId) => checker.checkWorkspace(workspaceId),
     });
     const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });
-    const routes = connectionRoutes(connections);
+    const routes = connectionRoutes(service);
     routes.route("/", auditRoutes(ledger));
     routes.route(
       "/",
       catalogWorkspaceRoutes(catalog, (workspaceId, principalId, request) =>
-        connections.add(workspaceId, principalId, request),
+        service.add(workspaceId, principalId, request),
       ),
     );
+    const instanceRoutes = catalogRoutes(catalog);
+    instanceRoutes.route("/", oauth.routes);
     return {
-      createServer: (workspaceId) => createConnectionsServer(workspaceId, connections),
-      sources: (workspaceId) => connections.sources(workspaceId),
+      createServer: (workspaceId) => createConnectionsServer(workspaceId, service),
+      sources: (workspaceId) => service.sources(workspaceId),
       workspaceRoutes: routes,
-      routes: catalogRoutes(catalog),
+      routes: instanceRoutes,
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {
           await store.recoverWorkspace(workspaceId, present, pass);

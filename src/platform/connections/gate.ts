@@ -5,6 +5,7 @@ import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
 import type { Source } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
+import { stepUpIn } from "./oauth/step-up.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
 import { type Snapshot, toolDigest } from "./snapshot.ts";
 
@@ -64,6 +65,9 @@ export class ConnectionSource implements Source {
         return await this.live.callTool(tool, args, caller, onProgress);
       } catch (error) {
         if (error instanceof ProtocolError) throw error;
+        // The server wants more scope: the re-authorization is started; the call says who must finish it.
+        const stepUp = stepUpIn(error);
+        if (stepUp) return refusal(stepUp.message);
         // The transport failed (a server restarted, or now refuses the revision this client
         // negotiated): connect afresh and look again, so a server that changed its revision is
         // refused by name rather than failing without a reason.

@@ -27,7 +27,7 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       const list = await connections.list(workspaceId);
       const lines = list.map(
         (c) =>
-          `${c.name}  ${c.state}  ${c.url}  snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)`,
+          `${c.name}  ${c.state}  ${c.url}  ${c.snapshot ? `snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)` : "no snapshot yet"}`,
       );
       return json({ connections: list }, lines.length > 0 ? lines.join("\n") : "No connections here yet.");
     }),
@@ -39,15 +39,17 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       description:
         "Connect a remote MCP server to this workspace (workspace admins): Atrium connects, photographs its tools as snapshot 1, " +
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
-        'auth is {"kind":"none"} or {"kind":"static","header","value"}; the value is sealed and never shown again.',
+        'auth is {"kind":"none"}, {"kind":"static","header","value"} (the value is sealed and never shown again) ' +
+        'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin to open in a browser.',
       inputSchema: platformInput({
         name: nameInput,
         url: z.string().describe("The server's MCP endpoint, an https URL."),
         auth: z
           .object({
-            kind: z.enum(["none", "static"]),
+            kind: z.enum(["none", "static", "oauth"]),
             header: z.string().optional(),
             value: z.string().optional(),
+            scopes: z.array(z.string()).optional(),
           })
           .optional()
           .describe("How Atrium authenticates to the server; none when absent."),
@@ -55,10 +57,16 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
     },
     platformTool(workspaceId, async (caller, args: { name: string; url: string; auth?: unknown }) => {
-      const view = await connections.add(workspaceId, caller.principalId, args);
+      const added = await connections.add(workspaceId, caller.principalId, args);
+      if ("go_url" in added) {
+        return json(
+          added,
+          `"${added.connection.name}" waits for authorization: a workspace admin opens ${added.go_url} in a browser before ${added.expiresAt}.`,
+        );
+      }
       return json(
-        view,
-        `Connected "${view.name}": snapshot ${view.snapshot.version} with ${view.snapshot.tools.length} tools.`,
+        added,
+        `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
       );
     }),
   );
@@ -126,7 +134,7 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       const { connection, changes } = await connections.refresh(workspaceId, caller.principalId, args.name);
       return json(
         { connection, changes },
-        `"${args.name}" is now at snapshot ${connection.snapshot.version}: ${JSON.stringify(changes)}`,
+        `"${args.name}" is now at snapshot ${connection.snapshot?.version}: ${JSON.stringify(changes)}`,
       );
     }),
   );
