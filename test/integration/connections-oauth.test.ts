@@ -359,6 +359,24 @@ describe("the callback's checks", () => {
     }
   });
 
+  it("a callback after the flow expired is 400, and the connection stays pending", async () => {
+    const started = (await (await add("late")).json()) as Started;
+    const { context, page } = await browserAs("alice");
+    const held = await holdCallback(page, started.go_url);
+    await time.advance(10 * 60 * 1000 + 1000);
+    const landing = await deliverCallback(page, held);
+    await context.close();
+    expect(landing.status).toBe(400);
+    expect(landing.text).toContain("expired");
+    expect((await view("late")).state).toBe("pending_auth");
+    const refresh = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/connections/late/tools/refresh`,
+    );
+    expect(refresh.status).toBe(409);
+  });
+
   it("an unknown state is 400", async () => {
     const response = await instance.rest(
       "alice",
