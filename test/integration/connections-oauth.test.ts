@@ -1,7 +1,4 @@
-import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
@@ -13,6 +10,8 @@ import {
   testPrincipal,
 } from "../helpers/atrium.ts";
 import { launchChromium, newLoopbackContext, passProviderPages } from "../helpers/browser.ts";
+import { callTool, connectionView } from "../helpers/connections.ts";
+import { dirWithCredentialKey } from "../helpers/credential-key.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
 import { authorizeInBrowser, deliverCallback } from "../helpers/oauth-browser.ts";
@@ -60,23 +59,12 @@ async function start(name: string, user = "alice"): Promise<Response> {
   return instance.rest(user, "POST", `/v1/workspaces/${ws}/connections/${name}/oauth/start`);
 }
 
-async function view(name: string): Promise<View> {
-  const response = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/${name}`);
-  expect(response.status).toBe(200);
-  return (await response.json()) as View;
+function view(name: string): Promise<View> {
+  return connectionView<View>(instance, ws, name);
 }
 
-async function call(tool: string, args: Record<string, unknown> = {}) {
-  const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tools/call`, {
-    name: tool,
-    arguments: args,
-  });
-  expect(response.status).toBe(200);
-  return (await response.json()) as {
-    isError?: boolean;
-    content?: { text: string }[];
-    structuredContent?: Record<string, unknown>;
-  };
+function call(tool: string, args: Record<string, unknown> = {}) {
+  return callTool(instance, ws, tool, args);
 }
 
 /** Adds an OAuth connection and authorizes it in a fresh browser as alice. */
@@ -128,9 +116,8 @@ function refreshes(): number {
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "atrium-connections-oauth-"));
-  await mkdir(join(dir, "data"));
-  await writeFile(join(dir, "credential-key"), randomBytes(32).toString("base64"));
+  const sealing = await dirWithCredentialKey("atrium-connections-oauth-");
+  dir = sealing.dir;
   remote = await startOAuthRemoteServer({ accessTokenTtlSeconds: TTL_SECONDS, clock: time.clock });
   browser = await launchChromium();
   instance = await startTestAtrium({
@@ -139,7 +126,7 @@ beforeAll(async () => {
     timers: time.timers,
     log: captured.log,
     sections: {
-      credentials: { keys: [{ version: 1, key: { file: "credential-key" } }] },
+      credentials: sealing.credentials,
       // The loops' intervals are long: a test moves the clock for token lifetimes, not for them.
       connections: {
         allowPrivateAddresses: true,
@@ -325,9 +312,13 @@ describe("the callback's checks", () => {
     expect(response?.status()).toBe(403);
   });
 
-  it("a callback whose iss is not the authorization server's is refused", async () => {
-    const started = (await (await add("mixup")).json()) as Started;
-    remote.misbehave({ issInResponse: "wrong" });
+  it.each([
+    ["wrong", "is not the authorization server's"],
+    ["missing", "is missing though the authorization server promised it"],
+  ] as const)("a callback whose iss is %s is refused (%s)", async (issInResponse, _why) => {
+    const name = `iss-${issInResponse}`;
+    const started = (await (await add(name)).json()) as Started;
+    remote.misbehave({ issInResponse });
     const { context, page } = await browserAs("alice");
     try {
       const landing = await authorizeInBrowser(page, started.go_url, {
@@ -340,23 +331,7 @@ describe("the callback's checks", () => {
       remote.misbehave({ issInResponse: "correct" });
       await context.close();
     }
-    expect((await view("mixup")).state).toBe("pending_auth");
-  });
-
-  it("a callback without iss from a server that promises one is refused", async () => {
-    const started = (await (await add("no-iss")).json()) as Started;
-    remote.misbehave({ issInResponse: "missing" });
-    const { context, page } = await browserAs("alice");
-    try {
-      const landing = await authorizeInBrowser(page, started.go_url, {
-        issuer: remote.issuer,
-        login: "alice",
-      });
-      expect(landing.status).toBe(400);
-    } finally {
-      remote.misbehave({ issInResponse: "correct" });
-      await context.close();
-    }
+    expect((await view(name)).state).toBe("pending_auth");
   });
 
   it("a callback after the flow expired is 400, and the connection stays pending", async () => {
@@ -388,29 +363,22 @@ describe("the callback's checks", () => {
 });
 
 describe("discovery refuses an authorization server it cannot trust", () => {
-  it("metadata without S256 is refused and nothing is stored", async () => {
-    remote.misbehave({ omitS256: true });
+  it.each([
+    ["metadata without S256", { omitS256: true }, "S256"],
+    ["metadata whose issuer is not where it was fetched", { wrongIssuerInMetadata: true }, "another issuer"],
+  ] as const)("refuses %s and stores nothing", async (_what, misbehaviour, says) => {
+    const name = `untrusted-${Object.keys(misbehaviour)[0]?.toLowerCase()}`;
+    remote.misbehave(misbehaviour);
     try {
-      const response = await add("no-pkce");
+      const response = await add(name);
       expect(response.status).toBe(400);
-      expect(await response.text()).toContain("S256");
+      expect(await response.text()).toContain(says);
     } finally {
-      remote.misbehave({ omitS256: false });
+      remote.misbehave({ omitS256: false, wrongIssuerInMetadata: false });
     }
-    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/no-pkce`)).status).toBe(
+    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/${name}`)).status).toBe(
       404,
     );
-  });
-
-  it("metadata whose issuer is not where it was fetched is refused", async () => {
-    remote.misbehave({ wrongIssuerInMetadata: true });
-    try {
-      const response = await add("mixed-issuer");
-      expect(response.status).toBe(400);
-      expect(await response.text()).toContain("issuer");
-    } finally {
-      remote.misbehave({ wrongIssuerInMetadata: false });
-    }
   });
 
   it("bad scopes are refused by field", async () => {

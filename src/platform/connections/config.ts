@@ -30,18 +30,6 @@ interface ConnectionsFile {
   oauth?: { clients?: { issuer: string; clientId: string; clientSecret?: CredentialRef }[] };
 }
 
-// Inlined rather than a $ref: a section's schema is validated as its own document.
-const credentialRef = {
-  type: "object",
-  additionalProperties: false,
-  minProperties: 1,
-  maxProperties: 1,
-  properties: {
-    env: { type: "string", pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
-    file: { type: "string", minLength: 1 },
-  },
-};
-
 /** instance.json's `connections` section. */
 export const connectionsConfig: ConfigSection<ConnectionSettings> = {
   schema: {
@@ -68,7 +56,8 @@ export const connectionsConfig: ConfigSection<ConnectionSettings> = {
               properties: {
                 issuer: { type: "string", format: "uri", pattern: "^https?://" },
                 clientId: { type: "string", minLength: 1, maxLength: 2048 },
-                clientSecret: credentialRef,
+                // A section is validated within the whole file, so the file's own definition applies.
+                clientSecret: { $ref: "#/$defs/credentialRef" },
               },
             },
           },

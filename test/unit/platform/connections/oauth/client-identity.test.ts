@@ -1,10 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AuthorizationServerMetadata } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type ClientIdentityOptions,
@@ -15,6 +12,7 @@ import { bindingCookieName, oauthPaths } from "../../../../../src/platform/conne
 import { StoredRegistrations } from "../../../../../src/platform/connections/oauth/registrations.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
+import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
 
 const CLIENT_SECRET = `dcr-secret-${randomBytes(8).toString("hex")}`;
 const REDIRECT = "https://atrium.example/v1/connections/oauth/callback";
@@ -23,7 +21,7 @@ const DOCUMENT = "https://atrium.example/connections/oauth/client-metadata.json"
 let root: string;
 let vault: CredentialStore;
 let layout: StorageLayout;
-let server: Server;
+let server: { base: string; close(): Promise<void> };
 let base: string;
 let registrationBodies: Record<string, unknown>[];
 
@@ -32,47 +30,27 @@ beforeEach(async () => {
   layout = new StorageLayout(root);
   vault = await CredentialStore.open(layout, { keys: new Map([[1, randomBytes(32)]]), newest: 1 });
   registrationBodies = [];
-  server = createServer((request, response) => {
-    let body = "";
-    request.on("data", (chunk: Buffer) => {
-      body += chunk.toString();
-    });
-    request.on("end", () => {
-      registrationBodies.push(JSON.parse(body) as Record<string, unknown>);
-      response
-        .writeHead(201, { "content-type": "application/json" })
-        .end(
-          JSON.stringify({
-            client_id: `atc_${registrationBodies.length}`,
-            client_secret: CLIENT_SECRET,
-            redirect_uris: [REDIRECT],
-          }),
-        );
-    });
+  server = await serveLocally((_request, body) => {
+    registrationBodies.push(JSON.parse(body) as Record<string, unknown>);
+    return {
+      status: 201,
+      json: {
+        client_id: `atc_${registrationBodies.length}`,
+        client_secret: CLIENT_SECRET,
+        redirect_uris: [REDIRECT],
+      },
+    };
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = server.base;
 });
 
 afterEach(async () => {
-  await new Promise((resolve) => server.close(resolve));
+  await server.close();
   await rm(root, { recursive: true, force: true });
 });
 
 function target(extra: Record<string, unknown> = {}): AuthorizationTarget {
-  return {
-    serverUrl: "https://mcp.example/mcp",
-    resource: "https://mcp.example/mcp",
-    issuer: base,
-    metadata: {
-      issuer: base,
-      authorization_endpoint: `${base}/authorize`,
-      token_endpoint: `${base}/token`,
-      response_types_supported: ["code"],
-      code_challenge_methods_supported: ["S256"],
-      ...extra,
-    } as AuthorizationServerMetadata,
-  };
+  return localTarget(base, extra) as AuthorizationTarget;
 }
 
 function options(extra: Partial<ClientIdentityOptions> = {}): ClientIdentityOptions {
@@ -99,13 +77,7 @@ describe("clientFor", () => {
     const registering = target({ registration_endpoint: `${base}/register` });
     // No document URL (a loopback or http public URL): registration, even if documents are accepted.
     const first = await clientFor(
-      {
-        ...registering,
-        metadata: {
-          ...registering.metadata,
-          client_id_metadata_document_supported: true,
-        } as AuthorizationServerMetadata,
-      },
+      target({ registration_endpoint: `${base}/register`, client_id_metadata_document_supported: true }),
       options(),
     );
     const again = await Promise.all([clientFor(registering, options()), clientFor(registering, options())]);

@@ -1,10 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { AuthorizationServerMetadata } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConnectionRecord } from "../../../../../src/platform/connections/model.ts";
 import {
@@ -12,17 +9,19 @@ import {
   NotAuthorized,
   TOKENS_FIELD,
 } from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
+import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
 import { capturingLogger } from "../../../../helpers/atrium.ts";
+import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
 
 // A connection's token set against a small token endpoint on 127.0.0.1 that rotates refresh
 // tokens (or refuses them), with the real sealed credential store.
 
 let root: string;
 let vault: CredentialStore;
-let server: Server;
+let server: { base: string; close(): Promise<void> };
 let base: string;
 let now: number;
 let answer: "rotate" | "invalid_grant";
@@ -40,38 +39,25 @@ beforeEach(async () => {
   answer = "rotate";
   refreshBodies = [];
   refused = [];
-  server = createServer((request, response) => {
-    let body = "";
-    request.on("data", (chunk: Buffer) => {
-      body += chunk.toString();
-    });
-    request.on("end", () => {
-      refreshBodies.push(new URLSearchParams(body));
-      if (answer === "invalid_grant") {
-        response
-          .writeHead(400, { "content-type": "application/json" })
-          .end(JSON.stringify({ error: "invalid_grant" }));
-        return;
-      }
-      const n = refreshBodies.length;
-      response
-        .writeHead(200, { "content-type": "application/json" })
-        .end(
-          JSON.stringify({
-            access_token: `access-${n}`,
-            refresh_token: `refresh-${n}`,
-            token_type: "Bearer",
-            expires_in: 300,
-          }),
-        );
-    });
+  server = await serveLocally((_request, body) => {
+    refreshBodies.push(new URLSearchParams(body));
+    if (answer === "invalid_grant") return { status: 400, json: { error: "invalid_grant" } };
+    const n = refreshBodies.length;
+    return {
+      status: 200,
+      json: {
+        access_token: `access-${n}`,
+        refresh_token: `refresh-${n}`,
+        token_type: "Bearer",
+        expires_in: 300,
+      },
+    };
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  base = server.base;
 });
 
 afterEach(async () => {
-  await new Promise((resolve) => server.close(resolve));
+  await server.close();
   await rm(root, { recursive: true, force: true });
 });
 
@@ -96,17 +82,7 @@ async function setUp(vaultFor: Pick<CredentialStore, "put" | "replace" | "open" 
     fetch,
     current: async () => record,
     authority: async () => ({
-      target: {
-        serverUrl: record.url,
-        resource: record.url,
-        issuer: base,
-        metadata: {
-          issuer: base,
-          authorization_endpoint: `${base}/authorize`,
-          token_endpoint: `${base}/token`,
-          response_types_supported: ["code"],
-        } as AuthorizationServerMetadata,
-      },
+      target: localTarget(base) as AuthorizationTarget,
       client: { info: { client_id: "atc_1" }, how: "registered" },
     }),
     refused: (_ws, name) => void refused.push(name),

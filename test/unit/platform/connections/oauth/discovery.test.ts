@@ -1,5 +1,3 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   AuthorizationRefused,
@@ -10,6 +8,7 @@ import {
   checkResponseIssuer,
   WrongIssuer,
 } from "../../../../../src/platform/connections/oauth/tokens.ts";
+import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
 
 // Discovery against a small server on 127.0.0.1 that is both the MCP server and its
 // authorization server, with each document a test can break.
@@ -20,37 +19,32 @@ interface Documents {
   authorization?: Record<string, unknown> | null;
 }
 
-let server: Server | undefined;
+let server: { base: string; close(): Promise<void> } | undefined;
 
 afterEach(async () => {
-  await new Promise((resolve) => server?.close(resolve));
+  await server?.close();
   server = undefined;
 });
 
+/** Serves the documents `make` builds for the server's own address; `null` is a 404. */
 async function serve(make: (base: string) => Documents): Promise<string> {
   let documents: Documents = {};
-  server = createServer((request, response) => {
+  server = await serveLocally((request) => {
     const path = new URL(request.url ?? "/", "http://x").pathname;
-    const send = (body: Record<string, unknown> | null | undefined) => {
-      if (!body) return response.writeHead(404).end();
-      response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
-    };
+    const json = (body: Record<string, unknown> | null | undefined) =>
+      body ? { status: 200, json: body } : { status: 404 };
     if (path === "/mcp") {
-      const headers: Record<string, string> =
-        documents.challenge === null || documents.challenge === undefined
-          ? {}
-          : { "www-authenticate": documents.challenge };
-      return response.writeHead(401, headers).end();
+      const challenge = documents.challenge;
+      const headers: Record<string, string> = challenge ? { "www-authenticate": challenge } : {};
+      return { status: 401, headers };
     }
     if (path === "/meta/resource" || path === "/.well-known/oauth-protected-resource/mcp")
-      return send(documents.resource);
-    if (path === "/.well-known/oauth-authorization-server") return send(documents.authorization);
-    response.writeHead(404).end();
+      return json(documents.resource);
+    if (path === "/.well-known/oauth-authorization-server") return json(documents.authorization);
+    return { status: 404 };
   });
-  await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  documents = make(base);
-  return base;
+  documents = make(server.base);
+  return server.base;
 }
 
 function honest(base: string): Documents {
@@ -61,14 +55,7 @@ function honest(base: string): Documents {
       authorization_servers: [base],
       scopes_supported: ["files:read", "files:write"],
     },
-    authorization: {
-      issuer: base,
-      authorization_endpoint: `${base}/authorize`,
-      token_endpoint: `${base}/token`,
-      response_types_supported: ["code"],
-      code_challenge_methods_supported: ["S256"],
-      authorization_response_iss_parameter_supported: true,
-    },
+    authorization: localTarget(base, { authorization_response_iss_parameter_supported: true }).metadata,
   };
 }
 
@@ -121,7 +108,7 @@ describe("discoverAuthorization", () => {
       authorization: { ...honest(b).authorization, code_challenge_methods_supported: ["plain"] },
     }));
     await expect(discoverAuthorization(`${plainOnly}/mcp`, fetch)).rejects.toThrow(/S256/);
-    await new Promise((resolve) => server?.close(resolve));
+    await server?.close();
     const none = await serve((b) => {
       const { code_challenge_methods_supported: _dropped, ...rest } = honest(b).authorization as Record<
         string,
