@@ -4,17 +4,18 @@ import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import type { ConnectionRecord } from "../model.ts";
 import type { ConnectionStore } from "../store.ts";
+import { activate, Superseded } from "./activation.ts";
 import {
   type ClientRegistrations,
   type ConfiguredClient,
   clientFor,
   type OAuthClient,
 } from "./client-identity.ts";
-import { type ConnectionTokens, oauthOf, tokenLease } from "./connection-tokens.ts";
+import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
 import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths } from "./paths.ts";
-import { beginAuthorization, checkResponseIssuer, redeemCode, type TokenSet, WrongIssuer } from "./tokens.ts";
+import { beginAuthorization, checkResponseIssuer, redeemCode, WrongIssuer } from "./tokens.ts";
 
 export interface AuthorizerDeps {
   store: ConnectionStore;
@@ -43,9 +44,6 @@ export interface FlowOutcome {
   title: string;
   message: string;
 }
-
-/** An activation found the connection moved on since its flow started. */
-class Superseded extends Error {}
 
 /**
  * Authorizations of OAuth connections: a flow starts (add, start, or a step-up), a browser opens
@@ -225,7 +223,7 @@ export class Authorizer {
         if (error instanceof WrongIssuer) throw error;
         throw new RedeemFailed((error as Error).message.slice(0, 300));
       });
-      const record = await this.activate(flow, tokens);
+      const record = await activate(this.deps, flow, tokens);
       await this.deps.activated(record);
       return {
         status: 200,
@@ -250,57 +248,6 @@ export class Authorizer {
       }
       throw error;
     }
-  }
-
-  /**
-   * Seals the tokens, then compare-and-swaps them in under the connection's token lease (so no
-   * refresh of the old family runs across it): the record must still be at the generation and
-   * activation time the flow started from. A loser's sealed tokens are removed.
-   */
-  private async activate(flow: Flow, tokens: TokenSet): Promise<ConnectionRecord> {
-    return this.deps.leases.run(tokenLease({ id: flow.connectionId }), async () => {
-      const before = await this.deps.store.get(flow.workspaceId, flow.name).catch(() => undefined);
-      if (!before || before.id !== flow.connectionId) throw new Superseded();
-      const credential = await this.deps.tokens.seal(before, tokens);
-      let previous: string | undefined;
-      let updated: ConnectionRecord;
-      try {
-        updated = await this.deps.store.update(flow.workspaceId, flow.name, (current) => {
-          const auth = current.auth.kind === "oauth" ? current.auth : undefined;
-          if (
-            !auth ||
-            current.id !== flow.connectionId ||
-            current.authorizationGeneration !== flow.generation ||
-            auth.activatedAt !== flow.activatedAt
-          ) {
-            throw new Superseded();
-          }
-          previous = auth.tokens;
-          return {
-            ...current,
-            authorizationGeneration:
-              current.authorizationGeneration + (auth.activatedAt === undefined ? 0 : 1),
-            auth: {
-              ...auth,
-              ...(flow.scope ? { scopes: flow.scope.split(" ") } : {}),
-              granted: (tokens.scope ?? flow.scope ?? "").split(" ").filter(Boolean),
-              tokens: credential,
-              activatedAt: new Date(this.deps.clock()).toISOString(),
-            },
-          };
-        });
-      } catch (error) {
-        await this.deps.tokens.discard(credential);
-        throw error;
-      }
-      if (previous) await this.deps.tokens.discard(previous);
-      await this.deps.store.writeCredential(flow.workspaceId, flow.name, { lapsed: false });
-      this.deps.log.info(
-        { workspaceId: flow.workspaceId, connection: flow.name, generation: updated.authorizationGeneration },
-        "connection authorized",
-      );
-      return updated;
-    });
   }
 
   private async resolveAuthority(record: ConnectionRecord) {
