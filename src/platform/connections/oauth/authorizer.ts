@@ -15,7 +15,13 @@ import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
 import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths } from "./paths.ts";
-import { beginAuthorization, checkResponseIssuer, redeemCode, WrongIssuer } from "./tokens.ts";
+import {
+  beginAuthorization,
+  checkResponseIssuer,
+  redeemCode,
+  scopeToRequest,
+  WrongIssuer,
+} from "./tokens.ts";
 
 export interface AuthorizerDeps {
   store: ConnectionStore;
@@ -91,8 +97,7 @@ export class Authorizer {
       ? { target: request.target, client: await this.clientAt(request.target) }
       : await this.authority(record);
     const scopes = request.scopes ?? auth.scopes;
-    const scope =
-      scopes.length > 0 ? scopes.join(" ") : (target.challengedScope ?? target.scopesSupported?.join(" "));
+    const scope = scopeToRequest(target, scopes);
     const state = OAuthFlows.newState();
     const redirectUri = oauthPaths(this.deps.publicUrl()).callback;
     const { authorizationUrl, codeVerifier } = await beginAuthorization(target, client, {

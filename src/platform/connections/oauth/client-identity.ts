@@ -4,6 +4,7 @@ import {
   type OAuthClientMetadata,
   registerClient,
 } from "@modelcontextprotocol/client";
+import { isLoopbackHost } from "../../../instance/load.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { AuthorizationRefused } from "./discovery.ts";
 
@@ -57,6 +58,7 @@ export function clientMetadata(
     grant_types: ["authorization_code", "refresh_token"],
     response_types: ["code"],
     token_endpoint_auth_method: options.authMethod ?? "none",
+    application_type: applicationType(redirectUri),
   } as OAuthClientMetadata;
 }
 
@@ -107,6 +109,15 @@ export async function clientFor(
     `Atrium has no client at ${target.issuer}: it accepts no client ID metadata document from this instance, offers no dynamic registration, ` +
       'and instance.json configures no client for it (connections.oauth.clients: [{"issuer", "clientId", "clientSecret"?}]).',
   );
+}
+
+/**
+ * SEP-837 / OpenID registration: a "web" client redirects to an https address that is not
+ * loopback; Atrium on a loopback URL (local use) is a "native" one (RFC 8252).
+ */
+function applicationType(redirectUri: string): "web" | "native" {
+  const url = new URL(redirectUri);
+  return url.protocol === "https:" && !isLoopbackHost(url.hostname) ? "web" : "native";
 }
 
 /** A public client ("none") where the server allows one; else the secret it will issue, sent by Basic. */

@@ -29,6 +29,21 @@ export class WrongIssuer extends Error {}
 export class RefreshRefused extends Error {}
 
 /**
+ * The scope Atrium asks for: what the admin (or a step-up) named; else what the server's 401
+ * challenge asked for; else everything the protected resource lists; else none (the
+ * authorization server's default).
+ */
+export function scopeToRequest(
+  target: AuthorizationTarget,
+  named: readonly string[] = [],
+): string | undefined {
+  if (named.length > 0) return named.join(" ");
+  return (
+    target.challengedScope ?? (target.scopesSupported?.length ? target.scopesSupported.join(" ") : undefined)
+  );
+}
+
+/**
  * The authorization request: PKCE S256 (the SDK makes the verifier and challenge), `state`, the
  * scopes, and the `resource` indicator (RFC 8707). The verifier never leaves the server.
  */

@@ -87,6 +87,7 @@ describe("clientFor", () => {
     expect(registrationBodies[0]).toMatchObject({
       redirect_uris: [REDIRECT],
       token_endpoint_auth_method: "none",
+      application_type: "web",
     });
     const stored = join(root, "_instance", "connections", "registrations");
     const [file] = await readdir(stored);
