@@ -249,6 +249,7 @@ describe("the OAuth-protected MCP server fixture", () => {
       scope: "read",
       resource: new URL(server.url),
     });
+    const before = catcher.received().length;
     const held = await authorizeUntilCallback(page, authorizationUrl.href, {
       issuer: server.issuer,
       login: "alice",
@@ -261,7 +262,10 @@ describe("the OAuth-protected MCP server fixture", () => {
         issParameterSupported: true,
       }),
     ).toThrow();
+    // Held means the redirect URI never saw it; delivering it is what sends it, once.
+    expect(catcher.received().length).toBe(before);
     expect((await deliverCallback(page, held)).text).toBe("redirect received");
+    expect(catcher.received().slice(before)).toEqual([`${held.pathname}${held.search}`]);
 
     server.misbehave({ issInResponse: "missing" });
     const second = await startAuthorization(info.authorizationServerUrl, {
