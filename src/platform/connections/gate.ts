@@ -5,7 +5,7 @@ import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
 import type { Source } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
-import { stepUpIn } from "./oauth/step-up.ts";
+import { reauthorizationIn } from "./oauth/step-up.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
 import { type Snapshot, toolDigest } from "./snapshot.ts";
 
@@ -59,15 +59,21 @@ export class ConnectionSource implements Source {
       ...(requestId === undefined ? {} : { requestId }),
     };
     const outcome = await auditCall(this.ledger, call, async () => {
-      const denial = await this.check(tool, args);
+      const denial = await this.check(tool, args).catch((error: unknown) => {
+        // The drift check's listing needs a token too: no authorization is the credential's denial.
+        const reauthorization = reauthorizationIn(error);
+        if (reauthorization) return deny("credential", reauthorization.message);
+        throw error;
+      });
       if (denial) return denial;
       try {
         return await this.live.callTool(tool, args, caller, onProgress);
       } catch (error) {
         if (error instanceof ProtocolError) throw error;
-        // The server wants more scope: the re-authorization is started; the call says who must finish it.
-        const stepUp = stepUpIn(error);
-        if (stepUp) return refusal(stepUp.message);
+        // The server wants more scope (a re-authorization is started), or the tokens are gone: the
+        // call says who must authorize the connection, as a tool error.
+        const reauthorization = reauthorizationIn(error);
+        if (reauthorization) return refusal(reauthorization.message);
         // The transport failed (a server restarted, or now refuses the revision this client
         // negotiated): connect afresh and look again, so a server that changed its revision is
         // refused by name rather than failing without a reason.

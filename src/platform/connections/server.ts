@@ -72,6 +72,32 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
   );
 
   server.registerTool(
+    "authorize",
+    {
+      description:
+        "Start a re-authorization of an OAuth connection (workspace admins): answers a go_url for a workspace admin to open in a browser; " +
+        "the new tokens replace the old ones only if no other authorization of the connection completed first.",
+      inputSchema: platformInput({
+        name: nameInput,
+        scopes: z
+          .array(z.string())
+          .optional()
+          .describe("The OAuth scopes to ask for; the connection's own when absent."),
+      }),
+      annotations: { title: "Authorize a connection", readOnlyHint: false, destructiveHint: false },
+    },
+    platformTool(workspaceId, async (caller, args: { name: string; scopes?: string[] }) => {
+      const started = await connections.startAuthorization(workspaceId, caller.principalId, args.name, {
+        ...(args.scopes ? { scopes: args.scopes } : {}),
+      });
+      return json(
+        started,
+        `Open ${started.go_url} in a browser before ${started.expiresAt} to authorize "${args.name}".`,
+      );
+    }),
+  );
+
+  server.registerTool(
     "remove",
     {
       description: "Remove a connection (workspace admins): its tools go away; its audit history is kept.",

@@ -114,7 +114,15 @@ export class ConnectionTokens {
       throw error;
     }
     // Sealed before use: a rotated refresh token lost here would end the family at the next refresh.
-    await this.deps.vault.replace(auth.tokens, record.id, TOKENS_FIELD, JSON.stringify(next));
+    try {
+      await this.deps.vault.replace(auth.tokens, record.id, TOKENS_FIELD, JSON.stringify(next));
+    } catch (error) {
+      this.deps.log.error(
+        { workspaceId: record.workspaceId, connection: record.name, err: error },
+        "refreshed tokens could not be sealed; the new access token is not used",
+      );
+      throw error;
+    }
     this.cache.set(auth.tokens, next);
     return next.accessToken;
   }

@@ -1,4 +1,5 @@
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/client";
+import { NotAuthorized } from "./connection-tokens.ts";
 
 /**
  * The server refused a call for want of scope (403 `insufficient_scope`): a re-authorization
@@ -26,10 +27,13 @@ export function insufficientScope(response: Response): { scope: string | undefin
   return params.error === "insufficient_scope" ? { scope: params.scope } : null;
 }
 
-/** A StepUpRequired anywhere in an error's cause chain (the transport may wrap what fetch threw). */
-export function stepUpIn(error: unknown): StepUpRequired | undefined {
+/**
+ * Why a call cannot go until someone authorizes the connection (a step-up, a refused refresh, no
+ * tokens yet), found anywhere in the error's cause chain (the transport may wrap what fetch threw).
+ */
+export function reauthorizationIn(error: unknown): StepUpRequired | NotAuthorized | undefined {
   for (let at = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth += 1) {
-    if (at instanceof StepUpRequired) return at;
+    if (at instanceof StepUpRequired || at instanceof NotAuthorized) return at;
   }
   return undefined;
 }
