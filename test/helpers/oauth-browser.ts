@@ -28,6 +28,10 @@ const HELD_PAGE = "authorization response held by the test";
  * `error`) is held, not delivered: the browser shows a placeholder at that URL and the URL is
  * returned. Deliver it later with deliverCallback — in the same page, so the browser-binding
  * cookie goes with it — e.g. two tabs' callbacks at once, or one after a newer flow activated.
+ *
+ * Chromium's own request interception (CDP `Fetch`), not Playwright's `page.route`: the response
+ * is the last hop of a redirect chain (consent POST → 303 → 303 to the redirect URI), and
+ * `page.route` is not consulted for redirect targets, so the callback would reach the server.
  */
 export async function authorizeUntilCallback(
   page: Page,
@@ -37,21 +41,41 @@ export async function authorizeUntilCallback(
   const provider = new URL(options.issuer).origin;
   const isResponse = (url: URL) =>
     url.origin !== provider && (url.searchParams.has("code") || url.searchParams.has("error"));
-  const hold = (route: {
-    fulfill(response: { status: number; contentType: string; body: string }): Promise<void>;
-  }) => route.fulfill({ status: 200, contentType: "text/plain", body: HELD_PAGE });
-  await page.route(isResponse, hold);
+  let held: URL | undefined;
+  const cdp = await page.context().newCDPSession(page);
+  cdp.on("Fetch.requestPaused", (event: { requestId: string; request: { url: string } }) => {
+    const url = new URL(event.request.url);
+    if (held !== undefined || !isResponse(url)) {
+      void cdp.send("Fetch.continueRequest", { requestId: event.requestId });
+      return;
+    }
+    held = url;
+    void cdp.send("Fetch.fulfillRequest", {
+      requestId: event.requestId,
+      responseCode: 200,
+      responseHeaders: [{ name: "content-type", value: "text/plain" }],
+      body: Buffer.from(HELD_PAGE).toString("base64"),
+    });
+  });
+  // Only URLs that can be a response are paused; the handler still checks the origin.
+  await cdp.send("Fetch.enable", { patterns: [{ urlPattern: "*code=*" }, { urlPattern: "*error=*" }] });
   try {
-    const landing = await authorizeInBrowser(page, goUrl, options);
-    if (!isResponse(landing.url)) {
+    const landing = await passProviderPages(
+      page,
+      goUrl,
+      options.login,
+      (url) => url.origin !== provider || held !== undefined,
+    );
+    if (held === undefined) {
       const text = (await page.textContent("body"))?.trim().slice(0, 300);
       throw new Error(
         `no authorization response: the browser landed at ${landing.url.href} (${landing.status}): ${text}`,
       );
     }
-    return landing.url;
+    return held;
   } finally {
-    await page.unroute(isResponse, hold);
+    await cdp.send("Fetch.disable");
+    await cdp.detach();
   }
 }
 

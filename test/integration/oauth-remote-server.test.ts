@@ -19,6 +19,8 @@ import { authorizeInBrowser, authorizeUntilCallback, deliverCallback } from "../
 import { type OAuthRemoteServer, startOAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
 
 const TTL_SECONDS = 60;
+/** A client registered at the authorization server by hand, as an operator would configure one. */
+const CONFIGURED = { client_id: "configured-client", client_secret: "configured-client-secret" };
 
 let browser: Browser;
 let catcher: Awaited<ReturnType<typeof startRedirectCatcher>>;
@@ -37,7 +39,19 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   time = new FakeTime();
-  server = await startOAuthRemoteServer({ accessTokenTtlSeconds: TTL_SECONDS, clock: time.clock });
+  server = await startOAuthRemoteServer({
+    accessTokenTtlSeconds: TTL_SECONDS,
+    clock: time.clock,
+    clients: [
+      {
+        client_id: CONFIGURED.client_id,
+        client_secret: CONFIGURED.client_secret,
+        redirect_uris: [catcher.redirectUri],
+        grant_types: ["authorization_code", "refresh_token"],
+        token_endpoint_auth_method: "client_secret_basic",
+      },
+    ],
+  });
   context = await newLoopbackContext(browser);
   page = await context.newPage();
 });
@@ -239,6 +253,23 @@ describe("the OAuth-protected MCP server fixture", () => {
     ).rejects.toMatchObject({ code: "invalid_target" });
   });
 
+  it("serves a pre-registered confidential client, and refuses it with a wrong secret", async () => {
+    const info = await discoverOAuthServerInfo(server.url, {
+      resourceMetadataUrl: new URL(server.resourceMetadataUrl),
+    });
+    const client = { ...CONFIGURED, redirect_uris: [catcher.redirectUri] };
+    const flow = await authorize("read", { info, client });
+    expect(server.registrations()).toBe(0);
+    expect((await callTool(flow.tokens.access_token, "whoami")).status).toBe(200);
+    await expect(
+      refresh(
+        { ...flow, client: { ...client, client_secret: "wrong" } },
+        flow.tokens.refresh_token as string,
+      ),
+    ).rejects.toMatchObject({ code: "invalid_client" });
+    await expect(server.revokeRefreshToken("not-a-refresh-token")).rejects.toThrow(/no such refresh token/);
+  });
+
   it("can misbehave: a wrong or missing iss on the response, a metadata issuer that differs, no S256", async () => {
     const { info, client } = await discoverAndRegister();
     server.misbehave({ issInResponse: "wrong" });
@@ -249,6 +280,7 @@ describe("the OAuth-protected MCP server fixture", () => {
       scope: "read",
       resource: new URL(server.url),
     });
+    const before = catcher.received().length;
     const held = await authorizeUntilCallback(page, authorizationUrl.href, {
       issuer: server.issuer,
       login: "alice",
@@ -261,7 +293,10 @@ describe("the OAuth-protected MCP server fixture", () => {
         issParameterSupported: true,
       }),
     ).toThrow();
+    // Held means the redirect URI never saw it; delivering it is what sends it, once.
+    expect(catcher.received().length).toBe(before);
     expect((await deliverCallback(page, held)).text).toBe("redirect received");
+    expect(catcher.received().slice(before)).toEqual([`${held.pathname}${held.search}`]);
 
     server.misbehave({ issInResponse: "missing" });
     const second = await startAuthorization(info.authorizationServerUrl, {
