@@ -9,12 +9,12 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
-import { launchChromium, newLoopbackContext, passProviderPages } from "../helpers/browser.ts";
+import { launchChromium, newLoopbackContext } from "../helpers/browser.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
 import { dirWithCredentialKey } from "../helpers/credential-key.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
-import { authorizeInBrowser, deliverCallback } from "../helpers/oauth-browser.ts";
+import { authorizeInBrowser, authorizeUntilCallback, deliverCallback } from "../helpers/oauth-browser.ts";
 import { type OAuthRemoteServer, startOAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
 
 // OAuth connections end to end: Atrium as the OAuth client of a real OAuth-protected MCP server
@@ -82,33 +82,9 @@ async function connected(name: string): Promise<View> {
   return view(name);
 }
 
-/**
- * Signs in and consents at go_url, but holds the authorization server's redirect to Atrium's
- * callback instead of delivering it, and answers the callback URL to deliver later. Playwright's
- * routes are not called for the targets of a redirect chain (consent → resume → callback), so
- * the callback is caught with Chromium's own request interception (CDP Fetch), which is.
- */
-async function holdCallback(page: Page, goUrl: string): Promise<URL> {
-  let held: URL | undefined;
-  const cdp = await page.context().newCDPSession(page);
-  cdp.on("Fetch.requestPaused", (event: { requestId: string; request: { url: string } }) => {
-    held = new URL(event.request.url);
-    void cdp.send("Fetch.fulfillRequest", {
-      requestId: event.requestId,
-      responseCode: 200,
-      responseHeaders: [{ name: "content-type", value: "text/plain" }],
-      body: Buffer.from("held by the test").toString("base64"),
-    });
-  });
-  await cdp.send("Fetch.enable", { patterns: [{ urlPattern: "*/v1/connections/oauth/callback*" }] });
-  try {
-    await passProviderPages(page, goUrl, "alice", () => held !== undefined);
-  } finally {
-    await cdp.send("Fetch.disable");
-    await cdp.detach();
-  }
-  if (!held) throw new Error("the authorization server never redirected to the callback");
-  return held;
+/** Signs in and consents at go_url as alice, holding the callback (oauth-browser.ts) to deliver later. */
+function holdCallback(page: Page, goUrl: string): Promise<URL> {
+  return authorizeUntilCallback(page, goUrl, { issuer: remote.issuer, login: "alice" });
 }
 
 function refreshes(): number {
