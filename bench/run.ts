@@ -2,6 +2,8 @@
 // SDK doing the same work (what Atrium adds) and a plain hono route (what one Node process can do),
 // and Atrium again with an OAuth access token on every request (what the token checks add), each
 // in both protocol eras (2025-11-25 and 2026-07-28).
+
+import { formatConversations, runConversationsBench } from "./conversations.ts";
 import { benchTarget, type TargetPlan } from "./lib/bench-target.ts";
 import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
 import { formatTable } from "./lib/format-table.ts";
@@ -27,11 +29,17 @@ async function remote(): Promise<void> {
   process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
 }
 
+/** Appends, lists and searches with 10,000 conversations (bench/conversations.ts). */
+async function conversations(): Promise<void> {
+  process.stdout.write(`\n${formatConversations(await runConversationsBench())}`);
+}
+
 async function main(): Promise<void> {
   // `npm run bench -- scale` runs only the workspace-count benchmark, `-- load` only the load,
-  // `-- remote` only the connection gate.
+  // `-- remote` only the connection gate, `-- conversations` only the conversations store.
   if (process.argv.includes("scale")) return scale();
   if (process.argv.includes("remote")) return remote();
+  if (process.argv.includes("conversations")) return conversations();
   const settings = readLoadSettings();
   const loadAverageAtStart = sampleLoadAverage();
   const fixture = await createMetadataFixture();
@@ -70,6 +78,7 @@ async function main(): Promise<void> {
   if (!process.argv.includes("load")) {
     await scale();
     await remote();
+    await conversations();
   }
 }
 

@@ -70,6 +70,8 @@ export interface RunningAtrium {
   users: UserDirectory;
   firstWorkspace: FirstWorkspace;
   registries: IdleCache<SourceRegistry>;
+  /** The one way a tool is called, also without an HTTP request (a task run; tests call it so). */
+  dispatch: ToolDispatch;
   sessions: Sessions;
   oauth: AuthorizationServer;
   /** Every route the HTTP app answers (test/integration/route-docs.test.ts holds the docs to it). */
@@ -161,6 +163,7 @@ async function startLocked(
       {
         layout,
         workspaces,
+        users,
         dispatch,
         sources: workspaceSources(registries),
         publishedSkills: publishedSkills(),
@@ -181,6 +184,8 @@ async function startLocked(
   const leftovers = apps.flatMap((app) => (app.leftovers ? [app.leftovers] : []));
   const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
   await recover(RecoveryPass.boot(clock()));
+  // Every app's sources exist now, so work that calls tools may start (a task's missed schedule).
+  for (const started of apps) await started.ready?.();
   const guidance = composeGuidance(apps.flatMap((app) => (app.guidance ? [app.guidance] : [])));
   const endpoint = new McpEndpoint(
     createFrontServers({ router, registries, dispatch, guidance, log }),
@@ -275,6 +280,7 @@ async function startLocked(
     users,
     firstWorkspace,
     registries,
+    dispatch,
     sessions,
     oauth,
     events,
@@ -289,10 +295,13 @@ async function startLocked(
         log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
         // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
         const jobsStopped = scheduler.stop();
+        // Work an app runs with no request around it (a task run) ends now and is recorded so.
+        const appsStopped = Promise.all(apps.map((started) => started.stop?.()));
         // An event stream never finishes by itself: ended here, it does not hold the drain open.
         eventLog.closeAll();
         const counts = await drain.drain(config.http.drainSeconds * 1000);
         await jobsStopped;
+        await appsStopped;
         await registries.close();
         await endpoint.close();
         // Last: until here this process still owns the root (a restart waits or is refused).

@@ -12,6 +12,8 @@ export interface CallContext {
   /** The HTTP request's `x-request-id`: an unexpected failure is logged and answered with it. */
   requestId: string;
   onProgress?: ProgressListener;
+  /** Cancels the call at its source, which tells its server (`notifications/cancelled`). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -22,9 +24,10 @@ export interface CallContext {
 export class Router {
   constructor(private readonly log: Logger) {}
 
-  async listTools(registry: SourceRegistry): Promise<FrontTool[]> {
+  /** The tools `principalId` sees here: every shared source's, and their own personal sources'. */
+  async listTools(registry: SourceRegistry, principalId: string): Promise<FrontTool[]> {
     const lists = await Promise.all(
-      registry.all().map(async (source) => {
+      registry.visibleTo(principalId).map(async (source) => {
         try {
           const tools = await source.listTools();
           return tools.map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) }));
@@ -38,10 +41,17 @@ export class Router {
     return lists.flat();
   }
 
-  /** The tool as its source lists it, or `undefined` when no source of this workspace has it. */
-  async findTool(registry: SourceRegistry, name: string): Promise<FrontTool | undefined> {
+  /**
+   * The tool as its source lists it, or `undefined` when no source of this workspace that
+   * `principalId` can reach has it (another member's personal source is never reached).
+   */
+  async findTool(
+    registry: SourceRegistry,
+    principalId: string,
+    name: string,
+  ): Promise<FrontTool | undefined> {
     const parts = splitToolName(name);
-    const source = parts ? registry.get(parts.source) : undefined;
+    const source = parts ? registry.get(parts.source, principalId) : undefined;
     if (!parts || !source) return undefined;
     try {
       const tool = (await source.listTools()).find((listed) => listed.name === parts.tool);
@@ -59,7 +69,9 @@ export class Router {
     context: CallContext,
   ): Promise<CallToolResult> {
     const parts = splitToolName(name);
-    const source = parts ? registry.get(parts.source) : undefined;
+    // Looked up as the caller: another member's personal source answers exactly as one that
+    // does not exist (test/integration/personal-connections.test.ts "invisible").
+    const source = parts ? registry.get(parts.source, caller.principalId) : undefined;
     if (!parts || !source) return unknownTool(name);
     try {
       // Checked against the source's cached list so the answer names the tool as the client
@@ -71,6 +83,7 @@ export class Router {
         caller,
         context.onProgress,
         context.requestId,
+        context.signal,
       );
       // A platform app hands its unexpected errors over in host-owned _meta (tool-failure.ts).
       const unexpected = unexpectedErrorOf(result);
@@ -82,6 +95,8 @@ export class Router {
       // start) is Atrium's own failure, whose words are for the log only.
       if (error instanceof ProtocolError)
         return toolError(`Tool "${name}" failed: ${withoutSdkPrefix(error.message)}`);
+      // The caller cancelled (a task run's timeout or cancel): nothing failed here.
+      if (context.signal?.aborted) return toolError(`Tool "${name}" was cancelled.`);
       return this.failedUnexpectedly(name, context.requestId, error);
     }
   }

@@ -135,6 +135,11 @@ export class StorageLayout {
     return this.within(this.userDir(principalId), "skills");
   }
 
+  /** A person's personal connections: `<root>/_instance/users/<owner>/connections/` (ADR 0042). */
+  userConnectionsDir(principalId: string): string {
+    return this.within(this.userDir(principalId), "connections");
+  }
+
   /** The paths of one partition, checked now so a bad name fails where it is declared. */
   partition(name: string): PartitionPaths {
     checkSegment("storage partition", name, (v) => PARTITION.test(v));

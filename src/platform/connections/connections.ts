@@ -6,6 +6,7 @@ import { UnfinishedListing } from "../../sources/mcp-source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { PublishedSkill, WorkspaceSources } from "../app.ts";
+import { buildSources } from "./build-sources.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
 import { ConnectionSource } from "./gate.ts";
@@ -339,21 +340,9 @@ export class Connections {
    * cannot be built (its credential refused) is logged and left out, never failing the others.
    */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
-    const records = (await this.deps.store.list(workspaceId)).filter(
-      (record) => !record.disabled && record.snapshotVersion > 0,
-    );
-    const built = await Promise.all(
-      records.map((record) =>
-        this.source(record).catch((error: unknown) => {
-          this.deps.log.error(
-            { workspaceId, connection: record.name, err: error },
-            "connection source could not be built",
-          );
-          return undefined;
-        }),
-      ),
-    );
-    return built.filter((source): source is ConnectionSource => source !== undefined);
+    // A pending OAuth connection has no snapshot to serve until it is authorized.
+    const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
+    return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
 
   /**
@@ -400,8 +389,11 @@ export class Connections {
     );
   }
 
-  /** Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. */
-  private async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
+  /**
+   * Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. Also
+   * what a personal connection is photographed with (personal.ts).
+   */
+  async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
     const source = await this.deps.remote.source(record);
     try {
       const described = await source.describe().catch((error: unknown) => {
@@ -449,7 +441,14 @@ export class Connections {
     }
   }
 
-  private async seal(id: string, auth: Exclude<AuthRequest, { kind: "oauth" }>): Promise<StoredAuth> {
+  /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
+  async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
+    if (auth.kind === "oauth") {
+      // Shared OAuth connections are added through addOAuth; personal ones are not available yet.
+      throw new InvalidInput(
+        '"auth.kind" "oauth" is for a workspace connection; a personal one is "none" or "static" for now.',
+      );
+    }
     if (auth.kind === "none") return auth;
     return {
       kind: "static",

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { InvalidInput } from "../../errors.ts";
+import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import { hasControlCharacters } from "../../text.ts";
 
 /** How Atrium authenticates to the server: nothing, one header whose value is sealed, or OAuth. */
@@ -44,6 +45,11 @@ export interface ConnectionRecord {
   /** The snapshot its tools are served from and its calls checked against. */
   snapshotVersion: number;
   disabled: boolean;
+  /**
+   * Set on a personal connection (ADR 0042): the member it belongs to, under whose folder it is
+   * stored and keyed; its `workspaceId` then names only the workspace it was added from.
+   */
+  owner?: string;
 }
 
 export type ConnectionState = "pending_auth" | "running" | "degraded" | "reauth_required" | "disabled";
@@ -105,8 +111,18 @@ export function newConnectionId(): string {
   return `con_${randomBytes(12).toString("hex")}`;
 }
 
+/** Words the connection routes use after `/connections/`, so no connection may be named one. */
+const ROUTE_WORDS = new Set(["grants"]);
+
 /** A connection name is its tools' `<source>`: lowercase words, and not a platform app's name. */
 export function checkConnectionName(name: unknown, taken: readonly string[]): string {
+  if (typeof name === "string" && isPersonalSourceName(name)) {
+    throw new InvalidInput(
+      'The "my_" prefix is for personal connections: send "personal": true and the name without it ("my_" is added to its tools).',
+    );
+  }
+  if (typeof name === "string" && ROUTE_WORDS.has(name))
+    throw new InvalidInput(`"${name}" is a word the connection routes use; choose another name.`);
   if (typeof name !== "string" || !NAME.test(name)) {
     throw new InvalidInput(
       'A connection name is 1 to 63 lowercase letters, digits and hyphens, starting with a letter (e.g. "github").',

@@ -4,7 +4,9 @@ import * as z from "zod";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
-import type { Connections } from "./connections.ts";
+import type { CallerConnections } from "./caller-connections.ts";
+import { registerGrantTools } from "./grant-tools.ts";
+import type { Grants } from "./grants.ts";
 
 const nameInput = z.string().describe("The connection's name: the <source> of its tools.");
 
@@ -13,7 +15,11 @@ function json(value: unknown, text: string): CallToolResult {
 }
 
 /** The connections app as an MCP server for one workspace. Managing takes the workspace admin role. */
-export function createConnectionsServer(workspaceId: string, connections: Connections): McpServer {
+export function createConnectionsServer(
+  workspaceId: string,
+  connections: CallerConnections,
+  grants: Grants,
+): McpServer {
   const server = new McpServer({ name: "atrium-connections", version: ATRIUM_VERSION });
 
   server.registerTool(
@@ -23,8 +29,8 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       inputSchema: platformInput({}),
       annotations: { title: "List connections", readOnlyHint: true },
     },
-    platformTool(workspaceId, async () => {
-      const list = await connections.list(workspaceId);
+    platformTool(workspaceId, async (caller) => {
+      const list = await connections.list(workspaceId, caller.principalId);
       const lines = list.map(
         (c) =>
           `${c.name}  ${c.state}  ${c.url}  ${c.snapshot ? `snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)` : "no snapshot yet"}`,
@@ -37,7 +43,7 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
     "add",
     {
       description:
-        "Connect a remote MCP server to this workspace (workspace admins): Atrium connects, photographs its tools as snapshot 1, " +
+        "Connect a remote MCP server to this workspace (workspace admins; with personal: true, your own, any member): Atrium connects, photographs its tools as snapshot 1, " +
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
         'auth is {"kind":"none"}, {"kind":"static","header","value"} (the value is sealed and never shown again) ' +
         'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin to open in a browser.',
@@ -53,22 +59,31 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
           })
           .optional()
           .describe("How Atrium authenticates to the server; none when absent."),
+        personal: z
+          .boolean()
+          .optional()
+          .describe(
+            `true: your own connection, which any member may add, served to you alone as ${joinToolName("my_<name>", "<tool>")} (in a workspace with other members, once an admin grants it).`,
+          ),
       }),
       annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(workspaceId, async (caller, args: { name: string; url: string; auth?: unknown }) => {
-      const added = await connections.add(workspaceId, caller.principalId, args);
-      if ("go_url" in added) {
+    platformTool(
+      workspaceId,
+      async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
+        const added = await connections.add(workspaceId, caller.principalId, args);
+        if ("go_url" in added) {
+          return json(
+            added,
+            `"${added.connection.name}" waits for authorization: a workspace admin opens ${added.go_url} in a browser before ${added.expiresAt}.`,
+          );
+        }
         return json(
           added,
-          `"${added.connection.name}" waits for authorization: a workspace admin opens ${added.go_url} in a browser before ${added.expiresAt}.`,
+          `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
         );
-      }
-      return json(
-        added,
-        `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
-      );
-    }),
+      },
+    ),
   );
 
   server.registerTool(
@@ -142,8 +157,8 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Connection status", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (_caller, args: { name: string }) => {
-      const view = await connections.view(workspaceId, args.name);
+    platformTool(workspaceId, async (caller, args: { name: string }) => {
+      const view = await connections.view(workspaceId, caller.principalId, args.name);
       return json(view, JSON.stringify(view));
     }),
   );
@@ -177,12 +192,12 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       }),
       annotations: { title: "Connection snapshots", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (_caller, args: { name: string; from?: number; to?: number }) => {
+    platformTool(workspaceId, async (caller, args: { name: string; from?: number; to?: number }) => {
       if (args.from !== undefined && args.to !== undefined) {
-        const diff = await connections.diff(workspaceId, args.name, args.from, args.to);
+        const diff = await connections.diff(workspaceId, caller.principalId, args.name, args.from, args.to);
         return json(diff, JSON.stringify(diff));
       }
-      const snapshots = await connections.snapshots(workspaceId, args.name);
+      const snapshots = await connections.snapshots(workspaceId, caller.principalId, args.name);
       return json(
         { snapshots },
         snapshots.map((s) => `${s.version}  ${s.takenAt}  ${s.toolCount} tools  ${s.digest}`).join("\n"),
@@ -190,5 +205,6 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
     }),
   );
 
+  registerGrantTools(server, workspaceId, grants);
   return server;
 }

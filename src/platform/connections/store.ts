@@ -43,7 +43,11 @@ export class ConnectionStore implements LeftoverRules {
   /** Records as last written or read, by `<ws>/<name>`. */
   private readonly records = new Map<string, ConnectionRecord>();
 
-  constructor(private readonly storage: PartitionPaths) {}
+  /**
+   * `storage.dir(key)` is where one key's connections live: a workspace's partition, or (the
+   * personal store, ADR 0042) a person's folder, keyed by their principal id.
+   */
+  constructor(private readonly storage: Pick<PartitionPaths, "partition" | "dir">) {}
 
   /** Every (workspace, name) with a connection, from the index: no disk read. */
   *all(): Iterable<{ workspaceId: string; name: string }> {
@@ -56,7 +60,8 @@ export class ConnectionStore implements LeftoverRules {
 
   /** A new connection, whole; without a snapshot while it waits for its first authorization (pending_auth). */
   async create(record: ConnectionRecord, snapshot: Snapshot | undefined): Promise<void> {
-    const dir = await this.ensureServersDir(record.workspaceId);
+    const key = record.owner ?? record.workspaceId;
+    const dir = await this.ensureServersDir(key);
     try {
       await this.folders.create(dir, record.name, async (staging) => {
         await writeJsonAtomic(join(staging, RECORD), record);
@@ -74,7 +79,7 @@ export class ConnectionStore implements LeftoverRules {
       }
       throw error;
     }
-    this.remember(record.workspaceId, record.name);
+    this.remember(key, record.name);
   }
 
   /**

@@ -3,6 +3,7 @@ import { InvalidInput } from "../../errors.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
+import { firstAfter as firstAfterIn } from "../list-position.ts";
 import { compareNewestFirst, decodeCursor, encodeCursor, type ListPosition } from "./cursor.ts";
 import { type FileMeta, isFileId } from "./model.ts";
 
@@ -98,16 +99,9 @@ export class FileListings {
   }
 }
 
-/** The index of the first entry that sorts after `position` (binary search). */
+/** The index of the first entry that sorts after `position`. */
 function firstAfter(listing: readonly FileMeta[], position: ListPosition): number {
-  let low = 0;
-  let high = listing.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (compareNewestFirst(listing[middle] as FileMeta, position) <= 0) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+  return firstAfterIn(listing, position, compareNewestFirst);
 }
 
 function checkLimit(limit: number | undefined): number {

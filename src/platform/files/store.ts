@@ -10,8 +10,8 @@ import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
-import { FileLocator } from "./locator.ts";
 import {
   checkFileName,
   checkMimeType,
@@ -41,7 +41,7 @@ export interface NewFile {
  * owner, rebuilt at boot) and each partition's listing (built on its first list).
  */
 export class FileStore implements LeftoverRules {
-  private readonly locator = new FileLocator();
+  private readonly locator = new RecordLocator();
   private readonly listings: FileListings;
   /** Stages each file beside its place and renames it in or out whole (R3, R4). */
   private readonly folders = new RecordFolders();
@@ -228,9 +228,9 @@ export class FileStore implements LeftoverRules {
    * not reached. A miss is final: the locator holds every file on disk (adr/0025).
    */
   locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): string {
-    const found = isFileId(fileId) ? this.locator.get(fileId) : undefined;
-    if (!found || found.ownerId !== ownerId || !isMember(found.workspaceId)) throw fileNotFound();
-    return found.workspaceId;
+    const workspaceId = this.locator.workspaceOf(ownerId, fileId, isMember);
+    if (workspaceId === undefined) throw fileNotFound();
+    return workspaceId;
   }
 
   /**
@@ -244,12 +244,8 @@ export class FileStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
-    if (!pass.atBoot) return;
-    for (const { ownerId, entries } of owners) {
-      for (const entry of entries) {
-        if (isFileId(entry.name)) this.locator.set(entry.name, { workspaceId, ownerId });
-      }
-    }
+    if (pass.atBoot)
+      this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
   }
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {

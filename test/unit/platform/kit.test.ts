@@ -39,6 +39,7 @@ beforeEach(async () => {
   kernel = {
     layout: temp.layout,
     workspaces: temp.workspaces,
+    users: { isDeactivated: () => false },
     dispatch: new ToolDispatch(temp.workspaces, registries, router),
     sources: workspaceSources(registries),
     publishedSkills: publishedSkills(),
