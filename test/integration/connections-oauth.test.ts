@@ -11,7 +11,7 @@ import {
 } from "../helpers/atrium.ts";
 import { launchChromium, newLoopbackContext } from "../helpers/browser.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
-import { dirWithCredentialKey } from "../helpers/credential-key.ts";
+import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
 import { authorizeInBrowser, authorizeUntilCallback, deliverCallback } from "../helpers/oauth-browser.ts";
@@ -92,8 +92,7 @@ function refreshes(): number {
 }
 
 beforeAll(async () => {
-  const sealing = await dirWithCredentialKey("atrium-connections-oauth-");
-  dir = sealing.dir;
+  dir = await keyedDir("atrium-connections-oauth-");
   remote = await startOAuthRemoteServer({ accessTokenTtlSeconds: TTL_SECONDS, clock: time.clock });
   browser = await launchChromium();
   instance = await startTestAtrium({
@@ -102,7 +101,7 @@ beforeAll(async () => {
     timers: time.timers,
     log: captured.log,
     sections: {
-      credentials: sealing.credentials,
+      credentials: CREDENTIALS_SECTION,
       // The loops' intervals are long: a test moves the clock for token lifetimes, not for them.
       connections: {
         allowPrivateAddresses: true,
