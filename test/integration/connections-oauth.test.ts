@@ -163,6 +163,12 @@ describe("connecting through the go_url", () => {
     expect(remote.registrations()).toBe(before);
   });
 
+  it("serves no client ID metadata document at a loopback public URL (an authorization server could not fetch it)", async () => {
+    const response = await instance.rest(null, "GET", "/connections/oauth/client-metadata.json");
+    expect(response.status).toBe(404);
+    expect(await response.text()).toContain("https");
+  });
+
   it("never answers or logs a token", async () => {
     const requests = remote.tokenRequests();
     expect(requests.length).toBeGreaterThan(0);
