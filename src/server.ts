@@ -37,6 +37,7 @@ import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
 import { CredentialStore } from "./storage/credential-store.ts";
+import { KeyedLock } from "./storage/keyed-lock.ts";
 import { StorageLayout } from "./storage/paths.ts";
 import { RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
@@ -154,6 +155,8 @@ async function startLocked(
   const router = new Router(log);
   const dispatch = new ToolDispatch(workspaces, registries, router);
   const scheduler = new Scheduler({ clock, timers, leases: everyLeaseLocal, log });
+  // Known once the listener is bound (a loopback port 0 is followed); read through a function.
+  let publicUrl = config.http.publicUrl;
   apps.push(
     ...(await startApps(
       options.apps ?? PLATFORM_APPS,
@@ -169,6 +172,8 @@ async function startLocked(
         timers,
         scheduler,
         credentials,
+        leases: new KeyedLock(),
+        publicUrl: () => publicUrl,
         log,
       },
       config,
@@ -188,7 +193,6 @@ async function startLocked(
   );
   await endpoint.start();
 
-  let publicUrl = config.http.publicUrl;
   const firstWorkspace = new FirstWorkspace(workspaces);
   const deps: RouteDeps = {
     apps,

@@ -4,6 +4,7 @@ import type { UserDirectory } from "../identity/users.ts";
 import type { ConfigSection } from "../instance/schema.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { EventBus } from "../kernel/events.ts";
+import type { ExclusiveLeases } from "../kernel/leases.ts";
 import type { Scheduler } from "../kernel/scheduler.ts";
 import type { Timers } from "../kernel/timers.ts";
 import type { Logger } from "../log.ts";
@@ -65,6 +66,10 @@ export interface AppContext<Settings> {
    * keeps the credential's id, never the value (ADR 0036).
    */
   credentials: CredentialStore;
+  /** Work one holder in the instance does at a time per key (a connection's token refresh). */
+  leases: ExclusiveLeases;
+  /** The instance's public URL as it is now (a loopback port is known only once it listens). */
+  publicUrl: () => string;
   /** The instance's log, with the app's name on every line. */
   log: Logger;
 }

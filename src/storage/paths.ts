@@ -25,7 +25,8 @@ export type InstanceCollection =
   | "oauth/keys"
   | "oauth/requests"
   | "invitations"
-  | "credentials";
+  | "credentials"
+  | "connections/registrations";
 
 /** Instance-wide secrets Atrium generates for itself (never ones an operator configures). */
 export type InstanceSecret = "session-secret";

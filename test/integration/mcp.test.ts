@@ -117,6 +117,7 @@ describe("tools over /mcp/ws_…", () => {
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual([
       "connections__add",
+      "connections__authorize",
       "connections__disable",
       "connections__enable",
       "connections__grant",

@@ -10,6 +10,7 @@ import { Connections } from "./connections.ts";
 import { grantRoutes } from "./grant-routes.ts";
 import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import { connectionOAuth } from "./oauth/wiring.ts";
 import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
 import { createPersonalStore, recoverPersonalConnections } from "./personal-store.ts";
@@ -25,8 +26,22 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const { settings, storage, clock, scheduler, log } = context;
     const store = new ConnectionStore(storage);
     const ledger = new AuditLedger(storage, clock);
-    const remote = new RemoteServers(settings, context.credentials, clock);
     let revalidator: ConnectionRevalidator | undefined;
+    let shared: Connections | undefined;
+    const oauth = connectionOAuth({
+      settings,
+      store,
+      vault: context.credentials,
+      leases: context.leases,
+      layout: context.layout,
+      clock,
+      log,
+      publicUrl: context.publicUrl,
+      isAdmin: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId) === "admin",
+      activated: async (record) => shared?.activated(record),
+      refused: (workspaceId, name) => void revalidator?.check(workspaceId, name),
+    });
+    const remote = new RemoteServers(settings, context.credentials, clock, oauth.bearers);
     const common = {
       remote,
       vault: context.credentials,
@@ -38,12 +53,15 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       log,
       reservedNames: context.appNames,
       ledger,
+      // A personal connection is never OAuth yet (Connections.seal refuses it); only the shared one uses it.
+      authorizer: oauth.authorizer,
     };
     const connections = new Connections({
       ...common,
       store,
       onUnauthorized: (workspaceId, name) => void revalidator?.check(workspaceId, name),
     });
+    shared = connections;
     // Personal connections (ADR 0042): stored under their owners, served to them alone, acting in
     // a shared workspace only with an admin's grant.
     const grantStore = new GrantStore(storage);
@@ -129,6 +147,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
         connections.add(workspaceId, principalId, request),
       ),
     );
+    const instanceRoutes = catalogRoutes(catalog);
+    instanceRoutes.route("/", oauth.routes);
     return {
       createServer: (workspaceId) => createConnectionsServer(workspaceId, callerConnections, grants),
       sources: async (workspaceId) => [
@@ -136,7 +156,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
         ...(await personal.sources(workspaceId)),
       ],
       workspaceRoutes: routes,
-      routes: catalogRoutes(catalog),
+      routes: instanceRoutes,
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {
           await store.recoverWorkspace(workspaceId, present, pass);

@@ -33,6 +33,20 @@ export class CallerConnections {
       : this.shared.add(workspaceId, callerId, rest);
   }
 
+  /** Re-authorizes one of the workspace's OAuth connections (admins); a personal connection is never OAuth yet. */
+  startAuthorization(
+    workspaceId: string,
+    callerId: string,
+    name: string,
+    request: { scopes?: unknown } = {},
+  ) {
+    if (isPersonalSourceName(name))
+      throw new InvalidInput(
+        "A personal connection does not use OAuth; only a workspace's OAuth connection is authorized here.",
+      );
+    return this.shared.startAuthorization(workspaceId, callerId, name, request);
+  }
+
   view(workspaceId: string, callerId: string, name: string) {
     return isPersonalSourceName(name)
       ? this.personal.view(workspaceId, callerId, name)

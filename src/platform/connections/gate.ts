@@ -5,6 +5,7 @@ import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
 import type { Source } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
+import { reauthorizationIn } from "./oauth/step-up.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
 import { type Snapshot, toolDigest } from "./snapshot.ts";
 
@@ -66,13 +67,22 @@ export class ConnectionSource implements Source {
       ...(requestId === undefined ? {} : { requestId }),
     };
     const outcome = await auditCall(this.ledger, call, async () => {
-      const denial = await this.check(tool, args, caller);
+      const denial = await this.check(tool, args, caller).catch((error: unknown) => {
+        // The drift check's listing needs a token too: no authorization is the credential's denial.
+        const reauthorization = reauthorizationIn(error);
+        if (reauthorization) return deny("credential", reauthorization.message);
+        throw error;
+      });
       if (denial) return denial;
       try {
         return await this.live.callTool(tool, args, caller, onProgress, requestId, signal);
       } catch (error) {
         // A cancelled call (a task run's timeout) is the caller's choice, not a broken transport.
         if (error instanceof ProtocolError || signal?.aborted) throw error;
+        // The server wants more scope (a re-authorization is started), or the tokens are gone: the
+        // call says who must authorize the connection, as a tool error.
+        const reauthorization = reauthorizationIn(error);
+        if (reauthorization) return refusal(reauthorization.message);
         // The transport failed (a server restarted, or now refuses the revision this client
         // negotiated): connect afresh and look again, so a server that changed its revision is
         // refused by name rather than failing without a reason.

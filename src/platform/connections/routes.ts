@@ -24,6 +24,14 @@ export function connectionRoutes(connections: CallerConnections): Hono<AppEnv> {
     c.json(await connections.view(ws(c), me(c), c.req.param("name"))),
   );
 
+  // Re-authorizes an OAuth connection: a new flow from the record as it is now, `{scopes?}` to ask for others.
+  app.post("/connections/:name/oauth/start", async (c) => {
+    const body = c.req.header("content-type") ? await readJsonObject(c) : {};
+    return c.json(
+      await connections.startAuthorization(ws(c), c.get("principal").id, c.req.param("name"), body),
+    );
+  });
+
   app.delete("/connections/:name", async (c) => {
     await connections.remove(ws(c), me(c), c.req.param("name"));
     return c.body(null, 204);

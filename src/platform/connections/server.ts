@@ -33,7 +33,7 @@ export function createConnectionsServer(
       const list = await connections.list(workspaceId, caller.principalId);
       const lines = list.map(
         (c) =>
-          `${c.name}  ${c.state}  ${c.url}  snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)`,
+          `${c.name}  ${c.state}  ${c.url}  ${c.snapshot ? `snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)` : "no snapshot yet"}`,
       );
       return json({ connections: list }, lines.length > 0 ? lines.join("\n") : "No connections here yet.");
     }),
@@ -45,15 +45,17 @@ export function createConnectionsServer(
       description:
         "Connect a remote MCP server to this workspace (workspace admins; with personal: true, your own, any member): Atrium connects, photographs its tools as snapshot 1, " +
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
-        'auth is {"kind":"none"} or {"kind":"static","header","value"}; the value is sealed and never shown again.',
+        'auth is {"kind":"none"}, {"kind":"static","header","value"} (the value is sealed and never shown again) ' +
+        'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin to open in a browser.',
       inputSchema: platformInput({
         name: nameInput,
         url: z.string().describe("The server's MCP endpoint, an https URL."),
         auth: z
           .object({
-            kind: z.enum(["none", "static"]),
+            kind: z.enum(["none", "static", "oauth"]),
             header: z.string().optional(),
             value: z.string().optional(),
+            scopes: z.array(z.string()).optional(),
           })
           .optional()
           .describe("How Atrium authenticates to the server; none when absent."),
@@ -69,13 +71,45 @@ export function createConnectionsServer(
     platformTool(
       workspaceId,
       async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
-        const view = await connections.add(workspaceId, caller.principalId, args);
+        const added = await connections.add(workspaceId, caller.principalId, args);
+        if ("go_url" in added) {
+          return json(
+            added,
+            `"${added.connection.name}" waits for authorization: a workspace admin opens ${added.go_url} in a browser before ${added.expiresAt}.`,
+          );
+        }
         return json(
-          view,
-          `Connected "${view.name}": snapshot ${view.snapshot.version} with ${view.snapshot.tools.length} tools.`,
+          added,
+          `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
         );
       },
     ),
+  );
+
+  server.registerTool(
+    "authorize",
+    {
+      description:
+        "Start a re-authorization of an OAuth connection (workspace admins): answers a go_url for a workspace admin to open in a browser; " +
+        "the new tokens replace the old ones only if no other authorization of the connection completed first.",
+      inputSchema: platformInput({
+        name: nameInput,
+        scopes: z
+          .array(z.string())
+          .optional()
+          .describe("The OAuth scopes to ask for; the connection's own when absent."),
+      }),
+      annotations: { title: "Authorize a connection", readOnlyHint: false, destructiveHint: false },
+    },
+    platformTool(workspaceId, async (caller, args: { name: string; scopes?: string[] }) => {
+      const started = await connections.startAuthorization(workspaceId, caller.principalId, args.name, {
+        ...(args.scopes ? { scopes: args.scopes } : {}),
+      });
+      return json(
+        started,
+        `Open ${started.go_url} in a browser before ${started.expiresAt} to authorize "${args.name}".`,
+      );
+    }),
   );
 
   server.registerTool(
@@ -141,7 +175,7 @@ export function createConnectionsServer(
       const { connection, changes } = await connections.refresh(workspaceId, caller.principalId, args.name);
       return json(
         { connection, changes },
-        `"${args.name}" is now at snapshot ${connection.snapshot.version}: ${JSON.stringify(changes)}`,
+        `"${args.name}" is now at snapshot ${connection.snapshot?.version}: ${JSON.stringify(changes)}`,
       );
     }),
   );

@@ -58,14 +58,15 @@ export class ConnectionStore implements LeftoverRules {
     return [...(this.index.get(workspaceId) ?? [])].sort();
   }
 
-  async create(record: ConnectionRecord, snapshot: Snapshot): Promise<void> {
+  /** A new connection, whole; without a snapshot while it waits for its first authorization (pending_auth). */
+  async create(record: ConnectionRecord, snapshot: Snapshot | undefined): Promise<void> {
     const key = record.owner ?? record.workspaceId;
     const dir = await this.ensureServersDir(key);
     try {
       await this.folders.create(dir, record.name, async (staging) => {
         await writeJsonAtomic(join(staging, RECORD), record);
         await makeFolderIfMissing(join(staging, SNAPSHOTS));
-        await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
+        if (snapshot) await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
         await writeJsonAtomic(join(staging, TRANSPORT), { up: true, failures: 0 } satisfies TransportHealth);
         await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
       });
