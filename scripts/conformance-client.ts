@@ -30,6 +30,7 @@ import {
   beginAuthorization,
   redeemCode,
   refreshTokens,
+  scopeToRequest,
   type TokenSet,
 } from "../src/platform/connections/oauth/tokens.ts";
 
@@ -96,8 +97,7 @@ class Session {
         say(`refresh refused (${(error as Error).message}); authorizing again`);
       }
     }
-    const scope = target.challengedScope ?? target.scopesSupported?.join(" ");
-    return this.authorize(target, computeScopeUnion(this.tokens?.scope, scope));
+    return this.authorize(target, computeScopeUnion(this.tokens?.scope, scopeToRequest(target)));
   }
 
   /** After a 403 insufficient_scope: step up to the union of what is held and what is required. */

@@ -119,8 +119,13 @@ export const CLIENT_SUITES = {
     baseline: path.join(TOOLS, "expected-failures-client-auth-2026.yml"),
     baselineSection: "client",
     perCheck: true,
-    // Scenarios that register no client (so SEP-837's application_type check is not in them).
-    required: ["auth/pre-registration", "auth/metadata-issuer-mismatch", "auth/resource-mismatch"],
+    required: [
+      "auth/metadata-default",
+      "auth/scope-step-up",
+      "auth/iss-wrong-issuer",
+      "auth/metadata-issuer-mismatch",
+      "auth/resource-mismatch",
+    ],
     needsAtrium: false,
     list: listClient2026,
     resultPrefix: null,
