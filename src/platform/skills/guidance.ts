@@ -56,7 +56,6 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       return result;
     },
 
-
     async listResources(workspaceId, principalId) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
       return resolved.flatMap((s) => [

@@ -5,7 +5,7 @@ import type { SkillSettings } from "./config.ts";
 import { composeInstructions } from "./instructions.ts";
 import type { Skill, SkillProblem } from "./model.ts";
 import { resolveSkills } from "./resolve.ts";
-import { type ScopeListing, ScopeCache } from "./scope-cache.ts";
+import { ScopeCache, type ScopeListing } from "./scope-cache.ts";
 
 /** The platform's own skills ship in the repository's `skills/` folder. */
 export const PLATFORM_SKILLS_DIR = fileURLToPath(new URL("../../../skills/", import.meta.url));
