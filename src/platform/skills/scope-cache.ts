@@ -8,10 +8,15 @@ export interface ScopeListing {
   problems: SkillProblem[];
 }
 
-/** One stamped path: a folder's modification time, or a SKILL.md's time and size (-1: missing). */
+/**
+ * One stamped path: its modification and change times, and a SKILL.md's size (-1: missing). The
+ * change time also moves when a copy that keeps its source's modification time lands (`cp -p`,
+ * `rsync -t`).
+ */
 interface Stamp {
   path: string;
   mtimeMs: number;
+  ctimeMs: number;
   size?: number;
 }
 
@@ -76,13 +81,13 @@ export class ScopeCache {
 
 function unchanged(stamp: Stamp): boolean {
   const info = statSync(stamp.path, { throwIfNoEntry: false });
-  if ((info?.mtimeMs ?? -1) !== stamp.mtimeMs) return false;
+  if ((info?.mtimeMs ?? -1) !== stamp.mtimeMs || (info?.ctimeMs ?? -1) !== stamp.ctimeMs) return false;
   return stamp.size === undefined || (info?.size ?? -1) === stamp.size;
 }
 
 function stampOf(path: string, info: Stats | undefined, withSize: boolean): Stamp {
-  const mtimeMs = info?.mtimeMs ?? -1;
-  return withSize ? { path, mtimeMs, size: info?.size ?? -1 } : { path, mtimeMs };
+  const times = { mtimeMs: info?.mtimeMs ?? -1, ctimeMs: info?.ctimeMs ?? -1 };
+  return withSize ? { path, ...times, size: info?.size ?? -1 } : { path, ...times };
 }
 
 /** The scope folder, every folder under it, and each skill's SKILL.md (missing ones too). */
