@@ -2,6 +2,7 @@ import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprot
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
+import { ComposedLists } from "./composed-lists.ts";
 import type { ProgressListener } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
 import { unexpectedErrorOf, unexpectedFailureMessage, withoutSdkPrefix } from "./tool-failure.ts";
@@ -22,23 +23,33 @@ export interface CallContext {
  * name can never reach another workspace's sources.
  */
 export class Router {
+  private readonly composed = new ComposedLists();
+
   constructor(private readonly log: Logger) {}
 
-  /** The tools `principalId` sees here: every shared source's, and their own personal sources'. */
+  /**
+   * The tools `principalId` sees here: every shared source's, and their own personal sources'.
+   * The same array while the sources and each source's own (cached) list are the same objects
+   * (composed-lists.ts): do not change it.
+   */
   async listTools(registry: SourceRegistry, principalId: string): Promise<FrontTool[]> {
+    const sources = registry.visibleTo(principalId);
     const lists = await Promise.all(
-      registry.visibleTo(principalId).map(async (source) => {
+      sources.map(async (source) => {
         try {
-          const tools = await source.listTools();
-          return tools.map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) }));
+          return await source.listTools();
         } catch (error) {
           // One unreachable source must not hide the others' tools.
           this.log.warn({ source: source.name, err: error }, "source did not list its tools");
-          return [];
+          return undefined;
         }
       }),
     );
-    return lists.flat();
+    return this.composed.of(registry, principalId, sources, lists, () =>
+      sources.flatMap((source, i) =>
+        (lists[i] ?? []).map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) })),
+      ),
+    );
   }
 
   /**
