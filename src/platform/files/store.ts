@@ -53,7 +53,7 @@ export class FileStore implements LeftoverRules {
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
   ) {
-    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id));
+    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id), clock);
   }
 
   /**
@@ -189,14 +189,11 @@ export class FileStore implements LeftoverRules {
     return this.listings.page(workspaceId, ownerId, request);
   }
 
+  /** A file's metadata, from the index: no disk read (adr/0050). */
   async info(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
-    if (!isFileId(fileId)) throw fileNotFound();
-    try {
-      return await this.readMeta(workspaceId, ownerId, fileId);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
-      throw error;
-    }
+    const meta = isFileId(fileId) ? await this.listings.get(workspaceId, ownerId, fileId) : undefined;
+    if (!meta) throw fileNotFound();
+    return meta;
   }
 
   async read(
@@ -205,8 +202,16 @@ export class FileStore implements LeftoverRules {
     fileId: string,
   ): Promise<{ meta: FileMeta; content: Buffer }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
-    const content = await readFile(join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE));
-    return { meta, content };
+    try {
+      const content = await readFile(
+        join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE),
+      );
+      return { meta, content };
+    } catch (error) {
+      // Removed on disk since the index last looked (adr/0050).
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
+      throw error;
+    }
   }
 
   /**
