@@ -39,7 +39,8 @@ export interface NewFile {
  * staged in a temp folder beside its final place and renamed there, so a failed or
  * oversized write leaves nothing behind (test/integration/files-rest.test.ts). Two indexes,
  * both caches of disk kept by these writers (adr/0025): the locator (file id → workspace and
- * owner, rebuilt at boot) and each partition's listing (built on its first list).
+ * owner, rebuilt at boot) and the metadata index (each partition's files, built on its first
+ * use, adr/0050), which answers info and lists without reading a meta.json.
  */
 export class FileStore implements LeftoverRules {
   private readonly locator = new RecordLocator();
