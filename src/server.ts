@@ -25,7 +25,7 @@ import { EventBus } from "./kernel/events.ts";
 import { everyLeaseLocal } from "./kernel/leases.ts";
 import { Scheduler } from "./kernel/scheduler.ts";
 import { systemTimers, type Timers } from "./kernel/timers.ts";
-import { createLogger, type Logger } from "./log.ts";
+import { createLogger, flushLog, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
@@ -307,6 +307,8 @@ async function startLocked(
         // Last: until here this process still owns the root (a restart waits or is refused).
         await lock.release();
         log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
+        // Lines are written asynchronously (src/log.ts): out before close() says it is done.
+        await flushLog(log);
       })();
       return closing;
     },
