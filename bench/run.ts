@@ -2,7 +2,7 @@
 // baseline the bench runs itself (docs/performance.md). Prints the goal table, writes
 // bench/results/latest.json and draws docs/performance.svg; then the workspace-count and
 // connection-gate parts. `npm run bench -- <part>` runs one part: load, transfer, memory (the
-// goal rows; `goals` runs the three), scale, remote.
+// goal rows; `goals` runs the three; `opening` only initialize / server/discover), scale, remote.
 import { loadavg } from "node:os";
 import { chartPanels, drawChart } from "./lib/chart-svg.ts";
 import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
@@ -19,7 +19,7 @@ import { formatRemote, runRemoteBench } from "./remote.ts";
 import { formatScale, runScaleBench } from "./scale.ts";
 import { runTransferBench } from "./transfer.ts";
 
-const PARTS = ["load", "transfer", "memory", "goals", "scale", "remote"] as const;
+const PARTS = ["load", "opening", "transfer", "memory", "goals", "scale", "remote"] as const;
 type Part = (typeof PARTS)[number];
 
 function chosenPart(argv: string[]): Part | undefined {
@@ -45,9 +45,12 @@ async function goals(part: Part | undefined): Promise<void> {
     loads: [],
   };
   const all = part === undefined || part === "goals";
-  if (all || part === "load" || part === "transfer") {
+  if (all || part === "load" || part === "opening" || part === "transfer") {
     // The transfer part needs the Atrium the load part sets up; alone, it skips the load rows.
-    const loaded = await runLoadBench(settings, part === "transfer" ? [] : undefined);
+    // `opening` is only the initialize / server/discover rows (how OPENING_BASELINE was measured).
+    const groups =
+      part === "transfer" ? [] : part === "opening" ? (["opening", "opening-token"] as const) : undefined;
+    const loaded = await runLoadBench(settings, groups && [...groups]);
     report.loads = loaded.rows;
     if (all || part === "transfer") {
       report.transfer = await runTransferBench(loaded.atrium).catch(errorOf);

@@ -52,6 +52,7 @@ export interface Machine {
 /** The figure `initialize` / `server/discover` reached on main before issue 15, per era. */
 export interface OpeningBaseline {
   requestsPerSec: Record<Era, number>;
+  serverCpuUsPerRequest: Record<Era, number>;
   measuredAt: string;
   commit: string;
   loadAverage: number;
