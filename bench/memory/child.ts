@@ -24,6 +24,24 @@ function heapAfterGc(): number {
   return process.memoryUsage().heapUsed;
 }
 
+/**
+ * One tools/list. A pooled connection the server closed as idle (a long gc pause with thousands
+ * of workspaces in memory) resets on reuse; the request is read-only, so it is sent again.
+ */
+async function listTools(url: string, attempt = 1): Promise<void> {
+  let response: Response;
+  try {
+    response = await fetch(url, rpcRequest({ url, method: "tools/list" }, "2025-11-25"));
+  } catch (error) {
+    const code = (error as { cause?: { code?: string } }).cause?.code;
+    if (code === "ECONNRESET" && attempt < 3) return listTools(url, attempt + 1);
+    throw error;
+  }
+  const text = await response.text();
+  if (!response.ok || !looksSuccessful(text))
+    throw new Error(`tools/list at ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`);
+}
+
 const [instancePath] = process.argv.slice(2);
 if (!instancePath) throw new Error("usage: child.ts <instance.json>");
 const config = await loadInstance(instancePath, { sections: configSections(PLATFORM_APPS) });
@@ -38,11 +56,7 @@ try {
   let next = 0;
   const touch = async () => {
     while (next < ids.length) {
-      const url = `${atrium.url}/mcp/${ids[next++]}`;
-      const response = await fetch(url, rpcRequest({ url, method: "tools/list" }, "2025-11-25"));
-      const text = await response.text();
-      if (!response.ok || !looksSuccessful(text))
-        throw new Error(`tools/list at ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`);
+      await listTools(`${atrium.url}/mcp/${ids[next++]}`);
     }
   };
   await Promise.all(Array.from({ length: TOUCH_CONCURRENCY }, touch));
