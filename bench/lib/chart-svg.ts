@@ -16,8 +16,8 @@ export interface ChartPanel {
   bars: ChartBar[];
 }
 
-const WIDTH = 760;
-const LABEL_WIDTH = 250;
+const WIDTH = 820;
+const LABEL_WIDTH = 300;
 const VALUE_WIDTH = 90;
 const BAR_HEIGHT = 18;
 const BAR_GAP = 6;
