@@ -1,9 +1,10 @@
-// Run by bench/memory/measure.ts as `node --expose-gc --import tsx bench/memory/child.ts <root> <instance.json>`:
+// Run by bench/memory/measure.ts as `node --expose-gc --import tsx bench/memory/child.ts <instance.json>`:
 // Atrium in this very process (startAtrium, not a child), so its heap can be read after a full
 // gc with no debug route in Atrium. Touches every workspace of the root once (one tools/list,
 // which builds its sources), then lets the idle sweep evict them by moving Atrium's clock, and
 // prints the three heap figures as one JSON line on stdout.
 
+import { request as httpRequest } from "node:http";
 import { loadInstance } from "../../src/instance/load.ts";
 import { createLogger } from "../../src/log.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
@@ -25,21 +26,27 @@ function heapAfterGc(): number {
 }
 
 /**
- * One tools/list. A pooled connection the server closed as idle (a long gc pause with thousands
- * of workspaces in memory) resets on reuse; the request is read-only, so it is sent again.
+ * One tools/list, on a connection of its own (`agent: false`): with thousands of workspaces in
+ * memory a gc pause can outlast the server's keep-alive, and a pooled connection it closed
+ * meanwhile fails on reuse ("other side closed"). A fresh connection per request has no such race.
  */
-async function listTools(url: string, attempt = 1): Promise<void> {
-  let response: Response;
-  try {
-    response = await fetch(url, rpcRequest({ url, method: "tools/list" }, "2025-11-25"));
-  } catch (error) {
-    const code = (error as { cause?: { code?: string } }).cause?.code;
-    if (code === "ECONNRESET" && attempt < 3) return listTools(url, attempt + 1);
-    throw error;
-  }
-  const text = await response.text();
-  if (!response.ok || !looksSuccessful(text))
-    throw new Error(`tools/list at ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`);
+function listTools(url: string): Promise<void> {
+  const { method, headers, body } = rpcRequest({ url, method: "tools/list" }, "2025-11-25");
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method, headers, agent: false }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      response.once("error", reject);
+      response.once("end", () => {
+        const text = Buffer.concat(chunks).toString();
+        const status = response.statusCode ?? 0;
+        if (status === 200 && looksSuccessful(text)) resolve();
+        else reject(new Error(`tools/list at ${url}: HTTP ${status}: ${text.slice(0, 300)}`));
+      });
+    });
+    request.once("error", reject);
+    request.end(body);
+  });
 }
 
 const [instancePath] = process.argv.slice(2);
@@ -69,6 +76,11 @@ try {
   process.stdout.write(
     `${JSON.stringify({ workspaces: ids.length, built, left, idleHeapBytes, touchedHeapBytes, evictedHeapBytes })}\n`,
   );
+} catch (error) {
+  // One line the parent can quote, rather than a stack with a socket dump.
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  process.stderr.write(`${(error as Error).message}${cause ? ` (${cause.code ?? cause.message})` : ""}\n`);
+  process.exitCode = 1;
 } finally {
   await atrium.close();
 }

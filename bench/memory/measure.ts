@@ -43,7 +43,7 @@ export async function runMemoryBench(): Promise<MemoryResult> {
     { cwd: repoRoot, timeout: TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
   ).catch((error: { stderr?: string; message?: string }) => {
     // The child's stack trace is long; its last lines say what went wrong.
-    const tail = (error.stderr ?? "").trim().split("\n").slice(-12).join("\n");
+    const tail = (error.stderr ?? "").trim().split("\n").slice(-3).join("\n");
     throw new Error(`the memory child failed: ${tail || error.message}`);
   });
   const line = stdout.trim().split("\n").at(-1) ?? "";
