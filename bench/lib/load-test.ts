@@ -64,7 +64,8 @@ export async function loadSlice(spec: LoadSpec, connections: number, seconds: nu
       `${phase} against ${spec.url} had failures ${JSON.stringify(failures)}; status codes ${JSON.stringify(result.statusCodeStats)}`,
     );
   }
-  if (latencies.count === 0) throw new Error(`${phase} against ${spec.url} completed no requests`);
+  // A slice may complete nothing on a loaded machine (every answer slower than the slice); the
+  // merge of a target's slices fails only if none of them completed anything.
   const slice: Slice = { latencies, durationSec: result.duration };
   if (cpuBefore !== undefined && cpuAfter !== undefined) slice.cpuUs = cpuAfter - cpuBefore;
   return slice;
@@ -81,7 +82,7 @@ export function mergeSlices(slices: readonly Slice[]): LoadStats {
     cpuUs = cpuUs === undefined || slice.cpuUs === undefined ? undefined : cpuUs + slice.cpuUs;
   }
   const sorted = all.sorted();
-  if (sorted.length === 0 || durationSec <= 0) throw new Error("no completed requests to report");
+  if (sorted.length === 0 || durationSec <= 0) throw new Error("no request completed in any slice");
   const stats: LoadStats = {
     // Completed requests over wall time: unlike autocannon's per-second-sample average, this does
     // not drop a partial last second.
