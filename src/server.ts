@@ -25,7 +25,7 @@ import { EventBus } from "./kernel/events.ts";
 import { everyLeaseLocal } from "./kernel/leases.ts";
 import { Scheduler } from "./kernel/scheduler.ts";
 import { systemTimers, type Timers } from "./kernel/timers.ts";
-import { createLogger, type Logger } from "./log.ts";
+import { createLogger, flushLog, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
@@ -37,6 +37,7 @@ import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
 import { CredentialStore } from "./storage/credential-store.ts";
+import { KeyedLock } from "./storage/keyed-lock.ts";
 import { StorageLayout } from "./storage/paths.ts";
 import { RecoveryPass, recoverDataRoot } from "./storage/recovery.ts";
 import { FirstWorkspace } from "./workspace/first-workspace.ts";
@@ -69,6 +70,8 @@ export interface RunningAtrium {
   users: UserDirectory;
   firstWorkspace: FirstWorkspace;
   registries: IdleCache<SourceRegistry>;
+  /** The one way a tool is called, also without an HTTP request (a task run; tests call it so). */
+  dispatch: ToolDispatch;
   sessions: Sessions;
   oauth: AuthorizationServer;
   /** Every route the HTTP app answers (test/integration/route-docs.test.ts holds the docs to it). */
@@ -152,12 +155,15 @@ async function startLocked(
   const router = new Router(log);
   const dispatch = new ToolDispatch(workspaces, registries, router);
   const scheduler = new Scheduler({ clock, timers, leases: everyLeaseLocal, log });
+  // Known once the listener is bound (a loopback port 0 is followed); read through a function.
+  let publicUrl = config.http.publicUrl;
   apps.push(
     ...(await startApps(
       options.apps ?? PLATFORM_APPS,
       {
         layout,
         workspaces,
+        users,
         dispatch,
         sources: workspaceSources(registries),
         publishedSkills: publishedSkills(),
@@ -166,6 +172,8 @@ async function startLocked(
         timers,
         scheduler,
         credentials,
+        leases: new KeyedLock(),
+        publicUrl: () => publicUrl,
         log,
       },
       config,
@@ -176,6 +184,8 @@ async function startLocked(
   const leftovers = apps.flatMap((app) => (app.leftovers ? [app.leftovers] : []));
   const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
   await recover(RecoveryPass.boot(clock()));
+  // Every app's sources exist now, so work that calls tools may start (a task's missed schedule).
+  for (const started of apps) await started.ready?.();
   const guidance = composeGuidance(apps.flatMap((app) => (app.guidance ? [app.guidance] : [])));
   const endpoint = new McpEndpoint(
     createFrontServers({ router, registries, dispatch, guidance, log }),
@@ -183,7 +193,6 @@ async function startLocked(
   );
   await endpoint.start();
 
-  let publicUrl = config.http.publicUrl;
   const firstWorkspace = new FirstWorkspace(workspaces);
   const deps: RouteDeps = {
     apps,
@@ -271,6 +280,7 @@ async function startLocked(
     users,
     firstWorkspace,
     registries,
+    dispatch,
     sessions,
     oauth,
     events,
@@ -285,15 +295,20 @@ async function startLocked(
         log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
         // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
         const jobsStopped = scheduler.stop();
+        // Work an app runs with no request around it (a task run) ends now and is recorded so.
+        const appsStopped = Promise.all(apps.map((started) => started.stop?.()));
         // An event stream never finishes by itself: ended here, it does not hold the drain open.
         eventLog.closeAll();
         const counts = await drain.drain(config.http.drainSeconds * 1000);
         await jobsStopped;
+        await appsStopped;
         await registries.close();
         await endpoint.close();
         // Last: until here this process still owns the root (a restart waits or is refused).
         await lock.release();
         log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
+        // Lines are written asynchronously (src/log.ts): out before close() says it is done.
+        await flushLog(log);
       })();
       return closing;
     },

@@ -11,7 +11,7 @@ export interface Check {
 
 export function parseBaseline(
   text: string,
-  options: { perCheck: boolean; file: string },
+  options: { perCheck: boolean; file: string; section?: "server" | "client" },
 ): Map<string, string>;
 
 export function scenarioOf(entry: string): string;

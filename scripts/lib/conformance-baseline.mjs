@@ -3,7 +3,7 @@
 // harness can print one table per suite with each entry's reason and catch a disagreement
 // with the suite's own exit code. Pure functions: test/unit/conformance-baseline.test.ts.
 //
-// File shape: a `server:` list; each entry is `<scenario>` (the whole scenario may fail) or,
+// File shape: a `server:` list (a `client:` list for the client suites); each entry is `<scenario>` (the whole scenario may fail) or,
 // where the suite supports it (0.2.x), `<scenario>:<check-id>` (only that check may fail).
 // Each entry's reason is the comment on its line or the comment line(s) just above it, and an
 // entry without one is refused: a baseline entry nobody can justify is how a baseline rots.
@@ -12,22 +12,24 @@ export class BaselineError extends Error {}
 
 /**
  * @param {string} text the file's contents
- * @param {{ perCheck: boolean, file: string }} options
+ * @param {{ perCheck: boolean, file: string, section?: "server" | "client" }} options the
+ *   list read is `section:` (default `server`); the other is ignored, as the suite ignores it
  * @returns {Map<string, string>} entry → reason, in file order
  */
-export function parseBaseline(text, { perCheck, file }) {
+export function parseBaseline(text, { perCheck, file, section = "server" }) {
   const entries = new Map();
-  let inServer = false;
+  const heading = new RegExp(`^${section}:\\s*(#.*)?$`);
+  let inSection = false;
   let comment = [];
   const lines = text.split(/\r?\n/);
   for (const [index, raw] of lines.entries()) {
     const where = `${file}:${index + 1}`;
     if (/^\S/.test(raw) && !raw.startsWith("#")) {
-      inServer = /^server:\s*(#.*)?$/.test(raw);
+      inSection = heading.test(raw);
       comment = [];
       continue;
     }
-    if (!inServer) continue;
+    if (!inSection) continue;
     if (!raw.trim()) {
       comment = [];
       continue;

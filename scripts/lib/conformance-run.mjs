@@ -69,18 +69,23 @@ export async function runSuite({ name, script, args, dir, timeoutMs, verbose, on
 }
 
 // Each scenario's checks, in the order the suite ran them; a scenario without checks.json did
-// not finish.
+// not finish. Server runs write `<prefix>-<scenario>-<time>/`; client runs (prefix null) write
+// `<scenario>-<time>/`, where a scenario named `auth/x` is the folder `auth/` holding `x-<time>/`.
 function collect(output, resultsDir, prefix) {
   const order = [...output.matchAll(/^=== Running scenario: (\S+) ===$/gm)].map((m) => m[1]);
   const checks = new Map();
-  const dirName = new RegExp(`^${prefix}-(.+)-\\d{4}-\\d{2}-\\d{2}T[\\d-]+Z$`);
-  if (existsSync(resultsDir)) {
-    for (const entry of readdirSync(resultsDir)) {
-      const m = entry.match(dirName);
-      const file = path.join(resultsDir, entry, "checks.json");
-      if (m && existsSync(file)) checks.set(m[1], JSON.parse(readFileSync(file, "utf8")));
+  const stamp = "-\\d{4}-\\d{2}-\\d{2}T[\\d-]+Z$";
+  const dirName = new RegExp(prefix === null ? `^(.+)${stamp}` : `^${prefix}-(.+)${stamp}`);
+  const read = (dir, namePrefix) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const m = entry.name.match(dirName);
+      const file = path.join(dir, entry.name, "checks.json");
+      if (m && existsSync(file)) checks.set(namePrefix + m[1], JSON.parse(readFileSync(file, "utf8")));
+      else if (!m && prefix === null && !namePrefix) read(path.join(dir, entry.name), `${entry.name}/`);
     }
-  }
+  };
+  if (existsSync(resultsDir)) read(resultsDir, "");
   for (const name of checks.keys()) if (!order.includes(name)) order.push(name);
   return order.map((name) => ({ name, checks: checks.get(name) }));
 }
@@ -143,7 +148,7 @@ export function judgeSuite({ scored, notScored, baseline, run, resultPrefix, bas
     (results.some((r) => !r.checks && scored.includes(r.name)) || scored.some((s) => !ran.has(s)))
   )
     anomaly = "not every scenario ran to completion";
-  else if (!anomaly && baselineFile && (run.code === 0) !== (failed === 0))
+  else if (!anomaly && baselineFile && run.code !== null && (run.code === 0) !== (failed === 0))
     anomaly = `the suite exited with ${run.code}, which disagrees with the table above`;
   if (anomaly) {
     if (failed === 0) failed = 1;

@@ -38,8 +38,35 @@ export type AtriumEvent =
   | (Scoped & { type: "member.deactivated"; principalId: string; name?: string | undefined })
   /** A connection's derived state moved (ADR 0039): `running`, `degraded`, `reauth_required`… */
   | (Scoped & { type: "connection.state_changed"; name: string; state: string; previous: string | undefined })
+  /** A personal connection's (`my_…`, ADR 0042): for its owner alone, in each workspace they are in. */
+  | (Private & {
+      type: "connection.state_changed";
+      name: string;
+      state: string;
+      previous: string | undefined;
+    })
+  /** A task run began or ended: private to its owner for a private task, the workspace's for a shared one. */
+  | (Scoped & { type: "task.run.started"; run: TaskRunSummary })
+  | (Private & { type: "task.run.started"; run: TaskRunSummary })
+  | (Scoped & { type: "task.run.finished"; run: TaskRunSummary })
+  | (Private & { type: "task.run.finished"; run: TaskRunSummary })
   | (Scoped & { type: "notification.created"; notification: NotificationSummary })
-  | (Private & { type: "notification.created"; notification: NotificationSummary });
+  | (Private & { type: "notification.created"; notification: NotificationSummary })
+  | (Private & { type: "conversation.created"; conversation: ConversationInfo })
+  /** Events were appended to a conversation (`appended`), or only its title changed (`title`). */
+  | (Private & { type: "conversation.updated"; change: "appended" | "title"; conversation: ConversationInfo })
+  | (Private & { type: "conversation.deleted"; conversationId: string });
+
+/** What the event stream says of a conversation: its summary, never its events (docs/conversations.md). */
+export interface ConversationInfo {
+  id: string;
+  title: string;
+  messageCount: number;
+  eventCount: number;
+  createdAt: string;
+  updatedAt: string;
+  forkOf?: { conversationId: string; seq: number };
+}
 
 /** What the event stream says of a new inbox entry; the entry itself is read from the inbox. */
 export interface NotificationSummary {
@@ -48,6 +75,20 @@ export interface NotificationSummary {
   source: string;
   severity: string;
   title: string;
+}
+
+/** What the event stream says of a task run; the run itself is read with tasks__get_run. */
+export interface TaskRunSummary {
+  id: string;
+  taskId: string;
+  taskName: string;
+  /** The task's owner, as whom the run acts; set on a shared task's run too. */
+  taskOwnerId: string;
+  trigger: string;
+  execution: string;
+  assessment: string;
+  /** Why the run did not succeed, when it did not. */
+  error?: { code: string; message: string; reason?: string };
 }
 
 export type SkillChange = "created" | "updated" | "deleted";

@@ -70,6 +70,24 @@ export class Scheduler {
     this.arm(entry);
   }
 
+  /**
+   * Forgets a job: its pending run is cancelled, a run in progress ends on its own. Whether there
+   * was one. A job whose schedule changes (a task's trigger) is removed and added again.
+   */
+  remove(name: string): boolean {
+    const entry = this.entries.get(name);
+    if (!entry) return false;
+    entry.cancel?.();
+    entry.dueMs = undefined;
+    this.entries.delete(name);
+    return true;
+  }
+
+  /** Whether a job of this name is scheduled. */
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
   /** Cancels every pending run and resolves once the runs in progress have ended. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -1,8 +1,10 @@
 import type { McpServer } from "@modelcontextprotocol/server";
 import type { Hono } from "hono";
+import type { UserDirectory } from "../identity/users.ts";
 import type { ConfigSection } from "../instance/schema.ts";
 import type { Clock } from "../kernel/clock.ts";
 import type { EventBus } from "../kernel/events.ts";
+import type { ExclusiveLeases } from "../kernel/leases.ts";
 import type { Scheduler } from "../kernel/scheduler.ts";
 import type { Timers } from "../kernel/timers.ts";
 import type { Logger } from "../log.ts";
@@ -41,6 +43,12 @@ export interface AppContext<Settings> {
   layout: StorageLayout;
   /** Workspaces and their members: `roleOf` is the one membership question. */
   workspaces: WorkspaceStore;
+  /**
+   * Whether an org admin deactivated a person, asked live by anything that acts for someone with no
+   * request of theirs around it (a task run, a personal connection's loops; ADR 0042), as the
+   * authenticate middleware does for a request.
+   */
+  users: Pick<UserDirectory, "isDeactivated">;
   /** Calls a tool as (person, workspace), with the same checks as an MCP request. */
   dispatch: ToolDispatch;
   /** Changes a workspace's live sources (a connection added, refreshed or removed). */
@@ -58,6 +66,10 @@ export interface AppContext<Settings> {
    * keeps the credential's id, never the value (ADR 0036).
    */
   credentials: CredentialStore;
+  /** Work one holder in the instance does at a time per key (a connection's token refresh). */
+  leases: ExclusiveLeases;
+  /** The instance's public URL as it is now (a loopback port is known only once it listens). */
+  publicUrl: () => string;
   /** The instance's log, with the app's name on every line. */
   log: Logger;
 }
@@ -81,6 +93,16 @@ export interface RunningApp {
   leftovers?: LeftoverRules;
   /** What the app tells callers besides its tools (instructions, resources, skills). */
   guidance?: Partial<WorkspaceGuidance>;
+  /**
+   * Called once at boot after every app has started and crash recovery is done, before Atrium
+   * listens: work that calls tools through the dispatch (a task's missed schedule) may begin.
+   */
+  ready?(): Promise<void>;
+  /**
+   * Called once on a graceful stop, before the sources close: the app ends the work it runs with
+   * no request around it (task runs) and records how it ended.
+   */
+  stop?(): Promise<void>;
 }
 
 export interface StreamedBody {
@@ -108,7 +130,8 @@ export interface PublishedSkills {
 /** A workspace's sources while its registry is loaded; a registry built later asks the apps. */
 export interface WorkspaceSources {
   replace(workspaceId: string, source: Source): Promise<void>;
-  remove(workspaceId: string, name: string): Promise<void>;
+  /** `owner` names whose personal source (`my_…`) is removed; absent for a shared one. */
+  remove(workspaceId: string, name: string, owner?: string): Promise<void>;
 }
 
 /** An app as the instance runs it: its name and what its start returned. */

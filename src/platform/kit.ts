@@ -3,7 +3,7 @@ import type { InstanceConfig } from "../instance/schema.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import { McpSource } from "../sources/mcp-source.ts";
 import { SourceRegistry } from "../sources/registry.ts";
-import { isSourceName } from "../sources/tool-names.ts";
+import { isPersonalSourceName, isSourceName } from "../sources/tool-names.ts";
 import type {
   AppContext,
   PlatformApp,
@@ -35,7 +35,7 @@ export async function startApps(
   const started: StartedApp[] = [];
   for (const app of apps) {
     const partition = app.partition ?? app.name;
-    if (!isSourceName(app.name) || app.name.startsWith("my_")) {
+    if (!isSourceName(app.name) || isPersonalSourceName(app.name)) {
       throw new Error(`A platform app's name is lowercase words, not "${app.name}".`);
     }
     if (names.has(app.name)) throw new Error(`Two platform apps are named "${app.name}".`);
@@ -87,8 +87,8 @@ export function workspaceSources(registries: IdleCache<SourceRegistry>): Workspa
     async replace(workspaceId, source) {
       await (await registries.peek(workspaceId))?.replace(source);
     },
-    async remove(workspaceId, name) {
-      await (await registries.peek(workspaceId))?.remove(name);
+    async remove(workspaceId, name, owner) {
+      await (await registries.peek(workspaceId))?.remove(name, owner);
     },
   };
 }

@@ -9,6 +9,11 @@ export const CALLER_META_KEY = `${HOST_META_PREFIX}caller`;
 export interface Caller {
   principalId: string;
   workspaceId: string;
+  /**
+   * The scopes the caller's credential was granted, when it is scoped (an Atrium access token):
+   * a task records them so its runs are refused what its creator's credential would be.
+   */
+  scopes?: readonly string[];
 }
 
 export class MissingCaller extends Error {
@@ -22,5 +27,8 @@ export function callerFromMeta(meta: Record<string, unknown> | undefined): Calle
   const value = meta?.[CALLER_META_KEY] as Partial<Caller> | undefined;
   if (typeof value?.principalId !== "string" || typeof value.workspaceId !== "string")
     throw new MissingCaller();
-  return { principalId: value.principalId, workspaceId: value.workspaceId };
+  const caller: Caller = { principalId: value.principalId, workspaceId: value.workspaceId };
+  if (Array.isArray(value.scopes) && value.scopes.every((scope) => typeof scope === "string"))
+    caller.scopes = value.scopes;
+  return caller;
 }

@@ -54,7 +54,7 @@ export class ToolDispatch {
     }
     return this.registries.use(workspaceId, async (registry) => {
       if (scopes !== undefined) {
-        const needed = scopeForTool(await this.router.findTool(registry, name));
+        const needed = scopeForTool(await this.router.findTool(registry, principalId, name));
         if (!scopes.includes(needed)) {
           await this.denied({ caller, tool: name, by: "scope", requestId: context.requestId });
           throw new Forbidden(
@@ -62,7 +62,8 @@ export class ToolDispatch {
           );
         }
       }
-      return this.router.callTool(registry, { principalId, workspaceId }, name, args, context);
+      const host = scopes === undefined ? { principalId, workspaceId } : { principalId, workspaceId, scopes };
+      return this.router.callTool(registry, host, name, args, context);
     });
   }
 

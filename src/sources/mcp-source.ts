@@ -129,17 +129,25 @@ export class McpSource implements Source {
     await (await this.connected()).ping();
   }
 
-  /** With `onProgress`, the call asks the server for progress reports and hands each one on. */
+  /**
+   * With `onProgress`, the call asks the server for progress reports and hands each one on. An
+   * aborted `signal` ends the wait and sends the server `notifications/cancelled` (the SDK's).
+   */
   async callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
     onProgress?: ProgressListener,
+    _requestId?: string,
+    signal?: AbortSignal,
   ): Promise<CallToolResult> {
     // The request id a connection's gate records is not sent anywhere: a platform app's failures
     // are logged by the router with it, and a remote server never learns it.
     const client = await this.connected();
-    const options = onProgress ? { onprogress: onProgress } : undefined;
+    const options =
+      onProgress || signal
+        ? { ...(onProgress ? { onprogress: onProgress } : {}), ...(signal ? { signal } : {}) }
+        : undefined;
     if (this.transport.kind === "streamable-http")
       return withoutHostMeta(await client.callTool({ name: tool, arguments: args }, options));
     // The in-memory arm skips callTool's client-side checks: the in-process McpServer has

@@ -1,44 +1,72 @@
 import type { Source } from "./source.ts";
-import { isSourceName } from "./tool-names.ts";
+import { isPersonalSourceName, isSourceName } from "./tool-names.ts";
 
-/** The sources of one workspace, by source name. Only this registry is consulted for a call. */
+/**
+ * The sources of one workspace, by source name. Only this registry is consulted for a call.
+ * Shared sources (platform apps, workspace connections) are everyone's; a personal source
+ * (`my_<name>`, with an `owner`) is kept under its owner and found only by them, so two members
+ * may each have a `my_notes` and neither can list, find or call the other's (ADR 0042).
+ */
 export class SourceRegistry {
-  private readonly sources = new Map<string, Source>();
+  private readonly shared = new Map<string, Source>();
+  /** Owner → their personal sources by name. */
+  private readonly personal = new Map<string, Map<string, Source>>();
 
   constructor(readonly workspaceId: string) {}
 
   add(source: Source): void {
     // A name that breaks the grammar could not be split back out of `<source>__<tool>`.
     if (!isSourceName(source.name)) throw new Error(`"${source.name}" is not a valid source name.`);
-    if (this.sources.has(source.name)) throw new Error(`Source "${source.name}" is already registered.`);
-    this.sources.set(source.name, source);
+    // `my_` and an owner go together: a shared source named `my_…` would be listed to everyone
+    // under a name that promises it is the caller's own.
+    if (isPersonalSourceName(source.name) !== (source.owner !== undefined))
+      throw new Error(`Source "${source.name}": only a personal source, with an owner, is named my_….`);
+    const names = this.namesOf(source.owner, true);
+    if (names?.has(source.name)) throw new Error(`Source "${source.name}" is already registered.`);
+    names?.set(source.name, source);
   }
 
-  /** Puts `source` in place of the one with its name, if any, and closes that one. */
+  /** Puts `source` in place of the one with its name (and owner), if any, and closes that one. */
   async replace(source: Source): Promise<void> {
-    const previous = this.sources.get(source.name);
-    this.sources.delete(source.name);
+    const previous = this.namesOf(source.owner)?.get(source.name);
+    this.namesOf(source.owner)?.delete(source.name);
     this.add(source);
     await previous?.close();
   }
 
-  /** Takes the named source out and closes it; calls already under way finish on their own. */
-  async remove(name: string): Promise<void> {
-    const source = this.sources.get(name);
-    this.sources.delete(name);
+  /** Takes the named source (of `owner`, for a personal one) out and closes it; calls under way finish. */
+  async remove(name: string, owner?: string): Promise<void> {
+    const names = this.namesOf(owner);
+    const source = names?.get(name);
+    names?.delete(name);
+    if (owner !== undefined && names?.size === 0) this.personal.delete(owner);
     await source?.close();
   }
 
-  get(name: string): Source | undefined {
-    return this.sources.get(name);
+  /** The source `principalId` reaches by this name: a shared one, or their own personal one. */
+  get(name: string, principalId: string): Source | undefined {
+    return isPersonalSourceName(name) ? this.personal.get(principalId)?.get(name) : this.shared.get(name);
   }
 
-  all(): Source[] {
-    return [...this.sources.values()];
+  /** What `principalId` lists: every shared source, then their own personal ones. */
+  visibleTo(principalId: string): Source[] {
+    return [...this.shared.values(), ...(this.personal.get(principalId)?.values() ?? [])];
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled(this.all().map((source) => source.close()));
-    this.sources.clear();
+    const every = [...this.shared.values(), ...[...this.personal.values()].flatMap((m) => [...m.values()])];
+    await Promise.allSettled(every.map((source) => source.close()));
+    this.shared.clear();
+    this.personal.clear();
+  }
+
+  private namesOf(owner: string | undefined, create = false): Map<string, Source> | undefined {
+    if (owner === undefined) return this.shared;
+    let names = this.personal.get(owner);
+    if (!names && create) {
+      names = new Map();
+      this.personal.set(owner, names);
+    }
+    return names;
   }
 }

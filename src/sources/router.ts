@@ -2,6 +2,7 @@ import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprot
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
+import { ComposedLists } from "./composed-lists.ts";
 import type { ProgressListener } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
 import { unexpectedErrorOf, unexpectedFailureMessage, withoutSdkPrefix } from "./tool-failure.ts";
@@ -12,6 +13,8 @@ export interface CallContext {
   /** The HTTP request's `x-request-id`: an unexpected failure is logged and answered with it. */
   requestId: string;
   onProgress?: ProgressListener;
+  /** Cancels the call at its source, which tells its server (`notifications/cancelled`). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -20,28 +23,46 @@ export interface CallContext {
  * name can never reach another workspace's sources.
  */
 export class Router {
+  private readonly composed = new ComposedLists();
+
   constructor(private readonly log: Logger) {}
 
-  async listTools(registry: SourceRegistry): Promise<FrontTool[]> {
+  /**
+   * The tools `principalId` sees here: every shared source's, and their own personal sources'.
+   * The same array while the sources and each source's own (cached) list are the same objects
+   * (composed-lists.ts): do not change it.
+   */
+  async listTools(registry: SourceRegistry, principalId: string): Promise<FrontTool[]> {
+    const sources = registry.visibleTo(principalId);
     const lists = await Promise.all(
-      registry.all().map(async (source) => {
+      sources.map(async (source) => {
         try {
-          const tools = await source.listTools();
-          return tools.map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) }));
+          return await source.listTools();
         } catch (error) {
           // One unreachable source must not hide the others' tools.
           this.log.warn({ source: source.name, err: error }, "source did not list its tools");
-          return [];
+          return undefined;
         }
       }),
     );
-    return lists.flat();
+    return this.composed.of(registry, principalId, sources, lists, () =>
+      sources.flatMap((source, i) =>
+        (lists[i] ?? []).map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) })),
+      ),
+    );
   }
 
-  /** The tool as its source lists it, or `undefined` when no source of this workspace has it. */
-  async findTool(registry: SourceRegistry, name: string): Promise<FrontTool | undefined> {
+  /**
+   * The tool as its source lists it, or `undefined` when no source of this workspace that
+   * `principalId` can reach has it (another member's personal source is never reached).
+   */
+  async findTool(
+    registry: SourceRegistry,
+    principalId: string,
+    name: string,
+  ): Promise<FrontTool | undefined> {
     const parts = splitToolName(name);
-    const source = parts ? registry.get(parts.source) : undefined;
+    const source = parts ? registry.get(parts.source, principalId) : undefined;
     if (!parts || !source) return undefined;
     try {
       const tool = (await source.listTools()).find((listed) => listed.name === parts.tool);
@@ -59,7 +80,9 @@ export class Router {
     context: CallContext,
   ): Promise<CallToolResult> {
     const parts = splitToolName(name);
-    const source = parts ? registry.get(parts.source) : undefined;
+    // Looked up as the caller: another member's personal source answers exactly as one that
+    // does not exist (test/integration/personal-connections.test.ts "invisible").
+    const source = parts ? registry.get(parts.source, caller.principalId) : undefined;
     if (!parts || !source) return unknownTool(name);
     try {
       // Checked against the source's cached list so the answer names the tool as the client
@@ -71,6 +94,7 @@ export class Router {
         caller,
         context.onProgress,
         context.requestId,
+        context.signal,
       );
       // A platform app hands its unexpected errors over in host-owned _meta (tool-failure.ts).
       const unexpected = unexpectedErrorOf(result);
@@ -82,6 +106,8 @@ export class Router {
       // start) is Atrium's own failure, whose words are for the log only.
       if (error instanceof ProtocolError)
         return toolError(`Tool "${name}" failed: ${withoutSdkPrefix(error.message)}`);
+      // The caller cancelled (a task run's timeout or cancel): nothing failed here.
+      if (context.signal?.aborted) return toolError(`Tool "${name}" was cancelled.`);
       return this.failedUnexpectedly(name, context.requestId, error);
     }
   }

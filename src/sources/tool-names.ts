@@ -11,6 +11,14 @@ export function isSourceName(value: string): boolean {
   return SOURCE_NAME.test(value) && !value.includes(TOOL_NAME_SEPARATOR);
 }
 
+/** The prefix of a personal connection's source name (ADR 0032, ADR 0042). */
+export const PERSONAL_SOURCE_PREFIX = "my_";
+
+/** Whether a source name is a personal connection's: only its owner can reach it. */
+export function isPersonalSourceName(value: string): boolean {
+  return value.startsWith(PERSONAL_SOURCE_PREFIX);
+}
+
 export function joinToolName(source: string, tool: string): string {
   return `${source}${TOOL_NAME_SEPARATOR}${tool}`;
 }

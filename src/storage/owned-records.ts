@@ -170,6 +170,18 @@ export async function makeInPartition(ownerDir: string, workspaceId: string): Pr
   }
 }
 
+/** Removes one file (an unlink, flushed in its folder); `"gone"` when it was not there. */
+export async function removeFileSynced(path: string): Promise<Removal> {
+  try {
+    await unlink(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
+    throw error;
+  }
+  await syncDir(dirname(path));
+  return "removed";
+}
+
 /** Where one owner's records of one workspace live: `<ws>/<partition>/<owner>` (storage/paths.ts). */
 export type OwnerDirOf = (workspaceId: string, ownerId: string) => string;
 
@@ -223,16 +235,7 @@ export class OwnedRecords<T> {
   /** Removes the record (one unlink, flushed); `"gone"` when there was none. */
   async delete(workspaceId: string, ownerId: string, id: string): Promise<Removal> {
     const path = this.recordPath(workspaceId, ownerId, id);
-    return this.locks.run(path, async () => {
-      try {
-        await unlink(path);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
-        throw error;
-      }
-      await syncDir(dirname(path));
-      return "removed";
-    });
+    return this.locks.run(path, () => removeFileSynced(path));
   }
 
   /** The ids of the owner's records, in no particular order; temp files and strays skipped. */

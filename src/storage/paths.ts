@@ -25,7 +25,8 @@ export type InstanceCollection =
   | "oauth/keys"
   | "oauth/requests"
   | "invitations"
-  | "credentials";
+  | "credentials"
+  | "connections/registrations";
 
 /** Instance-wide secrets Atrium generates for itself (never ones an operator configures). */
 export type InstanceSecret = "session-secret";
@@ -132,6 +133,11 @@ export class StorageLayout {
   /** User-scope skills: `<root>/_instance/users/<owner>/skills/<name>/SKILL.md`. */
   userSkillsDir(principalId: string): string {
     return this.within(this.userDir(principalId), "skills");
+  }
+
+  /** A person's personal connections: `<root>/_instance/users/<owner>/connections/` (ADR 0042). */
+  userConnectionsDir(principalId: string): string {
+    return this.within(this.userDir(principalId), "connections");
   }
 
   /** The paths of one partition, checked now so a bad name fails where it is declared. */

@@ -29,6 +29,9 @@ import type { StorageLayout } from "./paths.ts";
  *  R7  An audit ledger's day file whose last line is torn (an append cut short): kept, as
  *      append-only files are never rewritten. Readers skip a line that is not a whole entry and
  *      the next append starts on a new line, so no pass touches it. (platform/connections/audit.ts)
+ *  R8  A conversation log whose last line is torn (an append cut short): kept. Readers skip a
+ *      line without its newline, and the next append to that log cuts it off before writing,
+ *      so no pass touches it. (platform/conversations/log-file.ts, adr/0047)
  *
  * Nothing else under the root is ever half-written: every other write is one atomic rename.
  * A leftover is removed only when no live writer of this process can be using it: at boot

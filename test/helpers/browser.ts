@@ -129,16 +129,25 @@ export async function signInWithBrowser(
 
 /**
  * A redirect URI on 127.0.0.1 that answers every request with a plain page, for an OAuth
- * client the test plays itself: the code arrives in the URL the browser lands on.
+ * client the test plays itself: the code arrives in the URL the browser lands on. `received()`
+ * lists the URLs (path and query) that reached it, so a test can tell a held response from a
+ * delivered one.
  */
-export async function startRedirectCatcher(): Promise<{ redirectUri: string; close(): Promise<void> }> {
-  const server = createServer((_request, response) => {
+export async function startRedirectCatcher(): Promise<{
+  redirectUri: string;
+  received(): string[];
+  close(): Promise<void>;
+}> {
+  const received: string[] = [];
+  const server = createServer((request, response) => {
+    received.push(request.url ?? "");
     response.writeHead(200, { "content-type": "text/plain" });
     response.end("redirect received");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     redirectUri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
+    received: () => [...received],
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

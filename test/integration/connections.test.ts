@@ -1,7 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   bootstrapWorkspace,
@@ -11,6 +9,7 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -81,16 +80,14 @@ async function call(name: string, args: Record<string, unknown>, user = "alice")
 }
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "atrium-connections-"));
-  await mkdir(join(dir, "data"));
-  await writeFile(join(dir, "credential-key"), randomBytes(32).toString("base64"));
+  dir = await keyedDir("atrium-connections-");
   instance = await startTestAtrium({
     dir,
     clock: time.clock,
     timers: time.timers,
     log: captured.log,
     sections: {
-      credentials: { keys: [{ version: 1, key: { file: "credential-key" } }] },
+      credentials: CREDENTIALS_SECTION,
       connections: {
         allowPrivateAddresses: true,
         healthIntervalSeconds: HEALTH_MS / 1000,

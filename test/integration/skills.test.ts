@@ -241,3 +241,53 @@ describe("skills over /mcp/ws_…", () => {
     expect(text(read)).toContain('"no-such-skill"');
   });
 });
+
+// The skills catalog, the composed instructions and each caller's tool list are kept in memory
+// (adr/0051); every answer here must be what the folders on disk say at that moment.
+describe("kept skills and tool lists stay true", () => {
+  const ok = async (client: Client, name: string, args: Record<string, unknown>) => {
+    const result = await call(client, name, args);
+    expect(result.isError ?? false).toBe(false);
+  };
+  const deleteNote = async () => {
+    const { tools } = await (await instance.mcpClient("alice", wsA)).listTools();
+    return tools.find((t) => t.name === "files__delete")?.description ?? "";
+  };
+
+  it("after a write and a delete through Atrium", async () => {
+    const client = await instance.mcpClient("alice", wsA);
+    expect(await instructionsFor(wsA)).not.toContain("kept-one");
+    const created = { name: "kept-one", description: "Written through Atrium.", body: "Body." };
+    await ok(client, "skills__create", { ...created, tools: ["files__delete"] });
+    expect(await instructionsFor(wsA)).toContain("- kept-one: Written through Atrium.");
+    expect(await deleteNote()).toContain('"kept-one"');
+    await ok(client, "skills__delete", { name: "kept-one" });
+    expect(await instructionsFor(wsA)).not.toContain("kept-one");
+    expect(await deleteNote()).not.toContain("kept-one");
+  });
+
+  it("after an operator's edits on disk: add, edit in place, remove", async () => {
+    expect(await instructionsFor(wsA)).not.toContain("on-disk");
+    const dir = await putSkill(
+      folders.workspace(),
+      "on-disk",
+      skillText("on-disk", { description: "First." }),
+    );
+    expect(await instructionsFor(wsA)).toContain("- on-disk: First.");
+    const bound = skillText("on-disk", { description: "Second.", atrium: ['tools: ["files__delete"]'] });
+    await writeFile(join(dir, "SKILL.md"), bound);
+    expect(await instructionsFor(wsA)).toContain("- on-disk: Second.");
+    expect(await deleteNote()).toContain('"on-disk"');
+    await rm(dir, { recursive: true });
+    expect(await instructionsFor(wsA)).not.toContain("on-disk");
+    expect(await deleteNote()).not.toContain("on-disk");
+  });
+
+  it("after a restart", async () => {
+    await putSkill(folders.workspace(), "survives", skillText("survives", { description: "Still here." }));
+    const before = await instructionsFor(wsA);
+    expect(before).toContain("- survives: Still here.");
+    instance = await instance.restart();
+    expect(await instructionsFor(wsA)).toBe(before);
+  });
+});

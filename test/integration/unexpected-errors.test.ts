@@ -1,7 +1,8 @@
-import { mkdir, rm, symlink } from "node:fs/promises";
+import { mkdir, rm, symlink, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DISK_CHECK_MS } from "../../src/platform/files/listings.ts";
 import {
   bootstrapWorkspace,
   capturingLogger,
@@ -10,22 +11,25 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { mcpRequest } from "../helpers/mcp-request.ts";
 
 // An unexpected error is Atrium's fault: the client is told which request to look up, and the
 // operator's log has the error — path, stack and all — under that request id. Faults here are
 // real: a file's meta.json, or the workspace's skills folder, made a symlink to itself, which
-// any read meets as ELOOP with the absolute path in the message.
+// any read meets as ELOOP with the absolute path in the message. Metadata is served from an index
+// (adr/0050): a broken file's folder is touched and the clock moved, so the index reads it again.
 
 let instance: TestAtrium;
 let ws: string;
 let logs: Array<Record<string, unknown>>;
+const time = new FakeTime();
 
 beforeAll(async () => {
   const capture = capturingLogger("error");
   logs = capture.lines;
-  instance = await startTestAtrium({ log: capture.log });
+  instance = await startTestAtrium({ log: capture.log, clock: time.clock });
   ws = await bootstrapWorkspace(instance, "alice");
 });
 
@@ -48,6 +52,10 @@ async function brokenFile(): Promise<string> {
   const meta = join(instance.root, ws, "files", testPrincipal("alice").id, id, "meta.json");
   await rm(meta);
   await symlink(meta, meta);
+  // An edit on disk the file index notices: its owner folder changed, looked at again after DISK_CHECK_MS.
+  const changedAt = new Date(Date.now() + 60_000);
+  await utimes(join(meta, "..", ".."), changedAt, changedAt);
+  time.jump(DISK_CHECK_MS);
   return id;
 }
 

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../../src/log.ts";
+import { CENSOR, createLogger, SECRET_FIELDS } from "../../src/log.ts";
 
 /** A destination that keeps every line pino writes, parsed. */
 function memoryDestination() {
@@ -87,5 +87,78 @@ describe("createLogger", () => {
     log.info({ token: SECRETS.token }, "quiet");
     log.warn("loud");
     expect(raw).toHaveLength(1);
+  });
+
+  it.each([...SECRET_FIELDS])(
+    "censors %s at the top level, two and three levels down, and in a list",
+    (field) => {
+      const { stream, lines, raw } = memoryDestination();
+      const secret = `sekrit-${field}`;
+      createLogger("info", stream).info({
+        [field]: secret,
+        req: { headers: { [field]: secret, accept: "*/*" } },
+        a: { b: { c: { [field]: secret, kept: 1 } } },
+        upstreams: [{ [field]: secret, url: "https://x" }],
+      });
+      expect(raw.join("")).not.toContain("sekrit");
+      expect(lines[0]).toMatchObject({
+        [field]: CENSOR,
+        req: { headers: { [field]: CENSOR, accept: "*/*" } },
+        a: { b: { c: { [field]: CENSOR, kept: 1 } } },
+        upstreams: [{ [field]: CENSOR, url: "https://x" }],
+      });
+    },
+  );
+
+  it("leaves the caller's object as it was", () => {
+    const { stream } = memoryDestination();
+    const logged = { token: SECRETS.token, upstream: { headers: { authorization: SECRETS.authorization } } };
+    createLogger("info", stream).info(logged, "call");
+    expect(logged).toEqual({
+      token: SECRETS.token,
+      upstream: { headers: { authorization: SECRETS.authorization } },
+    });
+  });
+
+  it("writes a request line whole, with its id", () => {
+    const { stream, lines } = memoryDestination();
+    const line = {
+      requestId: "r-1",
+      method: "POST",
+      path: "/mcp/ws_1",
+      status: 200,
+      ms: 1.5,
+      principal: "usr_1",
+    };
+    createLogger("info", stream).info(line, "request");
+    expect(lines[0]).toMatchObject({ ...line, msg: "request" });
+  });
+
+  it("censors a secret an error carries, under err or another name, and keeps its message", () => {
+    const { stream, lines, raw } = memoryDestination();
+    const error = Object.assign(new Error("upstream refused"), {
+      token: SECRETS.token,
+      response: { headers: { authorization: SECRETS.authorization } },
+    });
+    const log = createLogger("info", stream);
+    log.error({ err: error }, "failed");
+    log.error({ cause: error }, "failed again");
+    log.error(error);
+    expect(raw.join("")).not.toContain("sekrit");
+    expect(lines[0]?.err).toMatchObject({ type: "Error", message: "upstream refused", token: CENSOR });
+    expect(lines[1]?.cause).toMatchObject({ message: "upstream refused", token: CENSOR });
+    expect(lines[2]?.err).toMatchObject({
+      message: "upstream refused",
+      response: { headers: { authorization: CENSOR } },
+    });
+  });
+
+  it("censors a child logger's own bindings, nested ones too", () => {
+    const { stream, raw } = memoryDestination();
+    createLogger("info", stream)
+      .child({ password: SECRETS.password, upstream: { cookie: SECRETS.cookie } })
+      .info("child");
+    expect(raw.join("")).not.toContain("sekrit");
+    expect(raw.join("")).toContain(CENSOR);
   });
 });

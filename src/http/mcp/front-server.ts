@@ -103,7 +103,7 @@ function installHandlers(
   const server = mcp.server;
   server.setRequestHandler("tools/list", (_request, ctx) =>
     serve(ctx, async ({ workspaceId, principal }) => {
-      const tools = await registries.use(workspaceId, (registry) => router.listTools(registry));
+      const tools = await registries.use(workspaceId, (registry) => router.listTools(registry, principal.id));
       return { tools: await guidance.annotateTools(workspaceId, principal.id, tools) };
     }),
   );

@@ -17,7 +17,9 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
     const grant = c.get("grant");
     if (grant) {
       const required = await requiredScopes(body, (name) =>
-        deps.registries.use(workspaceId, (registry) => deps.router.findTool(registry, name)),
+        deps.registries.use(workspaceId, (registry) =>
+          deps.router.findTool(registry, c.get("principal").id, name),
+        ),
       );
       const missing = required.filter((scope) => !grant.scopes.includes(scope));
       if (missing.length > 0) {

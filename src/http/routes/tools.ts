@@ -10,9 +10,12 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
 
   app.get("/tools", async (c) => {
     const workspaceId = c.get("admission").workspace.id;
-    const tools = await deps.registries.use(workspaceId, (registry) => deps.router.listTools(registry));
+    const principalId = c.get("principal").id;
+    const tools = await deps.registries.use(workspaceId, (registry) =>
+      deps.router.listTools(registry, principalId),
+    );
     // The same list tools/list gives, bound skills included.
-    return c.json({ tools: await deps.guidance.annotateTools(workspaceId, c.get("principal").id, tools) });
+    return c.json({ tools: await deps.guidance.annotateTools(workspaceId, principalId, tools) });
   });
 
   app.post("/tools/call", async (c) => {

@@ -2,11 +2,18 @@ import { splitToolName } from "../../sources/tool-names.ts";
 import type { PlatformApp } from "../app.ts";
 import { AuditLedger } from "./audit.ts";
 import { auditRoutes } from "./audit-routes.ts";
+import { CallerConnections } from "./caller-connections.ts";
 import { Catalog } from "./catalog.ts";
 import { catalogRoutes, catalogWorkspaceRoutes } from "./catalog-routes.ts";
 import { type ConnectionSettings, connectionsConfig } from "./config.ts";
 import { Connections } from "./connections.ts";
+import { grantRoutes } from "./grant-routes.ts";
+import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import { connectionOAuth } from "./oauth/wiring.ts";
+import { PersonalConnections } from "./personal.ts";
+import { schedulePersonalLoops } from "./personal-loops.ts";
+import { createPersonalStore, recoverPersonalConnections } from "./personal-store.ts";
 import { RemoteServers } from "./remote.ts";
 import { connectionRoutes } from "./routes.ts";
 import { createConnectionsServer } from "./server.ts";
@@ -19,10 +26,23 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const { settings, storage, clock, scheduler, log } = context;
     const store = new ConnectionStore(storage);
     const ledger = new AuditLedger(storage, clock);
-    const remote = new RemoteServers(settings, context.credentials, clock);
     let revalidator: ConnectionRevalidator | undefined;
-    const connections = new Connections({
+    let shared: Connections | undefined;
+    const oauth = connectionOAuth({
+      settings,
       store,
+      vault: context.credentials,
+      leases: context.leases,
+      layout: context.layout,
+      clock,
+      log,
+      publicUrl: context.publicUrl,
+      isAdmin: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId) === "admin",
+      activated: async (record) => shared?.activated(record),
+      refused: (workspaceId, name) => void revalidator?.check(workspaceId, name),
+    });
+    const remote = new RemoteServers(settings, context.credentials, clock, oauth.bearers);
+    const common = {
       remote,
       vault: context.credentials,
       workspaces: context.workspaces,
@@ -33,13 +53,49 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       log,
       reservedNames: context.appNames,
       ledger,
+      // A personal connection is never OAuth yet (Connections.seal refuses it); only the shared one uses it.
+      authorizer: oauth.authorizer,
+    };
+    const connections = new Connections({
+      ...common,
+      store,
       onUnauthorized: (workspaceId, name) => void revalidator?.check(workspaceId, name),
     });
+    shared = connections;
+    // Personal connections (ADR 0042): stored under their owners, served to them alone, acting in
+    // a shared workspace only with an admin's grant.
+    const grantStore = new GrantStore(storage);
+    const grants = new Grants(grantStore, context.workspaces, clock);
+    const personalStore = createPersonalStore(context.layout);
+    let wakePersonal: ((owner: string, name: string) => void) | undefined;
+    const personal = new PersonalConnections({
+      ...common,
+      store: personalStore,
+      layout: context.layout,
+      users: context.users,
+      grants: grantStore,
+      onUnauthorized: (owner, name) => wakePersonal?.(owner, name),
+    });
+    personal.watchMembership(context.events);
+    wakePersonal = schedulePersonalLoops({
+      scheduler,
+      store: personalStore,
+      remote,
+      personal,
+      settings,
+      clock,
+      log,
+    });
+    const callerConnections = new CallerConnections(connections, personal);
     // A call refused before the gate (not a member, a token without the scope) is recorded too,
     // when the tool it named is one of this workspace's connections.
     context.dispatch.onDenied(async ({ caller, tool, by, requestId }) => {
       const source = splitToolName(tool)?.source;
-      if (source === undefined || !store.names(caller.workspaceId).includes(source)) return;
+      const known =
+        source !== undefined &&
+        (store.names(caller.workspaceId).includes(source) ||
+          personalStore.names(caller.principalId).includes(source));
+      if (!known) return;
       const call = {
         principalId: caller.principalId,
         connection: source,
@@ -82,7 +138,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       run: (workspaceId) => checker.checkWorkspace(workspaceId),
     });
     const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });
-    const routes = connectionRoutes(connections);
+    const routes = grantRoutes(grants);
+    routes.route("/", connectionRoutes(callerConnections));
     routes.route("/", auditRoutes(ledger));
     routes.route(
       "/",
@@ -90,16 +147,23 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
         connections.add(workspaceId, principalId, request),
       ),
     );
+    const instanceRoutes = catalogRoutes(catalog);
+    instanceRoutes.route("/", oauth.routes);
     return {
-      createServer: (workspaceId) => createConnectionsServer(workspaceId, connections),
-      sources: (workspaceId) => connections.sources(workspaceId),
+      createServer: (workspaceId) => createConnectionsServer(workspaceId, callerConnections, grants),
+      sources: async (workspaceId) => [
+        ...(await connections.sources(workspaceId)),
+        ...(await personal.sources(workspaceId)),
+      ],
       workspaceRoutes: routes,
-      routes: catalogRoutes(catalog),
+      routes: instanceRoutes,
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {
           await store.recoverWorkspace(workspaceId, present, pass);
           await catalog.recoverWorkspace(workspaceId, present, pass);
+          await grantStore.recoverWorkspace(workspaceId, present, pass);
         },
+        recoverInstance: (pass) => recoverPersonalConnections(personalStore, context.layout, pass),
       },
     };
   },

@@ -10,7 +10,15 @@ import { isSourceName } from "../../sources/tool-names.ts";
 export type AuditPhase = "requested" | "decision" | "executed";
 export type AuditDecision = "allowed" | "denied";
 /** Which check of the call gate refused the call. */
-export type DeniedBy = "snapshot" | "schema" | "protocol" | "drift" | "scope" | "membership" | "credential";
+export type DeniedBy =
+  | "snapshot"
+  | "schema"
+  | "protocol"
+  | "drift"
+  | "scope"
+  | "membership"
+  | "credential"
+  | "grant";
 
 export const AUDIT_PHASES: readonly AuditPhase[] = ["requested", "decision", "executed"];
 export const DENIED_BY: readonly DeniedBy[] = [
@@ -21,6 +29,7 @@ export const DENIED_BY: readonly DeniedBy[] = [
   "scope",
   "membership",
   "credential",
+  "grant",
 ];
 
 /** What a caller records; the ledger stamps `seq` and `at`. */

@@ -1,5 +1,7 @@
+import { type CredentialRef, readCredential } from "../../instance/credentials.ts";
 import type { ConfigSection } from "../../instance/schema.ts";
 import { type CatalogSettings, catalogConfigProperties, resolveCatalogSettings } from "./catalog-config.ts";
+import type { ConfiguredClient } from "./oauth/client-identity.ts";
 
 export interface ConnectionSettings extends CatalogSettings {
   /** Lets a server live at a loopback, private or link-local address, over http: local development only. */
@@ -14,6 +16,8 @@ export interface ConnectionSettings extends CatalogSettings {
   requestTimeoutMs: number;
   /** The most bytes one answer of a server may carry. */
   maxResponseBytes: number;
+  /** OAuth clients an operator registered by hand, per authorization server (the last resort). */
+  oauthClients: ConfiguredClient[];
 }
 
 interface ConnectionsFile {
@@ -23,6 +27,7 @@ interface ConnectionsFile {
   toolListMaxAgeSeconds?: number;
   requestTimeoutSeconds?: number;
   maxResponseBytes?: number;
+  oauth?: { clients?: { issuer: string; clientId: string; clientSecret?: CredentialRef }[] };
 }
 
 /** instance.json's `connections` section. */
@@ -37,6 +42,27 @@ export const connectionsConfig: ConfigSection<ConnectionSettings> = {
       toolListMaxAgeSeconds: { type: "integer", minimum: 1, maximum: 3600 },
       requestTimeoutSeconds: { type: "integer", minimum: 1, maximum: 300 },
       maxResponseBytes: { type: "integer", minimum: 1024, maximum: 1024 * 1024 * 1024 },
+      oauth: {
+        type: "object",
+        additionalProperties: false,
+        properties: {
+          clients: {
+            type: "array",
+            maxItems: 100,
+            items: {
+              type: "object",
+              additionalProperties: false,
+              required: ["issuer", "clientId"],
+              properties: {
+                issuer: { type: "string", format: "uri", pattern: "^https?://" },
+                clientId: { type: "string", minLength: 1, maxLength: 2048 },
+                // A section is validated within the whole file, so the file's own definition applies.
+                clientSecret: { $ref: "#/$defs/credentialRef" },
+              },
+            },
+          },
+        },
+      },
       ...catalogConfigProperties,
     },
   },
@@ -50,6 +76,19 @@ export const connectionsConfig: ConfigSection<ConnectionSettings> = {
       toolListMaxAgeMs: (file.toolListMaxAgeSeconds ?? 60) * 1000,
       requestTimeoutMs: (file.requestTimeoutSeconds ?? 30) * 1000,
       maxResponseBytes: file.maxResponseBytes ?? 16 * 1024 * 1024,
+      oauthClients: (file.oauth?.clients ?? []).map((client, index) => ({
+        issuer: client.issuer,
+        clientId: client.clientId,
+        ...(client.clientSecret
+          ? {
+              clientSecret: readCredential(
+                client.clientSecret,
+                `connections.oauth.clients[${index}].clientSecret`,
+                where.baseDir,
+              ),
+            }
+          : {}),
+      })),
     };
   },
 };

@@ -6,6 +6,7 @@ import { UnfinishedListing } from "../../sources/mcp-source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { PublishedSkill, WorkspaceSources } from "../app.ts";
+import { buildSources } from "./build-sources.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
 import { ConnectionSource } from "./gate.ts";
@@ -15,11 +16,13 @@ import {
   type ConnectionState,
   checkAuth,
   checkConnectionName,
+  checkScopes,
   checkServerUrl,
   deriveState,
   newConnectionId,
   type StoredAuth,
 } from "./model.ts";
+import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { compileInputSchema } from "./schemas.ts";
 import { diffSnapshots, photograph, type Snapshot } from "./snapshot.ts";
@@ -38,12 +41,22 @@ export interface NewConnection {
 export interface ConnectionView {
   name: string;
   url: string;
-  auth: { kind: "none" } | { kind: "static"; header: string };
+  auth:
+    | { kind: "none" }
+    | { kind: "static"; header: string }
+    | { kind: "oauth"; scopes: string[]; issuer: string };
   state: ConnectionState;
   authorizationGeneration: number;
   createdAt: string;
   createdBy: string;
-  snapshot: { version: number; digest: string; protocolVersion: string; takenAt: string; tools: string[] };
+  /** `null` while pending_auth: an OAuth connection is photographed once it is authorized. */
+  snapshot: {
+    version: number;
+    digest: string;
+    protocolVersion: string;
+    takenAt: string;
+    tools: string[];
+  } | null;
   health: { transport: unknown; credential: unknown };
 }
 
@@ -63,6 +76,13 @@ export interface ConnectionsDeps {
   ledger: AuditAppender;
   /** Wakes the credential check of a connection whose request met a 401. */
   onUnauthorized: (workspaceId: string, name: string) => void;
+  /** Authorizations of OAuth connections (oauth/authorizer.ts). */
+  authorizer: Authorizer;
+}
+
+/** An OAuth connection as added or re-authorized: where to send a browser to authorize it. */
+export interface AuthorizationStarted extends GoLink {
+  connection: ConnectionView;
 }
 
 /**
@@ -80,7 +100,12 @@ export class Connections {
 
   constructor(private readonly deps: ConnectionsDeps) {}
 
-  async add(workspaceId: string, principalId: string, request: NewConnection): Promise<ConnectionView> {
+  /** A connection with `auth` none or static is photographed now; an OAuth one answers its go_url. */
+  async add(
+    workspaceId: string,
+    principalId: string,
+    request: NewConnection,
+  ): Promise<ConnectionView | AuthorizationStarted> {
     this.requireAdmin(workspaceId, principalId);
     const name = checkConnectionName(request.name, this.deps.reservedNames);
     const url = checkServerUrl(request.url).href;
@@ -91,6 +116,7 @@ export class Connections {
         `A connection named "${name}" exists here; remove it first or choose another name.`,
       );
     }
+    if (auth.kind === "oauth") return this.addOAuth(workspaceId, principalId, name, url, auth.scopes ?? []);
     const id = newConnectionId();
     const stored = await this.seal(id, auth);
     const record: ConnectionRecord = {
@@ -118,10 +144,78 @@ export class Connections {
     return this.view(workspaceId, name);
   }
 
+  /**
+   * An OAuth connection in `pending_auth`: discovered now (a server that cannot be authorized is
+   * refused before anything is stored), stored without a snapshot, and photographed once the
+   * admin's browser completes the authorization at the go_url.
+   */
+  private async addOAuth(
+    workspaceId: string,
+    principalId: string,
+    name: string,
+    url: string,
+    scopes: string[],
+  ): Promise<AuthorizationStarted> {
+    const target = await this.deps.authorizer.discover(url);
+    const record: ConnectionRecord = {
+      id: newConnectionId(),
+      name,
+      workspaceId,
+      url,
+      auth: { kind: "oauth", issuer: target.issuer, scopes },
+      createdAt: new Date(this.deps.clock()).toISOString(),
+      createdBy: principalId,
+      authorizationGeneration: 1,
+      snapshotVersion: 0,
+      disabled: false,
+    };
+    const link = await this.deps.authorizer.start(record, { startedBy: principalId, target });
+    await this.deps.store.create(record, undefined);
+    this.deps.log.info({ workspaceId, connection: name }, "connection added, pending authorization");
+    await this.announce(workspaceId, name);
+    return { ...link, connection: await this.view(workspaceId, name) };
+  }
+
+  /** Re-authorizes an OAuth connection (workspace admins): a new flow from the record as it is now. */
+  async startAuthorization(
+    workspaceId: string,
+    principalId: string,
+    name: string,
+    request: { scopes?: unknown } = {},
+  ): Promise<AuthorizationStarted> {
+    this.requireAdmin(workspaceId, principalId);
+    const record = await this.deps.store.get(workspaceId, name);
+    if (record.auth.kind !== "oauth") {
+      throw new InvalidInput(
+        `Connection "${name}" does not use OAuth; only an OAuth connection is authorized here.`,
+      );
+    }
+    const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
+    const link = await this.deps.authorizer.start(record, {
+      startedBy: principalId,
+      ...(scopes ? { scopes } : {}),
+    });
+    return { ...link, connection: await this.view(workspaceId, name) };
+  }
+
+  /**
+   * An authorization was activated: a connection still pending is photographed as snapshot 1,
+   * then the registry gets a client with the new tokens and the state is announced.
+   */
+  async activated(record: ConnectionRecord): Promise<void> {
+    let current = record;
+    if (current.snapshotVersion === 0) {
+      const snapshot = await this.photograph(current, 1);
+      current = await this.deps.store.appendSnapshot(current.workspaceId, current.name, snapshot);
+    }
+    await this.changed(current.workspaceId, current.name);
+  }
+
   /** Photographs the server again as the next snapshot, for an admin to review; answers what changed. */
   async refresh(workspaceId: string, principalId: string, name: string) {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.get(workspaceId, name);
+    requireSnapshot(record);
     const previous = await this.deps.store.snapshot(workspaceId, name, record.snapshotVersion);
     const snapshot = await this.photograph(record, record.snapshotVersion + 1);
     const updated = await this.deps.store.appendSnapshot(workspaceId, name, snapshot);
@@ -142,7 +236,8 @@ export class Connections {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.update(workspaceId, name, (current) => ({ ...current, disabled }));
     if (disabled) await this.deps.sources.remove(workspaceId, name);
-    else await this.deps.sources.replace(workspaceId, await this.source(record));
+    else if (record.snapshotVersion > 0)
+      await this.deps.sources.replace(workspaceId, await this.source(record));
     this.deps.log.info(
       { workspaceId, connection: name, disabled },
       disabled ? "connection disabled" : "connection enabled",
@@ -157,6 +252,10 @@ export class Connections {
     await this.deps.store.remove(workspaceId, name);
     await this.deps.sources.remove(workspaceId, name);
     if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    if (record.auth.kind === "oauth") {
+      this.deps.authorizer.forget(record);
+      if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
+    }
     this.announced.delete(`${workspaceId}/${name}`);
     this.lapsed.delete(`${workspaceId}/${name}`);
     this.deps.log.info({ workspaceId, connection: name }, "connection removed");
@@ -165,6 +264,7 @@ export class Connections {
   /** The current snapshot in full, or another version. */
   async snapshot(workspaceId: string, name: string, version?: number): Promise<Snapshot> {
     const record = await this.deps.store.get(workspaceId, name);
+    if (version === undefined) requireSnapshot(record);
     return this.deps.store.snapshot(workspaceId, name, version ?? record.snapshotVersion);
   }
 
@@ -189,25 +289,27 @@ export class Connections {
     const { store } = this.deps;
     const record = await store.get(workspaceId, name);
     const [snapshot, transport, credential] = await Promise.all([
-      store.snapshot(workspaceId, name, record.snapshotVersion),
+      record.snapshotVersion === 0 ? undefined : store.snapshot(workspaceId, name, record.snapshotVersion),
       store.transport(workspaceId, name),
       store.credential(workspaceId, name),
     ]);
     return {
       name: record.name,
       url: record.url,
-      auth: record.auth.kind === "static" ? { kind: "static", header: record.auth.header } : { kind: "none" },
+      auth: authView(record.auth),
       state: deriveState(record, transport, credential),
       authorizationGeneration: record.authorizationGeneration,
       createdAt: record.createdAt,
       createdBy: record.createdBy,
-      snapshot: {
-        version: snapshot.version,
-        digest: snapshot.digest,
-        protocolVersion: snapshot.protocolVersion,
-        takenAt: snapshot.takenAt,
-        tools: snapshot.tools.map((tool) => tool.name),
-      },
+      snapshot: snapshot
+        ? {
+            version: snapshot.version,
+            digest: snapshot.digest,
+            protocolVersion: snapshot.protocolVersion,
+            takenAt: snapshot.takenAt,
+            tools: snapshot.tools.map((tool) => tool.name),
+          }
+        : null,
       health: { transport: transport.last ?? null, credential: credential.last ?? null },
     };
   }
@@ -217,7 +319,7 @@ export class Connections {
    * instructions and the skills it offers, pinned with the snapshot like its tools.
    */
   async publishedSkills(workspaceId: string): Promise<PublishedSkill[]> {
-    const records = await this.deps.store.list(workspaceId);
+    const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
     const skills = await Promise.all(
       records.map(async (record) => {
         const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
@@ -238,19 +340,9 @@ export class Connections {
    * cannot be built (its credential refused) is logged and left out, never failing the others.
    */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
-    const records = (await this.deps.store.list(workspaceId)).filter((record) => !record.disabled);
-    const built = await Promise.all(
-      records.map((record) =>
-        this.source(record).catch((error: unknown) => {
-          this.deps.log.error(
-            { workspaceId, connection: record.name, err: error },
-            "connection source could not be built",
-          );
-          return undefined;
-        }),
-      ),
-    );
-    return built.filter((source): source is ConnectionSource => source !== undefined);
+    // A pending OAuth connection has no snapshot to serve until it is authorized.
+    const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
+    return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
 
   /**
@@ -263,7 +355,8 @@ export class Connections {
     const credential = await this.deps.store.credential(workspaceId, name);
     if (credential.lapsed) this.lapsed.add(`${workspaceId}/${name}`);
     else this.lapsed.delete(`${workspaceId}/${name}`);
-    if (transport.up) await this.deps.sources.replace(workspaceId, await this.source(record));
+    if (transport.up && !record.disabled && record.snapshotVersion > 0)
+      await this.deps.sources.replace(workspaceId, await this.source(record));
     await this.announce(workspaceId, name);
   }
 
@@ -296,8 +389,11 @@ export class Connections {
     );
   }
 
-  /** Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. */
-  private async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
+  /**
+   * Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. Also
+   * what a personal connection is photographed with (personal.ts).
+   */
+  async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
     const source = await this.deps.remote.source(record);
     try {
       const described = await source.describe().catch((error: unknown) => {
@@ -345,7 +441,14 @@ export class Connections {
     }
   }
 
-  private async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
+  /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
+  async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
+    if (auth.kind === "oauth") {
+      // Shared OAuth connections are added through addOAuth; personal ones are not available yet.
+      throw new InvalidInput(
+        '"auth.kind" "oauth" is for a workspace connection; a personal one is "none" or "static" for now.',
+      );
+    }
     if (auth.kind === "none") return auth;
     return {
       kind: "static",
@@ -358,6 +461,24 @@ export class Connections {
     if (this.deps.workspaces.roleOf(workspaceId, principalId) !== "admin") {
       throw new Forbidden("Only a workspace admin can manage its connections.");
     }
+  }
+}
+
+/** The auth a client sees: the kind and what is not secret (never a credential id or token). */
+function authView(auth: StoredAuth): ConnectionView["auth"] {
+  if (auth.kind === "static") return { kind: "static", header: auth.header };
+  if (auth.kind === "oauth")
+    return { kind: "oauth", scopes: auth.granted ?? auth.scopes, issuer: auth.issuer };
+  return { kind: "none" };
+}
+
+/** A pending connection has no snapshot to serve, refresh or show until it is authorized. */
+function requireSnapshot(record: ConnectionRecord): void {
+  if (record.snapshotVersion === 0) {
+    throw new Conflict(
+      "pending_auth",
+      `Connection "${record.name}" is waiting for its first authorization; a workspace admin opens its go_url (or POST …/connections/${record.name}/oauth/start).`,
+    );
   }
 }
 

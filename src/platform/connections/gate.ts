@@ -5,12 +5,18 @@ import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
 import type { Source } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
+import { reauthorizationIn } from "./oauth/step-up.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
 import { type Snapshot, toolDigest } from "./snapshot.ts";
 
 /** What the gate asks about the connection at call time, from the health loops' own records. */
 export interface GateState {
   credentialLapsed(): boolean;
+  /**
+   * A personal connection's first check (ADR 0042), asked live on every call: may its owner use
+   * it here now — still a member, not deactivated, granted in a shared workspace.
+   */
+  mayUse?(caller: Caller): Promise<Denial | undefined>;
 }
 
 /** Told each call's path through the gate (the audit ledger), never its arguments or result. */
@@ -37,6 +43,8 @@ export class ConnectionSource implements Source {
     private readonly live: McpSource,
     private readonly state: GateState,
     private readonly ledger: AuditAppender,
+    /** A personal connection's owner: the registry serves it to them alone (ADR 0042). */
+    readonly owner?: string,
   ) {}
 
   async listTools(): Promise<Tool[]> {
@@ -49,6 +57,7 @@ export class ConnectionSource implements Source {
     caller: Caller,
     onProgress?: ProgressListener,
     requestId?: string,
+    signal?: AbortSignal,
   ): Promise<CallToolResult> {
     const call = {
       workspaceId: caller.workspaceId,
@@ -58,17 +67,27 @@ export class ConnectionSource implements Source {
       ...(requestId === undefined ? {} : { requestId }),
     };
     const outcome = await auditCall(this.ledger, call, async () => {
-      const denial = await this.check(tool, args);
+      const denial = await this.check(tool, args, caller).catch((error: unknown) => {
+        // The drift check's listing needs a token too: no authorization is the credential's denial.
+        const reauthorization = reauthorizationIn(error);
+        if (reauthorization) return deny("credential", reauthorization.message);
+        throw error;
+      });
       if (denial) return denial;
       try {
-        return await this.live.callTool(tool, args, caller, onProgress);
+        return await this.live.callTool(tool, args, caller, onProgress, requestId, signal);
       } catch (error) {
-        if (error instanceof ProtocolError) throw error;
+        // A cancelled call (a task run's timeout) is the caller's choice, not a broken transport.
+        if (error instanceof ProtocolError || signal?.aborted) throw error;
+        // The server wants more scope (a re-authorization is started), or the tokens are gone: the
+        // call says who must authorize the connection, as a tool error.
+        const reauthorization = reauthorizationIn(error);
+        if (reauthorization) return refusal(reauthorization.message);
         // The transport failed (a server restarted, or now refuses the revision this client
         // negotiated): connect afresh and look again, so a server that changed its revision is
         // refused by name rather than failing without a reason.
         await this.live.close();
-        const afterReconnect = await this.check(tool, args).catch(() => undefined);
+        const afterReconnect = await this.check(tool, args, caller).catch(() => undefined);
         if (afterReconnect) return afterReconnect;
         throw error;
       }
@@ -81,7 +100,13 @@ export class ConnectionSource implements Source {
   }
 
   /** The gate; `undefined` when the call may go. */
-  private async check(tool: string, args: Record<string, unknown>): Promise<Denial | undefined> {
+  private async check(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: Caller,
+  ): Promise<Denial | undefined> {
+    const refused = await this.state.mayUse?.(caller);
+    if (refused) return refused;
     const pinned = this.snapshot.tools.find((t) => t.name === tool);
     const called = joinToolName(this.name, tool);
     const refresh = `an admin can refresh the connection's tools (${joinToolName("connections", "refresh")} "${this.name}") and review the change`;

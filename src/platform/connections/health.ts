@@ -104,6 +104,8 @@ export class ConnectionRevalidator {
     const before = await this.store.credential(workspaceId, name);
     const record = await this.store.get(workspaceId, name);
     if (before.lapsed || record.auth.kind === "none" || record.disabled) return;
+    // A pending OAuth connection has no credential to check yet.
+    if (record.auth.kind === "oauth" && record.auth.tokens === undefined) return;
     let unauthorized = false;
     const started = this.clock();
     const source = await this.remote.source(record, {
@@ -120,13 +122,15 @@ export class ConnectionRevalidator {
     } finally {
       await source.close().catch(() => undefined);
     }
+    // An OAuth refresh token the authorization server refused is as final as a 401: it lapsed.
+    if (this.remote.credentialRefused(record)) unauthorized = true;
     const after: CredentialHealth = {
       lapsed: unauthorized,
       last: observation(
         this.clock,
         started,
         failure === undefined,
-        unauthorized ? "the server answered 401" : failure,
+        unauthorized ? "the server answered 401, or refused the refresh token" : failure,
       ),
     };
     await this.store.writeCredential(workspaceId, name, after);

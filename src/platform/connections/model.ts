@@ -1,12 +1,34 @@
 import { randomBytes } from "node:crypto";
 import { InvalidInput } from "../../errors.ts";
+import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import { hasControlCharacters } from "../../text.ts";
 
-/** How Atrium authenticates to the server: nothing, or one header whose value is sealed. */
-export type StoredAuth = { kind: "none" } | { kind: "static"; header: string; credential: string };
+/** How Atrium authenticates to the server: nothing, one header whose value is sealed, or OAuth. */
+export type StoredAuth =
+  | { kind: "none" }
+  | { kind: "static"; header: string; credential: string }
+  | StoredOAuth;
+
+/** An OAuth connection: where its tokens come from, and the sealed token set once authorized. */
+export interface StoredOAuth {
+  kind: "oauth";
+  /** The authorization server's issuer, fixed at creation: discovery naming another is refused. */
+  issuer: string;
+  /** The scopes asked for at creation (or last re-authorization); empty when the server chose. */
+  scopes: string[];
+  /** The scopes the last activation was granted. */
+  granted?: string[];
+  /** The sealed token set's credential id; absent while pending_auth. */
+  tokens?: string;
+  /** When the current token set was activated: half of the activation compare-and-swap. */
+  activatedAt?: string;
+}
 
 /** What a caller asks for; a static value is sealed on arrival and never answered back. */
-export type AuthRequest = { kind: "none" } | { kind: "static"; header: string; value: string };
+export type AuthRequest =
+  | { kind: "none" }
+  | { kind: "static"; header: string; value: string }
+  | { kind: "oauth"; scopes?: string[] };
 
 /** A connection as stored at `<ws>/connections/servers/<name>/connection.json`. */
 export interface ConnectionRecord {
@@ -23,6 +45,11 @@ export interface ConnectionRecord {
   /** The snapshot its tools are served from and its calls checked against. */
   snapshotVersion: number;
   disabled: boolean;
+  /**
+   * Set on a personal connection (ADR 0042): the member it belongs to, under whose folder it is
+   * stored and keyed; its `workspaceId` then names only the workspace it was added from.
+   */
+  owner?: string;
 }
 
 export type ConnectionState = "pending_auth" | "running" | "degraded" | "reauth_required" | "disabled";
@@ -84,8 +111,18 @@ export function newConnectionId(): string {
   return `con_${randomBytes(12).toString("hex")}`;
 }
 
+/** Words the connection routes use after `/connections/`, so no connection may be named one. */
+const ROUTE_WORDS = new Set(["grants"]);
+
 /** A connection name is its tools' `<source>`: lowercase words, and not a platform app's name. */
 export function checkConnectionName(name: unknown, taken: readonly string[]): string {
+  if (typeof name === "string" && isPersonalSourceName(name)) {
+    throw new InvalidInput(
+      'The "my_" prefix is for personal connections: send "personal": true and the name without it ("my_" is added to its tools).',
+    );
+  }
+  if (typeof name === "string" && ROUTE_WORDS.has(name))
+    throw new InvalidInput(`"${name}" is a word the connection routes use; choose another name.`);
   if (typeof name !== "string" || !NAME.test(name)) {
     throw new InvalidInput(
       'A connection name is 1 to 63 lowercase letters, digits and hyphens, starting with a letter (e.g. "github").',
@@ -138,7 +175,27 @@ export function checkAuth(auth: unknown): AuthRequest {
     }
     return { kind: "static", header: given.header, value: given.value };
   }
-  if (given.kind === "oauth")
-    throw new InvalidInput('"auth.kind" "oauth" is not available yet; use "none" or "static".');
-  throw new InvalidInput('"auth.kind" is "none" or "static".');
+  if (given.kind === "oauth") {
+    const scopes = (auth as { scopes?: unknown }).scopes;
+    if (scopes === undefined) return { kind: "oauth" };
+    return { kind: "oauth", scopes: checkScopes(scopes) };
+  }
+  throw new InvalidInput('"auth.kind" is "none", "static" or "oauth".');
+}
+
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/;
+const MAX_SCOPES = 50;
+
+/** OAuth scopes as RFC 6749 §3.3 spells a scope token: printable ASCII without space, `"` or `\`. */
+export function checkScopes(scopes: unknown): string[] {
+  if (
+    !Array.isArray(scopes) ||
+    scopes.length > MAX_SCOPES ||
+    !scopes.every((scope) => typeof scope === "string" && SCOPE_TOKEN.test(scope))
+  ) {
+    throw new InvalidInput(
+      `"auth.scopes" is a list of at most ${MAX_SCOPES} OAuth scopes, each printable ASCII without spaces, e.g. ["read", "write"].`,
+    );
+  }
+  return [...new Set(scopes as string[])];
 }

@@ -1,12 +1,15 @@
+import type { FetchLike } from "@modelcontextprotocol/client";
 import type { Clock } from "../../kernel/clock.ts";
 import { guardedFetch } from "../../sources/guarded-fetch.ts";
 import { McpSource } from "../../sources/mcp-source.ts";
 import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionRecord } from "./model.ts";
+import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
 
 /** Where a connection's sealed credential is opened; the credential store implements it. */
 export interface CredentialVault {
   put(recordId: string, field: string, value: string): Promise<string>;
+  replace(id: string, recordId: string, field: string, value: string): Promise<void>;
   open(id: string, recordId: string, field: string): Promise<string>;
   delete(id: string): Promise<void>;
 }
@@ -14,20 +17,42 @@ export interface CredentialVault {
 /** The field a static credential is sealed under, bound into its ciphertext. */
 export const STATIC_VALUE_FIELD = "auth.value";
 
+/** What an OAuth connection's requests need from its authorization (oauth/). */
+export interface OAuthBearers {
+  /** A fresh access token; `rejected` is one the server just refused, never handed out again. */
+  bearer(record: ConnectionRecord, rejected?: string): Promise<string>;
+  /** Whether the connection's refresh token was refused: its credential lapsed. */
+  refused(record: ConnectionRecord): boolean;
+  /** Starts (or hands out again) a re-authorization for more scope; answers its go_url. */
+  stepUp(record: ConnectionRecord, scope: string | undefined): Promise<{ go_url: string }>;
+}
+
 /** How a connection's server is reached: every request guarded, timed, capped. */
 export class RemoteServers {
   constructor(
     private readonly settings: ConnectionSettings,
     private readonly vault: CredentialVault,
     private readonly clock: Clock,
+    private readonly oauth?: OAuthBearers,
   ) {}
 
-  /** The headers a request to the server carries: the sealed static credential, opened now. */
+  /**
+   * The headers a request to the server carries: the sealed static credential opened now, or an
+   * OAuth connection's access token, refreshed first when it has expired.
+   */
   async headers(record: ConnectionRecord): Promise<Record<string, string>> {
+    if (record.auth.kind === "oauth" && this.oauth) {
+      return { authorization: `Bearer ${await this.oauth.bearer(record)}` };
+    }
     if (record.auth.kind !== "static") return {};
     return {
       [record.auth.header]: await this.vault.open(record.auth.credential, record.id, STATIC_VALUE_FIELD),
     };
+  }
+
+  /** Whether `record`'s OAuth refresh token was refused (the revalidator's verdict reads it). */
+  credentialRefused(record: ConnectionRecord): boolean {
+    return this.oauth?.refused(record) ?? false;
   }
 
   /**
@@ -38,18 +63,21 @@ export class RemoteServers {
     record: ConnectionRecord,
     options: { onStatus?: (status: number) => void; listMaxAgeMs?: number } = {},
   ): Promise<McpSource> {
+    const fetch = guardedFetch({
+      allowPrivate: this.settings.allowPrivateAddresses,
+      timeoutMs: this.settings.requestTimeoutMs,
+      maxResponseBytes: this.settings.maxResponseBytes,
+      ...(options.onStatus ? { onStatus: options.onStatus } : {}),
+    });
+    const oauth = record.auth.kind === "oauth" ? this.oauth : undefined;
     return new McpSource(
       record.name,
       {
         kind: "streamable-http",
         url: new URL(record.url),
-        headers: await this.headers(record),
-        fetch: guardedFetch({
-          allowPrivate: this.settings.allowPrivateAddresses,
-          timeoutMs: this.settings.requestTimeoutMs,
-          maxResponseBytes: this.settings.maxResponseBytes,
-          ...(options.onStatus ? { onStatus: options.onStatus } : {}),
-        }),
+        // An OAuth token is set per request, never once per client: it is refreshed underneath.
+        headers: oauth ? {} : await this.headers(record),
+        fetch: oauth ? authorizedFetch(record, fetch, oauth) : fetch,
         ...(options.listMaxAgeMs === undefined ? {} : { listMaxAgeMs: options.listMaxAgeMs }),
       },
       this.clock,
@@ -79,4 +107,32 @@ export class RemoteServers {
       return { ok: false, detail: (error as Error).message.slice(0, 200) };
     }
   }
+}
+
+/**
+ * Each request with the connection's current access token. A 401 gets one retry with a token
+ * refreshed past the refused one; a 403 `insufficient_scope` starts a step-up and fails the request
+ * with StepUpRequired, which the call gate answers as a tool error.
+ */
+function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAuthBearers): FetchLike {
+  const send = (url: string | URL, init: RequestInit | undefined, token: string) => {
+    const headers = new Headers(init?.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    return fetch(url, { ...init, headers });
+  };
+  return async (url, init) => {
+    const token = await oauth.bearer(record);
+    let response = await send(url, init, token);
+    if (response.status === 401) {
+      await response.body?.cancel().catch(() => undefined);
+      response = await send(url, init, await oauth.bearer(record, token));
+    }
+    const challenge = insufficientScope(response);
+    if (challenge) {
+      await response.body?.cancel().catch(() => undefined);
+      const { go_url } = await oauth.stepUp(record, challenge.scope);
+      throw new StepUpRequired(record.name, challenge.scope, go_url);
+    }
+    return response;
+  };
 }

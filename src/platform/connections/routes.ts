@@ -2,41 +2,55 @@ import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
-import type { Connections } from "./connections.ts";
+import type { CallerConnections } from "./caller-connections.ts";
 
-/** Connections over REST, behind the workspace gate; the same service as the tools. */
-export function connectionRoutes(connections: Connections): Hono<AppEnv> {
+/**
+ * Connections over REST, behind the workspace gate; the same service as the tools. Every lookup is
+ * the caller's: a `my_…` name is one of their own personal connections (ADR 0042).
+ */
+export function connectionRoutes(connections: CallerConnections): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const ws = (c: { get(key: "admission"): { workspace: { id: string } } }) => c.get("admission").workspace.id;
+  const me = (c: { get(key: "principal"): { id: string } }) => c.get("principal").id;
 
-  app.get("/connections", async (c) => c.json({ connections: await connections.list(ws(c)) }));
+  app.get("/connections", async (c) => c.json({ connections: await connections.list(ws(c), me(c)) }));
 
   app.post("/connections", async (c) => {
     const body = await readJsonObject(c);
-    return c.json(await connections.add(ws(c), c.get("principal").id, body), 201);
+    return c.json(await connections.add(ws(c), me(c), body), 201);
   });
 
-  app.get("/connections/:name", async (c) => c.json(await connections.view(ws(c), c.req.param("name"))));
+  app.get("/connections/:name", async (c) =>
+    c.json(await connections.view(ws(c), me(c), c.req.param("name"))),
+  );
+
+  // Re-authorizes an OAuth connection: a new flow from the record as it is now, `{scopes?}` to ask for others.
+  app.post("/connections/:name/oauth/start", async (c) => {
+    const body = c.req.header("content-type") ? await readJsonObject(c) : {};
+    return c.json(
+      await connections.startAuthorization(ws(c), c.get("principal").id, c.req.param("name"), body),
+    );
+  });
 
   app.delete("/connections/:name", async (c) => {
-    await connections.remove(ws(c), c.get("principal").id, c.req.param("name"));
+    await connections.remove(ws(c), me(c), c.req.param("name"));
     return c.body(null, 204);
   });
 
   app.post("/connections/:name/disable", async (c) =>
-    c.json(await connections.setDisabled(ws(c), c.get("principal").id, c.req.param("name"), true)),
+    c.json(await connections.setDisabled(ws(c), me(c), c.req.param("name"), true)),
   );
 
   app.post("/connections/:name/enable", async (c) =>
-    c.json(await connections.setDisabled(ws(c), c.get("principal").id, c.req.param("name"), false)),
+    c.json(await connections.setDisabled(ws(c), me(c), c.req.param("name"), false)),
   );
 
   app.get("/connections/:name/tools", async (c) =>
-    c.json(await connections.snapshot(ws(c), c.req.param("name"))),
+    c.json(await connections.snapshot(ws(c), me(c), c.req.param("name"))),
   );
 
   app.post("/connections/:name/tools/refresh", async (c) =>
-    c.json(await connections.refresh(ws(c), c.get("principal").id, c.req.param("name"))),
+    c.json(await connections.refresh(ws(c), me(c), c.req.param("name"))),
   );
 
   app.get("/connections/:name/tools/snapshots", async (c) => {
@@ -44,13 +58,18 @@ export function connectionRoutes(connections: Connections): Hono<AppEnv> {
     const from = c.req.query("from");
     const to = c.req.query("to");
     if (from === undefined && to === undefined)
-      return c.json({ snapshots: await connections.snapshots(ws(c), name) });
-    return c.json(await connections.diff(ws(c), name, version(from, "from"), version(to, "to")));
+      return c.json({ snapshots: await connections.snapshots(ws(c), me(c), name) });
+    return c.json(await connections.diff(ws(c), me(c), name, version(from, "from"), version(to, "to")));
   });
 
   app.get("/connections/:name/tools/snapshots/:version", async (c) =>
     c.json(
-      await connections.snapshot(ws(c), c.req.param("name"), version(c.req.param("version"), "version")),
+      await connections.snapshot(
+        ws(c),
+        me(c),
+        c.req.param("name"),
+        version(c.req.param("version"), "version"),
+      ),
     ),
   );
 

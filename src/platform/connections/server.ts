@@ -4,7 +4,9 @@ import * as z from "zod";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
-import type { Connections } from "./connections.ts";
+import type { CallerConnections } from "./caller-connections.ts";
+import { registerGrantTools } from "./grant-tools.ts";
+import type { Grants } from "./grants.ts";
 
 const nameInput = z.string().describe("The connection's name: the <source> of its tools.");
 
@@ -13,7 +15,11 @@ function json(value: unknown, text: string): CallToolResult {
 }
 
 /** The connections app as an MCP server for one workspace. Managing takes the workspace admin role. */
-export function createConnectionsServer(workspaceId: string, connections: Connections): McpServer {
+export function createConnectionsServer(
+  workspaceId: string,
+  connections: CallerConnections,
+  grants: Grants,
+): McpServer {
   const server = new McpServer({ name: "atrium-connections", version: ATRIUM_VERSION });
 
   server.registerTool(
@@ -23,11 +29,11 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       inputSchema: platformInput({}),
       annotations: { title: "List connections", readOnlyHint: true },
     },
-    platformTool(workspaceId, async () => {
-      const list = await connections.list(workspaceId);
+    platformTool(workspaceId, async (caller) => {
+      const list = await connections.list(workspaceId, caller.principalId);
       const lines = list.map(
         (c) =>
-          `${c.name}  ${c.state}  ${c.url}  snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)`,
+          `${c.name}  ${c.state}  ${c.url}  ${c.snapshot ? `snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)` : "no snapshot yet"}`,
       );
       return json({ connections: list }, lines.length > 0 ? lines.join("\n") : "No connections here yet.");
     }),
@@ -37,28 +43,71 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
     "add",
     {
       description:
-        "Connect a remote MCP server to this workspace (workspace admins): Atrium connects, photographs its tools as snapshot 1, " +
+        "Connect a remote MCP server to this workspace (workspace admins; with personal: true, your own, any member): Atrium connects, photographs its tools as snapshot 1, " +
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
-        'auth is {"kind":"none"} or {"kind":"static","header","value"}; the value is sealed and never shown again.',
+        'auth is {"kind":"none"}, {"kind":"static","header","value"} (the value is sealed and never shown again) ' +
+        'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin to open in a browser.',
       inputSchema: platformInput({
         name: nameInput,
         url: z.string().describe("The server's MCP endpoint, an https URL."),
         auth: z
           .object({
-            kind: z.enum(["none", "static"]),
+            kind: z.enum(["none", "static", "oauth"]),
             header: z.string().optional(),
             value: z.string().optional(),
+            scopes: z.array(z.string()).optional(),
           })
           .optional()
           .describe("How Atrium authenticates to the server; none when absent."),
+        personal: z
+          .boolean()
+          .optional()
+          .describe(
+            `true: your own connection, which any member may add, served to you alone as ${joinToolName("my_<name>", "<tool>")} (in a workspace with other members, once an admin grants it).`,
+          ),
       }),
       annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(workspaceId, async (caller, args: { name: string; url: string; auth?: unknown }) => {
-      const view = await connections.add(workspaceId, caller.principalId, args);
+    platformTool(
+      workspaceId,
+      async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
+        const added = await connections.add(workspaceId, caller.principalId, args);
+        if ("go_url" in added) {
+          return json(
+            added,
+            `"${added.connection.name}" waits for authorization: a workspace admin opens ${added.go_url} in a browser before ${added.expiresAt}.`,
+          );
+        }
+        return json(
+          added,
+          `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
+        );
+      },
+    ),
+  );
+
+  server.registerTool(
+    "authorize",
+    {
+      description:
+        "Start a re-authorization of an OAuth connection (workspace admins): answers a go_url for a workspace admin to open in a browser; " +
+        "the new tokens replace the old ones only if no other authorization of the connection completed first.",
+      inputSchema: platformInput({
+        name: nameInput,
+        scopes: z
+          .array(z.string())
+          .optional()
+          .describe("The OAuth scopes to ask for; the connection's own when absent."),
+      }),
+      annotations: { title: "Authorize a connection", readOnlyHint: false, destructiveHint: false },
+    },
+    platformTool(workspaceId, async (caller, args: { name: string; scopes?: string[] }) => {
+      const started = await connections.startAuthorization(workspaceId, caller.principalId, args.name, {
+        ...(args.scopes ? { scopes: args.scopes } : {}),
+      });
       return json(
-        view,
-        `Connected "${view.name}": snapshot ${view.snapshot.version} with ${view.snapshot.tools.length} tools.`,
+        started,
+        `Open ${started.go_url} in a browser before ${started.expiresAt} to authorize "${args.name}".`,
       );
     }),
   );
@@ -108,8 +157,8 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Connection status", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (_caller, args: { name: string }) => {
-      const view = await connections.view(workspaceId, args.name);
+    platformTool(workspaceId, async (caller, args: { name: string }) => {
+      const view = await connections.view(workspaceId, caller.principalId, args.name);
       return json(view, JSON.stringify(view));
     }),
   );
@@ -126,7 +175,7 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       const { connection, changes } = await connections.refresh(workspaceId, caller.principalId, args.name);
       return json(
         { connection, changes },
-        `"${args.name}" is now at snapshot ${connection.snapshot.version}: ${JSON.stringify(changes)}`,
+        `"${args.name}" is now at snapshot ${connection.snapshot?.version}: ${JSON.stringify(changes)}`,
       );
     }),
   );
@@ -143,12 +192,12 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
       }),
       annotations: { title: "Connection snapshots", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (_caller, args: { name: string; from?: number; to?: number }) => {
+    platformTool(workspaceId, async (caller, args: { name: string; from?: number; to?: number }) => {
       if (args.from !== undefined && args.to !== undefined) {
-        const diff = await connections.diff(workspaceId, args.name, args.from, args.to);
+        const diff = await connections.diff(workspaceId, caller.principalId, args.name, args.from, args.to);
         return json(diff, JSON.stringify(diff));
       }
-      const snapshots = await connections.snapshots(workspaceId, args.name);
+      const snapshots = await connections.snapshots(workspaceId, caller.principalId, args.name);
       return json(
         { snapshots },
         snapshots.map((s) => `${s.version}  ${s.takenAt}  ${s.toolCount} tools  ${s.digest}`).join("\n"),
@@ -156,5 +205,6 @@ export function createConnectionsServer(workspaceId: string, connections: Connec
     }),
   );
 
+  registerGrantTools(server, workspaceId, grants);
   return server;
 }

@@ -43,7 +43,11 @@ export class ConnectionStore implements LeftoverRules {
   /** Records as last written or read, by `<ws>/<name>`. */
   private readonly records = new Map<string, ConnectionRecord>();
 
-  constructor(private readonly storage: PartitionPaths) {}
+  /**
+   * `storage.dir(key)` is where one key's connections live: a workspace's partition, or (the
+   * personal store, ADR 0042) a person's folder, keyed by their principal id.
+   */
+  constructor(private readonly storage: Pick<PartitionPaths, "partition" | "dir">) {}
 
   /** Every (workspace, name) with a connection, from the index: no disk read. */
   *all(): Iterable<{ workspaceId: string; name: string }> {
@@ -54,13 +58,15 @@ export class ConnectionStore implements LeftoverRules {
     return [...(this.index.get(workspaceId) ?? [])].sort();
   }
 
-  async create(record: ConnectionRecord, snapshot: Snapshot): Promise<void> {
-    const dir = await this.ensureServersDir(record.workspaceId);
+  /** A new connection, whole; without a snapshot while it waits for its first authorization (pending_auth). */
+  async create(record: ConnectionRecord, snapshot: Snapshot | undefined): Promise<void> {
+    const key = record.owner ?? record.workspaceId;
+    const dir = await this.ensureServersDir(key);
     try {
       await this.folders.create(dir, record.name, async (staging) => {
         await writeJsonAtomic(join(staging, RECORD), record);
         await makeFolderIfMissing(join(staging, SNAPSHOTS));
-        await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
+        if (snapshot) await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
         await writeJsonAtomic(join(staging, TRANSPORT), { up: true, failures: 0 } satisfies TransportHealth);
         await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
       });
@@ -73,7 +79,7 @@ export class ConnectionStore implements LeftoverRules {
       }
       throw error;
     }
-    this.remember(record.workspaceId, record.name);
+    this.remember(key, record.name);
   }
 
   /**

@@ -1,15 +1,26 @@
-import { readdir } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { InvalidInput } from "../../errors.ts";
+import { type Clock, systemClock } from "../../kernel/clock.ts";
+import { IdleCache } from "../../sources/idle-cache.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
+import { firstAfter as firstAfterIn } from "../list-position.ts";
 import { compareNewestFirst, decodeCursor, encodeCursor, type ListPosition } from "./cursor.ts";
 import { type FileMeta, isFileId } from "./model.ts";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
-/** Listings kept in memory at once; the least recently used is dropped and rebuilt on demand. */
-const MAX_CACHED_LISTINGS = 1000;
+/**
+ * How long a workspace's index is kept unused before it is dropped: the idle period of a
+ * workspace's source registry (IDLE_EVICT_MS in src/server.ts), so the two go together.
+ */
+export const FILE_INDEX_IDLE_MS = 10 * 60 * 1000;
+/**
+ * How often, at most, a partition's folder is looked at for an operator's edit on disk: a file
+ * folder added or removed behind Atrium's back is seen within this long (adr/0050).
+ */
+export const DISK_CHECK_MS = 1000;
 const METAS_IN_FLIGHT = 16;
 
 export interface PageRequest {
@@ -23,91 +34,181 @@ export interface FilePage {
   nextCursor?: string;
 }
 
-/** What a writer did to one partition, so its cached listing follows without a reread. */
+/** What a writer did to one partition, so its index follows without a reread. */
 export type PartitionChange = { added: FileMeta } | { removed: string };
 
+/** One owner partition's files: sorted newest first, and by id. */
+interface PartitionIndex {
+  sorted: FileMeta[];
+  byId: Map<string, FileMeta>;
+  /** File folders whose meta.json could not be read at the build: left out of lists. */
+  unreadable: Set<string>;
+  /** The owner folder's mtime when the index last matched it ("absent" when there was none). */
+  folderStamp: string;
+  /** When the folder was last compared with `folderStamp`. */
+  checkedAt: number;
+}
+
 /**
- * Each owner partition's files, sorted newest first, read from meta.json once on the first
- * list and then kept by the writers: a list call reads no file (issue 10, Reliability 5). A
- * listing is built lazily, not at boot, because only a list needs it (adr/0025). Building and
- * changing one partition run under its lock, so a write during a build is never lost.
+ * The file metadata index: each owner partition's `meta.json` files, read once on first use
+ * and then kept by the store's writers, so a list, an info or a download reads no metadata from
+ * disk (adr/0025, adr/0050). Held per workspace and dropped with it when idle
+ * (FILE_INDEX_IDLE_MS). An operator's edit on disk is noticed by the owner folder's mtime,
+ * compared at most every DISK_CHECK_MS. Building and changing one partition run under its
+ * lock, so a write during a build is never lost.
  */
 export class FileListings {
-  private readonly cached = new Map<string, FileMeta[]>();
+  private readonly workspaces: IdleCache<Map<string, PartitionIndex>>;
   private readonly locks = new KeyedLock();
 
   constructor(
     private readonly storage: PartitionPaths,
     private readonly readMeta: (workspaceId: string, ownerId: string, fileId: string) => Promise<FileMeta>,
-  ) {}
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.workspaces = new IdleCache(
+      async () => new Map<string, PartitionIndex>(),
+      async () => undefined,
+      FILE_INDEX_IDLE_MS,
+      clock,
+    );
+  }
 
   async page(workspaceId: string, ownerId: string, request: PageRequest): Promise<FilePage> {
     const limit = checkLimit(request.limit);
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor);
-    const key = `${workspaceId}/${ownerId}`;
-    const listing = await this.locks.run(key, () => this.listing(key, workspaceId, ownerId));
-    const start = after === undefined ? 0 : firstAfter(listing, after);
-    const files = listing.slice(start, start + limit);
+    const { sorted } = await this.partition(workspaceId, ownerId);
+    const start = after === undefined ? 0 : firstAfter(sorted, after);
+    const files = sorted.slice(start, start + limit);
     const last = files[files.length - 1];
-    return start + limit < listing.length && last ? { files, nextCursor: encodeCursor(last) } : { files };
+    return start + limit < sorted.length && last ? { files, nextCursor: encodeCursor(last) } : { files };
   }
 
-  /** Runs a writer's rename under the partition's lock and applies it to the cached listing. */
+  /** One file's metadata from the index, or undefined when the partition holds no such file. */
+  async get(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta | undefined> {
+    const index = await this.partition(workspaceId, ownerId);
+    const meta = index.byId.get(fileId);
+    if (meta || !index.unreadable.has(fileId)) return meta;
+    // A folder whose meta.json could not be read is read again, so its fault reaches the caller
+    // as before the index (test/integration/unexpected-errors.test.ts) and a repair is seen.
+    let read: FileMeta;
+    try {
+      read = await this.readMeta(workspaceId, ownerId, fileId);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      index.unreadable.delete(fileId);
+      return undefined;
+    }
+    await this.change(workspaceId, ownerId, async () => ({ added: read }));
+    return read;
+  }
+
+  /** Runs a writer's rename under the partition's lock and applies it to the index, if built. */
   async change(workspaceId: string, ownerId: string, work: () => Promise<PartitionChange>): Promise<void> {
-    const key = `${workspaceId}/${ownerId}`;
-    await this.locks.run(key, async () => {
+    await this.locks.run(partitionKey(workspaceId, ownerId), async () => {
+      const index = (await this.workspaces.peek(workspaceId))?.get(ownerId);
+      const before = index && (await this.folderStamp(workspaceId, ownerId));
       const change = await work();
-      const listing = this.cached.get(key);
-      if (!listing) return;
-      if ("added" in change) listing.splice(firstAfter(listing, change.added), 0, change.added);
-      else {
-        const index = listing.findIndex((meta) => meta.id === change.removed);
-        if (index >= 0) listing.splice(index, 1);
+      if (!index) return;
+      if (before !== index.folderStamp) {
+        // Edited on disk since the index last looked: rebuilt on the next read instead.
+        (await this.workspaces.peek(workspaceId))?.delete(ownerId);
+        return;
       }
+      if ("added" in change && !index.byId.has(change.added.id)) {
+        const meta = Object.freeze(change.added);
+        index.unreadable.delete(meta.id);
+        index.sorted.splice(firstAfter(index.sorted, meta), 0, meta);
+        index.byId.set(meta.id, meta);
+      } else if ("removed" in change && index.byId.delete(change.removed)) {
+        const at = index.sorted.findIndex((meta) => meta.id === change.removed);
+        if (at >= 0) index.sorted.splice(at, 1);
+      }
+      // The rename moved the folder's mtime: taken as the index's own, not an operator's edit.
+      // An edit on disk in this same instant would be missed until the next one (adr/0050).
+      index.folderStamp = await this.folderStamp(workspaceId, ownerId);
     });
   }
 
-  private async listing(key: string, workspaceId: string, ownerId: string): Promise<FileMeta[]> {
-    let listing = this.cached.get(key);
-    if (listing) {
-      // Most recently used last, so the first key is the one to drop.
-      this.cached.delete(key);
-    } else {
-      listing = await this.build(workspaceId, ownerId);
-    }
-    this.cached.set(key, listing);
-    if (this.cached.size > MAX_CACHED_LISTINGS) {
-      const oldest = this.cached.keys().next().value;
-      if (oldest !== undefined) this.cached.delete(oldest);
-    }
-    return listing;
+  /** Workspaces whose index is in memory now. */
+  get size(): number {
+    return this.workspaces.size;
   }
 
-  private async build(workspaceId: string, ownerId: string): Promise<FileMeta[]> {
-    let entries: string[];
+  /** Drops the indexes unused for FILE_INDEX_IDLE_MS (also done on a timer). */
+  sweep(now?: number): Promise<void> {
+    return this.workspaces.sweep(now);
+  }
+
+  private partition(workspaceId: string, ownerId: string): Promise<PartitionIndex> {
+    return this.workspaces.use(workspaceId, async (partitions) => {
+      const index = partitions.get(ownerId);
+      const now = this.clock();
+      if (index && now - index.checkedAt < DISK_CHECK_MS) return index;
+      return this.locks.run(partitionKey(workspaceId, ownerId), async () => {
+        const current = partitions.get(ownerId);
+        const stamp = await this.folderStamp(workspaceId, ownerId);
+        if (current && current.folderStamp === stamp) {
+          current.checkedAt = now;
+          return current;
+        }
+        const built = await this.build(workspaceId, ownerId, stamp, now);
+        partitions.set(ownerId, built);
+        return built;
+      });
+    });
+  }
+
+  /** The owner folder's mtime to the nanosecond, or "absent". */
+  private async folderStamp(workspaceId: string, ownerId: string): Promise<string> {
+    try {
+      return String((await stat(this.storage.ownerDir(workspaceId, ownerId), { bigint: true })).mtimeNs);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return "absent";
+      throw error;
+    }
+  }
+
+  private async build(
+    workspaceId: string,
+    ownerId: string,
+    folderStamp: string,
+    checkedAt: number,
+  ): Promise<PartitionIndex> {
+    let entries: string[] = [];
     try {
       entries = await readdir(this.storage.ownerDir(workspaceId, ownerId));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     }
+    const unreadable = new Set<string>();
     const metas = await mapBounded(entries.filter(isFileId), METAS_IN_FLIGHT, (id) =>
-      this.readMeta(workspaceId, ownerId, id).catch(() => undefined),
+      this.readMeta(workspaceId, ownerId, id).catch(() => {
+        unreadable.add(id);
+        return undefined;
+      }),
     );
-    return metas.filter((meta): meta is FileMeta => meta !== undefined).sort(compareNewestFirst);
+    const sorted = metas
+      .filter((meta): meta is FileMeta => meta !== undefined)
+      .map((meta) => Object.freeze(meta))
+      .sort(compareNewestFirst);
+    return {
+      sorted,
+      byId: new Map(sorted.map((meta) => [meta.id, meta])),
+      unreadable,
+      folderStamp,
+      checkedAt,
+    };
   }
 }
 
-/** The index of the first entry that sorts after `position` (binary search). */
+function partitionKey(workspaceId: string, ownerId: string): string {
+  return `${workspaceId}/${ownerId}`;
+}
+
+/** The index of the first entry that sorts after `position`. */
 function firstAfter(listing: readonly FileMeta[], position: ListPosition): number {
-  let low = 0;
-  let high = listing.length;
-  while (low < high) {
-    const middle = (low + high) >>> 1;
-    if (compareNewestFirst(listing[middle] as FileMeta, position) <= 0) low = middle + 1;
-    else high = middle;
-  }
-  return low;
+  return firstAfterIn(listing, position, compareNewestFirst);
 }
 
 function checkLimit(limit: number | undefined): number {

@@ -1,5 +1,4 @@
 import { createHash, type Hash } from "node:crypto";
-import { createReadStream } from "node:fs";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -10,8 +9,8 @@ import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
-import { FileLocator } from "./locator.ts";
 import {
   checkFileName,
   checkMimeType,
@@ -23,6 +22,8 @@ import {
 
 const CONTENT_FILE = "content";
 const PROGRESS_CHUNK_BYTES = 1024 * 1024;
+/** Bytes of an upload gathered before they are written in one `writev`. */
+const WRITE_BATCH_BYTES = 1024 * 1024;
 
 /** Told the bytes stored so far and the total, after each chunk reaches the file. */
 export type WriteProgress = (written: number, total: number) => Promise<void> | void;
@@ -38,10 +39,11 @@ export interface NewFile {
  * staged in a temp folder beside its final place and renamed there, so a failed or
  * oversized write leaves nothing behind (test/integration/files-rest.test.ts). Two indexes,
  * both caches of disk kept by these writers (adr/0025): the locator (file id → workspace and
- * owner, rebuilt at boot) and each partition's listing (built on its first list).
+ * owner, rebuilt at boot) and the metadata index (each partition's files, built on its first
+ * use, adr/0050), which answers info and lists without reading a meta.json.
  */
 export class FileStore implements LeftoverRules {
-  private readonly locator = new FileLocator();
+  private readonly locator = new RecordLocator();
   private readonly listings: FileListings;
   /** Stages each file beside its place and renames it in or out whole (R3, R4). */
   private readonly folders = new RecordFolders();
@@ -52,7 +54,7 @@ export class FileStore implements LeftoverRules {
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
   ) {
-    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id));
+    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id), clock);
   }
 
   /**
@@ -84,28 +86,42 @@ export class FileStore implements LeftoverRules {
     });
   }
 
-  /** Streams a body to disk, counting as it goes; over the limit, the staging folder is removed. */
+  /**
+   * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
+   * A Node stream (the request itself) is read as it is, with no web stream between;
+   * chunks go to disk a batch at a time in one `writev` each, no chunk copied.
+   */
   async upload(
     workspaceId: string,
     ownerId: string,
     file: NewFile,
-    body: ReadableStream<Uint8Array> | null,
+    body: Readable | ReadableStream<Uint8Array> | null,
   ): Promise<FileMeta> {
     return this.commit(workspaceId, ownerId, file, async (handle, hash) => {
       let size = 0;
       if (!body) return size;
-      const reader = body.getReader();
+      // One batch goes to disk while the next is read: at most two batches held per upload.
+      let batch: Uint8Array[] = [];
+      let batchBytes = 0;
+      let writing: Promise<void> | undefined;
       try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          size += value.byteLength;
+        for await (const chunk of chunksOf(body)) {
+          size += chunk.byteLength;
           if (size > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
-          hash.update(value);
-          await handle.write(value);
+          hash.update(chunk);
+          batch.push(chunk);
+          batchBytes += chunk.byteLength;
+          if (batchBytes < WRITE_BATCH_BYTES) continue;
+          await writing;
+          writing = writeAll(handle, batch, batchBytes);
+          batch = [];
+          batchBytes = 0;
         }
+        await writing;
+        if (batch.length > 0) await writeAll(handle, batch, batchBytes);
       } finally {
-        await reader.cancel().catch(() => undefined);
+        // A failed read leaves a write in flight: settled before commit closes the file.
+        await writing?.catch(() => undefined);
       }
       return size;
     });
@@ -174,14 +190,11 @@ export class FileStore implements LeftoverRules {
     return this.listings.page(workspaceId, ownerId, request);
   }
 
+  /** A file's metadata, from the index: no disk read (adr/0050). */
   async info(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
-    if (!isFileId(fileId)) throw fileNotFound();
-    try {
-      return await this.readMeta(workspaceId, ownerId, fileId);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
-      throw error;
-    }
+    const meta = isFileId(fileId) ? await this.listings.get(workspaceId, ownerId, fileId) : undefined;
+    if (!meta) throw fileNotFound();
+    return meta;
   }
 
   async read(
@@ -190,19 +203,39 @@ export class FileStore implements LeftoverRules {
     fileId: string,
   ): Promise<{ meta: FileMeta; content: Buffer }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
-    const content = await readFile(join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE));
-    return { meta, content };
+    try {
+      const content = await readFile(
+        join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE),
+      );
+      return { meta, content };
+    } catch (error) {
+      // Removed on disk since the index last looked (adr/0050).
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
+      throw error;
+    }
   }
 
-  async stream(
+  /**
+   * The file's metadata and its content opened for reading, for a download; whoever takes the
+   * handle closes it (a read stream made from it does). Opened before anything is answered, so
+   * a file gone from disk is a 404, not a broken download.
+   */
+  async openContent(
     workspaceId: string,
     ownerId: string,
     fileId: string,
-  ): Promise<{ meta: FileMeta; body: ReadableStream<Uint8Array> }> {
+  ): Promise<{ meta: FileMeta; content: FileHandle }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
-    const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE);
-    const body = Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>;
-    return { meta, body };
+    try {
+      const content = await open(
+        join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE),
+        "r",
+      );
+      return { meta, content };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
+      throw error;
+    }
   }
 
   async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {
@@ -228,9 +261,9 @@ export class FileStore implements LeftoverRules {
    * not reached. A miss is final: the locator holds every file on disk (adr/0025).
    */
   locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): string {
-    const found = isFileId(fileId) ? this.locator.get(fileId) : undefined;
-    if (!found || found.ownerId !== ownerId || !isMember(found.workspaceId)) throw fileNotFound();
-    return found.workspaceId;
+    const workspaceId = this.locator.workspaceOf(ownerId, fileId, isMember);
+    if (workspaceId === undefined) throw fileNotFound();
+    return workspaceId;
   }
 
   /**
@@ -244,12 +277,8 @@ export class FileStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
-    if (!pass.atBoot) return;
-    for (const { ownerId, entries } of owners) {
-      for (const entry of entries) {
-        if (isFileId(entry.name)) this.locator.set(entry.name, { workspaceId, ownerId });
-      }
-    }
+    if (pass.atBoot)
+      this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
   }
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
@@ -260,4 +289,31 @@ export class FileStore implements LeftoverRules {
 
 function fileNotFound(): NotFound {
   return new NotFound("file_not_found", "No file with that id that you can reach.");
+}
+
+/**
+ * A body's chunks. The request stream is not destroyed when the reading stops early (a body over
+ * the limit): its connection still carries the 413, closed gracefully (http/lingering-close.ts).
+ */
+async function* chunksOf(body: Readable | ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  if (body instanceof Readable) {
+    yield* body.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
+    return;
+  }
+  const reader = body.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      yield value;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/** Writes the chunks in order in one `writev`; a short write (a full disk) is an error, not a torn file. */
+async function writeAll(handle: FileHandle, chunks: Uint8Array[], bytes: number): Promise<void> {
+  const { bytesWritten } = await handle.writev(chunks);
+  if (bytesWritten !== bytes) throw new Error(`Wrote ${bytesWritten} of ${bytes} bytes of an upload.`);
 }

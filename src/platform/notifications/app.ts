@@ -3,12 +3,15 @@ import { type NotificationSettings, notificationsConfig } from "./config.ts";
 import { Inbox } from "./inbox.ts";
 import { notificationRoutes } from "./routes.ts";
 import { createNotificationsServer } from "./server.ts";
+import { taskRunNotice } from "./task-runs.ts";
 
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
 /** The source stamped on what the runtime records about membership itself. */
 export const WORKSPACE_SOURCE = "workspace";
 /** The source stamped on what the runtime records for the connections app. */
 export const CONNECTIONS_SOURCE = "connections";
+/** The source stamped on what the runtime records for the tasks app. */
+export const TASKS_SOURCE = "tasks";
 
 export const notificationsApp: PlatformApp<NotificationSettings> = {
   name: "notifications",
@@ -25,15 +28,25 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
         data: { principalId: event.principalId },
       });
     });
-    // Connections: a credential that lapsed needs a human, so the workspace is told.
+    // Connections: a credential that lapsed needs a human, so the workspace is told — or, for a
+    // personal connection (an event with an owner), its owner alone (ADR 0042).
     events.subscribe({ types: ["connection.state_changed"] }, async (event) => {
       if (event.state !== "reauth_required") return;
+      const owner = "ownerId" in event ? event.ownerId : undefined;
       await inbox.post(event.workspaceId, CONNECTIONS_SOURCE, {
         title: `Connection "${event.name}" needs to be re-authorized`,
-        body: "Its credential was refused by the server. Its tools are refused until a workspace admin re-authorizes it.",
+        body: owner
+          ? "Its credential was refused by the server. Its tools are refused until you re-authorize it."
+          : "Its credential was refused by the server. Its tools are refused until a workspace admin re-authorizes it.",
         severity: "error",
         data: { connection: event.name },
+        ...(owner ? { to: owner } : {}),
       });
+    });
+    // Tasks: a run that did not succeed, or whose output was rejected, tells its owner.
+    events.subscribe({ types: ["task.run.finished"] }, async (event) => {
+      const draft = taskRunNotice(event.run);
+      if (draft) await inbox.post(event.workspaceId, TASKS_SOURCE, draft);
     });
     scheduler.add({
       name: "notifications retention",

@@ -1,6 +1,7 @@
-import type { PlatformApp } from "../app.ts";
+import type { PlatformApp, PublishedSkill } from "../app.ts";
 import { type SkillSettings, skillsConfig } from "./config.ts";
 import { createWorkspaceGuidance } from "./guidance.ts";
+import type { Skill } from "./model.ts";
 import { skillRoutes } from "./routes.ts";
 import { createSkillsServer } from "./server.ts";
 import { SkillService } from "./service.ts";
@@ -12,15 +13,22 @@ export const skillsApp: PlatformApp<SkillSettings> = {
   start({ settings, layout, workspaces, events, clock, log, publishedSkills }) {
     const skills = new SkillService(layout, settings, log);
     // What other apps publish (a connected server's instructions) is the server scope, lowest of all.
+    // Each published object becomes one skill object, the same on every call while its publisher
+    // keeps it, so the service can tell that nothing changed (service.ts).
+    const asSkill = new WeakMap<PublishedSkill, Skill>();
     skills.addServerSource({
       list: async (workspaceId) =>
-        (await publishedSkills.list(workspaceId)).map((published) => ({
-          ...published,
-          scope: "server" as const,
-          provenance: "connector" as const,
-          loading: "dynamic" as const,
-        })),
+        (await publishedSkills.list(workspaceId)).map((published) => {
+          let skill = asSkill.get(published);
+          if (!skill) {
+            skill = { ...published, scope: "server", provenance: "connector", loading: "dynamic" };
+            asSkill.set(published, skill);
+          }
+          return skill;
+        }),
     });
+    // Written through Atrium: the next request reads the folders again, whatever their times say.
+    events.subscribe({ types: ["skill.changed"] }, () => skills.forget());
     const writer = new SkillWriter(layout, workspaces, events, clock);
     return {
       createServer: (workspaceId) => createSkillsServer(workspaceId, skills, writer),

@@ -1,6 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { ResourceContents, SkillPackage, WorkspaceGuidance } from "../../sources/guidance.ts";
+import type {
+  DescribedTool,
+  ResourceContents,
+  SkillPackage,
+  WorkspaceGuidance,
+} from "../../sources/guidance.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
@@ -18,25 +23,37 @@ export function bindsTool(pattern: string, toolName: string): boolean {
   return wanted.tool === "*" || wanted.tool === actual.tool;
 }
 
+const READ_TOOL = joinToolName("skills", "read");
+
+function annotate<T extends DescribedTool>(resolved: readonly Skill[], tools: T[]): T[] {
+  const bound = resolved.filter((s) => s.tools.length > 0);
+  if (bound.length === 0) return tools;
+  return tools.map((tool) => {
+    const names = bound.filter((s) => s.tools.some((p) => bindsTool(p, tool.name))).map((s) => s.name);
+    if (names.length === 0) return tool;
+    const note = `Before the first call, read the skill${names.length > 1 ? "s" : ""} ${names
+      .map((n) => `"${n}"`)
+      .join(", ")} with ${READ_TOOL}.`;
+    return { ...tool, description: tool.description ? `${tool.description}\n\n${note}` : note };
+  });
+}
+
 export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance {
-  const readTool = joinToolName("skills", "read");
+  // Keyed by the tool list object, so a list nobody keeps any more takes its notes with it.
+  const annotated = new WeakMap<object, { skills: readonly Skill[]; tools: readonly DescribedTool[] }>();
   return {
     instructions: (workspaceId, principalId) => skills.instructions(workspaceId, principalId),
 
     // A tool bound to a skill says so in its description, so a client reads the guidance
-    // before the tool's first call.
+    // before the tool's first call. The notes are kept while the tool list and the resolved
+    // skills are the same objects (both are kept while unchanged: router.ts, service.ts).
     async annotateTools(workspaceId, principalId, tools) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
-      const bound = resolved.filter((s) => s.tools.length > 0);
-      if (bound.length === 0) return tools;
-      return tools.map((tool) => {
-        const names = bound.filter((s) => s.tools.some((p) => bindsTool(p, tool.name))).map((s) => s.name);
-        if (names.length === 0) return tool;
-        const note = `Before the first call, read the skill${names.length > 1 ? "s" : ""} ${names
-          .map((n) => `"${n}"`)
-          .join(", ")} with ${readTool}.`;
-        return { ...tool, description: tool.description ? `${tool.description}\n\n${note}` : note };
-      });
+      const kept = annotated.get(tools);
+      if (kept?.skills === resolved) return kept.tools as typeof tools;
+      const result = annotate(resolved, tools);
+      annotated.set(tools, { skills: resolved, tools: result });
+      return result;
     },
 
     async listResources(workspaceId, principalId) {

@@ -5,7 +5,7 @@ import type { SkillSettings } from "./config.ts";
 import { composeInstructions } from "./instructions.ts";
 import type { Skill, SkillProblem } from "./model.ts";
 import { resolveSkills } from "./resolve.ts";
-import { readSkillDir, SkillFileCache } from "./skill-dirs.ts";
+import { ScopeCache, type ScopeListing } from "./scope-cache.ts";
 
 /** The platform's own skills ship in the repository's `skills/` folder. */
 export const PLATFORM_SKILLS_DIR = fileURLToPath(new URL("../../../skills/", import.meta.url));
@@ -20,16 +20,29 @@ export interface ResolvedSkills {
   problems: SkillProblem[];
 }
 
+/** What one caller's resolution was built from, and what was built: kept while those are the same. */
+interface Resolution {
+  inputs: readonly (ScopeListing | Skill)[];
+  resolved: ResolvedSkills;
+  instructions?: string;
+}
+
+/** Callers whose resolution is kept; each is a few hundred bytes. The oldest used goes first. */
+const MAX_RESOLUTIONS = 2_000;
+
 /**
- * Resolves the skills a caller sees in a workspace, from every scope. Scope folders are listed
- * on each call, so a skill an operator drops on disk is picked up by the next request; a
- * file is parsed again only when its size or modification time changes.
+ * Resolves the skills a caller sees in a workspace, from every scope. Each scope folder's listing
+ * is kept and checked against the folders' and files' modification times on each call
+ * (scope-cache.ts), so a skill an operator drops on disk is picked up by the next request; the
+ * resolved set and the composed instructions are kept while every listing they came from is the
+ * same object (adr/0051).
  */
 export class SkillService {
   private readonly serverSources: ServerSkillSource[] = [];
   // Each problem is logged once per process, not on every request that meets it.
   private readonly reported = new Set<string>();
-  private readonly files = new SkillFileCache();
+  private readonly scopes = new ScopeCache();
+  private readonly resolutions = new Map<string, Resolution>();
 
   constructor(
     private readonly layout: StorageLayout,
@@ -42,28 +55,59 @@ export class SkillService {
     this.serverSources.push(source);
   }
 
+  /** Drops what is kept, so a write through Atrium shows without waiting for a stamp to move. */
+  forget(): void {
+    this.scopes.forget();
+    this.resolutions.clear();
+  }
+
   async resolve(workspaceId: string, principalId: string): Promise<ResolvedSkills> {
-    const reads = await Promise.all([
-      readSkillDir(this.layout.userSkillsDir(principalId), "user", undefined, this.files),
-      readSkillDir(this.layout.workspaceSkillsDir(workspaceId), "workspace", undefined, this.files),
-      this.settings.orgDir
-        ? readSkillDir(this.settings.orgDir, "org", undefined, this.files)
-        : { skills: [], problems: [] },
-      readSkillDir(this.platformDir, "platform", "vendored", this.files),
-    ]);
-    const published = await Promise.all(this.serverSources.map((s) => s.list(workspaceId)));
-    const problems = reads.flatMap((r) => r.problems);
-    for (const problem of problems) {
-      const key = `${workspaceId}\0${problem.scope}\0${problem.name}\0${problem.message}`;
-      if (this.reported.has(key)) continue;
-      this.reported.add(key);
-      this.log.warn({ workspace: workspaceId, ...problem }, "skill skipped");
-    }
-    return { skills: resolveSkills([...reads.flatMap((r) => r.skills), ...published.flat()]), problems };
+    return (await this.resolution(workspaceId, principalId)).resolved;
   }
 
   async instructions(workspaceId: string, principalId: string): Promise<string> {
-    const { skills } = await this.resolve(workspaceId, principalId);
-    return composeInstructions(skills, this.settings.maxInstructionsBytes);
+    const resolution = await this.resolution(workspaceId, principalId);
+    resolution.instructions ??= composeInstructions(
+      resolution.resolved.skills,
+      this.settings.maxInstructionsBytes,
+    );
+    return resolution.instructions;
   }
+
+  private async resolution(workspaceId: string, principalId: string): Promise<Resolution> {
+    const reads = await Promise.all([
+      this.scopes.read(this.layout.userSkillsDir(principalId), "user"),
+      this.scopes.read(this.layout.workspaceSkillsDir(workspaceId), "workspace"),
+      this.settings.orgDir ? this.scopes.read(this.settings.orgDir, "org") : NO_SKILLS,
+      this.scopes.read(this.platformDir, "platform", "vendored"),
+    ]);
+    const published = (await Promise.all(this.serverSources.map((s) => s.list(workspaceId)))).flat();
+    const inputs = [...reads, ...published];
+    const key = `${workspaceId}\0${principalId}`;
+    const kept = this.resolutions.get(key);
+    this.resolutions.delete(key);
+    if (kept && sameItems(kept.inputs, inputs)) {
+      this.resolutions.set(key, kept);
+      return kept;
+    }
+    const problems = reads.flatMap((r) => r.problems);
+    for (const problem of problems) {
+      const reportKey = `${workspaceId}\0${problem.scope}\0${problem.name}\0${problem.message}`;
+      if (this.reported.has(reportKey)) continue;
+      this.reported.add(reportKey);
+      this.log.warn({ workspace: workspaceId, ...problem }, "skill skipped");
+    }
+    const skills = resolveSkills([...reads.flatMap((r) => r.skills), ...published]);
+    const resolution: Resolution = { inputs, resolved: { skills, problems } };
+    this.resolutions.set(key, resolution);
+    if (this.resolutions.size > MAX_RESOLUTIONS)
+      this.resolutions.delete(this.resolutions.keys().next().value as string);
+    return resolution;
+  }
+}
+
+const NO_SKILLS: ScopeListing = { skills: [], problems: [] };
+
+function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((item, i) => item === b[i]);
 }

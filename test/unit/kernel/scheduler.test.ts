@@ -43,6 +43,23 @@ describe("Scheduler", () => {
     await scheduler.stop();
   });
 
+  it("forgets a removed job: nothing more runs, and its name can be added again", async () => {
+    const { time, scheduler } = setup();
+    let runs = 0;
+    scheduler.add({ name: "tick", schedule: { everyMs: 1000 }, run: async () => void runs++ });
+    await time.advance(1000);
+    expect(scheduler.remove("tick")).toBe(true);
+    expect(scheduler.has("tick")).toBe(false);
+    await time.advance(5000);
+    expect(runs).toBe(1);
+    expect(scheduler.remove("tick")).toBe(false);
+    let again = 0;
+    scheduler.add({ name: "tick", schedule: { everyMs: 1000 }, run: async () => void again++ });
+    await time.advance(1000);
+    expect([runs, again]).toEqual([1, 1]);
+    await scheduler.stop();
+  });
+
   it("runs a cron job at the times croner computes for the expression", async () => {
     const { time, scheduler } = setup();
     const at: string[] = [];

@@ -15,6 +15,7 @@ import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import type { SourceRegistry } from "../../../src/sources/registry.ts";
 import { Router } from "../../../src/sources/router.ts";
 import { CredentialStore } from "../../../src/storage/credential-store.ts";
+import { KeyedLock } from "../../../src/storage/keyed-lock.ts";
 import { FakeTime } from "../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../helpers/temp-root.ts";
 
@@ -38,6 +39,7 @@ beforeEach(async () => {
   kernel = {
     layout: temp.layout,
     workspaces: temp.workspaces,
+    users: { isDeactivated: () => false },
     dispatch: new ToolDispatch(temp.workspaces, registries, router),
     sources: workspaceSources(registries),
     publishedSkills: publishedSkills(),
@@ -46,6 +48,8 @@ beforeEach(async () => {
     timers: time.timers,
     scheduler: new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log }),
     credentials: await CredentialStore.open(temp.layout, undefined),
+    leases: new KeyedLock(),
+    publicUrl: () => "http://127.0.0.1:1",
     log,
   };
 });

@@ -11,7 +11,7 @@ import { createFrontServers } from "../../../src/http/mcp/front-server.ts";
 import { RequestMuxTransport } from "../../../src/http/mcp/request-mux-transport.ts";
 import { createLogger } from "../../../src/log.ts";
 import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
-import { CALLER_META_KEY, type Caller } from "../../../src/sources/caller-meta.ts";
+import { CALLER_META_KEY, type Caller, callerFromMeta } from "../../../src/sources/caller-meta.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
@@ -42,6 +42,11 @@ function createEchoServer(seen: Seen[]): McpServer {
       return { content: [{ type: "text", text: args.text }] };
     },
   );
+  server.registerTool("wait", { description: "Wait until cancelled." }, async (ctx) => {
+    await new Promise<void>((resolve) => ctx.mcpReq.signal.addEventListener("abort", () => resolve()));
+    seen.push({ meta: { cancelled: true }, args: undefined });
+    return { content: [{ type: "text", text: "stopped" }] };
+  });
   server.registerTool("fail", { description: "Always fails." }, async () => {
     throw new Error("the tool broke");
   });
@@ -76,8 +81,8 @@ afterEach(async () => {
 
 describe("Router.listTools", () => {
   it("namespaces each tool with its source's name", async () => {
-    const tools = await router.listTools(registry);
-    expect(tools.map((t) => t.name).sort()).toEqual(["echo__fail", "echo__say"]);
+    const tools = await router.listTools(registry, CALLER.principalId);
+    expect(tools.map((t) => t.name).sort()).toEqual(["echo__fail", "echo__say", "echo__wait"]);
     expect(tools.find((t) => t.name === "echo__say")?.description).toBe("Echo the text back.");
   });
 
@@ -90,12 +95,27 @@ describe("Router.listTools", () => {
         },
       }),
     );
-    const tools = await router.listTools(registry);
-    expect(tools.map((t) => t.name).sort()).toEqual(["echo__fail", "echo__say"]);
+    const tools = await router.listTools(registry, CALLER.principalId);
+    expect(tools.map((t) => t.name).sort()).toEqual(["echo__fail", "echo__say", "echo__wait"]);
   });
 });
 
 describe("Router.callTool", () => {
+  it("a call whose signal is aborted is cancelled at the server and answered as cancelled, not logged", async () => {
+    const controller = new AbortController();
+    const call = router.callTool(registry, CALLER, "echo__wait", {}, { ...CALL, signal: controller.signal });
+    // The call reaches the server before it is cancelled: list, then call, over the in-memory pair.
+    await router.listTools(registry, CALLER.principalId);
+    controller.abort(new Error("timed out"));
+    const result = await call;
+    expect(result).toEqual({
+      content: [{ type: "text", text: 'Tool "echo__wait" was cancelled.' }],
+      isError: true,
+    });
+    await expect.poll(() => seen.some((entry) => entry.meta?.cancelled === true)).toBe(true);
+    expect(logged).toEqual([]);
+  });
+
   it("routes to the named source's tool and returns its result", async () => {
     const result = await router.callTool(registry, CALLER, "echo__say", { text: "hello" }, CALL);
     expect(result.isError).toBeFalsy();
@@ -107,6 +127,13 @@ describe("Router.callTool", () => {
     await router.callTool(registry, CALLER, "echo__say", { text: "hi" }, CALL);
     expect(seen).toHaveLength(1);
     expect(seen[0]?.meta).toEqual({ [CALLER_META_KEY]: CALLER });
+  });
+
+  it("passes a scoped caller's scopes on, so a platform app can record them (a task's definer)", async () => {
+    const scoped: Caller = { ...CALLER, scopes: ["mcp:read", "mcp:write"] };
+    await router.callTool(registry, scoped, "echo__say", { text: "hi" }, CALL);
+    expect(callerFromMeta(seen[0]?.meta)).toEqual(scoped);
+    expect(callerFromMeta({ [CALLER_META_KEY]: { ...CALLER, scopes: [1] } })).toEqual(CALLER);
   });
 
   it("a _meta smuggled in the arguments does not become the call's _meta", async () => {

@@ -1,0 +1,72 @@
+import type { Clock } from "../../../kernel/clock.ts";
+import type { ExclusiveLeases } from "../../../kernel/leases.ts";
+import type { Logger } from "../../../log.ts";
+import type { ConnectionRecord } from "../model.ts";
+import type { ConnectionStore } from "../store.ts";
+import { type ConnectionTokens, tokenLease } from "./connection-tokens.ts";
+import type { Flow } from "./flows.ts";
+import type { TokenSet } from "./tokens.ts";
+
+/** An activation found the connection moved on since its flow started (or removed). */
+export class Superseded extends Error {}
+
+export interface ActivationDeps {
+  store: ConnectionStore;
+  tokens: ConnectionTokens;
+  leases: ExclusiveLeases;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * Seals the tokens, then compare-and-swaps them in under the connection's token lease (so no
+ * refresh of the old family runs across it): the record must still be at the generation and
+ * activation time the flow started from. Both together change at every activation — the first
+ * sets the time, each later one adds a generation — so no flow started before one can pass after
+ * it. A loser's sealed tokens are removed; the winner's predecessor too, and the credential's
+ * lapsed mark is cleared (re-authorization is what ends it).
+ */
+export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Promise<ConnectionRecord> {
+  return deps.leases.run(tokenLease({ id: flow.connectionId }), async () => {
+    const before = await deps.store.get(flow.workspaceId, flow.name).catch(() => undefined);
+    if (!before || before.id !== flow.connectionId) throw new Superseded();
+    const credential = await deps.tokens.seal(before, tokens);
+    let previous: string | undefined;
+    let updated: ConnectionRecord;
+    try {
+      updated = await deps.store.update(flow.workspaceId, flow.name, (current) => {
+        const auth = current.auth.kind === "oauth" ? current.auth : undefined;
+        if (
+          !auth ||
+          current.id !== flow.connectionId ||
+          current.authorizationGeneration !== flow.generation ||
+          auth.activatedAt !== flow.activatedAt
+        ) {
+          throw new Superseded();
+        }
+        previous = auth.tokens;
+        return {
+          ...current,
+          authorizationGeneration: current.authorizationGeneration + (auth.activatedAt === undefined ? 0 : 1),
+          auth: {
+            ...auth,
+            ...(flow.scope ? { scopes: flow.scope.split(" ") } : {}),
+            granted: (tokens.scope ?? flow.scope ?? "").split(" ").filter(Boolean),
+            tokens: credential,
+            activatedAt: new Date(deps.clock()).toISOString(),
+          },
+        };
+      });
+    } catch (error) {
+      await deps.tokens.discard(credential);
+      throw error;
+    }
+    if (previous) await deps.tokens.discard(previous);
+    await deps.store.writeCredential(flow.workspaceId, flow.name, { lapsed: false });
+    deps.log.info(
+      { workspaceId: flow.workspaceId, connection: flow.name, generation: updated.authorizationGeneration },
+      "connection authorized",
+    );
+    return updated;
+  });
+}

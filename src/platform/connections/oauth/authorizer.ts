@@ -1,0 +1,304 @@
+import { computeScopeUnion, type FetchLike } from "@modelcontextprotocol/client";
+import type { Clock } from "../../../kernel/clock.ts";
+import type { ExclusiveLeases } from "../../../kernel/leases.ts";
+import type { Logger } from "../../../log.ts";
+import type { ConnectionRecord } from "../model.ts";
+import type { ConnectionStore } from "../store.ts";
+import { activate, Superseded } from "./activation.ts";
+import {
+  type ClientRegistrations,
+  type ConfiguredClient,
+  clientFor,
+  type OAuthClient,
+} from "./client-identity.ts";
+import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
+import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
+import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
+import { oauthPaths } from "./paths.ts";
+import {
+  beginAuthorization,
+  checkResponseIssuer,
+  redeemCode,
+  scopeToRequest,
+  WrongIssuer,
+} from "./tokens.ts";
+
+export interface AuthorizerDeps {
+  store: ConnectionStore;
+  tokens: ConnectionTokens;
+  leases: ExclusiveLeases;
+  clock: Clock;
+  log: Logger;
+  publicUrl: () => string;
+  fetch: FetchLike;
+  configured: readonly ConfiguredClient[];
+  registrations: ClientRegistrations;
+  isAdmin(workspaceId: string, principalId: string): boolean;
+  /** After an activation: photograph a pending connection, serve the new tokens, announce. */
+  activated(record: ConnectionRecord): Promise<void>;
+}
+
+/** What a go_url is, as answered by add, start and a step-up. */
+export interface GoLink {
+  go_url: string;
+  expiresAt: string;
+}
+
+/** The answer of a callback or a go_url, for its page. */
+export interface FlowOutcome {
+  status: 200 | 400 | 403 | 409 | 502;
+  title: string;
+  message: string;
+}
+
+/**
+ * Authorizations of OAuth connections: a flow starts (add, start, or a step-up), a browser opens
+ * its go_url and is bound to it, the callback checks everything and activates the new tokens by
+ * compare-and-swap, so only one authorization of those started from one state wins.
+ */
+export class Authorizer {
+  private readonly flows: OAuthFlows;
+  private readonly authorities = new Map<
+    string,
+    Promise<{ target: AuthorizationTarget; client: OAuthClient }>
+  >();
+
+  constructor(private readonly deps: AuthorizerDeps) {
+    this.flows = new OAuthFlows(deps.clock);
+  }
+
+  /** Discovery for a new connection, before anything is stored: a server that cannot be authorized is refused now. */
+  discover(url: string): Promise<AuthorizationTarget> {
+    return discoverAuthorization(url, this.deps.fetch);
+  }
+
+  /** Where `record`'s tokens come from and who Atrium is there: discovered once per process, issuer pinned. */
+  authority(record: ConnectionRecord): Promise<{ target: AuthorizationTarget; client: OAuthClient }> {
+    let known = this.authorities.get(record.id);
+    if (!known) {
+      known = this.resolveAuthority(record);
+      this.authorities.set(record.id, known);
+      known.catch(() => this.authorities.delete(record.id));
+    }
+    return known;
+  }
+
+  forget(record: ConnectionRecord): void {
+    this.authorities.delete(record.id);
+  }
+
+  /** A new flow for `record`; `startedBy` absent for a step-up (any workspace admin may open it). */
+  async start(
+    record: ConnectionRecord,
+    request: { startedBy?: string; scopes?: string[]; target?: AuthorizationTarget },
+  ): Promise<GoLink> {
+    const auth = oauthOf(record);
+    const { target, client } = request.target
+      ? { target: request.target, client: await this.clientAt(request.target) }
+      : await this.authority(record);
+    const scopes = request.scopes ?? auth.scopes;
+    const scope = scopeToRequest(target, scopes);
+    const state = OAuthFlows.newState();
+    const redirectUri = oauthPaths(this.deps.publicUrl()).callback;
+    const { authorizationUrl, codeVerifier } = await beginAuthorization(target, client, {
+      redirectUri,
+      state,
+      ...(scope ? { scope } : {}),
+    });
+    const flow = this.flows.create({
+      state,
+      workspaceId: record.workspaceId,
+      name: record.name,
+      connectionId: record.id,
+      ...(request.startedBy ? { startedBy: request.startedBy } : {}),
+      generation: record.authorizationGeneration,
+      activatedAt: auth.activatedAt,
+      ...(scope ? { scope } : {}),
+      codeVerifier,
+      redirectUri,
+      authorizationUrl: authorizationUrl.href,
+      target,
+      client,
+    });
+    return this.link(flow);
+  }
+
+  /**
+   * The server answered 403 insufficient_scope: a re-authorization asking for what was granted
+   * and what it requires, handed out again while unused rather than one per call.
+   */
+  async stepUp(record: ConnectionRecord, required: string | undefined): Promise<GoLink> {
+    const auth = oauthOf(record);
+    const union = computeScopeUnion((auth.granted ?? auth.scopes).join(" "), required);
+    const pending = this.flows.pendingStepUp(record.id, union);
+    if (pending && !this.flows.expired(pending)) return this.link(pending);
+    return this.start(record, { scopes: union ? union.split(" ") : [] });
+  }
+
+  /**
+   * The go_url opened: a workspace admin (the one who started it, if one did) binds the flow to
+   * this browser with a cookie and is sent to the authorization server. The same browser may open
+   * it again; another is refused.
+   */
+  open(
+    flowId: string,
+    principalId: string,
+    cookieSecret: string | undefined,
+  ): { redirect: string; setSecret?: string } | FlowOutcome {
+    const flow = this.flows.get(flowId);
+    if (!flow || this.flows.expired(flow)) return expiredOutcome();
+    if (flow.used) return usedOutcome();
+    if (
+      !this.deps.isAdmin(flow.workspaceId, principalId) ||
+      (flow.startedBy && flow.startedBy !== principalId)
+    ) {
+      return {
+        status: 403,
+        title: "Not yours to authorize",
+        message: `Only ${flow.startedBy ? "the workspace admin who started this authorization" : "a workspace admin"} can open it.`,
+      };
+    }
+    if (flow.binding) {
+      if (flow.binding.principalId === principalId && this.flows.boundTo(flow, cookieSecret)) {
+        return { redirect: flow.authorizationUrl };
+      }
+      return {
+        status: 403,
+        title: "Opened in another browser",
+        message:
+          "This authorization link was already opened in another browser; finish it there, or start a new one.",
+      };
+    }
+    return { redirect: flow.authorizationUrl, setSecret: this.flows.bind(flow, principalId) };
+  }
+
+  /** The flow a callback names, to find its binding cookie by. */
+  flowOf(state: string | undefined): Flow | undefined {
+    return state === undefined ? undefined : this.flows.withState(state);
+  }
+
+  /**
+   * The authorization server sent the browser back. In order: a known, unexpired, unused state
+   * (else 400); the browser and the person that opened the go_url (else 403, and the flow stays
+   * usable); then the flow is spent; `iss` (RFC 9207); the server's own error; the code redeemed;
+   * the tokens sealed and activated by compare-and-swap (else 409 superseded).
+   */
+  async complete(
+    query: { state?: string; code?: string; iss?: string; error?: string; error_description?: string },
+    principalId: string,
+    cookieSecret: string | undefined,
+  ): Promise<FlowOutcome> {
+    const flow = this.flowOf(query.state);
+    if (!flow || this.flows.expired(flow)) return expiredOutcome();
+    if (flow.used) return usedOutcome();
+    if (!this.flows.boundTo(flow, cookieSecret) || flow.binding?.principalId !== principalId) {
+      return {
+        status: 403,
+        title: "Wrong browser",
+        message:
+          "This authorization was started in another browser (or by someone else); finish it in the browser that opened the link.",
+      };
+    }
+    flow.used = true;
+    try {
+      // A wrong (or promised and missing) `iss` is refused before anything else in the answer is believed.
+      checkResponseIssuer(flow.target, query.iss);
+      if (query.error !== undefined) {
+        return {
+          status: 400,
+          title: "Authorization refused",
+          message: `The authorization server answered ${query.error.slice(0, 100)}${query.error_description ? `: ${query.error_description.slice(0, 300)}` : ""}. Start again from Atrium.`,
+        };
+      }
+      if (!query.code)
+        return { status: 400, title: "No code", message: "The callback carries no authorization code." };
+      const tokens = await redeemCode(
+        flow.target,
+        flow.client,
+        {
+          code: query.code,
+          iss: query.iss,
+          codeVerifier: flow.codeVerifier,
+          redirectUri: flow.redirectUri,
+          ...(flow.scope ? { scope: flow.scope } : {}),
+        },
+        this.deps.fetch,
+        this.deps.clock,
+      ).catch((error: unknown) => {
+        if (error instanceof WrongIssuer) throw error;
+        throw new RedeemFailed((error as Error).message.slice(0, 300));
+      });
+      const record = await activate(this.deps, flow, tokens);
+      await this.deps.activated(record);
+      return {
+        status: 200,
+        title: "Connected",
+        message: `Connection "${flow.name}" is authorized (generation ${record.authorizationGeneration}). You can close this tab.`,
+      };
+    } catch (error) {
+      if (error instanceof WrongIssuer) return { status: 400, title: "Wrong issuer", message: error.message };
+      if (error instanceof Superseded) {
+        return {
+          status: 409,
+          title: "Superseded",
+          message: `A newer authorization of connection "${flow.name}" was completed first; this one was superseded and not used.`,
+        };
+      }
+      if (error instanceof RedeemFailed) {
+        return {
+          status: 502,
+          title: "Code not redeemed",
+          message: `The authorization server did not exchange the code: ${error.message}. Start again from Atrium.`,
+        };
+      }
+      throw error;
+    }
+  }
+
+  private async resolveAuthority(record: ConnectionRecord) {
+    const auth = oauthOf(record);
+    const target = await discoverAuthorization(record.url, this.deps.fetch);
+    if (target.issuer !== auth.issuer) {
+      throw new AuthorizationRefused(
+        `The server of connection "${record.name}" now names the authorization server ${target.issuer}, not ${auth.issuer}; an admin must remove and add it again.`,
+      );
+    }
+    return { target, client: await this.clientAt(target) };
+  }
+
+  private clientAt(target: AuthorizationTarget): Promise<OAuthClient> {
+    const paths = oauthPaths(this.deps.publicUrl());
+    return clientFor(target, {
+      redirectUri: paths.callback,
+      ...(paths.metadataDocument ? { metadataDocumentUrl: paths.metadataDocument } : {}),
+      configured: this.deps.configured,
+      registrations: this.deps.registrations,
+      fetch: this.deps.fetch,
+    });
+  }
+
+  private link(flow: Flow): GoLink {
+    return {
+      go_url: oauthPaths(this.deps.publicUrl()).go(flow.id),
+      expiresAt: new Date(flow.expiresAt).toISOString(),
+    };
+  }
+}
+
+class RedeemFailed extends Error {}
+
+function expiredOutcome(): FlowOutcome {
+  return {
+    status: 400,
+    title: "Unknown or expired",
+    message: `This authorization is unknown or older than ${FLOW_TTL_MS / 60_000} minutes; start it again from Atrium.`,
+  };
+}
+
+function usedOutcome(): FlowOutcome {
+  return {
+    status: 400,
+    title: "Already used",
+    message: "This authorization was already used; start a new one from Atrium.",
+  };
+}

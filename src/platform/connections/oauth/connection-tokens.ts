@@ -1,0 +1,151 @@
+import type { FetchLike } from "@modelcontextprotocol/client";
+import type { Clock } from "../../../kernel/clock.ts";
+import type { ExclusiveLeases } from "../../../kernel/leases.ts";
+import type { Logger } from "../../../log.ts";
+import type { ConnectionRecord, StoredOAuth } from "../model.ts";
+import type { CredentialVault } from "../remote.ts";
+import type { OAuthClient } from "./client-identity.ts";
+import type { AuthorizationTarget } from "./discovery.ts";
+import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
+
+/** The field a connection's token set is sealed under, bound into its ciphertext. */
+export const TOKENS_FIELD = "auth.oauth.tokens";
+
+/** An access token is not used in its last seconds: it could expire on the way. */
+const EXPIRY_MARGIN_MS = 30_000;
+
+/** The connection has no tokens yet (pending_auth), or its refresh was refused: it must be authorized. */
+export class NotAuthorized extends Error {}
+
+export interface ConnectionTokensDeps {
+  vault: CredentialVault;
+  leases: ExclusiveLeases;
+  clock: Clock;
+  log: Logger;
+  fetch: FetchLike;
+  /** The record as stored now (another holder may have re-authorized it meanwhile). */
+  current(record: ConnectionRecord): Promise<ConnectionRecord>;
+  /** Where the connection's tokens come from, and who Atrium is there. */
+  authority(record: ConnectionRecord): Promise<{ target: AuthorizationTarget; client: OAuthClient }>;
+  /** A refresh was refused for good: the ConnectionRevalidator gives its verdict. */
+  refused(workspaceId: string, name: string): void;
+}
+
+/** The lease key of a connection's token family: refresh and activation take it. */
+export function tokenLease(record: Pick<ConnectionRecord, "id">): string {
+  return `connection-tokens:${record.id}`;
+}
+
+/**
+ * A connection's bearer token, fresh. An expired one (or one the server just answered 401 to) is
+ * refreshed single-flight per connection across the instance: under the connection's lease the
+ * stored token set is read again (another holder may have refreshed already), then refreshed,
+ * and the rotated refresh token is sealed to disk before the new access token is handed out; a
+ * failure to seal is an error, never swallowed (the old refresh token is spent). `invalid_grant`
+ * is final: the token set is marked refused, the revalidator is told, and it is never tried again.
+ */
+export class ConnectionTokens {
+  /** Token sets as last opened or written, by credential id. */
+  private readonly cache = new Map<string, TokenSet>();
+  /** Credential ids whose refresh token the authorization server refused. */
+  private readonly refusedSets = new Set<string>();
+
+  constructor(private readonly deps: ConnectionTokensDeps) {}
+
+  /** `rejected`: an access token the server refused, which is not handed out again. */
+  async bearer(record: ConnectionRecord, rejected?: string): Promise<string> {
+    const auth = oauthOf(record);
+    if (auth.tokens && !this.refusedSets.has(auth.tokens)) {
+      const cached = this.cache.get(auth.tokens) ?? (await this.open(record, auth.tokens));
+      if (this.usable(cached, rejected)) return cached.accessToken;
+    }
+    return this.deps.leases.run(tokenLease(record), () => this.refreshHeld(record, rejected));
+  }
+
+  /** Whether the connection's current token set was refused at refresh: its credential lapsed. */
+  refused(record: ConnectionRecord): boolean {
+    return (
+      record.auth.kind === "oauth" &&
+      record.auth.tokens !== undefined &&
+      this.refusedSets.has(record.auth.tokens)
+    );
+  }
+
+  /** Seals a new token set for `record` (an activation); answers its credential id. */
+  async seal(record: ConnectionRecord, tokens: TokenSet): Promise<string> {
+    const id = await this.deps.vault.put(record.id, TOKENS_FIELD, JSON.stringify(tokens));
+    this.cache.set(id, tokens);
+    return id;
+  }
+
+  /** Forgets a token set that is no longer the connection's, and removes it from the store. */
+  async discard(credentialId: string): Promise<void> {
+    this.cache.delete(credentialId);
+    this.refusedSets.delete(credentialId);
+    await this.deps.vault.delete(credentialId);
+  }
+
+  private async refreshHeld(given: ConnectionRecord, rejected: string | undefined): Promise<string> {
+    const record = await this.deps.current(given);
+    const auth = oauthOf(record);
+    if (!auth.tokens) {
+      throw new NotAuthorized(
+        `Connection "${record.name}" is not authorized yet; a workspace admin must authorize it.`,
+      );
+    }
+    if (this.refusedSets.has(auth.tokens)) throw refusedError(record);
+    // Read again inside the lease: the holder before us may have refreshed already.
+    const stored = await this.open(record, auth.tokens);
+    if (this.usable(stored, rejected)) return stored.accessToken;
+    const { target, client } = await this.deps.authority(record);
+    let next: TokenSet;
+    try {
+      next = await refreshTokens(target, client, stored, this.deps.fetch, this.deps.clock);
+    } catch (error) {
+      if (error instanceof RefreshRefused) {
+        this.refusedSets.add(auth.tokens);
+        this.deps.log.warn(
+          { workspaceId: record.workspaceId, connection: record.name },
+          "connection refresh token refused; re-authorization required",
+        );
+        this.deps.refused(record.workspaceId, record.name);
+        throw refusedError(record);
+      }
+      throw error;
+    }
+    // Sealed before use: a rotated refresh token lost here would end the family at the next refresh.
+    try {
+      await this.deps.vault.replace(auth.tokens, record.id, TOKENS_FIELD, JSON.stringify(next));
+    } catch (error) {
+      this.deps.log.error(
+        { workspaceId: record.workspaceId, connection: record.name, err: error },
+        "refreshed tokens could not be sealed; the new access token is not used",
+      );
+      throw error;
+    }
+    this.cache.set(auth.tokens, next);
+    return next.accessToken;
+  }
+
+  private async open(record: ConnectionRecord, credentialId: string): Promise<TokenSet> {
+    const tokens = JSON.parse(await this.deps.vault.open(credentialId, record.id, TOKENS_FIELD)) as TokenSet;
+    this.cache.set(credentialId, tokens);
+    return tokens;
+  }
+
+  private usable(tokens: TokenSet, rejected: string | undefined): boolean {
+    if (tokens.accessToken === rejected) return false;
+    return tokens.expiresAt === undefined || this.deps.clock() < tokens.expiresAt - EXPIRY_MARGIN_MS;
+  }
+}
+
+export function oauthOf(record: ConnectionRecord): StoredOAuth {
+  if (record.auth.kind !== "oauth") throw new Error(`Connection "${record.name}" does not use OAuth.`);
+  return record.auth;
+}
+
+function refusedError(record: ConnectionRecord): NotAuthorized {
+  return new NotAuthorized(
+    `The authorization of connection "${record.name}" was refused by its authorization server; a workspace admin must re-authorize it.`,
+  );
+}

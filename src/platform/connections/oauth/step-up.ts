@@ -1,0 +1,39 @@
+import { extractWWWAuthenticateParams } from "@modelcontextprotocol/client";
+import { NotAuthorized } from "./connection-tokens.ts";
+
+/**
+ * The server refused a call for want of scope (403 `insufficient_scope`): a re-authorization
+ * asking for more was started, and the call answers with what a workspace admin must do. The SDK
+ * would refresh instead, which cannot widen a grant (RFC 6749 §6); Atrium never does that.
+ */
+export class StepUpRequired extends Error {
+  constructor(
+    readonly connection: string,
+    readonly scope: string | undefined,
+    readonly goUrl: string,
+  ) {
+    super(
+      `The server of connection "${connection}" needs more access${scope ? ` (scope "${scope}")` : ""} than it was granted; ` +
+        `a workspace admin must re-authorize it: open ${goUrl}`,
+    );
+    this.name = "StepUpRequired";
+  }
+}
+
+/** The scope a 403 asks for when it is an `insufficient_scope` challenge; `null` when it is not one. */
+export function insufficientScope(response: Response): { scope: string | undefined } | null {
+  if (response.status !== 403) return null;
+  const params = extractWWWAuthenticateParams(response);
+  return params.error === "insufficient_scope" ? { scope: params.scope } : null;
+}
+
+/**
+ * Why a call cannot go until someone authorizes the connection (a step-up, a refused refresh, no
+ * tokens yet), found anywhere in the error's cause chain (the transport may wrap what fetch threw).
+ */
+export function reauthorizationIn(error: unknown): StepUpRequired | NotAuthorized | undefined {
+  for (let at = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth += 1) {
+    if (at instanceof StepUpRequired || at instanceof NotAuthorized) return at;
+  }
+  return undefined;
+}

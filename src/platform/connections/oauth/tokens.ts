@@ -1,0 +1,162 @@
+import {
+  exchangeAuthorization,
+  type FetchLike,
+  IssuerMismatchError,
+  OAuthError,
+  type OAuthTokens,
+  refreshAuthorization,
+  startAuthorization,
+  validateAuthorizationResponseIssuer,
+} from "@modelcontextprotocol/client";
+import type { Clock } from "../../../kernel/clock.ts";
+import type { OAuthClient } from "./client-identity.ts";
+import type { AuthorizationTarget } from "./discovery.ts";
+
+/** What a connection holds from its authorization server; sealed whole, as one credential. */
+export interface TokenSet {
+  accessToken: string;
+  refreshToken?: string;
+  /** Epoch ms after which the access token is not used; absent when the server gave no lifetime. */
+  expiresAt?: number;
+  /** The scopes granted, space-separated (what the token answer said, else what was asked). */
+  scope?: string;
+}
+
+/** The callback's `iss` is not the issuer the flow started with (RFC 9207), or is missing where promised. */
+export class WrongIssuer extends Error {}
+
+/** The authorization server refused a refresh token for good (`invalid_grant`): re-authorize. */
+export class RefreshRefused extends Error {}
+
+/**
+ * The scope Atrium asks for: what the admin (or a step-up) named; else what the server's 401
+ * challenge asked for; else everything the protected resource lists; else none (the
+ * authorization server's default).
+ */
+export function scopeToRequest(
+  target: AuthorizationTarget,
+  named: readonly string[] = [],
+): string | undefined {
+  if (named.length > 0) return named.join(" ");
+  return (
+    target.challengedScope ?? (target.scopesSupported?.length ? target.scopesSupported.join(" ") : undefined)
+  );
+}
+
+/**
+ * The authorization request: PKCE S256 (the SDK makes the verifier and challenge), `state`, the
+ * scopes, and the `resource` indicator (RFC 8707). The verifier never leaves the server.
+ */
+export async function beginAuthorization(
+  target: AuthorizationTarget,
+  client: OAuthClient,
+  request: { redirectUri: string; state: string; scope?: string },
+): Promise<{ authorizationUrl: URL; codeVerifier: string }> {
+  return startAuthorization(target.issuer, {
+    metadata: target.metadata,
+    clientInformation: client.info,
+    redirectUrl: request.redirectUri,
+    state: request.state,
+    resource: target.resource,
+    ...(request.scope ? { scope: request.scope } : {}),
+  });
+}
+
+/** RFC 9207: a wrong `iss` is refused, and a missing one too when the server promised to send it. */
+export function checkResponseIssuer(target: AuthorizationTarget, iss: string | undefined): void {
+  try {
+    validateAuthorizationResponseIssuer({
+      iss,
+      expectedIssuer: target.issuer,
+      issParameterSupported: target.metadata.authorization_response_iss_parameter_supported === true,
+    });
+  } catch (error) {
+    if (error instanceof IssuerMismatchError) {
+      throw new WrongIssuer(
+        iss === undefined
+          ? `The authorization response carries no "iss", though ${target.issuer} says it sends one; refused (RFC 9207).`
+          : `The authorization response came from issuer ${iss.slice(0, 200)}, not ${target.issuer}; refused (RFC 9207).`,
+      );
+    }
+    throw error;
+  }
+}
+
+/** Redeems the code (with the verifier and the resource), after checking `iss`. */
+export async function redeemCode(
+  target: AuthorizationTarget,
+  client: OAuthClient,
+  callback: {
+    code: string;
+    iss: string | undefined;
+    codeVerifier: string;
+    redirectUri: string;
+    scope?: string;
+  },
+  fetch: FetchLike,
+  clock: Clock,
+): Promise<TokenSet> {
+  checkResponseIssuer(target, callback.iss);
+  const tokens = await exchangeAuthorization(target.issuer, {
+    metadata: target.metadata,
+    clientInformation: client.info,
+    authorizationCode: callback.code,
+    ...(callback.iss === undefined ? {} : { iss: callback.iss }),
+    codeVerifier: callback.codeVerifier,
+    redirectUri: callback.redirectUri,
+    resource: target.resource,
+    fetchFn: formBodies(fetch),
+  });
+  return tokenSet(tokens, clock, callback.scope);
+}
+
+/**
+ * One refresh with the `resource` indicator. `invalid_grant` (revoked, expired, already used) is
+ * RefreshRefused: the caller hands the connection to re-authorization and never tries it again.
+ */
+export async function refreshTokens(
+  target: AuthorizationTarget,
+  client: OAuthClient,
+  current: TokenSet,
+  fetch: FetchLike,
+  clock: Clock,
+): Promise<TokenSet> {
+  if (!current.refreshToken) throw new RefreshRefused("The connection holds no refresh token.");
+  let tokens: OAuthTokens;
+  try {
+    tokens = await refreshAuthorization(target.issuer, {
+      metadata: target.metadata,
+      clientInformation: client.info,
+      refreshToken: current.refreshToken,
+      resource: target.resource,
+      fetchFn: formBodies(fetch),
+    });
+  } catch (error) {
+    if (error instanceof OAuthError && error.code === "invalid_grant") {
+      throw new RefreshRefused(
+        `The authorization server refused the refresh token: ${error.message.slice(0, 200)}`,
+      );
+    }
+    throw error;
+  }
+  return tokenSet(tokens, clock, current.scope);
+}
+
+function tokenSet(tokens: OAuthTokens, clock: Clock, askedScope?: string): TokenSet {
+  const scope = tokens.scope ?? askedScope;
+  return {
+    accessToken: tokens.access_token,
+    ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
+    ...(tokens.expires_in === undefined ? {} : { expiresAt: clock() + tokens.expires_in * 1000 }),
+    ...(scope ? { scope } : {}),
+  };
+}
+
+/**
+ * The SDK posts token requests with a URLSearchParams body; Atrium's guarded fetch sends strings
+ * and bytes only, so the form is serialised here (its content type is already set).
+ */
+export function formBodies(fetch: FetchLike): FetchLike {
+  return (url, init) =>
+    fetch(url, init?.body instanceof URLSearchParams ? { ...init, body: init.body.toString() } : init);
+}

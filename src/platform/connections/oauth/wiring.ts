@@ -1,0 +1,83 @@
+import type { Hono } from "hono";
+import type { Clock } from "../../../kernel/clock.ts";
+import type { ExclusiveLeases } from "../../../kernel/leases.ts";
+import type { Logger } from "../../../log.ts";
+import { guardedFetch } from "../../../sources/guarded-fetch.ts";
+import type { StorageLayout } from "../../../storage/paths.ts";
+import type { AppEnv } from "../../../web/app-env.ts";
+import type { ConnectionSettings } from "../config.ts";
+import type { ConnectionRecord } from "../model.ts";
+import type { CredentialVault, OAuthBearers } from "../remote.ts";
+import type { ConnectionStore } from "../store.ts";
+import { Authorizer } from "./authorizer.ts";
+import { ConnectionTokens } from "./connection-tokens.ts";
+import { StoredRegistrations } from "./registrations.ts";
+import { oauthRoutes } from "./routes.ts";
+
+/** The most bytes a metadata document, registration or token answer may carry. */
+const MAX_OAUTH_RESPONSE_BYTES = 1024 * 1024;
+
+export interface ConnectionOAuthDeps {
+  settings: ConnectionSettings;
+  store: ConnectionStore;
+  vault: CredentialVault;
+  leases: ExclusiveLeases;
+  layout: StorageLayout;
+  clock: Clock;
+  log: Logger;
+  publicUrl: () => string;
+  isAdmin(workspaceId: string, principalId: string): boolean;
+  /** An authorization was activated (the connections service photographs and serves it). */
+  activated(record: ConnectionRecord): Promise<void>;
+  /** A refresh token was refused for good (the revalidator gives its verdict). */
+  refused(workspaceId: string, name: string): void;
+}
+
+/** The OAuth side of the connections app, built once: tokens, authorizations, their routes. */
+export function connectionOAuth(deps: ConnectionOAuthDeps): {
+  authorizer: Authorizer;
+  bearers: OAuthBearers;
+  routes: Hono<AppEnv>;
+} {
+  // Discovery, registration and token requests leave through the same SSRF guard as MCP traffic.
+  const fetch = guardedFetch({
+    allowPrivate: deps.settings.allowPrivateAddresses,
+    timeoutMs: deps.settings.requestTimeoutMs,
+    maxResponseBytes: MAX_OAUTH_RESPONSE_BYTES,
+  });
+  const current = (record: ConnectionRecord) => deps.store.get(record.workspaceId, record.name);
+  let authorizer: Authorizer | undefined;
+  const tokens = new ConnectionTokens({
+    vault: deps.vault,
+    leases: deps.leases,
+    clock: deps.clock,
+    log: deps.log,
+    fetch,
+    current,
+    authority: (record) => (authorizer as Authorizer).authority(record),
+    refused: deps.refused,
+  });
+  const built = new Authorizer({
+    store: deps.store,
+    tokens,
+    leases: deps.leases,
+    clock: deps.clock,
+    log: deps.log,
+    publicUrl: deps.publicUrl,
+    fetch,
+    configured: deps.settings.oauthClients,
+    registrations: new StoredRegistrations(deps.layout, deps.vault, deps.clock),
+    isAdmin: deps.isAdmin,
+    activated: deps.activated,
+  });
+  authorizer = built;
+  return {
+    authorizer: built,
+    bearers: {
+      bearer: (record, rejected) => tokens.bearer(record, rejected),
+      refused: (record) => tokens.refused(record),
+      stepUp: async (record, scope) => built.stepUp(await current(record), scope),
+    },
+    routes: oauthRoutes(built, deps.publicUrl),
+  };
+}

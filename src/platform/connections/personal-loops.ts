@@ -1,0 +1,47 @@
+import type { Clock } from "../../kernel/clock.ts";
+import type { Scheduler } from "../../kernel/scheduler.ts";
+import type { Logger } from "../../log.ts";
+import type { ConnectionSettings } from "./config.ts";
+import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import type { PersonalConnections } from "./personal.ts";
+import type { RemoteServers } from "./remote.ts";
+import type { ConnectionStore } from "./store.ts";
+
+export interface PersonalLoopDeps {
+  scheduler: Scheduler;
+  store: ConnectionStore;
+  remote: RemoteServers;
+  personal: PersonalConnections;
+  settings: ConnectionSettings;
+  clock: Clock;
+  log: Logger;
+}
+
+/**
+ * The two health loops over personal connections, one pass over every owner. An owner who is
+ * deactivated or in no workspace any more is skipped, checked live before each pass: nothing is
+ * done with their credential (ADR 0042). Answers the credential check a 401 wakes, gated alike.
+ */
+export function schedulePersonalLoops(deps: PersonalLoopDeps): (owner: string, name: string) => void {
+  const { scheduler, store, remote, personal, settings, clock, log } = deps;
+  const changed = (owner: string, name: string) => personal.changed(owner, name);
+  const monitor = new HealthMonitor(store, remote, clock, changed);
+  const revalidator = new ConnectionRevalidator(store, remote, clock, changed, log);
+  const owners = () => new Set([...store.all()].map(({ workspaceId: owner }) => owner));
+  const eachActiveOwner = async (check: (owner: string) => Promise<void>) => {
+    for (const owner of owners()) if (personal.mayActForOwner(owner)) await check(owner);
+  };
+  scheduler.add({
+    name: "personal connections transport health",
+    schedule: { everyMs: settings.healthIntervalMs },
+    run: () => eachActiveOwner((owner) => monitor.checkWorkspace(owner)),
+  });
+  scheduler.add({
+    name: "personal connections credential revalidation",
+    schedule: { everyMs: settings.credentialCheckIntervalMs },
+    run: () => eachActiveOwner((owner) => revalidator.checkWorkspace(owner)),
+  });
+  return (owner, name) => {
+    if (personal.mayActForOwner(owner)) void revalidator.check(owner, name);
+  };
+}

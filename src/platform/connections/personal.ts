@@ -1,0 +1,309 @@
+import { mkdir } from "node:fs/promises";
+import { Conflict, WorkspaceNotFound } from "../../errors.ts";
+import type { UserDirectory } from "../../identity/users.ts";
+import type { EventBus } from "../../kernel/events.ts";
+import type { Caller } from "../../sources/caller-meta.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
+import { FOLDER_MODE } from "../../storage/folders.ts";
+import type { StorageLayout } from "../../storage/paths.ts";
+import { buildSources } from "./build-sources.ts";
+import { type Denial, deny } from "./call-audit.ts";
+import { Connections, type ConnectionsDeps, type ConnectionView, type NewConnection } from "./connections.ts";
+import { ConnectionSource } from "./gate.ts";
+import type { GrantStore } from "./grants.ts";
+import {
+  type ConnectionRecord,
+  type ConnectionState,
+  checkAuth,
+  checkServerUrl,
+  newConnectionId,
+} from "./model.ts";
+import { personalSourceName } from "./personal-name.ts";
+import { diffSnapshots, type Snapshot } from "./snapshot.ts";
+import { type ConnectionStore, connectionNotFound } from "./store.ts";
+
+/** Whether a personal connection may act in the workspace a view was asked from. */
+export type GrantState = "not_needed" | "granted" | "needed";
+
+/** A personal connection as its owner sees it from one workspace. */
+export interface PersonalConnectionView extends Omit<ConnectionView, "state"> {
+  personal: true;
+  /** `needs_grant` when the workspace is shared and no admin granted it here. */
+  state: ConnectionState | "needs_grant";
+  grant: GrantState;
+}
+
+export interface PersonalDeps extends Omit<ConnectionsDeps, "store"> {
+  /** The personal store, keyed by owner: `<root>/_instance/users/<owner>/connections/`. */
+  store: ConnectionStore;
+  layout: StorageLayout;
+  users: Pick<UserDirectory, "isDeactivated">;
+  grants: GrantStore;
+}
+
+/**
+ * A member's own connections (ADR 0042). Each is stored under its owner, so one sign-in serves
+ * every workspace they are in, and is served as `my_<name>` to its owner alone. Every call
+ * rechecks, live, that the owner is still a member of the calling workspace, not deactivated,
+ * and — where the workspace has other members — holds an admin's grant for it there. Anyone
+ * else addressing it meets `connection_not_found`, because every lookup is keyed by the caller.
+ */
+export class PersonalConnections {
+  /** The same service as workspace connections, over the personal store keyed by owner. */
+  private readonly core: Connections;
+  /** `<owner>/<name>` whose credential the revalidator found lapsed. */
+  private readonly lapsed = new Set<string>();
+  /** The state each was last announced in to its owner (`<owner>/<name>`), so only a change is. */
+  private readonly announced = new Map<string, ConnectionState>();
+
+  constructor(private readonly deps: PersonalDeps) {
+    this.core = new Connections(deps);
+  }
+
+  async add(workspaceId: string, ownerId: string, request: NewConnection): Promise<PersonalConnectionView> {
+    this.requireMember(workspaceId, ownerId);
+    const name = personalSourceName(request.name);
+    const url = checkServerUrl(request.url).href;
+    const auth = checkAuth(request.auth);
+    const { store, vault, clock, log } = this.deps;
+    if (store.names(ownerId).includes(name)) {
+      throw new Conflict(
+        "connection_exists",
+        `You have a personal connection named "${name}"; remove it first or choose another name.`,
+      );
+    }
+    const id = newConnectionId();
+    const stored = await this.core.seal(id, auth);
+    const record: ConnectionRecord = {
+      id,
+      name,
+      workspaceId,
+      owner: ownerId,
+      url,
+      auth: stored,
+      createdAt: new Date(clock()).toISOString(),
+      createdBy: ownerId,
+      authorizationGeneration: 1,
+      snapshotVersion: 1,
+      disabled: false,
+    };
+    try {
+      const snapshot = await this.core.photograph(record, 1);
+      // The person's folder exists once they have signed in; made here for an owner who reached
+      // Atrium only with a token, never before it was recorded.
+      await mkdir(this.deps.layout.userConnectionsDir(ownerId), { recursive: true, mode: FOLDER_MODE });
+      await store.create(record, snapshot);
+    } catch (error) {
+      if (stored.kind === "static") await vault.delete(stored.credential);
+      throw error;
+    }
+    await this.serveEverywhere(record);
+    log.info({ workspaceId, connection: name }, "personal connection added");
+    return this.view(workspaceId, ownerId, name);
+  }
+
+  async list(workspaceId: string, ownerId: string): Promise<PersonalConnectionView[]> {
+    return Promise.all(this.deps.store.names(ownerId).map((name) => this.view(workspaceId, ownerId, name)));
+  }
+
+  async view(workspaceId: string, ownerId: string, name: string): Promise<PersonalConnectionView> {
+    const view = await this.core.view(ownerId, name);
+    const grant = await this.grantState(workspaceId, ownerId, name);
+    const state = grant === "needed" && view.state !== "disabled" ? "needs_grant" : view.state;
+    return { ...view, personal: true, state, grant };
+  }
+
+  async remove(ownerId: string, name: string): Promise<void> {
+    const record = await this.deps.store.get(ownerId, name);
+    await this.deps.store.remove(ownerId, name);
+    await this.withdrawEverywhere(record);
+    if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    this.lapsed.delete(`${ownerId}/${name}`);
+    this.announced.delete(`${ownerId}/${name}`);
+    this.deps.log.info({ connection: name }, "personal connection removed");
+  }
+
+  async setDisabled(
+    workspaceId: string,
+    ownerId: string,
+    name: string,
+    disabled: boolean,
+  ): Promise<PersonalConnectionView> {
+    const record = await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
+    if (disabled) await this.withdrawEverywhere(record);
+    else await this.serveEverywhere(record);
+    return this.view(workspaceId, ownerId, name);
+  }
+
+  async refresh(workspaceId: string, ownerId: string, name: string) {
+    const { store } = this.deps;
+    const record = await store.get(ownerId, name);
+    const previous = await store.snapshot(ownerId, name, record.snapshotVersion);
+    const snapshot = await this.core.photograph(record, record.snapshotVersion + 1);
+    const updated = await store.appendSnapshot(ownerId, name, snapshot);
+    await this.serveEverywhere(updated);
+    return {
+      connection: await this.view(workspaceId, ownerId, name),
+      changes: diffSnapshots(previous, snapshot),
+    };
+  }
+
+  snapshot(ownerId: string, name: string, version?: number): Promise<Snapshot> {
+    return this.core.snapshot(ownerId, name, version);
+  }
+
+  snapshots(ownerId: string, name: string) {
+    return this.core.snapshots(ownerId, name);
+  }
+
+  diff(ownerId: string, name: string, from: number, to: number) {
+    return this.core.diff(ownerId, name, from, to);
+  }
+
+  /**
+   * The personal sources of a workspace's members, for its registry when it is built. One that
+   * cannot be built is logged and left out. Whether each may act is decided per call, not here.
+   */
+  async sources(workspaceId: string): Promise<ConnectionSource[]> {
+    const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
+    const records = (await Promise.all(members.map((m) => this.deps.store.list(m.principalId)))).flat();
+    return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
+  }
+
+  /**
+   * Whether `ownerId` may use a personal connection without a request (the health loops): not
+   * deactivated and a member somewhere. Checked live before each look with the credential.
+   */
+  mayActForOwner(ownerId: string): boolean {
+    return !this.deps.users.isDeactivated(ownerId) && this.deps.workspaces.listFor(ownerId).length > 0;
+  }
+
+  /**
+   * A loop changed its conclusion about a personal connection: serve a fresh client if it is back,
+   * and tell its owner alone of a new state, in each workspace they are in (an event with an owner).
+   */
+  async changed(ownerId: string, name: string): Promise<void> {
+    const { store, events, workspaces } = this.deps;
+    const key = `${ownerId}/${name}`;
+    const record = await store.get(ownerId, name);
+    const credential = await store.credential(ownerId, name);
+    if (credential.lapsed) this.lapsed.add(key);
+    else this.lapsed.delete(key);
+    if ((await store.transport(ownerId, name)).up && !record.disabled) await this.serveEverywhere(record);
+    const { state } = await this.core.view(ownerId, name);
+    const previous = this.announced.get(key);
+    if (state === previous) return;
+    this.announced.set(key, state);
+    for (const ws of workspaces.listFor(ownerId)) {
+      events.publish({
+        type: "connection.state_changed",
+        workspaceId: ws.id,
+        ownerId,
+        name,
+        state,
+        previous,
+      });
+    }
+  }
+
+  /**
+   * Joining a workspace brings a member's personal connections into its registry; leaving takes
+   * them out and ends the member's grants there (coming back means asking again).
+   */
+  watchMembership(events: EventBus): void {
+    events.subscribe({ types: ["member.added"] }, async ({ workspaceId, principalId }) => {
+      for (const record of await this.deps.store.list(principalId)) {
+        if (!record.disabled) await this.deps.sources.replace(workspaceId, await this.source(record));
+      }
+    });
+    events.subscribe({ types: ["member.removed"] }, async ({ workspaceId, principalId }) => {
+      for (const name of this.deps.store.names(principalId))
+        await this.deps.sources.remove(workspaceId, name, principalId);
+      await this.deps.grants.remove(workspaceId, (g) => g.principalId === principalId);
+    });
+  }
+
+  /** The gate's first check on every call (gate.ts `mayUse`): live, fails closed. */
+  private async mayUse(record: ConnectionRecord, caller: Caller): Promise<Denial | undefined> {
+    const owner = ownerOf(record);
+    const { users, workspaces } = this.deps;
+    // The registry serves the source to its owner only; a caller who is not the owner is refused
+    // all the same, in case a source ever reached someone else's registry slot.
+    if (caller.principalId !== owner) return deny("membership", unknownTool(record.name));
+    if (users.isDeactivated(owner)) {
+      return deny(
+        "membership",
+        `${record.name} is not used: its owner has been deactivated by an org admin.`,
+      );
+    }
+    if (workspaces.roleOf(caller.workspaceId, owner) === undefined) {
+      return deny(
+        "membership",
+        `${record.name} is not used here: its owner is no longer a member of this workspace.`,
+      );
+    }
+    if ((await this.grantState(caller.workspaceId, owner, record.name)) === "needed") {
+      // Kept under the ledger's 200-character reason (audit-entry.ts MAX_REASON_CHARS).
+      return deny(
+        "grant",
+        `This workspace has other members, so your personal connection ${record.name} acts here only with an admin's grant (${joinToolName("connections", "grant")}); ask a workspace admin.`,
+      );
+    }
+    return undefined;
+  }
+
+  private async grantState(workspaceId: string, ownerId: string, name: string): Promise<GrantState> {
+    const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
+    const owner = members.find((m) => m.principalId === ownerId);
+    if (!owner) return "needed";
+    if (!members.some((m) => m.principalId !== ownerId)) return "not_needed";
+    return (await this.deps.grants.has(workspaceId, owner, name)) ? "granted" : "needed";
+  }
+
+  private async source(record: ConnectionRecord): Promise<ConnectionSource> {
+    const { store, remote, settings } = this.deps;
+    const owner = ownerOf(record);
+    const key = `${owner}/${record.name}`;
+    const snapshot = await store.snapshot(owner, record.name, record.snapshotVersion);
+    if ((await store.credential(owner, record.name)).lapsed) this.lapsed.add(key);
+    const live = await remote.source(record, {
+      listMaxAgeMs: settings.toolListMaxAgeMs,
+      onStatus: (status) => {
+        if (status === 401) this.deps.onUnauthorized(owner, record.name);
+      },
+    });
+    return new ConnectionSource(
+      record.name,
+      snapshot,
+      live,
+      { credentialLapsed: () => this.lapsed.has(key), mayUse: (caller) => this.mayUse(record, caller) },
+      this.deps.ledger,
+      owner,
+    );
+  }
+
+  /** Each workspace the owner is in gets its own client of the connection, in its registry. */
+  private async serveEverywhere(record: ConnectionRecord): Promise<void> {
+    for (const ws of this.deps.workspaces.listFor(ownerOf(record)))
+      await this.deps.sources.replace(ws.id, await this.source(record));
+  }
+
+  private async withdrawEverywhere(record: ConnectionRecord): Promise<void> {
+    for (const ws of this.deps.workspaces.listFor(ownerOf(record)))
+      await this.deps.sources.remove(ws.id, record.name, ownerOf(record));
+  }
+
+  private requireMember(workspaceId: string, principalId: string): void {
+    if (this.deps.workspaces.roleOf(workspaceId, principalId) === undefined)
+      throw new WorkspaceNotFound(workspaceId);
+  }
+}
+
+function ownerOf(record: ConnectionRecord): string {
+  if (record.owner === undefined) throw connectionNotFound(record.name);
+  return record.owner;
+}
+
+function unknownTool(name: string): string {
+  return `Unknown tool of "${name}": list the tools of this workspace and use a name from that list.`;
+}

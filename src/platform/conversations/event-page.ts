@@ -1,0 +1,50 @@
+import { InvalidInput } from "../../errors.ts";
+import { checkLimit } from "./list-order.ts";
+import type { ConversationEvent } from "./model.ts";
+
+export const DEFAULT_EVENT_PAGE = 100;
+export const MAX_EVENT_PAGE = 1000;
+export const EVENT_ORDERS = ["oldest", "newest"] as const;
+export type EventOrder = (typeof EVENT_ORDERS)[number];
+
+export interface EventPageRequest {
+  cursor?: string | undefined;
+  limit?: number | undefined;
+  order?: EventOrder | undefined;
+}
+
+/**
+ * One page of a log's events in seq order, oldest or newest first. The cursor names the order
+ * and the last seq given, so a page after an append still follows on from the one before.
+ */
+export function pageEvents(
+  events: readonly ConversationEvent[],
+  request: EventPageRequest,
+): { events: ConversationEvent[]; nextCursor?: string } {
+  const limit = checkLimit(request.limit, MAX_EVENT_PAGE, DEFAULT_EVENT_PAGE);
+  const order = request.order ?? "oldest";
+  const after = request.cursor === undefined ? undefined : decodeEventCursor(request.cursor, order);
+  const sorted = order === "oldest" ? events : [...events].reverse();
+  const start =
+    after === undefined
+      ? 0
+      : sorted.findIndex((event) => (order === "oldest" ? event.seq > after : event.seq < after));
+  if (start < 0) return { events: [] };
+  const page = sorted.slice(start, start + limit);
+  const last = page[page.length - 1];
+  return start + limit < sorted.length && last
+    ? { events: page, nextCursor: Buffer.from(`${order}.${last.seq}`).toString("base64url") }
+    : { events: page };
+}
+
+function decodeEventCursor(cursor: string, order: EventOrder): number {
+  const match = /^(oldest|newest)\.([1-9][0-9]{0,14})$/.exec(
+    Buffer.from(cursor, "base64url").toString("utf8"),
+  );
+  if (!match || match[1] !== order) {
+    throw new InvalidInput(
+      "That cursor is not one this server gave out for this order: pass the nextCursor of the previous page with the same order.",
+    );
+  }
+  return Number(match[2]);
+}

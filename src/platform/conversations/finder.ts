@@ -1,0 +1,104 @@
+import { InvalidInput } from "../../errors.ts";
+import type { ConversationIndexes } from "./conversation-indexes.ts";
+import { tokenize } from "./event-text.ts";
+import { checkLimit, decodeListCursor, encodeListCursor } from "./list-order.ts";
+import type { ConversationEvent, ConversationSummary } from "./model.ts";
+import type { ConversationStore } from "./store.ts";
+
+export const DEFAULT_LIST_PAGE = 50;
+export const MAX_LIST_PAGE = 1000;
+export const DEFAULT_SEARCH_PAGE = 20;
+export const MAX_SEARCH_PAGE = 100;
+/** Matching events shown per conversation found; `matches` says how many there are. */
+export const MAX_EVENTS_PER_HIT = 5;
+export const MAX_QUERY_CHARS = 500;
+
+export interface PageRequest {
+  cursor?: string | undefined;
+  limit?: number | undefined;
+}
+
+export interface ConversationPage {
+  conversations: ConversationSummary[];
+  nextCursor?: string;
+}
+
+export interface SearchResult {
+  conversation: ConversationSummary;
+  /** How many of its events hold every word of the query. */
+  matches: number;
+  /** The first of them, oldest first. */
+  events: ConversationEvent[];
+}
+
+export interface SearchPage {
+  results: SearchResult[];
+  nextCursor?: string;
+  /** What answered: how many conversations the index holds, and how many logs this search read. */
+  index: { conversations: number; logsRead: number };
+}
+
+/** The owner's conversations in a workspace, most recently updated first, from the index alone. */
+export async function listConversations(
+  indexes: ConversationIndexes,
+  workspaceId: string,
+  ownerId: string,
+  request: PageRequest,
+): Promise<ConversationPage> {
+  const limit = checkLimit(request.limit, MAX_LIST_PAGE, DEFAULT_LIST_PAGE);
+  const after = request.cursor === undefined ? undefined : decodeListCursor(request.cursor);
+  const { summaries, more } = await indexes.read(workspaceId, ownerId, ({ index }) =>
+    index.page(after, limit),
+  );
+  const last = summaries[summaries.length - 1];
+  return more && last
+    ? { conversations: summaries, nextCursor: encodeListCursor(last) }
+    : { conversations: summaries };
+}
+
+/**
+ * The owner's conversations with an event holding every word of `query`: found in the index, and
+ * only the logs of the conversations on this page are read, for their matching events.
+ */
+export async function searchConversations(
+  indexes: ConversationIndexes,
+  store: ConversationStore,
+  workspaceId: string,
+  ownerId: string,
+  request: PageRequest & { query: string },
+): Promise<SearchPage> {
+  if (request.query.length > MAX_QUERY_CHARS || tokenize(request.query).length === 0) {
+    throw new InvalidInput(
+      `query is one or more words (letters or digits), up to ${MAX_QUERY_CHARS} characters.`,
+    );
+  }
+  const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
+  const after = request.cursor === undefined ? undefined : decodeListCursor(request.cursor);
+  const found = await indexes.read(workspaceId, ownerId, ({ index, logsRead }) => ({
+    ...index.search(request.query, after, limit),
+    conversations: index.size,
+    logsRead,
+  }));
+  const results: SearchResult[] = [];
+  let logsRead = found.logsRead;
+  for (const hit of found.hits) {
+    const wanted = new Set(hit.seqs.slice(0, MAX_EVENTS_PER_HIT));
+    logsRead += 1;
+    try {
+      const { conversation, events } = await store.readWhole(workspaceId, ownerId, hit.summary.id);
+      results.push({
+        conversation,
+        matches: hit.seqs.length,
+        events: events.filter((e) => wanted.has(e.seq)),
+      });
+    } catch (error) {
+      // Deleted since the index was read: it is simply not found any more.
+      if ((error as { code?: string }).code !== "conversation_not_found") throw error;
+    }
+  }
+  const last = found.hits[found.hits.length - 1];
+  const index = { conversations: found.conversations, logsRead };
+  return found.more && last
+    ? { results, nextCursor: encodeListCursor(last.summary), index }
+    : { results, index };
+}

@@ -1,0 +1,68 @@
+import { open } from "node:fs/promises";
+import { createFileExclusive } from "../../storage/exclusive.ts";
+import { type ConversationEvent, parseEventLine } from "./model.ts";
+
+const NEWLINE = 0x0a;
+
+/** What a read of a log found from some byte on. */
+export interface LogRead {
+  events: ConversationEvent[];
+  /** The byte just after the last whole line: where the next append goes. */
+  end: number;
+  /** The file's size; past `end` it ends with a torn line (a crash mid-append). */
+  size: number;
+}
+
+/**
+ * A conversation's log is JSON lines, appended and never rewritten (adr/0047). A line is whole
+ * only when its newline is there: a last line without one is torn — its append was never
+ * acknowledged — and is skipped here, never parsed as an event; the next append cuts it off.
+ * A whole line that is not an event is skipped too, so one bad line never breaks the rest.
+ */
+export async function readLog(path: string, from = 0): Promise<LogRead> {
+  const handle = await open(path, "r");
+  try {
+    const { size } = await handle.stat();
+    const bytes = Buffer.alloc(Math.max(0, size - from));
+    const { bytesRead } =
+      bytes.length > 0 ? await handle.read(bytes, 0, bytes.length, from) : { bytesRead: 0 };
+    const events: ConversationEvent[] = [];
+    let start = 0;
+    for (let i = 0; i < bytesRead; i++) {
+      if (bytes[i] !== NEWLINE) continue;
+      const event = parseEventLine(bytes.toString("utf8", start, i));
+      if (event) events.push(event);
+      start = i + 1;
+    }
+    return { events, end: from + start, size: from + bytesRead };
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Writes `lines` at byte `end` (the end of the last whole line) and flushes them before
+ * returning. A torn tail past `end` is cut off first: that is the repair, and it removes only
+ * bytes whose append was never acknowledged. The caller holds the conversation's lock.
+ */
+export async function appendLog(path: string, end: number, lines: Buffer): Promise<void> {
+  const handle = await open(path, "r+");
+  try {
+    const { size } = await handle.stat();
+    if (size !== end) await handle.truncate(end);
+    await handle.write(lines, 0, lines.length, end);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Creates a log holding `lines` whole, or says it exists (ids are random: that is a bug, not a race). */
+export async function createLog(path: string, lines: Buffer): Promise<boolean> {
+  return createFileExclusive(path, lines.toString("utf8"));
+}
+
+/** Events as the bytes of their lines, each ended by its newline. */
+export function eventLines(events: readonly ConversationEvent[]): Buffer[] {
+  return events.map((event) => Buffer.from(`${JSON.stringify(event)}\n`, "utf8"));
+}

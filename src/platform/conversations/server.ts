@@ -1,0 +1,217 @@
+import type { CallToolResult, ServerContext } from "@modelcontextprotocol/server";
+import { McpServer } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import type { Caller } from "../../sources/caller-meta.ts";
+import { ATRIUM_VERSION } from "../../version.ts";
+import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
+import { DEFAULT_EVENT_PAGE, EVENT_ORDERS, MAX_EVENT_PAGE } from "./event-page.ts";
+import { EXPORT_FORMATS, toJsonExport, toMarkdown } from "./export.ts";
+import {
+  DEFAULT_LIST_PAGE,
+  DEFAULT_SEARCH_PAGE,
+  listConversations,
+  MAX_LIST_PAGE,
+  MAX_QUERY_CHARS,
+  MAX_SEARCH_PAGE,
+  searchConversations,
+} from "./finder.ts";
+import { type ConversationSummary, eventDrafts, MAX_EVENTS_PER_APPEND, titleInput } from "./model.ts";
+import type { ConversationStore } from "./store.ts";
+
+const id = z.string().describe("The conversation id, cv_ followed by 24 hex digits.");
+const events = eventDrafts.describe(
+  `Events in order, 1 to ${MAX_EVENTS_PER_APPEND}: {"type":"message","role":"user"|"assistant"|"system"|"tool","content":[blocks]} ` +
+    'or {"type":"title","title":"…"}. A block is {"type":"text","text"}, {"type":"file","fileId"} (your own file here), ' +
+    '{"type":"tool_call","id","name","arguments"} or {"type":"tool_result","toolCallId","content","isError"}.',
+);
+
+/** The conversations app as an MCP server for one workspace; every conversation is the caller's own. */
+export function createConversationsServer(workspaceId: string, store: ConversationStore): McpServer {
+  const server = new McpServer({ name: "atrium-conversations", version: ATRIUM_VERSION });
+  const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
+    platformTool(workspaceId, run);
+
+  server.registerTool(
+    "create",
+    {
+      description:
+        "Start a conversation in this workspace, private to you: a transcript any of your clients can append to, read, search, fork and export.",
+      inputSchema: platformInput({ title: titleInput.optional(), events: events.optional() }),
+      annotations: { title: "Create a conversation", readOnlyHint: false, destructiveHint: false },
+    },
+    tool(async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
+      const conversation = await store.create(workspaceId, caller.principalId, args.title ?? "", args.events);
+      return summaryResult(conversation, `Created ${conversation.id}.`);
+    }),
+  );
+
+  server.registerTool(
+    "append",
+    {
+      description:
+        "Append events (messages, a title change) to one of your conversations, in order, all or none.",
+      inputSchema: platformInput({ id, events }),
+      annotations: { title: "Append to a conversation", readOnlyHint: false, destructiveHint: false },
+    },
+    tool(async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
+      const done = await store.append(workspaceId, caller.principalId, args.id, args.events);
+      const seqs = done.events.map((event) => event.seq);
+      return {
+        content: [
+          { type: "text", text: `Appended events ${seqs[0]}–${seqs[seqs.length - 1]} to ${args.id}.` },
+        ],
+        structuredContent: { ...done },
+      };
+    }),
+  );
+
+  server.registerTool(
+    "get",
+    {
+      description:
+        "Read one of your conversations: its summary and a page of its events, oldest or newest first. " +
+        "When `nextCursor` is returned, call again with it as `cursor` (and the same order) for the next page.",
+      inputSchema: platformInput({
+        id,
+        order: z.enum(EVENT_ORDERS).optional().describe("oldest (default) or newest first."),
+        ...pageInput("Events", MAX_EVENT_PAGE, DEFAULT_EVENT_PAGE),
+      }),
+      annotations: { title: "Read a conversation", readOnlyHint: true },
+    },
+    tool(
+      async (caller, args: { id: string; order?: "oldest" | "newest"; cursor?: string; limit?: number }) => {
+        const page = await store.get(workspaceId, caller.principalId, args.id, args);
+        return { content: [{ type: "text", text: JSON.stringify(page) }], structuredContent: { ...page } };
+      },
+    ),
+  );
+
+  server.registerTool(
+    "list",
+    {
+      description:
+        "List your conversations in this workspace, most recently updated first, with title, message count and updated time. " +
+        "When `nextCursor` is returned, call again with it as `cursor` for the next page.",
+      inputSchema: platformInput(pageInput("Conversations", MAX_LIST_PAGE, DEFAULT_LIST_PAGE)),
+      annotations: { title: "List conversations", readOnlyHint: true },
+    },
+    tool(async (caller, args: { cursor?: string; limit?: number }) => {
+      const page = await listConversations(store.indexes, workspaceId, caller.principalId, args);
+      const lines = page.conversations.map(
+        (c) => `${c.id}  ${c.title || "(untitled)"}  ${c.messageCount} messages  updated ${c.updatedAt}`,
+      );
+      if (page.nextCursor) lines.push(`More: call again with cursor "${page.nextCursor}".`);
+      return {
+        content: [
+          { type: "text", text: lines.length > 0 ? lines.join("\n") : "You have no conversations here yet." },
+        ],
+        structuredContent: { ...page },
+      };
+    }),
+  );
+
+  server.registerTool(
+    "search",
+    {
+      description:
+        "Find your conversations in this workspace with a message holding every word of `query` (case-insensitive, whole words), " +
+        "most recently updated first, each with its matching events.",
+      inputSchema: platformInput({
+        query: z.string().min(1).max(MAX_QUERY_CHARS).describe("Words to find, e.g. invoice march."),
+        ...pageInput("Conversations", MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE),
+      }),
+      annotations: { title: "Search conversations", readOnlyHint: true },
+    },
+    tool(async (caller, args: { query: string; cursor?: string; limit?: number }) => {
+      const page = await searchConversations(store.indexes, store, workspaceId, caller.principalId, args);
+      const lines = page.results.map(
+        (r) => `${r.conversation.id}  ${r.conversation.title || "(untitled)"}  ${r.matches} matching events`,
+      );
+      return {
+        content: [
+          {
+            type: "text",
+            text: lines.length > 0 ? lines.join("\n") : "No conversation of yours here holds those words.",
+          },
+        ],
+        structuredContent: { ...page },
+      };
+    }),
+  );
+
+  server.registerTool(
+    "fork",
+    {
+      description:
+        "Start a new conversation from a prefix of one of yours: its events up to `throughSeq` (all when not given), then a fork-origin event. The original is unchanged.",
+      inputSchema: platformInput({
+        id,
+        throughSeq: z.number().int().min(1).optional().describe("The seq of the last event to keep."),
+        title: titleInput.optional(),
+      }),
+      annotations: { title: "Fork a conversation", readOnlyHint: false, destructiveHint: false },
+    },
+    tool(async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
+      const conversation = await store.fork(workspaceId, caller.principalId, args.id, args);
+      return summaryResult(conversation, `Forked ${args.id} as ${conversation.id}.`);
+    }),
+  );
+
+  server.registerTool(
+    "export",
+    {
+      description: "Export one of your conversations whole, as Markdown (default) or as JSON.",
+      inputSchema: platformInput({ id, format: z.enum(EXPORT_FORMATS).optional() }),
+      annotations: { title: "Export a conversation", readOnlyHint: true },
+    },
+    tool(async (caller, args: { id: string; format?: "markdown" | "json" }) => {
+      const { conversation, events: all } = await store.readWhole(workspaceId, caller.principalId, args.id);
+      if (args.format === "json") {
+        const exported = toJsonExport(conversation, all);
+        return {
+          content: [{ type: "text", text: JSON.stringify(exported) }],
+          structuredContent: { ...exported },
+        };
+      }
+      const markdown = toMarkdown(conversation, all);
+      return {
+        content: [{ type: "text", text: markdown }],
+        structuredContent: { format: "markdown", markdown },
+      };
+    }),
+  );
+
+  server.registerTool(
+    "update",
+    {
+      description: "Change the title of one of your conversations (recorded as a title event).",
+      inputSchema: platformInput({ id, title: titleInput }),
+      annotations: { title: "Retitle a conversation", readOnlyHint: false, destructiveHint: false },
+    },
+    tool(async (caller, args: { id: string; title: string }) => {
+      const { conversation } = await store.append(workspaceId, caller.principalId, args.id, [
+        { type: "title", title: args.title },
+      ]);
+      return summaryResult(conversation, `Retitled ${args.id}.`);
+    }),
+  );
+
+  server.registerTool(
+    "delete",
+    {
+      description: "Delete one of your conversations and its whole log. This cannot be undone.",
+      inputSchema: platformInput({ id }),
+      annotations: { title: "Delete a conversation", readOnlyHint: false, destructiveHint: true },
+    },
+    tool(async (caller, args: { id: string }) => {
+      await store.delete(workspaceId, caller.principalId, args.id);
+      return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
+    }),
+  );
+
+  return server;
+}
+
+function summaryResult(conversation: ConversationSummary, text: string): CallToolResult {
+  return { content: [{ type: "text", text }], structuredContent: { conversation } };
+}

@@ -1,0 +1,278 @@
+import { join } from "node:path";
+import { InvalidInput, NotFound } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { EventPublisher } from "../../kernel/events.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { makeInPartition, removeFileSynced, sweepOwnerPartition } from "../../storage/owned-records.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { RecordLocator } from "../record-locator.ts";
+import type { ConversationSettings } from "./config.ts";
+import type { ConversationIndexes } from "./conversation-indexes.ts";
+import { type EventPageRequest, pageEvents } from "./event-page.ts";
+import { checkedWrite } from "./limits.ts";
+import { appendLog, createLog, eventLines, readLog } from "./log-file.ts";
+import {
+  type ConversationEvent,
+  type ConversationSummary,
+  conversationIdOfFile,
+  type EventDraft,
+  foldEvent,
+  isConversationId,
+  LOG_SUFFIX,
+  newConversationId,
+  summarize,
+} from "./model.ts";
+
+/** Whether `fileId` is `ownerId`'s own file in `workspaceId` (asked of the files app). */
+export type OwnFileCheck = (workspaceId: string, ownerId: string, fileId: string) => Promise<boolean>;
+
+/** Where a log ends and what it says so far: kept per log by its writer, so an append reads nothing. */
+interface Head {
+  end: number;
+  summary: ConversationSummary;
+}
+
+/** Heads kept at once; the oldest is dropped and read again from its log when next appended to. */
+const MAX_HEADS = 10_000;
+
+/**
+ * Conversations at `<ws>/conversations/<owner>/cv_….jsonl`, one append-only log each (adr/0047).
+ * Appends to one log run one at a time under its lock, each written whole at the end of the last
+ * whole line and flushed before it is acknowledged, so two clients appending at once both land,
+ * in some order, and a crash loses at most the append in flight. Every write tells the index
+ * (conversation-indexes.ts) and the locator, and announces itself to the owner alone.
+ */
+export class ConversationStore implements LeftoverRules {
+  private readonly locks = new KeyedLock();
+  private readonly heads = new Map<string, Head>();
+  private readonly locator = new RecordLocator();
+
+  constructor(
+    private readonly storage: PartitionPaths,
+    private readonly limits: ConversationSettings,
+    readonly indexes: ConversationIndexes,
+    private readonly events: EventPublisher,
+    private readonly clock: Clock,
+    private readonly isOwnFile: OwnFileCheck,
+  ) {}
+
+  /** A new conversation: its title event first (empty for an untitled one), then `drafts`. */
+  async create(
+    workspaceId: string,
+    ownerId: string,
+    title: string,
+    drafts: EventDraft[] = [],
+  ): Promise<ConversationSummary> {
+    await this.checkFiles(workspaceId, ownerId, drafts);
+    const at = this.now();
+    return this.createLog(workspaceId, ownerId, [
+      { seq: 1, at, type: "title", title },
+      ...stamp(drafts, 1, at),
+    ]);
+  }
+
+  /** A new conversation holding `id`'s events up to `throughSeq` (all by default), then its fork origin. */
+  async fork(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    options: { throughSeq?: number | undefined; title?: string | undefined },
+  ): Promise<ConversationSummary> {
+    const { events } = await this.readWhole(workspaceId, ownerId, id);
+    const last = events[events.length - 1]?.seq ?? 0;
+    const through = options.throughSeq ?? last;
+    if (!Number.isSafeInteger(through) || through < 1 || through > last) {
+      throw new InvalidInput(`throughSeq is the seq of an event of ${id}, from 1 to ${last}.`);
+    }
+    const at = this.now();
+    const forked: ConversationEvent[] = [
+      ...events.filter((event) => event.seq <= through),
+      { seq: through + 1, at, type: "fork", from: { conversationId: id, seq: through } },
+    ];
+    if (options.title !== undefined)
+      forked.push({ seq: through + 2, at, type: "title", title: options.title });
+    return this.createLog(workspaceId, ownerId, forked);
+  }
+
+  /** Appends events in order, all or none; returns them stamped and the conversation after them. */
+  async append(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    drafts: EventDraft[],
+  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
+    const path = this.logPath(workspaceId, ownerId, id);
+    await this.checkFiles(workspaceId, ownerId, drafts);
+    const written = await this.locks.run(path, async () => {
+      const head = await this.head(path, id);
+      const events = stamp(drafts, head.summary.eventCount, this.now());
+      const bytes = checkedWrite(eventLines(events), head.end, this.limits);
+      try {
+        await appendLog(path, head.end, bytes);
+      } catch (error) {
+        // How much reached the log is unknown: read it again next time.
+        this.heads.delete(path);
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
+        throw error;
+      }
+      const from = head.end;
+      head.end += bytes.length;
+      for (const event of events) foldEvent(head.summary, event);
+      return { from, to: head.end, events, conversation: { ...head.summary } };
+    });
+    await this.indexes.appended(workspaceId, ownerId, id, written);
+    const change = drafts.every((draft) => draft.type === "title") ? "title" : "appended";
+    this.events.publish({
+      type: "conversation.updated",
+      workspaceId,
+      ownerId,
+      change,
+      conversation: written.conversation,
+    });
+    return { conversation: written.conversation, events: written.events };
+  }
+
+  /** The conversation and one page of its events. */
+  async get(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    request: EventPageRequest = {},
+  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[]; nextCursor?: string }> {
+    const { conversation, events } = await this.readWhole(workspaceId, ownerId, id);
+    return { conversation, ...pageEvents(events, request) };
+  }
+
+  /** Every event of the conversation, oldest first, for an export. */
+  async readWhole(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
+    try {
+      const { events } = await readLog(this.logPath(workspaceId, ownerId, id));
+      return { conversation: summarize(id, events), events };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
+      throw error;
+    }
+  }
+
+  async delete(workspaceId: string, ownerId: string, id: string): Promise<void> {
+    const path = this.logPath(workspaceId, ownerId, id);
+    const removal = await this.locks.run(path, async () => {
+      this.heads.delete(path);
+      return removeFileSynced(path);
+    });
+    if (removal === "gone") throw conversationNotFound();
+    this.locator.delete(id);
+    await this.indexes.removed(workspaceId, ownerId, id);
+    this.events.publish({ type: "conversation.deleted", workspaceId, ownerId, conversationId: id });
+  }
+
+  /**
+   * The workspace of a bare conversation id, in one lookup: only the caller's own, in a
+   * workspace they are a member of now; anything else is the same not-found (adr/0025).
+   */
+  locate(ownerId: string, id: string, isMember: (workspaceId: string) => boolean): string {
+    const workspaceId = this.locator.workspaceOf(ownerId, id, isMember);
+    if (workspaceId === undefined) throw conversationNotFound();
+    return workspaceId;
+  }
+
+  /** R1 (the index snapshot's temp files) in each owner folder; at boot, the locator's entries. */
+  async recoverWorkspace(
+    workspaceId: string,
+    present: ReadonlySet<string>,
+    pass: RecoveryPass,
+  ): Promise<void> {
+    if (!present.has(this.storage.partition)) return;
+    const owners = await sweepOwnerPartition(this.storage.dir(workspaceId), pass);
+    if (pass.atBoot) this.locator.remember(workspaceId, owners, conversationIdOfFile);
+  }
+
+  private async createLog(
+    workspaceId: string,
+    ownerId: string,
+    events: ConversationEvent[],
+  ): Promise<ConversationSummary> {
+    const id = newConversationId();
+    const bytes = checkedWrite(eventLines(events), 0, this.limits);
+    const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
+    await makeInPartition(ownerDir, workspaceId);
+    const path = join(ownerDir, `${id}${LOG_SUFFIX}`);
+    // 96 random bits: a collision is a broken random source, not a race to answer.
+    if (!(await createLog(path, bytes))) throw new Error(`conversation id ${id} is taken`);
+    this.locator.set(id, { workspaceId, ownerId });
+    const summary = summarize(id, events);
+    this.remember(path, { end: bytes.length, summary: { ...summary } });
+    await this.indexes.appended(workspaceId, ownerId, id, { from: 0, to: bytes.length, events });
+    this.events.publish({ type: "conversation.created", workspaceId, ownerId, conversation: summary });
+    return summary;
+  }
+
+  private async head(path: string, id: string): Promise<Head> {
+    const known = this.heads.get(path);
+    if (known) return known;
+    let read: Awaited<ReturnType<typeof readLog>>;
+    try {
+      read = await readLog(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
+      throw error;
+    }
+    return this.remember(path, { end: read.end, summary: summarize(id, read.events) });
+  }
+
+  private remember(path: string, head: Head): Head {
+    this.heads.set(path, head);
+    if (this.heads.size > MAX_HEADS) {
+      const oldest = this.heads.keys().next().value;
+      if (oldest !== undefined && oldest !== path && this.locks.isIdle(oldest)) this.heads.delete(oldest);
+    }
+    return head;
+  }
+
+  /** Every file a message references must be the caller's own here; checked before anything is written. */
+  private async checkFiles(
+    workspaceId: string,
+    ownerId: string,
+    drafts: readonly EventDraft[],
+  ): Promise<void> {
+    const fileIds = new Set(
+      drafts.flatMap((draft) =>
+        draft.type === "message"
+          ? draft.content.flatMap((block) => (block.type === "file" ? [block.fileId] : []))
+          : [],
+      ),
+    );
+    for (const fileId of fileIds) {
+      if (!(await this.isOwnFile(workspaceId, ownerId, fileId))) {
+        throw new InvalidInput(
+          `${fileId} is not one of your files in this workspace: a message may reference only your own files here. Nothing was written.`,
+        );
+      }
+    }
+  }
+
+  /** The log's path; an id that is not a conversation id names nothing there. */
+  private logPath(workspaceId: string, ownerId: string, id: string): string {
+    if (!isConversationId(id)) throw conversationNotFound();
+    return join(this.storage.ownerDir(workspaceId, ownerId), `${id}${LOG_SUFFIX}`);
+  }
+
+  private now(): string {
+    return new Date(this.clock()).toISOString();
+  }
+}
+
+/** Drafts as events with seqs after `lastSeq`, all stamped `at`. */
+function stamp(drafts: readonly EventDraft[], lastSeq: number, at: string): ConversationEvent[] {
+  return drafts.map((draft, i) => ({ seq: lastSeq + 1 + i, at, ...draft }));
+}
+
+/** The one answer for a conversation that does not exist, is another person's, or was deleted. */
+export function conversationNotFound(): NotFound {
+  return new NotFound("conversation_not_found", "No conversation with that id that you can reach.");
+}

@@ -1,0 +1,118 @@
+import { type Dirent, readdirSync, type Stats, statSync } from "node:fs";
+import { join } from "node:path";
+import type { Provenance, Skill, SkillProblem, SkillScope } from "./model.ts";
+import { readSkillDir, SKILL_FILE, SkillFileCache } from "./skill-dirs.ts";
+
+export interface ScopeListing {
+  skills: Skill[];
+  problems: SkillProblem[];
+}
+
+/**
+ * One stamped path: its modification and change times, and a SKILL.md's size (-1: missing). The
+ * change time also moves when a copy that keeps its source's modification time lands (`cp -p`,
+ * `rsync -t`).
+ */
+interface Stamp {
+  path: string;
+  mtimeMs: number;
+  ctimeMs: number;
+  size?: number;
+}
+
+interface Entry {
+  listing: ScopeListing;
+  stamps: Stamp[];
+  /** A stamp this close to the read may hide a change made within the same clock tick. */
+  racy: boolean;
+}
+
+/**
+ * A change newer than this, at the time of the read, is not trusted to show in a later stamp:
+ * file systems keep times to a tick (ext4: a few ms; others up to 2 s). The entry is read again
+ * on each use until its newest stamp is older.
+ */
+const RACY_MS = 2_000;
+
+/** Scope folders kept; each costs a few hundred bytes per skill. The oldest used goes first. */
+const MAX_ENTRIES = 2_000;
+
+/**
+ * What each scope folder lists, kept between requests (adr/0051). Before use an entry is checked
+ * against its stamps: the scope folder's, each skill folder's (and every folder beneath it) and
+ * each SKILL.md's modification time. A skill added, removed, renamed or edited on disk, a bundled
+ * file added or removed, changes one of them, so an operator's edit shows on the next request, as
+ * when every request listed the folders. The check is a synchronous `stat` per stamp: those paths
+ * are in the kernel's cache, and one costs microseconds where an asynchronous one costs a trip
+ * through the thread pool. Writes through Atrium also drop the entries (`forget`).
+ */
+export class ScopeCache {
+  private readonly entries = new Map<string, Entry>();
+
+  constructor(
+    private readonly files = new SkillFileCache(),
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async read(dir: string, scope: SkillScope, provenance?: Provenance): Promise<ScopeListing> {
+    const key = `${scope}\0${provenance ?? ""}\0${dir}`;
+    const cached = this.entries.get(key);
+    if (cached && !cached.racy && cached.stamps.every(unchanged)) {
+      // Most recently used last, so eviction takes the longest unused.
+      this.entries.delete(key);
+      this.entries.set(key, cached);
+      return cached.listing;
+    }
+    // Stamped before reading: a change made during the read shows in the next check.
+    const stamps = stampsOf(dir);
+    const listing = await readSkillDir(dir, scope, provenance, this.files);
+    const newest = Math.max(...stamps.map((s) => s.mtimeMs));
+    this.entries.delete(key);
+    this.entries.set(key, { listing, stamps, racy: this.now() - newest < RACY_MS });
+    if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
+    return listing;
+  }
+
+  /** Drops every entry: a write through Atrium does not wait for a stamp to move. */
+  forget(): void {
+    this.entries.clear();
+  }
+}
+
+function unchanged(stamp: Stamp): boolean {
+  const info = statSync(stamp.path, { throwIfNoEntry: false });
+  if ((info?.mtimeMs ?? -1) !== stamp.mtimeMs || (info?.ctimeMs ?? -1) !== stamp.ctimeMs) return false;
+  return stamp.size === undefined || (info?.size ?? -1) === stamp.size;
+}
+
+function stampOf(path: string, info: Stats | undefined, withSize: boolean): Stamp {
+  const times = { mtimeMs: info?.mtimeMs ?? -1, ctimeMs: info?.ctimeMs ?? -1 };
+  return withSize ? { path, ...times, size: info?.size ?? -1 } : { path, ...times };
+}
+
+/** The scope folder, every folder under it, and each skill's SKILL.md (missing ones too). */
+function stampsOf(dir: string): Stamp[] {
+  const stamps: Stamp[] = [];
+  const folder = (path: string, depth: number): void => {
+    const info = statSync(path, { throwIfNoEntry: false });
+    stamps.push(stampOf(path, info?.isDirectory() ? info : undefined, false));
+    if (!info?.isDirectory()) return;
+    if (depth === 1) {
+      const skillFile = join(path, SKILL_FILE);
+      stamps.push(stampOf(skillFile, statSync(skillFile, { throwIfNoEntry: false }), true));
+    }
+    for (const entry of listing(path)) {
+      if (!entry.name.startsWith(".") && entry.isDirectory()) folder(join(path, entry.name), depth + 1);
+    }
+  };
+  folder(dir, 0);
+  return stamps;
+}
+
+function listing(path: string): Dirent[] {
+  try {
+    return readdirSync(path, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+}

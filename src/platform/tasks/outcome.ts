@@ -1,0 +1,98 @@
+import type { CallToolResult } from "@modelcontextprotocol/client";
+import type { ToolDispatch } from "../../sources/dispatch.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
+import type { TaskSettings } from "./config.ts";
+import type { Execution, Run, RunError, Task } from "./model.ts";
+import { compileSchema, schemaErrors } from "./schemas.ts";
+
+const MAX_ERROR_CHARS = 2000;
+
+/** How a run ended: its execution and, only for a call that succeeded, its assessment. */
+export interface Outcome {
+  execution: Exclude<Execution, "running">;
+  error?: RunError;
+  assessment?: Run["assessment"];
+}
+
+/**
+ * A finished call as a run's outcome. An `isError` result is a failed execution. A result that
+ * came back is `succeeded` whatever it says, and only then assessed against the output schema:
+ * a tool that ran fine and returned the wrong thing is `succeeded` + `rejected`, two answers to
+ * two questions, never merged (ADR 0044).
+ */
+export function outcomeOf(task: Task, result: CallToolResult): Outcome {
+  if (result.isError) {
+    return {
+      execution: "failed",
+      error: { code: "tool_error", message: textOf(result).slice(0, MAX_ERROR_CHARS) },
+    };
+  }
+  if (!task.outputSchema) return { execution: "succeeded", assessment: { status: "not_assessed" } };
+  const output = outputOf(result);
+  if (output === undefined) {
+    return {
+      execution: "succeeded",
+      assessment: {
+        status: "rejected",
+        errors: ["The result has no structured output (structuredContent, or text that is JSON) to check."],
+      },
+    };
+  }
+  const errors = schemaErrors(compileSchema("outputSchema", task.outputSchema), output.value);
+  return {
+    execution: "succeeded",
+    assessment: errors.length === 0 ? { status: "accepted" } : { status: "rejected", errors },
+  };
+}
+
+/** The output the schema reads: `structuredContent`, else one text block that parses as JSON. */
+function outputOf(result: CallToolResult): { value: unknown } | undefined {
+  if (result.structuredContent !== undefined) return { value: result.structuredContent };
+  const [only, ...rest] = result.content;
+  if (only?.type !== "text" || rest.length > 0) return undefined;
+  try {
+    return { value: JSON.parse(only.text) };
+  } catch {
+    return undefined;
+  }
+}
+
+function textOf(result: CallToolResult): string {
+  return (
+    result.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n") ||
+    "The tool failed."
+  );
+}
+
+/**
+ * Where a run keeps its result: in the record when it is small; else written to the owner's
+ * files through the dispatch as the owner (the files app's own limits apply) and referenced.
+ * When even that fails, the record says why instead of holding a result.
+ */
+export async function storeLargeResult(
+  dispatch: ToolDispatch,
+  run: Run,
+  result: CallToolResult,
+  settings: TaskSettings,
+): Promise<Pick<Run, "result" | "resultFile" | "resultNote">> {
+  const text = JSON.stringify(result);
+  const size = Buffer.byteLength(text);
+  if (size <= settings.inlineResultBytes) return { result };
+  try {
+    const stored = await dispatch.call(
+      { principalId: run.ownerId, workspaceId: run.workspaceId },
+      joinToolName("files", "write"),
+      { name: `${run.id}-result.json`, text, mimeType: "application/json" },
+      { requestId: run.id },
+    );
+    const id = (stored.structuredContent as { id?: unknown } | undefined)?.id;
+    if (!stored.isError && typeof id === "string") return { resultFile: { id, size } };
+    return {
+      resultNote: `The result (${size} bytes) was too large to keep and was not stored: ${textOf(stored)}`,
+    };
+  } catch (error) {
+    return {
+      resultNote: `The result (${size} bytes) was too large to keep and was not stored: ${(error as Error).message}`,
+    };
+  }
+}

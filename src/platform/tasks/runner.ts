@@ -1,0 +1,320 @@
+import type { CallToolResult } from "@modelcontextprotocol/client";
+import { AtriumError, Conflict, InvalidInput, WorkspaceNotFound } from "../../errors.ts";
+import type { UserDirectory } from "../../identity/users.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { EventPublisher, TaskRunSummary } from "../../kernel/events.ts";
+import type { Timers } from "../../kernel/timers.ts";
+import type { Logger } from "../../log.ts";
+import type { ToolDispatch } from "../../sources/dispatch.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
+import type { TaskSettings } from "./config.ts";
+import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
+import { type Outcome, outcomeOf, storeLargeResult } from "./outcome.ts";
+import { compileSchema, schemaErrors } from "./schemas.ts";
+import type { TaskStore } from "./store.ts";
+
+export interface RunnerDeps {
+  store: TaskStore;
+  dispatch: ToolDispatch;
+  workspaces: Pick<WorkspaceStore, "roleOf">;
+  users: Pick<UserDirectory, "isDeactivated">;
+  events: EventPublisher;
+  clock: Clock;
+  timers: Timers;
+  settings: TaskSettings;
+  log: Logger;
+}
+
+/** What starts a run, besides its task. */
+export interface RunStart {
+  trigger: RunTrigger;
+  startedBy: string;
+  input: Record<string, unknown>;
+  scheduledFor?: string;
+  missedSince?: string;
+  retryOf?: string;
+  idempotency?: Run["idempotency"];
+}
+
+type AbortReason = "timeout" | "cancel" | "shutdown";
+
+/** The words every request of a deactivated person gets (http/middleware/authenticate.ts). */
+const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin.";
+
+interface Flight {
+  taskId: string;
+  controller: AbortController;
+  reason?: AbortReason;
+  done?: Promise<void>;
+  /** The call has ended; only its record is still being written, so it holds no slot. */
+  callEnded?: boolean;
+}
+
+/** A task's runs may not be more at once than its limit: refused by name, never queued. */
+export class ConcurrencyLimit extends Conflict {
+  constructor(limit: number) {
+    super(
+      "concurrency_limit",
+      `This task already has ${limit} run(s) going, its limit: wait for one to end, or raise limits.maxConcurrentRuns.`,
+    );
+  }
+}
+
+const ABORTED: Record<AbortReason, Outcome> = {
+  timeout: {
+    execution: "timed_out",
+    error: {
+      code: "timed_out",
+      message: "The tool call did not end within the task's timeout and was cancelled.",
+    },
+  },
+  cancel: { execution: "cancelled", error: { code: "cancelled", message: "The run was cancelled." } },
+  shutdown: {
+    execution: "interrupted",
+    error: { code: "interrupted", message: "Atrium stopped while this run was in flight." },
+  },
+};
+
+/**
+ * Runs tasks: each run is the task's action called through the one dispatch as the task's owner
+ * (membership now, the scopes of the credential that defined the task, then the router), so
+ * unattended work meets the wall exactly as the person's own call would. A run is recorded
+ * `running` before the call and rewritten once when it ends; execution (did the call end, and
+ * how) and assessment (did its output meet the output schema) are kept apart. The in-flight runs
+ * live in this process: a concurrency limit counts them whatever started them, a timeout or a
+ * cancel aborts the call (the source tells its server), and a graceful stop records them
+ * `interrupted`; a crash leaves them `running` on disk, and the next boot records that.
+ */
+export class TaskRunner {
+  private readonly flights = new Map<string, Flight>();
+  private stopping = false;
+
+  constructor(private readonly deps: RunnerDeps) {}
+
+  /** How many runs of the task are in flight now. */
+  inFlight(taskId: string): number {
+    let count = 0;
+    for (const flight of this.flights.values()) if (flight.taskId === taskId && !flight.callEnded) count++;
+    return count;
+  }
+
+  /**
+   * Records a new run and starts its call; returns the run as recorded (`running`). Refused,
+   * recording nothing, when the input does not fit the task or its runs are at their limit.
+   */
+  async start(task: Task, start: RunStart): Promise<Run> {
+    if (this.stopping)
+      throw new Conflict("stopping", "Atrium is stopping: start the run again once it is back.");
+    checkInput(task, start.input);
+    // Counted and taken before the first await, so two starts racing for the last slot cannot both win.
+    if (this.inFlight(task.id) >= task.limits.maxConcurrentRuns) {
+      throw new ConcurrencyLimit(task.limits.maxConcurrentRuns);
+    }
+    const id = newRunId();
+    const flight: Flight = { taskId: task.id, controller: new AbortController() };
+    this.flights.set(id, flight);
+    const run: Run = {
+      id,
+      taskId: task.id,
+      workspaceId: task.workspaceId,
+      ownerId: task.ownerId,
+      trigger: start.trigger,
+      ...(start.scheduledFor === undefined ? {} : { scheduledFor: start.scheduledFor }),
+      ...(start.missedSince === undefined ? {} : { missedSince: start.missedSince }),
+      ...(start.retryOf === undefined ? {} : { retryOf: start.retryOf }),
+      startedBy: start.startedBy,
+      input: start.input,
+      startedAt: this.now(),
+      execution: { status: "running" },
+      assessment: { status: "not_assessed" },
+      ...(start.idempotency === undefined ? {} : { idempotency: start.idempotency }),
+    };
+    try {
+      await this.deps.store.createRun(run);
+    } catch (error) {
+      this.flights.delete(id);
+      throw error;
+    }
+    this.announce("task.run.started", task, run);
+    flight.done = this.execute(task, run, flight);
+    return run;
+  }
+
+  /** Aborts a run in flight; false when it is not in flight here (it has ended). */
+  cancel(runId: string): boolean {
+    const flight = this.flights.get(runId);
+    if (!flight) return false;
+    this.abort(flight, "cancel");
+    return true;
+  }
+
+  /** Resolves once the run (if in flight) is recorded as ended. */
+  async settled(runId: string): Promise<void> {
+    await this.flights.get(runId)?.done;
+  }
+
+  /** A graceful stop: every run in flight is aborted and recorded `interrupted`. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    const flights = [...this.flights.values()];
+    for (const flight of flights) this.abort(flight, "shutdown");
+    await Promise.all(flights.map((flight) => flight.done));
+  }
+
+  /** At boot: runs a crash left `running` are recorded `interrupted`, never left running. */
+  async interruptLeftovers(runs: readonly Run[]): Promise<void> {
+    for (const run of runs) {
+      const task = this.deps.store.taskIn(run.workspaceId, run.taskId);
+      const error = {
+        code: "interrupted",
+        message: "Atrium stopped while this run was in flight; it was found unfinished at the next start.",
+      };
+      const ended = await this.deps.store.updateRun(run, (current) =>
+        isFinished(current)
+          ? current
+          : { ...current, endedAt: this.now(), execution: { status: "interrupted", error } },
+      );
+      if (task && ended) this.announce("task.run.finished", task, ended);
+    }
+  }
+
+  private async execute(task: Task, run: Run, flight: Flight): Promise<void> {
+    const cancelTimeout = this.deps.timers.after(task.limits.timeoutSeconds * 1000, () =>
+      this.abort(flight, "timeout"),
+    );
+    let outcome: Outcome;
+    let result: CallToolResult | undefined;
+    try {
+      const refusal = this.ownerRefusal(task);
+      if (refusal) {
+        outcome = { execution: "failed", error: refusal };
+      } else {
+        result = await this.deps.dispatch.call(
+          {
+            principalId: task.ownerId,
+            workspaceId: task.workspaceId,
+            ...(task.scopes === undefined ? {} : { scopes: task.scopes }),
+          },
+          task.action.tool,
+          { ...task.action.arguments, ...run.input },
+          { requestId: run.id, signal: flight.controller.signal },
+        );
+        outcome = flight.reason ? ABORTED[flight.reason] : outcomeOf(task, result);
+      }
+    } catch (error) {
+      outcome = flight.reason ? ABORTED[flight.reason] : this.failure(run, error);
+    } finally {
+      cancelTimeout();
+    }
+    // A client that reads the run as ended may start the next at once: the slot is free before
+    // the end is recorded, while a graceful stop still waits for the record.
+    flight.callEnded = true;
+    try {
+      await this.finish(task, run, outcome, flight.reason ? undefined : result);
+    } catch (error) {
+      this.deps.log.error(
+        { err: error, runId: run.id, taskId: task.id },
+        "task run could not be recorded as ended",
+      );
+    } finally {
+      this.flights.delete(run.id);
+    }
+  }
+
+  private async finish(task: Task, run: Run, outcome: Outcome, result: CallToolResult | undefined) {
+    const kept = result && (await storeLargeResult(this.deps.dispatch, run, result, this.deps.settings));
+    const ended = await this.deps.store.updateRun(run, (current) => ({
+      ...current,
+      endedAt: this.now(),
+      execution: outcome.error
+        ? { status: outcome.execution, error: outcome.error }
+        : { status: outcome.execution },
+      assessment: outcome.assessment ?? { status: "not_assessed" },
+      ...kept,
+    }));
+    if (ended) this.announce("task.run.finished", task, ended);
+    await this.pruneRuns(task);
+  }
+
+  /** Keeps the task's newest finished runs up to the configured number. */
+  private async pruneRuns(task: Task): Promise<void> {
+    const ids = this.deps.store.runIds(task.id);
+    const excess = ids.slice(this.deps.settings.runsKeptPerTask).filter((id) => !this.flights.has(id));
+    if (excess.length > 0) await this.deps.store.forgetRuns(task.id, excess);
+  }
+
+  /**
+   * A deactivated owner is refused before the dispatch, in the words a request of theirs gets
+   * (the dispatch checks membership, not deactivation, which the authenticate middleware does).
+   */
+  private ownerRefusal(task: Task): RunError | undefined {
+    if (!this.deps.users.isDeactivated(task.ownerId)) return undefined;
+    return { code: "forbidden", message: DEACTIVATED_MESSAGE, reason: "owner_deactivated" };
+  }
+
+  /**
+   * A refusal by the dispatch (membership, scope) is recorded in its own words, exactly as the
+   * person would get it; `reason` says which check it was about when that is the owner's standing.
+   */
+  private failure(run: Run, error: unknown): Outcome {
+    if (error instanceof WorkspaceNotFound) {
+      return {
+        execution: "failed",
+        error: { code: error.code, message: error.message, reason: "owner_not_member" },
+      };
+    }
+    if (error instanceof AtriumError) {
+      return { execution: "failed", error: { code: error.code, message: error.message } };
+    }
+    this.deps.log.error({ err: error, runId: run.id }, "task run failed unexpectedly");
+    return {
+      execution: "failed",
+      error: {
+        code: "internal_error",
+        message: `Atrium hit an unexpected error; it is logged under ${run.id}.`,
+      },
+    };
+  }
+
+  private abort(flight: Flight, reason: AbortReason): void {
+    if (flight.reason) return;
+    flight.reason = reason;
+    flight.controller.abort(new Error(`task run ${reason}`));
+  }
+
+  private announce(type: "task.run.started" | "task.run.finished", task: Task, run: Run): void {
+    const summary: TaskRunSummary = {
+      id: run.id,
+      taskId: task.id,
+      taskName: task.name,
+      taskOwnerId: task.ownerId,
+      trigger: run.trigger,
+      execution: run.execution.status,
+      assessment: run.assessment.status,
+      ...(run.execution.error ? { error: run.execution.error } : {}),
+    };
+    const scoped = { workspaceId: task.workspaceId, run: summary };
+    const event = task.visibility === "private" ? { ...scoped, ownerId: task.ownerId } : scoped;
+    // Spelled per type: the event union pairs each type with its own payload.
+    if (type === "task.run.started") this.deps.events.publish({ type, ...event });
+    else this.deps.events.publish({ type, ...event });
+  }
+
+  private now(): string {
+    return new Date(this.deps.clock()).toISOString();
+  }
+}
+
+/** A run's input: an object, and valid against the task's input schema; none without one. */
+function checkInput(task: Task, input: Record<string, unknown>): void {
+  if (!task.inputSchema) {
+    if (Object.keys(input).length > 0) {
+      throw new InvalidInput("This task takes no input: it has no inputSchema.");
+    }
+    return;
+  }
+  const errors = schemaErrors(compileSchema("inputSchema", task.inputSchema), input);
+  if (errors.length > 0) {
+    throw new InvalidInput(`The input does not match the task's inputSchema: ${errors.join("; ")}.`);
+  }
+}

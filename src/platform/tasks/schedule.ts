@@ -1,0 +1,141 @@
+import { Cron } from "croner";
+import type { UserDirectory } from "../../identity/users.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { Scheduler } from "../../kernel/scheduler.ts";
+import type { Logger } from "../../log.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
+import type { Task, TaskTrigger } from "./model.ts";
+import { ConcurrencyLimit, type TaskRunner } from "./runner.ts";
+import type { TaskStore } from "./store.ts";
+
+export interface ScheduleDeps {
+  scheduler: Scheduler;
+  runner: TaskRunner;
+  store: TaskStore;
+  workspaces: Pick<WorkspaceStore, "get" | "roleOf">;
+  users: Pick<UserDirectory, "isDeactivated">;
+  clock: Clock;
+  log: Logger;
+}
+
+/** The schedule instants a restart missed: the first and the latest, or none. */
+export interface Missed {
+  firstMs: number;
+  latestMs: number;
+}
+
+/**
+ * Each task with a trigger is one job on the kit's scheduler, a per-workspace job so that it runs
+ * only where this process holds the workspace's lease (ADR 0031). A fire starts a run with
+ * trigger `schedule` and records the instant on the task (`lastScheduledAt`), which is what a
+ * restart catches up from: schedules missed while Atrium was down run once, at boot, recording
+ * the latest missed instant and the first (test/integration/tasks.test.ts "missed schedules").
+ * A schedule whose owner has left or been deactivated is recorded failed once (the runner refuses
+ * it and the workspace is told); later ones are skipped until the owner is active again.
+ */
+export class TaskSchedules {
+  constructor(private readonly deps: ScheduleDeps) {}
+
+  /** (Re)arms the task's job to its current trigger; a task without one has none. */
+  arm(task: Task): void {
+    const name = jobName(task);
+    this.deps.scheduler.remove(name);
+    if (!task.trigger) return;
+    const { workspaceId, id } = task;
+    this.deps.scheduler.add({
+      name,
+      schedule:
+        "cron" in task.trigger
+          ? { cron: task.trigger.cron, timezone: task.trigger.timezone }
+          : { everyMs: task.trigger.everySeconds * 1000 },
+      workspaces: () => [workspaceId],
+      run: () => this.fire(workspaceId, id, this.deps.clock()),
+    });
+  }
+
+  disarm(task: Pick<Task, "workspaceId" | "id">): void {
+    this.deps.scheduler.remove(jobName(task));
+  }
+
+  /** At boot: every triggered task is armed, and one whose schedule was missed runs once now. */
+  async armAll(): Promise<void> {
+    for (const task of this.deps.store.triggered()) {
+      this.arm(task);
+      const missed = missedSince(task, this.deps.clock());
+      if (missed) await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
+    }
+  }
+
+  private async fire(
+    workspaceId: string,
+    taskId: string,
+    scheduledMs: number,
+    missedMs?: number,
+  ): Promise<void> {
+    const task = this.deps.store.taskIn(workspaceId, taskId);
+    if (!task?.trigger || this.deps.workspaces.get(workspaceId) === undefined) {
+      // Deleted, untriggered or archived since the job was armed: nothing more to schedule.
+      this.disarm({ workspaceId, id: taskId });
+      return;
+    }
+    const scheduledFor = new Date(scheduledMs).toISOString();
+    const ownerActive =
+      this.deps.workspaces.roleOf(workspaceId, task.ownerId) !== undefined &&
+      !this.deps.users.isDeactivated(task.ownerId);
+    if (!ownerActive && task.ownerInactiveSince !== undefined) {
+      // Told once already: each later schedule is skipped quietly until the owner is back (or
+      // an admin deletes the task), so an hourly task does not fill the inbox with one warning.
+      await this.deps.store.update(task, (current) => ({ ...current, lastScheduledAt: scheduledFor }));
+      return;
+    }
+    try {
+      await this.deps.runner.start(task, {
+        trigger: "schedule",
+        startedBy: task.ownerId,
+        input: {},
+        scheduledFor,
+        ...(missedMs === undefined ? {} : { missedSince: new Date(missedMs).toISOString() }),
+      });
+    } catch (error) {
+      if (!(error instanceof ConcurrencyLimit)) throw error;
+      // Limits hold across triggers: a schedule that finds the task at its limit is skipped.
+      this.deps.log.warn(
+        { workspaceId, taskId, scheduledFor },
+        "task at its concurrency limit; this schedule is skipped",
+      );
+    }
+    await this.deps.store.update(task, (current) => {
+      const { ownerInactiveSince: _was, ...rest } = current;
+      return ownerActive
+        ? { ...rest, lastScheduledAt: scheduledFor }
+        : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
+    });
+  }
+}
+
+function jobName(task: Pick<Task, "workspaceId" | "id">): string {
+  return `task ${task.workspaceId} ${task.id}`;
+}
+
+/**
+ * The instants of the task's trigger after the last it acted on (or after its trigger was set)
+ * and not after `nowMs`: the first and the latest of them, or undefined when none was missed.
+ */
+export function missedSince(task: Task, nowMs: number): Missed | undefined {
+  if (!task.trigger) return undefined;
+  const sinceMs = Date.parse(task.lastScheduledAt ?? task.createdAt);
+  return missedOf(task.trigger, sinceMs, nowMs);
+}
+
+export function missedOf(trigger: TaskTrigger, sinceMs: number, nowMs: number): Missed | undefined {
+  if ("everySeconds" in trigger) {
+    const everyMs = trigger.everySeconds * 1000;
+    const count = Math.floor((nowMs - sinceMs) / everyMs);
+    return count < 1 ? undefined : { firstMs: sinceMs + everyMs, latestMs: sinceMs + count * everyMs };
+  }
+  const cron = new Cron(trigger.cron, { paused: true, timezone: trigger.timezone });
+  const first = cron.nextRun(new Date(sinceMs))?.getTime();
+  if (first === undefined || first > nowMs) return undefined;
+  const latest = cron.previousRuns(1, new Date(nowMs))[0]?.getTime() ?? first;
+  return { firstMs: first, latestMs: Math.max(first, latest) };
+}

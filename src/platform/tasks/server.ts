@@ -1,0 +1,232 @@
+import { McpServer } from "@modelcontextprotocol/server";
+import * as z from "zod";
+import type { Caller } from "../../sources/caller-meta.ts";
+import { joinToolName } from "../../sources/tool-names.ts";
+import { ATRIUM_VERSION } from "../../version.ts";
+import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
+import type { Definer } from "./definition.ts";
+import type { Run, Task } from "./model.ts";
+import { DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
+
+const RUN_TOOL = joinToolName("tasks", "run");
+const GET_RUN_TOOL = joinToolName("tasks", "get_run");
+const taskId = z.string().describe("The task id, tsk_ followed by 24 hex digits.");
+const runId = z.string().describe("The run id, run_ followed by 24 hex digits.");
+const object = z.record(z.string(), z.unknown());
+
+// Shapes only: every field is checked, with words a model can act on, by definition.ts.
+const definition = {
+  name: z.string().describe("A short name for the task."),
+  description: z.string().optional().describe("What the task is for."),
+  action: z
+    .object({ tool: z.string(), arguments: object.optional() })
+    .describe("The tool to call as you, named as tools/list gives it, and its arguments."),
+  inputSchema: object
+    .optional()
+    .describe(
+      "A JSON Schema for a run's input; the input is checked against it and merged into the arguments.",
+    ),
+  outputSchema: object
+    .optional()
+    .describe(
+      "A JSON Schema the result's structured output must meet: a run that does not is assessed `rejected`.",
+    ),
+  limits: z
+    .object({ timeoutSeconds: z.number().optional(), maxConcurrentRuns: z.number().optional() })
+    .optional()
+    .describe(
+      "How long a run may take before it is cancelled, and how many runs may go at once (default 1).",
+    ),
+  trigger: z
+    .union([z.object({ cron: z.string(), timezone: z.string() }), z.object({ everySeconds: z.number() })])
+    .optional()
+    .describe(
+      'When it runs by itself: {"cron": "0 9 * * 1-5", "timezone": "Europe/Paris"} or {"everySeconds": 3600}. None: it runs when started.',
+    ),
+  visibility: z
+    .enum(["private", "shared"])
+    .optional()
+    .describe("private (default): yours alone. shared: every member sees and runs it."),
+};
+
+/** The tasks app as an MCP server for one workspace: the caller's tasks and the shared ones. */
+export function createTasksServer(workspaceId: string, tasks: Tasks): McpServer {
+  const server = new McpServer({ name: "atrium-tasks", version: ATRIUM_VERSION });
+  const tool = <A>(run: (asker: Definer, args: A) => Promise<ReturnType<typeof answer>>) =>
+    platformTool(workspaceId, (caller: Caller, args: A) => run(definerOf(caller), args));
+
+  server.registerTool(
+    "create",
+    {
+      description:
+        "Define a task: work Atrium runs for you, now or on a schedule, by calling one tool as you. " +
+        `Start it with ${RUN_TOOL}; a task with a trigger also runs by itself.`,
+      inputSchema: platformInput(definition),
+      annotations: { title: "Create a task", readOnlyHint: false },
+    },
+    tool(async (asker, args: Record<string, unknown>) => {
+      const task = await tasks.create(asker, withoutUndefined(args));
+      return answer(`Created ${task.id} (${task.name}).`, { task });
+    }),
+  );
+
+  server.registerTool(
+    "get",
+    {
+      description: "Read one task's definition.",
+      inputSchema: platformInput({ id: taskId }),
+      annotations: { title: "Get a task", readOnlyHint: true },
+    },
+    tool(async (asker, args: { id: string }) => {
+      const task = tasks.get(asker, args.id);
+      return answer(JSON.stringify(task, null, 2), { task });
+    }),
+  );
+
+  server.registerTool(
+    "list",
+    {
+      description: "List the tasks you can see in this workspace: yours and the shared ones, newest first.",
+      inputSchema: platformInput({}),
+      annotations: { title: "List tasks", readOnlyHint: true },
+    },
+    tool(async (asker) => {
+      const list = tasks.list(asker);
+      const lines = list.map(taskLine);
+      return answer(lines.length > 0 ? lines.join("\n") : "No tasks.", { tasks: list });
+    }),
+  );
+
+  server.registerTool(
+    "update",
+    {
+      description:
+        "Change a task: give only the fields to change. null removes the trigger or a schema. " +
+        "The owner and workspace admins change a shared task; only the owner changes its action.",
+      inputSchema: platformInput({
+        id: taskId,
+        ...definition,
+        name: definition.name.optional(),
+        action: definition.action.optional(),
+        inputSchema: definition.inputSchema.nullable(),
+        outputSchema: definition.outputSchema.nullable(),
+        trigger: definition.trigger.nullable(),
+      }),
+      annotations: { title: "Update a task", readOnlyHint: false, idempotentHint: true },
+    },
+    tool(async (asker, args: { id: string } & Record<string, unknown>) => {
+      const { id, ...change } = args;
+      const task = await tasks.update(asker, id, withoutUndefined(change));
+      return answer(`Updated ${task.id}.`, { task });
+    }),
+  );
+
+  server.registerTool(
+    "delete",
+    {
+      description: "Delete a task and its run history; a run in flight is cancelled.",
+      inputSchema: platformInput({ id: taskId }),
+      annotations: { title: "Delete a task", readOnlyHint: false, destructiveHint: true },
+    },
+    tool(async (asker, args: { id: string }) => {
+      await tasks.delete(asker, args.id);
+      return answer(`Deleted ${args.id}.`, { id: args.id });
+    }),
+  );
+
+  server.registerTool(
+    "run",
+    {
+      description:
+        "Start a run of a task now. It runs in the background: this answers its run id at once; " +
+        `poll ${GET_RUN_TOOL} with it until its execution is no longer \`running\`.`,
+      inputSchema: platformInput({
+        id: taskId,
+        input: object.optional().describe("The run's input, checked against the task's inputSchema."),
+        retryOf: runId
+          .optional()
+          .describe("A run of this task to retry; its input is used unless you give one."),
+        idempotencyKey: z
+          .string()
+          .optional()
+          .describe("A key of yours: starting again with the same key and input answers the first run."),
+      }),
+      annotations: { title: "Run a task", readOnlyHint: false },
+    },
+    tool(async (asker, args: { id: string; input?: unknown; retryOf?: string; idempotencyKey?: string }) => {
+      const { run } = await tasks.run(asker, args.id, args);
+      return answer(`Started ${run.id}: poll ${GET_RUN_TOOL} with this id for how it ends.`, { run });
+    }),
+  );
+
+  server.registerTool(
+    "runs",
+    {
+      description:
+        "A task's run history, newest first, one page at a time: when `nextCursor` is returned, call again with it as `cursor`.",
+      inputSchema: platformInput({ id: taskId, ...pageInput("Runs", MAX_RUNS_PAGE, DEFAULT_RUNS_PAGE) }),
+      annotations: { title: "List a task's runs", readOnlyHint: true },
+    },
+    tool(async (asker, args: { id: string; cursor?: string; limit?: number }) => {
+      const page = await tasks.runs(asker, args.id, args);
+      const lines = page.runs.map(runLine);
+      if (page.nextCursor) lines.push(`Older runs: call this tool again with cursor "${page.nextCursor}".`);
+      return answer(lines.length > 0 ? lines.join("\n") : "No runs.", { ...page });
+    }),
+  );
+
+  server.registerTool(
+    "get_run",
+    {
+      description:
+        "Read one run: its trigger, input, times, execution (with any error), assessment and result.",
+      inputSchema: platformInput({ id: runId }),
+      annotations: { title: "Get a run", readOnlyHint: true },
+    },
+    tool(async (asker, args: { id: string }) => {
+      const run = await tasks.getRun(asker, args.id);
+      return answer(JSON.stringify(run, null, 2), { run });
+    }),
+  );
+
+  server.registerTool(
+    "cancel_run",
+    {
+      description: "Cancel a run in flight: its tool call is cancelled and the run recorded `cancelled`.",
+      inputSchema: platformInput({ id: runId }),
+      annotations: { title: "Cancel a run", readOnlyHint: false },
+    },
+    tool(async (asker, args: { id: string }) => {
+      const run = await tasks.cancelRun(asker, args.id);
+      return answer(`Cancelled ${run.id}.`, { run });
+    }),
+  );
+
+  return server;
+}
+
+function definerOf(caller: Caller): Definer {
+  return { workspaceId: caller.workspaceId, principalId: caller.principalId, scopes: caller.scopes };
+}
+
+function answer(text: string, structuredContent: Record<string, unknown>) {
+  return { content: [{ type: "text" as const, text }], structuredContent };
+}
+
+/** An omitted optional field arrives as undefined; only the fields given are a change. */
+function withoutUndefined(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined));
+}
+
+function taskLine(task: Task): string {
+  const trigger = !task.trigger
+    ? "no trigger"
+    : "cron" in task.trigger
+      ? `cron "${task.trigger.cron}" ${task.trigger.timezone}`
+      : `every ${task.trigger.everySeconds}s`;
+  return `${task.id}  ${task.name}  [${task.visibility}, ${trigger}]  ${task.action.tool}`;
+}
+
+function runLine(run: Run): string {
+  return `${run.id}  ${run.startedAt}  ${run.trigger}  ${run.execution.status}  ${run.assessment.status}`;
+}

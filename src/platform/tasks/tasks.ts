@@ -1,0 +1,195 @@
+import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
+import type { TaskSettings } from "./config.ts";
+import { type Definer, defineTask, isObject, redefineTask } from "./definition.ts";
+import { bodyDigest, checkIdempotencyKey, type IdempotencyKeys } from "./idempotency.ts";
+import { isFinished, isRunId, newTaskId, type Run, type Task } from "./model.ts";
+import type { TaskRunner } from "./runner.ts";
+import type { TaskSchedules } from "./schedule.ts";
+import type { TaskStore } from "./store.ts";
+
+export const DEFAULT_RUNS_PAGE = 20;
+export const MAX_RUNS_PAGE = 100;
+
+/** What starting a run may say: an input, the run it retries, an idempotency key. */
+export interface RunRequest {
+  input?: unknown;
+  retryOf?: unknown;
+  idempotencyKey?: string | undefined;
+}
+
+export interface RunPage {
+  runs: Run[];
+  nextCursor?: string;
+}
+
+// One answer for "no such task" and "a task you may not see": a private task is invisible to
+// every other member (test/integration/tasks.test.ts "a private task is invisible").
+const noTask = () =>
+  new NotFound("task_not_found", "No task with that id in this workspace that you can see.");
+const noRun = () => new NotFound("run_not_found", "No run with that id in this workspace that you can see.");
+
+/**
+ * The tasks of a workspace as one member sees and changes them; the tools and the REST routes
+ * both call this, so the two cannot disagree. A task is its owner's alone unless shared: then
+ * every member sees and runs it, and only its owner and workspace admins change it. Its action
+ * is changed by its owner alone, since every run acts as the owner.
+ */
+export class Tasks {
+  constructor(
+    private readonly store: TaskStore,
+    private readonly runner: TaskRunner,
+    private readonly schedules: TaskSchedules,
+    private readonly idempotency: IdempotencyKeys,
+    private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
+    private readonly settings: TaskSettings,
+    private readonly clock: Clock,
+  ) {}
+
+  /** The tasks the member can see, newest first. */
+  list(asker: Definer): Task[] {
+    return this.store
+      .all(asker.workspaceId)
+      .filter((task) => canSee(task, asker))
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  }
+
+  get(asker: Definer, id: unknown): Task {
+    const task = typeof id === "string" ? this.store.taskIn(asker.workspaceId, id) : undefined;
+    if (!task || !canSee(task, asker)) throw noTask();
+    return task;
+  }
+
+  async create(asker: Definer, body: Record<string, unknown>): Promise<Task> {
+    const task = defineTask(body, asker, this.settings, { id: newTaskId(), now: this.now() });
+    await this.store.create(task);
+    this.schedules.arm(task);
+    return task;
+  }
+
+  async update(asker: Definer, id: unknown, body: Record<string, unknown>): Promise<Task> {
+    const task = this.changeable(asker, id);
+    if (body.action !== undefined && asker.principalId !== task.ownerId) {
+      throw new Forbidden("Only the task's owner changes its action: every run acts as the owner.");
+    }
+    // Checked once here so a bad change writes nothing, and again on the reread record.
+    redefineTask(task, body, asker, this.settings, this.now());
+    const next = await this.store.update(task, (current) =>
+      redefineTask(current, body, asker, this.settings, this.now()),
+    );
+    if (!next) throw noTask();
+    if ("trigger" in body) this.schedules.arm(next);
+    return next;
+  }
+
+  /** Removes the task and its runs; a run in flight is cancelled first. */
+  async delete(asker: Definer, id: unknown): Promise<void> {
+    const task = this.changeable(asker, id);
+    this.schedules.disarm(task);
+    for (const runId of this.store.runIds(task.id)) {
+      if (this.runner.cancel(runId)) await this.runner.settled(runId);
+    }
+    await this.store.delete(task);
+  }
+
+  /** Starts a run; `replayed` when an idempotency key had already started it. */
+  async run(asker: Definer, id: unknown, request: RunRequest): Promise<{ run: Run; replayed: boolean }> {
+    const task = this.get(asker, id);
+    const input = request.input ?? undefined;
+    if (input !== undefined && !isObject(input)) throw new InvalidInput('"input" is a JSON object.');
+    const retried = request.retryOf === undefined ? undefined : await this.getRun(asker, request.retryOf);
+    if (retried && retried.taskId !== task.id)
+      throw new InvalidInput('"retryOf" names a run of another task.');
+    const start = (idempotency?: Run["idempotency"]) =>
+      this.runner.start(task, {
+        trigger: retried ? "retry" : "manual",
+        startedBy: asker.principalId,
+        input: input ?? retried?.input ?? {},
+        ...(retried ? { retryOf: retried.id } : {}),
+        ...(idempotency ? { idempotency } : {}),
+      });
+    if (request.idempotencyKey === undefined) return { run: await start(), replayed: false };
+    const key = checkIdempotencyKey(request.idempotencyKey);
+    const digest = bodyDigest({ input, retryOf: request.retryOf });
+    const scope = { taskId: task.id, principalId: asker.principalId };
+    let started = false;
+    const first = await this.idempotency.once(scope, key, digest, (expiresAtMs) => {
+      started = true;
+      return start({ key, bodyDigest: digest, expiresAt: new Date(expiresAtMs).toISOString() });
+    });
+    if (started) return { run: first, replayed: false };
+    // A replay answers the run as it is now, not as it was when the key first started it.
+    return { run: (await this.store.run(task.workspaceId, first.id)) ?? first, replayed: true };
+  }
+
+  /** The task's runs, newest first, a page at a time; `cursor` is the last run id of the previous page. */
+  runs(asker: Definer, id: unknown, page: { cursor?: string | undefined; limit?: number | undefined }) {
+    const task = this.get(asker, id);
+    const ids = this.store.runIds(task.id);
+    let from = 0;
+    if (page.cursor !== undefined) {
+      const at = ids.indexOf(page.cursor);
+      if (at < 0)
+        throw new InvalidInput(
+          "That cursor is not one this list gave, or its run is gone: list from the start.",
+        );
+      from = at + 1;
+    }
+    const limit = page.limit ?? DEFAULT_RUNS_PAGE;
+    const slice = ids.slice(from, from + limit);
+    return this.readRuns(task, slice).then((runs): RunPage => {
+      const last = slice.at(-1);
+      return from + limit < ids.length && last ? { runs, nextCursor: last } : { runs };
+    });
+  }
+
+  async getRun(asker: Definer, runId: unknown): Promise<Run> {
+    const run = isRunId(runId) ? await this.store.run(asker.workspaceId, runId) : undefined;
+    const task = run && this.store.taskIn(run.workspaceId, run.taskId);
+    if (!run || !task || !canSee(task, asker)) throw noRun();
+    return run;
+  }
+
+  /** Cancels a run in flight: its owner's task's owner, a workspace admin or who started it may. */
+  async cancelRun(asker: Definer, runId: unknown): Promise<Run> {
+    const run = await this.getRun(asker, runId);
+    const task = this.get(asker, run.taskId);
+    if (!this.mayChange(task, asker) && run.startedBy !== asker.principalId) {
+      throw new Forbidden("Only the task's owner, a workspace admin or who started the run may cancel it.");
+    }
+    if (isFinished(run) || !this.runner.cancel(run.id)) {
+      throw new InvalidInput(`The run has already ended (${run.execution.status}).`);
+    }
+    await this.runner.settled(run.id);
+    return (await this.store.run(run.workspaceId, run.id)) ?? run;
+  }
+
+  private async readRuns(task: Task, ids: string[]): Promise<Run[]> {
+    const runs = await Promise.all(ids.map((runId) => this.store.run(task.workspaceId, runId)));
+    return runs.filter((run): run is Run => run !== undefined);
+  }
+
+  private changeable(asker: Definer, id: unknown): Task {
+    const task = this.get(asker, id);
+    if (!this.mayChange(task, asker)) {
+      throw new Forbidden("Only the task's owner or a workspace admin changes a shared task.");
+    }
+    return task;
+  }
+
+  private mayChange(task: Task, asker: Definer): boolean {
+    return (
+      task.ownerId === asker.principalId ||
+      this.workspaces.roleOf(asker.workspaceId, asker.principalId) === "admin"
+    );
+  }
+
+  private now(): string {
+    return new Date(this.clock()).toISOString();
+  }
+}
+
+function canSee(task: Task, asker: Definer): boolean {
+  return task.ownerId === asker.principalId || task.visibility === "shared";
+}

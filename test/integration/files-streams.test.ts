@@ -1,0 +1,155 @@
+import { createHash, randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { request } from "node:http";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  bootstrapWorkspace,
+  capturingLogger,
+  startTestAtrium,
+  TEST_USER_HEADER,
+  type TestAtrium,
+} from "../helpers/atrium.ts";
+import { listTree } from "../helpers/fs-tree.ts";
+
+// Downloads are piped from disk straight to Node's socket and uploads read from Node's request
+// stream (adr/0050): these hold the bytes, the headers and the failures to what they were.
+const MAX_UPLOAD_BYTES = 8 * 1024 * 1024;
+/** Over the 1 MiB read chunk and the 1 MiB write batch, and not a multiple of either. */
+const LARGE_BYTES = 3 * 1024 * 1024 + 17;
+
+let instance: TestAtrium;
+let ws: string;
+const { log, lines } = capturingLogger();
+
+beforeAll(async () => {
+  instance = await startTestAtrium({ maxUploadBytes: MAX_UPLOAD_BYTES, log });
+  ws = await bootstrapWorkspace(instance, "alice");
+});
+
+afterAll(async () => {
+  await instance?.stop();
+});
+
+async function upload(name: string, body: Uint8Array | ReadableStream<Uint8Array>) {
+  const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/files?name=${name}`, body, {
+    "content-type": "application/octet-stream",
+  });
+  expect(response.status).toBe(201);
+  return (await response.json()) as { id: string; size: number; sha256: string; ownerId: string };
+}
+
+/** A chunked body (no Content-Length) in uneven small chunks. */
+function inChunks(bytes: Uint8Array, chunkBytes: number): ReadableStream<Uint8Array> {
+  let sent = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (sent >= bytes.byteLength) return controller.close();
+      controller.enqueue(bytes.slice(sent, sent + chunkBytes));
+      sent += chunkBytes;
+    },
+  });
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Stored files and staging folders under the workspace. */
+async function fileEntries(): Promise<string[]> {
+  return (await listTree(join(instance.root, ws))).filter((path) => /(^|\/)(\.tmp-|fl_)/.test(path));
+}
+
+describe("downloads", () => {
+  it("a file larger than a read chunk downloads byte-identical with its headers and request id", async () => {
+    const bytes = randomBytes(LARGE_BYTES);
+    const meta = await upload("large.bin", bytes);
+    const response = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-length")).toBe(String(LARGE_BYTES));
+    expect(response.headers.get("etag")).toBe(`"${sha256(bytes)}"`);
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(response.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    const logged = lines.find((line) => line.requestId === response.headers.get("x-request-id"));
+    expect(logged).toMatchObject({ method: "GET", path: `/v1/files/${meta.id}`, status: 200 });
+  });
+
+  it("a HEAD answers the headers and no body", async () => {
+    const meta = await upload("head.bin", randomBytes(1000));
+    const response = await instance.raw("alice", "HEAD", `/v1/files/${meta.id}`);
+    expect(response.status).toBe(200);
+    expect(response.headers["content-length"]).toBe("1000");
+    expect(response.body.byteLength).toBe(0);
+  });
+
+  it("a file whose content is gone from disk is 404, not a broken download", async () => {
+    const meta = await upload("vanishing.bin", randomBytes(100));
+    await rm(join(instance.root, ws, "files", meta.ownerId, meta.id, "content"));
+    const response = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(response.status).toBe(404);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe("file_not_found");
+  });
+
+  it("a client that goes away mid-download leaves the server serving the file to the next", async () => {
+    const bytes = randomBytes(LARGE_BYTES);
+    const meta = await upload("abandoned.bin", bytes);
+    await new Promise<void>((resolve, reject) => {
+      const req = request(
+        {
+          host: "127.0.0.1",
+          port: instance.atrium.port,
+          path: `/v1/files/${meta.id}`,
+          headers: { [TEST_USER_HEADER]: "alice" },
+        },
+        (res) => {
+          res.once("data", () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
+      req.on("error", reject).end();
+    });
+    const again = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+});
+
+describe("uploads", () => {
+  it("a chunked upload in small uneven chunks is stored byte-identical with its sha256", async () => {
+    const bytes = randomBytes(LARGE_BYTES);
+    const meta = await upload("chunked.bin", inChunks(bytes, 7 * 1024 + 3));
+    expect(meta.size).toBe(LARGE_BYTES);
+    expect(meta.sha256).toBe(sha256(bytes));
+    const response = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it("an upload whose client goes away mid-body leaves nothing on disk", async () => {
+    const before = await fileEntries();
+    await new Promise<void>((resolve) => {
+      const req = request({
+        host: "127.0.0.1",
+        port: instance.atrium.port,
+        method: "POST",
+        path: `/v1/workspaces/${ws}/files?name=torn.bin`,
+        headers: { [TEST_USER_HEADER]: "alice", "content-length": String(LARGE_BYTES) },
+      });
+      req.on("error", () => resolve());
+      req.write(randomBytes(LARGE_BYTES / 3), () => {
+        req.destroy();
+        resolve();
+      });
+    });
+    // The server logs the request when its handler has finished with it (cleanup included).
+    while (
+      !lines.some(
+        (line) => line.method === "POST" && line.path === `/v1/workspaces/${ws}/files` && line.status !== 201,
+      )
+    ) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(await fileEntries()).toEqual(before);
+  });
+});

@@ -1,0 +1,722 @@
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { McpServer } from "@modelcontextprotocol/server";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import * as z from "zod";
+import type { PlatformApp } from "../../src/platform/app.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import type { NotificationView } from "../../src/platform/notifications/model.ts";
+import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
+import type { Run, Task } from "../../src/platform/tasks/model.ts";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { FakeTime, settle } from "../helpers/fake-time.ts";
+import { MCP_ERAS } from "../helpers/mcp-eras.ts";
+import { addMember } from "../helpers/members.ts";
+import { type SseFrame, SseReader } from "../helpers/sse.ts";
+
+// Tasks over real HTTP with the injected clock: the scheduler's instants are the fake clock's,
+// so a test moves time by days without waiting. The tools a task calls are a throwaway platform
+// app's (a real McpServer on the in-memory arm): one answers what it is told, one hangs until its
+// call is cancelled, one writes.
+
+const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
+
+/** What the probe's tools saw: who called, and how many hanging calls were cancelled. */
+const probe = { calls: [] as { tool: string; principalId: string }[], hanging: 0, cancelled: 0 };
+
+const probeApp: PlatformApp = {
+  name: "probe",
+  start() {
+    return {
+      createServer(workspaceId) {
+        const server = new McpServer({ name: "probe", version: "0.0.0" });
+        server.registerTool(
+          "echo",
+          {
+            description: "Answer `reply` as the structured output.",
+            inputSchema: platformInput({ reply: z.record(z.string(), z.unknown()).optional() }),
+            annotations: { readOnlyHint: true },
+          },
+          platformTool(workspaceId, async (caller, args: { reply?: Record<string, unknown> }) => {
+            probe.calls.push({ tool: "echo", principalId: caller.principalId });
+            const reply = args.reply ?? {};
+            return { content: [{ type: "text", text: JSON.stringify(reply) }], structuredContent: reply };
+          }),
+        );
+        server.registerTool(
+          "hang",
+          {
+            description: "Wait until cancelled.",
+            inputSchema: platformInput({}),
+            annotations: { readOnlyHint: true },
+          },
+          platformTool(workspaceId, async (caller, _args, ctx) => {
+            probe.calls.push({ tool: "hang", principalId: caller.principalId });
+            probe.hanging++;
+            await new Promise<void>((resolve) =>
+              ctx.mcpReq.signal.addEventListener("abort", () => resolve(), { once: true }),
+            );
+            probe.cancelled++;
+            return { content: [{ type: "text", text: "stopped" }] };
+          }),
+        );
+        server.registerTool(
+          "write",
+          {
+            description: "Change something.",
+            inputSchema: platformInput({}),
+            annotations: { readOnlyHint: false },
+          },
+          platformTool(workspaceId, async (caller) => {
+            probe.calls.push({ tool: "write", principalId: caller.principalId });
+            return { content: [{ type: "text", text: "written" }] };
+          }),
+        );
+        return server;
+      },
+    };
+  },
+};
+
+const APPS = [...PLATFORM_APPS, probeApp];
+const alice = testPrincipal("alice").id;
+const bob = testPrincipal("bob").id;
+
+async function startAt(startMs: number): Promise<{ instance: TestAtrium; time: FakeTime; ws: string }> {
+  const time = new FakeTime(startMs);
+  const instance = await startTestAtrium({ apps: APPS, clock: time.clock, timers: time.timers });
+  return { instance, time, ws: await bootstrapWorkspace(instance, "alice") };
+}
+
+function tasksPath(ws: string, rest = ""): string {
+  return `/v1/workspaces/${ws}/tasks${rest}`;
+}
+
+async function createTask(instance: TestAtrium, user: string, ws: string, body: Record<string, unknown>) {
+  const response = await instance.rest(user, "POST", tasksPath(ws), body);
+  expect(response.status, await response.clone().text()).toBe(201);
+  return (await response.json()) as Task;
+}
+
+async function startRun(instance: TestAtrium, user: string, ws: string, taskId: string, body = {}) {
+  const response = await instance.rest(user, "POST", tasksPath(ws, `/${taskId}/runs`), body);
+  expect(response.status, await response.clone().text()).toBe(201);
+  return (await response.json()) as Run;
+}
+
+async function runsOf(instance: TestAtrium, user: string, ws: string, taskId: string): Promise<Run[]> {
+  const response = await instance.rest(user, "GET", tasksPath(ws, `/${taskId}/runs?limit=100`));
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { runs: Run[] }).runs;
+}
+
+/** The run once it has ended (its call is async to the request that started it). */
+async function ended(instance: TestAtrium, user: string, ws: string, run: Pick<Run, "id" | "taskId">) {
+  let seen: Run | undefined;
+  await vi.waitFor(async () => {
+    const response = await instance.rest(user, "GET", tasksPath(ws, `/${run.taskId}/runs/${run.id}`));
+    seen = (await response.json()) as Run;
+    expect(seen.execution.status).not.toBe("running");
+  });
+  return seen as Run;
+}
+
+async function inbox(instance: TestAtrium, user: string, ws: string): Promise<NotificationView[]> {
+  const response = await instance.rest(user, "GET", `/v1/workspaces/${ws}/notifications`);
+  return ((await response.json()) as { notifications: NotificationView[] }).notifications;
+}
+
+/**
+ * Alice's runs of the task once there are `count` and all have ended: a scheduled start is
+ * written after its fire, and a task runs one at a time unless its limits say otherwise.
+ */
+async function scheduled(instance: TestAtrium, ws: string, taskId: string, count: number): Promise<Run[]> {
+  let runs: Run[] = [];
+  await vi.waitFor(async () => {
+    runs = await runsOf(instance, "alice", ws, taskId);
+    expect(runs).toHaveLength(count);
+    expect(runs.filter((run) => run.execution.status === "running")).toEqual([]);
+    // The fire's job ends by recording its instant on the task; then the next may be due.
+    const task = (await (await instance.rest("alice", "GET", tasksPath(ws, `/${taskId}`))).json()) as Task;
+    expect(task.lastScheduledAt).toBe(runs[0]?.scheduledFor);
+  });
+  await settle();
+  return runs;
+}
+
+const echo = (reply: Record<string, unknown> = {}) => ({ tool: "probe__echo", arguments: { reply } });
+
+describe("triggers", () => {
+  let instance: TestAtrium | undefined;
+  afterEach(async () => {
+    await instance?.stop();
+    instance = undefined;
+  });
+
+  it("a cron trigger fires at the right instants across a time-zone DST change", async () => {
+    // Europe/Paris moves from UTC+1 to UTC+2 on Sunday 2026-03-29: 09:00 there is 08:00Z before, 07:00Z after.
+    const started = await startAt(Date.UTC(2026, 2, 27, 12));
+    instance = started.instance;
+    const task = await createTask(instance, "alice", started.ws, {
+      name: "morning digest",
+      action: echo({ ok: true }),
+      trigger: { cron: "0 9 * * *", timezone: "Europe/Paris" },
+    });
+    for (const count of [1, 2, 3, 4]) {
+      await started.time.advance(DAY_MS);
+      await scheduled(instance, started.ws, task.id, count);
+    }
+    const runs = await runsOf(instance, "alice", started.ws, task.id);
+    expect(runs.map((run) => [run.trigger, run.scheduledFor])).toEqual([
+      ["schedule", "2026-03-31T07:00:00.000Z"],
+      ["schedule", "2026-03-30T07:00:00.000Z"],
+      ["schedule", "2026-03-29T07:00:00.000Z"],
+      ["schedule", "2026-03-28T08:00:00.000Z"],
+    ]);
+    expect(runs.every((run) => run.execution.status === "succeeded")).toBe(true);
+  });
+
+  it("an interval trigger runs once per interval, as the task's owner", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const task = await createTask(instance, "alice", started.ws, {
+      name: "heartbeat",
+      action: echo(),
+      trigger: { everySeconds: 3600 },
+    });
+    await started.time.advance(HOUR_MS - 1);
+    await settle();
+    expect(await runsOf(instance, "alice", started.ws, task.id)).toEqual([]);
+    // An hour at a time: a fire's start is written to disk before the next hour is due.
+    for (const count of [1, 2, 3]) {
+      await started.time.advance(count === 1 ? 1 : HOUR_MS);
+      await scheduled(instance, started.ws, task.id, count);
+    }
+    const runs = await runsOf(instance, "alice", started.ws, task.id);
+    expect(runs.map((run) => run.scheduledFor)).toEqual([
+      "2026-01-01T03:00:00.000Z",
+      "2026-01-01T02:00:00.000Z",
+      "2026-01-01T01:00:00.000Z",
+    ]);
+    expect(runs.every((run) => run.startedBy === alice && run.ownerId === alice)).toBe(true);
+  });
+
+  it("missed schedules while down run once at boot, saying which instants they stand for", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1, 0, 30));
+    instance = started.instance;
+    const task = await createTask(instance, "alice", started.ws, {
+      name: "hourly",
+      action: echo(),
+      trigger: { cron: "0 * * * *", timezone: "UTC" },
+    });
+    await started.time.advance(HOUR_MS);
+    const [first] = await scheduled(instance, started.ws, task.id, 1);
+    expect(first?.scheduledFor).toBe("2026-01-01T01:00:00.000Z");
+    await ended(instance, "alice", started.ws, first as Run);
+    await instance.close();
+    // Down from 01:30 to 06:10: the schedules of 02:00 to 06:00 were missed.
+    started.time.jump(4 * HOUR_MS + 40 * 60 * 1000);
+    instance = await instance.restart();
+    const runs = await runsOf(instance, "alice", started.ws, task.id);
+    expect(runs).toHaveLength(2);
+    expect(runs[0]).toMatchObject({
+      trigger: "schedule",
+      scheduledFor: "2026-01-01T06:00:00.000Z",
+      missedSince: "2026-01-01T02:00:00.000Z",
+    });
+    // And the schedule goes on from there, not from the missed instants.
+    await started.time.advance(50 * 60 * 1000);
+    expect((await scheduled(instance, started.ws, task.id, 3)).map((run) => run.scheduledFor)).toEqual([
+      "2026-01-01T07:00:00.000Z",
+      "2026-01-01T06:00:00.000Z",
+      "2026-01-01T01:00:00.000Z",
+    ]);
+  });
+});
+
+describe("runs", () => {
+  let instance: TestAtrium;
+  let time: FakeTime;
+  let ws: string;
+
+  beforeAll(async () => {
+    ({ instance, time, ws } = await startAt(Date.UTC(2026, 0, 1)));
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+  });
+
+  afterAll(async () => {
+    await instance?.stop();
+  });
+
+  it("records execution and assessment apart: output violating the schema is succeeded + rejected", async () => {
+    const outputSchema = {
+      type: "object",
+      required: ["count"],
+      properties: { count: { type: "integer" } },
+    };
+    const wrong = await createTask(instance, "alice", ws, {
+      name: "count",
+      action: echo({ count: "many" }),
+      outputSchema,
+    });
+    const rejected = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, wrong.id));
+    expect(rejected.execution).toEqual({ status: "succeeded" });
+    expect(rejected.assessment).toEqual({ status: "rejected", errors: ["/count must be integer"] });
+    expect(rejected.result?.structuredContent).toEqual({ count: "many" });
+    await vi.waitFor(async () =>
+      expect(await inbox(instance, "alice", ws)).toContainEqual(
+        expect.objectContaining({
+          source: "tasks",
+          to: alice,
+          data: { taskId: wrong.id, runId: rejected.id },
+        }),
+      ),
+    );
+
+    const right = await createTask(instance, "alice", ws, {
+      name: "count",
+      action: echo({ count: 3 }),
+      outputSchema,
+    });
+    const accepted = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, right.id));
+    expect([accepted.execution.status, accepted.assessment.status]).toEqual(["succeeded", "accepted"]);
+    const unassessed = await createTask(instance, "alice", ws, { name: "free", action: echo({ any: 1 }) });
+    const free = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, unassessed.id));
+    expect([free.execution.status, free.assessment.status]).toEqual(["succeeded", "not_assessed"]);
+  });
+
+  it("a run's input is checked against the input schema and merged into the arguments", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "greet",
+      action: { tool: "probe__echo", arguments: { reply: { from: "default" } } },
+      inputSchema: { type: "object", properties: { reply: { type: "object" } }, additionalProperties: false },
+    });
+    const refused = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { reply: 5 },
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({ error: { code: "invalid_input" } });
+    expect(await runsOf(instance, "alice", ws, task.id)).toEqual([]);
+    const run = await startRun(instance, "alice", ws, task.id, { input: { reply: { from: "input" } } });
+    expect((await ended(instance, "alice", ws, run)).result?.structuredContent).toEqual({ from: "input" });
+  });
+
+  it("idempotent start: the same key and body is one run; the same key with another body is 409", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "once",
+      action: echo(),
+      inputSchema: { type: "object", properties: { n: { type: "integer" } } },
+    });
+    const path = tasksPath(ws, `/${task.id}/runs`);
+    const headers = { "idempotency-key": "k-123" };
+    const first = await instance.rest("alice", "POST", path, { input: { n: 1 } }, headers);
+    const again = await instance.rest("alice", "POST", path, { input: { n: 1 } }, headers);
+    expect([first.status, again.status]).toEqual([201, 201]);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
+    const [one, two] = [(await first.json()) as Run, (await again.json()) as Run];
+    expect(two.id).toBe(one.id);
+    const conflict = await instance.rest("alice", "POST", path, { input: { n: 2 } }, headers);
+    expect(conflict.status).toBe(409);
+    expect(await conflict.json()).toMatchObject({ error: { code: "idempotency_conflict" } });
+    expect((await runsOf(instance, "alice", ws, task.id)).map((run) => run.id)).toEqual([one.id]);
+    const badKey = await instance.rest("alice", "POST", path, { input: { n: 1 } }, { "idempotency-key": "" });
+    expect(badKey.status).toBe(400);
+    await ended(instance, "alice", ws, one);
+    // Past the window (24 hours by default) the key is forgotten: it starts a new run.
+    await time.advance(24 * HOUR_MS + 1);
+    const later = (await (
+      await instance.rest("alice", "POST", path, { input: { n: 2 } }, headers)
+    ).json()) as Run;
+    expect(later.id).not.toBe(one.id);
+    await ended(instance, "alice", ws, later);
+  });
+
+  it("a timeout ends the run timed_out and cancels its tool call", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "slow",
+      action: { tool: "probe__hang", arguments: {} },
+      limits: { timeoutSeconds: 30 },
+    });
+    const before = { hanging: probe.hanging, cancelled: probe.cancelled };
+    const run = await startRun(instance, "alice", ws, task.id);
+    await vi.waitFor(() => expect(probe.hanging).toBe(before.hanging + 1));
+    await time.advance(29_999);
+    expect((await runsOf(instance, "alice", ws, task.id))[0]?.execution.status).toBe("running");
+    await time.advance(1);
+    const timedOut = await ended(instance, "alice", ws, run);
+    expect(timedOut.execution).toMatchObject({ status: "timed_out", error: { code: "timed_out" } });
+    expect(timedOut.assessment.status).toBe("not_assessed");
+    // The server heard the cancellation: its handler's signal was aborted.
+    await vi.waitFor(() => expect(probe.cancelled).toBe(before.cancelled + 1));
+  });
+
+  it("concurrency limits hold across triggers, and a run can be cancelled", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "one at a time",
+      action: { tool: "probe__hang", arguments: {} },
+      trigger: { everySeconds: 600 },
+      limits: { maxConcurrentRuns: 1, timeoutSeconds: 3600 },
+    });
+    const hanging = probe.hanging;
+    const manual = await startRun(instance, "alice", ws, task.id);
+    await vi.waitFor(() => expect(probe.hanging).toBe(hanging + 1));
+    const second = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {});
+    expect(second.status).toBe(409);
+    expect(await second.json()).toMatchObject({ error: { code: "concurrency_limit" } });
+    await time.advance(600_000);
+    // The schedule's decision ends by recording its instant on the task.
+    await vi.waitFor(async () => {
+      const now = (await (await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).json()) as Task;
+      expect(now.lastScheduledAt).not.toBe(task.lastScheduledAt);
+    });
+    expect((await runsOf(instance, "alice", ws, task.id)).map((run) => run.id)).toEqual([manual.id]);
+    const cancel = await instance.rest(
+      "alice",
+      "POST",
+      tasksPath(ws, `/${task.id}/runs/${manual.id}/cancel`),
+    );
+    expect(cancel.status).toBe(200);
+    expect(((await cancel.json()) as Run).execution.status).toBe("cancelled");
+    const again = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs/${manual.id}/cancel`));
+    expect(again.status).toBe(400);
+    await instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`));
+  });
+
+  it("a private task is invisible to another member: the same answer as a task that does not exist", async () => {
+    const task = await createTask(instance, "alice", ws, { name: "mine", action: echo() });
+    const run = await startRun(instance, "alice", ws, task.id);
+    const nothing = "tsk_000000000000000000000000";
+    for (const [method, suffix, body] of [
+      ["GET", "", undefined],
+      ["PATCH", "", { name: "theirs" }],
+      ["DELETE", "", undefined],
+      ["POST", "/runs", {}],
+      ["GET", "/runs", undefined],
+    ] as const) {
+      const hidden = await instance.rest("bob", method, tasksPath(ws, `/${task.id}${suffix}`), body);
+      const absent = await instance.rest("bob", method, tasksPath(ws, `/${nothing}${suffix}`), body);
+      expect(hidden.status, `${method} ${suffix}`).toBe(404);
+      expect(await hidden.text()).toBe(await absent.text());
+    }
+    const runHidden = await instance.rest("bob", "GET", tasksPath(ws, `/${task.id}/runs/${run.id}`));
+    expect(runHidden.status).toBe(404);
+    const listed = (await (await instance.rest("bob", "GET", tasksPath(ws))).json()) as { tasks: Task[] };
+    expect(listed.tasks.map((t) => t.id)).not.toContain(task.id);
+    const client = await instance.mcpClient("bob", ws);
+    const viaMcp = await client.callTool({ name: "tasks__get", arguments: { id: task.id } });
+    const absentViaMcp = await client.callTool({ name: "tasks__get", arguments: { id: nothing } });
+    expect(viaMcp).toEqual(absentViaMcp);
+    expect(viaMcp.isError).toBe(true);
+    const runViaMcp = await client.callTool({ name: "tasks__get_run", arguments: { id: run.id } });
+    expect(runViaMcp.isError).toBe(true);
+
+    // Shared, bob sees and runs it (as its owner), and may not change it.
+    await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), { visibility: "shared" });
+    expect((await instance.rest("bob", "GET", tasksPath(ws, `/${task.id}`))).status).toBe(200);
+    const bobsRun = await startRun(instance, "bob", ws, task.id);
+    expect(bobsRun).toMatchObject({ startedBy: bob, ownerId: alice });
+    const change = await instance.rest("bob", "PATCH", tasksPath(ws, `/${task.id}`), { name: "theirs" });
+    expect(change.status).toBe(403);
+    await ended(instance, "bob", ws, bobsRun);
+  });
+
+  it.each(MCP_ERAS)("is the same over MCP (%s): create, run, poll the run by its id", async (era) => {
+    const client = await instance.mcpClient("alice", ws, { era });
+    const created = await client.callTool({
+      name: "tasks__create",
+      arguments: { name: "via mcp", action: echo({ via: "mcp" }) },
+    });
+    expect(created.isError).toBeFalsy();
+    const task = (created.structuredContent as { task: Task }).task;
+    expect(task.id).toMatch(/^tsk_[0-9a-f]{24}$/);
+    const started = await client.callTool({ name: "tasks__run", arguments: { id: task.id } });
+    const run = (started.structuredContent as { run: Run }).run;
+    expect(run.id).toMatch(/^run_[0-9a-f]{24}$/);
+    await vi.waitFor(async () => {
+      const polled = await client.callTool({ name: "tasks__get_run", arguments: { id: run.id } });
+      expect((polled.structuredContent as { run: Run }).run.execution.status).toBe("succeeded");
+    });
+    const bad = await client.callTool({
+      name: "tasks__create",
+      arguments: { name: "loop", action: { tool: "tasks__run", arguments: {} } },
+    });
+    expect(bad.isError).toBe(true);
+    expect(await runsOf(instance, "alice", ws, task.id)).toHaveLength(1);
+  });
+
+  it("retries a run with its input, and announces runs on the event stream, a private task's to its owner alone", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "retried",
+      action: echo(),
+      inputSchema: { type: "object", properties: { reply: { type: "object" } } },
+    });
+    const alices = new SseReader(await instance.rest("alice", "GET", `/v1/workspaces/${ws}/events`));
+    const bobs = new SseReader(await instance.rest("bob", "GET", `/v1/workspaces/${ws}/events`));
+    await Promise.all([alices.next(), bobs.next()]);
+    const first = await ended(
+      instance,
+      "alice",
+      ws,
+      await startRun(instance, "alice", ws, task.id, { input: { reply: { n: 1 } } }),
+    );
+    const retry = await startRun(instance, "alice", ws, task.id, { retryOf: first.id });
+    expect(retry).toMatchObject({ trigger: "retry", retryOf: first.id, input: { reply: { n: 1 } } });
+    expect((await ended(instance, "alice", ws, retry)).result?.structuredContent).toEqual({ n: 1 });
+    const seen: SseFrame[] = [];
+    for (let i = 0; i < 4; i++) seen.push((await alices.nextEvent()) ?? {});
+    expect(seen.map((frame) => [frame.event, (frame.data as { run?: Run } | undefined)?.run?.id])).toEqual([
+      ["task.run.started", first.id],
+      ["task.run.finished", first.id],
+      ["task.run.started", retry.id],
+      ["task.run.finished", retry.id],
+    ]);
+    expect(seen[1]?.data).toMatchObject({
+      workspaceId: ws,
+      run: {
+        taskId: task.id,
+        taskName: "retried",
+        taskOwnerId: alice,
+        execution: "succeeded",
+        assessment: "not_assessed",
+      },
+    });
+    // Bob's stream got none of it: the next thing he sees is an event for everyone.
+    await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), { visibility: "shared" });
+    const shared = await startRun(instance, "alice", ws, task.id);
+    expect(await bobs.nextEvent()).toMatchObject({
+      event: "task.run.started",
+      data: { run: { id: shared.id } },
+    });
+    await ended(instance, "alice", ws, shared);
+    await Promise.all([alices.close(), bobs.close()]);
+    const elsewhere = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      retryOf: "run_000000000000000000000000",
+    });
+    expect(elsewhere.status).toBe(404);
+  });
+
+  it("refuses a bad definition whole, writing nothing", async () => {
+    const before = (await (await instance.rest("alice", "GET", tasksPath(ws))).json()) as { tasks: Task[] };
+    for (const body of [
+      { action: echo() },
+      { name: "x", action: { tool: "no-separator" } },
+      { name: "x", action: echo(), trigger: { cron: "not cron", timezone: "UTC" } },
+      { name: "x", action: echo(), trigger: { cron: "0 9 * * *", timezone: "Mars/Olympus" } },
+      { name: "x", action: echo(), trigger: { everySeconds: 1 } },
+      { name: "x", action: echo(), outputSchema: { type: "no-such-type" } },
+      { name: "x", action: echo(), limits: { timeoutSeconds: 0 } },
+      { name: "x", action: echo(), owner: bob },
+      {
+        name: "x",
+        action: echo(),
+        trigger: { everySeconds: 3600 },
+        inputSchema: { type: "object", required: ["n"] },
+      },
+    ]) {
+      const response = await instance.rest("alice", "POST", tasksPath(ws), body);
+      expect(response.status, JSON.stringify(body)).toBe(400);
+    }
+    const after = (await (await instance.rest("alice", "GET", tasksPath(ws))).json()) as { tasks: Task[] };
+    expect(after.tasks).toHaveLength(before.tasks.length);
+  });
+});
+
+describe("owners and the wall", () => {
+  let instance: TestAtrium | undefined;
+  afterEach(async () => {
+    await instance?.stop();
+    instance = undefined;
+  });
+
+  it("a removed owner's scheduled task does not run: recorded failed, and the workspace is told", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws, time } = started;
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+    const task = await createTask(instance, "bob", ws, {
+      name: "bob's report",
+      action: echo(),
+      trigger: { everySeconds: 3600 },
+    });
+    const removed = await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${bob}`);
+    expect(removed.status).toBeLessThan(300);
+    const calls = probe.calls.filter((call) => call.principalId === bob).length;
+    await time.advance(HOUR_MS);
+    // The run is bob's: recorded in his partition, which the test reads from disk.
+    let run: Run | undefined;
+    await vi.waitFor(async () => {
+      const dir = join(instance?.root ?? "", ws, "tasks", bob, "runs");
+      const [name] = (await readdir(dir)).filter((n) => n.endsWith(".json"));
+      run = JSON.parse(await readFile(join(dir, name ?? ""), "utf8")) as Run;
+      expect(run.execution.status).not.toBe("running");
+    });
+    // Refused exactly as bob's own call is now.
+    const own = (await (await instance.rest("bob", "GET", tasksPath(ws))).json()) as { error: object };
+    expect(run).toMatchObject({
+      taskId: task.id,
+      trigger: "schedule",
+      execution: { status: "failed", error: { ...own.error, reason: "owner_not_member" } },
+    });
+    expect(own.error).toMatchObject({ code: "workspace_not_found" });
+    expect(probe.calls.filter((call) => call.principalId === bob)).toHaveLength(calls);
+    await vi.waitFor(async () =>
+      expect(await inbox(instance as TestAtrium, "alice", ws)).toContainEqual(
+        expect.objectContaining({
+          source: "tasks",
+          severity: "warning",
+          data: { taskId: task.id, runId: run?.id, ownerId: bob },
+        }),
+      ),
+    );
+    // Told once: the later schedules of a task whose owner is gone are skipped quietly.
+    // Each schedule's decision ends by recording its instant on the task, after any run it started.
+    for (const hour of ["02", "03"]) {
+      // Lets the last fire's job end before the next is due: a job that is still going is skipped.
+      await settle();
+      await time.advance(HOUR_MS);
+      await vi.waitFor(async () => {
+        const file = join(instance?.root ?? "", ws, "tasks", bob, `${task.id}.json`);
+        const stored = JSON.parse(await readFile(file, "utf8")) as Task;
+        expect(stored.lastScheduledAt).toBe(`2026-01-01T${hour}:00:00.000Z`);
+      });
+    }
+    const runs = await readdir(join(instance.root, ws, "tasks", bob, "runs"));
+    expect(runs.filter((name) => name.endsWith(".json"))).toHaveLength(1);
+    const told = (await inbox(instance, "alice", ws)).filter((entry) => entry.source === "tasks");
+    expect(told).toHaveLength(1);
+  });
+
+  it("a deactivated owner's task does not run either, refused in the words their own request gets", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws } = started;
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+    const task = await createTask(instance, "bob", ws, {
+      name: "shared",
+      action: echo(),
+      visibility: "shared",
+    });
+    expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${bob}/deactivate`)).status).toBe(200);
+    const own = await instance.rest("bob", "GET", tasksPath(ws));
+    const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+    expect(run.execution).toEqual({
+      status: "failed",
+      error: { ...((await own.json()) as { error: object }).error, reason: "owner_deactivated" },
+    });
+  });
+
+  it("a task calling a tool its credential's scopes do not cover is refused as that credential's call would be", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws } = started;
+    const task = await createTask(instance, "alice", ws, {
+      name: "write",
+      action: { tool: "probe__write", arguments: {} },
+    });
+    // Defined over MCP with a read-only token: the record keeps that credential's scopes. No
+    // token can be read-only and define a task (defining one needs mcp:write), so the record is
+    // written as such a definition would leave it, and read at the next boot.
+    const file = join(instance.root, ws, "tasks", alice, `${task.id}.json`);
+    await instance.close();
+    await writeFile(file, JSON.stringify({ ...task, scopes: ["mcp:read"] }));
+    instance = await instance.restart();
+    const calls = probe.calls.length;
+    const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+    expect(run.execution).toEqual({
+      status: "failed",
+      error: {
+        code: "forbidden",
+        message: "Calling probe__write needs the mcp:write scope, which this credential was not granted.",
+      },
+    });
+    expect(probe.calls).toHaveLength(calls);
+  });
+});
+
+describe("configuration and large results", () => {
+  it("validates the tasks section of instance.json with the file, by field name", async () => {
+    const failure = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxConcurrentRuns: 0 } },
+    }).catch((error: unknown) => error);
+    expect(String(failure)).toContain("tasks.maxConcurrentRuns: must be >= 1");
+    const crossed = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { defaultTimeoutSeconds: 600, maxTimeoutSeconds: 60 } },
+    }).catch((error: unknown) => error);
+    expect(String(crossed)).toContain(
+      "tasks.defaultTimeoutSeconds (600) is more than tasks.maxTimeoutSeconds (60)",
+    );
+  });
+
+  it("stores a result larger than tasks.inlineResultBytes as a file of the owner's, and references it", async () => {
+    const time = new FakeTime(Date.UTC(2026, 0, 1));
+    const instance = await startTestAtrium({
+      apps: APPS,
+      clock: time.clock,
+      timers: time.timers,
+      sections: { tasks: { inlineResultBytes: 1024 } },
+    });
+    try {
+      const ws = await bootstrapWorkspace(instance, "alice");
+      const big = { text: "x".repeat(4000) };
+      const task = await createTask(instance, "alice", ws, { name: "big", action: echo(big) });
+      const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+      expect(run.result).toBeUndefined();
+      expect(run.resultFile).toEqual({ id: expect.stringMatching(/^fl_/), size: expect.any(Number) });
+      const file = await instance.rest("alice", "GET", `/v1/files/${run.resultFile?.id}`);
+      expect(file.headers.get("content-type")).toContain("application/json");
+      expect(((await file.json()) as { structuredContent: unknown }).structuredContent).toEqual(big);
+    } finally {
+      await instance.stop();
+    }
+  });
+});
+
+describe("restarts", () => {
+  it("a run in flight at shutdown is interrupted after restart, and its call was cancelled", async () => {
+    let { instance, ws } = await startAt(Date.UTC(2026, 0, 1));
+    try {
+      const task = await createTask(instance, "alice", ws, {
+        name: "long",
+        action: { tool: "probe__hang", arguments: {} },
+        limits: { timeoutSeconds: 3600 },
+      });
+      const before = { hanging: probe.hanging, cancelled: probe.cancelled };
+      const run = await startRun(instance, "alice", ws, task.id);
+      await vi.waitFor(() => expect(probe.hanging).toBe(before.hanging + 1));
+      instance = await instance.restart();
+      const [after] = await runsOf(instance, "alice", ws, task.id);
+      expect(after).toMatchObject({ id: run.id, execution: { status: "interrupted" } });
+      expect(after?.endedAt).toBeDefined();
+      expect(probe.cancelled).toBe(before.cancelled + 1);
+    } finally {
+      await instance.stop();
+    }
+  });
+
+  it("a run a crash left running is recorded interrupted at the next boot, never left running", async () => {
+    let { instance, ws } = await startAt(Date.UTC(2026, 0, 1));
+    try {
+      const task = await createTask(instance, "alice", ws, { name: "quick", action: echo() });
+      const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+      await instance.close();
+      // What a kill -9 mid-run leaves: the record the start wrote, still `running`.
+      const file = join(instance.root, ws, "tasks", alice, "runs", `${run.id}.json`);
+      const { endedAt: _ended, result: _result, ...started } = run;
+      await writeFile(file, JSON.stringify({ ...started, execution: { status: "running" } }));
+      instance = await instance.restart();
+      const [after] = await runsOf(instance, "alice", ws, task.id);
+      expect(after?.execution).toMatchObject({ status: "interrupted", error: { code: "interrupted" } });
+      await vi.waitFor(async () =>
+        expect(await inbox(instance, "alice", ws)).toContainEqual(
+          expect.objectContaining({ source: "tasks", data: { taskId: task.id, runId: run.id } }),
+        ),
+      );
+    } finally {
+      await instance.stop();
+    }
+  });
+});

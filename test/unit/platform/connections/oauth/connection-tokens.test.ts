@@ -1,0 +1,149 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { ConnectionRecord } from "../../../../../src/platform/connections/model.ts";
+import {
+  ConnectionTokens,
+  NotAuthorized,
+  TOKENS_FIELD,
+} from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
+import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
+import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
+import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
+import { StorageLayout } from "../../../../../src/storage/paths.ts";
+import { capturingLogger } from "../../../../helpers/atrium.ts";
+import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
+
+// A connection's token set against a small token endpoint on 127.0.0.1 that rotates refresh
+// tokens (or refuses them), with the real sealed credential store.
+
+let root: string;
+let vault: CredentialStore;
+let server: { base: string; close(): Promise<void> };
+let base: string;
+let now: number;
+let answer: "rotate" | "invalid_grant";
+let refreshBodies: URLSearchParams[];
+let refused: string[];
+const captured = capturingLogger("debug");
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "atrium-connection-tokens-"));
+  vault = await CredentialStore.open(new StorageLayout(root), {
+    keys: new Map([[1, randomBytes(32)]]),
+    newest: 1,
+  });
+  now = Date.UTC(2026, 0, 1);
+  answer = "rotate";
+  refreshBodies = [];
+  refused = [];
+  server = await serveLocally((_request, body) => {
+    refreshBodies.push(new URLSearchParams(body));
+    if (answer === "invalid_grant") return { status: 400, json: { error: "invalid_grant" } };
+    const n = refreshBodies.length;
+    return {
+      status: 200,
+      json: {
+        access_token: `access-${n}`,
+        refresh_token: `refresh-${n}`,
+        token_type: "Bearer",
+        expires_in: 300,
+      },
+    };
+  });
+  base = server.base;
+});
+
+afterEach(async () => {
+  await server.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+async function setUp(vaultFor: Pick<CredentialStore, "put" | "replace" | "open" | "delete"> = vault) {
+  const record: ConnectionRecord = {
+    id: "con_0123456789abcdef01234567",
+    name: "notes",
+    workspaceId: "ws_0123456789abcdef",
+    url: "https://mcp.example/mcp",
+    auth: { kind: "oauth", issuer: base, scopes: ["read"] },
+    createdAt: new Date(now).toISOString(),
+    createdBy: "usr_x",
+    authorizationGeneration: 1,
+    snapshotVersion: 1,
+    disabled: false,
+  };
+  const tokens = new ConnectionTokens({
+    vault: vaultFor,
+    leases: new KeyedLock(),
+    clock: () => now,
+    log: captured.log,
+    fetch,
+    current: async () => record,
+    authority: async () => ({
+      target: localTarget(base) as AuthorizationTarget,
+      client: { info: { client_id: "atc_1" }, how: "registered" },
+    }),
+    refused: (_ws, name) => void refused.push(name),
+  });
+  const credential = await tokens.seal(record, {
+    accessToken: "access-0",
+    refreshToken: "refresh-0",
+    expiresAt: now + 60_000,
+  });
+  record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
+  return { record, tokens, credential };
+}
+
+describe("ConnectionTokens", () => {
+  it("hands out the stored token while it is fresh, and refreshes once for 20 callers when it expires", async () => {
+    const { record, tokens, credential } = await setUp();
+    expect(await tokens.bearer(record)).toBe("access-0");
+    now += 60_000;
+    const bearers = await Promise.all(Array.from({ length: 20 }, () => tokens.bearer(record)));
+    expect(new Set(bearers)).toEqual(new Set(["access-1"]));
+    expect(refreshBodies).toHaveLength(1);
+    expect(refreshBodies[0]?.get("refresh_token")).toBe("refresh-0");
+    expect(refreshBodies[0]?.get("resource")).toBe(record.url);
+    // The rotated refresh token is what is sealed now.
+    expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({
+      accessToken: "access-1",
+      refreshToken: "refresh-1",
+    });
+  });
+
+  it("refreshes past a token the server refused, even before it expires", async () => {
+    const { record, tokens } = await setUp();
+    expect(await tokens.bearer(record, "access-0")).toBe("access-1");
+    expect(refreshBodies).toHaveLength(1);
+  });
+
+  it("a refused refresh token is tried once, tells the revalidator, and marks the credential refused", async () => {
+    const { record, tokens } = await setUp();
+    answer = "invalid_grant";
+    now += 60_000;
+    const attempts = await Promise.allSettled(Array.from({ length: 5 }, () => tokens.bearer(record)));
+    expect(attempts.every((a) => a.status === "rejected" && a.reason instanceof NotAuthorized)).toBe(true);
+    await expect(tokens.bearer(record)).rejects.toThrow(/re-authorize/);
+    expect(refreshBodies).toHaveLength(1);
+    expect(refused).toEqual(["notes"]);
+    expect(tokens.refused(record)).toBe(true);
+  });
+
+  it("a refreshed token set that cannot be sealed is an error, logged, and its access token is not handed out", async () => {
+    const failing = {
+      put: vault.put.bind(vault),
+      open: vault.open.bind(vault),
+      delete: vault.delete.bind(vault),
+      replace: async () => {
+        throw new Error("ENOSPC: no space left on device");
+      },
+    };
+    const { record, tokens } = await setUp(failing);
+    now += 60_000;
+    await expect(tokens.bearer(record)).rejects.toThrow("ENOSPC");
+    expect(captured.lines.some((line) => String(line.msg).includes("could not be sealed"))).toBe(true);
+    expect(JSON.stringify(captured.lines)).not.toContain("access-1");
+  });
+});

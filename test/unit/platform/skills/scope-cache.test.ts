@@ -1,0 +1,147 @@
+import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ScopeCache } from "../../../../src/platform/skills/scope-cache.ts";
+
+// File times are set explicitly, a second apart per edit, so a change never hides in one clock
+// tick of the file system; `now` is the cache's clock for its racy-read rule.
+const T0 = 1_700_000_000_000;
+let dir: string;
+let edits: number;
+let now: number;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "atrium-scope-cache-"));
+  edits = 0;
+  now = T0 + 1_000_000;
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const text = (name: string, body = `Body of ${name}.`) =>
+  `---\nname: ${name}\ndescription: About ${name}.\n---\n${body}\n`;
+
+/** An operator's edit on disk: what changed gets the next distinct time, as a later edit would. */
+async function touched(...paths: string[]): Promise<void> {
+  edits += 1;
+  const at = new Date(T0 + edits * 1_000);
+  for (const path of [dir, ...paths]) await utimes(path, at, at);
+}
+
+async function putSkill(name: string, body?: string): Promise<void> {
+  await mkdir(join(dir, name), { recursive: true });
+  await writeFile(join(dir, name, "SKILL.md"), text(name, body));
+  await touched(join(dir, name), join(dir, name, "SKILL.md"));
+}
+
+const newCache = () => new ScopeCache(undefined, () => now);
+const names = async (cache: ScopeCache) => (await cache.read(dir, "workspace")).skills.map((s) => s.name);
+
+describe("ScopeCache", () => {
+  it("answers a second read from memory when nothing on disk changed", async () => {
+    await putSkill("alpha");
+    const cache = newCache();
+    const first = await cache.read(dir, "workspace");
+    expect(first.skills.map((s) => s.name)).toEqual(["alpha"]);
+    expect(await cache.read(dir, "workspace")).toBe(first);
+  });
+
+  it("shows a skill an operator adds on disk, and drops one they remove", async () => {
+    await putSkill("alpha");
+    const cache = newCache();
+    expect(await names(cache)).toEqual(["alpha"]);
+    await putSkill("beta");
+    expect((await names(cache)).sort()).toEqual(["alpha", "beta"]);
+    await rm(join(dir, "alpha"), { recursive: true });
+    await touched();
+    expect(await names(cache)).toEqual(["beta"]);
+  });
+
+  it("shows an operator's edit of a SKILL.md in place", async () => {
+    await putSkill("alpha", "First words.");
+    const cache = newCache();
+    expect((await cache.read(dir, "workspace")).skills[0]?.body).toBe("First words.");
+    await writeFile(join(dir, "alpha", "SKILL.md"), text("alpha", "Second words, longer."));
+    await touched(join(dir, "alpha", "SKILL.md"));
+    expect((await cache.read(dir, "workspace")).skills[0]?.body).toBe("Second words, longer.");
+  });
+
+  it("shows a SKILL.md that is fixed after it was reported as a problem", async () => {
+    await mkdir(join(dir, "alpha"));
+    await writeFile(join(dir, "alpha", "SKILL.md"), "not a skill");
+    await touched(join(dir, "alpha"), join(dir, "alpha", "SKILL.md"));
+    const cache = newCache();
+    const broken = await cache.read(dir, "workspace");
+    expect(broken.skills).toEqual([]);
+    expect(broken.problems.map((p) => p.name)).toEqual(["alpha"]);
+    await writeFile(join(dir, "alpha", "SKILL.md"), text("alpha"));
+    await touched(join(dir, "alpha", "SKILL.md"));
+    const fixed = await cache.read(dir, "workspace");
+    expect(fixed.skills.map((s) => s.name)).toEqual(["alpha"]);
+    expect(fixed.problems).toEqual([]);
+  });
+
+  it("shows bundled files added and removed in a nested folder", async () => {
+    await putSkill("alpha");
+    await mkdir(join(dir, "alpha", "examples"));
+    await touched(join(dir, "alpha"), join(dir, "alpha", "examples"));
+    const cache = newCache();
+    expect((await cache.read(dir, "workspace")).skills[0]?.files).toEqual([]);
+    await writeFile(join(dir, "alpha", "examples", "one.txt"), "1");
+    await touched(join(dir, "alpha", "examples"));
+    expect((await cache.read(dir, "workspace")).skills[0]?.files).toEqual(["examples/one.txt"]);
+    await rm(join(dir, "alpha", "examples", "one.txt"));
+    await touched(join(dir, "alpha", "examples"));
+    expect((await cache.read(dir, "workspace")).skills[0]?.files).toEqual([]);
+  });
+
+  it("lists nothing for a scope folder that does not exist, and its skills once it does", async () => {
+    const missing = join(dir, "later");
+    const cache = newCache();
+    expect((await cache.read(missing, "user")).skills).toEqual([]);
+    await mkdir(join(missing, "alpha"), { recursive: true });
+    await writeFile(join(missing, "alpha", "SKILL.md"), text("alpha"));
+    await touched(missing, join(missing, "alpha"), join(missing, "alpha", "SKILL.md"));
+    expect((await cache.read(missing, "user")).skills.map((s) => s.name)).toEqual(["alpha"]);
+  });
+
+  it("reads again after forget, though no time on disk moved (a write through Atrium)", async () => {
+    await putSkill("alpha");
+    const cache = newCache();
+    const first = await cache.read(dir, "workspace");
+    cache.forget();
+    const second = await cache.read(dir, "workspace");
+    expect(second).not.toBe(first);
+    expect(second).toEqual(first);
+  });
+
+  it("does not trust a read made within two seconds of a change, until the change is older", async () => {
+    await putSkill("alpha");
+    now = T0 + edits * 1_000 + 500;
+    const cache = newCache();
+    const racy = await cache.read(dir, "workspace");
+    expect(await cache.read(dir, "workspace")).not.toBe(racy);
+    now += 5_000;
+    const settled = await cache.read(dir, "workspace");
+    expect(await cache.read(dir, "workspace")).toBe(settled);
+  });
+
+  it("keeps scopes apart: the same folder read as another scope is its own listing", async () => {
+    await putSkill("alpha");
+    const cache = newCache();
+    const asWorkspace = await cache.read(dir, "workspace");
+    const asOrg = await cache.read(dir, "org");
+    expect(asWorkspace.skills[0]?.scope).toBe("workspace");
+    expect(asOrg.skills[0]?.scope).toBe("org");
+  });
+
+  it("a new cache (a restart) lists what is on disk", async () => {
+    await putSkill("alpha");
+    expect(await names(newCache())).toEqual(["alpha"]);
+    await putSkill("beta");
+    expect((await names(newCache())).sort()).toEqual(["alpha", "beta"]);
+  });
+});

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
+import { defineTask, redefineTask } from "../../../../src/platform/tasks/definition.ts";
+
+const definer = { workspaceId: "ws_0123456789abcdef", principalId: "usr_0123456789abcdef01234567" };
+const ids = { id: "tsk_0123456789abcdef01234567", now: "2026-01-01T00:00:00.000Z" };
+const action = { tool: "files__list", arguments: {} };
+
+describe("a task's definition", () => {
+  it("fills the defaults and counts a trigger's schedule from when it was set", () => {
+    const task = defineTask(
+      { name: "t", action, trigger: { everySeconds: 60 } },
+      definer,
+      TASK_DEFAULTS,
+      ids,
+    );
+    expect(task).toMatchObject({
+      ownerId: definer.principalId,
+      visibility: "private",
+      limits: { timeoutSeconds: TASK_DEFAULTS.defaultTimeoutSeconds, maxConcurrentRuns: 1 },
+      lastScheduledAt: ids.now,
+    });
+    expect(task.scopes).toBeUndefined();
+  });
+
+  it("changes only what is given; null removes a trigger or a schema; a new trigger counts from now", () => {
+    const task = defineTask(
+      { name: "t", action, trigger: { everySeconds: 60 }, outputSchema: { type: "object" } },
+      { ...definer, scopes: ["mcp:read", "mcp:write"] },
+      TASK_DEFAULTS,
+      ids,
+    );
+    expect(task.scopes).toEqual(["mcp:read", "mcp:write"]);
+    const later = "2026-01-02T00:00:00.000Z";
+    const renamed = redefineTask(task, { name: "u" }, definer, TASK_DEFAULTS, later);
+    expect(renamed).toMatchObject({ name: "u", trigger: { everySeconds: 60 }, lastScheduledAt: ids.now });
+    const retimed = redefineTask(
+      task,
+      { trigger: { cron: "0 9 * * *", timezone: "UTC" } },
+      definer,
+      TASK_DEFAULTS,
+      later,
+    );
+    expect(retimed.lastScheduledAt).toBe(later);
+    const bare = redefineTask(task, { trigger: null, outputSchema: null }, definer, TASK_DEFAULTS, later);
+    expect(bare.trigger).toBeUndefined();
+    expect(bare.outputSchema).toBeUndefined();
+    expect(bare.lastScheduledAt).toBeUndefined();
+  });
+
+  it("refuses what a task may not be, naming the field", () => {
+    const refusals: [Record<string, unknown>, string][] = [
+      [{ name: "t", action: { tool: "tasks__run" } }, "cannot call a tasks tool"],
+      [{ name: "t", action, limits: { maxConcurrentRuns: 99 } }, "limits.maxConcurrentRuns"],
+      [{ name: "t", action, limits: { timeoutSeconds: 1.5 } }, "limits.timeoutSeconds"],
+      [{ name: "t", action, trigger: { everySeconds: 60, cron: "* * * * *" } }, '"trigger" is'],
+      [{ name: "t\nu", action }, '"name"'],
+      [{ name: "t", action, visibility: "public" }, '"visibility"'],
+      [{ name: "t", action, inputSchema: [] }, '"inputSchema"'],
+    ];
+    for (const [body, words] of refusals) {
+      expect(() => defineTask(body, definer, TASK_DEFAULTS, ids), JSON.stringify(body)).toThrow(words);
+    }
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import {
+  bodyDigest,
+  IdempotencyConflict,
+  IdempotencyKeys,
+} from "../../../../src/platform/tasks/idempotency.ts";
+import type { Run } from "../../../../src/platform/tasks/model.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+
+const scope = { taskId: "tsk_aaaaaaaaaaaaaaaaaaaaaaaa", principalId: "usr_bbbbbbbbbbbbbbbbbbbbbbbb" };
+const HOUR_MS = 3_600_000;
+
+function runNamed(id: string): Run {
+  return { id } as Run;
+}
+
+describe("IdempotencyKeys", () => {
+  it("two starts racing with one key and body make one run", async () => {
+    const keys = new IdempotencyKeys(new FakeTime().clock, HOUR_MS);
+    let starts = 0;
+    const start = async () => runNamed(`run_${++starts}`);
+    const [a, b] = await Promise.all([
+      keys.once(scope, "k", bodyDigest({ input: { n: 1 } }), start),
+      keys.once(scope, "k", bodyDigest({ input: { n: 1 } }), start),
+    ]);
+    expect([a.id, b.id, starts]).toEqual(["run_1", "run_1", 1]);
+  });
+
+  it("refuses the key with another body, and keys are per task and per person", async () => {
+    const keys = new IdempotencyKeys(new FakeTime().clock, HOUR_MS);
+    await keys.once(scope, "k", bodyDigest({ input: { n: 1 } }), async () => runNamed("run_1"));
+    await expect(
+      keys.once(scope, "k", bodyDigest({ input: { n: 2 } }), async () => runNamed("run_2")),
+    ).rejects.toBeInstanceOf(IdempotencyConflict);
+    const other = { ...scope, principalId: "usr_cccccccccccccccccccccccc" };
+    expect(
+      (await keys.once(other, "k", bodyDigest({ input: { n: 2 } }), async () => runNamed("run_3"))).id,
+    ).toBe("run_3");
+  });
+
+  it("forgets a key after its window, and a refused start keeps none", async () => {
+    const time = new FakeTime();
+    const keys = new IdempotencyKeys(time.clock, HOUR_MS);
+    await expect(
+      keys.once(scope, "k", "d", async () => Promise.reject(new Error("refused"))),
+    ).rejects.toThrow();
+    expect((await keys.once(scope, "k", "d2", async () => runNamed("run_1"))).id).toBe("run_1");
+    time.jump(HOUR_MS);
+    expect((await keys.once(scope, "k", "d3", async () => runNamed("run_2"))).id).toBe("run_2");
+  });
+
+  it("digests a body whatever the order of its keys, and tells bodies apart", () => {
+    expect(bodyDigest({ input: { a: 1, b: [1, { c: 2, d: 3 }] } })).toBe(
+      bodyDigest({ input: { b: [1, { d: 3, c: 2 }], a: 1 } }),
+    );
+    expect(bodyDigest({ input: { a: 1 } })).not.toBe(bodyDigest({ input: { a: "1" } }));
+    expect(bodyDigest({ input: undefined, retryOf: undefined })).toBe(bodyDigest({}));
+  });
+});

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import type { Task } from "../../../../src/platform/tasks/model.ts";
+import { missedOf, missedSince } from "../../../../src/platform/tasks/schedule.ts";
+
+const at = (iso: string) => Date.parse(iso);
+const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+describe("missed schedules", () => {
+  it("finds the first and the latest cron instant after the last one accounted for, in the trigger's zone", () => {
+    // Paris 09:00 is 08:00Z before the 2026-03-29 change and 07:00Z after it.
+    const trigger = { cron: "0 9 * * *", timezone: "Europe/Paris" };
+    const missed = missedOf(trigger, at("2026-03-27T08:00:00Z"), at("2026-03-30T12:00:00Z"));
+    expect([iso(missed?.firstMs), iso(missed?.latestMs)]).toEqual([
+      "2026-03-28T08:00:00.000Z",
+      "2026-03-30T07:00:00.000Z",
+    ]);
+  });
+
+  it("finds nothing when no instant fell between, and counts an instant exactly at now", () => {
+    const trigger = { cron: "0 * * * *", timezone: "UTC" };
+    expect(missedOf(trigger, at("2026-01-01T01:00:00Z"), at("2026-01-01T01:59:59Z"))).toBeUndefined();
+    expect(iso(missedOf(trigger, at("2026-01-01T01:00:00Z"), at("2026-01-01T02:00:00Z"))?.latestMs)).toBe(
+      "2026-01-01T02:00:00.000Z",
+    );
+  });
+
+  it("steps an interval from the last instant, whole intervals only", () => {
+    const missed = missedOf({ everySeconds: 60 }, at("2026-01-01T00:00:00Z"), at("2026-01-01T00:03:30Z"));
+    expect([iso(missed?.firstMs), iso(missed?.latestMs)]).toEqual([
+      "2026-01-01T00:01:00.000Z",
+      "2026-01-01T00:03:00.000Z",
+    ]);
+    expect(
+      missedOf({ everySeconds: 60 }, at("2026-01-01T00:00:00Z"), at("2026-01-01T00:00:59Z")),
+    ).toBeUndefined();
+  });
+
+  it("reads from lastScheduledAt, and a task without a trigger has nothing missed", () => {
+    const task = {
+      createdAt: "2026-01-01T00:00:00.000Z",
+      lastScheduledAt: "2026-01-01T05:00:00.000Z",
+      trigger: { everySeconds: 3600 },
+    } as Task;
+    expect(iso(missedSince(task, at("2026-01-01T06:30:00Z"))?.firstMs)).toBe("2026-01-01T06:00:00.000Z");
+    expect(
+      missedSince({ ...task, trigger: undefined } as unknown as Task, at("2027-01-01T00:00:00Z")),
+    ).toBeUndefined();
+  });
+});
