@@ -1,84 +1,97 @@
-// `npm run bench`: tools/call throughput and latency of Atrium's files__info against the bare MCP
-// SDK doing the same work (what Atrium adds) and a plain hono route (what one Node process can do),
-// and Atrium again with an OAuth access token on every request (what the token checks add), each
-// in both protocol eras (2025-11-25 and 2026-07-28).
-
+// `npm run bench`: every row of issue 15's goal table in one run, each as a ratio against a
+// baseline the bench runs itself (docs/performance.md). Prints the goal table, writes
+// bench/results/latest.json and draws docs/performance.svg; then the workspace-count and
+// connection-gate parts. `npm run bench -- <part>` runs one part: load, transfer, memory (the
+// goal rows; `goals` runs the three; `opening` only initialize / server/discover), scale, remote,
+// conversations.
+import { loadavg } from "node:os";
 import { formatConversations, runConversationsBench } from "./conversations.ts";
-import { benchTarget, type TargetPlan } from "./lib/bench-target.ts";
+import { chartPanels, drawChart } from "./lib/chart-svg.ts";
 import { installSignalCleanup, releaseAll } from "./lib/cleanup.ts";
-import { formatTable } from "./lib/format-table.ts";
-import { createMetadataFixture } from "./lib/metadata-fixture.ts";
+import { formatConditions, formatGoalTable, formatLoadTable } from "./lib/format-table.ts";
+import { goalRows } from "./lib/goals.ts";
+import { OPENING_BASELINE } from "./lib/opening-baseline.ts";
 import { progress } from "./lib/progress.ts";
-import { buildResults, sampleLoadAverage, type TargetResult } from "./lib/results.ts";
+import { type BenchReport, describeMachine } from "./lib/report.ts";
 import { readLoadSettings } from "./lib/settings.ts";
-import { atriumAvailable, atriumBin, startAtrium } from "./lib/start-atrium.ts";
-import { startBenchServer } from "./lib/start-bench-server.ts";
-import type { TargetKey } from "./lib/target.ts";
-import { writeResults } from "./lib/write-results.ts";
+import { writeChart, writeResults } from "./lib/write-results.ts";
+import { runLoadBench } from "./load.ts";
+import { runMemoryBench } from "./memory/measure.ts";
 import { formatRemote, runRemoteBench } from "./remote.ts";
 import { formatScale, runScaleBench } from "./scale.ts";
+import { runTransferBench } from "./transfer.ts";
 
-/** The cost of many workspaces: boot and bare-id lookups at 10 and 10,000 (bench/scale.ts). */
-async function scale(): Promise<void> {
-  const rows = await runScaleBench();
-  process.stdout.write(`\n${formatScale(rows)}`);
+const PARTS = ["load", "opening", "transfer", "memory", "goals", "scale", "remote", "conversations"] as const;
+type Part = (typeof PARTS)[number];
+
+function chosenPart(argv: string[]): Part | undefined {
+  const named = argv.slice(2).filter((arg) => !arg.startsWith("-"));
+  if (named.length === 0) return undefined;
+  const [part] = named;
+  if (named.length > 1 || !PARTS.includes(part as Part))
+    throw new Error(
+      `Name one part of ${PARTS.join(", ")}, or none for the whole bench; got "${named.join(" ")}".`,
+    );
+  return part as Part;
 }
 
-/** What a connection's call gate adds to a remote tool call (bench/remote.ts). */
-async function remote(): Promise<void> {
-  process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
+const errorOf = (error: unknown) => ({ error: error instanceof Error ? error.message : String(error) });
+
+async function goals(part: Part | undefined): Promise<void> {
+  const settings = readLoadSettings();
+  const report: BenchReport = {
+    startedAt: new Date().toISOString(),
+    machine: describeMachine(),
+    settings,
+    openingBaseline: OPENING_BASELINE,
+    loads: [],
+  };
+  const all = part === undefined || part === "goals";
+  if (all || part === "load" || part === "opening" || part === "transfer") {
+    // The transfer part needs the Atrium the load part sets up; alone, it skips the load rows.
+    // `opening` is only the initialize / server/discover rows (how OPENING_BASELINE was measured).
+    const groups =
+      part === "transfer" ? [] : part === "opening" ? (["opening", "opening-token"] as const) : undefined;
+    const loaded = await runLoadBench(settings, groups && [...groups]);
+    report.loads = loaded.rows;
+    if (all || part === "transfer") {
+      report.transfer = await runTransferBench(loaded.atrium).catch(errorOf);
+    }
+    await releaseAll();
+  }
+  if (all || part === "memory") report.memory = await runMemoryBench().catch(errorOf);
+  report.finishedAt = new Date().toISOString();
+  report.machine.loadAverageAtEnd = loadavg()[0] ?? 0;
+
+  const rows = goalRows(report);
+  const path = await writeResults(all ? "latest" : (part ?? "latest"), { ...report, goals: rows });
+  process.stdout.write(
+    `\n${formatLoadTable(report.loads)}\n\n${formatGoalTable(rows)}\n\n${formatConditions(report)}\n`,
+  );
+  progress(`results written to ${path}`);
+  if (all)
+    progress(`chart drawn to ${await writeChart(drawChart(chartPanels(report), chartCaption(report)))}`);
 }
 
-/** Appends, lists and searches with 10,000 conversations (bench/conversations.ts). */
-async function conversations(): Promise<void> {
-  process.stdout.write(`\n${formatConversations(await runConversationsBench())}`);
+function chartCaption(report: BenchReport): string {
+  const { machine, settings } = report;
+  return (
+    `${report.startedAt.slice(0, 10)}: ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, ` +
+    `load average ${machine.loadAverageAtStart.toFixed(1)}, ${settings.seconds}s per target, ${settings.connections} connections`
+  );
 }
 
 async function main(): Promise<void> {
-  // `npm run bench -- scale` runs only the workspace-count benchmark, `-- load` only the load,
-  // `-- remote` only the connection gate, `-- conversations` only the conversations store.
-  if (process.argv.includes("scale")) return scale();
-  if (process.argv.includes("remote")) return remote();
-  if (process.argv.includes("conversations")) return conversations();
-  const settings = readLoadSettings();
-  const loadAverageAtStart = sampleLoadAverage();
-  const fixture = await createMetadataFixture();
-
-  const plans: TargetPlan[] = [
-    { key: "bare-sdk", label: "bare-sdk", start: () => startBenchServer("bare-sdk", "info", fixture) },
-    {
-      key: "plain-hono",
-      label: "plain-hono (ceiling)",
-      start: () => startBenchServer("plain-hono", "info", fixture),
-    },
-  ];
-  // The two Atrium targets run back to back, so the token path's cost is the difference between
-  // neighbouring measurements rather than between the first and last of the run.
-  const atriumPlans: TargetPlan[] = [
-    { key: "atrium", label: "atrium", start: () => startAtrium("none") },
-    { key: "atrium-oauth", label: "atrium-oauth", start: () => startAtrium("access-token") },
-  ];
-  const skipped: Array<{ key: TargetKey; reason: string }> = [];
-  if (atriumAvailable()) {
-    plans.push(...atriumPlans);
-  } else {
-    for (const { key } of atriumPlans) {
-      skipped.push({ key, reason: `${atriumBin} does not exist yet` });
-      progress(`${key}: skipped — ${atriumBin} does not exist yet`);
-    }
-  }
-
-  const measured: TargetResult[] = [];
-  for (const plan of plans) measured.push(...(await benchTarget(plan, settings)));
-
-  const results = buildResults(loadAverageAtStart, settings, measured, skipped);
-  const path = await writeResults(results);
-  process.stdout.write(`\n${formatTable(results)}`);
-  progress(`results written to ${path}`);
-  if (!process.argv.includes("load")) {
-    await scale();
-    await remote();
-    await conversations();
+  const part = chosenPart(process.argv);
+  if (part === "scale") return void process.stdout.write(`\n${formatScale(await runScaleBench())}`);
+  if (part === "remote") return void process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
+  if (part === "conversations")
+    return void process.stdout.write(`\n${formatConversations(await runConversationsBench())}`);
+  await goals(part);
+  if (part === undefined) {
+    process.stdout.write(`\n${formatScale(await runScaleBench())}`);
+    process.stdout.write(`\n${formatRemote(await runRemoteBench())}`);
+    process.stdout.write(`\n${formatConversations(await runConversationsBench())}`);
   }
 }
 

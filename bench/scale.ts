@@ -3,12 +3,10 @@
 // at a small root and a large one where the caller belongs to every workspace. Each size gets
 // its own root and fresh Atrium processes. Run by `npm run bench` (after the load targets) or
 // alone with `npm run bench -- scale`; SCALE_WORKSPACES sets the large size (default 10,000).
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import { DEV_PRINCIPAL } from "../src/identity/providers/dev.ts";
-import { mapBounded } from "../src/storage/bounded.ts";
 import { type ChildServer, spawnServer } from "./lib/child-server.ts";
 import { release } from "./lib/cleanup.ts";
 import { findFreePort } from "./lib/free-port.ts";
@@ -17,6 +15,7 @@ import { percentile } from "./lib/percentile.ts";
 import { progress } from "./lib/progress.ts";
 import { atriumBin } from "./lib/start-atrium.ts";
 import { makeTempDir } from "./lib/temp-dir.ts";
+import { buildWorkspaceRoot } from "./lib/workspace-root.ts";
 
 const SMALL = 10;
 const BOOTS = 3;
@@ -31,37 +30,9 @@ export interface ScaleRow {
   unknownIdP50Ms: number;
 }
 
-const hex = (n: number, width: number) => n.toString(16).padStart(width, "0");
-
 /** A root where the developer belongs to `count` workspaces, each holding one of their files. */
 async function buildRoot(root: string, count: number): Promise<string> {
-  const owner = DEV_PRINCIPAL.id;
-  const start = Date.UTC(2026, 0, 1);
-  let newestFile = "";
-  await mapBounded(
-    Array.from({ length: count }, (_, i) => i),
-    64,
-    async (i) => {
-      const id = `ws_${hex(i + 1, 16)}`;
-      const at = new Date(start + i * 1000).toISOString();
-      const fileId = `fl_${hex(i + 1, 24)}`;
-      const record = join(root, id, "files", owner, fileId);
-      await mkdir(record, { recursive: true, mode: 0o700 });
-      const members = [{ principalId: owner, role: "admin", addedAt: at }];
-      await writeFile(
-        join(root, id, "workspace.json"),
-        JSON.stringify({ id, name: `W${i}`, createdAt: at, updatedAt: at, members }),
-      );
-      await writeFile(join(record, "content"), "x");
-      const meta = { id: fileId, name: "x.txt", mimeType: "text/plain", size: 1, sha256: "0".repeat(64) };
-      await writeFile(
-        join(record, "meta.json"),
-        JSON.stringify({ ...meta, workspaceId: id, ownerId: owner, visibility: "private", createdAt: at }),
-      );
-      if (i === count - 1) newestFile = fileId;
-    },
-  );
-  return newestFile;
+  return (await buildWorkspaceRoot(root, count)).newestFile;
 }
 
 /** Spawns `atrium serve` on `root` and answers the milliseconds until /v1/health says 200. */

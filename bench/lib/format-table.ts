@@ -1,21 +1,46 @@
-import type { BenchResults, EraComparison, Ratio } from "./results.ts";
-import { ERAS } from "./tool-call.ts";
+import type { Figure, GoalRow } from "./goals.ts";
+import type { BenchReport, LoadRow } from "./report.ts";
 
 // Plain fixed-width text: readable in a terminal and pasteable into a PR or an ADR as-is.
-export function formatTable(results: BenchResults): string {
-  const rows: string[][] = [["server", "era", "tool", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "requests"]];
-  const failures: string[] = [];
-  for (const target of results.targets) {
-    if (target.error !== undefined) {
-      rows.push([target.label, target.era, target.tool, "failed", "–", "–", "–", "–"]);
-      failures.push(`${target.label} ${target.era} failed: ${target.error}`);
+
+/** measure | era | Atrium | baseline | ratio | goal | met? — one line per goal row. */
+export function formatGoalTable(rows: readonly GoalRow[]): string {
+  const lines: string[][] = [["measure", "era", "Atrium", "baseline", "ratio", "goal", "met?"]];
+  for (const row of rows) {
+    lines.push([
+      row.measure,
+      row.era ?? "–",
+      formatFigure(row.atrium),
+      formatFigure(row.baseline),
+      row.ratio === undefined ? "–" : `×${formatRatio(row.ratio)}`,
+      row.goal.text,
+      verdict(row),
+    ]);
+  }
+  const problems = rows.flatMap((row) =>
+    row.problem ? [`${row.measure}${row.era ? ` (${row.era})` : ""}: ${row.problem}`] : [],
+  );
+  return [align(lines), ...(problems.length > 0 ? ["", ...problems] : [])].join("\n");
+}
+
+export function verdict(row: GoalRow): string {
+  if (row.met === undefined) return "not measured";
+  return row.met ? "yes" : "no";
+}
+
+/** The raw figures of every load row: what the ratios above are made of. */
+export function formatLoadTable(rows: readonly LoadRow[]): string {
+  const lines: string[][] = [["target", "era", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "requests"]];
+  for (const row of rows) {
+    const era = row.era ?? "–";
+    if (!row.stats) {
+      lines.push([row.label, era, "failed", "–", "–", "–", "–"]);
       continue;
     }
-    const { stats } = target;
-    rows.push([
-      target.label,
-      target.era,
-      target.tool,
+    const { stats } = row;
+    lines.push([
+      row.label,
+      era,
       stats.requestsPerSec.toFixed(0),
       stats.p50Ms.toFixed(2),
       stats.p99Ms.toFixed(2),
@@ -23,48 +48,28 @@ export function formatTable(results: BenchResults): string {
       String(stats.totalRequests),
     ]);
   }
-  const lines = [align(rows)];
-  if (failures.length > 0) lines.push("", ...failures);
-  for (const era of ERAS) lines.push(...formatComparison(era, results.eras[era]));
-  for (const skip of results.skipped) lines.push("", `skipped ${skip.key}: ${skip.reason}`);
+  return align(lines);
+}
 
-  const { settings, machine } = results;
-  lines.push(
-    "",
-    `${settings.connections} connections, ${settings.warmupSeconds}s warm-up + ${settings.seconds}s measured per server and era; ` +
-      `${machine.node}, ${machine.cpus} × ${machine.cpuModel}, load average ${machine.loadAverageAtStart.toFixed(2)} at start`,
+/** The line that says what the numbers were measured on. */
+export function formatConditions(report: BenchReport): string {
+  const { settings, machine } = report;
+  const end = machine.loadAverageAtEnd === undefined ? "" : `, ${machine.loadAverageAtEnd.toFixed(2)} at end`;
+  return (
+    `${settings.connections} connections, ${settings.warmupSeconds}s warm-up + ${settings.seconds}s measured per target ` +
+    `in ${settings.rounds} interleaved rounds; ${machine.node}, ${machine.cpus} × ${machine.cpuModel}, ` +
+    `load average ${machine.loadAverageAtStart.toFixed(2)} at start${end}`
   );
-  return `${lines.join("\n")}\n`;
 }
 
-function formatComparison(era: string, comparison: EraComparison): string[] {
-  const ratioRows: string[][] = [];
-  const addRatio = (name: string, r: Ratio | undefined) => {
-    if (r)
-      ratioRows.push([
-        `${name} (${era})`,
-        `req/s ×${r.requestsPerSec.toFixed(2)}`,
-        `p50 ×${r.p50.toFixed(2)}`,
-        `p99 ×${r.p99.toFixed(2)}`,
-        r.serverCpuPerRequest === undefined ? "" : `CPU/req ×${r.serverCpuPerRequest.toFixed(2)}`,
-      ]);
-  };
-  addRatio("atrium / bare-sdk", comparison.ratios.atriumOverBareSdk);
-  addRatio("atrium / ceiling", comparison.ratios.atriumOverCeiling);
-  addRatio("atrium-oauth / atrium", comparison.ratios.atriumOauthOverAtrium);
-  const lines = ratioRows.length > 0 ? ["", align(ratioRows)] : [];
-  const cost = comparison.tokenPathCost;
-  if (cost) {
-    lines.push(
-      `token path (atrium-oauth − atrium, ${era}): ${signedUs(cost.perRequestUs)} per request from req/s, ` +
-        `${signedUs(cost.p50Us)} at p50`,
-    );
-  }
-  return lines;
+export function formatFigure(figure: Figure | undefined): string {
+  if (!figure) return "–";
+  const digits = figure.unit === "req/s" ? 0 : figure.unit === "MB/s" ? 1 : 2;
+  return `${figure.value.toFixed(digits)} ${figure.unit}`;
 }
 
-function signedUs(us: number): string {
-  return `${us >= 0 ? "+" : "−"}${Math.abs(us).toFixed(0)} µs`;
+export function formatRatio(ratio: number): string {
+  return ratio >= 10 ? ratio.toFixed(1) : ratio.toFixed(2);
 }
 
 function align(rows: string[][]): string {
@@ -77,7 +82,8 @@ function align(rows: string[][]): string {
         .map((cell, column) =>
           column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0),
         )
-        .join("  "),
+        .join("  ")
+        .trimEnd(),
     )
     .join("\n");
 }

@@ -3,11 +3,12 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { obtainAccessToken } from "./atrium-access-token.ts";
 import { callTool } from "./call-tool.ts";
-import { spawnServer } from "./child-server.ts";
+import { type ChildServer, spawnServer } from "./child-server.ts";
 import { findFreePort } from "./free-port.ts";
 import { repoRoot } from "./paths.ts";
-import type { RunningTarget } from "./target.ts";
+import { type RpcCall, rpcRequest } from "./rpc-request.ts";
 import { makeTempDir } from "./temp-dir.ts";
+import { parseJsonRpcResult } from "./tool-result.ts";
 import { waitForHttpOk } from "./wait-for-http.ts";
 
 export const atriumBin = join(repoRoot, "bin", "atrium.js");
@@ -18,20 +19,32 @@ export function atriumAvailable(): boolean {
 
 const FILE_ID = /^fl_[0-9a-f]{24}$/;
 
-// Long enough that the token outlives any sensible run (2 s warm-up + BENCH_SECONDS); a run that
-// outlasted it would fail on its 401s rather than report them as speed.
+// Long enough that the token outlives any sensible run; a run that outlasted it would fail on
+// its 401s rather than report them as speed.
 const ACCESS_TOKEN_TTL_SECONDS = 3_600;
 
-/**
- * How each loaded request identifies itself. `none`: no credential, so the dev provider answers
- * with the local developer. `access-token`: an Atrium access token for the workspace, so every
- * request pays for verifying the at+jwt, its audience, its grant's revocation and its scopes.
- */
-export type AtriumCredential = "none" | "access-token";
+/** One Atrium instance set up for every request row: a workspace, a file, its skills, a token. */
+export interface AtriumUnderTest {
+  server: ChildServer;
+  base: string;
+  mcpUrl: string;
+  workspaceId: string;
+  /** The file files__info reads. */
+  fileId: string;
+  /**
+   * An Atrium access token for the workspace, obtained the way a client does. Under `dev` a
+   * bearer that is not a valid token is refused, never read as the developer, so a passing
+   * pre-flight with it proves the load goes through the token checks.
+   */
+  accessToken: string;
+  /** The workspace's tools as tools/list gives them, for the bare SDK to serve as many. */
+  tools: unknown[];
+  skills: number;
+}
 
-// Boots a throwaway Atrium instance under the dev auth provider, finds its workspace, creates one
-// file, and aims the load at files__info for that file, carrying `credential`.
-export async function startAtrium(credential: AtriumCredential): Promise<RunningTarget> {
+// Boots a throwaway Atrium instance under the dev auth provider, finds its workspace, creates
+// one file and enough workspace skills to make `skills` in all, and obtains a token.
+export async function startAtrium(skills: number): Promise<AtriumUnderTest> {
   const temp = await makeTempDir("atrium-bench-instance");
   const dataDir = join(temp.path, "data");
   await mkdir(dataDir);
@@ -42,10 +55,9 @@ export async function startAtrium(credential: AtriumCredential): Promise<Running
     auth: { adapter: "dev" },
     storage: { root: dataDir },
     http: { host: "127.0.0.1", port, publicUrl: base },
-    // Set for both credentials so the two Atrium targets run the very same instance.json.
     oauth: { accessTokenTtlSeconds: ACCESS_TOKEN_TTL_SECONDS },
-    // Request logging at info level would make Atrium pay for I/O the baselines do not do.
-    log: { level: "warn" },
+    // The issue's figures were measured at the default `info` level, with every request logged.
+    log: { level: "info" },
   };
   await writeFile(instancePath, JSON.stringify(instance, null, 2));
 
@@ -58,23 +70,39 @@ export async function startAtrium(credential: AtriumCredential): Promise<Running
   await waitForHttpOk(server, `${base}/v1/health`);
 
   const mcpUrl = await discoverWorkspace(base);
-  // Set up in the era every Atrium serves, so a missing 2026-07-28 fails only its own rows.
-  const written = await callTool(
-    { url: mcpUrl, tool: "files__write", arguments: { name: "bench.txt", text: "hello" } },
-    "2025-11-25",
-  );
-  const id = written.structuredContent?.id;
-  if (typeof id !== "string" || !FILE_ID.test(id)) {
+  const call = (tool: string, args: Record<string, unknown>) =>
+    callTool({ url: mcpUrl, tool, arguments: args }, "2025-11-25");
+  const written = await call("files__write", { name: "bench.txt", text: "hello" });
+  const fileId = written.structuredContent?.id;
+  if (typeof fileId !== "string" || !FILE_ID.test(fileId)) {
     throw new Error(
       `files__write returned no fl_<24 hex> id in structuredContent: ${JSON.stringify(written)}`,
     );
   }
-  const call = { url: mcpUrl, tool: "files__info", arguments: { id } };
-  if (credential === "none") return { key: "atrium", server, call };
-  // Under `dev` a bearer that is not a valid Atrium token is refused, never read as the developer,
-  // so a passing pre-flight proves the load below goes through the token checks.
-  const token = await obtainAccessToken(base, mcpUrl);
-  return { key: "atrium-oauth", server, call: { ...call, headers: { authorization: `Bearer ${token}` } } };
+  const present =
+    ((await call("skills__list", {})).structuredContent?.skills as unknown[] | undefined)?.length ?? 0;
+  for (let i = present; i < skills; i++) {
+    await call("skills__create", {
+      name: `bench-skill-${i + 1}`,
+      description: `Bench skill ${i + 1}: when a client opens a session in this workspace.`,
+      body: `# Bench skill ${i + 1}\n\nGuidance a client reads when it opens a session. ${"Text. ".repeat(40)}`,
+    });
+  }
+  const listed = await rpc({ url: mcpUrl, method: "tools/list" });
+  const tools = (listed as { tools?: unknown[] }).tools ?? [];
+  const accessToken = await obtainAccessToken(base, mcpUrl);
+  const workspaceId = mcpUrl.slice(mcpUrl.lastIndexOf("/") + 1);
+  return { server, base, mcpUrl, workspaceId, fileId, accessToken, tools, skills: Math.max(present, skills) };
+}
+
+/** One checked JSON-RPC request in the 2025 era; answers its result. */
+async function rpc(call: RpcCall): Promise<unknown> {
+  const request = rpcRequest(call, "2025-11-25");
+  const response = await fetch(call.url, { ...request, signal: AbortSignal.timeout(10_000) });
+  const text = await response.text();
+  if (!response.ok)
+    throw new Error(`${call.method} at ${call.url}: HTTP ${response.status}: ${text.slice(0, 500)}`);
+  return parseJsonRpcResult(response.headers.get("content-type") ?? "", text);
 }
 
 interface Bootstrap {

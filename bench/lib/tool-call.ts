@@ -1,3 +1,5 @@
+import { rpcRequest } from "./rpc-request.ts";
+
 // The one request shape every server is loaded with: a JSON-RPC tools/call POST carrying what a
 // Streamable HTTP client of the given protocol era sends, plus whatever the target adds (a
 // credential).
@@ -23,29 +25,7 @@ export interface HttpRequestSpec {
 export const ERAS = ["2025-11-25", "2026-07-28"] as const;
 export type Era = (typeof ERAS)[number];
 
-const CLIENT_INFO = { name: "atrium-bench", version: "0.0.0" };
-
 export function toolCallRequest(call: ToolCall, era: Era): HttpRequestSpec {
-  const params: Record<string, unknown> = { name: call.tool, arguments: call.arguments };
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-    "mcp-protocol-version": era,
-  };
-  if (era === "2026-07-28") {
-    // 2026-07-28 has no initialize: every request names its revision, capabilities and client
-    // in `_meta`, and repeats its method and tool name in headers that must match the body.
-    params._meta = {
-      "io.modelcontextprotocol/protocolVersion": era,
-      "io.modelcontextprotocol/clientCapabilities": {},
-      "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
-    };
-    headers["mcp-method"] = "tools/call";
-    headers["mcp-name"] = call.tool;
-  }
-  return {
-    method: "POST",
-    headers: { ...headers, ...call.headers },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params }),
-  };
+  const params = { name: call.tool, arguments: call.arguments };
+  return rpcRequest({ url: call.url, method: "tools/call", params, headers: call.headers }, era);
 }

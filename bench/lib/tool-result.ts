@@ -8,22 +8,28 @@ export interface ToolResult {
   structuredContent?: Record<string, unknown>;
 }
 
-interface JsonRpcResponse {
-  result?: ToolResult;
+interface JsonRpcResponse<R = ToolResult> {
+  result?: R;
   error?: { code?: number; message?: string };
 }
 
-export function parseToolResult(contentType: string, text: string): ToolResult {
-  const message = parseJsonRpc(contentType, text);
+/** The `result` of any JSON-RPC response, in JSON or SSE; a JSON-RPC error throws. */
+export function parseJsonRpcResult(contentType: string, text: string): object {
+  const message = parseJsonRpc<object>(contentType, text);
   if (message.error) throw new Error(`JSON-RPC error ${message.error.code}: ${message.error.message}`);
   const result = message.result;
   if (!result || typeof result !== "object") throw new Error(`response has no result: ${clip(text)}`);
+  return result;
+}
+
+export function parseToolResult(contentType: string, text: string): ToolResult {
+  const result = parseJsonRpcResult(contentType, text) as ToolResult;
   if (result.isError) throw new Error(`tool returned isError: ${clip(JSON.stringify(result.content))}`);
   return result;
 }
 
 // Streamable HTTP lets a server answer with SSE even when JSON would do; accept either.
-function parseJsonRpc(contentType: string, text: string): JsonRpcResponse {
+function parseJsonRpc<R>(contentType: string, text: string): JsonRpcResponse<R> {
   if (contentType.includes("text/event-stream")) {
     const data = text
       .split("\n")
@@ -31,9 +37,9 @@ function parseJsonRpc(contentType: string, text: string): JsonRpcResponse {
       .map((line) => line.slice(5).trim())
       .find((line) => line.includes('"result"') || line.includes('"error"'));
     if (!data) throw new Error(`SSE response carries no JSON-RPC response: ${clip(text)}`);
-    return JSON.parse(data) as JsonRpcResponse;
+    return JSON.parse(data) as JsonRpcResponse<R>;
   }
-  return JSON.parse(text) as JsonRpcResponse;
+  return JSON.parse(text) as JsonRpcResponse<R>;
 }
 
 export function looksSuccessful(body: string): boolean {

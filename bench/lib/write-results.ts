@@ -1,12 +1,20 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { benchDir } from "./paths.ts";
-import type { BenchResults } from "./results.ts";
+import { benchDir, repoRoot } from "./paths.ts";
 
-export const resultsPath = join(benchDir, "results", "latest.json");
+export const resultsDir = join(benchDir, "results");
+/** The chart docs/performance.md shows; redrawn by every full run. */
+export const chartPath = join(repoRoot, "docs", "performance.svg");
 
-export async function writeResults(results: BenchResults): Promise<string> {
-  await mkdir(join(benchDir, "results"), { recursive: true });
-  await writeFile(resultsPath, `${JSON.stringify(results, null, 2)}\n`);
-  return resultsPath;
+/** `latest` for a full run; a part run alone writes `<part>.json` and leaves latest.json be. */
+export async function writeResults(name: string, results: unknown): Promise<string> {
+  await mkdir(resultsDir, { recursive: true });
+  const path = join(resultsDir, `${name}.json`);
+  await writeFile(path, `${JSON.stringify(results, null, 2)}\n`);
+  return path;
+}
+
+export async function writeChart(svg: string): Promise<string> {
+  await writeFile(chartPath, svg);
+  return chartPath;
 }

@@ -13,10 +13,11 @@ import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { exitWithParent } from "./exit-with-parent.ts";
+import { readListedTools, toolRegistrar } from "./listed-tools.ts";
 import { readMetadata } from "./read-metadata.ts";
 import { readServerOptions } from "./server-options.ts";
 
-const { port, dataDir } = readServerOptions();
+const { port, dataDir, toolsFile } = readServerOptions();
 exitWithParent();
 
 const handler = createMcpHandler(() => {
@@ -35,5 +36,16 @@ const handler = createMcpHandler(() => {
 const app = new Hono();
 app.get("/health", (c) => c.json({ status: "ok" }));
 app.all("/mcp", (c: Context) => handler.fetch(c.req.raw));
+
+// With --tools: the same pattern serving as many tools as Atrium lists, for the tools/list row.
+if (toolsFile) {
+  const register = toolRegistrar(readListedTools(toolsFile));
+  const listing = createMcpHandler(() => {
+    const server = new McpServer({ name: "bench-bare-sdk", version: "0.0.0" });
+    register(server);
+    return server;
+  });
+  app.all("/mcp/list", (c: Context) => listing.fetch(c.req.raw));
+}
 
 serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });

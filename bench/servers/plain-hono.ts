@@ -29,4 +29,10 @@ app.post("/mcp", async (c) => {
   });
 });
 
+// The ceiling for ping: a real JSON-RPC answer, parsed from and written as JSON, and nothing else.
+app.post("/ping", async (c) => {
+  const body = await c.req.json<{ id?: unknown }>();
+  return c.json({ jsonrpc: "2.0", id: body.id ?? null, result: {} });
+});
+
 serve({ fetch: app.fetch, port, hostname: "127.0.0.1" });
