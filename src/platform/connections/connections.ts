@@ -444,10 +444,8 @@ export class Connections {
   /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
   async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
     if (auth.kind === "oauth") {
-      // Shared OAuth connections are added through addOAuth; personal ones are not available yet.
-      throw new InvalidInput(
-        '"auth.kind" "oauth" is for a workspace connection; a personal one is "none" or "static" for now.',
-      );
+      // An OAuth connection has no credential to seal at add: both services add it by addOAuth.
+      throw new InvalidInput('"auth.kind" "oauth" is authorized at its go_url; it has nothing to seal here.');
     }
     if (auth.kind === "none") return auth;
     return {

@@ -1,5 +1,5 @@
 import { mkdir } from "node:fs/promises";
-import { Conflict, WorkspaceNotFound } from "../../errors.ts";
+import { Conflict, InvalidInput, WorkspaceNotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { EventBus } from "../../kernel/events.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
@@ -15,9 +15,11 @@ import {
   type ConnectionRecord,
   type ConnectionState,
   checkAuth,
+  checkScopes,
   checkServerUrl,
   newConnectionId,
 } from "./model.ts";
+import type { GoLink } from "./oauth/authorizer.ts";
 import { personalSourceName } from "./personal-name.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -31,6 +33,11 @@ export interface PersonalConnectionView extends Omit<ConnectionView, "state"> {
   /** `needs_grant` when the workspace is shared and no admin granted it here. */
   state: ConnectionState | "needs_grant";
   grant: GrantState;
+}
+
+/** A personal OAuth connection as added or re-authorized: the go_url only its owner may open. */
+export interface PersonalAuthorizationStarted extends GoLink {
+  connection: PersonalConnectionView;
 }
 
 export interface PersonalDeps extends Omit<ConnectionsDeps, "store"> {
@@ -60,7 +67,11 @@ export class PersonalConnections {
     this.core = new Connections(deps);
   }
 
-  async add(workspaceId: string, ownerId: string, request: NewConnection): Promise<PersonalConnectionView> {
+  async add(
+    workspaceId: string,
+    ownerId: string,
+    request: NewConnection,
+  ): Promise<PersonalConnectionView | PersonalAuthorizationStarted> {
     this.requireMember(workspaceId, ownerId);
     const name = personalSourceName(request.name);
     const url = checkServerUrl(request.url).href;
@@ -72,6 +83,7 @@ export class PersonalConnections {
         `You have a personal connection named "${name}"; remove it first or choose another name.`,
       );
     }
+    if (auth.kind === "oauth") return this.addOAuth(workspaceId, ownerId, name, url, auth.scopes ?? []);
     const id = newConnectionId();
     const stored = await this.core.seal(id, auth);
     const record: ConnectionRecord = {
@@ -102,6 +114,72 @@ export class PersonalConnections {
     return this.view(workspaceId, ownerId, name);
   }
 
+  /**
+   * A personal OAuth connection in `pending_auth`, as a workspace's is (Connections.addOAuth), but
+   * stored under its owner and its flow theirs alone: the go_url opens for nobody else.
+   */
+  private async addOAuth(
+    workspaceId: string,
+    ownerId: string,
+    name: string,
+    url: string,
+    scopes: string[],
+  ): Promise<PersonalAuthorizationStarted> {
+    const target = await this.deps.authorizer.discover(url);
+    const record: ConnectionRecord = {
+      id: newConnectionId(),
+      name,
+      workspaceId,
+      owner: ownerId,
+      url,
+      auth: { kind: "oauth", issuer: target.issuer, scopes },
+      createdAt: new Date(this.deps.clock()).toISOString(),
+      createdBy: ownerId,
+      authorizationGeneration: 1,
+      snapshotVersion: 0,
+      disabled: false,
+    };
+    const link = await this.deps.authorizer.start(record, { startedBy: ownerId, target });
+    await mkdir(this.deps.layout.userConnectionsDir(ownerId), { recursive: true, mode: FOLDER_MODE });
+    await this.deps.store.create(record, undefined);
+    this.deps.log.info({ workspaceId, connection: name }, "personal connection added, pending authorization");
+    return { ...link, connection: await this.view(workspaceId, ownerId, name) };
+  }
+
+  /**
+   * Re-authorizes one of the caller's own OAuth connections. The lookup is keyed by the caller, so
+   * anyone else's `my_` name answers `connection_not_found`, as a name nobody holds.
+   */
+  async startAuthorization(
+    workspaceId: string,
+    ownerId: string,
+    name: string,
+    request: { scopes?: unknown } = {},
+  ): Promise<PersonalAuthorizationStarted> {
+    const record = await this.deps.store.get(ownerId, name);
+    if (record.auth.kind !== "oauth") {
+      throw new InvalidInput(
+        `Connection "${name}" does not use OAuth; only an OAuth connection is authorized here.`,
+      );
+    }
+    const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
+    const link = await this.deps.authorizer.start(record, {
+      startedBy: ownerId,
+      ...(scopes ? { scopes } : {}),
+    });
+    return { ...link, connection: await this.view(workspaceId, ownerId, name) };
+  }
+
+  /** The owner's authorization was activated: a pending connection is photographed as snapshot 1, then served. */
+  async activated(record: ConnectionRecord): Promise<void> {
+    const owner = ownerOf(record);
+    if (record.snapshotVersion === 0) {
+      const snapshot = await this.core.photograph(record, 1);
+      await this.deps.store.appendSnapshot(owner, record.name, snapshot);
+    }
+    await this.changed(owner, record.name);
+  }
+
   async list(workspaceId: string, ownerId: string): Promise<PersonalConnectionView[]> {
     return Promise.all(this.deps.store.names(ownerId).map((name) => this.view(workspaceId, ownerId, name)));
   }
@@ -118,6 +196,10 @@ export class PersonalConnections {
     await this.deps.store.remove(ownerId, name);
     await this.withdrawEverywhere(record);
     if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    if (record.auth.kind === "oauth") {
+      this.deps.authorizer.forget(record);
+      if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
+    }
     this.lapsed.delete(`${ownerId}/${name}`);
     this.announced.delete(`${ownerId}/${name}`);
     this.deps.log.info({ connection: name }, "personal connection removed");
@@ -131,7 +213,7 @@ export class PersonalConnections {
   ): Promise<PersonalConnectionView> {
     const record = await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
     if (disabled) await this.withdrawEverywhere(record);
-    else await this.serveEverywhere(record);
+    else if (record.snapshotVersion > 0) await this.serveEverywhere(record);
     return this.view(workspaceId, ownerId, name);
   }
 
@@ -166,7 +248,10 @@ export class PersonalConnections {
    */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
     const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
-    const records = (await Promise.all(members.map((m) => this.deps.store.list(m.principalId)))).flat();
+    // A pending OAuth connection has no snapshot to serve until its owner authorizes it.
+    const records = (await Promise.all(members.map((m) => this.deps.store.list(m.principalId))))
+      .flat()
+      .filter((record) => record.snapshotVersion > 0);
     return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
 
@@ -189,7 +274,8 @@ export class PersonalConnections {
     const credential = await store.credential(ownerId, name);
     if (credential.lapsed) this.lapsed.add(key);
     else this.lapsed.delete(key);
-    if ((await store.transport(ownerId, name)).up && !record.disabled) await this.serveEverywhere(record);
+    if ((await store.transport(ownerId, name)).up && !record.disabled && record.snapshotVersion > 0)
+      await this.serveEverywhere(record);
     const { state } = await this.core.view(ownerId, name);
     const previous = this.announced.get(key);
     if (state === previous) return;
@@ -213,7 +299,8 @@ export class PersonalConnections {
   watchMembership(events: EventBus): void {
     events.subscribe({ types: ["member.added"] }, async ({ workspaceId, principalId }) => {
       for (const record of await this.deps.store.list(principalId)) {
-        if (!record.disabled) await this.deps.sources.replace(workspaceId, await this.source(record));
+        if (!record.disabled && record.snapshotVersion > 0)
+          await this.deps.sources.replace(workspaceId, await this.source(record));
       }
     });
     events.subscribe({ types: ["member.removed"] }, async ({ workspaceId, principalId }) => {
