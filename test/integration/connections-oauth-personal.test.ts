@@ -116,6 +116,26 @@ describe("a personal OAuth connection", () => {
     expect(started.connection).toMatchObject({ name: "my_notes", personal: true, snapshot: null });
     goUrl = started.go_url;
     expect((await viewOf("alice", "my_notes")).status).toBe(404);
+    // Nothing to refresh before the owner authorizes it; the answer says who must.
+    const refresh = await instance.rest(
+      "bob",
+      "POST",
+      `/v1/workspaces/${ws}/connections/my_notes/tools/refresh`,
+    );
+    expect(refresh.status).toBe(409);
+    expect(await refresh.text()).toContain("its owner opens its go_url");
+  });
+
+  it("bad scopes are refused by field and nothing is stored", async () => {
+    const response = await instance.rest("bob", "POST", `/v1/workspaces/${ws}/connections`, {
+      name: "bad",
+      url: remote.url,
+      personal: true,
+      auth: { kind: "oauth", scopes: ["has space"] },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("auth.scopes");
+    expect((await viewOf("bob", "my_bad")).status).toBe(404);
   });
 
   it("refuses its go_url to a workspace admin who is not its owner, and the flow stays usable", async () => {

@@ -23,6 +23,7 @@ import {
   type StoredAuth,
 } from "./model.ts";
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
+import { reauthorizer } from "./oauth/record-home.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { compileInputSchema } from "./schemas.ts";
 import { diffSnapshots, photograph, type Snapshot } from "./snapshot.ts";
@@ -471,11 +472,11 @@ function authView(auth: StoredAuth): ConnectionView["auth"] {
 }
 
 /** A pending connection has no snapshot to serve, refresh or show until it is authorized. */
-function requireSnapshot(record: ConnectionRecord): void {
+export function requireSnapshot(record: ConnectionRecord): void {
   if (record.snapshotVersion === 0) {
     throw new Conflict(
       "pending_auth",
-      `Connection "${record.name}" is waiting for its first authorization; a workspace admin opens its go_url (or POST …/connections/${record.name}/oauth/start).`,
+      `Connection "${record.name}" is waiting for its first authorization; ${reauthorizer(record)} opens its go_url (or POST …/connections/${record.name}/oauth/start).`,
     );
   }
 }

@@ -8,7 +8,13 @@ import { FOLDER_MODE } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
-import { Connections, type ConnectionsDeps, type ConnectionView, type NewConnection } from "./connections.ts";
+import {
+  Connections,
+  type ConnectionsDeps,
+  type ConnectionView,
+  type NewConnection,
+  requireSnapshot,
+} from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
 import {
@@ -220,6 +226,7 @@ export class PersonalConnections {
   async refresh(workspaceId: string, ownerId: string, name: string) {
     const { store } = this.deps;
     const record = await store.get(ownerId, name);
+    requireSnapshot(record);
     const previous = await store.snapshot(ownerId, name, record.snapshotVersion);
     const snapshot = await this.core.photograph(record, record.snapshotVersion + 1);
     const updated = await store.appendSnapshot(ownerId, name, snapshot);
