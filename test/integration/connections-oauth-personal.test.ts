@@ -1,45 +1,27 @@
-import { rm } from "node:fs/promises";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  bootstrapWorkspace,
-  capturingLogger,
-  startTestAtrium,
-  TEST_USER_HEADER,
-  type TestAtrium,
-  testPrincipal,
-} from "../helpers/atrium.ts";
-import { launchChromium, newLoopbackContext } from "../helpers/browser.ts";
+import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool } from "../helpers/connections.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
+import { type OAuthAtrium, startOAuthAtrium } from "../helpers/oauth-atrium.ts";
 import { authorizeInBrowser } from "../helpers/oauth-browser.ts";
-import { type OAuthRemoteServer, startOAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
+import type { OAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
 
 // Personal connections behind OAuth (ADR 0042 with 0040/0041): bob, a member of alice's
 // workspace, connects his own OAuth-protected server. The flow is his alone — alice, the admin,
 // cannot open its go_url nor re-authorize it — and its tools are served to him as my_<name>__….
 
 const time = new FakeTime(Date.now());
-const captured = capturingLogger("debug");
 const bob = testPrincipal("bob").id;
-let dir: string;
+let harness: OAuthAtrium;
 let instance: TestAtrium;
 let remote: OAuthRemoteServer;
-let browser: Browser;
 let ws: string;
 
 interface Started {
   go_url: string;
   expiresAt: string;
   connection: { name: string; state: string; personal?: boolean; snapshot: unknown };
-}
-
-async function browserAs(user: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await newLoopbackContext(browser);
-  await context.setExtraHTTPHeaders({ [TEST_USER_HEADER]: user });
-  return { context, page: await context.newPage() };
 }
 
 function addPersonal(user: string, name: string): Promise<Response> {
@@ -57,7 +39,7 @@ async function viewOf(user: string, name: string): Promise<Response> {
 
 /** Opens `goUrl` in a fresh browser signed in to Atrium as `user`, signs in at the provider as `user`. */
 async function authorizeAs(user: string, goUrl: string) {
-  const { context, page } = await browserAs(user);
+  const { context, page } = await harness.browserAs(user);
   try {
     return await authorizeInBrowser(page, goUrl, { issuer: remote.issuer, login: user });
   } finally {
@@ -67,7 +49,7 @@ async function authorizeAs(user: string, goUrl: string) {
 
 /** What `user` gets opening `goUrl` in their own browser (no following to the provider). */
 async function openAs(user: string, goUrl: string): Promise<{ status: number; text: string }> {
-  const { context, page } = await browserAs(user);
+  const { context, page } = await harness.browserAs(user);
   try {
     const response = await page.goto(goUrl);
     return { status: response?.status() ?? 0, text: (await page.textContent("body")) ?? "" };
@@ -77,32 +59,14 @@ async function openAs(user: string, goUrl: string): Promise<{ status: number; te
 }
 
 beforeAll(async () => {
-  dir = await keyedDir("atrium-connections-oauth-personal-");
-  remote = await startOAuthRemoteServer({ accessTokenTtlSeconds: 60, clock: time.clock });
-  browser = await launchChromium();
-  instance = await startTestAtrium({
-    dir,
-    clock: time.clock,
-    timers: time.timers,
-    log: captured.log,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      connections: {
-        allowPrivateAddresses: true,
-        healthIntervalSeconds: 3600,
-        credentialCheckIntervalSeconds: 86_400,
-      },
-    },
-  });
+  harness = await startOAuthAtrium("atrium-connections-oauth-personal-", time, 60);
+  ({ instance, remote } = harness);
   ws = await bootstrapWorkspace(instance, "alice");
   await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
 });
 
 afterAll(async () => {
-  await instance?.stop();
-  await browser?.close();
-  await remote?.close();
-  await rm(dir, { recursive: true, force: true });
+  await harness?.stop();
 });
 
 describe("a personal OAuth connection", () => {

@@ -157,20 +157,13 @@ export class Connections {
     url: string,
     scopes: string[],
   ): Promise<AuthorizationStarted> {
-    const target = await this.deps.authorizer.discover(url);
-    const record: ConnectionRecord = {
-      id: newConnectionId(),
-      name,
+    const { record, link } = await pendingOAuth(this.deps, {
       workspaceId,
+      name,
       url,
-      auth: { kind: "oauth", issuer: target.issuer, scopes },
-      createdAt: new Date(this.deps.clock()).toISOString(),
+      scopes,
       createdBy: principalId,
-      authorizationGeneration: 1,
-      snapshotVersion: 0,
-      disabled: false,
-    };
-    const link = await this.deps.authorizer.start(record, { startedBy: principalId, target });
+    });
     await this.deps.store.create(record, undefined);
     this.deps.log.info({ workspaceId, connection: name }, "connection added, pending authorization");
     await this.announce(workspaceId, name);
@@ -186,16 +179,7 @@ export class Connections {
   ): Promise<AuthorizationStarted> {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.get(workspaceId, name);
-    if (record.auth.kind !== "oauth") {
-      throw new InvalidInput(
-        `Connection "${name}" does not use OAuth; only an OAuth connection is authorized here.`,
-      );
-    }
-    const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
-    const link = await this.deps.authorizer.start(record, {
-      startedBy: principalId,
-      ...(scopes ? { scopes } : {}),
-    });
+    const link = await reauthorize(this.deps.authorizer, record, principalId, request);
     return { ...link, connection: await this.view(workspaceId, name) };
   }
 
@@ -469,6 +453,46 @@ function authView(auth: StoredAuth): ConnectionView["auth"] {
   if (auth.kind === "oauth")
     return { kind: "oauth", scopes: auth.granted ?? auth.scopes, issuer: auth.issuer };
   return { kind: "none" };
+}
+
+/**
+ * A new OAuth connection's record in `pending_auth` (no snapshot until authorized) and its first
+ * flow, started by whoever added it. Discovered first: a server that cannot be authorized is
+ * refused before anything is stored.
+ */
+export async function pendingOAuth(
+  deps: Pick<ConnectionsDeps, "authorizer" | "clock">,
+  at: { workspaceId: string; name: string; url: string; scopes: string[]; createdBy: string; owner?: string },
+): Promise<{ record: ConnectionRecord; link: GoLink }> {
+  const { scopes, ...fields } = at;
+  const target = await deps.authorizer.discover(at.url);
+  const record: ConnectionRecord = {
+    id: newConnectionId(),
+    ...fields,
+    auth: { kind: "oauth", issuer: target.issuer, scopes },
+    createdAt: new Date(deps.clock()).toISOString(),
+    authorizationGeneration: 1,
+    snapshotVersion: 0,
+    disabled: false,
+  };
+  const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target });
+  return { record, link };
+}
+
+/** A new flow for an OAuth connection as it is now (shared or personal), `{scopes?}` to ask for others. */
+export function reauthorize(
+  authorizer: Authorizer,
+  record: ConnectionRecord,
+  startedBy: string,
+  request: { scopes?: unknown },
+): Promise<GoLink> {
+  if (record.auth.kind !== "oauth") {
+    throw new InvalidInput(
+      `Connection "${record.name}" does not use OAuth; only an OAuth connection is authorized here.`,
+    );
+  }
+  const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
+  return authorizer.start(record, { startedBy, ...(scopes ? { scopes } : {}) });
 }
 
 /** A pending connection has no snapshot to serve, refresh or show until it is authorized. */

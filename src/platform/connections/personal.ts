@@ -1,5 +1,5 @@
 import { mkdir } from "node:fs/promises";
-import { Conflict, InvalidInput, WorkspaceNotFound } from "../../errors.ts";
+import { Conflict, WorkspaceNotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { EventBus } from "../../kernel/events.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
@@ -13,6 +13,8 @@ import {
   type ConnectionsDeps,
   type ConnectionView,
   type NewConnection,
+  pendingOAuth,
+  reauthorize,
   requireSnapshot,
 } from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
@@ -21,7 +23,6 @@ import {
   type ConnectionRecord,
   type ConnectionState,
   checkAuth,
-  checkScopes,
   checkServerUrl,
   newConnectionId,
 } from "./model.ts";
@@ -131,21 +132,14 @@ export class PersonalConnections {
     url: string,
     scopes: string[],
   ): Promise<PersonalAuthorizationStarted> {
-    const target = await this.deps.authorizer.discover(url);
-    const record: ConnectionRecord = {
-      id: newConnectionId(),
-      name,
+    const { record, link } = await pendingOAuth(this.deps, {
       workspaceId,
-      owner: ownerId,
+      name,
       url,
-      auth: { kind: "oauth", issuer: target.issuer, scopes },
-      createdAt: new Date(this.deps.clock()).toISOString(),
+      scopes,
       createdBy: ownerId,
-      authorizationGeneration: 1,
-      snapshotVersion: 0,
-      disabled: false,
-    };
-    const link = await this.deps.authorizer.start(record, { startedBy: ownerId, target });
+      owner: ownerId,
+    });
     await mkdir(this.deps.layout.userConnectionsDir(ownerId), { recursive: true, mode: FOLDER_MODE });
     await this.deps.store.create(record, undefined);
     this.deps.log.info({ workspaceId, connection: name }, "personal connection added, pending authorization");
@@ -163,16 +157,7 @@ export class PersonalConnections {
     request: { scopes?: unknown } = {},
   ): Promise<PersonalAuthorizationStarted> {
     const record = await this.deps.store.get(ownerId, name);
-    if (record.auth.kind !== "oauth") {
-      throw new InvalidInput(
-        `Connection "${name}" does not use OAuth; only an OAuth connection is authorized here.`,
-      );
-    }
-    const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
-    const link = await this.deps.authorizer.start(record, {
-      startedBy: ownerId,
-      ...(scopes ? { scopes } : {}),
-    });
+    const link = await reauthorize(this.deps.authorizer, record, ownerId, request);
     return { ...link, connection: await this.view(workspaceId, ownerId, name) };
   }
 
