@@ -21,7 +21,7 @@ let ws: string;
 interface Started {
   go_url: string;
   expiresAt: string;
-  connection: { name: string; state: string; personal?: boolean; snapshot: unknown };
+  connection: { name: string; state: string; personal?: boolean; grant?: string; snapshot: unknown };
 }
 
 function addPersonal(user: string, name: string): Promise<Response> {
@@ -77,7 +77,14 @@ describe("a personal OAuth connection", () => {
     expect(response.status).toBe(201);
     const started = (await response.json()) as Started;
     expect(started.go_url).toMatch(/\/v1\/connections\/oauth\/go\/oaf_[0-9a-f]{32}$/);
-    expect(started.connection).toMatchObject({ name: "my_notes", personal: true, snapshot: null });
+    // Pending first, though bob shares the workspace and holds no grant yet: authorizing comes first.
+    expect(started.connection).toMatchObject({
+      name: "my_notes",
+      personal: true,
+      state: "pending_auth",
+      grant: "needed",
+      snapshot: null,
+    });
     goUrl = started.go_url;
     expect((await viewOf("alice", "my_notes")).status).toBe(404);
     // Nothing to refresh before the owner authorizes it; the answer says who must.
@@ -88,6 +95,19 @@ describe("a personal OAuth connection", () => {
     );
     expect(refresh.status).toBe(409);
     expect(await refresh.text()).toContain("its owner opens its go_url");
+  });
+
+  it("connections__add says the go_url is for its owner alone", async () => {
+    const added = await callTool(
+      instance,
+      ws,
+      "connections__add",
+      { name: "by-tool", url: remote.url, personal: true, auth: { kind: "oauth" } },
+      "bob",
+    );
+    expect(added.isError).toBeFalsy();
+    expect(added.content?.[0]?.text).toContain("you (its owner, and nobody else) open");
+    expect(added.content?.[0]?.text).not.toContain("workspace admin");
   });
 
   it("bad scopes are refused by field and nothing is stored", async () => {

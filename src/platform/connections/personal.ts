@@ -178,7 +178,9 @@ export class PersonalConnections {
   async view(workspaceId: string, ownerId: string, name: string): Promise<PersonalConnectionView> {
     const view = await this.core.view(ownerId, name);
     const grant = await this.grantState(workspaceId, ownerId, name);
-    const state = grant === "needed" && view.state !== "disabled" ? "needs_grant" : view.state;
+    // Authorizing comes before a grant matters: a pending connection says so, whatever the grant.
+    const waiting = view.state === "disabled" || view.state === "pending_auth";
+    const state = grant === "needed" && !waiting ? "needs_grant" : view.state;
     return { ...view, personal: true, state, grant };
   }
 
