@@ -1,21 +1,12 @@
-import { rm } from "node:fs/promises";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  bootstrapWorkspace,
-  capturingLogger,
-  startTestAtrium,
-  TEST_USER_HEADER,
-  type TestAtrium,
-  testPrincipal,
-} from "../helpers/atrium.ts";
-import { launchChromium, newLoopbackContext } from "../helpers/browser.ts";
+import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
+import { type OAuthAtrium, startOAuthAtrium } from "../helpers/oauth-atrium.ts";
 import { authorizeInBrowser, authorizeUntilCallback, deliverCallback } from "../helpers/oauth-browser.ts";
-import { type OAuthRemoteServer, startOAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
+import type { OAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
 
 // OAuth connections end to end: Atrium as the OAuth client of a real OAuth-protected MCP server
 // (an SDK server behind oidc-provider, test/helpers/oauth-remote-server.ts), with sign-in and
@@ -23,11 +14,9 @@ import { type OAuthRemoteServer, startOAuthRemoteServer } from "../helpers/oauth
 
 const TTL_SECONDS = 60;
 const time = new FakeTime(Date.now());
-const captured = capturingLogger("debug");
-let dir: string;
+let harness: OAuthAtrium;
 let instance: TestAtrium;
 let remote: OAuthRemoteServer;
-let browser: Browser;
 let ws: string;
 
 interface Started {
@@ -44,11 +33,8 @@ interface View {
   snapshot: { version: number; tools: string[] } | null;
 }
 
-/** A browser context signed in to Atrium as `user` (the test provider reads a header). */
-async function browserAs(user: string): Promise<{ context: BrowserContext; page: Page }> {
-  const context = await newLoopbackContext(browser);
-  await context.setExtraHTTPHeaders({ [TEST_USER_HEADER]: user });
-  return { context, page: await context.newPage() };
+function browserAs(user: string) {
+  return harness.browserAs(user);
 }
 
 async function add(name: string, auth: Record<string, unknown> = { kind: "oauth" }): Promise<Response> {
@@ -92,32 +78,13 @@ function refreshes(): number {
 }
 
 beforeAll(async () => {
-  dir = await keyedDir("atrium-connections-oauth-");
-  remote = await startOAuthRemoteServer({ accessTokenTtlSeconds: TTL_SECONDS, clock: time.clock });
-  browser = await launchChromium();
-  instance = await startTestAtrium({
-    dir,
-    clock: time.clock,
-    timers: time.timers,
-    log: captured.log,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      // The loops' intervals are long: a test moves the clock for token lifetimes, not for them.
-      connections: {
-        allowPrivateAddresses: true,
-        healthIntervalSeconds: 3600,
-        credentialCheckIntervalSeconds: 86_400,
-      },
-    },
-  });
+  harness = await startOAuthAtrium("atrium-connections-oauth-", time, TTL_SECONDS);
+  ({ instance, remote } = harness);
   ws = await bootstrapWorkspace(instance, "alice");
 });
 
 afterAll(async () => {
-  await instance?.stop();
-  await browser?.close();
-  await remote?.close();
-  await rm(dir, { recursive: true, force: true });
+  await harness?.stop();
 });
 
 describe("connecting through the go_url", () => {
@@ -176,7 +143,7 @@ describe("connecting through the go_url", () => {
       await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/notes`)
     ).text();
     expect(status).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}/);
-    expect(JSON.stringify(captured.lines)).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\./);
+    expect(JSON.stringify(harness.captured.lines)).not.toMatch(/eyJ[A-Za-z0-9_-]{10,}\./);
   });
 });
 

@@ -28,9 +28,12 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const ledger = new AuditLedger(storage, clock);
     let revalidator: ConnectionRevalidator | undefined;
     let shared: Connections | undefined;
+    let personal: PersonalConnections | undefined;
+    let wakePersonal: ((owner: string, name: string) => void) | undefined;
+    const personalStore = createPersonalStore(context.layout);
     const oauth = connectionOAuth({
       settings,
-      store,
+      stores: { shared: store, personal: personalStore },
       vault: context.credentials,
       leases: context.leases,
       layout: context.layout,
@@ -38,8 +41,13 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       log,
       publicUrl: context.publicUrl,
       isAdmin: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId) === "admin",
-      activated: async (record) => shared?.activated(record),
-      refused: (workspaceId, name) => void revalidator?.check(workspaceId, name),
+      // A personal connection's authorization is its owner's: photographed, served and announced to them.
+      activated: async (record) =>
+        record.owner === undefined ? shared?.activated(record) : personal?.activated(record),
+      refused: (record) => {
+        if (record.owner === undefined) void revalidator?.check(record.workspaceId, record.name);
+        else wakePersonal?.(record.owner, record.name);
+      },
     });
     const remote = new RemoteServers(settings, context.credentials, clock, oauth.bearers);
     const common = {
@@ -53,7 +61,6 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       log,
       reservedNames: context.appNames,
       ledger,
-      // A personal connection is never OAuth yet (Connections.seal refuses it); only the shared one uses it.
       authorizer: oauth.authorizer,
     };
     const connections = new Connections({
@@ -66,9 +73,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     // a shared workspace only with an admin's grant.
     const grantStore = new GrantStore(storage);
     const grants = new Grants(grantStore, context.workspaces, clock);
-    const personalStore = createPersonalStore(context.layout);
-    let wakePersonal: ((owner: string, name: string) => void) | undefined;
-    const personal = new PersonalConnections({
+    const mine = new PersonalConnections({
       ...common,
       store: personalStore,
       layout: context.layout,
@@ -76,17 +81,18 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       grants: grantStore,
       onUnauthorized: (owner, name) => wakePersonal?.(owner, name),
     });
-    personal.watchMembership(context.events);
+    personal = mine;
+    mine.watchMembership(context.events);
     wakePersonal = schedulePersonalLoops({
       scheduler,
       store: personalStore,
       remote,
-      personal,
+      personal: mine,
       settings,
       clock,
       log,
     });
-    const callerConnections = new CallerConnections(connections, personal);
+    const callerConnections = new CallerConnections(connections, mine);
     // A call refused before the gate (not a member, a token without the scope) is recorded too,
     // when the tool it named is one of this workspace's connections.
     context.dispatch.onDenied(async ({ caller, tool, by, requestId }) => {
@@ -153,7 +159,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       createServer: (workspaceId) => createConnectionsServer(workspaceId, callerConnections, grants),
       sources: async (workspaceId) => [
         ...(await connections.sources(workspaceId)),
-        ...(await personal.sources(workspaceId)),
+        ...(await mine.sources(workspaceId)),
       ],
       workspaceRoutes: routes,
       routes: instanceRoutes,

@@ -33,18 +33,16 @@ export class CallerConnections {
       : this.shared.add(workspaceId, callerId, rest);
   }
 
-  /** Re-authorizes one of the workspace's OAuth connections (admins); a personal connection is never OAuth yet. */
+  /** Re-authorizes an OAuth connection: the workspace's (admins), or a `my_` one of the caller's own. */
   startAuthorization(
     workspaceId: string,
     callerId: string,
     name: string,
     request: { scopes?: unknown } = {},
   ) {
-    if (isPersonalSourceName(name))
-      throw new InvalidInput(
-        "A personal connection does not use OAuth; only a workspace's OAuth connection is authorized here.",
-      );
-    return this.shared.startAuthorization(workspaceId, callerId, name, request);
+    return isPersonalSourceName(name)
+      ? this.personal.startAuthorization(workspaceId, callerId, name, request)
+      : this.shared.startAuthorization(workspaceId, callerId, name, request);
   }
 
   view(workspaceId: string, callerId: string, name: string) {

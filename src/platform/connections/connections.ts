@@ -23,6 +23,7 @@ import {
   type StoredAuth,
 } from "./model.ts";
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
+import { reauthorizer } from "./oauth/record-home.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { compileInputSchema } from "./schemas.ts";
 import { diffSnapshots, photograph, type Snapshot } from "./snapshot.ts";
@@ -156,20 +157,13 @@ export class Connections {
     url: string,
     scopes: string[],
   ): Promise<AuthorizationStarted> {
-    const target = await this.deps.authorizer.discover(url);
-    const record: ConnectionRecord = {
-      id: newConnectionId(),
-      name,
+    const { record, link } = await pendingOAuth(this.deps, {
       workspaceId,
+      name,
       url,
-      auth: { kind: "oauth", issuer: target.issuer, scopes },
-      createdAt: new Date(this.deps.clock()).toISOString(),
+      scopes,
       createdBy: principalId,
-      authorizationGeneration: 1,
-      snapshotVersion: 0,
-      disabled: false,
-    };
-    const link = await this.deps.authorizer.start(record, { startedBy: principalId, target });
+    });
     await this.deps.store.create(record, undefined);
     this.deps.log.info({ workspaceId, connection: name }, "connection added, pending authorization");
     await this.announce(workspaceId, name);
@@ -185,16 +179,7 @@ export class Connections {
   ): Promise<AuthorizationStarted> {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.get(workspaceId, name);
-    if (record.auth.kind !== "oauth") {
-      throw new InvalidInput(
-        `Connection "${name}" does not use OAuth; only an OAuth connection is authorized here.`,
-      );
-    }
-    const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
-    const link = await this.deps.authorizer.start(record, {
-      startedBy: principalId,
-      ...(scopes ? { scopes } : {}),
-    });
+    const link = await reauthorize(this.deps.authorizer, record, principalId, request);
     return { ...link, connection: await this.view(workspaceId, name) };
   }
 
@@ -444,10 +429,8 @@ export class Connections {
   /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
   async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
     if (auth.kind === "oauth") {
-      // Shared OAuth connections are added through addOAuth; personal ones are not available yet.
-      throw new InvalidInput(
-        '"auth.kind" "oauth" is for a workspace connection; a personal one is "none" or "static" for now.',
-      );
+      // An OAuth connection has no credential to seal at add: both services add it by addOAuth.
+      throw new InvalidInput('"auth.kind" "oauth" is authorized at its go_url; it has nothing to seal here.');
     }
     if (auth.kind === "none") return auth;
     return {
@@ -472,12 +455,52 @@ function authView(auth: StoredAuth): ConnectionView["auth"] {
   return { kind: "none" };
 }
 
+/**
+ * A new OAuth connection's record in `pending_auth` (no snapshot until authorized) and its first
+ * flow, started by whoever added it. Discovered first: a server that cannot be authorized is
+ * refused before anything is stored.
+ */
+export async function pendingOAuth(
+  deps: Pick<ConnectionsDeps, "authorizer" | "clock">,
+  at: { workspaceId: string; name: string; url: string; scopes: string[]; createdBy: string; owner?: string },
+): Promise<{ record: ConnectionRecord; link: GoLink }> {
+  const { scopes, ...fields } = at;
+  const target = await deps.authorizer.discover(at.url);
+  const record: ConnectionRecord = {
+    id: newConnectionId(),
+    ...fields,
+    auth: { kind: "oauth", issuer: target.issuer, scopes },
+    createdAt: new Date(deps.clock()).toISOString(),
+    authorizationGeneration: 1,
+    snapshotVersion: 0,
+    disabled: false,
+  };
+  const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target });
+  return { record, link };
+}
+
+/** A new flow for an OAuth connection as it is now (shared or personal), `{scopes?}` to ask for others. */
+export function reauthorize(
+  authorizer: Authorizer,
+  record: ConnectionRecord,
+  startedBy: string,
+  request: { scopes?: unknown },
+): Promise<GoLink> {
+  if (record.auth.kind !== "oauth") {
+    throw new InvalidInput(
+      `Connection "${record.name}" does not use OAuth; only an OAuth connection is authorized here.`,
+    );
+  }
+  const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
+  return authorizer.start(record, { startedBy, ...(scopes ? { scopes } : {}) });
+}
+
 /** A pending connection has no snapshot to serve, refresh or show until it is authorized. */
-function requireSnapshot(record: ConnectionRecord): void {
+export function requireSnapshot(record: ConnectionRecord): void {
   if (record.snapshotVersion === 0) {
     throw new Conflict(
       "pending_auth",
-      `Connection "${record.name}" is waiting for its first authorization; a workspace admin opens its go_url (or POST …/connections/${record.name}/oauth/start).`,
+      `Connection "${record.name}" is waiting for its first authorization; ${reauthorizer(record)} opens its go_url (or POST …/connections/${record.name}/oauth/start).`,
     );
   }
 }

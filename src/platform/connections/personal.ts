@@ -8,7 +8,15 @@ import { FOLDER_MODE } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
-import { Connections, type ConnectionsDeps, type ConnectionView, type NewConnection } from "./connections.ts";
+import {
+  Connections,
+  type ConnectionsDeps,
+  type ConnectionView,
+  type NewConnection,
+  pendingOAuth,
+  reauthorize,
+  requireSnapshot,
+} from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
 import {
@@ -18,6 +26,7 @@ import {
   checkServerUrl,
   newConnectionId,
 } from "./model.ts";
+import type { GoLink } from "./oauth/authorizer.ts";
 import { personalSourceName } from "./personal-name.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -31,6 +40,11 @@ export interface PersonalConnectionView extends Omit<ConnectionView, "state"> {
   /** `needs_grant` when the workspace is shared and no admin granted it here. */
   state: ConnectionState | "needs_grant";
   grant: GrantState;
+}
+
+/** A personal OAuth connection as added or re-authorized: the go_url only its owner may open. */
+export interface PersonalAuthorizationStarted extends GoLink {
+  connection: PersonalConnectionView;
 }
 
 export interface PersonalDeps extends Omit<ConnectionsDeps, "store"> {
@@ -60,7 +74,11 @@ export class PersonalConnections {
     this.core = new Connections(deps);
   }
 
-  async add(workspaceId: string, ownerId: string, request: NewConnection): Promise<PersonalConnectionView> {
+  async add(
+    workspaceId: string,
+    ownerId: string,
+    request: NewConnection,
+  ): Promise<PersonalConnectionView | PersonalAuthorizationStarted> {
     this.requireMember(workspaceId, ownerId);
     const name = personalSourceName(request.name);
     const url = checkServerUrl(request.url).href;
@@ -72,6 +90,7 @@ export class PersonalConnections {
         `You have a personal connection named "${name}"; remove it first or choose another name.`,
       );
     }
+    if (auth.kind === "oauth") return this.addOAuth(workspaceId, ownerId, name, url, auth.scopes ?? []);
     const id = newConnectionId();
     const stored = await this.core.seal(id, auth);
     const record: ConnectionRecord = {
@@ -102,6 +121,56 @@ export class PersonalConnections {
     return this.view(workspaceId, ownerId, name);
   }
 
+  /**
+   * A personal OAuth connection in `pending_auth`, as a workspace's is (Connections.addOAuth), but
+   * stored under its owner and its flow theirs alone: the go_url opens for nobody else.
+   */
+  private async addOAuth(
+    workspaceId: string,
+    ownerId: string,
+    name: string,
+    url: string,
+    scopes: string[],
+  ): Promise<PersonalAuthorizationStarted> {
+    const { record, link } = await pendingOAuth(this.deps, {
+      workspaceId,
+      name,
+      url,
+      scopes,
+      createdBy: ownerId,
+      owner: ownerId,
+    });
+    await mkdir(this.deps.layout.userConnectionsDir(ownerId), { recursive: true, mode: FOLDER_MODE });
+    await this.deps.store.create(record, undefined);
+    this.deps.log.info({ workspaceId, connection: name }, "personal connection added, pending authorization");
+    return { ...link, connection: await this.view(workspaceId, ownerId, name) };
+  }
+
+  /**
+   * Re-authorizes one of the caller's own OAuth connections. The lookup is keyed by the caller, so
+   * anyone else's `my_` name answers `connection_not_found`, as a name nobody holds.
+   */
+  async startAuthorization(
+    workspaceId: string,
+    ownerId: string,
+    name: string,
+    request: { scopes?: unknown } = {},
+  ): Promise<PersonalAuthorizationStarted> {
+    const record = await this.deps.store.get(ownerId, name);
+    const link = await reauthorize(this.deps.authorizer, record, ownerId, request);
+    return { ...link, connection: await this.view(workspaceId, ownerId, name) };
+  }
+
+  /** The owner's authorization was activated: a pending connection is photographed as snapshot 1, then served. */
+  async activated(record: ConnectionRecord): Promise<void> {
+    const owner = ownerOf(record);
+    if (record.snapshotVersion === 0) {
+      const snapshot = await this.core.photograph(record, 1);
+      await this.deps.store.appendSnapshot(owner, record.name, snapshot);
+    }
+    await this.changed(owner, record.name);
+  }
+
   async list(workspaceId: string, ownerId: string): Promise<PersonalConnectionView[]> {
     return Promise.all(this.deps.store.names(ownerId).map((name) => this.view(workspaceId, ownerId, name)));
   }
@@ -109,7 +178,9 @@ export class PersonalConnections {
   async view(workspaceId: string, ownerId: string, name: string): Promise<PersonalConnectionView> {
     const view = await this.core.view(ownerId, name);
     const grant = await this.grantState(workspaceId, ownerId, name);
-    const state = grant === "needed" && view.state !== "disabled" ? "needs_grant" : view.state;
+    // Authorizing comes before a grant matters: a pending connection says so, whatever the grant.
+    const waiting = view.state === "disabled" || view.state === "pending_auth";
+    const state = grant === "needed" && !waiting ? "needs_grant" : view.state;
     return { ...view, personal: true, state, grant };
   }
 
@@ -118,6 +189,10 @@ export class PersonalConnections {
     await this.deps.store.remove(ownerId, name);
     await this.withdrawEverywhere(record);
     if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    if (record.auth.kind === "oauth") {
+      this.deps.authorizer.forget(record);
+      if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
+    }
     this.lapsed.delete(`${ownerId}/${name}`);
     this.announced.delete(`${ownerId}/${name}`);
     this.deps.log.info({ connection: name }, "personal connection removed");
@@ -131,13 +206,14 @@ export class PersonalConnections {
   ): Promise<PersonalConnectionView> {
     const record = await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
     if (disabled) await this.withdrawEverywhere(record);
-    else await this.serveEverywhere(record);
+    else if (record.snapshotVersion > 0) await this.serveEverywhere(record);
     return this.view(workspaceId, ownerId, name);
   }
 
   async refresh(workspaceId: string, ownerId: string, name: string) {
     const { store } = this.deps;
     const record = await store.get(ownerId, name);
+    requireSnapshot(record);
     const previous = await store.snapshot(ownerId, name, record.snapshotVersion);
     const snapshot = await this.core.photograph(record, record.snapshotVersion + 1);
     const updated = await store.appendSnapshot(ownerId, name, snapshot);
@@ -166,7 +242,10 @@ export class PersonalConnections {
    */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
     const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
-    const records = (await Promise.all(members.map((m) => this.deps.store.list(m.principalId)))).flat();
+    // A pending OAuth connection has no snapshot to serve until its owner authorizes it.
+    const records = (await Promise.all(members.map((m) => this.deps.store.list(m.principalId))))
+      .flat()
+      .filter((record) => record.snapshotVersion > 0);
     return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
 
@@ -189,7 +268,8 @@ export class PersonalConnections {
     const credential = await store.credential(ownerId, name);
     if (credential.lapsed) this.lapsed.add(key);
     else this.lapsed.delete(key);
-    if ((await store.transport(ownerId, name)).up && !record.disabled) await this.serveEverywhere(record);
+    if ((await store.transport(ownerId, name)).up && !record.disabled && record.snapshotVersion > 0)
+      await this.serveEverywhere(record);
     const { state } = await this.core.view(ownerId, name);
     const previous = this.announced.get(key);
     if (state === previous) return;
@@ -213,7 +293,8 @@ export class PersonalConnections {
   watchMembership(events: EventBus): void {
     events.subscribe({ types: ["member.added"] }, async ({ workspaceId, principalId }) => {
       for (const record of await this.deps.store.list(principalId)) {
-        if (!record.disabled) await this.deps.sources.replace(workspaceId, await this.source(record));
+        if (!record.disabled && record.snapshotVersion > 0)
+          await this.deps.sources.replace(workspaceId, await this.source(record));
       }
     });
     events.subscribe({ types: ["member.removed"] }, async ({ workspaceId, principalId }) => {

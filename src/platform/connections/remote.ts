@@ -131,7 +131,7 @@ function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAut
     if (challenge) {
       await response.body?.cancel().catch(() => undefined);
       const { go_url } = await oauth.stepUp(record, challenge.scope);
-      throw new StepUpRequired(record.name, challenge.scope, go_url);
+      throw new StepUpRequired(record.name, challenge.scope, go_url, record.owner);
     }
     return response;
   };

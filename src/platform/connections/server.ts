@@ -46,7 +46,7 @@ export function createConnectionsServer(
         "Connect a remote MCP server to this workspace (workspace admins; with personal: true, your own, any member): Atrium connects, photographs its tools as snapshot 1, " +
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
         'auth is {"kind":"none"}, {"kind":"static","header","value"} (the value is sealed and never shown again) ' +
-        'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin to open in a browser.',
+        'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin (for a personal one, you alone) to open in a browser.',
       inputSchema: platformInput({
         name: nameInput,
         url: z.string().describe("The server's MCP endpoint, an https URL."),
@@ -75,7 +75,7 @@ export function createConnectionsServer(
         if ("go_url" in added) {
           return json(
             added,
-            `"${added.connection.name}" waits for authorization: a workspace admin opens ${added.go_url} in a browser before ${added.expiresAt}.`,
+            `"${added.connection.name}" waits for authorization: ${"personal" in added.connection ? "you (its owner, and nobody else) open" : "a workspace admin opens"} ${added.go_url} in a browser before ${added.expiresAt}.`,
           );
         }
         return json(
@@ -90,7 +90,7 @@ export function createConnectionsServer(
     "authorize",
     {
       description:
-        "Start a re-authorization of an OAuth connection (workspace admins): answers a go_url for a workspace admin to open in a browser; " +
+        "Start a re-authorization of an OAuth connection (workspace admins; a my_ one, its owner alone): answers a go_url for that person to open in a browser; " +
         "the new tokens replace the old ones only if no other authorization of the connection completed first.",
       inputSchema: platformInput({
         name: nameInput,

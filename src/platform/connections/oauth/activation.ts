@@ -2,16 +2,16 @@ import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import type { ConnectionRecord } from "../model.ts";
-import type { ConnectionStore } from "../store.ts";
 import { type ConnectionTokens, tokenLease } from "./connection-tokens.ts";
 import type { Flow } from "./flows.ts";
+import { type ConnectionStores, recordHome } from "./record-home.ts";
 import type { TokenSet } from "./tokens.ts";
 
 /** An activation found the connection moved on since its flow started (or removed). */
 export class Superseded extends Error {}
 
 export interface ActivationDeps {
-  store: ConnectionStore;
+  stores: ConnectionStores;
   tokens: ConnectionTokens;
   leases: ExclusiveLeases;
   clock: Clock;
@@ -24,17 +24,19 @@ export interface ActivationDeps {
  * activation time the flow started from. Both together change at every activation — the first
  * sets the time, each later one adds a generation — so no flow started before one can pass after
  * it. A loser's sealed tokens are removed; the winner's predecessor too, and the credential's
- * lapsed mark is cleared (re-authorization is what ends it).
+ * lapsed mark is cleared (re-authorization is what ends it). A personal connection's record is
+ * its owner's (recordHome), so the lease, the record and the tokens are that one connection's.
  */
 export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Promise<ConnectionRecord> {
   return deps.leases.run(tokenLease({ id: flow.connectionId }), async () => {
-    const before = await deps.store.get(flow.workspaceId, flow.name).catch(() => undefined);
+    const { store, key } = recordHome(deps.stores, flow);
+    const before = await store.get(key, flow.name).catch(() => undefined);
     if (!before || before.id !== flow.connectionId) throw new Superseded();
     const credential = await deps.tokens.seal(before, tokens);
     let previous: string | undefined;
     let updated: ConnectionRecord;
     try {
-      updated = await deps.store.update(flow.workspaceId, flow.name, (current) => {
+      updated = await store.update(key, flow.name, (current) => {
         const auth = current.auth.kind === "oauth" ? current.auth : undefined;
         if (
           !auth ||
@@ -62,9 +64,14 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
       throw error;
     }
     if (previous) await deps.tokens.discard(previous);
-    await deps.store.writeCredential(flow.workspaceId, flow.name, { lapsed: false });
+    await store.writeCredential(key, flow.name, { lapsed: false });
     deps.log.info(
-      { workspaceId: flow.workspaceId, connection: flow.name, generation: updated.authorizationGeneration },
+      {
+        workspaceId: flow.workspaceId,
+        connection: flow.name,
+        personal: flow.owner !== undefined,
+        generation: updated.authorizationGeneration,
+      },
       "connection authorized",
     );
     return updated;

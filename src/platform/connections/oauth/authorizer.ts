@@ -3,7 +3,6 @@ import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import type { ConnectionRecord } from "../model.ts";
-import type { ConnectionStore } from "../store.ts";
 import { activate, Superseded } from "./activation.ts";
 import {
   type ClientRegistrations,
@@ -15,6 +14,7 @@ import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
 import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths } from "./paths.ts";
+import type { ConnectionStores } from "./record-home.ts";
 import {
   beginAuthorization,
   checkResponseIssuer,
@@ -24,7 +24,7 @@ import {
 } from "./tokens.ts";
 
 export interface AuthorizerDeps {
-  store: ConnectionStore;
+  stores: ConnectionStores;
   tokens: ConnectionTokens;
   leases: ExclusiveLeases;
   clock: Clock;
@@ -87,7 +87,10 @@ export class Authorizer {
     this.authorities.delete(record.id);
   }
 
-  /** A new flow for `record`; `startedBy` absent for a step-up (any workspace admin may open it). */
+  /**
+   * A new flow for `record`; `startedBy` absent for a step-up (any workspace admin may open it). A
+   * personal connection's flow carries its owner, who alone may open it.
+   */
   async start(
     record: ConnectionRecord,
     request: { startedBy?: string; scopes?: string[]; target?: AuthorizationTarget },
@@ -110,6 +113,7 @@ export class Authorizer {
       workspaceId: record.workspaceId,
       name: record.name,
       connectionId: record.id,
+      ...(record.owner === undefined ? {} : { owner: record.owner }),
       ...(request.startedBy ? { startedBy: request.startedBy } : {}),
       generation: record.authorizationGeneration,
       activatedAt: auth.activatedAt,
@@ -136,9 +140,9 @@ export class Authorizer {
   }
 
   /**
-   * The go_url opened: a workspace admin (the one who started it, if one did) binds the flow to
-   * this browser with a cookie and is sent to the authorization server. The same browser may open
-   * it again; another is refused.
+   * The go_url opened: a workspace admin (the one who started it, if one did) — or, for a personal
+   * connection, its owner and nobody else — binds the flow to this browser with a cookie and is
+   * sent to the authorization server. The same browser may open it again; another is refused.
    */
   open(
     flowId: string,
@@ -148,16 +152,8 @@ export class Authorizer {
     const flow = this.flows.get(flowId);
     if (!flow || this.flows.expired(flow)) return expiredOutcome();
     if (flow.used) return usedOutcome();
-    if (
-      !this.deps.isAdmin(flow.workspaceId, principalId) ||
-      (flow.startedBy && flow.startedBy !== principalId)
-    ) {
-      return {
-        status: 403,
-        title: "Not yours to authorize",
-        message: `Only ${flow.startedBy ? "the workspace admin who started this authorization" : "a workspace admin"} can open it.`,
-      };
-    }
+    const refusal = this.mayOpen(flow, principalId);
+    if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
     if (flow.binding) {
       if (flow.binding.principalId === principalId && this.flows.boundTo(flow, cookieSecret)) {
         return { redirect: flow.authorizationUrl };
@@ -255,12 +251,28 @@ export class Authorizer {
     }
   }
 
+  /** Why `principalId` may not open `flow`; `undefined` when they may. */
+  private mayOpen(flow: Flow, principalId: string): string | undefined {
+    if (flow.owner !== undefined) {
+      // A personal connection is its owner's alone: a workspace admin is no exception.
+      return flow.owner === principalId
+        ? undefined
+        : "Only the owner of this personal connection can open it.";
+    }
+    if (
+      !this.deps.isAdmin(flow.workspaceId, principalId) ||
+      (flow.startedBy && flow.startedBy !== principalId)
+    )
+      return `Only ${flow.startedBy ? "the workspace admin who started this authorization" : "a workspace admin"} can open it.`;
+    return undefined;
+  }
+
   private async resolveAuthority(record: ConnectionRecord) {
     const auth = oauthOf(record);
     const target = await discoverAuthorization(record.url, this.deps.fetch);
     if (target.issuer !== auth.issuer) {
       throw new AuthorizationRefused(
-        `The server of connection "${record.name}" now names the authorization server ${target.issuer}, not ${auth.issuer}; an admin must remove and add it again.`,
+        `The server of connection "${record.name}" now names the authorization server ${target.issuer}, not ${auth.issuer}; ${record.owner === undefined ? "an admin" : "its owner"} must remove and add it again.`,
       );
     }
     return { target, client: await this.clientAt(target) };

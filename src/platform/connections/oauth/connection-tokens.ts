@@ -6,6 +6,7 @@ import type { ConnectionRecord, StoredOAuth } from "../model.ts";
 import type { CredentialVault } from "../remote.ts";
 import type { OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
+import { reauthorizer } from "./record-home.ts";
 import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
 
 /** The field a connection's token set is sealed under, bound into its ciphertext. */
@@ -27,8 +28,8 @@ export interface ConnectionTokensDeps {
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
   /** Where the connection's tokens come from, and who Atrium is there. */
   authority(record: ConnectionRecord): Promise<{ target: AuthorizationTarget; client: OAuthClient }>;
-  /** A refresh was refused for good: the ConnectionRevalidator gives its verdict. */
-  refused(workspaceId: string, name: string): void;
+  /** A refresh was refused for good: the ConnectionRevalidator (the owner's, for a personal one) gives its verdict. */
+  refused(record: ConnectionRecord): void;
 }
 
 /** The lease key of a connection's token family: refresh and activation take it. */
@@ -90,7 +91,7 @@ export class ConnectionTokens {
     const auth = oauthOf(record);
     if (!auth.tokens) {
       throw new NotAuthorized(
-        `Connection "${record.name}" is not authorized yet; a workspace admin must authorize it.`,
+        `Connection "${record.name}" is not authorized yet; ${reauthorizer(record)} must authorize it.`,
       );
     }
     if (this.refusedSets.has(auth.tokens)) throw refusedError(record);
@@ -108,7 +109,7 @@ export class ConnectionTokens {
           { workspaceId: record.workspaceId, connection: record.name },
           "connection refresh token refused; re-authorization required",
         );
-        this.deps.refused(record.workspaceId, record.name);
+        this.deps.refused(record);
         throw refusedError(record);
       }
       throw error;
@@ -146,6 +147,6 @@ export function oauthOf(record: ConnectionRecord): StoredOAuth {
 
 function refusedError(record: ConnectionRecord): NotAuthorized {
   return new NotAuthorized(
-    `The authorization of connection "${record.name}" was refused by its authorization server; a workspace admin must re-authorize it.`,
+    `The authorization of connection "${record.name}" was refused by its authorization server; ${reauthorizer(record)} must re-authorize it.`,
   );
 }

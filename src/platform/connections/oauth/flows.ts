@@ -17,6 +17,8 @@ export interface Flow {
   connectionId: string;
   /** The admin who started it; `undefined` for a step-up, which any workspace admin may open. */
   startedBy?: string;
+  /** A personal connection's owner: they alone may open the flow, never an admin (ADR 0042). */
+  owner?: string;
   /** The compare-and-swap the activation makes: the record as it was when the flow began. */
   generation: number;
   activatedAt: string | undefined;

@@ -1,9 +1,11 @@
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/client";
 import { NotAuthorized } from "./connection-tokens.ts";
+import { reauthorizer } from "./record-home.ts";
 
 /**
  * The server refused a call for want of scope (403 `insufficient_scope`): a re-authorization
- * asking for more was started, and the call answers with what a workspace admin must do. The SDK
+ * asking for more was started, and the call answers with what a workspace admin (for a personal
+ * connection, its owner, the only one who may open the go_url) must do. The SDK
  * would refresh instead, which cannot widen a grant (RFC 6749 §6); Atrium never does that.
  */
 export class StepUpRequired extends Error {
@@ -11,10 +13,11 @@ export class StepUpRequired extends Error {
     readonly connection: string,
     readonly scope: string | undefined,
     readonly goUrl: string,
+    owner?: string,
   ) {
     super(
       `The server of connection "${connection}" needs more access${scope ? ` (scope "${scope}")` : ""} than it was granted; ` +
-        `a workspace admin must re-authorize it: open ${goUrl}`,
+        `${reauthorizer({ owner })} must re-authorize it${owner === undefined ? "" : " (only the owner can open this link)"}: open ${goUrl}`,
     );
     this.name = "StepUpRequired";
   }

@@ -8,9 +8,9 @@ import type { AppEnv } from "../../../web/app-env.ts";
 import type { ConnectionSettings } from "../config.ts";
 import type { ConnectionRecord } from "../model.ts";
 import type { CredentialVault, OAuthBearers } from "../remote.ts";
-import type { ConnectionStore } from "../store.ts";
 import { Authorizer } from "./authorizer.ts";
 import { ConnectionTokens } from "./connection-tokens.ts";
+import { type ConnectionStores, recordHome } from "./record-home.ts";
 import { StoredRegistrations } from "./registrations.ts";
 import { oauthRoutes } from "./routes.ts";
 
@@ -19,7 +19,8 @@ const MAX_OAUTH_RESPONSE_BYTES = 1024 * 1024;
 
 export interface ConnectionOAuthDeps {
   settings: ConnectionSettings;
-  store: ConnectionStore;
+  /** The workspace's store and the personal one (keyed by owner): a record is read where it lives. */
+  stores: ConnectionStores;
   vault: CredentialVault;
   leases: ExclusiveLeases;
   layout: StorageLayout;
@@ -27,10 +28,10 @@ export interface ConnectionOAuthDeps {
   log: Logger;
   publicUrl: () => string;
   isAdmin(workspaceId: string, principalId: string): boolean;
-  /** An authorization was activated (the connections service photographs and serves it). */
+  /** An authorization was activated (the connections service, or the personal one, photographs and serves it). */
   activated(record: ConnectionRecord): Promise<void>;
-  /** A refresh token was refused for good (the revalidator gives its verdict). */
-  refused(workspaceId: string, name: string): void;
+  /** A refresh token was refused for good (the revalidator — the owner's, for a personal one — gives its verdict). */
+  refused(record: ConnectionRecord): void;
 }
 
 /** The OAuth side of the connections app, built once: tokens, authorizations, their routes. */
@@ -45,7 +46,10 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     timeoutMs: deps.settings.requestTimeoutMs,
     maxResponseBytes: MAX_OAUTH_RESPONSE_BYTES,
   });
-  const current = (record: ConnectionRecord) => deps.store.get(record.workspaceId, record.name);
+  const current = (record: ConnectionRecord) => {
+    const { store, key } = recordHome(deps.stores, record);
+    return store.get(key, record.name);
+  };
   let authorizer: Authorizer | undefined;
   const tokens = new ConnectionTokens({
     vault: deps.vault,
@@ -58,7 +62,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     refused: deps.refused,
   });
   const built = new Authorizer({
-    store: deps.store,
+    stores: deps.stores,
     tokens,
     leases: deps.leases,
     clock: deps.clock,

@@ -85,7 +85,7 @@ async function setUp(vaultFor: Pick<CredentialStore, "put" | "replace" | "open" 
       target: localTarget(base) as AuthorizationTarget,
       client: { info: { client_id: "atc_1" }, how: "registered" },
     }),
-    refused: (_ws, name) => void refused.push(name),
+    refused: (refusedRecord) => void refused.push(refusedRecord.name),
   });
   const credential = await tokens.seal(record, {
     accessToken: "access-0",
