@@ -2,8 +2,6 @@ import { Conflict, Forbidden, InvalidInput } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
-import { UnfinishedListing } from "../../sources/mcp-source.ts";
-import { joinToolName } from "../../sources/tool-names.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { PublishedSkill, WorkspaceSources } from "../app.ts";
 import { buildSources } from "./build-sources.ts";
@@ -16,21 +14,18 @@ import {
   type ConnectionState,
   checkAuth,
   checkConnectionName,
-  checkScopes,
   checkServerUrl,
   deriveState,
   newConnectionId,
   type StoredAuth,
 } from "./model.ts";
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
-import { reauthorizer } from "./oauth/record-home.ts";
+import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
+import { photographServer } from "./photograph-server.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
-import { compileInputSchema } from "./schemas.ts";
-import { diffSnapshots, photograph, type Snapshot } from "./snapshot.ts";
+import { diffSnapshots, type Snapshot } from "./snapshot.ts";
+import { skillsOf } from "./snapshot-skills.ts";
 import type { ConnectionStore } from "./store.ts";
-
-/** The most Skills Extension skills one snapshot pins. */
-const MAX_REMOTE_SKILLS = 50;
 
 export interface NewConnection {
   name?: unknown;
@@ -374,56 +369,9 @@ export class Connections {
     );
   }
 
-  /**
-   * Connects fresh, requires tools, lists every page, screens, digests: the next snapshot. Also
-   * what a personal connection is photographed with (personal.ts).
-   */
-  async photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
-    const source = await this.deps.remote.source(record);
-    try {
-      const described = await source.describe().catch((error: unknown) => {
-        throw new InvalidInput(
-          `Could not connect to ${record.url}: ${(error as Error).message.slice(0, 300)}`,
-        );
-      });
-      if (!described.hasTools)
-        throw new InvalidInput(`The server at ${record.url} offers no tools capability.`);
-      const tools = await source.listTools().catch((error: unknown) => {
-        if (error instanceof UnfinishedListing)
-          throw new InvalidInput(`${error.message} Nothing was photographed.`);
-        throw new InvalidInput(
-          `The server at ${record.url} did not list its tools: ${(error as Error).message.slice(0, 300)}`,
-        );
-      });
-      const skills = await source.skills(MAX_REMOTE_SKILLS).catch((error: unknown) => {
-        throw new InvalidInput(
-          `The server at ${record.url} offered skills that could not be read: ${(error as Error).message.slice(0, 300)}`,
-        );
-      });
-      const taken = photograph(tools, {
-        version,
-        takenAt: new Date(this.deps.clock()).toISOString(),
-        generation: record.authorizationGeneration,
-        protocolVersion: described.protocolVersion ?? "unknown",
-        ...(described.serverInfo ? { serverInfo: described.serverInfo } : {}),
-        ...(described.instructions ? { instructions: described.instructions } : {}),
-        ...(skills.length > 0 ? { skills } : {}),
-      });
-      if ("problems" in taken)
-        throw new InvalidInput(`Refused to photograph the server's tools: ${taken.problems.join("; ")}.`);
-      for (const tool of taken.snapshot.tools) {
-        try {
-          compileInputSchema(tool);
-        } catch (error) {
-          throw new InvalidInput(
-            `Tool "${tool.name}" has an input schema that cannot be checked: ${(error as Error).message.slice(0, 200)}.`,
-          );
-        }
-      }
-      return taken.snapshot;
-    } finally {
-      await source.close().catch(() => undefined);
-    }
+  /** The server's next snapshot (photograph-server.ts); personal connections are photographed with it too. */
+  photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
+    return photographServer(this.deps.remote, this.deps.clock, record, version);
   }
 
   /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
@@ -453,84 +401,4 @@ function authView(auth: StoredAuth): ConnectionView["auth"] {
   if (auth.kind === "oauth")
     return { kind: "oauth", scopes: auth.granted ?? auth.scopes, issuer: auth.issuer };
   return { kind: "none" };
-}
-
-/**
- * A new OAuth connection's record in `pending_auth` (no snapshot until authorized) and its first
- * flow, started by whoever added it. Discovered first: a server that cannot be authorized is
- * refused before anything is stored.
- */
-export async function pendingOAuth(
-  deps: Pick<ConnectionsDeps, "authorizer" | "clock">,
-  at: { workspaceId: string; name: string; url: string; scopes: string[]; createdBy: string; owner?: string },
-): Promise<{ record: ConnectionRecord; link: GoLink }> {
-  const { scopes, ...fields } = at;
-  const target = await deps.authorizer.discover(at.url);
-  const record: ConnectionRecord = {
-    id: newConnectionId(),
-    ...fields,
-    auth: { kind: "oauth", issuer: target.issuer, scopes },
-    createdAt: new Date(deps.clock()).toISOString(),
-    authorizationGeneration: 1,
-    snapshotVersion: 0,
-    disabled: false,
-  };
-  const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target });
-  return { record, link };
-}
-
-/** A new flow for an OAuth connection as it is now (shared or personal), `{scopes?}` to ask for others. */
-export function reauthorize(
-  authorizer: Authorizer,
-  record: ConnectionRecord,
-  startedBy: string,
-  request: { scopes?: unknown },
-): Promise<GoLink> {
-  if (record.auth.kind !== "oauth") {
-    throw new InvalidInput(
-      `Connection "${record.name}" does not use OAuth; only an OAuth connection is authorized here.`,
-    );
-  }
-  const scopes = request.scopes === undefined ? undefined : checkScopes(request.scopes);
-  return authorizer.start(record, { startedBy, ...(scopes ? { scopes } : {}) });
-}
-
-/** A pending connection has no snapshot to serve, refresh or show until it is authorized. */
-export function requireSnapshot(record: ConnectionRecord): void {
-  if (record.snapshotVersion === 0) {
-    throw new Conflict(
-      "pending_auth",
-      `Connection "${record.name}" is waiting for its first authorization; ${reauthorizer(record)} opens its go_url (or POST …/connections/${record.name}/oauth/start).`,
-    );
-  }
-}
-
-/**
- * What a snapshot publishes as server-scope skills: the server's instructions, named after the
- * connection and bound to its tools, and each skill it offers through the Skills Extension, named
- * `<connection>-<skill>` so two servers' skills of one name never shadow each other.
- */
-function skillsOf(connection: string, snapshot: Snapshot): PublishedSkill[] {
-  const base = skillName(connection);
-  const published: PublishedSkill[] = (snapshot.skills ?? []).map((skill) => ({
-    name: skillName(`${base}-${skill.name}`),
-    description: skill.description,
-    body: skill.body,
-    tools: [],
-  }));
-  if (snapshot.instructions) {
-    const server = snapshot.serverInfo?.name ?? connection;
-    published.unshift({
-      name: base,
-      description: `How to use the tools of ${server}, connected here as "${connection}" (its server's own instructions).`,
-      body: snapshot.instructions,
-      tools: [joinToolName(connection, "*")],
-    });
-  }
-  return published;
-}
-
-/** A skill name: the Agent Skills rule allows no doubled or trailing hyphen and 64 characters. */
-function skillName(text: string): string {
-  return text.replace(/-+/g, "-").slice(0, 64).replace(/-$/, "");
 }

@@ -8,15 +8,7 @@ import { FOLDER_MODE } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
-import {
-  Connections,
-  type ConnectionsDeps,
-  type ConnectionView,
-  type NewConnection,
-  pendingOAuth,
-  reauthorize,
-  requireSnapshot,
-} from "./connections.ts";
+import { Connections, type ConnectionsDeps, type ConnectionView, type NewConnection } from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
 import {
@@ -27,6 +19,7 @@ import {
   newConnectionId,
 } from "./model.ts";
 import type { GoLink } from "./oauth/authorizer.ts";
+import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { personalSourceName } from "./personal-name.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";

@@ -1,0 +1,64 @@
+import { InvalidInput } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import { UnfinishedListing } from "../../sources/mcp-source.ts";
+import type { ConnectionRecord } from "./model.ts";
+import type { RemoteServers } from "./remote.ts";
+import { compileInputSchema } from "./schemas.ts";
+import { photograph, type Snapshot } from "./snapshot.ts";
+
+/** The most Skills Extension skills one snapshot pins. */
+const MAX_REMOTE_SKILLS = 50;
+
+/**
+ * Connects fresh, requires tools, lists every page, screens, digests: the next snapshot.
+ */
+export async function photographServer(
+  remote: RemoteServers,
+  clock: Clock,
+  record: ConnectionRecord,
+  version: number,
+): Promise<Snapshot> {
+  const source = await remote.source(record);
+  try {
+    const described = await source.describe().catch((error: unknown) => {
+      throw new InvalidInput(`Could not connect to ${record.url}: ${(error as Error).message.slice(0, 300)}`);
+    });
+    if (!described.hasTools)
+      throw new InvalidInput(`The server at ${record.url} offers no tools capability.`);
+    const tools = await source.listTools().catch((error: unknown) => {
+      if (error instanceof UnfinishedListing)
+        throw new InvalidInput(`${error.message} Nothing was photographed.`);
+      throw new InvalidInput(
+        `The server at ${record.url} did not list its tools: ${(error as Error).message.slice(0, 300)}`,
+      );
+    });
+    const skills = await source.skills(MAX_REMOTE_SKILLS).catch((error: unknown) => {
+      throw new InvalidInput(
+        `The server at ${record.url} offered skills that could not be read: ${(error as Error).message.slice(0, 300)}`,
+      );
+    });
+    const taken = photograph(tools, {
+      version,
+      takenAt: new Date(clock()).toISOString(),
+      generation: record.authorizationGeneration,
+      protocolVersion: described.protocolVersion ?? "unknown",
+      ...(described.serverInfo ? { serverInfo: described.serverInfo } : {}),
+      ...(described.instructions ? { instructions: described.instructions } : {}),
+      ...(skills.length > 0 ? { skills } : {}),
+    });
+    if ("problems" in taken)
+      throw new InvalidInput(`Refused to photograph the server's tools: ${taken.problems.join("; ")}.`);
+    for (const tool of taken.snapshot.tools) {
+      try {
+        compileInputSchema(tool);
+      } catch (error) {
+        throw new InvalidInput(
+          `Tool "${tool.name}" has an input schema that cannot be checked: ${(error as Error).message.slice(0, 200)}.`,
+        );
+      }
+    }
+    return taken.snapshot;
+  } finally {
+    await source.close().catch(() => undefined);
+  }
+}
