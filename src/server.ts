@@ -30,7 +30,13 @@ import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
 import { PLATFORM_APPS } from "./platform/index.ts";
-import { createWorkspaceRegistry, publishedSkills, startApps, workspaceSources } from "./platform/kit.ts";
+import {
+  closeAppSources,
+  createWorkspaceRegistry,
+  publishedSkills,
+  startApps,
+  workspaceSources,
+} from "./platform/kit.ts";
 import { ToolDispatch } from "./sources/dispatch.ts";
 import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
@@ -303,6 +309,7 @@ async function startLocked(
         await jobsStopped;
         await appsStopped;
         await registries.close();
+        await closeAppSources(apps);
         await endpoint.close();
         // Last: until here this process still owns the root (a restart waits or is refused).
         await lock.release();

@@ -76,8 +76,12 @@ export interface AppContext<Settings> {
 
 /** A started app: what the HTTP app, the MCP front door and recovery take from it. */
 export interface RunningApp {
-  /** The app's MCP server for one workspace, served on the in-memory arm of its source. */
-  createServer(workspaceId: string): McpServer;
+  /**
+   * The app's one MCP server, asked for once and served to every workspace on the in-memory arm
+   * of the app's source: each call's person and workspace arrive in host-owned `_meta`, which
+   * only the router sets, from the gated request (adr/0057).
+   */
+  createServer(): McpServer;
   /** Further sources the app gives a workspace (its connections), asked when its registry is built. */
   sources?(workspaceId: string): Promise<Source[]>;
   /**
@@ -134,7 +138,9 @@ export interface WorkspaceSources {
   remove(workspaceId: string, name: string, owner?: string): Promise<void>;
 }
 
-/** An app as the instance runs it: its name and what its start returned. */
+/** An app as the instance runs it: its name, what its start returned, and its one source. */
 export interface StartedApp extends RunningApp {
   name: string;
+  /** The app's server as a source, lent to every workspace's registry, closed by the instance. */
+  source: Source;
 }

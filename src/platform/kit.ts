@@ -50,22 +50,27 @@ export async function startApps(
       appNames: apps.map((other) => other.name),
       log: kernel.log.child({ app: app.name }),
     });
-    started.push({ ...running, name: app.name });
+    // One server per app for the whole instance (adr/0057), connected on its first call.
+    const source = new McpSource(app.name, { kind: "in-memory", createServer: () => running.createServer() });
+    started.push({ ...running, name: app.name, source });
   }
   return started;
 }
 
-/** A workspace's registry: every started app as an in-memory source, then the apps' other sources. */
+/** Closes each app's one source, after every registry that lent it is gone. */
+export async function closeAppSources(apps: readonly StartedApp[]): Promise<void> {
+  await Promise.allSettled(apps.map((app) => app.source.close()));
+}
+
+/** A workspace's registry: every started app's source, lent by the instance, then the apps' other sources. */
 export async function createWorkspaceRegistry(
   workspaceId: string,
   apps: readonly StartedApp[],
 ): Promise<SourceRegistry> {
-  const registry = new SourceRegistry(workspaceId);
-  for (const app of apps) {
-    registry.add(
-      new McpSource(app.name, { kind: "in-memory", createServer: () => app.createServer(workspaceId) }),
-    );
-  }
+  const registry = new SourceRegistry(
+    workspaceId,
+    apps.map((app) => app.source),
+  );
   for (const app of apps) {
     for (const source of (await app.sources?.(workspaceId)) ?? []) registry.add(source);
   }

@@ -13,22 +13,19 @@ import { unexpectedToolResult } from "../sources/tool-failure.ts";
 type Handler<A> = (args: A, ctx: ServerContext) => Promise<CallToolResult>;
 
 /**
- * Wraps a platform app's tool: reads the caller from host-owned `_meta` (v2 puts it on
- * `ctx.mcpReq._meta`), refuses a caller from another workspace (defence in depth: each app
- * server serves one workspace), and turns Atrium's typed errors into `isError` results the
- * model can read. Any other error is unexpected: its words (a path under the data root, a stack)
+ * Wraps a platform app's tool: reads the caller — who, in which workspace — from host-owned
+ * `_meta` (v2 puts it on `ctx.mcpReq._meta`), which only the router sets, from the gated request
+ * (an app's one server serves every workspace, adr/0057), and turns Atrium's typed errors into
+ * `isError` results the model can read. Any other error is unexpected: its words (a path under the data root, a stack)
  * are not for the model, so it goes to the router to be logged with the request id and answered
  * with that id alone (sources/tool-failure.ts).
  */
 export function platformTool<A>(
-  workspaceId: string,
   run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>,
 ): Handler<A> {
   return async (args, ctx) => {
     try {
-      const caller = callerFromMeta(ctx.mcpReq._meta);
-      if (caller.workspaceId !== workspaceId) return toolError("This tool belongs to another workspace.");
-      return await run(caller, args, ctx);
+      return await run(callerFromMeta(ctx.mcpReq._meta), args, ctx);
     } catch (error) {
       if (error instanceof AtriumError) return toolError(error.message);
       return unexpectedToolResult(error);

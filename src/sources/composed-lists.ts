@@ -2,6 +2,7 @@ import type { Tool } from "@modelcontextprotocol/client";
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { SourceRegistry } from "./registry.ts";
 import type { Source } from "./source.ts";
+import { joinToolName } from "./tool-names.ts";
 
 interface Composed {
   sources: readonly Source[];
@@ -44,4 +45,23 @@ export class ComposedLists {
 
 function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
   return a.length === b.length && a.every((item, i) => item === b[i]);
+}
+
+/**
+ * A source's own list with each tool named `<source>__<tool>`, kept per list object: a platform
+ * app's one source answers the same list in every workspace (adr/0057), so its namespaced tools
+ * are built once for the instance instead of once per workspace and caller.
+ */
+export class NamespacedLists {
+  private readonly byList = new WeakMap<Tool[], { source: string; tools: FrontTool[] }>();
+
+  of(source: string, list: Tool[] | undefined): FrontTool[] {
+    if (!list) return [];
+    const kept = this.byList.get(list);
+    if (kept?.source === source) return kept.tools;
+    // The client and server types differ only in how they type an input property's schema.
+    const tools = list.map((tool) => ({ ...tool, name: joinToolName(source, tool.name) }) as FrontTool);
+    this.byList.set(list, { source, tools });
+    return tools;
+  }
 }

@@ -11,8 +11,21 @@ export class SourceRegistry {
   private readonly shared = new Map<string, Source>();
   /** Owner → their personal sources by name. */
   private readonly personal = new Map<string, Map<string, Source>>();
+  /** Sources the instance owns and lends to every registry (the platform apps'): never closed here. */
+  private readonly lent: ReadonlySet<Source>;
 
-  constructor(readonly workspaceId: string) {}
+  /**
+   * `instanceSources` are shared sources that serve every workspace (a platform app's one server,
+   * adr/0057): listed and found like any shared source, but closed by the instance, not by this
+   * registry when it is evicted.
+   */
+  constructor(
+    readonly workspaceId: string,
+    instanceSources: readonly Source[] = [],
+  ) {
+    this.lent = new Set(instanceSources);
+    for (const source of instanceSources) this.add(source);
+  }
 
   add(source: Source): void {
     // A name that breaks the grammar could not be split back out of `<source>__<tool>`.
@@ -31,7 +44,7 @@ export class SourceRegistry {
     const previous = this.namesOf(source.owner)?.get(source.name);
     this.namesOf(source.owner)?.delete(source.name);
     this.add(source);
-    await previous?.close();
+    await this.closeOwn(previous);
   }
 
   /** Takes the named source (of `owner`, for a personal one) out and closes it; calls under way finish. */
@@ -40,7 +53,7 @@ export class SourceRegistry {
     const source = names?.get(name);
     names?.delete(name);
     if (owner !== undefined && names?.size === 0) this.personal.delete(owner);
-    await source?.close();
+    await this.closeOwn(source);
   }
 
   /** The source `principalId` reaches by this name: a shared one, or their own personal one. */
@@ -55,9 +68,13 @@ export class SourceRegistry {
 
   async close(): Promise<void> {
     const every = [...this.shared.values(), ...[...this.personal.values()].flatMap((m) => [...m.values()])];
-    await Promise.allSettled(every.map((source) => source.close()));
+    await Promise.allSettled(every.map((source) => this.closeOwn(source)));
     this.shared.clear();
     this.personal.clear();
+  }
+
+  private async closeOwn(source: Source | undefined): Promise<void> {
+    if (source && !this.lent.has(source)) await source.close();
   }
 
   private namesOf(owner: string | undefined, create = false): Map<string, Source> | undefined {

@@ -2,11 +2,11 @@ import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprot
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
-import { ComposedLists } from "./composed-lists.ts";
+import { ComposedLists, NamespacedLists } from "./composed-lists.ts";
 import type { ProgressListener } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
 import { unexpectedErrorOf, unexpectedFailureMessage, withoutSdkPrefix } from "./tool-failure.ts";
-import { joinToolName, splitToolName } from "./tool-names.ts";
+import { splitToolName } from "./tool-names.ts";
 
 /** What a call carries besides its tool and arguments. */
 export interface CallContext {
@@ -24,6 +24,7 @@ export interface CallContext {
  */
 export class Router {
   private readonly composed = new ComposedLists();
+  private readonly namespaced = new NamespacedLists();
 
   constructor(private readonly log: Logger) {}
 
@@ -46,9 +47,7 @@ export class Router {
       }),
     );
     return this.composed.of(registry, principalId, sources, lists, () =>
-      sources.flatMap((source, i) =>
-        (lists[i] ?? []).map((tool) => toFrontTool({ ...tool, name: joinToolName(source.name, tool.name) })),
-      ),
+      sources.flatMap((source, i) => this.namespaced.of(source.name, lists[i])),
     );
   }
 

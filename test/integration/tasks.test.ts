@@ -29,7 +29,7 @@ const probeApp: PlatformApp = {
   name: "probe",
   start() {
     return {
-      createServer(workspaceId) {
+      createServer() {
         const server = new McpServer({ name: "probe", version: "0.0.0" });
         server.registerTool(
           "echo",
@@ -38,7 +38,7 @@ const probeApp: PlatformApp = {
             inputSchema: platformInput({ reply: z.record(z.string(), z.unknown()).optional() }),
             annotations: { readOnlyHint: true },
           },
-          platformTool(workspaceId, async (caller, args: { reply?: Record<string, unknown> }) => {
+          platformTool(async (caller, args: { reply?: Record<string, unknown> }) => {
             probe.calls.push({ tool: "echo", principalId: caller.principalId });
             const reply = args.reply ?? {};
             return { content: [{ type: "text", text: JSON.stringify(reply) }], structuredContent: reply };
@@ -51,7 +51,7 @@ const probeApp: PlatformApp = {
             inputSchema: platformInput({}),
             annotations: { readOnlyHint: true },
           },
-          platformTool(workspaceId, async (caller, _args, ctx) => {
+          platformTool(async (caller, _args, ctx) => {
             probe.calls.push({ tool: "hang", principalId: caller.principalId });
             probe.hanging++;
             await new Promise<void>((resolve) =>
@@ -68,7 +68,7 @@ const probeApp: PlatformApp = {
             inputSchema: platformInput({}),
             annotations: { readOnlyHint: false },
           },
-          platformTool(workspaceId, async (caller) => {
+          platformTool(async (caller) => {
             probe.calls.push({ tool: "write", principalId: caller.principalId });
             return { content: [{ type: "text", text: "written" }] };
           }),

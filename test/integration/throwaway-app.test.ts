@@ -60,7 +60,7 @@ const greeterApp: PlatformApp<GreeterSettings> = {
       c.json({ greeted: await greetings.names(c.get("admission").workspace.id, c.get("principal").id) }),
     );
     return {
-      createServer(workspaceId) {
+      createServer() {
         const server = new McpServer({ name: "greeter", version: "0.0.0" });
         server.registerTool(
           "hello",
@@ -69,8 +69,8 @@ const greeterApp: PlatformApp<GreeterSettings> = {
             inputSchema: platformInput({ name: z.string() }),
             annotations: { readOnlyHint: false },
           },
-          platformTool(workspaceId, async (caller, args: { name: string }) => {
-            await greetings.record(workspaceId, caller.principalId, args.name);
+          platformTool(async (caller, args: { name: string }) => {
+            await greetings.record(caller.workspaceId, caller.principalId, args.name);
             return {
               content: [{ type: "text", text: `${settings.salutation} ${args.name}` }],
               structuredContent: { greeted: args.name, by: caller.principalId, in: caller.workspaceId },

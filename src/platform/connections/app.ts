@@ -156,7 +156,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const instanceRoutes = catalogRoutes(catalog);
     instanceRoutes.route("/", oauth.routes);
     return {
-      createServer: (workspaceId) => createConnectionsServer(workspaceId, callerConnections, grants),
+      createServer: () => createConnectionsServer(callerConnections, grants),
       sources: async (workspaceId) => [
         ...(await connections.sources(workspaceId)),
         ...(await mine.sources(workspaceId)),

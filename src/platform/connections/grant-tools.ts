@@ -17,7 +17,7 @@ function answer(value: Record<string, unknown>, text: string): CallToolResult {
 }
 
 /** The grant tools of the connections app: `grants`, `grant`, `revoke_grant` (ADR 0042). */
-export function registerGrantTools(server: McpServer, workspaceId: string, grants: Grants): void {
+export function registerGrantTools(server: McpServer, grants: Grants): void {
   server.registerTool(
     "grants",
     {
@@ -26,8 +26,8 @@ export function registerGrantTools(server: McpServer, workspaceId: string, grant
       inputSchema: platformInput({}),
       annotations: { title: "List grants", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller) => {
-      const list = await grants.list(workspaceId, caller.principalId);
+    platformTool(async (caller) => {
+      const list = await grants.list(caller.workspaceId, caller.principalId);
       return answer({ grants: list }, list.length > 0 ? list.map(describe).join("\n") : "No grants here.");
     }),
   );
@@ -40,8 +40,8 @@ export function registerGrantTools(server: McpServer, workspaceId: string, grant
       inputSchema: platformInput(grantInput),
       annotations: { title: "Grant a personal connection", readOnlyHint: false, idempotentHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { principalId: string; connection: string }) => {
-      const { grant } = await grants.grant(workspaceId, caller.principalId, args);
+    platformTool(async (caller, args: { principalId: string; connection: string }) => {
+      const { grant } = await grants.grant(caller.workspaceId, caller.principalId, args);
       return answer({ grant }, describe(grant));
     }),
   );
@@ -54,8 +54,8 @@ export function registerGrantTools(server: McpServer, workspaceId: string, grant
       inputSchema: platformInput(grantInput),
       annotations: { title: "Revoke a grant", readOnlyHint: false, destructiveHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { principalId: string; connection: string }) => {
-      await grants.revoke(workspaceId, caller.principalId, args.principalId, args.connection);
+    platformTool(async (caller, args: { principalId: string; connection: string }) => {
+      await grants.revoke(caller.workspaceId, caller.principalId, args.principalId, args.connection);
       return answer(
         { revoked: args },
         `Revoked: ${args.principalId} no longer uses ${args.connection} here.`,

@@ -14,12 +14,8 @@ function json(value: unknown, text: string): CallToolResult {
   return { content: [{ type: "text", text }], structuredContent: value as Record<string, unknown> };
 }
 
-/** The connections app as an MCP server for one workspace. Managing takes the workspace admin role. */
-export function createConnectionsServer(
-  workspaceId: string,
-  connections: CallerConnections,
-  grants: Grants,
-): McpServer {
+/** The connections app as one MCP server for every workspace (each call brings its workspace). Managing takes the workspace admin role. */
+export function createConnectionsServer(connections: CallerConnections, grants: Grants): McpServer {
   const server = new McpServer({ name: "atrium-connections", version: ATRIUM_VERSION });
 
   server.registerTool(
@@ -29,8 +25,8 @@ export function createConnectionsServer(
       inputSchema: platformInput({}),
       annotations: { title: "List connections", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller) => {
-      const list = await connections.list(workspaceId, caller.principalId);
+    platformTool(async (caller) => {
+      const list = await connections.list(caller.workspaceId, caller.principalId);
       const lines = list.map(
         (c) =>
           `${c.name}  ${c.state}  ${c.url}  ${c.snapshot ? `snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)` : "no snapshot yet"}`,
@@ -68,22 +64,19 @@ export function createConnectionsServer(
       }),
       annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(
-      workspaceId,
-      async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
-        const added = await connections.add(workspaceId, caller.principalId, args);
-        if ("go_url" in added) {
-          return json(
-            added,
-            `"${added.connection.name}" waits for authorization: ${"personal" in added.connection ? "you (its owner, and nobody else) open" : "a workspace admin opens"} ${added.go_url} in a browser before ${added.expiresAt}.`,
-          );
-        }
+    platformTool(async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
+      const added = await connections.add(caller.workspaceId, caller.principalId, args);
+      if ("go_url" in added) {
         return json(
           added,
-          `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
+          `"${added.connection.name}" waits for authorization: ${"personal" in added.connection ? "you (its owner, and nobody else) open" : "a workspace admin opens"} ${added.go_url} in a browser before ${added.expiresAt}.`,
         );
-      },
-    ),
+      }
+      return json(
+        added,
+        `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
+      );
+    }),
   );
 
   server.registerTool(
@@ -101,10 +94,15 @@ export function createConnectionsServer(
       }),
       annotations: { title: "Authorize a connection", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(workspaceId, async (caller, args: { name: string; scopes?: string[] }) => {
-      const started = await connections.startAuthorization(workspaceId, caller.principalId, args.name, {
-        ...(args.scopes ? { scopes: args.scopes } : {}),
-      });
+    platformTool(async (caller, args: { name: string; scopes?: string[] }) => {
+      const started = await connections.startAuthorization(
+        caller.workspaceId,
+        caller.principalId,
+        args.name,
+        {
+          ...(args.scopes ? { scopes: args.scopes } : {}),
+        },
+      );
       return json(
         started,
         `Open ${started.go_url} in a browser before ${started.expiresAt} to authorize "${args.name}".`,
@@ -119,8 +117,8 @@ export function createConnectionsServer(
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Remove a connection", readOnlyHint: false, destructiveHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { name: string }) => {
-      await connections.remove(workspaceId, caller.principalId, args.name);
+    platformTool(async (caller, args: { name: string }) => {
+      await connections.remove(caller.workspaceId, caller.principalId, args.name);
       return json({ removed: args.name }, `Removed "${args.name}".`);
     }),
   );
@@ -142,8 +140,13 @@ export function createConnectionsServer(
           idempotentHint: true,
         },
       },
-      platformTool(workspaceId, async (caller, args: { name: string }) => {
-        const view = await connections.setDisabled(workspaceId, caller.principalId, args.name, disabled);
+      platformTool(async (caller, args: { name: string }) => {
+        const view = await connections.setDisabled(
+          caller.workspaceId,
+          caller.principalId,
+          args.name,
+          disabled,
+        );
         return json(view, `"${view.name}" is ${view.state}.`);
       }),
     );
@@ -157,8 +160,8 @@ export function createConnectionsServer(
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Connection status", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { name: string }) => {
-      const view = await connections.view(workspaceId, caller.principalId, args.name);
+    platformTool(async (caller, args: { name: string }) => {
+      const view = await connections.view(caller.workspaceId, caller.principalId, args.name);
       return json(view, JSON.stringify(view));
     }),
   );
@@ -171,8 +174,12 @@ export function createConnectionsServer(
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Refresh a connection's tools", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(workspaceId, async (caller, args: { name: string }) => {
-      const { connection, changes } = await connections.refresh(workspaceId, caller.principalId, args.name);
+    platformTool(async (caller, args: { name: string }) => {
+      const { connection, changes } = await connections.refresh(
+        caller.workspaceId,
+        caller.principalId,
+        args.name,
+      );
       return json(
         { connection, changes },
         `"${args.name}" is now at snapshot ${connection.snapshot?.version}: ${JSON.stringify(changes)}`,
@@ -192,12 +199,18 @@ export function createConnectionsServer(
       }),
       annotations: { title: "Connection snapshots", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { name: string; from?: number; to?: number }) => {
+    platformTool(async (caller, args: { name: string; from?: number; to?: number }) => {
       if (args.from !== undefined && args.to !== undefined) {
-        const diff = await connections.diff(workspaceId, caller.principalId, args.name, args.from, args.to);
+        const diff = await connections.diff(
+          caller.workspaceId,
+          caller.principalId,
+          args.name,
+          args.from,
+          args.to,
+        );
         return json(diff, JSON.stringify(diff));
       }
-      const snapshots = await connections.snapshots(workspaceId, caller.principalId, args.name);
+      const snapshots = await connections.snapshots(caller.workspaceId, caller.principalId, args.name);
       return json(
         { snapshots },
         snapshots.map((s) => `${s.version}  ${s.takenAt}  ${s.toolCount} tools  ${s.digest}`).join("\n"),
@@ -205,6 +218,6 @@ export function createConnectionsServer(
     }),
   );
 
-  registerGrantTools(server, workspaceId, grants);
+  registerGrantTools(server, grants);
   return server;
 }

@@ -26,7 +26,7 @@ export const conversationsApp: PlatformApp<ConversationSettings> = {
     };
     const store = new ConversationStore(storage, settings, indexes, events, clock, isOwnFile);
     return {
-      createServer: (workspaceId) => createConversationsServer(workspaceId, store),
+      createServer: () => createConversationsServer(store),
       workspaceRoutes: conversationWorkspaceRoutes(store),
       routes: conversationRoutes(store, workspaces),
       leftovers: store,

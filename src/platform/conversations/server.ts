@@ -25,11 +25,11 @@ const events = eventDrafts.describe(
     '{"type":"tool_call","id","name","arguments"} or {"type":"tool_result","toolCallId","content","isError"}.',
 );
 
-/** The conversations app as an MCP server for one workspace; every conversation is the caller's own. */
-export function createConversationsServer(workspaceId: string, store: ConversationStore): McpServer {
+/** The conversations app as one MCP server for every workspace (each call brings its workspace); every conversation is the caller's own. */
+export function createConversationsServer(store: ConversationStore): McpServer {
   const server = new McpServer({ name: "atrium-conversations", version: ATRIUM_VERSION });
   const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
-    platformTool(workspaceId, run);
+    platformTool(run);
 
   server.registerTool(
     "create",
@@ -40,7 +40,12 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Create a conversation", readOnlyHint: false, destructiveHint: false },
     },
     tool(async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
-      const conversation = await store.create(workspaceId, caller.principalId, args.title ?? "", args.events);
+      const conversation = await store.create(
+        caller.workspaceId,
+        caller.principalId,
+        args.title ?? "",
+        args.events,
+      );
       return summaryResult(conversation, `Created ${conversation.id}.`);
     }),
   );
@@ -54,7 +59,7 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Append to a conversation", readOnlyHint: false, destructiveHint: false },
     },
     tool(async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
-      const done = await store.append(workspaceId, caller.principalId, args.id, args.events);
+      const done = await store.append(caller.workspaceId, caller.principalId, args.id, args.events);
       const seqs = done.events.map((event) => event.seq);
       return {
         content: [
@@ -80,7 +85,7 @@ export function createConversationsServer(workspaceId: string, store: Conversati
     },
     tool(
       async (caller, args: { id: string; order?: "oldest" | "newest"; cursor?: string; limit?: number }) => {
-        const page = await store.get(workspaceId, caller.principalId, args.id, args);
+        const page = await store.get(caller.workspaceId, caller.principalId, args.id, args);
         return { content: [{ type: "text", text: JSON.stringify(page) }], structuredContent: { ...page } };
       },
     ),
@@ -96,7 +101,7 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "List conversations", readOnlyHint: true },
     },
     tool(async (caller, args: { cursor?: string; limit?: number }) => {
-      const page = await listConversations(store.indexes, workspaceId, caller.principalId, args);
+      const page = await listConversations(store.indexes, caller.workspaceId, caller.principalId, args);
       const lines = page.conversations.map(
         (c) => `${c.id}  ${c.title || "(untitled)"}  ${c.messageCount} messages  updated ${c.updatedAt}`,
       );
@@ -123,7 +128,13 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Search conversations", readOnlyHint: true },
     },
     tool(async (caller, args: { query: string; cursor?: string; limit?: number }) => {
-      const page = await searchConversations(store.indexes, store, workspaceId, caller.principalId, args);
+      const page = await searchConversations(
+        store.indexes,
+        store,
+        caller.workspaceId,
+        caller.principalId,
+        args,
+      );
       const lines = page.results.map(
         (r) => `${r.conversation.id}  ${r.conversation.title || "(untitled)"}  ${r.matches} matching events`,
       );
@@ -152,7 +163,7 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Fork a conversation", readOnlyHint: false, destructiveHint: false },
     },
     tool(async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
-      const conversation = await store.fork(workspaceId, caller.principalId, args.id, args);
+      const conversation = await store.fork(caller.workspaceId, caller.principalId, args.id, args);
       return summaryResult(conversation, `Forked ${args.id} as ${conversation.id}.`);
     }),
   );
@@ -165,7 +176,11 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Export a conversation", readOnlyHint: true },
     },
     tool(async (caller, args: { id: string; format?: "markdown" | "json" }) => {
-      const { conversation, events: all } = await store.readWhole(workspaceId, caller.principalId, args.id);
+      const { conversation, events: all } = await store.readWhole(
+        caller.workspaceId,
+        caller.principalId,
+        args.id,
+      );
       if (args.format === "json") {
         const exported = toJsonExport(conversation, all);
         return {
@@ -189,7 +204,7 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Retitle a conversation", readOnlyHint: false, destructiveHint: false },
     },
     tool(async (caller, args: { id: string; title: string }) => {
-      const { conversation } = await store.append(workspaceId, caller.principalId, args.id, [
+      const { conversation } = await store.append(caller.workspaceId, caller.principalId, args.id, [
         { type: "title", title: args.title },
       ]);
       return summaryResult(conversation, `Retitled ${args.id}.`);
@@ -204,7 +219,7 @@ export function createConversationsServer(workspaceId: string, store: Conversati
       annotations: { title: "Delete a conversation", readOnlyHint: false, destructiveHint: true },
     },
     tool(async (caller, args: { id: string }) => {
-      await store.delete(workspaceId, caller.principalId, args.id);
+      await store.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     }),
   );

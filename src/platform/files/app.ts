@@ -10,7 +10,7 @@ export const filesApp: PlatformApp<FilesSettings> = {
   start({ settings, storage, events, clock, workspaces }) {
     const files = new FileStore(storage, settings.maxUploadBytes, events, clock);
     return {
-      createServer: (workspaceId) => createFilesServer(workspaceId, files),
+      createServer: () => createFilesServer(files),
       workspaceRoutes: fileWorkspaceRoutes(files),
       routes: fileRoutes(files, workspaces),
       streamedBodies: [{ method: "POST", path: "/files", maxBytes: files.maxBytes }],

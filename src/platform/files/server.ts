@@ -14,12 +14,12 @@ export const MAX_MCP_READ_BYTES = 8 * 1024 * 1024;
 
 const fileIdInput = { id: z.string().describe("The file id, fl_ followed by 24 hex digits.") };
 
-/** The files app as an MCP server for one workspace. The caller comes from host-owned `_meta`. */
-export function createFilesServer(workspaceId: string, files: FileStore): McpServer {
+/** The files app as one MCP server for every workspace: the caller, and so the workspace, comes from host-owned `_meta`. */
+export function createFilesServer(files: FileStore): McpServer {
   const server = new McpServer({ name: "atrium-files", version: ATRIUM_VERSION });
 
   const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
-    platformTool(workspaceId, run);
+    platformTool(run);
 
   server.registerTool(
     "write",
@@ -49,7 +49,7 @@ export function createFilesServer(workspaceId: string, files: FileStore): McpSer
       const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
       const progress = progressReporter(ctx, (done, total) => `Stored ${done} of ${total} bytes.`);
       const file = { name: args.name, mimeType };
-      const meta = await files.write(workspaceId, caller.principalId, file, content, progress);
+      const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
       return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
     }),
   );
@@ -66,7 +66,7 @@ export function createFilesServer(workspaceId: string, files: FileStore): McpSer
       annotations: { title: "List files", readOnlyHint: true },
     },
     tool(async (caller, args: { cursor?: string; limit?: number }) => {
-      const page = await files.page(workspaceId, caller.principalId, args);
+      const page = await files.page(caller.workspaceId, caller.principalId, args);
       const lines = page.files.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
       if (page.nextCursor) lines.push(`More files: call this tool again with cursor "${page.nextCursor}".`);
       return {
@@ -86,7 +86,7 @@ export function createFilesServer(workspaceId: string, files: FileStore): McpSer
       annotations: { title: "File info", readOnlyHint: true },
     },
     tool(async (caller, args: { id: string }) => {
-      const meta = await files.info(workspaceId, caller.principalId, args.id);
+      const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
       return metaResult(meta, JSON.stringify(meta));
     }),
   );
@@ -99,11 +99,11 @@ export function createFilesServer(workspaceId: string, files: FileStore): McpSer
       annotations: { title: "Read a file", readOnlyHint: true },
     },
     tool(async (caller, args: { id: string }) => {
-      const meta = await files.info(workspaceId, caller.principalId, args.id);
+      const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
       if (meta.size > MAX_MCP_READ_BYTES) {
         return toolError(`${meta.id} is ${meta.size} bytes; download it with GET /v1/files/${meta.id}.`);
       }
-      const { content } = await files.read(workspaceId, caller.principalId, args.id);
+      const { content } = await files.read(caller.workspaceId, caller.principalId, args.id);
       const text = isTextual(meta.mimeType) ? decodeUtf8(content) : undefined;
       const encoding = text === undefined ? "base64" : "utf8";
       const body = text ?? content.toString("base64");
@@ -122,7 +122,7 @@ export function createFilesServer(workspaceId: string, files: FileStore): McpSer
       annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
     },
     tool(async (caller, args: { id: string }) => {
-      await files.delete(workspaceId, caller.principalId, args.id);
+      await files.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     }),
   );

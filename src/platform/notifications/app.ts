@@ -58,7 +58,7 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
       },
     });
     return {
-      createServer: (workspaceId) => createNotificationsServer(workspaceId, inbox),
+      createServer: () => createNotificationsServer(inbox),
       workspaceRoutes: notificationRoutes(inbox),
       leftovers: inbox,
     };

@@ -9,8 +9,8 @@ import type { NotificationView } from "./model.ts";
 const MAX_ACK_IDS = 100;
 const idInput = z.string().describe("The notification id, ntf_ followed by 24 hex digits.");
 
-/** The notifications app as an MCP server for one workspace: the caller's view of its inbox. */
-export function createNotificationsServer(workspaceId: string, inbox: Inbox): McpServer {
+/** The notifications app as one MCP server for every workspace (each call brings its workspace): the caller's view of its inbox. */
+export function createNotificationsServer(inbox: Inbox): McpServer {
   const server = new McpServer({ name: "atrium-notifications", version: ATRIUM_VERSION });
 
   server.registerTool(
@@ -25,18 +25,15 @@ export function createNotificationsServer(workspaceId: string, inbox: Inbox): Mc
       }),
       annotations: { title: "List notifications", readOnlyHint: true },
     },
-    platformTool(
-      workspaceId,
-      async (caller, args: { cursor?: string; limit?: number; unacked?: boolean }) => {
-        const page = await inbox.page(workspaceId, caller.principalId, args);
-        const lines = page.notifications.map(line);
-        if (page.nextCursor) lines.push(`Older ones: call this tool again with cursor "${page.nextCursor}".`);
-        return {
-          content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No notifications." }],
-          structuredContent: { ...page },
-        };
-      },
-    ),
+    platformTool(async (caller, args: { cursor?: string; limit?: number; unacked?: boolean }) => {
+      const page = await inbox.page(caller.workspaceId, caller.principalId, args);
+      const lines = page.notifications.map(line);
+      if (page.nextCursor) lines.push(`Older ones: call this tool again with cursor "${page.nextCursor}".`);
+      return {
+        content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No notifications." }],
+        structuredContent: { ...page },
+      };
+    }),
   );
 
   server.registerTool(
@@ -46,8 +43,8 @@ export function createNotificationsServer(workspaceId: string, inbox: Inbox): Mc
       inputSchema: platformInput({ id: idInput }),
       annotations: { title: "Read a notification", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { id: string }) => {
-      const entry = await inbox.get(workspaceId, caller.principalId, args.id);
+    platformTool(async (caller, args: { id: string }) => {
+      const entry = await inbox.get(caller.workspaceId, caller.principalId, args.id);
       const text = entry.body === undefined ? line(entry) : `${line(entry)}\n\n${entry.body}`;
       return { content: [{ type: "text", text }], structuredContent: { notification: entry } };
     }),
@@ -64,9 +61,9 @@ export function createNotificationsServer(workspaceId: string, inbox: Inbox): Mc
       }),
       annotations: { title: "Acknowledge notifications", readOnlyHint: false, idempotentHint: true },
     },
-    platformTool(workspaceId, async (caller, args: { ids?: string[]; all?: boolean }) => {
+    platformTool(async (caller, args: { ids?: string[]; all?: boolean }) => {
       const what = ackRequest(args);
-      const { acked } = await inbox.ack(workspaceId, caller.principalId, what);
+      const { acked } = await inbox.ack(caller.workspaceId, caller.principalId, what);
       const text =
         "all" in what ? "Acknowledged every notification." : `Acknowledged ${acked} notification(s).`;
       return { content: [{ type: "text", text }], structuredContent: { acked } };

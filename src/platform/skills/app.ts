@@ -31,7 +31,7 @@ export const skillsApp: PlatformApp<SkillSettings> = {
     events.subscribe({ types: ["skill.changed"] }, () => skills.forget());
     const writer = new SkillWriter(layout, workspaces, events, clock);
     return {
-      createServer: (workspaceId) => createSkillsServer(workspaceId, skills, writer),
+      createServer: () => createSkillsServer(skills, writer),
       workspaceRoutes: skillRoutes(skills, writer),
       leftovers: writer,
       // The instructions, tool notes, resources and Skills Extension packages of every caller.

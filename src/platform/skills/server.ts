@@ -9,15 +9,11 @@ import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
 import type { SkillWriter } from "./writer.ts";
 
-/** The skills app as an MCP server for one workspace: list and read the resolved skills. */
+/** The skills app as one MCP server for every workspace (each call brings its workspace): list and read the resolved skills. */
 const LIST_TOOL = joinToolName("skills", "list");
 const READ_TOOL = joinToolName("skills", "read");
 
-export function createSkillsServer(
-  workspaceId: string,
-  skills: SkillService,
-  writer: SkillWriter,
-): McpServer {
+export function createSkillsServer(skills: SkillService, writer: SkillWriter): McpServer {
   const server = new McpServer({ name: "atrium-skills", version: ATRIUM_VERSION });
 
   server.registerTool(
@@ -29,8 +25,8 @@ export function createSkillsServer(
       inputSchema: platformInput({}),
       annotations: { title: "List skills", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller) => {
-      const { skills: resolved, problems } = await skills.resolve(workspaceId, caller.principalId);
+    platformTool(async (caller) => {
+      const { skills: resolved, problems } = await skills.resolve(caller.workspaceId, caller.principalId);
       const list = resolved.map(skillView);
       const lines = list.map(
         (s) => `${s.name} [${s.scope}, ${s.provenance}, ${s.channel}]: ${s.description}`,
@@ -52,8 +48,8 @@ export function createSkillsServer(
       }),
       annotations: { title: "Read a skill", readOnlyHint: true },
     },
-    platformTool(workspaceId, async (caller, { name }: { name: string }) => {
-      const { skills: resolved } = await skills.resolve(workspaceId, caller.principalId);
+    platformTool(async (caller, { name }: { name: string }) => {
+      const { skills: resolved } = await skills.resolve(caller.workspaceId, caller.principalId);
       const skill = resolved.find((s) => s.name === name);
       if (!skill) return toolError(`No skill named "${name}" here; list them with ${LIST_TOOL}.`);
       return {
@@ -63,6 +59,6 @@ export function createSkillsServer(
     }),
   );
 
-  registerSkillWriteTools(server, workspaceId, writer);
+  registerSkillWriteTools(server, writer);
   return server;
 }

@@ -31,18 +31,18 @@ interface SkillArgs {
 }
 
 /** skills__create, __update, __delete, __history: the write side of the skills app. */
-export function registerSkillWriteTools(
-  server: McpServer,
-  workspaceId: string,
-  skillWriter: SkillWriter,
-): void {
+export function registerSkillWriteTools(server: McpServer, skillWriter: SkillWriter): void {
   // The scope argument picks the target; anything but "user" is the workspace (the schema allows only these two).
   const run = <A extends { scope?: string }>(
     work: (target: WriteTarget, args: A) => Promise<CallToolResult>,
   ) =>
-    platformTool<A>(workspaceId, (caller, args) =>
+    platformTool<A>((caller, args) =>
       work(
-        { scope: args.scope === "user" ? "user" : "workspace", workspaceId, principalId: caller.principalId },
+        {
+          scope: args.scope === "user" ? "user" : "workspace",
+          workspaceId: caller.workspaceId,
+          principalId: caller.principalId,
+        },
         args,
       ),
     );

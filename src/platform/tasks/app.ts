@@ -37,7 +37,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
     const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, users, clock, log });
     const tasks = new Tasks(store, runner, schedules, idempotency, workspaces, settings, clock);
     return {
-      createServer: (workspaceId) => createTasksServer(workspaceId, tasks),
+      createServer: () => createTasksServer(tasks),
       workspaceRoutes: taskRoutes(tasks),
       leftovers: store,
       // Armed once every source exists: a missed schedule's run calls a tool at once.

@@ -49,11 +49,11 @@ const definition = {
     .describe("private (default): yours alone. shared: every member sees and runs it."),
 };
 
-/** The tasks app as an MCP server for one workspace: the caller's tasks and the shared ones. */
-export function createTasksServer(workspaceId: string, tasks: Tasks): McpServer {
+/** The tasks app as one MCP server for every workspace (each call brings its workspace): the caller's tasks and the shared ones. */
+export function createTasksServer(tasks: Tasks): McpServer {
   const server = new McpServer({ name: "atrium-tasks", version: ATRIUM_VERSION });
   const tool = <A>(run: (asker: Definer, args: A) => Promise<ReturnType<typeof answer>>) =>
-    platformTool(workspaceId, (caller: Caller, args: A) => run(definerOf(caller), args));
+    platformTool((caller: Caller, args: A) => run(definerOf(caller), args));
 
   server.registerTool(
     "create",

@@ -5,11 +5,14 @@ import { Scheduler } from "../../../src/kernel/scheduler.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { AppContext, PlatformApp } from "../../../src/platform/app.ts";
 import {
+  closeAppSources,
+  createWorkspaceRegistry,
   type KernelContext,
   publishedSkills,
   startApps,
   workspaceSources,
 } from "../../../src/platform/kit.ts";
+import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import type { SourceRegistry } from "../../../src/sources/registry.ts";
@@ -116,5 +119,55 @@ describe("startApps", () => {
     expect(settings).toEqual({ size: 3 });
     await startApps([configured], kernel, { sections: {}, baseDir: temp.root });
     expect(settings).toEqual({ size: 7 });
+  });
+});
+
+describe("an app's one server", () => {
+  it("is built once, lent to every workspace's registry, told each call's workspace, and closed by the instance", async () => {
+    let built = 0;
+    let closed = 0;
+    const seen: string[] = [];
+    const echo: PlatformApp = {
+      name: "echo",
+      start: () => ({
+        createServer() {
+          built += 1;
+          const server = new McpServer({ name: "echo", version: "0" });
+          server.registerTool(
+            "where",
+            { description: "Say which workspace asked.", inputSchema: platformInput({}) },
+            platformTool(async (caller) => {
+              seen.push(caller.workspaceId);
+              return { content: [{ type: "text", text: caller.workspaceId }] };
+            }),
+          );
+          server.server.onclose = () => {
+            closed += 1;
+          };
+          return server;
+        },
+      }),
+    };
+    const apps = await startApps([echo], kernel, { sections: {}, baseDir: temp.root });
+    const router = new Router(createLogger("silent"));
+    const other = "ws_ffffffffffffffff";
+    const first = await createWorkspaceRegistry(temp.ws, apps);
+    const second = await createWorkspaceRegistry(other, apps);
+    const call = { requestId: "8d1f7c4e-0000-4000-8000-000000000002" };
+    const answer = async (registry: SourceRegistry, workspaceId: string) =>
+      (await router.callTool(registry, { principalId: OWNER, workspaceId }, "echo__where", {}, call)).content;
+    expect(await answer(first, temp.ws)).toEqual([{ type: "text", text: temp.ws }]);
+    expect(await answer(second, other)).toEqual([{ type: "text", text: other }]);
+    expect(seen).toEqual([temp.ws, other]);
+    expect(built).toBe(1);
+    // A registry evicted while the other still serves: the lent source stays open for it.
+    await first.close();
+    expect(closed).toBe(0);
+    expect(await answer(second, other)).toEqual([{ type: "text", text: other }]);
+    await second.close();
+    expect(closed).toBe(0);
+    await closeAppSources(apps);
+    expect(closed).toBe(1);
+    expect(built).toBe(1);
   });
 });

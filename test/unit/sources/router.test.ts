@@ -203,7 +203,7 @@ describe("Router.callTool", () => {
           server.registerTool(
             "read",
             { description: "Fails the way a broken disk does.", inputSchema: platformInput({}) },
-            platformTool(WS, async () => {
+            platformTool(async () => {
               throw new Error("EACCES: permission denied, open '/srv/atrium/data/ws_x/meta.json'");
             }),
           );
