@@ -78,6 +78,12 @@ export class Router {
     args: Record<string, unknown> | undefined,
     context: CallContext,
   ): Promise<CallToolResult> {
+    // A platform app's one server acts on the caller's workspace (adr/0057): a caller of one
+    // workspace must never be handed to another's registry, whoever the code calling here is.
+    if (caller.workspaceId !== registry.workspaceId) {
+      const mismatch = `a caller of ${caller.workspaceId} reached the registry of ${registry.workspaceId}`;
+      return this.failedUnexpectedly(name, context.requestId, new Error(mismatch));
+    }
     const parts = splitToolName(name);
     // Looked up as the caller: another member's personal source answers exactly as one that
     // does not exist (test/integration/personal-connections.test.ts "invisible").

@@ -17,6 +17,7 @@ import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
 import { SourceRegistry } from "../../../src/sources/registry.ts";
 import { type CallContext, Router } from "../../../src/sources/router.ts";
+import type { Source } from "../../../src/sources/source.ts";
 import { UNEXPECTED_META_KEY } from "../../../src/sources/tool-failure.ts";
 import { loggedErr } from "../../helpers/atrium.ts";
 
@@ -260,11 +261,28 @@ describe("Router.callTool", () => {
   });
 
   it("only the given registry is consulted: another workspace's source is unknown", async () => {
-    const other = new SourceRegistry("ws_ffffffffffffffff");
+    const other = new SourceRegistry(FORGED.workspaceId);
     try {
+      const result = await router.callTool(other, FORGED, "echo__say", { text: "hi" }, CALL);
+      expect(result.isError).toBe(true);
+      expect(text(result)).toContain('Unknown tool "echo__say"');
+      expect(seen).toHaveLength(0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("refuses a caller of one workspace handed to another workspace's registry, calling nothing", async () => {
+    const other = new SourceRegistry(FORGED.workspaceId);
+    try {
+      other.add(registry.get("echo", CALLER.principalId) as Source);
       const result = await router.callTool(other, CALLER, "echo__say", { text: "hi" }, CALL);
       expect(result.isError).toBe(true);
+      expect(text(result)).toContain(`failed unexpectedly; the server logged it as request ${REQUEST_ID}`);
       expect(seen).toHaveLength(0);
+      expect(loggedErr(logged[0]).message).toBe(
+        `a caller of ${CALLER.workspaceId} reached the registry of ${FORGED.workspaceId}`,
+      );
     } finally {
       await other.close();
     }
