@@ -26,7 +26,9 @@ export type InstanceCollection =
   | "oauth/requests"
   | "invitations"
   | "credentials"
-  | "connections/registrations";
+  | "connections/registrations"
+  | "tasks/schedules"
+  | "tasks/running";
 
 /** Instance-wide secrets Atrium generates for itself (never ones an operator configures). */
 export type InstanceSecret = "session-secret";

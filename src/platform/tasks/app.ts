@@ -1,6 +1,5 @@
 import type { PlatformApp } from "../app.ts";
 import { type TaskSettings, tasksConfig } from "./config.ts";
-import { IdempotencyKeys } from "./idempotency.ts";
 import { taskRoutes } from "./routes.ts";
 import { TaskRunner } from "./runner.ts";
 import { TaskSchedules } from "./schedule.ts";
@@ -17,10 +16,23 @@ const HOUR_MS = 60 * 60 * 1000;
 export const tasksApp: PlatformApp<TaskSettings> = {
   name: "tasks",
   config: tasksConfig,
-  async start({ settings, storage, workspaces, users, dispatch, events, clock, timers, scheduler, log }) {
-    const store = new TaskStore(storage);
-    const idempotency = new IdempotencyKeys(clock, settings.idempotencyWindowHours * HOUR_MS);
-    const unfinished = await store.load(workspaces.ids(), (run) => idempotency.restore(run));
+  async start({
+    settings,
+    storage,
+    layout,
+    workspaces,
+    users,
+    dispatch,
+    events,
+    clock,
+    timers,
+    scheduler,
+    log,
+  }) {
+    const store = new TaskStore(storage, layout, {
+      clock,
+      idempotencyWindowMs: settings.idempotencyWindowHours * HOUR_MS,
+    });
     const runner = new TaskRunner({
       store,
       dispatch,
@@ -32,17 +44,30 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       settings,
       log,
     });
-    // A crash left these `running`: they are recorded `interrupted` before anything is served.
-    await runner.interruptLeftovers(unfinished);
+    // A crash left these `running`: recorded `interrupted` when their workspace is loaded, before
+    // it answers anyone — at boot for the workspaces the crash left marked (ADR 0056).
+    store.interruptWith((found) => runner.interruptLeftovers(found));
+    let triggered = await store.boot(
+      () => workspaces.ids(),
+      (workspaceId) => workspaces.get(workspaceId) !== undefined,
+    );
     const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, users, clock, log });
-    const tasks = new Tasks(store, runner, schedules, idempotency, workspaces, settings, clock);
+    const tasks = new Tasks(store, runner, schedules, workspaces, settings, clock);
     return {
       createServer: () => createTasksServer(tasks),
       workspaceRoutes: taskRoutes(tasks),
       leftovers: store,
-      // Armed once every source exists: a missed schedule's run calls a tool at once.
-      ready: () => schedules.armAll(),
-      stop: () => runner.stop(),
+      // Armed once every source exists: a missed schedule's run calls a tool at once. The boot's
+      // read of the triggered tasks is let go once they are armed.
+      ready: () => {
+        const due = triggered;
+        triggered = [];
+        return schedules.armAll(due);
+      },
+      stop: async () => {
+        await runner.stop();
+        await store.close();
+      },
     };
   },
 };

@@ -13,11 +13,11 @@ export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 export function taskRoutes(tasks: Tasks): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  app.get("/tasks", (c) => c.json({ tasks: tasks.list(asker(c)) }));
+  app.get("/tasks", async (c) => c.json({ tasks: await tasks.list(asker(c)) }));
 
   app.post("/tasks", async (c) => c.json(await tasks.create(asker(c), await readJsonObject(c)), 201));
 
-  app.get("/tasks/:id", (c) => c.json(tasks.get(asker(c), c.req.param("id"))));
+  app.get("/tasks/:id", async (c) => c.json(await tasks.get(asker(c), c.req.param("id"))));
 
   app.patch("/tasks/:id", async (c) =>
     c.json(await tasks.update(asker(c), c.req.param("id"), await readJsonObject(c))),
@@ -67,7 +67,7 @@ function asker(c: Context<AppEnv>): Definer {
 
 /** The run the path names, only as a run of the task the path names. */
 async function runOfTask(tasks: Tasks, c: Context<AppEnv>) {
-  const task = tasks.get(asker(c), c.req.param("id"));
+  const task = await tasks.get(asker(c), c.req.param("id"));
   const run = await tasks.getRun(asker(c), c.req.param("run"));
   if (run.taskId !== task.id) return tasks.getRun(asker(c), "not-a-run");
   return run;

@@ -8,6 +8,7 @@ import type { Logger } from "../../log.ts";
 import type { ToolDispatch } from "../../sources/dispatch.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { TaskSettings } from "./config.ts";
+import type { Unfinished } from "./loaded.ts";
 import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
 import { type Outcome, outcomeOf, storeLargeResult } from "./outcome.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
@@ -161,20 +162,25 @@ export class TaskRunner {
     await Promise.all(flights.map((flight) => flight.done));
   }
 
-  /** At boot: runs a crash left `running` are recorded `interrupted`, never left running. */
-  async interruptLeftovers(runs: readonly Run[]): Promise<void> {
-    for (const run of runs) {
-      const task = this.deps.store.taskIn(run.workspaceId, run.taskId);
-      const error = {
-        code: "interrupted",
-        message: "Atrium stopped while this run was in flight; it was found unfinished at the next start.",
-      };
-      const ended = await this.deps.store.updateRun(run, (current) =>
-        isFinished(current)
-          ? current
-          : { ...current, endedAt: this.now(), execution: { status: "interrupted", error } },
-      );
-      if (task && ended) this.announce("task.run.finished", task, ended);
+  /**
+   * Runs a crash left `running` (found when their workspace is loaded, at boot for a workspace
+   * the crash left marked, else on its first use) are recorded `interrupted`, never left running.
+   * A run in flight here is not a crash's; one that ended since it was read is left as it ended.
+   */
+  async interruptLeftovers(found: readonly Unfinished[]): Promise<void> {
+    const error = {
+      code: "interrupted",
+      message: "Atrium stopped while this run was in flight; it was found unfinished at the next start.",
+    };
+    for (const { run, task } of found) {
+      if (this.flights.has(run.id)) continue;
+      let interrupted = false;
+      const ended = await this.deps.store.updateRun(run, (current) => {
+        if (isFinished(current)) return current;
+        interrupted = true;
+        return { ...current, endedAt: this.now(), execution: { status: "interrupted", error } };
+      });
+      if (interrupted && ended) this.announce("task.run.finished", task, ended);
     }
   }
 
@@ -238,9 +244,9 @@ export class TaskRunner {
 
   /** Keeps the task's newest finished runs up to the configured number. */
   private async pruneRuns(task: Task): Promise<void> {
-    const ids = this.deps.store.runIds(task.id);
+    const ids = await this.deps.store.runIds(task);
     const excess = ids.slice(this.deps.settings.runsKeptPerTask).filter((id) => !this.flights.has(id));
-    if (excess.length > 0) await this.deps.store.forgetRuns(task.id, excess);
+    if (excess.length > 0) await this.deps.store.forgetRuns(task, excess);
   }
 
   /**

@@ -57,9 +57,12 @@ export class TaskSchedules {
     this.deps.scheduler.remove(jobName(task));
   }
 
-  /** At boot: every triggered task is armed, and one whose schedule was missed runs once now. */
-  async armAll(): Promise<void> {
-    for (const task of this.deps.store.triggered()) {
+  /**
+   * At boot: every triggered task (read from the schedule index, ADR 0056) is armed, and one whose
+   * schedule was missed runs once now. Only the job is kept: a fire reads the task afresh.
+   */
+  async armAll(triggered: readonly Task[]): Promise<void> {
+    for (const task of triggered) {
       this.arm(task);
       const missed = missedSince(task, this.deps.clock());
       if (missed) await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
@@ -72,8 +75,11 @@ export class TaskSchedules {
     scheduledMs: number,
     missedMs?: number,
   ): Promise<void> {
-    const task = this.deps.store.taskIn(workspaceId, taskId);
-    if (!task?.trigger || this.deps.workspaces.get(workspaceId) === undefined) {
+    // Loads the workspace's tasks if they are not in memory (a schedule is a use); an archived
+    // workspace's are not loaded.
+    const active = this.deps.workspaces.get(workspaceId) !== undefined;
+    const task = active ? await this.deps.store.taskIn(workspaceId, taskId) : undefined;
+    if (!task?.trigger) {
       // Deleted, untriggered or archived since the job was armed: nothing more to schedule.
       this.disarm({ workspaceId, id: taskId });
       return;

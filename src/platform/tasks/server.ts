@@ -78,7 +78,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
       annotations: { title: "Get a task", readOnlyHint: true },
     },
     tool(async (asker, args: { id: string }) => {
-      const task = tasks.get(asker, args.id);
+      const task = await tasks.get(asker, args.id);
       return answer(JSON.stringify(task, null, 2), { task });
     }),
   );
@@ -91,7 +91,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
       annotations: { title: "List tasks", readOnlyHint: true },
     },
     tool(async (asker) => {
-      const list = tasks.list(asker);
+      const list = await tasks.list(asker);
       const lines = list.map(taskLine);
       return answer(lines.length > 0 ? lines.join("\n") : "No tasks.", { tasks: list });
     }),

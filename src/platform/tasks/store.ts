@@ -1,104 +1,137 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { isPrincipalId } from "../../ids.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import { IdleCache } from "../../sources/idle-cache.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
-import type { PartitionPaths } from "../../storage/paths.ts";
+import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import { TaskBootIndex } from "./boot-index.ts";
+import { IdempotencyKeys } from "./idempotency.ts";
+import { LoadedWorkspace, type Unfinished } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 
 const RUNS = "runs";
 
-/** Where a run is found without reading it: its task, workspace and owner. */
-interface RunRef {
-  id: string;
-  taskId: string;
-  workspaceId: string;
-  ownerId: string;
-  startedAt: string;
+/** A workspace's loaded tasks are dropped after this long unused, as its source registry is. */
+export const TASKS_IDLE_MS = 10 * 60 * 1000;
+
+export interface TaskStoreOptions {
+  clock: Clock;
+  /** How long an `Idempotency-Key` is honoured (instance.json's `tasks.idempotencyWindowHours`). */
+  idempotencyWindowMs: number;
+  idleMs?: number;
 }
 
 /**
  * Tasks and their runs, under the owner's partition: `<ws>/tasks/<owner>/tsk_….json` and
- * `<ws>/tasks/<owner>/runs/run_….json`, each written whole (OwnedRecords). An in-memory index of
- * every task and of each task's runs (newest last) is loaded at boot and kept by these writers,
- * so a list never walks the disk (CRAFT: the filesystem is not a database). A run's record is
- * read from disk when asked for: results can be large.
+ * `<ws>/tasks/<owner>/runs/run_….json`, each written whole (OwnedRecords). A workspace's tasks
+ * are loaded on first use — every task, the order of each task's runs, the idempotency keys in
+ * their window — and kept by these writers while in use, so a list never walks the disk (CRAFT:
+ * the filesystem is not a database); they are dropped when idle (TASKS_IDLE_MS), so an instance
+ * with many idle workspaces pays disk, not memory. A run's record is read from disk when asked
+ * for. Boot reads only the instance-wide index (boot-index.ts): the tasks with a trigger and the
+ * workspaces a crash left runs `running` in (ADR 0056).
  */
 export class TaskStore implements LeftoverRules {
+  readonly index: TaskBootIndex;
   private readonly tasks: OwnedRecords<Task>;
   private readonly runs: OwnedRecords<Run>;
-  private readonly byWorkspace = new Map<string, Map<string, Task>>();
-  private readonly runsOfTask = new Map<string, RunRef[]>();
-  private readonly runIndex = new Map<string, RunRef>();
+  private readonly loaded: IdleCache<LoadedWorkspace>;
+  private onUnfinished: (found: Unfinished[]) => Promise<void> = async () => undefined;
 
-  constructor(private readonly storage: PartitionPaths) {
+  constructor(
+    private readonly storage: PartitionPaths,
+    layout: StorageLayout,
+    private readonly options: TaskStoreOptions,
+  ) {
+    this.index = new TaskBootIndex(layout);
     this.tasks = new OwnedRecords(storage.ownerDir);
     this.runs = new OwnedRecords((ws, owner) => join(storage.ownerDir(ws, owner), RUNS));
+    this.loaded = new IdleCache(
+      (workspaceId) => this.load(workspaceId),
+      async () => undefined,
+      options.idleMs ?? TASKS_IDLE_MS,
+      options.clock,
+    );
   }
 
   /**
-   * Reads every workspace's tasks and runs into the index, showing `visit` each run of a task
-   * that exists; returns the runs left `running`.
+   * Who records the runs a load finds `running` and not in flight here (a crash's): they are
+   * recorded before the load answers anyone, so no reader sees a run left running.
    */
-  async load(workspaceIds: Iterable<string>, visit: (run: Run) => void): Promise<Run[]> {
-    const unfinished: Run[] = [];
-    for (const workspaceId of workspaceIds) {
-      for (const ownerId of await this.owners(workspaceId)) {
-        for (const task of await this.tasks.list(workspaceId, ownerId)) this.remember(task);
-        const runs = await this.runs.list(workspaceId, ownerId);
-        runs.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
-        for (const run of runs) {
-          if (!this.taskIn(workspaceId, run.taskId)) continue;
-          this.rememberRun(run);
-          visit(run);
-          if (run.execution.status === "running") unfinished.push(run);
-        }
-      }
+  interruptWith(handler: (found: Unfinished[]) => Promise<void>): void {
+    this.onUnfinished = handler;
+  }
+
+  /**
+   * At boot: the tasks with a trigger in the active workspaces, read from the schedule index
+   * (built once by walking the workspaces when the instance's tasks predate it), and the
+   * workspaces a crash left marked loaded now, which records their unfinished runs.
+   */
+  async boot(activeIds: () => Iterable<string>, isActive: (workspaceId: string) => boolean) {
+    if (!(await this.index.built())) await this.buildIndex(activeIds());
+    const triggered: Task[] = [];
+    for (const entry of await this.index.scheduleEntries()) {
+      // An archived workspace keeps its entries: its tasks are not armed while it is archived.
+      if (!isActive(entry.workspaceId)) continue;
+      const task = await this.tasks.get(entry.workspaceId, entry.ownerId, entry.taskId);
+      if (task?.trigger) triggered.push(task);
+      else await this.index.removeSchedule({ ...entry, id: entry.taskId });
     }
-    return unfinished;
+    for (const workspaceId of await this.index.runningMarks()) {
+      if (isActive(workspaceId)) await this.loaded.use(workspaceId, async () => undefined);
+      await this.index.clearRunning(workspaceId);
+    }
+    return triggered;
   }
 
   /** Every task of a workspace, whoever owns it; the caller filters by who may see them. */
-  all(workspaceId: string): Task[] {
-    return [...(this.byWorkspace.get(workspaceId)?.values() ?? [])];
+  all(workspaceId: string): Promise<Task[]> {
+    return this.loaded.use(workspaceId, async (loaded) => [...loaded.tasks.values()]);
   }
 
-  /** Every task of every workspace with a trigger. */
-  triggered(): Task[] {
-    return [...this.byWorkspace.values()].flatMap((tasks) => [...tasks.values()].filter((t) => t.trigger));
-  }
-
-  taskIn(workspaceId: string, taskId: string): Task | undefined {
-    return this.byWorkspace.get(workspaceId)?.get(taskId);
+  taskIn(workspaceId: string, taskId: string): Promise<Task | undefined> {
+    return this.loaded.use(workspaceId, async (loaded) => loaded.tasks.get(taskId));
   }
 
   async create(task: Task): Promise<Task> {
+    // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
+    if (task.trigger) await this.index.addSchedule(task);
     await this.tasks.create(task.workspaceId, task.ownerId, task.id, task);
-    this.remember(task);
+    (await this.loaded.peek(task.workspaceId))?.setTask(task);
     return task;
   }
 
   /** Rereads the task, applies `change`, writes it whole; undefined when it is gone. */
   async update(task: Task, change: (current: Task) => Task): Promise<Task | undefined> {
-    const next = await this.tasks.update(task.workspaceId, task.ownerId, task.id, change);
-    if (next) this.remember(next);
+    let hadTrigger = false;
+    const next = await this.tasks.update(task.workspaceId, task.ownerId, task.id, async (current) => {
+      const changed = change(current);
+      hadTrigger = current.trigger !== undefined;
+      if (changed.trigger && !hadTrigger) await this.index.addSchedule(changed);
+      return changed;
+    });
+    if (!next) return undefined;
+    (await this.loaded.peek(task.workspaceId))?.setTask(next);
+    if (hadTrigger && !next.trigger) await this.index.removeSchedule(next);
     return next;
   }
 
   /** Removes the task and its runs' records. */
   async delete(task: Task): Promise<void> {
+    // The run ids come from the loaded workspace, so they are read before the task is gone.
+    const runIds = await this.runIds(task);
     await this.tasks.delete(task.workspaceId, task.ownerId, task.id);
-    this.byWorkspace.get(task.workspaceId)?.delete(task.id);
-    for (const ref of this.runsOfTask.get(task.id) ?? []) {
-      await this.runs.delete(ref.workspaceId, ref.ownerId, ref.id);
-      this.runIndex.delete(ref.id);
-    }
-    this.runsOfTask.delete(task.id);
+    for (const runId of runIds) await this.runs.delete(task.workspaceId, task.ownerId, runId);
+    (await this.loaded.peek(task.workspaceId))?.deleteTask(task.id);
+    await this.index.removeSchedule(task);
   }
 
   async createRun(run: Run): Promise<Run> {
+    await this.index.markRunning(run.workspaceId);
     await this.runs.create(run.workspaceId, run.ownerId, run.id, run);
-    this.rememberRun(run);
+    (await this.loaded.peek(run.workspaceId))?.addRun(run.taskId, run.id);
     return run;
   }
 
@@ -108,27 +141,40 @@ export class TaskStore implements LeftoverRules {
 
   /** A run of this workspace by id, read from disk; undefined when there is none. */
   async run(workspaceId: string, runId: string): Promise<Run | undefined> {
-    const ref = this.runIndex.get(runId);
-    if (!ref || ref.workspaceId !== workspaceId) return undefined;
-    return this.runs.get(ref.workspaceId, ref.ownerId, ref.id);
+    const task = await this.loaded.use(workspaceId, async (loaded) => loaded.taskOfRunId(runId));
+    return task && this.runs.get(workspaceId, task.ownerId, runId);
   }
 
   /** The ids of a task's runs, newest first. */
-  runIds(taskId: string): string[] {
-    return (this.runsOfTask.get(taskId) ?? []).map((ref) => ref.id).reverse();
+  runIds(task: Pick<Task, "workspaceId" | "id">): Promise<string[]> {
+    return this.loaded.use(task.workspaceId, async (loaded) => loaded.runIds(task.id));
   }
 
-  /** Removes the oldest of `ids` (a task's finished runs past what it keeps). */
-  async forgetRuns(taskId: string, ids: readonly string[]): Promise<void> {
-    const doomed = new Set(ids);
-    for (const ref of (this.runsOfTask.get(taskId) ?? []).filter((r) => doomed.has(r.id))) {
-      await this.runs.delete(ref.workspaceId, ref.ownerId, ref.id);
-      this.runIndex.delete(ref.id);
-    }
-    this.runsOfTask.set(
-      taskId,
-      (this.runsOfTask.get(taskId) ?? []).filter((ref) => !doomed.has(ref.id)),
-    );
+  /** Removes these of the task's runs (its finished runs past what it keeps). */
+  async forgetRuns(task: Pick<Task, "workspaceId" | "ownerId" | "id">, ids: readonly string[]) {
+    for (const runId of ids) await this.runs.delete(task.workspaceId, task.ownerId, runId);
+    (await this.loaded.peek(task.workspaceId))?.forgetRuns(task.id, ids);
+  }
+
+  /** Runs `work` with the workspace's idempotency keys, the workspace held loaded meanwhile. */
+  withKeys<R>(workspaceId: string, work: (keys: IdempotencyKeys) => Promise<R>): Promise<R> {
+    return this.loaded.use(workspaceId, (loaded) => work(loaded.keys));
+  }
+
+  /** Workspaces whose tasks are in memory now. */
+  get loadedCount(): number {
+    return this.loaded.size;
+  }
+
+  /** Drops the workspaces unused for the idle time (also done on a timer). */
+  sweepIdle(now?: number): Promise<void> {
+    return this.loaded.sweep(now);
+  }
+
+  /** After a graceful stop recorded every run: no workspace is left marked, nothing held. */
+  async close(): Promise<void> {
+    await this.index.clearAllRunning();
+    await this.loaded.close();
   }
 
   /** R1: writers' temp files in the partition, the owner folders and their runs folders. */
@@ -142,6 +188,40 @@ export class TaskStore implements LeftoverRules {
     }
   }
 
+  /** One workspace's tasks and the order of their runs, read from disk. */
+  private async load(workspaceId: string): Promise<LoadedWorkspace> {
+    const { clock, idempotencyWindowMs } = this.options;
+    const loaded = new LoadedWorkspace(new IdempotencyKeys(clock, idempotencyWindowMs));
+    const runs: Run[] = [];
+    for (const ownerId of await this.owners(workspaceId)) {
+      for (const task of await this.tasks.list(workspaceId, ownerId)) loaded.setTask(task);
+      runs.push(...(await this.runs.list(workspaceId, ownerId)));
+    }
+    runs.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    const unfinished: Unfinished[] = [];
+    for (const run of runs) {
+      const task = loaded.tasks.get(run.taskId);
+      if (!task) continue;
+      loaded.addRun(task.id, run.id);
+      loaded.keys.restore(run);
+      if (run.execution.status === "running") unfinished.push({ run, task });
+    }
+    await this.onUnfinished(unfinished);
+    return loaded;
+  }
+
+  /** The first boot of an instance whose tasks predate the index: every workspace's, once. */
+  private async buildIndex(workspaceIds: Iterable<string>): Promise<void> {
+    for (const workspaceId of workspaceIds) {
+      for (const ownerId of await this.owners(workspaceId)) {
+        for (const task of await this.tasks.list(workspaceId, ownerId)) {
+          if (task.trigger) await this.index.addSchedule(task);
+        }
+      }
+    }
+    await this.index.markBuilt();
+  }
+
   private async owners(workspaceId: string): Promise<string[]> {
     try {
       return (await readdir(this.storage.dir(workspaceId))).filter(isPrincipalId);
@@ -149,28 +229,5 @@ export class TaskStore implements LeftoverRules {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw error;
     }
-  }
-
-  private remember(task: Task): void {
-    let tasks = this.byWorkspace.get(task.workspaceId);
-    if (!tasks) {
-      tasks = new Map();
-      this.byWorkspace.set(task.workspaceId, tasks);
-    }
-    tasks.set(task.id, task);
-  }
-
-  private rememberRun(run: Run): void {
-    const ref: RunRef = {
-      id: run.id,
-      taskId: run.taskId,
-      workspaceId: run.workspaceId,
-      ownerId: run.ownerId,
-      startedAt: run.startedAt,
-    };
-    this.runIndex.set(run.id, ref);
-    const list = this.runsOfTask.get(run.taskId) ?? [];
-    list.push(ref);
-    this.runsOfTask.set(run.taskId, list);
   }
 }

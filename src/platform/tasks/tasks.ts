@@ -3,7 +3,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { TaskSettings } from "./config.ts";
 import { type Definer, defineTask, isObject, redefineTask } from "./definition.ts";
-import { bodyDigest, checkIdempotencyKey, type IdempotencyKeys } from "./idempotency.ts";
+import { bodyDigest, checkIdempotencyKey } from "./idempotency.ts";
 import { isFinished, isRunId, newTaskId, type Run, type Task } from "./model.ts";
 import type { TaskRunner } from "./runner.ts";
 import type { TaskSchedules } from "./schedule.ts";
@@ -41,22 +41,20 @@ export class Tasks {
     private readonly store: TaskStore,
     private readonly runner: TaskRunner,
     private readonly schedules: TaskSchedules,
-    private readonly idempotency: IdempotencyKeys,
     private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
     private readonly settings: TaskSettings,
     private readonly clock: Clock,
   ) {}
 
   /** The tasks the member can see, newest first. */
-  list(asker: Definer): Task[] {
-    return this.store
-      .all(asker.workspaceId)
+  async list(asker: Definer): Promise<Task[]> {
+    return (await this.store.all(asker.workspaceId))
       .filter((task) => canSee(task, asker))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
-  get(asker: Definer, id: unknown): Task {
-    const task = typeof id === "string" ? this.store.taskIn(asker.workspaceId, id) : undefined;
+  async get(asker: Definer, id: unknown): Promise<Task> {
+    const task = typeof id === "string" ? await this.store.taskIn(asker.workspaceId, id) : undefined;
     if (!task || !canSee(task, asker)) throw noTask();
     return task;
   }
@@ -69,7 +67,7 @@ export class Tasks {
   }
 
   async update(asker: Definer, id: unknown, body: Record<string, unknown>): Promise<Task> {
-    const task = this.changeable(asker, id);
+    const task = await this.changeable(asker, id);
     if (body.action !== undefined && asker.principalId !== task.ownerId) {
       throw new Forbidden("Only the task's owner changes its action: every run acts as the owner.");
     }
@@ -85,9 +83,9 @@ export class Tasks {
 
   /** Removes the task and its runs; a run in flight is cancelled first. */
   async delete(asker: Definer, id: unknown): Promise<void> {
-    const task = this.changeable(asker, id);
+    const task = await this.changeable(asker, id);
     this.schedules.disarm(task);
-    for (const runId of this.store.runIds(task.id)) {
+    for (const runId of await this.store.runIds(task)) {
       if (this.runner.cancel(runId)) await this.runner.settled(runId);
     }
     await this.store.delete(task);
@@ -95,7 +93,7 @@ export class Tasks {
 
   /** Starts a run; `replayed` when an idempotency key had already started it. */
   async run(asker: Definer, id: unknown, request: RunRequest): Promise<{ run: Run; replayed: boolean }> {
-    const task = this.get(asker, id);
+    const task = await this.get(asker, id);
     const input = request.input ?? undefined;
     if (input !== undefined && !isObject(input)) throw new InvalidInput('"input" is a JSON object.');
     const retried = request.retryOf === undefined ? undefined : await this.getRun(asker, request.retryOf);
@@ -114,19 +112,26 @@ export class Tasks {
     const digest = bodyDigest({ input, retryOf: request.retryOf });
     const scope = { taskId: task.id, principalId: asker.principalId };
     let started = false;
-    const first = await this.idempotency.once(scope, key, digest, (expiresAtMs) => {
-      started = true;
-      return start({ key, bodyDigest: digest, expiresAt: new Date(expiresAtMs).toISOString() });
-    });
+    // The keys are the workspace's, held loaded until the start is written (ADR 0056).
+    const first = await this.store.withKeys(task.workspaceId, (keys) =>
+      keys.once(scope, key, digest, (expiresAtMs) => {
+        started = true;
+        return start({ key, bodyDigest: digest, expiresAt: new Date(expiresAtMs).toISOString() });
+      }),
+    );
     if (started) return { run: first, replayed: false };
     // A replay answers the run as it is now, not as it was when the key first started it.
     return { run: (await this.store.run(task.workspaceId, first.id)) ?? first, replayed: true };
   }
 
   /** The task's runs, newest first, a page at a time; `cursor` is the last run id of the previous page. */
-  runs(asker: Definer, id: unknown, page: { cursor?: string | undefined; limit?: number | undefined }) {
-    const task = this.get(asker, id);
-    const ids = this.store.runIds(task.id);
+  async runs(
+    asker: Definer,
+    id: unknown,
+    page: { cursor?: string | undefined; limit?: number | undefined },
+  ): Promise<RunPage> {
+    const task = await this.get(asker, id);
+    const ids = await this.store.runIds(task);
     let from = 0;
     if (page.cursor !== undefined) {
       const at = ids.indexOf(page.cursor);
@@ -138,15 +143,14 @@ export class Tasks {
     }
     const limit = page.limit ?? DEFAULT_RUNS_PAGE;
     const slice = ids.slice(from, from + limit);
-    return this.readRuns(task, slice).then((runs): RunPage => {
-      const last = slice.at(-1);
-      return from + limit < ids.length && last ? { runs, nextCursor: last } : { runs };
-    });
+    const runs = await this.readRuns(task, slice);
+    const last = slice.at(-1);
+    return from + limit < ids.length && last ? { runs, nextCursor: last } : { runs };
   }
 
   async getRun(asker: Definer, runId: unknown): Promise<Run> {
     const run = isRunId(runId) ? await this.store.run(asker.workspaceId, runId) : undefined;
-    const task = run && this.store.taskIn(run.workspaceId, run.taskId);
+    const task = run && (await this.store.taskIn(run.workspaceId, run.taskId));
     if (!run || !task || !canSee(task, asker)) throw noRun();
     return run;
   }
@@ -154,7 +158,7 @@ export class Tasks {
   /** Cancels a run in flight: its owner's task's owner, a workspace admin or who started it may. */
   async cancelRun(asker: Definer, runId: unknown): Promise<Run> {
     const run = await this.getRun(asker, runId);
-    const task = this.get(asker, run.taskId);
+    const task = await this.get(asker, run.taskId);
     if (!this.mayChange(task, asker) && run.startedBy !== asker.principalId) {
       throw new Forbidden("Only the task's owner, a workspace admin or who started the run may cancel it.");
     }
@@ -170,8 +174,8 @@ export class Tasks {
     return runs.filter((run): run is Run => run !== undefined);
   }
 
-  private changeable(asker: Definer, id: unknown): Task {
-    const task = this.get(asker, id);
+  private async changeable(asker: Definer, id: unknown): Promise<Task> {
+    const task = await this.get(asker, id);
     if (!this.mayChange(task, asker)) {
       throw new Forbidden("Only the task's owner or a workspace admin changes a shared task.");
     }

@@ -1,0 +1,64 @@
+import type { IdempotencyKeys } from "./idempotency.ts";
+import type { Run, Task } from "./model.ts";
+
+/** A run found `running` when its workspace was loaded, with its task. */
+export interface Unfinished {
+  run: Run;
+  task: Task;
+}
+
+/**
+ * One workspace's tasks while it is loaded (ADR 0056): every task, each task's run ids in the
+ * order they started (oldest first), which task a run is of, and the idempotency keys still in
+ * their window. A run's record stays on disk, read when asked for: results can be large. Built
+ * from disk on first use and kept by the store's writers until dropped when idle; a writer's
+ * change is applied whether or not the load already saw it, so each change is idempotent here.
+ */
+export class LoadedWorkspace {
+  readonly tasks = new Map<string, Task>();
+  private readonly runsOf = new Map<string, string[]>();
+  private readonly taskOfRun = new Map<string, string>();
+
+  constructor(readonly keys: IdempotencyKeys) {}
+
+  setTask(task: Task): void {
+    this.tasks.set(task.id, task);
+  }
+
+  /** Forgets the task and its runs; returns the ids of the runs it had. */
+  deleteTask(taskId: string): string[] {
+    this.tasks.delete(taskId);
+    const runIds = this.runsOf.get(taskId) ?? [];
+    for (const runId of runIds) this.taskOfRun.delete(runId);
+    this.runsOf.delete(taskId);
+    return runIds;
+  }
+
+  /** Adds a run as the task's newest, unless it is known. */
+  addRun(taskId: string, runId: string): void {
+    if (this.taskOfRun.has(runId)) return;
+    this.taskOfRun.set(runId, taskId);
+    const list = this.runsOf.get(taskId);
+    if (list) list.push(runId);
+    else this.runsOf.set(taskId, [runId]);
+  }
+
+  forgetRuns(taskId: string, runIds: readonly string[]): void {
+    const doomed = new Set(runIds);
+    for (const runId of doomed) this.taskOfRun.delete(runId);
+    const kept = (this.runsOf.get(taskId) ?? []).filter((runId) => !doomed.has(runId));
+    if (kept.length > 0) this.runsOf.set(taskId, kept);
+    else this.runsOf.delete(taskId);
+  }
+
+  /** The task a run of this workspace is of, when both are known. */
+  taskOfRunId(runId: string): Task | undefined {
+    const taskId = this.taskOfRun.get(runId);
+    return taskId === undefined ? undefined : this.tasks.get(taskId);
+  }
+
+  /** The ids of a task's runs, newest first. */
+  runIds(taskId: string): string[] {
+    return [...(this.runsOf.get(taskId) ?? [])].reverse();
+  }
+}
