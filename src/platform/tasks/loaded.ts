@@ -8,26 +8,39 @@ export interface Unfinished {
 }
 
 /**
- * One workspace's tasks while it is loaded (ADR 0056): every task, each task's run ids in the
- * order they started (oldest first), which task a run is of, and the idempotency keys still in
- * their window. A run's record stays on disk, read when asked for: results can be large. Built
- * from disk on first use and kept by the store's writers until dropped when idle; a writer's
- * change is applied whether or not the load already saw it, so each change is idempotent here.
+ * One workspace's tasks while it is loaded (ADR 0056). Its task definitions are read on first
+ * use; the order of its runs only when a call needs them (a run started, listed or read), since
+ * that reads every kept run's record. A run's record stays on disk, read when asked for: results
+ * can be large. Kept by the store's writers until dropped when idle; a writer's change is applied
+ * whether or not the load already saw it, so each change is idempotent here.
  */
 export class LoadedWorkspace {
   readonly tasks = new Map<string, Task>();
-  private readonly runsOf = new Map<string, string[]>();
-  private readonly taskOfRun = new Map<string, string>();
-
-  constructor(readonly keys: IdempotencyKeys) {}
+  /** The runs, once a call needed them: a promise while they are being read. */
+  runs?: Promise<LoadedRuns>;
 
   setTask(task: Task): void {
     this.tasks.set(task.id, task);
   }
 
-  /** Forgets the task and its runs; returns the ids of the runs it had. */
+  /** The runs, if they are loaded or loading; a change to runs not loaded is left to the disk. */
+  async loadedRuns(): Promise<LoadedRuns | undefined> {
+    return this.runs?.catch(() => undefined);
+  }
+}
+
+/**
+ * A loaded workspace's runs: each task's run ids in the order they started (oldest first), which
+ * task a run is of, and the idempotency keys still in their window.
+ */
+export class LoadedRuns {
+  private readonly runsOf = new Map<string, string[]>();
+  private readonly taskOfRun = new Map<string, string>();
+
+  constructor(readonly keys: IdempotencyKeys) {}
+
+  /** Forgets the task's runs; returns their ids. */
   deleteTask(taskId: string): string[] {
-    this.tasks.delete(taskId);
     const runIds = this.runsOf.get(taskId) ?? [];
     for (const runId of runIds) this.taskOfRun.delete(runId);
     this.runsOf.delete(taskId);
@@ -51,10 +64,9 @@ export class LoadedWorkspace {
     else this.runsOf.delete(taskId);
   }
 
-  /** The task a run of this workspace is of, when both are known. */
-  taskOfRunId(runId: string): Task | undefined {
-    const taskId = this.taskOfRun.get(runId);
-    return taskId === undefined ? undefined : this.tasks.get(taskId);
+  /** The id of the task a run is of, when the run is known. */
+  taskOf(runId: string): string | undefined {
+    return this.taskOfRun.get(runId);
   }
 
   /** The ids of a task's runs, newest first. */

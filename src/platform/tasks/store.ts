@@ -8,7 +8,7 @@ import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import { LoadedWorkspace, type Unfinished } from "./loaded.ts";
+import { LoadedRuns, LoadedWorkspace, type Unfinished } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 
 const RUNS = "runs";
@@ -26,8 +26,8 @@ export interface TaskStoreOptions {
 /**
  * Tasks and their runs, under the owner's partition: `<ws>/tasks/<owner>/tsk_….json` and
  * `<ws>/tasks/<owner>/runs/run_….json`, each written whole (OwnedRecords). A workspace's tasks
- * are loaded on first use — every task, the order of each task's runs, the idempotency keys in
- * their window — and kept by these writers while in use, so a list never walks the disk (CRAFT:
+ * are loaded on first use, and the order of its runs and its idempotency keys when a call first
+ * needs them (loaded.ts); both are kept by these writers while in use, so a list never walks the disk (CRAFT:
  * the filesystem is not a database); they are dropped when idle (TASKS_IDLE_MS), so an instance
  * with many idle workspaces pays disk, not memory. A run's record is read from disk when asked
  * for. Boot reads only the instance-wide index (boot-index.ts): the tasks with a trigger and the
@@ -80,7 +80,7 @@ export class TaskStore implements LeftoverRules {
       else await this.index.removeSchedule({ ...entry, id: entry.taskId });
     }
     for (const workspaceId of await this.index.runningMarks()) {
-      if (isActive(workspaceId)) await this.loaded.use(workspaceId, async () => undefined);
+      if (isActive(workspaceId)) await this.withRuns(workspaceId, async () => undefined);
       await this.index.clearRunning(workspaceId);
     }
     return triggered;
@@ -120,18 +120,20 @@ export class TaskStore implements LeftoverRules {
 
   /** Removes the task and its runs' records. */
   async delete(task: Task): Promise<void> {
-    // The run ids come from the loaded workspace, so they are read before the task is gone.
+    // The run ids come from the loaded runs, so they are read before the task is gone.
     const runIds = await this.runIds(task);
     await this.tasks.delete(task.workspaceId, task.ownerId, task.id);
     for (const runId of runIds) await this.runs.delete(task.workspaceId, task.ownerId, runId);
-    (await this.loaded.peek(task.workspaceId))?.deleteTask(task.id);
+    const loaded = await this.loaded.peek(task.workspaceId);
+    loaded?.tasks.delete(task.id);
+    (await loaded?.loadedRuns())?.deleteTask(task.id);
     await this.index.removeSchedule(task);
   }
 
   async createRun(run: Run): Promise<Run> {
     await this.index.markRunning(run.workspaceId);
     await this.runs.create(run.workspaceId, run.ownerId, run.id, run);
-    (await this.loaded.peek(run.workspaceId))?.addRun(run.taskId, run.id);
+    (await this.loadedRuns(run.workspaceId))?.addRun(run.taskId, run.id);
     return run;
   }
 
@@ -141,24 +143,27 @@ export class TaskStore implements LeftoverRules {
 
   /** A run of this workspace by id, read from disk; undefined when there is none. */
   async run(workspaceId: string, runId: string): Promise<Run | undefined> {
-    const task = await this.loaded.use(workspaceId, async (loaded) => loaded.taskOfRunId(runId));
+    const task = await this.withRuns(workspaceId, async (loaded, runs) => {
+      const taskId = runs.taskOf(runId);
+      return taskId === undefined ? undefined : loaded.tasks.get(taskId);
+    });
     return task && this.runs.get(workspaceId, task.ownerId, runId);
   }
 
   /** The ids of a task's runs, newest first. */
   runIds(task: Pick<Task, "workspaceId" | "id">): Promise<string[]> {
-    return this.loaded.use(task.workspaceId, async (loaded) => loaded.runIds(task.id));
+    return this.withRuns(task.workspaceId, async (_loaded, runs) => runs.runIds(task.id));
   }
 
   /** Removes these of the task's runs (its finished runs past what it keeps). */
   async forgetRuns(task: Pick<Task, "workspaceId" | "ownerId" | "id">, ids: readonly string[]) {
     for (const runId of ids) await this.runs.delete(task.workspaceId, task.ownerId, runId);
-    (await this.loaded.peek(task.workspaceId))?.forgetRuns(task.id, ids);
+    (await this.loadedRuns(task.workspaceId))?.forgetRuns(task.id, ids);
   }
 
   /** Runs `work` with the workspace's idempotency keys, the workspace held loaded meanwhile. */
   withKeys<R>(workspaceId: string, work: (keys: IdempotencyKeys) => Promise<R>): Promise<R> {
-    return this.loaded.use(workspaceId, (loaded) => work(loaded.keys));
+    return this.withRuns(workspaceId, (_loaded, runs) => work(runs.keys));
   }
 
   /** Workspaces whose tasks are in memory now. */
@@ -188,26 +193,59 @@ export class TaskStore implements LeftoverRules {
     }
   }
 
-  /** One workspace's tasks and the order of their runs, read from disk. */
+  /** One workspace's task definitions, read from disk. */
   private async load(workspaceId: string): Promise<LoadedWorkspace> {
-    const { clock, idempotencyWindowMs } = this.options;
-    const loaded = new LoadedWorkspace(new IdempotencyKeys(clock, idempotencyWindowMs));
-    const runs: Run[] = [];
+    const loaded = new LoadedWorkspace();
     for (const ownerId of await this.owners(workspaceId)) {
       for (const task of await this.tasks.list(workspaceId, ownerId)) loaded.setTask(task);
-      runs.push(...(await this.runs.list(workspaceId, ownerId)));
     }
-    runs.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+    return loaded;
+  }
+
+  /** Runs `work` with the workspace's runs, reading them first if no call has needed them yet. */
+  private withRuns<R>(
+    workspaceId: string,
+    work: (loaded: LoadedWorkspace, runs: LoadedRuns) => Promise<R>,
+  ): Promise<R> {
+    return this.loaded.use(workspaceId, async (loaded) => {
+      if (!loaded.runs) {
+        const reading = this.loadRuns(workspaceId, loaded);
+        loaded.runs = reading;
+        // A read that failed is tried again by the next call, not remembered.
+        reading.catch(() => {
+          if (loaded.runs === reading) loaded.runs = undefined;
+        });
+      }
+      return work(loaded, await loaded.runs);
+    });
+  }
+
+  /** The runs of a loaded workspace's tasks, if a call has needed them; else the disk has them. */
+  private async loadedRuns(workspaceId: string): Promise<LoadedRuns | undefined> {
+    return (await this.loaded.peek(workspaceId))?.loadedRuns();
+  }
+
+  /**
+   * Every kept run of the workspace's tasks, in the order they started, and the idempotency keys
+   * they hold; a run found `running` and not in flight here is recorded before this answers.
+   */
+  private async loadRuns(workspaceId: string, loaded: LoadedWorkspace): Promise<LoadedRuns> {
+    const { clock, idempotencyWindowMs } = this.options;
+    const runs = new LoadedRuns(new IdempotencyKeys(clock, idempotencyWindowMs));
+    const found: Run[] = [];
+    const owners = new Set([...loaded.tasks.values()].map((task) => task.ownerId));
+    for (const ownerId of owners) found.push(...(await this.runs.list(workspaceId, ownerId)));
+    found.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     const unfinished: Unfinished[] = [];
-    for (const run of runs) {
+    for (const run of found) {
       const task = loaded.tasks.get(run.taskId);
       if (!task) continue;
-      loaded.addRun(task.id, run.id);
-      loaded.keys.restore(run);
+      runs.addRun(task.id, run.id);
+      runs.keys.restore(run);
       if (run.execution.status === "running") unfinished.push({ run, task });
     }
     await this.onUnfinished(unfinished);
-    return loaded;
+    return runs;
   }
 
   /** The first boot of an instance whose tasks predate the index: every workspace's, once. */
