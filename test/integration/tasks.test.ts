@@ -720,3 +720,91 @@ describe("restarts", () => {
     }
   });
 });
+
+describe("loaded on first use (ADR 0056)", () => {
+  let instance: TestAtrium | undefined;
+  afterEach(async () => {
+    await instance?.stop();
+    instance = undefined;
+  });
+
+  it("after a restart, an idempotency key is still honoured and a finished run is read from disk", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws } = started;
+    const task = await createTask(instance, "alice", ws, {
+      name: "keyed",
+      action: echo(),
+      inputSchema: { type: "object", properties: { reply: { type: "object" } } },
+    });
+    const path = tasksPath(ws, `/${task.id}/runs`);
+    const headers = { "idempotency-key": "k-restart" };
+    const body = { input: { reply: { n: 1 } } };
+    const first = await instance.rest("alice", "POST", path, body, headers);
+    expect(first.status).toBe(201);
+    const run = await ended(instance, "alice", ws, (await first.json()) as Run);
+    instance = await instance.restart();
+    // The first request after boot reads the finished run from disk.
+    const read = await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}/runs/${run.id}`));
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({
+      id: run.id,
+      execution: { status: "succeeded" },
+      result: { structuredContent: { n: 1 } },
+    });
+    const again = await instance.rest("alice", "POST", path, body, headers);
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(((await again.json()) as Run).id).toBe(run.id);
+    const other = await instance.rest("alice", "POST", path, { input: { reply: { n: 2 } } }, headers);
+    expect(other.status).toBe(409);
+    expect((await runsOf(instance, "alice", ws, task.id)).map((r) => r.id)).toEqual([run.id]);
+  });
+
+  it("a workspace untouched since boot still fires its cron; a trigger removed before the restart is not armed", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1, 0, 30));
+    instance = started.instance;
+    const { ws, time } = started;
+    const hourly = await createTask(instance, "alice", ws, {
+      name: "hourly",
+      action: echo(),
+      trigger: { cron: "0 * * * *", timezone: "UTC" },
+    });
+    const stopped = await createTask(instance, "alice", ws, {
+      name: "stopped",
+      action: echo(),
+      trigger: { cron: "0 * * * *", timezone: "UTC" },
+    });
+    const patch = await instance.rest("alice", "PATCH", tasksPath(ws, `/${stopped.id}`), { trigger: null });
+    expect(patch.status).toBe(200);
+    instance = await instance.restart();
+    const before = probe.calls.length;
+    // No request touches the workspace: the fire alone loads its tasks.
+    await time.advance(HOUR_MS);
+    await vi.waitFor(() => expect(probe.calls.length).toBe(before + 1));
+    const [run] = await scheduled(instance, ws, hourly.id, 1);
+    expect(run).toMatchObject({ trigger: "schedule", scheduledFor: "2026-01-01T01:00:00.000Z" });
+    expect(await runsOf(instance, "alice", ws, stopped.id)).toEqual([]);
+    expect(probe.calls.length).toBe(before + 1);
+  });
+
+  it("a workspace a crash left a run running in has it recorded interrupted at boot, before any request", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws } = started;
+    const task = await createTask(instance, "alice", ws, { name: "quick", action: echo() });
+    const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+    await instance.close();
+    // What a kill -9 mid-run leaves: the record the start wrote, still `running`, and the
+    // workspace's mark, which a graceful stop would have removed.
+    const file = join(instance.root, ws, "tasks", alice, "runs", `${run.id}.json`);
+    const { endedAt: _ended, result: _result, ...begun } = run;
+    await writeFile(file, JSON.stringify({ ...begun, execution: { status: "running" } }));
+    const marks = join(instance.root, "_instance", "tasks", "running");
+    await writeFile(join(marks, `${ws}.json`), JSON.stringify({ workspaceId: ws }));
+    instance = await instance.restart();
+    const onDisk = JSON.parse(await readFile(file, "utf8")) as Run;
+    expect(onDisk.execution).toMatchObject({ status: "interrupted", error: { code: "interrupted" } });
+    expect(await readdir(marks)).toEqual([]);
+  });
+});

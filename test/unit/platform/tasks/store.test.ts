@@ -1,0 +1,180 @@
+import { readdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bodyDigest } from "../../../../src/platform/tasks/idempotency.ts";
+import type { Unfinished } from "../../../../src/platform/tasks/loaded.ts";
+import { newRunId, newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
+import { TaskStore } from "../../../../src/platform/tasks/store.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// The store loads a workspace's tasks on first use and drops them when idle; whatever was written
+// meanwhile is read back from disk, and boot reads only the instance-wide index (ADR 0056).
+
+const IDLE_MS = 60_000;
+const HOUR_MS = 3_600_000;
+const owner = `usr_${"a".repeat(24)}`;
+
+let t: TempRoot;
+let time: FakeTime;
+let found: Unfinished[];
+
+function openStore(): TaskStore {
+  const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
+    clock: time.clock,
+    idempotencyWindowMs: HOUR_MS,
+    idleMs: IDLE_MS,
+  });
+  store.interruptWith(async (unfinished) => {
+    found.push(...unfinished);
+  });
+  return store;
+}
+
+function taskOf(fields: Partial<Task> = {}): Task {
+  const now = new Date(time.clock()).toISOString();
+  return {
+    id: newTaskId(),
+    workspaceId: t.ws,
+    ownerId: owner,
+    name: "t",
+    description: "",
+    action: { tool: "probe__echo", arguments: {} },
+    limits: { timeoutSeconds: 60, maxConcurrentRuns: 1 },
+    visibility: "private",
+    createdAt: now,
+    updatedAt: now,
+    ...fields,
+  };
+}
+
+function runOf(task: Task, fields: Partial<Run> = {}): Run {
+  time.jump(1000);
+  return {
+    id: newRunId(),
+    taskId: task.id,
+    workspaceId: task.workspaceId,
+    ownerId: task.ownerId,
+    trigger: "manual",
+    startedBy: owner,
+    input: {},
+    startedAt: new Date(time.clock()).toISOString(),
+    execution: { status: "succeeded" },
+    assessment: { status: "not_assessed" },
+    ...fields,
+  };
+}
+
+const boot = (store: TaskStore) =>
+  store.boot(
+    () => [t.ws],
+    (ws) => ws === t.ws,
+  );
+
+beforeEach(async () => {
+  t = await openTempRoot("task-store", owner);
+  time = new FakeTime(Date.UTC(2026, 0, 1));
+  found = [];
+});
+afterEach(() => t.remove());
+
+describe("TaskStore", () => {
+  it("drops an idle workspace and reads it back whole: tasks, run order and idempotency keys", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const keyed = runOf(task, {
+      idempotency: {
+        key: "k",
+        bodyDigest: bodyDigest({}),
+        expiresAt: new Date(time.clock() + HOUR_MS).toISOString(),
+      },
+    });
+    await store.createRun(keyed);
+    expect(store.loadedCount).toBe(0);
+    const later = await store.createRun(runOf(task));
+    expect(await store.runIds(task)).toEqual([later.id, keyed.id]);
+    expect(store.loadedCount).toBe(1);
+
+    time.jump(IDLE_MS);
+    await store.sweepIdle();
+    expect(store.loadedCount).toBe(0);
+    // Written while nothing was loaded: the next load reads it from disk, in its place.
+    const newest = await store.createRun(runOf(task));
+    expect(await store.all(t.ws)).toEqual([task]);
+    expect(await store.runIds(task)).toEqual([newest.id, later.id, keyed.id]);
+    expect((await store.run(t.ws, keyed.id))?.id).toBe(keyed.id);
+    const scope = { taskId: task.id, principalId: owner };
+    const replayed = await store.withKeys(t.ws, (keys) =>
+      keys.once(scope, "k", bodyDigest({}), async () => {
+        throw new Error("a key in its window must not start a run");
+      }),
+    );
+    expect(replayed.id).toBe(keyed.id);
+    await store.close();
+  });
+
+  it("a run of another workspace, or of no task, is not found", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const run = await store.createRun(runOf(task));
+    const other = (await t.workspaces.create("Other", owner)).id;
+    expect(await store.run(other, run.id)).toBeUndefined();
+    expect(await store.run(t.ws, newRunId())).toBeUndefined();
+    await store.delete(task);
+    expect(await store.run(t.ws, run.id)).toBeUndefined();
+    expect(await readdir(join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs"))).toEqual([]);
+    await store.close();
+  });
+
+  it("boot finds the triggered tasks in the index, drops an entry whose task lost its trigger, ignores strays", async () => {
+    const store = openStore();
+    await boot(store);
+    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
+    const untriggered = await store.create(taskOf({ trigger: { cron: "0 * * * *", timezone: "UTC" } }));
+    await store.update(untriggered, ({ trigger: _gone, ...rest }) => rest);
+    const plain = await store.create(taskOf());
+    await store.close();
+    const schedules = join(t.layout.instanceDir(), "tasks", "schedules");
+    // What a crash between the entry and the task's write leaves: an entry for a task with no trigger.
+    await writeFile(join(schedules, `${t.ws}-${owner}-${plain.id}.json`), "{}");
+    await writeFile(join(schedules, "not-an-entry.json"), "{}");
+
+    const again = openStore();
+    expect((await boot(again)).map((task) => task.id)).toEqual([hourly.id]);
+    expect(again.loadedCount).toBe(0);
+    expect((await readdir(schedules)).filter((name) => name.startsWith("ws_"))).toEqual([
+      `${t.ws}-${owner}-${hourly.id}.json`,
+    ]);
+    await again.close();
+  });
+
+  it("an instance whose tasks predate the index builds it once, from the definitions", async () => {
+    const store = openStore();
+    await boot(store);
+    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
+    await store.close();
+    await rm(join(t.layout.instanceDir(), "tasks"), { recursive: true });
+    expect((await boot(openStore())).map((task) => task.id)).toEqual([hourly.id]);
+    expect((await boot(openStore())).map((task) => task.id)).toEqual([hourly.id]);
+  });
+
+  it("a workspace a crash left marked is loaded at boot and its running runs handed over; a graceful close leaves no mark", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const running = await store.createRun(runOf(task, { execution: { status: "running" } }));
+    // No close: what a crash leaves.
+    const afterCrash = openStore();
+    await boot(afterCrash);
+    expect(found.map(({ run }) => run.id)).toEqual([running.id]);
+    expect(afterCrash.loadedCount).toBe(1);
+    await afterCrash.close();
+    await store.close();
+    found = [];
+    await boot(openStore());
+    expect(found).toEqual([]);
+    expect(await readdir(join(t.layout.instanceDir(), "tasks", "running"))).toEqual([]);
+  });
+});
