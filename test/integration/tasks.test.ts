@@ -788,6 +788,26 @@ describe("loaded on first use (ADR 0056)", () => {
     expect(probe.calls.length).toBe(before + 1);
   });
 
+  it("a triggered task copied in by hand is armed on its workspace's first use, and indexed for the next boot", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1, 0, 30));
+    instance = started.instance;
+    const { ws, time } = started;
+    const task = await createTask(instance, "alice", ws, { name: "copied", action: echo() });
+    await instance.close();
+    // An operator's copy: a trigger the schedule index was never told of.
+    const file = join(instance.root, ws, "tasks", alice, `${task.id}.json`);
+    const trigger = { cron: "0 * * * *", timezone: "UTC" };
+    await writeFile(file, JSON.stringify({ ...task, trigger, lastScheduledAt: task.createdAt }));
+    instance = await instance.restart();
+    expect(
+      (await (await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).json()) as Task,
+    ).toMatchObject({ trigger });
+    await time.advance(HOUR_MS);
+    await scheduled(instance, ws, task.id, 1);
+    const entries = await readdir(join(instance.root, "_instance", "tasks", "schedules"));
+    expect(entries).toContain(`${ws}-${alice}-${task.id}.json`);
+  });
+
   it("a workspace a crash left a run running in has it recorded interrupted at boot, before any request", async () => {
     const started = await startAt(Date.UTC(2026, 0, 1));
     instance = started.instance;

@@ -44,14 +44,17 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       settings,
       log,
     });
-    // A crash left these `running`: recorded `interrupted` when their workspace is loaded, before
-    // it answers anyone — at boot for the workspaces the crash left marked (ADR 0056).
-    store.interruptWith((found) => runner.interruptLeftovers(found));
+    const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, users, clock, log });
+    // A crash left runs `running`: recorded `interrupted` when their workspace's runs are read,
+    // before that read answers — at boot for the workspaces the crash left marked (ADR 0056).
+    store.onLoad({
+      loaded: (found) => schedules.adopt(found),
+      unfinished: (found) => runner.interruptLeftovers(found),
+    });
     let triggered = await store.boot(
       () => workspaces.ids(),
       (workspaceId) => workspaces.get(workspaceId) !== undefined,
     );
-    const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, users, clock, log });
     const tasks = new Tasks(store, runner, schedules, workspaces, settings, clock);
     return {
       createServer: () => createTasksServer(tasks),

@@ -34,6 +34,9 @@ export interface Missed {
  * it and the workspace is told); later ones are skipped until the owner is active again.
  */
 export class TaskSchedules {
+  /** Set once boot has armed the index's tasks: a load's tasks are adopted from then on. */
+  private adopting = false;
+
   constructor(private readonly deps: ScheduleDeps) {}
 
   /** (Re)arms the task's job to its current trigger; a task without one has none. */
@@ -58,10 +61,26 @@ export class TaskSchedules {
   }
 
   /**
+   * A workspace's tasks as a load read them: a triggered task with no job is one the schedule
+   * index did not name (a task file copied in by hand): it is indexed and armed. A task deleted
+   * or untriggered while the load read it is disarmed by its next fire, and dropped from the index
+   * at the next boot.
+   */
+  async adopt(tasks: readonly Task[]): Promise<void> {
+    if (!this.adopting) return;
+    for (const task of tasks) {
+      if (!task.trigger || this.deps.scheduler.has(jobName(task))) continue;
+      await this.deps.store.index.addSchedule(task);
+      this.arm(task);
+    }
+  }
+
+  /**
    * At boot: every triggered task (read from the schedule index, ADR 0056) is armed, and one whose
    * schedule was missed runs once now. Only the job is kept: a fire reads the task afresh.
    */
   async armAll(triggered: readonly Task[]): Promise<void> {
+    this.adopting = true;
     for (const task of triggered) {
       this.arm(task);
       const missed = missedSince(task, this.deps.clock());

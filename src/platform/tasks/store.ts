@@ -16,6 +16,17 @@ const RUNS = "runs";
 /** A workspace's loaded tasks are dropped after this long unused, as its source registry is. */
 export const TASKS_IDLE_MS = 10 * 60 * 1000;
 
+/** What a load shows the rest of the app before it answers anyone. */
+export interface LoadHooks {
+  /** The workspace's tasks, just read: a triggered one with no job is armed (one copied in by hand). */
+  loaded(tasks: readonly Task[]): Promise<void>;
+  /**
+   * The runs found `running` when the workspace's runs were read: those not in flight here are a
+   * crash's, recorded before the read answers, so no reader sees a run left running.
+   */
+  unfinished(found: readonly Unfinished[]): Promise<void>;
+}
+
 export interface TaskStoreOptions {
   clock: Clock;
   /** How long an `Idempotency-Key` is honoured (instance.json's `tasks.idempotencyWindowHours`). */
@@ -38,7 +49,7 @@ export class TaskStore implements LeftoverRules {
   private readonly tasks: OwnedRecords<Task>;
   private readonly runs: OwnedRecords<Run>;
   private readonly loaded: IdleCache<LoadedWorkspace>;
-  private onUnfinished: (found: Unfinished[]) => Promise<void> = async () => undefined;
+  private hooks: LoadHooks = { loaded: async () => undefined, unfinished: async () => undefined };
 
   constructor(
     private readonly storage: PartitionPaths,
@@ -56,12 +67,9 @@ export class TaskStore implements LeftoverRules {
     );
   }
 
-  /**
-   * Who records the runs a load finds `running` and not in flight here (a crash's): they are
-   * recorded before the load answers anyone, so no reader sees a run left running.
-   */
-  interruptWith(handler: (found: Unfinished[]) => Promise<void>): void {
-    this.onUnfinished = handler;
+  /** Who is shown what a load reads, before the load answers anyone (LoadHooks). */
+  onLoad(hooks: LoadHooks): void {
+    this.hooks = hooks;
   }
 
   /**
@@ -199,6 +207,7 @@ export class TaskStore implements LeftoverRules {
     for (const ownerId of await this.owners(workspaceId)) {
       for (const task of await this.tasks.list(workspaceId, ownerId)) loaded.setTask(task);
     }
+    await this.hooks.loaded([...loaded.tasks.values()]);
     return loaded;
   }
 
@@ -244,7 +253,7 @@ export class TaskStore implements LeftoverRules {
       runs.keys.restore(run);
       if (run.execution.status === "running") unfinished.push({ run, task });
     }
-    await this.onUnfinished(unfinished);
+    await this.hooks.unfinished(unfinished);
     return runs;
   }
 

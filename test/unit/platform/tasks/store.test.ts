@@ -25,8 +25,11 @@ function openStore(): TaskStore {
     idempotencyWindowMs: HOUR_MS,
     idleMs: IDLE_MS,
   });
-  store.interruptWith(async (unfinished) => {
-    found.push(...unfinished);
+  store.onLoad({
+    loaded: async () => undefined,
+    unfinished: async (unfinished) => {
+      found.push(...unfinished);
+    },
   });
   return store;
 }
