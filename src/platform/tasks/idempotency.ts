@@ -37,7 +37,8 @@ export function bodyDigest(body: unknown): string {
  * The run starts made with an `Idempotency-Key`, per task and per person who sent it, for the
  * configured window. The same key and body answers the run it started (even while that start is
  * still being written, so two racing requests make one run); the same key with another body is
- * `409 idempotency_conflict`. Rebuilt at boot from the runs, which keep their key and digest.
+ * `409 idempotency_conflict`. One per loaded workspace, rebuilt from its runs, which keep their
+ * key and digest, when they are read (ADR 0056).
  */
 export class IdempotencyKeys {
   private readonly keys = new Map<string, Remembered>();
@@ -75,15 +76,19 @@ export class IdempotencyKeys {
     return run;
   }
 
-  /** Remembers a stored run's key at boot. */
+  /**
+   * Remembers a stored run's key when the workspace's runs are read. Its result is not kept: it
+   * can be as large as `tasks.inlineResultBytes`, and a replay reads the run afresh anyway.
+   */
   restore(run: Run): void {
     if (!run.idempotency) return;
     const expiresAtMs = Date.parse(run.idempotency.expiresAt);
     if (!(expiresAtMs > this.clock())) return;
+    const { result: _result, ...kept } = run;
     this.keys.set(`${run.taskId}\n${run.startedBy}\n${run.idempotency.key}`, {
       bodyDigest: run.idempotency.bodyDigest,
       expiresAtMs,
-      run: Promise.resolve(run),
+      run: Promise.resolve(kept),
     });
   }
 

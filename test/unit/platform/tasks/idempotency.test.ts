@@ -49,6 +49,25 @@ describe("IdempotencyKeys", () => {
     expect((await keys.once(scope, "k", "d3", async () => runNamed("run_2"))).id).toBe("run_2");
   });
 
+  it("a restored key answers its run without holding the run's result, and an expired one is not restored", async () => {
+    const time = new FakeTime();
+    const keys = new IdempotencyKeys(time.clock, HOUR_MS);
+    const stored = (key: string, expiresInMs: number) =>
+      ({
+        id: `run_${key}`,
+        taskId: scope.taskId,
+        startedBy: scope.principalId,
+        result: { content: [{ type: "text", text: "x".repeat(1000) }] },
+        idempotency: { key, bodyDigest: "d", expiresAt: new Date(time.clock() + expiresInMs).toISOString() },
+      }) as Run;
+    keys.restore(stored("live", HOUR_MS));
+    keys.restore(stored("gone", 0));
+    const replayed = await keys.once(scope, "live", "d", async () => runNamed("run_new"));
+    expect(replayed.id).toBe("run_live");
+    expect(replayed.result).toBeUndefined();
+    expect((await keys.once(scope, "gone", "d", async () => runNamed("run_new"))).id).toBe("run_new");
+  });
+
   it("digests a body whatever the order of its keys, and tells bodies apart", () => {
     expect(bodyDigest({ input: { a: 1, b: [1, { c: 2, d: 3 }] } })).toBe(
       bodyDigest({ input: { b: [1, { d: 3, c: 2 }], a: 1 } }),
