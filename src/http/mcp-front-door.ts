@@ -5,14 +5,14 @@ import { admit } from "../workspace/gate.ts";
 import type { RouteDeps } from "./context.ts";
 import { errorReply } from "./error-response.ts";
 import { lingerAfterAnswer } from "./lingering-close.ts";
-import type { AdmittedCaller } from "./mcp/front-server.ts";
 import { type McpEndpoint, parseJsonBody } from "./mcp/endpoint.ts";
+import type { AdmittedCaller } from "./mcp/front-server.ts";
 import { checkGrantedScopes } from "./mcp/granted-scopes.ts";
 import type { McpReply } from "./mcp/reply.ts";
 import { type Authenticators, authenticateMcpCaller } from "./middleware/authenticate.ts";
 import { declaredLength } from "./middleware/body-limit.ts";
-import { logRequest, newRequestId } from "./middleware/request-log.ts";
 import type { OriginCheck } from "./middleware/origin-guard.ts";
+import { logRequest, newRequestId } from "./middleware/request-log.ts";
 import { NodeHeaders, webRequestOf } from "./node-headers.ts";
 
 export interface FrontDoorDeps {
@@ -133,7 +133,9 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
       chunks.push(chunk);
     };
     request.on("data", onData);
-    request.once("end", () => resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString() : Buffer.concat(chunks).toString()));
+    request.once("end", () =>
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString() : Buffer.concat(chunks).toString()),
+    );
     request.once("error", reject);
   });
 }

@@ -51,9 +51,9 @@ describe("the front door's request id and log line", () => {
     expect(response.status).toBe(404);
     const requestId = response.headers["x-request-id"];
     expect(typeof requestId).toBe("string");
-    expect(captured.lines.some((l) => l.msg === "request" && l.requestId === requestId && l.status === 404)).toBe(
-      true,
-    );
+    expect(
+      captured.lines.some((l) => l.msg === "request" && l.requestId === requestId && l.status === 404),
+    ).toBe(true);
   });
 });
 
@@ -80,7 +80,10 @@ describe("the front door's refusals are the hono app's", () => {
   it("a forged Atrium access token is refused with invalid_token", async () => {
     const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
     const forged = `${part({ alg: "ES256", typ: "at+jwt" })}.${part({ iss: instance.atrium.url, sub: "usr_x" })}.AAAA`;
-    const response = await post("alice", `/mcp/${ws}`, PING, { ...LEGACY, authorization: `Bearer ${forged}` });
+    const response = await post("alice", `/mcp/${ws}`, PING, {
+      ...LEGACY,
+      authorization: `Bearer ${forged}`,
+    });
     expect(response.status).toBe(401);
     expect(response.headers["www-authenticate"]).toContain('error="invalid_token"');
   });
@@ -142,7 +145,10 @@ describe("the 2025 era's HTTP half without the SDK's web transport", () => {
   });
 
   it("answers a notification-only POST with 202 and an empty body", async () => {
-    const response = await post("alice", `/mcp/${ws}`, { jsonrpc: "2.0", method: "notifications/initialized" });
+    const response = await post("alice", `/mcp/${ws}`, {
+      jsonrpc: "2.0",
+      method: "notifications/initialized",
+    });
     expect(response.status).toBe(202);
     expect(response.text).toBe("");
   });
@@ -176,7 +182,10 @@ describe("the 2025 era's HTTP half without the SDK's web transport", () => {
 });
 
 /** A POST whose body is sent chunked (no Content-Length), read with Node's own client. */
-function chunkedPost(path: string, body: string): Promise<{ status: number; connection: string | undefined }> {
+function chunkedPost(
+  path: string,
+  body: string,
+): Promise<{ status: number; connection: string | undefined }> {
   const url = new URL(path, instance.url);
   return new Promise((resolve, reject) => {
     const request = httpRequest(

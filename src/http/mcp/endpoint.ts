@@ -1,11 +1,9 @@
 import {
   classifyInboundRequest,
   isJSONRPCRequest,
-  type JSONRPCNotification,
   type JSONRPCRequest,
   type MessageExtraInfo,
   PROTOCOL_VERSION_META_KEY,
-  PerRequestHTTPServerTransport,
   UnsupportedProtocolVersionError,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
@@ -13,6 +11,7 @@ import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
 import { type PostHeaders, serveLegacyJson } from "./legacy-exchange.ts";
+import { serveModernExchange } from "./modern-exchange.ts";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSION,
@@ -95,7 +94,7 @@ export class McpEndpoint {
       const refused = refuseModernRequest(route.message, headers);
       if (refused) return refused;
     }
-    return { kind: "web", response: await this.serveModern(route.message, route.classification, authInfo) };
+    return serveModernExchange(route.message, route.classification, authInfo, this.modernMux);
   }
 
   async close(): Promise<void> {
@@ -119,21 +118,10 @@ export class McpEndpoint {
       supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
     });
     http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, http);
-    return { kind: "web", response: await http.handleRequest(post.webRequest(), { authInfo, parsedBody: body }) };
-  }
-
-  private async serveModern(
-    message: JSONRPCRequest | JSONRPCNotification,
-    classification: MessageExtraInfo["classification"] & object,
-    authInfo: MessageExtraInfo["authInfo"],
-  ): Promise<Response> {
-    const http = new PerRequestHTTPServerTransport({ classification });
-    http.onmessage = (inbound, extra) => this.modernMux.receive(inbound, extra, http);
-    await http.start();
-    // Without the request: reading its abort signal would build a web AbortController per call
-    // (a notable share of the call's CPU), and no handler looks at the raw request. As in the
-    // 2025 era, an answer whose client has gone is written to a closed socket and dropped.
-    return http.handleMessage(message, authInfo ? { authInfo } : undefined);
+    return {
+      kind: "web",
+      response: await http.handleRequest(post.webRequest(), { authInfo, parsedBody: body }),
+    };
   }
 }
 

@@ -18,9 +18,7 @@ export async function checkGrantedScopes(
   const grant = caller.grant;
   if (!grant) return;
   const required = await requiredScopes(body, (name) =>
-    deps.registries.use(workspaceId, (registry) =>
-      deps.router.findTool(registry, caller.principal.id, name),
-    ),
+    deps.registries.use(workspaceId, (registry) => deps.router.findTool(registry, caller.principal.id, name)),
   );
   const missing = required.filter((scope) => !grant.scopes.includes(scope));
   if (missing.length === 0) return;

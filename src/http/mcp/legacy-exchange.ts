@@ -57,7 +57,10 @@ export function serveLegacyJson(
   // The SDK's guards are zod parses, costly when they fail: each is asked only of a message that
   // has the one field its schema requires a literal of (a method named "initialize"; an id and a
   // method), so every answer is the guard's own.
-  if (messages.length > 1 && messages.some((m) => "method" in m && m.method === "initialize" && isInitializeRequest(m))) {
+  if (
+    messages.length > 1 &&
+    messages.some((m) => "method" in m && m.method === "initialize" && isInitializeRequest(m))
+  ) {
     return transportError(400, -32600, "Invalid Request: Only one initialization request is allowed");
   }
   const extra = { authInfo };
@@ -90,7 +93,8 @@ class JsonExchange implements ReplySink {
 
   async send(message: JSONRPCMessage): Promise<void> {
     // A notification during a request (progress, a log line) has no place in a JSON answer.
-    if (!("id" in message) || message.id === undefined || !("result" in message || "error" in message)) return;
+    if (!("id" in message) || message.id === undefined || !("result" in message || "error" in message))
+      return;
     this.answers.set(message.id, message);
     if (this.answers.size < this.ids.length || !this.ids.every((id) => this.answers.has(id))) return;
     const answers = this.ids.map((id) => this.answers.get(id));

@@ -62,7 +62,10 @@ export async function authenticateMcpCaller(
     if (!principal) throw new Unauthenticated();
   } catch (error) {
     if (!(error instanceof Unauthenticated)) throw error;
-    throw new Unauthenticated(error.message, mcpChallenge(auth.publicUrl(), workspaceId, token !== undefined));
+    throw new Unauthenticated(
+      error.message,
+      mcpChallenge(auth.publicUrl(), workspaceId, token !== undefined),
+    );
   }
   const admitted = await admittedPerson(auth.users, principal);
   return grant ? { principal: admitted, grant } : { principal: admitted };
