@@ -123,19 +123,20 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    const onData = (chunk: Buffer) => {
+    let refused = false;
+    request.on("data", (chunk: Buffer) => {
+      if (refused) return;
       size += chunk.length;
       if (size > maxBytes) {
-        request.off("data", onData);
+        refused = true;
         reject(new PayloadTooLarge(maxBytes));
         return;
       }
       chunks.push(chunk);
-    };
-    request.on("data", onData);
-    request.once("end", () =>
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer).toString() : Buffer.concat(chunks).toString()),
-    );
+    });
+    request.once("end", () => {
+      if (!refused) resolve(Buffer.concat(chunks, size).toString());
+    });
     request.once("error", reject);
   });
 }
