@@ -69,7 +69,13 @@ async function serve(
   try {
     await admitAndAnswer(door, request, response, workspaceParam, served);
   } catch (error) {
-    writeError(door.log, request, response, error, served.requestId);
+    try {
+      writeError(door.log, request, response, error, served.requestId);
+    } catch (unwritable) {
+      // Nothing is left to answer with; the connection is cut rather than the process.
+      door.log.error({ err: unwritable, requestId: served.requestId }, "MCP error answer could not be sent");
+      response.destroy();
+    }
   }
   const url = request.url ?? "";
   const query = url.indexOf("?");
