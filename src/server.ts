@@ -1,13 +1,21 @@
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { serve } from "@hono/node-server";
+import { getRequestListener } from "@hono/node-server";
 import { BootError } from "./errors.ts";
 import { scheduleHousekeeping } from "./housekeeping.ts";
-import { createApp, type RegisteredRoute, registeredRoutes, type Security } from "./http/app.ts";
+import {
+  authenticatorsFor,
+  createApp,
+  instanceOriginCheck,
+  type RegisteredRoute,
+  registeredRoutes,
+  type Security,
+} from "./http/app.ts";
 import type { RouteDeps } from "./http/context.ts";
 import { HttpDrain } from "./http/drain.ts";
 import { McpEndpoint } from "./http/mcp/endpoint.ts";
 import { createFrontServers } from "./http/mcp/front-server.ts";
+import { createMcpFrontDoor } from "./http/mcp-front-door.ts";
 import { writableResponses } from "./http/writable-response.ts";
 import { OidcClient } from "./identity/oidc-client.ts";
 import type { IdentityProvider } from "./identity/provider.ts";
@@ -242,12 +250,23 @@ async function startLocked(
     pending,
   };
   const app = createApp(deps, security, endpoint, log);
+  // POST /mcp/ws_… is answered before hono (adr/0052); everything else goes to the app.
+  const frontDoor = createMcpFrontDoor({
+    deps,
+    auth: authenticatorsFor(deps, security),
+    origins: instanceOriginCheck(deps),
+    endpoint,
+    log,
+  });
 
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve(
-      { fetch: writableResponses(app.fetch, log), hostname: config.http.host, port: config.http.port },
-      () => resolve(s),
-    );
+  const honoListener = getRequestListener(writableResponses(app.fetch, log), {
+    hostname: config.http.host,
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = createServer((request, response) => {
+      if (!frontDoor(request, response)) void honoListener(request, response);
+    });
+    s.listen(config.http.port, config.http.host, () => resolve(s));
     s.once("error", (error: NodeJS.ErrnoException) => {
       const hint =
         error.code === "EADDRINUSE"
@@ -258,7 +277,7 @@ async function startLocked(
       );
     });
   });
-  const drain = new HttpDrain(server as Server);
+  const drain = new HttpDrain(server);
   const port = (server.address() as AddressInfo).port;
   publicUrl = followPort(config.http.publicUrl, port);
   await lock.setPublicUrl(publicUrl);

@@ -16,7 +16,7 @@ import { eventStreamRoutes } from "./event-stream.ts";
 import type { McpEndpoint } from "./mcp/endpoint.ts";
 import { type Authenticators, authenticateMcp, authenticateRest } from "./middleware/authenticate.ts";
 import { bodyLimit } from "./middleware/body-limit.ts";
-import { originGuard } from "./middleware/origin-guard.ts";
+import { type OriginCheck, originCheck, originGuard } from "./middleware/origin-guard.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { workspaceGate } from "./middleware/workspace-gate.ts";
 import { bootstrapRoutes } from "./routes/bootstrap.ts";
@@ -75,7 +75,7 @@ export function createApp(
 
   app.use("*", requestLog(log));
   app.route("/", healthRoutes());
-  app.use("*", originGuard(deps.publicUrl, isOAuthPublicPath));
+  app.use("*", originGuard(instanceOriginCheck(deps)));
   app.use(
     "*",
     bodyLimit({
@@ -83,13 +83,7 @@ export function createApp(
       streamedLimit: streamedBodyLimits(deps.apps),
     }),
   );
-  const authenticators: Authenticators = {
-    provider: security.provider,
-    sessions: security.sessions,
-    tokens: security.oauth.tokens,
-    users: deps.users,
-    publicUrl: deps.publicUrl,
-  };
+  const authenticators = authenticatorsFor(deps, security);
   app.use("/mcp/*", authenticateMcp(authenticators));
   app.use("/v1/*", authenticateRest(authenticators));
 
@@ -129,6 +123,22 @@ export function createApp(
     if (platformApp.routes) app.route("/", platformApp.routes);
   }
   return app;
+}
+
+/** Who can vouch for a caller, as the authentication middleware and the MCP front door take it. */
+export function authenticatorsFor(deps: RouteDeps, security: Security): Authenticators {
+  return {
+    provider: security.provider,
+    sessions: security.sessions,
+    tokens: security.oauth.tokens,
+    users: deps.users,
+    publicUrl: deps.publicUrl,
+  };
+}
+
+/** The Host/Origin check of this instance, for the hono guard and the MCP front door alike. */
+export function instanceOriginCheck(deps: Pick<RouteDeps, "publicUrl">): OriginCheck {
+  return originCheck(deps.publicUrl, isOAuthPublicPath);
 }
 
 /**

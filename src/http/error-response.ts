@@ -18,18 +18,34 @@ export function errorHandler(log: Logger): (error: unknown, c: Context<AppEnv>) 
   return (error, c) => errorResponse(error, c, log);
 }
 
-function errorResponse(error: unknown, c: Context<AppEnv>, log: Logger): Response {
+/** An error as the HTTP answer it becomes: status, REST envelope and any challenge header. */
+export interface ErrorReply {
+  status: number;
+  body: ReturnType<typeof errorBody>;
+  headers: Record<string, string>;
+}
+
+/**
+ * The one mapping of an error to its answer, for hono's error handler and for the MCP front door
+ * (http/mcp-front-door.ts) alike; only an unexpected error is logged, with its request id.
+ */
+export function errorReply(error: unknown, log: Logger, requestId: string | undefined): ErrorReply {
   if (error instanceof AtriumError) {
     const headers: Record<string, string> = {};
     if (error instanceof Unauthenticated || error instanceof InsufficientScope) {
       headers["www-authenticate"] = error.challenge;
     }
-    return c.json(errorBody(error.code, error.message), error.status as ContentfulStatusCode, headers);
+    return { status: error.status, body: errorBody(error.code, error.message), headers };
   }
   if (error instanceof InvalidPathSegment) {
     // A path segment that fails its grammar names nothing that exists.
-    return c.json(errorBody("not_found", "Nothing exists at that address."), 404);
+    return { status: 404, body: errorBody("not_found", "Nothing exists at that address."), headers: {} };
   }
-  log.error({ err: error, requestId: c.get("requestId") }, "unhandled error");
-  return c.json(errorBody("internal_error", INTERNAL_ERROR_MESSAGE), 500);
+  log.error({ err: error, requestId }, "unhandled error");
+  return { status: 500, body: errorBody("internal_error", INTERNAL_ERROR_MESSAGE), headers: {} };
+}
+
+function errorResponse(error: unknown, c: Context<AppEnv>, log: Logger): Response {
+  const reply = errorReply(error, log, c.get("requestId"));
+  return c.json(reply.body, reply.status as ContentfulStatusCode, reply.headers);
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { HttpBindings } from "@hono/node-server";
@@ -22,7 +23,14 @@ const lingering = new WeakSet<Socket>();
  */
 export function closeAfterAnswer(c: Context): void {
   c.header("connection", "close");
-  const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
+  lingerAfterAnswer((c.env as Partial<HttpBindings> | undefined)?.incoming);
+}
+
+/**
+ * The socket half of closeAfterAnswer, for a request answered straight from Node's `request`
+ * event (http/mcp-front-door.ts), whose answer says `Connection: close` itself.
+ */
+export function lingerAfterAnswer(incoming: IncomingMessage | undefined): void {
   const socket = incoming?.socket as ClosableSocket | undefined;
   if (incoming === undefined || socket === undefined || lingering.has(socket)) return;
   lingering.add(socket);

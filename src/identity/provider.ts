@@ -7,7 +7,15 @@ import type { Principal } from "./principal.ts";
  */
 export interface IdentityProvider {
   readonly name: string;
-  authenticate(request: Request, surface: Surface): Promise<Principal | undefined>;
+  authenticate(request: CredentialSource, surface: Surface): Promise<Principal | undefined>;
+}
+
+/**
+ * What a provider may read of a request: its headers. A web `Request` is one; the MCP front door
+ * passes Node's headers behind the same two methods, without building a `Request`.
+ */
+export interface CredentialSource {
+  readonly headers: Pick<Headers, "get" | "has">;
 }
 
 /**

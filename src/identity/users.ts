@@ -129,17 +129,23 @@ export class UserDirectory {
  * name is needed, and a later credential that states it replaces the fallback.
  */
 function updated(current: Profile | undefined, principal: Principal): Profile | undefined {
-  const { unstated = [], ...person } = principal;
-  if (current === undefined) return person;
-  const next: Profile = {
+  if (current === undefined) {
+    const { unstated: _unstated, ...person } = principal;
+    return person;
+  }
+  const unstated = principal.unstated ?? [];
+  const person = principal;
+  // Checked field by field before anything is built: every request records its person, and
+  // almost always nothing changed (the MCP front door's hot path, adr/0052).
+  const same =
+    (unstated.includes("displayName") || person.displayName === current.displayName) &&
+    (unstated.includes("email") || person.email === current.email) &&
+    (unstated.includes("orgRole") || person.orgRole === current.orgRole);
+  if (same) return undefined;
+  return {
     ...current,
     ...(unstated.includes("displayName") ? {} : { displayName: person.displayName }),
     ...(unstated.includes("email") ? {} : { email: person.email }),
     ...(unstated.includes("orgRole") ? {} : { orgRole: person.orgRole }),
   };
-  const same =
-    next.displayName === current.displayName &&
-    next.email === current.email &&
-    next.orgRole === current.orgRole;
-  return same ? undefined : next;
 }

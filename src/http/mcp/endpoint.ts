@@ -1,22 +1,35 @@
 import {
   classifyInboundRequest,
-  type JSONRPCNotification,
+  isJSONRPCRequest,
   type JSONRPCRequest,
   type MessageExtraInfo,
-  PerRequestHTTPServerTransport,
+  PROTOCOL_VERSION_META_KEY,
   UnsupportedProtocolVersionError,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
+import { type PostHeaders, serveLegacyJson } from "./legacy-exchange.ts";
+import { serveModernExchange } from "./modern-exchange.ts";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSION,
   SERVED_PROTOCOL_VERSIONS,
 } from "./protocol-versions.ts";
+import { jsonReply, type McpReply } from "./reply.ts";
 import { RequestMuxTransport } from "./request-mux-transport.ts";
 import { HEADER_MISMATCH, standardHeaderRefusal } from "./standard-headers.ts";
+
+/** One POST as the endpoint reads it: its headers, and a web `Request` only if one is needed. */
+export interface McpPost {
+  headers: PostHeaders;
+  /**
+   * The request as a web `Request`, asked for only when a 2025 call streams its progress (the
+   * SDK's transport builds that stream). The hono route has one; the front door builds it then.
+   */
+  webRequest(): Request;
+}
 
 /**
  * Serves one stateless Streamable HTTP POST in either era. The SDK's classifier reads the body
@@ -38,8 +51,8 @@ export class McpEndpoint {
     await this.servers.modern.connect(this.modernMux);
   }
 
-  /** `body` is the request's JSON, already read by readJsonBody (the route looks at it first). */
-  async handle(request: Request, caller: AdmittedCaller, body: unknown): Promise<Response> {
+  /** `body` is the request's JSON, already read by readJsonBody (the caller looks at it first). */
+  async handle(post: McpPost, caller: AdmittedCaller, body: unknown): Promise<McpReply> {
     if (body === NOT_JSON)
       return jsonRpcError(
         400,
@@ -48,16 +61,17 @@ export class McpEndpoint {
         undefined,
         null,
       );
-    const headers = request.headers;
+    const headers = post.headers;
     const protocolVersion = headers.get("mcp-protocol-version");
+    const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
+    if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
     const route = classifyInboundRequest({
-      httpMethod: request.method,
+      httpMethod: "POST",
       body,
       ...(protocolVersion !== null && { protocolVersionHeader: protocolVersion }),
       ...optionalHeader("mcpMethodHeader", headers.get("mcp-method")),
       ...optionalHeader("mcpNameHeader", headers.get("mcp-name")),
     });
-    const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (route.kind === "reject") {
       if (route.cell === "invalid-json-rpc-body") {
         const explained = invalidParamsReply(body);
@@ -69,7 +83,7 @@ export class McpEndpoint {
       if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) {
         return unsupportedVersion(protocolVersion, SERVED_PROTOCOL_VERSIONS, requestId(body));
       }
-      return this.serveLegacy(request, body, authInfo);
+      return this.serveLegacy(post, body, authInfo);
     }
     // A request in the 2026 form is told what server/discover lists; initialize finds the rest.
     const revision = route.classification.revision;
@@ -80,7 +94,7 @@ export class McpEndpoint {
       const refused = refuseModernRequest(route.message, headers);
       if (refused) return refused;
     }
-    return this.serveModern(route.message, route.classification, authInfo);
+    return serveModernExchange(route.message, route.classification, authInfo, this.modernMux);
   }
 
   async close(): Promise<void> {
@@ -89,33 +103,25 @@ export class McpEndpoint {
   }
 
   private async serveLegacy(
-    request: Request,
+    post: McpPost,
     body: unknown,
     authInfo: MessageExtraInfo["authInfo"],
-  ): Promise<Response> {
+  ): Promise<McpReply> {
+    // JSON unless the client asked for progress and can read a stream: a stateless 2025
+    // response has nowhere else to put a notification. The stream is the SDK transport's.
+    if (!(acceptsEventStream(post.headers) && asksForProgress(body))) {
+      return serveLegacyJson(post.headers, body, authInfo, this.legacyMux);
+    }
     const http = new WebStandardStreamableHTTPServerTransport({
-      // JSON unless the client asked for progress and can read a stream: a stateless 2025
-      // response has nowhere else to put a notification.
-      enableJsonResponse: !(acceptsEventStream(request) && asksForProgress(body)),
+      enableJsonResponse: false,
       maxRequestBodySize: this.maxBodyBytes,
       supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
     });
     http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, http);
-    return http.handleRequest(request, { authInfo, parsedBody: body });
-  }
-
-  private async serveModern(
-    message: JSONRPCRequest | JSONRPCNotification,
-    classification: MessageExtraInfo["classification"] & object,
-    authInfo: MessageExtraInfo["authInfo"],
-  ): Promise<Response> {
-    const http = new PerRequestHTTPServerTransport({ classification });
-    http.onmessage = (inbound, extra) => this.modernMux.receive(inbound, extra, http);
-    await http.start();
-    // Without the request: reading its abort signal would build a web AbortController per call
-    // (a notable share of the call's CPU), and no handler looks at the raw request. As in the
-    // 2025 era, an answer whose client has gone is written to a closed socket and dropped.
-    return http.handleMessage(message, authInfo ? { authInfo } : undefined);
+    return {
+      kind: "web",
+      response: await http.handleRequest(post.webRequest(), { authInfo, parsedBody: body }),
+    };
   }
 }
 
@@ -123,10 +129,13 @@ export class McpEndpoint {
  * Reads the body with `text()`, which the Node adapter serves straight from the socket,
  * instead of letting the transport pull it through a web stream (most of the per-request
  * cost in bench/run.ts). The body limit is enforced before this by http/middleware/body-limit.ts.
- * Text that is not JSON becomes a marker that handle() answers with a parse error.
  */
 export async function readJsonBody(request: Request): Promise<unknown> {
-  const text = await request.text();
+  return parseJsonBody(await request.text());
+}
+
+/** Text that is not JSON becomes a marker that handle() answers with a parse error. */
+export function parseJsonBody(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -142,7 +151,7 @@ const INVALID_PARAMS = -32602;
  * What the 2026-07-28 edge refuses before dispatch, in the spec's order: standard headers that
  * are missing or disagree with the body, then a malformed `inputResponses` map.
  */
-function refuseModernRequest(message: JSONRPCRequest, headers: Headers): Response | undefined {
+function refuseModernRequest(message: JSONRPCRequest, headers: PostHeaders): McpReply | undefined {
   const refusal = standardHeaderRefusal(
     {
       protocolVersion: headers.get("mcp-protocol-version"),
@@ -160,7 +169,7 @@ function refuseModernRequest(message: JSONRPCRequest, headers: Headers): Respons
   return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
 }
 
-function unsupportedVersion(requested: string, supported: readonly string[], id: unknown): Response {
+function unsupportedVersion(requested: string, supported: readonly string[], id: unknown): McpReply {
   const error = new UnsupportedProtocolVersionError({ supported: [...supported], requested });
   const message = `Unsupported protocol version "${requested}": use ${supported.join(", ")}.`;
   return jsonRpcError(400, error.code, message, error.data, id);
@@ -170,8 +179,28 @@ function optionalHeader<K extends string>(key: K, value: string | null): Partial
   return value === null ? {} : ({ [key]: value } as Record<K, string>);
 }
 
-function acceptsEventStream(request: Request): boolean {
-  return request.headers.get("accept")?.includes("text/event-stream") ?? false;
+function acceptsEventStream(headers: PostHeaders): boolean {
+  return headers.get("accept")?.includes("text/event-stream") ?? false;
+}
+
+/**
+ * A single 2025-era request the SDK's classifier would route to the 2025 server, recognised
+ * without the classifier's type guards (zod parses that fail, and cost, on every request): an
+ * object with no `result` or `error` (so no response), no envelope claim in `params._meta`, and
+ * no protocol-version header other than a 2025 one. The SDK's own request guard still decides
+ * that it is a request. Anything else goes through the classifier.
+ */
+function isPlainLegacyRequest(body: unknown, protocolVersion: string | null): boolean {
+  if (!isPlainObject(body) || "result" in body || "error" in body) return false;
+  if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) return false;
+  const params = body.params;
+  const meta = isPlainObject(params) ? params._meta : undefined;
+  if (isPlainObject(meta) && PROTOCOL_VERSION_META_KEY in meta) return false;
+  return isJSONRPCRequest(body);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
 function asksForProgress(body: unknown): boolean {
@@ -184,7 +213,7 @@ function requestId(body: unknown): string | number | null {
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
-function jsonRpcError(status: number, code: number, message: string, data: unknown, id: unknown): Response {
+function jsonRpcError(status: number, code: number, message: string, data: unknown, id: unknown): McpReply {
   const error = data === undefined ? { code, message } : { code, message, data };
-  return Response.json({ jsonrpc: "2.0", error, id }, { status });
+  return jsonReply(status, { jsonrpc: "2.0", error, id });
 }

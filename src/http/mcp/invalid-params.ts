@@ -2,6 +2,7 @@ import { ClientRequestSchema, JSONRPCRequestSchema } from "@modelcontextprotocol
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { z } from "zod";
 import { describeJsonValue } from "./json-shape.ts";
+import { jsonReply, type McpReply } from "./reply.ts";
 
 // Params that are wrong are the client's mistake, and JSON-RPC says so with -32602 Invalid
 // params and a message a person can act on. The SDK instead answers a request whose params fail
@@ -34,7 +35,7 @@ export function invalidParamsMessage(method: string, params: unknown): string | 
  * For a single request the SDK refused as malformed: the -32602 answer when what is wrong is
  * only its params, or undefined when the request is malformed in some other way.
  */
-export function invalidParamsReply(body: unknown): Response | undefined {
+export function invalidParamsReply(body: unknown): McpReply | undefined {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined;
   const { id, method, params } = body as Record<string, unknown>;
   if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return undefined;
@@ -44,7 +45,7 @@ export function invalidParamsReply(body: unknown): Response | undefined {
     typeof params === "object" && params !== null && !Array.isArray(params)
       ? describeIssues(method, parsed.error.issues)
       : `Invalid params for ${method}: params must be a JSON object of named parameters, not ${describeJsonValue(params)}.`;
-  return Response.json({ jsonrpc: "2.0", id, error: { code: ProtocolErrorCode.InvalidParams, message } });
+  return jsonReply(200, { jsonrpc: "2.0", id, error: { code: ProtocolErrorCode.InvalidParams, message } });
 }
 
 function describeIssues(method: string, issues: readonly z.core.$ZodIssue[]): string {

@@ -2,7 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { Forbidden, Unauthenticated } from "../../errors.ts";
 import { bearerToken } from "../../identity/bearer.ts";
 import { type Principal, withoutUnstated } from "../../identity/principal.ts";
-import type { IdentityProvider } from "../../identity/provider.ts";
+import type { CredentialSource, IdentityProvider } from "../../identity/provider.ts";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import { isWorkspaceId } from "../../ids.ts";
@@ -24,38 +24,59 @@ export interface Authenticators {
 
 const MCP_PATH = /^\/mcp\/([^/]+)$/;
 
+/** Who an MCP request is, and what its access token granted when one authenticated it. */
+export interface McpCaller {
+  principal: Principal;
+  grant?: { clientId: string; scopes: string[] };
+}
+
 /**
  * /mcp/ws_…: an Atrium access token whose audience is exactly this URL, or whatever the
  * identity provider accepts here (the developer under `dev`; a first-party client's token).
  * A browser's session cookie is never enough at an MCP URL. A refusal carries the
- * challenge that sends a client to this workspace's protected-resource metadata.
+ * challenge that sends a client to this workspace's protected-resource metadata. The person is
+ * recorded and a deactivated one refused. The hono middleware below and the MCP front door
+ * (http/mcp-front-door.ts) both call this, so the check exists once.
  */
+export async function authenticateMcpCaller(
+  auth: Authenticators,
+  workspaceId: string,
+  request: CredentialSource,
+): Promise<McpCaller> {
+  const header = request.headers.get("authorization");
+  const token = header === null ? undefined : bearerToken(header);
+  let principal: Principal | undefined;
+  let grant: McpCaller["grant"];
+  try {
+    if (token !== undefined && auth.tokens.isAtriumToken(token)) {
+      const claims = await auth.tokens
+        .verify(token, workspaceMcpUrl(auth.publicUrl(), workspaceId))
+        .catch(() => {
+          throw new Unauthenticated("The access token is invalid, expired or not for this workspace URL.");
+        });
+      principal = await knownPerson(auth.users, claims.sub);
+      grant = { clientId: claims.clientId, scopes: claims.scopes };
+    } else {
+      principal = await auth.provider.authenticate(request, "mcp");
+    }
+    if (!principal) throw new Unauthenticated();
+  } catch (error) {
+    if (!(error instanceof Unauthenticated)) throw error;
+    throw new Unauthenticated(
+      error.message,
+      mcpChallenge(auth.publicUrl(), workspaceId, token !== undefined),
+    );
+  }
+  const admitted = await admittedPerson(auth.users, principal);
+  return grant ? { principal: admitted, grant } : { principal: admitted };
+}
+
 export function authenticateMcp(auth: Authenticators): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const workspaceId = MCP_PATH.exec(c.req.path)?.[1] ?? "";
-    const token = requestBearer(c);
-    let principal: Principal | undefined;
-    try {
-      if (token !== undefined && auth.tokens.isAtriumToken(token)) {
-        const claims = await auth.tokens
-          .verify(token, workspaceMcpUrl(auth.publicUrl(), workspaceId))
-          .catch(() => {
-            throw new Unauthenticated("The access token is invalid, expired or not for this workspace URL.");
-          });
-        principal = await knownPerson(auth.users, claims.sub);
-        c.set("grant", { clientId: claims.clientId, scopes: claims.scopes });
-      } else {
-        principal = await auth.provider.authenticate(c.req.raw, "mcp");
-      }
-      if (!principal) throw new Unauthenticated();
-    } catch (error) {
-      if (!(error instanceof Unauthenticated)) throw error;
-      throw new Unauthenticated(
-        error.message,
-        mcpChallenge(auth.publicUrl(), workspaceId, token !== undefined),
-      );
-    }
-    await admitPerson(c, auth.users, principal);
+    const caller = await authenticateMcpCaller(auth, workspaceId, c.req.raw);
+    if (caller.grant) c.set("grant", caller.grant);
+    c.set("principal", caller.principal);
     await next();
   };
 }
@@ -124,11 +145,20 @@ async function admitPerson(
   principal: Principal,
   options: { record: boolean } = { record: true },
 ): Promise<void> {
+  c.set("principal", await admittedPerson(users, principal, options));
+}
+
+/** admitPerson without the context: the principal as the route sees it. */
+async function admittedPerson(
+  users: UserDirectory,
+  principal: Principal,
+  options: { record: boolean } = { record: true },
+): Promise<Principal> {
   if (options.record) await users.record(principal);
   // Rechecked on every request, so deactivation cuts the person's next call on every surface.
   if (users.isDeactivated(principal.id))
     throw new Forbidden("This account has been deactivated by an org admin.");
-  c.set("principal", withoutUnstated(principal));
+  return withoutUnstated(principal);
 }
 
 /** RFC 9728 §5.1: where to learn how to authorize for this URL (only for a well-formed one). */

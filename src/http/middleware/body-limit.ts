@@ -17,6 +17,19 @@ export interface BodyLimits {
 const DECIMAL = /^\d+$/;
 
 /**
+ * The body's size as the request's head declares it (a Content-Length and no Transfer-Encoding),
+ * or undefined when it must be counted as it is read. Shared with the MCP front door (http/mcp-front-door.ts), so both read a head alike.
+ */
+export function declaredLength(
+  contentLength: string | undefined,
+  transferEncoding: string | undefined,
+): number | undefined {
+  return contentLength !== undefined && DECIMAL.test(contentLength) && !transferEncoding
+    ? Number(contentLength)
+    : undefined;
+}
+
+/**
  * Caps request bodies, before authentication. A body whose declared Content-Length is over
  * its limit is refused with 413 before a byte of it is read; a body without one (chunked) is
  * counted as it is read. Every 413, whoever answers it, ends the connection with a lingering
@@ -33,10 +46,9 @@ export function bodyLimit(limits: BodyLimits): MiddlewareHandler<AppEnv> {
     const streamed = limits.streamedLimit(c.req.path, c.req.method);
     const maxBytes = streamed ?? limits.maxBodyBytes;
     try {
-      const declared = c.req.header("content-length");
-      const isDeclared =
-        declared !== undefined && DECIMAL.test(declared) && !c.req.header("transfer-encoding");
-      if (isDeclared && Number(declared) > maxBytes) throw new PayloadTooLarge(maxBytes);
+      const declared = declaredLength(c.req.header("content-length"), c.req.header("transfer-encoding"));
+      const isDeclared = declared !== undefined;
+      if (isDeclared && declared > maxBytes) throw new PayloadTooLarge(maxBytes);
       // A declared length within the limit is all there is to check (the server reads no more
       // than it). Only a body without one is counted as it streams in; hono's counter builds the
       // request's web stream to do so, which costs a tenth of an MCP call's CPU (docs/performance.md).

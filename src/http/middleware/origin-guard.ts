@@ -3,6 +3,16 @@ import { isLoopbackHost } from "../../instance/load.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { errorBody } from "../error-response.ts";
 
+/** Why a request's Host or Origin is refused: the REST envelope a 403 carries. */
+export type OriginRefusal = ReturnType<typeof errorBody>;
+
+/** The check itself, shared by this middleware and the MCP front door (http/mcp-front-door.ts). */
+export type OriginCheck = (
+  host: string | undefined,
+  origin: string | undefined,
+  path: string,
+) => OriginRefusal | undefined;
+
 /**
  * DNS-rebinding protection. A browser page on a foreign name that resolves to this host
  * sends its own name in Host and Origin; both must be this instance's public host or a
@@ -10,29 +20,33 @@ import { errorBody } from "../error-response.ts";
  * and so do the paths `anyOrigin` names: endpoints that read no cookie, so a foreign page
  * gains nothing by calling them.
  */
-export function originGuard(
-  publicUrl: () => string,
-  anyOrigin: (path: string) => boolean,
-): MiddlewareHandler<AppEnv> {
+export function originCheck(publicUrl: () => string, anyOrigin: (path: string) => boolean): OriginCheck {
   // Parsed once per public URL (it changes only when the listener binds), not per request.
   let parsedFrom = "";
   let publicHost = "";
   let publicOrigin = "";
-  return async (c, next) => {
+  return (host, origin, path) => {
     if (parsedFrom !== publicUrl()) {
       parsedFrom = publicUrl();
       const url = new URL(parsedFrom);
       publicHost = url.host;
       publicOrigin = url.origin;
     }
-    const host = c.req.header("host");
     if (host !== undefined && !allowedHost(host, publicHost)) {
-      return c.json(errorBody("forbidden_host", `Requests for host "${host}" are not served here.`), 403);
+      return errorBody("forbidden_host", `Requests for host "${host}" are not served here.`);
     }
-    const origin = c.req.header("origin");
-    if (origin !== undefined && !anyOrigin(c.req.path) && !allowedOrigin(origin, publicOrigin)) {
-      return c.json(errorBody("forbidden_origin", `Requests from origin "${origin}" are not accepted.`), 403);
+    if (origin !== undefined && !anyOrigin(path) && !allowedOrigin(origin, publicOrigin)) {
+      return errorBody("forbidden_origin", `Requests from origin "${origin}" are not accepted.`);
     }
+    return undefined;
+  };
+}
+
+/** The hono middleware for every route but the front door's: a refusal is a 403. */
+export function originGuard(check: OriginCheck): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const refusal = check(c.req.header("host"), c.req.header("origin"), c.req.path);
+    if (refusal) return c.json(refusal, 403);
     await next();
   };
 }

@@ -1,0 +1,222 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { PayloadTooLarge } from "../errors.ts";
+import type { Logger } from "../log.ts";
+import { admit } from "../workspace/gate.ts";
+import type { RouteDeps } from "./context.ts";
+import { errorReply } from "./error-response.ts";
+import { lingerAfterAnswer } from "./lingering-close.ts";
+import { type McpEndpoint, parseJsonBody } from "./mcp/endpoint.ts";
+import type { AdmittedCaller } from "./mcp/front-server.ts";
+import { checkGrantedScopes } from "./mcp/granted-scopes.ts";
+import type { McpReply } from "./mcp/reply.ts";
+import { type Authenticators, authenticateMcpCaller } from "./middleware/authenticate.ts";
+import { declaredLength } from "./middleware/body-limit.ts";
+import type { OriginCheck } from "./middleware/origin-guard.ts";
+import { logRequest, newRequestId } from "./middleware/request-log.ts";
+import { NodeHeaders, webRequestOf } from "./node-headers.ts";
+
+export interface FrontDoorDeps {
+  deps: Pick<RouteDeps, "workspaces" | "registries" | "router" | "publicUrl" | "maxBodyBytes">;
+  auth: Authenticators;
+  origins: OriginCheck;
+  endpoint: McpEndpoint;
+  log: Logger;
+}
+
+/** Node's `request` listener, answering what it takes and handing anything else on. */
+export type FrontDoor = (request: IncomingMessage, response: ServerResponse) => boolean;
+
+/**
+ * `POST /mcp/ws_…` with a plain path. A path with an escape or a trailing part is left to hono,
+ * whose router decodes it; so is every other method and route.
+ */
+const MCP_POST = /^\/mcp\/([^/?%#]+)(\?|$)/;
+
+/**
+ * The MCP front door (adr/0052): `POST /mcp/ws_…`, the one hot route, served straight from Node's
+ * `request` event with no web `Request`, `Response` or `AbortSignal` and no hono context, which
+ * were about half of a call's CPU. It runs the same steps as the hono app, in its order, by
+ * calling the same functions: request id and log line, Host/Origin guard, body limit,
+ * authentication (a deactivated person refused), the workspace gate, the token's scopes, then
+ * the MCP endpoint; errors become the same answers through errorReply. Every other request
+ * goes to hono (the returned function says false).
+ */
+export function createMcpFrontDoor(door: FrontDoorDeps): FrontDoor {
+  return (request, response) => {
+    if (request.method !== "POST") return false;
+    const match = MCP_POST.exec(request.url ?? "");
+    if (!match) return false;
+    void serve(door, request, response, match[1] as string);
+    return true;
+  };
+}
+
+/** What the request log line reports, filled in as the request is admitted. */
+interface Served {
+  requestId: string;
+  principal: string | undefined;
+  workspace: string | undefined;
+}
+
+async function serve(
+  door: FrontDoorDeps,
+  request: IncomingMessage,
+  response: ServerResponse,
+  workspaceParam: string,
+): Promise<void> {
+  const started = performance.now();
+  const served: Served = { requestId: newRequestId(), principal: undefined, workspace: undefined };
+  try {
+    await admitAndAnswer(door, request, response, workspaceParam, served);
+  } catch (error) {
+    try {
+      writeError(door.log, request, response, error, served.requestId);
+    } catch (unwritable) {
+      // Nothing is left to answer with; the connection is cut rather than the process.
+      door.log.error({ err: unwritable, requestId: served.requestId }, "MCP error answer could not be sent");
+      response.destroy();
+    }
+  }
+  const url = request.url ?? "";
+  const query = url.indexOf("?");
+  logRequest(door.log, {
+    requestId: served.requestId,
+    method: "POST",
+    path: query === -1 ? url : url.slice(0, query),
+    status: response.statusCode,
+    started,
+    principal: served.principal,
+    workspace: served.workspace,
+  });
+}
+
+async function admitAndAnswer(
+  door: FrontDoorDeps,
+  request: IncomingMessage,
+  response: ServerResponse,
+  workspaceParam: string,
+  served: Served,
+): Promise<void> {
+  const headers = new NodeHeaders(request);
+  const refusal = door.origins(headers.value("host"), headers.value("origin"), `/mcp/${workspaceParam}`);
+  if (refusal) return writeJson(response, 403, refusal, served.requestId);
+  const maxBytes = door.deps.maxBodyBytes;
+  const declared = declaredLength(headers.value("content-length"), headers.value("transfer-encoding"));
+  if (declared !== undefined && declared > maxBytes) throw new PayloadTooLarge(maxBytes);
+  const caller = await authenticateMcpCaller(door.auth, workspaceParam, { headers });
+  served.principal = caller.principal.id;
+  const workspaceId = admit(door.deps.workspaces, caller.principal, workspaceParam).workspace.id;
+  served.workspace = workspaceId;
+  const text = await readBody(request, maxBytes);
+  const body = parseJsonBody(text);
+  await checkGrantedScopes(door.deps, workspaceId, caller, body);
+  const admitted: AdmittedCaller = {
+    principal: caller.principal,
+    workspaceId,
+    requestId: served.requestId,
+    ...(caller.grant && { scopes: caller.grant.scopes }),
+  };
+  const reply = await door.endpoint.handle(
+    { headers, webRequest: () => webRequestOf(request, text) },
+    admitted,
+    body,
+  );
+  await writeReply(response, reply, served.requestId);
+}
+
+/** The body as text, refused past `maxBytes` (a body without a declared length is counted). */
+function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    request.on("data", (chunk: Buffer) => {
+      if (refused) return;
+      size += chunk.length;
+      if (size > maxBytes) {
+        refused = true;
+        reject(new PayloadTooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    request.once("end", () => {
+      if (!refused) resolve(Buffer.concat(chunks, size).toString());
+    });
+    request.once("error", reject);
+  });
+}
+
+async function writeReply(response: ServerResponse, reply: McpReply, requestId: string): Promise<void> {
+  if (reply.kind === "json") return writeJson(response, reply.status, reply.body, requestId);
+  if (reply.kind === "accepted") {
+    response.writeHead(202, { "x-request-id": requestId });
+    response.end();
+    return;
+  }
+  const web = reply.response;
+  const head: Record<string, string> = {};
+  web.headers.forEach((value, name) => {
+    head[name] = value;
+  });
+  head["x-request-id"] = requestId;
+  if (web.body === null) {
+    response.writeHead(web.status, head);
+    response.end();
+    return;
+  }
+  if (!head["content-type"]?.startsWith("text/event-stream")) {
+    const text = await web.text();
+    head["content-length"] = String(Buffer.byteLength(text));
+    response.writeHead(web.status, head);
+    response.end(text);
+    return;
+  }
+  // An SSE stream: written as the SDK produces it; a client that goes away cancels it, which
+  // closes the SDK's exchange.
+  response.writeHead(web.status, head);
+  response.flushHeaders();
+  const reader = web.body.getReader();
+  response.once("close", () => void reader.cancel().catch(() => {}));
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    response.write(value);
+  }
+  response.end();
+}
+
+function writeJson(response: ServerResponse, status: number, body: unknown, requestId: string): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+    "x-request-id": requestId,
+  });
+  response.end(text);
+}
+
+/**
+ * An error as the hono app answers it (errorReply). A 413 ends the connection with a lingering
+ * close, as the body limit does there; an error after the answer began can only cut it short.
+ */
+function writeError(
+  log: Logger,
+  request: IncomingMessage,
+  response: ServerResponse,
+  error: unknown,
+  requestId: string,
+): void {
+  if (response.headersSent) {
+    log.error({ err: error, requestId }, "MCP answer failed after it began");
+    response.destroy();
+    return;
+  }
+  const reply = errorReply(error, log, requestId);
+  if (reply.status === 413) {
+    response.setHeader("connection", "close");
+    lingerAfterAnswer(request);
+  }
+  for (const [name, value] of Object.entries(reply.headers)) response.setHeader(name, value);
+  writeJson(response, reply.status, reply.body, requestId);
+}

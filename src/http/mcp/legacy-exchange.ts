@@ -1,0 +1,107 @@
+import {
+  isInitializeRequest,
+  isJSONRPCRequest,
+  isJsonContentType,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  parseJSONRPCMessage,
+  type RequestId,
+} from "@modelcontextprotocol/server";
+import { jsonReply, type McpReply } from "./reply.ts";
+import type { ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+
+/** The SDK transport's cap on a batch (WebStandardStreamableHTTPServerTransport). */
+const MAX_BATCH_SIZE = 100;
+
+/** The headers a 2025 POST is judged by, whatever object carries them. */
+export interface PostHeaders {
+  get(name: string): string | null;
+}
+
+/**
+ * The HTTP half of one stateless 2025-era POST answered with JSON, without web objects: what
+ * the SDK's WebStandardStreamableHTTPServerTransport does for a stateless server with
+ * `enableJsonResponse`, check for check and message for message (Accept 406, Content-Type 415,
+ * batch size, each message parsed by the SDK's schema, one initialize per POST, notifications
+ * only → 202, every request's answer collected into one JSON body). Building the SDK transport
+ * instead costs a web `Request`, a `Response`, a stream mapping and the SDK's type guards on
+ * every message (adr/0052). A call that streams progress still goes through the SDK's transport
+ * (endpoint.ts). The protocol itself stays the SDK server's, reached through the mux.
+ */
+export function serveLegacyJson(
+  headers: PostHeaders,
+  body: unknown,
+  authInfo: MessageExtraInfo["authInfo"],
+  mux: RequestMuxTransport,
+): McpReply | Promise<McpReply> {
+  const accept = headers.get("accept");
+  if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) {
+    return transportError(
+      406,
+      -32000,
+      "Not Acceptable: Client must accept both application/json and text/event-stream",
+    );
+  }
+  if (!isJsonContentType(headers.get("content-type"))) {
+    return transportError(415, -32000, "Unsupported Media Type: Content-Type must be application/json");
+  }
+  if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
+    return transportError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+  }
+  let messages: JSONRPCMessage[];
+  try {
+    messages = Array.isArray(body) ? body.map(parseJSONRPCMessage) : [parseJSONRPCMessage(body)];
+  } catch {
+    return transportError(400, -32700, "Parse error: Invalid JSON-RPC message");
+  }
+  // The SDK's guards are zod parses, costly when they fail: each is asked only of a message that
+  // has the one field its schema requires a literal of (a method named "initialize"; an id and a
+  // method), so every answer is the guard's own.
+  if (
+    messages.length > 1 &&
+    messages.some((m) => "method" in m && m.method === "initialize" && isInitializeRequest(m))
+  ) {
+    return transportError(400, -32600, "Invalid Request: Only one initialization request is allowed");
+  }
+  const extra = { authInfo };
+  const requests = messages.filter((m) => "id" in m && "method" in m && isJSONRPCRequest(m));
+  if (requests.length === 0) {
+    const sink: ReplySink = { send: async () => {} };
+    for (const message of messages) mux.receive(message, extra, sink);
+    return { kind: "accepted" };
+  }
+  return new Promise((resolve) => {
+    const exchange = new JsonExchange(
+      requests.map((m) => (m as { id: RequestId }).id),
+      resolve,
+    );
+    for (const message of messages) mux.receive(message, extra, exchange);
+  });
+}
+
+/** Collects the answers to one POST's requests; resolves once every one has its answer. */
+class JsonExchange implements ReplySink {
+  private readonly ids: RequestId[];
+  private readonly answers = new Map<RequestId, JSONRPCMessage>();
+
+  constructor(
+    ids: RequestId[],
+    private readonly resolve: (reply: McpReply) => void,
+  ) {
+    this.ids = [...new Set(ids)];
+  }
+
+  async send(message: JSONRPCMessage): Promise<void> {
+    // A notification during a request (progress, a log line) has no place in a JSON answer.
+    if (!("id" in message) || message.id === undefined || !("result" in message || "error" in message))
+      return;
+    this.answers.set(message.id, message);
+    if (this.answers.size < this.ids.length || !this.ids.every((id) => this.answers.has(id))) return;
+    const answers = this.ids.map((id) => this.answers.get(id));
+    this.resolve(jsonReply(200, answers.length === 1 ? answers[0] : answers));
+  }
+}
+
+function transportError(status: number, code: number, message: string): McpReply {
+  return jsonReply(status, { jsonrpc: "2.0", error: { code, message }, id: null });
+}

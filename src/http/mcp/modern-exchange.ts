@@ -1,0 +1,57 @@
+import type {
+  JSONRPCMessage,
+  JSONRPCNotification,
+  JSONRPCRequest,
+  MessageExtraInfo,
+  TransportSendOptions,
+} from "@modelcontextprotocol/server";
+import { PerRequestHTTPServerTransport } from "@modelcontextprotocol/server";
+import { jsonReply, type McpReply } from "./reply.ts";
+import type { ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+
+/**
+ * One 2026-07-28 exchange through the SDK's PerRequestHTTPServerTransport, which does its HTTP
+ * half: 202 for a notification, an SSE stream once the call reports progress, the HTTP status of
+ * an error refused before dispatch. One case is answered here instead, because it is the hot one
+ * and the transport would build a web `Response` for it (and the front door would then have to
+ * take it apart again, adr/0052): a request's successful result while nothing has been streamed.
+ * For that case the transport answers exactly this, status 200 and the message as JSON; every
+ * other message, errors included, goes to the transport unchanged.
+ */
+export async function serveModernExchange(
+  message: JSONRPCRequest | JSONRPCNotification,
+  classification: MessageExtraInfo["classification"] & object,
+  authInfo: MessageExtraInfo["authInfo"],
+  mux: RequestMuxTransport,
+): Promise<McpReply> {
+  const http = new PerRequestHTTPServerTransport({ classification });
+  let settle: ((reply: McpReply) => void) | undefined;
+  const direct = new Promise<McpReply>((resolve) => {
+    settle = resolve;
+  });
+  let streaming = false;
+  const sink: ReplySink = {
+    send(outbound: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+      if (!streaming && "result" in outbound && settle) {
+        settle(jsonReply(200, outbound));
+        settle = undefined;
+        // As the transport does after answering: the exchange is over.
+        queueMicrotask(() => void http.close());
+        return Promise.resolve();
+      }
+      if (!("result" in outbound || "error" in outbound)) streaming = true;
+      return http.send(outbound, options);
+    },
+  };
+  http.onmessage = (inbound, extra) => mux.receive(inbound, extra, sink);
+  await http.start();
+  // Without the request: reading its abort signal would build a web AbortController per call
+  // (a notable share of the call's CPU), and no handler looks at the raw request. As in the
+  // 2025 era, an answer whose client has gone is written to a closed socket and dropped.
+  const viaTransport = http
+    .handleMessage(message, authInfo ? { authInfo } : undefined)
+    .then((response): McpReply => ({ kind: "web", response }));
+  // Closing the transport after a direct answer rejects its pending promise; nobody waits on it.
+  viaTransport.catch(() => {});
+  return Promise.race([direct, viaTransport]);
+}

@@ -1,0 +1,25 @@
+/**
+ * What the MCP endpoint answers one POST with, before it is an HTTP response of either kind: a
+ * JSON body Atrium built, an empty 202, or a web `Response` the SDK built (an SSE stream, a 2026
+ * answer). The hono route makes a `Response` of it (toResponse); the front door writes it to
+ * Node's response without one (http/mcp-front-door.ts).
+ */
+export type McpReply =
+  | { kind: "json"; status: number; body: unknown }
+  | { kind: "accepted" }
+  | { kind: "web"; response: Response };
+
+export function jsonReply(status: number, body: unknown): McpReply {
+  return { kind: "json", status, body };
+}
+
+export const ACCEPTED: McpReply = { kind: "accepted" };
+
+export function toResponse(reply: McpReply): Response {
+  if (reply.kind === "web") return reply.response;
+  if (reply.kind === "accepted") return new Response(null, { status: 202 });
+  return new Response(JSON.stringify(reply.body), {
+    status: reply.status,
+    headers: { "content-type": "application/json" },
+  });
+}

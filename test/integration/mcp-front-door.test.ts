@@ -1,0 +1,205 @@
+import { request as httpRequest } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  bootstrapWorkspace,
+  capturingLogger,
+  MCP_POST_HEADERS,
+  startTestAtrium,
+  type TestAtrium,
+} from "../helpers/atrium.ts";
+
+// POST /mcp/ws_… is answered straight from Node's request event (src/http/mcp-front-door.ts,
+// adr/0052). What the hono app does for every request must hold there too: these cases go to
+// the front door's own checks, each with a bad input beside the good one.
+
+const MAX_BODY_BYTES = 16 * 1024;
+const captured = capturingLogger();
+let instance: TestAtrium;
+let ws: string;
+
+beforeAll(async () => {
+  instance = await startTestAtrium({ maxBodyBytes: MAX_BODY_BYTES, log: captured.log });
+  ws = await bootstrapWorkspace(instance, "alice");
+});
+
+afterAll(async () => {
+  await instance?.stop();
+});
+
+const PING = { jsonrpc: "2.0", id: 7, method: "ping" };
+const LEGACY = { ...MCP_POST_HEADERS, "mcp-protocol-version": "2025-11-25" };
+
+function post(user: string, path: string, body: unknown, headers: Record<string, string> = LEGACY) {
+  return instance.raw(user, "POST", path, { headers, body: JSON.stringify(body) });
+}
+
+describe("the front door's request id and log line", () => {
+  it("answers with x-request-id and logs one line with it, the person and the workspace, no query", async () => {
+    const response = await post("alice", `/mcp/${ws}?code=secret-code`, PING);
+    expect(response.status).toBe(200);
+    expect(JSON.parse(response.text)).toEqual({ jsonrpc: "2.0", id: 7, result: {} });
+    const requestId = response.headers["x-request-id"];
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    const line = captured.lines.find((l) => l.msg === "request" && l.requestId === requestId);
+    expect(line).toMatchObject({ method: "POST", path: `/mcp/${ws}`, status: 200, workspace: ws });
+    expect(line?.principal).toEqual(expect.stringMatching(/^usr_/));
+    expect(JSON.stringify(line)).not.toContain("secret-code");
+  });
+
+  it("a refused request is logged and carries its id too", async () => {
+    const response = await post("alice", "/mcp/ws_00000000000000000000000000", PING);
+    expect(response.status).toBe(404);
+    const requestId = response.headers["x-request-id"];
+    expect(typeof requestId).toBe("string");
+    expect(
+      captured.lines.some((l) => l.msg === "request" && l.requestId === requestId && l.status === 404),
+    ).toBe(true);
+  });
+});
+
+describe("the front door's refusals are the hono app's", () => {
+  it("a stranger's workspace is the same 404 as one that does not exist", async () => {
+    const stranger = await post("mallory", `/mcp/${ws}`, PING);
+    const none = await post("mallory", "/mcp/ws_00000000000000000000000000", PING);
+    expect(stranger.status).toBe(404);
+    const body = JSON.parse(stranger.text) as { error: { code: string; message: string } };
+    const noneBody = JSON.parse(none.text) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe(noneBody.error.code);
+  });
+
+  it("no credential is a 401 with the challenge that names this workspace's metadata", async () => {
+    const response = await instance.raw(null, "POST", `/mcp/${ws}`, {
+      headers: LEGACY,
+      body: JSON.stringify(PING),
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers["www-authenticate"]).toContain(`resource_metadata=`);
+    expect(response.headers["www-authenticate"]).toContain(ws);
+  });
+
+  it("a forged Atrium access token is refused with invalid_token", async () => {
+    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const forged = `${part({ alg: "ES256", typ: "at+jwt" })}.${part({ iss: instance.atrium.url, sub: "usr_x" })}.AAAA`;
+    const response = await post("alice", `/mcp/${ws}`, PING, {
+      ...LEGACY,
+      authorization: `Bearer ${forged}`,
+    });
+    expect(response.status).toBe(401);
+    expect(response.headers["www-authenticate"]).toContain('error="invalid_token"');
+  });
+
+  it("a foreign Origin and a foreign Host are refused with 403 before authentication", async () => {
+    const origin = await instance.raw(null, "POST", `/mcp/${ws}`, {
+      headers: { ...LEGACY, origin: "http://evil.example" },
+      body: JSON.stringify(PING),
+    });
+    expect(origin.status).toBe(403);
+    expect(origin.text).toMatch(/forbidden_origin/);
+    const host = await instance.raw(null, "POST", `/mcp/${ws}`, {
+      headers: { ...LEGACY, host: "evil.example" },
+      body: JSON.stringify(PING),
+    });
+    expect(host.status).toBe(403);
+    expect(host.text).toMatch(/forbidden_host/);
+  });
+
+  it("a body over the limit is a 413 that closes the connection, declared or chunked", async () => {
+    const big = JSON.stringify({ ...PING, params: { pad: "x".repeat(MAX_BODY_BYTES) } });
+    const declared = await post("alice", `/mcp/${ws}`, JSON.parse(big));
+    expect(declared.status).toBe(413);
+    expect(declared.headers.connection).toBe("close");
+    const chunked = await chunkedPost(`/mcp/${ws}`, big);
+    expect(chunked.status).toBe(413);
+    expect(chunked.connection).toBe("close");
+    // Under the limit, chunked, is served.
+    const small = await chunkedPost(`/mcp/${ws}`, JSON.stringify(PING));
+    expect(small.status).toBe(200);
+  });
+
+  it("a deactivated person is refused with 403, and served again once reactivated", async () => {
+    await post("bob", `/mcp/${ws}`, PING);
+    const bobId = instance.atrium.users.list().find((user) => user.displayName === "bob")?.id;
+    expect(bobId).toBeDefined();
+    const off = await instance.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/deactivate`);
+    expect(off.status).toBe(200);
+    const refused = await post("bob", `/mcp/${ws}`, PING);
+    expect(refused.status).toBe(403);
+    expect(refused.text).toMatch(/deactivated/);
+    await instance.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/reactivate`);
+    expect((await post("bob", `/mcp/${ws}`, PING)).status).toBe(404);
+  });
+
+  it("anything but POST, and a path with an escape, still reaches the hono routes", async () => {
+    expect((await instance.raw("alice", "GET", `/mcp/${ws}`)).status).toBe(405);
+    const escaped = await post("alice", `/mcp/${ws.replace("ws_", "ws%5F")}`, PING);
+    expect(escaped.status).toBe(200);
+  });
+});
+
+describe("the 2025 era's HTTP half without the SDK's web transport", () => {
+  it("refuses an Accept without both types (406) and a body that is not JSON by type (415)", async () => {
+    const accept = await post("alice", `/mcp/${ws}`, PING, { ...LEGACY, accept: "application/json" });
+    expect(accept.status).toBe(406);
+    const type = await post("alice", `/mcp/${ws}`, PING, { ...LEGACY, "content-type": "text/plain" });
+    expect(type.status).toBe(415);
+  });
+
+  it("answers a notification-only POST with 202 and an empty body", async () => {
+    const response = await post("alice", `/mcp/${ws}`, {
+      jsonrpc: "2.0",
+      method: "notifications/initialized",
+    });
+    expect(response.status).toBe(202);
+    expect(response.text).toBe("");
+  });
+
+  it("answers a batch with an array in request order, and refuses one over 100 messages", async () => {
+    const batch = [
+      { jsonrpc: "2.0", id: "b", method: "ping" },
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+      { jsonrpc: "2.0", id: "a", method: "ping" },
+    ];
+    const response = await post("alice", `/mcp/${ws}`, batch);
+    expect(response.status).toBe(200);
+    expect((JSON.parse(response.text) as Array<{ id: string }>).map((m) => m.id)).toEqual(["b", "a"]);
+    const tooMany = Array.from({ length: 101 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }));
+    expect((await post("alice", `/mcp/${ws}`, tooMany)).status).toBe(400);
+  });
+
+  it("refuses two initialize requests in one batch, and a message the schema refuses", async () => {
+    const init = (id: number) => ({
+      jsonrpc: "2.0",
+      id,
+      method: "initialize",
+      params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "0" } },
+    });
+    const twice = await post("alice", `/mcp/${ws}`, [init(1), init(2)]);
+    expect(twice.status).toBe(400);
+    expect(twice.text).toContain("Only one initialization request");
+    const invalid = await post("alice", `/mcp/${ws}`, [{ jsonrpc: "1.0", id: 1, method: "ping" }]);
+    expect(invalid.status).toBe(400);
+  });
+});
+
+/** A POST whose body is sent chunked (no Content-Length), read with Node's own client. */
+function chunkedPost(
+  path: string,
+  body: string,
+): Promise<{ status: number; connection: string | undefined }> {
+  const url = new URL(path, instance.url);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(
+      url,
+      { method: "POST", headers: { ...LEGACY, "x-test-user": "alice", "transfer-encoding": "chunked" } },
+      (response) => {
+        response.resume();
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, connection: response.headers.connection }),
+        );
+      },
+    );
+    request.on("error", reject);
+    for (let i = 0; i < body.length; i += 4096) request.write(body.slice(i, i + 4096));
+    request.end();
+  });
+}
