@@ -9,6 +9,7 @@ import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { SyncedFileWriter } from "../../storage/synced-file-writer.ts";
 import { RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
 import {
@@ -69,20 +70,14 @@ export class FileStore implements LeftoverRules {
     onProgress?: WriteProgress,
   ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
-    return this.commit(workspaceId, ownerId, file, async (handle, hash) => {
+    return this.commit(workspaceId, ownerId, file, async (writer, hash) => {
       hash.update(content);
-      if (!onProgress) {
-        await handle.writeFile(content);
-        return content.byteLength;
-      }
-      let written = 0;
+      if (!onProgress) return void (await writer.write([content]));
       do {
-        const chunk = content.subarray(written, written + PROGRESS_CHUNK_BYTES);
-        await handle.write(chunk);
-        written += chunk.byteLength;
-        await onProgress(written, content.byteLength);
-      } while (written < content.byteLength);
-      return written;
+        const chunk = content.subarray(writer.size, writer.size + PROGRESS_CHUNK_BYTES);
+        await writer.write([chunk]);
+        await onProgress(writer.size, content.byteLength);
+      } while (writer.size < content.byteLength);
     });
   }
 
@@ -97,9 +92,9 @@ export class FileStore implements LeftoverRules {
     file: NewFile,
     body: Readable | ReadableStream<Uint8Array> | null,
   ): Promise<FileMeta> {
-    return this.commit(workspaceId, ownerId, file, async (handle, hash) => {
+    return this.commit(workspaceId, ownerId, file, async (writer, hash) => {
+      if (!body) return;
       let size = 0;
-      if (!body) return size;
       // One batch goes to disk while the next is read: at most two batches held per upload.
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
@@ -113,17 +108,16 @@ export class FileStore implements LeftoverRules {
           batchBytes += chunk.byteLength;
           if (batchBytes < WRITE_BATCH_BYTES) continue;
           await writing;
-          writing = writeAll(handle, batch, batchBytes);
+          writing = writer.write(batch);
           batch = [];
           batchBytes = 0;
         }
         await writing;
-        if (batch.length > 0) await writeAll(handle, batch, batchBytes);
+        await writer.write(batch);
       } finally {
         // A failed read leaves a write in flight: settled before commit closes the file.
         await writing?.catch(() => undefined);
       }
-      return size;
     });
   }
 
@@ -131,7 +125,7 @@ export class FileStore implements LeftoverRules {
     workspaceId: string,
     ownerId: string,
     file: NewFile,
-    fill: (handle: FileHandle, hash: Hash) => Promise<number>,
+    fill: (writer: SyncedFileWriter, hash: Hash) => Promise<void>,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(`A file name is 1 to 255 characters with no control characters.`);
@@ -146,19 +140,18 @@ export class FileStore implements LeftoverRules {
       id,
       async (staging): Promise<FileMeta> => {
         const hash = createHash("sha256");
-        const handle = await open(join(staging, CONTENT_FILE), "wx", 0o600);
-        let size: number;
+        const writer = await SyncedFileWriter.create(join(staging, CONTENT_FILE));
         try {
-          size = await fill(handle, hash);
-          await handle.sync();
+          await fill(writer, hash);
+          await writer.sync();
         } finally {
-          await handle.close();
+          await writer.close();
         }
         const meta: FileMeta = {
           id,
           name,
           mimeType,
-          size,
+          size: writer.size,
           sha256: hash.digest("hex"),
           workspaceId,
           ownerId,
@@ -310,10 +303,4 @@ async function* chunksOf(body: Readable | ReadableStream<Uint8Array>): AsyncGene
   } finally {
     await reader.cancel().catch(() => undefined);
   }
-}
-
-/** Writes the chunks in order in one `writev`; a short write (a full disk) is an error, not a torn file. */
-async function writeAll(handle: FileHandle, chunks: Uint8Array[], bytes: number): Promise<void> {
-  const { bytesWritten } = await handle.writev(chunks);
-  if (bytesWritten !== bytes) throw new Error(`Wrote ${bytesWritten} of ${bytes} bytes of an upload.`);
 }
