@@ -27,6 +27,9 @@ export interface TransferResult {
   uploadMBps: number;
   /** `cp` of the same file, measured between the download and upload repeats. */
   copyMBps: number;
+  /** Atrium's CPU (user + system, all threads) per transfer, median, in ms; NaN without /proc. */
+  downloadServerCpuMs?: number;
+  uploadServerCpuMs?: number;
 }
 
 /** Heap of one Atrium process (in-process in a child with --expose-gc), after a full gc each time. */
