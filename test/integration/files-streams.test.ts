@@ -126,6 +126,29 @@ describe("uploads", () => {
     expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
+  // Its chunks are written, flushed behind the writes (8 MiB, storage/synced-file-writer.ts) and
+  // handed to the hashing thread after their write (crypto/sha256-worker.ts, adr/0054).
+  it("an upload of exactly the limit with a Content-Length is stored byte-identical with its sha256", async () => {
+    const bytes = randomBytes(MAX_UPLOAD_BYTES);
+    const meta = await upload("limit.bin", bytes);
+    expect(meta.size).toBe(MAX_UPLOAD_BYTES);
+    expect(meta.sha256).toBe(sha256(bytes));
+    const response = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(response.headers.get("etag")).toBe(`"${sha256(bytes)}"`);
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
+  it("uploads running at once each get their own bytes and sha256", async () => {
+    const bodies = [randomBytes(LARGE_BYTES), randomBytes(LARGE_BYTES - 1000), randomBytes(5)];
+    const metas = await Promise.all(bodies.map((bytes, i) => upload(`together-${i}.bin`, bytes)));
+    for (const [i, meta] of metas.entries()) {
+      const bytes = bodies[i] as Buffer;
+      expect(meta.sha256).toBe(sha256(bytes));
+      const response = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+      expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    }
+  });
+
   it("an upload whose client goes away mid-body leaves nothing on disk", async () => {
     const before = await fileEntries();
     await new Promise<void>((resolve) => {

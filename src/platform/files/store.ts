@@ -1,7 +1,8 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { startSha256 } from "../../crypto/sha256-worker.ts";
 import { InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
@@ -70,21 +71,26 @@ export class FileStore implements LeftoverRules {
     onProgress?: WriteProgress,
   ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
-    return this.commit(workspaceId, ownerId, file, async (writer, hash) => {
-      hash.update(content);
-      if (!onProgress) return void (await writer.write([content]));
-      do {
-        const chunk = content.subarray(writer.size, writer.size + PROGRESS_CHUNK_BYTES);
-        await writer.write([chunk]);
-        await onProgress(writer.size, content.byteLength);
-      } while (writer.size < content.byteLength);
+    return this.commit(workspaceId, ownerId, file, async (writer) => {
+      // Hashed here: the content is the caller's, not ours to hand to the hashing thread.
+      const digest = createHash("sha256").update(content).digest("hex");
+      if (!onProgress) await writer.write([content]);
+      else
+        do {
+          const chunk = content.subarray(writer.size, writer.size + PROGRESS_CHUNK_BYTES);
+          await writer.write([chunk]);
+          await onProgress(writer.size, content.byteLength);
+        } while (writer.size < content.byteLength);
+      return digest;
     });
   }
 
   /**
    * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
    * A Node stream (the request itself) is read as it is, with no web stream between;
-   * chunks go to disk a batch at a time in one `writev` each, no chunk copied.
+   * chunks go to disk a batch at a time in one `writev` each, no chunk copied, and each batch,
+   * once written, is handed to the hashing thread (crypto/sha256-worker.ts): the body's chunks
+   * are the upload's own and are detached after their write.
    */
   async upload(
     workspaceId: string,
@@ -92,31 +98,36 @@ export class FileStore implements LeftoverRules {
     file: NewFile,
     body: Readable | ReadableStream<Uint8Array> | null,
   ): Promise<FileMeta> {
-    return this.commit(workspaceId, ownerId, file, async (writer, hash) => {
-      if (!body) return;
+    return this.commit(workspaceId, ownerId, file, async (writer) => {
+      const hash = startSha256();
       let size = 0;
       // One batch goes to disk while the next is read: at most two batches held per upload.
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
       let writing: Promise<void> | undefined;
+      const writeAndHash = async (chunks: Uint8Array[]) => {
+        await writer.write(chunks);
+        hash.update(chunks);
+      };
       try {
-        for await (const chunk of chunksOf(body)) {
+        for await (const chunk of body ? chunksOf(body) : []) {
           size += chunk.byteLength;
           if (size > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
-          hash.update(chunk);
           batch.push(chunk);
           batchBytes += chunk.byteLength;
           if (batchBytes < WRITE_BATCH_BYTES) continue;
           await writing;
-          writing = writer.write(batch);
+          writing = writeAndHash(batch);
           batch = [];
           batchBytes = 0;
         }
         await writing;
-        await writer.write(batch);
+        await writeAndHash(batch);
+        return await hash.digest();
       } finally {
         // A failed read leaves a write in flight: settled before commit closes the file.
         await writing?.catch(() => undefined);
+        hash.discard();
       }
     });
   }
@@ -125,7 +136,8 @@ export class FileStore implements LeftoverRules {
     workspaceId: string,
     ownerId: string,
     file: NewFile,
-    fill: (writer: SyncedFileWriter, hash: Hash) => Promise<void>,
+    /** Writes the content and answers its SHA-256, hex. */
+    fill: (writer: SyncedFileWriter) => Promise<string>,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(`A file name is 1 to 255 characters with no control characters.`);
@@ -139,10 +151,10 @@ export class FileStore implements LeftoverRules {
       ownerDir,
       id,
       async (staging): Promise<FileMeta> => {
-        const hash = createHash("sha256");
         const writer = await SyncedFileWriter.create(join(staging, CONTENT_FILE));
+        let sha256: string;
         try {
-          await fill(writer, hash);
+          sha256 = await fill(writer);
           await writer.sync();
         } finally {
           await writer.close();
@@ -152,7 +164,7 @@ export class FileStore implements LeftoverRules {
           name,
           mimeType,
           size: writer.size,
-          sha256: hash.digest("hex"),
+          sha256,
           workspaceId,
           ownerId,
           visibility: "private",
