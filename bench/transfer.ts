@@ -4,7 +4,8 @@
 // three after the first repeat; the upload sends from memory, as cp reads from the cache. All
 // three are timed by a small client process of plain Node (lib/transfer-client.mjs), not this
 // tsx-loaded one, whose own cost per download was larger than Atrium's; Atrium's CPU per
-// transfer is read from /proc, as the load rows' is.
+// transfer is read from /proc, as the load rows' is. Beside cp, unjudged, cp followed by an fsync
+// of the copy: an upload is acknowledged only once on disk (adr/0024), which cp alone is not.
 import { type ChildProcess, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
@@ -26,7 +27,12 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
   const client = startClient();
   const upload = () => uploadFile(client, atrium, source);
   const { id: fileId } = await upload();
-  const times = { download: [] as number[], upload: [] as number[], copy: [] as number[] };
+  const times = {
+    download: [] as number[],
+    upload: [] as number[],
+    copy: [] as number[],
+    copySynced: [] as number[],
+  };
   const cpuMs = { download: [] as number[], upload: [] as number[] };
   // Atrium's CPU over one transfer, in ms; NaN where /proc is not available.
   const serverCpu = async (work: () => Promise<number>): Promise<[number, number]> => {
@@ -38,6 +44,8 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
   for (let i = -1; i < REPEATS; i++) {
     const [download, downloadCpu] = await serverCpu(() => downloadFile(client, atrium, fileId));
     const copy = await client.run({ op: "copy", from: source, to: join(temp.path, "copy.bin") });
+    await rm(join(temp.path, "copy.bin"), { force: true });
+    const copySynced = await client.run({ op: "copy-synced", from: source, to: join(temp.path, "copy.bin") });
     let uploaded = "";
     const [up, upCpu] = await serverCpu(async () => {
       const { id, seconds } = await upload();
@@ -49,6 +57,7 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
     if (i < 0) continue;
     times.download.push(download);
     times.copy.push(copy.seconds);
+    times.copySynced.push(copySynced.seconds);
     times.upload.push(up);
     cpuMs.download.push(downloadCpu);
     cpuMs.upload.push(upCpu);
@@ -61,12 +70,14 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
     downloadMBps: mbps(median(times.download)),
     uploadMBps: mbps(median(times.upload)),
     copyMBps: mbps(median(times.copy)),
+    copySyncedMBps: mbps(median(times.copySynced)),
     downloadServerCpuMs: median(cpuMs.download),
     uploadServerCpuMs: median(cpuMs.upload),
   };
   progress(
     `transfer: download ${result.downloadMBps.toFixed(0)} MB/s, upload ${result.uploadMBps.toFixed(0)} MB/s, ` +
-      `cp ${result.copyMBps.toFixed(0)} MB/s (medians of ${REPEATS}); Atrium's CPU per transfer ` +
+      `cp ${result.copyMBps.toFixed(0)} MB/s, cp + fsync ${result.copySyncedMBps?.toFixed(0)} MB/s ` +
+      `(medians of ${REPEATS}); Atrium's CPU per transfer ` +
       `${result.downloadServerCpuMs} ms down, ${result.uploadServerCpuMs} ms up`,
   );
   return result;
@@ -82,7 +93,7 @@ export function median(values: readonly number[]): number {
 }
 
 interface Job {
-  op: "download" | "upload" | "copy";
+  op: "download" | "upload" | "copy" | "copy-synced";
   url?: string;
   path?: string;
   from?: string;

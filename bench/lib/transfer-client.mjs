@@ -7,7 +7,7 @@
 // timed here too, so all three are timed alike, from one small process.
 // Plain JavaScript because it runs without tsx.
 import { spawn } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { open, readFile } from "node:fs/promises";
 import { request } from "node:http";
 import { performance } from "node:perf_hooks";
 
@@ -50,11 +50,22 @@ function copy(from, to) {
   });
 }
 
+async function fsync(path) {
+  const handle = await open(path, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Runs one timed job; the time is taken here, around the work alone. */
 async function run(job) {
-  if (job.op === "copy") {
+  if (job.op === "copy" || job.op === "copy-synced") {
     const started = performance.now();
     await copy(job.from, job.to);
+    // What a copy costs when it must survive a power loss, as an upload to Atrium does.
+    if (job.op === "copy-synced") await fsync(job.to);
     return { seconds: (performance.now() - started) / 1000 };
   }
   let body;
