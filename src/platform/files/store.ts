@@ -105,9 +105,13 @@ export class FileStore implements LeftoverRules {
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
       let writing: Promise<void> | undefined;
+      // A batch is hashed while the next is read and written; a third waits for it, so an
+      // upload holds at most three batches whatever the hashing thread's other work.
+      let hashing: Promise<void> | undefined;
       const writeAndHash = async (chunks: Uint8Array[]) => {
         await writer.write(chunks);
-        hash.update(chunks);
+        await hashing;
+        hashing = hash.update(chunks);
       };
       try {
         for await (const chunk of body ? chunksOf(body) : []) {
@@ -127,6 +131,7 @@ export class FileStore implements LeftoverRules {
       } finally {
         // A failed read leaves a write in flight: settled before commit closes the file.
         await writing?.catch(() => undefined);
+        await hashing?.catch(() => undefined);
         hash.discard();
       }
     });

@@ -18,6 +18,17 @@ describe("startSha256 (on the hashing thread)", () => {
     expect(await hash.digest()).toBe(expected);
   });
 
+  it("acknowledges each update once hashed, in order, so a caller can wait for it", async () => {
+    const hash = startSha256();
+    const acknowledged: number[] = [];
+    const updates = [0, 1, 2].map((n) =>
+      hash.update([new Uint8Array(randomBytes(200_000))]).then(() => acknowledged.push(n)),
+    );
+    await Promise.all(updates);
+    expect(acknowledged).toEqual([0, 1, 2]);
+    expect(await hash.digest()).toMatch(/^[0-9a-f]{64}$/);
+  });
+
   it("keeps two hashes fed in turn apart", async () => {
     const a = [randomBytes(70_000), randomBytes(70_000)];
     const b = [randomBytes(50_000), randomBytes(90_000)];
