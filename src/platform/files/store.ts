@@ -89,8 +89,9 @@ export class FileStore implements LeftoverRules {
    * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
    * A Node stream (the request itself) is read as it is, with no web stream between;
    * chunks go to disk a batch at a time in one `writev` each, no chunk copied, and each batch,
-   * once written, is handed to the hashing thread (crypto/sha256-worker.ts): the body's chunks
-   * are the upload's own and are detached after their write.
+   * once written, is handed to the hashing thread (crypto/sha256-worker.ts, adr/0054). A Node
+   * stream's chunks are taken as the upload's own and detached after their write: pass one
+   * whose chunks nobody else holds (the request's are the HTTP parser's fresh copies).
    */
   async upload(
     workspaceId: string,
@@ -101,17 +102,19 @@ export class FileStore implements LeftoverRules {
     return this.commit(workspaceId, ownerId, file, async (writer) => {
       const hash = startSha256();
       let size = 0;
-      // One batch goes to disk while the next is read: at most two batches held per upload.
+      // One batch goes to disk while the next is read, and the one before is hashed; a batch
+      // waits for that hash before it is handed over, so an upload holds at most three batches
+      // whatever else the hashing thread has to do.
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
       let writing: Promise<void> | undefined;
-      // A batch is hashed while the next is read and written; a third waits for it, so an
-      // upload holds at most three batches whatever the hashing thread's other work.
       let hashing: Promise<void> | undefined;
+      // A web stream's chunks may still be its producer's: copied, never detached.
+      const ours = body instanceof Readable;
       const writeAndHash = async (chunks: Uint8Array[]) => {
         await writer.write(chunks);
         await hashing;
-        hashing = hash.update(chunks);
+        hashing = hash.update(ours ? chunks : chunks.map((chunk) => chunk.slice()));
       };
       try {
         for await (const chunk of body ? chunksOf(body) : []) {
