@@ -126,8 +126,8 @@ describe("uploads", () => {
     expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
-  // Its chunks are written, flushed behind the writes (8 MiB, storage/synced-file-writer.ts) and
-  // handed to the hashing thread after their write (crypto/sha256-worker.ts, adr/0054).
+  // Its chunks are written and flushed behind the writes (8 MiB, storage/synced-file-writer.ts,
+  // adr/0054) before the fsync that precedes the rename.
   it("an upload of exactly the limit with a Content-Length is stored byte-identical with its sha256", async () => {
     const bytes = randomBytes(MAX_UPLOAD_BYTES);
     const meta = await upload("limit.bin", bytes);

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { startSha256 } from "../../crypto/sha256-worker.ts";
 import { InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
@@ -72,7 +71,6 @@ export class FileStore implements LeftoverRules {
   ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
     return this.commit(workspaceId, ownerId, file, async (writer) => {
-      // Hashed here: the content is the caller's, not ours to hand to the hashing thread.
       const digest = createHash("sha256").update(content).digest("hex");
       if (!onProgress) await writer.write([content]);
       else
@@ -88,10 +86,8 @@ export class FileStore implements LeftoverRules {
   /**
    * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
    * A Node stream (the request itself) is read as it is, with no web stream between;
-   * chunks go to disk a batch at a time in one `writev` each, no chunk copied, and each batch,
-   * once written, is handed to the hashing thread (crypto/sha256-worker.ts, adr/0054). A Node
-   * stream's chunks are taken as the upload's own and detached after their write: pass one
-   * whose chunks nobody else holds (the request's are the HTTP parser's fresh copies).
+   * chunks go to disk a batch at a time in one `writev` each, no chunk copied, flushed to disk
+   * behind the writes (storage/synced-file-writer.ts, adr/0054).
    */
   async upload(
     workspaceId: string,
@@ -100,42 +96,33 @@ export class FileStore implements LeftoverRules {
     body: Readable | ReadableStream<Uint8Array> | null,
   ): Promise<FileMeta> {
     return this.commit(workspaceId, ownerId, file, async (writer) => {
-      const hash = startSha256();
+      // Hashed here, as each chunk arrives: hashing on a worker thread was measured and not kept
+      // (adr/0054): more CPU per upload, no faster on the 2-core development machine.
+      const hash = createHash("sha256");
       let size = 0;
-      // One batch goes to disk while the next is read, and the one before is hashed; a batch
-      // waits for that hash before it is handed over, so an upload holds at most three batches
-      // whatever else the hashing thread has to do.
+      // One batch goes to disk while the next is read: at most two batches held per upload.
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
       let writing: Promise<void> | undefined;
-      let hashing: Promise<void> | undefined;
-      // A web stream's chunks may still be its producer's: copied, never detached.
-      const ours = body instanceof Readable;
-      const writeAndHash = async (chunks: Uint8Array[]) => {
-        await writer.write(chunks);
-        await hashing;
-        hashing = hash.update(ours ? chunks : chunks.map((chunk) => chunk.slice()));
-      };
       try {
         for await (const chunk of body ? chunksOf(body) : []) {
           size += chunk.byteLength;
           if (size > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
+          hash.update(chunk);
           batch.push(chunk);
           batchBytes += chunk.byteLength;
           if (batchBytes < WRITE_BATCH_BYTES) continue;
           await writing;
-          writing = writeAndHash(batch);
+          writing = writer.write(batch);
           batch = [];
           batchBytes = 0;
         }
         await writing;
-        await writeAndHash(batch);
-        return await hash.digest();
+        await writer.write(batch);
+        return hash.digest("hex");
       } finally {
         // A failed read leaves a write in flight: settled before commit closes the file.
         await writing?.catch(() => undefined);
-        await hashing?.catch(() => undefined);
-        hash.discard();
       }
     });
   }

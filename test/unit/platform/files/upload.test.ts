@@ -6,8 +6,9 @@ import { FileStore } from "../../../../src/platform/files/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
-// An upload's batches are handed to the hashing thread once written, and a chunk that owns its
-// memory is transferred, not copied (adr/0054): only chunks the upload may take are detached.
+// An upload's bytes and SHA-256 through the synced writer (adr/0054), from a web stream: its
+// chunks stay its producer's, whole (an earlier version handed them to a hashing thread, which
+// detached them).
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const MAX_BYTES = 8 * 1024 * 1024;
 
@@ -16,7 +17,7 @@ let files: FileStore;
 let ws: string;
 
 beforeEach(async () => {
-  temp = await openTempRoot("file-upload-hashing", ALICE);
+  temp = await openTempRoot("file-upload", ALICE);
   ws = temp.ws;
   files = new FileStore(temp.layout.partition("files"), MAX_BYTES, temp.events, new FakeTime().clock);
 });
@@ -27,7 +28,7 @@ afterEach(async () => {
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 
-describe("FileStore.upload hashing", () => {
+describe("FileStore.upload", () => {
   it("leaves a web stream's chunks to their producer: the same bytes after the upload", async () => {
     const chunks = [new Uint8Array(randomBytes(1024 * 1024)), new Uint8Array(randomBytes(300_000))];
     const kept = chunks.map((chunk) => Buffer.from(chunk));
