@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { rm } from "node:fs/promises";
+import { readdir, readlink, rm } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -114,7 +114,40 @@ describe("downloads", () => {
     const again = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
     expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
   });
+
+  // The copy reads into two reused buffers and closes the file itself (web/send-file.ts); the
+  // server runs in this process, so its open files are this process's.
+  it.runIf(process.platform === "linux")(
+    "a download closes its file, read to the end or left by its client mid-way",
+    async () => {
+      const meta = await upload("closed.bin", randomBytes(LARGE_BYTES));
+      const content = join(instance.root, ws, "files", meta.ownerId, meta.id, "content");
+      await (await instance.rest("alice", "GET", `/v1/files/${meta.id}`)).arrayBuffer();
+      await new Promise<void>((resolve, reject) => {
+        const req = request(
+          {
+            host: "127.0.0.1",
+            port: instance.atrium.port,
+            path: `/v1/files/${meta.id}`,
+            headers: { [TEST_USER_HEADER]: "alice" },
+          },
+          (res) => res.once("data", () => resolve(void req.destroy())),
+        );
+        req.on("error", reject).end();
+      });
+      // Until the copy has seen the client go; a leaked handle never gets here (the test times out).
+      while ((await openHandlesTo(content)) > 0) await new Promise((resolve) => setImmediate(resolve));
+      expect(await openHandlesTo(content)).toBe(0);
+    },
+  );
 });
+
+/** How many of this process's file descriptors are open on `path` (Linux's /proc). */
+async function openHandlesTo(path: string): Promise<number> {
+  const fds = await readdir("/proc/self/fd");
+  const targets = await Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")));
+  return targets.filter((target) => target === path).length;
+}
 
 describe("uploads", () => {
   it("a chunked upload in small uneven chunks is stored byte-identical with its sha256", async () => {
