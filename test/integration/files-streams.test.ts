@@ -94,23 +94,7 @@ describe("downloads", () => {
   it("a client that goes away mid-download leaves the server serving the file to the next", async () => {
     const bytes = randomBytes(LARGE_BYTES);
     const meta = await upload("abandoned.bin", bytes);
-    await new Promise<void>((resolve, reject) => {
-      const req = request(
-        {
-          host: "127.0.0.1",
-          port: instance.atrium.port,
-          path: `/v1/files/${meta.id}`,
-          headers: { [TEST_USER_HEADER]: "alice" },
-        },
-        (res) => {
-          res.once("data", () => {
-            req.destroy();
-            resolve();
-          });
-        },
-      );
-      req.on("error", reject).end();
-    });
+    await abandonDownload(meta.id);
     const again = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
     expect(Buffer.from(await again.arrayBuffer()).equals(bytes)).toBe(true);
   });
@@ -123,24 +107,29 @@ describe("downloads", () => {
       const meta = await upload("closed.bin", randomBytes(LARGE_BYTES));
       const content = join(instance.root, ws, "files", meta.ownerId, meta.id, "content");
       await (await instance.rest("alice", "GET", `/v1/files/${meta.id}`)).arrayBuffer();
-      await new Promise<void>((resolve, reject) => {
-        const req = request(
-          {
-            host: "127.0.0.1",
-            port: instance.atrium.port,
-            path: `/v1/files/${meta.id}`,
-            headers: { [TEST_USER_HEADER]: "alice" },
-          },
-          (res) => res.once("data", () => resolve(void req.destroy())),
-        );
-        req.on("error", reject).end();
-      });
+      await abandonDownload(meta.id);
       // Until the copy has seen the client go; a leaked handle never gets here (the test times out).
       while ((await openHandlesTo(content)) > 0) await new Promise((resolve) => setImmediate(resolve));
       expect(await openHandlesTo(content)).toBe(0);
     },
   );
 });
+
+/** Starts downloading the file and goes away on its first bytes. */
+function abandonDownload(fileId: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port: instance.atrium.port,
+        path: `/v1/files/${fileId}`,
+        headers: { [TEST_USER_HEADER]: "alice" },
+      },
+      (res) => res.once("data", () => resolve(void req.destroy())),
+    );
+    req.on("error", reject).end();
+  });
+}
 
 /** How many of this process's file descriptors are open on `path` (Linux's /proc). */
 async function openHandlesTo(path: string): Promise<number> {
