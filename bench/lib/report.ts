@@ -27,6 +27,14 @@ export interface TransferResult {
   uploadMBps: number;
   /** `cp` of the same file, measured between the download and upload repeats. */
   copyMBps: number;
+  /**
+   * `cp` then an fsync of the copy: what a copy costs when it must survive a power loss, as an
+   * upload to Atrium must (adr/0024). Shown beside the goal rows, not judged.
+   */
+  copySyncedMBps?: number;
+  /** Atrium's CPU (user + system, all threads) per transfer, median, in ms; NaN without /proc. */
+  downloadServerCpuMs?: number;
+  uploadServerCpuMs?: number;
 }
 
 /** Heap of one Atrium process (in-process in a child with --expose-gc), after a full gc each time. */

@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
+import type { ServerResponse } from "node:http";
 import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
@@ -12,8 +12,9 @@ import type { Context } from "hono";
 const READ_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * Answers with an open file's bytes, then closes it. Under Node, the file's read stream is piped
- * straight to the socket: no web `ReadableStream` in between, no copy of a chunk (test/integration/files-streams.test.ts).
+ * Answers with an open file's bytes, then closes it. Under Node, the file is read into two
+ * buffers in turn and each is written straight to the socket: no web `ReadableStream` in
+ * between, no copy of a chunk (test/integration/files-streams.test.ts).
  * Headers set by middleware before the route (the request id) go out with the file's own.
  * Without Node's response (a test calling `app.request`) it is an ordinary streamed `Response`;
  * a HEAD reads nothing.
@@ -23,18 +24,60 @@ export function sendFile(c: Context, content: FileHandle, headers: Record<string
     void content.close();
     return new Response(null, { headers });
   }
-  const body = content.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
   const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
   if (outgoing === undefined) {
+    const body = content.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
     return new Response(Readable.toWeb(body) as ReadableStream<Uint8Array>, { headers });
   }
   c.res.headers.forEach((value, name) => {
     outgoing.setHeader(name, value);
   });
   outgoing.writeHead(200, headers);
-  // A client that goes away mid-download ends the pipeline with an error; both ends are closed
-  // by it, and there is no one left to answer.
-  pipeline(body, outgoing).catch(() => undefined);
+  // A failed read ends the response short (the client sees fewer bytes than Content-Length);
+  // a client that goes away ends the copy. Either way the file is closed and no one is left
+  // to answer.
+  copyToResponse(content, outgoing)
+    .catch(() => outgoing.destroy())
+    .finally(() => content.close().catch(() => undefined));
   // Tells @hono/node-server that the answer is already on its way.
   return new Response(null, { headers: RESPONSE_ALREADY_SENT.headers });
+}
+
+/**
+ * Copies the file to the response through two reused buffers: one is read into while the other
+ * is written, and a buffer is read into again only once the socket has taken its last chunk.
+ * A read stream allocates a fresh 1 MiB buffer per chunk instead; reusing two served a 49 MiB
+ * download 17–23% faster at the same CPU (docs/performance-transfer.md).
+ */
+async function copyToResponse(content: FileHandle, outgoing: ServerResponse): Promise<void> {
+  const buffers = [Buffer.allocUnsafeSlow(READ_CHUNK_BYTES), Buffer.allocUnsafeSlow(READ_CHUNK_BYTES)];
+  let written: Promise<void> | undefined;
+  for (let turn = 0; !outgoing.destroyed; turn++) {
+    const buffer = buffers[turn % 2] as Buffer;
+    const { bytesRead } = await content.read(buffer, 0, buffer.length, null);
+    await written;
+    if (bytesRead === 0) break;
+    written = writeChunk(outgoing, bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
+  }
+  await written;
+  outgoing.end();
+}
+
+/**
+ * Resolves once the socket has taken the chunk; rejects if the response closes first. The
+ * rejection is marked handled here: it may come while the next chunk is being read, before the
+ * copy awaits it, and must not count as an unhandled rejection (the copy still sees it).
+ */
+function writeChunk(outgoing: ServerResponse, chunk: Buffer): Promise<void> {
+  const taken = new Promise<void>((resolve, reject) => {
+    const onClose = () => reject(new Error("The response closed before the download was sent."));
+    outgoing.once("close", onClose);
+    outgoing.write(chunk, (error) => {
+      outgoing.off("close", onClose);
+      if (error) reject(error);
+      else resolve();
+    });
+  });
+  taken.catch(() => undefined);
+  return taken;
 }

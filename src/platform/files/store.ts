@@ -1,4 +1,4 @@
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -9,6 +9,7 @@ import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { SyncedFileWriter } from "../../storage/synced-file-writer.ts";
 import { RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
 import {
@@ -69,27 +70,24 @@ export class FileStore implements LeftoverRules {
     onProgress?: WriteProgress,
   ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
-    return this.commit(workspaceId, ownerId, file, async (handle, hash) => {
-      hash.update(content);
-      if (!onProgress) {
-        await handle.writeFile(content);
-        return content.byteLength;
-      }
-      let written = 0;
-      do {
-        const chunk = content.subarray(written, written + PROGRESS_CHUNK_BYTES);
-        await handle.write(chunk);
-        written += chunk.byteLength;
-        await onProgress(written, content.byteLength);
-      } while (written < content.byteLength);
-      return written;
+    return this.commit(workspaceId, ownerId, file, async (writer) => {
+      const digest = createHash("sha256").update(content).digest("hex");
+      if (!onProgress) await writer.write([content]);
+      else
+        do {
+          const chunk = content.subarray(writer.size, writer.size + PROGRESS_CHUNK_BYTES);
+          await writer.write([chunk]);
+          await onProgress(writer.size, content.byteLength);
+        } while (writer.size < content.byteLength);
+      return digest;
     });
   }
 
   /**
    * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
    * A Node stream (the request itself) is read as it is, with no web stream between;
-   * chunks go to disk a batch at a time in one `writev` each, no chunk copied.
+   * chunks go to disk a batch at a time in one `writev` each, no chunk copied, flushed to disk
+   * behind the writes (storage/synced-file-writer.ts, adr/0054).
    */
   async upload(
     workspaceId: string,
@@ -97,15 +95,17 @@ export class FileStore implements LeftoverRules {
     file: NewFile,
     body: Readable | ReadableStream<Uint8Array> | null,
   ): Promise<FileMeta> {
-    return this.commit(workspaceId, ownerId, file, async (handle, hash) => {
+    return this.commit(workspaceId, ownerId, file, async (writer) => {
+      // Hashed here, as each chunk arrives: hashing on a worker thread was measured and not kept
+      // (adr/0054): more CPU per upload, no faster on the 2-core development machine.
+      const hash = createHash("sha256");
       let size = 0;
-      if (!body) return size;
       // One batch goes to disk while the next is read: at most two batches held per upload.
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
       let writing: Promise<void> | undefined;
       try {
-        for await (const chunk of chunksOf(body)) {
+        for await (const chunk of body ? chunksOf(body) : []) {
           size += chunk.byteLength;
           if (size > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
           hash.update(chunk);
@@ -113,17 +113,17 @@ export class FileStore implements LeftoverRules {
           batchBytes += chunk.byteLength;
           if (batchBytes < WRITE_BATCH_BYTES) continue;
           await writing;
-          writing = writeAll(handle, batch, batchBytes);
+          writing = writer.write(batch);
           batch = [];
           batchBytes = 0;
         }
         await writing;
-        if (batch.length > 0) await writeAll(handle, batch, batchBytes);
+        await writer.write(batch);
+        return hash.digest("hex");
       } finally {
         // A failed read leaves a write in flight: settled before commit closes the file.
         await writing?.catch(() => undefined);
       }
-      return size;
     });
   }
 
@@ -131,7 +131,8 @@ export class FileStore implements LeftoverRules {
     workspaceId: string,
     ownerId: string,
     file: NewFile,
-    fill: (handle: FileHandle, hash: Hash) => Promise<number>,
+    /** Writes the content and answers its SHA-256, hex. */
+    fill: (writer: SyncedFileWriter) => Promise<string>,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(`A file name is 1 to 255 characters with no control characters.`);
@@ -145,21 +146,20 @@ export class FileStore implements LeftoverRules {
       ownerDir,
       id,
       async (staging): Promise<FileMeta> => {
-        const hash = createHash("sha256");
-        const handle = await open(join(staging, CONTENT_FILE), "wx", 0o600);
-        let size: number;
+        const writer = await SyncedFileWriter.create(join(staging, CONTENT_FILE));
+        let sha256: string;
         try {
-          size = await fill(handle, hash);
-          await handle.sync();
+          sha256 = await fill(writer);
+          await writer.sync();
         } finally {
-          await handle.close();
+          await writer.close();
         }
         const meta: FileMeta = {
           id,
           name,
           mimeType,
-          size,
-          sha256: hash.digest("hex"),
+          size: writer.size,
+          sha256,
           workspaceId,
           ownerId,
           visibility: "private",
@@ -310,10 +310,4 @@ async function* chunksOf(body: Readable | ReadableStream<Uint8Array>): AsyncGene
   } finally {
     await reader.cancel().catch(() => undefined);
   }
-}
-
-/** Writes the chunks in order in one `writev`; a short write (a full disk) is an error, not a torn file. */
-async function writeAll(handle: FileHandle, chunks: Uint8Array[], bytes: number): Promise<void> {
-  const { bytesWritten } = await handle.writev(chunks);
-  if (bytesWritten !== bytes) throw new Error(`Wrote ${bytesWritten} of ${bytes} bytes of an upload.`);
 }

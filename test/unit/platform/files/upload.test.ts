@@ -1,0 +1,70 @@
+import { createHash, randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { FileStore } from "../../../../src/platform/files/store.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// An upload's bytes and SHA-256 through the synced writer (adr/0054), from a web stream: its
+// chunks stay its producer's, whole (an earlier version handed them to a hashing thread, which
+// detached them).
+const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
+const MAX_BYTES = 8 * 1024 * 1024;
+
+let temp: TempRoot;
+let files: FileStore;
+let ws: string;
+
+beforeEach(async () => {
+  temp = await openTempRoot("file-upload", ALICE);
+  ws = temp.ws;
+  files = new FileStore(temp.layout.partition("files"), MAX_BYTES, temp.events, new FakeTime().clock);
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+describe("FileStore.upload", () => {
+  it("leaves a web stream's chunks to their producer: the same bytes after the upload", async () => {
+    const chunks = [new Uint8Array(randomBytes(1024 * 1024)), new Uint8Array(randomBytes(300_000))];
+    const kept = chunks.map((chunk) => Buffer.from(chunk));
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const chunk of chunks) controller.enqueue(chunk);
+        controller.close();
+      },
+    });
+    const meta = await files.upload(ws, ALICE, { name: "web.bin" }, stream);
+    expect(chunks.map((chunk) => chunk.byteLength)).toEqual([1024 * 1024, 300_000]);
+    expect(chunks.every((chunk, i) => Buffer.from(chunk).equals(kept[i] as Buffer))).toBe(true);
+    expect(meta.sha256).toBe(sha256(Buffer.concat(kept)));
+  });
+
+  it("stores and digests a body of many batches byte-identical, the last one short", async () => {
+    const bytes = randomBytes(5 * 1024 * 1024 + 4321);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let at = 0; at < bytes.length; at += 64 * 1024)
+          controller.enqueue(new Uint8Array(bytes.subarray(at, at + 64 * 1024)));
+        controller.close();
+      },
+    });
+    const meta = await files.upload(ws, ALICE, { name: "many.bin" }, stream);
+    expect(meta.size).toBe(bytes.length);
+    expect(meta.sha256).toBe(sha256(bytes));
+    const stored = await readFile(
+      join(temp.layout.partition("files").recordDir(ws, ALICE, meta.id), "content"),
+    );
+    expect(stored.equals(bytes)).toBe(true);
+  });
+
+  it("an empty body is an empty file with the empty SHA-256", async () => {
+    const meta = await files.upload(ws, ALICE, { name: "empty.bin" }, null);
+    expect(meta.size).toBe(0);
+    expect(meta.sha256).toBe(sha256(new Uint8Array(0)));
+  });
+});
