@@ -27,7 +27,15 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "integration", include: ["test/integration/**/*.test.ts"] },
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          // Likewise: each file starts its own Atrium, servers, browsers and child processes on
+          // its own temp root and stops them in afterAll; the clock is a FakeTime passed in, never
+          // a global, and no file sets env, signal handlers or log destinations. What they share
+          // is the imported code, which is what a fresh fork per file paid to import again.
+          isolate: false,
+        },
       },
     ],
   },
