@@ -152,3 +152,32 @@ export function logEntries(output: string, msg: RegExp): Array<Record<string, un
     .map((line) => JSON.parse(line) as Record<string, unknown>)
     .filter((entry) => msg.test(String(entry.msg)));
 }
+
+/**
+ * Runs the CLI's `main` in this process, with what it writes to stdout and stderr captured, for
+ * the many usage and help cases whose subject is the argument parsing rather than the process:
+ * each spawn of bin/atrium.js pays a cold tsx start and an import of every source (seconds on a
+ * loaded machine). bin/atrium.js only hands `main`'s answer to process.exit; tests that spawn it
+ * cover that boundary once per exit code. Only for commands that return without serving.
+ */
+export async function runAtriumMain(args: string[]): Promise<CliExit> {
+  const { main } = await import("../../src/cli.ts");
+  let stdout = "";
+  let stderr = "";
+  const writes = { out: process.stdout.write, err: process.stderr.write };
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    stdout += String(chunk);
+    return true;
+  }) as typeof process.stdout.write;
+  process.stderr.write = ((chunk: string | Uint8Array) => {
+    stderr += String(chunk);
+    return true;
+  }) as typeof process.stderr.write;
+  try {
+    const code = await main(args);
+    return { code, signal: null, stdout, stderr };
+  } finally {
+    process.stdout.write = writes.out;
+    process.stderr.write = writes.err;
+  }
+}

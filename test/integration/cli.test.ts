@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
 import { ATRIUM_VERSION } from "../../src/version.ts";
-import { runAtriumCli, writeCliInstance } from "../helpers/cli.ts";
+import { runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
 
 async function tempDir(onFinished: TestContext["onTestFinished"]): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "atrium-cli-"));
@@ -21,7 +21,12 @@ describe("help and version", SLOW, () => {
   it.for(["--help", "-h", "serve --help", "serve -h"])(
     "`atrium %s` prints the usage to stdout and exits 0",
     async (args, { onTestFinished }) => {
-      const exit = await runAtriumCli(args.split(" "), await tempDir(onTestFinished), BOOT_MS);
+      // One spelling goes through the process (bin/atrium.js exits with main's answer); the others
+      // differ only in argument parsing, so they run main in this process and skip a cold start.
+      const exit =
+        args === "--help"
+          ? await runAtriumCli(args.split(" "), await tempDir(onTestFinished), BOOT_MS)
+          : await runAtriumMain(args.split(" "));
       expect(exit.code).toBe(0);
       expect(exit.stdout).toMatch(/^Usage: atrium serve \[--instance PATH\] \[--port N\] \[--data DIR\]/);
       expect(exit.stdout).toContain("--version");
@@ -42,9 +47,10 @@ describe("help and version", SLOW, () => {
     onTestFinished,
   }) => {
     const dir = await tempDir(onTestFinished);
+    // No command goes through the process (its exit code is 2); the others run main in process.
     for (const args of [[], ["start"], ["serve", "--verbose"]]) {
-      const exit = await runAtriumCli(args, dir, BOOT_MS);
-      expect(exit.code).toBe(2);
+      const exit = args.length === 0 ? await runAtriumCli(args, dir, BOOT_MS) : await runAtriumMain(args);
+      expect(exit.code, args.join(" ")).toBe(2);
       expect(exit.stdout).toBe("");
       expect(exit.stderr).toContain("Usage: atrium serve");
     }

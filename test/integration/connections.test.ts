@@ -168,8 +168,11 @@ describe("adding a connection photographs it", () => {
     const unfinished = await connect("endless", endless.url);
     expect(unfinished.status).toBe(400);
     expect(await unfinished.text()).toContain("had not finished");
+    // One server whose poison is swapped live (POST /control) before each attempt: the listing is
+    // what is refused, and a server per kind would pay a cold tsx start each.
+    const poisoned = await server();
     for (const poison of ["zero-width", "bidi", "bad-name", "control-char"] as const) {
-      const poisoned = await server({ poisonedTools: [poison] });
+      expect((await poisoned.control({ poisonedTools: [poison] })).poisonedTools).toEqual([poison]);
       const refused = await connect(`poisoned-${poison}`, poisoned.url);
       expect(refused.status, poison).toBe(400);
       expect(await refused.text()).toContain("Refused to photograph");
