@@ -4,9 +4,7 @@ import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
 import { acquireInstanceLock } from "./instance/lock.ts";
 import { createLogger, type Logger } from "./log.ts";
-import { PLATFORM_APPS } from "./platform/index.ts";
-import { configSections } from "./platform/kit.ts";
-import { type RunningAtrium, startAtrium } from "./server.ts";
+import type { RunningAtrium } from "./server.ts";
 import { CredentialRefused, CredentialStore } from "./storage/credential-store.ts";
 import { StorageLayout } from "./storage/paths.ts";
 import { ATRIUM_VERSION } from "./version.ts";
@@ -61,6 +59,19 @@ function parseFlags<F extends string>(
 }
 
 /** The only entry point. Returns the process exit code; a running server keeps the process alive. */
+/**
+ * The platform apps' instance.json sections. The apps, the server and the SDK behind them are
+ * imported only by the commands that load an instance, so `--help`, `--version` and a usage
+ * error answer without compiling all of Atrium first.
+ */
+async function appSections() {
+  const [{ PLATFORM_APPS }, { configSections }] = await Promise.all([
+    import("./platform/index.ts"),
+    import("./platform/kit.ts"),
+  ]);
+  return configSections(PLATFORM_APPS);
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "--help" || command === "-h") {
@@ -88,9 +99,10 @@ export async function main(argv: string[]): Promise<number> {
     const config = await loadInstance(values.instance ?? "instance.json", {
       ...(port === undefined ? {} : { port }),
       ...(values.data === undefined ? {} : { dataRoot: values.data }),
-      sections: configSections(PLATFORM_APPS),
+      sections: await appSections(),
     });
     const log = createLogger(config.log.level);
+    const { startAtrium } = await import("./server.ts");
     const atrium = await startAtrium(config, { log });
     stopWhenAsked(atrium, log);
     process.stdout.write(
@@ -135,7 +147,7 @@ async function credentialsCommand(args: string[]): Promise<number> {
   try {
     const config = await loadInstance(values.instance ?? "instance.json", {
       ...(values.data === undefined ? {} : { dataRoot: values.data }),
-      sections: configSections(PLATFORM_APPS),
+      sections: await appSections(),
     });
     const log = createLogger(config.log.level);
     const layout = new StorageLayout(config.storage.root);
