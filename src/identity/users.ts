@@ -133,19 +133,18 @@ function updated(current: Profile | undefined, principal: Principal): Profile | 
     const { unstated: _unstated, ...person } = principal;
     return person;
   }
-  const unstated = principal.unstated ?? [];
-  const person = principal;
+  const { unstated = [] } = principal;
   // Checked field by field before anything is built: every request records its person, and
   // almost always nothing changed (the MCP front door's hot path, adr/0052).
   const same =
-    (unstated.includes("displayName") || person.displayName === current.displayName) &&
-    (unstated.includes("email") || person.email === current.email) &&
-    (unstated.includes("orgRole") || person.orgRole === current.orgRole);
+    (unstated.includes("displayName") || principal.displayName === current.displayName) &&
+    (unstated.includes("email") || principal.email === current.email) &&
+    (unstated.includes("orgRole") || principal.orgRole === current.orgRole);
   if (same) return undefined;
   return {
     ...current,
-    ...(unstated.includes("displayName") ? {} : { displayName: person.displayName }),
-    ...(unstated.includes("email") ? {} : { email: person.email }),
-    ...(unstated.includes("orgRole") ? {} : { orgRole: person.orgRole }),
+    ...(unstated.includes("displayName") ? {} : { displayName: principal.displayName }),
+    ...(unstated.includes("email") ? {} : { email: principal.email }),
+    ...(unstated.includes("orgRole") ? {} : { orgRole: principal.orgRole }),
   };
 }

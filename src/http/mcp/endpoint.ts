@@ -51,7 +51,7 @@ export class McpEndpoint {
     await this.servers.modern.connect(this.modernMux);
   }
 
-  /** `body` is the request's JSON, already read by readJsonBody (the caller looks at it first). */
+  /** `body` is the request's JSON, already parsed by parseJsonBody (the caller checks its scopes first). */
   async handle(post: McpPost, caller: AdmittedCaller, body: unknown): Promise<McpReply> {
     if (body === NOT_JSON)
       return jsonRpcError(
