@@ -1,4 +1,3 @@
-import type { McpServer } from "@modelcontextprotocol/server";
 import type { Hono } from "hono";
 import type { UserDirectory } from "../identity/users.ts";
 import type { ConfigSection } from "../instance/schema.ts";
@@ -16,11 +15,12 @@ import type { PartitionPaths, StorageLayout } from "../storage/paths.ts";
 import type { LeftoverRules } from "../storage/recovery.ts";
 import type { AppEnv } from "../web/app-env.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
+import type { AppTools } from "./app-tools.ts";
 
 /**
  * A platform app is one module: it declares its name, its section of instance.json and its
  * folder in each workspace, and `start` builds its stores from the kernel context and returns
- * its MCP server and routes. Adding an app is its folder and one line in `platform/index.ts`
+ * its tools and routes. Adding an app is its folder and one line in `platform/index.ts`
  * (docs/platform-apps.md; test/integration/throwaway-app.test.ts proves it).
  */
 export interface PlatformApp<Settings = unknown> {
@@ -77,11 +77,11 @@ export interface AppContext<Settings> {
 /** A started app: what the HTTP app, the MCP front door and recovery take from it. */
 export interface RunningApp {
   /**
-   * The app's one MCP server, asked for once and served to every workspace on the in-memory arm
-   * of the app's source: each call's person and workspace arrive in host-owned `_meta`, which
-   * only the router sets, from the gated request (adr/0057).
+   * The app's tools, one table served to every workspace: each call's person and workspace come
+   * from the router, from the gated request (adr/0057); calls reach a tool directly, its listing
+   * comes from the table's SDK server (adr/0058).
    */
-  createServer(): McpServer;
+  tools: AppTools;
   /** Further sources the app gives a workspace (its connections), asked when its registry is built. */
   sources?(workspaceId: string): Promise<Source[]>;
   /**
@@ -141,6 +141,6 @@ export interface WorkspaceSources {
 /** An app as the instance runs it: its name, what its start returned, and its one source. */
 export interface StartedApp extends RunningApp {
   name: string;
-  /** The app's server as a source, lent to every workspace's registry, closed by the instance. */
+  /** The app's tools as a source, lent to every workspace's registry, closed by the instance. */
   source: Source;
 }

@@ -1,7 +1,6 @@
 import type { ConfigSections } from "../instance/load.ts";
 import type { InstanceConfig } from "../instance/schema.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
-import { McpSource } from "../sources/mcp-source.ts";
 import { SourceRegistry } from "../sources/registry.ts";
 import { isPersonalSourceName, isSourceName } from "../sources/tool-names.ts";
 import type {
@@ -12,6 +11,7 @@ import type {
   StartedApp,
   WorkspaceSources,
 } from "./app.ts";
+import { AppSource } from "./app-source.ts";
 
 /** What every app's context shares; each app adds its settings, its storage and its log. */
 export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage" | "appNames">;
@@ -50,9 +50,8 @@ export async function startApps(
       appNames: apps.map((other) => other.name),
       log: kernel.log.child({ app: app.name }),
     });
-    // One server per app for the whole instance (adr/0057), connected on its first call.
-    const source = new McpSource(app.name, { kind: "in-memory", createServer: () => running.createServer() });
-    started.push({ ...running, name: app.name, source });
+    // One source per app for the whole instance (adr/0057), its tools called directly (adr/0058).
+    started.push({ ...running, name: app.name, source: new AppSource(app.name, running.tools) });
   }
   return started;
 }

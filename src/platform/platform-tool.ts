@@ -1,31 +1,21 @@
-import type {
-  CallToolResult,
-  ServerContext,
-  StandardSchemaV1,
-  StandardSchemaWithJSON,
-} from "@modelcontextprotocol/server";
+import type { StandardSchemaV1, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { AtriumError } from "../errors.ts";
-import { type Caller, callerFromMeta } from "../sources/caller-meta.ts";
 import { toolError } from "../sources/router.ts";
 import { unexpectedToolResult } from "../sources/tool-failure.ts";
-
-type Handler<A> = (args: A, ctx: ServerContext) => Promise<CallToolResult>;
+import type { PlatformToolRun, ToolCall } from "./app-tools.ts";
 
 /**
- * Wraps a platform app's tool: reads the caller — who, in which workspace — from host-owned
- * `_meta` (v2 puts it on `ctx.mcpReq._meta`), which only the router sets, from the gated request
- * (an app's one server serves every workspace, adr/0057), and turns Atrium's typed errors into
- * `isError` results the model can read. Any other error is unexpected: its words (a path under the data root, a stack)
- * are not for the model, so it goes to the router to be logged with the request id and answered
- * with that id alone (sources/tool-failure.ts).
+ * Wraps a platform app's tool: turns Atrium's typed errors into `isError` results the model can
+ * read. Any other error is unexpected: its words (a path under the data root, a stack) are not
+ * for the model, so it goes to the router to be logged with the request id and answered with that
+ * id alone (sources/tool-failure.ts). The caller — who, in which workspace — is the router's, from
+ * the gated request (an app's tools serve every workspace, adr/0057): act on `caller.workspaceId`.
  */
-export function platformTool<A>(
-  run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>,
-): Handler<A> {
-  return async (args, ctx) => {
+export function platformTool<A>(run: PlatformToolRun<A>): PlatformToolRun<A> {
+  return async (caller, args, call) => {
     try {
-      return await run(callerFromMeta(ctx.mcpReq._meta), args, ctx);
+      return await run(caller, args, call);
     } catch (error) {
       if (error instanceof AtriumError) return toolError(error.message);
       return unexpectedToolResult(error);
@@ -34,20 +24,16 @@ export function platformTool<A>(
 }
 
 /**
- * A reporter of `done` out of `total` for this call, when its caller sent a progress token; each
- * report is a `notifications/progress` under that token, sent before the next step starts.
+ * A reporter of `done` out of `total` for this call, when its caller asked for progress; each
+ * report is on its way before the next step starts.
  */
 export function progressReporter(
-  ctx: ServerContext,
+  call: ToolCall,
   describe: (done: number, total: number) => string,
 ): ((done: number, total: number) => Promise<void>) | undefined {
-  const token = ctx.mcpReq._meta?.progressToken;
-  if (token === undefined) return undefined;
-  return (done, total) =>
-    ctx.mcpReq.notify({
-      method: "notifications/progress",
-      params: { progressToken: token, progress: done, total, message: describe(done, total) },
-    });
+  const progress = call.progress;
+  if (!progress) return undefined;
+  return (done, total) => progress({ progress: done, total, message: describe(done, total) });
 }
 
 type Shape = Record<string, z.ZodType>;

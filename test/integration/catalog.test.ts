@@ -1,9 +1,9 @@
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { McpServer } from "@modelcontextprotocol/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
 import { Catalog } from "../../src/platform/connections/catalog.ts";
 import {
   type CatalogSettings,
@@ -35,7 +35,7 @@ const catalogHost: PlatformApp<CatalogSettings> = {
       return { name: request.name, url: request.url, state: "running", snapshot: { version: 1 } };
     };
     return {
-      createServer: () => new McpServer({ name: "connections", version: "0.0.0" }),
+      tools: new AppTools("connections"),
       routes: catalogRoutes(catalog),
       workspaceRoutes: catalogWorkspaceRoutes(catalog, connect),
       leftovers: catalog,

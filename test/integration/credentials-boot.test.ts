@@ -2,10 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { McpServer } from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../src/errors.ts";
 import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { CredentialStore } from "../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../src/storage/paths.ts";
@@ -38,7 +38,7 @@ function keeperApp(kept: { store?: CredentialStore }): PlatformApp {
     name: "keeper",
     start({ credentials }) {
       kept.store = credentials;
-      return { createServer: () => new McpServer({ name: "keeper", version: "1.0.0" }) };
+      return { tools: new AppTools("keeper") };
     },
   };
 }

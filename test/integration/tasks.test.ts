@@ -1,9 +1,9 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { McpServer } from "@modelcontextprotocol/server";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import type { NotificationView } from "../../src/platform/notifications/model.ts";
 import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
@@ -28,54 +28,50 @@ const probe = { calls: [] as { tool: string; principalId: string }[], hanging: 0
 const probeApp: PlatformApp = {
   name: "probe",
   start() {
-    return {
-      createServer() {
-        const server = new McpServer({ name: "probe", version: "0.0.0" });
-        server.registerTool(
-          "echo",
-          {
-            description: "Answer `reply` as the structured output.",
-            inputSchema: platformInput({ reply: z.record(z.string(), z.unknown()).optional() }),
-            annotations: { readOnlyHint: true },
-          },
-          platformTool(async (caller, args: { reply?: Record<string, unknown> }) => {
-            probe.calls.push({ tool: "echo", principalId: caller.principalId });
-            const reply = args.reply ?? {};
-            return { content: [{ type: "text", text: JSON.stringify(reply) }], structuredContent: reply };
-          }),
-        );
-        server.registerTool(
-          "hang",
-          {
-            description: "Wait until cancelled.",
-            inputSchema: platformInput({}),
-            annotations: { readOnlyHint: true },
-          },
-          platformTool(async (caller, _args, ctx) => {
-            probe.calls.push({ tool: "hang", principalId: caller.principalId });
-            probe.hanging++;
-            await new Promise<void>((resolve) =>
-              ctx.mcpReq.signal.addEventListener("abort", () => resolve(), { once: true }),
-            );
-            probe.cancelled++;
-            return { content: [{ type: "text", text: "stopped" }] };
-          }),
-        );
-        server.registerTool(
-          "write",
-          {
-            description: "Change something.",
-            inputSchema: platformInput({}),
-            annotations: { readOnlyHint: false },
-          },
-          platformTool(async (caller) => {
-            probe.calls.push({ tool: "write", principalId: caller.principalId });
-            return { content: [{ type: "text", text: "written" }] };
-          }),
-        );
-        return server;
+    const tools = new AppTools("probe");
+    tools.registerTool(
+      "echo",
+      {
+        description: "Answer `reply` as the structured output.",
+        inputSchema: platformInput({ reply: z.record(z.string(), z.unknown()).optional() }),
+        annotations: { readOnlyHint: true },
       },
-    };
+      platformTool(async (caller, args: { reply?: Record<string, unknown> }) => {
+        probe.calls.push({ tool: "echo", principalId: caller.principalId });
+        const reply = args.reply ?? {};
+        return { content: [{ type: "text", text: JSON.stringify(reply) }], structuredContent: reply };
+      }),
+    );
+    tools.registerTool(
+      "hang",
+      {
+        description: "Wait until cancelled.",
+        inputSchema: platformInput({}),
+        annotations: { readOnlyHint: true },
+      },
+      platformTool(async (caller, _args, call) => {
+        probe.calls.push({ tool: "hang", principalId: caller.principalId });
+        probe.hanging++;
+        await new Promise<void>((resolve) =>
+          call.signal?.addEventListener("abort", () => resolve(), { once: true }),
+        );
+        probe.cancelled++;
+        return { content: [{ type: "text", text: "stopped" }] };
+      }),
+    );
+    tools.registerTool(
+      "write",
+      {
+        description: "Change something.",
+        inputSchema: platformInput({}),
+        annotations: { readOnlyHint: false },
+      },
+      platformTool(async (caller) => {
+        probe.calls.push({ tool: "write", principalId: caller.principalId });
+        return { content: [{ type: "text", text: "written" }] };
+      }),
+    );
+    return { tools };
   },
 };
 

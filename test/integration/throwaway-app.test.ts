@@ -1,11 +1,11 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { McpServer } from "@modelcontextprotocol/server";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { ConfigSection } from "../../src/instance/schema.ts";
 import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
 import { makeFolderIfMissing } from "../../src/storage/folders.ts";
@@ -59,28 +59,23 @@ const greeterApp: PlatformApp<GreeterSettings> = {
     routes.get("/greetings", async (c) =>
       c.json({ greeted: await greetings.names(c.get("admission").workspace.id, c.get("principal").id) }),
     );
-    return {
-      createServer() {
-        const server = new McpServer({ name: "greeter", version: "0.0.0" });
-        server.registerTool(
-          "hello",
-          {
-            description: "Greet someone, and remember that you did.",
-            inputSchema: platformInput({ name: z.string() }),
-            annotations: { readOnlyHint: false },
-          },
-          platformTool(async (caller, args: { name: string }) => {
-            await greetings.record(caller.workspaceId, caller.principalId, args.name);
-            return {
-              content: [{ type: "text", text: `${settings.salutation} ${args.name}` }],
-              structuredContent: { greeted: args.name, by: caller.principalId, in: caller.workspaceId },
-            };
-          }),
-        );
-        return server;
+    const tools = new AppTools("greeter");
+    tools.registerTool(
+      "hello",
+      {
+        description: "Greet someone, and remember that you did.",
+        inputSchema: platformInput({ name: z.string() }),
+        annotations: { readOnlyHint: false },
       },
-      workspaceRoutes: routes,
-    };
+      platformTool(async (caller, args: { name: string }) => {
+        await greetings.record(caller.workspaceId, caller.principalId, args.name);
+        return {
+          content: [{ type: "text", text: `${settings.salutation} ${args.name}` }],
+          structuredContent: { greeted: args.name, by: caller.principalId, in: caller.workspaceId },
+        };
+      }),
+    );
+    return { tools, workspaceRoutes: routes };
   },
 };
 

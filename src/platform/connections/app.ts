@@ -16,7 +16,7 @@ import { schedulePersonalLoops } from "./personal-loops.ts";
 import { createPersonalStore, recoverPersonalConnections } from "./personal-store.ts";
 import { RemoteServers } from "./remote.ts";
 import { connectionRoutes } from "./routes.ts";
-import { createConnectionsServer } from "./server.ts";
+import { createConnectionsTools } from "./server.ts";
 import { ConnectionStore } from "./store.ts";
 
 export const connectionsApp: PlatformApp<ConnectionSettings> = {
@@ -156,7 +156,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const instanceRoutes = catalogRoutes(catalog);
     instanceRoutes.route("/", oauth.routes);
     return {
-      createServer: () => createConnectionsServer(callerConnections, grants),
+      tools: createConnectionsTools(callerConnections, grants),
       sources: async (workspaceId) => [
         ...(await connections.sources(workspaceId)),
         ...(await mine.sources(workspaceId)),

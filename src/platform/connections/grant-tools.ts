@@ -1,5 +1,6 @@
-import type { CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
+import type { AppTools } from "../app-tools.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
 import type { ConnectionGrant, Grants } from "./grants.ts";
 
@@ -17,8 +18,8 @@ function answer(value: Record<string, unknown>, text: string): CallToolResult {
 }
 
 /** The grant tools of the connections app: `grants`, `grant`, `revoke_grant` (ADR 0042). */
-export function registerGrantTools(server: McpServer, grants: Grants): void {
-  server.registerTool(
+export function registerGrantTools(tools: AppTools, grants: Grants): void {
+  tools.registerTool(
     "grants",
     {
       description:
@@ -32,7 +33,7 @@ export function registerGrantTools(server: McpServer, grants: Grants): void {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "grant",
     {
       description:
@@ -46,7 +47,7 @@ export function registerGrantTools(server: McpServer, grants: Grants): void {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "revoke_grant",
     {
       description:

@@ -1,8 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
-import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { ATRIUM_VERSION } from "../../version.ts";
+import { AppTools } from "../app-tools.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
 import type { CallerConnections } from "./caller-connections.ts";
 import { registerGrantTools } from "./grant-tools.ts";
@@ -14,11 +13,11 @@ function json(value: unknown, text: string): CallToolResult {
   return { content: [{ type: "text", text }], structuredContent: value as Record<string, unknown> };
 }
 
-/** The connections app as one MCP server for every workspace (each call brings its workspace). Managing takes the workspace admin role. */
-export function createConnectionsServer(connections: CallerConnections, grants: Grants): McpServer {
-  const server = new McpServer({ name: "atrium-connections", version: ATRIUM_VERSION });
+/** The connections app's tools, one table for every workspace (each call brings its workspace). Managing takes the workspace admin role. */
+export function createConnectionsTools(connections: CallerConnections, grants: Grants): AppTools {
+  const tools = new AppTools("atrium-connections");
 
-  server.registerTool(
+  tools.registerTool(
     "list",
     {
       description: "List this workspace's connections to remote MCP servers: name, URL, state and snapshot.",
@@ -35,7 +34,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "add",
     {
       description:
@@ -79,7 +78,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "authorize",
     {
       description:
@@ -110,7 +109,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "remove",
     {
       description: "Remove a connection (workspace admins): its tools go away; its audit history is kept.",
@@ -127,7 +126,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     ["disable", true],
     ["enable", false],
   ] as const) {
-    server.registerTool(
+    tools.registerTool(
       tool,
       {
         description: disabled
@@ -152,7 +151,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     );
   }
 
-  server.registerTool(
+  tools.registerTool(
     "status",
     {
       description:
@@ -166,7 +165,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "refresh",
     {
       description:
@@ -187,7 +186,7 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "snapshots",
     {
       description:
@@ -218,6 +217,6 @@ export function createConnectionsServer(connections: CallerConnections, grants: 
     }),
   );
 
-  registerGrantTools(server, grants);
-  return server;
+  registerGrantTools(tools, grants);
+  return tools;
 }

@@ -4,7 +4,7 @@ import type { PlatformApp } from "../app.ts";
 import { type ConversationSettings, conversationsConfig } from "./config.ts";
 import { ConversationIndexes } from "./conversation-indexes.ts";
 import { conversationRoutes, conversationWorkspaceRoutes } from "./routes.ts";
-import { createConversationsServer } from "./server.ts";
+import { createConversationsTools } from "./server.ts";
 import { ConversationStore } from "./store.ts";
 
 export const conversationsApp: PlatformApp<ConversationSettings> = {
@@ -26,7 +26,7 @@ export const conversationsApp: PlatformApp<ConversationSettings> = {
     };
     const store = new ConversationStore(storage, settings, indexes, events, clock, isOwnFile);
     return {
-      createServer: () => createConversationsServer(store),
+      tools: createConversationsTools(store),
       workspaceRoutes: conversationWorkspaceRoutes(store),
       routes: conversationRoutes(store, workspaces),
       leftovers: store,

@@ -1,8 +1,7 @@
-import type { CallToolResult, ServerContext } from "@modelcontextprotocol/server";
-import { McpServer } from "@modelcontextprotocol/server";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
-import { ATRIUM_VERSION } from "../../version.ts";
+import { AppTools, type ToolCall } from "../app-tools.ts";
 import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
 import { DEFAULT_EVENT_PAGE, EVENT_ORDERS, MAX_EVENT_PAGE } from "./event-page.ts";
 import { EXPORT_FORMATS, toJsonExport, toMarkdown } from "./export.ts";
@@ -25,13 +24,13 @@ const events = eventDrafts.describe(
     '{"type":"tool_call","id","name","arguments"} or {"type":"tool_result","toolCallId","content","isError"}.',
 );
 
-/** The conversations app as one MCP server for every workspace (each call brings its workspace); every conversation is the caller's own. */
-export function createConversationsServer(store: ConversationStore): McpServer {
-  const server = new McpServer({ name: "atrium-conversations", version: ATRIUM_VERSION });
-  const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
+/** The conversations app's tools, one table for every workspace (each call brings its workspace); every conversation is the caller's own. */
+export function createConversationsTools(store: ConversationStore): AppTools {
+  const tools = new AppTools("atrium-conversations");
+  const tool = <A>(run: (caller: Caller, args: A, call: ToolCall) => Promise<CallToolResult>) =>
     platformTool(run);
 
-  server.registerTool(
+  tools.registerTool(
     "create",
     {
       description:
@@ -50,7 +49,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "append",
     {
       description:
@@ -70,7 +69,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "get",
     {
       description:
@@ -91,7 +90,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     ),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "list",
     {
       description:
@@ -115,7 +114,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "search",
     {
       description:
@@ -150,7 +149,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "fork",
     {
       description:
@@ -168,7 +167,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "export",
     {
       description: "Export one of your conversations whole, as Markdown (default) or as JSON.",
@@ -196,7 +195,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "update",
     {
       description: "Change the title of one of your conversations (recorded as a title event).",
@@ -211,7 +210,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "delete",
     {
       description: "Delete one of your conversations and its whole log. This cannot be undone.",
@@ -224,7 +223,7 @@ export function createConversationsServer(store: ConversationStore): McpServer {
     }),
   );
 
-  return server;
+  return tools;
 }
 
 function summaryResult(conversation: ConversationSummary, text: string): CallToolResult {

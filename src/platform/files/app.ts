@@ -1,7 +1,7 @@
 import type { PlatformApp } from "../app.ts";
 import { type FilesSettings, filesConfig } from "./config.ts";
 import { fileRoutes, fileWorkspaceRoutes } from "./routes.ts";
-import { createFilesServer } from "./server.ts";
+import { createFilesTools } from "./server.ts";
 import { FileStore } from "./store.ts";
 
 export const filesApp: PlatformApp<FilesSettings> = {
@@ -10,7 +10,7 @@ export const filesApp: PlatformApp<FilesSettings> = {
   start({ settings, storage, events, clock, workspaces }) {
     const files = new FileStore(storage, settings.maxUploadBytes, events, clock);
     return {
-      createServer: () => createFilesServer(files),
+      tools: createFilesTools(files),
       workspaceRoutes: fileWorkspaceRoutes(files),
       routes: fileRoutes(files, workspaces),
       streamedBodies: [{ method: "POST", path: "/files", maxBytes: files.maxBytes }],

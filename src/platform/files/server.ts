@@ -1,9 +1,8 @@
-import type { CallToolResult, ServerContext } from "@modelcontextprotocol/server";
-import { McpServer } from "@modelcontextprotocol/server";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
-import { ATRIUM_VERSION } from "../../version.ts";
+import { AppTools, type ToolCall } from "../app-tools.ts";
 import { pageInput, platformInput, platformTool, progressReporter } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
@@ -14,14 +13,14 @@ export const MAX_MCP_READ_BYTES = 8 * 1024 * 1024;
 
 const fileIdInput = { id: z.string().describe("The file id, fl_ followed by 24 hex digits.") };
 
-/** The files app as one MCP server for every workspace: the caller, and so the workspace, comes from host-owned `_meta`. */
-export function createFilesServer(files: FileStore): McpServer {
-  const server = new McpServer({ name: "atrium-files", version: ATRIUM_VERSION });
+/** The files app's tools, one table for every workspace: the caller, and so the workspace, comes from host-owned `_meta`. */
+export function createFilesTools(files: FileStore): AppTools {
+  const tools = new AppTools("atrium-files");
 
-  const tool = <A>(run: (caller: Caller, args: A, ctx: ServerContext) => Promise<CallToolResult>) =>
+  const tool = <A>(run: (caller: Caller, args: A, call: ToolCall) => Promise<CallToolResult>) =>
     platformTool(run);
 
-  server.registerTool(
+  tools.registerTool(
     "write",
     {
       description:
@@ -37,7 +36,7 @@ export function createFilesServer(files: FileStore): McpServer {
       }),
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, ctx) => {
+    tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, call) => {
       if ((args.text === undefined) === (args.base64 === undefined)) {
         return toolError("Give the content as exactly one of `text` or `base64`.");
       }
@@ -47,14 +46,14 @@ export function createFilesServer(files: FileStore): McpServer {
       const content =
         args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
       const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
-      const progress = progressReporter(ctx, (done, total) => `Stored ${done} of ${total} bytes.`);
+      const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
       const file = { name: args.name, mimeType };
       const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
       return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "list",
     {
       description:
@@ -78,7 +77,7 @@ export function createFilesServer(files: FileStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "info",
     {
       description: "Show a file's metadata: name, type, size, digest, created time.",
@@ -91,7 +90,7 @@ export function createFilesServer(files: FileStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "read",
     {
       description: `Read a file's content: text for textual types, base64 otherwise. Files over ${MAX_MCP_READ_BYTES} bytes are downloaded over REST instead.`,
@@ -114,7 +113,7 @@ export function createFilesServer(files: FileStore): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "delete",
     {
       description: "Delete one of your files in this workspace. This cannot be undone.",
@@ -127,7 +126,7 @@ export function createFilesServer(files: FileStore): McpServer {
     }),
   );
 
-  return server;
+  return tools;
 }
 
 function metaResult(meta: FileMeta, text: string): CallToolResult {

@@ -2,7 +2,7 @@ import type { PlatformApp } from "../app.ts";
 import { type NotificationSettings, notificationsConfig } from "./config.ts";
 import { Inbox } from "./inbox.ts";
 import { notificationRoutes } from "./routes.ts";
-import { createNotificationsServer } from "./server.ts";
+import { createNotificationsTools } from "./server.ts";
 import { taskRunNotice } from "./task-runs.ts";
 
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
@@ -58,7 +58,7 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
       },
     });
     return {
-      createServer: () => createNotificationsServer(inbox),
+      tools: createNotificationsTools(inbox),
       workspaceRoutes: notificationRoutes(inbox),
       leftovers: inbox,
     };

@@ -1,7 +1,6 @@
-import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
-import { ATRIUM_VERSION } from "../../version.ts";
+import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
 import type { NotificationView } from "./model.ts";
@@ -9,11 +8,11 @@ import type { NotificationView } from "./model.ts";
 const MAX_ACK_IDS = 100;
 const idInput = z.string().describe("The notification id, ntf_ followed by 24 hex digits.");
 
-/** The notifications app as one MCP server for every workspace (each call brings its workspace): the caller's view of its inbox. */
-export function createNotificationsServer(inbox: Inbox): McpServer {
-  const server = new McpServer({ name: "atrium-notifications", version: ATRIUM_VERSION });
+/** The notifications app's tools, one table for every workspace (each call brings its workspace): the caller's view of its inbox. */
+export function createNotificationsTools(inbox: Inbox): AppTools {
+  const tools = new AppTools("atrium-notifications");
 
-  server.registerTool(
+  tools.registerTool(
     "list",
     {
       description:
@@ -36,7 +35,7 @@ export function createNotificationsServer(inbox: Inbox): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "read",
     {
       description: "Read one notification in full: title, body, severity, source, time and detail.",
@@ -50,7 +49,7 @@ export function createNotificationsServer(inbox: Inbox): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "ack",
     {
       description:
@@ -70,7 +69,7 @@ export function createNotificationsServer(inbox: Inbox): McpServer {
     }),
   );
 
-  return server;
+  return tools;
 }
 
 /** Exactly one of `ids` and `all: true`, as the tool and the REST route both take it. */

@@ -3,7 +3,7 @@ import { type SkillSettings, skillsConfig } from "./config.ts";
 import { createWorkspaceGuidance } from "./guidance.ts";
 import type { Skill } from "./model.ts";
 import { skillRoutes } from "./routes.ts";
-import { createSkillsServer } from "./server.ts";
+import { createSkillsTools } from "./server.ts";
 import { SkillService } from "./service.ts";
 import { SkillWriter } from "./writer.ts";
 
@@ -31,7 +31,7 @@ export const skillsApp: PlatformApp<SkillSettings> = {
     events.subscribe({ types: ["skill.changed"] }, () => skills.forget());
     const writer = new SkillWriter(layout, workspaces, events, clock);
     return {
-      createServer: () => createSkillsServer(skills, writer),
+      tools: createSkillsTools(skills, writer),
       workspaceRoutes: skillRoutes(skills, writer),
       leftovers: writer,
       // The instructions, tool notes, resources and Skills Extension packages of every caller.

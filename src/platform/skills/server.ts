@@ -1,22 +1,21 @@
-import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { ATRIUM_VERSION } from "../../version.ts";
+import { AppTools } from "../app-tools.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
 import type { SkillService } from "./service.ts";
 import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
 import type { SkillWriter } from "./writer.ts";
 
-/** The skills app as one MCP server for every workspace (each call brings its workspace): list and read the resolved skills. */
+/** The skills app's tools, one table for every workspace (each call brings its workspace): list and read the resolved skills. */
 const LIST_TOOL = joinToolName("skills", "list");
 const READ_TOOL = joinToolName("skills", "read");
 
-export function createSkillsServer(skills: SkillService, writer: SkillWriter): McpServer {
-  const server = new McpServer({ name: "atrium-skills", version: ATRIUM_VERSION });
+export function createSkillsTools(skills: SkillService, writer: SkillWriter): AppTools {
+  const tools = new AppTools("atrium-skills");
 
-  server.registerTool(
+  tools.registerTool(
     "list",
     {
       description:
@@ -39,7 +38,7 @@ export function createSkillsServer(skills: SkillService, writer: SkillWriter): M
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "read",
     {
       description: "Read a skill's full guidance by name, as resolved for you in this workspace.",
@@ -59,6 +58,6 @@ export function createSkillsServer(skills: SkillService, writer: SkillWriter): M
     }),
   );
 
-  registerSkillWriteTools(server, writer);
-  return server;
+  registerSkillWriteTools(tools, writer);
+  return tools;
 }

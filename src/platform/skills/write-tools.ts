@@ -1,7 +1,8 @@
-import type { CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
+import type { AppTools } from "../app-tools.ts";
 import { platformInput, platformTool } from "../platform-tool.ts";
 import type { LoadingChannel, Skill } from "./model.ts";
 import { type SkillUpdate, type SkillWriter, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
@@ -31,7 +32,7 @@ interface SkillArgs {
 }
 
 /** skills__create, __update, __delete, __history: the write side of the skills app. */
-export function registerSkillWriteTools(server: McpServer, skillWriter: SkillWriter): void {
+export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWriter): void {
   // The scope argument picks the target; anything but "user" is the workspace (the schema allows only these two).
   const run = <A extends { scope?: string }>(
     work: (target: WriteTarget, args: A) => Promise<CallToolResult>,
@@ -47,7 +48,7 @@ export function registerSkillWriteTools(server: McpServer, skillWriter: SkillWri
       ),
     );
 
-  server.registerTool(
+  tools.registerTool(
     "create",
     {
       description: "Create a skill: guidance every MCP client of this workspace (or only you) will see.",
@@ -75,7 +76,7 @@ export function registerSkillWriteTools(server: McpServer, skillWriter: SkillWri
     ),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "update",
     {
       description:
@@ -98,7 +99,7 @@ export function registerSkillWriteTools(server: McpServer, skillWriter: SkillWri
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "delete",
     {
       description: `Delete a skill. Its earlier versions stay readable with ${joinToolName("skills", "history")}.`,
@@ -111,7 +112,7 @@ export function registerSkillWriteTools(server: McpServer, skillWriter: SkillWri
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "history",
     {
       description: "List a skill's saved versions, or read one by giving version.",

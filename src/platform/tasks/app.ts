@@ -3,7 +3,7 @@ import { type TaskSettings, tasksConfig } from "./config.ts";
 import { taskRoutes } from "./routes.ts";
 import { TaskRunner } from "./runner.ts";
 import { TaskSchedules } from "./schedule.ts";
-import { createTasksServer } from "./server.ts";
+import { createTasksTools } from "./server.ts";
 import { TaskStore } from "./store.ts";
 import { Tasks } from "./tasks.ts";
 
@@ -57,7 +57,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
     );
     const tasks = new Tasks(store, runner, schedules, workspaces, settings, clock);
     return {
-      createServer: () => createTasksServer(tasks),
+      tools: createTasksTools(tasks),
       workspaceRoutes: taskRoutes(tasks),
       leftovers: store,
       // Armed once every source exists: a missed schedule's run calls a tool at once. The boot's

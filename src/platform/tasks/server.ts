@@ -1,8 +1,7 @@
-import { McpServer } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { ATRIUM_VERSION } from "../../version.ts";
+import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
 import type { Definer } from "./definition.ts";
 import type { Run, Task } from "./model.ts";
@@ -49,13 +48,13 @@ const definition = {
     .describe("private (default): yours alone. shared: every member sees and runs it."),
 };
 
-/** The tasks app as one MCP server for every workspace (each call brings its workspace): the caller's tasks and the shared ones. */
-export function createTasksServer(tasks: Tasks): McpServer {
-  const server = new McpServer({ name: "atrium-tasks", version: ATRIUM_VERSION });
+/** The tasks app's tools, one table for every workspace (each call brings its workspace): the caller's tasks and the shared ones. */
+export function createTasksTools(tasks: Tasks): AppTools {
+  const tools = new AppTools("atrium-tasks");
   const tool = <A>(run: (asker: Definer, args: A) => Promise<ReturnType<typeof answer>>) =>
     platformTool((caller: Caller, args: A) => run(definerOf(caller), args));
 
-  server.registerTool(
+  tools.registerTool(
     "create",
     {
       description:
@@ -70,7 +69,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "get",
     {
       description: "Read one task's definition.",
@@ -83,7 +82,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "list",
     {
       description: "List the tasks you can see in this workspace: yours and the shared ones, newest first.",
@@ -97,7 +96,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "update",
     {
       description:
@@ -121,7 +120,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "delete",
     {
       description: "Delete a task and its run history; a run in flight is cancelled.",
@@ -134,7 +133,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "run",
     {
       description:
@@ -159,7 +158,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "runs",
     {
       description:
@@ -175,7 +174,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "get_run",
     {
       description:
@@ -189,7 +188,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  server.registerTool(
+  tools.registerTool(
     "cancel_run",
     {
       description: "Cancel a run in flight: its tool call is cancelled and the run recorded `cancelled`.",
@@ -202,7 +201,7 @@ export function createTasksServer(tasks: Tasks): McpServer {
     }),
   );
 
-  return server;
+  return tools;
 }
 
 function definerOf(caller: Caller): Definer {

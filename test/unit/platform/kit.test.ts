@@ -1,9 +1,9 @@
-import { McpServer } from "@modelcontextprotocol/server";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { everyLeaseLocal } from "../../../src/kernel/leases.ts";
 import { Scheduler } from "../../../src/kernel/scheduler.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { AppContext, PlatformApp } from "../../../src/platform/app.ts";
+import { AppTools } from "../../../src/platform/app-tools.ts";
 import {
   closeAppSources,
   createWorkspaceRegistry,
@@ -67,7 +67,7 @@ function app(name: string, partition?: string, seen?: (context: AppContext<unkno
     ...(partition === undefined ? {} : { partition }),
     start(context) {
       seen?.(context);
-      return { createServer: () => new McpServer({ name, version: "0" }) };
+      return { tools: new AppTools(name) };
     },
   };
 }
@@ -112,7 +112,7 @@ describe("startApps", () => {
       },
       start(context) {
         settings = context.settings;
-        return { createServer: () => new McpServer({ name: "sized", version: "0" }) };
+        return { tools: new AppTools("sized") };
       },
     };
     await startApps([configured], kernel, { sections: { sized: { size: 3 } }, baseDir: temp.root });
@@ -122,31 +122,27 @@ describe("startApps", () => {
   });
 });
 
-describe("an app's one server", () => {
-  it("is built once, lent to every workspace's registry, told each call's workspace, and closed by the instance", async () => {
-    let built = 0;
+describe("an app's one source", () => {
+  it("is lent to every workspace's registry, told each call's workspace, and closed by the instance", async () => {
     let closed = 0;
     const seen: string[] = [];
     const echo: PlatformApp = {
       name: "echo",
-      start: () => ({
-        createServer() {
-          built += 1;
-          const server = new McpServer({ name: "echo", version: "0" });
-          server.registerTool(
-            "where",
-            { description: "Say which workspace asked.", inputSchema: platformInput({}) },
-            platformTool(async (caller) => {
-              seen.push(caller.workspaceId);
-              return { content: [{ type: "text", text: caller.workspaceId }] };
-            }),
-          );
-          server.server.onclose = () => {
-            closed += 1;
-          };
-          return server;
-        },
-      }),
+      start: () => {
+        const tools = new AppTools("echo");
+        tools.registerTool(
+          "where",
+          { description: "Say which workspace asked.", inputSchema: platformInput({}), annotations: {} },
+          platformTool(async (caller) => {
+            seen.push(caller.workspaceId);
+            return { content: [{ type: "text", text: caller.workspaceId }] };
+          }),
+        );
+        tools.server.server.onclose = () => {
+          closed += 1;
+        };
+        return { tools };
+      },
     };
     const apps = await startApps([echo], kernel, { sections: {}, baseDir: temp.root });
     const router = new Router(createLogger("silent"));
@@ -159,7 +155,6 @@ describe("an app's one server", () => {
     expect(await answer(first, temp.ws)).toEqual([{ type: "text", text: temp.ws }]);
     expect(await answer(second, other)).toEqual([{ type: "text", text: other }]);
     expect(seen).toEqual([temp.ws, other]);
-    expect(built).toBe(1);
     // A registry evicted while the other still serves: the lent source stays open for it.
     await first.close();
     expect(closed).toBe(0);
@@ -168,6 +163,5 @@ describe("an app's one server", () => {
     expect(closed).toBe(0);
     await closeAppSources(apps);
     expect(closed).toBe(1);
-    expect(built).toBe(1);
   });
 });

@@ -10,6 +10,8 @@ import * as z from "zod";
 import { createFrontServers } from "../../../src/http/mcp/front-server.ts";
 import { RequestMuxTransport } from "../../../src/http/mcp/request-mux-transport.ts";
 import { createLogger } from "../../../src/log.ts";
+import { AppSource } from "../../../src/platform/app-source.ts";
+import { AppTools } from "../../../src/platform/app-tools.ts";
 import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
 import { CALLER_META_KEY, type Caller, callerFromMeta } from "../../../src/sources/caller-meta.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
@@ -196,22 +198,15 @@ describe("Router.callTool", () => {
   });
 
   it("a platform tool's unexpected error is logged with its stack and answered by request id", async () => {
-    registry.add(
-      new McpSource("app", {
-        kind: "in-memory",
-        createServer: () => {
-          const server = new McpServer({ name: "app", version: "1.0.0" });
-          server.registerTool(
-            "read",
-            { description: "Fails the way a broken disk does.", inputSchema: platformInput({}) },
-            platformTool(async () => {
-              throw new Error("EACCES: permission denied, open '/srv/atrium/data/ws_x/meta.json'");
-            }),
-          );
-          return server;
-        },
+    const tools = new AppTools("app");
+    tools.registerTool(
+      "read",
+      { description: "Fails the way a broken disk does.", inputSchema: platformInput({}), annotations: {} },
+      platformTool(async () => {
+        throw new Error("EACCES: permission denied, open '/srv/atrium/data/ws_x/meta.json'");
       }),
     );
+    registry.add(new AppSource("app", tools));
     const result = await router.callTool(registry, CALLER, "app__read", {}, CALL);
     expect(result).toEqual({
       content: [

@@ -1,0 +1,54 @@
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import type { Caller } from "../sources/caller-meta.ts";
+import { McpSource, type ProgressListener } from "../sources/mcp-source.ts";
+import type { Source } from "../sources/source.ts";
+import type { AppTools, ToolCall } from "./app-tools.ts";
+
+/**
+ * A platform app as a source: listed through its SDK server on the in-memory pair (once, then
+ * cached like any source's list), called directly through its tool table (adr/0058). One per
+ * app for the whole instance, lent to every workspace's registry (adr/0057).
+ */
+export class AppSource implements Source {
+  private readonly listing: McpSource;
+
+  constructor(
+    readonly name: string,
+    private readonly tools: AppTools,
+  ) {
+    this.listing = new McpSource(name, { kind: "in-memory", createServer: () => tools.server });
+  }
+
+  listTools(): Promise<Tool[]> {
+    return this.listing.listTools();
+  }
+
+  /** An aborted `signal` ends the wait at once; the tool is told through its own `call.signal`. */
+  callTool(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: Caller,
+    onProgress?: ProgressListener,
+    _requestId?: string,
+    signal?: AbortSignal,
+  ): Promise<CallToolResult> {
+    const call: ToolCall = {};
+    if (onProgress) call.progress = async (report) => onProgress(report);
+    if (!signal) return this.tools.call(tool, args, caller, call);
+    signal.throwIfAborted();
+    call.signal = signal;
+    return untilAborted(this.tools.call(tool, args, caller, call), signal);
+  }
+
+  close(): Promise<void> {
+    return this.listing.close();
+  }
+}
+
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
+}
