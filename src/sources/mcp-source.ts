@@ -18,9 +18,9 @@ import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts
 import type { Source } from "./source.ts";
 
 /**
- * How a source is reached. A platform app is a real SDK server on an in-memory linked
- * pair; a remote server is reached over Streamable HTTP. Nothing above McpSource can tell
- * the arms apart, except that host-owned `_meta` is only ever attached on `in-memory`.
+ * How a source is reached: an SDK server in this process on an in-memory linked pair (a
+ * platform app's listing, whose calls go to its tool table instead, adr/0058), or a remote
+ * server over Streamable HTTP. Host-owned `_meta` is only ever attached on `in-memory`.
  */
 export type SourceTransport =
   | { kind: "in-memory"; createServer: () => McpServer }
