@@ -5,7 +5,8 @@
 // three are timed by a small client process of plain Node (lib/transfer-client.mjs), not this
 // tsx-loaded one, whose own cost per download was larger than Atrium's; Atrium's CPU per
 // transfer is read from /proc, as the load rows' is. Beside cp, unjudged, cp followed by an fsync
-// of the copy: an upload is acknowledged only once on disk (adr/0024), which cp alone is not.
+// of the copy: an upload is acknowledged only once on disk (adr/0024), which cp alone is not; and
+// the same download from a plain Node server piping the file: the ceiling of a download in Node.
 import { type ChildProcess, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
@@ -25,6 +26,7 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
   const source = join(temp.path, "source.bin");
   await writeFile(source, randomBytes(FILE_BYTES));
   const client = startClient();
+  const plainUrl = await startPlainFileServer(source);
   const upload = () => uploadFile(client, atrium, source);
   const { id: fileId } = await upload();
   const times = {
@@ -32,6 +34,7 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
     upload: [] as number[],
     copy: [] as number[],
     copySynced: [] as number[],
+    plainDownload: [] as number[],
   };
   const cpuMs = { download: [] as number[], upload: [] as number[] };
   // Atrium's CPU over one transfer, in ms; NaN where /proc is not available.
@@ -43,6 +46,9 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
   // One round first, unrecorded: warms the cache, the JIT and the connection pool for all three.
   for (let i = -1; i < REPEATS; i++) {
     const [download, downloadCpu] = await serverCpu(() => downloadFile(client, atrium, fileId));
+    const plainDownload = await client.run({ op: "download", url: plainUrl });
+    if (plainDownload.bytes !== FILE_BYTES)
+      throw new Error(`plain download: got ${plainDownload.bytes} bytes`);
     const copy = await client.run({ op: "copy", from: source, to: join(temp.path, "copy.bin") });
     await rm(join(temp.path, "copy.bin"), { force: true });
     const copySynced = await client.run({ op: "copy-synced", from: source, to: join(temp.path, "copy.bin") });
@@ -58,6 +64,7 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
     times.download.push(download);
     times.copy.push(copy.seconds);
     times.copySynced.push(copySynced.seconds);
+    times.plainDownload.push(plainDownload.seconds);
     times.upload.push(up);
     cpuMs.download.push(downloadCpu);
     cpuMs.upload.push(upCpu);
@@ -71,12 +78,14 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
     uploadMBps: mbps(median(times.upload)),
     copyMBps: mbps(median(times.copy)),
     copySyncedMBps: mbps(median(times.copySynced)),
+    plainNodeDownloadMBps: mbps(median(times.plainDownload)),
     downloadServerCpuMs: median(cpuMs.download),
     uploadServerCpuMs: median(cpuMs.upload),
   };
   progress(
     `transfer: download ${result.downloadMBps.toFixed(0)} MB/s, upload ${result.uploadMBps.toFixed(0)} MB/s, ` +
-      `cp ${result.copyMBps.toFixed(0)} MB/s, cp + fsync ${result.copySyncedMBps?.toFixed(0)} MB/s ` +
+      `cp ${result.copyMBps.toFixed(0)} MB/s, cp + fsync ${result.copySyncedMBps?.toFixed(0)} MB/s, ` +
+      `plain Node download ${result.plainNodeDownloadMBps?.toFixed(0)} MB/s ` +
       `(medians of ${REPEATS}); Atrium's CPU per transfer ` +
       `${result.downloadServerCpuMs} ms down, ${result.uploadServerCpuMs} ms up`,
   );
@@ -111,20 +120,9 @@ interface TransferClient {
   run(job: Job): Promise<Answer>;
 }
 
-/** Forks lib/transfer-client.mjs with no --import tsx (execArgv emptied) and runs jobs one at a time. */
+/** Forks lib/transfer-client.mjs and runs jobs one at a time. */
 function startClient(): TransferClient {
-  const child: ChildProcess = fork(join(benchDir, "lib", "transfer-client.mjs"), [], {
-    execArgv: [],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  track({
-    dispose: async () => {
-      if (child.exitCode === null && child.connected) child.disconnect();
-    },
-    disposeNow: () => {
-      child.kill();
-    },
-  });
+  const child = forkPlainNode("transfer-client.mjs", []);
   let next = 0;
   const waiting = new Map<number, { resolve: (a: Answer) => void; reject: (e: Error) => void }>();
   child.on("message", (message: Answer & { id: number; error?: string }) => {
@@ -146,6 +144,33 @@ function startClient(): TransferClient {
         child.send({ id, ...job });
       }),
   };
+}
+
+/** Forks a script of lib/ with no --import tsx (execArgv emptied), ended with the bench. */
+function forkPlainNode(script: string, args: string[]): ChildProcess {
+  const child = fork(join(benchDir, "lib", script), args, {
+    execArgv: [],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  track({
+    dispose: async () => {
+      if (child.exitCode === null && child.connected) child.disconnect();
+    },
+    disposeNow: () => {
+      child.kill();
+    },
+  });
+  return child;
+}
+
+/** Forks lib/plain-file-server.mjs serving `path`; answers its URL once it listens. */
+async function startPlainFileServer(path: string): Promise<string> {
+  const child = forkPlainNode("plain-file-server.mjs", [path]);
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (message: { port: number }) => resolve(message.port));
+    child.once("exit", (code) => reject(new Error(`the plain file server stopped (code ${code})`)));
+  });
+  return `http://127.0.0.1:${port}/`;
 }
 
 /** Uploads the file; answers the new file's id and the upload's time. */

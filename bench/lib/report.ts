@@ -32,6 +32,11 @@ export interface TransferResult {
    * upload to Atrium must (adr/0024). Shown beside the goal rows, not judged.
    */
   copySyncedMBps?: number;
+  /**
+   * The same download from a plain node:http server piping the file (lib/plain-file-server.mjs):
+   * what any Node server reaches over loopback on this machine. Shown beside the goal rows, not judged.
+   */
+  plainNodeDownloadMBps?: number;
   /** Atrium's CPU (user + system, all threads) per transfer, median, in ms; NaN without /proc. */
   downloadServerCpuMs?: number;
   uploadServerCpuMs?: number;

@@ -35,7 +35,7 @@ export class AppSource implements Source {
     const call: ToolCall = {};
     if (onProgress) call.progress = async (report) => onProgress(report);
     if (!signal) return this.tools.call(tool, args, caller, call);
-    signal.throwIfAborted();
+    if (signal.aborted) return Promise.reject(signal.reason);
     call.signal = signal;
     return untilAborted(this.tools.call(tool, args, caller, call), signal);
   }

@@ -120,6 +120,14 @@ for (const [arm, sourceOf] of Object.entries(ARMS)) {
       await expect(call).rejects.toThrow();
     });
 
+    it("does not start a call whose caller has already cancelled", async () => {
+      const cancelled = AbortSignal.abort(new Error("the run was cancelled"));
+      await expect(
+        source.callTool("count", { to: 1 }, CALLER, undefined, "request", cancelled),
+      ).rejects.toThrow();
+      expect(seen).toEqual([]);
+    });
+
     it("is answered when the tool finishes before any cancel", async () => {
       const call = source.callTool("wait", {}, CALLER, undefined, "request", new AbortController().signal);
       await expect.poll(() => release).toBeDefined();
