@@ -3,8 +3,8 @@ import type { Caller } from "./caller-meta.ts";
 import type { ProgressListener } from "./mcp-source.ts";
 
 /**
- * Anything the router can list and call tools of: a platform app's server (McpSource,
- * in-memory) or a connection, whose tools are its pinned snapshot and whose calls pass its gate.
+ * Anything the router can list and call tools of: a platform app (AppSource, its tools called
+ * directly) or a connection, whose tools are its pinned snapshot and whose calls pass its gate.
  */
 export interface Source {
   /** The `<source>` of `<source>__<tool>`. */

@@ -13,7 +13,7 @@ export const MAX_MCP_READ_BYTES = 8 * 1024 * 1024;
 
 const fileIdInput = { id: z.string().describe("The file id, fl_ followed by 24 hex digits.") };
 
-/** The files app's tools, one table for every workspace: the caller, and so the workspace, comes from host-owned `_meta`. */
+/** The files app's tools, one table for every workspace: the caller, and so the workspace, comes from the router. */
 export function createFilesTools(files: FileStore): AppTools {
   const tools = new AppTools("atrium-files");
 
