@@ -1,7 +1,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import type { Caller } from "../../sources/caller-meta.ts";
-import { AppTools, type ToolCall } from "../app-tools.ts";
+import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
 import { DEFAULT_EVENT_PAGE, EVENT_ORDERS, MAX_EVENT_PAGE } from "./event-page.ts";
 import { EXPORT_FORMATS, toJsonExport, toMarkdown } from "./export.ts";
@@ -27,9 +26,6 @@ const events = eventDrafts.describe(
 /** The conversations app's tools, one table for every workspace (each call brings its workspace); every conversation is the caller's own. */
 export function createConversationsTools(store: ConversationStore): AppTools {
   const tools = new AppTools("atrium-conversations");
-  const tool = <A>(run: (caller: Caller, args: A, call: ToolCall) => Promise<CallToolResult>) =>
-    platformTool(run);
-
   tools.registerTool(
     "create",
     {
@@ -38,7 +34,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ title: titleInput.optional(), events: events.optional() }),
       annotations: { title: "Create a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
+    platformTool(async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
       const conversation = await store.create(
         caller.workspaceId,
         caller.principalId,
@@ -57,7 +53,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, events }),
       annotations: { title: "Append to a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
+    platformTool(async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
       const done = await store.append(caller.workspaceId, caller.principalId, args.id, args.events);
       const seqs = done.events.map((event) => event.seq);
       return {
@@ -82,7 +78,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Read a conversation", readOnlyHint: true },
     },
-    tool(
+    platformTool(
       async (caller, args: { id: string; order?: "oldest" | "newest"; cursor?: string; limit?: number }) => {
         const page = await store.get(caller.workspaceId, caller.principalId, args.id, args);
         return { content: [{ type: "text", text: JSON.stringify(page) }], structuredContent: { ...page } };
@@ -99,7 +95,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput(pageInput("Conversations", MAX_LIST_PAGE, DEFAULT_LIST_PAGE)),
       annotations: { title: "List conversations", readOnlyHint: true },
     },
-    tool(async (caller, args: { cursor?: string; limit?: number }) => {
+    platformTool(async (caller, args: { cursor?: string; limit?: number }) => {
       const page = await listConversations(store.indexes, caller.workspaceId, caller.principalId, args);
       const lines = page.conversations.map(
         (c) => `${c.id}  ${c.title || "(untitled)"}  ${c.messageCount} messages  updated ${c.updatedAt}`,
@@ -126,7 +122,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Search conversations", readOnlyHint: true },
     },
-    tool(async (caller, args: { query: string; cursor?: string; limit?: number }) => {
+    platformTool(async (caller, args: { query: string; cursor?: string; limit?: number }) => {
       const page = await searchConversations(
         store.indexes,
         store,
@@ -161,7 +157,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Fork a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
+    platformTool(async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
       const conversation = await store.fork(caller.workspaceId, caller.principalId, args.id, args);
       return summaryResult(conversation, `Forked ${args.id} as ${conversation.id}.`);
     }),
@@ -174,7 +170,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, format: z.enum(EXPORT_FORMATS).optional() }),
       annotations: { title: "Export a conversation", readOnlyHint: true },
     },
-    tool(async (caller, args: { id: string; format?: "markdown" | "json" }) => {
+    platformTool(async (caller, args: { id: string; format?: "markdown" | "json" }) => {
       const { conversation, events: all } = await store.readWhole(
         caller.workspaceId,
         caller.principalId,
@@ -202,7 +198,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, title: titleInput }),
       annotations: { title: "Retitle a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { id: string; title: string }) => {
+    platformTool(async (caller, args: { id: string; title: string }) => {
       const { conversation } = await store.append(caller.workspaceId, caller.principalId, args.id, [
         { type: "title", title: args.title },
       ]);
@@ -217,7 +213,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id }),
       annotations: { title: "Delete a conversation", readOnlyHint: false, destructiveHint: true },
     },
-    tool(async (caller, args: { id: string }) => {
+    platformTool(async (caller, args: { id: string }) => {
       await store.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     }),

@@ -1,8 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import type { Caller } from "../../sources/caller-meta.ts";
 import { toolError } from "../../sources/router.ts";
-import { AppTools, type ToolCall } from "../app-tools.ts";
+import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput, platformTool, progressReporter } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
@@ -16,9 +15,6 @@ const fileIdInput = { id: z.string().describe("The file id, fl_ followed by 24 h
 /** The files app's tools, one table for every workspace: the caller, and so the workspace, comes from the router. */
 export function createFilesTools(files: FileStore): AppTools {
   const tools = new AppTools("atrium-files");
-
-  const tool = <A>(run: (caller: Caller, args: A, call: ToolCall) => Promise<CallToolResult>) =>
-    platformTool(run);
 
   tools.registerTool(
     "write",
@@ -36,21 +32,23 @@ export function createFilesTools(files: FileStore): AppTools {
       }),
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
     },
-    tool(async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, call) => {
-      if ((args.text === undefined) === (args.base64 === undefined)) {
-        return toolError("Give the content as exactly one of `text` or `base64`.");
-      }
-      if (args.base64 !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64)) {
-        return toolError("`base64` is not valid base64: use the standard alphabet with = padding.");
-      }
-      const content =
-        args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
-      const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
-      const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
-      const file = { name: args.name, mimeType };
-      const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
-      return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
-    }),
+    platformTool(
+      async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, call) => {
+        if ((args.text === undefined) === (args.base64 === undefined)) {
+          return toolError("Give the content as exactly one of `text` or `base64`.");
+        }
+        if (args.base64 !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64)) {
+          return toolError("`base64` is not valid base64: use the standard alphabet with = padding.");
+        }
+        const content =
+          args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
+        const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
+        const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
+        const file = { name: args.name, mimeType };
+        const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
+        return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
+      },
+    ),
   );
 
   tools.registerTool(
@@ -64,7 +62,7 @@ export function createFilesTools(files: FileStore): AppTools {
       }),
       annotations: { title: "List files", readOnlyHint: true },
     },
-    tool(async (caller, args: { cursor?: string; limit?: number }) => {
+    platformTool(async (caller, args: { cursor?: string; limit?: number }) => {
       const page = await files.page(caller.workspaceId, caller.principalId, args);
       const lines = page.files.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
       if (page.nextCursor) lines.push(`More files: call this tool again with cursor "${page.nextCursor}".`);
@@ -84,7 +82,7 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "File info", readOnlyHint: true },
     },
-    tool(async (caller, args: { id: string }) => {
+    platformTool(async (caller, args: { id: string }) => {
       const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
       return metaResult(meta, JSON.stringify(meta));
     }),
@@ -97,7 +95,7 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "Read a file", readOnlyHint: true },
     },
-    tool(async (caller, args: { id: string }) => {
+    platformTool(async (caller, args: { id: string }) => {
       const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
       if (meta.size > MAX_MCP_READ_BYTES) {
         return toolError(`${meta.id} is ${meta.size} bytes; download it with GET /v1/files/${meta.id}.`);
@@ -120,7 +118,7 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
     },
-    tool(async (caller, args: { id: string }) => {
+    platformTool(async (caller, args: { id: string }) => {
       await files.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     }),
