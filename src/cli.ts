@@ -36,6 +36,7 @@ const PARENT_POLL_MS = 1_000;
 function parseFlags<F extends string>(
   args: string[],
   flags: readonly F[],
+  output: CliOutput,
 ): { values: Partial<Record<F, string>> } | { exit: number } {
   let values: Record<string, string | boolean | undefined>;
   try {
@@ -48,17 +49,16 @@ function parseFlags<F extends string>(
       strict: true,
     }));
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n${USAGE}`);
+    output.err(`${(error as Error).message}\n${USAGE}`);
     return { exit: 2 };
   }
   if (values.help) {
-    process.stdout.write(USAGE);
+    output.out(USAGE);
     return { exit: 0 };
   }
   return { values: values as Partial<Record<F, string>> };
 }
 
-/** The only entry point. Returns the process exit code; a running server keeps the process alive. */
 /**
  * The platform apps' instance.json sections. The apps, the server and the SDK behind them are
  * imported only by the commands that load an instance, so `--help`, `--version` and a usage
@@ -72,27 +72,39 @@ async function appSections() {
   return configSections(PLATFORM_APPS);
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** Where a command writes what it says: the process's streams, or a test's capture. */
+export interface CliOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const PROCESS_OUTPUT: CliOutput = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+};
+
+/** The only entry point. Returns the process exit code; a running server keeps the process alive. */
+export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "--help" || command === "-h") {
-    process.stdout.write(USAGE);
+    output.out(USAGE);
     return 0;
   }
   if (command === "--version") {
-    process.stdout.write(`atrium ${ATRIUM_VERSION}\n`);
+    output.out(`atrium ${ATRIUM_VERSION}\n`);
     return 0;
   }
-  if (command === "credentials") return credentialsCommand(rest);
+  if (command === "credentials") return credentialsCommand(rest, output);
   if (command !== "serve") {
-    process.stderr.write(command === undefined ? USAGE : `Unknown command "${command}".\n${USAGE}`);
+    output.err(command === undefined ? USAGE : `Unknown command "${command}".\n${USAGE}`);
     return 2;
   }
-  const parsed = parseFlags(rest, ["instance", "port", "data"]);
+  const parsed = parseFlags(rest, ["instance", "port", "data"], output);
   if ("exit" in parsed) return parsed.exit;
   const { values } = parsed;
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    process.stderr.write(`--port must be a whole number from 0 to 65535, not "${values.port}".\n`);
+    output.err(`--port must be a whole number from 0 to 65535, not "${values.port}".\n`);
     return 2;
   }
   try {
@@ -105,20 +117,17 @@ export async function main(argv: string[]): Promise<number> {
     const { startAtrium } = await import("./server.ts");
     const atrium = await startAtrium(config, { log });
     stopWhenAsked(atrium, log);
-    process.stdout.write(
-      `Atrium is listening on ${atrium.url} (identity provider: ${config.auth.adapter})\n`,
-    );
+    output.out(`Atrium is listening on ${atrium.url} (identity provider: ${config.auth.adapter})\n`);
     if (config.auth.adapter === "dev") {
       const [first] = await atrium.firstWorkspace.ensure(DEV_PRINCIPAL);
-      if (first)
-        process.stdout.write(`MCP URL of "${first.name}": ${workspaceMcpUrl(atrium.url, first.id)}\n`);
+      if (first) output.out(`MCP URL of "${first.name}": ${workspaceMcpUrl(atrium.url, first.id)}\n`);
     } else {
-      process.stdout.write(`Sign in at ${atrium.url}/auth/login; GET /v1/bootstrap lists your MCP URLs.\n`);
+      output.out(`Sign in at ${atrium.url}/auth/login; GET /v1/bootstrap lists your MCP URLs.\n`);
     }
     return 0;
   } catch (error) {
     if (error instanceof BootError) {
-      process.stderr.write(`atrium: ${error.message}\n`);
+      output.err(`atrium: ${error.message}\n`);
       return 1;
     }
     throw error;
@@ -129,19 +138,19 @@ export async function main(argv: string[]): Promise<number> {
  * `atrium credentials reseal`: with the root's lock held like `serve` (so never beside a running
  * server), re-seals every stored credential under the newest key, and says how many.
  */
-async function credentialsCommand(args: string[]): Promise<number> {
+async function credentialsCommand(args: string[], output: CliOutput): Promise<number> {
   const [subcommand, ...rest] = args;
   if (subcommand === "--help" || subcommand === "-h") {
-    process.stdout.write(USAGE);
+    output.out(USAGE);
     return 0;
   }
   if (subcommand !== "reseal") {
-    process.stderr.write(
+    output.err(
       `${subcommand === undefined ? "atrium credentials needs a subcommand" : `Unknown subcommand "credentials ${subcommand}"`}.\n${USAGE}`,
     );
     return 2;
   }
-  const parsed = parseFlags(rest, ["instance", "data"]);
+  const parsed = parseFlags(rest, ["instance", "data"], output);
   if ("exit" in parsed) return parsed.exit;
   const { values } = parsed;
   try {
@@ -156,7 +165,7 @@ async function credentialsCommand(args: string[]): Promise<number> {
       const store = await CredentialStore.open(layout, config.credentials);
       const resealed = await store.resealAll();
       const newest = config.credentials?.newest;
-      process.stdout.write(
+      output.out(
         newest === undefined
           ? "No credentials are stored and credentials.keys is not set: nothing to re-seal.\n"
           : `Re-sealed ${resealed} of ${store.count()} stored credential(s); every one is now sealed ` +
@@ -168,7 +177,7 @@ async function credentialsCommand(args: string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof BootError || error instanceof CredentialRefused) {
-      process.stderr.write(`atrium: ${error.message}\n`);
+      output.err(`atrium: ${error.message}\n`);
       return 1;
     }
     throw error;

@@ -164,20 +164,13 @@ export async function runAtriumMain(args: string[]): Promise<CliExit> {
   const { main } = await import("../../src/cli.ts");
   let stdout = "";
   let stderr = "";
-  const writes = { out: process.stdout.write, err: process.stderr.write };
-  process.stdout.write = ((chunk: string | Uint8Array) => {
-    stdout += String(chunk);
-    return true;
-  }) as typeof process.stdout.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    stderr += String(chunk);
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    const code = await main(args);
-    return { code, signal: null, stdout, stderr };
-  } finally {
-    process.stdout.write = writes.out;
-    process.stderr.write = writes.err;
-  }
+  const code = await main(args, {
+    out: (text) => {
+      stdout += text;
+    },
+    err: (text) => {
+      stderr += text;
+    },
+  });
+  return { code, signal: null, stdout, stderr };
 }
