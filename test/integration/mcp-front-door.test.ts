@@ -166,6 +166,41 @@ describe("the 2025 era's HTTP half without the SDK's web transport", () => {
     expect((await post("alice", `/mcp/${ws}`, tooMany)).status).toBe(400);
   });
 
+  it("refuses a batch that repeats a request id, saying which, and runs none of it", async () => {
+    const batch = [
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "files__write", arguments: { name: "x.txt", text: "x" } },
+      },
+    ];
+    const response = await post("alice", `/mcp/${ws}`, batch);
+    expect(response.status).toBe(400);
+    expect(JSON.parse(response.text)).toEqual({
+      jsonrpc: "2.0",
+      error: {
+        code: -32600,
+        message: "Invalid Request: the batch repeats request id 1; give each request its own id",
+      },
+      id: null,
+    });
+    const listed = await post("alice", `/mcp/${ws}`, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "files__list", arguments: {} },
+    });
+    expect(listed.text).not.toContain("x.txt");
+    // The same ids as a string and a number are two ids.
+    const distinct = await post("alice", `/mcp/${ws}`, [
+      { jsonrpc: "2.0", id: 1, method: "ping" },
+      { jsonrpc: "2.0", id: "1", method: "ping" },
+    ]);
+    expect((JSON.parse(distinct.text) as Array<{ id: unknown }>).map((m) => m.id)).toEqual([1, "1"]);
+  });
+
   it("refuses two initialize requests in one batch, and a message the schema refuses", async () => {
     const init = (id: number) => ({
       jsonrpc: "2.0",

@@ -23,7 +23,8 @@ export interface PostHeaders {
  * the SDK's WebStandardStreamableHTTPServerTransport does for a stateless server with
  * `enableJsonResponse`, check for check and message for message (Accept 406, Content-Type 415,
  * batch size, each message parsed by the SDK's schema, one initialize per POST, notifications
- * only → 202, every request's answer collected into one JSON body). Building the SDK transport
+ * only → 202, every request's answer collected into one JSON body), and one check it lacks: a
+ * batch that repeats a request id is refused. Building the SDK transport
  * instead costs a web `Request`, a `Response`, a stream mapping and the SDK's type guards on
  * every message (adr/0052). A call that streams progress still goes through the SDK's transport
  * (endpoint.ts). The protocol itself stays the SDK server's, reached through the mux.
@@ -65,6 +66,15 @@ export function serveLegacyJson(
   }
   const extra = { authInfo };
   const requests = messages.filter((m) => "id" in m && "method" in m && isJSONRPCRequest(m));
+  const repeated = repeatedId(requests.map((m) => (m as { id: RequestId }).id));
+  if (repeated !== undefined) {
+    // Answers are told apart only by id: two requests sharing one would get one answer between them.
+    return transportError(
+      400,
+      -32600,
+      `Invalid Request: the batch repeats request id ${JSON.stringify(repeated)}; give each request its own id`,
+    );
+  }
   if (requests.length === 0) {
     const sink: ReplySink = { send: async () => {} };
     for (const message of messages) mux.receive(message, extra, sink);
@@ -88,7 +98,7 @@ class JsonExchange implements ReplySink {
     ids: RequestId[],
     private readonly resolve: (reply: McpReply) => void,
   ) {
-    this.ids = [...new Set(ids)];
+    this.ids = ids;
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
@@ -100,6 +110,15 @@ class JsonExchange implements ReplySink {
     const answers = this.ids.map((id) => this.answers.get(id));
     this.resolve(jsonReply(200, answers.length === 1 ? answers[0] : answers));
   }
+}
+
+function repeatedId(ids: RequestId[]): RequestId | undefined {
+  const seen = new Set<RequestId>();
+  for (const id of ids) {
+    if (seen.has(id)) return id;
+    seen.add(id);
+  }
+  return undefined;
 }
 
 function transportError(status: number, code: number, message: string): McpReply {
