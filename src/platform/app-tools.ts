@@ -9,6 +9,7 @@ import {
   type ToolAnnotations,
   type ToolCallback,
 } from "@modelcontextprotocol/server";
+import { AtriumError } from "../errors.ts";
 import { type Caller, callerFromMeta } from "../sources/caller-meta.ts";
 import type { ProgressListener } from "../sources/mcp-source.ts";
 import { toolError } from "../sources/router.ts";
@@ -56,13 +57,19 @@ export class AppTools {
     this.server = new McpServer({ name: serverName, version: ATRIUM_VERSION });
   }
 
-  /** `run` is a `platformTool(…)`: the wrapper that turns Atrium's errors into results. */
+  /**
+   * Adds a tool. Whatever `work` throws is answered here, on both arms: Atrium's typed errors as
+   * `isError` results the model can read; any other error is unexpected — its words (a path
+   * under the data root, a stack) are not for the model — so it goes to the router to be logged
+   * with the request id and answered with that id alone (sources/tool-failure.ts).
+   */
   registerTool<S extends StandardSchemaWithJSON>(
     name: string,
     config: PlatformToolConfig<S>,
-    run: PlatformToolRun<StandardSchemaWithJSON.InferOutput<S>>,
+    work: PlatformToolRun<StandardSchemaWithJSON.InferOutput<S>>,
   ): void {
     if (this.registered.has(name)) throw new Error(`The tool "${name}" is registered twice.`);
+    const run = answeringErrors(work);
     this.registered.set(name, { inputSchema: config.inputSchema, run: run as PlatformToolRun<unknown> });
     const fromProtocol = (args: unknown, ctx: ServerContext) => runFromProtocol(run, args, ctx);
     this.server.registerTool(name, config, fromProtocol as ToolCallback<S>);
@@ -88,6 +95,17 @@ export class AppTools {
     }
     return await tool.run(caller, checked.value, call);
   }
+}
+
+function answeringErrors<A>(work: PlatformToolRun<A>): PlatformToolRun<A> {
+  return async (caller, args, call) => {
+    try {
+      return await work(caller, args, call);
+    } catch (error) {
+      if (error instanceof AtriumError) return toolError(error.message);
+      return unexpectedToolResult(error);
+    }
+  };
 }
 
 /** A call that came through the app's own server: the caller is in host-owned `_meta`. */

@@ -1,27 +1,6 @@
 import type { StandardSchemaV1, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import * as z from "zod";
-import { AtriumError } from "../errors.ts";
-import { toolError } from "../sources/router.ts";
-import { unexpectedToolResult } from "../sources/tool-failure.ts";
-import type { PlatformToolRun, ToolCall } from "./app-tools.ts";
-
-/**
- * Wraps a platform app's tool: turns Atrium's typed errors into `isError` results the model can
- * read. Any other error is unexpected: its words (a path under the data root, a stack) are not
- * for the model, so it goes to the router to be logged with the request id and answered with that
- * id alone (sources/tool-failure.ts). The caller — who, in which workspace — is the router's, from
- * the gated request (an app's tools serve every workspace, adr/0057): act on `caller.workspaceId`.
- */
-export function platformTool<A>(run: PlatformToolRun<A>): PlatformToolRun<A> {
-  return async (caller, args, call) => {
-    try {
-      return await run(caller, args, call);
-    } catch (error) {
-      if (error instanceof AtriumError) return toolError(error.message);
-      return unexpectedToolResult(error);
-    }
-  };
-}
+import type { ToolCall } from "./app-tools.ts";
 
 /**
  * A reporter of `done` out of `total` for this call, when its caller asked for progress; each

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
+import { platformInput } from "../../src/platform/platform-tool.ts";
 import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 
 // A graceful stop lets an MCP request the front door is answering (adr/0052) finish with its
@@ -23,13 +23,13 @@ const holdApp: PlatformApp = {
     tools.registerTool(
       "until_released",
       { description: "Answer once the test releases it.", inputSchema: platformInput({}), annotations: {} },
-      platformTool(async () => {
+      async () => {
         await new Promise<void>((resolve) => {
           release = resolve;
           started?.();
         });
         return { content: [{ type: "text", text: "released" }] };
-      }),
+      },
     );
     return { tools };
   },

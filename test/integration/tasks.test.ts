@@ -6,7 +6,7 @@ import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import type { NotificationView } from "../../src/platform/notifications/model.ts";
-import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
+import { platformInput } from "../../src/platform/platform-tool.ts";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
@@ -36,11 +36,11 @@ const probeApp: PlatformApp = {
         inputSchema: platformInput({ reply: z.record(z.string(), z.unknown()).optional() }),
         annotations: { readOnlyHint: true },
       },
-      platformTool(async (caller, args: { reply?: Record<string, unknown> }) => {
+      async (caller, args: { reply?: Record<string, unknown> }) => {
         probe.calls.push({ tool: "echo", principalId: caller.principalId });
         const reply = args.reply ?? {};
         return { content: [{ type: "text", text: JSON.stringify(reply) }], structuredContent: reply };
-      }),
+      },
     );
     tools.registerTool(
       "hang",
@@ -49,7 +49,7 @@ const probeApp: PlatformApp = {
         inputSchema: platformInput({}),
         annotations: { readOnlyHint: true },
       },
-      platformTool(async (caller, _args, call) => {
+      async (caller, _args, call) => {
         probe.calls.push({ tool: "hang", principalId: caller.principalId });
         probe.hanging++;
         await new Promise<void>((resolve) =>
@@ -57,7 +57,7 @@ const probeApp: PlatformApp = {
         );
         probe.cancelled++;
         return { content: [{ type: "text", text: "stopped" }] };
-      }),
+      },
     );
     tools.registerTool(
       "write",
@@ -66,10 +66,10 @@ const probeApp: PlatformApp = {
         inputSchema: platformInput({}),
         annotations: { readOnlyHint: false },
       },
-      platformTool(async (caller) => {
+      async (caller) => {
         probe.calls.push({ tool: "write", principalId: caller.principalId });
         return { content: [{ type: "text", text: "written" }] };
-      }),
+      },
     );
     return { tools };
   },

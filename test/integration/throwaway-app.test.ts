@@ -7,7 +7,7 @@ import type { ConfigSection } from "../../src/instance/schema.ts";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { platformInput, platformTool } from "../../src/platform/platform-tool.ts";
+import { platformInput } from "../../src/platform/platform-tool.ts";
 import { makeFolderIfMissing } from "../../src/storage/folders.ts";
 import type { PartitionPaths } from "../../src/storage/paths.ts";
 import type { AppEnv } from "../../src/web/app-env.ts";
@@ -67,13 +67,13 @@ const greeterApp: PlatformApp<GreeterSettings> = {
         inputSchema: platformInput({ name: z.string() }),
         annotations: { readOnlyHint: false },
       },
-      platformTool(async (caller, args: { name: string }) => {
+      async (caller, args: { name: string }) => {
         await greetings.record(caller.workspaceId, caller.principalId, args.name);
         return {
           content: [{ type: "text", text: `${settings.salutation} ${args.name}` }],
           structuredContent: { greeted: args.name, by: caller.principalId, in: caller.workspaceId },
         };
-      }),
+      },
     );
     return { tools, workspaceRoutes: routes };
   },

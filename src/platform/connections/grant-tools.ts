@@ -1,7 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { AppTools } from "../app-tools.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import { platformInput } from "../platform-tool.ts";
 import type { ConnectionGrant, Grants } from "./grants.ts";
 
 const grantInput = {
@@ -27,10 +27,10 @@ export function registerGrantTools(tools: AppTools, grants: Grants): void {
       inputSchema: platformInput({}),
       annotations: { title: "List grants", readOnlyHint: true },
     },
-    platformTool(async (caller) => {
+    async (caller) => {
       const list = await grants.list(caller.workspaceId, caller.principalId);
       return answer({ grants: list }, list.length > 0 ? list.map(describe).join("\n") : "No grants here.");
-    }),
+    },
   );
 
   tools.registerTool(
@@ -41,10 +41,10 @@ export function registerGrantTools(tools: AppTools, grants: Grants): void {
       inputSchema: platformInput(grantInput),
       annotations: { title: "Grant a personal connection", readOnlyHint: false, idempotentHint: true },
     },
-    platformTool(async (caller, args: { principalId: string; connection: string }) => {
+    async (caller, args: { principalId: string; connection: string }) => {
       const { grant } = await grants.grant(caller.workspaceId, caller.principalId, args);
       return answer({ grant }, describe(grant));
-    }),
+    },
   );
 
   tools.registerTool(
@@ -55,12 +55,12 @@ export function registerGrantTools(tools: AppTools, grants: Grants): void {
       inputSchema: platformInput(grantInput),
       annotations: { title: "Revoke a grant", readOnlyHint: false, destructiveHint: true },
     },
-    platformTool(async (caller, args: { principalId: string; connection: string }) => {
+    async (caller, args: { principalId: string; connection: string }) => {
       await grants.revoke(caller.workspaceId, caller.principalId, args.principalId, args.connection);
       return answer(
         { revoked: args },
         `Revoked: ${args.principalId} no longer uses ${args.connection} here.`,
       );
-    }),
+    },
   );
 }

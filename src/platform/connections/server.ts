@@ -2,7 +2,7 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { AppTools } from "../app-tools.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import { platformInput } from "../platform-tool.ts";
 import type { CallerConnections } from "./caller-connections.ts";
 import { registerGrantTools } from "./grant-tools.ts";
 import type { Grants } from "./grants.ts";
@@ -24,14 +24,14 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       inputSchema: platformInput({}),
       annotations: { title: "List connections", readOnlyHint: true },
     },
-    platformTool(async (caller) => {
+    async (caller) => {
       const list = await connections.list(caller.workspaceId, caller.principalId);
       const lines = list.map(
         (c) =>
           `${c.name}  ${c.state}  ${c.url}  ${c.snapshot ? `snapshot ${c.snapshot.version} (${c.snapshot.tools.length} tools)` : "no snapshot yet"}`,
       );
       return json({ connections: list }, lines.length > 0 ? lines.join("\n") : "No connections here yet.");
-    }),
+    },
   );
 
   tools.registerTool(
@@ -63,7 +63,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       }),
       annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
+    async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
       const added = await connections.add(caller.workspaceId, caller.principalId, args);
       if ("go_url" in added) {
         return json(
@@ -75,7 +75,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         added,
         `Connected "${added.name}": snapshot ${added.snapshot?.version} with ${added.snapshot?.tools.length} tools.`,
       );
-    }),
+    },
   );
 
   tools.registerTool(
@@ -93,7 +93,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       }),
       annotations: { title: "Authorize a connection", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { name: string; scopes?: string[] }) => {
+    async (caller, args: { name: string; scopes?: string[] }) => {
       const started = await connections.startAuthorization(
         caller.workspaceId,
         caller.principalId,
@@ -106,7 +106,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         started,
         `Open ${started.go_url} in a browser before ${started.expiresAt} to authorize "${args.name}".`,
       );
-    }),
+    },
   );
 
   tools.registerTool(
@@ -116,10 +116,10 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Remove a connection", readOnlyHint: false, destructiveHint: true },
     },
-    platformTool(async (caller, args: { name: string }) => {
+    async (caller, args: { name: string }) => {
       await connections.remove(caller.workspaceId, caller.principalId, args.name);
       return json({ removed: args.name }, `Removed "${args.name}".`);
-    }),
+    },
   );
 
   for (const [tool, disabled] of [
@@ -139,7 +139,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
           idempotentHint: true,
         },
       },
-      platformTool(async (caller, args: { name: string }) => {
+      async (caller, args: { name: string }) => {
         const view = await connections.setDisabled(
           caller.workspaceId,
           caller.principalId,
@@ -147,7 +147,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
           disabled,
         );
         return json(view, `"${view.name}" is ${view.state}.`);
-      }),
+      },
     );
   }
 
@@ -159,10 +159,10 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Connection status", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { name: string }) => {
+    async (caller, args: { name: string }) => {
       const view = await connections.view(caller.workspaceId, caller.principalId, args.name);
       return json(view, JSON.stringify(view));
-    }),
+    },
   );
 
   tools.registerTool(
@@ -173,7 +173,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       inputSchema: platformInput({ name: nameInput }),
       annotations: { title: "Refresh a connection's tools", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { name: string }) => {
+    async (caller, args: { name: string }) => {
       const { connection, changes } = await connections.refresh(
         caller.workspaceId,
         caller.principalId,
@@ -183,7 +183,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         { connection, changes },
         `"${args.name}" is now at snapshot ${connection.snapshot?.version}: ${JSON.stringify(changes)}`,
       );
-    }),
+    },
   );
 
   tools.registerTool(
@@ -198,7 +198,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       }),
       annotations: { title: "Connection snapshots", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { name: string; from?: number; to?: number }) => {
+    async (caller, args: { name: string; from?: number; to?: number }) => {
       if (args.from !== undefined && args.to !== undefined) {
         const diff = await connections.diff(
           caller.workspaceId,
@@ -214,7 +214,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         { snapshots },
         snapshots.map((s) => `${s.version}  ${s.takenAt}  ${s.toolCount} tools  ${s.digest}`).join("\n"),
       );
-    }),
+    },
   );
 
   registerGrantTools(tools, grants);

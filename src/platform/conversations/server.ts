@@ -1,7 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { AppTools } from "../app-tools.ts";
-import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
+import { pageInput, platformInput } from "../platform-tool.ts";
 import { DEFAULT_EVENT_PAGE, EVENT_ORDERS, MAX_EVENT_PAGE } from "./event-page.ts";
 import { EXPORT_FORMATS, toJsonExport, toMarkdown } from "./export.ts";
 import {
@@ -34,7 +34,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ title: titleInput.optional(), events: events.optional() }),
       annotations: { title: "Create a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
+    async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
       const conversation = await store.create(
         caller.workspaceId,
         caller.principalId,
@@ -42,7 +42,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         args.events,
       );
       return summaryResult(conversation, `Created ${conversation.id}.`);
-    }),
+    },
   );
 
   tools.registerTool(
@@ -53,7 +53,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, events }),
       annotations: { title: "Append to a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
+    async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
       const done = await store.append(caller.workspaceId, caller.principalId, args.id, args.events);
       const seqs = done.events.map((event) => event.seq);
       return {
@@ -62,7 +62,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         ],
         structuredContent: { ...done },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -78,12 +78,10 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Read a conversation", readOnlyHint: true },
     },
-    platformTool(
-      async (caller, args: { id: string; order?: "oldest" | "newest"; cursor?: string; limit?: number }) => {
-        const page = await store.get(caller.workspaceId, caller.principalId, args.id, args);
-        return { content: [{ type: "text", text: JSON.stringify(page) }], structuredContent: { ...page } };
-      },
-    ),
+    async (caller, args: { id: string; order?: "oldest" | "newest"; cursor?: string; limit?: number }) => {
+      const page = await store.get(caller.workspaceId, caller.principalId, args.id, args);
+      return { content: [{ type: "text", text: JSON.stringify(page) }], structuredContent: { ...page } };
+    },
   );
 
   tools.registerTool(
@@ -95,7 +93,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput(pageInput("Conversations", MAX_LIST_PAGE, DEFAULT_LIST_PAGE)),
       annotations: { title: "List conversations", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { cursor?: string; limit?: number }) => {
+    async (caller, args: { cursor?: string; limit?: number }) => {
       const page = await listConversations(store.indexes, caller.workspaceId, caller.principalId, args);
       const lines = page.conversations.map(
         (c) => `${c.id}  ${c.title || "(untitled)"}  ${c.messageCount} messages  updated ${c.updatedAt}`,
@@ -107,7 +105,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         ],
         structuredContent: { ...page },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -122,7 +120,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Search conversations", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { query: string; cursor?: string; limit?: number }) => {
+    async (caller, args: { query: string; cursor?: string; limit?: number }) => {
       const page = await searchConversations(
         store.indexes,
         store,
@@ -142,7 +140,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         ],
         structuredContent: { ...page },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -157,10 +155,10 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Fork a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
+    async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
       const conversation = await store.fork(caller.workspaceId, caller.principalId, args.id, args);
       return summaryResult(conversation, `Forked ${args.id} as ${conversation.id}.`);
-    }),
+    },
   );
 
   tools.registerTool(
@@ -170,7 +168,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, format: z.enum(EXPORT_FORMATS).optional() }),
       annotations: { title: "Export a conversation", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { id: string; format?: "markdown" | "json" }) => {
+    async (caller, args: { id: string; format?: "markdown" | "json" }) => {
       const { conversation, events: all } = await store.readWhole(
         caller.workspaceId,
         caller.principalId,
@@ -188,7 +186,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         content: [{ type: "text", text: markdown }],
         structuredContent: { format: "markdown", markdown },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -198,12 +196,12 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, title: titleInput }),
       annotations: { title: "Retitle a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(async (caller, args: { id: string; title: string }) => {
+    async (caller, args: { id: string; title: string }) => {
       const { conversation } = await store.append(caller.workspaceId, caller.principalId, args.id, [
         { type: "title", title: args.title },
       ]);
       return summaryResult(conversation, `Retitled ${args.id}.`);
-    }),
+    },
   );
 
   tools.registerTool(
@@ -213,10 +211,10 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id }),
       annotations: { title: "Delete a conversation", readOnlyHint: false, destructiveHint: true },
     },
-    platformTool(async (caller, args: { id: string }) => {
+    async (caller, args: { id: string }) => {
       await store.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
-    }),
+    },
   );
 
   return tools;

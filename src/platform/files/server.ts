@@ -2,7 +2,7 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { AppTools } from "../app-tools.ts";
-import { pageInput, platformInput, platformTool, progressReporter } from "../platform-tool.ts";
+import { pageInput, platformInput, progressReporter } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
 import { type FileMeta, isTextual } from "./model.ts";
 import type { FileStore } from "./store.ts";
@@ -32,23 +32,21 @@ export function createFilesTools(files: FileStore): AppTools {
       }),
       annotations: { title: "Write a file", readOnlyHint: false, destructiveHint: false },
     },
-    platformTool(
-      async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, call) => {
-        if ((args.text === undefined) === (args.base64 === undefined)) {
-          return toolError("Give the content as exactly one of `text` or `base64`.");
-        }
-        if (args.base64 !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64)) {
-          return toolError("`base64` is not valid base64: use the standard alphabet with = padding.");
-        }
-        const content =
-          args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
-        const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
-        const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
-        const file = { name: args.name, mimeType };
-        const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
-        return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
-      },
-    ),
+    async (caller, args: { name: string; text?: string; base64?: string; mimeType?: string }, call) => {
+      if ((args.text === undefined) === (args.base64 === undefined)) {
+        return toolError("Give the content as exactly one of `text` or `base64`.");
+      }
+      if (args.base64 !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64)) {
+        return toolError("`base64` is not valid base64: use the standard alphabet with = padding.");
+      }
+      const content =
+        args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");
+      const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
+      const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
+      const file = { name: args.name, mimeType };
+      const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
+      return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
+    },
   );
 
   tools.registerTool(
@@ -62,7 +60,7 @@ export function createFilesTools(files: FileStore): AppTools {
       }),
       annotations: { title: "List files", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { cursor?: string; limit?: number }) => {
+    async (caller, args: { cursor?: string; limit?: number }) => {
       const page = await files.page(caller.workspaceId, caller.principalId, args);
       const lines = page.files.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
       if (page.nextCursor) lines.push(`More files: call this tool again with cursor "${page.nextCursor}".`);
@@ -72,7 +70,7 @@ export function createFilesTools(files: FileStore): AppTools {
         ],
         structuredContent: { ...page },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -82,10 +80,10 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "File info", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { id: string }) => {
+    async (caller, args: { id: string }) => {
       const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
       return metaResult(meta, JSON.stringify(meta));
-    }),
+    },
   );
 
   tools.registerTool(
@@ -95,7 +93,7 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "Read a file", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { id: string }) => {
+    async (caller, args: { id: string }) => {
       const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
       if (meta.size > MAX_MCP_READ_BYTES) {
         return toolError(`${meta.id} is ${meta.size} bytes; download it with GET /v1/files/${meta.id}.`);
@@ -108,7 +106,7 @@ export function createFilesTools(files: FileStore): AppTools {
         content: [{ type: "text", text: body }],
         structuredContent: { id: meta.id, name: meta.name, mimeType: meta.mimeType, encoding, content: body },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -118,10 +116,10 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
     },
-    platformTool(async (caller, args: { id: string }) => {
+    async (caller, args: { id: string }) => {
       await files.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
-    }),
+    },
   );
 
   return tools;

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
 import { AppTools } from "../app-tools.ts";
-import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
+import { pageInput, platformInput } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
 import type { NotificationView } from "./model.ts";
 
@@ -24,7 +24,7 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
       }),
       annotations: { title: "List notifications", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { cursor?: string; limit?: number; unacked?: boolean }) => {
+    async (caller, args: { cursor?: string; limit?: number; unacked?: boolean }) => {
       const page = await inbox.page(caller.workspaceId, caller.principalId, args);
       const lines = page.notifications.map(line);
       if (page.nextCursor) lines.push(`Older ones: call this tool again with cursor "${page.nextCursor}".`);
@@ -32,7 +32,7 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
         content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No notifications." }],
         structuredContent: { ...page },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -42,11 +42,11 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
       inputSchema: platformInput({ id: idInput }),
       annotations: { title: "Read a notification", readOnlyHint: true },
     },
-    platformTool(async (caller, args: { id: string }) => {
+    async (caller, args: { id: string }) => {
       const entry = await inbox.get(caller.workspaceId, caller.principalId, args.id);
       const text = entry.body === undefined ? line(entry) : `${line(entry)}\n\n${entry.body}`;
       return { content: [{ type: "text", text }], structuredContent: { notification: entry } };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -60,13 +60,13 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
       }),
       annotations: { title: "Acknowledge notifications", readOnlyHint: false, idempotentHint: true },
     },
-    platformTool(async (caller, args: { ids?: string[]; all?: boolean }) => {
+    async (caller, args: { ids?: string[]; all?: boolean }) => {
       const what = ackRequest(args);
       const { acked } = await inbox.ack(caller.workspaceId, caller.principalId, what);
       const text =
         "all" in what ? "Acknowledged every notification." : `Acknowledged ${acked} notification(s).`;
       return { content: [{ type: "text", text }], structuredContent: { acked } };
-    }),
+    },
   );
 
   return tools;

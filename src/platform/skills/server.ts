@@ -2,7 +2,7 @@ import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { AppTools } from "../app-tools.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import { platformInput } from "../platform-tool.ts";
 import type { SkillService } from "./service.ts";
 import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
@@ -24,7 +24,7 @@ export function createSkillsTools(skills: SkillService, writer: SkillWriter): Ap
       inputSchema: platformInput({}),
       annotations: { title: "List skills", readOnlyHint: true },
     },
-    platformTool(async (caller) => {
+    async (caller) => {
       const { skills: resolved, problems } = await skills.resolve(caller.workspaceId, caller.principalId);
       const list = resolved.map(skillView);
       const lines = list.map(
@@ -35,7 +35,7 @@ export function createSkillsTools(skills: SkillService, writer: SkillWriter): Ap
         content: [{ type: "text", text: lines.length > 0 ? lines.join("\n") : "No skills here yet." }],
         structuredContent: { skills: list, problems },
       };
-    }),
+    },
   );
 
   tools.registerTool(
@@ -47,7 +47,7 @@ export function createSkillsTools(skills: SkillService, writer: SkillWriter): Ap
       }),
       annotations: { title: "Read a skill", readOnlyHint: true },
     },
-    platformTool(async (caller, { name }: { name: string }) => {
+    async (caller, { name }: { name: string }) => {
       const { skills: resolved } = await skills.resolve(caller.workspaceId, caller.principalId);
       const skill = resolved.find((s) => s.name === name);
       if (!skill) return toolError(`No skill named "${name}" here; list them with ${LIST_TOOL}.`);
@@ -55,7 +55,7 @@ export function createSkillsTools(skills: SkillService, writer: SkillWriter): Ap
         content: [{ type: "text", text: skill.body }],
         structuredContent: { ...skillView(skill), body: skill.body },
       };
-    }),
+    },
   );
 
   registerSkillWriteTools(tools, writer);

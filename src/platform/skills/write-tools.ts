@@ -2,8 +2,8 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import type { AppTools } from "../app-tools.ts";
-import { platformInput, platformTool } from "../platform-tool.ts";
+import type { AppTools, PlatformToolRun } from "../app-tools.ts";
+import { platformInput } from "../platform-tool.ts";
 import type { LoadingChannel, Skill } from "./model.ts";
 import { type SkillUpdate, type SkillWriter, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
 
@@ -34,10 +34,11 @@ interface SkillArgs {
 /** skills__create, __update, __delete, __history: the write side of the skills app. */
 export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWriter): void {
   // The scope argument picks the target; anything but "user" is the workspace (the schema allows only these two).
-  const run = <A extends { scope?: string }>(
-    work: (target: WriteTarget, args: A) => Promise<CallToolResult>,
-  ) =>
-    platformTool<A>((caller, args) =>
+  const run =
+    <A extends { scope?: string }>(
+      work: (target: WriteTarget, args: A) => Promise<CallToolResult>,
+    ): PlatformToolRun<A> =>
+    (caller, args) =>
       work(
         {
           scope: args.scope === "user" ? "user" : "workspace",
@@ -45,8 +46,7 @@ export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWrite
           principalId: caller.principalId,
         },
         args,
-      ),
-    );
+      );
 
   tools.registerTool(
     "create",

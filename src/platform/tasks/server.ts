@@ -2,7 +2,7 @@ import * as z from "zod";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { AppTools } from "../app-tools.ts";
-import { pageInput, platformInput, platformTool } from "../platform-tool.ts";
+import { pageInput, platformInput } from "../platform-tool.ts";
 import type { Definer } from "./definition.ts";
 import type { Run, Task } from "./model.ts";
 import { DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
@@ -51,8 +51,10 @@ const definition = {
 /** The tasks app's tools, one table for every workspace (each call brings its workspace): the caller's tasks and the shared ones. */
 export function createTasksTools(tasks: Tasks): AppTools {
   const tools = new AppTools("atrium-tasks");
-  const tool = <A>(run: (asker: Definer, args: A) => Promise<ReturnType<typeof answer>>) =>
-    platformTool((caller: Caller, args: A) => run(definerOf(caller), args));
+  const tool =
+    <A>(run: (asker: Definer, args: A) => Promise<ReturnType<typeof answer>>) =>
+    (caller: Caller, args: A) =>
+      run(definerOf(caller), args);
 
   tools.registerTool(
     "create",

@@ -3,7 +3,7 @@ import * as z from "zod";
 import { NotFound } from "../../../src/errors.ts";
 import { AppSource } from "../../../src/platform/app-source.ts";
 import { AppTools, type ToolCall } from "../../../src/platform/app-tools.ts";
-import { platformInput, platformTool, progressReporter } from "../../../src/platform/platform-tool.ts";
+import { platformInput, progressReporter } from "../../../src/platform/platform-tool.ts";
 import type { Caller } from "../../../src/sources/caller-meta.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
 import { unexpectedErrorOf } from "../../../src/sources/tool-failure.ts";
@@ -23,37 +23,37 @@ function createTools(): AppTools {
       inputSchema: platformInput({ to: z.number().int().min(1) }),
       annotations: { readOnlyHint: true },
     },
-    platformTool(async (caller, args: { to: number }, call) => {
+    async (caller, args: { to: number }, call) => {
       seen.push({ caller, args, cancellable: call.signal !== undefined });
       const report = progressReporter(call, (done, total) => `${done} of ${total}`);
       for (let done = 1; done <= args.to; done++) await report?.(done, args.to);
       return { content: [{ type: "text", text: `counted to ${args.to}` }] };
-    }),
+    },
   );
   tools.registerTool(
     "missing",
     { description: "Fails as a missing record does.", inputSchema: platformInput({}), annotations: {} },
-    platformTool(async () => {
+    async () => {
       throw new NotFound("record_not_found", "No such record here.");
-    }),
+    },
   );
   tools.registerTool(
     "broken",
     { description: "Fails as a broken disk does.", inputSchema: platformInput({}), annotations: {} },
-    platformTool(async () => {
+    async () => {
       throw new Error("EIO: i/o error, read");
-    }),
+    },
   );
   tools.registerTool(
     "wait",
     { description: "Waits until released or cancelled.", inputSchema: platformInput({}), annotations: {} },
-    platformTool(async (_caller, _args, call: ToolCall) => {
+    async (_caller, _args, call: ToolCall) => {
       await new Promise<void>((resolve) => {
         release = resolve;
         call.signal?.addEventListener("abort", () => resolve(), { once: true });
       });
       return { content: [{ type: "text", text: call.signal?.aborted ? "stopped" : "released" }] };
-    }),
+    },
   );
   return tools;
 }
@@ -153,7 +153,7 @@ describe("AppTools", () => {
       tools.registerTool(
         "count",
         { description: "Again.", inputSchema: platformInput({}), annotations: {} },
-        platformTool(async () => ({ content: [] })),
+        async () => ({ content: [] }),
       );
     expect(again).toThrow('The tool "count" is registered twice.');
   });

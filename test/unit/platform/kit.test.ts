@@ -12,7 +12,7 @@ import {
   startApps,
   workspaceSources,
 } from "../../../src/platform/kit.ts";
-import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
+import { platformInput } from "../../../src/platform/platform-tool.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import type { SourceRegistry } from "../../../src/sources/registry.ts";
@@ -133,10 +133,10 @@ describe("an app's one source", () => {
         tools.registerTool(
           "where",
           { description: "Say which workspace asked.", inputSchema: platformInput({}), annotations: {} },
-          platformTool(async (caller) => {
+          async (caller) => {
             seen.push(caller.workspaceId);
             return { content: [{ type: "text", text: caller.workspaceId }] };
-          }),
+          },
         );
         tools.server.server.onclose = () => {
           closed += 1;

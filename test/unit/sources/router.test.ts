@@ -12,7 +12,7 @@ import { RequestMuxTransport } from "../../../src/http/mcp/request-mux-transport
 import { createLogger } from "../../../src/log.ts";
 import { AppSource } from "../../../src/platform/app-source.ts";
 import { AppTools } from "../../../src/platform/app-tools.ts";
-import { platformInput, platformTool } from "../../../src/platform/platform-tool.ts";
+import { platformInput } from "../../../src/platform/platform-tool.ts";
 import { CALLER_META_KEY, type Caller, callerFromMeta } from "../../../src/sources/caller-meta.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
@@ -202,9 +202,9 @@ describe("Router.callTool", () => {
     tools.registerTool(
       "read",
       { description: "Fails the way a broken disk does.", inputSchema: platformInput({}), annotations: {} },
-      platformTool(async () => {
+      async () => {
         throw new Error("EACCES: permission denied, open '/srv/atrium/data/ws_x/meta.json'");
-      }),
+      },
     );
     registry.add(new AppSource("app", tools));
     const result = await router.callTool(registry, CALLER, "app__read", {}, CALL);
