@@ -1,6 +1,7 @@
 import { InvalidInput } from "../../errors.ts";
 import { isPersonalSourceName } from "../../sources/tool-names.ts";
-import type { Connections, ConnectionView, NewConnection } from "./connections.ts";
+import type { ConnectionView } from "./connection-view.ts";
+import type { Connections, NewConnection } from "./connections.ts";
 import type { PersonalConnections, PersonalConnectionView } from "./personal.ts";
 
 /**

@@ -7,6 +7,7 @@ import type { PublishedSkill, WorkspaceSources } from "../app.ts";
 import { buildSources } from "./build-sources.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
+import { type ConnectionView, viewConnection } from "./connection-view.ts";
 import { ConnectionSource } from "./gate.ts";
 import {
   type AuthRequest,
@@ -15,7 +16,6 @@ import {
   checkAuth,
   checkConnectionName,
   checkServerUrl,
-  deriveState,
   newConnectionId,
   type StoredAuth,
 } from "./model.ts";
@@ -31,29 +31,6 @@ export interface NewConnection {
   name?: unknown;
   url?: unknown;
   auth?: unknown;
-}
-
-/** A connection as every API answers it: never a credential's value. */
-export interface ConnectionView {
-  name: string;
-  url: string;
-  auth:
-    | { kind: "none" }
-    | { kind: "static"; header: string }
-    | { kind: "oauth"; scopes: string[]; issuer: string };
-  state: ConnectionState;
-  authorizationGeneration: number;
-  createdAt: string;
-  createdBy: string;
-  /** `null` while pending_auth: an OAuth connection is photographed once it is authorized. */
-  snapshot: {
-    version: number;
-    digest: string;
-    protocolVersion: string;
-    takenAt: string;
-    tools: string[];
-  } | null;
-  health: { transport: unknown; credential: unknown };
 }
 
 export interface ConnectionsDeps {
@@ -265,33 +242,8 @@ export class Connections {
     return Promise.all(this.deps.store.names(workspaceId).map((name) => this.view(workspaceId, name)));
   }
 
-  async view(workspaceId: string, name: string): Promise<ConnectionView> {
-    const { store } = this.deps;
-    const record = await store.get(workspaceId, name);
-    const [snapshot, transport, credential] = await Promise.all([
-      record.snapshotVersion === 0 ? undefined : store.snapshot(workspaceId, name, record.snapshotVersion),
-      store.transport(workspaceId, name),
-      store.credential(workspaceId, name),
-    ]);
-    return {
-      name: record.name,
-      url: record.url,
-      auth: authView(record.auth),
-      state: deriveState(record, transport, credential),
-      authorizationGeneration: record.authorizationGeneration,
-      createdAt: record.createdAt,
-      createdBy: record.createdBy,
-      snapshot: snapshot
-        ? {
-            version: snapshot.version,
-            digest: snapshot.digest,
-            protocolVersion: snapshot.protocolVersion,
-            takenAt: snapshot.takenAt,
-            tools: snapshot.tools.map((tool) => tool.name),
-          }
-        : null,
-      health: { transport: transport.last ?? null, credential: credential.last ?? null },
-    };
+  view(workspaceId: string, name: string): Promise<ConnectionView> {
+    return viewConnection(this.deps.store, workspaceId, name);
   }
 
   /**
@@ -393,12 +345,4 @@ export class Connections {
       throw new Forbidden("Only a workspace admin can manage its connections.");
     }
   }
-}
-
-/** The auth a client sees: the kind and what is not secret (never a credential id or token). */
-function authView(auth: StoredAuth): ConnectionView["auth"] {
-  if (auth.kind === "static") return { kind: "static", header: auth.header };
-  if (auth.kind === "oauth")
-    return { kind: "oauth", scopes: auth.granted ?? auth.scopes, issuer: auth.issuer };
-  return { kind: "none" };
 }

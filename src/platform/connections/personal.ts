@@ -8,7 +8,8 @@ import { FOLDER_MODE } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
-import { Connections, type ConnectionsDeps, type ConnectionView, type NewConnection } from "./connections.ts";
+import type { ConnectionView } from "./connection-view.ts";
+import { Connections, type ConnectionsDeps, type NewConnection } from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
 import {
