@@ -122,8 +122,9 @@ async function admitAndAnswer(
 
 /**
  * One POST as the endpoint reads it, its web `Request` built only when asked for. A class rather
- * than an object with an arrow function: the sources run through tsx, which names every such
- * function with a property write per request (about 1% of a call's CPU in the profile).
+ * than an object with an arrow function: the sources run through tsx, which gives such a function
+ * its name with a property write each time one is made — here on every request (≈ 1% of busy time
+ * in the profile; the call ≈ 5% faster without it).
  */
 class NodePost implements McpPost {
   constructor(
