@@ -2,29 +2,29 @@
 // --import tsx): it times each download, upload and `cp` it is asked for and answers over IPC.
 // Why a separate process: in the bench's own process (tsx loaded, a larger heap), node:http cost
 // 130-160 ms of CPU per 49 MiB download, much of it garbage collection of the HTTP parser's copy
-// of each body chunk, against 60-100 ms in a plain process and 40-50 ms for Atrium's side: the
-// client, not Atrium, set the download's figure (≈ 200 against ≈ 450 MB/s, same server). cp is
-// timed here too, so all three are timed alike, from one small process.
+// of each body chunk; the client, not Atrium, set the download's figure. cp is timed here too, so
+// all three are timed alike, from one small process. For the same reason a download is read from
+// a plain socket into one reused buffer (socket-download.mjs): through node:http, even in this
+// process, the parser's copies held every server, Atrium or the plain one, to about 1 GB/s.
 // Plain JavaScript because it runs without tsx.
 import { spawn } from "node:child_process";
 import { open, readFile } from "node:fs/promises";
 import { request } from "node:http";
 import { performance } from "node:perf_hooks";
+import { download } from "./socket-download.mjs";
 
 const TIMEOUT_MS = 120_000;
 /** The bytes each upload sends, read once per path: the upload sends from memory. */
 const bodies = new Map();
 
 /**
- * One request with node:http; answers the status, the body's length and (for a short answer: an
- * error, an upload's metadata) its text. A download is only counted, never kept.
+ * An upload with node:http, the body sent from memory in one write; answers the status, the
+ * answer's length and its text (an error, or the new file's metadata).
  */
-function send(url, method, body) {
+function upload(url, body) {
   return new Promise((resolve, reject) => {
-    const headers = body
-      ? { "content-type": "application/octet-stream", "content-length": String(body.length) }
-      : {};
-    const req = request(url, { method, headers, timeout: TIMEOUT_MS }, (response) => {
+    const headers = { "content-type": "application/octet-stream", "content-length": String(body.length) };
+    const req = request(url, { method: "POST", headers, timeout: TIMEOUT_MS }, (response) => {
       let bytes = 0;
       const text = [];
       response.on("data", (chunk) => {
@@ -36,7 +36,7 @@ function send(url, method, body) {
       );
       response.once("error", reject);
     });
-    req.once("timeout", () => req.destroy(new Error(`${method} ${url}: no answer in ${TIMEOUT_MS} ms`)));
+    req.once("timeout", () => req.destroy(new Error(`POST ${url}: no answer in ${TIMEOUT_MS} ms`)));
     req.once("error", reject);
     req.end(body);
   });
@@ -74,7 +74,7 @@ async function run(job) {
     body = bodies.get(job.path);
   }
   const started = performance.now();
-  const answer = await send(job.url, job.op === "upload" ? "POST" : "GET", body);
+  const answer = job.op === "upload" ? await upload(job.url, body) : await download(job.url, TIMEOUT_MS);
   return { seconds: (performance.now() - started) / 1000, ...answer };
 }
 
