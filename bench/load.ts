@@ -2,10 +2,12 @@
 // both protocol eras, the targets of each comparison loaded in interleaved rounds
 // (lib/interleave.ts): tools/call files__info against the bare SDK doing the same disk read; ping
 // against a plain hono JSON route; tools/list against the bare SDK listing as many tools;
-// initialize / server/discover with 9 skills, under dev and with an access token. Atrium and the
-// baselines stay up together (idle servers cost nothing measurable), so rounds can alternate.
+// initialize / server/discover with 9 skills, under dev and with an access token, against main's
+// code before issue 15 run beside it (lib/before-issue-15.ts). Atrium and the baselines stay up
+// together (idle servers cost nothing measurable), so rounds can alternate.
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { checkOutBeforeIssue15 } from "./lib/before-issue-15.ts";
 import type { ChildServer } from "./lib/child-server.ts";
 import { type InterleavedTarget, runInterleaved } from "./lib/interleave.ts";
 import type { LoadSettings } from "./lib/load-test.ts";
@@ -49,6 +51,7 @@ export async function runLoadBench(settings: LoadSettings, only?: LoadGroup[]): 
   const bare = await startBenchServer("bare-sdk", "info", fixture, toolsFile);
   progress("plain-hono: starting");
   const hono = await startBenchServer("plain-hono", "info", fixture);
+  const before = !only || only.includes("opening") ? await startBeforeIssue15() : undefined;
 
   const rowsByRun: Row[][] = [];
   const eraRows = (make: (era: Era) => Row[]) => ERAS.flatMap(make);
@@ -84,7 +87,8 @@ export async function runLoadBench(settings: LoadSettings, only?: LoadGroup[]): 
         method: "tools/list",
       }),
     ]),
-    // Dev and token in one run of rounds: the token's cost is a difference of neighbours.
+    // Dev and token in one run of rounds: the token's cost is a difference of neighbours; the
+    // code before issue 15 in the same rounds, when it could be started.
     eraRows((era) => [
       row("opening", "atrium", `atrium ${openingMethod(era)}, dev`, era, a, {
         url: mcp,
@@ -95,6 +99,21 @@ export async function runLoadBench(settings: LoadSettings, only?: LoadGroup[]): 
         method: openingMethod(era),
         headers: token,
       }),
+      ...(before
+        ? [
+            row(
+              "opening",
+              "baseline",
+              `main before issue 15, ${openingMethod(era)}, dev`,
+              era,
+              before.server,
+              {
+                url: before.mcpUrl,
+                method: openingMethod(era),
+              },
+            ),
+          ]
+        : []),
     ]),
   );
 
@@ -117,6 +136,26 @@ export async function runLoadBench(settings: LoadSettings, only?: LoadGroup[]): 
     }
   }
   return { rows: results, atrium };
+}
+
+/**
+ * Main's code before issue 15, set up as Atrium is (9 skills, a file, a token); undefined when it
+ * cannot run here, and the opening rows are then judged against the recorded figure.
+ */
+async function startBeforeIssue15(): Promise<AtriumUnderTest | undefined> {
+  const tree = await checkOutBeforeIssue15();
+  if ("error" in tree) {
+    progress(`before-issue-15: ${tree.error}; the opening rows use the recorded figure`);
+    return undefined;
+  }
+  progress("before-issue-15: starting main's code before issue 15 (9 skills)");
+  try {
+    return await startAtrium(OPENING_SKILLS, tree.bin, "before-issue-15");
+  } catch (error) {
+    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    progress(`before-issue-15: did not start (${reason}); the opening rows use the recorded figure`);
+    return undefined;
+  }
 }
 
 function row(

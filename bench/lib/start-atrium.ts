@@ -43,8 +43,13 @@ export interface AtriumUnderTest {
 }
 
 // Boots a throwaway Atrium instance under the dev auth provider, finds its workspace, creates
-// one file and enough workspace skills to make `skills` in all, and obtains a token.
-export async function startAtrium(skills: number): Promise<AtriumUnderTest> {
+// one file and enough workspace skills to make `skills` in all, and obtains a token. `bin` is
+// this checkout's unless another tree's is given (lib/before-issue-15.ts).
+export async function startAtrium(
+  skills: number,
+  bin = atriumBin,
+  name = "atrium",
+): Promise<AtriumUnderTest> {
   const temp = await makeTempDir("atrium-bench-instance");
   const dataDir = join(temp.path, "data");
   await mkdir(dataDir);
@@ -62,9 +67,9 @@ export async function startAtrium(skills: number): Promise<AtriumUnderTest> {
   await writeFile(instancePath, JSON.stringify(instance, null, 2));
 
   const server = spawnServer({
-    name: "atrium",
+    name,
     cwd: repoRoot,
-    args: [atriumBin, "serve", "--instance", instancePath, "--port", String(port), "--data", dataDir],
+    args: [bin, "serve", "--instance", instancePath, "--port", String(port), "--data", dataDir],
     keepStdinOpen: false,
   });
   await waitForHttpOk(server, `${base}/v1/health`);

@@ -100,6 +100,10 @@ describe("the goal table from a report", () => {
     expect(token?.met).toBe(false);
   });
 
+  it("initialize says which figure it was judged against", () => {
+    expect(find("initialize, 9 skills", "2025-11-25")?.measure).toMatch(/\(recorded \d{4}-\d{2}-\d{2}\)$/);
+  });
+
   it("p99 is judged as a multiple of p50 of the same Atrium row", () => {
     const tail = find("p99", "2025-11-25");
     expect(tail?.ratio).toBe(3.5);
@@ -114,6 +118,42 @@ describe("the goal table from a report", () => {
       "heap per workspace after",
     ])
       expect(find(measure)?.met, measure).toBeUndefined();
+  });
+});
+
+describe("the opening rows against main's code before issue 15, run beside", () => {
+  const dev: LoadRow = {
+    id: "o",
+    group: "opening",
+    role: "atrium",
+    label: "dev",
+    era: "2026-07-28",
+    stats: stats(3000),
+  };
+  const opening = (rows: ReturnType<typeof goalRows>) =>
+    rows.find((row) => row.measure.startsWith("server/discover, 9 skills"));
+
+  it("is judged against the code run beside it, not the recorded figure", () => {
+    const beside: LoadRow = { ...dev, id: "b", role: "baseline", label: "before", stats: stats(750) };
+    const row = opening(goalRows(report([dev, beside])));
+    expect(row?.ratio).toBe(4);
+    expect(row?.met).toBe(false);
+    expect(row?.measure).toContain("(run beside)");
+  });
+
+  it("is left unjudged, saying why, when that code ran and failed", () => {
+    const failed: LoadRow = {
+      id: "b",
+      group: "opening",
+      role: "baseline",
+      label: "before",
+      era: "2026-07-28",
+      error: "HTTP 500",
+    };
+    const row = opening(goalRows(report([dev, failed])));
+    expect(row?.met).toBeUndefined();
+    expect(row?.baseline).toBeUndefined();
+    expect(row?.problem).toBe("before: HTTP 500");
   });
 });
 
