@@ -25,6 +25,8 @@ interface Entry {
   stamps: Stamp[];
   /** A stamp this close to the read may hide a change made within the same clock tick. */
   racy: boolean;
+  /** The event-loop turn in which the stamps were last found unchanged. */
+  checkedInTurn: number;
 }
 
 /**
@@ -44,10 +46,14 @@ const MAX_ENTRIES = 2_000;
  * file added or removed, changes one of them, so an operator's edit shows on the next request, as
  * when every request listed the folders. The check is a synchronous `stat` per stamp: those paths
  * are in the kernel's cache, and one costs microseconds where an asynchronous one costs a trip
- * through the thread pool. Writes through Atrium also drop the entries (`forget`).
+ * through the thread pool. An entry is checked once per event-loop turn: requests served in the
+ * same turn arrived together and share the check (adr/0061), and the next turn checks again.
+ * Writes through Atrium also drop the entries (`forget`).
  */
 export class ScopeCache {
   private readonly entries = new Map<string, Entry>();
+  private turn = 0;
+  private turnEnding = false;
 
   constructor(
     private readonly files = new SkillFileCache(),
@@ -57,7 +63,7 @@ export class ScopeCache {
   async read(dir: string, scope: SkillScope, provenance?: Provenance): Promise<ScopeListing> {
     const key = `${scope}\0${provenance ?? ""}\0${dir}`;
     const cached = this.entries.get(key);
-    if (cached && !cached.racy && cached.stamps.every(unchanged)) {
+    if (cached && !cached.racy && this.stillTrue(cached)) {
       // Most recently used last, so eviction takes the longest unused.
       this.entries.delete(key);
       this.entries.set(key, cached);
@@ -68,9 +74,24 @@ export class ScopeCache {
     const listing = await readSkillDir(dir, scope, provenance, this.files);
     const newest = Math.max(...stamps.map((s) => s.mtimeMs));
     this.entries.delete(key);
-    this.entries.set(key, { listing, stamps, racy: this.now() - newest < RACY_MS });
+    this.entries.set(key, { listing, stamps, racy: this.now() - newest < RACY_MS, checkedInTurn: -1 });
     if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
     return listing;
+  }
+
+  private stillTrue(entry: Entry): boolean {
+    if (entry.checkedInTurn === this.turn) return true;
+    if (!entry.stamps.every(unchanged)) return false;
+    entry.checkedInTurn = this.turn;
+    if (!this.turnEnding) {
+      this.turnEnding = true;
+      // setImmediate runs once this turn's I/O callbacks, and the requests they began, are done.
+      setImmediate(() => {
+        this.turn += 1;
+        this.turnEnding = false;
+      }).unref();
+    }
+    return true;
   }
 
   /** Drops every entry: a write through Atrium does not wait for a stamp to move. */

@@ -1,3 +1,4 @@
+import { utimesSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,6 +38,7 @@ async function putSkill(name: string, body?: string): Promise<void> {
   await touched(join(dir, name), join(dir, name, "SKILL.md"));
 }
 
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const newCache = () => new ScopeCache(undefined, () => now);
 const names = async (cache: ScopeCache) => (await cache.read(dir, "workspace")).skills.map((s) => s.name);
 
@@ -127,6 +129,22 @@ describe("ScopeCache", () => {
     now += 5_000;
     const settled = await cache.read(dir, "workspace");
     expect(await cache.read(dir, "workspace")).toBe(settled);
+  });
+
+  it("checks once per event-loop turn: reads in the same turn share it, the next turn checks again", async () => {
+    await putSkill("alpha", "First words.");
+    const cache = newCache();
+    await cache.read(dir, "workspace");
+    await nextTurn();
+    const checked = await cache.read(dir, "workspace");
+    // An edit that lands between two reads of one turn (as between requests read together).
+    const skillFile = join(dir, "alpha", "SKILL.md");
+    writeFileSync(skillFile, text("alpha", "Second words, longer."));
+    const at = new Date(T0 + 99_000);
+    utimesSync(skillFile, at, at);
+    expect(await cache.read(dir, "workspace")).toBe(checked);
+    await nextTurn();
+    expect((await cache.read(dir, "workspace")).skills[0]?.body).toBe("Second words, longer.");
   });
 
   it("keeps scopes apart: the same folder read as another scope is its own listing", async () => {
