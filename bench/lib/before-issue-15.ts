@@ -21,7 +21,18 @@ export async function checkOutBeforeIssue15(): Promise<{ bin: string } | { error
   try {
     const dir = await makeTempDir("atrium-bench-before-issue-15");
     const archive = join(dir.path, "tree.tar");
-    await run("git", ["-C", repoRoot, "archive", "--output", archive, commit, "package.json", "bin", "src", "skills"]);
+    await run("git", [
+      "-C",
+      repoRoot,
+      "archive",
+      "--output",
+      archive,
+      commit,
+      "package.json",
+      "bin",
+      "src",
+      "skills",
+    ]);
     await run("tar", ["-x", "-f", archive, "-C", dir.path]);
     await symlink(join(repoRoot, "node_modules"), join(dir.path, "node_modules"), "dir");
     return { bin: join(dir.path, "bin", "atrium.js") };
