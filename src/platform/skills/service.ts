@@ -20,8 +20,15 @@ export interface ResolvedSkills {
   problems: SkillProblem[];
 }
 
+/** The caller's own scope folders, computed (and their ids checked) once per kept resolution. */
+interface CallerDirs {
+  user: string;
+  workspace: string;
+}
+
 /** What one caller's resolution was built from, and what was built: kept while those are the same. */
 interface Resolution {
+  dirs: CallerDirs;
   inputs: readonly (ScopeListing | Skill)[];
   resolved: ResolvedSkills;
   instructions?: string;
@@ -75,15 +82,19 @@ export class SkillService {
   }
 
   private async resolution(workspaceId: string, principalId: string): Promise<Resolution> {
+    const key = `${workspaceId}\0${principalId}`;
+    const dirs = this.resolutions.get(key)?.dirs ?? {
+      user: this.layout.userSkillsDir(principalId),
+      workspace: this.layout.workspaceSkillsDir(workspaceId),
+    };
     const reads = await Promise.all([
-      this.scopes.read(this.layout.userSkillsDir(principalId), "user"),
-      this.scopes.read(this.layout.workspaceSkillsDir(workspaceId), "workspace"),
+      this.scopes.read(dirs.user, "user"),
+      this.scopes.read(dirs.workspace, "workspace"),
       this.settings.orgDir ? this.scopes.read(this.settings.orgDir, "org") : NO_SKILLS,
       this.scopes.read(this.platformDir, "platform", "vendored"),
     ]);
     const published = (await Promise.all(this.serverSources.map((s) => s.list(workspaceId)))).flat();
     const inputs = [...reads, ...published];
-    const key = `${workspaceId}\0${principalId}`;
     const kept = this.resolutions.get(key);
     this.resolutions.delete(key);
     if (kept && sameItems(kept.inputs, inputs)) {
@@ -98,7 +109,7 @@ export class SkillService {
       this.log.warn({ workspace: workspaceId, ...problem }, "skill skipped");
     }
     const skills = resolveSkills([...reads.flatMap((r) => r.skills), ...published]);
-    const resolution: Resolution = { inputs, resolved: { skills, problems } };
+    const resolution: Resolution = { dirs, inputs, resolved: { skills, problems } };
     this.resolutions.set(key, resolution);
     if (this.resolutions.size > MAX_RESOLUTIONS)
       this.resolutions.delete(this.resolutions.keys().next().value as string);
