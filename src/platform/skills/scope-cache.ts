@@ -44,9 +44,9 @@ const MAX_ENTRIES = 2_000;
  * against its stamps: the scope folder's, each skill folder's (and every folder beneath it) and
  * each SKILL.md's modification time. A skill added, removed, renamed or edited on disk, a bundled
  * file added or removed, changes one of them, so an operator's edit shows on the next request
- * read after it, as when every request listed the folders. The check is a synchronous `stat` per stamp: those paths
- * are in the kernel's cache, and one costs microseconds where an asynchronous one costs a trip
- * through the thread pool. An entry is checked once per event-loop turn: requests served in the
+ * read after it, as when every request listed the folders. The check is a synchronous `stat` per
+ * stamp: those paths are in the kernel's cache, and one costs microseconds where an asynchronous
+ * one costs a trip through the thread pool. An entry is checked once per event-loop turn: requests served in the
  * same turn arrived together and share the check (adr/0061), and the next turn checks again.
  * Writes through Atrium also drop the entries (`forget`).
  */
