@@ -4,9 +4,10 @@
 // three after the first repeat; the upload sends from memory, as cp reads from the cache. All
 // three are timed by a small client process of plain Node (lib/transfer-client.mjs), not this
 // tsx-loaded one, whose own cost per download was larger than Atrium's; Atrium's CPU per
-// transfer is read from /proc, as the load rows' is. Beside cp, unjudged, cp followed by an fsync
-// of the copy: an upload is acknowledged only once on disk (adr/0024), which cp alone is not; and
-// the same download from a plain Node server piping the file: the ceiling of a download in Node.
+// transfer is read from /proc, as the load rows' is. Also timed: cp followed by an fsync of the
+// copy, the upload's baseline, since an upload is acknowledged only once on disk (adr/0024,
+// adr/0063), which cp alone is not; and, unjudged, the same download from a plain Node server
+// piping the file: the ceiling of a download in Node.
 import { type ChildProcess, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rm, writeFile } from "node:fs/promises";
@@ -84,7 +85,7 @@ export async function runTransferBench(atrium: AtriumUnderTest): Promise<Transfe
   };
   progress(
     `transfer: download ${result.downloadMBps.toFixed(0)} MB/s, upload ${result.uploadMBps.toFixed(0)} MB/s, ` +
-      `cp ${result.copyMBps.toFixed(0)} MB/s, cp + fsync ${result.copySyncedMBps?.toFixed(0)} MB/s, ` +
+      `cp ${result.copyMBps.toFixed(0)} MB/s, cp + fsync ${result.copySyncedMBps.toFixed(0)} MB/s, ` +
       `plain Node download ${result.plainNodeDownloadMBps?.toFixed(0)} MB/s ` +
       `(medians of ${REPEATS}); Atrium's CPU per transfer ` +
       `${result.downloadServerCpuMs} ms down, ${result.uploadServerCpuMs} ms up`,

@@ -60,6 +60,7 @@ export function chartPanels(report: BenchReport): ChartPanel[] {
         { label: "Atrium download", value: transfer.downloadMBps, role: "atrium" },
         { label: "Atrium upload", value: transfer.uploadMBps, role: "atrium" },
         { label: "cp", value: transfer.copyMBps, role: "baseline" },
+        { label: "cp + fsync", value: transfer.copySyncedMBps, role: "baseline" },
       ],
     });
   }

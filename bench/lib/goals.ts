@@ -136,14 +136,17 @@ export function goalRows(report: BenchReport): GoalRow[] {
 function transferRows({ transfer }: BenchReport): GoalRow[] {
   const measured = transfer && !("error" in transfer) ? transfer : undefined;
   const problem = transfer && "error" in transfer ? transfer.error : undefined;
-  const copy: Figure | undefined = measured && { value: measured.copyMBps, unit: "MB/s" };
+  const mbps = (value: number | undefined): Figure | undefined =>
+    value === undefined ? undefined : { value, unit: "MB/s" };
+  // The upload is judged against the copy that does the same work: `cp` then an fsync, since an
+  // upload is acknowledged only once on disk (adr/0024, adr/0063). `cp` alone is the download's.
   return [
     goalRow("49 MiB download vs cp", atLeast(0.8, "≥ 80%"), {
-      ...fig(measured && { value: measured.downloadMBps, unit: "MB/s" }, copy),
+      ...fig(mbps(measured?.downloadMBps), mbps(measured?.copyMBps)),
       ...(problem && { problem }),
     }),
-    goalRow("49 MiB upload vs cp", atLeast(0.7, "≥ 70%"), {
-      ...fig(measured && { value: measured.uploadMBps, unit: "MB/s" }, copy),
+    goalRow("49 MiB upload vs cp + fsync", atLeast(0.7, "≥ 70%"), {
+      ...fig(mbps(measured?.uploadMBps), mbps(measured?.copySyncedMBps)),
       ...(problem && { problem }),
     }),
   ];

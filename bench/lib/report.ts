@@ -29,9 +29,9 @@ export interface TransferResult {
   copyMBps: number;
   /**
    * `cp` then an fsync of the copy: what a copy costs when it must survive a power loss, as an
-   * upload to Atrium must (adr/0024). Shown beside the goal rows, not judged.
+   * upload to Atrium must (adr/0024); the upload row's baseline (adr/0063).
    */
-  copySyncedMBps?: number;
+  copySyncedMBps: number;
   /**
    * The same download from a plain node:http server piping the file (lib/plain-file-server.mjs):
    * what any Node server reaches over loopback on this machine. Shown beside the goal rows, not judged.

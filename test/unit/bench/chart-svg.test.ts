@@ -67,12 +67,21 @@ describe("the SVG chart", () => {
           },
           { id: "h", group: "ping", role: "baseline", label: "hono", error: "refused" },
         ],
-        { transfer: { bytes: 1, repeats: 1, downloadMBps: 100, uploadMBps: 90, copyMBps: 400 } },
+        {
+          transfer: {
+            bytes: 1,
+            repeats: 1,
+            downloadMBps: 100,
+            uploadMBps: 90,
+            copyMBps: 400,
+            copySyncedMBps: 150,
+          },
+        },
       ),
     );
     expect(panels.map((p) => [p.title, p.unit, p.bars.length])).toEqual([
       ["ping", "req/s", 1],
-      ["49 MiB file", "MB/s", 3],
+      ["49 MiB file", "MB/s", 4],
     ]);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Goal, goalRow, goalRows, judge } from "../../../bench/lib/goals.ts";
+import { type Goal, type GoalRow, goalRow, goalRows, judge } from "../../../bench/lib/goals.ts";
 import type { LoadRow } from "../../../bench/lib/report.ts";
 import { report, stats } from "./fixtures.ts";
 
@@ -158,16 +158,35 @@ describe("the opening rows against main's code before issue 15, run beside", () 
 });
 
 describe("transfers and memory", () => {
-  it("download and upload are shares of cp's throughput", () => {
-    const rows = goalRows(
-      report([], { transfer: { bytes: 1, repeats: 5, downloadMBps: 400, uploadMBps: 300, copyMBps: 500 } }),
-    );
-    const download = rows.find((row) => row.measure.startsWith("49 MiB download"));
-    const upload = rows.find((row) => row.measure.startsWith("49 MiB upload"));
+  const transfer = { bytes: 1, repeats: 5, downloadMBps: 400, uploadMBps: 300, copyMBps: 500 };
+  const transferRow = (rows: GoalRow[], name: string) =>
+    rows.find((row) => row.measure.startsWith(`49 MiB ${name}`));
+
+  it("the download is a share of cp, the upload a share of cp then fsync (the same durable work)", () => {
+    const rows = goalRows(report([], { transfer: { ...transfer, copySyncedMBps: 400 } }));
+    const download = transferRow(rows, "download");
+    const upload = transferRow(rows, "upload");
+    expect(download?.baseline).toEqual({ value: 500, unit: "MB/s" });
     expect(download?.ratio).toBe(0.8);
     expect(download?.met).toBe(true);
-    expect(upload?.ratio).toBe(0.6);
-    expect(upload?.met).toBe(false);
+    expect(upload?.measure).toBe("49 MiB upload vs cp + fsync");
+    expect(upload?.baseline).toEqual({ value: 400, unit: "MB/s" });
+    expect(upload?.ratio).toBe(0.75);
+    expect(upload?.met).toBe(true);
+  });
+
+  it("an upload under 70% of cp then fsync is not met, however it compares with cp", () => {
+    const rows = goalRows(report([], { transfer: { ...transfer, uploadMBps: 270, copySyncedMBps: 400 } }));
+    expect(transferRow(rows, "upload")?.ratio).toBeCloseTo(0.675);
+    expect(transferRow(rows, "upload")?.met).toBe(false);
+  });
+
+  it("a failed transfer part leaves both rows unjudged, with its error", () => {
+    const rows = goalRows(report([], { transfer: { error: "upload: HTTP 500" } }));
+    for (const name of ["download", "upload"]) {
+      expect(transferRow(rows, name)?.met).toBeUndefined();
+      expect(transferRow(rows, name)?.problem).toBe("upload: HTTP 500");
+    }
   });
 
   it("heap per workspace is what touching added, and eviction must give back all but a tenth of it", () => {
