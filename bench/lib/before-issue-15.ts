@@ -13,7 +13,8 @@ const run = promisify(execFile);
  * history into a temp dir so the `initialize` / `server/discover` rows can load it beside
  * today's code, on the same machine in the same rounds, instead of comparing with a figure
  * measured on another machine on another day. Its `package.json` (ES modules), `bin`, `src` and
- * `skills` only: it runs on this checkout's `node_modules` (the dependencies were the same then).
+ * `skills` only: it runs on this checkout's `node_modules`, so both run on the same libraries and
+ * the ratio compares code alone (since then only patch releases and zod's pin, adr/0062, moved).
  * Answers where its `bin/atrium.js` is, or why it could not be written (no git, a shallow clone).
  */
 export async function checkOutBeforeIssue15(): Promise<{ bin: string } | { error: string }> {
