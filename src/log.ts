@@ -2,14 +2,32 @@ import { pino } from "pino";
 
 export type Logger = pino.Logger;
 
-/** Field names whose value is a credential wherever they appear in a logged object. */
+/**
+ * Field names whose value is a credential wherever they appear in a logged object: Atrium's own
+ * names and the OAuth wire names, so an OAuth response or request body logged by accident is
+ * censored too. `code` is not among them: errors carry their `code` (ENOENT), which operators need.
+ */
 export const SECRET_FIELDS: ReadonlySet<string> = new Set([
   "authorization",
+  "proxy-authorization",
   "cookie",
+  "set-cookie",
   "token",
   "secret",
   "password",
   "clientSecret",
+  "client_secret",
+  "accessToken",
+  "access_token",
+  "refreshToken",
+  "refresh_token",
+  "idToken",
+  "id_token",
+  "codeVerifier",
+  "code_verifier",
+  "apiKey",
+  "api_key",
+  "x-api-key",
 ]);
 export const CENSOR = "[redacted]";
 /**
