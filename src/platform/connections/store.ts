@@ -1,8 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
-import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
-import { createFileExclusive } from "../../storage/exclusive.ts";
+import { readJsonIfExists, TEMP_PREFIX, writeFileAtomic, writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
@@ -30,7 +29,8 @@ export interface SnapshotSummary {
 
 /**
  * Connections of a workspace at `<ws>/connections/servers/<name>/`: `connection.json` (the
- * record), `snapshots/<n>.json` (append-only: each written once, exclusively, never replaced),
+ * record), `snapshots/<n>.json` (append-only: a version is committed by the record naming it, and
+ * a committed version is never replaced; one above the record's is a leftover, never read),
  * and one file per health loop (`transport.json`, `credential.json`), so neither loop ever
  * writes the other's fields. A connection appears whole (staged and renamed) and is removed
  * whole. An index of which workspaces have connections, built at boot by the recovery walk and
@@ -129,13 +129,11 @@ export class ConnectionStore implements LeftoverRules {
           "Another refresh of this connection finished first; look at its tools again.",
         );
       }
+      // The record is the commit point. A file already there for this version is what an append
+      // that failed or was killed before its commit left: never acknowledged, never listed or
+      // read (below), so it is replaced rather than blocking every later refresh.
       const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${snapshot.version}.json`);
-      if (!(await createFileExclusive(path, `${JSON.stringify(snapshot, null, 2)}\n`))) {
-        throw new Conflict(
-          "snapshot_raced",
-          "Another refresh of this connection finished first; look at its tools again.",
-        );
-      }
+      await writeFileAtomic(path, `${JSON.stringify(snapshot, null, 2)}\n`);
       const next = { ...current, snapshotVersion: snapshot.version };
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
       this.records.set(`${workspaceId}/${name}`, next);
@@ -144,23 +142,23 @@ export class ConnectionStore implements LeftoverRules {
   }
 
   async snapshot(workspaceId: string, name: string, version: number): Promise<Snapshot> {
-    await this.get(workspaceId, name);
+    const record = await this.get(workspaceId, name);
     const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
-    const snapshot =
-      Number.isInteger(version) && version > 0
-        ? ((await readJsonIfExists(path)) as Snapshot | undefined)
-        : undefined;
+    const snapshot = isCommitted(version, record)
+      ? ((await readJsonIfExists(path)) as Snapshot | undefined)
+      : undefined;
     if (!snapshot)
       throw new NotFound("snapshot_not_found", `Connection "${name}" has no snapshot ${version}.`);
     return snapshot;
   }
 
   async snapshots(workspaceId: string, name: string): Promise<SnapshotSummary[]> {
-    await this.get(workspaceId, name);
+    const record = await this.get(workspaceId, name);
     const files = await readdir(join(this.dir(workspaceId, name), SNAPSHOTS));
     const versions = files.flatMap((file) => {
       const match = SNAPSHOT_FILE.exec(file);
-      return match ? [Number(match[1])] : [];
+      const version = Number(match?.[1]);
+      return match && isCommitted(version, record) ? [version] : [];
     });
     const summaries = await Promise.all(
       versions
@@ -277,4 +275,9 @@ export function connectionNotFound(name: string): NotFound {
     "connection_not_found",
     `No connection named ${JSON.stringify(name.slice(0, 64))} in this workspace.`,
   );
+}
+
+/** Whether `version` names a snapshot the record has committed (1 to its current version). */
+function isCommitted(version: number, record: ConnectionRecord): boolean {
+  return Number.isInteger(version) && version > 0 && version <= record.snapshotVersion;
 }

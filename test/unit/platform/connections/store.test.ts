@@ -1,0 +1,93 @@
+import { readdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
+import type { Snapshot } from "../../../../src/platform/connections/snapshot.ts";
+import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const ALICE = `usr_${"a".repeat(24)}`;
+
+let temp: TempRoot;
+
+function record(snapshotVersion: number): ConnectionRecord {
+  return {
+    id: `con_${"c".repeat(24)}`,
+    name: "srv",
+    workspaceId: temp.ws,
+    url: "https://mcp.example.com/mcp",
+    auth: { kind: "none" },
+    createdAt: "2026-12-06T00:00:00.000Z",
+    createdBy: ALICE,
+    authorizationGeneration: 1,
+    snapshotVersion,
+    disabled: false,
+  };
+}
+
+function snapshot(version: number, digest = `d${version}`): Snapshot {
+  return {
+    version,
+    takenAt: "2026-12-06T00:00:00.000Z",
+    generation: 1,
+    protocolVersion: "2025-11-25",
+    tools: [],
+    digests: {},
+    digest,
+  };
+}
+
+function snapshotsDir(): string {
+  return join(temp.layout.partition("connections").dir(temp.ws), "servers", "srv", "snapshots");
+}
+
+/** What an append killed between writing its snapshot file and committing the record leaves. */
+async function leaveUncommitted(version: number): Promise<void> {
+  await writeFile(join(snapshotsDir(), `${version}.json`), JSON.stringify(snapshot(version, "left")));
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("connection-store", ALICE);
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("ConnectionStore snapshots", () => {
+  it("never lists or reads a snapshot file the record has not committed", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    await leaveUncommitted(2);
+
+    const restarted = new ConnectionStore(temp.layout.partition("connections"));
+    await restarted.recoverWorkspace(temp.ws, new Set(["connections"]), RecoveryPass.boot(Date.now()));
+    expect((await restarted.snapshots(temp.ws, "srv")).map((s) => s.version)).toEqual([1]);
+    await expect(restarted.snapshot(temp.ws, "srv", 2)).rejects.toMatchObject({ code: "snapshot_not_found" });
+  });
+
+  it("replaces an uncommitted leftover: the next refresh commits instead of racing forever", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    await leaveUncommitted(2);
+
+    const next = await store.appendSnapshot(temp.ws, "srv", snapshot(2, "fresh"));
+    expect(next.snapshotVersion).toBe(2);
+    expect((await store.snapshot(temp.ws, "srv", 2)).digest).toBe("fresh");
+    expect((await store.snapshots(temp.ws, "srv")).map((s) => s.version)).toEqual([2, 1]);
+    expect((await readdir(snapshotsDir())).sort()).toEqual(["1.json", "2.json"]);
+  });
+
+  it("still refuses a version that is not the next one", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    await expect(store.appendSnapshot(temp.ws, "srv", snapshot(3))).rejects.toMatchObject({
+      code: "snapshot_raced",
+    });
+    await expect(store.appendSnapshot(temp.ws, "srv", snapshot(1))).rejects.toMatchObject({
+      code: "snapshot_raced",
+    });
+    expect((await store.snapshot(temp.ws, "srv", 1)).digest).toBe("d1");
+  });
+});
