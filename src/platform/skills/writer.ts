@@ -271,7 +271,10 @@ function render(name: string, draft: SkillDraft): string {
   if (draft.provenance) atrium.provenance = draft.provenance;
   const data: Record<string, unknown> = { name, description: draft.description };
   if (Object.keys(atrium).length > 0) data.metadata = { atrium };
-  return matter.stringify(`${draft.body.trim()}\n`, data);
+  // An object, never a string: given a string, gray-matter parses it as a file first, so a body
+  // starting with `---js` would be evaluated and one starting with `---` would lose its text to
+  // front matter. The body is data, written after the front matter as it was given.
+  return matter.stringify({ content: `${draft.body.trim()}\n`, data: {} }, data);
 }
 
 function parseOrRefuse(text: string, target: WriteTarget): Skill {

@@ -1,0 +1,61 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parseSkill } from "../../../../src/platform/skills/parse.ts";
+import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
+
+let temp: TempRoot;
+let writer: SkillWriter;
+let target: WriteTarget;
+
+beforeEach(async () => {
+  temp = await openTempRoot("skill-body", ALICE);
+  writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
+  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE };
+});
+
+afterEach(async () => {
+  await temp.remove();
+  delete (globalThis as { skillBodyRan?: unknown }).skillBodyRan;
+});
+
+/** Writes a skill with `body`; answers the body it returned, the file, and the body parsed from it. */
+async function roundTrip(body: string): Promise<{ returned: string; reread: string; file: string }> {
+  const created = await writer.create(target, "s", { description: "d", body });
+  const file = await readFile(join(temp.layout.userSkillsDir(ALICE), "s", "SKILL.md"), "utf8");
+  return { returned: created.body, reread: parseSkill(file, "user").body, file };
+}
+
+describe("a skill's body is data", () => {
+  it("is never evaluated, even when it opens with ---js front matter", async () => {
+    const body = "---js\n{ ran: (globalThis.skillBodyRan = true) }\n---\nhi";
+    const { returned, reread } = await roundTrip(body);
+    expect((globalThis as { skillBodyRan?: unknown }).skillBodyRan).toBeUndefined();
+    expect(returned).toBe(body);
+    expect(reread).toBe(body);
+  });
+
+  it("keeps text between horizontal rules whole", async () => {
+    const body = "---\n\nIntro paragraph.\n\n---\n\nSecond section.";
+    const { returned, reread } = await roundTrip(body);
+    expect(returned).toBe(body);
+    expect(reread).toBe(body);
+  });
+
+  it("cannot add fields to the front matter", async () => {
+    const body = "---\nlicense: injected\n---\nreal body";
+    const { reread, file } = await roundTrip(body);
+    expect(reread).toBe(body);
+    expect(file.startsWith("---\nname: s\ndescription: d\n---\n")).toBe(true);
+    expect(file.indexOf("license")).toBeGreaterThan(file.indexOf("---\n", 4));
+  });
+
+  it("is stored when it would be invalid YAML as front matter", async () => {
+    const body = "---\nx: [\n---\n";
+    const { returned } = await roundTrip(body);
+    expect(returned).toBe(body.trim());
+  });
+});
