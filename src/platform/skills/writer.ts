@@ -274,7 +274,7 @@ function render(name: string, draft: SkillDraft): string {
   // An object, never a string: given a string, gray-matter parses it as a file first, so a body
   // starting with `---js` would be evaluated and one starting with `---` would lose its text to
   // front matter. The body is data, written after the front matter as it was given.
-  return matter.stringify({ content: `${draft.body.trim()}\n`, data: {} }, data);
+  return matter.stringify({ content: `${draft.body.trim()}\n` }, data);
 }
 
 function parseOrRefuse(text: string, target: WriteTarget): Skill {
