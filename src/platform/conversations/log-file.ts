@@ -1,4 +1,5 @@
-import { open } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
+import { Conflict } from "../../errors.ts";
 import { createFileExclusive } from "../../storage/exclusive.ts";
 import { type ConversationEvent, parseEventLine } from "./model.ts";
 
@@ -11,6 +12,21 @@ export interface LogRead {
   end: number;
   /** The file's size; past `end` it ends with a torn line (a crash mid-append). */
   size: number;
+  /** The file as it was read (`stampOf`): a writer keeping `end` checks it is still this file. */
+  stamp: string;
+}
+
+/**
+ * Size, modification time and inode: what changes when anyone but the writer holding `end` edits
+ * or replaces the log (an operator's repair), so that writer knows `end` is no longer true.
+ */
+export function stampOf(stats: { size: number; mtimeMs: number; ino: number }): string {
+  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`;
+}
+
+/** The log's stamp now; ENOENT when it is gone. */
+export async function logStamp(path: string): Promise<string> {
+  return stampOf(await stat(path));
 }
 
 /**
@@ -22,7 +38,8 @@ export interface LogRead {
 export async function readLog(path: string, from = 0): Promise<LogRead> {
   const handle = await open(path, "r");
   try {
-    const { size } = await handle.stat();
+    const stats = await handle.stat();
+    const { size } = stats;
     const bytes = Buffer.alloc(Math.max(0, size - from));
     const { bytesRead } =
       bytes.length > 0 ? await handle.read(bytes, 0, bytes.length, from) : { bytesRead: 0 };
@@ -34,7 +51,7 @@ export async function readLog(path: string, from = 0): Promise<LogRead> {
       if (event) events.push(event);
       start = i + 1;
     }
-    return { events, end: from + start, size: from + bytesRead };
+    return { events, end: from + start, size: from + bytesRead, stamp: stampOf(stats) };
   } finally {
     await handle.close();
   }
@@ -42,19 +59,34 @@ export async function readLog(path: string, from = 0): Promise<LogRead> {
 
 /**
  * Writes `lines` at byte `end` (the end of the last whole line) and flushes them before
- * returning. A torn tail past `end` is cut off first: that is the repair, and it removes only
- * bytes whose append was never acknowledged. The caller holds the conversation's lock.
+ * returning the log's new stamp. A torn tail past `end` is cut off first: that is the repair,
+ * and it removes only bytes whose append was never acknowledged. A log shorter than `end` was
+ * changed by someone else since `end` was read: nothing is written (the caller reads it again).
+ * The caller holds the conversation's lock.
  */
-export async function appendLog(path: string, end: number, lines: Buffer): Promise<void> {
+export async function appendLog(path: string, end: number, lines: Buffer): Promise<string> {
   const handle = await open(path, "r+");
   try {
     const { size } = await handle.stat();
+    if (size < end) throw logChanged();
     if (size !== end) await handle.truncate(end);
     await handle.write(lines, 0, lines.length, end);
     await handle.sync();
+    return stampOf(await handle.stat());
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * A log shorter than its writer last read (edited on disk between the writer's check and this
+ * write): the append is refused, never written past a hole; the writer reads the log again.
+ */
+function logChanged(): Conflict {
+  return new Conflict(
+    "conversation_changed",
+    "The conversation changed on disk while appending; append again.",
+  );
 }
 
 /** Creates a log holding `lines` whole, or says it exists (ids are random: that is a bug, not a race). */

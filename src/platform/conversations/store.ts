@@ -11,7 +11,7 @@ import type { ConversationSettings } from "./config.ts";
 import type { ConversationIndexes } from "./conversation-indexes.ts";
 import { type EventPageRequest, pageEvents } from "./event-page.ts";
 import { checkedWrite } from "./limits.ts";
-import { appendLog, createLog, eventLines, readLog } from "./log-file.ts";
+import { appendLog, createLog, eventLines, logStamp, readLog } from "./log-file.ts";
 import {
   type ConversationEvent,
   type ConversationSummary,
@@ -27,10 +27,14 @@ import {
 /** Whether `fileId` is `ownerId`'s own file in `workspaceId` (asked of the files app). */
 export type OwnFileCheck = (workspaceId: string, ownerId: string, fileId: string) => Promise<boolean>;
 
-/** Where a log ends and what it says so far: kept per log by its writer, so an append reads nothing. */
+/**
+ * Where a log ends and what it says so far: kept per log by its writer, so an append reads only
+ * the log's stamp. A stamp that differs (an operator edited the log) means the head is read again.
+ */
 interface Head {
   end: number;
   summary: ConversationSummary;
+  stamp: string;
 }
 
 /** Heads kept at once; the oldest is dropped and read again from its log when next appended to. */
@@ -109,7 +113,7 @@ export class ConversationStore implements LeftoverRules {
       const events = stamp(drafts, head.summary.eventCount, this.now());
       const bytes = checkedWrite(eventLines(events), head.end, this.limits);
       try {
-        await appendLog(path, head.end, bytes);
+        head.stamp = await appendLog(path, head.end, bytes);
       } catch (error) {
         // How much reached the log is unknown: read it again next time.
         this.heads.delete(path);
@@ -206,23 +210,22 @@ export class ConversationStore implements LeftoverRules {
     if (!(await createLog(path, bytes))) throw new Error(`conversation id ${id} is taken`);
     this.locator.set(id, { workspaceId, ownerId });
     const summary = summarize(id, events);
-    this.remember(path, { end: bytes.length, summary: { ...summary } });
+    this.remember(path, { end: bytes.length, summary: { ...summary }, stamp: await logStamp(path) });
     await this.indexes.appended(workspaceId, ownerId, id, { from: 0, to: bytes.length, events });
     this.events.publish({ type: "conversation.created", workspaceId, ownerId, conversation: summary });
     return summary;
   }
 
   private async head(path: string, id: string): Promise<Head> {
-    const known = this.heads.get(path);
-    if (known) return known;
-    let read: Awaited<ReturnType<typeof readLog>>;
     try {
-      read = await readLog(path);
+      const known = this.heads.get(path);
+      if (known && known.stamp === (await logStamp(path))) return known;
+      const read = await readLog(path);
+      return this.remember(path, { end: read.end, summary: summarize(id, read.events), stamp: read.stamp });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
       throw error;
     }
-    return this.remember(path, { end: read.end, summary: summarize(id, read.events) });
   }
 
   private remember(path: string, head: Head): Head {

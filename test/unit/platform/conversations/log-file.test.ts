@@ -36,6 +36,18 @@ describe("a conversation log", () => {
     expect(await readFile(path, "utf8")).toBe(`${line(1)}${line(2)}`);
   });
 
+  it("an append to a log shorter than its end is refused, and nothing is written", async () => {
+    const path = join(dir, "log.jsonl");
+    await writeFile(path, `${line(1)}${line(2)}`);
+    const { end } = await readLog(path);
+    await writeFile(path, line(1));
+    await expect(appendLog(path, end, Buffer.from(line(3)))).rejects.toMatchObject({
+      status: 409,
+      code: "conversation_changed",
+    });
+    expect(await readFile(path, "utf8")).toBe(line(1));
+  });
+
   it("a missing log is ENOENT, for the store to answer as not found", async () => {
     await expect(readLog(join(dir, "none.jsonl"))).rejects.toMatchObject({ code: "ENOENT" });
     await expect(appendLog(join(dir, "none.jsonl"), 0, Buffer.from(line(1)))).rejects.toMatchObject({
