@@ -6,7 +6,7 @@ import { writeFileAtomic } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
-import { readLog } from "./log-file.ts";
+import { endsLineAt, readLog } from "./log-file.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
 import { type IndexSnapshot, PartitionIndex } from "./partition-index.ts";
 
@@ -64,12 +64,14 @@ export class ConversationIndexes {
     workspaceId: string,
     ownerId: string,
     id: string,
-    change: { from: number; to: number; events: readonly ConversationEvent[] },
+    /** `edited`: the writer found the log changed on disk since it last wrote it. */
+    change: { from: number; to: number; events: readonly ConversationEvent[]; edited?: boolean },
   ): Promise<void> {
     await this.read(workspaceId, ownerId, async ({ index }) => {
       const covered = index.bytesOf(id) ?? 0;
-      if (covered === change.from) index.apply(id, change.events, change.to);
-      else if (covered < change.to) await this.catchUp(index, workspaceId, ownerId, id);
+      if (change.edited) index.remove(id);
+      if (!change.edited && covered === change.from) index.apply(id, change.events, change.to);
+      else if (change.edited || covered !== change.to) await this.catchUp(index, workspaceId, ownerId, id);
       else return;
       this.changed(workspaceId, ownerId);
     });
@@ -127,7 +129,11 @@ export class ConversationIndexes {
     return { index, logsRead };
   }
 
-  /** Reads the log from where the index stops and applies what it finds; a log gone is removed. */
+  /**
+   * Reads the log from where the index stops and applies what it finds; a log gone is removed,
+   * and one whose lines no longer end where the index stops (edited on disk) is indexed again
+   * from its start.
+   */
   private async catchUp(
     index: PartitionIndex,
     workspaceId: string,
@@ -137,8 +143,10 @@ export class ConversationIndexes {
     const path = join(this.storage.ownerDir(workspaceId, ownerId), `${id}${LOG_SUFFIX}`);
     const covered = index.bytesOf(id) ?? 0;
     try {
-      const { events, end } = await readLog(path, covered);
-      index.apply(id, events, end);
+      const rewritten = covered > 0 && !(await endsLineAt(path, covered));
+      if (rewritten) index.remove(id);
+      const read = await readLog(path, rewritten ? 0 : covered);
+      index.apply(id, read.events, read.end);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       index.remove(id);

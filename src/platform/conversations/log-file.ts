@@ -10,7 +10,8 @@ export interface LogRead {
   events: ConversationEvent[];
   /** The byte just after the last whole line: where the next append goes. */
   end: number;
-  /** The file's size; past `end` it ends with a torn line (a crash mid-append). */
+  /** The file's size; past `end` it ends with a torn line (a crash mid-append). Below `from`,
+   * the log was rewritten shorter since whoever asked last read it. */
   size: number;
   /** The file as it was read (`stampOf`): a writer keeping `end` checks it is still this file. */
   stamp: string;
@@ -22,6 +23,21 @@ export interface LogRead {
  */
 export function stampOf(stats: { size: number; mtimeMs: number; ino: number }): string {
   return `${stats.size}:${stats.mtimeMs}:${stats.ino}`;
+}
+
+/**
+ * Whether a line ends just before byte `offset`: false when the log was rewritten so that
+ * `offset` is no longer between two lines (or is past its end). ENOENT when it is gone.
+ */
+export async function endsLineAt(path: string, offset: number): Promise<boolean> {
+  const handle = await open(path, "r");
+  try {
+    const byte = Buffer.alloc(1);
+    const { bytesRead } = await handle.read(byte, 0, 1, offset - 1);
+    return bytesRead === 1 && byte[0] === NEWLINE;
+  } finally {
+    await handle.close();
+  }
 }
 
 /** The log's stamp now; ENOENT when it is gone. */
@@ -51,7 +67,7 @@ export async function readLog(path: string, from = 0): Promise<LogRead> {
       if (event) events.push(event);
       start = i + 1;
     }
-    return { events, end: from + start, size: from + bytesRead, stamp: stampOf(stats) };
+    return { events, end: from + start, size, stamp: stampOf(stats) };
   } finally {
     await handle.close();
   }

@@ -109,7 +109,7 @@ export class ConversationStore implements LeftoverRules {
     const path = this.logPath(workspaceId, ownerId, id);
     await this.checkFiles(workspaceId, ownerId, drafts);
     const written = await this.locks.run(path, async () => {
-      const head = await this.head(path, id);
+      const { head, edited } = await this.head(path, id);
       const events = stamp(drafts, head.summary.eventCount, this.now());
       const bytes = checkedWrite(eventLines(events), head.end, this.limits);
       try {
@@ -123,7 +123,7 @@ export class ConversationStore implements LeftoverRules {
       const from = head.end;
       head.end += bytes.length;
       for (const event of events) foldEvent(head.summary, event);
-      return { from, to: head.end, events, conversation: { ...head.summary } };
+      return { from, to: head.end, events, conversation: { ...head.summary }, edited };
     });
     await this.indexes.appended(workspaceId, ownerId, id, written);
     const change = drafts.every((draft) => draft.type === "title") ? "title" : "appended";
@@ -216,12 +216,14 @@ export class ConversationStore implements LeftoverRules {
     return summary;
   }
 
-  private async head(path: string, id: string): Promise<Head> {
+  /** The log's head; `edited` when the one this writer kept no longer matches the log on disk. */
+  private async head(path: string, id: string): Promise<{ head: Head; edited: boolean }> {
     try {
       const known = this.heads.get(path);
-      if (known && known.stamp === (await logStamp(path))) return known;
+      if (known && known.stamp === (await logStamp(path))) return { head: known, edited: false };
       const read = await readLog(path);
-      return this.remember(path, { end: read.end, summary: summarize(id, read.events), stamp: read.stamp });
+      const head = { end: read.end, summary: summarize(id, read.events), stamp: read.stamp };
+      return { head: this.remember(path, head), edited: known !== undefined };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
       throw error;

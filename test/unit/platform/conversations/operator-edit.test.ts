@@ -69,6 +69,44 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     expect(texts(reread.events)).toEqual(["one", "three", "four"]);
   });
 
+  it("the index forgets what was removed by hand once the log is appended to again", async () => {
+    const store = openStore();
+    const { id, path } = await conversationWithLog(store);
+    const search = (word: string) =>
+      store.indexes.read(temp.ws, ALICE, ({ index }) => index.search(word, undefined, 10).hits);
+    expect(await search("two")).toHaveLength(1);
+    const lines = (await readFile(path, "utf8")).split("\n");
+    await writeFile(path, lines.filter((line) => !line.includes('"two"')).join("\n"));
+
+    await store.append(temp.ws, ALICE, id, [message("four")]);
+    expect(await search("two")).toEqual([]);
+    expect((await search("four"))[0]?.summary.id).toBe(id);
+    expect((await search("three"))[0]?.summary.eventCount).toBe(5);
+  });
+
+  it("an index saved before a hand edit is rebuilt for that log at the next start", async () => {
+    const store = openStore();
+    const { id, path } = await conversationWithLog(store);
+    const searchIn = (s: ConversationStore, word: string) =>
+      s.indexes.read(temp.ws, ALICE, ({ index }) => index.search(word, undefined, 10).hits);
+    expect(await searchIn(store, "two")).toHaveLength(1);
+    await store.indexes.flush();
+    // Shorter by one line, then longer than before: the saved coverage now falls mid-line.
+    const kept = (await readFile(path, "utf8")).split("\n").filter((line) => !line.includes('"two"'));
+    const added = JSON.stringify({
+      seq: 5,
+      at: "2026-01-01T00:00:00.000Z",
+      type: "message",
+      role: "user",
+      content: [{ type: "text", text: "zebra ".repeat(40) }],
+    });
+    await writeFile(path, `${kept.join("\n")}${added}\n`);
+
+    const restarted = openStore();
+    expect(await searchIn(restarted, "two")).toEqual([]);
+    expect((await searchIn(restarted, "zebra"))[0]?.summary.id).toBe(id);
+  });
+
   it("an append after lines were added by hand keeps them", async () => {
     const store = openStore();
     const { id, path } = await conversationWithLog(store);
