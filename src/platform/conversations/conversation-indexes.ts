@@ -67,7 +67,7 @@ export class ConversationIndexes {
     /** `edited`: the writer found the log changed on disk since it last wrote it. */
     change: { from: number; to: number; events: readonly ConversationEvent[]; edited?: boolean },
   ): Promise<void> {
-    await this.read(workspaceId, ownerId, async ({ index }) => {
+    await this.update(workspaceId, ownerId, async ({ index }) => {
       const covered = index.bytesOf(id) ?? 0;
       if (change.edited) index.remove(id);
       if (!change.edited && covered === change.from) index.apply(id, change.events, change.to);
@@ -79,10 +79,28 @@ export class ConversationIndexes {
 
   /** A writer removed a log. */
   async removed(workspaceId: string, ownerId: string, id: string): Promise<void> {
-    await this.read(workspaceId, ownerId, ({ index }) => {
+    await this.update(workspaceId, ownerId, ({ index }) => {
       index.remove(id);
       this.changed(workspaceId, ownerId);
     });
+  }
+
+  /**
+   * Applies a writer's change, which is durable and acknowledged by now: a failure here must not
+   * reach the writer's caller, who would send the change again. The index is dropped instead, and
+   * loaded again from the logs at its next read.
+   */
+  private async update(
+    workspaceId: string,
+    ownerId: string,
+    change: (view: IndexView) => void | Promise<void>,
+  ): Promise<void> {
+    try {
+      await this.read(workspaceId, ownerId, change);
+    } catch (error) {
+      this.loaded.delete(key(workspaceId, ownerId));
+      this.log.warn({ err: error, workspaceId }, "conversation index dropped after a failed update");
+    }
   }
 
   private async load(workspaceId: string, ownerId: string): Promise<IndexView> {

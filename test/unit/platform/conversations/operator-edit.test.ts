@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { ConversationIndexes } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
@@ -117,5 +117,28 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     expect(events[0]?.seq).toBe(6);
     const reread = await openStore().get(temp.ws, ALICE, id);
     expect(texts(reread.events)).toEqual(["one", "two", "three", "by hand", "after"]);
+  });
+});
+
+describe("the index after a writer's change", () => {
+  it("a failed index update is not the writer's failure: the append stands once, and the index reloads", async () => {
+    const store = openStore();
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")]);
+    const failing = vi
+      .spyOn(store.indexes as unknown as { catchUp: () => Promise<void> }, "catchUp")
+      .mockRejectedValueOnce(new Error("EIO: the disk said no"));
+    await store.indexes.appended(temp.ws, ALICE, id, { from: 1, to: 2, events: [] });
+    expect(failing).toHaveBeenCalledTimes(1);
+    failing.mockRestore();
+
+    const { events } = await store.append(temp.ws, ALICE, id, [message("two")]);
+    expect(events).toHaveLength(1);
+    const hits = await store.indexes.read(
+      temp.ws,
+      ALICE,
+      ({ index }) => index.search("two", undefined, 10).hits,
+    );
+    expect(hits.map((hit) => hit.summary.id)).toEqual([id]);
+    expect(texts((await store.get(temp.ws, ALICE, id)).events)).toEqual(["one", "two"]);
   });
 });
