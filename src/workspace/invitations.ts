@@ -6,7 +6,7 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { hasControlCharacters } from "../text.ts";
+import { isUnshowable } from "../text.ts";
 import type { WorkspaceRole } from "./model.ts";
 
 /** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
@@ -50,7 +50,7 @@ export function readInvitee(body: Record<string, unknown>): Invitee {
   }
   if (typeof body.email === "string") {
     const email = body.email.trim().toLowerCase();
-    if (email.length > MAX_EMAIL_CHARS || !EMAIL.test(email) || hasControlCharacters(email)) {
+    if (email.length > MAX_EMAIL_CHARS || !EMAIL.test(email) || isUnshowable(email)) {
       throw new InvalidInput(
         `Field "email" must be an email address of at most ${MAX_EMAIL_CHARS} characters.`,
       );

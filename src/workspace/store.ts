@@ -9,7 +9,7 @@ import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
-import { hasControlCharacters } from "../text.ts";
+import { isUnshowable } from "../text.ts";
 import {
   MAX_WORKSPACE_NAME_CHARS,
   type Member,
@@ -266,9 +266,9 @@ function checkRecord(id: string, path: string, text: string): Workspace {
 
 function checkName(name: string): string {
   const trimmed = typeof name === "string" ? name.trim() : "";
-  if (trimmed.length === 0 || trimmed.length > MAX_WORKSPACE_NAME_CHARS || hasControlCharacters(trimmed)) {
+  if (trimmed.length === 0 || trimmed.length > MAX_WORKSPACE_NAME_CHARS || isUnshowable(trimmed)) {
     throw new InvalidInput(
-      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters.`,
+      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters and no half of a surrogate pair.`,
     );
   }
   return trimmed;

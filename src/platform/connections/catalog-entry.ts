@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from "ajv";
-import { hasControlCharacters } from "../../text.ts";
+import { isUnshowable } from "../../text.ts";
 
 // One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
 // …/server.schema.json), checked against the part of it Atrium reads, and what Atrium says about
@@ -153,7 +153,7 @@ function holdsSecret(header: RemoteHeader & { variables?: Record<string, RemoteH
 
 /** C0 and C1 controls, DEL, and the invisible characters above. */
 export function hasUnsafeCharacters(text: string): boolean {
-  if (hasControlCharacters(text)) return true;
+  if (isUnshowable(text)) return true;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
     if (INVISIBLE_RANGES.some(([low, high]) => code >= low && code <= high)) return true;

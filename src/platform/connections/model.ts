@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { InvalidInput } from "../../errors.ts";
 import { isPersonalSourceName } from "../../sources/tool-names.ts";
-import { hasControlCharacters } from "../../text.ts";
+import { isUnshowable } from "../../text.ts";
 
 /** How Atrium authenticates to the server: nothing, one header whose value is sealed, or OAuth. */
 export type StoredAuth =
@@ -167,7 +167,7 @@ export function checkAuth(auth: unknown): AuthRequest {
       typeof given.value !== "string" ||
       given.value === "" ||
       given.value.length > MAX_VALUE_CHARS ||
-      hasControlCharacters(given.value)
+      isUnshowable(given.value)
     ) {
       throw new InvalidInput(
         `"auth.value" is the header's value: 1 to ${MAX_VALUE_CHARS} characters on one line.`,

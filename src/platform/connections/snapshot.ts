@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Tool } from "@modelcontextprotocol/client";
 import type { RemoteSkill } from "../../sources/mcp-source.ts";
+import { hidesText } from "../../text.ts";
 
 /** An immutable photograph of what a server offered, taken when it was added or refreshed. */
 export interface Snapshot {
@@ -26,17 +27,6 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 const MAX_DESCRIPTION_CHARS = 8192;
 const MAX_TOOLS = 1000;
 const MAX_INSTRUCTIONS_CHARS = 32 * 1024;
-// Zero-width, bidirectional controls and other invisible format characters that can hide
-// instructions from a human reviewing a tool's description.
-const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u061C\uFEFF\u00AD]/;
-/** C0 and C1 controls, except the tab and newline a description may use. */
-function hasControls(text: string): boolean {
-  for (let i = 0; i < text.length; i += 1) {
-    const code = text.charCodeAt(i);
-    if ((code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f)) return true;
-  }
-  return false;
-}
 
 /** JSON with object keys sorted at every depth and no spaces: equal values, equal bytes. */
 export function canonicalJson(value: unknown): string {
@@ -74,9 +64,8 @@ export function screenTool(tool: Tool): string | undefined {
     if (text === undefined) continue;
     if (text.length > MAX_DESCRIPTION_CHARS)
       return `tool "${name}": its ${field} is over ${MAX_DESCRIPTION_CHARS} characters`;
-    if (INVISIBLE.test(text))
-      return `tool "${name}": its ${field} holds invisible (zero-width or bidirectional) characters`;
-    if (hasControls(text)) return `tool "${name}": its ${field} holds control characters`;
+    if (hidesText(text))
+      return `tool "${name}": its ${field} holds invisible (zero-width or bidirectional) or control characters`;
   }
   return undefined;
 }
@@ -91,7 +80,7 @@ function screenSkill(skill: RemoteSkill): string | undefined {
     ["body", skill.body, MAX_INSTRUCTIONS_CHARS],
   ] as const) {
     if (text.length > max) return `skill "${skill.name}": its ${field} is over ${max} characters`;
-    if (INVISIBLE.test(text) || hasControls(text)) {
+    if (hidesText(text)) {
       return `skill "${skill.name}": its ${field} holds invisible or control characters`;
     }
   }
@@ -108,7 +97,7 @@ export function photograph(
   if (instructions !== undefined) {
     if (instructions.length > MAX_INSTRUCTIONS_CHARS)
       problems.push(`its instructions are over ${MAX_INSTRUCTIONS_CHARS} characters`);
-    else if (INVISIBLE.test(instructions) || hasControls(instructions)) {
+    else if (hidesText(instructions)) {
       problems.push("its instructions hold invisible (zero-width or bidirectional) or control characters");
     }
   }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { hasControlCharacters } from "../../text.ts";
+import { isUnshowable } from "../../text.ts";
 
 export interface FileMeta {
   id: string;
@@ -29,7 +29,7 @@ export function isFileId(value: string): boolean {
 export function checkFileName(name: unknown): string | undefined {
   if (typeof name !== "string") return undefined;
   const trimmed = name.trim();
-  if (trimmed.length === 0 || trimmed.length > MAX_FILE_NAME_CHARS || hasControlCharacters(trimmed)) {
+  if (trimmed.length === 0 || trimmed.length > MAX_FILE_NAME_CHARS || isUnshowable(trimmed)) {
     return undefined;
   }
   return trimmed;

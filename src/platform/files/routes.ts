@@ -1,6 +1,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
+import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { sendFile } from "../../web/send-file.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -101,7 +102,8 @@ function downloadHeaders(meta: FileMeta): Record<string, string> {
     // Files stored before MIME types were checked strictly may hold one Node cannot send.
     "content-type": checkMimeType(meta.mimeType) ?? DEFAULT_MIME_TYPE,
     "content-length": String(meta.size),
-    "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(meta.name)}`,
+    // A name stored before broken Unicode was refused must not make its download fail.
+    "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(wellFormed(meta.name))}`,
     // Stored content is the user's, not ours: never let a browser run it as this origin.
     "x-content-type-options": "nosniff",
     "content-security-policy": "sandbox",

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { InvalidInput } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
-import { hasControlCharacters } from "../../text.ts";
+import { isUnshowable } from "../../text.ts";
 
 export const SEVERITIES = ["info", "warning", "error"] as const;
 export type Severity = (typeof SEVERITIES)[number];
@@ -67,7 +67,7 @@ export function checkDraft(draft: NotificationDraft): NotificationDraft {
     typeof title !== "string" ||
     title.trim() === "" ||
     title.length > MAX_TITLE_CHARS ||
-    hasControlCharacters(title)
+    isUnshowable(title)
   ) {
     throw new InvalidInput(`A notification's title is 1 to ${MAX_TITLE_CHARS} characters on one line.`);
   }

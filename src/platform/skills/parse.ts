@@ -1,4 +1,5 @@
 import matter from "gray-matter";
+import { hidesText } from "../../text.ts";
 import { type AtriumMetadata, validateAtriumMetadata } from "./metadata-schema.ts";
 import { isSkillName, MAX_DESCRIPTION_CHARS, type Provenance, type Skill, type SkillScope } from "./model.ts";
 
@@ -46,6 +47,14 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
     throw new SkillInvalid(
       "description",
       `must be a non-empty string of at most ${MAX_DESCRIPTION_CHARS} characters`,
+    );
+  }
+  // What a reader cannot see must not reach a model's context; a connection to this workspace
+  // would refuse the skill for it too (connections/snapshot.ts).
+  if (hidesText(description)) {
+    throw new SkillInvalid(
+      "description",
+      "must not hold invisible (zero-width or bidirectional) or control characters",
     );
   }
   const metadata = data.metadata;

@@ -1,7 +1,7 @@
 import { Cron } from "croner";
 import { InvalidInput } from "../../errors.ts";
 import { splitToolName } from "../../sources/tool-names.ts";
-import { hasControlCharacters } from "../../text.ts";
+import { isUnshowable } from "../../text.ts";
 import type { TaskSettings } from "./config.ts";
 import type { Task, TaskAction, TaskLimits, TaskTrigger, Visibility } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
@@ -129,7 +129,7 @@ function checkName(value: unknown): string {
     typeof value !== "string" ||
     value.trim() === "" ||
     value.length > MAX_NAME_CHARS ||
-    hasControlCharacters(value)
+    isUnshowable(value)
   ) {
     throw new InvalidInput(`A task's "name" is 1 to ${MAX_NAME_CHARS} characters on one line.`);
   }

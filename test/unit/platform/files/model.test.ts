@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkMimeType } from "../../../../src/platform/files/model.ts";
+import { checkFileName, checkMimeType } from "../../../../src/platform/files/model.ts";
 
 describe("checkMimeType (RFC 9110 media-type)", () => {
   it.each([
@@ -35,5 +35,20 @@ describe("checkMimeType (RFC 9110 media-type)", () => {
     ["not a string", 42],
   ])("refuses %s", (_label, input) => {
     expect(checkMimeType(input)).toBeUndefined();
+  });
+});
+
+describe("checkFileName", () => {
+  it("keeps a name of whole Unicode text, trimmed", () => {
+    expect(checkFileName("  Plan \u{1F600} — café.pdf ")).toBe("Plan \u{1F600} — café.pdf");
+  });
+
+  it.each([
+    ["empty", "  "],
+    ["a control character", "a\u0007b"],
+    ["half of a surrogate pair", `a${String.fromCharCode(0xd800)}b`],
+    ["not a string", 42],
+  ])("refuses a name that is %s", (_case, name) => {
+    expect(checkFileName(name)).toBeUndefined();
   });
 });

@@ -66,6 +66,23 @@ describe("parseSkill", () => {
     expect(error.field).toBe("name");
   });
 
+  it.each([
+    ["a NUL", '"Fine \\0 words."'],
+    ["a bell", '"Fine \\a words."'],
+    ["a zero-width space", '"Fine\u200bwords."'],
+    ["a right-to-left override", '"Fine \u202e words."'],
+    ["half of a surrogate pair", '"Fine \\ud800 words."'],
+  ])("refuses a description holding %s, naming the description field", (_case, value) => {
+    const error = refusal(skillFile(["name: weekly", `description: ${value}`]));
+    expect(error.field).toBe("description");
+  });
+
+  it("accepts a description with a tab", () => {
+    expect(parseSkill(skillFile(["name: weekly", 'description: "Fine\\twords."']), "user").description).toBe(
+      "Fine\twords.",
+    );
+  });
+
   it("accepts a name of exactly 64 characters", () => {
     const name = `a${"-b".repeat(31)}a`;
     expect(name).toHaveLength(64);

@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { hidesText, isUnshowable, wellFormed } from "../../src/text.ts";
+
+const LONE_HIGH = String.fromCharCode(0xd800);
+const LONE_LOW = String.fromCharCode(0xdc00);
+const PAIR = "\u{1F600}";
+
+describe("labels and prose a reader must be able to see", () => {
+  it("a label may hold any whole Unicode text on one line", () => {
+    expect(isUnshowable(`Plan ${PAIR} — café`)).toBe(false);
+  });
+
+  it.each([
+    ["a NUL", "a\u0000b"],
+    ["a newline", "a\nb"],
+    ["DEL", "a\u007fb"],
+    ["a lone high surrogate", `a${LONE_HIGH}b`],
+    ["a lone low surrogate", `a${LONE_LOW}`],
+    ["a pair cut in half at the end", PAIR.slice(0, 1)],
+  ])("a label holding %s is unshowable", (_case, text) => {
+    expect(isUnshowable(text)).toBe(true);
+  });
+
+  it("prose may hold tabs, newlines and whole pairs", () => {
+    expect(hidesText(`One\ttwo\nthree ${PAIR}`)).toBe(false);
+  });
+
+  it.each([
+    ["a bell", "a\u0007b"],
+    ["a C1 control", "a\u0085b"],
+    ["a zero-width joiner", "a\u200db"],
+    ["a bidirectional override", "a\u202eb"],
+    ["a byte-order mark", "\ufeffa"],
+    ["a lone surrogate", `a${LONE_HIGH}`],
+  ])("prose holding %s hides text", (_case, text) => {
+    expect(hidesText(text)).toBe(true);
+  });
+
+  it("wellFormed replaces halves of pairs and keeps whole ones", () => {
+    const text = `a${LONE_HIGH}b${PAIR}c${LONE_LOW}`;
+    expect(wellFormed(text)).toBe(`a\ufffdb${PAIR}c\ufffd`);
+    expect(() => encodeURIComponent(wellFormed(text))).not.toThrow();
+  });
+});
