@@ -78,6 +78,13 @@ export class UnsupportedMediaType extends AtriumError {
 }
 
 /** A problem with the instance's configuration or on-disk state, found at boot. */
+/** The client closed the connection before its request was whole; the answer reaches no one. */
+export class ClientClosedRequest extends AtriumError {
+  constructor() {
+    super("client_closed_request", 400, "The connection closed before the request's body was complete.");
+  }
+}
+
 export class BootError extends Error {
   constructor(message: string) {
     super(message);

@@ -196,5 +196,33 @@ describe("uploads", () => {
       await new Promise((resolve) => setImmediate(resolve));
     }
     expect(await fileEntries()).toEqual(before);
+    // The client's leaving is not Atrium's failure: no error line for it.
+    expect(lines.filter((line) => line.level === 50 || line.msg === "unhandled error")).toEqual([]);
+    const failed = lines.filter(
+      (line) => line.method === "POST" && line.path === `/v1/workspaces/${ws}/files` && line.status !== 201,
+    );
+    expect(failed.map((line) => line.status)).toEqual([400]);
+  });
+
+  it("a name whose percent-encoding is not UTF-8 is refused, and nothing is stored", async () => {
+    const before = await fileEntries();
+    const response = await fetch(`${instance.url}/v1/workspaces/${ws}/files?name=%FF.bin`, {
+      method: "POST",
+      headers: { [TEST_USER_HEADER]: "alice" },
+      body: "x",
+    });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toContain("percent");
+    expect(await fileEntries()).toEqual(before);
+  });
+
+  it("a name percent-encoded as UTF-8 is stored decoded, with + as a space", async () => {
+    const response = await fetch(`${instance.url}/v1/workspaces/${ws}/files?name=caf%C3%A9+100%25.txt`, {
+      method: "POST",
+      headers: { [TEST_USER_HEADER]: "alice" },
+      body: "x",
+    });
+    expect(response.status).toBe(201);
+    expect(((await response.json()) as { name: string }).name).toBe("café 100%.txt");
   });
 });

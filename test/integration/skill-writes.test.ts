@@ -147,6 +147,18 @@ describe("editing and history", () => {
     const old = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys/history/2`);
     expect(old.status).toBe(200);
     expect(await old.text()).toContain("Step two.");
+    for (const version of ["abc", "1.5", "-1", "0"]) {
+      const bad = await instance.rest(
+        "alice",
+        "GET",
+        `/v1/workspaces/${ws}/skills/deploys/history/${version}`,
+      );
+      expect(bad.status, version).toBe(400);
+      expect(((await bad.json()) as { error: { message: string } }).error.message).toContain("whole number");
+    }
+    expect(
+      (await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys/history/9`)).status,
+    ).toBe(404);
   });
 
   it("refuses an invalid name or setting with the reason, and writes nothing", async () => {

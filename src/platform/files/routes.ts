@@ -1,6 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
+import { ClientClosedRequest, InvalidInput, UnsupportedMediaType } from "../../errors.ts";
 import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { sendFile } from "../../web/send-file.ts";
@@ -20,16 +20,24 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
   // A declared length over files.maxBytes is refused before this runs, and every 413 ends its
   // connection gracefully (http/middleware/body-limit.ts); a chunked body is counted by upload().
   app.post("/files", async (c) => {
-    const name = c.req.query("name");
+    const name = nameParameter(c.req.url);
     if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
-    const meta = await files.upload(
-      c.get("admission").workspace.id,
-      c.get("principal").id,
-      { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
-      // Node's request stream when served by Node: reading it needs no web stream (files-streams.test.ts).
-      (c.env as Partial<HttpBindings> | undefined)?.incoming ?? c.req.raw.body,
-    );
-    return c.json(meta, 201);
+    // Node's request stream when served by Node: reading it needs no web stream (files-streams.test.ts).
+    const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
+    try {
+      const meta = await files.upload(
+        c.get("admission").workspace.id,
+        c.get("principal").id,
+        { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
+        incoming ?? c.req.raw.body,
+      );
+      return c.json(meta, 201);
+    } catch (error) {
+      // The client went away mid-body: nothing was stored, and there is no one to answer. Not
+      // Atrium's failure, so it is not logged as one.
+      if (incoming && !incoming.complete && incoming.destroyed) throw new ClientClosedRequest();
+      throw error;
+    }
   });
 
   // Paged like files__list: `?limit=` (1–1000, default 100) and `?cursor=` (a `nextCursor`).
@@ -109,4 +117,21 @@ function downloadHeaders(meta: FileMeta): Record<string, string> {
     "content-security-policy": "sandbox",
     etag: `"${meta.sha256}"`,
   };
+}
+
+/**
+ * The raw `name` query parameter, decoded: one whose percent-encoding is not UTF-8 is refused,
+ * where the router would keep its bytes as literal text ("%FF").
+ */
+function nameParameter(url: string): string | undefined {
+  const query = url.slice(url.indexOf("?") + 1 || url.length);
+  for (const pair of query.split("&")) {
+    if (!pair.startsWith("name=")) continue;
+    try {
+      return decodeURIComponent(pair.slice("name=".length).replaceAll("+", " "));
+    } catch {
+      throw new InvalidInput('The "name" query parameter is not valid percent-encoded UTF-8.');
+    }
+  }
+  return undefined;
 }

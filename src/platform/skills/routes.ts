@@ -74,10 +74,12 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
   });
 
   app.get("/skills/:name/history/:version", async (c) => {
+    const version = c.req.param("version");
+    if (!/^[1-9][0-9]{0,8}$/.test(version)) throw new InvalidInput("A version is a whole number from 1.");
     const text = await skillWriter.version(
       target(c, c.req.query("scope")),
       c.req.param("name"),
-      Number(c.req.param("version")),
+      Number(version),
     );
     return c.body(text, 200, { "content-type": "text/markdown; charset=utf-8" });
   });
