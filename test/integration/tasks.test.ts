@@ -645,6 +645,8 @@ describe("configuration and large results", () => {
     expect(String(crossed)).toContain(
       "tasks.defaultTimeoutSeconds (600) is more than tasks.maxTimeoutSeconds (60)",
     );
+    // A BootError: the CLI prints it as one line and exits 1, with no stack.
+    expect((crossed as Error).name).toBe("BootError");
   });
 
   it("stores a result larger than tasks.inlineResultBytes as a file of the owner's, and references it", async () => {

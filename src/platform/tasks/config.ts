@@ -1,3 +1,4 @@
+import { BootError } from "../../errors.ts";
 import type { ConfigSection } from "../../instance/schema.ts";
 
 export interface TaskSettings {
@@ -48,8 +49,8 @@ export const tasksConfig: ConfigSection<TaskSettings> = {
     const settings = { ...TASK_DEFAULTS, ...((section ?? {}) as Partial<TaskSettings>) };
     // Two fields checked against each other: the schema alone cannot say it.
     if (settings.defaultTimeoutSeconds > settings.maxTimeoutSeconds) {
-      throw new Error(
-        `tasks.defaultTimeoutSeconds (${settings.defaultTimeoutSeconds}) is more than tasks.maxTimeoutSeconds (${settings.maxTimeoutSeconds}).`,
+      throw new BootError(
+        `instance.json: tasks.defaultTimeoutSeconds (${settings.defaultTimeoutSeconds}) is more than tasks.maxTimeoutSeconds (${settings.maxTimeoutSeconds}); lower the first or raise the second.`,
       );
     }
     return settings;
