@@ -3,6 +3,12 @@ import type { AtriumEvent, EventBus, EventType } from "./events.ts";
 
 /** How many events each workspace keeps for a reconnecting reader (docs/events.md). */
 export const EVENT_REPLAY_CAPACITY = 1000;
+/**
+ * How many events all workspaces keep together: without it, memory would grow with every
+ * workspace that ever published, up to the capacity each. Past it, the least recently active
+ * workspace's kept events are dropped (a reconnect there gets `reset`; its sequence goes on).
+ */
+export const EVENT_REPLAY_TOTAL = 100_000;
 
 /** One event as a stream sends it: its id, its type, and the payload a client may see. */
 export interface LoggedEvent {
@@ -48,11 +54,16 @@ const EVENT_ID = /^([0-9a-f]{8})-([1-9][0-9]{0,15})$/;
 export class WorkspaceEventLog {
   readonly epoch = randomBytes(4).toString("hex");
   private readonly logs = new Map<string, WorkspaceLog>();
+  /** The logs holding kept events, least recently published to first. */
+  private readonly keeping = new Map<string, WorkspaceLog>();
+  /** Events kept across every log. */
+  private kept = 0;
   private closed = false;
 
   constructor(
     bus: EventBus,
     private readonly capacity = EVENT_REPLAY_CAPACITY,
+    private readonly total = EVENT_REPLAY_TOTAL,
   ) {
     bus.subscribe({}, (event) => this.record(event));
   }
@@ -93,6 +104,7 @@ export class WorkspaceEventLog {
     const log = this.logs.get(workspaceId);
     if (!log) return;
     this.logs.delete(workspaceId);
+    this.forgetKept(workspaceId, log);
     this.closeWhere(log, () => true);
   }
 
@@ -108,7 +120,17 @@ export class WorkspaceEventLog {
     const { type, ownerId, ...data } = event as AtriumEvent & { ownerId?: string };
     const logged: LoggedEvent = { id: `${this.epoch}-${log.seq}`, type, data, ownerId };
     log.recent.push(logged);
-    if (log.recent.length > this.capacity) log.recent.shift();
+    this.kept++;
+    if (log.recent.length > this.capacity) {
+      log.recent.shift();
+      this.kept--;
+    }
+    this.keeping.delete(event.workspaceId);
+    this.keeping.set(event.workspaceId, log);
+    while (this.kept > this.total) {
+      const [leastRecent, oldest] = this.keeping.entries().next().value as [string, WorkspaceLog];
+      this.forgetKept(leastRecent, oldest);
+    }
     for (const follower of log.followers) {
       if (visibleTo(logged, follower.principalId)) follower.sink.deliver(logged);
     }
@@ -127,6 +149,13 @@ export class WorkspaceEventLog {
     // Resumable when the next event the reader needs is still kept (or nothing was missed).
     if (seq + 1 < oldest) return undefined;
     return log.recent.slice(seq + 1 - oldest);
+  }
+
+  /** Drops a log's kept events; its sequence stays, so a reader behind it gets `reset`. */
+  private forgetKept(workspaceId: string, log: WorkspaceLog): void {
+    this.kept -= log.recent.length;
+    log.recent = [];
+    this.keeping.delete(workspaceId);
   }
 
   private closeWhere(log: WorkspaceLog, matches: (follower: Follower) => boolean): void {

@@ -178,4 +178,25 @@ describe("WorkspaceEventLog", () => {
     bus.publish(added(WS_A));
     expect(sink.seen).toEqual([]);
   });
+
+  it("past the total kept across workspaces, the least recently active workspace's events go first", () => {
+    const bus = new EventBus(memoryLog().log);
+    const log = new WorkspaceEventLog(bus, 3, 5);
+    for (let i = 0; i < 3; i++) bus.publish(added(WS_A));
+    for (let i = 0; i < 3; i++) bus.publish(added(WS_B));
+
+    // A's three were dropped to keep five: a reader behind A is reset; one level with it misses nothing.
+    const behindA = recorder();
+    log.follow(WS_A, ALICE, `${log.epoch}-1`, behindA);
+    expect(behindA.seen).toEqual(["reset"]);
+    const levelWithA = recorder();
+    log.follow(WS_A, ALICE, `${log.epoch}-3`, levelWithA);
+    expect(levelWithA.seen).toEqual([]);
+    // B, the more recent, kept all three; A's sequence goes on from where it was.
+    const behindB = recorder();
+    log.follow(WS_B, ALICE, `${log.epoch}-1`, behindB);
+    expect(ids(behindB.seen)).toEqual([`${log.epoch}-2`, `${log.epoch}-3`]);
+    bus.publish(added(WS_A));
+    expect(ids(levelWithA.seen)).toEqual([`${log.epoch}-4`]);
+  });
 });
