@@ -3,15 +3,16 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import { dirname, join, relative, sep } from "node:path";
 
 type FsPromises = typeof import("node:fs/promises");
-type Watched = Pick<FsPromises, "open" | "mkdir" | "rename">;
+type Watched = Pick<FsPromises, "open" | "mkdir" | "rename" | "readFile">;
 
 // node:fs/promises as a mutable object: its ESM bindings, which the code under test imports,
 // follow a change to it once syncBuiltinESMExports() is called.
 const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Watched;
 
-/** One step that reaches the disk's folder entries, or a flush, in the order they happened. */
+/** One step that reaches the disk's folder entries, a flush or a whole-file read, in order. */
 export type JournalEntry =
   | { op: "sync"; path: string }
+  | { op: "read"; path: string }
   | { op: "mkdir"; path: string }
   | { op: "rename"; from: string; to: string };
 
@@ -19,6 +20,8 @@ export interface FsJournal {
   entries: JournalEntry[];
   /** Every file and folder fsynced, in order. */
   synced: string[];
+  /** Every file read whole (`readFile` on a path), in order. */
+  read: string[];
   /**
    * The folders made whose entry no later fsync of their parent flushed (directly, or after the
    * folder was renamed into another place): what a power loss could take away with all inside.
@@ -27,13 +30,19 @@ export interface FsJournal {
 }
 
 /**
- * Runs `work` and answers what it did to folder entries and what it flushed. A power loss keeps
- * only what was flushed, so a test of durability asks whether each file and each folder entry a
- * write made (a new folder, a rename) was synced before it returned (adr/0024).
+ * Runs `work` and answers what it did to folder entries, what it flushed and what it read. A power
+ * loss keeps only what was flushed, so a test of durability asks whether each file and each folder
+ * entry a write made (a new folder, a rename) was synced before it returned (adr/0024); a test of
+ * an index asks which files it read.
  */
 export async function journalDuring(work: () => Promise<unknown>): Promise<FsJournal> {
   const entries: JournalEntry[] = [];
-  const real: Watched = { open: fsPromises.open, mkdir: fsPromises.mkdir, rename: fsPromises.rename };
+  const real: Watched = {
+    open: fsPromises.open,
+    mkdir: fsPromises.mkdir,
+    rename: fsPromises.rename,
+    readFile: fsPromises.readFile,
+  };
   const open = (async (path, ...rest) => {
     const handle = await real.open(path, ...rest);
     const sync = handle.sync.bind(handle);
@@ -54,7 +63,12 @@ export async function journalDuring(work: () => Promise<unknown>): Promise<FsJou
     await real.rename(from, to);
     entries.push({ op: "rename", from: String(from), to: String(to) });
   }) as FsPromises["rename"];
-  Object.assign(fsPromises, { open, mkdir, rename });
+  const readFile = (async (path, options) => {
+    const content = await real.readFile(path, options);
+    if (typeof path === "string") entries.push({ op: "read", path });
+    return content;
+  }) as FsPromises["readFile"];
+  Object.assign(fsPromises, { open, mkdir, rename, readFile });
   syncBuiltinESMExports();
   try {
     await work();
@@ -65,6 +79,7 @@ export async function journalDuring(work: () => Promise<unknown>): Promise<FsJou
   return {
     entries,
     synced: entries.flatMap((entry) => (entry.op === "sync" ? [entry.path] : [])),
+    read: entries.flatMap((entry) => (entry.op === "read" ? [entry.path] : [])),
     unflushedFolders: () => unflushedFolders(entries),
   };
 }
