@@ -1,8 +1,9 @@
-import { mkdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { randomSecret } from "../crypto/secrets.ts";
 import { BootError } from "../errors.ts";
 import { MIN_SESSION_SECRET_BYTES, type SessionConfig } from "../instance/schema.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
+import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 
 const GENERATED_SECRET_BYTES = 48;
@@ -18,7 +19,7 @@ export async function sessionSecret(config: SessionConfig, layout: StorageLayout
   const stored = await readStored(path);
   if (stored !== undefined) return stored;
   const secret = randomSecret(GENERATED_SECRET_BYTES);
-  await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
+  await makeFolderPathIfMissing(layout.instanceDir());
   // Created exclusively (0600 before a byte is written): of two processes booting on a fresh
   // root one writes it and the other reads that one, so both sign with the secret that is kept
   // (test/unit/identity/session-secret.test.ts "racing").

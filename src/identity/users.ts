@@ -1,10 +1,10 @@
-import { mkdir, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
-import { FOLDER_MODE } from "../storage/folders.ts";
+import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import type { Principal } from "./principal.ts";
@@ -117,7 +117,9 @@ export class UserDirectory {
 
   private async write(profile: Profile): Promise<void> {
     const dir = this.layout.userDir(profile.id);
-    await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
+    // A first-seen person's folder is flushed in `users/`, or a power loss could take it, and the
+    // profile written into it, away.
+    await makeFolderPathIfMissing(dir);
     await writeJsonAtomic(join(dir, PROFILE_FILE), profile);
     this.known.set(profile.id, profile);
   }

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { link, mkdir, readFile, rename, rm, stat, utimes } from "node:fs/promises";
+import { link, readFile, rename, rm, stat, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BootError } from "../errors.ts";
@@ -7,6 +7,7 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
+import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 
 // One data root belongs to one running process (issue 16, ADR 0022): two processes on one
@@ -101,8 +102,9 @@ export async function acquireInstanceLock(
 
 async function acquire(layout: StorageLayout, options: LockOptions): Promise<InstanceLock> {
   const staleMs = options.staleMs ?? LOCK_STALE_MS;
-  await mkdir(layout.root, { recursive: true, mode: 0o700 });
-  await mkdir(layout.instanceDir(), { recursive: true, mode: 0o700 });
+  // Flushed in their parents: every instance-wide record lives under `_instance/`, and a folder
+  // found already there is not flushed again by the writers that use it.
+  await makeFolderPathIfMissing(layout.instanceDir());
   const path = layout.instanceLockFile();
   const holder: LockHolder = {
     pid: process.pid,

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, mkdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { syncDir, TEMP_PREFIX, tempPathBeside, writeNewFileSynced } from "./atomic.ts";
+import { FOLDER_MODE, makeFolderPathIfMissing } from "./folders.ts";
 
 // Creations that must happen once even when several processes race for them (a first key, a
 // generated secret, the instance lock). The filesystem decides, not an in-process lock: a
@@ -33,17 +34,21 @@ export async function createFileExclusive(path: string, data: string): Promise<b
  * or empty, and says whether this call made it. The folder is assembled beside `path` and
  * renamed there in one step; rename(2) refuses a target that holds anything, so of several
  * racing creators exactly one wins and a reader sees all the files or none. The parent is
- * created (0700) when missing.
+ * created (0700) when missing. Once this returns, the folder survives a power loss with every
+ * file in it: each file, the staged folder's entries and the rename are flushed in turn.
  */
 export async function createFolderExclusive(path: string, files: Record<string, string>): Promise<boolean> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await makeFolderPathIfMissing(dirname(path));
   const staging = join(dirname(path), `${TEMP_PREFIX}${basename(path)}-${randomBytes(6).toString("hex")}`);
-  await mkdir(staging, { mode: 0o700 });
+  await mkdir(staging, { mode: FOLDER_MODE });
   try {
     for (const [name, data] of Object.entries(files)) {
       if (name !== basename(name) || name.startsWith(".")) throw new Error(`Not a plain file name: ${name}`);
       await writeNewFileSynced(join(staging, name), data);
     }
+    // The files' names are entries of the staged folder: unflushed, the folder could be found in
+    // place after a power loss with its files missing.
+    await syncDir(staging);
     await rename(staging, path);
     await syncDir(dirname(path));
     return true;

@@ -19,3 +19,23 @@ export async function makeFolderIfMissing(path: string): Promise<void> {
   }
   await syncDir(dirname(path));
 }
+
+/**
+ * Creates `path` and every missing folder above it, each new one flushed in its parent, so a
+ * record written into it survives a power loss with the folders that hold it. Only for folders
+ * outside any workspace (the instance's `_instance/…`, a person's own): inside one, a writer
+ * uses makeFolderIfMissing so that it fails when the workspace is gone.
+ */
+export async function makeFolderPathIfMissing(path: string): Promise<void> {
+  try {
+    await mkdir(path, { mode: FOLDER_MODE });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return;
+    if (code !== "ENOENT") throw error;
+    await makeFolderPathIfMissing(dirname(path));
+    await makeFolderIfMissing(path);
+    return;
+  }
+  await syncDir(dirname(path));
+}

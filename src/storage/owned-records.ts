@@ -27,12 +27,24 @@ export class RecordExists extends Conflict {
 export type Removal = "removed" | "gone";
 
 /**
- * Runs the one rename that commits a create or a remove. A caller whose index must follow the
- * rename (a file listing) runs it inside that index's lock; `filled` is what `fill` returned.
+ * How a write's changes to its parent folder's entries run. A caller whose index watches that
+ * folder (a file listing, adr/0050) runs each under the index's lock, so it can tell them from
+ * an operator's edit on disk. `commit` runs the one rename that commits a create or a remove,
+ * which the index follows; `filled` is what `fill` returned. `step` runs any other: the staging
+ * folder made or removed, the record renamed aside removed. Those move the folder's mtime but
+ * not the records in it.
  */
-export type AroundRename<T = void> = (rename: () => Promise<void>, filled: T) => Promise<void>;
+export interface FolderChanges<T = void> {
+  commit(rename: () => Promise<void>, filled: T): Promise<void>;
+  step(change: () => Promise<unknown>): Promise<void>;
+}
 
-const renameDirectly: AroundRename<unknown> = (rename) => rename();
+const UNWATCHED: FolderChanges<unknown> = {
+  commit: (rename) => rename(),
+  step: async (change) => {
+    await change();
+  },
+};
 const RECORDS_IN_FLIGHT = 16;
 
 /**
@@ -55,15 +67,15 @@ export class RecordFolders {
     parentDir: string,
     id: string,
     fill: (stagingDir: string) => Promise<T>,
-    around: AroundRename<T> = renameDirectly,
+    changes: FolderChanges<T> = UNWATCHED,
   ): Promise<T> {
     const place = join(parentDir, checkFolderName(id));
     const staging = join(parentDir, `${TEMP_PREFIX}${id}-${randomHex()}`);
     this.live.add(staging);
     try {
-      await mkdir(staging, { mode: FOLDER_MODE });
+      await changes.step(() => mkdir(staging, { mode: FOLDER_MODE }));
       const filled = await fill(staging);
-      await around(async () => {
+      await changes.commit(async () => {
         // rename(2) refuses a non-empty target but silently replaces an empty folder, so look
         // first. No writer makes an empty record folder, and callers serialise writes per id.
         if (await exists(place)) throw new RecordExists(id);
@@ -78,7 +90,7 @@ export class RecordFolders {
       await syncDir(parentDir);
       return filled;
     } catch (error) {
-      await rm(staging, { recursive: true, force: true });
+      await changes.step(() => rm(staging, { recursive: true, force: true }));
       throw error;
     } finally {
       this.live.delete(staging);
@@ -90,13 +102,13 @@ export class RecordFolders {
    * then removed. `"gone"` when nothing was there, e.g. a concurrent remove renamed it first;
    * the caller answers its own not-found (test/integration/concurrency.test.ts).
    */
-  async remove(parentDir: string, id: string, around: AroundRename = renameDirectly): Promise<Removal> {
+  async remove(parentDir: string, id: string, changes: FolderChanges = UNWATCHED): Promise<Removal> {
     const place = join(parentDir, checkFolderName(id));
     const doomed = join(parentDir, `${TEMP_PREFIX}deleted-${id}-${randomHex()}`);
     this.live.add(doomed);
     try {
       const found = { gone: false };
-      await around(async () => {
+      await changes.commit(async () => {
         try {
           await rename(place, doomed);
         } catch (error) {
@@ -106,7 +118,7 @@ export class RecordFolders {
       }, undefined);
       if (found.gone) return "gone";
       await syncDir(parentDir);
-      await rm(doomed, { recursive: true, force: true });
+      await changes.step(() => rm(doomed, { recursive: true, force: true }));
       return "removed";
     } finally {
       this.live.delete(doomed);

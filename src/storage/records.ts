@@ -1,11 +1,16 @@
-import { mkdir, readdir, rm } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
+import { makeFolderPathIfMissing } from "./folders.ts";
+import { removeFileSynced } from "./owned-records.ts";
 import type { InstanceCollection, StorageLayout } from "./paths.ts";
 
 /**
  * One instance-wide collection of small JSON records (sessions, OAuth clients, codes…),
- * a file per record. Writes are atomic; a reader sees a whole record or none. Callers
- * that read-modify-write one record serialise themselves (storage/keyed-lock.ts).
+ * a file per record. Writes are atomic; a reader sees a whole record or none. A put or a delete
+ * is flushed in the collection's folder before it returns, and a folder a put makes in its
+ * parent, so neither is undone by a power loss: a logged-out session or a spent code does not
+ * come back (adr/0024). Callers that read-modify-write one record serialise themselves
+ * (storage/keyed-lock.ts).
  */
 export class JsonRecords<T> {
   constructor(
@@ -19,12 +24,12 @@ export class JsonRecords<T> {
 
   async put(id: string, record: T): Promise<void> {
     const path = this.layout.collectionFile(this.collection, id);
-    await mkdir(this.layout.collectionDir(this.collection), { recursive: true, mode: 0o700 });
+    await makeFolderPathIfMissing(this.layout.collectionDir(this.collection));
     await writeJsonAtomic(path, record);
   }
 
   async delete(id: string): Promise<void> {
-    await rm(this.layout.collectionFile(this.collection, id), { force: true });
+    await removeFileSynced(this.layout.collectionFile(this.collection, id));
   }
 
   /** The ids of every stored record (writers' temp files skipped). */

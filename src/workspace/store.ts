@@ -6,7 +6,7 @@ import { isWorkspaceId, newWorkspaceId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AtriumEvent, EventPublisher } from "../kernel/events.ts";
 import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
-import { FOLDER_MODE, makeFolderIfMissing } from "../storage/folders.ts";
+import { FOLDER_MODE, makeFolderIfMissing, makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { isUnshowable } from "../text.ts";
@@ -39,7 +39,7 @@ export class WorkspaceStore {
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
   async load(): Promise<void> {
     // A root Atrium creates is its alone, like every folder in it.
-    await mkdir(this.layout.root, { recursive: true, mode: FOLDER_MODE });
+    await makeFolderPathIfMissing(this.layout.root);
     const entries = await readdir(this.layout.root, { withFileTypes: true });
     const ids: string[] = [];
     for (const entry of entries) {

@@ -34,8 +34,12 @@ export interface FilePage {
   nextCursor?: string;
 }
 
-/** What a writer did to one partition, so its index follows without a reread. */
-export type PartitionChange = { added: FileMeta } | { removed: string };
+/**
+ * What a writer did to one partition, so its index follows without a reread; `undefined` when
+ * it changed only its own temp entries (a staging folder made or removed, a deleted file's folder
+ * removed once renamed aside), which move the folder's mtime but add or remove no file.
+ */
+export type PartitionChange = { added: FileMeta } | { removed: string } | undefined;
 
 /** One owner partition's files: sorted newest first, and by id. */
 interface PartitionIndex {
@@ -45,6 +49,12 @@ interface PartitionIndex {
   unreadable: Set<string>;
   /** The owner folder's mtime when the index last matched it ("absent" when there was none). */
   folderStamp: string;
+  /**
+   * Whether `folderStamp` was taken just after a change: an edit on disk in the same timestamp
+   * tick (a kernel without fine-grained timestamps keeps one for a few ms) leaves the mtime as it
+   * is, so the next look compares the folder's names with the index instead of trusting it.
+   */
+  stampedNow: boolean;
   /** When the folder was last compared with `folderStamp`. */
   checkedAt: number;
 }
@@ -54,8 +64,9 @@ interface PartitionIndex {
  * and then kept by the store's writers, so a list, an info or a download reads no metadata from
  * disk (adr/0025, adr/0050). Held per workspace and dropped with it when idle
  * (FILE_INDEX_IDLE_MS). An operator's edit on disk is noticed by the owner folder's mtime,
- * compared at most every DISK_CHECK_MS. Building and changing one partition run under its
- * lock, so a write during a build is never lost.
+ * compared at most every DISK_CHECK_MS, and by its names the first time after the index took the
+ * mtime as its own. Building and changing one partition run under its lock, so a write during a
+ * build is never lost.
  */
 export class FileListings {
   private readonly workspaces: IdleCache<Map<string, PartitionIndex>>;
@@ -103,7 +114,12 @@ export class FileListings {
     return read;
   }
 
-  /** Runs a writer's rename under the partition's lock and applies it to the index, if built. */
+  /**
+   * Runs one of a writer's changes to the partition's folder under the partition's lock and
+   * applies it to the index, if built. Every change Atrium makes to an owner folder goes through
+   * here, so the mtime it leaves is the index's own and only an edit on disk from outside
+   * Atrium rebuilds the partition (test/unit/platform/files/file-index.test.ts).
+   */
   async change(workspaceId: string, ownerId: string, work: () => Promise<PartitionChange>): Promise<void> {
     await this.locks.run(partitionKey(workspaceId, ownerId), async () => {
       const index = (await this.workspaces.peek(workspaceId))?.get(ownerId);
@@ -115,18 +131,19 @@ export class FileListings {
         (await this.workspaces.peek(workspaceId))?.delete(ownerId);
         return;
       }
-      if ("added" in change && !index.byId.has(change.added.id)) {
+      if (change && "added" in change && !index.byId.has(change.added.id)) {
         const meta = Object.freeze(change.added);
         index.unreadable.delete(meta.id);
         index.sorted.splice(firstAfter(index.sorted, meta), 0, meta);
         index.byId.set(meta.id, meta);
-      } else if ("removed" in change && index.byId.delete(change.removed)) {
+      } else if (change && "removed" in change && index.byId.delete(change.removed)) {
         const at = index.sorted.findIndex((meta) => meta.id === change.removed);
         if (at >= 0) index.sorted.splice(at, 1);
       }
-      // The rename moved the folder's mtime: taken as the index's own, not an operator's edit.
-      // An edit on disk in this same instant would be missed until the next one (adr/0050).
+      // The change moved the folder's mtime: taken as the index's own, not an operator's edit.
+      // One in this same timestamp tick may not move it again: the next look compares names.
       index.folderStamp = await this.folderStamp(workspaceId, ownerId);
+      index.stampedNow = true;
     });
   }
 
@@ -148,7 +165,11 @@ export class FileListings {
       return this.locks.run(partitionKey(workspaceId, ownerId), async () => {
         const current = partitions.get(ownerId);
         const stamp = await this.folderStamp(workspaceId, ownerId);
-        if (current && current.folderStamp === stamp) {
+        const same =
+          current?.folderStamp === stamp &&
+          (!current.stampedNow || (await this.holdsSameFiles(workspaceId, ownerId, current)));
+        if (current && same) {
+          current.stampedNow = false;
           current.checkedAt = now;
           return current;
         }
@@ -169,20 +190,35 @@ export class FileListings {
     }
   }
 
+  /** The ids of the file folders in the owner folder: its names, no meta.json read. */
+  private async fileIds(workspaceId: string, ownerId: string): Promise<string[]> {
+    try {
+      return (await readdir(this.storage.ownerDir(workspaceId, ownerId))).filter(isFileId);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+      throw error;
+    }
+  }
+
+  /** Whether the owner folder holds exactly the files the index knows, read or unreadable. */
+  private async holdsSameFiles(
+    workspaceId: string,
+    ownerId: string,
+    index: PartitionIndex,
+  ): Promise<boolean> {
+    const ids = await this.fileIds(workspaceId, ownerId);
+    const known = (id: string) => index.byId.has(id) || index.unreadable.has(id);
+    return ids.length === index.byId.size + index.unreadable.size && ids.every(known);
+  }
+
   private async build(
     workspaceId: string,
     ownerId: string,
     folderStamp: string,
     checkedAt: number,
   ): Promise<PartitionIndex> {
-    let entries: string[] = [];
-    try {
-      entries = await readdir(this.storage.ownerDir(workspaceId, ownerId));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    }
     const unreadable = new Set<string>();
-    const metas = await mapBounded(entries.filter(isFileId), METAS_IN_FLIGHT, (id) =>
+    const metas = await mapBounded(await this.fileIds(workspaceId, ownerId), METAS_IN_FLIGHT, (id) =>
       this.readMeta(workspaceId, ownerId, id).catch(() => {
         unreadable.add(id);
         return undefined;
@@ -197,6 +233,7 @@ export class FileListings {
       byId: new Map(sorted.map((meta) => [meta.id, meta])),
       unreadable,
       folderStamp,
+      stampedNow: true,
       checkedAt,
     };
   }

@@ -171,12 +171,15 @@ export class FileStore implements LeftoverRules {
         await writeJsonAtomic(join(staging, META_FILE), meta);
         return meta;
       },
-      (rename, added) =>
-        this.listings.change(workspaceId, ownerId, async () => {
-          await rename();
-          this.locator.set(id, { workspaceId, ownerId });
-          return { added };
-        }),
+      {
+        commit: (rename, added) =>
+          this.listings.change(workspaceId, ownerId, async () => {
+            await rename();
+            this.locator.set(id, { workspaceId, ownerId });
+            return { added };
+          }),
+        step: (change) => this.ownStep(workspaceId, ownerId, change),
+      },
     );
     // Only once the file is durable in its place; a failed write announces nothing.
     this.events.publish({
@@ -244,13 +247,15 @@ export class FileStore implements LeftoverRules {
   async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {
     await this.info(workspaceId, ownerId, fileId);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
-    const removal = await this.folders.remove(ownerDir, fileId, (rename) =>
-      this.listings.change(workspaceId, ownerId, async () => {
-        await rename();
-        this.locator.delete(fileId);
-        return { removed: fileId };
-      }),
-    );
+    const removal = await this.folders.remove(ownerDir, fileId, {
+      commit: (rename) =>
+        this.listings.change(workspaceId, ownerId, async () => {
+          await rename();
+          this.locator.delete(fileId);
+          return { removed: fileId };
+        }),
+      step: (change) => this.ownStep(workspaceId, ownerId, change),
+    });
     // A concurrent delete of the same file renamed it first: to this caller it is already gone,
     // not a server error (test/integration/concurrency.test.ts).
     if (removal === "gone") throw fileNotFound();
@@ -282,6 +287,18 @@ export class FileStore implements LeftoverRules {
     const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
     if (pass.atBoot)
       this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
+  }
+
+  /**
+   * A change of the writer's own temp entries in the owner folder, under the index's lock so its
+   * mtime is not taken for an operator's edit: else every write and delete would rebuild the
+   * partition, reading each of its meta.json files (adr/0050).
+   */
+  private ownStep(workspaceId: string, ownerId: string, change: () => Promise<unknown>): Promise<void> {
+    return this.listings.change(workspaceId, ownerId, async () => {
+      await change();
+      return undefined;
+    });
   }
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {

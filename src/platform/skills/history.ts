@@ -1,7 +1,7 @@
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { readdir, readFile, stat } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { writeFileAtomic } from "../../storage/atomic.ts";
-import { FOLDER_MODE } from "../../storage/folders.ts";
+import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
 
 // A skill's saved versions: `<scope dir>/.history/<name>/N.md` (the whole file) and `N.json`
@@ -30,9 +30,14 @@ export async function listVersions(versions: string): Promise<SkillVersion[]> {
   return listed.sort((a, b) => a.version - b.version);
 }
 
-/** Appends `text` as the next version: `N.md`, then its `N.json`. Numbers only grow. */
+/**
+ * Appends `text` as the next version: `N.md`, then its `N.json`. Numbers only grow. `.history`
+ * and the skill's folder in it are made inside the existing scope folder, each flushed in its
+ * parent, so a version survives a power loss with the folders that hold it.
+ */
 export async function recordVersion(versions: string, text: string, savedAt: string): Promise<number> {
-  await mkdir(versions, { recursive: true, mode: FOLDER_MODE });
+  await makeFolderIfMissing(dirname(versions));
+  await makeFolderIfMissing(versions);
   const { texts } = await versionNumbers(versions);
   const next = Math.max(0, ...texts) + 1;
   await writeFileAtomic(join(versions, `${next}.md`), text);

@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, stat } from "node:fs/promises";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import matter from "gray-matter";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
@@ -6,7 +6,7 @@ import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
 import { writeFileAtomic } from "../../storage/atomic.ts";
-import { FOLDER_MODE, makeFolderIfMissing } from "../../storage/folders.ts";
+import { makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
@@ -151,7 +151,7 @@ export class SkillWriter implements LeftoverRules {
         throw error;
       }
     } else {
-      await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
+      await makeFolderPathIfMissing(dir);
     }
     await this.commitCurrent(dir, name, text);
     await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());

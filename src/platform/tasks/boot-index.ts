@@ -32,7 +32,8 @@ const BUILT = "index-built-v1";
  *   boot is a crash's: that workspace is loaded at once, which records its left-`running` runs
  *   `interrupted` (and tells the workspace) without waiting for its first use.
  *
- * One process holds a data root (src/instance/lock.ts), so no two writers race on an entry.
+ * One process holds a data root (src/instance/lock.ts), and in it one update of a task runs at a
+ * time, its entry's change included (TaskStore.update), so no two writers race on an entry.
  */
 export class TaskBootIndex {
   private readonly schedules: JsonRecords<ScheduleEntry | { built: true }>;

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { isPrincipalId } from "../../ids.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
@@ -49,6 +50,8 @@ export class TaskStore implements LeftoverRules {
   private readonly tasks: OwnedRecords<Task>;
   private readonly runs: OwnedRecords<Run>;
   private readonly loaded: IdleCache<LoadedWorkspace>;
+  /** One update of a task at a time, its schedule entry and loaded copy included. */
+  private readonly taskLocks = new KeyedLock();
   private hooks: LoadHooks = { loaded: async () => undefined, unfinished: async () => undefined };
 
   constructor(
@@ -111,19 +114,33 @@ export class TaskStore implements LeftoverRules {
     return task;
   }
 
-  /** Rereads the task, applies `change`, writes it whole; undefined when it is gone. */
-  async update(task: Task, change: (current: Task) => Task): Promise<Task | undefined> {
-    let hadTrigger = false;
-    const next = await this.tasks.update(task.workspaceId, task.ownerId, task.id, async (current) => {
-      const changed = change(current);
-      hadTrigger = current.trigger !== undefined;
-      if (changed.trigger && !hadTrigger) await this.index.addSchedule(changed);
-      return changed;
+  /**
+   * Rereads the task, applies `change`, writes it whole; undefined when it is gone. `committed`
+   * is told the written task before the next update of it starts, so a caller's own copy (the
+   * task's job, tasks.ts) follows the writes in their order.
+   */
+  async update(
+    task: Task,
+    change: (current: Task) => Task,
+    committed?: (next: Task) => void,
+  ): Promise<Task | undefined> {
+    // The whole update holds the task's lock, not only its write: an update that took the
+    // trigger away and removed the schedule entry after a later update put both back left a
+    // triggered task with no entry, armed by no restart (store.test.ts "two updates at once").
+    return this.taskLocks.run(taskKey(task), async () => {
+      let hadTrigger = false;
+      const next = await this.tasks.update(task.workspaceId, task.ownerId, task.id, async (current) => {
+        const changed = change(current);
+        hadTrigger = current.trigger !== undefined;
+        if (changed.trigger && !hadTrigger) await this.index.addSchedule(changed);
+        return changed;
+      });
+      if (!next) return undefined;
+      (await this.loaded.peek(task.workspaceId))?.setTask(next);
+      if (hadTrigger && !next.trigger) await this.index.removeSchedule(next);
+      committed?.(next);
+      return next;
     });
-    if (!next) return undefined;
-    (await this.loaded.peek(task.workspaceId))?.setTask(next);
-    if (hadTrigger && !next.trigger) await this.index.removeSchedule(next);
-    return next;
   }
 
   /** Removes the task and its runs' records. */
@@ -277,4 +294,8 @@ export class TaskStore implements LeftoverRules {
       throw error;
     }
   }
+}
+
+function taskKey(task: Pick<Task, "workspaceId" | "id">): string {
+  return `${task.workspaceId}/${task.id}`;
 }

@@ -73,11 +73,15 @@ export class Tasks {
     }
     // Checked once here so a bad change writes nothing, and again on the reread record.
     redefineTask(task, body, asker, this.settings, this.now());
-    const next = await this.store.update(task, (current) =>
-      redefineTask(current, body, asker, this.settings, this.now()),
+    // Armed as each write commits, so of two updates at once the job follows the later.
+    const next = await this.store.update(
+      task,
+      (current) => redefineTask(current, body, asker, this.settings, this.now()),
+      (written) => {
+        if ("trigger" in body) this.schedules.arm(written);
+      },
     );
     if (!next) throw noTask();
-    if ("trigger" in body) this.schedules.arm(next);
     return next;
   }
 

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { sessionSecret } from "../../../src/identity/session-secret.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
+import { journalDuring } from "../../helpers/fs-journal.ts";
 
 let root: string;
 let layout: StorageLayout;
@@ -34,6 +35,15 @@ describe("sessionSecret", () => {
     expect(await sessionSecret({ secret: undefined, maxAgeSeconds: 60 }, layout)).toBe(first);
     // No temp file is left beside it.
     expect(await readdir(layout.instanceDir())).toEqual(["session-secret"]);
+  });
+
+  it("flushes the _instance/ folder it makes in the root before the generated secret is used", async () => {
+    const journal = await journalDuring(() =>
+      sessionSecret({ secret: undefined, maxAgeSeconds: 60 }, layout),
+    );
+    const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
+    expect(made).toEqual([layout.instanceDir()]);
+    expect(journal.unflushedFolders()).toEqual([]);
   });
 
   it("refuses a kept secret too short to sign with, naming the file", async () => {

@@ -6,6 +6,7 @@ import { BootError } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
 import { UserDirectory } from "../../../src/identity/users.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
+import { journalDuring } from "../../helpers/fs-journal.ts";
 
 const ALICE: Principal = {
   id: "usr_aaaaaaaaaaaaaaaaaaaaaaaa",
@@ -35,6 +36,13 @@ describe("UserDirectory", () => {
     await next.load();
     expect(await next.findByEmail("  alice@EXAMPLE.com ")).toEqual(ALICE);
     expect(await next.get(ALICE.id)).toEqual(ALICE);
+  });
+
+  it("flushes a first-seen person's folder in its parent before their profile is acknowledged", async () => {
+    const journal = await journalDuring(() => new UserDirectory(layout).record(ALICE));
+    const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
+    expect(made).toContain(layout.userDir(ALICE.id));
+    expect(journal.unflushedFolders()).toEqual([]);
   });
 
   it("refuses to guess between two people who signed in with the same email", async () => {

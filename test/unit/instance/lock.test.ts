@@ -8,6 +8,7 @@ import { BootError } from "../../../src/errors.ts";
 import { acquireInstanceLock, InstanceLocked, type LockHolder } from "../../../src/instance/lock.ts";
 import { createLogger } from "../../../src/log.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
+import { journalDuring } from "../../helpers/fs-journal.ts";
 
 let dir: string;
 let layout: StorageLayout;
@@ -67,6 +68,17 @@ describe("acquireInstanceLock", () => {
     expect((await readHolder()).publicUrl).toBe("http://127.0.0.1:40123");
     await lock.release();
     expect(await readdir(layout.instanceDir())).toEqual([]);
+  });
+
+  it("flushes the root and _instance/ it makes in their parents, so records under them survive a power loss", async () => {
+    let lock: Awaited<ReturnType<typeof acquireInstanceLock>> | undefined;
+    const journal = await journalDuring(async () => {
+      lock = await acquireInstanceLock(layout, options());
+    });
+    const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
+    expect(made).toEqual([layout.root, layout.instanceDir()]);
+    expect(journal.unflushedFolders()).toEqual([]);
+    await lock?.release();
   });
 
   it("refuses a second holder while the first is alive, naming the root, PID, host and start time", async () => {

@@ -217,15 +217,45 @@ describe("RecordFolders", () => {
         await writeFile(join(staging, "b"), "B");
         return 42;
       },
-      async (rename, filled) => {
-        seen.push(`before ${filled}`);
-        await rename();
-        seen.push("after");
+      {
+        commit: async (rename, filled) => {
+          seen.push(`before ${filled}`);
+          await rename();
+          seen.push("after");
+        },
+        step: async (change) => {
+          seen.push("step");
+          await change();
+        },
       },
     );
     expect(result).toBe(42);
-    expect(seen).toEqual(["before 42", "after"]);
+    // The staging folder's mkdir, then the rename: each through the caller's hooks.
+    expect(seen).toEqual(["step", "before 42", "after"]);
     expect(await listTree(parent)).toEqual([`${NOTE}/`, `${NOTE}/a`, `${NOTE}/b`]);
+  });
+
+  it("a failed create's cleanup and a remove's removal of the folder renamed aside are steps the caller runs", async () => {
+    const seen: string[] = [];
+    const watched = {
+      commit: async (rename: () => Promise<void>) => {
+        seen.push("commit");
+        await rename();
+      },
+      step: async (change: () => Promise<unknown>) => {
+        seen.push("step");
+        await change();
+      },
+    };
+    await expect(
+      folders.create(parent, NOTE, async () => Promise.reject(new Error("disk full")), watched),
+    ).rejects.toThrow("disk full");
+    expect(seen).toEqual(["step", "step"]); // the staging folder made, then removed
+    seen.length = 0;
+    await folders.create(parent, NOTE, (staging) => writeFile(join(staging, "content"), "x"));
+    expect(await folders.remove(parent, NOTE, watched)).toBe("removed");
+    expect(seen).toEqual(["commit", "step"]);
+    expect(await readdir(parent)).toEqual([]);
   });
 
   it("a failing fill leaves nothing behind, and the error is the fill's", async () => {
@@ -294,10 +324,15 @@ describe("RecordFolders", () => {
     });
     const removing = gate();
     const renamed = gate();
-    const deleting = folders.remove(parent, OTHER_NOTE, async (rename) => {
-      await rename();
-      renamed.open();
-      await removing.promise;
+    const deleting = folders.remove(parent, OTHER_NOTE, {
+      commit: async (rename) => {
+        await rename();
+        renamed.open();
+        await removing.promise;
+      },
+      step: async (change) => {
+        await change();
+      },
     });
     await Promise.all([fillStarted.promise, renamed.promise]);
     const live = (await readdir(parent)).filter((name) => !stale.includes(name) && name.startsWith(".tmp-"));

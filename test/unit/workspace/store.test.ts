@@ -9,6 +9,7 @@ import { StorageLayout } from "../../../src/storage/paths.ts";
 import type { Workspace } from "../../../src/workspace/model.ts";
 import { WorkspaceStore } from "../../../src/workspace/store.ts";
 import { FakeTime } from "../../helpers/fake-time.ts";
+import { journalDuring } from "../../helpers/fs-journal.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const BOB = "usr_bbbbbbbbbbbbbbbbbbbbbbbb";
@@ -53,6 +54,15 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 describe("WorkspaceStore writers", () => {
+  it("load on a root that does not exist yet makes it and flushes it in its parent", async () => {
+    const fresh = new StorageLayout(join(root, "data"));
+    const journal = await journalDuring(() => new WorkspaceStore(fresh, bus, time.clock).load());
+    const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
+    expect(made).toEqual([fresh.root]);
+    expect(journal.unflushedFolders()).toEqual([]);
+    expect((await stat(fresh.root)).mode & 0o777).toBe(0o700);
+  });
+
   it("create makes the folder and workspace.json, with the creator as admin", async () => {
     const store = await loadedStore();
     const ws = await store.create("  Team space  ", ALICE);

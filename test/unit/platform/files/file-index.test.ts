@@ -1,12 +1,14 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { NotFound } from "../../../../src/errors.ts";
+import { NotFound, PayloadTooLarge } from "../../../../src/errors.ts";
 import { DISK_CHECK_MS, FILE_INDEX_IDLE_MS, FileListings } from "../../../../src/platform/files/listings.ts";
 import type { FileMeta } from "../../../../src/platform/files/model.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // The file metadata index (src/platform/files/listings.ts, adr/0050) answers info and lists
@@ -26,6 +28,19 @@ function openStore(): FileStore {
 
 function recordDir(id: string): string {
   return temp.layout.partition("files").recordDir(ws, ALICE, id);
+}
+
+interface Gate {
+  promise: Promise<void>;
+  open: () => void;
+}
+
+function gate(): Gate {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
 }
 
 async function listed(store = files): Promise<string[]> {
@@ -123,6 +138,95 @@ describe("the file metadata index", () => {
     await time.advance(DISK_CHECK_MS);
     expect(await files.info(ws, ALICE, other.id)).toEqual(other);
     expect(await listed()).toEqual(["elsewhere.txt"]);
+  });
+});
+
+describe("the store's own writes", () => {
+  it("never make the index read a partition of many files again: writes, a failed upload, deletes", async () => {
+    const kept: FileMeta[] = [];
+    for (let n = 0; n < 150; n++)
+      kept.push(await files.write(ws, ALICE, { name: `f${n}` }, Buffer.from("x")));
+    expect((await files.page(ws, ALICE, { limit: 1000 })).files).toHaveLength(150);
+    const journal = await journalDuring(async () => {
+      await time.advance(1);
+      const added = await files.write(ws, ALICE, { name: "new.txt" }, Buffer.from("y"));
+      expect(await files.info(ws, ALICE, added.id)).toEqual(added);
+      const tooLarge = Readable.from([Buffer.alloc(MAX_BYTES + 1)]);
+      await expect(files.upload(ws, ALICE, { name: "big" }, tooLarge)).rejects.toBeInstanceOf(
+        PayloadTooLarge,
+      );
+      await time.advance(DISK_CHECK_MS);
+      expect((await listed())[0]).toBe("new.txt");
+      await files.delete(ws, ALICE, added.id);
+      await files.delete(ws, ALICE, kept[0]?.id ?? "");
+      await time.advance(DISK_CHECK_MS);
+      await expect(files.info(ws, ALICE, added.id)).rejects.toBeInstanceOf(NotFound);
+      expect(await files.info(ws, ALICE, kept[1]?.id ?? "")).toEqual(kept[1]);
+      await time.advance(DISK_CHECK_MS);
+      expect((await files.page(ws, ALICE, { limit: 1000 })).files).toHaveLength(149);
+    });
+    expect(journal.read.filter((path) => path.endsWith("meta.json"))).toEqual([]);
+  });
+
+  it("do not hide an operator's edit made while an upload is on its way", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    await time.advance(1);
+    await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    expect(await listed()).toEqual(["b.txt", "a.txt"]);
+    const started = gate();
+    const arrived = gate();
+    async function* body(): AsyncGenerator<Buffer> {
+      started.open();
+      yield Buffer.from("c");
+      await arrived.promise;
+    }
+    await time.advance(1);
+    const uploading = files.upload(ws, ALICE, { name: "c.txt" }, Readable.from(body()));
+    // The upload's staging folder is made: the operator removes a file folder meanwhile.
+    await started.promise;
+    await rm(recordDir(a.id), { recursive: true });
+    arrived.open();
+    await uploading;
+    await time.advance(DISK_CHECK_MS);
+    await expect(files.info(ws, ALICE, a.id)).rejects.toBeInstanceOf(NotFound);
+    expect(await listed()).toEqual(["c.txt", "b.txt"]);
+  });
+
+  it("an edit in the same timestamp tick as the index's own change is seen by the folder's names", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    await time.advance(1);
+    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    const reads: string[] = [];
+    const readMeta = async (workspaceId: string, ownerId: string, id: string): Promise<FileMeta> => {
+      reads.push(id);
+      const dir = temp.layout.partition("files").recordDir(workspaceId, ownerId, id);
+      return JSON.parse(await readFile(join(dir, "meta.json"), "utf8")) as FileMeta;
+    };
+    const index = new FileListings(temp.layout.partition("files"), readMeta, time.clock);
+    const ownerDir = temp.layout.partition("files").ownerDir(ws, ALICE);
+    // A kernel with coarse timestamps gives every change within one tick the same mtime; pinned
+    // here to one second so the test does not depend on the kernel it runs on.
+    const TICK_S = 1_700_000_000;
+    const ownStep = (name: string) =>
+      index.change(ws, ALICE, async () => {
+        await mkdir(join(ownerDir, `.tmp-${name}`));
+        await utimes(ownerDir, TICK_S, TICK_S);
+        return undefined;
+      });
+    expect(await index.get(ws, ALICE, b.id)).toEqual(b);
+    expect(reads.sort()).toEqual([a.id, b.id].sort());
+
+    await ownStep("one");
+    await time.advance(DISK_CHECK_MS);
+    expect(await index.get(ws, ALICE, a.id)).toEqual(a);
+    expect(reads).toHaveLength(2); // the same names: nothing read again
+
+    await ownStep("two");
+    await rm(recordDir(a.id), { recursive: true });
+    await utimes(ownerDir, TICK_S, TICK_S);
+    await time.advance(DISK_CHECK_MS);
+    expect(await index.get(ws, ALICE, a.id)).toBeUndefined();
+    expect(await index.get(ws, ALICE, b.id)).toEqual(b);
   });
 });
 

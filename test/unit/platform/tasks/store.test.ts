@@ -68,6 +68,19 @@ function runOf(task: Task, fields: Partial<Run> = {}): Run {
   };
 }
 
+interface Gate {
+  promise: Promise<void>;
+  open: () => void;
+}
+
+function gate(): Gate {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
 const boot = (store: TaskStore) =>
   store.boot(
     () => [t.ws],
@@ -151,6 +164,40 @@ describe("TaskStore", () => {
       `${t.ws}-${owner}-${hourly.id}.json`,
     ]);
     await again.close();
+  });
+
+  it("two updates at once leave the schedule entry, the loaded task and the caller's copy as the later wrote them", async () => {
+    const store = openStore();
+    await boot(store);
+    const trigger = { everySeconds: 3600 };
+    const task = await store.create(taskOf({ trigger }));
+    // The workspace is loading (its first use after an idle eviction) while the updates run: the
+    // first is held after its write, waiting for the load, while the second runs.
+    const loading = gate();
+    store.onLoad({ loaded: () => loading.promise, unfinished: async () => undefined });
+    const reading = store.all(t.ws);
+    const entryBack = gate();
+    const addSchedule = store.index.addSchedule.bind(store.index);
+    store.index.addSchedule = async (entry) => {
+      await addSchedule(entry);
+      entryBack.open();
+    };
+    const committed: (Task["trigger"] | "none")[] = [];
+    const seen = (next: Task) => void committed.push(next.trigger ?? "none");
+    const untrigger = store.update(task, ({ trigger: _gone, ...rest }) => rest, seen);
+    const retrigger = store.update(task, (current) => ({ ...current, trigger }), seen);
+    // Without one lock over the whole update, the second puts its entry back while the first
+    // waits, and the first then removes it. With it, the second waits for the first instead.
+    await Promise.race([entryBack.promise, new Promise((resolve) => setTimeout(resolve, 300))]);
+    loading.open();
+    await Promise.all([untrigger, retrigger, reading]);
+
+    expect(committed).toEqual(["none", trigger]);
+    expect((await store.taskIn(t.ws, task.id))?.trigger).toEqual(trigger);
+    const schedules = join(t.layout.instanceDir(), "tasks", "schedules");
+    expect(await readdir(schedules)).toContain(`${t.ws}-${owner}-${task.id}.json`);
+    await store.close();
+    expect((await boot(openStore())).map((armed) => armed.id)).toEqual([task.id]);
   });
 
   it("an instance whose tasks predate the index builds it once, from the definitions", async () => {
