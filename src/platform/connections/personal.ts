@@ -1,10 +1,9 @@
-import { mkdir } from "node:fs/promises";
 import { Conflict, WorkspaceNotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { EventBus } from "../../kernel/events.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { FOLDER_MODE } from "../../storage/folders.ts";
+import { makeFolderPathIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
@@ -104,7 +103,7 @@ export class PersonalConnections {
       const snapshot = await this.core.photograph(record, 1);
       // The person's folder exists once they have signed in; made here for an owner who reached
       // Atrium only with a token, never before it was recorded.
-      await mkdir(this.deps.layout.userConnectionsDir(ownerId), { recursive: true, mode: FOLDER_MODE });
+      await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
       await store.create(record, snapshot);
     } catch (error) {
       if (stored.kind === "static") await vault.delete(stored.credential);
@@ -134,7 +133,7 @@ export class PersonalConnections {
       createdBy: ownerId,
       owner: ownerId,
     });
-    await mkdir(this.deps.layout.userConnectionsDir(ownerId), { recursive: true, mode: FOLDER_MODE });
+    await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
     await this.deps.store.create(record, undefined);
     this.deps.log.info({ workspaceId, connection: name }, "personal connection added, pending authorization");
     return { ...link, connection: await this.view(workspaceId, ownerId, name) };
