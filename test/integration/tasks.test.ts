@@ -298,6 +298,21 @@ describe("runs", () => {
     expect((await ended(instance, "alice", ws, run)).result?.structuredContent).toEqual({ from: "input" });
   });
 
+  it("matches a schema pattern in linear time: the ^(a+)+$ that froze the server answers a long near-match with 400", async () => {
+    const task = await createTask(instance, "alice", ws, {
+      name: "evil pattern",
+      action: echo(),
+      inputSchema: { type: "object", properties: { a: { type: "string", pattern: "^(a+)+$" } } },
+    });
+    const refused = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { a: `${"a".repeat(100_000)}!` },
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({
+      error: { code: "invalid_input", message: expect.stringContaining('/a must match pattern "^(a+)+$"') },
+    });
+  });
+
   it("idempotent start: the same key and body is one run; the same key with another body is 409", async () => {
     const task = await createTask(instance, "alice", ws, {
       name: "once",

@@ -62,4 +62,17 @@ describe("a task's definition", () => {
       expect(() => defineTask(body, definer, TASK_DEFAULTS, ids), JSON.stringify(body)).toThrow(words);
     }
   });
+
+  it("refuses a schema pattern RE2 cannot match when the task is defined, naming the pattern", () => {
+    const lookahead = { type: "object", properties: { a: { type: "string", pattern: "^(?!x)" } } };
+    expect(() =>
+      defineTask({ name: "t", action, inputSchema: lookahead }, definer, TASK_DEFAULTS, ids),
+    ).toThrow(
+      '"inputSchema" is not a JSON Schema Atrium can use: the pattern "^(?!x)" cannot be matched in linear time',
+    );
+    const backreference = { type: "object", patternProperties: { "^(a)\\1$": { type: "string" } } };
+    expect(() =>
+      defineTask({ name: "t", action, outputSchema: backreference }, definer, TASK_DEFAULTS, ids),
+    ).toThrow('"outputSchema" is not a JSON Schema Atrium can use: the pattern "^(a)\\1$"');
+  });
 });
