@@ -313,6 +313,30 @@ describe("runs", () => {
     });
   });
 
+  it("refuses at definition a schema that loops or a pattern RE2 cannot match, on create and on change", async () => {
+    const task = await createTask(instance, "alice", ws, { name: "plain", action: echo() });
+    const refusals: [Record<string, unknown>, string][] = [
+      [{ inputSchema: { $ref: "#" } }, '"inputSchema" applies the schema at "#" to the same value again'],
+      [{ outputSchema: { $ref: "#" } }, '"outputSchema" applies the schema at "#" to the same value again'],
+      [
+        { inputSchema: { type: "object", properties: { a: { type: "string", pattern: "^(?!x)" } } } },
+        'the pattern "^(?!x)" cannot be matched in linear time',
+      ],
+    ];
+    for (const [change, words] of refusals) {
+      for (const [method, path, body] of [
+        ["POST", tasksPath(ws), { name: "x", action: echo(), ...change }],
+        ["PATCH", tasksPath(ws, `/${task.id}`), change],
+      ] as const) {
+        const response = await instance.rest("alice", method, path, body);
+        expect(response.status, `${method} ${JSON.stringify(change)}`).toBe(400);
+        expect(await response.json()).toMatchObject({
+          error: { code: "invalid_input", message: expect.stringContaining(words) },
+        });
+      }
+    }
+  });
+
   it("idempotent start: the same key and body is one run; the same key with another body is 409", async () => {
     const task = await createTask(instance, "alice", ws, {
       name: "once",

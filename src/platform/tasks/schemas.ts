@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { InvalidInput } from "../../errors.ts";
+import { endlessLoop } from "../json-schema/endless-refs.ts";
 import { linearRegExp } from "../json-schema/linear-regexp.ts";
 
 // A task's input and output schemas are written by its author in JSON Schema: 2020-12 (MCP's
@@ -25,13 +26,28 @@ export function compileSchema(field: string, schema: Record<string, unknown>): V
   } catch (error) {
     throw new InvalidInput(`"${field}" is not a JSON Schema Atrium can use: ${(error as Error).message}`);
   }
+  const loop = endlessLoop(schema);
+  if (loop) {
+    throw new InvalidInput(
+      `"${field}" applies the schema at "${loop}" to the same value again before looking inside it ($ref, allOf, anyOf, oneOf, not, if/then/else), so checking a value would never end; make each $ref that leads back go through a keyword that reads a part of the value (properties, items).`,
+    );
+  }
   compiled.set(schema, validate);
   return validate;
 }
 
 /** What is wrong with `value` by `validate`, one line per problem, each naming where; none: valid. */
 export function schemaErrors(validate: ValidateFunction, value: unknown): string[] {
-  if (validate(value)) return [];
+  let valid: boolean;
+  try {
+    valid = validate(value) as boolean;
+  } catch (error) {
+    // Each level of the value is a call: one nested deeply enough runs out of stack, in a
+    // recursive schema; answered as a problem with the value, not a 500.
+    if (!(error instanceof RangeError)) throw error;
+    return [`(the value) could not be checked: ${error.message}; it is nested too deeply`];
+  }
+  if (valid) return [];
   return (validate.errors ?? [])
     .slice(0, MAX_ERRORS)
     .map((error) => `${error.instancePath || "(the value)"} ${error.message ?? "is invalid"}`);

@@ -75,4 +75,16 @@ describe("a task's definition", () => {
       defineTask({ name: "t", action, outputSchema: backreference }, definer, TASK_DEFAULTS, ids),
     ).toThrow('"outputSchema" is not a JSON Schema Atrium can use: the pattern "^(a)\\1$"');
   });
+
+  it("refuses a schema that applies itself to the same value without end, saying where", () => {
+    for (const field of ["inputSchema", "outputSchema"]) {
+      expect(() =>
+        defineTask({ name: "t", action, [field]: { $ref: "#" } }, definer, TASK_DEFAULTS, ids),
+      ).toThrow(`"${field}" applies the schema at "#" to the same value again`);
+    }
+    const recursive = { type: "object", properties: { child: { $ref: "#" } } };
+    expect(
+      defineTask({ name: "t", action, inputSchema: recursive }, definer, TASK_DEFAULTS, ids).inputSchema,
+    ).toBe(recursive);
+  });
 });

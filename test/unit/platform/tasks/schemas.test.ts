@@ -22,4 +22,13 @@ describe("a task's schema", () => {
     expect(schemaErrors(validate, { [`${"a".repeat(10_000)}`]: "x" })).toHaveLength(1);
     expect(schemaErrors(validate, { [`${"a".repeat(10_000)}!`]: "x" })).toEqual([]);
   });
+
+  it("answers a value nested past the stack as a problem with the value, not a thrown RangeError", () => {
+    const validate = compileSchema("inputSchema", { type: "object", properties: { a: { $ref: "#" } } });
+    let deep: Record<string, unknown> = {};
+    for (let level = 0; level < 100_000; level++) deep = { a: deep };
+    const errors = schemaErrors(validate, deep);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toMatch(/^\(the value\) could not be checked: .*; it is nested too deeply$/);
+  });
 });
