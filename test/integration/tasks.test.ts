@@ -313,7 +313,7 @@ describe("runs", () => {
     });
   });
 
-  it("refuses at definition a schema that loops or a pattern RE2 cannot match, on create and on change", async () => {
+  it("refuses at definition a schema that loops and a cron that fires too often or never, on create and on change", async () => {
     const task = await createTask(instance, "alice", ws, { name: "plain", action: echo() });
     const refusals: [Record<string, unknown>, string][] = [
       [{ inputSchema: { $ref: "#" } }, '"inputSchema" applies the schema at "#" to the same value again'],
@@ -322,6 +322,8 @@ describe("runs", () => {
         { inputSchema: { type: "object", properties: { a: { type: "string", pattern: "^(?!x)" } } } },
         'the pattern "^(?!x)" cannot be matched in linear time',
       ],
+      [{ trigger: { cron: "* * * * * *", timezone: "UTC" } }, "tasks.minIntervalSeconds"],
+      [{ trigger: { cron: "0 0 30 2 *", timezone: "UTC" } }, "never fires"],
     ];
     for (const [change, words] of refusals) {
       for (const [method, path, body] of [

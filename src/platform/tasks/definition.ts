@@ -1,8 +1,8 @@
-import { Cron } from "croner";
 import { InvalidInput } from "../../errors.ts";
 import { splitToolName } from "../../sources/tool-names.ts";
 import { isUnshowable } from "../../text.ts";
 import type { TaskSettings } from "./config.ts";
+import { checkCron } from "./cron-trigger.ts";
 import type { Task, TaskAction, TaskLimits, TaskTrigger, Visibility } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 
@@ -195,12 +195,7 @@ function checkTrigger(value: unknown, settings: TaskSettings): TaskTrigger {
       throw new InvalidInput('"trigger.timezone" is an IANA time zone, e.g. "Europe/Paris" or "UTC".');
     }
     if (typeof cron !== "string") throw new InvalidInput('"trigger.cron" is a cron expression.');
-    try {
-      // Parsed by croner, never by hand; paused, it only computes dates.
-      new Cron(cron, { paused: true, timezone });
-    } catch (error) {
-      throw new InvalidInput(`"trigger.cron" is not a cron expression: ${(error as Error).message}`);
-    }
+    checkCron(cron, timezone, settings.minIntervalSeconds);
     return { cron, timezone };
   }
   if (isObject(value) && Object.keys(value).join() === "everySeconds") {

@@ -54,6 +54,8 @@ describe("a task's definition", () => {
       [{ name: "t", action, limits: { maxConcurrentRuns: 99 } }, "limits.maxConcurrentRuns"],
       [{ name: "t", action, limits: { timeoutSeconds: 1.5 } }, "limits.timeoutSeconds"],
       [{ name: "t", action, trigger: { everySeconds: 60, cron: "* * * * *" } }, '"trigger" is'],
+      [{ name: "t", action, trigger: { cron: "* * * * * *", timezone: "UTC" } }, "tasks.minIntervalSeconds"],
+      [{ name: "t", action, trigger: { cron: "0 0 30 2 *", timezone: "UTC" } }, "never fires"],
       [{ name: "t\nu", action }, '"name"'],
       [{ name: "t", action, visibility: "public" }, '"visibility"'],
       [{ name: "t", action, inputSchema: [] }, '"inputSchema"'],
