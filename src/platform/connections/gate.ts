@@ -115,10 +115,8 @@ export class ConnectionSource implements Source {
         "snapshot",
         `${called} is not in the connection's snapshot (version ${this.snapshot.version}).`,
       );
-    const validate = this.validator(pinned);
-    if (!validate(args)) {
-      return deny("schema", `Invalid arguments for ${called}: ${describeSchemaErrors(validate)}.`);
-    }
+    const invalid = this.argumentsRefusal(pinned, args, called, refresh);
+    if (invalid) return deny("schema", invalid);
     if (this.state.credentialLapsed()) {
       return deny(
         "credential",
@@ -140,6 +138,31 @@ export class ConnectionSource implements Source {
       );
     }
     return undefined;
+  }
+
+  /** Why the snapshotted input schema of `tool` refuses `args`; undefined when it lets them go. */
+  private argumentsRefusal(
+    tool: Tool,
+    args: Record<string, unknown>,
+    called: string,
+    refresh: string,
+  ): string | undefined {
+    let validate: ValidateFunction;
+    try {
+      validate = this.validator(tool);
+    } catch (error) {
+      // A snapshot taken before photographing refused such a schema (one that loops, a
+      // patternProperties key RE2 cannot match): the call is refused, never a thrown error.
+      return `The input schema of ${called} cannot be checked (${(error as Error).message.slice(0, 200)}), so it is not called; ${refresh}.`;
+    }
+    try {
+      if (validate(args)) return undefined;
+    } catch (error) {
+      // Each level of the arguments is a call in a recursive schema: past the stack, a refusal.
+      if (!(error instanceof RangeError)) throw error;
+      return `The arguments for ${called} could not be checked: they are nested too deeply.`;
+    }
+    return `Invalid arguments for ${called}: ${describeSchemaErrors(validate)}.`;
   }
 
   private validator(tool: Tool): ValidateFunction {

@@ -2,27 +2,77 @@ import type { Tool } from "@modelcontextprotocol/client";
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { endlessLoop } from "../json-schema/endless-refs.ts";
+import { compileLinear, linearRegExp, UnmatchablePattern } from "../json-schema/linear-regexp.ts";
+import { subschemas } from "../json-schema/subschemas.ts";
 
 // ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv | Ajv2020) => void };
 
 // Remote servers write their schemas in draft-07 (most generators) or 2020-12 (MCP's default
 // dialect); each is compiled by the ajv that speaks it. Unknown keywords are a server's own
-// business, so strict mode is off; formats are checked.
-const draft07 = new Ajv({ strict: false, allErrors: true, validateSchema: true });
-const draft2020 = new Ajv2020({ strict: false, allErrors: true, validateSchema: true });
-addFormats.default(draft07);
-addFormats.default(draft2020);
+// business, so strict mode is off; formats are checked. Patterns are matched by RE2 (ADR 0064).
+const options = { strict: false, allErrors: true, validateSchema: true, code: { regExp: linearRegExp } };
+const draft07 = new Ajv(options);
+const draft2020 = new Ajv2020(options);
+for (const ajv of [draft07, draft2020]) {
+  addFormats.default(ajv);
+  // ajv-formats' "url" is a fixed V8 RegExp that backtracks quadratically ("http://" then a run
+  // of ":" — over a second at 40,000 characters) and has lookaheads RE2 cannot take: it is
+  // known, and not checked. "uri", "email" and the others measured linear.
+  ajv.addFormat("url", true);
+}
 
-/** Compiles a tool's input schema once; throws when the schema itself is not one ajv can use. */
+// The copy of a tool's schema that is compiled, per schema the snapshot holds: compiled once.
+const enforceable = new WeakMap<object, Record<string, unknown>>();
+
+/**
+ * Compiles a tool's input schema once; throws when the schema itself is not one ajv can use, or
+ * when checking arguments against it would never end.
+ */
 export function compileInputSchema(tool: Tool): ValidateFunction {
-  const schema = tool.inputSchema as Record<string, unknown>;
+  const schema = enforceablePart(tool.inputSchema as Record<string, unknown>);
   const dialect = typeof schema.$schema === "string" ? schema.$schema : "";
   const ajv =
     dialect.includes("draft-07") || dialect.includes("draft-04") || dialect.includes("draft-06")
       ? draft07
       : draft2020;
-  return ajv.compile(schema);
+  const validate = ajv.compile(schema);
+  const loop = endlessLoop(schema);
+  if (loop) {
+    throw new Error(
+      `it applies the schema at "${loop}" to the same value again before looking inside it, so checking arguments would never end`,
+    );
+  }
+  return validate;
+}
+
+/**
+ * `schema` without the `pattern`s RE2 cannot match (a lookaround, a backreference) or that compile
+ * too large: the tool stays callable with those strings unchecked here, as the server checks its
+ * own arguments and Atrium's check only refuses early. A `patternProperties` key is not dropped —
+ * which properties it covers changes what else applies — so one such key refuses the schema.
+ */
+function enforceablePart(schema: Record<string, unknown>): Record<string, unknown> {
+  const known = enforceable.get(schema);
+  if (known) return known;
+  const unmatchable = (node: Record<string, unknown>) => {
+    if (typeof node.pattern !== "string") return false;
+    try {
+      compileLinear(node.pattern);
+      return false;
+    } catch (error) {
+      // A pattern that is not ECMA-262 stays, and ajv refuses the schema as it always did.
+      return error instanceof UnmatchablePattern;
+    }
+  };
+  let part = schema;
+  if (subschemas(schema).some(({ node }) => unmatchable(node))) {
+    part = structuredClone(schema);
+    for (const { node } of subschemas(part)) if (unmatchable(node)) delete node.pattern;
+  }
+  enforceable.set(schema, part);
+  return part;
 }
 
 /**

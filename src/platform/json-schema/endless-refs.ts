@@ -1,8 +1,5 @@
 import { isSchemaObject, type Subschema, subschemas } from "./subschemas.ts";
 
-// Where a schema without `$id` sits; any URI would do, it only anchors relative references.
-const DOCUMENT_BASE = "atrium:/schema";
-
 /**
  * Where `schema` applies itself again to the same value before looking inside it — `{"$ref": "#"}`,
  * or `$defs` whose `allOf` and `$ref` lead round in a circle — as "#/json/pointer"; undefined
@@ -13,7 +10,7 @@ const DOCUMENT_BASE = "atrium:/schema";
  * Written to run after ajv has compiled the schema: ajv's own recursion per level is the deeper.
  */
 export function endlessLoop(schema: Record<string, unknown>): string | undefined {
-  const all = subschemas(schema, DOCUMENT_BASE);
+  const all = subschemas(schema);
   const entries = new Map(all.map((entry) => [entry.node, entry]));
   const targetOf = referenceResolver(all);
   const applied = (entry: Subschema) =>

@@ -31,8 +31,11 @@ const INSIDE_BY_NAME = ["properties", "patternProperties"];
 // Not applied by themselves, only through a $ref.
 const DEFINITIONS = ["$defs", "definitions"];
 
+// Where a document without `$id` sits; any URI would do, it only anchors relative references.
+const DOCUMENT_BASE = "atrium:/schema";
+
 /** Every schema object of `root`, the root first, each once (a JSON document is a tree). */
-export function subschemas(root: Record<string, unknown>, baseUri: string): Subschema[] {
+export function subschemas(root: Record<string, unknown>, baseUri = DOCUMENT_BASE): Subschema[] {
   const found: Subschema[] = [];
   visit(root, "", baseUri, found);
   return found;

@@ -1,0 +1,73 @@
+import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import { describe, expect, it } from "vitest";
+import type { AuditAppender } from "../../../../src/platform/connections/call-audit.ts";
+import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
+import { type Snapshot, toolDigest } from "../../../../src/platform/connections/snapshot.ts";
+import type { McpSource } from "../../../../src/sources/mcp-source.ts";
+
+const caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
+const PROTOCOL = "2025-06-18";
+
+/** A connection whose snapshot holds `tool` as its server lists it; what reached the server. */
+function connection(tool: Tool): { source: ConnectionSource; sent: unknown[] } {
+  const sent: unknown[] = [];
+  const snapshot: Snapshot = {
+    version: 1,
+    takenAt: "2026-01-01T00:00:00.000Z",
+    generation: 0,
+    protocolVersion: PROTOCOL,
+    tools: [tool],
+    digests: { [tool.name]: toolDigest(tool) },
+    digest: "",
+  };
+  const live = {
+    describe: async () => ({ protocolVersion: PROTOCOL }),
+    listTools: async () => [structuredClone(tool)],
+    callTool: async (_tool: string, args: unknown): Promise<CallToolResult> => {
+      sent.push(args);
+      return { content: [{ type: "text", text: "done" }] };
+    },
+    close: async () => undefined,
+  } as unknown as McpSource;
+  // The ledger is call-audit.test.ts's subject; here it only has to take the entries.
+  const ledger = { append: async () => ({}), appendAll: async () => [] } as unknown as AuditAppender;
+  const state = { credentialLapsed: () => false };
+  return { source: new ConnectionSource("remote", snapshot, live, state, ledger), sent };
+}
+
+const textOf = (result: CallToolResult) => (result.content[0] as { text: string }).text;
+
+describe("the call gate's schema check", () => {
+  it("refuses a snapshot's schema that loops as a tool error, sending nothing, instead of throwing", async () => {
+    const { source, sent } = connection({ name: "loop", inputSchema: { $ref: "#" } } as unknown as Tool);
+    const result = await source.callTool("loop", {}, caller);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("The input schema of remote__loop cannot be checked");
+    expect(sent).toEqual([]);
+  });
+
+  it("refuses arguments nested past the stack of a recursive schema as a tool error", async () => {
+    const { source, sent } = connection({
+      name: "tree",
+      inputSchema: { type: "object", properties: { child: { $ref: "#" } } },
+    } as Tool);
+    let deep: Record<string, unknown> = {};
+    for (let level = 0; level < 100_000; level++) deep = { child: deep };
+    const result = await source.callTool("tree", deep, caller);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe(
+      "The arguments for remote__tree could not be checked: they are nested too deeply.",
+    );
+    expect(sent).toEqual([]);
+    expect((await source.callTool("tree", { child: {} }, caller)).isError).toBeUndefined();
+  });
+
+  it("sends a string a lookahead pattern would judge: the server checks its own arguments", async () => {
+    const { source, sent } = connection({
+      name: "signup",
+      inputSchema: { type: "object", properties: { password: { type: "string", pattern: "^(?=.*\\d)" } } },
+    } as Tool);
+    expect((await source.callTool("signup", { password: "nodigit" }, caller)).isError).toBeUndefined();
+    expect(sent).toEqual([{ password: "nodigit" }]);
+  });
+});
