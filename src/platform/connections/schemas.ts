@@ -2,6 +2,7 @@ import type { Tool } from "@modelcontextprotocol/client";
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import addFormatsModule from "ajv-formats";
+import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
 import { compileLinear, linearRegExp, UnmatchablePattern } from "../json-schema/linear-regexp.ts";
 import { subschemas } from "../json-schema/subschemas.ts";
@@ -37,7 +38,7 @@ export function compileInputSchema(tool: Tool): ValidateFunction {
     dialect.includes("draft-07") || dialect.includes("draft-04") || dialect.includes("draft-06")
       ? draft07
       : draft2020;
-  const validate = ajv.compile(schema);
+  const validate = compileAlone(ajv, schema);
   const loop = endlessLoop(schema);
   if (loop) {
     throw new Error(

@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { InvalidInput } from "../../errors.ts";
+import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
 import { linearRegExp } from "../json-schema/linear-regexp.ts";
 
@@ -22,7 +23,7 @@ export function compileSchema(field: string, schema: Record<string, unknown>): V
   const dialect = typeof schema.$schema === "string" ? schema.$schema : "";
   let validate: ValidateFunction;
   try {
-    validate = (dialect.includes("draft-07") ? draft07 : draft2020).compile(schema);
+    validate = compileAlone(dialect.includes("draft-07") ? draft07 : draft2020, schema);
   } catch (error) {
     throw new InvalidInput(`"${field}" is not a JSON Schema Atrium can use: ${(error as Error).message}`);
   }

@@ -49,4 +49,10 @@ describe("a remote tool's input schema", () => {
     expect(validate({ u: `http://${":".repeat(100_000)}` })).toBe(true);
     expect(validate({ i: "not a uri" })).toBe(false);
   });
+
+  it("compiles each schema on its own: a refreshed tool with the same $id compiles again", () => {
+    const listed = () => tool({ $id: "https://remote.example/t.json", type: "object", required: ["q"] });
+    expect(compileInputSchema(listed())({})).toBe(false);
+    expect(compileInputSchema(listed())({ q: 1 })).toBe(true);
+  });
 });

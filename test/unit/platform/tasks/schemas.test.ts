@@ -31,4 +31,19 @@ describe("a task's schema", () => {
     expect(errors).toHaveLength(1);
     expect(errors[0]).toMatch(/^\(the value\) could not be checked: .*; it is nested too deeply$/);
   });
+
+  it("is compiled on its own: another schema's $id is neither taken nor reachable", () => {
+    const mine = { $id: "https://example.com/order.json", type: "object", required: ["id"] };
+    const theirs = { $id: "https://example.com/order.json", type: "string" };
+    expect(schemaErrors(compileSchema("inputSchema", mine), {})).toEqual([
+      "(the value) must have required property 'id'",
+    ]);
+    expect(schemaErrors(compileSchema("inputSchema", theirs), "x")).toEqual([]);
+    expect(() => compileSchema("inputSchema", { $ref: "https://example.com/order.json" })).toThrow(
+      "can't resolve reference https://example.com/order.json",
+    );
+    const meta = { $id: "https://json-schema.org/draft/2020-12/schema", type: "string" };
+    expect(() => compileSchema("inputSchema", meta)).toThrow("a JSON Schema meta-schema's");
+    expect(schemaErrors(compileSchema("inputSchema", { type: "string", minLength: 2 }), "a")).toHaveLength(1);
+  });
 });

@@ -1,0 +1,31 @@
+import type { Ajv, ValidateFunction } from "ajv";
+
+/**
+ * `schema` compiled by `ajv` and then forgotten by it. ajv keeps every schema it compiles and
+ * files its `$id`s for every later schema's `$ref`: one member's schema would be reachable from
+ * another's, a second schema with the same `$id` refused ("already exists"), and each schema
+ * ever defined kept in memory for the life of the process. What the compile filed is removed
+ * again; the validator keeps what it needs.
+ */
+export function compileAlone(
+  ajv: Pick<Ajv, "compile" | "removeSchema" | "refs" | "schemas">,
+  schema: Record<string, unknown>,
+): ValidateFunction {
+  // ajv files a root $id as written, less a trailing "#" (its normalizeId).
+  const id = typeof schema.$id === "string" ? schema.$id.replace(/#\/?$/, "") : "";
+  if (id && (id in ajv.refs || id in ajv.schemas)) {
+    // Only a dialect's own meta-schemas stay filed; removing the schema would remove one of them.
+    throw new Error(
+      `its $id "${id}" is a JSON Schema meta-schema's; give the schema an $id of its own, or none`,
+    );
+  }
+  const refs = new Set(Object.keys(ajv.refs));
+  const schemas = new Set(Object.keys(ajv.schemas));
+  try {
+    return ajv.compile(schema);
+  } finally {
+    ajv.removeSchema(schema);
+    for (const key of Object.keys(ajv.refs)) if (!refs.has(key)) delete ajv.refs[key];
+    for (const key of Object.keys(ajv.schemas)) if (!schemas.has(key)) delete ajv.schemas[key];
+  }
+}
