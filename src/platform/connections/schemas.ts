@@ -1,14 +1,11 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { Ajv, type ValidateFunction } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
-import addFormatsModule from "ajv-formats";
 import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
+import { checkFormats } from "../json-schema/formats.ts";
 import { compileLinear, linearRegExp, UnmatchablePattern } from "../json-schema/linear-regexp.ts";
 import { subschemas } from "../json-schema/subschemas.ts";
-
-// ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
-const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv | Ajv2020) => void };
 
 // Remote servers write their schemas in draft-07 (most generators) or 2020-12 (MCP's default
 // dialect); each is compiled by the ajv that speaks it. Unknown keywords are a server's own
@@ -16,13 +13,7 @@ const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv | Ajv2020
 const options = { strict: false, allErrors: true, validateSchema: true, code: { regExp: linearRegExp } };
 const draft07 = new Ajv(options);
 const draft2020 = new Ajv2020(options);
-for (const ajv of [draft07, draft2020]) {
-  addFormats.default(ajv);
-  // ajv-formats' "url" is a fixed V8 RegExp that backtracks quadratically ("http://" then a run
-  // of ":" — over a second at 40,000 characters) and has lookaheads RE2 cannot take: it is
-  // known, and not checked. "uri", "email" and the others measured linear.
-  ajv.addFormat("url", true);
-}
+for (const ajv of [draft07, draft2020]) checkFormats(ajv);
 
 // The copy of a tool's schema that is compiled, per schema the snapshot holds: compiled once.
 const enforceable = new WeakMap<object, Record<string, unknown>>();

@@ -3,16 +3,18 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { InvalidInput } from "../../errors.ts";
 import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
+import { checkFormats } from "../json-schema/formats.ts";
 import { linearRegExp } from "../json-schema/linear-regexp.ts";
 
 // A task's input and output schemas are written by its author in JSON Schema: 2020-12 (MCP's
 // dialect) unless `$schema` names draft-07. strict is off so an annotation keyword a generator
 // adds is not refused; a schema ajv cannot compile is refused when the task is defined, not
 // when it first runs. Its patterns are matched by RE2, and one RE2 cannot match is refused
-// here too (ADR 0064).
+// here too (ADR 0064); its formats are checked.
 const options = { strict: false, allErrors: true, code: { regExp: linearRegExp } };
 const draft07 = new Ajv(options);
 const draft2020 = new Ajv2020(options);
+for (const ajv of [draft07, draft2020]) checkFormats(ajv);
 const compiled = new WeakMap<object, ValidateFunction>();
 const MAX_ERRORS = 10;
 

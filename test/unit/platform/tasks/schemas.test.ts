@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { compileSchema, schemaErrors } from "../../../../src/platform/tasks/schemas.ts";
 
 describe("a task's schema", () => {
@@ -45,5 +45,22 @@ describe("a task's schema", () => {
     const meta = { $id: "https://json-schema.org/draft/2020-12/schema", type: "string" };
     expect(() => compileSchema("inputSchema", meta)).toThrow("a JSON Schema meta-schema's");
     expect(schemaErrors(compileSchema("inputSchema", { type: "string", minLength: 2 }), "a")).toHaveLength(1);
+  });
+
+  it("checks formats, without a console warning, and leaves url unchecked", () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    try {
+      const validate = compileSchema("inputSchema", {
+        type: "object",
+        properties: { to: { type: "string", format: "email" }, site: { type: "string", format: "url" } },
+      });
+      expect(schemaErrors(validate, { to: "not an address" })).toEqual(['/to must match format "email"']);
+      expect(schemaErrors(validate, { to: "a@example.com", site: `http://${":".repeat(40_000)}` })).toEqual(
+        [],
+      );
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
