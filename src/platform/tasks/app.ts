@@ -44,7 +44,16 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       settings,
       log,
     });
-    const schedules = new TaskSchedules({ scheduler, runner, store, workspaces, users, clock, log });
+    const schedules = new TaskSchedules({
+      scheduler,
+      runner,
+      store,
+      workspaces,
+      users,
+      clock,
+      log,
+      minIntervalSeconds: settings.minIntervalSeconds,
+    });
     // A crash left runs `running`: recorded `interrupted` when their workspace's runs are read,
     // before that read answers — at boot for the workspaces the crash left marked (ADR 0056).
     store.onLoad({

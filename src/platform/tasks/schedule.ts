@@ -4,6 +4,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { Scheduler } from "../../kernel/scheduler.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
+import { checkCron } from "./cron-trigger.ts";
 import type { Task, TaskTrigger } from "./model.ts";
 import { ConcurrencyLimit, type TaskRunner } from "./runner.ts";
 import type { TaskStore } from "./store.ts";
@@ -16,6 +17,8 @@ export interface ScheduleDeps {
   users: Pick<UserDirectory, "isDeactivated">;
   clock: Clock;
   log: Logger;
+  /** tasks.minIntervalSeconds, which a stored trigger is held to again when it is armed. */
+  minIntervalSeconds: number;
 }
 
 /** The schedule instants a restart missed: the first and the latest, or none. */
@@ -39,12 +42,21 @@ export class TaskSchedules {
 
   constructor(private readonly deps: ScheduleDeps) {}
 
-  /** (Re)arms the task's job to its current trigger; a task without one has none. */
+  /**
+   * (Re)arms the task's job to its current trigger; a task without one has none, and neither has
+   * one whose trigger today's rules refuse (stored before a rule, or before tasks.minIntervalSeconds
+   * was raised): it is logged, and runs again once its owner updates the trigger.
+   */
   arm(task: Task): void {
     const name = jobName(task);
     this.deps.scheduler.remove(name);
     if (!task.trigger) return;
     const { workspaceId, id } = task;
+    const refused = triggerRefusal(task.trigger, this.deps.minIntervalSeconds);
+    if (refused) {
+      this.deps.log.warn({ workspaceId, taskId: id, reason: refused }, "task trigger not armed");
+      return;
+    }
     this.deps.scheduler.add({
       name,
       schedule:
@@ -163,4 +175,16 @@ export function missedOf(trigger: TaskTrigger, sinceMs: number, nowMs: number): 
   if (first === undefined || first > nowMs) return undefined;
   const latest = cron.previousRuns(1, new Date(nowMs))[0]?.getTime() ?? first;
   return { firstMs: first, latestMs: Math.max(first, latest) };
+}
+
+/** Why a stored trigger may not fire under today's rules, or undefined when it may. */
+function triggerRefusal(trigger: TaskTrigger, minIntervalSeconds: number): string | undefined {
+  try {
+    if ("cron" in trigger) checkCron(trigger.cron, trigger.timezone, minIntervalSeconds);
+    else if (trigger.everySeconds < minIntervalSeconds)
+      return `it fires every ${trigger.everySeconds} seconds, under tasks.minIntervalSeconds (${minIntervalSeconds})`;
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Task } from "../../../../src/platform/tasks/model.ts";
-import { missedOf, missedSince } from "../../../../src/platform/tasks/schedule.ts";
+import {
+  missedOf,
+  missedSince,
+  type ScheduleDeps,
+  TaskSchedules,
+} from "../../../../src/platform/tasks/schedule.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -45,5 +51,41 @@ describe("missed schedules", () => {
     expect(
       missedSince({ ...task, trigger: undefined } as unknown as Task, at("2027-01-01T00:00:00Z")),
     ).toBeUndefined();
+  });
+});
+
+describe("arming a stored trigger", () => {
+  function schedules() {
+    const added: string[] = [];
+    const { log, lines } = memoryLog();
+    const scheduler = {
+      add: (job: { name: string }) => void added.push(job.name),
+      remove: () => undefined,
+      has: () => false,
+    };
+    const deps = { scheduler, log, minIntervalSeconds: 60 } as unknown as ScheduleDeps;
+    return { armed: added, lines, schedules: new TaskSchedules(deps) };
+  }
+  const task = (trigger: Task["trigger"]) =>
+    ({ id: "tsk_1", workspaceId: "ws_0000000000000001", trigger }) as Task;
+
+  it("arms a trigger today's rules allow", () => {
+    const { armed, schedules: s } = schedules();
+    s.arm(task({ cron: "0 9 * * 1-5", timezone: "UTC" }));
+    s.arm(task({ everySeconds: 60 }));
+    expect(armed).toHaveLength(2);
+  });
+
+  it.each([
+    ["a cron every second", { cron: "* * * * * *", timezone: "UTC" }],
+    ["a cron that never fires", { cron: "0 0 30 2 *", timezone: "UTC" }],
+    ["an interval under the minimum", { everySeconds: 1 }],
+  ])("does not arm %s stored before the rule, and says why in the log", (_case, trigger) => {
+    const { armed, lines, schedules: s } = schedules();
+    s.arm(task(trigger as Task["trigger"]));
+    expect(armed).toEqual([]);
+    expect(lines).toEqual([
+      expect.objectContaining({ msg: "task trigger not armed", taskId: "tsk_1", reason: expect.any(String) }),
+    ]);
   });
 });
