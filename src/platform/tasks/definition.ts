@@ -97,9 +97,13 @@ function applyChange(
     }
   }
   if (body.visibility !== undefined) task.visibility = checkVisibility(body.visibility);
-  // The credential that defines the task bounds what its runs may call (ADR 0044).
-  if (definer.scopes === undefined) delete task.scopes;
-  else task.scopes = [...definer.scopes];
+  // The credential that sets the action bounds what its runs may call (ADR 0044): stamped when
+  // the task is created and when its owner changes the action (only the owner may), never by
+  // another edit — an admin renaming the task must not lift, or lend their token's, limits.
+  if (body.action !== undefined) {
+    if (definer.scopes === undefined) delete task.scopes;
+    else task.scopes = [...definer.scopes];
+  }
   if (
     task.trigger &&
     task.inputSchema &&

@@ -48,6 +48,35 @@ describe("a task's definition", () => {
     expect(bare.lastScheduledAt).toBeUndefined();
   });
 
+  it("keeps its scopes through any edit but its owner's new action, which stamps the owner's", () => {
+    const task = defineTask({ name: "t", action }, { ...definer, scopes: ["mcp:write"] }, TASK_DEFAULTS, ids);
+    const later = "2026-01-02T00:00:00.000Z";
+    const admin = { workspaceId: definer.workspaceId, principalId: "usr_aaaaaaaaaaaaaaaaaaaaaaaa" };
+    // An admin's edit with a session (no scopes), or with a token of their own, changes neither.
+    for (const editor of [admin, { ...admin, scopes: ["mcp:read", "mcp:write"] }]) {
+      const edited = redefineTask(
+        task,
+        { name: "u", trigger: { everySeconds: 3600 } },
+        editor,
+        TASK_DEFAULTS,
+        later,
+      );
+      expect(edited.scopes).toEqual(["mcp:write"]);
+    }
+    expect(redefineTask(task, { visibility: "shared" }, definer, TASK_DEFAULTS, later).scopes).toEqual([
+      "mcp:write",
+    ]);
+    const reacted = redefineTask(
+      task,
+      { action: { tool: "files__info", arguments: {} } },
+      { ...definer, scopes: ["mcp:read"] },
+      TASK_DEFAULTS,
+      later,
+    );
+    expect(reacted.scopes).toEqual(["mcp:read"]);
+    expect(redefineTask(task, { action }, definer, TASK_DEFAULTS, later).scopes).toBeUndefined();
+  });
+
   it("refuses what a task may not be, naming the field", () => {
     const refusals: [Record<string, unknown>, string][] = [
       [{ name: "t", action: { tool: "tasks__run" } }, "cannot call a tasks tool"],
