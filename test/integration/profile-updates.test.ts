@@ -31,6 +31,28 @@ afterAll(async () => {
 });
 
 describe("the stored profile", () => {
+  it("is what a signed-in session acts as: a demotion recorded after the sign-in holds at once", async () => {
+    const login = "orgadmin-demoted";
+    const id = derivePrincipalId(issuer.issuer, login);
+    const account = testAccount(login);
+    const cookie = await signInOverHttp(atrium.url, login);
+    const users = () => fetch(`${atrium.url}/v1/users`, { headers: { cookie } });
+    expect((await users()).status).toBe(200);
+    // What a later sign-in elsewhere, or a provider token with the role claim, records.
+    await atrium.users.record({
+      id,
+      displayName: account.name,
+      email: "moved@example.test",
+      orgRole: "member",
+    });
+    expect((await users()).status).toBe(403);
+    const bootstrap = await fetch(`${atrium.url}/v1/bootstrap`, { headers: { cookie } });
+    expect(((await bootstrap.json()) as { principal: unknown }).principal).toMatchObject({
+      email: "moved@example.test",
+      orgRole: "member",
+    });
+  });
+
   it("keeps the name, email and org role from sign-in when an access token states none of them", async () => {
     const login = "orgadmin-profile";
     const id = derivePrincipalId(issuer.issuer, login);

@@ -102,8 +102,11 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
       }
       if (session.kind === "signed-in") {
         checkCookieOrigin(c.req.raw, auth.publicUrl());
-        // The sign-in recorded this person; a session is not a fresh statement about them.
-        await admitPerson(c, auth.users, session.principal, { record: false });
+        // The sign-in recorded this person; a session is not a fresh statement about them. What
+        // the directory holds now is: a later sign-in or provider token may have changed their
+        // org role or email since this session began (a demoted org admin stays demoted).
+        const current = (await auth.users.get(session.principal.id)) ?? session.principal;
+        await admitPerson(c, auth.users, asPrincipal(current), { record: false });
         return next();
       }
     }
@@ -127,12 +130,12 @@ async function knownPerson(users: UserDirectory, principalId: string): Promise<P
   const profile = await users.get(principalId);
   if (!profile)
     throw new Unauthenticated("The access token names nobody this instance knows; authorize again.");
-  return {
-    id: profile.id,
-    displayName: profile.displayName,
-    email: profile.email,
-    orgRole: profile.orgRole,
-  };
+  return asPrincipal(profile);
+}
+
+/** A person as the directory holds them, as the principal a route sees. */
+function asPrincipal(person: Principal): Principal {
+  return { id: person.id, displayName: person.displayName, email: person.email, orgRole: person.orgRole };
 }
 
 /**
