@@ -361,6 +361,16 @@ describe("runs", () => {
     const badKey = await instance.rest("alice", "POST", path, { input: { n: 1 } }, { "idempotency-key": "" });
     expect(badKey.status).toBe(400);
     await ended(instance, "alice", ws, one);
+    // No input and an empty one start the same run: one request, not a conflict.
+    const empty = { "idempotency-key": "k-empty" };
+    const bare = await instance.rest("alice", "POST", path, {}, empty);
+    const explicit = await instance.rest("alice", "POST", path, { input: {} }, empty);
+    expect([bare.status, explicit.status, explicit.headers.get("idempotent-replayed")]).toEqual([
+      201,
+      201,
+      "true",
+    ]);
+    await ended(instance, "alice", ws, (await bare.json()) as Run);
     // Past the window (24 hours by default) the key is forgotten: it starts a new run.
     await time.advance(24 * HOUR_MS + 1);
     const later = (await (

@@ -103,17 +103,19 @@ export class Tasks {
     const retried = request.retryOf === undefined ? undefined : await this.getRun(asker, request.retryOf);
     if (retried && retried.taskId !== task.id)
       throw new InvalidInput('"retryOf" names a run of another task.');
+    const runInput = input ?? retried?.input ?? {};
     const start = (idempotency?: Run["idempotency"]) =>
       this.runner.start(task, {
         trigger: retried ? "retry" : "manual",
         startedBy: asker.principalId,
-        input: input ?? retried?.input ?? {},
+        input: runInput,
         ...(retried ? { retryOf: retried.id } : {}),
         ...(idempotency ? { idempotency } : {}),
       });
     if (request.idempotencyKey === undefined) return { run: await start(), replayed: false };
     const key = checkIdempotencyKey(request.idempotencyKey);
-    const digest = bodyDigest({ input, retryOf: request.retryOf });
+    // Of the run it would start, so `{}` and `{"input": {}}` are one request.
+    const digest = bodyDigest({ input: runInput, retryOf: request.retryOf });
     const scope = { taskId: task.id, principalId: asker.principalId };
     let started = false;
     // The keys are the workspace's, held loaded until the start is written (ADR 0056).
