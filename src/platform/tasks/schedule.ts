@@ -125,6 +125,15 @@ export class TaskSchedules {
       await this.deps.store.update(task, (current) => ({ ...current, lastScheduledAt: scheduledFor }));
       return;
     }
+    // The instant is recorded as acted on before its run starts: a crash between the two leaves
+    // it run (and recorded interrupted) or not run, never caught up again as missed at the next
+    // boot, which would run it twice.
+    await this.deps.store.update(task, (current) => {
+      const { ownerInactiveSince: _was, ...rest } = current;
+      return ownerActive
+        ? { ...rest, lastScheduledAt: scheduledFor }
+        : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
+    });
     try {
       await this.deps.runner.start(task, {
         trigger: "schedule",
@@ -141,12 +150,6 @@ export class TaskSchedules {
         "task at its concurrency limit; this schedule is skipped",
       );
     }
-    await this.deps.store.update(task, (current) => {
-      const { ownerInactiveSince: _was, ...rest } = current;
-      return ownerActive
-        ? { ...rest, lastScheduledAt: scheduledFor }
-        : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
-    });
   }
 }
 

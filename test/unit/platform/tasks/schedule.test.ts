@@ -89,3 +89,32 @@ describe("arming a stored trigger", () => {
     ]);
   });
 });
+
+describe("a schedule's fire", () => {
+  it("records the instant as acted on before its run starts, so a crash between never runs it twice", async () => {
+    const calls: string[] = [];
+    const task = {
+      id: "tsk_1",
+      workspaceId: "ws_0000000000000001",
+      ownerId: "usr_1",
+      trigger: { everySeconds: 3600 },
+      createdAt: "2026-01-01T00:00:00.000Z",
+      lastScheduledAt: "2026-01-01T00:00:00.000Z",
+    } as Task;
+    const deps = {
+      scheduler: { add: () => undefined, remove: () => undefined, has: () => false },
+      workspaces: { get: () => ({}), roleOf: () => "member" },
+      users: { isDeactivated: () => false },
+      store: {
+        taskIn: async () => task,
+        update: async () => void calls.push("lastScheduledAt recorded"),
+      },
+      runner: { start: async () => void calls.push("run started") },
+      clock: () => Date.parse("2026-01-01T02:30:00Z"),
+      log: memoryLog().log,
+      minIntervalSeconds: 60,
+    } as unknown as ScheduleDeps;
+    await new TaskSchedules(deps).armAll([task]);
+    expect(calls).toEqual(["lastScheduledAt recorded", "run started"]);
+  });
+});
