@@ -587,6 +587,8 @@ describe("owners and the wall", () => {
       action: echo(),
       trigger: { everySeconds: 3600 },
     });
+    // While bob is a member, his private task is his alone, the admin's view included.
+    expect((await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).status).toBe(404);
     const removed = await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${bob}`);
     expect(removed.status).toBeLessThan(300);
     const calls = probe.calls.filter((call) => call.principalId === bob).length;
@@ -618,7 +620,7 @@ describe("owners and the wall", () => {
       ),
     );
     // Told once: the later schedules of a task whose owner is gone are skipped quietly.
-    // Each schedule's decision ends by recording its instant on the task, after any run it started.
+    // Each schedule's decision records its instant on the task (before any run it starts).
     for (const hour of ["02", "03"]) {
       // Lets the last fire's job end before the next is due: a job that is still going is skipped.
       await settle();
@@ -633,6 +635,14 @@ describe("owners and the wall", () => {
     expect(runs.filter((name) => name.endsWith(".json"))).toHaveLength(1);
     const told = (await inbox(instance, "alice", ws)).filter((entry) => entry.source === "tasks");
     expect(told).toHaveLength(1);
+    // The admin the inbox told can act: bob's private task is now theirs to see and delete.
+    const listed = (await (await instance.rest("alice", "GET", tasksPath(ws))).json()) as { tasks: Task[] };
+    expect(listed.tasks.map((t) => t.id)).toContain(task.id);
+    expect((await instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`))).status).toBe(204);
+    await settle();
+    await time.advance(HOUR_MS);
+    await settle();
+    expect(await readdir(join(instance.root, ws, "tasks", bob))).not.toContain(`${task.id}.json`);
   });
 
   it("a deactivated owner's task does not run either, refused in the words their own request gets", async () => {

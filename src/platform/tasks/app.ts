@@ -64,7 +64,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       () => workspaces.ids(),
       (workspaceId) => workspaces.get(workspaceId) !== undefined,
     );
-    const tasks = new Tasks(store, runner, schedules, workspaces, settings, clock);
+    const tasks = new Tasks(store, runner, schedules, workspaces, users, settings, clock);
     return {
       tools: createTasksTools(tasks),
       workspaceRoutes: taskRoutes(tasks),

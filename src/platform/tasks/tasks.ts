@@ -1,4 +1,5 @@
 import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
+import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { TaskSettings } from "./config.ts";
@@ -42,6 +43,7 @@ export class Tasks {
     private readonly runner: TaskRunner,
     private readonly schedules: TaskSchedules,
     private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
+    private readonly users: Pick<UserDirectory, "isDeactivated">,
     private readonly settings: TaskSettings,
     private readonly clock: Clock,
   ) {}
@@ -49,13 +51,13 @@ export class Tasks {
   /** The tasks the member can see, newest first. */
   async list(asker: Definer): Promise<Task[]> {
     return (await this.store.all(asker.workspaceId))
-      .filter((task) => canSee(task, asker))
+      .filter((task) => this.canSee(task, asker))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
   async get(asker: Definer, id: unknown): Promise<Task> {
     const task = typeof id === "string" ? await this.store.taskIn(asker.workspaceId, id) : undefined;
-    if (!task || !canSee(task, asker)) throw noTask();
+    if (!task || !this.canSee(task, asker)) throw noTask();
     return task;
   }
 
@@ -157,7 +159,7 @@ export class Tasks {
   async getRun(asker: Definer, runId: unknown): Promise<Run> {
     const run = isRunId(runId) ? await this.store.run(asker.workspaceId, runId) : undefined;
     const task = run && (await this.store.taskIn(run.workspaceId, run.taskId));
-    if (!run || !task || !canSee(task, asker)) throw noRun();
+    if (!run || !task || !this.canSee(task, asker)) throw noRun();
     return run;
   }
 
@@ -195,11 +197,20 @@ export class Tasks {
     );
   }
 
+  /**
+   * Its owner's own and every shared task; to a workspace admin also the private tasks of an owner
+   * who is no longer an active member here (removed or deactivated), so that their schedules can
+   * be stopped: nobody else could ever reach them, and the inbox tells admins to act.
+   */
+  private canSee(task: Task, asker: Definer): boolean {
+    if (task.ownerId === asker.principalId || task.visibility === "shared") return true;
+    const ownerActive =
+      this.workspaces.roleOf(task.workspaceId, task.ownerId) !== undefined &&
+      !this.users.isDeactivated(task.ownerId);
+    return !ownerActive && this.workspaces.roleOf(asker.workspaceId, asker.principalId) === "admin";
+  }
+
   private now(): string {
     return new Date(this.clock()).toISOString();
   }
-}
-
-function canSee(task: Task, asker: Definer): boolean {
-  return task.ownerId === asker.principalId || task.visibility === "shared";
 }
