@@ -67,6 +67,7 @@ export class RemoteServers {
       allowPrivate: this.settings.allowPrivateAddresses,
       timeoutMs: this.settings.requestTimeoutMs,
       maxResponseBytes: this.settings.maxResponseBytes,
+      eventStreams: true,
       ...(options.onStatus ? { onStatus: options.onStatus } : {}),
     });
     const oauth = record.auth.kind === "oauth" ? this.oauth : undefined;
