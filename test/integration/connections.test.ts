@@ -425,6 +425,24 @@ describe("the health loops", () => {
     expect(refused.body.content?.[0]?.text).toContain("has lapsed");
   });
 
+  it("a server that echoes the credential back in a failed call: the answer and the log say what failed, never the value", async () => {
+    const remote = await server({ requireHeader: { name: "x-api-key", value: SECRET } });
+    const auth = { kind: "static", header: "x-api-key", value: SECRET };
+    expect((await connect("echoes", remote.url, auth)).status).toBe(201);
+    await remote.control({ echoHeaders: "http-500" });
+    const failed = await call("echoes__echo", { text: "x" });
+    expect(failed.body.isError).toBe(true);
+    const logged = captured.lines.find(
+      (line) => line.msg === "tool failed unexpectedly" && line.tool === "echoes__echo",
+    );
+    expect(JSON.stringify(logged)).toContain("HTTP 500");
+    await remote.control({ echoHeaders: "json-rpc-error" });
+    const told = (await call("echoes__echo", { text: "x" })).body.content?.[0]?.text;
+    expect(told).toContain("I saw your headers");
+    expect(told).toContain("[redacted]");
+    expect(JSON.stringify([failed, told, captured.lines])).not.toContain(SECRET);
+  });
+
   it("never writes a credential into a response, an event or a log line", async () => {
     const everything = JSON.stringify(captured.lines);
     expect(everything).not.toContain(SECRET);

@@ -110,6 +110,8 @@ describe("ConnectionTokens", () => {
     now += 60_000;
     const bearers = await Promise.all(Array.from({ length: 20 }, () => tokens.bearer(record)));
     expect(new Set(bearers)).toEqual(new Set(["access-1"]));
+    // What the connection's failures are kept from repeating is the token set it now holds.
+    expect(tokens.secrets(record)).toEqual(["access-1", "refresh-1"]);
     expect(refreshBodies).toHaveLength(1);
     expect(refreshBodies[0]?.get("refresh_token")).toBe("refresh-0");
     expect(refreshBodies[0]?.get("resource")).toBe(record.url);
