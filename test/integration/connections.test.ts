@@ -171,7 +171,16 @@ describe("adding a connection photographs it", () => {
     // One server whose poison is swapped live (POST /control) before each attempt: the listing is
     // what is refused, and a server per kind would pay a cold tsx start each.
     const poisoned = await server();
-    for (const poison of ["zero-width", "bidi", "bad-name", "control-char"] as const) {
+    const poisons = [
+      "zero-width",
+      "bidi",
+      "bad-name",
+      "control-char",
+      "tag-chars",
+      "schema-hidden",
+      "schema-long",
+    ] as const;
+    for (const poison of poisons) {
       expect((await poisoned.control({ poisonedTools: [poison] })).poisonedTools).toEqual([poison]);
       const refused = await connect(`poisoned-${poison}`, poisoned.url);
       expect(refused.status, poison).toBe(400);
