@@ -452,6 +452,23 @@ describe("the health loops", () => {
     expect(JSON.stringify([failed, told, captured.lines])).not.toContain(SECRET);
   });
 
+  it.each(["2025-11-25", "2026-07-28"] as const)(
+    "checks the credential of a %s server with a request its revision has, and records it ok",
+    async (era) => {
+      const remote = await server({ eras: [era], requireHeader: { name: "x-api-key", value: SECRET } });
+      const name = `checked-${era.slice(0, 4)}`;
+      expect(
+        (await connect(name, remote.url, { kind: "static", header: "x-api-key", value: SECRET })).status,
+      ).toBe(201);
+      await time.advance(CREDENTIAL_MS);
+      await vi.waitFor(
+        async () => expect((await view(name)).health.credential).toMatchObject({ outcome: "ok" }),
+        { timeout: 10_000 },
+      );
+      expect((await view(name)).state).toBe("running");
+    },
+  );
+
   it("never writes a credential into a response, an event or a log line", async () => {
     const everything = JSON.stringify(captured.lines);
     expect(everything).not.toContain(SECRET);

@@ -68,11 +68,12 @@ export class HealthMonitor {
 
 /**
  * Credential liveness. Each interval, and at once when any request of a connection met a 401,
- * it opens a session with the connection's credential. A 401 means the credential lapsed; a
- * static one cannot be renewed, so the connection becomes `reauth_required` (the app then posts
- * to the workspace's inbox) and is not checked again until it is re-authorized. Any other
- * failure is the transport's business, recorded but not judged. It owns `credential.json` and
- * nothing else: it never restarts a transport or reads the monitor's conclusion.
+ * it opens a session with the connection's credential and makes one round trip on it. A 401
+ * means the credential lapsed; a static one cannot be renewed, so the connection becomes
+ * `reauth_required` (the app then posts to the workspace's inbox) and is not checked again
+ * until it is re-authorized. Any other failure is the transport's business, recorded but not
+ * judged. It owns `credential.json` and nothing else: it never restarts a transport or reads the
+ * monitor's conclusion.
  */
 export class ConnectionRevalidator {
   private readonly running = new Map<string, Promise<void>>();
@@ -116,7 +117,7 @@ export class ConnectionRevalidator {
     let failure: string | undefined;
     try {
       await source.describe();
-      await source.ping();
+      await source.roundTrip();
     } catch (error) {
       failure = (error as Error).message.slice(0, 200);
     } finally {

@@ -1,4 +1,4 @@
-import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
+import { type CallToolResult, SdkError, SdkErrorCode, type Tool } from "@modelcontextprotocol/client";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { McpSource, ProgressListener, RemoteSkill } from "../../sources/mcp-source.ts";
 import { retold } from "./remote-failure.ts";
@@ -27,8 +27,21 @@ export class RemoteSource {
     return this.told(() => this.source.skills(max));
   }
 
-  ping(): Promise<void> {
-    return this.told(() => this.source.ping());
+  /**
+   * One round trip that carries the credential, in the negotiated revision's words: `ping`, or
+   * from 2026-07-28 on, which has no ping (the SDK refuses to send one), a `tools/list`, which
+   * every connection's server answers.
+   */
+  roundTrip(): Promise<void> {
+    return this.told(async () => {
+      try {
+        await this.source.ping();
+      } catch (error) {
+        if (!(error instanceof SdkError && error.code === SdkErrorCode.MethodNotSupportedByProtocolVersion))
+          throw error;
+        await this.source.listTools();
+      }
+    });
   }
 
   callTool(
