@@ -1,8 +1,17 @@
+import { forEachAtMost } from "../../kernel/at-most.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { CredentialHealth, Observation, TransportHealth } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
 import type { ConnectionStore } from "./store.ts";
+
+/**
+ * How many connections of one workspace (or one owner) a loop probes at once, and how many
+ * workspaces (owners) it visits at once. A server that hangs holds one probe until
+ * connections.requestTimeoutSeconds; probed one after another, every hanging one delayed every
+ * later check of every workspace by that long.
+ */
+export const PROBES_AT_ONCE = 4;
 
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_CAP_MS = 5 * 60 * 1000;
@@ -36,7 +45,9 @@ export class HealthMonitor {
   ) {}
 
   async checkWorkspace(workspaceId: string): Promise<void> {
-    for (const name of this.store.names(workspaceId)) await this.check(workspaceId, name);
+    await forEachAtMost(this.store.names(workspaceId), PROBES_AT_ONCE, (name) =>
+      this.check(workspaceId, name),
+    );
   }
 
   async check(workspaceId: string, name: string): Promise<void> {
@@ -87,7 +98,9 @@ export class ConnectionRevalidator {
   ) {}
 
   async checkWorkspace(workspaceId: string): Promise<void> {
-    for (const name of this.store.names(workspaceId)) await this.check(workspaceId, name);
+    await forEachAtMost(this.store.names(workspaceId), PROBES_AT_ONCE, (name) =>
+      this.check(workspaceId, name),
+    );
   }
 
   /** One check of one connection at a time; a 401 during a check does not start a second. */
