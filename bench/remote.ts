@@ -11,6 +11,7 @@ import { EventBus } from "../src/kernel/events.ts";
 import { createLogger } from "../src/log.ts";
 import { AuditLedger } from "../src/platform/connections/audit.ts";
 import { ConnectionSource } from "../src/platform/connections/gate.ts";
+import { RemoteSource } from "../src/platform/connections/remote-source.ts";
 import { photograph } from "../src/platform/connections/snapshot.ts";
 import { guardedFetch } from "../src/sources/guarded-fetch.ts";
 import { McpSource } from "../src/sources/mcp-source.ts";
@@ -32,7 +33,12 @@ export interface RemoteGateResult {
 }
 
 function remoteSource(url: URL): McpSource {
-  const fetch = guardedFetch({ allowPrivate: true, timeoutMs: 30_000, maxResponseBytes: 16 * 1024 * 1024 });
+  const fetch = guardedFetch({
+    allowPrivate: true,
+    timeoutMs: 30_000,
+    maxResponseBytes: 16 * 1024 * 1024,
+    eventStreams: true,
+  });
   return new McpSource("fixture", { kind: "streamable-http", url, fetch, listMaxAgeMs: 60_000 });
 }
 
@@ -46,7 +52,8 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
   const root = await mkdtemp(join(tmpdir(), "atrium-bench-remote-"));
   const server = await startRemoteServer();
   const direct = remoteSource(server.url);
-  const live = remoteSource(server.url);
+  // As the connections app holds it: failures retold (no credential here to take out).
+  const live = new RemoteSource(remoteSource(server.url), () => []);
   try {
     const layout = new StorageLayout(root);
     const workspaces = new WorkspaceStore(layout, new EventBus(createLogger("silent")));

@@ -1,7 +1,17 @@
 /** Half of a surrogate pair: with the `u` flag a whole pair is one code point and never matches. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-/** Zero-width, bidirectional-control and other invisible format characters. */
-const INVISIBLE = /[\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\u061C\uFEFF\u00AD]/;
+/**
+ * What Unicode says a renderer shows nothing for (Default_Ignorable_Code_Point): zero-width and
+ * bidirectional controls, the soft hyphen, U+180E, variation selectors and the TAG characters
+ * U+E0000–E007F, in which a whole sentence can ride unseen after a visible one. A hand-kept list
+ * missed the last three.
+ */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+/**
+ * A text or emoji presentation selector right after what it selects for (the U+FE0F of "⚠️") is
+ * seen: it changes the glyph. One at the start or after another selector changes nothing.
+ */
+const PRESENTATION_SELECTOR = /(?<=[^\p{Default_Ignorable_Code_Point}\p{Cc}])[\uFE0E\uFE0F]/gu;
 
 /**
  * True when a one-line label (a name, a title) holds a C0 control character, DEL, or half of a
@@ -18,15 +28,15 @@ export function isUnshowable(text: string): boolean {
 
 /**
  * True when prose meant for a model or a person (a description, instructions) holds what a
- * reader cannot see: C0 and C1 controls other than tab and newline, invisible format characters,
- * or half of a surrogate pair.
+ * reader cannot see: C0 and C1 controls other than tab and newline, default-ignorable characters
+ * (but a presentation selector where it shows), or half of a surrogate pair.
  */
 export function hidesText(text: string): boolean {
   for (let i = 0; i < text.length; i += 1) {
     const code = text.charCodeAt(i);
     if ((code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f)) return true;
   }
-  return INVISIBLE.test(text) || LONE_SURROGATE.test(text);
+  return INVISIBLE.test(text.replace(PRESENTATION_SELECTOR, "")) || LONE_SURROGATE.test(text);
 }
 
 /** The text with each half of a surrogate pair replaced by U+FFFD, so any encoder can write it. */

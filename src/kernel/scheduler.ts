@@ -1,5 +1,6 @@
 import { Cron } from "croner";
 import type { Logger } from "../log.ts";
+import { forEachAtMost } from "./at-most.ts";
 import type { Clock } from "./clock.ts";
 import type { LeaseHolder } from "./leases.ts";
 import type { Timers } from "./timers.ts";
@@ -24,6 +25,12 @@ export interface WorkspaceJob {
   schedule: Schedule;
   workspaces(): Iterable<string>;
   run(workspaceId: string): Promise<void>;
+  /**
+   * How many workspaces one run does at once; one unless said. A job that waits on other
+   * servers (the connections' health loops) takes more, so one workspace's hanging servers do not
+   * hold up every other workspace's turn.
+   */
+  concurrency?: number;
 }
 
 export type Job = GlobalJob | WorkspaceJob;
@@ -126,13 +133,13 @@ export class Scheduler {
 
   private async runOnce(job: Job): Promise<void> {
     if (!("workspaces" in job)) return this.guarded(job.name, undefined, () => job.run());
-    for (const workspaceId of job.workspaces()) {
+    await forEachAtMost(job.workspaces(), job.concurrency ?? 1, async (workspaceId) => {
       if (this.stopped) return;
       // One process per root holds every lease today (ADR 0022); the seam is what a
       // scale-out replaces, so a replica never does another replica's workspaces.
-      if (!this.deps.leases.holds(workspaceId)) continue;
+      if (!this.deps.leases.holds(workspaceId)) return;
       await this.guarded(job.name, workspaceId, () => job.run(workspaceId));
-    }
+    });
   }
 
   private async guarded(name: string, workspaceId: string | undefined, run: () => Promise<void>) {

@@ -7,8 +7,14 @@ import { checkAddress, ForbiddenAddress, guardedLookup } from "../oauth/ssrf-gua
 export interface OutboundLimits {
   /** Lets a server live at a loopback, private or link-local address, over http (local development). */
   allowPrivate: boolean;
-  /** How long until the response's headers arrive; a stream that then stays open is not cut. */
+  /** How long the whole answer may take, from the request to its body's last byte; then its socket is cut. */
   timeoutMs: number;
+  /**
+   * Lets an answer that is an event stream (`text/event-stream`) stay open once it has begun:
+   * MCP traffic, where a stream carries a long call's progress or a listen subscription and the
+   * SDK bounds each request itself. Without it every answer is held to `timeoutMs` whole.
+   */
+  eventStreams?: boolean;
   /** The most bytes one response body may carry; past it the body errors. */
   maxResponseBytes: number;
   /** Told every response's status before its body is read (a 401 wakes the credential check). */
@@ -18,7 +24,10 @@ export interface OutboundLimits {
 /**
  * The one way Atrium reaches a remote MCP server: https only (http only where private
  * addresses are allowed), every resolved address checked by the SSRF guard before a socket
- * opens, no redirect followed, a deadline for the answer to begin and a cap on its size.
+ * opens, no redirect followed, a deadline for the whole answer and a cap on its size.
+ * A deadline on the headers alone let a server send `200 {"access_token":` and stall: the
+ * token refresh awaiting its body held the connection's lease until restart
+ * (test/unit/sources/guarded-fetch.test.ts).
  */
 export function guardedFetch(limits: OutboundLimits): FetchLike {
   return (input, init = {}) =>
@@ -41,20 +50,27 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
         headers: Object.fromEntries(new Headers(init.headers).entries()),
         lookup: guardedLookup(limits.allowPrivate),
       });
-      const timer = setTimeout(
-        () => req.destroy(new Error(`${url.origin} did not answer within ${limits.timeoutMs} ms.`)),
-        limits.timeoutMs,
-      );
+      let res: IncomingMessage | undefined;
+      // Destroying the response, once there is one, hands this error to its body's reader.
+      const timer = setTimeout(() => {
+        const late = new Error(`${url.origin} did not answer within ${limits.timeoutMs} ms.`);
+        if (res) res.destroy(late);
+        else req.destroy(late);
+      }, limits.timeoutMs);
       const abort = () => req.destroy(init.signal?.reason ?? new Error("aborted"));
       init.signal?.addEventListener("abort", abort, { once: true });
       req.once("error", (error) => {
         clearTimeout(timer);
         reject(error instanceof ForbiddenAddress ? new Error(`Refused: ${error.message}.`) : error);
       });
-      req.once("response", (res) => {
-        clearTimeout(timer);
-        limits.onStatus?.(res.statusCode ?? 0);
-        resolve(toResponse(res, limits.maxResponseBytes, init.method));
+      req.once("response", (answer) => {
+        res = answer;
+        const streams =
+          limits.eventStreams && /^text\/event-stream\b/i.test(answer.headers["content-type"] ?? "");
+        if (streams) clearTimeout(timer);
+        else answer.once("close", () => clearTimeout(timer));
+        limits.onStatus?.(answer.statusCode ?? 0);
+        resolve(toResponse(answer, limits.maxResponseBytes, init.method));
       });
       const body = init.body;
       if (body === undefined || body === null) req.end();

@@ -6,6 +6,8 @@ export interface LocalAnswer {
   status: number;
   json?: unknown;
   headers?: Record<string, string>;
+  /** Written after the headers as the start of a body that never ends (a server that stalls). */
+  stall?: string;
 }
 
 /**
@@ -21,8 +23,9 @@ export async function serveLocally(
       body += chunk.toString();
     });
     request.on("end", () => {
-      const { status, json, headers = {} } = answer(request, body);
-      if (json === undefined) response.writeHead(status, headers).end();
+      const { status, json, headers = {}, stall } = answer(request, body);
+      if (stall !== undefined) response.writeHead(status, headers).write(stall);
+      else if (json === undefined) response.writeHead(status, headers).end();
       else
         response
           .writeHead(status, { "content-type": "application/json", ...headers })

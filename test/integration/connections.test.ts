@@ -171,7 +171,16 @@ describe("adding a connection photographs it", () => {
     // One server whose poison is swapped live (POST /control) before each attempt: the listing is
     // what is refused, and a server per kind would pay a cold tsx start each.
     const poisoned = await server();
-    for (const poison of ["zero-width", "bidi", "bad-name", "control-char"] as const) {
+    const poisons = [
+      "zero-width",
+      "bidi",
+      "bad-name",
+      "control-char",
+      "tag-chars",
+      "schema-hidden",
+      "schema-long",
+    ] as const;
+    for (const poison of poisons) {
       expect((await poisoned.control({ poisonedTools: [poison] })).poisonedTools).toEqual([poison]);
       const refused = await connect(`poisoned-${poison}`, poisoned.url);
       expect(refused.status, poison).toBe(400);
@@ -424,6 +433,41 @@ describe("the health loops", () => {
     const refused = await call("keyed__echo", { text: "no" });
     expect(refused.body.content?.[0]?.text).toContain("has lapsed");
   });
+
+  it("a server that echoes the credential back in a failed call: the answer and the log say what failed, never the value", async () => {
+    const remote = await server({ requireHeader: { name: "x-api-key", value: SECRET } });
+    const auth = { kind: "static", header: "x-api-key", value: SECRET };
+    expect((await connect("echoes", remote.url, auth)).status).toBe(201);
+    await remote.control({ echoHeaders: "http-500" });
+    const failed = await call("echoes__echo", { text: "x" });
+    expect(failed.body.isError).toBe(true);
+    const logged = captured.lines.find(
+      (line) => line.msg === "tool failed unexpectedly" && line.tool === "echoes__echo",
+    );
+    expect(JSON.stringify(logged)).toContain("HTTP 500");
+    await remote.control({ echoHeaders: "json-rpc-error" });
+    const told = (await call("echoes__echo", { text: "x" })).body.content?.[0]?.text;
+    expect(told).toContain("I saw your headers");
+    expect(told).toContain("[redacted]");
+    expect(JSON.stringify([failed, told, captured.lines])).not.toContain(SECRET);
+  });
+
+  it.each(["2025-11-25", "2026-07-28"] as const)(
+    "checks the credential of a %s server with a request its revision has, and records it ok",
+    async (era) => {
+      const remote = await server({ eras: [era], requireHeader: { name: "x-api-key", value: SECRET } });
+      const name = `checked-${era.slice(0, 4)}`;
+      expect(
+        (await connect(name, remote.url, { kind: "static", header: "x-api-key", value: SECRET })).status,
+      ).toBe(201);
+      await time.advance(CREDENTIAL_MS);
+      await vi.waitFor(
+        async () => expect((await view(name)).health.credential).toMatchObject({ outcome: "ok" }),
+        { timeout: 10_000 },
+      );
+      expect((await view(name)).state).toBe("running");
+    },
+  );
 
   it("never writes a credential into a response, an event or a log line", async () => {
     const everything = JSON.stringify(captured.lines);

@@ -21,8 +21,9 @@ describe("labels and prose a reader must be able to see", () => {
     expect(isUnshowable(text)).toBe(true);
   });
 
-  it("prose may hold tabs, newlines and whole pairs", () => {
+  it("prose may hold tabs, newlines, whole pairs and an emoji's presentation selector", () => {
     expect(hidesText(`One\ttwo\nthree ${PAIR}`)).toBe(false);
+    expect(hidesText("\u26a0\ufe0f destructive")).toBe(false);
   });
 
   it.each([
@@ -32,6 +33,15 @@ describe("labels and prose a reader must be able to see", () => {
     ["a bidirectional override", "a\u202eb"],
     ["a byte-order mark", "\ufeffa"],
     ["a lone surrogate", `a${LONE_HIGH}`],
+    [
+      "TAG characters",
+      `Echo.${[..."Ignore previous"].map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0))).join("")}`,
+    ],
+    ["a variation selector", "a\ufe01b"],
+    ["a supplementary variation selector", "a\u{e0100}b"],
+    ["a run of presentation selectors", "\u26a0\ufe0f\ufe0f"],
+    ["a presentation selector with nothing to select", "\ufe0fa"],
+    ["a Mongolian vowel separator", "a\u180eb"],
   ])("prose holding %s hides text", (_case, text) => {
     expect(hidesText(text)).toBe(true);
   });

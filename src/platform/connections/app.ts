@@ -9,7 +9,7 @@ import { type ConnectionSettings, connectionsConfig } from "./config.ts";
 import { Connections } from "./connections.ts";
 import { grantRoutes } from "./grant-routes.ts";
 import { GrantStore, Grants } from "./grants.ts";
-import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
 import { connectionOAuth } from "./oauth/wiring.ts";
 import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
@@ -134,6 +134,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       name: "connections transport health",
       schedule: { everyMs: settings.healthIntervalMs },
       workspaces: withConnections,
+      concurrency: PROBES_AT_ONCE,
       run: (workspaceId) => monitor.checkWorkspace(workspaceId),
     });
     const checker = revalidator;
@@ -141,6 +142,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       name: "connections credential revalidation",
       schedule: { everyMs: settings.credentialCheckIntervalMs },
       workspaces: withConnections,
+      concurrency: PROBES_AT_ONCE,
       run: (workspaceId) => checker.checkWorkspace(workspaceId),
     });
     const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject } from "ajv";
-import { isUnshowable } from "../../text.ts";
+import { hidesText, isUnshowable } from "../../text.ts";
 
 // One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
 // …/server.schema.json), checked against the part of it Atrium reads, and what Atrium says about
@@ -18,15 +18,6 @@ const HEADER_NAME = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 const CATALOG_ID = /^[a-z0-9][a-z0-9.-]*~[a-z0-9][a-z0-9._-]*$/;
 const MAX_NAME_CHARS = 200;
 const MAX_URL_CHARS = 2048;
-// Zero-width and bidirectional formatting characters: a label holding one can pose as another.
-const INVISIBLE_RANGES: readonly [number, number][] = [
-  [0x80, 0x9f],
-  [0x200b, 0x200f],
-  [0x202a, 0x202e],
-  [0x2060, 0x2064],
-  [0x2066, 0x2069],
-  [0xfeff, 0xfeff],
-];
 
 /** A header a remote declares (the registry's KeyValueInput); only the fields Atrium reads are typed. */
 export interface RemoteHeader {
@@ -113,7 +104,7 @@ const validateSchema = ajv.compile<ServerJson>(serverJsonSchema);
 
 /**
  * The entry, or what is wrong with it in words an operator can act on. Besides the schema: no
- * label holds a control, zero-width or bidirectional character, and no header carries a secret
+ * label holds a control or invisible character, and no header carries a secret
  * value, since every signed-in person can read the catalog; the person connecting supplies it.
  */
 export function checkServerJson(value: unknown): { server: ServerJson } | { problem: string } {
@@ -121,7 +112,9 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
   for (const field of ["name", "title", "description", "version"] as const) {
     const text = value[field];
     if (typeof text === "string" && hasUnsafeCharacters(text)) {
-      return { problem: `"${field}" holds a control, zero-width or bidirectional character; remove it.` };
+      return {
+        problem: `"${field}" holds a control, zero-width, bidirectional, variation or tag character; remove it.`,
+      };
     }
   }
   // A problem names a remote by its place, never by its URL: a query string may hold a key, and
@@ -151,14 +144,13 @@ function holdsSecret(header: RemoteHeader & { variables?: Record<string, RemoteH
   return secretValue(header) || Object.values(header.variables ?? {}).some(secretValue);
 }
 
-/** C0 and C1 controls, DEL, and the invisible characters above. */
+/**
+ * A label that is not one line of whole text, or that holds what a reader cannot see (text.ts):
+ * a label holding an invisible character can pose as another. A list of its own here missed the
+ * TAG characters and variation selectors that tool screening refuses.
+ */
 export function hasUnsafeCharacters(text: string): boolean {
-  if (isUnshowable(text)) return true;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (INVISIBLE_RANGES.some(([low, high]) => code >= low && code <= high)) return true;
-  }
-  return false;
+  return isUnshowable(text) || hidesText(text);
 }
 
 function holdsUserinfo(text: string): boolean {

@@ -12,7 +12,7 @@ export interface ConnectionSettings extends CatalogSettings {
   credentialCheckIntervalMs: number;
   /** The longest a server's live tool listing is trusted for the drift check (ADR 0039). */
   toolListMaxAgeMs: number;
-  /** How long a request to a server may take to begin answering. */
+  /** How long a request to a server may take to answer in full (an MCP event stream: to begin). */
   requestTimeoutMs: number;
   /** The most bytes one answer of a server may carry. */
   maxResponseBytes: number;

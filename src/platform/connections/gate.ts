@@ -1,11 +1,12 @@
 import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { ValidateFunction } from "ajv";
 import type { Caller } from "../../sources/caller-meta.ts";
-import type { McpSource, ProgressListener } from "../../sources/mcp-source.ts";
+import type { ProgressListener } from "../../sources/mcp-source.ts";
 import type { Source } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
+import type { RemoteSource } from "./remote-source.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
 import { type Snapshot, toolDigest } from "./snapshot.ts";
 
@@ -40,7 +41,7 @@ export class ConnectionSource implements Source {
   constructor(
     readonly name: string,
     readonly snapshot: Snapshot,
-    private readonly live: McpSource,
+    private readonly live: RemoteSource,
     private readonly state: GateState,
     private readonly ledger: AuditAppender,
     /** A personal connection's owner: the registry serves it to them alone (ADR 0042). */

@@ -1,8 +1,17 @@
+import { forEachAtMost } from "../../kernel/at-most.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { CredentialHealth, Observation, TransportHealth } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
 import type { ConnectionStore } from "./store.ts";
+
+/**
+ * How many connections of one workspace (or one owner) a loop probes at once, and how many
+ * workspaces (owners) it visits at once. A server that hangs holds one probe until
+ * connections.requestTimeoutSeconds; probed one after another, every hanging one delayed every
+ * later check of every workspace by that long.
+ */
+export const PROBES_AT_ONCE = 4;
 
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_CAP_MS = 5 * 60 * 1000;
@@ -36,7 +45,9 @@ export class HealthMonitor {
   ) {}
 
   async checkWorkspace(workspaceId: string): Promise<void> {
-    for (const name of this.store.names(workspaceId)) await this.check(workspaceId, name);
+    await forEachAtMost(this.store.names(workspaceId), PROBES_AT_ONCE, (name) =>
+      this.check(workspaceId, name),
+    );
   }
 
   async check(workspaceId: string, name: string): Promise<void> {
@@ -68,11 +79,12 @@ export class HealthMonitor {
 
 /**
  * Credential liveness. Each interval, and at once when any request of a connection met a 401,
- * it opens a session with the connection's credential. A 401 means the credential lapsed; a
- * static one cannot be renewed, so the connection becomes `reauth_required` (the app then posts
- * to the workspace's inbox) and is not checked again until it is re-authorized. Any other
- * failure is the transport's business, recorded but not judged. It owns `credential.json` and
- * nothing else: it never restarts a transport or reads the monitor's conclusion.
+ * it opens a session with the connection's credential and makes one round trip on it. A 401
+ * means the credential lapsed; a static one cannot be renewed, so the connection becomes
+ * `reauth_required` (the app then posts to the workspace's inbox) and is not checked again
+ * until it is re-authorized. Any other failure is the transport's business, recorded but not
+ * judged. It owns `credential.json` and nothing else: it never restarts a transport or reads the
+ * monitor's conclusion.
  */
 export class ConnectionRevalidator {
   private readonly running = new Map<string, Promise<void>>();
@@ -86,7 +98,9 @@ export class ConnectionRevalidator {
   ) {}
 
   async checkWorkspace(workspaceId: string): Promise<void> {
-    for (const name of this.store.names(workspaceId)) await this.check(workspaceId, name);
+    await forEachAtMost(this.store.names(workspaceId), PROBES_AT_ONCE, (name) =>
+      this.check(workspaceId, name),
+    );
   }
 
   /** One check of one connection at a time; a 401 during a check does not start a second. */
@@ -116,7 +130,7 @@ export class ConnectionRevalidator {
     let failure: string | undefined;
     try {
       await source.describe();
-      await source.ping();
+      await source.roundTrip();
     } catch (error) {
       failure = (error as Error).message.slice(0, 200);
     } finally {

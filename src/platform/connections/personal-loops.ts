@@ -1,8 +1,9 @@
+import { forEachAtMost } from "../../kernel/at-most.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Scheduler } from "../../kernel/scheduler.ts";
 import type { Logger } from "../../log.ts";
 import type { ConnectionSettings } from "./config.ts";
-import { ConnectionRevalidator, HealthMonitor } from "./health.ts";
+import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
 import type { PersonalConnections } from "./personal.ts";
 import type { RemoteServers } from "./remote.ts";
 import type { ConnectionStore } from "./store.ts";
@@ -18,7 +19,8 @@ export interface PersonalLoopDeps {
 }
 
 /**
- * The two health loops over personal connections, one pass over every owner. An owner who is
+ * The two health loops over personal connections, one pass over every owner, PROBES_AT_ONCE owners
+ * at a time (one member's hanging servers hold up only their own lane). An owner who is
  * deactivated or in no workspace any more is skipped, checked live before each pass: nothing is
  * done with their credential (ADR 0042). Answers the credential check a 401 wakes, gated alike.
  */
@@ -28,9 +30,10 @@ export function schedulePersonalLoops(deps: PersonalLoopDeps): (owner: string, n
   const monitor = new HealthMonitor(store, remote, clock, changed);
   const revalidator = new ConnectionRevalidator(store, remote, clock, changed, log);
   const owners = () => new Set([...store.all()].map(({ workspaceId: owner }) => owner));
-  const eachActiveOwner = async (check: (owner: string) => Promise<void>) => {
-    for (const owner of owners()) if (personal.mayActForOwner(owner)) await check(owner);
-  };
+  const eachActiveOwner = (check: (owner: string) => Promise<void>) =>
+    forEachAtMost(owners(), PROBES_AT_ONCE, async (owner) => {
+      if (personal.mayActForOwner(owner)) await check(owner);
+    });
   scheduler.add({
     name: "personal connections transport health",
     schedule: { everyMs: settings.healthIntervalMs },

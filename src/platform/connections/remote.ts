@@ -5,6 +5,7 @@ import { McpSource } from "../../sources/mcp-source.ts";
 import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionRecord } from "./model.ts";
 import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
+import { RemoteSource } from "./remote-source.ts";
 
 /** Where a connection's sealed credential is opened; the credential store implements it. */
 export interface CredentialVault {
@@ -25,6 +26,8 @@ export interface OAuthBearers {
   refused(record: ConnectionRecord): boolean;
   /** Starts (or hands out again) a re-authorization for more scope; answers its go_url. */
   stepUp(record: ConnectionRecord, scope: string | undefined): Promise<{ go_url: string }>;
+  /** The connection's tokens as last seen, which no failure it tells may repeat. */
+  secrets(record: ConnectionRecord): readonly string[];
 }
 
 /** How a connection's server is reached: every request guarded, timed, capped. */
@@ -56,32 +59,36 @@ export class RemoteServers {
   }
 
   /**
-   * A client of the server as `record` describes it. `onStatus` hears every HTTP status (a 401
-   * wakes the credential check); `listMaxAgeMs` bounds how old its tool listing may get.
+   * A client of the server as `record` describes it, whose failures never repeat the
+   * connection's credential. `onStatus` hears every HTTP status (a 401 wakes the credential
+   * check); `listMaxAgeMs` bounds how old its tool listing may get.
    */
   async source(
     record: ConnectionRecord,
     options: { onStatus?: (status: number) => void; listMaxAgeMs?: number } = {},
-  ): Promise<McpSource> {
+  ): Promise<RemoteSource> {
     const fetch = guardedFetch({
       allowPrivate: this.settings.allowPrivateAddresses,
       timeoutMs: this.settings.requestTimeoutMs,
       maxResponseBytes: this.settings.maxResponseBytes,
+      eventStreams: true,
       ...(options.onStatus ? { onStatus: options.onStatus } : {}),
     });
     const oauth = record.auth.kind === "oauth" ? this.oauth : undefined;
-    return new McpSource(
+    // An OAuth token is set per request, never once per client: it is refreshed underneath.
+    const headers = oauth ? {} : await this.headers(record);
+    const live = new McpSource(
       record.name,
       {
         kind: "streamable-http",
         url: new URL(record.url),
-        // An OAuth token is set per request, never once per client: it is refreshed underneath.
-        headers: oauth ? {} : await this.headers(record),
+        headers,
         fetch: oauth ? authorizedFetch(record, fetch, oauth) : fetch,
         ...(options.listMaxAgeMs === undefined ? {} : { listMaxAgeMs: options.listMaxAgeMs }),
       },
       this.clock,
     );
+    return new RemoteSource(live, oauth ? () => oauth.secrets(record) : () => Object.values(headers));
   }
 
   /**

@@ -27,6 +27,9 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 const MAX_DESCRIPTION_CHARS = 8192;
 const MAX_TOOLS = 1000;
 const MAX_INSTRUCTIONS_CHARS = 32 * 1024;
+/** The most JSON one tool may list as (name, description, schemas, annotations, all of it). */
+const MAX_TOOL_JSON_CHARS = 64 * 1024;
+const MAX_SERVER_INFO_CHARS = 256;
 
 /** JSON with object keys sorted at every depth and no spaces: equal values, equal bytes. */
 export function canonicalJson(value: unknown): string {
@@ -65,7 +68,51 @@ export function screenTool(tool: Tool): string | undefined {
     if (text.length > MAX_DESCRIPTION_CHARS)
       return `tool "${name}": its ${field} is over ${MAX_DESCRIPTION_CHARS} characters`;
     if (hidesText(text))
-      return `tool "${name}": its ${field} holds invisible (zero-width or bidirectional) or control characters`;
+      return `tool "${name}": its ${field} holds invisible (zero-width, bidirectional, variation or tag) or control characters`;
+  }
+  const size = JSON.stringify(tool).length;
+  if (size > MAX_TOOL_JSON_CHARS)
+    return `tool "${name}" lists as ${size} characters of JSON; at most ${MAX_TOOL_JSON_CHARS} are taken`;
+  for (const [field, schema] of [
+    ["input schema", tool.inputSchema],
+    ["output schema", tool.outputSchema],
+  ] as const) {
+    const problem = schemaTextProblem(schema);
+    if (problem) return `tool "${name}": its ${field} ${problem}`;
+  }
+  return undefined;
+}
+
+/**
+ * What is wrong with the text in a schema, which a model reads as much as the description:
+ * every property name and every string (a description, title, enum, default, example, pattern)
+ * is held to a description's limits. Walked without recursion: nesting is the server's choice.
+ */
+function schemaTextProblem(schema: unknown): string | undefined {
+  const pending: unknown[] = [schema];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === "string") {
+      if (value.length > MAX_DESCRIPTION_CHARS)
+        return `holds a string over ${MAX_DESCRIPTION_CHARS} characters`;
+      if (hidesText(value))
+        return "holds invisible (zero-width, bidirectional, variation or tag) or control characters";
+    } else if (Array.isArray(value)) for (const item of value) pending.push(item);
+    else if (value !== null && typeof value === "object")
+      for (const [key, inner] of Object.entries(value)) pending.push(key, inner);
+  }
+  return undefined;
+}
+
+/** Why what a server says it is (name, version) may not be pinned, or `undefined` when it may. */
+function screenServerInfo(info: { name: string; version: string }): string | undefined {
+  for (const [field, text] of [
+    ["name", info.name],
+    ["version", info.version],
+  ] as const) {
+    if (text.length > MAX_SERVER_INFO_CHARS)
+      return `its serverInfo ${field} is over ${MAX_SERVER_INFO_CHARS} characters`;
+    if (hidesText(text)) return `its serverInfo ${field} holds invisible or control characters`;
   }
   return undefined;
 }
@@ -93,12 +140,16 @@ export function photograph(
   taken: Omit<Snapshot, "tools" | "digests" | "digest">,
 ): { snapshot: Snapshot } | { problems: string[] } {
   const problems = tools.flatMap((tool) => screenTool(tool) ?? []);
+  const serverInfo = taken.serverInfo && screenServerInfo(taken.serverInfo);
+  if (serverInfo) problems.push(serverInfo);
   const instructions = taken.instructions;
   if (instructions !== undefined) {
     if (instructions.length > MAX_INSTRUCTIONS_CHARS)
       problems.push(`its instructions are over ${MAX_INSTRUCTIONS_CHARS} characters`);
     else if (hidesText(instructions)) {
-      problems.push("its instructions hold invisible (zero-width or bidirectional) or control characters");
+      problems.push(
+        "its instructions hold invisible (zero-width, bidirectional, variation or tag) or control characters",
+      );
     }
   }
   for (const skill of taken.skills ?? []) {

@@ -54,7 +54,7 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
   if (hidesText(description)) {
     throw new SkillInvalid(
       "description",
-      "must not hold invisible (zero-width or bidirectional) or control characters",
+      "must not hold invisible (zero-width, bidirectional, variation or tag) or control characters",
     );
   }
   const metadata = data.metadata;

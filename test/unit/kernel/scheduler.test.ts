@@ -157,6 +157,31 @@ describe("Scheduler", () => {
     await scheduler.stop();
   });
 
+  it("does as many workspaces at once as the job asks, so one that hangs holds up only its own turn", async () => {
+    const { time, scheduler } = setup();
+    let release = () => {};
+    const hanging = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const done: string[] = [];
+    scheduler.add({
+      name: "per-workspace",
+      schedule: { everyMs: 1000 },
+      workspaces: () => ["ws_0000000000000001", "ws_0000000000000002", "ws_0000000000000003"],
+      concurrency: 2,
+      run: async (workspaceId) => {
+        if (workspaceId === "ws_0000000000000001") await hanging;
+        done.push(workspaceId);
+      },
+    });
+    await time.advance(1000);
+    await settle();
+    expect(done).toEqual(["ws_0000000000000002", "ws_0000000000000003"]);
+    release();
+    await scheduler.stop();
+    expect(done).toHaveLength(3);
+  });
+
   it("stop() waits for a running job, and nothing runs after it", async () => {
     const { time, scheduler } = setup();
     let runs = 0;

@@ -72,6 +72,13 @@ export class ConnectionTokens {
     );
   }
 
+  /** The access and refresh token of the connection's token set as last opened or refreshed. */
+  secrets(record: ConnectionRecord): string[] {
+    const auth = oauthOf(record);
+    const tokens = auth.tokens === undefined ? undefined : this.cache.get(auth.tokens);
+    return tokens ? [tokens.accessToken, ...(tokens.refreshToken ? [tokens.refreshToken] : [])] : [];
+  }
+
   /** Seals a new token set for `record` (an activation); answers its credential id. */
   async seal(record: ConnectionRecord, tokens: TokenSet): Promise<string> {
     const id = await this.deps.vault.put(record.id, TOKENS_FIELD, JSON.stringify(tokens));

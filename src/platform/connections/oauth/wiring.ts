@@ -81,6 +81,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
       bearer: (record, rejected) => tokens.bearer(record, rejected),
       refused: (record) => tokens.refused(record),
       stepUp: async (record, scope) => built.stepUp(await current(record), scope),
+      secrets: (record) => tokens.secrets(record),
     },
     routes: oauthRoutes(built, deps.publicUrl),
   };

@@ -63,12 +63,19 @@ describe("a server.json", () => {
     expect(problemOf(server({ description: "x".repeat(101) }))).toContain('"description"');
   });
 
-  it.each(["bell\u0007", "rtl\u202eoverride", "zero\u200bwidth", "bom\ufeff"])(
-    "is refused when a label holds an unsafe character (%j)",
-    (description) => {
-      expect(problemOf(server({ description }))).toContain("control, zero-width or bidirectional");
-    },
-  );
+  it.each([
+    "bell\u0007",
+    "rtl\u202eoverride",
+    "zero\u200bwidth",
+    "bom\ufeff",
+    "tag\u{e0041}\u{e0042}",
+    "variation\ufe01",
+    "c1\u0085",
+  ])("is refused when a label holds an unsafe character (%j)", (description) => {
+    expect(problemOf(server({ description }))).toContain(
+      "control, zero-width, bidirectional, variation or tag",
+    );
+  });
 
   it("is refused when a remote has no URL or a header a bad name", () => {
     expect(problemOf(server({ remotes: [{ type: "streamable-http" } as never] }))).toContain("'url'");

@@ -2,8 +2,8 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import type { AuditAppender } from "../../../../src/platform/connections/call-audit.ts";
 import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
+import type { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
 import { type Snapshot, toolDigest } from "../../../../src/platform/connections/snapshot.ts";
-import type { McpSource } from "../../../../src/sources/mcp-source.ts";
 
 const caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
 const PROTOCOL = "2025-06-18";
@@ -28,7 +28,7 @@ function connection(tool: Tool): { source: ConnectionSource; sent: unknown[] } {
       return { content: [{ type: "text", text: "done" }] };
     },
     close: async () => undefined,
-  } as unknown as McpSource;
+  } as unknown as RemoteSource;
   // The ledger is call-audit.test.ts's subject; here it only has to take the entries.
   const ledger = { append: async () => ({}), appendAll: async () => [] } as unknown as AuditAppender;
   const state = { credentialLapsed: () => false };

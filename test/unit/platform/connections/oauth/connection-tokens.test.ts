@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { FetchLike } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConnectionRecord } from "../../../../../src/platform/connections/model.ts";
 import {
@@ -10,6 +11,7 @@ import {
   TOKENS_FIELD,
 } from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
+import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
@@ -24,7 +26,7 @@ let vault: CredentialStore;
 let server: { base: string; close(): Promise<void> };
 let base: string;
 let now: number;
-let answer: "rotate" | "invalid_grant";
+let answer: "rotate" | "invalid_grant" | "stall";
 let refreshBodies: URLSearchParams[];
 let refused: string[];
 const captured = capturingLogger("debug");
@@ -41,6 +43,8 @@ beforeEach(async () => {
   refused = [];
   server = await serveLocally((_request, body) => {
     refreshBodies.push(new URLSearchParams(body));
+    if (answer === "stall")
+      return { status: 200, headers: { "content-type": "application/json" }, stall: '{"access_token":' };
     if (answer === "invalid_grant") return { status: 400, json: { error: "invalid_grant" } };
     const n = refreshBodies.length;
     return {
@@ -61,7 +65,10 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function setUp(vaultFor: Pick<CredentialStore, "put" | "replace" | "open" | "delete"> = vault) {
+async function setUp(
+  vaultFor: Pick<CredentialStore, "put" | "replace" | "open" | "delete"> = vault,
+  fetchWith: FetchLike = fetch,
+) {
   const record: ConnectionRecord = {
     id: "con_0123456789abcdef01234567",
     name: "notes",
@@ -79,7 +86,7 @@ async function setUp(vaultFor: Pick<CredentialStore, "put" | "replace" | "open" 
     leases: new KeyedLock(),
     clock: () => now,
     log: captured.log,
-    fetch,
+    fetch: fetchWith,
     current: async () => record,
     authority: async () => ({
       target: localTarget(base) as AuthorizationTarget,
@@ -103,6 +110,8 @@ describe("ConnectionTokens", () => {
     now += 60_000;
     const bearers = await Promise.all(Array.from({ length: 20 }, () => tokens.bearer(record)));
     expect(new Set(bearers)).toEqual(new Set(["access-1"]));
+    // What the connection's failures are kept from repeating is the token set it now holds.
+    expect(tokens.secrets(record)).toEqual(["access-1", "refresh-1"]);
     expect(refreshBodies).toHaveLength(1);
     expect(refreshBodies[0]?.get("refresh_token")).toBe("refresh-0");
     expect(refreshBodies[0]?.get("resource")).toBe(record.url);
@@ -129,6 +138,16 @@ describe("ConnectionTokens", () => {
     expect(refreshBodies).toHaveLength(1);
     expect(refused).toEqual(["notes"]);
     expect(tokens.refused(record)).toBe(true);
+  });
+
+  it("a token endpoint that stalls its answer fails the refresh at the deadline and lets the next caller refresh", async () => {
+    const guarded = guardedFetch({ allowPrivate: true, timeoutMs: 300, maxResponseBytes: 1024 * 1024 });
+    const { record, tokens } = await setUp(vault, guarded);
+    answer = "stall";
+    now += 60_000;
+    await expect(tokens.bearer(record)).rejects.toThrow(/did not answer within 300 ms/);
+    answer = "rotate";
+    expect(await tokens.bearer(record)).toBe("access-2");
   });
 
   it("a refreshed token set that cannot be sealed is an error, logged, and its access token is not handed out", async () => {

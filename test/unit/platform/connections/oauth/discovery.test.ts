@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   AuthorizationRefused,
@@ -8,6 +10,7 @@ import {
   checkResponseIssuer,
   WrongIssuer,
 } from "../../../../../src/platform/connections/oauth/tokens.ts";
+import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
 import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
 
 // Discovery against a small server on 127.0.0.1 that is both the MCP server and its
@@ -117,6 +120,33 @@ describe("discoverAuthorization", () => {
       return { ...honest(b), authorization: rest };
     });
     await expect(discoverAuthorization(`${none}/mcp`, fetch)).rejects.toThrow(/S256/);
+  });
+
+  it("refuses, within the request deadline, metadata whose body stalls after its headers", async () => {
+    const stalling = createServer((request, response) => {
+      request.resume();
+      if (new URL(request.url ?? "/", "http://x").pathname === "/mcp") {
+        response.writeHead(401, { "www-authenticate": 'Bearer resource_metadata="/meta"' }).end();
+        return;
+      }
+      response.writeHead(200, { "content-type": "application/json" });
+      response.write('{"resource":');
+    });
+    await new Promise<void>((resolve) => stalling.listen(0, "127.0.0.1", resolve));
+    server = {
+      base: `http://127.0.0.1:${(stalling.address() as AddressInfo).port}`,
+      close: () =>
+        new Promise((resolve) => {
+          stalling.closeAllConnections();
+          stalling.close(() => resolve());
+        }),
+    };
+    const guarded = guardedFetch({ allowPrivate: true, timeoutMs: 300, maxResponseBytes: 1024 * 1024 });
+    const started = Date.now();
+    await expect(discoverAuthorization(`${server.base}/mcp`, guarded)).rejects.toThrow(
+      /did not answer within 300 ms/,
+    );
+    expect(Date.now() - started).toBeLessThan(3_000);
   });
 });
 

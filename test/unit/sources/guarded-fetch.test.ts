@@ -1,0 +1,62 @@
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { guardedFetch } from "../../../src/sources/guarded-fetch.ts";
+
+// A server on 127.0.0.1 that sends its headers and the first bytes of a body, then stalls.
+
+let close: (() => Promise<void>) | undefined;
+
+afterEach(async () => {
+  await close?.();
+  close = undefined;
+});
+
+async function stallingServer(contentType: string, firstBytes: string): Promise<string> {
+  const open = new Set<ServerResponse>();
+  const server = createServer((request, response) => {
+    request.resume();
+    open.add(response);
+    response.writeHead(200, { "content-type": contentType });
+    response.write(firstBytes);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  close = () =>
+    new Promise((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+const limits = { allowPrivate: true, timeoutMs: 300, maxResponseBytes: 1024 * 1024 };
+
+describe("guardedFetch", () => {
+  it("cuts an answer whose body stalls after its headers, at the deadline", async () => {
+    const url = await stallingServer("application/json", '{"access_token":');
+    const started = Date.now();
+    const response = await guardedFetch(limits)(url, { method: "POST", body: "grant_type=refresh_token" });
+    await expect(response.text()).rejects.toThrow(/did not answer within 300 ms/);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("holds an event stream to the deadline too, unless event streams are let stay open", async () => {
+    const url = await stallingServer("text/event-stream", "data: {}\n\n");
+    const held = await guardedFetch(limits)(url);
+    await expect(held.text()).rejects.toThrow(/did not answer within/);
+
+    const open = await guardedFetch({ ...limits, eventStreams: true })(url);
+    const reader = (open.body as ReadableStream<Uint8Array>).getReader();
+    expect((await reader.read()).done).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const next = await Promise.race([
+      reader.read().then(
+        () => "read",
+        () => "cut",
+      ),
+      new Promise((resolve) => setTimeout(() => resolve("still open"), 100)),
+    ]);
+    expect(next).toBe("still open");
+    await reader.cancel();
+  });
+});
