@@ -75,7 +75,7 @@ export function createFrontServers(deps: FrontDeps): FrontServers {
     const caller = admitted(ctx);
     return guard(ctx, caller.requestId, () => work(caller));
   };
-  const skills = createSkillsExtension(deps.guidance, serve);
+  const skills = createSkillsExtension(deps.guidance, serve, deps.log);
   const legacy = new McpServer(SERVER_INFO, {
     capabilities: CAPABILITIES,
     supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
