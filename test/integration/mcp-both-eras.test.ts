@@ -224,15 +224,25 @@ describe("the 2026-07-28 edge", () => {
       ...LEGACY_CALL,
       headers: { ...LEGACY_CALL.headers, "mcp-protocol-version": "2024-01-01" },
     });
-    for (const { status, json } of [modern, legacy]) {
+    // A version later than any served, on a body without the envelope: it was read as a 2026
+    // request missing its _meta (-32602) rather than as a version this server does not speak.
+    const future2025 = await post("alice", {
+      ...LEGACY_CALL,
+      headers: { ...LEGACY_CALL.headers, "mcp-protocol-version": "2027-01-01" },
+    });
+    for (const { status, json } of [modern, legacy, future2025]) {
       expect(status).toBe(400);
       expect(json.error.code).toBe(-32022);
+      expect(json.id).toBe(9);
     }
     // A request in the 2026 form is told what server/discover lists; a 2025 one, everything.
     expect(modern.json.error.data).toEqual({ supported: ["2026-07-28"], requested: "2099-01-01" });
-    expect(legacy.json.error.data).toEqual({
-      supported: ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
-      requested: "2024-01-01",
+    const everything = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+    expect(legacy.json.error.data).toEqual({ supported: everything, requested: "2024-01-01" });
+    expect(future2025.json.error).toEqual({
+      code: -32022,
+      message: `Unsupported protocol version "2027-01-01": use ${everything.join(", ")}.`,
+      data: { supported: everything, requested: "2027-01-01" },
     });
   });
 

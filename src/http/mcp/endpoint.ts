@@ -65,6 +65,12 @@ export class McpEndpoint {
     const protocolVersion = headers.get("mcp-protocol-version");
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
+    // Before the classifier, which reads a version it does not know as a 2026 request missing its
+    // envelope (-32602) rather than as a version this server does not speak.
+    if (protocolVersion !== null && !SERVED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
+      const supported = claimsEnvelope(body) ? [MODERN_PROTOCOL_VERSION] : SERVED_PROTOCOL_VERSIONS;
+      return unsupportedVersion(protocolVersion, supported, requestId(body));
+    }
     const route = classifyInboundRequest({
       httpMethod: "POST",
       body,
@@ -193,10 +199,14 @@ function acceptsEventStream(headers: PostHeaders): boolean {
 function isPlainLegacyRequest(body: unknown, protocolVersion: string | null): boolean {
   if (!isPlainObject(body) || "result" in body || "error" in body) return false;
   if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) return false;
-  const params = body.params;
+  return !claimsEnvelope(body) && isJSONRPCRequest(body);
+}
+
+/** Whether a single message claims the 2026-07-28 form: a protocol version in `params._meta`. */
+function claimsEnvelope(body: unknown): boolean {
+  const params = isPlainObject(body) ? body.params : undefined;
   const meta = isPlainObject(params) ? params._meta : undefined;
-  if (isPlainObject(meta) && PROTOCOL_VERSION_META_KEY in meta) return false;
-  return isJSONRPCRequest(body);
+  return isPlainObject(meta) && PROTOCOL_VERSION_META_KEY in meta;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
