@@ -246,6 +246,30 @@ describe("the 2026-07-28 edge", () => {
     });
   });
 
+  it("a response, an error or a batch under the 2026-07-28 header is an invalid request, not an unsupported version", async () => {
+    const headers = { ...LEGACY_CALL.headers, "mcp-protocol-version": "2026-07-28" };
+    const bodies = {
+      response: { jsonrpc: "2.0", id: 3, result: {} },
+      "error response": { jsonrpc: "2.0", id: 3, error: { code: -1, message: "no" } },
+      batch: [{ jsonrpc: "2.0", id: 3, method: "ping" }],
+    };
+    for (const [what, body] of Object.entries(bodies)) {
+      const { status, json } = await post("alice", { headers, body: JSON.stringify(body) });
+      const kind = what === "batch" ? "a batch" : "a response";
+      expect({ status, json }, what).toEqual({
+        status: 400,
+        json: {
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: -32600,
+            message: `Invalid Request: a 2026-07-28 POST carries one request or notification, not ${kind}.`,
+          },
+        },
+      });
+    }
+  });
+
   it("input responses that are not a map of response objects are -32602 before any tool runs", async () => {
     for (const inputResponses of [null, 5, [], { user_name: 12345 }]) {
       const { status, json } = await post(

@@ -86,8 +86,12 @@ export class McpEndpoint {
       return jsonRpcError(route.httpStatus, route.code, route.message, route.data, requestId(body));
     }
     if (route.kind === "legacy") {
-      if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) {
-        return unsupportedVersion(protocolVersion, SERVED_PROTOCOL_VERSIONS, requestId(body));
+      // Under a 2026-07-28 header the classifier leaves only a response or a batch to the 2025
+      // era; neither is a 2026 message, and the version itself is served.
+      if (protocolVersion === MODERN_PROTOCOL_VERSION) {
+        const what = route.reason === "batch" ? "a batch" : "a response";
+        const message = `Invalid Request: a ${MODERN_PROTOCOL_VERSION} POST carries one request or notification, not ${what}.`;
+        return jsonRpcError(400, INVALID_REQUEST, message, undefined, null);
       }
       return this.serveLegacy(post, body, authInfo);
     }
@@ -151,6 +155,7 @@ export function parseJsonBody(text: string): unknown {
 
 const NOT_JSON = Symbol("request body is not JSON");
 const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;
 
 /**
