@@ -246,6 +246,33 @@ describe("the 2026-07-28 edge", () => {
     });
   });
 
+  it("a request not sent as application/json is 415, and one whose Accept lacks a type 406, as in 2025", async () => {
+    const answers = [];
+    const wrong: Record<string, string>[] = [
+      { "content-type": "text/plain" },
+      { accept: "application/json" },
+      { accept: "text/event-stream" },
+    ];
+    for (const request of [modernRequest("tools/list"), LEGACY_CALL]) {
+      for (const headers of wrong) {
+        const { status, json } = await post("alice", {
+          ...request,
+          headers: { ...request.headers, ...headers },
+        });
+        answers.push({ status, code: json.error.code, message: json.error.message });
+      }
+    }
+    const unsupported = "Unsupported Media Type: Content-Type must be application/json";
+    const unacceptable = "Not Acceptable: Client must accept both application/json and text/event-stream";
+    const each = [
+      { status: 415, code: -32000, message: unsupported },
+      { status: 406, code: -32000, message: unacceptable },
+      { status: 406, code: -32000, message: unacceptable },
+    ];
+    expect(answers).toEqual([...each, ...each]);
+    expect((await post("alice", modernRequest("tools/list"))).status).toBe(200);
+  });
+
   it("a response, an error or a batch under the 2026-07-28 header is an invalid request, not an unsupported version", async () => {
     const headers = { ...LEGACY_CALL.headers, "mcp-protocol-version": "2026-07-28" };
     const bodies = {

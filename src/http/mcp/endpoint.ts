@@ -10,7 +10,8 @@ import {
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
-import { type PostHeaders, serveLegacyJson } from "./legacy-exchange.ts";
+import { serveLegacyJson } from "./legacy-exchange.ts";
+import { mediaTypeRefusal, type PostHeaders } from "./media-types.ts";
 import { serveModernExchange } from "./modern-exchange.ts";
 import {
   LEGACY_PROTOCOL_VERSIONS,
@@ -53,6 +54,9 @@ export class McpEndpoint {
 
   /** `body` is the request's JSON, already parsed by parseJsonBody (the caller checks its scopes first). */
   async handle(post: McpPost, caller: AdmittedCaller, body: unknown): Promise<McpReply> {
+    const headers = post.headers;
+    const refused = mediaTypeRefusal(headers);
+    if (refused) return refused;
     if (body === NOT_JSON)
       return jsonRpcError(
         400,
@@ -61,7 +65,6 @@ export class McpEndpoint {
         undefined,
         null,
       );
-    const headers = post.headers;
     const protocolVersion = headers.get("mcp-protocol-version");
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
@@ -120,7 +123,7 @@ export class McpEndpoint {
     // JSON unless the client asked for progress and can read a stream: a stateless 2025
     // response has nowhere else to put a notification. The stream is the SDK transport's.
     if (!(acceptsEventStream(post.headers) && asksForProgress(body))) {
-      return serveLegacyJson(post.headers, body, authInfo, this.legacyMux);
+      return serveLegacyJson(body, authInfo, this.legacyMux);
     }
     const http = new WebStandardStreamableHTTPServerTransport({
       enableJsonResponse: false,

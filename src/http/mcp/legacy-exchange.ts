@@ -1,7 +1,6 @@
 import {
   isInitializeRequest,
   isJSONRPCRequest,
-  isJsonContentType,
   type JSONRPCMessage,
   type MessageExtraInfo,
   parseJSONRPCMessage,
@@ -13,39 +12,23 @@ import type { ReplySink, RequestMuxTransport } from "./request-mux-transport.ts"
 /** The SDK transport's cap on a batch (WebStandardStreamableHTTPServerTransport). */
 const MAX_BATCH_SIZE = 100;
 
-/** The headers a 2025 POST is judged by, whatever object carries them. */
-export interface PostHeaders {
-  get(name: string): string | null;
-}
-
 /**
  * The HTTP half of one stateless 2025-era POST answered with JSON, without web objects: what
  * the SDK's WebStandardStreamableHTTPServerTransport does for a stateless server with
- * `enableJsonResponse`, check for check and message for message (Accept 406, Content-Type 415,
- * batch size, each message parsed by the SDK's schema, one initialize per POST, notifications
- * only → 202, every request's answer collected into one JSON body), and one check it lacks: a
+ * `enableJsonResponse`, check for check and message for message (its Accept 406 and
+ * Content-Type 415 are the endpoint's, for both eras: media-types.ts; batch size, each message
+ * parsed by the SDK's schema, one initialize per POST, notifications only → 202, every
+ * request's answer collected into one JSON body), and one check it lacks: a
  * batch that repeats a request id is refused. Building the SDK transport
  * instead costs a web `Request`, a `Response`, a stream mapping and the SDK's type guards on
  * every message (adr/0052). A call that streams progress still goes through the SDK's transport
  * (endpoint.ts). The protocol itself stays the SDK server's, reached through the mux.
  */
 export function serveLegacyJson(
-  headers: PostHeaders,
   body: unknown,
   authInfo: MessageExtraInfo["authInfo"],
   mux: RequestMuxTransport,
 ): McpReply | Promise<McpReply> {
-  const accept = headers.get("accept");
-  if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) {
-    return transportError(
-      406,
-      -32000,
-      "Not Acceptable: Client must accept both application/json and text/event-stream",
-    );
-  }
-  if (!isJsonContentType(headers.get("content-type"))) {
-    return transportError(415, -32000, "Unsupported Media Type: Content-Type must be application/json");
-  }
   if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
     return transportError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
   }
