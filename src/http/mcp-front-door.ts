@@ -107,8 +107,8 @@ async function admitAndAnswer(
   served.principal = caller.principal.id;
   const workspaceId = admit(door.deps.workspaces, caller.principal, workspaceParam).workspace.id;
   served.workspace = workspaceId;
-  const text = await readBody(request, maxBytes);
-  const body = parseJsonBody(text);
+  const bytes = await readBody(request, maxBytes);
+  const body = parseJsonBody(bytes);
   await checkGrantedScopes(door.deps, workspaceId, caller, body);
   const admitted: AdmittedCaller = {
     principal: caller.principal,
@@ -116,7 +116,7 @@ async function admitAndAnswer(
     requestId: served.requestId,
     ...(caller.grant && { scopes: caller.grant.scopes }),
   };
-  const reply = await door.endpoint.handle(new NodePost(headers, request, text), admitted, body);
+  const reply = await door.endpoint.handle(new NodePost(headers, request, bytes), admitted, body);
   await writeReply(response, reply, served.requestId);
 }
 
@@ -130,16 +130,16 @@ class NodePost implements McpPost {
   constructor(
     readonly headers: NodeHeaders,
     private readonly request: IncomingMessage,
-    private readonly text: string,
+    private readonly bytes: Buffer,
   ) {}
 
   webRequest(): Request {
-    return webRequestOf(this.request, this.text);
+    return webRequestOf(this.request, this.bytes.toString());
   }
 }
 
-/** The body as text, refused past `maxBytes` (a body without a declared length is counted). */
-function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
+/** The body's bytes, refused past `maxBytes` (a body without a declared length is counted). */
+function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -155,7 +155,7 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
       chunks.push(chunk);
     });
     request.once("end", () => {
-      if (!refused) resolve(Buffer.concat(chunks, size).toString());
+      if (!refused) resolve(Buffer.concat(chunks, size));
     });
     request.once("error", reject);
   });

@@ -57,14 +57,8 @@ export class McpEndpoint {
     const headers = post.headers;
     const refused = mediaTypeRefusal(headers);
     if (refused) return refused;
-    if (body === NOT_JSON)
-      return jsonRpcError(
-        400,
-        PARSE_ERROR,
-        "Parse error: the request body is not valid JSON",
-        undefined,
-        null,
-      );
+    if (body === NOT_UTF8) return parseError("Parse error: the request body is not UTF-8");
+    if (body === NOT_JSON) return parseError("Parse error: the request body is not valid JSON");
     const protocolVersion = headers.get("mcp-protocol-version");
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
@@ -139,16 +133,26 @@ export class McpEndpoint {
 }
 
 /**
- * Reads the body with `text()`, which the Node adapter serves straight from the socket,
- * instead of letting the transport pull it through a web stream (most of the per-request
- * cost in bench/run.ts). The body limit is enforced before this by http/middleware/body-limit.ts.
+ * Reads the body whole, as the Node adapter serves it from the socket, instead of letting the
+ * transport pull it through a web stream. The body limit is enforced before this by
+ * http/middleware/body-limit.ts.
  */
 export async function readJsonBody(request: Request): Promise<unknown> {
-  return parseJsonBody(await request.text());
+  return parseJsonBody(new Uint8Array(await request.arrayBuffer()));
 }
 
-/** Text that is not JSON becomes a marker that handle() answers with a parse error. */
-export function parseJsonBody(text: string): unknown {
+/**
+ * The body's JSON. Bytes that are not UTF-8, or text that is not JSON, become a marker that
+ * handle() answers with a parse error: a lenient decoder would store U+FFFD in place of each bad
+ * byte (a file's name) as though the client had sent it.
+ */
+export function parseJsonBody(bytes: Uint8Array): unknown {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return NOT_UTF8;
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -156,6 +160,8 @@ export function parseJsonBody(text: string): unknown {
   }
 }
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+const NOT_UTF8 = Symbol("request body is not UTF-8");
 const NOT_JSON = Symbol("request body is not JSON");
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
@@ -181,6 +187,10 @@ function refuseModernRequest(message: JSONRPCRequest, headers: PostHeaders): Mcp
   }
   const malformed = inputResponsesProblem(message.params);
   return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
+}
+
+function parseError(message: string): McpReply {
+  return jsonRpcError(400, PARSE_ERROR, message, undefined, null);
 }
 
 function unsupportedVersion(requested: string, supported: readonly string[], id: unknown): McpReply {
