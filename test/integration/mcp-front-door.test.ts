@@ -193,6 +193,14 @@ describe("the 2025 era's HTTP half without the SDK's web transport", () => {
     const response = await post("alice", `/mcp/${ws}`, batch);
     expect(response.status).toBe(200);
     expect((JSON.parse(response.text) as Array<{ id: string }>).map((m) => m.id)).toEqual(["b", "a"]);
+    // A batch of one is still a batch, answered with an array; one of notifications alone, with
+    // nothing (202).
+    const one = await post("alice", `/mcp/${ws}`, [{ jsonrpc: "2.0", id: 1, method: "ping" }]);
+    expect(JSON.parse(one.text)).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }]);
+    const notified = await post("alice", `/mcp/${ws}`, [
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+    ]);
+    expect([notified.status, notified.text]).toEqual([202, ""]);
     const tooMany = Array.from({ length: 101 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }));
     expect((await post("alice", `/mcp/${ws}`, tooMany)).status).toBe(400);
   });

@@ -66,19 +66,24 @@ export function serveLegacyJson(
   return new Promise((resolve) => {
     const exchange = new JsonExchange(
       requests.map((m) => (m as { id: RequestId }).id),
+      Array.isArray(body),
       resolve,
     );
     for (const message of messages) mux.receive(message, extra, exchange);
   });
 }
 
-/** Collects the answers to one POST's requests; resolves once every one has its answer. */
+/**
+ * Collects the answers to one POST's requests; resolves once every one has its answer. A batch is
+ * answered with an array, even of one (JSON-RPC 2.0); a single request with its answer alone.
+ */
 class JsonExchange implements ReplySink {
   private readonly ids: RequestId[];
   private readonly answers = new Map<RequestId, JSONRPCMessage>();
 
   constructor(
     ids: RequestId[],
+    private readonly batch: boolean,
     private readonly resolve: (reply: McpReply) => void,
   ) {
     this.ids = ids;
@@ -91,7 +96,7 @@ class JsonExchange implements ReplySink {
     this.answers.set(message.id, message);
     if (this.answers.size < this.ids.length || !this.ids.every((id) => this.answers.has(id))) return;
     const answers = this.ids.map((id) => this.answers.get(id));
-    this.resolve(jsonReply(200, answers.length === 1 ? answers[0] : answers));
+    this.resolve(jsonReply(200, this.batch ? answers : answers[0]));
   }
 }
 
