@@ -246,6 +246,21 @@ describe("the 2026-07-28 edge", () => {
     });
   });
 
+  it("ping and logging/setLevel are 2025 methods only: 2026-07-28 answers them -32601", async () => {
+    for (const [method, params] of [
+      ["ping", {}],
+      ["logging/setLevel", { level: "debug" }],
+    ] as const) {
+      const modern = await post("alice", modernRequest(method, params));
+      expect(modern.json.error, method).toEqual({ code: -32601, message: "Method not found" });
+      const legacy = await post("alice", {
+        ...LEGACY_CALL,
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method, params }),
+      });
+      expect(legacy.json, method).toEqual({ jsonrpc: "2.0", id: 9, result: {} });
+    }
+  });
+
   it("a request not sent as application/json is 415, and one whose Accept lacks a type 406, as in 2025", async () => {
     const answers = [];
     const wrong: Record<string, string>[] = [
