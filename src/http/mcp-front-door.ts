@@ -116,9 +116,17 @@ async function admitAndAnswer(
     requestId: served.requestId,
     ...(caller.grant && { scopes: caller.grant.scopes }),
   };
-  const reply = await door.endpoint.handle(new NodePost(headers, request, bytes), admitted, body);
+  const reply = await door.endpoint.handle(new NodePost(headers, request, response, bytes), admitted, body);
+  // A client that went away before the answer was ready is logged as nginx does, 499; its calls
+  // were cancelled (NodePost.whenAbandoned) and there is nobody to write to.
+  if (response.closed) {
+    response.statusCode = CLIENT_CLOSED_REQUEST;
+    return;
+  }
   await writeReply(response, reply, served.requestId);
 }
+
+const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * One POST as the endpoint reads it, its web `Request` built only when asked for. A class rather
@@ -130,11 +138,19 @@ class NodePost implements McpPost {
   constructor(
     readonly headers: NodeHeaders,
     private readonly request: IncomingMessage,
+    private readonly response: ServerResponse,
     private readonly bytes: Buffer,
   ) {}
 
   webRequest(): Request {
     return webRequestOf(this.request, this.bytes.toString());
+  }
+
+  whenAbandoned(abandon: () => void): void {
+    const response = this.response;
+    response.once("close", () => {
+      if (!response.writableFinished) abandon();
+    });
   }
 }
 

@@ -19,11 +19,14 @@ import {
   SERVED_PROTOCOL_VERSIONS,
 } from "./protocol-versions.ts";
 import { jsonReply, type McpReply } from "./reply.ts";
-import { RequestMuxTransport } from "./request-mux-transport.ts";
+import { type Abandonable, type ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 import { HEADER_MISMATCH, standardHeaderRefusal } from "./standard-headers.ts";
 
-/** One POST as the endpoint reads it: its headers, and a web `Request` only if one is needed. */
-export interface McpPost {
+/**
+ * One POST as the endpoint reads it: its headers, a web `Request` only if one is needed, and
+ * word of its client going away before the answer, which cancels the requests still running.
+ */
+export interface McpPost extends Abandonable {
   headers: PostHeaders;
   /**
    * The request as a web `Request`, asked for only when a 2025 call streams its progress (the
@@ -101,7 +104,7 @@ export class McpEndpoint {
       const refused = refuseModernRequest(route.message, headers);
       if (refused) return refused;
     }
-    return serveModernExchange(route.message, route.classification, authInfo, this.modernMux);
+    return serveModernExchange(route.message, route.classification, authInfo, this.modernMux, post);
   }
 
   async close(): Promise<void> {
@@ -117,14 +120,20 @@ export class McpEndpoint {
     // JSON unless the client asked for progress and can read a stream: a stateless 2025
     // response has nowhere else to put a notification. The stream is the SDK transport's.
     if (!(acceptsEventStream(post.headers) && asksForProgress(body))) {
-      return serveLegacyJson(body, authInfo, this.legacyMux);
+      return serveLegacyJson(body, authInfo, this.legacyMux, post);
     }
     const http = new WebStandardStreamableHTTPServerTransport({
       enableJsonResponse: false,
       maxRequestBodySize: this.maxBodyBytes,
       supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
     });
-    http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, http);
+    // A cancelled call gets no answer, so its stream ends without one.
+    const sink: ReplySink = {
+      send: (message, options) => http.send(message, options),
+      cancelled: () => void http.close(),
+    };
+    http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, sink);
+    post.whenAbandoned(() => this.legacyMux.abandon(sink));
     return {
       kind: "web",
       response: await http.handleRequest(post.webRequest(), { authInfo, parsedBody: body }),

@@ -112,8 +112,10 @@ function installHandlers(
     serve(ctx, ({ principal, workspaceId, requestId, scopes }) => {
       const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
       const caller = { principalId: principal.id, workspaceId, ...(scopes && { scopes }) };
+      // The signal aborts when the client cancels the call or goes away (request-mux-transport.ts).
       return dispatch.call(caller, request.params.name, request.params.arguments, {
         requestId,
+        signal: ctx.mcpReq.signal,
         ...(onProgress && { onProgress }),
       });
     }),

@@ -6,8 +6,8 @@ import {
   parseJSONRPCMessage,
   type RequestId,
 } from "@modelcontextprotocol/server";
-import { jsonReply, type McpReply } from "./reply.ts";
-import type { ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+import { ACCEPTED, jsonReply, type McpReply } from "./reply.ts";
+import type { Abandonable, ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 
 /** The SDK transport's cap on a batch (WebStandardStreamableHTTPServerTransport). */
 const MAX_BATCH_SIZE = 100;
@@ -28,6 +28,7 @@ export function serveLegacyJson(
   body: unknown,
   authInfo: MessageExtraInfo["authInfo"],
   mux: RequestMuxTransport,
+  exchange: Abandonable,
 ): McpReply | Promise<McpReply> {
   if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
     return transportError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
@@ -59,26 +60,30 @@ export function serveLegacyJson(
     );
   }
   if (requests.length === 0) {
-    const sink: ReplySink = { send: async () => {} };
-    for (const message of messages) mux.receive(message, extra, sink);
-    return { kind: "accepted" };
+    for (const message of messages) mux.receive(message, extra, NOTHING_TO_ANSWER);
+    return ACCEPTED;
   }
   return new Promise((resolve) => {
-    const exchange = new JsonExchange(
+    const answers = new JsonExchange(
       requests.map((m) => (m as { id: RequestId }).id),
       Array.isArray(body),
       resolve,
     );
-    for (const message of messages) mux.receive(message, extra, exchange);
+    exchange.whenAbandoned(() => mux.abandon(answers));
+    for (const message of messages) mux.receive(message, extra, answers);
   });
 }
 
+/** The sink of a POST of notifications and responses only, which has no request to answer. */
+const NOTHING_TO_ANSWER: ReplySink = { send: async () => {}, cancelled: () => {} };
+
 /**
- * Collects the answers to one POST's requests; resolves once every one has its answer. A batch is
- * answered with an array, even of one (JSON-RPC 2.0); a single request with its answer alone.
+ * Collects the answers to one POST's requests; resolves once every one has its answer or was
+ * cancelled. A batch is answered with an array, even of one (JSON-RPC 2.0); a single request with
+ * its answer alone; a POST whose every request was cancelled with nothing (202).
  */
 class JsonExchange implements ReplySink {
-  private readonly ids: RequestId[];
+  private ids: RequestId[];
   private readonly answers = new Map<RequestId, JSONRPCMessage>();
 
   constructor(
@@ -94,9 +99,18 @@ class JsonExchange implements ReplySink {
     if (!("id" in message) || message.id === undefined || !("result" in message || "error" in message))
       return;
     this.answers.set(message.id, message);
+    this.resolveOnceAnswered();
+  }
+
+  cancelled(id: RequestId): void {
+    this.ids = this.ids.filter((other) => other !== id);
+    this.resolveOnceAnswered();
+  }
+
+  private resolveOnceAnswered(): void {
     if (this.answers.size < this.ids.length || !this.ids.every((id) => this.answers.has(id))) return;
     const answers = this.ids.map((id) => this.answers.get(id));
-    this.resolve(jsonReply(200, this.batch ? answers : answers[0]));
+    this.resolve(answers.length === 0 ? ACCEPTED : jsonReply(200, this.batch ? answers : answers[0]));
   }
 }
 
