@@ -107,8 +107,8 @@ async function admitAndAnswer(
   served.principal = caller.principal.id;
   const workspaceId = admit(door.deps.workspaces, caller.principal, workspaceParam).workspace.id;
   served.workspace = workspaceId;
-  const text = await readBody(request, maxBytes);
-  const body = parseJsonBody(text);
+  const bytes = await readBody(request, maxBytes);
+  const body = parseJsonBody(bytes);
   await checkGrantedScopes(door.deps, workspaceId, caller, body);
   const admitted: AdmittedCaller = {
     principal: caller.principal,
@@ -116,9 +116,17 @@ async function admitAndAnswer(
     requestId: served.requestId,
     ...(caller.grant && { scopes: caller.grant.scopes }),
   };
-  const reply = await door.endpoint.handle(new NodePost(headers, request, text), admitted, body);
+  const reply = await door.endpoint.handle(new NodePost(headers, request, response, bytes), admitted, body);
+  // A client that went away before the answer was ready is logged as nginx does, 499; its calls
+  // were cancelled (NodePost.whenAbandoned) and there is nobody to write to.
+  if (response.closed) {
+    response.statusCode = CLIENT_CLOSED_REQUEST;
+    return;
+  }
   await writeReply(response, reply, served.requestId);
 }
+
+const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * One POST as the endpoint reads it, its web `Request` built only when asked for. A class rather
@@ -130,16 +138,24 @@ class NodePost implements McpPost {
   constructor(
     readonly headers: NodeHeaders,
     private readonly request: IncomingMessage,
-    private readonly text: string,
+    private readonly response: ServerResponse,
+    private readonly bytes: Buffer,
   ) {}
 
   webRequest(): Request {
-    return webRequestOf(this.request, this.text);
+    return webRequestOf(this.request, this.bytes.toString());
+  }
+
+  whenAbandoned(abandon: () => void): void {
+    const response = this.response;
+    response.once("close", () => {
+      if (!response.writableFinished) abandon();
+    });
   }
 }
 
-/** The body as text, refused past `maxBytes` (a body without a declared length is counted). */
-function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
+/** The body's bytes, refused past `maxBytes` (a body without a declared length is counted). */
+function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -155,7 +171,7 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<string> {
       chunks.push(chunk);
     });
     request.once("end", () => {
-      if (!refused) resolve(Buffer.concat(chunks, size).toString());
+      if (!refused) resolve(Buffer.concat(chunks, size));
     });
     request.once("error", reject);
   });

@@ -20,7 +20,10 @@ import { ATRIUM_VERSION } from "../version.ts";
 export interface ToolCall {
   /** Set when the caller asked for progress reports: each is on its way when the promise settles. */
   progress?: (report: Parameters<ProgressListener>[0]) => Promise<void>;
-  /** Aborted when the caller cancels (a task run's timeout); absent when nothing can cancel the call. */
+  /**
+   * Aborted when the caller cancels (an MCP client's cancel or closed connection, a task run's
+   * timeout); absent when nothing can cancel the call.
+   */
   signal?: AbortSignal;
 }
 

@@ -33,7 +33,7 @@ export type ResourceContents =
 
 /** One skill as the Skills Extension publishes it: `skill://<path>/SKILL.md` and its files. */
 export interface SkillPackage {
-  /** `<scope>/<name>`, the part of every URI of this skill after `skill://`. */
+  /** `<scope>/<name>`: every URI of this skill is `skill://` and this path, encoded (skill-uri.ts). */
   path: string;
   name: string;
   description: string;

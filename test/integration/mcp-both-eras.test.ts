@@ -224,16 +224,92 @@ describe("the 2026-07-28 edge", () => {
       ...LEGACY_CALL,
       headers: { ...LEGACY_CALL.headers, "mcp-protocol-version": "2024-01-01" },
     });
-    for (const { status, json } of [modern, legacy]) {
+    // A version later than any served, on a body without the envelope: it was read as a 2026
+    // request missing its _meta (-32602) rather than as a version this server does not speak.
+    const future2025 = await post("alice", {
+      ...LEGACY_CALL,
+      headers: { ...LEGACY_CALL.headers, "mcp-protocol-version": "2027-01-01" },
+    });
+    for (const { status, json } of [modern, legacy, future2025]) {
       expect(status).toBe(400);
       expect(json.error.code).toBe(-32022);
+      expect(json.id).toBe(9);
     }
     // A request in the 2026 form is told what server/discover lists; a 2025 one, everything.
     expect(modern.json.error.data).toEqual({ supported: ["2026-07-28"], requested: "2099-01-01" });
-    expect(legacy.json.error.data).toEqual({
-      supported: ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"],
-      requested: "2024-01-01",
+    const everything = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
+    expect(legacy.json.error.data).toEqual({ supported: everything, requested: "2024-01-01" });
+    expect(future2025.json.error).toEqual({
+      code: -32022,
+      message: `Unsupported protocol version "2027-01-01": use ${everything.join(", ")}.`,
+      data: { supported: everything, requested: "2027-01-01" },
     });
+  });
+
+  it("ping and logging/setLevel are 2025 methods only: 2026-07-28 answers them -32601", async () => {
+    for (const [method, params] of [
+      ["ping", {}],
+      ["logging/setLevel", { level: "debug" }],
+    ] as const) {
+      const modern = await post("alice", modernRequest(method, params));
+      expect(modern.json.error, method).toEqual({ code: -32601, message: "Method not found" });
+      const legacy = await post("alice", {
+        ...LEGACY_CALL,
+        body: JSON.stringify({ jsonrpc: "2.0", id: 9, method, params }),
+      });
+      expect(legacy.json, method).toEqual({ jsonrpc: "2.0", id: 9, result: {} });
+    }
+  });
+
+  it("a request not sent as application/json is 415, and one whose Accept lacks a type 406, as in 2025", async () => {
+    const answers = [];
+    const wrong: Record<string, string>[] = [
+      { "content-type": "text/plain" },
+      { accept: "application/json" },
+      { accept: "text/event-stream" },
+    ];
+    for (const request of [modernRequest("tools/list"), LEGACY_CALL]) {
+      for (const headers of wrong) {
+        const { status, json } = await post("alice", {
+          ...request,
+          headers: { ...request.headers, ...headers },
+        });
+        answers.push({ status, code: json.error.code, message: json.error.message });
+      }
+    }
+    const unsupported = "Unsupported Media Type: Content-Type must be application/json";
+    const unacceptable = "Not Acceptable: Client must accept both application/json and text/event-stream";
+    const each = [
+      { status: 415, code: -32000, message: unsupported },
+      { status: 406, code: -32000, message: unacceptable },
+      { status: 406, code: -32000, message: unacceptable },
+    ];
+    expect(answers).toEqual([...each, ...each]);
+    expect((await post("alice", modernRequest("tools/list"))).status).toBe(200);
+  });
+
+  it("a response, an error or a batch under the 2026-07-28 header is an invalid request, not an unsupported version", async () => {
+    const headers = { ...LEGACY_CALL.headers, "mcp-protocol-version": "2026-07-28" };
+    const bodies = {
+      response: { jsonrpc: "2.0", id: 3, result: {} },
+      "error response": { jsonrpc: "2.0", id: 3, error: { code: -1, message: "no" } },
+      batch: [{ jsonrpc: "2.0", id: 3, method: "ping" }],
+    };
+    for (const [what, body] of Object.entries(bodies)) {
+      const { status, json } = await post("alice", { headers, body: JSON.stringify(body) });
+      const kind = what === "batch" ? "a batch" : "a response";
+      expect({ status, json }, what).toEqual({
+        status: 400,
+        json: {
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: -32600,
+            message: `Invalid Request: a 2026-07-28 POST carries one request or notification, not ${kind}.`,
+          },
+        },
+      });
+    }
   });
 
   it("input responses that are not a map of response objects are -32602 before any tool runs", async () => {

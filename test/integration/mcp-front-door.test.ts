@@ -129,6 +129,37 @@ describe("the front door's refusals are the hono app's", () => {
     expect((await post("bob", `/mcp/${ws}`, PING)).status).toBe(404);
   });
 
+  it("a body that is not UTF-8 is a parse error, stored nowhere, on the front door and on hono alike", async () => {
+    const write = (name: string) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        id: 5,
+        method: "tools/call",
+        params: { name: "files__write", arguments: { name, text: "x" } },
+      });
+    // The name's last two bytes are \xff\xfe, which no UTF-8 text holds; decoded leniently they
+    // were stored as U+FFFD U+FFFD, a name the client never sent.
+    const [before, after] = write("bad-#.txt").split("#") as [string, string];
+    const body = Buffer.concat([Buffer.from(before), Buffer.from([0xff, 0xfe]), Buffer.from(after)]);
+    for (const path of [`/mcp/${ws}`, `/mcp/${ws.replace("ws_", "ws%5F")}`]) {
+      const response = await instance.raw("alice", "POST", path, { headers: LEGACY, body });
+      expect(response.status, path).toBe(400);
+      expect(JSON.parse(response.text), path).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32700, message: "Parse error: the request body is not UTF-8" },
+      });
+    }
+    const listed = await post("alice", `/mcp/${ws}`, {
+      jsonrpc: "2.0",
+      id: 6,
+      method: "tools/call",
+      params: { name: "files__list", arguments: {} },
+    });
+    expect(listed.text).not.toContain("bad-");
+    expect((await post("alice", `/mcp/${ws}`, JSON.parse(write("good-é.txt")))).status).toBe(200);
+  });
+
   it("anything but POST, and a path with an escape, still reaches the hono routes", async () => {
     expect((await instance.raw("alice", "GET", `/mcp/${ws}`)).status).toBe(405);
     const escaped = await post("alice", `/mcp/${ws.replace("ws_", "ws%5F")}`, PING);
@@ -162,6 +193,14 @@ describe("the 2025 era's HTTP half without the SDK's web transport", () => {
     const response = await post("alice", `/mcp/${ws}`, batch);
     expect(response.status).toBe(200);
     expect((JSON.parse(response.text) as Array<{ id: string }>).map((m) => m.id)).toEqual(["b", "a"]);
+    // A batch of one is still a batch, answered with an array; one of notifications alone, with
+    // nothing (202).
+    const one = await post("alice", `/mcp/${ws}`, [{ jsonrpc: "2.0", id: 1, method: "ping" }]);
+    expect(JSON.parse(one.text)).toEqual([{ jsonrpc: "2.0", id: 1, result: {} }]);
+    const notified = await post("alice", `/mcp/${ws}`, [
+      { jsonrpc: "2.0", method: "notifications/initialized" },
+    ]);
+    expect([notified.status, notified.text]).toEqual([202, ""]);
     const tooMany = Array.from({ length: 101 }, (_, i) => ({ jsonrpc: "2.0", id: i, method: "ping" }));
     expect((await post("alice", `/mcp/${ws}`, tooMany)).status).toBe(400);
   });

@@ -1,6 +1,7 @@
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/client";
+import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 
@@ -89,6 +90,40 @@ describe("skills on the MCP surface", () => {
     expect(await readFile(join(dir, "SKILL.md"), "utf8")).toContain("atrium:");
     await rm(join(dir, "examples"), { recursive: true });
     await rm(join(dir, "logo.bin"));
+  });
+
+  it("a bundled file whose name URIs reserve is listed percent-encoded and read back by either spelling", async () => {
+    const dir = join(instance.root, ws, "skills", "careful-deletes");
+    // A `?` or `#` unencoded would make a query or a fragment (the SDK refused the whole entry,
+    // and with it every caller's skills/list); a space or a `%` would be spelled otherwise by a
+    // URL parser than the listing (resources/read answered "not found").
+    const names = ["faq?.md", "my notes.md", "Q&A #1.md", "100%.md"];
+    for (const name of names) await writeFile(join(dir, name), `about ${name}`);
+    const encoded = names.map((name) => `skill://workspace/careful-deletes/${encodeURIComponent(name)}`);
+    const skills = new SkillsClient(client);
+    const { skills: entries } = await skills.list();
+    expect(entries.map((entry) => entry.frontmatter.name).sort()).toEqual([
+      "careful-deletes",
+      "using-atrium-files",
+    ]);
+    const entry = entries.find((e) => e.frontmatter.name === "careful-deletes");
+    if (!entry || entry.resources === "dynamic")
+      throw new Error("careful-deletes is not listed with its files");
+    expect(entry.resources.map((r) => r.uri)).toEqual(expect.arrayContaining(encoded));
+    for (const [i, uri] of encoded.entries()) {
+      // SkillsClient checks the size and the digest against the entry.
+      const file = await skills.read(entry, uri);
+      expect(file.text).toBe(`about ${names[i]}`);
+    }
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual(expect.arrayContaining(encoded));
+    const spaced = await client.readResource({ uri: "skill://workspace/careful-deletes/my notes.md" });
+    expect(spaced.contents[0]).toMatchObject({ text: "about my notes.md" });
+    // An unencoded `?` is a query: it names no file.
+    await expect(client.readResource({ uri: "skill://workspace/careful-deletes/faq?.md" })).rejects.toThrow(
+      /not found/i,
+    );
+    for (const name of names) await rm(join(dir, name));
   });
 
   it("an unknown skill:// resource is a not-found error", async () => {

@@ -10,7 +10,8 @@ import {
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
-import { type PostHeaders, serveLegacyJson } from "./legacy-exchange.ts";
+import { serveLegacyJson } from "./legacy-exchange.ts";
+import { mediaTypeRefusal, type PostHeaders } from "./media-types.ts";
 import { serveModernExchange } from "./modern-exchange.ts";
 import {
   LEGACY_PROTOCOL_VERSIONS,
@@ -18,11 +19,14 @@ import {
   SERVED_PROTOCOL_VERSIONS,
 } from "./protocol-versions.ts";
 import { jsonReply, type McpReply } from "./reply.ts";
-import { RequestMuxTransport } from "./request-mux-transport.ts";
+import { type Abandonable, type ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 import { HEADER_MISMATCH, standardHeaderRefusal } from "./standard-headers.ts";
 
-/** One POST as the endpoint reads it: its headers, and a web `Request` only if one is needed. */
-export interface McpPost {
+/**
+ * One POST as the endpoint reads it: its headers, a web `Request` only if one is needed, and
+ * word of its client going away before the answer, which cancels the requests still running.
+ */
+export interface McpPost extends Abandonable {
   headers: PostHeaders;
   /**
    * The request as a web `Request`, asked for only when a 2025 call streams its progress (the
@@ -53,18 +57,20 @@ export class McpEndpoint {
 
   /** `body` is the request's JSON, already parsed by parseJsonBody (the caller checks its scopes first). */
   async handle(post: McpPost, caller: AdmittedCaller, body: unknown): Promise<McpReply> {
-    if (body === NOT_JSON)
-      return jsonRpcError(
-        400,
-        PARSE_ERROR,
-        "Parse error: the request body is not valid JSON",
-        undefined,
-        null,
-      );
     const headers = post.headers;
+    const refused = mediaTypeRefusal(headers);
+    if (refused) return refused;
+    if (body === NOT_UTF8) return parseError("Parse error: the request body is not UTF-8");
+    if (body === NOT_JSON) return parseError("Parse error: the request body is not valid JSON");
     const protocolVersion = headers.get("mcp-protocol-version");
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
+    // Before the classifier, which reads a version it does not know as a 2026 request missing its
+    // envelope (-32602) rather than as a version this server does not speak.
+    if (protocolVersion !== null && !SERVED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
+      const supported = claimsEnvelope(body) ? [MODERN_PROTOCOL_VERSION] : SERVED_PROTOCOL_VERSIONS;
+      return unsupportedVersion(protocolVersion, supported, requestId(body));
+    }
     const route = classifyInboundRequest({
       httpMethod: "POST",
       body,
@@ -80,8 +86,12 @@ export class McpEndpoint {
       return jsonRpcError(route.httpStatus, route.code, route.message, route.data, requestId(body));
     }
     if (route.kind === "legacy") {
-      if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) {
-        return unsupportedVersion(protocolVersion, SERVED_PROTOCOL_VERSIONS, requestId(body));
+      // Under a 2026-07-28 header the classifier leaves only a response or a batch to the 2025
+      // era; neither is a 2026 message, and the version itself is served.
+      if (protocolVersion === MODERN_PROTOCOL_VERSION) {
+        const what = route.reason === "batch" ? "a batch" : "a response";
+        const message = `Invalid Request: a ${MODERN_PROTOCOL_VERSION} POST carries one request or notification, not ${what}.`;
+        return jsonRpcError(400, INVALID_REQUEST, message, undefined, null);
       }
       return this.serveLegacy(post, body, authInfo);
     }
@@ -94,7 +104,7 @@ export class McpEndpoint {
       const refused = refuseModernRequest(route.message, headers);
       if (refused) return refused;
     }
-    return serveModernExchange(route.message, route.classification, authInfo, this.modernMux);
+    return serveModernExchange(route.message, route.classification, authInfo, this.modernMux, post);
   }
 
   async close(): Promise<void> {
@@ -110,14 +120,20 @@ export class McpEndpoint {
     // JSON unless the client asked for progress and can read a stream: a stateless 2025
     // response has nowhere else to put a notification. The stream is the SDK transport's.
     if (!(acceptsEventStream(post.headers) && asksForProgress(body))) {
-      return serveLegacyJson(post.headers, body, authInfo, this.legacyMux);
+      return serveLegacyJson(body, authInfo, this.legacyMux, post);
     }
     const http = new WebStandardStreamableHTTPServerTransport({
       enableJsonResponse: false,
       maxRequestBodySize: this.maxBodyBytes,
       supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
     });
-    http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, http);
+    // A cancelled call gets no answer, so its stream ends without one.
+    const sink: ReplySink = {
+      send: (message, options) => http.send(message, options),
+      cancelled: () => void http.close(),
+    };
+    http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, sink);
+    post.whenAbandoned(() => this.legacyMux.abandon(sink));
     return {
       kind: "web",
       response: await http.handleRequest(post.webRequest(), { authInfo, parsedBody: body }),
@@ -126,16 +142,26 @@ export class McpEndpoint {
 }
 
 /**
- * Reads the body with `text()`, which the Node adapter serves straight from the socket,
- * instead of letting the transport pull it through a web stream (most of the per-request
- * cost in bench/run.ts). The body limit is enforced before this by http/middleware/body-limit.ts.
+ * Reads the body whole, as the Node adapter serves it from the socket, instead of letting the
+ * transport pull it through a web stream. The body limit is enforced before this by
+ * http/middleware/body-limit.ts.
  */
 export async function readJsonBody(request: Request): Promise<unknown> {
-  return parseJsonBody(await request.text());
+  return parseJsonBody(new Uint8Array(await request.arrayBuffer()));
 }
 
-/** Text that is not JSON becomes a marker that handle() answers with a parse error. */
-export function parseJsonBody(text: string): unknown {
+/**
+ * The body's JSON. Bytes that are not UTF-8, or text that is not JSON, become a marker that
+ * handle() answers with a parse error: a lenient decoder would store U+FFFD in place of each bad
+ * byte (a file's name) as though the client had sent it.
+ */
+export function parseJsonBody(bytes: Uint8Array): unknown {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return NOT_UTF8;
+  }
   try {
     return JSON.parse(text);
   } catch {
@@ -143,8 +169,11 @@ export function parseJsonBody(text: string): unknown {
   }
 }
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+const NOT_UTF8 = Symbol("request body is not UTF-8");
 const NOT_JSON = Symbol("request body is not JSON");
 const PARSE_ERROR = -32700;
+const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;
 
 /**
@@ -167,6 +196,10 @@ function refuseModernRequest(message: JSONRPCRequest, headers: PostHeaders): Mcp
   }
   const malformed = inputResponsesProblem(message.params);
   return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
+}
+
+function parseError(message: string): McpReply {
+  return jsonRpcError(400, PARSE_ERROR, message, undefined, null);
 }
 
 function unsupportedVersion(requested: string, supported: readonly string[], id: unknown): McpReply {
@@ -193,10 +226,14 @@ function acceptsEventStream(headers: PostHeaders): boolean {
 function isPlainLegacyRequest(body: unknown, protocolVersion: string | null): boolean {
   if (!isPlainObject(body) || "result" in body || "error" in body) return false;
   if (protocolVersion !== null && !LEGACY_PROTOCOL_VERSIONS.includes(protocolVersion)) return false;
-  const params = body.params;
+  return !claimsEnvelope(body) && isJSONRPCRequest(body);
+}
+
+/** Whether a single message claims the 2026-07-28 form: a protocol version in `params._meta`. */
+function claimsEnvelope(body: unknown): boolean {
+  const params = isPlainObject(body) ? body.params : undefined;
   const meta = isPlainObject(params) ? params._meta : undefined;
-  if (isPlainObject(meta) && PROTOCOL_VERSION_META_KEY in meta) return false;
-  return isJSONRPCRequest(body);
+  return isPlainObject(meta) && PROTOCOL_VERSION_META_KEY in meta;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

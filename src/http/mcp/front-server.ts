@@ -75,7 +75,7 @@ export function createFrontServers(deps: FrontDeps): FrontServers {
     const caller = admitted(ctx);
     return guard(ctx, caller.requestId, () => work(caller));
   };
-  const skills = createSkillsExtension(deps.guidance, serve);
+  const skills = createSkillsExtension(deps.guidance, serve, deps.log);
   const legacy = new McpServer(SERVER_INFO, {
     capabilities: CAPABILITIES,
     supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
@@ -112,8 +112,10 @@ function installHandlers(
     serve(ctx, ({ principal, workspaceId, requestId, scopes }) => {
       const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
       const caller = { principalId: principal.id, workspaceId, ...(scopes && { scopes }) };
+      // The signal aborts when the client cancels the call or goes away (request-mux-transport.ts).
       return dispatch.call(caller, request.params.name, request.params.arguments, {
         requestId,
+        signal: ctx.mcpReq.signal,
         ...(onProgress && { onProgress }),
       });
     }),

@@ -1,51 +1,35 @@
 import {
   isInitializeRequest,
   isJSONRPCRequest,
-  isJsonContentType,
   type JSONRPCMessage,
   type MessageExtraInfo,
   parseJSONRPCMessage,
   type RequestId,
 } from "@modelcontextprotocol/server";
-import { jsonReply, type McpReply } from "./reply.ts";
-import type { ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+import { ACCEPTED, jsonReply, type McpReply } from "./reply.ts";
+import type { Abandonable, ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 
 /** The SDK transport's cap on a batch (WebStandardStreamableHTTPServerTransport). */
 const MAX_BATCH_SIZE = 100;
 
-/** The headers a 2025 POST is judged by, whatever object carries them. */
-export interface PostHeaders {
-  get(name: string): string | null;
-}
-
 /**
  * The HTTP half of one stateless 2025-era POST answered with JSON, without web objects: what
  * the SDK's WebStandardStreamableHTTPServerTransport does for a stateless server with
- * `enableJsonResponse`, check for check and message for message (Accept 406, Content-Type 415,
- * batch size, each message parsed by the SDK's schema, one initialize per POST, notifications
- * only → 202, every request's answer collected into one JSON body), and one check it lacks: a
+ * `enableJsonResponse`, check for check and message for message (its Accept 406 and
+ * Content-Type 415 are the endpoint's, for both eras: media-types.ts; batch size, each message
+ * parsed by the SDK's schema, one initialize per POST, notifications only → 202, every
+ * request's answer collected into one JSON body), and one check it lacks: a
  * batch that repeats a request id is refused. Building the SDK transport
  * instead costs a web `Request`, a `Response`, a stream mapping and the SDK's type guards on
  * every message (adr/0052). A call that streams progress still goes through the SDK's transport
  * (endpoint.ts). The protocol itself stays the SDK server's, reached through the mux.
  */
 export function serveLegacyJson(
-  headers: PostHeaders,
   body: unknown,
   authInfo: MessageExtraInfo["authInfo"],
   mux: RequestMuxTransport,
+  exchange: Abandonable,
 ): McpReply | Promise<McpReply> {
-  const accept = headers.get("accept");
-  if (!accept?.includes("application/json") || !accept.includes("text/event-stream")) {
-    return transportError(
-      406,
-      -32000,
-      "Not Acceptable: Client must accept both application/json and text/event-stream",
-    );
-  }
-  if (!isJsonContentType(headers.get("content-type"))) {
-    return transportError(415, -32000, "Unsupported Media Type: Content-Type must be application/json");
-  }
   if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
     return transportError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
   }
@@ -76,26 +60,35 @@ export function serveLegacyJson(
     );
   }
   if (requests.length === 0) {
-    const sink: ReplySink = { send: async () => {} };
-    for (const message of messages) mux.receive(message, extra, sink);
-    return { kind: "accepted" };
+    for (const message of messages) mux.receive(message, extra, NOTHING_TO_ANSWER);
+    return ACCEPTED;
   }
   return new Promise((resolve) => {
-    const exchange = new JsonExchange(
+    const answers = new JsonExchange(
       requests.map((m) => (m as { id: RequestId }).id),
+      Array.isArray(body),
       resolve,
     );
-    for (const message of messages) mux.receive(message, extra, exchange);
+    exchange.whenAbandoned(() => mux.abandon(answers));
+    for (const message of messages) mux.receive(message, extra, answers);
   });
 }
 
-/** Collects the answers to one POST's requests; resolves once every one has its answer. */
+/** The sink of a POST of notifications and responses only, which has no request to answer. */
+const NOTHING_TO_ANSWER: ReplySink = { send: async () => {}, cancelled: () => {} };
+
+/**
+ * Collects the answers to one POST's requests; resolves once every one has its answer or was
+ * cancelled. A batch is answered with an array, even of one (JSON-RPC 2.0); a single request with
+ * its answer alone; a POST whose every request was cancelled with nothing (202).
+ */
 class JsonExchange implements ReplySink {
-  private readonly ids: RequestId[];
+  private ids: RequestId[];
   private readonly answers = new Map<RequestId, JSONRPCMessage>();
 
   constructor(
     ids: RequestId[],
+    private readonly batch: boolean,
     private readonly resolve: (reply: McpReply) => void,
   ) {
     this.ids = ids;
@@ -106,9 +99,18 @@ class JsonExchange implements ReplySink {
     if (!("id" in message) || message.id === undefined || !("result" in message || "error" in message))
       return;
     this.answers.set(message.id, message);
+    this.resolveOnceAnswered();
+  }
+
+  cancelled(id: RequestId): void {
+    this.ids = this.ids.filter((other) => other !== id);
+    this.resolveOnceAnswered();
+  }
+
+  private resolveOnceAnswered(): void {
     if (this.answers.size < this.ids.length || !this.ids.every((id) => this.answers.has(id))) return;
     const answers = this.ids.map((id) => this.answers.get(id));
-    this.resolve(jsonReply(200, answers.length === 1 ? answers[0] : answers));
+    this.resolve(answers.length === 0 ? ACCEPTED : jsonReply(200, this.batch ? answers : answers[0]));
   }
 }
 

@@ -6,8 +6,8 @@ import type {
   TransportSendOptions,
 } from "@modelcontextprotocol/server";
 import { PerRequestHTTPServerTransport } from "@modelcontextprotocol/server";
-import { jsonReply, type McpReply } from "./reply.ts";
-import type { ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+import { ACCEPTED, jsonReply, type McpReply } from "./reply.ts";
+import type { Abandonable, ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 
 /**
  * One 2026-07-28 exchange through the SDK's PerRequestHTTPServerTransport, which does its HTTP
@@ -23,6 +23,7 @@ export async function serveModernExchange(
   classification: MessageExtraInfo["classification"] & object,
   authInfo: MessageExtraInfo["authInfo"],
   mux: RequestMuxTransport,
+  exchange: Abandonable,
 ): Promise<McpReply> {
   const http = new PerRequestHTTPServerTransport({ classification });
   let settle: ((reply: McpReply) => void) | undefined;
@@ -46,12 +47,22 @@ export async function serveModernExchange(
       if (!("result" in outbound || "error" in outbound)) streaming = true;
       return http.send(outbound, options);
     },
+    // A cancelled request gets no answer: the exchange ends with nothing (202) or, once
+    // streaming, its stream ends.
+    cancelled(): void {
+      if (answered) return;
+      answered = true;
+      settle?.(ACCEPTED);
+      settle = undefined;
+      void http.close();
+    },
   };
   http.onmessage = (inbound, extra) => mux.receive(inbound, extra, sink);
   await http.start();
-  // Without the request: reading its abort signal would build a web AbortController per call
-  // (a notable share of the call's CPU), and no handler looks at the raw request. As in the
-  // 2025 era, an answer whose client has gone is written to a closed socket and dropped.
+  if ("id" in message) exchange.whenAbandoned(() => mux.abandon(sink));
+  // Without the request: the transport would read its abort signal, which builds a web
+  // AbortController per call (a notable share of the call's CPU), only to close itself when the
+  // client goes; the front door says so instead (whenAbandoned), and the mux cancels the call.
   const viaTransport = http
     .handleMessage(message, authInfo ? { authInfo } : undefined)
     .then((response): McpReply => ({ kind: "web", response }));

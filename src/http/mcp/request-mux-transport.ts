@@ -6,11 +6,23 @@ import type {
   TransportSendOptions,
 } from "@modelcontextprotocol/server";
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
+import type { AdmittedCaller } from "./front-server.ts";
 import { invalidParamsMessage } from "./invalid-params.ts";
 
 /** Where the answer to one request goes: the per-request HTTP transport that received it. */
 export interface ReplySink {
   send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void>;
+  /**
+   * The request the client numbered `id` was cancelled and will get no answer (the SDK drops a
+   * cancelled handler's result): the exchange ends without it.
+   */
+  cancelled(id: RequestId): void;
+}
+
+/** An HTTP exchange that can tell when its client has gone before it was answered. */
+export interface Abandonable {
+  /** Calls `abandon` if the connection closes before the answer has been written. */
+  whenAbandoned(abandon: () => void): void;
 }
 
 interface Pending {
@@ -18,6 +30,8 @@ interface Pending {
   sink: ReplySink;
   method: string;
   params: unknown;
+  /** Who sent it: only they may cancel it. */
+  caller: AdmittedCaller | undefined;
 }
 
 /**
@@ -46,17 +60,35 @@ export class RequestMuxTransport implements Transport {
   receive(message: JSONRPCMessage, extra: MessageExtraInfo | undefined, sink: ReplySink): void {
     if ("method" in message && "id" in message) {
       const id = ++this.nextId;
-      this.pending.set(id, { originalId: message.id, sink, method: message.method, params: message.params });
+      const caller = callerOf(extra);
+      this.pending.set(id, {
+        originalId: message.id,
+        sink,
+        method: message.method,
+        params: message.params,
+        caller,
+      });
       this.onmessage?.({ ...message, id }, extra);
       return;
     }
     if ("method" in message) {
-      // A cancellation names an id from some earlier HTTP request, which a stateless
-      // server cannot map; forwarding it raw could cancel another caller's request.
-      if (message.method === "notifications/cancelled") return;
+      if (message.method === "notifications/cancelled") {
+        this.cancelledBy(callerOf(extra), message.params);
+        return;
+      }
       this.onmessage?.(message, extra);
     }
     // Responses from the client answer server-to-client requests, which this server never sends.
+  }
+
+  /**
+   * The HTTP exchange `sink` answers has gone (its client closed the connection): each of its
+   * requests still running is cancelled, so a tool stops and a remote server is told.
+   */
+  abandon(sink: ReplySink): void {
+    for (const [id, entry] of this.pending) {
+      if (entry.sink === sink) this.cancel(id, entry, "The client closed the connection.");
+    }
   }
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
@@ -73,12 +105,50 @@ export class RequestMuxTransport implements Transport {
     // A message related to no live request has no stateless destination and is dropped.
   }
 
+  /**
+   * A client's `notifications/cancelled` names its own id for a request it sent on another POST.
+   * Ids are the client's, so only a request of the same caller — person and workspace — with that
+   * id is cancelled (every one, if they sent two with one id): another caller's `id: 1` is never
+   * theirs to stop (adr/0065).
+   */
+  private cancelledBy(caller: AdmittedCaller | undefined, params: unknown): void {
+    const { requestId, reason } = (params ?? {}) as { requestId?: unknown; reason?: unknown };
+    if (caller === undefined || (typeof requestId !== "string" && typeof requestId !== "number")) return;
+    for (const [id, entry] of this.pending) {
+      if (entry.originalId === requestId && sameCaller(entry.caller, caller)) {
+        this.cancel(id, entry, typeof reason === "string" ? reason : "Cancelled by the client.");
+      }
+    }
+  }
+
+  /**
+   * The server is told with its own id, which aborts the handler's signal (the SDK's
+   * `notifications/cancelled` handling); the sink is told that no answer will come.
+   */
+  private cancel(id: number, entry: Pending, reason: string): void {
+    this.pending.delete(id);
+    this.onmessage?.({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: id, reason },
+    });
+    entry.sink.cancelled(entry.originalId);
+  }
+
   private takePending(id: RequestId): Pending | undefined {
     if (typeof id !== "number") return undefined;
     const entry = this.pending.get(id);
     this.pending.delete(id);
     return entry;
   }
+}
+
+function callerOf(extra: MessageExtraInfo | undefined): AdmittedCaller | undefined {
+  return extra?.authInfo?.extra?.atrium as AdmittedCaller | undefined;
+}
+
+function sameCaller(a: AdmittedCaller | undefined, b: AdmittedCaller): boolean {
+  return a !== undefined && a.principal.id === b.principal.id && a.workspaceId === b.workspaceId;
 }
 
 /**

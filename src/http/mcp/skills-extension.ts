@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
-import { type Skill, SkillsExtension } from "@modelcontextprotocol/server/ext/skills";
+import {
+  type Skill,
+  SkillCatalogError,
+  SkillsExtension,
+  skillEntry,
+} from "@modelcontextprotocol/server/ext/skills";
+import type { Logger } from "../../log.ts";
 import type { SkillPackage, WorkspaceGuidance } from "../../sources/guidance.ts";
+import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import type { AdmittedCaller, Serve } from "./front-server.ts";
 
 /** The resource template the extension serves every skill file under. */
@@ -18,26 +25,44 @@ export const SKILLS_CACHE_HINT = { ttlMs: 30_000, cacheScope: "private" } as con
  * — `skill://<scope>/<name>` for the guidance and one URI per bundled file — to clients that do
  * not negotiate the extension.
  */
-export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve): SkillsExtension {
+export function createSkillsExtension(
+  guidance: WorkspaceGuidance,
+  serve: Serve,
+  log: Logger,
+): SkillsExtension {
   const packagesOf = ({ workspaceId, principal }: AdmittedCaller, path?: string) =>
     guidance.packages(workspaceId, principal.id, path);
   /** The one package whose SKILL.md is at `uri`, reading that skill's files only. */
   const packageAt = async (caller: AdmittedCaller, uri: string) => {
-    const path = SKILL_FILE_URI.exec(uri)?.[1];
+    const path = SKILL_FILE_PATH.exec(skillPathOf(uri) ?? "")?.[1];
     return path === undefined ? undefined : (await packagesOf(caller, path))[0];
   };
+  const refused = (skill: string, problem: string) => log.warn({ skill, problem }, "skill entry refused");
   return new SkillsExtension({
     cacheHint: SKILLS_CACHE_HINT,
-    // The SDK warns on stderr by default; every entry here is built by toEntry, so a warning
-    // would be Atrium's bug and is raised instead of printed.
-    strict: true,
+    // An entry the SDK refuses is left out of skills/list and logged, never the whole list
+    // failed: one skill folder holding an odd file must not hide every skill from every caller.
+    // toEntry builds only valid entries; this is for the case it ever does not (the SDK's own
+    // default would print the warning to stderr instead of the log).
+    strict: false,
+    onWarning: ({ path, message }) => refused(path, message),
     source: {
       list: (_params, ctx) =>
         serve(ctx, async (caller) => ({ skills: (await packagesOf(caller)).map((pkg) => toEntry(pkg)) })),
+      // skills/get would answer an entry it refuses with its own words in a -32603; one it would
+      // leave out of skills/list is not served here either (the SDK's skillEntry() checks it).
       get: (uri, ctx) =>
         serve(ctx, async (caller) => {
           const found = await packageAt(caller, uri);
-          return found === undefined ? undefined : toEntry(found);
+          if (found === undefined) return undefined;
+          try {
+            await skillEntry(found.path, found.files);
+          } catch (error) {
+            if (!(error instanceof SkillCatalogError)) throw error;
+            refused(uri, error.message);
+            return undefined;
+          }
+          return toEntry(found);
         }),
       read: (uri, ctx) =>
         serve(ctx, async (caller) => {
@@ -59,25 +84,25 @@ export function createSkillsExtension(guidance: WorkspaceGuidance, serve: Serve)
   });
 }
 
-// skill://<scope>/<name>/SKILL.md: the entry URI of one skill.
-const SKILL_FILE_URI = /^skill:\/\/([^/]+\/[^/]+)\/SKILL\.md$/;
-
-function skillFileUri(pkg: SkillPackage): string {
-  return `skill://${pkg.path}/SKILL.md`;
-}
+// <scope>/<name>/SKILL.md: the path of one skill's entry URI.
+const SKILL_FILE_PATH = /^([^/]+\/[^/]+)\/SKILL\.md$/;
 
 /**
- * Built here rather than with the SDK's skillEntry(), which re-parses SKILL.md and refuses
- * Atrium's nested `metadata.atrium` block (adr/0012): the standard's frontmatter map is strings
- * only. Name and description are already parsed; each file's digest is over its exact bytes.
+ * Built here rather than with the SDK's skillEntry(), which parses SKILL.md again: name and
+ * description are already parsed. Each file's digest is over its exact bytes, and its URI is
+ * percent-encoded as every `skill://` URI Atrium lists (sources/skill-uri.ts).
  */
 function toEntry(pkg: SkillPackage): Skill {
   const resources = Object.entries(pkg.files)
     .map(([file, bytes]) => ({
-      uri: `skill://${pkg.path}/${file}`,
+      uri: skillUri(`${pkg.path}/${file}`),
       digest: `sha256:${createHash("sha256").update(bytes).digest("hex")}`,
       size: bytes.byteLength,
     }))
     .sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
-  return { uri: skillFileUri(pkg), frontmatter: { name: pkg.name, description: pkg.description }, resources };
+  return {
+    uri: skillUri(`${pkg.path}/SKILL.md`),
+    frontmatter: { name: pkg.name, description: pkg.description },
+    resources,
+  };
 }

@@ -19,7 +19,12 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
     const requestId = c.get("requestId");
     const request = c.req.raw;
     const reply = await endpoint.handle(
-      { headers: request.headers, webRequest: () => request },
+      {
+        headers: request.headers,
+        webRequest: () => request,
+        // The Node adapter aborts the request's signal when its response closes unfinished.
+        whenAbandoned: (abandon) => request.signal.addEventListener("abort", abandon, { once: true }),
+      },
       { principal, workspaceId, requestId, ...(grant && { scopes: grant.scopes }) },
       body,
     );

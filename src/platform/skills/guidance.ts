@@ -6,13 +6,14 @@ import type {
   SkillPackage,
   WorkspaceGuidance,
 } from "../../sources/guidance.ts";
+import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
 import { SKILL_FILE } from "./skill-dirs.ts";
 
-export function skillUri(skill: Skill, file?: string): string {
-  return `skill://${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
+function skillPath(skill: Skill, file?: string): string {
+  return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
 }
 
 /** Whether a `metadata.atrium.tools` entry (a name or `source__*`) covers a namespaced tool. */
@@ -59,18 +60,21 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
     async listResources(workspaceId, principalId) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
       return resolved.flatMap((s) => [
-        { uri: skillUri(s), name: s.name, description: s.description, mimeType: "text/markdown" },
-        ...(s.files ?? []).map((file) => ({ uri: skillUri(s, file), name: `${s.name}/${file}` })),
+        { uri: skillUri(skillPath(s)), name: s.name, description: s.description, mimeType: "text/markdown" },
+        ...(s.files ?? []).map((file) => ({ uri: skillUri(skillPath(s, file)), name: `${s.name}/${file}` })),
       ]);
     },
 
     // A bundled file is read only if its exact path was listed for that skill, so a URI can
-    // never name a path outside the skill's own folder.
+    // never name a path outside the skill's own folder. The URI is compared decoded, so any
+    // spelling of a listed file's name reads it.
     async readResource(workspaceId, principalId, uri) {
+      const path = skillPathOf(uri);
+      if (path === undefined) return undefined;
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
       for (const skill of resolved) {
-        if (uri === skillUri(skill)) return { uri, mimeType: "text/markdown", text: skill.body };
-        const file = skill.files?.find((f) => uri === skillUri(skill, f));
+        if (path === skillPath(skill)) return { uri, mimeType: "text/markdown", text: skill.body };
+        const file = skill.files?.find((f) => path === skillPath(skill, f));
         if (file !== undefined && skill.dir !== undefined) return readBundled(uri, join(skill.dir, file));
       }
       return undefined;

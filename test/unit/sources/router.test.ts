@@ -339,6 +339,7 @@ describe("through the MCP front server", () => {
               replies.push(message);
               resolve();
             },
+            cancelled: () => {},
           },
         );
       });

@@ -1,17 +1,28 @@
-import { type JSONRPCMessage, Server, type TransportSendOptions } from "@modelcontextprotocol/server";
+import {
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  Server,
+  type TransportSendOptions,
+} from "@modelcontextprotocol/server";
 import { describe, expect, it } from "vitest";
 import { type ReplySink, RequestMuxTransport } from "../../../../src/http/mcp/request-mux-transport.ts";
 
 interface RecordingSink extends ReplySink {
   received: { message: JSONRPCMessage; options: TransportSendOptions | undefined }[];
+  cancelledIds: unknown[];
 }
 
 function sink(): RecordingSink {
   const received: RecordingSink["received"] = [];
+  const cancelledIds: unknown[] = [];
   return {
     received,
+    cancelledIds,
     async send(message, options) {
       received.push({ message, options });
+    },
+    cancelled(id) {
+      cancelledIds.push(id);
     },
   };
 }
@@ -26,6 +37,18 @@ function recordingMux() {
   const forwarded: JSONRPCMessage[] = [];
   mux.onmessage = (message) => forwarded.push(message);
   return { mux, forwarded };
+}
+
+const WS = "ws_0123456789abcdef";
+
+/** What the HTTP route vouches for: `name` as the principal id, in `workspaceId`. */
+function as(name: string, workspaceId = WS): MessageExtraInfo {
+  const atrium = { principal: { id: name }, workspaceId, requestId: "r" };
+  return { authInfo: { token: "", clientId: "", scopes: [], extra: { atrium } } };
+}
+
+function cancel(requestId: string | number): JSONRPCMessage {
+  return { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: "stop" } };
 }
 
 function idOf(message: JSONRPCMessage | undefined): unknown {
@@ -99,15 +122,53 @@ describe("RequestMuxTransport", () => {
     expect(a.received).toEqual([]);
   });
 
-  it("does not forward notifications/cancelled, whose id it cannot map", () => {
+  it("cancels the same caller's request under its inner id, and tells its sink no answer will come", async () => {
     const { mux, forwarded } = recordingMux();
-    mux.receive(request(1), undefined, sink());
-    mux.receive(
-      { jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 1, reason: "stop" } },
-      undefined,
-      sink(),
-    );
+    const a = sink();
+    mux.receive(request("x"), as("alice"), a);
+    const inner = idOf(forwarded[0]);
+    mux.receive(cancel("x"), as("alice"), sink());
+    expect(forwarded[1]).toEqual({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: inner, reason: "stop" },
+    });
+    expect(a.cancelledIds).toEqual(["x"]);
+    // The handler's late answer goes nowhere.
+    await mux.send({ jsonrpc: "2.0", id: inner as number, result: {} });
+    expect(a.received).toEqual([]);
+  });
+
+  it("never cancels a request of another person, or of the same person in another workspace", () => {
+    const { mux, forwarded } = recordingMux();
+    const a = sink();
+    mux.receive(request(1), as("alice"), a);
+    mux.receive(cancel(1), as("bob"), sink());
+    mux.receive(cancel(1), as("alice", "ws_ffffffffffffffff"), sink());
+    mux.receive(cancel(1), undefined, sink());
     expect(forwarded).toHaveLength(1);
+    expect(a.cancelledIds).toEqual([]);
+  });
+
+  it("abandon cancels the unanswered requests of that sink only", async () => {
+    const { mux, forwarded } = recordingMux();
+    const gone = sink();
+    const other = sink();
+    mux.receive(request(1), as("alice"), gone);
+    mux.receive(request(2), as("alice"), gone);
+    mux.receive(request(1), as("alice"), other);
+    const [first, second] = forwarded.map(idOf);
+    await mux.send({ jsonrpc: "2.0", id: first as number, result: {} });
+    mux.abandon(gone);
+    expect(forwarded.slice(3)).toEqual([
+      {
+        jsonrpc: "2.0",
+        method: "notifications/cancelled",
+        params: { requestId: second, reason: "The client closed the connection." },
+      },
+    ]);
+    expect(gone.cancelledIds).toEqual([2]);
+    expect(other.cancelledIds).toEqual([]);
   });
 
   it("forwards other notifications unchanged", () => {
@@ -157,7 +218,7 @@ describe("RequestMuxTransport", () => {
               params: { name: "t", arguments: { who, delayMs: i === 0 ? 30 : 0 } },
             },
             undefined,
-            { send: async (message) => resolve(message) },
+            { send: async (message) => resolve(message), cancelled: () => {} },
           );
         });
       });
