@@ -1,18 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { KeyedLock } from "../../../src/storage/keyed-lock.ts";
-
-interface Gate {
-  promise: Promise<void>;
-  open: () => void;
-}
-
-function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
+import { gate } from "../../helpers/gate.ts";
 
 /** Lets every already-queued continuation run. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));

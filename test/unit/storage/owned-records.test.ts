@@ -12,6 +12,7 @@ import {
 import { InvalidPathSegment } from "../../../src/storage/paths.ts";
 import { HOUSEKEEPING_TEMP_AGE_MS, RecoveryPass } from "../../../src/storage/recovery.ts";
 import { listTree } from "../../helpers/fs-tree.ts";
+import { gate } from "../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -47,19 +48,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await temp.remove();
 });
-
-interface Gate {
-  promise: Promise<void>;
-  open: () => void;
-}
-
-function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
-}
 
 describe("OwnedRecords", () => {
   it("create stores the record in the owner's folder inside the workspace, and get reads it back", async () => {

@@ -9,6 +9,7 @@ import type { FileMeta } from "../../../../src/platform/files/model.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
+import { gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // The file metadata index (src/platform/files/listings.ts, adr/0050) answers info and lists
@@ -28,19 +29,6 @@ function openStore(): FileStore {
 
 function recordDir(id: string): string {
   return temp.layout.partition("files").recordDir(ws, ALICE, id);
-}
-
-interface Gate {
-  promise: Promise<void>;
-  open: () => void;
-}
-
-function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
 }
 
 async function listed(store = files): Promise<string[]> {

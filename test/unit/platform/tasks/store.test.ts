@@ -6,6 +6,7 @@ import type { Unfinished } from "../../../../src/platform/tasks/loaded.ts";
 import { newRunId, newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // The store loads a workspace's tasks on first use and drops them when idle; whatever was written
@@ -66,19 +67,6 @@ function runOf(task: Task, fields: Partial<Run> = {}): Run {
     assessment: { status: "not_assessed" },
     ...fields,
   };
-}
-
-interface Gate {
-  promise: Promise<void>;
-  open: () => void;
-}
-
-function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => {
-    open = resolve;
-  });
-  return { promise, open };
 }
 
 const boot = (store: TaskStore) =>
