@@ -78,10 +78,20 @@ export class UnsupportedMediaType extends AtriumError {
 }
 
 /** A problem with the instance's configuration or on-disk state, found at boot. */
-/** The client closed the connection before its request was whole; the answer reaches no one. */
+/**
+ * The status a request is logged with when its client went away before the answer (nginx's
+ * 499): the answer reaches no one, and it is not Atrium's failure. REST and MCP log it alike.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/** The client closed the connection before its request was whole. */
 export class ClientClosedRequest extends AtriumError {
   constructor() {
-    super("client_closed_request", 400, "The connection closed before the request's body was complete.");
+    super(
+      "client_closed_request",
+      CLIENT_CLOSED_REQUEST,
+      "The connection closed before the request's body was complete.",
+    );
   }
 }
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { PayloadTooLarge } from "../errors.ts";
+import { CLIENT_CLOSED_REQUEST, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { admit } from "../workspace/gate.ts";
 import type { RouteDeps } from "./context.ts";
@@ -125,8 +125,6 @@ async function admitAndAnswer(
   }
   await writeReply(response, reply, served.requestId);
 }
-
-const CLIENT_CLOSED_REQUEST = 499;
 
 /**
  * One POST as the endpoint reads it, its web `Request` built only when asked for. A class rather

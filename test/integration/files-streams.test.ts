@@ -201,7 +201,7 @@ describe("uploads", () => {
     const failed = lines.filter(
       (line) => line.method === "POST" && line.path === `/v1/workspaces/${ws}/files` && line.status !== 201,
     );
-    expect(failed.map((line) => line.status)).toEqual([400]);
+    expect(failed.map((line) => line.status)).toEqual([499]);
   });
 
   it("a name whose percent-encoding is not UTF-8 is refused, and nothing is stored", async () => {
