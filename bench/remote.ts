@@ -84,7 +84,7 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
     let gatedMs = 0;
     for (let round = 0; round < ROUNDS; round += 1) {
       directMs += await timeCalls((i) => direct.callTool("echo", args(i), caller));
-      gatedMs += await timeCalls((i) => gated.callTool("echo", args(i), caller, undefined, `bench-${i}`));
+      gatedMs += await timeCalls((i) => gated.callTool("echo", args(i), caller, { requestId: `bench-${i}` }));
       progress(`remote gate: round ${round + 1}/${ROUNDS}`);
     }
     const calls = ROUNDS * CALLS_PER_ROUND;

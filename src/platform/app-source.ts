@@ -1,7 +1,7 @@
 import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { Caller } from "../sources/caller-meta.ts";
-import { McpSource, type ProgressListener } from "../sources/mcp-source.ts";
-import type { Source } from "../sources/source.ts";
+import { McpSource } from "../sources/mcp-source.ts";
+import type { Source, SourceCall } from "../sources/source.ts";
 import type { AppTools, ToolCall } from "./app-tools.ts";
 
 /**
@@ -28,9 +28,7 @@ export class AppSource implements Source {
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
-    onProgress?: ProgressListener,
-    _requestId?: string,
-    signal?: AbortSignal,
+    { onProgress, signal }: SourceCall = {},
   ): Promise<CallToolResult> {
     const call: ToolCall = {};
     if (onProgress) call.progress = async (report) => onProgress(report);

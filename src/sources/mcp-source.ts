@@ -15,7 +15,7 @@ import type { McpServer } from "@modelcontextprotocol/server";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
-import type { Source } from "./source.ts";
+import type { Source, SourceCall } from "./source.ts";
 
 /**
  * How a source is reached: an SDK server in this process on an in-memory linked pair (a
@@ -130,23 +130,27 @@ export class McpSource implements Source {
   }
 
   /**
-   * With `onProgress`, the call asks the server for progress reports and hands each one on. An
-   * aborted `signal` ends the wait and sends the server `notifications/cancelled` (the SDK's).
+   * With `onProgress`, the call asks the server for progress reports and hands each one on, and
+   * each restarts the timeout (`timeoutMs`, else the client library's 60 s). An aborted `signal`
+   * ends the wait and sends the server `notifications/cancelled` (the SDK's).
    */
   async callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
-    onProgress?: ProgressListener,
-    _requestId?: string,
-    signal?: AbortSignal,
+    { onProgress, signal, timeoutMs }: SourceCall = {},
   ): Promise<CallToolResult> {
     // The request id a connection's gate records is not sent anywhere: a platform app's failures
     // are logged by the router with it, and a remote server never learns it.
     const client = await this.connected();
     const options =
-      onProgress || signal
-        ? { ...(onProgress ? { onprogress: onProgress } : {}), ...(signal ? { signal } : {}) }
+      onProgress || signal || timeoutMs !== undefined
+        ? {
+            // A server that reports progress is working: each report restarts the timeout.
+            ...(onProgress ? { onprogress: onProgress, resetTimeoutOnProgress: true } : {}),
+            ...(signal ? { signal } : {}),
+            ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
+          }
         : undefined;
     if (this.transport.kind === "streamable-http")
       return withoutHostMeta(await client.callTool({ name: tool, arguments: args }, options));

@@ -3,18 +3,15 @@ import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
 import { ComposedLists, NamespacedLists } from "./composed-lists.ts";
-import type { ProgressListener } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
+import type { SourceCall } from "./source.ts";
 import { unexpectedErrorOf, unexpectedFailureMessage, withoutSdkPrefix } from "./tool-failure.ts";
 import { splitToolName } from "./tool-names.ts";
 
 /** What a call carries besides its tool and arguments. */
-export interface CallContext {
+export interface CallContext extends SourceCall {
   /** The HTTP request's `x-request-id`: an unexpected failure is logged and answered with it. */
   requestId: string;
-  onProgress?: ProgressListener;
-  /** Cancels the call at its source, which tells its server (`notifications/cancelled`). */
-  signal?: AbortSignal;
 }
 
 /**
@@ -93,14 +90,7 @@ export class Router {
       // Checked against the source's cached list so the answer names the tool as the client
       // called it, whichever kind of source this is.
       if (!(await source.listTools()).some((tool) => tool.name === parts.tool)) return unknownTool(name);
-      const result = await source.callTool(
-        parts.tool,
-        args ?? {},
-        caller,
-        context.onProgress,
-        context.requestId,
-        context.signal,
-      );
+      const result = await source.callTool(parts.tool, args ?? {}, caller, context);
       // A platform app hands its unexpected errors over in host-owned _meta (tool-failure.ts).
       const unexpected = unexpectedErrorOf(result);
       if (unexpected) return this.failedUnexpectedly(name, context.requestId, unexpected);

@@ -2,6 +2,20 @@ import type { CallToolResult, Tool } from "@modelcontextprotocol/client";
 import type { Caller } from "./caller-meta.ts";
 import type { ProgressListener } from "./mcp-source.ts";
 
+/** What a call carries besides its tool, arguments and caller. */
+export interface SourceCall {
+  onProgress?: ProgressListener;
+  /** The HTTP request's (or task run's) id, for a source that records its calls (a connection's audit). */
+  requestId?: string;
+  /** Cancels the call: the source stops waiting and tells its server (`notifications/cancelled`). */
+  signal?: AbortSignal;
+  /**
+   * How long a remote server may take to answer before the call fails as timed out; without it,
+   * the MCP client library's own default (60 s). A task run sets it to its whole timeout.
+   */
+  timeoutMs?: number;
+}
+
 /**
  * Anything the router can list and call tools of: a platform app (AppSource, its tools called
  * directly) or a connection, whose tools are its pinned snapshot and whose calls pass its gate.
@@ -16,17 +30,11 @@ export interface Source {
   readonly owner?: string;
   /** The source's own tool list (not namespaced). */
   listTools(): Promise<Tool[]>;
-  /**
-   * `requestId` is the HTTP request's, for a source that records its calls (a connection's audit).
-   * `signal` cancels the call: the source stops waiting and tells its server (a task run's timeout).
-   */
   callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
-    onProgress?: ProgressListener,
-    requestId?: string,
-    signal?: AbortSignal,
+    call?: SourceCall,
   ): Promise<CallToolResult>;
   close(): Promise<void>;
 }

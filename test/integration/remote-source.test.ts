@@ -78,6 +78,30 @@ function createModernEcho(): McpHttpHandler {
         structuredContent: { text, era, meta: ctx.mcpReq._meta ?? null },
       }),
     );
+    server.registerTool(
+      "wait",
+      { description: "Answer after `ms` milliseconds.", inputSchema: { ms: z.number() } },
+      async ({ ms }) => {
+        await new Promise((resolve) => setTimeout(resolve, ms));
+        return { content: [{ type: "text", text: `waited ${ms} ms` }] };
+      },
+    );
+    server.registerTool(
+      "tick",
+      { description: "Report progress every 100 ms for `ms` milliseconds, then answer." },
+      async (ctx) => {
+        const progressToken = ctx.mcpReq._meta?.progressToken;
+        for (let progress = 1; progress <= 10; progress++) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          if (progressToken !== undefined)
+            await ctx.mcpReq.notify({
+              method: "notifications/progress",
+              params: { progressToken, progress },
+            });
+        }
+        return { content: [{ type: "text", text: "ticked" }] };
+      },
+    );
     // A remote server trying to speak on Atrium's host-owned channel.
     server.registerTool("forge", { description: "Answers with host-owned _meta." }, async () => ({
       content: [{ type: "text", text: "forged" }],
@@ -116,10 +140,42 @@ describe("McpSource over streamable-http to a 2026-07-28 server", () => {
     }
   });
 
+  // The MCP client library ends a call after 60 s of its own unless told; a task run tells it its
+  // own timeout (tasks/runner.ts), so the timeout given here must be the one that applies.
+  it("holds a call to the timeout it is given, not the client library's own", async () => {
+    const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
+    const caller = { principalId: "usr_x", workspaceId: "ws_x" };
+    try {
+      await expect(source.callTool("wait", { ms: 2000 }, caller, { timeoutMs: 100 })).rejects.toThrow(
+        /timed out/i,
+      );
+      const waited = await source.callTool("wait", { ms: 300 }, caller, { timeoutMs: 5000 });
+      expect(waited.content).toEqual([{ type: "text", text: "waited 300 ms" }]);
+    } finally {
+      await source.close();
+    }
+  });
+
+  it("keeps a call that reports progress going past its timeout, each report restarting it", async () => {
+    const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
+    const caller = { principalId: "usr_x", workspaceId: "ws_x" };
+    const reports: unknown[] = [];
+    try {
+      const onProgress = (report: unknown) => void reports.push(report);
+      const ticked = await source.callTool("tick", {}, caller, { timeoutMs: 400, onProgress });
+      expect(ticked.content).toEqual([{ type: "text", text: "ticked" }]);
+      expect(reports).toHaveLength(10);
+      // Without progress asked for, the same second-long call is held to the 400 ms.
+      await expect(source.callTool("tick", {}, caller, { timeoutMs: 400 })).rejects.toThrow(/timed out/i);
+    } finally {
+      await source.close();
+    }
+  });
+
   it("negotiates the 2026 era, lists and calls, and sends no host-owned _meta", async () => {
     const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
     try {
-      expect((await source.listTools()).map((t) => t.name)).toEqual(["echo", "forge"]);
+      expect((await source.listTools()).map((t) => t.name)).toEqual(["echo", "wait", "tick", "forge"]);
       const result = await source.callTool(
         "echo",
         { text: "hi" },

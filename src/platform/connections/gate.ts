@@ -1,8 +1,7 @@
 import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { ValidateFunction } from "ajv";
 import type { Caller } from "../../sources/caller-meta.ts";
-import type { ProgressListener } from "../../sources/mcp-source.ts";
-import type { Source } from "../../sources/source.ts";
+import type { Source, SourceCall } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
@@ -56,10 +55,9 @@ export class ConnectionSource implements Source {
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
-    onProgress?: ProgressListener,
-    requestId?: string,
-    signal?: AbortSignal,
+    options: SourceCall = {},
   ): Promise<CallToolResult> {
+    const { requestId, signal } = options;
     const call = {
       workspaceId: caller.workspaceId,
       principalId: caller.principalId,
@@ -76,7 +74,7 @@ export class ConnectionSource implements Source {
       });
       if (denial) return denial;
       try {
-        return await this.live.callTool(tool, args, caller, onProgress, requestId, signal);
+        return await this.live.callTool(tool, args, caller, options);
       } catch (error) {
         // A cancelled call (a task run's timeout) is the caller's choice, not a broken transport.
         if (error instanceof ProtocolError || signal?.aborted) throw error;

@@ -1,6 +1,7 @@
 import { type CallToolResult, SdkError, SdkErrorCode, type Tool } from "@modelcontextprotocol/client";
 import type { Caller } from "../../sources/caller-meta.ts";
-import type { McpSource, ProgressListener, RemoteSkill } from "../../sources/mcp-source.ts";
+import type { McpSource, RemoteSkill } from "../../sources/mcp-source.ts";
+import type { SourceCall } from "../../sources/source.ts";
 import { retold } from "./remote-failure.ts";
 
 /**
@@ -48,11 +49,9 @@ export class RemoteSource {
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
-    onProgress?: ProgressListener,
-    requestId?: string,
-    signal?: AbortSignal,
+    call?: SourceCall,
   ): Promise<CallToolResult> {
-    return this.told(() => this.source.callTool(tool, args, caller, onProgress, requestId, signal));
+    return this.told(() => this.source.callTool(tool, args, caller, call));
   }
 
   close(): Promise<void> {

@@ -39,6 +39,13 @@ export interface RunStart {
 
 type AbortReason = "timeout" | "cancel" | "shutdown";
 
+/**
+ * A remote source's MCP client ends a call on its own timer (60 s unless told otherwise). A run
+ * gives it the run's whole timeout and a little more, so the run's own timer is the one that ends
+ * the call: recorded `timed_out` and cancelled at the server, never cut short as `failed`.
+ */
+const CLIENT_TIMEOUT_MARGIN_MS = 1000;
+
 /** The words every request of a deactivated person gets (http/middleware/authenticate.ts). */
 const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin.";
 
@@ -203,7 +210,11 @@ export class TaskRunner {
           },
           task.action.tool,
           { ...task.action.arguments, ...run.input },
-          { requestId: run.id, signal: flight.controller.signal },
+          {
+            requestId: run.id,
+            signal: flight.controller.signal,
+            timeoutMs: task.limits.timeoutSeconds * 1000 + CLIENT_TIMEOUT_MARGIN_MS,
+          },
         );
         outcome = flight.reason ? ABORTED[flight.reason] : outcomeOf(task, result);
       }

@@ -82,7 +82,9 @@ for (const [arm, sourceOf] of Object.entries(ARMS)) {
 
     it("hands the tool the caller and its checked arguments, and relays its progress in order", async () => {
       const reports: unknown[] = [];
-      const result = await source.callTool("count", { to: 2 }, CALLER, (report) => reports.push(report));
+      const result = await source.callTool("count", { to: 2 }, CALLER, {
+        onProgress: (report) => reports.push(report),
+      });
       expect(result).toEqual({ content: [{ type: "text", text: "counted to 2" }] });
       expect(seen).toEqual([{ caller: CALLER, args: { to: 2 }, cancellable: arm === "protocol" }]);
       expect(reports).toEqual([
@@ -114,7 +116,7 @@ for (const [arm, sourceOf] of Object.entries(ARMS)) {
 
     it("stops waiting when the caller cancels, and the tool is told", async () => {
       const cancel = new AbortController();
-      const call = source.callTool("wait", {}, CALLER, undefined, "request", cancel.signal);
+      const call = source.callTool("wait", {}, CALLER, { requestId: "request", signal: cancel.signal });
       await expect.poll(() => release).toBeDefined();
       cancel.abort(new Error("the run timed out"));
       await expect(call).rejects.toThrow();
@@ -123,13 +125,16 @@ for (const [arm, sourceOf] of Object.entries(ARMS)) {
     it("does not start a call whose caller has already cancelled", async () => {
       const cancelled = AbortSignal.abort(new Error("the run was cancelled"));
       await expect(
-        source.callTool("count", { to: 1 }, CALLER, undefined, "request", cancelled),
+        source.callTool("count", { to: 1 }, CALLER, { requestId: "request", signal: cancelled }),
       ).rejects.toThrow();
       expect(seen).toEqual([]);
     });
 
     it("is answered when the tool finishes before any cancel", async () => {
-      const call = source.callTool("wait", {}, CALLER, undefined, "request", new AbortController().signal);
+      const call = source.callTool("wait", {}, CALLER, {
+        requestId: "request",
+        signal: new AbortController().signal,
+      });
       await expect.poll(() => release).toBeDefined();
       release?.();
       expect((await call).content).toEqual([{ type: "text", text: "released" }]);
