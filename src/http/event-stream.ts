@@ -99,7 +99,16 @@ interface NodeBindings {
   outgoing?: { destroy(): void };
 }
 
-/** `GET /events`, relative to the workspace app (behind the gate). */
+const STREAM_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-store",
+  "x-accel-buffering": "no",
+  // A stream holds its connection to the end; when it ends (a drain, a removal, a slow
+  // reader) the connection goes too, so no idle keep-alive socket holds a drain open.
+  connection: "close",
+};
+
+/** `GET /events` (and its `HEAD`), relative to the workspace app (behind the gate). */
 export function eventStreamRoutes(
   events: WorkspaceEventLog,
   timers: Timers,
@@ -108,6 +117,10 @@ export function eventStreamRoutes(
   const app = new Hono<AppEnv>();
   app.get("/events", (c) => {
     const { workspace } = c.get("admission");
+    // hono answers a HEAD with this handler and drops the body without cancelling it: a stream
+    // opened for a HEAD would follow, beat and queue every event forever. A HEAD gets the
+    // stream's headers and opens nothing (test/integration/event-stream.test.ts "HEAD").
+    if (c.req.method === "HEAD") return new Response(null, { headers: STREAM_HEADERS });
     const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
     const body = openEventStream(
       events,
@@ -120,16 +133,7 @@ export function eventStreamRoutes(
       },
       limits,
     );
-    return new Response(body, {
-      headers: {
-        "content-type": "text/event-stream; charset=utf-8",
-        "cache-control": "no-store",
-        "x-accel-buffering": "no",
-        // A stream holds its connection to the end; when it ends (a drain, a removal, a slow
-        // reader) the connection goes too, so no idle keep-alive socket holds a drain open.
-        connection: "close",
-      },
-    });
+    return new Response(body, { headers: STREAM_HEADERS });
   });
   return app;
 }

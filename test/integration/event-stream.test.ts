@@ -174,6 +174,20 @@ describe("GET /v1/workspaces/:ws/events", () => {
     expect((await stranger.json()).error.code).toBe((await unknown.json()).error.code);
   });
 
+  it("a HEAD answers the stream's headers and follows nothing; a stranger's HEAD is the wall's 404", async () => {
+    const armed = time.armed();
+    for (let i = 0; i < 5; i++) {
+      const head = await instance.rest("alice", "HEAD", `/v1/workspaces/${ws}/events`);
+      expect(head.status).toBe(200);
+      expect(head.headers.get("content-type")).toMatch(/^text\/event-stream/);
+      expect(await head.text()).toBe("");
+    }
+    // A stream opened for a HEAD would have armed its heartbeat and stayed following, holding
+    // every event published after it.
+    expect(time.armed()).toBe(armed);
+    expect((await instance.rest("mallory", "HEAD", `/v1/workspaces/${ws}/events`)).status).toBe(404);
+  });
+
   it("a client that does not read is disconnected once its queue passes the bound, not buffered", async () => {
     const slow = await stream("alice", ws);
     // Published in one synchronous run, so none of it can be written out in between: the
