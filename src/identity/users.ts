@@ -11,6 +11,17 @@ import type { Principal } from "./principal.ts";
 
 const PROFILE_FILE = "profile.json";
 
+/**
+ * An email address as Atrium compares it: trimmed, with ASCII letters lowercased and nothing
+ * else changed. Full Unicode folding would make another address match: `\u212Aate@…` (KELVIN
+ * SIGN) lowercases to `kate@…`, so its holder could claim Kate's invitations
+ * (test/unit/identity/users.test.ts "folds ASCII letters only"). The directory and invitations
+ * both compare through this one function.
+ */
+export function foldEmail(email: string): string {
+  return email.trim().replace(/[A-Z]/g, (letter) => String.fromCharCode(letter.charCodeAt(0) + 32));
+}
+
 /** A person as the directory knows them: what the provider last said, plus their status here. */
 export interface Profile extends Principal {
   /** Set when an org admin deactivated the person; every active use is then refused. */
@@ -99,13 +110,15 @@ export class UserDirectory {
   }
 
   /**
-   * Finds a known person by email, case-insensitively. Two people signed in with the same
+   * Finds a known person by email, ignoring ASCII case (`foldEmail`). Two people signed in with the same
    * address is refused rather than guessed at: adding the wrong one would open the
    * workspace to them.
    */
   async findByEmail(email: string): Promise<Profile | undefined> {
-    const wanted = email.trim().toLowerCase();
-    const matches = [...this.known.values()].filter((profile) => profile.email?.toLowerCase() === wanted);
+    const wanted = foldEmail(email);
+    const matches = [...this.known.values()].filter(
+      (profile) => profile.email != null && foldEmail(profile.email) === wanted,
+    );
     if (matches.length > 1) {
       throw new Conflict(
         "ambiguous_email",

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Conflict, InvalidInput, NotFound } from "../errors.ts";
-import type { UserDirectory } from "../identity/users.ts";
+import { foldEmail, type UserDirectory } from "../identity/users.ts";
 import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -49,7 +49,7 @@ export function readInvitee(body: Record<string, unknown>): Invitee {
     return { principalId: body.principalId };
   }
   if (typeof body.email === "string") {
-    const email = body.email.trim().toLowerCase();
+    const email = foldEmail(body.email);
     if (email.length > MAX_EMAIL_CHARS || !EMAIL.test(email) || isUnshowable(email)) {
       throw new InvalidInput(
         `Field "email" must be an email address of at most ${MAX_EMAIL_CHARS} characters.`,
@@ -141,7 +141,8 @@ export class Invitations {
    */
   async forPerson(principalId: string): Promise<Invitation[]> {
     const mine = this.pending(this.byInvitee.get(inviteeKey({ principalId })));
-    const email = (await this.users.get(principalId))?.email?.toLowerCase();
+    const recorded = (await this.users.get(principalId))?.email;
+    const email = recorded == null ? undefined : foldEmail(recorded);
     if (email) {
       const byEmail = this.pending(this.byInvitee.get(inviteeKey({ email })));
       if (byEmail.length > 0 && (await this.ownsEmail(principalId, email))) mine.push(...byEmail);

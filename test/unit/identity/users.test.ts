@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
-import { UserDirectory } from "../../../src/identity/users.ts";
+import { foldEmail, UserDirectory } from "../../../src/identity/users.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
 
@@ -43,6 +43,17 @@ describe("UserDirectory", () => {
     const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
     expect(made).toContain(layout.userDir(ALICE.id));
     expect(journal.unflushedFolders()).toEqual([]);
+  });
+
+  it("folds ASCII letters only: a KELVIN SIGN address is not kate@", async () => {
+    const users = new UserDirectory(layout);
+    const kelvin = { ...ALICE, email: "\u212Aate@example.test" };
+    await users.record(kelvin);
+    expect(await users.findByEmail("kate@example.test")).toBeUndefined();
+    expect(await users.findByEmail("KATE@example.test")).toBeUndefined();
+    expect(await users.findByEmail("\u212Aate@EXAMPLE.test")).toEqual(kelvin);
+    expect(foldEmail(" Kate@Example.TEST ")).toBe("kate@example.test");
+    expect(foldEmail("\u212Aate@\u00C9xample.test")).toBe("\u212Aate@\u00C9xample.test");
   });
 
   it("refuses to guess between two people who signed in with the same email", async () => {

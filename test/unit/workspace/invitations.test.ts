@@ -64,6 +64,23 @@ describe("Invitations", () => {
     expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
   });
 
+  it("an email invitation is not claimed by an address that only Unicode case folding makes equal", async () => {
+    // KELVIN SIGN lowercases to "k": with full folding, this person could answer kate@'s invitation.
+    const kelvin: Principal = { ...withoutEmail("kelvin"), email: "\u212Aate@example.test" };
+    await users.record(kelvin);
+    const forKate = await invitations.create(
+      WS,
+      readInvitee({ email: "Kate@example.test" }),
+      "admin",
+      ADMIN.id,
+    );
+    expect(forKate.invitee).toEqual({ email: "kate@example.test" });
+    expect(await invitations.forPerson(kelvin.id)).toEqual([]);
+    await expect(take(forKate.id, kelvin)).rejects.toBeInstanceOf(NotFound);
+    // Nor the other way: an invitation naming the KELVIN SIGN address is not kate@'s.
+    expect(readInvitee({ email: "\u212Aate@example.test" })).toEqual({ email: "\u212Aate@example.test" });
+  });
+
   it("an address two people signed in with is neither's to claim", async () => {
     const invitation = await invitations.create(WS, { email: ALICE.email as string }, "member", ADMIN.id);
     await users.record({ ...person("alice-again"), email: ALICE.email });
