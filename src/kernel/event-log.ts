@@ -38,6 +38,12 @@ interface WorkspaceLog {
   seq: number;
   recent: LoggedEvent[];
   followers: Set<Follower>;
+  /**
+   * Where each membership begun in this process began: the seq of the `member.added` that
+   * made the person a member, until a `member.removed` ends it. A person not listed has been
+   * a member since before the process started, so every event it numbered is theirs to replay.
+   */
+  joinedAt: Map<string, number>;
 }
 
 const EVENT_ID = /^([0-9a-f]{8})-([1-9][0-9]{0,15})$/;
@@ -47,7 +53,8 @@ const EVENT_ID = /^([0-9a-f]{8})-([1-9][0-9]{0,15})$/;
  * and the live followers. The sequence lives in memory, so it restarts with the process; the
  * random epoch in every id lets a reader's old id be recognised as foreign instead of being
  * mistaken for a position in the new sequence. A private event (one with `ownerId`) reaches
- * only its owner, live and on replay. A member removed from a workspace, a person deactivated,
+ * only its owner, live and on replay. A replay never reaches back past the start of the
+ * reader's current membership. A member removed from a workspace, a person deactivated,
  * and everyone in an archived workspace have their follows closed at once, so nothing more
  * reaches them.
  */
@@ -70,7 +77,10 @@ export class WorkspaceEventLog {
 
   /**
    * Follows `workspaceId` as `principalId`: first what they missed after `lastEventId` (or one
-   * `reset` when that id cannot be resumed from), then every event as it is published.
+   * `reset` when that id cannot be resumed from), then every event as it is published. An id
+   * from before the person's current membership began is not resumed from: what happened
+   * while they were not a member is not theirs to read, so they get `reset`
+   * (test/unit/kernel/event-log.test.ts "membership").
    * Returns the unfollow. The caller has already admitted the person to the workspace.
    */
   follow(
@@ -85,7 +95,7 @@ export class WorkspaceEventLog {
     }
     const log = this.logFor(workspaceId);
     if (lastEventId !== undefined && lastEventId !== "") {
-      const missed = this.since(log, lastEventId);
+      const missed = this.since(log, lastEventId, log.joinedAt.get(principalId) ?? 0);
       if (missed === undefined) sink.reset();
       else for (const event of missed) if (visibleTo(event, principalId)) sink.deliver(event);
     }
@@ -134,20 +144,26 @@ export class WorkspaceEventLog {
     for (const follower of log.followers) {
       if (visibleTo(logged, follower.principalId)) follower.sink.deliver(logged);
     }
+    if (event.type === "member.added") log.joinedAt.set(event.principalId, log.seq);
     if (event.type === "member.removed") {
+      log.joinedAt.delete(event.principalId);
       this.closeWhere(log, (f) => f.principalId === event.principalId);
     }
   }
 
-  /** The events after `lastEventId`, or undefined when it is foreign, malformed or too old. */
-  private since(log: WorkspaceLog, lastEventId: string): LoggedEvent[] | undefined {
+  /**
+   * The events after `lastEventId`, or undefined when it is foreign, malformed, too old, or
+   * from before `joinedSeq`, the event that began the reader's membership.
+   */
+  private since(log: WorkspaceLog, lastEventId: string, joinedSeq: number): LoggedEvent[] | undefined {
     const match = EVENT_ID.exec(lastEventId);
     if (!match || match[1] !== this.epoch) return undefined;
     const seq = Number(match[2]);
     if (seq > log.seq) return undefined;
     const oldest = log.seq - log.recent.length + 1;
-    // Resumable when the next event the reader needs is still kept (or nothing was missed).
-    if (seq + 1 < oldest) return undefined;
+    // Resumable when the next event the reader needs is still kept (or nothing was missed),
+    // and came no earlier than their membership: the event that began it is the first they see.
+    if (seq + 1 < Math.max(oldest, joinedSeq)) return undefined;
     return log.recent.slice(seq + 1 - oldest);
   }
 
@@ -169,7 +185,7 @@ export class WorkspaceEventLog {
   private logFor(workspaceId: string): WorkspaceLog {
     let log = this.logs.get(workspaceId);
     if (!log) {
-      log = { seq: 0, recent: [], followers: new Set() };
+      log = { seq: 0, recent: [], followers: new Set(), joinedAt: new Map() };
       this.logs.set(workspaceId, log);
     }
     return log;

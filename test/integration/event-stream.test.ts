@@ -165,6 +165,28 @@ describe("GET /v1/workspaces/:ws/events", () => {
     expect(again.status).toBe(404);
   });
 
+  it("a newcomer's Last-Event-ID from before they joined gets reset, not the workspace's earlier events", async () => {
+    const frank = testPrincipal("frank").id;
+    // Alice learns an id; then something happens that frank, not yet a member, must not read.
+    const alice = await stream("alice", ws);
+    await instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, {
+      name: "before-frank",
+      description: "Written before frank joined.",
+      body: "Not his to see.",
+    });
+    const before = await alice.nextEvent();
+    expect(before?.event).toBe("skill.changed");
+    await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/before-frank`);
+    expect((await alice.nextEvent())?.event).toBe("skill.changed");
+    await alice.close();
+    await addMember(instance.rest, "alice", ws, "frank", { principalId: frank });
+    const reader = await stream("frank", ws, before?.id);
+    expect(await reader.nextEvent()).toEqual({ event: "reset", data: expect.any(Object) });
+    await upload("frank", "after-joining.txt");
+    expect((await reader.nextEvent())?.event).toBe("file.created");
+    await reader.close();
+  });
+
   it("a non-member gets the one 404 the wall gives, with no stream", async () => {
     const stranger = await instance.rest("mallory", "GET", `/v1/workspaces/${ws}/events`);
     const unknown = await instance.rest("mallory", "GET", "/v1/workspaces/ws_00000000000000ff/events");

@@ -116,6 +116,38 @@ describe("WorkspaceEventLog", () => {
     expect(bobFromStart.seen).toEqual([]);
   });
 
+  it("never replays from before the reader's current membership began (joining, rejoining): reset instead", () => {
+    const { bus, log } = setup();
+    const CAROL = "usr_00000000000000000000000c";
+    const removed = (principalId: string): AtriumEvent => ({
+      type: "member.removed",
+      workspaceId: WS_A,
+      principalId,
+    });
+    bus.publish(added(WS_A, CAROL)); // 1
+    bus.publish(removed(CAROL)); // 2
+    bus.publish(added(WS_A, BOB)); // 3: bob's membership begins
+    bus.publish(added(WS_A, CAROL)); // 4
+    const replay = (principalId: string, seq: number): Array<LoggedEvent | string> => {
+      const sink = recorder();
+      log.follow(WS_A, principalId, `${log.epoch}-${seq}`, sink);
+      return sink.seen;
+    };
+    expect(replay(BOB, 1)).toEqual(["reset"]);
+    // Just before the join: nothing he missed predates it, so it resumes, starting at his own join.
+    expect(ids(replay(BOB, 2))).toEqual([`${log.epoch}-3`, `${log.epoch}-4`]);
+    // A member since before the process started (alice here) replays all that is kept.
+    expect(ids(replay(ALICE, 1))).toEqual([`${log.epoch}-2`, `${log.epoch}-3`, `${log.epoch}-4`]);
+    bus.publish(removed(BOB)); // 5
+    bus.publish(added(WS_A, "usr_00000000000000000000000d")); // 6, while bob is out
+    bus.publish(added(WS_A, BOB)); // 7: he rejoins
+    bus.publish(removed(CAROL)); // 8
+    // His last id from the earlier membership does not carry him across the gap.
+    expect(replay(BOB, 4)).toEqual(["reset"]);
+    expect(replay(BOB, 5)).toEqual(["reset"]);
+    expect(ids(replay(BOB, 6))).toEqual([`${log.epoch}-7`, `${log.epoch}-8`]);
+  });
+
   it("closes a removed member's follow in that workspace only, after telling them", () => {
     const { bus, log } = setup();
     const inA = recorder();
