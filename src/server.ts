@@ -154,7 +154,7 @@ async function startLocked(
   await workspaces.load();
   const users = new UserDirectory(layout, clock);
   await users.load();
-  const invitations = new Invitations(layout, users, clock);
+  const invitations = new Invitations(layout, users, workspaces, clock);
   await invitations.load();
 
   // A registry is built on a workspace's first request, by which time every app has started;

@@ -7,7 +7,8 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { isUnshowable } from "../text.ts";
-import type { WorkspaceRole } from "./model.ts";
+import { roleIn, type WorkspaceRole } from "./model.ts";
+import type { WorkspaceStore } from "./store.ts";
 
 /** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
 export const INVITATION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
@@ -33,8 +34,10 @@ export interface Invitation {
   expiresAt: string;
 }
 
-/** The person an invitation might be for, and how the directory knows them. */
-type Directory = Pick<UserDirectory, "get" | "findByEmail">;
+/** The person an invitation might be for, how the directory knows them, and whether they are still active. */
+type Directory = Pick<UserDirectory, "get" | "findByEmail" | "isDeactivated">;
+/** Who is a member of which workspace, and with what role, now. */
+type Memberships = Pick<WorkspaceStore, "get">;
 
 export function newInvitationId(): string {
   return `inv_${randomBytes(16).toString("hex")}`;
@@ -66,10 +69,16 @@ function inviteeKey(invitee: Invitee): string {
 
 /**
  * Invitations to join a workspace. Joining takes the invitee's own acceptance, and creating
- * one never consults the user directory, so its answer cannot tell whether the address or id
- * belongs to anyone (ADR 0027). Pending invitations are held in memory, indexed by invitee and
- * by workspace, loaded at boot and kept by the writers; answering one rereads it from disk
+ * one never looks the invitee up in the user directory (only the workspace's own members are
+ * read), so its answer cannot tell whether the address or id belongs to anyone (ADR 0027).
+ * Pending invitations are held in memory, indexed by invitee, by workspace and by sender,
+ * loaded at boot and kept by the writers; answering one rereads it from disk
  * under its lock, so it is taken at most once. An answered, revoked or expired one is deleted.
+ *
+ * An invitation speaks for its sender only while the sender is an active admin of its
+ * workspace: once they are removed, demoted, gone or deactivated it is neither listed nor
+ * answerable, and answering it deletes it (ADR 0069). Otherwise an admin could invite an
+ * account of theirs, be removed, and come back as admin by accepting.
  */
 export class Invitations {
   private readonly records: JsonRecords<Invitation>;
@@ -77,34 +86,44 @@ export class Invitations {
   private readonly byId = new Map<string, Invitation>();
   private readonly byInvitee = new Map<string, Set<string>>();
   private readonly byWorkspace = new Map<string, Set<string>>();
+  private readonly byInviter = new Map<string, Set<string>>();
   private readonly clock: Clock;
 
   constructor(
     layout: StorageLayout,
     private readonly users: Directory,
+    private readonly workspaces: Memberships,
     clock?: Clock,
   ) {
     this.records = new JsonRecords(layout, "invitations");
     this.clock = clock ?? systemClock;
   }
 
-  /** Loads every pending invitation and deletes expired ones; at boot, and again by housekeeping. */
+  /**
+   * Loads every pending invitation and deletes expired ones and those whose sender no longer
+   * stands; at boot (after the workspaces and the directory), and again by housekeeping.
+   */
   async load(): Promise<void> {
     for (const id of await this.records.ids()) {
       if (!INVITATION_ID.test(id)) continue;
       const invitation = await this.records.get(id);
       if (!invitation) continue;
-      if (this.expired(invitation)) await this.drop(invitation);
+      if (!this.live(invitation)) await this.drop(invitation);
       else this.index(invitation);
     }
   }
 
+  /**
+   * Refused (409) when the invitee is a member already (`member_exists`), and past the bound
+   * (`too_many_invitations`).
+   */
   async create(
     workspaceId: string,
     invitee: Invitee,
     role: WorkspaceRole,
     invitedBy: string,
   ): Promise<Invitation> {
+    await this.refuseMember(workspaceId, invitee, invitedBy);
     // Under the workspace's key, so two invitations at once cannot both squeeze past the bound.
     return this.locks.run(workspaceId, async () => {
       if (this.forWorkspace(workspaceId).length >= MAX_PENDING_PER_WORKSPACE) {
@@ -127,6 +146,32 @@ export class Invitations {
       this.index(invitation);
       return invitation;
     });
+  }
+
+  /**
+   * Refuses to invite a member of the workspace, the sender included: named by id, or by an
+   * address the directory records for a member. This tells the admin nothing the member list
+   * does not, and reads the same members whoever is named, so ADR 0027's "no lookup" holds
+   * for everyone who is not a member.
+   */
+  private async refuseMember(workspaceId: string, invitee: Invitee, invitedBy: string): Promise<void> {
+    const members = this.workspaces.get(workspaceId)?.members ?? [];
+    let member: string | undefined;
+    for (const { principalId } of members) {
+      if ("principalId" in invitee) {
+        if (principalId === invitee.principalId) member = principalId;
+        continue;
+      }
+      const email = (await this.users.get(principalId))?.email;
+      if (email != null && foldEmail(email) === invitee.email) member = principalId;
+    }
+    if (member === undefined) return;
+    throw new Conflict(
+      "member_exists",
+      member === invitedBy
+        ? "You are already a member of this workspace; an invitation cannot add you again."
+        : "That person is already a member of this workspace; change their role instead.",
+    );
   }
 
   /** A workspace's pending invitations, oldest first. */
@@ -153,7 +198,9 @@ export class Invitations {
   /**
    * Answers one of the person's invitations: `join` runs first (for an acceptance, adding the
    * member), and only when it succeeds is the invitation deleted. An id that is unknown,
-   * expired, or someone else's is the same 404.
+   * expired, or someone else's is the same 404; so is one whose sender is no longer an active
+   * admin of the workspace, checked now, at the answer, and deleted
+   * (test/integration/invitations.test.ts "sender").
    */
   async answer<T>(id: string, principalId: string, join: (invitation: Invitation) => Promise<T>): Promise<T> {
     if (!INVITATION_ID.test(id)) throw notFound();
@@ -161,6 +208,10 @@ export class Invitations {
       // Reread: the record on disk, not memory, decides whether it is still there to take.
       const invitation = await this.records.get(id);
       if (!invitation || this.expired(invitation) || !(await this.isFor(invitation, principalId))) {
+        throw notFound();
+      }
+      if (!this.senderStands(invitation)) {
+        await this.drop(invitation);
         throw notFound();
       }
       const result = await join(invitation);
@@ -181,9 +232,42 @@ export class Invitations {
 
   /** Every invitation to a workspace that is going away (archive). */
   async revokeAll(workspaceId: string): Promise<void> {
-    for (const invitation of this.forWorkspace(workspaceId)) {
-      await this.locks.run(invitation.id, () => this.drop(invitation));
+    await this.dropAll(this.byWorkspace.get(workspaceId), () => true);
+  }
+
+  /**
+   * Every invitation `principalId` sent to `workspaceId`, or to any workspace when it is
+   * not given: they stopped being its admin (removed, demoted, left), or were deactivated.
+   * An invitation lives no longer than its sender's role, even if the role comes back.
+   */
+  async revokeSentBy(principalId: string, workspaceId?: string): Promise<void> {
+    await this.dropAll(
+      this.byInviter.get(principalId),
+      (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
+    );
+  }
+
+  private async dropAll(
+    ids: Set<string> | undefined,
+    matches: (invitation: Invitation) => boolean,
+  ): Promise<void> {
+    for (const id of [...(ids ?? [])]) {
+      const invitation = this.byId.get(id);
+      if (invitation && matches(invitation)) await this.locks.run(id, () => this.drop(invitation));
     }
+  }
+
+  /** Whether the invitation's sender is still an admin of its workspace, and not deactivated. */
+  private senderStands(invitation: Invitation): boolean {
+    return (
+      roleIn(this.workspaces.get(invitation.workspaceId), invitation.invitedBy) === "admin" &&
+      !this.users.isDeactivated(invitation.invitedBy)
+    );
+  }
+
+  /** Still pending: neither expired nor left without its sender. */
+  private live(invitation: Invitation): boolean {
+    return !this.expired(invitation) && this.senderStands(invitation);
   }
 
   private async isFor(invitation: Invitation, principalId: string): Promise<boolean> {
@@ -205,7 +289,7 @@ export class Invitations {
     const found: Invitation[] = [];
     for (const id of ids ?? []) {
       const invitation = this.byId.get(id);
-      if (invitation && !this.expired(invitation)) found.push(invitation);
+      if (invitation && this.live(invitation)) found.push(invitation);
     }
     return found.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
@@ -218,6 +302,7 @@ export class Invitations {
     this.byId.set(invitation.id, invitation);
     addTo(this.byInvitee, inviteeKey(invitation.invitee), invitation.id);
     addTo(this.byWorkspace, invitation.workspaceId, invitation.id);
+    addTo(this.byInviter, invitation.invitedBy, invitation.id);
   }
 
   private async drop(invitation: Invitation): Promise<void> {
@@ -225,6 +310,7 @@ export class Invitations {
     this.byId.delete(invitation.id);
     removeFrom(this.byInvitee, inviteeKey(invitation.invitee), invitation.id);
     removeFrom(this.byWorkspace, invitation.workspaceId, invitation.id);
+    removeFrom(this.byInviter, invitation.invitedBy, invitation.id);
   }
 }
 

@@ -106,6 +106,103 @@ describe("inviting", () => {
   });
 });
 
+describe("what an admin may not send", () => {
+  async function refusal(response: Response): Promise<string> {
+    return `${response.status} ${((await response.json()) as { error: { code: string } }).error.code}`;
+  }
+
+  it("an invitation to a member, or to themselves, is 409 member_exists, by id or by address", async () => {
+    await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
+    for (const body of [
+      { principalId: testPrincipal("bob").id },
+      { email: "BOB@example.test" },
+      { principalId: testPrincipal("alice").id, role: "admin" },
+      { email: "alice@example.test" },
+    ]) {
+      for (const path of ["invitations", "members"]) {
+        const response = await t.rest("alice", "POST", `/v1/workspaces/${ws}/${path}`, body);
+        expect(await refusal(response), `${path} ${JSON.stringify(body)}`).toBe("409 member_exists");
+      }
+    }
+    const self = await t.rest("alice", "POST", `/v1/workspaces/${ws}/invitations`, {
+      principalId: testPrincipal("alice").id,
+    });
+    expect(((await self.json()) as { error: { message: string } }).error.message).toMatch(
+      /^You are already a member/,
+    );
+    expect(await pendingFor("bob")).toEqual([]);
+  });
+});
+
+describe("an invitation's sender", () => {
+  /** `alice` makes `sender` an admin of ws; the sender invites `invitee` as admin. */
+  async function sentByAdmin(sender: string, invitee: string): Promise<string> {
+    await addMember(rest, "alice", ws, sender, { principalId: testPrincipal(sender).id }, "admin");
+    return (await invite(rest, sender, ws, { principalId: testPrincipal(invitee).id }, "admin")).id;
+  }
+
+  async function acceptAs(invitee: string, id: string): Promise<number> {
+    return (await t.rest(invitee, "POST", `/v1/invitations/${id}/accept`)).status;
+  }
+
+  it("removed, leaving, demoted or deactivated, takes their pending invitations with them", async () => {
+    const removed = await sentByAdmin("mallory-removed", "mallory-alt-1");
+    const left = await sentByAdmin("mallory-left", "mallory-alt-2");
+    const demoted = await sentByAdmin("mallory-demoted", "mallory-alt-3");
+    const deactivated = await sentByAdmin("mallory-deactivated", "mallory-alt-4");
+    const id = (name: string) => testPrincipal(name).id;
+    expect(
+      (await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${id("mallory-removed")}`)).status,
+    ).toBe(204);
+    expect(
+      (await t.rest("mallory-left", "DELETE", `/v1/workspaces/${ws}/members/${id("mallory-left")}`)).status,
+    ).toBe(204);
+    const demote = await t.rest("alice", "PATCH", `/v1/workspaces/${ws}/members/${id("mallory-demoted")}`, {
+      role: "member",
+    });
+    expect(demote.status).toBe(200);
+    const deactivate = await t.rest(
+      "orgadmin-olga",
+      "POST",
+      `/v1/users/${id("mallory-deactivated")}/deactivate`,
+    );
+    expect(deactivate.status).toBe(200);
+    expect(await t.rest("alice", "GET", `/v1/workspaces/${ws}/invitations`).then((r) => r.json())).toEqual({
+      invitations: [],
+    });
+    for (const [invitee, invitation] of [
+      ["mallory-alt-1", removed],
+      ["mallory-alt-2", left],
+      ["mallory-alt-3", demoted],
+      ["mallory-alt-4", deactivated],
+    ] as const) {
+      expect(await pendingFor(invitee), invitee).toEqual([]);
+      expect(await acceptAs(invitee, invitation), invitee).toBe(404);
+    }
+    // Promoted again, the demoted sender's old invitation does not come back.
+    await t.rest("alice", "PATCH", `/v1/workspaces/${ws}/members/${id("mallory-demoted")}`, {
+      role: "admin",
+    });
+    expect(await acceptAs("mallory-alt-3", demoted)).toBe(404);
+    expect(t.atrium.workspaces.roleOf(ws, id("mallory-alt-3"))).toBeUndefined();
+  });
+
+  it("is checked when the invitation is answered, whatever took their role away", async () => {
+    const invitation = await sentByAdmin("mallory", "mallory-alt");
+    // Behind the routes' back, so nothing revoked the invitation: the answer itself must refuse.
+    await t.atrium.workspaces.removeMember(ws, testPrincipal("mallory").id);
+    const accepted = await t.rest("mallory-alt", "POST", `/v1/invitations/${invitation}/accept`);
+    const unknown = await t.rest(
+      "mallory-alt",
+      "POST",
+      "/v1/invitations/inv_0123456789abcdef0123456789abcdef/accept",
+    );
+    expect(accepted.status).toBe(404);
+    expect(await accepted.text()).toBe(await unknown.text());
+    expect(t.atrium.workspaces.roleOf(ws, testPrincipal("mallory-alt").id)).toBeUndefined();
+  });
+});
+
 describe("the invitee", () => {
   it("sees nothing of the workspace but its name until they accept, and then is a member", async () => {
     const invitation = await invite(rest, "alice", ws, { email: "bob@example.test" }, "admin");
@@ -191,8 +288,9 @@ describe("the invitee", () => {
   });
 
   it("accepting while already a member changes nothing and leaves the invitation to decline", async () => {
-    await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
+    // Two invitations for bob, by id and by address: one makes him a member, the other is left.
     const again = await invite(rest, "alice", ws, { email: "bob@example.test" }, "admin");
+    await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
     const accepted = await t.rest("bob", "POST", `/v1/invitations/${again.id}/accept`);
     expect(accepted.status).toBe(409);
     expect(((await accepted.json()) as { error: { code: string } }).error.code).toBe("member_exists");

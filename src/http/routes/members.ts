@@ -37,7 +37,10 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
     const admission = c.get("admission");
     requireAdmin(admission);
     const role = readRole((await readJsonObject(c)).role);
-    const ws = await deps.workspaces.setRole(admission.workspace.id, c.req.param("principal"), role);
+    const target = c.req.param("principal");
+    const ws = await deps.workspaces.setRole(admission.workspace.id, target, role);
+    // A demoted admin's pending invitations go with the role (ADR 0069).
+    if (role !== "admin") await deps.invitations.revokeSentBy(target, admission.workspace.id);
     return c.json(await view(ws));
   });
 
@@ -56,7 +59,8 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
 /**
  * Removal and leaving: the membership goes, then every grant the person gave an MCP client
  * for this workspace's URL, so a refresh token cannot outlive the membership and re-adding
- * them asks for consent again (test/integration/leaving.test.ts).
+ * them asks for consent again (test/integration/leaving.test.ts), and every invitation they
+ * sent to it as its admin (ADR 0069).
  */
 export async function removeMember(
   deps: RouteDeps,
@@ -66,4 +70,5 @@ export async function removeMember(
 ): Promise<void> {
   await deps.workspaces.removeMember(workspaceId, principalId);
   await grants.revokeWhere({ principalId, resource: workspaceMcpUrl(deps.publicUrl(), workspaceId) });
+  await deps.invitations.revokeSentBy(principalId, workspaceId);
 }

@@ -22,6 +22,8 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
     const profile = await deps.users.setDeactivated(target, true);
     // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
     await grants.revokeWhere({ principalId: target });
+    // The invitations they sent end too: they no longer speak for any workspace (ADR 0069).
+    await deps.invitations.revokeSentBy(target);
     // Their open event streams end now, in every workspace, not at their next request.
     deps.eventLog.closePerson(target);
     // Each workspace they belong to hears it (its inbox records it: platform/notifications/app.ts).

@@ -11,6 +11,7 @@ import {
   MAX_PENDING_PER_WORKSPACE,
   readInvitee,
 } from "../../../src/workspace/invitations.ts";
+import type { Workspace, WorkspaceRole } from "../../../src/workspace/model.ts";
 import { type TestClock, tempInstance, testClock, person as withoutEmail } from "../oauth/fixtures.ts";
 
 /** A person whose provider vouched for `<name>@example.test`. */
@@ -30,11 +31,21 @@ let users: UserDirectory;
 let cleanup: () => Promise<void>;
 let clock: TestClock;
 let invitations: Invitations;
+/** The workspaces as the invitations read them: who holds which role where, as a test sets it. */
+const workspaces = new Map<string, Workspace>();
+const memberships = { get: (id: string) => workspaces.get(id) };
+
+function setMembers(workspaceId: string, roles: Record<string, WorkspaceRole>): void {
+  const members = Object.entries(roles).map(([principalId, role]) => ({ principalId, role, addedAt: "" }));
+  workspaces.set(workspaceId, { id: workspaceId, name: workspaceId, createdAt: "", updatedAt: "", members });
+}
 
 beforeEach(async () => {
   ({ root, layout, users, cleanup } = await tempInstance());
   clock = testClock();
-  invitations = new Invitations(layout, users, clock);
+  workspaces.clear();
+  for (const ws of [WS, OTHER_WS]) setMembers(ws, { [ADMIN.id]: "admin" });
+  invitations = new Invitations(layout, users, memberships, clock);
   await invitations.load();
   for (const p of [ADMIN, ALICE, BOB]) await users.record(p);
 });
@@ -122,7 +133,7 @@ describe("Invitations", () => {
     const revoked = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
     await expect(invitations.revoke(OTHER_WS, revoked.id)).rejects.toBeInstanceOf(NotFound);
     await invitations.revoke(WS, revoked.id);
-    const restarted = new Invitations(layout, users, clock);
+    const restarted = new Invitations(layout, users, memberships, clock);
     await restarted.load();
     expect(ids(restarted.forWorkspace(WS))).toEqual([kept.id]);
     expect(ids(await restarted.forPerson(ALICE.id))).toEqual([kept.id]);
@@ -147,6 +158,69 @@ describe("Invitations", () => {
       expect(results.filter((r) => r === "too_many_invitations")).toHaveLength(5);
     });
     expect(invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE);
+  });
+
+  it("refuses to invite a member of the workspace, the sender included, by id or by address", async () => {
+    setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
+    for (const invitee of [{ principalId: ALICE.id }, { email: "alice@example.test" }]) {
+      await expect(
+        invitations.create(WS, invitee, "admin", ADMIN.id),
+        JSON.stringify(invitee),
+      ).rejects.toMatchObject({
+        status: 409,
+        code: "member_exists",
+      });
+    }
+    for (const invitee of [{ principalId: ADMIN.id }, { email: "admin@example.test" }]) {
+      await expect(
+        invitations.create(WS, invitee, "admin", ADMIN.id),
+        JSON.stringify(invitee),
+      ).rejects.toMatchObject({
+        code: "member_exists",
+        message: expect.stringMatching(/^You are already a member/),
+      });
+    }
+    expect(invitations.forWorkspace(WS)).toEqual([]);
+    // Not a member of the other workspace: invited as anyone is.
+    await invitations.create(OTHER_WS, { principalId: ALICE.id }, "member", ADMIN.id);
+  });
+
+  it("lives only while its sender is an active admin of its workspace, whenever it is answered", async () => {
+    const demoted = await invitations.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id);
+    const elsewhere = await invitations.create(OTHER_WS, { principalId: ALICE.id }, "admin", ADMIN.id);
+    // The sender is demoted in WS (nothing revoked the invitation): it is gone there, not in OTHER_WS.
+    setMembers(WS, { [ADMIN.id]: "member", [BOB.id]: "admin" });
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([elsewhere.id]);
+    expect(invitations.forWorkspace(WS)).toEqual([]);
+    await expect(take(demoted.id, ALICE)).rejects.toBeInstanceOf(NotFound);
+    // Answering it deleted it: promoting the sender again does not bring it back.
+    setMembers(WS, { [ADMIN.id]: "admin" });
+    await expect(take(demoted.id, ALICE)).rejects.toBeInstanceOf(NotFound);
+    // A deactivated sender speaks for no workspace; the next load deletes what they sent.
+    await users.setDeactivated(ADMIN.id, true);
+    expect(await invitations.forPerson(ALICE.id)).toEqual([]);
+    await expect(take(elsewhere.id, ALICE)).rejects.toBeInstanceOf(NotFound);
+    await users.setDeactivated(ADMIN.id, false);
+    // A sender no longer a member at all (removed, or left): listed nowhere, deleted by a load.
+    await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    setMembers(WS, { [ALICE.id]: "admin" });
+    expect(await invitations.forPerson(BOB.id)).toEqual([]);
+    await invitations.load();
+    expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
+  });
+
+  it("revokeSentBy takes back what one person sent, to one workspace or to all", async () => {
+    setMembers(WS, { [ADMIN.id]: "admin", [BOB.id]: "admin" });
+    setMembers(OTHER_WS, { [ADMIN.id]: "admin" });
+    await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    const bobs = await invitations.create(WS, { email: "carol@example.test" }, "member", BOB.id);
+    const other = await invitations.create(OTHER_WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    await invitations.revokeSentBy(ADMIN.id, WS);
+    expect(ids(invitations.forWorkspace(WS))).toEqual([bobs.id]);
+    expect(ids(invitations.forWorkspace(OTHER_WS))).toEqual([other.id]);
+    await invitations.revokeSentBy(ADMIN.id);
+    expect(invitations.forWorkspace(OTHER_WS)).toEqual([]);
+    expect(await readdir(join(root, "_instance", "invitations"))).toEqual([`${bobs.id}.json`]);
   });
 
   it("reads an invitee by shape only, and refuses what is neither an id nor an address", () => {
