@@ -12,8 +12,14 @@ import type { WorkspaceStore } from "./store.ts";
 
 /** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
 export const INVITATION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
-/** Pending invitations one workspace may hold at once: an admin cannot fill strangers' home pages. */
+/** Pending invitations one workspace may hold at once (ADR 0070). */
 export const MAX_PENDING_PER_WORKSPACE = 100;
+/**
+ * Pending invitations one person may have sent, across every workspace of the instance. With at
+ * most one pending invitation per invitee in a workspace, this is what bounds how many one
+ * sender can put on a stranger's home page, however many workspaces they create (ADR 0070).
+ */
+export const MAX_PENDING_PER_INVITER = 200;
 const MAX_EMAIL_CHARS = 254;
 
 const INVITATION_ID = /^inv_[0-9a-f]{32}$/;
@@ -114,7 +120,8 @@ export class Invitations {
   }
 
   /**
-   * Refused (409) when the invitee is a member already (`member_exists`), and past the bound
+   * Refused (409) when the invitee is a member already (`member_exists`) or already has a
+   * pending invitation to this workspace (`invitation_exists`), and past either bound
    * (`too_many_invitations`).
    */
   async create(
@@ -124,28 +131,45 @@ export class Invitations {
     invitedBy: string,
   ): Promise<Invitation> {
     await this.refuseMember(workspaceId, invitee, invitedBy);
-    // Under the workspace's key, so two invitations at once cannot both squeeze past the bound.
-    return this.locks.run(workspaceId, async () => {
-      if (this.forWorkspace(workspaceId).length >= MAX_PENDING_PER_WORKSPACE) {
-        throw new Conflict(
-          "too_many_invitations",
-          `A workspace holds at most ${MAX_PENDING_PER_WORKSPACE} pending invitations; revoke some first.`,
-        );
-      }
-      const now = this.clock();
-      const invitation: Invitation = {
-        id: newInvitationId(),
-        workspaceId,
-        invitee,
-        role,
-        invitedBy,
-        createdAt: new Date(now).toISOString(),
-        expiresAt: new Date(now + INVITATION_TTL_MS).toISOString(),
-      };
-      await this.records.put(invitation.id, invitation);
-      this.index(invitation);
-      return invitation;
-    });
+    // Under the workspace's key, then the sender's (always in that order), so two invitations
+    // at once can neither both squeeze past a bound nor both be the invitee's one.
+    return this.locks.run(workspaceId, () =>
+      this.locks.run(invitedBy, async () => {
+        const pending = this.forWorkspace(workspaceId);
+        const key = inviteeKey(invitee);
+        if (pending.some((invitation) => inviteeKey(invitation.invitee) === key)) {
+          throw new Conflict(
+            "invitation_exists",
+            "That person already has a pending invitation to this workspace; revoke it first to send another.",
+          );
+        }
+        if (pending.length >= MAX_PENDING_PER_WORKSPACE) {
+          throw new Conflict(
+            "too_many_invitations",
+            `A workspace holds at most ${MAX_PENDING_PER_WORKSPACE} pending invitations; revoke some first.`,
+          );
+        }
+        if (this.pending(this.byInviter.get(invitedBy)).length >= MAX_PENDING_PER_INVITER) {
+          throw new Conflict(
+            "too_many_invitations",
+            `One person may have at most ${MAX_PENDING_PER_INVITER} pending invitations across all workspaces; revoke some first.`,
+          );
+        }
+        const now = this.clock();
+        const invitation: Invitation = {
+          id: newInvitationId(),
+          workspaceId,
+          invitee,
+          role,
+          invitedBy,
+          createdAt: new Date(now).toISOString(),
+          expiresAt: new Date(now + INVITATION_TTL_MS).toISOString(),
+        };
+        await this.records.put(invitation.id, invitation);
+        this.index(invitation);
+        return invitation;
+      }),
+    );
   }
 
   /**

@@ -66,6 +66,11 @@ describe("inviting", () => {
       expect(knownText, path).not.toContain(testPrincipal("bob").id);
       expect(knownText, path).not.toMatch(/"bob"|displayName/);
       answers.push(knownText);
+      // Taken back, so the next path may invite the same two again (one pending each per workspace).
+      for (const { id } of (await (await t.rest("alice", "GET", `/v1/workspaces/${ws}/invitations`)).json())
+        .invitations as Array<{ id: string }>) {
+        expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/invitations/${id}`)).status).toBe(204);
+      }
     }
     // POST …/members is POST …/invitations, answer for answer (ADR 0027).
     expect(answers[1]).toBe(answers[0]);
@@ -131,6 +136,30 @@ describe("what an admin may not send", () => {
       /^You are already a member/,
     );
     expect(await pendingFor("bob")).toEqual([]);
+  });
+
+  it("a second pending invitation for the same person to the same workspace is 409 invitation_exists", async () => {
+    const first = await invite(rest, "alice", ws, { email: "carol@example.test" });
+    const again = await t.rest("alice", "POST", `/v1/workspaces/${ws}/invitations`, {
+      email: "Carol@Example.test",
+      role: "admin",
+    });
+    expect(await refusal(again)).toBe("409 invitation_exists");
+    // Another workspace's invitation is another; this one's may be sent again once revoked.
+    const other = (
+      (await (await t.rest("alice", "POST", "/v1/workspaces", { name: "Other" })).json()) as {
+        id: string;
+      }
+    ).id;
+    await invite(rest, "alice", other, { email: "carol@example.test" });
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/invitations/${first.id}`)).status).toBe(
+      204,
+    );
+    await invite(rest, "alice", ws, { email: "carol@example.test" }, "admin");
+    expect((await pendingFor("carol")).map((i) => i.workspaceName).sort()).toEqual([
+      "Alice's project",
+      "Other",
+    ]);
   });
 });
 

@@ -8,6 +8,7 @@ import type { StorageLayout } from "../../../src/storage/paths.ts";
 import {
   INVITATION_TTL_MS,
   Invitations,
+  MAX_PENDING_PER_INVITER,
   MAX_PENDING_PER_WORKSPACE,
   readInvitee,
 } from "../../../src/workspace/invitations.ts";
@@ -158,6 +159,49 @@ describe("Invitations", () => {
       expect(results.filter((r) => r === "too_many_invitations")).toHaveLength(5);
     });
     expect(invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE);
+  });
+
+  it("bounds the pending invitations one person has sent, across every workspace", async () => {
+    const third = "ws_00000000000000cc";
+    setMembers(third, { [ADMIN.id]: "admin" });
+    const sends = [WS, OTHER_WS, third].flatMap((ws) =>
+      Array.from({ length: MAX_PENDING_PER_WORKSPACE }, (_, i) => ({ ws, email: `p${i}@example.test` })),
+    );
+    const results = await Promise.all(
+      sends.map(({ ws, email }) =>
+        invitations
+          .create(ws, { email }, "member", ADMIN.id)
+          .then(() => "sent")
+          .catch((error: { code?: string }) => error.code),
+      ),
+    );
+    expect(results.filter((r) => r === "sent")).toHaveLength(MAX_PENDING_PER_INVITER);
+    expect(results.filter((r) => r === "too_many_invitations")).toHaveLength(
+      sends.length - MAX_PENDING_PER_INVITER,
+    );
+    // Another sender is not held to this one's count.
+    setMembers("ws_00000000000000dd", { [BOB.id]: "admin" });
+    await invitations.create("ws_00000000000000dd", { principalId: ALICE.id }, "member", BOB.id);
+  });
+
+  it("refuses a second pending invitation for the same invitee to the same workspace", async () => {
+    const first = await invitations.create(
+      WS,
+      readInvitee({ email: "Carol@example.test" }),
+      "member",
+      ADMIN.id,
+    );
+    await expect(
+      invitations.create(WS, readInvitee({ email: "carol@EXAMPLE.test" }), "admin", ADMIN.id),
+    ).rejects.toMatchObject({ status: 409, code: "invitation_exists" });
+    await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    await expect(invitations.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id)).rejects.toMatchObject({
+      code: "invitation_exists",
+    });
+    // Another workspace may invite them, and once the first is gone, so may this one again.
+    await invitations.create(OTHER_WS, { email: "carol@example.test" }, "member", ADMIN.id);
+    await invitations.revoke(WS, first.id);
+    await invitations.create(WS, { email: "carol@example.test" }, "admin", ADMIN.id);
   });
 
   it("refuses to invite a member of the workspace, the sender included, by id or by address", async () => {
