@@ -85,8 +85,14 @@ export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
   }
   const name = payload[auth.claims.name];
   const hasName = typeof name === "string" && name.length > 0;
-  // An address the provider says it has not verified could be anyone's; it names no one here.
-  const email = payload.email_verified === false ? undefined : payload[auth.claims.email];
+  // An address the provider does not say it verified could be anyone's; it names no one here
+  // (an invitation by email would open a workspace to it). Some providers send the claim as a
+  // string: "false" was once read as verified, since only boolean false was refused.
+  const verified = payload.email_verified;
+  const email =
+    verified === undefined || verified === true || verified === "true"
+      ? payload[auth.claims.email]
+      : undefined;
   const unstated: ProfileField[] = [];
   if (!hasName) unstated.push("displayName");
   if (payload[auth.claims.email] === undefined) unstated.push("email");
