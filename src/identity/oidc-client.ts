@@ -158,12 +158,19 @@ export class OidcClient {
    * claim from the access token when the ID token lacks it. Some providers put roles only
    * in access tokens (WorkOS documents no role in its ID tokens); the access token counts
    * only if it is a JWT the same issuer signed, for this client or Atrium's audience, about
-   * the same subject. An opaque or foreign access token adds nothing.
+   * the same subject. An opaque or foreign access token adds nothing. With a WorkOS
+   * organization named, no token's role counts: signin/workos-membership.ts reads the
+   * membership in that organization instead (ADR 0071).
    */
   async signInClaims(tokens: TokenSet, nonce: string): Promise<JWTPayload> {
     const claims = await this.verifyIdToken(tokens.idToken, nonce);
     const roleClaim = this.auth.claims.orgRole;
-    if (roleClaim === undefined || claims[roleClaim] !== undefined || tokens.accessToken === undefined) {
+    if (
+      roleClaim === undefined ||
+      this.auth.workosOrganization !== undefined ||
+      claims[roleClaim] !== undefined ||
+      tokens.accessToken === undefined
+    ) {
       return claims;
     }
     const access = await this.verifyAccessToken(tokens.accessToken);

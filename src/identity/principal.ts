@@ -15,6 +15,11 @@ export interface Principal {
    * one token without an email claim must not blank the address the person signed in with.
    */
   unstated?: readonly ProfileField[];
+  /**
+   * The org role a provider's bearer token carries. It holds for that token's own request and
+   * is never recorded (ADR 0071): `orgRole` is then the fallback and `unstated` names it.
+   */
+  tokenOrgRole?: OrgRole;
 }
 
 /** The parts of a person a credential may or may not state. */
@@ -22,7 +27,7 @@ export type ProfileField = "displayName" | "email" | "orgRole";
 
 /** The principal as a request or a session carries it: what the credential stated is not its business. */
 export function withoutUnstated(principal: Principal): Principal {
-  const { unstated: _unstated, ...person } = principal;
+  const { unstated: _unstated, tokenOrgRole: _tokenOrgRole, ...person } = principal;
   return person;
 }
 

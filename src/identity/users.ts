@@ -7,7 +7,7 @@ import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
 import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
-import type { Principal } from "./principal.ts";
+import { type Principal, withoutUnstated } from "./principal.ts";
 
 const PROFILE_FILE = "profile.json";
 
@@ -141,13 +141,11 @@ export class UserDirectory {
 /**
  * The profile once what `principal` states is applied, or `undefined` when nothing changes.
  * A first-seen person is stored as the credential describes them, fallbacks included: a
- * name is needed, and a later credential that states it replaces the fallback.
+ * name is needed, and a later credential that states it replaces the fallback. A token's
+ * own org role is never stored (ADR 0071): the fallback, member, is.
  */
 function updated(current: Profile | undefined, principal: Principal): Profile | undefined {
-  if (current === undefined) {
-    const { unstated: _unstated, ...person } = principal;
-    return person;
-  }
+  if (current === undefined) return withoutUnstated(principal);
   const { unstated = [] } = principal;
   // Checked field by field before anything is built: every request records its person, and
   // almost always nothing changed (the MCP front door's hot path, adr/0052).

@@ -4,12 +4,15 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 
 /** How long a browser has to come back from the provider. */
 export const LOGIN_STATE_TTL_SECONDS = 10 * 60;
-/** The login state is sent back only to the callback, never to any other page. */
+/** Where the provider sends the browser back, the one page that reads the login state. */
 export const CALLBACK_PATH = "/auth/callback";
 
 const LOGIN_STATE_COOKIE = "atrium_login";
-// `__Host-` demands Path=/; `__Secure-` demands only Secure, which lets the cookie stay on the callback path.
-const SECURE_LOGIN_STATE_COOKIE = "__Secure-atrium_login";
+// Over https the name is `__Host-`, so the browser takes it only from this host with Secure,
+// Path=/ and no Domain: a sibling subdomain cannot toss its own sealed login state (its own
+// sign-in, stopped before the callback) into a victim's browser and sign them in as itself.
+// `__Secure-` with Path=/auth/callback allowed exactly that (ADR 0072; do not bring it back).
+const SECURE_LOGIN_STATE_COOKIE = "__Host-atrium_login";
 
 /** What a sign-in remembers between sending the browser to the provider and its return. */
 export interface LoginState {
@@ -22,9 +25,9 @@ export interface LoginState {
 
 /**
  * The login state lives in the browser that started the sign-in, in a short-lived HttpOnly
- * cookie scoped to the callback path, sealed with AES-256-GCM (a JWE with jose): the browser
- * can neither read the PKCE verifier and nonce nor change the return path, and the callback
- * needs no server-side record, so an abandoned sign-in leaves nothing on disk.
+ * host-only cookie (Path=/, as `__Host-` demands), sealed with AES-256-GCM (a JWE with jose):
+ * the browser can neither read the PKCE verifier and nonce nor change the return path, and the
+ * callback needs no server-side record, so an abandoned sign-in leaves nothing on disk.
  */
 export class LoginStateCookie {
   readonly name: string;
@@ -73,7 +76,7 @@ export class LoginStateCookie {
   }
 
   private cookie(value: string, maxAgeSeconds: number): string {
-    return setCookie(this.name, value, { path: CALLBACK_PATH, maxAgeSeconds, secure: this.secure });
+    return setCookie(this.name, value, { path: "/", maxAgeSeconds, secure: this.secure });
   }
 }
 

@@ -149,6 +149,22 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
         clear,
       );
     }
+    // A sign-in never replaces a live session: /auth/login starts none for a signed-in browser,
+    // so a login state here came from elsewhere (an injected cookie) or a race, and finishing
+    // it could switch the browser to someone else's account unseen. Its code is not redeemed,
+    // and its return path, which whoever sealed the state chose, is not followed (ADR 0072).
+    const current = await signedIn(c.req.raw);
+    if (current.principal && !users.isDeactivated(current.principal.id)) {
+      log.warn({ reason: "already_signed_in" }, "sign-in callback refused");
+      return withCookies(
+        signInErrorPage(
+          "Already signed in",
+          `This browser is already signed in as ${current.principal.displayName}. Sign out first to sign in as someone else.`,
+          409,
+        ),
+        clear,
+      );
+    }
     try {
       const metadata = await oidc.metadata();
       // RFC 9207: the response must come from our issuer, not from one a mix-up attack swapped in.

@@ -20,12 +20,15 @@ const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
-/** Headless Chromium; give each test its own newLoopbackContext() so no cookie leaks between tests. */
-export async function launchChromium(): Promise<Browser> {
+/**
+ * Headless Chromium; give each test its own newLoopbackContext() so no cookie leaks between
+ * tests. `extraArgs` add command-line switches (a host-resolver rule, say).
+ */
+export async function launchChromium(extraArgs: string[] = []): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(`No Chromium at ${CHROMIUM_PATH}: run \`node scripts/ensure-browser.mjs\` (as root).`);
   }
-  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: [...CHROMIUM_ARGS, ...extraArgs] });
 }
 
 /**

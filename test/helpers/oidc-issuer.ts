@@ -229,14 +229,7 @@ export async function startOidcIssuer(): Promise<TestIssuer> {
  * cookie (`name=value`). The issuer's browser client must be registered for `atriumUrl`.
  */
 export async function signInOverHttp(atriumUrl: string, login: string): Promise<string> {
-  const start = await fetch(`${atriumUrl}/auth/login`, { redirect: "manual" });
-  const toProvider = start.headers.get("location");
-  if (start.status !== 303 || toProvider === null) throw new Error(`/auth/login answered ${start.status}`);
-  const loginState = start.headers
-    .getSetCookie()
-    .map((cookie) => cookie.split(";")[0])
-    .join("; ");
-  const callback = await passDevInteractions(toProvider, login, `${atriumUrl}/auth/callback`);
+  const { loginState, callback } = await signInUpToCallback(atriumUrl, login);
   const landed = await fetch(callback, { redirect: "manual", headers: { cookie: loginState } });
   const session = landed.headers
     .getSetCookie()
@@ -246,6 +239,27 @@ export async function signInOverHttp(atriumUrl: string, login: string): Promise<
     throw new Error(`/auth/callback answered ${landed.status}: ${(await landed.text()).slice(0, 300)}`);
   }
   return session;
+}
+
+/**
+ * A sign-in as `login` over plain HTTP, stopped before Atrium's callback: the login-state
+ * cookie /auth/login set (`name=value`) and the callback URL the provider sent the browser to,
+ * with its code and state. `loginBase` is where /auth/login is fetched, when not `publicUrl`
+ * (an https public URL in front of a plain listener).
+ */
+export async function signInUpToCallback(
+  publicUrl: string,
+  login: string,
+  loginBase = publicUrl,
+): Promise<{ loginState: string; callback: URL }> {
+  const start = await fetch(`${loginBase}/auth/login`, { redirect: "manual" });
+  const toProvider = start.headers.get("location");
+  if (start.status !== 303 || toProvider === null) throw new Error(`/auth/login answered ${start.status}`);
+  const loginState = start.headers
+    .getSetCookie()
+    .map((cookie) => cookie.split(";")[0])
+    .join("; ");
+  return { loginState, callback: await passDevInteractions(toProvider, login, `${publicUrl}/auth/callback`) };
 }
 
 const MAX_INTERACTION_STEPS = 12;

@@ -70,6 +70,8 @@ export interface WorkosIssuer {
   clientId: string;
   /** The person's membership role in WORKOS_ORG_ID as the memberships API reports it; `undefined` for none. */
   setMembershipRole(userId: string, role: string | undefined): void;
+  /** The organization access tokens name in `org_id` (and whose role they carry); WORKOS_ORG_ID until set. */
+  setTokenOrganization(organizationId: string): void;
   /** Registers Atrium's client (client_secret_post, the API key as secret) for the instance at `atriumUrl`. */
   registerAtrium(atriumUrl: string): Promise<void>;
   /**
@@ -88,6 +90,7 @@ export async function startWorkosIssuer(): Promise<WorkosIssuer> {
   // Registrations share oidc-provider's process-wide store, so each says which id it gets.
   let nextRegistration = { id: clientId, secret: "" };
   const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+  let tokenOrganization = WORKOS_ORG_ID;
   const environmentResource = `${authkitDomain}/environment`;
 
   const provider = new Provider(authkitDomain, {
@@ -134,7 +137,7 @@ export async function startWorkosIssuer(): Promise<WorkosIssuer> {
       const person = token.accountId === undefined ? undefined : PEOPLE.get(token.accountId);
       if (token.kind !== "AccessToken" || !person) return undefined;
       return {
-        org_id: WORKOS_ORG_ID,
+        org_id: tokenOrganization,
         sid: workosId("app_consent"),
         role: person.role,
         permissions: person.permissions,
@@ -196,6 +199,9 @@ export async function startWorkosIssuer(): Promise<WorkosIssuer> {
   return {
     authkitDomain,
     clientId,
+    setTokenOrganization(organizationId) {
+      tokenOrganization = organizationId;
+    },
     setMembershipRole(userId, role) {
       if (role === undefined) membershipRoles.delete(userId);
       else membershipRoles.set(userId, role);

@@ -195,4 +195,18 @@ describe("oidc configuration", () => {
     });
     expect(() => principalFrom({ sub: "no-oid" }, auth)).toThrow(/"oid"/);
   });
+
+  it('keeps an email only when email_verified is true, "true" or absent (the same for a sign-in\'s ID token)', () => {
+    const auth = parse({ adapter: "oidc", issuer: "https://id.example", clientId: "x" }).auth as OidcAuth;
+    const email = (email_verified: unknown) =>
+      principalFrom(
+        { sub: "u4", email: "boss@example.com", ...(email_verified === undefined ? {} : { email_verified }) },
+        auth,
+      ).email;
+    for (const verified of [undefined, true, "true"])
+      expect(email(verified), String(verified)).toBe("boss@example.com");
+    for (const unverified of [false, "false", "FALSE", "", 0, 1, null, "yes"]) {
+      expect(email(unverified), JSON.stringify(unverified)).toBeNull();
+    }
+  });
 });

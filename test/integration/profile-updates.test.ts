@@ -38,7 +38,7 @@ describe("the stored profile", () => {
     const cookie = await signInOverHttp(atrium.url, login);
     const users = () => fetch(`${atrium.url}/v1/users`, { headers: { cookie } });
     expect((await users()).status).toBe(200);
-    // What a later sign-in elsewhere, or a provider token with the role claim, records.
+    // What a later sign-in elsewhere records (a provider token records no role, ADR 0071).
     await atrium.users.record({
       id,
       displayName: account.name,
@@ -53,7 +53,7 @@ describe("the stored profile", () => {
     });
   });
 
-  it("keeps the name, email and org role from sign-in when an access token states none of them", async () => {
+  it("keeps the name, email and org role from sign-in when an access token states none of them, and the token acts with them", async () => {
     const login = "orgadmin-profile";
     const id = derivePrincipalId(issuer.issuer, login);
     const account = testAccount(login);
@@ -69,14 +69,8 @@ describe("the stored profile", () => {
       headers: { authorization: `Bearer ${accessToken}` },
     });
     expect(response.status).toBe(200);
-    // The request itself runs as the token says (no role claim: a member) …
-    expect(((await response.json()) as { principal: unknown }).principal).toEqual({
-      id,
-      displayName: login,
-      email: null,
-      orgRole: "member",
-    });
-    // … but the directory still knows the person as they signed in.
+    // The directory still knows the person as they signed in, and the request acts as it does.
+    expect(((await response.json()) as { principal: unknown }).principal).toEqual(signedIn);
     expect(await atrium.users.get(id)).toEqual(signedIn);
     expect(await atrium.users.findByEmail(account.email)).toMatchObject({ id });
   });

@@ -15,6 +15,8 @@ import { StorageLayout } from "../../src/storage/paths.ts";
 import { attemptSignIn, launchChromium, newLoopbackContext, signInWithBrowser } from "../helpers/browser.ts";
 import {
   oidcSignInAuth,
+  signInOverHttp,
+  signInUpToCallback,
   startOidcIssuer,
   TEST_SESSION,
   type TestIssuer,
@@ -210,6 +212,23 @@ describe("browser sign-in through an OpenID provider", () => {
     expect(response?.status()).toBe(400);
     expect(await page.textContent("h1")).toBe("Sign-in expired");
     expect(await sessionCookie(url)).toBeUndefined();
+  });
+
+  it("never switches a signed-in browser to another person: a callback for it is refused, its code unspent", async () => {
+    const victim = await signInOverHttp(url, "victim");
+    // A login state of the attacker's own sign-in, in the victim's browser however it got there.
+    const { loginState, callback } = await signInUpToCallback(url, "mallory");
+    const response = await fetch(callback, {
+      redirect: "manual",
+      headers: { cookie: `${victim}; ${loginState}` },
+    });
+    expect(response.status).toBe(409);
+    expect(await response.text()).toContain("already signed in as Test victim");
+    expect(response.headers.getSetCookie().some((c) => c.startsWith(`${SESSION_COOKIE}=`))).toBe(false);
+    const home = await fetch(`${url}/`, { headers: { cookie: victim } });
+    expect(await home.text()).toContain("Signed in as <strong>Test victim</strong>");
+    // The code was not redeemed: the browser that started that sign-in can still finish it.
+    expect((await fetch(callback, { redirect: "manual", headers: { cookie: loginState } })).status).toBe(303);
   });
 
   it("refuses a callback with no login state in the browser", async () => {

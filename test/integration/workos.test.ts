@@ -30,6 +30,8 @@ import {
 
 /** The resource indicator configured in WorkOS for Atrium's API: the `aud` of its tokens. */
 const ATRIUM_AUDIENCE = "https://atrium.test/workos";
+/** An organization in the same WorkOS environment that is not Atrium's. */
+const OTHER_ORG_ID = "org_01JQ0F3X8ZQ2W6T4N5R7Y9K1MB";
 
 let workos: WorkosIssuer;
 let atrium: RunningAtrium;
@@ -100,6 +102,11 @@ async function signedInPrincipal() {
   return found.principal;
 }
 
+async function sessionCookie(): Promise<string> {
+  const cookie = (await context.cookies(atrium.url)).find((c) => c.name === SESSION_COOKIE);
+  return `${SESSION_COOKIE}=${cookie?.value ?? ""}`;
+}
+
 function listUsers(token: string): Promise<Response> {
   return fetch(`${atrium.url}/v1/users`, { headers: { authorization: `Bearer ${token}` } });
 }
@@ -135,7 +142,8 @@ describe("the workos adapter", () => {
     });
   });
 
-  it("accepts a WorkOS user access token for Atrium's audience at REST, with the role it carries", async () => {
+  it("accepts a WorkOS user access token for Atrium's audience at REST, as the org role its holder signed in with", async () => {
+    await signInWithBrowser(page, atrium.url, WORKOS_ADMIN.id);
     const adminToken = await workos.userAccessToken(page, WORKOS_ADMIN, ATRIUM_AUDIENCE, catcher.redirectUri);
     expect(decodeProtectedHeader(adminToken)).toMatchObject({ alg: "RS256" });
     expect(decodeJwt(adminToken)).toMatchObject({
@@ -187,12 +195,42 @@ describe("the workos adapter", () => {
 });
 
 describe("the org role from the WorkOS organization membership", () => {
-  afterEach(() => workos.setMembershipRole(WORKOS_ADMIN.id, "admin"));
+  afterEach(() => {
+    workos.setMembershipRole(WORKOS_ADMIN.id, "admin");
+    workos.setMembershipRole(WORKOS_MEMBER.id, "member");
+    workos.setTokenOrganization(WORKOS_ORG_ID);
+  });
 
   it("is what the memberships API says, over any role a token carries", async () => {
     workos.setMembershipRole(WORKOS_ADMIN.id, "member");
     await signInWithBrowser(page, atrium.url, WORKOS_ADMIN.id);
     expect(await signedInPrincipal()).toMatchObject({ orgRole: "member" });
+  });
+
+  it("is never a bearer token's role claim, and no token writes a role into the directory", async () => {
+    workos.setMembershipRole(WORKOS_ADMIN.id, "member");
+    await signInWithBrowser(page, atrium.url, WORKOS_ADMIN.id);
+    const session = { headers: { cookie: await sessionCookie() } };
+    const id = derivePrincipalId(workos.authkitDomain, WORKOS_ADMIN.id);
+    expect((await fetch(`${atrium.url}/v1/users`, session)).status).toBe(403);
+
+    const token = await workos.userAccessToken(page, WORKOS_ADMIN, ATRIUM_AUDIENCE, catcher.redirectUri);
+    expect(decodeJwt(token)).toMatchObject({ org_id: WORKOS_ORG_ID, role: "admin" });
+    expect((await listUsers(token)).status).toBe(403);
+    expect((await atrium.users.get(id))?.orgRole).toBe("member");
+    expect((await fetch(`${atrium.url}/v1/users`, session)).status).toBe(403);
+  });
+
+  it("accepts a token issued in another organization, whose role counts for nothing here", async () => {
+    workos.setMembershipRole(WORKOS_MEMBER.id, "admin");
+    workos.setTokenOrganization(OTHER_ORG_ID);
+    await signInWithBrowser(page, atrium.url, WORKOS_MEMBER.id);
+    const token = await workos.userAccessToken(page, WORKOS_MEMBER, ATRIUM_AUDIENCE, catcher.redirectUri);
+    expect(decodeJwt(token)).toMatchObject({ org_id: OTHER_ORG_ID, role: "member" });
+    // Its holder is an admin of Atrium's organization; a member's role elsewhere demotes nobody.
+    expect((await listUsers(token)).status).toBe(200);
+    const id = derivePrincipalId(workos.authkitDomain, WORKOS_MEMBER.id);
+    expect((await atrium.users.get(id))?.orgRole).toBe("admin");
   });
 
   it("is member for someone with no membership in the organization", async () => {

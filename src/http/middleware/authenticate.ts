@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { Forbidden, Unauthenticated } from "../../errors.ts";
 import { bearerToken } from "../../identity/bearer.ts";
-import { type Principal, withoutUnstated } from "../../identity/principal.ts";
+import type { Principal } from "../../identity/principal.ts";
 import type { CredentialSource, IdentityProvider } from "../../identity/provider.ts";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
@@ -103,8 +103,9 @@ export function authenticateRest(auth: Authenticators): MiddlewareHandler<AppEnv
       if (session.kind === "signed-in") {
         checkCookieOrigin(c.req.raw, auth.publicUrl());
         // The sign-in recorded this person; a session is not a fresh statement about them. What
-        // the directory holds now is: a later sign-in or provider token may have changed their
-        // org role or email since this session began (a demoted org admin stays demoted).
+        // the directory holds now is: a later sign-in may have changed their org role, or a
+        // provider token their email, since this session began (a demoted org admin stays
+        // demoted). A token's org role is never recorded (ADR 0071).
         const current = (await auth.users.get(session.principal.id)) ?? session.principal;
         await admitPerson(c, auth.users, asPrincipal(current), { record: false });
         return next();
@@ -140,7 +141,8 @@ function asPrincipal(person: Principal): Principal {
 
 /**
  * Records what the credential states about the person (never blanking what it leaves out,
- * users.ts), refuses a deactivated person, and hands the principal to the route.
+ * users.ts, and never a token's org role, ADR 0071), refuses a deactivated person, and hands
+ * the route the person as the directory holds them with this credential's statements on top.
  */
 async function admitPerson(
   c: Context<AppEnv>,
@@ -161,7 +163,25 @@ async function admittedPerson(
   // Rechecked on every request, so deactivation cuts the person's next call on every surface.
   if (users.isDeactivated(principal.id))
     throw new Forbidden("This account has been deactivated by an org admin.");
-  return withoutUnstated(principal);
+  return actingPerson(principal, await users.get(principal.id));
+}
+
+/**
+ * Who a request acts as: the person as the directory holds them, with what this request's
+ * credential states on top — its name and email (just recorded) and a bearer token's org role,
+ * which holds for this request alone and was not recorded (ADR 0071). A part the credential
+ * leaves out is the directory's, not a fallback: a token without the org-role claim, or any
+ * WorkOS token under `auth.organizationId`, acts with the role the person signed in with.
+ */
+function actingPerson(principal: Principal, held: Principal | undefined): Principal {
+  const unstated = principal.unstated ?? [];
+  const base = held ?? principal;
+  return {
+    id: principal.id,
+    displayName: unstated.includes("displayName") ? base.displayName : principal.displayName,
+    email: unstated.includes("email") ? base.email : principal.email,
+    orgRole: principal.tokenOrgRole ?? (unstated.includes("orgRole") ? base.orgRole : principal.orgRole),
+  };
 }
 
 /** RFC 9728 §5.1: where to learn how to authorize for this URL (only for a well-formed one). */

@@ -53,9 +53,29 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
             "gets a token for this workspace from Atrium (see the resource_metadata in this challenge).",
         );
       }
-      return principalFrom(payload, auth);
+      return bearerPrincipal(payload, auth);
     },
   };
+}
+
+/**
+ * The person a bearer token names. Its org role, when it states one, holds for this request
+ * only and is never recorded: only a sign-in writes the org role into the directory, so one
+ * token's role cannot outlive it (ADR 0071, test/integration/profile-updates.test.ts).
+ */
+function bearerPrincipal(payload: JWTPayload, auth: OidcAuth): Principal {
+  const roleClaim = auth.claims.orgRole;
+  // With an organization named, the org role is the person's membership in it, read at sign-in
+  // (signin/workos-membership.ts). A WorkOS token's `role` is the role in the token's own
+  // `org_id`, which may be another organization: it is not read at all, and the request acts
+  // with the role the directory holds (test/integration/workos.test.ts).
+  const stated = principalFrom(
+    auth.workosOrganization && roleClaim !== undefined ? { ...payload, [roleClaim]: undefined } : payload,
+    auth,
+  );
+  const unstated = stated.unstated ?? [];
+  if (unstated.includes("orgRole")) return stated;
+  return { ...stated, orgRole: "member", unstated: [...unstated, "orgRole"], tokenOrgRole: stated.orgRole };
 }
 
 export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
@@ -65,8 +85,14 @@ export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
   }
   const name = payload[auth.claims.name];
   const hasName = typeof name === "string" && name.length > 0;
-  // An address the provider says it has not verified could be anyone's; it names no one here.
-  const email = payload.email_verified === false ? undefined : payload[auth.claims.email];
+  // An address the provider does not say it verified could be anyone's; it names no one here
+  // (an invitation by email would open a workspace to it). Some providers send the claim as a
+  // string: "false" was once read as verified, since only boolean false was refused.
+  const verified = payload.email_verified;
+  const email =
+    verified === undefined || verified === true || verified === "true"
+      ? payload[auth.claims.email]
+      : undefined;
   const unstated: ProfileField[] = [];
   if (!hasName) unstated.push("displayName");
   if (payload[auth.claims.email] === undefined) unstated.push("email");

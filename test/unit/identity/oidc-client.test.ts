@@ -282,6 +282,18 @@ describe("the claims a sign-in maps", () => {
     expect(claims.name).toBeUndefined();
   });
 
+  it("takes no role from the access token when a WorkOS organization names where roles come from", async () => {
+    const workos = {
+      ...roleAuth(),
+      workosOrganization: { organizationId: "org_01ATRIUM", apiUrl: "https://api.workos.test" },
+    };
+    const claims = await new OidcClient(workos).signInClaims(
+      { idToken: await idToken(), accessToken: await accessToken({ role: "admin", org_id: "org_01OTHER" }) },
+      NONCE,
+    );
+    expect(claims.role).toBeUndefined();
+  });
+
   it("ignores an access token about someone else, signed by another key, for another audience, or opaque", async () => {
     const client = new OidcClient(roleAuth());
     const foreignKey = (await generateKeyPair("ES256")).privateKey;

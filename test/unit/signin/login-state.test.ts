@@ -23,17 +23,19 @@ function callbackRequest(setCookie: string): Request {
 }
 
 describe("the login-state cookie", () => {
-  it("is HttpOnly, SameSite=Lax, on the callback path only, for ten minutes", async () => {
+  it("is HttpOnly, SameSite=Lax, host-only, for ten minutes", async () => {
     const cookie = await new LoginStateCookie(KEY, false).seal(STATE);
     expect(cookie).toMatch(
-      new RegExp(
-        `^atrium_login=[^;]+; Max-Age=${LOGIN_STATE_TTL_SECONDS}; Path=/auth/callback; HttpOnly; SameSite=Lax$`,
-      ),
+      new RegExp(`^atrium_login=[^;]+; Max-Age=${LOGIN_STATE_TTL_SECONDS}; Path=/; HttpOnly; SameSite=Lax$`),
     );
+  });
+
+  it("over https is __Host-, so no sibling subdomain can set it (login CSRF by cookie tossing)", async () => {
     const secure = await new LoginStateCookie(KEY, true).seal(STATE);
     expect(secure).toMatch(
-      /^__Secure-atrium_login=[^;]+; Max-Age=600; Path=\/auth\/callback; HttpOnly; Secure; SameSite=Lax$/,
+      /^__Host-atrium_login=[^;]+; Max-Age=600; Path=\/; HttpOnly; Secure; SameSite=Lax$/,
     );
+    expect(secure).not.toMatch(/Domain=/i);
   });
 
   it("gives back what was sealed, and the browser cannot read it", async () => {
@@ -69,7 +71,7 @@ describe("the login-state cookie", () => {
 
   it("is cleared with Max-Age=0 on the same path", () => {
     expect(new LoginStateCookie(KEY, false).clear()).toBe(
-      "atrium_login=; Max-Age=0; Path=/auth/callback; HttpOnly; SameSite=Lax",
+      "atrium_login=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax",
     );
   });
 });
