@@ -16,6 +16,7 @@ import { eventStreamRoutes } from "./event-stream.ts";
 import type { McpEndpoint } from "./mcp/endpoint.ts";
 import { type Authenticators, authenticateMcp, authenticateRest } from "./middleware/authenticate.ts";
 import { bodyLimit } from "./middleware/body-limit.ts";
+import { headWithoutBody } from "./middleware/head-without-body.ts";
 import { type OriginCheck, originCheck, originGuard } from "./middleware/origin-guard.ts";
 import { requestLog } from "./middleware/request-log.ts";
 import { workspaceGate } from "./middleware/workspace-gate.ts";
@@ -74,6 +75,7 @@ export function createApp(
   app.notFound((c) => c.json(errorBody("not_found", `No route for ${c.req.method} ${c.req.path}.`), 404));
 
   app.use("*", requestLog(log));
+  app.use("*", headWithoutBody());
   app.route("/", healthRoutes());
   app.use("*", originGuard(instanceOriginCheck(deps)));
   app.use(

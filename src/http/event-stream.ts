@@ -117,9 +117,9 @@ export function eventStreamRoutes(
   const app = new Hono<AppEnv>();
   app.get("/events", (c) => {
     const { workspace } = c.get("admission");
-    // hono answers a HEAD with this handler and drops the body without cancelling it: a stream
-    // opened for a HEAD would follow, beat and queue every event forever. A HEAD gets the
-    // stream's headers and opens nothing (test/integration/event-stream.test.ts "HEAD").
+    // hono answers a HEAD with this handler and drops the body (headWithoutBody cancels it): a
+    // HEAD gets the stream's headers without following the log at all, not even until the
+    // cancel (test/integration/event-stream.test.ts "HEAD").
     if (c.req.method === "HEAD") return new Response(null, { headers: STREAM_HEADERS });
     const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
     const body = openEventStream(
