@@ -36,6 +36,8 @@ interface StoredCode {
 
 export interface RedeemedCode {
   grant: CodeGrant;
+  /** When the code was issued, that is when the person approved; epoch ms. */
+  issuedAt: number;
   /** The id the grant this redemption starts must be created under. */
   grantId: string;
 }
@@ -104,7 +106,7 @@ export class AuthorizationCodes {
       const grantId = newGrantId();
       // Written before the grant exists, so a replay racing the exchange revokes it.
       await this.records.put(id, { ...stored, redeemedAt: this.clock(), grantId });
-      return { grant: stored.grant, grantId };
+      return { grant: stored.grant, grantId, issuedAt: stored.expiresAt - CODE_TTL_MS };
     });
   }
 

@@ -32,6 +32,7 @@ const OTHER_WS = "ws_fedcba9876543210";
 const VERIFIER = "a-verifier-that-is-long-enough-to-satisfy-rfc-7636-43";
 const REDIRECT = "http://127.0.0.1/callback";
 const ALICE = derivePrincipalId("test", "alice");
+const EPOCH = new Date(0).toISOString();
 
 interface RunningOAuth {
   url: string;
@@ -60,6 +61,16 @@ async function startOAuth(
     },
     publicUrl: () => url,
     users,
+    // Alice, whose codes these tests issue, has been an admin of every workspace since 1970.
+    workspaces: {
+      get: (id) => ({
+        id,
+        name: id,
+        createdAt: EPOCH,
+        updatedAt: EPOCH,
+        members: [{ principalId: ALICE, role: "admin", addedAt: EPOCH }],
+      }),
+    },
     log,
   });
   const app = new Hono<AppEnv>();

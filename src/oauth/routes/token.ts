@@ -60,7 +60,7 @@ async function exchangeCode(
   const redirectUri = form.require("redirect_uri");
   const verifier = form.require("code_verifier");
   const resource = form.get("resource");
-  const { grant, grantId } = await deps.codes.redeem(code, (issued) =>
+  const { grant, grantId, issuedAt } = await deps.codes.redeem(code, (issued) =>
     checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
   );
   const { refreshToken } = await deps.grants.create(
@@ -71,7 +71,7 @@ async function exchangeCode(
       resource: grant.resource,
       scopes: grant.scopes,
     },
-    { refresh: deps.clients.allowsRefresh(client) },
+    { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
   );
   const access = await deps.tokens.issue({
     sub: grant.principalId,
