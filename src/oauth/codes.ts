@@ -19,6 +19,8 @@ const REFUSED = "The authorization code is invalid, expired or already used.";
 export interface CodeGrant {
   clientId: string;
   redirectUri: string;
+  /** The authorization request left redirect_uri out, so the token request may too. */
+  redirectUriOmitted?: boolean;
   codeChallenge: string;
   scopes: string[];
   resource: string;
@@ -126,6 +128,7 @@ function sameGrant(a: CodeGrant, b: CodeGrant): boolean {
   return (
     a.clientId === b.clientId &&
     a.redirectUri === b.redirectUri &&
+    a.redirectUriOmitted === b.redirectUriOmitted &&
     a.codeChallenge === b.codeChallenge &&
     a.resource === b.resource &&
     a.principalId === b.principalId &&

@@ -147,10 +147,12 @@ function issueCode(
   clientId: string,
   on: RunningOAuth = as,
   scopes = ["mcp:read", "mcp:write"],
+  redirectUriOmitted = false,
 ): Promise<string> {
   return on.oauth.codes.issue({
     clientId,
     redirectUri: REDIRECT,
+    ...(redirectUriOmitted ? { redirectUriOmitted } : {}),
     codeChallenge: s256(VERIFIER),
     scopes,
     resource: workspaceMcpUrl(on.url, WS),
@@ -387,6 +389,19 @@ describe("the token endpoint: authorization_code", () => {
     const code = await issueCode(client.client_id);
     const response = await exchange(client.client_id, code, { redirect_uri: "http://127.0.0.1/other" });
     expect(await errorOf(response)).toMatchObject({ status: 400, error: "invalid_grant" });
+  });
+
+  it("requires redirect_uri when the authorization request had it, and not when it was left out", async () => {
+    const client = await register();
+    const presented = await issueCode(client.client_id);
+    const missing = await exchange(client.client_id, presented, { redirect_uri: "" });
+    expect(await errorOf(missing)).toMatchObject({ status: 400, error: "invalid_request" });
+    await tokensOf(await exchange(client.client_id, presented));
+
+    const omitted = await issueCode(client.client_id, as, undefined, true);
+    const other = await exchange(client.client_id, omitted, { redirect_uri: "http://127.0.0.1/other" });
+    expect(await errorOf(other)).toMatchObject({ status: 400, error: "invalid_grant" });
+    await tokensOf(await exchange(client.client_id, omitted, { redirect_uri: "" }));
   });
 
   it("refuses a resource other than the code's with invalid_target; without one, the code's is used", async () => {

@@ -301,6 +301,27 @@ describe("codes and refresh tokens", () => {
     expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
   });
 
+  it("a redirect_uri left out at authorize may be left out at the token endpoint (OAuth 2.1 §4.1.3)", async () => {
+    const cookie = await sessionCookie(t, "alice");
+    const { client_id: clientId } = await registerClient(t);
+    const { verifier, challenge } = pkcePair();
+    const consent = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge,
+      overrides: { redirect_uri: undefined },
+    });
+    const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    expect(`${location(decision).origin}${location(decision).pathname}`).toBe(REDIRECT_URI);
+    const exchanged = await tokenRequest(t, {
+      grant_type: "authorization_code",
+      code: location(decision).searchParams.get("code") as string,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(exchanged.status).toBe(200);
+  });
+
   it("a refresh token rotates; presenting a rotated-out one revokes the whole family", async () => {
     const tokens = await obtainTokens(t, "alice", aliceWs);
     const refresh = (token: string) =>

@@ -131,6 +131,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       {
         clientId: pending.clientId,
         redirectUri: pending.redirectUri,
+        ...(pending.redirectUriOmitted ? { redirectUriOmitted: true } : {}),
         codeChallenge: pending.codeChallenge,
         scopes: pending.scopes,
         resource: pending.resource,
