@@ -125,6 +125,20 @@ describe("authorize: what is refused, and how", () => {
     expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
   });
 
+  it("the consent page names the app a private-use redirect goes to, not the host it wears", async () => {
+    const evil = "com.evil.app://claude.ai/callback";
+    const registered = await registerClient(t, { client_name: "Claude", redirect_uris: [evil] });
+    const response = await authorize(t, cookie, {
+      clientId: registered.client_id,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      redirectUri: evil,
+    });
+    expect(response.status).toBe(200);
+    const shown = /<dt>It will be sent back to<\/dt><dd>(.*?)<\/dd>/s.exec(await response.text())?.[1];
+    expect(shown).toBe(`the app that opens com.evil.app: links (${evil})`);
+  });
+
   it("a repeated identical decision is idempotent; a conflicting one is refused", async () => {
     const consent = await authorize(t, cookie, {
       clientId,

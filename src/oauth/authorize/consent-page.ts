@@ -11,7 +11,8 @@ export interface ConsentView {
   requestId: string;
   clientName: string;
   clientId: string;
-  redirectHost: string;
+  /** Where the browser goes with the code, in words (describeRedirectUri). */
+  redirectTarget: string;
   workspaceName: string;
   personName: string;
   scopes: string[];
@@ -25,7 +26,7 @@ export function consentPage(view: ConsentView): Response {
 <strong>${view.workspaceName}</strong> as <strong>${view.personName}</strong>.</p>
 <dl>
 <dt>Application</dt><dd>${view.clientName} <span class="note">(client ${view.clientId})</span></dd>
-<dt>It will be sent back to</dt><dd>${view.redirectHost}</dd>
+<dt>It will be sent back to</dt><dd>${view.redirectTarget}</dd>
 <dt>It asks to</dt>
 <dd><ul>${view.scopes.map((scope) => html`<li><code>${scope}</code>: ${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul></dd>
 </dl>

@@ -7,6 +7,7 @@ import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
 import type { OAuthErrorCode } from "../oauth-error.ts";
+import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
@@ -70,7 +71,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       requestId: sealed,
       clientName: client.client_name ?? client.client_id,
       clientId: client.client_id,
-      redirectHost: redirectHost(request.redirectUri),
+      redirectTarget: describeRedirectUri(request.redirectUri),
       workspaceName: deps.workspaces.get(request.workspaceId)?.name ?? request.workspaceId,
       personName: person.email ? `${person.displayName} (${person.email})` : person.displayName,
       scopes: request.scopes,
@@ -178,9 +179,4 @@ function redirectWith(redirectUri: string, params: Record<string, string | undef
     if (value !== undefined) url.searchParams.set(name, value);
   }
   return url.href;
-}
-
-function redirectHost(redirectUri: string): string {
-  const url = new URL(redirectUri);
-  return url.host === "" ? `${url.protocol}${url.pathname}` : url.host;
 }
