@@ -327,6 +327,16 @@ describe("dynamic client registration", () => {
       { redirect_uris: [REDIRECT], grant_types: ["authorization_code", "password"] },
       "invalid_client_metadata",
     ],
+    [
+      "a client_name with a bidi control",
+      { redirect_uris: [REDIRECT], client_name: "Atrium Docs\u202E" },
+      "invalid_client_metadata",
+    ],
+    [
+      "a client_name longer than 100 characters",
+      { redirect_uris: [REDIRECT], client_name: "x".repeat(101) },
+      "invalid_client_metadata",
+    ],
   ])("refuses %s with 400", async (_, body, code) => {
     const { status, error, description } = await errorOf(await registerJson(body));
     expect(status).toBe(400);
