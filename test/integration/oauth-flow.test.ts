@@ -61,6 +61,36 @@ describe("authorize: what is refused, and how", () => {
     expect(target.searchParams.get("return_to")).toMatch(/^\/oauth\/authorize\?/);
   });
 
+  it("a request too long to carry through sign-in is kept, and sign-in comes back to it", async () => {
+    const state = "s".repeat(1800);
+    const response = await authorize(t, undefined, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      state,
+    });
+    expect(response.status).toBe(303);
+    const login = new URL(response.headers.get("location") as string, t.url);
+    const returnTo = login.searchParams.get("return_to") as string;
+    expect(returnTo).toMatch(/^\/oauth\/authorize\/resume\/[A-Za-z0-9_-]{32}$/);
+    // Signed in by then, the browser is sent back to the kept request and asked for consent.
+    const back = await fetch(login, { redirect: "manual", headers: { cookie } });
+    expect(back.headers.get("location")).toBe(returnTo);
+    const consent = await fetch(new URL(returnTo, t.url), { headers: { cookie } });
+    expect(consent.status).toBe(200);
+    const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    expect(location(decision).searchParams.get("state")).toBe(state);
+    expect(location(decision).searchParams.get("code")).toEqual(expect.any(String));
+  });
+
+  it("a kept request that is unknown or gone asks the person to start again", async () => {
+    const response = await fetch(`${t.url}/oauth/authorize/resume/${"x".repeat(32)}`, {
+      headers: { cookie },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("start again from the application");
+  });
+
   it.each([
     ["plain PKCE", { code_challenge_method: "plain" }, "invalid_request"],
     ["a missing resource", { resource: undefined }, "invalid_request"],
