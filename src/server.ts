@@ -236,6 +236,7 @@ async function startLocked(
     config: config.oauth,
     publicUrl: () => publicUrl,
     users,
+    workspaces,
     log,
     clock,
   });

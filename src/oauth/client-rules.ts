@@ -1,4 +1,5 @@
 import { OAuthClientMetadataSchema } from "@modelcontextprotocol/core";
+import { hidesText, isUnshowable } from "../text.ts";
 import { OAuthError } from "./oauth-error.ts";
 import type { OAuthClientMetadata } from "./oauth-types.ts";
 import { canonicalRedirectUri, validateRedirectUri } from "./redirect-uris.ts";
@@ -15,6 +16,23 @@ export const CLIENT_AUTH_METHODS: readonly ClientAuthMethod[] = [
 export const CLIENT_GRANT_TYPES = ["authorization_code", "refresh_token"];
 export const CLIENT_RESPONSE_TYPES = ["code"];
 export const MAX_REDIRECT_URIS = 20;
+/** The consent page shows the name in a sentence; a name has no business being longer. */
+export const MAX_CLIENT_NAME_CHARS = 100;
+/** Every other piece of text a client says about itself, which Atrium stores and returns. */
+export const MAX_CLIENT_TEXT_CHARS = 2048;
+export const MAX_CONTACTS = 20;
+// Text a page may show, now (client_name) or later. software_statement (a JWT) and jwks are
+// not text anyone reads.
+const TEXT_FIELDS = [
+  "client_uri",
+  "logo_uri",
+  "tos_uri",
+  "policy_uri",
+  "jwks_uri",
+  "scope",
+  "software_id",
+  "software_version",
+] as const;
 
 // v2 of the SDK's schema added `application_type` (OIDC Dynamic Registration: "web" or
 // "native"). v1 stripped it; Atrium has no rule for it yet, so it is still stripped rather
@@ -49,6 +67,7 @@ export function checkClientMetadata(input: unknown): CheckedClientMetadata {
     );
   }
   const metadata = parsed.data;
+  checkShownText(metadata);
   const uris = metadata.redirect_uris;
   if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
     throw new OAuthError(
@@ -94,4 +113,55 @@ export function checkClientMetadata(input: unknown): CheckedClientMetadata {
     grant_types: [...new Set(grantTypes)],
     response_types: [...new Set(responseTypes)],
   };
+}
+
+/**
+ * The name is shown on the consent page, inside the sentence that asks for access: a bidi
+ * control in it (`"Atrium Docs\u202E"`) reordered the trusted text after it, and an unbounded
+ * one pushed the rest of the page away. So it is one line of at most MAX_CLIENT_NAME_CHARS
+ * visible characters, and the rest of what a client says is bounded and visible too
+ * (text.ts decides what a reader cannot see). The page also isolates it (`<bdi>`), for what
+ * was stored before this rule.
+ */
+function checkShownText(metadata: OAuthClientMetadata): void {
+  const name = metadata.client_name;
+  if (name !== undefined) {
+    if (name.trim() === "" || name.length > MAX_CLIENT_NAME_CHARS) {
+      throw new OAuthError(
+        "invalid_client_metadata",
+        `client_name must be 1 to ${MAX_CLIENT_NAME_CHARS} characters.`,
+      );
+    }
+    if (hasUnsafeCharacters(name)) {
+      throw new OAuthError(
+        "invalid_client_metadata",
+        "client_name must be one line of visible text: no control, bidirectional or invisible characters.",
+      );
+    }
+  }
+  const texts: Array<[string, string | undefined]> = TEXT_FIELDS.map((field) => [field, metadata[field]]);
+  const contacts = metadata.contacts ?? [];
+  if (contacts.length > MAX_CONTACTS) {
+    throw new OAuthError("invalid_client_metadata", `contacts may list at most ${MAX_CONTACTS} addresses.`);
+  }
+  for (const contact of contacts) texts.push(["contacts", contact]);
+  for (const [field, text] of texts) {
+    if (text === undefined) continue;
+    if (text.length > MAX_CLIENT_TEXT_CHARS) {
+      throw new OAuthError(
+        "invalid_client_metadata",
+        `${field} must be at most ${MAX_CLIENT_TEXT_CHARS} characters.`,
+      );
+    }
+    if (hasUnsafeCharacters(text)) {
+      throw new OAuthError(
+        "invalid_client_metadata",
+        `${field} must be visible text: no control, bidirectional or invisible characters.`,
+      );
+    }
+  }
+}
+
+function hasUnsafeCharacters(text: string): boolean {
+  return isUnshowable(text) || hidesText(text);
 }

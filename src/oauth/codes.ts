@@ -19,6 +19,8 @@ const REFUSED = "The authorization code is invalid, expired or already used.";
 export interface CodeGrant {
   clientId: string;
   redirectUri: string;
+  /** The authorization request left redirect_uri out, so the token request may too. */
+  redirectUriOmitted?: boolean;
   codeChallenge: string;
   scopes: string[];
   resource: string;
@@ -36,6 +38,8 @@ interface StoredCode {
 
 export interface RedeemedCode {
   grant: CodeGrant;
+  /** When the code was issued, that is when the person approved; epoch ms. */
+  issuedAt: number;
   /** The id the grant this redemption starts must be created under. */
   grantId: string;
 }
@@ -104,7 +108,7 @@ export class AuthorizationCodes {
       const grantId = newGrantId();
       // Written before the grant exists, so a replay racing the exchange revokes it.
       await this.records.put(id, { ...stored, redeemedAt: this.clock(), grantId });
-      return { grant: stored.grant, grantId };
+      return { grant: stored.grant, grantId, issuedAt: stored.expiresAt - CODE_TTL_MS };
     });
   }
 
@@ -124,6 +128,7 @@ function sameGrant(a: CodeGrant, b: CodeGrant): boolean {
   return (
     a.clientId === b.clientId &&
     a.redirectUri === b.redirectUri &&
+    a.redirectUriOmitted === b.redirectUriOmitted &&
     a.codeChallenge === b.codeChallenge &&
     a.resource === b.resource &&
     a.principalId === b.principalId &&

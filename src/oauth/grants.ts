@@ -13,6 +13,9 @@ const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 export const MAX_PREVIOUS_REFRESH_HASHES = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
+const DEACTIVATED = "The person who approved this access has been deactivated.";
+const NOT_A_MEMBER =
+  "The person who approved this access is not a member of its workspace (or it is gone), or left it since; authorize again.";
 
 /**
  * One person's consent to one client for one resource, from a code exchange until it is
@@ -52,8 +55,15 @@ export interface Refreshed {
   scopes: string[];
 }
 
+/**
+ * When `principalId` (last) joined the workspace `resource` names, in epoch ms; `undefined`
+ * when they are not a member of it or it does not exist.
+ */
+export type MemberSince = (principalId: string, resource: string) => number | undefined;
+
 export interface GrantsOptions {
   users: Pick<UserDirectory, "isDeactivated">;
+  memberSince: MemberSince;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   log: Logger;
@@ -143,19 +153,25 @@ export class Grants {
     return GRANT_ID.test(grantId) ? this.records.get(grantId) : Promise.resolve(undefined);
   }
 
-  /** Records a new grant; with `refresh`, also its first refresh token. */
+  /**
+   * Records a new grant; with `refresh`, also its first refresh token. `consentedAt` is when
+   * the person approved (the code's issue time): the person must still be a member of the
+   * resource's workspace, without having left it since. Leaving revokes only the grants
+   * that exist, so a code redeemed after its person's removal made a grant that outlived
+   * the removal and came back at rejoin (test/integration/leaving.test.ts "a code approved
+   * before removal and redeemed after it makes no grant").
+   */
   create(
     grant: NewGrant,
-    options: { refresh: boolean },
+    options: { refresh: boolean; consentedAt: number },
   ): Promise<{ grant: GrantRecord; refreshToken?: string }> {
     return this.locks.run(grant.grantId, async () => {
       // A code replayed while its grant was being made has already revoked this id.
       if (this.revoked.has(grant.grantId) || (await this.records.get(grant.grantId))) {
         throw new OAuthError("invalid_grant", "The authorization code has already been used.");
       }
-      if (this.options.users.isDeactivated(grant.principalId)) {
-        throw new OAuthError("invalid_grant", "The person who approved this access has been deactivated.");
-      }
+      const refusal = this.standingRefusal(grant.principalId, grant.resource, options.consentedAt);
+      if (refusal !== undefined) throw new OAuthError("invalid_grant", refusal);
       const now = this.clock();
       const record: GrantRecord = {
         ...grant,
@@ -196,8 +212,12 @@ export class Grants {
           "This access has reached the end of its lifetime; authorize again.",
         );
       }
-      if (this.options.users.isDeactivated(record.principalId)) {
-        throw new OAuthError("invalid_grant", "The person who approved this access has been deactivated.");
+      // Not left to the revocation that leaving and deactivation make: a grant that missed it
+      // (made in the middle of it) ends here, and is revoked so that rejoining cannot revive it.
+      const refusal = this.standingRefusal(record.principalId, record.resource, record.createdAt);
+      if (refusal !== undefined) {
+        await this.revokeRecord(record);
+        throw new OAuthError("invalid_grant", refusal);
       }
       if (request.resource !== undefined && request.resource !== record.resource) {
         throw new OAuthError("invalid_target", "The resource is not the one this access was granted for.");
@@ -274,6 +294,17 @@ export class Grants {
     );
     if (known) await this.revoke(grantId);
     return known;
+  }
+
+  /**
+   * Why `principalId` may no longer hold access to `resource` under a consent given at
+   * `consentedAt`: deactivated, not a member of its workspace, or rejoined it since (as a
+   * connection grant counts only when made since its member last joined).
+   */
+  private standingRefusal(principalId: string, resource: string, consentedAt: number): string | undefined {
+    if (this.options.users.isDeactivated(principalId)) return DEACTIVATED;
+    const joinedAt = this.options.memberSince(principalId, resource);
+    return joinedAt === undefined || joinedAt > consentedAt ? NOT_A_MEMBER : undefined;
   }
 
   private async revokeRecord(record: GrantRecord): Promise<void> {

@@ -35,6 +35,21 @@ export function validateRedirectUri(uri: string): string | undefined {
 }
 
 /**
+ * Where a redirect URI sends the browser, as the consent page tells the person. An https
+ * URI goes to its host, and an http one (only ever loopback) to an application on this
+ * computer. Any other goes to whichever app opens its scheme: the page names the scheme
+ * and the whole URI, never the authority alone, which anyone can pick to look like a
+ * website (`com.evil.app://claude.ai/cb` was shown as "claude.ai"). Only for a URI
+ * validateRedirectUri accepted.
+ */
+export function describeRedirectUri(uri: string): string {
+  const url = new URL(uri);
+  if (url.protocol === "https:") return url.host;
+  if (url.protocol === "http:") return `${url.host}, an application on this computer`;
+  return `the app that opens ${url.protocol} links (${url.href})`;
+}
+
+/**
  * The form a redirect URI is stored in: WHATWG URL serialisation (lower-case scheme and
  * host, no default port, dot segments resolved), so `HTTPS://Example.COM:443/cb` is stored
  * as `https://example.com/cb`. Only for a URI validateRedirectUri accepted.

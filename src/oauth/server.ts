@@ -5,10 +5,11 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import type { AppEnv } from "../web/app-env.ts";
+import type { WorkspaceStore } from "../workspace/store.ts";
 import { ClientMetadataDocuments } from "./client-metadata.ts";
 import { ClientRegistry } from "./clients.ts";
 import { AuthorizationCodes } from "./codes.ts";
-import { Grants } from "./grants.ts";
+import { Grants, type MemberSince } from "./grants.ts";
 import { SigningKeys } from "./keys.ts";
 import { metadataRoutes } from "./routes/metadata.ts";
 import { personGrantRoutes } from "./routes/person-grants.ts";
@@ -25,6 +26,8 @@ export interface AuthorizationServerDeps {
   config: OAuthConfig;
   publicUrl: () => string;
   users: UserDirectory;
+  /** Whose grants still count: a grant holds only while its person is a member of its workspace. */
+  workspaces: Pick<WorkspaceStore, "get">;
   log: Logger;
   /** Tests move time; everything else uses the system clock. */
   clock?: Clock;
@@ -48,6 +51,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   const keys = new SigningKeys(layout, clock);
   const grants = new Grants(layout, {
     users: deps.users,
+    memberSince: memberSinceIn(deps.workspaces),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     log,
@@ -97,5 +101,19 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       }
       return routes;
     },
+  };
+}
+
+/**
+ * When a person last joined the workspace a resource URL names, from the workspace index.
+ * The resource was checked to be one of this instance's workspace URLs when it was granted,
+ * so only its workspace id is read: a grant still belongs to its workspace after the public
+ * URL changes (test/integration/oauth-flow.test.ts "survives a restart", on another port).
+ */
+function memberSinceIn(workspaces: Pick<WorkspaceStore, "get">): MemberSince {
+  return (principalId, resource) => {
+    const workspaceId = resource.slice(resource.lastIndexOf("/") + 1);
+    const member = workspaces.get(workspaceId)?.members.find((m) => m.principalId === principalId);
+    return member ? Date.parse(member.addedAt) : undefined;
   };
 }

@@ -1,7 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { addMember } from "../helpers/members.ts";
-import { mcpPost, obtainTokens, type Tokens, tokenRequest } from "../helpers/oauth.ts";
+import {
+  authorize,
+  consentRequestId,
+  decide,
+  mcpPost,
+  obtainTokens,
+  pkcePair,
+  REDIRECT_URI,
+  registerClient,
+  sessionCookie,
+  type Tokens,
+  tokenRequest,
+} from "../helpers/oauth.ts";
 
 // Leaving a workspace ends what a person's MCP clients hold for it (issue 10, Security 7):
 // before, a removed member's refresh token kept rotating, and re-adding them brought the old
@@ -64,6 +76,29 @@ describe("leaving a workspace ends its grants", () => {
     // A new consent gives a new grant, which works.
     const fresh = await obtainTokens(t, "bob", ws);
     expect((await mcpPost(t, ws, fresh.access_token, listTools)).status).toBe(200);
+  });
+
+  it("a code approved before removal and redeemed after it makes no grant", async () => {
+    const ws = await newWorkspace("alice");
+    await addMember(rest, "alice", ws, "bob", { principalId: bobId });
+    const cookie = await sessionCookie(t, "bob");
+    const clientId = (await registerClient(t)).client_id;
+    const { verifier, challenge } = pkcePair();
+    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
+    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+
+    // Leaving revokes the grants that exist; this one did not exist yet.
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${bobId}`)).status).toBe(204);
+    const exchanged = await tokenRequest(t, {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(exchanged.status).toBe(400);
+    expect(((await exchanged.json()) as { error: string }).error).toBe("invalid_grant");
   });
 
   it("leaving yourself ends your grants there, and only there", async () => {

@@ -32,6 +32,7 @@ const OTHER_WS = "ws_fedcba9876543210";
 const VERIFIER = "a-verifier-that-is-long-enough-to-satisfy-rfc-7636-43";
 const REDIRECT = "http://127.0.0.1/callback";
 const ALICE = derivePrincipalId("test", "alice");
+const EPOCH = new Date(0).toISOString();
 
 interface RunningOAuth {
   url: string;
@@ -60,6 +61,16 @@ async function startOAuth(
     },
     publicUrl: () => url,
     users,
+    // Alice, whose codes these tests issue, has been an admin of every workspace since 1970.
+    workspaces: {
+      get: (id) => ({
+        id,
+        name: id,
+        createdAt: EPOCH,
+        updatedAt: EPOCH,
+        members: [{ principalId: ALICE, role: "admin", addedAt: EPOCH }],
+      }),
+    },
     log,
   });
   const app = new Hono<AppEnv>();
@@ -136,10 +147,12 @@ function issueCode(
   clientId: string,
   on: RunningOAuth = as,
   scopes = ["mcp:read", "mcp:write"],
+  redirectUriOmitted = false,
 ): Promise<string> {
   return on.oauth.codes.issue({
     clientId,
     redirectUri: REDIRECT,
+    ...(redirectUriOmitted ? { redirectUriOmitted } : {}),
     codeChallenge: s256(VERIFIER),
     scopes,
     resource: workspaceMcpUrl(on.url, WS),
@@ -314,6 +327,16 @@ describe("dynamic client registration", () => {
       { redirect_uris: [REDIRECT], grant_types: ["authorization_code", "password"] },
       "invalid_client_metadata",
     ],
+    [
+      "a client_name with a bidi control",
+      { redirect_uris: [REDIRECT], client_name: "Atrium Docs\u202E" },
+      "invalid_client_metadata",
+    ],
+    [
+      "a client_name longer than 100 characters",
+      { redirect_uris: [REDIRECT], client_name: "x".repeat(101) },
+      "invalid_client_metadata",
+    ],
   ])("refuses %s with 400", async (_, body, code) => {
     const { status, error, description } = await errorOf(await registerJson(body));
     expect(status).toBe(400);
@@ -376,6 +399,19 @@ describe("the token endpoint: authorization_code", () => {
     const code = await issueCode(client.client_id);
     const response = await exchange(client.client_id, code, { redirect_uri: "http://127.0.0.1/other" });
     expect(await errorOf(response)).toMatchObject({ status: 400, error: "invalid_grant" });
+  });
+
+  it("requires redirect_uri when the authorization request had it, and not when it was left out", async () => {
+    const client = await register();
+    const presented = await issueCode(client.client_id);
+    const missing = await exchange(client.client_id, presented, { redirect_uri: "" });
+    expect(await errorOf(missing)).toMatchObject({ status: 400, error: "invalid_request" });
+    await tokensOf(await exchange(client.client_id, presented));
+
+    const omitted = await issueCode(client.client_id, as, undefined, true);
+    const other = await exchange(client.client_id, omitted, { redirect_uri: "http://127.0.0.1/other" });
+    expect(await errorOf(other)).toMatchObject({ status: 400, error: "invalid_grant" });
+    await tokensOf(await exchange(client.client_id, omitted, { redirect_uri: "" }));
   });
 
   it("refuses a resource other than the code's with invalid_target; without one, the code's is used", async () => {

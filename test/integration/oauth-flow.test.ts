@@ -61,6 +61,36 @@ describe("authorize: what is refused, and how", () => {
     expect(target.searchParams.get("return_to")).toMatch(/^\/oauth\/authorize\?/);
   });
 
+  it("a request too long to carry through sign-in is kept, and sign-in comes back to it", async () => {
+    const state = "s".repeat(1800);
+    const response = await authorize(t, undefined, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      state,
+    });
+    expect(response.status).toBe(303);
+    const login = new URL(response.headers.get("location") as string, t.url);
+    const returnTo = login.searchParams.get("return_to") as string;
+    expect(returnTo).toMatch(/^\/oauth\/authorize\/resume\/[A-Za-z0-9_-]{32}$/);
+    // Signed in by then, the browser is sent back to the kept request and asked for consent.
+    const back = await fetch(login, { redirect: "manual", headers: { cookie } });
+    expect(back.headers.get("location")).toBe(returnTo);
+    const consent = await fetch(new URL(returnTo, t.url), { headers: { cookie } });
+    expect(consent.status).toBe(200);
+    const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    expect(location(decision).searchParams.get("state")).toBe(state);
+    expect(location(decision).searchParams.get("code")).toEqual(expect.any(String));
+  });
+
+  it("a kept request that is unknown or gone asks the person to start again", async () => {
+    const response = await fetch(`${t.url}/oauth/authorize/resume/${"x".repeat(32)}`, {
+      headers: { cookie },
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain("start again from the application");
+  });
+
   it.each([
     ["plain PKCE", { code_challenge_method: "plain" }, "invalid_request"],
     ["a missing resource", { resource: undefined }, "invalid_request"],
@@ -123,6 +153,20 @@ describe("authorize: what is refused, and how", () => {
     expect(page).toContain("mcp:write");
     expect(response.headers.get("x-frame-options")).toBe("DENY");
     expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+  });
+
+  it("the consent page names the app a private-use redirect goes to, not the host it wears", async () => {
+    const evil = "com.evil.app://claude.ai/callback";
+    const registered = await registerClient(t, { client_name: "Claude", redirect_uris: [evil] });
+    const response = await authorize(t, cookie, {
+      clientId: registered.client_id,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      redirectUri: evil,
+    });
+    expect(response.status).toBe(200);
+    const shown = /<dt>It will be sent back to<\/dt><dd>(.*?)<\/dd>/s.exec(await response.text())?.[1];
+    expect(shown).toBe(`the app that opens com.evil.app: links (${evil})`);
   });
 
   it("a repeated identical decision is idempotent; a conflicting one is refused", async () => {
@@ -299,6 +343,27 @@ describe("codes and refresh tokens", () => {
       client_id: clientId,
     });
     expect(((await refresh.json()) as { error: string }).error).toBe("invalid_grant");
+  });
+
+  it("a redirect_uri left out at authorize may be left out at the token endpoint (OAuth 2.1 §4.1.3)", async () => {
+    const cookie = await sessionCookie(t, "alice");
+    const { client_id: clientId } = await registerClient(t);
+    const { verifier, challenge } = pkcePair();
+    const consent = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge,
+      overrides: { redirect_uri: undefined },
+    });
+    const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    expect(`${location(decision).origin}${location(decision).pathname}`).toBe(REDIRECT_URI);
+    const exchanged = await tokenRequest(t, {
+      grant_type: "authorization_code",
+      code: location(decision).searchParams.get("code") as string,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(exchanged.status).toBe(200);
   });
 
   it("a refresh token rotates; presenting a rotated-out one revokes the whole family", async () => {

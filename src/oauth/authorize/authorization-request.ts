@@ -8,6 +8,11 @@ import { parseScopeParam } from "../scopes.ts";
 /** What a client asks for at /oauth/authorize, once every parameter is checked. */
 export interface RequestedAccess {
   redirectUri: string;
+  /**
+   * True when the request left redirect_uri out (the client registered one); the token
+   * request may then leave it out too (OAuth 2.1 §4.1.3). Absent means it was presented.
+   */
+  redirectUriOmitted?: boolean;
   codeChallenge: string;
   scopes: string[];
   resource: string;
@@ -109,7 +114,16 @@ export async function parseAuthorizationRequest(
   }
   return {
     kind: "ok",
-    request: { client, redirectUri, codeChallenge, scopes, resource, workspaceId, state },
+    request: {
+      client,
+      redirectUri,
+      ...(presented === undefined ? { redirectUriOmitted: true } : {}),
+      codeChallenge,
+      scopes,
+      resource,
+      workspaceId,
+      state,
+    },
   };
 }
 

@@ -1,4 +1,6 @@
-import { html, page } from "../../web/html.ts";
+import { wellFormed } from "../../text.ts";
+import { html, page, type SafeHtml } from "../../web/html.ts";
+import { MAX_CLIENT_NAME_CHARS } from "../client-rules.ts";
 import { SCOPE_OFFLINE, SCOPE_READ, SCOPE_WRITE } from "../scopes.ts";
 
 const SCOPE_TEXT: Record<string, string> = {
@@ -11,7 +13,8 @@ export interface ConsentView {
   requestId: string;
   clientName: string;
   clientId: string;
-  redirectHost: string;
+  /** Where the browser goes with the code, in words (describeRedirectUri). */
+  redirectTarget: string;
   workspaceName: string;
   personName: string;
   scopes: string[];
@@ -19,13 +22,14 @@ export interface ConsentView {
 
 /** Names the client, the workspace, the person and each scope, and asks for a decision. */
 export function consentPage(view: ConsentView): Response {
+  const clientName = shownName(view.clientName);
   return page(
     "Allow access to your workspace?",
-    html`<p><strong>${view.clientName}</strong> wants to use the workspace
-<strong>${view.workspaceName}</strong> as <strong>${view.personName}</strong>.</p>
+    html`<p><strong>${isolated(clientName)}</strong> wants to use the workspace
+<strong>${isolated(view.workspaceName)}</strong> as <strong>${isolated(view.personName)}</strong>.</p>
 <dl>
-<dt>Application</dt><dd>${view.clientName} <span class="note">(client ${view.clientId})</span></dd>
-<dt>It will be sent back to</dt><dd>${view.redirectHost}</dd>
+<dt>Application</dt><dd>${isolated(clientName)} <span class="note">(client ${isolated(view.clientId)})</span></dd>
+<dt>It will be sent back to</dt><dd>${view.redirectTarget}</dd>
 <dt>It asks to</dt>
 <dd><ul>${view.scopes.map((scope) => html`<li><code>${scope}</code>: ${SCOPE_TEXT[scope] ?? scope}</li>`)}</ul></dd>
 </dl>
@@ -38,6 +42,20 @@ export function consentPage(view: ConsentView): Response {
 </form>
 <p class="note">Only allow applications you trust. Access lasts until you take it back (<code>/v1/oauth/grants</code>) or leave the workspace.</p>`,
   );
+}
+
+/**
+ * Text from elsewhere (a client, a workspace, a person) in the page's own sentences: a
+ * `<bdi>` keeps any direction it sets from reordering the text around it. Registration
+ * refuses bidi controls in a client's name (client-rules.ts); this is for everything else.
+ */
+function isolated(text: string): SafeHtml {
+  return html`<bdi>${text}</bdi>`;
+}
+
+/** A client's name cut to what registration allows, for a client stored before the cap. */
+function shownName(name: string): string {
+  return name.length <= MAX_CLIENT_NAME_CHARS ? name : `${wellFormed(name.slice(0, MAX_CLIENT_NAME_CHARS))}…`;
 }
 
 /** A problem the person must see because it cannot safely go back to the application. */

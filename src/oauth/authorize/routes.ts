@@ -1,16 +1,23 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
+import { MAX_RETURN_TO_CHARS } from "../../signin/login-state.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
 import type { OAuthErrorCode } from "../oauth-error.ts";
+import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
+import { ParkedRequests } from "./parked.ts";
 import type { PendingAuthorizations } from "./pending.ts";
+
+const AUTHORIZE_PATH = "/oauth/authorize";
+/** Where a request parked during sign-in is resumed: `/oauth/authorize/resume/<id>`. */
+const RESUME_PATH = `${AUTHORIZE_PATH}/resume`;
 
 export interface AuthorizeDeps {
   clients: Pick<ClientRegistry, "find">;
@@ -29,11 +36,12 @@ export interface AuthorizeDeps {
  */
 export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  const parked = new ParkedRequests();
 
-  app.get("/oauth/authorize", async (c) => {
-    const url = new URL(c.req.url);
+  /** Answers an authorization request's query; `parkedId` when it was parked during sign-in. */
+  const answer = async (c: Context<AppEnv>, query: string, parkedId?: string): Promise<Response> => {
     const parsed = await parseAuthorizationRequest(
-      url.searchParams,
+      new URLSearchParams(query),
       deps.clients,
       deps.publicUrl(),
       callerAddress(c),
@@ -47,7 +55,14 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     }
     const session = await deps.sessions.lookup(c.req.raw);
     if (session.kind !== "signed-in") {
-      return c.redirect(`/auth/login?return_to=${encodeURIComponent(url.pathname + url.search)}`, 303);
+      const returnTo = signInReturnTo(query, parkedId, parked, callerAddress(c));
+      if (returnTo === undefined) {
+        return problemPage(
+          503,
+          "This authorization request is too long to carry through sign-in, and no more can be kept right now. Sign in first at /auth/login, then start again from the application.",
+        );
+      }
+      return c.redirect(`/auth/login?return_to=${encodeURIComponent(returnTo)}`, 303);
     }
     const person = session.principal;
     const request = parsed.request;
@@ -70,11 +85,24 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       requestId: sealed,
       clientName: client.client_name ?? client.client_id,
       clientId: client.client_id,
-      redirectHost: redirectHost(request.redirectUri),
+      redirectTarget: describeRedirectUri(request.redirectUri),
       workspaceName: deps.workspaces.get(request.workspaceId)?.name ?? request.workspaceId,
       personName: person.email ? `${person.displayName} (${person.email})` : person.displayName,
       scopes: request.scopes,
     });
+  };
+
+  app.get("/oauth/authorize", (c) => answer(c, new URL(c.req.url).search.slice(1)));
+  app.get(`${RESUME_PATH}/:id`, (c) => {
+    const id = c.req.param("id");
+    const query = parked.find(id);
+    if (query === undefined) {
+      return problemPage(
+        400,
+        "This authorization request is no longer kept (it waits ten minutes for you to sign in); start again from the application.",
+      );
+    }
+    return answer(c, query, id);
   });
 
   app.post("/oauth/authorize", async (c) => {
@@ -131,6 +159,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       {
         clientId: pending.clientId,
         redirectUri: pending.redirectUri,
+        ...(pending.redirectUriOmitted ? { redirectUriOmitted: true } : {}),
         codeChallenge: pending.codeChallenge,
         scopes: pending.scopes,
         resource: pending.resource,
@@ -145,6 +174,24 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
   });
 
   return app;
+}
+
+/**
+ * Where sign-in brings the browser back: this very request, or, when that is longer than
+ * sign-in carries (MAX_RETURN_TO_CHARS: a long `state`, a URL client_id), the request
+ * parked under a short id (ADR 0073). `undefined` when it is too long and cannot be parked.
+ */
+function signInReturnTo(
+  query: string,
+  parkedId: string | undefined,
+  parked: ParkedRequests,
+  caller: string,
+): string | undefined {
+  if (parkedId !== undefined) return `${RESUME_PATH}/${parkedId}`;
+  const whole = query === "" ? AUTHORIZE_PATH : `${AUTHORIZE_PATH}?${query}`;
+  if (whole.length <= MAX_RETURN_TO_CHARS) return whole;
+  const id = parked.park(query, caller);
+  return id === undefined ? undefined : `${RESUME_PATH}/${id}`;
 }
 
 async function memberRefusal(
@@ -177,9 +224,4 @@ function redirectWith(redirectUri: string, params: Record<string, string | undef
     if (value !== undefined) url.searchParams.set(name, value);
   }
   return url.href;
-}
-
-function redirectHost(redirectUri: string): string {
-  const url = new URL(redirectUri);
-  return url.host === "" ? `${url.protocol}${url.pathname}` : url.host;
 }

@@ -57,10 +57,10 @@ async function exchangeCode(
     throw new OAuthError("unauthorized_client", "This client did not register the authorization_code grant.");
   }
   const code = form.require("code");
-  const redirectUri = form.require("redirect_uri");
+  const redirectUri = form.get("redirect_uri");
   const verifier = form.require("code_verifier");
   const resource = form.get("resource");
-  const { grant, grantId } = await deps.codes.redeem(code, (issued) =>
+  const { grant, grantId, issuedAt } = await deps.codes.redeem(code, (issued) =>
     checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
   );
   const { refreshToken } = await deps.grants.create(
@@ -71,7 +71,7 @@ async function exchangeCode(
       resource: grant.resource,
       scopes: grant.scopes,
     },
-    { refresh: deps.clients.allowsRefresh(client) },
+    { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
   );
   const access = await deps.tokens.issue({
     sub: grant.principalId,
@@ -86,12 +86,27 @@ async function exchangeCode(
 /** Whether this request may redeem a code issued for `issued`; a refusal leaves the code unspent. */
 function checkRedemption(
   issued: CodeGrant,
-  request: { clientId: string; redirectUri: string; verifier: string; resource: string | undefined },
+  request: {
+    clientId: string;
+    redirectUri: string | undefined;
+    verifier: string;
+    resource: string | undefined;
+  },
 ): void {
   if (issued.clientId !== request.clientId) {
     throw new OAuthError("invalid_grant", "The authorization code was issued to another client.");
   }
-  if (issued.redirectUri !== request.redirectUri) {
+  // OAuth 2.1 §4.1.3: required, and identical, when the authorization request had it; a
+  // client that left it out there (it registered one) may leave it out here, but one it
+  // does send must still be the one the code was issued for.
+  if (request.redirectUri === undefined) {
+    if (!issued.redirectUriOmitted) {
+      throw new OAuthError(
+        "invalid_request",
+        "redirect_uri is required: the authorization request included it.",
+      );
+    }
+  } else if (issued.redirectUri !== request.redirectUri) {
     throw new OAuthError(
       "invalid_grant",
       "The redirect_uri is not the one the authorization code was issued for.",

@@ -41,6 +41,10 @@ function answer(path: string): {
       return { body: doc({ token_endpoint_auth_method: "client_secret_basic" }) };
     case "/bad-redirect.json":
       return { body: doc({ redirect_uris: ["http://evil.example/cb"] }) };
+    case "/bidi-name.json":
+      return { body: doc({ client_name: "Atrium Docs\u202E" }) };
+    case "/long-name.json":
+      return { body: doc({ client_name: "x".repeat(1000) }) };
     default:
       return { status: 404, body: "{}" };
   }
@@ -112,6 +116,8 @@ describe("client metadata documents", () => {
     ["/secret.json", /client secret/],
     ["/basic.json", /client_secret_basic/],
     ["/bad-redirect.json", /http:\/\/evil.example\/cb may use http only on a loopback host/],
+    ["/bidi-name.json", /client_name must be one line of visible text/],
+    ["/long-name.json", /client_name must be 1 to 100 characters/],
   ])("refuses %s, saying why", async (path, why) => {
     const message = await refusal(new ClientMetadataDocuments({ allowPrivate: true }), `${base}${path}`);
     expect(message).toMatch(/^invalid_client: The client metadata document at /);

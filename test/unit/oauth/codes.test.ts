@@ -87,7 +87,7 @@ describe("AuthorizationCodes", () => {
         resource: RESOURCE,
         scopes: GRANT.scopes,
       },
-      { refresh: true },
+      { refresh: true, consentedAt: clock() },
     );
     await expect(codes.redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
     expect(grants.isRevoked(grantId)).toBe(true);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { derivePrincipalId, type Principal } from "../../../src/identity/principal.ts";
 import { UserDirectory } from "../../../src/identity/users.ts";
 import { createLogger } from "../../../src/log.ts";
-import { Grants } from "../../../src/oauth/grants.ts";
+import { Grants, type MemberSince } from "../../../src/oauth/grants.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
 export const PUBLIC_URL = "http://127.0.0.1:4555";
@@ -47,9 +47,18 @@ export async function tempInstance(): Promise<{
   return { root, layout, users, cleanup: () => rm(root, { recursive: true, force: true }) };
 }
 
-export function newGrants(layout: StorageLayout, users: UserDirectory, clock: TestClock): Grants {
+/** Everyone has been a member of every workspace since 1970. */
+export const ALWAYS_A_MEMBER: MemberSince = () => 0;
+
+export function newGrants(
+  layout: StorageLayout,
+  users: UserDirectory,
+  clock: TestClock,
+  memberSince: MemberSince = ALWAYS_A_MEMBER,
+): Grants {
   return new Grants(layout, {
     users,
+    memberSince,
     accessTokenTtlSeconds: ACCESS_TTL_SECONDS,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,
     log: silentLog,

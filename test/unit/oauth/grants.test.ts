@@ -37,7 +37,7 @@ async function start(scopes = ["mcp:read", "mcp:write"]) {
   const grantId = newGrantId();
   const { grant, refreshToken } = await grants.create(
     { grantId, clientId: CLIENT, principalId: ALICE.id, resource: RESOURCE, scopes },
-    { refresh: true },
+    { refresh: true, consentedAt: clock() },
   );
   return { grant, refreshToken: refreshToken as string };
 }
@@ -128,6 +128,67 @@ describe("Grants", () => {
     await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toThrow(/deactivated/);
   });
 
+  it("makes no grant for a person who left the workspace, or left and rejoined, since consenting", async () => {
+    const joined = new Map<string, number>([[RESOURCE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, resource) => joined.get(resource));
+    const make = (resource: string, consentedAt: number) =>
+      members.create(
+        { grantId: newGrantId(), clientId: CLIENT, principalId: ALICE.id, resource, scopes: ["mcp:read"] },
+        { refresh: true, consentedAt },
+      );
+    await expect(make(OTHER_RESOURCE, clock())).rejects.toThrow(/not a member/);
+    const consentedAt = clock();
+    clock.advance(1000);
+    joined.set(RESOURCE, clock());
+    await expect(make(RESOURCE, consentedAt)).rejects.toThrow(/not a member/);
+    await expect(make(RESOURCE, clock())).resolves.toBeDefined();
+  });
+
+  it("refuses a refresh once its person is no longer a member, and revokes the grant, even if leaving missed it", async () => {
+    const joined = new Map<string, number>([[RESOURCE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, resource) => joined.get(resource));
+    const { grant, refreshToken } = await members.create(
+      {
+        grantId: newGrantId(),
+        clientId: CLIENT,
+        principalId: ALICE.id,
+        resource: RESOURCE,
+        scopes: ["mcp:read"],
+      },
+      { refresh: true, consentedAt: clock() },
+    );
+    const next = await members.refresh(refreshToken as string, { clientId: CLIENT });
+    joined.delete(RESOURCE);
+    await expect(members.refresh(next.refreshToken, { clientId: CLIENT })).rejects.toThrow(/not a member/);
+    expect(members.isRevoked(grant.grantId)).toBe(true);
+    // Rejoining does not bring it back: the person consents again.
+    clock.advance(1000);
+    joined.set(RESOURCE, clock());
+    await expect(members.refresh(next.refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+  });
+
+  it("refuses a refresh of a grant made before its person last joined", async () => {
+    const joined = new Map<string, number>([[RESOURCE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, resource) => joined.get(resource));
+    const { refreshToken } = await members.create(
+      {
+        grantId: newGrantId(),
+        clientId: CLIENT,
+        principalId: ALICE.id,
+        resource: RESOURCE,
+        scopes: ["mcp:read"],
+      },
+      { refresh: true, consentedAt: clock() },
+    );
+    clock.advance(1000);
+    joined.set(RESOURCE, clock());
+    await expect(members.refresh(refreshToken as string, { clientId: CLIENT })).rejects.toThrow(
+      /left it since/,
+    );
+  });
+
   it("revocation is remembered across a restart, and dropped once every token it issued has expired", async () => {
     const { grant, refreshToken } = await start();
     await grants.revoke(grant.grantId);
@@ -151,7 +212,7 @@ describe("Grants", () => {
     await expect(
       grants.create(
         { grantId, clientId: CLIENT, principalId: ALICE.id, resource: RESOURCE, scopes: ["mcp:read"] },
-        { refresh: true },
+        { refresh: true, consentedAt: clock() },
       ),
     ).rejects.toBeInstanceOf(InvalidGrantError);
   });
@@ -170,7 +231,7 @@ describe("Grants", () => {
       (
         await grants.create(
           { grantId: newGrantId(), clientId: CLIENT, principalId, resource, scopes: ["mcp:read"] },
-          { refresh: true },
+          { refresh: true, consentedAt: clock() },
         )
       ).grant.grantId;
     const aliceHere = await make(ALICE.id, RESOURCE);
@@ -202,7 +263,7 @@ describe("Grants", () => {
         resource: RESOURCE,
         scopes: ["mcp:read"],
       },
-      { refresh: false },
+      { refresh: false, consentedAt: clock() },
     );
     expect(refreshToken).toBeUndefined();
   });

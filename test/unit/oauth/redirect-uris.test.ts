@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { checkClientMetadata } from "../../../src/oauth/client-rules.ts";
-import { redirectUriMatches, validateRedirectUri } from "../../../src/oauth/redirect-uris.ts";
+import {
+  describeRedirectUri,
+  redirectUriMatches,
+  validateRedirectUri,
+} from "../../../src/oauth/redirect-uris.ts";
 
 describe("validateRedirectUri", () => {
   it.each([
@@ -82,5 +86,24 @@ describe("registered redirect URIs are stored in canonical form", () => {
     ]) {
       expect(redirectUriMatches(registered, other), other).toBe(false);
     }
+  });
+});
+
+describe("describeRedirectUri: where the consent page says the browser goes", () => {
+  it.each([
+    ["https://app.example.com:8443/callback", "app.example.com:8443"],
+    ["http://127.0.0.1:3999/callback", "127.0.0.1:3999, an application on this computer"],
+    [
+      "com.example.app:/oauth2redirect",
+      "the app that opens com.example.app: links (com.example.app:/oauth2redirect)",
+    ],
+  ])("%s is shown as %s", (uri, shown) => {
+    expect(describeRedirectUri(uri)).toBe(shown);
+  });
+
+  it("a private-use scheme with an authority is named by its scheme, never by a host that looks like a website", () => {
+    const shown = describeRedirectUri("com.evil.app://claude.ai/callback");
+    expect(shown).toMatch(/^the app that opens com\.evil\.app: links/);
+    expect(shown).not.toBe("claude.ai");
   });
 });

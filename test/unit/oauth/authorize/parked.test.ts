@@ -1,0 +1,48 @@
+import { describe, expect, it } from "vitest";
+import {
+  MAX_PARKED,
+  MAX_PARKED_QUERY_CHARS,
+  PARKED_TTL_MS,
+  PARKS_PER_ADDRESS_PER_HOUR,
+  ParkedRequests,
+} from "../../../../src/oauth/authorize/parked.ts";
+import { testClock } from "../fixtures.ts";
+
+const QUERY = `client_id=atc_x&state=${"s".repeat(1800)}`;
+
+describe("ParkedRequests", () => {
+  it("keeps a request under a short id for ten minutes, through reloads", () => {
+    const clock = testClock();
+    const parked = new ParkedRequests(clock);
+    const id = parked.park(QUERY, "203.0.113.1") as string;
+    expect(id).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(parked.find(id)).toBe(QUERY);
+    clock.advance(PARKED_TTL_MS - 1);
+    expect(parked.find(id)).toBe(QUERY);
+    clock.advance(1);
+    expect(parked.find(id)).toBeUndefined();
+    expect(parked.find("../../etc/passwd")).toBeUndefined();
+  });
+
+  it("one address parks at most its hourly share", () => {
+    const parked = new ParkedRequests(testClock());
+    for (let i = 0; i < PARKS_PER_ADDRESS_PER_HOUR; i++)
+      expect(parked.park(QUERY, "203.0.113.1")).toBeDefined();
+    expect(parked.park(QUERY, "203.0.113.1")).toBeUndefined();
+    expect(parked.park(QUERY, "203.0.113.2")).toBeDefined();
+  });
+
+  it(`keeps at most ${MAX_PARKED} at once, and makes room as they expire`, () => {
+    const clock = testClock();
+    const parked = new ParkedRequests(clock);
+    for (let i = 0; i < MAX_PARKED; i++) expect(parked.park(QUERY, `198.51.100.${i}`)).toBeDefined();
+    expect(parked.park(QUERY, "203.0.113.9")).toBeUndefined();
+    clock.advance(PARKED_TTL_MS);
+    expect(parked.park(QUERY, "203.0.113.9")).toBeDefined();
+  });
+
+  it("refuses a query longer than any request can carry", () => {
+    const parked = new ParkedRequests(testClock());
+    expect(parked.park("x".repeat(MAX_PARKED_QUERY_CHARS + 1), "203.0.113.1")).toBeUndefined();
+  });
+});
