@@ -163,7 +163,16 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     const lock = await acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log });
     try {
       const store = await CredentialStore.open(layout, config.credentials);
-      const resealed = await store.resealAll();
+      let resealed: number;
+      try {
+        resealed = await store.resealAll();
+      } catch (error) {
+        if (!(error instanceof CredentialRefused)) throw error;
+        // The message leaves the credential out (a REST client sees it too); the operator needs the file.
+        const file = layout.collectionFile("credentials", error.credentialId);
+        output.err(`atrium: ${error.message} The credential is ${file}.\n`);
+        return 1;
+      }
       const newest = config.credentials?.newest;
       output.out(
         newest === undefined
@@ -176,7 +185,7 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     }
     return 0;
   } catch (error) {
-    if (error instanceof BootError || error instanceof CredentialRefused) {
+    if (error instanceof BootError) {
       output.err(`atrium: ${error.message}\n`);
       return 1;
     }

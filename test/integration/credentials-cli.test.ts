@@ -146,6 +146,22 @@ describe("atrium credentials reseal", SLOW, () => {
     expectNoSecretIn(exit.stdout + exit.stderr);
   });
 
+  it("a key put under a version it did not seal is refused naming the version, and nothing is re-sealed", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const { layout, ids } = await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, [1, 2]);
+    // Key 2's text where version 1's was kept: step 1 of the rotation, misread.
+    await writeFile(join(dir, "key-1.txt"), KEY_2.toString("base64"));
+    const exit = await runAtriumMain(["credentials", "reseal", "--instance", instance]);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain("The key credentials.keys lists as version 1 opens none of the 2");
+    expect(exit.stdout).toBe("");
+    expectNoSecretIn(exit.stdout + exit.stderr);
+    for (const id of ids) expect(await keyVersionOf(layout, id)).toBe(1);
+  });
+
   it("usage errors exit 2 with the usage on stderr; --help exits 0", async ({ onTestFinished }) => {
     const dir = await tempDir(onTestFinished);
     for (const args of [
