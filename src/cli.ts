@@ -102,8 +102,10 @@ export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): 
   const parsed = parseFlags(rest, ["instance", "port", "data"], output);
   if ("exit" in parsed) return parsed.exit;
   const { values } = parsed;
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+  // Digits only: Number() would also take "", " ", "0x1f90" and "1e3".
+  const port =
+    values.port === undefined || !/^[0-9]{1,5}$/.test(values.port) ? undefined : Number(values.port);
+  if (values.port !== undefined && (port === undefined || port > 65535)) {
     output.err(`--port must be a whole number from 0 to 65535, not "${values.port}".\n`);
     return 2;
   }
