@@ -162,7 +162,11 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     });
     const log = createLogger(config.log.level);
     const layout = new StorageLayout(config.storage.root);
-    const lock = await acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log });
+    const lock = await acquireInstanceLock(layout, {
+      publicUrl: config.http.publicUrl,
+      log,
+      existingRoot: true,
+    });
     try {
       const store = await CredentialStore.open(layout, config.credentials);
       let resealed: number;

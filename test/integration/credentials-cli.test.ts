@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -114,6 +115,22 @@ describe("atrium credentials reseal", SLOW, () => {
     expect(exit.code).toBe(0);
     expect(exit.stdout).toContain("Re-sealed 2 of 2");
     expect(await keyVersionOf(layout, ids[1] as string)).toBe(2);
+  });
+
+  it("refuses a --data that is not a root Atrium has run on, naming it, and creates nothing", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, [1, 2]);
+    for (const typo of [join(dir, "dat"), dir]) {
+      const exit = await runAtriumMain(["credentials", "reseal", "--instance", instance, "--data", typo]);
+      expect(exit.code).toBe(1);
+      expect(exit.stderr).toContain(`${typo} is not a data root Atrium has run on`);
+      expect(exit.stdout).toBe("");
+    }
+    expect(existsSync(join(dir, "dat"))).toBe(false);
+    expect(existsSync(join(dir, "_instance"))).toBe(false);
   });
 
   it("refuses while another process holds the data root, and changes nothing", async ({ onTestFinished }) => {
