@@ -102,8 +102,10 @@ export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): 
   const parsed = parseFlags(rest, ["instance", "port", "data"], output);
   if ("exit" in parsed) return parsed.exit;
   const { values } = parsed;
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+  // Digits only: Number() would also take "", " ", "0x1f90" and "1e3".
+  const port =
+    values.port === undefined || !/^[0-9]{1,5}$/.test(values.port) ? undefined : Number(values.port);
+  if (values.port !== undefined && (port === undefined || port > 65535)) {
     output.err(`--port must be a whole number from 0 to 65535, not "${values.port}".\n`);
     return 2;
   }
@@ -160,10 +162,23 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     });
     const log = createLogger(config.log.level);
     const layout = new StorageLayout(config.storage.root);
-    const lock = await acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log });
+    const lock = await acquireInstanceLock(layout, {
+      publicUrl: config.http.publicUrl,
+      log,
+      existingRoot: true,
+    });
     try {
       const store = await CredentialStore.open(layout, config.credentials);
-      const resealed = await store.resealAll();
+      let resealed: number;
+      try {
+        resealed = await store.resealAll();
+      } catch (error) {
+        if (!(error instanceof CredentialRefused)) throw error;
+        // The message leaves the credential out (a REST client sees it too); the operator needs the file.
+        const file = layout.collectionFile("credentials", error.credentialId);
+        output.err(`atrium: ${error.message} The credential is ${file}.\n`);
+        return 1;
+      }
       const newest = config.credentials?.newest;
       output.out(
         newest === undefined
@@ -176,7 +191,7 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     }
     return 0;
   } catch (error) {
-    if (error instanceof BootError || error instanceof CredentialRefused) {
+    if (error instanceof BootError) {
       output.err(`atrium: ${error.message}\n`);
       return 1;
     }

@@ -55,12 +55,20 @@ export class UnknownKeyVersion extends SealError {
   }
 }
 
-/** The ciphertext, nonce or tag was changed, or the value was moved from where it was sealed. */
+/**
+ * The tag did not verify: the ciphertext, nonce or tag was changed, the value was moved from where
+ * it was sealed, or the key configured under its version is not the one that sealed it. GCM cannot
+ * tell these apart, so the message names all three, the wrong key first: it is the operator's
+ * likeliest mistake (a new key put under an old version), and the one they can fix.
+ */
 export class SealTampered extends SealError {
-  constructor() {
+  constructor(readonly keyVersion: number) {
     super(
       "tampered",
-      "The sealed value does not open: it was changed, or it belongs to another record or field.",
+      `The sealed value does not open with the key listed as version ${keyVersion}: either that ` +
+        `is not the key it was sealed with (put the original version ${keyVersion} key back; a new ` +
+        "key takes a new, higher version), or the value was changed on disk or belongs to another " +
+        "record or field.",
     );
   }
 }
@@ -106,7 +114,7 @@ export function open(keys: ReadonlyMap<number, Uint8Array>, sealed: unknown, aad
     plaintext = Buffer.concat([decipher.update(value.ct), decipher.final()]);
   } catch {
     // node throws "Unsupported state or unable to authenticate data": the tag did not verify.
-    throw new SealTampered();
+    throw new SealTampered(value.kv);
   }
   return plaintext.toString("utf8");
 }

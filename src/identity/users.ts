@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { BootError, Conflict, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
-import { readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
+import { readJsonAtBoot, writeJsonAtomic } from "../storage/atomic.ts";
 import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
@@ -60,7 +60,7 @@ export class UserDirectory {
           `Unexpected entry "${entry}" in ${join(this.layout.instanceDir(), "users")}: it holds only usr_ folders. Move it out.`,
         );
       }
-      const stored = (await readJsonIfExists(join(this.layout.userDir(entry), PROFILE_FILE))) as
+      const stored = (await readJsonAtBoot(join(this.layout.userDir(entry), PROFILE_FILE))) as
         | Profile
         | undefined;
       if (stored) this.known.set(entry, stored);

@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from "ajv";
 import addFormatsModule from "ajv-formats";
 import { decodeSealKey, SEAL_KEY_BYTES, type SealKeyRing } from "../crypto/seal.ts";
 import { BootError } from "../errors.ts";
+import { CorruptJson, parseStoredJson } from "../storage/atomic.ts";
 import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
   ACCESS_TOKEN_TTL_DEFAULT,
@@ -73,9 +74,12 @@ export async function loadInstance(path: string, overrides: Overrides = {}): Pro
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseStoredJson(path, text);
   } catch (error) {
-    throw new BootError(`${path} is not valid JSON: ${(error as Error).message}`);
+    // Where, never what: V8's own message quotes the text around the fault, and this file may
+    // hold a secret inline (test/unit/instance/load.test.ts).
+    if (error instanceof CorruptJson) throw new BootError(error.message);
+    throw error;
   }
   return parseInstance(raw, { source: path, baseDir: dirname(resolve(path)), ...overrides });
 }

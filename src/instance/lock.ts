@@ -74,6 +74,12 @@ export interface LockOptions {
    * past the stale bound and taken over, or the file was removed): it must stop serving.
    */
   onLost?: () => void;
+  /**
+   * Refuse a root without `_instance/` instead of creating it: a command that only works on a
+   * root a server has run on (`credentials reseal`) must not turn a mistyped `--data` into a new,
+   * empty root and report success on it.
+   */
+  existingRoot?: boolean;
 }
 
 // Tokens of the locks this process holds: a lock naming this PID on this host is live only if
@@ -102,6 +108,12 @@ export async function acquireInstanceLock(
 
 async function acquire(layout: StorageLayout, options: LockOptions): Promise<InstanceLock> {
   const staleMs = options.staleMs ?? LOCK_STALE_MS;
+  if (options.existingRoot && !(await isFolder(layout.instanceDir()))) {
+    throw new BootError(
+      `${layout.root} is not a data root Atrium has run on (it has no _instance/ folder): check ` +
+        "--data, or storage.root in the instance file. Nothing was created.",
+    );
+  }
   // Flushed in their parents: every instance-wide record lives under `_instance/`, and a folder
   // found already there is not flushed again by the writers that use it.
   await makeFolderPathIfMissing(layout.instanceDir());
@@ -309,4 +321,13 @@ function digestOf(bytes: Buffer): string {
 
 function lockText(holder: LockHolder): string {
   return `${JSON.stringify(holder, null, 2)}\n`;
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
 }

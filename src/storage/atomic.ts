@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { open, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { BootError } from "../errors.ts";
+import { describeJsonFault } from "./json-where.ts";
 
 /** The name a writer gives its temp file; boot and listings skip names with this prefix. */
 export const TEMP_PREFIX = ".tmp-";
@@ -54,7 +56,30 @@ export async function writeJsonAtomic(path: string, value: unknown): Promise<voi
   await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** Reads a JSON file; `undefined` when it does not exist. A parse failure is thrown. */
+/**
+ * A stored JSON file that does not parse, named by its path and the line and column where it
+ * stops being JSON, never by its text (it may hold a secret). A SyntaxError, as JSON.parse's was.
+ */
+export class CorruptJson extends SyntaxError {
+  constructor(
+    readonly path: string,
+    readonly where: string,
+  ) {
+    super(`${path} is not valid JSON (${where}).`);
+    this.name = "CorruptJson";
+  }
+}
+
+/** Parses `text`, read from `path`; a failure is `CorruptJson`, naming the file. */
+export function parseStoredJson(path: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CorruptJson(path, describeJsonFault(text));
+  }
+}
+
+/** Reads a JSON file; `undefined` when it does not exist. One that does not parse is `CorruptJson`. */
 export async function readJsonIfExists(path: string): Promise<unknown> {
   let text: string;
   try {
@@ -63,5 +88,20 @@ export async function readJsonIfExists(path: string): Promise<unknown> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
-  return JSON.parse(text);
+  return parseStoredJson(path, text);
+}
+
+/**
+ * `readJsonIfExists` for a file boot cannot go on without understanding: one that does not parse
+ * stops the boot, named, with what to do, as a corrupt workspace.json or credential does.
+ */
+export async function readJsonAtBoot(path: string): Promise<unknown> {
+  try {
+    return await readJsonIfExists(path);
+  } catch (error) {
+    if (error instanceof CorruptJson) {
+      throw new BootError(`${error.message} Restore it from a backup, or move it out of the data root.`);
+    }
+    throw error;
+  }
 }

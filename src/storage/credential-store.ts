@@ -46,17 +46,25 @@ export class CredentialNotFound extends Error {
 export type CredentialRefusal = SealFailure | "bound_elsewhere";
 
 /**
- * A stored credential that does not open: sealed under a key no longer configured, changed on
- * disk, moved from another record or field, or not a sealed value at all. Never the value.
+ * A stored credential that does not open: sealed under a key no longer configured, or the key
+ * under its version is not the one that sealed it, changed on disk, moved from another record or
+ * field, or not a sealed value at all. Answered `503 credential_refused` (an operator's or an
+ * admin's fix, like `credentials_unconfigured`), never a 500. The message carries neither the
+ * value nor the credential's id (a view never shows one); `credentialId` is for the CLI.
  */
-export class CredentialRefused extends Error {
+export class CredentialRefused extends AtriumError {
   constructor(
     readonly credentialId: string,
     readonly reason: CredentialRefusal,
     detail: string,
   ) {
-    super(`The stored credential ${credentialId} is refused: ${detail}`);
-    this.name = "CredentialRefused";
+    super(
+      "credential_refused",
+      503,
+      `A stored credential is refused. ${detail} If it was changed or moved, an admin enters it ` +
+        "again (remove the connection and add it with its value); if the key is wrong, an operator " +
+        "puts the right one back in credentials.keys and restarts (docs/configuration.md, Credentials).",
+    );
   }
 }
 
@@ -92,17 +100,22 @@ export class CredentialStore {
 
   /**
    * Loads the index and checks, before anything is served, that every stored value names a key
-   * version `keys` holds: sealed values and no key, a dropped version, or a file that is not a
-   * credential stop the boot, naming the field or the file and what to do.
+   * version `keys` holds and that each listed key is the one its values were sealed with: sealed
+   * values and no key, a dropped version, a key that opens none of the values sealed under its
+   * version, or a file that is not a credential stop the boot, naming the field, version or file
+   * and what to do.
    */
   static async open(layout: StorageLayout, keys: SealKeyRing | undefined): Promise<CredentialStore> {
     const records = new JsonRecords<unknown>(layout, "credentials");
     const index = new Map<string, number>();
+    const trial = new KeyTrial(keys);
     for (const id of await records.ids()) {
       const path = layout.collectionFile("credentials", id);
+      let stored: StoredCredential;
       let version: number;
       try {
-        version = sealedKeyVersion(checkRecord(id, await records.get(id)).sealed);
+        stored = checkRecord(id, await records.get(id));
+        version = sealedKeyVersion(stored.sealed);
       } catch (error) {
         if (!(error instanceof SyntaxError || error instanceof SealError || error instanceof BadRecord)) {
           throw error;
@@ -114,6 +127,7 @@ export class CredentialStore {
         );
       }
       index.set(id, version);
+      trial.offer(version, stored);
     }
     if (index.size > 0 && !keys) {
       throw new BootError(
@@ -131,6 +145,16 @@ export class CredentialStore {
           "only then remove them.",
       );
     }
+    const [wrong] = trial.unproven();
+    if (wrong) {
+      throw new BootError(
+        `The key credentials.keys lists as version ${wrong.version} opens none of the ${wrong.tried} ` +
+          `stored credential(s) sealed under version ${wrong.version}: it is not the key they were ` +
+          `sealed with. Put version ${wrong.version}'s original key back (a new key is added under a ` +
+          "new, higher version: docs/operations.md, Rotating the credential key); if that is the " +
+          "key, those files were changed: restore them from a backup.",
+      );
+    }
     return new CredentialStore(layout, keys, index);
   }
 
@@ -146,7 +170,7 @@ export class CredentialStore {
     await this.locks.run(id, async () => {
       const stored = await this.read(id);
       if (stored.recordId !== recordId || stored.field !== field) {
-        throw new CredentialRefused(id, "bound_elsewhere", "it belongs to another record or field.");
+        throw new CredentialRefused(id, "bound_elsewhere", "It belongs to another record or field.");
       }
       await this.write(id, recordId, field, value);
     });
@@ -223,14 +247,15 @@ export class CredentialStore {
     try {
       raw = await this.records.get(id);
     } catch (error) {
-      if (error instanceof SyntaxError) throw new CredentialRefused(id, "malformed", "its file is not JSON.");
+      if (error instanceof SyntaxError) throw new CredentialRefused(id, "malformed", "Its file is not JSON.");
       throw error;
     }
     if (raw === undefined) throw new CredentialNotFound(id);
     try {
       return checkRecord(id, raw);
     } catch (error) {
-      if (error instanceof BadRecord) throw new CredentialRefused(id, "malformed", error.message);
+      if (error instanceof BadRecord)
+        throw new CredentialRefused(id, "malformed", `Its file is not a credential: ${error.message}`);
       throw error;
     }
   }
@@ -250,6 +275,41 @@ function checkBinding(recordId: string, field: string): void {
 }
 
 class BadRecord extends Error {}
+
+/**
+ * Proves each configured key against the values sealed under its version, at boot: one value
+ * that opens proves the key (GCM never verifies under another), so a right key costs one
+ * decryption per version; a wrong one is tried against every value under it (each a few
+ * microseconds), so one changed file never passes for a wrong key, nor the reverse.
+ */
+class KeyTrial {
+  private readonly proven = new Set<number>();
+  private readonly refused = new Map<number, number>();
+
+  constructor(private readonly keys: SealKeyRing | undefined) {}
+
+  offer(version: number, stored: StoredCredential): void {
+    const key = this.keys?.keys.get(version);
+    if (!key || this.proven.has(version)) return;
+    try {
+      openSealed(
+        new Map([[version, key]]),
+        stored.sealed,
+        associatedData(stored.recordId, stored.field, stored.id),
+      );
+      this.proven.add(version);
+      this.refused.delete(version);
+    } catch (error) {
+      if (!(error instanceof SealError)) throw error;
+      this.refused.set(version, (this.refused.get(version) ?? 0) + 1);
+    }
+  }
+
+  /** The versions none of whose values opened, with how many were tried. */
+  unproven(): { version: number; tried: number }[] {
+    return [...this.refused].map(([version, tried]) => ({ version, tried }));
+  }
+}
 
 /** The record's shape; the sealed value itself is checked by the opener, field by field. */
 function checkRecord(id: string, raw: unknown): StoredCredential {

@@ -100,6 +100,35 @@ describe("boot refuses a data root it does not understand", () => {
     },
   );
 
+  it.for([
+    ["a person's profile", "users"],
+    ["the tasks' schedule-index mark", "tasks"],
+  ] as const)(
+    "%s that is not JSON stops boot, naming the file and where, not its text",
+    async ([, which]) => {
+      const first = await started();
+      await first.rest("alice", "GET", "/v1/workspaces");
+      await first.close();
+      let path: string;
+      if (which === "users") {
+        const users = join(first.root, "_instance", "users");
+        const [owner] = await readdir(users);
+        path = join(users, owner as string, "profile.json");
+      } else {
+        path = join(first.root, "_instance", "tasks", "schedules", "index-built-v1.json");
+        expect(existsSync(path)).toBe(true);
+      }
+      await writeFile(path, '{"displayName": sk-live-not-echoed}');
+
+      const failure = await startTestAtrium({ dir: first.dir }).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(BootError);
+      const message = (failure as Error).message;
+      expect(message).toContain(`${path} is not valid JSON (line 1, column 17).`);
+      expect(message).toContain("Restore it from a backup, or move it out");
+      expect(message).not.toContain("sk-live");
+    },
+  );
+
   it("the CLI reports a stray folder and exits 1", async ({ onTestFinished }) => {
     const dir = await tempDir(onTestFinished);
     await mkdir(join(dir, "data", "stray-folder"), { recursive: true });

@@ -57,6 +57,24 @@ describe("help and version", SLOW, () => {
   });
 });
 
+describe("--port", SLOW, () => {
+  it.for(["", " ", "0x1f90", "1e3", "80.0", "65536", "+80", "８０"])(
+    "%j is not a whole number from 0 to 65535: exit 2 with the one sentence",
+    async (port) => {
+      // A port that passed would reach the missing instance file and exit 1.
+      const exit = await runAtriumMain(["serve", "--instance", "/nonexistent/instance.json", "--port", port]);
+      expect(exit.code).toBe(2);
+      expect(exit.stderr).toBe(`--port must be a whole number from 0 to 65535, not "${port}".\n`);
+    },
+  );
+
+  it.for(["0", "65535", "08080"])("%j passes the check", async (port) => {
+    const exit = await runAtriumMain(["serve", "--instance", "/nonexistent/instance.json", "--port", port]);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain("No instance file at /nonexistent/instance.json");
+  });
+});
+
 describe("a busy port", SLOW, () => {
   it("names the port, suggests --port 0, exits 1, and leaves no lock on the root", async ({
     onTestFinished,

@@ -82,4 +82,27 @@ describe("the credential store at boot", () => {
     const atrium = await startTestAtrium({ dir, sections: KEYS_SECTION });
     await atrium.close();
   });
+
+  it("a key put under a version it did not seal stops the start, naming the version, and is released", async () => {
+    const seeded = await CredentialStore.open(new StorageLayout(join(dir, "data")), {
+      keys: new Map([[1, KEY]]),
+      newest: 1,
+    });
+    await seeded.put(RECORD, "auth.value", SECRET);
+    // A new key written where version 1's was kept: step 1 of a rotation, misread.
+    await writeFile(join(dir, "credential-key"), randomBytes(32).toString("base64"));
+    const error = await startTestAtrium({ dir, sections: KEYS_SECTION }).then(
+      async (atrium) => {
+        await atrium.close();
+        return undefined;
+      },
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(BootError);
+    expect((error as Error).message).toContain("The key credentials.keys lists as version 1 opens none");
+    // The right key back, the same root starts.
+    await writeFile(join(dir, "credential-key"), KEY.toString("base64"));
+    const atrium = await startTestAtrium({ dir, sections: KEYS_SECTION });
+    await atrium.close();
+  });
 });

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -116,6 +117,22 @@ describe("atrium credentials reseal", SLOW, () => {
     expect(await keyVersionOf(layout, ids[1] as string)).toBe(2);
   });
 
+  it("refuses a --data that is not a root Atrium has run on, naming it, and creates nothing", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, [1, 2]);
+    for (const typo of [join(dir, "dat"), dir]) {
+      const exit = await runAtriumMain(["credentials", "reseal", "--instance", instance, "--data", typo]);
+      expect(exit.code).toBe(1);
+      expect(exit.stderr).toContain(`${typo} is not a data root Atrium has run on`);
+      expect(exit.stdout).toBe("");
+    }
+    expect(existsSync(join(dir, "dat"))).toBe(false);
+    expect(existsSync(join(dir, "_instance"))).toBe(false);
+  });
+
   it("refuses while another process holds the data root, and changes nothing", async ({ onTestFinished }) => {
     const dir = await tempDir(onTestFinished);
     const { layout, ids } = await seedUnderKey1(dir);
@@ -144,6 +161,22 @@ describe("atrium credentials reseal", SLOW, () => {
     expect(exit.stderr).toContain("credentials.keys");
     expect(exit.stderr).not.toMatch(/\n\s+at /);
     expectNoSecretIn(exit.stdout + exit.stderr);
+  });
+
+  it("a key put under a version it did not seal is refused naming the version, and nothing is re-sealed", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const { layout, ids } = await seedUnderKey1(dir);
+    const instance = await instanceWithKeys(dir, [1, 2]);
+    // Key 2's text where version 1's was kept: step 1 of the rotation, misread.
+    await writeFile(join(dir, "key-1.txt"), KEY_2.toString("base64"));
+    const exit = await runAtriumMain(["credentials", "reseal", "--instance", instance]);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toContain("The key credentials.keys lists as version 1 opens none of the 2");
+    expect(exit.stdout).toBe("");
+    expectNoSecretIn(exit.stdout + exit.stderr);
+    for (const id of ids) expect(await keyVersionOf(layout, id)).toBe(1);
   });
 
   it("usage errors exit 2 with the usage on stderr; --help exits 0", async ({ onTestFinished }) => {

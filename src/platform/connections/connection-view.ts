@@ -1,3 +1,5 @@
+import type { Logger } from "../../log.ts";
+import { CorruptJson } from "../../storage/atomic.ts";
 import { type ConnectionState, deriveState, type StoredAuth } from "./model.ts";
 import type { ConnectionStore } from "./store.ts";
 
@@ -63,4 +65,37 @@ function authView(auth: StoredAuth): ConnectionView["auth"] {
   if (auth.kind === "oauth")
     return { kind: "oauth", scopes: auth.granted ?? auth.scopes, issuer: auth.issuer };
   return { kind: "none" };
+}
+
+/**
+ * Where a listing leaves out a connection whose record or current snapshot does not parse: one
+ * damaged file must not fail every listing of the workspace. Each file is logged once, naming it,
+ * not at every listing. A look at that one connection still fails, and its 500 is logged naming
+ * the file too (test/integration/connections-damaged.test.ts).
+ */
+export class DamagedConnections {
+  private readonly logged = new Set<string>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** What `read` answers for each connection of `names`, without those whose files do not parse. */
+  async readEach<V>(names: readonly string[], read: (name: string) => Promise<V>): Promise<V[]> {
+    const answers = await Promise.all(
+      names.map((name) => read(name).catch((error: unknown) => this.skip(name, error))),
+    );
+    return answers.filter((one): one is Awaited<V> => one !== undefined);
+  }
+
+  private skip(name: string, error: unknown): undefined {
+    if (!(error instanceof CorruptJson)) throw error;
+    if (!this.logged.has(error.path)) {
+      this.logged.add(error.path);
+      this.log.error(
+        { connection: name, path: error.path },
+        `connection left out of listings: ${error.message} Restore it from a backup, or move the ` +
+          "connection's folder out of the data root.",
+      );
+    }
+    return undefined;
+  }
 }

@@ -7,7 +7,7 @@ import type { PublishedSkill, WorkspaceSources } from "../app.ts";
 import { buildSources } from "./build-sources.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
-import { type ConnectionView, viewConnection } from "./connection-view.ts";
+import { type ConnectionView, DamagedConnections, viewConnection } from "./connection-view.ts";
 import { ConnectionSource } from "./gate.ts";
 import {
   type AuthRequest,
@@ -70,8 +70,11 @@ export class Connections {
   private readonly snapshotSkills = new Map<string, PublishedSkill[]>();
   /** Connections whose credential the revalidator found lapsed: the gate refuses their calls. */
   private readonly lapsed = new Set<string>();
+  private readonly damaged: DamagedConnections;
 
-  constructor(private readonly deps: ConnectionsDeps) {}
+  constructor(private readonly deps: ConnectionsDeps) {
+    this.damaged = new DamagedConnections(deps.log);
+  }
 
   /** A connection with `auth` none or static is photographed now; an OAuth one answers its go_url. */
   async add(
@@ -239,7 +242,7 @@ export class Connections {
   }
 
   async list(workspaceId: string): Promise<ConnectionView[]> {
-    return Promise.all(this.deps.store.names(workspaceId).map((name) => this.view(workspaceId, name)));
+    return this.damaged.readEach(this.deps.store.names(workspaceId), (name) => this.view(workspaceId, name));
   }
 
   view(workspaceId: string, name: string): Promise<ConnectionView> {
@@ -252,18 +255,18 @@ export class Connections {
    */
   async publishedSkills(workspaceId: string): Promise<PublishedSkill[]> {
     const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
-    const skills = await Promise.all(
-      records.map(async (record) => {
-        const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
-        let published = this.snapshotSkills.get(key);
-        if (!published) {
-          const snapshot = await this.deps.store.snapshot(workspaceId, record.name, record.snapshotVersion);
-          published = skillsOf(record.name, snapshot);
-          this.snapshotSkills.set(key, published);
-        }
-        return published;
-      }),
-    );
+    const byName = new Map(records.map((record) => [record.name, record]));
+    const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
+      const record = byName.get(name) as ConnectionRecord;
+      const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
+      let published = this.snapshotSkills.get(key);
+      if (!published) {
+        const snapshot = await this.deps.store.snapshot(workspaceId, record.name, record.snapshotVersion);
+        published = skillsOf(record.name, snapshot);
+        this.snapshotSkills.set(key, published);
+      }
+      return published;
+    });
     return skills.flat();
   }
 

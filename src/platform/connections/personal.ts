@@ -7,7 +7,7 @@ import { makeFolderPathIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type Denial, deny } from "./call-audit.ts";
-import type { ConnectionView } from "./connection-view.ts";
+import { type ConnectionView, DamagedConnections } from "./connection-view.ts";
 import { Connections, type ConnectionsDeps, type NewConnection } from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
@@ -62,9 +62,11 @@ export class PersonalConnections {
   private readonly lapsed = new Set<string>();
   /** The state each was last announced in to its owner (`<owner>/<name>`), so only a change is. */
   private readonly announced = new Map<string, ConnectionState>();
+  private readonly damaged: DamagedConnections;
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
+    this.damaged = new DamagedConnections(deps.log);
   }
 
   async add(
@@ -165,7 +167,9 @@ export class PersonalConnections {
   }
 
   async list(workspaceId: string, ownerId: string): Promise<PersonalConnectionView[]> {
-    return Promise.all(this.deps.store.names(ownerId).map((name) => this.view(workspaceId, ownerId, name)));
+    return this.damaged.readEach(this.deps.store.names(ownerId), (name) =>
+      this.view(workspaceId, ownerId, name),
+    );
   }
 
   async view(workspaceId: string, ownerId: string, name: string): Promise<PersonalConnectionView> {

@@ -1,7 +1,13 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
-import { readJsonIfExists, TEMP_PREFIX, writeFileAtomic, writeJsonAtomic } from "../../storage/atomic.ts";
+import {
+  parseStoredJson,
+  readJsonIfExists,
+  TEMP_PREFIX,
+  writeFileAtomic,
+  writeJsonAtomic,
+} from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
@@ -164,9 +170,8 @@ export class ConnectionStore implements LeftoverRules {
       versions
         .sort((a, b) => b - a)
         .map(async (version) => {
-          const s = JSON.parse(
-            await readFile(join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`), "utf8"),
-          ) as Snapshot;
+          const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
+          const s = parseStoredJson(path, await readFile(path, "utf8")) as Snapshot;
           return {
             version,
             takenAt: s.takenAt,

@@ -1,4 +1,5 @@
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../../ids.ts";
+import { readJsonAtBoot } from "../../storage/atomic.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { JsonRecords } from "../../storage/records.ts";
 import type { Task } from "./model.ts";
@@ -40,15 +41,20 @@ export class TaskBootIndex {
   private readonly running: JsonRecords<RunningMark>;
   /** The workspaces marked by this process: a run start writes its mark once. */
   private readonly marked = new Set<string>();
+  private readonly builtFile: string;
 
   constructor(layout: StorageLayout) {
     this.schedules = new JsonRecords(layout, "tasks/schedules");
+    this.builtFile = layout.collectionFile("tasks/schedules", BUILT);
     this.running = new JsonRecords(layout, "tasks/running");
   }
 
-  /** Whether the schedule index was built (else the caller walks the workspaces once). */
+  /**
+   * Whether the schedule index was built (else the caller walks the workspaces once). Read at
+   * boot: a mark that does not parse stops it, named (moving it out has the index built again).
+   */
   async built(): Promise<boolean> {
-    return (await this.schedules.get(BUILT)) !== undefined;
+    return (await readJsonAtBoot(this.builtFile)) !== undefined;
   }
 
   async markBuilt(): Promise<void> {

@@ -94,9 +94,14 @@ describe("seal and open", () => {
     expect((error as Error).message).toContain("atrium credentials reseal");
   });
 
-  it("the wrong key under the right version is refused as tampered", () => {
+  it("the wrong key under the right version is refused as tampered, the wrong key named first", () => {
     const sealed = seal(KEY_1, 1, SECRET, AAD);
-    expect(thrown(() => open(new Map([[1, KEY_2]]), sealed, AAD))).toBeInstanceOf(SealTampered);
+    const error = thrown(() => open(new Map([[1, KEY_2]]), sealed, AAD));
+    expect(error).toBeInstanceOf(SealTampered);
+    expect(error).toMatchObject({ keyVersion: 1 });
+    expect((error as Error).message).toMatch(
+      /^The sealed value does not open with the key listed as version 1: either that is not the key it was sealed with/,
+    );
   });
 
   describe("anything but a well-formed sealed value is refused, never read as plaintext", () => {

@@ -56,6 +56,14 @@ describe("loadInstance", () => {
     expect(message).toContain("is not valid JSON");
   });
 
+  it("a file that is not JSON is told by line and column, never by the text around the fault", async () => {
+    // An unquoted secret: V8's message would quote `"{"secret":sk-live-AB"...`.
+    const path = await writeInstance('{\n  "auth": {"adapter": "dev"},\n  "secret": sk-live-ABCDEF\n}');
+    const message = await bootError(loadInstance(path));
+    expect(message).toBe(`${path} is not valid JSON (line 3, column 13).`);
+    expect(message).not.toContain("sk-live");
+  });
+
   it("an unknown top-level field is named", async () => {
     const path = await writeInstance({ ...MINIMAL, plugins: [] });
     expect(await bootError(loadInstance(path))).toContain('(top level): unknown field "plugins"');

@@ -2,7 +2,10 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { BootError } from "../../../src/errors.ts";
 import {
+  CorruptJson,
+  readJsonAtBoot,
   readJsonIfExists,
   TEMP_PREFIX,
   tempPathBeside,
@@ -88,9 +91,24 @@ describe("writeJsonAtomic and readJsonIfExists", () => {
     expect(await readJsonIfExists(join(dir, "absent.json"))).toBeUndefined();
   });
 
-  it("throws on a file that is not JSON", async () => {
+  it("a file that is not JSON is CorruptJson, naming the file and where, never its text", async () => {
     const target = join(dir, "broken.json");
-    await writeFile(target, "{ not json");
-    await expect(readJsonIfExists(target)).rejects.toBeInstanceOf(SyntaxError);
+    await writeFile(target, '{\n  "secret": sk-live-AB\n}');
+    const error = await readJsonIfExists(target).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SyntaxError);
+    expect(error).toBeInstanceOf(CorruptJson);
+    expect(error).toMatchObject({ path: target, where: "line 2, column 13" });
+    expect((error as Error).message).toBe(`${target} is not valid JSON (line 2, column 13).`);
+  });
+
+  it("readJsonAtBoot turns a file that is not JSON into a BootError saying what to do", async () => {
+    const target = join(dir, "broken.json");
+    await writeFile(target, '{"a": 1');
+    const error = await readJsonAtBoot(target).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BootError);
+    expect((error as Error).message).toBe(
+      `${target} is not valid JSON (it ends before its JSON does). Restore it from a backup, or move it out of the data root.`,
+    );
+    expect(await readJsonAtBoot(join(dir, "absent.json"))).toBeUndefined();
   });
 });

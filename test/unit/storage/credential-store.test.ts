@@ -237,6 +237,33 @@ describe("CredentialStore", () => {
       expect(message).toContain("atrium credentials reseal");
     });
 
+    it("a key listed under a version that opens none of its values refuses to start, naming the version", async () => {
+      const store = await CredentialStore.open(layout, ring(1));
+      await store.put(RECORD, FIELD, SECRET);
+      await store.put(OTHER_RECORD, FIELD, SECRET);
+      // Key 2 put where version 1's was kept: step 1 of a rotation, misread.
+      const wrong = { keys: new Map([[1, KEYS.get(2) as Buffer]]), newest: 1 };
+      const message = await bootError(CredentialStore.open(layout, wrong));
+      expect(message).toContain("version 1 opens none of the 2 stored credential(s)");
+      expect(message).toContain("original key back");
+      expect(message).not.toContain(SECRET);
+    });
+
+    it("one changed value does not pass for a wrong key: another value proves the key, and the start goes on", async () => {
+      const store = await CredentialStore.open(layout, ring(1));
+      const changed = await store.put(RECORD, FIELD, SECRET);
+      await store.put(OTHER_RECORD, FIELD, SECRET);
+      const stored = await readStored(changed);
+      const ct = Buffer.from(stored.sealed.ct, "base64url");
+      ct[0] = (ct[0] as number) ^ 1;
+      await writeStored(changed, { ...stored, sealed: { ...stored.sealed, ct: ct.toString("base64url") } });
+      const reopened = await CredentialStore.open(layout, ring(1));
+      expect(reopened.count()).toBe(2);
+      const error = await refusal(reopened.open(changed, RECORD, FIELD));
+      expect(error.reason).toBe("tampered");
+      expect(error.message).toContain("key listed as version 1");
+    });
+
     it("a writer's temp file left in the folder is not a credential", async () => {
       const store = await CredentialStore.open(layout, ring(1));
       await store.put(RECORD, FIELD, SECRET);

@@ -1,0 +1,63 @@
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { capturingLogger, startTestAtrium } from "../helpers/atrium.ts";
+import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { startRemoteServer } from "../helpers/remote-server.ts";
+
+// A connection whose record or current snapshot no longer parses (a disk fault, a hand edit) is
+// left out of listings, its file logged once, so the workspace's other connections stay listed.
+
+interface Listed {
+  connections: { name: string }[];
+}
+
+describe("a damaged connection", { timeout: 120_000 }, () => {
+  it.for([
+    ["its connection.json", "connection.json"],
+    ["its current snapshot", join("snapshots", "1.json")],
+  ] as const)(
+    "with %s not JSON is left out of the listing, logged once naming the file",
+    async ([, file], { onTestFinished }) => {
+      const dir = await keyedDir("atrium-connections-damaged-");
+      onTestFinished(() => rm(dir, { recursive: true, force: true }));
+      const remote = await startRemoteServer();
+      onTestFinished(() => remote.stop());
+      const captured = capturingLogger("info");
+      const atrium = await startTestAtrium({
+        dir,
+        log: captured.log,
+        sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
+      });
+      onTestFinished(() => atrium.close());
+      const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name: "ops" });
+      const ws = ((await created.json()) as { id: string }).id;
+      for (const name of ["gh", "jira"]) {
+        const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+          name,
+          url: remote.url.href,
+        });
+        expect(added.status).toBe(201);
+      }
+      // Restarted, so the record is read from disk again rather than from what the writer kept.
+      const restarted = await atrium.restart();
+      onTestFinished(() => restarted.close());
+      const path = join(restarted.root, ws, "connections", "servers", "gh", file);
+      await writeFile(path, '{"name": "gh",');
+
+      for (let i = 0; i < 2; i++) {
+        const listed = await restarted.rest("alice", "GET", `/v1/workspaces/${ws}/connections`);
+        expect(listed.status).toBe(200);
+        expect(((await listed.json()) as Listed).connections.map((c) => c.name)).toEqual(["jira"]);
+      }
+      const logged = captured.lines.filter((line) => line.path === path);
+      expect(logged).toHaveLength(1);
+      expect(logged[0]?.msg).toContain(`${path} is not valid JSON (it ends before its JSON does).`);
+      // The one connection, looked at alone, still fails: its log line names the file too.
+      const alone = await restarted.rest("alice", "GET", `/v1/workspaces/${ws}/connections/gh`);
+      expect(alone.status).toBe(500);
+      const unhandled = captured.lines.filter((line) => line.msg === "unhandled error");
+      expect(JSON.stringify(unhandled.at(-1))).toContain(`${path} is not valid JSON`);
+    },
+  );
+});
