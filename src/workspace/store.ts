@@ -5,7 +5,7 @@ import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "
 import { isWorkspaceId, newWorkspaceId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AtriumEvent, EventPublisher } from "../kernel/events.ts";
-import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
+import { parseStoredJson, syncDir, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing, makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
@@ -238,18 +238,17 @@ export class WorkspaceStore {
 }
 
 function corrupt(id: string, path: string, error: unknown): BootError {
-  return new BootError(
-    `Workspace ${id} is corrupt: ${path} cannot be read as JSON (${(error as Error).message}).`,
-  );
+  return new BootError(`Workspace ${id} is corrupt: ${path} cannot be read (${(error as Error).message}).`);
 }
 
 /** A workspace.json's text, parsed and checked to describe the workspace its folder names. */
 function checkRecord(id: string, path: string, text: string): Workspace {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    parsed = parseStoredJson(path, text);
   } catch (error) {
-    throw corrupt(id, path, error);
+    // Named by line and column, never by V8's message, which quotes the text (it may hold a secret).
+    throw new BootError(`Workspace ${id} is corrupt: ${(error as Error).message}`);
   }
   const ws = parsed as Workspace;
   if (

@@ -378,10 +378,13 @@ describe("WorkspaceStore.load", () => {
 
   it("refuses a workspace.json that is not JSON, naming the workspace and file", async () => {
     const ws = await seed();
-    await writeFile(layout.workspaceFile(ws.id), "{ truncated");
+    await writeFile(layout.workspaceFile(ws.id), '{"name": sk-live-secret-value');
     const message = await bootMessage();
     expect(message).toContain(`Workspace ${ws.id} is corrupt`);
     expect(message).toContain(layout.workspaceFile(ws.id));
+    expect(message).toContain("line 1, column 10");
+    // Where it stops being JSON, never the text around it.
+    expect(message).not.toContain("sk-live");
   });
 
   it("refuses a workspace folder without workspace.json", async () => {
