@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import { writeJsonAtomic } from "../../storage/atomic.ts";
+import { parseStoredJson, writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
@@ -303,7 +303,8 @@ export class FileStore implements LeftoverRules {
 
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
     const dir = this.storage.recordDir(workspaceId, ownerId, fileId);
-    return JSON.parse(await readFile(join(dir, META_FILE), "utf8")) as FileMeta;
+    const path = join(dir, META_FILE);
+    return parseStoredJson(path, await readFile(path, "utf8")) as FileMeta;
   }
 }
 

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import { parseStoredJson, readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -240,8 +240,8 @@ export class Inbox implements LeftoverRules {
   /** An entry, or `undefined` when retention removed it between the listing and the read. */
   private async readEntry(workspaceId: string, name: EntryName): Promise<Notification | undefined> {
     try {
-      const text = await readFile(join(this.storage.dir(workspaceId), ENTRIES, name.file), "utf8");
-      return JSON.parse(text) as Notification;
+      const path = join(this.storage.dir(workspaceId), ENTRIES, name.file);
+      return parseStoredJson(path, await readFile(path, "utf8")) as Notification;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;

@@ -1,6 +1,6 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { writeFileAtomic } from "../../storage/atomic.ts";
+import { parseStoredJson, writeFileAtomic } from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
 
@@ -25,7 +25,10 @@ export function versionsDir(scopeDir: string, name: string): string {
 export async function listVersions(versions: string): Promise<SkillVersion[]> {
   const { metas } = await versionNumbers(versions);
   const listed = await Promise.all(
-    metas.map(async (n) => JSON.parse(await readFile(join(versions, `${n}.json`), "utf8")) as SkillVersion),
+    metas.map(async (n) => {
+      const path = join(versions, `${n}.json`);
+      return parseStoredJson(path, await readFile(path, "utf8")) as SkillVersion;
+    }),
   );
   return listed.sort((a, b) => a.version - b.version);
 }

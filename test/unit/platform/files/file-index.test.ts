@@ -259,4 +259,16 @@ describe("the index's memory", () => {
     expect(await index.get(ws, ALICE, a.id)).toEqual(a);
     expect(reads).toEqual([a.id, a.id]);
   });
+
+  it("names a meta.json that does not parse by its path and position, never its text", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const meta = join(recordDir(a.id), "meta.json");
+    await writeFile(meta, '{"name": sk-live-secret');
+    const failure = await openStore()
+      .info(ws, ALICE, a.id)
+      .catch((error: unknown) => error as Error);
+    expect(failure).toBeInstanceOf(SyntaxError);
+    expect((failure as Error).message).toContain(meta);
+    expect((failure as Error).message).not.toContain("sk-live");
+  });
 });
