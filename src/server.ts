@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { BootError } from "./errors.ts";
@@ -263,12 +263,14 @@ async function startLocked(
   const honoListener = getRequestListener(writableResponses(app.fetch, log), {
     hostname: config.http.host,
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = createServer((request, response) => {
-      if (!frontDoor(request, response)) void honoListener(request, response);
-    });
-    s.listen(config.http.port, config.http.host, () => resolve(s));
-    s.once("error", (error: NodeJS.ErrnoException) => {
+  const server = createServer();
+  const drain = new HttpDrain(server);
+  server.on("request", (request, response) => {
+    drain.track(frontDoor(request, response) ?? honoListener(request, response));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.listen(config.http.port, config.http.host, resolve);
+    server.once("error", (error: NodeJS.ErrnoException) => {
       const hint =
         error.code === "EADDRINUSE"
           ? "; that port is taken: use --port 0 (any free port) or another --port N"
@@ -278,7 +280,6 @@ async function startLocked(
       );
     });
   });
-  const drain = new HttpDrain(server);
   const port = (server.address() as AddressInfo).port;
   publicUrl = followPort(config.http.publicUrl, port);
   await lock.setPublicUrl(publicUrl);

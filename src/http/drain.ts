@@ -16,6 +16,7 @@ export interface DrainCounts {
  */
 export class HttpDrain {
   private readonly active = new Set<ServerResponse>();
+  private readonly handlers = new Set<Promise<unknown>>();
   private draining = false;
   private finished = 0;
   private forceNow: (() => void) | undefined;
@@ -32,6 +33,17 @@ export class HttpDrain {
         if (this.draining && !this.forcing) this.finished++;
       });
     });
+  }
+
+  /**
+   * A request's handler. A connection cut off by the drain ends before its handler does: the
+   * handler still unwinds (an upload removes its staging folder) and logs the request's line, so a
+   * drain waits for it, a bounded while, before the process goes on to exit.
+   */
+  track(handler: Promise<unknown>): void {
+    this.handlers.add(handler);
+    const done = () => this.handlers.delete(handler);
+    handler.then(done, done);
   }
 
   /** Requests being answered now. */
@@ -71,6 +83,7 @@ export class HttpDrain {
       this.server.closeAllConnections();
     }
     await closed;
+    await this.unwound();
     return { inFlight, finished: this.finished, forced };
   }
 
@@ -78,8 +91,29 @@ export class HttpDrain {
   force(): void {
     this.forceRequested = true;
     this.forceNow?.();
+    this.stopUnwinding?.();
+  }
+
+  private stopUnwinding: (() => void) | undefined;
+
+  /** Resolves once every handler has ended, or after UNWIND_MS, or at once on `force()`. */
+  private async unwound(): Promise<void> {
+    if (this.handlers.size === 0 || this.forceRequested) return;
+    let timer: NodeJS.Timeout | undefined;
+    const cutOff = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, UNWIND_MS);
+      this.stopUnwinding = resolve;
+    });
+    await Promise.race([Promise.allSettled([...this.handlers]), cutOff]);
+    clearTimeout(timer);
   }
 }
+
+/**
+ * How long a drain waits, once the connections are gone, for handlers still unwinding. They have
+ * nobody to answer; a tool call is cancelled with its connection (ADR 0065), so this is cleanup.
+ */
+const UNWIND_MS = 5_000;
 
 function closeAfter(response: ServerResponse): void {
   if (!response.headersSent) response.setHeader("Connection", "close");

@@ -23,8 +23,11 @@ export interface FrontDoorDeps {
   log: Logger;
 }
 
-/** Node's `request` listener, answering what it takes and handing anything else on. */
-export type FrontDoor = (request: IncomingMessage, response: ServerResponse) => boolean;
+/**
+ * Node's `request` listener for what it takes: the handler's promise, settled once the request is
+ * answered and logged; `undefined` for a request it hands on.
+ */
+export type FrontDoor = (request: IncomingMessage, response: ServerResponse) => Promise<void> | undefined;
 
 /**
  * `POST /mcp/ws_…` with a plain path. A path with an escape or a trailing part is left to hono,
@@ -39,15 +42,14 @@ const MCP_POST = /^\/mcp\/([^/?%#]+)(\?|$)/;
  * calling the same functions: request id and log line, Host/Origin guard, body limit,
  * authentication (a deactivated person refused), the workspace gate, the token's scopes, then
  * the MCP endpoint; errors become the same answers through errorReply. Every other request
- * goes to hono (the returned function says false).
+ * goes to hono (the returned function answers `undefined`).
  */
 export function createMcpFrontDoor(door: FrontDoorDeps): FrontDoor {
   return (request, response) => {
-    if (request.method !== "POST") return false;
+    if (request.method !== "POST") return undefined;
     const match = MCP_POST.exec(request.url ?? "");
-    if (!match) return false;
-    void serve(door, request, response, match[1] as string);
-    return true;
+    if (!match) return undefined;
+    return serve(door, request, response, match[1] as string);
   };
 }
 

@@ -173,6 +173,11 @@ describe("SIGTERM stops the server gracefully", SLOW, () => {
     const exit = await cli.exited;
     expect(exit.code).toBe(0);
     expect(logEntries(exit.stdout, /^shutdown finished$/)[0]).toMatchObject({ inFlight: 1, forced: 1 });
+    // The request cut off still gets its line (one per request), and its staging folder is gone
+    // before the exit, not left for the next boot.
+    const cutOff = logEntries(exit.stdout, /^request$/).filter((line) => line.method === "POST");
+    expect(cutOff).toEqual([expect.objectContaining({ status: 499, workspace: workspaceId })]);
+    expect(await uploadStaged(dir, workspaceId)).toBe(false);
   });
 });
 
