@@ -1,12 +1,10 @@
-import { randomBytes } from "node:crypto";
-import { Conflict, InvalidInput, NotFound } from "../errors.ts";
+import { Conflict, NotFound } from "../errors.ts";
 import { foldEmail, type UserDirectory } from "../identity/users.ts";
-import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { isUnshowable } from "../text.ts";
+import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
 import { roleIn, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
@@ -20,58 +18,10 @@ export const MAX_PENDING_PER_WORKSPACE = 100;
  * sender can put on a stranger's home page, however many workspaces they create (ADR 0070).
  */
 export const MAX_PENDING_PER_INVITER = 200;
-const MAX_EMAIL_CHARS = 254;
-
-const INVITATION_ID = /^inv_[0-9a-f]{32}$/;
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-
-/** Who an invitation is for, exactly as the admin named them: nothing is looked up. */
-export type Invitee = { principalId: string } | { email: string };
-
-/** A pending invitation, stored at `_instance/invitations/<id>.json` until it is answered. */
-export interface Invitation {
-  id: string;
-  workspaceId: string;
-  invitee: Invitee;
-  role: WorkspaceRole;
-  /** The admin who sent it. */
-  invitedBy: string;
-  createdAt: string;
-  expiresAt: string;
-}
-
 /** The person an invitation might be for, how the directory knows them, and whether they are still active. */
 type Directory = Pick<UserDirectory, "get" | "findByEmail" | "isDeactivated">;
 /** Who is a member of which workspace, and with what role, now. */
 type Memberships = Pick<WorkspaceStore, "get">;
-
-export function newInvitationId(): string {
-  return `inv_${randomBytes(16).toString("hex")}`;
-}
-
-/** Reads an invitee from a request body: `{"principalId"}` or `{"email"}`, checked for shape only. */
-export function readInvitee(body: Record<string, unknown>): Invitee {
-  if (typeof body.principalId === "string") {
-    if (!isPrincipalId(body.principalId)) {
-      throw new InvalidInput('Field "principalId" is usr_ followed by 24 hex digits.');
-    }
-    return { principalId: body.principalId };
-  }
-  if (typeof body.email === "string") {
-    const email = foldEmail(body.email);
-    if (email.length > MAX_EMAIL_CHARS || !EMAIL.test(email) || isUnshowable(email)) {
-      throw new InvalidInput(
-        `Field "email" must be an email address of at most ${MAX_EMAIL_CHARS} characters.`,
-      );
-    }
-    return { email };
-  }
-  throw new InvalidInput('Name the person to invite with "principalId" or "email".');
-}
-
-function inviteeKey(invitee: Invitee): string {
-  return "principalId" in invitee ? `principal:${invitee.principalId}` : `email:${invitee.email}`;
-}
 
 /**
  * Invitations to join a workspace. Joining takes the invitee's own acceptance, and creating

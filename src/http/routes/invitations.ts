@@ -4,7 +4,7 @@ import type { Principal } from "../../identity/principal.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
 import { type Admission, requireAdmin } from "../../workspace/gate.ts";
-import { type Invitation, readInvitee } from "../../workspace/invitations.ts";
+import { type Invitation, readInvitee } from "../../workspace/invitation.ts";
 import { WORKSPACE_ROLES, type WorkspaceRole } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
 import { type WorkspaceView, workspaceView } from "../views.ts";

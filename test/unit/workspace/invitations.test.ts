@@ -5,12 +5,12 @@ import { InvalidInput, NotFound } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
 import type { UserDirectory } from "../../../src/identity/users.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { readInvitee } from "../../../src/workspace/invitation.ts";
 import {
   INVITATION_TTL_MS,
   Invitations,
   MAX_PENDING_PER_INVITER,
   MAX_PENDING_PER_WORKSPACE,
-  readInvitee,
 } from "../../../src/workspace/invitations.ts";
 import type { Workspace, WorkspaceRole } from "../../../src/workspace/model.ts";
 import { type TestClock, tempInstance, testClock, person as withoutEmail } from "../oauth/fixtures.ts";
