@@ -12,7 +12,11 @@ import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
 /** The field a connection's token set is sealed under, bound into its ciphertext. */
 export const TOKENS_FIELD = "auth.oauth.tokens";
 
-/** An access token is not used in its last seconds: it could expire on the way. */
+/**
+ * An access token is not used in its last seconds: it could expire on the way. The margin is at
+ * most half its lifetime, so a token living under a minute is still used for its first half
+ * rather than refreshed before every request (connection-tokens.test.ts "short-lived").
+ */
 const EXPIRY_MARGIN_MS = 30_000;
 
 /** The connection has no tokens yet (pending_auth), or its refresh was refused: it must be authorized. */
@@ -143,7 +147,13 @@ export class ConnectionTokens {
 
   private usable(tokens: TokenSet, rejected: string | undefined): boolean {
     if (tokens.accessToken === rejected) return false;
-    return tokens.expiresAt === undefined || this.deps.clock() < tokens.expiresAt - EXPIRY_MARGIN_MS;
+    if (tokens.expiresAt === undefined) return true;
+    // A set sealed before `receivedAt` was kept has no known lifetime: the whole margin.
+    const margin =
+      tokens.receivedAt === undefined
+        ? EXPIRY_MARGIN_MS
+        : Math.min(EXPIRY_MARGIN_MS, (tokens.expiresAt - tokens.receivedAt) / 2);
+    return this.deps.clock() < tokens.expiresAt - margin;
   }
 }
 

@@ -16,8 +16,10 @@ import type { AuthorizationTarget } from "./discovery.ts";
 export interface TokenSet {
   accessToken: string;
   refreshToken?: string;
-  /** Epoch ms after which the access token is not used; absent when the server gave no lifetime. */
+  /** Epoch ms after which the access token is not used; absent when the server gave no lifetime (or one not believed). */
   expiresAt?: number;
+  /** Epoch ms the token set was received: with `expiresAt`, the lifetime its refresh margin is cut from. */
+  receivedAt?: number;
   /** The scopes granted, space-separated (what the token answer said, else what was asked). */
   scope?: string;
 }
@@ -142,12 +144,28 @@ export async function refreshTokens(
   return tokenSet(tokens, clock, current.scope);
 }
 
+/**
+ * The longest `expires_in` believed, seconds. Beyond it (or at zero or below, or not a number) the
+ * lifetime is not recorded at all: the token is used until the server answers 401, which
+ * refreshes it once. Believing `expires_in: 0` or `-5` would refresh before every request, and
+ * `1e300` would store an `expiresAt` of Infinity, which JSON writes as null
+ * (test/unit/platform/connections/oauth/connection-tokens.test.ts "expires_in").
+ */
+export const MAX_TOKEN_LIFETIME_S = 366 * 24 * 60 * 60;
+
 function tokenSet(tokens: OAuthTokens, clock: Clock, askedScope?: string): TokenSet {
   const scope = tokens.scope ?? askedScope;
+  const now = clock();
+  const lifetime = tokens.expires_in;
+  const believed =
+    typeof lifetime === "number" &&
+    Number.isFinite(lifetime) &&
+    lifetime > 0 &&
+    lifetime <= MAX_TOKEN_LIFETIME_S;
   return {
     accessToken: tokens.access_token,
     ...(tokens.refresh_token ? { refreshToken: tokens.refresh_token } : {}),
-    ...(tokens.expires_in === undefined ? {} : { expiresAt: clock() + tokens.expires_in * 1000 }),
+    ...(believed ? { expiresAt: now + lifetime * 1000, receivedAt: now } : {}),
     ...(scope ? { scope } : {}),
   };
 }

@@ -27,6 +27,8 @@ let server: { base: string; close(): Promise<void> };
 let base: string;
 let now: number;
 let answer: "rotate" | "invalid_grant" | "stall";
+/** The `expires_in` a refresh answers, seconds. */
+let lifetime: number;
 let refreshBodies: URLSearchParams[];
 let refused: string[];
 const captured = capturingLogger("debug");
@@ -39,6 +41,7 @@ beforeEach(async () => {
   });
   now = Date.UTC(2026, 0, 1);
   answer = "rotate";
+  lifetime = 300;
   refreshBodies = [];
   refused = [];
   server = await serveLocally((_request, body) => {
@@ -53,7 +56,7 @@ beforeEach(async () => {
         access_token: `access-${n}`,
         refresh_token: `refresh-${n}`,
         token_type: "Bearer",
-        expires_in: 300,
+        expires_in: lifetime,
       },
     };
   });
@@ -165,4 +168,38 @@ describe("ConnectionTokens", () => {
     expect(captured.lines.some((line) => String(line.msg).includes("could not be sealed"))).toBe(true);
     expect(JSON.stringify(captured.lines)).not.toContain("access-1");
   });
+
+  it("a short-lived token is used for the first half of its life, not refreshed before every request", async () => {
+    const { record, tokens } = await setUp();
+    lifetime = 20;
+    expect(await tokens.bearer(record, "access-0")).toBe("access-1");
+    now += 1_000;
+    const bearers = [];
+    for (let call = 0; call < 5; call += 1) bearers.push(await tokens.bearer(record));
+    expect(bearers).toEqual(Array(5).fill("access-1"));
+    now += 8_000;
+    expect(await tokens.bearer(record)).toBe("access-1");
+    now += 2_000;
+    expect(await tokens.bearer(record)).toBe("access-2");
+    expect(refreshBodies).toHaveLength(2);
+  });
+
+  it.each([0, -5, 1e300])(
+    "an expires_in of %s records no expiry: the token is used until the server refuses it",
+    async (given) => {
+      const { record, tokens, credential } = await setUp();
+      lifetime = given;
+      expect(await tokens.bearer(record, "access-0")).toBe("access-1");
+      now += 24 * 60 * 60 * 1000;
+      expect(await tokens.bearer(record)).toBe("access-1");
+      expect(refreshBodies).toHaveLength(1);
+      const sealed = JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD)) as Record<
+        string,
+        unknown
+      >;
+      expect(sealed).not.toHaveProperty("expiresAt");
+      // The server's 401 is what refreshes it, once.
+      expect(await tokens.bearer(record, "access-1")).toBe("access-2");
+    },
+  );
 });
