@@ -361,4 +361,31 @@ describe("step-up", () => {
     });
     expect((await call("stepper__write_note", { text: "now" })).isError).toBeFalsy();
   });
+
+  it("a step-up link left unused across a re-authorization is not handed out again", async () => {
+    await connected("stale-step");
+    const goUrlIn = (text: string | undefined) =>
+      /(http:\/\/\S+\/v1\/connections\/oauth\/go\/oaf_[0-9a-f]{32})/.exec(text ?? "")?.[1];
+    const stale = goUrlIn((await call("stale-step__write_note", { text: "x" })).content?.[0]?.text);
+    expect(stale).toBeDefined();
+    // An admin re-authorizes another way meanwhile, for the same scopes: the step-up flow is now stale.
+    const restarted = (await (await start("stale-step")).json()) as Started;
+    const { context, page } = await browserAs("alice");
+    try {
+      expect(
+        (await authorizeInBrowser(page, restarted.go_url, { issuer: remote.issuer, login: "alice" })).status,
+      ).toBe(200);
+      const fresh = goUrlIn((await call("stale-step__write_note", { text: "x" })).content?.[0]?.text);
+      expect(fresh).toBeDefined();
+      expect(fresh).not.toBe(stale);
+      const landing = await authorizeInBrowser(page, fresh as string, {
+        issuer: remote.issuer,
+        login: "alice",
+      });
+      expect(landing.status).toBe(200);
+    } finally {
+      await context.close();
+    }
+    expect((await call("stale-step__write_note", { text: "now" })).isError).toBeFalsy();
+  });
 });

@@ -134,8 +134,11 @@ export class Authorizer {
   async stepUp(record: ConnectionRecord, required: string | undefined): Promise<GoLink> {
     const auth = oauthOf(record);
     const union = computeScopeUnion((auth.granted ?? auth.scopes).join(" "), required);
-    const pending = this.flows.pendingStepUp(record.id, union);
-    if (pending && !this.flows.expired(pending)) return this.link(pending);
+    const pending = this.flows.pendingStepUp(
+      { connectionId: record.id, generation: record.authorizationGeneration, activatedAt: auth.activatedAt },
+      union,
+    );
+    if (pending) return this.link(pending);
     return this.start(record, { scopes: union ? union.split(" ") : [] });
   }
 

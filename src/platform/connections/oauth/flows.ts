@@ -89,14 +89,25 @@ export class OAuthFlows {
     return timingSafeEqual(flow.binding.secretHash, digest(secret));
   }
 
-  /** An unused step-up flow of the connection asking for `scope`, to hand out again rather than start another. */
-  pendingStepUp(connectionId: string, scope: string | undefined): Flow | undefined {
+  /**
+   * An unused, unexpired step-up flow of the connection asking for `scope`, to hand out again
+   * rather than start another. Only one started from the record as it is now: a flow from before
+   * the last activation could only end 409 superseded, so it is never handed out again
+   * (test/integration/connections-oauth.test.ts "a step-up link left unused across a re-authorization").
+   */
+  pendingStepUp(
+    record: { connectionId: string; generation: number; activatedAt: string | undefined },
+    scope: string | undefined,
+  ): Flow | undefined {
     this.sweep();
     return [...this.byId.values()].find(
       (flow) =>
-        flow.connectionId === connectionId &&
+        flow.connectionId === record.connectionId &&
+        flow.generation === record.generation &&
+        flow.activatedAt === record.activatedAt &&
         flow.startedBy === undefined &&
         !flow.used &&
+        !this.expired(flow) &&
         flow.scope === scope,
     );
   }
