@@ -1,8 +1,9 @@
 import { computeScopeUnion, type FetchLike } from "@modelcontextprotocol/client";
+import { InvalidInput } from "../../../errors.ts";
 import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
-import type { ConnectionRecord } from "../model.ts";
+import { type ConnectionRecord, checkScopes } from "../model.ts";
 import { activate, Superseded } from "./activation.ts";
 import {
   type ClientRegistrations,
@@ -15,6 +16,7 @@ import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization }
 import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
+import { StepUpRefused } from "./step-up.ts";
 import {
   beginAuthorization,
   checkResponseIssuer,
@@ -101,6 +103,7 @@ export class Authorizer {
       : await this.authority(record);
     const scopes = request.scopes ?? auth.scopes;
     const scope = scopeToRequest(target, scopes);
+    if (!scopes?.length && scope !== undefined) checkDefaultScope(scope);
     const state = OAuthFlows.newState();
     const redirectUri = oauthPaths(this.deps.publicUrl()).callback;
     const { authorizationUrl, codeVerifier } = await beginAuthorization(target, client, {
@@ -134,12 +137,22 @@ export class Authorizer {
   async stepUp(record: ConnectionRecord, required: string | undefined): Promise<GoLink> {
     const auth = oauthOf(record);
     const union = computeScopeUnion((auth.granted ?? auth.scopes).join(" "), required);
+    const scopes = union ? union.split(" ").filter(Boolean) : [];
+    // The server's challenge is held to the rules an admin's scopes are: they become the
+    // connection's (activation.ts) and every later …/oauth/start asks for them
+    // (test/integration/connections-oauth-hostile.test.ts "80 scopes").
+    try {
+      checkScopes(scopes);
+    } catch (error) {
+      if (error instanceof InvalidInput) throw new StepUpRefused(record.name);
+      throw error;
+    }
     const pending = this.flows.pendingStepUp(
       { connectionId: record.id, generation: record.authorizationGeneration, activatedAt: auth.activatedAt },
       union,
     );
     if (pending) return this.link(pending);
-    return this.start(record, { scopes: union ? union.split(" ") : [] });
+    return this.start(record, { scopes });
   }
 
   /**
@@ -301,6 +314,22 @@ export class Authorizer {
 }
 
 class RedeemFailed extends Error {}
+
+/**
+ * A scope the server chose (its 401 challenge, or the resource's `scopes_supported`) becomes the
+ * connection's at activation, like one an admin named: it is held to the same rules, and an
+ * admin who meets a server asking for too much names the scopes they need.
+ */
+function checkDefaultScope(scope: string): void {
+  try {
+    checkScopes(scope.split(" ").filter(Boolean));
+  } catch (error) {
+    if (!(error instanceof InvalidInput)) throw error;
+    throw new InvalidInput(
+      `The server asks by default for scopes Atrium will not request (more than 50, or not OAuth scope tokens); name the ones needed in "auth.scopes".`,
+    );
+  }
+}
 
 function expiredOutcome(): FlowOutcome {
   return {

@@ -23,6 +23,22 @@ export class StepUpRequired extends Error {
   }
 }
 
+/**
+ * The server refused a call for want of scope, but the scopes a step-up would ask for fail the
+ * rules an admin's own are held to (`checkScopes`: at most 50, each an RFC 6749 scope token): no
+ * flow is started, since its scopes would become the connection's and every later
+ * re-authorization would ask for them. What the server wrote is not repeated (ADR 0067).
+ */
+export class StepUpRefused extends Error {
+  constructor(readonly connection: string) {
+    super(
+      `The server of connection "${connection}" needs more access than it was granted, but asks for scopes Atrium will not request ` +
+        "(more than 50, or not OAuth scope tokens); no re-authorization was started. Ask the server's operator, or re-authorize with scopes of your own.",
+    );
+    this.name = "StepUpRefused";
+  }
+}
+
 /** The scope a 403 asks for when it is an `insufficient_scope` challenge; `null` when it is not one. */
 export function insufficientScope(response: Response): { scope: string | undefined } | null {
   if (response.status !== 403) return null;
@@ -31,12 +47,14 @@ export function insufficientScope(response: Response): { scope: string | undefin
 }
 
 /**
- * Why a call cannot go until someone authorizes the connection (a step-up, a refused refresh, no
- * tokens yet), found anywhere in the error's cause chain (the transport may wrap what fetch threw).
+ * Why a call cannot go until someone authorizes the connection (a step-up, one refused, a refused
+ * refresh, no tokens yet), found anywhere in the error's cause chain (the transport may wrap what fetch threw).
  */
-export function reauthorizationIn(error: unknown): StepUpRequired | NotAuthorized | undefined {
+export function reauthorizationIn(
+  error: unknown,
+): StepUpRequired | StepUpRefused | NotAuthorized | undefined {
   for (let at = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth += 1) {
-    if (at instanceof StepUpRequired || at instanceof NotAuthorized) return at;
+    if (at instanceof StepUpRequired || at instanceof StepUpRefused || at instanceof NotAuthorized) return at;
   }
   return undefined;
 }
