@@ -4,7 +4,7 @@ import { callTool } from "../helpers/connections.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
 import { type OAuthAtrium, startOAuthAtrium } from "../helpers/oauth-atrium.ts";
-import { authorizeInBrowser } from "../helpers/oauth-browser.ts";
+import { authorizeInBrowser, authorizeUntilCallback, deliverCallback } from "../helpers/oauth-browser.ts";
 import type { OAuthRemoteServer } from "../helpers/oauth-remote-server.ts";
 
 // Personal connections behind OAuth (ADR 0042 with 0040/0041): bob, a member of alice's
@@ -126,6 +126,27 @@ describe("a personal OAuth connection", () => {
     const opened = await openAs("alice", goUrl);
     expect(opened.status).toBe(403);
     expect(opened.text).toContain("Only the owner of this personal connection");
+  });
+
+  it("its owner removed from the workspace mid-flow cannot finish it: 403", async () => {
+    const dave = testPrincipal("dave").id;
+    await addMember(instance.rest, "alice", ws, "dave", { principalId: dave });
+    const started = (await (await addPersonal("dave", "leaving")).json()) as Started;
+    const { context, page } = await harness.browserAs("dave");
+    try {
+      const held = await authorizeUntilCallback(page, started.go_url, {
+        issuer: remote.issuer,
+        login: "dave",
+      });
+      expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${dave}`)).status).toBe(
+        204,
+      );
+      const landing = await deliverCallback(page, held);
+      expect(landing.status).toBe(403);
+      expect(landing.text).toContain("member");
+    } finally {
+      await context.close();
+    }
   });
 
   it("connects through the owner's go_url and is called as my_notes__… once an admin grants it", async () => {

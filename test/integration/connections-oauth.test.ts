@@ -251,6 +251,37 @@ describe("the callback's checks", () => {
     expect((await view("bound")).state).toBe("running");
   });
 
+  it("an admin demoted mid-flow cannot finish it: 403, and the flow is not spent", async () => {
+    const carol = testPrincipal("carol").id;
+    await addMember(instance.rest, "alice", ws, "carol", { principalId: carol }, "admin");
+    const response = await instance.rest("carol", "POST", `/v1/workspaces/${ws}/connections`, {
+      name: "demoted-mid-flow",
+      url: remote.url,
+      auth: { kind: "oauth" },
+    });
+    expect(response.status).toBe(201);
+    const started = (await response.json()) as Started;
+    const { context, page } = await browserAs("carol");
+    try {
+      const held = await authorizeUntilCallback(page, started.go_url, {
+        issuer: remote.issuer,
+        login: "carol",
+      });
+      const setRole = (role: string) =>
+        instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/members/${carol}`, { role });
+      expect((await setRole("member")).status).toBe(200);
+      const refused = await deliverCallback(page, held);
+      expect(refused.status).toBe(403);
+      expect((await view("demoted-mid-flow")).state).toBe("pending_auth");
+      // Made admin again, the same browser finishes the very same flow: the refusal did not spend it.
+      expect((await setRole("admin")).status).toBe(200);
+      expect((await deliverCallback(page, held)).status).toBe(200);
+    } finally {
+      await context.close();
+    }
+    expect((await view("demoted-mid-flow")).state).toBe("running");
+  });
+
   it("a go_url opened by a workspace member who is not an admin is refused", async () => {
     await addMember(instance.rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
     const started = (await (await add("members-only")).json()) as Started;

@@ -40,7 +40,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       clock,
       log,
       publicUrl: context.publicUrl,
-      isAdmin: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId) === "admin",
+      roleOf: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId),
       // A personal connection's authorization is its owner's: photographed, served and announced to them.
       activated: async (record) =>
         record.owner === undefined ? shared?.activated(record) : personal?.activated(record),

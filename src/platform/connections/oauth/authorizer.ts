@@ -3,6 +3,7 @@ import { InvalidInput } from "../../../errors.ts";
 import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
+import type { WorkspaceRole } from "../../../workspace/model.ts";
 import { type ConnectionRecord, checkScopes } from "../model.ts";
 import { activate, Superseded } from "./activation.ts";
 import {
@@ -35,7 +36,8 @@ export interface AuthorizerDeps {
   fetch: FetchLike;
   configured: readonly ConfiguredClient[];
   registrations: ClientRegistrations;
-  isAdmin(workspaceId: string, principalId: string): boolean;
+  /** The person's role in the workspace now (`undefined`: not a member), read at every go_url and callback. */
+  roleOf(workspaceId: string, principalId: string): WorkspaceRole | undefined;
   /** After an activation: photograph a pending connection, serve the new tokens, announce. */
   activated(record: ConnectionRecord): Promise<void>;
 }
@@ -191,8 +193,9 @@ export class Authorizer {
 
   /**
    * The authorization server sent the browser back. In order: a known, unexpired, unused state
-   * (else 400); the browser and the person that opened the go_url (else 403, and the flow stays
-   * usable); then the flow is spent; `iss` (RFC 9207); the server's own error; the code redeemed;
+   * (else 400); the browser and the person that opened the go_url, who may still open it — an
+   * admin removed or demoted since, or an owner no longer a member, may not (else 403, and the
+   * flow stays usable); then the flow is spent; `iss` (RFC 9207); the server's own error; the code redeemed;
    * the tokens sealed and activated by compare-and-swap (else 409 superseded).
    */
   async complete(
@@ -211,6 +214,10 @@ export class Authorizer {
           "This authorization was started in another browser (or by someone else); finish it in the browser that opened the link.",
       };
     }
+    // Asked again, not remembered from the go_url: who may authorize can change in the ten
+    // minutes a flow lives (test/integration/connections-oauth.test.ts "removed mid-flow").
+    const refusal = this.mayOpen(flow, principalId);
+    if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
     flow.used = true;
     try {
       // A wrong (or promised and missing) `iss` is refused before anything else in the answer is believed.
@@ -269,16 +276,15 @@ export class Authorizer {
 
   /** Why `principalId` may not open `flow`; `undefined` when they may. */
   private mayOpen(flow: Flow, principalId: string): string | undefined {
+    const role = this.deps.roleOf(flow.workspaceId, principalId);
     if (flow.owner !== undefined) {
       // A personal connection is its owner's alone: a workspace admin is no exception.
-      return flow.owner === principalId
-        ? undefined
-        : "Only the owner of this personal connection can open it.";
+      if (flow.owner !== principalId) return "Only the owner of this personal connection can open it.";
+      return role === undefined
+        ? "Only a member of this workspace can authorize its connections."
+        : undefined;
     }
-    if (
-      !this.deps.isAdmin(flow.workspaceId, principalId) ||
-      (flow.startedBy && flow.startedBy !== principalId)
-    )
+    if (role !== "admin" || (flow.startedBy && flow.startedBy !== principalId))
       return `Only ${flow.startedBy ? "the workspace admin who started this authorization" : "a workspace admin"} can open it.`;
     return undefined;
   }

@@ -5,6 +5,7 @@ import type { Logger } from "../../../log.ts";
 import { guardedFetch } from "../../../sources/guarded-fetch.ts";
 import type { StorageLayout } from "../../../storage/paths.ts";
 import type { AppEnv } from "../../../web/app-env.ts";
+import type { WorkspaceRole } from "../../../workspace/model.ts";
 import type { ConnectionSettings } from "../config.ts";
 import type { ConnectionRecord } from "../model.ts";
 import type { CredentialVault, OAuthBearers } from "../remote.ts";
@@ -27,7 +28,7 @@ export interface ConnectionOAuthDeps {
   clock: Clock;
   log: Logger;
   publicUrl: () => string;
-  isAdmin(workspaceId: string, principalId: string): boolean;
+  roleOf(workspaceId: string, principalId: string): WorkspaceRole | undefined;
   /** An authorization was activated (the connections service, or the personal one, photographs and serves it). */
   activated(record: ConnectionRecord): Promise<void>;
   /** A refresh token was refused for good (the revalidator — the owner's, for a personal one — gives its verdict). */
@@ -71,7 +72,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     fetch,
     configured: deps.settings.oauthClients,
     registrations: new StoredRegistrations(deps.layout, deps.vault, deps.clock),
-    isAdmin: deps.isAdmin,
+    roleOf: deps.roleOf,
     activated: deps.activated,
   });
   authorizer = built;
