@@ -1,11 +1,13 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
 import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import {
   authorizeByHand,
+  deliverByHand,
   goUrlIn,
+  openGoUrl,
   type ScriptedOAuthServer,
   startScriptedOAuthServer,
 } from "../helpers/scripted-oauth-server.ts";
@@ -91,5 +93,101 @@ describe("scopes the server asks for are held to the rules an admin's are", () =
     expect(
       (await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/default-flood`)).status,
     ).toBe(404);
+  });
+});
+
+describe("mix-up: a hostile authorization server sending the browser to an honest one", () => {
+  // RFC 9700 §4.4: H's metadata names H as issuer with H's token endpoint, but sends the browser
+  // to the honest server A, with the client_id Atrium has at A. Neither promises RFC 9207 `iss`.
+  // Were A's answer accepted for H's flow, A's code and the PKCE verifier would be posted to H,
+  // which would redeem them at A for the admin's token. A checks redirect URIs, as it must.
+  let honest: ScriptedOAuthServer;
+  let atriumAtHonest: { clientId: string; redirectUri: string };
+  let stolen: string[];
+  let formsBefore: number;
+  const codesPostedToHostile = () =>
+    server.tokenForms.slice(formsBefore).filter((form) => form.get("grant_type") === "authorization_code");
+
+  beforeAll(async () => {
+    honest = await startScriptedOAuthServer();
+    const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+      name: "honest",
+      url: honest.url,
+      auth: { kind: "oauth", scopes: ["read"] },
+    });
+    const { go_url } = (await response.json()) as { go_url: string };
+    expect((await authorizeByHand(instance, "alice", go_url)).status).toBe(200);
+    const [clientId, redirectUris] = [...honest.clients][0] as [string, string[]];
+    atriumAtHonest = { clientId, redirectUri: redirectUris[0] as string };
+  });
+
+  afterAll(async () => {
+    await honest?.close();
+  });
+
+  beforeEach(() => {
+    stolen = [];
+    formsBefore = server.tokenForms.length;
+    // H hands Atrium the client_id it has at A, and replays whatever code reaches it at A.
+    server.register = (body) =>
+      Response.json({ ...body, client_id: atriumAtHonest.clientId }, { status: 201 });
+    server.token = async (form) => {
+      if (form.get("grant_type") === "authorization_code") {
+        const atHonest = await honest.honestToken(form);
+        const { access_token } = (await atHonest.json()) as { access_token?: string };
+        if (access_token) stolen.push(access_token);
+      }
+      return server.honestToken(form);
+    };
+  });
+
+  afterEach(() => {
+    server.metadata = {};
+    delete server.register;
+    delete server.token;
+    delete server.authorize;
+  });
+
+  async function addHostile(name: string): Promise<string> {
+    const response = await add(name);
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { go_url: string }).go_url;
+  }
+
+  it("sent to A as is, the request names H's own callback, which A refuses for Atrium's client there", async () => {
+    server.metadata = { authorization_endpoint: `${honest.base}/authorize` };
+    // Atrium registered at A with A's own callback, not the shared one.
+    expect(new URL(atriumAtHonest.redirectUri).pathname).toMatch(
+      /^\/v1\/connections\/oauth\/callback\/[\w-]{22}$/,
+    );
+    const goUrl = await addHostile("mix-up-direct");
+    const landing = await authorizeByHand(instance, "alice", goUrl);
+    expect(landing).toMatchObject({ status: 0, text: expect.stringContaining("redirect_uri") });
+    expect(stolen).toEqual([]);
+    expect(codesPostedToHostile()).toEqual([]);
+    expect((await connectionView<{ state: string }>(instance, ws, "mix-up-direct")).state).toBe(
+      "pending_auth",
+    );
+  });
+
+  it("rewritten to A's callback on the way, A's answer arrives where H's flow does not expect it: 400, no code to H", async () => {
+    server.authorize = (url) => {
+      const toHonest = new URL(`${honest.base}/authorize${url.search}`);
+      toHonest.searchParams.set("redirect_uri", atriumAtHonest.redirectUri);
+      return new Response(null, { status: 302, headers: { location: toHonest.href } });
+    };
+    const goUrl = await addHostile("mix-up-rewritten");
+    const { location, cookie } = await openGoUrl(instance, "alice", goUrl);
+    const viaHostile = await fetch(location, { redirect: "manual" });
+    const atHonest = await fetch(String(viaHostile.headers.get("location")), { redirect: "manual" });
+    const back = new URL(String(atHonest.headers.get("location")));
+    expect(back.href.startsWith(atriumAtHonest.redirectUri)).toBe(true);
+    const landing = await deliverByHand(instance, "alice", cookie, back);
+    expect({ status: landing.status, stolen }).toEqual({ status: 400, stolen: [] });
+    expect(landing.text).toContain("mix-up");
+    expect(codesPostedToHostile()).toEqual([]);
+    expect((await connectionView<{ state: string }>(instance, ws, "mix-up-rewritten")).state).toBe(
+      "pending_auth",
+    );
   });
 });

@@ -15,12 +15,13 @@ import {
 import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
 import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
-import { oauthPaths } from "./paths.ts";
+import { oauthPaths, redirectUriFor } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
 import { StepUpRefused } from "./step-up.ts";
 import {
   beginAuthorization,
   checkResponseIssuer,
+  promisesIss,
   redeemCode,
   scopeToRequest,
   WrongIssuer,
@@ -107,7 +108,7 @@ export class Authorizer {
     const scope = scopeToRequest(target, scopes);
     if (!scopes?.length && scope !== undefined) checkDefaultScope(scope);
     const state = OAuthFlows.newState();
-    const redirectUri = oauthPaths(this.deps.publicUrl()).callback;
+    const redirectUri = this.redirectUriAt(target);
     const { authorizationUrl, codeVerifier } = await beginAuthorization(target, client, {
       redirectUri,
       state,
@@ -195,11 +196,14 @@ export class Authorizer {
    * The authorization server sent the browser back. In order: a known, unexpired, unused state
    * (else 400); the browser and the person that opened the go_url, who may still open it — an
    * admin removed or demoted since, or an owner no longer a member, may not (else 403, and the
-   * flow stays usable); then the flow is spent; `iss` (RFC 9207); the server's own error; the code redeemed;
+   * flow stays usable); then the flow is spent; the answer arrived at the flow's own redirect URI
+   * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed;
    * the tokens sealed and activated by compare-and-swap (else 409 superseded).
    */
   async complete(
     query: { state?: string; code?: string; iss?: string; error?: string; error_description?: string },
+    /** The callback URL the answer arrived at, without its query. */
+    arrivedAt: string,
     principalId: string,
     cookieSecret: string | undefined,
   ): Promise<FlowOutcome> {
@@ -219,6 +223,18 @@ export class Authorizer {
     const refusal = this.mayOpen(flow, principalId);
     if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
     flow.used = true;
+    // Each issuer that does not promise `iss` has its own callback, and the flow's is the only
+    // one its answer may arrive at: an answer at another one was sent by another issuer's server
+    // (RFC 9700 §4.4.2), and its code must not go to this flow's token endpoint
+    // (test/integration/connections-oauth-hostile.test.ts "mix-up").
+    if (arrivedAt !== flow.redirectUri) {
+      return {
+        status: 400,
+        title: "Wrong callback",
+        message:
+          "This authorization answer arrived at the callback of another authorization server than the one this authorization was started with, and was refused (a mix-up, RFC 9700 §4.4). Start again from Atrium.",
+      };
+    }
     try {
       // A wrong (or promised and missing) `iss` is refused before anything else in the answer is believed.
       checkResponseIssuer(flow.target, query.iss);
@@ -300,10 +316,15 @@ export class Authorizer {
     return { target, client: await this.clientAt(target) };
   }
 
+  /** The shared callback where the server promises `iss`, else the issuer's own (ADR 0077). */
+  private redirectUriAt(target: AuthorizationTarget): string {
+    return redirectUriFor(oauthPaths(this.deps.publicUrl()), target.issuer, promisesIss(target));
+  }
+
   private clientAt(target: AuthorizationTarget): Promise<OAuthClient> {
     const paths = oauthPaths(this.deps.publicUrl());
     return clientFor(target, {
-      redirectUri: paths.callback,
+      redirectUri: this.redirectUriAt(target),
       ...(paths.metadataDocument ? { metadataDocumentUrl: paths.metadataDocument } : {}),
       configured: this.deps.configured,
       registrations: this.deps.registrations,

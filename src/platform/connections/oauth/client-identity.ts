@@ -7,6 +7,7 @@ import {
 import { isLoopbackHost } from "../../../instance/load.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { AuthorizationRefused } from "./discovery.ts";
+import { promisesIss } from "./tokens.ts";
 
 /** A client an operator registered at an authorization server by hand (instance.json). */
 export interface ConfiguredClient {
@@ -34,11 +35,12 @@ export interface ClientRegistrations {
 }
 
 export interface ClientIdentityOptions {
-  /** Atrium's callback: the redirect URI every client of Atrium's is registered with. */
+  /** The redirect URI of flows at this target (paths.ts redirectUriFor): what a registration names. */
   redirectUri: string;
   /**
    * The URL of the client ID metadata document Atrium serves, set only when the public URL is
-   * https and not loopback (an authorization server must be able to fetch it).
+   * https and not loopback (an authorization server must be able to fetch it). Its one redirect
+   * URI is the shared callback, so it is used only where the server promises `iss` (ADR 0077).
    */
   metadataDocumentUrl?: string;
   configured: readonly ConfiguredClient[];
@@ -64,9 +66,15 @@ export function clientMetadata(
 
 /**
  * Atrium's client identity at the target's authorization server, in the order the issue sets:
- * its client ID metadata document when the server accepts one and Atrium has a public https
- * URL, else a dynamic registration (made once per authorization server and reused), else a
- * client configured for that issuer. None of them: refused, saying what the operator can do.
+ * its client ID metadata document when the server accepts one, promises RFC 9207 `iss`, and
+ * Atrium has a public https URL, else a dynamic registration (made once per authorization server
+ * and redirect URI, and reused), else a client configured for that issuer. None of them: refused,
+ * saying what the operator can do.
+ *
+ * The document is one client_id at every server, listing only the shared callback: any server
+ * that accepts documents accepts that redirect URI for it, so the callback cannot tell servers
+ * apart and only `iss` can (ADR 0077). A server that accepts documents but does not promise `iss`
+ * gets a registration, or a configured client, at its own callback instead.
  */
 export async function clientFor(
   target: AuthorizationTarget,
@@ -76,7 +84,7 @@ export async function clientFor(
   const acceptsDocument =
     (metadata as { client_id_metadata_document_supported?: unknown })
       .client_id_metadata_document_supported === true;
-  if (options.metadataDocumentUrl && acceptsDocument) {
+  if (options.metadataDocumentUrl && acceptsDocument && promisesIss(target)) {
     return { info: { client_id: options.metadataDocumentUrl }, how: "metadata_document" };
   }
   if (metadata.registration_endpoint) {
@@ -106,8 +114,8 @@ export async function clientFor(
     };
   }
   throw new AuthorizationRefused(
-    `Atrium has no client at ${target.issuer}: it accepts no client ID metadata document from this instance, offers no dynamic registration, ` +
-      'and instance.json configures no client for it (connections.oauth.clients: [{"issuer", "clientId", "clientSecret"?}]).',
+    `Atrium has no client at ${target.issuer}: it accepts no client ID metadata document from this instance (or does not promise RFC 9207 "iss"), offers no dynamic registration, ` +
+      `and instance.json configures no client for it (connections.oauth.clients: [{"issuer", "clientId", "clientSecret"?}], registered there with the redirect URI ${options.redirectUri}).`,
   );
 }
 

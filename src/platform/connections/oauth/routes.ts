@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { readCookie, setCookie } from "../../../identity/session-cookie.ts";
 import type { AppEnv } from "../../../web/app-env.ts";
 import { html, page } from "../../../web/html.ts";
@@ -10,6 +10,7 @@ import {
   CLIENT_METADATA_PATH,
   OAUTH_CALLBACK_PATH,
   OAUTH_GO_PATH,
+  OAUTH_ISSUER_CALLBACK_PATH,
   oauthPaths,
 } from "./paths.ts";
 
@@ -38,10 +39,12 @@ export function oauthRoutes(authorizer: Authorizer, publicUrl: () => string): Ho
     return new Response(null, { status: 302, headers });
   });
 
-  app.get(OAUTH_CALLBACK_PATH, async (c) => {
+  // The shared callback and each issuer's own (ADR 0077): the flow says which it expects.
+  const callback = async (c: Context<AppEnv>, issuer: string | undefined) => {
     const query = c.req.query();
     const flow = authorizer.flowOf(query.state);
-    const { secure } = oauthPaths(publicUrl());
+    const paths = oauthPaths(publicUrl());
+    const { secure } = paths;
     const cookie = flow ? bindingCookieName(flow.id, secure) : undefined;
     const outcome = await authorizer.complete(
       {
@@ -51,6 +54,7 @@ export function oauthRoutes(authorizer: Authorizer, publicUrl: () => string): Ho
         ...(query.error === undefined ? {} : { error: query.error }),
         ...(query.error_description === undefined ? {} : { error_description: query.error_description }),
       },
+      issuer === undefined ? paths.callback : paths.issuerCallback(issuer),
       c.get("principal").id,
       cookie ? readCookie(c.req.raw, cookie) : undefined,
     );
@@ -60,7 +64,9 @@ export function oauthRoutes(authorizer: Authorizer, publicUrl: () => string): Ho
       response.headers.append("set-cookie", setCookie(cookie, "", { path: "/", maxAgeSeconds: 0, secure }));
     }
     return response;
-  });
+  };
+  app.get(OAUTH_CALLBACK_PATH, (c) => callback(c, undefined));
+  app.get(OAUTH_ISSUER_CALLBACK_PATH, (c) => callback(c, c.req.param("issuer")));
 
   app.get(CLIENT_METADATA_PATH, (c) => {
     const paths = oauthPaths(publicUrl());

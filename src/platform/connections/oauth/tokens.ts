@@ -64,13 +64,18 @@ export async function beginAuthorization(
   });
 }
 
+/** Whether the authorization server promises RFC 9207 `iss` on every authorization response. */
+export function promisesIss(target: AuthorizationTarget): boolean {
+  return target.metadata.authorization_response_iss_parameter_supported === true;
+}
+
 /** RFC 9207: a wrong `iss` is refused, and a missing one too when the server promised to send it. */
 export function checkResponseIssuer(target: AuthorizationTarget, iss: string | undefined): void {
   try {
     validateAuthorizationResponseIssuer({
       iss,
       expectedIssuer: target.issuer,
-      issParameterSupported: target.metadata.authorization_response_iss_parameter_supported === true,
+      issParameterSupported: promisesIss(target),
     });
   } catch (error) {
     if (error instanceof IssuerMismatchError) {

@@ -8,7 +8,12 @@ import {
   clientFor,
 } from "../../../../../src/platform/connections/oauth/client-identity.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
-import { bindingCookieName, oauthPaths } from "../../../../../src/platform/connections/oauth/paths.ts";
+import {
+  bindingCookieName,
+  issuerKey,
+  oauthPaths,
+  redirectUriFor,
+} from "../../../../../src/platform/connections/oauth/paths.ts";
 import { StoredRegistrations } from "../../../../../src/platform/connections/oauth/registrations.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
@@ -64,13 +69,30 @@ function options(extra: Partial<ClientIdentityOptions> = {}): ClientIdentityOpti
 }
 
 describe("clientFor", () => {
-  it("uses the client ID metadata document when the server accepts one and Atrium has a public https URL", async () => {
+  it("uses the client ID metadata document when the server accepts one, promises iss, and Atrium has a public https URL", async () => {
     const client = await clientFor(
-      target({ client_id_metadata_document_supported: true, registration_endpoint: `${base}/register` }),
+      target({
+        client_id_metadata_document_supported: true,
+        authorization_response_iss_parameter_supported: true,
+        registration_endpoint: `${base}/register`,
+      }),
       options({ metadataDocumentUrl: DOCUMENT }),
     );
     expect(client).toEqual({ info: { client_id: DOCUMENT }, how: "metadata_document" });
     expect(registrationBodies).toHaveLength(0);
+  });
+
+  it("registers instead, at the issuer's own callback, where the server accepts the document but does not promise iss", async () => {
+    // The document's one redirect URI is the shared callback, which any server accepting documents
+    // would send its answer to: without iss, the answer could not be told from another server's.
+    const accepting = target({
+      client_id_metadata_document_supported: true,
+      registration_endpoint: `${base}/register`,
+    });
+    const redirectUri = redirectUriFor(oauthPaths("https://atrium.example"), accepting.issuer, false);
+    const client = await clientFor(accepting, options({ metadataDocumentUrl: DOCUMENT, redirectUri }));
+    expect(client.how).toBe("registered");
+    expect(registrationBodies[0]).toMatchObject({ redirect_uris: [redirectUri] });
   });
 
   it("registers once per authorization server, keeps the secret sealed, and reuses the registration", async () => {
@@ -112,6 +134,15 @@ describe("oauthPaths", () => {
     expect(oauthPaths("https://127.0.0.1:8443").metadataDocument).toBeUndefined();
     expect(oauthPaths("http://atrium.example").metadataDocument).toBeUndefined();
     expect(oauthPaths("https://atrium.example").callback).toBe(REDIRECT);
+  });
+
+  it("gives each issuer that does not promise iss its own callback, and the shared one to those that do", () => {
+    const paths = oauthPaths("https://atrium.example");
+    const own = redirectUriFor(paths, "https://auth.example.com", false);
+    expect(own).toBe(`${REDIRECT}/${issuerKey("https://auth.example.com")}`);
+    expect(issuerKey("https://auth.example.com")).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(redirectUriFor(paths, "https://auth.example.com/", false)).not.toBe(own);
+    expect(redirectUriFor(paths, "https://auth.example.com", true)).toBe(REDIRECT);
   });
 
   it("names the binding cookie __Host- over https and plainly on loopback http", () => {
