@@ -264,6 +264,9 @@ async function startLocked(
     hostname: config.http.host,
   });
   const server = createServer();
+  // A connection that moves no bytes for this long is destroyed (Node's socket timeout): a client
+  // that stops reading its answer would otherwise hold the answer's memory for good.
+  server.timeout = config.http.idleTimeoutSeconds * 1000;
   const drain = new HttpDrain(server);
   server.on("request", (request, response) => {
     drain.track(frontDoor(request, response) ?? honoListener(request, response));

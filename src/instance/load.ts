@@ -12,6 +12,7 @@ import {
   type ClaimMapping,
   type ConfigSection,
   DRAIN_SECONDS_DEFAULT,
+  IDLE_TIMEOUT_SECONDS_DEFAULT,
   type InstanceConfig,
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
@@ -123,6 +124,7 @@ export function parseInstance(
       publicUrl: stripSlash(new URL(file.http.publicUrl).href),
       maxBodyBytes: file.http.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
       drainSeconds: file.http.drainSeconds ?? DRAIN_SECONDS_DEFAULT,
+      idleTimeoutSeconds: file.http.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS_DEFAULT,
     },
     log: { level: file.log?.level ?? "info" },
     credentials: file.credentials && resolveCredentialKeys(file.credentials, options.baseDir),
@@ -148,7 +150,14 @@ interface InstanceFile {
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string };
-  http: { host: string; port: number; publicUrl: string; maxBodyBytes?: number; drainSeconds?: number };
+  http: {
+    host: string;
+    port: number;
+    publicUrl: string;
+    maxBodyBytes?: number;
+    drainSeconds?: number;
+    idleTimeoutSeconds?: number;
+  };
   log?: { level?: string };
   credentials?: { keys: Array<{ version: number; key: CredentialRef }> };
 }

@@ -7,6 +7,13 @@ export const MAX_BODY_BYTES_DEFAULT = 4 * 1024 * 1024;
 /** How long a graceful stop lets in-flight requests finish before cutting them off. */
 export const DRAIN_SECONDS_DEFAULT = 10;
 export const MAX_DRAIN_SECONDS = 600;
+/**
+ * How long a connection may move no bytes either way while a request is open on it. Past the
+ * longest silence a request has here (a remote tool call without progress: 60 s) with room to
+ * spare; a client that stops reading its answer is cut off after it, not held for good.
+ */
+export const IDLE_TIMEOUT_SECONDS_DEFAULT = 120;
+export const MAX_IDLE_TIMEOUT_SECONDS = 3600;
 export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
@@ -106,6 +113,7 @@ export const instanceSchema = {
         publicUrl: { type: "string", format: "uri", pattern: "^https?://" },
         maxBodyBytes: { type: "integer", minimum: 1024 },
         drainSeconds: { type: "integer", minimum: 0, maximum: MAX_DRAIN_SECONDS },
+        idleTimeoutSeconds: { type: "integer", minimum: 1, maximum: MAX_IDLE_TIMEOUT_SECONDS },
       },
     },
     credentials: {
@@ -202,7 +210,14 @@ export interface InstanceConfig {
   session: SessionConfig;
   oauth: OAuthConfig;
   storage: { root: string };
-  http: { host: string; port: number; publicUrl: string; maxBodyBytes: number; drainSeconds: number };
+  http: {
+    host: string;
+    port: number;
+    publicUrl: string;
+    maxBodyBytes: number;
+    drainSeconds: number;
+    idleTimeoutSeconds: number;
+  };
   log: { level: string };
   /**
    * The keys that seal stored credentials (connections' secrets), by version, read through their

@@ -59,6 +59,8 @@ export interface TestAtriumOptions {
   dir?: string;
   maxUploadBytes?: number;
   maxBodyBytes?: number;
+  /** instance.json's `http.idleTimeoutSeconds`. */
+  idleTimeoutSeconds?: number;
   idleEvictMs?: number;
   /** The instance clock (test/helpers/fake-time.ts), so a test moves time instead of waiting. */
   clock?: Clock;
@@ -146,6 +148,9 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
         port: 0,
         publicUrl: "http://127.0.0.1:8787",
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+        ...(options.idleTimeoutSeconds === undefined
+          ? {}
+          : { idleTimeoutSeconds: options.idleTimeoutSeconds }),
       },
       ...(options.maxUploadBytes === undefined ? {} : { files: { maxUploadBytes: options.maxUploadBytes } }),
       ...(options.skills === undefined ? {} : { skills: options.skills }),

@@ -163,6 +163,22 @@ describe("loadInstance", () => {
     }
   });
 
+  it("http.idleTimeoutSeconds is 120 by default, keeps a whole number from 1 to 3600, and refuses anything else by name", async () => {
+    expect((await loadInstance(await writeInstance(MINIMAL))).http.idleTimeoutSeconds).toBe(120);
+    for (const idleTimeoutSeconds of [1, 3600]) {
+      const config = await loadInstance(
+        await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, idleTimeoutSeconds } }),
+      );
+      expect(config.http.idleTimeoutSeconds).toBe(idleTimeoutSeconds);
+    }
+    for (const idleTimeoutSeconds of [0, 3601, 1.5, "120"]) {
+      const message = await bootError(
+        loadInstance(await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, idleTimeoutSeconds } })),
+      );
+      expect(message).toContain("http.idleTimeoutSeconds");
+    }
+  });
+
   it("strips a trailing slash from publicUrl", async () => {
     const config = await loadInstance(
       await writeInstance({
