@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../errors.ts";
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
 
 /** `application/json`, with or without parameters such as `charset` (RFC 9110 §8.3.1). */
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
@@ -13,9 +14,13 @@ export async function readJsonObject(c: Context): Promise<Record<string, unknown
   if (!JSON_MEDIA_TYPE.test(c.req.header("content-type") ?? "")) {
     throw new UnsupportedMediaType("Send the body as JSON with Content-Type: application/json.");
   }
+  const text = await c.req.text();
+  if (nestsDeeperThan(text)) {
+    throw new InvalidInput(`The body nests deeper than ${MAX_JSON_DEPTH} arrays or objects.`);
+  }
   let value: unknown;
   try {
-    value = JSON.parse(await c.req.text());
+    value = JSON.parse(text);
   } catch (error) {
     // V8's message says what it found and where, e.g. "... in JSON at position 9 (line 1 column 10)".
     throw new InvalidInput(`The body is not valid JSON: ${(error as Error).message}`);

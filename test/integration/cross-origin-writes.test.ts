@@ -1,5 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_JSON_DEPTH } from "../../src/web/json-depth.ts";
 import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 
 // Under `dev` a request with no credential is the developer, so a page on another local port
@@ -56,6 +57,14 @@ describe("JSON bodies must say they are JSON", () => {
       "content-type": "Application/JSON; charset=utf-8",
     });
     expect(response.status).toBe(201);
+  });
+
+  it("a body nested deeper than the bound is refused before it is parsed", async () => {
+    const deep = `{"name": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`;
+    const response = await post("/v1/workspaces", deep, { "content-type": "application/json" });
+    expect(response.status).toBe(400);
+    const { message } = (JSON.parse(response.text) as { error: { message: string } }).error;
+    expect(message).toBe(`The body nests deeper than ${MAX_JSON_DEPTH} arrays or objects.`);
   });
 
   it("a body that does not parse says the JSON did not parse, and where", async () => {

@@ -1,5 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_JSON_DEPTH } from "../../src/web/json-depth.ts";
 import {
   bootstrapWorkspace,
   capturingLogger,
@@ -127,6 +128,29 @@ describe("the front door's refusals are the hono app's", () => {
     expect(refused.text).toMatch(/deactivated/);
     await instance.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/reactivate`);
     expect((await post("bob", `/mcp/${ws}`, PING)).status).toBe(404);
+  });
+
+  it("a body nested deeper than the bound is a parse error before it is parsed, on the front door and on hono alike", async () => {
+    const call = (depth: number) =>
+      `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"files__list","arguments":{"x":${"[".repeat(depth)}${"]".repeat(depth)}}}}`;
+    for (const path of [`/mcp/${ws}`, `/mcp/${ws.replace("ws_", "ws%5F")}`]) {
+      const response = await instance.raw("alice", "POST", path, { headers: LEGACY, body: call(1000) });
+      expect(response.status, path).toBe(400);
+      expect(JSON.parse(response.text), path).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: {
+          code: -32700,
+          message: `Parse error: the request body nests deeper than ${MAX_JSON_DEPTH} arrays or objects`,
+        },
+      });
+    }
+    // Deep, but within the bound with the envelope's own three levels: served.
+    const within = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+      headers: LEGACY,
+      body: call(MAX_JSON_DEPTH - 3),
+    });
+    expect(within.status).toBe(200);
   });
 
   it("a body that is not UTF-8 is a parse error, stored nowhere, on the front door and on hono alike", async () => {

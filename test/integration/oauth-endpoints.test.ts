@@ -353,6 +353,16 @@ describe("dynamic client registration", () => {
       body: "{not json",
     });
     expect(await errorOf(broken)).toMatchObject({ status: 400, error: "invalid_request" });
+    const deep = await fetch(`${as.url}/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"redirect_uris": ${"[".repeat(5000)}${"]".repeat(5000)}}`,
+    });
+    expect(await errorOf(deep)).toMatchObject({
+      status: 400,
+      error: "invalid_request",
+      description: expect.stringMatching(/nests deeper than/),
+    });
     expect(await errorOf(await registerJson("a string"))).toMatchObject({
       status: 400,
       error: "invalid_client_metadata",
