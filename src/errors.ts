@@ -77,7 +77,13 @@ export class UnsupportedMediaType extends AtriumError {
   }
 }
 
-/** A problem with the instance's configuration or on-disk state, found at boot. */
+/** One caller holds as many of something as it may at once: close one, then ask again. */
+export class TooManyRequests extends AtriumError {
+  constructor(code: string, message: string) {
+    super(code, 429, message);
+  }
+}
+
 /**
  * The status a request is logged with when its client went away before the answer (nginx's
  * 499): the answer reaches no one, and it is not Atrium's failure. REST and MCP log it alike.
@@ -95,6 +101,7 @@ export class ClientClosedRequest extends AtriumError {
   }
 }
 
+/** A problem with the instance's configuration or on-disk state, found at boot. */
 export class BootError extends Error {
   constructor(message: string) {
     super(message);

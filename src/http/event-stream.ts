@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { TooManyRequests } from "../errors.ts";
 import type { EventSink, LoggedEvent, WorkspaceEventLog } from "../kernel/event-log.ts";
 import type { Timers } from "../kernel/timers.ts";
 import type { AppEnv } from "../web/app-env.ts";
@@ -9,9 +10,18 @@ export interface EventStreamLimits {
   heartbeatMs: number;
   /** Bytes a connection may have queued and unsent; past this the client is disconnected. */
   maxQueuedBytes: number;
+  /**
+   * Streams one person may hold open at once, across every workspace: each holds a socket and a
+   * follower, and nothing else bounds how many one member opens.
+   */
+  maxStreamsPerPerson: number;
 }
 
-export const EVENT_STREAM_LIMITS: EventStreamLimits = { heartbeatMs: 15_000, maxQueuedBytes: 1024 * 1024 };
+export const EVENT_STREAM_LIMITS: EventStreamLimits = {
+  heartbeatMs: 15_000,
+  maxQueuedBytes: 1024 * 1024,
+  maxStreamsPerPerson: 32,
+};
 
 const encoder = new TextEncoder();
 
@@ -29,6 +39,8 @@ export interface EventStreamRequest {
   lastEventId: string | undefined;
   /** Cuts the connection itself: a slow consumer is dropped, not left holding its queue. */
   disconnect?: () => void;
+  /** Told once, when the stream ends, however it ends. */
+  ended?: () => void;
 }
 
 /**
@@ -41,7 +53,7 @@ export function openEventStream(
   events: WorkspaceEventLog,
   timers: Timers,
   request: EventStreamRequest,
-  limits: EventStreamLimits = EVENT_STREAM_LIMITS,
+  limits: Pick<EventStreamLimits, "heartbeatMs" | "maxQueuedBytes"> = EVENT_STREAM_LIMITS,
 ): ReadableStream<Uint8Array> {
   let ended = false;
   let unfollow = (): void => {};
@@ -53,6 +65,7 @@ export function openEventStream(
     ended = true;
     unfollow();
     stopHeartbeat();
+    request.ended?.();
   };
   const send = (text: string): void => {
     if (ended) return;
@@ -115,21 +128,36 @@ export function eventStreamRoutes(
   limits: EventStreamLimits = EVENT_STREAM_LIMITS,
 ): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  const open = new Map<string, number>();
   app.get("/events", (c) => {
     const { workspace } = c.get("admission");
+    const principalId = c.get("principal").id;
     // hono answers a HEAD with this handler and drops the body (headWithoutBody cancels it): a
     // HEAD gets the stream's headers without following the log at all, not even until the
     // cancel (test/integration/event-stream.test.ts "HEAD").
     if (c.req.method === "HEAD") return new Response(null, { headers: STREAM_HEADERS });
+    const held = open.get(principalId) ?? 0;
+    if (held >= limits.maxStreamsPerPerson) {
+      throw new TooManyRequests(
+        "too_many_streams",
+        `You have ${held} event streams open, the most one person may: close one before opening another.`,
+      );
+    }
+    open.set(principalId, held + 1);
     const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
     const body = openEventStream(
       events,
       timers,
       {
         workspaceId: workspace.id,
-        principalId: c.get("principal").id,
+        principalId,
         lastEventId: c.req.header("last-event-id"),
         disconnect: () => outgoing?.destroy(),
+        ended: () => {
+          const left = (open.get(principalId) ?? 1) - 1;
+          if (left > 0) open.set(principalId, left);
+          else open.delete(principalId);
+        },
       },
       limits,
     );

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { EVENT_STREAM_LIMITS } from "../../src/http/event-stream.ts";
 import {
   bootstrapWorkspace,
   capturingLogger,
@@ -208,6 +209,27 @@ describe("GET /v1/workspaces/:ws/events", () => {
     // every event published after it.
     expect(time.armed()).toBe(armed);
     expect((await instance.rest("mallory", "HEAD", `/v1/workspaces/${ws}/events`)).status).toBe(404);
+  });
+
+  it("one person holds at most 32 streams at once, across workspaces; closing one frees its place", async () => {
+    const other = await bootstrapWorkspace(instance, "carol");
+    const second = await bootstrapWorkspace(instance, "carol");
+    const held: SseReader[] = [];
+    for (let i = 0; i < EVENT_STREAM_LIMITS.maxStreamsPerPerson; i++)
+      held.push(await stream("carol", i % 2 ? second : other));
+    const refused = await instance.rest("carol", "GET", `/v1/workspaces/${other}/events`);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("too_many_streams");
+    // Someone else is not counted against her.
+    const alice = await stream("alice", ws);
+    await alice.close();
+    await held.pop()?.close();
+    await vi.waitFor(async () => {
+      const again = await instance.rest("carol", "GET", `/v1/workspaces/${other}/events`);
+      expect(again.status).toBe(200);
+      await new SseReader(again).close();
+    });
+    for (const reader of held) await reader.close();
   });
 
   it("a client that does not read is disconnected once its queue passes the bound, not buffered", async () => {
