@@ -708,6 +708,50 @@ describe("configuration and large results", () => {
     );
     // A BootError: the CLI prints it as one line and exits 1, with no stack.
     expect((crossed as Error).name).toBe("BootError");
+    const none = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxTasksPerWorkspace: 0 } },
+    }).catch((error: unknown) => error);
+    expect(String(none)).toContain("tasks.maxTasksPerWorkspace: must be >= 1");
+    const owner = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxTasksPerWorkspace: 10, maxTasksPerOwner: 20 } },
+    }).catch((error: unknown) => error);
+    expect(String(owner)).toContain(
+      "tasks.maxTasksPerOwner (20) is more than tasks.maxTasksPerWorkspace (10)",
+    );
+  });
+
+  it("a workspace holds at most tasks.maxTasksPerWorkspace tasks, a person at most tasks.maxTasksPerOwner of them, creates at once included", async () => {
+    const instance = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxTasksPerWorkspace: 3, maxTasksPerOwner: 2 } },
+    });
+    try {
+      const ws = await bootstrapWorkspace(instance, "alice");
+      await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+      const define = (user: string, name: string) =>
+        instance.rest(user, "POST", tasksPath(ws), { name, action: echo(), trigger: { everySeconds: 3600 } });
+      // Five at once: two pass the owner's bound, three are refused, none written past it.
+      const first = await Promise.all(["a", "b", "c", "d", "e"].map((name) => define("alice", name)));
+      expect(first.map((response) => response.status).sort()).toEqual([201, 201, 409, 409, 409]);
+      const refused = (await first.find((response) => response.status === 409)?.json()) as {
+        error: { code: string; message: string };
+      };
+      expect(refused.error.code).toBe("too_many_tasks");
+      expect(refused.error.message).toContain("tasks.maxTasksPerOwner is 2");
+      expect((await define("bob", "bob's")).status).toBe(201);
+      const full = await define("bob", "bob's second");
+      expect(full.status).toBe(409);
+      expect(((await full.json()) as { error: { message: string } }).error.message).toContain(
+        "tasks.maxTasksPerWorkspace is 3",
+      );
+      const [mine] = (await (await instance.rest("alice", "GET", tasksPath(ws))).json()).tasks as Task[];
+      expect((await instance.rest("alice", "DELETE", tasksPath(ws, `/${mine?.id}`))).status).toBe(204);
+      expect((await define("bob", "bob's second")).status).toBe(201);
+    } finally {
+      await instance.stop();
+    }
   });
 
   it("stores a result larger than tasks.inlineResultBytes as a file of the owner's, and references it", async () => {

@@ -61,6 +61,8 @@ export class TaskStore implements LeftoverRules {
   private readonly loaded: IdleCache<LoadedWorkspace>;
   /** One update of a task at a time, its schedule entry and loaded copy included. */
   private readonly taskLocks = new KeyedLock();
+  /** One create per workspace at a time: its bounds count what is written (ADR 0079). */
+  private readonly createLocks = new KeyedLock();
   private hooks: LoadHooks = {
     loaded: async () => undefined,
     unfinished: async () => undefined,
@@ -119,12 +121,19 @@ export class TaskStore implements LeftoverRules {
     return this.loaded.use(workspaceId, async (loaded) => loaded.tasks.get(taskId));
   }
 
-  async create(task: Task): Promise<Task> {
-    // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
-    if (task.trigger) await this.index.addSchedule(task);
-    await this.tasks.create(task.workspaceId, task.ownerId, task.id, task);
-    (await this.loaded.peek(task.workspaceId))?.setTask(task);
-    return task;
+  /**
+   * Writes a new task. `admit` is shown the workspace's tasks first and throws to refuse it; one
+   * create of a workspace runs at a time, so creates at once cannot both pass a bound.
+   */
+  async create(task: Task, admit?: (tasks: readonly Task[]) => void): Promise<Task> {
+    return this.createLocks.run(task.workspaceId, async () => {
+      admit?.(await this.all(task.workspaceId));
+      // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
+      if (task.trigger) await this.index.addSchedule(task);
+      await this.tasks.create(task.workspaceId, task.ownerId, task.id, task);
+      (await this.loaded.peek(task.workspaceId))?.setTask(task);
+      return task;
+    });
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
+import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -65,7 +65,7 @@ export class Tasks {
 
   async create(asker: Definer, body: Record<string, unknown>): Promise<Task> {
     const task = defineTask(body, asker, this.settings, { id: newTaskId(), now: this.now() });
-    await this.store.create(task);
+    await this.store.create(task, (existing) => this.admit(existing, asker));
     this.schedules.arm(task);
     return task;
   }
@@ -185,6 +185,28 @@ export class Tasks {
     return Promise.all(
       runs.filter((run): run is Run => run !== undefined).map((run) => this.results.shown(run)),
     );
+  }
+
+  /**
+   * A workspace holds at most `tasks.maxTasksPerWorkspace` tasks, and one person owns at most
+   * `tasks.maxTasksPerOwner` of them, so no member can fill it alone: every task may be armed to
+   * fire once per `tasks.minIntervalSeconds`, and keeps runs and their result files (ADR 0079).
+   */
+  private admit(existing: readonly Task[], asker: Definer): void {
+    const { maxTasksPerWorkspace, maxTasksPerOwner } = this.settings;
+    if (existing.length >= maxTasksPerWorkspace) {
+      throw new Conflict(
+        "too_many_tasks",
+        `This workspace already has ${existing.length} tasks, its limit (tasks.maxTasksPerWorkspace is ${maxTasksPerWorkspace}): delete one to define another.`,
+      );
+    }
+    const owned = existing.filter((task) => task.ownerId === asker.principalId).length;
+    if (owned >= maxTasksPerOwner) {
+      throw new Conflict(
+        "too_many_tasks",
+        `You already own ${owned} tasks in this workspace, the most one person may (tasks.maxTasksPerOwner is ${maxTasksPerOwner}): delete one to define another.`,
+      );
+    }
   }
 
   private async changeable(asker: Definer, id: unknown): Promise<Task> {
