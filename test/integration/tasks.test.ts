@@ -1,4 +1,4 @@
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
@@ -708,6 +708,50 @@ describe("configuration and large results", () => {
     );
     // A BootError: the CLI prints it as one line and exits 1, with no stack.
     expect((crossed as Error).name).toBe("BootError");
+    const none = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxTasksPerWorkspace: 0 } },
+    }).catch((error: unknown) => error);
+    expect(String(none)).toContain("tasks.maxTasksPerWorkspace: must be >= 1");
+    const owner = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxTasksPerWorkspace: 10, maxTasksPerOwner: 20 } },
+    }).catch((error: unknown) => error);
+    expect(String(owner)).toContain(
+      "tasks.maxTasksPerOwner (20) is more than tasks.maxTasksPerWorkspace (10)",
+    );
+  });
+
+  it("a workspace holds at most tasks.maxTasksPerWorkspace tasks, a person at most tasks.maxTasksPerOwner of them, creates at once included", async () => {
+    const instance = await startTestAtrium({
+      apps: APPS,
+      sections: { tasks: { maxTasksPerWorkspace: 3, maxTasksPerOwner: 2 } },
+    });
+    try {
+      const ws = await bootstrapWorkspace(instance, "alice");
+      await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+      const define = (user: string, name: string) =>
+        instance.rest(user, "POST", tasksPath(ws), { name, action: echo(), trigger: { everySeconds: 3600 } });
+      // Five at once: two pass the owner's bound, three are refused, none written past it.
+      const first = await Promise.all(["a", "b", "c", "d", "e"].map((name) => define("alice", name)));
+      expect(first.map((response) => response.status).sort()).toEqual([201, 201, 409, 409, 409]);
+      const refused = (await first.find((response) => response.status === 409)?.json()) as {
+        error: { code: string; message: string };
+      };
+      expect(refused.error.code).toBe("too_many_tasks");
+      expect(refused.error.message).toContain("tasks.maxTasksPerOwner is 2");
+      expect((await define("bob", "bob's")).status).toBe(201);
+      const full = await define("bob", "bob's second");
+      expect(full.status).toBe(409);
+      expect(((await full.json()) as { error: { message: string } }).error.message).toContain(
+        "tasks.maxTasksPerWorkspace is 3",
+      );
+      const [mine] = (await (await instance.rest("alice", "GET", tasksPath(ws))).json()).tasks as Task[];
+      expect((await instance.rest("alice", "DELETE", tasksPath(ws, `/${mine?.id}`))).status).toBe(204);
+      expect((await define("bob", "bob's second")).status).toBe(201);
+    } finally {
+      await instance.stop();
+    }
   });
 
   it("stores a result larger than tasks.inlineResultBytes as a file of the owner's, and references it", async () => {
@@ -731,6 +775,88 @@ describe("configuration and large results", () => {
     } finally {
       await instance.stop();
     }
+  });
+});
+
+describe("result files (ADR 0079)", () => {
+  let instance: TestAtrium | undefined;
+  afterEach(async () => {
+    await instance?.stop();
+    instance = undefined;
+  });
+
+  async function startSmall(sections: Record<string, unknown> = {}) {
+    const time = new FakeTime(Date.UTC(2026, 0, 1));
+    instance = await startTestAtrium({
+      apps: APPS,
+      clock: time.clock,
+      timers: time.timers,
+      sections: { tasks: { inlineResultBytes: 1024, ...sections } },
+    });
+    return { instance, ws: await bootstrapWorkspace(instance, "alice") };
+  }
+
+  async function fileIds(instance: TestAtrium, ws: string): Promise<string[]> {
+    const response = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/files`);
+    return ((await response.json()) as { files: { id: string }[] }).files.map((file) => file.id).sort();
+  }
+
+  const big = echo({ text: "x".repeat(4000) });
+
+  it("a run's result file is deleted with the run: pruned past runsKeptPerTask, and with its task", async () => {
+    const { instance, ws } = await startSmall({ runsKeptPerTask: 2 });
+    const task = await createTask(instance, "alice", ws, { name: "big", action: big });
+    for (let n = 0; n < 5; n++)
+      await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+    // Pruned after the last run's end is recorded.
+    await vi.waitFor(async () => expect(await runsOf(instance, "alice", ws, task.id)).toHaveLength(2));
+    const kept = await runsOf(instance, "alice", ws, task.id);
+    expect(await fileIds(instance, ws)).toEqual(kept.map((run) => run.resultFile?.id).sort());
+    const removed = await instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`));
+    expect(removed.status).toBe(204);
+    expect(await fileIds(instance, ws)).toEqual([]);
+  });
+
+  it("a run whose result file was deleted by hand answers a note saying so, never a dangling resultFile", async () => {
+    const { instance, ws } = await startSmall();
+    const task = await createTask(instance, "alice", ws, { name: "big", action: big });
+    const run = await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
+    const fileId = run.resultFile?.id;
+    expect((await instance.rest("alice", "DELETE", `/v1/files/${fileId}`)).status).toBe(204);
+    const [listed] = await runsOf(instance, "alice", ws, task.id);
+    const read = (await (
+      await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}/runs/${run.id}`))
+    ).json()) as Run;
+    for (const seen of [listed, read]) {
+      expect(seen?.resultFile).toBeUndefined();
+      expect(seen?.resultNote).toContain(`${fileId}, which is no longer there`);
+    }
+  });
+
+  it("what a crash left is cleared at the next use: the runs of a half-deleted task, and a result written for a run left running", async () => {
+    const started = await startSmall();
+    const { ws } = started;
+    let restarted = started.instance;
+    const gone = await createTask(restarted, "alice", ws, { name: "deleted", action: big });
+    const goneRun = await ended(restarted, "alice", ws, await startRun(restarted, "alice", ws, gone.id));
+    const cut = await createTask(restarted, "alice", ws, { name: "cut short", action: big });
+    const cutRun = await ended(restarted, "alice", ws, await startRun(restarted, "alice", ws, cut.id));
+    expect(await fileIds(restarted, ws)).toHaveLength(2);
+    await restarted.close();
+    // A kill -9 mid-delete: the task's record is gone, its run's is not.
+    await rm(join(restarted.root, ws, "tasks", alice, `${gone.id}.json`));
+    // A kill -9 between the result's file and the run's end: the record the start wrote, still `running`.
+    const { endedAt: _ended, resultFile: _file, ...begun } = cutRun;
+    const cutPath = join(restarted.root, ws, "tasks", alice, "runs", `${cutRun.id}.json`);
+    await writeFile(cutPath, JSON.stringify({ ...begun, execution: { status: "running" } }));
+    restarted = await restarted.restart();
+    instance = restarted;
+    const [after] = await runsOf(restarted, "alice", ws, cut.id);
+    expect(after).toMatchObject({ id: cutRun.id, execution: { status: "interrupted" } });
+    await vi.waitFor(async () => expect(await fileIds(restarted, ws)).toEqual([]));
+    const runsDir = await readdir(join(restarted.root, ws, "tasks", alice, "runs"));
+    expect(runsDir).toEqual([`${cutRun.id}.json`]);
+    expect(goneRun.resultFile).toBeDefined();
   });
 });
 

@@ -1,5 +1,7 @@
 import type { PlatformApp } from "../app.ts";
 import { type TaskSettings, tasksConfig } from "./config.ts";
+import { DeferredWork } from "./deferred-work.ts";
+import { ResultFiles } from "./result-files.ts";
 import { taskRoutes } from "./routes.ts";
 import { TaskRunner } from "./runner.ts";
 import { TaskSchedules } from "./schedule.ts";
@@ -29,13 +31,16 @@ export const tasksApp: PlatformApp<TaskSettings> = {
     scheduler,
     log,
   }) {
+    const results = new ResultFiles({ dispatch, workspaces, settings, log });
     const store = new TaskStore(storage, layout, {
       clock,
       idempotencyWindowMs: settings.idempotencyWindowHours * HOUR_MS,
+      results,
     });
     const runner = new TaskRunner({
       store,
       dispatch,
+      results,
       workspaces,
       users,
       events,
@@ -54,17 +59,34 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       log,
       minIntervalSeconds: settings.minIntervalSeconds,
     });
-    // A crash left runs `running`: recorded `interrupted` when their workspace's runs are read,
-    // before that read answers — at boot for the workspaces the crash left marked (ADR 0056).
+    // What a crash left is found when a workspace's runs are read, at boot for the workspaces its
+    // mark names (ADR 0056): runs left `running` are recorded `interrupted` before that read
+    // answers; a result file such a run may have written unnamed, and the runs of a task whose
+    // removal was cut short, go once tools may be called, in the background (ADR 0079).
+    const leftovers = new DeferredWork(log);
     store.onLoad({
       loaded: (found) => schedules.adopt(found),
-      unfinished: (found) => runner.interruptLeftovers(found),
+      unfinished: async (found) => {
+        for (const run of await runner.interruptLeftovers(found)) {
+          leftovers.add("deleting an interrupted run's result file", () => results.discardUnreferenced(run));
+        }
+      },
+      orphaned: (runs) => {
+        for (const run of runs) {
+          if (run.execution.status === "running") {
+            leftovers.add("deleting an interrupted run's result file", () =>
+              results.discardUnreferenced(run),
+            );
+          }
+        }
+        leftovers.add("forgetting the runs of a deleted task", () => store.forgetOrphans(runs));
+      },
     });
     let triggered = await store.boot(
       () => workspaces.ids(),
       (workspaceId) => workspaces.get(workspaceId) !== undefined,
     );
-    const tasks = new Tasks(store, runner, schedules, workspaces, users, settings, clock);
+    const tasks = new Tasks(store, runner, results, schedules, workspaces, users, settings, clock);
     return {
       tools: createTasksTools(tasks),
       workspaceRoutes: taskRoutes(tasks),
@@ -74,9 +96,11 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       ready: () => {
         const due = triggered;
         triggered = [];
+        leftovers.start();
         return schedules.armAll(due);
       },
       stop: async () => {
+        await leftovers.stop();
         await runner.stop();
         await store.close();
       },

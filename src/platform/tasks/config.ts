@@ -16,6 +16,10 @@ export interface TaskSettings {
   runsKeptPerTask: number;
   /** A tool result larger than this (as JSON) is stored as a file in the owner's files. */
   inlineResultBytes: number;
+  /** The most tasks a workspace holds, whoever owns them (ADR 0079). */
+  maxTasksPerWorkspace: number;
+  /** The most tasks one person owns in a workspace (ADR 0079). */
+  maxTasksPerOwner: number;
 }
 
 export const TASK_DEFAULTS: TaskSettings = {
@@ -26,6 +30,8 @@ export const TASK_DEFAULTS: TaskSettings = {
   idempotencyWindowHours: 24,
   runsKeptPerTask: 200,
   inlineResultBytes: 64 * 1024,
+  maxTasksPerWorkspace: 200,
+  maxTasksPerOwner: 50,
 };
 
 const whole = (minimum: number, maximum: number) => ({ type: "integer", minimum, maximum });
@@ -43,14 +49,21 @@ export const tasksConfig: ConfigSection<TaskSettings> = {
       idempotencyWindowHours: whole(1, 720),
       runsKeptPerTask: whole(1, 10_000),
       inlineResultBytes: whole(1024, 16 * 1024 * 1024),
+      maxTasksPerWorkspace: whole(1, 100_000),
+      maxTasksPerOwner: whole(1, 100_000),
     },
   },
   resolve(section) {
     const settings = { ...TASK_DEFAULTS, ...((section ?? {}) as Partial<TaskSettings>) };
-    // Two fields checked against each other: the schema alone cannot say it.
+    // Fields checked against each other: the schema alone cannot say it.
     if (settings.defaultTimeoutSeconds > settings.maxTimeoutSeconds) {
       throw new BootError(
         `instance.json: tasks.defaultTimeoutSeconds (${settings.defaultTimeoutSeconds}) is more than tasks.maxTimeoutSeconds (${settings.maxTimeoutSeconds}); lower the first or raise the second.`,
+      );
+    }
+    if (settings.maxTasksPerOwner > settings.maxTasksPerWorkspace) {
+      throw new BootError(
+        `instance.json: tasks.maxTasksPerOwner (${settings.maxTasksPerOwner}) is more than tasks.maxTasksPerWorkspace (${settings.maxTasksPerWorkspace}); lower the first or raise the second.`,
       );
     }
     return settings;

@@ -1,7 +1,4 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import type { ToolDispatch } from "../../sources/dispatch.ts";
-import { joinToolName } from "../../sources/tool-names.ts";
-import type { TaskSettings } from "./config.ts";
 import type { Execution, Run, RunError, Task } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 
@@ -57,42 +54,10 @@ function outputOf(result: CallToolResult): { value: unknown } | undefined {
   }
 }
 
-function textOf(result: CallToolResult): string {
+/** The text blocks of a result, for a message; "The tool failed." when it has none. */
+export function textOf(result: CallToolResult): string {
   return (
     result.content.flatMap((block) => (block.type === "text" ? [block.text] : [])).join("\n") ||
     "The tool failed."
   );
-}
-
-/**
- * Where a run keeps its result: in the record when it is small; else written to the owner's
- * files through the dispatch as the owner (the files app's own limits apply) and referenced.
- * When even that fails, the record says why instead of holding a result.
- */
-export async function storeLargeResult(
-  dispatch: ToolDispatch,
-  run: Run,
-  result: CallToolResult,
-  settings: TaskSettings,
-): Promise<Pick<Run, "result" | "resultFile" | "resultNote">> {
-  const text = JSON.stringify(result);
-  const size = Buffer.byteLength(text);
-  if (size <= settings.inlineResultBytes) return { result };
-  try {
-    const stored = await dispatch.call(
-      { principalId: run.ownerId, workspaceId: run.workspaceId },
-      joinToolName("files", "write"),
-      { name: `${run.id}-result.json`, text, mimeType: "application/json" },
-      { requestId: run.id },
-    );
-    const id = (stored.structuredContent as { id?: unknown } | undefined)?.id;
-    if (!stored.isError && typeof id === "string") return { resultFile: { id, size } };
-    return {
-      resultNote: `The result (${size} bytes) was too large to keep and was not stored: ${textOf(stored)}`,
-    };
-  } catch (error) {
-    return {
-      resultNote: `The result (${size} bytes) was too large to keep and was not stored: ${(error as Error).message}`,
-    };
-  }
 }

@@ -10,13 +10,16 @@ import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { TaskSettings } from "./config.ts";
 import type { Unfinished } from "./loaded.ts";
 import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
-import { type Outcome, outcomeOf, storeLargeResult } from "./outcome.ts";
+import { type Outcome, outcomeOf } from "./outcome.ts";
+import type { ResultFiles } from "./result-files.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 import type { TaskStore } from "./store.ts";
 
 export interface RunnerDeps {
   store: TaskStore;
   dispatch: ToolDispatch;
+  /** Where a large result is kept: a file of the owner's. */
+  results: Pick<ResultFiles, "keep">;
   workspaces: Pick<WorkspaceStore, "roleOf">;
   users: Pick<UserDirectory, "isDeactivated">;
   events: EventPublisher;
@@ -173,12 +176,14 @@ export class TaskRunner {
    * Runs a crash left `running` (found when their workspace is loaded, at boot for a workspace
    * the crash left marked, else on its first use) are recorded `interrupted`, never left running.
    * A run in flight here is not a crash's; one that ended since it was read is left as it ended.
+   * Answers the runs it recorded: a crash may have written their result file and not named it.
    */
-  async interruptLeftovers(found: readonly Unfinished[]): Promise<void> {
+  async interruptLeftovers(found: readonly Unfinished[]): Promise<Run[]> {
     const error = {
       code: "interrupted",
       message: "Atrium stopped while this run was in flight; it was found unfinished at the next start.",
     };
+    const interruptedRuns: Run[] = [];
     for (const { run, task } of found) {
       if (this.flights.has(run.id)) continue;
       let interrupted = false;
@@ -187,8 +192,12 @@ export class TaskRunner {
         interrupted = true;
         return { ...current, endedAt: this.now(), execution: { status: "interrupted", error } };
       });
-      if (interrupted && ended) this.announce("task.run.finished", task, ended);
+      if (interrupted && ended) {
+        this.announce("task.run.finished", task, ended);
+        interruptedRuns.push(ended);
+      }
     }
+    return interruptedRuns;
   }
 
   private async execute(task: Task, run: Run, flight: Flight): Promise<void> {
@@ -239,7 +248,7 @@ export class TaskRunner {
   }
 
   private async finish(task: Task, run: Run, outcome: Outcome, result: CallToolResult | undefined) {
-    const kept = result && (await storeLargeResult(this.deps.dispatch, run, result, this.deps.settings));
+    const kept = result && (await this.deps.results.keep(run, result));
     const ended = await this.deps.store.updateRun(run, (current) => ({
       ...current,
       endedAt: this.now(),
@@ -253,7 +262,7 @@ export class TaskRunner {
     await this.pruneRuns(task);
   }
 
-  /** Keeps the task's newest finished runs up to the configured number. */
+  /** Keeps the task's newest finished runs up to the configured number; the rest go with their result files. */
   private async pruneRuns(task: Task): Promise<void> {
     const ids = await this.deps.store.runIds(task);
     const excess = ids.slice(this.deps.settings.runsKeptPerTask).filter((id) => !this.flights.has(id));

@@ -11,6 +11,7 @@ import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
 import { LoadedRuns, LoadedWorkspace, type Unfinished } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
+import type { ResultFiles } from "./result-files.ts";
 
 const RUNS = "runs";
 
@@ -26,12 +27,20 @@ export interface LoadHooks {
    * crash's, recorded before the read answers, so no reader sees a run left running.
    */
   unfinished(found: readonly Unfinished[]): Promise<void>;
+  /**
+   * Run records found whose task is gone (a crash between a task's removal and its runs'): they
+   * are left out of what the read answers and handed here, to be forgotten (`forgetOrphans`)
+   * once tools may be called. Told, not awaited: their files are deleted in the background.
+   */
+  orphaned(runs: readonly Run[]): void;
 }
 
 export interface TaskStoreOptions {
   clock: Clock;
   /** How long an `Idempotency-Key` is honoured (instance.json's `tasks.idempotencyWindowHours`). */
   idempotencyWindowMs: number;
+  /** Deletes a run's result file before its record goes; false keeps the record (ADR 0079). */
+  results: Pick<ResultFiles, "discard">;
   idleMs?: number;
 }
 
@@ -52,7 +61,13 @@ export class TaskStore implements LeftoverRules {
   private readonly loaded: IdleCache<LoadedWorkspace>;
   /** One update of a task at a time, its schedule entry and loaded copy included. */
   private readonly taskLocks = new KeyedLock();
-  private hooks: LoadHooks = { loaded: async () => undefined, unfinished: async () => undefined };
+  /** One create per workspace at a time: its bounds count what is written (ADR 0079). */
+  private readonly createLocks = new KeyedLock();
+  private hooks: LoadHooks = {
+    loaded: async () => undefined,
+    unfinished: async () => undefined,
+    orphaned: () => undefined,
+  };
 
   constructor(
     private readonly storage: PartitionPaths,
@@ -106,12 +121,19 @@ export class TaskStore implements LeftoverRules {
     return this.loaded.use(workspaceId, async (loaded) => loaded.tasks.get(taskId));
   }
 
-  async create(task: Task): Promise<Task> {
-    // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
-    if (task.trigger) await this.index.addSchedule(task);
-    await this.tasks.create(task.workspaceId, task.ownerId, task.id, task);
-    (await this.loaded.peek(task.workspaceId))?.setTask(task);
-    return task;
+  /**
+   * Writes a new task. `admit` is shown the workspace's tasks first and throws to refuse it; one
+   * create of a workspace runs at a time, so creates at once cannot both pass a bound.
+   */
+  async create(task: Task, admit?: (tasks: readonly Task[]) => void): Promise<Task> {
+    return this.createLocks.run(task.workspaceId, async () => {
+      admit?.(await this.all(task.workspaceId));
+      // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
+      if (task.trigger) await this.index.addSchedule(task);
+      await this.tasks.create(task.workspaceId, task.ownerId, task.id, task);
+      (await this.loaded.peek(task.workspaceId))?.setTask(task);
+      return task;
+    });
   }
 
   /**
@@ -143,16 +165,19 @@ export class TaskStore implements LeftoverRules {
     });
   }
 
-  /** Removes the task and its runs' records. */
+  /**
+   * Removes the task, then its runs with their result files. A crash part way leaves runs whose
+   * task is gone: the next read of the workspace's runs finds them and forgets them (`orphaned`).
+   */
   async delete(task: Task): Promise<void> {
     // The run ids come from the loaded runs, so they are read before the task is gone.
     const runIds = await this.runIds(task);
     await this.tasks.delete(task.workspaceId, task.ownerId, task.id);
-    for (const runId of runIds) await this.runs.delete(task.workspaceId, task.ownerId, runId);
     const loaded = await this.loaded.peek(task.workspaceId);
     loaded?.tasks.delete(task.id);
     (await loaded?.loadedRuns())?.deleteTask(task.id);
     await this.index.removeSchedule(task);
+    for (const runId of runIds) await this.forgetRecord(task, runId);
   }
 
   async createRun(run: Run): Promise<Run> {
@@ -180,10 +205,26 @@ export class TaskStore implements LeftoverRules {
     return this.withRuns(task.workspaceId, async (_loaded, runs) => runs.runIds(task.id));
   }
 
-  /** Removes these of the task's runs (its finished runs past what it keeps). */
+  /**
+   * Removes these of the task's runs (its finished runs past what it keeps) with their result
+   * files. Each is unlisted first, so no reader is answered a run whose file is being deleted; a
+   * crash before its record goes leaves a run the next prune takes again.
+   */
   async forgetRuns(task: Pick<Task, "workspaceId" | "ownerId" | "id">, ids: readonly string[]) {
-    for (const runId of ids) await this.runs.delete(task.workspaceId, task.ownerId, runId);
     (await this.loadedRuns(task.workspaceId))?.forgetRuns(task.id, ids);
+    for (const runId of ids) await this.forgetRecord(task, runId);
+  }
+
+  /**
+   * Forgets runs whose task is gone (told through `orphaned`): each result file, then each record.
+   * The task is asked for again first: a run is never removed while its task is there.
+   */
+  async forgetOrphans(runs: readonly Run[]): Promise<void> {
+    for (const run of runs) {
+      if (await this.tasks.get(run.workspaceId, run.ownerId, run.taskId)) continue;
+      if (await this.options.results.discard(run))
+        await this.runs.delete(run.workspaceId, run.ownerId, run.id);
+    }
   }
 
   /** Runs `work` with the workspace's idempotency keys, the workspace held loaded meanwhile. */
@@ -216,6 +257,18 @@ export class TaskStore implements LeftoverRules {
         await sweepTempEntries(join(this.storage.ownerDir(workspaceId, ownerId), RUNS), pass);
       }
     }
+  }
+
+  /**
+   * A run's record goes only after its result file (ResultFiles.discard): a record that names a
+   * file is never removed while the file is there, so no file is left that no run names. When the
+   * file cannot be deleted the record stays: unlisted while the workspace stays loaded, read again
+   * after, and tried again by the next prune (a deleted task's run: by the next read, `orphaned`).
+   */
+  private async forgetRecord(task: Pick<Task, "workspaceId" | "ownerId">, runId: string): Promise<void> {
+    const run = await this.runs.get(task.workspaceId, task.ownerId, runId);
+    if (run && !(await this.options.results.discard(run))) return;
+    await this.runs.delete(task.workspaceId, task.ownerId, runId);
   }
 
   /** One workspace's task definitions, read from disk. */
@@ -259,18 +312,24 @@ export class TaskStore implements LeftoverRules {
     const { clock, idempotencyWindowMs } = this.options;
     const runs = new LoadedRuns(new IdempotencyKeys(clock, idempotencyWindowMs));
     const found: Run[] = [];
-    const owners = new Set([...loaded.tasks.values()].map((task) => task.ownerId));
-    for (const ownerId of owners) found.push(...(await this.runs.list(workspaceId, ownerId)));
+    // Every owner's, not only those with a task: a crash may have left runs of a deleted last task.
+    for (const ownerId of await this.owners(workspaceId))
+      found.push(...(await this.runs.list(workspaceId, ownerId)));
     found.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     const unfinished: Unfinished[] = [];
+    const orphaned: Run[] = [];
     for (const run of found) {
       const task = loaded.tasks.get(run.taskId);
-      if (!task) continue;
+      if (!task) {
+        orphaned.push(run);
+        continue;
+      }
       runs.addRun(task.id, run.id);
       runs.keys.restore(run);
       if (run.execution.status === "running") unfinished.push({ run, task });
     }
     await this.hooks.unfinished(unfinished);
+    if (orphaned.length > 0) this.hooks.orphaned(orphaned);
     return runs;
   }
 

@@ -1,4 +1,4 @@
-import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
+import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -6,6 +6,7 @@ import type { TaskSettings } from "./config.ts";
 import { type Definer, defineTask, isObject, redefineTask } from "./definition.ts";
 import { bodyDigest, checkIdempotencyKey } from "./idempotency.ts";
 import { isFinished, isRunId, newTaskId, type Run, type Task } from "./model.ts";
+import type { ResultFiles } from "./result-files.ts";
 import type { TaskRunner } from "./runner.ts";
 import type { TaskSchedules } from "./schedule.ts";
 import type { TaskStore } from "./store.ts";
@@ -41,6 +42,7 @@ export class Tasks {
   constructor(
     private readonly store: TaskStore,
     private readonly runner: TaskRunner,
+    private readonly results: Pick<ResultFiles, "shown">,
     private readonly schedules: TaskSchedules,
     private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
     private readonly users: Pick<UserDirectory, "isDeactivated">,
@@ -63,7 +65,7 @@ export class Tasks {
 
   async create(asker: Definer, body: Record<string, unknown>): Promise<Task> {
     const task = defineTask(body, asker, this.settings, { id: newTaskId(), now: this.now() });
-    await this.store.create(task);
+    await this.store.create(task, (existing) => this.admit(existing, asker));
     this.schedules.arm(task);
     return task;
   }
@@ -129,7 +131,8 @@ export class Tasks {
     );
     if (started) return { run: first, replayed: false };
     // A replay answers the run as it is now, not as it was when the key first started it.
-    return { run: (await this.store.run(task.workspaceId, first.id)) ?? first, replayed: true };
+    const now = (await this.store.run(task.workspaceId, first.id)) ?? first;
+    return { run: await this.results.shown(now), replayed: true };
   }
 
   /** The task's runs, newest first, a page at a time; `cursor` is the last run id of the previous page. */
@@ -160,7 +163,7 @@ export class Tasks {
     const run = isRunId(runId) ? await this.store.run(asker.workspaceId, runId) : undefined;
     const task = run && (await this.store.taskIn(run.workspaceId, run.taskId));
     if (!run || !task || !this.canSee(task, asker)) throw noRun();
-    return run;
+    return this.results.shown(run);
   }
 
   /** Cancels a run in flight: its owner's task's owner, a workspace admin or who started it may. */
@@ -174,12 +177,36 @@ export class Tasks {
       throw new InvalidInput(`The run has already ended (${run.execution.status}).`);
     }
     await this.runner.settled(run.id);
-    return (await this.store.run(run.workspaceId, run.id)) ?? run;
+    return this.results.shown((await this.store.run(run.workspaceId, run.id)) ?? run);
   }
 
   private async readRuns(task: Task, ids: string[]): Promise<Run[]> {
     const runs = await Promise.all(ids.map((runId) => this.store.run(task.workspaceId, runId)));
-    return runs.filter((run): run is Run => run !== undefined);
+    return Promise.all(
+      runs.filter((run): run is Run => run !== undefined).map((run) => this.results.shown(run)),
+    );
+  }
+
+  /**
+   * A workspace holds at most `tasks.maxTasksPerWorkspace` tasks, and one person owns at most
+   * `tasks.maxTasksPerOwner` of them, so no member can fill it alone: every task may be armed to
+   * fire once per `tasks.minIntervalSeconds`, and keeps runs and their result files (ADR 0079).
+   */
+  private admit(existing: readonly Task[], asker: Definer): void {
+    const { maxTasksPerWorkspace, maxTasksPerOwner } = this.settings;
+    if (existing.length >= maxTasksPerWorkspace) {
+      throw new Conflict(
+        "too_many_tasks",
+        `This workspace already has ${existing.length} tasks, its limit (tasks.maxTasksPerWorkspace is ${maxTasksPerWorkspace}): delete one to define another.`,
+      );
+    }
+    const owned = existing.filter((task) => task.ownerId === asker.principalId).length;
+    if (owned >= maxTasksPerOwner) {
+      throw new Conflict(
+        "too_many_tasks",
+        `You already own ${owned} tasks in this workspace, the most one person may (tasks.maxTasksPerOwner is ${maxTasksPerOwner}): delete one to define another.`,
+      );
+    }
   }
 
   private async changeable(asker: Definer, id: unknown): Promise<Task> {

@@ -37,6 +37,7 @@ beforeEach(async () => {
     clock: time.clock,
     idempotencyWindowMs: 3_600_000,
     idleMs: 60_000,
+    results: { discard: async () => true },
   });
 });
 
@@ -49,6 +50,7 @@ function runner(): TaskRunner {
   return new TaskRunner({
     store,
     dispatch,
+    results: { keep: async (_run, result) => ({ result }) },
     workspaces: { roleOf: () => "member" },
     users: { isDeactivated: () => false },
     events: { publish: () => undefined },

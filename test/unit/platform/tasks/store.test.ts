@@ -19,17 +19,30 @@ const owner = `usr_${"a".repeat(24)}`;
 let t: TempRoot;
 let time: FakeTime;
 let found: Unfinished[];
+let orphaned: Run[];
+/** The result files of the runs a store discarded, and whether each could be (ResultFiles.discard). */
+let discarded: string[];
+let canDiscard: boolean;
 
 function openStore(): TaskStore {
   const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
     idempotencyWindowMs: HOUR_MS,
     idleMs: IDLE_MS,
+    results: {
+      discard: async (run) => {
+        if (run.resultFile) discarded.push(run.resultFile.id);
+        return canDiscard || !run.resultFile;
+      },
+    },
   });
   store.onLoad({
     loaded: async () => undefined,
     unfinished: async (unfinished) => {
       found.push(...unfinished);
+    },
+    orphaned: (runs) => {
+      orphaned.push(...runs);
     },
   });
   return store;
@@ -79,6 +92,9 @@ beforeEach(async () => {
   t = await openTempRoot("task-store", owner);
   time = new FakeTime(Date.UTC(2026, 0, 1));
   found = [];
+  orphaned = [];
+  discarded = [];
+  canDiscard = true;
 });
 afterEach(() => t.remove());
 
@@ -162,7 +178,11 @@ describe("TaskStore", () => {
     // The workspace is loading (its first use after an idle eviction) while the updates run: the
     // first is held after its write, waiting for the load, while the second runs.
     const loading = gate();
-    store.onLoad({ loaded: () => loading.promise, unfinished: async () => undefined });
+    store.onLoad({
+      loaded: () => loading.promise,
+      unfinished: async () => undefined,
+      orphaned: () => undefined,
+    });
     const reading = store.all(t.ws);
     const entryBack = gate();
     const addSchedule = store.index.addSchedule.bind(store.index);
@@ -214,5 +234,48 @@ describe("TaskStore", () => {
     await boot(openStore());
     expect(found).toEqual([]);
     expect(await readdir(join(t.layout.instanceDir(), "tasks", "running"))).toEqual([]);
+  });
+
+  it("a forgotten run's result file goes before its record; a record whose file could not go stays for the next prune", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const runsDir = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
+    const old = await store.createRun(runOf(task, { resultFile: { id: "fl_old", size: 2000 } }));
+    const stuck = await store.createRun(runOf(task, { resultFile: { id: "fl_stuck", size: 2000 } }));
+    const kept = await store.createRun(runOf(task));
+    // As the runner prunes: past what the task keeps in the run order it has read.
+    expect(await store.runIds(task)).toEqual([kept.id, stuck.id, old.id]);
+    await store.forgetRuns(task, [old.id]);
+    expect(discarded).toEqual(["fl_old"]);
+    // The owner left, say: the file cannot be deleted, so the record that names it is kept.
+    canDiscard = false;
+    await store.forgetRuns(task, [stuck.id]);
+    expect(await store.runIds(task)).toEqual([kept.id]);
+    expect((await readdir(runsDir)).sort()).toEqual([`${kept.id}.json`, `${stuck.id}.json`].sort());
+    // Read again after an eviction, it is listed again, past what the task keeps: the next prune tries again.
+    time.jump(IDLE_MS);
+    await store.sweepIdle();
+    expect(await store.runIds(task)).toEqual([kept.id, stuck.id]);
+    await store.close();
+  });
+
+  it("runs whose task is gone are left out of a read and handed over to be forgotten, with their files", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const other = await store.create(taskOf());
+    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_orphan", size: 2000 } }));
+    await store.close();
+    // A crash in the task's removal, after its record went and before its runs did.
+    await rm(join(t.layout.partition("tasks").ownerDir(t.ws, owner), `${task.id}.json`));
+    const again = openStore();
+    await boot(again);
+    expect(await again.runIds(other)).toEqual([]);
+    expect(orphaned.map((found) => found.id)).toEqual([run.id]);
+    await again.forgetOrphans(orphaned);
+    expect(discarded).toEqual(["fl_orphan"]);
+    expect(await readdir(join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs"))).toEqual([]);
+    await again.close();
   });
 });
