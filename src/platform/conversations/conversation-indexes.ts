@@ -1,18 +1,16 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
-import { writeFileAtomic } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
+import { readSnapshot, SNAPSHOT_FILE, writeSnapshot } from "./index-snapshot.ts";
 import { endsLineAt, readLog } from "./log-file.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
-import { type IndexSnapshot, PartitionIndex } from "./partition-index.ts";
+import { INDEX_LIMITS, PartitionIndex } from "./partition-index.ts";
 
-/** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
-export const SNAPSHOT_FILE = "index.json";
-const SNAPSHOT_VERSION = 1;
+export { SNAPSHOT_FILE } from "./index-snapshot.ts";
 /**
  * A changed index is written this long after its first unsaved change, with every change since,
  * per started thousand conversations: a save costs time in proportion to the index (about 0.4 s
@@ -114,7 +112,7 @@ export class ConversationIndexes {
     }
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     const snapshot = await this.readSnapshot(ownerDir);
-    const index = snapshot ?? new PartitionIndex();
+    const index = snapshot ?? new PartitionIndex(INDEX_LIMITS);
     let logsRead = 0;
     let stale = snapshot === undefined;
     const onDisk = await logIds(ownerDir);
@@ -196,9 +194,8 @@ export class ConversationIndexes {
     this.pendingSaves.delete(partition);
     const index = this.loaded.get(partition);
     if (!index) return;
-    const body = JSON.stringify({ version: SNAPSHOT_VERSION, ...index.toSnapshot() });
     try {
-      await writeFileAtomic(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), body);
+      await writeSnapshot(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), index);
     } catch (error) {
       // An owner with no conversation folder here has nothing to save; a removed workspace neither.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
@@ -244,18 +241,12 @@ export class ConversationIndexes {
 
   /** The index the snapshot holds; undefined when there is none or it cannot be trusted. */
   private async readSnapshot(ownerDir: string): Promise<PartitionIndex | undefined> {
-    let value: unknown;
     try {
-      value = JSON.parse(await readFile(join(ownerDir, SNAPSHOT_FILE), "utf8"));
+      return await readSnapshot(join(ownerDir, SNAPSHOT_FILE), INDEX_LIMITS);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== "ENOENT")
-        this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
+      this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
       return undefined;
     }
-    const file = value as (IndexSnapshot & { version?: unknown }) | null;
-    if (file?.version !== SNAPSHOT_VERSION) return undefined;
-    return PartitionIndex.fromSnapshot(file);
   }
 }
 
