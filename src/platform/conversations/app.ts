@@ -11,7 +11,7 @@ export const conversationsApp: PlatformApp<ConversationSettings> = {
   name: "conversations",
   config: conversationsConfig,
   start({ settings, storage, events, clock, timers, workspaces, dispatch, log }) {
-    const indexes = new ConversationIndexes(storage, timers, log);
+    const indexes = new ConversationIndexes(storage, timers, log, clock);
     // A file reference is checked by asking the files app, as the caller, through the one
     // dispatch: the same answer files__info gives them, so nobody can point at another's file.
     const isOwnFile = async (workspaceId: string, ownerId: string, fileId: string): Promise<boolean> => {

@@ -1,29 +1,56 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
-import { writeFileAtomic } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
+import { eventText } from "./event-text.ts";
+import { readSnapshot, SNAPSHOT_FILE, writeSnapshot } from "./index-snapshot.ts";
 import { endsLineAt, readLog } from "./log-file.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
-import { type IndexSnapshot, PartitionIndex } from "./partition-index.ts";
+import { INDEX_LIMITS, type IndexLimits, PartitionIndex } from "./partition-index.ts";
 
-/** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
-export const SNAPSHOT_FILE = "index.json";
-const SNAPSHOT_VERSION = 1;
+export { SNAPSHOT_FILE } from "./index-snapshot.ts";
 /**
  * A changed index is written this long after its first unsaved change, with every change since,
- * per started thousand conversations: a save costs time in proportion to the index (about 0.4 s
- * of this thread for 10,000 conversations, bench/conversations.ts), so a large one is saved less
- * often and a busy partition never spends more than a few percent of its time saving.
+ * per started thousand conversations or SAVE_BYTES_PER_DELAY_STEP of index, whichever is more: a
+ * save costs time in proportion to the index, so a large one is saved less often and a busy
+ * partition never spends more than a few percent of its time saving.
  */
 export const SNAPSHOT_DELAY_MS = 5_000;
 const CONVERSATIONS_PER_DELAY_STEP = 1000;
-/** Partitions whose index is kept in memory; the least recently used is saved and dropped. */
+const SAVE_BYTES_PER_DELAY_STEP = 8 * 1024 * 1024;
+/** Partitions whose index is kept in memory at most; the least recently used is saved and dropped. */
 const MAX_LOADED_PARTITIONS = 100;
+/**
+ * The estimated bytes of every partition's index together (adr/0078): past it, the least recently
+ * used are saved and dropped, never the one in use. One partition stops growing at its own budget
+ * (INDEX_LIMITS.partitionBytes), so the total stays near this.
+ */
+export const MAX_LOADED_INDEX_BYTES = 256 * 1024 * 1024;
+/**
+ * A partition unused this long is saved and dropped: the idle period of the file index and of a
+ * workspace's sources (FILE_INDEX_IDLE_MS, IDLE_EVICT_MS), so an idle instance pays disk, not memory.
+ */
+export const CONVERSATION_INDEX_IDLE_MS = 10 * 60 * 1000;
 const LOGS_IN_FLIGHT = 16;
+/** A log read whole is indexed this many characters of text at a time, giving the event loop back between. */
+const CATCH_UP_CHARS_PER_TURN = 1024 * 1024;
+
+export interface IndexOptions {
+  limits?: IndexLimits;
+  maxLoadedBytes?: number;
+  idleMs?: number;
+}
+
+/** A partition's index in memory, and when it was last used. */
+interface Loaded {
+  index: PartitionIndex;
+  lastUsed: number;
+}
 
 /** A partition's index for one call, and how many logs that call had to read to bring it up to date. */
 export interface IndexView {
@@ -36,19 +63,46 @@ export interface IndexView {
  * snapshot, checked against the logs (a stat each; a log that grew since is read from where the
  * snapshot stopped, one it does not know is read whole), then kept by the writers. The logs are
  * the truth: a snapshot that is missing, unreadable or behind costs reads, never a wrong answer.
- * Every change to one partition's index runs under its lock, in order.
+ * Every change to one partition's index runs under its lock, in order. Held in memory within
+ * MAX_LOADED_INDEX_BYTES (estimated) and MAX_LOADED_PARTITIONS, least recently used dropped
+ * first, and dropped after CONVERSATION_INDEX_IDLE_MS unused; saved before it is dropped
+ * (adr/0078).
  */
 export class ConversationIndexes {
-  private readonly loaded = new Map<string, PartitionIndex>();
+  private readonly loaded = new Map<string, Loaded>();
   private readonly locks = new KeyedLock();
   private readonly pendingSaves = new Map<string, () => void>();
+  /** Partitions whose drop is queued behind their lock: no longer counted against the budget. */
+  private readonly dropping = new Set<string>();
+  private readonly limits: IndexLimits;
+  private readonly maxLoadedBytes: number;
+  private readonly idleMs: number;
+  private cancelSweep: (() => void) | undefined;
   private stopped = false;
 
   constructor(
     private readonly storage: PartitionPaths,
     private readonly timers: Timers,
     private readonly log: Logger,
-  ) {}
+    private readonly clock: Clock = systemClock,
+    options: IndexOptions = {},
+  ) {
+    this.limits = options.limits ?? INDEX_LIMITS;
+    this.maxLoadedBytes = options.maxLoadedBytes ?? MAX_LOADED_INDEX_BYTES;
+    this.idleMs = options.idleMs ?? CONVERSATION_INDEX_IDLE_MS;
+  }
+
+  /** Partitions whose index is in memory now. */
+  get loadedPartitions(): number {
+    return this.loaded.size;
+  }
+
+  /** The estimated bytes of every index in memory now. */
+  get loadedBytes(): number {
+    let bytes = 0;
+    for (const { index } of this.loaded.values()) bytes += index.estimatedBytes;
+    return bytes;
+  }
 
   /** Runs `read` on the owner's index, up to date with their logs. */
   async read<T>(workspaceId: string, ownerId: string, read: (view: IndexView) => T | Promise<T>): Promise<T> {
@@ -109,12 +163,14 @@ export class ConversationIndexes {
     if (known) {
       // Most recently used last, so the first key is the one to drop.
       this.loaded.delete(partition);
+      known.lastUsed = this.clock();
       this.loaded.set(partition, known);
-      return { index: known, logsRead: 0 };
+      this.dropBeyondBudget(partition);
+      return { index: known.index, logsRead: 0 };
     }
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     const snapshot = await this.readSnapshot(ownerDir);
-    const index = snapshot ?? new PartitionIndex();
+    const index = snapshot ?? new PartitionIndex(this.limits);
     let logsRead = 0;
     let stale = snapshot === undefined;
     const onDisk = await logIds(ownerDir);
@@ -141,9 +197,10 @@ export class ConversationIndexes {
       index.remove(id);
       stale = true;
     }
-    this.loaded.set(partition, index);
+    this.loaded.set(partition, { index, lastUsed: this.clock() });
     if (stale) this.changed(workspaceId, ownerId);
-    this.evictBeyondLimit();
+    this.dropBeyondBudget(partition);
+    this.armSweep();
     return { index, logsRead };
   }
 
@@ -164,7 +221,7 @@ export class ConversationIndexes {
       const rewritten = covered > 0 && !(await endsLineAt(path, covered));
       if (rewritten) index.remove(id);
       const read = await readLog(path, rewritten ? 0 : covered);
-      index.apply(id, read.events, read.end);
+      await applyInTurns(index, id, read.events, read.end);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       index.remove(id);
@@ -177,9 +234,13 @@ export class ConversationIndexes {
     // After a stop nothing is armed: a change made while the last requests drain is read from
     // its log at the next start, and no timer outlives the instance.
     if (this.stopped || this.pendingSaves.has(partition)) return;
-    const size = this.loaded.get(partition)?.size ?? 0;
-    const delayMs = SNAPSHOT_DELAY_MS * Math.max(1, Math.ceil(size / CONVERSATIONS_PER_DELAY_STEP));
-    const cancel = this.timers.after(delayMs, () => {
+    const index = this.loaded.get(partition)?.index;
+    const steps = Math.max(
+      1,
+      Math.ceil((index?.size ?? 0) / CONVERSATIONS_PER_DELAY_STEP),
+      Math.ceil((index?.estimatedBytes ?? 0) / SAVE_BYTES_PER_DELAY_STEP),
+    );
+    const cancel = this.timers.after(SNAPSHOT_DELAY_MS * steps, () => {
       void this.locks
         .run(partition, () => this.save(workspaceId, ownerId))
         .catch((error: unknown) => {
@@ -194,11 +255,10 @@ export class ConversationIndexes {
     const partition = key(workspaceId, ownerId);
     this.pendingSaves.get(partition)?.();
     this.pendingSaves.delete(partition);
-    const index = this.loaded.get(partition);
+    const index = this.loaded.get(partition)?.index;
     if (!index) return;
-    const body = JSON.stringify({ version: SNAPSHOT_VERSION, ...index.toSnapshot() });
     try {
-      await writeFileAtomic(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), body);
+      await writeSnapshot(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), index);
     } catch (error) {
       // An owner with no conversation folder here has nothing to save; a removed workspace neither.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
@@ -208,6 +268,8 @@ export class ConversationIndexes {
   /** A graceful stop: every unsaved index is saved now, so the next start reads no log. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.cancelSweep?.();
+    this.cancelSweep = undefined;
     await this.flush();
   }
 
@@ -221,42 +283,106 @@ export class ConversationIndexes {
     );
   }
 
-  private evictBeyondLimit(): void {
-    while (this.loaded.size > MAX_LOADED_PARTITIONS) {
-      const oldest = this.loaded.keys().next().value;
-      if (oldest === undefined) return;
-      const [workspaceId = "", ownerId = ""] = oldest.split("/");
-      // Saved before it is dropped, so the next load reads the snapshot, not every log.
-      if (this.pendingSaves.has(oldest)) {
-        void this.locks
-          .run(oldest, async () => {
-            await this.save(workspaceId, ownerId);
-            this.loaded.delete(oldest);
-          })
-          .catch((error: unknown) =>
-            this.log.warn({ err: error, workspaceId }, "conversation index not saved"),
-          );
-        return;
-      }
-      this.loaded.delete(oldest);
+  /**
+   * Drops the least recently used partitions while those in memory are over MAX_LOADED_PARTITIONS
+   * or their estimated bytes over the budget; never `inUse`, the one this call is using.
+   */
+  private dropBeyondBudget(inUse: string): void {
+    let count = 0;
+    let bytes = 0;
+    for (const [partition, { index }] of this.loaded) {
+      if (this.dropping.has(partition)) continue;
+      count += 1;
+      bytes += index.estimatedBytes;
     }
+    for (const [partition, { index }] of this.loaded) {
+      if (count <= MAX_LOADED_PARTITIONS && bytes <= this.maxLoadedBytes) return;
+      if (partition === inUse || this.dropping.has(partition)) continue;
+      count -= 1;
+      bytes -= index.estimatedBytes;
+      void this.drop(partition, () => true);
+    }
+  }
+
+  /** Saves and drops the partitions unused for the idle time; also run by a timer while any is loaded. */
+  async sweep(now = this.clock()): Promise<void> {
+    const drops: Promise<void>[] = [];
+    for (const [partition, { lastUsed }] of this.loaded) {
+      if (now - lastUsed >= this.idleMs && !this.dropping.has(partition)) {
+        // Checked again under the lock: a use queued before the drop keeps it.
+        drops.push(this.drop(partition, (loaded) => now - loaded.lastUsed >= this.idleMs));
+      }
+    }
+    await Promise.all(drops);
+  }
+
+  private armSweep(): void {
+    if (this.stopped || this.cancelSweep) return;
+    this.cancelSweep = this.timers.after(Math.max(1_000, Math.floor(this.idleMs / 2)), () => {
+      this.cancelSweep = undefined;
+      void this.sweep().then(() => {
+        if (this.loaded.size > 0) this.armSweep();
+      });
+    });
+  }
+
+  /**
+   * Under the partition's lock, so no use is in flight: saves its unsaved changes, so the next
+   * load reads the snapshot rather than the logs, and drops it, saved or not (the logs are the
+   * truth, and an index that cannot be saved must not stay in memory for ever).
+   */
+  private drop(partition: string, still: (loaded: Loaded) => boolean): Promise<void> {
+    this.dropping.add(partition);
+    const [workspaceId = "", ownerId = ""] = partition.split("/");
+    return this.locks
+      .run(partition, async () => {
+        const loaded = this.loaded.get(partition);
+        if (!loaded || !still(loaded)) return;
+        try {
+          if (this.pendingSaves.has(partition)) await this.save(workspaceId, ownerId);
+        } finally {
+          this.loaded.delete(partition);
+          this.pendingSaves.get(partition)?.();
+          this.pendingSaves.delete(partition);
+        }
+      })
+      .catch((error: unknown) => this.log.warn({ err: error, workspaceId }, "conversation index not saved"))
+      .finally(() => this.dropping.delete(partition));
   }
 
   /** The index the snapshot holds; undefined when there is none or it cannot be trusted. */
   private async readSnapshot(ownerDir: string): Promise<PartitionIndex | undefined> {
-    let value: unknown;
     try {
-      value = JSON.parse(await readFile(join(ownerDir, SNAPSHOT_FILE), "utf8"));
+      return await readSnapshot(join(ownerDir, SNAPSHOT_FILE), this.limits);
     } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== "ENOENT")
-        this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
+      this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
       return undefined;
     }
-    const file = value as (IndexSnapshot & { version?: unknown }) | null;
-    if (file?.version !== SNAPSHOT_VERSION) return undefined;
-    return PartitionIndex.fromSnapshot(file);
   }
+}
+
+/**
+ * Applies a log's events about CATCH_UP_CHARS_PER_TURN characters of text at a time, giving the
+ * event loop back between, so reading a large log whole never holds it for the whole log.
+ * Called under the partition's lock: nobody sees the index between the pieces.
+ */
+async function applyInTurns(
+  index: PartitionIndex,
+  id: string,
+  events: readonly ConversationEvent[],
+  end: number,
+): Promise<void> {
+  let start = 0;
+  let chars = 0;
+  for (let at = 0; at < events.length; at++) {
+    chars += eventText(events[at] as ConversationEvent).length;
+    if (chars < CATCH_UP_CHARS_PER_TURN || at === events.length - 1) continue;
+    index.apply(id, events.slice(start, at + 1), end);
+    start = at + 1;
+    chars = 0;
+    await nextTurn();
+  }
+  if (start < events.length || events.length === 0) index.apply(id, events.slice(start), end);
 }
 
 /** The conversation ids whose logs an owner folder holds; none when it does not exist. */

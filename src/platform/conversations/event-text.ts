@@ -3,6 +3,7 @@ import type { ContentBlock, ConversationEvent } from "./model.ts";
 /** Longer runs are not words anyone searches for (a base64 blob, a hash). */
 const MAX_TOKEN_CHARS = 64;
 const WORD = /[\p{L}\p{N}]+/gu;
+const ANY_WORD = /[\p{L}\p{N}]/u;
 const NON_ASCII = /[^ -~\t\n\r]/;
 
 /** The searchable text of an event: what a person would read in it. */
@@ -30,11 +31,24 @@ export function blockText(block: ContentBlock): string {
  * and digits, NFKC-normalised and lowercased, so "Zebra" finds "zebra" and "ｚｅｂｒａ".
  */
 export function tokenize(text: string): string[] {
+  return distinctWords(text, Number.POSITIVE_INFINITY).words;
+}
+
+/**
+ * The first `max` distinct words of a text, in the order it holds them, and whether it holds
+ * more. The scan stops at the first word past `max`, so a text of nothing but distinct words
+ * costs the index as much as its first `max` words (adr/0078).
+ */
+export function distinctWords(text: string, max: number): { words: string[]; more: boolean } {
   const words = new Set<string>();
+  if (max <= 0) return { words: [], more: ANY_WORD.test(text) };
   // NFKC changes nothing in printable ASCII text, so most text skips its copy.
   const normal = NON_ASCII.test(text) ? text.normalize("NFKC") : text;
   for (const match of normal.toLowerCase().matchAll(WORD)) {
-    if (match[0].length <= MAX_TOKEN_CHARS) words.add(match[0]);
+    const word = match[0];
+    if (word.length > MAX_TOKEN_CHARS || words.has(word)) continue;
+    if (words.size === max) return { words: [...words], more: true };
+    words.add(word);
   }
-  return [...words];
+  return { words: [...words], more: false };
 }

@@ -34,8 +34,11 @@ export interface SearchResult {
 export interface SearchPage {
   results: SearchResult[];
   nextCursor?: string;
-  /** What answered: how many conversations the index holds, and how many logs this search read. */
-  index: { conversations: number; logsRead: number };
+  /**
+   * What answered: how many conversations the index holds, how many logs this search read, and
+   * how many of those conversations have words the index left out (adr/0078), which no search finds.
+   */
+  index: { conversations: number; logsRead: number; partial: number };
 }
 
 /** The owner's conversations in a workspace, most recently updated first, from the index alone. */
@@ -77,6 +80,7 @@ export async function searchConversations(
   const found = await indexes.read(workspaceId, ownerId, ({ index, logsRead }) => ({
     ...index.search(request.query, after, limit),
     conversations: index.size,
+    partial: index.partialCount,
     logsRead,
   }));
   const results: SearchResult[] = [];
@@ -97,7 +101,7 @@ export async function searchConversations(
     }
   }
   const last = found.hits[found.hits.length - 1];
-  const index = { conversations: found.conversations, logsRead };
+  const index = { conversations: found.conversations, logsRead, partial: found.partial };
   return found.more && last
     ? { results, nextCursor: encodeListCursor(last.summary), index }
     : { results, index };

@@ -1,4 +1,4 @@
-import { eventText, tokenize } from "./event-text.ts";
+import { distinctWords, eventText, tokenize } from "./event-text.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
 import {
   type ConversationEvent,
@@ -14,8 +14,36 @@ import {
  * ordinal below 2^32 keeps every key an exact integer (below 2^53).
  */
 const SEQ_SPAN = 2 ** 21;
-/** Removed conversations' postings are dropped once this many, and half the live ones, pile up. */
-const COMPACT_AFTER_REMOVED = 1000;
+/** Removed conversations' postings are dropped once this many bytes of them, and half the live bytes, pile up. */
+const COMPACT_AFTER_DEAD_BYTES = 1024 * 1024;
+
+/**
+ * What the index's memory is estimated by, measured with V8 on Node 20 (64-bit, no pointer
+ * compression; adr/0078): a word costs its map entry, its string and its one posting (a heap
+ * number); its second posting makes it an array (a header and a backing store), and each
+ * posting in an array 8 bytes plus the growth room an array keeps. A conversation's entry is
+ * its summary's object and strings, with a title of up to 200 characters.
+ */
+const WORD_BYTES = 64;
+const LIST_BYTES = 48;
+const POSTING_BYTES = 12;
+const ENTRY_BYTES = 800;
+
+/** What bounds one partition's index (adr/0078); the defaults are INDEX_LIMITS. */
+export interface IndexLimits {
+  /** Distinct words indexed per event: its first ones, in the order its text holds them. */
+  termsPerEvent: number;
+  /** (word, event) pairs indexed per conversation: those of its earliest events. */
+  postingsPerConversation: number;
+  /** The estimated bytes past which this partition indexes no more words. */
+  partitionBytes: number;
+}
+
+export const INDEX_LIMITS: IndexLimits = {
+  termsPerEvent: 2_000,
+  postingsPerConversation: 200_000,
+  partitionBytes: 64 * 1024 * 1024,
+};
 
 /** What the index holds of one conversation besides its postings. */
 interface Entry {
@@ -23,6 +51,12 @@ interface Entry {
   summary: ConversationSummary;
   /** The log's bytes this entry covers: the end of its last whole line when it was indexed. */
   bytes: number;
+  /** How many (word, event) pairs of it are indexed, against postingsPerConversation. */
+  postings: number;
+  /** Some of its words are not indexed: past one of the limits. */
+  partial: boolean;
+  /** The estimated bytes it added, counted as dead when it is removed. */
+  cost: number;
 }
 
 /** A conversation the query matched, and the seqs of its matching events, oldest first. */
@@ -31,30 +65,61 @@ export interface SearchHit {
   seqs: number[];
 }
 
-/** The index as its snapshot file holds it (conversation-indexes.ts). */
-export interface IndexSnapshot {
-  conversations: Array<{ ordinal: number; summary: ConversationSummary; bytes: number }>;
-  /** Each word's postings, as the little-endian float64 bytes of its keys, base64. */
-  postings: Record<string, string>;
+/** One conversation as a snapshot holds it. */
+export interface SnapshotConversation {
+  ordinal: number;
+  summary: ConversationSummary;
+  bytes: number;
+  postings: number;
+  partial: boolean;
 }
+
+/**
+ * One record of a snapshot (index-snapshot.ts writes one per line): some conversations, or some
+ * words' postings as the little-endian float64 bytes of their keys, base64. Each is small enough
+ * to encode or parse without holding the event loop for long.
+ */
+export type SnapshotRecord = { conversations: SnapshotConversation[] } | { postings: Record<string, string> };
+
+const CONVERSATIONS_PER_RECORD = 1000;
+/** About this many characters of postings per record. */
+const POSTINGS_CHARS_PER_RECORD = 256 * 1024;
 
 /**
  * One owner's conversations of one workspace, in memory (adr/0046): summaries sorted for list,
  * and an inverted index from each word to the events holding it for search, so neither reads a
- * log. Postings are flat arrays of numbers, not objects, so 10,000 conversations cost tens of
- * megabytes; a removed conversation's postings stay until enough pile up to compact. Moved only
- * by what the logs hold: `apply` an append's events, `remove` a deleted log.
+ * log. Postings are numbers, not objects: a word's one posting is the number itself, more are a
+ * flat array. Bounded in bytes (adr/0078): an event's first termsPerEvent distinct words and a
+ * conversation's first postingsPerConversation pairs are indexed, and nothing more once the
+ * partition's estimate reaches partitionBytes; a conversation with words left out is `partial`.
+ * A removed conversation's postings stay until enough pile up to compact. Moved only by what
+ * the logs hold: `apply` an append's events, `remove` a deleted log.
  */
 export class PartitionIndex {
   private readonly entries = new Map<string, Entry>();
   private readonly byOrdinal: Array<Entry | undefined> = [];
-  private readonly postings = new Map<string, number[]>();
+  private readonly postings = new Map<string, number | number[]>();
   /** Every summary, most recently updated first. */
   private readonly order: ConversationSummary[] = [];
-  private removedSinceCompaction = 0;
+  private bytes = 0;
+  private deadBytes = 0;
+
+  constructor(private readonly limits: IndexLimits = INDEX_LIMITS) {}
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** The estimated bytes the index holds in memory, removed conversations' included until compacted. */
+  get estimatedBytes(): number {
+    return this.bytes;
+  }
+
+  /** How many conversations have words the index left out (adr/0078). */
+  get partialCount(): number {
+    let count = 0;
+    for (const entry of this.entries.values()) if (entry.partial) count += 1;
+    return count;
   }
 
   /** How many bytes of the log the index covers; undefined when it holds nothing of it. */
@@ -75,14 +140,19 @@ export class PartitionIndex {
     } else {
       // A log with no whole event yet (only a torn or foreign line) has nothing to list.
       if (events.length === 0) return;
-      entry = { ordinal: this.byOrdinal.length, summary: summarize(id, events), bytes };
+      entry = {
+        ordinal: this.byOrdinal.length,
+        summary: summarize(id, events),
+        bytes,
+        postings: 0,
+        partial: false,
+        cost: ENTRY_BYTES,
+      };
+      this.bytes += ENTRY_BYTES;
       this.entries.set(id, entry);
       this.byOrdinal.push(entry);
     }
-    for (const event of events) {
-      const key = entry.ordinal * SEQ_SPAN + event.seq;
-      for (const word of tokenize(eventText(event))) this.list(word).push(key);
-    }
+    for (const event of events) this.index(entry, event);
     entry.bytes = bytes;
     this.order.splice(firstAfter(this.order, entry.summary), 0, entry.summary);
   }
@@ -93,11 +163,8 @@ export class PartitionIndex {
     this.unorder(entry.summary);
     this.entries.delete(id);
     this.byOrdinal[entry.ordinal] = undefined;
-    this.removedSinceCompaction += 1;
-    if (
-      this.removedSinceCompaction >= COMPACT_AFTER_REMOVED &&
-      this.removedSinceCompaction * 2 >= this.entries.size
-    ) {
+    this.deadBytes += entry.cost;
+    if (this.deadBytes >= COMPACT_AFTER_DEAD_BYTES && this.deadBytes * 2 >= this.bytes - this.deadBytes) {
       this.compact();
     }
   }
@@ -117,7 +184,7 @@ export class PartitionIndex {
     after: ListPosition | undefined,
     limit: number,
   ): { hits: SearchHit[]; more: boolean } {
-    const lists = tokenize(query).map((word) => this.postings.get(word) ?? []);
+    const lists = tokenize(query).map((word) => keysOf(this.postings.get(word)));
     lists.sort((a, b) => a.length - b.length);
     const [smallest, ...others] = lists;
     if (!smallest) return { hits: [], more: false };
@@ -137,67 +204,139 @@ export class PartitionIndex {
     return { hits: hits.slice(0, limit), more: hits.length > limit };
   }
 
-  toSnapshot(): IndexSnapshot {
+  /** The index as snapshot records, each of bounded size, made one at a time as they are written. */
+  *snapshotRecords(): Generator<SnapshotRecord> {
     this.compact();
-    const postings: Record<string, string> = {};
-    for (const [word, keys] of this.postings)
-      postings[word] = Buffer.from(Float64Array.from(keys).buffer).toString("base64");
-    const conversations = [...this.entries.values()].map(({ ordinal, summary, bytes }) => ({
-      ordinal,
-      summary,
-      bytes,
-    }));
-    return { conversations, postings };
+    const conversations = [...this.entries.values()];
+    for (let at = 0; at < conversations.length; at += CONVERSATIONS_PER_RECORD) {
+      yield {
+        conversations: conversations
+          .slice(at, at + CONVERSATIONS_PER_RECORD)
+          .map(({ ordinal, summary, bytes, postings, partial }) => ({
+            ordinal,
+            summary,
+            bytes,
+            postings,
+            partial,
+          })),
+      };
+    }
+    let chunk: Record<string, string> = {};
+    let chars = 0;
+    for (const [word, value] of this.postings) {
+      const encoded = Buffer.from(Float64Array.from(keysOf(value)).buffer).toString("base64");
+      chunk[word] = encoded;
+      chars += word.length + encoded.length;
+      if (chars >= POSTINGS_CHARS_PER_RECORD) {
+        yield { postings: chunk };
+        chunk = {};
+        chars = 0;
+      }
+    }
+    if (chars > 0) yield { postings: chunk };
   }
 
-  /** The index a snapshot holds; undefined when it is not one this code wrote. */
-  static fromSnapshot(snapshot: IndexSnapshot): PartitionIndex | undefined {
-    const index = new PartitionIndex();
-    if (
-      !Array.isArray(snapshot.conversations) ||
-      typeof snapshot.postings !== "object" ||
-      snapshot.postings === null
-    ) {
-      return undefined;
-    }
-    for (const { ordinal, summary, bytes } of snapshot.conversations) {
-      if (!Number.isSafeInteger(ordinal) || ordinal < 0 || !Number.isSafeInteger(bytes)) return undefined;
-      if (typeof summary?.id !== "string" || !isConversationId(summary.id) || index.entries.has(summary.id))
-        return undefined;
-      const entry = { ordinal, summary, bytes };
-      index.entries.set(summary.id, entry);
-      index.byOrdinal[ordinal] = entry;
-      index.order.push(summary);
+  /**
+   * The index snapshot records hold, read one at a time; undefined when one is not a record
+   * this code wrote.
+   */
+  static async fromSnapshot(
+    records: AsyncIterable<unknown>,
+    limits: IndexLimits = INDEX_LIMITS,
+  ): Promise<PartitionIndex | undefined> {
+    const index = new PartitionIndex(limits);
+    for await (const record of records) {
+      if (!index.restore(record)) return undefined;
     }
     index.order.sort(compareRecentFirst);
-    for (const [word, encoded] of Object.entries(snapshot.postings)) {
-      const bytes = Buffer.from(String(encoded), "base64");
-      if (bytes.length % 8 !== 0) return undefined;
-      const keys = new Array<number>(bytes.length / 8);
-      for (let i = 0; i < keys.length; i++) keys[i] = bytes.readDoubleLE(i * 8);
-      index.postings.set(word, keys);
-    }
     return index;
   }
 
-  /** Drops the postings of removed conversations. */
-  private compact(): void {
-    if (this.removedSinceCompaction === 0) return;
-    for (const [word, keys] of this.postings) {
-      const live = keys.filter((key) => this.byOrdinal[Math.floor(key / SEQ_SPAN)] !== undefined);
-      if (live.length === 0) this.postings.delete(word);
-      else this.postings.set(word, live);
+  /** Adds one snapshot record; false when it is not one this code wrote. */
+  private restore(record: unknown): boolean {
+    const { conversations, postings } = (record ?? {}) as { conversations?: unknown; postings?: unknown };
+    if (Array.isArray(conversations)) {
+      for (const item of conversations as SnapshotConversation[]) {
+        const { ordinal, summary, bytes, postings: count, partial } = item ?? {};
+        if (!Number.isSafeInteger(ordinal) || ordinal < 0 || ordinal >= 2 ** 32) return false;
+        if (!Number.isSafeInteger(bytes) || !Number.isSafeInteger(count) || typeof partial !== "boolean")
+          return false;
+        if (typeof summary?.id !== "string" || !isConversationId(summary.id) || this.entries.has(summary.id))
+          return false;
+        const entry = {
+          ordinal,
+          summary,
+          bytes,
+          postings: count,
+          partial,
+          cost: ENTRY_BYTES + count * POSTING_BYTES,
+        };
+        this.entries.set(summary.id, entry);
+        this.byOrdinal[ordinal] = entry;
+        this.order.push(summary);
+        this.bytes += ENTRY_BYTES;
+      }
+      return true;
     }
-    this.removedSinceCompaction = 0;
+    if (typeof postings !== "object" || postings === null || Array.isArray(postings)) return false;
+    for (const [word, encoded] of Object.entries(postings)) {
+      const raw = Buffer.from(String(encoded), "base64");
+      if (raw.length === 0 || raw.length % 8 !== 0) return false;
+      const keys = new Array<number>(raw.length / 8);
+      for (let i = 0; i < keys.length; i++) keys[i] = raw.readDoubleLE(i * 8);
+      this.postings.set(word, keys.length === 1 ? (keys[0] as number) : keys);
+      this.bytes += wordBytes(word, keys.length);
+    }
+    return true;
   }
 
-  private list(word: string): number[] {
-    let keys = this.postings.get(word);
-    if (!keys) {
-      keys = [];
-      this.postings.set(word, keys);
+  /** Indexes the words of one event, as far as the limits allow. */
+  private index(entry: Entry, event: ConversationEvent): void {
+    const text = eventText(event);
+    if (text === "") return;
+    if (this.bytes >= this.limits.partitionBytes && this.deadBytes > 0) this.compact();
+    const room =
+      this.bytes >= this.limits.partitionBytes
+        ? 0
+        : Math.min(this.limits.termsPerEvent, this.limits.postingsPerConversation - entry.postings);
+    const { words, more } = distinctWords(text, room);
+    if (more) entry.partial = true;
+    const key = entry.ordinal * SEQ_SPAN + event.seq;
+    const before = this.bytes;
+    for (const word of words) this.add(word, key);
+    entry.postings += words.length;
+    entry.cost += this.bytes - before;
+  }
+
+  private add(word: string, key: number): void {
+    const value = this.postings.get(word);
+    if (value === undefined) {
+      this.postings.set(word, key);
+      this.bytes += WORD_BYTES + word.length;
+    } else if (typeof value === "number") {
+      this.postings.set(word, [value, key]);
+      this.bytes += LIST_BYTES + 2 * POSTING_BYTES;
+    } else {
+      value.push(key);
+      this.bytes += POSTING_BYTES;
     }
-    return keys;
+  }
+
+  /** Drops the postings of removed conversations and counts the bytes again. */
+  private compact(): void {
+    if (this.deadBytes === 0) return;
+    let bytes = this.entries.size * ENTRY_BYTES;
+    for (const [word, value] of this.postings) {
+      const live = keysOf(value).filter((key) => this.byOrdinal[Math.floor(key / SEQ_SPAN)] !== undefined);
+      if (live.length === 0) {
+        this.postings.delete(word);
+        continue;
+      }
+      this.postings.set(word, live.length === 1 ? (live[0] as number) : live);
+      bytes += wordBytes(word, live.length);
+    }
+    this.bytes = bytes;
+    this.deadBytes = 0;
   }
 
   private unorder(summary: ConversationSummary): void {
@@ -205,6 +344,16 @@ export class PartitionIndex {
     const at = firstAfter(this.order, summary) - 1;
     if (this.order[at] === summary) this.order.splice(at, 1);
   }
+}
+
+/** The estimated bytes of one word with `count` postings. */
+function wordBytes(word: string, count: number): number {
+  return WORD_BYTES + word.length + (count > 1 ? LIST_BYTES + count * POSTING_BYTES : 0);
+}
+
+function keysOf(value: number | number[] | undefined): number[] {
+  if (value === undefined) return [];
+  return typeof value === "number" ? [value] : value;
 }
 
 /** The keys of `first` that every one of `others` holds too. */

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { ConversationEvent } from "../../../../src/platform/conversations/model.ts";
-import { PartitionIndex } from "../../../../src/platform/conversations/partition-index.ts";
+import {
+  INDEX_LIMITS,
+  type IndexLimits,
+  PartitionIndex,
+} from "../../../../src/platform/conversations/partition-index.ts";
 
 const id = (n: number) => `cv_${n.toString(16).padStart(24, "0")}`;
 const at = (minute: number) => new Date(Date.UTC(2026, 0, 1, 0, minute)).toISOString();
@@ -17,6 +21,32 @@ const said = (seq: number, minute: number, text: string): ConversationEvent => (
   role: "user",
   content: [{ type: "text", text }],
 });
+
+/** The index its snapshot records give back, each record through JSON as the file holds it. */
+async function roundTrip(index: PartitionIndex, limits?: IndexLimits): Promise<PartitionIndex | undefined> {
+  const lines = [...index.snapshotRecords()].map((record) => JSON.stringify(record));
+  return fromLines(lines, limits);
+}
+
+async function fromLines(lines: string[], limits?: IndexLimits): Promise<PartitionIndex | undefined> {
+  return PartitionIndex.fromSnapshot(
+    (async function* () {
+      for (const line of lines) yield JSON.parse(line);
+    })(),
+    limits,
+  );
+}
+
+/** `count` words no other call gives, as a hostile client would send. */
+let nextWord = 1e8;
+function distinctText(count: number): string {
+  return Array.from({ length: count }, () => (nextWord++).toString(36)).join(" ");
+}
+
+function firstWordOf(event: ConversationEvent | undefined): string {
+  const block = event?.type === "message" ? event.content[0] : undefined;
+  return block?.type === "text" ? (block.text.split(" ")[0] ?? "") : "";
+}
 
 describe("the partition index", () => {
   it("finds events holding every word, whole words, case- and width-insensitively", () => {
@@ -49,30 +79,105 @@ describe("the partition index", () => {
     expect(index.bytesOf(id(1))).toBe(20);
   });
 
-  it("forgets a removed conversation in list and search, also after compaction and a snapshot", () => {
+  it("forgets a removed conversation in list and search, also after compaction and a snapshot", async () => {
     const index = new PartitionIndex();
     for (let n = 1; n <= 1200; n++) index.apply(id(n), [title(1, 0, "t"), said(2, 0, `shared word${n}`)], 50);
     for (let n = 1; n <= 1100; n++) index.remove(id(n));
     expect(index.size).toBe(100);
     expect(index.search("shared", undefined, 1000).hits).toHaveLength(100);
     expect(index.search("word5", undefined, 10).hits).toEqual([]);
-    const copy = PartitionIndex.fromSnapshot(JSON.parse(JSON.stringify(index.toSnapshot())));
+    const copy = await roundTrip(index);
     expect(copy?.size).toBe(100);
     expect(copy?.search("word1200", undefined, 10).hits.map((h) => h.summary.id)).toEqual([id(1200)]);
     expect(copy?.page(undefined, 1000).summaries).toHaveLength(100);
   });
 
-  it("refuses a snapshot it did not write", () => {
+  it("refuses a snapshot it did not write", async () => {
     const good = new PartitionIndex();
     good.apply(id(1), [title(1, 0, "t")], 10);
-    const snapshot = good.toSnapshot();
-    expect(
-      PartitionIndex.fromSnapshot({
-        ...snapshot,
-        conversations: [{ ordinal: -1, summary: snapshot.conversations[0]?.summary, bytes: 1 }],
-      } as never),
-    ).toBeUndefined();
-    expect(PartitionIndex.fromSnapshot({ ...snapshot, postings: { t: "AAA" } })).toBeUndefined();
-    expect(PartitionIndex.fromSnapshot({ conversations: "x", postings: {} } as never)).toBeUndefined();
+    const [conversations, postings] = [...good.snapshotRecords()].map((record) => JSON.stringify(record));
+    expect(await fromLines([conversations ?? "", postings ?? ""])).toBeDefined();
+    const summary = good.page(undefined, 1).summaries[0];
+    const bad = { ordinal: -1, summary, bytes: 1, postings: 0, partial: false };
+    expect(await fromLines([JSON.stringify({ conversations: [bad] })])).toBeUndefined();
+    expect(await fromLines([JSON.stringify({ postings: { t: "AAA" } })])).toBeUndefined();
+    expect(await fromLines(['{"conversations":"x"}'])).toBeUndefined();
+  });
+
+  it("indexes an event's first distinct words and a conversation's first postings, and says what it left out", async () => {
+    const limits = { ...INDEX_LIMITS, termsPerEvent: 3, postingsPerConversation: 5 };
+    const index = new PartitionIndex(limits);
+    index.apply(id(1), [title(1, 0, ""), said(2, 0, "alpha beta alpha gamma delta")], 10);
+    index.apply(id(2), [title(1, 0, ""), said(2, 0, "alpha beta")], 10);
+    expect(index.search("gamma", undefined, 10).hits.map((h) => h.summary.id)).toEqual([id(1)]);
+    expect(index.search("delta", undefined, 10).hits).toEqual([]);
+    expect(index.partialCount).toBe(1);
+    // Two postings left for the first: the next event's first two words, then none.
+    index.apply(id(1), [said(3, 1, "epsilon zeta eta"), said(4, 2, "theta")], 20);
+    expect(index.search("zeta", undefined, 10).hits.map((h) => h.seqs)).toEqual([[3]]);
+    expect(index.search("eta", undefined, 10).hits).toEqual([]);
+    expect(index.search("theta", undefined, 10).hits).toEqual([]);
+    // Counted on after a snapshot: the same words found, the same left out.
+    const copy = await roundTrip(index, limits);
+    copy?.apply(id(1), [said(5, 3, "iota")], 30);
+    expect(copy?.search("iota", undefined, 10).hits).toEqual([]);
+    expect(copy?.search("zeta alpha", undefined, 10).hits).toEqual([]);
+    expect(copy?.search("alpha", undefined, 10).hits.map((h) => [h.summary.id, h.seqs])).toEqual([
+      [id(1), [2]],
+      [id(2), [2]],
+    ]);
+    expect(copy?.partialCount).toBe(1);
+  });
+
+  it("keeps a log of nothing but distinct words within its budget, in memory and in its snapshot", () => {
+    // The reviewer's log in miniature: 20 events of 20,000 words no other event holds.
+    const index = new PartitionIndex();
+    const events = Array.from({ length: 20 }, (_, i) => said(i + 2, i, distinctText(20_000)));
+    index.apply(id(1), [title(1, 0, "t"), ...events], 1);
+    const postings = 20 * INDEX_LIMITS.termsPerEvent;
+    expect(index.estimatedBytes).toBeLessThan(postings * 100);
+    const snapshotChars = [...index.snapshotRecords()].reduce((n, r) => n + JSON.stringify(r).length, 0);
+    expect(snapshotChars).toBeLessThan(postings * 30);
+    expect(index.partialCount).toBe(1);
+    // What it did index is found: each event's first word.
+    expect(index.search(firstWordOf(events[7]), undefined, 10).hits[0]?.seqs).toEqual([9]);
+  });
+
+  it("stops indexing a conversation at its postings limit", () => {
+    const index = new PartitionIndex();
+    const events = Array.from({ length: 150 }, (_, i) => said(i + 2, 0, distinctText(2_000)));
+    index.apply(id(1), [title(1, 0, ""), ...events], 1);
+    const limit = INDEX_LIMITS.postingsPerConversation;
+    expect(index.estimatedBytes).toBeLessThan(limit * 100);
+    // Event n (seq n + 1) is the last whose words fit: n × 2,000 = the limit.
+    const last = limit / INDEX_LIMITS.termsPerEvent;
+    expect(index.search(firstWordOf(events[last - 1]), undefined, 10).hits[0]?.seqs).toEqual([last + 1]);
+    expect(index.search(firstWordOf(events[last]), undefined, 10).hits).toEqual([]);
+  });
+
+  it("indexes nothing more in a partition past its bytes, and still lists every conversation", () => {
+    const limits = { ...INDEX_LIMITS, partitionBytes: 4 * 1024 * 1024 };
+    const index = new PartitionIndex(limits);
+    for (let n = 1; n <= 40; n++) {
+      const events = Array.from({ length: 20 }, (_, i) => said(i + 2, n, distinctText(2_000)));
+      index.apply(id(n), [title(1, n, "t"), ...events], 1);
+    }
+    // Past it by one event's words at most: the event that crossed it.
+    expect(index.estimatedBytes).toBeLessThan(limits.partitionBytes + INDEX_LIMITS.termsPerEvent * 100);
+    expect(index.page(undefined, 100).summaries).toHaveLength(40);
+    // The first conversations are whole; the ones the budget reached are partial.
+    expect(index.search("t", undefined, 100).hits.map((h) => h.summary.id)).toContain(id(1));
+    expect(index.partialCount).toBeGreaterThan(30);
+    expect(index.partialCount).toBeLessThan(40);
+  });
+
+  it("gives back a removed conversation's bytes, so creating and deleting never grows it", () => {
+    const index = new PartitionIndex();
+    for (let n = 1; n <= 30; n++) {
+      const events = Array.from({ length: 30 }, (_, i) => said(i + 2, n, distinctText(2_000)));
+      index.apply(id(n), [title(1, n, "t"), ...events], 1);
+      index.remove(id(n));
+    }
+    expect(index.estimatedBytes).toBeLessThan(2 * 30 * 2_000 * 100);
   });
 });

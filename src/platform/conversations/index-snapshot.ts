@@ -1,0 +1,73 @@
+import { open, readFile, rename, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
+import { setImmediate as nextTurn } from "node:timers/promises";
+import { syncDir, tempPathBeside } from "../../storage/atomic.ts";
+import { type IndexLimits, PartitionIndex } from "./partition-index.ts";
+
+/** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
+export const SNAPSHOT_FILE = "index.json";
+/**
+ * The first line of a snapshot this code writes. Version 1 was one JSON document of the whole
+ * index, parsed in one piece (seconds of a blocked event loop for a large one) and never bounded:
+ * it is not read, and the logs rebuild the index (adr/0078).
+ */
+const HEADER = '{"version":2}';
+const NEWLINE = 0x0a;
+
+/**
+ * Writes the index to `path` atomically (temp file, fsync, rename, fsync of the folder), one
+ * record per line: each record is encoded and written on its own, so a large index gives the
+ * event loop back between records instead of holding it for one JSON.stringify of everything.
+ * The caller holds the partition's lock, so the index does not change meanwhile.
+ */
+export async function writeSnapshot(path: string, index: PartitionIndex): Promise<void> {
+  const temp = tempPathBeside(path);
+  try {
+    const handle = await open(temp, "wx", 0o600);
+    try {
+      await handle.write(`${HEADER}\n`);
+      for (const record of index.snapshotRecords()) await handle.write(`${JSON.stringify(record)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+  await syncDir(dirname(path));
+}
+
+/**
+ * The index the snapshot at `path` holds: undefined when there is none, when it is not one this
+ * code wrote, or when it is larger than a snapshot of an index within `limits` can be (its
+ * bytes on disk are fewer than the index's estimate in memory). Each line is parsed on its own
+ * turn of the event loop. A line that is not JSON throws a SyntaxError.
+ */
+export async function readSnapshot(path: string, limits: IndexLimits): Promise<PartitionIndex | undefined> {
+  let size: number;
+  try {
+    size = (await stat(path)).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  if (size > 2 * limits.partitionBytes) return undefined;
+  const bytes = await readFile(path);
+  const headerEnd = bytes.indexOf(NEWLINE);
+  if (headerEnd < 0 || bytes.toString("utf8", 0, headerEnd) !== HEADER) return undefined;
+  return PartitionIndex.fromSnapshot(records(bytes, headerEnd + 1), limits);
+}
+
+async function* records(bytes: Buffer, from: number): AsyncGenerator<unknown> {
+  let start = from;
+  while (start < bytes.length) {
+    const end = bytes.indexOf(NEWLINE, start);
+    // A snapshot is renamed into place whole: a line without its newline is not one we wrote.
+    if (end < 0) throw new SyntaxError("conversation index snapshot ends mid-line");
+    yield JSON.parse(bytes.toString("utf8", start, end));
+    start = end + 1;
+    await nextTurn();
+  }
+}

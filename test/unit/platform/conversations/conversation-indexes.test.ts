@@ -1,0 +1,108 @@
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createLogger } from "../../../../src/log.ts";
+import {
+  CONVERSATION_INDEX_IDLE_MS,
+  ConversationIndexes,
+  type IndexOptions,
+  SNAPSHOT_FILE,
+} from "../../../../src/platform/conversations/conversation-indexes.ts";
+import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
+import { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const owner = (n: number) => `usr_${n.toString(16).padStart(24, "0")}`;
+
+let temp: TempRoot;
+let time: FakeTime;
+
+function openStore(options: IndexOptions = {}): ConversationStore {
+  const storage = temp.layout.partition("conversations");
+  return new ConversationStore(
+    storage,
+    { maxEventBytes: 256 * 1024, maxConversationBytes: 16 * 1024 * 1024 },
+    new ConversationIndexes(storage, time.timers, createLogger("silent"), time.clock, options),
+    temp.events,
+    time.clock,
+    async () => true,
+  );
+}
+
+/** `count` words no other call gives, as a hostile client would send. */
+let nextWord = 1e8;
+function distinctText(count: number): string {
+  return Array.from({ length: count }, () => (nextWord++).toString(36)).join(" ");
+}
+
+function message(text: string): EventDraft {
+  return { type: "message", role: "user", content: [{ type: "text", text }] } as EventDraft;
+}
+
+/** What a search for each word answers in the owner's partition: ids and seqs, and the logs it read. */
+async function answers(store: ConversationStore, ownerId: string, words: string[]) {
+  return store.indexes.read(temp.ws, ownerId, ({ index, logsRead }) => ({
+    logsRead,
+    hits: words.map((word) => index.search(word, undefined, 10).hits.map((h) => [h.summary.id, h.seqs])),
+  }));
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("conversation-indexes", owner(1));
+  time = new FakeTime();
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("the conversation indexes in memory", () => {
+  it("stay within their byte budget, dropping the least recently used, which reload with the same answers", async () => {
+    // Each owner's index is about 1.5 MB estimated: 10 events of 2,000 words no other holds.
+    const budget = 4 * 1024 * 1024;
+    const store = openStore({ maxLoadedBytes: budget });
+    const owners = [1, 2, 3, 4, 5, 6].map(owner);
+    const words = new Map<string, string[]>();
+    for (const ownerId of owners) {
+      const texts = Array.from({ length: 10 }, () => distinctText(2_000));
+      await store.create(temp.ws, ownerId, "shared title", texts.map(message));
+      words.set(ownerId, ["shared", ...texts.map((t) => t.split(" ")[1] ?? "")]);
+    }
+    const before = new Map<string, unknown>();
+    for (const ownerId of owners) {
+      before.set(ownerId, (await answers(store, ownerId, words.get(ownerId) ?? [])).hits);
+      // Within the budget, but for the one in use, whatever it costs.
+      await vi.waitFor(() => expect(store.indexes.loadedBytes).toBeLessThanOrEqual(budget + 2 * 1024 * 1024));
+    }
+    await vi.waitFor(() => expect(store.indexes.loadedPartitions).toBeLessThanOrEqual(3));
+    // Dropped ones were saved first: they come back from their snapshot, with no log read.
+    for (const ownerId of owners) {
+      const again = await answers(store, ownerId, words.get(ownerId) ?? []);
+      expect(again.hits).toEqual(before.get(ownerId));
+      expect(again.logsRead).toBe(0);
+    }
+  });
+
+  it("drops a partition unused for the idle time, saved, and reloads it from its snapshot", async () => {
+    const store = openStore();
+    const text = distinctText(50);
+    const { id } = await store.create(temp.ws, owner(1), "t", [message(text)]);
+    const word = text.split(" ")[3] ?? "";
+    const first = await answers(store, owner(1), [word]);
+    expect(first.hits).toEqual([[[id, [2]]]]);
+    expect(store.indexes.loadedPartitions).toBe(1);
+
+    // Used again half way: kept past the first sweep.
+    await time.advance(CONVERSATION_INDEX_IDLE_MS / 2);
+    await answers(store, owner(1), [word]);
+    await time.advance(CONVERSATION_INDEX_IDLE_MS / 2);
+    expect(store.indexes.loadedPartitions).toBe(1);
+
+    await time.advance(CONVERSATION_INDEX_IDLE_MS);
+    await vi.waitFor(() => expect(store.indexes.loadedPartitions).toBe(0));
+    const snapshot = join(temp.layout.partition("conversations").ownerDir(temp.ws, owner(1)), SNAPSHOT_FILE);
+    expect((await stat(snapshot)).size).toBeGreaterThan(0);
+    expect(await answers(store, owner(1), [word])).toEqual({ logsRead: 0, hits: first.hits });
+  });
+});
