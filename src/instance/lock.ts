@@ -7,7 +7,7 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
-import { makeFolderPathIfMissing } from "../storage/folders.ts";
+import { isFolder, makeFolderPathIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 
 // One data root belongs to one running process (issue 16, ADR 0022): two processes on one
@@ -321,13 +321,4 @@ function digestOf(bytes: Buffer): string {
 
 function lockText(holder: LockHolder): string {
   return `${JSON.stringify(holder, null, 2)}\n`;
-}
-
-async function isFolder(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw error;
-  }
 }

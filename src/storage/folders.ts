@@ -1,4 +1,4 @@
-import { mkdir } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { syncDir } from "./atomic.ts";
 
@@ -38,4 +38,14 @@ export async function makeFolderPathIfMissing(path: string): Promise<void> {
     return;
   }
   await syncDir(dirname(path));
+}
+
+/** Whether `path` is a folder; false when nothing is there. */
+export async function isFolder(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
 }

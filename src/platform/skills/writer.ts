@@ -6,7 +6,7 @@ import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
 import { writeFileAtomic } from "../../storage/atomic.ts";
-import { makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
+import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
@@ -288,15 +288,6 @@ function parseOrRefuse(text: string, target: WriteTarget): Skill {
 
 function skillNotFound(target: WriteTarget, name: string): NotFound {
   return new NotFound("skill_not_found", `No ${target.scope} skill named "${name}".`);
-}
-
-async function isFolder(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory();
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw error;
-  }
 }
 
 async function readText(path: string): Promise<string | undefined> {
