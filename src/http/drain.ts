@@ -22,6 +22,7 @@ export class HttpDrain {
   private forceNow: (() => void) | undefined;
   private forceRequested = false;
   private forcing = false;
+  private stopUnwinding: (() => void) | undefined;
 
   constructor(private readonly server: Server) {
     // Prepended, so a response the app writes synchronously is still marked during a drain.
@@ -93,8 +94,6 @@ export class HttpDrain {
     this.forceNow?.();
     this.stopUnwinding?.();
   }
-
-  private stopUnwinding: (() => void) | undefined;
 
   /** Resolves once every handler has ended, or after UNWIND_MS, or at once on `force()`. */
   private async unwound(): Promise<void> {

@@ -35,6 +35,15 @@ async function listed(store = files): Promise<string[]> {
   return (await store.page(ws, ALICE, {})).files.map((meta) => meta.name);
 }
 
+/** Reads a file's meta.json as the store does, noting each id read in `reads`. */
+function countingReads(reads: string[]) {
+  return async (workspaceId: string, ownerId: string, id: string): Promise<FileMeta> => {
+    reads.push(id);
+    const dir = temp.layout.partition("files").recordDir(workspaceId, ownerId, id);
+    return JSON.parse(await readFile(join(dir, "meta.json"), "utf8")) as FileMeta;
+  };
+}
+
 beforeEach(async () => {
   temp = await openTempRoot("file-index", ALICE);
   ws = temp.ws;
@@ -185,11 +194,7 @@ describe("the store's own writes", () => {
     await time.advance(1);
     const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
     const reads: string[] = [];
-    const readMeta = async (workspaceId: string, ownerId: string, id: string): Promise<FileMeta> => {
-      reads.push(id);
-      const dir = temp.layout.partition("files").recordDir(workspaceId, ownerId, id);
-      return JSON.parse(await readFile(join(dir, "meta.json"), "utf8")) as FileMeta;
-    };
+    const readMeta = countingReads(reads);
     const index = new FileListings(temp.layout.partition("files"), readMeta, time.clock);
     const ownerDir = temp.layout.partition("files").ownerDir(ws, ALICE);
     // A kernel with coarse timestamps gives every change within one tick the same mtime; pinned
@@ -240,11 +245,7 @@ describe("the index's memory", () => {
   it("is dropped for a workspace idle FILE_INDEX_IDLE_MS and rebuilt true on its next use", async () => {
     const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
     const reads: string[] = [];
-    const readMeta = async (workspaceId: string, ownerId: string, id: string): Promise<FileMeta> => {
-      reads.push(id);
-      const dir = temp.layout.partition("files").recordDir(workspaceId, ownerId, id);
-      return JSON.parse(await readFile(join(dir, "meta.json"), "utf8")) as FileMeta;
-    };
+    const readMeta = countingReads(reads);
     const index = new FileListings(temp.layout.partition("files"), readMeta, time.clock);
     expect(await index.get(ws, ALICE, a.id)).toEqual(a);
     expect(await index.get(ws, ALICE, a.id)).toEqual(a);
