@@ -21,6 +21,7 @@ import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSION,
 } from "./protocol-versions.ts";
+import { shortCircuitResponseChecks } from "./response-checks.ts";
 import { createSkillsExtension, SKILLS_CACHE_HINT } from "./skills-extension.ts";
 
 /** What the HTTP route vouches for, passed to handlers as the SDK's `authInfo.extra`. */
@@ -70,6 +71,7 @@ const CAPABILITIES = {
  * router. A client can set neither.
  */
 export function createFrontServers(deps: FrontDeps): FrontServers {
+  shortCircuitResponseChecks();
   const guard = createHandlerGuard(deps.log);
   const serve: Serve = (ctx, work) => {
     const caller = admitted(ctx);
