@@ -16,16 +16,18 @@ export function shortCircuitResponseChecks(): void {
   requireMember(JSONRPCErrorResponseSchema as unknown as { safeParse: SafeParse }, "error");
 }
 
-const shortCircuited = new WeakSet<object>();
+/** The wrappers installed, so a second call finds its own and leaves it. */
+const wrappers = new WeakSet<SafeParse>();
 
 function requireMember(schema: { safeParse: SafeParse }, member: string): void {
-  if (shortCircuited.has(schema)) return;
-  shortCircuited.add(schema);
+  if (wrappers.has(schema.safeParse)) return;
   const parse = schema.safeParse.bind(schema);
-  schema.safeParse = (value, params) => {
+  const wrapper: SafeParse = (value, params) => {
     if (hasMember(value, member)) return parse(value, params);
     return new Failed(parse, value, params);
   };
+  wrappers.add(wrapper);
+  schema.safeParse = wrapper;
 }
 
 /** A parse known to fail, as zod answers it; the error is built only if it is read. */

@@ -40,18 +40,16 @@ const MESSAGES: unknown[] = [
   {},
 ];
 
-// First in the file, before anything here installs the shortcut itself.
 describe("a running Atrium", () => {
   let instance: TestAtrium;
-  let before: boolean[];
   beforeAll(async () => {
-    before = Object.values(SCHEMAS).map((schema) => Object.hasOwn(schema, "safeParse"));
+    // Whatever an earlier test in this worker installed is taken away first: zod's own again.
+    for (const schema of Object.values(SCHEMAS)) Reflect.deleteProperty(schema, "safeParse");
     instance = await startTestAtrium();
   });
   afterAll(() => instance.stop());
 
   it("has short-circuited the response checks as it started", () => {
-    expect(before).toEqual([false, false]);
     for (const schema of Object.values(SCHEMAS)) expect(Object.hasOwn(schema, "safeParse")).toBe(true);
   });
 });
