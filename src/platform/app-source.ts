@@ -45,8 +45,33 @@ export class AppSource implements Source {
 
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const abort = () => reject(signal.reason);
-    signal.addEventListener("abort", abort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+    const listener = new AbortListener(signal, reject);
+    signal.addEventListener("abort", listener);
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", listener);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", listener);
+        reject(error);
+      },
+    );
   });
+}
+
+/**
+ * Rejects with the signal's reason when it aborts. A class rather than a named closure: the
+ * sources run through tsx, which names each named closure with a property write as it is made,
+ * here on every platform call.
+ */
+class AbortListener {
+  constructor(
+    private readonly signal: AbortSignal,
+    private readonly reject: (reason: unknown) => void,
+  ) {}
+
+  handleEvent(): void {
+    this.reject(this.signal.reason);
+  }
 }

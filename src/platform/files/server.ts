@@ -82,7 +82,7 @@ export function createFilesTools(files: FileStore): AppTools {
     },
     async (caller, args: { id: string }) => {
       const meta = await files.info(caller.workspaceId, caller.principalId, args.id);
-      return metaResult(meta, JSON.stringify(meta));
+      return metaResult(meta, jsonOf(meta));
     },
   );
 
@@ -123,6 +123,21 @@ export function createFilesTools(files: FileStore): AppTools {
   );
 
   return tools;
+}
+
+/**
+ * A file's metadata as JSON text, written once per metadata object: the index holds each file's
+ * metadata frozen (listings.ts), so its text cannot change while the object lives.
+ */
+const metaJson = new WeakMap<FileMeta, string>();
+
+function jsonOf(meta: FileMeta): string {
+  let text = metaJson.get(meta);
+  if (text === undefined) {
+    text = JSON.stringify(meta);
+    metaJson.set(meta, text);
+  }
+  return text;
 }
 
 function metaResult(meta: FileMeta, text: string): CallToolResult {
