@@ -28,13 +28,18 @@ export function verdict(row: GoalRow): string {
   return row.met ? "yes" : "no";
 }
 
-/** The raw figures of every load row: what the ratios above are made of. */
+/**
+ * The raw figures of every load row: what the ratios above are made of. Each row's p99/p50 is
+ * shown too, so the baselines' own tails say how much of Atrium's is the machine's.
+ */
 export function formatLoadTable(rows: readonly LoadRow[]): string {
-  const lines: string[][] = [["target", "era", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "requests"]];
+  const lines: string[][] = [
+    ["target", "era", "req/s", "p50 ms", "p99 ms", "p99/p50", "CPU µs/req", "requests"],
+  ];
   for (const row of rows) {
     const era = row.era ?? "–";
     if (!row.stats) {
-      lines.push([row.label, era, "failed", "–", "–", "–", "–"]);
+      lines.push([row.label, era, "failed", "–", "–", "–", "–", "–"]);
       continue;
     }
     const { stats } = row;
@@ -44,6 +49,7 @@ export function formatLoadTable(rows: readonly LoadRow[]): string {
       stats.requestsPerSec.toFixed(0),
       stats.p50Ms.toFixed(2),
       stats.p99Ms.toFixed(2),
+      stats.p50Ms > 0 ? `×${formatRatio(stats.p99Ms / stats.p50Ms)}` : "–",
       stats.serverCpuUsPerRequest?.toFixed(0) ?? "–",
       String(stats.totalRequests),
     ]);

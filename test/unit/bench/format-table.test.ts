@@ -60,7 +60,7 @@ describe("the load table and the conditions line", () => {
       },
       { id: "h", group: "ping", role: "baseline", label: "hono", error: "refused" },
     ]);
-    expect(table).toMatch(/atrium ping\s+2025-11-25\s+2000\s+3\.00\s+9\.00\s+–\s+20000/);
+    expect(table).toMatch(/atrium ping\s+2025-11-25\s+2000\s+3\.00\s+9\.00\s+×3\.00\s+–\s+20000/);
     expect(table).toMatch(/hono\s+–\s+failed/);
   });
 
