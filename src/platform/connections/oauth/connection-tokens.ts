@@ -54,6 +54,11 @@ export class ConnectionTokens {
   private readonly cache = new Map<string, TokenSet>();
   /** Credential ids whose refresh token the authorization server refused. */
   private readonly refusedSets = new Set<string>();
+  /**
+   * The client secret each connection last refreshed with, by connection id: a token endpoint that
+   * refuses the client may quote it back, and the failure is retold without it (secrets()).
+   */
+  private readonly clientSecrets = new Map<string, string>();
 
   constructor(private readonly deps: ConnectionTokensDeps) {}
 
@@ -76,11 +81,18 @@ export class ConnectionTokens {
     );
   }
 
-  /** The access and refresh token of the connection's token set as last opened or refreshed. */
+  /**
+   * The access and refresh token of the connection's token set as last opened or refreshed, and
+   * the client secret it last refreshed with.
+   */
   secrets(record: ConnectionRecord): string[] {
     const auth = oauthOf(record);
     const tokens = auth.tokens === undefined ? undefined : this.cache.get(auth.tokens);
-    return tokens ? [tokens.accessToken, ...(tokens.refreshToken ? [tokens.refreshToken] : [])] : [];
+    const clientSecret = this.clientSecrets.get(record.id);
+    return [
+      ...(tokens ? [tokens.accessToken, ...(tokens.refreshToken ? [tokens.refreshToken] : [])] : []),
+      ...(clientSecret ? [clientSecret] : []),
+    ];
   }
 
   /** Seals a new token set for `record` (an activation); answers its credential id. */
@@ -110,6 +122,7 @@ export class ConnectionTokens {
     const stored = await this.open(record, auth.tokens);
     if (this.usable(stored, rejected)) return stored.accessToken;
     const { target, client } = await this.deps.authority(record);
+    if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
     let next: TokenSet;
     try {
       next = await refreshTokens(target, client, stored, this.deps.fetch, this.deps.clock);

@@ -11,6 +11,7 @@ import {
   TOKENS_FIELD,
 } from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
+import { retold } from "../../../../../src/platform/connections/remote-failure.ts";
 import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
@@ -26,7 +27,7 @@ let vault: CredentialStore;
 let server: { base: string; close(): Promise<void> };
 let base: string;
 let now: number;
-let answer: "rotate" | "invalid_grant" | "stall";
+let answer: "rotate" | "invalid_grant" | "stall" | "quote_client";
 /** The `expires_in` a refresh answers, seconds. */
 let lifetime: number;
 let refreshBodies: URLSearchParams[];
@@ -44,11 +45,17 @@ beforeEach(async () => {
   lifetime = 300;
   refreshBodies = [];
   refused = [];
-  server = await serveLocally((_request, body) => {
+  server = await serveLocally((request, body) => {
     refreshBodies.push(new URLSearchParams(body));
     if (answer === "stall")
       return { status: 200, headers: { "content-type": "application/json" }, stall: '{"access_token":' };
     if (answer === "invalid_grant") return { status: 400, json: { error: "invalid_grant" } };
+    if (answer === "quote_client") {
+      // A careless server that repeats the client credentials it was sent, by either method.
+      const basic = Buffer.from((request.headers.authorization ?? "").replace(/^Basic /, ""), "base64");
+      const sent = `${basic.toString()} ${new URLSearchParams(body).get("client_secret") ?? ""}`;
+      return { status: 401, json: { error: "invalid_client", error_description: `unknown client ${sent}` } };
+    }
     const n = refreshBodies.length;
     return {
       status: 200,
@@ -71,6 +78,7 @@ afterEach(async () => {
 async function setUp(
   vaultFor: Pick<CredentialStore, "put" | "replace" | "open" | "delete"> = vault,
   fetchWith: FetchLike = fetch,
+  clientSecret?: string,
 ) {
   const record: ConnectionRecord = {
     id: "con_0123456789abcdef01234567",
@@ -93,7 +101,10 @@ async function setUp(
     current: async () => record,
     authority: async () => ({
       target: localTarget(base) as AuthorizationTarget,
-      client: { info: { client_id: "atc_1" }, how: "registered" },
+      client: {
+        info: { client_id: "atc_1", ...(clientSecret ? { client_secret: clientSecret } : {}) },
+        how: "registered",
+      },
     }),
     refused: (refusedRecord) => void refused.push(refusedRecord.name),
   });
@@ -123,6 +134,19 @@ describe("ConnectionTokens", () => {
       accessToken: "access-1",
       refreshToken: "refresh-1",
     });
+  });
+
+  it("retells a token endpoint's failure without the client secret it quoted back", async () => {
+    const { record, tokens } = await setUp(vault, fetch, "client-secret-7f3a");
+    now += 60_000;
+    answer = "quote_client";
+    const failure = await tokens.bearer(record).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).message).toContain("client-secret-7f3a");
+    expect(tokens.secrets(record)).toEqual(["access-0", "refresh-0", "client-secret-7f3a"]);
+    const told = retold(failure, tokens.secrets(record)) as Error;
+    expect(told.message).toContain("unknown client");
+    expect(told.message).not.toContain("client-secret-7f3a");
   });
 
   it("refreshes past a token the server refused, even before it expires", async () => {
