@@ -6,7 +6,8 @@ import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
 import { startRemoteServer } from "../helpers/remote-server.ts";
 
 // A connection whose record or current snapshot no longer parses (a disk fault, a hand edit) is
-// left out of listings, its file logged once, so the workspace's other connections stay listed.
+// left out of listings, its file logged once, so the workspace's other connections stay listed;
+// looked at alone it is refused as damaged, and an admin can remove it and use its name again.
 
 interface Listed {
   connections: { name: string }[];
@@ -53,11 +54,25 @@ describe("a damaged connection", { timeout: 120_000 }, () => {
       const logged = captured.lines.filter((line) => line.path === path);
       expect(logged).toHaveLength(1);
       expect(logged[0]?.msg).toContain(`${path} is not valid JSON (it ends before its JSON does).`);
-      // The one connection, looked at alone, still fails: its log line names the file too.
+      // Looked at alone it is refused as damaged, saying what can be done and not where it lies;
+      // the file was logged once already.
       const alone = await restarted.rest("alice", "GET", `/v1/workspaces/${ws}/connections/gh`);
       expect(alone.status).toBe(500);
-      const unhandled = captured.lines.filter((line) => line.msg === "unhandled error");
-      expect(JSON.stringify(unhandled.at(-1))).toContain(`${path} is not valid JSON`);
+      const refusal = ((await alone.json()) as { error: { code: string; message: string } }).error;
+      expect(refusal.code).toBe("connection_damaged");
+      expect(refusal.message).toContain("An admin can remove it and add it again");
+      expect(refusal.message).not.toContain(restarted.root);
+      expect(captured.lines.filter((line) => line.path === path)).toHaveLength(1);
+      // An admin removes it, and its name can be used again.
+      const removed = await restarted.rest("alice", "DELETE", `/v1/workspaces/${ws}/connections/gh`);
+      expect(removed.status).toBe(204);
+      const again = await restarted.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+        name: "gh",
+        url: remote.url.href,
+      });
+      expect(again.status).toBe(201);
+      const relisted = await restarted.rest("alice", "GET", `/v1/workspaces/${ws}/connections`);
+      expect(((await relisted.json()) as Listed).connections.map((c) => c.name)).toEqual(["gh", "jira"]);
     },
   );
 });

@@ -1,3 +1,4 @@
+import { AtriumError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
 import { type ConnectionState, deriveState, type StoredAuth } from "./model.ts";
@@ -68,10 +69,25 @@ function authView(auth: StoredAuth): ConnectionView["auth"] {
 }
 
 /**
- * Where a listing leaves out a connection whose record or current snapshot does not parse: one
- * damaged file must not fail every listing of the workspace. Each file is logged once, naming it,
- * not at every listing. A look at that one connection still fails, and its 500 is logged naming
- * the file too (test/integration/connections-damaged.test.ts).
+ * A connection whose record or current snapshot does not parse, looked at alone: said as such,
+ * with what an admin and an operator can do, never with the file's path (the log has it).
+ */
+export class ConnectionDamaged extends AtriumError {
+  constructor(name: string) {
+    super(
+      "connection_damaged",
+      500,
+      `Connection ${JSON.stringify(name.slice(0, 64))} cannot be read: what this instance stores for it is ` +
+        "damaged. An admin can remove it and add it again; an operator can restore it from a backup " +
+        "(the instance's log names the file).",
+    );
+  }
+}
+
+/**
+ * Where a connection whose record or current snapshot does not parse is met: one damaged file
+ * must not fail every listing of the workspace, and must not keep an admin from removing it.
+ * Each file is logged once, naming it, not at every look (test/integration/connections-damaged.test.ts).
  */
 export class DamagedConnections {
   private readonly logged = new Set<string>();
@@ -81,21 +97,28 @@ export class DamagedConnections {
   /** What `read` answers for each connection of `names`, without those whose files do not parse. */
   async readEach<V>(names: readonly string[], read: (name: string) => Promise<V>): Promise<V[]> {
     const answers = await Promise.all(
-      names.map((name) => read(name).catch((error: unknown) => this.skip(name, error))),
+      names.map((name) => read(name).catch((error: unknown) => this.unreadable(name, error))),
     );
     return answers.filter((one): one is Awaited<V> => one !== undefined);
   }
 
-  private skip(name: string, error: unknown): undefined {
+  /** `undefined` for a file that does not parse (logged once); any other error is thrown on. */
+  unreadable(name: string, error: unknown): undefined {
     if (!(error instanceof CorruptJson)) throw error;
     if (!this.logged.has(error.path)) {
       this.logged.add(error.path);
       this.log.error(
         { connection: name, path: error.path },
-        `connection left out of listings: ${error.message} Restore it from a backup, or move the ` +
-          "connection's folder out of the data root.",
+        `connection left out of listings: ${error.message} Restore it from a backup, move the ` +
+          "connection's folder out of the data root, or have an admin remove the connection.",
       );
     }
     return undefined;
+  }
+
+  /** A file that does not parse as ConnectionDamaged (logged once); any other error thrown on. */
+  refuse(name: string, error: unknown): never {
+    this.unreadable(name, error);
+    throw new ConnectionDamaged(name);
   }
 }

@@ -208,17 +208,25 @@ export class Connections {
 
   async remove(workspaceId: string, principalId: string, name: string): Promise<void> {
     this.requireAdmin(workspaceId, principalId);
-    const record = await this.deps.store.get(workspaceId, name);
+    // A damaged record is removed all the same: otherwise its name could be neither used again
+    // nor seen in a listing. Which sealed credential it held cannot be read, so that one stays
+    // sealed in the credential store, bound to a record that no longer exists.
+    const record = await this.deps.store
+      .get(workspaceId, name)
+      .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
     await this.deps.sources.remove(workspaceId, name);
-    if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
-    if (record.auth.kind === "oauth") {
+    if (record?.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    if (record?.auth.kind === "oauth") {
       this.deps.authorizer.forget(record);
       if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
     }
     this.announced.delete(`${workspaceId}/${name}`);
     this.lapsed.delete(`${workspaceId}/${name}`);
-    this.deps.log.info({ workspaceId, connection: name }, "connection removed");
+    this.deps.log.info(
+      { workspaceId, connection: name, ...(record ? {} : { damaged: true }) },
+      "connection removed",
+    );
   }
 
   /** The current snapshot in full, or another version. */
@@ -242,11 +250,16 @@ export class Connections {
   }
 
   async list(workspaceId: string): Promise<ConnectionView[]> {
-    return this.damaged.readEach(this.deps.store.names(workspaceId), (name) => this.view(workspaceId, name));
+    return this.damaged.readEach(this.deps.store.names(workspaceId), (name) =>
+      viewConnection(this.deps.store, workspaceId, name),
+    );
   }
 
+  /** One connection; a damaged one is refused as ConnectionDamaged. */
   view(workspaceId: string, name: string): Promise<ConnectionView> {
-    return viewConnection(this.deps.store, workspaceId, name);
+    return viewConnection(this.deps.store, workspaceId, name).catch((error: unknown) =>
+      this.damaged.refuse(name, error),
+    );
   }
 
   /**

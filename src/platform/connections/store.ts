@@ -212,8 +212,9 @@ export class ConnectionStore implements LeftoverRules {
     if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, CREDENTIAL), health);
   }
 
+  /** Removes the connection's folder, whether or not its record still parses. */
   async remove(workspaceId: string, name: string): Promise<void> {
-    await this.get(workspaceId, name);
+    if (!this.has(workspaceId, name)) throw connectionNotFound(name);
     const removal = await this.lock.run(`${workspaceId}/${name}`, () =>
       this.folders.remove(this.serversDir(workspaceId), name),
     );
