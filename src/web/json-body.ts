@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../errors.ts";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth.ts";
+import { jsonBoundsProblem } from "./json-bounds.ts";
 
 /** `application/json`, with or without parameters such as `charset` (RFC 9110 §8.3.1). */
 const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
@@ -15,9 +15,8 @@ export async function readJsonObject(c: Context): Promise<Record<string, unknown
     throw new UnsupportedMediaType("Send the body as JSON with Content-Type: application/json.");
   }
   const text = await c.req.text();
-  if (nestsDeeperThan(text)) {
-    throw new InvalidInput(`The body nests deeper than ${MAX_JSON_DEPTH} arrays or objects.`);
-  }
+  const tooCostly = jsonBoundsProblem(text);
+  if (tooCostly) throw new InvalidInput(`The body ${tooCostly}.`);
   let value: unknown;
   try {
     value = JSON.parse(text);

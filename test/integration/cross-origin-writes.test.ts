@@ -1,6 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH } from "../../src/web/json-depth.ts";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/web/json-bounds.ts";
 import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 
 // Under `dev` a request with no credential is the developer, so a page on another local port
@@ -65,6 +65,14 @@ describe("JSON bodies must say they are JSON", () => {
     expect(response.status).toBe(400);
     const { message } = (JSON.parse(response.text) as { error: { message: string } }).error;
     expect(message).toBe(`The body nests deeper than ${MAX_JSON_DEPTH} arrays or objects.`);
+  });
+
+  it("a body holding more arrays and objects than the bound is refused before it is parsed", async () => {
+    const wide = `{"name": [${Array.from({ length: MAX_JSON_CONTAINERS }, () => "{}").join(",")}]}`;
+    const response = await post("/v1/workspaces", wide, { "content-type": "application/json" });
+    expect(response.status).toBe(400);
+    const { message } = (JSON.parse(response.text) as { error: { message: string } }).error;
+    expect(message).toBe(`The body holds more than ${MAX_JSON_CONTAINERS} arrays and objects.`);
   });
 
   it("a body that does not parse says the JSON did not parse, and where", async () => {

@@ -1,6 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH } from "../../src/web/json-depth.ts";
+import { MAX_JSON_CONTAINERS, MAX_JSON_DEPTH } from "../../src/web/json-bounds.ts";
 import {
   bootstrapWorkspace,
   capturingLogger,
@@ -150,6 +150,33 @@ describe("the front door's refusals are the hono app's", () => {
       headers: LEGACY,
       body: call(MAX_JSON_DEPTH - 3),
     });
+    expect(within.status).toBe(200);
+  });
+
+  it("a body holding more arrays and objects than the bound is a parse error, however shallow", async ({
+    onTestFinished,
+  }) => {
+    // The default body limit: this body is larger than the small one the other cases use.
+    const roomy = await startTestAtrium();
+    onTestFinished(() => roomy.stop());
+    const roomyWs = await bootstrapWorkspace(roomy, "alice");
+    const call = (containers: number) =>
+      `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"files__list","arguments":{"x":[${Array.from({ length: containers }, () => "[]").join(",")}]}}}`;
+    const response = await roomy.raw("alice", "POST", `/mcp/${roomyWs}`, {
+      headers: LEGACY,
+      body: call(MAX_JSON_CONTAINERS),
+    });
+    expect(response.status).toBe(400);
+    expect(JSON.parse(response.text)).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: {
+        code: -32700,
+        message: `Parse error: the request body holds more than ${MAX_JSON_CONTAINERS} arrays and objects`,
+      },
+    });
+    // The envelope's four and a thousand more: served (files__list refuses the unknown argument).
+    const within = await instance.raw("alice", "POST", `/mcp/${ws}`, { headers: LEGACY, body: call(1_000) });
     expect(within.status).toBe(200);
   });
 

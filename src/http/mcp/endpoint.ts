@@ -7,7 +7,7 @@ import {
   UnsupportedProtocolVersionError,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../web/json-depth.ts";
+import { jsonBoundsProblem } from "../../web/json-bounds.ts";
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
@@ -63,10 +63,7 @@ export class McpEndpoint {
     if (refused) return refused;
     if (body === NOT_UTF8) return parseError("Parse error: the request body is not UTF-8");
     if (body === NOT_JSON) return parseError("Parse error: the request body is not valid JSON");
-    if (body === TOO_DEEP)
-      return parseError(
-        `Parse error: the request body nests deeper than ${MAX_JSON_DEPTH} arrays or objects`,
-      );
+    if (body instanceof TooCostly) return parseError(`Parse error: the request body ${body.problem}`);
     const protocolVersion = headers.get("mcp-protocol-version");
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
@@ -167,7 +164,8 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
   } catch {
     return NOT_UTF8;
   }
-  if (nestsDeeperThan(text)) return TOO_DEEP;
+  const tooCostly = jsonBoundsProblem(text);
+  if (tooCostly) return new TooCostly(tooCostly);
   try {
     return JSON.parse(text);
   } catch {
@@ -178,7 +176,10 @@ export function parseJsonBody(bytes: Uint8Array): unknown {
 const UTF8 = new TextDecoder("utf-8", { fatal: true });
 const NOT_UTF8 = Symbol("request body is not UTF-8");
 const NOT_JSON = Symbol("request body is not JSON");
-const TOO_DEEP = Symbol("request body nests too deep");
+/** A body past a bound of json-bounds.ts: what it is, for the parse error. */
+class TooCostly {
+  constructor(readonly problem: string) {}
+}
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;

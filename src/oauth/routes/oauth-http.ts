@@ -2,7 +2,7 @@ import type { Context, Handler, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "../../log.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../web/json-depth.ts";
+import { jsonBoundsProblem } from "../../web/json-bounds.ts";
 import { OAuthError } from "../oauth-error.ts";
 
 // How the OAuth endpoints speak HTTP: RFC 6749 §5.2 error bodies rather than Atrium's
@@ -101,12 +101,8 @@ export async function readJson(c: Context<AppEnv>): Promise<unknown> {
     throw new OAuthError("invalid_request", "The body must be sent as application/json.");
   }
   const text = await c.req.text();
-  if (nestsDeeperThan(text)) {
-    throw new OAuthError(
-      "invalid_request",
-      `The body nests deeper than ${MAX_JSON_DEPTH} arrays or objects.`,
-    );
-  }
+  const tooCostly = jsonBoundsProblem(text);
+  if (tooCostly) throw new OAuthError("invalid_request", `The body ${tooCostly}.`);
   try {
     return JSON.parse(text) as unknown;
   } catch {
