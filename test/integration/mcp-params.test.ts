@@ -84,6 +84,77 @@ describe("malformed params are -32602 with a message naming the field", () => {
   });
 });
 
+describe("request ids an answer cannot repeat exactly, and batches over the cap", () => {
+  const ENVELOPE =
+    '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}';
+  const ERAS = {
+    "2025-11-25": { headers: { "mcp-protocol-version": "2025-11-25" }, params: "{}" },
+    "2026-07-28": {
+      headers: { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" },
+      params: `{${ENVELOPE}}`,
+    },
+  };
+
+  it.for(Object.entries(ERAS))(
+    "an id past ±(2^53 − 1), or not an integer, is refused with id null and why (%s)",
+    async ([, era]) => {
+      // JSON.parse reads 9007199254740993 as …992: echoing it would name another request.
+      for (const id of ["9007199254740993", "-9007199254740993", "12345678901234567890", "1.5"]) {
+        const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+          headers: { ...MCP_POST_HEADERS, ...era.headers },
+          body: `{"jsonrpc":"2.0","id":${id},"method":"tools/list","params":${era.params}}`,
+        });
+        expect(response.status, id).toBe(400);
+        expect(JSON.parse(response.text), id).toEqual({
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32600, message: expect.stringContaining("a request id is a string or an integer") },
+        });
+      }
+      // The largest safe integer and a string of any length are answered with the id as sent.
+      for (const id of ["9007199254740991", '"9007199254740993"']) {
+        const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+          headers: { ...MCP_POST_HEADERS, ...era.headers },
+          body: `{"jsonrpc":"2.0","id":${id},"method":"tools/list","params":${era.params}}`,
+        });
+        expect(response.status, id).toBe(200);
+        expect(response.text, id).toContain(`"id":${id}`);
+      }
+    },
+  );
+
+  it.for(Object.entries(ERAS))(
+    "a batch over 100 messages is refused before any message in it is read (%s)",
+    async ([, era]) => {
+      const batch = (count: number) =>
+        `[${Array.from({ length: count }, (_, i) => `{"jsonrpc":"2.0","id":${i},"result":{}}`).join(",")}]`;
+      // Under either header the cap answers first: the classifier, which reads every message,
+      // would have answered a 2026-07-28 batch otherwise.
+      for (const count of [101, 30_000]) {
+        const refused = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+          headers: { ...MCP_POST_HEADERS, ...era.headers },
+          body: batch(count),
+        });
+        expect(refused.status, String(count)).toBe(400);
+        expect(JSON.parse(refused.text), String(count)).toEqual({
+          jsonrpc: "2.0",
+          id: null,
+          error: { code: -32600, message: "Invalid Request: Batch must not exceed 100 messages" },
+        });
+      }
+    },
+  );
+
+  it("a batch of 100 responses posted by a client is taken and answered with nothing (202)", async () => {
+    const batch = `[${Array.from({ length: 100 }, (_, i) => `{"jsonrpc":"2.0","id":${i},"result":{}}`).join(",")}]`;
+    const taken = await instance.raw("alice", "POST", `/mcp/${ws}`, {
+      headers: { ...MCP_POST_HEADERS },
+      body: batch,
+    });
+    expect(taken.status).toBe(202);
+  });
+});
+
 describe("tool arguments", () => {
   it("arguments that fail the tool's schema are an isError result naming the tool as called", async () => {
     const { body } = await rpc("tools/call", '{"name":"files__read","arguments":{"id":{"__proto__":1}}}');

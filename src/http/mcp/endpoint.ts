@@ -8,10 +8,11 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import { jsonBoundsProblem } from "../../web/json-bounds.ts";
+import { echoableId, UNUSABLE_ID } from "./echoable-id.ts";
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
 import { inputResponsesProblem } from "./input-responses.ts";
 import { invalidParamsReply } from "./invalid-params.ts";
-import { serveLegacyJson } from "./legacy-exchange.ts";
+import { refuseOversizedBatch, serveLegacyJson } from "./legacy-exchange.ts";
 import { mediaTypeRefusal, type PostHeaders } from "./media-types.ts";
 import { serveModernExchange } from "./modern-exchange.ts";
 import {
@@ -64,6 +65,8 @@ export class McpEndpoint {
     if (body === NOT_UTF8) return parseError("Parse error: the request body is not UTF-8");
     if (body === NOT_JSON) return parseError("Parse error: the request body is not valid JSON");
     if (body instanceof TooCostly) return parseError(`Parse error: the request body ${body.problem}`);
+    const oversized = refuseOversizedBatch(body);
+    if (oversized) return oversized;
     const protocolVersion = headers.get("mcp-protocol-version");
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
@@ -82,7 +85,7 @@ export class McpEndpoint {
     });
     if (route.kind === "reject") {
       if (route.cell === "invalid-json-rpc-body") {
-        const explained = invalidParamsReply(body);
+        const explained = unusableIdReply(body) ?? invalidParamsReply(body);
         if (explained) return explained;
       }
       return jsonRpcError(route.httpStatus, route.code, route.message, route.data, requestId(body));
@@ -253,9 +256,19 @@ function asksForProgress(body: unknown): boolean {
   return meta?.progressToken !== undefined;
 }
 
+/** The body's id as an error may echo it (echoable-id.ts), else null. */
 function requestId(body: unknown): string | number | null {
+  return echoableId((body as { id?: unknown } | null)?.id) ?? null;
+}
+
+/**
+ * A single request refused for a numeric id that is not a safe integer: said as such, with no id,
+ * since JSON.parse may already have rounded it into another request's.
+ */
+function unusableIdReply(body: unknown): McpReply | undefined {
   const id = (body as { id?: unknown } | null)?.id;
-  return typeof id === "string" || typeof id === "number" ? id : null;
+  if (Array.isArray(body) || typeof id !== "number" || echoableId(id) !== undefined) return undefined;
+  return jsonRpcError(400, INVALID_REQUEST, UNUSABLE_ID, undefined, null);
 }
 
 function jsonRpcError(status: number, code: number, message: string, data: unknown, id: unknown): McpReply {

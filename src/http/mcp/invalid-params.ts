@@ -1,6 +1,7 @@
 import { ClientRequestSchema, JSONRPCRequestSchema } from "@modelcontextprotocol/core";
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { z } from "zod";
+import { echoableId } from "./echoable-id.ts";
 import { describeJsonValue } from "./json-shape.ts";
 import { jsonReply, type McpReply } from "./reply.ts";
 
@@ -38,7 +39,7 @@ export function invalidParamsMessage(method: string, params: unknown): string | 
 export function invalidParamsReply(body: unknown): McpReply | undefined {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return undefined;
   const { id, method, params } = body as Record<string, unknown>;
-  if (typeof method !== "string" || (typeof id !== "string" && typeof id !== "number")) return undefined;
+  if (typeof method !== "string" || echoableId(id) === undefined) return undefined;
   const parsed = JSONRPCRequestSchema.safeParse(body);
   if (parsed.success || !parsed.error.issues.every((issue) => issue.path[0] === "params")) return undefined;
   const message =

@@ -13,10 +13,20 @@ import type { Abandonable, ReplySink, RequestMuxTransport } from "./request-mux-
 const MAX_BATCH_SIZE = 100;
 
 /**
+ * The SDK transport's answer to a batch over its cap, given before anything looks at the batch's
+ * messages: the classifier parses each one, and a batch of 100,000 held the event loop half a
+ * second before this answer (endpoint.ts asks first, in either era).
+ */
+export function refuseOversizedBatch(body: unknown): McpReply | undefined {
+  if (!Array.isArray(body) || body.length <= MAX_BATCH_SIZE) return undefined;
+  return transportError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
+}
+
+/**
  * The HTTP half of one stateless 2025-era POST answered with JSON, without web objects: what
  * the SDK's WebStandardStreamableHTTPServerTransport does for a stateless server with
- * `enableJsonResponse`, check for check and message for message (its Accept 406 and
- * Content-Type 415 are the endpoint's, for both eras: media-types.ts; batch size, each message
+ * `enableJsonResponse`, check for check and message for message (its Accept 406, Content-Type 415
+ * and batch size are the endpoint's, for both eras: media-types.ts, refuseOversizedBatch; each message
  * parsed by the SDK's schema, one initialize per POST, notifications only → 202, every
  * request's answer collected into one JSON body), and one check it lacks: a
  * batch that repeats a request id is refused. Building the SDK transport
@@ -30,9 +40,6 @@ export function serveLegacyJson(
   mux: RequestMuxTransport,
   exchange: Abandonable,
 ): McpReply | Promise<McpReply> {
-  if (Array.isArray(body) && body.length > MAX_BATCH_SIZE) {
-    return transportError(400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH_SIZE} messages`);
-  }
   let messages: JSONRPCMessage[];
   try {
     messages = Array.isArray(body) ? body.map(parseJSONRPCMessage) : [parseJSONRPCMessage(body)];
