@@ -1,6 +1,7 @@
+import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AtriumError, InsufficientScope, Unauthenticated } from "../errors.ts";
+import { AtriumError, ClientClosedRequest, InsufficientScope, Unauthenticated } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
 import type { AppEnv } from "../web/app-env.ts";
@@ -46,6 +47,10 @@ export function errorReply(error: unknown, log: Logger, requestId: string | unde
 }
 
 function errorResponse(error: unknown, c: Context<AppEnv>, log: Logger): Response {
-  const reply = errorReply(error, log, c.get("requestId"));
+  // A body cut off because its client went away fails whatever was reading it: that is the
+  // client's leaving (499), not Atrium's failure, and it is not logged as one.
+  const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
+  const cut = incoming !== undefined && !incoming.complete && incoming.destroyed;
+  const reply = errorReply(cut ? new ClientClosedRequest() : error, log, c.get("requestId"));
   return c.json(reply.body, reply.status as ContentfulStatusCode, reply.headers);
 }

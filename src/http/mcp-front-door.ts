@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { CLIENT_CLOSED_REQUEST, PayloadTooLarge } from "../errors.ts";
+import { CLIENT_CLOSED_REQUEST, ClientClosedRequest, PayloadTooLarge } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { admit } from "../workspace/gate.ts";
 import type { RouteDeps } from "./context.ts";
@@ -173,7 +173,8 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
     request.once("end", () => {
       if (!refused) resolve(Buffer.concat(chunks, size));
     });
-    request.once("error", reject);
+    // The body cut off because its client went away: the client's leaving, not Atrium's failure.
+    request.once("error", (error) => reject(request.complete ? error : new ClientClosedRequest()));
   });
 }
 

@@ -6,6 +6,7 @@ import {
   capturingLogger,
   MCP_POST_HEADERS,
   startTestAtrium,
+  TEST_USER_HEADER,
   type TestAtrium,
 } from "../helpers/atrium.ts";
 
@@ -45,6 +46,33 @@ describe("the front door's request id and log line", () => {
     expect(line).toMatchObject({ method: "POST", path: `/mcp/${ws}`, status: 200, workspace: ws });
     expect(line?.principal).toEqual(expect.stringMatching(/^usr_/));
     expect(JSON.stringify(line)).not.toContain("secret-code");
+  });
+
+  it("a client that goes away mid-body is logged 499 with no error line, on the front door and on hono alike", async () => {
+    const paths = [`/mcp/${ws}`, `/mcp/${ws.replace("ws_", "ws%5F")}`, "/v1/workspaces"];
+    const from = captured.lines.length;
+    const since = () => captured.lines.slice(from);
+    for (const path of paths) {
+      await new Promise<void>((resolve) => {
+        const req = httpRequest({
+          host: "127.0.0.1",
+          port: instance.atrium.port,
+          method: "POST",
+          path,
+          headers: { ...LEGACY, [TEST_USER_HEADER]: "alice", "content-length": "1000" },
+        });
+        req.on("error", () => resolve());
+        req.write('{"jsonrpc":"2.0",', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+    }
+    // Each request is logged once its handler is done with it.
+    const logged = () => since().filter((l) => l.msg === "request" && paths.includes(l.path as string));
+    await expect.poll(() => logged().length).toBe(paths.length);
+    expect(logged().map((l) => l.status)).toEqual([499, 499, 499]);
+    expect(since().filter((l) => l.msg === "unhandled error")).toEqual([]);
   });
 
   it("a refused request is logged and carries its id too", async () => {

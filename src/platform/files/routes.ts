@@ -1,6 +1,6 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { ClientClosedRequest, InvalidInput, UnsupportedMediaType } from "../../errors.ts";
+import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
 import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { sendFile } from "../../web/send-file.ts";
@@ -23,21 +23,15 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
     const name = nameParameter(c.req.url);
     if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
     // Node's request stream when served by Node: reading it needs no web stream (files-streams.test.ts).
+    // A client that goes away mid-body leaves nothing stored, and is logged 499 (error-response.ts).
     const incoming = (c.env as Partial<HttpBindings> | undefined)?.incoming;
-    try {
-      const meta = await files.upload(
-        c.get("admission").workspace.id,
-        c.get("principal").id,
-        { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
-        incoming ?? c.req.raw.body,
-      );
-      return c.json(meta, 201);
-    } catch (error) {
-      // The client went away mid-body: nothing was stored, and there is no one to answer. Not
-      // Atrium's failure, so it is not logged as one.
-      if (incoming && !incoming.complete && incoming.destroyed) throw new ClientClosedRequest();
-      throw error;
-    }
+    const meta = await files.upload(
+      c.get("admission").workspace.id,
+      c.get("principal").id,
+      { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
+      incoming ?? c.req.raw.body,
+    );
+    return c.json(meta, 201);
   });
 
   // Paged like files__list: `?limit=` (1–1000, default 100) and `?cursor=` (a `nextCursor`).
