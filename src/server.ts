@@ -263,7 +263,16 @@ async function startLocked(
   const honoListener = getRequestListener(writableResponses(app.fetch, log), {
     hostname: config.http.host,
   });
-  const server = createServer();
+  const requestTimeout = config.http.requestTimeoutSeconds * 1000;
+  const server = createServer({
+    // A request whose body is not whole by then is answered 408 and its connection closed, however
+    // slowly it still moves: a body trickled a byte at a time would otherwise hold what it sent.
+    // (Node reads it only here, when the server is made.)
+    requestTimeout,
+    // How often Node looks for such requests: at most a tenth of the timeout late, and no more
+    // often than its own default of 30 s needs.
+    connectionsCheckingInterval: Math.min(30_000, requestTimeout / 10),
+  });
   // A connection that moves no bytes for this long is destroyed (Node's socket timeout): a client
   // that stops reading its answer would otherwise hold the answer's memory for good.
   server.timeout = config.http.idleTimeoutSeconds * 1000;

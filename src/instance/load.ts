@@ -19,6 +19,7 @@ import {
   MIN_SESSION_SECRET_BYTES,
   REFRESH_TOKEN_TTL_DEFAULT,
   REGISTRATIONS_PER_HOUR_DEFAULT,
+  REQUEST_TIMEOUT_SECONDS_DEFAULT,
   SESSION_MAX_AGE_DEFAULT,
   type SessionConfig,
 } from "./schema.ts";
@@ -125,6 +126,7 @@ export function parseInstance(
       maxBodyBytes: file.http.maxBodyBytes ?? MAX_BODY_BYTES_DEFAULT,
       drainSeconds: file.http.drainSeconds ?? DRAIN_SECONDS_DEFAULT,
       idleTimeoutSeconds: file.http.idleTimeoutSeconds ?? IDLE_TIMEOUT_SECONDS_DEFAULT,
+      requestTimeoutSeconds: file.http.requestTimeoutSeconds ?? REQUEST_TIMEOUT_SECONDS_DEFAULT,
     },
     log: { level: file.log?.level ?? "info" },
     credentials: file.credentials && resolveCredentialKeys(file.credentials, options.baseDir),
@@ -157,6 +159,7 @@ interface InstanceFile {
     maxBodyBytes?: number;
     drainSeconds?: number;
     idleTimeoutSeconds?: number;
+    requestTimeoutSeconds?: number;
   };
   log?: { level?: string };
   credentials?: { keys: Array<{ version: number; key: CredentialRef }> };

@@ -14,6 +14,9 @@ export const MAX_DRAIN_SECONDS = 600;
  */
 export const IDLE_TIMEOUT_SECONDS_DEFAULT = 120;
 export const MAX_IDLE_TIMEOUT_SECONDS = 3600;
+/** Node's own default, made Atrium's and a setting: a request's body must be whole within it. */
+export const REQUEST_TIMEOUT_SECONDS_DEFAULT = 300;
+export const MAX_REQUEST_TIMEOUT_SECONDS = 86_400;
 export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
@@ -114,6 +117,7 @@ export const instanceSchema = {
         maxBodyBytes: { type: "integer", minimum: 1024 },
         drainSeconds: { type: "integer", minimum: 0, maximum: MAX_DRAIN_SECONDS },
         idleTimeoutSeconds: { type: "integer", minimum: 1, maximum: MAX_IDLE_TIMEOUT_SECONDS },
+        requestTimeoutSeconds: { type: "integer", minimum: 1, maximum: MAX_REQUEST_TIMEOUT_SECONDS },
       },
     },
     credentials: {
@@ -217,6 +221,7 @@ export interface InstanceConfig {
     maxBodyBytes: number;
     drainSeconds: number;
     idleTimeoutSeconds: number;
+    requestTimeoutSeconds: number;
   };
   log: { level: string };
   /**

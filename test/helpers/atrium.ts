@@ -61,6 +61,8 @@ export interface TestAtriumOptions {
   maxBodyBytes?: number;
   /** instance.json's `http.idleTimeoutSeconds`. */
   idleTimeoutSeconds?: number;
+  /** instance.json's `http.requestTimeoutSeconds`. */
+  requestTimeoutSeconds?: number;
   idleEvictMs?: number;
   /** The instance clock (test/helpers/fake-time.ts), so a test moves time instead of waiting. */
   clock?: Clock;
@@ -151,6 +153,9 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
         ...(options.idleTimeoutSeconds === undefined
           ? {}
           : { idleTimeoutSeconds: options.idleTimeoutSeconds }),
+        ...(options.requestTimeoutSeconds === undefined
+          ? {}
+          : { requestTimeoutSeconds: options.requestTimeoutSeconds }),
       },
       ...(options.maxUploadBytes === undefined ? {} : { files: { maxUploadBytes: options.maxUploadBytes } }),
       ...(options.skills === undefined ? {} : { skills: options.skills }),

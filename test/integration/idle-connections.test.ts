@@ -76,3 +76,45 @@ describe("an idle connection", () => {
     socket.destroy();
   });
 });
+
+describe("a request whose body is still arriving at http.requestTimeoutSeconds", () => {
+  let slow: TestAtrium;
+  let slowWs: string;
+  beforeAll(async () => {
+    slow = await startTestAtrium({ idleTimeoutSeconds: 60, requestTimeoutSeconds: 2 });
+    slowWs = await bootstrapWorkspace(slow, "alice");
+  });
+  afterAll(async () => {
+    await slow?.stop();
+  });
+
+  it("is answered 408 and closed, however steadily its bytes still move", async () => {
+    const socket = connect({ host: "127.0.0.1", port: slow.atrium.port });
+    socket.on("error", () => undefined);
+    let answer = "";
+    socket.on("data", (chunk: Buffer) => {
+      answer += chunk.toString();
+    });
+    const ended = closedWithin(socket, 10_000);
+    socket.write(
+      `POST /mcp/${slowWs} HTTP/1.1\r\nhost: 127.0.0.1\r\n${TEST_USER_HEADER}: alice\r\ncontent-type: application/json\r\n` +
+        "accept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n",
+    );
+    // A byte every 300 ms, never idle, for longer than the request timeout.
+    const trickle = setInterval(() => socket.writable && socket.write(" "), 300);
+    try {
+      expect(await ended).toBe("closed");
+    } finally {
+      clearInterval(trickle);
+    }
+    expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+  });
+
+  it("does not touch a request that was whole in time, however long its answer takes to read", async () => {
+    const response = await slow.raw("alice", "POST", `/mcp/${slowWs}`, {
+      headers: { ...MCP_POST_HEADERS, "mcp-protocol-version": "2025-11-25" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ping" }),
+    });
+    expect(response.status).toBe(200);
+  });
+});

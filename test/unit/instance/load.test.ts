@@ -179,6 +179,22 @@ describe("loadInstance", () => {
     }
   });
 
+  it("http.requestTimeoutSeconds is 300 by default, keeps a whole number from 1 to 86400, and refuses anything else by name", async () => {
+    expect((await loadInstance(await writeInstance(MINIMAL))).http.requestTimeoutSeconds).toBe(300);
+    for (const requestTimeoutSeconds of [1, 86_400]) {
+      const config = await loadInstance(
+        await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, requestTimeoutSeconds } }),
+      );
+      expect(config.http.requestTimeoutSeconds).toBe(requestTimeoutSeconds);
+    }
+    for (const requestTimeoutSeconds of [0, 86_401, 2.5, "300"]) {
+      const message = await bootError(
+        loadInstance(await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, requestTimeoutSeconds } })),
+      );
+      expect(message).toContain("http.requestTimeoutSeconds");
+    }
+  });
+
   it("strips a trailing slash from publicUrl", async () => {
     const config = await loadInstance(
       await writeInstance({
