@@ -17,8 +17,6 @@ export interface OutboundLimits {
   eventStreams?: boolean;
   /** The most bytes one response body may carry; past it the body errors. */
   maxResponseBytes: number;
-  /** Told every response's status before its body is read (a 401 wakes the credential check). */
-  onStatus?: (status: number) => void;
 }
 
 /**
@@ -69,7 +67,6 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
           limits.eventStreams && /^text\/event-stream\b/i.test(answer.headers["content-type"] ?? "");
         if (streams) clearTimeout(timer);
         else answer.once("close", () => clearTimeout(timer));
-        limits.onStatus?.(answer.statusCode ?? 0);
         resolve(toResponse(answer, limits.maxResponseBytes, init.method));
       });
       const body = init.body;

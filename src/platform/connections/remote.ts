@@ -60,8 +60,10 @@ export class RemoteServers {
 
   /**
    * A client of the server as `record` describes it, whose failures never repeat the
-   * connection's credential. `onStatus` hears every HTTP status (a 401 wakes the credential
-   * check); `listMaxAgeMs` bounds how old its tool listing may get.
+   * connection's credential. `onStatus` hears the status of every answer the client gets (a 401
+   * wakes the credential check) — after an OAuth connection's one retry with a refreshed token,
+   * so a 401 that the refresh cured is not heard; `listMaxAgeMs` bounds how old its tool listing
+   * may get.
    */
   async source(
     record: ConnectionRecord,
@@ -72,18 +74,18 @@ export class RemoteServers {
       timeoutMs: this.settings.requestTimeoutMs,
       maxResponseBytes: this.settings.maxResponseBytes,
       eventStreams: true,
-      ...(options.onStatus ? { onStatus: options.onStatus } : {}),
     });
     const oauth = record.auth.kind === "oauth" ? this.oauth : undefined;
     // An OAuth token is set per request, never once per client: it is refreshed underneath.
     const headers = oauth ? {} : await this.headers(record);
+    const authorized = oauth ? authorizedFetch(record, fetch, oauth) : fetch;
     const live = new McpSource(
       record.name,
       {
         kind: "streamable-http",
         url: new URL(record.url),
         headers,
-        fetch: oauth ? authorizedFetch(record, fetch, oauth) : fetch,
+        fetch: options.onStatus ? heard(authorized, options.onStatus) : authorized,
         ...(options.listMaxAgeMs === undefined ? {} : { listMaxAgeMs: options.listMaxAgeMs }),
       },
       this.clock,
@@ -114,6 +116,15 @@ export class RemoteServers {
       return { ok: false, detail: (error as Error).message.slice(0, 200) };
     }
   }
+}
+
+/** `fetch`, with each answer's status told to `onStatus` before its body is read. */
+function heard(fetch: FetchLike, onStatus: (status: number) => void): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    onStatus(response.status);
+    return response;
+  };
 }
 
 /**

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
+import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
+import { type OAuthBearers, RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { type RemoteServer, startRemoteServer } from "../../../helpers/remote-server.ts";
+
+// What a connection's client tells onStatus is the answer it got: for an OAuth connection, after
+// its one retry with a refreshed token. A 401 the refresh cured must not wake the credential
+// check, which would take it for a lapsed credential (health.ts).
+
+let remote: RemoteServer;
+
+beforeAll(async () => {
+  remote = await startRemoteServer({ requireHeader: { name: "authorization", value: "Bearer fresh" } });
+});
+
+afterAll(async () => {
+  await remote?.stop();
+});
+
+const SETTINGS = {
+  allowPrivateAddresses: true,
+  requestTimeoutMs: 10_000,
+  maxResponseBytes: 1_000_000,
+} as ConnectionSettings;
+
+function record(): ConnectionRecord {
+  return {
+    id: "con_0123456789abcdef01234567",
+    name: "notes",
+    workspaceId: "ws_0123456789abcdef",
+    url: remote.url.href,
+    auth: { kind: "oauth", issuer: "http://127.0.0.1:1", scopes: ["read"], tokens: "cred_x" },
+    createdAt: new Date(0).toISOString(),
+    createdBy: "usr_x",
+    authorizationGeneration: 1,
+    snapshotVersion: 1,
+    disabled: false,
+  } as ConnectionRecord;
+}
+
+/** Hands out a token the server refuses until it is told that one was refused. */
+function bearers(refreshes: string[]): OAuthBearers {
+  return {
+    bearer: async (_record, rejected) => {
+      if (rejected !== "stale") return "stale";
+      refreshes.push(rejected);
+      return "fresh";
+    },
+    refused: () => false,
+    stepUp: async () => {
+      throw new Error("no step-up in this test");
+    },
+    secrets: () => ["stale", "fresh"],
+  };
+}
+
+describe("a connection's client and onStatus", () => {
+  it("hears the answer after an OAuth connection's retry, not the 401 a refresh cured", async () => {
+    const refreshes: string[] = [];
+    const servers = new RemoteServers(SETTINGS, undefined as never, () => Date.now(), bearers(refreshes));
+    const heard: number[] = [];
+    const source = await servers.source(record(), { onStatus: (status) => heard.push(status) });
+    try {
+      expect((await source.listTools()).length).toBeGreaterThan(0);
+    } finally {
+      await source.close();
+    }
+    expect(refreshes.length).toBeGreaterThan(0);
+    expect(heard.length).toBeGreaterThan(0);
+    expect(heard.filter((status) => status === 401)).toEqual([]);
+  });
+
+  it("still hears a 401 the refresh did not cure", async () => {
+    await remote.control({ reject401: true });
+    try {
+      const servers = new RemoteServers(SETTINGS, undefined as never, () => Date.now(), bearers([]));
+      const heard: number[] = [];
+      const source = await servers.source(record(), { onStatus: (status) => heard.push(status) });
+      await expect(source.listTools()).rejects.toThrow();
+      await source.close().catch(() => undefined);
+      expect(heard).toContain(401);
+    } finally {
+      await remote.control({ reject401: false });
+    }
+  });
+});
