@@ -12,7 +12,7 @@ import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
-import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
 import type { Snapshot } from "./snapshot.ts";
 
@@ -222,17 +222,25 @@ export class ConnectionStore implements LeftoverRules {
     if (removal === "gone") throw connectionNotFound(name);
   }
 
-  /** R1, R3, R4 in the servers folder; at boot, also the index of connections. */
+  /**
+   * R1, R3, R4 in the servers folder, and R1 inside each connection's folder and its snapshots,
+   * where its record, health files and snapshots are written atomically; at boot, also the index
+   * of connections.
+   */
   async recoverWorkspace(
     workspaceId: string,
     present: ReadonlySet<string>,
     pass: RecoveryPass,
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
-    const entries = await this.folders.sweep(this.serversDir(workspaceId), pass);
-    if (!pass.atBoot) return;
-    for (const entry of entries)
-      if (entry.isDirectory() && !entry.name.startsWith(TEMP_PREFIX)) this.remember(workspaceId, entry.name);
+    const servers = this.serversDir(workspaceId);
+    const entries = await this.folders.sweep(servers, pass);
+    for (const entry of entries) {
+      if (!entry.isDirectory() || entry.name.startsWith(TEMP_PREFIX)) continue;
+      if (pass.atBoot) this.remember(workspaceId, entry.name);
+      await sweepTempEntries(join(servers, entry.name), pass);
+      await sweepTempEntries(join(servers, entry.name, SNAPSHOTS), pass);
+    }
   }
 
   /** A workspace archived: its connections are no longer indexed. */

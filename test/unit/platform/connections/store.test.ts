@@ -91,3 +91,33 @@ describe("ConnectionStore snapshots", () => {
     expect((await store.snapshot(temp.ws, "srv", 1)).digest).toBe("d1");
   });
 });
+
+describe("ConnectionStore recovery", () => {
+  it("removes the temp files an atomic write left inside a connection's folder and its snapshots", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    const folder = join(temp.layout.partition("connections").dir(temp.ws), "servers", "srv");
+    const leftovers = [
+      join(folder, ".tmp-credential.json-1"),
+      join(folder, ".tmp-transport.json-2"),
+      join(snapshotsDir(), ".tmp-2.json-3"),
+    ];
+    for (const path of leftovers) await writeFile(path, "{");
+    const names = async () => [...(await readdir(folder)), ...(await readdir(snapshotsDir()))].sort();
+
+    // Housekeeping leaves a young one: it may be a write in progress.
+    await store.recoverWorkspace(temp.ws, new Set(["connections"]), RecoveryPass.housekeeping(Date.now()));
+    expect((await names()).filter((name) => name.startsWith(".tmp-"))).toHaveLength(3);
+
+    const restarted = new ConnectionStore(temp.layout.partition("connections"));
+    await restarted.recoverWorkspace(temp.ws, new Set(["connections"]), RecoveryPass.boot(Date.now()));
+    expect(await names()).toEqual([
+      "1.json",
+      "connection.json",
+      "credential.json",
+      "snapshots",
+      "transport.json",
+    ]);
+    expect(restarted.names(temp.ws)).toEqual(["srv"]);
+  });
+});
