@@ -27,7 +27,7 @@ let vault: CredentialStore;
 let server: { base: string; close(): Promise<void> };
 let base: string;
 let now: number;
-let answer: "rotate" | "invalid_grant" | "stall" | "quote_client";
+let answer: "rotate" | "keep" | "invalid_grant" | "stall" | "quote_client";
 /** The `expires_in` a refresh answers, seconds. */
 let lifetime: number;
 let refreshBodies: URLSearchParams[];
@@ -61,7 +61,8 @@ beforeEach(async () => {
       status: 200,
       json: {
         access_token: `access-${n}`,
-        refresh_token: `refresh-${n}`,
+        // "keep": a server that does not rotate refresh tokens answers without one.
+        ...(answer === "keep" ? {} : { refresh_token: `refresh-${n}` }),
         token_type: "Bearer",
         expires_in: lifetime,
       },
@@ -147,6 +148,23 @@ describe("ConnectionTokens", () => {
     const told = retold(failure, tokens.secrets(record)) as Error;
     expect(told.message).toContain("unknown client");
     expect(told.message).not.toContain("client-secret-7f3a");
+  });
+
+  // RFC 6749 §6: the SDK's refresh keeps the refresh token sent when the answer carries none.
+  it("keeps the refresh token it has when the server answers a refresh without a new one", async () => {
+    const { record, tokens, credential } = await setUp();
+    answer = "keep";
+    now += 60_000;
+    expect(await tokens.bearer(record)).toBe("access-1");
+    expect(tokens.secrets(record)).toEqual(["access-1", "refresh-0"]);
+    expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({
+      accessToken: "access-1",
+      refreshToken: "refresh-0",
+    });
+    // And it is what the next refresh sends.
+    now += lifetime * 1000;
+    expect(await tokens.bearer(record)).toBe("access-2");
+    expect(refreshBodies.map((body) => body.get("refresh_token"))).toEqual(["refresh-0", "refresh-0"]);
   });
 
   it("refreshes past a token the server refused, even before it expires", async () => {
