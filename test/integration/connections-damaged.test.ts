@@ -76,3 +76,49 @@ describe("a damaged connection", { timeout: 120_000 }, () => {
     },
   );
 });
+
+describe("a damaged personal connection", { timeout: 120_000 }, () => {
+  it("is left out of its owner's listing, refused as damaged alone, and removable by its owner", async ({
+    onTestFinished,
+  }) => {
+    const dir = await keyedDir("atrium-connections-damaged-personal-");
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const remote = await startRemoteServer();
+    onTestFinished(() => remote.stop());
+    const atrium = await startTestAtrium({
+      dir,
+      sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
+    });
+    onTestFinished(() => atrium.close());
+    const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name: "ops" });
+    const ws = ((await created.json()) as { id: string }).id;
+    for (const name of ["gh", "jira"]) {
+      const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+        personal: true,
+        name,
+        url: remote.url.href,
+      });
+      expect(added.status).toBe(201);
+    }
+    const restarted = await atrium.restart();
+    onTestFinished(() => restarted.close());
+    const alice = restarted.atrium.users.list().find((user) => user.displayName === "alice")?.id as string;
+    const folder = join(restarted.root, "_instance", "users", alice, "connections", "servers", "my_gh");
+    await writeFile(join(folder, "connection.json"), '{"name": "my_gh",');
+
+    const listed = await restarted.rest("alice", "GET", `/v1/workspaces/${ws}/connections`);
+    expect(listed.status).toBe(200);
+    expect(((await listed.json()) as Listed).connections.map((c) => c.name)).toEqual(["my_jira"]);
+    const alone = await restarted.rest("alice", "GET", `/v1/workspaces/${ws}/connections/my_gh`);
+    expect(alone.status).toBe(500);
+    expect(((await alone.json()) as { error: { code: string } }).error.code).toBe("connection_damaged");
+    const removed = await restarted.rest("alice", "DELETE", `/v1/workspaces/${ws}/connections/my_gh`);
+    expect(removed.status).toBe(204);
+    const again = await restarted.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+      personal: true,
+      name: "gh",
+      url: remote.url.href,
+    });
+    expect(again.status).toBe(201);
+  });
+});

@@ -102,8 +102,12 @@ export class DamagedConnections {
     return answers.filter((one): one is Awaited<V> => one !== undefined);
   }
 
-  /** `undefined` for a file that does not parse (logged once); any other error is thrown on. */
+  /**
+   * `undefined` for a file that does not parse (logged once), or a connection already refused as
+   * damaged (a personal view reads through the workspace kind's); any other error is thrown on.
+   */
   unreadable(name: string, error: unknown): undefined {
+    if (error instanceof ConnectionDamaged) return undefined;
     if (!(error instanceof CorruptJson)) throw error;
     if (!this.logged.has(error.path)) {
       this.logged.add(error.path);

@@ -182,17 +182,23 @@ export class PersonalConnections {
   }
 
   async remove(ownerId: string, name: string): Promise<void> {
-    const record = await this.deps.store.get(ownerId, name);
+    // A damaged record is removed all the same, as a workspace's is (connections.ts remove()).
+    const record = await this.deps.store
+      .get(ownerId, name)
+      .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(ownerId, name);
-    await this.withdrawEverywhere(record);
-    if (record.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
-    if (record.auth.kind === "oauth") {
+    await this.withdrawEverywhere(ownerId, name);
+    if (record?.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    if (record?.auth.kind === "oauth") {
       this.deps.authorizer.forget(record);
       if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
     }
     this.lapsed.delete(`${ownerId}/${name}`);
     this.announced.delete(`${ownerId}/${name}`);
-    this.deps.log.info({ connection: name }, "personal connection removed");
+    this.deps.log.info(
+      { connection: name, ...(record ? {} : { damaged: true }) },
+      "personal connection removed",
+    );
   }
 
   async setDisabled(
@@ -202,7 +208,7 @@ export class PersonalConnections {
     disabled: boolean,
   ): Promise<PersonalConnectionView> {
     const record = await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
-    if (disabled) await this.withdrawEverywhere(record);
+    if (disabled) await this.withdrawEverywhere(ownerOf(record), record.name);
     else if (record.snapshotVersion > 0) await this.serveEverywhere(record);
     return this.view(workspaceId, ownerId, name);
   }
@@ -366,9 +372,9 @@ export class PersonalConnections {
       await this.deps.sources.replace(ws.id, await this.source(record));
   }
 
-  private async withdrawEverywhere(record: ConnectionRecord): Promise<void> {
-    for (const ws of this.deps.workspaces.listFor(ownerOf(record)))
-      await this.deps.sources.remove(ws.id, record.name, ownerOf(record));
+  private async withdrawEverywhere(ownerId: string, name: string): Promise<void> {
+    for (const ws of this.deps.workspaces.listFor(ownerId))
+      await this.deps.sources.remove(ws.id, name, ownerId);
   }
 
   private requireMember(workspaceId: string, principalId: string): void {
