@@ -1,4 +1,5 @@
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/client";
 import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
@@ -124,6 +125,36 @@ describe("skills on the MCP surface", () => {
       /not found/i,
     );
     for (const name of names) await rm(join(dir, name));
+  });
+
+  it("a skill whose bundled file is too large, or whose SKILL.md is a FIFO, is left out alone", async () => {
+    await writeWorkspaceSkill(
+      "huge-data",
+      "---\nname: huge-data\ndescription: Ships a huge file.\n---\nBody.\n",
+    );
+    const huge = join(instance.root, ws, "skills", "huge-data", "data.bin");
+    // Sparse: a gigabyte on paper, nothing on disk. Read whole on every list, it failed the list.
+    await writeFile(huge, "");
+    await truncate(huge, 1024 ** 3);
+    // A FIFO read would block a thread of the pool for good, and with it every request after.
+    const piped = join(instance.root, ws, "skills", "piped");
+    await mkdir(piped, { recursive: true });
+    execFileSync("mkfifo", [join(piped, "SKILL.md")]);
+    try {
+      const { skills: entries } = await new SkillsClient(client).list();
+      expect(entries.map((entry) => entry.frontmatter.name).sort()).toEqual([
+        "careful-deletes",
+        "using-atrium-files",
+      ]);
+      await expect(client.readResource({ uri: "skill://workspace/huge-data/data.bin" })).rejects.toThrow(
+        /is not served: it holds 1073741824 bytes, over the 8388608 a bundled file may/,
+      );
+      const listed = await client.callTool({ name: "skills__list", arguments: {} });
+      expect(JSON.stringify(listed.structuredContent)).toContain("SKILL.md is not a regular file.");
+    } finally {
+      await rm(join(instance.root, ws, "skills", "huge-data"), { recursive: true });
+      await rm(piped, { recursive: true });
+    }
   });
 
   it("an unknown skill:// resource is a not-found error", async () => {

@@ -1,5 +1,6 @@
-import { readFile } from "node:fs/promises";
+import { lstat, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { InvalidInput } from "../../errors.ts";
 import type {
   DescribedTool,
   ResourceContents,
@@ -83,7 +84,8 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
     async packages(workspaceId, principalId, path) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
       const wanted = path === undefined ? resolved : resolved.filter((s) => `${s.scope}/${s.name}` === path);
-      return Promise.all(wanted.map(toPackage));
+      const packages = await Promise.all(wanted.map(toPackage));
+      return packages.filter((one): one is SkillPackage => one !== undefined);
     },
   };
 }
@@ -96,13 +98,16 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
  * Atrium's own skills before. The digest still changes exactly when the name, description or
  * body does; bundled files are served as they are on disk.
  */
-async function toPackage(skill: Skill): Promise<SkillPackage> {
+async function toPackage(skill: Skill): Promise<SkillPackage | undefined> {
   const known = { path: `${skill.scope}/${skill.name}`, name: skill.name, description: skill.description };
   const rendered = { [SKILL_FILE]: renderSkillFile(skill) };
   if (skill.dir === undefined) return { ...known, files: rendered };
   const dir = skill.dir;
   const names = skill.files ?? [];
-  const contents = await Promise.all(names.map((name) => readFile(join(dir, name))));
+  const contents = await Promise.all(names.map((name) => bundledBytes(join(dir, name))));
+  // A skill one of whose files is not served is left out of the list whole: a package without a
+  // file it ships would be a different skill. It costs only itself.
+  if (contents.some((content) => typeof content === "string")) return undefined;
   return {
     ...known,
     files: {
@@ -112,13 +117,31 @@ async function toPackage(skill: Skill): Promise<SkillPackage> {
   };
 }
 
+/** The most a bundled file may hold to be served: every `skills/list` reads each one whole. */
+export const MAX_BUNDLED_FILE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A bundled file's bytes, or why it is not served: not a regular file (a FIFO would block a
+ * thread of the pool for good), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file, read on every
+ * list, held its memory and failed the whole list). An operator puts such files in place; no
+ * member can write one.
+ */
+async function bundledBytes(path: string): Promise<Buffer | string> {
+  const info = await lstat(path);
+  if (!info.isFile()) return "it is not a regular file";
+  if (info.size > MAX_BUNDLED_FILE_BYTES)
+    return `it holds ${info.size} bytes, over the ${MAX_BUNDLED_FILE_BYTES} a bundled file may`;
+  return readFile(path);
+}
+
 function renderSkillFile(skill: Skill): Uint8Array {
   const frontmatter = `name: ${JSON.stringify(skill.name)}\ndescription: ${JSON.stringify(skill.description)}`;
   return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${skill.body}`);
 }
 
 async function readBundled(uri: string, path: string): Promise<ResourceContents> {
-  const content = await readFile(path);
+  const content = await bundledBytes(path);
+  if (typeof content === "string") throw new InvalidInput(`${uri} is not served: ${content}.`);
   try {
     return { uri, mimeType: "text/plain", text: new TextDecoder("utf-8", { fatal: true }).decode(content) };
   } catch {

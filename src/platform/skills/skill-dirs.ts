@@ -15,6 +15,8 @@ export class SkillFileCache {
 
   async parse(path: string, scope: SkillScope, provenance: Provenance | undefined): Promise<Skill> {
     const info = await stat(path);
+    // Anything else (a FIFO) would block a thread of the pool reading it, for good.
+    if (!info.isFile()) throw new Error(`${SKILL_FILE} is not a regular file.`);
     const stamp = `${info.size}:${info.mtimeMs}:${scope}:${provenance ?? ""}`;
     let entry = this.entries.get(path);
     if (entry?.stamp !== stamp) {
