@@ -6,6 +6,7 @@ import { endlessLoop } from "../json-schema/endless-refs.ts";
 import { checkFormats } from "../json-schema/formats.ts";
 import { compileLinear, linearRegExp, UnmatchablePattern } from "../json-schema/linear-regexp.ts";
 import { subschemas } from "../json-schema/subschemas.ts";
+import { checkUniqueItemsLinearly } from "../json-schema/unique-items.ts";
 
 // Remote servers write their schemas in draft-07 (most generators) or 2020-12 (MCP's default
 // dialect); each is compiled by the ajv that speaks it. Unknown keywords are a server's own
@@ -13,7 +14,10 @@ import { subschemas } from "../json-schema/subschemas.ts";
 const options = { strict: false, allErrors: true, validateSchema: true, code: { regExp: linearRegExp } };
 const draft07 = new Ajv(options);
 const draft2020 = new Ajv2020(options);
-for (const ajv of [draft07, draft2020]) checkFormats(ajv);
+for (const ajv of [draft07, draft2020]) {
+  checkFormats(ajv);
+  checkUniqueItemsLinearly(ajv);
+}
 
 // The copy of a tool's schema that is compiled, per schema the snapshot holds: compiled once.
 const enforceable = new WeakMap<object, Record<string, unknown>>();

@@ -5,6 +5,7 @@ import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
 import { checkFormats } from "../json-schema/formats.ts";
 import { linearRegExp } from "../json-schema/linear-regexp.ts";
+import { checkUniqueItemsLinearly } from "../json-schema/unique-items.ts";
 
 // A task's input and output schemas are written by its author in JSON Schema: 2020-12 (MCP's
 // dialect) unless `$schema` names draft-07. strict is off so an annotation keyword a generator
@@ -14,7 +15,10 @@ import { linearRegExp } from "../json-schema/linear-regexp.ts";
 const options = { strict: false, allErrors: true, code: { regExp: linearRegExp } };
 const draft07 = new Ajv(options);
 const draft2020 = new Ajv2020(options);
-for (const ajv of [draft07, draft2020]) checkFormats(ajv);
+for (const ajv of [draft07, draft2020]) {
+  checkFormats(ajv);
+  checkUniqueItemsLinearly(ajv);
+}
 const compiled = new WeakMap<object, ValidateFunction>();
 const MAX_ERRORS = 10;
 
