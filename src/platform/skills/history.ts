@@ -1,5 +1,6 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { forEachAtMost } from "../../kernel/at-most.ts";
 import { parseStoredJson, writeFileAtomic } from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
@@ -21,15 +22,20 @@ export function versionsDir(scopeDir: string, name: string): string {
   return join(scopeDir, HISTORY_DIR, name);
 }
 
+/**
+ * Files of one history read at once: all at once, 20,000 versions used up the process's file
+ * descriptors (EMFILE, for every request then) and held the event loop in one turn.
+ */
+const READS_AT_ONCE = 16;
+
 /** The saved versions with their metadata, oldest first; none when the skill has no history. */
 export async function listVersions(versions: string): Promise<SkillVersion[]> {
   const { metas } = await versionNumbers(versions);
-  const listed = await Promise.all(
-    metas.map(async (n) => {
-      const path = join(versions, `${n}.json`);
-      return parseStoredJson(path, await readFile(path, "utf8")) as SkillVersion;
-    }),
-  );
+  const listed: SkillVersion[] = [];
+  await forEachAtMost(metas, READS_AT_ONCE, async (n) => {
+    const path = join(versions, `${n}.json`);
+    listed.push(parseStoredJson(path, await readFile(path, "utf8")) as SkillVersion);
+  });
   return listed.sort((a, b) => a.version - b.version);
 }
 
