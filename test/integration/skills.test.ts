@@ -178,6 +178,26 @@ describe("skills over /mcp/ws_…", () => {
     expect(instructions).not.toContain("broken");
   });
 
+  it("a workspace skill whose SKILL.md is broken can be deleted by an admin, and its name used again", async () => {
+    await putSkill(
+      folders.workspace(),
+      "broken-yaml",
+      "---\nname: broken-yaml\ndescription: [unclosed\n---\nbody\n",
+    );
+    const client = await instance.mcpClient("alice", wsA);
+    const deleted = await call(client, "skills__delete", { name: "broken-yaml", scope: "workspace" });
+    expect(deleted.isError ?? false, text(deleted)).toBe(false);
+    expect((await listSkills()).problems).toEqual([]);
+    const created = await call(client, "skills__create", {
+      name: "broken-yaml",
+      scope: "workspace",
+      description: "Fixed.",
+      body: "Whole again.",
+    });
+    expect(created.isError ?? false, text(created)).toBe(false);
+    await call(client, "skills__delete", { name: "broken-yaml", scope: "workspace" });
+  });
+
   it("a workspace file claiming vendored provenance is a problem, not a vendored skill", async () => {
     await putSkill(folders.workspace(), "forged", skillText("forged", { atrium: ["provenance: vendored"] }));
     const { skills, problems } = await listSkills();

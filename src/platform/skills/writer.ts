@@ -106,7 +106,8 @@ export class SkillWriter implements LeftoverRules {
 
   delete(target: WriteTarget, name: string): Promise<void> {
     return this.locked(target, name, async (dir) => {
-      await this.current(target, dir, name);
+      // Only that it exists: a SKILL.md an operator broke can still be deleted, and written anew.
+      if ((await readText(join(dir, name, SKILL_FILE))) === undefined) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
       this.announce(target, name, "deleted");
