@@ -43,7 +43,12 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
     throw new SkillInvalid("name", "must be 1-64 lowercase letters, digits and single hyphens");
   }
   const description = data.description;
-  if (typeof description !== "string" || !description.trim() || description.length > MAX_DESCRIPTION_CHARS) {
+  // Characters as the Skills Extension counts them, code points, of the description as stored.
+  if (
+    typeof description !== "string" ||
+    !description.trim() ||
+    [...description.trim()].length > MAX_DESCRIPTION_CHARS
+  ) {
     throw new SkillInvalid(
       "description",
       `must be a non-empty string of at most ${MAX_DESCRIPTION_CHARS} characters`,

@@ -105,6 +105,18 @@ describe("parseSkill", () => {
     expect(skill.description).toBe(description);
   });
 
+  it("counts a description's characters as code points, once trimmed, as the Skills Extension does", () => {
+    // 😀 is two UTF-16 code units: 600 of them are 600 characters, not 1,200.
+    for (const description of ["😀".repeat(600), `"${"a".repeat(MAX_DESCRIPTION_CHARS - 1)}  "`]) {
+      const skill = parseSkill(skillFile(["name: weekly-report", `description: ${description}`]), "user");
+      expect(skill.description.length).toBeGreaterThan(0);
+    }
+    expect(
+      refusal(skillFile(["name: weekly-report", `description: ${"😀".repeat(MAX_DESCRIPTION_CHARS + 1)}`]))
+        .field,
+    ).toBe("description");
+  });
+
   it("refuses an unknown key in metadata.atrium, naming it", () => {
     const error = refusal(skillFile([...VALID, "metadata:", "  atrium:", "    autorun: true"]));
     expect(error.field).toBe("metadata.atrium");
