@@ -92,6 +92,7 @@ export class Inbox implements LeftoverRules {
       };
       await writeJsonAtomic(join(entriesDir, entryFile(seq, entry.id)), entry);
       this.lastSeq.set(workspaceId, seq);
+      await this.keepWithinBound(workspaceId, entry);
       const summary = { id: entry.id, seq, source, severity: entry.severity, title: entry.title };
       this.events.publish(
         to === undefined
@@ -179,6 +180,36 @@ export class Inbox implements LeftoverRules {
       for (const name of names.slice(0, doomed)) await rm(join(dir, name.file), { force: true });
       return doomed;
     });
+  }
+
+  /**
+   * Holds the inbox to `maxPerWorkspace` as each entry is posted, not only at the hourly pass: a
+   * member whose own failing task runs posted thousands between passes slowed everyone's reads.
+   * What goes is the oldest entry for the same addressee as `posted` (everyone, or one person),
+   * so one stream pays for its own growth and cannot push out entries meant for someone else;
+   * an addressee with nothing older makes room with the oldest entry of the largest stream.
+   */
+  private async keepWithinBound(workspaceId: string, posted: Notification): Promise<void> {
+    const names = await this.entryNames(workspaceId);
+    let excess = names.length - this.settings.maxPerWorkspace;
+    if (excess <= 0) return;
+    const dir = join(this.storage.dir(workspaceId), ENTRIES);
+    const streams = new Map<string | undefined, EntryName[]>();
+    for (const name of names) {
+      if (excess === 0) return;
+      if (name.seq === posted.seq) continue;
+      const to = (await this.readEntry(workspaceId, name))?.to;
+      if (to === posted.to) {
+        await rm(join(dir, name.file), { force: true });
+        excess -= 1;
+      } else {
+        const stream = streams.get(to) ?? [];
+        stream.push(name);
+        streams.set(to, stream);
+      }
+    }
+    const largest = [...streams.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+    for (const name of largest.slice(0, excess)) await rm(join(dir, name.file), { force: true });
   }
 
   /** R1 in the inbox's folders: a temp file is an entry, ack or mark write never acknowledged. */

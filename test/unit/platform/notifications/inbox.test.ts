@@ -173,11 +173,33 @@ describe("retention and recovery", () => {
     const inbox = openInbox({ retentionDays: 1, maxPerWorkspace: 10 });
     await inbox.post(temp.ws, "t", { title: "old" });
     time.jump(2 * DAY_MS);
-    for (let i = 1; i <= 12; i += 1) await inbox.post(temp.ws, "t", { title: `n${i}` });
-    expect(await inbox.prune(temp.ws)).toBe(3);
+    for (let i = 1; i <= 5; i += 1) await inbox.post(temp.ws, "t", { title: `n${i}` });
+    expect(await inbox.prune(temp.ws)).toBe(1);
     const titles = (await inbox.page(temp.ws, ALICE, { limit: 100 })).notifications.map((n) => n.title);
-    expect(titles).toEqual(["n12", "n11", "n10", "n9", "n8", "n7", "n6", "n5", "n4", "n3"]);
+    expect(titles).toEqual(["n5", "n4", "n3", "n2", "n1"]);
     expect(await inbox.prune(temp.ws)).toBe(0);
+    // Over a count lowered since (a new setting at restart): the oldest go.
+    expect(await openInbox({ retentionDays: 1, maxPerWorkspace: 3 }).prune(temp.ws)).toBe(2);
+  });
+
+  it("holds the count as each entry is posted, the flooding addressee's own oldest going first", async () => {
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 5 });
+    await inbox.post(temp.ws, "tasks", { title: "alice's failure", to: ALICE });
+    await inbox.post(temp.ws, "connections", { title: "for everyone" });
+    for (let i = 1; i <= 20; i += 1) await inbox.post(temp.ws, "tasks", { title: `bob ${i}`, to: BOB });
+    const titles = async (who: string) =>
+      (await inbox.page(temp.ws, who, { limit: 100 })).notifications.map((n) => n.title);
+    expect(await readdir(join(temp.layout.partition("notifications").dir(temp.ws), "entries"))).toHaveLength(
+      5,
+    );
+    expect(await titles(ALICE)).toEqual(["for everyone", "alice's failure"]);
+    expect(await titles(BOB)).toEqual(["bob 20", "bob 19", "bob 18", "for everyone"]);
+    // Someone new with nothing older makes room from the largest stream, not from alice's.
+    const CAROL = `usr_${"c".repeat(24)}`;
+    await inbox.post(temp.ws, "tasks", { title: "carol's", to: CAROL });
+    expect(await titles(ALICE)).toEqual(["for everyone", "alice's failure"]);
+    expect(await titles(BOB)).toEqual(["bob 20", "bob 19", "for everyone"]);
+    expect(await titles(CAROL)).toEqual(["carol's", "for everyone"]);
   });
 
   it("sweeps a temp file an interrupted write left, and nothing else", async () => {
