@@ -27,8 +27,16 @@ export const skillsApp: PlatformApp<SkillSettings> = {
           return skill;
         }),
     });
-    // Written through Atrium: the next request reads the folders again, whatever their times say.
-    events.subscribe({ types: ["skill.changed"] }, () => skills.forget());
+    // Written through Atrium: the next request reads that scope's folder again, whatever its
+    // times say. Only that folder: every other workspace's and person's listings stay kept.
+    events.subscribe({ types: ["skill.changed"] }, (event) => {
+      if (event.type !== "skill.changed") return;
+      skills.forget(
+        event.scope === "user"
+          ? layout.userSkillsDir(event.ownerId)
+          : layout.workspaceSkillsDir(event.workspaceId),
+      );
+    });
     const writer = new SkillWriter(layout, workspaces, events, clock);
     return {
       tools: createSkillsTools(skills, writer),

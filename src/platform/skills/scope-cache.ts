@@ -94,9 +94,9 @@ export class ScopeCache {
     return true;
   }
 
-  /** Drops every entry: a write through Atrium does not wait for a stamp to move. */
-  forget(): void {
-    this.entries.clear();
+  /** Drops the entries of folder `dir`: a write through Atrium does not wait for a stamp to move. */
+  forget(dir: string): void {
+    for (const key of this.entries.keys()) if (key.endsWith(`\0${dir}`)) this.entries.delete(key);
   }
 }
 

@@ -62,10 +62,12 @@ export class SkillService {
     this.serverSources.push(source);
   }
 
-  /** Drops what is kept, so a write through Atrium shows without waiting for a stamp to move. */
-  forget(): void {
-    this.scopes.forget();
-    this.resolutions.clear();
+  /**
+   * Drops what is kept of one scope folder, so a write through Atrium shows without waiting for a
+   * stamp to move; a resolution that read it sees a new listing and is made again.
+   */
+  forget(dir: string): void {
+    this.scopes.forget(dir);
   }
 
   async resolve(workspaceId: string, principalId: string): Promise<ResolvedSkills> {

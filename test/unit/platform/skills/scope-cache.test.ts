@@ -110,14 +110,25 @@ describe("ScopeCache", () => {
     expect((await cache.read(missing, "user")).skills.map((s) => s.name)).toEqual(["alpha"]);
   });
 
-  it("reads again after forget, though no time on disk moved (a write through Atrium)", async () => {
+  it("reads a folder again after it is forgotten, though no time on disk moved (a write through Atrium)", async () => {
     await putSkill("alpha");
-    const cache = newCache();
-    const first = await cache.read(dir, "workspace");
-    cache.forget();
-    const second = await cache.read(dir, "workspace");
-    expect(second).not.toBe(first);
-    expect(second).toEqual(first);
+    const other = join(dir, "..", `${dir.split("/").at(-1)}-other`);
+    await mkdir(other, { recursive: true });
+    // Older than the cache's clock, so its listing is trusted (not re-read as possibly racy).
+    await utimes(other, new Date(T0), new Date(T0));
+    try {
+      const cache = newCache();
+      const first = await cache.read(dir, "workspace");
+      const elsewhere = await cache.read(other, "user");
+      cache.forget(dir);
+      const second = await cache.read(dir, "workspace");
+      expect(second).not.toBe(first);
+      expect(second).toEqual(first);
+      // Another folder's listing is kept: one write does not make every scope be read again.
+      expect(await cache.read(other, "user")).toBe(elsewhere);
+    } finally {
+      await rm(other, { recursive: true, force: true });
+    }
   });
 
   it("does not trust a read made within two seconds of a change, until the change is older", async () => {
