@@ -13,6 +13,41 @@ interface Listed {
   connections: { name: string }[];
 }
 
+/**
+ * An instance with a workspace holding two connections, gh and jira (the caller's own when
+ * `personal`), restarted so their records are read from disk again rather than from what the
+ * writer kept.
+ */
+async function twoConnections(
+  personal: boolean,
+  onTestFinished: (cleanup: () => Promise<void>) => void,
+  log?: ReturnType<typeof capturingLogger>["log"],
+) {
+  const dir = await keyedDir("atrium-connections-damaged-");
+  onTestFinished(() => rm(dir, { recursive: true, force: true }));
+  const remote = await startRemoteServer();
+  onTestFinished(() => remote.stop());
+  const atrium = await startTestAtrium({
+    dir,
+    ...(log ? { log } : {}),
+    sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
+  });
+  onTestFinished(() => atrium.close());
+  const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name: "ops" });
+  const ws = ((await created.json()) as { id: string }).id;
+  for (const name of ["gh", "jira"]) {
+    const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+      ...(personal ? { personal: true } : {}),
+      name,
+      url: remote.url.href,
+    });
+    expect(added.status).toBe(201);
+  }
+  const restarted = await atrium.restart();
+  onTestFinished(() => restarted.close());
+  return { remote, restarted, ws };
+}
+
 describe("a damaged connection", { timeout: 120_000 }, () => {
   it.for([
     ["its connection.json", "connection.json"],
@@ -20,29 +55,8 @@ describe("a damaged connection", { timeout: 120_000 }, () => {
   ] as const)(
     "with %s not JSON is left out of the listing, logged once naming the file",
     async ([, file], { onTestFinished }) => {
-      const dir = await keyedDir("atrium-connections-damaged-");
-      onTestFinished(() => rm(dir, { recursive: true, force: true }));
-      const remote = await startRemoteServer();
-      onTestFinished(() => remote.stop());
       const captured = capturingLogger("info");
-      const atrium = await startTestAtrium({
-        dir,
-        log: captured.log,
-        sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
-      });
-      onTestFinished(() => atrium.close());
-      const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name: "ops" });
-      const ws = ((await created.json()) as { id: string }).id;
-      for (const name of ["gh", "jira"]) {
-        const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
-          name,
-          url: remote.url.href,
-        });
-        expect(added.status).toBe(201);
-      }
-      // Restarted, so the record is read from disk again rather than from what the writer kept.
-      const restarted = await atrium.restart();
-      onTestFinished(() => restarted.close());
+      const { remote, restarted, ws } = await twoConnections(false, onTestFinished, captured.log);
       const path = join(restarted.root, ws, "connections", "servers", "gh", file);
       await writeFile(path, '{"name": "gh",');
 
@@ -81,27 +95,7 @@ describe("a damaged personal connection", { timeout: 120_000 }, () => {
   it("is left out of its owner's listing, refused as damaged alone, and removable by its owner", async ({
     onTestFinished,
   }) => {
-    const dir = await keyedDir("atrium-connections-damaged-personal-");
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const remote = await startRemoteServer();
-    onTestFinished(() => remote.stop());
-    const atrium = await startTestAtrium({
-      dir,
-      sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
-    });
-    onTestFinished(() => atrium.close());
-    const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name: "ops" });
-    const ws = ((await created.json()) as { id: string }).id;
-    for (const name of ["gh", "jira"]) {
-      const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
-        personal: true,
-        name,
-        url: remote.url.href,
-      });
-      expect(added.status).toBe(201);
-    }
-    const restarted = await atrium.restart();
-    onTestFinished(() => restarted.close());
+    const { remote, restarted, ws } = await twoConnections(true, onTestFinished);
     const alice = restarted.atrium.users.list().find((user) => user.displayName === "alice")?.id as string;
     const folder = join(restarted.root, "_instance", "users", alice, "connections", "servers", "my_gh");
     await writeFile(join(folder, "connection.json"), '{"name": "my_gh",');
