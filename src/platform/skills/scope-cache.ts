@@ -52,6 +52,8 @@ const MAX_ENTRIES = 2_000;
  */
 export class ScopeCache {
   private readonly entries = new Map<string, Entry>();
+  /** Reads of a folder under way: requests that find its entry missing or stale share one. */
+  private readonly reading = new Map<string, Promise<ScopeListing>>();
   private turn = 0;
   private turnEnding = false;
 
@@ -69,6 +71,21 @@ export class ScopeCache {
       this.entries.set(key, cached);
       return cached.listing;
     }
+    const under = this.reading.get(key);
+    if (under) return under;
+    const read: Promise<ScopeListing> = this.readAnew(key, dir, scope, provenance).finally(() => {
+      if (this.reading.get(key) === read) this.reading.delete(key);
+    });
+    this.reading.set(key, read);
+    return read;
+  }
+
+  private async readAnew(
+    key: string,
+    dir: string,
+    scope: SkillScope,
+    provenance: Provenance | undefined,
+  ): Promise<ScopeListing> {
     // Stamped before reading: a change made during the read shows in the next check.
     const stamps = stampsOf(dir);
     const listing = await readSkillDir(dir, scope, provenance, this.files);
@@ -97,6 +114,8 @@ export class ScopeCache {
   /** Drops the entries of folder `dir`: a write through Atrium does not wait for a stamp to move. */
   forget(dir: string): void {
     for (const key of this.entries.keys()) if (key.endsWith(`\0${dir}`)) this.entries.delete(key);
+    // A read begun before the write is not joined by requests after it.
+    for (const key of this.reading.keys()) if (key.endsWith(`\0${dir}`)) this.reading.delete(key);
   }
 }
 

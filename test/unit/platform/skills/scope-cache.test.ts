@@ -131,6 +131,18 @@ describe("ScopeCache", () => {
     }
   });
 
+  it("shares one read of a folder among the requests that find it unread at once", async () => {
+    await putSkill("alpha");
+    const cache = newCache();
+    const [first, second] = await Promise.all([cache.read(dir, "workspace"), cache.read(dir, "workspace")]);
+    expect(second).toBe(first);
+    // Once it is done, a forgotten folder is read anew, not joined to the read before the write.
+    cache.forget(dir);
+    const [third, fourth] = await Promise.all([cache.read(dir, "workspace"), cache.read(dir, "workspace")]);
+    expect(third).not.toBe(first);
+    expect(fourth).toBe(third);
+  });
+
   it("does not trust a read made within two seconds of a change, until the change is older", async () => {
     await putSkill("alpha");
     now = T0 + edits * 1_000 + 500;
