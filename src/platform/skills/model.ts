@@ -35,3 +35,12 @@ export const MAX_DESCRIPTION_CHARS = 1024;
 export function isSkillName(value: string): boolean {
   return SKILL_NAME.test(value);
 }
+
+/**
+ * A skill's body as it is kept: the blank lines before its first line and the whitespace after
+ * its end are not its text, but the indentation its first line opens with is (an indented code
+ * block in Markdown).
+ */
+export function bodyText(body: string): string {
+  return body.replace(/^(?:[ \t]*\r?\n)+/, "").trimEnd();
+}

@@ -1,7 +1,14 @@
 import matter from "gray-matter";
 import { hidesText } from "../../text.ts";
 import { type AtriumMetadata, validateAtriumMetadata } from "./metadata-schema.ts";
-import { isSkillName, MAX_DESCRIPTION_CHARS, type Provenance, type Skill, type SkillScope } from "./model.ts";
+import {
+  bodyText,
+  isSkillName,
+  MAX_DESCRIPTION_CHARS,
+  type Provenance,
+  type Skill,
+  type SkillScope,
+} from "./model.ts";
 
 export class SkillInvalid extends Error {
   constructor(
@@ -80,7 +87,7 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
   return {
     name,
     description: description.trim(),
-    body: content.trim(),
+    body: bodyText(content),
     scope,
     provenance: provenance ?? atrium.provenance ?? "admin",
     loading: atrium.loading ?? "dynamic",

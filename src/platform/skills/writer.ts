@@ -21,7 +21,7 @@ import {
   versionsDir,
 } from "./history.ts";
 import type { AtriumMetadata } from "./metadata-schema.ts";
-import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
+import { bodyText, isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
 import { SKILL_FILE } from "./skill-dirs.ts";
 
@@ -275,7 +275,7 @@ function render(name: string, draft: SkillDraft): string {
   // An object, never a string: given a string, gray-matter parses it as a file first, so a body
   // starting with `---js` would be evaluated and one starting with `---` would lose its text to
   // front matter. The body is data, written after the front matter as it was given.
-  return matter.stringify({ content: `${draft.body.trim()}\n` }, data);
+  return matter.stringify({ content: `${bodyText(draft.body)}\n` }, data);
 }
 
 function parseOrRefuse(text: string, target: WriteTarget): Skill {

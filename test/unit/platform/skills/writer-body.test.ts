@@ -38,6 +38,12 @@ describe("a skill's body is data", () => {
     expect(reread).toBe(body);
   });
 
+  it("keeps the indentation its first line opens with; blank lines before it and space after its end go", async () => {
+    const { returned, reread } = await roundTrip("\n\n    indented code\n    second\n\nafter\n\n  ");
+    expect(returned).toBe("    indented code\n    second\n\nafter");
+    expect(reread).toBe("    indented code\n    second\n\nafter");
+  });
+
   it("keeps text between horizontal rules whole", async () => {
     const body = "---\n\nIntro paragraph.\n\n---\n\nSecond section.";
     const { returned, reread } = await roundTrip(body);
