@@ -73,17 +73,28 @@ export class SkillWriter implements LeftoverRules {
   ) {}
 
   create(target: WriteTarget, name: string, draft: SkillDraft): Promise<Skill> {
-    return this.locked(target, name, async (dir) => {
-      if (await readText(join(dir, name, SKILL_FILE))) {
-        throw new Conflict(
-          "skill_exists",
-          `A ${target.scope} skill named "${name}" exists; update it instead.`,
-        );
-      }
-      const skill = await this.save(target, dir, name, render(name, draft));
-      this.announce(target, name, "created");
-      return skill;
-    });
+    // Creates in one scope folder one at a time, so two cannot both take its last place.
+    const scope = this.scopeDir(target, name, "write");
+    return this.locks.run(`${scope}\0create`, () =>
+      this.locked(target, name, async (dir) => {
+        if (await readText(join(dir, name, SKILL_FILE))) {
+          throw new Conflict(
+            "skill_exists",
+            `A ${target.scope} skill named "${name}" exists; update it instead.`,
+          );
+        }
+        const held = await skillFolderCount(dir);
+        if (held >= MAX_SKILLS_PER_SCOPE) {
+          throw new Conflict(
+            "too_many_skills",
+            `This ${target.scope} scope already holds ${held} skills, the most Atrium writes into one (${MAX_SKILLS_PER_SCOPE}): delete one to create another.`,
+          );
+        }
+        const skill = await this.save(target, dir, name, render(name, draft));
+        this.announce(target, name, "created");
+        return skill;
+      }),
+    );
   }
 
   update(target: WriteTarget, name: string, update: SkillUpdate): Promise<Skill> {
@@ -296,6 +307,24 @@ async function readText(path: string): Promise<string | undefined> {
     return await readFile(path, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The most skills one scope folder may hold for Atrium to create another: every request stats
+ * each skill of the caller's scopes (adr/0051), and a member with 5,000 user skills held the
+ * event loop 30 ms on each of their requests, in every workspace they belong to. An operator may
+ * place more on disk.
+ */
+export const MAX_SKILLS_PER_SCOPE = 500;
+
+async function skillFolderCount(dir: string): Promise<number> {
+  try {
+    const entries = await readdir(dir, { withFileTypes: true });
+    return entries.filter((entry) => entry.isDirectory() && isSkillName(entry.name)).length;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
     throw error;
   }
 }

@@ -1,0 +1,43 @@
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  MAX_SKILLS_PER_SCOPE,
+  SkillWriter,
+  type WriteTarget,
+} from "../../../../src/platform/skills/writer.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
+
+let temp: TempRoot;
+let writer: SkillWriter;
+let target: WriteTarget;
+
+beforeEach(async () => {
+  temp = await openTempRoot("skill-limits", ALICE);
+  writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
+  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE };
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("how many skills Atrium writes into one scope", () => {
+  it(`creates none past ${MAX_SKILLS_PER_SCOPE}, saying so, and one again once one is gone`, async () => {
+    const dir = temp.layout.userSkillsDir(ALICE);
+    // Folders an operator (or earlier writes) left: each is a skill's place, counted as one.
+    for (let i = 0; i < MAX_SKILLS_PER_SCOPE; i += 1) await mkdir(join(dir, `s-${i}`), { recursive: true });
+    await expect(writer.create(target, "one-more", { description: "d", body: "b" })).rejects.toMatchObject({
+      code: "too_many_skills",
+      status: 409,
+      message: expect.stringContaining(`already holds ${MAX_SKILLS_PER_SCOPE} skills`),
+    });
+    // Its history and a temp folder are not skills.
+    await rm(join(dir, "s-0"), { recursive: true });
+    await mkdir(join(dir, ".history", "s-1"), { recursive: true });
+    await mkdir(join(dir, ".tmp-s-x"), { recursive: true });
+    expect((await writer.create(target, "one-more", { description: "d", body: "b" })).name).toBe("one-more");
+  });
+});
