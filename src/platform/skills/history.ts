@@ -1,4 +1,4 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, readFile, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { forEachAtMost } from "../../kernel/at-most.ts";
 import { parseStoredJson, writeFileAtomic } from "../../storage/atomic.ts";
@@ -51,7 +51,27 @@ export async function recordVersion(versions: string, text: string, savedAt: str
   const next = Math.max(0, ...texts) + 1;
   await writeFileAtomic(join(versions, `${next}.md`), text);
   await writeVersionMeta(versions, next, savedAt);
+  await forgetOldest(versions, [...texts, next]);
   return next;
+}
+
+/**
+ * How many versions of one skill are kept, the newest: each save lists them and each history
+ * read opens them, and a member's own skill updated thousands of times cost both for everyone
+ * (adr/0082).
+ */
+export const MAX_VERSIONS_KEPT = 100;
+
+/**
+ * Removes the versions past the newest MAX_VERSIONS_KEPT: text first, so a crash between leaves
+ * a metadata file alone, which R6 removes, never a text R6 would give metadata again.
+ */
+async function forgetOldest(versions: string, numbers: number[]): Promise<void> {
+  const sorted = numbers.sort((a, b) => a - b);
+  for (const old of sorted.slice(0, Math.max(0, sorted.length - MAX_VERSIONS_KEPT))) {
+    await rm(join(versions, `${old}.md`), { force: true });
+    await rm(join(versions, `${old}.json`), { force: true });
+  }
 }
 
 /**

@@ -1,9 +1,10 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listVersions, MAX_VERSIONS_KEPT, recordVersion } from "../../../../src/platform/skills/history.ts";
 
 const run = promisify(execFile);
 const VERSIONS = 1_000;
@@ -34,5 +35,23 @@ describe("a long skill history", () => {
       `ulimit -n 200 && exec "${process.execPath}" --import tsx --input-type=module -e '${script}'`,
     ]);
     expect(stdout.trim()).toBe(`${VERSIONS} 1 ${VERSIONS}`);
+  });
+});
+
+describe("a skill's history", () => {
+  it(`keeps the newest ${MAX_VERSIONS_KEPT} versions, numbers still growing`, async () => {
+    const versions = await mkdtemp(join(tmpdir(), "atrium-skill-versions-"));
+    try {
+      for (let i = 1; i <= MAX_VERSIONS_KEPT + 5; i += 1) {
+        expect(await recordVersion(versions, `text ${i}`, new Date(i).toISOString())).toBe(i);
+      }
+      const kept = await listVersions(versions);
+      expect(kept).toHaveLength(MAX_VERSIONS_KEPT);
+      expect(kept[0]?.version).toBe(6);
+      expect(kept.at(-1)?.version).toBe(MAX_VERSIONS_KEPT + 5);
+      expect(await readdir(versions)).toHaveLength(2 * MAX_VERSIONS_KEPT);
+    } finally {
+      await rm(versions, { recursive: true, force: true });
+    }
   });
 });
