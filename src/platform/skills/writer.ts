@@ -77,7 +77,7 @@ export class SkillWriter implements LeftoverRules {
     const scope = this.scopeDir(target, name, "write");
     return this.locks.run(`${scope}\0create`, () =>
       this.locked(target, name, async (dir) => {
-        if (await readText(join(dir, name, SKILL_FILE))) {
+        if (await skillFileText(dir, name)) {
           throw new Conflict(
             "skill_exists",
             `A ${target.scope} skill named "${name}" exists; update it instead.`,
@@ -118,7 +118,7 @@ export class SkillWriter implements LeftoverRules {
   delete(target: WriteTarget, name: string): Promise<void> {
     return this.locked(target, name, async (dir) => {
       // Only that it exists: a SKILL.md an operator broke can still be deleted, and written anew.
-      if ((await readText(join(dir, name, SKILL_FILE))) === undefined) throw skillNotFound(target, name);
+      if ((await skillFileText(dir, name)) === undefined) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
       this.announce(target, name, "deleted");
@@ -237,7 +237,7 @@ export class SkillWriter implements LeftoverRules {
   }
 
   private async current(target: WriteTarget, dir: string, name: string): Promise<Skill> {
-    const text = await readText(join(dir, name, SKILL_FILE));
+    const text = await skillFileText(dir, name);
     if (text === undefined) throw skillNotFound(target, name);
     return parseOrRefuse(text, target);
   }
@@ -327,4 +327,9 @@ async function skillFolderCount(dir: string): Promise<number> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
     throw error;
   }
+}
+
+/** The text of `<dir>/<name>/SKILL.md`, or `undefined` when there is none. */
+function skillFileText(dir: string, name: string): Promise<string | undefined> {
+  return readText(join(dir, name, SKILL_FILE));
 }

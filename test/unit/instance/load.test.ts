@@ -163,37 +163,27 @@ describe("loadInstance", () => {
     }
   });
 
-  it("http.idleTimeoutSeconds is 120 by default, keeps a whole number from 1 to 3600, and refuses anything else by name", async () => {
-    expect((await loadInstance(await writeInstance(MINIMAL))).http.idleTimeoutSeconds).toBe(120);
-    for (const idleTimeoutSeconds of [1, 3600]) {
-      const config = await loadInstance(
-        await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, idleTimeoutSeconds } }),
-      );
-      expect(config.http.idleTimeoutSeconds).toBe(idleTimeoutSeconds);
-    }
-    for (const idleTimeoutSeconds of [0, 3601, 1.5, "120"]) {
-      const message = await bootError(
-        loadInstance(await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, idleTimeoutSeconds } })),
-      );
-      expect(message).toContain("http.idleTimeoutSeconds");
-    }
-  });
-
-  it("http.requestTimeoutSeconds is 300 by default, keeps a whole number from 1 to 86400, and refuses anything else by name", async () => {
-    expect((await loadInstance(await writeInstance(MINIMAL))).http.requestTimeoutSeconds).toBe(300);
-    for (const requestTimeoutSeconds of [1, 86_400]) {
-      const config = await loadInstance(
-        await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, requestTimeoutSeconds } }),
-      );
-      expect(config.http.requestTimeoutSeconds).toBe(requestTimeoutSeconds);
-    }
-    for (const requestTimeoutSeconds of [0, 86_401, 2.5, "300"]) {
-      const message = await bootError(
-        loadInstance(await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, requestTimeoutSeconds } })),
-      );
-      expect(message).toContain("http.requestTimeoutSeconds");
-    }
-  });
+  it.for([
+    ["idleTimeoutSeconds", 120, [1, 3600], [0, 3601, 1.5, "120"]],
+    ["requestTimeoutSeconds", 300, [1, 86_400], [0, 86_401, 2.5, "300"]],
+  ] as const)(
+    "http.%s has its default, keeps a whole number in its range, and refuses anything else by name",
+    async ([field, fallback, kept, refused]) => {
+      expect((await loadInstance(await writeInstance(MINIMAL))).http[field]).toBe(fallback);
+      for (const value of kept) {
+        const config = await loadInstance(
+          await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, [field]: value } }),
+        );
+        expect(config.http[field]).toBe(value);
+      }
+      for (const value of refused) {
+        const message = await bootError(
+          loadInstance(await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, [field]: value } })),
+        );
+        expect(message).toContain(`http.${field}`);
+      }
+    },
+  );
 
   it("strips a trailing slash from publicUrl", async () => {
     const config = await loadInstance(
