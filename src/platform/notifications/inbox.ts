@@ -1,9 +1,9 @@
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import { parseStoredJson, readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import { parseStoredJson, readJsonIfExists, syncDir, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -23,7 +23,12 @@ const ENTRIES = "entries";
 const ACKS = "acks";
 /** The highest seq ever given, written before retention removes the entry that held it. */
 const SEQ_MARK = "seq.json";
-const ENTRY_NAME = /^([0-9]{12})-(ntf_[0-9a-f]{24})\.json$/;
+/**
+ * Written once every entry's name says whom it is for. Inboxes from before names carried the
+ * addressee are upgraded when first used (`upgrade`), so a name without one means everyone.
+ */
+const NAMES_MARK = "names.json";
+const ENTRY_NAME = /^([0-9]{12})-(ntf_[0-9a-f]{24})(?:-(usr_[0-9a-f]{24}))?\.json$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
@@ -31,6 +36,8 @@ export const MAX_PAGE_SIZE = 100;
 interface EntryName {
   seq: number;
   id: string;
+  /** The one member it is for; everyone when absent. */
+  to?: string;
   file: string;
 }
 
@@ -54,16 +61,19 @@ export interface InboxQuery {
 }
 
 /**
- * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry named by its seq and id
- * (`entries/000000000042-ntf_….json`, so a listing orders and finds entries without reading
- * them), one acknowledgements file per member (`acks/<principal>.json`), and `seq.json`, the
- * sequence's high-water mark. Posts to one workspace are serialised, so seqs are gapless while
+ * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry named by its seq, id
+ * and, for an entry meant for one member, that member (`entries/000000000042-ntf_….json`,
+ * `entries/000000000043-ntf_…-usr_….json`), so a listing orders, finds and filters entries
+ * without reading them and a page reads only what its reader may see; one acknowledgements file
+ * per member (`acks/<principal>.json`); and `seq.json`, the sequence's high-water mark. Posts to one workspace are serialised, so seqs are gapless while
  * entries last and never reused: the next seq after a restart is one past the highest entry or
  * mark on disk, and retention writes the mark before it removes anything.
  */
 export class Inbox implements LeftoverRules {
   private readonly lock = new KeyedLock();
   private readonly lastSeq = new Map<string, number>();
+  /** Workspaces whose entry names are known to carry their addressee (NAMES_MARK). */
+  private readonly named = new Set<string>();
 
   constructor(
     private readonly storage: PartitionPaths,
@@ -76,7 +86,10 @@ export class Inbox implements LeftoverRules {
   async post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
     const { title, body, severity, to, data } = checkDraft(draft);
     return this.lock.run(workspaceId, async () => {
+      await this.upgrade(workspaceId);
       const entriesDir = await this.ensureDir(workspaceId, ENTRIES);
+      // The first entry of an inbox: its names carry their addressee from the start.
+      if (!this.named.has(workspaceId)) await this.markNamed(workspaceId);
       const seq = (await this.highestSeq(workspaceId)) + 1;
       const entry: Notification = {
         id: newNotificationId(),
@@ -90,7 +103,7 @@ export class Inbox implements LeftoverRules {
         ...(to === undefined ? {} : { to }),
         ...(data === undefined ? {} : { data }),
       };
-      await writeJsonAtomic(join(entriesDir, entryFile(seq, entry.id)), entry);
+      await writeJsonAtomic(join(entriesDir, entryFile(seq, entry.id, to)), entry);
       this.lastSeq.set(workspaceId, seq);
       await this.keepWithinBound(workspaceId, entry);
       const summary = { id: entry.id, seq, source, severity: entry.severity, title: entry.title };
@@ -108,7 +121,9 @@ export class Inbox implements LeftoverRules {
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const before = query.cursor === undefined ? Number.POSITIVE_INFINITY : parseCursor(query.cursor);
     const acks = await this.readAcks(workspaceId, principalId);
-    const names = (await this.entryNames(workspaceId)).filter((n) => n.seq < before).reverse();
+    const names = (await this.readyNames(workspaceId))
+      .filter((n) => n.seq < before && isVisibleTo(n, principalId))
+      .reverse();
     const notifications: NotificationView[] = [];
     for (const name of names) {
       if (query.unacked && isAcked(acks, name.seq)) continue;
@@ -164,6 +179,7 @@ export class Inbox implements LeftoverRules {
    */
   async prune(workspaceId: string): Promise<number> {
     return this.lock.run(workspaceId, async () => {
+      await this.upgrade(workspaceId);
       const names = await this.entryNames(workspaceId);
       if (names.length === 0) return 0;
       const cutoffMs = this.clock() - this.settings.retentionDays * DAY_MS;
@@ -198,14 +214,13 @@ export class Inbox implements LeftoverRules {
     for (const name of names) {
       if (excess === 0) return;
       if (name.seq === posted.seq) continue;
-      const to = (await this.readEntry(workspaceId, name))?.to;
-      if (to === posted.to) {
+      if (name.to === posted.to) {
         await rm(join(dir, name.file), { force: true });
         excess -= 1;
       } else {
-        const stream = streams.get(to) ?? [];
+        const stream = streams.get(name.to) ?? [];
         stream.push(name);
-        streams.set(to, stream);
+        streams.set(name.to, stream);
       }
     }
     const largest = [...streams.values()].sort((a, b) => b.length - a.length)[0] ?? [];
@@ -227,9 +242,9 @@ export class Inbox implements LeftoverRules {
 
   private async find(workspaceId: string, principalId: string, id: string): Promise<Notification> {
     const name = isNotificationId(id)
-      ? (await this.entryNames(workspaceId)).find((n) => n.id === id)
+      ? (await this.readyNames(workspaceId)).find((n) => n.id === id)
       : undefined;
-    const entry = name && (await this.readEntry(workspaceId, name));
+    const entry = name && isVisibleTo(name, principalId) && (await this.readEntry(workspaceId, name));
     if (!entry || !isVisibleTo(entry, principalId)) {
       throw new NotFound(
         "notification_not_found",
@@ -251,6 +266,46 @@ export class Inbox implements LeftoverRules {
     return highest;
   }
 
+  /** The entry names of an inbox upgraded if it needs it: what a reader lists. */
+  private async readyNames(workspaceId: string): Promise<EntryName[]> {
+    if (!this.named.has(workspaceId)) await this.lock.run(workspaceId, () => this.upgrade(workspaceId));
+    return this.entryNames(workspaceId);
+  }
+
+  /**
+   * Gives each entry of an inbox written before names carried their addressee the name that
+   * says it, then writes NAMES_MARK; called under the workspace's lock. An upgrade cut short
+   * is finished by the next: a name already carrying an addressee is left, and one that does not
+   * is read again.
+   */
+  private async upgrade(workspaceId: string): Promise<void> {
+    if (this.named.has(workspaceId)) return;
+    const dir = this.storage.dir(workspaceId);
+    if (await readJsonIfExists(join(dir, NAMES_MARK))) {
+      this.named.add(workspaceId);
+      return;
+    }
+    const names = await this.entryNames(workspaceId);
+    // No inbox yet: nothing to upgrade, and the first post marks it.
+    if (names.length === 0) return;
+    const entriesDir = join(dir, ENTRIES);
+    for (const name of names) {
+      if (name.to !== undefined) continue;
+      const to = (await this.readEntry(workspaceId, name))?.to;
+      if (to !== undefined)
+        await rename(join(entriesDir, name.file), join(entriesDir, entryFile(name.seq, name.id, to)));
+    }
+    await syncDir(entriesDir);
+    await this.markNamed(workspaceId);
+  }
+
+  private async markNamed(workspaceId: string): Promise<void> {
+    await writeJsonAtomic(join(this.storage.dir(workspaceId), NAMES_MARK), {
+      entryNamesCarryAddressee: true,
+    });
+    this.named.add(workspaceId);
+  }
+
   /** The workspace's entries in seq order, from the folder listing alone. */
   private async entryNames(workspaceId: string): Promise<EntryName[]> {
     let files: string[];
@@ -263,7 +318,10 @@ export class Inbox implements LeftoverRules {
     return files
       .flatMap((file) => {
         const match = ENTRY_NAME.exec(file);
-        return match ? [{ seq: Number(match[1]), id: match[2] as string, file }] : [];
+        if (!match) return [];
+        const name: EntryName = { seq: Number(match[1]), id: match[2] as string, file };
+        if (match[3] !== undefined) name.to = match[3];
+        return [name];
       })
       .sort((a, b) => a.seq - b.seq);
   }
@@ -293,8 +351,8 @@ export class Inbox implements LeftoverRules {
   }
 }
 
-function entryFile(seq: number, id: string): string {
-  return `${String(seq).padStart(12, "0")}-${id}.json`;
+function entryFile(seq: number, id: string, to: string | undefined): string {
+  return `${String(seq).padStart(12, "0")}-${id}${to === undefined ? "" : `-${to}`}.json`;
 }
 
 function parseCursor(cursor: string): number {

@@ -88,6 +88,7 @@ export function checkDraft(draft: NotificationDraft): NotificationDraft {
   return draft;
 }
 
-export function isVisibleTo(entry: Notification, principalId: string): boolean {
+/** Whether an entry (or its name, which carries its addressee) is one `principalId` may see. */
+export function isVisibleTo(entry: { to?: string | undefined }, principalId: string): boolean {
   return entry.to === undefined || entry.to === principalId;
 }

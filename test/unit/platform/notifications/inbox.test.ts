@@ -1,4 +1,4 @@
-import { readdir, writeFile } from "node:fs/promises";
+import { readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
@@ -157,6 +157,20 @@ describe("reading and acknowledging", () => {
     ).toEqual([two.id]);
   });
 
+  it("reads only the entries its reader may see: another member's are never opened", async () => {
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    await inbox.post(temp.ws, "t", { title: "for everyone" });
+    for (let i = 1; i <= 3; i += 1) await inbox.post(temp.ws, "t", { title: `bob ${i}`, to: BOB });
+    // Bob's entries made unreadable: a page for Alice that opened them would fail.
+    const entries = join(temp.layout.partition("notifications").dir(temp.ws), "entries");
+    for (const file of await readdir(entries)) {
+      if (file.includes(BOB)) await writeFile(join(entries, file), "{ not json");
+    }
+    const alices = await inbox.page(temp.ws, ALICE);
+    expect(alices.notifications.map((n) => n.title)).toEqual(["for everyone"]);
+    await expect(inbox.page(temp.ws, BOB)).rejects.toThrow("is not valid JSON");
+  });
+
   it("answers an unknown, malformed or hostile id with not found, and a bad cursor with what to do", async () => {
     const inbox = openInbox();
     await inbox.post(temp.ws, "t", { title: "one" });
@@ -200,6 +214,28 @@ describe("retention and recovery", () => {
     expect(await titles(ALICE)).toEqual(["for everyone", "alice's failure"]);
     expect(await titles(BOB)).toEqual(["bob 20", "bob 19", "for everyone"]);
     expect(await titles(CAROL)).toEqual(["carol's", "for everyone"]);
+  });
+
+  it("upgrades an inbox written before names carried the addressee, even one cut short", async () => {
+    const written = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    await written.post(temp.ws, "t", { title: "for everyone" });
+    await written.post(temp.ws, "t", { title: "bob 1", to: BOB });
+    await written.post(temp.ws, "t", { title: "bob 2", to: BOB });
+    const dir = temp.layout.partition("notifications").dir(temp.ws);
+    const entries = join(dir, "entries");
+    // The older layout: no mark, and bob 1 named as every entry was. bob 2 keeps its new name,
+    // as an upgrade cut short between its renames would have left it.
+    await rm(join(dir, "names.json"));
+    const bob1 = (await readdir(entries)).find((f) => f.startsWith("000000000002-")) as string;
+    await rename(join(entries, bob1), join(entries, bob1.replace(`-${BOB}`, "")));
+
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    const titles = async (who: string) =>
+      (await inbox.page(temp.ws, who, { limit: 100 })).notifications.map((n) => n.title);
+    expect(await titles(ALICE)).toEqual(["for everyone"]);
+    expect(await titles(BOB)).toEqual(["bob 2", "bob 1", "for everyone"]);
+    expect((await readdir(entries)).filter((f) => f.endsWith(`-${BOB}.json`))).toHaveLength(2);
+    expect(await readdir(dir)).toContain("names.json");
   });
 
   it("sweeps a temp file an interrupted write left, and nothing else", async () => {
