@@ -57,6 +57,8 @@ export interface TestAtriumOptions {
   session?: Record<string, unknown>;
   /** Reuse this temp dir (its `data/` is the root) instead of making a fresh one. */
   dir?: string;
+  /** instance.json's `http.publicUrl`; `http://127.0.0.1:8787` unless given. */
+  publicUrl?: string;
   maxUploadBytes?: number;
   maxBodyBytes?: number;
   /** instance.json's `http.idleTimeoutSeconds`. */
@@ -129,8 +131,8 @@ export interface TestAtrium {
   mcpClient(user: TestUser, workspaceId: string, options?: McpClientOptions): Promise<Client>;
   /** Closes the server but keeps the dir, so another instance can start on the same root. */
   close(): Promise<void>;
-  /** Closes this instance and starts a fresh one on the same dir and options. */
-  restart(): Promise<TestAtrium>;
+  /** Closes this instance and starts a fresh one on the same dir and options, with `changes`. */
+  restart(changes?: Partial<TestAtriumOptions>): Promise<TestAtrium>;
   /** Closes the server and removes the dir. */
   stop(): Promise<void>;
 }
@@ -148,7 +150,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       http: {
         host: "127.0.0.1",
         port: 0,
-        publicUrl: "http://127.0.0.1:8787",
+        publicUrl: options.publicUrl ?? "http://127.0.0.1:8787",
         ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
         ...(options.idleTimeoutSeconds === undefined
           ? {}
@@ -253,9 +255,9 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
       return client;
     },
     close,
-    async restart() {
+    async restart(changes = {}) {
       await close();
-      return startTestAtrium({ ...options, dir });
+      return startTestAtrium({ ...options, ...changes, dir });
     },
     async stop() {
       await close();

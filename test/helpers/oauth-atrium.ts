@@ -1,6 +1,12 @@
 import { rm } from "node:fs/promises";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { capturingLogger, startTestAtrium, TEST_USER_HEADER, type TestAtrium } from "./atrium.ts";
+import {
+  capturingLogger,
+  startTestAtrium,
+  TEST_USER_HEADER,
+  type TestAtrium,
+  type TestAtriumOptions,
+} from "./atrium.ts";
 import { launchChromium, newLoopbackContext } from "./browser.ts";
 import { CREDENTIALS_SECTION, keyedDir } from "./credential-key.ts";
 import type { FakeTime } from "./fake-time.ts";
@@ -14,6 +20,8 @@ export interface OAuthAtrium {
   captured: ReturnType<typeof capturingLogger>;
   /** A browser context signed in to Atrium as `user` (the test provider reads a header). */
   browserAs(user: string): Promise<{ context: BrowserContext; page: Page }>;
+  /** Restarts Atrium on the same data with `changes`; `instance` is the new one, and stop() stops it. */
+  restart(changes: Partial<TestAtriumOptions>): Promise<TestAtrium>;
   stop(): Promise<void>;
 }
 
@@ -30,7 +38,7 @@ export async function startOAuthAtrium(
   const captured = capturingLogger("debug");
   const remote = await startOAuthRemoteServer({ accessTokenTtlSeconds, clock: time.clock });
   const browser = await launchChromium();
-  const instance = await startTestAtrium({
+  let instance = await startTestAtrium({
     dir,
     clock: time.clock,
     timers: time.timers,
@@ -45,7 +53,9 @@ export async function startOAuthAtrium(
     },
   });
   return {
-    instance,
+    get instance() {
+      return instance;
+    },
     remote,
     browser,
     captured,
@@ -53,6 +63,10 @@ export async function startOAuthAtrium(
       const context = await newLoopbackContext(browser);
       await context.setExtraHTTPHeaders({ [TEST_USER_HEADER]: user });
       return { context, page: await context.newPage() };
+    },
+    async restart(changes) {
+      instance = await instance.restart(changes);
+      return instance;
     },
     async stop() {
       await instance.stop();

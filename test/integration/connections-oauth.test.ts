@@ -420,3 +420,21 @@ describe("step-up", () => {
     expect((await call("stale-step__write_note", { text: "now" })).isError).toBeFalsy();
   });
 });
+
+describe("a new public URL (last: it restarts the instance)", () => {
+  it("keeps refreshing each connection as the client its tokens were issued to", async () => {
+    await connected("moved");
+    const before = (await call("moved__whoami")).structuredContent as { clientId: string };
+    // A new public URL is a new redirect URI, so a new registration at the server; the refresh
+    // token stays bound to the client it was issued to.
+    instance = await harness.restart({ publicUrl: "http://127.0.0.1:8788" });
+    remote.expireAccessTokens();
+    const refreshed = refreshes();
+    const after = await call("moved__whoami");
+    expect(after.isError).toBeFalsy();
+    expect(after.structuredContent).toMatchObject({ clientId: before.clientId });
+    expect(refreshes() - refreshed).toBe(1);
+    expect(remote.tokenRequests().at(-1)).toMatchObject({ grantType: "refresh_token", outcome: "ok" });
+    expect((await view("moved")).state).toBe("running");
+  });
+});

@@ -10,6 +10,8 @@ import {
   type ClientRegistrations,
   type ConfiguredClient,
   clientFor,
+  clientIssuedTo,
+  type IssuedTo,
   type OAuthClient,
 } from "./client-identity.ts";
 import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
@@ -63,10 +65,8 @@ export interface FlowOutcome {
  */
 export class Authorizer {
   private readonly flows: OAuthFlows;
-  private readonly authorities = new Map<
-    string,
-    Promise<{ target: AuthorizationTarget; client: OAuthClient }>
-  >();
+  /** Each connection's authorization server, discovered once per process, by connection id. */
+  private readonly targets = new Map<string, Promise<AuthorizationTarget>>();
 
   constructor(private readonly deps: AuthorizerDeps) {
     this.flows = new OAuthFlows(deps.clock);
@@ -77,19 +77,29 @@ export class Authorizer {
     return discoverAuthorization(url, this.deps.fetch);
   }
 
-  /** Where `record`'s tokens come from and who Atrium is there: discovered once per process, issuer pinned. */
-  authority(record: ConnectionRecord): Promise<{ target: AuthorizationTarget; client: OAuthClient }> {
-    let known = this.authorities.get(record.id);
+  /**
+   * Where `record`'s tokens come from (discovered once per process, issuer pinned) and who Atrium
+   * is there: the client a token set was `issuedTo` while Atrium still knows it — after the public
+   * URL changed, a refresh is still made as the client the server bound the refresh token to —
+   * else the client for Atrium's redirect URI now (registered at first need).
+   */
+  async authority(
+    record: ConnectionRecord,
+    issuedTo?: IssuedTo,
+  ): Promise<{ target: AuthorizationTarget; client: OAuthClient }> {
+    let known = this.targets.get(record.id);
     if (!known) {
-      known = this.resolveAuthority(record);
-      this.authorities.set(record.id, known);
-      known.catch(() => this.authorities.delete(record.id));
+      known = this.discoverPinned(record);
+      this.targets.set(record.id, known);
+      known.catch(() => this.targets.delete(record.id));
     }
-    return known;
+    const target = await known;
+    const issued = issuedTo && (await clientIssuedTo(target, issuedTo, this.deps));
+    return { target, client: issued ?? (await this.clientAt(target)) };
   }
 
   forget(record: ConnectionRecord): void {
-    this.authorities.delete(record.id);
+    this.targets.delete(record.id);
   }
 
   /**
@@ -305,7 +315,7 @@ export class Authorizer {
     return undefined;
   }
 
-  private async resolveAuthority(record: ConnectionRecord) {
+  private async discoverPinned(record: ConnectionRecord): Promise<AuthorizationTarget> {
     const auth = oauthOf(record);
     const target = await discoverAuthorization(record.url, this.deps.fetch);
     if (target.issuer !== auth.issuer) {
@@ -313,7 +323,7 @@ export class Authorizer {
         `The server of connection "${record.name}" now names the authorization server ${target.issuer}, not ${auth.issuer}; ${record.owner === undefined ? "an admin" : "its owner"} must remove and add it again.`,
       );
     }
-    return { target, client: await this.clientAt(target) };
+    return target;
   }
 
   /** The shared callback where the server promises `iss`, else the issuer's own (ADR 0077). */

@@ -23,6 +23,14 @@ export interface OAuthClient {
   how: "metadata_document" | "registered" | "configured";
 }
 
+/** Who a token set was issued to: enough to find that client again (clientIssuedTo). */
+export interface IssuedTo {
+  clientId: string;
+  how: OAuthClient["how"];
+  /** The flow's redirect URI: with the issuer, what names a dynamic registration. */
+  redirectUri: string;
+}
+
 /** Where a dynamic registration is kept, one per (issuer, redirect URI), its secret sealed. */
 export interface ClientRegistrations {
   get(issuer: string, redirectUri: string): Promise<OAuthClientInformationMixed | undefined>;
@@ -104,19 +112,34 @@ export async function clientFor(
     return { info, how: "registered" };
   }
   const configured = options.configured.find((client) => client.issuer === target.issuer);
-  if (configured) {
-    return {
-      info: {
-        client_id: configured.clientId,
-        ...(configured.clientSecret ? { client_secret: configured.clientSecret } : {}),
-      },
-      how: "configured",
-    };
-  }
+  if (configured) return configuredClient(configured);
   throw new AuthorizationRefused(
     `Atrium has no client at ${target.issuer}: it accepts no client ID metadata document from this instance (or does not promise RFC 9207 "iss"), offers no dynamic registration, ` +
       `and instance.json configures no client for it (connections.oauth.clients: [{"issuer", "clientId", "clientSecret"?}], registered there with the redirect URI ${options.redirectUri}).`,
   );
+}
+
+/**
+ * The client a token set was issued to, at `target`, when Atrium still knows it: the dynamic
+ * registration kept for its redirect URI, the configured client of that id, or the metadata
+ * document's URL (a public client: its id is all a refresh sends). `undefined` when that client
+ * is gone (a registration removed, a configured client taken out of instance.json).
+ */
+export async function clientIssuedTo(
+  target: AuthorizationTarget,
+  issuedTo: IssuedTo,
+  options: Pick<ClientIdentityOptions, "configured" | "registrations">,
+): Promise<OAuthClient | undefined> {
+  if (issuedTo.how === "metadata_document")
+    return { info: { client_id: issuedTo.clientId }, how: issuedTo.how };
+  if (issuedTo.how === "registered") {
+    const info = await options.registrations.get(target.issuer, issuedTo.redirectUri);
+    return info?.client_id === issuedTo.clientId ? { info, how: issuedTo.how } : undefined;
+  }
+  const configured = options.configured.find(
+    (client) => client.issuer === target.issuer && client.clientId === issuedTo.clientId,
+  );
+  return configured && configuredClient(configured);
 }
 
 /**
@@ -132,4 +155,14 @@ function applicationType(redirectUri: string): "web" | "native" {
 function registrationAuthMethod(target: AuthorizationTarget): string {
   const supported = target.metadata.token_endpoint_auth_methods_supported;
   return !supported || supported.includes("none") ? "none" : "client_secret_basic";
+}
+
+function configuredClient(configured: ConfiguredClient): OAuthClient {
+  return {
+    info: {
+      client_id: configured.clientId,
+      ...(configured.clientSecret ? { client_secret: configured.clientSecret } : {}),
+    },
+    how: "configured",
+  };
 }

@@ -4,7 +4,7 @@ import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import type { ConnectionRecord, StoredOAuth } from "../model.ts";
 import type { CredentialVault } from "../remote.ts";
-import type { OAuthClient } from "./client-identity.ts";
+import type { IssuedTo, OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { reauthorizer } from "./record-home.ts";
 import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
@@ -30,8 +30,14 @@ export interface ConnectionTokensDeps {
   fetch: FetchLike;
   /** The record as stored now (another holder may have re-authorized it meanwhile). */
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
-  /** Where the connection's tokens come from, and who Atrium is there. */
-  authority(record: ConnectionRecord): Promise<{ target: AuthorizationTarget; client: OAuthClient }>;
+  /**
+   * Where the connection's tokens come from, and who Atrium is there: the client a token set was
+   * `issuedTo` while Atrium still knows it (a server binds a refresh token to its client).
+   */
+  authority(
+    record: ConnectionRecord,
+    issuedTo?: IssuedTo,
+  ): Promise<{ target: AuthorizationTarget; client: OAuthClient }>;
   /** A refresh was refused for good: the ConnectionRevalidator (the owner's, for a personal one) gives its verdict. */
   refused(record: ConnectionRecord): void;
 }
@@ -121,7 +127,7 @@ export class ConnectionTokens {
     // Read again inside the lease: the holder before us may have refreshed already.
     const stored = await this.open(record, auth.tokens);
     if (this.usable(stored, rejected)) return stored.accessToken;
-    const { target, client } = await this.deps.authority(record);
+    const { target, client } = await this.deps.authority(record, stored.issuedTo);
     if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
     let next: TokenSet;
     try {

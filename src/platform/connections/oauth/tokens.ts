@@ -9,7 +9,7 @@ import {
   validateAuthorizationResponseIssuer,
 } from "@modelcontextprotocol/client";
 import type { Clock } from "../../../kernel/clock.ts";
-import type { OAuthClient } from "./client-identity.ts";
+import type { IssuedTo, OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 
 /** What a connection holds from its authorization server; sealed whole, as one credential. */
@@ -22,6 +22,12 @@ export interface TokenSet {
   receivedAt?: number;
   /** The scopes granted, space-separated (what the token answer said, else what was asked). */
   scope?: string;
+  /**
+   * The client the set was issued to, kept across refreshes: a refresh is made as that client
+   * even after the public URL (so the redirect URI, so the registration) changed. Absent in sets
+   * sealed before it was kept; they refresh as the client Atrium is there now.
+   */
+  issuedTo?: IssuedTo;
 }
 
 /** The callback's `iss` is not the issuer the flow started with (RFC 9207), or is missing where promised. */
@@ -114,7 +120,12 @@ export async function redeemCode(
     resource: target.resource,
     fetchFn: formBodies(fetch),
   });
-  return tokenSet(tokens, clock, callback.scope);
+  const issuedTo: IssuedTo = {
+    clientId: client.info.client_id,
+    how: client.how,
+    redirectUri: callback.redirectUri,
+  };
+  return { ...tokenSet(tokens, clock, callback.scope), issuedTo };
 }
 
 /**
@@ -146,7 +157,10 @@ export async function refreshTokens(
     }
     throw error;
   }
-  return tokenSet(tokens, clock, current.scope);
+  return {
+    ...tokenSet(tokens, clock, current.scope),
+    ...(current.issuedTo && { issuedTo: current.issuedTo }),
+  };
 }
 
 /**

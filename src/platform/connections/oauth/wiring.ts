@@ -59,7 +59,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     log: deps.log,
     fetch,
     current,
-    authority: (record) => (authorizer as Authorizer).authority(record),
+    authority: (record, issuedTo) => (authorizer as Authorizer).authority(record, issuedTo),
     refused: deps.refused,
   });
   const built = new Authorizer({

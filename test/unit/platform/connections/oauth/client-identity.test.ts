@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   type ClientIdentityOptions,
   clientFor,
+  clientIssuedTo,
 } from "../../../../../src/platform/connections/oauth/client-identity.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
 import {
@@ -125,6 +126,33 @@ describe("clientFor", () => {
     await expect(
       clientFor(target(), options({ configured: [{ issuer: "https://other.example", clientId: "x" }] })),
     ).rejects.toThrow(/connections\.oauth\.clients/);
+  });
+});
+
+describe("clientIssuedTo", () => {
+  it("finds the registration, configured client or document a token set was issued to, and nothing once it is gone", async () => {
+    const registering = target({ registration_endpoint: `${base}/register` });
+    const registered = await clientFor(registering, options());
+    const configured = [{ issuer: base, clientId: "by-hand", clientSecret: "configured-secret" }];
+    // Atrium's redirect URI changed since (a new public URL): a new registration is made for it.
+    const moved = await clientFor(registering, options({ redirectUri: "https://new.example/cb" }));
+    expect(moved.info.client_id).toBe("atc_2");
+    const find = (to: Parameters<typeof clientIssuedTo>[1]) =>
+      clientIssuedTo(registering, to, options({ configured }));
+    expect(await find({ clientId: "atc_1", how: "registered", redirectUri: REDIRECT })).toEqual(registered);
+    expect(await find({ clientId: "by-hand", how: "configured", redirectUri: REDIRECT })).toEqual({
+      info: { client_id: "by-hand", client_secret: "configured-secret" },
+      how: "configured",
+    });
+    expect(await find({ clientId: DOCUMENT, how: "metadata_document", redirectUri: REDIRECT })).toEqual({
+      info: { client_id: DOCUMENT },
+      how: "metadata_document",
+    });
+    expect(await find({ clientId: "atc_9", how: "registered", redirectUri: REDIRECT })).toBeUndefined();
+    expect(
+      await find({ clientId: "atc_1", how: "registered", redirectUri: "https://gone.example/cb" }),
+    ).toBeUndefined();
+    expect(await find({ clientId: "removed", how: "configured", redirectUri: REDIRECT })).toBeUndefined();
   });
 });
 

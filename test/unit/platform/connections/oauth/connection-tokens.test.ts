@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { FetchLike } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConnectionRecord } from "../../../../../src/platform/connections/model.ts";
+import type { IssuedTo } from "../../../../../src/platform/connections/oauth/client-identity.ts";
 import {
   ConnectionTokens,
   NotAuthorized,
@@ -32,6 +33,8 @@ let answer: "rotate" | "keep" | "invalid_grant" | "stall" | "quote_client";
 let lifetime: number;
 let refreshBodies: URLSearchParams[];
 let refused: string[];
+/** What each refresh asked its authority for: the client its token set was issued to. */
+let askedFor: (IssuedTo | undefined)[];
 const captured = capturingLogger("debug");
 
 beforeEach(async () => {
@@ -45,6 +48,7 @@ beforeEach(async () => {
   lifetime = 300;
   refreshBodies = [];
   refused = [];
+  askedFor = [];
   server = await serveLocally((request, body) => {
     refreshBodies.push(new URLSearchParams(body));
     if (answer === "stall")
@@ -80,6 +84,7 @@ async function setUp(
   vaultFor: Pick<CredentialStore, "put" | "replace" | "open" | "delete"> = vault,
   fetchWith: FetchLike = fetch,
   clientSecret?: string,
+  issuedTo?: IssuedTo,
 ) {
   const record: ConnectionRecord = {
     id: "con_0123456789abcdef01234567",
@@ -100,19 +105,26 @@ async function setUp(
     log: captured.log,
     fetch: fetchWith,
     current: async () => record,
-    authority: async () => ({
-      target: localTarget(base) as AuthorizationTarget,
-      client: {
-        info: { client_id: "atc_1", ...(clientSecret ? { client_secret: clientSecret } : {}) },
-        how: "registered",
-      },
-    }),
+    authority: async (_record, issued) => {
+      askedFor.push(issued);
+      return {
+        target: localTarget(base) as AuthorizationTarget,
+        client: {
+          info: {
+            client_id: issued?.clientId ?? "atc_1",
+            ...(clientSecret ? { client_secret: clientSecret } : {}),
+          },
+          how: "registered",
+        },
+      };
+    },
     refused: (refusedRecord) => void refused.push(refusedRecord.name),
   });
   const credential = await tokens.seal(record, {
     accessToken: "access-0",
     refreshToken: "refresh-0",
     expiresAt: now + 60_000,
+    ...(issuedTo && { issuedTo }),
   });
   record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
   return { record, tokens, credential };
@@ -135,6 +147,18 @@ describe("ConnectionTokens", () => {
       accessToken: "access-1",
       refreshToken: "refresh-1",
     });
+  });
+
+  it("refreshes as the client the set was issued to, refresh after refresh", async () => {
+    const to: IssuedTo = { clientId: "atc_old", how: "registered", redirectUri: "https://old.example/cb" };
+    const { record, tokens, credential } = await setUp(vault, fetch, undefined, to);
+    now += 60_000;
+    expect(await tokens.bearer(record)).toBe("access-1");
+    now += lifetime * 1000;
+    expect(await tokens.bearer(record)).toBe("access-2");
+    expect(askedFor).toEqual([to, to]);
+    expect(refreshBodies.map((body) => body.get("client_id"))).toEqual(["atc_old", "atc_old"]);
+    expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({ issuedTo: to });
   });
 
   it("retells a token endpoint's failure without the client secret it quoted back", async () => {
