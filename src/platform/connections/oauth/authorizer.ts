@@ -98,8 +98,10 @@ export class Authorizer {
     return { target, client: issued ?? (await this.clientAt(target)) };
   }
 
+  /** A removed connection: nothing about it is kept in memory, its tokens least of all. */
   forget(record: ConnectionRecord): void {
     this.targets.delete(record.id);
+    this.deps.tokens.forget(record);
   }
 
   /**

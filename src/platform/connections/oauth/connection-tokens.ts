@@ -108,6 +108,19 @@ export class ConnectionTokens {
     return id;
   }
 
+  /**
+   * Forgets what is held in memory for a removed connection: its token set, whether it was refused,
+   * the client secret it last refreshed with. The sealed set is the remover's to delete.
+   */
+  forget(record: ConnectionRecord): void {
+    const auth = oauthOf(record);
+    if (auth.tokens !== undefined) {
+      this.cache.delete(auth.tokens);
+      this.refusedSets.delete(auth.tokens);
+    }
+    this.clientSecrets.delete(record.id);
+  }
+
   /** Forgets a token set that is no longer the connection's, and removes it from the store. */
   async discard(credentialId: string): Promise<void> {
     this.cache.delete(credentialId);

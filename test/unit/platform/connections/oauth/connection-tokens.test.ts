@@ -161,6 +161,18 @@ describe("ConnectionTokens", () => {
     expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({ issuedTo: to });
   });
 
+  it("forgets a removed connection's token set, refusal and client secret", async () => {
+    const { record, tokens } = await setUp(vault, fetch, "client-secret-7f3a");
+    now += 60_000;
+    answer = "invalid_grant";
+    await expect(tokens.bearer(record)).rejects.toThrow(NotAuthorized);
+    expect(tokens.refused(record)).toBe(true);
+    expect(tokens.secrets(record)).toEqual(["access-0", "refresh-0", "client-secret-7f3a"]);
+    tokens.forget(record);
+    expect(tokens.secrets(record)).toEqual([]);
+    expect(tokens.refused(record)).toBe(false);
+  });
+
   it("retells a token endpoint's failure without the client secret it quoted back", async () => {
     const { record, tokens } = await setUp(vault, fetch, "client-secret-7f3a");
     now += 60_000;
