@@ -83,7 +83,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     });
     personal = mine;
     mine.watchMembership(context.events);
-    wakePersonal = schedulePersonalLoops({
+    const personalLoops = schedulePersonalLoops({
       scheduler,
       store: personalStore,
       remote,
@@ -92,6 +92,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       clock,
       log,
     });
+    wakePersonal = personalLoops.wake;
     const callerConnections = new CallerConnections(connections, mine);
     // A call refused before the gate (not a member, a token without the scope) is recorded too,
     // when the tool it named is one of this workspace's connections.
@@ -165,6 +166,10 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ],
       workspaceRoutes: routes,
       routes: instanceRoutes,
+      // A credential check a 401 woke writes its conclusion before the root is let go.
+      stop: async () => {
+        await Promise.all([checker.stop(), personalLoops.stop()]);
+      },
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {
           await store.recoverWorkspace(workspaceId, present, pass);

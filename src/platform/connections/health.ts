@@ -88,6 +88,7 @@ export class HealthMonitor {
  */
 export class ConnectionRevalidator {
   private readonly running = new Map<string, Promise<void>>();
+  private stopped = false;
 
   constructor(
     private readonly store: ConnectionStore,
@@ -108,10 +109,21 @@ export class ConnectionRevalidator {
     const key = `${workspaceId}/${name}`;
     let run = this.running.get(key);
     if (!run) {
+      if (this.stopped) return Promise.resolve();
       run = this.revalidate(workspaceId, name).finally(() => this.running.delete(key));
       this.running.set(key, run);
     }
     return run;
+  }
+
+  /**
+   * A graceful stop: no check starts any more, and the ones in flight — a 401 wakes them with no
+   * request or scheduled pass to wait for — end and write their conclusion before the instance
+   * lets go of its root.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.allSettled(this.running.values());
   }
 
   private async revalidate(workspaceId: string, name: string): Promise<void> {

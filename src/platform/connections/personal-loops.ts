@@ -22,9 +22,13 @@ export interface PersonalLoopDeps {
  * The two health loops over personal connections, one pass over every owner, PROBES_AT_ONCE owners
  * at a time (one member's hanging servers hold up only their own lane). An owner who is
  * deactivated or in no workspace any more is skipped, checked live before each pass: nothing is
- * done with their credential (ADR 0042). Answers the credential check a 401 wakes, gated alike.
+ * done with their credential (ADR 0042). Answers the credential check a 401 wakes, gated alike,
+ * and the revalidator's stop.
  */
-export function schedulePersonalLoops(deps: PersonalLoopDeps): (owner: string, name: string) => void {
+export function schedulePersonalLoops(deps: PersonalLoopDeps): {
+  wake(owner: string, name: string): void;
+  stop(): Promise<void>;
+} {
   const { scheduler, store, remote, personal, settings, clock, log } = deps;
   const changed = (owner: string, name: string) => personal.changed(owner, name);
   const monitor = new HealthMonitor(store, remote, clock, changed);
@@ -44,7 +48,10 @@ export function schedulePersonalLoops(deps: PersonalLoopDeps): (owner: string, n
     schedule: { everyMs: settings.credentialCheckIntervalMs },
     run: () => eachActiveOwner((owner) => revalidator.checkWorkspace(owner)),
   });
-  return (owner, name) => {
-    if (personal.mayActForOwner(owner)) void revalidator.check(owner, name);
+  return {
+    wake(owner, name) {
+      if (personal.mayActForOwner(owner)) void revalidator.check(owner, name);
+    },
+    stop: () => revalidator.stop(),
   };
 }

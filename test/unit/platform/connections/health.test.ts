@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { HealthMonitor, PROBES_AT_ONCE } from "../../../../src/platform/connections/health.ts";
-import type { TransportHealth } from "../../../../src/platform/connections/model.ts";
+import { createLogger } from "../../../../src/log.ts";
+import {
+  ConnectionRevalidator,
+  HealthMonitor,
+  PROBES_AT_ONCE,
+} from "../../../../src/platform/connections/health.ts";
+import type { CredentialHealth, TransportHealth } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
 import type { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 
@@ -61,5 +66,54 @@ describe("the HealthMonitor's pass over a workspace", () => {
     release();
     await pass;
     expect(written.size).toBe(names.length);
+  });
+});
+
+describe("the ConnectionRevalidator's stop", () => {
+  it("waits for a check in flight to write its conclusion, and starts none after", async () => {
+    const written: string[] = [];
+    let release = () => {};
+    const hanging = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let opened = 0;
+    const store = {
+      credential: async () => ({ lapsed: false }),
+      get: async (_ws: string, name: string) => ({
+        name,
+        url: "https://x.example/mcp",
+        auth: { kind: "static" },
+      }),
+      writeCredential: async (_ws: string, name: string, _health: CredentialHealth) =>
+        void written.push(name),
+    } as unknown as ConnectionStore;
+    const remote = {
+      source: async () => {
+        opened += 1;
+        return { describe: () => hanging, roundTrip: async () => undefined, close: async () => undefined };
+      },
+      credentialRefused: () => false,
+    } as unknown as RemoteServers;
+    const revalidator = new ConnectionRevalidator(
+      store,
+      remote,
+      () => Date.UTC(2026, 0, 1),
+      async () => undefined,
+      createLogger("silent"),
+    );
+    void revalidator.check(WS, "woken");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    let stopped = false;
+    const stopping = revalidator.stop().then(() => {
+      stopped = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(written).toEqual(["woken"]);
+    await revalidator.check(WS, "late");
+    expect(opened).toBe(1);
+    expect(written).toEqual(["woken"]);
   });
 });
