@@ -3,7 +3,13 @@ import { join } from "node:path";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import { parseStoredJson, readJsonIfExists, syncDir, writeJsonAtomic } from "../../storage/atomic.ts";
+import {
+  CorruptJson,
+  parseStoredJson,
+  readJsonIfExists,
+  syncDir,
+  writeJsonAtomic,
+} from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -65,9 +71,10 @@ export interface InboxQuery {
  * and, for an entry meant for one member, that member (`entries/000000000042-ntf_….json`,
  * `entries/000000000043-ntf_…-usr_….json`), so a listing orders, finds and filters entries
  * without reading them and a page reads only what its reader may see; one acknowledgements file
- * per member (`acks/<principal>.json`); and `seq.json`, the sequence's high-water mark. Posts to one workspace are serialised, so seqs are gapless while
- * entries last and never reused: the next seq after a restart is one past the highest entry or
- * mark on disk, and retention writes the mark before it removes anything.
+ * per member (`acks/<principal>.json`); and `seq.json`, the sequence's high-water mark. Posts
+ * to one workspace are serialised, so seqs are gapless while entries last and never reused: the
+ * next seq after a restart is one past the highest entry or mark on disk, and retention writes
+ * the mark before it removes anything.
  */
 export class Inbox implements LeftoverRules {
   private readonly lock = new KeyedLock();
@@ -291,7 +298,15 @@ export class Inbox implements LeftoverRules {
     const entriesDir = join(dir, ENTRIES);
     for (const name of names) {
       if (name.to !== undefined) continue;
-      const to = (await this.readEntry(workspaceId, name))?.to;
+      // An entry that does not parse keeps its name: whoever reads it is told it is damaged, as
+      // before, and the rest of the inbox is upgraded and served.
+      const to = await this.readEntry(workspaceId, name).then(
+        (entry) => entry?.to,
+        (error: unknown) => {
+          if (error instanceof CorruptJson) return undefined;
+          throw error;
+        },
+      );
       if (to !== undefined)
         await rename(join(entriesDir, name.file), join(entriesDir, entryFile(name.seq, name.id, to)));
     }

@@ -238,6 +238,26 @@ describe("retention and recovery", () => {
     expect(await readdir(dir)).toContain("names.json");
   });
 
+  it("upgrades the rest of an older inbox around an entry that does not parse", async () => {
+    const written = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    await written.post(temp.ws, "t", { title: "damaged" });
+    const bobs = await written.post(temp.ws, "t", { title: "bob's", to: BOB });
+    const dir = temp.layout.partition("notifications").dir(temp.ws);
+    const entries = join(dir, "entries");
+    await rm(join(dir, "names.json"));
+    for (const file of await readdir(entries)) {
+      if (file.startsWith("000000000001-")) await writeFile(join(entries, file), "{");
+      else await rename(join(entries, file), join(entries, file.replace(`-${BOB}`, "")));
+    }
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    expect((await inbox.get(temp.ws, BOB, bobs.id)).title).toBe("bob's");
+    await expect(inbox.get(temp.ws, ALICE, bobs.id)).rejects.toThrow("No notification");
+    expect((await readdir(entries)).filter((f) => f.endsWith(`-${BOB}.json`))).toHaveLength(1);
+    expect(await readdir(dir)).toContain("names.json");
+    // The damaged entry is still there, and whoever reaches it is told so.
+    await expect(inbox.page(temp.ws, ALICE)).rejects.toThrow("is not valid JSON");
+  });
+
   it("sweeps a temp file an interrupted write left, and nothing else", async () => {
     const inbox = openInbox();
     await inbox.post(temp.ws, "t", { title: "kept" });
