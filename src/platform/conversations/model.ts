@@ -132,7 +132,11 @@ export function foldEvent(summary: ConversationSummary, event: ConversationEvent
   }
 }
 
-/** A stored line's event, or undefined for a torn or foreign line (never trusted as whole). */
+/**
+ * A stored line's event, or undefined for a torn or foreign line (never trusted as whole): a
+ * line is an event only if it has every field list, search and export read, of the types they
+ * read them as. An operator's hand edit or a damaged line is skipped, never thrown on.
+ */
 export function parseEventLine(line: string): ConversationEvent | undefined {
   let value: unknown;
   try {
@@ -140,9 +144,57 @@ export function parseEventLine(line: string): ConversationEvent | undefined {
   } catch {
     return undefined;
   }
-  const event = value as Partial<ConversationEvent> | null;
-  if (typeof event !== "object" || event === null) return undefined;
-  if (!Number.isSafeInteger(event.seq) || (event.seq as number) < 1) return undefined;
-  if (typeof event.at !== "string" || typeof event.type !== "string") return undefined;
-  return event as ConversationEvent;
+  return isStoredEvent(value) ? value : undefined;
+}
+
+function isStoredEvent(value: unknown): value is ConversationEvent {
+  if (!isRecord(value)) return false;
+  if (!Number.isSafeInteger(value.seq) || (value.seq as number) < 1 || typeof value.at !== "string")
+    return false;
+  switch (value.type) {
+    case "message":
+      return (
+        ROLES.includes(value.role as Role) &&
+        Array.isArray(value.content) &&
+        value.content.every(isStoredBlock)
+      );
+    case "title":
+      return typeof value.title === "string";
+    case "fork":
+      return (
+        isRecord(value.from) &&
+        typeof value.from.conversationId === "string" &&
+        Number.isSafeInteger(value.from.seq)
+      );
+    default:
+      return false;
+  }
+}
+
+function isStoredBlock(block: unknown): boolean {
+  if (!isRecord(block)) return false;
+  switch (block.type) {
+    case "text":
+      return typeof block.text === "string";
+    case "file":
+      return typeof block.fileId === "string";
+    case "tool_call":
+      return (
+        typeof block.id === "string" &&
+        typeof block.name === "string" &&
+        (block.arguments === undefined || isRecord(block.arguments))
+      );
+    case "tool_result":
+      return (
+        typeof block.toolCallId === "string" &&
+        typeof block.content === "string" &&
+        (block.isError === undefined || typeof block.isError === "boolean")
+      );
+    default:
+      return false;
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -11,7 +11,7 @@ import type { ConversationSettings } from "./config.ts";
 import type { ConversationIndexes } from "./conversation-indexes.ts";
 import { type EventPageRequest, pageEvents } from "./event-page.ts";
 import { checkedWrite } from "./limits.ts";
-import { appendLog, createLog, eventLines, logStamp, readLog } from "./log-file.ts";
+import { appendLines, appendLog, createLog, eventLines, logStamp, readLog } from "./log-file.ts";
 import {
   type ConversationEvent,
   type ConversationSummary,
@@ -111,7 +111,7 @@ export class ConversationStore implements LeftoverRules {
     const written = await this.locks.run(path, async () => {
       const { head, edited } = await this.head(path, id);
       const events = stamp(drafts, head.summary.eventCount, this.now());
-      const bytes = checkedWrite(eventLines(events), head.end, this.limits);
+      const bytes = checkedWrite(appendLines(events), head.end, this.limits);
       try {
         head.stamp = await appendLog(path, head.end, bytes);
       } catch (error) {
