@@ -23,6 +23,11 @@ export function isUnshowable(text: string): boolean {
     const code = text.charCodeAt(i);
     if (code < 0x20 || code === 0x7f) return true;
   }
+  return hasLoneSurrogate(text);
+}
+
+/** True when `text` holds half of a surrogate pair: text no encoder can write. */
+export function hasLoneSurrogate(text: string): boolean {
   return LONE_SURROGATE.test(text);
 }
 

@@ -467,6 +467,19 @@ describe("references and limits", () => {
     expect((await get("alice", c.id)).conversation.eventCount).toBe(1);
     await json(await instance.rest("alice", "GET", `${path}/cv_nope`), 404);
   });
+
+  it("says what is wrong with a title: a control character is not called half a surrogate pair", async () => {
+    const c = await create("alice", { title: "titled" });
+    const path = `/v1/workspaces/${ws}/conversations/${c.id}`;
+    const newline = await instance.rest("alice", "PATCH", path, { title: "two\nlines" });
+    expect(newline.status).toBe(400);
+    const told = ((await newline.json()) as { error: { message: string } }).error.message;
+    expect(told).toContain("no control characters");
+    expect(told).not.toContain("surrogate");
+    const half = await instance.rest("alice", "PATCH", path, { title: "half \ud800" });
+    expect(half.status).toBe(400);
+    expect(((await half.json()) as { error: { message: string } }).error.message).toContain("surrogate");
+  });
 });
 
 describe("export", () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as z from "zod";
 import type { ConversationInfo } from "../../kernel/events.ts";
-import { isUnshowable } from "../../text.ts";
+import { hasLoneSurrogate } from "../../text.ts";
 
 const CONVERSATION_ID = /^cv_[0-9a-f]{24}$/;
 /** A conversation's log: `<ws>/conversations/<owner>/cv_<24 hex>.jsonl`. */
@@ -29,7 +29,7 @@ const title = z
   .string()
   .max(MAX_TITLE_CHARS)
   .regex(/^[^\p{Cc}]*$/u, "A title has no control characters")
-  .refine((text) => !isUnshowable(text), "A title is whole Unicode text (no half of a surrogate pair)")
+  .refine((text) => !hasLoneSurrogate(text), "A title is whole Unicode text (no half of a surrogate pair)")
   .describe(`A title, up to ${MAX_TITLE_CHARS} characters.`);
 
 /** One block of a message's content. */
