@@ -14,7 +14,11 @@ import {
  * ordinal below 2^32 keeps every key an exact integer (below 2^53).
  */
 const SEQ_SPAN = 2 ** 21;
-/** Removed conversations' postings are dropped once this many bytes of them, and half the live bytes, pile up. */
+/**
+ * Removed conversations' postings are dropped (compact(), a walk of every posting in one turn of
+ * the event loop: about 250 ms at a full partition) once this many bytes of them and half the live
+ * bytes pile up; at the budget, where they keep words out, once this many or half (adr/0084).
+ */
 const COMPACT_AFTER_DEAD_BYTES = 1024 * 1024;
 
 /**
@@ -115,6 +119,11 @@ export class PartitionIndex {
     return this.bytes;
   }
 
+  /** The estimated bytes of removed conversations' postings, held until they are compacted away. */
+  get removedBytes(): number {
+    return this.deadBytes;
+  }
+
   /** How many conversations have words the index left out (adr/0078). */
   get partialCount(): number {
     let count = 0;
@@ -206,7 +215,6 @@ export class PartitionIndex {
 
   /** The index as snapshot records, each of bounded size, made one at a time as they are written. */
   *snapshotRecords(): Generator<SnapshotRecord> {
-    this.compact();
     const conversations = [...this.entries.values()];
     for (let at = 0; at < conversations.length; at += CONVERSATIONS_PER_RECORD) {
       yield {
@@ -224,7 +232,11 @@ export class PartitionIndex {
     let chunk: Record<string, string> = {};
     let chars = 0;
     for (const [word, value] of this.postings) {
-      const encoded = Buffer.from(Float64Array.from(keysOf(value)).buffer).toString("base64");
+      // Removed conversations' postings are left out word by word, not compacted away first in one
+      // turn (adr/0084); a snapshot holds none, since an index loaded from it could not count them.
+      const keys = this.deadBytes === 0 ? keysOf(value) : keysOf(value).filter((key) => this.isLive(key));
+      if (keys.length === 0) continue;
+      const encoded = Buffer.from(Float64Array.from(keys).buffer).toString("base64");
       chunk[word] = encoded;
       chars += word.length + encoded.length;
       if (chars >= POSTINGS_CHARS_PER_RECORD) {
@@ -269,7 +281,8 @@ export class PartitionIndex {
           bytes,
           postings: count,
           partial,
-          cost: ENTRY_BYTES + count * POSTING_BYTES,
+          // Its postings' bytes are added as the postings records are read, after these.
+          cost: ENTRY_BYTES,
         };
         this.entries.set(summary.id, entry);
         this.byOrdinal[ordinal] = entry;
@@ -286,6 +299,13 @@ export class PartitionIndex {
       for (let i = 0; i < keys.length; i++) keys[i] = raw.readDoubleLE(i * 8);
       this.postings.set(word, keys.length === 1 ? (keys[0] as number) : keys);
       this.bytes += wordBytes(word, keys.length);
+      // Each conversation is charged what `add` charged it (keys are in the order they were
+      // added), not only its postings' 12 bytes: a removal counts what it frees, which decides
+      // when a partition at its budget makes room for new words again (adr/0084).
+      keys.forEach((key, at) => {
+        const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
+        if (entry) entry.cost += addedBytes(word, at);
+      });
     }
     return true;
   }
@@ -294,7 +314,16 @@ export class PartitionIndex {
   private index(entry: Entry, event: ConversationEvent): void {
     const text = eventText(event);
     if (text === "") return;
-    if (this.bytes >= this.limits.partitionBytes && this.deadBytes > 0) this.compact();
+    // At the budget, removed conversations' postings keep this event's words out, so they are
+    // compacted away sooner than `remove` would, but only once they are 1 MiB or half the live
+    // bytes: compacting for every removal made each event after one walk every posting, 220–315 ms
+    // for a full partition (adr/0084; partition-index.test.ts "at its budget").
+    if (
+      this.bytes >= this.limits.partitionBytes &&
+      (this.deadBytes >= COMPACT_AFTER_DEAD_BYTES || this.deadBytes * 2 >= this.bytes - this.deadBytes)
+    ) {
+      this.compact();
+    }
     const room =
       this.bytes >= this.limits.partitionBytes
         ? 0
@@ -312,13 +341,13 @@ export class PartitionIndex {
     const value = this.postings.get(word);
     if (value === undefined) {
       this.postings.set(word, key);
-      this.bytes += WORD_BYTES + word.length;
+      this.bytes += addedBytes(word, 0);
     } else if (typeof value === "number") {
       this.postings.set(word, [value, key]);
-      this.bytes += LIST_BYTES + 2 * POSTING_BYTES;
+      this.bytes += addedBytes(word, 1);
     } else {
+      this.bytes += addedBytes(word, value.length);
       value.push(key);
-      this.bytes += POSTING_BYTES;
     }
   }
 
@@ -327,7 +356,7 @@ export class PartitionIndex {
     if (this.deadBytes === 0) return;
     let bytes = this.entries.size * ENTRY_BYTES;
     for (const [word, value] of this.postings) {
-      const live = keysOf(value).filter((key) => this.byOrdinal[Math.floor(key / SEQ_SPAN)] !== undefined);
+      const live = keysOf(value).filter((key) => this.isLive(key));
       if (live.length === 0) {
         this.postings.delete(word);
         continue;
@@ -339,11 +368,25 @@ export class PartitionIndex {
     this.deadBytes = 0;
   }
 
+  /** Whether a posting is of a conversation the index still holds. */
+  private isLive(key: number): boolean {
+    return this.byOrdinal[Math.floor(key / SEQ_SPAN)] !== undefined;
+  }
+
   private unorder(summary: ConversationSummary): void {
     // The entry just before the first one after it: the summary itself.
     const at = firstAfter(this.order, summary) - 1;
     if (this.order[at] === summary) this.order.splice(at, 1);
   }
+}
+
+/**
+ * The estimated bytes a word's posting at `at` adds: the first, the word itself; the second, the
+ * array both are moved into; each later one, its slot.
+ */
+function addedBytes(word: string, at: number): number {
+  if (at === 0) return WORD_BYTES + word.length;
+  return at === 1 ? LIST_BYTES + 2 * POSTING_BYTES : POSTING_BYTES;
 }
 
 /** The estimated bytes of one word with `count` postings. */

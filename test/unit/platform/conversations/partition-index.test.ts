@@ -180,4 +180,65 @@ describe("the partition index", () => {
     }
     expect(index.estimatedBytes).toBeLessThan(2 * 30 * 2_000 * 100);
   });
+
+  it("at its budget, compacts removed conversations once they are 1 MiB, not at the next event after every removal", () => {
+    // Each removal used to make the next event walk every posting: 220–315 ms at 64 MiB (adr/0084).
+    const limits = { ...INDEX_LIMITS, partitionBytes: 8 * 1024 * 1024 };
+    const index = new PartitionIndex(limits);
+    for (let n = 1; n <= 8; n++) {
+      const events = Array.from({ length: 8 }, (_, i) => said(i + 2, n, distinctText(2_000)));
+      index.apply(id(n), [title(1, n, ""), ...events], 1);
+    }
+    expect(index.estimatedBytes).toBeGreaterThanOrEqual(limits.partitionBytes);
+    const removed: number[] = [];
+    for (let k = 1; k <= 200; k++) {
+      index.apply(id(100 + k), [title(1, 10, "")], 1);
+      index.remove(id(100 + k));
+      index.apply(id(1), [said(9 + k, 10, `hello ${k}`)], 1);
+      removed.push(index.removedBytes);
+    }
+    expect(removed[0]).toBeGreaterThan(0);
+    expect(removed).toEqual(removed.map((_, k) => (k + 1) * (removed[0] as number)));
+    // Removing a large conversation takes them past 1 MiB, not past half the live bytes, so
+    // `remove` leaves them; the next event compacts them away and its words are indexed.
+    index.remove(id(2));
+    expect(index.removedBytes).toBeGreaterThan(1024 * 1024);
+    index.apply(id(1), [said(300, 11, "okapi")], 1);
+    expect(index.removedBytes).toBe(0);
+    expect(index.estimatedBytes).toBeLessThan(limits.partitionBytes);
+    expect(index.search("okapi", undefined, 10).hits.map((h) => h.seqs)).toEqual([[300]]);
+  });
+
+  it("snapshots without a removed conversation's postings, and leaves compacting them to its rules", async () => {
+    const index = new PartitionIndex();
+    index.apply(id(1), [title(1, 0, ""), said(2, 0, `gone ${distinctText(100)}`)], 1);
+    index.apply(id(2), [title(1, 1, ""), said(2, 1, `kept ${distinctText(100)}`)], 1);
+    index.remove(id(1));
+    const removed = index.removedBytes;
+    expect(removed).toBeGreaterThan(0);
+    const copy = await roundTrip(index);
+    expect(index.removedBytes).toBe(removed);
+    expect(copy?.search("gone", undefined, 10).hits).toEqual([]);
+    expect(copy?.search("kept", undefined, 10).hits.map((h) => h.summary.id)).toEqual([id(2)]);
+    expect(copy?.estimatedBytes).toBeLessThan(index.estimatedBytes - removed / 2);
+  });
+
+  it("counts a conversation loaded from its snapshot as many bytes when removed as when it was indexed", async () => {
+    // What a removal counts decides when the budget makes room for new words (adr/0084).
+    const index = new PartitionIndex();
+    index.apply(id(1), [title(1, 0, "shared"), said(2, 0, distinctText(2_000))], 1);
+    index.apply(
+      id(2),
+      [title(1, 1, "shared"), said(2, 1, distinctText(2_000)), said(3, 1, distinctText(2_000))],
+      1,
+    );
+    const copy = await roundTrip(index);
+    index.remove(id(1));
+    copy?.remove(id(1));
+    expect(index.removedBytes).toBeGreaterThan(2_000 * 64);
+    expect(copy?.removedBytes).toBe(index.removedBytes);
+    index.remove(id(2));
+    copy?.remove(id(2));
+    expect(copy?.removedBytes).toBe(index.removedBytes);
+  });
 });
