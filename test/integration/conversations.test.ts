@@ -482,6 +482,34 @@ describe("references and limits", () => {
   });
 });
 
+describe("a search query", () => {
+  it("refuses a query with a word longer than 64 characters, naming the limit, over REST and MCP", async () => {
+    // Such a word was dropped from the query, which then matched conversations without it.
+    const zebra = await create("alice", { title: "zebra only", events: [text("user", "a zebra")] });
+    expect((await search("alice", "zebra")).results.map((r) => r.conversation.id)).toContain(zebra.id);
+    const path = `/v1/workspaces/${ws}/conversations/search?query=`;
+    for (const query of [`zebra ${"a".repeat(65)}`, "b".repeat(65), `ｚｅｂｒａ ${"Ｃ".repeat(65)}`]) {
+      const refused = await json<{ error: { code: string; message: string } }>(
+        await instance.rest("alice", "GET", `${path}${encodeURIComponent(query)}`),
+        400,
+      );
+      expect(refused.error.code).toBe("invalid_input");
+      expect(refused.error.message).toContain("up to 64");
+      expect(refused.error.message).toContain("Leave it out");
+    }
+    const alice = await instance.mcpClient("alice", ws);
+    const viaMcp = await call(alice, "search", { query: `zebra ${"a".repeat(65)}` });
+    expect(viaMcp.isError).toBe(true);
+    expect(JSON.stringify(viaMcp.content)).toContain("up to 64");
+    // 64 is a word: a SHA-256 in hex is found.
+    const hash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    const hashed = await create("alice", { title: "digest", events: [text("user", `digest ${hash}`)] });
+    expect((await search("alice", hash.toUpperCase())).results.map((r) => r.conversation.id)).toEqual([
+      hashed.id,
+    ]);
+  });
+});
+
 describe("export", () => {
   it("round-trips the text, as Markdown and as JSON", async () => {
     const words = [

@@ -1,7 +1,10 @@
 import type { ContentBlock, ConversationEvent } from "./model.ts";
 
-/** Longer runs are not words anyone searches for (a base64 blob, a hash). */
-const MAX_TOKEN_CHARS = 64;
+/**
+ * Longer runs are not words anyone searches for (a base64 blob, a long hash): the index keeps
+ * none, and a query naming one is refused (finder.ts), not answered as if it were not there.
+ */
+export const MAX_TOKEN_CHARS = 64;
 const WORD = /[\p{L}\p{N}]+/gu;
 const ANY_WORD = /[\p{L}\p{N}]/u;
 const NON_ASCII = /[^ -~\t\n\r]/;
@@ -42,13 +45,24 @@ export function tokenize(text: string): string[] {
 export function distinctWords(text: string, max: number): { words: string[]; more: boolean } {
   const words = new Set<string>();
   if (max <= 0) return { words: [], more: ANY_WORD.test(text) };
-  // NFKC changes nothing in printable ASCII text, so most text skips its copy.
-  const normal = NON_ASCII.test(text) ? text.normalize("NFKC") : text;
-  for (const match of normal.toLowerCase().matchAll(WORD)) {
+  for (const match of normalize(text).matchAll(WORD)) {
     const word = match[0];
     if (word.length > MAX_TOKEN_CHARS || words.has(word)) continue;
     if (words.size === max) return { words: [...words], more: true };
     words.add(word);
   }
   return { words: [...words], more: false };
+}
+
+/** The first word of a text longer than MAX_TOKEN_CHARS, read as `tokenize` reads it; undefined when none is. */
+export function overlongWord(text: string): string | undefined {
+  for (const match of normalize(text).matchAll(WORD)) {
+    if (match[0].length > MAX_TOKEN_CHARS) return match[0];
+  }
+  return undefined;
+}
+
+function normalize(text: string): string {
+  // NFKC changes nothing in printable ASCII text, so most text skips its copy.
+  return (NON_ASCII.test(text) ? text.normalize("NFKC") : text).toLowerCase();
 }

@@ -1,6 +1,6 @@
 import { InvalidInput } from "../../errors.ts";
 import type { ConversationIndexes } from "./conversation-indexes.ts";
-import { tokenize } from "./event-text.ts";
+import { MAX_TOKEN_CHARS, overlongWord, tokenize } from "./event-text.ts";
 import { checkLimit, decodeListCursor, encodeListCursor } from "./list-order.ts";
 import type { ConversationEvent, ConversationSummary } from "./model.ts";
 import type { ConversationStore } from "./store.ts";
@@ -70,11 +70,7 @@ export async function searchConversations(
   ownerId: string,
   request: PageRequest & { query: string },
 ): Promise<SearchPage> {
-  if (request.query.length > MAX_QUERY_CHARS || tokenize(request.query).length === 0) {
-    throw new InvalidInput(
-      `query is one or more words (letters or digits), up to ${MAX_QUERY_CHARS} characters.`,
-    );
-  }
+  checkQuery(request.query);
   const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
   const after = request.cursor === undefined ? undefined : decodeListCursor(request.cursor);
   const found = await indexes.read(workspaceId, ownerId, ({ index, logsRead }) => ({
@@ -105,4 +101,22 @@ export async function searchConversations(
   return found.more && last
     ? { results, nextCursor: encodeListCursor(last.summary), index }
     : { results, index };
+}
+
+/** Refuses a query that search cannot answer as asked. */
+function checkQuery(query: string): void {
+  const shape = `query is one or more words (letters or digits), up to ${MAX_QUERY_CHARS} characters.`;
+  if (query.length > MAX_QUERY_CHARS) throw new InvalidInput(shape);
+  // Refused, not searched without it: the index keeps no word this long, and dropping it from the
+  // query answered conversations without it as holding every word (conversations.test.ts
+  // "refuses a query with a word longer than 64 characters").
+  const long = overlongWord(query);
+  if (long !== undefined) {
+    throw new InvalidInput(
+      `query word "${long.slice(0, 16)}…" is ${long.length} letters or digits long; search finds whole words ` +
+        `of up to ${MAX_TOKEN_CHARS} letters or digits, and longer ones (a long hash, a base64 blob) are not indexed. ` +
+        "Leave it out and search for other words of the same message.",
+    );
+  }
+  if (tokenize(query).length === 0) throw new InvalidInput(shape);
 }
