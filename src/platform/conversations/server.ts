@@ -3,6 +3,7 @@ import * as z from "zod";
 import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput } from "../platform-tool.ts";
 import { DEFAULT_EVENT_PAGE, EVENT_ORDERS, MAX_EVENT_PAGE } from "./event-page.ts";
+import { MAX_TOKEN_CHARS } from "./event-text.ts";
 import { EXPORT_FORMATS, toJsonExport, toMarkdown } from "./export.ts";
 import {
   DEFAULT_LIST_PAGE,
@@ -115,7 +116,11 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         "Find your conversations in this workspace with a message holding every word of `query` (case-insensitive, whole words), " +
         "most recently updated first, each with its matching events.",
       inputSchema: platformInput({
-        query: z.string().min(1).max(MAX_QUERY_CHARS).describe("Words to find, e.g. invoice march."),
+        query: z
+          .string()
+          .min(1)
+          .max(MAX_QUERY_CHARS)
+          .describe(`Words to find, each up to ${MAX_TOKEN_CHARS} letters or digits, e.g. invoice march.`),
         ...pageInput("Conversations", MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE),
       }),
       annotations: { title: "Search conversations", readOnlyHint: true },
