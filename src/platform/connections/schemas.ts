@@ -11,7 +11,15 @@ import { checkUniqueItemsLinearly } from "../json-schema/unique-items.ts";
 // Remote servers write their schemas in draft-07 (most generators) or 2020-12 (MCP's default
 // dialect); each is compiled by the ajv that speaks it. Unknown keywords are a server's own
 // business, so strict mode is off; formats are checked. Patterns are matched by RE2 (ADR 0064).
-const options = { strict: false, allErrors: true, validateSchema: true, code: { regExp: linearRegExp } };
+// A `$ref` is compiled once and called, never inlined where it is named: a server's small schema
+// naming one large definition many times would compile to code its size times theirs (ADR 0085).
+const options = {
+  strict: false,
+  allErrors: true,
+  validateSchema: true,
+  inlineRefs: false,
+  code: { regExp: linearRegExp },
+};
 const draft07 = new Ajv(options);
 const draft2020 = new Ajv2020(options);
 for (const ajv of [draft07, draft2020]) {

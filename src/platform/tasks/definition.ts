@@ -76,6 +76,9 @@ function applyChange(
   definer: Definer,
   settings: TaskSettings,
 ): Task {
+  // Measured before anything is compiled: a schema's compile costs time and memory with its
+  // size, so a definition too large to keep is refused before it is paid for (ADR 0085).
+  checkDefinitionSize(proposed(base, body));
   const task: Task = { ...base };
   if (body.name !== undefined) task.name = checkName(body.name);
   if (body.description !== undefined) task.description = checkDescription(body.description);
@@ -113,10 +116,24 @@ function applyChange(
       "A task with a trigger runs with an empty input, and its inputSchema refuses one: make its fields optional or remove the trigger.",
     );
   }
-  if (Buffer.byteLength(JSON.stringify(task)) > MAX_DEFINITION_BYTES) {
+  checkDefinitionSize(task);
+  return task;
+}
+
+/** `base` with `body`'s fields as given, unchecked (`null` removes): what the change would store. */
+function proposed(base: Task, body: Record<string, unknown>): Record<string, unknown> {
+  const next: Record<string, unknown> = { ...base };
+  for (const [field, value] of Object.entries(body)) {
+    if (value === null) delete next[field];
+    else next[field] = value;
+  }
+  return next;
+}
+
+function checkDefinitionSize(definition: unknown): void {
+  if (Buffer.byteLength(JSON.stringify(definition)) > MAX_DEFINITION_BYTES) {
     throw new InvalidInput(`A task's definition is at most ${MAX_DEFINITION_BYTES} bytes as JSON.`);
   }
-  return task;
 }
 
 function checkFields(body: Record<string, unknown>): void {

@@ -55,4 +55,18 @@ describe("a remote tool's input schema", () => {
     expect(compileInputSchema(listed())({})).toBe(false);
     expect(compileInputSchema(listed())({ q: 1 })).toBe(true);
   });
+
+  it("compiles each $ref once: a definition named from many places is not copied into each", () => {
+    const properties = Object.fromEntries(
+      Array.from({ length: 60 }, (_, n) => [`p${n}`, { type: "string" }]),
+    );
+    const schema = {
+      type: "object",
+      $defs: { d: { properties } },
+      allOf: Array.from({ length: 60 }, () => ({ $ref: "#/$defs/d" })),
+    };
+    const validate = compileInputSchema(tool(schema));
+    expect(validate.toString().length).toBeLessThan(10 * JSON.stringify(schema).length);
+    expect(validate({ p59: 1 })).toBe(false);
+  });
 });

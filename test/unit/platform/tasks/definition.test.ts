@@ -118,4 +118,18 @@ describe("a task's definition", () => {
       defineTask({ name: "t", action, inputSchema: recursive }, definer, TASK_DEFAULTS, ids).inputSchema,
     ).toBe(recursive);
   });
+
+  it("refuses a definition over 64 KB before compiling its schemas", () => {
+    // A schema ajv would refuse, padded past the bound: the size is what is answered, so nothing
+    // was compiled first (a schema's compile costs time and memory with its size).
+    const inputSchema = { type: "not a type", description: "x".repeat(70_000) };
+    const tooLarge = "A task's definition is at most 65536 bytes as JSON.";
+    expect(() => defineTask({ name: "t", action, inputSchema }, definer, TASK_DEFAULTS, ids)).toThrow(
+      tooLarge,
+    );
+    const task = defineTask({ name: "t", action }, definer, TASK_DEFAULTS, ids);
+    expect(() => redefineTask(task, { outputSchema: inputSchema }, definer, TASK_DEFAULTS, ids.now)).toThrow(
+      tooLarge,
+    );
+  });
 });

@@ -63,4 +63,20 @@ describe("a task's schema", () => {
       warn.mockRestore();
     }
   });
+
+  it("compiles each $ref once: a definition named from many places is not copied into each", () => {
+    // The reviewer's shape, smaller: inlined, 60 $refs to 60 properties compiled to 1 MB of code
+    // (200 × 200, 9 KB of JSON, to 12 MB in 4 s; 40 KB ran the process out of memory).
+    const properties = Object.fromEntries(
+      Array.from({ length: 60 }, (_, n) => [`p${n}`, { type: "string" }]),
+    );
+    const schema = {
+      $defs: { d: { properties } },
+      allOf: Array.from({ length: 60 }, () => ({ $ref: "#/$defs/d" })),
+    };
+    const validate = compileSchema("inputSchema", schema);
+    expect(validate.toString().length).toBeLessThan(10 * JSON.stringify(schema).length);
+    expect(schemaErrors(validate, { p59: 1 })[0]).toBe("/p59 must be string");
+    expect(schemaErrors(validate, { p59: "a" })).toEqual([]);
+  });
 });
