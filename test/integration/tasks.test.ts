@@ -664,6 +664,68 @@ describe("owners and the wall", () => {
     });
   });
 
+  it("only its owner changes a shared task's inputSchema: an admin cannot choose what the owner's action receives", async () => {
+    // The reviewer's scenario: bob shares a task reading a harmless file of his; alice, an admin,
+    // added an inputSchema and ran it with input {id: <bob's private file>}, merged over the
+    // action's arguments, so the run read bob's secret as bob.
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws } = started;
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+    const upload = async (name: string, text: string) => {
+      const response = await started.instance.rest(
+        "bob",
+        "POST",
+        `/v1/workspaces/${ws}/files?name=${name}`,
+        text,
+        {
+          "content-type": "text/plain",
+        },
+      );
+      expect(response.status).toBe(201);
+      return ((await response.json()) as { id: string }).id;
+    };
+    const harmless = await upload("public.txt", "nothing to see");
+    const secret = await upload("secret.txt", "BOB-SECRET-42");
+    const task = await createTask(instance, "bob", ws, {
+      name: "read the public note",
+      action: { tool: "files__read", arguments: { id: harmless } },
+      visibility: "shared",
+    });
+    for (const body of [
+      { inputSchema: { type: "object" } },
+      { inputSchema: null },
+      { name: "renamed", inputSchema: { type: "object" } },
+    ]) {
+      const refused = await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), body);
+      expect(refused.status, JSON.stringify(body)).toBe(403);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+        "Only the task's owner changes its inputSchema",
+      );
+    }
+    const viaMcp = await (await instance.mcpClient("alice", ws)).callTool({
+      name: "tasks__update",
+      arguments: { id: task.id, inputSchema: { type: "object" } },
+    });
+    expect(viaMcp.isError).toBe(true);
+    const kept = (await (await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).json()) as Task;
+    expect(kept.name).toBe("read the public note");
+    expect(kept.inputSchema).toBeUndefined();
+    // So alice's run takes no input, and cannot name bob's file.
+    const run = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { id: secret },
+    });
+    expect(run.status).toBe(400);
+    // An admin still changes the other fields; the owner changes the inputSchema.
+    expect(
+      (await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), { name: "renamed" })).status,
+    ).toBe(200);
+    const owners = await instance.rest("bob", "PATCH", tasksPath(ws, `/${task.id}`), {
+      inputSchema: { type: "object" },
+    });
+    expect(owners.status).toBe(200);
+  });
+
   it("a task calling a tool its credential's scopes do not cover is refused as that credential's call would be", async () => {
     const started = await startAt(Date.UTC(2026, 0, 1));
     instance = started.instance;

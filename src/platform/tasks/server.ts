@@ -103,7 +103,7 @@ export function createTasksTools(tasks: Tasks): AppTools {
     {
       description:
         "Change a task: give only the fields to change. null removes the trigger or a schema. " +
-        "The owner and workspace admins change a shared task; only the owner changes its action.",
+        "The owner and workspace admins change a shared task; only the owner changes its action and inputSchema.",
       inputSchema: platformInput({
         id: taskId,
         ...definition,

@@ -12,6 +12,8 @@ import type { TaskSchedules } from "./schedule.ts";
 import type { TaskStore } from "./store.ts";
 
 export const DEFAULT_RUNS_PAGE = 20;
+/** What a task's runs do as its owner: changed by the owner alone (ADR 0044, 0086). */
+const OWNERS_FIELDS = ["action", "inputSchema"] as const;
 export const MAX_RUNS_PAGE = 100;
 
 /** What starting a run may say: an input, the run it retries, an idempotency key. */
@@ -36,7 +38,7 @@ const noRun = () => new NotFound("run_not_found", "No run with that id in this w
  * The tasks of a workspace as one member sees and changes them; the tools and the REST routes
  * both call this, so the two cannot disagree. A task is its owner's alone unless shared: then
  * every member sees and runs it, and only its owner and workspace admins change it. Its action
- * is changed by its owner alone, since every run acts as the owner.
+ * and input schema are changed by its owner alone, since every run acts as the owner.
  */
 export class Tasks {
   constructor(
@@ -72,8 +74,14 @@ export class Tasks {
 
   async update(asker: Definer, id: unknown, body: Record<string, unknown>): Promise<Task> {
     const task = await this.changeable(asker, id);
-    if (body.action !== undefined && asker.principalId !== task.ownerId) {
-      throw new Forbidden("Only the task's owner changes its action: every run acts as the owner.");
+    // The input schema says what a run may merge over the action's arguments, so it chooses what
+    // the owner's action receives as much as the action does: an admin who loosened it could have
+    // a shared task read the owner's private files (ADR 0086; tasks.test.ts "only its owner").
+    const ownersOnly = OWNERS_FIELDS.filter((field) => body[field] !== undefined);
+    if (ownersOnly.length > 0 && asker.principalId !== task.ownerId) {
+      throw new Forbidden(
+        `Only the task's owner changes its ${ownersOnly.join(" or ")}: every run acts as the owner, with its input merged over the action's arguments. An admin may change its other fields or delete it.`,
+      );
     }
     // Checked once here so a bad change writes nothing, and again on the reread record.
     redefineTask(task, body, asker, this.settings, this.now());
