@@ -45,17 +45,17 @@ export class TaskSchedules {
   /**
    * (Re)arms the task's job to its current trigger; a task without one has none, and neither has
    * one whose trigger today's rules refuse (stored before a rule, or before tasks.minIntervalSeconds
-   * was raised): it is logged, and runs again once its owner updates the trigger.
+   * was raised): it is logged, and runs again once its owner updates the trigger. True when armed.
    */
-  arm(task: Task): void {
+  arm(task: Task): boolean {
     const name = jobName(task);
     this.deps.scheduler.remove(name);
-    if (!task.trigger) return;
+    if (!task.trigger) return false;
     const { workspaceId, id } = task;
     const refused = triggerRefusal(task.trigger, this.deps.minIntervalSeconds);
     if (refused) {
       this.deps.log.warn({ workspaceId, taskId: id, reason: refused }, "task trigger not armed");
-      return;
+      return false;
     }
     this.deps.scheduler.add({
       name,
@@ -66,6 +66,7 @@ export class TaskSchedules {
       workspaces: () => [workspaceId],
       run: () => this.fire(workspaceId, id, this.deps.clock()),
     });
+    return true;
   }
 
   disarm(task: Pick<Task, "workspaceId" | "id">): void {
@@ -89,12 +90,14 @@ export class TaskSchedules {
 
   /**
    * At boot: every triggered task (read from the schedule index, ADR 0056) is armed, and one whose
-   * schedule was missed runs once now. Only the job is kept: a fire reads the task afresh.
+   * schedule was missed runs once now. Only the job is kept: a fire reads the task afresh. A
+   * trigger today's rules refuse is not armed and has no catch-up either: it would run at every
+   * boot (schedule.test.ts "no catch-up for a trigger not armed").
    */
   async armAll(triggered: readonly Task[]): Promise<void> {
     this.adopting = true;
     for (const task of triggered) {
-      this.arm(task);
+      if (!this.arm(task)) continue;
       const missed = missedSince(task, this.deps.clock());
       if (missed) await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
     }

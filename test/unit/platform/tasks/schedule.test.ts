@@ -91,6 +91,37 @@ describe("arming a stored trigger", () => {
 });
 
 describe("a schedule's fire", () => {
+  it("no catch-up for a trigger not armed: one today's rules refuse does not run at every boot", async () => {
+    const started: string[] = [];
+    const stored = (id: string, trigger: Task["trigger"]) =>
+      ({
+        id,
+        workspaceId: "ws_0000000000000001",
+        ownerId: "usr_1",
+        trigger,
+        createdAt: "2026-01-01T00:00:00.000Z",
+        lastScheduledAt: "2026-01-01T00:00:00.000Z",
+      }) as Task;
+    // Stored every 60 s; tasks.minIntervalSeconds has since been raised to 3600.
+    const refused = stored("tsk_refused", { everySeconds: 60 });
+    const allowed = stored("tsk_allowed", { everySeconds: 3600 });
+    const deps = {
+      scheduler: { add: () => undefined, remove: () => undefined, has: () => false },
+      workspaces: { get: () => ({}), roleOf: () => "member" },
+      users: { isDeactivated: () => false },
+      store: {
+        taskIn: async (_ws: string, id: string) => (id === refused.id ? refused : allowed),
+        update: async (task: Task, change: (current: Task) => Task) => change(task),
+      },
+      runner: { start: async (task: Task) => void started.push(task.id) },
+      clock: () => Date.parse("2026-01-01T02:30:00Z"),
+      log: memoryLog().log,
+      minIntervalSeconds: 3600,
+    } as unknown as ScheduleDeps;
+    await new TaskSchedules(deps).armAll([refused, allowed]);
+    expect(started).toEqual(["tsk_allowed"]);
+  });
+
   it("records the instant as acted on before its run starts, so a crash between never runs it twice", async () => {
     const calls: string[] = [];
     const task = {
