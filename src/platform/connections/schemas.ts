@@ -8,16 +8,21 @@ import { compileLinear, linearRegExp, UnmatchablePattern } from "../json-schema/
 import { subschemas } from "../json-schema/subschemas.ts";
 import { checkUniqueItemsLinearly } from "../json-schema/unique-items.ts";
 
+const MULTIPLE_OF_DECIMALS = 9;
+
 // Remote servers write their schemas in draft-07 (most generators) or 2020-12 (MCP's default
 // dialect); each is compiled by the ajv that speaks it. Unknown keywords are a server's own
 // business, so strict mode is off; formats are checked. Patterns are matched by RE2 (ADR 0064).
 // A `$ref` is compiled once and called, never inlined where it is named: a server's small schema
 // naming one large definition many times would compile to code its size times theirs (ADR 0085).
+// `multipleOf` is compared to 9 decimal places, so `multipleOf: 0.1` takes 0.3 (binary floating
+// point alone says 0.3 / 0.1 is not whole).
 const options = {
   strict: false,
   allErrors: true,
   validateSchema: true,
   inlineRefs: false,
+  multipleOfPrecision: MULTIPLE_OF_DECIMALS,
   code: { regExp: linearRegExp },
 };
 const draft07 = new Ajv(options);

@@ -69,4 +69,12 @@ describe("a remote tool's input schema", () => {
     expect(validate.toString().length).toBeLessThan(10 * JSON.stringify(schema).length);
     expect(validate({ p59: 1 })).toBe(false);
   });
+
+  it("checks a decimal multipleOf to 9 places: 0.3 is a multiple of 0.1, 0.35 is not", () => {
+    const validate = compileInputSchema(
+      tool({ type: "object", properties: { n: { type: "number", multipleOf: 0.1 } } }),
+    );
+    expect(validate({ n: 0.3 })).toBe(true);
+    expect(validate({ n: 0.35 })).toBe(false);
+  });
 });

@@ -79,4 +79,11 @@ describe("a task's schema", () => {
     expect(schemaErrors(validate, { p59: 1 })[0]).toBe("/p59 must be string");
     expect(schemaErrors(validate, { p59: "a" })).toEqual([]);
   });
+
+  it("checks a decimal multipleOf to 9 places: 0.3 is a multiple of 0.1, 0.35 is not", () => {
+    const validate = compileSchema("inputSchema", { type: "number", multipleOf: 0.1 });
+    expect(schemaErrors(validate, 0.3)).toEqual([]);
+    expect(schemaErrors(validate, 0.7)).toEqual([]);
+    expect(schemaErrors(validate, 0.35)).toEqual(["(the value) must be multiple of 0.1"]);
+  });
 });
