@@ -431,6 +431,40 @@ describe("runs", () => {
     await instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`));
   });
 
+  it("a run started while its task is deleted is refused or cancelled with it: nothing of it outlives the task", async () => {
+    // The reviewer's race: a start arriving while DELETE cancelled the runs it had found got 201
+    // and ran as the owner after the 204, its record (and result file) left behind.
+    const task = await createTask(instance, "alice", ws, {
+      name: "deleted while starting",
+      action: { tool: "probe__hang", arguments: {} },
+      limits: { maxConcurrentRuns: 5 },
+    });
+    const reached = probe.hanging;
+    const open = probe.hanging - probe.cancelled;
+    await startRun(instance, "alice", ws, task.id);
+    await settle();
+    const start = () => instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {});
+    const [deleted, ...starts] = await Promise.all([
+      instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`)),
+      start(),
+      start(),
+      start(),
+    ]);
+    expect(deleted.status).toBe(204);
+    for (const started of starts) expect([201, 404]).toContain(started.status);
+    expect((await start()).status).toBe(404);
+    // Every call the task made is cancelled, and no record of its runs is left.
+    await vi.waitFor(() => expect(probe.hanging - probe.cancelled).toBe(open));
+    expect(probe.hanging - reached).toBeGreaterThan(0);
+    const dir = join(instance.root, ws, "tasks", alice, "runs");
+    const left: Run[] = [];
+    for (const name of (await readdir(dir)).filter((n) => n.endsWith(".json"))) {
+      const run = JSON.parse(await readFile(join(dir, name), "utf8")) as Run;
+      if (run.taskId === task.id) left.push(run);
+    }
+    expect(left).toEqual([]);
+  });
+
   it("a private task is invisible to another member: the same answer as a task that does not exist", async () => {
     const task = await createTask(instance, "alice", ws, { name: "mine", action: echo() });
     const run = await startRun(instance, "alice", ws, task.id);

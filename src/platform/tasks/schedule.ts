@@ -131,20 +131,31 @@ export class TaskSchedules {
     // The instant is recorded as acted on before its run starts: a crash between the two leaves
     // it run (and recorded interrupted) or not run, never caught up again as missed at the next
     // boot, which would run it twice.
-    await this.deps.store.update(task, (current) => {
+    const recorded = await this.deps.store.update(task, (current) => {
       const { ownerInactiveSince: _was, ...rest } = current;
       return ownerActive
         ? { ...rest, lastScheduledAt: scheduledFor }
         : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
     });
+    if (!recorded?.trigger) {
+      // Deleted or untriggered while this fire read it: the copy read before is not run.
+      this.disarm({ workspaceId, id: taskId });
+      return;
+    }
     try {
-      await this.deps.runner.start(task, {
-        trigger: "schedule",
-        startedBy: task.ownerId,
-        input: {},
-        scheduledFor,
-        ...(missedMs === undefined ? {} : { missedSince: new Date(missedMs).toISOString() }),
-      });
+      // Under the task's lock, from the task as it is then: a delete that began since finds no
+      // run to miss, and this start finds no task (schedule.test.ts "a fire racing a delete").
+      await this.deps.store.whileExists(recorded, (current) =>
+        current.trigger
+          ? this.deps.runner.start(current, {
+              trigger: "schedule",
+              startedBy: current.ownerId,
+              input: {},
+              scheduledFor,
+              ...(missedMs === undefined ? {} : { missedSince: new Date(missedMs).toISOString() }),
+            })
+          : Promise.resolve(undefined),
+      );
     } catch (error) {
       if (!(error instanceof ConcurrencyLimit)) throw error;
       // Limits hold across triggers: a schedule that finds the task at its limit is skipped.

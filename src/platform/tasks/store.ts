@@ -59,7 +59,11 @@ export class TaskStore implements LeftoverRules {
   private readonly tasks: OwnedRecords<Task>;
   private readonly runs: OwnedRecords<Run>;
   private readonly loaded: IdleCache<LoadedWorkspace>;
-  /** One update of a task at a time, its schedule entry and loaded copy included. */
+  /**
+   * One change of a task at a time — an update (its schedule entry and loaded copy included), a
+   * run's start, its deletion — so a start never falls between a delete's finding the task's runs
+   * and its removing them, and an update never puts a deleted task back in memory.
+   */
   private readonly taskLocks = new KeyedLock();
   /** One create per workspace at a time: its bounds count what is written (ADR 0079). */
   private readonly createLocks = new KeyedLock();
@@ -166,16 +170,38 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Removes the task, then its runs with their result files. A crash part way leaves runs whose
-   * task is gone: the next read of the workspace's runs finds them and forgets them (`orphaned`).
+   * Calls `start` with the task as it is now, under the task's lock, and answers what it did;
+   * undefined, starting nothing, when the task is gone. A delete waits for a start in progress, so
+   * it finds the run the start recorded and stops it; a start after a delete finds no task
+   * (tasks.test.ts "a run started while its task is deleted").
    */
-  async delete(task: Task): Promise<void> {
-    // The run ids come from the loaded runs, so they are read before the task is gone.
+  async whileExists<R>(
+    task: Pick<Task, "workspaceId" | "id">,
+    start: (current: Task) => Promise<R>,
+  ): Promise<R | undefined> {
+    return this.taskLocks.run(taskKey(task), async () => {
+      const current = await this.taskIn(task.workspaceId, task.id);
+      return current && start(current);
+    });
+  }
+
+  /**
+   * Removes the task, then its runs with their result files. The task is gone first, under its
+   * lock, so no run of it starts after; then `stopRuns` is given every run it has (the ones in
+   * flight are to be ended before it returns), and each is removed. A crash part way leaves runs
+   * whose task is gone: the next read of the workspace's runs finds them and forgets them
+   * (`orphaned`).
+   */
+  async delete(task: Task, stopRuns: (runIds: readonly string[]) => Promise<void>): Promise<void> {
+    // The runs are read while the task is there: a first read after would take them for orphans.
+    await this.runIds(task);
+    await this.taskLocks.run(taskKey(task), async () => {
+      await this.tasks.delete(task.workspaceId, task.ownerId, task.id);
+      (await this.loaded.peek(task.workspaceId))?.tasks.delete(task.id);
+    });
     const runIds = await this.runIds(task);
-    await this.tasks.delete(task.workspaceId, task.ownerId, task.id);
-    const loaded = await this.loaded.peek(task.workspaceId);
-    loaded?.tasks.delete(task.id);
-    (await loaded?.loadedRuns())?.deleteTask(task.id);
+    await stopRuns(runIds);
+    (await this.loadedRuns(task.workspaceId))?.deleteTask(task.id);
     await this.index.removeSchedule(task);
     for (const runId of runIds) await this.forgetRecord(task, runId);
   }

@@ -97,14 +97,19 @@ export class Tasks {
     return next;
   }
 
-  /** Removes the task and its runs; a run in flight is cancelled first. */
+  /**
+   * Removes the task and its runs. The task is gone before its runs are looked at, so no start
+   * (manual or scheduled) begins after; a run in flight, one started just before included, is
+   * cancelled and recorded before its record and result file are removed.
+   */
   async delete(asker: Definer, id: unknown): Promise<void> {
     const task = await this.changeable(asker, id);
-    this.schedules.disarm(task);
-    for (const runId of await this.store.runIds(task)) {
-      if (this.runner.cancel(runId)) await this.runner.settled(runId);
-    }
-    await this.store.delete(task);
+    await this.store.delete(task, async (runIds) => {
+      this.schedules.disarm(task);
+      for (const runId of runIds) {
+        if (this.runner.cancel(runId)) await this.runner.settled(runId);
+      }
+    });
   }
 
   /** Starts a run; `replayed` when an idempotency key had already started it. */
@@ -116,14 +121,20 @@ export class Tasks {
     if (retried && retried.taskId !== task.id)
       throw new InvalidInput('"retryOf" names a run of another task.');
     const runInput = input ?? retried?.input ?? {};
-    const start = (idempotency?: Run["idempotency"]) =>
-      this.runner.start(task, {
-        trigger: retried ? "retry" : "manual",
-        startedBy: asker.principalId,
-        input: runInput,
-        ...(retried ? { retryOf: retried.id } : {}),
-        ...(idempotency ? { idempotency } : {}),
-      });
+    // Started from the task as it is when the run is recorded, and never once a delete began.
+    const start = async (idempotency?: Run["idempotency"]) => {
+      const run = await this.store.whileExists(task, (current) =>
+        this.runner.start(current, {
+          trigger: retried ? "retry" : "manual",
+          startedBy: asker.principalId,
+          input: runInput,
+          ...(retried ? { retryOf: retried.id } : {}),
+          ...(idempotency ? { idempotency } : {}),
+        }),
+      );
+      if (!run) throw noTask();
+      return run;
+    };
     if (request.idempotencyKey === undefined) return { run: await start(), replayed: false };
     const key = checkIdempotencyKey(request.idempotencyKey);
     // Of the run it would start, so `{}` and `{"input": {}}` are one request.

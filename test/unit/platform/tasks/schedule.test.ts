@@ -112,6 +112,7 @@ describe("a schedule's fire", () => {
       store: {
         taskIn: async (_ws: string, id: string) => (id === refused.id ? refused : allowed),
         update: async (task: Task, change: (current: Task) => Task) => change(task),
+        whileExists: async (task: Task, start: (current: Task) => Promise<unknown>) => start(task),
       },
       runner: { start: async (task: Task) => void started.push(task.id) },
       clock: () => Date.parse("2026-01-01T02:30:00Z"),
@@ -138,7 +139,11 @@ describe("a schedule's fire", () => {
       users: { isDeactivated: () => false },
       store: {
         taskIn: async () => task,
-        update: async () => void calls.push("lastScheduledAt recorded"),
+        update: async (current: Task, change: (current: Task) => Task) => {
+          calls.push("lastScheduledAt recorded");
+          return change(current);
+        },
+        whileExists: async (_task: Task, start: (current: Task) => Promise<unknown>) => start(task),
       },
       runner: { start: async () => void calls.push("run started") },
       clock: () => Date.parse("2026-01-01T02:30:00Z"),
@@ -147,5 +152,44 @@ describe("a schedule's fire", () => {
     } as unknown as ScheduleDeps;
     await new TaskSchedules(deps).armAll([task]);
     expect(calls).toEqual(["lastScheduledAt recorded", "run started"]);
+  });
+
+  it("a fire racing a delete: a task gone or untriggered when its instant is recorded is not run", async () => {
+    const task = {
+      id: "tsk_1",
+      workspaceId: "ws_0000000000000001",
+      ownerId: "usr_1",
+      trigger: { everySeconds: 3600 },
+      createdAt: "2026-01-01T00:00:00.000Z",
+      lastScheduledAt: "2026-01-01T00:00:00.000Z",
+    } as Task;
+    const { trigger: _trigger, ...untriggered } = task;
+    // What the fire's update finds: the task deleted since the fire read it, or its trigger removed.
+    for (const found of [undefined, untriggered as Task]) {
+      const started: string[] = [];
+      const removed: string[] = [];
+      const deps = {
+        scheduler: {
+          add: () => undefined,
+          remove: (name: string) => void removed.push(name),
+          has: () => false,
+        },
+        workspaces: { get: () => ({}), roleOf: () => "member" },
+        users: { isDeactivated: () => false },
+        store: {
+          taskIn: async () => task,
+          update: async () => found,
+          whileExists: async (_task: Task, start: (current: Task) => Promise<unknown>) =>
+            found && start(found),
+        },
+        runner: { start: async (run: Task) => void started.push(run.id) },
+        clock: () => Date.parse("2026-01-01T02:30:00Z"),
+        log: memoryLog().log,
+        minIntervalSeconds: 60,
+      } as unknown as ScheduleDeps;
+      await new TaskSchedules(deps).armAll([task]);
+      expect(started).toEqual([]);
+      expect(removed.at(-1)).toBe("task ws_0000000000000001 tsk_1");
+    }
   });
 });
