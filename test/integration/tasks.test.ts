@@ -899,6 +899,34 @@ describe("result files (ADR 0079)", () => {
 
   const big = echo({ text: "x".repeat(4000) });
 
+  it("a run pruned past runsKeptPerTask takes its idempotency key with it at once: the key starts a new run", async () => {
+    const { instance, ws } = await startSmall({ runsKeptPerTask: 1 });
+    const task = await createTask(instance, "alice", ws, {
+      name: "keyed",
+      action: echo(),
+      inputSchema: { type: "object", properties: { n: { type: "integer" } } },
+    });
+    const path = tasksPath(ws, `/${task.id}/runs`);
+    const start = (key: string) =>
+      instance.rest("alice", "POST", path, { input: { n: 1 } }, { "idempotency-key": key });
+    const first = (await (await start("k1")).json()) as Run;
+    await ended(instance, "alice", ws, first);
+    const replay = await start("k1");
+    expect([replay.headers.get("idempotent-replayed"), ((await replay.json()) as Run).id]).toEqual([
+      "true",
+      first.id,
+    ]);
+    // A second run ends and the first is pruned: its key goes with it, though its window is open.
+    await ended(instance, "alice", ws, (await (await start("k2")).json()) as Run);
+    expect((await runsOf(instance, "alice", ws, task.id)).map((run) => run.id)).not.toContain(first.id);
+    const after = await start("k1");
+    expect(after.status).toBe(201);
+    expect(after.headers.get("idempotent-replayed")).toBeNull();
+    const fresh = (await after.json()) as Run;
+    expect(fresh.id).not.toBe(first.id);
+    await ended(instance, "alice", ws, fresh);
+  });
+
   it("a run's result file is deleted with the run: pruned past runsKeptPerTask, and with its task", async () => {
     const { instance, ws } = await startSmall({ runsKeptPerTask: 2 });
     const task = await createTask(instance, "alice", ws, { name: "big", action: big });

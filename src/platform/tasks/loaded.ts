@@ -44,6 +44,7 @@ export class LoadedRuns {
     const runIds = this.runsOf.get(taskId) ?? [];
     for (const runId of runIds) this.taskOfRun.delete(runId);
     this.runsOf.delete(taskId);
+    this.keys.forget(runIds);
     return runIds;
   }
 
@@ -59,6 +60,8 @@ export class LoadedRuns {
   forgetRuns(taskId: string, runIds: readonly string[]): void {
     const doomed = new Set(runIds);
     for (const runId of doomed) this.taskOfRun.delete(runId);
+    // A removed run takes its key with it: the key is free, and nothing of the run is kept.
+    this.keys.forget(doomed);
     const kept = (this.runsOf.get(taskId) ?? []).filter((runId) => !doomed.has(runId));
     if (kept.length > 0) this.runsOf.set(taskId, kept);
     else this.runsOf.delete(taskId);

@@ -140,17 +140,17 @@ export class Tasks {
     // Of the run it would start, so `{}` and `{"input": {}}` are one request.
     const digest = bodyDigest({ input: runInput, retryOf: request.retryOf });
     const scope = { taskId: task.id, principalId: asker.principalId };
-    let started = false;
     // The keys are the workspace's, held loaded until the start is written (ADR 0056).
-    const first = await this.store.withKeys(task.workspaceId, (keys) =>
-      keys.once(scope, key, digest, (expiresAtMs) => {
-        started = true;
-        return start({ key, bodyDigest: digest, expiresAt: new Date(expiresAtMs).toISOString() });
-      }),
+    const keyed = await this.store.withKeys(task.workspaceId, (keys) =>
+      keys.once(scope, key, digest, (expiresAtMs) =>
+        start({ key, bodyDigest: digest, expiresAt: new Date(expiresAtMs).toISOString() }),
+      ),
     );
-    if (started) return { run: first, replayed: false };
-    // A replay answers the run as it is now, not as it was when the key first started it.
-    const now = (await this.store.run(task.workspaceId, first.id)) ?? first;
+    if ("started" in keyed) return { run: keyed.started, replayed: false };
+    // A replay answers the run as it is now, read by the id the key kept. A removed run takes its
+    // key with it, so only a run removed this very moment is not found.
+    const now = await this.store.run(task.workspaceId, keyed.replayOf);
+    if (!now) throw noRun();
     return { run: await this.results.shown(now), replayed: true };
   }
 

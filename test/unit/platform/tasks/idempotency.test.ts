@@ -3,6 +3,7 @@ import {
   bodyDigest,
   IdempotencyConflict,
   IdempotencyKeys,
+  type KeyedStart,
 } from "../../../../src/platform/tasks/idempotency.ts";
 import type { Run } from "../../../../src/platform/tasks/model.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
@@ -14,6 +15,9 @@ function runNamed(id: string): Run {
   return { id } as Run;
 }
 
+/** The id of the run a key started now, or found it had started before. */
+const idOf = (keyed: KeyedStart) => ("started" in keyed ? keyed.started.id : keyed.replayOf);
+
 describe("IdempotencyKeys", () => {
   it("two starts racing with one key and body make one run", async () => {
     const keys = new IdempotencyKeys(new FakeTime().clock, HOUR_MS);
@@ -23,7 +27,7 @@ describe("IdempotencyKeys", () => {
       keys.once(scope, "k", bodyDigest({ input: { n: 1 } }), start),
       keys.once(scope, "k", bodyDigest({ input: { n: 1 } }), start),
     ]);
-    expect([a.id, b.id, starts]).toEqual(["run_1", "run_1", 1]);
+    expect([idOf(a), idOf(b), starts]).toEqual(["run_1", "run_1", 1]);
   });
 
   it("refuses the key with another body, and keys are per task and per person", async () => {
@@ -34,7 +38,7 @@ describe("IdempotencyKeys", () => {
     ).rejects.toBeInstanceOf(IdempotencyConflict);
     const other = { ...scope, principalId: "usr_cccccccccccccccccccccccc" };
     expect(
-      (await keys.once(other, "k", bodyDigest({ input: { n: 2 } }), async () => runNamed("run_3"))).id,
+      idOf(await keys.once(other, "k", bodyDigest({ input: { n: 2 } }), async () => runNamed("run_3"))),
     ).toBe("run_3");
   });
 
@@ -44,9 +48,9 @@ describe("IdempotencyKeys", () => {
     await expect(
       keys.once(scope, "k", "d", async () => Promise.reject(new Error("refused"))),
     ).rejects.toThrow();
-    expect((await keys.once(scope, "k", "d2", async () => runNamed("run_1"))).id).toBe("run_1");
+    expect(idOf(await keys.once(scope, "k", "d2", async () => runNamed("run_1")))).toBe("run_1");
     time.jump(HOUR_MS);
-    expect((await keys.once(scope, "k", "d3", async () => runNamed("run_2"))).id).toBe("run_2");
+    expect(idOf(await keys.once(scope, "k", "d3", async () => runNamed("run_2")))).toBe("run_2");
   });
 
   it("a restored key answers its run without holding the run's result, and an expired one is not restored", async () => {
@@ -62,10 +66,34 @@ describe("IdempotencyKeys", () => {
       }) as Run;
     keys.restore(stored("live", HOUR_MS));
     keys.restore(stored("gone", 0));
-    const replayed = await keys.once(scope, "live", "d", async () => runNamed("run_new"));
-    expect(replayed.id).toBe("run_live");
-    expect(replayed.result).toBeUndefined();
-    expect((await keys.once(scope, "gone", "d", async () => runNamed("run_new"))).id).toBe("run_new");
+    expect(await keys.once(scope, "live", "d", async () => runNamed("run_new"))).toEqual({
+      replayOf: "run_live",
+    });
+    expect(idOf(await keys.once(scope, "gone", "d", async () => runNamed("run_new")))).toBe("run_new");
+  });
+
+  it("remembers the id of the run a key started, not the run: a replay reads it afresh", async () => {
+    // The reviewer's 200 starts with 1 MB inputs held 200 MB for the window, 5 runs kept.
+    const keys = new IdempotencyKeys(new FakeTime().clock, HOUR_MS);
+    const run = { id: "run_1", input: { pad: "x".repeat(1_000_000) } } as unknown as Run;
+    const first = await keys.once(scope, "k", "d", async () => run);
+    expect(first).toEqual({ started: run });
+    expect(await keys.once(scope, "k", "d", async () => runNamed("run_2"))).toEqual({ replayOf: "run_1" });
+  });
+
+  it("a run removed (pruned, or with its task) takes its key with it, restored or started here", async () => {
+    const time = new FakeTime();
+    const keys = new IdempotencyKeys(time.clock, HOUR_MS);
+    await keys.once(scope, "k", "d", async () => runNamed("run_1"));
+    keys.restore({
+      id: "run_0",
+      taskId: scope.taskId,
+      startedBy: scope.principalId,
+      idempotency: { key: "old", bodyDigest: "d", expiresAt: new Date(time.clock() + HOUR_MS).toISOString() },
+    } as Run);
+    keys.forget(["run_1", "run_0"]);
+    expect(idOf(await keys.once(scope, "k", "d", async () => runNamed("run_2")))).toBe("run_2");
+    expect(idOf(await keys.once(scope, "old", "d", async () => runNamed("run_3")))).toBe("run_3");
   });
 
   it("digests a body whatever the order of its keys, and tells bodies apart", () => {

@@ -130,7 +130,7 @@ describe("TaskStore", () => {
         throw new Error("a key in its window must not start a run");
       }),
     );
-    expect(replayed.id).toBe(keyed.id);
+    expect(replayed).toEqual({ replayOf: keyed.id });
     await store.close();
   });
 
