@@ -47,7 +47,9 @@ export interface EventStreamRequest {
  * The body of one event stream: replay or reset, then live events and heartbeats. The queue
  * is counted in bytes; an event that would push it past `maxQueuedBytes` ends the stream
  * instead of growing the queue (a client that does not read cannot make the server hold
- * memory without bound). A closed stream unfollows and stops its heartbeat.
+ * memory without bound). A replay is not a slow reader: one larger than the bound is sent as
+ * `reset` instead (cut, the client would reconnect with the same Last-Event-ID for ever). A
+ * closed stream unfollows and stops its heartbeat.
  */
 export function openEventStream(
   events: WorkspaceEventLog,
@@ -59,6 +61,8 @@ export function openEventStream(
   let unfollow = (): void => {};
   let stopHeartbeat = (): void => {};
   let queue: ReadableStreamDefaultController<Uint8Array>;
+  /** What the log replays as the follow starts, held to be sent whole or as one reset. */
+  let replay: string[] | undefined;
 
   const end = (): void => {
     if (ended) return;
@@ -69,6 +73,10 @@ export function openEventStream(
   };
   const send = (text: string): void => {
     if (ended) return;
+    if (replay) {
+      replay.push(text);
+      return;
+    }
     const bytes = encoder.encode(text);
     if ((queue.desiredSize ?? 0) < bytes.byteLength) {
       end();
@@ -98,7 +106,19 @@ export function openEventStream(
         queue = controller;
         // Sent at once, so the client knows the stream is open before the first event.
         send(HEARTBEAT);
-        unfollow = events.follow(request.workspaceId, request.principalId, request.lastEventId, sink);
+        replay = [];
+        const off = events.follow(request.workspaceId, request.principalId, request.lastEventId, sink);
+        const missed = replay;
+        replay = undefined;
+        // Closed while following began (the server draining): nothing may stay followed.
+        if (ended) {
+          off();
+          return;
+        }
+        unfollow = off;
+        const bytes = missed.reduce((sum, text) => sum + Buffer.byteLength(text), 0);
+        if (bytes > (controller.desiredSize ?? 0)) send(RESET);
+        else for (const text of missed) send(text);
         if (!ended) stopHeartbeat = timers.after(limits.heartbeatMs, beat);
       },
       cancel: end,

@@ -8,6 +8,13 @@ import { memoryLog } from "../../helpers/memory-log.ts";
 const WS = "ws_00000000000000aa";
 const ALICE = "usr_00000000000000000000000a";
 const added: AtriumEvent = { type: "member.added", workspaceId: WS, principalId: ALICE, role: "member" };
+/** An event about someone else: it does not move where ALICE's membership began. */
+const bobAdded: AtriumEvent = {
+  type: "member.added",
+  workspaceId: WS,
+  principalId: "usr_00000000000000000000000b",
+  role: "member",
+};
 const HEARTBEAT = ": heartbeat\n\n";
 
 function setup() {
@@ -132,5 +139,47 @@ describe("openEventStream", () => {
     bus.publish(added);
     const { text } = await queuedReader(stream).queued();
     expect(text.match(/^event: .*$/gm)).toEqual(["event: reset", "event: member.added"]);
+  });
+
+  it("a replay larger than the bound is one reset, and the stream goes on live", async () => {
+    const { bus, log, time } = setup();
+    for (let i = 0; i < 40; i++) bus.publish(bobAdded);
+    let disconnected = 0;
+    const frame = sseEvent("member.added", { workspaceId: WS, principalId: ALICE, role: "member" }, "x");
+    const stream = openEventStream(
+      log,
+      time.timers,
+      {
+        workspaceId: WS,
+        principalId: ALICE,
+        lastEventId: `${log.epoch}-1`,
+        disconnect: () => disconnected++,
+      },
+      { heartbeatMs: 1000, maxQueuedBytes: HEARTBEAT.length + 10 * frame.length },
+    );
+    const reader = queuedReader(stream);
+    expect((await reader.queued()).text.match(/^event: .*$/gm)).toEqual(["event: reset"]);
+    bus.publish(added);
+    const live = await reader.queued();
+    expect(live.done).toBe(false);
+    expect(live.text.match(/^event: .*$/gm)).toEqual(["event: member.added"]);
+    expect(disconnected).toBe(0);
+    await reader.cancel();
+  });
+
+  it("a replay within the bound is sent whole", async () => {
+    const { bus, log, time } = setup();
+    for (let i = 0; i < 5; i++) bus.publish(bobAdded);
+    const stream = openEventStream(
+      log,
+      time.timers,
+      { workspaceId: WS, principalId: ALICE, lastEventId: `${log.epoch}-2` },
+      { heartbeatMs: 1000, maxQueuedBytes: 4096 },
+    );
+    const reader = queuedReader(stream);
+    expect((await reader.queued()).text.match(/^id: .*$/gm)).toEqual(
+      [3, 4, 5].map((seq) => `id: ${log.epoch}-${seq}`),
+    );
+    await reader.cancel();
   });
 });
