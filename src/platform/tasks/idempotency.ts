@@ -93,7 +93,7 @@ export class IdempotencyKeys {
   }
 
   /** Remembers a stored run's key when the workspace's runs are read: its id, digest and expiry. */
-  restore(run: Run): void {
+  restore(run: Pick<Run, "id" | "taskId" | "startedBy" | "idempotency">): void {
     if (!run.idempotency) return;
     const expiresAtMs = Date.parse(run.idempotency.expiresAt);
     if (!(expiresAtMs > this.clock())) return;

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { isPrincipalId } from "../../ids.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
+import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
@@ -14,6 +15,8 @@ import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
 
 const RUNS = "runs";
+/** Run records read at once when a workspace's runs are first needed: each may be large. */
+const RUNS_READ_AT_ONCE = 8;
 
 /** A workspace's loaded tasks are dropped after this long unused, as its source registry is. */
 export const TASKS_IDLE_MS = 10 * 60 * 1000;
@@ -337,22 +340,28 @@ export class TaskStore implements LeftoverRules {
   private async loadRuns(workspaceId: string, loaded: LoadedWorkspace): Promise<LoadedRuns> {
     const { clock, idempotencyWindowMs } = this.options;
     const runs = new LoadedRuns(new IdempotencyKeys(clock, idempotencyWindowMs));
-    const found: Run[] = [];
+    const found: RunHeader[] = [];
     // Every owner's, not only those with a task: a crash may have left runs of a deleted last task.
-    for (const ownerId of await this.owners(workspaceId))
-      found.push(...(await this.runs.list(workspaceId, ownerId)));
+    for (const ownerId of await this.owners(workspaceId)) {
+      const ids = await this.runs.ids(workspaceId, ownerId);
+      const headers = await mapBounded(ids, RUNS_READ_AT_ONCE, async (id) => {
+        const run = await this.runs.get(workspaceId, ownerId, id);
+        return run && headerOf(run, !loaded.tasks.has(run.taskId) || run.execution.status === "running");
+      });
+      for (const header of headers) if (header) found.push(header);
+    }
     found.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
     const unfinished: Unfinished[] = [];
     const orphaned: Run[] = [];
-    for (const run of found) {
-      const task = loaded.tasks.get(run.taskId);
+    for (const header of found) {
+      const task = loaded.tasks.get(header.taskId);
       if (!task) {
-        orphaned.push(run);
+        if (header.whole) orphaned.push(header.whole);
         continue;
       }
-      runs.addRun(task.id, run.id);
-      runs.keys.restore(run);
-      if (run.execution.status === "running") unfinished.push({ run, task });
+      runs.addRun(task.id, header.id);
+      runs.keys.restore(header);
+      if (header.whole?.execution.status === "running") unfinished.push({ run: header.whole, task });
     }
     await this.hooks.unfinished(unfinished);
     if (orphaned.length > 0) this.hooks.orphaned(orphaned);
@@ -379,6 +388,25 @@ export class TaskStore implements LeftoverRules {
       throw error;
     }
   }
+}
+
+/**
+ * What reading a workspace's runs keeps of one: enough to index it and restore its idempotency
+ * key. The whole record only when a hook needs it (a run left `running`, or one whose task is
+ * gone): results can be large, and a workspace's runs add up to gigabytes.
+ */
+type RunHeader = Pick<Run, "id" | "taskId" | "startedBy" | "startedAt" | "idempotency"> & { whole?: Run };
+
+function headerOf(run: Run, keepWhole: boolean): RunHeader {
+  const { id, taskId, startedBy, startedAt, idempotency } = run;
+  return {
+    id,
+    taskId,
+    startedBy,
+    startedAt,
+    ...(idempotency && { idempotency }),
+    ...(keepWhole && { whole: run }),
+  };
 }
 
 function taskKey(task: Pick<Task, "workspaceId" | "id">): string {
