@@ -378,6 +378,23 @@ describe("the home page", () => {
     expect(await pendingFor("carol")).toEqual([]);
   });
 
+  it("an answer not sent as the page's form is refused with 415, never a 500, and answers nothing", async () => {
+    const cookie = await sessionCookie(t, "carol");
+    const invitation = await invite(rest, "alice", ws, { principalId: testPrincipal("carol").id });
+    for (const contentType of ["multipart/form-data", "multipart/form-data; boundary=zz", "text/plain"]) {
+      const response = await fetch(`${t.url}/invitations/${invitation.id}`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie, origin: t.url, "content-type": contentType },
+        body: "decision=accept",
+      });
+      expect(response.status, contentType).toBe(415);
+    }
+    expect((await pendingFor("carol")).map((i) => i.id)).toEqual([invitation.id]);
+    expect(await memberIds(ws)).not.toContain(testPrincipal("carol").id);
+    expect((await submit(cookie, `/invitations/${invitation.id}`, { decision: "decline" })).status).toBe(303);
+  });
+
   it("leaves a workspace, and the last admin is told why they cannot", async () => {
     const cookie = await sessionCookie(t, "bob");
     await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });

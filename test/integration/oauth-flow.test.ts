@@ -196,6 +196,43 @@ describe("authorize: what is refused, and how", () => {
     expect(location(denied).searchParams.get("error")).toBe("access_denied");
   });
 
+  it("a form not sent as a page sends it is refused with 415, never a 500; a real decision still works", async () => {
+    const consent = await authorize(t, cookie, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    const id = consentRequestId(await consent.text());
+    const post = (contentType: string, body: string) =>
+      fetch(`${t.url}/oauth/authorize`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie, origin: t.url, "content-type": contentType },
+        body,
+      });
+    // hono's parseBody() threw on these: a 500 anyone could cause, signed in or not.
+    expect((await post("multipart/form-data", "x")).status).toBe(415);
+    expect((await post("multipart/form-data; boundary=zz", "garbage")).status).toBe(415);
+    const multipart = new FormData();
+    multipart.set("request", id);
+    multipart.set("decision", "approve");
+    const sentAsMultipart = await fetch(`${t.url}/oauth/authorize`, {
+      method: "POST",
+      redirect: "manual",
+      headers: { cookie, origin: t.url },
+      body: multipart,
+    });
+    expect(sentAsMultipart.status).toBe(415);
+    // Bytes that do not decode are only an unknown request.
+    expect(
+      (await post("application/x-www-form-urlencoded", "request=%E0%A4%A&decision=approve")).status,
+    ).toBe(400);
+    // None of that decided anything: the person's own answer is still the first.
+    const approved = await decide(t, cookie, id, "approve");
+    expect(approved.status).toBe(303);
+    expect(location(approved).searchParams.get("code")).toBeTruthy();
+  });
+
   it("a client metadata document at a private address is refused", async () => {
     const server: Server = createServer((_req, res) => {
       res.setHeader("content-type", "application/json");

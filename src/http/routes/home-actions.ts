@@ -2,6 +2,7 @@ import { type Context, Hono } from "hono";
 import { AtriumError } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { Sessions } from "../../identity/sessions.ts";
+import { PAGE_FORM_REFUSAL, readPageForm } from "../../oauth/authorize/page-form.ts";
 import { deactivatedPage, homeActionPage } from "../../signin/pages.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
@@ -23,7 +24,9 @@ export function homeActionRoutes(
   const app = new Hono<AppEnv>();
 
   app.post("/invitations/:id", async (c) => {
-    const decision = (await c.req.parseBody()).decision;
+    const form = await readPageForm(c);
+    if (form === undefined) return homeActionPage("Nothing done", PAGE_FORM_REFUSAL, 415);
+    const decision = form.get("decision");
     if (decision !== "accept" && decision !== "decline") {
       return homeActionPage("Nothing done", "The form must say accept or decline.", 400);
     }

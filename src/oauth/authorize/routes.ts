@@ -12,6 +12,7 @@ import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
+import { PAGE_FORM_REFUSAL, readPageForm } from "./page-form.ts";
 import { ParkedRequests } from "./parked.ts";
 import type { PendingAuthorizations } from "./pending.ts";
 
@@ -106,9 +107,10 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
   });
 
   app.post("/oauth/authorize", async (c) => {
-    const form = await c.req.parseBody();
-    const id = typeof form.request === "string" ? form.request : "";
-    const decision = form.decision;
+    const form = await readPageForm(c);
+    if (form === undefined) return problemPage(415, PAGE_FORM_REFUSAL);
+    const id = form.get("request") ?? "";
+    const decision = form.get("decision");
     if (decision !== "approve" && decision !== "deny") {
       return problemPage(400, "The form must say approve or deny.");
     }
