@@ -9,6 +9,8 @@ import { JsonRecords } from "../storage/records.ts";
 import { OAuthError } from "./oauth-error.ts";
 
 const GRANT_ID = /^gnt_[0-9a-f]{32}$/;
+/** The end of every resource a grant was made for: `<publicUrl>/mcp/ws_<16 hex>`. */
+const RESOURCE_WORKSPACE = /\/mcp\/(ws_[0-9a-f]{16})$/;
 const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 export const MAX_PREVIOUS_REFRESH_HASHES = 100;
@@ -18,13 +20,19 @@ const NOT_A_MEMBER =
   "The person who approved this access is not a member of its workspace (or it is gone), or left it since; authorize again.";
 
 /**
- * One person's consent to one client for one resource, from a code exchange until it is
+ * One person's consent to one client for one workspace, from a code exchange until it is
  * revoked or its absolute lifetime ends; a refresh-token family. Times are epoch ms.
  */
 export interface GrantRecord {
   grantId: string;
   clientId: string;
   principalId: string;
+  /**
+   * The workspace it is for: what leaving and archiving revoke by, and whose MCP URL *now* its
+   * tokens are issued for. Records written before it was stored get it from `resource`'s path.
+   */
+  workspaceId: string;
+  /** The workspace's MCP URL as the person consented to it (the public URL may change since). */
   resource: string;
   scopes: string[];
   createdAt: number;
@@ -51,19 +59,23 @@ export interface RefreshRequest {
 
 export interface Refreshed {
   grant: GrantRecord;
+  /** The workspace's MCP URL now: the new access token's audience. */
+  resource: string;
   refreshToken: string;
   scopes: string[];
 }
 
 /**
- * When `principalId` (last) joined the workspace `resource` names, in epoch ms; `undefined`
- * when they are not a member of it or it does not exist.
+ * When `principalId` (last) joined the workspace, in epoch ms; `undefined` when they are not a
+ * member of it or it does not exist.
  */
-export type MemberSince = (principalId: string, resource: string) => number | undefined;
+export type MemberSince = (principalId: string, workspaceId: string) => number | undefined;
 
 export interface GrantsOptions {
   users: Pick<UserDirectory, "isDeactivated">;
   memberSince: MemberSince;
+  /** A workspace's MCP URL under the current public URL (`workspaceMcpUrl`). */
+  resourceOf: (workspaceId: string) => string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
   log: Logger;
@@ -72,6 +84,15 @@ export interface GrantsOptions {
 
 export function newGrantId(): string {
   return `gnt_${randomBytes(16).toString("hex")}`;
+}
+
+/**
+ * The workspace a granted resource names. Every resource was checked at /oauth/authorize to be
+ * `workspaceMcpUrl(publicUrl, id)` for the public URL of the day, so its path ends in the id;
+ * the rest of it may no longer be this instance's URL.
+ */
+export function workspaceOfGrantedResource(resource: string): string | undefined {
+  return RESOURCE_WORKSPACE.exec(resource)?.[1];
 }
 
 /**
@@ -106,7 +127,7 @@ export class Grants {
     for (const id of await this.records.ids()) {
       let record: GrantRecord | undefined;
       try {
-        record = await this.records.get(id);
+        record = await this.read(id);
       } catch (error) {
         // Unreadable means unknown: treated as revoked, which fails safe.
         this.options.log.warn(
@@ -132,7 +153,7 @@ export class Grants {
     const now = this.clock();
     const live: GrantRecord[] = [];
     for (const id of await this.records.ids()) {
-      const record = await this.records.get(id).catch(() => undefined);
+      const record = await this.read(id).catch(() => undefined);
       if (
         record?.principalId === principalId &&
         record.revokedAt === undefined &&
@@ -150,7 +171,17 @@ export class Grants {
   }
 
   get(grantId: string): Promise<GrantRecord | undefined> {
-    return GRANT_ID.test(grantId) ? this.records.get(grantId) : Promise.resolve(undefined);
+    return GRANT_ID.test(grantId) ? this.read(grantId) : Promise.resolve(undefined);
+  }
+
+  /**
+   * The MCP URL a grant's access tokens are for: its workspace's under the public URL now, not
+   * the one consented to. A refresh after a public URL change issued a token for the old URL,
+   * which /mcp refused, so the client refreshed again without end
+   * (test/integration/oauth-flow.test.ts "after the public URL changes").
+   */
+  audienceOf(grant: Pick<GrantRecord, "workspaceId">): string {
+    return this.options.resourceOf(grant.workspaceId);
   }
 
   /**
@@ -170,11 +201,15 @@ export class Grants {
       if (this.revoked.has(grant.grantId) || (await this.records.get(grant.grantId))) {
         throw new OAuthError("invalid_grant", "The authorization code has already been used.");
       }
-      const refusal = this.standingRefusal(grant.principalId, grant.resource, options.consentedAt);
+      const workspaceId = workspaceOfGrantedResource(grant.resource);
+      if (workspaceId === undefined)
+        throw new Error(`A grant's resource names no workspace: ${grant.resource}`);
+      const refusal = this.standingRefusal(grant.principalId, workspaceId, options.consentedAt);
       if (refusal !== undefined) throw new OAuthError("invalid_grant", refusal);
       const now = this.clock();
       const record: GrantRecord = {
         ...grant,
+        workspaceId,
         createdAt: now,
         absoluteExpiresAt: now + this.options.refreshTokenTtlSeconds * 1000,
         previousRefreshHashes: [],
@@ -190,8 +225,9 @@ export class Grants {
     const grantId = grantIdOf(token);
     if (grantId === undefined) throw new OAuthError("invalid_grant", REFUSED);
     return this.locks.run(grantId, async () => {
-      const record = await this.records.get(grantId);
-      if (!record || record.revokedAt !== undefined || this.revoked.has(grantId)) {
+      if (this.revoked.has(grantId)) throw new OAuthError("invalid_grant", REFUSED);
+      const record = await this.read(grantId);
+      if (!record || record.revokedAt !== undefined) {
         throw new OAuthError("invalid_grant", REFUSED);
       }
       const hash = hashSecret(token);
@@ -214,12 +250,18 @@ export class Grants {
       }
       // Not left to the revocation that leaving and deactivation make: a grant that missed it
       // (made in the middle of it) ends here, and is revoked so that rejoining cannot revive it.
-      const refusal = this.standingRefusal(record.principalId, record.resource, record.createdAt);
+      const refusal = this.standingRefusal(record.principalId, record.workspaceId, record.createdAt);
       if (refusal !== undefined) {
         await this.revokeRecord(record);
         throw new OAuthError("invalid_grant", refusal);
       }
-      if (request.resource !== undefined && request.resource !== record.resource) {
+      const resource = this.audienceOf(record);
+      // RFC 8707: a client that names the resource names this workspace's URL, now or as consented.
+      if (
+        request.resource !== undefined &&
+        request.resource !== resource &&
+        request.resource !== record.resource
+      ) {
         throw new OAuthError("invalid_target", "The resource is not the one this access was granted for.");
       }
       const scopes = request.scopes ?? record.scopes;
@@ -236,7 +278,7 @@ export class Grants {
       );
       const refreshToken = this.newRefreshToken(record);
       await this.records.put(grantId, record);
-      return { grant: record, refreshToken, scopes };
+      return { grant: record, resource, refreshToken, scopes };
     });
   }
 
@@ -246,30 +288,31 @@ export class Grants {
     this.revoked.add(grantId);
     if (!GRANT_ID.test(grantId)) return Promise.resolve();
     return this.locks.run(grantId, async () => {
-      const record = await this.records.get(grantId);
+      const record = await this.read(grantId).catch(() => undefined);
       if (record && record.revokedAt === undefined) await this.revokeRecord(record);
     });
   }
 
   /**
-   * Revokes every live grant of a person, of a resource, or of a person at a resource: what
+   * Revokes every live grant of a person, of a workspace, or of a person in a workspace: what
    * leaving a workspace, archiving it and deactivating the person end. Without it a removed
    * member's refresh token kept rotating, and re-adding them revived the old grant without
-   * new consent (test/integration/leaving.test.ts). A scan of the folder, as
-   * these are rare. Returns how many grants it revoked.
+   * new consent (test/integration/leaving.test.ts). Matched by workspace id, never by URL: a
+   * grant made under an earlier public URL is the workspace's all the same. A scan of the
+   * folder, as these are rare. Returns how many grants it revoked.
    */
-  async revokeWhere(match: { principalId?: string; resource?: string }): Promise<number> {
-    if (match.principalId === undefined && match.resource === undefined) {
-      throw new Error("revokeWhere needs a person or a resource; it never revokes every grant.");
+  async revokeWhere(match: { principalId?: string; workspaceId?: string }): Promise<number> {
+    if (match.principalId === undefined && match.workspaceId === undefined) {
+      throw new Error("revokeWhere needs a person or a workspace; it never revokes every grant.");
     }
     let revoked = 0;
     for (const id of await this.records.ids()) {
       if (this.revoked.has(id)) continue;
-      const record = await this.records.get(id).catch(() => undefined);
+      const record = await this.read(id).catch(() => undefined);
       if (
         record === undefined ||
         (match.principalId !== undefined && record.principalId !== match.principalId) ||
-        (match.resource !== undefined && record.resource !== match.resource)
+        (match.workspaceId !== undefined && record.workspaceId !== match.workspaceId)
       ) {
         continue;
       }
@@ -286,7 +329,7 @@ export class Grants {
   async revokeRefreshToken(token: string, clientId: string): Promise<boolean> {
     const grantId = grantIdOf(token);
     if (grantId === undefined) return false;
-    const record = await this.records.get(grantId);
+    const record = await this.read(grantId).catch(() => undefined);
     if (!record || record.clientId !== clientId) return false;
     const hash = hashSecret(token);
     const known = [record.currentRefreshHash, ...record.previousRefreshHashes].some(
@@ -297,14 +340,27 @@ export class Grants {
   }
 
   /**
-   * Why `principalId` may no longer hold access to `resource` under a consent given at
-   * `consentedAt`: deactivated, not a member of its workspace, or rejoined it since (as a
+   * Why `principalId` may no longer hold access to `workspaceId` under a consent given at
+   * `consentedAt`: deactivated, not a member of the workspace, or rejoined it since (as a
    * connection grant counts only when made since its member last joined).
    */
-  private standingRefusal(principalId: string, resource: string, consentedAt: number): string | undefined {
+  private standingRefusal(principalId: string, workspaceId: string, consentedAt: number): string | undefined {
     if (this.options.users.isDeactivated(principalId)) return DEACTIVATED;
-    const joinedAt = this.options.memberSince(principalId, resource);
+    const joinedAt = this.options.memberSince(principalId, workspaceId);
     return joinedAt === undefined || joinedAt > consentedAt ? NOT_A_MEMBER : undefined;
+  }
+
+  /**
+   * A grant record as stored, with its workspace: one written before `workspaceId` was stored
+   * gets it from its resource's path. One that names none was not written by Atrium; it throws,
+   * and load() treats it as revoked.
+   */
+  private async read(grantId: string): Promise<GrantRecord | undefined> {
+    const record = await this.records.get(grantId);
+    if (record === undefined || typeof record.workspaceId === "string") return record;
+    const workspaceId = workspaceOfGrantedResource(String(record.resource));
+    if (workspaceId === undefined) throw new Error(`oauth grant ${grantId} names no workspace`);
+    return { ...record, workspaceId };
   }
 
   private async revokeRecord(record: GrantRecord): Promise<void> {

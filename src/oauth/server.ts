@@ -5,6 +5,7 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import type { AppEnv } from "../web/app-env.ts";
+import { workspaceMcpUrl } from "../web/urls.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
 import { ClientMetadataDocuments } from "./client-metadata.ts";
 import { ClientRegistry } from "./clients.ts";
@@ -52,6 +53,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   const grants = new Grants(layout, {
     users: deps.users,
     memberSince: memberSinceIn(deps.workspaces),
+    resourceOf: (workspaceId) => workspaceMcpUrl(publicUrl(), workspaceId),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
     log,
@@ -105,14 +107,12 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
 }
 
 /**
- * When a person last joined the workspace a resource URL names, from the workspace index.
- * The resource was checked to be one of this instance's workspace URLs when it was granted,
- * so only its workspace id is read: a grant still belongs to its workspace after the public
- * URL changes (test/integration/oauth-flow.test.ts "survives a restart", on another port).
+ * When a person last joined a workspace, from the workspace index. A grant names its workspace
+ * by id, so it still belongs to it after the public URL changes
+ * (test/integration/oauth-flow.test.ts "survives a restart", on another port).
  */
 function memberSinceIn(workspaces: Pick<WorkspaceStore, "get">): MemberSince {
-  return (principalId, resource) => {
-    const workspaceId = resource.slice(resource.lastIndexOf("/") + 1);
+  return (principalId, workspaceId) => {
     const member = workspaces.get(workspaceId)?.members.find((m) => m.principalId === principalId);
     return member ? Date.parse(member.addedAt) : undefined;
   };

@@ -438,6 +438,66 @@ describe("codes and refresh tokens", () => {
   });
 });
 
+describe("after the public URL changes", () => {
+  /** The claims of an access token, read without checking it. */
+  const claimsOf = (token: string) =>
+    JSON.parse(Buffer.from(token.split(".")[1] as string, "base64url").toString()) as {
+      aud: string;
+      gid: string;
+    };
+
+  it("a refresh issues a token for the workspace's new MCP URL, and leaving and archiving revoke the old grants", async () => {
+    let moved = await startTestAtrium({ publicUrl: "http://127.0.0.1:8787" });
+    try {
+      const ws = await bootstrapWorkspace(moved, "alice");
+      await addMember(moved.rest.bind(moved), "alice", ws, "bob", { principalId: testPrincipal("bob").id });
+      const alices = await obtainTokens(moved, "alice", ws);
+      const bobs = await obtainTokens(moved, "bob", ws);
+      const oldUrl = `${moved.url}/mcp/${ws}`;
+      expect(claimsOf(alices.access_token).aud).toBe(oldUrl);
+
+      moved = await moved.restart({ publicUrl: "http://127.0.0.1:8788" });
+      const newUrl = `${moved.url}/mcp/${ws}`;
+      expect(newUrl).not.toBe(oldUrl);
+      const refreshed = await tokenRequest(moved, {
+        grant_type: "refresh_token",
+        refresh_token: alices.refresh_token as string,
+        client_id: alices.clientId,
+      });
+      expect(refreshed.status).toBe(200);
+      const { access_token: accessToken, refresh_token: refreshToken } = (await refreshed.json()) as {
+        access_token: string;
+        refresh_token: string;
+      };
+      // Before: the stored URL, which /mcp refused, so the client refreshed again without end.
+      expect(claimsOf(accessToken).aud).toBe(newUrl);
+      expect((await mcpPost(moved, ws, accessToken, listTools)).status).toBe(200);
+      // The consented URL is still accepted as the resource a refresh names.
+      const namingOld = await tokenRequest(moved, {
+        grant_type: "refresh_token",
+        refresh_token: refreshToken,
+        client_id: alices.clientId,
+        resource: oldUrl,
+      });
+      expect(namingOld.status).toBe(200);
+      const listed = (await (await moved.rest("alice", "GET", "/v1/oauth/grants")).json()) as {
+        grants: Array<{ resource: string; workspaceId: string }>;
+      };
+      expect(listed.grants).toEqual([expect.objectContaining({ resource: newUrl, workspaceId: ws })]);
+
+      // Removal and archive match the grant by workspace, not by the URL of the day.
+      const bobId = testPrincipal("bob").id;
+      expect((await moved.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${bobId}`)).status).toBe(204);
+      expect(moved.atrium.oauth.grants.isRevoked(claimsOf(bobs.access_token).gid)).toBe(true);
+      expect(moved.atrium.oauth.grants.isRevoked(claimsOf(alices.access_token).gid)).toBe(false);
+      expect((await moved.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);
+      expect(moved.atrium.oauth.grants.isRevoked(claimsOf(alices.access_token).gid)).toBe(true);
+    } finally {
+      await moved.stop();
+    }
+  });
+});
+
 describe("under the dev provider", () => {
   it("sign-in is implicit, consent is still asked, and the token works beside credential-less calls", async () => {
     const dev = await startTestAtrium({ dev: true });

@@ -2,7 +2,6 @@ import { Hono } from "hono";
 import type { Grants } from "../../oauth/grants.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
-import { workspaceMcpUrl } from "../../web/urls.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Workspace } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
@@ -58,7 +57,7 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
 
 /**
  * Removal and leaving: the membership goes, then every grant the person gave an MCP client
- * for this workspace's URL, so a refresh token cannot outlive the membership and re-adding
+ * for this workspace (under any public URL it had), so a refresh token cannot outlive the membership and re-adding
  * them asks for consent again (test/integration/leaving.test.ts), and every invitation they
  * sent to it as its admin (ADR 0069).
  */
@@ -69,6 +68,6 @@ export async function removeMember(
   principalId: string,
 ): Promise<void> {
   await deps.workspaces.removeMember(workspaceId, principalId);
-  await grants.revokeWhere({ principalId, resource: workspaceMcpUrl(deps.publicUrl(), workspaceId) });
+  await grants.revokeWhere({ principalId, workspaceId });
   await deps.invitations.revokeSentBy(principalId, workspaceId);
 }

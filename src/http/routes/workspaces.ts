@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject, requireString } from "../../web/json-body.ts";
-import { workspaceMcpUrl } from "../../web/urls.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { RouteDeps } from "../context.ts";
 import { viewsFor, workspaceView } from "../views.ts";
@@ -51,9 +50,9 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     await deps.workspaces.archive(id);
     deps.eventLog.closeWorkspace(id);
     await deps.registries.evict(id);
-    // Nobody can join or use it any more: its invitations and everyone's grants for its URL end.
+    // Nobody can join or use it any more: its invitations and everyone's grants for it end.
     await deps.invitations.revokeAll(id);
-    await grants.revokeWhere({ resource: workspaceMcpUrl(deps.publicUrl(), id) });
+    await grants.revokeWhere({ workspaceId: id });
     return c.body(null, 204);
   });
 

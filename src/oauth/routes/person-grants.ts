@@ -2,7 +2,6 @@ import { Hono } from "hono";
 import { NotFound } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { workspaceOfResource } from "../../web/urls.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { Grants } from "../grants.ts";
 
@@ -28,8 +27,8 @@ export function personGrantRoutes(deps: {
           id: grant.grantId,
           clientId: grant.clientId,
           clientName: client?.client_name ?? null,
-          resource: grant.resource,
-          workspaceId: workspaceOfResource(deps.publicUrl(), grant.resource) ?? null,
+          resource: deps.grants.audienceOf(grant),
+          workspaceId: grant.workspaceId,
           scopes: grant.scopes,
           createdAt: new Date(grant.createdAt).toISOString(),
           expiresAt: new Date(grant.absoluteExpiresAt).toISOString(),

@@ -63,7 +63,7 @@ async function exchangeCode(
   const { grant, grantId, issuedAt } = await deps.codes.redeem(code, (issued) =>
     checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
   );
-  const { refreshToken } = await deps.grants.create(
+  const { grant: made, refreshToken } = await deps.grants.create(
     {
       grantId,
       clientId: client.client_id,
@@ -77,7 +77,7 @@ async function exchangeCode(
     sub: grant.principalId,
     clientId: client.client_id,
     scopes: grant.scopes,
-    audience: grant.resource,
+    audience: deps.grants.audienceOf(made),
     grantId,
   });
   return tokenResponse(c, access, grant.scopes, refreshToken);
@@ -145,7 +145,7 @@ async function refresh(
     sub: refreshed.grant.principalId,
     clientId: client.client_id,
     scopes: refreshed.scopes,
-    audience: refreshed.grant.resource,
+    audience: refreshed.resource,
     grantId: refreshed.grant.grantId,
   });
   return tokenResponse(c, access, refreshed.scopes, refreshed.refreshToken);

@@ -8,8 +8,10 @@ import { Grants, type MemberSince } from "../../../src/oauth/grants.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
 export const PUBLIC_URL = "http://127.0.0.1:4555";
-export const RESOURCE = `${PUBLIC_URL}/mcp/ws_0123456789abcdef`;
-export const OTHER_RESOURCE = `${PUBLIC_URL}/mcp/ws_fedcba9876543210`;
+export const WORKSPACE = "ws_0123456789abcdef";
+export const OTHER_WORKSPACE = "ws_fedcba9876543210";
+export const RESOURCE = `${PUBLIC_URL}/mcp/${WORKSPACE}`;
+export const OTHER_RESOURCE = `${PUBLIC_URL}/mcp/${OTHER_WORKSPACE}`;
 export const ACCESS_TTL_SECONDS = 900;
 export const REFRESH_TTL_SECONDS = 30 * 24 * 3600;
 export const silentLog = createLogger("silent");
@@ -55,10 +57,12 @@ export function newGrants(
   users: UserDirectory,
   clock: TestClock,
   memberSince: MemberSince = ALWAYS_A_MEMBER,
+  publicUrl = PUBLIC_URL,
 ): Grants {
   return new Grants(layout, {
     users,
     memberSince,
+    resourceOf: (workspaceId) => `${publicUrl}/mcp/${workspaceId}`,
     accessTokenTtlSeconds: ACCESS_TTL_SECONDS,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,
     log: silentLog,

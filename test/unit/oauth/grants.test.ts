@@ -1,17 +1,25 @@
+import { readFile, writeFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { UserDirectory } from "../../../src/identity/users.ts";
-import { type Grants, isRefreshTokenShaped, newGrantId } from "../../../src/oauth/grants.ts";
+import {
+  type GrantRecord,
+  type Grants,
+  isRefreshTokenShaped,
+  newGrantId,
+} from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import {
   ACCESS_TTL_SECONDS,
   newGrants,
   OTHER_RESOURCE,
+  OTHER_WORKSPACE,
   person,
   REFRESH_TTL_SECONDS,
   RESOURCE,
   type TestClock,
   tempInstance,
   testClock,
+  WORKSPACE,
 } from "./fixtures.ts";
 import { InvalidGrantError, InvalidScopeError, InvalidTargetError } from "./oauth-error-kinds.ts";
 
@@ -129,8 +137,8 @@ describe("Grants", () => {
   });
 
   it("makes no grant for a person who left the workspace, or left and rejoined, since consenting", async () => {
-    const joined = new Map<string, number>([[RESOURCE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, resource) => joined.get(resource));
+    const joined = new Map<string, number>([[WORKSPACE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
     const make = (resource: string, consentedAt: number) =>
       members.create(
         { grantId: newGrantId(), clientId: CLIENT, principalId: ALICE.id, resource, scopes: ["mcp:read"] },
@@ -139,14 +147,14 @@ describe("Grants", () => {
     await expect(make(OTHER_RESOURCE, clock())).rejects.toThrow(/not a member/);
     const consentedAt = clock();
     clock.advance(1000);
-    joined.set(RESOURCE, clock());
+    joined.set(WORKSPACE, clock());
     await expect(make(RESOURCE, consentedAt)).rejects.toThrow(/not a member/);
     await expect(make(RESOURCE, clock())).resolves.toBeDefined();
   });
 
   it("refuses a refresh once its person is no longer a member, and revokes the grant, even if leaving missed it", async () => {
-    const joined = new Map<string, number>([[RESOURCE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, resource) => joined.get(resource));
+    const joined = new Map<string, number>([[WORKSPACE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
     const { grant, refreshToken } = await members.create(
       {
         grantId: newGrantId(),
@@ -158,20 +166,20 @@ describe("Grants", () => {
       { refresh: true, consentedAt: clock() },
     );
     const next = await members.refresh(refreshToken as string, { clientId: CLIENT });
-    joined.delete(RESOURCE);
+    joined.delete(WORKSPACE);
     await expect(members.refresh(next.refreshToken, { clientId: CLIENT })).rejects.toThrow(/not a member/);
     expect(members.isRevoked(grant.grantId)).toBe(true);
     // Rejoining does not bring it back: the person consents again.
     clock.advance(1000);
-    joined.set(RESOURCE, clock());
+    joined.set(WORKSPACE, clock());
     await expect(members.refresh(next.refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
       InvalidGrantError,
     );
   });
 
   it("refuses a refresh of a grant made before its person last joined", async () => {
-    const joined = new Map<string, number>([[RESOURCE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, resource) => joined.get(resource));
+    const joined = new Map<string, number>([[WORKSPACE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
     const { refreshToken } = await members.create(
       {
         grantId: newGrantId(),
@@ -183,7 +191,7 @@ describe("Grants", () => {
       { refresh: true, consentedAt: clock() },
     );
     clock.advance(1000);
-    joined.set(RESOURCE, clock());
+    joined.set(WORKSPACE, clock());
     await expect(members.refresh(refreshToken as string, { clientId: CLIENT })).rejects.toThrow(
       /left it since/,
     );
@@ -241,9 +249,9 @@ describe("Grants", () => {
     const live = () =>
       [aliceHere, aliceThere, bobHere, bobThere].filter((id) => !grants.isRevoked(id)).sort();
 
-    expect(await grants.revokeWhere({ principalId: ALICE.id, resource: RESOURCE })).toBe(1);
+    expect(await grants.revokeWhere({ principalId: ALICE.id, workspaceId: WORKSPACE })).toBe(1);
     expect(live()).toEqual([aliceThere, bobHere, bobThere].sort());
-    expect(await grants.revokeWhere({ resource: OTHER_RESOURCE })).toBe(2);
+    expect(await grants.revokeWhere({ workspaceId: OTHER_WORKSPACE })).toBe(2);
     expect(live()).toEqual([bobHere]);
     expect(await grants.revokeWhere({ principalId: BOB.id })).toBe(1);
     expect(live()).toEqual([]);
@@ -251,7 +259,23 @@ describe("Grants", () => {
     const restarted = newGrants(layout, users, clock);
     await restarted.load();
     expect([aliceHere, aliceThere, bobHere, bobThere].every((id) => restarted.isRevoked(id))).toBe(true);
-    await expect(grants.revokeWhere({})).rejects.toThrow(/person or a resource/);
+    await expect(grants.revokeWhere({})).rejects.toThrow(/person or a workspace/);
+  });
+
+  it("a grant stored before its workspace was is that of its resource's path, under any public URL", async () => {
+    const { grant, refreshToken } = await start();
+    // As written before `workspaceId` was stored, under a public URL since changed.
+    const file = layout.collectionFile("oauth/families", grant.grantId);
+    const { workspaceId: _dropped, ...stored } = JSON.parse(await readFile(file, "utf8")) as GrantRecord;
+    await writeFile(file, JSON.stringify({ ...stored, resource: `https://old.example/mcp/${WORKSPACE}` }));
+    const moved = newGrants(layout, users, clock, undefined, "https://new.example");
+    await moved.load();
+    expect((await moved.get(grant.grantId))?.workspaceId).toBe(WORKSPACE);
+    const refreshed = await moved.refresh(refreshToken, { clientId: CLIENT });
+    expect(refreshed.resource).toBe(`https://new.example/mcp/${WORKSPACE}`);
+    expect(await moved.revokeWhere({ workspaceId: OTHER_WORKSPACE })).toBe(0);
+    expect(await moved.revokeWhere({ principalId: ALICE.id, workspaceId: WORKSPACE })).toBe(1);
+    expect(moved.isRevoked(grant.grantId)).toBe(true);
   });
 
   it("without refresh, a grant has no refresh token", async () => {
