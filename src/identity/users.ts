@@ -26,6 +26,11 @@ export function foldEmail(email: string): string {
 export interface Profile extends Principal {
   /** Set when an org admin deactivated the person; every active use is then refused. */
   deactivatedAt?: string;
+  /**
+   * When an org admin last reactivated the person: a consent they gave before it (an
+   * authorization code still unredeemed, a grant the deactivation missed) no longer counts.
+   */
+  reactivatedAt?: string;
 }
 
 /**
@@ -94,16 +99,25 @@ export class UserDirectory {
     return this.known.get(principalId)?.deactivatedAt !== undefined;
   }
 
-  /** Deactivates or reactivates a known person; their next request sees the change. */
+  /** When the person was last reactivated, in epoch ms; `undefined` if never. */
+  reactivatedAt(principalId: string): number | undefined {
+    const at = this.known.get(principalId)?.reactivatedAt;
+    return at === undefined ? undefined : Date.parse(at);
+  }
+
+  /**
+   * Deactivates or reactivates a known person; their next request sees the change. Reactivating
+   * someone who is not deactivated changes nothing: it would void their consents for no reason.
+   */
   setDeactivated(principalId: string, deactivated: boolean): Promise<Profile> {
     return this.locks.run(principalId, async () => {
       const current = this.known.get(principalId);
       if (!current)
         throw new NotFound("user_not_found", "No one with that id has signed in to this instance.");
+      if (!deactivated && current.deactivatedAt === undefined) return current;
       const { deactivatedAt: _previous, ...rest } = current;
-      const next: Profile = deactivated
-        ? { ...rest, deactivatedAt: new Date(this.clock()).toISOString() }
-        : rest;
+      const now = new Date(this.clock()).toISOString();
+      const next: Profile = deactivated ? { ...rest, deactivatedAt: now } : { ...rest, reactivatedAt: now };
       await this.write(next);
       return next;
     });

@@ -16,6 +16,8 @@ const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
 export const MAX_PREVIOUS_REFRESH_HASHES = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
 const DEACTIVATED = "The person who approved this access has been deactivated.";
+const DEACTIVATED_SINCE =
+  "The person who approved this access has been deactivated since (and reactivated); authorize again.";
 const NOT_A_MEMBER =
   "The person who approved this access is not a member of its workspace (or it is gone), or left it since; authorize again.";
 
@@ -72,7 +74,7 @@ export interface Refreshed {
 export type MemberSince = (principalId: string, workspaceId: string) => number | undefined;
 
 export interface GrantsOptions {
-  users: Pick<UserDirectory, "isDeactivated">;
+  users: Pick<UserDirectory, "isDeactivated" | "reactivatedAt">;
   memberSince: MemberSince;
   /** A workspace's MCP URL under the current public URL (`workspaceMcpUrl`). */
   resourceOf: (workspaceId: string) => string;
@@ -341,11 +343,18 @@ export class Grants {
 
   /**
    * Why `principalId` may no longer hold access to `workspaceId` under a consent given at
-   * `consentedAt`: deactivated, not a member of the workspace, or rejoined it since (as a
-   * connection grant counts only when made since its member last joined).
+   * `consentedAt`: deactivated now or since (reactivated at or after it), not a member of the
+   * workspace, or rejoined it since (as a connection grant counts only when made since its
+   * member last joined). Deactivation revokes only the grants that exist: a code approved before
+   * it and redeemed after a reactivation within its 60 s made a grant
+   * (test/integration/leaving.test.ts "a code approved before a deactivation").
    */
   private standingRefusal(principalId: string, workspaceId: string, consentedAt: number): string | undefined {
-    if (this.options.users.isDeactivated(principalId)) return DEACTIVATED;
+    const { users } = this.options;
+    if (users.isDeactivated(principalId)) return DEACTIVATED;
+    const reactivatedAt = users.reactivatedAt(principalId);
+    // At or after: a consent and a reactivation in one millisecond cannot be ordered, so it is refused.
+    if (reactivatedAt !== undefined && reactivatedAt >= consentedAt) return DEACTIVATED_SINCE;
     const joinedAt = this.options.memberSince(principalId, workspaceId);
     return joinedAt === undefined || joinedAt > consentedAt ? NOT_A_MEMBER : undefined;
   }

@@ -135,4 +135,30 @@ describe("leaving a workspace ends its grants", () => {
     await expectEnded(ws, first);
     await expectEnded(other, second);
   });
+  it("a code approved before a deactivation and redeemed after a reactivation makes no grant", async () => {
+    const ws = await newWorkspace("alice");
+    await addMember(rest, "alice", ws, "bob", { principalId: bobId });
+    const cookie = await sessionCookie(t, "bob");
+    const clientId = (await registerClient(t)).client_id;
+    const { verifier, challenge } = pkcePair();
+    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
+    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+
+    // Deactivation revokes the grants that exist; this one did not exist yet, and the
+    // reactivation comes within the code's 60 seconds.
+    expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/deactivate`)).status).toBe(200);
+    expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/reactivate`)).status).toBe(200);
+    const exchanged = await tokenRequest(t, {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(exchanged.status).toBe(400);
+    expect(((await exchanged.json()) as { error: string }).error).toBe("invalid_grant");
+    // A consent given now counts.
+    expect((await obtainTokens(t, "bob", ws, { cookie })).refresh_token).toEqual(expect.any(String));
+  });
 });

@@ -108,6 +108,17 @@ describe("UserDirectory", () => {
     expect(await users.get(ALICE.id)).toEqual(ALICE);
   });
 
+  it("records a reactivation, and reactivating someone who is active changes nothing", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    expect(await users.setDeactivated(ALICE.id, false)).not.toHaveProperty("reactivatedAt");
+    expect(users.reactivatedAt(ALICE.id)).toBeUndefined();
+    await users.setDeactivated(ALICE.id, true);
+    const back = await users.setDeactivated(ALICE.id, false);
+    expect(back.deactivatedAt).toBeUndefined();
+    expect(users.reactivatedAt(ALICE.id)).toBe(Date.parse(back.reactivatedAt as string));
+  });
+
   it("loads with no users folder yet", async () => {
     await expect(new UserDirectory(layout).load()).resolves.toBeUndefined();
   });

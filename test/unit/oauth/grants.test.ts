@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { UserDirectory } from "../../../src/identity/users.ts";
+import { UserDirectory } from "../../../src/identity/users.ts";
 import {
   type GrantRecord,
   type Grants,
@@ -134,6 +134,36 @@ describe("Grants", () => {
     const { refreshToken } = await start();
     await users.setDeactivated(ALICE.id, true);
     await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toThrow(/deactivated/);
+  });
+
+  it("counts no consent given before the person's last reactivation, at the exchange or at a refresh", async () => {
+    // The directory on the test clock, so a reactivation is later than the consents before it.
+    const directory = new UserDirectory(layout, clock);
+    await directory.load();
+    await directory.record(ALICE);
+    grants = newGrants(layout, directory, clock);
+    // A grant the deactivation's revocation missed (made while it ran).
+    const { grant, refreshToken } = await start();
+    const consentedAt = clock();
+    clock.advance(1000);
+    await directory.setDeactivated(ALICE.id, true);
+    await directory.setDeactivated(ALICE.id, false);
+    await expect(
+      grants.create(
+        {
+          grantId: newGrantId(),
+          clientId: CLIENT,
+          principalId: ALICE.id,
+          resource: RESOURCE,
+          scopes: ["mcp:read"],
+        },
+        { refresh: true, consentedAt },
+      ),
+    ).rejects.toThrow(/deactivated since/);
+    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toThrow(/deactivated since/);
+    expect(grants.isRevoked(grant.grantId)).toBe(true);
+    clock.advance(1000);
+    await expect(start()).resolves.toBeDefined();
   });
 
   it("makes no grant for a person who left the workspace, or left and rejoined, since consenting", async () => {
