@@ -6,6 +6,7 @@ import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
+import { GrantIndex, type IndexedGrant } from "./grant-index.ts";
 import { OAuthError } from "./oauth-error.ts";
 
 const GRANT_ID = /^gnt_[0-9a-f]{32}$/;
@@ -14,6 +15,11 @@ const RESOURCE_WORKSPACE = /\/mcp\/(ws_[0-9a-f]{16})$/;
 const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 export const MAX_PREVIOUS_REFRESH_HASHES = 100;
+/**
+ * How many live grants one person holds; a new one past it revokes their least recently used
+ * (ADR 0091). Without it one account could make grants without end, each a file every scan read.
+ */
+export const MAX_LIVE_GRANTS_PER_PERSON = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
 const DEACTIVATED = "The person who approved this access has been deactivated.";
 const DEACTIVATED_SINCE =
@@ -38,6 +44,8 @@ export interface GrantRecord {
   resource: string;
   scopes: string[];
   createdAt: number;
+  /** The last refresh, epoch ms; with `createdAt`, what "least recently used" is judged by. */
+  refreshedAt?: number;
   absoluteExpiresAt: number;
   currentRefreshHash?: string;
   previousRefreshHashes: string[];
@@ -80,6 +88,8 @@ export interface GrantsOptions {
   resourceOf: (workspaceId: string) => string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /** MAX_LIVE_GRANTS_PER_PERSON unless given (tests use a small one). */
+  maxLiveGrantsPerPerson?: number;
   log: Logger;
   clock?: Clock;
 }
@@ -109,6 +119,8 @@ export class Grants {
   private readonly locks = new KeyedLock();
   // Checked on every MCP request, so it is memory, loaded at boot and kept by `revoke`.
   private readonly revoked = new Set<string>();
+  // Live grants by person and by workspace, so no request scans the folder (grant-index.ts).
+  private readonly index = new GrantIndex();
   private readonly clock: Clock;
 
   constructor(
@@ -120,9 +132,9 @@ export class Grants {
   }
 
   /**
-   * Loads the revoked set, and deletes grants that can no longer matter: revoked or past
-   * their lifetime longer ago than any access token they issued can live. Called at boot,
-   * and again by the instance's housekeeping.
+   * Loads the revoked set and the index of live grants, and deletes grants that can no longer
+   * matter: revoked or past their lifetime longer ago than any access token they issued can
+   * live. Called at boot, and again by the instance's housekeeping (the one scan of the folder).
    */
   async load(): Promise<void> {
     const outlived = (this.options.accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000;
@@ -137,24 +149,33 @@ export class Grants {
           "unreadable oauth grant record; treated as revoked",
         );
         this.revoked.add(id);
+        this.index.remove(id);
         continue;
       }
       if (!record) continue;
+      const now = this.clock();
       const endedAt = Math.min(record.revokedAt ?? Number.POSITIVE_INFINITY, record.absoluteExpiresAt);
-      if (endedAt + outlived < this.clock()) await this.records.delete(id);
-      else if (record.revokedAt !== undefined) this.revoked.add(record.grantId);
+      if (record.revokedAt !== undefined) {
+        this.revoked.add(record.grantId);
+        this.index.remove(record.grantId);
+      } else if (endedAt <= now) {
+        this.index.remove(record.grantId);
+      } else if (!this.revoked.has(record.grantId)) {
+        // Checked after the read: a revocation made while it was read has already removed it.
+        this.index.put(indexed(record));
+      }
+      if (endedAt + outlived < now) await this.records.delete(id);
     }
   }
 
   /**
    * One person's live grants (not revoked, within their lifetime), newest first: what they
-   * have allowed which client to do where. A scan of the folder, made only when a person
-   * asks to see their applications.
+   * have allowed which client to do where. Reads only that person's records (the index).
    */
   async listFor(principalId: string): Promise<GrantRecord[]> {
     const now = this.clock();
     const live: GrantRecord[] = [];
-    for (const id of await this.records.ids()) {
+    for (const id of this.index.matching({ principalId })) {
       const record = await this.read(id).catch(() => undefined);
       if (
         record?.principalId === principalId &&
@@ -218,8 +239,28 @@ export class Grants {
       };
       const refreshToken = options.refresh ? this.newRefreshToken(record) : undefined;
       await this.records.put(record.grantId, record);
+      this.index.put(indexed(record));
+      await this.revokeOverflow(record);
       return refreshToken === undefined ? { grant: record } : { grant: record, refreshToken };
     });
+  }
+
+  /**
+   * Past MAX_LIVE_GRANTS_PER_PERSON, a person's new grant revokes their least recently used
+   * ones. Never "the same client at the same workspace": a client named by a metadata document
+   * has one client_id across all its installations, so that would cut the person's other
+   * machines. Chosen from memory and taken out of the index before any await, so two grants
+   * made at once push out two different ones.
+   */
+  private async revokeOverflow(made: GrantRecord): Promise<void> {
+    const max = this.options.maxLiveGrantsPerPerson ?? MAX_LIVE_GRANTS_PER_PERSON;
+    const over = this.index.overflowOf(made.principalId, max, this.clock(), made.grantId);
+    if (over.length === 0) return;
+    this.options.log.info(
+      { principalId: made.principalId, revoked: over.map((g) => g.grantId), max },
+      "a person's new oauth grant took them past the cap; their least recently used grants are revoked",
+    );
+    await Promise.all(over.map((grant) => this.revoke(grant.grantId)));
   }
 
   /** Exchanges a refresh token for its successor; throws invalid_grant, invalid_scope or invalid_target. */
@@ -279,7 +320,9 @@ export class Grants {
         MAX_PREVIOUS_REFRESH_HASHES,
       );
       const refreshToken = this.newRefreshToken(record);
+      record.refreshedAt = this.clock();
       await this.records.put(grantId, record);
+      this.index.touch(grantId, record.refreshedAt);
       return { grant: record, resource, refreshToken, scopes };
     });
   }
@@ -288,6 +331,7 @@ export class Grants {
   revoke(grantId: string): Promise<void> {
     // Remembered before the write, so a grant being created right now cannot slip through.
     this.revoked.add(grantId);
+    this.index.remove(grantId);
     if (!GRANT_ID.test(grantId)) return Promise.resolve();
     return this.locks.run(grantId, async () => {
       const record = await this.read(grantId).catch(() => undefined);
@@ -300,28 +344,16 @@ export class Grants {
    * leaving a workspace, archiving it and deactivating the person end. Without it a removed
    * member's refresh token kept rotating, and re-adding them revived the old grant without
    * new consent (test/integration/leaving.test.ts). Matched by workspace id, never by URL: a
-   * grant made under an earlier public URL is the workspace's all the same. A scan of the
-   * folder, as these are rare. Returns how many grants it revoked.
+   * grant made under an earlier public URL is the workspace's all the same. Reads only the
+   * matching records (the index). Returns how many grants it revoked.
    */
   async revokeWhere(match: { principalId?: string; workspaceId?: string }): Promise<number> {
     if (match.principalId === undefined && match.workspaceId === undefined) {
       throw new Error("revokeWhere needs a person or a workspace; it never revokes every grant.");
     }
-    let revoked = 0;
-    for (const id of await this.records.ids()) {
-      if (this.revoked.has(id)) continue;
-      const record = await this.read(id).catch(() => undefined);
-      if (
-        record === undefined ||
-        (match.principalId !== undefined && record.principalId !== match.principalId) ||
-        (match.workspaceId !== undefined && record.workspaceId !== match.workspaceId)
-      ) {
-        continue;
-      }
-      await this.revoke(record.grantId);
-      revoked++;
-    }
-    return revoked;
+    const ids = this.index.matching(match);
+    for (const id of ids) await this.revoke(id);
+    return ids.length;
   }
 
   /**
@@ -374,6 +406,7 @@ export class Grants {
 
   private async revokeRecord(record: GrantRecord): Promise<void> {
     this.revoked.add(record.grantId);
+    this.index.remove(record.grantId);
     record.revokedAt = this.clock();
     await this.records.put(record.grantId, record);
   }
@@ -383,6 +416,16 @@ export class Grants {
     record.currentRefreshHash = hashSecret(token);
     return token;
   }
+}
+
+function indexed(record: GrantRecord): IndexedGrant {
+  return {
+    grantId: record.grantId,
+    principalId: record.principalId,
+    workspaceId: record.workspaceId,
+    lastUsedAt: record.refreshedAt ?? record.createdAt,
+    absoluteExpiresAt: record.absoluteExpiresAt,
+  };
 }
 
 /** Whether a string has the shape of an Atrium refresh token. */

@@ -57,12 +57,16 @@ export function newGrants(
   users: UserDirectory,
   clock: TestClock,
   memberSince: MemberSince = ALWAYS_A_MEMBER,
-  publicUrl = PUBLIC_URL,
+  {
+    publicUrl = PUBLIC_URL,
+    maxLiveGrantsPerPerson,
+  }: { publicUrl?: string; maxLiveGrantsPerPerson?: number } = {},
 ): Grants {
   return new Grants(layout, {
     users,
     memberSince,
     resourceOf: (workspaceId) => `${publicUrl}/mcp/${workspaceId}`,
+    ...(maxLiveGrantsPerPerson === undefined ? {} : { maxLiveGrantsPerPerson }),
     accessTokenTtlSeconds: ACCESS_TTL_SECONDS,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,
     log: silentLog,

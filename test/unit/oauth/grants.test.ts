@@ -1,13 +1,16 @@
 import { readFile, writeFile } from "node:fs/promises";
+import { sep } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserDirectory } from "../../../src/identity/users.ts";
 import {
   type GrantRecord,
   type Grants,
   isRefreshTokenShaped,
+  MAX_LIVE_GRANTS_PER_PERSON,
   newGrantId,
 } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { journalDuring } from "../../helpers/fs-journal.ts";
 import {
   ACCESS_TTL_SECONDS,
   newGrants,
@@ -298,7 +301,7 @@ describe("Grants", () => {
     const file = layout.collectionFile("oauth/families", grant.grantId);
     const { workspaceId: _dropped, ...stored } = JSON.parse(await readFile(file, "utf8")) as GrantRecord;
     await writeFile(file, JSON.stringify({ ...stored, resource: `https://old.example/mcp/${WORKSPACE}` }));
-    const moved = newGrants(layout, users, clock, undefined, "https://new.example");
+    const moved = newGrants(layout, users, clock, undefined, { publicUrl: "https://new.example" });
     await moved.load();
     expect((await moved.get(grant.grantId))?.workspaceId).toBe(WORKSPACE);
     const refreshed = await moved.refresh(refreshToken, { clientId: CLIENT });
@@ -306,6 +309,64 @@ describe("Grants", () => {
     expect(await moved.revokeWhere({ workspaceId: OTHER_WORKSPACE })).toBe(0);
     expect(await moved.revokeWhere({ principalId: ALICE.id, workspaceId: WORKSPACE })).toBe(1);
     expect(moved.isRevoked(grant.grantId)).toBe(true);
+  });
+
+  it("past the cap, a person's new grant revokes their least recently used, whatever its client, and nobody else's", async () => {
+    const capped = newGrants(layout, users, clock, undefined, { maxLiveGrantsPerPerson: 3 });
+    const make = async (principalId: string, on: Grants = capped) => {
+      clock.advance(1000);
+      return on.create(
+        { grantId: newGrantId(), clientId: CLIENT, principalId, resource: RESOURCE, scopes: ["mcp:read"] },
+        { refresh: true, consentedAt: clock() },
+      );
+    };
+    const BOB = person("bob");
+    const bobs = await make(BOB.id);
+    const [a, b, c] = [await make(ALICE.id), await make(ALICE.id), await make(ALICE.id)];
+    clock.advance(1000);
+    // Refreshing the oldest makes it the most recently used.
+    await capped.refresh(a.refreshToken as string, { clientId: CLIENT });
+    const d = await make(ALICE.id);
+    const revoked = (ids: string[]) => ids.filter((id) => capped.isRevoked(id));
+    const ids = [a, b, c, d].map((made) => made.grant.grantId);
+    expect(revoked(ids)).toEqual([b.grant.grantId]);
+    expect((await capped.listFor(ALICE.id)).map((g) => g.grantId).sort()).toEqual(
+      [a, c, d].map((made) => made.grant.grantId).sort(),
+    );
+    expect(capped.isRevoked(bobs.grant.grantId)).toBe(false);
+    // What was used when is on disk: after a restart the next one out is c.
+    const restarted = newGrants(layout, users, clock, undefined, { maxLiveGrantsPerPerson: 3 });
+    await restarted.load();
+    await make(ALICE.id, restarted);
+    expect(ids.filter((id) => restarted.isRevoked(id))).toEqual([b.grant.grantId, c.grant.grantId]);
+    expect(MAX_LIVE_GRANTS_PER_PERSON).toBe(100);
+  });
+
+  it("listing a person's grants and revoking by person or workspace read only the matching records", async () => {
+    const BOB = person("bob");
+    const make = (principalId: string, resource: string) =>
+      grants.create(
+        { grantId: newGrantId(), clientId: CLIENT, principalId, resource, scopes: ["mcp:read"] },
+        { refresh: true, consentedAt: clock() },
+      );
+    for (let i = 0; i < 30; i++) await make(BOB.id, RESOURCE);
+    const aliceHere = (await make(ALICE.id, RESOURCE)).grant.grantId;
+    const aliceThere = (await make(ALICE.id, OTHER_RESOURCE)).grant.grantId;
+    // The index is built at load, as at boot.
+    const booted = newGrants(layout, users, clock);
+    await booted.load();
+    const grantFilesRead = async (work: () => Promise<unknown>) =>
+      (await journalDuring(work)).read.filter((path) => path.includes(`${sep}families${sep}`)).length;
+
+    expect(await grantFilesRead(() => booted.listFor(ALICE.id))).toBe(2);
+    expect(await grantFilesRead(() => booted.revokeWhere({ workspaceId: OTHER_WORKSPACE }))).toBe(1);
+    expect(booted.isRevoked(aliceThere)).toBe(true);
+    expect(
+      await grantFilesRead(() => booted.revokeWhere({ principalId: ALICE.id, workspaceId: WORKSPACE })),
+    ).toBe(1);
+    expect(booted.isRevoked(aliceHere)).toBe(true);
+    expect(await grantFilesRead(() => booted.listFor(ALICE.id))).toBe(0);
+    expect(await booted.listFor(BOB.id)).toHaveLength(30);
   });
 
   it("without refresh, a grant has no refresh token", async () => {
