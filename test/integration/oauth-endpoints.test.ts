@@ -285,6 +285,26 @@ describe("discovery", () => {
 });
 
 describe("dynamic client registration", () => {
+  it("counts only a registration whose body is JSON against the hourly limit", async () => {
+    const limited = await startOAuth(false, 2);
+    try {
+      const garbage = () =>
+        fetch(`${limited.url}/oauth/register`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "not json",
+        });
+      // Before, each made (and spent) the address's window: the second was already a 429.
+      for (let i = 0; i < 3; i++) expect((await garbage()).status).toBe(400);
+      const body = { redirect_uris: [REDIRECT] };
+      expect((await registerJson(body, limited)).status).toBe(201);
+      expect((await registerJson(body, limited)).status).toBe(201);
+      expect((await registerJson(body, limited)).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("refuses registrations past the hourly limit for one address with 429 and Retry-After", async () => {
     const limited = await startOAuth(false, 2);
     try {

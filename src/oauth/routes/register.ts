@@ -26,6 +26,9 @@ export function registerRoutes(deps: {
   app.post(
     "/oauth/register",
     oauthEndpoint(deps.log, async (c) => {
+      // Read first: a body that is not JSON is refused without counting, so it makes no window
+      // (one per address, for anyone who can send garbage from many addresses).
+      const metadata = await readJson(c);
       const wait = limit.take(callerAddress(c));
       if (wait > 0) {
         c.header("retry-after", String(wait));
@@ -34,7 +37,7 @@ export function registerRoutes(deps: {
           `Too many client registrations from this address; try again in ${wait} s, or reuse the client you registered.`,
         );
       }
-      const client = await deps.clients.register(await readJson(c));
+      const client = await deps.clients.register(metadata);
       deps.log.info(
         { clientId: client.client_id, method: client.token_endpoint_auth_method },
         "oauth client registered",
