@@ -104,8 +104,14 @@ export class FileStore implements LeftoverRules {
       let batch: Uint8Array[] = [];
       let batchBytes = 0;
       let writing: Promise<void> | undefined;
+      // A write's failure, kept from the moment it happens: the write is awaited only when the
+      // next batch is full, and a rejection nobody handles while the body is still arriving would
+      // end the process (Node's default). Thrown at the next chunk instead, so the staging folder
+      // is removed and the client is answered (test/unit/platform/files/upload.test.ts).
+      let failed: { error: unknown } | undefined;
       try {
         for await (const chunk of body ? chunksOf(body) : []) {
+          if (failed) throw failed.error;
           size += chunk.byteLength;
           if (size > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
           hash.update(chunk);
@@ -114,6 +120,9 @@ export class FileStore implements LeftoverRules {
           if (batchBytes < WRITE_BATCH_BYTES) continue;
           await writing;
           writing = writer.write(batch);
+          writing.catch((error: unknown) => {
+            failed ??= { error };
+          });
           batch = [];
           batchBytes = 0;
         }

@@ -3,7 +3,10 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileStore } from "../../../../src/platform/files/store.ts";
+import { SyncedFileWriter } from "../../../../src/storage/synced-file-writer.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { listTree } from "../../../helpers/fs-tree.ts";
+import { gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // An upload's bytes and SHA-256 through the synced writer (adr/0054), from a web stream: its
@@ -66,5 +69,48 @@ describe("FileStore.upload", () => {
     const meta = await files.upload(ws, ALICE, { name: "empty.bin" }, null);
     expect(meta.size).toBe(0);
     expect(meta.sha256).toBe(sha256(new Uint8Array(0)));
+  });
+
+  it("a write that fails while the body is still arriving rejects the upload, leaves nothing, and is never unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const diskFailed = new Error("EIO: the disk failed");
+      const failedOnce = gate();
+      // Patched by hand, not with vi.spyOn: a spy handles the promises it returns, which would
+      // hide the unhandled rejection this test is about.
+      const write = SyncedFileWriter.prototype.write;
+      SyncedFileWriter.prototype.write = async () => {
+        SyncedFileWriter.prototype.write = write;
+        failedOnce.open();
+        throw diskFailed;
+      };
+      // A first batch whole (1 MiB), then the body waits, as a slow client's does, until the
+      // write has failed and the event loop has had a turn to report an unhandled rejection.
+      const moreBody = gate();
+      let pulls = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          pulls++;
+          if (pulls === 1) return controller.enqueue(new Uint8Array(1024 * 1024));
+          await moreBody.promise;
+          if (pulls === 2) return controller.enqueue(new Uint8Array(1000));
+          controller.close();
+        },
+      });
+      const upload = files.upload(ws, ALICE, { name: "slow.bin" }, stream);
+      upload.catch(() => undefined);
+      await failedOnce.promise;
+      await new Promise((resolve) => setImmediate(resolve));
+      moreBody.open();
+      await expect(upload).rejects.toBe(diskFailed);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+      const ownerDir = temp.layout.partition("files").ownerDir(ws, ALICE);
+      expect(await listTree(ownerDir)).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
   });
 });
