@@ -85,6 +85,21 @@ export class TooManyRequests extends AtriumError {
 }
 
 /**
+ * The server's disk or quota is full, or a file met a limit on its size (the process's, the
+ * filesystem's), so a write could not be stored (RFC 4918 §11.5). Nothing of it was kept; the same
+ * request can succeed once an operator frees space, so it is neither the client's mistake nor a bug.
+ */
+export class InsufficientStorage extends AtriumError {
+  constructor() {
+    super(
+      "insufficient_storage",
+      507,
+      "The server's storage is full (or at its limit for one file), so nothing was stored. Try again once space has been freed.",
+    );
+  }
+}
+
+/**
  * The status a request is logged with when its client went away before the answer (nginx's
  * 499): the answer reaches no one, and it is not Atrium's failure. REST and MCP log it alike.
  */

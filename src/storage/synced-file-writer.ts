@@ -10,6 +10,32 @@ import { type FileHandle, open } from "node:fs/promises";
 export const FLUSH_BEHIND_BYTES = 8 * 1024 * 1024;
 
 /**
+ * A write that stored fewer bytes than it was given. On a regular file that means the disk or the
+ * quota ran out (or a file-size limit was met) during the write; the next write would fail with
+ * ENOSPC, EDQUOT or EFBIG itself.
+ */
+export class ShortWrite extends Error {
+  constructor(
+    readonly bytesWritten: number,
+    readonly bytesGiven: number,
+  ) {
+    super(`Wrote ${bytesWritten} of ${bytesGiven} bytes to a new file.`);
+    this.name = "ShortWrite";
+  }
+}
+
+/**
+ * Whether a write failed because the storage could not take more: no space left (ENOSPC), the
+ * quota used up (EDQUOT), a file-size limit met (EFBIG: `ulimit -f`, a filesystem's largest file),
+ * or a short write, which is how any of these shows in the middle of a write.
+ */
+export function isStorageFull(error: unknown): boolean {
+  if (error instanceof ShortWrite) return true;
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === "ENOSPC" || code === "EDQUOT" || code === "EFBIG";
+}
+
+/**
  * A new file (0600; it must not exist) written in order, batch by batch, and made durable by
  * `sync()`. Once `sync()` returns the bytes survive a power loss, as with one fsync at the end
  * (adr/0024); the flushes behind only move that work earlier. At most one flush runs at a time:
@@ -46,7 +72,7 @@ export class SyncedFileWriter {
     const at = this.end;
     this.end += bytes;
     const { bytesWritten } = await this.handle.writev(chunks as Uint8Array[], at);
-    if (bytesWritten !== bytes) throw new Error(`Wrote ${bytesWritten} of ${bytes} bytes to a new file.`);
+    if (bytesWritten !== bytes) throw new ShortWrite(bytesWritten, bytes);
     this.written += bytes;
     this.flushBehind();
   }

@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { type FileHandle, open } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
@@ -158,5 +160,55 @@ describe("upload, list, download, delete", () => {
     );
     expect((await listTree(wsDir)).filter((path) => path.includes(id))).toEqual([]);
     expect(await listTree(join(wsDir, "files", ownerId))).not.toContain(`${id}/`);
+  });
+});
+
+type FullDisk = "ENOSPC" | "EDQUOT" | "EFBIG" | "short write";
+
+describe("a full disk", () => {
+  /**
+   * Runs `work` while every FileHandle's writev fails as a full disk makes it: with ENOSPC, EDQUOT
+   * (a quota) or EFBIG (a file-size limit), or short (some bytes stored, then the space ran out).
+   */
+  async function onFullDisk<T>(how: FullDisk, work: () => Promise<T>): Promise<T> {
+    const probe = await open(fileURLToPath(import.meta.url), "r");
+    const handles = Object.getPrototypeOf(probe) as FileHandle;
+    await probe.close();
+    const writev = handles.writev;
+    handles.writev = async function (this: FileHandle, buffers: NodeJS.ArrayBufferView[], position?: number) {
+      if (how !== "short write") throw Object.assign(new Error(`${how}: write failed`), { code: how });
+      const first = buffers[0] as Uint8Array;
+      const { bytesWritten } = await writev.call(this, [first.subarray(0, 1)], position);
+      return { bytesWritten, buffers };
+    } as FileHandle["writev"];
+    try {
+      return await work();
+    } finally {
+      handles.writev = writev;
+    }
+  }
+
+  it.each(["ENOSPC", "EDQUOT", "EFBIG", "short write"] as const)(
+    "an upload that meets a full disk (%s) is 507 insufficient_storage and leaves nothing",
+    async (how) => {
+      const before = await storedEntries();
+      const response = await onFullDisk(how, () => upload("full.txt", "hello", "text/plain"));
+      expect(response.status).toBe(507);
+      const { error } = (await response.json()) as { error: { code: string; message: string } };
+      expect(error.code).toBe("insufficient_storage");
+      expect(error.message).toMatch(/storage is full.*nothing was stored/);
+      expect(await storedEntries()).toEqual(before);
+    },
+  );
+
+  it("files__write on a full disk is an isError result that says so, and leaves nothing", async () => {
+    const before = await storedEntries();
+    const client = await instance.mcpClient("alice", ws);
+    const result = await onFullDisk("ENOSPC", () =>
+      client.callTool({ name: "files__write", arguments: { name: "full.txt", text: "hello" } }),
+    );
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toMatch(/storage is full.*nothing was stored/);
+    expect(await storedEntries()).toEqual(before);
   });
 });

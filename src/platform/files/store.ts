@@ -2,14 +2,14 @@ import { createHash } from "node:crypto";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
+import { InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import { parseStoredJson, writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
-import { SyncedFileWriter } from "../../storage/synced-file-writer.ts";
+import { isStorageFull, SyncedFileWriter } from "../../storage/synced-file-writer.ts";
 import { RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
 import {
@@ -152,9 +152,9 @@ export class FileStore implements LeftoverRules {
     if (!mimeType)
       throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
-    await makeInPartition(ownerDir, workspaceId);
+    await makeInPartition(ownerDir, workspaceId).catch(toldIfStorageFull);
     const id = newFileId();
-    const meta = await this.folders.create(
+    const created = this.folders.create(
       ownerDir,
       id,
       async (staging): Promise<FileMeta> => {
@@ -190,6 +190,7 @@ export class FileStore implements LeftoverRules {
         step: (change) => this.ownStep(workspaceId, ownerId, change),
       },
     );
+    const meta = await created.catch(toldIfStorageFull);
     // Only once the file is durable in its place; a failed write announces nothing.
     this.events.publish({
       type: "file.created",
@@ -315,6 +316,15 @@ export class FileStore implements LeftoverRules {
     const path = join(dir, META_FILE);
     return parseStoredJson(path, await readFile(path, "utf8")) as FileMeta;
   }
+}
+
+/**
+ * Rethrows a write's failure, a full disk as what it is: the operator's to fix, not a bug, so the
+ * client is told (507 over REST, files__write's isError result) rather than answered 500; the
+ * staging folder is gone by then (test/integration/files-rest.test.ts "a full disk").
+ */
+function toldIfStorageFull(error: unknown): never {
+  throw isStorageFull(error) ? new InsufficientStorage() : error;
 }
 
 function fileNotFound(): NotFound {
