@@ -163,6 +163,50 @@ describe("upload, list, download, delete", () => {
   });
 });
 
+describe("conditional downloads", () => {
+  async function stored(): Promise<{ id: string; sha256: string }> {
+    return (await (await upload("cached.txt", "cache me", "text/plain")).json()) as {
+      id: string;
+      sha256: string;
+    };
+  }
+
+  it.each([
+    ["its ETag", (tag: string) => tag],
+    ["its ETag marked weak", (tag: string) => `W/${tag}`],
+    ["a list that holds it", (tag: string) => `"00", ${tag}`],
+    ["*", () => "*"],
+  ])("If-None-Match with %s is 304 with the ETag and no body, GET and HEAD", async (_case, header) => {
+    const { id, sha256 } = await stored();
+    const etag = `"${sha256}"`;
+    for (const method of ["GET", "HEAD"]) {
+      const response = await instance.raw("alice", method, `/v1/files/${id}`, {
+        headers: { "if-none-match": header(etag) },
+      });
+      expect(response.status).toBe(304);
+      expect(response.headers.etag).toBe(etag);
+      expect(response.body.length).toBe(0);
+    }
+  });
+
+  it("If-None-Match with other tags is 200 with the content", async () => {
+    const { id } = await stored();
+    const response = await instance.rest("alice", "GET", `/v1/files/${id}`, undefined, {
+      "if-none-match": '"00", W/"11"',
+    });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe("cache me");
+  });
+
+  it("a matching If-None-Match still answers 404 for a file that is not the caller's", async () => {
+    const { id, sha256 } = await stored();
+    const response = await instance.rest("bob", "GET", `/v1/files/${id}`, undefined, {
+      "if-none-match": `"${sha256}"`,
+    });
+    expect(response.status).toBe(404);
+  });
+});
+
 type FullDisk = "ENOSPC" | "EDQUOT" | "EFBIG" | "short write";
 
 describe("a full disk", () => {
