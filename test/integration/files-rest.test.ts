@@ -163,6 +163,22 @@ describe("upload, list, download, delete", () => {
   });
 });
 
+describe("Content-Disposition", () => {
+  it("names the file in filename* with every byte RFC 8187 attr-char leaves out percent-encoded", async () => {
+    const name = "it's (a)*.txt — ü!#$&+^_`|~";
+    const { id } = (await (await upload(name, "x", "text/plain")).json()) as { id: string };
+    const response = await instance.rest("alice", "GET", `/v1/files/${id}`);
+    const disposition = response.headers.get("content-disposition") ?? "";
+    expect(disposition).toBe(
+      "attachment; filename*=UTF-8''it%27s%20%28a%29%2A.txt%20%E2%80%94%20%C3%BC!%23%24%26%2B%5E_%60%7C~",
+    );
+    // Every value-char is an attr-char or a %XX (RFC 8187 §3.2.1), and it decodes to the name.
+    const value = disposition.slice("attachment; filename*=UTF-8''".length);
+    expect(value).toMatch(/^(?:[A-Za-z0-9!#$&+\-.^_`|~]|%[0-9A-F]{2})*$/);
+    expect(decodeURIComponent(value)).toBe(name);
+  });
+});
+
 describe("conditional downloads", () => {
   async function stored(): Promise<{ id: string; sha256: string }> {
     return (await (await upload("cached.txt", "cache me", "text/plain")).json()) as {

@@ -105,12 +105,25 @@ function downloadHeaders(meta: FileMeta): Record<string, string> {
     "content-type": checkMimeType(meta.mimeType) ?? DEFAULT_MIME_TYPE,
     "content-length": String(meta.size),
     // A name stored before broken Unicode was refused must not make its download fail.
-    "content-disposition": `attachment; filename*=UTF-8''${encodeURIComponent(wellFormed(meta.name))}`,
+    "content-disposition": `attachment; filename*=UTF-8''${extValueChars(wellFormed(meta.name))}`,
     // Stored content is the user's, not ours: never let a browser run it as this origin.
     "x-content-type-options": "nosniff",
     "content-security-policy": "sandbox",
     etag: `"${meta.sha256}"`,
   };
+}
+
+/**
+ * A value as an RFC 8187 ext-value's value-chars: UTF-8, every byte that is not an attr-char
+ * percent-encoded. encodeURIComponent leaves `'`, `(`, `)` and `*` as they are, which attr-char
+ * does not allow (`'` ends the charset part), so those are encoded too
+ * (test/integration/files-rest.test.ts "Content-Disposition").
+ */
+function extValueChars(value: string): string {
+  return encodeURIComponent(value).replace(
+    /['()*]/g,
+    (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }
 
 /**
