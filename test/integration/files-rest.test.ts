@@ -124,6 +124,13 @@ describe("upload, list, download, delete", () => {
     expect(((await meta.json()) as { mimeType: string }).mimeType).toBe("application/octet-stream");
   });
 
+  it("a name with a bidirectional override is refused, and the answer says why", async () => {
+    const response = await upload("invoice\u202Efdp.exe", "x", "text/plain");
+    expect(response.status).toBe(400);
+    const { error } = (await response.json()) as { error: { message: string } };
+    expect(error.message).toMatch(/bidirectional controls/);
+  });
+
   it("an upload without a name is refused", async () => {
     const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/files`, "x");
     expect(response.status).toBe(400);

@@ -25,14 +25,43 @@ export function isFileId(value: string): boolean {
   return FILE_ID.test(value);
 }
 
-/** A file name is a label, never a path; it is refused only when it could not be shown. */
+/** What checkFileName refuses, in the words a caller is told (store.ts). */
+export const FILE_NAME_RULE =
+  `A file name is 1 to ${MAX_FILE_NAME_CHARS} characters (Unicode code points) with no control ` +
+  "characters (C0, DEL, C1, or bidirectional controls such as U+202E) and no half of a surrogate pair.";
+
+/**
+ * C1 controls (U+0080–U+009F; U+009B is a terminal's CSI) and the bidirectional embedding,
+ * override and isolate controls (U+202A–U+202E, U+2066–U+2069), which make "x\u202Etxt.exe"
+ * show as "xexe.txt": invisible, and they change what the rest of the name looks like.
+ */
+const HIDDEN_CONTROL = /[\u0080-\u009F\u202A-\u202E\u2066-\u2069]/;
+
+/**
+ * A file name is a label, never a path; it is refused only when it could not be shown as it is
+ * (FILE_NAME_RULE). Its length is counted in code points, so 255 emoji fit as 255 letters do.
+ */
 export function checkFileName(name: unknown): string | undefined {
   if (typeof name !== "string") return undefined;
   const trimmed = name.trim();
-  if (trimmed.length === 0 || trimmed.length > MAX_FILE_NAME_CHARS || isUnshowable(trimmed)) {
+  if (
+    trimmed.length === 0 ||
+    codePointsOver(trimmed, MAX_FILE_NAME_CHARS) ||
+    isUnshowable(trimmed) ||
+    HIDDEN_CONTROL.test(trimmed)
+  ) {
     return undefined;
   }
   return trimmed;
+}
+
+/** Whether `text` holds more than `max` code points (a surrogate pair is one). */
+function codePointsOver(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  if (text.length > 2 * max) return true;
+  let count = 0;
+  for (const _ of text) if (++count > max) return true;
+  return false;
 }
 
 // RFC 9110 §8.3.1 and §5.6: media-type = type "/" subtype *( OWS ";" OWS [ parameter ] ),

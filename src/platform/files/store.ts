@@ -16,6 +16,7 @@ import {
   checkFileName,
   checkMimeType,
   DEFAULT_MIME_TYPE,
+  FILE_NAME_RULE,
   type FileMeta,
   isFileId,
   newFileId,
@@ -144,10 +145,7 @@ export class FileStore implements LeftoverRules {
     fill: (writer: SyncedFileWriter) => Promise<string>,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
-    if (!name)
-      throw new InvalidInput(
-        `A file name is 1 to 255 characters with no control characters and no half of a surrogate pair.`,
-      );
+    if (!name) throw new InvalidInput(FILE_NAME_RULE);
     const mimeType = file.mimeType === undefined ? DEFAULT_MIME_TYPE : checkMimeType(file.mimeType);
     if (!mimeType)
       throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);

@@ -46,9 +46,28 @@ describe("checkFileName", () => {
   it.each([
     ["empty", "  "],
     ["a control character", "a\u0007b"],
+    ["DEL", "a\u007fb"],
+    ["a C1 control (NEL)", "a\u0085b"],
+    ["a C1 control (CSI)", "a\u009b31mb"],
+    ["a bidirectional override (RLO)", "x\u202Etxt.exe"],
+    ["a bidirectional embedding (LRE)", "x\u202Ay"],
+    ["a bidirectional isolate (RLI)", "x\u2067y"],
+    ["a bidirectional isolate's end (PDI)", "x\u2069y"],
     ["half of a surrogate pair", `a${String.fromCharCode(0xd800)}b`],
+    ["256 characters", "a".repeat(256)],
+    ["256 emoji", "\u{1F600}".repeat(256)],
     ["not a string", 42],
   ])("refuses a name that is %s", (_case, name) => {
     expect(checkFileName(name)).toBeUndefined();
+  });
+
+  it.each([
+    ["255 letters", "a".repeat(255)],
+    ["255 emoji (510 UTF-16 units)", "\u{1F600}".repeat(255)],
+    ["128 emoji", "\u{1F600}".repeat(128)],
+    ["a letter just past C1 (U+00A0 within)", "a\u00a0b"],
+    ["right-to-left text itself", "\u05E9\u05DC\u05D5\u05DD.txt"],
+  ])("keeps a name of %s", (_case, name) => {
+    expect(checkFileName(name)).toBe(name);
   });
 });
