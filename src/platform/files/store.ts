@@ -309,10 +309,17 @@ export class FileStore implements LeftoverRules {
     });
   }
 
+  /**
+   * A file's metadata as its folder holds it, named by where it is: the path is authoritative and
+   * the ids inside meta.json are copies (CONTEXT.md, Primitive). A folder an operator copied
+   * (`cp -r fl_A fl_B`) is fl_B, not a second fl_A that hides it and leaves the index rebuilding
+   * after every write (test/unit/platform/files/file-index.test.ts "a copied file folder").
+   */
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
     const dir = this.storage.recordDir(workspaceId, ownerId, fileId);
     const path = join(dir, META_FILE);
-    return parseStoredJson(path, await readFile(path, "utf8")) as FileMeta;
+    const stored = parseStoredJson(path, await readFile(path, "utf8")) as FileMeta;
+    return { ...stored, id: fileId, workspaceId, ownerId };
   }
 }
 

@@ -138,6 +138,32 @@ describe("the file metadata index", () => {
   });
 });
 
+describe("a copied file folder", () => {
+  it("is its own file, named by its folder, and the index does not rebuild after each write", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    expect(await listed()).toEqual(["a.txt"]);
+    // An operator's `cp -r fl_A fl_B`: the copy's meta.json still says fl_A.
+    const copyId = `fl_${"ab".repeat(12)}`;
+    await cp(recordDir(a.id), recordDir(copyId), { recursive: true });
+    await time.advance(DISK_CHECK_MS);
+    const ids = (await files.page(ws, ALICE, {})).files.map((meta) => meta.id);
+    expect(ids.sort()).toEqual([a.id, copyId].sort());
+    expect(await files.info(ws, ALICE, copyId)).toEqual({ ...a, id: copyId });
+    expect(await files.info(ws, ALICE, a.id)).toEqual(a);
+    const journal = await journalDuring(async () => {
+      await time.advance(1);
+      await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+      await time.advance(DISK_CHECK_MS);
+      expect(await listed()).toHaveLength(3);
+    });
+    expect(journal.read.filter((path) => path.endsWith("meta.json"))).toEqual([]);
+    // Deleting the original leaves the copy, and a restart names it alike.
+    await files.delete(ws, ALICE, a.id);
+    expect((await openStore().page(ws, ALICE, {})).files.map((meta) => meta.id)).toContain(copyId);
+    expect((await openStore().info(ws, ALICE, copyId)).id).toBe(copyId);
+  });
+});
+
 describe("the store's own writes", () => {
   it("never make the index read a partition of many files again: writes, a failed upload, deletes", async () => {
     const kept: FileMeta[] = [];
