@@ -2,7 +2,7 @@ import { type Context, Hono } from "hono";
 import { AtriumError } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { Sessions } from "../../identity/sessions.ts";
-import { PAGE_FORM_REFUSAL, readPageForm } from "../../oauth/authorize/page-form.ts";
+import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
 import { deactivatedPage, homeActionPage } from "../../signin/pages.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";

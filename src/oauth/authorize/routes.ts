@@ -12,7 +12,7 @@ import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
-import { PAGE_FORM_REFUSAL, readPageForm } from "./page-form.ts";
+import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
 import { ParkedRequests } from "./parked.ts";
 import type { PendingAuthorizations } from "./pending.ts";
 

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import type { AppEnv } from "../../web/app-env.ts";
+import type { AppEnv } from "./app-env.ts";
 
 /** What a page form is refused with when it is not sent the way Atrium's own pages send it. */
 export const PAGE_FORM_REFUSAL =
