@@ -13,7 +13,7 @@ export interface IndexedGrant {
  * when `Grants` loads and kept by its every write, so listing one person's applications and
  * revoking a person's or a workspace's grants read only the records that match. Before, each
  * read every grant file in the instance: at 3,000 grants another person's listing or a member's
- * removal took ≈ 250 ms, growing with every grant anyone made (ADR 0091).
+ * removal took ≈ 250 ms, growing with every grant anyone made (ADR 0089).
  */
 export class GrantIndex {
   private readonly live = new Map<string, IndexedGrant>();

@@ -17,7 +17,7 @@ const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
 export const MAX_PREVIOUS_REFRESH_HASHES = 100;
 /**
  * How many live grants one person holds; a new one past it revokes their least recently used
- * (ADR 0091). Without it one account could make grants without end, each a file every scan read.
+ * (ADR 0089). Without it one account could make grants without end, each a file every scan read.
  */
 export const MAX_LIVE_GRANTS_PER_PERSON = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
