@@ -3,7 +3,13 @@ import { type FileHandle, open } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import {
+  bootstrapWorkspace,
+  capturingLogger,
+  startTestAtrium,
+  type TestAtrium,
+  testPrincipal,
+} from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 
@@ -16,8 +22,14 @@ let wsDir: string;
 // Files are listed newest first by createdAt: the test moves this clock between uploads.
 const time = new FakeTime();
 
+const captured = capturingLogger("warn");
+
 beforeAll(async () => {
-  instance = await startTestAtrium({ maxUploadBytes: MAX_UPLOAD_BYTES, clock: time.clock });
+  instance = await startTestAtrium({
+    maxUploadBytes: MAX_UPLOAD_BYTES,
+    clock: time.clock,
+    log: captured.log,
+  });
   ws = await bootstrapWorkspace(instance, "alice");
   wsDir = join(instance.root, ws);
 });
@@ -265,6 +277,12 @@ describe("a full disk", () => {
       expect(error.code).toBe("insufficient_storage");
       expect(error.message).toMatch(/storage is full.*nothing was stored/);
       expect(await storedEntries()).toEqual(before);
+      // The operator is told, once, with what the filesystem said; as a condition, not a bug.
+      const told = captured.lines.filter(
+        (line) => line.msg === "storage full: a write was refused and nothing stored",
+      );
+      expect(told.at(-1)).toMatchObject({ level: 40, reason: how === "short write" ? "short write" : how });
+      expect(captured.lines.filter((line) => line.msg === "unhandled error")).toEqual([]);
     },
   );
 

@@ -4,6 +4,7 @@ import type { UserDirectory } from "../../identity/users.ts";
 import { MAX_RETURN_TO_CHARS } from "../../signin/login-state.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
+import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
@@ -12,7 +13,6 @@ import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage } from "./consent-page.ts";
-import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
 import { ParkedRequests } from "./parked.ts";
 import type { PendingAuthorizations } from "./pending.ts";
 

@@ -329,7 +329,8 @@ export class FileStore implements LeftoverRules {
  * staging folder is gone by then (test/integration/files-rest.test.ts "a full disk").
  */
 function toldIfStorageFull(error: unknown): never {
-  throw isStorageFull(error) ? new InsufficientStorage() : error;
+  if (!isStorageFull(error)) throw error;
+  throw new InsufficientStorage((error as NodeJS.ErrnoException).code ?? "short write");
 }
 
 function fileNotFound(): NotFound {
