@@ -16,7 +16,7 @@ import { logRequest, newRequestId } from "./middleware/request-log.ts";
 import { NodeHeaders, webRequestOf } from "./node-headers.ts";
 
 export interface FrontDoorDeps {
-  deps: Pick<RouteDeps, "workspaces" | "registries" | "router" | "publicUrl" | "maxBodyBytes">;
+  deps: Pick<RouteDeps, "workspaces" | "registries" | "router" | "publicUrl" | "maxBodyBytes" | "dispatch">;
   auth: Authenticators;
   origins: OriginCheck;
   endpoint: McpEndpoint;
@@ -111,7 +111,7 @@ async function admitAndAnswer(
   served.workspace = workspaceId;
   const bytes = await readBody(request, maxBytes);
   const body = parseJsonBody(bytes);
-  await checkGrantedScopes(door.deps, workspaceId, caller, body);
+  await checkGrantedScopes(door.deps, workspaceId, caller, body, served.requestId);
   const admitted: AdmittedCaller = {
     principal: caller.principal,
     workspaceId,

@@ -49,14 +49,14 @@ export class ToolDispatch {
   ): Promise<CallToolResult> {
     const { principalId, workspaceId, scopes } = caller;
     if (this.workspaces.roleOf(workspaceId, principalId) === undefined) {
-      await this.denied({ caller, tool: name, by: "membership", requestId: context.requestId });
+      await this.recordDenied({ caller, tool: name, by: "membership", requestId: context.requestId });
       throw new WorkspaceNotFound(workspaceId);
     }
     return this.registries.use(workspaceId, async (registry) => {
       if (scopes !== undefined) {
         const needed = scopeForTool(await this.router.findTool(registry, principalId, name));
         if (!scopes.includes(needed)) {
-          await this.denied({ caller, tool: name, by: "scope", requestId: context.requestId });
+          await this.recordDenied({ caller, tool: name, by: "scope", requestId: context.requestId });
           throw new Forbidden(
             `Calling ${name} needs the ${needed} scope, which this credential was not granted.`,
           );
@@ -67,7 +67,11 @@ export class ToolDispatch {
     });
   }
 
-  private async denied(denial: Parameters<DispatchDenied>[0]): Promise<void> {
+  /**
+   * Tells the denial listeners of a call refused before any source saw it; also by the MCP
+   * endpoint's scope check, which refuses a call before it reaches the dispatch.
+   */
+  async recordDenied(denial: Parameters<DispatchDenied>[0]): Promise<void> {
     for (const listener of this.deniedListeners) await listener(denial);
   }
 }

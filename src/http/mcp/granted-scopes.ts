@@ -1,27 +1,38 @@
 import { InsufficientScope } from "../../errors.ts";
 import { resourceMetadataUrl } from "../../oauth/metadata.ts";
+import { SCOPE_READ } from "../../oauth/scopes.ts";
 import type { RouteDeps } from "../context.ts";
 import type { McpCaller } from "../middleware/authenticate.ts";
-import { requiredScopes } from "./required-scopes.ts";
+import { scopedCalls } from "./required-scopes.ts";
 
 /**
  * Refuses a body that needs a scope the caller's access token was not granted, with the 403 a
  * client steps up from. A caller without a token (a provider's, or `dev`) has no grant to check.
- * The hono route and the MCP front door (http/mcp-front-door.ts) both call this.
+ * Each tool call refused so is told to the dispatch's denial listeners, as a refusal inside the
+ * dispatch is (the connections' audit ledger records it, `deniedBy: "scope"`). The hono route
+ * and the MCP front door (http/mcp-front-door.ts) both call this.
  */
 export async function checkGrantedScopes(
-  deps: Pick<RouteDeps, "registries" | "router" | "publicUrl">,
+  deps: Pick<RouteDeps, "registries" | "router" | "publicUrl" | "dispatch">,
   workspaceId: string,
   caller: McpCaller,
   body: unknown,
+  requestId: string,
 ): Promise<void> {
   const grant = caller.grant;
   if (!grant) return;
-  const required = await requiredScopes(body, (name) =>
+  const calls = await scopedCalls(body, (name) =>
     deps.registries.use(workspaceId, (registry) => deps.router.findTool(registry, caller.principal.id, name)),
   );
+  const required = [...new Set([SCOPE_READ, ...calls.map((call) => call.scope)])];
   const missing = required.filter((scope) => !grant.scopes.includes(scope));
   if (missing.length === 0) return;
+  const toolCaller = { principalId: caller.principal.id, workspaceId, scopes: grant.scopes };
+  for (const call of calls) {
+    if (!grant.scopes.includes(call.scope)) {
+      await deps.dispatch.recordDenied({ caller: toolCaller, tool: call.tool, by: "scope", requestId });
+    }
+  }
   // RFC 6750 §3.1 and the MCP step-up rule: name what was granted plus what is needed.
   const scope = [...new Set([...grant.scopes, ...required])].join(" ");
   throw new InsufficientScope(

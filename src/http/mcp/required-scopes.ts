@@ -1,6 +1,12 @@
 import type { Tool } from "@modelcontextprotocol/server";
 import { SCOPE_READ, scopeForTool } from "../../oauth/scopes.ts";
 
+/** A tools/call in a body, and the scope calling that tool needs. */
+export interface ScopedCall {
+  tool: string;
+  scope: string;
+}
+
 /**
  * The scopes a JSON-RPC body needs, decided before the MCP transport sees it so a client
  * gets an HTTP 403 it can step up from. Calling a tool its source marks read-only needs
@@ -11,13 +17,23 @@ export async function requiredScopes(
   body: unknown,
   findTool: (name: string) => Promise<Tool | undefined>,
 ): Promise<string[]> {
+  const calls = await scopedCalls(body, findTool);
+  return [...new Set([SCOPE_READ, ...calls.map((call) => call.scope)])];
+}
+
+/** Each tools/call of a body (one message or a batch), with the scope its tool needs. */
+export async function scopedCalls(
+  body: unknown,
+  findTool: (name: string) => Promise<Tool | undefined>,
+): Promise<ScopedCall[]> {
   const messages = Array.isArray(body) ? body : [body];
-  const required = new Set<string>([SCOPE_READ]);
+  const calls: ScopedCall[] = [];
   for (const message of messages) {
     if (!isToolCall(message)) continue;
-    required.add(scopeForTool(await findTool(message.params.name)));
+    const tool = message.params.name;
+    calls.push({ tool, scope: scopeForTool(await findTool(tool)) });
   }
-  return [...required];
+  return calls;
 }
 
 function isToolCall(message: unknown): message is { params: { name: string } } {

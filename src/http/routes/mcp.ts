@@ -15,8 +15,14 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
     const body = await readJsonBody(c.req.raw);
     const grant = c.get("grant");
     const principal = c.get("principal");
-    await checkGrantedScopes(deps, workspaceId, grant ? { principal, grant } : { principal }, body);
     const requestId = c.get("requestId");
+    await checkGrantedScopes(
+      deps,
+      workspaceId,
+      grant ? { principal, grant } : { principal },
+      body,
+      requestId,
+    );
     const request = c.req.raw;
     const reply = await endpoint.handle(
       {
