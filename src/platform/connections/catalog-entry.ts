@@ -135,6 +135,14 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
       }
     }
   }
+  for (const [index, entry] of (value.packages ?? []).entries()) {
+    const url = (entry as { transport?: { url?: unknown } | null }).transport?.url;
+    if (typeof url === "string" && holdsUserinfo(url)) {
+      return {
+        problem: `packages.${index}.transport has a user name or password in its URL; remove it from the catalog.`,
+      };
+    }
+  }
   return { server: value };
 }
 
@@ -153,13 +161,36 @@ export function hasUnsafeCharacters(text: string): boolean {
   return isUnshowable(text) || hidesText(text);
 }
 
+/**
+ * Whether a URL carries a user name or password. One `new URL` cannot parse (a port out of range,
+ * a space in the host, a `{port}` template) is still listed to everyone, so it is read by hand: an
+ * `@` between its scheme and its path is taken for userinfo. Such a URL was accepted with its
+ * password (test/unit/platform/connections/catalog-entry.test.ts "… user name or password").
+ * An unparseable URL is not refused for that alone: a templated one is listed, marked.
+ */
 function holdsUserinfo(text: string): boolean {
   try {
     const url = new URL(text);
     return url.username !== "" || url.password !== "";
   } catch {
-    return false;
+    // NFKC, so a full-width or small commercial at (U+FF20, U+FE6B) counts as the `@` it maps to.
+    return authorityOf(text).normalize("NFKC").includes("@");
   }
+}
+
+/**
+ * What stands between the scheme and the path, query or fragment, read as a URL parser would
+ * before it fails: tabs and newlines dropped, the ends trimmed, any run of slashes after the scheme.
+ */
+function authorityOf(text: string): string {
+  const joined = text.replace(/[\t\n\r]/g, "");
+  let start = 0;
+  while (start < joined.length && joined.charCodeAt(start) <= 0x20) start++;
+  const afterScheme = joined
+    .slice(start)
+    .replace(/^[A-Za-z][A-Za-z0-9+.-]*:/, "")
+    .replace(/^[/\\]+/, "");
+  return afterScheme.split(/[/?#]/, 1)[0] ?? "";
 }
 
 function describeErrors(errors: ErrorObject[]): string {

@@ -111,6 +111,41 @@ describe("a server.json", () => {
     expect(problem).toContain("user name or password");
     expect(problem).not.toContain("pw@");
   });
+
+  it.each([
+    "https://user:pass@example.com:99999/mcp",
+    "https://user:pass@exa mple.com/mcp",
+    " https://user:pass@exa mple.com/mcp",
+    "https:\\user:pass@exa mple.com/mcp",
+    "https://user:pass\uff20exa mple.com/mcp",
+    "//user:pass@exa mple.com/mcp",
+  ])("is refused when a URL no parser reads holds a user name or password (%j)", (url) => {
+    expect(() => new URL(url)).toThrow();
+    const problem = problemOf(server({ remotes: [{ type: "streamable-http", url }] }));
+    expect(problem).toBe("remotes.0 has a user name or password in its URL; remove it from the catalog.");
+  });
+
+  it("is refused when a package's transport URL holds a user name or password", () => {
+    const packages = [
+      { registryType: "npm", identifier: "x", version: "1", transport: { type: "stdio" } },
+      {
+        registryType: "npm",
+        identifier: "x",
+        version: "1",
+        transport: { type: "streamable-http", url: "http://user:pass@localhost:{port}/mcp" },
+      },
+    ];
+    expect(problemOf(server({ packages }))).toBe(
+      "packages.1.transport has a user name or password in its URL; remove it from the catalog.",
+    );
+  });
+
+  it("accepts a templated URL no parser reads that holds no user name, and lists it unconnectable", () => {
+    const url = "https://example.com:{port}/mcp?contact=ops@example.com";
+    const checked = checkServerJson(server({ remotes: [{ type: "streamable-http", url }] }));
+    if (!("server" in checked)) throw new Error(checked.problem);
+    expect(connectabilityOf(checked.server)).toMatchObject({ connectable: false });
+  });
 });
 
 describe("catalog ids", () => {
