@@ -104,8 +104,9 @@ const validateSchema = ajv.compile<ServerJson>(serverJsonSchema);
 
 /**
  * The entry, or what is wrong with it in words an operator can act on. Besides the schema: no
- * label holds a control or invisible character, and no header carries a secret
- * value, since every signed-in person can read the catalog; the person connecting supplies it.
+ * label holds a control or invisible character, and no URL or input under `remotes` or `packages`
+ * carries a secret, since every signed-in person can read the catalog; the person connecting
+ * supplies it (ADR 0092).
  */
 export function checkServerJson(value: unknown): { server: ServerJson } | { problem: string } {
   if (!validateSchema(value)) return { problem: describeErrors(validateSchema.errors ?? []) };
@@ -125,15 +126,6 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
         problem: `remotes.${index} has a user name or password in its URL; remove it from the catalog.`,
       };
     }
-    for (const header of remote.headers ?? []) {
-      if (holdsSecret(header)) {
-        return {
-          problem:
-            `Header "${header.name}" of remotes.${index} is secret and has a value in the catalog, ` +
-            "which every signed-in person can read; remove the value: whoever connects supplies it.",
-        };
-      }
-    }
   }
   for (const [index, entry] of (value.packages ?? []).entries()) {
     const url = (entry as { transport?: { url?: unknown } | null }).transport?.url;
@@ -143,13 +135,64 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
       };
     }
   }
+  const secret = secretInputIn(value);
+  if (secret) {
+    const named = secret.name === undefined ? "" : ` (${secret.name})`;
+    return {
+      problem:
+        `"${secret.place}"${named} is secret and has a ${secret.field} in the catalog, which every ` +
+        `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`,
+    };
+  }
   return { server: value };
 }
 
-function holdsSecret(header: RemoteHeader & { variables?: Record<string, RemoteHeader> }): boolean {
-  const secretValue = (i: RemoteHeader) =>
-    i.isSecret === true && (i.value !== undefined || i.default !== undefined);
-  return secretValue(header) || Object.values(header.variables ?? {}).some(secretValue);
+/** How long a place in a problem grows before the rest of it is `…`: a file may nest deep. */
+const MAX_PLACE_CHARS = 200;
+
+function placeUnder(parent: string, key: string): string {
+  if (parent.endsWith(".…")) return parent;
+  return parent.length >= MAX_PLACE_CHARS ? `${parent}.…` : `${parent}.${key}`;
+}
+
+/** A name or key shown in a problem as it is; any other is left out, or named by its position. */
+const SHOWN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * The first input under `remotes` or `packages`, in file order, that is `isSecret` and carries a
+ * `value` or `default`, by its place. Every such input counts, wherever the registry puts it
+ * (a header, a header's or a remote's variable, a package's environment variable, argument or
+ * transport header, and any it adds later): checking only remote headers let the others through
+ * (test/unit/platform/connections/catalog-entry.test.ts "is refused when … is secret and has a value"). Walked with a stack, not
+ * recursion: `packages` is not checked deeper by the schema, and a file may nest thousands deep.
+ */
+function secretInputIn(
+  server: ServerJson,
+): { place: string; field: "value" | "default"; name?: string } | undefined {
+  const stack: { node: unknown; place: string }[] = [
+    { node: server.packages, place: "packages" },
+    { node: server.remotes, place: "remotes" },
+  ];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const { node, place } = next;
+    if (typeof node !== "object" || node === null) continue;
+    if (!Array.isArray(node)) {
+      const input = node as Record<string, unknown>;
+      const field = input.value !== undefined ? "value" : input.default !== undefined ? "default" : undefined;
+      if (input.isSecret === true && field !== undefined) {
+        const name = typeof input.name === "string" && SHOWN_NAME.test(input.name) ? input.name : undefined;
+        return name === undefined ? { place, field } : { place, field, name };
+      }
+    }
+    const children = Array.isArray(node)
+      ? node.map((child, i) => [String(i), child] as const)
+      : Object.entries(node);
+    for (let i = children.length - 1; i >= 0; i--) {
+      const [key, child] = children[i] as readonly [string, unknown];
+      stack.push({ node: child, place: placeUnder(place, SHOWN_NAME.test(key) ? key : `#${i}`) });
+    }
+  }
+  return undefined;
 }
 
 /**

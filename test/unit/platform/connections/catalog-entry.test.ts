@@ -87,7 +87,10 @@ describe("a server.json", () => {
     const headers = [{ name: "Authorization", isSecret: true, value: "Bearer sk-live-123" }];
     const url = "https://x/mcp?key=sk-query-9";
     const problem = problemOf(server({ remotes: [{ type: "streamable-http", url, headers }] }));
-    expect(problem).toContain('Header "Authorization" of remotes.0 is secret');
+    expect(problem).toBe(
+      '"remotes.0.headers.0" (Authorization) is secret and has a value in the catalog, which every ' +
+        "signed-in person can read; remove the value: whoever connects supplies it.",
+    );
     expect(problem).not.toContain("sk-live-123");
     expect(problem).not.toContain("sk-query-9");
     const inVariable = [
@@ -102,6 +105,95 @@ describe("a server.json", () => {
         server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: inVariable }] }),
       ),
     ).toContain("secret");
+  });
+
+  const npm = { registryType: "npm", identifier: "@acme/weather", version: "1.0.0" };
+  it.each([
+    {
+      where: "a remote's variable",
+      extra: {
+        remotes: [
+          {
+            type: "streamable-http",
+            url: "https://{tenant}.example.com/mcp",
+            variables: { tenant: { isSecret: true, default: "SECRET-1" } },
+          },
+        ],
+      },
+      said: '"remotes.0.variables.tenant" is secret and has a default',
+    },
+    {
+      where: "a package's environment variable",
+      extra: {
+        packages: [
+          npm,
+          { ...npm, environmentVariables: [{ name: "API_KEY", isSecret: true, value: "SECRET-2" }] },
+        ],
+      },
+      said: '"packages.1.environmentVariables.0" (API_KEY) is secret and has a value',
+    },
+    {
+      where: "a package transport's header",
+      extra: {
+        packages: [
+          {
+            ...npm,
+            transport: {
+              type: "streamable-http",
+              url: "http://localhost:{port}/mcp",
+              headers: [{ name: "Authorization", isSecret: true, value: "Bearer SECRET-3" }],
+            },
+          },
+        ],
+      },
+      said: '"packages.0.transport.headers.0" (Authorization) is secret and has a value',
+    },
+    {
+      where: "a package argument's variable under a key no problem repeats",
+      extra: {
+        packages: [
+          {
+            ...npm,
+            packageArguments: [
+              {
+                type: "named",
+                name: "--token",
+                value: "{t\u202e}",
+                variables: { "t\u202e": { isSecret: true, default: "SECRET-4" } },
+              },
+            ],
+          },
+        ],
+      },
+      said: '"packages.0.packageArguments.0.variables.#0" is secret and has a default',
+    },
+  ])("is refused when $where is secret and has a value", ({ extra, said }) => {
+    const problem = problemOf(server(extra as Partial<ServerJson>));
+    expect(problem).toContain(said);
+    expect(problem).not.toMatch(/SECRET|\u202e/);
+  });
+
+  it("accepts a secret input without a value and an input with a value that is not secret", () => {
+    const s = server({
+      packages: [
+        {
+          ...npm,
+          environmentVariables: [
+            { name: "API_KEY", isSecret: true, isRequired: true },
+            { name: "LOG_LEVEL", value: "info" },
+          ],
+        },
+      ],
+    });
+    expect(checkServerJson(s)).toEqual({ server: s });
+  });
+
+  it("looks for a secret through a package nested deeper than a call stack goes", () => {
+    let deep: Record<string, unknown> = { isSecret: true, value: "SECRET-5" };
+    for (let i = 0; i < 100_000; i++) deep = { inner: deep };
+    const problem = problemOf(server({ packages: [{ ...npm, deep }] }));
+    expect(problem).toMatch(/^"packages\.0\.deep\.inner\.inner\.[a-z.]+\.…" is secret and has a value/);
+    expect(problem.length).toBeLessThan(400);
   });
 
   it("is refused when a remote URL holds a user name or password", () => {
