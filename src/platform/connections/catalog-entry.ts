@@ -126,6 +126,16 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
         problem: `remotes.${index} has a user name or password in its URL; remove it from the catalog.`,
       };
     }
+    // A header's description is told to whoever connects ("This server needs the header …
+    // (description)"), so it is screened as a label is; a U+202E in it was echoed
+    // (test/unit/platform/connections/catalog-entry.test.ts "… header's description …").
+    for (const [at, header] of (remote.headers ?? []).entries()) {
+      if (header.description !== undefined && hasUnsafeCharacters(header.description)) {
+        return {
+          problem: `"remotes.${index}.headers.${at}.description" holds a control, zero-width, bidirectional, variation or tag character; remove it.`,
+        };
+      }
+    }
   }
   for (const [index, entry] of (value.packages ?? []).entries()) {
     const url = (entry as { transport?: { url?: unknown } | null }).transport?.url;

@@ -77,6 +77,19 @@ describe("a server.json", () => {
     );
   });
 
+  it.each(["rtl\u202eoverride", "bell\u0007", "two\nlines", "tag\u{e0041}"])(
+    "is refused when a header's description holds an unsafe character (%j)",
+    (description) => {
+      const headers = [{ name: "X-Api-Key" }, { name: "Authorization", isRequired: true, description }];
+      expect(
+        problemOf(server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers }] })),
+      ).toBe(
+        '"remotes.0.headers.1.description" holds a control, zero-width, bidirectional, variation or tag ' +
+          "character; remove it.",
+      );
+    },
+  );
+
   it("is refused when a remote has no URL or a header a bad name", () => {
     expect(problemOf(server({ remotes: [{ type: "streamable-http" } as never] }))).toContain("'url'");
     const badHeader = { type: "streamable-http", url: "https://x/mcp", headers: [{ name: "X Bad" }] };
