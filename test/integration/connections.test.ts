@@ -358,6 +358,28 @@ describe("the call gate", () => {
     expect(refused.body.content?.[0]?.text).toMatch(/now speaks MCP 2025-11-25.*refresh/);
   });
 
+  it("tells a refusal longer than the ledger's reason whole, and the ledger keeps the decision with its start", async () => {
+    const name = "weather-forecast-service";
+    expect((await connect(name, fixture.url)).status).toBe(201);
+    // Four schema errors on a long connection name: well past the ledger's 200 characters.
+    const refused = await call(`${name}__add`, { a: "x", b: "y", c: 1, d: 2 });
+    expect(refused.body.isError).toBe(true);
+    const text = refused.body.content?.[0]?.text ?? "";
+    expect(text).toMatch(/^Invalid arguments for weather-forecast-service__add: .*properties\/b\/type/);
+    expect(text.length).toBeGreaterThan(200);
+    const ledger = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/audit?limit=5`);
+    const { entries } = (await ledger.json()) as { entries: Record<string, unknown>[] };
+    const [decision, requested] = entries;
+    expect(requested).toMatchObject({ connection: name, tool: "add", phase: "requested" });
+    expect(decision).toMatchObject({
+      connection: name,
+      phase: "decision",
+      decision: "denied",
+      deniedBy: "schema",
+    });
+    expect(decision?.reason).toBe(`${text.slice(0, 199).trimEnd()}…`);
+  });
+
   it("records each call in the audit ledger, decisions and denials, never argument values", async () => {
     const ledger = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/audit?limit=500`);
     expect(ledger.status).toBe(200);

@@ -87,6 +87,27 @@ const DIGEST = /^sha256:[0-9a-f]{64}$/;
 // A control, format (zero-width, bidi) or line/paragraph separator would let a line pretend to be
 // two, or hide text from the admin who reads it.
 const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+const INVISIBLE_RUNS = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]+/gu;
+const ELLIPSIS = "…";
+
+/**
+ * `reason` as the ledger can hold it: each run of characters a line may not hold (a newline, a
+ * tab, a zero-width or bidirectional control) made one space, and past `MAX_REASON_CHARS` cut at
+ * a code point (never inside a surrogate pair) and ended with "…". The gate's refusal names the
+ * connection, the tool and schema paths, so it can run past the limit; the caller is told it
+ * whole and the ledger keeps its start, rather than refusing the entry and losing the decision
+ * (test/unit/platform/connections/call-audit.test.ts "clips a long refusal").
+ */
+export function ledgerReason(reason: string): string {
+  const line = reason.replace(INVISIBLE_RUNS, " ").trim();
+  if (line.length <= MAX_REASON_CHARS) return line;
+  let clipped = "";
+  for (const codePoint of line) {
+    if (clipped.length + codePoint.length + ELLIPSIS.length > MAX_REASON_CHARS) break;
+    clipped += codePoint;
+  }
+  return `${clipped.trimEnd()}${ELLIPSIS}`;
+}
 
 /** An audit record with a field the ledger does not hold, or a field it holds with a wrong value. */
 export class InvalidAuditRecord extends Error {

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { AtriumError } from "../../errors.ts";
 import type { AuditLedger } from "./audit.ts";
-import type { AuditRecord, DeniedBy } from "./audit-entry.ts";
+import { type AuditRecord, type DeniedBy, ledgerReason } from "./audit-entry.ts";
 
 // Marks a denial made by `deny`. A remote server's result is parsed from JSON, which cannot carry
 // a symbol key, so a result that happens to have `denied` and `reason` keys is never taken for the
@@ -13,7 +13,10 @@ const DENIAL: unique symbol = Symbol("atrium.denial");
 export interface Denial {
   readonly [DENIAL]: true;
   denied: DeniedBy;
-  /** Atrium's words for the admin reading the ledger; never a value from the call. */
+  /**
+   * Atrium's words, never a value from the call: told whole to the caller, and to the ledger as
+   * one line clipped to its limit (`ledgerReason`).
+   */
   reason: string;
 }
 
@@ -88,7 +91,7 @@ export async function auditCall<R>(
       phase: "decision",
       decision: "denied",
       deniedBy: outcome.denied,
-      reason: outcome.reason,
+      reason: ledgerReason(outcome.reason),
     });
     return outcome;
   }

@@ -327,7 +327,8 @@ export class PersonalConnections {
       );
     }
     if ((await this.grantState(caller.workspaceId, owner, record.name)) === "needed") {
-      // Kept under the ledger's 200-character reason (audit-entry.ts MAX_REASON_CHARS).
+      // A long name takes this past the ledger's 200 characters: the owner is told it whole, the
+      // ledger keeps its start (audit-entry.ts ledgerReason).
       return deny(
         "grant",
         `This workspace has other members, so your personal connection ${record.name} acts here only with an admin's grant (${joinToolName("connections", "grant")}); ask a workspace admin.`,

@@ -121,6 +121,25 @@ describe("auditCall", () => {
     ]);
   });
 
+  it("clips a long refusal for the ledger at a code point, as one line, and returns it whole", async () => {
+    // 198 characters, then an emoji (two UTF-16 units) the cut must not split, a newline and more.
+    const long = `${"x".repeat(198)}🌦\nand the rest of it`;
+    const denial = deny("schema", long);
+    const answer = await auditCall<ToolResult>(ledger, base, async () => denial, { now });
+    expect(answer).toBe(denial);
+    expect((answer as typeof denial).reason).toBe(long);
+    const [, decision] = await trail();
+    expect(decision).toEqual({
+      phase: "decision",
+      decision: "denied",
+      deniedBy: "schema",
+      reason: `${"x".repeat(198)}…`,
+    });
+    const short = deny("schema", "Invalid arguments:\t#/a must be number\n");
+    await auditCall<ToolResult>(ledger, base, async () => short, { now });
+    expect((await trail())[3]).toMatchObject({ reason: "Invalid arguments: #/a must be number" });
+  });
+
   it("records a run that throws as an error by its code alone, and throws it on", async () => {
     const failing = auditCall(
       ledger,
