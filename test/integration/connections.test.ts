@@ -380,6 +380,32 @@ describe("the call gate", () => {
     expect(decision?.reason).toBe(`${text.slice(0, 199).trimEnd()}…`);
   });
 
+  it("records a call the server answers with a JSON-RPC error, or fails to answer, as allowed and then as thrown", async () => {
+    const remote = await server();
+    expect((await connect("failing", remote.url)).status).toBe(201);
+    const ledger = async (n: number) => {
+      const page = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/audit?limit=${n}`);
+      const { entries } = (await page.json()) as { entries: Record<string, unknown>[] };
+      return entries.reverse().map((e) => [e.connection, e.phase, e.decision ?? e.reason]);
+    };
+    await remote.control({ echoHeaders: "json-rpc-error" });
+    expect((await call("failing__echo", { text: "x" })).body.content?.[0]?.text).toContain(
+      "I saw your headers",
+    );
+    expect(await ledger(3)).toEqual([
+      ["failing", "requested", undefined],
+      ["failing", "decision", "allowed"],
+      ["failing", "executed", "threw protocol_error"],
+    ]);
+    await remote.control({ echoHeaders: "http-500" });
+    expect((await call("failing__echo", { text: "x" })).body.isError).toBe(true);
+    expect(await ledger(3)).toEqual([
+      ["failing", "requested", undefined],
+      ["failing", "decision", "allowed"],
+      ["failing", "executed", "threw transport_error"],
+    ]);
+  });
+
   it("records each call in the audit ledger, decisions and denials, never argument values", async () => {
     const ledger = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/audit?limit=500`);
     expect(ledger.status).toBe(200);

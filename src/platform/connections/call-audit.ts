@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { ProtocolError, SdkError } from "@modelcontextprotocol/client";
 import { AtriumError } from "../../errors.ts";
 import type { AuditLedger } from "./audit.ts";
 import { type AuditRecord, type DeniedBy, ledgerReason } from "./audit-entry.ts";
@@ -43,22 +44,25 @@ export function isDenial(outcome: unknown): outcome is Denial {
 }
 
 /**
- * Audits one call through the gate: `requested` before `run`, then the gate's `decision` and, when
- * it allowed the call, `executed` with the latency, the size and digest of the result's JSON and
- * whether it is an error result. `run` is the gate and the call in one: it answers a `deny(by, reason)` or
- * the result, which is returned unchanged. Generic over the result, so the same helper audits a
- * `CallToolResult` or a task's output.
+ * Audits one call through the gate: `requested` before `gate` runs, then the gate's `decision`
+ * and, when it allowed the call, `executed` with the latency, the size and digest of the result's
+ * JSON and whether it is an error result. `gate` answers a `deny(by, reason)` or nothing; only
+ * then is `forward` run, and its result is returned unchanged. Generic over the result, so the
+ * same helper audits a `CallToolResult` or a task's output.
  *
- * The decision is written after `run` returns, so its `at` is the end of the call; `latencyMs`
- * covers the gate and the call. A `run` that throws gets an `executed` entry with `isError` and
- * the error's code (never its message, which may quote the call), and the error is thrown on.
- * A ledger that cannot write fails the call: `requested` is written before anything is sent, and
- * an unauditable call is not made (adr/0037).
+ * `decision: allowed` is written once the gate passed and before `forward` runs, so a call the
+ * server answers with a JSON-RPC error, or whose transport fails, is on record as allowed and
+ * then as failed (adr/0090; test/integration/connections.test.ts "JSON-RPC error"). A step that
+ * throws gets an `executed` entry with `isError` and `threw <code>` (`thrownCode`), never the
+ * error's message, which may quote the call, and the error is thrown on; `latencyMs` covers the
+ * gate and the call. A ledger that cannot write fails the call: `requested` is written before
+ * anything is sent, and an unauditable call is not made (adr/0037).
  */
 export async function auditCall<R>(
   ledger: AuditAppender,
   base: AuditedCall,
-  run: () => Promise<Denial | R>,
+  gate: () => Promise<Denial | undefined>,
+  forward: () => Promise<R>,
   options: AuditCallOptions = {},
 ): Promise<Denial | R> {
   const now = options.now ?? (() => performance.now());
@@ -71,35 +75,49 @@ export async function auditCall<R>(
   };
   await ledger.append(workspaceId, { ...call, phase: "requested" });
   const startedMs = now();
-  let outcome: Denial | R;
-  try {
-    outcome = await run();
-  } catch (error) {
+  const threw = async (error: unknown): Promise<never> => {
     await ledger.append(workspaceId, {
       ...call,
       phase: "executed",
       latencyMs: elapsed(startedMs, now()),
       isError: true,
-      reason: `threw ${error instanceof AtriumError ? error.code : "unexpected_error"}`,
+      reason: `threw ${thrownCode(error)}`,
     });
     throw error;
-  }
-  const latencyMs = elapsed(startedMs, now());
-  if (isDenial(outcome)) {
+  };
+  const denial = await gate().catch(threw);
+  if (denial) {
     await ledger.append(workspaceId, {
       ...call,
       phase: "decision",
       decision: "denied",
-      deniedBy: outcome.denied,
-      reason: ledgerReason(outcome.reason),
+      deniedBy: denial.denied,
+      reason: ledgerReason(denial.reason),
     });
-    return outcome;
+    return denial;
   }
-  await ledger.appendAll(workspaceId, [
-    { ...call, phase: "decision", decision: "allowed" },
-    { ...call, phase: "executed", latencyMs, ...measureResult(outcome) },
-  ]);
-  return outcome;
+  await ledger.append(workspaceId, { ...call, phase: "decision", decision: "allowed" });
+  const result = await forward().catch(threw);
+  await ledger.append(workspaceId, {
+    ...call,
+    phase: "executed",
+    latencyMs: elapsed(startedMs, now()),
+    ...measureResult(result),
+  });
+  return result;
+}
+
+/**
+ * What the ledger says a thrown error was, by its kind alone: an Atrium error's code;
+ * `protocol_error` when the server answered a JSON-RPC error; `transport_error` when the MCP
+ * client could not send the call or hear its answer (an HTTP failure, a closed connection, a
+ * timeout); else `unexpected_error`.
+ */
+export function thrownCode(error: unknown): string {
+  if (error instanceof AtriumError) return error.code;
+  if (error instanceof ProtocolError) return "protocol_error";
+  if (error instanceof SdkError) return "transport_error";
+  return "unexpected_error";
 }
 
 /** The size and digest of a result's JSON, and whether it says `isError: true`. */

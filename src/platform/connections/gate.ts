@@ -65,32 +65,38 @@ export class ConnectionSource implements Source {
       tool,
       ...(requestId === undefined ? {} : { requestId }),
     };
-    const outcome = await auditCall(this.ledger, call, async () => {
-      const denial = await this.check(tool, args, caller).catch((error: unknown) => {
-        // The drift check's listing needs a token too: no authorization is the credential's denial.
-        const reauthorization = reauthorizationIn(error);
-        if (reauthorization) return deny("credential", reauthorization.message);
-        throw error;
-      });
-      if (denial) return denial;
-      try {
-        return await this.live.callTool(tool, args, caller, options);
-      } catch (error) {
-        // A cancelled call (a task run's timeout) is the caller's choice, not a broken transport.
-        if (error instanceof ProtocolError || signal?.aborted) throw error;
-        // The server wants more scope (a re-authorization is started), or the tokens are gone: the
-        // call says who must authorize the connection, as a tool error.
-        const reauthorization = reauthorizationIn(error);
-        if (reauthorization) return refusal(reauthorization.message);
-        // The transport failed (a server restarted, or now refuses the revision this client
-        // negotiated): connect afresh and look again, so a server that changed its revision is
-        // refused by name rather than failing without a reason.
-        await this.live.close();
-        const afterReconnect = await this.check(tool, args, caller).catch(() => undefined);
-        if (afterReconnect) return afterReconnect;
-        throw error;
-      }
-    });
+    const outcome = await auditCall(
+      this.ledger,
+      call,
+      () =>
+        this.check(tool, args, caller).catch((error: unknown) => {
+          // The drift check's listing needs a token too: no authorization is the credential's denial.
+          const reauthorization = reauthorizationIn(error);
+          if (reauthorization) return deny("credential", reauthorization.message);
+          throw error;
+        }),
+      async () => {
+        try {
+          return await this.live.callTool(tool, args, caller, options);
+        } catch (error) {
+          // A JSON-RPC error is the server's answer (the router shows it); a cancelled call (a
+          // task run's timeout) is the caller's choice, not a broken transport.
+          if (error instanceof ProtocolError || signal?.aborted) throw error;
+          // The server wants more scope (a re-authorization is started), or the tokens are gone:
+          // the call says who must authorize the connection, as a tool error.
+          const reauthorization = reauthorizationIn(error);
+          if (reauthorization) return refusal(reauthorization.message);
+          // The transport failed (a server restarted, or now refuses the revision this client
+          // negotiated): connect afresh and look again, so a server that changed its revision is
+          // refused by name rather than failing without a reason. The call was allowed and sent,
+          // so the ledger records this refusal as its error result.
+          await this.live.close();
+          const afterReconnect = await this.check(tool, args, caller).catch(() => undefined);
+          if (afterReconnect) return refusal(afterReconnect.reason);
+          throw error;
+        }
+      },
+    );
     return isDenial(outcome) ? refusal(outcome.reason) : outcome;
   }
 

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { ProtocolError, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Forbidden } from "../../../../src/errors.ts";
 import { AuditLedger } from "../../../../src/platform/connections/audit.ts";
@@ -14,6 +15,12 @@ let ledger: AuditLedger;
 let base: AuditedCall;
 let nowMs: number;
 const now = (): number => nowMs;
+/** A gate that lets the call go. */
+const pass = async (): Promise<undefined> => undefined;
+/** The forward of a call the gate denied: never run. */
+const unreachable = async (): Promise<ToolResult> => {
+  throw new Error("a denied call was forwarded");
+};
 
 interface ToolResult {
   content: { type: "text"; text: string }[];
@@ -56,6 +63,7 @@ describe("auditCall", () => {
     const answer = await auditCall(
       ledger,
       base,
+      pass,
       async () => {
         nowMs += 42.5;
         return result;
@@ -83,6 +91,7 @@ describe("auditCall", () => {
     await auditCall(
       ledger,
       base,
+      pass,
       async () => ({ content: [{ type: "text", text: `forecast for ${args.city}` }] }),
       { now },
     );
@@ -92,7 +101,7 @@ describe("auditCall", () => {
 
   it("audits a result that looks like a denial as a result: only the gate's deny() denies", async () => {
     const lookalike = { content: [], denied: "snapshot", reason: "server says so" };
-    const answer = await auditCall(ledger, base, async () => lookalike, { now });
+    const answer = await auditCall(ledger, base, pass, async () => lookalike, { now });
     expect(answer).toBe(lookalike);
     expect((await trail()).map((e) => [e.phase, e.decision])).toEqual([
       ["requested", undefined],
@@ -105,6 +114,7 @@ describe("auditCall", () => {
     await auditCall(
       ledger,
       base,
+      pass,
       async () => ({ content: [{ type: "text", text: "no such city" }], isError: true }),
       { now },
     );
@@ -113,7 +123,7 @@ describe("auditCall", () => {
 
   it("records a denial by its check and reason, with no executed entry, and returns the denial", async () => {
     const denial = deny("drift", "forecast changed upstream since snapshot 2; refresh the tools");
-    const answer = await auditCall<ToolResult>(ledger, base, async () => denial, { now });
+    const answer = await auditCall<ToolResult>(ledger, base, async () => denial, unreachable, { now });
     expect(answer).toBe(denial);
     expect(await trail()).toEqual([
       { phase: "requested" },
@@ -125,7 +135,7 @@ describe("auditCall", () => {
     // 198 characters, then an emoji (two UTF-16 units) the cut must not split, a newline and more.
     const long = `${"x".repeat(198)}🌦\nand the rest of it`;
     const denial = deny("schema", long);
-    const answer = await auditCall<ToolResult>(ledger, base, async () => denial, { now });
+    const answer = await auditCall<ToolResult>(ledger, base, async () => denial, unreachable, { now });
     expect(answer).toBe(denial);
     expect((answer as typeof denial).reason).toBe(long);
     const [, decision] = await trail();
@@ -136,14 +146,15 @@ describe("auditCall", () => {
       reason: `${"x".repeat(198)}…`,
     });
     const short = deny("schema", "Invalid arguments:\t#/a must be number\n");
-    await auditCall<ToolResult>(ledger, base, async () => short, { now });
+    await auditCall<ToolResult>(ledger, base, async () => short, unreachable, { now });
     expect((await trail())[3]).toMatchObject({ reason: "Invalid arguments: #/a must be number" });
   });
 
-  it("records a run that throws as an error by its code alone, and throws it on", async () => {
+  it("records a forward that throws as allowed, then as an error by its code alone, and throws it on", async () => {
     const failing = auditCall(
       ledger,
       base,
+      pass,
       async () => {
         nowMs += 5;
         throw new Forbidden("the token for Secret-City-4711 lapsed");
@@ -153,9 +164,64 @@ describe("auditCall", () => {
     await expect(failing).rejects.toThrow(Forbidden);
     expect(await trail()).toEqual([
       { phase: "requested" },
+      { phase: "decision", decision: "allowed" },
       { phase: "executed", latencyMs: 5, isError: true, reason: "threw forbidden" },
     ]);
     expect(JSON.stringify(await ledger.page(temp.ws))).not.toContain("Secret-City");
+  });
+
+  it("writes the allowed decision before the call is forwarded", async () => {
+    let before: unknown[] = [];
+    await auditCall(
+      ledger,
+      base,
+      pass,
+      async () => {
+        before = (await trail()).map((e) => e.phase);
+        return { content: [] };
+      },
+      { now },
+    );
+    expect(before).toEqual(["requested", "decision"]);
+  });
+
+  it("names a server's JSON-RPC error protocol_error and a failed transport transport_error, never their words", async () => {
+    const errors = [
+      new ProtocolError(-32603, "Secret-City-4711 is not a city"),
+      new SdkError(SdkErrorCode.ConnectionClosed, "Secret-City-4711 hung up"),
+      new Error("Secret-City-4711"),
+    ];
+    for (const error of errors) {
+      await expect(auditCall(ledger, base, pass, async () => Promise.reject(error), { now })).rejects.toBe(
+        error,
+      );
+    }
+    const executed = (await trail()).filter((e) => e.phase === "executed").map((e) => e.reason);
+    expect(executed).toEqual(["threw protocol_error", "threw transport_error", "threw unexpected_error"]);
+    expect((await trail()).filter((e) => e.decision === "allowed")).toHaveLength(3);
+    expect(JSON.stringify(await ledger.page(temp.ws))).not.toContain("Secret-City");
+  });
+
+  it("records a gate that throws as an error with no decision, and never forwards", async () => {
+    let forwarded = false;
+    const failing = auditCall(
+      ledger,
+      base,
+      async () => {
+        throw new Forbidden("no");
+      },
+      async () => {
+        forwarded = true;
+        return { content: [] };
+      },
+      { now },
+    );
+    await expect(failing).rejects.toThrow(Forbidden);
+    expect(forwarded).toBe(false);
+    expect((await trail()).map((e) => [e.phase, e.reason])).toEqual([
+      ["requested", undefined],
+      ["executed", "threw forbidden"],
+    ]);
   });
 
   it("does not make a call it cannot audit", async () => {
@@ -163,7 +229,7 @@ describe("auditCall", () => {
     const fail = async () => Promise.reject(new Error("disk full"));
     const broken = { append: fail, appendAll: fail };
     await expect(
-      auditCall(broken, base, async () => {
+      auditCall(broken, base, pass, async () => {
         ran = true;
         return { content: [] };
       }),
@@ -177,6 +243,7 @@ describe("auditCall", () => {
     await auditCall(
       ledger,
       sneaky,
+      pass,
       async () => {
         ran = true;
         return { content: [] };
