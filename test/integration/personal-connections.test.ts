@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { readFile, rm } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Source } from "../../src/sources/source.ts";
@@ -440,5 +440,38 @@ describe("bad inputs", () => {
 
   it("never writes the credential into a response, an event or a log line", () => {
     expect(JSON.stringify(captured.lines)).not.toContain(SECRET);
+  });
+});
+
+describe("coming back", () => {
+  it("a grant left from an earlier membership does not block a new one: granting again answers 201 and it works", async () => {
+    const frank = testPrincipal("frank").id;
+    const ws = await bootstrapWorkspace(instance, "erin");
+    await addMember(instance.rest, "erin", ws, "frank", { principalId: frank });
+    expect((await addPersonal("frank", ws, "notes")).status).toBe(201);
+    const grant = () =>
+      rest("erin", "POST", `/v1/workspaces/${ws}/connections/grants`, {
+        principalId: frank,
+        connection: "my_notes",
+      });
+    expect((await grant()).status).toBe(201);
+    const file = join(instance.root, ws, "connections", "grants.json");
+    const earlier = await readFile(file, "utf8");
+    expect((await rest("erin", "DELETE", `/v1/workspaces/${ws}/members/${frank}`)).status).toBe(204);
+    await vi.waitFor(async () => expect(await readFile(file, "utf8")).not.toBe(earlier));
+    // The tidy on leaving never ran (a crash between the removal and its handler): the old grant stays.
+    await writeFile(file, earlier);
+    time.jump(1000); // he comes back a second later, so the old grant predates his membership
+    await addMember(instance.rest, "erin", ws, "frank", { principalId: frank });
+    expect((await call("frank", ws, "my_notes__echo")).isError).toBe(true);
+    const again = await grant();
+    expect(again.status).toBe(201);
+    const { grant: made } = (await again.json()) as { grant: { grantedAt: string } };
+    expect(made.grantedAt > JSON.parse(earlier).grants[0].grantedAt).toBe(true);
+    const listed = (await (await rest("erin", "GET", `/v1/workspaces/${ws}/connections/grants`)).json()) as {
+      grants: unknown[];
+    };
+    expect(listed.grants).toEqual([made]);
+    expect((await call("frank", ws, "my_notes__echo")).isError).toBeFalsy();
   });
 });

@@ -52,18 +52,24 @@ export class GrantStore {
     return held(await this.list(workspaceId)) || held(await this.read(workspaceId));
   }
 
-  /** Adds the grant; answers the one already there (and `false`) when it exists. */
+  /**
+   * Adds the grant; answers the one already there (and `false`) when `holder` holds it now. One
+   * made before the holder last joined no longer counts (`has`), and is replaced by the new one:
+   * kept, it would answer "already granted" while every call is refused (the tidy on leaving may
+   * never have run; test/unit/platform/connections/grants.test.ts "earlier membership").
+   */
   async add(
     workspaceId: string,
     grant: ConnectionGrant,
+    holder: Member,
   ): Promise<{ grant: ConnectionGrant; created: boolean }> {
     return this.lock.run(workspaceId, async () => {
       const grants = await this.read(workspaceId);
-      const existing = grants.find(
-        (g) => g.principalId === grant.principalId && g.connection === grant.connection,
-      );
+      const same = (g: ConnectionGrant) =>
+        g.principalId === grant.principalId && g.connection === grant.connection;
+      const existing = grants.find((g) => same(g) && isCurrent(g, holder));
       if (existing) return { grant: existing, created: false };
-      await this.write(workspaceId, [...grants, grant]);
+      await this.write(workspaceId, [...grants.filter((g) => !same(g)), grant]);
       return { grant, created: true };
     });
   }
@@ -139,14 +145,18 @@ export class Grants {
     request: { principalId?: unknown; connection?: unknown },
   ): Promise<{ grant: ConnectionGrant; created: boolean }> {
     this.requireAdmin(workspaceId, adminId);
-    const principalId = this.checkMember(workspaceId, request.principalId);
+    const holder = this.checkMember(workspaceId, request.principalId);
     const connection = checkGrantConnection(request.connection);
-    return this.store.add(workspaceId, {
-      principalId,
-      connection,
-      grantedBy: adminId,
-      grantedAt: new Date(this.clock()).toISOString(),
-    });
+    return this.store.add(
+      workspaceId,
+      {
+        principalId: holder.principalId,
+        connection,
+        grantedBy: adminId,
+        grantedAt: new Date(this.clock()).toISOString(),
+      },
+      holder,
+    );
   }
 
   async revoke(workspaceId: string, adminId: string, principalId: string, connection: string): Promise<void> {
@@ -163,18 +173,19 @@ export class Grants {
     }
   }
 
-  private checkMember(workspaceId: string, principalId: unknown): string {
+  private checkMember(workspaceId: string, principalId: unknown): Member {
     if (typeof principalId !== "string" || !isPrincipalId(principalId)) {
       throw new InvalidInput(
         '"principalId" is the member\'s principal id (usr_ + 24 hex), as GET …/members lists it.',
       );
     }
-    if (this.workspaces.roleOf(workspaceId, principalId) === undefined) {
+    const member = this.workspaces.get(workspaceId)?.members.find((m) => m.principalId === principalId);
+    if (!member) {
       throw new InvalidInput(
         "That person is not a member of this workspace: a grant is for a member's own connection; invite them first.",
       );
     }
-    return principalId;
+    return member;
   }
 
   private requireAdmin(workspaceId: string, principalId: string): void {
