@@ -330,6 +330,39 @@ describe("the call gate", () => {
     ).toEqual([2, 1]);
   });
 
+  it("a refresh that finds the server as it was keeps the current snapshot and says nothing changed", async () => {
+    const remote = await server();
+    expect((await connect("steady", remote.url)).status).toBe(201);
+    const refresh = async () => {
+      const response = await instance.rest(
+        "alice",
+        "POST",
+        `/v1/workspaces/${ws}/connections/steady/tools/refresh`,
+      );
+      expect(response.status).toBe(200);
+      return response.json();
+    };
+    for (let i = 0; i < 3; i++) {
+      expect(await refresh()).toMatchObject({
+        connection: { snapshot: { version: 1 } },
+        changes: { added: [], removed: [], changed: [] },
+      });
+    }
+    await remote.control({ descriptions: { echo: "Echo, described anew." } });
+    expect(await refresh()).toMatchObject({
+      connection: { snapshot: { version: 2 } },
+      changes: { changed: ["echo"] },
+    });
+    const versions = await instance.rest(
+      "alice",
+      "GET",
+      `/v1/workspaces/${ws}/connections/steady/tools/snapshots`,
+    );
+    expect(
+      ((await versions.json()) as { snapshots: { version: number }[] }).snapshots.map((s) => s.version),
+    ).toEqual([2, 1]);
+  });
+
   it("hears a 2026-era server say its tools changed, and refuses the changed tool before the listing's age runs out", async () => {
     const remote = await server({ eras: ["2026-07-28"] });
     expect((await connect("listening", remote.url)).status).toBe(201);

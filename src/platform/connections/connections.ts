@@ -23,7 +23,7 @@ import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
-import { diffSnapshots, type Snapshot } from "./snapshot.ts";
+import { diffSnapshots, pinsSame, type Snapshot } from "./snapshot.ts";
 import { skillsOf } from "./snapshot-skills.ts";
 import type { ConnectionStore } from "./store.ts";
 
@@ -171,16 +171,31 @@ export class Connections {
     await this.changed(current.workspaceId, current.name);
   }
 
-  /** Photographs the server again as the next snapshot, for an admin to review; answers what changed. */
+  /**
+   * Photographs the server again, for an admin to review: the next snapshot when anything changed,
+   * else the current one stays; answers what changed (nothing, then) with a fresh client served.
+   */
   async refresh(workspaceId: string, principalId: string, name: string) {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.get(workspaceId, name);
     requireSnapshot(record);
-    const previous = await this.deps.store.snapshot(workspaceId, name, record.snapshotVersion);
-    const snapshot = await this.photograph(record, record.snapshotVersion + 1);
-    const updated = await this.deps.store.appendSnapshot(workspaceId, name, snapshot);
+    const { updated, changes } = await this.rephotograph(workspaceId, record);
     await this.deps.sources.replace(workspaceId, await this.source(updated));
-    return { connection: await this.view(workspaceId, name), changes: diffSnapshots(previous, snapshot) };
+    return { connection: await this.view(workspaceId, name), changes };
+  }
+
+  /**
+   * Photographs `record`'s server again and appends it as the next snapshot only when something
+   * it pins changed (`pinsSame`): a refresh of a server that is as it was appends nothing, so
+   * refreshing alone never grows the history (adr/0091). `key` is the workspace, or a personal
+   * connection's owner.
+   */
+  async rephotograph(key: string, record: ConnectionRecord) {
+    const { store } = this.deps;
+    const previous = await store.snapshot(key, record.name, record.snapshotVersion);
+    const taken = await this.photograph(record, record.snapshotVersion + 1);
+    const updated = pinsSame(previous, taken) ? record : await store.appendSnapshot(key, record.name, taken);
+    return { updated, changes: diffSnapshots(previous, taken) };
   }
 
   /**

@@ -21,7 +21,7 @@ import {
 import type { GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { personalSourceName } from "./personal-name.ts";
-import { diffSnapshots, type Snapshot } from "./snapshot.ts";
+import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
 
 /** Whether a personal connection may act in the workspace a view was asked from. */
@@ -217,14 +217,9 @@ export class PersonalConnections {
     const { store } = this.deps;
     const record = await store.get(ownerId, name);
     requireSnapshot(record);
-    const previous = await store.snapshot(ownerId, name, record.snapshotVersion);
-    const snapshot = await this.core.photograph(record, record.snapshotVersion + 1);
-    const updated = await store.appendSnapshot(ownerId, name, snapshot);
+    const { updated, changes } = await this.core.rephotograph(ownerId, record);
     await this.serveEverywhere(updated);
-    return {
-      connection: await this.view(workspaceId, ownerId, name),
-      changes: diffSnapshots(previous, snapshot),
-    };
+    return { connection: await this.view(workspaceId, ownerId, name), changes };
   }
 
   snapshot(ownerId: string, name: string, version?: number): Promise<Snapshot> {

@@ -171,6 +171,17 @@ export function photograph(
   };
 }
 
+/**
+ * Whether two snapshots pin the same: every field but the version, when it was taken and the
+ * authorization generation it was taken under. A refresh that finds the server as it was keeps
+ * the current snapshot (adr/0091), so a new field of `Snapshot` counts here unless left out by name.
+ */
+export function pinsSame(a: Snapshot, b: Snapshot): boolean {
+  const pinned = ({ version: _version, takenAt: _takenAt, generation: _generation, ...rest }: Snapshot) =>
+    canonicalJson(rest);
+  return pinned(a) === pinned(b);
+}
+
 /** What changed between two snapshots, tool by tool. */
 export function diffSnapshots(
   from: Snapshot,

@@ -1,6 +1,6 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { photograph } from "../../../../src/platform/connections/snapshot.ts";
+import { photograph, pinsSame } from "../../../../src/platform/connections/snapshot.ts";
 
 const taken = {
   version: 1,
@@ -71,5 +71,24 @@ describe("photographing screens what a model will read", () => {
     expect(problemsOf([toolWith({})], { name: "notes", version: "1".repeat(300) })).toEqual([
       "its serverInfo version is over 256 characters",
     ]);
+  });
+});
+
+describe("pinsSame", () => {
+  const shot = (extra: Partial<typeof taken> & { instructions?: string } = {}, tools = [toolWith({})]) => {
+    const result = photograph(tools, { ...taken, ...extra });
+    if (!("snapshot" in result)) throw new Error("refused");
+    return result.snapshot;
+  };
+
+  it("holds across a new version, time and generation, and not across anything a snapshot pins", () => {
+    const first = shot();
+    expect(pinsSame(first, shot({ version: 2, takenAt: "2026-02-01T00:00:00.000Z", generation: 3 }))).toBe(
+      true,
+    );
+    expect(pinsSame(first, shot({ instructions: "Use echo." }))).toBe(false);
+    expect(pinsSame(first, shot({ protocolVersion: "2025-11-25" }))).toBe(false);
+    expect(pinsSame(first, shot({}, [toolWith({}, { title: "Echo" })]))).toBe(false);
+    expect(pinsSame(first, shot({}, [toolWith({ maxLength: 5 })]))).toBe(false);
   });
 });
