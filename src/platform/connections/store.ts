@@ -1,4 +1,4 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
 import {
@@ -22,6 +22,14 @@ const SNAPSHOTS = "snapshots";
 const TRANSPORT = "transport.json";
 const CREDENTIAL = "credential.json";
 const SNAPSHOT_FILE = /^([1-9][0-9]{0,8})\.json$/;
+/**
+ * How many versions of a connection's snapshots are kept, newest first, as for a skill's versions
+ * (ADR 0082): a refresh past them removes the oldest, so a server that changes at every listing
+ * cannot grow the history without bound (adr/0091).
+ */
+export const KEPT_SNAPSHOTS = 100;
+/** How many snapshot files a listing reads at once: each may be megabytes of tools. */
+const SNAPSHOT_READS_AT_ONCE = 4;
 
 /** A snapshot as listed: enough to choose one, without its tools. */
 export interface SnapshotSummary {
@@ -143,8 +151,26 @@ export class ConnectionStore implements LeftoverRules {
       const next = { ...current, snapshotVersion: snapshot.version };
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
       this.records.set(`${workspaceId}/${name}`, next);
+      await this.removeOldSnapshots(workspaceId, name, next);
       return next;
     });
+  }
+
+  /**
+   * Removes the versions the record no longer keeps (`isCommitted`). They are never read once the
+   * record moved past them, so one a crash left is harmless and goes at the next append.
+   */
+  private async removeOldSnapshots(
+    workspaceId: string,
+    name: string,
+    record: ConnectionRecord,
+  ): Promise<void> {
+    const dir = join(this.dir(workspaceId, name), SNAPSHOTS);
+    for (const file of await readdir(dir)) {
+      const version = Number(SNAPSHOT_FILE.exec(file)?.[1]);
+      if (version > 0 && version <= record.snapshotVersion - KEPT_SNAPSHOTS)
+        await rm(join(dir, file), { force: true });
+    }
   }
 
   async snapshot(workspaceId: string, name: string, version: number): Promise<Snapshot> {
@@ -166,22 +192,23 @@ export class ConnectionStore implements LeftoverRules {
       const version = Number(match?.[1]);
       return match && isCommitted(version, record) ? [version] : [];
     });
-    const summaries = await Promise.all(
-      versions
-        .sort((a, b) => b - a)
-        .map(async (version) => {
-          const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
-          const s = parseStoredJson(path, await readFile(path, "utf8")) as Snapshot;
-          return {
-            version,
-            takenAt: s.takenAt,
-            generation: s.generation,
-            protocolVersion: s.protocolVersion,
-            digest: s.digest,
-            toolCount: s.tools.length,
-          };
-        }),
-    );
+    const summarize = async (version: number): Promise<SnapshotSummary> => {
+      const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
+      const s = parseStoredJson(path, await readFile(path, "utf8")) as Snapshot;
+      return {
+        version,
+        takenAt: s.takenAt,
+        generation: s.generation,
+        protocolVersion: s.protocolVersion,
+        digest: s.digest,
+        toolCount: s.tools.length,
+      };
+    };
+    // A few files at a time: reading every kept snapshot at once would hold them all in memory.
+    versions.sort((a, b) => b - a);
+    const summaries: SnapshotSummary[] = [];
+    for (let at = 0; at < versions.length; at += SNAPSHOT_READS_AT_ONCE)
+      summaries.push(...(await Promise.all(versions.slice(at, at + SNAPSHOT_READS_AT_ONCE).map(summarize))));
     return summaries;
   }
 
@@ -291,7 +318,14 @@ export function connectionNotFound(name: string): NotFound {
   );
 }
 
-/** Whether `version` names a snapshot the record has committed (1 to its current version). */
+/**
+ * Whether `version` names a snapshot the record has committed and still keeps: its current
+ * version and the `KEPT_SNAPSHOTS - 1` before it.
+ */
 function isCommitted(version: number, record: ConnectionRecord): boolean {
-  return Number.isInteger(version) && version > 0 && version <= record.snapshotVersion;
+  return (
+    Number.isInteger(version) &&
+    version > Math.max(0, record.snapshotVersion - KEPT_SNAPSHOTS) &&
+    version <= record.snapshotVersion
+  );
 }

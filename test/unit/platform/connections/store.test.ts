@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import type { Snapshot } from "../../../../src/platform/connections/snapshot.ts";
-import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { ConnectionStore, KEPT_SNAPSHOTS } from "../../../../src/platform/connections/store.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -77,6 +77,19 @@ describe("ConnectionStore snapshots", () => {
     expect((await store.snapshot(temp.ws, "srv", 2)).digest).toBe("fresh");
     expect((await store.snapshots(temp.ws, "srv")).map((s) => s.version)).toEqual([2, 1]);
     expect((await readdir(snapshotsDir())).sort()).toEqual(["1.json", "2.json"]);
+  });
+
+  it("keeps the newest KEPT_SNAPSHOTS versions: an append past them removes the oldest, which are no longer read", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    const last = KEPT_SNAPSHOTS + 3;
+    for (let version = 2; version <= last; version++)
+      await store.appendSnapshot(temp.ws, "srv", snapshot(version));
+    const kept = Array.from({ length: KEPT_SNAPSHOTS }, (_, i) => last - i);
+    expect((await store.snapshots(temp.ws, "srv")).map((s) => s.version)).toEqual(kept);
+    expect((await readdir(snapshotsDir())).length).toBe(KEPT_SNAPSHOTS);
+    await expect(store.snapshot(temp.ws, "srv", 3)).rejects.toMatchObject({ code: "snapshot_not_found" });
+    expect((await store.snapshot(temp.ws, "srv", 4)).digest).toBe("d4");
   });
 
   it("still refuses a version that is not the next one", async () => {
