@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { MAX_PERSONAL_CONNECTIONS } from "../../src/platform/connections/personal.ts";
 import type { Source } from "../../src/sources/source.ts";
 import {
   bootstrapWorkspace,
@@ -474,4 +475,22 @@ describe("coming back", () => {
     expect(listed.grants).toEqual([made]);
     expect((await call("frank", ws, "my_notes__echo")).isError).toBeFalsy();
   });
+});
+
+describe("limits", () => {
+  it("a person holds at most MAX_PERSONAL_CONNECTIONS: past it, 409 personal_connections_full, also for adds made at once", async () => {
+    const ws = await bootstrapWorkspace(instance, "gina");
+    const adds = await Promise.all(
+      Array.from({ length: MAX_PERSONAL_CONNECTIONS + 1 }, (_, i) => addPersonal("gina", ws, `n${i}`)),
+    );
+    const statuses = adds.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 201)).toHaveLength(MAX_PERSONAL_CONNECTIONS);
+    expect(statuses.filter((s) => s === 409)).toHaveLength(1);
+    const refused = await addPersonal("gina", ws, "one-more");
+    expect(refused.status).toBe(409);
+    expect(await refused.json()).toMatchObject({ error: { code: "personal_connections_full" } });
+    const held = adds.findIndex((r) => r.status === 201);
+    expect((await rest("gina", "DELETE", `/v1/workspaces/${ws}/connections/my_n${held}`)).status).toBe(204);
+    expect((await addPersonal("gina", ws, "one-more")).status).toBe(201);
+  }, 60_000);
 });

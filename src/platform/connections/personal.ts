@@ -12,6 +12,7 @@ import { Connections, type ConnectionsDeps, type NewConnection } from "./connect
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
 import {
+  type AuthRequest,
   type ConnectionRecord,
   type ConnectionState,
   checkAuth,
@@ -23,6 +24,13 @@ import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { personalSourceName } from "./personal-name.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
+
+/**
+ * The most personal connections one person holds (pending OAuth ones included). Each is a client
+ * in every workspace its owner is in and a probe of both health loops, so what one member can make
+ * the instance hold is bounded; fifty is far past what a person connects by hand (adr/0091).
+ */
+export const MAX_PERSONAL_CONNECTIONS = 50;
 
 /** Whether a personal connection may act in the workspace a view was asked from. */
 export type GrantState = "not_needed" | "granted" | "needed";
@@ -63,6 +71,8 @@ export class PersonalConnections {
   /** The state each was last announced in to its owner (`<owner>/<name>`), so only a change is. */
   private readonly announced = new Map<string, ConnectionState>();
   private readonly damaged: DamagedConnections;
+  /** Adds under way per owner, counted against `MAX_PERSONAL_CONNECTIONS` with those stored. */
+  private readonly adding = new Map<string, number>();
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
@@ -78,14 +88,41 @@ export class PersonalConnections {
     const name = personalSourceName(request.name);
     const url = checkServerUrl(request.url).href;
     const auth = checkAuth(request.auth);
-    const { store, vault, clock, log } = this.deps;
+    const { store } = this.deps;
     if (store.names(ownerId).includes(name)) {
       throw new Conflict(
         "connection_exists",
         `You have a personal connection named "${name}"; remove it first or choose another name.`,
       );
     }
-    if (auth.kind === "oauth") return this.addOAuth(workspaceId, ownerId, name, url, auth.scopes ?? []);
+    // Adds still photographing count too, so two at once cannot both take the last place.
+    const adding = this.adding.get(ownerId) ?? 0;
+    if (store.names(ownerId).length + adding >= MAX_PERSONAL_CONNECTIONS) {
+      throw new Conflict(
+        "personal_connections_full",
+        `You have ${MAX_PERSONAL_CONNECTIONS} personal connections, the most one person may hold; remove one you no longer use before adding another.`,
+      );
+    }
+    this.adding.set(ownerId, adding + 1);
+    try {
+      if (auth.kind === "oauth")
+        return await this.addOAuth(workspaceId, ownerId, name, url, auth.scopes ?? []);
+      return await this.addStatic(workspaceId, ownerId, name, url, auth);
+    } finally {
+      const left = (this.adding.get(ownerId) ?? 1) - 1;
+      if (left > 0) this.adding.set(ownerId, left);
+      else this.adding.delete(ownerId);
+    }
+  }
+
+  private async addStatic(
+    workspaceId: string,
+    ownerId: string,
+    name: string,
+    url: string,
+    auth: Exclude<AuthRequest, { kind: "oauth" }>,
+  ): Promise<PersonalConnectionView> {
+    const { store, vault, clock, log } = this.deps;
     const id = newConnectionId();
     const stored = await this.core.seal(id, auth);
     const record: ConnectionRecord = {
