@@ -337,10 +337,14 @@ describe("the owner deactivated", () => {
       workspaces: { id: string }[];
     };
     expect((await addPersonal("carol", carolsWs.workspaces[0]?.id ?? "", "notes")).status).toBe(201);
-    // Both owners active: one pass of the credential loop looks at both connections.
+    // Both owners active: one pass of the credential loop looks at both connections. Bob's may
+    // hold a check from an earlier pass already: wait for this pass's own, or it could land
+    // after it is read below (owners are checked in parallel lanes).
+    const bobBefore = await lastCredentialCheck(bob);
     await time.advance(CREDENTIAL_MS);
     await vi.waitFor(async () => {
       expect(await lastCredentialCheck(bob)).toBeDefined();
+      expect(await lastCredentialCheck(bob)).not.toBe(bobBefore);
       expect(await lastCredentialCheck(carol)).toBeDefined();
     });
     const bobChecked = await lastCredentialCheck(bob);
