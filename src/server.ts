@@ -25,7 +25,7 @@ import { sessionSecret } from "./identity/session-secret.ts";
 import { Sessions, secureCookiesFor } from "./identity/sessions.ts";
 import { UserDirectory } from "./identity/users.ts";
 import { followPort } from "./instance/load.ts";
-import { acquireInstanceLock, type InstanceLock } from "./instance/lock.ts";
+import { acquireInstanceLock, type InstanceLock, InstanceLockLostWhileBooting } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
 import { WorkspaceEventLog } from "./kernel/event-log.ts";
@@ -120,20 +120,33 @@ export async function startAtrium(
   // Before anything else reads or writes the root: one root, one process (ADR 0022). A
   // process that loses the lock stops, so two never serve one root.
   let running: RunningAtrium | undefined;
+  // A loss the heartbeat finds before `running` exists is remembered here: boot reads it just
+  // before it listens and once more after, so the loss cannot fall between (issue: a process
+  // frozen while booting, taken over, then woken, listened beside the new holder).
+  let lostWhileBooting = false;
   const lock = await acquireInstanceLock(layout, {
     publicUrl: config.http.publicUrl,
     log,
-    onLost: () => void running?.close(),
+    onLost: () => {
+      if (running) void running.close();
+      else lostWhileBooting = true;
+    },
     clock,
     ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
   });
+  const lockLost = async () => lostWhileBooting || !(await lock.stillHeld());
   try {
-    running = await startLocked(config, options, log, layout, lock, clock);
-    return running;
+    running = await startLocked(config, options, log, layout, lock, clock, lockLost);
   } catch (error) {
     await lock.release();
     throw error;
   }
+  if (await lockLost()) {
+    // Lost between the check before listening and here: what listens is closed, never served.
+    await running.close();
+    throw new InstanceLockLostWhileBooting(layout.instanceLockFile());
+  }
+  return running;
 }
 
 async function startLocked(
@@ -143,6 +156,7 @@ async function startLocked(
   layout: StorageLayout,
   lock: InstanceLock,
   clock: Clock,
+  lockLost: () => Promise<boolean>,
 ): Promise<RunningAtrium> {
   const events = new EventBus(log);
   // Subscribed first, so a stream's sequence numbers every event from the first publish.
@@ -280,6 +294,15 @@ async function startLocked(
   server.on("request", (request, response) => {
     drain.track(frontDoor(request, response) ?? honoListener(request, response));
   });
+  if (await lockLost()) {
+    // Frozen while booting and taken over (ADR 0022): close what boot built, and never listen.
+    await scheduler.stop();
+    await Promise.all(apps.map((started) => started.stop?.()));
+    await registries.close();
+    await closeAppSources(apps);
+    await endpoint.close();
+    throw new InstanceLockLostWhileBooting(layout.instanceLockFile());
+  }
   await new Promise<void>((resolve, reject) => {
     server.listen(config.http.port, config.http.host, resolve);
     server.once("error", (error: NodeJS.ErrnoException) => {

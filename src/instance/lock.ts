@@ -51,10 +51,30 @@ export class InstanceLocked extends BootError {
   }
 }
 
+/**
+ * The lock stopped being this process's before boot finished (the process was frozen past the
+ * stale bound and another took the root over): boot stops without serving, so two never do.
+ */
+export class InstanceLockLostWhileBooting extends BootError {
+  constructor(readonly lockPath: string) {
+    super(
+      `The instance lock ${lockPath} stopped being this process's while it was starting (another ` +
+        "process took the data root over, or the lock was removed), so this one stops without " +
+        "serving. The lock names the process that holds the root now; stop that one first to start this one.",
+    );
+  }
+}
+
 export interface InstanceLock {
   readonly holder: LockHolder;
   /** Records the URL once the port is known (`--port 0`). */
   setPublicUrl(publicUrl: string): Promise<void>;
+  /**
+   * Whether the lock is still this process's, read from the file now rather than at the last
+   * heartbeat: boot asks just before it listens, so a process frozen while booting and taken
+   * over meanwhile never starts serving (test/integration/instance-lock.test.ts "while booting").
+   */
+  stillHeld(): Promise<boolean>;
   /** Stops the heartbeat and removes the lock, unless another process has taken it over since. */
   release(): Promise<void>;
 }
@@ -196,6 +216,9 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
   heartbeat.unref();
   return {
     holder,
+    async stillHeld() {
+      return !lost && (await ours());
+    },
     async setPublicUrl(publicUrl) {
       holder.publicUrl = publicUrl;
       // Replaced whole by rename: the lock is never absent or half-written meanwhile.

@@ -4,10 +4,14 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
 import { parseInstance } from "../../src/instance/load.ts";
-import type { LockHolder } from "../../src/instance/lock.ts";
+import { InstanceLockLostWhileBooting, type LockHolder } from "../../src/instance/lock.ts";
 import { createLogger } from "../../src/log.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { startAtrium } from "../../src/server.ts";
 import { type CliProcess, logEntries, spawnAtriumCli, writeCliInstance } from "../helpers/cli.ts";
+import { memoryLog } from "../helpers/memory-log.ts";
 
 // Issue 16: one data root, one running Atrium. Real processes, because the lock is about them.
 
@@ -115,6 +119,44 @@ describe("one data root, one running process", { timeout: 300_000 }, () => {
 });
 
 describe("a process that loses its lock", () => {
+  it("while booting, stops without listening and leaves the new holder's lock alone", async ({
+    onTestFinished,
+  }) => {
+    const dir = await mkdtemp(join(tmpdir(), "atrium-lock-booting-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const config = parseInstance(
+      {
+        auth: { adapter: "dev" },
+        storage: { root: "./data" },
+        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+      },
+      { source: "test", baseDir: dir },
+    );
+    const lockPath = join(dir, "data", "_instance", "instance.lock");
+    const theirs = {
+      pid: 1,
+      host: "elsewhere.example",
+      startedAt: "now",
+      publicUrl: "http://x",
+      token: "theirs",
+    };
+    // As if this process had been frozen (SIGSTOP) past the stale bound half-way through its boot,
+    // and another had taken the root over before it woke: the boot goes on after the takeover.
+    const takenOverWhileBooting: PlatformApp = {
+      name: "frozen",
+      start: () => ({
+        tools: new AppTools("frozen"),
+        ready: () => writeFile(lockPath, JSON.stringify(theirs)),
+      }),
+    };
+    const { log, lines } = memoryLog();
+    const boot = startAtrium(config, { log, apps: [...PLATFORM_APPS, takenOverWhileBooting] });
+    await expect(boot).rejects.toBeInstanceOf(InstanceLockLostWhileBooting);
+    await expect(boot).rejects.toThrow(/stopped being this process's while it was starting/);
+    expect(lines.filter((line) => line.msg === "atrium listening")).toEqual([]);
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(theirs);
+  });
+
   it("stops serving, and leaves the new holder's lock alone", async ({ onTestFinished }) => {
     const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-"));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
