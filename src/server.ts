@@ -334,6 +334,10 @@ async function startLocked(
   );
 
   let closing: Promise<void> | undefined;
+  let forceStop: () => void = () => undefined;
+  const stopForced = new Promise<void>((resolve) => {
+    forceStop = resolve;
+  });
   return {
     url: publicUrl,
     routes: registeredRoutes(app),
@@ -350,20 +354,42 @@ async function startLocked(
       // A second call (a second signal) cuts off what the first is still waiting for.
       if (closing) {
         drain.force();
+        forceStop();
         return closing;
       }
       closing = (async () => {
         const startedMs = clock();
+        const drainMs = config.http.drainSeconds * 1000;
         log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
         // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
         const jobsStopped = scheduler.stop();
         // Work an app runs with no request around it (a task run) ends now and is recorded so.
-        const appsStopped = Promise.all(apps.map((started) => started.stop?.()));
+        const appsStopping = new Set<string>();
+        const appsStopped = Promise.all(
+          apps.map(async (started) => {
+            appsStopping.add(started.name);
+            await started.stop?.();
+            appsStopping.delete(started.name);
+          }),
+        );
         // An event stream never finishes by itself: ended here, it does not hold the drain open.
         eventLog.closeAll();
-        const counts = await drain.drain(config.http.drainSeconds * 1000);
-        await jobsStopped;
-        await appsStopped;
+        const counts = await drain.drain(drainMs);
+        // Background work gets the requests' deadline too, and a second signal cuts it off: a
+        // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
+        // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
+        const finished = await settledBefore(
+          Promise.all([jobsStopped, appsStopped]),
+          Math.max(0, startedMs + drainMs - clock()),
+          stopForced,
+          timers,
+        );
+        if (!finished) {
+          log.warn(
+            { jobs: scheduler.runningJobs(), apps: [...appsStopping] },
+            "shutdown left background work running: it was past the drain deadline or asked again",
+          );
+        }
         await registries.close();
         await closeAppSources(apps);
         await endpoint.close();
@@ -376,4 +402,30 @@ async function startLocked(
       return closing;
     },
   };
+}
+
+/**
+ * Whether `work` settled within `deadlineMs` (on the instance's timers) and before `cutOff`;
+ * false once either comes first. The work itself goes on: it is only no longer waited for.
+ */
+async function settledBefore(
+  work: Promise<unknown>,
+  deadlineMs: number,
+  cutOff: Promise<void>,
+  timers: Timers,
+): Promise<boolean> {
+  let cancel: (() => void) | undefined;
+  const deadline = new Promise<false>((resolve) => {
+    cancel = timers.after(deadlineMs, () => resolve(false));
+  });
+  try {
+    return await Promise.race([
+      // A failing stop still fails the shutdown, as it did when it was awaited alone.
+      work.then(() => true),
+      deadline,
+      cutOff.then(() => false as const),
+    ]);
+  } finally {
+    cancel?.();
+  }
 }

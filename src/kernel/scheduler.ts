@@ -95,6 +95,11 @@ export class Scheduler {
     return this.entries.has(name);
   }
 
+  /** The names of the jobs with a run in progress (what a stop cut short leaves running). */
+  runningJobs(): string[] {
+    return [...this.entries.values()].filter((entry) => entry.running).map((entry) => entry.job.name);
+  }
+
   /** Cancels every pending run and resolves once the runs in progress have ended. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -7,6 +7,10 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it, type TestContext } from "vitest";
 import { DEV_PRINCIPAL } from "../../src/identity/providers/dev.ts";
 import type { LockHolder } from "../../src/instance/lock.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { startTestAtrium } from "../helpers/atrium.ts";
 import {
   type CliProcess,
   logEntries,
@@ -14,6 +18,8 @@ import {
   spawnCaptured,
   writeCliInstance,
 } from "../helpers/cli.ts";
+import { FakeTime, settle } from "../helpers/fake-time.ts";
+import { memoryLog } from "../helpers/memory-log.ts";
 
 // Issue 10, Reliability 1 and 2: a signal stops the server gracefully, and the commands an
 // operator is given leave no orphan. Real processes, real signals.
@@ -98,6 +104,72 @@ const refused = (url: string) =>
     () => false,
     () => true,
   );
+
+/**
+ * An app whose scheduled job (a health probe to a hung remote) and whose own stop never end until
+ * the test lets them: `release()` at the end, so nothing is left running.
+ */
+function hangingApp(onFinished: OnFinished): PlatformApp {
+  let release: () => void = () => undefined;
+  const hung = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  onFinished(() => release());
+  return {
+    name: "hanging",
+    start: ({ scheduler }) => {
+      scheduler.add({ name: "probe a hung remote", schedule: { everyMs: 1_000 }, run: () => hung });
+      return { tools: new AppTools("hanging"), stop: () => hung };
+    },
+  };
+}
+
+async function startHanging(onFinished: OnFinished) {
+  const time = new FakeTime();
+  const { log, lines } = memoryLog();
+  const instance = await startTestAtrium({
+    clock: time.clock,
+    timers: time.timers,
+    log,
+    apps: [...PLATFORM_APPS, hangingApp(onFinished)],
+  });
+  onFinished(() => instance.stop());
+  await time.advance(1_000); // the probe starts, and hangs
+  return { time, lines, atrium: instance.atrium, drainMs: instance.config.http.drainSeconds * 1000 };
+}
+
+describe("background work at a stop", () => {
+  it("a scheduled job and an app's stop still running are waited for no longer than the drain deadline", async ({
+    onTestFinished,
+  }) => {
+    const { time, lines, atrium, drainMs } = await startHanging(onTestFinished);
+    let closed = false;
+    const closing = atrium.close().then(() => {
+      closed = true;
+    });
+    await settle();
+    expect(closed).toBe(false);
+    await time.advance(drainMs);
+    await closing;
+    expect(lines.find((line) => /left background work running/.test(String(line.msg)))).toMatchObject({
+      jobs: ["probe a hung remote"],
+      apps: ["hanging"],
+    });
+    expect(lines.some((line) => line.msg === "shutdown finished")).toBe(true);
+  });
+
+  it("a second signal stops waiting for them at once", async ({ onTestFinished }) => {
+    const { lines, atrium } = await startHanging(onTestFinished);
+    const closing = atrium.close();
+    await settle();
+    // The fake clock never moves: only the second call can end the wait.
+    await atrium.close();
+    await closing;
+    expect(lines.find((line) => /left background work running/.test(String(line.msg)))).toMatchObject({
+      jobs: ["probe a hung remote"],
+    });
+  });
+});
 
 describe("SIGTERM stops the server gracefully", SLOW, () => {
   it("an upload still sending when SIGTERM arrives completes with its real answer; new connections are refused; exit 0, no lock", async ({
