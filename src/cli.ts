@@ -3,6 +3,7 @@ import { BootError } from "./errors.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
 import { acquireInstanceLock } from "./instance/lock.ts";
+import { type Clock, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { RunningAtrium } from "./server.ts";
 import { CredentialRefused, CredentialStore } from "./storage/credential-store.ts";
@@ -23,7 +24,8 @@ const USAGE = `Usage: atrium serve [--instance PATH] [--port N] [--data DIR]
   -h, --help          print this help
   --version           print Atrium's version
 
-SIGTERM or SIGINT stops the server gracefully (http.drainSeconds); a second one stops it at once.
+SIGTERM or SIGINT stops the server gracefully (http.drainSeconds); another one, a second or more
+later, stops it at once (one sooner, such as npm forwarding the same Ctrl-C, is the same request).
 `;
 
 /** How often a server started by npm checks that npm is still its parent. */
@@ -200,6 +202,53 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
 }
 
 /**
+ * A signal that arrives this soon after the first is the same request, not a second one: Ctrl-C
+ * on `npm start` reaches node from the terminal and again from npm, within a millisecond, and
+ * counted twice it cut off every request in flight (an upload answered 499).
+ */
+export const REPEAT_SIGNAL_MS = 1_000;
+
+/** What stopping on a signal needs; the CLI passes the process's, a test its own. */
+export interface StopDeps {
+  log: Logger;
+  clock: Clock;
+  exit(code: number): void;
+}
+
+/**
+ * The stop a signal asks for: the first stops the server gracefully and exits 0 (1 if the
+ * shutdown fails); one more, at least REPEAT_SIGNAL_MS later, cuts the drain short; one sooner is
+ * the first one again and is only logged (test/unit/cli.test.ts).
+ */
+export function stopOnRequest(
+  atrium: Pick<RunningAtrium, "close">,
+  deps: StopDeps,
+): (reason: string) => void {
+  const { log, clock, exit } = deps;
+  let firstMs: number | undefined;
+  return (reason) => {
+    if (firstMs !== undefined) {
+      if (clock() - firstMs < REPEAT_SIGNAL_MS) {
+        log.info({ reason }, "asked to stop again at once (the same signal, forwarded): still draining");
+        return;
+      }
+      log.warn({ reason }, "asked again to stop: cutting off requests still in flight");
+      void atrium.close();
+      return;
+    }
+    firstMs = clock();
+    log.info({ reason }, "stopping");
+    atrium.close().then(
+      () => exit(0),
+      (error: unknown) => {
+        log.error({ err: error }, "shutdown failed");
+        exit(1);
+      },
+    );
+  };
+}
+
+/**
  * A signal stops the server gracefully and exits 0; a second signal cuts the drain short.
  * Started by npm (`npm start`, `npx atrium`), the server also stops when npm goes: a
  * supervisor's SIGTERM to npm does not always reach node through `sh -c`, and a server
@@ -207,23 +256,7 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
  * watched otherwise, so `nohup atrium serve &` outlives its shell as asked.
  */
 function stopWhenAsked(atrium: RunningAtrium, log: Logger): void {
-  let stopping = false;
-  const stop = (reason: string) => {
-    if (stopping) {
-      log.warn({ reason }, "asked again to stop: cutting off requests still in flight");
-      void atrium.close();
-      return;
-    }
-    stopping = true;
-    log.info({ reason }, "stopping");
-    atrium.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        log.error({ err: error }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
+  const stop = stopOnRequest(atrium, { log, clock: systemClock, exit: (code) => process.exit(code) });
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
   if (process.env.npm_execpath === undefined) return;

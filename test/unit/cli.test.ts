@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { REPEAT_SIGNAL_MS, stopOnRequest } from "../../src/cli.ts";
+import { FakeTime, settle } from "../helpers/fake-time.ts";
+import { memoryLog } from "../helpers/memory-log.ts";
+
+/** A server whose close() only counts its calls, and a process whose exit only records its code. */
+function harness() {
+  const time = new FakeTime();
+  const { log, lines } = memoryLog();
+  const calls = { close: 0 };
+  let finish = () => undefined as unknown;
+  const closed = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  const exits: number[] = [];
+  const stop = stopOnRequest(
+    {
+      close: () => {
+        calls.close++;
+        return closed;
+      },
+    },
+    { log, clock: time.clock, exit: (code) => exits.push(code) },
+  );
+  return { time, lines, calls, stop, exits, finish };
+}
+
+describe("stopping on a signal", () => {
+  it("the same Ctrl-C forwarded by npm within a second does not cut the drain short", async () => {
+    const { time, calls, stop, lines } = harness();
+    stop("SIGINT");
+    time.jump(1);
+    stop("SIGTERM"); // npm forwarding the terminal's SIGINT a millisecond later
+    time.jump(REPEAT_SIGNAL_MS - 2);
+    stop("SIGINT");
+    expect(calls.close).toBe(1);
+    expect(lines.some((line) => /cutting off/.test(String(line.msg)))).toBe(false);
+  });
+
+  it("a signal a second or more after the first cuts off what is in flight", async () => {
+    const { time, calls, stop, lines } = harness();
+    stop("SIGINT");
+    time.jump(REPEAT_SIGNAL_MS);
+    stop("SIGINT");
+    expect(calls.close).toBe(2);
+    expect(lines.some((line) => /cutting off requests still in flight/.test(String(line.msg)))).toBe(true);
+  });
+
+  it("exits 0 once the graceful stop is done", async () => {
+    const { stop, exits, finish } = harness();
+    stop("SIGTERM");
+    await settle();
+    expect(exits).toEqual([]);
+    finish();
+    await settle();
+    expect(exits).toEqual([0]);
+  });
+});
