@@ -7,8 +7,8 @@ import type { Timers } from "./timers.ts";
 
 /**
  * When a job is due: `everyMs` after it was added and then after each time it fell due (a
- * process that was suspended runs once on waking, not once per missed interval), or on a
- * cron expression.
+ * process that was suspended runs once on waking, not once per missed interval; a wall clock
+ * stepped back delays it by one interval, not by the step), or on a cron expression.
  */
 export type Schedule = { everyMs: number } | { cron: string; timezone?: string };
 
@@ -48,6 +48,8 @@ const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
 
 interface Entry {
   job: Job;
+  /** An interval job's interval; undefined for a cron job, whose dates are wall-clock ones. */
+  everyMs: number | undefined;
   next(afterMs: number): number | undefined;
   dueMs: number | undefined;
   cancel?: () => void;
@@ -71,7 +73,12 @@ export class Scheduler {
   add(job: Job): void {
     if (this.stopped) throw new Error(`Scheduler is stopped; job "${job.name}" was not added`);
     if (this.entries.has(job.name)) throw new Error(`A job named "${job.name}" is already scheduled`);
-    const entry: Entry = { job, next: nextFor(job), dueMs: undefined };
+    const entry: Entry = {
+      job,
+      everyMs: "everyMs" in job.schedule ? job.schedule.everyMs : undefined,
+      next: nextFor(job),
+      dueMs: undefined,
+    };
     entry.dueMs = entry.next(this.deps.clock());
     this.entries.set(job.name, entry);
     this.arm(entry);
@@ -120,7 +127,11 @@ export class Scheduler {
   private fire(entry: Entry): void {
     if (this.stopped || entry.dueMs === undefined) return;
     const now = this.deps.clock();
-    // Woken early (a capped delay): wait the rest.
+    // The wall clock stepped back (an NTP correction) since the job was armed: its due time, read
+    // from the clock before the step, is further off than one interval ever is. Due one interval
+    // from now instead, or a 200 ms job would wait out the whole step (an hour back: an hour).
+    if (entry.everyMs !== undefined && entry.dueMs - now > entry.everyMs) entry.dueMs = now + entry.everyMs;
+    // Woken early (a capped delay, or the step above): wait the rest.
     if (now < entry.dueMs) {
       this.arm(entry);
       return;

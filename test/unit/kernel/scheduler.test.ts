@@ -43,6 +43,30 @@ describe("Scheduler", () => {
     await scheduler.stop();
   });
 
+  it("a wall clock stepped back delays an interval job by one interval, not by the size of the step", async () => {
+    // The timers wait in real (monotonic) time while the wall clock, the one the scheduler reads,
+    // is stepped back an hour after the first run, as an NTP correction does.
+    const time = new FakeTime(Date.UTC(2026, 0, 1, 0, 0, 30));
+    let stepMs = 0;
+    const wall = () => time.clock() + stepMs;
+    const scheduler = new Scheduler({
+      clock: wall,
+      timers: time.timers,
+      leases: everyLeaseLocal,
+      log: memoryLog().log,
+    });
+    let runs = 0;
+    scheduler.add({ name: "health", schedule: { everyMs: 200 }, run: async () => void runs++ });
+    await time.advance(200);
+    expect(runs).toBe(1);
+    stepMs = -60 * MINUTE_MS;
+    await time.advance(400);
+    expect(runs).toBe(2);
+    await time.advance(200);
+    expect(runs).toBe(3);
+    await scheduler.stop();
+  });
+
   it("forgets a removed job: nothing more runs, and its name can be added again", async () => {
     const { time, scheduler } = setup();
     let runs = 0;
