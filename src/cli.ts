@@ -6,6 +6,7 @@ import { acquireInstanceLock } from "./instance/lock.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { RunningAtrium } from "./server.ts";
+import { CorruptJson } from "./storage/atomic.ts";
 import { CredentialRefused, CredentialStore } from "./storage/credential-store.ts";
 import { StorageLayout } from "./storage/paths.ts";
 import { ATRIUM_VERSION } from "./version.ts";
@@ -130,12 +131,43 @@ export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): 
     }
     return 0;
   } catch (error) {
-    if (error instanceof BootError) {
-      output.err(`atrium: ${error.message}\n`);
-      return 1;
-    }
-    throw error;
+    const problem = bootProblem(error);
+    if (problem === undefined) throw error;
+    output.err(`atrium: ${problem}\n`);
+    return 1;
   }
+}
+
+/** What to do about a file or folder of the data root boot could not read, by the error's code. */
+const FILESYSTEM_ADVICE: Readonly<Record<string, string>> = {
+  ENOTDIR:
+    "part of that path is a file where Atrium keeps a folder; put the folder back from a backup, or move the file out of the data root.",
+  EISDIR:
+    "it is a folder where Atrium keeps a file; restore the file from a backup, or move the folder out of the data root.",
+  EACCES:
+    "the user Atrium runs as may not use it; give that user ownership of the data root (Atrium makes folders 0700 and files 0600).",
+  EPERM:
+    "the user Atrium runs as may not use it; give that user ownership of the data root (Atrium makes folders 0700 and files 0600).",
+};
+const READ_SYSCALLS = new Set(["open", "read", "scandir", "opendir", "stat", "lstat", "readlink"]);
+
+/**
+ * The one line a command prints for a problem with the instance or its data root, or undefined
+ * for anything else (a bug, whose stack is worth having). A damaged root is the operator's to
+ * repair, so it is named by path and what to do, never answered with a stack trace: a file that
+ * does not parse (by place, never its text: ADR 0076), and a filesystem error on a path
+ * (test/integration/cli.test.ts "a damaged data root").
+ */
+export function bootProblem(error: unknown): string | undefined {
+  if (error instanceof BootError) return error.message;
+  if (error instanceof CorruptJson) {
+    return `${error.message} Restore it from a backup, or move it out of the data root.`;
+  }
+  const { code, path, syscall } = (error ?? {}) as NodeJS.ErrnoException;
+  if (typeof code !== "string" || typeof path !== "string") return undefined;
+  const verb = syscall === undefined || READ_SYSCALLS.has(syscall) ? "read" : "write";
+  const advice = FILESYSTEM_ADVICE[code] ?? "restore it from a backup, or move it out of the data root.";
+  return `cannot ${verb} ${path} (${code}): ${advice}`;
 }
 
 /**
@@ -193,11 +225,10 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     }
     return 0;
   } catch (error) {
-    if (error instanceof BootError) {
-      output.err(`atrium: ${error.message}\n`);
-      return 1;
-    }
-    throw error;
+    const problem = bootProblem(error);
+    if (problem === undefined) throw error;
+    output.err(`atrium: ${problem}\n`);
+    return 1;
   }
 }
 

@@ -1,6 +1,7 @@
 import { Conflict, NotFound } from "../errors.ts";
 import { foldEmail, type UserDirectory } from "../identity/users.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
+import { readJsonAtBoot } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
@@ -46,7 +47,7 @@ export class Invitations {
   private readonly clock: Clock;
 
   constructor(
-    layout: StorageLayout,
+    private readonly layout: StorageLayout,
     private readonly users: Directory,
     private readonly workspaces: Memberships,
     clock?: Clock,
@@ -62,7 +63,10 @@ export class Invitations {
   async load(): Promise<void> {
     for (const id of await this.records.ids()) {
       if (!INVITATION_ID.test(id)) continue;
-      const invitation = await this.records.get(id);
+      // Read as boot does: one that does not parse stops the boot named, with what to do.
+      const invitation = (await readJsonAtBoot(this.layout.collectionFile("invitations", id))) as
+        | Invitation
+        | undefined;
       if (!invitation) continue;
       if (!this.live(invitation)) await this.drop(invitation);
       else this.index(invitation);

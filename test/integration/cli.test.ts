@@ -1,9 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
+import { DEV_PRINCIPAL } from "../../src/identity/providers/dev.ts";
+import { parseInstance } from "../../src/instance/load.ts";
+import { createLogger } from "../../src/log.ts";
+import { startAtrium } from "../../src/server.ts";
 import { ATRIUM_VERSION } from "../../src/version.ts";
 import { runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
 
@@ -91,5 +95,73 @@ describe("a busy port", SLOW, () => {
     expect(exit.stderr).toContain("use --port 0 (any free port) or another --port N");
     expect(exit.stderr).not.toMatch(/\n\s+at /);
     expect(existsSync(join(dir, "data", "_instance", "instance.lock"))).toBe(false);
+  });
+});
+
+describe("a damaged data root", SLOW, () => {
+  /** A root a server has run on, with one workspace (the developer's), stopped again. */
+  async function usedRoot(onFinished: TestContext["onTestFinished"]) {
+    const dir = await tempDir(onFinished);
+    const instance = await writeCliInstance(dir);
+    const config = parseInstance(
+      {
+        auth: { adapter: "dev" },
+        storage: { root: "./data" },
+        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+      },
+      { source: "test", baseDir: dir },
+    );
+    const atrium = await startAtrium(config, { log: createLogger("silent") });
+    const [workspace] = await atrium.firstWorkspace.ensure(DEV_PRINCIPAL);
+    await atrium.close();
+    return { dir, instance, root: join(dir, "data"), workspaceId: workspace?.id ?? "" };
+  }
+
+  const serveOn = (instance: string) => runAtriumMain(["serve", "--instance", instance]);
+
+  it("a truncated invitation stops boot naming the file and what to do, exit 1, no stack", async ({
+    onTestFinished,
+  }) => {
+    const { instance, root } = await usedRoot(onTestFinished);
+    const file = join(root, "_instance", "invitations", `inv_${"a".repeat(32)}.json`);
+    await mkdir(join(root, "_instance", "invitations"), { recursive: true });
+    await writeFile(file, '{"id": "inv_');
+    const exit = await serveOn(instance);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toBe(
+      `atrium: ${file} is not valid JSON (it ends before its JSON does). Restore it from a backup, or move it out of the data root.\n`,
+    );
+  });
+
+  it("a truncated task stops boot naming the file, exit 1, no stack", async ({ onTestFinished }) => {
+    const { instance, root, workspaceId } = await usedRoot(onTestFinished);
+    const owner = join(root, workspaceId, "tasks", DEV_PRINCIPAL.id);
+    await mkdir(owner, { recursive: true });
+    const file = join(owner, `tsk_${"b".repeat(24)}.json`);
+    await writeFile(file, '{"id": "tsk_');
+    // The tasks' schedule index is built again from the workspaces, reading every task.
+    const schedules = join(root, "_instance", "tasks", "schedules");
+    for (const name of await readdir(schedules)) await rm(join(schedules, name));
+    const exit = await serveOn(instance);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toBe(
+      `atrium: ${file} is not valid JSON (it ends before its JSON does). Restore it from a backup, or move it out of the data root.\n`,
+    );
+  });
+
+  it("a file where a folder belongs is named with its code and what to do, exit 1, no stack", async ({
+    onTestFinished,
+  }) => {
+    const { instance, root } = await usedRoot(onTestFinished);
+    const users = join(root, "_instance", "users");
+    await rm(users, { recursive: true, force: true });
+    await writeFile(users, "not a folder");
+    const exit = await serveOn(instance);
+    expect(exit.code).toBe(1);
+    expect(exit.stderr).toBe(
+      `atrium: cannot read ${users} (ENOTDIR): part of that path is a file where Atrium keeps a folder; ` +
+        "put the folder back from a backup, or move the file out of the data root.\n",
+    );
+    expect(existsSync(join(root, "_instance", "instance.lock"))).toBe(false);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { REPEAT_SIGNAL_MS, stopOnRequest } from "../../src/cli.ts";
+import { bootProblem, REPEAT_SIGNAL_MS, stopOnRequest } from "../../src/cli.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { memoryLog } from "../helpers/memory-log.ts";
 
@@ -54,5 +54,23 @@ describe("stopping on a signal", () => {
     finish();
     await settle();
     expect(exits).toEqual([0]);
+  });
+});
+
+describe("what a command prints for a problem at boot", () => {
+  it("a path it may not read is named with its code and what to do", () => {
+    const denied = Object.assign(new Error("EACCES: permission denied"), {
+      code: "EACCES",
+      path: "/srv/atrium/data/_instance/users",
+      syscall: "scandir",
+    });
+    expect(bootProblem(denied)).toBe(
+      "cannot read /srv/atrium/data/_instance/users (EACCES): the user Atrium runs as may not use it; " +
+        "give that user ownership of the data root (Atrium makes folders 0700 and files 0600).",
+    );
+  });
+
+  it("anything else is not a boot problem: a bug keeps its stack", () => {
+    expect(bootProblem(new TypeError("undefined is not a function"))).toBeUndefined();
   });
 });

@@ -1,8 +1,9 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { isPrincipalId } from "../../ids.ts";
+import { isPrincipalId, isRecordId } from "../../ids.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
+import { readJsonAtBoot } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
@@ -108,7 +109,7 @@ export class TaskStore implements LeftoverRules {
     for (const entry of await this.index.scheduleEntries()) {
       // An archived workspace keeps its entries: its tasks are not armed while it is archived.
       if (!isActive(entry.workspaceId)) continue;
-      const task = await this.tasks.get(entry.workspaceId, entry.ownerId, entry.taskId);
+      const task = await this.taskAtBoot(entry.workspaceId, entry.ownerId, entry.taskId);
       if (task?.trigger) triggered.push(task);
       else await this.index.removeSchedule({ ...entry, id: entry.taskId });
     }
@@ -372,12 +373,24 @@ export class TaskStore implements LeftoverRules {
   private async buildIndex(workspaceIds: Iterable<string>): Promise<void> {
     for (const workspaceId of workspaceIds) {
       for (const ownerId of await this.owners(workspaceId)) {
-        for (const task of await this.tasks.list(workspaceId, ownerId)) {
-          if (task.trigger) await this.index.addSchedule(task);
+        for (const id of await this.tasks.ids(workspaceId, ownerId)) {
+          const task = await this.taskAtBoot(workspaceId, ownerId, id);
+          if (task?.trigger) await this.index.addSchedule(task);
         }
       }
     }
     await this.index.markBuilt();
+  }
+
+  /**
+   * A task as boot reads it: one that does not parse stops the boot, named, with what to do
+   * (storage/atomic.ts readJsonAtBoot), instead of a stack trace out of the CLI.
+   */
+  private async taskAtBoot(workspaceId: string, ownerId: string, id: string): Promise<Task | undefined> {
+    if (!isRecordId(id)) return undefined;
+    return (await readJsonAtBoot(join(this.storage.ownerDir(workspaceId, ownerId), `${id}.json`))) as
+      | Task
+      | undefined;
   }
 
   private async owners(workspaceId: string): Promise<string[]> {
