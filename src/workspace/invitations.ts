@@ -58,19 +58,35 @@ export class Invitations {
 
   /**
    * Loads every pending invitation and deletes expired ones and those whose sender no longer
-   * stands; at boot (after the workspaces and the directory), and again by housekeeping.
+   * stands; at boot (after the workspaces and the directory), and again by housekeeping. Each is
+   * read and indexed under its own lock, as an answer or a revoke takes it: read outside it, a
+   * record revoked or accepted meanwhile was indexed again and came back. The index ends up
+   * holding exactly the ids on disk: one whose file is gone leaves it
+   * (test/unit/workspace/invitations.test.ts "housekeeping").
    */
   async load(): Promise<void> {
+    const present = new Set<string>();
     for (const id of await this.records.ids()) {
       if (!INVITATION_ID.test(id)) continue;
-      // Read as boot does: one that does not parse stops the boot named, with what to do.
-      const invitation = (await readJsonAtBoot(this.layout.collectionFile("invitations", id))) as
-        | Invitation
-        | undefined;
-      if (!invitation) continue;
-      if (!this.live(invitation)) await this.drop(invitation);
-      else this.index(invitation);
+      present.add(id);
+      await this.locks.run(id, () => this.reload(id));
     }
+    // Indexed before the listing above was read, so made before it too: gone from disk since.
+    for (const id of [...this.byId.keys()]) {
+      if (!present.has(id)) await this.locks.run(id, () => this.reload(id));
+    }
+  }
+
+  /** Under the id's lock: the record on disk, indexed if it is pending, forgotten if gone. */
+  private async reload(id: string): Promise<void> {
+    // Read as boot does: one that does not parse stops the boot named, with what to do.
+    const invitation = (await readJsonAtBoot(this.layout.collectionFile("invitations", id))) as
+      | Invitation
+      | undefined;
+    this.unindex(id);
+    if (!invitation) return;
+    if (!this.live(invitation)) await this.drop(invitation);
+    else this.index(invitation);
   }
 
   /**
@@ -285,10 +301,16 @@ export class Invitations {
 
   private async drop(invitation: Invitation): Promise<void> {
     await this.records.delete(invitation.id);
-    this.byId.delete(invitation.id);
-    removeFrom(this.byInvitee, inviteeKey(invitation.invitee), invitation.id);
-    removeFrom(this.byWorkspace, invitation.workspaceId, invitation.id);
-    removeFrom(this.byInviter, invitation.invitedBy, invitation.id);
+    this.unindex(invitation.id);
+  }
+
+  private unindex(id: string): void {
+    const invitation = this.byId.get(id);
+    if (!invitation) return;
+    this.byId.delete(id);
+    removeFrom(this.byInvitee, inviteeKey(invitation.invitee), id);
+    removeFrom(this.byWorkspace, invitation.workspaceId, id);
+    removeFrom(this.byInviter, invitation.invitedBy, id);
   }
 }
 

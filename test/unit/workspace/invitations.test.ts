@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { InvalidInput, NotFound } from "../../../src/errors.ts";
@@ -139,6 +139,25 @@ describe("Invitations", () => {
     expect(ids(restarted.forWorkspace(WS))).toEqual([kept.id]);
     expect(ids(await restarted.forPerson(ALICE.id))).toEqual([kept.id]);
     expect(await restarted.forPerson(BOB.id)).toEqual([]);
+  });
+
+  it("housekeeping forgets an invitation whose file is gone, so it is neither listed nor blocks another", async () => {
+    const sent = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    await rm(layout.collectionFile("invitations", sent.id));
+    await invitations.load();
+    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forPerson(ALICE.id)).toEqual([]);
+    const again = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    expect(ids(invitations.forWorkspace(WS))).toEqual([again.id]);
+  });
+
+  it("housekeeping running beside a revoke or an acceptance never brings the invitation back", async () => {
+    for (let round = 0; round < 20; round++) {
+      const revoked = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+      const accepted = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+      await Promise.all([invitations.load(), invitations.revoke(WS, revoked.id), take(accepted.id, BOB)]);
+      expect(invitations.forWorkspace(WS)).toEqual([]);
+    }
   });
 
   it("revokeAll empties a workspace's invitations and leaves others alone", async () => {
