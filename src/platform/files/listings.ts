@@ -1,7 +1,10 @@
 import { readdir, stat } from "node:fs/promises";
+import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
+import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
+import { CorruptJson } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -72,10 +75,15 @@ export class FileListings {
   private readonly workspaces: IdleCache<Map<string, PartitionIndex>>;
   private readonly locks = new KeyedLock();
 
+  /** The meta.json paths already logged as unreadable: each is logged once, not at every rebuild. */
+  private readonly logged = new Set<string>();
+
   constructor(
     private readonly storage: PartitionPaths,
     private readonly readMeta: (workspaceId: string, ownerId: string, fileId: string) => Promise<FileMeta>,
     private readonly clock: Clock = systemClock,
+    /** Where a file left out of the lists is said; the app's log (files/store.ts passes it). */
+    private readonly log?: Pick<Logger, "warn">,
   ) {
     this.workspaces = new IdleCache(
       async () => new Map<string, PartitionIndex>(),
@@ -211,6 +219,26 @@ export class FileListings {
     return ids.length === index.byId.size + index.unreadable.size && ids.every(known);
   }
 
+  /**
+   * A file whose meta.json cannot be read is left out of every list: said once per file, as a
+   * connection left out is (connections/connection-view.ts), or it would vanish without a word.
+   * One gone meanwhile (deleted on disk while the index was built) is no fault and is not said.
+   */
+  private warnUnreadable(workspaceId: string, ownerId: string, fileId: string, error: unknown): void {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), "meta.json");
+    if (this.logged.has(path)) return;
+    this.logged.add(path);
+    // Where it stops being JSON, or the filesystem's code: never the error's message, which for
+    // a parse error can quote the file's text (ADR 0076).
+    const reason =
+      error instanceof CorruptJson ? error.where : ((error as NodeJS.ErrnoException).code ?? "unreadable");
+    this.log?.warn(
+      { workspaceId, ownerId, fileId, path, reason },
+      "file left out of listings: its meta.json cannot be read. Restore it from a backup, or move the file's folder out of the data root.",
+    );
+  }
+
   private async build(
     workspaceId: string,
     ownerId: string,
@@ -219,8 +247,9 @@ export class FileListings {
   ): Promise<PartitionIndex> {
     const unreadable = new Set<string>();
     const metas = await mapBounded(await this.fileIds(workspaceId, ownerId), METAS_IN_FLIGHT, (id) =>
-      this.readMeta(workspaceId, ownerId, id).catch(() => {
+      this.readMeta(workspaceId, ownerId, id).catch((error: unknown) => {
         unreadable.add(id);
+        this.warnUnreadable(workspaceId, ownerId, id, error);
         return undefined;
       }),
     );

@@ -7,9 +7,11 @@ import { NotFound, PayloadTooLarge } from "../../../../src/errors.ts";
 import { DISK_CHECK_MS, FILE_INDEX_IDLE_MS, FileListings } from "../../../../src/platform/files/listings.ts";
 import type { FileMeta } from "../../../../src/platform/files/model.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
+import { parseStoredJson } from "../../../../src/storage/atomic.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { gate } from "../../../helpers/gate.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // The file metadata index (src/platform/files/listings.ts, adr/0050) answers info and lists
@@ -264,6 +266,29 @@ describe("a meta.json that cannot be read", () => {
     expect(await restarted.info(ws, ALICE, a.id)).toEqual(a);
     expect(await listed(restarted)).toEqual(["b.txt", "a.txt"]);
     expect(await restarted.info(ws, ALICE, b.id)).toEqual(b);
+  });
+});
+
+describe("a file left out of the lists", () => {
+  it("is logged once, by its meta.json's path, however often the partition is built again", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const path = join(recordDir(a.id), "meta.json");
+    await writeFile(path, "{ not json");
+    const { log, lines } = memoryLog();
+    // The store's own reader: a meta.json that does not parse is CorruptJson, named by place.
+    const readMeta = (_workspaceId: string, _ownerId: string, id: string) =>
+      readFile(join(recordDir(id), "meta.json"), "utf8").then(
+        (text) => parseStoredJson(join(recordDir(id), "meta.json"), text) as FileMeta,
+      );
+    const index = new FileListings(temp.layout.partition("files"), readMeta, time.clock, log);
+    expect((await index.page(ws, ALICE, {})).files).toEqual([]);
+    await index.sweep(time.clock() + FILE_INDEX_IDLE_MS);
+    expect((await index.page(ws, ALICE, {})).files).toEqual([]);
+    const warnings = lines.filter((line) => /left out of listings/.test(String(line.msg)));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 40, path, fileId: a.id });
+    expect(warnings[0]?.reason).toMatch(/line 1, column 3|ends before/);
+    expect(JSON.stringify(warnings)).not.toContain("not json");
   });
 });
 
