@@ -101,6 +101,7 @@ export function parseInstance(
     throw new BootError(`${options.source} is invalid: ${problems}`);
   }
   const file = raw as unknown as InstanceFile;
+  checkPublicUrl(file.http.publicUrl);
   const port = options.port ?? file.http.port;
   const auth = resolveAuth(file.auth, options.baseDir);
   return {
@@ -317,6 +318,29 @@ function resolveCredentialKeys(
     keys.set(version, key);
   });
   return { keys, newest: Math.max(...keys.keys()) };
+}
+
+/**
+ * The public URL is a base that Atrium appends paths to (`/mcp/ws_…`, `/auth/callback`): a query
+ * or a fragment would end up before the path, and a user name or password would be handed to
+ * every client in every URL. Refused by field; the URL itself is not echoed, as it may hold a
+ * password (test/unit/instance/load.test.ts "publicUrl").
+ */
+function checkPublicUrl(publicUrl: string): void {
+  const url = new URL(publicUrl);
+  const extra =
+    url.username !== "" || url.password !== ""
+      ? "a user name or password"
+      : url.search !== "" || publicUrl.includes("?")
+        ? "a query"
+        : url.hash !== "" || publicUrl.includes("#")
+          ? "a fragment"
+          : undefined;
+  if (extra === undefined) return;
+  throw new BootError(
+    `http.publicUrl must be the base URL clients reach Atrium at (scheme, host, port and at most a ` +
+      `path, e.g. "https://atrium.example.com"), without ${extra}; remove it.`,
+  );
 }
 
 /**

@@ -95,6 +95,24 @@ describe("loadInstance", () => {
     expect(await bootError(loadInstance(path))).toContain("log.level: must be one of");
   });
 
+  it.for([
+    ["https://atrium.example.com/?tenant=a", "a query"],
+    ["https://atrium.example.com/?", "a query"],
+    ["https://atrium.example.com/#top", "a fragment"],
+    ["https://admin:hunter2@atrium.example.com", "a user name or password"],
+    ["https://admin@atrium.example.com", "a user name or password"],
+  ])(
+    "a publicUrl with %j's extra part is refused, naming the field and never echoing it",
+    async ([publicUrl, what]) => {
+      const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl } });
+      const message = await bootError(loadInstance(path));
+      expect(message).toContain("http.publicUrl");
+      expect(message).toContain(`without ${what}`);
+      expect(message).not.toContain("hunter2");
+      expect(message).not.toContain("tenant");
+    },
+  );
+
   it("a publicUrl that is not http(s) is refused", async () => {
     const path = await writeInstance({
       ...MINIMAL,
