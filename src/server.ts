@@ -24,6 +24,7 @@ import { createOidcProvider } from "./identity/providers/oidc.ts";
 import { sessionSecret } from "./identity/session-secret.ts";
 import { Sessions, secureCookiesFor } from "./identity/sessions.ts";
 import { UserDirectory } from "./identity/users.ts";
+import { warnMissingFolders } from "./instance/configured-folders.ts";
 import { followPort } from "./instance/load.ts";
 import { acquireInstanceLock, type InstanceLock, InstanceLockLostWhileBooting } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
@@ -158,6 +159,7 @@ async function startLocked(
   clock: Clock,
   lockLost: () => Promise<boolean>,
 ): Promise<RunningAtrium> {
+  await warnMissingFolders(config, log);
   const events = new EventBus(log);
   // Subscribed first, so a stream's sequence numbers every event from the first publish.
   const eventLog = new WorkspaceEventLog(events);

@@ -15,6 +15,13 @@ export function readCredential(ref: CredentialRef, field: string, baseDir: strin
   if ("env" in ref) {
     value = process.env[ref.env];
     if (value === undefined) {
+      if (looksLikeSecret(ref.env)) {
+        // The secret itself written where its variable's name belongs: said without the value.
+        throw new BootError(
+          `${field} names an environment variable that is not set, and the name looks like a secret ` +
+            `itself, so it is not shown: put the secret in a variable and name that, e.g. {"env": "ATRIUM_SECRET"}.`,
+        );
+      }
       throw new BootError(`${field} names the environment variable ${ref.env}, which is not set.`);
     }
   } else {
@@ -31,4 +38,19 @@ export function readCredential(ref: CredentialRef, field: string, baseDir: strin
   const secret = value.replace(/\r?\n$/, "");
   if (secret.length === 0) throw new BootError(`${field} names an empty secret.`);
   return secret;
+}
+
+/** Prefixes of tokens that providers issue (Stripe, OpenAI, GitHub, Slack, AWS, a JWT). */
+const SECRET_PREFIXES = /^(?:sk|rk|pk)[_-]|^gh[pousr]_|^github_pat_|^xox[abporse]-|^AKIA|^eyJ/;
+/** Longer than any environment variable name anyone writes by hand. */
+const MAX_NAME_CHARS = 64;
+
+/**
+ * Whether an `{"env": …}` name is more likely a secret pasted in its place than a variable's
+ * name: a known token prefix, or too long. Such a name is never echoed in a message
+ * (test/unit/instance/load.test.ts "looks like a secret"). A name with characters no variable
+ * name has (`xoxb-…`, base64) never gets here: the schema refuses it without quoting it.
+ */
+function looksLikeSecret(name: string): boolean {
+  return SECRET_PREFIXES.test(name) || name.length > MAX_NAME_CHARS;
 }

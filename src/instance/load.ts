@@ -76,7 +76,8 @@ export async function loadInstance(path: string, overrides: Overrides = {}): Pro
   }
   let raw: unknown;
   try {
-    raw = parseStoredJson(path, text);
+    // A byte order mark is how some Windows editors start a UTF-8 file; it is not JSON's.
+    raw = parseStoredJson(path, text.startsWith("\uFEFF") ? text.slice(1) : text);
   } catch (error) {
     // Where, never what: V8's own message quotes the text around the fault, and this file may
     // hold a secret inline (test/unit/instance/load.test.ts).

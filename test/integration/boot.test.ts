@@ -10,6 +10,7 @@ import { loadInstance } from "../../src/instance/load.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { type CliProcess, runAtriumCli, spawnAtriumCli } from "../helpers/cli.ts";
 import { addMember } from "../helpers/members.ts";
+import { memoryLog } from "../helpers/memory-log.ts";
 
 const cleanups: Array<() => Promise<unknown>> = [];
 
@@ -210,6 +211,33 @@ describe("the instance file", () => {
 
     const exit = await cli.stop();
     expect(exit.code).toBe(0);
+  });
+});
+
+describe("a configured folder that does not exist", () => {
+  it("is warned about at boot, naming the field and the path, and boot goes on", async () => {
+    const { log, lines } = memoryLog();
+    const instance = await startTestAtrium({
+      log,
+      skills: { orgDir: "no-such-skills" },
+      sections: { connections: { catalogDir: "no-such-catalog" } },
+    });
+    cleanups.push(() => instance.stop());
+    const warned = lines.filter((line) => /names a folder that does not exist/.test(String(line.msg)));
+    expect(warned.map((line) => [line.field, line.path])).toEqual([
+      ["skills.orgDir", join(instance.dir, "no-such-skills")],
+      ["connections.catalogDir", join(instance.dir, "no-such-catalog")],
+    ]);
+  });
+
+  it("is not warned about once it exists", async () => {
+    const { log, lines } = memoryLog();
+    const dir = await mkdtemp(join(tmpdir(), "atrium-folders-"));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    await mkdir(join(dir, "org-skills"));
+    const instance = await startTestAtrium({ dir, log, skills: { orgDir: "org-skills" } });
+    cleanups.push(() => instance.stop());
+    expect(lines.filter((line) => /names a folder that does not exist/.test(String(line.msg)))).toEqual([]);
   });
 });
 

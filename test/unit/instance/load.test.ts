@@ -113,6 +113,36 @@ describe("loadInstance", () => {
     },
   );
 
+  it("accepts a file that starts with a UTF-8 byte order mark", async () => {
+    const path = await writeInstance(`\uFEFF${JSON.stringify(MINIMAL)}`);
+    expect((await loadInstance(path)).http.publicUrl).toBe("http://127.0.0.1:8787");
+  });
+
+  it.for([
+    "sk_live_51HxYzAbCdEfGh",
+    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "AKIAIOSFODNN7EXAMPLE",
+    "a".repeat(65),
+  ])("an env name that looks like a secret (%s) is not echoed when it is not set", async (name) => {
+    const path = await writeInstance({
+      ...MINIMAL,
+      credentials: { keys: [{ version: 1, key: { env: name } }] },
+    });
+    const message = await bootError(loadInstance(path));
+    expect(message).toContain("credentials.keys[0].key names an environment variable that is not set");
+    expect(message).not.toContain(name);
+  });
+
+  it("an ordinary env name that is not set is named", async () => {
+    const path = await writeInstance({
+      ...MINIMAL,
+      credentials: { keys: [{ version: 1, key: { env: "ATRIUM_NOT_SET_IN_THIS_TEST" } }] },
+    });
+    expect(await bootError(loadInstance(path))).toContain(
+      "names the environment variable ATRIUM_NOT_SET_IN_THIS_TEST, which is not set",
+    );
+  });
+
   it("a publicUrl that is not http(s) is refused", async () => {
     const path = await writeInstance({
       ...MINIMAL,
