@@ -7,8 +7,8 @@ import { FileStore } from "./store.ts";
 export const filesApp: PlatformApp<FilesSettings> = {
   name: "files",
   config: filesConfig,
-  start({ settings, storage, events, clock, workspaces }) {
-    const files = new FileStore(storage, settings.maxUploadBytes, events, clock);
+  start({ settings, storage, events, clock, workspaces, log }) {
+    const files = new FileStore(storage, settings.maxUploadBytes, events, clock, log);
     return {
       tools: createFilesTools(files),
       workspaceRoutes: fileWorkspaceRoutes(files),

@@ -5,6 +5,7 @@ import { Readable } from "node:stream";
 import { InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
+import type { Logger } from "../../log.ts";
 import { parseStoredJson, writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -55,8 +56,10 @@ export class FileStore implements LeftoverRules {
     readonly maxBytes: number,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
+    /** Where a file the lists leave out (its meta.json unreadable) is said, once. */
+    log?: Pick<Logger, "warn">,
   ) {
-    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id), clock);
+    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id), clock, log);
   }
 
   /**

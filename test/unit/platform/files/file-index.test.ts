@@ -290,6 +290,15 @@ describe("a file left out of the lists", () => {
     expect(warnings[0]?.reason).toMatch(/line 1, column 3|ends before/);
     expect(JSON.stringify(warnings)).not.toContain("not json");
   });
+
+  it("is logged by the store the files app runs, with the logger it is given", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    await writeFile(join(recordDir(a.id), "meta.json"), "{ not json");
+    const { log, lines } = memoryLog();
+    const store = new FileStore(temp.layout.partition("files"), MAX_BYTES, temp.events, time.clock, log);
+    expect((await store.page(ws, ALICE, {})).files).toEqual([]);
+    expect(lines.filter((line) => /left out of listings/.test(String(line.msg)))).toHaveLength(1);
+  });
 });
 
 describe("the index's memory", () => {
