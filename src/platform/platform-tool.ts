@@ -29,7 +29,9 @@ type Shape = Record<string, z.ZodType>;
 export function platformInput<S extends Shape>(
   shape: S,
 ): StandardSchemaWithJSON<z.input<z.ZodObject<S>>, z.output<z.ZodObject<S>>> {
-  const schema = z.object(shape);
+  // Strict, as the REST twins are: an argument no tool reads (a misspelt `schedule` for
+  // `trigger`) is refused by name, never dropped into a call that does something else.
+  const schema = z.strictObject(shape);
   const standard = schema["~standard"];
   const reworded = <T>(result: StandardSchemaV1.Result<T>): StandardSchemaV1.Result<T> =>
     result.issues ? { issues: [{ message: result.issues.map(describeIssue).join("\n") }] } : result;

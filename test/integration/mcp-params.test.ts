@@ -156,6 +156,46 @@ describe("request ids an answer cannot repeat exactly, and batches over the cap"
 });
 
 describe("tool arguments", () => {
+  it.each([
+    [
+      "a misspelt field",
+      '{"name":"tasks__create","arguments":{"name":"nightly","action":{"tool":"files__list"},"schedule":{"everySeconds":3600}}}',
+      /Unrecognized key.*"schedule"/,
+    ],
+    [
+      "a field of the action it does not have",
+      '{"name":"tasks__create","arguments":{"name":"x","action":{"tool":"files__list","args":{}}}}',
+      /Unrecognized key.*"args".* at action/,
+    ],
+    [
+      "a trigger's extra field",
+      '{"name":"tasks__create","arguments":{"name":"x","action":{"tool":"files__list"},"trigger":{"everySeconds":3600,"timezone":"UTC"}}}',
+      /at trigger/,
+    ],
+    [
+      "a run's misspelt input",
+      '{"name":"tasks__run","arguments":{"id":"tsk_000000000000000000000000","inputs":{"a":1}}}',
+      /Unrecognized key.*"inputs"/,
+    ],
+    ["a list's misspelt limit", '{"name":"files__list","arguments":{"limt":1}}', /Unrecognized key.*"limt"/],
+  ])(
+    "an argument the tool does not read is refused by name, as REST refuses it: %s",
+    async (_label, params, named) => {
+      const { body } = await rpc("tools/call", params);
+      const result = body.result as { isError: boolean; content: Array<{ text: string }> };
+      expect(result.isError).toBe(true);
+      expect(result.content[0]?.text).toMatch(named);
+    },
+  );
+
+  it("a platform tool's listed input schema says it takes no other field", async () => {
+    const { body } = await rpc("tools/list", "{}");
+    const create = (
+      body.result as { tools: Array<{ name: string; inputSchema: Record<string, unknown> }> }
+    ).tools.find((tool) => tool.name === "tasks__create");
+    expect(create?.inputSchema.additionalProperties).toBe(false);
+  });
+
   it("arguments that fail the tool's schema are an isError result naming the tool as called", async () => {
     const { body } = await rpc("tools/call", '{"name":"files__read","arguments":{"id":{"__proto__":1}}}');
     const result = body.result as { isError: boolean; content: Array<{ text: string }> };

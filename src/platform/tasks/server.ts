@@ -18,7 +18,7 @@ const definition = {
   name: z.string().describe("A short name for the task."),
   description: z.string().optional().describe("What the task is for."),
   action: z
-    .object({ tool: z.string(), arguments: object.optional() })
+    .strictObject({ tool: z.string(), arguments: object.optional() })
     .describe("The tool to call as you, named as tools/list gives it, and its arguments."),
   inputSchema: object
     .optional()
@@ -31,13 +31,16 @@ const definition = {
       "A JSON Schema the result's structured output must meet: a run that does not is assessed `rejected`.",
     ),
   limits: z
-    .object({ timeoutSeconds: z.number().optional(), maxConcurrentRuns: z.number().optional() })
+    .strictObject({ timeoutSeconds: z.number().optional(), maxConcurrentRuns: z.number().optional() })
     .optional()
     .describe(
       "How long a run may take before it is cancelled, and how many runs may go at once (default 1).",
     ),
   trigger: z
-    .union([z.object({ cron: z.string(), timezone: z.string() }), z.object({ everySeconds: z.number() })])
+    .union([
+      z.strictObject({ cron: z.string(), timezone: z.string() }),
+      z.strictObject({ everySeconds: z.number() }),
+    ])
     .optional()
     .describe(
       'When it runs by itself: {"cron": "0 9 * * 1-5", "timezone": "Europe/Paris"} or {"everySeconds": 3600}. None: it runs when started.',
