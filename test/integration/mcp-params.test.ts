@@ -188,6 +188,30 @@ describe("tool arguments", () => {
     },
   );
 
+  it("every platform tool that writes says whether it destroys (MCP's default is that it does)", async () => {
+    const { body } = await rpc("tools/list", "{}");
+    const tools = (body.result as { tools: Array<{ name: string; annotations?: Record<string, unknown> }> })
+      .tools;
+    const writers = tools.filter((tool) => tool.annotations?.readOnlyHint === false);
+    expect(writers.length).toBeGreaterThan(10);
+    expect(
+      writers.filter((tool) => typeof tool.annotations?.destructiveHint !== "boolean").map((t) => t.name),
+    ).toEqual([]);
+  });
+
+  it.each(["A", "AAAAA", "QUJD=", "QU JD", "QUJD*==="])(
+    "files__write refuses base64 that is not whole groups of four: %s",
+    async (base64) => {
+      const { body } = await rpc(
+        "tools/call",
+        JSON.stringify({ name: "files__write", arguments: { name: "b.bin", base64 } }),
+      );
+      const result = body.result as { isError?: boolean; content: Array<{ text: string }> };
+      expect(result.isError).toBe(true);
+      expect(result.content[0]?.text).toMatch(/not valid base64/);
+    },
+  );
+
   it("a platform tool's listed input schema says it takes no other field", async () => {
     const { body } = await rpc("tools/list", "{}");
     const create = (

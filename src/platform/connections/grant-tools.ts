@@ -39,7 +39,12 @@ export function registerGrantTools(tools: AppTools, grants: Grants): void {
       description:
         "Let a member's personal connection act in this workspace (workspace admins). Needed where the workspace has other members than its owner.",
       inputSchema: platformInput(grantInput),
-      annotations: { title: "Grant a personal connection", readOnlyHint: false, idempotentHint: true },
+      annotations: {
+        title: "Grant a personal connection",
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+      },
     },
     async (caller, args: { principalId: string; connection: string }) => {
       const { grant } = await grants.grant(caller.workspaceId, caller.principalId, args);

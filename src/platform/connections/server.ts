@@ -136,6 +136,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         annotations: {
           title: `${disabled ? "Disable" : "Enable"} a connection`,
           readOnlyHint: false,
+          destructiveHint: false,
           idempotentHint: true,
         },
       },

@@ -36,8 +36,15 @@ export function createFilesTools(files: FileStore): AppTools {
       if ((args.text === undefined) === (args.base64 === undefined)) {
         return toolError("Give the content as exactly one of `text` or `base64`.");
       }
-      if (args.base64 !== undefined && !/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64)) {
-        return toolError("`base64` is not valid base64: use the standard alphabet with = padding.");
+      // Whole groups of four: Node decodes a ragged tail by dropping it, which would store fewer
+      // bytes than were sent and say nothing ("AAAAA" was stored as 3 bytes).
+      if (
+        args.base64 !== undefined &&
+        (!/^[A-Za-z0-9+/]*={0,2}$/.test(args.base64) || args.base64.length % 4 !== 0)
+      ) {
+        return toolError(
+          "`base64` is not valid base64: use the standard alphabet, in groups of four characters with = padding.",
+        );
       }
       const content =
         args.text !== undefined ? Buffer.from(args.text, "utf8") : Buffer.from(args.base64 ?? "", "base64");

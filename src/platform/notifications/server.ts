@@ -58,7 +58,12 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
         ids: z.array(idInput).min(1).max(MAX_ACK_IDS).optional().describe(`Up to ${MAX_ACK_IDS} ids.`),
         all: z.boolean().optional().describe("true: acknowledge every notification there is now."),
       }),
-      annotations: { title: "Acknowledge notifications", readOnlyHint: false, idempotentHint: true },
+      annotations: {
+        title: "Acknowledge notifications",
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+      },
     },
     async (caller, args: { ids?: string[]; all?: boolean }) => {
       const what = ackRequest(args);

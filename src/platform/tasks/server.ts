@@ -66,7 +66,7 @@ export function createTasksTools(tasks: Tasks): AppTools {
         "Define a task: work Atrium runs for you, now or on a schedule, by calling one tool as you. " +
         `Start it with ${RUN_TOOL}; a task with a trigger also runs by itself.`,
       inputSchema: platformInput(definition),
-      annotations: { title: "Create a task", readOnlyHint: false },
+      annotations: { title: "Create a task", readOnlyHint: false, destructiveHint: false },
     },
     tool(async (asker, args: Record<string, unknown>) => {
       const task = await tasks.create(asker, withoutUndefined(args));
@@ -116,7 +116,12 @@ export function createTasksTools(tasks: Tasks): AppTools {
         outputSchema: definition.outputSchema.nullable(),
         trigger: definition.trigger.nullable(),
       }),
-      annotations: { title: "Update a task", readOnlyHint: false, idempotentHint: true },
+      annotations: {
+        title: "Update a task",
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: true,
+      },
     },
     tool(async (asker, args: { id: string } & Record<string, unknown>) => {
       const { id, ...change } = args;
@@ -155,7 +160,8 @@ export function createTasksTools(tasks: Tasks): AppTools {
           .optional()
           .describe("A key of yours: starting again with the same key and input answers the first run."),
       }),
-      annotations: { title: "Run a task", readOnlyHint: false },
+      // A run calls its action as the task's owner, and the action may be any tool, a delete too.
+      annotations: { title: "Run a task", readOnlyHint: false, destructiveHint: true },
     },
     tool(async (asker, args: { id: string; input?: unknown; retryOf?: string; idempotencyKey?: string }) => {
       const { run } = await tasks.run(asker, args.id, args);
@@ -198,7 +204,7 @@ export function createTasksTools(tasks: Tasks): AppTools {
     {
       description: "Cancel a run in flight: its tool call is cancelled and the run recorded `cancelled`.",
       inputSchema: platformInput({ id: runId }),
-      annotations: { title: "Cancel a run", readOnlyHint: false },
+      annotations: { title: "Cancel a run", readOnlyHint: false, destructiveHint: true },
     },
     tool(async (asker, args: { id: string }) => {
       const run = await tasks.cancelRun(asker, args.id);
