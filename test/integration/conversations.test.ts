@@ -468,6 +468,25 @@ describe("references and limits", () => {
     await json(await instance.rest("alice", "GET", `${path}/cv_nope`), 404);
   });
 
+  it("refuses one conversation's event cursor for another, rather than skip events by its seq", async () => {
+    const say = (text: string) => ({ type: "message", role: "user", content: [{ type: "text", text }] });
+    const a = await create("alice", { title: "a" });
+    const b = await create("alice", { title: "b" });
+    for (const id of [a.id, b.id])
+      expect((await append("alice", id, [say("1"), say("2"), say("3")])).status).toBe(200);
+    const first = await get("alice", a.id, "?limit=2");
+    expect(first.nextCursor).toBeDefined();
+    expect(
+      (await get("alice", a.id, `?limit=2&cursor=${first.nextCursor}`)).events.map((e) => e.seq),
+    ).toEqual([3, 4]);
+    const crossed = await instance.rest(
+      "alice",
+      "GET",
+      `/v1/workspaces/${ws}/conversations/${b.id}?cursor=${first.nextCursor}`,
+    );
+    expect(crossed.status).toBe(400);
+  });
+
   it("says what is wrong with a title: a control character is not called half a surrogate pair", async () => {
     const c = await create("alice", { title: "titled" });
     const path = `/v1/workspaces/${ws}/conversations/${c.id}`;

@@ -14,16 +14,19 @@ export interface EventPageRequest {
 }
 
 /**
- * One page of a log's events in seq order, oldest or newest first. The cursor names the order
- * and the last seq given, so a page after an append still follows on from the one before.
+ * One page of a log's events in seq order, oldest or newest first. The cursor names the
+ * conversation, the order and the last seq given, so a page after an append still follows on
+ * from the one before, and another conversation's cursor is refused rather than read as a seq.
  */
 export function pageEvents(
+  conversationId: string,
   events: readonly ConversationEvent[],
   request: EventPageRequest,
 ): { events: ConversationEvent[]; nextCursor?: string } {
   const limit = checkLimit(request.limit, MAX_EVENT_PAGE, DEFAULT_EVENT_PAGE);
   const order = request.order ?? "oldest";
-  const after = request.cursor === undefined ? undefined : decodeEventCursor(request.cursor, order);
+  const after =
+    request.cursor === undefined ? undefined : decodeEventCursor(request.cursor, conversationId, order);
   const sorted = order === "oldest" ? events : [...events].reverse();
   const start =
     after === undefined
@@ -33,18 +36,21 @@ export function pageEvents(
   const page = sorted.slice(start, start + limit);
   const last = page[page.length - 1];
   return start + limit < sorted.length && last
-    ? { events: page, nextCursor: Buffer.from(`${order}.${last.seq}`).toString("base64url") }
+    ? {
+        events: page,
+        nextCursor: Buffer.from(`${conversationId}.${order}.${last.seq}`).toString("base64url"),
+      }
     : { events: page };
 }
 
-function decodeEventCursor(cursor: string, order: EventOrder): number {
-  const match = /^(oldest|newest)\.([1-9][0-9]{0,14})$/.exec(
+function decodeEventCursor(cursor: string, conversationId: string, order: EventOrder): number {
+  const match = /^(cv_[0-9a-f]{24})\.(oldest|newest)\.([1-9][0-9]{0,14})$/.exec(
     Buffer.from(cursor, "base64url").toString("utf8"),
   );
-  if (!match || match[1] !== order) {
+  if (!match || match[1] !== conversationId || match[2] !== order) {
     throw new InvalidInput(
-      "That cursor is not one this server gave out for this order: pass the nextCursor of the previous page with the same order.",
+      "That cursor is not one this server gave out for this conversation and order: pass the nextCursor of the previous page of the same conversation, with the same order.",
     );
   }
-  return Number(match[2]);
+  return Number(match[3]);
 }

@@ -145,7 +145,7 @@ export class ConversationStore implements LeftoverRules {
     request: EventPageRequest = {},
   ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[]; nextCursor?: string }> {
     const { conversation, events } = await this.readWhole(workspaceId, ownerId, id);
-    return { conversation, ...pageEvents(events, request) };
+    return { conversation, ...pageEvents(id, events, request) };
   }
 
   /** Every event of the conversation, oldest first, for an export. */
