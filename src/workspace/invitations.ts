@@ -1,4 +1,4 @@
-import { Conflict, NotFound } from "../errors.ts";
+import { Conflict, Forbidden, NotFound } from "../errors.ts";
 import { foldEmail, type UserDirectory } from "../identity/users.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonAtBoot } from "../storage/atomic.ts";
@@ -90,8 +90,10 @@ export class Invitations {
   }
 
   /**
-   * Refused (409) when the invitee is a member already (`member_exists`) or already has a
-   * pending invitation to this workspace (`invitation_exists`), and past either bound
+   * Refused (403) when the sender is not, by the time it holds the locks, an active admin of the
+   * workspace: the gate admitted them before, and a demotion, removal or deactivation can land
+   * in between. Refused (409) when the invitee is a member already (`member_exists`) or already
+   * has a pending invitation to this workspace (`invitation_exists`), and past either bound
    * (`too_many_invitations`).
    */
   async create(
@@ -102,9 +104,17 @@ export class Invitations {
   ): Promise<Invitation> {
     await this.refuseMember(workspaceId, invitee, invitedBy);
     // Under the workspace's key, then the sender's (always in that order), so two invitations
-    // at once can neither both squeeze past a bound nor both be the invitee's one.
+    // at once can neither both squeeze past a bound nor both be the invitee's one, and so a
+    // revokeSentBy or revokeAll, which take one of these keys too, never runs while one is being
+    // written: it either finds it indexed or finds it refused below.
     return this.locks.run(workspaceId, () =>
       this.locks.run(invitedBy, async () => {
+        // Checked here, not only at the gate: an invitation written after its sender lost the
+        // role would be missed by their revokeSentBy, hidden while they lack it and live again
+        // once it came back (test/unit/workspace/invitations.test.ts "in flight"; ADR 0069).
+        if (!this.senderStands({ workspaceId, invitedBy })) {
+          throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
+        }
         const pending = this.forWorkspace(workspaceId);
         const key = inviteeKey(invitee);
         if (pending.some((invitation) => inviteeKey(invitation.invitee) === key)) {
@@ -224,20 +234,27 @@ export class Invitations {
     });
   }
 
-  /** Every invitation to a workspace that is going away (archive). */
+  /**
+   * Every invitation to a workspace that is going away (archive). Under the workspace's key, as
+   * `create` takes it, so one being written is either indexed by now or refused, the workspace gone.
+   */
   async revokeAll(workspaceId: string): Promise<void> {
-    await this.dropAll(this.byWorkspace.get(workspaceId), () => true);
+    await this.locks.run(workspaceId, () => this.dropAll(this.byWorkspace.get(workspaceId), () => true));
   }
 
   /**
    * Every invitation `principalId` sent to `workspaceId`, or to any workspace when it is
    * not given: they stopped being its admin (removed, demoted, left), or were deactivated.
-   * An invitation lives no longer than its sender's role, even if the role comes back.
+   * An invitation lives no longer than its sender's role, even if the role comes back. Under the
+   * sender's key, as `create` takes it: called once the role is gone, it waits for an invitation
+   * being written meanwhile and takes it back, and any later one is refused by `create`.
    */
   async revokeSentBy(principalId: string, workspaceId?: string): Promise<void> {
-    await this.dropAll(
-      this.byInviter.get(principalId),
-      (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
+    await this.locks.run(principalId, () =>
+      this.dropAll(
+        this.byInviter.get(principalId),
+        (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
+      ),
     );
   }
 
@@ -252,7 +269,7 @@ export class Invitations {
   }
 
   /** Whether the invitation's sender is still an admin of its workspace, and not deactivated. */
-  private senderStands(invitation: Invitation): boolean {
+  private senderStands(invitation: Pick<Invitation, "workspaceId" | "invitedBy">): boolean {
     return (
       roleIn(this.workspaces.get(invitation.workspaceId), invitation.invitedBy) === "admin" &&
       !this.users.isDeactivated(invitation.invitedBy)

@@ -1,7 +1,7 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { InvalidInput, NotFound } from "../../../src/errors.ts";
+import { Forbidden, InvalidInput, NotFound } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
 import type { UserDirectory } from "../../../src/identity/users.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
@@ -284,6 +284,62 @@ describe("Invitations", () => {
     await invitations.revokeSentBy(ADMIN.id);
     expect(invitations.forWorkspace(OTHER_WS)).toEqual([]);
     expect(await readdir(join(root, "_instance", "invitations"))).toEqual([`${bobs.id}.json`]);
+  });
+
+  it("is refused to a sender who is no longer an active admin when it is written", async () => {
+    // The gate admitted them; the role went before the invitation took its locks.
+    setMembers(WS, { [ADMIN.id]: "member", [BOB.id]: "admin" });
+    await expect(invitations.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id)).rejects.toBeInstanceOf(
+      Forbidden,
+    );
+    setMembers(WS, { [BOB.id]: "admin" });
+    await expect(invitations.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id)).rejects.toBeInstanceOf(
+      Forbidden,
+    );
+    setMembers(WS, { [ADMIN.id]: "admin" });
+    await users.setDeactivated(ADMIN.id, true);
+    await expect(invitations.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id)).rejects.toBeInstanceOf(
+      Forbidden,
+    );
+    await users.setDeactivated(ADMIN.id, false);
+    // Promoted, re-added and reactivated again: nothing was left behind to come back.
+    expect(invitations.forWorkspace(WS)).toEqual([]);
+  });
+
+  it("one in flight while its sender is demoted is taken back by revokeSentBy, and stays gone on re-promotion", async () => {
+    // The demotion and its revokeSentBy land while the invitation is being written: after its
+    // checks (the first read of the sender's standing, under its locks) and before it is indexed.
+    let demoteNow: (() => void) | undefined;
+    let revoked: Promise<void> | undefined;
+    const directory = {
+      get: (id: string) => users.get(id),
+      findByEmail: (email: string) => users.findByEmail(email),
+      isDeactivated: (id: string) => {
+        const demote = demoteNow;
+        demoteNow = undefined;
+        if (demote) queueMicrotask(demote);
+        return users.isDeactivated(id);
+      },
+    };
+    const racing = new Invitations(layout, directory, memberships, clock);
+    // One already pending, so even a create that does not check the sender reads their standing.
+    const earlier = await racing.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    demoteNow = () => {
+      setMembers(WS, { [ADMIN.id]: "member", [BOB.id]: "admin" });
+      revoked = racing.revokeSentBy(ADMIN.id, WS);
+    };
+    const created = await racing.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id).catch((e) => e);
+    expect(revoked).toBeDefined();
+    await revoked;
+    setMembers(WS, { [ADMIN.id]: "admin", [BOB.id]: "admin" });
+    expect(racing.forWorkspace(WS)).toEqual([]);
+    if (!(created instanceof Forbidden)) {
+      await expect(racing.answer(created.id, ALICE.id, async () => "joined")).rejects.toBeInstanceOf(
+        NotFound,
+      );
+    }
+    await expect(racing.answer(earlier.id, BOB.id, async () => "joined")).rejects.toBeInstanceOf(NotFound);
+    expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
   });
 
   it("reads an invitee by shape only, and refuses what is neither an id nor an address", () => {
