@@ -35,13 +35,23 @@ export interface HomeInvitation {
   expiresAt: string;
 }
 
+/**
+ * A name from elsewhere (a workspace's, an inviter's) in the page's own sentences: a `<bdi>`
+ * keeps any direction it sets (right-to-left letters) from reordering the text around it, as
+ * the consent page does. The workspace-name check refuses bidi controls; a display name comes
+ * from the identity provider.
+ */
+function isolated(text: string): SafeHtml {
+  return html`<bdi>${text}</bdi>`;
+}
+
 function invitationList(invitations: HomeInvitation[]): SafeHtml | string {
   if (invitations.length === 0) return "";
   return html`<h2>Invitations</h2>
 <p class="note">You become a member only if you accept. Until then the workspace shows you nothing but its name.</p>
 <dl>${invitations.map(
-    (inv) => html`<dt>${inv.workspaceName}</dt>
-<dd>${inv.invitedBy} invites you as ${inv.role}; the invitation ends ${inv.expiresAt.slice(0, 10)}.
+    (inv) => html`<dt>${isolated(inv.workspaceName)}</dt>
+<dd>${isolated(inv.invitedBy)} invites you as ${inv.role}; the invitation ends ${inv.expiresAt.slice(0, 10)}.
 <form method="post" action="/invitations/${inv.id}" class="actions">
 <button type="submit" name="decision" value="accept" class="primary">Accept</button>
 <button type="submit" name="decision" value="decline">Decline</button>
@@ -67,7 +77,7 @@ export function homePage(
       : html`<h2>Your workspaces</h2>
 <p class="note">Point an MCP client at a workspace's URL; it will ask you to allow it here.</p>
 <dl>${workspaces.map(
-          (ws) => html`<dt>${ws.name}</dt><dd><code>${ws.mcpUrl}</code>
+          (ws) => html`<dt>${isolated(ws.name)}</dt><dd><code>${ws.mcpUrl}</code>
 <form method="post" action="/workspaces/${ws.id}/leave"><button type="submit">Leave</button></form></dd>`,
         )}</dl>`;
   return page(

@@ -9,7 +9,7 @@ import { parseStoredJson, syncDir, writeJsonAtomic } from "../storage/atomic.ts"
 import { FOLDER_MODE, makeFolderIfMissing, makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
-import { isUnshowable } from "../text.ts";
+import { hidesText, isUnshowable } from "../text.ts";
 import {
   MAX_WORKSPACE_NAME_CHARS,
   type Member,
@@ -263,11 +263,24 @@ function checkRecord(id: string, path: string, text: string): Workspace {
   return ws;
 }
 
+/**
+ * A name is shown to people who are not members yet (an invitee's list, their home page), so
+ * it holds nothing they cannot see: no C0 or C1 control, no bidirectional control that would
+ * reorder what they read (U+202E), no zero-width or other invisible character
+ * (test/unit/workspace/store.test.ts "create refuses").
+ */
 function checkName(name: string): string {
   const trimmed = typeof name === "string" ? name.trim() : "";
-  if (trimmed.length === 0 || trimmed.length > MAX_WORKSPACE_NAME_CHARS || isUnshowable(trimmed)) {
+  if (
+    trimmed.length === 0 ||
+    trimmed.length > MAX_WORKSPACE_NAME_CHARS ||
+    isUnshowable(trimmed) ||
+    hidesText(trimmed)
+  ) {
     throw new InvalidInput(
-      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters and no half of a surrogate pair.`,
+      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters (C0, DEL or C1), ` +
+        "no invisible characters (zero-width, bidirectional controls such as U+202E, other default-ignorable ones) " +
+        "and no half of a surrogate pair.",
     );
   }
   return trimmed;

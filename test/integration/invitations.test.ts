@@ -378,6 +378,20 @@ describe("the home page", () => {
     expect(await pendingFor("carol")).toEqual([]);
   });
 
+  it("isolates the workspace's and the inviter's names, so right-to-left text reorders nothing around them", async () => {
+    const cookie = await sessionCookie(t, "carol");
+    const created = await t.rest("alice", "POST", "/v1/workspaces", { name: "שלום עולם" });
+    const rtl = ((await created.json()) as { id: string }).id;
+    const invitation = await invite(rest, "alice", rtl, { principalId: testPrincipal("carol").id });
+    const invited = await (await t.rest(null, "GET", "/", undefined, { cookie })).text();
+    expect(invited).toContain("<dt><bdi>שלום עולם</bdi></dt>");
+    expect(invited).toContain(`<bdi>${testPrincipal("alice").displayName}</bdi> invites you as member`);
+    await submit(cookie, `/invitations/${invitation.id}`, { decision: "accept" });
+    expect(await (await t.rest(null, "GET", "/", undefined, { cookie })).text()).toContain(
+      "<dt><bdi>שלום עולם</bdi></dt><dd>",
+    );
+  });
+
   it("an answer not sent as the page's form is refused with 415, never a 500, and answers nothing", async () => {
     const cookie = await sessionCookie(t, "carol");
     const invitation = await invite(rest, "alice", ws, { principalId: testPrincipal("carol").id });

@@ -84,6 +84,17 @@ describe("WorkspaceStore writers", () => {
     expect(await readdir(root)).toEqual([]);
   });
 
+  it("create and rename refuse a name with a C1 control, a bidi override or an invisible character, saying so", async () => {
+    const store = await loadedStore();
+    const kept = await store.create("Acme ⚠️ עברית", ALICE);
+    for (const name of ["A\u0085B", "Acme \u202Egnp.exe", "a\u200Bb", "x\u2066y", "tag\u{E0041}"]) {
+      await expect(store.create(name, ALICE), JSON.stringify(name)).rejects.toThrow(/invisible characters/);
+      await expect(store.rename(kept.id, name), JSON.stringify(name)).rejects.toBeInstanceOf(InvalidInput);
+    }
+    expect((await onDisk(kept.id)).name).toBe("Acme ⚠️ עברית");
+    expect(await readdir(root)).toEqual([kept.id]);
+  });
+
   it("what one store wrote, the next boot loads", async () => {
     const first = await loadedStore();
     const a = await first.create("A", ALICE);
