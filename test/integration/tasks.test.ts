@@ -512,9 +512,20 @@ describe("runs", () => {
     expect(created.isError).toBeFalsy();
     const task = (created.structuredContent as { task: Task }).task;
     expect(task.id).toMatch(/^tsk_[0-9a-f]{24}$/);
-    const started = await client.callTool({ name: "tasks__run", arguments: { id: task.id } });
+    const started = await client.callTool({
+      name: "tasks__run",
+      arguments: { id: task.id, idempotencyKey: "k1" },
+    });
     const run = (started.structuredContent as { run: Run }).run;
     expect(run.id).toMatch(/^run_[0-9a-f]{24}$/);
+    expect(started.structuredContent).toMatchObject({ replayed: false });
+    // The same key again answers the first run, and says so, as REST's Idempotent-Replayed does.
+    const again = await client.callTool({
+      name: "tasks__run",
+      arguments: { id: task.id, idempotencyKey: "k1" },
+    });
+    expect(again.structuredContent).toMatchObject({ replayed: true, run: { id: run.id } });
+    expect(JSON.stringify(again.content)).toContain("nothing new was started");
     await vi.waitFor(async () => {
       const polled = await client.callTool({ name: "tasks__get_run", arguments: { id: run.id } });
       expect((polled.structuredContent as { run: Run }).run.execution.status).toBe("succeeded");

@@ -164,8 +164,14 @@ export function createTasksTools(tasks: Tasks): AppTools {
       annotations: { title: "Run a task", readOnlyHint: false, destructiveHint: true },
     },
     tool(async (asker, args: { id: string; input?: unknown; retryOf?: string; idempotencyKey?: string }) => {
-      const { run } = await tasks.run(asker, args.id, args);
-      return answer(`Started ${run.id}: poll ${GET_RUN_TOOL} with this id for how it ends.`, { run });
+      const { run, replayed } = await tasks.run(asker, args.id, args);
+      // A replay says so, as REST's `Idempotent-Replayed` header does: nothing new was started.
+      return replayed
+        ? answer(`Already started as ${run.id} with this idempotencyKey: nothing new was started.`, {
+            run,
+            replayed,
+          })
+        : answer(`Started ${run.id}: poll ${GET_RUN_TOOL} with this id for how it ends.`, { run, replayed });
     }),
   );
 
