@@ -44,14 +44,18 @@ export function compileSchema(field: string, schema: Record<string, unknown>): V
   try {
     validate = compileAlone(dialect.includes("draft-07") ? draft07 : draft2020, schema);
   } catch (error) {
-    throw new InvalidInput(`"${field}" is not a JSON Schema Atrium can use: ${(error as Error).message}`);
+    // A schema that refers to itself without end can overflow ajv's own stack before the check
+    // below names it; a keyword of the wrong type can fail inside ajv as a TypeError. Neither
+    // message is the operator's to read ("id.replace is not a function").
+    if (error instanceof RangeError) throw endlessRefs(field, endlessLoopOf(schema) ?? "the root");
+    const why =
+      error instanceof TypeError
+        ? "one of its keywords has a value of the wrong type (a $id or $ref that is not a string, say)"
+        : (error as Error).message;
+    throw new InvalidInput(`"${field}" is not a JSON Schema Atrium can use: ${why}`);
   }
   const loop = endlessLoop(schema);
-  if (loop) {
-    throw new InvalidInput(
-      `"${field}" applies the schema at "${loop}" to the same value again before looking inside it ($ref, allOf, anyOf, oneOf, not, if/then/else), so checking a value would never end; make each $ref that leads back go through a keyword that reads a part of the value (properties, items).`,
-    );
-  }
+  if (loop) throw endlessRefs(field, loop);
   compiled.set(schema, validate);
   return validate;
 }
@@ -71,4 +75,19 @@ export function schemaErrors(validate: ValidateFunction, value: unknown): string
   return (validate.errors ?? [])
     .slice(0, MAX_ERRORS)
     .map((error) => `${error.instancePath || "(the value)"} ${error.message ?? "is invalid"}`);
+}
+
+function endlessRefs(field: string, loop: string): InvalidInput {
+  return new InvalidInput(
+    `"${field}" applies the schema at "${loop}" to the same value again before looking inside it ($ref, allOf, anyOf, oneOf, not, if/then/else), so checking a value would never end; make each $ref that leads back go through a keyword that reads a part of the value (properties, items).`,
+  );
+}
+
+/** `endlessLoop` of a schema ajv could not compile, or nothing when it cannot tell. */
+function endlessLoopOf(schema: Record<string, unknown>): string | undefined {
+  try {
+    return endlessLoop(schema);
+  } catch {
+    return undefined;
+  }
 }

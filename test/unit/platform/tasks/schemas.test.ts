@@ -80,6 +80,16 @@ describe("a task's schema", () => {
     expect(schemaErrors(validate, { p59: "a" })).toEqual([]);
   });
 
+  it("refuses a keyword of the wrong type, or a $ref that overflows ajv, in its own words, not JavaScript's", () => {
+    expect(() => compileSchema("inputSchema", { $id: 5 })).toThrow(
+      /a keyword has|keywords has a value of the wrong type/,
+    );
+    expect(() => compileSchema("inputSchema", { $id: 5 })).not.toThrow(/is not a function/);
+    const endless = { properties: { a: { $ref: "#/properties/a" } } };
+    expect(() => compileSchema("inputSchema", endless)).toThrow(/applies the schema at "#\/properties\/a"/);
+    expect(() => compileSchema("inputSchema", endless)).not.toThrow(/call stack/);
+  });
+
   it("checks a decimal multipleOf to 9 places: 0.3 is a multiple of 0.1, 0.35 is not", () => {
     const validate = compileSchema("inputSchema", { type: "number", multipleOf: 0.1 });
     expect(schemaErrors(validate, 0.3)).toEqual([]);
