@@ -65,8 +65,11 @@ export class Conflict extends AtriumError {
 }
 
 export class PayloadTooLarge extends AtriumError {
-  constructor(readonly limitBytes: number) {
-    super("payload_too_large", 413, `The body is larger than the limit of ${limitBytes} bytes.`);
+  constructor(
+    readonly limitBytes: number,
+    message = `The body is larger than the limit of ${limitBytes} bytes.`,
+  ) {
+    super("payload_too_large", 413, message);
   }
 }
 

@@ -286,6 +286,18 @@ describe("a full disk", () => {
     },
   );
 
+  it("files__write past files.maxUploadBytes says so of the file, not of an HTTP body", async () => {
+    const client = await instance.mcpClient("alice", ws);
+    const result = await client.callTool({
+      name: "files__write",
+      arguments: { name: "big.txt", text: "x".repeat(MAX_UPLOAD_BYTES + 1) },
+    });
+    expect(result.isError).toBe(true);
+    const text = JSON.stringify(result.content);
+    expect(text).toContain(`a file here is at most ${MAX_UPLOAD_BYTES} bytes`);
+    expect(text).not.toContain("body");
+  });
+
   it("files__write on a full disk is an isError result that says so, and leaves nothing", async () => {
     const before = await storedEntries();
     const client = await instance.mcpClient("alice", ws);

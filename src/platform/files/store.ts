@@ -73,7 +73,13 @@ export class FileStore implements LeftoverRules {
     content: Uint8Array,
     onProgress?: WriteProgress,
   ): Promise<FileMeta> {
-    if (content.byteLength > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
+    if (content.byteLength > this.maxBytes) {
+      // Said of the file, not of a body: files__write's caller sent arguments, not an upload.
+      throw new PayloadTooLarge(
+        this.maxBytes,
+        `The file is ${content.byteLength} bytes; a file here is at most ${this.maxBytes} bytes (files.maxUploadBytes). Nothing was stored.`,
+      );
+    }
     return this.commit(workspaceId, ownerId, file, async (writer) => {
       const digest = createHash("sha256").update(content).digest("hex");
       if (!onProgress) await writer.write([content]);
