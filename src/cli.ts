@@ -131,10 +131,7 @@ export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): 
     }
     return 0;
   } catch (error) {
-    const problem = bootProblem(error);
-    if (problem === undefined) throw error;
-    output.err(`atrium: ${problem}\n`);
-    return 1;
+    return reportBootProblem(error, output);
   }
 }
 
@@ -150,6 +147,14 @@ const FILESYSTEM_ADVICE: Readonly<Record<string, string>> = {
     "the user Atrium runs as may not use it; give that user ownership of the data root (Atrium makes folders 0700 and files 0600).",
 };
 const READ_SYSCALLS = new Set(["open", "read", "scandir", "opendir", "stat", "lstat", "readlink"]);
+
+/** A boot problem said in one `atrium:` line, exit 1; anything else (a bug) is thrown on, with its stack. */
+function reportBootProblem(error: unknown, output: CliOutput): 1 {
+  const problem = bootProblem(error);
+  if (problem === undefined) throw error;
+  output.err(`atrium: ${problem}\n`);
+  return 1;
+}
 
 /**
  * The one line a command prints for a problem with the instance or its data root, or undefined
@@ -225,10 +230,7 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     }
     return 0;
   } catch (error) {
-    const problem = bootProblem(error);
-    if (problem === undefined) throw error;
-    output.err(`atrium: ${problem}\n`);
-    return 1;
+    return reportBootProblem(error, output);
   }
 }
 
@@ -280,7 +282,8 @@ export function stopOnRequest(
 }
 
 /**
- * A signal stops the server gracefully and exits 0; a second signal cuts the drain short.
+ * A signal stops the server gracefully and exits 0; another at least REPEAT_SIGNAL_MS later cuts the
+ * drain short (`stopOnRequest`).
  * Started by npm (`npm start`, `npx atrium`), the server also stops when npm goes: a
  * supervisor's SIGTERM to npm does not always reach node through `sh -c`, and a server
  * re-parented to PID 1 would keep serving the root as an orphan (issue 10, ADR 0023). Not

@@ -40,8 +40,11 @@ export function readCredential(ref: CredentialRef, field: string, baseDir: strin
   return secret;
 }
 
-/** Prefixes of tokens that providers issue (Stripe, OpenAI, GitHub, Slack, AWS, a JWT). */
-const SECRET_PREFIXES = /^(?:sk|rk|pk)[_-]|^gh[pousr]_|^github_pat_|^xox[abporse]-|^AKIA|^eyJ/;
+/**
+ * Prefixes of tokens that providers issue (Stripe, OpenAI, GitHub, AWS, a JWT) that can stand
+ * where a variable name does; Slack's `xox…-` cannot (the schema refuses `-` first).
+ */
+const SECRET_PREFIXES = /^(?:sk|rk|pk)_|^gh[pousr]_|^github_pat_|^AKIA|^eyJ/;
 /** Longer than any environment variable name anyone writes by hand. */
 const MAX_NAME_CHARS = 64;
 

@@ -103,7 +103,7 @@ export function newGrantId(): string {
  * `workspaceMcpUrl(publicUrl, id)` for the public URL of the day, so its path ends in the id;
  * the rest of it may no longer be this instance's URL.
  */
-export function workspaceOfGrantedResource(resource: string): string | undefined {
+function workspaceOfGrantedResource(resource: string): string | undefined {
   return RESOURCE_WORKSPACE.exec(resource)?.[1];
 }
 

@@ -14,7 +14,7 @@ export const FLUSH_BEHIND_BYTES = 8 * 1024 * 1024;
  * quota ran out (or a file-size limit was met) during the write; the next write would fail with
  * ENOSPC, EDQUOT or EFBIG itself.
  */
-export class ShortWrite extends Error {
+class ShortWrite extends Error {
   constructor(
     readonly bytesWritten: number,
     readonly bytesGiven: number,

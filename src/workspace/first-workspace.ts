@@ -4,7 +4,7 @@ import { MAX_WORKSPACE_NAME_CHARS, type Workspace } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
 /** What a first workspace is called when its person's name leaves nothing showable. */
-export const FALLBACK_WORKSPACE_NAME = "My workspace";
+const FALLBACK_WORKSPACE_NAME = "My workspace";
 const SUFFIX = "'s workspace";
 /** Controls (C0, DEL, C1, tab and newline among them) read as a space: they separate words. */
 const CONTROLS = /[\p{Cc}]+/gu;

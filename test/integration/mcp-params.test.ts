@@ -178,6 +178,11 @@ describe("tool arguments", () => {
       /Unrecognized key.*"inputs"/,
     ],
     ["a list's misspelt limit", '{"name":"files__list","arguments":{"limt":1}}', /Unrecognized key.*"limt"/],
+    [
+      "a connection's misspelt scopes",
+      '{"name":"connections__add","arguments":{"name":"gh","url":"https://example.com/mcp","auth":{"kind":"oauth","scope":["repo"]}}}',
+      /Unrecognized key.*"scope".* at auth/,
+    ],
   ])(
     "an argument the tool does not read is refused by name, as REST refuses it: %s",
     async (_label, params, named) => {

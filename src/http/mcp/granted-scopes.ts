@@ -1,9 +1,8 @@
 import { InsufficientScope } from "../../errors.ts";
 import { resourceMetadataUrl } from "../../oauth/metadata.ts";
-import { SCOPE_READ } from "../../oauth/scopes.ts";
 import type { RouteDeps } from "../context.ts";
 import type { McpCaller } from "../middleware/authenticate.ts";
-import { scopedCalls } from "./required-scopes.ts";
+import { requiredScopes, scopedCalls } from "./required-scopes.ts";
 
 /**
  * Refuses a body that needs a scope the caller's access token was not granted, with the 403 a
@@ -24,7 +23,7 @@ export async function checkGrantedScopes(
   const calls = await scopedCalls(body, (name) =>
     deps.registries.use(workspaceId, (registry) => deps.router.findTool(registry, caller.principal.id, name)),
   );
-  const required = [...new Set([SCOPE_READ, ...calls.map((call) => call.scope)])];
+  const required = requiredScopes(calls);
   const missing = required.filter((scope) => !grant.scopes.includes(scope));
   if (missing.length === 0) return;
   const toolCaller = { principalId: caller.principal.id, workspaceId, scopes: grant.scopes };

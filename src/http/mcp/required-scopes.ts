@@ -9,19 +9,17 @@ export interface ScopedCall {
 
 /**
  * The scopes a JSON-RPC body needs, decided before the MCP transport sees it so a client
- * gets an HTTP 403 it can step up from. Calling a tool its source marks read-only needs
- * `mcp:read`; any other tool (unknown ones too) needs `mcp:write`; every other method
- * (initialize, listing, reading resources, ping) needs `mcp:read`.
+ * gets an HTTP 403 it can step up from: `mcp:read` for anything, and for each tool call the
+ * scope its tool needs (scopedCalls).
  */
-export async function requiredScopes(
-  body: unknown,
-  findTool: (name: string) => Promise<Tool | undefined>,
-): Promise<string[]> {
-  const calls = await scopedCalls(body, findTool);
+export function requiredScopes(calls: readonly ScopedCall[]): string[] {
   return [...new Set([SCOPE_READ, ...calls.map((call) => call.scope)])];
 }
 
-/** Each tools/call of a body (one message or a batch), with the scope its tool needs. */
+/**
+ * Each tools/call of a body (one message or a batch), with the scope its tool needs: `mcp:read`
+ * for a tool its source marks read-only, `mcp:write` for any other (unknown ones too).
+ */
 export async function scopedCalls(
   body: unknown,
   findTool: (name: string) => Promise<Tool | undefined>,

@@ -73,11 +73,10 @@ export class AuditLedger {
   }
 
   /**
-   * Records entries in order, with consecutive seqs, in one write: a call's decision and its
-   * execution are known together, so they cost one write, not two. All are checked first, so a
+   * Records entries in order, with consecutive seqs, in one write. All are checked first, so a
    * refused record writes none.
    */
-  async appendAll(workspaceId: string, records: readonly AuditRecord[]): Promise<AuditEntry[]> {
+  private async appendAll(workspaceId: string, records: readonly AuditRecord[]): Promise<AuditEntry[]> {
     const checked = records.map(checkAuditRecord);
     return this.appendNow(workspaceId, checked) ?? this.appendQueued(workspaceId, checked);
   }

@@ -32,7 +32,7 @@ export interface AuditedCall extends Pick<AuditRecord, "requestId" | "principalI
 }
 
 /** The ledger as the helper uses it, so a test or the gate can pass a stand-in. */
-export type AuditAppender = Pick<AuditLedger, "append" | "appendAll">;
+export type AuditAppender = Pick<AuditLedger, "append">;
 
 export interface AuditCallOptions {
   /** Milliseconds on a monotonic scale for the latency; `performance.now` unless a test moves it. */
@@ -113,7 +113,7 @@ export async function auditCall<R>(
  * client could not send the call or hear its answer (an HTTP failure, a closed connection, a
  * timeout); else `unexpected_error`.
  */
-export function thrownCode(error: unknown): string {
+function thrownCode(error: unknown): string {
   if (error instanceof AtriumError) return error.code;
   if (error instanceof ProtocolError) return "protocol_error";
   if (error instanceof SdkError) return "transport_error";

@@ -1,36 +1,15 @@
 import type { Tool } from "@modelcontextprotocol/client";
-import { Ajv, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv";
+import { ajvPair } from "../json-schema/ajv-pair.ts";
 import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
-import { checkFormats } from "../json-schema/formats.ts";
-import { compileLinear, linearRegExp, UnmatchablePattern } from "../json-schema/linear-regexp.ts";
+import { compileLinear, UnmatchablePattern } from "../json-schema/linear-regexp.ts";
 import { subschemas } from "../json-schema/subschemas.ts";
-import { checkUniqueItemsLinearly } from "../json-schema/unique-items.ts";
-
-const MULTIPLE_OF_DECIMALS = 9;
 
 // Remote servers write their schemas in draft-07 (most generators) or 2020-12 (MCP's default
-// dialect); each is compiled by the ajv that speaks it. Unknown keywords are a server's own
-// business, so strict mode is off; formats are checked. Patterns are matched by RE2 (ADR 0064).
-// A `$ref` is compiled once and called, never inlined where it is named: a server's small schema
-// naming one large definition many times would compile to code its size times theirs (ADR 0085).
-// `multipleOf` is compared to 9 decimal places, so `multipleOf: 0.1` takes 0.3 (binary floating
-// point alone says 0.3 / 0.1 is not whole).
-const options = {
-  strict: false,
-  allErrors: true,
-  validateSchema: true,
-  inlineRefs: false,
-  multipleOfPrecision: MULTIPLE_OF_DECIMALS,
-  code: { regExp: linearRegExp },
-};
-const draft07 = new Ajv(options);
-const draft2020 = new Ajv2020(options);
-for (const ajv of [draft07, draft2020]) {
-  checkFormats(ajv);
-  checkUniqueItemsLinearly(ajv);
-}
+// dialect); each is compiled by the ajv that speaks it, and checked against its meta-schema.
+// Unknown keywords are a server's own business. How the pair is set up: json-schema/ajv-pair.ts.
+const { draft07, draft2020 } = ajvPair({ validateSchema: true });
 
 // The copy of a tool's schema that is compiled, per schema the snapshot holds: compiled once.
 const enforceable = new WeakMap<object, Record<string, unknown>>();

@@ -46,7 +46,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         name: nameInput,
         url: z.string().describe("The server's MCP endpoint, an https URL."),
         auth: z
-          .object({
+          .strictObject({
             kind: z.enum(["none", "static", "oauth"]),
             header: z.string().optional(),
             value: z.string().optional(),

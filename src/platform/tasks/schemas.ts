@@ -1,37 +1,15 @@
-import { Ajv, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020.js";
+import type { ValidateFunction } from "ajv";
 import { InvalidInput } from "../../errors.ts";
+import { ajvPair } from "../json-schema/ajv-pair.ts";
 import { compileAlone } from "../json-schema/compile-alone.ts";
 import { endlessLoop } from "../json-schema/endless-refs.ts";
-import { checkFormats } from "../json-schema/formats.ts";
-import { linearRegExp } from "../json-schema/linear-regexp.ts";
-import { checkUniqueItemsLinearly } from "../json-schema/unique-items.ts";
-
-const MULTIPLE_OF_DECIMALS = 9;
 
 // A task's input and output schemas are written by its author in JSON Schema: 2020-12 (MCP's
-// dialect) unless `$schema` names draft-07. strict is off so an annotation keyword a generator
-// adds is not refused; a schema ajv cannot compile is refused when the task is defined, not
-// when it first runs. Its patterns are matched by RE2, and one RE2 cannot match is refused
-// here too (ADR 0064); its formats are checked. A `$ref` is compiled once, as a function of its
-// own, never inlined at each place that names it: inlined, 200 `$ref`s to one definition of 200
-// properties (9 KB of JSON) compiled to 12 MB of code in 4 s on the event loop, and 40 KB ran
-// the process out of memory (ADR 0085; schemas.test.ts "compiles each $ref once").
-// `multipleOf` is compared to 9 decimal places: in binary floating point 0.3 / 0.1 is not whole,
-// and `multipleOf: 0.1` refused 0.3 (schemas.test.ts "a decimal multipleOf").
-const options = {
-  strict: false,
-  allErrors: true,
-  inlineRefs: false,
-  multipleOfPrecision: MULTIPLE_OF_DECIMALS,
-  code: { regExp: linearRegExp },
-};
-const draft07 = new Ajv(options);
-const draft2020 = new Ajv2020(options);
-for (const ajv of [draft07, draft2020]) {
-  checkFormats(ajv);
-  checkUniqueItemsLinearly(ajv);
-}
+// dialect) unless `$schema` names draft-07. A schema ajv cannot compile is refused when the task
+// is defined, not when it first runs, and so is a pattern RE2 cannot match (ADR 0064). How the
+// pair is set up, and why: json-schema/ajv-pair.ts (schemas.test.ts "compiles each $ref once",
+// "a decimal multipleOf").
+const { draft07, draft2020 } = ajvPair();
 const compiled = new WeakMap<object, ValidateFunction>();
 const MAX_ERRORS = 10;
 

@@ -1,6 +1,6 @@
 import type { Tool } from "@modelcontextprotocol/server";
 import { describe, expect, it } from "vitest";
-import { requiredScopes } from "../../../src/http/mcp/required-scopes.ts";
+import { scopedCalls, requiredScopes as scopesOf } from "../../../src/http/mcp/required-scopes.ts";
 
 const TOOLS: Record<string, Tool> = {
   files__read: { name: "files__read", inputSchema: { type: "object" }, annotations: { readOnlyHint: true } },
@@ -13,6 +13,8 @@ const TOOLS: Record<string, Tool> = {
 };
 const find = async (name: string) => TOOLS[name];
 const call = (name: string) => ({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name } });
+const requiredScopes = async (body: unknown, findTool: typeof find) =>
+  scopesOf(await scopedCalls(body, findTool));
 
 describe("requiredScopes", () => {
   it("listing and other methods need mcp:read", async () => {

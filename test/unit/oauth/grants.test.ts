@@ -266,7 +266,7 @@ describe("Grants", () => {
     expect(grants.isRevoked(grant.grantId)).toBe(true);
   });
 
-  it("revokes a person's grants at one resource, a resource's for everyone, or all of a person's", async () => {
+  it("revokes a person's grants in one workspace, a workspace's for everyone, or all of a person's", async () => {
     const BOB = person("bob");
     const make = async (principalId: string, resource: string) =>
       (

@@ -30,7 +30,7 @@ function connection(tool: Tool): { source: ConnectionSource; sent: unknown[] } {
     close: async () => undefined,
   } as unknown as RemoteSource;
   // The ledger is call-audit.test.ts's subject; here it only has to take the entries.
-  const ledger = { append: async () => ({}), appendAll: async () => [] } as unknown as AuditAppender;
+  const ledger = { append: async () => ({}) } as unknown as AuditAppender;
   const state = { credentialLapsed: () => false };
   return { source: new ConnectionSource("remote", snapshot, live, state, ledger), sent };
 }
