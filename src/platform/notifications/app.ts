@@ -61,6 +61,8 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
       tools: createNotificationsTools(inbox),
       workspaceRoutes: notificationRoutes(inbox),
       leftovers: inbox,
+      // Entries posted from events (a run recorded interrupted at a stop, say) are written whole.
+      stop: () => inbox.settled(),
     };
   },
 };

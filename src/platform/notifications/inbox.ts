@@ -79,6 +79,8 @@ export interface InboxQuery {
 export class Inbox implements LeftoverRules {
   private readonly lock = new KeyedLock();
   private readonly lastSeq = new Map<string, number>();
+  /** Posts not yet ended (settled()). */
+  private readonly posting = new Set<Promise<Notification>>();
   /** Workspaces whose entry names are known to carry their addressee (NAMES_MARK). */
   private readonly named = new Set<string>();
 
@@ -90,7 +92,30 @@ export class Inbox implements LeftoverRules {
   ) {}
 
   /** Records an entry for `source`; the runtime stamps id, seq, workspace, source and time. */
-  async post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
+  post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
+    const posting = this.postNow(workspaceId, source, draft);
+    this.posting.add(posting);
+    posting.then(
+      () => this.posting.delete(posting),
+      () => this.posting.delete(posting),
+    );
+    return posting;
+  }
+
+  /**
+   * Resolves once no post is in flight, ones begun while waiting included: producers post from
+   * events, with no request to wait for, and a graceful stop lets their writes end before the
+   * instance lets go of its root.
+   */
+  async settled(): Promise<void> {
+    while (this.posting.size > 0) await Promise.allSettled([...this.posting]);
+  }
+
+  private async postNow(
+    workspaceId: string,
+    source: string,
+    draft: NotificationDraft,
+  ): Promise<Notification> {
     const { title, body, severity, to, data } = checkDraft(draft);
     return this.lock.run(workspaceId, async () => {
       await this.upgrade(workspaceId);

@@ -19,6 +19,8 @@ describe("Slots", () => {
         return i;
       }),
     );
+    // Watched from the start: work 1's failure must not go unhandled while the others wait.
+    const results = Promise.allSettled(runs);
     const settle = () => new Promise((resolve) => setImmediate(resolve));
     await settle();
     expect(started).toEqual([0, 1]);
@@ -26,10 +28,10 @@ describe("Slots", () => {
       releases[released]?.();
       await settle();
     }
-    const results = await Promise.allSettled(runs);
+    const outcomes = await results;
     expect(started).toEqual([0, 1, 2, 3, 4, 5]);
     expect(most).toBe(2);
-    expect(results.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([
+    expect(outcomes.map((r) => (r.status === "fulfilled" ? r.value : "failed"))).toEqual([
       0,
       "failed",
       2,
