@@ -1,4 +1,4 @@
-import { readdir, readFile, rename, rm } from "node:fs/promises";
+import { readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
@@ -15,6 +15,7 @@ import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { NotificationSettings } from "./config.ts";
+import { type EntryName, entryFile, listEntryNames } from "./entry-names.ts";
 import {
   checkDraft,
   isNotificationId,
@@ -34,18 +35,9 @@ const SEQ_MARK = "seq.json";
  * addressee are upgraded when first used (`upgrade`), so a name without one means everyone.
  */
 const NAMES_MARK = "names.json";
-const ENTRY_NAME = /^([0-9]{12})-(ntf_[0-9a-f]{24})(?:-(usr_[0-9a-f]{24}))?\.json$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
-
-interface EntryName {
-  seq: number;
-  id: string;
-  /** The one member it is for; everyone when absent. */
-  to?: string;
-  file: string;
-}
 
 /** A member's acknowledgements: everything up to `upToSeq`, and the seqs after it one by one. */
 interface Acks {
@@ -67,10 +59,9 @@ export interface InboxQuery {
 }
 
 /**
- * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry named by its seq, id
- * and, for an entry meant for one member, that member (`entries/000000000042-ntf_….json`,
- * `entries/000000000043-ntf_…-usr_….json`), so a listing orders, finds and filters entries
- * without reading them and a page reads only what its reader may see; one acknowledgements file
+ * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry under `entries/`, named
+ * by its seq, id and addressee (entry-names.ts), so a page reads only what its reader may see;
+ * one acknowledgements file
  * per member (`acks/<principal>.json`); and `seq.json`, the sequence's high-water mark. Posts
  * to one workspace are serialised, so seqs are gapless while entries last and never reused: the
  * next seq after a restart is one past the highest entry or mark on disk, and retention writes
@@ -347,23 +338,8 @@ export class Inbox implements LeftoverRules {
   }
 
   /** The workspace's entries in seq order, from the folder listing alone. */
-  private async entryNames(workspaceId: string): Promise<EntryName[]> {
-    let files: string[];
-    try {
-      files = await readdir(join(this.storage.dir(workspaceId), ENTRIES));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
-    return files
-      .flatMap((file) => {
-        const match = ENTRY_NAME.exec(file);
-        if (!match) return [];
-        const name: EntryName = { seq: Number(match[1]), id: match[2] as string, file };
-        if (match[3] !== undefined) name.to = match[3];
-        return [name];
-      })
-      .sort((a, b) => a.seq - b.seq);
+  private entryNames(workspaceId: string): Promise<EntryName[]> {
+    return listEntryNames(join(this.storage.dir(workspaceId), ENTRIES));
   }
 
   /** An entry, or `undefined` when retention removed it between the listing and the read. */
@@ -389,10 +365,6 @@ export class Inbox implements LeftoverRules {
     await makeInPartition(dir, workspaceId);
     return dir;
   }
-}
-
-function entryFile(seq: number, id: string, to: string | undefined): string {
-  return `${String(seq).padStart(12, "0")}-${id}${to === undefined ? "" : `-${to}`}.json`;
 }
 
 function parseCursor(cursor: string): number {
