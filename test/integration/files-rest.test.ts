@@ -198,6 +198,50 @@ describe("Content-Disposition", () => {
   });
 });
 
+describe("ranges", () => {
+  async function stored(): Promise<{ id: string; sha256: string }> {
+    return (await (await upload("ranged.txt", "cache me", "text/plain")).json()) as {
+      id: string;
+      sha256: string;
+    };
+  }
+  const get = (id: string, headers: Record<string, string>) =>
+    instance.rest("alice", "GET", `/v1/files/${id}`, undefined, headers);
+
+  it.each([
+    ["bytes=2-5", "che ", "bytes 2-5/8"],
+    ["bytes=3-", "he me", "bytes 3-7/8"],
+    ["bytes=-2", "me", "bytes 6-7/8"],
+    ["bytes=6-100", "me", "bytes 6-7/8"],
+  ])("Range %s is 206 with those bytes and where they sit", async (range, body, contentRange) => {
+    const { id } = await stored();
+    const response = await get(id, { range });
+    expect(response.status).toBe(206);
+    expect(response.headers.get("content-range")).toBe(contentRange);
+    expect(response.headers.get("content-length")).toBe(String(body.length));
+    expect(await response.text()).toBe(body);
+  });
+
+  it("a range past the end is 416 naming the size; several ranges, or another version's, get the whole file", async () => {
+    const { id, sha256 } = await stored();
+    const past = await get(id, { range: "bytes=8-" });
+    expect(past.status).toBe(416);
+    expect(past.headers.get("content-range")).toBe("bytes */8");
+    const wholes: Record<string, string>[] = [
+      { range: "bytes=0-1,3-4" },
+      { range: "bytes=0-1", "if-range": '"0000"' },
+    ];
+    for (const headers of wholes) {
+      const whole = await get(id, headers);
+      expect(whole.status).toBe(200);
+      expect(whole.headers.get("accept-ranges")).toBe("bytes");
+      expect(await whole.text()).toBe("cache me");
+    }
+    const same = await get(id, { range: "bytes=0-1", "if-range": `"${sha256}"` });
+    expect([same.status, await same.text()]).toEqual([206, "ca"]);
+  });
+});
+
 describe("conditional downloads", () => {
   async function stored(): Promise<{ id: string; sha256: string }> {
     return (await (await upload("cached.txt", "cache me", "text/plain")).json()) as {
