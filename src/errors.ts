@@ -93,16 +93,12 @@ export class TooManyRequests extends AtriumError {
  * request can succeed once an operator frees space, so it is neither the client's mistake nor a bug.
  */
 export class InsufficientStorage extends AtriumError {
-  /** What the filesystem said (ENOSPC, EDQUOT, EFBIG, a short write): for the operator's log line. */
-  readonly reason: string;
-
-  constructor(reason: string) {
+  constructor() {
     super(
       "insufficient_storage",
       507,
       "The server's storage is full (or at its limit for one file), so nothing was stored. Try again once space has been freed.",
     );
-    this.reason = reason;
   }
 }
 

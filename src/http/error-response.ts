@@ -1,13 +1,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import {
-  AtriumError,
-  ClientClosedRequest,
-  InsufficientScope,
-  InsufficientStorage,
-  Unauthenticated,
-} from "../errors.ts";
+import { AtriumError, ClientClosedRequest, InsufficientScope, Unauthenticated } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
 import type { AppEnv } from "../web/app-env.ts";
@@ -38,10 +32,6 @@ export interface ErrorReply {
  */
 export function errorReply(error: unknown, log: Logger, requestId: string | undefined): ErrorReply {
   if (error instanceof AtriumError) {
-    // Not a bug, but the operator's to fix, and the client cannot: said once per request.
-    if (error instanceof InsufficientStorage) {
-      log.warn({ requestId, reason: error.reason }, "storage full: a write was refused and nothing stored");
-    }
     const headers: Record<string, string> = {};
     if (error instanceof Unauthenticated || error instanceof InsufficientScope) {
       headers["www-authenticate"] = error.challenge;

@@ -350,6 +350,11 @@ describe("a full disk", () => {
     );
     expect(result.isError).toBe(true);
     expect(JSON.stringify(result.content)).toMatch(/storage is full.*nothing was stored/);
+    // Told to the operator from MCP as from REST: the store says it where it sees it.
+    const told = captured.lines.filter(
+      (line) => line.msg === "storage full: a write was refused and nothing stored",
+    );
+    expect(told.at(-1)).toMatchObject({ level: 40, reason: "ENOSPC" });
     expect(await storedEntries()).toEqual(before);
   });
 });

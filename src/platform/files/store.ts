@@ -56,8 +56,8 @@ export class FileStore implements LeftoverRules {
     readonly maxBytes: number,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
-    /** Where a file the lists leave out (its meta.json unreadable) is said, once. */
-    log?: Pick<Logger, "warn">,
+    /** Where a file the lists leave out (its meta.json unreadable), and a full disk, are said. */
+    private readonly log?: Pick<Logger, "warn">,
   ) {
     this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id), clock, log);
   }
@@ -159,7 +159,7 @@ export class FileStore implements LeftoverRules {
     if (!mimeType)
       throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
-    await makeInPartition(ownerDir, workspaceId).catch(toldIfStorageFull);
+    await makeInPartition(ownerDir, workspaceId).catch((error) => this.toldIfStorageFull(error));
     const id = newFileId();
     const created = this.folders.create(
       ownerDir,
@@ -197,7 +197,7 @@ export class FileStore implements LeftoverRules {
         step: (change) => this.ownStep(workspaceId, ownerId, change),
       },
     );
-    const meta = await created.catch(toldIfStorageFull);
+    const meta = await created.catch((error) => this.toldIfStorageFull(error));
     // Only once the file is durable in its place; a failed write announces nothing.
     this.events.publish({
       type: "file.created",
@@ -330,16 +330,20 @@ export class FileStore implements LeftoverRules {
     const stored = parseStoredJson(path, await readFile(path, "utf8")) as FileMeta;
     return { ...stored, id: fileId, workspaceId, ownerId };
   }
-}
 
-/**
- * Rethrows a write's failure, a full disk as what it is: the operator's to fix, not a bug, so the
- * client is told (507 over REST, files__write's isError result) rather than answered 500; the
- * staging folder is gone by then (test/integration/files-rest.test.ts "a full disk").
- */
-function toldIfStorageFull(error: unknown): never {
-  if (!isStorageFull(error)) throw error;
-  throw new InsufficientStorage((error as NodeJS.ErrnoException).code ?? "short write");
+  /**
+   * Rethrows a write's failure, a full disk as what it is: the operator's to fix, not a bug, so
+   * the client is told (507 over REST, files__write's isError result) rather than answered 500,
+   * and the operator is told once per refused write, with what the filesystem said, whichever
+   * surface it came through; the staging folder is gone by then
+   * (test/integration/files-rest.test.ts "a full disk").
+   */
+  private toldIfStorageFull(error: unknown): never {
+    if (!isStorageFull(error)) throw error;
+    const reason = (error as NodeJS.ErrnoException).code ?? "short write";
+    this.log?.warn({ reason }, "storage full: a write was refused and nothing stored");
+    throw new InsufficientStorage();
+  }
 }
 
 function fileNotFound(): NotFound {
