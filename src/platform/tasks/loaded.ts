@@ -77,3 +77,24 @@ export class LoadedRuns {
     return [...(this.runsOf.get(taskId) ?? [])].reverse();
   }
 }
+
+/**
+ * What reading a workspace's runs keeps of one: enough to index it and restore its idempotency
+ * key. The whole record only when a hook needs it (a run left `running`, or one whose task is
+ * gone): results can be large, and a workspace's runs add up to gigabytes.
+ */
+export type RunHeader = Pick<Run, "id" | "taskId" | "startedBy" | "startedAt" | "idempotency"> & {
+  whole?: Run;
+};
+
+export function headerOf(run: Run, keepWhole: boolean): RunHeader {
+  const { id, taskId, startedBy, startedAt, idempotency } = run;
+  return {
+    id,
+    taskId,
+    startedBy,
+    startedAt,
+    ...(idempotency && { idempotency }),
+    ...(keepWhole && { whole: run }),
+  };
+}

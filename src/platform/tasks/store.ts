@@ -11,7 +11,7 @@ import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import { LoadedRuns, LoadedWorkspace, type Unfinished } from "./loaded.ts";
+import { headerOf, LoadedRuns, LoadedWorkspace, type RunHeader, type Unfinished } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
 
@@ -401,25 +401,6 @@ export class TaskStore implements LeftoverRules {
       throw error;
     }
   }
-}
-
-/**
- * What reading a workspace's runs keeps of one: enough to index it and restore its idempotency
- * key. The whole record only when a hook needs it (a run left `running`, or one whose task is
- * gone): results can be large, and a workspace's runs add up to gigabytes.
- */
-type RunHeader = Pick<Run, "id" | "taskId" | "startedBy" | "startedAt" | "idempotency"> & { whole?: Run };
-
-function headerOf(run: Run, keepWhole: boolean): RunHeader {
-  const { id, taskId, startedBy, startedAt, idempotency } = run;
-  return {
-    id,
-    taskId,
-    startedBy,
-    startedAt,
-    ...(idempotency && { idempotency }),
-    ...(keepWhole && { whole: run }),
-  };
 }
 
 function taskKey(task: Pick<Task, "workspaceId" | "id">): string {
