@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { NotFound } from "../../../src/errors.ts";
 import { AppSource } from "../../../src/platform/app-source.ts";
@@ -141,6 +141,51 @@ for (const [arm, sourceOf] of Object.entries(ARMS)) {
     });
   });
 }
+
+describe("a platform call's wait for its caller's cancel", () => {
+  let source: AppSource;
+
+  beforeEach(() => {
+    seen = [];
+    release = undefined;
+    source = new AppSource("probe", createTools());
+  });
+
+  afterEach(async () => {
+    await source.close();
+  });
+
+  it("listens for the cancel only once the call outlives the turn it started in", async () => {
+    const cancel = new AbortController();
+    const listening = vi.spyOn(cancel.signal, "addEventListener");
+    const result = await source.callTool("count", { to: 1 }, CALLER, { signal: cancel.signal });
+    expect(result.content).toEqual([{ type: "text", text: "counted to 1" }]);
+    expect(listening).not.toHaveBeenCalled();
+
+    const waiting = source.callTool("wait", {}, CALLER, { signal: cancel.signal });
+    // The tool listens as it starts; the wait, once the call is still running a turn later.
+    await expect.poll(() => listening.mock.calls.map(([type]) => type)).toEqual(["abort", "abort"]);
+    release?.();
+    await waiting;
+  });
+
+  it("is cancelled by an abort in the call's first turn, even when the tool then answers", async () => {
+    const cancel = new AbortController();
+    const call = source.callTool("wait", {}, CALLER, { signal: cancel.signal });
+    await Promise.resolve();
+    cancel.abort(new Error("the run timed out"));
+    // The tool hears the abort and answers "stopped"; the caller has stopped waiting before that.
+    await expect(call).rejects.toThrow("the run timed out");
+  });
+
+  it("is cancelled by an abort before it listens, when the tool never answers", async () => {
+    const cancel = new AbortController();
+    const call = source.callTool("wait", {}, CALLER, { signal: cancel.signal });
+    await expect.poll(() => release).toBeDefined();
+    cancel.abort(new Error("the run was cancelled"));
+    await expect(call).rejects.toThrow("the run was cancelled");
+  });
+});
 
 describe("AppTools", () => {
   it("lists each tool once, as its SDK server writes it", async () => {
