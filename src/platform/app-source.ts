@@ -86,7 +86,10 @@ class AbortWait {
   /** Called once the call has outlived the turn it started in. */
   listen(): void {
     if (this.settled) return;
-    if (this.signal.aborted) return this.handleEvent();
+    if (this.signal.aborted) {
+      this.handleEvent();
+      return;
+    }
     this.listening = true;
     this.signal.addEventListener("abort", this);
   }
