@@ -1,7 +1,8 @@
-import { createServer } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { BootError } from "./errors.ts";
+import { type BuiltParts, closeBuilt, gracefulStop } from "./graceful-stop.ts";
 import { scheduleHousekeeping } from "./housekeeping.ts";
 import {
   authenticatorsFor,
@@ -34,18 +35,12 @@ import { EventBus } from "./kernel/events.ts";
 import { everyLeaseLocal } from "./kernel/leases.ts";
 import { Scheduler } from "./kernel/scheduler.ts";
 import { systemTimers, type Timers } from "./kernel/timers.ts";
-import { createLogger, flushLog, type Logger } from "./log.ts";
+import { createLogger, type Logger } from "./log.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
 import { PLATFORM_APPS } from "./platform/index.ts";
-import {
-  closeAppSources,
-  createWorkspaceRegistry,
-  publishedSkills,
-  startApps,
-  workspaceSources,
-} from "./platform/kit.ts";
+import { createWorkspaceRegistry, publishedSkills, startApps, workspaceSources } from "./platform/kit.ts";
 import { ToolDispatch } from "./sources/dispatch.ts";
 import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
@@ -185,10 +180,19 @@ async function startLocked(
   const router = new Router(log);
   const dispatch = new ToolDispatch(workspaces, registries, router);
   const scheduler = new Scheduler({ clock, timers, leases: everyLeaseLocal, log });
-  // Known once the listener is bound (a loopback port 0 is followed); read through a function.
-  let publicUrl = config.http.publicUrl;
-  apps.push(
-    ...(await startApps(
+  // From here on a failed boot closes what it started: nothing of it outlives it in this process.
+  const built: BuiltParts = { scheduler, apps, registries };
+  try {
+    return await serve();
+  } catch (error) {
+    await closeBuilt(built, log);
+    throw error;
+  }
+
+  async function serve(): Promise<RunningAtrium> {
+    // Known once the listener is bound (a loopback port 0 is followed); read through a function.
+    let publicUrl = config.http.publicUrl;
+    await startApps(
       options.apps ?? PLATFORM_APPS,
       {
         layout,
@@ -207,227 +211,157 @@ async function startLocked(
         log,
       },
       config,
-    )),
-  );
-  // Before anything is served: complete or remove what interrupted writes left, and rebuild
-  // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
-  const leftovers = apps.flatMap((app) => (app.leftovers ? [app.leftovers] : []));
-  const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
-  await recover(RecoveryPass.boot(clock()));
-  // Every app's sources exist now, so work that calls tools may start (a task's missed schedule).
-  for (const started of apps) await started.ready?.();
-  const guidance = composeGuidance(apps.flatMap((app) => (app.guidance ? [app.guidance] : [])));
-  const endpoint = new McpEndpoint(
-    createFrontServers({ router, registries, dispatch, guidance, log }),
-    config.http.maxBodyBytes,
-  );
-  await endpoint.start();
+      apps,
+    );
+    // Before anything is served: complete or remove what interrupted writes left, and rebuild
+    // the file locator on the way (storage/recovery.ts, adr/0024, adr/0025).
+    const leftovers = apps.flatMap((app) => (app.leftovers ? [app.leftovers] : []));
+    const recover = (pass: RecoveryPass) => recoverDataRoot(layout, workspaces.ids(), leftovers, pass, log);
+    await recover(RecoveryPass.boot(clock()));
+    // Every app's sources exist now, so work that calls tools may start (a task's missed schedule).
+    for (const started of apps) await started.ready?.();
+    const guidance = composeGuidance(apps.flatMap((app) => (app.guidance ? [app.guidance] : [])));
+    const endpoint = new McpEndpoint(
+      createFrontServers({ router, registries, dispatch, guidance, log }),
+      config.http.maxBodyBytes,
+    );
+    built.endpoint = endpoint;
+    await endpoint.start();
 
-  const firstWorkspace = new FirstWorkspace(workspaces);
-  const deps: RouteDeps = {
-    apps,
-    workspaces,
-    users,
-    invitations,
-    firstWorkspace,
-    router,
-    dispatch,
-    registries,
-    guidance,
-    publicUrl: () => publicUrl,
-    maxBodyBytes: config.http.maxBodyBytes,
-    events,
-    eventLog,
-    timers,
-  };
-  const secret = await sessionSecret(config.session, layout);
-  const sessions = new Sessions(layout, {
-    secret,
-    maxAgeSeconds: config.session.maxAgeSeconds,
-    secureCookies: secureCookiesFor(config.http.publicUrl),
-    now: clock,
-  });
-  const oauth = await createAuthorizationServer({
-    layout,
-    config: config.oauth,
-    publicUrl: () => publicUrl,
-    users,
-    workspaces,
-    log,
-    clock,
-  });
-  const pending = new PendingAuthorizations(layout, secret, clock);
-  await pending.sweep();
-  const oidc = createOidcClient(config, clock);
-  const security: Security = {
-    oidc,
-    provider: options.identityProvider ?? createProvider(oidc),
-    sessions,
-    oauth,
-    pending,
-  };
-  const app = createApp(deps, security, endpoint, log);
-  // POST /mcp/ws_… is answered before hono (adr/0052); everything else goes to the app.
-  const frontDoor = createMcpFrontDoor({
-    deps,
-    auth: authenticatorsFor(deps, security),
-    origins: instanceOriginCheck(deps),
-    endpoint,
-    log,
-  });
+    const firstWorkspace = new FirstWorkspace(workspaces);
+    const deps: RouteDeps = {
+      apps,
+      workspaces,
+      users,
+      invitations,
+      firstWorkspace,
+      router,
+      dispatch,
+      registries,
+      guidance,
+      publicUrl: () => publicUrl,
+      maxBodyBytes: config.http.maxBodyBytes,
+      events,
+      eventLog,
+      timers,
+    };
+    const secret = await sessionSecret(config.session, layout);
+    const sessions = new Sessions(layout, {
+      secret,
+      maxAgeSeconds: config.session.maxAgeSeconds,
+      secureCookies: secureCookiesFor(config.http.publicUrl),
+      now: clock,
+    });
+    const oauth = await createAuthorizationServer({
+      layout,
+      config: config.oauth,
+      publicUrl: () => publicUrl,
+      users,
+      workspaces,
+      log,
+      clock,
+    });
+    const pending = new PendingAuthorizations(layout, secret, clock);
+    await pending.sweep();
+    const oidc = createOidcClient(config, clock);
+    const security: Security = {
+      oidc,
+      provider: options.identityProvider ?? createProvider(oidc),
+      sessions,
+      oauth,
+      pending,
+    };
+    const app = createApp(deps, security, endpoint, log);
+    // POST /mcp/ws_… is answered before hono (adr/0052); everything else goes to the app.
+    const frontDoor = createMcpFrontDoor({
+      deps,
+      auth: authenticatorsFor(deps, security),
+      origins: instanceOriginCheck(deps),
+      endpoint,
+      log,
+    });
 
-  const honoListener = getRequestListener(writableResponses(app.fetch, log), {
-    hostname: config.http.host,
-  });
-  const requestTimeout = config.http.requestTimeoutSeconds * 1000;
-  const server = createServer({
-    // A request whose body is not whole by then is answered 408 and its connection closed, however
-    // slowly it still moves: a body trickled a byte at a time would otherwise hold what it sent.
-    // (Node reads it only here, when the server is made.)
-    requestTimeout,
-    // How often Node looks for such requests: at most a tenth of the timeout late, and no more
-    // often than its own default of 30 s needs.
-    connectionsCheckingInterval: Math.min(30_000, requestTimeout / 10),
-  });
-  // A connection that moves no bytes for this long is destroyed (Node's socket timeout): a client
-  // that stops reading its answer would otherwise hold the answer's memory for good.
-  server.timeout = config.http.idleTimeoutSeconds * 1000;
-  const drain = new HttpDrain(server);
-  server.on("request", (request, response) => {
-    drain.track(frontDoor(request, response) ?? honoListener(request, response));
-  });
-  if (await lockLost()) {
-    // Frozen while booting and taken over (ADR 0022): close what boot built, and never listen.
-    await scheduler.stop();
-    await Promise.all(apps.map((started) => started.stop?.()));
-    await registries.close();
-    await closeAppSources(apps);
-    await endpoint.close();
-    throw new InstanceLockLostWhileBooting(layout.instanceLockFile());
+    const honoListener = getRequestListener(writableResponses(app.fetch, log), {
+      hostname: config.http.host,
+    });
+    const requestTimeout = config.http.requestTimeoutSeconds * 1000;
+    const server = createServer({
+      // A request whose body is not whole by then is answered 408 and its connection closed, however
+      // slowly it still moves: a body trickled a byte at a time would otherwise hold what it sent.
+      // (Node reads it only here, when the server is made.)
+      requestTimeout,
+      // How often Node looks for such requests: at most a tenth of the timeout late, and no more
+      // often than its own default of 30 s needs.
+      connectionsCheckingInterval: Math.min(30_000, requestTimeout / 10),
+    });
+    built.server = server;
+    // A connection that moves no bytes for this long is destroyed (Node's socket timeout): a client
+    // that stops reading its answer would otherwise hold the answer's memory for good.
+    server.timeout = config.http.idleTimeoutSeconds * 1000;
+    const drain = new HttpDrain(server);
+    server.on("request", (request, response) => {
+      drain.track(frontDoor(request, response) ?? honoListener(request, response));
+    });
+    // Frozen while booting and taken over (ADR 0022): what boot built is closed, never listened on.
+    if (await lockLost()) throw new InstanceLockLostWhileBooting(layout.instanceLockFile());
+    await listen(server, config.http.port, config.http.host);
+    const port = (server.address() as AddressInfo).port;
+    publicUrl = followPort(config.http.publicUrl, port);
+    await lock.setPublicUrl(publicUrl);
+    log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
+    scheduleHousekeeping(
+      scheduler,
+      [
+        { name: "oauth codes", run: () => oauth.codes.sweep() },
+        { name: "consent requests", run: () => pending.sweep() },
+        { name: "oauth grants", run: () => oauth.grants.load() },
+        { name: "sessions", run: () => sessions.sweep() },
+        { name: "invitations", run: () => invitations.load() },
+        {
+          name: "crash leftovers",
+          run: async () => void (await recover(RecoveryPass.housekeeping(clock()))),
+        },
+      ],
+      log,
+      options.housekeepingIntervalMs,
+    );
+
+    return {
+      url: publicUrl,
+      routes: registeredRoutes(app),
+      port,
+      workspaces,
+      users,
+      firstWorkspace,
+      registries,
+      dispatch,
+      sessions,
+      oauth,
+      events,
+      close: gracefulStop({
+        ...built,
+        endpoint,
+        drain,
+        eventLog,
+        lock,
+        drainSeconds: config.http.drainSeconds,
+        clock,
+        timers,
+        log,
+      }),
+    };
   }
-  await new Promise<void>((resolve, reject) => {
-    server.listen(config.http.port, config.http.host, resolve);
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.listen(port, host, resolve);
     server.once("error", (error: NodeJS.ErrnoException) => {
       const hint =
         error.code === "EADDRINUSE"
           ? "; that port is taken: use --port 0 (any free port) or another --port N"
           : "";
-      reject(
-        new BootError(`Cannot listen on ${config.http.host}:${config.http.port}: ${error.message}${hint}`),
-      );
+      reject(new BootError(`Cannot listen on ${host}:${port}: ${error.message}${hint}`));
     });
   });
-  const port = (server.address() as AddressInfo).port;
-  publicUrl = followPort(config.http.publicUrl, port);
-  await lock.setPublicUrl(publicUrl);
-  log.info({ url: publicUrl, root: layout.root, provider: config.auth.adapter }, "atrium listening");
-  scheduleHousekeeping(
-    scheduler,
-    [
-      { name: "oauth codes", run: () => oauth.codes.sweep() },
-      { name: "consent requests", run: () => pending.sweep() },
-      { name: "oauth grants", run: () => oauth.grants.load() },
-      { name: "sessions", run: () => sessions.sweep() },
-      { name: "invitations", run: () => invitations.load() },
-      { name: "crash leftovers", run: async () => void (await recover(RecoveryPass.housekeeping(clock()))) },
-    ],
-    log,
-    options.housekeepingIntervalMs,
-  );
-
-  let closing: Promise<void> | undefined;
-  let forceStop: () => void = () => undefined;
-  const stopForced = new Promise<void>((resolve) => {
-    forceStop = resolve;
-  });
-  return {
-    url: publicUrl,
-    routes: registeredRoutes(app),
-    port,
-    workspaces,
-    users,
-    firstWorkspace,
-    registries,
-    dispatch,
-    sessions,
-    oauth,
-    events,
-    close() {
-      // A second call (a second signal) cuts off what the first is still waiting for.
-      if (closing) {
-        drain.force();
-        forceStop();
-        return closing;
-      }
-      closing = (async () => {
-        const startedMs = clock();
-        const drainMs = config.http.drainSeconds * 1000;
-        log.info({ inFlight: drain.inFlight(), drainSeconds: config.http.drainSeconds }, "shutdown started");
-        // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
-        const jobsStopped = scheduler.stop();
-        // Work an app runs with no request around it (a task run) ends now and is recorded so.
-        const appsStopping = new Set<string>();
-        const appsStopped = Promise.all(
-          apps.map(async (started) => {
-            appsStopping.add(started.name);
-            await started.stop?.();
-            appsStopping.delete(started.name);
-          }),
-        );
-        // An event stream never finishes by itself: ended here, it does not hold the drain open.
-        eventLog.closeAll();
-        const counts = await drain.drain(drainMs);
-        // Background work gets the requests' deadline too, and a second signal cuts it off: a
-        // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
-        // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
-        const finished = await settledBefore(
-          Promise.all([jobsStopped, appsStopped]),
-          Math.max(0, startedMs + drainMs - clock()),
-          stopForced,
-          timers,
-        );
-        if (!finished) {
-          log.warn(
-            { jobs: scheduler.runningJobs(), apps: [...appsStopping] },
-            "shutdown left background work running: it was past the drain deadline or asked again",
-          );
-        }
-        await registries.close();
-        await closeAppSources(apps);
-        await endpoint.close();
-        // Last: until here this process still owns the root (a restart waits or is refused).
-        await lock.release();
-        log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
-        // Lines are written asynchronously (src/log.ts): out before close() says it is done.
-        await flushLog(log);
-      })();
-      return closing;
-    },
-  };
-}
-
-/**
- * Whether `work` settled within `deadlineMs` (on the instance's timers) and before `cutOff`;
- * false once either comes first. The work itself goes on: it is only no longer waited for.
- */
-async function settledBefore(
-  work: Promise<unknown>,
-  deadlineMs: number,
-  cutOff: Promise<void>,
-  timers: Timers,
-): Promise<boolean> {
-  let cancel: (() => void) | undefined;
-  const deadline = new Promise<false>((resolve) => {
-    cancel = timers.after(deadlineMs, () => resolve(false));
-  });
-  try {
-    return await Promise.race([
-      // A failing stop still fails the shutdown, as it did when it was awaited alone.
-      work.then(() => true),
-      deadline,
-      cutOff.then(() => false as const),
-    ]);
-  } finally {
-    cancel?.();
-  }
 }

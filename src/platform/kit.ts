@@ -23,16 +23,17 @@ export function configSections(apps: readonly PlatformApp[]): ConfigSections {
 
 /**
  * Starts each app in order with its own context. Two apps may not share a name (it is the
- * source of their tools and their instance.json section) or a workspace folder.
+ * source of their tools and their instance.json section) or a workspace folder. Each started app
+ * is in `started` as soon as it is, so a boot that fails half-way can stop the ones that ran.
  */
 export async function startApps(
   apps: readonly PlatformApp[],
   kernel: KernelContext,
   config: Pick<InstanceConfig, "sections" | "baseDir">,
+  started: StartedApp[] = [],
 ): Promise<StartedApp[]> {
   const names = new Set<string>();
   const partitions = new Set<string>();
-  const started: StartedApp[] = [];
   for (const app of apps) {
     const partition = app.partition ?? app.name;
     if (!isSourceName(app.name) || isPersonalSourceName(app.name)) {

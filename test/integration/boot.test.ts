@@ -6,7 +6,12 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, type TestContext } from "vitest";
 import { BootError } from "../../src/errors.ts";
 import { DEV_PRINCIPAL } from "../../src/identity/providers/dev.ts";
-import { loadInstance } from "../../src/instance/load.ts";
+import { loadInstance, parseInstance } from "../../src/instance/load.ts";
+import { createLogger } from "../../src/log.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { startAtrium } from "../../src/server.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { type CliProcess, runAtriumCli, spawnAtriumCli } from "../helpers/cli.ts";
 import { addMember } from "../helpers/members.ts";
@@ -211,6 +216,45 @@ describe("the instance file", () => {
 
     const exit = await cli.stop();
     expect(exit.code).toBe(0);
+  });
+});
+
+describe("a boot that fails after its apps started", () => {
+  it("stops them, and leaves the root free for the next boot", async ({ onTestFinished }) => {
+    const dir = await tempDir(onTestFinished);
+    const blocker: Server = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    const heldPort = (blocker.address() as { port: number }).port;
+    const seen: string[] = [];
+    const recorder: PlatformApp = {
+      name: "recorder",
+      start: () => {
+        seen.push("started");
+        return { tools: new AppTools("recorder"), stop: async () => void seen.push("stopped") };
+      },
+    };
+    const config = (port: number) =>
+      parseInstance(
+        {
+          auth: { adapter: "dev" },
+          storage: { root: "./data" },
+          http: { host: "127.0.0.1", port, publicUrl: "http://127.0.0.1:8787" },
+        },
+        { source: "test", baseDir: dir },
+      );
+    const log = createLogger("silent");
+
+    const boot = startAtrium(config(heldPort), { log, apps: [...PLATFORM_APPS, recorder] });
+    await expect(boot).rejects.toBeInstanceOf(BootError);
+    await expect(boot).rejects.toThrow("that port is taken");
+    // An in-process start (a test, an embedder) keeps running after a failed boot: nothing the
+    // boot started may go on in it.
+    expect(seen).toEqual(["started", "stopped"]);
+
+    const again = await startAtrium(config(0), { log, apps: [...PLATFORM_APPS, recorder] });
+    onTestFinished(() => again.close());
+    expect((await fetch(`${again.url}/v1/health`)).status).toBe(200);
   });
 });
 

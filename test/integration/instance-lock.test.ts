@@ -147,14 +147,19 @@ describe("a process that loses its lock", () => {
       start: () => ({
         tools: new AppTools("frozen"),
         ready: () => writeFile(lockPath, JSON.stringify(theirs)),
+        stop: async () => {
+          stopped = true;
+        },
       }),
     };
+    let stopped = false;
     const { log, lines } = memoryLog();
     const boot = startAtrium(config, { log, apps: [...PLATFORM_APPS, takenOverWhileBooting] });
     await expect(boot).rejects.toBeInstanceOf(InstanceLockLostWhileBooting);
     await expect(boot).rejects.toThrow(/stopped being this process's while it was starting/);
     expect(lines.filter((line) => line.msg === "atrium listening")).toEqual([]);
     expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(theirs);
+    expect(stopped).toBe(true);
   });
 
   it("stops serving, and leaves the new holder's lock alone", async ({ onTestFinished }) => {

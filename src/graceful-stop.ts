@@ -1,0 +1,152 @@
+import type { Server } from "node:http";
+import type { HttpDrain } from "./http/drain.ts";
+import type { McpEndpoint } from "./http/mcp/endpoint.ts";
+import type { InstanceLock } from "./instance/lock.ts";
+import type { Clock } from "./kernel/clock.ts";
+import type { WorkspaceEventLog } from "./kernel/event-log.ts";
+import type { Scheduler } from "./kernel/scheduler.ts";
+import type { Timers } from "./kernel/timers.ts";
+import { flushLog, type Logger } from "./log.ts";
+import type { StartedApp } from "./platform/app.ts";
+import { closeAppSources } from "./platform/kit.ts";
+import type { IdleCache } from "./sources/idle-cache.ts";
+import type { SourceRegistry } from "./sources/registry.ts";
+
+/** What a boot builds that runs on its own until closed: jobs, apps, their sources, the endpoint. */
+export interface BuiltParts {
+  scheduler: Scheduler;
+  apps: readonly StartedApp[];
+  registries: IdleCache<SourceRegistry>;
+  /** Absent when the boot stopped before building it. */
+  endpoint?: McpEndpoint;
+  /** The HTTP server, once made; it may be listening when the boot fails after `listen`. */
+  server?: Server;
+}
+
+/**
+ * Closes what a boot built when the boot cannot go on (the lock lost, a port taken, a damaged
+ * root found late): no job, app or source it started keeps running in the process. Every part
+ * is closed even if another fails to; the first failure is logged, the boot's own error is the
+ * one its caller sees.
+ */
+export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> {
+  const steps: (() => Promise<unknown>)[] = [
+    async () => {
+      if (parts.server?.listening) parts.server.close();
+    },
+    () => parts.scheduler.stop(),
+    () => Promise.all(parts.apps.map((started) => started.stop?.())),
+    () => parts.registries.close(),
+    () => closeAppSources(parts.apps),
+    async () => parts.endpoint?.close(),
+  ];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      log.error({ err: error }, "closing what a failed boot had started failed");
+    }
+  }
+}
+
+export interface StopParts extends BuiltParts {
+  endpoint: McpEndpoint;
+  drain: HttpDrain;
+  eventLog: WorkspaceEventLog;
+  lock: InstanceLock;
+  drainSeconds: number;
+  clock: Clock;
+  timers: Timers;
+  log: Logger;
+}
+
+/**
+ * The graceful stop of a running instance (ADR 0023, 0093): requests drain for `drainSeconds`
+ * while scheduled jobs and the apps' own work end beside them, then sources and the endpoint
+ * close and the root is let go. Called again while that runs, it cuts off what is still in
+ * flight and stops waiting for background work.
+ */
+export function gracefulStop(parts: StopParts): () => Promise<void> {
+  const { scheduler, apps, drain, clock, timers, log } = parts;
+  let closing: Promise<void> | undefined;
+  let forceStop: () => void = () => undefined;
+  const stopForced = new Promise<void>((resolve) => {
+    forceStop = resolve;
+  });
+  return () => {
+    if (closing) {
+      drain.force();
+      forceStop();
+      return closing;
+    }
+    closing = (async () => {
+      const startedMs = clock();
+      const drainMs = parts.drainSeconds * 1000;
+      log.info({ inFlight: drain.inFlight(), drainSeconds: parts.drainSeconds }, "shutdown started");
+      // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
+      const jobsStopped = scheduler.stop();
+      // Work an app runs with no request around it (a task run) ends now and is recorded so.
+      const appsStopping = new Set<string>();
+      const appsStopped = Promise.all(
+        apps.map(async (started) => {
+          appsStopping.add(started.name);
+          await started.stop?.();
+          appsStopping.delete(started.name);
+        }),
+      );
+      // An event stream never finishes by itself: ended here, it does not hold the drain open.
+      parts.eventLog.closeAll();
+      const counts = await drain.drain(drainMs);
+      // Background work gets the requests' deadline too, and a second signal cuts it off: a
+      // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
+      // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
+      const finished = await settledBefore(
+        Promise.all([jobsStopped, appsStopped]),
+        Math.max(0, startedMs + drainMs - clock()),
+        stopForced,
+        timers,
+      );
+      if (!finished) {
+        log.warn(
+          { jobs: scheduler.runningJobs(), apps: [...appsStopping] },
+          "shutdown left background work running: it was past the drain deadline or asked again",
+        );
+      }
+      await parts.registries.close();
+      await closeAppSources(apps);
+      await parts.endpoint.close();
+      // Last: until here this process still owns the root (a restart waits or is refused).
+      await parts.lock.release();
+      log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
+      // Lines are written asynchronously (src/log.ts): out before close() says it is done.
+      await flushLog(log);
+    })();
+    return closing;
+  };
+}
+
+/**
+ * Whether `work` settled within `deadlineMs` (on the instance's timers) and before `cutOff`;
+ * false once either comes first. The work itself goes on: it is only no longer waited for.
+ */
+async function settledBefore(
+  work: Promise<unknown>,
+  deadlineMs: number,
+  cutOff: Promise<void>,
+  timers: Timers,
+): Promise<boolean> {
+  let cancel: (() => void) | undefined;
+  const deadline = new Promise<false>((resolve) => {
+    cancel = timers.after(deadlineMs, () => resolve(false));
+  });
+  try {
+    return await Promise.race([
+      // A failing stop still fails the shutdown, as it did when it was awaited alone.
+      work.then(() => true),
+      deadline,
+      cutOff.then(() => false as const),
+    ]);
+  } finally {
+    cancel?.();
+  }
+}
