@@ -4,7 +4,8 @@ import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { type Grants, newGrantId } from "./grants.ts";
+import { newGrantId } from "./grant-tokens.ts";
+import type { Grants } from "./grants.ts";
 import { OAuthError } from "./oauth-error.ts";
 
 /** How long an authorization code can be redeemed. */

@@ -1,31 +1,24 @@
-import { randomBytes } from "node:crypto";
-import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
-import type { UserDirectory } from "../identity/users.ts";
+import { equalSecrets, hashSecret } from "../crypto/secrets.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { GrantIndex, type IndexedGrant } from "./grant-index.ts";
+import { type Standing, standingRefusal } from "./grant-standing.ts";
+import { grantIdOf, isGrantId, newRefreshToken } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
 
-const GRANT_ID = /^gnt_[0-9a-f]{32}$/;
 /** The end of every resource a grant was made for: `<publicUrl>/mcp/ws_<16 hex>`. */
 const RESOURCE_WORKSPACE = /\/mcp\/(ws_[0-9a-f]{16})$/;
-const REFRESH_SECRET = /^[A-Za-z0-9_-]{43}$/;
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
-export const MAX_PREVIOUS_REFRESH_HASHES = 100;
+const MAX_PREVIOUS_REFRESH_HASHES = 100;
 /**
  * How many live grants one person holds; a new one past it revokes their least recently used
  * (ADR 0089). Without it one account could make grants without end, each a file every scan read.
  */
 export const MAX_LIVE_GRANTS_PER_PERSON = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
-const DEACTIVATED = "The person who approved this access has been deactivated.";
-const DEACTIVATED_SINCE =
-  "The person who approved this access has been deactivated since (and reactivated); authorize again.";
-const NOT_A_MEMBER =
-  "The person who approved this access is not a member of its workspace (or it is gone), or left it since; authorize again.";
 
 /**
  * One person's consent to one client for one workspace, from a code exchange until it is
@@ -75,15 +68,7 @@ export interface Refreshed {
   scopes: string[];
 }
 
-/**
- * When `principalId` (last) joined the workspace, in epoch ms; `undefined` when they are not a
- * member of it or it does not exist.
- */
-export type MemberSince = (principalId: string, workspaceId: string) => number | undefined;
-
-export interface GrantsOptions {
-  users: Pick<UserDirectory, "isDeactivated" | "reactivatedAt">;
-  memberSince: MemberSince;
+export interface GrantsOptions extends Standing {
   /** A workspace's MCP URL under the current public URL (`workspaceMcpUrl`). */
   resourceOf: (workspaceId: string) => string;
   accessTokenTtlSeconds: number;
@@ -92,10 +77,6 @@ export interface GrantsOptions {
   maxLiveGrantsPerPerson?: number;
   log: Logger;
   clock?: Clock;
-}
-
-export function newGrantId(): string {
-  return `gnt_${randomBytes(16).toString("hex")}`;
 }
 
 /**
@@ -194,7 +175,7 @@ export class Grants {
   }
 
   get(grantId: string): Promise<GrantRecord | undefined> {
-    return GRANT_ID.test(grantId) ? this.read(grantId) : Promise.resolve(undefined);
+    return isGrantId(grantId) ? this.read(grantId) : Promise.resolve(undefined);
   }
 
   /**
@@ -227,7 +208,7 @@ export class Grants {
       const workspaceId = workspaceOfGrantedResource(grant.resource);
       if (workspaceId === undefined)
         throw new Error(`A grant's resource names no workspace: ${grant.resource}`);
-      const refusal = this.standingRefusal(grant.principalId, workspaceId, options.consentedAt);
+      const refusal = standingRefusal(this.options, grant.principalId, workspaceId, options.consentedAt);
       if (refusal !== undefined) throw new OAuthError("invalid_grant", refusal);
       const now = this.clock();
       const record: GrantRecord = {
@@ -293,7 +274,7 @@ export class Grants {
       }
       // Not left to the revocation that leaving and deactivation make: a grant that missed it
       // (made in the middle of it) ends here, and is revoked so that rejoining cannot revive it.
-      const refusal = this.standingRefusal(record.principalId, record.workspaceId, record.createdAt);
+      const refusal = standingRefusal(this.options, record.principalId, record.workspaceId, record.createdAt);
       if (refusal !== undefined) {
         await this.revokeRecord(record);
         throw new OAuthError("invalid_grant", refusal);
@@ -332,7 +313,7 @@ export class Grants {
     // Remembered before the write, so a grant being created right now cannot slip through.
     this.revoked.add(grantId);
     this.index.remove(grantId);
-    if (!GRANT_ID.test(grantId)) return Promise.resolve();
+    if (!isGrantId(grantId)) return Promise.resolve();
     return this.locks.run(grantId, async () => {
       const record = await this.read(grantId).catch(() => undefined);
       if (record && record.revokedAt === undefined) await this.revokeRecord(record);
@@ -374,24 +355,6 @@ export class Grants {
   }
 
   /**
-   * Why `principalId` may no longer hold access to `workspaceId` under a consent given at
-   * `consentedAt`: deactivated now or since (reactivated at or after it), not a member of the
-   * workspace, or rejoined it since (as a connection grant counts only when made since its
-   * member last joined). Deactivation revokes only the grants that exist: a code approved before
-   * it and redeemed after a reactivation within its 60 s made a grant
-   * (test/integration/leaving.test.ts "a code approved before a deactivation").
-   */
-  private standingRefusal(principalId: string, workspaceId: string, consentedAt: number): string | undefined {
-    const { users } = this.options;
-    if (users.isDeactivated(principalId)) return DEACTIVATED;
-    const reactivatedAt = users.reactivatedAt(principalId);
-    // At or after: a consent and a reactivation in one millisecond cannot be ordered, so it is refused.
-    if (reactivatedAt !== undefined && reactivatedAt >= consentedAt) return DEACTIVATED_SINCE;
-    const joinedAt = this.options.memberSince(principalId, workspaceId);
-    return joinedAt === undefined || joinedAt > consentedAt ? NOT_A_MEMBER : undefined;
-  }
-
-  /**
    * A grant record as stored, with its workspace: one written before `workspaceId` was stored
    * gets it from its resource's path. One that names none was not written by Atrium; it throws,
    * and load() treats it as revoked.
@@ -412,8 +375,8 @@ export class Grants {
   }
 
   private newRefreshToken(record: GrantRecord): string {
-    const token = `${record.grantId}.${randomSecret(32)}`;
-    record.currentRefreshHash = hashSecret(token);
+    const { token, hash } = newRefreshToken(record.grantId);
+    record.currentRefreshHash = hash;
     return token;
   }
 }
@@ -426,16 +389,4 @@ function indexed(record: GrantRecord): IndexedGrant {
     lastUsedAt: record.refreshedAt ?? record.createdAt,
     absoluteExpiresAt: record.absoluteExpiresAt,
   };
-}
-
-/** Whether a string has the shape of an Atrium refresh token. */
-export function isRefreshTokenShaped(token: string): boolean {
-  return grantIdOf(token) !== undefined;
-}
-
-function grantIdOf(token: string): string | undefined {
-  const dot = token.indexOf(".");
-  if (dot === -1) return undefined;
-  const grantId = token.slice(0, dot);
-  return GRANT_ID.test(grantId) && REFRESH_SECRET.test(token.slice(dot + 1)) ? grantId : undefined;
 }

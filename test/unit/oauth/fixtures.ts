@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { derivePrincipalId, type Principal } from "../../../src/identity/principal.ts";
 import { UserDirectory } from "../../../src/identity/users.ts";
 import { createLogger } from "../../../src/log.ts";
-import { Grants, type MemberSince } from "../../../src/oauth/grants.ts";
+import type { MemberSince } from "../../../src/oauth/grant-standing.ts";
+import { Grants } from "../../../src/oauth/grants.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
 export const PUBLIC_URL = "http://127.0.0.1:4555";

@@ -2,13 +2,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import { sep } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { UserDirectory } from "../../../src/identity/users.ts";
-import {
-  type GrantRecord,
-  type Grants,
-  isRefreshTokenShaped,
-  MAX_LIVE_GRANTS_PER_PERSON,
-  newGrantId,
-} from "../../../src/oauth/grants.ts";
+import { isRefreshTokenShaped, newGrantId } from "../../../src/oauth/grant-tokens.ts";
+import { type GrantRecord, type Grants, MAX_LIVE_GRANTS_PER_PERSON } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
 import {
