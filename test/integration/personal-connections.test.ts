@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { MAX_PERSONAL_CONNECTIONS } from "../../src/platform/connections/personal.ts";
+import { MAX_PERSONAL_CONNECTIONS } from "../../src/platform/connections/personal-cap.ts";
 import type { Source } from "../../src/sources/source.ts";
 import {
   bootstrapWorkspace,

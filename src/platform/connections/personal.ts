@@ -21,19 +21,11 @@ import {
 } from "./model.ts";
 import type { GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
+import { type GrantState, grantState, personalDenial } from "./personal-access.ts";
+import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
-
-/**
- * The most personal connections one person holds (pending OAuth ones included). Each is a client
- * in every workspace its owner is in and a probe of both health loops, so what one member can make
- * the instance hold is bounded; fifty is far past what a person connects by hand (adr/0091).
- */
-export const MAX_PERSONAL_CONNECTIONS = 50;
-
-/** Whether a personal connection may act in the workspace a view was asked from. */
-export type GrantState = "not_needed" | "granted" | "needed";
 
 /** A personal connection as its owner sees it from one workspace. */
 export interface PersonalConnectionView extends Omit<ConnectionView, "state"> {
@@ -71,8 +63,7 @@ export class PersonalConnections {
   /** The state each was last announced in to its owner (`<owner>/<name>`), so only a change is. */
   private readonly announced = new Map<string, ConnectionState>();
   private readonly damaged: DamagedConnections;
-  /** Adds under way per owner, counted against `MAX_PERSONAL_CONNECTIONS` with those stored. */
-  private readonly adding = new Map<string, number>();
+  private readonly cap = new PersonalCap();
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
@@ -95,23 +86,13 @@ export class PersonalConnections {
         `You have a personal connection named "${name}"; remove it first or choose another name.`,
       );
     }
-    // Adds still photographing count too, so two at once cannot both take the last place.
-    const adding = this.adding.get(ownerId) ?? 0;
-    if (store.names(ownerId).length + adding >= MAX_PERSONAL_CONNECTIONS) {
-      throw new Conflict(
-        "personal_connections_full",
-        `You have ${MAX_PERSONAL_CONNECTIONS} personal connections, the most one person may hold; remove one you no longer use before adding another.`,
-      );
-    }
-    this.adding.set(ownerId, adding + 1);
+    const place = this.cap.reserve(ownerId, store.names(ownerId).length);
     try {
       if (auth.kind === "oauth")
         return await this.addOAuth(workspaceId, ownerId, name, url, auth.scopes ?? []);
       return await this.addStatic(workspaceId, ownerId, name, url, auth);
     } finally {
-      const left = (this.adding.get(ownerId) ?? 1) - 1;
-      if (left > 0) this.adding.set(ownerId, left);
-      else this.adding.delete(ownerId);
+      place.release();
     }
   }
 
@@ -211,7 +192,7 @@ export class PersonalConnections {
 
   async view(workspaceId: string, ownerId: string, name: string): Promise<PersonalConnectionView> {
     const view = await this.core.view(ownerId, name);
-    const grant = await this.grantState(workspaceId, ownerId, name);
+    const grant = await grantState(this.deps, workspaceId, ownerId, name);
     // Authorizing comes before a grant matters: a pending connection says so, whatever the grant.
     const waiting = view.state === "disabled" || view.state === "pending_auth";
     const state = grant === "needed" && !waiting ? "needs_grant" : view.state;
@@ -339,44 +320,6 @@ export class PersonalConnections {
     });
   }
 
-  /** The gate's first check on every call (gate.ts `mayUse`): live, fails closed. */
-  private async mayUse(record: ConnectionRecord, caller: Caller): Promise<Denial | undefined> {
-    const owner = ownerOf(record);
-    const { users, workspaces } = this.deps;
-    // The registry serves the source to its owner only; a caller who is not the owner is refused
-    // all the same, in case a source ever reached someone else's registry slot.
-    if (caller.principalId !== owner) return deny("membership", unknownTool(record.name));
-    if (users.isDeactivated(owner)) {
-      return deny(
-        "membership",
-        `${record.name} is not used: its owner has been deactivated by an org admin.`,
-      );
-    }
-    if (workspaces.roleOf(caller.workspaceId, owner) === undefined) {
-      return deny(
-        "membership",
-        `${record.name} is not used here: its owner is no longer a member of this workspace.`,
-      );
-    }
-    if ((await this.grantState(caller.workspaceId, owner, record.name)) === "needed") {
-      // A long name takes this past the ledger's 200 characters: the owner is told it whole, the
-      // ledger keeps its start (audit-entry.ts ledgerReason).
-      return deny(
-        "grant",
-        `This workspace has other members, so your personal connection ${record.name} acts here only with an admin's grant (${joinToolName("connections", "grant")}); ask a workspace admin.`,
-      );
-    }
-    return undefined;
-  }
-
-  private async grantState(workspaceId: string, ownerId: string, name: string): Promise<GrantState> {
-    const members = this.deps.workspaces.get(workspaceId)?.members ?? [];
-    const owner = members.find((m) => m.principalId === ownerId);
-    if (!owner) return "needed";
-    if (!members.some((m) => m.principalId !== ownerId)) return "not_needed";
-    return (await this.deps.grants.has(workspaceId, owner, name)) ? "granted" : "needed";
-  }
-
   private async source(record: ConnectionRecord): Promise<ConnectionSource> {
     const { store, remote, settings } = this.deps;
     const owner = ownerOf(record);
@@ -393,7 +336,10 @@ export class PersonalConnections {
       record.name,
       snapshot,
       live,
-      { credentialLapsed: () => this.lapsed.has(key), mayUse: (caller) => this.mayUse(record, caller) },
+      {
+        credentialLapsed: () => this.lapsed.has(key),
+        mayUse: (caller) => personalDenial(this.deps, record, owner, caller),
+      },
       this.deps.ledger,
       owner,
     );
@@ -419,8 +365,4 @@ export class PersonalConnections {
 function ownerOf(record: ConnectionRecord): string {
   if (record.owner === undefined) throw connectionNotFound(record.name);
   return record.owner;
-}
-
-function unknownTool(name: string): string {
-  return `Unknown tool of "${name}": list the tools of this workspace and use a name from that list.`;
 }
