@@ -1,12 +1,9 @@
 import { Conflict, WorkspaceNotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { EventBus } from "../../kernel/events.ts";
-import type { Caller } from "../../sources/caller-meta.ts";
-import { joinToolName } from "../../sources/tool-names.ts";
 import { makeFolderPathIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
-import { type Denial, deny } from "./call-audit.ts";
 import { type ConnectionView, DamagedConnections } from "./connection-view.ts";
 import { Connections, type ConnectionsDeps, type NewConnection } from "./connections.ts";
 import { ConnectionSource } from "./gate.ts";

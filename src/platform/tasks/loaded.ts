@@ -98,3 +98,29 @@ export function headerOf(run: Run, keepWhole: boolean): RunHeader {
     ...(keepWhole && { whole: run }),
   };
 }
+
+/**
+ * The headers a read of a workspace's runs found, put in `runs` in the order they started, with
+ * what the load hooks are told: each run left `running` with its task, and each run whose task
+ * is gone (a crash between a task's delete and its runs').
+ */
+export function placeRuns(
+  found: RunHeader[],
+  tasks: ReadonlyMap<string, Task>,
+  runs: LoadedRuns,
+): { unfinished: Unfinished[]; orphaned: Run[] } {
+  found.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+  const unfinished: Unfinished[] = [];
+  const orphaned: Run[] = [];
+  for (const header of found) {
+    const task = tasks.get(header.taskId);
+    if (!task) {
+      if (header.whole) orphaned.push(header.whole);
+      continue;
+    }
+    runs.addRun(task.id, header.id);
+    runs.keys.restore(header);
+    if (header.whole?.execution.status === "running") unfinished.push({ run: header.whole, task });
+  }
+  return { unfinished, orphaned };
+}

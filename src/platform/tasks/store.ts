@@ -11,7 +11,14 @@ import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import { headerOf, LoadedRuns, LoadedWorkspace, type RunHeader, type Unfinished } from "./loaded.ts";
+import {
+  headerOf,
+  LoadedRuns,
+  LoadedWorkspace,
+  placeRuns,
+  type RunHeader,
+  type Unfinished,
+} from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
 
@@ -351,19 +358,7 @@ export class TaskStore implements LeftoverRules {
       });
       for (const header of headers) if (header) found.push(header);
     }
-    found.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
-    const unfinished: Unfinished[] = [];
-    const orphaned: Run[] = [];
-    for (const header of found) {
-      const task = loaded.tasks.get(header.taskId);
-      if (!task) {
-        if (header.whole) orphaned.push(header.whole);
-        continue;
-      }
-      runs.addRun(task.id, header.id);
-      runs.keys.restore(header);
-      if (header.whole?.execution.status === "running") unfinished.push({ run: header.whole, task });
-    }
+    const { unfinished, orphaned } = placeRuns(found, loaded.tasks, runs);
     await this.hooks.unfinished(unfinished);
     if (orphaned.length > 0) this.hooks.orphaned(orphaned);
     return runs;
