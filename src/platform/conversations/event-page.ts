@@ -13,6 +13,25 @@ export interface EventPageRequest {
   order?: EventOrder | undefined;
 }
 
+/** A page request with its limit checked and its cursor read: `after` is the seq it names. */
+export interface EventPageQuery {
+  limit: number;
+  order: EventOrder;
+  after: number | undefined;
+}
+
+/** Some of a log's events in log order, whole groups: `first` of its `count` events come before them. */
+export interface EventSpan {
+  events: readonly ConversationEvent[];
+  first: number;
+  count: number;
+}
+
+export interface EventPage {
+  events: ConversationEvent[];
+  nextCursor?: string;
+}
+
 /**
  * One page of a log's events in seq order, oldest or newest first. The cursor names the
  * conversation, the order and the last seq given, so a page after an append still follows on
@@ -22,12 +41,30 @@ export function pageEvents(
   conversationId: string,
   events: readonly ConversationEvent[],
   request: EventPageRequest,
-): { events: ConversationEvent[]; nextCursor?: string } {
+): EventPage {
+  const span = { events, first: 0, count: events.length };
+  return pageSpan(conversationId, span, readPageRequest(conversationId, request));
+}
+
+/** The request's limit and cursor, or the InvalidInput that says what is wrong with them. */
+export function readPageRequest(conversationId: string, request: EventPageRequest): EventPageQuery {
   const limit = checkLimit(request.limit, MAX_EVENT_PAGE, DEFAULT_EVENT_PAGE);
   const order = request.order ?? "oldest";
   const after =
     request.cursor === undefined ? undefined : decodeEventCursor(request.cursor, conversationId, order);
-  const sorted = order === "oldest" ? events : [...events].reverse();
+  return { limit, order, after };
+}
+
+/**
+ * The page `pageEvents` gives of the whole log, from a span of it that holds the page (the page's
+ * first event and the `limit` after it in its order, or the log's end): what comes before or after
+ * the span is known only by `first` and `count`.
+ */
+export function pageSpan(conversationId: string, span: EventSpan, query: EventPageQuery): EventPage {
+  const { limit, order, after } = query;
+  const sorted = order === "oldest" ? span.events : [...span.events].reverse();
+  /** Events of the whole log that come before `sorted` in this order. */
+  const before = order === "oldest" ? span.first : span.count - span.first - span.events.length;
   const start =
     after === undefined
       ? 0
@@ -35,7 +72,7 @@ export function pageEvents(
   if (start < 0) return { events: [] };
   const page = sorted.slice(start, start + limit);
   const last = page[page.length - 1];
-  return start + limit < sorted.length && last
+  return before + start + limit < span.count && last
     ? {
         events: page,
         nextCursor: Buffer.from(`${conversationId}.${order}.${last.seq}`).toString("base64url"),
