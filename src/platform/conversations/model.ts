@@ -111,8 +111,8 @@ export function summarize(id: string, events: readonly ConversationEvent[]): Con
     title: "",
     messageCount: 0,
     eventCount: 0,
-    createdAt: events[0]?.at ?? "",
-    updatedAt: events[0]?.at ?? "",
+    createdAt: "",
+    updatedAt: "",
   };
   for (const event of events) foldEvent(summary, event);
   return summary;
@@ -120,6 +120,12 @@ export function summarize(id: string, events: readonly ConversationEvent[]): Con
 
 /** Moves a summary on by one event, in log order. */
 export function foldEvent(summary: ConversationSummary, event: ConversationEvent): void {
+  // The first event is when the log began, also when folded into the head of a log an operator
+  // emptied: a head says what summarize over its log says (operator-edit.test.ts "emptied").
+  if (summary.eventCount === 0) {
+    summary.createdAt = event.at;
+    summary.updatedAt = event.at;
+  }
   summary.eventCount = event.seq;
   if (event.at > summary.updatedAt) summary.updatedAt = event.at;
   if (event.type === "message") summary.messageCount += 1;

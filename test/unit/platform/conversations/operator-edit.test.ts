@@ -84,6 +84,17 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     expect((await search("three"))[0]?.summary.eventCount).toBe(5);
   });
 
+  it("an append to a log emptied by hand answers its first event's time as the creation time", async () => {
+    const store = openStore();
+    const { id, path } = await conversationWithLog(store);
+    await writeFile(path, "");
+    time.jump(60_000);
+
+    const { conversation, events } = await store.append(temp.ws, ALICE, id, [message("anew")]);
+    expect(conversation.createdAt).toBe(events[0]?.at);
+    expect(conversation).toEqual((await openStore().get(temp.ws, ALICE, id)).conversation);
+  });
+
   it("an index saved before a hand edit is rebuilt for that log at the next start", async () => {
     const store = openStore();
     const { id, path } = await conversationWithLog(store);
