@@ -42,8 +42,12 @@ export function pageEvents(
   events: readonly ConversationEvent[],
   request: EventPageRequest,
 ): EventPage {
-  const span = { events, first: 0, count: events.length };
-  return pageSpan(conversationId, span, readPageRequest(conversationId, request));
+  return pageSpan(conversationId, wholeLog(events), readPageRequest(conversationId, request));
+}
+
+/** The span that is every event of the log. */
+export function wholeLog(events: readonly ConversationEvent[]): EventSpan {
+  return { events, first: 0, count: events.length };
 }
 
 /** The request's limit and cursor, or the InvalidInput that says what is wrong with them. */
@@ -56,9 +60,9 @@ export function readPageRequest(conversationId: string, request: EventPageReques
 }
 
 /**
- * The page `pageEvents` gives of the whole log, from a span of it that holds the page (the page's
- * first event and the `limit` after it in its order, or the log's end): what comes before or after
- * the span is known only by `first` and `count`.
+ * The page `pageEvents` gives of the whole log, from a span of the log that holds the page: all its
+ * events, and none before the span (in the order asked) that the cursor would start it at. What
+ * lies outside the span is known only by `first` and `count` (seq-offsets.ts says which span to read).
  */
 export function pageSpan(conversationId: string, span: EventSpan, query: EventPageQuery): EventPage {
   const { limit, order, after } = query;

@@ -64,17 +64,50 @@ export async function logStamp(path: string): Promise<string> {
  * seen all or not at all; so is a torn last line (no newline). The next append cuts either off.
  * A whole line that is not an event is skipped too, so one bad line never breaks the rest.
  */
-export async function readLog(path: string, from = 0): Promise<LogRead> {
+export async function readLog(path: string, from = 0, groups?: GroupSink): Promise<LogRead> {
   const handle = await open(path, "r");
   try {
     const stats = await handle.stat();
-    const length = Math.max(0, stats.size - from);
-    const read = () => readGroups(handle, from, length);
-    const { events, end } = length > LARGE_READ_BYTES ? await LARGE_READS.run(read) : await read();
+    const { events, end } = await readBounded(handle, from, Math.max(0, stats.size - from), groups);
     return { events, end: from + end, size: stats.size, stamp: stampOf(stats) };
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The events of the whole groups between bytes `from` and `to`, both where a group starts (or the
+ * end of the last whole one), if the log is still the file `stamp` describes: undefined when it
+ * was edited, replaced or appended to since. The stamp is the open file's, so the bytes read are
+ * the bytes it describes (adr/0096).
+ */
+export async function readSpan(
+  path: string,
+  stamp: string,
+  from: number,
+  to: number,
+): Promise<ConversationEvent[] | undefined> {
+  const handle = await open(path, "r");
+  try {
+    if (stampOf(await handle.stat()) !== stamp) return undefined;
+    return (await readBounded(handle, from, to - from)).events;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Told of each whole group a read finds: the byte its first line starts at, and its events, `events[first…]`. */
+export type GroupSink = (start: number, events: readonly ConversationEvent[], first: number) => void;
+
+/** readGroups, holding one of LARGE_READS' slots when it reads more than LARGE_READ_BYTES. */
+async function readBounded(
+  handle: FileHandle,
+  from: number,
+  length: number,
+  groups?: GroupSink,
+): Promise<{ events: ConversationEvent[]; end: number }> {
+  const read = () => readGroups(handle, from, length, groups);
+  return length > LARGE_READ_BYTES ? LARGE_READS.run(read) : read();
 }
 
 /** The whole groups in `length` bytes from `from`, and the offset just after the last one. */
@@ -82,6 +115,7 @@ async function readGroups(
   handle: FileHandle,
   from: number,
   length: number,
+  groups: GroupSink | undefined,
 ): Promise<{ events: ConversationEvent[]; end: number }> {
   const bytes = Buffer.alloc(length);
   const { bytesRead } = length > 0 ? await handle.read(bytes, 0, length, from) : { bytesRead: 0 };
@@ -89,11 +123,14 @@ async function readGroups(
   /** The lines read so far of a group whose last line is not yet read, and that line's seq. */
   let group: ConversationEvent[] = [];
   let groupThrough: unknown;
+  /** Where the open group's first line starts: a reader starting there reads the same group. */
+  let groupStart = 0;
   let start = 0;
   let end = 0;
   let turnStart = 0;
   for (let i = 0; i < bytesRead; i++) {
     if (bytes[i] !== NEWLINE) continue;
+    const lineStart = start;
     const event = parseEventLine(bytes.toString("utf8", start, i));
     start = i + 1;
     if (event) {
@@ -101,13 +138,16 @@ async function readGroups(
       // A line of another append while a group is open: that group was cut short (only a hand
       // edit puts lines after one; an append cuts it off first) and is never seen.
       if (group.length > 0 && through !== groupThrough) group = [];
+      if (group.length === 0) groupStart = lineStart;
       if (typeof through === "number" && through > event.seq) {
         group.push(event);
         groupThrough = through;
       } else {
+        const first = events.length;
         for (const member of group) events.push(member);
         events.push(event);
         group = [];
+        groups?.(from + groupStart, events, first);
       }
     }
     // A line that is not an event ends nothing: inside a group it is skipped with the group.

@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
@@ -82,6 +82,34 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     expect(await search("two")).toEqual([]);
     expect((await search("four"))[0]?.summary.id).toBe(id);
     expect((await search("three"))[0]?.summary.eventCount).toBe(5);
+  });
+
+  it("the index learns of a hand edit at the next append, also when a page read the log in between", async () => {
+    const store = openStore();
+    const { id, path } = await conversationWithLog(store);
+    const search = (word: string) =>
+      store.indexes.read(temp.ws, ALICE, ({ index }) => index.search(word, undefined, 10).hits);
+    expect(await search("two")).toHaveLength(1);
+    // The same size, every line where it was: only the stamp says the log changed.
+    await writeFile(path, (await readFile(path, "utf8")).replace('"two"', '"owt"'));
+
+    // The page reads the log again for its head; the append after it must still tell the index.
+    expect(texts((await store.get(temp.ws, ALICE, id)).events)).toEqual(["one", "owt", "three"]);
+    await store.append(temp.ws, ALICE, id, [message("four")]);
+    expect(await search("two")).toEqual([]);
+    expect((await search("owt"))[0]?.summary.id).toBe(id);
+  });
+
+  it("a page of a log removed by hand is not found, whatever its cursor", async () => {
+    const store = openStore();
+    const { id, path } = await conversationWithLog(store);
+    await store.get(temp.ws, ALICE, id);
+    await rm(path);
+    for (const request of [{}, { cursor: "bm9wZQ" }, { limit: 0 }]) {
+      await expect(store.get(temp.ws, ALICE, id, request)).rejects.toMatchObject({
+        code: "conversation_not_found",
+      });
+    }
   });
 
   it("an append to a log emptied by hand answers its first event's time as the creation time", async () => {
