@@ -1,8 +1,9 @@
 // Conversations at scale (issue 14): with 10,000 conversations in one owner's partition, how fast
 // appends and lists go, what a search costs, and what the index costs to load from its snapshot
-// and to rebuild without one (adr/0046). In-process against the store on a real temp root, so the
-// numbers are the store's and the disk's, not HTTP's. `npm run bench -- conversations`;
-// CONVERSATIONS sets the count (default 10,000).
+// and to rebuild without one (adr/0046); then what one page of a 16 MiB conversation costs
+// (adr/0096). In-process against the store on a real temp root, so the numbers are the store's and
+// the disk's, not HTTP's. `npm run bench -- conversations`; CONVERSATIONS sets the count (default
+// 10,000).
 import { mkdir, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -25,6 +26,10 @@ const APPENDS = 2000;
 const LISTS = 1000;
 const SEARCHES = 200;
 const CREATES_IN_FLIGHT = 16;
+/** The large conversation a page is read from: appends of this many messages up to this size. */
+const LARGE_LOG_BYTES = 16 * 1024 * 1024;
+const LARGE_LOG_APPEND = 500;
+const PAGE_READS = 50;
 
 export interface ConversationsBench {
   conversations: number;
@@ -41,6 +46,9 @@ export interface ConversationsBench {
   loadFromSnapshotMs: number;
   rebuildWithoutSnapshotMs: number;
   heapMB: number;
+  /** CPU ms of a newest page of 100 of a 16 MiB log: the first read in a process, then the median. */
+  largePageFirstCpuMs: number;
+  largePageCpuMs: number;
 }
 
 // A small vocabulary, skewed like real text: a few words everywhere, most words rare.
@@ -75,6 +83,36 @@ function openStore(root: string): ConversationStore {
 }
 
 const perSec = (count: number, ms: number) => Math.round((count / ms) * 1000);
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/**
+ * CPU time of `get`'s newest page of 100 of a log of LARGE_LOG_BYTES written by appends: the first
+ * read by a new store (it reads the log whole, for its head), then the median of PAGE_READS more.
+ */
+async function pageOfLargeLog(root: string): Promise<{ first: number; median: number }> {
+  let store = openStore(root);
+  const { id } = await store.create(WORKSPACE, OWNER, "large");
+  const log = join(root, WORKSPACE, "conversations", OWNER, `${id}.jsonl`);
+  while ((await stat(log)).size < LARGE_LOG_BYTES - 512 * 1024) {
+    const drafts = Array.from({ length: LARGE_LOG_APPEND }, () => message(sentence()));
+    await store.append(WORKSPACE, OWNER, id, drafts);
+  }
+  store = openStore(root);
+  const page = () => store.get(WORKSPACE, OWNER, id, { order: "newest", limit: 100 });
+  let started = cpuMs();
+  await page();
+  const first = cpuMs() - started;
+  const samples: number[] = [];
+  for (let i = 0; i < PAGE_READS; i++) {
+    started = cpuMs();
+    await page();
+    samples.push(cpuMs() - started);
+  }
+  return { first, median: p(samples, 50) };
+}
 const p = (samples: number[], q: number) => percentile(Float64Array.from(samples).sort(), q);
 
 export async function runConversationsBench(
@@ -156,6 +194,9 @@ export async function runConversationsBench(
     await listConversations(store.indexes, WORKSPACE, OWNER, {});
     const rebuildWithoutSnapshotMs = performance.now() - started;
 
+    progress("conversations: a page of a 16 MiB conversation");
+    const largePage = await pageOfLargeLog(root);
+
     return {
       conversations: count,
       createPerSec,
@@ -171,6 +212,8 @@ export async function runConversationsBench(
       loadFromSnapshotMs,
       rebuildWithoutSnapshotMs,
       heapMB,
+      largePageFirstCpuMs: largePage.first,
+      largePageCpuMs: largePage.median,
     };
   } finally {
     await release(dir);
@@ -194,6 +237,10 @@ export function formatConversations(r: ConversationsBench): string {
     ["first list after a restart: from the snapshot, ms", r.loadFromSnapshotMs.toFixed(0)],
     ["first list after a restart: no snapshot (rebuild), ms", r.rebuildWithoutSnapshotMs.toFixed(0)],
     ["heap after the run, MB", String(r.heapMB)],
+    [
+      "newest page of 100 of a 16 MiB log, CPU ms: first read / then (p50)",
+      `${r.largePageFirstCpuMs.toFixed(0)} / ${r.largePageCpuMs.toFixed(2)}`,
+    ],
   ];
   return `${["| conversations | |", "|---|---|", ...rows.map(([k, v]) => `| ${k} | ${v} |`)].join("\n")}\n`;
 }
