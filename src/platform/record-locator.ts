@@ -23,7 +23,8 @@ export class RecordLocator {
   /**
    * The workspace of `recordId` when `ownerId` owns it and is a member of that workspace now
    * (`isMember`), so a workspace they left is not reached; undefined otherwise. A miss is final:
-   * the locator holds every record on disk (adr/0025).
+   * the locator holds every record written through Atrium and found by the last recovery walk
+   * (adr/0025).
    */
   workspaceOf(
     ownerId: string,
@@ -44,7 +45,10 @@ export class RecordLocator {
     this.byId.set(recordId, shared);
   }
 
-  /** At boot: every record recovery found in a workspace's owner folders, by the id `idOf` reads in an entry's name. */
+  /**
+   * Every record a recovery walk found in a workspace's owner folders, by the id `idOf` reads in
+   * an entry's name: at boot all of them, at housekeeping also what an operator put there on disk.
+   */
   remember(
     workspaceId: string,
     owners: readonly OwnerEntries[],

@@ -221,7 +221,10 @@ export class ConversationStore implements LeftoverRules {
     return workspaceId;
   }
 
-  /** R1 (the index snapshot's temp files) in each owner folder; at boot, the locator's entries. */
+  /**
+   * R1 (the index snapshot's temp files) in each owner folder, and the locator's entries for the
+   * logs found: at housekeeping also a log an operator copied in on disk.
+   */
   async recoverWorkspace(
     workspaceId: string,
     present: ReadonlySet<string>,
@@ -229,7 +232,7 @@ export class ConversationStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await sweepOwnerPartition(this.storage.dir(workspaceId), pass);
-    if (pass.atBoot) this.locator.remember(workspaceId, owners, conversationIdOfFile);
+    this.locator.remember(workspaceId, owners, conversationIdOfFile);
   }
 
   private async createLog(

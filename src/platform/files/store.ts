@@ -283,7 +283,8 @@ export class FileStore implements LeftoverRules {
    * Resolves a bare file id to its workspace in one lookup, whatever the number of
    * workspaces: the locator says where the id lives, and it counts only when the caller owns
    * it and is a member of that workspace now (`isMember`), so a workspace the caller left is
-   * not reached. A miss is final: the locator holds every file on disk (adr/0025).
+   * not reached. A miss is final: the locator holds every file written through Atrium and every
+   * one the last recovery walk found on disk (adr/0025).
    */
   locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): string {
     const workspaceId = this.locator.workspaceOf(ownerId, fileId, isMember);
@@ -292,8 +293,9 @@ export class FileStore implements LeftoverRules {
   }
 
   /**
-   * R3 and R4 in each owner partition of a workspace; at boot, also the locator's entries for
-   * the files found there (the walk reads these folders anyway).
+   * R3 and R4 in each owner partition of a workspace, and the locator's entries for the files
+   * found there (the walk reads these folders anyway): at boot, every file; at housekeeping, also
+   * a file folder an operator copied in on disk, which no writer told the locator of.
    */
   async recoverWorkspace(
     workspaceId: string,
@@ -302,8 +304,7 @@ export class FileStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
-    if (pass.atBoot)
-      this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
+    this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
   }
 
   /**

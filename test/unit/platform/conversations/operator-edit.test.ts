@@ -5,6 +5,7 @@ import { createLogger } from "../../../../src/log.ts";
 import { ConversationIndexes } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
 import { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -179,5 +180,20 @@ describe("the index after a writer's change", () => {
     );
     expect(hits.map((hit) => hit.summary.id)).toEqual([id]);
     expect(texts((await store.get(temp.ws, ALICE, id)).events)).toEqual(["one", "two"]);
+  });
+});
+
+describe("a conversation log an operator copies in on disk", () => {
+  it("is found by its bare id once housekeeping has walked its folder", async () => {
+    const store = openStore();
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")]);
+    const folder = temp.layout.partition("conversations").ownerDir(temp.ws, ALICE);
+    const copyId = `cv_${"c".repeat(24)}`;
+    await writeFile(join(folder, `${copyId}.jsonl`), await readFile(join(folder, `${id}.jsonl`)));
+
+    expect(() => store.locate(ALICE, copyId, () => true)).toThrow();
+    await store.recoverWorkspace(temp.ws, new Set(["conversations"]), RecoveryPass.housekeeping(Date.now()));
+    expect(store.locate(ALICE, copyId, () => true)).toBe(temp.ws);
+    expect(texts((await store.get(temp.ws, ALICE, copyId)).events)).toEqual(["one"]);
   });
 });

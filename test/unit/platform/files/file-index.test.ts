@@ -8,6 +8,7 @@ import { DISK_CHECK_MS, FILE_INDEX_IDLE_MS, FileListings } from "../../../../src
 import type { FileMeta } from "../../../../src/platform/files/model.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
 import { parseStoredJson } from "../../../../src/storage/atomic.ts";
+import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { gate } from "../../../helpers/gate.ts";
@@ -159,6 +160,10 @@ describe("a copied file folder", () => {
       expect(await listed()).toHaveLength(3);
     });
     expect(journal.read.filter((path) => path.endsWith("meta.json"))).toEqual([]);
+    // A bare id finds the copy once housekeeping has walked the folder (no writer told the locator).
+    expect(() => files.locate(ALICE, copyId, () => true)).toThrow(NotFound);
+    await files.recoverWorkspace(ws, new Set(["files"]), RecoveryPass.housekeeping(Date.now()));
+    expect(files.locate(ALICE, copyId, () => true)).toBe(ws);
     // Deleting the original leaves the copy, and a restart names it alike.
     await files.delete(ws, ALICE, a.id);
     expect((await openStore().page(ws, ALICE, {})).files.map((meta) => meta.id)).toContain(copyId);
