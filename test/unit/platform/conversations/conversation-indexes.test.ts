@@ -1,15 +1,14 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createLogger } from "../../../../src/log.ts";
 import {
   CONVERSATION_INDEX_IDLE_MS,
-  ConversationIndexes,
   type IndexOptions,
   SNAPSHOT_FILE,
 } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
-import { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -18,16 +17,8 @@ const owner = (n: number) => `usr_${n.toString(16).padStart(24, "0")}`;
 let temp: TempRoot;
 let time: FakeTime;
 
-function openStore(options: IndexOptions = {}): ConversationStore {
-  const storage = temp.layout.partition("conversations");
-  return new ConversationStore(
-    storage,
-    { maxEventBytes: 256 * 1024, maxConversationBytes: 16 * 1024 * 1024 },
-    new ConversationIndexes(storage, time.timers, createLogger("silent"), time.clock, options),
-    temp.events,
-    time.clock,
-    async () => true,
-  );
+function openStore(index: IndexOptions = {}): ConversationStore {
+  return openConversationStore(temp, time, { index });
 }
 
 /** `count` words no other call gives, as a hostile client would send. */

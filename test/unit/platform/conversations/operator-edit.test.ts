@@ -1,11 +1,10 @@
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createLogger } from "../../../../src/log.ts";
-import { ConversationIndexes } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
-import { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -15,15 +14,9 @@ let temp: TempRoot;
 let time: FakeTime;
 
 function openStore(): ConversationStore {
-  const storage = temp.layout.partition("conversations");
-  return new ConversationStore(
-    storage,
-    { maxEventBytes: 64 * 1024, maxConversationBytes: 4 * 1024 * 1024 },
-    new ConversationIndexes(storage, time.timers, createLogger("silent")),
-    temp.events,
-    time.clock,
-    async () => true,
-  );
+  return openConversationStore(temp, time, {
+    limits: { maxEventBytes: 64 * 1024, maxConversationBytes: 4 * 1024 * 1024 },
+  });
 }
 
 function message(text: string): EventDraft {

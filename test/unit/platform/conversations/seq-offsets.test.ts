@@ -1,8 +1,6 @@
 import { appendFile, open, readFile, rename, stat, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createLogger } from "../../../../src/log.ts";
-import { ConversationIndexes } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import {
   type EventOrder,
   type EventPageRequest,
@@ -19,7 +17,8 @@ import {
   CHECKPOINT_EVENTS,
   SeqOffsets,
 } from "../../../../src/platform/conversations/seq-offsets.ts";
-import { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -33,15 +32,7 @@ let temp: TempRoot;
 let time: FakeTime;
 
 function openStore(): ConversationStore {
-  const storage = temp.layout.partition("conversations");
-  return new ConversationStore(
-    storage,
-    { maxEventBytes: 256 * 1024, maxConversationBytes: 16 * 1024 * 1024 },
-    new ConversationIndexes(storage, time.timers, createLogger("silent")),
-    temp.events,
-    time.clock,
-    async () => true,
-  );
+  return openConversationStore(temp, time);
 }
 
 /** A message draft whose text says its number, padded so a log of thousands spans many checkpoints. */
