@@ -41,6 +41,14 @@ async function started(options: Parameters<typeof startTestAtrium>[0] = {}): Pro
 
 const HTTP = { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" };
 
+/** A loopback port held by another listener until the test ends: starting on it fails. */
+async function holdPort(onFinished: OnFinished): Promise<number> {
+  const blocker: Server = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+  onFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+  return (blocker.address() as { port: number }).port;
+}
+
 /** An instance.json for the CLI, written into `dir`. */
 async function writeInstance(dir: string, overrides: Record<string, unknown> = {}): Promise<string> {
   const path = join(dir, "instance.json");
@@ -189,10 +197,7 @@ describe("the instance file", () => {
   it("--port and --data override the file's port and root", async ({ onTestFinished }) => {
     const dir = await tempDir(onTestFinished);
     // Hold the file's port, so that starting on it would fail: only the override can succeed.
-    const blocker: Server = createServer();
-    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
-    onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
-    const heldPort = (blocker.address() as { port: number }).port;
+    const heldPort = await holdPort(onTestFinished);
     const instance = await writeInstance(dir, {
       storage: { root: "./file-root" },
       http: { host: "127.0.0.1", port: heldPort, publicUrl: `http://127.0.0.1:${heldPort}` },
@@ -222,10 +227,7 @@ describe("the instance file", () => {
 describe("a boot that fails after its apps started", () => {
   it("stops them, and leaves the root free for the next boot", async ({ onTestFinished }) => {
     const dir = await tempDir(onTestFinished);
-    const blocker: Server = createServer();
-    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
-    onTestFinished(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
-    const heldPort = (blocker.address() as { port: number }).port;
+    const heldPort = await holdPort(onTestFinished);
     const seen: string[] = [];
     const recorder: PlatformApp = {
       name: "recorder",
