@@ -29,11 +29,13 @@ export interface LogRead {
 }
 
 /**
- * Size, modification time and inode: what changes when anyone but the writer holding `end` edits
- * or replaces the log (an operator's repair), so that writer knows `end` is no longer true.
+ * Size, modification and change times and inode: what changes when anyone but the writer holding
+ * `end` edits or replaces the log (an operator's repair), so that writer knows `end` is no longer
+ * true. The change time is there because nothing can set it: a backup of the same size restored
+ * with its modification time kept (`rm`, then `cp -p`) can even land on the freed inode.
  */
-export function stampOf(stats: { size: number; mtimeMs: number; ino: number }): string {
-  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`;
+export function stampOf(stats: { size: number; mtimeMs: number; ctimeMs: number; ino: number }): string {
+  return `${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}:${stats.ino}`;
 }
 
 /**

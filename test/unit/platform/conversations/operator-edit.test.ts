@@ -1,4 +1,4 @@
-import { readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
@@ -188,5 +188,30 @@ describe("a conversation log an operator copies in on disk", () => {
     await store.recoverWorkspace(temp.ws, new Set(["conversations"]), RecoveryPass.housekeeping(Date.now()));
     expect(store.locate(ALICE, copyId, () => true)).toBe(temp.ws);
     expect(texts((await store.get(temp.ws, ALICE, copyId)).events)).toEqual(["one"]);
+  });
+});
+
+describe("a conversation log restored from a backup of the same size, its time kept", () => {
+  it("is paged from the file on disk, not from the head kept of the log it replaced", async () => {
+    const store = openStore();
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one"), message("two")]);
+    const path = join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), `${id}.jsonl`);
+    const then = new Date("2026-01-01T00:00:00Z");
+    await utimes(path, then, then);
+    expect((await store.get(temp.ws, ALICE, id)).conversation.title).toBe("t");
+
+    // The title changed by hand in a backup (same length), restored with `rm` and `cp -p`: same
+    // size and modification time, and on ext4 often the same inode.
+    const backup = `${path}.bak`;
+    await writeFile(backup, (await readFile(path, "utf8")).replace('"title":"t"', '"title":"u"'));
+    await utimes(backup, then, then);
+    await rm(path);
+    await copyFile(backup, path);
+    await utimes(path, then, then);
+    await rm(backup);
+
+    const page = await store.get(temp.ws, ALICE, id);
+    expect(page.conversation.title).toBe("u");
+    expect(texts(page.events)).toEqual(["one", "two"]);
   });
 });
