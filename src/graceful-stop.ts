@@ -26,7 +26,7 @@ export interface BuiltParts {
 /**
  * Closes what a boot built when the boot cannot go on (the lock lost, a port taken, a damaged
  * root found late): no job, app or source it started keeps running in the process. Every part
- * is closed even if another fails to; the first failure is logged, the boot's own error is the
+ * is closed even if another fails to; each failure is logged, and the boot's own error is the
  * one its caller sees.
  */
 export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> {
