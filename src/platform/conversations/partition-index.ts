@@ -1,4 +1,5 @@
 import { distinctWords, eventText, tokenize } from "./event-text.ts";
+import { addedBytes, ENTRY_BYTES, wordBytes } from "./index-memory.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
 import {
   type ConversationEvent,
@@ -7,6 +8,7 @@ import {
   isConversationId,
   summarize,
 } from "./model.ts";
+import { keysInAll, keysOf } from "./postings.ts";
 
 /**
  * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
@@ -20,18 +22,6 @@ const SEQ_SPAN = 2 ** 21;
  * bytes pile up; at the budget, where they keep words out, once this many or half (adr/0084).
  */
 const COMPACT_AFTER_DEAD_BYTES = 1024 * 1024;
-
-/**
- * What the index's memory is estimated by, measured with V8 on Node 20 (64-bit, no pointer
- * compression; adr/0078): a word costs its map entry, its string and its one posting (a heap
- * number); its second posting makes it an array (a header and a backing store), and each
- * posting in an array 8 bytes plus the growth room an array keeps. A conversation's entry is
- * its summary's object and strings, with a title of up to 200 characters.
- */
-const WORD_BYTES = 64;
-const LIST_BYTES = 48;
-const POSTING_BYTES = 12;
-const ENTRY_BYTES = 800;
 
 /** What bounds one partition's index (adr/0078); the defaults are INDEX_LIMITS. */
 export interface IndexLimits {
@@ -378,35 +368,4 @@ export class PartitionIndex {
     const at = firstAfter(this.order, summary) - 1;
     if (this.order[at] === summary) this.order.splice(at, 1);
   }
-}
-
-/**
- * The estimated bytes a word's posting at `at` adds: the first, the word itself; the second, the
- * array both are moved into; each later one, its slot.
- */
-function addedBytes(word: string, at: number): number {
-  if (at === 0) return WORD_BYTES + word.length;
-  return at === 1 ? LIST_BYTES + 2 * POSTING_BYTES : POSTING_BYTES;
-}
-
-/** The estimated bytes of one word with `count` postings. */
-function wordBytes(word: string, count: number): number {
-  return WORD_BYTES + word.length + (count > 1 ? LIST_BYTES + count * POSTING_BYTES : 0);
-}
-
-function keysOf(value: number | number[] | undefined): number[] {
-  if (value === undefined) return [];
-  return typeof value === "number" ? [value] : value;
-}
-
-/** The keys of `first` that every one of `others` holds too. */
-function keysInAll(first: readonly number[], others: readonly number[][]): number[] {
-  const counts = new Map<number, number>(first.map((key) => [key, 1]));
-  for (const list of others) {
-    for (const key of list) {
-      const count = counts.get(key);
-      if (count !== undefined) counts.set(key, count + 1);
-    }
-  }
-  return [...counts].flatMap(([key, count]) => (count === others.length + 1 ? [key] : []));
 }
