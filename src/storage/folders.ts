@@ -1,4 +1,4 @@
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, readdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { syncDir } from "./atomic.ts";
 
@@ -46,6 +46,16 @@ export async function isFolder(path: string): Promise<boolean> {
     return (await stat(path)).isDirectory();
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+}
+
+/** The names in folder `path`; none when it does not exist (nothing was ever written there). */
+export async function namesIn(path: string): Promise<string[]> {
+  try {
+    return await readdir(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;
   }
 }

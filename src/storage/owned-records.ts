@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Dirent } from "node:fs";
-import { lstat, mkdir, readdir, rename, rm, unlink } from "node:fs/promises";
+import { lstat, mkdir, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Conflict, WorkspaceNotFound } from "../errors.ts";
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
 import { readJsonIfExists, syncDir, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
 import { mapBounded } from "./bounded.ts";
 import { createFileExclusive } from "./exclusive.ts";
-import { FOLDER_MODE, makeFolderIfMissing } from "./folders.ts";
+import { FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
 import { KeyedLock } from "./keyed-lock.ts";
 import { InvalidPathSegment } from "./paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "./recovery.ts";
@@ -252,13 +252,7 @@ export class OwnedRecords<T> {
 
   /** The ids of the owner's records, in no particular order; temp files and strays skipped. */
   async ids(workspaceId: string, ownerId: string): Promise<string[]> {
-    let names: string[];
-    try {
-      names = await readdir(this.ownerDir(workspaceId, ownerId));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
+    const names = await namesIn(this.ownerDir(workspaceId, ownerId));
     return names.flatMap((name) => {
       const id = name.endsWith(".json") ? name.slice(0, -".json".length) : "";
       return isRecordId(id) ? [id] : [];

@@ -1,6 +1,5 @@
-import { readdir } from "node:fs/promises";
 import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
-import { makeFolderPathIfMissing } from "./folders.ts";
+import { makeFolderPathIfMissing, namesIn } from "./folders.ts";
 import { removeFileSynced } from "./owned-records.ts";
 import type { InstanceCollection, StorageLayout } from "./paths.ts";
 
@@ -34,13 +33,7 @@ export class JsonRecords<T> {
 
   /** The ids of every stored record (writers' temp files skipped). */
   async ids(): Promise<string[]> {
-    let entries: string[];
-    try {
-      entries = await readdir(this.layout.collectionDir(this.collection));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
+    const entries = await namesIn(this.layout.collectionDir(this.collection));
     return entries
       .filter((name) => !name.startsWith(TEMP_PREFIX) && name.endsWith(".json"))
       .map((name) => name.slice(0, -".json".length));

@@ -1,9 +1,10 @@
 import type { FileHandle } from "node:fs/promises";
-import { open, readdir } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { systemTimers, type Timers } from "../../kernel/timers.ts";
+import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -201,13 +202,7 @@ export class AuditLedger {
 
 /** The day files of a ledger folder, oldest first; none when the folder does not exist. */
 async function dayFiles(dir: string): Promise<string[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
+  const names = await namesIn(dir);
   return names.flatMap((name) => DAY_FILE.exec(name)?.[1] ?? []).sort();
 }
 

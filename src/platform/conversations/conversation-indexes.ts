@@ -1,10 +1,11 @@
-import { readdir, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import { mapBounded } from "../../storage/bounded.ts";
+import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { eventText } from "./event-text.ts";
@@ -387,12 +388,7 @@ async function applyInTurns(
 
 /** The conversation ids whose logs an owner folder holds; none when it does not exist. */
 async function logIds(ownerDir: string): Promise<string[]> {
-  try {
-    return (await readdir(ownerDir)).flatMap((name) => conversationIdOfFile(name) ?? []);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
+  return (await namesIn(ownerDir)).flatMap((name) => conversationIdOfFile(name) ?? []);
 }
 
 function key(workspaceId: string, ownerId: string): string {

@@ -1,4 +1,4 @@
-import { readdir, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
@@ -6,6 +6,7 @@ import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
+import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { firstAfter as firstAfterIn } from "../list-position.ts";
@@ -200,12 +201,7 @@ export class FileListings {
 
   /** The ids of the file folders in the owner folder: its names, no meta.json read. */
   private async fileIds(workspaceId: string, ownerId: string): Promise<string[]> {
-    try {
-      return (await readdir(this.storage.ownerDir(workspaceId, ownerId))).filter(isFileId);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
+    return (await namesIn(this.storage.ownerDir(workspaceId, ownerId))).filter(isFileId);
   }
 
   /** Whether the owner folder holds exactly the files the index knows, read or unreadable. */

@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { namesIn } from "../../storage/folders.ts";
 
 /**
  * An inbox entry's file name: its seq (12 digits, so names sort as seqs do), its id and, for an
@@ -22,13 +22,7 @@ export function entryFile(seq: number, id: string, to: string | undefined): stri
 
 /** The entries in `dir` in seq order, from the folder listing alone; none when it does not exist. */
 export async function listEntryNames(dir: string): Promise<EntryName[]> {
-  let files: string[];
-  try {
-    files = await readdir(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
+  const files = await namesIn(dir);
   return files
     .flatMap((file) => {
       const match = ENTRY_NAME.exec(file);

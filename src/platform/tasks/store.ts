@@ -1,10 +1,10 @@
-import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { isPrincipalId, isRecordId } from "../../ids.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { readJsonAtBoot } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
+import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
@@ -389,12 +389,7 @@ export class TaskStore implements LeftoverRules {
   }
 
   private async owners(workspaceId: string): Promise<string[]> {
-    try {
-      return (await readdir(this.storage.dir(workspaceId))).filter(isPrincipalId);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
+    return (await namesIn(this.storage.dir(workspaceId))).filter(isPrincipalId);
   }
 }
 
