@@ -118,35 +118,42 @@ describe("one data root, one running process", { timeout: 300_000 }, () => {
   });
 });
 
+/** A dev instance on a free port with its root in `dir`/data. */
+function devInstance(dir: string) {
+  return parseInstance(
+    {
+      auth: { adapter: "dev" },
+      storage: { root: "./data" },
+      http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
+    },
+    { source: "test", baseDir: dir },
+  );
+}
+
+/** The lock as another process that took the root over writes it. */
+const THEIRS = {
+  pid: 1,
+  host: "elsewhere.example",
+  startedAt: "now",
+  publicUrl: "http://x",
+  token: "theirs",
+};
+
 describe("a process that loses its lock", () => {
   it("while booting, stops without listening and leaves the new holder's lock alone", async ({
     onTestFinished,
   }) => {
     const dir = await mkdtemp(join(tmpdir(), "atrium-lock-booting-"));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const config = parseInstance(
-      {
-        auth: { adapter: "dev" },
-        storage: { root: "./data" },
-        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
-      },
-      { source: "test", baseDir: dir },
-    );
+    const config = devInstance(dir);
     const lockPath = join(dir, "data", "_instance", "instance.lock");
-    const theirs = {
-      pid: 1,
-      host: "elsewhere.example",
-      startedAt: "now",
-      publicUrl: "http://x",
-      token: "theirs",
-    };
     // As if this process had been frozen (SIGSTOP) past the stale bound half-way through its boot,
     // and another had taken the root over before it woke: the boot goes on after the takeover.
     const takenOverWhileBooting: PlatformApp = {
       name: "frozen",
       start: () => ({
         tools: new AppTools("frozen"),
-        ready: () => writeFile(lockPath, JSON.stringify(theirs)),
+        ready: () => writeFile(lockPath, JSON.stringify(THEIRS)),
         stop: async () => {
           stopped = true;
         },
@@ -158,35 +165,21 @@ describe("a process that loses its lock", () => {
     await expect(boot).rejects.toBeInstanceOf(InstanceLockLostWhileBooting);
     await expect(boot).rejects.toThrow(/stopped being this process's while it was starting/);
     expect(lines.filter((line) => line.msg === "atrium listening")).toEqual([]);
-    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(theirs);
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(THEIRS);
     expect(stopped).toBe(true);
   });
 
   it("stops serving, and leaves the new holder's lock alone", async ({ onTestFinished }) => {
     const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-"));
     onTestFinished(() => rm(dir, { recursive: true, force: true }));
-    const config = parseInstance(
-      {
-        auth: { adapter: "dev" },
-        storage: { root: "./data" },
-        http: { host: "127.0.0.1", port: 0, publicUrl: "http://127.0.0.1:8787" },
-      },
-      { source: "test", baseDir: dir },
-    );
+    const config = devInstance(dir);
     const atrium = await startAtrium(config, { log: createLogger("silent"), lockHeartbeatMs: 20 });
     onTestFinished(() => atrium.close());
     expect((await fetch(`${atrium.url}/v1/health`)).status).toBe(200);
 
     // As if this process had been frozen past the stale bound and another had taken over.
     const lockPath = join(dir, "data", "_instance", "instance.lock");
-    const theirs = {
-      pid: 1,
-      host: "elsewhere.example",
-      startedAt: "now",
-      publicUrl: "http://x",
-      token: "theirs",
-    };
-    await writeFile(lockPath, JSON.stringify(theirs));
+    await writeFile(lockPath, JSON.stringify(THEIRS));
 
     const deadline = Date.now() + 20_000;
     while (
@@ -199,6 +192,6 @@ describe("a process that loses its lock", () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     await atrium.close();
-    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(theirs);
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(THEIRS);
   });
 });

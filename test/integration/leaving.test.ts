@@ -57,6 +57,30 @@ async function bobConnects(ws: string): Promise<Tokens & { clientId: string }> {
   return tokens;
 }
 
+/**
+ * Bob joins a new workspace of alice's and approves a client's authorization request; the code
+ * is not redeemed until the test calls `redeem`.
+ */
+async function bobApprovesACode(): Promise<{ ws: string; cookie: string; redeem: () => Promise<Response> }> {
+  const ws = await newWorkspace("alice");
+  await addMember(rest, "alice", ws, "bob", { principalId: bobId });
+  const cookie = await sessionCookie(t, "bob");
+  const clientId = (await registerClient(t)).client_id;
+  const { verifier, challenge } = pkcePair();
+  const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
+  const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+  const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+  const redeem = () =>
+    tokenRequest(t, {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+  return { ws, cookie, redeem };
+}
+
 async function expectEnded(ws: string, tokens: Tokens & { clientId: string }): Promise<void> {
   const refreshed = await refresh(tokens);
   expect(refreshed.status).toBe(400);
@@ -79,24 +103,11 @@ describe("leaving a workspace ends its grants", () => {
   });
 
   it("a code approved before removal and redeemed after it makes no grant", async () => {
-    const ws = await newWorkspace("alice");
-    await addMember(rest, "alice", ws, "bob", { principalId: bobId });
-    const cookie = await sessionCookie(t, "bob");
-    const clientId = (await registerClient(t)).client_id;
-    const { verifier, challenge } = pkcePair();
-    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
-    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
-    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+    const { ws, redeem } = await bobApprovesACode();
 
     // Leaving revokes the grants that exist; this one did not exist yet.
     expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/members/${bobId}`)).status).toBe(204);
-    const exchanged = await tokenRequest(t, {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-    });
+    const exchanged = await redeem();
     expect(exchanged.status).toBe(400);
     expect(((await exchanged.json()) as { error: string }).error).toBe("invalid_grant");
   });
@@ -136,26 +147,13 @@ describe("leaving a workspace ends its grants", () => {
     await expectEnded(other, second);
   });
   it("a code approved before a deactivation and redeemed after a reactivation makes no grant", async () => {
-    const ws = await newWorkspace("alice");
-    await addMember(rest, "alice", ws, "bob", { principalId: bobId });
-    const cookie = await sessionCookie(t, "bob");
-    const clientId = (await registerClient(t)).client_id;
-    const { verifier, challenge } = pkcePair();
-    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
-    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
-    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+    const { ws, cookie, redeem } = await bobApprovesACode();
 
     // Deactivation revokes the grants that exist; this one did not exist yet, and the
     // reactivation comes within the code's 60 seconds.
     expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/deactivate`)).status).toBe(200);
     expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/reactivate`)).status).toBe(200);
-    const exchanged = await tokenRequest(t, {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-    });
+    const exchanged = await redeem();
     expect(exchanged.status).toBe(400);
     expect(((await exchanged.json()) as { error: string }).error).toBe("invalid_grant");
     // A consent given now counts.

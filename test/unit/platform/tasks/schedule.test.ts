@@ -91,6 +91,16 @@ describe("arming a stored trigger", () => {
 });
 
 describe("a schedule's fire", () => {
+  /** A task that runs every hour, last scheduled at midnight. */
+  const HOURLY = {
+    id: "tsk_1",
+    workspaceId: "ws_0000000000000001",
+    ownerId: "usr_1",
+    trigger: { everySeconds: 3600 },
+    createdAt: "2026-01-01T00:00:00.000Z",
+    lastScheduledAt: "2026-01-01T00:00:00.000Z",
+  } as Task;
+
   it("no catch-up for a trigger not armed: one today's rules refuse does not run at every boot", async () => {
     const started: string[] = [];
     const stored = (id: string, trigger: Task["trigger"]) =>
@@ -125,14 +135,7 @@ describe("a schedule's fire", () => {
 
   it("records the instant as acted on before its run starts, so a crash between never runs it twice", async () => {
     const calls: string[] = [];
-    const task = {
-      id: "tsk_1",
-      workspaceId: "ws_0000000000000001",
-      ownerId: "usr_1",
-      trigger: { everySeconds: 3600 },
-      createdAt: "2026-01-01T00:00:00.000Z",
-      lastScheduledAt: "2026-01-01T00:00:00.000Z",
-    } as Task;
+    const task = HOURLY;
     const deps = {
       scheduler: { add: () => undefined, remove: () => undefined, has: () => false },
       workspaces: { get: () => ({}), roleOf: () => "member" },
@@ -155,14 +158,7 @@ describe("a schedule's fire", () => {
   });
 
   it("a fire racing a delete: a task gone or untriggered when its instant is recorded is not run", async () => {
-    const task = {
-      id: "tsk_1",
-      workspaceId: "ws_0000000000000001",
-      ownerId: "usr_1",
-      trigger: { everySeconds: 3600 },
-      createdAt: "2026-01-01T00:00:00.000Z",
-      lastScheduledAt: "2026-01-01T00:00:00.000Z",
-    } as Task;
+    const task = HOURLY;
     const { trigger: _trigger, ...untriggered } = task;
     // What the fire's update finds: the task deleted since the fire read it, or its trigger removed.
     for (const found of [undefined, untriggered as Task]) {
