@@ -251,6 +251,7 @@ async function startLocked(
       maxAgeSeconds: config.session.maxAgeSeconds,
       secureCookies: secureCookiesFor(config.http.publicUrl),
       now: clock,
+      reactivatedAt: (principalId) => users.reactivatedAt(principalId),
     });
     const oauth = await createAuthorizationServer({
       layout,

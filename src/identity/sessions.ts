@@ -29,7 +29,7 @@ const COOKIE_SHAPE = /^[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}$/;
 export type SessionLookup =
   /** No session cookie on the request. */
   | { kind: "none" }
-  /** A cookie that is forged, unknown, expired or ended. */
+  /** A cookie that is forged, unknown, expired or ended (signed out, or begun before a reactivation). */
   | { kind: "invalid" }
   | { kind: "signed-in"; principal: Principal; sessionId: string };
 
@@ -50,6 +50,12 @@ export interface SessionOptions {
   secureCookies: boolean;
   /** Milliseconds since the epoch; tests move it. */
   now?: Clock;
+  /**
+   * When a person was last reactivated (epoch ms), if ever: a session that began at or before it
+   * is over, as a consent given before it is (a deactivation is how a stolen laptop is shut out,
+   * and a reactivation must not let it back in).
+   */
+  reactivatedAt?: (principalId: string) => number | undefined;
 }
 
 /**
@@ -67,6 +73,7 @@ export class Sessions {
   private readonly maxAgeSeconds: number;
   /** The instance clock; sign-in's login-state cookie reads the same one. */
   readonly now: Clock;
+  private readonly reactivatedAt: (principalId: string) => number | undefined;
   private lastSweepMs: number;
 
   constructor(layout: StorageLayout, options: SessionOptions) {
@@ -77,6 +84,7 @@ export class Sessions {
     this.secureCookies = options.secureCookies;
     this.cookieName = options.secureCookies ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
     this.now = options.now ?? systemClock;
+    this.reactivatedAt = options.reactivatedAt ?? (() => undefined);
     // The first sweep waits an interval, so a boot followed by a sign-in does not read every record.
     this.lastSweepMs = this.now();
   }
@@ -89,7 +97,10 @@ export class Sessions {
     const recordId = recordIdOf(sessionId);
     const record = await this.records.get(recordId);
     if (!record) return { kind: "invalid" };
-    if (Date.parse(record.expiresAt) <= this.now()) {
+    // At or after: a sign-in and a reactivation in one millisecond cannot be ordered.
+    const reactivatedAt = this.reactivatedAt(record.principal.id);
+    const begunBefore = reactivatedAt !== undefined && reactivatedAt >= Date.parse(record.createdAt);
+    if (begunBefore || Date.parse(record.expiresAt) <= this.now()) {
       await this.records.delete(recordId);
       return { kind: "invalid" };
     }

@@ -287,6 +287,25 @@ describe("browser sign-in through an OpenID provider", () => {
     }
   });
 
+  it("a session from before a deactivation does not come back with the reactivation", async () => {
+    await signInWithBrowser(page, url, "nora");
+    const id = derivePrincipalId(issuer.issuer, "nora");
+    const before = (await sessionCookie(url))?.value ?? "";
+    expect((await fetch(withSessionCookie(`${url}/v1/bootstrap`, before))).status).toBe(200);
+    // A stolen laptop: the person is deactivated, then let back in with a new sign-in in mind.
+    await instance.atrium.users.setDeactivated(id, true);
+    await instance.atrium.users.setDeactivated(id, false);
+    expect((await fetch(withSessionCookie(`${url}/v1/bootstrap`, before))).status).toBe(401);
+    expect(await (await fetch(withSessionCookie(`${url}/`, before))).text()).toContain(
+      "You are not signed in.",
+    );
+    // Signing in again after the reactivation works.
+    await signInWithBrowser(page, url, "nora");
+    const after = (await sessionCookie(url))?.value ?? "";
+    expect(after).not.toBe(before);
+    expect((await fetch(withSessionCookie(`${url}/v1/bootstrap`, after))).status).toBe(200);
+  });
+
   it("a forged or tampered cookie is invalid and counts as not signed in", async () => {
     await signInWithBrowser(page, url, "ada");
     const value = (await sessionCookie(url))?.value ?? "";

@@ -26,12 +26,15 @@ let root: string;
 let layout: StorageLayout;
 let clockMs: number;
 
-function sessions(options: { secret?: string; secureCookies?: boolean } = {}): Sessions {
+function sessions(
+  options: { secret?: string; secureCookies?: boolean; reactivatedAt?: () => number | undefined } = {},
+): Sessions {
   return new Sessions(layout, {
     secret: options.secret ?? SECRET,
     maxAgeSeconds: MAX_AGE_SECONDS,
     secureCookies: options.secureCookies ?? false,
     now: () => clockMs,
+    ...(options.reactivatedAt && { reactivatedAt: options.reactivatedAt }),
   });
 }
 
@@ -104,6 +107,20 @@ describe("Sessions", () => {
       });
       expect(await store.lookup(request), label).toEqual({ kind: "invalid" });
     }
+  });
+
+  it("a session begun at or before its person's last reactivation is over, one begun after it is not", async () => {
+    let reactivatedAt: number | undefined;
+    const store = sessions({ reactivatedAt: () => reactivatedAt });
+    const old = await store.start(ADA);
+    reactivatedAt = clockMs;
+    expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
+    clockMs += 1;
+    const fresh = await store.start(ADA);
+    expect(await store.lookup(requestWith(fresh))).toMatchObject({ kind: "signed-in", principal: ADA });
+    // Over for good: the record is gone, not only refused.
+    reactivatedAt = undefined;
+    expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
   });
 
   it("a well-signed cookie whose record is gone is invalid", async () => {
