@@ -245,12 +245,22 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
   }
 }
 
+/**
+ * The person a sign-in vouches for. A sign-in always states their org role: a configured role
+ * claim the provider leaves out means no role, since providers drop an empty `groups` claim
+ * (Keycloak, Entra ID, Okta), so an admin taken out of every group is a member from their next
+ * sign-in. Only a bearer token's silence leaves the recorded role as it was (ADR 0071).
+ */
 function principalFromIdToken(claims: Parameters<typeof principalFrom>[0], auth: OidcAuth): Principal {
+  let principal: Principal;
   try {
-    return principalFrom(claims, auth);
+    principal = principalFrom(claims, auth);
   } catch (error) {
     throw new SignInFailed("id_token_invalid", (error as Error).message);
   }
+  const unstated = principal.unstated?.filter((field) => field !== "orgRole");
+  const { unstated: _all, ...stated } = principal;
+  return unstated && unstated.length > 0 ? { ...stated, unstated } : stated;
 }
 
 function redirect(location: string, cookies: Array<string | undefined> = []): Response {

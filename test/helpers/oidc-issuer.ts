@@ -37,6 +37,12 @@ process.env.ATRIUM_TEST_OIDC_CLIENT_SECRET ??= BROWSER_CLIENT_SECRET;
 export const TEST_ORG_ADMIN_LOGIN_PREFIX = "orgadmin";
 export const TEST_ORG_ADMIN_GROUP = "atrium-admins";
 
+/**
+ * Claims a test changes at the provider for one login (an undefined value drops the claim), as an
+ * identity provider's admin would: a person taken out of every group, say.
+ */
+export const accountOverrides = new Map<string, Record<string, unknown>>();
+
 /** The claims the test issuer holds for a login name: any login is a person, named after it. */
 export function testAccount(login: string): { sub: string; name: string; email: string; groups: string[] } {
   return {
@@ -126,7 +132,7 @@ export async function startOidcIssuer(): Promise<TestIssuer> {
     ttl: PROVIDER_TTL,
     findAccount: (_ctx: unknown, login: string) => ({
       accountId: login,
-      claims: () => testAccount(login),
+      claims: () => ({ ...testAccount(login), ...accountOverrides.get(login) }),
     }),
     pkce: { required: () => true },
     features: {

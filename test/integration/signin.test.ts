@@ -14,6 +14,7 @@ import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { StorageLayout } from "../../src/storage/paths.ts";
 import { attemptSignIn, launchChromium, newLoopbackContext, signInWithBrowser } from "../helpers/browser.ts";
 import {
+  accountOverrides,
   oidcSignInAuth,
   signInOverHttp,
   signInUpToCallback,
@@ -212,6 +213,21 @@ describe("browser sign-in through an OpenID provider", () => {
     expect(response?.status()).toBe(400);
     expect(await page.textContent("h1")).toBe("Sign-in expired");
     expect(await sessionCookie(url)).toBeUndefined();
+  });
+
+  it("an org admin taken out of every group at the provider is a member from their next sign-in", async () => {
+    const id = derivePrincipalId(issuer.issuer, "orgadmin-gus");
+    const users = (cookie: string) => fetch(`${url}/v1/users`, { headers: { cookie } });
+    expect((await users(await signInOverHttp(url, "orgadmin-gus"))).status).toBe(200);
+    // Providers leave out a groups claim that would be empty, rather than send [].
+    accountOverrides.set("orgadmin-gus", { groups: undefined });
+    try {
+      const again = await signInOverHttp(url, "orgadmin-gus");
+      expect((await users(again)).status).toBe(403);
+      expect((await instance.atrium.users.get(id))?.orgRole).toBe("member");
+    } finally {
+      accountOverrides.delete("orgadmin-gus");
+    }
   });
 
   it("never switches a signed-in browser to another person: a callback for it is refused, its code unspent", async () => {
