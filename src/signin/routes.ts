@@ -214,11 +214,12 @@ export function signInRoutes(deps: SignInDeps): Hono<AppEnv> {
     returnTo: string,
     cookies: Array<string | undefined>,
   ): Promise<Response> {
-    await users.record(principal);
+    // Refused before anything is recorded: an offboarded person's sign-in changes nothing here.
     if (users.isDeactivated(principal.id)) {
       log.warn({ principal: principal.id }, "sign-in refused: the person is deactivated");
       return withCookies(deactivatedPage(principal), ...cookies);
     }
+    await users.record(principal);
     const sessionCookie = await sessions.start(withoutUnstated(principal));
     log.info({ principal: principal.id }, "signed in");
     return redirect(returnTo, [...cookies, sessionCookie]);

@@ -159,10 +159,11 @@ async function admittedPerson(
   principal: Principal,
   options: { record: boolean } = { record: true },
 ): Promise<Principal> {
-  if (options.record) await users.record(principal);
-  // Rechecked on every request, so deactivation cuts the person's next call on every surface.
+  // Rechecked on every request, so deactivation cuts the person's next call on every surface;
+  // before recording, so an offboarded person's credential changes nothing in the directory.
   if (users.isDeactivated(principal.id))
     throw new Forbidden("This account has been deactivated by an org admin.");
+  if (options.record) await users.record(principal);
   return actingPerson(principal, await users.get(principal.id));
 }
 

@@ -4,12 +4,14 @@ import { join } from "node:path";
 import { Hono } from "hono";
 import { createLocalJWKSet, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { errorReply } from "../../../../src/http/error-response.ts";
 import { authenticateRest } from "../../../../src/http/middleware/authenticate.ts";
 import type { OidcClient } from "../../../../src/identity/oidc-client.ts";
 import { derivePrincipalId, type Principal } from "../../../../src/identity/principal.ts";
 import { createOidcProvider } from "../../../../src/identity/providers/oidc.ts";
 import { UserDirectory } from "../../../../src/identity/users.ts";
 import type { OidcAuth } from "../../../../src/instance/schema.ts";
+import { createLogger } from "../../../../src/log.ts";
 import { StorageLayout } from "../../../../src/storage/paths.ts";
 import type { AppEnv } from "../../../../src/web/app-env.ts";
 
@@ -61,6 +63,10 @@ beforeEach(async () => {
     }),
   );
   app.get("/v1/me", (c) => c.json(c.get("principal")));
+  app.onError((error) => {
+    const reply = errorReply(error, createLogger("silent"), undefined);
+    return Response.json(reply.body, { status: reply.status });
+  });
 });
 
 afterEach(async () => {
@@ -110,5 +116,15 @@ describe("a provider bearer token at REST", () => {
     const stated = { sub: "ada", name: "Ada L.", email: "ada@new.example" };
     expect(await actingAs(stated)).toMatchObject({ displayName: "Ada L.", email: "ada@new.example" });
     expect(await users.get(ADA)).toMatchObject({ displayName: "Ada L.", email: "ada@new.example" });
+  });
+
+  it("from a deactivated person is refused before anything it states is recorded", async () => {
+    await users.record({ id: ADA, displayName: "Ada", email: "ada@example.com", orgRole: "member" });
+    await users.setDeactivated(ADA, true);
+    const response = await app.request("/v1/me", {
+      headers: { authorization: `Bearer ${await sign({ sub: "ada", name: "Someone else" })}` },
+    });
+    expect(response.status).toBe(403);
+    expect(await users.get(ADA)).toMatchObject({ displayName: "Ada" });
   });
 });
