@@ -180,7 +180,11 @@ export class Inbox implements LeftoverRules {
       "all" in what
         ? undefined
         : await Promise.all(what.ids.map(async (id) => (await this.find(workspaceId, principalId, id)).seq));
-    const highest = await this.highestSeq(workspaceId);
+    // Under the workspace's lock, as a post reads it: on first use after a restart an unlocked
+    // read could list the folder before a post's entry landed and store its older seq after the
+    // post stored the newer one, and the next post would reuse a seq ("never reuses a seq when
+    // the first ack after a restart reads it while a post is writing", inbox.test.ts).
+    const highest = await this.lock.run(workspaceId, () => this.highestSeq(workspaceId));
     return this.lock.run(`${workspaceId}/${principalId}`, async () => {
       const acks = await this.readAcks(workspaceId, principalId);
       const wanted = seqs ?? [];
@@ -277,6 +281,10 @@ export class Inbox implements LeftoverRules {
     return entry;
   }
 
+  /**
+   * The highest seq given in the workspace, read from disk once per process; called under the
+   * workspace's lock, so no post can give a seq between the listing and the memory being set.
+   */
   private async highestSeq(workspaceId: string): Promise<number> {
     const known = this.lastSeq.get(workspaceId);
     if (known !== undefined) return known;

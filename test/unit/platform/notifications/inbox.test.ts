@@ -1,6 +1,6 @@
 import { readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
 import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import type { NotificationSettings } from "../../../../src/platform/notifications/config.ts";
@@ -9,6 +9,26 @@ import type { NotificationDraft } from "../../../../src/platform/notifications/m
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+/**
+ * A slow disk for one caller: a read of the seq's mark (seq.json) made inside `slowReads.run(p, …)`
+ * answers only once `p` has settled. Every other read is the real one.
+ */
+const slowReads = await vi.hoisted(async () => {
+  const { AsyncLocalStorage } = await import("node:async_hooks");
+  return new AsyncLocalStorage<Promise<unknown>>();
+});
+vi.mock("../../../../src/storage/atomic.ts", async (importOriginal) => {
+  const real = await importOriginal<typeof import("../../../../src/storage/atomic.ts")>();
+  return {
+    ...real,
+    readJsonIfExists: async (path: string) => {
+      const until = slowReads.getStore();
+      if (until !== undefined && path.endsWith("seq.json")) await until.catch(() => undefined);
+      return real.readJsonIfExists(path);
+    },
+  };
+});
 
 const ALICE = `usr_${"a".repeat(24)}`;
 const BOB = `usr_${"b".repeat(24)}`;
@@ -127,6 +147,24 @@ describe("the sequence across restarts", () => {
     expect((await inbox.page(temp.ws, ALICE)).notifications).toEqual([]);
     const afterRestart = await openInbox().post(temp.ws, "t", { title: "three" });
     expect(afterRestart.seq).toBe(3);
+  });
+
+  it("never reuses a seq when the first ack after a restart reads it while a post is writing", async () => {
+    await openInbox().post(temp.ws, "t", { title: "one" });
+    const restarted = openInbox(); // no seq in memory yet
+    const posting = restarted.post(temp.ws, "t", { title: "two" });
+    // The ack starts as the post does (its folder listing is the first I/O issued), and its read
+    // of the mark answers only after the post has written seq 2: a read of the seq made outside
+    // the workspace's lock would then store 1 over the post's 2 (the review's repro: [1, 2, 2]).
+    const acking = slowReads.run(posting, () => restarted.ack(temp.ws, ALICE, { all: true }));
+    await Promise.all([posting, acking]);
+    const next = await restarted.post(temp.ws, "t", { title: "three" });
+    const files = await readdir(join(temp.layout.partition("notifications").dir(temp.ws), "entries"));
+    expect(files.map((file) => Number(file.slice(0, 12))).sort((a, b) => a - b)).toEqual([1, 2, 3]);
+    expect(next.seq).toBe(3);
+    // All that existed when the ack ran is acknowledged, the post it waited behind included.
+    const page = await restarted.page(temp.ws, ALICE, { unacked: true });
+    expect(page.notifications.map((n) => n.seq)).toEqual([3]);
   });
 });
 
