@@ -150,3 +150,20 @@ describe("the inbox", () => {
     ]);
   });
 });
+
+describe("the deactivation notice", () => {
+  // The display name is the identity provider's claim, unchecked: a title built from it as given
+  // was refused by checkDraft past 200 characters or with a control character, and the notice lost.
+  const long = "Maria-Anna ".repeat(30).slice(0, 300);
+  it.each([
+    ["300 characters", long, `${long.slice(0, 167)}… was deactivated by an org admin`],
+    ["a tab in it", "Grace\tHopper", "Grace Hopper was deactivated by an org admin"],
+  ])("is recorded for a person whose display name has %s", async (_why, name, title) => {
+    const id = testPrincipal(name).id;
+    await addMember(instance.rest, "alice", ws, name, { principalId: id });
+    await deactivate(name, ++posted);
+    const [entry] = (await inbox("alice")).notifications;
+    expect(entry).toMatchObject({ source: "workspace", title, data: { principalId: id } });
+    expect(entry?.title.length).toBeLessThanOrEqual(200); // the most a title may hold
+  });
+});

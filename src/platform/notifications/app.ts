@@ -1,6 +1,7 @@
 import type { PlatformApp } from "../app.ts";
 import { type NotificationSettings, notificationsConfig } from "./config.ts";
 import { Inbox } from "./inbox.ts";
+import { titleNaming } from "./model.ts";
 import { notificationRoutes } from "./routes.ts";
 import { createNotificationsTools } from "./server.ts";
 import { taskRunNotice } from "./task-runs.ts";
@@ -20,9 +21,14 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
     const inbox = new Inbox(storage, settings, events, clock);
     // A producer: an org admin deactivating someone tells each workspace they belonged to.
     events.subscribe({ types: ["member.deactivated"] }, async (event) => {
-      const who = event.name ?? event.principalId;
+      // The display name is the identity provider's, unchecked: cleaned and cut to fit a title.
+      const title = titleNaming(
+        event.name,
+        (who) => `${who} was deactivated by an org admin`,
+        event.principalId,
+      );
       await inbox.post(event.workspaceId, WORKSPACE_SOURCE, {
-        title: `${who} was deactivated by an org admin`,
+        title,
         body: "They can no longer reach this workspace. Reassign or review what they owned here.",
         severity: "warning",
         data: { principalId: event.principalId },
@@ -34,7 +40,7 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
       if (event.state !== "reauth_required") return;
       const owner = "ownerId" in event ? event.ownerId : undefined;
       await inbox.post(event.workspaceId, CONNECTIONS_SOURCE, {
-        title: `Connection "${event.name}" needs to be re-authorized`,
+        title: titleNaming(event.name, (name) => `Connection "${name}" needs to be re-authorized`),
         body: owner
           ? "Its credential was refused by the server. Its tools are refused until you re-authorize it."
           : "Its credential was refused by the server. Its tools are refused until a workspace admin re-authorizes it.",

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { InvalidInput } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
-import { isUnshowable } from "../../text.ts";
+import { isUnshowable, wellFormed } from "../../text.ts";
 
 export const SEVERITIES = ["info", "warning", "error"] as const;
 export type Severity = (typeof SEVERITIES)[number];
@@ -86,6 +86,41 @@ export function checkDraft(draft: NotificationDraft): NotificationDraft {
     }
   }
   return draft;
+}
+
+/** A run of control characters (C0, DEL, C1) and white space, line and paragraph separators too. */
+const BREAKS = /[\p{Cc}\s]+/gu;
+
+/**
+ * The title of a notice the runtime writes about something someone else named — a person's
+ * display name as their identity provider gave it, a task's name — made to pass checkDraft:
+ * such a notice must never be refused for the name in it (a 300-character display name, or one
+ * with a tab, lost the deactivation notice: test/integration/notifications.test.ts). In the name,
+ * each run of controls and white space becomes one space and half a surrogate pair U+FFFD; a
+ * name longer than the room `phrase` leaves is cut on a code point, never inside a pair, and
+ * ends with "…". A name with nothing left in it gives way to `fallback` (an id, say).
+ */
+export function titleNaming(
+  name: string | undefined,
+  phrase: (name: string) => string,
+  fallback = "",
+): string {
+  const room = MAX_TITLE_CHARS - phrase("").length;
+  const cleaned = wellFormed(name ?? "")
+    .replace(BREAKS, " ")
+    .trim();
+  return phrase(cutToLength(cleaned === "" ? fallback : cleaned, room));
+}
+
+/** `text` within `maxChars` UTF-16 units (what checkDraft counts), cut between code points. */
+function cutToLength(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  let kept = "";
+  for (const point of text) {
+    if (kept.length + point.length > maxChars - 1) break;
+    kept += point;
+  }
+  return `${kept.trimEnd()}…`;
 }
 
 /** Whether an entry (or its name, which carries its addressee) is one `principalId` may see. */

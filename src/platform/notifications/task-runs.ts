@@ -1,5 +1,5 @@
 import type { TaskRunSummary } from "../../kernel/events.ts";
-import type { NotificationDraft } from "./model.ts";
+import { type NotificationDraft, titleNaming } from "./model.ts";
 
 const OWNER_GONE = new Set(["owner_not_member", "owner_deactivated"]);
 const NOT_SUCCEEDED = new Set(["failed", "timed_out", "interrupted"]);
@@ -23,7 +23,11 @@ export function taskRunNotice(run: TaskRunSummary): NotificationDraft | undefine
   }
   if (NOT_SUCCEEDED.has(run.execution)) {
     return {
-      title: `Task "${run.taskName}" run ${run.execution.replace("_", " ")}`.slice(0, 200),
+      title: titleNaming(
+        run.taskName,
+        (name) => `Task "${name}" run ${run.execution.replace("_", " ")}`,
+        run.taskId,
+      ),
       ...(run.error ? { body: run.error.message.slice(0, 4000) } : {}),
       severity: "error",
       to: run.taskOwnerId,
@@ -32,7 +36,11 @@ export function taskRunNotice(run: TaskRunSummary): NotificationDraft | undefine
   }
   if (run.assessment === "rejected") {
     return {
-      title: `Task "${run.taskName}" output was rejected by its output schema`.slice(0, 200),
+      title: titleNaming(
+        run.taskName,
+        (name) => `Task "${name}" output was rejected by its output schema`,
+        run.taskId,
+      ),
       body: "The tool ran, and its output does not meet the task's output schema: see the run's assessment.",
       severity: "warning",
       to: run.taskOwnerId,
