@@ -11,7 +11,7 @@ import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
-import { SKILL_FILE } from "./skill-dirs.ts";
+import { SKILL_FILE } from "./skill-file.ts";
 
 function skillPath(skill: Skill, file?: string): string {
   return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;

@@ -1,7 +1,8 @@
 import { type Dirent, readdirSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Provenance, Skill, SkillProblem, SkillScope } from "./model.ts";
-import { readSkillDir, SKILL_FILE, SkillFileCache } from "./skill-dirs.ts";
+import { readSkillDir, SkillFileCache } from "./skill-dirs.ts";
+import { RACY_MS, SKILL_FILE } from "./skill-file.ts";
 
 export interface ScopeListing {
   skills: Skill[];
@@ -28,13 +29,6 @@ interface Entry {
   /** The event-loop turn in which the stamps were last found unchanged. */
   checkedInTurn: number;
 }
-
-/**
- * A change newer than this, at the time of the read, is not trusted to show in a later stamp:
- * file systems keep times to a tick (ext4: a few ms; others up to 2 s). The entry is read again
- * on each use until its newest stamp is older.
- */
-const RACY_MS = 2_000;
 
 /** Scope folders kept; each costs a few hundred bytes per skill. The oldest used goes first. */
 const MAX_ENTRIES = 2_000;

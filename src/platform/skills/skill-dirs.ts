@@ -2,27 +2,38 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
-
-export const SKILL_FILE = "SKILL.md";
+import { RACY_MS, SKILL_FILE } from "./skill-file.ts";
 
 /**
- * Parsed SKILL.md files by path, kept while the file's size and modification time are
- * unchanged: resolving skills runs on every initialize and tools/list, and reading and
- * parsing every file each time dominated those requests.
+ * Parsed SKILL.md files by path, kept while the file is the same: resolving skills runs on every
+ * initialize and tools/list, and reading and parsing every file each time dominated those
+ * requests. The same file is the same size, modification time, change time and inode: the
+ * change time moves when a copy that keeps its source's modification time lands (`cp -p`,
+ * `touch -r`), and the inode when a file is replaced by a rename, so an operator's same-size
+ * edit is never served stale (adr/0051). A parse of a file changed within RACY_MS of the read is
+ * not kept: an edit in the same clock tick would leave every time as it was.
  */
 export class SkillFileCache {
   private readonly entries = new Map<string, { stamp: string; outcome: Skill | Error }>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  /** How many parsed files are held; for tests that pin what is let go. */
+  get size(): number {
+    return this.entries.size;
+  }
 
   async parse(path: string, scope: SkillScope, provenance: Provenance | undefined): Promise<Skill> {
     const info = await stat(path);
     // Anything else (a FIFO) would block a thread of the pool reading it, for good.
     if (!info.isFile()) throw new Error(`${SKILL_FILE} is not a regular file.`);
-    const stamp = `${info.size}:${info.mtimeMs}:${scope}:${provenance ?? ""}`;
+    const stamp = `${info.size}:${info.mtimeMs}:${info.ctimeMs}:${info.ino}:${scope}:${provenance ?? ""}`;
     let entry = this.entries.get(path);
     if (entry?.stamp !== stamp) {
       const text = await readFile(path, "utf8");
       entry = { stamp, outcome: tryParse(text, scope, provenance) };
-      this.entries.set(path, entry);
+      if (this.now() - Math.max(info.mtimeMs, info.ctimeMs) < RACY_MS) this.entries.delete(path);
+      else this.entries.set(path, entry);
     }
     if (entry.outcome instanceof Error) throw entry.outcome;
     return entry.outcome;

@@ -23,7 +23,7 @@ import {
 import type { AtriumMetadata } from "./metadata-schema.ts";
 import { bodyText, isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
-import { SKILL_FILE } from "./skill-dirs.ts";
+import { SKILL_FILE } from "./skill-file.ts";
 
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
 export type WritableScope = "workspace" | "user";

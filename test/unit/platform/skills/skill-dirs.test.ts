@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -104,5 +104,32 @@ describe("SkillFileCache", () => {
 
     await writeFile(join(dir, "alpha", "SKILL.md"), file("alpha"));
     expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Body of alpha.");
+  });
+
+  it("an edit that keeps the file's size and modification time (cp -p, touch -r) is read again", async () => {
+    // Long after the edits, so the racy-read rule keeps each parse and the stamp alone decides.
+    const cache = new SkillFileCache(() => Date.now() + 60_000);
+    const path = join(dir, "alpha", "SKILL.md");
+    const kept = new Date("2024-01-01T00:00:00Z");
+    await put("alpha", file("alpha").replace("Body of alpha.", "OLD guidance"));
+    await utimes(path, kept, kept);
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("OLD guidance");
+
+    await writeFile(path, file("alpha").replace("Body of alpha.", "NEW guidance"));
+    await utimes(path, kept, kept);
+    expect((await stat(path)).mtimeMs).toBe(kept.getTime());
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("NEW guidance");
+  });
+
+  it("keeps no parse of a file changed within the racy window of the read", async () => {
+    await put("alpha", file("alpha"));
+    const changed = await stat(join(dir, "alpha", "SKILL.md"));
+    let now = Math.max(changed.mtimeMs, changed.ctimeMs) + 100;
+    const cache = new SkillFileCache(() => now);
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills).toHaveLength(1);
+    expect(cache.size).toBe(0);
+    now += 5_000;
+    expect((await readSkillDir(dir, "org", undefined, cache)).skills).toHaveLength(1);
+    expect(cache.size).toBe(1);
   });
 });
