@@ -29,19 +29,28 @@ const refuse = (): never => {
 const MATTER_OPTIONS = { engines: { js: refuse, javascript: refuse, coffee: refuse, coffeescript: refuse } };
 
 /**
- * Parses and validates one SKILL.md. `vendored` provenance is never read from the file: the
- * caller passes it for platform skills only.
+ * A SKILL.md's front matter as data, and the text after it as it is in the file (a suffix of
+ * `text`). The data is a new object on every call: the caller may change it.
  */
-export function parseSkill(text: string, scope: SkillScope, provenance?: Provenance): Skill {
-  let parsed: { data: Record<string, unknown>; content: string };
+export function frontMatterOf(text: string): { data: Record<string, unknown>; content: string } {
   try {
     // A fresh object as input bypasses gray-matter's cache, which would share parsed data.
-    parsed = matter({ content: text }, MATTER_OPTIONS) as unknown as typeof parsed;
+    return matter({ content: text }, MATTER_OPTIONS) as unknown as {
+      data: Record<string, unknown>;
+      content: string;
+    };
   } catch (error) {
     if (error instanceof SkillInvalid) throw error;
     throw new SkillInvalid("front matter", `is not valid YAML (${(error as Error).message.split("\n")[0]})`);
   }
-  const { data, content } = parsed;
+}
+
+/**
+ * Parses and validates one SKILL.md. `vendored` provenance is never read from the file: the
+ * caller passes it for platform skills only.
+ */
+export function parseSkill(text: string, scope: SkillScope, provenance?: Provenance): Skill {
+  const { data, content } = frontMatterOf(text);
   if (!content.trim() && Object.keys(data).length === 0) {
     throw new SkillInvalid("front matter", "is missing: a SKILL.md starts with --- name, description --- ");
   }

@@ -1,6 +1,5 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import matter from "gray-matter";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
@@ -20,10 +19,10 @@ import {
   type SkillVersion,
   versionsDir,
 } from "./history.ts";
-import type { AtriumMetadata } from "./metadata-schema.ts";
-import { bodyText, isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
+import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
 import { SKILL_FILE } from "./skill-file.ts";
+import { editSkillText, renderSkill } from "./skill-text.ts";
 
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
 export type WritableScope = "workspace" | "user";
@@ -90,7 +89,7 @@ export class SkillWriter implements LeftoverRules {
             `This ${target.scope} scope already holds ${held} skills, the most Atrium writes into one (${MAX_SKILLS_PER_SCOPE}): delete one to create another.`,
           );
         }
-        const skill = await this.save(target, dir, name, render(name, draft));
+        const skill = await this.save(target, dir, name, renderSkill(name, draft));
         this.announce(target, name, "created");
         return skill;
       }),
@@ -99,17 +98,8 @@ export class SkillWriter implements LeftoverRules {
 
   update(target: WriteTarget, name: string, update: SkillUpdate): Promise<Skill> {
     return this.locked(target, name, async (dir) => {
-      const current = toDraft(await this.current(target, dir, name));
-      const draft: SkillDraft =
-        update.intent === "replace_body"
-          ? { ...current, body: update.body }
-          : {
-              ...current,
-              description: update.description ?? current.description,
-              loading: update.loading ?? current.loading,
-              tools: update.tools ?? current.tools,
-            };
-      const skill = await this.save(target, dir, name, render(name, draft));
+      const current = await this.currentText(target, dir, name);
+      const skill = await this.save(target, dir, name, editSkillText(current, name, update));
       this.announce(target, name, "updated");
       return skill;
     });
@@ -236,10 +226,12 @@ export class SkillWriter implements LeftoverRules {
     }
   }
 
-  private async current(target: WriteTarget, dir: string, name: string): Promise<Skill> {
+  /** The current SKILL.md, refused as the update would be if it does not parse. */
+  private async currentText(target: WriteTarget, dir: string, name: string): Promise<string> {
     const text = await skillFileText(dir, name);
     if (text === undefined) throw skillNotFound(target, name);
-    return parseOrRefuse(text, target);
+    parseOrRefuse(text, target);
+    return text;
   }
 
   private locked<T>(target: WriteTarget, name: string, work: (dir: string) => Promise<T>): Promise<T> {
@@ -262,31 +254,6 @@ export class SkillWriter implements LeftoverRules {
 
 export function isWritableScope(value: unknown): value is WritableScope {
   return WRITABLE_SCOPES.includes(value as WritableScope);
-}
-
-function toDraft(skill: Skill): SkillDraft {
-  const { description, body, loading, tools, provenance } = skill;
-  // A skill read from a writable scope is never vendored: that is stamped only on platform skills.
-  return {
-    description,
-    body,
-    loading,
-    tools,
-    provenance: provenance === "vendored" ? undefined : provenance,
-  };
-}
-
-function render(name: string, draft: SkillDraft): string {
-  const atrium: AtriumMetadata = {};
-  if (draft.loading) atrium.loading = draft.loading;
-  if (draft.tools && draft.tools.length > 0) atrium.tools = draft.tools;
-  if (draft.provenance) atrium.provenance = draft.provenance;
-  const data: Record<string, unknown> = { name, description: draft.description };
-  if (Object.keys(atrium).length > 0) data.metadata = { atrium };
-  // An object, never a string: given a string, gray-matter parses it as a file first, so a body
-  // starting with `---js` would be evaluated and one starting with `---` would lose its text to
-  // front matter. The body is data, written after the front matter as it was given.
-  return matter.stringify({ content: `${bodyText(draft.body)}\n` }, data);
 }
 
 function parseOrRefuse(text: string, target: WriteTarget): Skill {

@@ -1,5 +1,6 @@
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import matter from "gray-matter";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSkill } from "../../../../src/platform/skills/parse.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
@@ -63,5 +64,52 @@ describe("a skill's body is data", () => {
     const body = "---\nx: [\n---\n";
     const { returned } = await roundTrip(body);
     expect(returned).toBe(body.trim());
+  });
+});
+
+describe("an update keeps the rest of a SKILL.md written elsewhere (adr/0012)", () => {
+  const head =
+    "---\nname: imported\ndescription: d\nlicense: Apache-2.0\nallowed-tools: Read Grep\n" +
+    'metadata:\n  author: example-org\n  version: "1.2"\n---\n';
+  const path = () => join(temp.layout.userSkillsDir(ALICE), "imported", "SKILL.md");
+
+  beforeEach(async () => {
+    await mkdir(join(temp.layout.userSkillsDir(ALICE), "imported"), { recursive: true });
+    await writeFile(path(), `${head}old body\n`);
+  });
+
+  it("a new body keeps the front matter byte for byte, and writes no default", async () => {
+    await writer.update(target, "imported", { intent: "replace_body", body: "new body" });
+    expect(await readFile(path(), "utf8")).toBe(`${head}new body\n`);
+  });
+
+  it("a settings patch changes only what it names; every other key stays and no default is added", async () => {
+    await writer.update(target, "imported", {
+      intent: "patch_metadata",
+      description: "Now this.",
+      loading: "always",
+    });
+    const after = await readFile(path(), "utf8");
+    const data = (matter({ content: after }) as unknown as { data: Record<string, unknown> }).data;
+    expect(data).toEqual({
+      name: "imported",
+      description: "Now this.",
+      license: "Apache-2.0",
+      "allowed-tools": "Read Grep",
+      metadata: { author: "example-org", version: "1.2", atrium: { loading: "always" } },
+    });
+    expect(after).not.toContain("provenance");
+    expect(after.endsWith("---\nold body\n")).toBe(true);
+
+    await writer.update(target, "imported", { intent: "patch_metadata", tools: ["files__*"] });
+    await writer.update(target, "imported", { intent: "patch_metadata", tools: [] });
+    const cleared = (
+      matter({ content: await readFile(path(), "utf8") }) as unknown as { data: Record<string, unknown> }
+    ).data;
+    expect(cleared.metadata).toEqual({
+      author: "example-org",
+      version: "1.2",
+      atrium: { loading: "always" },
+    });
   });
 });

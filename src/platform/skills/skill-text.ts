@@ -1,0 +1,62 @@
+import matter from "gray-matter";
+import type { AtriumMetadata } from "./metadata-schema.ts";
+import { bodyText } from "./model.ts";
+import { frontMatterOf } from "./parse.ts";
+import type { SkillDraft, SkillUpdate } from "./writer.ts";
+
+/** A new skill's SKILL.md: its name, description and the `metadata.atrium` settings it was given. */
+export function renderSkill(name: string, draft: SkillDraft): string {
+  const atrium: AtriumMetadata = {};
+  if (draft.loading) atrium.loading = draft.loading;
+  if (draft.tools && draft.tools.length > 0) atrium.tools = draft.tools;
+  if (draft.provenance) atrium.provenance = draft.provenance;
+  const data: Record<string, unknown> = { name, description: draft.description };
+  if (Object.keys(atrium).length > 0) data.metadata = { atrium };
+  return frontMatterThen(data, `${bodyText(draft.body)}\n`);
+}
+
+/**
+ * An existing SKILL.md with one update applied and nothing else changed: a skill moves between
+ * Atrium and other clients unchanged (adr/0012), so the standard fields (`license`,
+ * `allowed-tools`, `compatibility`), the rest of `metadata` and any key Atrium does not know are
+ * kept, and no default (`loading`, `provenance`) is written that the file did not hold. A new
+ * body keeps the front matter byte for byte; a settings patch writes it again through the YAML
+ * parser, which keeps every key and value but not comments or layout
+ * (test/unit/platform/skills/writer-body.test.ts "an update keeps ...").
+ */
+export function editSkillText(text: string, name: string, update: SkillUpdate): string {
+  const { data, content } = frontMatterOf(text);
+  const head = text.endsWith(content) ? text.slice(0, text.length - content.length) : undefined;
+  if (update.intent === "replace_body") {
+    const body = `${bodyText(update.body)}\n`;
+    if (head !== undefined && data.name === name) return `${head.endsWith("\n") ? head : `${head}\n`}${body}`;
+    return frontMatterThen({ ...data, name }, body);
+  }
+  const next: Record<string, unknown> = { ...data, name };
+  if (update.description !== undefined) next.description = update.description;
+  if (update.loading !== undefined || update.tools !== undefined) {
+    const metadata = isMapping(data.metadata) ? { ...data.metadata } : {};
+    const atrium = isMapping(metadata.atrium) ? { ...metadata.atrium } : {};
+    if (update.loading !== undefined) atrium.loading = update.loading;
+    // No tools is the absence of the key, as a new skill writes it.
+    if (update.tools?.length) atrium.tools = update.tools;
+    else if (update.tools !== undefined) delete atrium.tools;
+    if (Object.keys(atrium).length > 0) metadata.atrium = atrium;
+    else delete metadata.atrium;
+    // A mapping the file held stays, even emptied; one made for this patch goes if left empty.
+    if (Object.keys(metadata).length > 0 || isMapping(data.metadata)) next.metadata = metadata;
+    else delete next.metadata;
+  }
+  return frontMatterThen(next, content);
+}
+
+// An object, never a string: given a string, gray-matter parses it as a file first, so a body
+// starting with `---js` would be evaluated and one starting with `---` would lose its text to
+// front matter. The body is data, written after the front matter as it was given.
+function frontMatterThen(data: Record<string, unknown>, body: string): string {
+  return matter.stringify({ content: body }, data);
+}
+
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
