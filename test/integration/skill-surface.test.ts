@@ -150,7 +150,7 @@ describe("skills on the MCP surface", () => {
         /is not served: it holds 1073741824 bytes, over the 8388608 a bundled file may/,
       );
       const listed = await client.callTool({ name: "skills__list", arguments: {} });
-      expect(JSON.stringify(listed.structuredContent)).toContain("SKILL.md is not a regular file.");
+      expect(JSON.stringify(listed.structuredContent)).toContain("SKILL.md is a FIFO, not a regular file");
     } finally {
       await rm(join(instance.root, ws, "skills", "huge-data"), { recursive: true });
       await rm(piped, { recursive: true });

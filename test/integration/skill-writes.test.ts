@@ -1,3 +1,7 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, openSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
 import type { CallToolResult, Client } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
@@ -180,5 +184,54 @@ describe("editing and history", () => {
     const exists = await call(admin, "skills__create", { name: "house-tone", description: "d", body: "b" });
     expect(exists.isError).toBe(true);
     expect(text(exists)).toMatch(/exists/);
+  });
+});
+
+describe("a SKILL.md an operator left as a FIFO (adr/0082: never read)", () => {
+  /** The answer's status, or "no answer" when a read of the FIFO blocked it. */
+  async function within(request: Promise<Response>): Promise<number | string> {
+    return Promise.race([
+      request.then((r) => r.status),
+      new Promise<string>((resolve) => setTimeout(() => resolve("no answer after 3 s"), 3000).unref()),
+    ]);
+  }
+
+  it("is listed as a problem, an update says what to do, and a delete answers and removes it", async () => {
+    const folder = join(instance.root, ws, "skills", "piped");
+    await mkdir(folder, { recursive: true });
+    const fifo = join(folder, "SKILL.md");
+    execFileSync("mkfifo", [fifo]);
+    try {
+      const listed = (await (await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills`)).json()) as {
+        problems: Array<{ name: string; message: string }>;
+      };
+      expect(listed.problems).toContainEqual(
+        expect.objectContaining({ name: "piped", message: "SKILL.md is a FIFO, not a regular file" }),
+      );
+      const update = instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/skills/piped`, {
+        intent: "replace_body",
+        body: "x",
+      });
+      expect(await within(update)).toBe(409);
+      expect(await (await update).json()).toMatchObject({
+        error: {
+          code: "skill_unreadable",
+          message: expect.stringMatching(/SKILL\.md is a FIFO.*Delete the skill/),
+        },
+      });
+      const created = instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, {
+        name: "piped",
+        description: "d",
+        body: "b",
+      });
+      expect(await within(created)).toBe(409);
+      expect(await within(instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/piped`))).toBe(204);
+      expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/piped`)).status).toBe(404);
+    } finally {
+      // Releases a thread a blocking read left in open(2) on the FIFO, should one have.
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {}
+    }
   });
 });

@@ -37,7 +37,7 @@ export const skillsApp: PlatformApp<SkillSettings> = {
           : layout.workspaceSkillsDir(event.workspaceId),
       );
     });
-    const writer = new SkillWriter(layout, workspaces, events, clock);
+    const writer = new SkillWriter(layout, workspaces, events, clock, log);
     return {
       tools: createSkillsTools(skills, writer),
       workspaceRoutes: skillRoutes(skills, writer),

@@ -1,8 +1,8 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
-import { RACY_MS, SKILL_FILE } from "./skill-file.ts";
+import { RACY_MS, readSkillFile, refuseUnreadable, SKILL_FILE } from "./skill-file.ts";
 
 /**
  * Parsed SKILL.md files by path, kept while the file is the same: resolving skills runs on every
@@ -25,12 +25,12 @@ export class SkillFileCache {
 
   async parse(path: string, scope: SkillScope, provenance: Provenance | undefined): Promise<Skill> {
     const info = await stat(path);
-    // Anything else (a FIFO) would block a thread of the pool reading it, for good.
-    if (!info.isFile()) throw new Error(`${SKILL_FILE} is not a regular file.`);
+    refuseUnreadable(path, info);
     const stamp = `${info.size}:${info.mtimeMs}:${info.ctimeMs}:${info.ino}:${scope}:${provenance ?? ""}`;
     let entry = this.entries.get(path);
     if (entry?.stamp !== stamp) {
-      const text = await readFile(path, "utf8");
+      const text = await readSkillFile(path);
+      if (text === undefined) throw Object.assign(new Error(`${path} is gone`), { code: "ENOENT" });
       entry = { stamp, outcome: tryParse(text, scope, provenance) };
       if (this.now() - Math.max(info.mtimeMs, info.ctimeMs) < RACY_MS) this.entries.delete(path);
       else this.entries.set(path, entry);

@@ -1,9 +1,10 @@
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
+import { createLogger, type Logger } from "../../log.ts";
 import { writeFileAtomic } from "../../storage/atomic.ts";
 import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
@@ -21,7 +22,7 @@ import {
 } from "./history.ts";
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
-import { SKILL_FILE } from "./skill-file.ts";
+import { readSkillFile, SKILL_FILE, SkillFileRefused, skillFileExists } from "./skill-file.ts";
 import { editSkillText, renderSkill } from "./skill-text.ts";
 
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
@@ -69,14 +70,24 @@ export class SkillWriter implements LeftoverRules {
     private readonly workspaces: WorkspaceStore,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
+    private readonly log: Logger = createLogger("silent"),
   ) {}
+
+  /** Paths already warned about: recovery runs hourly, and one warning per file is enough. */
+  private readonly warned = new Set<string>();
+
+  private warnOnce(path: string, message: string): void {
+    if (this.warned.has(path)) return;
+    this.warned.add(path);
+    this.log.warn({ path }, message);
+  }
 
   create(target: WriteTarget, name: string, draft: SkillDraft): Promise<Skill> {
     // Creates in one scope folder one at a time, so two cannot both take its last place.
     const scope = this.scopeDir(target, name, "write");
     return this.locks.run(`${scope}\0create`, () =>
       this.locked(target, name, async (dir) => {
-        if (await skillFileText(dir, name)) {
+        if (await skillFileExists(join(dir, name, SKILL_FILE))) {
           throw new Conflict(
             "skill_exists",
             `A ${target.scope} skill named "${name}" exists; update it instead.`,
@@ -107,8 +118,9 @@ export class SkillWriter implements LeftoverRules {
 
   delete(target: WriteTarget, name: string): Promise<void> {
     return this.locked(target, name, async (dir) => {
-      // Only that it exists: a SKILL.md an operator broke can still be deleted, and written anew.
-      if ((await skillFileText(dir, name)) === undefined) throw skillNotFound(target, name);
+      // Only that it exists, never read: a SKILL.md an operator broke, or left as a FIFO, can
+      // still be deleted, and written anew.
+      if (!(await skillFileExists(join(dir, name, SKILL_FILE)))) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
       this.announce(target, name, "deleted");
@@ -134,7 +146,7 @@ export class SkillWriter implements LeftoverRules {
   async version(target: WriteTarget, name: string, version: number): Promise<string> {
     const dir = this.scopeDir(target, name, "read");
     const text = Number.isInteger(version)
-      ? await readText(join(versionsDir(dir, name), `${version}.md`))
+      ? await readOrRefuse(join(versionsDir(dir, name), `${version}.md`), target, name)
       : undefined;
     if (text === undefined)
       throw new NotFound("skill_version_not_found", `"${name}" has no version ${version}.`);
@@ -192,7 +204,18 @@ export class SkillWriter implements LeftoverRules {
     const versions = versionsDir(dir, name);
     const inFolder = await sweepTempEntries(folder, pass);
     await sweepTempEntries(versions, pass);
-    const text = await readText(join(folder, SKILL_FILE));
+    let text: string | undefined;
+    try {
+      text = await readSkillFile(join(folder, SKILL_FILE));
+    } catch (error) {
+      if (!(error instanceof SkillFileRefused)) throw error;
+      // Left as the operator placed it: a delete through Atrium removes it; boot goes on.
+      this.warnOnce(
+        error.path,
+        `skill left out of recovery: ${error.message}; delete the skill or replace the file`,
+      );
+      return;
+    }
     if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
       if (await pass.isStale(folder)) await pass.remove(folder); // R5
     }
@@ -228,7 +251,7 @@ export class SkillWriter implements LeftoverRules {
 
   /** The current SKILL.md, refused as the update would be if it does not parse. */
   private async currentText(target: WriteTarget, dir: string, name: string): Promise<string> {
-    const text = await skillFileText(dir, name);
+    const text = await readOrRefuse(join(dir, name, SKILL_FILE), target, name);
     if (text === undefined) throw skillNotFound(target, name);
     parseOrRefuse(text, target);
     return text;
@@ -269,12 +292,16 @@ function skillNotFound(target: WriteTarget, name: string): NotFound {
   return new NotFound("skill_not_found", `No ${target.scope} skill named "${name}".`);
 }
 
-async function readText(path: string): Promise<string | undefined> {
+/** A SKILL.md (or a saved version of one), read by the one reader; a refusal says what to do. */
+async function readOrRefuse(path: string, target: WriteTarget, name: string): Promise<string | undefined> {
   try {
-    return await readFile(path, "utf8");
+    return await readSkillFile(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
+    if (!(error instanceof SkillFileRefused)) throw error;
+    throw new Conflict(
+      "skill_unreadable",
+      `The ${target.scope} skill "${name}" cannot be read: its ${error.message}. Delete the skill (that removes it), or have an operator replace the file with a regular one.`,
+    );
   }
 }
 
@@ -294,9 +321,4 @@ async function skillFolderCount(dir: string): Promise<number> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return 0;
     throw error;
   }
-}
-
-/** The text of `<dir>/<name>/SKILL.md`, or `undefined` when there is none. */
-function skillFileText(dir: string, name: string): Promise<string | undefined> {
-  return readText(join(dir, name, SKILL_FILE));
 }

@@ -1,7 +1,12 @@
+import { execFileSync } from "node:child_process";
+import { closeSync, constants, openSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
+import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // A skill's save is acknowledged once a power loss cannot undo it (adr/0024): every folder the
@@ -39,5 +44,36 @@ describe("SkillWriter durability", () => {
     const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
     expect(made).toContain(join(skills, ".history", "release-notes"));
     expect(journal.unflushedFolders()).toEqual([]);
+  });
+});
+
+describe("boot recovery of skills", () => {
+  it("leaves a SKILL.md that is a FIFO unread, warns once, and recovers the others", async () => {
+    const { log, lines } = memoryLog();
+    writer = new SkillWriter(temp.layout, temp.workspaces, temp.events, undefined, log);
+    const skills = temp.layout.userSkillsDir(ALICE);
+    await mkdir(join(skills, "piped"), { recursive: true });
+    const fifo = join(skills, "piped", "SKILL.md");
+    execFileSync("mkfifo", [fifo]);
+    // A save whose version a crash lost: recovery records it.
+    await mkdir(join(skills, "kept"), { recursive: true });
+    await writeFile(join(skills, "kept", "SKILL.md"), "---\nname: kept\ndescription: d\n---\nb\n");
+    try {
+      const recovered = Promise.all([
+        writer.recoverInstance(RecoveryPass.boot(Date.now())),
+        writer.recoverInstance(RecoveryPass.housekeeping(Date.now())),
+      ]).then(() => "done");
+      const hung = new Promise<string>((resolve) => setTimeout(() => resolve("hung"), 3000).unref());
+      expect(await Promise.race([recovered, hung])).toBe("done");
+    } finally {
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {}
+    }
+    const warnings = lines.filter((line) => line.path === fifo);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]?.msg).toMatch(/SKILL\.md is a FIFO, not a regular file; delete the skill/);
+    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE } as const;
+    expect((await writer.history(target, "kept")).map((v) => v.version)).toEqual([1]);
   });
 });
