@@ -235,3 +235,47 @@ describe("a SKILL.md an operator left as a FIFO (adr/0082: never read)", () => {
     }
   });
 });
+
+describe("a SKILL.md's size is bounded (adr/0098)", () => {
+  it("a create or update past the limit is 413 skill_too_large over REST and an error over MCP", async () => {
+    const body = "a".repeat(3_900_000);
+    const rest = await instance.rest("bob", "POST", `/v1/workspaces/${ws}/skills`, {
+      scope: "user",
+      name: "big",
+      description: "d",
+      body,
+    });
+    expect(rest.status).toBe(413);
+    expect(((await rest.json()) as { error: { code: string } }).error.code).toBe("skill_too_large");
+    const created = await call(member, "skills__create", {
+      scope: "user",
+      name: "big",
+      description: "d",
+      body,
+    });
+    expect(created.isError).toBe(true);
+    expect(text(created)).toMatch(/at most 262144.*Nothing was written/);
+
+    expect(
+      (await call(member, "skills__create", { scope: "user", name: "big", description: "d", body: "b" }))
+        .isError ?? false,
+    ).toBe(false);
+    const updated = await call(member, "skills__update", {
+      scope: "user",
+      name: "big",
+      intent: "replace_body",
+      body,
+    });
+    expect(updated.isError).toBe(true);
+    expect(text(updated)).toMatch(/at most 262144/);
+    const patched = await instance.rest("bob", "PATCH", `/v1/workspaces/${ws}/skills/big`, {
+      scope: "user",
+      intent: "replace_body",
+      body,
+    });
+    expect(patched.status).toBe(413);
+    expect((await instance.rest("bob", "DELETE", `/v1/workspaces/${ws}/skills/big?scope=user`)).status).toBe(
+      204,
+    );
+  });
+});

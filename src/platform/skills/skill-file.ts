@@ -1,5 +1,6 @@
 import { constants, type Stats } from "node:fs";
 import { lstat, open, stat } from "node:fs/promises";
+import { AtriumError } from "../../errors.ts";
 
 /** A skill's file in its folder. */
 export const SKILL_FILE = "SKILL.md";
@@ -10,6 +11,33 @@ export const SKILL_FILE = "SKILL.md";
  * change is read again on its next use, until its newest time is older (adr/0051).
  */
 export const RACY_MS = 2_000;
+
+/**
+ * The largest SKILL.md Atrium writes or reads, in UTF-8 bytes. A skill's text is held in memory
+ * while it is listed, and every request of its owner resolves it: without a bound, a member's ten
+ * 3.9 MB user skills held 42 MB of heap, and they may create 500 (adr/0098). The Agent Skills
+ * guidance keeps SKILL.md under 500 lines with detail in bundled files (read on demand, not
+ * held); this repository's skill is 673 bytes. 256 KiB is some 64,000 tokens, more than a client
+ * gives one skill, and the same bound as one conversation event.
+ */
+export const MAX_SKILL_FILE_BYTES = 256 * 1024;
+
+/** A write would make a SKILL.md over MAX_SKILL_FILE_BYTES: refused before anything is written. */
+export class SkillTooLarge extends AtriumError {
+  constructor(bytes: number) {
+    super(
+      "skill_too_large",
+      413,
+      `This skill's SKILL.md would be ${bytes} bytes; one may be at most ${MAX_SKILL_FILE_BYTES}. Nothing was written: shorten the body, or move reference material into files beside SKILL.md.`,
+    );
+  }
+}
+
+/** Refuses a SKILL.md text over MAX_SKILL_FILE_BYTES. */
+export function refuseTooLarge(text: string): void {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > MAX_SKILL_FILE_BYTES) throw new SkillTooLarge(bytes);
+}
 
 /** A SKILL.md Atrium will not read: it names the file and what an operator or member can do. */
 export class SkillFileRefused extends Error {
@@ -48,9 +76,16 @@ export async function skillFileExists(path: string): Promise<boolean> {
   return (await lstat(path).catch(missingAsUndefined)) !== undefined;
 }
 
-/** Throws SkillFileRefused for a file that must not be read. */
+/** Throws SkillFileRefused for a file that must not be read: not a regular file, or too large. */
 export function refuseUnreadable(path: string, info: Stats): void {
   if (!info.isFile()) throw new SkillFileRefused(path, `is ${kindOf(info)}, not a regular file`);
+  // Never read whole into memory: an operator's file over the limit is a problem, not a skill.
+  if (info.size > MAX_SKILL_FILE_BYTES) {
+    throw new SkillFileRefused(
+      path,
+      `holds ${info.size} bytes, over the ${MAX_SKILL_FILE_BYTES} a SKILL.md may`,
+    );
+  }
 }
 
 function kindOf(info: Stats): string {

@@ -22,7 +22,13 @@ import {
 } from "./history.ts";
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
-import { readSkillFile, SKILL_FILE, SkillFileRefused, skillFileExists } from "./skill-file.ts";
+import {
+  readSkillFile,
+  refuseTooLarge,
+  SKILL_FILE,
+  SkillFileRefused,
+  skillFileExists,
+} from "./skill-file.ts";
 import { editSkillText, renderSkill } from "./skill-text.ts";
 
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
@@ -154,6 +160,7 @@ export class SkillWriter implements LeftoverRules {
   }
 
   private async save(target: WriteTarget, dir: string, name: string, text: string): Promise<Skill> {
+    refuseTooLarge(text);
     const skill = parseOrRefuse(text, target);
     if (target.scope === "workspace") {
       // Inside a workspace nothing is created recursively: if it was archived, this fails.

@@ -1,8 +1,9 @@
-import { mkdir, mkdtemp, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, truncate, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readSkillDir, SkillFileCache } from "../../../../src/platform/skills/skill-dirs.ts";
+import { MAX_SKILL_FILE_BYTES } from "../../../../src/platform/skills/skill-file.ts";
 
 let dir: string;
 
@@ -78,6 +79,22 @@ describe("readSkillDir", () => {
     const { skills, problems } = await readSkillDir(dir, "user");
     expect(skills.map((s) => s.name)).toEqual(["kept"]);
     expect(problems).toEqual([]);
+  });
+
+  it("reports a SKILL.md over the size limit, never reading it, and serves the others", async () => {
+    await put("good", file("good"));
+    await put("huge", file("huge"));
+    // Sparse: a gigabyte on paper; read whole it would be held in memory on every listing.
+    await truncate(join(dir, "huge", "SKILL.md"), 1024 ** 3);
+    const { skills, problems } = await readSkillDir(dir, "user");
+    expect(skills.map((s) => s.name)).toEqual(["good"]);
+    expect(problems).toEqual([
+      {
+        scope: "user",
+        name: "huge",
+        message: `SKILL.md holds ${1024 ** 3} bytes, over the ${MAX_SKILL_FILE_BYTES} a SKILL.md may`,
+      },
+    ]);
   });
 
   it("reads a missing folder as no skills and no problems", async () => {

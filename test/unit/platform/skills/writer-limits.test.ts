@@ -1,6 +1,7 @@
-import { mkdir, rm } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { MAX_SKILL_FILE_BYTES } from "../../../../src/platform/skills/skill-file.ts";
 import {
   MAX_SKILLS_PER_SCOPE,
   SkillWriter,
@@ -39,5 +40,35 @@ describe("how many skills Atrium writes into one scope", () => {
     await mkdir(join(dir, ".history", "s-1"), { recursive: true });
     await mkdir(join(dir, ".tmp-s-x"), { recursive: true });
     expect((await writer.create(target, "one-more", { description: "d", body: "b" })).name).toBe("one-more");
+  });
+});
+
+describe("how large a SKILL.md Atrium writes", () => {
+  const tooLarge = {
+    code: "skill_too_large",
+    status: 413,
+    message: expect.stringContaining("Nothing was written"),
+  };
+
+  it(`refuses a create past ${MAX_SKILL_FILE_BYTES} bytes before writing anything`, async () => {
+    // Counted in UTF-8 bytes: a two-byte character counts twice.
+    const body = "é".repeat(MAX_SKILL_FILE_BYTES / 2);
+    await expect(writer.create(target, "big", { description: "d", body })).rejects.toMatchObject(tooLarge);
+    expect(await readdir(temp.layout.userSkillsDir(ALICE)).catch(() => [])).toEqual([]);
+    expect((await writer.create(target, "big", { description: "d", body: "é".repeat(1000) })).name).toBe(
+      "big",
+    );
+  });
+
+  it("refuses an update that would pass it and keeps the skill as it was", async () => {
+    await writer.create(target, "grows", { description: "d", body: "small" });
+    const path = join(temp.layout.userSkillsDir(ALICE), "grows", "SKILL.md");
+    const before = await readFile(path, "utf8");
+    const body = "x".repeat(MAX_SKILL_FILE_BYTES);
+    await expect(writer.update(target, "grows", { intent: "replace_body", body })).rejects.toMatchObject(
+      tooLarge,
+    );
+    expect(await readFile(path, "utf8")).toBe(before);
+    expect((await writer.history(target, "grows")).map((v) => v.version)).toEqual([1]);
   });
 });
