@@ -138,16 +138,13 @@ describe("editing and history", () => {
     expect(missing.status).toBe(404);
   });
 
-  it("every save is a version; old versions stay readable after a delete", async () => {
+  it("every save is a version; a delete removes them with the skill (adr/0098)", async () => {
     const history = await call(admin, "skills__history", { name: "deploys" });
     const versions = (history.structuredContent as { versions: Array<{ version: number }> }).versions;
     expect(versions.map((v) => v.version)).toEqual([1, 2, 3]);
     const first = await call(admin, "skills__history", { name: "deploys", version: 1 });
     expect(text(first)).toContain("Step one.");
 
-    const deleted = await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/deploys`);
-    expect(deleted.status).toBe(204);
-    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys`)).status).toBe(404);
     const old = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys/history/2`);
     expect(old.status).toBe(200);
     expect(await old.text()).toContain("Step two.");
@@ -163,6 +160,14 @@ describe("editing and history", () => {
     expect(
       (await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys/history/9`)).status,
     ).toBe(404);
+
+    const deleted = await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/deploys`);
+    expect(deleted.status).toBe(204);
+    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys`)).status).toBe(404);
+    for (const path of ["history", "history/2"])
+      expect(
+        (await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/deploys/${path}`)).status,
+      ).toBe(404);
   });
 
   it("refuses an invalid name or setting with the reason, and writes nothing", async () => {

@@ -6,8 +6,8 @@ import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
 
 // A skill's saved versions: `<scope dir>/.history/<name>/N.md` (the whole file) and `N.json`
-// (its number and time). History lives in a dot-folder the scope reader skips, so it outlives
-// a delete.
+// (its number and time). History lives in a dot-folder the scope reader skips; a delete through
+// Atrium removes it (adr/0098), so what a scope holds is bounded by its skills.
 export const HISTORY_DIR = ".history";
 
 const VERSION_TEXT = /^(\d+)\.md$/;
@@ -122,4 +122,12 @@ async function versionNumbers(versions: string): Promise<{ texts: number[]; meta
 
 async function writeVersionMeta(versions: string, version: number, savedAt: string): Promise<void> {
   await writeFileAtomic(join(versions, `${version}.json`), JSON.stringify({ version, savedAt }));
+}
+
+/**
+ * Removes a deleted skill's history. Kept, the history of every name ever deleted grew a scope's
+ * folder without end, uncounted by the 500-skill cap (adr/0098).
+ */
+export async function removeHistory(versions: string): Promise<void> {
+  await rm(versions, { recursive: true, force: true });
 }

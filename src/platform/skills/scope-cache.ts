@@ -86,7 +86,12 @@ export class ScopeCache {
     const newest = Math.max(...stamps.map((s) => s.mtimeMs));
     this.entries.delete(key);
     this.entries.set(key, { listing, stamps, racy: this.now() - newest < RACY_MS, checkedInTurn: -1 });
-    if (this.entries.size > MAX_ENTRIES) this.entries.delete(this.entries.keys().next().value as string);
+    if (this.entries.size > MAX_ENTRIES) {
+      const oldest = this.entries.keys().next().value as string;
+      this.entries.delete(oldest);
+      // Its parsed files go with it (adr/0098): the key ends with the folder.
+      this.files.forget(oldest.slice(oldest.lastIndexOf("\0") + 1));
+    }
     return listing;
   }
 

@@ -102,7 +102,7 @@ export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWrite
   tools.registerTool(
     "delete",
     {
-      description: `Delete a skill. Its earlier versions stay readable with ${joinToolName("skills", "history")}.`,
+      description: "Delete a skill and its saved versions.",
       inputSchema: platformInput({ scope: scopeInput, name: nameInput }),
       annotations: { title: "Delete a skill", readOnlyHint: false, destructiveHint: true },
     },

@@ -17,6 +17,7 @@ import {
   listVersions,
   reconcileHistory,
   recordVersion,
+  removeHistory,
   type SkillVersion,
   versionsDir,
 } from "./history.ts";
@@ -129,6 +130,9 @@ export class SkillWriter implements LeftoverRules {
       if (!(await skillFileExists(join(dir, name, SKILL_FILE)))) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
+      // After the commit point: a crash between leaves the history, which a create of the same
+      // name continues, as before.
+      await removeHistory(versionsDir(dir, name));
       this.announce(target, name, "deleted");
     });
   }

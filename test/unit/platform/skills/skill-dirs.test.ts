@@ -149,4 +149,20 @@ describe("SkillFileCache", () => {
     expect((await readSkillDir(dir, "org", undefined, cache)).skills).toHaveLength(1);
     expect(cache.size).toBe(1);
   });
+
+  it("lets go of a parse whose file is gone: a deleted skill, then the whole folder", async () => {
+    // Long after the writes, so every parse is kept while its file is there.
+    const cache = new SkillFileCache(() => Date.now() + 60_000);
+    for (let round = 0; round < 20; round += 1) {
+      await put(`churn-${round}`, file(`churn-${round}`));
+      expect((await readSkillDir(dir, "user", undefined, cache)).skills).toHaveLength(1);
+      await rm(join(dir, `churn-${round}`), { recursive: true });
+    }
+    await put("kept", file("kept"));
+    expect((await readSkillDir(dir, "user", undefined, cache)).skills.map((s) => s.name)).toEqual(["kept"]);
+    expect(cache.size).toBe(1);
+    await rm(dir, { recursive: true });
+    await readSkillDir(dir, "user", undefined, cache);
+    expect(cache.size).toBe(0);
+  });
 });

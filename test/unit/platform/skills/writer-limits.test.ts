@@ -72,3 +72,19 @@ describe("how large a SKILL.md Atrium writes", () => {
     expect((await writer.history(target, "grows")).map((v) => v.version)).toEqual([1]);
   });
 });
+
+describe("what a deleted skill leaves", () => {
+  it("nothing: its history goes with it, so create-and-delete of fresh names does not grow the scope", async () => {
+    const dir = temp.layout.userSkillsDir(ALICE);
+    for (let i = 0; i < 3; i += 1) {
+      await writer.create(target, `churn-${i}`, { description: "d", body: "b" });
+      await writer.update(target, `churn-${i}`, { intent: "replace_body", body: "c" });
+      await writer.delete(target, `churn-${i}`);
+    }
+    expect(await readdir(join(dir, ".history"))).toEqual([]);
+    await expect(writer.history(target, "churn-0")).rejects.toMatchObject({ code: "skill_not_found" });
+    // A name created again starts its history anew.
+    await writer.create(target, "churn-0", { description: "d", body: "b" });
+    expect((await writer.history(target, "churn-0")).map((v) => v.version)).toEqual([1]);
+  });
+});
