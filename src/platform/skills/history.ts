@@ -4,6 +4,7 @@ import { forEachAtMost } from "../../kernel/at-most.ts";
 import { parseStoredJson, writeFileAtomic } from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
+import { MAX_EDITED_SKILL_FILE_BYTES, readSkillFile } from "./skill-file.ts";
 
 // A skill's saved versions: `<scope dir>/.history/<name>/N.md` (the whole file) and `N.json`
 // (its number and time). History lives in a dot-folder the scope reader skips; a delete through
@@ -96,7 +97,10 @@ export async function reconcileHistory(
   }
   if (current === undefined) return;
   const newest = Math.max(0, ...texts);
-  const newestText = newest > 0 ? await readFile(join(versions, `${newest}.md`), "utf8") : undefined;
+  // Through the one reader: a FIFO an operator left here would hang boot (adr/0082); its refusal
+  // reaches the caller, which leaves the skill as it is and warns.
+  const newestText =
+    newest > 0 ? await readSkillFile(join(versions, `${newest}.md`), MAX_EDITED_SKILL_FILE_BYTES) : undefined;
   if (newestText !== current.text) {
     await recordVersion(versions, current.text, current.savedAt);
     pass.completed += 1;

@@ -22,6 +22,14 @@ export const RACY_MS = 2_000;
  */
 export const MAX_SKILL_FILE_BYTES = 256 * 1024;
 
+/**
+ * The most of an existing SKILL.md or saved version Atrium reads to edit or show it: the HTTP body
+ * bound a write had before MAX_SKILL_FILE_BYTES, so a skill saved then can still be read and
+ * shortened (the write that shortens it is checked against MAX_SKILL_FILE_BYTES). Listings keep
+ * to MAX_SKILL_FILE_BYTES: they hold what they read.
+ */
+export const MAX_EDITED_SKILL_FILE_BYTES = 4 * 1024 * 1024;
+
 /** A write would make a SKILL.md over MAX_SKILL_FILE_BYTES: refused before anything is written. */
 export class SkillTooLarge extends AtriumError {
   constructor(bytes: number) {
@@ -57,14 +65,17 @@ export class SkillFileRefused extends Error {
  * file is then opened without blocking and checked again by its handle, so one swapped in between
  * is refused too. A symlink to a regular file is read, as the listing always has.
  */
-export async function readSkillFile(path: string): Promise<string | undefined> {
+export async function readSkillFile(
+  path: string,
+  maxBytes = MAX_SKILL_FILE_BYTES,
+): Promise<string | undefined> {
   const info = await stat(path).catch(missingAsUndefined);
   if (info === undefined) return undefined;
-  refuseUnreadable(path, info);
+  refuseUnreadable(path, info, maxBytes);
   const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(missingAsUndefined);
   if (handle === undefined) return undefined;
   try {
-    refuseUnreadable(path, await handle.stat());
+    refuseUnreadable(path, await handle.stat(), maxBytes);
     return await handle.readFile("utf8");
   } finally {
     await handle.close();
@@ -77,14 +88,12 @@ export async function skillFileExists(path: string): Promise<boolean> {
 }
 
 /** Throws SkillFileRefused for a file that must not be read: not a regular file, or too large. */
-export function refuseUnreadable(path: string, info: Stats): void {
+export function refuseUnreadable(path: string, info: Stats, maxBytes = MAX_SKILL_FILE_BYTES): void {
   if (!info.isFile()) throw new SkillFileRefused(path, `is ${kindOf(info)}, not a regular file`);
   // Never read whole into memory: an operator's file over the limit is a problem, not a skill.
-  if (info.size > MAX_SKILL_FILE_BYTES) {
-    throw new SkillFileRefused(
-      path,
-      `holds ${info.size} bytes, over the ${MAX_SKILL_FILE_BYTES} a SKILL.md may`,
-    );
+  if (info.size > maxBytes) {
+    const bound = maxBytes === MAX_SKILL_FILE_BYTES ? "a SKILL.md may" : "Atrium reads to edit one";
+    throw new SkillFileRefused(path, `holds ${info.size} bytes, over the ${maxBytes} ${bound}`);
   }
 }
 

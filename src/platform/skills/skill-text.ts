@@ -29,7 +29,11 @@ export function editSkillText(text: string, name: string, update: SkillUpdate): 
   const head = text.endsWith(content) ? text.slice(0, text.length - content.length) : undefined;
   if (update.intent === "replace_body") {
     const body = `${bodyText(update.body)}\n`;
-    if (head !== undefined && data.name === name) return `${head.endsWith("\n") ? head : `${head}\n`}${body}`;
+    // Kept only when it closes: front matter with no closing `---` runs to the end of the file,
+    // and a body written after it would be read back as more front matter.
+    if (head !== undefined && CLOSED_HEAD.test(head) && data.name === name) {
+      return `${head.endsWith("\n") ? head : `${head}\n`}${body}`;
+    }
     return frontMatterThen({ ...data, name }, body);
   }
   const next: Record<string, unknown> = { ...data, name };
@@ -49,6 +53,9 @@ export function editSkillText(text: string, name: string, update: SkillUpdate): 
   }
   return frontMatterThen(next, content);
 }
+
+/** Front matter that ends with its closing delimiter line. */
+const CLOSED_HEAD = /\r?\n---[ \t]*(\r?\n)?$/;
 
 // An object, never a string: given a string, gray-matter parses it as a file first, so a body
 // starting with `---js` would be evaluated and one starting with `---` would lose its text to

@@ -24,6 +24,7 @@ import {
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
 import {
+  MAX_EDITED_SKILL_FILE_BYTES,
   readSkillFile,
   refuseTooLarge,
   SKILL_FILE,
@@ -215,27 +216,26 @@ export class SkillWriter implements LeftoverRules {
     const versions = versionsDir(dir, name);
     const inFolder = await sweepTempEntries(folder, pass);
     await sweepTempEntries(versions, pass);
-    let text: string | undefined;
     try {
-      text = await readSkillFile(join(folder, SKILL_FILE));
+      const text = await readSkillFile(join(folder, SKILL_FILE), MAX_EDITED_SKILL_FILE_BYTES);
+      if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
+        if (await pass.isStale(folder)) await pass.remove(folder); // R5
+      }
+      const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
+      await reconcileHistory(
+        versions,
+        text === undefined ? undefined : { text, savedAt: await savedAt() },
+        pass,
+      );
     } catch (error) {
       if (!(error instanceof SkillFileRefused)) throw error;
-      // Left as the operator placed it: a delete through Atrium removes it; boot goes on.
+      // Left as the operator placed it (a SKILL.md or a saved version that is not a regular
+      // file): a delete through Atrium removes it; boot goes on.
       this.warnOnce(
         error.path,
         `skill left out of recovery: ${error.message}; delete the skill or replace the file`,
       );
-      return;
     }
-    if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
-      if (await pass.isStale(folder)) await pass.remove(folder); // R5
-    }
-    const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
-    await reconcileHistory(
-      versions,
-      text === undefined ? undefined : { text, savedAt: await savedAt() },
-      pass,
-    );
   }
 
   async recoverWorkspace(
@@ -306,7 +306,7 @@ function skillNotFound(target: WriteTarget, name: string): NotFound {
 /** A SKILL.md (or a saved version of one), read by the one reader; a refusal says what to do. */
 async function readOrRefuse(path: string, target: WriteTarget, name: string): Promise<string | undefined> {
   try {
-    return await readSkillFile(path);
+    return await readSkillFile(path, MAX_EDITED_SKILL_FILE_BYTES);
   } catch (error) {
     if (!(error instanceof SkillFileRefused)) throw error;
     throw new Conflict(
