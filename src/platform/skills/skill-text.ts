@@ -21,7 +21,9 @@ export function renderSkill(name: string, draft: SkillDraft): string {
  * `allowed-tools`, `compatibility`), the rest of `metadata` and any key Atrium does not know are
  * kept, and no default (`loading`, `provenance`) is written that the file did not hold. A new
  * body keeps the front matter byte for byte; a settings patch writes it again through the YAML
- * parser, which keeps every key and value but not comments or layout
+ * serializer, which keeps every key and its value but not comments, layout or how a scalar was
+ * written (`1.0` comes back `1`, a date as a timestamp, an integer past 2^53 rounded) — editing
+ * the YAML document in place would keep those, and is not done yet
  * (test/unit/platform/skills/writer-body.test.ts "an update keeps ...").
  */
 export function editSkillText(text: string, name: string, update: SkillUpdate): string {
