@@ -1,10 +1,10 @@
-import { execFileSync } from "node:child_process";
 import { mkdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/client";
 import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { makeFifo } from "../helpers/fifo.ts";
 
 let instance: TestAtrium;
 let ws: string;
@@ -139,7 +139,7 @@ describe("skills on the MCP surface", () => {
     // A FIFO read would block a thread of the pool for good, and with it every request after.
     const piped = join(instance.root, ws, "skills", "piped");
     await mkdir(piped, { recursive: true });
-    execFileSync("mkfifo", [join(piped, "SKILL.md")]);
+    makeFifo(join(piped, "SKILL.md"));
     try {
       const { skills: entries } = await new SkillsClient(client).list();
       expect(entries.map((entry) => entry.frontmatter.name).sort()).toEqual([

@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, openSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { CallToolResult, Client } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { makeFifo, releaseFifo, unlessHung } from "../helpers/fifo.ts";
 import { addMember } from "../helpers/members.ts";
 
 let instance: TestAtrium;
@@ -193,19 +192,16 @@ describe("editing and history", () => {
 });
 
 describe("a SKILL.md an operator left as a FIFO (adr/0082: never read)", () => {
-  /** The answer's status, or "no answer" when a read of the FIFO blocked it. */
-  async function within(request: Promise<Response>): Promise<number | string> {
-    return Promise.race([
-      request.then((r) => r.status),
-      new Promise<string>((resolve) => setTimeout(() => resolve("no answer after 3 s"), 3000).unref()),
-    ]);
+  /** The answer's status, or "hung" when a read of the FIFO blocked it. */
+  function within(request: Promise<Response>): Promise<number | "hung"> {
+    return unlessHung(request.then((r) => r.status));
   }
 
   it("is listed as a problem, an update says what to do, and a delete answers and removes it", async () => {
     const folder = join(instance.root, ws, "skills", "piped");
     await mkdir(folder, { recursive: true });
     const fifo = join(folder, "SKILL.md");
-    execFileSync("mkfifo", [fifo]);
+    makeFifo(fifo);
     try {
       const listed = (await (await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills`)).json()) as {
         problems: Array<{ name: string; message: string }>;
@@ -234,9 +230,7 @@ describe("a SKILL.md an operator left as a FIFO (adr/0082: never read)", () => {
       expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/skills/piped`)).status).toBe(404);
     } finally {
       // Releases a thread a blocking read left in open(2) on the FIFO, should one have.
-      try {
-        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
-      } catch {}
+      releaseFifo(fifo);
     }
   });
 });

@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, openSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { makeFifo, releaseFifo, unlessHung } from "../../../helpers/fifo.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -54,7 +53,7 @@ describe("boot recovery of skills", () => {
     const skills = temp.layout.userSkillsDir(ALICE);
     await mkdir(join(skills, "piped"), { recursive: true });
     const fifo = join(skills, "piped", "SKILL.md");
-    execFileSync("mkfifo", [fifo]);
+    makeFifo(fifo);
     // A save whose version a crash lost: recovery records it.
     await mkdir(join(skills, "kept"), { recursive: true });
     await writeFile(join(skills, "kept", "SKILL.md"), "---\nname: kept\ndescription: d\n---\nb\n");
@@ -63,12 +62,9 @@ describe("boot recovery of skills", () => {
         writer.recoverInstance(RecoveryPass.boot(Date.now())),
         writer.recoverInstance(RecoveryPass.housekeeping(Date.now())),
       ]).then(() => "done");
-      const hung = new Promise<string>((resolve) => setTimeout(() => resolve("hung"), 3000).unref());
-      expect(await Promise.race([recovered, hung])).toBe("done");
+      expect(await unlessHung(recovered)).toBe("done");
     } finally {
-      try {
-        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
-      } catch {}
+      releaseFifo(fifo);
     }
     const warnings = lines.filter((line) => line.path === fifo);
     expect(warnings).toHaveLength(1);

@@ -1,11 +1,10 @@
-import { execFileSync } from "node:child_process";
-import { closeSync, constants, openSync } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { frontMatterOf } from "../../../../src/platform/skills/parse.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { makeFifo, releaseFifo, unlessHung } from "../../../helpers/fifo.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // SKILL.md files and saved versions Atrium did not write under today's rules: front matter with
@@ -76,19 +75,13 @@ describe("a FIFO in a skill's history", () => {
   it("does not hang boot recovery", async () => {
     await writer.create(target, "h", { description: "d", body: "b" });
     const fifo = join(dir, ".history", "h", "2.md");
-    execFileSync("mkfifo", [fifo]);
+    makeFifo(fifo);
     try {
-      const recovered = writer.recoverInstance(RecoveryPass.boot(Date.now())).then(
-        () => "done",
-        (error: unknown) => `failed: ${error}`,
+      expect(await unlessHung(writer.recoverInstance(RecoveryPass.boot(Date.now())).then(() => "done"))).toBe(
+        "done",
       );
-      const hung = new Promise<string>((resolve) => setTimeout(() => resolve("hung"), 3000).unref());
-      expect(await Promise.race([recovered, hung])).toBe("done");
     } finally {
-      // Lets a reader the fix failed to prevent go, so the test process is not held.
-      try {
-        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
-      } catch {}
+      releaseFifo(fifo);
     }
   });
 });
