@@ -1,4 +1,6 @@
+import { isDeepStrictEqual } from "node:util";
 import matter from "gray-matter";
+import { type Document, isMap, parseDocument, Scalar, visit } from "yaml";
 import type { AtriumMetadata } from "./metadata-schema.ts";
 import { bodyText } from "./model.ts";
 import { frontMatterOf } from "./parse.ts";
@@ -20,10 +22,10 @@ export function renderSkill(name: string, draft: SkillDraft): string {
  * Atrium and other clients unchanged (adr/0012), so the standard fields (`license`,
  * `allowed-tools`, `compatibility`), the rest of `metadata` and any key Atrium does not know are
  * kept, and no default (`loading`, `provenance`) is written that the file did not hold. A new
- * body keeps the front matter byte for byte; a settings patch writes it again through the YAML
- * serializer, which keeps every key and its value but not comments, layout or how a scalar was
- * written (`1.0` comes back `1`, a date as a timestamp, an integer past 2^53 rounded) — editing
- * the YAML document in place would keep those, and is not done yet
+ * body keeps the front matter byte for byte. A settings patch edits the YAML document in place,
+ * so what it does not change keeps its text — comments, layout, `1.0`, a date, a long integer —
+ * and falls back to writing the front matter again (which keeps keys and values, not their text)
+ * only for front matter that is not one plain YAML mapping
  * (test/unit/platform/skills/writer-body.test.ts "an update keeps ...").
  */
 export function editSkillText(text: string, name: string, update: SkillUpdate): string {
@@ -53,7 +55,56 @@ export function editSkillText(text: string, name: string, update: SkillUpdate): 
     if (Object.keys(metadata).length > 0 || isMapping(data.metadata)) next.metadata = metadata;
     else delete next.metadata;
   }
-  return frontMatterThen(next, content);
+  return patchedInPlace(text, name, update, next) ?? frontMatterThen(next, content);
+}
+
+/** Plain YAML front matter: its opening line, its source, its closing line. */
+const YAML_FRONT_MATTER = /^(---[ \t]*\r?\n)([\s\S]*?\r?\n)?(---[ \t]*(?:\r?\n|$))/;
+
+/**
+ * The patch applied to the front matter's YAML document, every other node left as its text; or
+ * undefined when the front matter is not one plain YAML mapping, or when the file read back
+ * would not hold exactly `expected` (the data the rewrite would write): then the caller writes
+ * the front matter again. Values Atrium sets are double-quoted, so the YAML 1.1 reader the
+ * skills are parsed with (gray-matter's) never takes a description like `yes` for a boolean.
+ */
+function patchedInPlace(
+  text: string,
+  name: string,
+  update: Extract<SkillUpdate, { intent: "patch_metadata" }>,
+  expected: Record<string, unknown>,
+): string | undefined {
+  const match = YAML_FRONT_MATTER.exec(text);
+  if (!match) return undefined;
+  const [whole, open, source = "", close] = match as unknown as [string, string, string | undefined, string];
+  const doc = parseDocument(source, { intAsBigInt: true });
+  if (doc.errors.length > 0 || !isMap(doc.contents)) return undefined;
+  try {
+    if (doc.get("name") !== name) doc.set("name", quoted(doc, name));
+    if (update.description !== undefined) doc.set("description", quoted(doc, update.description));
+    if (update.loading !== undefined)
+      doc.setIn(["metadata", "atrium", "loading"], quoted(doc, update.loading));
+    if (update.tools?.length) doc.setIn(["metadata", "atrium", "tools"], quoted(doc, update.tools));
+    else if (update.tools !== undefined) doc.deleteIn(["metadata", "atrium", "tools"]);
+    const atrium = doc.getIn(["metadata", "atrium"]);
+    if (isMap(atrium) && atrium.items.length === 0) doc.deleteIn(["metadata", "atrium"]);
+  } catch {
+    // A path through something that is not a mapping (`metadata: text`): written again instead.
+    return undefined;
+  }
+  const patched = `${open}${String(doc)}${close}${text.slice(whole.length)}`;
+  return isDeepStrictEqual(frontMatterOf(patched).data, expected) ? patched : undefined;
+}
+
+/** `value` as a node whose strings are all double-quoted. */
+function quoted(doc: Document, value: unknown): unknown {
+  const node = doc.createNode(value);
+  visit(node, {
+    Scalar(_key, scalar) {
+      if (typeof scalar.value === "string") scalar.type = Scalar.QUOTE_DOUBLE;
+    },
+  });
+  return node;
 }
 
 /** Front matter that ends with its closing delimiter line. */

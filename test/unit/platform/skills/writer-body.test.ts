@@ -112,4 +112,24 @@ describe("an update keeps the rest of a SKILL.md written elsewhere (adr/0012)", 
       atrium: { loading: "always" },
     });
   });
+
+  it("a settings patch leaves the text of what it does not change: comments, 1.0, a date, a long integer", async () => {
+    const text =
+      "---\nname: imported\ndescription: d # short\n# kept comment\nmetadata:\n  version: 1.0\n" +
+      "  id: 12345678901234567890\ncreated: 2024-01-02\n---\nold body\n";
+    await writeFile(path(), text);
+    await writer.update(target, "imported", {
+      intent: "patch_metadata",
+      description: "yes",
+      tools: ["files__read"],
+    });
+    const after = await readFile(path(), "utf8");
+    expect(after).toContain("# kept comment\n");
+    expect(after).toContain("  version: 1.0\n");
+    expect(after).toContain("  id: 12345678901234567890\n");
+    expect(after).toContain("created: 2024-01-02\n");
+    expect(after.endsWith("---\nold body\n")).toBe(true);
+    // Quoted: the YAML 1.1 reader skills are parsed with would take a bare `yes` for true.
+    expect(parseSkill(after, "user")).toMatchObject({ description: "yes", tools: ["files__read"] });
+  });
 });
