@@ -180,11 +180,13 @@ export class Inbox implements LeftoverRules {
       "all" in what
         ? undefined
         : await Promise.all(what.ids.map(async (id) => (await this.find(workspaceId, principalId, id)).seq));
-    // Under the workspace's lock, as a post reads it: on first use after a restart an unlocked
-    // read could list the folder before a post's entry landed and store its older seq after the
-    // post stored the newer one, and the next post would reuse a seq ("never reuses a seq when
-    // the first ack after a restart reads it while a post is writing", inbox.test.ts).
-    const highest = await this.lock.run(workspaceId, () => this.highestSeq(workspaceId));
+    // Read from disk under the workspace's lock, as a post reads it: on first use after a restart
+    // an unlocked read could list the folder before a post's entry landed and store its older seq
+    // after the post stored the newer one, and the next post would reuse a seq ("never reuses a
+    // seq when the first ack after a restart reads it while a post is writing", inbox.test.ts).
+    // Once known, posts keep it under that lock: an ack reads it without queueing behind them.
+    const highest =
+      this.lastSeq.get(workspaceId) ?? (await this.lock.run(workspaceId, () => this.highestSeq(workspaceId)));
     return this.lock.run(`${workspaceId}/${principalId}`, async () => {
       const acks = await this.readAcks(workspaceId, principalId);
       const wanted = seqs ?? [];
