@@ -156,6 +156,12 @@ describe("the 2026-07-28 edge", () => {
     }
   });
 
+  it("an error a tool's handler answers with is a 200 carrying the JSON-RPC error", async () => {
+    const { status, json } = await post("alice", modernRequest("prompts/get", { name: "missing" }));
+    expect(json.error).toMatchObject({ code: -32602, message: 'Unknown prompt "missing".' });
+    expect(status).toBe(200);
+  });
+
   it("without a progress token the same call is plain JSON", async () => {
     const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
       ...modernRequest("tools/call", { name: "files__write", arguments: { name: "plain.txt", text: "hi" } }),
@@ -246,13 +252,15 @@ describe("the 2026-07-28 edge", () => {
     });
   });
 
-  it("ping and logging/setLevel are 2025 methods only: 2026-07-28 answers them -32601", async () => {
+  it("ping and logging/setLevel are 2025 methods only: 2026-07-28 answers them -32601, status 404", async () => {
     for (const [method, params] of [
       ["ping", {}],
       ["logging/setLevel", { level: "debug" }],
     ] as const) {
       const modern = await post("alice", modernRequest(method, params));
       expect(modern.json.error, method).toEqual({ code: -32601, message: "Method not found" });
+      // Refused before any handler ran, so the HTTP status says so (a handler's error is a 200).
+      expect(modern.status, method).toBe(404);
       const legacy = await post("alice", {
         ...LEGACY_CALL,
         body: JSON.stringify({ jsonrpc: "2.0", id: 9, method, params }),

@@ -9,64 +9,111 @@ import { PerRequestHTTPServerTransport } from "@modelcontextprotocol/server";
 import { ACCEPTED, jsonReply, type McpReply } from "./reply.ts";
 import type { Abandonable, ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 
+type Classification = MessageExtraInfo["classification"] & object;
+
 /**
- * One 2026-07-28 exchange through the SDK's PerRequestHTTPServerTransport, which does its HTTP
- * half: 202 for a notification, an SSE stream once the call reports progress, the HTTP status of
- * an error refused before dispatch. One case is answered here instead, because it is the hot one
- * and the transport would build a web `Response` for it (and the front door would then have to
- * take it apart again, adr/0052): a request's successful result while nothing has been streamed.
- * For that case the transport answers exactly this, status 200 and the message as JSON; every
- * other message, errors included, goes to the transport unchanged.
+ * One 2026-07-28 exchange. The request goes to the era's server through the mux; its HTTP half
+ * is the SDK's PerRequestHTTPServerTransport (an SSE stream once the call reports progress, the
+ * HTTP status of an error refused before dispatch), built only when the answer needs it. The hot
+ * case needs nothing of it: a request's successful result while nothing has been streamed,
+ * which the transport would answer exactly as this does, status 200 and the message as JSON —
+ * and building the transport, its promises and its own guard parse of the message cost ≈ 13%
+ * of a call (adr/0099). A notification is answered 202, as the transport answers it.
  */
-export async function serveModernExchange(
+export function serveModernExchange(
   message: JSONRPCRequest | JSONRPCNotification,
-  classification: MessageExtraInfo["classification"] & object,
+  classification: Classification,
   authInfo: MessageExtraInfo["authInfo"],
   mux: RequestMuxTransport,
   exchange: Abandonable,
 ): Promise<McpReply> {
-  const http = new PerRequestHTTPServerTransport({ classification });
-  let settle: ((reply: McpReply) => void) | undefined;
-  const direct = new Promise<McpReply>((resolve) => {
-    settle = resolve;
-  });
-  let streaming = false;
-  let answered = false;
-  const sink: ReplySink = {
-    send(outbound: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-      // The exchange is over once answered directly. The transport is not closed: closing it
-      // rejects the response it still holds with an error whose stack trace cost ≈ 2% of a call;
-      // it holds no timer, listener or stream in this state, so it is simply dropped.
-      if (answered) return Promise.resolve();
-      if (!streaming && "result" in outbound && settle) {
-        settle(jsonReply(200, outbound));
-        settle = undefined;
-        answered = true;
-        return Promise.resolve();
-      }
-      if (!("result" in outbound || "error" in outbound)) streaming = true;
-      return http.send(outbound, options);
-    },
-    // A cancelled request gets no answer: the exchange ends with nothing (202) or, once
-    // streaming, its stream ends.
-    cancelled(): void {
-      if (answered) return;
-      answered = true;
-      settle?.(ACCEPTED);
-      settle = undefined;
-      void http.close();
-    },
-  };
-  http.onmessage = (inbound, extra) => mux.receive(inbound, extra, sink);
-  await http.start();
-  if ("id" in message) exchange.whenAbandoned(() => mux.abandon(sink));
-  // Without the request: the transport would read its abort signal, which builds a web
-  // AbortController per call (a notable share of the call's CPU), only to close itself when the
-  // client goes; the front door says so instead (whenAbandoned), and the mux cancels the call.
-  const viaTransport = http
-    .handleMessage(message, authInfo ? { authInfo } : undefined)
-    .then((response): McpReply => ({ kind: "web", response }));
-  // A direct answer leaves this promise pending for good; a failure of it has no one to tell.
-  viaTransport.catch(() => {});
-  return Promise.race([direct, viaTransport]);
+  const extra: MessageExtraInfo = { classification, ...(authInfo && { authInfo }) };
+  if (!("id" in message)) {
+    mux.receive(message, extra, NO_REPLY);
+    return Promise.resolve(ACCEPTED);
+  }
+  const reply = new LazyExchange(message, classification, authInfo);
+  exchange.whenAbandoned(() => mux.abandon(reply));
+  reply.dispatching = true;
+  try {
+    mux.receive(message, extra, reply);
+  } finally {
+    reply.dispatching = false;
+  }
+  return reply.answer;
+}
+
+/** A notification is answered by nothing; the mux never writes to its sink. */
+const NO_REPLY: ReplySink = { send: () => Promise.resolve(), cancelled: () => {} };
+
+/**
+ * Where the server's messages for one request go. Until something other than a plain result
+ * arrives there is no transport; the first such message opens one, and the transport decides,
+ * as it does for every exchange it serves, what HTTP answer that message makes.
+ */
+class LazyExchange implements ReplySink {
+  readonly answer: Promise<McpReply>;
+  /** True while the request is handed to the server, where the SDK's pre-handler gates answer. */
+  dispatching = false;
+  private settle: ((reply: McpReply) => void) | undefined;
+  private http: PerRequestHTTPServerTransport | undefined;
+
+  constructor(
+    private readonly message: JSONRPCRequest,
+    private readonly classification: Classification,
+    private readonly authInfo: MessageExtraInfo["authInfo"],
+  ) {
+    this.answer = new Promise<McpReply>((resolve) => {
+      this.settle = resolve;
+    });
+  }
+
+  send(outbound: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    if (this.http) return this.http.send(outbound, options);
+    // Answered already (or cancelled): the exchange is over.
+    if (!this.settle) return Promise.resolve();
+    if ("result" in outbound) {
+      this.finish(jsonReply(200, outbound));
+      return Promise.resolve();
+    }
+    return this.open(outbound, options);
+  }
+
+  // A cancelled request gets no answer: the exchange ends with nothing (202) or, once
+  // streaming, its stream ends.
+  cancelled(): void {
+    this.finish(ACCEPTED);
+    if (this.http) void this.http.close();
+  }
+
+  /**
+   * The transport serves the request as though it had received it: its copy of the dispatch
+   * does not reach the server again (the server has it already) but, for a message that arrived
+   * while this exchange was dispatching, sends that message from inside the transport's own
+   * dispatch window — so an error refused by a pre-handler gate gets the transport's HTTP status
+   * for it (a 404 for an unknown method) and any later one the status of a handler's error.
+   */
+  private open(first: JSONRPCMessage, options: TransportSendOptions | undefined): Promise<void> {
+    const http = new PerRequestHTTPServerTransport({ classification: this.classification });
+    this.http = http;
+    const inWindow = this.dispatching;
+    let sent: Promise<void> | undefined;
+    http.onmessage = () => {
+      if (inWindow) sent = http.send(first, options);
+    };
+    // start() only marks the transport started; there is nothing to wait for.
+    void http.start();
+    // handleMessage runs its dispatch, and so the onmessage above, before it returns.
+    http.handleMessage(this.message, this.authInfo ? { authInfo: this.authInfo } : undefined).then(
+      (response) => this.finish({ kind: "web", response }),
+      // Closed before it answered (a cancel): cancelled() has said 202 already.
+      () => this.finish(ACCEPTED),
+    );
+    return sent ?? http.send(first, options);
+  }
+
+  private finish(reply: McpReply): void {
+    this.settle?.(reply);
+    this.settle = undefined;
+  }
 }
