@@ -32,6 +32,10 @@ import type { StorageLayout } from "./paths.ts";
  *  R8  A conversation log whose last line is torn (an append cut short): kept. Readers skip a
  *      line without its newline, and the next append to that log cuts it off before writing,
  *      so no pass touches it. (platform/conversations/log-file.ts, adr/0047)
+ *  R9  A skill's history whose skill folder is gone (a delete cut short between removing the
+ *      folder and its history, or a folder an operator removed): removed, as the delete does
+ *      (adr/0098). During housekeeping only once the history is an hour old, so a folder an
+ *      operator is moving has its history when it is back. (platform/skills/writer.ts)
  *
  * Nothing else under the root is ever half-written: every other write is one atomic rename.
  * A leftover is removed only when no live writer of this process can be using it: at boot

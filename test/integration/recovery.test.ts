@@ -163,6 +163,22 @@ describe("skills: a leftover never changes what a later request does", () => {
     expect(existsSync(join(second.root, ws, "skills", "in-progress", "notes.md"))).toBe(true);
   });
 
+  it("a deleted skill's history that a crash left (R9) is removed, so a new skill of its name starts anew", async () => {
+    const first = await started();
+    const ws = await bootstrapWorkspace(first, "alice");
+    await createSkill(first, ws);
+    await first.close();
+    // The delete's commit point passed (the folder is gone); its history removal did not run.
+    await rm(join(first.root, ws, "skills", SKILL.name), { recursive: true });
+    const versions = join(first.root, ws, "skills", ".history", SKILL.name);
+    expect(existsSync(versions)).toBe(true);
+
+    const second = await rebooted(first);
+    expect(existsSync(versions)).toBe(false);
+    await createSkill(second, ws, "Be briefer.");
+    expect((await historyOf(second, ws)).body.versions.map((v) => v.version)).toEqual([1]);
+  });
+
   it("a history version without its metadata gets it, and is listed", async () => {
     const first = await started();
     const ws = await bootstrapWorkspace(first, "alice");

@@ -131,8 +131,7 @@ export class SkillWriter implements LeftoverRules {
       if (!(await skillFileExists(join(dir, name, SKILL_FILE)))) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
-      // After the commit point: a crash between leaves the history, which a create of the same
-      // name continues, as before.
+      // After the commit point: a crash between leaves the history, which recovery removes (R9).
       await removeHistory(versionsDir(dir, name));
       this.announce(target, name, "deleted");
     });
@@ -197,7 +196,7 @@ export class SkillWriter implements LeftoverRules {
     await this.folders.create(dir, name, (staging) => writeFileAtomic(join(staging, SKILL_FILE), text));
   }
 
-  /** R4–R6 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
+  /** R4–R6 and R9 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
   private async recoverScope(dir: string, pass: RecoveryPass): Promise<void> {
     const names = new Set<string>();
     for (const entry of await this.folders.sweep(dir, pass)) {
@@ -220,6 +219,10 @@ export class SkillWriter implements LeftoverRules {
       const text = await readSkillFile(join(folder, SKILL_FILE), MAX_EDITED_SKILL_FILE_BYTES);
       if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
         if (await pass.isStale(folder)) await pass.remove(folder); // R5
+      }
+      if (!(await isFolder(folder))) {
+        if (await pass.isStale(versions)) await pass.remove(versions); // R9
+        return;
       }
       const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
       await reconcileHistory(

@@ -1,8 +1,9 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
-import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { HOUSEKEEPING_TEMP_AGE_MS, RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { makeFifo, releaseFifo, unlessHung } from "../../../helpers/fifo.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -71,5 +72,18 @@ describe("boot recovery of skills", () => {
     expect(warnings[0]?.msg).toMatch(/SKILL\.md is a FIFO, not a regular file; delete the skill/);
     const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE } as const;
     expect((await writer.history(target, "kept")).map((v) => v.version)).toEqual([1]);
+  });
+
+  it("housekeeping removes a history whose skill is gone only once it is an hour old (R9)", async () => {
+    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE } as const;
+    await writer.create(target, "moved-away", DRAFT);
+    const skills = temp.layout.userSkillsDir(ALICE);
+    await rename(join(skills, "moved-away"), join(temp.root, "moved-away"));
+    const versions = join(skills, ".history", "moved-away");
+
+    await writer.recoverInstance(RecoveryPass.housekeeping(Date.now()));
+    expect(existsSync(versions)).toBe(true);
+    await writer.recoverInstance(RecoveryPass.housekeeping(Date.now() + HOUSEKEEPING_TEMP_AGE_MS));
+    expect(existsSync(versions)).toBe(false);
   });
 });
