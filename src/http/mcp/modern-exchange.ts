@@ -56,15 +56,18 @@ class LazyExchange implements ReplySink {
   /** True while the request is handed to the server, where the SDK's pre-handler gates answer. */
   dispatching = false;
   private settle: ((reply: McpReply) => void) | undefined;
+  private fail: ((error: unknown) => void) | undefined;
   private http: PerRequestHTTPServerTransport | undefined;
+  private wasCancelled = false;
 
   constructor(
     private readonly message: JSONRPCRequest,
     private readonly classification: Classification,
     private readonly authInfo: MessageExtraInfo["authInfo"],
   ) {
-    this.answer = new Promise<McpReply>((resolve) => {
+    this.answer = new Promise<McpReply>((resolve, reject) => {
       this.settle = resolve;
+      this.fail = reject;
     });
   }
 
@@ -82,6 +85,7 @@ class LazyExchange implements ReplySink {
   // A cancelled request gets no answer: the exchange ends with nothing (202) or, once
   // streaming, its stream ends.
   cancelled(): void {
+    this.wasCancelled = true;
     this.finish(ACCEPTED);
     if (this.http) void this.http.close();
   }
@@ -97,23 +101,41 @@ class LazyExchange implements ReplySink {
     const http = new PerRequestHTTPServerTransport({ classification: this.classification });
     this.http = http;
     const inWindow = this.dispatching;
+    let dispatched = false;
     let sent: Promise<void> | undefined;
     http.onmessage = () => {
+      dispatched = true;
       if (inWindow) sent = http.send(first, options);
     };
     // start() only marks the transport started; there is nothing to wait for.
     void http.start();
-    // handleMessage runs its dispatch, and so the onmessage above, before it returns.
     http.handleMessage(this.message, this.authInfo ? { authInfo: this.authInfo } : undefined).then(
       (response) => this.finish({ kind: "web", response }),
-      // Closed before it answered (a cancel): cancelled() has said 202 already.
-      () => this.finish(ACCEPTED),
+      // Closed before it answered: after a cancel that is the 202 cancelled() gave; anything
+      // else is a failure, answered 500 and logged by the front door.
+      (error) => (this.wasCancelled ? this.finish(ACCEPTED) : this.failWith(error)),
     );
+    // The transport runs its dispatch, and so the onmessage above, before handleMessage returns
+    // (test/unit/http/modern-exchange.test.ts pins it): otherwise the message would be sent
+    // outside the window, or to a transport not yet serving the request.
+    if (!dispatched) {
+      this.failWith(
+        new Error("PerRequestHTTPServerTransport did not dispatch before handleMessage returned"),
+      );
+      return Promise.resolve();
+    }
     return sent ?? http.send(first, options);
   }
 
   private finish(reply: McpReply): void {
     this.settle?.(reply);
     this.settle = undefined;
+    this.fail = undefined;
+  }
+
+  private failWith(error: unknown): void {
+    this.fail?.(error);
+    this.settle = undefined;
+    this.fail = undefined;
   }
 }
