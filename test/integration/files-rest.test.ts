@@ -240,6 +240,20 @@ describe("ranges", () => {
     const same = await get(id, { range: "bytes=0-1", "if-range": `"${sha256}"` });
     expect([same.status, await same.text()]).toEqual([206, "ca"]);
   });
+
+  // RFC 9110 §14.1.1: a suffix of non-zero length is satisfiable for an empty representation;
+  // a first byte position is not, there being none.
+  it("a suffix range of an empty file is 200 with the empty body; bytes=0- of it is 416", async () => {
+    const { id } = (await (await upload("empty.txt", "", "text/plain")).json()) as { id: string };
+    const suffix = await get(id, { range: "bytes=-5" });
+    expect(suffix.status).toBe(200);
+    expect(suffix.headers.get("content-length")).toBe("0");
+    expect(suffix.headers.get("content-range")).toBeNull();
+    expect(await suffix.text()).toBe("");
+    const first = await get(id, { range: "bytes=0-" });
+    expect(first.status).toBe(416);
+    expect(first.headers.get("content-range")).toBe("bytes */0");
+  });
 });
 
 describe("conditional downloads", () => {

@@ -10,11 +10,18 @@ describe("requestedRange", () => {
     expect(requestedRange("bytes=8-99", 10)).toEqual({ start: 8, end: 9 });
   });
 
-  it("says unsatisfiable for a range past the end, or any range of an empty file", () => {
+  it("says unsatisfiable for a range past the end, a zero-length suffix, or a first byte of an empty file", () => {
     expect(requestedRange("bytes=10-", 10)).toBe("unsatisfiable");
     expect(requestedRange("bytes=-0", 10)).toBe("unsatisfiable");
     expect(requestedRange("bytes=0-", 0)).toBe("unsatisfiable");
-    expect(requestedRange("bytes=-5", 0)).toBe("unsatisfiable");
+    expect(requestedRange("bytes=-0", 0)).toBe("unsatisfiable");
+  });
+
+  // RFC 9110 §14.1.1: a suffix-range with a non-zero length is satisfiable, an empty
+  // representation's included; its answer is the whole (empty) representation.
+  it("answers the whole representation for a suffix of an empty file", () => {
+    expect(requestedRange("bytes=-5", 0)).toBeUndefined();
+    expect(requestedRange("bytes=-1", 0)).toBeUndefined();
   });
 
   it("ignores what it does not serve: no header, several ranges, another unit, a backwards or malformed range", () => {
