@@ -7,6 +7,8 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
  * missed the last three.
  */
 const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
+/** INVISIBLE, every occurrence: what showsNothing takes out. */
+const INVISIBLE_EVERYWHERE = new RegExp(INVISIBLE.source, "gu");
 /**
  * A text or emoji presentation selector right after what it selects for (the U+FE0F of "⚠️") is
  * seen: it changes the glyph. One at the start or after another selector changes nothing.
@@ -42,6 +44,16 @@ export function hidesText(text: string): boolean {
     if ((code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f)) return true;
   }
   return INVISIBLE.test(text.replace(PRESENTATION_SELECTOR, "")) || LONE_SURROGATE.test(text);
+}
+
+/**
+ * True when a one-line label shows nothing: once every default-ignorable character (what
+ * hidesText calls invisible: zero-width, bidirectional marks, joiners, selectors) and white space
+ * are taken out, nothing is left, so it looks empty and cannot be told from another such label.
+ * A joiner inside visible text (the U+200D of an emoji sequence) leaves the text, so it shows.
+ */
+export function showsNothing(text: string): boolean {
+  return text.replace(INVISIBLE_EVERYWHERE, "").trim().length === 0;
 }
 
 /** The text with each half of a surrogate pair replaced by U+FFFD, so any encoder can write it. */

@@ -143,6 +143,15 @@ describe("upload, list, download, delete", () => {
     expect(error.message).toMatch(/bidirectional controls/);
   });
 
+  it("a name made only of invisible characters is refused, and the answer says why and what to do", async () => {
+    const response = await upload("\u200F\u200B", "x", "text/plain");
+    expect(response.status).toBe(400);
+    const { error } = (await response.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_input");
+    expect(error.message).toMatch(/at least one of them visible/);
+    expect(error.message).toMatch(/Send the file again/);
+  });
+
   it("an upload without a name is refused", async () => {
     const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/files`, "x");
     expect(response.status).toBe(400);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hidesText, isUnshowable, wellFormed } from "../../src/text.ts";
+import { hidesText, isUnshowable, showsNothing, wellFormed } from "../../src/text.ts";
 
 const LONE_HIGH = String.fromCharCode(0xd800);
 const LONE_LOW = String.fromCharCode(0xdc00);
@@ -50,5 +50,26 @@ describe("labels and prose a reader must be able to see", () => {
     const text = `a${LONE_HIGH}b${PAIR}c${LONE_LOW}`;
     expect(wellFormed(text)).toBe(`a\ufffdb${PAIR}c\ufffd`);
     expect(() => encodeURIComponent(wellFormed(text))).not.toThrow();
+  });
+});
+
+describe("a label that shows nothing", () => {
+  it.each([
+    ["empty", ""],
+    ["only white space", " \u3000 "],
+    ["only a right-to-left mark", "\u200f"],
+    ["only zero-width characters and spaces", "\u200b \u2060\ufeff"],
+    ["only a joiner", "\u200d"],
+    ["only a presentation selector", "\ufe0f"],
+  ])("is %s", (_case, text) => {
+    expect(showsNothing(text)).toBe(true);
+  });
+
+  it.each([
+    ["a letter", "a"],
+    ["an emoji sequence with its joiners", "\u{1F468}\u200d\u{1F469}"],
+    ["a mark beside a letter", "\u200fa"],
+  ])("is not one holding %s", (_case, text) => {
+    expect(showsNothing(text)).toBe(false);
   });
 });

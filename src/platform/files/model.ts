@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { isUnshowable } from "../../text.ts";
+import { isUnshowable, showsNothing } from "../../text.ts";
 
 export interface FileMeta {
   id: string;
@@ -27,8 +27,10 @@ export function isFileId(value: string): boolean {
 
 /** What checkFileName refuses, in the words a caller is told (store.ts). */
 export const FILE_NAME_RULE =
-  `A file name is 1 to ${MAX_FILE_NAME_CHARS} characters (Unicode code points) with no control ` +
-  "characters (C0, DEL, C1, or bidirectional controls such as U+202E) and no half of a surrogate pair.";
+  `A file name is 1 to ${MAX_FILE_NAME_CHARS} characters (Unicode code points), at least one of them ` +
+  "visible (not only invisible characters such as U+200B or U+200F), with no control characters " +
+  "(C0, DEL, C1, or bidirectional controls such as U+202E) and no half of a surrogate pair. " +
+  "Send the file again under such a name.";
 
 /**
  * C1 controls (U+0080–U+009F; U+009B is a terminal's CSI) and the bidirectional embedding,
@@ -39,7 +41,9 @@ const HIDDEN_CONTROL = /[\u0080-\u009F\u202A-\u202E\u2066-\u2069]/;
 
 /**
  * A file name is a label, never a path; it is refused only when it could not be shown as it is
- * (FILE_NAME_RULE). Its length is counted in code points, so 255 emoji fit as 255 letters do.
+ * (FILE_NAME_RULE): a name that shows nothing would be listed as a blank line no one can pick out.
+ * An invisible character inside visible text is kept (an emoji's joiner, a right-to-left mark).
+ * Its length is counted in code points, so 255 emoji fit as 255 letters do.
  */
 export function checkFileName(name: unknown): string | undefined {
   if (typeof name !== "string") return undefined;
@@ -48,7 +52,8 @@ export function checkFileName(name: unknown): string | undefined {
     trimmed.length === 0 ||
     codePointsOver(trimmed, MAX_FILE_NAME_CHARS) ||
     isUnshowable(trimmed) ||
-    HIDDEN_CONTROL.test(trimmed)
+    HIDDEN_CONTROL.test(trimmed) ||
+    showsNothing(trimmed)
   ) {
     return undefined;
   }

@@ -56,6 +56,13 @@ describe("checkFileName", () => {
     ["half of a surrogate pair", `a${String.fromCharCode(0xd800)}b`],
     ["256 characters", "a".repeat(256)],
     ["256 emoji", "\u{1F600}".repeat(256)],
+    ["only a right-to-left mark", "\u200F"],
+    ["only zero-width spaces", "\u200B\u200B"],
+    ["only a zero-width joiner", "\u200D"],
+    ["only invisible characters and spaces", "\u200B \u2060 \uFEFF"],
+    ["only a variation selector", "\uFE0F"],
+    ["only a Hangul filler", "\u3164"],
+    ["only TAG characters", "\u{E0061}\u{E0062}"],
     ["not a string", 42],
   ])("refuses a name that is %s", (_case, name) => {
     expect(checkFileName(name)).toBeUndefined();
@@ -67,6 +74,9 @@ describe("checkFileName", () => {
     ["128 emoji", "\u{1F600}".repeat(128)],
     ["a letter just past C1 (U+00A0 within)", "a\u00a0b"],
     ["right-to-left text itself", "\u05E9\u05DC\u05D5\u05DD.txt"],
+    ["an emoji sequence joined by U+200D", "\u{1F468}\u200D\u{1F469}\u200D\u{1F467}.png"],
+    ["a right-to-left mark beside visible text", "\u05E9\u200F.txt"],
+    ["an emoji with its presentation selector", "\u26A0\uFE0F"],
   ])("keeps a name of %s", (_case, name) => {
     expect(checkFileName(name)).toBe(name);
   });
