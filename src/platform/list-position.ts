@@ -12,6 +12,11 @@ export interface Position {
 
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
 
+/** Whether `value` is an ISO time as `Date.toISOString` writes it: what a position's time must be. */
+export function isPositionTime(value: unknown): value is string {
+  return typeof value === "string" && ISO_TIME.test(value);
+}
+
 /** Newest first, ties by id; plain comparison, as ISO times and hex ids sort by code unit. */
 export function compareNewestFirst(a: Position, b: Position): number {
   if (a.time !== b.time) return a.time > b.time ? -1 : 1;
@@ -50,9 +55,8 @@ export function decodePosition(cursor: string, isId: (id: string) => boolean): P
   if (
     !Array.isArray(value) ||
     value.length !== 2 ||
-    typeof value[0] !== "string" ||
+    !isPositionTime(value[0]) ||
     typeof value[1] !== "string" ||
-    !ISO_TIME.test(value[0]) ||
     !isId(value[1])
   ) {
     throw new InvalidInput(

@@ -12,6 +12,7 @@ import type { PartitionPaths } from "../../storage/paths.ts";
 import { firstAfter as firstAfterIn } from "../list-position.ts";
 import { compareNewestFirst, decodeCursor, encodeCursor, type ListPosition } from "./cursor.ts";
 import { type FileMeta, isFileId } from "./model.ts";
+import { MalformedMeta } from "./stored-meta.ts";
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
@@ -225,13 +226,17 @@ export class FileListings {
     const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), "meta.json");
     if (this.logged.has(path)) return;
     this.logged.add(path);
-    // Where it stops being JSON, or the filesystem's code: never the error's message, which for
-    // a parse error can quote the file's text (ADR 0076).
+    // Where it stops being JSON, which field is wrong, or the filesystem's code: never the error's
+    // message, which for a parse error can quote the file's text (ADR 0076).
     const reason =
-      error instanceof CorruptJson ? error.where : ((error as NodeJS.ErrnoException).code ?? "unreadable");
+      error instanceof CorruptJson
+        ? error.where
+        : error instanceof MalformedMeta
+          ? error.problem
+          : ((error as NodeJS.ErrnoException).code ?? "unreadable");
     this.log?.warn(
       { workspaceId, ownerId, fileId, path, reason },
-      "file left out of listings: its meta.json cannot be read. Restore it from a backup, or move the file's folder out of the data root.",
+      "file left out of listings: its meta.json cannot be read as a file's metadata. Restore it from a backup, or move the file's folder out of the data root.",
     );
   }
 

@@ -6,7 +6,7 @@ import { InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "..
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
-import { parseStoredJson, writeJsonAtomic } from "../../storage/atomic.ts";
+import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
@@ -22,6 +22,7 @@ import {
   isFileId,
   newFileId,
 } from "./model.ts";
+import { parseFileMeta } from "./stored-meta.ts";
 
 const CONTENT_FILE = "content";
 const PROGRESS_CHUNK_BYTES = 1024 * 1024;
@@ -326,10 +327,8 @@ export class FileStore implements LeftoverRules {
    * after every write (test/unit/platform/files/file-index.test.ts "a copied file folder").
    */
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
-    const dir = this.storage.recordDir(workspaceId, ownerId, fileId);
-    const path = join(dir, META_FILE);
-    const stored = parseStoredJson(path, await readFile(path, "utf8")) as FileMeta;
-    return { ...stored, id: fileId, workspaceId, ownerId };
+    const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), META_FILE);
+    return parseFileMeta(path, await readFile(path, "utf8"), { id: fileId, workspaceId, ownerId });
   }
 
   /**

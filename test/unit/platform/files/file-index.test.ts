@@ -274,6 +274,50 @@ describe("a meta.json that cannot be read", () => {
   });
 });
 
+// adr/0076: a meta.json that parses but is not a file's metadata is treated as one that does not
+// parse, named by its path and what is wrong, never by its text.
+describe("a meta.json that parses but is not a file's metadata", () => {
+  it.each([
+    ["an empty object", () => "{}", "its name is not a string"],
+    ["null", () => "null", "it is not a JSON object"],
+    ["an array", () => "[]", "it is not a JSON object"],
+    ["a number", () => "5", "it is not a JSON object"],
+    ["a size that is text", (m: FileMeta) => ({ ...m, size: "abc" }), "its size is not a whole number"],
+    ["a negative size", (m: FileMeta) => ({ ...m, size: -1 }), "its size is not a whole number"],
+    ["a name that is not a string", (m: FileMeta) => ({ ...m, name: ["secret-name"] }), "its name is not"],
+    ["no MIME type", (m: FileMeta) => ({ ...m, mimeType: undefined }), "its mimeType is not"],
+    ["a digest that is not hex", (m: FileMeta) => ({ ...m, sha256: '"\nx' }), "its sha256 is not"],
+    ["a creation time that is not one", (m: FileMeta) => ({ ...m, createdAt: 7 }), "its createdAt is not"],
+  ])(
+    "(%s) is left out of the list, logged once naming its path and what is wrong, and fails its info",
+    async (_case, damage, problem) => {
+      const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+      await time.advance(1);
+      await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+      const path = join(recordDir(a.id), "meta.json");
+      const damaged = damage(JSON.parse(await readFile(path, "utf8")) as FileMeta);
+      await writeFile(path, typeof damaged === "string" ? damaged : JSON.stringify(damaged));
+      const { log, lines } = memoryLog();
+      const restarted = new FileStore(
+        temp.layout.partition("files"),
+        MAX_BYTES,
+        temp.events,
+        time.clock,
+        log,
+      );
+      expect(await listed(restarted)).toEqual(["b.txt"]);
+      await expect(restarted.info(ws, ALICE, a.id)).rejects.toThrow(problem);
+      await expect(restarted.read(ws, ALICE, a.id)).rejects.toThrow(path);
+      expect(await listed(restarted)).toEqual(["b.txt"]);
+      const warnings = lines.filter((line) => /left out of listings/.test(String(line.msg)));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ level: 40, path, fileId: a.id });
+      expect(String(warnings[0]?.reason)).toContain(problem);
+      expect(JSON.stringify(lines)).not.toContain("secret-name");
+    },
+  );
+});
+
 describe("a file left out of the lists", () => {
   it("is logged once, by its meta.json's path, however often the partition is built again", async () => {
     const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
