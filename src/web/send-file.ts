@@ -67,9 +67,10 @@ export function sendFile(c: Context, content: FileHandle, fileHeaders: Record<st
     outgoing.setHeader(name, value);
   });
   outgoing.writeHead(status, headers);
-  // A failed read ends the response short (the client sees fewer bytes than Content-Length);
-  // a client that goes away ends the copy. Either way the file is closed and no one is left
-  // to answer.
+  // A failed read, or a file shorter than its span, ends the response short by destroying the
+  // socket (the client sees fewer bytes than Content-Length and a closed connection, never a
+  // response it could take as whole); a client that goes away ends the copy. Either way the file
+  // is closed and no one is left to answer (test/unit/web/send-file.test.ts).
   copyToResponse(content, outgoing, span)
     .catch(() => outgoing.destroy())
     .finally(() => content.close().catch(() => undefined));
@@ -92,7 +93,14 @@ async function copyToResponse(content: FileHandle, outgoing: ServerResponse, spa
     const want = Math.min(buffer.length, span.end - position + 1);
     const { bytesRead } = await content.read(buffer, 0, want, position);
     await written;
-    if (bytesRead === 0) break;
+    if (bytesRead === 0) {
+      // The file ended before the span its headers promised (cut short since it was measured):
+      // ending the response here would leave a keep-alive client reading the next answer as the
+      // rest of this one, so the copy fails and its caller destroys the socket.
+      if (Number.isFinite(span.end))
+        throw new Error(`The file ended at byte ${position}, before ${span.end + 1}.`);
+      break;
+    }
     position += bytesRead;
     written = writeChunk(outgoing, bytesRead === buffer.length ? buffer : buffer.subarray(0, bytesRead));
   }

@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { readdir, readlink, rm } from "node:fs/promises";
+import { readdir, readlink, rm, truncate } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   bootstrapWorkspace,
   capturingLogger,
+  loggedErr,
   startTestAtrium,
   TEST_USER_HEADER,
   type TestAtrium,
@@ -224,5 +225,39 @@ describe("uploads", () => {
     });
     expect(response.status).toBe(201);
     expect(((await response.json()) as { name: string }).name).toBe("café 100%.txt");
+  });
+});
+
+// A content file cut short or grown outside Atrium: measured against its metadata before any
+// header goes out, so a download never promises a Content-Length it cannot keep (a keep-alive
+// client would read the next answer as the rest of this one) and files__read never passes the
+// bytes there are for the file. Refused as an unreadable content file is: an unexpected error.
+describe("content whose size on disk is not its metadata's", () => {
+  it.each([
+    ["cut short", 10],
+    ["grown", 1500],
+  ])("(%s) is refused before anything is sent, and the log names its path once", async (_case, onDisk) => {
+    const meta = await upload(`resized-${onDisk}.bin`, randomBytes(1000));
+    const path = join(instance.root, ws, "files", meta.ownerId, meta.id, "content");
+    await truncate(path, onDisk);
+
+    const download = await instance.rest("alice", "GET", `/v1/files/${meta.id}`);
+    expect(download.status).toBe(500);
+    expect(download.headers.get("content-length")).not.toBe("1000");
+    const requestId = download.headers.get("x-request-id");
+    const text = await download.text();
+    expect(JSON.parse(text)).toMatchObject({ error: { code: "internal_error" } });
+    expect(text).not.toContain(instance.root);
+    const logged = lines.filter((line) => line.requestId === requestId && line.level === 50);
+    expect(logged).toHaveLength(1);
+    expect(loggedErr(logged[0]).message).toContain(`${path} holds ${onDisk} bytes, not the 1000`);
+
+    const read = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tools/call`, {
+      name: "files__read",
+      arguments: { id: meta.id },
+    });
+    const result = (await read.json()) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toMatch(/^Tool "files__read" failed unexpectedly/);
   });
 });

@@ -22,7 +22,7 @@ import {
   isFileId,
   newFileId,
 } from "./model.ts";
-import { parseFileMeta } from "./stored-meta.ts";
+import { ContentSizeMismatch, parseFileMeta } from "./stored-meta.ts";
 
 const CONTENT_FILE = "content";
 const PROGRESS_CHUNK_BYTES = 1024 * 1024;
@@ -221,28 +221,32 @@ export class FileStore implements LeftoverRules {
     return meta;
   }
 
+  /**
+   * A file's metadata and its whole content, for files__read: through openContent, so its size is
+   * checked as a download's is, and checked again once read, in case it changed in between.
+   */
   async read(
     workspaceId: string,
     ownerId: string,
     fileId: string,
   ): Promise<{ meta: FileMeta; content: Buffer }> {
-    const meta = await this.info(workspaceId, ownerId, fileId);
+    const { meta, content: handle } = await this.openContent(workspaceId, ownerId, fileId);
     try {
-      const content = await readFile(
-        join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE),
-      );
+      const content = await handle.readFile();
+      const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE);
+      if (content.byteLength !== meta.size)
+        throw new ContentSizeMismatch(path, content.byteLength, meta.size);
       return { meta, content };
-    } catch (error) {
-      // Removed on disk since the index last looked (adr/0050).
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
-      throw error;
+    } finally {
+      await handle.close();
     }
   }
 
   /**
    * The file's metadata and its content opened for reading, for a download; whoever takes the
-   * handle closes it (a read stream made from it does). Opened before anything is answered, so
-   * a file gone from disk is a 404, not a broken download.
+   * handle closes it (a read stream made from it does). Opened and measured before anything is
+   * answered: a file gone from disk is a 404, and one whose size is not its metadata's fails
+   * (ContentSizeMismatch), never a download whose Content-Length it cannot keep.
    */
   async openContent(
     workspaceId: string,
@@ -250,16 +254,23 @@ export class FileStore implements LeftoverRules {
     fileId: string,
   ): Promise<{ meta: FileMeta; content: FileHandle }> {
     const meta = await this.info(workspaceId, ownerId, fileId);
+    const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE);
+    let content: FileHandle;
     try {
-      const content = await open(
-        join(this.storage.recordDir(workspaceId, ownerId, fileId), CONTENT_FILE),
-        "r",
-      );
-      return { meta, content };
+      content = await open(path, "r");
     } catch (error) {
+      // Removed on disk since the index last looked (adr/0050).
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw fileNotFound();
       throw error;
     }
+    try {
+      const { size } = await content.stat();
+      if (size !== meta.size) throw new ContentSizeMismatch(path, size, meta.size);
+    } catch (error) {
+      await content.close();
+      throw error;
+    }
+    return { meta, content };
   }
 
   async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {

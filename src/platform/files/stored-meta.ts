@@ -19,6 +19,26 @@ export class MalformedMeta extends Error {
   }
 }
 
+/**
+ * A file's content whose size on disk is not its meta.json's `size`: cut short or grown outside
+ * Atrium (a writer never changes content in place). Refused like a content file that cannot be
+ * read, as an unexpected error (500, "failed unexpectedly" over MCP), whose one log line names the
+ * path and both sizes, never the bytes: served, it would answer a Content-Length it cannot keep,
+ * and the short bytes would pass for the file (test/integration/files-streams.test.ts).
+ */
+export class ContentSizeMismatch extends Error {
+  constructor(
+    readonly path: string,
+    readonly sizeOnDisk: number,
+    readonly sizeInMeta: number,
+  ) {
+    super(
+      `${path} holds ${sizeOnDisk} bytes, not the ${sizeInMeta} its meta.json says. Restore the file's folder from a backup, or move it out of the data root.`,
+    );
+    this.name = "ContentSizeMismatch";
+  }
+}
+
 const SHA256_HEX = /^[0-9a-f]{64}$/;
 
 /**
