@@ -128,6 +128,18 @@ describe("upload, list, download, delete", () => {
     expect(download.headers.get("etag")).toBe(`"${meta.sha256}"`);
   });
 
+  it("an upload's 201 names the file's URL in Location and its download's ETag", async () => {
+    const response = await upload("tagged.txt", "tag me", "text/plain");
+    expect(response.status).toBe(201);
+    const meta = (await response.json()) as { id: string; sha256: string };
+    const location = response.headers.get("location");
+    expect(location).toBe(`/v1/files/${meta.id}`);
+    expect(response.headers.get("etag")).toBe(`"${meta.sha256}"`);
+    const download = await instance.rest("alice", "GET", location ?? "");
+    expect(download.headers.get("etag")).toBe(response.headers.get("etag"));
+    expect(await download.text()).toBe("tag me");
+  });
+
   it("an upload without a Content-Type is stored as application/octet-stream", async () => {
     const response = await upload("untyped", new Uint8Array([1, 2, 3]));
     expect(response.status).toBe(201);

@@ -31,7 +31,9 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
       { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
       incoming ?? c.req.raw.body,
     );
-    return c.json(meta, 201);
+    // Where the file is and the tag its download answers: a client can fetch it, or make its next
+    // download conditional, without asking for its metadata again.
+    return c.json(meta, 201, { etag: etagOf(meta), location: fileUrl(meta.id) });
   });
 
   // Paged like files__list: `?limit=` (1–1000, default 100) and `?cursor=` (a `nextCursor`).
@@ -99,6 +101,16 @@ function uploadedMimeType(header: string | undefined): string {
   return header ?? DEFAULT_MIME_TYPE;
 }
 
+/** A file's own address, where it is downloaded (relative: RFC 9110 §10.2.2 allows it). */
+function fileUrl(fileId: string): string {
+  return `/v1/files/${fileId}`;
+}
+
+/** A file's entity tag: its content's SHA-256, the same on its download and its upload's 201. */
+function etagOf(meta: FileMeta): string {
+  return `"${meta.sha256}"`;
+}
+
 function downloadHeaders(meta: FileMeta): Record<string, string> {
   return {
     // Files stored before MIME types were checked strictly may hold one Node cannot send.
@@ -109,7 +121,7 @@ function downloadHeaders(meta: FileMeta): Record<string, string> {
     // Stored content is the user's, not ours: never let a browser run it as this origin.
     "x-content-type-options": "nosniff",
     "content-security-policy": "sandbox",
-    etag: `"${meta.sha256}"`,
+    etag: etagOf(meta),
   };
 }
 
