@@ -9,7 +9,7 @@ import { mapBounded } from "./bounded.ts";
 import { createFileExclusive } from "./exclusive.ts";
 import { FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
 import { KeyedLock } from "./keyed-lock.ts";
-import { InvalidPathSegment } from "./paths.ts";
+import { InvalidPathSegment, type PartitionPaths } from "./paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "./recovery.ts";
 
 // Records a workspace keeps per owner, `<ws>/<partition>/<owner>/<id>`, written so that a reader
@@ -180,6 +180,31 @@ export async function makeInPartition(ownerDir: string, workspaceId: string): Pr
     if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new WorkspaceNotFound(workspaceId);
     throw error;
   }
+}
+
+/**
+ * What a failed create in an app folder of a workspace (`paths.dir`) answers, once the create
+ * removed its staging folder where it made it. A workspace archived while the write ran moved to
+ * `_archive/<ws>-<ms>/`, staging folder and all: seen by its app folder being gone, the staging
+ * folder is removed where it went, which no recovery pass walks (adr/0024), and an ENOENT the
+ * write met there (its meta.json, its rename) is `WorkspaceNotFound`, the 404 any request to an
+ * archived workspace gets. A workspace still in place holds nothing of the write: the archive
+ * moves the folder whole, so it either moved before the app folder was looked at or after the
+ * staging folder was removed (test/unit/platform/files/archived-mid-write.test.ts).
+ */
+export async function archivedDuringCreate(
+  error: unknown,
+  paths: Pick<PartitionPaths, "dir" | "archiveDir" | "archivedCopies">,
+  workspaceId: string,
+  staging: string | undefined,
+): Promise<unknown> {
+  if (await exists(paths.dir(workspaceId))) return error;
+  const copies =
+    staging === undefined
+      ? []
+      : paths.archivedCopies(workspaceId, staging, await namesIn(paths.archiveDir()));
+  for (const copy of copies) await rm(copy, { recursive: true, force: true });
+  return (error as NodeJS.ErrnoException).code === "ENOENT" ? new WorkspaceNotFound(workspaceId) : error;
 }
 
 /** Removes one file (an unlink, flushed in its folder); `"gone"` when it was not there. */

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { resolve, sep } from "node:path";
+import { isAbsolute, relative, resolve, sep } from "node:path";
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
 import { TEMP_PREFIX } from "./atomic.ts";
 
@@ -42,6 +42,10 @@ export interface PartitionPaths {
   dir(workspaceId: string): string;
   ownerDir(workspaceId: string, ownerId: string): string;
   recordDir(workspaceId: string, ownerId: string, recordId: string): string;
+  /** `_archive/`, where an archived workspace's folder goes. */
+  archiveDir(): string;
+  /** Where a path in a workspace's folder went when it was archived (StorageLayout.archivedCopies). */
+  archivedCopies(workspaceId: string, path: string, archived: readonly string[]): string[];
 }
 
 export class InvalidPathSegment extends Error {
@@ -77,6 +81,22 @@ export class StorageLayout {
       "_archive",
       `${checkSegment("workspace id", workspaceId, isWorkspaceId)}-${archivedAtMs}`,
     );
+  }
+
+  /**
+   * Where `path`, inside `workspaceId`'s folder, went when the workspace was archived: the same
+   * place inside each of `archived` (names listed in `_archive/`) that archivedWorkspaceDir gives
+   * this workspace. An id is never reused, so there is at most one unless an operator copied it.
+   */
+  archivedCopies(workspaceId: string, path: string, archived: readonly string[]): string[] {
+    const inside = relative(this.workspaceDir(workspaceId), path);
+    if (inside === "" || inside === ".." || inside.startsWith(`..${sep}`) || isAbsolute(inside)) {
+      throw new InvalidPathSegment("path inside the workspace", path);
+    }
+    const prefix = `${workspaceId}-`;
+    return archived
+      .filter((name) => name.startsWith(prefix) && /^[0-9]+$/.test(name.slice(prefix.length)))
+      .map((name) => this.within("_archive", name, inside));
   }
 
   /** A dot-named folder in the root where a new workspace is assembled before its one rename. */
@@ -150,6 +170,8 @@ export class StorageLayout {
       dir: (ws) => this.partitionDir(ws, name),
       ownerDir: (ws, owner) => this.ownerDir(ws, name, owner),
       recordDir: (ws, owner, id) => this.recordDir(ws, name, owner, id),
+      archiveDir: () => this.archiveDir(),
+      archivedCopies: (ws, path, archived) => this.archivedCopies(ws, path, archived),
     };
   }
 

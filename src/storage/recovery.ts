@@ -152,7 +152,10 @@ async function sweepInstance(layout: StorageLayout, pass: RecoveryPass): Promise
 
 /**
  * Applies every rule to the whole root: the root itself, each live workspace (a bounded
- * number at once) and `_instance/`. Archived workspaces are not walked: nothing reads them.
+ * number at once) and `_instance/`. Archived workspaces are not walked: nothing reads them, and a
+ * file's create the archive cut short removes its own staging folder there (owned-records.ts,
+ * archivedDuringCreate); a crash in that window leaves it for whoever deletes or restores the
+ * archive (restored, it is a live workspace's leftover, R3).
  */
 export async function recoverDataRoot(
   layout: StorageLayout,

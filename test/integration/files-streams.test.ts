@@ -261,3 +261,43 @@ describe("content whose size on disk is not its metadata's", () => {
     expect(result.content[0]?.text).toMatch(/^Tool "files__read" failed unexpectedly/);
   });
 });
+
+describe("an upload whose workspace is archived while its body arrives", () => {
+  it("is answered the 404 of an archived workspace, logs no error and leaves nothing, in the archive or anywhere", async () => {
+    const logged = lines.length;
+    const created = await instance.rest("alice", "POST", "/v1/workspaces", { name: "Doomed" });
+    const doomed = ((await created.json()) as { id: string }).id;
+    const req = request({
+      host: "127.0.0.1",
+      port: instance.atrium.port,
+      method: "POST",
+      path: `/v1/workspaces/${doomed}/files?name=late.bin`,
+      headers: { [TEST_USER_HEADER]: "alice", "content-length": String(LARGE_BYTES) },
+    });
+    const answered = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      req.on("response", (res) => {
+        let body = "";
+        res.on("data", (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      req.on("error", reject);
+    });
+    const first = 1024 * 1024;
+    req.write(randomBytes(first));
+    // Until the upload's staging folder holds the first bytes.
+    const staging = () =>
+      listTree(join(instance.root, doomed)).then((paths) => paths.some((p) => /\.tmp-fl_.*content$/.test(p)));
+    while (!(await staging())) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${doomed}`)).status).toBe(204);
+    req.end(randomBytes(LARGE_BYTES - first));
+
+    const { status, body } = await answered;
+    const gone = await instance.rest("alice", "GET", `/v1/workspaces/${doomed}/files`);
+    expect([status, body]).toEqual([404, await gone.text()]);
+    const archive = await listTree(join(instance.root, "_archive"));
+    expect(archive.filter((path) => path.includes(doomed) && /(^|\/)\.tmp-/.test(path))).toEqual([]);
+    expect(lines.slice(logged).filter((line) => line.level === 50)).toEqual([]);
+  });
+});

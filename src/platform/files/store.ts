@@ -7,7 +7,7 @@ import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
 import { writeJsonAtomic } from "../../storage/atomic.ts";
-import { makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
+import { archivedDuringCreate, makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { isStorageFull, SyncedFileWriter } from "../../storage/synced-file-writer.ts";
@@ -162,10 +162,12 @@ export class FileStore implements LeftoverRules {
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     await makeInPartition(ownerDir, workspaceId).catch((error) => this.toldIfStorageFull(error));
     const id = newFileId();
+    let staged: string | undefined;
     const created = this.folders.create(
       ownerDir,
       id,
       async (staging): Promise<FileMeta> => {
+        staged = staging;
         const writer = await SyncedFileWriter.create(join(staging, CONTENT_FILE));
         let sha256: string;
         try {
@@ -198,7 +200,10 @@ export class FileStore implements LeftoverRules {
         step: (change) => this.ownStep(workspaceId, ownerId, change),
       },
     );
-    const meta = await created.catch((error) => this.toldIfStorageFull(error));
+    // A workspace archived mid-write took the staging folder along: removed there, answered 404.
+    const meta = await created.catch(async (error: unknown) =>
+      this.toldIfStorageFull(await archivedDuringCreate(error, this.storage, workspaceId, staged)),
+    );
     // Only once the file is durable in its place; a failed write announces nothing.
     this.events.publish({
       type: "file.created",

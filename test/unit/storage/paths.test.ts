@@ -144,3 +144,21 @@ describe("StorageLayout", () => {
     expect(relative.workspaceDir(WS).startsWith(relative.root + sep)).toBe(true);
   });
 });
+
+describe("archivedCopies", () => {
+  const layout = new StorageLayout(ROOT);
+  const staging = `${ROOT}/${WS}/files/${USR}/.tmp-${REC}-0a1b2c3d`;
+
+  it("maps a path in a workspace to the same place in each archive of that workspace", () => {
+    const archived = [`${WS}-1700000000000`, "ws_ffffffffffffffff-1700000000000", `${WS}-x`, `${WS}`];
+    expect(layout.archivedCopies(WS, staging, archived)).toEqual([
+      `${ROOT}/_archive/${WS}-1700000000000/files/${USR}/.tmp-${REC}-0a1b2c3d`,
+    ]);
+  });
+
+  it("refuses a path that is not inside the workspace's folder", () => {
+    for (const path of [`${ROOT}/${WS}`, `${ROOT}/ws_ffffffffffffffff/files`, `${ROOT}/_instance`]) {
+      expect(() => layout.archivedCopies(WS, path, [`${WS}-1`])).toThrow(InvalidPathSegment);
+    }
+  });
+});
