@@ -45,7 +45,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       activated: async (record) =>
         record.owner === undefined ? shared?.activated(record) : personal?.activated(record),
       refused: (record) => {
-        if (record.owner === undefined) void revalidator?.check(record.workspaceId, record.name);
+        if (record.owner === undefined) revalidator?.wake(record.workspaceId, record.name);
         else wakePersonal?.(record.owner, record.name);
       },
     });
@@ -66,7 +66,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const connections = new Connections({
       ...common,
       store,
-      onUnauthorized: (workspaceId, name) => void revalidator?.check(workspaceId, name),
+      onUnauthorized: (workspaceId, name) => revalidator?.wake(workspaceId, name),
     });
     shared = connections;
     // Personal connections (ADR 0042): stored under their owners, served to them alone, acting in

@@ -3,7 +3,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import type { CredentialHealth, Observation, TransportHealth } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
-import type { ConnectionStore } from "./store.ts";
+import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
 
 /**
  * How many connections of one workspace (or one owner) a loop probes at once, and how many
@@ -18,6 +18,27 @@ const BACKOFF_CAP_MS = 5 * 60 * 1000;
 
 /** What a loop tells the app when its conclusion about a connection changed. */
 export type Changed = (workspaceId: string, name: string) => Promise<void>;
+
+/**
+ * A look at a connection removed while it ran (its record, or the app told of a change, finds no
+ * connection of that name) has nothing left to conclude: it stops there, quietly.
+ */
+function unlessRemoved(error: unknown): void {
+  if (!isConnectionNotFound(error)) throw error;
+}
+
+/**
+ * Whether the connection a probe looked at was removed and added again under its name while the
+ * server answered (an admin replacing a lapsed credential): its conclusion is not the new one's.
+ * Removed and not added again, the record is not found, which ends the look (unlessRemoved).
+ */
+async function replacedMeanwhile(
+  store: ConnectionStore,
+  workspaceId: string,
+  looked: { id: string; name: string },
+): Promise<boolean> {
+  return (await store.get(workspaceId, looked.name)).id !== looked.id;
+}
 
 function observation(clock: Clock, startedMs: number, ok: boolean, detail?: string): Observation {
   return {
@@ -50,13 +71,18 @@ export class HealthMonitor {
     );
   }
 
-  async check(workspaceId: string, name: string): Promise<void> {
+  check(workspaceId: string, name: string): Promise<void> {
+    return this.probe(workspaceId, name).catch(unlessRemoved);
+  }
+
+  private async probe(workspaceId: string, name: string): Promise<void> {
     const before = await this.store.transport(workspaceId, name);
     if (!before.up && before.retryAt !== undefined && this.clock() < before.retryAt) return;
     const record = await this.store.get(workspaceId, name);
     if (record.disabled) return;
     const started = this.clock();
     const probe = await this.remote.reachable(record.url);
+    if (await replacedMeanwhile(this.store, workspaceId, record)) return;
     const last = observation(this.clock, started, probe.ok, probe.detail);
     const after: TransportHealth = probe.ok
       ? { up: true, failures: 0, last }
@@ -110,10 +136,24 @@ export class ConnectionRevalidator {
     let run = this.running.get(key);
     if (!run) {
       if (this.stopped) return Promise.resolve();
-      run = this.revalidate(workspaceId, name).finally(() => this.running.delete(key));
+      run = this.revalidate(workspaceId, name)
+        .catch(unlessRemoved)
+        .finally(() => this.running.delete(key));
       this.running.set(key, run);
     }
     return run;
+  }
+
+  /**
+   * A check nobody waits for (a request met a 401, an OAuth refresh token was refused): one that
+   * fails is logged, never left to reject unhandled, which would end the process. Its failures are
+   * the store's, the credential store's and the app's, never the server's words, which the check
+   * itself catches (test/unit/platform/connections/health.test.ts "wake").
+   */
+  wake(workspaceId: string, name: string): void {
+    this.check(workspaceId, name).catch((error: unknown) => {
+      this.log.error({ workspaceId, connection: name, err: error }, "connection credential check failed");
+    });
   }
 
   /**
@@ -148,6 +188,7 @@ export class ConnectionRevalidator {
     } finally {
       await source.close().catch(() => undefined);
     }
+    if (await replacedMeanwhile(this.store, workspaceId, record)) return;
     // An OAuth refresh token the authorization server refused is as final as a 401: it lapsed.
     if (this.remote.credentialRefused(record)) unauthorized = true;
     const after: CredentialHealth = {

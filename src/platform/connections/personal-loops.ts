@@ -50,7 +50,7 @@ export function schedulePersonalLoops(deps: PersonalLoopDeps): {
   });
   return {
     wake(owner, name) {
-      if (personal.mayActForOwner(owner)) void revalidator.check(owner, name);
+      if (personal.mayActForOwner(owner)) revalidator.wake(owner, name);
     },
     stop: () => revalidator.stop(),
   };

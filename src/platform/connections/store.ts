@@ -231,21 +231,33 @@ export class ConnectionStore implements LeftoverRules {
 
   /** The HealthMonitor's write; it owns `transport.json` alone. */
   async writeTransport(workspaceId: string, name: string, health: TransportHealth): Promise<void> {
-    if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, TRANSPORT), health);
+    await this.writeHealth(workspaceId, name, TRANSPORT, health);
   }
 
   /** The ConnectionRevalidator's write; it owns `credential.json` alone. */
   async writeCredential(workspaceId: string, name: string, health: CredentialHealth): Promise<void> {
-    if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, CREDENTIAL), health);
+    await this.writeHealth(workspaceId, name, CREDENTIAL, health);
+  }
+
+  /**
+   * A loop's conclusion, written only while the connection exists: under its lock, which a removal
+   * holds until the index has forgotten it, so a probe that outlived the connection writes
+   * nothing rather than failing in a folder being removed (test/integration/connections-races.test.ts).
+   */
+  private async writeHealth(workspaceId: string, name: string, file: string, health: unknown): Promise<void> {
+    await this.lock.run(`${workspaceId}/${name}`, async () => {
+      if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, file), health);
+    });
   }
 
   /** Removes the connection's folder, whether or not its record still parses. */
   async remove(workspaceId: string, name: string): Promise<void> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
-    const removal = await this.lock.run(`${workspaceId}/${name}`, () =>
-      this.folders.remove(this.serversDir(workspaceId), name),
-    );
-    this.forget(workspaceId, name);
+    const removal = await this.lock.run(`${workspaceId}/${name}`, async () => {
+      const removed = await this.folders.remove(this.serversDir(workspaceId), name);
+      this.forget(workspaceId, name);
+      return removed;
+    });
     if (removal === "gone") throw connectionNotFound(name);
   }
 
@@ -316,6 +328,11 @@ export function connectionNotFound(name: string): NotFound {
     "connection_not_found",
     `No connection named ${JSON.stringify(name.slice(0, 64))} in this workspace.`,
   );
+}
+
+/** Whether `error` says the connection is not there (removed meanwhile, or never was). */
+export function isConnectionNotFound(error: unknown): boolean {
+  return error instanceof NotFound && error.code === "connection_not_found";
 }
 
 /**

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { NotFound } from "../../../../src/errors.ts";
 import { createLogger } from "../../../../src/log.ts";
 import {
   ConnectionRevalidator,
@@ -8,6 +9,7 @@ import {
 import type { CredentialHealth, TransportHealth } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
 import type { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 
 const WS = "ws_0123456789abcdef";
 
@@ -115,5 +117,91 @@ describe("the ConnectionRevalidator's stop", () => {
     await revalidator.check(WS, "late");
     expect(opened).toBe(1);
     expect(written).toEqual(["woken"]);
+  });
+});
+
+describe("the ConnectionRevalidator's wake", () => {
+  /** A revalidator over one static connection whose server answers 401, told of a lapse by `changed`. */
+  function lapsing(options: { changed: () => Promise<void>; ids?: string[] }) {
+    const written: string[] = [];
+    const ids = [...(options.ids ?? [])];
+    const store = {
+      credential: async () => ({ lapsed: false }),
+      get: async (_ws: string, name: string) => ({
+        id: ids.length > 1 ? ids.shift() : ids[0],
+        name,
+        url: "https://x.example/mcp",
+        auth: { kind: "static" },
+      }),
+      writeCredential: async (_ws: string, name: string) => void written.push(name),
+    } as unknown as ConnectionStore;
+    const remote = {
+      source: async (_record: unknown, { onStatus }: { onStatus: (status: number) => void }) => ({
+        describe: async () => {
+          onStatus(401);
+          throw new Error("HTTP 401");
+        },
+        roundTrip: async () => undefined,
+        close: async () => undefined,
+      }),
+      credentialRefused: () => false,
+    } as unknown as RemoteServers;
+    const { log, lines } = memoryLog();
+    const revalidator = new ConnectionRevalidator(
+      store,
+      remote,
+      () => Date.UTC(2026, 0, 1),
+      options.changed,
+      log,
+    );
+    return { revalidator, written, lines };
+  }
+
+  async function unhandledWhile(run: () => Promise<void>): Promise<unknown[]> {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      await run();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+    return unhandled;
+  }
+
+  it("ends quietly when the app no longer knows the connection (removed while the server answered)", async () => {
+    const { revalidator, lines } = lapsing({
+      changed: async () => {
+        throw new NotFound("connection_not_found", 'No connection named "gone" in this workspace.');
+      },
+    });
+    expect(await unhandledWhile(async () => revalidator.wake(WS, "gone"))).toEqual([]);
+    expect(lines.filter((line) => line.level === 50)).toEqual([]);
+  });
+
+  it("logs a check that fails otherwise, and never leaves it unhandled", async () => {
+    const { revalidator, lines } = lapsing({
+      changed: async () => {
+        throw new Error("EIO: the disk failed");
+      },
+    });
+    expect(await unhandledWhile(async () => revalidator.wake(WS, "broken"))).toEqual([]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: "connection credential check failed", connection: "broken" }),
+    );
+  });
+
+  it("writes nothing about a connection removed and added again under its name while the server answered", async () => {
+    let told = 0;
+    const { revalidator, written } = lapsing({
+      changed: async () => {
+        told += 1;
+      },
+      ids: ["con_old", "con_new"],
+    });
+    await revalidator.check(WS, "replaced");
+    expect(written).toEqual([]);
+    expect(told).toBe(0);
   });
 });

@@ -134,3 +134,20 @@ describe("ConnectionStore recovery", () => {
     expect(restarted.names(temp.ws)).toEqual(["srv"]);
   });
 });
+
+describe("ConnectionStore health files", () => {
+  it("a loop's conclusion that lands while its connection is removed writes nothing and does not fail", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    for (let round = 0; round < 5; round++) {
+      await store.create(record(1), snapshot(1));
+      const removed = store.remove(temp.ws, "srv");
+      await Promise.all([
+        store.writeCredential(temp.ws, "srv", { lapsed: true }),
+        store.writeTransport(temp.ws, "srv", { up: false, failures: 1 }),
+        removed,
+      ]);
+      expect(store.names(temp.ws)).toEqual([]);
+      expect(await readdir(join(temp.layout.partition("connections").dir(temp.ws), "servers"))).toEqual([]);
+    }
+  });
+});

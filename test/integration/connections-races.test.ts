@@ -1,0 +1,130 @@
+import { randomBytes } from "node:crypto";
+import { rm } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
+import { gate } from "../helpers/gate.ts";
+import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
+import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
+
+// Connections whose server answers slowly while a member or an admin changes them: what is left of
+// a check or a refresh once the connection is gone must end quietly, never as an unhandled
+// rejection, which ends a Node 20 process.
+
+const SECRET = `s3cret-${randomBytes(8).toString("hex")}`;
+const time = new FakeTime(Date.now());
+const captured = capturingLogger("debug");
+const proxies: InterceptingProxy[] = [];
+let remote: RemoteServer;
+let dir: string;
+let instance: TestAtrium;
+/** bob's own workspace, where he adds his personal connections. */
+let solo: string;
+/** alice's workspace, where she adds workspace connections. */
+let shared: string;
+
+function rest(user: string, method: string, path: string, body?: Record<string, unknown>) {
+  return instance.rest(user, method, path, body);
+}
+
+async function proxy(): Promise<InterceptingProxy> {
+  const started = await startInterceptingProxy(remote.url);
+  proxies.push(started);
+  return started;
+}
+
+async function call(user: string, ws: string, name: string) {
+  const response = await rest(user, "POST", `/v1/workspaces/${ws}/tools/call`, {
+    name,
+    arguments: { text: "hi" },
+  });
+  expect(response.status).toBe(200);
+  return (await response.json()) as { isError?: boolean };
+}
+
+/** Records every unhandled rejection while `run` runs and a little after. */
+async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  try {
+    await run();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  } finally {
+    process.off("unhandledRejection", onUnhandled);
+  }
+  return unhandled;
+}
+
+beforeAll(async () => {
+  dir = await keyedDir("atrium-connection-races-");
+  remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
+  instance = await startTestAtrium({
+    dir,
+    clock: time.clock,
+    timers: time.timers,
+    log: captured.log,
+    sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
+  });
+  solo = await bootstrapWorkspace(instance, "bob");
+  shared = await bootstrapWorkspace(instance, "alice");
+});
+
+afterAll(async () => {
+  await instance?.stop();
+  await Promise.all(proxies.map((p) => p.close()));
+  await remote?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("a credential check a 401 woke, whose connection is removed while the server is slow", () => {
+  it.each([
+    ["a member's personal connection", "bob", () => solo, true],
+    ["a workspace connection", "alice", () => shared, false],
+  ] as const)("%s: the check ends quietly and the instance keeps serving", async (_, user, ws, personal) => {
+    const through = await proxy();
+    const name = `slow-${user}`;
+    const created = await rest(user, "POST", `/v1/workspaces/${ws()}/connections`, {
+      name,
+      url: through.url.href,
+      auth: { kind: "static", header: "x-api-key", value: SECRET },
+      ...(personal ? { personal: true } : {}),
+    });
+    expect(created.status).toBe(201);
+    const source = personal ? `my_${name}` : name;
+    // Connected once, so the next call sends tools/call first. Its 401 wakes the check, whose
+    // client connects afresh, as does the call's own second look at the server: both are held.
+    expect((await call(user, ws(), `${source}__echo`)).isError).toBeFalsy();
+    const bothHeld = gate();
+    const serverAnswers = gate();
+    let held = 0;
+    let answered = 0;
+    through.intercept(async (method) => {
+      if (method === "tools/call") return { status: 401 };
+      held += 1;
+      if (held === 2) bothHeld.open();
+      await serverAnswers.promise;
+      answered += 1;
+      return { status: 401 };
+    });
+    const path = `/v1/workspaces/${ws()}/connections/${source}`;
+    const unhandled = await unhandledDuring(async () => {
+      const failed = call(user, ws(), `${source}__echo`);
+      await bothHeld.promise;
+      // The removal is stored at once; closing the client waits for the held connect to end.
+      const removed = rest(user, "DELETE", path);
+      await vi.waitFor(async () =>
+        expect(await (await rest(user, "GET", path)).json()).toMatchObject({
+          error: { code: "connection_not_found" },
+        }),
+      );
+      serverAnswers.open();
+      expect((await removed).status).toBe(204);
+      expect((await failed).isError).toBe(true);
+      await vi.waitFor(() => expect(answered).toBe(held));
+    });
+    expect(unhandled).toEqual([]);
+    expect((await rest(user, "GET", `/v1/workspaces/${ws()}/connections`)).status).toBe(200);
+  });
+});
