@@ -20,6 +20,13 @@ export interface OutboundLimits {
 }
 
 /**
+ * A failure the guarded fetch tells in its own words (a refused address, a deadline, a cap): no
+ * byte of its message came from the server, so a connection's failures may repeat it
+ * (platform/connections/remote-failure.ts).
+ */
+export class OutboundFailure extends Error {}
+
+/**
  * The one way Atrium reaches a remote MCP server: https only (http only where private
  * addresses are allowed), every resolved address checked by the SSRF guard before a socket
  * opens, no redirect followed, a deadline for the whole answer and a cap on its size.
@@ -32,14 +39,16 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
     new Promise<Response>((resolve, reject) => {
       const url = new URL(String(input));
       if (url.protocol !== "https:" && !(url.protocol === "http:" && limits.allowPrivate)) {
-        reject(new Error(`${url.origin} is not https; a remote MCP server is reached over https only.`));
+        reject(
+          new OutboundFailure(`${url.origin} is not https; a remote MCP server is reached over https only.`),
+        );
         return;
       }
       const host = url.hostname.replace(/^\[|\]$/g, "");
       try {
         if (isIP(host)) checkAddress(host, host, limits.allowPrivate);
       } catch (error) {
-        reject(error);
+        reject(error instanceof ForbiddenAddress ? new OutboundFailure(`Refused: ${error.message}.`) : error);
         return;
       }
       const send = url.protocol === "https:" ? httpsRequest : httpRequest;
@@ -51,15 +60,15 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
       let res: IncomingMessage | undefined;
       // Destroying the response, once there is one, hands this error to its body's reader.
       const timer = setTimeout(() => {
-        const late = new Error(`${url.origin} did not answer within ${limits.timeoutMs} ms.`);
+        const late = new OutboundFailure(`${url.origin} did not answer within ${limits.timeoutMs} ms.`);
         if (res) res.destroy(late);
         else req.destroy(late);
       }, limits.timeoutMs);
-      const abort = () => req.destroy(init.signal?.reason ?? new Error("aborted"));
+      const abort = () => req.destroy(init.signal?.reason ?? new OutboundFailure("aborted"));
       init.signal?.addEventListener("abort", abort, { once: true });
       req.once("error", (error) => {
         clearTimeout(timer);
-        reject(error instanceof ForbiddenAddress ? new Error(`Refused: ${error.message}.`) : error);
+        reject(error instanceof ForbiddenAddress ? new OutboundFailure(`Refused: ${error.message}.`) : error);
       });
       req.once("response", (answer) => {
         res = answer;
@@ -74,7 +83,7 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
       else if (typeof body === "string" || body instanceof Uint8Array) req.end(body);
       else {
         req.destroy();
-        reject(new Error("guardedFetch sends only string or byte bodies."));
+        reject(new OutboundFailure("guardedFetch sends only string or byte bodies."));
       }
     });
 }
@@ -115,7 +124,7 @@ function cappedBody(res: IncomingMessage, maxBytes: number): ReadableStream<Uint
         if (done) return;
         seen += chunk.byteLength;
         if (seen > maxBytes) {
-          finish(new Error(`The server's answer passed ${maxBytes} bytes; it was cut off.`));
+          finish(new OutboundFailure(`The server's answer passed ${maxBytes} bytes; it was cut off.`));
           res.destroy();
           return;
         }
@@ -125,7 +134,7 @@ function cappedBody(res: IncomingMessage, maxBytes: number): ReadableStream<Uint
       res.once("end", () => finish());
       res.once("error", (error) => finish(error));
       res.once("close", () => {
-        if (!done) finish(new Error("The server closed the connection mid-answer."));
+        if (!done) finish(new OutboundFailure("The server closed the connection mid-answer."));
       });
     },
     pull() {

@@ -1,8 +1,27 @@
-import { ProtocolError, SdkError, SdkHttpError } from "@modelcontextprotocol/client";
+import {
+  OAuthError,
+  OAuthErrorCode,
+  ProtocolError,
+  SdkError,
+  SdkHttpError,
+} from "@modelcontextprotocol/client";
+import { OutboundFailure } from "../../sources/guarded-fetch.ts";
 import { UnfinishedListing } from "../../sources/mcp-source.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
 
 const REDACTED = "[redacted]";
+/** How far down a cause chain a local reason is looked for. */
+const MAX_CAUSES = 5;
+/**
+ * The client library's own JSON-RPC errors about a tool's result (its output-schema check), which
+ * quote what the server returned after the colon: only the words before it are the library's.
+ */
+const CLIENT_RESULT_CHECKS = [
+  "Structured content does not match the tool's output schema:",
+  "Failed to validate structured content:",
+];
+/** The OAuth error codes an authorization server's answer is told by: any other is its own text. */
+const OAUTH_CODES: ReadonlySet<string> = new Set(Object.values(OAuthErrorCode));
 
 /**
  * `text` with every one of the connection's own credential values taken out, as sent and in the
@@ -19,13 +38,17 @@ export function withoutSecrets(text: string, secrets: readonly string[]): string
 }
 
 /**
- * A failure that came from a connection's server, told again so that it may be logged, written to
- * a health file or shown to a member. An HTTP error keeps its status and the SDK's code but not
- * the body the server wrote (the SDK puts the body in the message, and a server that echoes its
- * request puts the credential there: test/integration/connections.test.ts "echoes"); any other
- * message loses the connection's credential values. The cause is not kept: a logger prints
- * causes too. Atrium's own errors about the connection (a re-authorization to do, a listing that
- * would not end) hold no server text and pass unchanged, since callers act on their types.
+ * A failure that came from a connection's server or its authorization server, told again so that
+ * it may be logged, written to a health file or shown to a member (ADR 0067). Only a JSON-RPC error the server answered keeps
+ * its words — they are the server's to the model — without the connection's credential values.
+ * Every other failure keeps its kind (an HTTP status, the client library's code, an OAuth error
+ * code, an error's name) and drops its text, which quotes what the server wrote in ways no list of values can catch: an
+ * HTTP body, the start of a body that is not JSON in a SyntaxError, a key in a ZodError, a content
+ * type (test/unit/platform/connections/remote-failure.test.ts). What is kept is a reason found in
+ * the cause chain that the guarded fetch or the operating system wrote (a refused address, a
+ * deadline, ECONNREFUSED). No cause or data is carried over: a logger prints them. Atrium's own
+ * errors about the connection (a re-authorization to do, a listing that would not end) hold no
+ * server text and pass unchanged, since callers act on their types.
  */
 export function retold(error: unknown, secrets: readonly string[]): unknown {
   const reauthorization = reauthorizationIn(error);
@@ -37,12 +60,54 @@ export function retold(error: unknown, secrets: readonly string[]): unknown {
       `The server answered HTTP ${error.status} (${error.code}); what it wrote is not repeated here.`,
       { status: error.status },
     );
-  if (!(error instanceof Error)) return new Error(withoutSecrets(String(error), secrets));
-  const message = withoutSecrets(error.message, secrets);
-  // A JSON-RPC error is the server's words for the model (the router shows it); its data is not.
-  if (error instanceof ProtocolError) return new ProtocolError(error.code, message);
-  if (error instanceof SdkError) return new SdkError(error.code, message);
-  const told = new Error(message);
-  told.name = error.name;
-  return told;
+  // A token endpoint's answer (a refresh, a code exchange): its description, or the raw body the
+  // client library quotes when the answer is not an OAuth error, may repeat the client secret,
+  // the code and its verifier, or the refresh token it was sent.
+  if (error instanceof OAuthError) {
+    const code = OAUTH_CODES.has(error.code) ? error.code : OAuthErrorCode.ServerError;
+    return new OAuthError(
+      code,
+      `The authorization server answered ${code}; what it wrote is not repeated here.`,
+    );
+  }
+  if (error instanceof ProtocolError) {
+    const check = CLIENT_RESULT_CHECKS.find((words) => error.message.startsWith(words));
+    const message = check
+      ? `${check.slice(0, -1)}; what the server returned is not repeated here.`
+      : withoutSecrets(error.message, secrets);
+    return new ProtocolError(error.code, message);
+  }
+  const found = localReason(error);
+  const local = found === undefined ? undefined : withoutSecrets(found.message, secrets);
+  if (error instanceof SdkError)
+    return new SdkError(error.code, told(`The MCP client failed (${error.code})`, local));
+  const name = error instanceof Error ? error.name : typeof error;
+  const retelling = new Error(
+    found === error && local !== undefined
+      ? local
+      : told(`The exchange with the server failed (${name})`, local),
+  );
+  retelling.name = name;
+  return retelling;
+}
+
+/** `kind`, with the local reason under it, or saying that the server's words are left out. */
+function told(kind: string, local: string | undefined): string {
+  return local === undefined ? `${kind}; what the server sent is not repeated here.` : `${kind}: ${local}`;
+}
+
+/**
+ * The first error in the cause chain that Atrium's guarded fetch or the operating
+ * system wrote: neither quotes the server. A system error names a call (`connect ECONNREFUSED
+ * 10.0.0.5:443`); a TLS or HTTP parser error, which names no call, can quote the server's
+ * certificate or bytes and is not taken.
+ */
+function localReason(error: unknown): Error | undefined {
+  let current = error;
+  for (let depth = 0; depth <= MAX_CAUSES && current instanceof Error; depth++) {
+    if (current instanceof OutboundFailure || typeof (current as NodeJS.ErrnoException).syscall === "string")
+      return current;
+    current = current.cause;
+  }
+  return undefined;
 }
