@@ -191,3 +191,46 @@ describe("mix-up: a hostile authorization server sending the browser to an hones
     );
   });
 });
+
+describe("a token endpoint that quotes what it was sent", () => {
+  // A registration that issued a client secret, sent in the form (client_secret_post): a careless
+  // server's 401 repeats the form, which the client library quotes as the "raw body".
+  it("a failed code exchange is told by its kind: the page shows neither the client secret, the code nor the verifier", async () => {
+    const quoting = await startScriptedOAuthServer();
+    const clientSecret = `cs-${"7f3a".repeat(6)}`;
+    try {
+      quoting.metadata = { token_endpoint_auth_methods_supported: ["client_secret_post"] };
+      quoting.register = (body) => {
+        quoting.clients.set("client-with-secret", (body.redirect_uris as string[]) ?? []);
+        return Response.json(
+          {
+            ...body,
+            client_id: "client-with-secret",
+            client_secret: clientSecret,
+            token_endpoint_auth_method: "client_secret_post",
+          },
+          { status: 201 },
+        );
+      };
+      quoting.token = (form) =>
+        new Response(`refused client_secret=${form.get("client_secret")} for ${form.toString()}`, {
+          status: 401,
+        });
+      const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+        name: "quotes",
+        url: quoting.url,
+        auth: { kind: "oauth", scopes: ["read"] },
+      });
+      const { go_url } = (await response.json()) as { go_url: string };
+      const landing = await authorizeByHand(instance, "alice", go_url);
+      expect(landing.status).toBe(502);
+      const sent = quoting.tokenForms.at(-1);
+      expect(sent?.get("client_secret")).toBe(clientSecret);
+      for (const value of [clientSecret, sent?.get("code"), sent?.get("code_verifier")])
+        expect(landing.text).not.toContain(value);
+      expect(landing.text).toContain("server_error");
+    } finally {
+      await quoting.close();
+    }
+  });
+});

@@ -5,6 +5,7 @@ import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import type { WorkspaceRole } from "../../../workspace/model.ts";
 import { type ConnectionRecord, checkScopes } from "../model.ts";
+import { retold } from "../remote-failure.ts";
 import { activate, Superseded } from "./activation.ts";
 import {
   type ClientRegistrations,
@@ -273,7 +274,9 @@ export class Authorizer {
         this.deps.clock,
       ).catch((error: unknown) => {
         if (error instanceof WrongIssuer) throw error;
-        throw new RedeemFailed((error as Error).message.slice(0, 300));
+        // Retold by its kind: a token endpoint's answer may quote the client secret, the code and
+        // its verifier it was sent (test/integration/connections-oauth-hostile.test.ts "quotes").
+        throw new RedeemFailed((retold(error, []) as Error).message);
       });
       const record = await activate(this.deps, flow, tokens);
       await this.deps.activated(record);

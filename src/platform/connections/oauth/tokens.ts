@@ -151,9 +151,8 @@ export async function refreshTokens(
     });
   } catch (error) {
     if (error instanceof OAuthError && error.code === "invalid_grant") {
-      throw new RefreshRefused(
-        `The authorization server refused the refresh token: ${error.message.slice(0, 200)}`,
-      );
+      // Its description is the server's words, which may quote the token it was sent.
+      throw new RefreshRefused("The authorization server refused the refresh token (invalid_grant).");
     }
     throw error;
   }
