@@ -125,10 +125,22 @@ export interface PublishedSkill {
   tools: string[];
 }
 
+/** A skill an app left out of what it publishes, and why: shown with the skills' problems. */
+export interface PublishedSkillProblem {
+  name: string;
+  message: string;
+}
+
+/** What an app publishes in a workspace: its skills, and the ones it left out. */
+export interface PublishedSkillList {
+  skills: PublishedSkill[];
+  problems: PublishedSkillProblem[];
+}
+
 /** Where apps publish skills per workspace, and the skills app reads them all. */
 export interface PublishedSkills {
-  publish(publisher: (workspaceId: string) => Promise<PublishedSkill[]>): void;
-  list(workspaceId: string): Promise<PublishedSkill[]>;
+  publish(publisher: (workspaceId: string) => Promise<PublishedSkillList>): void;
+  list(workspaceId: string): Promise<PublishedSkillList>;
 }
 
 /** A workspace's sources while its registry is loaded; a registry built later asks the apps. */

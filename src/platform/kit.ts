@@ -6,7 +6,7 @@ import { isPersonalSourceName, isSourceName } from "../sources/tool-names.ts";
 import type {
   AppContext,
   PlatformApp,
-  PublishedSkill,
+  PublishedSkillList,
   PublishedSkills,
   StartedApp,
   WorkspaceSources,
@@ -79,10 +79,13 @@ export async function createWorkspaceRegistry(
 
 /** One place apps publish skills into; what each publisher gives is listed together. */
 export function publishedSkills(): PublishedSkills {
-  const publishers: ((workspaceId: string) => Promise<PublishedSkill[]>)[] = [];
+  const publishers: ((workspaceId: string) => Promise<PublishedSkillList>)[] = [];
   return {
     publish: (publisher) => void publishers.push(publisher),
-    list: async (workspaceId) => (await Promise.all(publishers.map((p) => p(workspaceId)))).flat(),
+    list: async (workspaceId) => {
+      const lists = await Promise.all(publishers.map((p) => p(workspaceId)));
+      return { skills: lists.flatMap((l) => l.skills), problems: lists.flatMap((l) => l.problems) };
+    },
   };
 }
 

@@ -3,7 +3,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import type { PublishedSkill, WorkspaceSources } from "../app.ts";
+import type { PublishedSkill, PublishedSkillList, WorkspaceSources } from "../app.ts";
 import { buildSources } from "./build-sources.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
@@ -24,7 +24,7 @@ import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { diffSnapshots, pinsSame, type Snapshot } from "./snapshot.ts";
-import { skillsOf } from "./snapshot-skills.ts";
+import { SkillNameClashes, skillsOf } from "./snapshot-skills.ts";
 import type { ConnectionStore } from "./store.ts";
 
 export interface NewConnection {
@@ -71,9 +71,11 @@ export class Connections {
   /** Connections whose credential the revalidator found lapsed: the gate refuses their calls. */
   private readonly lapsed = new Set<string>();
   private readonly damaged: DamagedConnections;
+  private readonly skillClashes: SkillNameClashes;
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.damaged = new DamagedConnections(deps.log);
+    this.skillClashes = new SkillNameClashes(deps.log);
   }
 
   /** A connection with `auth` none or static is photographed now; an OAuth one answers its go_url. */
@@ -279,9 +281,10 @@ export class Connections {
 
   /**
    * What each connection's current snapshot publishes as server-scope skills: its server's
-   * instructions and the skills it offers, pinned with the snapshot like its tools.
+   * instructions and the skills it offers, pinned with the snapshot like its tools; a skill whose
+   * name another also maps to is left out and listed as a problem (SkillNameClashes).
    */
-  async publishedSkills(workspaceId: string): Promise<PublishedSkill[]> {
+  async publishedSkills(workspaceId: string): Promise<PublishedSkillList> {
     const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
     const byName = new Map(records.map((record) => [record.name, record]));
     const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
@@ -293,9 +296,9 @@ export class Connections {
         published = skillsOf(record.name, snapshot);
         this.snapshotSkills.set(key, published);
       }
-      return published;
+      return { connection: name, skills: published };
     });
-    return skills.flat();
+    return this.skillClashes.apart(workspaceId, skills);
   }
 
   /**

@@ -1,11 +1,13 @@
+import type { Logger } from "../../log.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import type { PublishedSkill } from "../app.ts";
+import type { PublishedSkill, PublishedSkillList, PublishedSkillProblem } from "../app.ts";
 import type { Snapshot } from "./snapshot.ts";
 
 /**
  * What a snapshot publishes as server-scope skills: the server's instructions, named after the
  * connection and bound to its tools, and each skill it offers through the Skills Extension, named
- * `<connection>-<skill>` so two servers' skills of one name never shadow each other.
+ * `<connection>-<skill>` so two servers' skills of one name never shadow each other. Those names
+ * can still meet (skillNameClashes).
  */
 export function skillsOf(connection: string, snapshot: Snapshot): PublishedSkill[] {
   const base = skillName(connection);
@@ -30,4 +32,62 @@ export function skillsOf(connection: string, snapshot: Snapshot): PublishedSkill
 /** A skill name: the Agent Skills rule allows no doubled or trailing hyphen and 64 characters. */
 function skillName(text: string): string {
   return text.replace(/-+/g, "-").slice(0, 64).replace(/-$/, "");
+}
+
+/** One connection's skills as its current snapshot publishes them. */
+export interface ConnectionSkills {
+  connection: string;
+  skills: readonly PublishedSkill[];
+}
+
+/**
+ * A workspace's connections' skills, without every skill whose name another one also maps to:
+ * connection `acme-tools`'s instructions and connection `acme`'s skill `tools` are both
+ * `acme-tools`, and two long names of one server meet at the 64-character cut. Serving either
+ * would serve one server's text under a name another's is published by, chosen by nothing more
+ * than the order of names; so none of them is served, whatever the order, and each clash is a
+ * problem the skills listing shows, logged once (test/unit/platform/connections/snapshot-skills.test.ts).
+ */
+export class SkillNameClashes {
+  /** Each clash's problem by workspace, name and publishers: one object, logged once. */
+  private readonly known = new Map<string, PublishedSkillProblem>();
+
+  constructor(private readonly log: Logger) {}
+
+  apart(workspaceId: string, published: readonly ConnectionSkills[]): PublishedSkillList {
+    const publishers = new Map<string, string[]>();
+    for (const { connection, skills } of published)
+      for (const { name } of skills) publishers.set(name, [...(publishers.get(name) ?? []), connection]);
+    const problems: PublishedSkillProblem[] = [];
+    for (const [name, connections] of publishers)
+      if (connections.length > 1) problems.push(this.problem(workspaceId, name, connections.sort()));
+    return {
+      skills: published.flatMap(({ skills }) =>
+        skills.filter(({ name }) => publishers.get(name)?.length === 1),
+      ),
+      problems: problems.sort((a, b) => (a.name < b.name ? -1 : 1)),
+    };
+  }
+
+  private problem(workspaceId: string, name: string, connections: string[]): PublishedSkillProblem {
+    const key = JSON.stringify([workspaceId, name, connections]);
+    let problem = this.known.get(key);
+    if (!problem) {
+      const distinct = [...new Set(connections)];
+      const who =
+        distinct.length === 1
+          ? `connection "${distinct[0]}" publishes ${connections.length} skills`
+          : `connections ${distinct.map((c) => `"${c}"`).join(", ")} publish skills`;
+      problem = {
+        name,
+        message: `${who} under this one name; none of them is served (rename a connection, or have its server rename a skill)`,
+      };
+      this.known.set(key, problem);
+      this.log.warn(
+        { workspaceId, skill: name, connections: distinct },
+        "connection skills left out: their names clash",
+      );
+    }
+    return problem;
+  }
 }

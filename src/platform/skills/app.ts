@@ -1,7 +1,7 @@
-import type { PlatformApp, PublishedSkill } from "../app.ts";
+import type { PlatformApp, PublishedSkill, PublishedSkillProblem } from "../app.ts";
 import { type SkillSettings, skillsConfig } from "./config.ts";
 import { createWorkspaceGuidance } from "./guidance.ts";
-import type { Skill } from "./model.ts";
+import type { Skill, SkillProblem } from "./model.ts";
 import { skillRoutes } from "./routes.ts";
 import { createSkillsTools } from "./server.ts";
 import { SkillService } from "./service.ts";
@@ -15,17 +15,31 @@ export const skillsApp: PlatformApp<SkillSettings> = {
     // What other apps publish (a connected server's instructions) is the server scope, lowest of all.
     // Each published object becomes one skill object, the same on every call while its publisher
     // keeps it, so the service can tell that nothing changed (service.ts).
+    // What a publisher left out is listed with the skills' problems, as the server scope's.
     const asSkill = new WeakMap<PublishedSkill, Skill>();
+    const asProblem = new WeakMap<PublishedSkillProblem, SkillProblem>();
     skills.addServerSource({
-      list: async (workspaceId) =>
-        (await publishedSkills.list(workspaceId)).map((published) => {
-          let skill = asSkill.get(published);
-          if (!skill) {
-            skill = { ...published, scope: "server", provenance: "connector", loading: "dynamic" };
-            asSkill.set(published, skill);
-          }
-          return skill;
-        }),
+      list: async (workspaceId) => {
+        const published = await publishedSkills.list(workspaceId);
+        return {
+          skills: published.skills.map((one) => {
+            let skill = asSkill.get(one);
+            if (!skill) {
+              skill = { ...one, scope: "server", provenance: "connector", loading: "dynamic" };
+              asSkill.set(one, skill);
+            }
+            return skill;
+          }),
+          problems: published.problems.map((one) => {
+            let problem = asProblem.get(one);
+            if (!problem) {
+              problem = { scope: "server", ...one };
+              asProblem.set(one, problem);
+            }
+            return problem;
+          }),
+        };
+      },
     });
     // Written through Atrium: the next request reads that scope's folder again, whatever its
     // times say. Only that folder: every other workspace's and person's listings stay kept.

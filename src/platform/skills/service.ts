@@ -10,9 +10,13 @@ import { ScopeCache, type ScopeListing } from "./scope-cache.ts";
 /** The platform's own skills ship in the repository's `skills/` folder. */
 export const PLATFORM_SKILLS_DIR = fileURLToPath(new URL("../../../skills/", import.meta.url));
 
-/** Skills a connected remote server publishes; connections will provide one per workspace. */
+/**
+ * Skills connected remote servers publish in a workspace, and the ones left out. Each skill and
+ * problem is the same object on every call while it stands, so a kept resolution can tell that
+ * nothing changed.
+ */
 export interface ServerSkillSource {
-  list(workspaceId: string): Promise<Skill[]>;
+  list(workspaceId: string): Promise<{ skills: Skill[]; problems: SkillProblem[] }>;
 }
 
 export interface ResolvedSkills {
@@ -29,7 +33,7 @@ interface CallerDirs {
 /** What one caller's resolution was built from, and what was built: kept while those are the same. */
 interface Resolution {
   dirs: CallerDirs;
-  inputs: readonly (ScopeListing | Skill)[];
+  inputs: readonly (ScopeListing | Skill | SkillProblem)[];
   resolved: ResolvedSkills;
   instructions?: string;
 }
@@ -95,8 +99,10 @@ export class SkillService {
       this.settings.orgDir ? this.scopes.read(this.settings.orgDir, "org") : NO_SKILLS,
       this.scopes.read(this.platformDir, "platform", "vendored"),
     ]);
-    const published = (await Promise.all(this.serverSources.map((s) => s.list(workspaceId)))).flat();
-    const inputs = [...reads, ...published];
+    const servers = await Promise.all(this.serverSources.map((s) => s.list(workspaceId)));
+    const published = servers.flatMap((server) => server.skills);
+    const left = servers.flatMap((server) => server.problems);
+    const inputs = [...reads, ...published, ...left];
     const kept = this.resolutions.get(key);
     this.resolutions.delete(key);
     if (kept && sameItems(kept.inputs, inputs)) {
@@ -111,7 +117,8 @@ export class SkillService {
       this.log.warn({ workspace: workspaceId, ...problem }, "skill skipped");
     }
     const skills = resolveSkills([...reads.flatMap((r) => r.skills), ...published]);
-    const resolution: Resolution = { dirs, inputs, resolved: { skills, problems } };
+    // A publisher logs what it leaves out itself.
+    const resolution: Resolution = { dirs, inputs, resolved: { skills, problems: [...problems, ...left] } };
     this.resolutions.set(key, resolution);
     if (this.resolutions.size > MAX_RESOLUTIONS)
       this.resolutions.delete(this.resolutions.keys().next().value as string);
