@@ -182,16 +182,22 @@ export function pinsSame(a: Snapshot, b: Snapshot): boolean {
   return pinned(a) === pinned(b);
 }
 
-/** What changed between two snapshots, tool by tool. */
+/**
+ * What changed between two snapshots, tool by tool. A server names its tools, and `constructor`,
+ * `toString` or `__proto__` is a tool name like any other: only the digests' own keys count, never
+ * what an object inherits (test/unit/platform/connections/snapshot.test.ts "diffSnapshots").
+ */
 export function diffSnapshots(
   from: Snapshot,
   to: Snapshot,
 ): { added: string[]; removed: string[]; changed: string[] } {
-  const before = from.digests;
-  const after = to.digests;
+  const before = new Map(Object.entries(from.digests));
+  const after = new Map(Object.entries(to.digests));
   return {
-    added: Object.keys(after).filter((name) => !(name in before)),
-    removed: Object.keys(before).filter((name) => !(name in after)),
-    changed: Object.keys(after).filter((name) => name in before && before[name] !== after[name]),
+    added: [...after.keys()].filter((name) => !before.has(name)),
+    removed: [...before.keys()].filter((name) => !after.has(name)),
+    changed: [...after]
+      .filter(([name, digest]) => before.has(name) && before.get(name) !== digest)
+      .map(([name]) => name),
   };
 }

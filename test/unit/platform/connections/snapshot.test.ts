@@ -1,6 +1,6 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { photograph, pinsSame } from "../../../../src/platform/connections/snapshot.ts";
+import { diffSnapshots, photograph, pinsSame } from "../../../../src/platform/connections/snapshot.ts";
 
 const taken = {
   version: 1,
@@ -90,5 +90,35 @@ describe("pinsSame", () => {
     expect(pinsSame(first, shot({ protocolVersion: "2025-11-25" }))).toBe(false);
     expect(pinsSame(first, shot({}, [toolWith({}, { title: "Echo" })]))).toBe(false);
     expect(pinsSame(first, shot({}, [toolWith({ maxLength: 5 })]))).toBe(false);
+  });
+});
+
+describe("diffSnapshots", () => {
+  const named = (...names: string[]) => {
+    const result = photograph(
+      names.map(
+        (name) => ({ name, description: `the ${name} tool`, inputSchema: { type: "object" } }) as Tool,
+      ),
+      taken,
+    );
+    if (!("snapshot" in result)) throw new Error("refused");
+    return result.snapshot;
+  };
+
+  it("tells tools named like an object's own properties as added, removed and changed", () => {
+    const names = ["constructor", "toString", "__proto__", "hasOwnProperty"];
+    expect(diffSnapshots(named("echo"), named("echo", ...names))).toEqual({
+      added: [...names].sort(),
+      removed: [],
+      changed: [],
+    });
+    expect(diffSnapshots(named("echo", ...names), named("echo"))).toEqual({
+      added: [],
+      removed: [...names].sort(),
+      changed: [],
+    });
+    const changed = named("constructor");
+    const before = { ...changed, digests: { constructor: "sha256:before" } };
+    expect(diffSnapshots(before, changed)).toEqual({ added: [], removed: [], changed: ["constructor"] });
   });
 });
