@@ -23,6 +23,7 @@ import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
+import { Serving } from "./serving.ts";
 import { diffSnapshots, pinsSame, type Snapshot } from "./snapshot.ts";
 import { SkillNameClashes, skillsOf } from "./snapshot-skills.ts";
 import type { ConnectionStore } from "./store.ts";
@@ -72,10 +73,12 @@ export class Connections {
   private readonly lapsed = new Set<string>();
   private readonly damaged: DamagedConnections;
   private readonly skillClashes: SkillNameClashes;
+  private readonly serving: Serving;
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.damaged = new DamagedConnections(deps.log);
     this.skillClashes = new SkillNameClashes(deps.log);
+    this.serving = new Serving(deps.store, deps.sources);
   }
 
   /** A connection with `auth` none or static is photographed now; an OAuth one answers its go_url. */
@@ -116,7 +119,7 @@ export class Connections {
       if (stored.kind === "static") await this.deps.vault.delete(stored.credential);
       throw error;
     }
-    await this.deps.sources.replace(workspaceId, await this.source(record));
+    await this.serve(workspaceId, name);
     this.deps.log.info({ workspaceId, connection: name }, "connection added");
     await this.announce(workspaceId, name);
     return this.view(workspaceId, name);
@@ -181,8 +184,8 @@ export class Connections {
     this.requireAdmin(workspaceId, principalId);
     const record = await this.deps.store.get(workspaceId, name);
     requireSnapshot(record);
-    const { updated, changes } = await this.rephotograph(workspaceId, record);
-    await this.deps.sources.replace(workspaceId, await this.source(updated));
+    const { changes } = await this.rephotograph(workspaceId, record);
+    await this.serve(workspaceId, name);
     return { connection: await this.view(workspaceId, name), changes };
   }
 
@@ -211,10 +214,9 @@ export class Connections {
     disabled: boolean,
   ): Promise<ConnectionView> {
     this.requireAdmin(workspaceId, principalId);
-    const record = await this.deps.store.update(workspaceId, name, (current) => ({ ...current, disabled }));
-    if (disabled) await this.deps.sources.remove(workspaceId, name);
-    else if (record.snapshotVersion > 0)
-      await this.deps.sources.replace(workspaceId, await this.source(record));
+    await this.deps.store.update(workspaceId, name, (current) => ({ ...current, disabled }));
+    if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
+    else await this.serve(workspaceId, name);
     this.deps.log.info(
       { workspaceId, connection: name, disabled },
       disabled ? "connection disabled" : "connection enabled",
@@ -232,7 +234,7 @@ export class Connections {
       .get(workspaceId, name)
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
-    await this.deps.sources.remove(workspaceId, name);
+    await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     if (record?.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
     if (record?.auth.kind === "oauth") {
       this.deps.authorizer.forget(record);
@@ -316,14 +318,24 @@ export class Connections {
    * transport came back, give the registry a fresh client (the old one's session is gone).
    */
   async changed(workspaceId: string, name: string): Promise<void> {
-    const record = await this.deps.store.get(workspaceId, name);
+    // A removed connection is not found here, before its lapse is noted for a later one of its name.
+    await this.deps.store.get(workspaceId, name);
     const transport = await this.deps.store.transport(workspaceId, name);
     const credential = await this.deps.store.credential(workspaceId, name);
     if (credential.lapsed) this.lapsed.add(`${workspaceId}/${name}`);
     else this.lapsed.delete(`${workspaceId}/${name}`);
-    if (transport.up && !record.disabled && record.snapshotVersion > 0)
-      await this.deps.sources.replace(workspaceId, await this.source(record));
+    if (transport.up) await this.serve(workspaceId, name);
     await this.announce(workspaceId, name);
+  }
+
+  /** A fresh gated source in the workspace's registry, if the connection is in service (serving.ts). */
+  private serve(workspaceId: string, name: string): Promise<void> {
+    return this.serving.serve(
+      workspaceId,
+      name,
+      () => [workspaceId],
+      (record) => this.source(record),
+    );
   }
 
   private async announce(workspaceId: string, name: string): Promise<void> {

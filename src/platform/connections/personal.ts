@@ -21,6 +21,7 @@ import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { type GrantState, grantState, personalDenial } from "./personal-access.ts";
 import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
+import { Serving } from "./serving.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
 
@@ -61,10 +62,12 @@ export class PersonalConnections {
   private readonly announced = new Map<string, ConnectionState>();
   private readonly damaged: DamagedConnections;
   private readonly cap = new PersonalCap();
+  private readonly serving: Serving;
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
     this.damaged = new DamagedConnections(deps.log);
+    this.serving = new Serving(deps.store, deps.sources);
   }
 
   async add(
@@ -126,7 +129,7 @@ export class PersonalConnections {
       if (stored.kind === "static") await vault.delete(stored.credential);
       throw error;
     }
-    await this.serveEverywhere(record);
+    await this.serveEverywhere(ownerId, name);
     log.info({ workspaceId, connection: name }, "personal connection added");
     return this.view(workspaceId, ownerId, name);
   }
@@ -222,9 +225,9 @@ export class PersonalConnections {
     name: string,
     disabled: boolean,
   ): Promise<PersonalConnectionView> {
-    const record = await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
-    if (disabled) await this.withdrawEverywhere(ownerOf(record), record.name);
-    else if (record.snapshotVersion > 0) await this.serveEverywhere(record);
+    await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
+    if (disabled) await this.withdrawEverywhere(ownerId, name);
+    else await this.serveEverywhere(ownerId, name);
     return this.view(workspaceId, ownerId, name);
   }
 
@@ -232,8 +235,8 @@ export class PersonalConnections {
     const { store } = this.deps;
     const record = await store.get(ownerId, name);
     requireSnapshot(record);
-    const { updated, changes } = await this.core.rephotograph(ownerId, record);
-    await this.serveEverywhere(updated);
+    const { changes } = await this.core.rephotograph(ownerId, record);
+    await this.serveEverywhere(ownerId, name);
     return { connection: await this.view(workspaceId, ownerId, name), changes };
   }
 
@@ -277,12 +280,12 @@ export class PersonalConnections {
   async changed(ownerId: string, name: string): Promise<void> {
     const { store, events, workspaces } = this.deps;
     const key = `${ownerId}/${name}`;
-    const record = await store.get(ownerId, name);
+    // A removed connection is not found here, before its lapse is noted for a later one of its name.
+    await store.get(ownerId, name);
     const credential = await store.credential(ownerId, name);
     if (credential.lapsed) this.lapsed.add(key);
     else this.lapsed.delete(key);
-    if ((await store.transport(ownerId, name)).up && !record.disabled && record.snapshotVersion > 0)
-      await this.serveEverywhere(record);
+    if ((await store.transport(ownerId, name)).up) await this.serveEverywhere(ownerId, name);
     const { state } = await this.core.view(ownerId, name);
     const previous = this.announced.get(key);
     if (state === previous) return;
@@ -305,14 +308,17 @@ export class PersonalConnections {
    */
   watchMembership(events: EventBus): void {
     events.subscribe({ types: ["member.added"] }, async ({ workspaceId, principalId }) => {
-      for (const record of await this.deps.store.list(principalId)) {
-        if (!record.disabled && record.snapshotVersion > 0)
-          await this.deps.sources.replace(workspaceId, await this.source(record));
-      }
+      for (const name of this.deps.store.names(principalId))
+        await this.serving.serve(
+          principalId,
+          name,
+          () => [workspaceId],
+          (record) => this.source(record),
+        );
     });
     events.subscribe({ types: ["member.removed"] }, async ({ workspaceId, principalId }) => {
       for (const name of this.deps.store.names(principalId))
-        await this.deps.sources.remove(workspaceId, name, principalId);
+        await this.serving.withdraw(principalId, name, () => [workspaceId], principalId);
       await this.deps.grants.remove(workspaceId, (g) => g.principalId === principalId);
     });
   }
@@ -342,15 +348,25 @@ export class PersonalConnections {
     );
   }
 
-  /** Each workspace the owner is in gets its own client of the connection, in its registry. */
-  private async serveEverywhere(record: ConnectionRecord): Promise<void> {
-    for (const ws of this.deps.workspaces.listFor(ownerOf(record)))
-      await this.deps.sources.replace(ws.id, await this.source(record));
+  /**
+   * Each workspace the owner is in gets its own client of the connection, in its registry, if it
+   * is in service when its turn comes (serving.ts).
+   */
+  private async serveEverywhere(ownerId: string, name: string): Promise<void> {
+    await this.serving.serve(
+      ownerId,
+      name,
+      () => this.workspacesOf(ownerId),
+      (record) => this.source(record),
+    );
   }
 
   private async withdrawEverywhere(ownerId: string, name: string): Promise<void> {
-    for (const ws of this.deps.workspaces.listFor(ownerId))
-      await this.deps.sources.remove(ws.id, name, ownerId);
+    await this.serving.withdraw(ownerId, name, () => this.workspacesOf(ownerId), ownerId);
+  }
+
+  private workspacesOf(ownerId: string): string[] {
+    return this.deps.workspaces.listFor(ownerId).map((ws) => ws.id);
   }
 
   private requireMember(workspaceId: string, principalId: string): void {

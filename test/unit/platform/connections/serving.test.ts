@@ -1,0 +1,141 @@
+import type { Tool } from "@modelcontextprotocol/client";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createLogger } from "../../../../src/log.ts";
+import type { WorkspaceSources } from "../../../../src/platform/app.ts";
+import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
+import { Connections, type ConnectionsDeps } from "../../../../src/platform/connections/connections.ts";
+import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
+import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { photograph } from "../../../../src/platform/connections/snapshot.ts";
+import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import type { Source } from "../../../../src/sources/source.ts";
+import { type Gate, gate } from "../../../helpers/gate.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// A connection's client is built (its credential opened: a vault read) before it is put in the
+// workspace's registry. A removal or a disable stored while it is built must not be undone by the
+// put that follows it: a removed or disabled connection is never served again.
+
+const ADMIN = `usr_${"a".repeat(24)}`;
+const TOOL = { name: "echo", description: "Echo.", inputSchema: { type: "object" } } as Tool;
+
+let temp: TempRoot;
+let store: ConnectionStore;
+/** What the workspace's registry serves, by source name. */
+let served: Map<string, Source>;
+/** Opening a client waits on this gate once it is armed, after `skip` opens; `reached` opens when one waits. */
+let held: { gate: Gate; reached: Gate; skip: number } | undefined;
+let connections: Connections;
+
+function record(): ConnectionRecord {
+  return {
+    id: `con_${"c".repeat(24)}`,
+    name: "srv",
+    workspaceId: temp.ws,
+    url: "https://mcp.example.com/mcp",
+    auth: { kind: "none" },
+    createdAt: "2026-12-07T00:00:00.000Z",
+    createdBy: ADMIN,
+    authorizationGeneration: 1,
+    snapshotVersion: 1,
+    disabled: false,
+  };
+}
+
+/** The client opened after `skip` more waits until the test opens the returned gate. */
+function holdOpen(skip = 0): Gate & { reached: Promise<void> } {
+  held = { gate: gate(), reached: gate(), skip };
+  return { ...held.gate, reached: held.reached.promise };
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("connection-serving", ADMIN);
+  store = new ConnectionStore(temp.layout.partition("connections"));
+  const taken = photograph([TOOL], {
+    version: 1,
+    takenAt: "2026-12-07T00:00:00.000Z",
+    generation: 1,
+    protocolVersion: "2026-07-28",
+  });
+  if (!("snapshot" in taken)) throw new Error("refused");
+  await store.create(record(), taken.snapshot);
+  served = new Map();
+  held = undefined;
+  const sources: WorkspaceSources = {
+    replace: async (_ws, source) => void served.set(source.name, source),
+    remove: async (_ws, name) => void served.delete(name),
+  };
+  const live = {
+    describe: async () => ({ protocolVersion: "2026-07-28", hasTools: true, instructions: undefined }),
+    listTools: async () => [TOOL],
+    skills: async () => [],
+    close: async () => undefined,
+  };
+  const remote = {
+    source: async () => {
+      if (held && held.skip > 0) {
+        held.skip -= 1;
+        return live;
+      }
+      const waiting = held;
+      held = undefined;
+      if (waiting) {
+        waiting.reached.open();
+        await waiting.gate.promise;
+      }
+      return live;
+    },
+    credentialRefused: () => false,
+  } as unknown as RemoteServers;
+  connections = new Connections({
+    store,
+    remote,
+    vault: { delete: async () => undefined },
+    workspaces: { roleOf: () => "admin" },
+    sources,
+    events: { publish: () => undefined },
+    settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
+    clock: () => Date.UTC(2026, 11, 7),
+    log: createLogger("silent"),
+    reservedNames: [],
+    ledger: { append: async () => undefined },
+    onUnauthorized: () => undefined,
+    authorizer: { forget: () => undefined },
+  } as unknown as ConnectionsDeps);
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("a connection's client built while the connection is taken out of service", () => {
+  it("disabled while a health loop's change builds it: not served", async () => {
+    const open = holdOpen();
+    const changing = connections.changed(temp.ws, "srv");
+    await open.reached;
+    const disabling = connections.setDisabled(temp.ws, ADMIN, "srv", true);
+    await vi.waitFor(async () => expect((await store.get(temp.ws, "srv")).disabled).toBe(true));
+    open.open();
+    await Promise.all([changing, disabling]);
+    expect([...served.keys()]).toEqual([]);
+  });
+
+  it("removed while a refresh builds it: not served, and the refresh says it is gone", async () => {
+    // The refresh's photograph opens one client; the client it serves is the next.
+    const open = holdOpen(1);
+    const refreshing = connections.refresh(temp.ws, ADMIN, "srv").catch((error: unknown) => error);
+    await open.reached;
+    const removing = connections.remove(temp.ws, ADMIN, "srv");
+    await vi.waitFor(() => expect(store.names(temp.ws)).toEqual([]));
+    open.open();
+    await removing;
+    expect(await refreshing).toMatchObject({ code: "connection_not_found" });
+    expect([...served.keys()]).toEqual([]);
+  });
+
+  it("disabled and enabled again: served", async () => {
+    await connections.setDisabled(temp.ws, ADMIN, "srv", true);
+    await connections.setDisabled(temp.ws, ADMIN, "srv", false);
+    expect([...served.keys()]).toEqual(["srv"]);
+  });
+});
