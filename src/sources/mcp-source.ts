@@ -3,6 +3,7 @@ import {
   Client,
   type FetchLike,
   InMemoryTransport,
+  type jsonSchemaValidator,
   SdkError,
   SdkErrorCode,
   type StandardSchemaV1,
@@ -32,6 +33,11 @@ export type SourceTransport =
       fetch?: FetchLike;
       /** A listing older than this is taken again on the next ask, for a server that never says it changed. */
       listMaxAgeMs?: number;
+      /**
+       * What checks a tool's structured result against its output schema; the SDK's default ajv
+       * matches the server's `pattern`s with JavaScript's backtracking RegExp (adr/0064).
+       */
+      jsonSchemaValidator?: jsonSchemaValidator;
     };
 
 /** A skill a remote server publishes, as its SKILL.md says it. */
@@ -190,7 +196,14 @@ export class McpSource implements Source {
       // server/discover and falls back to initialize. The in-memory pair serves only the 2025
       // era, so the probe there would be a wasted round trip (docs: shared/notes/sdk-v2.md).
       this.transport.kind === "streamable-http"
-        ? { capabilities: {}, versionNegotiation: { mode: "auto" }, listMaxPages: MAX_LIST_PAGES }
+        ? {
+            capabilities: {},
+            versionNegotiation: { mode: "auto" },
+            listMaxPages: MAX_LIST_PAGES,
+            ...(this.transport.jsonSchemaValidator && {
+              jsonSchemaValidator: this.transport.jsonSchemaValidator,
+            }),
+          }
         : { capabilities: {}, listMaxPages: MAX_LIST_PAGES },
     );
     client.setNotificationHandler("notifications/tools/list_changed", async () => {

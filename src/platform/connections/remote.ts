@@ -6,6 +6,7 @@ import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionRecord } from "./model.ts";
 import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
 import { RemoteSource } from "./remote-source.ts";
+import { remoteOutputValidator } from "./schemas.ts";
 
 /** Where a connection's sealed credential is opened; the credential store implements it. */
 export interface CredentialVault {
@@ -86,6 +87,7 @@ export class RemoteServers {
         url: new URL(record.url),
         headers,
         fetch: options.onStatus ? heard(authorized, options.onStatus) : authorized,
+        jsonSchemaValidator: remoteOutputValidator,
         ...(options.listMaxAgeMs === undefined ? {} : { listMaxAgeMs: options.listMaxAgeMs }),
       },
       this.clock,

@@ -1,4 +1,9 @@
-import type { Tool } from "@modelcontextprotocol/client";
+import type {
+  JsonSchemaType,
+  JsonSchemaValidator,
+  jsonSchemaValidator,
+  Tool,
+} from "@modelcontextprotocol/client";
 import type { ValidateFunction } from "ajv";
 import { ajvPair } from "../json-schema/ajv-pair.ts";
 import { compileAlone } from "../json-schema/compile-alone.ts";
@@ -19,7 +24,27 @@ const enforceable = new WeakMap<object, Record<string, unknown>>();
  * when checking arguments against it would never end.
  */
 export function compileInputSchema(tool: Tool): ValidateFunction {
-  const schema = enforceablePart(tool.inputSchema as Record<string, unknown>);
+  return compileToolSchema(tool.inputSchema as Record<string, unknown>, "arguments");
+}
+
+/**
+ * How the SDK client checks a remote tool's structured result against the tool's output schema:
+ * through the same engine as its arguments (RE2 patterns, the patterns RE2 cannot match left out:
+ * adr/0064), never the SDK's default ajv, whose RegExp a server's pattern and result could keep
+ * backtracking for minutes with every workspace waiting.
+ */
+export const remoteOutputValidator: jsonSchemaValidator = {
+  getValidator<T>(schema: JsonSchemaType): JsonSchemaValidator<T> {
+    const validate = compileToolSchema(schema as Record<string, unknown>, "results");
+    return (input) =>
+      validate(input)
+        ? { valid: true, data: input as T, errorMessage: undefined }
+        : { valid: false, data: undefined, errorMessage: describeSchemaErrors(validate) };
+  },
+};
+
+function compileToolSchema(raw: Record<string, unknown>, what: "arguments" | "results"): ValidateFunction {
+  const schema = enforceablePart(raw);
   const dialect = typeof schema.$schema === "string" ? schema.$schema : "";
   const ajv =
     dialect.includes("draft-07") || dialect.includes("draft-04") || dialect.includes("draft-06")
@@ -29,7 +54,7 @@ export function compileInputSchema(tool: Tool): ValidateFunction {
   const loop = endlessLoop(schema);
   if (loop) {
     throw new Error(
-      `it applies the schema at "${loop}" to the same value again before looking inside it, so checking arguments would never end`,
+      `it applies the schema at "${loop}" to the same value again before looking inside it, so checking ${what} would never end`,
     );
   }
   return validate;

@@ -1,6 +1,11 @@
-import type { Tool } from "@modelcontextprotocol/client";
-import { describe, expect, it } from "vitest";
-import { compileInputSchema } from "../../../../src/platform/connections/schemas.ts";
+import { Client, type Tool } from "@modelcontextprotocol/client";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
+import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
+import { RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { compileInputSchema, remoteOutputValidator } from "../../../../src/platform/connections/schemas.ts";
+
+afterEach(() => vi.restoreAllMocks());
 
 const tool = (inputSchema: Record<string, unknown>) => ({ name: "t", inputSchema }) as Tool;
 
@@ -76,5 +81,40 @@ describe("a remote tool's input schema", () => {
     );
     expect(validate({ n: 0.3 })).toBe(true);
     expect(validate({ n: 0.35 })).toBe(false);
+  });
+});
+
+describe("a remote tool's output schema, as the SDK client checks a structured result with it", () => {
+  it("matches with RE2, leaves out a pattern RE2 cannot match, and names only places in the schema", () => {
+    const check = remoteOutputValidator.getValidator<{ s: string; code?: string }>({
+      type: "object",
+      properties: { s: { type: "string", pattern: "^(a+)+$" }, code: { type: "string", pattern: "^(?=x)" } },
+      required: ["s"],
+    });
+    expect(check({ s: `${"a".repeat(50_000)}!` })).toEqual({
+      valid: false,
+      data: undefined,
+      errorMessage: '#/properties/s/pattern must match pattern "^(a+)+$"',
+    });
+    expect(check({ s: "aaa", code: "not x" })).toEqual({
+      valid: true,
+      data: { s: "aaa", code: "not x" },
+      errorMessage: undefined,
+    });
+  });
+
+  it("is the validator every remote connection's SDK client is made with", async () => {
+    // The SDK keeps it in a private field; read there, so an SDK update that renames it fails here.
+    let made: unknown;
+    vi.spyOn(Client.prototype, "connect").mockImplementation(async function (this: Client) {
+      made = (this as unknown as { _jsonSchemaValidator: unknown })._jsonSchemaValidator;
+      throw new Error("not connecting in a unit test");
+    });
+    const settings = { allowPrivateAddresses: true, requestTimeoutMs: 1_000, maxResponseBytes: 1_000 };
+    const record = { name: "notes", url: "http://127.0.0.1:9/mcp", auth: { kind: "none" } };
+    const servers = new RemoteServers(settings as ConnectionSettings, undefined as never, () => 0);
+    const source = await servers.source(record as ConnectionRecord);
+    await expect(source.listTools()).rejects.toThrow();
+    expect(made).toBe(remoteOutputValidator);
   });
 });
