@@ -313,6 +313,36 @@ describe("runs", () => {
     });
   });
 
+  it("refuses a run input too costly to check against its patterns with 400, before matching, naming what to change", async () => {
+    // The reviewer's schema: 996 RE2 instructions, under the per-pattern cap; 2 MiB of random a/b
+    // held the event loop ≈ 20 s before this budget (ADR 0104). 200,000 characters is over it too.
+    const task = await createTask(instance, "alice", ws, {
+      name: "costly pattern",
+      action: echo(),
+      inputSchema: { type: "object", properties: { s: { type: "string", pattern: "[ab]*a[ab]{990}[cd]" } } },
+    });
+    const refused = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { s: "ab".repeat(100_000) },
+    });
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_input");
+    expect(error.message).toContain("The input is too costly to check against the task's inputSchema");
+    expect(error.message).toContain(
+      'the pattern "[ab]*a[ab]{990}[cd]" (996 instructions) on a string of 200,000 characters',
+    );
+    expect(error.message).toContain("send a shorter string");
+    expect(await runsOf(instance, "alice", ws, task.id)).toEqual([]);
+    // A string the budget allows is checked as before.
+    const checked = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { s: "ab".repeat(1000) },
+    });
+    expect(checked.status).toBe(400);
+    expect(await checked.json()).toMatchObject({
+      error: { message: expect.stringContaining('/s must match pattern "[ab]*a[ab]{990}[cd]"') },
+    });
+  });
+
   it("refuses at definition a schema that loops and a cron that fires too often or never, on create and on change", async () => {
     const task = await createTask(instance, "alice", ws, { name: "plain", action: echo() });
     const refusals: [Record<string, unknown>, string][] = [

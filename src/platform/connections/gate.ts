@@ -3,6 +3,7 @@ import type { ValidateFunction } from "ajv";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { Source, SourceCall } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
+import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
 import type { RemoteSource } from "./remote-source.ts";
@@ -163,6 +164,9 @@ export class ConnectionSource implements Source {
     try {
       if (validate(args)) return undefined;
     } catch (error) {
+      // Checking long strings against the schema's patterns would hold the event loop (ADR 0104).
+      if (error instanceof MatchBudgetExceeded)
+        return `The arguments for ${called} are too costly to check against its input schema: ${error.message}.`;
       // Each level of the arguments is a call in a recursive schema: past the stack, a refusal.
       if (!(error instanceof RangeError)) throw error;
       return `The arguments for ${called} could not be checked: they are nested too deeply.`;

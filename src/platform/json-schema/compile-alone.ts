@@ -1,11 +1,15 @@
 import type { Ajv, ValidateFunction } from "ajv";
+import { withinMatchBudget } from "./linear-regexp.ts";
 
 /**
  * `schema` compiled by `ajv` and then forgotten by it. ajv keeps every schema it compiles and
  * files its `$id`s for every later schema's `$ref`: one member's schema would be reachable from
  * another's, a second schema with the same `$id` refused ("already exists"), and each schema
  * ever defined kept in memory for the life of the process. What the compile filed is removed
- * again; the validator keeps what it needs.
+ * again; the validator keeps what it needs. The compile (which checks the schema against its
+ * meta-schema) and each call of the validator have one pattern-match budget each, so no
+ * validation of caller-sized input holds the event loop long (ADR 0104): a call past it throws
+ * `MatchBudgetExceeded`.
  */
 export function compileAlone(
   ajv: Pick<Ajv, "compile" | "removeSchema" | "refs" | "schemas">,
@@ -22,10 +26,19 @@ export function compileAlone(
   const refs = new Set(Object.keys(ajv.refs));
   const schemas = new Set(Object.keys(ajv.schemas));
   try {
-    return ajv.compile(schema);
+    return withinEachBudget(withinMatchBudget(() => ajv.compile(schema)));
   } finally {
     ajv.removeSchema(schema);
     for (const key of Object.keys(ajv.refs)) if (!refs.has(key)) delete ajv.refs[key];
     for (const key of Object.keys(ajv.schemas)) if (!schemas.has(key)) delete ajv.schemas[key];
   }
+}
+
+/** `validate`, each call of it within a budget of its own; its `errors` are the last call's. */
+function withinEachBudget(validate: ValidateFunction): ValidateFunction {
+  const budgeted = ((value: unknown) => withinMatchBudget(() => validate(value))) as ValidateFunction;
+  budgeted.schema = validate.schema;
+  budgeted.schemaEnv = validate.schemaEnv;
+  Object.defineProperty(budgeted, "errors", { get: () => validate.errors });
+  return budgeted;
 }

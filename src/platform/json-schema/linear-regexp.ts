@@ -4,10 +4,18 @@ import { RE2JS } from "re2js";
 // A schema's `pattern` is matched by RE2 (the pure-JavaScript re2js), never by V8's RegExp: V8
 // backtracks, and a member's "^(a+)+$" against 35 characters held the event loop for 91 s.
 // RE2's time is linear in the string, times the size of the compiled pattern, so that size is
-// capped too: past about 2,000 instructions its lazy DFA runs out of cache and falls back to
-// simulating the automaton, measured at 40-80 s per MiB for 3,000-4,000 instructions, while at
-// 1,000 the worst measured was about 0.25 s per MiB (ADR 0064).
+// capped (ADR 0064): past about 2,000 instructions RE2 measured 40-80 s per MiB.
 export const MAX_PATTERN_INSTRUCTIONS = 1000;
+
+// The cap is per pattern, and RE2 still costs ≈ 7-15 ns per character per instruction: one
+// pattern of 996 instructions on 2 MiB held the event loop 20 s, and allOf, arrays and
+// patternProperties repeat matches. So one validation may spend at most this many units, a match
+// costing (length + 1) × instructions + MATCH_SETUP_UNITS; at the limit the worst input measured
+// costs ≈ 75 ms of CPU (ADR 0104).
+export const MAX_MATCH_UNITS = 5_000_000;
+// What a match costs before it reads a character (its matcher, RE2's start: 0.1-0.5 µs measured),
+// in units, so an array of 100,000 empty strings is charged for its 100,000 matches.
+const MATCH_SETUP_UNITS = 30;
 
 /** A valid ECMA-262 pattern that RE2 cannot match, or not within the size Atrium allows. */
 export class UnmatchablePattern extends Error {
@@ -17,6 +25,39 @@ export class UnmatchablePattern extends Error {
   ) {
     super(`the pattern "${pattern}" cannot be matched in linear time: ${why}`);
     this.name = "UnmatchablePattern";
+  }
+}
+
+/** A validation that would match its patterns past MAX_MATCH_UNITS; stopped before that match. */
+export class MatchBudgetExceeded extends Error {
+  constructor(
+    readonly pattern: string,
+    readonly instructions: number,
+    readonly length: number,
+  ) {
+    super(
+      `matching its strings against the schema's patterns would take more than the ${MAX_MATCH_UNITS.toLocaleString("en-US")} units one check may spend (a string's length times its pattern's RE2 instructions, summed over every match); the pattern "${pattern.slice(0, 100)}" (${instructions} instructions) on a string of ${length.toLocaleString("en-US")} characters went past it: send a shorter string (a maxLength says how long one may be), or simplify the pattern (fewer or smaller repetitions)`,
+    );
+    this.name = "MatchBudgetExceeded";
+  }
+}
+
+// The units the validation in progress has spent; undefined outside one. A module variable, not
+// AsyncLocalStorage: a validation is synchronous from start to end, so no other can interleave.
+let spent: number | undefined;
+
+/**
+ * Runs `validate` — one validation, or the compile that checks a schema against its meta-schema —
+ * with MAX_MATCH_UNITS to spend on pattern matches; a match past it throws MatchBudgetExceeded
+ * out of `validate` before it runs. Inside another, it spends the outer one's budget.
+ */
+export function withinMatchBudget<T>(validate: () => T): T {
+  if (spent !== undefined) return validate();
+  spent = 0;
+  try {
+    return validate();
+  } finally {
+    spent = undefined;
   }
 }
 
@@ -39,8 +80,7 @@ export function compileLinear(pattern: string): RE2JS {
       `RE2 refuses it (${said}); lookaheads, lookbehinds, backreferences and Unicode properties other than short general categories such as \\p{L} are not supported, so write the pattern without them`,
     );
   }
-  // re2js types its program `any`; numInst() is the size the matcher's work grows with.
-  const size = (compiled.re2().prog as { numInst(): number }).numInst();
+  const size = instructionsOf(compiled);
   if (size > MAX_PATTERN_INSTRUCTIONS) {
     throw new UnmatchablePattern(
       pattern,
@@ -53,13 +93,23 @@ export function compileLinear(pattern: string): RE2JS {
 /**
  * ajv's `code.regExp`: every `pattern` and `patternProperties` key of a schema compiled with it is
  * matched by RE2, and one that cannot be throws while the schema compiles, never while it checks.
+ * A match is charged to the validation's budget before it runs, and only runs inside one.
  */
 export const linearRegExp: RegExpEngine = Object.assign(
   (pattern: string): RegExpLike => {
     const compiled = compileLinear(pattern);
+    const size = instructionsOf(compiled);
     // ajv keeps one matcher per instance under this string: it must differ between patterns.
     const matcher: RegExpLike & { toString(): string } = {
-      test: (text) => compiled.test(text),
+      test: (text) => {
+        charge(pattern, size, text.length);
+        // A search that asks for the match's bounds runs RE2's automaton simulation (one-pass,
+        // bit-state or NFA), whose work is at most the string's length times the instructions.
+        // `test()` tries RE2's lazy DFA first, which on a pattern whose states outgrow its cache
+        // builds a new state per character: ≈ 88 ns per unit on short strings, against ≈ 15 here
+        // (ADR 0104; linear-regexp.test.ts "never builds RE2's DFA").
+        return compiled.matcher(text).find();
+      },
       toString: () => `re2:${pattern}`,
     };
     return matcher;
@@ -67,3 +117,18 @@ export const linearRegExp: RegExpEngine = Object.assign(
   // Read only by ajv's standalone code generation, which Atrium does not use.
   { code: "linearRegExp" },
 );
+
+function charge(pattern: string, instructions: number, length: number): void {
+  if (spent === undefined) {
+    throw new Error(
+      "a schema pattern was matched outside withinMatchBudget: run every validation of a schema Atrium did not write inside one (ADR 0104)",
+    );
+  }
+  spent += (length + 1) * instructions + MATCH_SETUP_UNITS;
+  if (spent > MAX_MATCH_UNITS) throw new MatchBudgetExceeded(pattern, instructions, length);
+}
+
+// re2js types its program `any`; numInst() is the size the matcher's work grows with.
+function instructionsOf(compiled: RE2JS): number {
+  return (compiled.re2().prog as { numInst(): number }).numInst();
+}

@@ -1,4 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
+import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import type { Execution, Run, RunError, Task } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 
@@ -35,11 +36,24 @@ export function outcomeOf(task: Task, result: CallToolResult): Outcome {
       },
     };
   }
-  const errors = schemaErrors(compileSchema("outputSchema", task.outputSchema), output.value);
+  const errors = assessmentErrors(task.outputSchema, output.value);
   return {
     execution: "succeeded",
     assessment: errors.length === 0 ? { status: "accepted" } : { status: "rejected", errors },
   };
+}
+
+/**
+ * What the output schema finds wrong with `output`. An output too costly to check (a large result
+ * against patterns, ADR 0104) is not accepted: the run succeeded, its output is not known good.
+ */
+function assessmentErrors(schema: Record<string, unknown>, output: unknown): string[] {
+  try {
+    return schemaErrors(compileSchema("outputSchema", schema), output);
+  } catch (error) {
+    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    return [`The output is too costly to check against the outputSchema: ${error.message}.`];
+  }
 }
 
 /** The output the schema reads: `structuredContent`, else one text block that parses as JSON. */

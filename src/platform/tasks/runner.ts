@@ -7,6 +7,7 @@ import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import type { ToolDispatch } from "../../sources/dispatch.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
+import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import type { TaskSettings } from "./config.ts";
 import type { Unfinished } from "./loaded.ts";
 import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
@@ -339,7 +340,15 @@ function checkInput(task: Task, input: Record<string, unknown>): void {
     }
     return;
   }
-  const errors = schemaErrors(compileSchema("inputSchema", task.inputSchema), input);
+  let errors: string[];
+  try {
+    errors = schemaErrors(compileSchema("inputSchema", task.inputSchema), input);
+  } catch (error) {
+    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    throw new InvalidInput(
+      `The input is too costly to check against the task's inputSchema: ${error.message}.`,
+    );
+  }
   if (errors.length > 0) {
     throw new InvalidInput(`The input does not match the task's inputSchema: ${errors.join("; ")}.`);
   }

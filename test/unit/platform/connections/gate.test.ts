@@ -70,4 +70,17 @@ describe("the call gate's schema check", () => {
     expect((await source.callTool("signup", { password: "nodigit" }, caller)).isError).toBeUndefined();
     expect(sent).toEqual([{ password: "nodigit" }]);
   });
+
+  it("refuses arguments too costly to check against the schema's patterns as a tool error, sending nothing", async () => {
+    const { source, sent } = connection({
+      name: "costly",
+      inputSchema: { type: "object", properties: { s: { type: "string", pattern: "[ab]*a[ab]{990}[cd]" } } },
+    } as Tool);
+    const result = await source.callTool("costly", { s: "ab".repeat(100_000) }, caller);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(
+      /^The arguments for remote__costly are too costly to check against its input schema: .* on a string of 200,000 characters went past it/,
+    );
+    expect(sent).toEqual([]);
+  });
 });

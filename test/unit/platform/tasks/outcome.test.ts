@@ -38,4 +38,17 @@ describe("a run's outcome", () => {
       assessment: { status: "not_assessed" },
     });
   });
+
+  it("rejects an output too costly to check against the output schema's patterns: the call still succeeded", () => {
+    const costly = {
+      outputSchema: { type: "object", properties: { s: { type: "string", pattern: "[ab]*a[ab]{990}[cd]" } } },
+    } as unknown as Task;
+    const outcome = outcomeOf(costly, { content: [], structuredContent: { s: "ab".repeat(100_000) } });
+    expect(outcome.execution).toBe("succeeded");
+    expect(outcome.assessment?.status).toBe("rejected");
+    const why = outcome.assessment?.status === "rejected" ? outcome.assessment.errors?.[0] : undefined;
+    expect(why).toMatch(
+      /^The output is too costly to check against the outputSchema: .*on a string of 200,000 characters/,
+    );
+  });
 });

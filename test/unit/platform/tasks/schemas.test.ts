@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
+import { MAX_MATCH_UNITS, MatchBudgetExceeded } from "../../../../src/platform/json-schema/linear-regexp.ts";
 import { compileSchema, schemaErrors } from "../../../../src/platform/tasks/schemas.ts";
 
 describe("a task's schema", () => {
@@ -12,6 +13,30 @@ describe("a task's schema", () => {
       '/a must match pattern "^(a+)+$"',
     ]);
     expect(schemaErrors(validate, { a: "a".repeat(50_000) })).toEqual([]);
+  });
+
+  it("sums the cost of every pattern match of one check: a pattern repeated by allOf is paid for each time", () => {
+    // 996 instructions; 2,000 characters cost ≈ 2 M units, under the budget once and over it thrice.
+    const pattern = "[ab]*a[ab]{990}[cd]";
+    const text = "ab".repeat(1000);
+    const once = compileSchema("inputSchema", { type: "string", pattern });
+    const thrice = compileSchema("inputSchema", {
+      allOf: [1, 2, 3].map(() => ({ type: "string", pattern })),
+    });
+    expect(3 * 2001 * 996).toBeGreaterThan(MAX_MATCH_UNITS);
+    expect(schemaErrors(once, text)).toEqual([`(the value) must match pattern "${pattern}"`]);
+    expect(() => schemaErrors(thrice, text)).toThrow(MatchBudgetExceeded);
+    // Each check has a budget of its own: the refusal leaves nothing spent for the next.
+    expect(schemaErrors(once, text)).toHaveLength(1);
+  });
+
+  it("checks typical patterns on strings of hundreds of KB within the budget", () => {
+    const base64 = compileSchema("inputSchema", { type: "string", pattern: "^[A-Za-z0-9+/]*={0,2}$" });
+    const name = compileSchema("inputSchema", { type: "string", pattern: "^[a-z][a-z0-9_]*$" });
+    const body = Buffer.alloc(300 * 1024, 7).toString("base64");
+    expect(schemaErrors(base64, body)).toEqual([]);
+    expect(schemaErrors(base64, `${body}!`)).toHaveLength(1);
+    expect(schemaErrors(name, `a${"b".repeat(500 * 1024)}`)).toEqual([]);
   });
 
   it("matches patternProperties keys with RE2 too", () => {
