@@ -3,6 +3,7 @@ import type { Caller } from "../sources/caller-meta.ts";
 import { McpSource } from "../sources/mcp-source.ts";
 import type { Source, SourceCall } from "../sources/source.ts";
 import type { AppTools, ToolCall } from "./app-tools.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 /**
  * A platform app as a source: listed through its SDK server on the in-memory pair (once, then
@@ -40,70 +41,5 @@ export class AppSource implements Source {
 
   close(): Promise<void> {
     return this.listing.close();
-  }
-}
-
-/**
- * The call's outcome, or the signal's reason once it aborts. Most platform calls end within the
- * event-loop turn they start in, and an abort listener on the SDK's per-request signal was ≈ 9%
- * of a `files__info` call's CPU (adr/0097): so the wait listens only once the call outlives its
- * turn, and an abort before then is seen when it starts listening or when the call ends —
- * whichever comes first, as a listener added at once would have seen it.
- */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const wait = new AbortWait(signal, reject);
-    work.then(
-      (value) => {
-        if (wait.settle()) resolve(value);
-      },
-      (error: unknown) => {
-        if (wait.settle()) reject(error);
-      },
-    );
-    setImmediate(listenIfUnsettled, wait);
-  });
-}
-
-function listenIfUnsettled(wait: AbortWait): void {
-  wait.listen();
-}
-
-/**
- * Rejects with the signal's reason when it aborts. A class rather than a named closure: the
- * sources run through tsx, which names each named closure with a property write as it is made,
- * here on every platform call.
- */
-class AbortWait {
-  private settled = false;
-  private listening = false;
-
-  constructor(
-    private readonly signal: AbortSignal,
-    private readonly reject: (reason: unknown) => void,
-  ) {}
-
-  /** Called once the call has outlived the turn it started in. */
-  listen(): void {
-    if (this.settled) return;
-    if (this.signal.aborted) {
-      this.handleEvent();
-      return;
-    }
-    this.listening = true;
-    this.signal.addEventListener("abort", this);
-  }
-
-  /** The call ended: whether its outcome is the answer (false when the signal aborted first). */
-  settle(): boolean {
-    this.settled = true;
-    if (this.listening) this.signal.removeEventListener("abort", this);
-    if (!this.signal.aborted) return true;
-    this.handleEvent();
-    return false;
-  }
-
-  handleEvent(): void {
-    this.reject(this.signal.reason);
   }
 }
