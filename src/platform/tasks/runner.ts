@@ -8,6 +8,7 @@ import type { Logger } from "../../log.ts";
 import type { ToolDispatch } from "../../sources/dispatch.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
+import { untilAborted } from "../until-aborted.ts";
 import type { TaskSettings } from "./config.ts";
 import type { Unfinished } from "./loaded.ts";
 import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
@@ -212,19 +213,26 @@ export class TaskRunner {
       if (refusal) {
         outcome = { execution: "failed", error: refusal };
       } else {
-        result = await this.deps.dispatch.call(
-          {
-            principalId: task.ownerId,
-            workspaceId: task.workspaceId,
-            ...(task.scopes === undefined ? {} : { scopes: task.scopes }),
-          },
-          task.action.tool,
-          { ...task.action.arguments, ...run.input },
-          {
-            requestId: run.id,
-            signal: flight.controller.signal,
-            timeoutMs: task.limits.timeoutSeconds * 1000 + CLIENT_TIMEOUT_MARGIN_MS,
-          },
+        // Raced against the run's own abort: a source that ignores the signal (a remote server
+        // that stopped answering while the gate re-lists its tools) must not hold the run, and its
+        // concurrency slot, past its timeout (runner.test.ts "a call that never answers").
+        const { signal } = flight.controller;
+        result = await untilAborted(
+          this.deps.dispatch.call(
+            {
+              principalId: task.ownerId,
+              workspaceId: task.workspaceId,
+              ...(task.scopes === undefined ? {} : { scopes: task.scopes }),
+            },
+            task.action.tool,
+            { ...task.action.arguments, ...run.input },
+            {
+              requestId: run.id,
+              signal,
+              timeoutMs: task.limits.timeoutSeconds * 1000 + CLIENT_TIMEOUT_MARGIN_MS,
+            },
+          ),
+          signal,
         );
         outcome = flight.reason ? ABORTED[flight.reason] : outcomeOf(task, result);
       }

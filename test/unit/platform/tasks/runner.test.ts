@@ -1,13 +1,21 @@
+import { createServer, type Server, type Socket } from "node:net";
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AuditAppender } from "../../../../src/platform/connections/call-audit.ts";
+import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
+import { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
+import { toolDigest } from "../../../../src/platform/connections/snapshot.ts";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
 import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
 import { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
+import { McpSource } from "../../../../src/sources/mcp-source.ts";
 import type { CallContext } from "../../../../src/sources/router.ts";
-import { FakeTime } from "../../../helpers/fake-time.ts";
+import { splitToolName } from "../../../../src/sources/tool-names.ts";
+import { FakeTime, settle } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
+import { startRemoteServer } from "../../../helpers/remote-server.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // What a run hands the dispatch besides its tool: the run's id, the signal its timeout and
@@ -22,10 +30,13 @@ let time: FakeTime;
 let store: TaskStore;
 let contexts: CallContext[];
 
+/** What the dispatch does with a call; each test may replace it. */
+let answer: (name: string, args: Record<string, unknown>, context: CallContext) => Promise<CallToolResult>;
+
 const dispatch = {
-  call: async (_caller: unknown, _name: string, _args: unknown, context: CallContext) => {
+  call: async (_caller: unknown, name: string, args: Record<string, unknown>, context: CallContext) => {
     contexts.push(context);
-    return { content: [{ type: "text", text: "done" }] } satisfies CallToolResult;
+    return answer(name, args, context);
   },
 } as unknown as ToolDispatch;
 
@@ -33,6 +44,7 @@ beforeEach(async () => {
   t = await openTempRoot("task-runner", owner);
   time = new FakeTime();
   contexts = [];
+  answer = async () => ({ content: [{ type: "text", text: "done" }] });
   store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
     idempotencyWindowMs: 3_600_000,
@@ -61,7 +73,10 @@ function runner(): TaskRunner {
   });
 }
 
-async function taskWithTimeout(timeoutSeconds: number): Promise<Task> {
+async function taskWithTimeout(
+  timeoutSeconds: number,
+  action = { tool: "remote__slow", arguments: {} },
+): Promise<Task> {
   const now = new Date(time.clock()).toISOString();
   return store.create({
     id: newTaskId(),
@@ -69,7 +84,7 @@ async function taskWithTimeout(timeoutSeconds: number): Promise<Task> {
     ownerId: owner,
     name: "long",
     description: "",
-    action: { tool: "remote__slow", arguments: {} },
+    action,
     limits: { timeoutSeconds, maxConcurrentRuns: 1 },
     visibility: "private",
     createdAt: now,
@@ -93,6 +108,84 @@ describe("a run's tool call", () => {
       // Longer than the run's own timer, so that timer ends the call (recorded timed_out).
       expect(context?.timeoutMs).toBeGreaterThan(timeoutSeconds * 1000);
       expect(context?.timeoutMs).toBeLessThanOrEqual(timeoutSeconds * 1000 + 5000);
+    }
+  });
+});
+
+describe("a run whose tool stops answering", () => {
+  it("a call that never answers, ignoring its signal, ends timed out when the run's timeout fires, freeing its slot", async () => {
+    const tasks = runner();
+    answer = () => new Promise<never>(() => undefined);
+    const task = await taskWithTimeout(1);
+    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    await settle();
+    expect(tasks.inFlight(task.id)).toBe(1);
+    await time.advance(1000);
+    await settle();
+    // The slot is free once the timeout fires, not when (if ever) the tool answers.
+    expect(tasks.inFlight(task.id)).toBe(0);
+    await tasks.settled(run.id);
+    expect((await store.run(t.ws, run.id))?.execution).toMatchObject({
+      status: "timed_out",
+      error: { code: "timed_out" },
+    });
+  });
+
+  it("a remote tool whose server turned into a listener that never replies ends timed out at the run's limit", async () => {
+    // The reviewer's case: the gate's cached tool list is stale, so the call waits on a re-list
+    // that a TCP listener which never replies leaves hanging (≈ requestTimeoutSeconds, up to 300 s).
+    const remote = await startRemoteServer();
+    const live = new RemoteSource(
+      new McpSource("remote", { kind: "streamable-http", url: remote.url, listMaxAgeMs: 1000 }, time.clock),
+      () => [],
+    );
+    const tools = await live.listTools();
+    const connection = new ConnectionSource(
+      "remote",
+      {
+        version: 1,
+        takenAt: new Date(time.clock()).toISOString(),
+        generation: 0,
+        protocolVersion: (await live.describe()).protocolVersion as string,
+        tools,
+        digests: Object.fromEntries(tools.map((tool) => [tool.name, toolDigest(tool)])),
+        digest: "",
+      },
+      live,
+      { credentialLapsed: () => false },
+      { append: async () => ({}) } as unknown as AuditAppender,
+    );
+    const caller = { principalId: owner, workspaceId: t.ws };
+    answer = (name, args, context) =>
+      connection.callTool(splitToolName(name)?.tool ?? name, args, caller, context);
+    let silent: Server | undefined;
+    const sockets = new Set<Socket>();
+    try {
+      const tasks = runner();
+      const task = await taskWithTimeout(1, { tool: "remote__echo", arguments: { text: "hi" } });
+      const first = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+      await tasks.settled(first.id);
+      expect((await store.run(t.ws, first.id))?.execution.status).toBe("succeeded");
+
+      await remote.kill();
+      silent = createServer((socket) => {
+        sockets.add(socket);
+      });
+      await new Promise<void>((resolve) => silent?.listen(Number(remote.url.port), "127.0.0.1", resolve));
+      await time.advance(60_000);
+      const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+      await settle();
+      expect(tasks.inFlight(task.id)).toBe(1);
+      await time.advance(1000);
+      await settle();
+      expect(tasks.inFlight(task.id)).toBe(0);
+      await tasks.settled(run.id);
+      expect((await store.run(t.ws, run.id))?.execution.status).toBe("timed_out");
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => (silent ? silent.close(() => resolve()) : resolve()));
+      await connection.close().catch(() => undefined);
+      await remote.stop();
     }
   });
 });
