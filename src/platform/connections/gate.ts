@@ -4,6 +4,7 @@ import type { Caller } from "../../sources/caller-meta.ts";
 import type { Source, SourceCall } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
+import { untilAborted } from "../until-aborted.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
 import type { RemoteSource } from "./remote-source.ts";
@@ -70,7 +71,7 @@ export class ConnectionSource implements Source {
       this.ledger,
       call,
       () =>
-        this.check(tool, args, caller).catch((error: unknown) => {
+        this.check(tool, args, caller, signal).catch((error: unknown) => {
           // The drift check's listing needs a token too: no authorization is the credential's denial.
           const reauthorization = reauthorizationIn(error);
           if (reauthorization) return deny("credential", reauthorization.message);
@@ -92,7 +93,7 @@ export class ConnectionSource implements Source {
           // refused by name rather than failing without a reason. The call was allowed and sent,
           // so the ledger records this refusal as its error result.
           await this.live.close();
-          const afterReconnect = await this.check(tool, args, caller).catch(() => undefined);
+          const afterReconnect = await this.check(tool, args, caller, signal).catch(() => undefined);
           if (afterReconnect) return refusal(afterReconnect.reason);
           throw error;
         }
@@ -105,12 +106,18 @@ export class ConnectionSource implements Source {
     await this.live.close();
   }
 
-  /** The gate; `undefined` when the call may go. */
+  /**
+   * The gate; `undefined` when the call may go. Its live checks ask the server (a connect, a
+   * re-list) and stop waiting once `signal` aborts: a server that stopped answering would hold the
+   * caller until connections.requestTimeoutSeconds (gate.test.ts "stops waiting on the server").
+   */
   private async check(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
+    signal: AbortSignal | undefined,
   ): Promise<Denial | undefined> {
+    const asked = <T>(work: Promise<T>) => (signal ? untilAborted(work, signal) : work);
     const refused = await this.state.mayUse?.(caller);
     if (refused) return refused;
     const pinned = this.snapshot.tools.find((t) => t.name === tool);
@@ -129,14 +136,14 @@ export class ConnectionSource implements Source {
         `The credential of connection "${this.name}" has lapsed; an admin must re-authorize it before its tools can be called.`,
       );
     }
-    const { protocolVersion } = await this.live.describe();
+    const { protocolVersion } = await asked(this.live.describe());
     if (protocolVersion !== this.snapshot.protocolVersion) {
       return deny(
         "protocol",
         `The server of "${this.name}" now speaks MCP ${protocolVersion ?? "(unknown)"}, but its snapshot was taken over ${this.snapshot.protocolVersion}; ${refresh}.`,
       );
     }
-    const now = (await this.live.listTools()).find((t) => t.name === tool);
+    const now = (await asked(this.live.listTools())).find((t) => t.name === tool);
     if (!now || digestOf(now) !== this.snapshot.digests[tool]) {
       return deny(
         "drift",

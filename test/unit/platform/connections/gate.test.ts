@@ -4,12 +4,16 @@ import type { AuditAppender } from "../../../../src/platform/connections/call-au
 import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import type { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
 import { type Snapshot, toolDigest } from "../../../../src/platform/connections/snapshot.ts";
+import { settle } from "../../../helpers/fake-time.ts";
 
 const caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
 const PROTOCOL = "2025-06-18";
 
 /** A connection whose snapshot holds `tool` as its server lists it; what reached the server. */
-function connection(tool: Tool): { source: ConnectionSource; sent: unknown[] } {
+function connection(
+  tool: Tool,
+  server: Partial<RemoteSource> = {},
+): { source: ConnectionSource; sent: unknown[] } {
   const sent: unknown[] = [];
   const snapshot: Snapshot = {
     version: 1,
@@ -28,6 +32,7 @@ function connection(tool: Tool): { source: ConnectionSource; sent: unknown[] } {
       return { content: [{ type: "text", text: "done" }] };
     },
     close: async () => undefined,
+    ...server,
   } as unknown as RemoteSource;
   // The ledger is call-audit.test.ts's subject; here it only has to take the entries.
   const ledger = { append: async () => ({}) } as unknown as AuditAppender;
@@ -81,6 +86,37 @@ describe("the call gate's schema check", () => {
     expect(textOf(result)).toMatch(
       /^The arguments for remote__costly are too costly to check against its input schema: .* on a string of 200,000 characters went past it/,
     );
+    expect(sent).toEqual([]);
+  });
+});
+
+describe("the call gate's live checks", () => {
+  it("stops waiting on the server once the call's signal aborts: a server that never answers the re-list holds nobody", async () => {
+    const echo = { name: "echo", inputSchema: { type: "object" } } as Tool;
+    let listed = 0;
+    const { source, sent } = connection(echo, {
+      listTools: () => {
+        listed++;
+        return new Promise<never>(() => undefined);
+      },
+    });
+    const controller = new AbortController();
+    const call = source.callTool("echo", {}, caller, { signal: controller.signal });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    expect(listed).toBe(1);
+    let outcome: unknown = "still waiting";
+    call.then(
+      () => {
+        outcome = "answered";
+      },
+      (error: unknown) => {
+        outcome = error;
+      },
+    );
+    const reason = new Error("task run timeout");
+    controller.abort(reason);
+    await settle();
+    expect(outcome).toBe(reason);
     expect(sent).toEqual([]);
   });
 });
