@@ -24,7 +24,11 @@ export interface WorkspaceJob {
   name: string;
   schedule: Schedule;
   workspaces(): Iterable<string>;
-  run(workspaceId: string): Promise<void>;
+  /**
+   * `scheduledMs` is the instant the run was due: earlier than the clock when the process was
+   * suspended, or its event loop busy, past it (a task records it as the instant it ran for).
+   */
+  run(workspaceId: string, scheduledMs: number): Promise<void>;
   /**
    * How many workspaces one run does at once; one unless said. A job that waits on other
    * servers (the connections' health loops) takes more, so one workspace's hanging servers do not
@@ -42,9 +46,13 @@ export interface SchedulerDeps {
   log: Logger;
 }
 
-// Node's timers fire at once for a delay above 2^31 - 1 ms (about 24.8 days); a far cron
-// date is reached in steps of at most this, re-checking the clock each time.
-const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+// Node's timers run on the monotonic clock, which stops while the machine is suspended and does
+// not follow a wall clock stepped forward, while a due time is a wall-clock instant: one timer
+// for the whole gap ran a daily 09:00 job at 17:00 after an 8 h suspend, and an hourly one at
+// 10:30 after a 30 min step at 09:30. So no timer waits longer than this before the clock is read
+// again ("woken early" below re-arms); it also keeps under Node's limit of 2^31 - 1 ms, past
+// which a timer fires at once (scheduler.test.ts "after an 8 h suspend", "stepped 30 min forward").
+const WALL_CLOCK_RECHECK_MS = 60_000;
 
 interface Entry {
   job: Job;
@@ -120,7 +128,7 @@ export class Scheduler {
 
   private arm(entry: Entry): void {
     if (this.stopped || entry.dueMs === undefined) return;
-    const delayMs = Math.min(Math.max(0, entry.dueMs - this.deps.clock()), MAX_TIMER_DELAY_MS);
+    const delayMs = Math.min(Math.max(0, entry.dueMs - this.deps.clock()), WALL_CLOCK_RECHECK_MS);
     entry.cancel = this.deps.timers.after(delayMs, () => this.fire(entry));
   }
 
@@ -136,25 +144,26 @@ export class Scheduler {
       this.arm(entry);
       return;
     }
+    const scheduledMs = entry.dueMs;
     entry.dueMs = entry.next(now);
     this.arm(entry);
     if (entry.running) {
       this.deps.log.warn({ job: entry.job.name }, "scheduled job still running; this run is skipped");
       return;
     }
-    entry.running = this.runOnce(entry.job).finally(() => {
+    entry.running = this.runOnce(entry.job, scheduledMs).finally(() => {
       entry.running = undefined;
     });
   }
 
-  private async runOnce(job: Job): Promise<void> {
+  private async runOnce(job: Job, scheduledMs: number): Promise<void> {
     if (!("workspaces" in job)) return this.guarded(job.name, undefined, () => job.run());
     await forEachAtMost(job.workspaces(), job.concurrency ?? 1, async (workspaceId) => {
       if (this.stopped) return;
       // One process per root holds every lease today (ADR 0022); the seam is what a
       // scale-out replaces, so a replica never does another replica's workspaces.
       if (!this.deps.leases.holds(workspaceId)) return;
-      await this.guarded(job.name, workspaceId, () => job.run(workspaceId));
+      await this.guarded(job.name, workspaceId, () => job.run(workspaceId, scheduledMs));
     });
   }
 

@@ -67,6 +67,73 @@ describe("Scheduler", () => {
     await scheduler.stop();
   });
 
+  /**
+   * The scheduler as the machine runs it: FakeTime's timers stand for Node's, which run on the
+   * monotonic clock, and its wall clock is that plus `stepMs`: a suspend or an NTP step moves the
+   * wall clock alone.
+   */
+  function onWallClock(startIso: string) {
+    const time = new FakeTime(Date.parse(startIso));
+    const wall = { stepMs: 0 };
+    const clock = () => time.clock() + wall.stepMs;
+    const scheduler = new Scheduler({
+      clock,
+      timers: time.timers,
+      leases: everyLeaseLocal,
+      log: memoryLog().log,
+    });
+    const runs: { atIso: string; scheduledIso: string }[] = [];
+    const add = (cron: string) =>
+      scheduler.add({
+        name: cron,
+        schedule: { cron, timezone: "UTC" },
+        workspaces: () => ["ws_0000000000000001"],
+        run: async (_workspaceId, scheduledMs) =>
+          void runs.push({
+            atIso: new Date(clock()).toISOString(),
+            scheduledIso: new Date(scheduledMs).toISOString(),
+          }),
+      });
+    return { time, wall, scheduler, runs, add };
+  }
+
+  it("a daily 09:00 job after an 8 h suspend overnight runs at 09:00, not 8 h late", async () => {
+    const { time, wall, scheduler, runs, add } = onWallClock("2026-01-01T23:00:00Z");
+    add("0 9 * * *");
+    // Suspended from 23:00 to 07:00: no timer moved, the wall clock did.
+    wall.stepMs += 8 * 60 * MINUTE_MS;
+    await time.advance(2 * 60 * MINUTE_MS - 1);
+    expect(runs).toEqual([]);
+    await time.advance(1);
+    expect(runs).toEqual([{ atIso: "2026-01-02T09:00:00.000Z", scheduledIso: "2026-01-02T09:00:00.000Z" }]);
+    await scheduler.stop();
+  });
+
+  it("a wall clock stepped 30 min forward at 09:30 runs an hourly job within a minute of 10:00, not at 10:30", async () => {
+    const { time, wall, scheduler, runs, add } = onWallClock("2026-01-01T09:00:00Z");
+    add("0 * * * *");
+    await time.advance(30 * MINUTE_MS);
+    wall.stepMs += 30 * MINUTE_MS;
+    await time.advance(MINUTE_MS);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.scheduledIso).toBe("2026-01-01T10:00:00.000Z");
+    expect(Date.parse(runs[0]?.atIso ?? "")).toBeLessThanOrEqual(Date.parse("2026-01-01T10:01:00Z"));
+    await scheduler.stop();
+  });
+
+  it("a job due while the machine was suspended runs on waking, told the instant it was due", async () => {
+    const { time, wall, scheduler, runs, add } = onWallClock("2026-01-01T08:00:00Z");
+    add("0 9 * * *");
+    await time.advance(30 * MINUTE_MS);
+    // Suspended from 08:30 to 10:30, across 09:00.
+    wall.stepMs += 2 * 60 * MINUTE_MS;
+    await time.advance(MINUTE_MS);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.scheduledIso).toBe("2026-01-01T09:00:00.000Z");
+    expect(Date.parse(runs[0]?.atIso ?? "")).toBeGreaterThan(Date.parse("2026-01-01T10:30:00Z"));
+    await scheduler.stop();
+  });
+
   it("forgets a removed job: nothing more runs, and its name can be added again", async () => {
     const { time, scheduler } = setup();
     let runs = 0;
