@@ -51,8 +51,8 @@ export class TaskSchedules {
     const name = jobName(task);
     this.deps.scheduler.remove(name);
     if (!task.trigger) return false;
-    const { workspaceId, id } = task;
-    const refused = triggerRefusal(task.trigger, this.deps.minIntervalSeconds);
+    const { workspaceId, id, trigger } = task;
+    const refused = triggerRefusal(trigger, this.deps.minIntervalSeconds);
     if (refused) {
       this.deps.log.warn({ workspaceId, taskId: id, reason: refused }, "task trigger not armed");
       return false;
@@ -60,11 +60,19 @@ export class TaskSchedules {
     this.deps.scheduler.add({
       name,
       schedule:
-        "cron" in task.trigger
-          ? { cron: task.trigger.cron, timezone: task.trigger.timezone }
-          : { everyMs: task.trigger.everySeconds * 1000 },
+        "cron" in trigger
+          ? { cron: trigger.cron, timezone: trigger.timezone }
+          : { everyMs: trigger.everySeconds * 1000 },
       workspaces: () => [workspaceId],
-      run: () => this.fire(workspaceId, id, this.deps.clock()),
+      // The instant it was due, not the clock's: a process suspended over it runs it on waking,
+      // and one suspended over several instants runs once for the latest, as a restart does
+      // (schedule.test.ts "a fire after a suspend").
+      run: (_workspaceId, dueMs) => {
+        const missed = missedOf(trigger, dueMs, this.deps.clock());
+        return missed
+          ? this.fire(workspaceId, id, missed.latestMs, dueMs)
+          : this.fire(workspaceId, id, dueMs);
+      },
     });
     return true;
   }

@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
+import { everyLeaseLocal } from "../../../../src/kernel/leases.ts";
+import { Scheduler } from "../../../../src/kernel/scheduler.ts";
 import type { Task } from "../../../../src/platform/tasks/model.ts";
+import type { RunStart } from "../../../../src/platform/tasks/runner.ts";
 import {
   missedOf,
   missedSince,
   type ScheduleDeps,
   TaskSchedules,
 } from "../../../../src/platform/tasks/schedule.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 
 const at = (iso: string) => Date.parse(iso);
@@ -187,5 +191,44 @@ describe("a schedule's fire", () => {
       expect(started).toEqual([]);
       expect(removed.at(-1)).toBe("task ws_0000000000000001 tsk_1");
     }
+  });
+
+  it("a fire after a suspend records the instant it was due, and the latest with the first when several passed", async () => {
+    // Timers on the monotonic clock (FakeTime's), the wall clock that plus what suspends added.
+    const time = new FakeTime(Date.parse("2026-01-01T08:30:00Z"));
+    let suspendedMs = 0;
+    const wall = () => time.clock() + suspendedMs;
+    const log = memoryLog().log;
+    const scheduler = new Scheduler({ clock: wall, timers: time.timers, leases: everyLeaseLocal, log });
+    const task = { ...HOURLY, trigger: { cron: "0 * * * *", timezone: "UTC" } } as Task;
+    const started: RunStart[] = [];
+    const deps = {
+      scheduler,
+      workspaces: { get: () => ({}), roleOf: () => "member" },
+      users: { isDeactivated: () => false },
+      store: {
+        taskIn: async () => task,
+        update: async (current: Task, change: (current: Task) => Task) => change(current),
+        whileExists: async (current: Task, start: (current: Task) => Promise<unknown>) => start(current),
+      },
+      runner: { start: async (_task: Task, start: RunStart) => void started.push(start) },
+      clock: wall,
+      log,
+      minIntervalSeconds: 60,
+    } as unknown as ScheduleDeps;
+    new TaskSchedules(deps).arm(task);
+    // Suspended 08:30 to 08:50, then 15 minutes awake: the 09:00 run is at 09:00.
+    suspendedMs += 20 * 60_000;
+    await time.advance(15 * 60_000);
+    expect(started.map((run) => [run.scheduledFor, run.missedSince])).toEqual([
+      ["2026-01-01T09:00:00.000Z", undefined],
+    ]);
+    // Suspended 09:05 to 12:15, across 10:00, 11:00 and 12:00: one run on waking, for 12:00.
+    suspendedMs += (3 * 60 + 10) * 60_000;
+    await time.advance(60_000);
+    expect(started.slice(1).map((run) => [run.scheduledFor, run.missedSince])).toEqual([
+      ["2026-01-01T12:00:00.000Z", "2026-01-01T10:00:00.000Z"],
+    ]);
+    await scheduler.stop();
   });
 });
