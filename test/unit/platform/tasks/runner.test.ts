@@ -92,6 +92,25 @@ async function taskWithTimeout(
   });
 }
 
+/**
+ * Starts a run of `task` (a 1 s limit) whose call will not answer: it holds its slot until the
+ * limit fires and no longer, and ends timed out.
+ */
+async function expectTimedOutAtItsLimit(tasks: TaskRunner, task: Task): Promise<void> {
+  const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+  await settle();
+  expect(tasks.inFlight(task.id)).toBe(1);
+  await time.advance(1000);
+  await settle();
+  // The slot is free once the timeout fires, not when (if ever) the tool answers.
+  expect(tasks.inFlight(task.id)).toBe(0);
+  await tasks.settled(run.id);
+  expect((await store.run(t.ws, run.id))?.execution).toMatchObject({
+    status: "timed_out",
+    error: { code: "timed_out" },
+  });
+}
+
 describe("a run's tool call", () => {
   it("may take the run's whole timeout, past the client library's 60 s, and no less", async () => {
     const tasks = runner();
@@ -117,18 +136,7 @@ describe("a run whose tool stops answering", () => {
     const tasks = runner();
     answer = () => new Promise<never>(() => undefined);
     const task = await taskWithTimeout(1);
-    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
-    await settle();
-    expect(tasks.inFlight(task.id)).toBe(1);
-    await time.advance(1000);
-    await settle();
-    // The slot is free once the timeout fires, not when (if ever) the tool answers.
-    expect(tasks.inFlight(task.id)).toBe(0);
-    await tasks.settled(run.id);
-    expect((await store.run(t.ws, run.id))?.execution).toMatchObject({
-      status: "timed_out",
-      error: { code: "timed_out" },
-    });
+    await expectTimedOutAtItsLimit(tasks, task);
   });
 
   it("a remote tool whose server turned into a listener that never replies ends timed out at the run's limit", async () => {
@@ -173,14 +181,7 @@ describe("a run whose tool stops answering", () => {
       });
       await new Promise<void>((resolve) => silent?.listen(Number(remote.url.port), "127.0.0.1", resolve));
       await time.advance(60_000);
-      const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
-      await settle();
-      expect(tasks.inFlight(task.id)).toBe(1);
-      await time.advance(1000);
-      await settle();
-      expect(tasks.inFlight(task.id)).toBe(0);
-      await tasks.settled(run.id);
-      expect((await store.run(t.ws, run.id))?.execution.status).toBe("timed_out");
+      await expectTimedOutAtItsLimit(tasks, task);
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => (silent ? silent.close(() => resolve()) : resolve()));
