@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { gate } from "../helpers/gate.ts";
 import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
@@ -17,7 +17,6 @@ const time = new FakeTime(Date.now());
 const captured = capturingLogger("debug");
 const proxies: InterceptingProxy[] = [];
 let remote: RemoteServer;
-let dir: string;
 let instance: TestAtrium;
 /** bob's own workspace, where he adds his personal connections. */
 let solo: string;
@@ -58,15 +57,8 @@ async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
 }
 
 beforeAll(async () => {
-  dir = await keyedDir("atrium-connection-races-");
   remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
-  instance = await startTestAtrium({
-    dir,
-    clock: time.clock,
-    timers: time.timers,
-    log: captured.log,
-    sections: { credentials: CREDENTIALS_SECTION, connections: { allowPrivateAddresses: true } },
-  });
+  instance = await startConnectionsAtrium("atrium-connection-races-", time, captured.log);
   solo = await bootstrapWorkspace(instance, "bob");
   shared = await bootstrapWorkspace(instance, "alice");
 });
@@ -75,7 +67,7 @@ afterAll(async () => {
   await instance?.stop();
   await Promise.all(proxies.map((p) => p.close()));
   await remote?.stop();
-  await rm(dir, { recursive: true, force: true });
+  if (instance) await rm(instance.dir, { recursive: true, force: true });
 });
 
 describe("a credential check a 401 woke, whose connection is removed while the server is slow", () => {

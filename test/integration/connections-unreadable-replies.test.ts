@@ -1,15 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  bootstrapWorkspace,
-  capturingLogger,
-  startTestAtrium,
-  type TestAtrium,
-  testPrincipal,
-} from "../helpers/atrium.ts";
+import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
 import { addMember } from "../helpers/members.ts";
@@ -29,7 +23,6 @@ const time = new FakeTime(Date.now());
 const captured = capturingLogger("debug");
 let remote: RemoteServer;
 let through: InterceptingProxy;
-let dir: string;
 let instance: TestAtrium;
 let ws: string;
 
@@ -42,18 +35,10 @@ function add(name: string) {
 }
 
 beforeAll(async () => {
-  dir = await keyedDir("atrium-connection-replies-");
   remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
   through = await startInterceptingProxy(remote.url);
-  instance = await startTestAtrium({
-    dir,
-    clock: time.clock,
-    timers: time.timers,
-    log: captured.log,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      connections: { allowPrivateAddresses: true, credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000 },
-    },
+  instance = await startConnectionsAtrium("atrium-connection-replies-", time, captured.log, {
+    credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000,
   });
   ws = await bootstrapWorkspace(instance, "alice");
   await addMember(instance.rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
@@ -64,7 +49,7 @@ afterAll(async () => {
   await instance?.stop();
   await through?.close();
   await remote?.stop();
-  await rm(dir, { recursive: true, force: true });
+  if (instance) await rm(instance.dir, { recursive: true, force: true });
 });
 
 describe("a server whose 200 answer is not JSON and quotes the credential", () => {

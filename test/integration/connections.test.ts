@@ -4,12 +4,11 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   bootstrapWorkspace,
   capturingLogger,
-  startTestAtrium,
   TEST_USER_HEADER,
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -33,7 +32,6 @@ const captured = capturingLogger("debug");
 const servers: ChildServer[] = [];
 /** The first connection's server, which the gate tests change live. */
 let fixture: RemoteServer;
-let dir: string;
 let instance: TestAtrium;
 let ws: string;
 
@@ -80,21 +78,10 @@ async function call(name: string, args: Record<string, unknown>, user = "alice")
 }
 
 beforeAll(async () => {
-  dir = await keyedDir("atrium-connections-");
-  instance = await startTestAtrium({
-    dir,
-    clock: time.clock,
-    timers: time.timers,
-    log: captured.log,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      connections: {
-        allowPrivateAddresses: true,
-        healthIntervalSeconds: HEALTH_MS / 1000,
-        credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000,
-        toolListMaxAgeSeconds: LIST_AGE_MS / 1000,
-      },
-    },
+  instance = await startConnectionsAtrium("atrium-connections-", time, captured.log, {
+    healthIntervalSeconds: HEALTH_MS / 1000,
+    credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000,
+    toolListMaxAgeSeconds: LIST_AGE_MS / 1000,
   });
   ws = await bootstrapWorkspace(instance, "alice");
 });
@@ -102,7 +89,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await instance?.stop();
   await Promise.all(servers.map((s) => s.stop()));
-  await rm(dir, { recursive: true, force: true });
+  if (instance) await rm(instance.dir, { recursive: true, force: true });
 });
 
 describe("adding a connection photographs it", () => {

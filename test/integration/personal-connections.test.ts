@@ -4,14 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { MAX_PERSONAL_CONNECTIONS } from "../../src/platform/connections/personal-cap.ts";
 import type { Source } from "../../src/sources/source.ts";
-import {
-  bootstrapWorkspace,
-  capturingLogger,
-  startTestAtrium,
-  type TestAtrium,
-  testPrincipal,
-} from "../helpers/atrium.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -28,7 +22,6 @@ const time = new FakeTime(Date.now());
 const captured = capturingLogger("debug");
 const bob = testPrincipal("bob").id;
 const carol = testPrincipal("carol").id;
-let dir: string;
 let instance: TestAtrium;
 let remote: RemoteServer;
 /** bob's own workspace: he is its only member. */
@@ -90,17 +83,9 @@ async function lastCredentialCheck(owner: string): Promise<string | undefined> {
 }
 
 beforeAll(async () => {
-  dir = await keyedDir("atrium-personal-");
   remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
-  instance = await startTestAtrium({
-    dir,
-    clock: time.clock,
-    timers: time.timers,
-    log: captured.log,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      connections: { allowPrivateAddresses: true, credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000 },
-    },
+  instance = await startConnectionsAtrium("atrium-personal-", time, captured.log, {
+    credentialCheckIntervalSeconds: CREDENTIAL_MS / 1000,
   });
   solo = await bootstrapWorkspace(instance, "bob");
   shared = await bootstrapWorkspace(instance, "alice");
@@ -111,7 +96,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await instance?.stop();
   await remote?.stop();
-  await rm(dir, { recursive: true, force: true });
+  if (instance) await rm(instance.dir, { recursive: true, force: true });
 });
 
 describe("a member's own connection", () => {
