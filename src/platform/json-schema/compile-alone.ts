@@ -26,7 +26,15 @@ export function compileAlone(
   const refs = new Set(Object.keys(ajv.refs));
   const schemas = new Set(Object.keys(ajv.schemas));
   try {
-    return withinEachBudget(withinMatchBudget(() => ajv.compile(schema)));
+    const validate = withinMatchBudget(() => ajv.compile(schema));
+    // An `$async` schema compiles to a validator that answers a promise, which every caller would
+    // read as true, and whose pattern checks would run after the match budget ended.
+    if ((validate as { $async?: unknown }).$async) {
+      throw new Error(
+        "it is an asynchronous schema ($async: true), which Atrium does not run: remove $async from it and from every schema it references",
+      );
+    }
+    return withinEachBudget(validate);
   } finally {
     ajv.removeSchema(schema);
     for (const key of Object.keys(ajv.refs)) if (!refs.has(key)) delete ajv.refs[key];
@@ -36,7 +44,7 @@ export function compileAlone(
 
 /** `validate`, each call of it within a budget of its own; its `errors` are the last call's. */
 function withinEachBudget(validate: ValidateFunction): ValidateFunction {
-  const budgeted = ((value: unknown) => withinMatchBudget(() => validate(value))) as ValidateFunction;
+  const budgeted = ((value: unknown) => withinMatchBudget(() => validate(value) === true)) as ValidateFunction;
   budgeted.schema = validate.schema;
   budgeted.schemaEnv = validate.schemaEnv;
   Object.defineProperty(budgeted, "errors", { get: () => validate.errors });

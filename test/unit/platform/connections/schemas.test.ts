@@ -84,6 +84,14 @@ describe("a remote tool's input schema", () => {
   });
 });
 
+describe("a remote tool's asynchronous schema ($async)", () => {
+  it("is refused, for arguments and for results: its check would answer a promise", () => {
+    const schema = { $async: true, type: "object", properties: { y: { type: "string", pattern: "^b" } } };
+    expect(() => compileInputSchema(tool(schema))).toThrow(/asynchronous schema/);
+    expect(() => remoteOutputValidator.getValidator(schema)).toThrow(/asynchronous schema/);
+  });
+});
+
 describe("a remote tool's output schema, as the SDK client checks a structured result with it", () => {
   it("matches with RE2, leaves out a pattern RE2 cannot match, and names only places in the schema", () => {
     const check = remoteOutputValidator.getValidator<{ s: string; code?: string }>({

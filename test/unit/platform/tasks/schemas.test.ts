@@ -115,6 +115,18 @@ describe("a task's schema", () => {
     expect(() => compileSchema("inputSchema", endless)).not.toThrow(/call stack/);
   });
 
+  it("refuses an asynchronous schema ($async), whose check would answer a promise after its budget ended", () => {
+    // Was accepted; a valid input's run then ended the process (a pattern checked after the
+    // validator's first await, outside any match budget, rejected a promise nobody awaited).
+    const schema = {
+      $async: true,
+      type: "object",
+      $defs: { s: { $async: true, type: "string" } },
+      properties: { x: { $ref: "#/$defs/s" }, y: { type: "string", pattern: "^b" } },
+    };
+    expect(() => compileSchema("inputSchema", schema)).toThrow(/asynchronous schema \(\$async: true\)/);
+  });
+
   it("checks a decimal multipleOf to 9 places: 0.3 is a multiple of 0.1, 0.35 is not", () => {
     const validate = compileSchema("inputSchema", { type: "number", multipleOf: 0.1 });
     expect(schemaErrors(validate, 0.3)).toEqual([]);
