@@ -49,8 +49,12 @@ export interface ConnectionSkills {
  * problem the skills listing shows, logged once (test/unit/platform/connections/snapshot-skills.test.ts).
  */
 export class SkillNameClashes {
-  /** Each clash's problem by workspace, name and publishers: one object, logged once. */
-  private readonly known = new Map<string, PublishedSkillProblem>();
+  /**
+   * Each workspace's clashes as its last listing found them, by name and publishers: one problem
+   * object each, logged when it first appears. Replaced whole by each listing, so a clash that
+   * ends is forgotten (and logged again should it come back).
+   */
+  private readonly known = new Map<string, Map<string, PublishedSkillProblem>>();
 
   constructor(private readonly log: Logger) {}
 
@@ -58,36 +62,36 @@ export class SkillNameClashes {
     const publishers = new Map<string, string[]>();
     for (const { connection, skills } of published)
       for (const { name } of skills) publishers.set(name, [...(publishers.get(name) ?? []), connection]);
-    const problems: PublishedSkillProblem[] = [];
-    for (const [name, connections] of publishers)
-      if (connections.length > 1) problems.push(this.problem(workspaceId, name, connections.sort()));
+    const before = this.known.get(workspaceId);
+    const now = new Map<string, PublishedSkillProblem>();
+    for (const [name, connections] of publishers) {
+      if (connections.length < 2) continue;
+      const key = JSON.stringify([name, connections.sort()]);
+      now.set(key, before?.get(key) ?? this.problem(workspaceId, name, connections));
+    }
+    if (now.size > 0) this.known.set(workspaceId, now);
+    else this.known.delete(workspaceId);
     return {
       skills: published.flatMap(({ skills }) =>
         skills.filter(({ name }) => publishers.get(name)?.length === 1),
       ),
-      problems: problems.sort((a, b) => (a.name < b.name ? -1 : 1)),
+      problems: [...now.values()].sort((a, b) => (a.name < b.name ? -1 : 1)),
     };
   }
 
   private problem(workspaceId: string, name: string, connections: string[]): PublishedSkillProblem {
-    const key = JSON.stringify([workspaceId, name, connections]);
-    let problem = this.known.get(key);
-    if (!problem) {
-      const distinct = [...new Set(connections)];
-      const who =
-        distinct.length === 1
-          ? `connection "${distinct[0]}" publishes ${connections.length} skills`
-          : `connections ${distinct.map((c) => `"${c}"`).join(", ")} publish skills`;
-      problem = {
-        name,
-        message: `${who} under this one name; none of them is served (rename a connection, or have its server rename a skill)`,
-      };
-      this.known.set(key, problem);
-      this.log.warn(
-        { workspaceId, skill: name, connections: distinct },
-        "connection skills left out: their names clash",
-      );
-    }
-    return problem;
+    const distinct = [...new Set(connections)];
+    const who =
+      distinct.length === 1
+        ? `connection "${distinct[0]}" publishes ${connections.length} skills`
+        : `connections ${distinct.map((c) => `"${c}"`).join(", ")} publish skills`;
+    this.log.warn(
+      { workspaceId, skill: name, connections: distinct },
+      "connection skills left out: their names clash",
+    );
+    return {
+      name,
+      message: `${who} under this one name; none of them is served (rename a connection, or have its server rename a skill)`,
+    };
   }
 }

@@ -51,6 +51,21 @@ describe("the skills a workspace's connections publish", () => {
     );
   });
 
+  it("forgets a clash once a listing no longer has it, and says so again if it comes back", () => {
+    const { log, lines } = memoryLog();
+    const clashes = new SkillNameClashes(log);
+    const a = {
+      connection: "acme-tools",
+      skills: skillsOf("acme-tools", snapshot({ instructions: "Mine." })),
+    };
+    const b = { connection: "acme", skills: skillsOf("acme", snapshot(offers("tools"))) };
+    const said = () => lines.filter((line) => line.msg === "connection skills left out: their names clash");
+    expect(clashes.apart(WS, [a, b]).problems).toHaveLength(1);
+    expect(clashes.apart(WS, [a]).problems).toEqual([]);
+    expect(clashes.apart(WS, [a, b]).problems).toHaveLength(1);
+    expect(said()).toHaveLength(2);
+  });
+
   it("leaves out two skills of one server that meet at the 64-character cut", () => {
     const long = "x".repeat(70);
     const published = skillsOf("srv", snapshot(offers(`${long}a`, `${long}b`, "short")));
