@@ -48,13 +48,16 @@ export function hidesText(text: string): boolean {
 
 /**
  * True when a one-line label shows nothing: once every default-ignorable character (what
- * hidesText calls invisible: zero-width, bidirectional marks, joiners, selectors) and white space
- * are taken out, nothing is left, so it looks empty and cannot be told from another such label.
- * A joiner inside visible text (the U+200D of an emoji sequence) leaves the text, so it shows.
+ * hidesText calls invisible: zero-width, bidirectional marks, joiners, selectors), white space
+ * and the blank braille pattern (U+2800, drawn as a space but neither of those) are taken out,
+ * nothing is left, so it looks empty and cannot be told from another such label. A joiner inside
+ * visible text (the U+200D of an emoji sequence) leaves the text, so it shows.
  */
 export function showsNothing(text: string): boolean {
-  return text.replace(INVISIBLE_EVERYWHERE, "").trim().length === 0;
+  return text.replace(INVISIBLE_EVERYWHERE, "").replace(BLANK_BRAILLE, "").trim().length === 0;
 }
+
+const BLANK_BRAILLE = /⠀/g;
 
 /** The text with each half of a surrogate pair replaced by U+FFFD, so any encoder can write it. */
 export function wellFormed(text: string): string {

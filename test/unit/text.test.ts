@@ -61,6 +61,7 @@ describe("a label that shows nothing", () => {
     ["only zero-width characters and spaces", "\u200b \u2060\ufeff"],
     ["only a joiner", "\u200d"],
     ["only a presentation selector", "\ufe0f"],
+    ["only blank braille patterns and a Hangul filler", "\u2800 \u2800\u3164"],
   ])("is %s", (_case, text) => {
     expect(showsNothing(text)).toBe(true);
   });
