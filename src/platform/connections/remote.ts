@@ -5,6 +5,7 @@ import { McpSource } from "../../sources/mcp-source.ts";
 import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionRecord } from "./model.ts";
 import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
+import { retold } from "./remote-failure.ts";
 import { RemoteSource } from "./remote-source.ts";
 import { remoteOutputValidator } from "./schemas.ts";
 
@@ -115,7 +116,9 @@ export class RemoteServers {
       await response.body?.cancel();
       return response.status < 500 ? { ok: true } : { ok: false, detail: `HTTP ${response.status}` };
     } catch (error) {
-      return { ok: false, detail: (error as Error).message.slice(0, 200) };
+      // Every member reads this; a TLS or parser error's own text can quote the server (its
+      // certificate, its bytes), so it is told as every other failure of the server is.
+      return { ok: false, detail: String((retold(error, []) as Error).message).slice(0, 200) };
     }
   }
 }

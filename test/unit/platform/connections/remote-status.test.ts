@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
@@ -83,5 +84,26 @@ describe("a connection's client and onStatus", () => {
     } finally {
       await remote.control({ reject401: false });
     }
+  });
+});
+
+describe("the transport probe's detail, which every member reads", () => {
+  it("keeps the local reason and never what the server wrote", async () => {
+    const servers = new RemoteServers(SETTINGS, undefined as never, () => Date.now());
+    const garbage = createServer((socket) => socket.end("NOT-HTTP the-servers-own-words\r\n\r\n"));
+    await new Promise<void>((resolve) => garbage.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = garbage.address() as AddressInfo;
+      const answered = await servers.reachable(`http://127.0.0.1:${port}/mcp`);
+      expect(answered.ok).toBe(false);
+      expect(answered.detail).toContain("what the server sent is not repeated");
+      expect(answered.detail).not.toContain("the-servers-own-words");
+    } finally {
+      garbage.close();
+    }
+    expect(await servers.reachable("http://127.0.0.1:1/mcp")).toEqual({
+      ok: false,
+      detail: "connect ECONNREFUSED 127.0.0.1:1",
+    });
   });
 });
