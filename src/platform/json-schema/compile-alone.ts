@@ -44,7 +44,8 @@ export function compileAlone(
 
 /** `validate`, each call of it within a budget of its own; its `errors` are the last call's. */
 function withinEachBudget(validate: ValidateFunction): ValidateFunction {
-  const budgeted = ((value: unknown) => withinMatchBudget(() => validate(value) === true)) as ValidateFunction;
+  const budgeted = ((value: unknown) =>
+    withinMatchBudget(() => validate(value) === true)) as ValidateFunction;
   budgeted.schema = validate.schema;
   budgeted.schemaEnv = validate.schemaEnv;
   Object.defineProperty(budgeted, "errors", { get: () => validate.errors });
