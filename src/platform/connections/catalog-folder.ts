@@ -1,7 +1,7 @@
 import type { Stats } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { Clock } from "../../kernel/clock.ts";
+import { type Clock, isWithin } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import { catalogIdOf, checkServerJson, MAX_ENTRY_BYTES, type ServerJson } from "./catalog-entry.ts";
 
@@ -57,7 +57,7 @@ export class CatalogFolder {
   /** The folder's entries and problems, reread only when a file was added, removed or changed. */
   async read(): Promise<FolderContents> {
     if (this.dir === undefined) return { entries: [], problems: [] };
-    if (this.snapshot && this.clock() - this.checkedAtMs < CATALOG_RECHECK_MS) return this.snapshot;
+    if (this.snapshot && isWithin(this.clock(), this.checkedAtMs, CATALOG_RECHECK_MS)) return this.snapshot;
     // Concurrent requests share one look at the folder.
     this.reading ??= this.refresh(this.dir).finally(() => {
       this.reading = undefined;

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
-import { type Clock, systemClock } from "../../kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
@@ -171,7 +171,7 @@ export class FileListings {
     return this.workspaces.use(workspaceId, async (partitions) => {
       const index = partitions.get(ownerId);
       const now = this.clock();
-      if (index && now - index.checkedAt < DISK_CHECK_MS) return index;
+      if (index && isWithin(now, index.checkedAt, DISK_CHECK_MS)) return index;
       return this.locks.run(partitionKey(workspaceId, ownerId), async () => {
         const current = partitions.get(ownerId);
         const stamp = await this.folderStamp(workspaceId, ownerId);

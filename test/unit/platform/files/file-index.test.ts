@@ -106,6 +106,15 @@ describe("the file metadata index", () => {
     expect(await listed()).toEqual([]);
   });
 
+  it("looks at the disk again once the clock is stepped back behind its last look", async () => {
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    expect(await listed()).toEqual(["a.txt"]);
+    await rm(recordDir(a.id), { recursive: true });
+    // An hour back (an NTP correction): the index must not count as fresh until the hour is over.
+    time.jump(-60 * 60 * 1000);
+    expect(await listed()).toEqual([]);
+  });
+
   it("sees a file folder an operator restores on disk, once DISK_CHECK_MS has passed", async () => {
     const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
     const backup = await mkdtemp(join(tmpdir(), "atrium-backup-"));
