@@ -69,7 +69,11 @@ export class Connections {
   private readonly announced = new Map<string, ConnectionState>();
   /** A snapshot's skills as published, per (workspace, connection, snapshot version): snapshots never change. */
   private readonly snapshotSkills = new Map<string, PublishedSkill[]>();
-  /** Connections whose credential the revalidator found lapsed: the gate refuses their calls. */
+  /**
+   * The records (by id, not name: a check still under way for a removed connection must not mark
+   * a new one of the same name) whose credential the revalidator found lapsed: the gate refuses
+   * their calls.
+   */
   private readonly lapsed = new Set<string>();
   private readonly damaged: DamagedConnections;
   private readonly skillClashes: SkillNameClashes;
@@ -241,7 +245,7 @@ export class Connections {
       if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
     }
     this.announced.delete(`${workspaceId}/${name}`);
-    this.lapsed.delete(`${workspaceId}/${name}`);
+    if (record) this.lapsed.delete(record.id);
     this.deps.log.info(
       { workspaceId, connection: name, ...(record ? {} : { damaged: true }) },
       "connection removed",
@@ -318,12 +322,12 @@ export class Connections {
    * transport came back, give the registry a fresh client (the old one's session is gone).
    */
   async changed(workspaceId: string, name: string): Promise<void> {
-    // A removed connection is not found here, before its lapse is noted for a later one of its name.
-    await this.deps.store.get(workspaceId, name);
+    // A removed connection is not found here; one removed meanwhile is marked by its own id.
+    const record = await this.deps.store.get(workspaceId, name);
     const transport = await this.deps.store.transport(workspaceId, name);
     const credential = await this.deps.store.credential(workspaceId, name);
-    if (credential.lapsed) this.lapsed.add(`${workspaceId}/${name}`);
-    else this.lapsed.delete(`${workspaceId}/${name}`);
+    if (credential.lapsed) this.lapsed.add(record.id);
+    else this.lapsed.delete(record.id);
     if (transport.up) await this.serve(workspaceId, name);
     await this.announce(workspaceId, name);
   }
@@ -350,8 +354,7 @@ export class Connections {
   private async source(record: ConnectionRecord): Promise<ConnectionSource> {
     const { store, remote, settings } = this.deps;
     const snapshot = await store.snapshot(record.workspaceId, record.name, record.snapshotVersion);
-    const key = `${record.workspaceId}/${record.name}`;
-    if ((await store.credential(record.workspaceId, record.name)).lapsed) this.lapsed.add(key);
+    if ((await store.credential(record.workspaceId, record.name)).lapsed) this.lapsed.add(record.id);
     const live = await remote.source(record, {
       listMaxAgeMs: settings.toolListMaxAgeMs,
       onStatus: (status) => {
@@ -362,7 +365,7 @@ export class Connections {
       record.name,
       snapshot,
       live,
-      { credentialLapsed: () => this.lapsed.has(key) },
+      { credentialLapsed: () => this.lapsed.has(record.id) },
       this.deps.ledger,
     );
   }

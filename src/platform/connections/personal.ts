@@ -56,7 +56,7 @@ export interface PersonalDeps extends Omit<ConnectionsDeps, "store"> {
 export class PersonalConnections {
   /** The same service as workspace connections, over the personal store keyed by owner. */
   private readonly core: Connections;
-  /** `<owner>/<name>` whose credential the revalidator found lapsed. */
+  /** The records (by id, as in connections.ts) whose credential the revalidator found lapsed. */
   private readonly lapsed = new Set<string>();
   /** The state each was last announced in to its owner (`<owner>/<name>`), so only a change is. */
   private readonly announced = new Map<string, ConnectionState>();
@@ -211,7 +211,7 @@ export class PersonalConnections {
       this.deps.authorizer.forget(record);
       if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
     }
-    this.lapsed.delete(`${ownerId}/${name}`);
+    if (record) this.lapsed.delete(record.id);
     this.announced.delete(`${ownerId}/${name}`);
     this.deps.log.info(
       { connection: name, ...(record ? {} : { damaged: true }) },
@@ -280,11 +280,11 @@ export class PersonalConnections {
   async changed(ownerId: string, name: string): Promise<void> {
     const { store, events, workspaces } = this.deps;
     const key = `${ownerId}/${name}`;
-    // A removed connection is not found here, before its lapse is noted for a later one of its name.
-    await store.get(ownerId, name);
+    // A removed connection is not found here; one removed meanwhile is marked by its own id.
+    const record = await store.get(ownerId, name);
     const credential = await store.credential(ownerId, name);
-    if (credential.lapsed) this.lapsed.add(key);
-    else this.lapsed.delete(key);
+    if (credential.lapsed) this.lapsed.add(record.id);
+    else this.lapsed.delete(record.id);
     if ((await store.transport(ownerId, name)).up) await this.serveEverywhere(ownerId, name);
     const { state } = await this.core.view(ownerId, name);
     const previous = this.announced.get(key);
@@ -326,9 +326,8 @@ export class PersonalConnections {
   private async source(record: ConnectionRecord): Promise<ConnectionSource> {
     const { store, remote, settings } = this.deps;
     const owner = ownerOf(record);
-    const key = `${owner}/${record.name}`;
     const snapshot = await store.snapshot(owner, record.name, record.snapshotVersion);
-    if ((await store.credential(owner, record.name)).lapsed) this.lapsed.add(key);
+    if ((await store.credential(owner, record.name)).lapsed) this.lapsed.add(record.id);
     const live = await remote.source(record, {
       listMaxAgeMs: settings.toolListMaxAgeMs,
       onStatus: (status) => {
@@ -340,7 +339,7 @@ export class PersonalConnections {
       snapshot,
       live,
       {
-        credentialLapsed: () => this.lapsed.has(key),
+        credentialLapsed: () => this.lapsed.has(record.id),
         mayUse: (caller) => personalDenial(this.deps, record, owner, caller),
       },
       this.deps.ledger,

@@ -48,9 +48,7 @@ function holdOpen(skip = 0): Gate & { reached: Promise<void> } {
   return { ...held.gate, reached: held.reached.promise };
 }
 
-beforeEach(async () => {
-  temp = await openTempRoot("connection-serving", ADMIN);
-  store = new ConnectionStore(temp.layout.partition("connections"));
+function photographed() {
   const taken = photograph([TOOL], {
     version: 1,
     takenAt: "2026-12-07T00:00:00.000Z",
@@ -58,7 +56,13 @@ beforeEach(async () => {
     protocolVersion: "2026-07-28",
   });
   if (!("snapshot" in taken)) throw new Error("refused");
-  await store.create(record(), taken.snapshot);
+  return taken;
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("connection-serving", ADMIN);
+  store = new ConnectionStore(temp.layout.partition("connections"));
+  await store.create(record(), photographed().snapshot);
   served = new Map();
   held = undefined;
   const sources: WorkspaceSources = {
@@ -68,6 +72,7 @@ beforeEach(async () => {
   const live = {
     describe: async () => ({ protocolVersion: "2026-07-28", hasTools: true, instructions: undefined }),
     listTools: async () => [TOOL],
+    callTool: async () => ({ content: [{ type: "text", text: "echoed" }] }),
     skills: async () => [],
     close: async () => undefined,
   };
@@ -137,5 +142,30 @@ describe("a connection's client built while the connection is taken out of servi
     await connections.setDisabled(temp.ws, ADMIN, "srv", true);
     await connections.setDisabled(temp.ws, ADMIN, "srv", false);
     expect([...served.keys()]).toEqual(["srv"]);
+  });
+});
+
+describe("a lapse a health loop found, for a connection removed while it was being noted", () => {
+  it("is the removed record's, not a new connection's of the same name", async () => {
+    await store.writeCredential(temp.ws, "srv", { lapsed: true });
+    // The change reads the lapse, then waits; meanwhile the connection is removed and added anew.
+    const noted = gate();
+    const read = store.credential.bind(store);
+    vi.spyOn(store, "credential").mockImplementationOnce(async (...args) => {
+      const health = await read(...args);
+      await noted.promise;
+      return health;
+    });
+    const changing = connections.changed(temp.ws, "srv");
+    await vi.waitFor(() => expect(store.credential).toHaveBeenCalled());
+    await connections.remove(temp.ws, ADMIN, "srv");
+    const { snapshot } = photographed();
+    await store.create({ ...record(), id: `con_${"d".repeat(24)}` }, snapshot);
+    await connections.changed(temp.ws, "srv");
+    noted.open();
+    await changing.catch(() => undefined);
+    const caller = { principalId: ADMIN, workspaceId: temp.ws };
+    const answer = await served.get("srv")?.callTool("echo", {}, caller, { requestId: "r" });
+    expect(answer?.content).toEqual([{ type: "text", text: "echoed" }]);
   });
 });
