@@ -9,6 +9,8 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 const INVISIBLE = /\p{Default_Ignorable_Code_Point}/u;
 /** INVISIBLE, every occurrence: what showsNothing takes out. */
 const INVISIBLE_EVERYWHERE = new RegExp(INVISIBLE.source, "gu");
+/** The blank braille pattern, drawn as a space yet neither white space nor default-ignorable. */
+const BLANK_BRAILLE = /\u2800/g;
 /**
  * A text or emoji presentation selector right after what it selects for (the U+FE0F of "⚠️") is
  * seen: it changes the glyph. One at the start or after another selector changes nothing.
@@ -56,8 +58,6 @@ export function hidesText(text: string): boolean {
 export function showsNothing(text: string): boolean {
   return text.replace(INVISIBLE_EVERYWHERE, "").replace(BLANK_BRAILLE, "").trim().length === 0;
 }
-
-const BLANK_BRAILLE = /⠀/g;
 
 /** The text with each half of a surrogate pair replaced by U+FFFD, so any encoder can write it. */
 export function wellFormed(text: string): string {

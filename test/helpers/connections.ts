@@ -1,4 +1,5 @@
 import { expect } from "vitest";
+import type { ConnectionRecord } from "../../src/platform/connections/model.ts";
 import type { TestAtrium, TestUser } from "./atrium.ts";
 
 /** A tool's result as REST's dispatch answers it. */
@@ -34,4 +35,27 @@ export async function callTool(
   });
   expect(response.status).toBe(200);
   return (await response.json()) as ToolAnswer;
+}
+
+/**
+ * A stored connection record for unit tests: connection "srv" of `workspaceId`, no credential,
+ * its first snapshot, with `changes` laid over it.
+ */
+export function connectionRecord(
+  workspaceId: string,
+  changes: Partial<ConnectionRecord> = {},
+): ConnectionRecord {
+  return {
+    id: `con_${"c".repeat(24)}`,
+    name: "srv",
+    workspaceId,
+    url: "https://mcp.example.com/mcp",
+    auth: { kind: "none" },
+    createdAt: "2026-12-07T00:00:00.000Z",
+    createdBy: `usr_${"a".repeat(24)}`,
+    authorizationGeneration: 1,
+    snapshotVersion: 1,
+    disabled: false,
+    ...changes,
+  };
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import { type OAuthBearers, RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { connectionRecord } from "../../../helpers/connections.ts";
 import { type RemoteServer, startRemoteServer } from "../../../helpers/remote-server.ts";
 
 // What a connection's client tells onStatus is the answer it got: for an OAuth connection, after
@@ -26,18 +27,11 @@ const SETTINGS = {
 } as ConnectionSettings;
 
 function record(): ConnectionRecord {
-  return {
-    id: "con_0123456789abcdef01234567",
+  return connectionRecord("ws_0123456789abcdef", {
     name: "notes",
-    workspaceId: "ws_0123456789abcdef",
     url: remote.url.href,
     auth: { kind: "oauth", issuer: "http://127.0.0.1:1", scopes: ["read"], tokens: "cred_x" },
-    createdAt: new Date(0).toISOString(),
-    createdBy: "usr_x",
-    authorizationGeneration: 1,
-    snapshotVersion: 1,
-    disabled: false,
-  } as ConnectionRecord;
+  });
 }
 
 /** Hands out a token the server refuses until it is told that one was refused. */

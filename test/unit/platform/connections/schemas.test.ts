@@ -1,9 +1,9 @@
 import { Client, type Tool } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
-import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import { RemoteServers } from "../../../../src/platform/connections/remote.ts";
 import { compileInputSchema, remoteOutputValidator } from "../../../../src/platform/connections/schemas.ts";
+import { connectionRecord } from "../../../helpers/connections.ts";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -119,9 +119,10 @@ describe("a remote tool's output schema, as the SDK client checks a structured r
       throw new Error("not connecting in a unit test");
     });
     const settings = { allowPrivateAddresses: true, requestTimeoutMs: 1_000, maxResponseBytes: 1_000 };
-    const record = { name: "notes", url: "http://127.0.0.1:9/mcp", auth: { kind: "none" } };
     const servers = new RemoteServers(settings as ConnectionSettings, undefined as never, () => 0);
-    const source = await servers.source(record as ConnectionRecord);
+    const source = await servers.source(
+      connectionRecord("ws_0123456789abcdef", { url: "http://127.0.0.1:9/mcp" }),
+    );
     await expect(source.listTools()).rejects.toThrow();
     expect(made).toBe(remoteOutputValidator);
   });

@@ -9,6 +9,7 @@ import type { RemoteServers } from "../../../../src/platform/connections/remote.
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import type { Source } from "../../../../src/sources/source.ts";
+import { connectionRecord } from "../../../helpers/connections.ts";
 import { type Gate, gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -28,18 +29,7 @@ let held: { gate: Gate; reached: Gate; skip: number } | undefined;
 let connections: Connections;
 
 function record(): ConnectionRecord {
-  return {
-    id: `con_${"c".repeat(24)}`,
-    name: "srv",
-    workspaceId: temp.ws,
-    url: "https://mcp.example.com/mcp",
-    auth: { kind: "none" },
-    createdAt: "2026-12-07T00:00:00.000Z",
-    createdBy: ADMIN,
-    authorizationGeneration: 1,
-    snapshotVersion: 1,
-    disabled: false,
-  };
+  return connectionRecord(temp.ws, { createdBy: ADMIN });
 }
 
 /** The client opened after `skip` more waits until the test opens the returned gate. */

@@ -5,6 +5,7 @@ import type { ConnectionRecord } from "../../../../src/platform/connections/mode
 import type { Snapshot } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore, KEPT_SNAPSHOTS } from "../../../../src/platform/connections/store.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { connectionRecord } from "../../../helpers/connections.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = `usr_${"a".repeat(24)}`;
@@ -12,18 +13,7 @@ const ALICE = `usr_${"a".repeat(24)}`;
 let temp: TempRoot;
 
 function record(snapshotVersion: number): ConnectionRecord {
-  return {
-    id: `con_${"c".repeat(24)}`,
-    name: "srv",
-    workspaceId: temp.ws,
-    url: "https://mcp.example.com/mcp",
-    auth: { kind: "none" },
-    createdAt: "2026-12-06T00:00:00.000Z",
-    createdBy: ALICE,
-    authorizationGeneration: 1,
-    snapshotVersion,
-    disabled: false,
-  };
+  return connectionRecord(temp.ws, { createdBy: ALICE, snapshotVersion });
 }
 
 function snapshot(version: number, digest = `d${version}`): Snapshot {

@@ -18,6 +18,7 @@ import { CredentialStore } from "../../../../../src/storage/credential-store.ts"
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
 import { capturingLogger } from "../../../../helpers/atrium.ts";
+import { connectionRecord } from "../../../../helpers/connections.ts";
 import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
 
 // A connection's token set against a small token endpoint on 127.0.0.1 that rotates refresh
@@ -86,18 +87,12 @@ async function setUp(
   clientSecret?: string,
   issuedTo?: IssuedTo,
 ) {
-  const record: ConnectionRecord = {
-    id: "con_0123456789abcdef01234567",
+  const record = connectionRecord("ws_0123456789abcdef", {
     name: "notes",
-    workspaceId: "ws_0123456789abcdef",
     url: "https://mcp.example/mcp",
     auth: { kind: "oauth", issuer: base, scopes: ["read"] },
     createdAt: new Date(now).toISOString(),
-    createdBy: "usr_x",
-    authorizationGeneration: 1,
-    snapshotVersion: 1,
-    disabled: false,
-  };
+  });
   const tokens = new ConnectionTokens({
     vault: vaultFor,
     leases: new KeyedLock(),
