@@ -120,6 +120,7 @@ export function parseInstance(
     // root is relative to the file, so an instance folder can move as a whole.
     storage: {
       root: options.dataRoot ? resolve(options.dataRoot) : resolve(options.baseDir, file.storage.root),
+      archiveRetentionDays: file.storage.archiveRetentionDays,
     },
     http: {
       host: file.http.host,
@@ -153,7 +154,7 @@ interface InstanceFile {
     clientMetadataFetchesPerHour?: number;
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
-  storage: { root: string };
+  storage: { root: string; archiveRetentionDays?: number };
   http: {
     host: string;
     port: number;

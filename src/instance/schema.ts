@@ -24,6 +24,8 @@ export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
 export const CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT = 100;
 /** More key versions than this is a rotation that never finished: reseal and drop the old ones. */
 export const MAX_CREDENTIAL_KEYS = 16;
+/** A hundred years: a longer retention is keeping archived workspaces for good; leave the field out. */
+export const MAX_ARCHIVE_RETENTION_DAYS = 36_500;
 /** A session secret shorter than this is refused: it signs every browser's cookie. */
 export const MIN_SESSION_SECRET_BYTES = 32;
 
@@ -104,7 +106,10 @@ export const instanceSchema = {
       type: "object",
       additionalProperties: false,
       required: ["root"],
-      properties: { root: { type: "string", minLength: 1 } },
+      properties: {
+        root: { type: "string", minLength: 1 },
+        archiveRetentionDays: { type: "integer", minimum: 1, maximum: MAX_ARCHIVE_RETENTION_DAYS },
+      },
     },
     http: {
       type: "object",
@@ -213,7 +218,11 @@ export interface InstanceConfig {
   auth: DevAuth | OidcAuth;
   session: SessionConfig;
   oauth: OAuthConfig;
-  storage: { root: string };
+  /**
+   * `archiveRetentionDays`: how long an archived workspace is kept before housekeeping removes it
+   * (ADR 0113); undefined keeps every archived workspace until an operator removes it.
+   */
+  storage: { root: string; archiveRetentionDays: number | undefined };
   http: {
     host: string;
     port: number;

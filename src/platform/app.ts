@@ -10,6 +10,7 @@ import type { Logger } from "../log.ts";
 import type { ToolDispatch } from "../sources/dispatch.ts";
 import type { WorkspaceGuidance } from "../sources/guidance.ts";
 import type { Source } from "../sources/source.ts";
+import type { ArchiveReleaser } from "../storage/archive-retention.ts";
 import type { CredentialStore } from "../storage/credential-store.ts";
 import type { PartitionPaths, StorageLayout } from "../storage/paths.ts";
 import type { LeftoverRules } from "../storage/recovery.ts";
@@ -95,6 +96,12 @@ export interface RunningApp {
   streamedBodies?: readonly StreamedBody[];
   /** What the app recovers after a crash, at boot and hourly (storage/recovery.ts). */
   leftovers?: LeftoverRules;
+  /**
+   * Removes what the app keeps outside a workspace's folder for it (sealed credentials), once that
+   * workspace's archived copy `archivedName` is past `storage.archiveRetentionDays` and about to be
+   * removed (ADR 0113). Read from the archived copy, which is removed only after every app's.
+   */
+  releaseArchived?: ArchiveReleaser;
   /** What the app tells callers besides its tools (instructions, resources, skills). */
   guidance?: Partial<WorkspaceGuidance>;
   /**

@@ -48,6 +48,22 @@ export interface PartitionPaths {
   archivedCopies(workspaceId: string, path: string, archived: readonly string[]): string[];
 }
 
+/** What an archived workspace's folder is renamed to begin with while it is being removed. */
+export const PURGING_PREFIX = ".purging-";
+
+const ARCHIVED_NAME = /^(ws_[0-9a-f]{16})-([0-9]{1,16})$/;
+
+/** The workspace and archive instant an `_archive/` entry's name holds, or undefined for any other name. */
+export function parseArchivedName(name: string): { workspaceId: string; archivedAtMs: number } | undefined {
+  const match = ARCHIVED_NAME.exec(name);
+  if (!match) return undefined;
+  const workspaceId = match[1] as string;
+  const archivedAtMs = Number(match[2]);
+  return isWorkspaceId(workspaceId) && Number.isSafeInteger(archivedAtMs)
+    ? { workspaceId, archivedAtMs }
+    : undefined;
+}
+
 export class InvalidPathSegment extends Error {
   constructor(
     readonly kind: string,
@@ -81,6 +97,23 @@ export class StorageLayout {
       "_archive",
       `${checkSegment("workspace id", workspaceId, isWorkspaceId)}-${archivedAtMs}`,
     );
+  }
+
+  /** `_archive/<name>`, an archived workspace's folder as `_archive/` lists it (`ws_<16 hex>-<ms>`). */
+  archivedFolder(name: string): string {
+    return this.within("_archive", this.archivedFolderName(name));
+  }
+
+  /**
+   * Where an archived workspace's folder is moved to be removed (`_archive/.purging-<name>`): out of
+   * every listing of archived workspaces at once, so a removal cut short is never half a workspace.
+   */
+  purgingFolder(name: string): string {
+    return this.within("_archive", `${PURGING_PREFIX}${this.archivedFolderName(name)}`);
+  }
+
+  private archivedFolderName(name: string): string {
+    return checkSegment("archived workspace", name, (v) => parseArchivedName(v) !== undefined);
   }
 
   /**

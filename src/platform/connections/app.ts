@@ -1,4 +1,5 @@
 import { splitToolName } from "../../sources/tool-names.ts";
+import { isCredentialId } from "../../storage/credential-store.ts";
 import type { PlatformApp } from "../app.ts";
 import { AuditLedger } from "./audit.ts";
 import { auditRoutes } from "./audit-routes.ts";
@@ -10,6 +11,7 @@ import { Connections } from "./connections.ts";
 import { grantRoutes } from "./grant-routes.ts";
 import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
+import { sealedCredentialIds } from "./model.ts";
 import { connectionOAuth } from "./oauth/wiring.ts";
 import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
@@ -17,7 +19,7 @@ import { createPersonalStore, recoverPersonalConnections } from "./personal-stor
 import { RemoteServers } from "./remote.ts";
 import { connectionRoutes } from "./routes.ts";
 import { createConnectionsTools } from "./server.ts";
-import { ConnectionStore } from "./store.ts";
+import { archivedRecords, ConnectionStore } from "./store.ts";
 
 export const connectionsApp: PlatformApp<ConnectionSettings> = {
   name: "connections",
@@ -177,6 +179,15 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
           await grantStore.recoverWorkspace(workspaceId, present, pass);
         },
         recoverInstance: (pass) => recoverPersonalConnections(personalStore, context.layout, pass),
+      },
+      // An archived workspace's connections are gone with it; their sealed values would otherwise
+      // stay in _instance/credentials/ for good (archive-retention.test.ts).
+      releaseArchived: async (workspaceId, archivedName) => {
+        for (const record of await archivedRecords(storage, workspaceId, archivedName)) {
+          for (const id of sealedCredentialIds(record.auth)) {
+            if (isCredentialId(id)) await context.credentials.delete(id);
+          }
+        }
       },
     };
   },

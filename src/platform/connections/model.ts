@@ -107,6 +107,13 @@ const RESERVED_HEADERS = new Set([
 const MAX_VALUE_CHARS = 4096;
 const MAX_URL_CHARS = 2048;
 
+/** The ids of the sealed credentials a stored connection's auth names (its value, or its token set). */
+export function sealedCredentialIds(auth: StoredAuth): string[] {
+  if (auth.kind === "static") return [auth.credential];
+  if (auth.kind === "oauth" && auth.tokens !== undefined) return [auth.tokens];
+  return [];
+}
+
 export function newConnectionId(): string {
   return `con_${randomBytes(12).toString("hex")}`;
 }

@@ -91,6 +91,9 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       tools: createTasksTools(tasks),
       workspaceRoutes: taskRoutes(tasks),
       leftovers: store,
+      // An archived workspace's schedule entries stay while it may be moved back (its tasks are
+      // not armed meanwhile); once its archive is removed they name nothing.
+      releaseArchived: (workspaceId) => store.index.removeWorkspace(workspaceId),
       // Armed once every source exists: a missed schedule's run calls a tool at once. The boot's
       // read of the triggered tasks is let go once they are armed.
       ready: () => {

@@ -72,6 +72,15 @@ export class TaskBootIndex {
     );
   }
 
+  /** Removes every schedule entry of a workspace whose archive is being removed (ADR 0113). */
+  async removeWorkspace(workspaceId: string): Promise<void> {
+    for (const entry of await this.scheduleEntries()) {
+      if (entry.workspaceId === workspaceId) {
+        await this.removeSchedule({ workspaceId, ownerId: entry.ownerId, id: entry.taskId });
+      }
+    }
+  }
+
   /** Every schedule entry, read from its name (an entry's file is never opened). */
   async scheduleEntries(): Promise<ScheduleEntry[]> {
     return (await this.schedules.ids()).flatMap((id) => {

@@ -195,6 +195,24 @@ describe("loadInstance", () => {
     expect(config.log.level).toBe("warn");
   });
 
+  it("storage.archiveRetentionDays is unset by default, keeps a whole number from 1 to 36500, and refuses anything else by name", async () => {
+    expect((await loadInstance(await writeInstance(MINIMAL))).storage.archiveRetentionDays).toBeUndefined();
+    for (const archiveRetentionDays of [1, 36_500]) {
+      const config = await loadInstance(
+        await writeInstance({ ...MINIMAL, storage: { ...MINIMAL.storage, archiveRetentionDays } }),
+      );
+      expect(config.storage.archiveRetentionDays).toBe(archiveRetentionDays);
+    }
+    for (const archiveRetentionDays of [0, 36_501, 1.5, "30"]) {
+      const message = await bootError(
+        loadInstance(
+          await writeInstance({ ...MINIMAL, storage: { ...MINIMAL.storage, archiveRetentionDays } }),
+        ),
+      );
+      expect(message).toContain("storage.archiveRetentionDays");
+    }
+  });
+
   it("http.drainSeconds is 10 by default, keeps a whole number from 0 to 600, and refuses anything else by name", async () => {
     expect((await loadInstance(await writeInstance(MINIMAL))).http.drainSeconds).toBe(10);
     for (const drainSeconds of [0, 600]) {

@@ -1,6 +1,6 @@
 import { sep } from "node:path";
 import { describe, expect, it } from "vitest";
-import { InvalidPathSegment, StorageLayout } from "../../../src/storage/paths.ts";
+import { InvalidPathSegment, parseArchivedName, StorageLayout } from "../../../src/storage/paths.ts";
 
 const ROOT = "/srv/atrium-data";
 const WS = "ws_0123456789abcdef";
@@ -159,6 +159,37 @@ describe("archivedCopies", () => {
   it("refuses a path that is not inside the workspace's folder", () => {
     for (const path of [`${ROOT}/${WS}`, `${ROOT}/ws_ffffffffffffffff/files`, `${ROOT}/_instance`]) {
       expect(() => layout.archivedCopies(WS, path, [`${WS}-1`])).toThrow(InvalidPathSegment);
+    }
+  });
+});
+
+describe("archived workspace folders", () => {
+  const layout = new StorageLayout(ROOT);
+
+  it("reads the workspace and the archive instant from an archive's name, and nothing else", () => {
+    expect(parseArchivedName(`${WS}-1767225600000`)).toEqual({
+      workspaceId: WS,
+      archivedAtMs: 1767225600000,
+    });
+    for (const name of [
+      WS,
+      `${WS}-`,
+      `${WS}-12x`,
+      `${WS}-1-2`,
+      `.purging-${WS}-1`,
+      `ws_XYZ-1`,
+      `${WS}-${"9".repeat(17)}`,
+    ]) {
+      expect(parseArchivedName(name)).toBeUndefined();
+    }
+  });
+
+  it("builds an archive's folder and its removal folder under _archive/ only from an archive's name", () => {
+    expect(layout.archivedFolder(`${WS}-1`)).toBe(`${ROOT}${sep}_archive${sep}${WS}-1`);
+    expect(layout.purgingFolder(`${WS}-1`)).toBe(`${ROOT}${sep}_archive${sep}.purging-${WS}-1`);
+    for (const name of ["..", `../${WS}-1`, `${WS}-1/..`, "operator-notes"]) {
+      expect(() => layout.archivedFolder(name)).toThrow(InvalidPathSegment);
+      expect(() => layout.purgingFolder(name)).toThrow(InvalidPathSegment);
     }
   });
 });

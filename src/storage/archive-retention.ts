@@ -1,0 +1,76 @@
+import { readdir, rename, rm } from "node:fs/promises";
+import type { Logger } from "../log.ts";
+import { syncDir } from "./atomic.ts";
+import { PURGING_PREFIX, parseArchivedName, type StorageLayout } from "./paths.ts";
+
+/**
+ * What an app keeps outside a workspace's folder for it (a connection's sealed credentials in
+ * `_instance/credentials/`), removed before the archived folder it is read from (ADR 0113).
+ */
+export type ArchiveReleaser = (workspaceId: string, archivedName: string) => Promise<void>;
+
+export interface ArchiveRetention {
+  layout: StorageLayout;
+  /** How long an archived workspace is kept: `storage.archiveRetentionDays`. */
+  retentionMs: number;
+  now: () => number;
+  /**
+   * Whether a workspace with this id is served: one restored by copying its archived folder back
+   * shares the copy's credentials, which must then outlive the copy.
+   */
+  isLive: (workspaceId: string) => boolean;
+  releasers: readonly ArchiveReleaser[];
+  log: Logger;
+}
+
+/**
+ * Removes each archived workspace whose archive instant (in its folder's name) is more than the
+ * retention ago: first what the apps keep for it elsewhere, then the folder, renamed out of
+ * `_archive/`'s listing before it is removed. A crash between the two leaves a `.purging-` folder,
+ * removed by the next pass; one before the rename leaves the archive whole, and the next pass
+ * starts it again (a credential already removed is not there to remove). A clock stepped back
+ * makes an archive younger, never older. Answers how many archives it removed.
+ */
+export async function purgeExpiredArchives(retention: ArchiveRetention): Promise<number> {
+  const { layout, log } = retention;
+  const names = await listArchive(layout);
+  for (const name of names) {
+    const cutShort = name.startsWith(PURGING_PREFIX) ? name.slice(PURGING_PREFIX.length) : undefined;
+    if (cutShort !== undefined && parseArchivedName(cutShort)) {
+      await rm(layout.purgingFolder(cutShort), { recursive: true, force: true });
+    }
+  }
+  const cutoff = retention.now() - retention.retentionMs;
+  let purged = 0;
+  for (const name of names) {
+    const archived = parseArchivedName(name);
+    if (!archived || archived.archivedAtMs > cutoff) continue;
+    const live = retention.isLive(archived.workspaceId);
+    if (!live) {
+      for (const release of retention.releasers) await release(archived.workspaceId, name);
+    }
+    const purging = layout.purgingFolder(name);
+    await rename(layout.archivedFolder(name), purging);
+    await syncDir(layout.archiveDir());
+    await rm(purging, { recursive: true, force: true });
+    purged++;
+    log.info(
+      {
+        workspace: archived.workspaceId,
+        archivedAt: new Date(archived.archivedAtMs).toISOString(),
+        ...(live && { keptCredentials: "the workspace is live again (restored by copy)" }),
+      },
+      "archived workspace removed: past storage.archiveRetentionDays",
+    );
+  }
+  return purged;
+}
+
+async function listArchive(layout: StorageLayout): Promise<string[]> {
+  try {
+    return await readdir(layout.archiveDir());
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+}

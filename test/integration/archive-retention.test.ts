@@ -1,0 +1,109 @@
+import { readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
+import { startRemoteServer } from "../helpers/remote-server.ts";
+
+// storage.archiveRetentionDays (ADR 0113): housekeeping removes an archived workspace once it is
+// past the retention, and with it what apps keep for it outside its folder (its connections'
+// sealed credentials, its tasks' schedule entries); a workspace still within it, and every other
+// workspace's, stay.
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const SECRET = "sk-archive-retention";
+
+async function credentialFiles(atrium: TestAtrium): Promise<string[]> {
+  return (await readdir(join(atrium.root, "_instance", "credentials"))).filter((name) =>
+    name.startsWith("cred_"),
+  );
+}
+
+async function archived(atrium: TestAtrium): Promise<string[]> {
+  return (await readdir(join(atrium.root, "_archive"))).sort();
+}
+
+describe("storage.archiveRetentionDays", { timeout: 120_000 }, () => {
+  it("removes an archived workspace past the retention with its connections' credentials, and nothing else", async ({
+    onTestFinished,
+  }) => {
+    const dir = await keyedDir("atrium-archive-retention-");
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
+    onTestFinished(() => remote.stop());
+    const time = new FakeTime();
+    const { log, lines } = capturingLogger();
+    const atrium = await startTestAtrium({
+      dir,
+      clock: time.clock,
+      timers: time.timers,
+      log,
+      sections: {
+        credentials: CREDENTIALS_SECTION,
+        connections: { allowPrivateAddresses: true },
+        storage: { root: "./data", archiveRetentionDays: 30 },
+      },
+    });
+    onTestFinished(() => atrium.close());
+    const workspaceWithConnection = async (name: string): Promise<string> => {
+      const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name });
+      const ws = ((await created.json()) as { id: string }).id;
+      const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
+        name: "gh",
+        url: remote.url.href,
+        auth: { kind: "static", header: "x-api-key", value: SECRET },
+      });
+      expect(added.status).toBe(201);
+      const task = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, {
+        name: "daily listing",
+        action: { tool: "files__list", arguments: {} },
+        trigger: { everySeconds: 86_400 },
+      });
+      expect(task.status).toBe(201);
+      return ws;
+    };
+    const schedulesOf = async (ws: string) =>
+      (await readdir(join(atrium.root, "_instance", "tasks", "schedules"))).filter((name) =>
+        name.startsWith(ws),
+      );
+    const gone = await workspaceWithConnection("gone");
+    const [goneCredential] = await credentialFiles(atrium);
+    const kept = await workspaceWithConnection("kept");
+    expect(await credentialFiles(atrium)).toHaveLength(2);
+
+    expect((await atrium.rest("alice", "DELETE", `/v1/workspaces/${gone}`)).status).toBe(204);
+    time.jump(10 * DAY_MS);
+    const later = await workspaceWithConnection("later");
+    expect((await atrium.rest("alice", "DELETE", `/v1/workspaces/${later}`)).status).toBe(204);
+    const goneArchive = (await archived(atrium)).find((name) => name.startsWith(`${gone}-`));
+    const laterArchive = (await archived(atrium)).find((name) => name.startsWith(`${later}-`));
+    expect(goneArchive).toBeDefined();
+    expect(laterArchive).toBeDefined();
+    expect(await credentialFiles(atrium)).toHaveLength(3);
+    expect(await schedulesOf(gone)).toHaveLength(1);
+
+    // Past 30 days for the first archive only: the next housekeeping round removes it, after its
+    // credential (the folder goes last, so once it is gone the credential is too).
+    time.jump(20 * DAY_MS);
+    await time.advance(61 * 60 * 1000);
+    await expect.poll(() => archived(atrium), { timeout: 10_000 }).toEqual([laterArchive]);
+    expect(await schedulesOf(gone)).toEqual([]);
+    expect(await schedulesOf(kept)).toHaveLength(1);
+    const left = await credentialFiles(atrium);
+    expect(left).toHaveLength(2);
+    expect(left).not.toContain(goneCredential);
+    const removed = () =>
+      lines.filter((line) => line.msg === "archived workspace removed: past storage.archiveRetentionDays");
+    await expect.poll(removed).toEqual([expect.objectContaining({ workspace: gone })]);
+    expect(JSON.stringify(lines)).not.toContain(SECRET);
+
+    // The workspaces that were never archived still call their server with their credential.
+    const refreshed = await atrium.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${kept}/connections/gh/tools/refresh`,
+    );
+    expect(refreshed.status).toBe(200);
+  });
+});

@@ -1,0 +1,105 @@
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../../src/log.ts";
+import { type ArchiveRetention, purgeExpiredArchives } from "../../../src/storage/archive-retention.ts";
+import { parseArchivedName, StorageLayout } from "../../../src/storage/paths.ts";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const NOW = Date.UTC(2026, 11, 1);
+const OLD = `ws_${"a".repeat(16)}-${NOW - 31 * DAY_MS}`;
+const YOUNG = `ws_${"b".repeat(16)}-${NOW - 29 * DAY_MS}`;
+
+let root: string;
+let layout: StorageLayout;
+
+beforeEach(async () => {
+  root = await mkdtemp(join(tmpdir(), "atrium-archive-retention-"));
+  layout = new StorageLayout(root);
+  for (const name of [OLD, YOUNG]) {
+    await mkdir(join(root, "_archive", name, "files"), { recursive: true });
+    await writeFile(join(root, "_archive", name, "workspace.json"), "{}");
+  }
+});
+
+afterEach(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+function retention(changes: Partial<ArchiveRetention> = {}): ArchiveRetention {
+  return {
+    layout,
+    retentionMs: 30 * DAY_MS,
+    now: () => NOW,
+    isLive: () => false,
+    releasers: [],
+    log: createLogger("silent"),
+    ...changes,
+  };
+}
+
+const archive = async () => (await readdir(join(root, "_archive"))).sort();
+
+describe("purgeExpiredArchives", () => {
+  it("removes the archives past the retention, after every app released what it keeps for them", async () => {
+    const released: string[] = [];
+    const purged = await purgeExpiredArchives(
+      retention({
+        releasers: [
+          async (workspaceId, name) => {
+            // Released while the archived folder is still there to read.
+            expect(await readdir(join(root, "_archive", name))).toContain("workspace.json");
+            released.push(`${workspaceId} ${name}`);
+          },
+        ],
+      }),
+    );
+    expect(purged).toBe(1);
+    expect(released).toEqual([`${parseArchivedName(OLD)?.workspaceId} ${OLD}`]);
+    expect(await archive()).toEqual([YOUNG]);
+  });
+
+  it("keeps an archive whose release failed, to try it whole next time", async () => {
+    const failing = retention({
+      releasers: [
+        async () => {
+          throw new Error("disk says no");
+        },
+      ],
+    });
+    await expect(purgeExpiredArchives(failing)).rejects.toThrow("disk says no");
+    expect(await archive()).toEqual([OLD, YOUNG].sort());
+  });
+
+  it("removes the folder of a workspace restored by copy but releases nothing of the live one", async () => {
+    const released: string[] = [];
+    await purgeExpiredArchives(
+      retention({ isLive: () => true, releasers: [async (_ws, name) => void released.push(name)] }),
+    );
+    expect(released).toEqual([]);
+    expect(await archive()).toEqual([YOUNG]);
+  });
+
+  it("finishes a removal cut short and leaves names it did not make alone", async () => {
+    await mkdir(join(root, "_archive", `.purging-${OLD}`, "files"), { recursive: true });
+    await mkdir(join(root, "_archive", ".purging-not-an-archive"));
+    await mkdir(join(root, "_archive", "operator-notes"));
+    await purgeExpiredArchives(retention({ now: () => NOW - 5 * DAY_MS }));
+    expect(await archive()).toEqual([".purging-not-an-archive", OLD, "operator-notes", YOUNG].sort());
+  });
+
+  it("counts age by the archive's own instant: a clock stepped back removes nothing", async () => {
+    expect(await purgeExpiredArchives(retention({ now: () => NOW - 365 * DAY_MS }))).toBe(0);
+    expect(await archive()).toEqual([OLD, YOUNG].sort());
+  });
+
+  it("does nothing when nothing was ever archived", async () => {
+    const empty = new StorageLayout(await mkdtemp(join(tmpdir(), "atrium-archive-empty-")));
+    try {
+      expect(await purgeExpiredArchives(retention({ layout: empty }))).toBe(0);
+    } finally {
+      await rm(empty.root, { recursive: true, force: true });
+    }
+  });
+});
