@@ -6,7 +6,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
-import { roleIn, type WorkspaceRole } from "./model.ts";
+import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
 /** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
@@ -204,9 +204,15 @@ export class Invitations {
    * member), and only when it succeeds is the invitation deleted. An id that is unknown,
    * expired, or someone else's is the same 404; so is one whose sender is no longer an active
    * admin of the workspace, checked now, at the answer, and deleted
-   * (test/integration/invitations.test.ts "sender").
+   * (test/integration/invitations.test.ts "sender"). `join` is also given that check to run
+   * against the workspace as its own write reads it (WorkspaceStore.addMember's `admissible`):
+   * the sender's removal landing after the first check still refuses the acceptance.
    */
-  async answer<T>(id: string, principalId: string, join: (invitation: Invitation) => Promise<T>): Promise<T> {
+  async answer<T>(
+    id: string,
+    principalId: string,
+    join: (invitation: Invitation, senderStands: (workspace: Workspace) => void) => Promise<T>,
+  ): Promise<T> {
     if (!INVITATION_ID.test(id)) throw notFound();
     return this.locks.run(id, async () => {
       // Reread: the record on disk, not memory, decides whether it is still there to take.
@@ -218,9 +224,20 @@ export class Invitations {
         await this.drop(invitation);
         throw notFound();
       }
-      const result = await join(invitation);
-      await this.drop(invitation);
-      return result;
+      let senderGone = false;
+      const senderStands = (workspace: Workspace) => {
+        if (this.senderStandsIn(workspace, invitation)) return;
+        senderGone = true;
+        throw notFound();
+      };
+      try {
+        const result = await join(invitation, senderStands);
+        await this.drop(invitation);
+        return result;
+      } catch (error) {
+        if (senderGone) await this.drop(invitation);
+        throw error;
+      }
     });
   }
 
@@ -270,9 +287,15 @@ export class Invitations {
 
   /** Whether the invitation's sender is still an admin of its workspace, and not deactivated. */
   private senderStands(invitation: Pick<Invitation, "workspaceId" | "invitedBy">): boolean {
+    return this.senderStandsIn(this.workspaces.get(invitation.workspaceId), invitation);
+  }
+
+  private senderStandsIn(
+    workspace: Workspace | undefined,
+    invitation: Pick<Invitation, "invitedBy">,
+  ): boolean {
     return (
-      roleIn(this.workspaces.get(invitation.workspaceId), invitation.invitedBy) === "admin" &&
-      !this.users.isDeactivated(invitation.invitedBy)
+      roleIn(workspace, invitation.invitedBy) === "admin" && !this.users.isDeactivated(invitation.invitedBy)
     );
   }
 

@@ -148,9 +148,20 @@ export class WorkspaceStore {
     });
   }
 
-  addMember(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
+  /**
+   * `admissible` is asked of the workspace as this write reads it, under its lock, and refuses by
+   * throwing: an invitation's acceptance checks there that its sender is still an admin, so a
+   * removal of the sender cannot land between that check and this write.
+   */
+  addMember(
+    id: string,
+    principalId: string,
+    role: WorkspaceRole,
+    admissible: (ws: Workspace) => void = () => undefined,
+  ): Promise<Workspace> {
     const added = { type: "member.added", workspaceId: id, principalId, role } as const;
     return this.mutate(id, added, (ws) => {
+      admissible(ws);
       if (roleIn(ws, principalId) !== undefined) {
         throw new Conflict("member_exists", "That person is already a member; change their role instead.");
       }

@@ -230,6 +230,27 @@ describe("an invitation's sender", () => {
     expect(await accepted.text()).toBe(await unknown.text());
     expect(t.atrium.workspaces.roleOf(ws, testPrincipal("mallory-alt").id)).toBeUndefined();
   });
+
+  it("is checked again by the acceptance's own write: a removal landing after the first check still refuses it", async () => {
+    const invitation = await sentByAdmin("mallory-racing", "mallory-racing-alt");
+    const store = t.atrium.workspaces;
+    const addMember = store.addMember;
+    // The sender's removal lands after the answer's first check, just before the member is written.
+    store.addMember = async (...args) => {
+      store.addMember = addMember;
+      await store.removeMember(ws, testPrincipal("mallory-racing").id);
+      return addMember.apply(store, args);
+    };
+    try {
+      expect(await acceptAs("mallory-racing-alt", invitation)).toBe(404);
+    } finally {
+      store.addMember = addMember;
+    }
+    expect(store.roleOf(ws, testPrincipal("mallory-racing-alt").id)).toBeUndefined();
+    // Refused for good: the invitation went with its sender.
+    expect(await acceptAs("mallory-racing-alt", invitation)).toBe(404);
+    expect(await pendingFor("mallory-racing-alt")).toEqual([]);
+  });
 });
 
 describe("the invitee", () => {

@@ -107,8 +107,13 @@ export async function invitationsFor(deps: RouteDeps, principalId: string): Prom
 
 /** The person's acceptance: only now are they a member. Answers the workspace they joined. */
 export async function accept(deps: RouteDeps, principalId: string, id: string): Promise<WorkspaceView> {
-  return deps.invitations.answer(id, principalId, async (invitation) => {
-    const ws = await deps.workspaces.addMember(invitation.workspaceId, principalId, invitation.role);
+  return deps.invitations.answer(id, principalId, async (invitation, senderStands) => {
+    const ws = await deps.workspaces.addMember(
+      invitation.workspaceId,
+      principalId,
+      invitation.role,
+      senderStands,
+    );
     return workspaceView(ws, invitation.role, deps.publicUrl());
   });
 }
