@@ -1,4 +1,4 @@
-import { mkdir, readdir, stat } from "node:fs/promises";
+import { lstat, mkdir, readdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { syncDir } from "./atomic.ts";
 
@@ -44,6 +44,17 @@ export async function makeFolderPathIfMissing(path: string): Promise<void> {
 export async function isFolder(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+}
+
+/** Whether anything is at `path` (a symbolic link itself counts); false when nothing is there. */
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
     throw error;

@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Dirent } from "node:fs";
-import { lstat, mkdir, rename, rm, unlink } from "node:fs/promises";
+import { mkdir, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Conflict, WorkspaceNotFound } from "../errors.ts";
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
 import { readJsonIfExists, syncDir, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
 import { mapBounded } from "./bounded.ts";
 import { createFileExclusive } from "./exclusive.ts";
-import { FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
+import { exists, FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
 import { KeyedLock } from "./keyed-lock.ts";
 import { InvalidPathSegment, type PartitionPaths } from "./paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "./recovery.ts";
@@ -312,16 +312,6 @@ function checkFolderName(id: string): string {
   const plain = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/.test(id);
   if (!plain) throw new InvalidPathSegment("record name", id);
   return id;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
-    throw error;
-  }
 }
 
 function randomHex(): string {

@@ -93,7 +93,7 @@ export function conversationRoutes(
     const owner = c.get("principal").id;
     const id = c.req.param("id");
     // One lookup in the locator, not a search of the caller's workspaces (adr/0025).
-    const workspaceId = store.locate(owner, id, (ws) => workspaces.roleOf(ws, owner) !== undefined);
+    const workspaceId = await store.locate(owner, id, (ws) => workspaces.roleOf(ws, owner) !== undefined);
     return c.json(await store.get(workspaceId, owner, id, eventPageQuery(c)));
   });
   return app;

@@ -1,7 +1,8 @@
 import { join } from "node:path";
-import { InvalidInput, NotFound } from "../../errors.ts";
+import { Conflict, InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
+import { exists } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, removeFileSynced, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -206,18 +207,28 @@ export class ConversationStore implements LeftoverRules {
       return removeFileSynced(path);
     });
     if (removal === "gone") throw conversationNotFound();
-    this.locator.delete(id);
+    this.locator.delete(id, { workspaceId, ownerId });
     await this.indexes.removed(workspaceId, ownerId, id);
     this.events.publish({ type: "conversation.deleted", workspaceId, ownerId, conversationId: id });
   }
 
   /**
    * The workspace of a bare conversation id, in one lookup: only the caller's own, in a
-   * workspace they are a member of now; anything else is the same not-found (adr/0025).
+   * workspace they are a member of now; anything else is the same not-found (adr/0025). The
+   * caller's own logs of one id in two of their workspaces (an operator's copy) are neither,
+   * `409 conversation_id_ambiguous`, as a file's are (adr/0111).
    */
-  locate(ownerId: string, id: string, isMember: (workspaceId: string) => boolean): string {
-    const workspaceId = this.locator.workspaceOf(ownerId, id, isMember);
+  async locate(ownerId: string, id: string, isMember: (workspaceId: string) => boolean): Promise<string> {
+    const found = await this.locator.workspacesOf(ownerId, id, isMember, ({ workspaceId }) =>
+      exists(this.logPath(workspaceId, ownerId, id)),
+    );
+    const [workspaceId] = found;
     if (workspaceId === undefined) throw conversationNotFound();
+    if (found.length > 1)
+      throw new Conflict(
+        "conversation_id_ambiguous",
+        `${id} names a conversation of yours in more than one workspace (${found.join(", ")}): an operator copied or restored it twice. Ask an operator to move one copy out of the data root.`,
+      );
     return workspaceId;
   }
 

@@ -57,7 +57,7 @@ export function fileRoutes(files: FileStore, workspaces: Pick<WorkspaceStore, "r
   const app = new Hono<AppEnv>();
 
   // One lookup in the file locator, not a search of the caller's workspaces (adr/0025).
-  const locate = async (principalId: string, fileId: string): Promise<string> =>
+  const locate = (principalId: string, fileId: string): Promise<string> =>
     files.locate(principalId, fileId, (ws) => workspaces.roleOf(ws, principalId) !== undefined);
 
   app.get("/v1/files/:id", async (c) => {

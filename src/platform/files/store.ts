@@ -2,16 +2,17 @@ import { createHash } from "node:crypto";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
+import { Conflict, InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
 import { writeJsonAtomic } from "../../storage/atomic.ts";
+import { exists } from "../../storage/folders.ts";
 import { archivedDuringCreate, makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { isStorageFull, SyncedFileWriter } from "../../storage/synced-file-writer.ts";
-import { RecordLocator } from "../record-locator.ts";
+import { type RecordLocation, RecordLocator } from "../record-locator.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
 import {
   checkFileName,
@@ -285,7 +286,7 @@ export class FileStore implements LeftoverRules {
       commit: (rename) =>
         this.listings.change(workspaceId, ownerId, async () => {
           await rename();
-          this.locator.delete(fileId);
+          this.locator.delete(fileId, { workspaceId, ownerId });
           return { removed: fileId };
         }),
       step: (change) => this.ownStep(workspaceId, ownerId, change),
@@ -298,14 +299,25 @@ export class FileStore implements LeftoverRules {
 
   /**
    * Resolves a bare file id to its workspace in one lookup, whatever the number of
-   * workspaces: the locator says where the id lives, and it counts only when the caller owns
-   * it and is a member of that workspace now (`isMember`), so a workspace the caller left is
-   * not reached. A miss is final: the locator holds every file written through Atrium and every
-   * one the last recovery walk found on disk (adr/0025).
+   * workspaces: the locator says where the id lives, and a place counts only when the caller owns
+   * it and is a member of that workspace now (`isMember`), so a workspace the caller left, and
+   * another owner's copy of the same folder, are not reached. A miss is final: the locator holds
+   * every file written through Atrium and every one the last recovery walk found on disk
+   * (adr/0025). The caller's own copies in two of their workspaces are neither: `409
+   * file_id_ambiguous`, naming both, until one is gone (adr/0111;
+   * test/integration/files-duplicate-ids.test.ts).
    */
-  locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): string {
-    const workspaceId = this.locator.workspaceOf(ownerId, fileId, isMember);
+  async locate(ownerId: string, fileId: string, isMember: (workspaceId: string) => boolean): Promise<string> {
+    const found = await this.locator.workspacesOf(ownerId, fileId, isMember, ({ workspaceId }) =>
+      exists(this.storage.recordDir(workspaceId, ownerId, fileId)),
+    );
+    const [workspaceId] = found;
     if (workspaceId === undefined) throw fileNotFound();
+    if (found.length > 1)
+      throw new Conflict(
+        "file_id_ambiguous",
+        `${fileId} names a file of yours in more than one workspace (${found.join(", ")}): an operator copied or restored it twice. Reach each through its workspace's files tools, or ask an operator to give one copy a new id.`,
+      );
     return workspaceId;
   }
 
@@ -321,7 +333,27 @@ export class FileStore implements LeftoverRules {
   ): Promise<void> {
     if (!present.has(this.storage.partition)) return;
     const owners = await this.folders.recoverPartition(this.storage.dir(workspaceId), pass);
-    this.locator.remember(workspaceId, owners, (name) => (isFileId(name) ? name : undefined));
+    const duplicates = this.locator.remember(workspaceId, owners, (name) =>
+      isFileId(name) ? name : undefined,
+    );
+    for (const { recordId, locations } of duplicates) this.warnDuplicate(recordId, locations);
+  }
+
+  /**
+   * One id in two file folders is two files (each named by its path), but a bare id can name only
+   * one: said once, when a walk first finds the second place, with every path and what to do
+   * (adr/0111; test/integration/files-duplicate-ids.test.ts).
+   */
+  private warnDuplicate(fileId: string, locations: readonly RecordLocation[]): void {
+    this.log?.warn(
+      {
+        fileId,
+        paths: locations.map(({ workspaceId, ownerId }) =>
+          this.storage.recordDir(workspaceId, ownerId, fileId),
+        ),
+      },
+      "file id held in more than one place: each owner reaches their own copy by its bare id, and one owner's copies in two workspaces are reached by neither (409 file_id_ambiguous). Move every copy but one to a new fl_<24 hex> folder name (it becomes its own file) or out of the data root.",
+    );
   }
 
   /**

@@ -184,9 +184,9 @@ describe("a conversation log an operator copies in on disk", () => {
     const copyId = `cv_${"c".repeat(24)}`;
     await writeFile(join(folder, `${copyId}.jsonl`), await readFile(join(folder, `${id}.jsonl`)));
 
-    expect(() => store.locate(ALICE, copyId, () => true)).toThrow();
+    await expect(store.locate(ALICE, copyId, () => true)).rejects.toThrow();
     await store.recoverWorkspace(temp.ws, new Set(["conversations"]), RecoveryPass.housekeeping(Date.now()));
-    expect(store.locate(ALICE, copyId, () => true)).toBe(temp.ws);
+    expect(await store.locate(ALICE, copyId, () => true)).toBe(temp.ws);
     expect(texts((await store.get(temp.ws, ALICE, copyId)).events)).toEqual(["one"]);
   });
 });

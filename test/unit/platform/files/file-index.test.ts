@@ -170,9 +170,9 @@ describe("a copied file folder", () => {
     });
     expect(journal.read.filter((path) => path.endsWith("meta.json"))).toEqual([]);
     // A bare id finds the copy once housekeeping has walked the folder (no writer told the locator).
-    expect(() => files.locate(ALICE, copyId, () => true)).toThrow(NotFound);
+    await expect(files.locate(ALICE, copyId, () => true)).rejects.toThrow(NotFound);
     await files.recoverWorkspace(ws, new Set(["files"]), RecoveryPass.housekeeping(Date.now()));
-    expect(files.locate(ALICE, copyId, () => true)).toBe(ws);
+    expect(await files.locate(ALICE, copyId, () => true)).toBe(ws);
     // Deleting the original leaves the copy, and a restart names it alike.
     await files.delete(ws, ALICE, a.id);
     expect((await openStore().page(ws, ALICE, {})).files.map((meta) => meta.id)).toContain(copyId);
