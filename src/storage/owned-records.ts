@@ -61,7 +61,10 @@ export class RecordFolders {
   /**
    * Makes `<parentDir>/<id>` from what `fill(stagingDir)` writes, refusing (`RecordExists`) when
    * something is at that place, and returns what `fill` returned. Any failure removes the staging
-   * folder. Once this returns, the record's rename is flushed in `parentDir`.
+   * folder. The record's rename is flushed in `parentDir` inside `changes.commit`, before an index
+   * that follows the commit learns of it: one that cannot be flushed is renamed back and removed
+   * with the staging folder, so a failed create never leaves a record that was refused to its
+   * caller (adr/0112; test/integration/files-folder-fsync.test.ts).
    */
   async create<T>(
     parentDir: string,
@@ -86,8 +89,17 @@ export class RecordFolders {
           if (code === "ENOTEMPTY" || code === "EEXIST") throw new RecordExists(id);
           throw error;
         }
+        try {
+          await syncDir(parentDir);
+        } catch (error) {
+          // Not flushed, so not stored: a power loss could undo the rename after the caller was
+          // told. Never retried: a flush that failed once may report success next time without
+          // having written anything (Linux reports a writeback error once), so its success would
+          // prove nothing. Renamed back for the removal below; if even that fails, removed here.
+          await rename(place, staging).catch(() => rm(place, { recursive: true, force: true }));
+          throw error;
+        }
       }, filled);
-      await syncDir(parentDir);
       return filled;
     } catch (error) {
       await changes.step(() => rm(staging, { recursive: true, force: true }));

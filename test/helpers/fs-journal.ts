@@ -29,13 +29,20 @@ export interface FsJournal {
   unflushedFolders(): string[];
 }
 
+/** Faults to inject while the journal runs, at the calls it watches. */
+export interface FsFaults {
+  /** The error a flush (`FileHandle.sync`) of `path` fails with instead, or undefined to flush it. */
+  sync?(path: string): Error | undefined;
+}
+
 /**
  * Runs `work` and answers what it did to folder entries, what it flushed and what it read. A power
  * loss keeps only what was flushed, so a test of durability asks whether each file and each folder
  * entry a write made (a new folder, a rename) was synced before it returned (adr/0024); a test of
- * an index asks which files it read.
+ * an index asks which files it read. `faults` makes chosen flushes fail, as a disk's error does
+ * (a failed one is not journalled).
  */
-export async function journalDuring(work: () => Promise<unknown>): Promise<FsJournal> {
+export async function journalDuring(work: () => Promise<unknown>, faults: FsFaults = {}): Promise<FsJournal> {
   const entries: JournalEntry[] = [];
   const real: Watched = {
     open: fsPromises.open,
@@ -47,6 +54,8 @@ export async function journalDuring(work: () => Promise<unknown>): Promise<FsJou
     const handle = await real.open(path, ...rest);
     const sync = handle.sync.bind(handle);
     handle.sync = async () => {
+      const fault = faults.sync?.(String(path));
+      if (fault) throw fault;
       await sync();
       entries.push({ op: "sync", path: String(path) });
     };
