@@ -110,9 +110,11 @@ export class RecordFolders {
   }
 
   /**
-   * Removes `<parentDir>/<id>`: renamed aside (the delete takes effect there, and is flushed),
-   * then removed. `"gone"` when nothing was there, e.g. a concurrent remove renamed it first;
-   * the caller answers its own not-found (test/integration/concurrency.test.ts).
+   * Removes `<parentDir>/<id>`: renamed aside (the delete takes effect there, and is flushed
+   * inside `changes.commit`), then removed. `"gone"` when nothing was there, e.g. a concurrent
+   * remove renamed it first; the caller answers its own not-found
+   * (test/integration/concurrency.test.ts). A rename aside that cannot be flushed is renamed back,
+   * as a create's is, so a failed remove leaves the record in place (adr/0112).
    */
   async remove(parentDir: string, id: string, changes: FolderChanges = UNWATCHED): Promise<Removal> {
     const place = join(parentDir, checkFolderName(id));
@@ -126,10 +128,17 @@ export class RecordFolders {
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
           found.gone = true;
+          return;
+        }
+        try {
+          await syncDir(parentDir);
+        } catch (error) {
+          // Not flushed, so not done: back in place before the caller is told (see create).
+          await rename(doomed, place);
+          throw error;
         }
       }, undefined);
       if (found.gone) return "gone";
-      await syncDir(parentDir);
       await changes.step(() => rm(doomed, { recursive: true, force: true }));
       return "removed";
     } finally {

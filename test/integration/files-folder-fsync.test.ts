@@ -91,3 +91,19 @@ describe("a failed flush of the owner folder after an upload's rename", () => {
     expect(JSON.stringify(listed.structuredContent)).not.toContain("unflushed-tool.txt");
   });
 });
+
+describe("a failed flush of the owner folder after a delete's rename", () => {
+  it("a delete is answered 500 and the file stays: listed and readable, and the next delete takes it", async () => {
+    const stored = await upload("kept.txt", "still here");
+    const { id } = (await stored.json()) as { id: string };
+    const response = await withOwnerFolderFlushFailing(() =>
+      instance.rest("alice", "DELETE", `/v1/files/${id}`),
+    );
+    expect(response.status).toBe(500);
+    expect(await listedNames()).toContain("kept.txt");
+    expect(await (await instance.rest("alice", "GET", `/v1/files/${id}`)).text()).toBe("still here");
+
+    expect((await instance.rest("alice", "DELETE", `/v1/files/${id}`)).status).toBe(204);
+    expect(await listedNames()).not.toContain("kept.txt");
+  });
+});
