@@ -19,6 +19,14 @@ import {
 } from "./model.ts";
 
 /**
+ * The most workspaces a person may belong to and still create another: one signed-in person
+ * could otherwise fill the data root and the heap with workspaces of their own (each costs a
+ * folder and its index entries). Joining by invitation is not counted against it (invitations
+ * have their own bounds, adr/0070), so a member of many workspaces is never cut off from one.
+ */
+export const MAX_WORKSPACES_TO_CREATE = 1_000;
+
+/**
  * The workspaces of one instance. The in-memory index (and the index by member) is loaded
  * at boot and kept current by the writers, so a request never lists or parses the disk.
  * Every change to one workspace runs under its lock, rereads workspace.json and is written
@@ -34,6 +42,8 @@ export class WorkspaceStore {
     private readonly layout: StorageLayout,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
+    /** MAX_WORKSPACES_TO_CREATE, lowered only by a test that would otherwise make a thousand. */
+    private readonly maxToCreate = MAX_WORKSPACES_TO_CREATE,
   ) {}
 
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
@@ -107,12 +117,29 @@ export class WorkspaceStore {
     return mine.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
-  /** The only way a workspace comes into being. The folder appears whole, by one rename. */
+  /**
+   * The only way a workspace comes into being. The folder appears whole, by one rename. Under the
+   * creator's lock, so two creates racing for a person's last place cannot both take it.
+   */
   async create(name: string, creatorId: string): Promise<Workspace> {
+    const checked = checkName(name);
+    return this.locks.run(creatorId, async () => {
+      if ((this.byMember.get(creatorId)?.size ?? 0) >= this.maxToCreate) {
+        throw new Conflict(
+          "too_many_workspaces",
+          `You belong to ${this.maxToCreate} workspaces, the most anyone may belong to and create ` +
+            "another: leave or delete one first.",
+        );
+      }
+      return this.createNow(checked, creatorId);
+    });
+  }
+
+  private async createNow(name: string, creatorId: string): Promise<Workspace> {
     const now = this.isoNow();
     const ws: Workspace = {
       id: newWorkspaceId(),
-      name: checkName(name),
+      name,
       createdAt: now,
       updatedAt: now,
       members: [{ principalId: creatorId, role: "admin", addedAt: now }],

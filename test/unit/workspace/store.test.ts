@@ -420,3 +420,31 @@ describe("WorkspaceStore.load", () => {
     }
   });
 });
+
+describe("how many workspaces a person may create", () => {
+  it("refuses a create past the bound with 409 too_many_workspaces, races included, and never a join", async () => {
+    const store = new WorkspaceStore(layout, bus, time.clock, 3);
+    await store.load();
+    const racing = await Promise.allSettled(
+      ["one", "two", "three", "four", "five"].map((name) => store.create(name, ALICE)),
+    );
+    expect(racing.filter((result) => result.status === "fulfilled")).toHaveLength(3);
+    for (const result of racing.filter((r): r is PromiseRejectedResult => r.status === "rejected")) {
+      expect(result.reason).toBeInstanceOf(Conflict);
+      expect((result.reason as Conflict).code).toBe("too_many_workspaces");
+      expect((result.reason as Conflict).message).toContain("leave or delete one first");
+    }
+    expect(store.listFor(ALICE)).toHaveLength(3);
+    expect((await readdir(root)).filter((name) => name.startsWith("ws_"))).toHaveLength(3);
+
+    // Joining another is not refused: only creating is bounded.
+    const bobs = await store.create("bob's", BOB);
+    await store.addMember(bobs.id, ALICE, "member");
+    expect(store.listFor(ALICE)).toHaveLength(4);
+    // Leaving makes room again.
+    const [first] = store.listFor(ALICE);
+    await store.archive(first?.id as string);
+    await store.removeMember(bobs.id, ALICE);
+    expect((await store.create("again", ALICE)).name).toBe("again");
+  });
+});
