@@ -28,8 +28,9 @@ export interface ArchiveRetention {
  * retention ago: first what the apps keep for it elsewhere, then the folder, renamed out of
  * `_archive/`'s listing before it is removed. A crash between the two leaves a `.purging-` folder,
  * removed by the next pass; one before the rename leaves the archive whole, and the next pass
- * starts it again (a credential already removed is not there to remove). A clock stepped back
- * makes an archive younger, never older. Answers how many archives it removed.
+ * starts it again (a credential already removed is not there to remove). An archive that fails is
+ * logged and left whole; the others go on. A clock stepped back makes an archive younger, never
+ * older. Answers how many archives it removed.
  */
 export async function purgeExpiredArchives(retention: ArchiveRetention): Promise<number> {
   const { layout, log } = retention;
@@ -45,25 +46,37 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
   for (const name of names) {
     const archived = parseArchivedName(name);
     if (!archived || archived.archivedAtMs > cutoff) continue;
-    const live = retention.isLive(archived.workspaceId);
-    if (!live) {
-      for (const release of retention.releasers) await release(archived.workspaceId, name);
+    const fields = {
+      workspace: archived.workspaceId,
+      archivedAt: new Date(archived.archivedAtMs).toISOString(),
+    };
+    try {
+      const live = await purge(retention, archived.workspaceId, name);
+      purged++;
+      log.info(
+        { ...fields, ...(live && { released: "nothing: the workspace is live again (restored by copy)" }) },
+        "archived workspace removed: past storage.archiveRetentionDays",
+      );
+    } catch (error) {
+      // One archive that cannot be removed (a file it may not delete) holds back no other.
+      log.warn({ ...fields, err: error }, "archived workspace not removed; tried again next round");
     }
-    const purging = layout.purgingFolder(name);
-    await rename(layout.archivedFolder(name), purging);
-    await syncDir(layout.archiveDir());
-    await rm(purging, { recursive: true, force: true });
-    purged++;
-    log.info(
-      {
-        workspace: archived.workspaceId,
-        archivedAt: new Date(archived.archivedAtMs).toISOString(),
-        ...(live && { keptCredentials: "the workspace is live again (restored by copy)" }),
-      },
-      "archived workspace removed: past storage.archiveRetentionDays",
-    );
   }
   return purged;
+}
+
+/** Releases what the apps keep for one archive, then removes its folder; answers whether the workspace is live. */
+async function purge(retention: ArchiveRetention, workspaceId: string, name: string): Promise<boolean> {
+  const { layout } = retention;
+  const live = retention.isLive(workspaceId);
+  if (!live) {
+    for (const release of retention.releasers) await release(workspaceId, name);
+  }
+  const purging = layout.purgingFolder(name);
+  await rename(layout.archivedFolder(name), purging);
+  await syncDir(layout.archiveDir());
+  await rm(purging, { recursive: true, force: true });
+  return live;
 }
 
 async function listArchive(layout: StorageLayout): Promise<string[]> {

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../src/log.ts";
 import { type ArchiveRetention, purgeExpiredArchives } from "../../../src/storage/archive-retention.ts";
 import { parseArchivedName, StorageLayout } from "../../../src/storage/paths.ts";
+import { capturingLogger } from "../../helpers/atrium.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const NOW = Date.UTC(2026, 11, 1);
@@ -60,16 +61,23 @@ describe("purgeExpiredArchives", () => {
     expect(await archive()).toEqual([YOUNG]);
   });
 
-  it("keeps an archive whose release failed, to try it whole next time", async () => {
+  it("keeps an archive whose release failed whole, to try it next round, and removes the others", async () => {
+    const older = `ws_${"c".repeat(16)}-${NOW - 40 * DAY_MS}`;
+    await mkdir(join(root, "_archive", older));
+    const { log, lines } = capturingLogger();
     const failing = retention({
+      log,
       releasers: [
-        async () => {
-          throw new Error("disk says no");
+        async (workspaceId) => {
+          if (workspaceId === parseArchivedName(OLD)?.workspaceId) throw new Error("disk says no");
         },
       ],
     });
-    await expect(purgeExpiredArchives(failing)).rejects.toThrow("disk says no");
+    expect(await purgeExpiredArchives(failing)).toBe(1);
     expect(await archive()).toEqual([OLD, YOUNG].sort());
+    expect(lines).toContainEqual(
+      expect.objectContaining({ msg: "archived workspace not removed; tried again next round" }),
+    );
   });
 
   it("removes the folder of a workspace restored by copy but releases nothing of the live one", async () => {
