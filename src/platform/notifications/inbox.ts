@@ -126,8 +126,18 @@ export class Inbox implements LeftoverRules {
         ...(to === undefined ? {} : { to }),
         ...(data === undefined ? {} : { data }),
       };
-      await writeJsonAtomic(join(entriesDir, entryFile(seq, entry.id, to)), entry);
+      // Taken before the write: a write that fails costs a gap in the seqs, never a seq used twice
+      // (inbox.test.ts "a post whose write fails").
       this.lastSeq.set(workspaceId, seq);
+      const path = join(entriesDir, entryFile(seq, entry.id, to));
+      try {
+        await writeJsonAtomic(path, entry);
+      } catch (error) {
+        // The rename may have landed before its folder's flush failed: a post answered with an
+        // error is not left in the inbox, where a retry would make it twice (as adr/0112).
+        await rm(path, { force: true });
+        throw error;
+      }
       await this.keepWithinBound(workspaceId, entry);
       const summary = { id: entry.id, seq, source, severity: entry.severity, title: entry.title };
       this.events.publish(

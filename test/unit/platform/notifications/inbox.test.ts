@@ -8,6 +8,7 @@ import { Inbox } from "../../../../src/platform/notifications/inbox.ts";
 import type { NotificationDraft } from "../../../../src/platform/notifications/model.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 /**
@@ -127,6 +128,30 @@ describe("posting", () => {
     expect(entries.map((e) => e.seq).sort((a, b) => a - b)).toEqual(
       Array.from({ length: 20 }, (_, i) => i + 1),
     );
+  });
+});
+
+describe("a post whose write fails", () => {
+  it("is not left in the inbox, and the next post takes a seq of its own", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "tasks", { title: "first" });
+    const entries = join(temp.layout.partition("notifications").dir(temp.ws), "entries");
+    // The entry's rename lands, then the flush of its folder fails, as a disk's error does.
+    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    let failed: unknown;
+    await journalDuring(
+      async () => {
+        failed = await inbox.post(temp.ws, "tasks", { title: "second" }).catch((error: unknown) => error);
+      },
+      { sync: (path) => (path === entries ? eio : undefined) },
+    );
+    expect(failed).toBe(eio);
+    const third = await inbox.post(temp.ws, "tasks", { title: "third" });
+    expect(third.seq).toBe(3);
+    const names = await readdir(entries);
+    expect(names.map((name) => name.slice(0, 12)).sort()).toEqual(["000000000001", "000000000003"]);
+    const page = await inbox.page(temp.ws, ALICE);
+    expect(page.notifications.map((n) => n.title)).toEqual(["third", "first"]);
   });
 });
 
