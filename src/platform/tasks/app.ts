@@ -104,8 +104,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       },
       stop: async () => {
         await leftovers.stop();
-        await runner.stop();
-        await store.close();
+        await store.close(await runner.stop());
       },
     };
   },

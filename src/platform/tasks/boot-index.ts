@@ -29,7 +29,8 @@ const BUILT = "index-built-v1";
  *   entry too many, never one too few. Boot reads each entry's task and drops an entry whose task
  *   has no trigger any more.
  * - `running/`: one mark per workspace a run was started in by this process, written before the
- *   run's first record and removed once a graceful stop has recorded every run. A mark found at
+ *   run's first record and removed once a graceful stop has recorded its runs (kept when a run's
+ *   end could not be written, runner.ts `record`). A mark found at
  *   boot is a crash's: that workspace is loaded at once, which records its left-`running` runs
  *   `interrupted` (and tells the workspace) without waiting for its first use.
  *
@@ -107,9 +108,11 @@ export class TaskBootIndex {
     this.marked.delete(workspaceId);
   }
 
-  /** After a graceful stop recorded every run: no mark of this process is a crash's. */
-  async clearAllRunning(): Promise<void> {
-    for (const workspaceId of [...this.marked]) await this.clearRunning(workspaceId);
+  /** After a graceful stop recorded its runs: no mark of this process is a crash's, but those `kept`. */
+  async clearAllRunning(kept: ReadonlySet<string>): Promise<void> {
+    for (const workspaceId of [...this.marked]) {
+      if (!kept.has(workspaceId)) await this.clearRunning(workspaceId);
+    }
   }
 }
 

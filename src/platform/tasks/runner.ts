@@ -54,13 +54,30 @@ const CLIENT_TIMEOUT_MARGIN_MS = 1000;
 /** The words every request of a deactivated person gets (http/middleware/authenticate.ts). */
 const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin.";
 
+/**
+ * A failed write of a run's end (a full disk) is tried again after this, doubled at each failure
+ * up to RECORD_RETRY_MAX_MS, for as long as it fails and Atrium runs.
+ */
+const RECORD_RETRY_FIRST_MS = 500;
+const RECORD_RETRY_MAX_MS = 60_000;
+
+/** What a run's record gains when it ends. */
+type RunEnd = Pick<Run, "endedAt" | "execution" | "assessment" | "result" | "resultFile" | "resultNote">;
+
 interface Flight {
   taskId: string;
   controller: AbortController;
   reason?: AbortReason;
+  /** Resolves once the run's end is on disk, or a stop gave up writing it. */
   done?: Promise<void>;
   /** The call has ended; only its record is still being written, so it holds no slot. */
   callEnded?: boolean;
+  /**
+   * The run as it ended, once a write of its end failed: reads answer it (`endedRun`) while the
+   * write is tried again. Not before: a run read as ended is one whose end is on disk, unless the
+   * disk refuses it.
+   */
+  unwritten?: Run;
 }
 
 /** A task's runs may not be more at once than its limit: refused by name, never queued. */
@@ -92,7 +109,8 @@ const ABORTED: Record<AbortReason, Outcome> = {
  * Runs tasks: each run is the task's action called through the one dispatch as the task's owner
  * (membership now, the scopes of the credential that defined the task, then the router), so
  * unattended work meets the wall exactly as the person's own call would. A run is recorded
- * `running` before the call and rewritten once when it ends; execution (did the call end, and
+ * `running` before the call and rewritten once when it ends (tried again while that write fails,
+ * the end answered from memory meanwhile); execution (did the call end, and
  * how) and assessment (did its output meet the output schema) are kept apart. The in-flight runs
  * live in this process: a concurrency limit counts them whatever started them, a timeout or a
  * cancel aborts the call (the source tells its server), and a graceful stop records them
@@ -101,6 +119,10 @@ const ABORTED: Record<AbortReason, Outcome> = {
 export class TaskRunner {
   private readonly flights = new Map<string, Flight>();
   private stopping = false;
+  /** Wakes each write of a run's end that waits to be tried again: a stop tries them at once. */
+  private readonly waiting = new Set<() => void>();
+  /** The workspaces with a run whose end a stop gave up writing. */
+  private readonly unrecorded = new Set<string>();
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -166,12 +188,28 @@ export class TaskRunner {
     await this.flights.get(runId)?.done;
   }
 
-  /** A graceful stop: every run in flight is aborted and recorded `interrupted`. */
-  async stop(): Promise<void> {
+  /**
+   * The run as it ended while its record still says `running` because the write failed and waits
+   * to be tried again: what a read answers, so no run is answered `running` once its call has ended
+   * and its end is known. Undefined when the record is the run as it is.
+   */
+  endedRun(runId: string): Run | undefined {
+    return this.flights.get(runId)?.unwritten;
+  }
+
+  /**
+   * A graceful stop: every run in flight is aborted and recorded `interrupted`, and a run's end
+   * waiting to be written is tried once more. Answers the workspaces with a run whose end could
+   * still not be written: their crash marks are to stay, so the next boot records those runs
+   * `interrupted`, as it does a crash's (runner.test.ts "a stop gives up on it").
+   */
+  async stop(): Promise<ReadonlySet<string>> {
     this.stopping = true;
+    for (const wake of [...this.waiting]) wake();
     const flights = [...this.flights.values()];
     for (const flight of flights) this.abort(flight, "shutdown");
     await Promise.all(flights.map((flight) => flight.done));
+    return this.unrecorded;
   }
 
   /**
@@ -241,34 +279,84 @@ export class TaskRunner {
     } finally {
       cancelTimeout();
     }
-    // A client that reads the run as ended may start the next at once: the slot is free before
-    // the end is recorded, while a graceful stop still waits for the record.
-    flight.callEnded = true;
-    try {
-      await this.finish(task, run, outcome, flight.reason ? undefined : result);
-    } catch (error) {
-      this.deps.log.error(
-        { err: error, runId: run.id, taskId: task.id },
-        "task run could not be recorded as ended",
-      );
-    } finally {
-      this.flights.delete(run.id);
-    }
-  }
-
-  private async finish(task: Task, run: Run, outcome: Outcome, result: CallToolResult | undefined) {
-    const kept = result && (await this.deps.results.keep(run, result));
-    const ended = await this.deps.store.updateRun(run, (current) => ({
-      ...current,
+    const kept = !flight.reason && result ? await this.deps.results.keep(run, result) : undefined;
+    const end: RunEnd = {
       endedAt: this.now(),
       execution: outcome.error
         ? { status: outcome.execution, error: outcome.error }
         : { status: outcome.execution },
       assessment: outcome.assessment ?? { status: "not_assessed" },
       ...kept,
-    }));
-    if (ended) this.announce("task.run.finished", task, ended);
-    await this.pruneRuns(task);
+    };
+    // A client that reads the run as ended may start the next at once: the slot is free before
+    // the end is recorded, while a graceful stop still waits for the record.
+    flight.callEnded = true;
+    try {
+      await this.record(task, run, flight, end);
+      await this.pruneRuns(task);
+    } catch (error) {
+      this.deps.log.error({ err: error, runId: run.id, taskId: task.id }, "task runs could not be pruned");
+    } finally {
+      this.flights.delete(run.id);
+    }
+  }
+
+  /**
+   * Writes the run's end, and while the write fails (a full disk) tries it again with backoff,
+   * reads answering the end from memory meanwhile (`endedRun`), so the run is never left answered
+   * `running` until an eviction or a restart (runner.test.ts "a run whose end cannot be written").
+   * A stop tries it once more and then gives up: the workspace keeps its crash mark, and the next
+   * boot records the run `interrupted`, as a crash's. The first failure and the giving up are
+   * logged as errors with the run's ids and how it ended, never its input or result.
+   */
+  private async record(task: Task, run: Run, flight: Flight, end: RunEnd): Promise<void> {
+    const about = {
+      runId: run.id,
+      taskId: task.id,
+      workspaceId: task.workspaceId,
+      execution: end.execution.status,
+    };
+    let waitMs = RECORD_RETRY_FIRST_MS;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ended = await this.deps.store.updateRun(run, (current) => ({ ...current, ...end }));
+        if (attempt > 1)
+          this.deps.log.info({ ...about, attempts: attempt }, "task run's end written after all");
+        if (ended) this.announce("task.run.finished", task, ended);
+        return;
+      } catch (error) {
+        if (this.stopping) {
+          this.unrecorded.add(task.workspaceId);
+          this.deps.log.error(
+            { ...about, err: error },
+            "task run's end could not be written before the stop: the next boot records the run interrupted",
+          );
+          return;
+        }
+        if (attempt === 1) {
+          flight.unwritten = { ...run, ...end };
+          this.deps.log.error(
+            { ...about, err: error },
+            "task run's end could not be written: reads answer it from memory, and the write is tried again",
+          );
+        }
+        await this.pause(waitMs);
+        waitMs = Math.min(waitMs * 2, RECORD_RETRY_MAX_MS);
+      }
+    }
+  }
+
+  /** Waits `ms` on the instance's timers, or until a stop begins. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        cancel();
+        this.waiting.delete(wake);
+        resolve();
+      };
+      const cancel = this.deps.timers.after(ms, wake);
+      this.waiting.add(wake);
+    });
   }
 
   /** Keeps the task's newest finished runs up to the configured number; the rest go with their result files. */

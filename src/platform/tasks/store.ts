@@ -279,9 +279,12 @@ export class TaskStore implements LeftoverRules {
     return this.loaded.sweep(now);
   }
 
-  /** After a graceful stop recorded every run: no workspace is left marked, nothing held. */
-  async close(): Promise<void> {
-    await this.index.clearAllRunning();
+  /**
+   * After a graceful stop recorded its runs: no workspace is left marked but those it could not
+   * record a run's end in (`unrecorded`), whose runs the next boot records as a crash's; nothing held.
+   */
+  async close(unrecorded: ReadonlySet<string> = new Set()): Promise<void> {
+    await this.index.clearAllRunning(unrecorded);
     await this.loaded.close();
   }
 

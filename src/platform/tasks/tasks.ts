@@ -149,7 +149,7 @@ export class Tasks {
     if ("started" in keyed) return { run: keyed.started, replayed: false };
     // A replay answers the run as it is now, read by the id the key kept. A removed run takes its
     // key with it, so only a run removed this very moment is not found.
-    const now = await this.store.run(task.workspaceId, keyed.replayOf);
+    const now = await this.readRun(task.workspaceId, keyed.replayOf);
     if (!now) throw noRun();
     return { run: await this.results.shown(now), replayed: true };
   }
@@ -179,7 +179,7 @@ export class Tasks {
   }
 
   async getRun(asker: Definer, runId: unknown): Promise<Run> {
-    const run = isRunId(runId) ? await this.store.run(asker.workspaceId, runId) : undefined;
+    const run = isRunId(runId) ? await this.readRun(asker.workspaceId, runId) : undefined;
     const task = run && (await this.store.taskIn(run.workspaceId, run.taskId));
     if (!run || !task || !this.canSee(task, asker)) throw noRun();
     return this.results.shown(run);
@@ -196,11 +196,20 @@ export class Tasks {
       throw new InvalidInput(`The run has already ended (${run.execution.status}).`);
     }
     await this.runner.settled(run.id);
-    return this.results.shown((await this.store.run(run.workspaceId, run.id)) ?? run);
+    return this.results.shown((await this.readRun(run.workspaceId, run.id)) ?? run);
+  }
+
+  /**
+   * A run of this workspace as it is now: its record, or how it ended while its record's write is
+   * under way or tried again (TaskRunner.endedRun), so no read answers `running` after the call ended.
+   */
+  private async readRun(workspaceId: string, runId: string): Promise<Run | undefined> {
+    const run = await this.store.run(workspaceId, runId);
+    return run && (this.runner.endedRun(runId) ?? run);
   }
 
   private async readRuns(task: Task, ids: string[]): Promise<Run[]> {
-    const runs = await Promise.all(ids.map((runId) => this.store.run(task.workspaceId, runId)));
+    const runs = await Promise.all(ids.map((runId) => this.readRun(task.workspaceId, runId)));
     return Promise.all(
       runs.filter((run): run is Run => run !== undefined).map((run) => this.results.shown(run)),
     );

@@ -6,9 +6,11 @@ import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
 import { toolDigest } from "../../../../src/platform/connections/snapshot.ts";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
-import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
-import { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
+import { newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
+import { type RunnerDeps, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
+import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
+import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
 import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { McpSource } from "../../../../src/sources/mcp-source.ts";
 import type { CallContext } from "../../../../src/sources/router.ts";
@@ -29,6 +31,8 @@ let t: TempRoot;
 let time: FakeTime;
 let store: TaskStore;
 let contexts: CallContext[];
+/** What the latest runner logged. */
+let logged: Record<string, unknown>[];
 
 /** What the dispatch does with a call; each test may replace it. */
 let answer: (name: string, args: Record<string, unknown>, context: CallContext) => Promise<CallToolResult>;
@@ -59,8 +63,14 @@ afterEach(async () => {
 });
 
 function runner(): TaskRunner {
-  return new TaskRunner({
-    store,
+  return new TaskRunner(runnerDeps(store));
+}
+
+function runnerDeps(over: TaskStore): RunnerDeps {
+  const { log, lines } = memoryLog();
+  logged = lines;
+  return {
+    store: over,
     dispatch,
     results: { keep: async (_run, result) => ({ result }) },
     workspaces: { roleOf: () => "member" },
@@ -69,8 +79,8 @@ function runner(): TaskRunner {
     clock: time.clock,
     timers: time.timers,
     settings: TASK_DEFAULTS,
-    log: memoryLog().log,
-  });
+    log,
+  };
 }
 
 async function taskWithTimeout(
@@ -188,5 +198,101 @@ describe("a run whose tool stops answering", () => {
       await connection.close().catch(() => undefined);
       await remote.stop();
     }
+  });
+});
+
+describe("a run whose end cannot be written", () => {
+  /** Makes every write of a run's record fail, as a full disk does, until `heal` is called. */
+  function failRunWrites(target: TaskStore): { heal(): void } {
+    const write = target.updateRun.bind(target);
+    let failing = true;
+    target.updateRun = async (run, change) => {
+      if (failing)
+        throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" });
+      return write(run, change);
+    };
+    return {
+      heal: () => {
+        failing = false;
+      },
+    };
+  }
+
+  /** The tasks as a member reads them, over this store and runner. */
+  function readerOf(tasks: TaskRunner): Tasks {
+    return new Tasks(
+      store,
+      tasks,
+      { shown: async (run) => run },
+      {} as TaskSchedules,
+      { roleOf: () => "member" },
+      { isDeactivated: () => false },
+      TASK_DEFAULTS,
+      time.clock,
+    );
+  }
+
+  it("is answered as it ended while the write is tried again, never recorded interrupted meanwhile, and recorded as it ended once the disk takes it", async () => {
+    const disk = failRunWrites(store);
+    const tasks = runner();
+    answer = async () => ({ content: [{ type: "text", text: "the secret output" }] });
+    const task = await taskWithTimeout(60);
+    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    await settle();
+    const asker = { workspaceId: t.ws, principalId: owner };
+    expect((await readerOf(tasks).getRun(asker, run.id)).execution.status).toBe("succeeded");
+    expect((await readerOf(tasks).runs(asker, task.id, {})).runs.map((r) => r.execution.status)).toEqual([
+      "succeeded",
+    ]);
+    expect((await store.run(t.ws, run.id))?.execution.status).toBe("running");
+    // Logged as an error, without what the run's tool answered.
+    const failure = logged.find((line) => line.runId === run.id && line.level === 50);
+    expect(failure).toBeDefined();
+    expect(JSON.stringify(logged)).not.toContain("the secret output");
+    // A read of the workspace's runs that finds it `running` (after an idle eviction) leaves it be.
+    const onDisk = (await store.run(t.ws, run.id)) as Run;
+    expect(await tasks.interruptLeftovers([{ run: onDisk, task }])).toEqual([]);
+    disk.heal();
+    await time.advance(60_000);
+    await tasks.settled(run.id);
+    // Recorded as it ended: at the instant its call did, not when the write at last went through.
+    expect(await store.run(t.ws, run.id)).toMatchObject({
+      execution: { status: "succeeded" },
+      endedAt: run.startedAt,
+      result: { content: [{ type: "text", text: "the secret output" }] },
+    });
+  });
+
+  it("a stop gives up on it and leaves the workspace's crash mark: the next boot records the run interrupted", async () => {
+    const disk = failRunWrites(store);
+    const tasks = runner();
+    const task = await taskWithTimeout(60);
+    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    await settle();
+    await store.close(await tasks.stop());
+    disk.heal();
+    expect(await store.index.runningMarks()).toEqual([t.ws]);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ runId: run.id, execution: "succeeded", level: 50 }),
+    );
+
+    const rebooted = new TaskStore(t.layout.partition("tasks"), t.layout, {
+      clock: time.clock,
+      idempotencyWindowMs: 3_600_000,
+      idleMs: 60_000,
+      results: { discard: async () => true },
+    });
+    const next = new TaskRunner(runnerDeps(rebooted));
+    rebooted.onLoad({
+      loaded: async () => undefined,
+      unfinished: async (found) => void (await next.interruptLeftovers(found)),
+      orphaned: () => undefined,
+    });
+    await rebooted.boot(
+      () => [t.ws],
+      () => true,
+    );
+    expect((await rebooted.run(t.ws, run.id))?.execution.status).toBe("interrupted");
+    await rebooted.close();
   });
 });
