@@ -61,6 +61,13 @@ const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin."
 const RECORD_RETRY_FIRST_MS = 500;
 const RECORD_RETRY_MAX_MS = 60_000;
 
+/**
+ * How long after its run was cancelled (a timeout, a cancel, a stop) a tool call that has not
+ * settled still holds its task's slot; past it the slot is freed, logged, so a call that never
+ * settles does not stop the task for ever (ADR 0106).
+ */
+const ABANDONED_CALL_SLOT_MS = 60_000;
+
 /** What a run's record gains when it ends. */
 type RunEnd = Pick<Run, "endedAt" | "execution" | "assessment" | "result" | "resultFile" | "resultNote">;
 
@@ -70,8 +77,6 @@ interface Flight {
   reason?: AbortReason;
   /** Resolves once the run's end is on disk, or a stop gave up writing it. */
   done?: Promise<void>;
-  /** The call has ended; only its record is still being written, so it holds no slot. */
-  callEnded?: boolean;
   /**
    * The run as it ended, once a write of its end failed: reads answer it (`endedRun`) while the
    * write is tried again. Not before: a run read as ended is one whose end is on disk, unless the
@@ -85,7 +90,7 @@ export class ConcurrencyLimit extends Conflict {
   constructor(limit: number) {
     super(
       "concurrency_limit",
-      `This task already has ${limit} run(s) going, its limit: wait for one to end, or raise limits.maxConcurrentRuns.`,
+      `This task already has ${limit} call(s) of its tool going, its limit (a run that timed out or was cancelled holds its place until its call ends, at most a minute): wait for one to end, or raise limits.maxConcurrentRuns.`,
     );
   }
 }
@@ -112,12 +117,18 @@ const ABORTED: Record<AbortReason, Outcome> = {
  * `running` before the call and rewritten once when it ends (tried again while that write fails,
  * the end answered from memory meanwhile); execution (did the call end, and
  * how) and assessment (did its output meet the output schema) are kept apart. The in-flight runs
- * live in this process: a concurrency limit counts them whatever started them, a timeout or a
+ * live in this process: a concurrency limit counts them whatever started them (and a call still
+ * ending after its run's timeout or cancel, up to a minute), a timeout or a
  * cancel aborts the call (the source tells its server), and a graceful stop records them
  * `interrupted`; a crash leaves them `running` on disk, and the next boot records that.
  */
 export class TaskRunner {
   private readonly flights = new Map<string, Flight>();
+  /**
+   * The task of each run whose tool call holds one of its slots: from the start until the call
+   * has settled, which may be after the run ended (ADR 0106).
+   */
+  private readonly slots = new Map<string, string>();
   private stopping = false;
   /** Wakes each write of a run's end that waits to be tried again: a stop tries them at once. */
   private readonly waiting = new Set<() => void>();
@@ -126,10 +137,10 @@ export class TaskRunner {
 
   constructor(private readonly deps: RunnerDeps) {}
 
-  /** How many runs of the task are in flight now. */
+  /** How many of the task's slots are held now: its runs in flight, and calls still ending after theirs did. */
   inFlight(taskId: string): number {
     let count = 0;
-    for (const flight of this.flights.values()) if (flight.taskId === taskId && !flight.callEnded) count++;
+    for (const holder of this.slots.values()) if (holder === taskId) count++;
     return count;
   }
 
@@ -148,6 +159,7 @@ export class TaskRunner {
     const id = newRunId();
     const flight: Flight = { taskId: task.id, controller: new AbortController() };
     this.flights.set(id, flight);
+    this.slots.set(id, task.id);
     const run: Run = {
       id,
       taskId: task.id,
@@ -168,6 +180,7 @@ export class TaskRunner {
       await this.deps.store.createRun(run);
     } catch (error) {
       this.flights.delete(id);
+      this.slots.delete(id);
       throw error;
     }
     this.announce("task.run.started", task, run);
@@ -246,32 +259,30 @@ export class TaskRunner {
     );
     let outcome: Outcome;
     let result: CallToolResult | undefined;
+    let call: Promise<CallToolResult> | undefined;
     try {
       const refusal = this.ownerRefusal(task);
       if (refusal) {
         outcome = { execution: "failed", error: refusal };
       } else {
-        // Raced against the run's own abort: a source that ignores the signal (a remote server
-        // that stopped answering while the gate re-lists its tools) must not hold the run, and its
-        // concurrency slot, past its timeout (runner.test.ts "a call that never answers").
+        // Raced against the run's own abort: a source that ignores the signal (a platform tool)
+        // must not hold the run past its timeout; its slot is another matter (freeSlot).
         const { signal } = flight.controller;
-        result = await untilAborted(
-          this.deps.dispatch.call(
-            {
-              principalId: task.ownerId,
-              workspaceId: task.workspaceId,
-              ...(task.scopes === undefined ? {} : { scopes: task.scopes }),
-            },
-            task.action.tool,
-            { ...task.action.arguments, ...run.input },
-            {
-              requestId: run.id,
-              signal,
-              timeoutMs: task.limits.timeoutSeconds * 1000 + CLIENT_TIMEOUT_MARGIN_MS,
-            },
-          ),
-          signal,
+        call = this.deps.dispatch.call(
+          {
+            principalId: task.ownerId,
+            workspaceId: task.workspaceId,
+            ...(task.scopes === undefined ? {} : { scopes: task.scopes }),
+          },
+          task.action.tool,
+          { ...task.action.arguments, ...run.input },
+          {
+            requestId: run.id,
+            signal,
+            timeoutMs: task.limits.timeoutSeconds * 1000 + CLIENT_TIMEOUT_MARGIN_MS,
+          },
         );
+        result = await untilAborted(call, signal);
         outcome = flight.reason ? ABORTED[flight.reason] : outcomeOf(task, result);
       }
     } catch (error) {
@@ -279,6 +290,7 @@ export class TaskRunner {
     } finally {
       cancelTimeout();
     }
+    this.freeSlot(task, run, flight, call);
     const kept = !flight.reason && result ? await this.deps.results.keep(run, result) : undefined;
     const end: RunEnd = {
       endedAt: this.now(),
@@ -288,9 +300,6 @@ export class TaskRunner {
       assessment: outcome.assessment ?? { status: "not_assessed" },
       ...kept,
     };
-    // A client that reads the run as ended may start the next at once: the slot is free before
-    // the end is recorded, while a graceful stop still waits for the record.
-    flight.callEnded = true;
     try {
       await this.record(task, run, flight, end);
       await this.pruneRuns(task);
@@ -299,6 +308,35 @@ export class TaskRunner {
     } finally {
       this.flights.delete(run.id);
     }
+  }
+
+  /**
+   * Frees the run's slot once its call has settled: a client that reads the run as ended may start
+   * the next at once, before the end is recorded. A call the run's abort stopped waiting for (a
+   * timeout, a cancel) may still be running — a platform tool that ignores its signal — and the
+   * task's next run must not overlap it, so its slot is held until it settles, for at most
+   * ABANDONED_CALL_SLOT_MS; then it is freed and logged (runner.test.ts "a call that ignores its
+   * signal", "a call that never answers"). A remote call settles at its abort: the source rejects
+   * it and the gate's own waits hear the signal (ADR 0068, 0106).
+   */
+  private freeSlot(task: Task, run: Run, flight: Flight, call: Promise<unknown> | undefined): void {
+    // Not aborted: the wait ended because the call did (or no call was made).
+    if (!call || !flight.reason) {
+      this.slots.delete(run.id);
+      return;
+    }
+    const free = () => {
+      stopWaiting();
+      this.slots.delete(run.id);
+    };
+    const stopWaiting = this.deps.timers.after(ABANDONED_CALL_SLOT_MS, () => {
+      this.deps.log.warn(
+        { runId: run.id, taskId: task.id, workspaceId: task.workspaceId, tool: task.action.tool },
+        "task run's tool call has not ended a minute after it was cancelled: its slot is freed, and the next run may overlap it",
+      );
+      free();
+    });
+    call.then(free, free);
   }
 
   /**

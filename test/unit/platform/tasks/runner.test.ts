@@ -1,13 +1,13 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AuditAppender } from "../../../../src/platform/connections/call-audit.ts";
 import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
 import { toolDigest } from "../../../../src/platform/connections/snapshot.ts";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
 import { newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
-import { type RunnerDeps, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
+import { ConcurrencyLimit, type RunnerDeps, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
@@ -103,23 +103,23 @@ async function taskWithTimeout(
 }
 
 /**
- * Starts a run of `task` (a 1 s limit) whose call will not answer: it holds its slot until the
- * limit fires and no longer, and ends timed out.
+ * Starts a run of `task` (a 1 s limit) whose call will not answer by then: it is recorded timed
+ * out when the limit fires, whether or not the call has ended.
  */
 async function expectTimedOutAtItsLimit(tasks: TaskRunner, task: Task): Promise<void> {
   const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
   await settle();
   expect(tasks.inFlight(task.id)).toBe(1);
   await time.advance(1000);
-  await settle();
-  // The slot is free once the timeout fires, not when (if ever) the tool answers.
-  expect(tasks.inFlight(task.id)).toBe(0);
   await tasks.settled(run.id);
   expect((await store.run(t.ws, run.id))?.execution).toMatchObject({
     status: "timed_out",
     error: { code: "timed_out" },
   });
 }
+
+const start = (tasks: TaskRunner, task: Task) =>
+  tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
 
 describe("a run's tool call", () => {
   it("may take the run's whole timeout, past the client library's 60 s, and no less", async () => {
@@ -142,11 +142,39 @@ describe("a run's tool call", () => {
 });
 
 describe("a run whose tool stops answering", () => {
-  it("a call that never answers, ignoring its signal, ends timed out when the run's timeout fires, freeing its slot", async () => {
+  it("a call that ignores its signal ends timed out at the run's limit, and holds the task's slot until it settles: a next run never overlaps it", async () => {
+    const tasks = runner();
+    let finishCall: () => void = () => undefined;
+    answer = () =>
+      new Promise((resolve) => {
+        finishCall = () => resolve({ content: [{ type: "text", text: "late" }] });
+      });
+    const task = await taskWithTimeout(1);
+    await expectTimedOutAtItsLimit(tasks, task);
+    // maxConcurrentRuns is 1 and the first call is still going: a second would run beside it.
+    expect(tasks.inFlight(task.id)).toBe(1);
+    await expect(start(tasks, task)).rejects.toBeInstanceOf(ConcurrencyLimit);
+    finishCall();
+    await settle();
+    expect(tasks.inFlight(task.id)).toBe(0);
+    answer = async () => ({ content: [{ type: "text", text: "done" }] });
+    const next = await start(tasks, task);
+    await tasks.settled(next.id);
+    expect((await store.run(t.ws, next.id))?.execution.status).toBe("succeeded");
+  });
+
+  it("a call that never answers frees its slot a minute after its run timed out, logged, so the task is not stuck for ever", async () => {
     const tasks = runner();
     answer = () => new Promise<never>(() => undefined);
     const task = await taskWithTimeout(1);
     await expectTimedOutAtItsLimit(tasks, task);
+    await time.advance(30_000);
+    expect(tasks.inFlight(task.id)).toBe(1);
+    await time.advance(30_000);
+    expect(tasks.inFlight(task.id)).toBe(0);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ level: 40, taskId: task.id, tool: "remote__slow" }),
+    );
   });
 
   it("a remote tool whose server turned into a listener that never replies ends timed out at the run's limit", async () => {
@@ -192,6 +220,8 @@ describe("a run whose tool stops answering", () => {
       await new Promise<void>((resolve) => silent?.listen(Number(remote.url.port), "127.0.0.1", resolve));
       await time.advance(60_000);
       await expectTimedOutAtItsLimit(tasks, task);
+      // The gate hears the cancel: the call settles at once, freeing the slot.
+      await vi.waitFor(() => expect(tasks.inFlight(task.id)).toBe(0));
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => (silent ? silent.close(() => resolve()) : resolve()));
