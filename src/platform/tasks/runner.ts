@@ -95,6 +95,13 @@ export class ConcurrencyLimit extends Conflict {
   }
 }
 
+/** A run is not started once a stop has begun: refused by name, so a schedule can put its instant back. */
+export class Stopping extends Conflict {
+  constructor() {
+    super("stopping", "Atrium is stopping: start the run again once it is back.");
+  }
+}
+
 const ABORTED: Record<AbortReason, Outcome> = {
   timeout: {
     execution: "timed_out",
@@ -149,8 +156,7 @@ export class TaskRunner {
    * recording nothing, when the input does not fit the task or its runs are at their limit.
    */
   async start(task: Task, start: RunStart): Promise<Run> {
-    if (this.stopping)
-      throw new Conflict("stopping", "Atrium is stopping: start the run again once it is back.");
+    if (this.stopping) throw new Stopping();
     checkInput(task, start.input);
     // Counted and taken before the first await, so two starts racing for the last slot cannot both win.
     if (this.inFlight(task.id) >= task.limits.maxConcurrentRuns) {

@@ -6,7 +6,7 @@ import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { checkCron } from "./cron-trigger.ts";
 import type { Task, TaskTrigger } from "./model.ts";
-import { ConcurrencyLimit, type TaskRunner } from "./runner.ts";
+import { ConcurrencyLimit, Stopping, type TaskRunner } from "./runner.ts";
 import type { TaskStore } from "./store.ts";
 
 export interface ScheduleDeps {
@@ -34,7 +34,8 @@ export interface Missed {
  * restart catches up from: schedules missed while Atrium was down run once, at boot, recording
  * the latest missed instant and the first (test/integration/tasks.test.ts "missed schedules").
  * A schedule whose owner has left or been deactivated is recorded failed once (the runner refuses
- * it and the workspace is told); later ones are skipped until the owner is active again.
+ * it and the workspace is told); later ones are skipped until the owner is active again. A fire
+ * whose run a graceful stop refuses leaves its instant unaccounted for, so the next boot runs it.
  */
 export class TaskSchedules {
   /** Set once boot has armed the index's tasks: a load's tasks are adopted from then on. */
@@ -138,7 +139,7 @@ export class TaskSchedules {
     }
     // The instant is recorded as acted on before its run starts: a crash between the two leaves
     // it run (and recorded interrupted) or not run, never caught up again as missed at the next
-    // boot, which would run it twice.
+    // boot, which would run it twice. A graceful stop between the two puts it back (putBack).
     const recorded = await this.deps.store.update(task, (current) => {
       const { ownerInactiveSince: _was, ...rest } = current;
       return ownerActive
@@ -165,6 +166,10 @@ export class TaskSchedules {
           : Promise.resolve(undefined),
       );
     } catch (error) {
+      if (error instanceof Stopping) {
+        await this.putBack(task, scheduledFor);
+        return;
+      }
       if (!(error instanceof ConcurrencyLimit)) throw error;
       // Limits hold across triggers: a schedule that finds the task at its limit is skipped.
       this.deps.log.warn(
@@ -172,6 +177,29 @@ export class TaskSchedules {
         "task at its concurrency limit; this schedule is skipped",
       );
     }
+  }
+
+  /**
+   * A fire whose run a graceful stop refused, its instant recorded as acted on already: the task's
+   * schedule fields go back to what they were before the fire (`before`), unless a later fire has
+   * moved them since, so the next boot catches the instant up as missed, once, with `missedSince`
+   * (schedule.test.ts "a fire racing a graceful stop"; ADR 0107).
+   */
+  private async putBack(before: Task, scheduledFor: string): Promise<void> {
+    const { workspaceId, id: taskId } = before;
+    await this.deps.store.update(before, (current) => {
+      if (current.lastScheduledAt !== scheduledFor) return current;
+      const { lastScheduledAt: _at, ownerInactiveSince: _since, ...rest } = current;
+      return {
+        ...rest,
+        ...(before.lastScheduledAt === undefined ? {} : { lastScheduledAt: before.lastScheduledAt }),
+        ...(before.ownerInactiveSince === undefined ? {} : { ownerInactiveSince: before.ownerInactiveSince }),
+      };
+    });
+    this.deps.log.info(
+      { workspaceId, taskId, scheduledFor },
+      "task schedule due as Atrium stops: not run now, caught up at the next boot",
+    );
   }
 }
 

@@ -1,16 +1,20 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { everyLeaseLocal } from "../../../../src/kernel/leases.ts";
 import { Scheduler } from "../../../../src/kernel/scheduler.ts";
-import type { Task } from "../../../../src/platform/tasks/model.ts";
-import type { RunStart } from "../../../../src/platform/tasks/runner.ts";
+import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
+import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
+import { type RunStart, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import {
   missedOf,
   missedSince,
   type ScheduleDeps,
   TaskSchedules,
 } from "../../../../src/platform/tasks/schedule.ts";
+import { TaskStore } from "../../../../src/platform/tasks/store.ts";
+import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
+import { openTempRoot } from "../../../helpers/temp-root.ts";
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
@@ -230,5 +234,113 @@ describe("a schedule's fire", () => {
       ["2026-01-01T12:00:00.000Z", "2026-01-01T10:00:00.000Z"],
     ]);
     await scheduler.stop();
+  });
+});
+
+describe("a fire racing a graceful stop", () => {
+  it("an instant whose run the stop refused is not lost: after the restart it runs once, with missedSince", async () => {
+    const owner = `usr_${"b".repeat(24)}`;
+    const t = await openTempRoot("task-schedule-stop", owner);
+    const time = new FakeTime(Date.parse("2026-01-01T08:30:00Z"));
+    const log = memoryLog().log;
+    const called: string[] = [];
+    const dispatch = {
+      call: async (_caller: unknown, name: string) => {
+        called.push(name);
+        return { content: [{ type: "text", text: "done" }] };
+      },
+    } as unknown as ToolDispatch;
+    /** One process's tasks app over the root: its store, runner, scheduler and schedules. */
+    const boot = async () => {
+      const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
+        clock: time.clock,
+        idempotencyWindowMs: 3_600_000,
+        results: { discard: async () => true },
+      });
+      const runner = new TaskRunner({
+        store,
+        dispatch,
+        results: { keep: async (_run, result) => ({ result }) },
+        workspaces: { roleOf: () => "member" },
+        users: { isDeactivated: () => false },
+        events: { publish: () => undefined },
+        clock: time.clock,
+        timers: time.timers,
+        settings: TASK_DEFAULTS,
+        log,
+      });
+      const scheduler = new Scheduler({
+        clock: time.clock,
+        timers: time.timers,
+        leases: everyLeaseLocal,
+        log,
+      });
+      const schedules = new TaskSchedules({
+        scheduler,
+        runner,
+        store,
+        workspaces: { get: () => ({}), roleOf: () => "member" },
+        users: { isDeactivated: () => false },
+        clock: time.clock,
+        log,
+        minIntervalSeconds: 60,
+      } as unknown as ScheduleDeps);
+      const triggered = await store.boot(
+        () => [t.ws],
+        () => true,
+      );
+      // What a graceful stop does (graceful-stop.ts): the scheduler's stop, then the app's.
+      const stop = async () => {
+        await Promise.all([scheduler.stop(), runner.stop().then((unrecorded) => store.close(unrecorded))]);
+      };
+      return { store, schedules, triggered, stop };
+    };
+    try {
+      const first = await boot();
+      await first.schedules.armAll(first.triggered);
+      const now = new Date(time.clock()).toISOString();
+      const task = await first.store.create({
+        id: newTaskId(),
+        workspaceId: t.ws,
+        ownerId: owner,
+        name: "hourly",
+        description: "",
+        action: { tool: "probe__echo", arguments: {} },
+        limits: { timeoutSeconds: 60, maxConcurrentRuns: 1 },
+        trigger: { cron: "0 * * * *", timezone: "UTC" },
+        visibility: "private",
+        createdAt: now,
+        updatedAt: now,
+        lastScheduledAt: now,
+      });
+      first.schedules.arm(task);
+      // The stop begins as the 09:00 fire has recorded its instant, before its run starts.
+      let stopped: Promise<void> | undefined;
+      const update = first.store.update.bind(first.store);
+      first.store.update = async (...args) => {
+        const next = await update(...args);
+        stopped ??= first.stop();
+        return next;
+      };
+      await time.advance(30 * 60_000);
+      await vi.waitFor(() => expect(stopped).toBeDefined());
+      await stopped;
+      expect(called).toEqual([]);
+
+      // Back at 09:10: the 09:00 instant runs once, saying it stands for a schedule missed.
+      await time.advance(10 * 60_000);
+      const second = await boot();
+      await second.schedules.armAll(second.triggered);
+      const [runId, ...more] = await second.store.runIds(task);
+      expect(more).toEqual([]);
+      expect(await second.store.run(t.ws, runId as string)).toMatchObject({
+        trigger: "schedule",
+        scheduledFor: "2026-01-01T09:00:00.000Z",
+        missedSince: "2026-01-01T09:00:00.000Z",
+      });
+      await second.stop();
+    } finally {
+      await t.remove();
+    }
   });
 });
