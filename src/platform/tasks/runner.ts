@@ -182,15 +182,23 @@ export class TaskRunner {
       assessment: { status: "not_assessed" },
       ...(start.idempotency === undefined ? {} : { idempotency: start.idempotency }),
     };
+    const recorded = this.deps.store.createRun(run);
+    // Set before the first await, so a stop that begins while the run is being recorded waits for
+    // its end too (runner.test.ts "a run whose start races a graceful stop").
+    flight.done = recorded.then(
+      () => {
+        this.announce("task.run.started", task, run);
+        return this.execute(task, run, flight);
+      },
+      () => undefined,
+    );
     try {
-      await this.deps.store.createRun(run);
+      await recorded;
     } catch (error) {
       this.flights.delete(id);
       this.slots.delete(id);
       throw error;
     }
-    this.announce("task.run.started", task, run);
-    flight.done = this.execute(task, run, flight);
     return run;
   }
 
@@ -268,7 +276,10 @@ export class TaskRunner {
     let call: Promise<CallToolResult> | undefined;
     try {
       const refusal = this.ownerRefusal(task);
-      if (refusal) {
+      if (flight.reason) {
+        // Aborted while its record was being written (a stop, a cancel): its tool is never called.
+        outcome = ABORTED[flight.reason];
+      } else if (refusal) {
         outcome = { execution: "failed", error: refusal };
       } else {
         // Raced against the run's own abort: a source that ignores the signal (a platform tool)

@@ -326,3 +326,20 @@ describe("a run whose end cannot be written", () => {
     await rebooted.close();
   });
 });
+
+describe("a run whose start races a graceful stop", () => {
+  it("the stop waits for it and records it interrupted, and its tool is never called", async () => {
+    const tasks = runner();
+    const task = await taskWithTimeout(60);
+    // Past the stop's check, its record being written, when the stop begins.
+    const starting = start(tasks, task);
+    await tasks.stop();
+    const run = await starting;
+    expect((await store.run(t.ws, run.id))?.execution).toMatchObject({
+      status: "interrupted",
+      error: { code: "interrupted" },
+    });
+    await settle();
+    expect(contexts).toEqual([]);
+  });
+});
