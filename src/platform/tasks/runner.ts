@@ -85,7 +85,7 @@ interface Flight {
   unwritten?: Run;
 }
 
-/** A task's runs may not be more at once than its limit: refused by name, never queued. */
+/** A task's tool calls may not be more at once than its limit (ADR 0106): refused by name, never queued. */
 export class ConcurrencyLimit extends Conflict {
   constructor(limit: number) {
     super(
