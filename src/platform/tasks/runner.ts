@@ -14,6 +14,8 @@ import type { Unfinished } from "./loaded.ts";
 import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
 import { type Outcome, outcomeOf } from "./outcome.ts";
 import type { ResultFiles } from "./result-files.ts";
+import { type RunEnd, RunEndWriter } from "./run-end-writer.ts";
+import { RunSlots } from "./run-slots.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 import type { TaskStore } from "./store.ts";
 
@@ -53,23 +55,6 @@ const CLIENT_TIMEOUT_MARGIN_MS = 1000;
 
 /** The words every request of a deactivated person gets (http/middleware/authenticate.ts). */
 const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin.";
-
-/**
- * A failed write of a run's end (a full disk) is tried again after this, doubled at each failure
- * up to RECORD_RETRY_MAX_MS, for as long as it fails and Atrium runs.
- */
-const RECORD_RETRY_FIRST_MS = 500;
-const RECORD_RETRY_MAX_MS = 60_000;
-
-/**
- * How long after its run was cancelled (a timeout, a cancel, a stop) a tool call that has not
- * settled still holds its task's slot; past it the slot is freed, logged, so a call that never
- * settles does not stop the task for ever (ADR 0106).
- */
-const ABANDONED_CALL_SLOT_MS = 60_000;
-
-/** What a run's record gains when it ends. */
-type RunEnd = Pick<Run, "endedAt" | "execution" | "assessment" | "result" | "resultFile" | "resultNote">;
 
 interface Flight {
   taskId: string;
@@ -131,24 +116,18 @@ const ABORTED: Record<AbortReason, Outcome> = {
  */
 export class TaskRunner {
   private readonly flights = new Map<string, Flight>();
-  /**
-   * The task of each run whose tool call holds one of its slots: from the start until the call
-   * has settled, which may be after the run ended (ADR 0106).
-   */
-  private readonly slots = new Map<string, string>();
+  private readonly slots: RunSlots;
   private stopping = false;
-  /** Wakes each write of a run's end that waits to be tried again: a stop tries them at once. */
-  private readonly waiting = new Set<() => void>();
-  /** The workspaces with a run whose end a stop gave up writing. */
-  private readonly unrecorded = new Set<string>();
+  private readonly ends: RunEndWriter;
 
-  constructor(private readonly deps: RunnerDeps) {}
+  constructor(private readonly deps: RunnerDeps) {
+    this.slots = new RunSlots(deps.timers, deps.log);
+    this.ends = new RunEndWriter(deps.store, deps.timers, deps.log);
+  }
 
   /** How many of the task's slots are held now: its runs in flight, and calls still ending after theirs did. */
   inFlight(taskId: string): number {
-    let count = 0;
-    for (const holder of this.slots.values()) if (holder === taskId) count++;
-    return count;
+    return this.slots.count(taskId);
   }
 
   /**
@@ -165,7 +144,7 @@ export class TaskRunner {
     const id = newRunId();
     const flight: Flight = { taskId: task.id, controller: new AbortController() };
     this.flights.set(id, flight);
-    this.slots.set(id, task.id);
+    this.slots.take(id, task.id);
     const run: Run = {
       id,
       taskId: task.id,
@@ -196,7 +175,7 @@ export class TaskRunner {
       await recorded;
     } catch (error) {
       this.flights.delete(id);
-      this.slots.delete(id);
+      this.slots.release(id);
       throw error;
     }
     return run;
@@ -232,11 +211,11 @@ export class TaskRunner {
    */
   async stop(): Promise<ReadonlySet<string>> {
     this.stopping = true;
-    for (const wake of [...this.waiting]) wake();
+    this.ends.stop();
     const flights = [...this.flights.values()];
     for (const flight of flights) this.abort(flight, "shutdown");
     await Promise.all(flights.map((flight) => flight.done));
-    return this.unrecorded;
+    return this.ends.unrecorded;
   }
 
   /**
@@ -283,7 +262,7 @@ export class TaskRunner {
         outcome = { execution: "failed", error: refusal };
       } else {
         // Raced against the run's own abort: a source that ignores the signal (a platform tool)
-        // must not hold the run past its timeout; its slot is another matter (freeSlot).
+        // must not hold the run past its timeout; its slot is another matter (RunSlots).
         const { signal } = flight.controller;
         call = this.deps.dispatch.call(
           {
@@ -307,7 +286,17 @@ export class TaskRunner {
     } finally {
       cancelTimeout();
     }
-    this.freeSlot(task, run, flight, call);
+    // A client that reads the run as ended may start the next at once, before the end is
+    // recorded; a call its abort stopped waiting for keeps its slot until it settles (RunSlots).
+    if (call && flight.reason) {
+      const holder = {
+        runId: run.id,
+        taskId: task.id,
+        workspaceId: task.workspaceId,
+        tool: task.action.tool,
+      };
+      this.slots.releaseWhenSettled(holder, call);
+    } else this.slots.release(run.id);
     const kept = !flight.reason && result ? await this.deps.results.keep(run, result) : undefined;
     const end: RunEnd = {
       endedAt: this.now(),
@@ -318,100 +307,16 @@ export class TaskRunner {
       ...kept,
     };
     try {
-      await this.record(task, run, flight, end);
+      const ended = await this.ends.write(task, run, end, (unwritten) => {
+        flight.unwritten = unwritten;
+      });
+      if (ended) this.announce("task.run.finished", task, ended);
       await this.pruneRuns(task);
     } catch (error) {
       this.deps.log.error({ err: error, runId: run.id, taskId: task.id }, "task runs could not be pruned");
     } finally {
       this.flights.delete(run.id);
     }
-  }
-
-  /**
-   * Frees the run's slot once its call has settled: a client that reads the run as ended may start
-   * the next at once, before the end is recorded. A call the run's abort stopped waiting for (a
-   * timeout, a cancel) may still be running — a platform tool that ignores its signal — and the
-   * task's next run must not overlap it, so its slot is held until it settles, for at most
-   * ABANDONED_CALL_SLOT_MS; then it is freed and logged (runner.test.ts "a call that ignores its
-   * signal", "a call that never answers"). A remote call settles at its abort: the source rejects
-   * it and the gate's own waits hear the signal (ADR 0068, 0106).
-   */
-  private freeSlot(task: Task, run: Run, flight: Flight, call: Promise<unknown> | undefined): void {
-    // Not aborted: the wait ended because the call did (or no call was made).
-    if (!call || !flight.reason) {
-      this.slots.delete(run.id);
-      return;
-    }
-    const free = () => {
-      stopWaiting();
-      this.slots.delete(run.id);
-    };
-    const stopWaiting = this.deps.timers.after(ABANDONED_CALL_SLOT_MS, () => {
-      this.deps.log.warn(
-        { runId: run.id, taskId: task.id, workspaceId: task.workspaceId, tool: task.action.tool },
-        "task run's tool call has not ended a minute after it was cancelled: its slot is freed, and the next run may overlap it",
-      );
-      free();
-    });
-    call.then(free, free);
-  }
-
-  /**
-   * Writes the run's end, and while the write fails (a full disk) tries it again with backoff,
-   * reads answering the end from memory meanwhile (`endedRun`), so the run is never left answered
-   * `running` until an eviction or a restart (runner.test.ts "a run whose end cannot be written").
-   * A stop tries it once more and then gives up: the workspace keeps its crash mark, and the next
-   * boot records the run `interrupted`, as a crash's. The first failure and the giving up are
-   * logged as errors with the run's ids and how it ended, never its input or result.
-   */
-  private async record(task: Task, run: Run, flight: Flight, end: RunEnd): Promise<void> {
-    const about = {
-      runId: run.id,
-      taskId: task.id,
-      workspaceId: task.workspaceId,
-      execution: end.execution.status,
-    };
-    let waitMs = RECORD_RETRY_FIRST_MS;
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const ended = await this.deps.store.updateRun(run, (current) => ({ ...current, ...end }));
-        if (attempt > 1)
-          this.deps.log.info({ ...about, attempts: attempt }, "task run's end written after all");
-        if (ended) this.announce("task.run.finished", task, ended);
-        return;
-      } catch (error) {
-        if (this.stopping) {
-          this.unrecorded.add(task.workspaceId);
-          this.deps.log.error(
-            { ...about, err: error },
-            "task run's end could not be written before the stop: the next boot records the run interrupted",
-          );
-          return;
-        }
-        if (attempt === 1) {
-          flight.unwritten = { ...run, ...end };
-          this.deps.log.error(
-            { ...about, err: error },
-            "task run's end could not be written: reads answer it from memory, and the write is tried again",
-          );
-        }
-        await this.pause(waitMs);
-        waitMs = Math.min(waitMs * 2, RECORD_RETRY_MAX_MS);
-      }
-    }
-  }
-
-  /** Waits `ms` on the instance's timers, or until a stop begins. */
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        cancel();
-        this.waiting.delete(wake);
-        resolve();
-      };
-      const cancel = this.deps.timers.after(ms, wake);
-      this.waiting.add(wake);
-    });
   }
 
   /** Keeps the task's newest finished runs up to the configured number; the rest go with their result files. */
