@@ -152,7 +152,8 @@ export interface PublishedSkills {
 
 /** A workspace's sources while its registry is loaded; a registry built later asks the apps. */
 export interface WorkspaceSources {
-  replace(workspaceId: string, source: Source): Promise<void>;
+  /** Serves `source` in place of its namesake, answered to be closed by the caller (SourceRegistry.replace). */
+  replace(workspaceId: string, source: Source): Promise<Source | undefined>;
   /** `owner` names whose personal source (`my_…`) is removed; absent for a shared one. */
   remove(workspaceId: string, name: string, owner?: string): Promise<void>;
 }

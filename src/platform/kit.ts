@@ -93,7 +93,7 @@ export function publishedSkills(): PublishedSkills {
 export function workspaceSources(registries: IdleCache<SourceRegistry>): WorkspaceSources {
   return {
     async replace(workspaceId, source) {
-      await (await registries.peek(workspaceId))?.replace(source);
+      return (await registries.peek(workspaceId))?.replace(source);
     },
     async remove(workspaceId, name, owner) {
       await (await registries.peek(workspaceId))?.remove(name, owner);

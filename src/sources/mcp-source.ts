@@ -16,7 +16,8 @@ import type { McpServer } from "@modelcontextprotocol/server";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
-import type { Source, SourceCall } from "./source.ts";
+import { OutboundFailure } from "./guarded-fetch.ts";
+import type { Source, SourceCall, SourceClosing } from "./source.ts";
 
 /**
  * How a source is reached: an SDK server in this process on an in-memory linked pair (a
@@ -70,6 +71,8 @@ export class McpSource implements Source {
   private tools: Promise<Tool[]> | undefined;
   private listedAt = 0;
   private server: McpServer | undefined;
+  /** Ends every request of the current remote client, its connect included: aborted by `close("now")`. */
+  private cut: AbortController | undefined;
 
   constructor(
     readonly name: string,
@@ -172,10 +175,19 @@ export class McpSource implements Source {
     );
   }
 
-  async close(): Promise<void> {
+  /**
+   * Closes the client. `"now"` cuts a connect still under way rather than waiting for it: a server
+   * that takes the TCP connection and never answers held an admin's disable or remove until
+   * connections.requestTimeoutSeconds (test/integration/connections-races.test.ts "a disable behind
+   * a refresh answers while the server never answers"). `"superseded"` lets it finish, and a later
+   * `"now"` still cuts it.
+   */
+  async close(how: SourceClosing = "now"): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.tools = undefined;
+    if (how === "now")
+      this.cut?.abort(new OutboundFailure("The client was closed before the server answered."));
     if (client) await (await client.catch(() => undefined))?.close();
     await this.server?.close();
     this.server = undefined;
@@ -228,11 +240,25 @@ export class McpSource implements Source {
       await this.server.connect(serverSide);
       return clientSide;
     }
+    const cut = new AbortController();
+    this.cut = cut;
     return new StreamableHTTPClientTransport(this.transport.url, {
       requestInit: { headers: this.transport.headers ?? {} },
-      ...(this.transport.fetch ? { fetch: this.transport.fetch } : {}),
+      fetch: cutBy(this.transport.fetch ?? fetch, cut.signal),
     });
   }
+}
+
+/**
+ * `fetch`, whose every request ends once `signal` aborts, and which sends nothing after that: the
+ * client library's own close cannot end a connect, whose version probe runs on the transport
+ * before the client holds it, and may fall back to `initialize` after the probe failed.
+ */
+function cutBy(fetch: FetchLike, signal: AbortSignal): FetchLike {
+  return (url, init) => {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    return fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+  };
 }
 
 /**

@@ -39,15 +39,22 @@ export class SourceRegistry {
     names?.set(source.name, source);
   }
 
-  /** Puts `source` in place of the one with its name (and owner), if any, and closes that one. */
-  async replace(source: Source): Promise<void> {
+  /**
+   * Puts `source` in place of the one with its name (and owner), if any, and answers that one for
+   * the caller to close (never a lent one): a connection's closes it as superseded, outside its
+   * turn, and cuts it if the connection is withdrawn meanwhile (platform/connections/serving.ts).
+   */
+  replace(source: Source): Source | undefined {
     const previous = this.namesOf(source.owner)?.get(source.name);
     this.namesOf(source.owner)?.delete(source.name);
     this.add(source);
-    await this.closeOwn(previous);
+    return previous && !this.lent.has(previous) ? previous : undefined;
   }
 
-  /** Takes the named source (of `owner`, for a personal one) out and closes it; calls under way finish. */
+  /**
+   * Takes the named source (of `owner`, for a personal one) out and closes it now: what it has
+   * under way with its server, a connect included, ends (Source.close).
+   */
   async remove(name: string, owner?: string): Promise<void> {
     const names = this.namesOf(owner);
     const source = names?.get(name);

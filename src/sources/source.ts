@@ -36,5 +36,13 @@ export interface Source {
     caller: Caller,
     call?: SourceCall,
   ): Promise<CallToolResult>;
-  close(): Promise<void>;
+  /**
+   * `"now"` (the default): the source is out of service, and whatever it has under way with its
+   * server, a connect included, ends at once. `"superseded"`: a newer source serves in its place,
+   * and a connect under way finishes first, so the call waiting on it goes on (ADR 0109).
+   */
+  close(how?: SourceClosing): Promise<void>;
 }
+
+/** How a source is closed: see Source.close. */
+export type SourceClosing = "now" | "superseded";

@@ -104,7 +104,7 @@ describe("a credential check a 401 woke, whose connection is removed while the s
     const unhandled = await unhandledDuring(async () => {
       const failed = call(user, ws(), `${source}__echo`);
       await bothHeld.promise;
-      // The removal is stored at once; closing the client waits for the held connect to end.
+      // The removal is stored at once, and closing the client cuts its held connect.
       const removed = rest(user, "DELETE", path);
       await vi.waitFor(async () =>
         expect(await (await rest(user, "GET", path)).json()).toMatchObject({
@@ -119,4 +119,83 @@ describe("a credential check a 401 woke, whose connection is removed while the s
     expect(unhandled).toEqual([]);
     expect((await rest(user, "GET", `/v1/workspaces/${ws()}/connections`)).status).toBe(200);
   });
+});
+
+describe("an admin's disable or remove, while the server takes a connect and never answers it", () => {
+  /** A connection through a new proxy whose first `server/discover` is held until `release` opens. */
+  async function heldConnection(user: string, ws: string, name: string, personal: boolean) {
+    const through = await proxy();
+    const created = await rest(user, "POST", `/v1/workspaces/${ws}/connections`, {
+      name,
+      url: through.url.href,
+      auth: { kind: "static", header: "x-api-key", value: SECRET },
+      ...(personal ? { personal: true } : {}),
+    });
+    expect(created.status).toBe(201);
+    const held = gate();
+    const release = gate();
+    const methods: (string | undefined)[] = [];
+    let discovers = 0;
+    through.intercept(async (method) => {
+      methods.push(method);
+      if (method === "server/discover" && ++discovers === 1) {
+        held.open();
+        await release.promise;
+      }
+      return undefined;
+    });
+    return { held: held.promise, release: release.open, methods };
+  }
+
+  it.each([
+    ["a member's personal connection", "bob", () => solo, true],
+    ["a workspace connection", "alice", () => shared, false],
+  ] as const)(
+    "%s: a disable behind a refresh answers while the server never answers, and nothing is served",
+    async (_, user, ws, personal) => {
+      const name = `held-refresh-${user}`;
+      const source = personal ? `my_${name}` : name;
+      const path = `/v1/workspaces/${ws()}/connections/${source}`;
+      const server = await heldConnection(user, ws(), name, personal);
+      // A member's call connects the served client, and the server holds that connect.
+      const calling = call(user, ws(), `${source}__echo`);
+      await server.held;
+      const callsBefore = (await remote.calls()).length;
+      // The refresh photographs on a client of its own, then swaps the served client for a new one,
+      // which closes the one still connecting; the disable comes once the photograph listed.
+      const refreshing = rest(user, "POST", `${path}/tools/refresh`);
+      await vi.waitFor(() => expect(server.methods).toContain("tools/list"));
+      const disabled = await rest(user, "POST", `${path}/disable`);
+      expect(disabled.status).toBe(200);
+      expect(await disabled.json()).toMatchObject({ state: "disabled" });
+      expect((await refreshing).status).toBe(200);
+      // The cut connect fails the call; nothing reached the tool, before or after the server answers.
+      expect((await calling).isError).toBe(true);
+      server.release();
+      expect((await call(user, ws(), `${source}__echo`)).isError).toBe(true);
+      expect((await remote.calls()).length).toBe(callsBefore);
+      expect(await (await rest(user, "GET", path)).json()).toMatchObject({ state: "disabled" });
+    },
+  );
+
+  it.each([
+    ["a member's personal connection", "bob", () => solo, true],
+    ["a workspace connection", "alice", () => shared, false],
+  ] as const)(
+    "%s: a remove answers while the server never answers a member's connect",
+    async (_, user, ws, personal) => {
+      const name = `held-remove-${user}`;
+      const source = personal ? `my_${name}` : name;
+      const path = `/v1/workspaces/${ws()}/connections/${source}`;
+      const server = await heldConnection(user, ws(), name, personal);
+      const calling = call(user, ws(), `${source}__echo`);
+      await server.held;
+      const callsBefore = (await remote.calls()).length;
+      expect((await rest(user, "DELETE", path)).status).toBe(204);
+      expect((await calling).isError).toBe(true);
+      server.release();
+      expect((await call(user, ws(), `${source}__echo`)).isError).toBe(true);
+      expect((await remote.calls()).length).toBe(callsBefore);
+    },
+  );
 });

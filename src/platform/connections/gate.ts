@@ -1,7 +1,7 @@
 import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { ValidateFunction } from "ajv";
 import type { Caller } from "../../sources/caller-meta.ts";
-import type { Source, SourceCall } from "../../sources/source.ts";
+import type { Source, SourceCall, SourceClosing } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import { untilAborted } from "../until-aborted.ts";
@@ -102,8 +102,8 @@ export class ConnectionSource implements Source {
     return isDenial(outcome) ? refusal(outcome.reason) : outcome;
   }
 
-  async close(): Promise<void> {
-    await this.live.close();
+  async close(how?: SourceClosing): Promise<void> {
+    await this.live.close(how);
   }
 
   /**

@@ -1,7 +1,7 @@
 import { type CallToolResult, SdkError, SdkErrorCode, type Tool } from "@modelcontextprotocol/client";
 import type { Caller } from "../../sources/caller-meta.ts";
 import type { McpSource, RemoteSkill } from "../../sources/mcp-source.ts";
-import type { SourceCall } from "../../sources/source.ts";
+import type { SourceCall, SourceClosing } from "../../sources/source.ts";
 import { retold } from "./remote-failure.ts";
 
 /**
@@ -54,8 +54,8 @@ export class RemoteSource {
     return this.told(() => this.source.callTool(tool, args, caller, call));
   }
 
-  close(): Promise<void> {
-    return this.told(() => this.source.close());
+  close(how?: SourceClosing): Promise<void> {
+    return this.told(() => this.source.close(how));
   }
 
   private async told<T>(run: () => Promise<T>): Promise<T> {

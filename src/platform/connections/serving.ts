@@ -1,3 +1,4 @@
+import type { Source } from "../../sources/source.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { WorkspaceSources } from "../app.ts";
 import type { ConnectionSource } from "./gate.ts";
@@ -12,9 +13,17 @@ import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
  * service once it holds the connection's turn, and a take-out waits for a put under way, then
  * undoes it (test/unit/platform/connections/serving.test.ts). `key` is the store's: a workspace,
  * or a personal connection's owner.
+ *
+ * A turn holds only local work, never a wait on the server (adr/0109): the client a put
+ * supersedes is closed after the turn, letting a connect under way finish so the member's call
+ * waiting on it goes on; a take-out cuts the client it removes and every superseded one still
+ * closing. Closing inside the turn held every disable and remove behind a server that took the
+ * TCP connection and never answered (test/integration/connections-races.test.ts).
  */
 export class Serving {
   private readonly turns = new KeyedLock();
+  /** The superseded sources of each connection (`<key>/<name>`) still closing. */
+  private readonly closing = new Map<string, Set<Source>>();
 
   constructor(
     private readonly store: ConnectionStore,
@@ -31,23 +40,51 @@ export class Serving {
     where: () => readonly string[],
     build: (record: ConnectionRecord) => Promise<ConnectionSource>,
   ): Promise<void> {
-    await this.turns.run(`${key}/${name}`, async () => {
+    const turn = `${key}/${name}`;
+    const superseded = await this.turns.run(turn, async () => {
       let record: ConnectionRecord;
       try {
         record = await this.store.get(key, name);
       } catch (error) {
-        if (isConnectionNotFound(error)) return;
+        if (isConnectionNotFound(error)) return [];
         throw error;
       }
-      if (record.disabled || record.snapshotVersion === 0) return;
-      for (const workspaceId of where()) await this.sources.replace(workspaceId, await build(record));
+      if (record.disabled || record.snapshotVersion === 0) return [];
+      const replaced: Source[] = [];
+      for (const workspaceId of where()) {
+        const previous = await this.sources.replace(workspaceId, await build(record));
+        if (previous) replaced.push(previous);
+      }
+      const closing = this.closing.get(turn) ?? new Set<Source>();
+      this.closing.set(turn, closing);
+      for (const source of replaced) closing.add(source);
+      return replaced;
     });
+    await Promise.all(
+      superseded.map(async (source) => {
+        try {
+          await source.close("superseded");
+        } finally {
+          const closing = this.closing.get(turn);
+          closing?.delete(source);
+          if (closing?.size === 0) this.closing.delete(turn);
+        }
+      }),
+    );
   }
 
-  /** Takes the connection out of each workspace `where` names, after any put under way. */
+  /**
+   * Takes the connection out of each workspace `where` names, after any put under way, and cuts
+   * what it has under way with the server: the removed client's and every superseded one's.
+   */
   async withdraw(key: string, name: string, where: () => readonly string[], owner?: string): Promise<void> {
-    await this.turns.run(`${key}/${name}`, async () => {
-      for (const workspaceId of where()) await this.sources.remove(workspaceId, name, owner);
+    const turn = `${key}/${name}`;
+    await this.turns.run(turn, async () => {
+      const superseded = [...(this.closing.get(turn) ?? [])];
+      await Promise.all([
+        ...superseded.map((source) => source.close("now")),
+        ...where().map((workspaceId) => this.sources.remove(workspaceId, name, owner)),
+      ]);
     });
   }
 }

@@ -4,11 +4,13 @@ import { createLogger } from "../../../../src/log.ts";
 import type { WorkspaceSources } from "../../../../src/platform/app.ts";
 import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
 import { Connections, type ConnectionsDeps } from "../../../../src/platform/connections/connections.ts";
+import type { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { Serving } from "../../../../src/platform/connections/serving.ts";
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
-import type { Source } from "../../../../src/sources/source.ts";
+import type { Source, SourceClosing } from "../../../../src/sources/source.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { type Gate, gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -157,5 +159,48 @@ describe("a lapse a health loop found, for a connection removed while it was bei
     const caller = { principalId: ADMIN, workspaceId: temp.ws };
     const answer = await served.get("srv")?.callTool("echo", {}, caller, { requestId: "r" });
     expect(answer?.content).toEqual([{ type: "text", text: "echoed" }]);
+  });
+});
+
+describe("the client a put supersedes", () => {
+  it("is closed as superseded after the turn, and cut by a take-out while it still closes", async () => {
+    const registry = new Map<string, Source>();
+    const sources: WorkspaceSources = {
+      replace: async (_ws, source) => {
+        const previous = registry.get(source.name);
+        registry.set(source.name, source);
+        return previous;
+      },
+      remove: async (_ws, name) => {
+        const removed = registry.get(name);
+        registry.delete(name);
+        await removed?.close();
+      },
+    };
+    const serving = new Serving(store, sources);
+    // Each client records how it was closed; a superseded close waits for its connect (the gate),
+    // which a close "now" cuts.
+    const closes: string[][] = [];
+    const client = (): ConnectionSource => {
+      const mine: string[] = [];
+      closes.push(mine);
+      const connecting = gate();
+      return {
+        name: "srv",
+        close: async (how: SourceClosing = "now") => {
+          mine.push(how);
+          if (how === "now") connecting.open();
+          else await connecting.promise;
+        },
+      } as unknown as ConnectionSource;
+    };
+    const where = () => [temp.ws];
+    await serving.serve(temp.ws, "srv", where, async () => client());
+    const refreshing = serving.serve(temp.ws, "srv", where, async () => client());
+    await vi.waitFor(() => expect(closes[0]).toEqual(["superseded"]));
+    await serving.withdraw(temp.ws, "srv", where);
+    await refreshing;
+    expect(closes).toEqual([["superseded", "now"], ["now"]]);
+    expect([...registry.keys()]).toEqual([]);
   });
 });
