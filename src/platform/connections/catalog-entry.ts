@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject } from "ajv";
 import { hidesText, isUnshowable } from "../../text.ts";
-import { holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
+import { holdsQueryCredential, holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
 
 // One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
 // …/server.schema.json), checked against the part of it Atrium reads, and what Atrium says about
@@ -127,6 +127,11 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
         problem: `remotes.${index} has a user name or password in its URL; remove it from the catalog.`,
       };
     }
+    if (holdsQueryCredential(remote.url)) {
+      return {
+        problem: `remotes.${index} has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.`,
+      };
+    }
     // A header's description is told to whoever connects ("This server needs the header …
     // (description)"), so it is screened as a label is; a U+202E in it was echoed
     // (test/unit/platform/connections/catalog-entry.test.ts "… header's description …").
@@ -143,6 +148,11 @@ export function checkServerJson(value: unknown): { server: ServerJson } | { prob
     if (typeof url === "string" && holdsUserinfo(url)) {
       return {
         problem: `packages.${index}.transport has a user name or password in its URL; remove it from the catalog.`,
+      };
+    }
+    if (typeof url === "string" && holdsQueryCredential(url)) {
+      return {
+        problem: `packages.${index}.transport has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.`,
       };
     }
   }

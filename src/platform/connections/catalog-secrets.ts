@@ -1,6 +1,9 @@
+import { namesCredential } from "./model.ts";
+
 // Where a catalog entry could carry a secret that every signed-in person would read: an input
-// marked `isSecret` with a value, anywhere under `remotes` or `packages`, and a URL's userinfo,
-// parsed or not (ADR 0038, ADR 0092). checkServerJson (catalog-entry.ts) turns them into problems.
+// marked `isSecret` with a value, anywhere under `remotes` or `packages`, a URL's userinfo,
+// parsed or not, and a query parameter named as a credential with a value (ADR 0038, ADR 0092,
+// ADR 0108). checkServerJson (catalog-entry.ts) turns them into problems.
 
 /** How long a place in a problem grows before the rest of it is `…`: a file may nest deep. */
 const MAX_PLACE_CHARS = 200;
@@ -82,4 +85,30 @@ function authorityOf(text: string): string {
     .replace(/^[A-Za-z][A-Za-z0-9+.-]*:/, "")
     .replace(/^[/\\]+/, "");
   return afterScheme.split(/[/?#]/, 1)[0] ?? "";
+}
+
+/**
+ * Whether a URL's query has a parameter named as a credential (model.ts namesCredential) with a
+ * value that is not a `{variable}`: read by hand, since a templated URL may not parse. A
+ * `?api_key={api_key}` is a variable whoever connects fills in, and is listed.
+ */
+export function holdsQueryCredential(text: string): boolean {
+  const query = text.split("#", 1)[0]?.split("?").slice(1).join("?") ?? "";
+  return query.split("&").some((pair) => {
+    const at = pair.indexOf("=");
+    const value = at === -1 ? "" : pair.slice(at + 1);
+    return (
+      value !== "" &&
+      !/^\{[^{}]*\}$/.test(value) &&
+      namesCredential(decoded(at === -1 ? pair : pair.slice(0, at)))
+    );
+  });
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replaceAll("+", " "));
+  } catch {
+    return text;
+  }
 }

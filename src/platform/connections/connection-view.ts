@@ -1,7 +1,7 @@
 import { AtriumError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
-import { type ConnectionState, deriveState, type StoredAuth } from "./model.ts";
+import { type ConnectionState, deriveState, type StoredAuth, shownUrl } from "./model.ts";
 import type { ConnectionStore } from "./store.ts";
 
 /** A connection as every API answers it: never a credential's value. */
@@ -11,6 +11,7 @@ export interface ConnectionView {
   auth:
     | { kind: "none" }
     | { kind: "static"; header: string }
+    | { kind: "query"; param: string }
     | { kind: "oauth"; scopes: string[]; issuer: string };
   state: ConnectionState;
   authorizationGeneration: number;
@@ -41,7 +42,7 @@ export async function viewConnection(
   ]);
   return {
     name: record.name,
-    url: record.url,
+    url: shownUrl(record.url),
     auth: authView(record.auth),
     state: deriveState(record, transport, credential),
     authorizationGeneration: record.authorizationGeneration,
@@ -63,6 +64,7 @@ export async function viewConnection(
 /** The auth a client sees: the kind and what is not secret (never a credential id or token). */
 function authView(auth: StoredAuth): ConnectionView["auth"] {
   if (auth.kind === "static") return { kind: "static", header: auth.header };
+  if (auth.kind === "query") return { kind: "query", param: auth.param };
   if (auth.kind === "oauth")
     return { kind: "oauth", scopes: auth.granted ?? auth.scopes, issuer: auth.issuer };
   return { kind: "none" };

@@ -18,11 +18,12 @@ import {
   checkServerUrl,
   newConnectionId,
   type StoredAuth,
+  sealedCredentialOf,
 } from "./model.ts";
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
-import { type CredentialVault, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
+import { type CredentialVault, QUERY_VALUE_FIELD, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { Serving } from "./serving.ts";
 import { diffSnapshots, pinsSame, type Snapshot } from "./snapshot.ts";
 import { SkillNameClashes, skillsOf } from "./snapshot-skills.ts";
@@ -93,8 +94,9 @@ export class Connections {
   ): Promise<ConnectionView | AuthorizationStarted> {
     this.requireAdmin(workspaceId, principalId);
     const name = checkConnectionName(request.name, this.deps.reservedNames);
-    const url = checkServerUrl(request.url).href;
-    const auth = checkAuth(request.auth);
+    const target = checkServerUrl(request.url);
+    const url = target.href;
+    const auth = checkAuth(request.auth, target);
     if (this.deps.store.names(workspaceId).includes(name)) {
       throw new Conflict(
         "connection_exists",
@@ -120,7 +122,8 @@ export class Connections {
       const snapshot = await this.photograph(record, 1);
       await this.deps.store.create(record, snapshot);
     } catch (error) {
-      if (stored.kind === "static") await this.deps.vault.delete(stored.credential);
+      const sealed = sealedCredentialOf(stored);
+      if (sealed) await this.deps.vault.delete(sealed);
       throw error;
     }
     await this.serve(workspaceId, name);
@@ -239,7 +242,8 @@ export class Connections {
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
     await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
-    if (record?.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    const sealed = record && sealedCredentialOf(record.auth);
+    if (sealed) await this.deps.vault.delete(sealed);
     if (record?.auth.kind === "oauth") {
       this.deps.authorizer.forget(record);
       if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
@@ -382,6 +386,13 @@ export class Connections {
       throw new InvalidInput('"auth.kind" "oauth" is authorized at its go_url; it has nothing to seal here.');
     }
     if (auth.kind === "none") return auth;
+    if (auth.kind === "query") {
+      return {
+        kind: "query",
+        param: auth.param,
+        credential: await this.deps.vault.put(id, QUERY_VALUE_FIELD, auth.value),
+      };
+    }
     return {
       kind: "static",
       header: auth.header,

@@ -3,10 +3,14 @@ import { InvalidInput } from "../../errors.ts";
 import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import { isUnshowable } from "../../text.ts";
 
-/** How Atrium authenticates to the server: nothing, one header whose value is sealed, or OAuth. */
+/**
+ * How Atrium authenticates to the server: nothing, one header or one query parameter whose value
+ * is sealed (adr/0108), or OAuth.
+ */
 export type StoredAuth =
   | { kind: "none" }
   | { kind: "static"; header: string; credential: string }
+  | { kind: "query"; param: string; credential: string }
   | StoredOAuth;
 
 /** An OAuth connection: where its tokens come from, and the sealed token set once authorized. */
@@ -28,7 +32,13 @@ export interface StoredOAuth {
 export type AuthRequest =
   | { kind: "none" }
   | { kind: "static"; header: string; value: string }
+  | { kind: "query"; param: string; value: string }
   | { kind: "oauth"; scopes?: string[] };
+
+/** The credential store id of the value a static or query credential sealed, if it has one. */
+export function sealedCredentialOf(auth: StoredAuth): string | undefined {
+  return auth.kind === "static" || auth.kind === "query" ? auth.credential : undefined;
+}
 
 /** A connection as stored at `<ws>/connections/servers/<name>/connection.json`. */
 export interface ConnectionRecord {
@@ -106,6 +116,68 @@ const RESERVED_HEADERS = new Set([
 ]);
 const MAX_VALUE_CHARS = 4096;
 const MAX_URL_CHARS = 2048;
+/** A query parameter's name a query credential may take: unreserved URL characters, sent as they are. */
+const QUERY_PARAM = /^[A-Za-z0-9._~-]{1,128}$/;
+
+/**
+ * The words of a query parameter's name that say it carries a credential (adr/0108). A name is
+ * split into words at `_`, `-`, `.` and a lower-to-upper case change, lowercased: `api_key`,
+ * `X-Api-Key`, `accessToken` and `client.secret` all hold one. `JOINED` are such names written as
+ * one word. A URL whose query names one is refused, since the URL is shown to every member.
+ */
+const CREDENTIAL_WORDS: ReadonlySet<string> = new Set([
+  "key",
+  "apikey",
+  "token",
+  "secret",
+  "password",
+  "passwd",
+  "pwd",
+  "passphrase",
+  "auth",
+  "authorization",
+  "credential",
+  "credentials",
+  "sig",
+  "signature",
+  "jwt",
+  "bearer",
+  "session",
+  "sessionid",
+]);
+const JOINED_CREDENTIAL_NAMES: ReadonlySet<string> = new Set([
+  "accesstoken",
+  "authtoken",
+  "idtoken",
+  "refreshtoken",
+  "accesskey",
+  "secretkey",
+  "privatekey",
+  "clientsecret",
+  "xapikey",
+]);
+
+/**
+ * `url` as a member is shown it: the value of each query parameter whose name says it carries a
+ * credential replaced by `redacted`. Only a record stored before such URLs were refused holds one.
+ */
+export function shownUrl(url: string): string {
+  if (!URL.canParse(url)) return url;
+  const parsed = new URL(url);
+  const named = [...new Set(parsed.searchParams.keys())].filter(namesCredential);
+  for (const name of named) parsed.searchParams.set(name, "redacted");
+  return named.length === 0 ? url : parsed.href;
+}
+
+/** Whether a query parameter's name says it carries a credential (CREDENTIAL_WORDS). */
+export function namesCredential(param: string): boolean {
+  const words = param
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase()
+    .split(/[_.\-\s]+/)
+    .filter((word) => word !== "");
+  return words.some((word) => CREDENTIAL_WORDS.has(word)) || JOINED_CREDENTIAL_NAMES.has(words.join(""));
+}
 
 /** The ids of the sealed credentials a stored connection's auth names (its value, or its token set). */
 export function sealedCredentialIds(auth: StoredAuth): string[] {
@@ -151,13 +223,26 @@ export function checkServerUrl(url: unknown): URL {
   if (parsed.username || parsed.password) {
     throw new InvalidInput('"url" may not carry a user name or password; use "auth" for credentials.');
   }
+  // The URL is stored in the record and shown to every member: a credential in its query would be
+  // read by all of them (test/integration/connections-query-credential.test.ts).
+  const named = [...parsed.searchParams.keys()].find(namesCredential);
+  if (named !== undefined) {
+    const shown = QUERY_PARAM.test(named) ? `"${named}"` : "a parameter";
+    throw new InvalidInput(
+      `"url" carries what looks like a credential in its query (${shown}), which every member of the ` +
+        "workspace would read. Send the URL without it, and the value in " +
+        `{"kind": "query", "param": "<name>", "value": "…"} as "auth" (sealed, added only when Atrium ` +
+        'calls the server), or in a header with {"kind": "static", "header", "value"}.',
+    );
+  }
   parsed.hash = "";
   return parsed;
 }
 
-export function checkAuth(auth: unknown): AuthRequest {
+/** `auth` as a caller sent it, for a connection to `url` (checkServerUrl's). */
+export function checkAuth(auth: unknown, url: URL): AuthRequest {
   if (auth === undefined) return { kind: "none" };
-  const given = auth as { kind?: unknown; header?: unknown; value?: unknown };
+  const given = auth as { kind?: unknown; header?: unknown; param?: unknown; value?: unknown };
   if (typeof auth !== "object" || auth === null) throw new InvalidInput('"auth" is an object with a "kind".');
   if (given.kind === "none") return { kind: "none" };
   if (given.kind === "static") {
@@ -170,24 +255,35 @@ export function checkAuth(auth: unknown): AuthRequest {
         '"auth.header" is an HTTP header name the transport does not own, e.g. "Authorization" or "X-Api-Key".',
       );
     }
-    if (
-      typeof given.value !== "string" ||
-      given.value === "" ||
-      given.value.length > MAX_VALUE_CHARS ||
-      isUnshowable(given.value)
-    ) {
+    return { kind: "static", header: given.header, value: checkValue(given.value, "header") };
+  }
+  if (given.kind === "query") {
+    if (typeof given.param !== "string" || !QUERY_PARAM.test(given.param)) {
       throw new InvalidInput(
-        `"auth.value" is the header's value: 1 to ${MAX_VALUE_CHARS} characters on one line.`,
+        '"auth.param" is the query parameter the server reads its credential from: 1 to 128 letters, ' +
+          'digits, ".", "_", "~" or "-", e.g. "api_key".',
       );
     }
-    return { kind: "static", header: given.header, value: given.value };
+    if (url.searchParams.has(given.param)) {
+      throw new InvalidInput(`"url" already has a "${given.param}" parameter; send the URL without it.`);
+    }
+    return { kind: "query", param: given.param, value: checkValue(given.value, "query parameter") };
   }
   if (given.kind === "oauth") {
     const scopes = (auth as { scopes?: unknown }).scopes;
     if (scopes === undefined) return { kind: "oauth" };
     return { kind: "oauth", scopes: checkScopes(scopes) };
   }
-  throw new InvalidInput('"auth.kind" is "none", "static" or "oauth".');
+  throw new InvalidInput('"auth.kind" is "none", "static", "query" or "oauth".');
+}
+
+function checkValue(value: unknown, of: string): string {
+  if (typeof value !== "string" || value === "" || value.length > MAX_VALUE_CHARS || isUnshowable(value)) {
+    throw new InvalidInput(
+      `"auth.value" is the ${of}'s value: 1 to ${MAX_VALUE_CHARS} characters on one line.`,
+    );
+  }
+  return value;
 }
 
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/;

@@ -15,6 +15,7 @@ import {
   checkAuth,
   checkServerUrl,
   newConnectionId,
+  sealedCredentialOf,
 } from "./model.ts";
 import type { GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
@@ -77,8 +78,9 @@ export class PersonalConnections {
   ): Promise<PersonalConnectionView | PersonalAuthorizationStarted> {
     this.requireMember(workspaceId, ownerId);
     const name = personalSourceName(request.name);
-    const url = checkServerUrl(request.url).href;
-    const auth = checkAuth(request.auth);
+    const target = checkServerUrl(request.url);
+    const url = target.href;
+    const auth = checkAuth(request.auth, target);
     const { store } = this.deps;
     if (store.names(ownerId).includes(name)) {
       throw new Conflict(
@@ -126,7 +128,8 @@ export class PersonalConnections {
       await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
       await store.create(record, snapshot);
     } catch (error) {
-      if (stored.kind === "static") await vault.delete(stored.credential);
+      const sealed = sealedCredentialOf(stored);
+      if (sealed) await vault.delete(sealed);
       throw error;
     }
     await this.serveEverywhere(ownerId, name);
@@ -206,7 +209,8 @@ export class PersonalConnections {
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(ownerId, name);
     await this.withdrawEverywhere(ownerId, name);
-    if (record?.auth.kind === "static") await this.deps.vault.delete(record.auth.credential);
+    const sealed = record && sealedCredentialOf(record.auth);
+    if (sealed) await this.deps.vault.delete(sealed);
     if (record?.auth.kind === "oauth") {
       this.deps.authorizer.forget(record);
       if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);

@@ -31,8 +31,14 @@ export function withoutSecrets(text: string, secrets: readonly string[]): string
   let told = text;
   for (const secret of secrets) {
     if (secret === "") continue;
-    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1), encodeURIComponent(secret)]))
-      told = told.split(form).join(REDACTED);
+    const forms = [
+      secret,
+      JSON.stringify(secret).slice(1, -1),
+      encodeURIComponent(secret),
+      // As a query credential is sent (URLSearchParams: a space as "+").
+      new URLSearchParams([["", secret]]).toString().slice(1),
+    ];
+    for (const form of new Set(forms)) told = told.split(form).join(REDACTED);
   }
   return told;
 }

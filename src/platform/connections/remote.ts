@@ -19,6 +19,8 @@ export interface CredentialVault {
 
 /** The field a static credential is sealed under, bound into its ciphertext. */
 export const STATIC_VALUE_FIELD = "auth.value";
+/** The field a query credential is sealed under (adr/0108). */
+export const QUERY_VALUE_FIELD = "auth.query.value";
 
 /** What an OAuth connection's requests need from its authorization (oauth/). */
 export interface OAuthBearers {
@@ -55,6 +57,19 @@ export class RemoteServers {
     };
   }
 
+  /**
+   * The URL a request to the server goes to: the record's, with a query credential's parameter
+   * opened now and added. Only the transport sees it; the record, and every view of it, keeps the
+   * URL without it (adr/0108).
+   */
+  private async endpoint(record: ConnectionRecord): Promise<{ url: URL; secret?: string }> {
+    const url = new URL(record.url);
+    if (record.auth.kind !== "query") return { url };
+    const secret = await this.vault.open(record.auth.credential, record.id, QUERY_VALUE_FIELD);
+    url.searchParams.append(record.auth.param, secret);
+    return { url, secret };
+  }
+
   /** Whether `record`'s OAuth refresh token was refused (the revalidator's verdict reads it). */
   credentialRefused(record: ConnectionRecord): boolean {
     return this.oauth?.refused(record) ?? false;
@@ -80,12 +95,14 @@ export class RemoteServers {
     const oauth = record.auth.kind === "oauth" ? this.oauth : undefined;
     // An OAuth token is set per request, never once per client: it is refreshed underneath.
     const headers = oauth ? {} : await this.headers(record);
+    const { url, secret } = await this.endpoint(record);
+    const secrets = [...Object.values(headers), ...(secret === undefined ? [] : [secret])];
     const authorized = oauth ? authorizedFetch(record, fetch, oauth) : fetch;
     const live = new McpSource(
       record.name,
       {
         kind: "streamable-http",
-        url: new URL(record.url),
+        url,
         headers,
         fetch: options.onStatus ? heard(authorized, options.onStatus) : authorized,
         jsonSchemaValidator: remoteOutputValidator,
@@ -93,7 +110,7 @@ export class RemoteServers {
       },
       this.clock,
     );
-    return new RemoteSource(live, oauth ? () => oauth.secrets(record) : () => Object.values(headers));
+    return new RemoteSource(live, oauth ? () => oauth.secrets(record) : () => secrets);
   }
 
   /**

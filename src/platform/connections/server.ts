@@ -40,15 +40,16 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       description:
         "Connect a remote MCP server to this workspace (workspace admins; with personal: true, your own, any member): Atrium connects, photographs its tools as snapshot 1, " +
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
-        'auth is {"kind":"none"}, {"kind":"static","header","value"} (the value is sealed and never shown again) ' +
+        'auth is {"kind":"none"}, {"kind":"static","header","value"} or {"kind":"query","param","value"} (the value is sealed, never shown again, and added to the URL\'s query only when Atrium calls the server; a url whose query carries a credential is refused) ' +
         'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin (for a personal one, you alone) to open in a browser.',
       inputSchema: platformInput({
         name: nameInput,
         url: z.string().describe("The server's MCP endpoint, an https URL."),
         auth: z
           .strictObject({
-            kind: z.enum(["none", "static", "oauth"]),
+            kind: z.enum(["none", "static", "query", "oauth"]),
             header: z.string().optional(),
+            param: z.string().optional(),
             value: z.string().optional(),
             scopes: z.array(z.string()).optional(),
           })

@@ -98,7 +98,7 @@ describe("a server.json", () => {
 
   it("is refused when it carries a secret value, which every signed-in person could read", () => {
     const headers = [{ name: "Authorization", isSecret: true, value: "Bearer sk-live-123" }];
-    const url = "https://x/mcp?key=sk-query-9";
+    const url = "https://x/mcp?q=sk-query-9";
     const problem = problemOf(server({ remotes: [{ type: "streamable-http", url, headers }] }));
     expect(problem).toBe(
       '"remotes.0.headers.0" (Authorization) is secret and has a value in the catalog, which every ' +
@@ -228,6 +228,39 @@ describe("a server.json", () => {
     expect(() => new URL(url)).toThrow();
     const problem = problemOf(server({ remotes: [{ type: "streamable-http", url }] }));
     expect(problem).toBe("remotes.0 has a user name or password in its URL; remove it from the catalog.");
+  });
+
+  it.each([
+    "https://x.example/mcp?api_key=sk-live-1",
+    "https://x.example/mcp?region=eu&accessToken=sk-live-1",
+    "https://x.example:{port}/mcp?X-Api-Key=sk-live-1",
+  ])("is refused when a remote URL's query holds a credential (%j)", (url) => {
+    const problem = problemOf(server({ remotes: [{ type: "streamable-http", url }] }));
+    expect(problem).toBe(
+      "remotes.0 has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.",
+    );
+  });
+
+  it("lists a remote URL whose credential parameter is a {variable}, or whose query names none", () => {
+    for (const url of ["https://x.example/mcp?api_key={api_key}", "https://x.example/mcp?region=eu"]) {
+      expect(checkServerJson(server({ remotes: [{ type: "streamable-http", url }] }))).toHaveProperty(
+        "server",
+      );
+    }
+  });
+
+  it("is refused when a package's transport URL's query holds a credential", () => {
+    const packages = [
+      {
+        registryType: "npm",
+        identifier: "x",
+        version: "1",
+        transport: { type: "streamable-http", url: "http://localhost:{port}/mcp?token=abc" },
+      },
+    ];
+    expect(problemOf(server({ packages }))).toBe(
+      "packages.0.transport has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.",
+    );
   });
 
   it("is refused when a package's transport URL holds a user name or password", () => {
