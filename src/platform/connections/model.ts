@@ -181,7 +181,8 @@ export function namesCredential(param: string): boolean {
 
 /** The ids of the sealed credentials a stored connection's auth names (its value, or its token set). */
 export function sealedCredentialIds(auth: StoredAuth): string[] {
-  if (auth.kind === "static") return [auth.credential];
+  const sealed = sealedCredentialOf(auth);
+  if (sealed !== undefined) return [sealed];
   if (auth.kind === "oauth" && auth.tokens !== undefined) return [auth.tokens];
   return [];
 }

@@ -3,6 +3,7 @@ import {
   checkAuth,
   checkServerUrl,
   namesCredential,
+  sealedCredentialIds,
   shownUrl,
 } from "../../../../src/platform/connections/model.ts";
 
@@ -83,5 +84,18 @@ describe("a query credential", () => {
     [{ kind: "query", param: "region", value: "sk-1" }, 'already has a "region" parameter'],
   ])("is refused when %j", (auth, said) => {
     expect(() => checkAuth(auth, url)).toThrow(said);
+  });
+});
+
+describe("the sealed credentials a stored connection names", () => {
+  it("are its static or query value, or its token set, and nothing for none or a pending OAuth", () => {
+    const id = `cred_${"a".repeat(24)}`;
+    expect(sealedCredentialIds({ kind: "static", header: "x-api-key", credential: id })).toEqual([id]);
+    expect(sealedCredentialIds({ kind: "query", param: "api_key", credential: id })).toEqual([id]);
+    expect(
+      sealedCredentialIds({ kind: "oauth", issuer: "https://as.example", scopes: [], tokens: id }),
+    ).toEqual([id]);
+    expect(sealedCredentialIds({ kind: "oauth", issuer: "https://as.example", scopes: [] })).toEqual([]);
+    expect(sealedCredentialIds({ kind: "none" })).toEqual([]);
   });
 });
