@@ -16,6 +16,7 @@ import type { McpServer } from "@modelcontextprotocol/server";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
+import { ConnectCut } from "./connect-cut.ts";
 import { OutboundFailure } from "./guarded-fetch.ts";
 import type { Source, SourceCall, SourceClosing } from "./source.ts";
 
@@ -71,8 +72,8 @@ export class McpSource implements Source {
   private tools: Promise<Tool[]> | undefined;
   private listedAt = 0;
   private server: McpServer | undefined;
-  /** Ends every request of the current remote client, its connect included: aborted by `close("now")`. */
-  private cut: AbortController | undefined;
+  /** Ends the current remote client's connect, and anything it sends after: by `close("now")`. */
+  private cut: ConnectCut | undefined;
 
   constructor(
     readonly name: string,
@@ -221,7 +222,14 @@ export class McpSource implements Source {
     client.setNotificationHandler("notifications/tools/list_changed", async () => {
       this.tools = undefined;
     });
-    await client.connect(await this.openTransport());
+    // A new cut for each connect: close("now") ends this one's requests (ConnectCut).
+    const cut = new ConnectCut();
+    this.cut = cut;
+    try {
+      await client.connect(await this.openTransport(cut));
+    } finally {
+      cut.settled();
+    }
     if (this.transport.kind === "streamable-http" && this.transport.listMaxAgeMs !== undefined) {
       // A 2026-07-28 server says its tools changed only on a subscriptions/listen stream; a 2025
       // one refuses the request (its sessions send the notification unasked) and the age bound
@@ -233,32 +241,18 @@ export class McpSource implements Source {
     return client;
   }
 
-  private async openTransport(): Promise<Transport> {
+  private async openTransport(cut: ConnectCut): Promise<Transport> {
     if (this.transport.kind === "in-memory") {
       const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
       this.server = this.transport.createServer();
       await this.server.connect(serverSide);
       return clientSide;
     }
-    const cut = new AbortController();
-    this.cut = cut;
     return new StreamableHTTPClientTransport(this.transport.url, {
       requestInit: { headers: this.transport.headers ?? {} },
-      fetch: cutBy(this.transport.fetch ?? fetch, cut.signal),
+      fetch: cut.fetch(this.transport.fetch ?? fetch),
     });
   }
-}
-
-/**
- * `fetch`, whose every request ends once `signal` aborts, and which sends nothing after that: the
- * client library's own close cannot end a connect, whose version probe runs on the transport
- * before the client holds it, and may fall back to `initialize` after the probe failed.
- */
-function cutBy(fetch: FetchLike, signal: AbortSignal): FetchLike {
-  return (url, init) => {
-    if (signal.aborted) return Promise.reject(signal.reason);
-    return fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
-  };
 }
 
 /**
