@@ -15,6 +15,8 @@ export async function startConnectionsAtrium(
   time: FakeTime,
   log: Logger,
   connections: Record<string, unknown> = {},
+  /** Other sections of instance.json (e.g. `storage` with a retention). */
+  sections: Record<string, unknown> = {},
 ): Promise<TestAtrium> {
   const dir = await keyedDir(prefix);
   try {
@@ -26,6 +28,7 @@ export async function startConnectionsAtrium(
       sections: {
         credentials: CREDENTIALS_SECTION,
         connections: { allowPrivateAddresses: true, ...connections },
+        ...sections,
       },
     });
   } catch (error) {

@@ -1,8 +1,8 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { startRemoteServer } from "../helpers/remote-server.ts";
 
@@ -28,24 +28,23 @@ describe("storage.archiveRetentionDays", { timeout: 120_000 }, () => {
   it("removes an archived workspace past the retention with its connections' credentials, and nothing else", async ({
     onTestFinished,
   }) => {
-    const dir = await keyedDir("atrium-archive-retention-");
-    onTestFinished(() => rm(dir, { recursive: true, force: true }));
     const remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
     onTestFinished(() => remote.stop());
     const time = new FakeTime();
     const { log, lines } = capturingLogger();
-    const atrium = await startTestAtrium({
-      dir,
-      clock: time.clock,
-      timers: time.timers,
+    const atrium = await startConnectionsAtrium(
+      "atrium-archive-retention-",
+      time,
       log,
-      sections: {
-        credentials: CREDENTIALS_SECTION,
-        connections: { allowPrivateAddresses: true },
+      {},
+      {
         storage: { root: "./data", archiveRetentionDays: 30 },
       },
+    );
+    onTestFinished(async () => {
+      await atrium.close();
+      await rm(atrium.dir, { recursive: true, force: true });
     });
-    onTestFinished(() => atrium.close());
     const workspaceWithConnection = async (name: string): Promise<string> => {
       const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name });
       const ws = ((await created.json()) as { id: string }).id;
