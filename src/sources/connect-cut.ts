@@ -7,17 +7,19 @@ import type { FetchLike } from "@modelcontextprotocol/client";
  * (test/integration/connections-races.test.ts "a disable behind a refresh answers while the
  * server never answers").
  *
- * Only the connect's requests are tied to the cut, each by a listener removed once the connect
- * settles; from then on the client's own close ends its requests. `AbortSignal.any` over the
- * long-lived cut would have done it for every request, but on Node 20 each composite it makes
- * stays reachable from its sources (about 50 bytes a call, for as long as the client lives).
+ * Only the connect's requests are tied to the cut, and each stays tied, to the cut and to the
+ * client's own signal, for as long as it lasts: a 2025 server's event stream, opened during the
+ * connect and never awaited by it, must still end at the client's close
+ * (test/unit/sources/connect-cut.test.ts). They are a handful per connect. Requests after the
+ * connect carry the client's own signal untouched. `AbortSignal.any` over the long-lived cut would
+ * have tied every request, but on Node 20 each composite it makes stays reachable from its
+ * sources (about 50 bytes a call, for as long as the client lives).
  */
 export class ConnectCut {
   private readonly controller = new AbortController();
-  private readonly links = new Set<() => void>();
   private connecting = true;
 
-  /** `fetch` whose requests end at `abort()`, and which sends nothing after it. */
+  /** `fetch` whose connect-time requests end at `abort()`, and which sends nothing after it. */
   fetch(inner: FetchLike): FetchLike {
     return (url, init) => {
       const cut = this.controller.signal;
@@ -27,18 +29,16 @@ export class ConnectCut {
     };
   }
 
-  /** The connect settled: its requests are answered, and the client's own close ends the rest. */
+  /** The connect settled: later requests are the client's own to end. */
   settled(): void {
     this.connecting = false;
-    for (const unlink of this.links) unlink();
-    this.links.clear();
   }
 
   abort(reason: Error): void {
     this.controller.abort(reason);
   }
 
-  /** A signal that aborts when the cut or `signal` does, linked until the connect settles. */
+  /** A signal that aborts when the cut or `signal` does. */
   private tied(signal: AbortSignal | undefined): AbortSignal {
     const tied = new AbortController();
     for (const source of signal ? [this.controller.signal, signal] : [this.controller.signal]) {
@@ -46,9 +46,7 @@ export class ConnectCut {
         tied.abort(source.reason);
         break;
       }
-      const follow = () => tied.abort(source.reason);
-      source.addEventListener("abort", follow, { once: true });
-      this.links.add(() => source.removeEventListener("abort", follow));
+      source.addEventListener("abort", () => tied.abort(source.reason), { once: true, signal: tied.signal });
     }
     return tied.signal;
   }

@@ -1,9 +1,8 @@
-import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { ConnectCut } from "../../../src/sources/connect-cut.ts";
 
 // A remote client's connect is ended by ConnectCut (test/integration/connections-races.test.ts
-// shows it against a real server); these pin that nothing of it outlives the connect.
+// shows it against a real server); these pin which requests it ties, and for how long.
 
 type Sent = { url: string | URL; signal: AbortSignal | undefined };
 
@@ -41,15 +40,14 @@ describe("ConnectCut", () => {
     expect(sent).toEqual([]);
   });
 
-  it("leaves no listener behind once the connect settled, and passes later requests as they are", async () => {
+  it("keeps a connect-time request tied after the connect settled, and passes later requests as they are", async () => {
     const sent: Sent[] = [];
     const cut = new ConnectCut();
     const fetch = cut.fetch(recordingFetch(sent));
     const client = new AbortController();
-    void fetch("http://127.0.0.1:1/mcp", { signal: client.signal }).catch(() => undefined);
-    expect(getEventListeners(client.signal, "abort")).toHaveLength(1);
+    // A 2025 server's event stream: opened during the connect, never awaited by it.
+    const stream = fetch("http://127.0.0.1:1/mcp", { method: "GET", signal: client.signal });
     cut.settled();
-    expect(getEventListeners(client.signal, "abort")).toHaveLength(0);
     for (let i = 0; i < 3; i++)
       void fetch("http://127.0.0.1:1/mcp", { signal: client.signal }).catch(() => undefined);
     expect(sent.slice(1).map((request) => request.signal)).toEqual([
@@ -57,6 +55,18 @@ describe("ConnectCut", () => {
       client.signal,
       client.signal,
     ]);
-    client.abort();
+    // The client's own close still ends it.
+    client.abort(new Error("client closed"));
+    await expect(stream).rejects.toThrow("client closed");
+  });
+
+  it("still cuts a connect-time request that outlived the connect", async () => {
+    const cut = new ConnectCut();
+    const stream = cut.fetch(recordingFetch([]))("http://127.0.0.1:1/mcp", {
+      signal: new AbortController().signal,
+    });
+    cut.settled();
+    cut.abort(new Error("closed now"));
+    await expect(stream).rejects.toThrow("closed now");
   });
 });

@@ -1,0 +1,32 @@
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { McpSource } from "../../src/sources/mcp-source.ts";
+import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
+
+// A 2025 server with sessions gets a GET event stream from the client library during the connect,
+// which the connect does not wait for: closing the client must end it, or each client closed
+// (every refresh, swap, credential check and idle close) leaves a socket open (ConnectCut).
+
+let remote: RemoteServer;
+beforeAll(async () => {
+  remote = await startRemoteServer({ legacySessions: true, eras: ["2025-11-25"] });
+});
+afterAll(async () => remote?.stop());
+
+it.each(["now", "superseded"] as const)(
+  "the event stream opened during the connect ends when the client is closed (%s)",
+  async (how) => {
+    const requests: Array<{ method: string; signal: AbortSignal | undefined }> = [];
+    const counted = (url: string | URL, init?: RequestInit) => {
+      requests.push({ method: init?.method ?? "GET", signal: init?.signal ?? undefined });
+      return fetch(url, init);
+    };
+    const source = new McpSource("remote", { kind: "streamable-http", url: remote.url, fetch: counted });
+    expect((await source.listTools()).length).toBeGreaterThan(0);
+    await vi.waitFor(() => expect(requests.some((request) => request.method === "GET")).toBe(true));
+    await source.close(how);
+    const streams = requests.filter((request) => request.method === "GET");
+    await vi.waitFor(() =>
+      expect(streams.map((stream) => stream.signal?.aborted)).toEqual(streams.map(() => true)),
+    );
+  },
+);
