@@ -297,7 +297,7 @@ export class TaskRunner {
       };
       this.slots.releaseWhenSettled(holder, call);
     } else this.slots.release(run.id);
-    const kept = !flight.reason && result ? await this.deps.results.keep(run, result) : undefined;
+    const kept = !flight.reason && result ? await this.keep(run, result) : undefined;
     const end: RunEnd = {
       endedAt: this.now(),
       execution: outcome.error
@@ -316,6 +316,23 @@ export class TaskRunner {
       this.deps.log.error({ err: error, runId: run.id, taskId: task.id }, "task runs could not be pruned");
     } finally {
       this.flights.delete(run.id);
+    }
+  }
+
+  /**
+   * The result as the run keeps it. Nothing it throws may escape: a run's end is written after it,
+   * and a rejection nobody awaits would end the process (runner.test.ts "a result that cannot be
+   * kept").
+   */
+  private async keep(
+    run: Run,
+    result: CallToolResult,
+  ): Promise<Pick<Run, "result" | "resultFile" | "resultNote">> {
+    try {
+      return await this.deps.results.keep(run, result);
+    } catch (error) {
+      this.deps.log.error({ err: error, runId: run.id }, "task run's result could not be kept");
+      return { resultNote: `The result could not be kept; it is logged under ${run.id}.` };
     }
   }
 

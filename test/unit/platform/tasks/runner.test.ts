@@ -343,3 +343,24 @@ describe("a run whose start races a graceful stop", () => {
     expect(contexts).toEqual([]);
   });
 });
+
+describe("a result that cannot be kept", () => {
+  it("ends the run with a note naming the run, logged, and rejects nothing", async () => {
+    const tasks = new TaskRunner({
+      ...runnerDeps(store),
+      results: {
+        keep: async () => {
+          throw new TypeError("Do not know how to serialize a BigInt");
+        },
+      },
+    });
+    const run = await start(tasks, await taskWithTimeout(60));
+    await tasks.settled(run.id);
+    const ended = await store.run(t.ws, run.id);
+    expect(ended?.execution.status).toBe("succeeded");
+    expect(ended?.resultNote).toBe(`The result could not be kept; it is logged under ${run.id}.`);
+    expect(logged).toContainEqual(
+      expect.objectContaining({ msg: "task run's result could not be kept", runId: run.id }),
+    );
+  });
+});
