@@ -68,6 +68,9 @@ interface Flight {
    * disk refuses it.
    */
   unwritten?: Run;
+  /** Resolves `known`: once the end is on disk, or in memory while its write is tried again. */
+  endKnown: () => void;
+  known: Promise<void>;
 }
 
 /** A task's tool calls may not be more at once than its limit (ADR 0106): refused by name, never queued. */
@@ -142,7 +145,11 @@ export class TaskRunner {
       throw new ConcurrencyLimit(task.limits.maxConcurrentRuns);
     }
     const id = newRunId();
-    const flight: Flight = { taskId: task.id, controller: new AbortController() };
+    let endKnown = () => {};
+    const known = new Promise<void>((resolve) => {
+      endKnown = resolve;
+    });
+    const flight: Flight = { taskId: task.id, controller: new AbortController(), known, endKnown };
     this.flights.set(id, flight);
     this.slots.take(id, task.id);
     const run: Run = {
@@ -192,6 +199,16 @@ export class TaskRunner {
   /** Resolves once the run (if in flight) is recorded as ended. */
   async settled(runId: string): Promise<void> {
     await this.flights.get(runId)?.done;
+  }
+
+  /**
+   * Resolves once the run's end is known: written, or answered from memory while its write is tried
+   * again (ADR 0105). A cancel waits for this, not for the write, which a full disk may hold back
+   * for as long as it is full (runner.test.ts "a cancel while the end cannot be written").
+   */
+  async ended(runId: string): Promise<void> {
+    const flight = this.flights.get(runId);
+    if (flight) await Promise.race([flight.done, flight.known]);
   }
 
   /**
@@ -309,6 +326,7 @@ export class TaskRunner {
     try {
       const ended = await this.ends.write(task, run, end, (unwritten) => {
         flight.unwritten = unwritten;
+        flight.endKnown();
       });
       if (ended) this.announce("task.run.finished", task, ended);
       await this.pruneRuns(task);

@@ -195,7 +195,7 @@ export class Tasks {
     if (isFinished(run) || !this.runner.cancel(run.id)) {
       throw new InvalidInput(`The run has already ended (${run.execution.status}).`);
     }
-    await this.runner.settled(run.id);
+    await this.runner.ended(run.id);
     return this.results.shown((await this.readRun(run.workspaceId, run.id)) ?? run);
   }
 

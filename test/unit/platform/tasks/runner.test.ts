@@ -293,6 +293,27 @@ describe("a run whose end cannot be written", () => {
     });
   });
 
+  it("a cancel while the end cannot be written answers from memory, not after the write", async () => {
+    const disk = failRunWrites(store);
+    const tasks = runner();
+    // A call that ends only when cancelled.
+    answer = (_name, _args, context) =>
+      new Promise((_resolve, reject) =>
+        context.signal?.addEventListener("abort", () => reject(context.signal?.reason)),
+      );
+    const task = await taskWithTimeout(60);
+    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    await settle();
+    const asker = { workspaceId: t.ws, principalId: owner };
+    const cancelled = await readerOf(tasks).cancelRun(asker, run.id);
+    expect(cancelled.execution.status).toBe("cancelled");
+    expect((await store.run(t.ws, run.id))?.execution.status).toBe("running");
+    disk.heal();
+    await time.advance(60_000);
+    await tasks.settled(run.id);
+    expect((await store.run(t.ws, run.id))?.execution.status).toBe("cancelled");
+  });
+
   it("a stop gives up on it and leaves the workspace's crash mark: the next boot records the run interrupted", async () => {
     const disk = failRunWrites(store);
     const tasks = runner();
