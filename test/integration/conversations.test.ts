@@ -527,6 +527,30 @@ describe("a search query", () => {
       hashed.id,
     ]);
   });
+  it("refuses a query of more than 16 distinct words, naming the limit, over REST and MCP", async () => {
+    // Each word's postings are walked: 250 one-letter words walked every posting of a full
+    // partition at each search (adr/0115). Cut, not refused, a query would match conversations
+    // without the words left out.
+    const words = Array.from({ length: 17 }, (_, n) => `w${n}`);
+    const held = await create("alice", { title: "many words", events: [text("user", words.join(" "))] });
+    const sixteen = `${words.slice(0, 16).join(" ")} W0 w1`;
+    expect((await search("alice", sixteen)).results.map((r) => r.conversation.id)).toEqual([held.id]);
+    const refused = await json<{ error: { code: string; message: string } }>(
+      await instance.rest(
+        "alice",
+        "GET",
+        `/v1/workspaces/${ws}/conversations/search?query=${encodeURIComponent(words.join(" "))}`,
+      ),
+      400,
+    );
+    expect(refused.error.code).toBe("invalid_input");
+    expect(refused.error.message).toContain("17 distinct words");
+    expect(refused.error.message).toContain("at most 16");
+    const alice = await instance.mcpClient("alice", ws);
+    const viaMcp = await call(alice, "search", { query: words.join(" ") });
+    expect(viaMcp.isError).toBe(true);
+    expect(JSON.stringify(viaMcp.content)).toContain("at most 16");
+  });
 });
 
 describe("export", () => {

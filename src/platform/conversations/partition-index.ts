@@ -8,7 +8,7 @@ import {
   isConversationId,
   summarize,
 } from "./model.ts";
-import { keysInAll, keysOf } from "./postings.ts";
+import { keysInAll, keysOf, SearchTurns, walkInTurns } from "./postings.ts";
 
 /**
  * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
@@ -176,29 +176,35 @@ export class PartitionIndex {
 
   /**
    * The conversations with an event holding every word of `query`, most recently updated first,
-   * after `after`, up to `limit`; each with the seqs of those events.
+   * after `after`, up to `limit`; each with the seqs of those events. The postings it walks give
+   * the event loop back every SEARCH_KEYS_PER_TURN (adr/0115): the caller holds the partition's
+   * lock, so nothing changes the index meanwhile, and other partitions' work goes on.
    */
-  search(
+  async search(
     query: string,
     after: ListPosition | undefined,
     limit: number,
-  ): { hits: SearchHit[]; more: boolean } {
+    turns = new SearchTurns(),
+  ): Promise<{ hits: SearchHit[]; more: boolean }> {
     const lists = tokenize(query).map((word) => keysOf(this.postings.get(word)));
     lists.sort((a, b) => a.length - b.length);
     const [smallest, ...others] = lists;
     if (!smallest) return { hits: [], more: false };
+    const keys = others.length === 0 ? smallest : await keysInAll(smallest, others, turns);
     const found = new Map<Entry, number[]>();
-    for (const key of others.length === 0 ? smallest : keysInAll(smallest, others)) {
+    await walkInTurns(keys, turns, (key) => {
       const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
-      if (!entry || (after !== undefined && compareRecentFirst(entry.summary, after) <= 0)) continue;
-      const seqs = found.get(entry) ?? [];
-      seqs.push(key % SEQ_SPAN);
-      found.set(entry, seqs);
+      if (!entry || (after !== undefined && compareRecentFirst(entry.summary, after) <= 0)) return;
+      const seqs = found.get(entry);
+      if (seqs) seqs.push(key % SEQ_SPAN);
+      else found.set(entry, [key % SEQ_SPAN]);
+    });
+    const hits: SearchHit[] = [];
+    for (const [entry, seqs] of found) {
+      // Seqs are below SEQ_SPAN (2^21): sorted as numbers, without a comparator.
+      hits.push({ summary: entry.summary, seqs: Array.from(Uint32Array.from(seqs).sort()) });
+      await turns.walk(seqs.length);
     }
-    const hits = [...found].map(([entry, seqs]) => ({
-      summary: entry.summary,
-      seqs: seqs.sort((a, b) => a - b),
-    }));
     hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
     return { hits: hits.slice(0, limit), more: hits.length > limit };
   }

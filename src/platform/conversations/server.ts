@@ -11,6 +11,7 @@ import {
   listConversations,
   MAX_LIST_PAGE,
   MAX_QUERY_CHARS,
+  MAX_QUERY_WORDS,
   MAX_SEARCH_PAGE,
   searchConversations,
 } from "./finder.ts";
@@ -120,7 +121,9 @@ export function createConversationsTools(store: ConversationStore): AppTools {
           .string()
           .min(1)
           .max(MAX_QUERY_CHARS)
-          .describe(`Words to find, each up to ${MAX_TOKEN_CHARS} letters or digits, e.g. invoice march.`),
+          .describe(
+            `Words to find, up to ${MAX_QUERY_WORDS} distinct ones, each up to ${MAX_TOKEN_CHARS} letters or digits, e.g. invoice march.`,
+          ),
         ...pageInput("Conversations", MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE),
       }),
       annotations: { title: "Search conversations", readOnlyHint: true },

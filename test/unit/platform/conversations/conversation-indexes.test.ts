@@ -33,10 +33,13 @@ function message(text: string): EventDraft {
 
 /** What a search for each word answers in the owner's partition: ids and seqs, and the logs it read. */
 async function answers(store: ConversationStore, ownerId: string, words: string[]) {
-  return store.indexes.read(temp.ws, ownerId, ({ index, logsRead }) => ({
-    logsRead,
-    hits: words.map((word) => index.search(word, undefined, 10).hits.map((h) => [h.summary.id, h.seqs])),
-  }));
+  return store.indexes.read(temp.ws, ownerId, async ({ index, logsRead }) => {
+    const hits = [];
+    for (const word of words) {
+      hits.push((await index.search(word, undefined, 10)).hits.map((h) => [h.summary.id, h.seqs]));
+    }
+    return { logsRead, hits };
+  });
 }
 
 beforeEach(async () => {

@@ -67,7 +67,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     const store = openStore();
     const { id, path } = await conversationWithLog(store);
     const search = (word: string) =>
-      store.indexes.read(temp.ws, ALICE, ({ index }) => index.search(word, undefined, 10).hits);
+      store.indexes.read(temp.ws, ALICE, async ({ index }) => (await index.search(word, undefined, 10)).hits);
     expect(await search("two")).toHaveLength(1);
     const lines = (await readFile(path, "utf8")).split("\n");
     await writeFile(path, lines.filter((line) => !line.includes('"two"')).join("\n"));
@@ -82,7 +82,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     const store = openStore();
     const { id, path } = await conversationWithLog(store);
     const search = (word: string) =>
-      store.indexes.read(temp.ws, ALICE, ({ index }) => index.search(word, undefined, 10).hits);
+      store.indexes.read(temp.ws, ALICE, async ({ index }) => (await index.search(word, undefined, 10)).hits);
     expect(await search("two")).toHaveLength(1);
     // The same size, every line where it was: only the stamp says the log changed.
     await writeFile(path, (await readFile(path, "utf8")).replace('"two"', '"owt"'));
@@ -121,7 +121,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     const store = openStore();
     const { id, path } = await conversationWithLog(store);
     const searchIn = (s: ConversationStore, word: string) =>
-      s.indexes.read(temp.ws, ALICE, ({ index }) => index.search(word, undefined, 10).hits);
+      s.indexes.read(temp.ws, ALICE, async ({ index }) => (await index.search(word, undefined, 10)).hits);
     expect(await searchIn(store, "two")).toHaveLength(1);
     await store.indexes.flush();
     // Shorter by one line, then longer than before: the saved coverage now falls mid-line.
@@ -169,7 +169,7 @@ describe("the index after a writer's change", () => {
     const hits = await store.indexes.read(
       temp.ws,
       ALICE,
-      ({ index }) => index.search("two", undefined, 10).hits,
+      async ({ index }) => (await index.search("two", undefined, 10)).hits,
     );
     expect(hits.map((hit) => hit.summary.id)).toEqual([id]);
     expect(texts((await store.get(temp.ws, ALICE, id)).events)).toEqual(["one", "two"]);
