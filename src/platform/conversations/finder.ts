@@ -57,13 +57,16 @@ export async function listConversations(
 ): Promise<ConversationPage> {
   const limit = checkLimit(request.limit, MAX_LIST_PAGE, DEFAULT_LIST_PAGE);
   const after = request.cursor === undefined ? undefined : decodeListCursor(request.cursor);
-  const { summaries, more } = await indexes.read(workspaceId, ownerId, ({ index }) =>
-    index.page(after, limit),
-  );
-  const last = summaries[summaries.length - 1];
-  return more && last
-    ? { conversations: summaries, nextCursor: encodeListCursor(last) }
-    : { conversations: summaries };
+  // The cursor is made under the partition's lock, from the page's own copies: made after it, from
+  // the index's summaries, an append in between moved it and the next page repeated conversations
+  // (finder.test.ts "an append racing a list").
+  return indexes.read(workspaceId, ownerId, ({ index }) => {
+    const { summaries, more } = index.page(after, limit);
+    const last = summaries[summaries.length - 1];
+    return more && last
+      ? { conversations: summaries, nextCursor: encodeListCursor(last) }
+      : { conversations: summaries };
+  });
 }
 
 /**
@@ -80,12 +83,19 @@ export async function searchConversations(
   checkQuery(request.query);
   const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
   const after = request.cursor === undefined ? undefined : decodeListCursor(request.cursor);
-  const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => ({
-    ...(await index.search(request.query, after, limit)),
-    conversations: index.size,
-    partial: index.partialCount,
-    logsRead,
-  }));
+  // The cursor is made under the partition's lock, as list's is: the page's logs are read after
+  // it, and an append meanwhile moves the conversation (finder.test.ts "an append racing a search").
+  const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
+    const { hits, more } = await index.search(request.query, after, limit);
+    const last = hits[hits.length - 1];
+    return {
+      hits,
+      nextCursor: more && last ? encodeListCursor(last.summary) : undefined,
+      conversations: index.size,
+      partial: index.partialCount,
+      logsRead,
+    };
+  });
   const results: SearchResult[] = [];
   let logsRead = found.logsRead;
   for (const hit of found.hits) {
@@ -103,11 +113,10 @@ export async function searchConversations(
       if ((error as { code?: string }).code !== "conversation_not_found") throw error;
     }
   }
-  const last = found.hits[found.hits.length - 1];
   const index = { conversations: found.conversations, logsRead, partial: found.partial };
-  return found.more && last
-    ? { results, nextCursor: encodeListCursor(last.summary), index }
-    : { results, index };
+  return found.nextCursor === undefined
+    ? { results, index }
+    : { results, nextCursor: found.nextCursor, index };
 }
 
 /** Refuses a query that search cannot answer as asked. */

@@ -168,10 +168,18 @@ export class PartitionIndex {
     }
   }
 
-  /** Up to `limit` summaries after `after` (from the first when undefined), and whether more follow. */
+  /**
+   * Up to `limit` summaries after `after` (from the first when undefined), and whether more follow.
+   * Copies, as every summary this index answers: its own are moved in place by `apply`, and a
+   * caller reads them after the partition's lock is released (a page's cursor, an MCP answer
+   * serialised later), when an append may have moved them (finder.test.ts "an append racing").
+   */
   page(after: ListPosition | undefined, limit: number): { summaries: ConversationSummary[]; more: boolean } {
     const start = after === undefined ? 0 : firstAfter(this.order, after);
-    return { summaries: this.order.slice(start, start + limit), more: start + limit < this.order.length };
+    return {
+      summaries: this.order.slice(start, start + limit).map((summary) => ({ ...summary })),
+      more: start + limit < this.order.length,
+    };
   }
 
   /**
@@ -206,7 +214,9 @@ export class PartitionIndex {
       await turns.walk(seqs.length);
     }
     hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
-    return { hits: hits.slice(0, limit), more: hits.length > limit };
+    // Copies of the summaries, as `page` answers them.
+    const answered = hits.slice(0, limit).map((hit) => ({ summary: { ...hit.summary }, seqs: hit.seqs }));
+    return { hits: answered, more: hits.length > limit };
   }
 
   /** The index as snapshot records, each of bounded size, made one at a time as they are written. */

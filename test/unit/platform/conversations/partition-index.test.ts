@@ -324,4 +324,17 @@ describe("the partition index", () => {
       expect(answer(await index.search(words, after, limit))).toEqual(expected(words, after, limit));
     }
   });
+
+  it("answers copies of its summaries, which a later append does not move", async () => {
+    // A caller reads them after the partition's lock is released: a cursor, an MCP answer.
+    const index = new PartitionIndex();
+    index.apply(id(1), [title(1, 0, "one"), said(2, 0, "apple")], 10);
+    const listed = index.page(undefined, 10).summaries[0];
+    const found = (await index.search("apple", undefined, 10)).hits[0]?.summary;
+    index.apply(id(1), [said(3, 5, "banana")], 20);
+    for (const summary of [listed, found]) {
+      expect(summary).toMatchObject({ id: id(1), eventCount: 2, updatedAt: at(0) });
+    }
+    expect(index.page(undefined, 10).summaries[0]).toMatchObject({ eventCount: 3, updatedAt: at(5) });
+  });
 });

@@ -1,0 +1,85 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { listConversations, searchConversations } from "../../../../src/platform/conversations/finder.ts";
+import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
+import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { openConversationStore } from "../../../helpers/conversation-store.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+const ALICE = `usr_${"a".repeat(24)}`;
+let temp: TempRoot;
+let time: FakeTime;
+
+beforeEach(async () => {
+  temp = await openTempRoot("finder", ALICE);
+  time = new FakeTime();
+});
+afterEach(async () => temp.remove());
+
+const said = (words: string): EventDraft => ({
+  type: "message",
+  role: "user",
+  content: [{ type: "text", text: words }],
+});
+
+/** Three conversations holding "apple", a second apart, c3 the most recently updated. */
+async function threeConversations(store: ConversationStore): Promise<string[]> {
+  const ids: string[] = [];
+  for (const title of ["c1", "c2", "c3"]) {
+    ids.push((await store.create(temp.ws, ALICE, title, [said("apple")])).id);
+    time.jump(1000);
+  }
+  return ids;
+}
+
+/**
+ * Runs `append` once, right after the next read of the index answers and releases the partition's
+ * lock: where a page's cursor used to be made from the index's own summaries.
+ */
+function appendAfterNextRead(store: ConversationStore, append: () => Promise<unknown>): void {
+  const indexes = store.indexes;
+  const read = indexes.read.bind(indexes);
+  let done = false;
+  indexes.read = async (workspaceId, ownerId, view) => {
+    const answer = await read(workspaceId, ownerId, view);
+    if (!done) {
+      done = true;
+      await append();
+    }
+    return answer;
+  };
+}
+
+describe("a page of conversations", () => {
+  it("an append racing a list moves no cursor: the next page repeats nothing", async () => {
+    const store = openConversationStore(temp, time);
+    const [c1, c2] = await threeConversations(store);
+    appendAfterNextRead(store, () => store.append(temp.ws, ALICE, c2 as string, [said("banana")]));
+    const first = await listConversations(store.indexes, temp.ws, ALICE, { limit: 2 });
+    expect(first.conversations.map((c) => c.title)).toEqual(["c3", "c2"]);
+    // The page answers the conversation as it was read, not as the append left it.
+    expect(first.conversations[1]?.eventCount).toBe(2);
+    const second = await listConversations(store.indexes, temp.ws, ALICE, {
+      limit: 2,
+      cursor: first.nextCursor,
+    });
+    expect(second.conversations.map((c) => c.id)).toEqual([c1]);
+  });
+
+  it("an append racing a search moves no cursor: the next page repeats nothing", async () => {
+    const store = openConversationStore(temp, time);
+    const [c1, c2] = await threeConversations(store);
+    appendAfterNextRead(store, () => store.append(temp.ws, ALICE, c2 as string, [said("banana")]));
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 2,
+    });
+    expect(first.results.map((r) => r.conversation.title)).toEqual(["c3", "c2"]);
+    const second = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 2,
+      cursor: first.nextCursor,
+    });
+    expect(second.results.map((r) => r.conversation.id)).toEqual([c1]);
+  });
+});
