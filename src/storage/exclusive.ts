@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, rename, rm } from "node:fs/promises";
+import { link, mkdir, rename, rm, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { syncDir, TEMP_PREFIX, tempPathBeside, writeNewFileSynced } from "./atomic.ts";
 import { FOLDER_MODE, makeFolderPathIfMissing } from "./folders.ts";
@@ -12,14 +12,27 @@ import { FOLDER_MODE, makeFolderPathIfMissing } from "./folders.ts";
  * Creates `path` holding `data` only if nothing is there, and says whether this call made it.
  * The bytes go to a temp file (0600, fsynced) that is then `link()`ed to `path`: link fails
  * with EEXIST when `path` exists, so of several racing writers exactly one wins, and a reader
- * never sees the file half-written (an `open(path, "wx")` would be visible empty).
+ * never sees the file half-written (an `open(path, "wx")` would be visible empty). A link whose
+ * folder flush fails is unlinked again, so an error means "not created" (adr/0116).
  */
 export async function createFileExclusive(path: string, data: string): Promise<boolean> {
   const temp = tempPathBeside(path);
   try {
     await writeNewFileSynced(temp, data);
     await link(temp, path);
-    await syncDir(dirname(path));
+    try {
+      await syncDir(dirname(path));
+    } catch (error) {
+      // Unflushed, the file may be lost to a power loss after its caller was told it exists;
+      // kept, a caller told it was not made finds it (a conversation listed, a retry making a
+      // second one). Unlinked and that flushed, never the flush retried (adr/0112); if that fails
+      // too, the disk refuses every change and the error is answered all the same
+      // (test/unit/platform/conversations/flush-failure.test.ts "a create whose folder flush fails").
+      await unlink(path)
+        .then(() => syncDir(dirname(path)))
+        .catch(() => undefined);
+      throw error;
+    }
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;

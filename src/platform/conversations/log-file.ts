@@ -186,7 +186,8 @@ export function appendLines(events: readonly ConversationEvent[]): Buffer[] {
  * returning the log's new stamp. A torn tail past `end` is cut off first: that is the repair,
  * and it removes only bytes whose append was never acknowledged. A log shorter than `end` was
  * changed by someone else since `end` was read: nothing is written (the caller reads it again).
- * The caller holds the conversation's lock.
+ * A write or flush that fails is cut off again, so the error it answers means "not stored"
+ * (adr/0116). The caller holds the conversation's lock.
  */
 export async function appendLog(path: string, end: number, lines: Buffer): Promise<string> {
   const handle = await open(path, "r+");
@@ -194,8 +195,21 @@ export async function appendLog(path: string, end: number, lines: Buffer): Promi
     const { size } = await handle.stat();
     if (size < end) throw logChanged();
     if (size !== end) await handle.truncate(end);
-    await handle.write(lines, 0, lines.length, end);
-    await handle.sync();
+    try {
+      await handle.write(lines, 0, lines.length, end);
+      await handle.sync();
+    } catch (error) {
+      // Unflushed, the append may be lost to a power loss after the caller was told it is stored,
+      // and kept, a retry after the error stores it twice: cut off and the cut flushed, never the
+      // flush retried (a failed fsync may report success next time without writing: adr/0112).
+      // If the cut fails too, the disk refuses every change: the error is answered all the same,
+      // and the caller forgets where the log ends, to read it again (flush-failure.test.ts).
+      await handle
+        .truncate(end)
+        .then(() => handle.sync())
+        .catch(() => undefined);
+      throw error;
+    }
     return stampOf(await handle.stat());
   } finally {
     await handle.close();

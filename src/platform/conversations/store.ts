@@ -136,7 +136,8 @@ export class ConversationStore implements LeftoverRules {
       try {
         head.stamp = await appendLog(path, head.end, bytes);
       } catch (error) {
-        // How much reached the log is unknown: read it again next time.
+        // A failed write or flush was cut off again (log-file.ts appendLog), but that cut may
+        // have failed too: how much reached the log is unknown, so it is read again next time.
         this.heads.delete(path);
         if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
         throw error;

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createFolderExclusive } from "../../../src/storage/exclusive.ts";
+import { createFileExclusive, createFolderExclusive } from "../../../src/storage/exclusive.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
 
 // A folder made once (the first OAuth signing keys) must survive a power loss whole: found in
@@ -45,5 +45,32 @@ describe("createFolderExclusive", () => {
     ]);
     expect(made.sort()).toEqual([false, true]);
     expect(await readdir(root)).toEqual(["keys"]);
+  });
+});
+
+describe("createFileExclusive", () => {
+  it("unlinks a file whose folder flush fails and answers the error, so an error means not created", async () => {
+    const path = join(root, "secret");
+    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    let failed = false;
+    let answer: unknown;
+    const journal = await journalDuring(
+      async () => {
+        answer = await createFileExclusive(path, "one").catch((error: Error) => error);
+      },
+      {
+        sync: (synced) => {
+          if (synced !== root || failed) return undefined;
+          failed = true;
+          return eio;
+        },
+      },
+    );
+    expect(answer).toBe(eio);
+    expect(await readdir(root)).toEqual([]);
+    // The unlink is flushed in its folder too.
+    expect(journal.synced.at(-1)).toBe(root);
+    expect(await createFileExclusive(path, "two")).toBe(true);
+    expect(await readFile(path, "utf8")).toBe("two");
   });
 });
