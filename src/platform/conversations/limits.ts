@@ -1,5 +1,14 @@
 import { AtriumError } from "../../errors.ts";
 import type { ConversationSettings } from "./config.ts";
+import type { ConversationEvent } from "./model.ts";
+
+/**
+ * The highest seq an event may be written with: the search index packs a conversation and a seq
+ * into one number with 21 bits for the seq (partition-index.ts), so a higher one would be counted
+ * as another conversation's event. `maxConversationBytes` at its most keeps appends below it; a
+ * log an operator edited (lines removed, seqs kept) may still come near it (adr/0117).
+ */
+export const MAX_EVENT_SEQ = 2 ** 21 - 1;
 
 /** One event is over `conversations.maxEventBytes`: nothing of its append was written. */
 export class EventTooLarge extends AtriumError {
@@ -23,6 +32,27 @@ export class ConversationTooLarge extends AtriumError {
         "(conversations.maxConversationBytes). Nothing was written: fork a shorter prefix or start a new conversation.",
     );
   }
+}
+
+/** The write would number an event past MAX_EVENT_SEQ: nothing was written. */
+export class TooManyEvents extends AtriumError {
+  constructor(seq: number) {
+    super(
+      "conversation_too_large",
+      413,
+      `This would number an event of the conversation ${seq}; one conversation's events are numbered up to ${MAX_EVENT_SEQ}. ` +
+        "Nothing was written: fork a shorter prefix or start a new conversation.",
+    );
+  }
+}
+
+/**
+ * Refuses a write whose last event, the highest numbered, is past MAX_EVENT_SEQ
+ * (operator-edit.test.ts "an append that would number an event past 2^21 − 1").
+ */
+export function checkSeqs(events: readonly ConversationEvent[]): void {
+  const last = events[events.length - 1]?.seq;
+  if (last !== undefined && last > MAX_EVENT_SEQ) throw new TooManyEvents(last);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { distinctWords, eventText, tokenize } from "./event-text.ts";
 import { addedBytes, ENTRY_BYTES, wordBytes } from "./index-memory.ts";
+import { MAX_EVENT_SEQ } from "./limits.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
 import {
   type ConversationEvent,
@@ -12,10 +13,11 @@ import { keysInAll, keysOf, SearchTurns, walkInTurns } from "./postings.ts";
 
 /**
  * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
- * event's seq. A log holds at most maxConversationBytes, far fewer than 2^21 events, and an
- * ordinal below 2^32 keeps every key an exact integer (below 2^53).
+ * event's seq. Appends number no event past MAX_EVENT_SEQ (limits.ts; maxConversationBytes is at
+ * most 128 MiB), an event an operator numbered past it is not indexed, and an ordinal below 2^32
+ * keeps every key an exact integer (below 2^53).
  */
-const SEQ_SPAN = 2 ** 21;
+const SEQ_SPAN = MAX_EVENT_SEQ + 1;
 /**
  * Removed conversations' postings are dropped (compact(), a walk of every posting in one turn of
  * the event loop: about 250 ms at a full partition) once this many bytes of them and half the live
@@ -320,6 +322,11 @@ export class PartitionIndex {
   private index(entry: Entry, event: ConversationEvent): void {
     const text = eventText(event);
     if (text === "") return;
+    // Its key would be another conversation's (partition-index.test.ts "numbered past").
+    if (event.seq > MAX_EVENT_SEQ) {
+      entry.partial = true;
+      return;
+    }
     // At the budget, removed conversations' postings keep this event's words out, so they are
     // compacted away sooner than `remove` would, but only once they are 1 MiB or half the live
     // bytes: compacting for every removal made each event after one walk every posting, 220–315 ms

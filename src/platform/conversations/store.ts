@@ -18,7 +18,7 @@ import {
   readPageRequest,
   wholeLog,
 } from "./event-page.ts";
-import { checkedWrite } from "./limits.ts";
+import { checkedWrite, checkSeqs } from "./limits.ts";
 import { appendLines, appendLog, createLog, eventLines, logStamp, readLog, readSpan } from "./log-file.ts";
 import {
   type ConversationEvent,
@@ -132,6 +132,7 @@ export class ConversationStore implements LeftoverRules {
     const written = await this.locks.run(path, async () => {
       const { head } = await this.head(path, id);
       const events = stamp(drafts, head.summary.eventCount, this.now());
+      checkSeqs(events);
       const bytes = checkedWrite(appendLines(events), head.end, this.limits);
       try {
         head.stamp = await appendLog(path, head.end, bytes);
@@ -253,6 +254,7 @@ export class ConversationStore implements LeftoverRules {
     events: ConversationEvent[],
   ): Promise<ConversationSummary> {
     const id = newConversationId();
+    checkSeqs(events);
     const lines = eventLines(events);
     const bytes = checkedWrite(lines, 0, this.limits);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { followPort, isLoopbackHost, loadInstance } from "../../../src/instance/load.ts";
 import { MAX_BODY_BYTES_DEFAULT } from "../../../src/instance/schema.ts";
+import { MAX_CONVERSATION_BYTES_LIMIT } from "../../../src/platform/conversations/config.ts";
 import { filesConfig, MAX_UPLOAD_BYTES_DEFAULT } from "../../../src/platform/files/config.ts";
 import { PLATFORM_APPS } from "../../../src/platform/index.ts";
 import { configSections } from "../../../src/platform/kit.ts";
@@ -181,6 +182,17 @@ describe("loadInstance", () => {
     expect(filesConfig.resolve(undefined, good).maxUploadBytes).toBe(MAX_UPLOAD_BYTES_DEFAULT);
     // Without the apps' sections, an app's key is as unknown as any other.
     expect(await bootError(loadInstance(bad))).toContain('unknown field "files"');
+  });
+
+  it("conversations.maxConversationBytes keeps up to 128 MiB and refuses more by name", async () => {
+    // Past it, appends could number an event past the 21 bits the search index keeps (adr/0117).
+    const sections = configSections(PLATFORM_APPS);
+    const at = (maxConversationBytes: unknown) =>
+      writeInstance({ ...MINIMAL, conversations: { maxConversationBytes } });
+    const most = await loadInstance(await at(MAX_CONVERSATION_BYTES_LIMIT), { sections });
+    expect(most.sections).toEqual({ conversations: { maxConversationBytes: 128 * 1024 * 1024 } });
+    const message = await bootError(loadInstance(await at(MAX_CONVERSATION_BYTES_LIMIT + 1), { sections }));
+    expect(message).toContain("conversations.maxConversationBytes");
   });
 
   it("keeps values that are set", async () => {

@@ -1,6 +1,7 @@
 import { copyFile, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { MAX_EVENT_SEQ } from "../../../../src/platform/conversations/limits.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
@@ -213,5 +214,34 @@ describe("a conversation log restored from a backup of the same size, its time k
     const page = await store.get(temp.ws, ALICE, id);
     expect(page.conversation.title).toBe("u");
     expect(texts(page.events)).toEqual(["one", "two"]);
+  });
+
+  it("an append that would number an event past 2^21 − 1 is refused 413 and writes nothing", async () => {
+    // The search index keeps a seq in 21 bits: a higher one was another conversation's event
+    // (adr/0117). Appends alone cannot get there within maxConversationBytes; a hand edit can.
+    const store = openStore();
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")]);
+    const path = join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), `${id}.jsonl`);
+    const last = {
+      seq: MAX_EVENT_SEQ - 1,
+      at: new Date(time.clock()).toISOString(),
+      type: "title",
+      title: "",
+    };
+    await writeFile(path, `${await readFile(path, "utf8")}${JSON.stringify(last)}\n`);
+    const one = await store.append(temp.ws, ALICE, id, [message("fits")]);
+    expect(one.events.map((e) => e.seq)).toEqual([MAX_EVENT_SEQ]);
+    const before = await readFile(path);
+    const refused = await store
+      .append(temp.ws, ALICE, id, [message("past")])
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: "conversation_too_large", status: 413 });
+    expect((refused as Error).message).toContain(String(MAX_EVENT_SEQ));
+    expect(await readFile(path)).toEqual(before);
+    expect(texts((await store.get(temp.ws, ALICE, id, { order: "newest", limit: 1 })).events)).toEqual([
+      "fits",
+    ]);
+    const fork = await store.fork(temp.ws, ALICE, id, {}).catch((error: unknown) => error);
+    expect(fork).toMatchObject({ code: "conversation_too_large" });
   });
 });

@@ -337,4 +337,16 @@ describe("the partition index", () => {
     }
     expect(index.page(undefined, 10).summaries[0]).toMatchObject({ eventCount: 3, updatedAt: at(5) });
   });
+
+  it("does not index an event numbered past 2^21 − 1, whose key would be another conversation's", async () => {
+    // An operator's hand edit can number one so (adr/0117); appends cannot.
+    const index = new PartitionIndex();
+    index.apply(id(1), [title(1, 0, "one"), said(2 ** 21 + 2, 0, "ghost")], 10);
+    index.apply(id(2), [title(1, 1, "two"), said(2, 1, "real")], 10);
+    expect((await index.search("ghost", undefined, 10)).hits).toEqual([]);
+    expect(index.partialCount).toBe(1);
+    expect((await index.search("real", undefined, 10)).hits.map((h) => [h.summary.id, h.seqs])).toEqual([
+      [id(2), [2]],
+    ]);
+  });
 });
