@@ -99,15 +99,15 @@ export async function searchConversations(
   const results: SearchResult[] = [];
   let logsRead = found.logsRead;
   for (const hit of found.hits) {
-    const wanted = new Set(hit.seqs.slice(0, MAX_EVENTS_PER_HIT));
     logsRead += 1;
     try {
-      const { conversation, events } = await store.readWhole(workspaceId, ownerId, hit.summary.id);
-      results.push({
-        conversation,
-        matches: hit.seqs.length,
-        events: events.filter((e) => wanted.has(e.seq)),
-      });
+      const { conversation, events } = await store.eventsNumbered(
+        workspaceId,
+        ownerId,
+        hit.summary.id,
+        hit.seqs.slice(0, MAX_EVENTS_PER_HIT),
+      );
+      results.push({ conversation, matches: hit.seqs.length, events });
     } catch (error) {
       // Deleted since the index was read: it is simply not found any more.
       if ((error as { code?: string }).code !== "conversation_not_found") throw error;

@@ -35,12 +35,17 @@ export class SeqOffsets {
   private count = 0;
   private lastSeq = 0;
   /** False from the first seq not above the one before it: every page then reads the whole log. */
-  private ordered = true;
+  private inOrder = true;
+
+  /** Whether pages can be found through the table: every seq so far above the one before it. */
+  get ordered(): boolean {
+    return this.inOrder;
+  }
 
   /** A whole group read or written at byte `start`: the events of `events` from index `first` on. */
   add(start: number, events: readonly ConversationEvent[], first = 0): void {
     const firstEvent = events[first];
-    if (!this.ordered || firstEvent === undefined) return;
+    if (!this.inOrder || firstEvent === undefined) return;
     const last = this.seqs.length - 1;
     if (
       last < 0 ||
@@ -54,7 +59,7 @@ export class SeqOffsets {
     for (let i = first; i < events.length; i++) {
       const seq = (events[i] as ConversationEvent).seq;
       if (seq <= this.lastSeq) {
-        this.ordered = false;
+        this.inOrder = false;
         return;
       }
       this.lastSeq = seq;
@@ -69,7 +74,7 @@ export class SeqOffsets {
    * only the whole log can say where a page starts.
    */
   rangeFor(query: EventPageQuery, end: number): PageRange | undefined {
-    if (!this.ordered) return undefined;
+    if (!this.inOrder) return undefined;
     const { limit, after } = query;
     const n = this.seqs.length;
     const offsetAt = (i: number) => (i < n ? (this.offsets[i] as number) : end);

@@ -178,19 +178,52 @@ export class ConversationStore implements LeftoverRules {
   ): Promise<ConversationPage> {
     const path = this.logPath(workspaceId, ownerId, id);
     try {
-      const query = await this.pageQuery(path, id, request);
-      const known = this.heads.get(path);
-      const page = known && (await this.pageFrom(path, id, known, query));
-      if (page) return page;
-      return await this.locks.run(path, async () => {
-        const { head, events } = await this.head(path, id);
-        if (!events) return (await this.pageFrom(path, id, head, query)) ?? this.wholePage(path, id, query);
-        return { conversation: { ...head.summary }, ...pageSpan(id, wholeLog(events), query) };
-      });
+      return await this.page(path, id, await this.pageQuery(path, id, request));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
       throw error;
     }
+  }
+
+  /**
+   * The conversation and its events numbered `seqs` (ascending; one missing is left out), each
+   * read as the one-event page that starts at it, from the groups that hold it: a search hit
+   * shows at most five events, and read whole their log cost up to maxConversationBytes of reading
+   * and parsing each (adr/0118). A log whose seqs are out of order is read whole once, as before.
+   */
+  async eventsNumbered(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    seqs: readonly number[],
+  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
+    const path = this.logPath(workspaceId, ownerId, id);
+    const events: ConversationEvent[] = [];
+    let conversation: ConversationSummary | undefined;
+    try {
+      for (const seq of seqs) {
+        const page = await this.page(path, id, { order: "oldest", after: seq - 1, limit: 1 });
+        // The page built the head if there was none. A log whose seqs are out of order (an
+        // operator's edit) may hold two events of one seq, which a page starting at it would not
+        // both show: read whole, as before (seq-offsets.test.ts "out of order").
+        if (!this.heads.get(path)?.offsets.ordered) {
+          const whole = await this.readWholeAt(path, id);
+          return {
+            conversation: whole.conversation,
+            events: whole.events.filter((e) => seqs.includes(e.seq)),
+          };
+        }
+        conversation = page.conversation;
+        const [event] = page.events;
+        if (event?.seq === seq) events.push(event);
+      }
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
+      throw error;
+    }
+    // A hit has a seq at least: asked for none, there is no page to take the conversation from.
+    if (conversation === undefined) throw new Error("eventsNumbered needs at least one seq");
+    return { conversation, events };
   }
 
   /** Every event of the conversation, oldest first, for an export. */
@@ -295,6 +328,21 @@ export class ConversationStore implements LeftoverRules {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
       throw error;
     }
+  }
+
+  /**
+   * One page, from the bytes the head names when it is the open file's, without the log's lock; a
+   * log without a head, or whose stamp differs, is read under the lock as an append would read it.
+   */
+  private async page(path: string, id: string, query: EventPageQuery): Promise<ConversationPage> {
+    const known = this.heads.get(path);
+    const page = known && (await this.pageFrom(path, id, known, query));
+    if (page) return page;
+    return this.locks.run(path, async () => {
+      const { head, events } = await this.head(path, id);
+      if (!events) return (await this.pageFrom(path, id, head, query)) ?? this.wholePage(path, id, query);
+      return { conversation: { ...head.summary }, ...pageSpan(id, wholeLog(events), query) };
+    });
   }
 
   /** The request's limit and cursor; a log that is not there is not found first, as when it was read first. */

@@ -6,6 +6,7 @@ import {
   type EventPageRequest,
   pageEvents,
 } from "../../../../src/platform/conversations/event-page.ts";
+import { searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import { appendLines, readLog } from "../../../../src/platform/conversations/log-file.ts";
 import {
   type ConversationEvent,
@@ -358,6 +359,49 @@ describe("the bytes a page reads", () => {
       // The page and the whole read it is compared with: the page itself is a few hundred KiB.
       expect(read - size, JSON.stringify(request)).toBeLessThan(256 * 1024);
     }
+  });
+
+  it("of a search hit are those of the groups holding its events, not of its whole log", async () => {
+    // Each hit read its whole log (up to maxConversationBytes) to show at most five events (adr/0118).
+    const { id } = await openStore().create(temp.ws, ALICE, "large");
+    const path = logPath(id);
+    const groups: Buffer[] = [];
+    for (let seq = 2; seq < 8000; seq += 4) {
+      const texts = [0, 1, 2, 3].map((k) => ((seq + k) % 997 === 0 ? "zebra" : "z".repeat(600)));
+      groups.push(...appendLines(texts.map((text, k) => event(seq + k, text))));
+    }
+    await appendFile(path, Buffer.concat(groups));
+    const { size } = await stat(path);
+    expect(size).toBeGreaterThan(4 * 1024 * 1024);
+    const store = openStore(); // as after a restart: its index reads the log
+    const search = () => searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
+    await search(); // The index and the head read the log whole, once each.
+    let found: Awaited<ReturnType<typeof search>> | undefined;
+    const read = await bytesRead(async () => {
+      found = await search();
+    });
+    expect(read).toBeLessThan(5 * 256 * 1024);
+    const whole = (await readLog(path)).events;
+    const zebras = whole.filter(
+      (e) => e.type === "message" && e.content[0]?.type === "text" && e.content[0].text === "zebra",
+    );
+    expect(found?.results[0]?.matches).toBe(zebras.length);
+    expect(found?.results[0]?.events).toEqual(zebras.slice(0, 5));
+    expect(found?.results[0]?.conversation).toEqual(summarize(id, whole));
+  });
+
+  it("of a search hit in a log whose seqs are out of order are the whole log's, with the same events", async () => {
+    const { id } = await openStore().create(temp.ws, ALICE, "edited", [
+      { type: "message", role: "user", content: [{ type: "text", text: "zebra one" }] },
+    ]);
+    // An operator's edit: a second event numbered 2.
+    await appendFile(logPath(id), line(event(2, "zebra again")));
+    const store = openStore();
+    const found = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
+    const texts = found.results[0]?.events.map((e) =>
+      e.type === "message" && e.content[0]?.type === "text" ? e.content[0].text : e.type,
+    );
+    expect(texts).toEqual(["zebra one", "zebra again"]);
   });
 });
 
