@@ -42,19 +42,26 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
     }
   }
   const cutoff = retention.now() - retention.retentionMs;
+  // Archives left of each workspace: one archived, restored by copy and archived again has two,
+  // whose connections share credentials, so only the last of them releases anything.
+  const copies = new Map<string, number>();
+  for (const name of names) {
+    const workspaceId = parseArchivedName(name)?.workspaceId;
+    if (workspaceId) copies.set(workspaceId, (copies.get(workspaceId) ?? 0) + 1);
+  }
   let purged = 0;
   for (const name of names) {
     const archived = parseArchivedName(name);
     if (!archived || archived.archivedAtMs > cutoff) continue;
-    const fields = {
-      workspace: archived.workspaceId,
-      archivedAt: new Date(archived.archivedAtMs).toISOString(),
-    };
+    const { workspaceId } = archived;
+    const fields = { workspace: workspaceId, archivedAt: new Date(archived.archivedAtMs).toISOString() };
+    const shared = retention.isLive(workspaceId) || (copies.get(workspaceId) ?? 0) > 1;
     try {
-      const live = await purge(retention, archived.workspaceId, name);
+      await purge(retention, workspaceId, name, shared);
+      copies.set(workspaceId, (copies.get(workspaceId) ?? 1) - 1);
       purged++;
       log.info(
-        { ...fields, ...(live && { released: "nothing: the workspace is live again (restored by copy)" }) },
+        { ...fields, ...(shared && { released: "nothing: the workspace is live again, or archived again" }) },
         "archived workspace removed: past storage.archiveRetentionDays",
       );
     } catch (error) {
@@ -65,18 +72,19 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
   return purged;
 }
 
-/** Releases what the apps keep for one archive, then removes its folder; answers whether the workspace is live. */
-async function purge(retention: ArchiveRetention, workspaceId: string, name: string): Promise<boolean> {
+/**
+ * Releases what the apps keep for one archive, unless another copy of its workspace (live, or
+ * archived again) shares it, then removes its folder.
+ */
+async function purge(retention: ArchiveRetention, workspaceId: string, name: string, shared: boolean) {
   const { layout } = retention;
-  const live = retention.isLive(workspaceId);
-  if (!live) {
+  if (!shared) {
     for (const release of retention.releasers) await release(workspaceId, name);
   }
   const purging = layout.purgingFolder(name);
   await rename(layout.archivedFolder(name), purging);
   await syncDir(layout.archiveDir());
   await rm(purging, { recursive: true, force: true });
-  return live;
 }
 
 async function listArchive(layout: StorageLayout): Promise<string[]> {

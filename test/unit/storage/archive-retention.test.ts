@@ -89,6 +89,27 @@ describe("purgeExpiredArchives", () => {
     expect(await archive()).toEqual([YOUNG]);
   });
 
+  it("releases a workspace archived twice (restored by copy between) only with its last archive", async () => {
+    const again = `${parseArchivedName(OLD)?.workspaceId}-${NOW - 35 * DAY_MS}`;
+    await mkdir(join(root, "_archive", again));
+    const released: string[] = [];
+    const purge = () =>
+      purgeExpiredArchives(retention({ releasers: [async (_ws, name) => void released.push(name)] }));
+    // Both past the retention: the first removed keeps what the second still names.
+    expect(await purge()).toBe(2);
+    expect(released).toHaveLength(1);
+    expect(await archive()).toEqual([YOUNG]);
+  });
+
+  it("keeps what an archive names while a younger archive of the same workspace is kept", async () => {
+    const younger = `${parseArchivedName(OLD)?.workspaceId}-${NOW - DAY_MS}`;
+    await mkdir(join(root, "_archive", younger));
+    const released: string[] = [];
+    await purgeExpiredArchives(retention({ releasers: [async (_ws, name) => void released.push(name)] }));
+    expect(released).toEqual([]);
+    expect(await archive()).toEqual([younger, YOUNG].sort());
+  });
+
   it("finishes a removal cut short and leaves names it did not make alone", async () => {
     await mkdir(join(root, "_archive", `.purging-${OLD}`, "files"), { recursive: true });
     await mkdir(join(root, "_archive", ".purging-not-an-archive"));
