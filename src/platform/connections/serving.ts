@@ -41,36 +41,41 @@ export class Serving {
     build: (record: ConnectionRecord) => Promise<ConnectionSource>,
   ): Promise<void> {
     const turn = `${key}/${name}`;
-    const superseded = await this.turns.run(turn, async () => {
-      let record: ConnectionRecord;
-      try {
-        record = await this.store.get(key, name);
-      } catch (error) {
-        if (isConnectionNotFound(error)) return [];
-        throw error;
-      }
-      if (record.disabled || record.snapshotVersion === 0) return [];
-      const replaced: Source[] = [];
-      for (const workspaceId of where()) {
-        const previous = await this.sources.replace(workspaceId, await build(record));
-        if (previous) replaced.push(previous);
-      }
-      const closing = this.closing.get(turn) ?? new Set<Source>();
-      this.closing.set(turn, closing);
-      for (const source of replaced) closing.add(source);
-      return replaced;
-    });
-    await Promise.all(
-      superseded.map(async (source) => {
+    // Closed after the turn, even when a later build fails: each is entered in `closing` as it is
+    // replaced, so a take-out meanwhile cuts it (serving.test.ts "a build that fails").
+    const superseded: Source[] = [];
+    try {
+      await this.turns.run(turn, async () => {
+        let record: ConnectionRecord;
         try {
-          await source.close("superseded");
-        } finally {
-          const closing = this.closing.get(turn);
-          closing?.delete(source);
-          if (closing?.size === 0) this.closing.delete(turn);
+          record = await this.store.get(key, name);
+        } catch (error) {
+          if (isConnectionNotFound(error)) return;
+          throw error;
         }
-      }),
-    );
+        if (record.disabled || record.snapshotVersion === 0) return;
+        for (const workspaceId of where()) {
+          const previous = await this.sources.replace(workspaceId, await build(record));
+          if (!previous) continue;
+          superseded.push(previous);
+          const closing = this.closing.get(turn) ?? new Set<Source>();
+          this.closing.set(turn, closing);
+          closing.add(previous);
+        }
+      });
+    } finally {
+      await Promise.all(superseded.map((source) => this.closeSuperseded(turn, source)));
+    }
+  }
+
+  private async closeSuperseded(turn: string, source: Source): Promise<void> {
+    try {
+      await source.close("superseded");
+    } finally {
+      const closing = this.closing.get(turn);
+      closing?.delete(source);
+      if (closing?.size === 0) this.closing.delete(turn);
+    }
   }
 
   /**

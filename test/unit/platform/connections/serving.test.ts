@@ -203,4 +203,41 @@ describe("the client a put supersedes", () => {
     expect(closes).toEqual([["superseded", "now"], ["now"]]);
     expect([...registry.keys()]).toEqual([]);
   });
+
+  it("is closed even when a build for a later workspace fails (a build that fails)", async () => {
+    const other = "ws_0123456789abcdef";
+    const registries = new Map<string, Map<string, Source>>([
+      [temp.ws, new Map()],
+      [other, new Map()],
+    ]);
+    const sources: WorkspaceSources = {
+      replace: async (ws, source) => {
+        const registry = registries.get(ws) as Map<string, Source>;
+        const previous = registry.get(source.name);
+        registry.set(source.name, source);
+        return previous;
+      },
+      remove: async () => undefined,
+    };
+    const serving = new Serving(store, sources);
+    const closed: string[] = [];
+    let built = 0;
+    const client = (): ConnectionSource => {
+      const id = `client-${++built}`;
+      return {
+        name: "srv",
+        close: async (how: SourceClosing) => void closed.push(`${id} ${how}`),
+      } as unknown as ConnectionSource;
+    };
+    const both = () => [temp.ws, other];
+    await serving.serve(temp.ws, "srv", both, async () => client());
+    // The next put replaces the first workspace's client, then fails to build the second's.
+    let builds = 0;
+    const failing = serving.serve(temp.ws, "srv", both, async () => {
+      if (++builds === 2) throw new Error("the vault is unreadable");
+      return client();
+    });
+    await expect(failing).rejects.toThrow("the vault is unreadable");
+    expect(closed).toEqual(["client-1 superseded"]);
+  });
 });
