@@ -1,7 +1,7 @@
 import { InvalidInput } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { UnfinishedListing } from "../../sources/mcp-source.ts";
-import type { ConnectionRecord } from "./model.ts";
+import { type ConnectionRecord, shownUrl } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
 import { compileInputSchema } from "./schemas.ts";
 import { photograph, type Snapshot } from "./snapshot.ts";
@@ -21,20 +21,20 @@ export async function photographServer(
   const source = await remote.source(record);
   try {
     const described = await source.describe().catch((error: unknown) => {
-      throw new InvalidInput(`Could not connect to ${record.url}: ${(error as Error).message.slice(0, 300)}`);
+      throw new InvalidInput(`Could not connect to ${shownUrl(record.url)}: ${(error as Error).message.slice(0, 300)}`);
     });
     if (!described.hasTools)
-      throw new InvalidInput(`The server at ${record.url} offers no tools capability.`);
+      throw new InvalidInput(`The server at ${shownUrl(record.url)} offers no tools capability.`);
     const tools = await source.listTools().catch((error: unknown) => {
       if (error instanceof UnfinishedListing)
         throw new InvalidInput(`${error.message} Nothing was photographed.`);
       throw new InvalidInput(
-        `The server at ${record.url} did not list its tools: ${(error as Error).message.slice(0, 300)}`,
+        `The server at ${shownUrl(record.url)} did not list its tools: ${(error as Error).message.slice(0, 300)}`,
       );
     });
     const skills = await source.skills(MAX_REMOTE_SKILLS).catch((error: unknown) => {
       throw new InvalidInput(
-        `The server at ${record.url} offered skills that could not be read: ${(error as Error).message.slice(0, 300)}`,
+        `The server at ${shownUrl(record.url)} offered skills that could not be read: ${(error as Error).message.slice(0, 300)}`,
       );
     });
     const taken = photograph(tools, {
