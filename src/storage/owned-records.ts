@@ -133,8 +133,10 @@ export class RecordFolders {
         try {
           await syncDir(parentDir);
         } catch (error) {
-          // Not flushed, so not done: back in place before the caller is told (see create).
-          await rename(doomed, place);
+          // Not flushed, so not done: back in place before the caller is told (see create). A
+          // rename back that fails too leaves the record aside, where recovery removes it: the
+          // delete then happens after all, answered with the flush's error (adr/0112).
+          await rename(doomed, place).catch(() => undefined);
           throw error;
         }
       }, undefined);
