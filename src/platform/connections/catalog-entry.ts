@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject } from "ajv";
 import { hidesText, isUnshowable } from "../../text.ts";
 import { holdsQueryCredential, holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
+import { namesCredential } from "./model.ts";
 
 // One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
 // …/server.schema.json), checked against the part of it Atrium reads, and what Atrium says about
@@ -235,6 +236,12 @@ export function connectabilityOf(server: ServerJson): Connectability {
     }
     if (!isHttpUrl(remote.url)) {
       reason = "Its streamable-http URL is not an http(s) URL.";
+      continue;
+    }
+    // An empty value passes the entry's secret check, but a connection's URL with such a name in
+    // its query is refused (checkServerUrl): listed as connectable, it could never be connected.
+    if ([...new URL(remote.url).searchParams.keys()].some(namesCredential)) {
+      reason = "Its streamable-http URL names a credential in its query; a connection sends one only sealed.";
       continue;
     }
     const sent = (remote.headers ?? []).filter((h) => h.isRequired === true || h.value !== undefined);

@@ -323,6 +323,14 @@ describe("connectability", () => {
     expect(connectabilityOf(s)).toEqual({ connectable: true, url: "https://x/mcp" });
   });
 
+  it("is not a remote whose URL names a credential in its query, even with no value", () => {
+    const s = server({ remotes: [{ type: "streamable-http", url: "https://x/mcp?token=" }] });
+    expect(connectabilityOf(s)).toEqual({
+      connectable: false,
+      reason: expect.stringContaining("names a credential in its query"),
+    });
+  });
+
   it("marks SSE-only, package-only, templated and many-header servers with the reason", () => {
     expect(connectabilityOf(server({ remotes: [{ type: "sse", url: "https://x/sse" }] }))).toEqual({
       connectable: false,
