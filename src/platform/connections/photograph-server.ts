@@ -21,7 +21,9 @@ export async function photographServer(
   const source = await remote.source(record);
   try {
     const described = await source.describe().catch((error: unknown) => {
-      throw new InvalidInput(`Could not connect to ${shownUrl(record.url)}: ${(error as Error).message.slice(0, 300)}`);
+      throw new InvalidInput(
+        `Could not connect to ${shownUrl(record.url)}: ${(error as Error).message.slice(0, 300)}`,
+      );
     });
     if (!described.hasTools)
       throw new InvalidInput(`The server at ${shownUrl(record.url)} offers no tools capability.`);
