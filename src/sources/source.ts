@@ -39,7 +39,7 @@ export interface Source {
   /**
    * `"now"` (the default): the source is out of service, and whatever it has under way with its
    * server, a connect included, ends at once. `"superseded"`: a newer source serves in its place,
-   * and a connect under way finishes first, so the call waiting on it goes on (ADR 0109).
+   * and the calls under way on this one end first, a connect included, so they go on (ADR 0109).
    */
   close(how?: SourceClosing): Promise<void>;
 }
