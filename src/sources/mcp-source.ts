@@ -74,11 +74,6 @@ export class McpSource implements Source {
   private server: McpServer | undefined;
   /** Ends the current remote client's connect, and anything it sends after: by `close("now")`. */
   private cut: ConnectCut | undefined;
-  /** Calls under way (a listing, a tool call, …): what a superseded close waits to end. */
-  private active = 0;
-  private idle: (() => void) | undefined;
-  /** The client a superseded close closes once its calls end; a close "now" closes it at once. */
-  private draining: Promise<Client> | undefined;
 
   constructor(
     readonly name: string,
@@ -95,10 +90,12 @@ export class McpSource implements Source {
     if (maxAgeMs !== undefined && this.clock() - this.listedAt > maxAgeMs) this.tools = undefined;
     if (!this.tools) {
       this.listedAt = this.clock();
-      this.tools = this.use(listEveryPage).catch((error: unknown) => {
-        this.tools = undefined;
-        throw error;
-      });
+      this.tools = this.connected()
+        .then(listEveryPage)
+        .catch((error: unknown) => {
+          this.tools = undefined;
+          throw error;
+        });
     }
     return this.tools;
   }
@@ -110,15 +107,14 @@ export class McpSource implements Source {
     instructions: string | undefined;
     serverInfo: { name: string; version: string } | undefined;
   }> {
-    return this.use(async (client) => {
-      const info = client.getServerVersion();
-      return {
-        protocolVersion: client.getNegotiatedProtocolVersion(),
-        hasTools: client.getServerCapabilities()?.tools !== undefined,
-        instructions: client.getInstructions(),
-        serverInfo: info && { name: info.name, version: info.version },
-      };
-    });
+    const client = await this.connected();
+    const info = client.getServerVersion();
+    return {
+      protocolVersion: client.getNegotiatedProtocolVersion(),
+      hasTools: client.getServerCapabilities()?.tools !== undefined,
+      instructions: client.getInstructions(),
+      serverInfo: info && { name: info.name, version: info.version },
+    };
   }
 
   /**
@@ -127,22 +123,20 @@ export class McpSource implements Source {
    * An entry that is not valid is left out, never guessed at.
    */
   async skills(max: number): Promise<RemoteSkill[]> {
-    return this.use(async (client) => {
-      const skills = new SkillsClient(client, { skipInvalid: true });
-      if (!skills.supported) return [];
-      const { skills: entries } = await skills.list();
-      const read = await Promise.all(entries.slice(0, max).map((entry) => skills.read(entry)));
-      return read.map((file) => ({
-        name: String(file.frontmatter?.name ?? ""),
-        description: String(file.frontmatter?.description ?? ""),
-        body: file.body ?? "",
-      }));
-    });
+    const skills = new SkillsClient(await this.connected(), { skipInvalid: true });
+    if (!skills.supported) return [];
+    const { skills: entries } = await skills.list();
+    const read = await Promise.all(entries.slice(0, max).map((entry) => skills.read(entry)));
+    return read.map((file) => ({
+      name: String(file.frontmatter?.name ?? ""),
+      description: String(file.frontmatter?.description ?? ""),
+      body: file.body ?? "",
+    }));
   }
 
   /** A round trip that proves the transport and the server are alive; nothing else. */
   async ping(): Promise<void> {
-    await this.use((client) => client.ping());
+    await (await this.connected()).ping();
   }
 
   /**
@@ -158,6 +152,7 @@ export class McpSource implements Source {
   ): Promise<CallToolResult> {
     // The request id a connection's gate records is not sent anywhere: a platform app's failures
     // are logged by the router with it, and a remote server never learns it.
+    const client = await this.connected();
     const options =
       onProgress || signal || timeoutMs !== undefined
         ? {
@@ -167,79 +162,36 @@ export class McpSource implements Source {
             ...(timeoutMs === undefined ? {} : { timeout: timeoutMs }),
           }
         : undefined;
-    return this.use(async (client) => {
-      if (this.transport.kind === "streamable-http")
-        return withoutHostMeta(await client.callTool({ name: tool, arguments: args }, options));
-      // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
-      // already parsed its result against the era's CallToolResult schema (and any output
-      // schema), and callTool would parse it again and look up an output validator in the
-      // client's response cache on every call, which more than doubled the CPU an in-memory
-      // call costs (docs/performance.md). A remote result is untrusted and keeps every check.
-      return await client.request(
-        {
-          method: "tools/call",
-          params: { name: tool, arguments: args, _meta: { [CALLER_META_KEY]: caller } },
-        },
-        VALIDATED_BY_SERVER,
-        options,
-      );
-    });
+    if (this.transport.kind === "streamable-http")
+      return withoutHostMeta(await client.callTool({ name: tool, arguments: args }, options));
+    // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
+    // already parsed its result against the era's CallToolResult schema (and any output
+    // schema), and callTool would parse it again and look up an output validator in the
+    // client's response cache on every call, which more than doubled the CPU an in-memory
+    // call costs (docs/performance.md). A remote result is untrusted and keeps every check.
+    return await client.request(
+      { method: "tools/call", params: { name: tool, arguments: args, _meta: { [CALLER_META_KEY]: caller } } },
+      VALIDATED_BY_SERVER,
+      options,
+    );
   }
 
   /**
-   * Closes the client. `"now"` cuts a connect still under way rather than waiting for it, and ends
-   * every call: a server that takes the TCP connection and never answers held an admin's disable or
-   * remove until connections.requestTimeoutSeconds (test/integration/connections-races.test.ts "a
-   * disable behind a refresh answers while the server never answers"). `"superseded"` lets the
-   * calls under way end first, a connect included, so a member's call that began before a newer
-   * client took this one's place goes on (test/integration/remote-client-close.test.ts); a later
-   * `"now"` still cuts them.
+   * Closes the client. `"now"` cuts a connect still under way rather than waiting for it: a server
+   * that takes the TCP connection and never answers held an admin's disable or remove until
+   * connections.requestTimeoutSeconds (test/integration/connections-races.test.ts "a disable behind
+   * a refresh answers while the server never answers"). `"superseded"` lets it finish, and a later
+   * `"now"` still cuts it.
    */
   async close(how: SourceClosing = "now"): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.tools = undefined;
-    if (how === "now") {
+    if (how === "now")
       this.cut?.abort(new OutboundFailure("The client was closed before the server answered."));
-      const draining = this.draining;
-      this.draining = undefined;
-      await Promise.all([client, draining].map(closeClient));
-    } else {
-      this.draining = client;
-      await this.whenIdle();
-      // A close "now" meanwhile closed it.
-      if (this.draining !== client) return;
-      this.draining = undefined;
-      await closeClient(client);
-    }
+    if (client) await (await client.catch(() => undefined))?.close();
     await this.server?.close();
     this.server = undefined;
-  }
-
-  /**
-   * Runs `work` on the client, counted as a call under way until it ends. The client is taken
-   * before anything is awaited, so a call begun before a superseded close runs on the client that
-   * close waits for, never on a new one.
-   */
-  private async use<T>(work: (client: Client) => Promise<T>): Promise<T> {
-    const client = this.connected();
-    this.active++;
-    try {
-      return await work(await client);
-    } finally {
-      this.active--;
-      if (this.active === 0) this.idle?.();
-    }
-  }
-
-  private whenIdle(): Promise<void> {
-    if (this.active === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.idle = () => {
-        this.idle = undefined;
-        resolve();
-      };
-    });
   }
 
   private connected(): Promise<Client> {
@@ -301,11 +253,6 @@ export class McpSource implements Source {
       fetch: cut.fetch(this.transport.fetch ?? fetch),
     });
   }
-}
-
-/** Closes a client once its connect settled; one whose connect failed has nothing to close. */
-async function closeClient(client: Promise<Client> | undefined): Promise<void> {
-  await (await client?.catch(() => undefined))?.close();
 }
 
 /**

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, expect, it, vi } from "vitest";
 import { McpSource } from "../../src/sources/mcp-source.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
@@ -30,32 +30,3 @@ it.each(["now", "superseded"] as const)(
     );
   },
 );
-
-describe("a call begun before its source is closed", () => {
-  const caller = { principalId: `usr_${"a".repeat(24)}`, workspaceId: "ws_0123456789abcdef" };
-
-  it("goes on when a newer source took its place (superseded), its connect included", async () => {
-    const source = new McpSource("remote", { kind: "streamable-http", url: remote.url });
-    // The first call connects; the close comes while it does.
-    const calling = source.callTool("echo", { text: "still here" }, caller);
-    const closing = source.close("superseded");
-    expect(JSON.stringify((await calling).content)).toContain("still here");
-    await closing;
-  });
-
-  it("ends at once when the source is out of service (now)", async () => {
-    const source = new McpSource("remote", { kind: "streamable-http", url: remote.url });
-    const calling = source.callTool("echo", { text: "cut" }, caller);
-    await source.close("now");
-    await expect(calling).rejects.toThrow();
-  });
-
-  it("ends when a close now follows a superseded close still waiting for it", async () => {
-    const source = new McpSource("remote", { kind: "streamable-http", url: remote.url });
-    const calling = source.callTool("echo", { text: "cut" }, caller);
-    const superseded = source.close("superseded");
-    await source.close("now");
-    await expect(calling).rejects.toThrow();
-    await superseded;
-  });
-});
