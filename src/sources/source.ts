@@ -38,8 +38,9 @@ export interface Source {
   ): Promise<CallToolResult>;
   /**
    * `"now"` (the default): the source is out of service, and whatever it has under way with its
-   * server, a connect included, ends at once. `"superseded"`: a newer source serves in its place,
-   * and the calls under way on this one end first, a connect included, so they go on (ADR 0109).
+   * server, a connect included, ends at once. `"superseded"`: a newer source serves in its place;
+   * a connect under way finishes before the client is closed, so a health loop's swap does not
+   * fail a connect it raced (ADR 0109). A call in flight on the old client fails either way.
    */
   close(how?: SourceClosing): Promise<void>;
 }

@@ -15,9 +15,8 @@ import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
  * or a personal connection's owner.
  *
  * A turn holds only local work, never a wait on the server (adr/0109): the client a put
- * supersedes is closed after the turn, letting a connect under way finish so the member's call
- * waiting on it goes on; a take-out cuts the client it removes and every superseded one still
- * closing. Closing inside the turn held every disable and remove behind a server that took the
+ * supersedes is closed after the turn, and not waited for (its close lets a connect under way
+ * finish first); a take-out cuts the client it removes and every superseded one still closing. Closing inside the turn held every disable and remove behind a server that took the
  * TCP connection and never answered (test/integration/connections-races.test.ts).
  */
 export class Serving {
@@ -64,13 +63,17 @@ export class Serving {
         }
       });
     } finally {
-      await Promise.all(superseded.map((source) => this.closeSuperseded(turn, source)));
+      // Not awaited: a superseded close waits for its connect, which a server that never answers
+      // holds until the request timeout, and neither a refresh, an enable nor a health loop (whose
+      // one run covers every workspace) should wait that long for a client it no longer serves.
+      for (const source of superseded) void this.closeSuperseded(turn, source);
     }
   }
 
   private async closeSuperseded(turn: string, source: Source): Promise<void> {
     try {
-      await source.close("superseded");
+      // A close that fails has nothing left to close.
+      await source.close("superseded").catch(() => undefined);
     } finally {
       const closing = this.closing.get(turn);
       closing?.delete(source);
