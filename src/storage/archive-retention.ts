@@ -50,9 +50,15 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
     if (workspaceId) copies.set(workspaceId, (copies.get(workspaceId) ?? 0) + 1);
   }
   let purged = 0;
-  for (const name of names) {
-    const archived = parseArchivedName(name);
-    if (!archived || archived.archivedAtMs > cutoff) continue;
+  // Oldest first: of two archives of one workspace, the newer (restored from the older, then added
+  // to) names the most, and is the one left to release what they name.
+  const expired = names
+    .flatMap((name) => {
+      const archived = parseArchivedName(name);
+      return archived && archived.archivedAtMs <= cutoff ? [{ name, archived }] : [];
+    })
+    .sort((a, b) => a.archived.archivedAtMs - b.archived.archivedAtMs);
+  for (const { name, archived } of expired) {
     const { workspaceId } = archived;
     const fields = { workspace: workspaceId, archivedAt: new Date(archived.archivedAtMs).toISOString() };
     const shared = retention.isLive(workspaceId) || (copies.get(workspaceId) ?? 0) > 1;

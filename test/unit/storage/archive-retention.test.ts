@@ -90,14 +90,16 @@ describe("purgeExpiredArchives", () => {
   });
 
   it("releases a workspace archived twice (restored by copy between) only with its last archive", async () => {
-    const again = `${parseArchivedName(OLD)?.workspaceId}-${NOW - 35 * DAY_MS}`;
-    await mkdir(join(root, "_archive", again));
+    // Archived 35 days ago, restored by copy, archived again 31 days ago (OLD).
+    const first = `${parseArchivedName(OLD)?.workspaceId}-${NOW - 35 * DAY_MS}`;
+    await mkdir(join(root, "_archive", first));
     const released: string[] = [];
     const purge = () =>
       purgeExpiredArchives(retention({ releasers: [async (_ws, name) => void released.push(name)] }));
-    // Both past the retention: the first removed keeps what the second still names.
+    // Both past the retention: the older is removed first, and the newer, which names the most
+    // (it was restored from the older, then added to), releases.
     expect(await purge()).toBe(2);
-    expect(released).toHaveLength(1);
+    expect(released).toEqual([OLD]);
     expect(await archive()).toEqual([YOUNG]);
   });
 
