@@ -1,9 +1,55 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
+import { AtriumError, WorkspaceNotFound } from "../../errors.ts";
+import type { Logger } from "../../log.ts";
 import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import type { Execution, Run, RunError, Task } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 
 const MAX_ERROR_CHARS = 2000;
+
+/** Why a run's call was stopped before it answered. */
+export type AbortReason = "timeout" | "cancel" | "shutdown";
+
+/** How a run ends that was stopped before its call answered. */
+export const ABORTED: Record<AbortReason, Outcome> = {
+  timeout: {
+    execution: "timed_out",
+    error: {
+      code: "timed_out",
+      message: "The tool call did not end within the task's timeout and was cancelled.",
+    },
+  },
+  cancel: { execution: "cancelled", error: { code: "cancelled", message: "The run was cancelled." } },
+  shutdown: {
+    execution: "interrupted",
+    error: { code: "interrupted", message: "Atrium stopped while this run was in flight." },
+  },
+};
+
+/**
+ * A refusal by the dispatch (membership, scope) is recorded in its own words, exactly as the
+ * person would get it; `reason` says which check it was about when that is the owner's standing.
+ * Anything else is logged under the run's id and recorded without its text.
+ */
+export function failedOutcome(run: Run, error: unknown, log: Logger): Outcome {
+  if (error instanceof WorkspaceNotFound) {
+    return {
+      execution: "failed",
+      error: { code: error.code, message: error.message, reason: "owner_not_member" },
+    };
+  }
+  if (error instanceof AtriumError) {
+    return { execution: "failed", error: { code: error.code, message: error.message } };
+  }
+  log.error({ err: error, runId: run.id }, "task run failed unexpectedly");
+  return {
+    execution: "failed",
+    error: {
+      code: "internal_error",
+      message: `Atrium hit an unexpected error; it is logged under ${run.id}.`,
+    },
+  };
+}
 
 /** How a run ended: its execution and, only for a call that succeeded, its assessment. */
 export interface Outcome {

@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { AtriumError, Conflict, InvalidInput, WorkspaceNotFound } from "../../errors.ts";
+import { Conflict } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher, TaskRunSummary } from "../../kernel/events.ts";
@@ -7,16 +7,15 @@ import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import type { ToolDispatch } from "../../sources/dispatch.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import { untilAborted } from "../until-aborted.ts";
 import type { TaskSettings } from "./config.ts";
 import type { Unfinished } from "./loaded.ts";
 import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
-import { type Outcome, outcomeOf } from "./outcome.ts";
+import { ABORTED, type AbortReason, failedOutcome, type Outcome, outcomeOf } from "./outcome.ts";
 import type { ResultFiles } from "./result-files.ts";
 import { type RunEnd, RunEndWriter } from "./run-end-writer.ts";
+import { checkInput } from "./run-input.ts";
 import { RunSlots } from "./run-slots.ts";
-import { compileSchema, schemaErrors } from "./schemas.ts";
 import type { TaskStore } from "./store.ts";
 
 export interface RunnerDeps {
@@ -43,8 +42,6 @@ export interface RunStart {
   retryOf?: string;
   idempotency?: Run["idempotency"];
 }
-
-type AbortReason = "timeout" | "cancel" | "shutdown";
 
 /**
  * A remote source's MCP client ends a call on its own timer (60 s unless told otherwise). A run
@@ -89,21 +86,6 @@ export class Stopping extends Conflict {
     super("stopping", "Atrium is stopping: start the run again once it is back.");
   }
 }
-
-const ABORTED: Record<AbortReason, Outcome> = {
-  timeout: {
-    execution: "timed_out",
-    error: {
-      code: "timed_out",
-      message: "The tool call did not end within the task's timeout and was cancelled.",
-    },
-  },
-  cancel: { execution: "cancelled", error: { code: "cancelled", message: "The run was cancelled." } },
-  shutdown: {
-    execution: "interrupted",
-    error: { code: "interrupted", message: "Atrium stopped while this run was in flight." },
-  },
-};
 
 /**
  * Runs tasks: each run is the task's action called through the one dispatch as the task's owner
@@ -299,7 +281,7 @@ export class TaskRunner {
         outcome = flight.reason ? ABORTED[flight.reason] : outcomeOf(task, result);
       }
     } catch (error) {
-      outcome = flight.reason ? ABORTED[flight.reason] : this.failure(run, error);
+      outcome = flight.reason ? ABORTED[flight.reason] : failedOutcome(run, error, this.deps.log);
     } finally {
       cancelTimeout();
     }
@@ -370,30 +352,6 @@ export class TaskRunner {
     return { code: "forbidden", message: DEACTIVATED_MESSAGE, reason: "owner_deactivated" };
   }
 
-  /**
-   * A refusal by the dispatch (membership, scope) is recorded in its own words, exactly as the
-   * person would get it; `reason` says which check it was about when that is the owner's standing.
-   */
-  private failure(run: Run, error: unknown): Outcome {
-    if (error instanceof WorkspaceNotFound) {
-      return {
-        execution: "failed",
-        error: { code: error.code, message: error.message, reason: "owner_not_member" },
-      };
-    }
-    if (error instanceof AtriumError) {
-      return { execution: "failed", error: { code: error.code, message: error.message } };
-    }
-    this.deps.log.error({ err: error, runId: run.id }, "task run failed unexpectedly");
-    return {
-      execution: "failed",
-      error: {
-        code: "internal_error",
-        message: `Atrium hit an unexpected error; it is logged under ${run.id}.`,
-      },
-    };
-  }
-
   private abort(flight: Flight, reason: AbortReason): void {
     if (flight.reason) return;
     flight.reason = reason;
@@ -420,27 +378,5 @@ export class TaskRunner {
 
   private now(): string {
     return new Date(this.deps.clock()).toISOString();
-  }
-}
-
-/** A run's input: an object, and valid against the task's input schema; none without one. */
-function checkInput(task: Task, input: Record<string, unknown>): void {
-  if (!task.inputSchema) {
-    if (Object.keys(input).length > 0) {
-      throw new InvalidInput("This task takes no input: it has no inputSchema.");
-    }
-    return;
-  }
-  let errors: string[];
-  try {
-    errors = schemaErrors(compileSchema("inputSchema", task.inputSchema), input);
-  } catch (error) {
-    if (!(error instanceof MatchBudgetExceeded)) throw error;
-    throw new InvalidInput(
-      `The input is too costly to check against the task's inputSchema: ${error.message}.`,
-    );
-  }
-  if (errors.length > 0) {
-    throw new InvalidInput(`The input does not match the task's inputSchema: ${errors.join("; ")}.`);
   }
 }
