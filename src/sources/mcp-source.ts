@@ -67,6 +67,17 @@ const VALIDATED_BY_SERVER: StandardSchemaV1<CallToolResult> = {
   "~standard": { version: 1, vendor: "atrium", validate: (value) => ({ value: value as CallToolResult }) },
 };
 
+/**
+ * A call reached a source after it was closed for good: a newer client serves in its place, or the
+ * connection is out of service. It is refused rather than connecting a client nothing would close.
+ */
+export class SourceRetired extends Error {
+  constructor(readonly source: string) {
+    super(`The client of "${source}" was closed while this call waited: call the tool again.`);
+    this.name = "SourceRetired";
+  }
+}
+
 export class McpSource implements Source {
   private client: Promise<Client> | undefined;
   private tools: Promise<Tool[]> | undefined;
@@ -74,6 +85,8 @@ export class McpSource implements Source {
   private server: McpServer | undefined;
   /** Ends the current remote client's connect, and anything it sends after: by `close("now")`. */
   private cut: ConnectCut | undefined;
+  /** Closed for good (`close`), not reset: no call connects a client again. */
+  private retired = false;
 
   constructor(
     readonly name: string,
@@ -184,6 +197,22 @@ export class McpSource implements Source {
    * `"now"` still cuts it.
    */
   async close(how: SourceClosing = "now"): Promise<void> {
+    // Closed for good: a call that reaches this source afterwards (it took the source before a
+    // swap, and the gate's own awaits came first) is refused, never given a client of its own that
+    // nothing would close (test/integration/remote-client-close.test.ts "after its close").
+    this.retired = true;
+    await this.closeClient(how);
+  }
+
+  /**
+   * Closes the client, cutting anything under way, and lets the next call connect afresh: what the
+   * gate does when a transport broke, to look at the server again (gate.ts).
+   */
+  async reset(): Promise<void> {
+    await this.closeClient("now");
+  }
+
+  private async closeClient(how: SourceClosing): Promise<void> {
     const client = this.client;
     this.client = undefined;
     this.tools = undefined;
@@ -195,6 +224,7 @@ export class McpSource implements Source {
   }
 
   private connected(): Promise<Client> {
+    if (this.retired) return Promise.reject(new SourceRetired(this.name));
     this.client ??= this.connect().catch((error: unknown) => {
       this.client = undefined;
       throw error;

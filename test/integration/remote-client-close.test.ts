@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it, vi } from "vitest";
-import { McpSource } from "../../src/sources/mcp-source.ts";
+import { McpSource, SourceRetired } from "../../src/sources/mcp-source.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
 // A 2025 server with sessions gets a GET event stream from the client library during the connect,
@@ -30,3 +30,19 @@ it.each(["now", "superseded"] as const)(
     );
   },
 );
+
+it("a call that reaches a source after its close is refused, and connects nothing (after its close)", async () => {
+  const requests: string[] = [];
+  const counted = (url: string | URL, init?: RequestInit) => {
+    requests.push(init?.method ?? "GET");
+    return fetch(url, init);
+  };
+  const caller = { principalId: `usr_${"a".repeat(24)}`, workspaceId: "ws_0123456789abcdef" };
+  const source = new McpSource("remote", { kind: "streamable-http", url: remote.url, fetch: counted });
+  expect((await source.listTools()).length).toBeGreaterThan(0);
+  await source.close("superseded");
+  const sent = requests.length;
+  await expect(source.callTool("echo", { text: "late" }, caller)).rejects.toBeInstanceOf(SourceRetired);
+  await expect(source.listTools()).rejects.toBeInstanceOf(SourceRetired);
+  expect(requests.length).toBe(sent);
+});

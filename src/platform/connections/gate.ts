@@ -1,6 +1,7 @@
 import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { ValidateFunction } from "ajv";
 import type { Caller } from "../../sources/caller-meta.ts";
+import { SourceRetired } from "../../sources/mcp-source.ts";
 import type { Source, SourceCall, SourceClosing } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
@@ -53,11 +54,30 @@ export class ConnectionSource implements Source {
     return this.snapshot.tools;
   }
 
+  /**
+   * A call that took this source just before it was closed (a swap, a disable) and reached it
+   * after is refused by name, as a tool error the caller can act on: call again, and the newer
+   * client answers (McpSource.close).
+   */
   async callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
     options: SourceCall = {},
+  ): Promise<CallToolResult> {
+    try {
+      return await this.gatedCall(tool, args, caller, options);
+    } catch (error) {
+      if (error instanceof SourceRetired) return refusal(error.message);
+      throw error;
+    }
+  }
+
+  private async gatedCall(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: Caller,
+    options: SourceCall,
   ): Promise<CallToolResult> {
     const { requestId, signal } = options;
     const call = {
@@ -92,7 +112,7 @@ export class ConnectionSource implements Source {
           // negotiated): connect afresh and look again, so a server that changed its revision is
           // refused by name rather than failing without a reason. The call was allowed and sent,
           // so the ledger records this refusal as its error result.
-          await this.live.close();
+          await this.live.reset();
           const afterReconnect = await this.check(tool, args, caller, signal).catch(() => undefined);
           if (afterReconnect) return refusal(afterReconnect.reason);
           throw error;

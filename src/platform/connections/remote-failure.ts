@@ -6,7 +6,7 @@ import {
   SdkHttpError,
 } from "@modelcontextprotocol/client";
 import { OutboundFailure } from "../../sources/guarded-fetch.ts";
-import { UnfinishedListing } from "../../sources/mcp-source.ts";
+import { SourceRetired, UnfinishedListing } from "../../sources/mcp-source.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
 
 const REDACTED = "[redacted]";
@@ -59,7 +59,7 @@ export function withoutSecrets(text: string, secrets: readonly string[]): string
 export function retold(error: unknown, secrets: readonly string[]): unknown {
   const reauthorization = reauthorizationIn(error);
   if (reauthorization) return reauthorization;
-  if (error instanceof UnfinishedListing) return error;
+  if (error instanceof UnfinishedListing || error instanceof SourceRetired) return error;
   if (error instanceof SdkHttpError)
     return new SdkHttpError(
       error.code,

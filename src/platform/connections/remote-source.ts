@@ -58,6 +58,11 @@ export class RemoteSource {
     return this.told(() => this.source.close(how));
   }
 
+  /** Closes the client and lets the next call connect afresh (McpSource.reset). */
+  reset(): Promise<void> {
+    return this.told(() => this.source.reset());
+  }
+
   private async told<T>(run: () => Promise<T>): Promise<T> {
     try {
       return await run();

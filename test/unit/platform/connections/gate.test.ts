@@ -4,6 +4,7 @@ import type { AuditAppender } from "../../../../src/platform/connections/call-au
 import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import type { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
 import { type Snapshot, toolDigest } from "../../../../src/platform/connections/snapshot.ts";
+import { SourceRetired } from "../../../../src/sources/mcp-source.ts";
 import { settle } from "../../../helpers/fake-time.ts";
 
 const caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
@@ -117,6 +118,19 @@ describe("the call gate's live checks", () => {
     controller.abort(reason);
     await settle();
     expect(outcome).toBe(reason);
+    expect(sent).toEqual([]);
+  });
+});
+
+describe("a call that reaches a closed connection's source", () => {
+  it("is refused as a tool error saying to call again, not an unexpected failure", async () => {
+    const tool = { name: "echo", inputSchema: { type: "object" } } as Tool;
+    const { source, sent } = connection(tool, {
+      describe: async () => Promise.reject(new SourceRetired("remote")),
+    });
+    const result = await source.callTool("echo", {}, caller);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("call the tool again");
     expect(sent).toEqual([]);
   });
 });
