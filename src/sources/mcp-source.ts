@@ -103,12 +103,13 @@ export class McpSource implements Source {
     if (maxAgeMs !== undefined && this.clock() - this.listedAt > maxAgeMs) this.tools = undefined;
     if (!this.tools) {
       this.listedAt = this.clock();
-      this.tools = this.connected()
+      const listing: Promise<Tool[]> = this.connected()
         .then(listEveryPage)
         .catch((error: unknown) => {
-          this.tools = undefined;
+          if (this.tools === listing) this.tools = undefined;
           throw error;
         });
+      this.tools = listing;
     }
     return this.tools;
   }
@@ -225,11 +226,15 @@ export class McpSource implements Source {
 
   private connected(): Promise<Client> {
     if (this.retired) return Promise.reject(new SourceRetired(this.name));
-    this.client ??= this.connect().catch((error: unknown) => {
-      this.client = undefined;
+    if (this.client) return this.client;
+    // A connect that fails forgets itself only if it is still the source's: a reset may have cut
+    // it while a newer connect took its place, which must stay reachable by a close.
+    const connecting: Promise<Client> = this.connect().catch((error: unknown) => {
+      if (this.client === connecting) this.client = undefined;
       throw error;
     });
-    return this.client;
+    this.client = connecting;
+    return connecting;
   }
 
   private async connect(): Promise<Client> {

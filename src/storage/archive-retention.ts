@@ -58,7 +58,11 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
       return archived && archived.archivedAtMs <= cutoff ? [{ name, archived }] : [];
     })
     .sort((a, b) => a.archived.archivedAtMs - b.archived.archivedAtMs);
+  // A workspace one of whose archives failed this pass: its newer archives wait for the next, so
+  // the one that releases is never removed as "shared" behind a copy that is still there.
+  const held = new Set<string>();
   for (const { name, archived } of expired) {
+    if (held.has(archived.workspaceId)) continue;
     const { workspaceId } = archived;
     const fields = { workspace: workspaceId, archivedAt: new Date(archived.archivedAtMs).toISOString() };
     const shared = retention.isLive(workspaceId) || (copies.get(workspaceId) ?? 0) > 1;
@@ -71,7 +75,9 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
         "archived workspace removed: past storage.archiveRetentionDays",
       );
     } catch (error) {
-      // One archive that cannot be removed (a file it may not delete) holds back no other.
+      // One archive that cannot be removed (a file it may not delete) holds back no other
+      // workspace's.
+      held.add(workspaceId);
       log.warn({ ...fields, err: error }, "archived workspace not removed; tried again next round");
     }
   }

@@ -46,3 +46,31 @@ it("a call that reaches a source after its close is refused, and connects nothin
   await expect(source.listTools()).rejects.toBeInstanceOf(SourceRetired);
   expect(requests.length).toBe(sent);
 });
+
+it("a connect a reset cut does not make the source forget the newer client, which a close still ends", async () => {
+  let hang = true;
+  const requests: Array<{ method: string; signal: AbortSignal | undefined; newer: boolean }> = [];
+  const counted = (url: string | URL, init?: RequestInit) => {
+    requests.push({ method: init?.method ?? "GET", signal: init?.signal ?? undefined, newer: !hang });
+    if (hang)
+      return new Promise<Response>((_resolve, reject) =>
+        init?.signal?.addEventListener("abort", () => reject(init.signal?.reason), { once: true }),
+      );
+    return fetch(url, init);
+  };
+  const source = new McpSource("remote", { kind: "streamable-http", url: remote.url, fetch: counted });
+  // A first connect the server holds; the gate resets the client (a broken transport) while a
+  // second call connects afresh.
+  const first = source.listTools().catch((error: unknown) => error);
+  await vi.waitFor(() => expect(requests.length).toBeGreaterThan(0));
+  hang = false;
+  const reset = source.reset();
+  const second = source.listTools();
+  await reset;
+  expect(await first).toBeInstanceOf(Error);
+  expect((await second).length).toBeGreaterThan(0);
+  await vi.waitFor(() => expect(requests.some((r) => r.newer && r.method === "GET")).toBe(true));
+  await source.close("superseded");
+  const streams = requests.filter((r) => r.newer && r.method === "GET");
+  await vi.waitFor(() => expect(streams.map((s) => s.signal?.aborted)).toEqual(streams.map(() => true)));
+});

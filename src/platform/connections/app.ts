@@ -171,6 +171,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       // A credential check a 401 woke writes its conclusion before the root is let go.
       stop: async () => {
         await Promise.all([checker.stop(), personalLoops.stop()]);
+        await Promise.all([connections.stop(), mine.stop()]);
       },
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { ProtocolError, SdkError } from "@modelcontextprotocol/client";
 import { AtriumError } from "../../errors.ts";
+import { SourceRetired } from "../../sources/mcp-source.ts";
 import type { AuditLedger } from "./audit.ts";
 import { type AuditRecord, type DeniedBy, ledgerReason } from "./audit-entry.ts";
 
@@ -111,10 +112,12 @@ export async function auditCall<R>(
  * What the ledger says a thrown error was, by its kind alone: an Atrium error's code;
  * `protocol_error` when the server answered a JSON-RPC error; `transport_error` when the MCP
  * client could not send the call or hear its answer (an HTTP failure, a closed connection, a
- * timeout); else `unexpected_error`.
+ * timeout); `source_closed` when the call reached a client closed for good (a swap, a disable)
+ * before anything was sent; else `unexpected_error`.
  */
 function thrownCode(error: unknown): string {
   if (error instanceof AtriumError) return error.code;
+  if (error instanceof SourceRetired) return "source_closed";
   if (error instanceof ProtocolError) return "protocol_error";
   if (error instanceof SdkError) return "transport_error";
   return "unexpected_error";

@@ -86,6 +86,11 @@ export class Connections {
     this.serving = new Serving(deps.store, deps.sources);
   }
 
+  /** A graceful stop: superseded clients still closing are cut (Serving.stop). */
+  async stop(): Promise<void> {
+    await this.serving.stop();
+  }
+
   /** A connection with `auth` none or static is photographed now; an OAuth one answers its go_url. */
   async add(
     workspaceId: string,

@@ -103,7 +103,9 @@ export class ConnectionSource implements Source {
         } catch (error) {
           // A JSON-RPC error is the server's answer (the router shows it); a cancelled call (a
           // task run's timeout) is the caller's choice, not a broken transport.
-          if (error instanceof ProtocolError || signal?.aborted) throw error;
+          // A source closed for good (SourceRetired) is not looked at again: callTool refuses it.
+          if (error instanceof ProtocolError || error instanceof SourceRetired || signal?.aborted)
+            throw error;
           // The server wants more scope (a re-authorization is started), or the tokens are gone:
           // the call says who must authorize the connection, as a tool error.
           const reauthorization = reauthorizationIn(error);

@@ -71,6 +71,11 @@ export class PersonalConnections {
     this.serving = new Serving(deps.store, deps.sources);
   }
 
+  /** A graceful stop: superseded clients still closing are cut (Serving.stop). */
+  async stop(): Promise<void> {
+    await this.serving.stop();
+  }
+
   async add(
     workspaceId: string,
     ownerId: string,

@@ -66,8 +66,17 @@ export class Serving {
       // Not awaited: a superseded close waits for its connect, which a server that never answers
       // holds until the request timeout, and neither a refresh, an enable nor a health loop (whose
       // one run covers every workspace) should wait that long for a client it no longer serves.
-      for (const source of superseded) void this.closeSuperseded(turn, source);
+      for (const source of superseded) void this.closeSuperseded(turn, source).catch(() => undefined);
     }
+  }
+
+  /**
+   * A graceful stop: every superseded client still closing (its connect held by a server that
+   * never answers) is cut, so none outlives the instance's close.
+   */
+  async stop(): Promise<void> {
+    const closing = [...this.closing.values()].flatMap((sources) => [...sources]);
+    await Promise.all(closing.map((source) => source.close("now").catch(() => undefined)));
   }
 
   private async closeSuperseded(turn: string, source: Source): Promise<void> {

@@ -103,6 +103,24 @@ describe("purgeExpiredArchives", () => {
     expect(await archive()).toEqual([YOUNG]);
   });
 
+  it("holds a workspace's newer archive while its older one fails, so the newer still releases later", async () => {
+    const first = `${parseArchivedName(OLD)?.workspaceId}-${NOW - 35 * DAY_MS}`;
+    await mkdir(join(root, "_archive", first));
+    // The older archive cannot be moved aside this pass (its removal folder's parent is missing).
+    class Failing extends StorageLayout {
+      override purgingFolder(name: string): string {
+        return name === first ? join(root, "missing", name) : super.purgingFolder(name);
+      }
+    }
+    const released: string[] = [];
+    const releasers = [async (_ws: string, name: string) => void released.push(name)];
+    expect(await purgeExpiredArchives(retention({ layout: new Failing(root), releasers }))).toBe(0);
+    expect(await archive()).toEqual([first, OLD, YOUNG].sort());
+    // Next pass, with the disk mended: the older goes as shared, the newer releases.
+    expect(await purgeExpiredArchives(retention({ releasers }))).toBe(2);
+    expect(released).toEqual([OLD]);
+  });
+
   it("keeps what an archive names while a younger archive of the same workspace is kept", async () => {
     const younger = `${parseArchivedName(OLD)?.workspaceId}-${NOW - DAY_MS}`;
     await mkdir(join(root, "_archive", younger));

@@ -5,6 +5,7 @@ import { Forbidden } from "../../../../src/errors.ts";
 import { AuditLedger } from "../../../../src/platform/connections/audit.ts";
 import type { AuditRecord } from "../../../../src/platform/connections/audit-entry.ts";
 import { type AuditedCall, auditCall, deny } from "../../../../src/platform/connections/call-audit.ts";
+import { SourceRetired } from "../../../../src/sources/mcp-source.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -185,10 +186,11 @@ describe("auditCall", () => {
     expect(before).toEqual(["requested", "decision"]);
   });
 
-  it("names a server's JSON-RPC error protocol_error and a failed transport transport_error, never their words", async () => {
+  it("names a server's JSON-RPC error protocol_error, a failed transport transport_error and a closed source source_closed, never their words", async () => {
     const errors = [
       new ProtocolError(-32603, "Secret-City-4711 is not a city"),
       new SdkError(SdkErrorCode.ConnectionClosed, "Secret-City-4711 hung up"),
+      new SourceRetired("Secret-City-4711"),
       new Error("Secret-City-4711"),
     ];
     for (const error of errors) {
@@ -197,8 +199,13 @@ describe("auditCall", () => {
       );
     }
     const executed = (await trail()).filter((e) => e.phase === "executed").map((e) => e.reason);
-    expect(executed).toEqual(["threw protocol_error", "threw transport_error", "threw unexpected_error"]);
-    expect((await trail()).filter((e) => e.decision === "allowed")).toHaveLength(3);
+    expect(executed).toEqual([
+      "threw protocol_error",
+      "threw transport_error",
+      "threw source_closed",
+      "threw unexpected_error",
+    ]);
+    expect((await trail()).filter((e) => e.decision === "allowed")).toHaveLength(4);
     expect(JSON.stringify(await ledger.page(temp.ws))).not.toContain("Secret-City");
   });
 

@@ -240,4 +240,38 @@ describe("the client a put supersedes", () => {
     await expect(failing).rejects.toThrow("the vault is unreadable");
     expect(closed).toEqual(["client-1 superseded"]);
   });
+
+  it("is cut by a graceful stop while its close still waits on its connect", async () => {
+    const registry = new Map<string, Source>();
+    const sources: WorkspaceSources = {
+      replace: async (_ws, source) => {
+        const previous = registry.get(source.name);
+        registry.set(source.name, source);
+        return previous;
+      },
+      remove: async () => undefined,
+    };
+    const serving = new Serving(store, sources);
+    const closes: string[] = [];
+    const connecting = gate();
+    const old = {
+      name: "srv",
+      close: async (how: SourceClosing) => {
+        closes.push(how);
+        if (how === "now") connecting.open();
+        else await connecting.promise;
+      },
+    } as unknown as ConnectionSource;
+    const where = () => [temp.ws];
+    await serving.serve(temp.ws, "srv", where, async () => old);
+    await serving.serve(
+      temp.ws,
+      "srv",
+      where,
+      async () => ({ name: "srv", close: async () => undefined }) as unknown as ConnectionSource,
+    );
+    expect(closes).toEqual(["superseded"]);
+    await serving.stop();
+    expect(closes).toEqual(["superseded", "now"]);
+  });
 });
