@@ -18,6 +18,7 @@ import {
   checkServerUrl,
   newConnectionId,
   type StoredAuth,
+  sealedCredentialIds,
   sealedCredentialOf,
 } from "./model.ts";
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
@@ -247,12 +248,8 @@ export class Connections {
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
     await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
-    const sealed = record && sealedCredentialOf(record.auth);
-    if (sealed) await this.deps.vault.delete(sealed);
-    if (record?.auth.kind === "oauth") {
-      this.deps.authorizer.forget(record);
-      if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
-    }
+    if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
+    for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
     this.announced.delete(`${workspaceId}/${name}`);
     if (record) this.lapsed.delete(record.id);
     this.deps.log.info(

@@ -15,6 +15,7 @@ import {
   checkAuth,
   checkServerUrl,
   newConnectionId,
+  sealedCredentialIds,
   sealedCredentialOf,
 } from "./model.ts";
 import type { GoLink } from "./oauth/authorizer.ts";
@@ -214,12 +215,8 @@ export class PersonalConnections {
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(ownerId, name);
     await this.withdrawEverywhere(ownerId, name);
-    const sealed = record && sealedCredentialOf(record.auth);
-    if (sealed) await this.deps.vault.delete(sealed);
-    if (record?.auth.kind === "oauth") {
-      this.deps.authorizer.forget(record);
-      if (record.auth.tokens) await this.deps.vault.delete(record.auth.tokens);
-    }
+    if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
+    for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
     if (record) this.lapsed.delete(record.id);
     this.announced.delete(`${ownerId}/${name}`);
     this.deps.log.info(
