@@ -3,6 +3,7 @@ import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
 import type { Caller } from "./caller-meta.ts";
 import { ComposedLists, NamespacedLists } from "./composed-lists.ts";
+import { SourceRetired } from "./mcp-source.ts";
 import type { SourceRegistry } from "./registry.ts";
 import type { SourceCall } from "./source.ts";
 import { unexpectedErrorOf, unexpectedFailureMessage, withoutSdkPrefix } from "./tool-failure.ts";
@@ -68,12 +69,24 @@ export class Router {
     }
   }
 
-  async callTool(
+  callTool(
     registry: SourceRegistry,
     caller: Caller,
     name: string,
     args: Record<string, unknown> | undefined,
     context: CallContext,
+  ): Promise<CallToolResult> {
+    return this.call(registry, caller, name, args, context, false);
+  }
+
+  private async call(
+    registry: SourceRegistry,
+    caller: Caller,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: CallContext,
+    /** Whether this is the call again after its first source was closed under it. */
+    again: boolean,
   ): Promise<CallToolResult> {
     // A platform app's one server acts on the caller's workspace (adr/0057): a caller of one
     // workspace must never be handed to another's registry, whoever the code calling here is.
@@ -96,6 +109,13 @@ export class Router {
       if (unexpected) return this.failedUnexpectedly(name, context.requestId, unexpected);
       return result.isError ? withCalledName(result, name) : result;
     } catch (error) {
+      // The source was closed for good after this call took it (a connection's client swapped, or
+      // taken out of service) and nothing was sent: the call goes, once, to whatever serves the
+      // name now (router.test.ts "a source closed under a call").
+      if (error instanceof SourceRetired) {
+        if (!again) return this.call(registry, caller, name, args, context, true);
+        return toolError(`Tool "${name}" was replaced twice while it was called: call it again.`);
+      }
       // A protocol error from the source (unknown tool, invalid arguments) is its server's words,
       // for the model to read; anything else (a transport that broke, a server that would not
       // start) is Atrium's own failure, whose words are for the log only.

@@ -54,30 +54,11 @@ export class ConnectionSource implements Source {
     return this.snapshot.tools;
   }
 
-  /**
-   * A call that took this source just before it was closed (a swap, a disable) and reached it
-   * after is refused by name, as a tool error the caller can act on: call again, and the newer
-   * client answers (McpSource.close).
-   */
   async callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
     options: SourceCall = {},
-  ): Promise<CallToolResult> {
-    try {
-      return await this.gatedCall(tool, args, caller, options);
-    } catch (error) {
-      if (error instanceof SourceRetired) return refusal(error.message);
-      throw error;
-    }
-  }
-
-  private async gatedCall(
-    tool: string,
-    args: Record<string, unknown>,
-    caller: Caller,
-    options: SourceCall,
   ): Promise<CallToolResult> {
     const { requestId, signal } = options;
     const call = {
@@ -103,7 +84,8 @@ export class ConnectionSource implements Source {
         } catch (error) {
           // A JSON-RPC error is the server's answer (the router shows it); a cancelled call (a
           // task run's timeout) is the caller's choice, not a broken transport.
-          // A source closed for good (SourceRetired) is not looked at again: callTool refuses it.
+          // A source closed for good (SourceRetired) is not looked at again: the router calls the
+          // source that took its place.
           if (error instanceof ProtocolError || error instanceof SourceRetired || signal?.aborted)
             throw error;
           // The server wants more scope (a re-authorization is started), or the tokens are gone:

@@ -16,7 +16,7 @@ import { platformInput } from "../../../src/platform/platform-tool.ts";
 import { CALLER_META_KEY, type Caller, callerFromMeta } from "../../../src/sources/caller-meta.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
-import { McpSource } from "../../../src/sources/mcp-source.ts";
+import { McpSource, SourceRetired } from "../../../src/sources/mcp-source.ts";
 import { SourceRegistry } from "../../../src/sources/registry.ts";
 import { type CallContext, Router } from "../../../src/sources/router.ts";
 import type { Source } from "../../../src/sources/source.ts";
@@ -351,5 +351,43 @@ describe("through the MCP front server", () => {
       await registries.close();
       await front.close();
     }
+  });
+});
+
+describe("a source closed under a call", () => {
+  /** A source named `srv` whose call runs `call`; its list holds one tool, `echo`. */
+  function fake(call: () => Promise<CallToolResult>): Source {
+    return {
+      name: "srv",
+      listTools: async () => [{ name: "echo", inputSchema: { type: "object" } }],
+      callTool: call,
+      close: async () => undefined,
+    } as unknown as Source;
+  }
+
+  it("is called again, once, on the source that serves the name now", async () => {
+    const newer = fake(async () => ({ content: [{ type: "text", text: "from the newer client" }] }));
+    // The swap lands after the call took the old source: closed for good, it refuses the call.
+    const old = fake(async () => {
+      registry.replace(newer);
+      throw new SourceRetired("srv");
+    });
+    registry.add(old);
+    const result = await router.callTool(registry, CALLER, "srv__echo", {}, CALL);
+    expect(text(result)).toBe("from the newer client");
+    expect(logged).toHaveLength(0);
+  });
+
+  it("is refused by name, never logged as unexpected, when the newer source is closed too", async () => {
+    const retired = () =>
+      fake(async () => {
+        registry.replace(retired());
+        throw new SourceRetired("srv");
+      });
+    registry.add(retired());
+    const result = await router.callTool(registry, CALLER, "srv__echo", {}, CALL);
+    expect(result.isError).toBe(true);
+    expect(text(result)).toContain("call it again");
+    expect(logged).toHaveLength(0);
   });
 });

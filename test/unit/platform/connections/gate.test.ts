@@ -123,14 +123,15 @@ describe("the call gate's live checks", () => {
 });
 
 describe("a call that reaches a closed connection's source", () => {
-  it("is refused as a tool error saying to call again, not an unexpected failure", async () => {
+  it("sends nothing and hands SourceRetired on, for the router to call the newer source", async () => {
     const tool = { name: "echo", inputSchema: { type: "object" } } as Tool;
+    let resets = 0;
     const { source, sent } = connection(tool, {
-      describe: async () => Promise.reject(new SourceRetired("remote")),
+      callTool: async () => Promise.reject(new SourceRetired("remote")),
+      reset: async () => void resets++,
     });
-    const result = await source.callTool("echo", {}, caller);
-    expect(result.isError).toBe(true);
-    expect(textOf(result)).toContain("call the tool again");
+    await expect(source.callTool("echo", {}, caller)).rejects.toBeInstanceOf(SourceRetired);
     expect(sent).toEqual([]);
+    expect(resets).toBe(0);
   });
 });
