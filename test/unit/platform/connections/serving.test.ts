@@ -162,21 +162,35 @@ describe("a lapse a health loop found, for a connection removed while it was bei
   });
 });
 
-describe("the client a put supersedes", () => {
-  it("is closed as superseded after the turn, and cut by a take-out while it still closes", async () => {
-    const registry = new Map<string, Source>();
-    const sources: WorkspaceSources = {
-      replace: async (_ws, source) => {
-        const previous = registry.get(source.name);
-        registry.set(source.name, source);
+/** Each workspace's registry as Serving swaps it: a put answers the source it replaced, a take-out closes it. */
+function swappingRegistries(): { sources: WorkspaceSources; of(workspaceId: string): Map<string, Source> } {
+  const registries = new Map<string, Map<string, Source>>();
+  const of = (workspaceId: string) => {
+    const registry = registries.get(workspaceId) ?? new Map<string, Source>();
+    registries.set(workspaceId, registry);
+    return registry;
+  };
+  return {
+    of,
+    sources: {
+      replace: async (ws, source) => {
+        const previous = of(ws).get(source.name);
+        of(ws).set(source.name, source);
         return previous;
       },
-      remove: async (_ws, name) => {
-        const removed = registry.get(name);
-        registry.delete(name);
+      remove: async (ws, name) => {
+        const removed = of(ws).get(name);
+        of(ws).delete(name);
         await removed?.close();
       },
-    };
+    },
+  };
+}
+
+describe("the client a put supersedes", () => {
+  it("is closed as superseded after the turn, and cut by a take-out while it still closes", async () => {
+    const { sources, of } = swappingRegistries();
+    const registry = of(temp.ws);
     const serving = new Serving(store, sources);
     // Each client records how it was closed; a superseded close waits for its connect (the gate),
     // which a close "now" cuts.
@@ -206,19 +220,7 @@ describe("the client a put supersedes", () => {
 
   it("is closed even when a build for a later workspace fails (a build that fails)", async () => {
     const other = "ws_0123456789abcdef";
-    const registries = new Map<string, Map<string, Source>>([
-      [temp.ws, new Map()],
-      [other, new Map()],
-    ]);
-    const sources: WorkspaceSources = {
-      replace: async (ws, source) => {
-        const registry = registries.get(ws) as Map<string, Source>;
-        const previous = registry.get(source.name);
-        registry.set(source.name, source);
-        return previous;
-      },
-      remove: async () => undefined,
-    };
+    const { sources } = swappingRegistries();
     const serving = new Serving(store, sources);
     const closed: string[] = [];
     let built = 0;
@@ -242,15 +244,7 @@ describe("the client a put supersedes", () => {
   });
 
   it("is cut by a graceful stop while its close still waits on its connect", async () => {
-    const registry = new Map<string, Source>();
-    const sources: WorkspaceSources = {
-      replace: async (_ws, source) => {
-        const previous = registry.get(source.name);
-        registry.set(source.name, source);
-        return previous;
-      },
-      remove: async () => undefined,
-    };
+    const { sources } = swappingRegistries();
     const serving = new Serving(store, sources);
     const closes: string[] = [];
     const connecting = gate();
