@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import { Conflict, InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
@@ -13,6 +12,7 @@ import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { isStorageFull, SyncedFileWriter } from "../../storage/synced-file-writer.ts";
 import { type RecordLocation, RecordLocator } from "../record-locator.ts";
+import { type ContentFill, fillFromBody, fillFromBytes, type WriteProgress } from "./content-fill.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
 import {
   checkFileName,
@@ -26,12 +26,6 @@ import {
 import { ContentSizeMismatch, parseFileMeta } from "./stored-meta.ts";
 
 const CONTENT_FILE = "content";
-const PROGRESS_CHUNK_BYTES = 1024 * 1024;
-/** Bytes of an upload gathered before they are written in one `writev`. */
-const WRITE_BATCH_BYTES = 1024 * 1024;
-
-/** Told the bytes stored so far and the total, after each chunk reaches the file. */
-export type WriteProgress = (written: number, total: number) => Promise<void> | void;
 const META_FILE = "meta.json";
 
 export interface NewFile {
@@ -82,78 +76,24 @@ export class FileStore implements LeftoverRules {
         `The file is ${content.byteLength} bytes; a file here is at most ${this.maxBytes} bytes (files.maxUploadBytes). Nothing was stored.`,
       );
     }
-    return this.commit(workspaceId, ownerId, file, async (writer) => {
-      const digest = createHash("sha256").update(content).digest("hex");
-      if (!onProgress) await writer.write([content]);
-      else
-        do {
-          const chunk = content.subarray(writer.size, writer.size + PROGRESS_CHUNK_BYTES);
-          await writer.write([chunk]);
-          await onProgress(writer.size, content.byteLength);
-        } while (writer.size < content.byteLength);
-      return digest;
-    });
+    return this.commit(workspaceId, ownerId, file, fillFromBytes(content, onProgress));
   }
 
-  /**
-   * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
-   * A Node stream (the request itself) is read as it is, with no web stream between;
-   * chunks go to disk a batch at a time in one `writev` each, no chunk copied, flushed to disk
-   * behind the writes (storage/synced-file-writer.ts, adr/0054).
-   */
+  /** Streams a body to disk, counting as it goes; over the limit, the staging folder is removed. */
   async upload(
     workspaceId: string,
     ownerId: string,
     file: NewFile,
     body: Readable | ReadableStream<Uint8Array> | null,
   ): Promise<FileMeta> {
-    return this.commit(workspaceId, ownerId, file, async (writer) => {
-      // Hashed here, as each chunk arrives: hashing on a worker thread was measured and not kept
-      // (adr/0054): more CPU per upload, no faster on the 2-core development machine.
-      const hash = createHash("sha256");
-      let size = 0;
-      // One batch goes to disk while the next is read: at most two batches held per upload.
-      let batch: Uint8Array[] = [];
-      let batchBytes = 0;
-      let writing: Promise<void> | undefined;
-      // A write's failure, kept from the moment it happens: the write is awaited only when the
-      // next batch is full, and a rejection nobody handles while the body is still arriving would
-      // end the process (Node's default). Thrown at the next chunk instead, so the staging folder
-      // is removed and the client is answered (test/unit/platform/files/upload.test.ts).
-      let failed: { error: unknown } | undefined;
-      try {
-        for await (const chunk of body ? chunksOf(body) : []) {
-          if (failed) throw failed.error;
-          size += chunk.byteLength;
-          if (size > this.maxBytes) throw new PayloadTooLarge(this.maxBytes);
-          hash.update(chunk);
-          batch.push(chunk);
-          batchBytes += chunk.byteLength;
-          if (batchBytes < WRITE_BATCH_BYTES) continue;
-          await writing;
-          writing = writer.write(batch);
-          writing.catch((error: unknown) => {
-            failed ??= { error };
-          });
-          batch = [];
-          batchBytes = 0;
-        }
-        await writing;
-        await writer.write(batch);
-        return hash.digest("hex");
-      } finally {
-        // A failed read leaves a write in flight: settled before commit closes the file.
-        await writing?.catch(() => undefined);
-      }
-    });
+    return this.commit(workspaceId, ownerId, file, fillFromBody(body, this.maxBytes));
   }
 
   private async commit(
     workspaceId: string,
     ownerId: string,
     file: NewFile,
-    /** Writes the content and answers its SHA-256, hex. */
-    fill: (writer: SyncedFileWriter) => Promise<string>,
+    fill: ContentFill,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(FILE_NAME_RULE);
@@ -396,25 +336,4 @@ export class FileStore implements LeftoverRules {
 
 function fileNotFound(): NotFound {
   return new NotFound("file_not_found", "No file with that id that you can reach.");
-}
-
-/**
- * A body's chunks. The request stream is not destroyed when the reading stops early (a body over
- * the limit): its connection still carries the 413, closed gracefully (http/lingering-close.ts).
- */
-async function* chunksOf(body: Readable | ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
-  if (body instanceof Readable) {
-    yield* body.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>;
-    return;
-  }
-  const reader = body.getReader();
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      yield value;
-    }
-  } finally {
-    await reader.cancel().catch(() => undefined);
-  }
 }
