@@ -41,6 +41,13 @@ function location(response: Response): URL {
   return new URL(response.headers.get("location") as string);
 }
 
+/** The "Return to the application" link of a problem page. */
+function wayBack(page: string): URL {
+  const href = /<a class="button" href="([^"]+)">Return to the application<\/a>/.exec(page)?.[1];
+  if (href === undefined) throw new Error(`no way back on the page: ${page}`);
+  return new URL(href.replaceAll("&amp;", "&"));
+}
+
 describe("authorize: what is refused, and how", () => {
   let cookie: string;
   let clientId: string;
@@ -100,19 +107,45 @@ describe("authorize: what is refused, and how", () => {
       "invalid_target",
     ],
     ["an unknown scope", { scope: "mcp:admin" }, "invalid_scope"],
-  ])("%s is refused with %s, sent back with state and iss", async (_label, overrides, error) => {
-    const response = await authorize(t, cookie, {
-      clientId,
-      workspaceId: aliceWs,
-      challenge: pkcePair().challenge,
-      overrides,
-    });
-    expect(response.status).toBe(303);
-    const back = location(response);
-    expect(`${back.origin}${back.pathname}`).toBe(REDIRECT_URI);
-    expect(back.searchParams.get("error")).toBe(error);
-    expect(back.searchParams.get("state")).toBe("state-1");
-    expect(back.searchParams.get("iss")).toBe(t.url);
+    ["a response type other than code", { response_type: "token" }, "unsupported_response_type"],
+  ])(
+    "%s is refused with %s on a page whose link back carries state and iss",
+    async (_label, overrides, error) => {
+      const response = await authorize(t, cookie, {
+        clientId,
+        workspaceId: aliceWs,
+        challenge: pkcePair().challenge,
+        overrides,
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("location")).toBeNull();
+      const back = wayBack(await response.text());
+      expect(`${back.origin}${back.pathname}`).toBe(REDIRECT_URI);
+      expect(back.searchParams.get("error")).toBe(error);
+      expect(back.searchParams.get("state")).toBe("state-1");
+      expect(back.searchParams.get("iss")).toBe(t.url);
+    },
+  );
+
+  it("a refused request never bounces a browser to a client's redirect URI on its own, signed in or not", async () => {
+    // Anyone may register a client with their own redirect URI: were refusals followed, a link to
+    // this instance would carry a signed-out stranger's browser straight to that site.
+    const phishing = "https://phishing.example/landing";
+    const stranger = (await registerClient(t, { client_name: "x", redirect_uris: [phishing] })).client_id;
+    for (const session of [undefined, cookie]) {
+      const response = await authorize(t, session, {
+        clientId: stranger,
+        workspaceId: aliceWs,
+        challenge: pkcePair().challenge,
+        redirectUri: phishing,
+        overrides: { response_type: "x" },
+      });
+      expect(response.status).toBe(400);
+      expect(response.headers.get("location")).toBeNull();
+      const page = await response.text();
+      expect(page).toContain("The link goes to <bdi>phishing.example</bdi>.");
+      expect(wayBack(page).origin).toBe("https://phishing.example");
+    }
   });
 
   it("an unregistered redirect URI is shown to the person and never followed", async () => {

@@ -58,12 +58,22 @@ function shownName(name: string): string {
   return name.length <= MAX_CLIENT_NAME_CHARS ? name : `${wellFormed(name.slice(0, MAX_CLIENT_NAME_CHARS))}…`;
 }
 
-/** A problem the person must see because it cannot safely go back to the application. */
-export function problemPage(status: number, message: string, back?: string): Response {
+/** A way back to the application that the person follows or not: where it goes, and its link. */
+export interface WayBack {
+  href: string;
+  /** describeRedirectUri of it: the host, or the app that opens its scheme. */
+  target: string;
+}
+
+/**
+ * A problem the person must see: it cannot go back to the application, or goes back only when the
+ * person follows the link, told where it leads (adr/0126).
+ */
+export function problemPage(status: number, message: string, back?: WayBack): Response {
   return page(
     "This authorization request cannot continue",
     html`<p role="alert">${message}</p>
-${back ? html`<p><a class="button" href="${back}">Return to the application</a></p>` : ""}`,
+${back ? html`<p><a class="button" href="${back.href}">Return to the application</a></p><p>The link goes to ${isolated(back.target)}.</p>` : ""}`,
     status,
   );
 }

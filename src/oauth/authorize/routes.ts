@@ -12,7 +12,7 @@ import type { OAuthErrorCode } from "../oauth-error.ts";
 import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
-import { consentPage, problemPage } from "./consent-page.ts";
+import { consentPage, problemPage, type WayBack } from "./consent-page.ts";
 import { ParkedRequests } from "./parked.ts";
 import type { PendingAuthorizations } from "./pending.ts";
 
@@ -49,9 +49,13 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     );
     if (parsed.kind === "show") return problemPage(parsed.status, parsed.message);
     if (parsed.kind === "redirect") {
-      return c.redirect(
-        errorRedirect(parsed.redirectUri, parsed.state, parsed.error, parsed.description, deps),
-        303,
+      // Shown, never followed on its own: anyone can register a client whose redirect URI is
+      // theirs, and a link to this instance that bounced straight there would lend its name to
+      // a phishing page (RFC 9700 §4.11.2, adr/0126). The person follows it or not.
+      return problemPage(
+        400,
+        parsed.description,
+        wayBack(parsed.redirectUri, parsed.state, parsed.error, parsed.description, deps),
       );
     }
     const session = await deps.sessions.lookup(c.req.raw);
@@ -72,7 +76,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       return problemPage(
         403,
         refusal,
-        errorRedirect(request.redirectUri, request.state, "access_denied", refusal, deps),
+        wayBack(request.redirectUri, request.state, "access_denied", refusal, deps),
       );
     }
     const { client, ...access } = request;
@@ -207,6 +211,20 @@ async function memberRefusal(
     return "You are not a member of the workspace this application asked for (or it does not exist).";
   }
   return undefined;
+}
+
+/** An error's way back to the application, shown on a page for the person to follow. */
+function wayBack(
+  redirectUri: string,
+  state: string | undefined,
+  error: OAuthErrorCode,
+  description: string,
+  deps: Pick<AuthorizeDeps, "publicUrl">,
+): WayBack {
+  return {
+    href: errorRedirect(redirectUri, state, error, description, deps),
+    target: describeRedirectUri(redirectUri),
+  };
 }
 
 function errorRedirect(
