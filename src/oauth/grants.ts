@@ -19,6 +19,8 @@ const MAX_PREVIOUS_REFRESH_HASHES = 100;
  */
 export const MAX_LIVE_GRANTS_PER_PERSON = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
+const LEFT_DURING_EXCHANGE =
+  "The person left the workspace or was deactivated while this code was being exchanged; authorize again.";
 
 /**
  * One person's consent to one client for one workspace, from a code exchange until it is
@@ -219,8 +221,21 @@ export class Grants {
         previousRefreshHashes: [],
       };
       const refreshToken = options.refresh ? this.newRefreshToken(record) : undefined;
-      await this.records.put(record.grantId, record);
+      // Indexed in the same turn as the standing check, before the write: a removal or a
+      // deactivation that runs during the write finds the grant (revokeWhere reads only the
+      // index) and revokes it. Indexed after, it was missed, and its access token worked again
+      // once the person was re-added (test/unit/oauth/grants.test.ts "a revocation by person that
+      // runs while a grant is being written").
       this.index.put(indexed(record));
+      try {
+        await this.records.put(record.grantId, record);
+      } catch (error) {
+        this.index.remove(record.grantId);
+        throw error;
+      }
+      // Revoked during the write: the revocation waits for this lock and marks the record; the
+      // client gets no tokens for it.
+      if (this.revoked.has(record.grantId)) throw new OAuthError("invalid_grant", LEFT_DURING_EXCHANGE);
       await this.revokeOverflow(record);
       return refreshToken === undefined ? { grant: record } : { grant: record, refreshToken };
     });

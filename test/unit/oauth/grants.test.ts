@@ -1,11 +1,13 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { sep } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { UserDirectory } from "../../../src/identity/users.ts";
 import { isRefreshTokenShaped, newGrantId } from "../../../src/oauth/grant-tokens.ts";
 import { type GrantRecord, type Grants, MAX_LIVE_GRANTS_PER_PERSON } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { JsonRecords } from "../../../src/storage/records.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
+import { gate } from "../../helpers/gate.ts";
 import {
   ACCESS_TTL_SECONDS,
   newGrants,
@@ -251,6 +253,51 @@ describe("Grants", () => {
         { refresh: true, consentedAt: clock() },
       ),
     ).rejects.toBeInstanceOf(InvalidGrantError);
+  });
+
+  it("a revocation by person that runs while a grant is being written ends it: no tokens, revoked on disk", async () => {
+    // Held at the grant's first write: the moment a member's removal used to miss, because the
+    // grant reached the index only once written.
+    const held = gate();
+    const reached = gate();
+    const write = JsonRecords.prototype.put;
+    const spy = vi.spyOn(JsonRecords.prototype, "put").mockImplementation(async function (
+      this: JsonRecords<GrantRecord>,
+      id: string,
+      record: GrantRecord,
+    ) {
+      if (record.revokedAt === undefined) {
+        reached.open();
+        await held.promise;
+      }
+      return write.call(this, id, record);
+    });
+    try {
+      const grantId = newGrantId();
+      const creating = grants.create(
+        { grantId, clientId: CLIENT, principalId: ALICE.id, resource: RESOURCE, scopes: ["mcp:read"] },
+        { refresh: true, consentedAt: clock() },
+      );
+      await reached.promise;
+      const revoking = grants.revokeWhere({ principalId: ALICE.id });
+      held.open();
+      await expect(creating).rejects.toBeInstanceOf(InvalidGrantError);
+      expect(await revoking).toBe(1);
+      expect(grants.isRevoked(grantId)).toBe(true);
+      expect((await grants.get(grantId))?.revokedAt).toEqual(expect.any(Number));
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it("a grant whose first write fails is not left in the index", async () => {
+    const spy = vi.spyOn(JsonRecords.prototype, "put").mockRejectedValueOnce(new Error("disk gone"));
+    try {
+      await expect(start()).rejects.toThrow("disk gone");
+    } finally {
+      spy.mockRestore();
+    }
+    expect(await grants.revokeWhere({ principalId: ALICE.id })).toBe(0);
   });
 
   it("revokes by refresh token only for the client that holds it", async () => {
