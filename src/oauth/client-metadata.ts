@@ -73,16 +73,15 @@ export class ClientMetadataDocuments {
    * The client a metadata document URL describes; an invalid_client OAuthError saying why when it
    * cannot be used. A fetch is charged to `caller` (a connecting address), and refused with
    * too_many_requests past the hourly limit; a cached or in-flight document is free.
-   * Without a caller (Atrium listing a person's own grants) nothing is charged.
    */
-  async resolve(clientId: string, caller?: string): Promise<OAuthClientInformationFull> {
+  async resolve(clientId: string, caller: string): Promise<OAuthClientInformationFull> {
     const cached = this.cache.get(clientId);
     if (cached && cached.expiresAt > this.clock()) return cached.client;
     this.cache.delete(clientId);
     // Concurrent requests for one client (authorize, then token) share one fetch.
     let pending = this.inFlight.get(clientId);
     if (!pending) {
-      const wait = caller === undefined ? 0 : this.fetchLimit.take(caller);
+      const wait = this.fetchLimit.take(caller);
       if (wait > 0) {
         throw new OAuthError(
           "too_many_requests",
@@ -93,6 +92,12 @@ export class ClientMetadataDocuments {
       this.inFlight.set(clientId, pending);
     }
     return pending;
+  }
+
+  /** The name of a document still cached; never fetches. */
+  cachedName(clientId: string): string | undefined {
+    const cached = this.cache.get(clientId);
+    return cached && cached.expiresAt > this.clock() ? cached.client.client_name : undefined;
   }
 
   private async load(clientId: string): Promise<OAuthClientInformationFull> {

@@ -35,7 +35,7 @@ export class ClientRegistry {
 
   constructor(
     layout: StorageLayout,
-    private readonly documents: Pick<ClientMetadataDocuments, "resolve">,
+    private readonly documents: Pick<ClientMetadataDocuments, "resolve" | "cachedName">,
     private readonly clock: Clock = systemClock,
   ) {
     this.records = new JsonRecords(layout, "oauth/clients");
@@ -66,7 +66,7 @@ export class ClientRegistry {
    * with the reason, for the person or client to read. `caller`, the connecting address a
    * request came from, is charged for a document that has to be fetched.
    */
-  async find(clientId: string, caller?: string): Promise<OAuthClientInformationFull | undefined> {
+  async find(clientId: string, caller: string): Promise<OAuthClientInformationFull | undefined> {
     if (CLIENT_ID.test(clientId)) {
       const stored = await this.records.get(clientId);
       if (!stored) return undefined;
@@ -76,6 +76,18 @@ export class ClientRegistry {
     }
     if (isClientMetadataUrl(clientId)) return this.documents.resolve(clientId, caller);
     return undefined;
+  }
+
+  /**
+   * A client's name from what this instance holds, never fetched: a registered client's record,
+   * or a metadata document still cached. For a grant stored before grants kept their client's
+   * name; a listing that fetched made one request of a person's up to 100 outbound fetches,
+   * charged to nobody (adr/0127).
+   */
+  async storedName(clientId: string): Promise<string | undefined> {
+    if (CLIENT_ID.test(clientId))
+      return (await this.records.get(clientId).catch(() => undefined))?.client.client_name;
+    return isClientMetadataUrl(clientId) ? this.documents.cachedName(clientId) : undefined;
   }
 
   /**

@@ -29,6 +29,12 @@ const LEFT_DURING_EXCHANGE =
 export interface GrantRecord {
   grantId: string;
   clientId: string;
+  /**
+   * The client's `client_name` when the code was exchanged, for the person's list of what they
+   * allowed: listing never asks a metadata document again (adr/0127). Absent in records written
+   * before it was kept, and for a client that gave no name.
+   */
+  clientName?: string;
   principalId: string;
   /**
    * The workspace it is for: what leaving and archiving revoke by, and whose MCP URL *now* its
@@ -50,6 +56,7 @@ export interface GrantRecord {
 export interface NewGrant {
   grantId: string;
   clientId: string;
+  clientName?: string;
   principalId: string;
   resource: string;
   scopes: string[];

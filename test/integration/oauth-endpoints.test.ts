@@ -676,11 +676,16 @@ describe("client ID metadata documents", () => {
   let documents: Server;
   let documentBase: string;
   let open: RunningOAuth;
+  let fetches = 0;
 
   beforeAll(async () => {
     documents = createServer((req, res) => {
+      fetches += 1;
       const self = `${documentBase}${req.url}`;
-      res.writeHead(200, { "content-type": "application/json" });
+      res.writeHead(200, {
+        "content-type": "application/json",
+        ...(req.url?.includes("no-store") ? { "cache-control": "no-store" } : {}),
+      });
       res.end(JSON.stringify({ client_id: self, client_name: "Doc client", redirect_uris: [REDIRECT] }));
     });
     await new Promise<void>((resolve) => documents.listen(0, "127.0.0.1", resolve));
@@ -746,6 +751,31 @@ describe("client ID metadata documents", () => {
     const tokens = await tokensOf(response);
     const claims = await open.oauth.tokens.verify(tokens.access_token, workspaceMcpUrl(open.url, WS));
     expect(claims.clientId).toBe(clientId);
-    expect(await open.oauth.clients.find(clientId)).toMatchObject({ client_name: "Doc client" });
+    expect(await open.oauth.clients.find(clientId, "127.0.0.1")).toMatchObject({ client_name: "Doc client" });
+  });
+
+  it("names its grant in the person's list from the exchange, never by fetching it again", async () => {
+    const clientId = `${documentBase}/listed-no-store.json`;
+    const code = await issueCode(clientId, open);
+    const exchanged = await fetch(`${open.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        client_id: clientId,
+        code,
+        redirect_uri: REDIRECT,
+        code_verifier: VERIFIER,
+      }).toString(),
+    });
+    const claims = await open.oauth.tokens.verify(
+      (await tokensOf(exchanged)).access_token,
+      workspaceMcpUrl(open.url, WS),
+    );
+    const before = fetches;
+    // The document is not cached: a name taken from it now would be a fetch.
+    expect(await open.oauth.clients.storedName(clientId)).toBeUndefined();
+    expect((await open.oauth.grants.get(claims.grantId))?.clientName).toBe("Doc client");
+    expect(fetches).toBe(before);
   });
 });

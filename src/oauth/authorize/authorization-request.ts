@@ -46,7 +46,7 @@ export async function parseAuthorizationRequest(
   query: URLSearchParams,
   clients: Pick<ClientRegistry, "find">,
   publicUrl: string,
-  caller?: string,
+  caller: string,
 ): Promise<ParsedAuthorization> {
   const single = (name: string): string | undefined => {
     const values = query.getAll(name);

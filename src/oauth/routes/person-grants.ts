@@ -12,7 +12,7 @@ import type { Grants } from "../grants.ts";
  */
 export function personGrantRoutes(deps: {
   grants: Grants;
-  clients: Pick<ClientRegistry, "find">;
+  clients: Pick<ClientRegistry, "storedName">;
   publicUrl: () => string;
   log: Logger;
 }): Hono<AppEnv> {
@@ -22,11 +22,10 @@ export function personGrantRoutes(deps: {
     const records = await deps.grants.listFor(c.get("principal").id);
     const grants = await Promise.all(
       records.map(async (grant) => {
-        const client = await deps.clients.find(grant.clientId).catch(() => undefined);
         return {
           id: grant.grantId,
           clientId: grant.clientId,
-          clientName: client?.client_name ?? null,
+          clientName: grant.clientName ?? (await deps.clients.storedName(grant.clientId)) ?? null,
           resource: deps.grants.audienceOf(grant),
           workspaceId: grant.workspaceId,
           scopes: grant.scopes,

@@ -67,6 +67,7 @@ async function exchangeCode(
     {
       grantId,
       clientId: client.client_id,
+      ...(client.client_name === undefined ? {} : { clientName: client.client_name }),
       principalId: grant.principalId,
       resource: grant.resource,
       scopes: grant.scopes,

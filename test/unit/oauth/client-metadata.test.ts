@@ -68,17 +68,20 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-function refusal(documents: ClientMetadataDocuments, clientId: string, caller?: string): Promise<string> {
+function refusal(documents: ClientMetadataDocuments, clientId: string, caller = CALLER): Promise<string> {
   return documents.resolve(clientId, caller).then(
     () => "accepted",
     (error: { errorCode: string; message: string }) => `${error.errorCode}: ${error.message}`,
   );
 }
 
+/** A connecting address, to which each fetch is charged. */
+const CALLER = "127.0.0.1";
+
 describe("client metadata documents", () => {
   it("fetches a document that names itself and describes a public client", async () => {
     const documents = new ClientMetadataDocuments({ allowPrivate: true });
-    const client = await documents.resolve(`${base}/good.json`);
+    const client = await documents.resolve(`${base}/good.json`, CALLER);
     expect(client).toMatchObject({
       client_id: `${base}/good.json`,
       client_name: "Doc",
@@ -91,18 +94,18 @@ describe("client metadata documents", () => {
     const clock = testClock();
     const documents = new ClientMetadataDocuments({ allowPrivate: true, clock });
     const before = hits.get("/good.json") ?? 0;
-    await documents.resolve(`${base}/good.json`);
-    await documents.resolve(`${base}/good.json`);
+    await documents.resolve(`${base}/good.json`, CALLER);
+    await documents.resolve(`${base}/good.json`, CALLER);
     expect(hits.get("/good.json")).toBe(before + 1);
     clock.advance(600_000);
-    await documents.resolve(`${base}/good.json`);
+    await documents.resolve(`${base}/good.json`, CALLER);
     expect(hits.get("/good.json")).toBe(before + 2);
   });
 
   it("does not keep a no-store document", async () => {
     const documents = new ClientMetadataDocuments({ allowPrivate: true });
-    await documents.resolve(`${base}/no-store.json`);
-    await documents.resolve(`${base}/no-store.json`);
+    await documents.resolve(`${base}/no-store.json`, CALLER);
+    await documents.resolve(`${base}/no-store.json`, CALLER);
     expect(hits.get("/no-store.json")).toBe(2);
   });
 

@@ -39,8 +39,10 @@ describe("ClientRegistry", () => {
       client_id_issued_at: Math.floor(testClock()() / 1000),
     });
     expect(client.client_secret).toBeUndefined();
-    expect(await clients.find(client.client_id)).toEqual(client);
+    expect(await clients.find(client.client_id, "127.0.0.1")).toEqual(client);
     expect(clients.allowsRefresh(client)).toBe(true);
+    expect(await clients.storedName(client.client_id)).toBe(client.client_name);
+    expect(await clients.storedName("atc_ffffffffffffffffffffffffffffffff")).toBeUndefined();
   });
 
   it("gives a confidential client its secret once and stores only a hash", async () => {
@@ -50,7 +52,7 @@ describe("ClientRegistry", () => {
     expect(client.client_secret_expires_at).toBe(0);
     const file = await readFile(layout.collectionFile("oauth/clients", client.client_id), "utf8");
     expect(file).not.toContain(secret);
-    const found = await clients.find(client.client_id);
+    const found = await clients.find(client.client_id, "127.0.0.1");
     expect(found?.client_secret).toBeUndefined();
     expect(JSON.stringify(found)).not.toMatch(/hash/i);
   });
@@ -58,7 +60,7 @@ describe("ClientRegistry", () => {
   it("authenticates a confidential client only by its registered method and secret", async () => {
     const client = await clients.register({ ...NATIVE, token_endpoint_auth_method: "client_secret_post" });
     const secret = client.client_secret as string;
-    const found = await clients.find(client.client_id);
+    const found = await clients.find(client.client_id, "127.0.0.1");
     if (!found) throw new Error("not found");
     expect(clients.authenticate(found, { method: "client_secret_post", secret })).toBe(true);
     expect(clients.authenticate(found, { method: "client_secret_post", secret: `${secret}x` })).toBe(false);
@@ -108,8 +110,8 @@ describe("ClientRegistry", () => {
   });
 
   it("finds nothing for ids it never issued, without touching the disk for malformed ones", async () => {
-    expect(await clients.find("atc_ffffffffffffffffffffffffffffffff")).toBeUndefined();
-    expect(await clients.find("../../etc/passwd")).toBeUndefined();
-    expect(await clients.find("")).toBeUndefined();
+    expect(await clients.find("atc_ffffffffffffffffffffffffffffffff", "127.0.0.1")).toBeUndefined();
+    expect(await clients.find("../../etc/passwd", "127.0.0.1")).toBeUndefined();
+    expect(await clients.find("", "127.0.0.1")).toBeUndefined();
   });
 });

@@ -30,7 +30,7 @@ function query(overrides: Record<string, string | undefined> = {}): URLSearchPar
 }
 
 const parse = (overrides: Record<string, string | undefined> = {}) =>
-  parseAuthorizationRequest(query(overrides), clients, PUBLIC_URL);
+  parseAuthorizationRequest(query(overrides), clients, PUBLIC_URL, "127.0.0.1");
 
 describe("parseAuthorizationRequest", () => {
   it("accepts a complete request and names the workspace its resource is", async () => {
