@@ -13,6 +13,7 @@ import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.t
 // rejection, which ends a Node 20 process.
 
 const SECRET = `s3cret-${randomBytes(8).toString("hex")}`;
+const SERVER_OPTIONS = { requireHeader: { name: "x-api-key", value: SECRET } };
 const time = new FakeTime(Date.now());
 const captured = capturingLogger("debug");
 const proxies: InterceptingProxy[] = [];
@@ -57,7 +58,7 @@ async function unhandledDuring(run: () => Promise<void>): Promise<unknown[]> {
 }
 
 beforeAll(async () => {
-  remote = await startRemoteServer({ requireHeader: { name: "x-api-key", value: SECRET } });
+  remote = await startRemoteServer(SERVER_OPTIONS);
   instance = await startConnectionsAtrium("atrium-connection-races-", time, captured.log);
   solo = await bootstrapWorkspace(instance, "bob");
   shared = await bootstrapWorkspace(instance, "alice");
@@ -134,17 +135,15 @@ describe("an admin's disable or remove, while the server takes a connect and nev
     expect(created.status).toBe(201);
     const held = gate();
     const release = gate();
-    const methods: (string | undefined)[] = [];
     let discovers = 0;
     through.intercept(async (method) => {
-      methods.push(method);
       if (method === "server/discover" && ++discovers === 1) {
         held.open();
         await release.promise;
       }
       return undefined;
     });
-    return { held: held.promise, release: release.open, methods };
+    return { held: held.promise, release: release.open };
   }
 
   it.each([
@@ -162,13 +161,12 @@ describe("an admin's disable or remove, while the server takes a connect and nev
       await server.held;
       const callsBefore = (await remote.calls()).length;
       // The refresh photographs on a client of its own, then swaps the served client for a new one,
-      // which closes the one still connecting; the disable comes once the photograph listed.
-      const refreshing = rest(user, "POST", `${path}/tools/refresh`);
-      await vi.waitFor(() => expect(server.methods).toContain("tools/list"));
+      // which closes the one still connecting once that connect ends; the disable comes after the
+      // refresh answered (one that came during its photograph would end it, tested below).
+      expect((await rest(user, "POST", `${path}/tools/refresh`)).status).toBe(200);
       const disabled = await rest(user, "POST", `${path}/disable`);
       expect(disabled.status).toBe(200);
       expect(await disabled.json()).toMatchObject({ state: "disabled" });
-      expect((await refreshing).status).toBe(200);
       // The cut connect fails the call; nothing reached the tool, before or after the server answers.
       expect((await calling).isError).toBe(true);
       server.release();
@@ -196,6 +194,93 @@ describe("an admin's disable or remove, while the server takes a connect and nev
       server.release();
       expect((await call(user, ws(), `${source}__echo`)).isError).toBe(true);
       expect((await remote.calls()).length).toBe(callsBefore);
+    },
+  );
+});
+
+describe("a refresh whose connection is disabled or removed while the server holds its photograph", () => {
+  async function versions(user: string, path: string): Promise<number[]> {
+    const listed = await rest(user, "GET", `${path}/tools/snapshots`);
+    return ((await listed.json()) as { snapshots: { version: number }[] }).snapshots.map((s) => s.version);
+  }
+
+  it.each([
+    ["a workspace connection", "disabled", "server/discover", "alice", () => shared, false],
+    ["a workspace connection", "removed", "tools/list", "alice", () => shared, false],
+    ["a member's personal connection", "disabled", "tools/list", "bob", () => solo, true],
+    ["a member's personal connection", "removed", "server/discover", "bob", () => solo, true],
+  ] as const)(
+    "%s %s while its %s is held: the refresh ends at once, recording nothing and sending nothing more",
+    async (_, change, heldMethod, user, ws, personal) => {
+      const through = await proxy();
+      const name = `photo-${change}-${user}`;
+      const source = personal ? `my_${name}` : name;
+      const path = `/v1/workspaces/${ws()}/connections/${source}`;
+      const created = await rest(user, "POST", `/v1/workspaces/${ws()}/connections`, {
+        name,
+        url: through.url.href,
+        auth: { kind: "static", header: "x-api-key", value: SECRET },
+        ...(personal ? { personal: true } : {}),
+      });
+      expect(created.status).toBe(201);
+      const ledger = async () => (await rest(user, "GET", `/v1/workspaces/${ws()}/audit?limit=500`)).text();
+      const ledgerBefore = await ledger();
+      const held = gate();
+      const release = gate();
+      const methods: (string | undefined)[] = [];
+      let holding = false;
+      through.intercept(async (method) => {
+        methods.push(method);
+        if (method === heldMethod && !holding) {
+          holding = true;
+          held.open();
+          await release.promise;
+        }
+        return undefined;
+      });
+      // A server that changed since the snapshot: a refresh that ran to its end would append one.
+      await remote.control({ descriptions: { echo: `Echoes, as ${source}'s refresh would photograph it.` } });
+      try {
+        let answered = false;
+        const refreshing = rest(user, "POST", `${path}/tools/refresh`).finally(() => {
+          answered = true;
+        });
+        await held.promise;
+        const unhandled = await unhandledDuring(async () => {
+          if (change === "disabled") expect((await rest(user, "POST", `${path}/disable`)).status).toBe(200);
+          else expect((await rest(user, "DELETE", path)).status).toBe(204);
+          // Answered while the server still holds the photograph's request.
+          await vi.waitFor(() => expect(answered).toBe(true), { timeout: 5_000 });
+          const refreshed = await refreshing;
+          if (change === "disabled") {
+            expect(refreshed.status).toBe(409);
+            expect(await refreshed.json()).toMatchObject({ error: { code: "refresh_interrupted" } });
+          } else {
+            expect(refreshed.status).toBe(404);
+            expect(await refreshed.json()).toMatchObject({ error: { code: "connection_not_found" } });
+          }
+          const heldAtServer = async () =>
+            (await remote.requests()).filter((request) => request.method === heldMethod).length;
+          const reachedBefore = await heldAtServer();
+          const seen = methods.length;
+          release.open();
+          // The held request reaches the server once released; the photograph sends nothing after it.
+          await vi.waitFor(async () => expect(await heldAtServer()).toBe(reachedBefore + 1));
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          expect(methods.length).toBe(seen);
+        });
+        expect(unhandled).toEqual([]);
+        if (change === "disabled") {
+          expect(await versions(user, path)).toEqual([1]);
+          // Only the refreshes under way end: a disabled connection is still refreshed for review.
+          expect((await rest(user, "POST", `${path}/tools/refresh`)).status).toBe(200);
+          expect(await versions(user, path)).toEqual([2, 1]);
+        }
+      } finally {
+        release.open();
+        await remote.control({ reset: true, ...SERVER_OPTIONS });
+      }
+      expect(await ledger()).toBe(ledgerBefore);
     },
   );
 });

@@ -24,11 +24,12 @@ import {
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
+import { RefreshesUnderWay, refreshInterrupted } from "./refreshes.ts";
 import { type CredentialVault, QUERY_VALUE_FIELD, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { Serving } from "./serving.ts";
 import { diffSnapshots, pinsSame, type Snapshot } from "./snapshot.ts";
 import { SkillNameClashes, skillsOf } from "./snapshot-skills.ts";
-import type { ConnectionStore } from "./store.ts";
+import { type ConnectionStore, connectionNotFound } from "./store.ts";
 
 export interface NewConnection {
   name?: unknown;
@@ -80,6 +81,7 @@ export class Connections {
   private readonly damaged: DamagedConnections;
   private readonly skillClashes: SkillNameClashes;
   private readonly serving: Serving;
+  private readonly refreshes = new RefreshesUnderWay();
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.damaged = new DamagedConnections(deps.log);
@@ -195,9 +197,11 @@ export class Connections {
    */
   async refresh(workspaceId: string, principalId: string, name: string) {
     this.requireAdmin(workspaceId, principalId);
-    const record = await this.deps.store.get(workspaceId, name);
-    requireSnapshot(record);
-    const { changes } = await this.rephotograph(workspaceId, record);
+    const { changes } = await this.refreshes.run(workspaceId, name, async (signal) => {
+      const record = await this.deps.store.get(workspaceId, name);
+      requireSnapshot(record);
+      return this.rephotograph(workspaceId, record, signal);
+    });
     await this.serve(workspaceId, name);
     return { connection: await this.view(workspaceId, name), changes };
   }
@@ -206,13 +210,16 @@ export class Connections {
    * Photographs `record`'s server again and appends it as the next snapshot only when something
    * it pins changed (`pinsSame`): a refresh of a server that is as it was appends nothing, so
    * refreshing alone never grows the history (adr/0091). `key` is the workspace, or a personal
-   * connection's owner.
+   * connection's owner. An abort of `signal` (RefreshesUnderWay.end) ends it with nothing appended.
    */
-  async rephotograph(key: string, record: ConnectionRecord) {
+  async rephotograph(key: string, record: ConnectionRecord, signal: AbortSignal) {
     const { store } = this.deps;
     const previous = await store.snapshot(key, record.name, record.snapshotVersion);
-    const taken = await this.photograph(record, record.snapshotVersion + 1);
-    const updated = pinsSame(previous, taken) ? record : await store.appendSnapshot(key, record.name, taken);
+    const taken = await this.photograph(record, record.snapshotVersion + 1, signal);
+    signal.throwIfAborted();
+    const updated = pinsSame(previous, taken)
+      ? record
+      : await store.appendSnapshot(key, record.name, taken, signal);
     return { updated, changes: diffSnapshots(previous, taken) };
   }
 
@@ -228,8 +235,10 @@ export class Connections {
   ): Promise<ConnectionView> {
     this.requireAdmin(workspaceId, principalId);
     await this.deps.store.update(workspaceId, name, (current) => ({ ...current, disabled }));
-    if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
-    else await this.serve(workspaceId, name);
+    if (disabled) {
+      this.refreshes.end(workspaceId, name, refreshInterrupted(name));
+      await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
+    } else await this.serve(workspaceId, name);
     this.deps.log.info(
       { workspaceId, connection: name, disabled },
       disabled ? "connection disabled" : "connection enabled",
@@ -247,6 +256,7 @@ export class Connections {
       .get(workspaceId, name)
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
+    this.refreshes.end(workspaceId, name, connectionNotFound(name));
     await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
     for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
@@ -377,8 +387,8 @@ export class Connections {
   }
 
   /** The server's next snapshot (photograph-server.ts); personal connections are photographed with it too. */
-  photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
-    return photographServer(this.deps.remote, this.deps.clock, record, version);
+  photograph(record: ConnectionRecord, version: number, signal?: AbortSignal): Promise<Snapshot> {
+    return photographServer(this.deps.remote, this.deps.clock, record, version, signal);
   }
 
   /** Seals a new connection's credential (personal ones too) and answers the stored reference. */

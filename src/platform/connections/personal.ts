@@ -23,6 +23,7 @@ import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { type GrantState, grantState, personalDenial } from "./personal-access.ts";
 import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
+import { RefreshesUnderWay, refreshInterrupted } from "./refreshes.ts";
 import { Serving } from "./serving.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -65,6 +66,7 @@ export class PersonalConnections {
   private readonly damaged: DamagedConnections;
   private readonly cap = new PersonalCap();
   private readonly serving: Serving;
+  private readonly refreshes = new RefreshesUnderWay();
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
@@ -214,6 +216,7 @@ export class PersonalConnections {
       .get(ownerId, name)
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(ownerId, name);
+    this.refreshes.end(ownerId, name, connectionNotFound(name));
     await this.withdrawEverywhere(ownerId, name);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
     for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
@@ -232,16 +235,19 @@ export class PersonalConnections {
     disabled: boolean,
   ): Promise<PersonalConnectionView> {
     await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
-    if (disabled) await this.withdrawEverywhere(ownerId, name);
-    else await this.serveEverywhere(ownerId, name);
+    if (disabled) {
+      this.refreshes.end(ownerId, name, refreshInterrupted(name));
+      await this.withdrawEverywhere(ownerId, name);
+    } else await this.serveEverywhere(ownerId, name);
     return this.view(workspaceId, ownerId, name);
   }
 
   async refresh(workspaceId: string, ownerId: string, name: string) {
-    const { store } = this.deps;
-    const record = await store.get(ownerId, name);
-    requireSnapshot(record);
-    const { changes } = await this.core.rephotograph(ownerId, record);
+    const { changes } = await this.refreshes.run(ownerId, name, async (signal) => {
+      const record = await this.deps.store.get(ownerId, name);
+      requireSnapshot(record);
+      return this.core.rephotograph(ownerId, record, signal);
+    });
     await this.serveEverywhere(ownerId, name);
     return { connection: await this.view(workspaceId, ownerId, name), changes };
   }

@@ -133,9 +133,19 @@ export class ConnectionStore implements LeftoverRules {
     });
   }
 
-  /** Adds the next snapshot and makes it current. A version is written once and never replaced. */
-  async appendSnapshot(workspaceId: string, name: string, snapshot: Snapshot): Promise<ConnectionRecord> {
+  /**
+   * Adds the next snapshot and makes it current. A version is written once and never replaced.
+   * `refresh` is the signal of the refresh appending it (refreshes.ts): one a disable ended while
+   * it waited for the disable's write appends nothing.
+   */
+  async appendSnapshot(
+    workspaceId: string,
+    name: string,
+    snapshot: Snapshot,
+    refresh?: AbortSignal,
+  ): Promise<ConnectionRecord> {
     return this.lock.run(`${workspaceId}/${name}`, async () => {
+      refresh?.throwIfAborted();
       const current = await this.get(workspaceId, name);
       if (snapshot.version !== current.snapshotVersion + 1) {
         throw new Conflict(

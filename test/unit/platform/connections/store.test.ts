@@ -93,6 +93,20 @@ describe("ConnectionStore snapshots", () => {
     });
     expect((await store.snapshot(temp.ws, "srv", 1)).digest).toBe("d1");
   });
+
+  it("appends nothing for a refresh a disable ended while the append waited behind the disable's write", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    const refresh = new AbortController();
+    const disabling = store.update(temp.ws, "srv", (current) => ({ ...current, disabled: true }));
+    const appending = store.appendSnapshot(temp.ws, "srv", snapshot(2), refresh.signal);
+    const ended = new Error("disabled meanwhile");
+    refresh.abort(ended);
+    await disabling;
+    await expect(appending).rejects.toBe(ended);
+    expect((await store.get(temp.ws, "srv")).snapshotVersion).toBe(1);
+    expect((await readdir(snapshotsDir())).sort()).toEqual(["1.json"]);
+  });
 });
 
 describe("ConnectionStore recovery", () => {
