@@ -3,7 +3,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import type { PublishedSkill, PublishedSkillList, WorkspaceSources } from "../app.ts";
+import type { PublishedSkillList, WorkspaceSources } from "../app.ts";
 import { buildSources } from "./build-sources.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
@@ -24,11 +24,11 @@ import {
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
-import { RefreshesUnderWay, refreshInterrupted } from "./refreshes.ts";
+import { PublishedConnectionSkills } from "./published-skills.ts";
+import { Refreshes, refreshInterrupted } from "./refreshes.ts";
 import { type CredentialVault, QUERY_VALUE_FIELD, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { Serving } from "./serving.ts";
-import { diffSnapshots, pinsSame, type Snapshot } from "./snapshot.ts";
-import { SkillNameClashes, skillsOf } from "./snapshot-skills.ts";
+import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
 
 export interface NewConnection {
@@ -70,8 +70,6 @@ export interface AuthorizationStarted extends GoLink {
 export class Connections {
   /** The state each connection was last announced in, so only a change is announced. */
   private readonly announced = new Map<string, ConnectionState>();
-  /** A snapshot's skills as published, per (workspace, connection, snapshot version): snapshots never change. */
-  private readonly snapshotSkills = new Map<string, PublishedSkill[]>();
   /**
    * The records (by id, not name: a check still under way for a removed connection must not mark
    * a new one of the same name) whose credential the revalidator found lapsed: the gate refuses
@@ -79,14 +77,15 @@ export class Connections {
    */
   private readonly lapsed = new Set<string>();
   private readonly damaged: DamagedConnections;
-  private readonly skillClashes: SkillNameClashes;
+  private readonly skills: PublishedConnectionSkills;
   private readonly serving: Serving;
-  private readonly refreshes = new RefreshesUnderWay();
+  private readonly refreshes: Refreshes;
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.damaged = new DamagedConnections(deps.log);
-    this.skillClashes = new SkillNameClashes(deps.log);
+    this.skills = new PublishedConnectionSkills(deps.store, this.damaged, deps.log);
     this.serving = new Serving(deps.store, deps.sources);
+    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
   }
 
   /** A graceful stop: superseded clients still closing are cut (Serving.stop). */
@@ -192,35 +191,14 @@ export class Connections {
   }
 
   /**
-   * Photographs the server again, for an admin to review: the next snapshot when anything changed,
-   * else the current one stays; answers what changed (nothing, then) with a fresh client served.
+   * Photographs the server again, for an admin to review (refreshes.ts): the next snapshot when
+   * anything changed, else the current one stays; answers what changed with a fresh client served.
    */
   async refresh(workspaceId: string, principalId: string, name: string) {
     this.requireAdmin(workspaceId, principalId);
-    const { changes } = await this.refreshes.run(workspaceId, name, async (signal) => {
-      const record = await this.deps.store.get(workspaceId, name);
-      requireSnapshot(record);
-      return this.rephotograph(workspaceId, record, signal);
-    });
+    const changes = await this.refreshes.refresh(workspaceId, name);
     await this.serve(workspaceId, name);
     return { connection: await this.view(workspaceId, name), changes };
-  }
-
-  /**
-   * Photographs `record`'s server again and appends it as the next snapshot only when something
-   * it pins changed (`pinsSame`): a refresh of a server that is as it was appends nothing, so
-   * refreshing alone never grows the history (adr/0091). `key` is the workspace, or a personal
-   * connection's owner. An abort of `signal` (RefreshesUnderWay.end) ends it with nothing appended.
-   */
-  async rephotograph(key: string, record: ConnectionRecord, signal: AbortSignal) {
-    const { store } = this.deps;
-    const previous = await store.snapshot(key, record.name, record.snapshotVersion);
-    const taken = await this.photograph(record, record.snapshotVersion + 1, signal);
-    signal.throwIfAborted();
-    const updated = pinsSame(previous, taken)
-      ? record
-      : await store.appendSnapshot(key, record.name, taken, signal);
-    return { updated, changes: diffSnapshots(previous, taken) };
   }
 
   /**
@@ -301,26 +279,9 @@ export class Connections {
     );
   }
 
-  /**
-   * What each connection's current snapshot publishes as server-scope skills: its server's
-   * instructions and the skills it offers, pinned with the snapshot like its tools; a skill whose
-   * name another also maps to is left out and listed as a problem (SkillNameClashes).
-   */
-  async publishedSkills(workspaceId: string): Promise<PublishedSkillList> {
-    const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
-    const byName = new Map(records.map((record) => [record.name, record]));
-    const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
-      const record = byName.get(name) as ConnectionRecord;
-      const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
-      let published = this.snapshotSkills.get(key);
-      if (!published) {
-        const snapshot = await this.deps.store.snapshot(workspaceId, record.name, record.snapshotVersion);
-        published = skillsOf(record.name, snapshot);
-        this.snapshotSkills.set(key, published);
-      }
-      return { connection: name, skills: published };
-    });
-    return this.skillClashes.apart(workspaceId, skills);
+  /** What the connections' current snapshots publish as server-scope skills (published-skills.ts). */
+  publishedSkills(workspaceId: string): Promise<PublishedSkillList> {
+    return this.skills.list(workspaceId);
   }
 
   /**
@@ -387,8 +348,8 @@ export class Connections {
   }
 
   /** The server's next snapshot (photograph-server.ts); personal connections are photographed with it too. */
-  photograph(record: ConnectionRecord, version: number, signal?: AbortSignal): Promise<Snapshot> {
-    return photographServer(this.deps.remote, this.deps.clock, record, version, signal);
+  photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
+    return photographServer(this.deps.remote, this.deps.clock, record, version);
   }
 
   /** Seals a new connection's credential (personal ones too) and answers the stored reference. */

@@ -19,11 +19,11 @@ import {
   sealedCredentialOf,
 } from "./model.ts";
 import type { GoLink } from "./oauth/authorizer.ts";
-import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
+import { pendingOAuth, reauthorize } from "./oauth/pending.ts";
 import { type GrantState, grantState, personalDenial } from "./personal-access.ts";
 import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
-import { RefreshesUnderWay, refreshInterrupted } from "./refreshes.ts";
+import { Refreshes, refreshInterrupted } from "./refreshes.ts";
 import { Serving } from "./serving.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -66,12 +66,13 @@ export class PersonalConnections {
   private readonly damaged: DamagedConnections;
   private readonly cap = new PersonalCap();
   private readonly serving: Serving;
-  private readonly refreshes = new RefreshesUnderWay();
+  private readonly refreshes: Refreshes;
 
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
     this.damaged = new DamagedConnections(deps.log);
     this.serving = new Serving(deps.store, deps.sources);
+    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
   }
 
   /** A graceful stop: superseded clients still closing are cut (Serving.stop). */
@@ -243,11 +244,7 @@ export class PersonalConnections {
   }
 
   async refresh(workspaceId: string, ownerId: string, name: string) {
-    const { changes } = await this.refreshes.run(ownerId, name, async (signal) => {
-      const record = await this.deps.store.get(ownerId, name);
-      requireSnapshot(record);
-      return this.core.rephotograph(ownerId, record, signal);
-    });
+    const changes = await this.refreshes.refresh(ownerId, name);
     await this.serveEverywhere(ownerId, name);
     return { connection: await this.view(workspaceId, ownerId, name), changes };
   }

@@ -1,27 +1,42 @@
 import { Conflict } from "../../errors.ts";
+import type { Clock } from "../../kernel/clock.ts";
+import { requireSnapshot } from "./oauth/pending.ts";
+import { photographServer } from "./photograph-server.ts";
+import type { RemoteServers } from "./remote.ts";
+import { diffSnapshots, pinsSame } from "./snapshot.ts";
+import type { ConnectionStore } from "./store.ts";
 
 /**
- * The refreshes of each connection under way, so that a disable or a remove ends them (adr/0122).
- * A refresh photographs on a client of its own, outside Serving's turn, which neither cuts: left
- * alone, it connected and listed to its end (for a server that never answers, the request
- * timeout) only for the record to serve nothing of it (test/integration/connections-races.test.ts
- * "a refresh whose connection is disabled or removed while the server holds its photograph").
+ * Refreshing a connection's tools, for an admin (or a personal connection's owner) to review: its
+ * server photographed again, and appended as the next snapshot only when something it pins changed
+ * (`pinsSame`), so refreshing alone never grows the history (adr/0091). `key` is the store's: a
+ * workspace, or a personal connection's owner.
  *
- * Each refresh has a controller of its own, dropped when it ends, so nothing listens on a signal
- * that outlives it. `key` is the store's: a workspace, or a personal connection's owner.
+ * A disable or a remove ends the refreshes under way (adr/0122). A refresh photographs on a client
+ * of its own, outside Serving's turn, which neither cuts: left alone, it connected and listed to
+ * its end (for a server that never answers, the request timeout) only for the record to serve
+ * nothing of it (test/integration/connections-races.test.ts "a refresh whose connection is
+ * disabled or removed while the server holds its photograph"). Each refresh has a controller of
+ * its own, dropped when it ends, so nothing listens on a signal that outlives it.
  */
-export class RefreshesUnderWay {
+export class Refreshes {
   private readonly underWay = new Map<string, Set<AbortController>>();
 
-  /** Runs one refresh of the connection; its signal aborts when `end` is called meanwhile. */
-  async run<T>(key: string, name: string, refresh: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  constructor(
+    private readonly store: ConnectionStore,
+    private readonly remote: RemoteServers,
+    private readonly clock: Clock,
+  ) {}
+
+  /** Photographs the connection's server again: what changed since its current snapshot. */
+  async refresh(key: string, name: string): Promise<ReturnType<typeof diffSnapshots>> {
     const connection = `${key}/${name}`;
     const controller = new AbortController();
     const refreshes = this.underWay.get(connection) ?? new Set<AbortController>();
     this.underWay.set(connection, refreshes);
     refreshes.add(controller);
     try {
-      return await refresh(controller.signal);
+      return await this.rephotograph(key, name, controller.signal);
     } finally {
       refreshes.delete(controller);
       if (refreshes.size === 0) this.underWay.delete(connection);
@@ -35,6 +50,17 @@ export class RefreshesUnderWay {
    */
   end(key: string, name: string, reason: Error): void {
     for (const controller of this.underWay.get(`${key}/${name}`) ?? []) controller.abort(reason);
+  }
+
+  private async rephotograph(key: string, name: string, signal: AbortSignal) {
+    const record = await this.store.get(key, name);
+    requireSnapshot(record);
+    const previous = await this.store.snapshot(key, name, record.snapshotVersion);
+    const version = record.snapshotVersion + 1;
+    const taken = await photographServer(this.remote, this.clock, record, version, signal);
+    signal.throwIfAborted();
+    if (!pinsSame(previous, taken)) await this.store.appendSnapshot(key, name, taken, signal);
+    return diffSnapshots(previous, taken);
   }
 }
 
