@@ -64,8 +64,14 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
         if (res) res.destroy(late);
         else req.destroy(late);
       }, limits.timeoutMs);
-      const abort = () => req.destroy(init.signal?.reason ?? new OutboundFailure("aborted"));
-      init.signal?.addEventListener("abort", abort, { once: true });
+      const signal = init.signal;
+      const abort = () => req.destroy(signal?.reason ?? new OutboundFailure("aborted"));
+      if (signal?.aborted) abort();
+      // The SDK's 2025 transport passes one signal for the client's whole life: a listener left
+      // on it kept every request, body and all, until the client closed (test/unit/sources/
+      // guarded-fetch.test.ts "leaves no listener").
+      signal?.addEventListener("abort", abort, { once: true });
+      req.once("close", () => signal?.removeEventListener("abort", abort));
       req.once("error", (error) => {
         clearTimeout(timer);
         reject(error instanceof ForbiddenAddress ? new OutboundFailure(`Refused: ${error.message}.`) : error);

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
@@ -38,6 +39,33 @@ describe("guardedFetch", () => {
     const response = await guardedFetch(limits)(url, { method: "POST", body: "grant_type=refresh_token" });
     await expect(response.text()).rejects.toThrow(/did not answer within 300 ms/);
     expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("leaves no listener on the caller's signal once an answer is over, and honours one aborted before", async () => {
+    const server = createServer((request, response) => {
+      request.resume();
+      response.end('{"ok":true}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const lifelong = new AbortController();
+    const fetchOnce = guardedFetch(limits);
+    for (let i = 0; i < 20; i++) {
+      const answer = await fetchOnce(url, {
+        method: "POST",
+        body: "x".repeat(10_000),
+        signal: lifelong.signal,
+      });
+      expect(await answer.json()).toEqual({ ok: true });
+    }
+    // The last request's socket close comes a turn after its body.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(getEventListeners(lifelong.signal, "abort")).toHaveLength(0);
+
+    await expect(fetchOnce(url, { signal: AbortSignal.abort(new Error("gone already")) })).rejects.toThrow(
+      "gone already",
+    );
   });
 
   it("holds an event stream to the deadline too, unless event streams are let stay open", async () => {
