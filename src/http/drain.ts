@@ -116,4 +116,12 @@ const UNWIND_MS = 5_000;
 
 function closeAfter(response: ServerResponse): void {
   if (!response.headersSent) response.setHeader("Connection", "close");
+  // An answer already under way (an SSE stream begun before the drain) has said keep-alive: its
+  // connection is ended once the answer is, or it would sit idle until Node's keep-alive timeout
+  // and hold the stop (test/integration/mcp-front-door-drain.test.ts).
+  else {
+    // Taken now: Node detaches the socket from the response as it finishes.
+    const socket = response.socket;
+    response.once("finish", () => socket?.end());
+  }
 }

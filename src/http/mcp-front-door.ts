@@ -178,6 +178,14 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
   });
 }
 
+/**
+ * Headers about this one connection, which Node's server sets itself: the SDK's SSE answer says
+ * `Connection: keep-alive`, and copied it overrode the `Connection: close` a drain had set, so the
+ * client kept the connection and held a graceful stop for seconds
+ * (test/integration/mcp-front-door-drain.test.ts).
+ */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade"]);
+
 async function writeReply(response: ServerResponse, reply: McpReply, requestId: string): Promise<void> {
   if (reply.kind === "json") return writeJson(response, reply.status, reply.body, requestId);
   if (reply.kind === "accepted") {
@@ -188,7 +196,7 @@ async function writeReply(response: ServerResponse, reply: McpReply, requestId: 
   const web = reply.response;
   const head: Record<string, string> = {};
   web.headers.forEach((value, name) => {
-    head[name] = value;
+    if (!HOP_BY_HOP.has(name)) head[name] = value;
   });
   head["x-request-id"] = requestId;
   if (web.body === null) {

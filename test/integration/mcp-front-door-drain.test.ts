@@ -1,52 +1,109 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "node:net";
+import { describe, expect, it } from "vitest";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { platformInput } from "../../src/platform/platform-tool.ts";
-import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { bootstrapWorkspace, startTestAtrium, TEST_USER_HEADER, type TestAtrium } from "../helpers/atrium.ts";
+
+import { mcpRequest } from "../helpers/mcp-request.ts";
 
 // A graceful stop lets an MCP request the front door is answering (adr/0052) finish with its
 // real answer, marked `Connection: close` so its client sends nothing more on that connection,
 // as the hono app's answers are (src/http/drain.ts). The request is held in a tool until the
 // drain has begun, so nothing here waits on time.
 
-let started: (() => void) | undefined;
-let release: (() => void) | undefined;
-const running = new Promise<void>((resolve) => {
-  started = resolve;
-});
+interface Held {
+  instance: TestAtrium;
+  ws: string;
+  running: Promise<void>;
+  release: () => void;
+}
 
-const holdApp: PlatformApp = {
-  name: "hold",
-  start() {
-    const tools = new AppTools("hold");
-    tools.registerTool(
-      "until_released",
-      { description: "Answer once the test releases it.", inputSchema: platformInput({}), annotations: {} },
-      async () => {
-        await new Promise<void>((resolve) => {
-          release = resolve;
-          started?.();
+/** An Atrium whose `hold__until_released` reports progress once released, if asked, then answers. */
+async function holding(): Promise<Held> {
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => {
+    started = resolve;
+  });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const holdApp: PlatformApp = {
+    name: "hold",
+    start() {
+      const tools = new AppTools("hold");
+      tools.registerTool(
+        "until_released",
+        { description: "Answer once the test releases it.", inputSchema: platformInput({}), annotations: {} },
+        async (_caller, _args, call) => {
+          started();
+          await released;
+          await call.progress?.({ progress: 1, total: 1 });
+          return { content: [{ type: "text", text: "released" }] };
+        },
+      );
+      return { tools };
+    },
+  };
+  const instance = await startTestAtrium({ apps: [...PLATFORM_APPS, holdApp] });
+  return { instance, ws: await bootstrapWorkspace(instance, "alice"), running, release };
+}
+
+/**
+ * Requests sent one after another on one TCP connection, each answer read whole (its length, or a
+ * chunked body's last chunk); a connection the server has ended fails the next with "closed
+ * without an answer".
+ */
+function oneConnection(port: number) {
+  const socket = connect(port, "127.0.0.1");
+  let received = "";
+  let ended = false;
+  let waiting: (() => void) | undefined;
+  socket.setEncoding("utf8");
+  socket.on("data", (text: string) => {
+    received += text;
+    waiting?.();
+  });
+  const end = () => {
+    ended = true;
+    waiting?.();
+  };
+  socket.on("end", end);
+  socket.on("error", end);
+  socket.on("close", end);
+  const complete = (text: string): boolean => {
+    const split = text.indexOf("\r\n\r\n");
+    if (split < 0) return false;
+    const length = /content-length: (\d+)/i.exec(text.slice(0, split))?.[1];
+    if (length !== undefined) return Buffer.byteLength(text.slice(split + 4)) >= Number(length);
+    return text.endsWith("\r\n0\r\n\r\n");
+  };
+  return {
+    send(method: string, path: string, headers: Record<string, string>, body: string): Promise<string> {
+      received = "";
+      if (!ended) {
+        const lines = Object.entries({
+          host: "127.0.0.1",
+          "content-length": String(Buffer.byteLength(body)),
+          ...headers,
         });
-        return { content: [{ type: "text", text: "released" }] };
-      },
-    );
-    return { tools };
-  },
-};
-
-let instance: TestAtrium;
-let ws: string;
-
-beforeAll(async () => {
-  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, holdApp] });
-  ws = await bootstrapWorkspace(instance, "alice");
-});
-
-afterAll(async () => {
-  release?.();
-  await instance?.stop();
-});
+        socket.write(
+          `${method} ${path} HTTP/1.1\r\n${lines.map(([k, v]) => `${k}: ${v}\r\n`).join("")}\r\n${body}`,
+        );
+      }
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (complete(received)) resolve(received);
+          else if (ended) reject(new Error("closed without an answer"));
+        };
+        waiting = check;
+        check();
+      });
+    },
+  };
+}
 
 const refused = (url: string) =>
   fetch(`${url}/v1/health`).then(
@@ -55,28 +112,51 @@ const refused = (url: string) =>
   );
 
 describe("a graceful stop and the MCP front door", () => {
-  it("an MCP call in flight when the drain begins gets its real answer with Connection: close", async () => {
-    const call = instance.raw("alice", "POST", `/mcp/${ws}`, {
-      headers: { ...MCP_POST_HEADERS, "mcp-protocol-version": "2025-11-25" },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name: "hold__until_released", arguments: {} },
-      }),
-    });
-    await running;
-    const closing = instance.close();
-    await expect.poll(() => refused(instance.url), { timeout: 30_000 }).toBe(true);
-    release?.();
-    const answer = await call;
-    expect(answer.status).toBe(200);
-    expect(answer.headers.connection).toBe("close");
-    expect(JSON.parse(answer.text)).toEqual({
-      jsonrpc: "2.0",
-      id: 1,
-      result: { content: [{ type: "text", text: "released" }] },
-    });
-    await closing;
-  });
+  it.each([
+    ["a JSON answer", "2025-11-25", undefined],
+    ["a streamed answer (progress, 2025)", "2025-11-25", "p1"],
+    ["a streamed answer (progress, 2026)", "2026-07-28", "p1"],
+  ] as const)(
+    "%s in flight when the drain begins is the real answer, and its connection ends with it",
+    async (_label, era, progressToken) => {
+      const { instance, ws, running, release } = await holding();
+      try {
+        const { headers, body } = mcpRequest(era, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: {
+            name: "hold__until_released",
+            arguments: {},
+            ...(progressToken === undefined ? {} : { _meta: { progressToken } }),
+          },
+        });
+        const connection = oneConnection(Number(new URL(instance.url).port));
+        const answering = connection.send(
+          "POST",
+          `/mcp/${ws}`,
+          { ...headers, [TEST_USER_HEADER]: "alice" },
+          JSON.stringify(body),
+        );
+        await running;
+        const closing = instance.close();
+        await expect.poll(() => refused(instance.url), { timeout: 30_000 }).toBe(true);
+        release();
+        const answer = await answering;
+        expect(answer).toContain("200 OK");
+        expect(answer).toContain('"text":"released"');
+        if (progressToken !== undefined) expect(answer).toContain("notifications/progress");
+        // Its connection ends with it. A streamed answer said keep-alive, from the SDK's own headers
+        // or from before the drain, and its connection went on serving requests during the stop,
+        // holding it until Node's keep-alive timeout.
+        expect(
+          await connection.send("GET", "/v1/health", {}, "").catch((error: Error) => error.message),
+        ).toBe("closed without an answer");
+        await closing;
+      } finally {
+        release();
+        await instance.stop();
+      }
+    },
+  );
 });
