@@ -66,12 +66,29 @@ export async function logStamp(path: string): Promise<string> {
  * seen all or not at all; so is a torn last line (no newline). The next append cuts either off.
  * A whole line that is not an event is skipped too, so one bad line never breaks the rest.
  */
-export async function readLog(path: string, from = 0, groups?: GroupSink): Promise<LogRead> {
+export async function readLog(path: string, from = 0): Promise<LogRead> {
+  const events: ConversationEvent[] = [];
+  const read = await foldLog(path, from, (_start, group) => {
+    for (const event of group) events.push(event);
+  });
+  return { events, ...read };
+}
+
+/**
+ * What readLog reads, told to `groups` one group at a time and kept by nobody here: a head needs
+ * a fold of every event (its summary, its offsets), not the events, and holding all of a large
+ * log's events doubled the CPU of its first page (adr/0119).
+ */
+export async function foldLog(
+  path: string,
+  from: number,
+  groups: GroupSink,
+): Promise<Omit<LogRead, "events">> {
   const handle = await open(path, "r");
   try {
     const stats = await handle.stat();
-    const { events, end } = await readBounded(handle, from, Math.max(0, stats.size - from), groups);
-    return { events, end: from + end, size: stats.size, stamp: stampOf(stats) };
+    const end = await readBounded(handle, from, Math.max(0, stats.size - from), groups);
+    return { end: from + end, size: stats.size, stamp: stampOf(stats) };
   } finally {
     await handle.close();
   }
@@ -92,36 +109,39 @@ export async function readSpan(
   const handle = await open(path, "r");
   try {
     if (stampOf(await handle.stat()) !== stamp) return undefined;
-    return (await readBounded(handle, from, to - from)).events;
+    const events: ConversationEvent[] = [];
+    await readBounded(handle, from, to - from, (_start, group) => {
+      for (const event of group) events.push(event);
+    });
+    return events;
   } finally {
     await handle.close();
   }
 }
 
-/** Told of each whole group a read finds: the byte its first line starts at, and its events, `events[first…]`. */
-export type GroupSink = (start: number, events: readonly ConversationEvent[], first: number) => void;
+/** Told of each whole group a read finds, in log order: the byte its first line starts at, and its events. */
+export type GroupSink = (start: number, group: readonly ConversationEvent[]) => void;
 
 /** readGroups, holding one of LARGE_READS' slots when it reads more than LARGE_READ_BYTES. */
 async function readBounded(
   handle: FileHandle,
   from: number,
   length: number,
-  groups?: GroupSink,
-): Promise<{ events: ConversationEvent[]; end: number }> {
+  groups: GroupSink,
+): Promise<number> {
   const read = () => readGroups(handle, from, length, groups);
   return length > LARGE_READ_BYTES ? LARGE_READS.run(read) : read();
 }
 
-/** The whole groups in `length` bytes from `from`, and the offset just after the last one. */
+/** Tells `groups` of the whole groups in `length` bytes from `from`; the offset just after the last one. */
 async function readGroups(
   handle: FileHandle,
   from: number,
   length: number,
-  groups: GroupSink | undefined,
-): Promise<{ events: ConversationEvent[]; end: number }> {
+  groups: GroupSink,
+): Promise<number> {
   const bytes = Buffer.alloc(length);
   const { bytesRead } = length > 0 ? await handle.read(bytes, 0, length, from) : { bytesRead: 0 };
-  const events: ConversationEvent[] = [];
   /** The lines read so far of a group whose last line is not yet read, and that line's seq. */
   let group: ConversationEvent[] = [];
   let groupThrough: unknown;
@@ -130,8 +150,8 @@ async function readGroups(
   let start = 0;
   let end = 0;
   let turnStart = 0;
-  for (let i = 0; i < bytesRead; i++) {
-    if (bytes[i] !== NEWLINE) continue;
+  // Newlines found by indexOf, not a loop over every byte: 1 ms rather than 9 for 20 MB (adr/0119).
+  for (let i = bytes.indexOf(NEWLINE); i >= 0 && i < bytesRead; i = bytes.indexOf(NEWLINE, start)) {
     const lineStart = start;
     const event = parseEventLine(bytes.toString("utf8", start, i));
     start = i + 1;
@@ -141,15 +161,11 @@ async function readGroups(
       // edit puts lines after one; an append cuts it off first) and is never seen.
       if (group.length > 0 && through !== groupThrough) group = [];
       if (group.length === 0) groupStart = lineStart;
-      if (typeof through === "number" && through > event.seq) {
-        group.push(event);
-        groupThrough = through;
-      } else {
-        const first = events.length;
-        for (const member of group) events.push(member);
-        events.push(event);
+      group.push(event);
+      if (typeof through === "number" && through > event.seq) groupThrough = through;
+      else {
+        groups(from + groupStart, group);
         group = [];
-        groups?.(from + groupStart, events, first);
       }
     }
     // A line that is not an event ends nothing: inside a group it is skipped with the group.
@@ -159,7 +175,7 @@ async function readGroups(
       await nextTurn();
     }
   }
-  return { events, end };
+  return end;
 }
 
 /** The `through` a line of a group carries, taken off its event. */

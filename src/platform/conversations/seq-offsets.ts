@@ -42,9 +42,9 @@ export class SeqOffsets {
     return this.inOrder;
   }
 
-  /** A whole group read or written at byte `start`: the events of `events` from index `first` on. */
-  add(start: number, events: readonly ConversationEvent[], first = 0): void {
-    const firstEvent = events[first];
+  /** A whole group read or written at byte `start`, its events in log order. */
+  add(start: number, events: readonly ConversationEvent[]): void {
+    const firstEvent = events[0];
     if (!this.inOrder || firstEvent === undefined) return;
     const last = this.seqs.length - 1;
     if (
@@ -56,15 +56,14 @@ export class SeqOffsets {
       this.offsets.push(start);
       this.firsts.push(this.count);
     }
-    for (let i = first; i < events.length; i++) {
-      const seq = (events[i] as ConversationEvent).seq;
+    for (const { seq } of events) {
       if (seq <= this.lastSeq) {
         this.inOrder = false;
         return;
       }
       this.lastSeq = seq;
     }
-    this.count += events.length - first;
+    this.count += events.length;
   }
 
   /**

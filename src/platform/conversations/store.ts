@@ -19,7 +19,16 @@ import {
   wholeLog,
 } from "./event-page.ts";
 import { checkedWrite, checkSeqs } from "./limits.ts";
-import { appendLines, appendLog, createLog, eventLines, logStamp, readLog, readSpan } from "./log-file.ts";
+import {
+  appendLines,
+  appendLog,
+  createLog,
+  eventLines,
+  foldLog,
+  logStamp,
+  readLog,
+  readSpan,
+} from "./log-file.ts";
 import {
   type ConversationEvent,
   type ConversationSummary,
@@ -130,7 +139,7 @@ export class ConversationStore implements LeftoverRules {
     const path = this.logPath(workspaceId, ownerId, id);
     await this.checkFiles(workspaceId, ownerId, drafts);
     const written = await this.locks.run(path, async () => {
-      const { head } = await this.head(path, id);
+      const head = await this.head(path, id);
       const events = stamp(drafts, head.summary.eventCount, this.now());
       checkSeqs(events);
       const bytes = checkedWrite(appendLines(events), head.end, this.limits);
@@ -200,19 +209,22 @@ export class ConversationStore implements LeftoverRules {
     const path = this.logPath(workspaceId, ownerId, id);
     const events: ConversationEvent[] = [];
     let conversation: ConversationSummary | undefined;
+    // A log whose seqs are out of order (an operator's edit) may hold two events of one seq, which
+    // a page starting at it would not both show: read whole, as before (seq-offsets.test.ts "out
+    // of order").
+    const whole = async () => {
+      const read = await this.readWholeAt(path, id);
+      return { conversation: read.conversation, events: read.events.filter((e) => seqs.includes(e.seq)) };
+    };
     try {
+      // The head before the first page: a page that built it would read an out-of-order log whole
+      // once more to answer itself, before this read it whole to filter it.
+      if (!this.heads.has(path)) await this.locks.run(path, () => this.head(path, id));
+      if (!this.heads.get(path)?.offsets.ordered) return await whole();
       for (const seq of seqs) {
         const page = await this.page(path, id, { order: "oldest", after: seq - 1, limit: 1 });
-        // The page built the head if there was none. A log whose seqs are out of order (an
-        // operator's edit) may hold two events of one seq, which a page starting at it would not
-        // both show: read whole, as before (seq-offsets.test.ts "out of order").
-        if (!this.heads.get(path)?.offsets.ordered) {
-          const whole = await this.readWholeAt(path, id);
-          return {
-            conversation: whole.conversation,
-            events: whole.events.filter((e) => seqs.includes(e.seq)),
-          };
-        }
+        // The page reads the head again if the log changed on disk since.
+        if (!this.heads.get(path)?.offsets.ordered) return await whole();
         conversation = page.conversation;
         const [event] = page.events;
         if (event?.seq === seq) events.push(event);
@@ -313,17 +325,27 @@ export class ConversationStore implements LeftoverRules {
 
   /**
    * The log's head, read whole again, with its offsets, when the one kept no longer matches the
-   * log on disk; then also the events that read found. The caller holds the log's lock.
+   * log on disk. The read folds every event into the summary and the offsets and keeps none: a
+   * summary is a fold of every line, so no byte can be left unread (adr/0119), but nothing needs
+   * the events themselves. The caller holds the log's lock.
    */
-  private async head(path: string, id: string): Promise<{ head: Head; events?: ConversationEvent[] }> {
+  private async head(path: string, id: string): Promise<Head> {
     try {
       const known = this.heads.get(path);
-      if (known && known.stamp === (await logStamp(path))) return { head: known };
+      if (known && known.stamp === (await logStamp(path))) return known;
       const offsets = new SeqOffsets();
-      const read = await readLog(path, 0, (start, events, first) => offsets.add(start, events, first));
-      const summary = summarize(id, read.events);
-      const head = { end: read.end, summary, stamp: read.stamp, offsets, edited: known !== undefined };
-      return { head: this.remember(path, head), events: read.events };
+      const summary = summarize(id, []);
+      const read = await foldLog(path, 0, (start, group) => {
+        offsets.add(start, group);
+        for (const event of group) foldEvent(summary, event);
+      });
+      return this.remember(path, {
+        end: read.end,
+        summary,
+        stamp: read.stamp,
+        offsets,
+        edited: known !== undefined,
+      });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
       throw error;
@@ -339,9 +361,8 @@ export class ConversationStore implements LeftoverRules {
     const page = known && (await this.pageFrom(path, id, known, query));
     if (page) return page;
     return this.locks.run(path, async () => {
-      const { head, events } = await this.head(path, id);
-      if (!events) return (await this.pageFrom(path, id, head, query)) ?? this.wholePage(path, id, query);
-      return { conversation: { ...head.summary }, ...pageSpan(id, wholeLog(events), query) };
+      const head = await this.head(path, id);
+      return (await this.pageFrom(path, id, head, query)) ?? this.wholePage(path, id, query);
     });
   }
 
