@@ -625,6 +625,8 @@ describe("search among 1,000 conversations", () => {
       }),
     ]);
     expect(found.index).toEqual({ conversations: COUNT, logsRead: 1, partial: 0 });
+    // Within its budget of postings (adr/0120): every match, and it says so.
+    expect(found.truncated).toBe(false);
     const both = await search("searcher", "ordinary 999", sw);
     expect(both.results.map((r) => r.conversation.title)).toEqual(["c999"]);
     expect((await search("searcher", "nowhere", sw)).results).toEqual([]);

@@ -42,6 +42,12 @@ export interface SearchPage {
   results: SearchResult[];
   nextCursor?: string;
   /**
+   * The search walked its budget of postings (IndexLimits.searchPostings, adr/0120) and stopped: every
+   * result holds every word, but conversations and matching events it did not reach are missing,
+   * and `matches` counts those it found.
+   */
+  truncated: boolean;
+  /**
    * What answered: how many conversations the index holds, how many logs this search read, and
    * how many of those conversations have words the index left out (adr/0078), which no search finds.
    */
@@ -86,10 +92,11 @@ export async function searchConversations(
   // The cursor is made under the partition's lock, as list's is: the page's logs are read after
   // it, and an append meanwhile moves the conversation (finder.test.ts "an append racing a search").
   const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
-    const { hits, more } = await index.search(request.query, after, limit);
+    const { hits, more, truncated } = await index.search(request.query, after, limit);
     const last = hits[hits.length - 1];
     return {
       hits,
+      truncated,
       nextCursor: more && last ? encodeListCursor(last.summary) : undefined,
       conversations: index.size,
       partial: index.partialCount,
@@ -114,9 +121,10 @@ export async function searchConversations(
     }
   }
   const index = { conversations: found.conversations, logsRead, partial: found.partial };
+  const { truncated } = found;
   return found.nextCursor === undefined
-    ? { results, index }
-    : { results, nextCursor: found.nextCursor, index };
+    ? { results, truncated, index }
+    : { results, nextCursor: found.nextCursor, truncated, index };
 }
 
 /** Refuses a query that search cannot answer as asked. */

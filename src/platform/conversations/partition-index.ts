@@ -25,7 +25,7 @@ const SEQ_SPAN = MAX_EVENT_SEQ + 1;
  */
 const COMPACT_AFTER_DEAD_BYTES = 1024 * 1024;
 
-/** What bounds one partition's index (adr/0078); the defaults are INDEX_LIMITS. */
+/** What bounds one partition's index (adr/0078) and one search of it (adr/0120); the defaults are INDEX_LIMITS. */
 export interface IndexLimits {
   /** Distinct words indexed per event: its first ones, in the order its text holds them. */
   termsPerEvent: number;
@@ -33,12 +33,17 @@ export interface IndexLimits {
   postingsPerConversation: number;
   /** The estimated bytes past which this partition indexes no more words. */
   partitionBytes: number;
+  /** Postings one search may walk in its words' lists, all together; past it, `truncated` (adr/0120). */
+  searchPostings: number;
 }
 
 export const INDEX_LIMITS: IndexLimits = {
   termsPerEvent: 2_000,
   postingsPerConversation: 200_000,
   partitionBytes: 64 * 1024 * 1024,
+  // A full partition's 16 words held everywhere walked 5.8 million postings, 210–340 ms of CPU a
+  // search; this many cost 33–70 ms, and no search of text-like words needed more (adr/0120).
+  searchPostings: 1024 * 1024,
 };
 
 /** What the index holds of one conversation besides its postings. */
@@ -187,20 +192,19 @@ export class PartitionIndex {
   /**
    * The conversations with an event holding every word of `query`, most recently updated first,
    * after `after`, up to `limit`; each with the seqs of those events. The postings it walks give
-   * the event loop back every SEARCH_KEYS_PER_TURN (adr/0115): the caller holds the partition's
-   * lock, so nothing changes the index meanwhile, and other partitions' work goes on.
+   * the event loop back every SEARCH_KEYS_PER_TURN (adr/0115), at most searchPostings of them, past
+   * which it answers what it found, `truncated` (adr/0120). The caller holds the partition's lock,
+   * so nothing changes the index meanwhile, and other partitions' work goes on.
    */
   async search(
     query: string,
     after: ListPosition | undefined,
     limit: number,
-    turns = new SearchTurns(),
-  ): Promise<{ hits: SearchHit[]; more: boolean }> {
+    turns = new SearchTurns(this.limits.searchPostings),
+  ): Promise<{ hits: SearchHit[]; more: boolean; truncated: boolean }> {
     const lists = tokenize(query).map((word) => keysOf(this.postings.get(word)));
     lists.sort((a, b) => a.length - b.length);
-    const [smallest, ...others] = lists;
-    if (!smallest) return { hits: [], more: false };
-    const keys = others.length === 0 ? smallest : await keysInAll(smallest, others, turns);
+    const keys = await keysInAll(lists, turns);
     const found = new Map<Entry, number[]>();
     await walkInTurns(keys, turns, (key) => {
       const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
@@ -218,7 +222,7 @@ export class PartitionIndex {
     hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
     // Copies of the summaries, as `page` answers them.
     const answered = hits.slice(0, limit).map((hit) => ({ summary: { ...hit.summary }, seqs: hit.seqs }));
-    return { hits: answered, more: hits.length > limit };
+    return { hits: answered, more: hits.length > limit, truncated: turns.cut };
   }
 
   /** The index as snapshot records, each of bounded size, made one at a time as they are written. */

@@ -15,15 +15,29 @@ export function keysOf(value: number | number[] | undefined): number[] {
 }
 
 /**
- * Counts the postings a search walks and gives the event loop back every SEARCH_KEYS_PER_TURN of
- * them; `turns` says how often it did.
+ * Counts the postings a search walks, gives the event loop back every SEARCH_KEYS_PER_TURN of
+ * them (`turns` says how often it did), and holds the search to its budget of postings; `cut`
+ * says the budget stopped a walk before the start of a list.
  */
 export class SearchTurns {
   private walked = 0;
+  private left: number;
   turns = 0;
+  cut = false;
+
+  /** `budget`: the postings this search may walk in its words' lists (IndexLimits.searchPostings). */
+  constructor(budget: number) {
+    this.left = budget;
+  }
+
+  /** The postings one of `lists` more lists may walk: an even share of what is left, so each gets some. */
+  share(lists: number): number {
+    return Math.floor(this.left / lists);
+  }
 
   /** Counts `keys` more postings walked; a turn of the loop is given back once enough are. */
   async walk(keys: number): Promise<void> {
+    this.left -= keys;
     this.walked += keys;
     if (this.walked < SEARCH_KEYS_PER_TURN) return;
     this.walked = 0;
@@ -33,33 +47,70 @@ export class SearchTurns {
 }
 
 /**
- * The keys of `first` that every one of `others` holds too, in no particular order. The lists are
- * in the order their postings were added, not sorted (an append to an older conversation adds a
- * lower key), so each is walked, not probed: a key is counted by each list in turn only while every
- * list before held it, and the walk stops once no key is left to count. The event loop is given
- * back as `turns` says.
+ * The keys every one of `lists` holds, in no particular order, within the search's budget of
+ * postings. The lists are walked shortest first, each from its end back, at most its share of the
+ * budget: postings are added in the order events are indexed, so a walk the budget cuts short
+ * keeps the latest events, and a key is answered only if every list was seen to hold it; the keys
+ * the budget left unseen are missing from the answer, and `turns.cut` says so. They are not
+ * sorted (an append to an older conversation adds a lower key), so each is walked, not probed: a
+ * key is counted by each list in turn only while every list before held it, a list's walk stops
+ * once it has counted every key still held, and the walk stops once no key is left.
  */
 export async function keysInAll(
-  first: readonly number[],
-  others: readonly (readonly number[])[],
+  lists: readonly (readonly number[])[],
   turns: SearchTurns,
 ): Promise<number[]> {
-  /** Each key of `first`, and how many of the lists walked so far held it, up to the first that did not. */
+  const [first, ...others] = lists;
+  if (!first) return [];
+  if (others.length === 0) {
+    const take = Math.min(first.length, turns.share(1));
+    if (take < first.length) turns.cut = true;
+    await turns.walk(take);
+    return first.slice(first.length - take);
+  }
+  /** Each key of `first` walked, and how many of the lists walked so far held it, up to the first that did not. */
   const counts = new Map<number, number>();
-  await walkInTurns(first, turns, (key) => counts.set(key, 1));
+  await walkBack(first, turns, lists.length, (key) => {
+    counts.set(key, 1);
+    return false;
+  });
   let held = counts.size;
   for (let round = 1; round <= others.length && held > 0; round++) {
+    const counted = held;
     held = 0;
-    await walkInTurns(others[round - 1] as readonly number[], turns, (key) => {
-      if (counts.get(key) !== round) return;
+    await walkBack(others[round - 1] as readonly number[], turns, lists.length - round, (key) => {
+      if (counts.get(key) !== round) return false;
       counts.set(key, round + 1);
       held += 1;
+      return held === counted;
     });
   }
-  const all = others.length + 1;
   const keys: number[] = [];
-  if (held > 0) for (const [key, count] of counts) if (count === all) keys.push(key);
+  if (held > 0) for (const [key, count] of counts) if (count === lists.length) keys.push(key);
   return keys;
+}
+
+/**
+ * Calls `visit` on the keys of `list` from its last back until it answers true, within the share
+ * of the search's budget of one of `lists` lists still to walk; a walk that share stops before the
+ * list's start sets `turns.cut`. Gives the event loop back as `turns` says.
+ */
+async function walkBack(
+  list: readonly number[],
+  turns: SearchTurns,
+  lists: number,
+  visit: (key: number) => boolean,
+): Promise<void> {
+  const stop = Math.max(0, list.length - turns.share(lists));
+  for (let at = list.length; at > stop; ) {
+    const from = Math.max(stop, at - SEARCH_KEYS_PER_TURN);
+    let i = at - 1;
+    while (i >= from && !visit(list[i] as number)) i--;
+    await turns.walk(at - Math.max(i, from));
+    if (i >= from) return;
+    at = from;
+  }
+  if (stop > 0) turns.cut = true;
 }
 
 /** Calls `visit` on each key of `list`, giving the event loop back as `turns` says. */

@@ -25,6 +25,11 @@ const events = eventDrafts.describe(
     '{"type":"tool_call","id","name","arguments"} or {"type":"tool_result","toolCallId","content","isError"}.',
 );
 
+/** Said after a search's results when its budget stopped it (`truncated`, adr/0120). */
+const TRUNCATED_SEARCH =
+  "Stopped early: these words are in so many of your events that this search reached its limit of work, so " +
+  "conversations holding them may be missing above. Add a rarer word of the message you are looking for.";
+
 /** The conversations app's tools, one table for every workspace (each call brings its workspace); every conversation is the caller's own. */
 export function createConversationsTools(store: ConversationStore): AppTools {
   const tools = new AppTools("atrium-conversations");
@@ -115,7 +120,8 @@ export function createConversationsTools(store: ConversationStore): AppTools {
     {
       description:
         "Find your conversations in this workspace with a message holding every word of `query` (case-insensitive, whole words), " +
-        "most recently updated first, each with its matching events.",
+        "most recently updated first, each with its matching events. Words in very many of your events may stop " +
+        "the search early: it then says `truncated` and may miss matches, so add a rarer word.",
       inputSchema: platformInput({
         query: z
           .string()
@@ -139,13 +145,15 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       const lines = page.results.map(
         (r) => `${r.conversation.id}  ${r.conversation.title || "(untitled)"}  ${r.matches} matching events`,
       );
+      if (lines.length === 0)
+        lines.push(
+          page.truncated
+            ? "No conversation found before the search stopped."
+            : "No conversation of yours here holds those words.",
+        );
+      if (page.truncated) lines.push(TRUNCATED_SEARCH);
       return {
-        content: [
-          {
-            type: "text",
-            text: lines.length > 0 ? lines.join("\n") : "No conversation of yours here holds those words.",
-          },
-        ],
+        content: [{ type: "text", text: lines.join("\n") }],
         structuredContent: { ...page },
       };
     },

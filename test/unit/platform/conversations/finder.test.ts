@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listConversations, searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
+import { INDEX_LIMITS } from "../../../../src/platform/conversations/partition-index.ts";
+import { createConversationsTools } from "../../../../src/platform/conversations/server.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
@@ -81,5 +83,38 @@ describe("a page of conversations", () => {
       cursor: first.nextCursor,
     });
     expect(second.results.map((r) => r.conversation.id)).toEqual([c1]);
+  });
+});
+
+describe("a search past its budget of postings", () => {
+  it("answers the matches it found, marked truncated, in its result and in the tool's text", async () => {
+    // 16 words held in every event of a full partition walked 5.8 million postings a search (adr/0120).
+    const store = openConversationStore(temp, time, {
+      index: { limits: { ...INDEX_LIMITS, searchPostings: 100 } },
+    });
+    const ids: string[] = [];
+    for (const title of ["c1", "c2", "c3"]) {
+      const events = Array.from({ length: 40 }, (_, i) => said(i % 2 === 0 ? "apple banana" : "apple"));
+      ids.push((await store.create(temp.ws, ALICE, title, events)).id);
+      time.jump(1000);
+    }
+    const page = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple banana" });
+    expect(page.truncated).toBe(true);
+    // Walked from the newest postings: c3's, and every event answered holds both words.
+    expect(page.results[0]?.conversation.id).toBe(ids[2]);
+    expect(page.results.length).toBeLessThan(3);
+    for (const result of page.results) {
+      for (const event of result.events) expect(event).toMatchObject({ content: [{ text: "apple banana" }] });
+    }
+    const caller = { principalId: ALICE, workspaceId: temp.ws };
+    const tool = await createConversationsTools(store).call("search", { query: "apple banana" }, caller, {});
+    expect(tool.structuredContent).toMatchObject({ truncated: true });
+    expect(JSON.stringify(tool.content)).toContain("Stopped early");
+    // Within the budget, the same search is whole, and says so.
+    const whole = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "banana" });
+    expect(whole.truncated).toBe(false);
+    expect(whole.results.map((r) => r.matches)).toEqual([20, 20, 20]);
+    const quiet = await createConversationsTools(store).call("search", { query: "banana" }, caller, {});
+    expect(JSON.stringify(quiet.content)).not.toContain("Stopped early");
   });
 });
