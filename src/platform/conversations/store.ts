@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { Conflict, InvalidInput, NotFound } from "../../errors.ts";
+import { Conflict, InvalidInput } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import { exists } from "../../storage/folders.ts";
@@ -10,25 +10,15 @@ import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { RecordLocator } from "../record-locator.ts";
 import type { ConversationSettings } from "./config.ts";
 import type { ConversationIndexes } from "./conversation-indexes.ts";
-import {
-  type EventPage,
-  type EventPageQuery,
-  type EventPageRequest,
-  pageSpan,
-  readPageRequest,
-  wholeLog,
-} from "./event-page.ts";
+import type { EventPageRequest } from "./event-page.ts";
 import { checkedWrite, checkSeqs } from "./limits.ts";
+import { appendLines, appendLog, createLog, eventLines, logStamp } from "./log-file.ts";
 import {
-  appendLines,
-  appendLog,
-  createLog,
-  eventLines,
-  foldLog,
-  logStamp,
-  readLog,
-  readSpan,
-} from "./log-file.ts";
+  type ConversationEvents,
+  type ConversationPage,
+  conversationNotFound,
+  LogHeads,
+} from "./log-heads.ts";
 import {
   type ConversationEvent,
   type ConversationSummary,
@@ -46,31 +36,6 @@ import { SeqOffsets } from "./seq-offsets.ts";
 export type OwnFileCheck = (workspaceId: string, ownerId: string, fileId: string) => Promise<boolean>;
 
 /**
- * Where a log ends, what it says so far and where its groups start: kept per log, written only
- * under its lock, so an append reads only the log's stamp and a page only the bytes it needs. A
- * stamp that differs (an operator edited the log) means the head is read again, whole.
- */
-interface Head {
-  end: number;
-  summary: ConversationSummary;
-  stamp: string;
-  /** Sparse checkpoints seq → byte offset up to `end` (adr/0096). */
-  offsets: SeqOffsets;
-  /** Read again after a change on disk the index has not been told of: the next append tells it. */
-  edited: boolean;
-}
-
-/**
- * Heads kept at once, by writers and readers; the oldest is dropped and read again from its log
- * when next used. A head's offsets hold at most one checkpoint (about 35 bytes of heap) per 64
- * events and per 64 KiB of its log: about 9 KB for a 16 MiB log (adr/0096).
- */
-const MAX_HEADS = 10_000;
-
-/** The conversation and one page of its events. */
-export type ConversationPage = { conversation: ConversationSummary } & EventPage;
-
-/**
  * Conversations at `<ws>/conversations/<owner>/cv_….jsonl`, one append-only log each (adr/0047).
  * Appends to one log run one at a time under its lock, each written whole at the end of the last
  * whole line and flushed before it is acknowledged, so two clients appending at once both land,
@@ -79,7 +44,7 @@ export type ConversationPage = { conversation: ConversationSummary } & EventPage
  */
 export class ConversationStore implements LeftoverRules {
   private readonly locks = new KeyedLock();
-  private readonly heads = new Map<string, Head>();
+  private readonly heads = new LogHeads(this.locks);
   private readonly locator = new RecordLocator();
 
   constructor(
@@ -139,7 +104,7 @@ export class ConversationStore implements LeftoverRules {
     const path = this.logPath(workspaceId, ownerId, id);
     await this.checkFiles(workspaceId, ownerId, drafts);
     const written = await this.locks.run(path, async () => {
-      const head = await this.head(path, id);
+      const head = await this.heads.current(path, id);
       const events = stamp(drafts, head.summary.eventCount, this.now());
       checkSeqs(events);
       const bytes = checkedWrite(appendLines(events), head.end, this.limits);
@@ -148,7 +113,7 @@ export class ConversationStore implements LeftoverRules {
       } catch (error) {
         // A failed write or flush was cut off again (log-file.ts appendLog), but that cut may
         // have failed too: how much reached the log is unknown, so it is read again next time.
-        this.heads.delete(path);
+        this.heads.forget(path);
         if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
         throw error;
       }
@@ -172,85 +137,38 @@ export class ConversationStore implements LeftoverRules {
     return { conversation: written.conversation, events: written.events };
   }
 
-  /**
-   * The conversation and one page of its events, read from the bytes its head says hold the page
-   * (adr/0096). Without the log's lock, so a page never waits for an append's flush: a head whose
-   * stamp is still the open file's describes every byte up to its end, and appends only write past
-   * it. A log without a head, or whose stamp differs (an append being written, an operator's edit),
-   * is read under the lock, as an append would read it: whole, once, when its head is stale.
-   */
+  /** The conversation and one page of its events, read through its log's head (log-heads.ts, adr/0096). */
   async get(
     workspaceId: string,
     ownerId: string,
     id: string,
     request: EventPageRequest = {},
   ): Promise<ConversationPage> {
-    const path = this.logPath(workspaceId, ownerId, id);
-    try {
-      return await this.page(path, id, await this.pageQuery(path, id, request));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
-      throw error;
-    }
+    return this.heads.page(this.logPath(workspaceId, ownerId, id), id, request);
   }
 
   /**
-   * The conversation and its events numbered `seqs` (ascending; one missing is left out), each
-   * read as the one-event page that starts at it, from the groups that hold it: a search hit
-   * shows at most five events, and read whole their log cost up to maxConversationBytes of reading
-   * and parsing each (adr/0118). A log whose seqs are out of order is read whole once, as before.
+   * The conversation and its events numbered `seqs` (ascending; one missing is left out), for a
+   * search hit: read as one-event pages, not its whole log (log-heads.ts, adr/0118).
    */
   async eventsNumbered(
     workspaceId: string,
     ownerId: string,
     id: string,
     seqs: readonly number[],
-  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
-    const path = this.logPath(workspaceId, ownerId, id);
-    const events: ConversationEvent[] = [];
-    let conversation: ConversationSummary | undefined;
-    // A log whose seqs are out of order (an operator's edit) may hold two events of one seq, which
-    // a page starting at it would not both show: read whole, as before (seq-offsets.test.ts "out
-    // of order").
-    const whole = async () => {
-      const read = await this.readWholeAt(path, id);
-      return { conversation: read.conversation, events: read.events.filter((e) => seqs.includes(e.seq)) };
-    };
-    try {
-      // The head before the first page: a page that built it would read an out-of-order log whole
-      // once more to answer itself, before this read it whole to filter it.
-      if (!this.heads.has(path)) await this.locks.run(path, () => this.head(path, id));
-      if (!this.heads.get(path)?.offsets.ordered) return await whole();
-      for (const seq of seqs) {
-        const page = await this.page(path, id, { order: "oldest", after: seq - 1, limit: 1 });
-        // The page reads the head again if the log changed on disk since.
-        if (!this.heads.get(path)?.offsets.ordered) return await whole();
-        conversation = page.conversation;
-        const [event] = page.events;
-        if (event?.seq === seq) events.push(event);
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
-      throw error;
-    }
-    // A hit has a seq at least: asked for none, there is no page to take the conversation from.
-    if (conversation === undefined) throw new Error("eventsNumbered needs at least one seq");
-    return { conversation, events };
+  ): Promise<ConversationEvents> {
+    return this.heads.eventsNumbered(this.logPath(workspaceId, ownerId, id), id, seqs);
   }
 
   /** Every event of the conversation, oldest first, for an export. */
-  async readWhole(
-    workspaceId: string,
-    ownerId: string,
-    id: string,
-  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
-    return this.readWholeAt(this.logPath(workspaceId, ownerId, id), id);
+  async readWhole(workspaceId: string, ownerId: string, id: string): Promise<ConversationEvents> {
+    return this.heads.readWhole(this.logPath(workspaceId, ownerId, id), id);
   }
 
   async delete(workspaceId: string, ownerId: string, id: string): Promise<void> {
     const path = this.logPath(workspaceId, ownerId, id);
     const removal = await this.locks.run(path, async () => {
-      this.heads.delete(path);
+      this.heads.forget(path);
       return removeFileSynced(path);
     });
     if (removal === "gone") throw conversationNotFound();
@@ -317,107 +235,10 @@ export class ConversationStore implements LeftoverRules {
       start += (lines[i] as Buffer).length;
     });
     const stamp = await logStamp(path);
-    this.remember(path, { end: bytes.length, summary: { ...summary }, stamp, offsets, edited: false });
+    this.heads.remember(path, { end: bytes.length, summary: { ...summary }, stamp, offsets, edited: false });
     await this.indexes.appended(workspaceId, ownerId, id, { from: 0, to: bytes.length, events });
     this.events.publish({ type: "conversation.created", workspaceId, ownerId, conversation: summary });
     return summary;
-  }
-
-  /**
-   * The log's head, read whole again, with its offsets, when the one kept no longer matches the
-   * log on disk. The read folds every event into the summary and the offsets and keeps none: a
-   * summary is a fold of every line, so no byte can be left unread (adr/0119), but nothing needs
-   * the events themselves. The caller holds the log's lock.
-   */
-  private async head(path: string, id: string): Promise<Head> {
-    try {
-      const known = this.heads.get(path);
-      if (known && known.stamp === (await logStamp(path))) return known;
-      const offsets = new SeqOffsets();
-      const summary = summarize(id, []);
-      const read = await foldLog(path, 0, (start, group) => {
-        offsets.add(start, group);
-        for (const event of group) foldEvent(summary, event);
-      });
-      return this.remember(path, {
-        end: read.end,
-        summary,
-        stamp: read.stamp,
-        offsets,
-        edited: known !== undefined,
-      });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
-      throw error;
-    }
-  }
-
-  /**
-   * One page, from the bytes the head names when it is the open file's, without the log's lock; a
-   * log without a head, or whose stamp differs, is read under the lock as an append would read it.
-   */
-  private async page(path: string, id: string, query: EventPageQuery): Promise<ConversationPage> {
-    const known = this.heads.get(path);
-    const page = known && (await this.pageFrom(path, id, known, query));
-    if (page) return page;
-    return this.locks.run(path, async () => {
-      const head = await this.head(path, id);
-      return (await this.pageFrom(path, id, head, query)) ?? this.wholePage(path, id, query);
-    });
-  }
-
-  /** The request's limit and cursor; a log that is not there is not found first, as when it was read first. */
-  private async pageQuery(path: string, id: string, request: EventPageRequest): Promise<EventPageQuery> {
-    try {
-      return readPageRequest(id, request);
-    } catch (error) {
-      await logStamp(path);
-      throw error;
-    }
-  }
-
-  /** The page from the bytes `head` names, or undefined when the log is no longer the file it describes. */
-  private async pageFrom(
-    path: string,
-    id: string,
-    head: Head,
-    query: EventPageQuery,
-  ): Promise<ConversationPage | undefined> {
-    // All of it taken before the first await: an append landing meanwhile moves `head` on in place.
-    const conversation = { ...head.summary };
-    const range = head.offsets.rangeFor(query, head.end);
-    if (range === undefined) return this.wholePage(path, id, query);
-    const events = await readSpan(path, head.stamp, range.from, range.to);
-    if (events === undefined) return undefined;
-    return { conversation, ...pageSpan(id, { events, first: range.first, count: range.count }, query) };
-  }
-
-  /** The page from the whole log, for a log whose seqs are out of order (seq-offsets.ts). */
-  private async wholePage(path: string, id: string, query: EventPageQuery): Promise<ConversationPage> {
-    const { conversation, events } = await this.readWholeAt(path, id);
-    return { conversation, ...pageSpan(id, wholeLog(events), query) };
-  }
-
-  private async readWholeAt(
-    path: string,
-    id: string,
-  ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
-    try {
-      const { events } = await readLog(path);
-      return { conversation: summarize(id, events), events };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") throw conversationNotFound();
-      throw error;
-    }
-  }
-
-  private remember(path: string, head: Head): Head {
-    this.heads.set(path, head);
-    if (this.heads.size > MAX_HEADS) {
-      const oldest = this.heads.keys().next().value;
-      if (oldest !== undefined && oldest !== path && this.locks.isIdle(oldest)) this.heads.delete(oldest);
-    }
-    return head;
   }
 
   /** Every file a message references must be the caller's own here; checked before anything is written. */
@@ -456,9 +277,4 @@ export class ConversationStore implements LeftoverRules {
 /** Drafts as events with seqs after `lastSeq`, all stamped `at`. */
 function stamp(drafts: readonly EventDraft[], lastSeq: number, at: string): ConversationEvent[] {
   return drafts.map((draft, i) => ({ seq: lastSeq + 1 + i, at, ...draft }));
-}
-
-/** The one answer for a conversation that does not exist, is another person's, or was deleted. */
-export function conversationNotFound(): NotFound {
-  return new NotFound("conversation_not_found", "No conversation with that id that you can reach.");
 }
