@@ -1,4 +1,5 @@
 import { readdir, rename, rm, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
@@ -39,6 +40,29 @@ const SETTINGS: NotificationSettings = { retentionDays: 30, maxPerWorkspace: 10 
 let temp: TempRoot;
 let time: FakeTime;
 let published: AtriumEvent[];
+
+/**
+ * How many times `work` listed an inbox's `entries/` folder. Counted at node:fs/promises, whose
+ * ESM bindings follow the change once synced (as test/helpers/fs-journal.ts watches its calls):
+ * a vi.mock of a module is not seen by a worker that imported it for an earlier file.
+ */
+async function entryListingsDuring(work: () => Promise<unknown>): Promise<number> {
+  const fsPromises = createRequire(import.meta.url)("node:fs/promises") as { readdir: typeof readdir };
+  const real = fsPromises.readdir;
+  let listings = 0;
+  fsPromises.readdir = ((path: string, ...rest: []) => {
+    if (String(path).endsWith("/entries")) listings += 1;
+    return real(path, ...rest);
+  }) as typeof readdir;
+  syncBuiltinESMExports();
+  try {
+    await work();
+  } finally {
+    fsPromises.readdir = real;
+    syncBuiltinESMExports();
+  }
+  return listings;
+}
 
 function openInbox(settings = SETTINGS): Inbox {
   return new Inbox(temp.layout.partition("notifications"), settings, temp.events, time.clock);
@@ -242,6 +266,40 @@ describe("reading and acknowledging", () => {
     const alices = await inbox.page(temp.ws, ALICE);
     expect(alices.notifications.map((n) => n.title)).toEqual(["for everyone"]);
     await expect(inbox.page(temp.ws, BOB)).rejects.toThrow("is not valid JSON");
+  });
+
+  it("acknowledges many ids at once: each new one counted once, and one it cannot find refuses them all", async () => {
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    const ids: string[] = [];
+    for (let i = 1; i <= 5; i += 1) ids.push((await inbox.post(temp.ws, "t", { title: `n${i}` })).id);
+    const bobs = (await inbox.post(temp.ws, "t", { title: "bob's", to: BOB })).id;
+    const [one, two, three, four, five] = ids as [string, string, string, string, string];
+    const unacked = async (who: string) =>
+      (await inbox.page(temp.ws, who, { unacked: true })).notifications.map((n) => n.title);
+
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [one, two, one, three, two] })).toEqual({ acked: 3 });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [three, four, four] })).toEqual({ acked: 1 });
+    const unknown = `ntf_${"0".repeat(24)}`;
+    for (const stranger of [unknown, bobs, "../../etc/passwd"]) {
+      await expect(inbox.ack(temp.ws, ALICE, { ids: [five, stranger, five] })).rejects.toThrow(
+        `No notification ${JSON.stringify(stranger)}`,
+      );
+    }
+    expect(await unacked(ALICE)).toEqual(["n5"]);
+    expect(await unacked(BOB)).toEqual(["bob's", "n5", "n4", "n3", "n2", "n1"]);
+    expect(await inbox.ack(temp.ws, BOB, { ids: [bobs, five, bobs] })).toEqual({ acked: 2 });
+    expect(await unacked(BOB)).toEqual(["n4", "n3", "n2", "n1"]);
+  });
+
+  it("lists the entries once for an ack of many ids, not once per id", async () => {
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 100 });
+    const ids: string[] = [];
+    for (let i = 1; i <= 30; i += 1) ids.push((await inbox.post(temp.ws, "t", { title: `n${i}` })).id);
+    // The seq is known from the posts, so the ids are all the ack lists for.
+    const listings = await entryListingsDuring(async () => {
+      expect(await inbox.ack(temp.ws, ALICE, { ids })).toEqual({ acked: 30 });
+    });
+    expect(listings).toBe(1);
   });
 
   it("answers an unknown, malformed or hostile id with not found, and a bad cursor with what to do", async () => {
