@@ -1,5 +1,8 @@
 import { namesIn } from "../../storage/folders.ts";
 
+/** The inbox's folder of entries, one file each. */
+export const ENTRIES = "entries";
+
 /**
  * An inbox entry's file name: its seq (12 digits, so names sort as seqs do), its id and, for an
  * entry meant for one member, that member — `000000000042-ntf_….json`,

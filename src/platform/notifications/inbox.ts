@@ -1,21 +1,16 @@
-import { readFile, rename, rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import {
-  CorruptJson,
-  parseStoredJson,
-  readJsonIfExists,
-  syncDir,
-  writeJsonAtomic,
-} from "../../storage/atomic.ts";
+import { parseStoredJson, readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import { ACKS, isAcked, MemberAcks } from "./acks.ts";
 import type { NotificationSettings } from "./config.ts";
-import { type EntryName, entryFile, listEntryNames } from "./entry-names.ts";
+import { ENTRIES, type EntryName, entryFile, listEntryNames } from "./entry-names.ts";
 import {
   checkDraft,
   isNotificationId,
@@ -25,25 +20,13 @@ import {
   type NotificationView,
   newNotificationId,
 } from "./model.ts";
+import { AddresseeNames } from "./names-upgrade.ts";
 
-const ENTRIES = "entries";
-const ACKS = "acks";
 /** The highest seq ever given, written before retention removes the entry that held it. */
 const SEQ_MARK = "seq.json";
-/**
- * Written once every entry's name says whom it is for. Inboxes from before names carried the
- * addressee are upgraded when first used (`upgrade`), so a name without one means everyone.
- */
-const NAMES_MARK = "names.json";
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 100;
-
-/** A member's acknowledgements: everything up to `upToSeq`, and the seqs after it one by one. */
-interface Acks {
-  upToSeq: number;
-  seqs: number[];
-}
 
 export interface InboxPage {
   notifications: NotificationView[];
@@ -61,26 +44,28 @@ export interface InboxQuery {
 /**
  * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry under `entries/`, named
  * by its seq, id and addressee (entry-names.ts), so a page reads only what its reader may see;
- * one acknowledgements file
- * per member (`acks/<principal>.json`); and `seq.json`, the sequence's high-water mark. Posts
- * to one workspace are serialised, so seqs are gapless while entries last and never reused: the
- * next seq after a restart is one past the highest entry or mark on disk, and retention writes
- * the mark before it removes anything.
+ * one acknowledgements file per member (acks.ts); and `seq.json`, the sequence's high-water
+ * mark. Posts to one workspace are serialised, so seqs are gapless while entries last and never
+ * reused: the next seq after a restart is one past the highest entry or mark on disk, and
+ * retention writes the mark before it removes anything.
  */
 export class Inbox implements LeftoverRules {
   private readonly lock = new KeyedLock();
   private readonly lastSeq = new Map<string, number>();
   /** Posts not yet ended (settled()). */
   private readonly posting = new Set<Promise<Notification>>();
-  /** Workspaces whose entry names are known to carry their addressee (NAMES_MARK). */
-  private readonly named = new Set<string>();
+  private readonly names: AddresseeNames;
+  private readonly acks: MemberAcks;
 
   constructor(
     private readonly storage: PartitionPaths,
     private readonly settings: NotificationSettings,
     private readonly events: EventPublisher,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.acks = new MemberAcks(storage);
+    this.names = new AddresseeNames(storage, (workspaceId, name) => this.readEntry(workspaceId, name));
+  }
 
   /** Records an entry for `source`; the runtime stamps id, seq, workspace, source and time. */
   post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
@@ -109,10 +94,10 @@ export class Inbox implements LeftoverRules {
   ): Promise<Notification> {
     const { title, body, severity, to, data } = checkDraft(draft);
     return this.lock.run(workspaceId, async () => {
-      await this.upgrade(workspaceId);
+      await this.names.upgrade(workspaceId);
       const entriesDir = await this.ensureDir(workspaceId, ENTRIES);
       // The first entry of an inbox: its names carry their addressee from the start.
-      if (!this.named.has(workspaceId)) await this.markNamed(workspaceId);
+      if (!this.names.known(workspaceId)) await this.names.mark(workspaceId);
       const seq = (await this.highestSeq(workspaceId)) + 1;
       const entry: Notification = {
         id: newNotificationId(),
@@ -153,7 +138,7 @@ export class Inbox implements LeftoverRules {
   async page(workspaceId: string, principalId: string, query: InboxQuery = {}): Promise<InboxPage> {
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const before = query.cursor === undefined ? Number.POSITIVE_INFINITY : parseCursor(query.cursor);
-    const acks = await this.readAcks(workspaceId, principalId);
+    const acks = await this.acks.read(workspaceId, principalId);
     const names = (await this.readyNames(workspaceId))
       .filter((n) => n.seq < before && isVisibleTo(n, principalId))
       .reverse();
@@ -173,7 +158,7 @@ export class Inbox implements LeftoverRules {
 
   async get(workspaceId: string, principalId: string, id: string): Promise<NotificationView> {
     const entry = await this.find(workspaceId, principalId, id);
-    const acks = await this.readAcks(workspaceId, principalId);
+    const acks = await this.acks.read(workspaceId, principalId);
     return { ...entry, acked: isAcked(acks, entry.seq) };
   }
 
@@ -194,18 +179,7 @@ export class Inbox implements LeftoverRules {
     // Once known, posts keep it under that lock: an ack reads it without queueing behind them.
     const highest =
       this.lastSeq.get(workspaceId) ?? (await this.lock.run(workspaceId, () => this.highestSeq(workspaceId)));
-    return this.lock.run(`${workspaceId}/${principalId}`, async () => {
-      const acks = await this.readAcks(workspaceId, principalId);
-      const wanted = seqs ?? [];
-      const fresh = seqs === undefined ? [] : wanted.filter((seq) => !isAcked(acks, seq));
-      const next =
-        seqs === undefined ? { upToSeq: Math.max(acks.upToSeq, highest), seqs: [] } : compact(acks, fresh);
-      if (seqs === undefined || fresh.length > 0) {
-        const dir = await this.ensureDir(workspaceId, ACKS);
-        await writeJsonAtomic(join(dir, `${principalId}.json`), next);
-      }
-      return { acked: seqs === undefined ? 0 : new Set(fresh).size };
-    });
+    return this.acks.record(workspaceId, principalId, seqs === undefined ? { upTo: highest } : { seqs });
   }
 
   /**
@@ -215,7 +189,7 @@ export class Inbox implements LeftoverRules {
    */
   async prune(workspaceId: string): Promise<number> {
     return this.lock.run(workspaceId, async () => {
-      await this.upgrade(workspaceId);
+      await this.names.upgrade(workspaceId);
       const names = await this.entryNames(workspaceId);
       if (names.length === 0) return 0;
       const cutoffMs = this.clock() - this.settings.retentionDays * DAY_MS;
@@ -332,50 +306,10 @@ export class Inbox implements LeftoverRules {
 
   /** The entry names of an inbox upgraded if it needs it: what a reader lists. */
   private async readyNames(workspaceId: string): Promise<EntryName[]> {
-    if (!this.named.has(workspaceId)) await this.lock.run(workspaceId, () => this.upgrade(workspaceId));
+    if (!this.names.known(workspaceId)) {
+      await this.lock.run(workspaceId, () => this.names.upgrade(workspaceId));
+    }
     return this.entryNames(workspaceId);
-  }
-
-  /**
-   * Gives each entry of an inbox written before names carried their addressee the name that
-   * says it, then writes NAMES_MARK; called under the workspace's lock. An upgrade cut short
-   * is finished by the next: a name already carrying an addressee is left, and one that does not
-   * is read again.
-   */
-  private async upgrade(workspaceId: string): Promise<void> {
-    if (this.named.has(workspaceId)) return;
-    const dir = this.storage.dir(workspaceId);
-    if (await readJsonIfExists(join(dir, NAMES_MARK))) {
-      this.named.add(workspaceId);
-      return;
-    }
-    const names = await this.entryNames(workspaceId);
-    // No inbox yet: nothing to upgrade, and the first post marks it.
-    if (names.length === 0) return;
-    const entriesDir = join(dir, ENTRIES);
-    for (const name of names) {
-      if (name.to !== undefined) continue;
-      // An entry that does not parse keeps its name: whoever reads it is told it is damaged, as
-      // before, and the rest of the inbox is upgraded and served.
-      const to = await this.readEntry(workspaceId, name).then(
-        (entry) => entry?.to,
-        (error: unknown) => {
-          if (error instanceof CorruptJson) return undefined;
-          throw error;
-        },
-      );
-      if (to !== undefined)
-        await rename(join(entriesDir, name.file), join(entriesDir, entryFile(name.seq, name.id, to)));
-    }
-    await syncDir(entriesDir);
-    await this.markNamed(workspaceId);
-  }
-
-  private async markNamed(workspaceId: string): Promise<void> {
-    await writeJsonAtomic(join(this.storage.dir(workspaceId), NAMES_MARK), {
-      entryNamesCarryAddressee: true,
-    });
-    this.named.add(workspaceId);
   }
 
   /** The workspace's entries in seq order, from the folder listing alone. */
@@ -394,12 +328,6 @@ export class Inbox implements LeftoverRules {
     }
   }
 
-  private async readAcks(workspaceId: string, principalId: string): Promise<Acks> {
-    const path = join(this.storage.dir(workspaceId), ACKS, `${principalId}.json`);
-    // The principal id was checked by the gate and the ids module; the file name is only it.
-    return ((await readJsonIfExists(path)) as Acks | undefined) ?? { upToSeq: 0, seqs: [] };
-  }
-
   /** Creates one of the inbox's folders inside an existing workspace; never the workspace. */
   private async ensureDir(workspaceId: string, sub: string): Promise<string> {
     const dir = join(this.storage.dir(workspaceId), sub);
@@ -413,16 +341,4 @@ function parseCursor(cursor: string): number {
     throw new InvalidInput("That cursor is not one this inbox gave; list again from the start.");
   }
   return Number(cursor);
-}
-
-function isAcked(acks: Acks, seq: number): boolean {
-  return seq <= acks.upToSeq || acks.seqs.includes(seq);
-}
-
-/** Adds `fresh` and folds every seq that continues `upToSeq` into it, so the file stays small. */
-function compact(acks: Acks, fresh: readonly number[]): Acks {
-  const seqs = new Set([...acks.seqs, ...fresh]);
-  let upToSeq = acks.upToSeq;
-  while (seqs.delete(upToSeq + 1)) upToSeq += 1;
-  return { upToSeq, seqs: [...seqs].filter((seq) => seq > upToSeq).sort((a, b) => a - b) };
 }

@@ -1,30 +1,14 @@
-import { join } from "node:path";
-import { isPrincipalId, isRecordId } from "../../ids.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
-import { readJsonAtBoot } from "../../storage/atomic.ts";
-import { mapBounded } from "../../storage/bounded.ts";
-import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
-import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import {
-  headerOf,
-  LoadedRuns,
-  LoadedWorkspace,
-  placeRuns,
-  type RunHeader,
-  type Unfinished,
-} from "./loaded.ts";
+import { LoadedRuns, LoadedWorkspace, placeRuns, type Unfinished } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
-
-const RUNS = "runs";
-/** Run records read at once when a workspace's runs are first needed: each may be large. */
-const RUNS_READ_AT_ONCE = 8;
+import { TaskFiles } from "./task-files.ts";
 
 /** A workspace's loaded tasks are dropped after this long unused, as its source registry is. */
 export const TASKS_IDLE_MS = 10 * 60 * 1000;
@@ -56,8 +40,7 @@ export interface TaskStoreOptions {
 }
 
 /**
- * Tasks and their runs, under the owner's partition: `<ws>/tasks/<owner>/tsk_….json` and
- * `<ws>/tasks/<owner>/runs/run_….json`, each written whole (OwnedRecords). A workspace's tasks
+ * Tasks and their runs, on disk under the owner's partition (task-files.ts). A workspace's tasks
  * are loaded on first use, and the order of its runs and its idempotency keys when a call first
  * needs them (loaded.ts); both are kept by these writers while in use, so a list never walks the disk (CRAFT:
  * the filesystem is not a database); they are dropped when idle (TASKS_IDLE_MS), so an instance
@@ -67,8 +50,7 @@ export interface TaskStoreOptions {
  */
 export class TaskStore implements LeftoverRules {
   readonly index: TaskBootIndex;
-  private readonly tasks: OwnedRecords<Task>;
-  private readonly runs: OwnedRecords<Run>;
+  private readonly files: TaskFiles;
   private readonly loaded: IdleCache<LoadedWorkspace>;
   /**
    * One change of a task at a time — an update (its schedule entry and loaded copy included), a
@@ -85,13 +67,12 @@ export class TaskStore implements LeftoverRules {
   };
 
   constructor(
-    private readonly storage: PartitionPaths,
+    storage: PartitionPaths,
     layout: StorageLayout,
     private readonly options: TaskStoreOptions,
   ) {
     this.index = new TaskBootIndex(layout);
-    this.tasks = new OwnedRecords(storage.ownerDir);
-    this.runs = new OwnedRecords((ws, owner) => join(storage.ownerDir(ws, owner), RUNS));
+    this.files = new TaskFiles(storage);
     this.loaded = new IdleCache(
       (workspaceId) => this.load(workspaceId),
       async () => undefined,
@@ -116,7 +97,7 @@ export class TaskStore implements LeftoverRules {
     for (const entry of await this.index.scheduleEntries()) {
       // An archived workspace keeps its entries: its tasks are not armed while it is archived.
       if (!isActive(entry.workspaceId)) continue;
-      const task = await this.taskAtBoot(entry.workspaceId, entry.ownerId, entry.taskId);
+      const task = await this.files.taskAtBoot(entry.workspaceId, entry.ownerId, entry.taskId);
       if (task?.trigger) triggered.push(task);
       else await this.index.removeSchedule({ ...entry, id: entry.taskId });
     }
@@ -145,7 +126,7 @@ export class TaskStore implements LeftoverRules {
       admit?.(await this.all(task.workspaceId));
       // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
       if (task.trigger) await this.index.addSchedule(task);
-      await this.tasks.create(task.workspaceId, task.ownerId, task.id, task);
+      await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task);
       (await this.loaded.peek(task.workspaceId))?.setTask(task);
       return task;
     });
@@ -166,7 +147,7 @@ export class TaskStore implements LeftoverRules {
     // triggered task with no entry, armed by no restart (store.test.ts "two updates at once").
     return this.taskLocks.run(taskKey(task), async () => {
       let hadTrigger = false;
-      const next = await this.tasks.update(task.workspaceId, task.ownerId, task.id, async (current) => {
+      const next = await this.files.tasks.update(task.workspaceId, task.ownerId, task.id, async (current) => {
         const changed = change(current);
         hadTrigger = current.trigger !== undefined;
         if (changed.trigger && !hadTrigger) await this.index.addSchedule(changed);
@@ -207,7 +188,7 @@ export class TaskStore implements LeftoverRules {
     // The runs are read while the task is there: a first read after would take them for orphans.
     await this.runIds(task);
     await this.taskLocks.run(taskKey(task), async () => {
-      await this.tasks.delete(task.workspaceId, task.ownerId, task.id);
+      await this.files.tasks.delete(task.workspaceId, task.ownerId, task.id);
       (await this.loaded.peek(task.workspaceId))?.tasks.delete(task.id);
     });
     const runIds = await this.runIds(task);
@@ -219,13 +200,13 @@ export class TaskStore implements LeftoverRules {
 
   async createRun(run: Run): Promise<Run> {
     await this.index.markRunning(run.workspaceId);
-    await this.runs.create(run.workspaceId, run.ownerId, run.id, run);
+    await this.files.runs.create(run.workspaceId, run.ownerId, run.id, run);
     (await this.loadedRuns(run.workspaceId))?.addRun(run.taskId, run.id);
     return run;
   }
 
   async updateRun(run: Pick<Run, "id" | "workspaceId" | "ownerId">, change: (current: Run) => Run) {
-    return this.runs.update(run.workspaceId, run.ownerId, run.id, change);
+    return this.files.runs.update(run.workspaceId, run.ownerId, run.id, change);
   }
 
   /** A run of this workspace by id, read from disk; undefined when there is none. */
@@ -234,7 +215,7 @@ export class TaskStore implements LeftoverRules {
       const taskId = runs.taskOf(runId);
       return taskId === undefined ? undefined : loaded.tasks.get(taskId);
     });
-    return task && this.runs.get(workspaceId, task.ownerId, runId);
+    return task && this.files.runs.get(workspaceId, task.ownerId, runId);
   }
 
   /** The ids of a task's runs, newest first. */
@@ -258,9 +239,9 @@ export class TaskStore implements LeftoverRules {
    */
   async forgetOrphans(runs: readonly Run[]): Promise<void> {
     for (const run of runs) {
-      if (await this.tasks.get(run.workspaceId, run.ownerId, run.taskId)) continue;
+      if (await this.files.tasks.get(run.workspaceId, run.ownerId, run.taskId)) continue;
       if (await this.options.results.discard(run))
-        await this.runs.delete(run.workspaceId, run.ownerId, run.id);
+        await this.files.runs.delete(run.workspaceId, run.ownerId, run.id);
     }
   }
 
@@ -288,15 +269,9 @@ export class TaskStore implements LeftoverRules {
     await this.loaded.close();
   }
 
-  /** R1: writers' temp files in the partition, the owner folders and their runs folders. */
-  async recoverWorkspace(workspaceId: string, present: ReadonlySet<string>, pass: RecoveryPass) {
-    if (!present.has(this.storage.partition)) return;
-    const owners = await sweepOwnerPartition(this.storage.dir(workspaceId), pass);
-    for (const { ownerId } of owners) {
-      if (isPrincipalId(ownerId)) {
-        await sweepTempEntries(join(this.storage.ownerDir(workspaceId, ownerId), RUNS), pass);
-      }
-    }
+  /** R1 in the task files' folders (task-files.ts). */
+  recoverWorkspace(workspaceId: string, present: ReadonlySet<string>, pass: RecoveryPass) {
+    return this.files.recoverWorkspace(workspaceId, present, pass);
   }
 
   /**
@@ -306,17 +281,15 @@ export class TaskStore implements LeftoverRules {
    * after, and tried again by the next prune (a deleted task's run: by the next read, `orphaned`).
    */
   private async forgetRecord(task: Pick<Task, "workspaceId" | "ownerId">, runId: string): Promise<void> {
-    const run = await this.runs.get(task.workspaceId, task.ownerId, runId);
+    const run = await this.files.runs.get(task.workspaceId, task.ownerId, runId);
     if (run && !(await this.options.results.discard(run))) return;
-    await this.runs.delete(task.workspaceId, task.ownerId, runId);
+    await this.files.runs.delete(task.workspaceId, task.ownerId, runId);
   }
 
   /** One workspace's task definitions, read from disk. */
   private async load(workspaceId: string): Promise<LoadedWorkspace> {
     const loaded = new LoadedWorkspace();
-    for (const ownerId of await this.owners(workspaceId)) {
-      for (const task of await this.tasks.list(workspaceId, ownerId)) loaded.setTask(task);
-    }
+    for (const task of await this.files.allTasks(workspaceId)) loaded.setTask(task);
     await this.hooks.loaded([...loaded.tasks.values()]);
     return loaded;
   }
@@ -351,16 +324,10 @@ export class TaskStore implements LeftoverRules {
   private async loadRuns(workspaceId: string, loaded: LoadedWorkspace): Promise<LoadedRuns> {
     const { clock, idempotencyWindowMs } = this.options;
     const runs = new LoadedRuns(new IdempotencyKeys(clock, idempotencyWindowMs));
-    const found: RunHeader[] = [];
-    // Every owner's, not only those with a task: a crash may have left runs of a deleted last task.
-    for (const ownerId of await this.owners(workspaceId)) {
-      const ids = await this.runs.ids(workspaceId, ownerId);
-      const headers = await mapBounded(ids, RUNS_READ_AT_ONCE, async (id) => {
-        const run = await this.runs.get(workspaceId, ownerId, id);
-        return run && headerOf(run, !loaded.tasks.has(run.taskId) || run.execution.status === "running");
-      });
-      for (const header of headers) if (header) found.push(header);
-    }
+    const found = await this.files.runHeaders(
+      workspaceId,
+      (run) => !loaded.tasks.has(run.taskId) || run.execution.status === "running",
+    );
     const { unfinished, orphaned } = placeRuns(found, loaded.tasks, runs);
     await this.hooks.unfinished(unfinished);
     if (orphaned.length > 0) this.hooks.orphaned(orphaned);
@@ -370,29 +337,14 @@ export class TaskStore implements LeftoverRules {
   /** The first boot of an instance whose tasks predate the index: every workspace's, once. */
   private async buildIndex(workspaceIds: Iterable<string>): Promise<void> {
     for (const workspaceId of workspaceIds) {
-      for (const ownerId of await this.owners(workspaceId)) {
-        for (const id of await this.tasks.ids(workspaceId, ownerId)) {
-          const task = await this.taskAtBoot(workspaceId, ownerId, id);
+      for (const ownerId of await this.files.owners(workspaceId)) {
+        for (const id of await this.files.tasks.ids(workspaceId, ownerId)) {
+          const task = await this.files.taskAtBoot(workspaceId, ownerId, id);
           if (task?.trigger) await this.index.addSchedule(task);
         }
       }
     }
     await this.index.markBuilt();
-  }
-
-  /**
-   * A task as boot reads it: one that does not parse stops the boot, named, with what to do
-   * (storage/atomic.ts readJsonAtBoot), instead of a stack trace out of the CLI.
-   */
-  private async taskAtBoot(workspaceId: string, ownerId: string, id: string): Promise<Task | undefined> {
-    if (!isRecordId(id)) return undefined;
-    return (await readJsonAtBoot(join(this.storage.ownerDir(workspaceId, ownerId), `${id}.json`))) as
-      | Task
-      | undefined;
-  }
-
-  private async owners(workspaceId: string): Promise<string[]> {
-    return (await namesIn(this.storage.dir(workspaceId))).filter(isPrincipalId);
   }
 }
 

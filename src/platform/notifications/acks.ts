@@ -1,0 +1,78 @@
+import { join } from "node:path";
+import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
+import { makeInPartition } from "../../storage/owned-records.ts";
+import type { PartitionPaths } from "../../storage/paths.ts";
+
+/** The inbox's folder of acknowledgements, one file per member. */
+export const ACKS = "acks";
+
+/** A member's acknowledgements: everything up to `upToSeq`, and the seqs after it one by one. */
+export interface Acks {
+  upToSeq: number;
+  seqs: number[];
+}
+
+/**
+ * Each member's acknowledgements in a workspace's inbox, `acks/<principal>.json`: a member's ack
+ * changes their file alone, so nobody else's view moves (ADR 0035). A member's file is changed
+ * by one ack at a time, each rereading it, so two acks at once both land.
+ */
+export class MemberAcks {
+  private readonly lock = new KeyedLock();
+
+  constructor(private readonly storage: PartitionPaths) {}
+
+  async read(workspaceId: string, principalId: string): Promise<Acks> {
+    // The principal id was checked by the gate and the ids module; the file name is only it.
+    return (
+      ((await readJsonIfExists(this.path(workspaceId, principalId))) as Acks | undefined) ?? {
+        upToSeq: 0,
+        seqs: [],
+      }
+    );
+  }
+
+  /**
+   * Acknowledges `seqs` for the member, or with `upTo` every seq up to it; answers how many of
+   * `seqs` were new, each counted once. Named seqs all acknowledged already write nothing.
+   */
+  async record(
+    workspaceId: string,
+    principalId: string,
+    what: { seqs: readonly number[] } | { upTo: number },
+  ): Promise<{ acked: number }> {
+    return this.lock.run(`${workspaceId}/${principalId}`, async () => {
+      const acks = await this.read(workspaceId, principalId);
+      if ("upTo" in what) {
+        await this.write(workspaceId, principalId, { upToSeq: Math.max(acks.upToSeq, what.upTo), seqs: [] });
+        return { acked: 0 };
+      }
+      const fresh = what.seqs.filter((seq) => !isAcked(acks, seq));
+      if (fresh.length > 0) await this.write(workspaceId, principalId, compact(acks, fresh));
+      return { acked: new Set(fresh).size };
+    });
+  }
+
+  private async write(workspaceId: string, principalId: string, acks: Acks): Promise<void> {
+    // Made inside an existing workspace only, never the workspace itself.
+    await makeInPartition(join(this.storage.dir(workspaceId), ACKS), workspaceId);
+    await writeJsonAtomic(this.path(workspaceId, principalId), acks);
+  }
+
+  private path(workspaceId: string, principalId: string): string {
+    return join(this.storage.dir(workspaceId), ACKS, `${principalId}.json`);
+  }
+}
+
+export function isAcked(acks: Acks, seq: number): boolean {
+  return seq <= acks.upToSeq || acks.seqs.includes(seq);
+}
+
+/** Adds `fresh` and folds every seq that continues `upToSeq` into it, so the file stays small. */
+function compact(acks: Acks, fresh: readonly number[]): Acks {
+  const seqs = new Set([...acks.seqs, ...fresh]);
+  let upToSeq = acks.upToSeq;
+  while (seqs.delete(upToSeq + 1)) upToSeq += 1;
+  return { upToSeq, seqs: [...seqs].filter((seq) => seq > upToSeq).sort((a, b) => a - b) };
+}
