@@ -177,6 +177,22 @@ describe("a post whose write fails", () => {
     const page = await inbox.page(temp.ws, ALICE);
     expect(page.notifications.map((n) => n.title)).toEqual(["third", "first"]);
   });
+
+  it("is not covered by an ack of all: the seq it took, given again after a restart, is new to everyone", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "tasks", { title: "first" });
+    const entries = join(temp.layout.partition("notifications").dir(temp.ws), "entries");
+    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    await journalDuring(
+      () => inbox.post(temp.ws, "tasks", { title: "never stored" }).catch(() => undefined),
+      { sync: (path) => (path === entries ? eio : undefined) },
+    );
+    await inbox.ack(temp.ws, ALICE, { all: true });
+    const restarted = openInbox();
+    await restarted.post(temp.ws, "tasks", { title: "after the restart" });
+    const unacked = await restarted.page(temp.ws, ALICE, { unacked: true });
+    expect(unacked.notifications.map((n) => n.title)).toEqual(["after the restart"]);
+  });
 });
 
 describe("the sequence across restarts", () => {
@@ -202,9 +218,9 @@ describe("the sequence across restarts", () => {
     await openInbox().post(temp.ws, "t", { title: "one" });
     const restarted = openInbox(); // no seq in memory yet
     const posting = restarted.post(temp.ws, "t", { title: "two" });
-    // The ack starts as the post does (its folder listing is the first I/O issued), and its read
-    // of the mark answers only after the post has written seq 2: a read of the seq made outside
-    // the workspace's lock would then store 1 over the post's 2 (the review's repro: [1, 2, 2]).
+    // The ack starts as the post does, and a read of the mark answers only after the post has
+    // written seq 2: an ack that read the seq itself outside the workspace's lock stored 1 over
+    // the post's 2 (the review's repro: [1, 2, 2]). An ack of all lists the entries under the lock.
     const acking = slowReads.run(posting, () => restarted.ack(temp.ws, ALICE, { all: true }));
     await Promise.all([posting, acking]);
     const next = await restarted.post(temp.ws, "t", { title: "three" });
