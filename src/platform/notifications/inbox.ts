@@ -8,7 +8,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
-import { ACKS, isAcked, MemberAcks } from "./acks.ts";
+import { ACKS, isAcked, type Listed, MemberAcks } from "./acks.ts";
 import type { NotificationSettings } from "./config.ts";
 import { ENTRIES, type EntryName, entryFile, listEntryNames } from "./entry-names.ts";
 import {
@@ -172,8 +172,11 @@ export class Inbox implements LeftoverRules {
     what: { ids: readonly string[] } | { all: true },
   ): Promise<{ acked: number }> {
     if (!("all" in what)) {
-      const seqs = await this.seqsOf(workspaceId, principalId, what.ids);
-      return this.acks.record(workspaceId, principalId, { seqs });
+      return this.acks.record(
+        workspaceId,
+        principalId,
+        await this.seqsOf(workspaceId, principalId, what.ids),
+      );
     }
     // Up to the newest entry stored, listed under the workspace's lock once the posts begun before
     // have ended; never up to the last seq given, which a post whose write failed took without
@@ -288,21 +291,30 @@ export class Inbox implements LeftoverRules {
 
   /**
    * The seqs of the entries `ids` name, each found as `find` finds one, all from one listing of
-   * the folder: a listing per id cost an ack of 100 ids 8 s in an inbox of 100,000 entries. The
-   * listing is made when the first well-formed id is looked up, and an id held by two names is
-   * the first in seq order's, as a search of the listing finds it.
+   * the folder, and what that listing found: a listing per id cost an ack of 100 ids 8 s in an
+   * inbox of 100,000 entries. The listing is made when the first well-formed id is looked up, and
+   * an id held by two names is the first in seq order's, as a search of the listing finds it.
    */
-  private seqsOf(workspaceId: string, principalId: string, ids: readonly string[]): Promise<number[]> {
-    let byId: Promise<Map<string, EntryName>> | undefined;
-    const named = async (id: string) => {
-      byId ??= this.readyNames(workspaceId).then((names) => {
-        const map = new Map<string, EntryName>();
-        for (const name of names) if (!map.has(name.id)) map.set(name.id, name);
-        return map;
+  private async seqsOf(
+    workspaceId: string,
+    principalId: string,
+    ids: readonly string[],
+  ): Promise<{ seqs: number[]; listed: Listed }> {
+    let listing: Promise<{ byId: Map<string, EntryName>; listed: Listed }> | undefined;
+    const list = () => {
+      listing ??= this.readyNames(workspaceId).then((names) => {
+        const byId = new Map<string, EntryName>();
+        for (const name of names) if (!byId.has(name.id)) byId.set(name.id, name);
+        const listed = { seqs: new Set(names.map((name) => name.seq)), newest: names.at(-1)?.seq ?? 0 };
+        return { byId, listed };
       });
-      return (await byId).get(id);
+      return listing;
     };
-    return Promise.all(ids.map(async (id) => (await this.find(workspaceId, principalId, id, named)).seq));
+    const named = async (id: string) => (await list()).byId.get(id);
+    const seqs = await Promise.all(
+      ids.map(async (id) => (await this.find(workspaceId, principalId, id, named)).seq),
+    );
+    return { seqs, listed: (await list()).listed };
   }
 
   /** The entry names of an inbox upgraded if it needs it: what a reader lists. */

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
 import type { AtriumEvent } from "../../../../src/kernel/events.ts";
+import { MemberAcks } from "../../../../src/platform/notifications/acks.ts";
 import type { NotificationSettings } from "../../../../src/platform/notifications/config.ts";
 import { Inbox } from "../../../../src/platform/notifications/inbox.ts";
 import type { NotificationDraft } from "../../../../src/platform/notifications/model.ts";
@@ -316,6 +317,22 @@ describe("reading and acknowledging", () => {
       expect(await inbox.ack(temp.ws, ALICE, { ids })).toEqual({ acked: 30 });
     });
     expect(listings).toBe(1);
+  });
+
+  it("forgets the acknowledgement of an entry that is gone, so a member's file holds no more than the inbox", async () => {
+    const inbox = openInbox({ retentionDays: 30, maxPerWorkspace: 10 });
+    // Alice's own entry, never acknowledged, stays while entries for everyone come and go: each
+    // one she acknowledges by id cannot join the acknowledged run that starts below it.
+    await inbox.post(temp.ws, "tasks", { title: "alice's", to: ALICE });
+    for (let i = 1; i <= 40; i += 1) {
+      const entry = await inbox.post(temp.ws, "t", { title: `n${i}` });
+      expect(await inbox.ack(temp.ws, ALICE, { ids: [entry.id] })).toEqual({ acked: 1 });
+    }
+    const held = await new MemberAcks(temp.layout.partition("notifications")).read(temp.ws, ALICE);
+    expect(held).toEqual({ upToSeq: 0, seqs: [33, 34, 35, 36, 37, 38, 39, 40, 41] });
+    expect((await inbox.page(temp.ws, ALICE, { unacked: true })).notifications.map((n) => n.title)).toEqual([
+      "alice's",
+    ]);
   });
 
   it("answers an unknown, malformed or hostile id with not found, and a bad cursor with what to do", async () => {
