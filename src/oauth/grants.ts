@@ -4,13 +4,19 @@ import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
-import { GrantIndex, type IndexedGrant } from "./grant-index.ts";
+import { GrantIndex } from "./grant-index.ts";
+import {
+  type GrantRecord,
+  indexed,
+  type NewGrant,
+  type Refreshed,
+  type RefreshRequest,
+  workspaceOfGrantedResource,
+} from "./grant-record.ts";
 import { type Standing, standingRefusal } from "./grant-standing.ts";
 import { grantIdOf, isGrantId, newRefreshToken } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
 
-/** The end of every resource a grant was made for: `<publicUrl>/mcp/ws_<16 hex>`. */
-const RESOURCE_WORKSPACE = /\/mcp\/(ws_[0-9a-f]{16})$/;
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 const MAX_PREVIOUS_REFRESH_HASHES = 100;
 /**
@@ -22,61 +28,6 @@ const REFUSED = "The refresh token is invalid, expired or revoked; authorize aga
 const LEFT_DURING_EXCHANGE =
   "The person left the workspace or was deactivated while this code was being exchanged; authorize again.";
 
-/**
- * One person's consent to one client for one workspace, from a code exchange until it is
- * revoked or its absolute lifetime ends; a refresh-token family. Times are epoch ms.
- */
-export interface GrantRecord {
-  grantId: string;
-  clientId: string;
-  /**
-   * The client's `client_name` when the code was exchanged, for the person's list of what they
-   * allowed: listing never asks a metadata document again (adr/0127). Absent in records written
-   * before it was kept, and for a client that gave no name.
-   */
-  clientName?: string;
-  principalId: string;
-  /**
-   * The workspace it is for: what leaving and archiving revoke by, and whose MCP URL *now* its
-   * tokens are issued for. Records written before it was stored get it from `resource`'s path.
-   */
-  workspaceId: string;
-  /** The workspace's MCP URL as the person consented to it (the public URL may change since). */
-  resource: string;
-  scopes: string[];
-  createdAt: number;
-  /** The last refresh, epoch ms; with `createdAt`, what "least recently used" is judged by. */
-  refreshedAt?: number;
-  absoluteExpiresAt: number;
-  currentRefreshHash?: string;
-  previousRefreshHashes: string[];
-  revokedAt?: number;
-}
-
-export interface NewGrant {
-  grantId: string;
-  clientId: string;
-  clientName?: string;
-  principalId: string;
-  resource: string;
-  scopes: string[];
-}
-
-export interface RefreshRequest {
-  clientId: string;
-  /** Narrower scopes for the new access token; the grant's own when absent. */
-  scopes?: string[];
-  resource?: string;
-}
-
-export interface Refreshed {
-  grant: GrantRecord;
-  /** The workspace's MCP URL now: the new access token's audience. */
-  resource: string;
-  refreshToken: string;
-  scopes: string[];
-}
-
 export interface GrantsOptions extends Standing {
   /** A workspace's MCP URL under the current public URL (`workspaceMcpUrl`). */
   resourceOf: (workspaceId: string) => string;
@@ -86,15 +37,6 @@ export interface GrantsOptions extends Standing {
   maxLiveGrantsPerPerson?: number;
   log: Logger;
   clock?: Clock;
-}
-
-/**
- * The workspace a granted resource names. Every resource was checked at /oauth/authorize to be
- * `workspaceMcpUrl(publicUrl, id)` for the public URL of the day, so its path ends in the id;
- * the rest of it may no longer be this instance's URL.
- */
-function workspaceOfGrantedResource(resource: string): string | undefined {
-  return RESOURCE_WORKSPACE.exec(resource)?.[1];
 }
 
 /**
@@ -401,14 +343,4 @@ export class Grants {
     record.currentRefreshHash = hash;
     return token;
   }
-}
-
-function indexed(record: GrantRecord): IndexedGrant {
-  return {
-    grantId: record.grantId,
-    principalId: record.principalId,
-    workspaceId: record.workspaceId,
-    lastUsedAt: record.refreshedAt ?? record.createdAt,
-    absoluteExpiresAt: record.absoluteExpiresAt,
-  };
 }

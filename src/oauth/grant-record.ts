@@ -1,0 +1,79 @@
+import type { IndexedGrant } from "./grant-index.ts";
+
+/** The end of every resource a grant was made for: `<publicUrl>/mcp/ws_<16 hex>`. */
+const RESOURCE_WORKSPACE = /\/mcp\/(ws_[0-9a-f]{16})$/;
+
+/**
+ * One person's consent to one client for one workspace, from a code exchange until it is
+ * revoked or its absolute lifetime ends; a refresh-token family. Times are epoch ms.
+ */
+export interface GrantRecord {
+  grantId: string;
+  clientId: string;
+  /**
+   * The client's `client_name` when the code was exchanged, for the person's list of what they
+   * allowed: listing never asks a metadata document again (adr/0127). Absent in records written
+   * before it was kept, and for a client that gave no name.
+   */
+  clientName?: string;
+  principalId: string;
+  /**
+   * The workspace it is for: what leaving and archiving revoke by, and whose MCP URL *now* its
+   * tokens are issued for. Records written before it was stored get it from `resource`'s path.
+   */
+  workspaceId: string;
+  /** The workspace's MCP URL as the person consented to it (the public URL may change since). */
+  resource: string;
+  scopes: string[];
+  createdAt: number;
+  /** The last refresh, epoch ms; with `createdAt`, what "least recently used" is judged by. */
+  refreshedAt?: number;
+  absoluteExpiresAt: number;
+  currentRefreshHash?: string;
+  previousRefreshHashes: string[];
+  revokedAt?: number;
+}
+
+export interface NewGrant {
+  grantId: string;
+  clientId: string;
+  clientName?: string;
+  principalId: string;
+  resource: string;
+  scopes: string[];
+}
+
+export interface RefreshRequest {
+  clientId: string;
+  /** Narrower scopes for the new access token; the grant's own when absent. */
+  scopes?: string[];
+  resource?: string;
+}
+
+export interface Refreshed {
+  grant: GrantRecord;
+  /** The workspace's MCP URL now: the new access token's audience. */
+  resource: string;
+  refreshToken: string;
+  scopes: string[];
+}
+
+/**
+ * The workspace a granted resource names. Every resource was checked at /oauth/authorize to be
+ * `workspaceMcpUrl(publicUrl, id)` for the public URL of the day, so its path ends in the id;
+ * the rest of it may no longer be this instance's URL.
+ */
+export function workspaceOfGrantedResource(resource: string): string | undefined {
+  return RESOURCE_WORKSPACE.exec(resource)?.[1];
+}
+
+/** What the in-memory index keeps of a grant: who, where, and when it was last used and ends. */
+export function indexed(record: GrantRecord): IndexedGrant {
+  return {
+    grantId: record.grantId,
+    principalId: record.principalId,
+    workspaceId: record.workspaceId,
+    lastUsedAt: record.refreshedAt ?? record.createdAt,
+    absoluteExpiresAt: record.absoluteExpiresAt,
+  };
+}
