@@ -18,10 +18,12 @@ interface Held {
   ws: string;
   running: Promise<void>;
   release: () => void;
+  /** Settles once the tool has reported its progress and answered. */
+  answered: Promise<void>;
 }
 
 /** An Atrium whose `hold__until_released` reports progress once released, if asked, then answers. */
-async function holding(): Promise<Held> {
+async function holding(options: { drainSeconds?: number } = {}): Promise<Held> {
   let started!: () => void;
   const running = new Promise<void>((resolve) => {
     started = resolve;
@@ -29,6 +31,10 @@ async function holding(): Promise<Held> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => {
     release = resolve;
+  });
+  let answer!: () => void;
+  const answered = new Promise<void>((resolve) => {
+    answer = resolve;
   });
   const holdApp: PlatformApp = {
     name: "hold",
@@ -40,15 +46,33 @@ async function holding(): Promise<Held> {
         async (_caller, _args, call) => {
           started();
           await released;
-          await call.progress?.({ progress: 1, total: 1 });
-          return { content: [{ type: "text", text: "released" }] };
+          try {
+            await call.progress?.({ progress: 1, total: 1 });
+            return { content: [{ type: "text", text: "released" }] };
+          } finally {
+            answer();
+          }
         },
       );
       return { tools };
     },
   };
-  const instance = await startTestAtrium({ apps: [...PLATFORM_APPS, holdApp] });
-  return { instance, ws: await bootstrapWorkspace(instance, "alice"), running, release };
+  const instance = await startTestAtrium({
+    apps: [...PLATFORM_APPS, holdApp],
+    ...(options.drainSeconds === undefined
+      ? {}
+      : {
+          sections: {
+            http: {
+              host: "127.0.0.1",
+              port: 0,
+              publicUrl: "http://127.0.0.1:8787",
+              drainSeconds: options.drainSeconds,
+            },
+          },
+        }),
+  });
+  return { instance, ws: await bootstrapWorkspace(instance, "alice"), running, release, answered };
 }
 
 /**
@@ -154,6 +178,40 @@ describe("a graceful stop and the MCP front door", () => {
         ).toBe("closed without an answer");
         await closing;
       } finally {
+        release();
+        await instance.stop();
+      }
+    },
+  );
+
+  it.each(["2025-11-25", "2026-07-28"] as const)(
+    "a progress report a tool makes after the stop closed its call's connection is dropped (%s)",
+    async (era) => {
+      const rejections: unknown[] = [];
+      const unhandled = (reason: unknown) => rejections.push(reason);
+      process.on("unhandledRejection", unhandled);
+      const { instance, ws, running, release, answered } = await holding({ drainSeconds: 0 });
+      try {
+        const { headers, body } = mcpRequest(era, {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "hold__until_released", arguments: {}, _meta: { progressToken: "p1" } },
+        });
+        const connection = oneConnection(Number(new URL(instance.url).port));
+        connection
+          .send("POST", `/mcp/${ws}`, { ...headers, [TEST_USER_HEADER]: "alice" }, JSON.stringify(body))
+          .catch(() => undefined);
+        await running;
+        // No drain: the call's connection is cut and the MCP endpoint closed while the tool runs on.
+        await instance.close();
+        release();
+        await answered;
+        await new Promise((resolve) => setImmediate(resolve));
+        // A rejection of the report nobody handles would end a process run with Node's defaults.
+        expect(rejections).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", unhandled);
         release();
         await instance.stop();
       }

@@ -167,12 +167,17 @@ function installDiscover(mcp: McpServer, { guidance }: FrontDeps, serve: Serve):
 
 /**
  * When the client asked for progress, the source's reports go to it under the client's own token,
- * on this request's response (an SSE stream from the first report on).
+ * on this request's response (an SSE stream from the first report on). A report that can no
+ * longer be sent (the stop closed the endpoint while a tool ran on) is dropped: the call's own
+ * answer says how it ended, and the rejection, handled by nobody, would end the process
+ * (test/integration/mcp-front-door-drain.test.ts "a progress report a tool makes after").
  */
 function progressRelay(token: string | number | undefined, ctx: ServerContext): ProgressListener | undefined {
   if (token === undefined) return undefined;
   return (report) => {
-    void ctx.mcpReq.notify({ method: "notifications/progress", params: { progressToken: token, ...report } });
+    ctx.mcpReq
+      .notify({ method: "notifications/progress", params: { progressToken: token, ...report } })
+      .catch(() => undefined);
   };
 }
 
