@@ -21,23 +21,29 @@ export const MAX_CLIENT_NAME_CHARS = 100;
 /** Every other piece of text a client says about itself, which Atrium stores and returns. */
 export const MAX_CLIENT_TEXT_CHARS = 2048;
 export const MAX_CONTACTS = 20;
-// Text a page may show, now (client_name) or later. software_statement (a JWT) and jwks are
-// not text anyone reads.
+// Text a page may show, now (client_name) or later.
 const TEXT_FIELDS = [
   "client_uri",
   "logo_uri",
   "tos_uri",
   "policy_uri",
-  "jwks_uri",
   "scope",
   "software_id",
   "software_version",
 ] as const;
 
-// v2 of the SDK's schema added `application_type` (OIDC Dynamic Registration: "web" or
-// "native"). v1 stripped it; Atrium has no rule for it yet, so it is still stripped rather
-// than stored and echoed unchecked, and a registration that sends one is answered as before.
-const ClientMetadataSchema = OAuthClientMetadataSchema.omit({ application_type: true });
+// Left out of what is stored and echoed (RFC 7591 §3.2.1 lets a server not register what it
+// was sent). v2 of the SDK's schema added `application_type` (OIDC Dynamic Registration: "web"
+// or "native"); v1 stripped it and Atrium has no rule for it yet. `jwks`, `jwks_uri` and
+// `software_statement` serve client authentication by signed JWT and signed statements, which
+// Atrium does not do: an open registration kept 60 KB of them per client, for good
+// (test/unit/oauth/client-rules.test.ts "leaves out").
+const ClientMetadataSchema = OAuthClientMetadataSchema.omit({
+  application_type: true,
+  jwks: true,
+  jwks_uri: true,
+  software_statement: true,
+});
 
 /** Client metadata with Atrium's defaults filled in and every rule checked. */
 export interface CheckedClientMetadata extends OAuthClientMetadata {

@@ -17,6 +17,19 @@ describe("checkClientMetadata", () => {
     expect(checkClientMetadata({ ...NATIVE, application_type: 7 })).not.toHaveProperty("application_type");
   });
 
+  it("leaves out the signed-JWT fields Atrium never uses, however large", () => {
+    const checked = checkClientMetadata({
+      ...NATIVE,
+      software_statement: "x".repeat(60_000),
+      jwks: { keys: [{ kty: "oct", k: "z".repeat(60_000) }] },
+      jwks_uri: "https://client.example/jwks",
+    });
+    expect(checked).not.toHaveProperty("software_statement");
+    expect(checked).not.toHaveProperty("jwks");
+    expect(checked).not.toHaveProperty("jwks_uri");
+    expect(JSON.stringify(checked).length).toBeLessThan(1_000);
+  });
+
   it("drops fields the schema does not know", () => {
     expect(checkClientMetadata({ ...NATIVE, favourite_colour: "blue" })).not.toHaveProperty(
       "favourite_colour",
