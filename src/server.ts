@@ -36,6 +36,7 @@ import { everyLeaseLocal } from "./kernel/leases.ts";
 import { Scheduler } from "./kernel/scheduler.ts";
 import { systemTimers, type Timers } from "./kernel/timers.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { ParkedRequests } from "./oauth/authorize/parked.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
@@ -272,6 +273,7 @@ async function startLocked(
       sessions,
       oauth,
       pending,
+      parked: new ParkedRequests(config.oauth.parkedRequestsPerHour, clock),
     };
     const app = createApp(deps, security, endpoint, log);
     // POST /mcp/ws_… is answered before hono (adr/0052); everything else goes to the app.

@@ -3,6 +3,7 @@ import type { OidcClient } from "../identity/oidc-client.ts";
 import type { IdentityProvider } from "../identity/provider.ts";
 import type { Sessions } from "../identity/sessions.ts";
 import type { Logger } from "../log.ts";
+import type { ParkedRequests } from "../oauth/authorize/parked.ts";
 import type { PendingAuthorizations } from "../oauth/authorize/pending.ts";
 import { authorizeRoutes } from "../oauth/authorize/routes.ts";
 import { isOAuthPublicPath } from "../oauth/routes/cors.ts";
@@ -41,6 +42,7 @@ export interface Security {
   sessions: Sessions;
   oauth: AuthorizationServer;
   pending: PendingAuthorizations;
+  parked: ParkedRequests;
 }
 
 /** One route as hono registered it: `ALL` for `app.all`. */
@@ -96,6 +98,7 @@ export function createApp(
       clients: security.oauth.clients,
       codes: security.oauth.codes,
       pending: security.pending,
+      parked: security.parked,
       sessions: security.sessions,
       users: deps.users,
       workspaces: deps.workspaces,

@@ -17,6 +17,7 @@ import {
   instanceSchema,
   MAX_BODY_BYTES_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
+  PARKED_REQUESTS_PER_HOUR_DEFAULT,
   REFRESH_TOKEN_TTL_DEFAULT,
   REGISTRATIONS_PER_HOUR_DEFAULT,
   REQUEST_TIMEOUT_SECONDS_DEFAULT,
@@ -114,6 +115,7 @@ export function parseInstance(
       registrationsPerHour: file.oauth?.registrationsPerHour ?? REGISTRATIONS_PER_HOUR_DEFAULT,
       clientMetadataFetchesPerHour:
         file.oauth?.clientMetadataFetchesPerHour ?? CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
+      parkedRequestsPerHour: file.oauth?.parkedRequestsPerHour ?? PARKED_REQUESTS_PER_HOUR_DEFAULT,
       allowPrivateClientMetadata: file.oauth?.clientMetadataDocuments?.allowPrivateAddresses ?? false,
     },
     // --data is typed at a shell, so it is relative to the working directory; the file's own
@@ -152,6 +154,7 @@ interface InstanceFile {
     refreshTokenTtlSeconds?: number;
     registrationsPerHour?: number;
     clientMetadataFetchesPerHour?: number;
+    parkedRequestsPerHour?: number;
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string; archiveRetentionDays?: number };

@@ -21,6 +21,8 @@ export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
 export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
+/** Per connecting address and hour, so that one caller cannot take every place (ADR 0073). */
+export const PARKED_REQUESTS_PER_HOUR_DEFAULT = 30;
 export const CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT = 100;
 /** More key versions than this is a rotation that never finished: reseal and drop the old ones. */
 export const MAX_CREDENTIAL_KEYS = 16;
@@ -95,6 +97,7 @@ export const instanceSchema = {
         refreshTokenTtlSeconds: { type: "integer", minimum: 300, maximum: 31_536_000 },
         registrationsPerHour: { type: "integer", minimum: 1 },
         clientMetadataFetchesPerHour: { type: "integer", minimum: 1 },
+        parkedRequestsPerHour: { type: "integer", minimum: 1 },
         clientMetadataDocuments: {
           type: "object",
           additionalProperties: false,
@@ -210,6 +213,8 @@ export interface OAuthConfig {
   registrationsPerHour: number;
   /** Client metadata documents fetched on behalf of one connecting address per hour. */
   clientMetadataFetchesPerHour: number;
+  /** Authorization requests too long for sign-in's `return_to` parked per connecting address per hour. */
+  parkedRequestsPerHour: number;
   /** Lets a client metadata document live at a loopback or private address (local development). */
   allowPrivateClientMetadata: boolean;
 }

@@ -58,6 +58,7 @@ async function startOAuth(
       allowPrivateClientMetadata,
       registrationsPerHour,
       clientMetadataFetchesPerHour,
+      parkedRequestsPerHour: 30,
     },
     publicUrl: () => url,
     users,

@@ -90,6 +90,27 @@ describe("authorize: what is refused, and how", () => {
     expect(location(decision).searchParams.get("code")).toEqual(expect.any(String));
   });
 
+  it("oauth.parkedRequestsPerHour bounds how many long requests one address parks an hour", async () => {
+    const strict = await startTestAtrium({ sections: { oauth: { parkedRequestsPerHour: 1 } } });
+    try {
+      const ws = await bootstrapWorkspace(strict, "alice");
+      const client = (await registerClient(strict)).client_id;
+      const long = () =>
+        authorize(strict, undefined, {
+          clientId: client,
+          workspaceId: ws,
+          challenge: pkcePair().challenge,
+          state: "s".repeat(1800),
+        });
+      expect((await long()).status).toBe(303);
+      const refused = await long();
+      expect(refused.status).toBe(503);
+      expect(await refused.text()).toContain("Sign in first at /auth/login");
+    } finally {
+      await strict.stop();
+    }
+  });
+
   it("a kept request that is unknown or gone asks the person to start again", async () => {
     const response = await fetch(`${t.url}/oauth/authorize/resume/${"x".repeat(32)}`, {
       headers: { cookie },

@@ -8,8 +8,6 @@ export const PARKED_TTL_MS = 10 * 60 * 1000;
 export const MAX_PARKED = 500;
 /** Node's own limit on a request's headers (16 KiB) is the longest query that can arrive. */
 export const MAX_PARKED_QUERY_CHARS = 16 * 1024;
-/** Per connecting address and hour, so that one caller cannot take every place. */
-export const PARKS_PER_ADDRESS_PER_HOUR = 30;
 const HOUR_MS = 60 * 60 * 1000;
 const PARKED_ID = /^[A-Za-z0-9_-]{32}$/;
 
@@ -25,8 +23,12 @@ export class ParkedRequests {
   private readonly parked = new Map<string, { query: string; expiresAt: number }>();
   private readonly limit: FixedWindowLimit;
 
-  constructor(private readonly clock: Clock = systemClock) {
-    this.limit = new FixedWindowLimit(PARKS_PER_ADDRESS_PER_HOUR, HOUR_MS, clock);
+  /** `perAddressPerHour`: instance.json `oauth.parkedRequestsPerHour`. */
+  constructor(
+    perAddressPerHour: number,
+    private readonly clock: Clock = systemClock,
+  ) {
+    this.limit = new FixedWindowLimit(perAddressPerHour, HOUR_MS, clock);
   }
 
   /** Keeps `query` (an /oauth/authorize query string) and returns its id; `undefined` when there is no room. */

@@ -13,7 +13,7 @@ import { describeRedirectUri } from "../redirect-uris.ts";
 import { callerAddress } from "../routes/oauth-http.ts";
 import { parseAuthorizationRequest } from "./authorization-request.ts";
 import { consentPage, problemPage, type WayBack } from "./consent-page.ts";
-import { ParkedRequests } from "./parked.ts";
+import type { ParkedRequests } from "./parked.ts";
 import type { PendingAuthorizations } from "./pending.ts";
 
 const AUTHORIZE_PATH = "/oauth/authorize";
@@ -24,6 +24,7 @@ export interface AuthorizeDeps {
   clients: Pick<ClientRegistry, "find">;
   codes: Pick<AuthorizationCodes, "issue">;
   pending: PendingAuthorizations;
+  parked: ParkedRequests;
   sessions: Pick<Sessions, "lookup">;
   users: UserDirectory;
   workspaces: WorkspaceStore;
@@ -37,7 +38,7 @@ export interface AuthorizeDeps {
  */
 export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const parked = new ParkedRequests();
+  const { parked } = deps;
 
   /** Answers an authorization request's query; `parkedId` when it was parked during sign-in. */
   const answer = async (c: Context<AppEnv>, query: string, parkedId?: string): Promise<Response> => {

@@ -3,17 +3,17 @@ import {
   MAX_PARKED,
   MAX_PARKED_QUERY_CHARS,
   PARKED_TTL_MS,
-  PARKS_PER_ADDRESS_PER_HOUR,
   ParkedRequests,
 } from "../../../../src/oauth/authorize/parked.ts";
 import { testClock } from "../fixtures.ts";
 
+const PER_HOUR = 30;
 const QUERY = `client_id=atc_x&state=${"s".repeat(1800)}`;
 
 describe("ParkedRequests", () => {
   it("keeps a request under a short id for ten minutes, through reloads", () => {
     const clock = testClock();
-    const parked = new ParkedRequests(clock);
+    const parked = new ParkedRequests(PER_HOUR, clock);
     const id = parked.park(QUERY, "203.0.113.1") as string;
     expect(id).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(parked.find(id)).toBe(QUERY);
@@ -25,16 +25,15 @@ describe("ParkedRequests", () => {
   });
 
   it("one address parks at most its hourly share", () => {
-    const parked = new ParkedRequests(testClock());
-    for (let i = 0; i < PARKS_PER_ADDRESS_PER_HOUR; i++)
-      expect(parked.park(QUERY, "203.0.113.1")).toBeDefined();
+    const parked = new ParkedRequests(PER_HOUR, testClock());
+    for (let i = 0; i < PER_HOUR; i++) expect(parked.park(QUERY, "203.0.113.1")).toBeDefined();
     expect(parked.park(QUERY, "203.0.113.1")).toBeUndefined();
     expect(parked.park(QUERY, "203.0.113.2")).toBeDefined();
   });
 
   it(`keeps at most ${MAX_PARKED} at once, and makes room as they expire`, () => {
     const clock = testClock();
-    const parked = new ParkedRequests(clock);
+    const parked = new ParkedRequests(PER_HOUR, clock);
     for (let i = 0; i < MAX_PARKED; i++) expect(parked.park(QUERY, `198.51.100.${i}`)).toBeDefined();
     expect(parked.park(QUERY, "203.0.113.9")).toBeUndefined();
     clock.advance(PARKED_TTL_MS);
@@ -42,7 +41,7 @@ describe("ParkedRequests", () => {
   });
 
   it("refuses a query longer than any request can carry", () => {
-    const parked = new ParkedRequests(testClock());
+    const parked = new ParkedRequests(PER_HOUR, testClock());
     expect(parked.park("x".repeat(MAX_PARKED_QUERY_CHARS + 1), "203.0.113.1")).toBeUndefined();
   });
 });
