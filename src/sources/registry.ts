@@ -41,23 +41,30 @@ export class SourceRegistry {
 
   /**
    * Puts `source` in place of the one with its name (and owner), if any, and answers that one for
-   * the caller to close (never a lent one): a connection's closes it as superseded, outside its
-   * turn, and cuts it if the connection is withdrawn meanwhile (platform/connections/serving.ts).
+   * the caller to close: a connection's closes it as superseded, outside its turn, and cuts it if
+   * the connection is withdrawn meanwhile (platform/connections/serving.ts). A lent source is
+   * never replaced: its name is refused as `add` refuses any name held. Replacing it served a
+   * connection in a platform app's place once an upgrade gave the app the connection's name
+   * (adr/0128, test/unit/sources/registry.test.ts "a lent source").
    */
   replace(source: Source): Source | undefined {
-    const previous = this.namesOf(source.owner)?.get(source.name);
-    this.namesOf(source.owner)?.delete(source.name);
+    const names = this.namesOf(source.owner);
+    const previous = names?.get(source.name);
+    if (previous && !this.lent.has(previous)) names?.delete(source.name);
     this.add(source);
-    return previous && !this.lent.has(previous) ? previous : undefined;
+    return previous;
   }
 
   /**
    * Takes the named source (of `owner`, for a personal one) out and closes it now: what it has
-   * under way with its server, a connect included, ends (Source.close).
+   * under way with its server, a connect included, ends (Source.close). A lent source is not
+   * taken out: the name is the instance's, and whatever asks to remove it (a connection still
+   * bearing a platform app's name, disabled or removed) held nothing here (adr/0128).
    */
   async remove(name: string, owner?: string): Promise<void> {
     const names = this.namesOf(owner);
     const source = names?.get(name);
+    if (source && this.lent.has(source)) return;
     names?.delete(name);
     if (owner !== undefined && names?.size === 0) this.personal.delete(owner);
     await this.closeOwn(source);

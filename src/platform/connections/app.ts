@@ -17,6 +17,7 @@ import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
 import { createPersonalStore, recoverPersonalConnections } from "./personal-store.ts";
 import { RemoteServers } from "./remote.ts";
+import { logReservedNames } from "./reserved-names.ts";
 import { connectionRoutes } from "./routes.ts";
 import { createConnectionsTools } from "./server.ts";
 import { archivedRecords, ConnectionStore } from "./store.ts";
@@ -100,8 +101,10 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     // when the tool it named is one of this workspace's connections.
     context.dispatch.onDenied(async ({ caller, tool, by, requestId }) => {
       const source = splitToolName(tool)?.source;
+      // A platform app's name is its tools' alone, whatever connection still bears it (adr/0128).
       const known =
         source !== undefined &&
+        !context.appNames.includes(source) &&
         (store.names(caller.workspaceId).includes(source) ||
           personalStore.names(caller.principalId).includes(source));
       if (!known) return;
@@ -168,6 +171,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ],
       workspaceRoutes: routes,
       routes: instanceRoutes,
+      // After boot recovery has indexed every workspace's connections.
+      ready: async () => logReservedNames(store.all(), context.appNames, log),
       // A credential check a 401 woke writes its conclusion before the root is let go.
       stop: async () => {
         await Promise.all([checker.stop(), personalLoops.stop()]);

@@ -2,6 +2,7 @@ import { AtriumError } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
 import { type ConnectionState, deriveState, type StoredAuth, shownUrl } from "./model.ts";
+import type { ReservedNameProblem } from "./reserved-names.ts";
 import type { ConnectionStore } from "./store.ts";
 
 /** A connection as every API answers it: never a credential's value. */
@@ -26,6 +27,8 @@ export interface ConnectionView {
     tools: string[];
   } | null;
   health: { transport: unknown; credential: unknown };
+  /** Why it is not served whatever its state: a platform app holds its name (reserved-names.ts). */
+  problem?: ReservedNameProblem;
 }
 
 /** A connection as its view: the record, its current snapshot's outline and both loops' last word. */

@@ -27,6 +27,7 @@ import { photographServer } from "./photograph-server.ts";
 import { PublishedConnectionSkills } from "./published-skills.ts";
 import { Refreshes, refreshInterrupted } from "./refreshes.ts";
 import { type CredentialVault, QUERY_VALUE_FIELD, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
+import { reservedNameProblem } from "./reserved-names.ts";
 import { Serving } from "./serving.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -47,7 +48,7 @@ export interface ConnectionsDeps {
   settings: ConnectionSettings;
   clock: Clock;
   log: Logger;
-  /** Platform app names: a connection may not take one. */
+  /** Platform app names: a connection may not take one, nor be served under one (reserved-names.ts). */
   reservedNames: readonly string[];
   /** Where each call through a connection's gate is recorded. */
   ledger: AuditAppender;
@@ -83,7 +84,7 @@ export class Connections {
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.damaged = new DamagedConnections(deps.log);
-    this.skills = new PublishedConnectionSkills(deps.store, this.damaged, deps.log);
+    this.skills = new PublishedConnectionSkills(deps.store, this.damaged, deps.log, deps.reservedNames);
     this.serving = new Serving(deps.store, deps.sources);
     this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
   }
@@ -212,7 +213,11 @@ export class Connections {
     disabled: boolean,
   ): Promise<ConnectionView> {
     this.requireAdmin(workspaceId, principalId);
-    await this.deps.store.update(workspaceId, name, (current) => ({ ...current, disabled }));
+    await this.deps.store.update(workspaceId, name, (current) => {
+      const reserved = disabled ? undefined : reservedNameProblem(name, this.deps.reservedNames);
+      if (reserved) throw new Conflict(reserved.code, reserved.message);
+      return { ...current, disabled };
+    });
     if (disabled) {
       this.refreshes.end(workspaceId, name, refreshInterrupted(name));
       await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
@@ -268,15 +273,19 @@ export class Connections {
 
   async list(workspaceId: string): Promise<ConnectionView[]> {
     return this.damaged.readEach(this.deps.store.names(workspaceId), (name) =>
-      viewConnection(this.deps.store, workspaceId, name),
+      this.viewOf(workspaceId, name),
     );
   }
 
   /** One connection; a damaged one is refused as ConnectionDamaged. */
   view(workspaceId: string, name: string): Promise<ConnectionView> {
-    return viewConnection(this.deps.store, workspaceId, name).catch((error: unknown) =>
-      this.damaged.refuse(name, error),
-    );
+    return this.viewOf(workspaceId, name).catch((error: unknown) => this.damaged.refuse(name, error));
+  }
+
+  private async viewOf(workspaceId: string, name: string): Promise<ConnectionView> {
+    const view = await viewConnection(this.deps.store, workspaceId, name);
+    const problem = reservedNameProblem(name, this.deps.reservedNames);
+    return problem ? { ...view, problem } : view;
   }
 
   /** What the connections' current snapshots publish as server-scope skills (published-skills.ts). */
@@ -289,8 +298,13 @@ export class Connections {
    * cannot be built (its credential refused) is logged and left out, never failing the others.
    */
   async sources(workspaceId: string): Promise<ConnectionSource[]> {
-    // A pending OAuth connection has no snapshot to serve until it is authorized.
-    const records = (await this.deps.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
+    // A pending OAuth connection has no snapshot to serve until it is authorized. One bearing a
+    // platform app's name is never served: the registry refuses the name, which failed the whole
+    // workspace's registry, every list and call in it answering 500 (adr/0128,
+    // test/integration/connections-platform-app-name.test.ts).
+    const records = (await this.deps.store.list(workspaceId)).filter(
+      (record) => record.snapshotVersion > 0 && !this.deps.reservedNames.includes(record.name),
+    );
     return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
 
@@ -309,9 +323,14 @@ export class Connections {
     await this.announce(workspaceId, name);
   }
 
-  /** A fresh gated source in the workspace's registry, if the connection is in service (serving.ts). */
-  private serve(workspaceId: string, name: string): Promise<void> {
-    return this.serving.serve(
+  /**
+   * A fresh gated source in the workspace's registry, if the connection is in service (serving.ts)
+   * and bears no platform app's name: the registry refuses that name (adr/0128), and a refresh, an
+   * activation or a health loop's change must leave the app in place, not fail.
+   */
+  private async serve(workspaceId: string, name: string): Promise<void> {
+    if (this.deps.reservedNames.includes(name)) return;
+    await this.serving.serve(
       workspaceId,
       name,
       () => [workspaceId],

@@ -20,12 +20,19 @@ export class PublishedConnectionSkills {
     /** The connections service's own, so a damaged file is logged once, whichever look meets it. */
     private readonly damaged: DamagedConnections,
     log: Logger,
+    /**
+     * Platform app names. A connection bearing one publishes nothing: its instructions would be
+     * bound to `<name>__*`, the app's tools, and shown in their descriptions (adr/0128).
+     */
+    private readonly appNames: readonly string[],
   ) {
     this.clashes = new SkillNameClashes(log);
   }
 
   async list(workspaceId: string): Promise<PublishedSkillList> {
-    const records = (await this.store.list(workspaceId)).filter((record) => record.snapshotVersion > 0);
+    const records = (await this.store.list(workspaceId)).filter(
+      (record) => record.snapshotVersion > 0 && !this.appNames.includes(record.name),
+    );
     const byName = new Map(records.map((record) => [record.name, record]));
     const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
       const record = byName.get(name) as ConnectionRecord;

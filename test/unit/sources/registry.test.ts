@@ -70,3 +70,36 @@ describe("a personal source", () => {
     expect(() => registry.add(notes(ALICE.principalId, "x", "notes"))).toThrow("only a personal source");
   });
 });
+
+// A platform app's source is lent to every registry by the instance; an upgrade can bring one whose
+// name a workspace connection already bears, and the connection must not take its place (adr/0128).
+describe("a lent source", () => {
+  it("is never replaced: its name is refused, and it still answers", async () => {
+    const app = notes(undefined, "the app's", "greeter");
+    const lending = new SourceRegistry(WS, [app]);
+    try {
+      expect(() => lending.replace(notes(undefined, "a connection's", "greeter"))).toThrow(
+        'Source "greeter" is already registered.',
+      );
+      const result = await router.callTool(lending, ALICE, "greeter__read", {}, CALL);
+      expect(result.content).toEqual([{ type: "text", text: "the app's" }]);
+    } finally {
+      await lending.close();
+      await app.close();
+    }
+  });
+
+  it("is not taken out by a remove of its name", async () => {
+    const app = notes(undefined, "the app's", "greeter");
+    const lending = new SourceRegistry(WS, [app]);
+    try {
+      await lending.remove("greeter");
+      expect(lending.get("greeter", ALICE.principalId)).toBe(app);
+      const result = await router.callTool(lending, ALICE, "greeter__read", {}, CALL);
+      expect(result.content).toEqual([{ type: "text", text: "the app's" }]);
+    } finally {
+      await lending.close();
+      await app.close();
+    }
+  });
+});
