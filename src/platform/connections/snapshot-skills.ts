@@ -91,7 +91,7 @@ export class SkillNameClashes {
     );
     return {
       name,
-      message: `${who} under this one name; none of them is served (rename a connection, or have its server rename a skill)`,
+      message: `${who} under this one name; none of them is served (remove a connection and add it again under another name, or have its server rename a skill)`,
     };
   }
 }
