@@ -85,9 +85,12 @@ export function principalFrom(payload: JWTPayload, auth: OidcAuth): Principal {
   }
   const name = payload[auth.claims.name];
   const hasName = typeof name === "string" && name.length > 0;
-  // An address the provider does not say it verified could be anyone's; it names no one here
-  // (an invitation by email would open a workspace to it). Some providers send the claim as a
-  // string: "false" was once read as verified, since only boolean false was refused.
+  // An address the provider says it did not verify could be anyone's; it names no one here (an
+  // invitation by email would open a workspace to it). Absent, the address is kept: several
+  // providers (Entra ID among them) never send the claim, and would have no email at all. An
+  // operator whose provider lets people set an address it then omits the claim for must not use
+  // email invitations with it (docs/configuration.md). Some providers send the claim as a string:
+  // "false" was once read as verified, since only boolean false was refused.
   const verified = payload.email_verified;
   const email =
     verified === undefined || verified === true || verified === "true"
