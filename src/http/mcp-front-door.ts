@@ -118,6 +118,9 @@ async function admitAndAnswer(
     requestId: served.requestId,
     ...(caller.grant && { scopes: caller.grant.scopes }),
   };
+  // Gone while it was being admitted: its call is not made for nobody. Past here the endpoint
+  // hears of a close through NodePost.whenAbandoned, which a close that came before never reaches.
+  if (response.closed) throw new ClientClosedRequest();
   const reply = await door.endpoint.handle(new NodePost(headers, request, response, bytes), admitted, body);
   // A client that went away before the answer was ready is logged as nginx does, 499; its calls
   // were cancelled (NodePost.whenAbandoned) and there is nobody to write to.
@@ -175,6 +178,10 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
     });
     // The body cut off because its client went away: the client's leaving, not Atrium's failure.
     request.once("error", (error) => reject(request.complete ? error : new ClientClosedRequest()));
+    // A client gone before the body was asked for (while it was signed in) left a stream already
+    // destroyed, its bytes dropped even when all had arrived, which emits nothing more: the handler
+    // waited for its end forever, unlogged (test/integration/mcp-gone-before-dispatch.test.ts).
+    if (request.destroyed && !request.readableEnded) reject(new ClientClosedRequest());
   });
 }
 

@@ -48,6 +48,8 @@ export function createTestProvider(): IdentityProvider {
 export interface TestAtriumOptions {
   /** Use the provider instance.json names (`dev`) instead of the test provider. */
   dev?: boolean;
+  /** A provider of the test's own in place of the test one (createTestProvider), e.g. one that waits. */
+  identityProvider?: IdentityProvider;
   /**
    * instance.json's `auth` (with `session` when the adapter needs its secret): a real identity
    * provider instead of the test one. No request then says who it is by header: `user` sends
@@ -170,7 +172,9 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
   try {
     atrium = await startAtrium(config, {
       log: options.log ?? createLogger("silent"),
-      ...(options.dev || options.auth ? {} : { identityProvider: createTestProvider() }),
+      ...(options.dev || options.auth
+        ? {}
+        : { identityProvider: options.identityProvider ?? createTestProvider() }),
       ...(options.idleEvictMs === undefined ? {} : { idleEvictMs: options.idleEvictMs }),
       ...(options.clock === undefined ? {} : { clock: options.clock }),
       ...(options.timers === undefined ? {} : { timers: options.timers }),

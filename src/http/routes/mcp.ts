@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { ClientClosedRequest } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import type { RouteDeps } from "../context.ts";
 import { errorBody } from "../error-response.ts";
@@ -24,6 +25,8 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
       requestId,
     );
     const request = c.req.raw;
+    // As at the front door: a client gone while it was admitted gets no call made for it.
+    if (request.signal.aborted) throw new ClientClosedRequest();
     const reply = await endpoint.handle(
       {
         headers: request.headers,
