@@ -59,6 +59,21 @@ export function showsNothing(text: string): boolean {
   return text.replace(INVISIBLE_EVERYWHERE, "").replace(BLANK_BRAILLE, "").trim().length === 0;
 }
 
+/** A control character (C0, DEL, C1) or one a renderer shows nothing for (INVISIBLE). */
+const HIDDEN_CHARACTER = /[\u0000-\u001f\u007f-\u009f]|\p{Default_Ignorable_Code_Point}/gu;
+
+/**
+ * `text` with every character a reader could not see, or that could rearrange what comes after it
+ * (a bidirectional override), written out as `<U+202E>`: for a page that must show text it did
+ * not choose, such as a refusal naming what a request said.
+ */
+export function spelledOut(text: string): string {
+  return wellFormed(text).replace(
+    HIDDEN_CHARACTER,
+    (character) => `<U+${(character.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}>`,
+  );
+}
+
 /** The text with each half of a surrogate pair replaced by U+FFFD, so any encoder can write it. */
 export function wellFormed(text: string): string {
   return text.replace(/[\uD800-\uDFFF]/gu, "\uFFFD");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hidesText, isUnshowable, showsNothing, wellFormed } from "../../src/text.ts";
+import { hidesText, isUnshowable, showsNothing, spelledOut, wellFormed } from "../../src/text.ts";
 
 const LONE_HIGH = String.fromCharCode(0xd800);
 const LONE_LOW = String.fromCharCode(0xdc00);
@@ -72,5 +72,13 @@ describe("a label that shows nothing", () => {
     ["a mark beside a letter", "\u200fa"],
   ])("is not one holding %s", (_case, text) => {
     expect(showsNothing(text)).toBe(false);
+  });
+});
+
+describe("text spelled out for a page that did not choose it", () => {
+  it("writes out controls, invisible and bidirectional characters, and leaves what shows", () => {
+    expect(spelledOut("a\u202Eb\u0007c\u0085d\u{E0041}e")).toBe("a<U+202E>b<U+0007>c<U+0085>d<U+E0041>e");
+    expect(spelledOut("Zoë 日本 😀 a\tb")).toBe("Zoë 日本 😀 a<U+0009>b");
+    expect(spelledOut("half \uD800")).toBe("half \uFFFD");
   });
 });

@@ -1,4 +1,4 @@
-import { wellFormed } from "../../text.ts";
+import { spelledOut, wellFormed } from "../../text.ts";
 import { html, page, type SafeHtml } from "../../web/html.ts";
 import { MAX_CLIENT_NAME_CHARS } from "../client-rules.ts";
 import { SCOPE_OFFLINE, SCOPE_READ, SCOPE_WRITE } from "../scopes.ts";
@@ -72,7 +72,7 @@ export interface WayBack {
 export function problemPage(status: number, message: string, back?: WayBack): Response {
   return page(
     "This authorization request cannot continue",
-    html`<p role="alert">${message}</p>
+    html`<p role="alert">${spelledOut(message)}</p>
 ${back ? html`<p><a class="button" href="${back.href}">Return to the application</a></p><p>The link goes to ${isolated(back.target)}.</p>` : ""}`,
     status,
   );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { consentPage } from "../../../../src/oauth/authorize/consent-page.ts";
+import { consentPage, problemPage } from "../../../../src/oauth/authorize/consent-page.ts";
 
 const VIEW = {
   requestId: "sealed",
@@ -36,5 +36,19 @@ describe("consentPage", () => {
     const page = await consentPage({ ...VIEW, clientName: "<script>x</script>" }).text();
     expect(page).not.toContain("<script>x");
     expect(page).toContain("&lt;script&gt;x&lt;/script&gt;");
+  });
+});
+
+describe("problemPage", () => {
+  it("spells out what a reader could not see in a refusal, so text from a request cannot reorder it", async () => {
+    const page = await problemPage(400, 'The scope "evil\u202E.gnp" is not one this server grants\u200B.', {
+      href: "https://app.example/cb?error=invalid_scope",
+      target: "app.example",
+    }).text();
+    expect(page).toContain(
+      "The scope &quot;evil&lt;U+202E&gt;.gnp&quot; is not one this server grants&lt;U+200B&gt;.",
+    );
+    expect(page).not.toMatch(/[\u202A-\u202E\u2066-\u2069\u200B]/);
+    expect(page).toContain("The link goes to <bdi>app.example</bdi>.");
   });
 });
