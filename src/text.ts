@@ -60,7 +60,7 @@ export function showsNothing(text: string): boolean {
 }
 
 /** A control character (C0, DEL, C1) or one a renderer shows nothing for (INVISIBLE). */
-const HIDDEN_CHARACTER = /[\u0000-\u001f\u007f-\u009f]|\p{Default_Ignorable_Code_Point}/gu;
+const HIDDEN_CHARACTER = /\p{Cc}|\p{Default_Ignorable_Code_Point}/gu;
 
 /**
  * `text` with every character a reader could not see, or that could rearrange what comes after it
