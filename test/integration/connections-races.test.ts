@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ConnectionStore } from "../../src/platform/connections/store.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
@@ -283,4 +284,132 @@ describe("a refresh whose connection is disabled or removed while the server hol
       expect(await ledger()).toBe(ledgerBefore);
     },
   );
+});
+
+describe("a disable stored while a refresh's snapshot waits to be written", () => {
+  it("ends that refresh: its snapshot, queued behind the disable's write, is not appended", async () => {
+    const through = await proxy();
+    const name = "race-append";
+    const path = `/v1/workspaces/${shared}/connections/${name}`;
+    expect(
+      (
+        await rest("alice", "POST", `/v1/workspaces/${shared}/connections`, {
+          name,
+          url: through.url.href,
+          auth: { kind: "static", header: "x-api-key", value: SECRET },
+        })
+      ).status,
+    ).toBe(201);
+    await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
+    const listHeld = gate();
+    const listRelease = gate();
+    let holding = false;
+    through.intercept(async (method) => {
+      if (method === "tools/list" && !holding) {
+        holding = true;
+        listHeld.open();
+        await listRelease.promise;
+      }
+      return undefined;
+    });
+    // Holds the disable inside the store's lock (its read before its write), and tells when the
+    // refresh's append has queued behind it.
+    let armed = false;
+    const inLock = gate();
+    const writeRelease = gate();
+    const appendQueued = gate();
+    const update = ConnectionStore.prototype.update;
+    const get = ConnectionStore.prototype.get;
+    const append = ConnectionStore.prototype.appendSnapshot;
+    const spies = [
+      vi.spyOn(ConnectionStore.prototype, "update").mockImplementation(function (
+        this: ConnectionStore,
+        ...args
+      ) {
+        if (args[1] === name) armed = true;
+        return update.apply(this, args);
+      }),
+      vi.spyOn(ConnectionStore.prototype, "get").mockImplementation(async function (
+        this: ConnectionStore,
+        ...args
+      ) {
+        if (armed && args[1] === name) {
+          armed = false;
+          inLock.open();
+          await writeRelease.promise;
+        }
+        return get.apply(this, args);
+      }),
+      vi.spyOn(ConnectionStore.prototype, "appendSnapshot").mockImplementation(function (
+        this: ConnectionStore,
+        ...args
+      ) {
+        if (args[1] === name) appendQueued.open();
+        return append.apply(this, args);
+      }),
+    ];
+    try {
+      const refreshing = rest("alice", "POST", `${path}/tools/refresh`);
+      await listHeld.promise;
+      const disabling = rest("alice", "POST", `${path}/disable`);
+      await inLock.promise; // the disable holds the store's lock
+      listRelease.open(); // the photograph ends now, before the disable is stored
+      await appendQueued.promise; // its append waits behind the disable's write
+      writeRelease.open();
+      const [refreshed, disabled] = await Promise.all([refreshing, disabling]);
+      const listed = (await (await rest("alice", "GET", `${path}/tools/snapshots`)).json()) as {
+        snapshots: { version: number }[];
+      };
+      const view = (await (await rest("alice", "GET", path)).json()) as { state: string };
+      expect(disabled.status).toBe(200);
+      expect(refreshed.status).toBe(409);
+      expect(listed.snapshots.map((s) => s.version)).toEqual([1]);
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+      listRelease.open();
+      writeRelease.open();
+      await remote.control({ reset: true, ...SERVER_OPTIONS });
+    }
+  });
+});
+
+describe("a disable of a connection already disabled", () => {
+  it("leaves a refresh started after the first disable to run", async () => {
+    const through = await proxy();
+    const name = "race-redisable";
+    const path = `/v1/workspaces/${shared}/connections/${name}`;
+    const created = await rest("alice", "POST", `/v1/workspaces/${shared}/connections`, {
+      name,
+      url: through.url.href,
+      auth: { kind: "static", header: "x-api-key", value: SECRET },
+    });
+    expect(created.status).toBe(201);
+    // Disabled first: the admin takes it out of service.
+    expect((await rest("alice", "POST", `${path}/disable`)).status).toBe(200);
+    const held = gate();
+    const release = gate();
+    let holding = false;
+    through.intercept(async (method) => {
+      if (method === "tools/list" && !holding) {
+        holding = true;
+        held.open();
+        await release.promise;
+      }
+      return undefined;
+    });
+    try {
+      // Then refreshes it for review, which ADR 0122 says runs.
+      const refreshing = rest("alice", "POST", `${path}/tools/refresh`);
+      await held.promise;
+      // A repeated disable (a double click, a retry, an idempotent script) changes nothing stored...
+      const again = await rest("alice", "POST", `${path}/disable`);
+      expect(again.status).toBe(200);
+      release.open();
+      const refreshed = await refreshing;
+      // ...so the review refresh, started after the disable, is not ended as "disabled meanwhile".
+      expect(refreshed.status).toBe(200);
+    } finally {
+      release.open();
+    }
+  });
 });

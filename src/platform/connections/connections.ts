@@ -71,11 +71,8 @@ export interface AuthorizationStarted extends GoLink {
 export class Connections {
   /** The state each connection was last announced in, so only a change is announced. */
   private readonly announced = new Map<string, ConnectionState>();
-  /**
-   * The records (by id, not name: a check still under way for a removed connection must not mark
-   * a new one of the same name) whose credential the revalidator found lapsed: the gate refuses
-   * their calls.
-   */
+  /** Records whose credential the revalidator found lapsed, so the gate refuses their calls: by id,
+   * not name, so a check still under way for a removed connection cannot mark a new one of its name. */
   private readonly lapsed = new Set<string>();
   private readonly damaged: DamagedConnections;
   private readonly skills: PublishedConnectionSkills;
@@ -216,12 +213,13 @@ export class Connections {
     await this.deps.store.update(workspaceId, name, (current) => {
       const reserved = disabled ? undefined : reservedNameProblem(name, this.deps.reservedNames);
       if (reserved) throw new Conflict(reserved.code, reserved.message);
+      // Under the lock, before the write, so a snapshot queued behind it is not appended; and only
+      // on going out of service, so a refresh of one already disabled runs (adr/0122).
+      if (disabled && !current.disabled) this.refreshes.end(workspaceId, name, refreshInterrupted(name));
       return { ...current, disabled };
     });
-    if (disabled) {
-      this.refreshes.end(workspaceId, name, refreshInterrupted(name));
-      await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
-    } else await this.serve(workspaceId, name);
+    if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
+    else await this.serve(workspaceId, name);
     this.deps.log.info(
       { workspaceId, connection: name, disabled },
       disabled ? "connection disabled" : "connection enabled",

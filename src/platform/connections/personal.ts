@@ -235,9 +235,12 @@ export class PersonalConnections {
     name: string,
     disabled: boolean,
   ): Promise<PersonalConnectionView> {
-    await this.deps.store.update(ownerId, name, (current) => ({ ...current, disabled }));
+    await this.deps.store.update(ownerId, name, (current) => {
+      // As a workspace connection's (connections.ts setDisabled): under the lock, before the write.
+      if (disabled && !current.disabled) this.refreshes.end(ownerId, name, refreshInterrupted(name));
+      return { ...current, disabled };
+    });
     if (disabled) {
-      this.refreshes.end(ownerId, name, refreshInterrupted(name));
       await this.withdrawEverywhere(ownerId, name);
     } else await this.serveEverywhere(ownerId, name);
     return this.view(workspaceId, ownerId, name);
