@@ -28,7 +28,7 @@ export class HttpDrain {
     // Prepended, so a response the app writes synchronously is still marked during a drain.
     server.prependListener("request", (_request: IncomingMessage, response: ServerResponse) => {
       this.active.add(response);
-      if (this.draining) closeAfter(response);
+      if (this.draining) this.closeAfter(response);
       response.once("close", () => {
         this.active.delete(response);
         if (this.draining && !this.forcing) this.finished++;
@@ -56,7 +56,7 @@ export class HttpDrain {
   async drain(deadlineMs: number): Promise<DrainCounts> {
     this.draining = true;
     const inFlight = this.active.size;
-    for (const response of this.active) closeAfter(response);
+    for (const response of this.active) this.closeAfter(response);
     let allClosed = false;
     const closed = new Promise<void>((resolve) =>
       this.server.close(() => {
@@ -88,6 +88,26 @@ export class HttpDrain {
     return { inFlight, finished: this.finished, forced };
   }
 
+  /**
+   * Marks `response` so its client sends nothing more on its connection: `Connection: close`, or,
+   * for an answer already under way (an SSE stream begun before the drain), which has said
+   * keep-alive, its connection ended once it finishes, unless a request pipelined behind it is
+   * still being answered there: that answer, marked itself, closes the connection after it.
+   * Left alone, the connection sat idle until Node's keep-alive timeout and held the stop
+   * (test/integration/mcp-front-door-drain.test.ts; test/unit/http/drain.test.ts "…pipelined behind it").
+   */
+  private closeAfter(response: ServerResponse): void {
+    if (!response.headersSent) {
+      response.setHeader("Connection", "close");
+      return;
+    }
+    const socket = response.req.socket;
+    response.once("finish", () => {
+      const behind = [...this.active].some((other) => other !== response && other.req.socket === socket);
+      if (!behind) socket.end();
+    });
+  }
+
   /** Cuts off what is still in flight now (a second signal). */
   force(): void {
     this.forceRequested = true;
@@ -113,15 +133,3 @@ export class HttpDrain {
  * nobody to answer; a tool call is cancelled with its connection (ADR 0065), so this is cleanup.
  */
 const UNWIND_MS = 5_000;
-
-function closeAfter(response: ServerResponse): void {
-  if (!response.headersSent) response.setHeader("Connection", "close");
-  // An answer already under way (an SSE stream begun before the drain) has said keep-alive: its
-  // connection is ended once the answer is, or it would sit idle until Node's keep-alive timeout
-  // and hold the stop (test/integration/mcp-front-door-drain.test.ts).
-  else {
-    // Taken now: Node detaches the socket from the response as it finishes.
-    const socket = response.socket;
-    response.once("finish", () => socket?.end());
-  }
-}

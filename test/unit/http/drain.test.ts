@@ -1,6 +1,6 @@
 import { once } from "node:events";
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, request, type Server, type ServerResponse } from "node:http";
+import { type AddressInfo, connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { HttpDrain } from "../../../src/http/drain.ts";
 
@@ -59,5 +59,41 @@ describe("HttpDrain", () => {
     // Well before the drain's own bound on unwinding (5 s), which is what a force skips.
     const stillWaiting = new Promise((resolve) => setTimeout(() => resolve("still waiting"), 2000));
     expect(await Promise.race([drained, stillWaiting])).toMatchObject({ inFlight: 1, forced: 1 });
+  });
+
+  it("ends a streamed answer's connection once it finishes, but not under a request pipelined behind it", async () => {
+    server = createServer();
+    const drain = new HttpDrain(server);
+    const responses = new Map<string, ServerResponse>();
+    const both = new Promise<void>((resolve) => {
+      server?.on("request", (req, res) => {
+        responses.set(req.url ?? "", res);
+        if (req.url === "/stream") {
+          res.writeHead(200, { "content-type": "text/event-stream" });
+          res.write("data: 1\n\n");
+        }
+        if (responses.size === 2) resolve();
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    let received = "";
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString();
+    });
+    const closed = once(socket, "close");
+    socket.write("GET /stream HTTP/1.1\r\nHost: x\r\n\r\nGET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+    await both;
+    const drained = drain.drain(10_000);
+    const stream = responses.get("/stream") as ServerResponse;
+    stream.end("data: 2\n\n");
+    await once(stream, "finish");
+    await new Promise((resolve) => setImmediate(resolve));
+    (responses.get("/next") as ServerResponse).end("the next answer");
+    // Its connection ends after the answer behind the stream, which says Connection: close.
+    await closed;
+    expect(received).toContain("the next answer");
+    expect(await drained).toMatchObject({ inFlight: 2, forced: 0 });
   });
 });
