@@ -130,9 +130,10 @@ export class LogHeads {
       return { conversation: read.conversation, events: read.events.filter((e) => seqs.includes(e.seq)) };
     };
     try {
-      // The head before the first page: a page that built it would read an out-of-order log whole
-      // once more to answer itself, before this read it whole to filter it.
-      if (!this.heads.has(path)) await this.locks.run(path, () => this.current(path, id));
+      // The head, current, before the first page: a page that built it, or found the one kept stale
+      // (an edit on disk since), would read an out-of-order log whole once more to answer itself,
+      // before this read it whole to filter it. Kept and current, this costs a stat.
+      await this.locks.run(path, () => this.current(path, id));
       if (!this.heads.get(path)?.offsets.ordered) return await whole();
       for (const seq of seqs) {
         const page = await this.pageAt(path, id, { order: "oldest", after: seq - 1, limit: 1 });

@@ -59,14 +59,15 @@ export class SearchTurns {
 export async function keysInAll(
   lists: readonly (readonly number[])[],
   turns: SearchTurns,
-): Promise<number[]> {
+): Promise<readonly number[]> {
   const [first, ...others] = lists;
   if (!first) return [];
   if (others.length === 0) {
     const take = Math.min(first.length, turns.share(1));
     if (take < first.length) turns.cut = true;
     await turns.walk(take);
-    return first.slice(first.length - take);
+    // The list itself when walked whole: a common word's is a million keys, not to be copied.
+    return take === first.length ? first : first.slice(first.length - take);
   }
   /** Each key of `first` walked, and how many of the lists walked so far held it, up to the first that did not. */
   const counts = new Map<number, number>();

@@ -411,6 +411,27 @@ describe("the bytes a page reads", () => {
     );
     expect(texts).toEqual(["zebra one", "zebra again"]);
   });
+
+  it("of a search hit in a log an operator put out of order since its head was kept are read whole twice", async () => {
+    const store = openStore();
+    const { id } = await store.create(temp.ws, ALICE, "edited", [
+      {
+        type: "message",
+        role: "user",
+        content: [{ type: "text", text: `zebra one ${"x".repeat(100_000)}` }],
+      },
+    ]);
+    // A first hit keeps the head, in order.
+    await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
+    await appendFile(logPath(id), line(event(2, "zebra again")));
+    const { size } = await stat(logPath(id));
+    const read = await bytesRead(() =>
+      searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" }),
+    );
+    // Whole for the stale head, then for the hit's events (the index reads only what was added):
+    // not a third time for a first page that found the head stale.
+    expect(read).toBe(2 * size);
+  });
 });
 
 describe("seq offsets", () => {
