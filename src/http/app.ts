@@ -153,7 +153,7 @@ export function instanceOriginCheck(deps: Pick<RouteDeps, "publicUrl">): OriginC
  */
 function workspaceApp(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.use("*", workspaceGate(deps.workspaces));
+  app.use("*", workspaceGate(deps.workspaces, deps.users));
   app.route("/", workspaceItemRoutes(deps, grants));
   app.route("/", memberRoutes(deps, grants));
   app.route("/", workspaceInvitationRoutes(deps));

@@ -9,14 +9,17 @@ import { type McpEndpoint, type McpPost, parseJsonBody } from "./mcp/endpoint.ts
 import type { AdmittedCaller } from "./mcp/front-server.ts";
 import { checkGrantedScopes } from "./mcp/granted-scopes.ts";
 import type { McpReply } from "./mcp/reply.ts";
-import { type Authenticators, authenticateMcpCaller } from "./middleware/authenticate.ts";
+import { type Authenticators, authenticateMcpCaller, refuseDeactivated } from "./middleware/authenticate.ts";
 import { declaredLength } from "./middleware/body-limit.ts";
 import type { OriginCheck } from "./middleware/origin-guard.ts";
 import { logRequest, newRequestId } from "./middleware/request-log.ts";
 import { NodeHeaders, webRequestOf } from "./node-headers.ts";
 
 export interface FrontDoorDeps {
-  deps: Pick<RouteDeps, "workspaces" | "registries" | "router" | "publicUrl" | "maxBodyBytes" | "dispatch">;
+  deps: Pick<
+    RouteDeps,
+    "workspaces" | "users" | "registries" | "router" | "publicUrl" | "maxBodyBytes" | "dispatch"
+  >;
   auth: Authenticators;
   origins: OriginCheck;
   endpoint: McpEndpoint;
@@ -110,6 +113,10 @@ async function admitAndAnswer(
   const workspaceId = admit(door.deps.workspaces, caller.principal, workspaceParam).workspace.id;
   served.workspace = workspaceId;
   const bytes = await readBody(request, maxBytes);
+  // Admitted again once the body has come, as every body behind the gate is (workspace-gate.ts):
+  // its sender chose how long it took, and a removal or deactivation meanwhile must hold.
+  refuseDeactivated(door.deps.users, caller.principal.id);
+  admit(door.deps.workspaces, caller.principal, workspaceParam);
   const body = parseJsonBody(bytes);
   await checkGrantedScopes(door.deps, workspaceId, caller, body, served.requestId);
   const admitted: AdmittedCaller = {

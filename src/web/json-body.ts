@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../errors.ts";
+import type { AppEnv } from "./app-env.ts";
 import { jsonBoundsProblem } from "./json-bounds.ts";
 
 /** `application/json`, with or without parameters such as `charset` (RFC 9110 §8.3.1). */
@@ -10,11 +11,13 @@ const JSON_MEDIA_TYPE = /^application\/json[ \t]*(;|$)/i;
  * JSON: a browser page on another origin can send `text/plain` without a CORS preflight, and
  * parsing that as JSON would let it act (ADR 0026).
  */
-export async function readJsonObject(c: Context): Promise<Record<string, unknown>> {
+export async function readJsonObject(c: Context<AppEnv>): Promise<Record<string, unknown>> {
   if (!JSON_MEDIA_TYPE.test(c.req.header("content-type") ?? "")) {
     throw new UnsupportedMediaType("Send the body as JSON with Content-Type: application/json.");
   }
   const text = await c.req.text();
+  // Its sender chose how long the body took: a request behind the workspace gate is admitted again.
+  c.get("admitAgain")?.();
   const tooCostly = jsonBoundsProblem(text);
   if (tooCostly) throw new InvalidInput(`The body ${tooCostly}.`);
   let value: unknown;

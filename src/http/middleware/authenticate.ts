@@ -153,6 +153,12 @@ async function admitPerson(
   c.set("principal", await admittedPerson(users, principal, options));
 }
 
+/** Refuses a person an org admin deactivated: checked as a request comes, and again once its body has. */
+export function refuseDeactivated(users: Pick<UserDirectory, "isDeactivated">, principalId: string): void {
+  if (users.isDeactivated(principalId))
+    throw new Forbidden("This account has been deactivated by an org admin.");
+}
+
 /** admitPerson without the context: the principal as the route sees it. */
 async function admittedPerson(
   users: UserDirectory,
@@ -161,8 +167,7 @@ async function admittedPerson(
 ): Promise<Principal> {
   // Rechecked on every request, so deactivation cuts the person's next call on every surface;
   // before recording, so an offboarded person's credential changes nothing in the directory.
-  if (users.isDeactivated(principal.id))
-    throw new Forbidden("This account has been deactivated by an org admin.");
+  refuseDeactivated(users, principal.id);
   if (options.record) await users.record(principal);
   return actingPerson(principal, await users.get(principal.id));
 }

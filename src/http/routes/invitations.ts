@@ -25,7 +25,9 @@ export function workspaceInvitationRoutes(deps: RouteDeps): Hono<AppEnv> {
   });
 
   app.post("/invitations", async (c) => {
-    const invitation = await invite(deps, c.get("admission"), c.get("principal"), await readJsonObject(c));
+    const body = await readJsonObject(c);
+    // Read after the body: reading it admitted the request again (workspace-gate.ts).
+    const invitation = await invite(deps, c.get("admission"), c.get("principal"), body);
     return c.json({ invitation }, 201);
   });
 

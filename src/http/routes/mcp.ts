@@ -11,9 +11,11 @@ import { workspaceGate } from "../middleware/workspace-gate.ts";
 /** `/mcp/ws_…`: one URL per workspace, POST only, no session. Bare `/mcp` names none. */
 export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.post("/mcp/:ws", workspaceGate(deps.workspaces), async (c) => {
+  app.post("/mcp/:ws", workspaceGate(deps.workspaces, deps.users), async (c) => {
     const workspaceId = c.get("admission").workspace.id;
     const body = await readJsonBody(c.req.raw);
+    // As for every body behind the gate (workspace-gate.ts): admitted again once it has arrived.
+    c.get("admitAgain")?.();
     const grant = c.get("grant");
     const principal = c.get("principal");
     const requestId = c.get("requestId");

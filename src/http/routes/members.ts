@@ -28,14 +28,17 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
   // caller who was known here (issue 10, Security 2). Kept for existing clients: it now
   // invites, and answers exactly as POST …/invitations does (ADR 0027).
   app.post("/members", async (c) => {
-    const invitation = await invite(deps, c.get("admission"), c.get("principal"), await readJsonObject(c));
+    const body = await readJsonObject(c);
+    // Read after the body: reading it admitted the request again (workspace-gate.ts).
+    const invitation = await invite(deps, c.get("admission"), c.get("principal"), body);
     return c.json({ invitation }, 201);
   });
 
   app.patch("/members/:principal", async (c) => {
+    const body = await readJsonObject(c);
     const admission = c.get("admission");
     requireAdmin(admission);
-    const role = readRole((await readJsonObject(c)).role);
+    const role = readRole(body.role);
     const target = c.req.param("principal");
     const ws = await deps.workspaces.setRole(admission.workspace.id, target, role);
     // A demoted admin's pending invitations go with the role (ADR 0069).

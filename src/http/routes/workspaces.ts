@@ -36,9 +36,10 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
   });
 
   app.patch("/", async (c) => {
+    const body = await readJsonObject(c);
     const admission = c.get("admission");
     requireAdmin(admission);
-    const name = requireString(await readJsonObject(c), "name");
+    const name = requireString(body, "name");
     const ws = await deps.workspaces.rename(admission.workspace.id, name);
     return c.json(workspaceView(ws, admission.role, deps.publicUrl()));
   });

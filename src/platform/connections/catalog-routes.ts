@@ -70,9 +70,10 @@ export function catalogWorkspaceRoutes(catalog: Catalog, connect: ConnectFromCat
 
   // The body is a server.json; its id comes from its name.
   app.post("/catalog", async (c) => {
+    const body = await readJsonObject(c);
     const admission = c.get("admission");
     requireAdmin(admission);
-    const entry = await catalog.add(admission.workspace.id, c.get("principal").id, await readJsonObject(c));
+    const entry = await catalog.add(admission.workspace.id, c.get("principal").id, body);
     return c.json(entryView(entry), 201);
   });
 
@@ -85,9 +86,9 @@ export function catalogWorkspaceRoutes(catalog: Catalog, connect: ConnectFromCat
 
   // `{"name"?, "auth"?}` → 201 with the connection and its first snapshot, as POST …/connections.
   app.post("/catalog/:id/connect", async (c) => {
+    const body = await readJsonObject(c);
     const admission = c.get("admission");
     requireAdmin(admission);
-    const body = await readJsonObject(c);
     const entry = await catalog.get(admission.workspace.id, c.req.param("id"));
     const connection = await connect(
       admission.workspace.id,

@@ -30,6 +30,9 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
       c.get("principal").id,
       { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
       incoming ?? c.req.raw.body,
+      // Once the body has come, before the file is put in place: its sender chose how long that
+      // took, and a member removed meanwhile stores nothing (workspace-gate.ts).
+      () => c.get("admitAgain")?.(),
     );
     // Where the file is and the tag its download answers: a client can fetch it, or make its next
     // download conditional, without asking for its metadata again.

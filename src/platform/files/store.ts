@@ -79,14 +79,24 @@ export class FileStore implements LeftoverRules {
     return this.commit(workspaceId, ownerId, file, fillFromBytes(content, onProgress));
   }
 
-  /** Streams a body to disk, counting as it goes; over the limit, the staging folder is removed. */
+  /**
+   * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
+   * `received` is told once the whole body is on disk, before the file is made durable and put in
+   * place; by throwing it refuses the file, and the staging folder is removed.
+   */
   async upload(
     workspaceId: string,
     ownerId: string,
     file: NewFile,
     body: Readable | ReadableStream<Uint8Array> | null,
+    received: () => void = () => undefined,
   ): Promise<FileMeta> {
-    return this.commit(workspaceId, ownerId, file, fillFromBody(body, this.maxBytes));
+    const fill = fillFromBody(body, this.maxBytes);
+    return this.commit(workspaceId, ownerId, file, async (writer) => {
+      const digest = await fill(writer);
+      received();
+      return digest;
+    });
   }
 
   private async commit(
