@@ -132,8 +132,10 @@ export class LogHeads {
     try {
       // The head, current, before the first page: a page that built it, or found the one kept stale
       // (an edit on disk since), would read an out-of-order log whole once more to answer itself,
-      // before this read it whole to filter it. Kept and current, this costs a stat.
-      await this.locks.run(path, () => this.current(path, id));
+      // before this read it whole to filter it. Kept and current, this costs a stat and takes no
+      // lock: a hit, like a page, never waits behind an append's flush.
+      const kept = this.heads.get(path);
+      if (kept?.stamp !== (await logStamp(path))) await this.locks.run(path, () => this.current(path, id));
       if (!this.heads.get(path)?.offsets.ordered) return await whole();
       for (const seq of seqs) {
         const page = await this.pageAt(path, id, { order: "oldest", after: seq - 1, limit: 1 });

@@ -19,8 +19,10 @@ import {
   SeqOffsets,
 } from "../../../../src/platform/conversations/seq-offsets.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import type { KeyedLock } from "../../../../src/storage/keyed-lock.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // A page of a conversation is read from the bytes that hold it, found through the log's seq
@@ -431,6 +433,25 @@ describe("the bytes a page reads", () => {
     // Whole for the stale head, then for the hit's events (the index reads only what was added):
     // not a third time for a first page that found the head stale.
     expect(read).toBe(2 * size);
+  });
+});
+
+describe("a search hit", () => {
+  it("whose log's head is kept and current answers while an append holds the log's lock", async () => {
+    const store = openStore();
+    const { id } = await store.create(temp.ws, ALICE, "busy", [
+      { type: "message", role: "user", content: [{ type: "text", text: "zebra one" }] },
+    ]);
+    await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
+    // Stands for an append holding the log's lock through its write and flush.
+    const locks = (store as unknown as { locks: KeyedLock }).locks;
+    const held = gate();
+    const holding = locks.run(logPath(id), () => held.promise);
+    // Waiting on the lock, this would never answer: the lock is let go only after it.
+    const found = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
+    held.open();
+    await holding;
+    expect(found.results).toHaveLength(1);
   });
 });
 
