@@ -8,7 +8,7 @@ import { lingerAfterAnswer } from "./lingering-close.ts";
 import { type McpEndpoint, type McpPost, parseJsonBody } from "./mcp/endpoint.ts";
 import type { AdmittedCaller } from "./mcp/front-server.ts";
 import { checkGrantedScopes } from "./mcp/granted-scopes.ts";
-import type { McpReply } from "./mcp/reply.ts";
+import { HOP_BY_HOP, type McpReply } from "./mcp/reply.ts";
 import { type Authenticators, authenticateMcpCaller, refuseDeactivated } from "./middleware/authenticate.ts";
 import { declaredLength } from "./middleware/body-limit.ts";
 import type { OriginCheck } from "./middleware/origin-guard.ts";
@@ -191,14 +191,6 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
     if (request.destroyed && !request.readableEnded) reject(new ClientClosedRequest());
   });
 }
-
-/**
- * Headers about this one connection, which Node's server sets itself: the SDK's SSE answer says
- * `Connection: keep-alive`, and copied it overrode the `Connection: close` a drain had set, so the
- * client kept the connection and held a graceful stop for seconds
- * (test/integration/mcp-front-door-drain.test.ts).
- */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade"]);
 
 async function writeReply(response: ServerResponse, reply: McpReply, requestId: string): Promise<void> {
   if (reply.kind === "json") return writeJson(response, reply.status, reply.body, requestId);

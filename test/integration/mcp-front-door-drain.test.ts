@@ -136,13 +136,24 @@ const refused = (url: string) =>
   );
 
 describe("a graceful stop and the MCP front door", () => {
-  it.each([
-    ["a JSON answer", "2025-11-25", undefined],
-    ["a streamed answer (progress, 2025)", "2025-11-25", "p1"],
-    ["a streamed answer (progress, 2026)", "2026-07-28", "p1"],
-  ] as const)(
-    "%s in flight when the drain begins is the real answer, and its connection ends with it",
-    async (_label, era, progressToken) => {
+  // The front door serves a plain path; a path with an escape in it goes to the hono route.
+  const routes = {
+    "front door": (ws: string) => `/mcp/${ws}`,
+    "hono route": (ws: string) => `/mcp/ws_%${ws.charCodeAt(3).toString(16)}${ws.slice(4)}`,
+  } as const;
+  it.each(
+    (["front door", "hono route"] as const).flatMap((route) =>
+      (
+        [
+          ["a JSON answer", "2025-11-25", undefined],
+          ["a streamed answer (progress, 2025)", "2025-11-25", "p1"],
+          ["a streamed answer (progress, 2026)", "2026-07-28", "p1"],
+        ] as const
+      ).map(([label, era, token]) => [label, route, era, token] as const),
+    ),
+  )(
+    "%s in flight when the drain begins (%s) is the real answer, and its connection ends with it",
+    async (_label, route, era, progressToken) => {
       const { instance, ws, running, release } = await holding();
       try {
         const { headers, body } = mcpRequest(era, {
@@ -158,7 +169,7 @@ describe("a graceful stop and the MCP front door", () => {
         const connection = oneConnection(Number(new URL(instance.url).port));
         const answering = connection.send(
           "POST",
-          `/mcp/${ws}`,
+          routes[route](ws),
           { ...headers, [TEST_USER_HEADER]: "alice" },
           JSON.stringify(body),
         );

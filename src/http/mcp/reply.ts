@@ -15,8 +15,24 @@ export function jsonReply(status: number, body: unknown): McpReply {
 
 export const ACCEPTED: McpReply = { kind: "accepted" };
 
+/**
+ * Headers about one connection, which Node's server sets itself: the SDK's SSE answer says
+ * `Connection: keep-alive`, and passed on it overrode the `Connection: close` a drain had set, so
+ * the client kept the connection and held a graceful stop for seconds
+ * (test/integration/mcp-front-door-drain.test.ts, both routes).
+ */
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "upgrade",
+]);
+
 export function toResponse(reply: McpReply): Response {
-  if (reply.kind === "web") return reply.response;
+  if (reply.kind === "web") {
+    for (const name of HOP_BY_HOP) reply.response.headers.delete(name);
+    return reply.response;
+  }
   if (reply.kind === "accepted") return new Response(null, { status: 202 });
   return new Response(JSON.stringify(reply.body), {
     status: reply.status,
