@@ -104,7 +104,9 @@ export class HttpDrain {
     const socket = response.req.socket;
     response.once("finish", () => {
       const behind = [...this.active].some((other) => other !== response && other.req.socket === socket);
-      if (!behind) socket.end();
+      // As Node closes a `Connection: close` answer's: once its bytes are out, not when the client
+      // also ends its half, which one that keeps it open never does.
+      if (!behind) socket.destroySoon();
     });
   }
 

@@ -96,4 +96,33 @@ describe("HttpDrain", () => {
     expect(received).toContain("the next answer");
     expect(await drained).toMatchObject({ inFlight: 2, forced: 0 });
   });
+
+  it("closes a streamed answer's connection once it is out, though its client keeps its half open", async () => {
+    server = createServer();
+    const drain = new HttpDrain(server);
+    let stream: ServerResponse | undefined;
+    const started = new Promise<void>((resolve) => {
+      server?.on("request", (_request, response) => {
+        stream = response;
+        response.writeHead(200, { "content-type": "text/event-stream" });
+        response.write("data: 1\n\n");
+        resolve();
+      });
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const socket = connect({
+      port: (server.address() as AddressInfo).port,
+      host: "127.0.0.1",
+      allowHalfOpen: true,
+    });
+    socket.on("data", () => undefined);
+    socket.write("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n");
+    await started;
+    // A deadline no test waits for: the drain must end when the connection does.
+    const drained = drain.drain(600_000);
+    stream?.end("data: end\n\n");
+    expect(await drained).toMatchObject({ inFlight: 1, finished: 1, forced: 0 });
+    socket.destroy();
+  });
 });
