@@ -1,10 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
+import { basename } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConnectionStore } from "../../src/platform/connections/store.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import { journalDuring } from "../helpers/fs-journal.ts";
 import { gate } from "../helpers/gate.ts";
 import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
@@ -361,6 +363,7 @@ describe("a disable stored while a refresh's snapshot waits to be written", () =
         snapshots: { version: number }[];
       };
       const view = (await (await rest("alice", "GET", path)).json()) as { state: string };
+      expect(view.state).toBe("disabled");
       expect(disabled.status).toBe(200);
       expect(refreshed.status).toBe(409);
       expect(listed.snapshots.map((s) => s.version)).toEqual([1]);
@@ -410,6 +413,60 @@ describe("a disable of a connection already disabled", () => {
       expect(refreshed.status).toBe(200);
     } finally {
       release.open();
+    }
+  });
+});
+
+describe("a disable whose write fails", () => {
+  it("ends no refresh: the connection is still in service, and the refresh records its snapshot", async () => {
+    const through = await proxy();
+    const name = "race-writefail";
+    const path = `/v1/workspaces/${shared}/connections/${name}`;
+    const created = await rest("alice", "POST", `/v1/workspaces/${shared}/connections`, {
+      name,
+      url: through.url.href,
+      auth: { kind: "static", header: "x-api-key", value: SECRET },
+    });
+    expect(created.status).toBe(201);
+    await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
+    const held = gate();
+    const release = gate();
+    let holding = false;
+    through.intercept(async (method) => {
+      if (method === "tools/list" && !holding) {
+        holding = true;
+        held.open();
+        await release.promise;
+      }
+      return undefined;
+    });
+    try {
+      const refreshing = rest("alice", "POST", `${path}/tools/refresh`);
+      await held.promise;
+      // The disk refuses the disabled record's flush, as a full disk would.
+      const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+      let disabled: Response | undefined;
+      await journalDuring(
+        async () => {
+          disabled = await rest("alice", "POST", `${path}/disable`);
+        },
+        {
+          sync: (file) =>
+            file.includes(`/${name}/`) && basename(file).startsWith(".tmp-") ? full : undefined,
+        },
+      );
+      expect(disabled?.status).toBe(500);
+      release.open();
+      expect((await refreshing).status).toBe(200);
+      const view = (await (await rest("alice", "GET", path)).json()) as {
+        state: string;
+        snapshot: { version: number };
+      };
+      expect(view.state).toBe("running");
+      expect(view.snapshot.version).toBe(2);
+    } finally {
+      release.open();
+      await remote.control({ reset: true, ...SERVER_OPTIONS });
     }
   });
 });

@@ -25,7 +25,7 @@ import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { PublishedConnectionSkills } from "./published-skills.ts";
-import { Refreshes, refreshInterrupted } from "./refreshes.ts";
+import { Refreshes } from "./refreshes.ts";
 import { type CredentialVault, QUERY_VALUE_FIELD, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
 import { reservedNameProblem } from "./reserved-names.ts";
 import { Serving } from "./serving.ts";
@@ -210,14 +210,10 @@ export class Connections {
     disabled: boolean,
   ): Promise<ConnectionView> {
     this.requireAdmin(workspaceId, principalId);
-    await this.deps.store.update(workspaceId, name, (current) => {
-      const reserved = disabled ? undefined : reservedNameProblem(name, this.deps.reservedNames);
-      if (reserved) throw new Conflict(reserved.code, reserved.message);
-      // Under the lock, before the write, so a snapshot queued behind it is not appended; and only
-      // on going out of service, so a refresh of one already disabled runs (adr/0122).
-      if (disabled && !current.disabled) this.refreshes.end(workspaceId, name, refreshInterrupted(name));
-      return { ...current, disabled };
-    });
+    const reserved = disabled ? undefined : reservedNameProblem(name, this.deps.reservedNames);
+    if (reserved) throw new Conflict(reserved.code, reserved.message);
+    const change = (current: ConnectionRecord) => ({ ...current, disabled });
+    await this.deps.store.update(workspaceId, name, change, this.refreshes.endOnDisable(workspaceId, name));
     if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     else await this.serve(workspaceId, name);
     this.deps.log.info(

@@ -23,7 +23,7 @@ import { pendingOAuth, reauthorize } from "./oauth/pending.ts";
 import { type GrantState, grantState, personalDenial } from "./personal-access.ts";
 import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
-import { Refreshes, refreshInterrupted } from "./refreshes.ts";
+import { Refreshes } from "./refreshes.ts";
 import { Serving } from "./serving.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -235,11 +235,12 @@ export class PersonalConnections {
     name: string,
     disabled: boolean,
   ): Promise<PersonalConnectionView> {
-    await this.deps.store.update(ownerId, name, (current) => {
-      // As a workspace connection's (connections.ts setDisabled): under the lock, before the write.
-      if (disabled && !current.disabled) this.refreshes.end(ownerId, name, refreshInterrupted(name));
-      return { ...current, disabled };
-    });
+    await this.deps.store.update(
+      ownerId,
+      name,
+      (current) => ({ ...current, disabled }),
+      this.refreshes.endOnDisable(ownerId, name),
+    );
     if (disabled) {
       await this.withdrawEverywhere(ownerId, name);
     } else await this.serveEverywhere(ownerId, name);

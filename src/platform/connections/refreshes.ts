@@ -1,5 +1,6 @@
 import { Conflict } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
+import type { ConnectionRecord } from "./model.ts";
 import { requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import type { RemoteServers } from "./remote.ts";
@@ -44,12 +45,24 @@ export class Refreshes {
   }
 
   /**
-   * The connection was disabled (stored) or removed: each refresh under way ends with `reason`,
-   * and records nothing. A refresh that starts afterwards runs: a disabled connection may be
-   * refreshed, for review before it is enabled.
+   * The connection was removed: each refresh under way ends with `reason`, and records nothing. A
+   * refresh that starts afterwards runs.
    */
   end(key: string, name: string, reason: Error): void {
     for (const controller of this.underWay.get(`${key}/${name}`) ?? []) controller.abort(reason);
+  }
+
+  /**
+   * What a disable's store update is told once written, under the connection's lock, so a
+   * snapshot queued behind the write is not appended (aborted before it, a failed write ended a
+   * refresh for a disable that never happened): on going out of service, the refreshes under way
+   * end. A refresh of a connection already disabled runs, for review before it is enabled
+   * (adr/0122).
+   */
+  endOnDisable(key: string, name: string) {
+    return (next: ConnectionRecord, previous: ConnectionRecord): void => {
+      if (next.disabled && !previous.disabled) this.end(key, name, refreshInterrupted(name));
+    };
   }
 
   private async rephotograph(key: string, name: string, signal: AbortSignal) {
@@ -65,7 +78,7 @@ export class Refreshes {
 }
 
 /** What a refresh answers when its connection was disabled while it photographed. */
-export function refreshInterrupted(name: string): Conflict {
+function refreshInterrupted(name: string): Conflict {
   return new Conflict(
     "refresh_interrupted",
     `Connection "${name}" was disabled while its tools were being refreshed, so nothing was recorded; refresh it again to review its tools.`,

@@ -113,22 +113,23 @@ export class ConnectionStore implements LeftoverRules {
   }
 
   async list(workspaceId: string): Promise<ConnectionRecord[]> {
-    const records = await Promise.all(
-      this.names(workspaceId).map((name) => this.get(workspaceId, name).catch(() => undefined)),
-    );
-    return records.filter((record): record is ConnectionRecord => record !== undefined);
+    const read = this.names(workspaceId).map((name) => this.get(workspaceId, name).catch(() => undefined));
+    return (await Promise.all(read)).filter((record): record is ConnectionRecord => record !== undefined);
   }
 
-  /** Read-modify-write of the record, one at a time per connection. */
+  /** Read-modify-write of the record, one at a time per connection; `written` is told under the lock. */
   async update(
     workspaceId: string,
     name: string,
     change: (record: ConnectionRecord) => ConnectionRecord,
+    written: (next: ConnectionRecord, previous: ConnectionRecord) => void = () => undefined,
   ): Promise<ConnectionRecord> {
     return this.lock.run(`${workspaceId}/${name}`, async () => {
-      const next = change(await this.get(workspaceId, name));
+      const previous = await this.get(workspaceId, name);
+      const next = change(previous);
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
       this.records.set(`${workspaceId}/${name}`, next);
+      written(next, previous);
       return next;
     });
   }
