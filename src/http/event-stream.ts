@@ -150,6 +150,10 @@ export function eventStreamRoutes(
   const app = new Hono<AppEnv>();
   const open = new Map<string, number>();
   app.get("/events", (c) => {
+    // Admitted again in the turn the stream starts following: a deactivation or removal that came
+    // while the request was signed in (its directory record written) has already closed the
+    // person's streams, and would never close this one.
+    c.get("admitAgain")?.();
     const { workspace } = c.get("admission");
     const principalId = c.get("principal").id;
     // hono answers a HEAD with this handler and drops the body (headWithoutBody cancels it): a

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { EVENT_STREAM_LIMITS } from "../../src/http/event-stream.ts";
+import { UserDirectory } from "../../src/identity/users.ts";
 import {
   bootstrapWorkspace,
   capturingLogger,
@@ -8,6 +9,7 @@ import {
   testPrincipal,
 } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import { gate } from "../helpers/gate.ts";
 import { addMember } from "../helpers/members.ts";
 import { type SseFrame, SseReader } from "../helpers/sse.ts";
 
@@ -284,6 +286,35 @@ describe("GET /v1/workspaces/:ws/events", () => {
     await upload("alice", "still-here.txt");
     expect((await alice.nextEvent())?.event).toBe("file.created");
     await alice.close();
+  });
+
+  it("a deactivation that comes while a stream's request is being signed in refuses that stream", async () => {
+    const erin = testPrincipal("erin").id;
+    await addMember(instance.rest, "alice", ws, "erin", { principalId: erin });
+    // Held where the request records what its credential says of erin, after its first check.
+    const held = gate();
+    const reached = gate();
+    const record = UserDirectory.prototype.record;
+    const spy = vi.spyOn(UserDirectory.prototype, "record").mockImplementation(async function (
+      this: UserDirectory,
+      principal,
+    ) {
+      if (principal.id === erin) {
+        reached.open();
+        await held.promise;
+      }
+      return record.call(this, principal);
+    });
+    try {
+      const opening = instance.rest("erin", "GET", `/v1/workspaces/${ws}/events`);
+      await reached.promise;
+      expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${erin}/deactivate`)).status).toBe(200);
+      held.open();
+      // Opened now, it would follow the workspace with nobody left to close it.
+      expect((await opening).status).toBe(403);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
 

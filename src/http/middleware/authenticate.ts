@@ -168,7 +168,11 @@ async function admittedPerson(
   // Rechecked on every request, so deactivation cuts the person's next call on every surface;
   // before recording, so an offboarded person's credential changes nothing in the directory.
   refuseDeactivated(users, principal.id);
-  if (options.record) await users.record(principal);
+  if (options.record) {
+    await users.record(principal);
+    // Again: a deactivation may have come while the record was written.
+    refuseDeactivated(users, principal.id);
+  }
   return actingPerson(principal, await users.get(principal.id));
 }
 
