@@ -25,8 +25,9 @@ const MAX_PREVIOUS_REFRESH_HASHES = 100;
  */
 export const MAX_LIVE_GRANTS_PER_PERSON = 100;
 const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
-const LEFT_DURING_EXCHANGE =
-  "The person left the workspace or was deactivated while this code was being exchanged; authorize again.";
+/** A grant revoked while its code was exchanged: its person left or was deactivated, or the code was used again. */
+const REVOKED_DURING_EXCHANGE =
+  "This access was revoked while the code was being exchanged (the person left the workspace or was deactivated, or the code was used again); authorize again.";
 
 export interface GrantsOptions extends Standing {
   /** A workspace's MCP URL under the current public URL (`workspaceMcpUrl`). */
@@ -184,7 +185,7 @@ export class Grants {
       }
       // Revoked during the write: the revocation waits for this lock and marks the record; the
       // client gets no tokens for it.
-      if (this.revoked.has(record.grantId)) throw new OAuthError("invalid_grant", LEFT_DURING_EXCHANGE);
+      if (this.revoked.has(record.grantId)) throw new OAuthError("invalid_grant", REVOKED_DURING_EXCHANGE);
       await this.revokeOverflow(record);
       return refreshToken === undefined ? { grant: record } : { grant: record, refreshToken };
     });
