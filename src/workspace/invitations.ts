@@ -1,11 +1,12 @@
 import { Conflict, Forbidden, NotFound } from "../errors.ts";
-import { foldEmail, type UserDirectory } from "../identity/users.ts";
+import type { UserDirectory } from "../identity/users.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonAtBoot } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
+import { isFor, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
 import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
@@ -102,7 +103,7 @@ export class Invitations {
     role: WorkspaceRole,
     invitedBy: string,
   ): Promise<Invitation> {
-    await this.refuseMember(workspaceId, invitee, invitedBy);
+    await refuseMember(this.users, this.workspaces.get(workspaceId), invitee, invitedBy);
     // Under the workspace's key, then the sender's (always in that order), so two invitations
     // at once can neither both squeeze past a bound nor both be the invitee's one, and so a
     // revokeSentBy or revokeAll, which take one of these keys too, never runs while one is being
@@ -152,32 +153,6 @@ export class Invitations {
     );
   }
 
-  /**
-   * Refuses to invite a member of the workspace, the sender included: named by id, or by an
-   * address the directory records for a member. This tells the admin nothing the member list
-   * does not, and reads the same members whoever is named, so ADR 0027's "no lookup" holds
-   * for everyone who is not a member.
-   */
-  private async refuseMember(workspaceId: string, invitee: Invitee, invitedBy: string): Promise<void> {
-    const members = this.workspaces.get(workspaceId)?.members ?? [];
-    let member: string | undefined;
-    for (const { principalId } of members) {
-      if ("principalId" in invitee) {
-        if (principalId === invitee.principalId) member = principalId;
-        continue;
-      }
-      const email = (await this.users.get(principalId))?.email;
-      if (email != null && foldEmail(email) === invitee.email) member = principalId;
-    }
-    if (member === undefined) return;
-    throw new Conflict(
-      "member_exists",
-      member === invitedBy
-        ? "You are already a member of this workspace; an invitation cannot add you again."
-        : "That person is already a member of this workspace; change their role instead.",
-    );
-  }
-
   /** A workspace's pending invitations, oldest first. */
   forWorkspace(workspaceId: string): Invitation[] {
     return this.pending(this.byWorkspace.get(workspaceId));
@@ -190,11 +165,10 @@ export class Invitations {
    */
   async forPerson(principalId: string): Promise<Invitation[]> {
     const mine = this.pending(this.byInvitee.get(inviteeKey({ principalId })));
-    const recorded = (await this.users.get(principalId))?.email;
-    const email = recorded == null ? undefined : foldEmail(recorded);
+    const email = await recordedEmail(this.users, principalId);
     if (email) {
       const byEmail = this.pending(this.byInvitee.get(inviteeKey({ email })));
-      if (byEmail.length > 0 && (await this.ownsEmail(principalId, email))) mine.push(...byEmail);
+      if (byEmail.length > 0 && (await ownsEmail(this.users, principalId, email))) mine.push(...byEmail);
     }
     return mine.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
@@ -217,7 +191,7 @@ export class Invitations {
     return this.locks.run(id, async () => {
       // Reread: the record on disk, not memory, decides whether it is still there to take.
       const invitation = await this.records.get(id);
-      if (!invitation || this.expired(invitation) || !(await this.isFor(invitation, principalId))) {
+      if (!invitation || this.expired(invitation) || !(await isFor(this.users, invitation, principalId))) {
         throw notFound();
       }
       if (!this.senderStands(invitation)) {
@@ -302,21 +276,6 @@ export class Invitations {
   /** Still pending: neither expired nor left without its sender. */
   private live(invitation: Invitation): boolean {
     return !this.expired(invitation) && this.senderStands(invitation);
-  }
-
-  private async isFor(invitation: Invitation, principalId: string): Promise<boolean> {
-    if ("principalId" in invitation.invitee) return invitation.invitee.principalId === principalId;
-    return this.ownsEmail(principalId, invitation.invitee.email);
-  }
-
-  private async ownsEmail(principalId: string, email: string): Promise<boolean> {
-    try {
-      return (await this.users.findByEmail(email))?.id === principalId;
-    } catch (error) {
-      // Two people signed in with the address: it is neither's to claim; invite by id instead.
-      if (error instanceof Conflict) return false;
-      throw error;
-    }
   }
 
   private pending(ids: Set<string> | undefined): Invitation[] {
