@@ -6,7 +6,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
-import { isFor, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
+import { isFor, keysNaming, membersByKey, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
 import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
@@ -37,6 +37,10 @@ type Memberships = Pick<WorkspaceStore, "get">;
  * workspace: once they are removed, demoted, gone or deactivated it is neither listed nor
  * answerable, and answering it deletes it (ADR 0069). Otherwise an admin could invite an
  * account of theirs, be removed, and come back as admin by accepting.
+ *
+ * One person may be named by two invitations to a workspace, by id and by address; neither
+ * outlives their membership: accepting one drops the other, and so does their leaving or
+ * removal, and neither list shows one naming a member (ADR 0131).
  */
 export class Invitations {
   private readonly records: JsonRecords<Invitation>;
@@ -116,7 +120,7 @@ export class Invitations {
         if (!this.senderStands({ workspaceId, invitedBy })) {
           throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
         }
-        const pending = this.forWorkspace(workspaceId);
+        const pending = this.pending(this.byWorkspace.get(workspaceId));
         const key = inviteeKey(invitee);
         if (pending.some((invitation) => inviteeKey(invitation.invitee) === key)) {
           throw new Conflict(
@@ -153,15 +157,23 @@ export class Invitations {
     );
   }
 
-  /** A workspace's pending invitations, oldest first. */
-  forWorkspace(workspaceId: string): Invitation[] {
-    return this.pending(this.byWorkspace.get(workspaceId));
+  /**
+   * A workspace's pending invitations, oldest first, but none naming a member (by id, or by an
+   * address the directory records for one): accepting it is refused, and it goes when they leave.
+   * One may be left from before ADR 0131, or name an address its member signed in with later.
+   */
+  async forWorkspace(workspaceId: string): Promise<Invitation[]> {
+    const members = await membersByKey(this.users, this.workspaces.get(workspaceId));
+    return this.pending(this.byWorkspace.get(workspaceId)).filter(
+      (invitation) => !members.has(inviteeKey(invitation.invitee)),
+    );
   }
 
   /**
    * The pending invitations a person may answer: those naming their id, and those naming an
    * email the directory records for them alone (a verified one: the directory keeps no
-   * other, and an address two people signed in with names neither).
+   * other, and an address two people signed in with names neither). None to a workspace they
+   * are a member of, for the reason `forWorkspace` gives.
    */
   async forPerson(principalId: string): Promise<Invitation[]> {
     const mine = this.pending(this.byInvitee.get(inviteeKey({ principalId })));
@@ -170,7 +182,52 @@ export class Invitations {
       const byEmail = this.pending(this.byInvitee.get(inviteeKey({ email })));
       if (byEmail.length > 0 && (await ownsEmail(this.users, principalId, email))) mine.push(...byEmail);
     }
-    return mine.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return mine
+      .filter((invitation) => roleIn(this.workspaces.get(invitation.workspaceId), principalId) === undefined)
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  /**
+   * The person accepts one of their invitations (`answer`, `join` adding them), and every other
+   * pending one to the workspace naming them, by id or by their recorded address, goes with it:
+   * left, it let them leave, or be removed, and come back with its role (ADR 0131;
+   * test/integration/invitations-one-person.test.ts). Under the workspace's key, before the
+   * invitation's as `revokeAll` takes them, and held by `leave` too: two acceptances for one
+   * person, or an acceptance and their removal, run one after the other.
+   */
+  async accept<T>(
+    id: string,
+    principalId: string,
+    join: (invitation: Invitation, senderStands: (workspace: Workspace) => void) => Promise<T>,
+  ): Promise<T> {
+    if (!INVITATION_ID.test(id)) throw notFound();
+    // Read only to learn which workspace's key to take; `answer` reads it again under its own.
+    const workspaceId = (await this.records.get(id))?.workspaceId;
+    if (workspaceId === undefined) throw notFound();
+    return this.locks.run(workspaceId, async () => {
+      const joined = await this.answer(id, principalId, join);
+      await this.dropNaming(workspaceId, principalId);
+      return joined;
+    });
+  }
+
+  /** The person declines one of their invitations; any other naming them stays theirs to answer. */
+  async decline(id: string, principalId: string): Promise<void> {
+    await this.answer(id, principalId, async () => undefined);
+  }
+
+  /**
+   * The person stops being a member (removed, or leaving): `remove` takes them out of the
+   * workspace, then every pending invitation to it naming them is revoked (ADR 0131). Under the
+   * workspace's key, as `accept` holds it: an acceptance lands before the removal, and is undone
+   * by it, or after the revocation, and finds its invitation gone; never between the two.
+   */
+  async leave<T>(workspaceId: string, principalId: string, remove: () => Promise<T>): Promise<T> {
+    return this.locks.run(workspaceId, async () => {
+      const removed = await remove();
+      await this.dropNaming(workspaceId, principalId);
+      return removed;
+    });
   }
 
   /**
@@ -182,7 +239,7 @@ export class Invitations {
    * against the workspace as its own write reads it (WorkspaceStore.addMember's `admissible`):
    * the sender's removal landing after the first check still refuses the acceptance.
    */
-  async answer<T>(
+  private async answer<T>(
     id: string,
     principalId: string,
     join: (invitation: Invitation, senderStands: (workspace: Workspace) => void) => Promise<T>,
@@ -246,6 +303,14 @@ export class Invitations {
         this.byInviter.get(principalId),
         (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
       ),
+    );
+  }
+
+  /** Every pending invitation to the workspace naming the person, by id or by their recorded address. */
+  private async dropNaming(workspaceId: string, principalId: string): Promise<void> {
+    const keys = await keysNaming(this.users, principalId);
+    await this.dropAll(this.byWorkspace.get(workspaceId), (invitation) =>
+      keys.has(inviteeKey(invitation.invitee)),
     );
   }
 

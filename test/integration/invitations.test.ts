@@ -337,17 +337,6 @@ describe("the invitee", () => {
     expect(await memberIds(ws)).toContain(testPrincipal("newcomer").id);
   });
 
-  it("accepting while already a member changes nothing and leaves the invitation to decline", async () => {
-    // Two invitations for bob, by id and by address: one makes him a member, the other is left.
-    const again = await invite(rest, "alice", ws, { email: "bob@example.test" }, "admin");
-    await addMember(rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
-    const accepted = await t.rest("bob", "POST", `/v1/invitations/${again.id}/accept`);
-    expect(accepted.status).toBe(409);
-    expect(((await accepted.json()) as { error: { code: string } }).error.code).toBe("member_exists");
-    expect(t.atrium.workspaces.roleOf(ws, testPrincipal("bob").id)).toBe("member");
-    expect((await t.rest("bob", "POST", `/v1/invitations/${again.id}/decline`)).status).toBe(204);
-  });
-
   it("an archived workspace's invitations are gone", async () => {
     const invitation = await invite(rest, "alice", ws, { email: "carol@example.test" });
     expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);

@@ -18,10 +18,10 @@ import { type WorkspaceView, workspaceView } from "../views.ts";
 export function workspaceInvitationRoutes(deps: RouteDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  app.get("/invitations", (c) => {
+  app.get("/invitations", async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
-    return c.json({ invitations: deps.invitations.forWorkspace(admission.workspace.id) });
+    return c.json({ invitations: await deps.invitations.forWorkspace(admission.workspace.id) });
   });
 
   app.post("/invitations", async (c) => {
@@ -107,9 +107,12 @@ export async function invitationsFor(deps: RouteDeps, principalId: string): Prom
   return views;
 }
 
-/** The person's acceptance: only now are they a member. Answers the workspace they joined. */
+/**
+ * The person's acceptance: only now are they a member, and their other invitations to the
+ * workspace are gone (ADR 0131). Answers the workspace they joined.
+ */
 export async function accept(deps: RouteDeps, principalId: string, id: string): Promise<WorkspaceView> {
-  return deps.invitations.answer(id, principalId, async (invitation, senderStands) => {
+  return deps.invitations.accept(id, principalId, async (invitation, senderStands) => {
     const ws = await deps.workspaces.addMember(
       invitation.workspaceId,
       principalId,
@@ -121,7 +124,7 @@ export async function accept(deps: RouteDeps, principalId: string, id: string): 
 }
 
 export async function decline(deps: RouteDeps, principalId: string, id: string): Promise<void> {
-  await deps.invitations.answer(id, principalId, async () => undefined);
+  await deps.invitations.decline(id, principalId);
 }
 
 export function readRole(value: unknown): WorkspaceRole {

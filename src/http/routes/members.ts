@@ -59,10 +59,11 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
 }
 
 /**
- * Removal and leaving: the membership goes, then every grant the person gave an MCP client
- * for this workspace (under any public URL it had), so a refresh token cannot outlive the membership and re-adding
- * them asks for consent again (test/integration/leaving.test.ts), and every invitation they
- * sent to it as its admin (ADR 0069).
+ * Removal and leaving: the membership goes, with every pending invitation to the workspace
+ * naming the person, so they cannot come back by accepting one (ADR 0131); then every grant the
+ * person gave an MCP client for this workspace (under any public URL it had), so a refresh
+ * token cannot outlive the membership and re-adding them asks for consent again
+ * (test/integration/leaving.test.ts), and every invitation they sent to it as its admin (ADR 0069).
  */
 export async function removeMember(
   deps: RouteDeps,
@@ -70,7 +71,9 @@ export async function removeMember(
   workspaceId: string,
   principalId: string,
 ): Promise<void> {
-  await deps.workspaces.removeMember(workspaceId, principalId);
+  await deps.invitations.leave(workspaceId, principalId, () =>
+    deps.workspaces.removeMember(workspaceId, principalId),
+  );
   await grants.revokeWhere({ principalId, workspaceId });
   await deps.invitations.revokeSentBy(principalId, workspaceId);
 }

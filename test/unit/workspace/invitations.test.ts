@@ -1,11 +1,11 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { Forbidden, InvalidInput, NotFound } from "../../../src/errors.ts";
+import { Conflict, Forbidden, InvalidInput, NotFound } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
 import type { UserDirectory } from "../../../src/identity/users.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
-import { readInvitee } from "../../../src/workspace/invitation.ts";
+import { type Invitation, readInvitee } from "../../../src/workspace/invitation.ts";
 import {
   INVITATION_TTL_MS,
   Invitations,
@@ -54,7 +54,7 @@ beforeEach(async () => {
 afterEach(() => cleanup());
 
 const ids = (list: Array<{ id: string }>) => list.map((i) => i.id);
-const take = (id: string, who: Principal) => invitations.answer(id, who.id, async () => "joined");
+const take = (id: string, who: Principal) => invitations.accept(id, who.id, async () => "joined");
 
 describe("Invitations", () => {
   it("is listed for the person it names, by id or by their email, and for its workspace", async () => {
@@ -63,8 +63,8 @@ describe("Invitations", () => {
     const byEmail = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
     expect(ids(await invitations.forPerson(ALICE.id))).toEqual([byId.id, byEmail.id]);
     expect(await invitations.forPerson(BOB.id)).toEqual([]);
-    expect(ids(invitations.forWorkspace(WS))).toEqual([byId.id, byEmail.id]);
-    expect(invitations.forWorkspace(OTHER_WS)).toEqual([]);
+    expect(ids(await invitations.forWorkspace(WS))).toEqual([byId.id, byEmail.id]);
+    expect(await invitations.forWorkspace(OTHER_WS)).toEqual([]);
   });
 
   it("is answered once, only by its invitee; an email invitation only by that address's one owner", async () => {
@@ -72,7 +72,7 @@ describe("Invitations", () => {
     await expect(take(byEmail.id, BOB)).rejects.toBeInstanceOf(NotFound);
     expect(await take(byEmail.id, ALICE)).toBe("joined");
     await expect(take(byEmail.id, ALICE)).rejects.toBeInstanceOf(NotFound);
-    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forWorkspace(WS)).toEqual([]);
     expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
   });
 
@@ -111,7 +111,7 @@ describe("Invitations", () => {
   it("stays pending when joining fails, so the invitee can try again or decline", async () => {
     const invitation = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
     await expect(
-      invitations.answer(invitation.id, ALICE.id, async () => {
+      invitations.accept(invitation.id, ALICE.id, async () => {
         throw new Error("disk full");
       }),
     ).rejects.toThrow("disk full");
@@ -123,7 +123,7 @@ describe("Invitations", () => {
     expect(Date.parse(invitation.expiresAt) - Date.parse(invitation.createdAt)).toBe(INVITATION_TTL_MS);
     clock.advance(INVITATION_TTL_MS);
     expect(await invitations.forPerson(ALICE.id)).toEqual([]);
-    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forWorkspace(WS)).toEqual([]);
     await expect(take(invitation.id, ALICE)).rejects.toBeInstanceOf(NotFound);
     await invitations.load();
     expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
@@ -136,7 +136,7 @@ describe("Invitations", () => {
     await invitations.revoke(WS, revoked.id);
     const restarted = new Invitations(layout, users, memberships, clock);
     await restarted.load();
-    expect(ids(restarted.forWorkspace(WS))).toEqual([kept.id]);
+    expect(ids(await restarted.forWorkspace(WS))).toEqual([kept.id]);
     expect(ids(await restarted.forPerson(ALICE.id))).toEqual([kept.id]);
     expect(await restarted.forPerson(BOB.id)).toEqual([]);
   });
@@ -145,10 +145,10 @@ describe("Invitations", () => {
     const sent = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
     await rm(layout.collectionFile("invitations", sent.id));
     await invitations.load();
-    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forWorkspace(WS)).toEqual([]);
     expect(await invitations.forPerson(ALICE.id)).toEqual([]);
     const again = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
-    expect(ids(invitations.forWorkspace(WS))).toEqual([again.id]);
+    expect(ids(await invitations.forWorkspace(WS))).toEqual([again.id]);
   });
 
   it("housekeeping running beside a revoke or an acceptance never brings the invitation back", async () => {
@@ -156,7 +156,7 @@ describe("Invitations", () => {
       const revoked = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
       const accepted = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
       await Promise.all([invitations.load(), invitations.revoke(WS, revoked.id), take(accepted.id, BOB)]);
-      expect(invitations.forWorkspace(WS)).toEqual([]);
+      expect(await invitations.forWorkspace(WS)).toEqual([]);
     }
   });
 
@@ -177,7 +177,7 @@ describe("Invitations", () => {
     ).then((results) => {
       expect(results.filter((r) => r === "too_many_invitations")).toHaveLength(5);
     });
-    expect(invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE);
+    expect(await invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE);
   });
 
   it("bounds the pending invitations one person has sent, across every workspace", async () => {
@@ -243,7 +243,7 @@ describe("Invitations", () => {
         message: expect.stringMatching(/^You are already a member/),
       });
     }
-    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forWorkspace(WS)).toEqual([]);
     // Not a member of the other workspace: invited as anyone is.
     await invitations.create(OTHER_WS, { principalId: ALICE.id }, "member", ADMIN.id);
   });
@@ -254,7 +254,7 @@ describe("Invitations", () => {
     // The sender is demoted in WS (nothing revoked the invitation): it is gone there, not in OTHER_WS.
     setMembers(WS, { [ADMIN.id]: "member", [BOB.id]: "admin" });
     expect(ids(await invitations.forPerson(ALICE.id))).toEqual([elsewhere.id]);
-    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forWorkspace(WS)).toEqual([]);
     await expect(take(demoted.id, ALICE)).rejects.toBeInstanceOf(NotFound);
     // Answering it deleted it: promoting the sender again does not bring it back.
     setMembers(WS, { [ADMIN.id]: "admin" });
@@ -279,10 +279,10 @@ describe("Invitations", () => {
     const bobs = await invitations.create(WS, { email: "carol@example.test" }, "member", BOB.id);
     const other = await invitations.create(OTHER_WS, { principalId: ALICE.id }, "member", ADMIN.id);
     await invitations.revokeSentBy(ADMIN.id, WS);
-    expect(ids(invitations.forWorkspace(WS))).toEqual([bobs.id]);
-    expect(ids(invitations.forWorkspace(OTHER_WS))).toEqual([other.id]);
+    expect(ids(await invitations.forWorkspace(WS))).toEqual([bobs.id]);
+    expect(ids(await invitations.forWorkspace(OTHER_WS))).toEqual([other.id]);
     await invitations.revokeSentBy(ADMIN.id);
-    expect(invitations.forWorkspace(OTHER_WS)).toEqual([]);
+    expect(await invitations.forWorkspace(OTHER_WS)).toEqual([]);
     expect(await readdir(join(root, "_instance", "invitations"))).toEqual([`${bobs.id}.json`]);
   });
 
@@ -303,7 +303,7 @@ describe("Invitations", () => {
     );
     await users.setDeactivated(ADMIN.id, false);
     // Promoted, re-added and reactivated again: nothing was left behind to come back.
-    expect(invitations.forWorkspace(WS)).toEqual([]);
+    expect(await invitations.forWorkspace(WS)).toEqual([]);
   });
 
   it("one in flight while its sender is demoted is taken back by revokeSentBy, and stays gone on re-promotion", async () => {
@@ -332,13 +332,13 @@ describe("Invitations", () => {
     expect(revoked).toBeDefined();
     await revoked;
     setMembers(WS, { [ADMIN.id]: "admin", [BOB.id]: "admin" });
-    expect(racing.forWorkspace(WS)).toEqual([]);
+    expect(await racing.forWorkspace(WS)).toEqual([]);
     if (!(created instanceof Forbidden)) {
-      await expect(racing.answer(created.id, ALICE.id, async () => "joined")).rejects.toBeInstanceOf(
+      await expect(racing.accept(created.id, ALICE.id, async () => "joined")).rejects.toBeInstanceOf(
         NotFound,
       );
     }
-    await expect(racing.answer(earlier.id, BOB.id, async () => "joined")).rejects.toBeInstanceOf(NotFound);
+    await expect(racing.accept(earlier.id, BOB.id, async () => "joined")).rejects.toBeInstanceOf(NotFound);
     expect(await readdir(join(root, "_instance", "invitations"))).toEqual([]);
   });
 
@@ -355,5 +355,87 @@ describe("Invitations", () => {
     ]) {
       expect(() => readInvitee(body), JSON.stringify(body)).toThrow(InvalidInput);
     }
+  });
+});
+
+describe("one person's invitations to one workspace (ADR 0131)", () => {
+  /** `who` joins as WorkspaceStore.addMember does: refused while they are a member. */
+  const joinAs = (who: Principal) => async (invitation: Invitation) => {
+    const ws = workspaces.get(invitation.workspaceId);
+    if (!ws) throw new Error(`no workspace ${invitation.workspaceId}`);
+    if (ws.members.some((m) => m.principalId === who.id)) throw new Conflict("member_exists", "a member");
+    const member = { principalId: who.id, role: invitation.role, addedAt: "" };
+    workspaces.set(ws.id, { ...ws, members: [...ws.members, member] });
+    return invitation.role;
+  };
+  const removeFrom = (workspaceId: string, who: Principal) => {
+    const ws = workspaces.get(workspaceId);
+    if (!ws) throw new Error(`no workspace ${workspaceId}`);
+    workspaces.set(ws.id, { ...ws, members: ws.members.filter((m) => m.principalId !== who.id) });
+  };
+  const onDisk = async () => (await readdir(join(root, "_instance", "invitations"))).sort();
+
+  it("accepting one drops every other naming them there, by id and by their address, and nobody else's", async () => {
+    const asMember = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    await invitations.create(WS, readInvitee({ email: "ALICE@example.test" }), "admin", ADMIN.id);
+    const bobs = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    const elsewhere = await invitations.create(OTHER_WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    expect(await invitations.accept(asMember.id, ALICE.id, joinAs(ALICE))).toBe("member");
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([elsewhere.id]);
+    expect(ids(await invitations.forWorkspace(WS))).toEqual([bobs.id]);
+    expect(await onDisk()).toEqual([`${bobs.id}.json`, `${elsewhere.id}.json`].sort());
+  });
+
+  it("declining one leaves the other theirs to answer", async () => {
+    const asMember = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    const asAdmin = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    await invitations.decline(asMember.id, ALICE.id);
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([asAdmin.id]);
+    expect(await invitations.accept(asAdmin.id, ALICE.id, joinAs(ALICE))).toBe("admin");
+  });
+
+  it("two acceptances at once: one joins, the other finds its invitation gone", async () => {
+    const both = [
+      await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id),
+      await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id),
+    ];
+    const answers = await Promise.allSettled(
+      both.map((invitation) => invitations.accept(invitation.id, ALICE.id, joinAs(ALICE))),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect(answers.find((a) => a.status === "rejected")?.reason).toBeInstanceOf(NotFound);
+    expect(await onDisk()).toEqual([]);
+  });
+
+  it("one naming a member is listed nowhere, and leaving revokes it and every other naming them", async () => {
+    // Sent before they were a member, and left pending by an acceptance before this fix.
+    const byId = await invitations.create(WS, { principalId: ALICE.id }, "admin", ADMIN.id);
+    await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    const bobs = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    const elsewhere = await invitations.create(OTHER_WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([elsewhere.id]);
+    expect(ids(await invitations.forWorkspace(WS))).toEqual([bobs.id]);
+    await expect(invitations.accept(byId.id, ALICE.id, joinAs(ALICE))).rejects.toBeInstanceOf(Conflict);
+
+    expect(await invitations.leave(WS, ALICE.id, async () => removeFrom(WS, ALICE))).toBeUndefined();
+    expect(ids(await invitations.forPerson(ALICE.id))).toEqual([elsewhere.id]);
+    await expect(invitations.accept(byId.id, ALICE.id, joinAs(ALICE))).rejects.toBeInstanceOf(NotFound);
+    expect(await onDisk()).toEqual([`${bobs.id}.json`, `${elsewhere.id}.json`].sort());
+  });
+
+  it("an acceptance sent as they are removed lands before the removal or after the revocation, never between", async () => {
+    const leftover = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
+    let accepted: Promise<unknown> | undefined;
+    await invitations.leave(WS, ALICE.id, async () => {
+      removeFrom(WS, ALICE);
+      // Out of the workspace, her invitations not yet revoked: the acceptance is given time to
+      // run here, and must wait for the revocation instead.
+      accepted = invitations.accept(leftover.id, ALICE.id, joinAs(ALICE)).catch((error) => error);
+      await Promise.race([accepted, new Promise((resolve) => setTimeout(resolve, 50))]);
+    });
+    expect(await accepted).toBeInstanceOf(NotFound);
+    expect(workspaces.get(WS)?.members.map((m) => m.principalId)).toEqual([ADMIN.id]);
   });
 });

@@ -1,0 +1,116 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { IdentityProvider } from "../../src/identity/provider.ts";
+import { createTestProvider, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { invite } from "../helpers/members.ts";
+
+// One person may hold an invitation by principal id and one by email to the same workspace:
+// telling them apart when they are sent would take the directory lookup ADR 0027 rules out.
+// Before ADR 0131, accepting one left the other pending, so a member who left or was removed
+// could accept it and come back, with its role (review).
+
+/** The address each person's credential states instead of `<name>@example.test`, as a test sets it. */
+const statedEmails = new Map<string, string>();
+
+/** The test provider, except that a person's credential states the address `statedEmails` gives. */
+function providerWithEmails(): IdentityProvider {
+  const test = createTestProvider();
+  return {
+    name: test.name,
+    async authenticate(request, surface) {
+      const principal = await test.authenticate(request, surface);
+      const email = principal && statedEmails.get(principal.displayName);
+      return principal && email ? { ...principal, email } : principal;
+    },
+  };
+}
+
+let t: TestAtrium;
+let ws: string;
+let rest: TestAtrium["rest"];
+const pat = testPrincipal("pat");
+
+beforeAll(async () => {
+  t = await startTestAtrium({ identityProvider: providerWithEmails() });
+  rest = t.rest.bind(t);
+});
+
+afterAll(async () => {
+  await t?.stop();
+});
+
+beforeEach(async () => {
+  statedEmails.clear();
+  // Each test starts with pat holding no invitation from an earlier one.
+  for (const { id } of await pendingFor("pat")) await t.rest("pat", "POST", `/v1/invitations/${id}/decline`);
+  const created = await t.rest("alice", "POST", "/v1/workspaces", { name: "Alice's project" });
+  ws = ((await created.json()) as { id: string }).id;
+});
+
+async function pendingFor(name: string): Promise<Array<{ id: string }>> {
+  const response = await t.rest(name, "GET", "/v1/invitations");
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { invitations: Array<{ id: string }> }).invitations;
+}
+
+async function pendingIn(workspaceId: string): Promise<Array<{ id: string }>> {
+  const response = await t.rest("alice", "GET", `/v1/workspaces/${workspaceId}/invitations`);
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { invitations: Array<{ id: string }> }).invitations;
+}
+
+const accept = async (name: string, id: string) =>
+  (await t.rest(name, "POST", `/v1/invitations/${id}/accept`)).status;
+const leave = async (by: string, who: string) =>
+  (await t.rest(by, "DELETE", `/v1/workspaces/${ws}/members/${who}`)).status;
+
+describe("a person's invitations to a workspace they join", () => {
+  it("accepting one takes back the other, so a removed member cannot come back with it", async () => {
+    const asAdmin = await invite(rest, "alice", ws, { email: "pat@example.test" }, "admin");
+    const asMember = await invite(rest, "alice", ws, { principalId: pat.id }, "member");
+    expect((await pendingFor("pat")).map((i) => i.id)).toEqual([asAdmin.id, asMember.id]);
+    expect(await accept("pat", asMember.id)).toBe(200);
+    expect(await pendingFor("pat")).toEqual([]);
+    expect(await pendingIn(ws)).toEqual([]);
+
+    expect(await leave("alice", pat.id)).toBe(204);
+    expect(await accept("pat", asAdmin.id)).toBe(404);
+    expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBeUndefined();
+  });
+
+  it("a member who leaves cannot come back with a higher role another invitation offered", async () => {
+    const asAdmin = await invite(rest, "alice", ws, { principalId: pat.id }, "admin");
+    const asMember = await invite(rest, "alice", ws, { email: "PAT@example.test" }, "member");
+    expect(await accept("pat", asMember.id)).toBe(200);
+    expect(await leave("pat", pat.id)).toBe(204);
+    expect(await accept("pat", asAdmin.id)).toBe(404);
+    expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBeUndefined();
+    expect(await pendingFor("pat")).toEqual([]);
+  });
+
+  it("declining one leaves the other to answer", async () => {
+    const asAdmin = await invite(rest, "alice", ws, { email: "pat@example.test" }, "admin");
+    const asMember = await invite(rest, "alice", ws, { principalId: pat.id }, "member");
+    expect((await t.rest("pat", "POST", `/v1/invitations/${asMember.id}/decline`)).status).toBe(204);
+    expect((await pendingFor("pat")).map((i) => i.id)).toEqual([asAdmin.id]);
+    expect(await accept("pat", asAdmin.id)).toBe(200);
+    expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBe("admin");
+  });
+
+  it("one to an address a member signs in with later is listed nowhere and goes when they leave", async () => {
+    const asMember = await invite(rest, "alice", ws, { principalId: pat.id }, "member");
+    expect(await accept("pat", asMember.id)).toBe(200);
+    // Nobody has signed in with the address yet, so nothing refuses the invitation to it.
+    const asAdmin = await invite(rest, "alice", ws, { email: "pat.work@example.test" }, "admin");
+    statedEmails.set("pat", "pat.work@example.test");
+    expect((await t.rest("pat", "GET", "/v1/workspaces")).status).toBe(200);
+    expect(await pendingFor("pat")).toEqual([]);
+    expect(await pendingIn(ws)).toEqual([]);
+    const whileMember = await t.rest("pat", "POST", `/v1/invitations/${asAdmin.id}/accept`);
+    expect(whileMember.status).toBe(409);
+    expect(((await whileMember.json()) as { error: { code: string } }).error.code).toBe("member_exists");
+
+    expect(await leave("alice", pat.id)).toBe(204);
+    expect(await accept("pat", asAdmin.id)).toBe(404);
+    expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBeUndefined();
+  });
+});
