@@ -78,6 +78,7 @@ const probeApp: PlatformApp = {
 const APPS = [...PLATFORM_APPS, probeApp];
 const alice = testPrincipal("alice").id;
 const bob = testPrincipal("bob").id;
+const carl = testPrincipal("carl").id;
 
 async function startAt(startMs: number): Promise<{ instance: TestAtrium; time: FakeTime; ws: string }> {
   const time = new FakeTime(startMs);
@@ -799,6 +800,115 @@ describe("owners and the wall", () => {
       inputSchema: { type: "object" },
     });
     expect(owners.status).toBe(200);
+  });
+
+  it("an admin may only stop a departed owner's private task: sharing, rescheduling or changing it, and its runs, are refused", async () => {
+    // The reviewer's scenario: bob's private task read his private file; once he was deactivated,
+    // alice (an admin) shared it, carl read the file's text in its runs, and once bob was back
+    // carl ran it as bob. An admin sees such a task only so that it can be stopped.
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws } = started;
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+    await addMember(instance.rest, "alice", ws, "carl", { principalId: carl });
+    const uploaded = await instance.rest(
+      "bob",
+      "POST",
+      `/v1/workspaces/${ws}/files?name=secret.txt`,
+      "BOB-SECRET-42",
+      {
+        "content-type": "text/plain",
+      },
+    );
+    expect(uploaded.status).toBe(201);
+    const secret = ((await uploaded.json()) as { id: string }).id;
+    const task = await createTask(instance, "bob", ws, {
+      name: "read my note",
+      action: { tool: "files__read", arguments: { id: secret } },
+    });
+    const run = await ended(instance, "bob", ws, await startRun(instance, "bob", ws, task.id));
+    expect(JSON.stringify(run.result)).toContain("BOB-SECRET-42");
+    const deactivated = await instance.rest("orgadmin-olga", "POST", `/v1/users/${bob}/deactivate`);
+    expect(deactivated.status).toBe(200);
+
+    expect((await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).status).toBe(200);
+    for (const body of [
+      { visibility: "shared" },
+      { trigger: { everySeconds: 3600 } },
+      { name: "renamed" },
+      { description: "mine now" },
+      { limits: { timeoutSeconds: 10 } },
+      { outputSchema: { type: "object" } },
+      { action: { tool: "files__list", arguments: {} } },
+      { inputSchema: { type: "object" } },
+      { trigger: null, visibility: "shared" },
+    ]) {
+      const refused = await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), body);
+      expect(refused.status, JSON.stringify(body)).toBe(403);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toContain(
+        'A workspace admin may only stop it: delete it (which cancels its runs in flight), or remove its trigger with {"trigger": null}.',
+      );
+    }
+    const client = await instance.mcpClient("alice", ws);
+    const viaMcp = await client.callTool({
+      name: "tasks__update",
+      arguments: { id: task.id, visibility: "shared" },
+    });
+    expect(viaMcp.isError).toBe(true);
+    // Its runs hold what it read as bob: not alice's to read, nor to start (it would act as bob).
+    for (const [method, suffix] of [
+      ["GET", "/runs"],
+      ["GET", `/runs/${run.id}`],
+      ["POST", "/runs"],
+      ["POST", `/runs/${run.id}/cancel`],
+    ] as const) {
+      const refused = await instance.rest(
+        "alice",
+        method,
+        tasksPath(ws, `/${task.id}${suffix}`),
+        method === "POST" ? {} : undefined,
+      );
+      expect(refused.status, `${method} ${suffix}`).toBe(403);
+      expect(await refused.text()).not.toContain("BOB-SECRET-42");
+    }
+    const runViaMcp = await client.callTool({ name: "tasks__get_run", arguments: { id: run.id } });
+    expect(runViaMcp.isError).toBe(true);
+    expect(JSON.stringify(runViaMcp)).not.toContain("BOB-SECRET-42");
+    expect((await instance.rest("carl", "GET", tasksPath(ws, `/${task.id}/runs`))).status).toBe(404);
+
+    // Back, bob finds his task as he left it, his alone again.
+    expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${bob}/reactivate`)).status).toBe(200);
+    expect((await instance.rest("carl", "POST", tasksPath(ws, `/${task.id}/runs`), {})).status).toBe(404);
+    expect((await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).status).toBe(404);
+    expect(await (await instance.rest("bob", "GET", tasksPath(ws, `/${task.id}`))).json()).toEqual(task);
+    expect(await runsOf(instance, "bob", ws, task.id)).toHaveLength(1);
+  });
+
+  it("an admin stops a departed owner's private task by removing its trigger: it no longer fires once the owner is back", async () => {
+    const started = await startAt(Date.UTC(2026, 0, 1));
+    instance = started.instance;
+    const { ws, time } = started;
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: bob });
+    const task = await createTask(instance, "bob", ws, {
+      name: "hourly",
+      action: echo(),
+      trigger: { everySeconds: 3600 },
+    });
+    expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${bob}/deactivate`)).status).toBe(200);
+    // A schedule of alice's choosing would fire as bob once he is back.
+    const moved = await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), {
+      trigger: { everySeconds: 7200 },
+    });
+    expect(moved.status).toBe(403);
+    const stopped = await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), { trigger: null });
+    expect(stopped.status).toBe(200);
+    expect(((await stopped.json()) as Task).trigger).toBeUndefined();
+    expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${bob}/reactivate`)).status).toBe(200);
+    const calls = probe.calls.filter((call) => call.principalId === bob).length;
+    await time.advance(3 * HOUR_MS);
+    await settle();
+    expect(await runsOf(instance, "bob", ws, task.id)).toEqual([]);
+    expect(probe.calls.filter((call) => call.principalId === bob)).toHaveLength(calls);
   });
 
   it("a task calling a tool its credential's scopes do not cover is refused as that credential's call would be", async () => {

@@ -106,7 +106,8 @@ export function createTasksTools(tasks: Tasks): AppTools {
     {
       description:
         "Change a task: give only the fields to change. null removes the trigger or a schema. " +
-        "The owner and workspace admins change a shared task; only the owner changes its action and inputSchema.",
+        "The owner and workspace admins change a shared task; only the owner changes its action and inputSchema. " +
+        "Of a private task whose owner has left, an admin may only remove the trigger (null) or delete it.",
       inputSchema: platformInput({
         id: taskId,
         ...definition,

@@ -32,13 +32,24 @@ export interface RunPage {
 // every other member (test/integration/tasks.test.ts "a private task is invisible").
 const noTask = () =>
   new NotFound("task_not_found", "No task with that id in this workspace that you can see.");
+const notChangeable = () =>
+  new Forbidden("Only the task's owner or a workspace admin changes a shared task.");
 const noRun = () => new NotFound("run_not_found", "No run with that id in this workspace that you can see.");
+/**
+ * What a workspace admin is refused of a private task whose owner is no longer an active member:
+ * they see it only so that it can be stopped, and everything else stays the owner's (ADR 0130).
+ */
+const onlyStop = (refused: string) =>
+  new Forbidden(
+    `This private task's owner is no longer an active member; ${refused} is theirs alone. A workspace admin may only stop it: delete it (which cancels its runs in flight), or remove its trigger with {"trigger": null}.`,
+  );
 
 /**
  * The tasks of a workspace as one member sees and changes them; the tools and the REST routes
  * both call this, so the two cannot disagree. A task is its owner's alone unless shared: then
  * every member sees and runs it, and only its owner and workspace admins change it. Its action
- * and input schema are changed by its owner alone, since every run acts as the owner.
+ * and input schema are changed by its owner alone, since every run acts as the owner. A private
+ * task whose owner is no longer an active member is shown to admins only so they can stop it.
  */
 export class Tasks {
   constructor(
@@ -73,22 +84,18 @@ export class Tasks {
   }
 
   async update(asker: Definer, id: unknown, body: Record<string, unknown>): Promise<Task> {
-    const task = await this.changeable(asker, id);
-    // The input schema says what a run may merge over the action's arguments, so it chooses what
-    // the owner's action receives as much as the action does: an admin who loosened it could have
-    // a shared task read the owner's private files (ADR 0086; tasks.test.ts "only its owner").
-    const ownersOnly = OWNERS_FIELDS.filter((field) => body[field] !== undefined);
-    if (ownersOnly.length > 0 && asker.principalId !== task.ownerId) {
-      throw new Forbidden(
-        `Only the task's owner changes its ${ownersOnly.join(" or ")}: every run acts as the owner, with its input merged over the action's arguments. An admin may change its other fields or delete it.`,
-      );
-    }
-    // Checked once here so a bad change writes nothing, and again on the reread record.
+    const task = await this.get(asker, id);
+    // Checked once here so a bad change writes nothing, and again on the reread record: who may
+    // change what is decided by the task as it is written over (its owner may be back by then).
+    this.checkChange(task, asker, body);
     redefineTask(task, body, asker, this.settings, this.now());
     // Armed as each write commits, so of two updates at once the job follows the later.
     const next = await this.store.update(
       task,
-      (current) => redefineTask(current, body, asker, this.settings, this.now()),
+      (current) => {
+        this.checkChange(current, asker, body);
+        return redefineTask(current, body, asker, this.settings, this.now());
+      },
       (written) => {
         if ("trigger" in body) this.schedules.arm(written);
       },
@@ -115,6 +122,8 @@ export class Tasks {
   /** Starts a run; `replayed` when an idempotency key had already started it. */
   async run(asker: Definer, id: unknown, request: RunRequest): Promise<{ run: Run; replayed: boolean }> {
     const task = await this.get(asker, id);
+    // A run acts as the owner: one an admin started would, the moment the owner is back.
+    if (this.heldForDepartedOwner(task, asker)) throw onlyStop("starting its runs");
     const input = request.input ?? undefined;
     if (input !== undefined && !isObject(input)) throw new InvalidInput('"input" is a JSON object.');
     const retried = request.retryOf === undefined ? undefined : await this.getRun(asker, request.retryOf);
@@ -161,6 +170,7 @@ export class Tasks {
     page: { cursor?: string | undefined; limit?: number | undefined },
   ): Promise<RunPage> {
     const task = await this.get(asker, id);
+    if (this.heldForDepartedOwner(task, asker)) throw onlyStop("reading its runs");
     const ids = await this.store.runIds(task);
     let from = 0;
     if (page.cursor !== undefined) {
@@ -182,6 +192,9 @@ export class Tasks {
     const run = isRunId(runId) ? await this.readRun(asker.workspaceId, runId) : undefined;
     const task = run && (await this.store.taskIn(run.workspaceId, run.taskId));
     if (!run || !task || !this.canSee(task, asker)) throw noRun();
+    // A run holds what the task read and was given as its owner (their files, their `my_`
+    // sources), which no admin reads (tasks.test.ts "an admin may only stop").
+    if (this.heldForDepartedOwner(task, asker)) throw onlyStop("reading its runs");
     return this.results.shown(run);
   }
 
@@ -239,10 +252,33 @@ export class Tasks {
 
   private async changeable(asker: Definer, id: unknown): Promise<Task> {
     const task = await this.get(asker, id);
-    if (!this.mayChange(task, asker)) {
-      throw new Forbidden("Only the task's owner or a workspace admin changes a shared task.");
-    }
+    if (!this.mayChange(task, asker)) throw notChangeable();
     return task;
+  }
+
+  /** Throws unless `asker` may make this change of `task` as it is. */
+  private checkChange(task: Task, asker: Definer, body: Record<string, unknown>): void {
+    if (!this.canSee(task, asker)) throw noTask();
+    if (!this.mayChange(task, asker)) throw notChangeable();
+    if (asker.principalId === task.ownerId) return;
+    const given = Object.keys(body).filter((field) => body[field] !== undefined);
+    if (this.heldForDepartedOwner(task, asker)) {
+      // Removing the trigger is all that stopping it takes short of a delete. A new trigger would
+      // fire as the owner on the admin's schedule once they are back, and sharing it would show its
+      // runs, and let every member start them, as the owner (tasks.test.ts "an admin may only stop").
+      const refused = given.filter((field) => !(field === "trigger" && body.trigger === null));
+      if (refused.length > 0) throw onlyStop(`changing its ${refused.join(", ")}`);
+      return;
+    }
+    // The input schema says what a run may merge over the action's arguments, so it chooses what
+    // the owner's action receives as much as the action does: an admin who loosened it could have
+    // a shared task read the owner's private files (ADR 0086; tasks.test.ts "only its owner").
+    const ownersOnly = OWNERS_FIELDS.filter((field) => given.includes(field));
+    if (ownersOnly.length > 0) {
+      throw new Forbidden(
+        `Only the task's owner changes its ${ownersOnly.join(" or ")}: every run acts as the owner, with its input merged over the action's arguments. An admin may change its other fields or delete it.`,
+      );
+    }
   }
 
   private mayChange(task: Task, asker: Definer): boolean {
@@ -255,7 +291,8 @@ export class Tasks {
   /**
    * Its owner's own and every shared task; to a workspace admin also the private tasks of an owner
    * who is no longer an active member here (removed or deactivated), so that their schedules can
-   * be stopped: nobody else could ever reach them, and the inbox tells admins to act.
+   * be stopped: nobody else could ever reach them, and the inbox tells admins to act. Stopping them
+   * is all an admin may do (heldForDepartedOwner).
    */
   private canSee(task: Task, asker: Definer): boolean {
     if (task.ownerId === asker.principalId || task.visibility === "shared") return true;
@@ -263,6 +300,14 @@ export class Tasks {
       this.workspaces.roleOf(task.workspaceId, task.ownerId) !== undefined &&
       !this.users.isDeactivated(task.ownerId);
     return !ownerActive && this.workspaces.roleOf(asker.workspaceId, asker.principalId) === "admin";
+  }
+
+  /**
+   * A private task seen by someone else: only a workspace admin, and only while its owner is not
+   * an active member (canSee). They may stop it, nothing more (ADR 0130).
+   */
+  private heldForDepartedOwner(task: Task, asker: Definer): boolean {
+    return task.visibility === "private" && task.ownerId !== asker.principalId;
   }
 
   private now(): string {

@@ -1,0 +1,101 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
+import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
+import type { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
+import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
+import { TaskStore } from "../../../../src/platform/tasks/store.ts";
+import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
+import { FakeTime, settle } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// Who may change a task is decided again on the record an update writes over, under the task's
+// lock: the check before it is only there so a refused change waits for nothing.
+
+const owner = `usr_${"b".repeat(24)}`;
+const admin = `usr_${"a".repeat(24)}`;
+
+let t: TempRoot;
+let time: FakeTime;
+let store: TaskStore;
+/** Whether the task's owner is deactivated now; a test flips it. */
+let ownerDeactivated: boolean;
+
+beforeEach(async () => {
+  t = await openTempRoot("tasks-access", admin);
+  time = new FakeTime();
+  ownerDeactivated = false;
+  store = new TaskStore(t.layout.partition("tasks"), t.layout, {
+    clock: time.clock,
+    idempotencyWindowMs: 3_600_000,
+    results: { discard: async () => true },
+  });
+});
+
+afterEach(async () => {
+  await store.close();
+  await t.remove();
+});
+
+function tasks(): Tasks {
+  return new Tasks(
+    store,
+    {} as TaskRunner,
+    { shown: async (run) => run },
+    { arm: () => true } as unknown as TaskSchedules,
+    { roleOf: (_ws, principalId) => (principalId === admin ? "admin" : "member") },
+    { isDeactivated: (principalId) => principalId === owner && ownerDeactivated },
+    TASK_DEFAULTS,
+    time.clock,
+  );
+}
+
+async function ownersTask(): Promise<Task> {
+  const now = new Date(time.clock()).toISOString();
+  return store.create({
+    id: newTaskId(),
+    workspaceId: t.ws,
+    ownerId: owner,
+    name: "hourly",
+    description: "",
+    action: { tool: "probe__echo", arguments: {} },
+    limits: { timeoutSeconds: 60, maxConcurrentRuns: 1 },
+    trigger: { everySeconds: 3600 },
+    lastScheduledAt: now,
+    visibility: "private",
+    createdAt: now,
+    updatedAt: now,
+  });
+}
+
+/** Holds the task's lock, once it has it, until `release`: an update queued meanwhile waits for it. */
+async function holdLock(task: Task): Promise<{ release: () => Promise<void> }> {
+  let held = () => {};
+  const holding = new Promise<void>((resolve) => (held = resolve));
+  let release = () => {};
+  const done = store.whileExists(task, () => {
+    held();
+    return new Promise<void>((resolve) => (release = resolve));
+  });
+  await holding;
+  return {
+    release: async () => {
+      release();
+      await done;
+    },
+  };
+}
+
+describe("an admin's change of a departed owner's private task", () => {
+  it("is refused when the owner is back before it is written: the task is theirs alone again", async () => {
+    const task = await ownersTask();
+    ownerDeactivated = true;
+    const lock = await holdLock(task);
+    const stopping = tasks().update({ workspaceId: t.ws, principalId: admin }, task.id, { trigger: null });
+    const refused = expect(stopping).rejects.toMatchObject({ code: "task_not_found" });
+    await settle();
+    ownerDeactivated = false;
+    await lock.release();
+    await refused;
+    expect(await store.taskIn(t.ws, task.id)).toEqual(task);
+  });
+});
