@@ -620,6 +620,49 @@ describe("runs", () => {
     expect(elsewhere.status).toBe(404);
   });
 
+  it("a run's end is announced to whom its task shows when the run ends: made private mid-run, to its owner alone", async () => {
+    // The reviewer's note: the end was announced from the task as the run began, so a shared task
+    // made private while it ran told every member how its run ended, error text and all.
+    const task = await createTask(instance, "alice", ws, {
+      name: "shared, then private",
+      action: { tool: "probe__hang", arguments: {} },
+      visibility: "shared",
+    });
+    const alices = new SseReader(await instance.rest("alice", "GET", `/v1/workspaces/${ws}/events`));
+    const bobs = new SseReader(await instance.rest("bob", "GET", `/v1/workspaces/${ws}/events`));
+    await Promise.all([alices.next(), bobs.next()]);
+    const hanging = probe.hanging;
+    const run = await startRun(instance, "alice", ws, task.id);
+    await vi.waitFor(() => expect(probe.hanging).toBe(hanging + 1));
+    expect(await bobs.nextEvent()).toMatchObject({
+      event: "task.run.started",
+      data: { run: { id: run.id } },
+    });
+    const hidden = await instance.rest("alice", "PATCH", tasksPath(ws, `/${task.id}`), {
+      visibility: "private",
+    });
+    expect(hidden.status).toBe(200);
+    const cancel = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs/${run.id}/cancel`));
+    expect(cancel.status).toBe(200);
+    const seen: SseFrame[] = [];
+    for (let i = 0; i < 2; i++) seen.push((await alices.nextEvent()) ?? {});
+    expect(seen.map((frame) => frame.event)).toEqual(["task.run.started", "task.run.finished"]);
+    expect(seen[1]?.data).toMatchObject({ run: { id: run.id, execution: "cancelled" } });
+    // Bob's next event is one for everyone, not the private task's end.
+    const other = await createTask(instance, "alice", ws, {
+      name: "still shared",
+      action: echo(),
+      visibility: "shared",
+    });
+    const next = await startRun(instance, "alice", ws, other.id);
+    expect(await bobs.nextEvent()).toMatchObject({
+      event: "task.run.started",
+      data: { run: { id: next.id } },
+    });
+    await ended(instance, "alice", ws, next);
+    await Promise.all([alices.close(), bobs.close()]);
+  });
+
   it("refuses a bad definition whole, writing nothing", async () => {
     const before = (await (await instance.rest("alice", "GET", tasksPath(ws))).json()) as { tasks: Task[] };
     for (const body of [

@@ -310,7 +310,7 @@ export class TaskRunner {
         flight.unwritten = unwritten;
         flight.endKnown();
       });
-      if (ended) this.announce("task.run.finished", task, ended);
+      if (ended) this.announce("task.run.finished", await this.asItIsNow(task), ended);
       await this.pruneRuns(task);
     } catch (error) {
       this.deps.log.error({ err: error, runId: run.id, taskId: task.id }, "task runs could not be pruned");
@@ -356,6 +356,16 @@ export class TaskRunner {
     if (flight.reason) return;
     flight.reason = reason;
     flight.controller.abort(new Error(`task run ${reason}`));
+  }
+
+  /**
+   * The task as it is when its run ends, whom the end is announced to: one made private while the
+   * run went tells its owner alone, not every member as its start did (tasks.test.ts "a run's end
+   * is announced"); one deleted meanwhile, its owner alone too (runner.test.ts "deleted").
+   */
+  private async asItIsNow(task: Task): Promise<Task> {
+    const current = await this.deps.store.taskIn(task.workspaceId, task.id);
+    return current ?? { ...task, visibility: "private" };
   }
 
   private announce(type: "task.run.started" | "task.run.finished", task: Task, run: Run): void {

@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import type { AuditAppender } from "../../../../src/platform/connections/call-audit.ts";
 import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
@@ -31,6 +32,8 @@ let t: TempRoot;
 let time: FakeTime;
 let store: TaskStore;
 let contexts: CallContext[];
+/** What the latest runner announced. */
+let published: AtriumEvent[];
 /** What the latest runner logged. */
 let logged: Record<string, unknown>[];
 
@@ -69,13 +72,14 @@ function runner(): TaskRunner {
 function runnerDeps(over: TaskStore): RunnerDeps {
   const { log, lines } = memoryLog();
   logged = lines;
+  published = [];
   return {
     store: over,
     dispatch,
     results: { keep: async (_run, result) => ({ result }) },
     workspaces: { roleOf: () => "member" },
     users: { isDeactivated: () => false },
-    events: { publish: () => undefined },
+    events: { publish: (event) => published.push(event) },
     clock: time.clock,
     timers: time.timers,
     settings: TASK_DEFAULTS,
@@ -383,5 +387,32 @@ describe("a result that cannot be kept", () => {
     expect(logged).toContainEqual(
       expect.objectContaining({ msg: "task run's result could not be kept", runId: run.id }),
     );
+  });
+});
+
+describe("a run's end", () => {
+  it("is announced to the task's owner alone when the task was deleted while it ran, shared as it was", async () => {
+    const tasks = runner();
+    answer = (_name, _args, context) =>
+      new Promise((_resolve, reject) =>
+        context.signal?.addEventListener("abort", () => reject(context.signal?.reason)),
+      );
+    const task = (await store.update(await taskWithTimeout(60), (current) => ({
+      ...current,
+      visibility: "shared",
+    }))) as Task;
+    const run = await start(tasks, task);
+    await settle();
+    await store.delete(task, async (runIds) => {
+      for (const runId of runIds) if (tasks.cancel(runId)) await tasks.settled(runId);
+    });
+    const [started, finished] = published.filter((event) => "run" in event && event.run.id === run.id);
+    expect(started).toMatchObject({ type: "task.run.started" });
+    expect(started).not.toHaveProperty("ownerId");
+    expect(finished).toMatchObject({
+      type: "task.run.finished",
+      ownerId: owner,
+      run: { execution: "cancelled" },
+    });
   });
 });
