@@ -122,25 +122,27 @@ export class Tasks {
   /** Starts a run; `replayed` when an idempotency key had already started it. */
   async run(asker: Definer, id: unknown, request: RunRequest): Promise<{ run: Run; replayed: boolean }> {
     const task = await this.get(asker, id);
-    // A run acts as the owner: one an admin started would, the moment the owner is back.
-    if (this.heldForDepartedOwner(task, asker)) throw onlyStop("starting its runs");
+    this.checkStart(task, asker);
     const input = request.input ?? undefined;
     if (input !== undefined && !isObject(input)) throw new InvalidInput('"input" is a JSON object.');
     const retried = request.retryOf === undefined ? undefined : await this.getRun(asker, request.retryOf);
     if (retried && retried.taskId !== task.id)
       throw new InvalidInput('"retryOf" names a run of another task.');
     const runInput = input ?? retried?.input ?? {};
-    // Started from the task as it is when the run is recorded, and never once a delete began.
+    // Started from the task as it is when the run is recorded, and never once a delete began; by
+    // someone who may start it then: a task made private meanwhile is its owner's alone
+    // (test/unit/platform/tasks/tasks.test.ts "a member's run of a shared task").
     const start = async (idempotency?: Run["idempotency"]) => {
-      const run = await this.store.whileExists(task, (current) =>
-        this.runner.start(current, {
+      const run = await this.store.whileExists(task, async (current) => {
+        this.checkStart(current, asker);
+        return this.runner.start(current, {
           trigger: retried ? "retry" : "manual",
           startedBy: asker.principalId,
           input: runInput,
           ...(retried ? { retryOf: retried.id } : {}),
           ...(idempotency ? { idempotency } : {}),
-        }),
-      );
+        });
+      });
       if (!run) throw noTask();
       return run;
     };
@@ -254,6 +256,13 @@ export class Tasks {
     const task = await this.get(asker, id);
     if (!this.mayChange(task, asker)) throw notChangeable();
     return task;
+  }
+
+  /** Throws unless `asker` may start a run of `task` as it is. */
+  private checkStart(task: Task, asker: Definer): void {
+    if (!this.canSee(task, asker)) throw noTask();
+    // A run acts as the owner: one an admin started would, the moment the owner is back.
+    if (this.heldForDepartedOwner(task, asker)) throw onlyStop("starting its runs");
   }
 
   /** Throws unless `asker` may make this change of `task` as it is. */

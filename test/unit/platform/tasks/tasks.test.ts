@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
 import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
 import type { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
@@ -8,11 +8,13 @@ import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
-// Who may change a task is decided again on the record an update writes over, under the task's
-// lock: the check before it is only there so a refused change waits for nothing.
+// Who may change a task, or start a run of it, is decided again on the task as it is under the
+// task's lock, where the change is written or the run recorded: the check before it is only there
+// so a refused request waits for nothing.
 
 const owner = `usr_${"b".repeat(24)}`;
 const admin = `usr_${"a".repeat(24)}`;
+const member = `usr_${"c".repeat(24)}`;
 
 let t: TempRoot;
 let time: FakeTime;
@@ -36,10 +38,10 @@ afterEach(async () => {
   await t.remove();
 });
 
-function tasks(): Tasks {
+function tasks(runner = {} as TaskRunner): Tasks {
   return new Tasks(
     store,
-    {} as TaskRunner,
+    runner,
     { shown: async (run) => run },
     { arm: () => true } as unknown as TaskSchedules,
     { roleOf: (_ws, principalId) => (principalId === admin ? "admin" : "member") },
@@ -97,5 +99,28 @@ describe("an admin's change of a departed owner's private task", () => {
     await lock.release();
     await refused;
     expect(await store.taskIn(t.ws, task.id)).toEqual(task);
+  });
+});
+
+describe("a member's run of a shared task", () => {
+  it("is refused when its owner makes it private before the run is recorded: it is theirs alone", async () => {
+    const task = (await store.update(await ownersTask(), (current) => ({
+      ...current,
+      visibility: "shared",
+    }))) as Task;
+    const start = vi.fn();
+    const access = tasks({ start } as unknown as TaskRunner);
+    const lock = await holdLock(task);
+    const hiding = access.update({ workspaceId: t.ws, principalId: owner }, task.id, {
+      visibility: "private",
+    });
+    await settle();
+    const starting = access.run({ workspaceId: t.ws, principalId: member }, task.id, {});
+    const refused = expect(starting).rejects.toMatchObject({ code: "task_not_found" });
+    await settle();
+    await lock.release();
+    expect(await hiding).toMatchObject({ visibility: "private" });
+    await refused;
+    expect(start).not.toHaveBeenCalled();
   });
 });
