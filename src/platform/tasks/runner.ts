@@ -313,7 +313,10 @@ export class TaskRunner {
       if (ended) this.announce("task.run.finished", await this.asItIsNow(task), ended);
       await this.pruneRuns(task);
     } catch (error) {
-      this.deps.log.error({ err: error, runId: run.id, taskId: task.id }, "task runs could not be pruned");
+      this.deps.log.error(
+        { err: error, runId: run.id, taskId: task.id },
+        "a run's end could not be announced or the task's older runs pruned",
+      );
     } finally {
       this.flights.delete(run.id);
     }
