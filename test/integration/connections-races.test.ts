@@ -3,12 +3,13 @@ import { rm } from "node:fs/promises";
 import { basename } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConnectionStore } from "../../src/platform/connections/store.ts";
-import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { journalDuring } from "../helpers/fs-journal.ts";
 import { gate } from "../helpers/gate.ts";
 import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
+import { addMember } from "../helpers/members.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
 // Connections whose server answers slowly while a member or an admin changes them: what is left of
@@ -464,6 +465,80 @@ describe("a disable whose write fails", () => {
       };
       expect(view.state).toBe("running");
       expect(view.snapshot.version).toBe(2);
+    } finally {
+      release.open();
+      await remote.control({ reset: true, ...SERVER_OPTIONS });
+    }
+  });
+});
+
+describe("an admin removed while their connection's server keeps them waiting", () => {
+  async function holdList(through: InterceptingProxy) {
+    const held = gate();
+    const release = gate();
+    let holding = false;
+    through.intercept(async (method) => {
+      if (method === "tools/list" && !holding) {
+        holding = true;
+        held.open();
+        await release.promise;
+      }
+      return undefined;
+    });
+    return { held, release };
+  }
+
+  async function carlAsAdmin(): Promise<string> {
+    const carl = testPrincipal("carl").id;
+    await addMember(instance.rest.bind(instance), "alice", shared, "carl", { principalId: carl }, "admin");
+    return carl;
+  }
+
+  it("adds nothing: the connection is not stored, and nothing is served", async () => {
+    const carl = await carlAsAdmin();
+    const through = await proxy();
+    const { held, release } = await holdList(through);
+    try {
+      const adding = rest("carl", "POST", `/v1/workspaces/${shared}/connections`, {
+        name: "race-removed-add",
+        url: through.url.href,
+        auth: { kind: "static", header: "x-api-key", value: SECRET },
+      });
+      await held.promise;
+      expect((await rest("alice", "DELETE", `/v1/workspaces/${shared}/members/${carl}`)).status).toBe(204);
+      release.open();
+      expect((await adding).status).toBe(404);
+      expect(
+        (await rest("alice", "GET", `/v1/workspaces/${shared}/connections/race-removed-add`)).status,
+      ).toBe(404);
+    } finally {
+      release.open();
+    }
+  });
+
+  it("records no refreshed snapshot", async () => {
+    const carl = await carlAsAdmin();
+    const through = await proxy();
+    const name = "race-removed-refresh";
+    const path = `/v1/workspaces/${shared}/connections/${name}`;
+    const created = await rest("carl", "POST", `/v1/workspaces/${shared}/connections`, {
+      name,
+      url: through.url.href,
+      auth: { kind: "static", header: "x-api-key", value: SECRET },
+    });
+    expect(created.status).toBe(201);
+    await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
+    const { held, release } = await holdList(through);
+    try {
+      const refreshing = rest("carl", "POST", `${path}/tools/refresh`);
+      await held.promise;
+      expect((await rest("alice", "DELETE", `/v1/workspaces/${shared}/members/${carl}`)).status).toBe(204);
+      release.open();
+      expect((await refreshing).status).toBe(404);
+      const listed = (await (await rest("alice", "GET", `${path}/tools/snapshots`)).json()) as {
+        snapshots: { version: number }[];
+      };
+      expect(listed.snapshots.map((snapshot) => snapshot.version)).toEqual([1]);
     } finally {
       release.open();
       await remote.control({ reset: true, ...SERVER_OPTIONS });

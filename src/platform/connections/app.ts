@@ -68,6 +68,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     };
     const connections = new Connections({
       ...common,
+      users: context.users,
       store,
       onUnauthorized: (workspaceId, name) => revalidator?.wake(workspaceId, name),
     });

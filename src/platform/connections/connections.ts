@@ -1,4 +1,5 @@
-import { Conflict, Forbidden, InvalidInput } from "../../errors.ts";
+import { Conflict, Forbidden, WorkspaceNotFound } from "../../errors.ts";
+import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
@@ -10,14 +11,12 @@ import type { ConnectionSettings } from "./config.ts";
 import { type ConnectionView, DamagedConnections, viewConnection } from "./connection-view.ts";
 import { ConnectionSource } from "./gate.ts";
 import {
-  type AuthRequest,
   type ConnectionRecord,
   type ConnectionState,
   checkAuth,
   checkConnectionName,
   checkServerUrl,
   newConnectionId,
-  type StoredAuth,
   sealedCredentialIds,
   sealedCredentialOf,
 } from "./model.ts";
@@ -26,8 +25,9 @@ import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { PublishedConnectionSkills } from "./published-skills.ts";
 import { Refreshes } from "./refreshes.ts";
-import { type CredentialVault, QUERY_VALUE_FIELD, type RemoteServers, STATIC_VALUE_FIELD } from "./remote.ts";
+import type { CredentialVault, RemoteServers } from "./remote.ts";
 import { reservedNameProblem } from "./reserved-names.ts";
+import { sealCredential } from "./seal-credential.ts";
 import { Serving } from "./serving.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -43,6 +43,7 @@ export interface ConnectionsDeps {
   remote: RemoteServers;
   vault: CredentialVault;
   workspaces: WorkspaceStore;
+  users: Pick<UserDirectory, "isDeactivated">;
   sources: WorkspaceSources;
   events: EventPublisher;
   settings: ConnectionSettings;
@@ -110,7 +111,7 @@ export class Connections {
     }
     if (auth.kind === "oauth") return this.addOAuth(workspaceId, principalId, name, url, auth.scopes ?? []);
     const id = newConnectionId();
-    const stored = await this.seal(id, auth);
+    const stored = await sealCredential(this.deps.vault, id, auth);
     const record: ConnectionRecord = {
       id,
       name,
@@ -125,6 +126,8 @@ export class Connections {
     };
     try {
       const snapshot = await this.photograph(record, 1);
+      // Again after the photograph, whose length the server chose (adr/0129).
+      this.requireAdmin(workspaceId, principalId);
       await this.deps.store.create(record, snapshot);
     } catch (error) {
       const sealed = sealedCredentialOf(stored);
@@ -194,7 +197,9 @@ export class Connections {
    */
   async refresh(workspaceId: string, principalId: string, name: string) {
     this.requireAdmin(workspaceId, principalId);
-    const changes = await this.refreshes.refresh(workspaceId, name);
+    const changes = await this.refreshes.refresh(workspaceId, name, () =>
+      this.requireAdmin(workspaceId, principalId),
+    );
     await this.serve(workspaceId, name);
     return { connection: await this.view(workspaceId, name), changes };
   }
@@ -210,9 +215,12 @@ export class Connections {
     disabled: boolean,
   ): Promise<ConnectionView> {
     this.requireAdmin(workspaceId, principalId);
-    const reserved = disabled ? undefined : reservedNameProblem(name, this.deps.reservedNames);
-    if (reserved) throw new Conflict(reserved.code, reserved.message);
-    const change = (current: ConnectionRecord) => ({ ...current, disabled });
+    // Checked once the connection is known to exist: one that does not is 404, whatever its name.
+    const change = (current: ConnectionRecord) => {
+      const reserved = disabled ? undefined : reservedNameProblem(name, this.deps.reservedNames);
+      if (reserved) throw new Conflict(reserved.code, reserved.message);
+      return { ...current, disabled };
+    };
     await this.deps.store.update(workspaceId, name, change, this.refreshes.endOnDisable(workspaceId, name));
     if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     else await this.serve(workspaceId, name);
@@ -365,30 +373,14 @@ export class Connections {
     return photographServer(this.deps.remote, this.deps.clock, record, version);
   }
 
-  /** Seals a new connection's credential (personal ones too) and answers the stored reference. */
-  async seal(id: string, auth: AuthRequest): Promise<StoredAuth> {
-    if (auth.kind === "oauth") {
-      // An OAuth connection has no credential to seal at add: both services add it by addOAuth.
-      throw new InvalidInput('"auth.kind" "oauth" is authorized at its go_url; it has nothing to seal here.');
-    }
-    if (auth.kind === "none") return auth;
-    if (auth.kind === "query") {
-      return {
-        kind: "query",
-        param: auth.param,
-        credential: await this.deps.vault.put(id, QUERY_VALUE_FIELD, auth.value),
-      };
-    }
-    return {
-      kind: "static",
-      header: auth.header,
-      credential: await this.deps.vault.put(id, STATIC_VALUE_FIELD, auth.value),
-    };
-  }
-
+  /**
+   * Asked live, also after a remote server kept the caller waiting: a membership, a role or a
+   * person may end meanwhile (adr/0129). Someone no longer a member gets the wall's 404.
+   */
   private requireAdmin(workspaceId: string, principalId: string): void {
-    if (this.deps.workspaces.roleOf(workspaceId, principalId) !== "admin") {
-      throw new Forbidden("Only a workspace admin can manage its connections.");
-    }
+    const role = this.deps.workspaces.roleOf(workspaceId, principalId);
+    if (role === undefined) throw new WorkspaceNotFound(workspaceId);
+    refuseDeactivated(this.deps.users, principalId);
+    if (role !== "admin") throw new Forbidden("Only a workspace admin can manage its connections.");
   }
 }

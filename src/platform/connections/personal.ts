@@ -1,5 +1,4 @@
 import { Conflict, WorkspaceNotFound } from "../../errors.ts";
-import type { UserDirectory } from "../../identity/users.ts";
 import type { EventBus } from "../../kernel/events.ts";
 import { makeFolderPathIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
@@ -24,6 +23,7 @@ import { type GrantState, grantState, personalDenial } from "./personal-access.t
 import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
 import { Refreshes } from "./refreshes.ts";
+import { sealCredential } from "./seal-credential.ts";
 import { Serving } from "./serving.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -45,7 +45,6 @@ export interface PersonalDeps extends Omit<ConnectionsDeps, "store"> {
   /** The personal store, keyed by owner: `<root>/_instance/users/<owner>/connections/`. */
   store: ConnectionStore;
   layout: StorageLayout;
-  users: Pick<UserDirectory, "isDeactivated">;
   grants: GrantStore;
 }
 
@@ -116,7 +115,7 @@ export class PersonalConnections {
   ): Promise<PersonalConnectionView> {
     const { store, vault, clock, log } = this.deps;
     const id = newConnectionId();
-    const stored = await this.core.seal(id, auth);
+    const stored = await sealCredential(this.deps.vault, id, auth);
     const record: ConnectionRecord = {
       id,
       name,

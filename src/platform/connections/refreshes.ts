@@ -29,15 +29,23 @@ export class Refreshes {
     private readonly clock: Clock,
   ) {}
 
-  /** Photographs the connection's server again: what changed since its current snapshot. */
-  async refresh(key: string, name: string): Promise<ReturnType<typeof diffSnapshots>> {
+  /**
+   * Photographs the connection's server again: what changed since its current snapshot.
+   * `stillAllowed` is asked once the photograph is taken, before anything is recorded: the server
+   * chose how long that took, and may throw.
+   */
+  async refresh(
+    key: string,
+    name: string,
+    stillAllowed: () => void = () => undefined,
+  ): Promise<ReturnType<typeof diffSnapshots>> {
     const connection = `${key}/${name}`;
     const controller = new AbortController();
     const refreshes = this.underWay.get(connection) ?? new Set<AbortController>();
     this.underWay.set(connection, refreshes);
     refreshes.add(controller);
     try {
-      return await this.rephotograph(key, name, controller.signal);
+      return await this.rephotograph(key, name, controller.signal, stillAllowed);
     } finally {
       refreshes.delete(controller);
       if (refreshes.size === 0) this.underWay.delete(connection);
@@ -65,13 +73,14 @@ export class Refreshes {
     };
   }
 
-  private async rephotograph(key: string, name: string, signal: AbortSignal) {
+  private async rephotograph(key: string, name: string, signal: AbortSignal, stillAllowed: () => void) {
     const record = await this.store.get(key, name);
     requireSnapshot(record);
     const previous = await this.store.snapshot(key, name, record.snapshotVersion);
     const version = record.snapshotVersion + 1;
     const taken = await photographServer(this.remote, this.clock, record, version, signal);
     signal.throwIfAborted();
+    stillAllowed();
     if (!pinsSame(previous, taken)) await this.store.appendSnapshot(key, name, taken, signal);
     return diffSnapshots(previous, taken);
   }

@@ -89,6 +89,7 @@ beforeEach(async () => {
     remote,
     vault: { delete: async () => undefined },
     workspaces: { roleOf: () => "admin" },
+    users: { isDeactivated: () => false },
     sources,
     events: { publish: () => undefined },
     settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
