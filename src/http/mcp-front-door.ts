@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { CLIENT_CLOSED_REQUEST, ClientClosedRequest, PayloadTooLarge } from "../errors.ts";
+import { refuseDeactivated } from "../identity/users.ts";
 import type { Logger } from "../log.ts";
 import { admit } from "../workspace/gate.ts";
 import type { RouteDeps } from "./context.ts";
@@ -9,7 +10,7 @@ import { type McpEndpoint, type McpPost, parseJsonBody } from "./mcp/endpoint.ts
 import type { AdmittedCaller } from "./mcp/front-server.ts";
 import { checkGrantedScopes } from "./mcp/granted-scopes.ts";
 import { HOP_BY_HOP, type McpReply } from "./mcp/reply.ts";
-import { type Authenticators, authenticateMcpCaller, refuseDeactivated } from "./middleware/authenticate.ts";
+import { type Authenticators, authenticateMcpCaller } from "./middleware/authenticate.ts";
 import { declaredLength } from "./middleware/body-limit.ts";
 import type { OriginCheck } from "./middleware/origin-guard.ts";
 import { logRequest, newRequestId } from "./middleware/request-log.ts";

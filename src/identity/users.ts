@@ -1,6 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { BootError, Conflict, NotFound } from "../errors.ts";
+import { BootError, Conflict, Forbidden, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonAtBoot, writeJsonAtomic } from "../storage/atomic.ts";
@@ -174,4 +174,10 @@ function updated(current: Profile | undefined, principal: Principal): Profile | 
     ...(unstated.includes("email") ? {} : { email: principal.email }),
     ...(unstated.includes("orgRole") ? {} : { orgRole: principal.orgRole }),
   };
+}
+
+/** Refuses a person an org admin deactivated: checked as a request comes, and again once its body has. */
+export function refuseDeactivated(users: Pick<UserDirectory, "isDeactivated">, principalId: string): void {
+  if (users.isDeactivated(principalId))
+    throw new Forbidden("This account has been deactivated by an org admin.");
 }

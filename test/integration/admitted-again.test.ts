@@ -179,4 +179,14 @@ describe("a request admitted before its body came is admitted again once it has"
     expect((await promote.answer).status).toBe(403);
     expect((await roles(ws))[carl]).toBe("member");
   });
+
+  it("a person deactivated meanwhile creates no workspace, where no workspace gate stands", async () => {
+    const dana = testPrincipal("dana").id;
+    await bootstrapWorkspace(t, "dana");
+    const late = slowRequest("dana", "POST", "/v1/workspaces", '{"name":"made after offboarding"}');
+    await pastTheGate();
+    expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${dana}/deactivate`)).status).toBe(200);
+    late.finish();
+    expect((await late.answer).status).toBe(403);
+  });
 });

@@ -1,10 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { Forbidden, Unauthenticated } from "../../errors.ts";
+import { Unauthenticated } from "../../errors.ts";
 import { bearerToken } from "../../identity/bearer.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { CredentialSource, IdentityProvider } from "../../identity/provider.ts";
 import type { Sessions } from "../../identity/sessions.ts";
-import type { UserDirectory } from "../../identity/users.ts";
+import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
 import { isWorkspaceId } from "../../ids.ts";
 import { resourceMetadataUrl } from "../../oauth/metadata.ts";
 import { DEFAULT_SCOPES } from "../../oauth/scopes.ts";
@@ -151,12 +151,9 @@ async function admitPerson(
   options: { record: boolean } = { record: true },
 ): Promise<void> {
   c.set("principal", await admittedPerson(users, principal, options));
-}
-
-/** Refuses a person an org admin deactivated: checked as a request comes, and again once its body has. */
-export function refuseDeactivated(users: Pick<UserDirectory, "isDeactivated">, principalId: string): void {
-  if (users.isDeactivated(principalId))
-    throw new Forbidden("This account has been deactivated by an org admin.");
+  // What a body read outside any workspace asks once the body has come (a workspace's gate puts
+  // its own in place, which asks this too): a deactivation meanwhile holds (adr/0129).
+  c.set("admitAgain", () => refuseDeactivated(users, principal.id));
 }
 
 /** admitPerson without the context: the principal as the route sees it. */

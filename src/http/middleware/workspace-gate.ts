@@ -1,9 +1,8 @@
 import type { MiddlewareHandler } from "hono";
-import type { UserDirectory } from "../../identity/users.ts";
+import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { admit } from "../../workspace/gate.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import { refuseDeactivated } from "./authenticate.ts";
 
 /**
  * Admits the request to the workspace its path names, or answers the one 404; and again, with
