@@ -38,6 +38,22 @@ async function proxy(): Promise<InterceptingProxy> {
   return started;
 }
 
+/** Holds the first request of `method` the proxy passes on until `release` opens; `held` opens as it arrives. */
+function holdFirst(through: InterceptingProxy, method: string) {
+  const held = gate();
+  const release = gate();
+  let holding = false;
+  through.intercept(async (seen) => {
+    if (seen === method && !holding) {
+      holding = true;
+      held.open();
+      await release.promise;
+    }
+    return undefined;
+  });
+  return { held, release };
+}
+
 async function call(user: string, ws: string, name: string) {
   const response = await rest(user, "POST", `/v1/workspaces/${ws}/tools/call`, {
     name,
@@ -304,17 +320,7 @@ describe("a disable stored while a refresh's snapshot waits to be written", () =
       ).status,
     ).toBe(201);
     await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
-    const listHeld = gate();
-    const listRelease = gate();
-    let holding = false;
-    through.intercept(async (method) => {
-      if (method === "tools/list" && !holding) {
-        holding = true;
-        listHeld.open();
-        await listRelease.promise;
-      }
-      return undefined;
-    });
+    const { held: listHeld, release: listRelease } = holdFirst(through, "tools/list");
     // Holds the disable inside the store's lock (its read before its write), and tells when the
     // refresh's append has queued behind it.
     let armed = false;
@@ -390,17 +396,7 @@ describe("a disable of a connection already disabled", () => {
     expect(created.status).toBe(201);
     // Disabled first: the admin takes it out of service.
     expect((await rest("alice", "POST", `${path}/disable`)).status).toBe(200);
-    const held = gate();
-    const release = gate();
-    let holding = false;
-    through.intercept(async (method) => {
-      if (method === "tools/list" && !holding) {
-        holding = true;
-        held.open();
-        await release.promise;
-      }
-      return undefined;
-    });
+    const { held, release } = holdFirst(through, "tools/list");
     try {
       // Then refreshes it for review, which ADR 0122 says runs.
       const refreshing = rest("alice", "POST", `${path}/tools/refresh`);
@@ -430,17 +426,7 @@ describe("a disable whose write fails", () => {
     });
     expect(created.status).toBe(201);
     await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
-    const held = gate();
-    const release = gate();
-    let holding = false;
-    through.intercept(async (method) => {
-      if (method === "tools/list" && !holding) {
-        holding = true;
-        held.open();
-        await release.promise;
-      }
-      return undefined;
-    });
+    const { held, release } = holdFirst(through, "tools/list");
     try {
       const refreshing = rest("alice", "POST", `${path}/tools/refresh`);
       await held.promise;
@@ -473,21 +459,6 @@ describe("a disable whose write fails", () => {
 });
 
 describe("an admin removed while their connection's server keeps them waiting", () => {
-  async function holdList(through: InterceptingProxy) {
-    const held = gate();
-    const release = gate();
-    let holding = false;
-    through.intercept(async (method) => {
-      if (method === "tools/list" && !holding) {
-        holding = true;
-        held.open();
-        await release.promise;
-      }
-      return undefined;
-    });
-    return { held, release };
-  }
-
   async function carlAsAdmin(): Promise<string> {
     const carl = testPrincipal("carl").id;
     await addMember(instance.rest.bind(instance), "alice", shared, "carl", { principalId: carl }, "admin");
@@ -497,7 +468,7 @@ describe("an admin removed while their connection's server keeps them waiting", 
   it("adds nothing: the connection is not stored, and nothing is served", async () => {
     const carl = await carlAsAdmin();
     const through = await proxy();
-    const { held, release } = await holdList(through);
+    const { held, release } = holdFirst(through, "tools/list");
     try {
       const adding = rest("carl", "POST", `/v1/workspaces/${shared}/connections`, {
         name: "race-removed-add",
@@ -528,7 +499,7 @@ describe("an admin removed while their connection's server keeps them waiting", 
     });
     expect(created.status).toBe(201);
     await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
-    const { held, release } = await holdList(through);
+    const { held, release } = holdFirst(through, "tools/list");
     try {
       const refreshing = rest("carl", "POST", `${path}/tools/refresh`);
       await held.promise;
