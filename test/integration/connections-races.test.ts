@@ -38,6 +38,16 @@ async function proxy(): Promise<InterceptingProxy> {
   return started;
 }
 
+/** Adds a workspace connection named `name` whose server is reached through `through`. */
+async function addThrough(user: string, name: string, through: InterceptingProxy): Promise<void> {
+  const created = await rest(user, "POST", `/v1/workspaces/${shared}/connections`, {
+    name,
+    url: through.url.href,
+    auth: { kind: "static", header: "x-api-key", value: SECRET },
+  });
+  expect(created.status).toBe(201);
+}
+
 /** Holds the first request of `method` the proxy passes on until `release` opens; `held` opens as it arrives. */
 function holdFirst(through: InterceptingProxy, method: string) {
   const held = gate();
@@ -388,12 +398,7 @@ describe("a disable of a connection already disabled", () => {
     const through = await proxy();
     const name = "race-redisable";
     const path = `/v1/workspaces/${shared}/connections/${name}`;
-    const created = await rest("alice", "POST", `/v1/workspaces/${shared}/connections`, {
-      name,
-      url: through.url.href,
-      auth: { kind: "static", header: "x-api-key", value: SECRET },
-    });
-    expect(created.status).toBe(201);
+    await addThrough("alice", name, through);
     // Disabled first: the admin takes it out of service.
     expect((await rest("alice", "POST", `${path}/disable`)).status).toBe(200);
     const { held, release } = holdFirst(through, "tools/list");
@@ -419,12 +424,7 @@ describe("a disable whose write fails", () => {
     const through = await proxy();
     const name = "race-writefail";
     const path = `/v1/workspaces/${shared}/connections/${name}`;
-    const created = await rest("alice", "POST", `/v1/workspaces/${shared}/connections`, {
-      name,
-      url: through.url.href,
-      auth: { kind: "static", header: "x-api-key", value: SECRET },
-    });
-    expect(created.status).toBe(201);
+    await addThrough("alice", name, through);
     await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
     const { held, release } = holdFirst(through, "tools/list");
     try {
@@ -492,12 +492,7 @@ describe("an admin removed while their connection's server keeps them waiting", 
     const through = await proxy();
     const name = "race-removed-refresh";
     const path = `/v1/workspaces/${shared}/connections/${name}`;
-    const created = await rest("carl", "POST", `/v1/workspaces/${shared}/connections`, {
-      name,
-      url: through.url.href,
-      auth: { kind: "static", header: "x-api-key", value: SECRET },
-    });
-    expect(created.status).toBe(201);
+    await addThrough("carl", name, through);
     await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
     const { held, release } = holdFirst(through, "tools/list");
     try {

@@ -700,6 +700,22 @@ describe("client ID metadata documents", () => {
     await open?.close();
   });
 
+  /** A code issued to the document's client, exchanged at the token endpoint. */
+  async function exchangeCodeOf(clientId: string): Promise<Response> {
+    const code = await issueCode(clientId, open);
+    return fetch(`${open.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        client_id: clientId,
+        code,
+        redirect_uri: REDIRECT,
+        code_verifier: VERIFIER,
+      }).toString(),
+    });
+  }
+
   it("is refused when it is at a private address and the instance does not allow that", async () => {
     const port = new URL(documentBase).port;
     const clientId = `https://127.0.0.1:${port}/client.json`;
@@ -737,18 +753,7 @@ describe("client ID metadata documents", () => {
 
   it("is fetched and used as the client when the instance allows private addresses", async () => {
     const clientId = `${documentBase}/client.json`;
-    const code = await issueCode(clientId, open);
-    const response = await fetch(`${open.url}/oauth/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "authorization_code",
-        client_id: clientId,
-        code,
-        redirect_uri: REDIRECT,
-        code_verifier: VERIFIER,
-      }).toString(),
-    });
+    const response = await exchangeCodeOf(clientId);
     const tokens = await tokensOf(response);
     const claims = await open.oauth.tokens.verify(tokens.access_token, workspaceMcpUrl(open.url, WS));
     expect(claims.clientId).toBe(clientId);
@@ -757,18 +762,7 @@ describe("client ID metadata documents", () => {
 
   it("names its grant in the person's list from the exchange, never by fetching it again", async () => {
     const clientId = `${documentBase}/listed-no-store.json`;
-    const code = await issueCode(clientId, open);
-    const exchanged = await fetch(`${open.url}/oauth/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "authorization_code",
-        client_id: clientId,
-        code,
-        redirect_uri: REDIRECT,
-        code_verifier: VERIFIER,
-      }).toString(),
-    });
+    const exchanged = await exchangeCodeOf(clientId);
     const claims = await open.oauth.tokens.verify(
       (await tokensOf(exchanged)).access_token,
       workspaceMcpUrl(open.url, WS),
