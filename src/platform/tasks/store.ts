@@ -178,24 +178,37 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Removes the task, then its runs with their result files. The task is gone first, under its
-   * lock, so no run of it starts after; then `stopRuns` is given every run it has (the ones in
-   * flight are to be ended before it returns), and each is removed. A crash part way leaves runs
-   * whose task is gone: the next read of the workspace's runs finds them and forgets them
+   * Removes the task, then its runs with their result files; false, removing nothing, when the task
+   * is gone already. `check` is shown the task as it is under its lock, reread, and throws to
+   * refuse: who may delete it is decided on the task as it is removed, not on the copy the caller
+   * read before waiting for the lock (tasks.test.ts "an admin's delete"). The task is gone first,
+   * under its lock, so no run of it starts after; then `stopRuns` is given every run it has (the
+   * ones in flight are to be ended before it returns), and each is removed. A crash part way leaves
+   * runs whose task is gone: the next read of the workspace's runs finds them and forgets them
    * (`orphaned`).
    */
-  async delete(task: Task, stopRuns: (runIds: readonly string[]) => Promise<void>): Promise<void> {
+  async delete(
+    task: Task,
+    check: (current: Task) => void,
+    stopRuns: (runIds: readonly string[]) => Promise<void>,
+  ): Promise<boolean> {
     // The runs are read while the task is there: a first read after would take them for orphans.
     await this.runIds(task);
-    await this.taskLocks.run(taskKey(task), async () => {
+    const removed = await this.taskLocks.run(taskKey(task), async () => {
+      const current = await this.taskIn(task.workspaceId, task.id);
+      if (!current) return false;
+      check(current);
       await this.files.tasks.delete(task.workspaceId, task.ownerId, task.id);
       (await this.loaded.peek(task.workspaceId))?.tasks.delete(task.id);
+      return true;
     });
+    if (!removed) return false;
     const runIds = await this.runIds(task);
     await stopRuns(runIds);
     (await this.loadedRuns(task.workspaceId))?.deleteTask(task.id);
     await this.index.removeSchedule(task);
     for (const runId of runIds) await this.forgetRecord(task, runId);
+    return true;
   }
 
   async createRun(run: Run): Promise<Run> {

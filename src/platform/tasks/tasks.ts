@@ -110,13 +110,22 @@ export class Tasks {
    * cancelled and recorded before its record and result file are removed.
    */
   async delete(asker: Definer, id: unknown): Promise<void> {
-    const task = await this.changeable(asker, id);
-    await this.store.delete(task, async (runIds) => {
-      this.schedules.disarm(task);
-      for (const runId of runIds) {
-        if (this.runner.cancel(runId)) await this.runner.settled(runId);
-      }
-    });
+    const task = await this.get(asker, id);
+    // Checked once here so a refused delete waits for nothing, and again on the task reread under
+    // its lock: an owner back meanwhile, or a shared task made private while the delete waited,
+    // is no longer the asker's to delete (tasks.test.ts "an admin's delete").
+    this.checkDelete(task, asker);
+    const removed = await this.store.delete(
+      task,
+      (current) => this.checkDelete(current, asker),
+      async (runIds) => {
+        this.schedules.disarm(task);
+        for (const runId of runIds) {
+          if (this.runner.cancel(runId)) await this.runner.settled(runId);
+        }
+      },
+    );
+    if (!removed) throw noTask();
   }
 
   /** Starts a run; `replayed` when an idempotency key had already started it. */
@@ -252,10 +261,13 @@ export class Tasks {
     }
   }
 
-  private async changeable(asker: Definer, id: unknown): Promise<Task> {
-    const task = await this.get(asker, id);
+  /**
+   * Throws unless `asker` may delete `task` as it is: one they see and may change. An admin may
+   * delete a departed owner's private task, since that stops it (ADR 0130).
+   */
+  private checkDelete(task: Task, asker: Definer): void {
+    if (!this.canSee(task, asker)) throw noTask();
     if (!this.mayChange(task, asker)) throw notChangeable();
-    return task;
   }
 
   /** Throws unless `asker` may start a run of `task` as it is. */

@@ -403,9 +403,13 @@ describe("a run's end", () => {
     }))) as Task;
     const run = await start(tasks, task);
     await settle();
-    await store.delete(task, async (runIds) => {
-      for (const runId of runIds) if (tasks.cancel(runId)) await tasks.settled(runId);
-    });
+    await store.delete(
+      task,
+      () => undefined,
+      async (runIds) => {
+        for (const runId of runIds) if (tasks.cancel(runId)) await tasks.settled(runId);
+      },
+    );
     const [started, finished] = published.filter((event) => "run" in event && event.run.id === run.id);
     expect(started).toMatchObject({ type: "task.run.started" });
     expect(started).not.toHaveProperty("ownerId");

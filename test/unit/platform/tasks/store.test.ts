@@ -142,7 +142,11 @@ describe("TaskStore", () => {
     const other = (await t.workspaces.create("Other", owner)).id;
     expect(await store.run(other, run.id)).toBeUndefined();
     expect(await store.run(t.ws, newRunId())).toBeUndefined();
-    await store.delete(task, async () => undefined);
+    await store.delete(
+      task,
+      () => undefined,
+      async () => undefined,
+    );
     expect(await store.run(t.ws, run.id)).toBeUndefined();
     expect(await readdir(join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs"))).toEqual([]);
     await store.close();

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
-import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
+import { newRunId, newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
 import type { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
@@ -8,9 +8,9 @@ import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
-// Who may change a task, or start a run of it, is decided again on the task as it is under the
-// task's lock, where the change is written or the run recorded: the check before it is only there
-// so a refused request waits for nothing.
+// Who may change, delete or start a run of a task is decided again on the task as it is under the
+// task's lock, where the change is written, the task removed or the run recorded: the check before
+// it is only there so a refused request waits for nothing.
 
 const owner = `usr_${"b".repeat(24)}`;
 const admin = `usr_${"a".repeat(24)}`;
@@ -21,11 +21,14 @@ let time: FakeTime;
 let store: TaskStore;
 /** Whether the task's owner is deactivated now; a test flips it. */
 let ownerDeactivated: boolean;
+/** Whether `admin` has been made a plain member; a test flips it. */
+let adminDemoted: boolean;
 
 beforeEach(async () => {
   t = await openTempRoot("tasks-access", admin);
   time = new FakeTime();
   ownerDeactivated = false;
+  adminDemoted = false;
   store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
     idempotencyWindowMs: 3_600_000,
@@ -38,13 +41,13 @@ afterEach(async () => {
   await t.remove();
 });
 
-function tasks(runner = {} as TaskRunner): Tasks {
+function tasks(runner = { cancel: () => false } as unknown as TaskRunner): Tasks {
   return new Tasks(
     store,
     runner,
     { shown: async (run) => run },
-    { arm: () => true } as unknown as TaskSchedules,
-    { roleOf: (_ws, principalId) => (principalId === admin ? "admin" : "member") },
+    { arm: () => true, disarm: () => undefined } as unknown as TaskSchedules,
+    { roleOf: (_ws, principalId) => (principalId === admin && !adminDemoted ? "admin" : "member") },
     { isDeactivated: (principalId) => principalId === owner && ownerDeactivated },
     TASK_DEFAULTS,
     time.clock,
@@ -66,6 +69,22 @@ async function ownersTask(): Promise<Task> {
     visibility: "private",
     createdAt: now,
     updatedAt: now,
+  });
+}
+
+/** A run of the task that ended, as its record is kept. */
+async function ownersRun(task: Task): Promise<Run> {
+  return store.createRun({
+    id: newRunId(),
+    taskId: task.id,
+    workspaceId: task.workspaceId,
+    ownerId: task.ownerId,
+    trigger: "manual",
+    startedBy: owner,
+    input: {},
+    startedAt: new Date(time.clock()).toISOString(),
+    execution: { status: "succeeded" },
+    assessment: { status: "not_assessed" },
   });
 }
 
@@ -99,6 +118,79 @@ describe("an admin's change of a departed owner's private task", () => {
     await lock.release();
     await refused;
     expect(await store.taskIn(t.ws, task.id)).toEqual(task);
+  });
+});
+
+describe("an admin's delete", () => {
+  it("of a departed owner's private task is refused when the owner is back before it is removed: nothing of it goes", async () => {
+    const task = await ownersTask();
+    const run = await ownersRun(task);
+    ownerDeactivated = true;
+    const lock = await holdLock(task);
+    const deleting = tasks().delete({ workspaceId: t.ws, principalId: admin }, task.id);
+    const refused = expect(deleting).rejects.toMatchObject({ code: "task_not_found" });
+    await settle();
+    ownerDeactivated = false;
+    await lock.release();
+    await refused;
+    expect(await store.taskIn(t.ws, task.id)).toEqual(task);
+    expect(await store.runIds(task)).toEqual([run.id]);
+  });
+
+  it("of a shared task is refused when its owner makes it private first: it is theirs alone", async () => {
+    const task = (await store.update(await ownersTask(), (current) => ({
+      ...current,
+      visibility: "shared",
+    }))) as Task;
+    const run = await ownersRun(task);
+    const access = tasks();
+    const lock = await holdLock(task);
+    const hiding = access.update({ workspaceId: t.ws, principalId: owner }, task.id, {
+      visibility: "private",
+    });
+    await settle();
+    const deleting = access.delete({ workspaceId: t.ws, principalId: admin }, task.id);
+    const refused = expect(deleting).rejects.toMatchObject({ code: "task_not_found" });
+    await settle();
+    await lock.release();
+    expect(await hiding).toMatchObject({ visibility: "private" });
+    await refused;
+    expect(await store.taskIn(t.ws, task.id)).toMatchObject({ visibility: "private" });
+    expect(await store.runIds(task)).toEqual([run.id]);
+  });
+});
+
+describe("a delete by an admin made a plain member while it waited", () => {
+  it("is refused: a shared task is not theirs to delete any more", async () => {
+    const task = (await store.update(await ownersTask(), (current) => ({
+      ...current,
+      visibility: "shared",
+    }))) as Task;
+    const lock = await holdLock(task);
+    const deleting = tasks().delete({ workspaceId: t.ws, principalId: admin }, task.id);
+    const refused = expect(deleting).rejects.toMatchObject({ code: "forbidden" });
+    await settle();
+    adminDemoted = true;
+    await lock.release();
+    await refused;
+    expect(await store.taskIn(t.ws, task.id)).toEqual(task);
+  });
+});
+
+describe("two deletes of a task at once", () => {
+  it("remove it once: the later finds it gone and is answered as for any task that is not there", async () => {
+    const task = await ownersTask();
+    const access = tasks();
+    const asker = { workspaceId: t.ws, principalId: owner };
+    const lock = await holdLock(task);
+    const first = access.delete(asker, task.id);
+    const second = access.delete(asker, task.id);
+    const refused = expect(second).rejects.toMatchObject({ code: "task_not_found" });
+    await settle();
+    await lock.release();
+    await first;
+    await refused;
+    expect(await store.taskIn(t.ws, task.id)).toBeUndefined();
   });
 });
 
