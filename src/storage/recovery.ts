@@ -55,6 +55,8 @@ const WORKSPACES_IN_FLIGHT = 32;
 export class RecoveryPass {
   removed = 0;
   completed = 0;
+  /** Folders where an owner's would be whose names are no owner id (an operator's `.bak` copy): left alone. */
+  readonly passedOver: string[] = [];
 
   constructor(
     /** Boot: also rebuild the indexes the walk passes by (the file locator). */
@@ -176,6 +178,13 @@ export async function recoverDataRoot(
     log.info(
       { removed: pass.removed, completed: pass.completed, atBoot: pass.atBoot },
       "recovered what interrupted writes left",
+    );
+  }
+  // Said at boot, not every hour: what an operator put there stays until they move it.
+  if (pass.atBoot && pass.passedOver.length > 0) {
+    log.warn(
+      { folders: pass.passedOver },
+      "folders named like no owner id sit among owners' folders; Atrium leaves them alone and serves nothing from them: move them out of the data root",
     );
   }
   return pass;

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -345,5 +345,29 @@ describe("the dev provider", () => {
       authorization: "Bearer x",
     });
     expect(withToken.status).toBe(401);
+  });
+});
+
+describe("what an operator puts among owners' folders", () => {
+  it("a copy of an owner folder (usr_….bak) is left alone, said once at boot, and boot goes on", async () => {
+    const first = await started();
+    const ws = await bootstrapWorkspace(first, "alice");
+    const upload = await first.rest("alice", "POST", `/v1/workspaces/${ws}/files?name=plan.txt`, "the plan", {
+      "content-type": "text/plain",
+    });
+    const fileId = ((await upload.json()) as { id: string }).id;
+    const files = join(first.dir, "data", ws, "files");
+    const [owner] = await readdir(files);
+    await cp(join(files, owner as string), join(files, `${owner}.bak`), { recursive: true });
+
+    const { log, lines } = memoryLog();
+    const second = await first.restart({ log });
+    cleanups.push(() => second.stop());
+    // The copy's ids are not taken for a second owner's: the file is its owner's, by its bare id.
+    const download = await second.rest("alice", "GET", `/v1/files/${fileId}`);
+    expect(await download.text()).toBe("the plan");
+    const said = lines.filter((line) => /named like no owner id/.test(String(line.msg)));
+    expect(said).toHaveLength(1);
+    expect(said[0]?.folders).toEqual([join(files, `${owner}.bak`)]);
   });
 });
