@@ -6,6 +6,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
+import { InvitationIndex } from "./invitation-index.ts";
 import { isFor, keysNaming, membersByKey, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
 import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
@@ -45,10 +46,7 @@ type Memberships = Pick<WorkspaceStore, "get">;
 export class Invitations {
   private readonly records: JsonRecords<Invitation>;
   private readonly locks = new KeyedLock();
-  private readonly byId = new Map<string, Invitation>();
-  private readonly byInvitee = new Map<string, Set<string>>();
-  private readonly byWorkspace = new Map<string, Set<string>>();
-  private readonly byInviter = new Map<string, Set<string>>();
+  private readonly indexed = new InvitationIndex();
   private readonly clock: Clock;
 
   constructor(
@@ -77,7 +75,7 @@ export class Invitations {
       await this.locks.run(id, () => this.reload(id));
     }
     // Indexed before the listing above was read, so made before it too: gone from disk since.
-    for (const id of [...this.byId.keys()]) {
+    for (const id of this.indexed.ids()) {
       if (!present.has(id)) await this.locks.run(id, () => this.reload(id));
     }
   }
@@ -88,10 +86,10 @@ export class Invitations {
     const invitation = (await readJsonAtBoot(this.layout.collectionFile("invitations", id))) as
       | Invitation
       | undefined;
-    this.unindex(id);
+    this.indexed.remove(id);
     if (!invitation) return;
     if (!this.live(invitation)) await this.drop(invitation);
-    else this.index(invitation);
+    else this.indexed.add(invitation);
   }
 
   /**
@@ -120,7 +118,7 @@ export class Invitations {
         if (!this.senderStands({ workspaceId, invitedBy })) {
           throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
         }
-        const pending = this.pending(this.byWorkspace.get(workspaceId));
+        const pending = this.pending(this.indexed.to(workspaceId));
         const key = inviteeKey(invitee);
         if (pending.some((invitation) => inviteeKey(invitation.invitee) === key)) {
           throw new Conflict(
@@ -134,7 +132,7 @@ export class Invitations {
             `A workspace holds at most ${MAX_PENDING_PER_WORKSPACE} pending invitations; revoke some first.`,
           );
         }
-        if (this.pending(this.byInviter.get(invitedBy)).length >= MAX_PENDING_PER_INVITER) {
+        if (this.pending(this.indexed.sentBy(invitedBy)).length >= MAX_PENDING_PER_INVITER) {
           throw new Conflict(
             "too_many_invitations",
             `One person may have at most ${MAX_PENDING_PER_INVITER} pending invitations across all workspaces; revoke some first.`,
@@ -151,7 +149,7 @@ export class Invitations {
           expiresAt: new Date(now + INVITATION_TTL_MS).toISOString(),
         };
         await this.records.put(invitation.id, invitation);
-        this.index(invitation);
+        this.indexed.add(invitation);
         return invitation;
       }),
     );
@@ -164,7 +162,7 @@ export class Invitations {
    */
   async forWorkspace(workspaceId: string): Promise<Invitation[]> {
     const members = await membersByKey(this.users, this.workspaces.get(workspaceId));
-    return this.pending(this.byWorkspace.get(workspaceId)).filter(
+    return this.pending(this.indexed.to(workspaceId)).filter(
       (invitation) => !members.has(inviteeKey(invitation.invitee)),
     );
   }
@@ -176,10 +174,10 @@ export class Invitations {
    * are a member of, for the reason `forWorkspace` gives.
    */
   async forPerson(principalId: string): Promise<Invitation[]> {
-    const mine = this.pending(this.byInvitee.get(inviteeKey({ principalId })));
+    const mine = this.pending(this.indexed.naming(inviteeKey({ principalId })));
     const email = await recordedEmail(this.users, principalId);
     if (email) {
-      const byEmail = this.pending(this.byInvitee.get(inviteeKey({ email })));
+      const byEmail = this.pending(this.indexed.naming(inviteeKey({ email })));
       if (byEmail.length > 0 && (await ownsEmail(this.users, principalId, email))) mine.push(...byEmail);
     }
     return mine
@@ -287,7 +285,7 @@ export class Invitations {
    * `create` takes it, so one being written is either indexed by now or refused, the workspace gone.
    */
   async revokeAll(workspaceId: string): Promise<void> {
-    await this.locks.run(workspaceId, () => this.dropAll(this.byWorkspace.get(workspaceId), () => true));
+    await this.locks.run(workspaceId, () => this.dropAll(this.indexed.to(workspaceId), () => true));
   }
 
   /**
@@ -300,7 +298,7 @@ export class Invitations {
   async revokeSentBy(principalId: string, workspaceId?: string): Promise<void> {
     await this.locks.run(principalId, () =>
       this.dropAll(
-        this.byInviter.get(principalId),
+        this.indexed.sentBy(principalId),
         (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
       ),
     );
@@ -309,17 +307,18 @@ export class Invitations {
   /** Every pending invitation to the workspace naming the person, by id or by their recorded address. */
   private async dropNaming(workspaceId: string, principalId: string): Promise<void> {
     const keys = await keysNaming(this.users, principalId);
-    await this.dropAll(this.byWorkspace.get(workspaceId), (invitation) =>
+    await this.dropAll(this.indexed.to(workspaceId), (invitation) =>
       keys.has(inviteeKey(invitation.invitee)),
     );
   }
 
   private async dropAll(
-    ids: Set<string> | undefined,
+    invitations: Invitation[],
     matches: (invitation: Invitation) => boolean,
   ): Promise<void> {
-    for (const id of [...(ids ?? [])]) {
-      const invitation = this.byId.get(id);
+    for (const { id } of invitations) {
+      // As indexed now: one dropped since the list was taken is not dropped twice.
+      const invitation = this.indexed.get(id);
       if (invitation && matches(invitation)) await this.locks.run(id, () => this.drop(invitation));
     }
   }
@@ -343,38 +342,19 @@ export class Invitations {
     return !this.expired(invitation) && this.senderStands(invitation);
   }
 
-  private pending(ids: Set<string> | undefined): Invitation[] {
-    const found: Invitation[] = [];
-    for (const id of ids ?? []) {
-      const invitation = this.byId.get(id);
-      if (invitation && this.live(invitation)) found.push(invitation);
-    }
-    return found.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  private pending(invitations: Invitation[]): Invitation[] {
+    return invitations
+      .filter((invitation) => this.live(invitation))
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
   }
 
   private expired(invitation: Invitation): boolean {
     return Date.parse(invitation.expiresAt) <= this.clock();
   }
 
-  private index(invitation: Invitation): void {
-    this.byId.set(invitation.id, invitation);
-    addTo(this.byInvitee, inviteeKey(invitation.invitee), invitation.id);
-    addTo(this.byWorkspace, invitation.workspaceId, invitation.id);
-    addTo(this.byInviter, invitation.invitedBy, invitation.id);
-  }
-
   private async drop(invitation: Invitation): Promise<void> {
     await this.records.delete(invitation.id);
-    this.unindex(invitation.id);
-  }
-
-  private unindex(id: string): void {
-    const invitation = this.byId.get(id);
-    if (!invitation) return;
-    this.byId.delete(id);
-    removeFrom(this.byInvitee, inviteeKey(invitation.invitee), id);
-    removeFrom(this.byWorkspace, invitation.workspaceId, id);
-    removeFrom(this.byInviter, invitation.invitedBy, id);
+    this.indexed.remove(invitation.id);
   }
 }
 
@@ -383,16 +363,4 @@ function notFound(): NotFound {
     "invitation_not_found",
     "No pending invitation for you with that id; it may have expired.",
   );
-}
-
-function addTo(index: Map<string, Set<string>>, key: string, id: string): void {
-  const ids = index.get(key) ?? new Set<string>();
-  ids.add(id);
-  index.set(key, ids);
-}
-
-function removeFrom(index: Map<string, Set<string>>, key: string, id: string): void {
-  const ids = index.get(key);
-  ids?.delete(id);
-  if (ids?.size === 0) index.delete(key);
 }
