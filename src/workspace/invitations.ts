@@ -105,13 +105,18 @@ export class Invitations {
     role: WorkspaceRole,
     invitedBy: string,
   ): Promise<Invitation> {
-    await refuseMember(this.users, this.workspaces.get(workspaceId), invitee, invitedBy);
     // Under the workspace's key, then the sender's (always in that order), so two invitations
     // at once can neither both squeeze past a bound nor both be the invitee's one, and so a
     // revokeSentBy or revokeAll, which take one of these keys too, never runs while one is being
     // written: it either finds it indexed or finds it refused below.
     return this.locks.run(workspaceId, () =>
       this.locks.run(invitedBy, async () => {
+        // Members are read under the workspace's key, which an acceptance holds until its member
+        // is added: read before it, an invitation sent while its invitee's acceptance committed
+        // was written once they had joined, listed nowhere (ADR 0069, 0131; the unit
+        // test "while its invitee's acceptance commits", invitations-one-person.test.ts).
+        const members = await membersByKey(this.users, this.workspaces.get(workspaceId));
+        refuseMember(members, invitee, invitedBy);
         // Checked here, not only at the gate: an invitation written after its sender lost the
         // role would be missed by their revokeSentBy, hidden while they lack it and live again
         // once it came back (test/unit/workspace/invitations.test.ts "in flight"; ADR 0069).

@@ -37,17 +37,12 @@ export async function membersByKey(
 
 /**
  * Refuses to invite a member of the workspace, the sender included: named by id, or by an
- * address the directory records for a member. This tells the admin nothing the member list
- * does not, and reads the same members whoever is named, so ADR 0027's "no lookup" holds
- * for everyone who is not a member.
+ * address the directory records for a member. `members` is `membersByKey`, which reads the same
+ * members whoever is named, so this tells the admin nothing the member list does not and ADR
+ * 0027's "no lookup" holds for everyone who is not a member.
  */
-export async function refuseMember(
-  users: InviteeDirectory,
-  workspace: Workspace | undefined,
-  invitee: Invitee,
-  invitedBy: string,
-): Promise<void> {
-  const member = (await membersByKey(users, workspace)).get(inviteeKey(invitee));
+export function refuseMember(members: Map<string, string>, invitee: Invitee, invitedBy: string): void {
+  const member = members.get(inviteeKey(invitee));
   if (member === undefined) return;
   throw new Conflict(
     "member_exists",

@@ -424,6 +424,21 @@ describe("one person's invitations to one workspace (ADR 0131)", () => {
     expect(await onDisk()).toEqual([`${bobs.id}.json`, `${elsewhere.id}.json`].sort());
   });
 
+  it("an invitation sent while its invitee's acceptance commits is refused member_exists, none left hidden", async () => {
+    const accepted = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    let sent: Promise<unknown> | undefined;
+    const joined = await invitations.accept(accepted.id, ALICE.id, async (invitation) => {
+      // The acceptance holds the workspace's key, she is not a member yet: the invitation is
+      // given time to check membership here, and must wait to check it after the join instead.
+      sent = invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id).catch((e) => e);
+      await Promise.race([sent, new Promise((resolve) => setTimeout(resolve, 50))]);
+      return joinAs(ALICE)(invitation);
+    });
+    expect(joined).toBe("member");
+    expect(await sent).toMatchObject({ status: 409, code: "member_exists" });
+    expect(await onDisk()).toEqual([]);
+  });
+
   it("an acceptance sent as they are removed lands before the removal or after the revocation, never between", async () => {
     const leftover = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
     setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
