@@ -41,7 +41,8 @@ type Memberships = Pick<WorkspaceStore, "get">;
  *
  * One person may be named by two invitations to a workspace, by id and by address; neither
  * outlives their membership: accepting one drops the other, and so does their leaving or
- * removal, and neither list shows one naming a member (ADR 0131).
+ * removal, neither list shows one naming a member, and sending an invitation or housekeeping
+ * revokes those so that they stop counting against the bounds (ADR 0131).
  */
 export class Invitations {
   private readonly records: JsonRecords<Invitation>;
@@ -60,12 +61,12 @@ export class Invitations {
   }
 
   /**
-   * Loads every pending invitation and deletes expired ones and those whose sender no longer
-   * stands; at boot (after the workspaces and the directory), and again by housekeeping. Each is
-   * read and indexed under its own lock, as an answer or a revoke takes it: read outside it, a
-   * record revoked or accepted meanwhile was indexed again and came back. The index ends up
-   * holding exactly the ids on disk: one whose file is gone leaves it
-   * (test/unit/workspace/invitations.test.ts "housekeeping").
+   * Loads every pending invitation and deletes expired ones, those whose sender no longer stands
+   * and those naming a member of their workspace (ADR 0131); at boot (after the workspaces and
+   * the directory), and again by housekeeping. Each is read and indexed under its own lock, as
+   * an answer or a revoke takes it: read outside it, a record revoked or accepted meanwhile was
+   * indexed again and came back. The index ends up holding exactly the ids on disk: one whose
+   * file is gone leaves it (test/unit/workspace/invitations.test.ts "housekeeping").
    */
   async load(): Promise<void> {
     const present = new Set<string>();
@@ -77,6 +78,14 @@ export class Invitations {
     // Indexed before the listing above was read, so made before it too: gone from disk since.
     for (const id of this.indexed.ids()) {
       if (!present.has(id)) await this.locks.run(id, () => this.reload(id));
+    }
+    // Then those naming a member, under each workspace's key as `create` takes it: `create`
+    // revokes them only where it sends, and in the sender's other workspaces they would count
+    // against the sender's bound until this runs.
+    for (const workspaceId of this.indexed.workspaceIds()) {
+      await this.locks.run(workspaceId, async () =>
+        this.dropNamingMembers(workspaceId, await membersByKey(this.users, this.workspaces.get(workspaceId))),
+      );
     }
   }
 
@@ -97,7 +106,8 @@ export class Invitations {
    * workspace: the gate admitted them before, and a demotion, removal or deactivation can land
    * in between. Refused (409) when the invitee is a member already (`member_exists`) or already
    * has a pending invitation to this workspace (`invitation_exists`), and past either bound
-   * (`too_many_invitations`).
+   * (`too_many_invitations`). The workspace's invitations naming a member are revoked first, so
+   * its bound counts what its list shows (ADR 0131).
    */
   async create(
     workspaceId: string,
@@ -113,7 +123,7 @@ export class Invitations {
       this.locks.run(invitedBy, async () => {
         // Members are read under the workspace's key, which an acceptance holds until its member
         // is added: read before it, an invitation sent while its invitee's acceptance committed
-        // was written once they had joined, listed nowhere (ADR 0069, 0131; the unit
+        // was written once they had joined, listed nowhere yet counted (ADR 0069, 0131; the unit
         // test "while its invitee's acceptance commits", invitations-one-person.test.ts).
         const members = await membersByKey(this.users, this.workspaces.get(workspaceId));
         refuseMember(members, invitee, invitedBy);
@@ -123,6 +133,7 @@ export class Invitations {
         if (!this.senderStands({ workspaceId, invitedBy })) {
           throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
         }
+        await this.dropNamingMembers(workspaceId, members);
         const pending = this.pending(this.indexed.to(workspaceId));
         const key = inviteeKey(invitee);
         if (pending.some((invitation) => inviteeKey(invitation.invitee) === key)) {
@@ -162,8 +173,9 @@ export class Invitations {
 
   /**
    * A workspace's pending invitations, oldest first, but none naming a member (by id, or by an
-   * address the directory records for one): accepting it is refused, and it goes when they leave.
-   * One may be left from before ADR 0131, or name an address its member signed in with later.
+   * address the directory records for one): accepting it is refused, and it goes when they leave,
+   * when the workspace's next invitation is sent, or at housekeeping. One may be left from before
+   * ADR 0131, or name an address its member signed in with later.
    */
   async forWorkspace(workspaceId: string): Promise<Invitation[]> {
     const members = await membersByKey(this.users, this.workspaces.get(workspaceId));
@@ -306,6 +318,17 @@ export class Invitations {
         this.indexed.sentBy(principalId),
         (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
       ),
+    );
+  }
+
+  /**
+   * Under the workspace's key: its invitations naming one of `members` (`membersByKey`). No list
+   * shows them and accepting one is refused, yet they counted against the bounds, and the admin
+   * could revoke one only by an id seen before it was hidden; leaving would revoke it anyway.
+   */
+  private async dropNamingMembers(workspaceId: string, members: Map<string, string>): Promise<void> {
+    await this.dropAll(this.indexed.to(workspaceId), (invitation) =>
+      members.has(inviteeKey(invitation.invitee)),
     );
   }
 

@@ -143,4 +143,21 @@ describe("an invitation naming someone who is already a member", () => {
       expect(await leave("alice", pat.id)).toBe(204);
     }
   });
+
+  it("counts against no bound: with one hidden, the workspace's 100th listed invitation is sent", async () => {
+    const asMember = await invite(rest, "alice", ws, { principalId: pat.id }, "member");
+    expect(await accept("pat", asMember.id)).toBe(200);
+    // Sent to an address nobody had signed in with; then pat signs in with it: hidden from the list.
+    const hidden = await invite(rest, "alice", ws, { email: "pat.work@example.test" }, "admin");
+    statedEmails.set("pat", "pat.work@example.test");
+    expect((await t.rest("pat", "GET", "/v1/workspaces")).status).toBe(200);
+    for (let i = 0; i < 99; i++) await invite(rest, "alice", ws, { email: `guest${i}@example.test` });
+    expect(await pendingIn(ws)).toHaveLength(99);
+    await invite(rest, "alice", ws, { email: "guest99@example.test" });
+    expect(await pendingIn(ws)).toHaveLength(100);
+    // Revoked, not merely left out of the list: its id, seen once, finds nothing to revoke.
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}/invitations/${hidden.id}`)).status).toBe(
+      404,
+    );
+  });
 });

@@ -439,6 +439,45 @@ describe("one person's invitations to one workspace (ADR 0131)", () => {
     expect(await onDisk()).toEqual([]);
   });
 
+  /** `count` invitations to strangers, `<prefix><i>@example.test`, sent to `workspaceId` by ADMIN. */
+  const sendMany = async (workspaceId: string, count: number, prefix: string) => {
+    for (let i = 0; i < count; i++) {
+      await invitations.create(workspaceId, { email: `${prefix}${i}@example.test` }, "member", ADMIN.id);
+    }
+  };
+
+  it("one naming a member counts against no workspace's bound: the 100th listed one is sent, and it is revoked", async () => {
+    // Sent to her address before she joined (the join set by hand here): hidden, and it counted.
+    const hidden = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
+    await sendMany(WS, MAX_PENDING_PER_WORKSPACE - 1, "p");
+    expect(await invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE - 1);
+    await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    expect(await invitations.forWorkspace(WS)).toHaveLength(MAX_PENDING_PER_WORKSPACE);
+    expect(await onDisk()).not.toContain(`${hidden.id}.json`);
+    await expect(
+      invitations.create(WS, { email: "q@example.test" }, "member", ADMIN.id),
+    ).rejects.toMatchObject({
+      code: "too_many_invitations",
+    });
+  });
+
+  it("housekeeping revokes those naming a member, so they stop counting against their sender's bound", async () => {
+    const third = "ws_00000000000000cc";
+    setMembers(third, { [ADMIN.id]: "admin" });
+    const hidden = await invitations.create(OTHER_WS, { principalId: ALICE.id }, "admin", ADMIN.id);
+    setMembers(OTHER_WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
+    await sendMany(WS, MAX_PENDING_PER_WORKSPACE, "p");
+    await sendMany(OTHER_WS, MAX_PENDING_PER_INVITER - MAX_PENDING_PER_WORKSPACE - 1, "p");
+    await invitations.load();
+    expect(await onDisk()).not.toContain(`${hidden.id}.json`);
+    // The sender's 200th listed invitation, in a workspace that holds none naming a member.
+    await invitations.create(third, { principalId: BOB.id }, "member", ADMIN.id);
+    await expect(
+      invitations.create(third, { email: "q@example.test" }, "member", ADMIN.id),
+    ).rejects.toMatchObject({ code: "too_many_invitations" });
+  });
+
   it("an acceptance sent as they are removed lands before the removal or after the revocation, never between", async () => {
     const leftover = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
     setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
