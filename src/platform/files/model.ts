@@ -29,15 +29,16 @@ export function isFileId(value: string): boolean {
 export const FILE_NAME_RULE =
   `A file name is 1 to ${MAX_FILE_NAME_CHARS} characters (Unicode code points), at least one of them ` +
   "visible (not only invisible characters such as U+200B or U+200F), with no control characters " +
-  "(C0, DEL, C1, or bidirectional controls such as U+202E) and no half of a surrogate pair. " +
+  "(C0, DEL, C1, line or paragraph separators, or bidirectional controls such as U+202E) and no half of a surrogate pair. " +
   "Send the file again under such a name.";
 
 /**
- * C1 controls (U+0080–U+009F; U+009B is a terminal's CSI) and the bidirectional embedding,
+ * C1 controls (U+0080–U+009F; U+009B is a terminal's CSI), the bidirectional embedding,
  * override and isolate controls (U+202A–U+202E, U+2066–U+2069), which make "x\u202Etxt.exe"
- * show as "xexe.txt": invisible, and they change what the rest of the name looks like.
+ * show as "xexe.txt", and the line and paragraph separators (U+2028, U+2029), which broke a
+ * listing's line in two and let a name show as a second file: each changes what the rest looks like.
  */
-const HIDDEN_CONTROL = /[\u0080-\u009F\u202A-\u202E\u2066-\u2069]/;
+const HIDDEN_CONTROL = /[\u0080-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
 
 /**
  * A file name is a label, never a path; it is refused only when it could not be shown as it is

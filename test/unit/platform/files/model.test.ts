@@ -53,6 +53,8 @@ describe("checkFileName", () => {
     ["a bidirectional embedding (LRE)", "x\u202Ay"],
     ["a bidirectional isolate (RLI)", "x\u2067y"],
     ["a bidirectional isolate's end (PDI)", "x\u2069y"],
+    ["a line separator, which breaks a listing's line", "report.txt\u2028fl_0  payroll.xlsx"],
+    ["a paragraph separator", "a\u2029b"],
     ["half of a surrogate pair", `a${String.fromCharCode(0xd800)}b`],
     ["256 characters", "a".repeat(256)],
     ["256 emoji", "\u{1F600}".repeat(256)],
