@@ -73,6 +73,13 @@ export class PayloadTooLarge extends AtriumError {
   }
 }
 
+/** A precondition the request set (`If-Match`) does not hold for what is stored (RFC 9110 §15.5.13). */
+export class PreconditionFailed extends AtriumError {
+  constructor(message: string) {
+    super("precondition_failed", 412, message);
+  }
+}
+
 /** The body is sent in a format this route does not read (RFC 9110 §15.5.16). */
 export class UnsupportedMediaType extends AtriumError {
   constructor(message: string) {

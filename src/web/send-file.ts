@@ -5,6 +5,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { Context } from "hono";
 import { type ByteRange, requestedRange } from "./byte-range.ts";
+import { matchHolds, noneMatchHolds } from "./conditions.ts";
 
 /**
  * Bytes read from disk per chunk of a download: fewer, larger writes to the socket than the
@@ -25,6 +26,11 @@ export function sendFile(c: Context, content: FileHandle, fileHeaders: Record<st
   // RFC 9110 §13.1.2: a client holding this version already gets 304 and no body, GET and HEAD
   // alike (test/integration/files-rest.test.ts "conditional downloads").
   const etag = headers.etag;
+  // RFC 9110 §13.1.1: a client that asked for a version this is not gets 412, not these bytes.
+  if (etag !== undefined && matchHolds(c.req.header("if-match"), etag) === false) {
+    void content.close();
+    return new Response(null, { status: 412, headers: { etag } });
+  }
   if (etag !== undefined && noneMatchHolds(c.req.header("if-none-match"), etag) === false) {
     void content.close();
     return new Response(null, { status: 304, headers: { etag } });
@@ -125,30 +131,4 @@ function writeChunk(outgoing: ServerResponse, chunk: Buffer): Promise<void> {
   });
   taken.catch(() => undefined);
   return taken;
-}
-
-/**
- * One element of an entity-tag list: `W/` if weak, then the quoted tag, between optional
- * whitespace, then a comma or the end (RFC 9110 §8.8.3; §5.6.1 lets an element be empty).
- */
-const LIST_ELEMENT = /[ \t]*(?:(?:W\/)?("[\x21\x23-\x7E\x80-\xFF]*"))?[ \t]*(?:,|$)/y;
-
-/**
- * Whether an `If-None-Match` condition holds for a representation whose ETag is `etag`
- * (RFC 9110 §13.1.2): `false` when the header is `*` or lists a tag that matches `etag` by the
- * weak comparison (`W/` ignored on either side), `true` when it lists none that does, undefined
- * when there is no header or it is not a list of entity-tags (then it is ignored).
- */
-export function noneMatchHolds(header: string | undefined, etag: string): boolean | undefined {
-  if (header === undefined) return undefined;
-  if (header.trim() === "*") return false;
-  const opaque = etag.replace(/^W\//, "");
-  let matched = false;
-  LIST_ELEMENT.lastIndex = 0;
-  do {
-    const element = LIST_ELEMENT.exec(header);
-    if (!element) return undefined;
-    if (element[1] === opaque) matched = true;
-  } while (LIST_ELEMENT.lastIndex < header.length);
-  return !matched;
 }

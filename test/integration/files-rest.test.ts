@@ -303,6 +303,24 @@ describe("conditional downloads", () => {
     }
   });
 
+  it("If-Match with another version is 412, GET, HEAD and DELETE alike, and deletes nothing", async () => {
+    const { id, sha256 } = await stored();
+    for (const method of ["GET", "HEAD", "DELETE"]) {
+      const refused = await instance.raw("alice", method, `/v1/files/${id}`, {
+        headers: { "if-match": '"not-it"' },
+      });
+      expect(refused.status).toBe(412);
+    }
+    const kept = await instance.rest("alice", "GET", `/v1/files/${id}`, undefined, {
+      "if-match": `"${sha256}"`,
+    });
+    expect(await kept.text()).toBe("cache me");
+    const deleted = await instance.rest("alice", "DELETE", `/v1/files/${id}`, undefined, {
+      "if-match": `"${sha256}"`,
+    });
+    expect(deleted.status).toBe(204);
+  });
+
   it("If-None-Match with other tags is 200 with the content", async () => {
     const { id } = await stored();
     const response = await instance.rest("alice", "GET", `/v1/files/${id}`, undefined, {

@@ -1,8 +1,9 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import { InvalidInput, UnsupportedMediaType } from "../../errors.ts";
+import { InvalidInput, PreconditionFailed, UnsupportedMediaType } from "../../errors.ts";
 import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
+import { matchHolds } from "../../web/conditions.ts";
 import { sendFile } from "../../web/send-file.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { MAX_PAGE_SIZE } from "./listings.ts";
@@ -79,7 +80,15 @@ export function fileRoutes(files: FileStore, workspaces: Pick<WorkspaceStore, "r
   app.delete("/v1/files/:id", async (c) => {
     const owner = c.get("principal").id;
     const id = c.req.param("id");
-    await files.delete(await locate(owner, id), owner, id);
+    const workspaceId = await locate(owner, id);
+    // A file's bytes never change under its id, so its tag checked now is its tag when deleted.
+    const ifMatch = c.req.header("if-match");
+    if (
+      ifMatch !== undefined &&
+      matchHolds(ifMatch, etagOf(await files.info(workspaceId, owner, id))) === false
+    )
+      throw new PreconditionFailed("The file is not the version If-Match names; nothing was deleted.");
+    await files.delete(workspaceId, owner, id);
     return c.body(null, 204);
   });
 

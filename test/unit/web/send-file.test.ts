@@ -7,7 +7,40 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
-import { noneMatchHolds, sendFile } from "../../../src/web/send-file.ts";
+import { matchHolds, noneMatchHolds } from "../../../src/web/conditions.ts";
+import { sendFile } from "../../../src/web/send-file.ts";
+
+// If-Match against a stored ETag (RFC 9110 §13.1.1, strong comparison): false means 412.
+describe("matchHolds", () => {
+  const etag = '"0a1b"';
+
+  it.each([
+    ["the same tag", '"0a1b"'],
+    ["a list that holds it", '"ffff", "0a1b"'],
+    ["*", " * "],
+  ])("holds for %s", (_case, header) => {
+    expect(matchHolds(header, etag)).toBe(true);
+  });
+
+  it.each([
+    ["another tag", '"ffff"'],
+    ["the tag marked weak, which the strong comparison never matches", 'W/"0a1b"'],
+  ])("does not hold for %s", (_case, header) => {
+    expect(matchHolds(header, etag)).toBe(false);
+  });
+
+  it("never holds for a weak stored tag but for *", () => {
+    expect(matchHolds('W/"0a1b"', 'W/"0a1b"')).toBe(false);
+    expect(matchHolds("*", 'W/"0a1b"')).toBe(true);
+  });
+
+  it.each([
+    ["no header", undefined],
+    ["an unquoted tag", "0a1b"],
+  ])("is ignored for %s", (_case, header) => {
+    expect(matchHolds(header, etag)).toBeUndefined();
+  });
+});
 
 // If-None-Match against a download's ETag (RFC 9110 §13.1.2, weak comparison): false means the
 // client's copy is current (304).

@@ -1,0 +1,48 @@
+/** HTTP preconditions on an entity tag (RFC 9110 §13.1). */
+
+/**
+ * One element of an entity-tag list: `W/` if weak, then the quoted tag, between optional
+ * whitespace, then a comma or the end (RFC 9110 §8.8.3; §5.6.1 lets an element be empty).
+ */
+const LIST_ELEMENT = /[ \t]*(?:(?:W\/)?("[\x21\x23-\x7E\x80-\xFF]*"))?[ \t]*(?:,|$)/y;
+
+/**
+ * Whether an `If-None-Match` condition holds for a representation whose ETag is `etag`
+ * (RFC 9110 §13.1.2): `false` when the header is `*` or lists a tag that matches `etag` by the
+ * weak comparison (`W/` ignored on either side), `true` when it lists none that does, undefined
+ * when there is no header or it is not a list of entity-tags (then it is ignored).
+ */
+export function noneMatchHolds(header: string | undefined, etag: string): boolean | undefined {
+  if (header === undefined) return undefined;
+  if (header.trim() === "*") return false;
+  const opaque = etag.replace(/^W\//, "");
+  let matched = false;
+  LIST_ELEMENT.lastIndex = 0;
+  do {
+    const element = LIST_ELEMENT.exec(header);
+    if (!element) return undefined;
+    if (element[1] === opaque) matched = true;
+  } while (LIST_ELEMENT.lastIndex < header.length);
+  return !matched;
+}
+
+/**
+ * Whether an `If-Match` condition holds for a representation whose ETag is `etag` (RFC 9110
+ * §13.1.1): `true` when the header is `*` or lists a tag equal to `etag` by the strong comparison
+ * (a weak tag on either side never matches), `false` when it lists none that does, undefined when
+ * there is no header or it is not a list of entity-tags (then it is ignored).
+ */
+export function matchHolds(header: string | undefined, etag: string): boolean | undefined {
+  if (header === undefined) return undefined;
+  if (header.trim() === "*") return true;
+  const strong = !etag.startsWith("W/");
+  let matched = false;
+  LIST_ELEMENT.lastIndex = 0;
+  do {
+    const element = LIST_ELEMENT.exec(header);
+    if (!element) return undefined;
+    const weak = /^[ \t]*W\//.test(element[0]);
+    if (strong && !weak && element[1] === etag) matched = true;
+  } while (LIST_ELEMENT.lastIndex < header.length);
+  return matched;
+}
