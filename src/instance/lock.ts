@@ -9,6 +9,7 @@ import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
 import { isFolder, makeFolderPathIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
+import { canCheckPid, isPidAlive, type PidSpace, readPidSpace } from "./lock-pid-space.ts";
 
 // One data root belongs to one running process (issue 16, ADR 0022): two processes on one
 // root each keep an in-memory copy of the index, users, grants and keys and write it over the
@@ -27,6 +28,12 @@ const TAKEOVER_RETRY_MS = 50;
 export interface LockHolder {
   pid: number;
   host: string;
+  /**
+   * Where `pid` was read (lock-pid-space.ts): its PID is checked only from the same PID
+   * namespace and boot. Absent in a lock written before ADR 0133.
+   */
+  pidNs?: string | null;
+  bootId?: string | null;
   startedAt: string;
   publicUrl: string;
   token: string;
@@ -39,9 +46,11 @@ export class InstanceLocked extends BootError {
     readonly holder: LockHolder | undefined,
     lockPath: string,
     staleMs: number,
+    /** Why its PID was not checked, or how its heartbeat was seen, when that is worth saying. */
+    detail = "",
   ) {
     const who = holder
-      ? `Atrium process ${holder.pid} on host ${holder.host}, started ${holder.startedAt} (${holder.publicUrl})`
+      ? `Atrium process ${holder.pid} on host ${holder.host}, started ${holder.startedAt} (${holder.publicUrl})${detail}`
       : `a process whose lock file cannot be read`;
     super(
       `The data root ${root} is in use by ${who}. Stop that process first, or start this one with ` +
@@ -138,9 +147,12 @@ async function acquire(layout: StorageLayout, options: LockOptions): Promise<Ins
   // found already there is not flushed again by the writers that use it.
   await makeFolderPathIfMissing(layout.instanceDir());
   const path = layout.instanceLockFile();
+  const here = await readPidSpace();
   const holder: LockHolder = {
     pid: process.pid,
     host: hostname(),
+    pidNs: here.pidNs,
+    bootId: here.bootId,
     startedAt: new Date((options.clock ?? systemClock)()).toISOString(),
     publicUrl: options.publicUrl,
     token: randomBytes(16).toString("hex"),
@@ -149,7 +161,7 @@ async function acquire(layout: StorageLayout, options: LockOptions): Promise<Ins
   // same process (tests; one PID) must not judge the new lock "left by an earlier process".
   heldTokens.add(holder.token);
   try {
-    await takeLock(layout, options, path, holder, staleMs);
+    await takeLock(layout, options, path, holder, staleMs, here);
   } catch (error) {
     heldTokens.delete(holder.token);
     throw error;
@@ -163,6 +175,7 @@ async function takeLock(
   path: string,
   holder: LockHolder,
   staleMs: number,
+  here: PidSpace,
 ): Promise<void> {
   const clock = options.clock ?? systemClock;
   const deadline = clock() + TAKEOVER_WAIT_MS;
@@ -170,8 +183,10 @@ async function takeLock(
     if (await createFileExclusive(path, lockText(holder))) return;
     const seen = await readLock(path);
     if (seen === undefined) continue; // released in between: compete again
-    const reason = stalenessOf(seen, staleMs, clock());
-    if (reason === undefined) throw new InstanceLocked(layout.root, seen.holder, path, staleMs);
+    const reason = stalenessOf(seen, staleMs, clock(), here);
+    if (reason === undefined) {
+      throw new InstanceLocked(layout.root, seen.holder, path, staleMs, unchecked(seen.holder, here));
+    }
     const removed = await removeStaleLock(layout, seen, staleMs, clock);
     if (removed) {
       options.log.warn(
@@ -251,16 +266,27 @@ async function readLock(path: string): Promise<SeenLock | undefined> {
 }
 
 /** Why the lock no longer protects anything, or undefined while its holder may be alive. */
-function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number): string | undefined {
+function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSpace): string | undefined {
   const { holder } = seen;
-  if (holder && holder.host === hostname()) {
+  // Only a PID read where this process reads PIDs: a holder in another container on this host
+  // has a PID that is not running here, or is this process's own (PID 1 in each), and is alive
+  // (test/unit/instance/lock.test.ts "another PID namespace").
+  if (holder && holder.host === hostname() && canCheckPid(holder, here)) {
     if (holder.pid === process.pid && !heldTokens.has(holder.token))
       return "left by an earlier process with this PID";
-    if (!isAlive(holder.pid)) return "its process is gone";
+    if (!isPidAlive(holder.pid)) return "its process is gone";
   }
   const ageMs = nowMs - seen.mtimeMs;
   if (ageMs > staleMs) return `not refreshed for ${Math.round(ageMs / 1000)} s`;
   return undefined;
+}
+
+/** Says why a live-looking holder on this host was judged by its heartbeat, not its PID. */
+function unchecked(holder: LockHolder | undefined, here: PidSpace): string {
+  if (!holder || holder.host !== hostname() || canCheckPid(holder, here)) return "";
+  return holder.pidNs === undefined || holder.bootId === undefined
+    ? " (its lock, from an older Atrium, does not say which PID namespace its PID is in)"
+    : " (in another PID namespace or boot than this process: another container, say)";
 }
 
 /**
@@ -310,16 +336,6 @@ async function removeStaleLock(
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, owned by someone else.
-    return (error as NodeJS.ErrnoException).code !== "ESRCH";
-  }
-}
-
 function parseHolder(bytes: Buffer): LockHolder | undefined {
   try {
     const value = JSON.parse(bytes.toString("utf8")) as Partial<LockHolder>;
@@ -329,6 +345,9 @@ function parseHolder(bytes: Buffer): LockHolder | undefined {
     return {
       pid: value.pid as number,
       host: value.host,
+      // Anything but a string or null is as good as absent: the PID is then not checked.
+      ...(isPidSpaceField(value.pidNs) ? { pidNs: value.pidNs } : {}),
+      ...(isPidSpaceField(value.bootId) ? { bootId: value.bootId } : {}),
       startedAt: String(value.startedAt),
       publicUrl: String(value.publicUrl),
       token: value.token,
@@ -336,6 +355,10 @@ function parseHolder(bytes: Buffer): LockHolder | undefined {
   } catch {
     return undefined;
   }
+}
+
+function isPidSpaceField(value: unknown): value is string | null {
+  return typeof value === "string" || value === null;
 }
 
 function digestOf(bytes: Buffer): string {

@@ -3,9 +3,10 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { acquireInstanceLock, InstanceLocked, type LockHolder } from "../../../src/instance/lock.ts";
+import { type PidSpace, readPidSpace } from "../../../src/instance/lock-pid-space.ts";
 import { createLogger } from "../../../src/log.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
@@ -24,6 +25,14 @@ const log = () =>
     }),
   );
 const options = () => ({ publicUrl: "http://127.0.0.1:8787", log: log() });
+/** This process's PID namespace and boot, as a lock written by a process beside it records them. */
+let here: PidSpace;
+/** Another container's PID namespace on this host: same kernel boot, another namespace. */
+const otherContainer = () => ({ ...here, pidNs: "pid:[4026599999]" });
+
+beforeAll(async () => {
+  here = await readPidSpace();
+});
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "atrium-lock-"));
@@ -114,7 +123,7 @@ describe("acquireInstanceLock", () => {
 
   it("takes over a lock whose process on this host is gone, and logs the takeover", async () => {
     const pid = await deadPid();
-    await writeLock({ pid, host: hostname(), token: "old" });
+    await writeLock({ pid, host: hostname(), ...here, token: "old" });
     const lock = await acquireInstanceLock(layout, options());
     expect((await readHolder()).token).toBe(lock.holder.token);
     const takeover = logLines
@@ -125,10 +134,59 @@ describe("acquireInstanceLock", () => {
   });
 
   it("takes over a lock left by an earlier process with this very PID (PID 1 in a container)", async () => {
-    await writeLock({ pid: process.pid, host: hostname(), token: "earlier" });
+    await writeLock({ pid: process.pid, host: hostname(), ...here, token: "earlier" });
     const lock = await acquireInstanceLock(layout, options());
     expect((await readHolder()).token).toBe(lock.holder.token);
     await lock.release();
+  });
+
+  describe("another PID namespace on this host (a container beside this one, unshare --pid)", () => {
+    it("records the PID namespace and boot its PID was read in", async () => {
+      const lock = await acquireInstanceLock(layout, options());
+      const holder = await readHolder();
+      expect(holder.pidNs).toMatch(/^pid:\[\d+\]$/);
+      expect(holder.bootId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(holder).toMatchObject(here);
+      await lock.release();
+    });
+
+    it("refuses a fresh lock whose PID is not running here, naming why its PID was not checked", async () => {
+      await writeLock({ pid: await deadPid(), host: hostname(), ...otherContainer(), token: "theirs" });
+      const attempt = acquireInstanceLock(layout, options());
+      await expect(attempt).rejects.toThrow(InstanceLocked);
+      await expect(attempt).rejects.toThrow(/in another PID namespace or boot than this process/);
+      expect((await readHolder()).token).toBe("theirs");
+    });
+
+    it("refuses a fresh lock naming this very PID (PID 1 in each container)", async () => {
+      await writeLock({ pid: process.pid, host: hostname(), ...otherContainer(), token: "theirs" });
+      await expect(acquireInstanceLock(layout, options())).rejects.toThrow(InstanceLocked);
+      expect((await readHolder()).token).toBe("theirs");
+    });
+
+    it("refuses a fresh lock from another boot of this host whose PID is gone", async () => {
+      // The initial PID namespace is the same on every boot: only the boot id tells them apart,
+      // as it does two machines that share a host name and a network root.
+      const bootId = "00000000-0000-4000-8000-000000000000";
+      await writeLock({ pid: await deadPid(), host: hostname(), ...here, bootId, token: "theirs" });
+      await expect(acquireInstanceLock(layout, options())).rejects.toThrow(InstanceLocked);
+    });
+
+    it("refuses a fresh lock from an older Atrium, which does not say where its PID was read", async () => {
+      await writeLock({ pid: await deadPid(), host: hostname(), token: "older" });
+      await expect(acquireInstanceLock(layout, options())).rejects.toThrow(/from an older Atrium/);
+      await writeLock({ pid: process.pid, host: hostname(), token: "older" });
+      await expect(acquireInstanceLock(layout, options())).rejects.toThrow(InstanceLocked);
+    });
+
+    it("takes such a lock over once its heartbeat is older than the bound", async () => {
+      await writeLock({ pid: process.pid, host: hostname(), ...otherContainer(), token: "theirs" }, 60_000);
+      const lock = await acquireInstanceLock(layout, { ...options(), staleMs: 30_000, heartbeatMs: 20 });
+      expect((await readHolder()).token).toBe(lock.holder.token);
+      const takeover = logLines.map((line) => JSON.parse(line)).find((entry) => /stale/.test(entry.msg));
+      expect(takeover.reason).toMatch(/^not refreshed for 60 s/);
+      await lock.release();
+    });
   });
 
   it("takes over a lock from any host whose heartbeat is older than the bound", async () => {
@@ -157,7 +215,7 @@ describe("acquireInstanceLock", () => {
     // deletes the lock it judged stale fails this in every run tried (3 of 3); 12 rounds
     // caught it only half the time.
     for (let round = 0; round < 30; round++) {
-      await writeLock({ pid: dead, host: hostname(), token: `old-${round}` });
+      await writeLock({ pid: dead, host: hostname(), ...here, token: `old-${round}` });
       const results = await Promise.allSettled(
         Array.from({ length: 6 }, async (_, i) => {
           for (let turn = 0; turn < i * round; turn++) await new Promise((resolve) => setImmediate(resolve));
