@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { link, readFile, rename, rm, stat, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -9,7 +9,10 @@ import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
 import { isFolder, makeFolderPathIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
+import { digestOf, type LockHolder, lockText, readLock, type SeenLock } from "./lock-file.ts";
 import { canCheckPid, isPidAlive, type PidSpace, readPidSpace } from "./lock-pid-space.ts";
+
+export type { LockHolder } from "./lock-file.ts";
 
 // One data root belongs to one running process (issue 16, ADR 0022): two processes on one
 // root each keep an in-memory copy of the index, users, grants and keys and write it over the
@@ -23,21 +26,6 @@ export const LOCK_STALE_MS = 30_000;
 /** How long a process waits for another one's takeover of the same stale lock to finish. */
 const TAKEOVER_WAIT_MS = 5_000;
 const TAKEOVER_RETRY_MS = 50;
-
-/** What `instance.lock` holds (JSON). The token tells this holder's lock from a later one. */
-export interface LockHolder {
-  pid: number;
-  host: string;
-  /**
-   * Where `pid` was read (lock-pid-space.ts): its PID is checked only from the same PID
-   * namespace and boot. Absent in a lock written before ADR 0133.
-   */
-  pidNs?: string | null;
-  bootId?: string | null;
-  startedAt: string;
-  publicUrl: string;
-  token: string;
-}
 
 /** The root is held by a live process; boot stops and says by whom and what to do. */
 export class InstanceLocked extends BootError {
@@ -247,24 +235,6 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
   };
 }
 
-interface SeenLock {
-  /** Undefined when the file does not parse as a lock. */
-  holder: LockHolder | undefined;
-  /** Names exactly these bytes, so a takeover can check it removes the lock it judged. */
-  digest: string;
-  mtimeMs: number;
-}
-
-async function readLock(path: string): Promise<SeenLock | undefined> {
-  try {
-    const [bytes, stats] = await Promise.all([readFile(path), stat(path)]);
-    return { holder: parseHolder(bytes), digest: digestOf(bytes), mtimeMs: stats.mtimeMs };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
-  }
-}
-
 /** Why the lock no longer protects anything, or undefined while its holder may be alive. */
 function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSpace): string | undefined {
   const { holder } = seen;
@@ -334,37 +304,4 @@ async function removeStaleLock(
   } finally {
     await rm(marker, { force: true });
   }
-}
-
-function parseHolder(bytes: Buffer): LockHolder | undefined {
-  try {
-    const value = JSON.parse(bytes.toString("utf8")) as Partial<LockHolder>;
-    // A PID of 0 or below would name a process group to kill(2): never accepted.
-    if (!Number.isInteger(value.pid) || (value.pid as number) <= 0) return undefined;
-    if (typeof value.host !== "string" || typeof value.token !== "string") return undefined;
-    return {
-      pid: value.pid as number,
-      host: value.host,
-      // Anything but a string or null is as good as absent: the PID is then not checked.
-      ...(isPidSpaceField(value.pidNs) ? { pidNs: value.pidNs } : {}),
-      ...(isPidSpaceField(value.bootId) ? { bootId: value.bootId } : {}),
-      startedAt: String(value.startedAt),
-      publicUrl: String(value.publicUrl),
-      token: value.token,
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-function isPidSpaceField(value: unknown): value is string | null {
-  return typeof value === "string" || value === null;
-}
-
-function digestOf(bytes: Buffer): string {
-  return createHash("sha256").update(bytes).digest("hex").slice(0, 32);
-}
-
-function lockText(holder: LockHolder): string {
-  return `${JSON.stringify(holder, null, 2)}\n`;
 }
