@@ -23,6 +23,12 @@ export type { LockHolder } from "./lock-file.ts";
 export const LOCK_HEARTBEAT_MS = 5_000;
 /** A lock not refreshed for this long is stale, whoever holds it (a frozen or remote holder). */
 export const LOCK_STALE_MS = 30_000;
+/**
+ * A lock stale by its age is watched for this many heartbeats before it is taken over: one for
+ * the beat that is due, one for a beat late behind a slow disk or a busy event loop. The
+ * holder's interval is taken to be this process's own (LOCK_HEARTBEAT_MS, outside tests).
+ */
+const WATCH_HEARTBEATS = 2;
 /** How long a process waits for another one's takeover of the same stale lock to finish. */
 const TAKEOVER_WAIT_MS = 5_000;
 const TAKEOVER_RETRY_MS = 50;
@@ -166,19 +172,36 @@ async function takeLock(
   here: PidSpace,
 ): Promise<void> {
   const clock = options.clock ?? systemClock;
-  const deadline = clock() + TAKEOVER_WAIT_MS;
+  const watchMs = WATCH_HEARTBEATS * (options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
+  let deadline = clock() + TAKEOVER_WAIT_MS;
   for (;;) {
     if (await createFileExclusive(path, lockText(holder))) return;
     const seen = await readLock(path);
     if (seen === undefined) continue; // released in between: compete again
-    const reason = stalenessOf(seen, staleMs, clock(), here);
-    if (reason === undefined) {
+    const judged = stalenessOf(seen, staleMs, clock(), here);
+    if (judged === undefined) {
       throw new InstanceLocked(layout.root, seen.holder, path, staleMs, unchecked(seen.holder, here));
+    }
+    if (judged.ageMs !== undefined) {
+      const watched = await watchHeartbeat(path, seen, watchMs);
+      // The watch is not time spent waiting for another process's takeover.
+      deadline = clock() + TAKEOVER_WAIT_MS;
+      if (watched === "changed") continue;
+      if (watched === "refreshed") {
+        const ageS = Math.round(judged.ageMs / 1000);
+        options.log.warn(
+          { root: layout.root, holder: seen.holder ?? "unreadable", ageMs: judged.ageMs, watchedMs: watchMs },
+          "the instance lock looks stale by this clock, but its holder refreshed it: the clocks disagree",
+        );
+        const skew = ` (it refreshed the lock while this process watched, though by this process's clock the lock was ${ageS} s old: the two clocks disagree)`;
+        throw new InstanceLocked(layout.root, seen.holder, path, staleMs, skew);
+      }
     }
     const removed = await removeStaleLock(layout, seen, staleMs, clock);
     if (removed) {
+      const watched = judged.ageMs === undefined ? {} : { watchedMs: watchMs };
       options.log.warn(
-        { root: layout.root, previous: seen.holder ?? "unreadable", reason },
+        { root: layout.root, previous: seen.holder ?? "unreadable", reason: judged.reason, ...watched },
         "taking over a stale instance lock",
       );
       continue;
@@ -235,20 +258,44 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
   };
 }
 
+/** Why the lock no longer protects anything; `ageMs` when only its age says so. */
+interface Staleness {
+  reason: string;
+  ageMs?: number;
+}
+
 /** Why the lock no longer protects anything, or undefined while its holder may be alive. */
-function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSpace): string | undefined {
+function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSpace): Staleness | undefined {
   const { holder } = seen;
   // Only a PID read where this process reads PIDs: a holder in another container on this host
   // has a PID that is not running here, or is this process's own (PID 1 in each), and is alive
   // (test/unit/instance/lock.test.ts "another PID namespace").
   if (holder && holder.host === hostname() && canCheckPid(holder, here)) {
     if (holder.pid === process.pid && !heldTokens.has(holder.token))
-      return "left by an earlier process with this PID";
-    if (!isPidAlive(holder.pid)) return "its process is gone";
+      return { reason: "left by an earlier process with this PID" };
+    if (!isPidAlive(holder.pid)) return { reason: "its process is gone" };
   }
   const ageMs = nowMs - seen.mtimeMs;
-  if (ageMs > staleMs) return `not refreshed for ${Math.round(ageMs / 1000)} s`;
+  if (ageMs > staleMs) return { reason: `not refreshed for ${Math.round(ageMs / 1000)} s`, ageMs };
   return undefined;
+}
+
+/**
+ * Whether a lock its age calls stale is still refreshed, seen without comparing clocks: the age
+ * is this process's clock minus the holder's stamp, so clocks more than the stale bound apart
+ * made a live lock look stale (test/unit/instance/lock.test.ts "clock skew"). Two readings of
+ * the holder's own stamp, `watchMs` apart, do not depend on this clock. "changed": the lock's
+ * bytes are not the ones judged any more (rewritten, or taken over): judge it again.
+ */
+async function watchHeartbeat(
+  path: string,
+  seen: SeenLock,
+  watchMs: number,
+): Promise<"still" | "refreshed" | "changed"> {
+  await sleep(watchMs);
+  const again = await readLock(path);
+  if (again === undefined || again.digest !== seen.digest) return "changed";
+  return again.mtimeMs === seen.mtimeMs ? "still" : "refreshed";
 }
 
 /** Says why a live-looking holder on this host was judged by its heartbeat, not its PID. */

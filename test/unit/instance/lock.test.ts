@@ -191,7 +191,7 @@ describe("acquireInstanceLock", () => {
 
   it("takes over a lock from any host whose heartbeat is older than the bound", async () => {
     await writeLock({ pid: 1, host: "elsewhere.example", token: "t1" }, 60_000);
-    const lock = await acquireInstanceLock(layout, { ...options(), staleMs: 30_000 });
+    const lock = await acquireInstanceLock(layout, { ...options(), staleMs: 30_000, heartbeatMs: 20 });
     expect((await readHolder()).host).toBe(hostname());
     await lock.release();
   });
@@ -203,9 +203,53 @@ describe("acquireInstanceLock", () => {
     );
     // The same fresh file, read by a clock a minute ahead: it was not refreshed for 60 s.
     const later = Date.now() + 60_000;
-    const lock = await acquireInstanceLock(layout, { ...options(), staleMs: 30_000, clock: () => later });
+    const lock = await acquireInstanceLock(layout, {
+      ...options(),
+      staleMs: 30_000,
+      heartbeatMs: 20,
+      clock: () => later,
+    });
     expect(await readHolder()).toMatchObject({ host: hostname(), startedAt: new Date(later).toISOString() });
     await lock.release();
+  });
+
+  describe("clock skew: a lock its age calls stale is watched for two heartbeats before it is taken over", () => {
+    it("a live holder is not taken over by a starter whose clock runs 31 s ahead", async () => {
+      const holder = await acquireInstanceLock(layout, { ...options(), heartbeatMs: 10 });
+      // Another host's clock, 31 s ahead of the one that stamps the holder's heartbeat.
+      const skewed = () => Date.now() + 31_000;
+      const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 50, clock: skewed });
+      await expect(attempt).rejects.toThrow(InstanceLocked);
+      await expect(attempt).rejects.toThrow(/refreshed the lock while this process watched.*clocks disagree/);
+      expect(await holder.stillHeld()).toBe(true);
+      expect((await readHolder()).token).toBe(holder.holder.token);
+      const warned = logLines
+        .map((line) => JSON.parse(line))
+        .filter((entry) => /clocks disagree/.test(entry.msg));
+      expect(warned[0]).toMatchObject({ watchedMs: 100 });
+      await holder.release();
+    });
+
+    it("a lock whose mtime stands still while watched is taken over only after the watch, and says so", async () => {
+      await writeLock({ pid: 1, host: "elsewhere.example", token: "t1" }, 60_000);
+      const started = performance.now();
+      const lock = await acquireInstanceLock(layout, { ...options(), heartbeatMs: 100 });
+      // A timer may fire a millisecond early by performance.now().
+      expect(performance.now() - started).toBeGreaterThanOrEqual(195);
+      const takeover = logLines.map((line) => JSON.parse(line)).find((entry) => /stale/.test(entry.msg));
+      expect(takeover).toMatchObject({ reason: "not refreshed for 60 s", watchedMs: 200 });
+      await lock.release();
+    });
+
+    it("a lock replaced while watched is judged again, and a fresh one is left alone", async () => {
+      await writeLock({ pid: 1, host: "elsewhere.example", token: "stale" }, 60_000);
+      const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 250 });
+      // Another process took the stale lock over during this one's watch.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await writeLock({ pid: 1, host: "elsewhere.example", token: "theirs" });
+      await expect(attempt).rejects.toThrow(InstanceLocked);
+      expect((await readHolder()).token).toBe("theirs");
+    });
   });
 
   it("racing: of many processes taking over one stale lock at once, exactly one wins", async () => {
