@@ -12,13 +12,16 @@ export interface ScopeListing {
 /**
  * One stamped path: its modification and change times, and a SKILL.md's size (-1: missing). The
  * change time also moves when a copy that keeps its source's modification time lands (`cp -p`,
- * `rsync -t`).
+ * `rsync -t`). A path whose stat failed otherwise than by being missing (a symlink loop, no
+ * permission, a disk error) is stamped with that error's code: unreadable, which the read reports
+ * as a problem.
  */
 interface Stamp {
   path: string;
   mtimeMs: number;
   ctimeMs: number;
   size?: number;
+  unreadable?: string;
 }
 
 interface Entry {
@@ -119,26 +122,41 @@ export class ScopeCache {
 }
 
 function unchanged(stamp: Stamp): boolean {
-  const info = statSync(stamp.path, { throwIfNoEntry: false });
+  const info = statOrError(stamp.path);
+  // Unreadable now: unchanged only if it was unreadable the same way when stamped, so a listing
+  // that reports a looping SKILL.md is kept, not read again on every request; any other error
+  // reads the folder again, and that read reports what it meets.
+  if (typeof info === "string") return info === stamp.unreadable;
+  if (stamp.unreadable !== undefined) return false;
   if ((info?.mtimeMs ?? -1) !== stamp.mtimeMs || (info?.ctimeMs ?? -1) !== stamp.ctimeMs) return false;
   return stamp.size === undefined || (info?.size ?? -1) === stamp.size;
 }
 
-function stampOf(path: string, info: Stats | undefined, withSize: boolean): Stamp {
+function stampOf(path: string, info: Stats | string | undefined, withSize: boolean): Stamp {
+  if (typeof info === "string") {
+    return withSize
+      ? { path, mtimeMs: -1, ctimeMs: -1, size: -1, unreadable: info }
+      : { path, mtimeMs: -1, ctimeMs: -1, unreadable: info };
+  }
   const times = { mtimeMs: info?.mtimeMs ?? -1, ctimeMs: info?.ctimeMs ?? -1 };
   return withSize ? { path, ...times, size: info?.size ?? -1 } : { path, ...times };
 }
 
-/** The scope folder, every folder under it, and each skill's SKILL.md (missing ones too). */
+/**
+ * The scope folder, every folder under it, and each skill's SKILL.md (missing and unreadable ones
+ * too). Never throws: one operator's looping or unreadable file made every workspace's
+ * `initialize` fail when it did (test/unit/platform/skills/scope-cache.test.ts "unreadable").
+ */
 function stampsOf(dir: string): Stamp[] {
   const stamps: Stamp[] = [];
   const folder = (path: string, depth: number): void => {
-    const info = statSync(path, { throwIfNoEntry: false });
-    stamps.push(stampOf(path, info?.isDirectory() ? info : undefined, false));
-    if (!info?.isDirectory()) return;
+    const info = statOrError(path);
+    const isFolder = typeof info === "object" && info.isDirectory();
+    stamps.push(stampOf(path, isFolder || typeof info === "string" ? info : undefined, false));
+    if (!isFolder) return;
     if (depth === 1) {
       const skillFile = join(path, SKILL_FILE);
-      stamps.push(stampOf(skillFile, statSync(skillFile, { throwIfNoEntry: false }), true));
+      stamps.push(stampOf(skillFile, statOrError(skillFile), true));
     }
     for (const entry of listing(path)) {
       if (!entry.name.startsWith(".") && entry.isDirectory()) folder(join(path, entry.name), depth + 1);
@@ -146,6 +164,18 @@ function stampsOf(dir: string): Stamp[] {
   };
   folder(dir, 0);
   return stamps;
+}
+
+/**
+ * The path's stat; undefined when nothing is there; the error's code when a stat fails otherwise.
+ * `throwIfNoEntry: false` spares only ENOENT: ELOOP, EACCES, EIO and ENOTDIR still throw.
+ */
+function statOrError(path: string): Stats | string | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code ?? "EUNKNOWN";
+  }
 }
 
 function listing(path: string): Dirent[] {

@@ -1,5 +1,5 @@
 import { readdir, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
 import { RACY_MS, readSkillFile, refuseUnreadable, SKILL_FILE } from "./skill-file.ts";
@@ -110,8 +110,16 @@ async function readFolder(
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { skills, problems };
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return { skills, problems };
+    // A scope folder that cannot be listed (a symlink loop, no permission, a file in its place) is
+    // this scope's problem alone: thrown, it failed every request that resolves skills.
+    problems.push({
+      scope,
+      name: basename(dir),
+      message: `the skills folder cannot be read (${code ?? "error"})`,
+    });
+    return { skills, problems };
   }
   for (const entry of entries) {
     if (entry.name.startsWith(".") || !entry.isDirectory()) continue;

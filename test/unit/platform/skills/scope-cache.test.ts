@@ -1,5 +1,5 @@
 import { utimesSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -177,6 +177,66 @@ describe("ScopeCache", () => {
     const asOrg = await cache.read(dir, "org");
     expect(asWorkspace.skills[0]?.scope).toBe("workspace");
     expect(asOrg.skills[0]?.scope).toBe("org");
+  });
+
+  it("reports an unreadable SKILL.md (a symlink loop) as a problem, keeps the listing while it stays so, and sees it fixed", async () => {
+    // Tests run as root, so no permission bit makes a file unreadable; a loop fails stat (ELOOP)
+    // where `throwIfNoEntry: false` spares only a missing file, as EACCES and EIO would.
+    await putSkill("good");
+    await mkdir(join(dir, "looped"));
+    await symlink("SKILL.md", join(dir, "looped", "SKILL.md"));
+    await touched(join(dir, "looped"));
+    const cache = newCache();
+    const first = await cache.read(dir, "workspace");
+    expect(first.skills.map((s) => s.name)).toEqual(["good"]);
+    expect(first.problems).toEqual([
+      { scope: "workspace", name: "looped", message: "no readable SKILL.md in the folder" },
+    ]);
+    await nextTurn();
+    // Checked again in a new turn: still looping, so still true, and neither thrown nor read again.
+    expect(await cache.read(dir, "workspace")).toBe(first);
+    await rm(join(dir, "looped", "SKILL.md"));
+    await writeFile(join(dir, "looped", "SKILL.md"), text("looped"));
+    await touched(join(dir, "looped"), join(dir, "looped", "SKILL.md"));
+    await nextTurn();
+    const fixed = await cache.read(dir, "workspace");
+    expect(fixed.skills.map((s) => s.name).sort()).toEqual(["good", "looped"]);
+    expect(fixed.problems).toEqual([]);
+  });
+
+  it("reports a listed SKILL.md whose link turns into a loop elsewhere, where only its check meets it", async () => {
+    // SKILL.md links to a file outside the scope folder, so no folder stamp moves: the check's
+    // stat of SKILL.md is the first to meet the loop.
+    const shared = await mkdtemp(join(tmpdir(), "atrium-scope-cache-shared-"));
+    try {
+      await writeFile(join(shared, "alpha.md"), text("alpha"));
+      await mkdir(join(dir, "alpha"));
+      await symlink(join(shared, "alpha.md"), join(dir, "alpha", "SKILL.md"));
+      await touched(join(dir, "alpha"), join(shared, "alpha.md"));
+      const cache = newCache();
+      expect(await names(cache)).toEqual(["alpha"]);
+      await nextTurn();
+      await rm(join(shared, "alpha.md"));
+      await symlink("alpha.md", join(shared, "alpha.md"));
+      const listing = await cache.read(dir, "workspace");
+      expect(listing.skills).toEqual([]);
+      expect(listing.problems.map((p) => p.name)).toEqual(["alpha"]);
+    } finally {
+      await rm(shared, { recursive: true, force: true });
+    }
+  });
+
+  it("reports a scope folder that cannot be listed (a symlink loop) as that scope's problem, not a throw", async () => {
+    const looped = join(dir, "looped-scope");
+    await symlink("looped-scope", looped);
+    const cache = newCache();
+    const listing = await cache.read(looped, "org");
+    expect(listing).toEqual({
+      skills: [],
+      problems: [{ scope: "org", name: "looped-scope", message: "the skills folder cannot be read (ELOOP)" }],
+    });
+    await nextTurn();
+    expect(await cache.read(looped, "org")).toBe(listing);
   });
 
   it("a new cache (a restart) lists what is on disk", async () => {
