@@ -93,13 +93,35 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
       first?.keyword === "additionalProperties" ? ` "${String(first.params.additionalProperty)}"` : "";
     throw new SkillInvalid(where, `${first?.message ?? "is invalid"}${extra}`);
   }
+  // Checked last, so a refusal naming the body says nothing else is wrong (writer.ts lets a new
+  // body replace such a one). The body reaches the model in full (the instructions, skills__read,
+  // skill:// reads), so it is held to what a reviewer sees, as the description is (adr/0132).
+  const body = bodyText(content);
+  const hiding = lineHidingText(body);
+  if (hiding !== undefined) {
+    throw new SkillInvalid(
+      "body",
+      `must not hold invisible (zero-width, bidirectional, variation or tag) or control characters but tab and line ends; line ${hiding} of the body does`,
+    );
+  }
   return {
     name,
     description: description.trim(),
-    body: bodyText(content),
+    body,
     scope,
     provenance: provenance ?? atrium.provenance ?? "admin",
     loading: atrium.loading ?? "dynamic",
     tools: atrium.tools ?? [],
   };
+}
+
+/**
+ * The number (from 1) of the body's first line holding what a reader cannot see, or undefined. A
+ * line's CRLF end is a line end, as a file saved on Windows has; any other carriage return is a
+ * control like the rest, since a terminal draws what follows it over the line's start.
+ */
+function lineHidingText(body: string): number | undefined {
+  const lines = body.split("\n");
+  const index = lines.findIndex((line) => hidesText(line.endsWith("\r") ? line.slice(0, -1) : line));
+  return index === -1 ? undefined : index + 1;
 }

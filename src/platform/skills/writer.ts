@@ -117,7 +117,7 @@ export class SkillWriter implements LeftoverRules {
 
   update(target: WriteTarget, name: string, update: SkillUpdate): Promise<Skill> {
     return this.locked(target, name, async (dir) => {
-      const current = await this.currentText(target, dir, name);
+      const current = await this.currentText(target, dir, name, update.intent === "replace_body");
       const skill = await this.save(target, dir, name, editSkillText(current, name, update));
       this.announce(target, name, "updated");
       return skill;
@@ -263,11 +263,24 @@ export class SkillWriter implements LeftoverRules {
     }
   }
 
-  /** The current SKILL.md, refused as the update would be if it does not parse. */
-  private async currentText(target: WriteTarget, dir: string, name: string): Promise<string> {
+  /**
+   * The current SKILL.md, refused as the update would be if it does not parse; but a new body may
+   * replace one refused for hiding text (saved before adr/0132, or an operator's), the one way to
+   * mend it short of a delete. parseSkill checks the body last, so nothing else is wrong with it.
+   */
+  private async currentText(
+    target: WriteTarget,
+    dir: string,
+    name: string,
+    replacingBody: boolean,
+  ): Promise<string> {
     const text = await readOrRefuse(join(dir, name, SKILL_FILE), target, name);
     if (text === undefined) throw skillNotFound(target, name);
-    parseOrRefuse(text, target);
+    try {
+      parseSkill(text, target.scope);
+    } catch (error) {
+      if (!(replacingBody && error instanceof SkillInvalid && error.field === "body")) throw refusal(error);
+    }
     return text;
   }
 
@@ -297,9 +310,13 @@ function parseOrRefuse(text: string, target: WriteTarget): Skill {
   try {
     return parseSkill(text, target.scope);
   } catch (error) {
-    if (error instanceof SkillInvalid) throw new InvalidInput(`Skill refused: ${error.message}.`);
-    throw error;
+    throw refusal(error);
   }
+}
+
+/** What a parse's failure answers: a SkillInvalid is the caller's 400, naming the field. */
+function refusal(error: unknown): unknown {
+  return error instanceof SkillInvalid ? new InvalidInput(`Skill refused: ${error.message}.`) : error;
 }
 
 function skillNotFound(target: WriteTarget, name: string): NotFound {

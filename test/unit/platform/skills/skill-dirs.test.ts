@@ -71,6 +71,20 @@ describe("readSkillDir", () => {
     ]);
   });
 
+  it("reports an operator's file whose body hides text, serving the others (adr/0132)", async () => {
+    await put("good", file("good"));
+    await put("hidden", file("hidden").replace("Body of hidden.", "Plain words.\n\u202eReversed."));
+    const { skills, problems } = await readSkillDir(dir, "org");
+    expect(skills.map((s) => s.name)).toEqual(["good"]);
+    expect(problems).toEqual([
+      {
+        scope: "org",
+        name: "hidden",
+        message: expect.stringMatching(/^body: must not hold invisible .*line 2 of the body does$/),
+      },
+    ]);
+  });
+
   it("ignores dot-folders and loose files", async () => {
     await put(".draft", file("draft"));
     await put(".git", undefined);
