@@ -1,6 +1,6 @@
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { Conflict, Forbidden, InvalidInput, NotFound, WorkspaceNotFound } from "../../errors.ts";
+import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
@@ -8,8 +8,8 @@ import { createLogger, type Logger } from "../../log.ts";
 import { writeFileAtomic } from "../../storage/atomic.ts";
 import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { RecordFolders } from "../../storage/owned-records.ts";
-import type { StorageLayout } from "../../storage/paths.ts";
+import { archivedDuringCreate, RecordFolders } from "../../storage/owned-records.ts";
+import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import {
@@ -166,34 +166,50 @@ export class SkillWriter implements LeftoverRules {
   private async save(target: WriteTarget, dir: string, name: string, text: string): Promise<Skill> {
     refuseTooLarge(text);
     const skill = parseOrRefuse(text, target);
-    if (target.scope === "workspace") {
-      // Inside a workspace nothing is created recursively: if it was archived, this fails.
-      try {
-        await makeFolderIfMissing(dir);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT")
-          throw new WorkspaceNotFound(target.workspaceId);
-        throw error;
-      }
-    } else {
+    const staged: { dir?: string } = {};
+    const write = async () => {
+      await this.commitCurrent(dir, name, text, staged);
+      await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
+    };
+    if (target.scope === "user") {
       await makeFolderPathIfMissing(dir);
+      await write();
+      return skill;
     }
-    await this.commitCurrent(dir, name, text);
-    await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
+    try {
+      // Inside a workspace nothing is created recursively: if it was archived, this fails.
+      await makeFolderIfMissing(dir);
+      await write();
+    } catch (error) {
+      // Archived while the save ran: its staging folder went along to `_archive/`, where no
+      // recovery pass walks, and its write met ENOENT. Removed there, and answered 404 as any
+      // request to an archived workspace is, as a file's create is (storage/owned-records.ts;
+      // test/unit/platform/skills/writer-archived.test.ts).
+      throw await archivedDuringCreate(error, skillFolders(this.layout), target.workspaceId, staged.dir);
+    }
     return skill;
   }
 
   /**
    * Replaces SKILL.md, the commit point of a save. A new skill's folder is assembled beside
-   * its place and renamed in whole, so no crash leaves a folder without SKILL.md.
+   * its place (`staged.dir`, once made) and renamed in whole, so no crash leaves a folder without
+   * SKILL.md.
    */
-  private async commitCurrent(dir: string, name: string, text: string): Promise<void> {
+  private async commitCurrent(
+    dir: string,
+    name: string,
+    text: string,
+    staged: { dir?: string },
+  ): Promise<void> {
     const folder = join(dir, name);
     if (await isFolder(folder)) {
       await writeFileAtomic(join(folder, SKILL_FILE), text);
       return;
     }
-    await this.folders.create(dir, name, (staging) => writeFileAtomic(join(staging, SKILL_FILE), text));
+    await this.folders.create(dir, name, (staging) => {
+      staged.dir = staging;
+      return writeFileAtomic(join(staging, SKILL_FILE), text);
+    });
   }
 
   /** R4–R6 and R9 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
@@ -300,6 +316,15 @@ export class SkillWriter implements LeftoverRules {
     }
     return this.layout.workspaceSkillsDir(target.workspaceId);
   }
+}
+
+/** A workspace's skills folder as archivedDuringCreate asks for an app folder's paths. */
+function skillFolders(layout: StorageLayout): Pick<PartitionPaths, "dir" | "archiveDir" | "archivedCopies"> {
+  return {
+    dir: (workspaceId) => layout.workspaceSkillsDir(workspaceId),
+    archiveDir: () => layout.archiveDir(),
+    archivedCopies: (workspaceId, path, archived) => layout.archivedCopies(workspaceId, path, archived),
+  };
 }
 
 export function isWritableScope(value: unknown): value is WritableScope {

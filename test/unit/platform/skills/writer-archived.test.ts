@@ -1,0 +1,91 @@
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WorkspaceNotFound } from "../../../../src/errors.ts";
+import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
+import { listTree } from "../../../helpers/fs-tree.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// Archiving moves a workspace's folder to `_archive/` while a skill's save into it may still run:
+// a new skill's staging folder goes with it, where no recovery pass looks (adr/0024). The save
+// answers as any request to an archived workspace is, and removes its staging folder there, as a
+// file's create does (test/unit/platform/files/archived-mid-write.test.ts).
+
+const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
+const DRAFT = { description: "How we write.", body: "Plainly." };
+
+type Watched = "mkdir" | "stat";
+// node:fs/promises as a mutable object: the writer's ESM bindings follow a change once synced
+// (as test/helpers/fs-journal.ts watches it). A vi.mock of a module is not seen by a worker that
+// imported it for an earlier file.
+const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
+  Watched,
+  (path: unknown, ...rest: unknown[]) => Promise<unknown>
+>;
+
+let temp: TempRoot;
+let writer: SkillWriter;
+const target = () => ({ scope: "workspace", workspaceId: temp.ws, principalId: ALICE }) as const;
+
+beforeEach(async () => {
+  temp = await openTempRoot("skill-archived", ALICE);
+  writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
+});
+
+afterEach(() => temp.remove());
+
+/** Runs `work`, archiving the workspace once, right after the first `op` on a path `when` matches. */
+async function archivedAfter<T>(op: Watched, when: RegExp, work: () => Promise<T>): Promise<T> {
+  const real = fsPromises[op];
+  let archived = false;
+  fsPromises[op] = async (path, ...rest) => {
+    const done = await real(path, ...rest);
+    if (!archived && when.test(String(path))) {
+      archived = true;
+      await temp.workspaces.archive(temp.ws);
+    }
+    return done;
+  };
+  syncBuiltinESMExports();
+  try {
+    return await work();
+  } finally {
+    fsPromises[op] = real;
+    syncBuiltinESMExports();
+    expect(archived, `the workspace was archived after a ${op} of ${when}`).toBe(true);
+  }
+}
+
+/** Every writer's temp entry anywhere under the root, the archive included. */
+async function leftovers(): Promise<string[]> {
+  return (await listTree(temp.root)).filter((path) =>
+    path.split("/").some((part) => part.startsWith(".tmp-")),
+  );
+}
+
+describe("a workspace skill's save whose workspace is archived while it runs", () => {
+  it("a create archived once its staging folder is made: WorkspaceNotFound, and no staging folder left", async () => {
+    const created = archivedAfter("mkdir", /\/skills\/\.tmp-style-/, () =>
+      writer.create(target(), "style", DRAFT),
+    );
+    await expect(created).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("a create archived once committed, before its version is recorded: WorkspaceNotFound", async () => {
+    const created = archivedAfter("mkdir", /\/skills\/\.history$/, () =>
+      writer.create(target(), "style", DRAFT),
+    );
+    await expect(created).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("an update archived before it writes: WorkspaceNotFound", async () => {
+    await writer.create(target(), "style", DRAFT);
+    // Once the update has found the skill's folder (its stat), before it writes into it.
+    const updated = archivedAfter("stat", /\/skills\/style$/, () =>
+      writer.update(target(), "style", { intent: "replace_body", body: "Shorter." }),
+    );
+    await expect(updated).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+});
