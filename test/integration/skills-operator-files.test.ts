@@ -24,7 +24,8 @@ beforeAll(async () => {
 });
 
 afterEach(async () => {
-  for (const entry of ["good", "looped"]) await rm(join(org, entry), { recursive: true, force: true });
+  for (const entry of ["good", "looped", "release-notes"])
+    await rm(join(org, entry), { recursive: true, force: true });
 });
 
 afterAll(async () => {
@@ -59,5 +60,21 @@ describe("an operator's unreadable skill", () => {
     expect(client.getInstructions()).toContain("GOOD-BODY");
     const files = (await client.callTool({ name: "files__list", arguments: {} })) as CallToolResult;
     expect(files.isError ?? false).toBe(false);
+  });
+});
+
+describe("an operator's skill folder that is a symlink", () => {
+  it("is a problem, and what it points to is never served", async () => {
+    const elsewhere = join(instance.dir, "team-skills", "release-notes");
+    await mkdir(elsewhere, { recursive: true });
+    await writeFile(join(elsewhere, "SKILL.md"), skillText("release-notes", "LINKED-BODY"));
+    await symlink(elsewhere, join(org, "release-notes"));
+    const listed = await listing();
+    expect(listed.skills.map((s) => s.name)).not.toContain("release-notes");
+    expect(listed.problems).toEqual([
+      { scope: "org", name: "release-notes", message: expect.stringMatching(/^a symlink, not a folder: /) },
+    ]);
+    const client = await instance.mcpClient("alice", ws);
+    expect(client.getInstructions()).not.toContain("LINKED-BODY");
   });
 });

@@ -122,7 +122,18 @@ async function readFolder(
     return { skills, problems };
   }
   for (const entry of entries) {
-    if (entry.name.startsWith(".") || !entry.isDirectory()) continue;
+    if (entry.name.startsWith(".")) continue;
+    if (entry.isSymbolicLink()) {
+      // Reported, never followed, whatever it points to (not even stat'ed): a link could take the
+      // listing anywhere on the host, and what it found there — SKILL.md and every file beside
+      // it, served through skill:// — would reach every member of the scope from a place this
+      // folder's review and permissions do not cover; nor would the kept listing's stamps, which
+      // walk this folder's own tree, see it change (scope-cache.ts). Silently skipped, an
+      // operator's linked skill simply never showed (test/integration/skills-operator-files.test.ts).
+      problems.push({ scope, name: entry.name, message: SYMLINKED });
+      continue;
+    }
+    if (!entry.isDirectory()) continue;
     if (!isSkillName(entry.name)) {
       problems.push({ scope, name: entry.name, message: "folder name is not a valid skill name" });
       continue;
@@ -146,6 +157,9 @@ async function readFolder(
   }
   return { skills, problems };
 }
+
+const SYMLINKED =
+  "a symlink, not a folder: Atrium does not follow links here; put the skill's folder itself here";
 
 /** At most this many bundled files are offered per skill; the rest are not listed. */
 export const MAX_BUNDLED_FILES = 100;

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm, stat, truncate, utimes, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, stat, symlink, truncate, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -83,6 +83,28 @@ describe("readSkillDir", () => {
         message: expect.stringMatching(/^body: must not hold invisible .*line 2 of the body does$/),
       },
     ]);
+  });
+
+  it("reports a skill folder that is a symlink, never following it, whatever it points to", async () => {
+    const elsewhere = await mkdtemp(join(tmpdir(), "atrium-skills-elsewhere-"));
+    try {
+      await mkdir(join(elsewhere, "linked"));
+      await writeFile(join(elsewhere, "linked", "SKILL.md"), file("linked"));
+      await writeFile(join(elsewhere, "secret.txt"), "not for members");
+      await symlink(join(elsewhere, "linked"), join(dir, "linked"));
+      await symlink(join(elsewhere, "missing"), join(dir, "dangling"));
+      await put("kept", file("kept"));
+      const { skills, problems } = await readSkillDir(dir, "org");
+      expect(skills.map((s) => s.name)).toEqual(["kept"]);
+      const message =
+        "a symlink, not a folder: Atrium does not follow links here; put the skill's folder itself here";
+      expect(problems.sort((a, b) => a.name.localeCompare(b.name))).toEqual([
+        { scope: "org", name: "dangling", message },
+        { scope: "org", name: "linked", message },
+      ]);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
   });
 
   it("ignores dot-folders and loose files", async () => {
