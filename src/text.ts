@@ -18,6 +18,19 @@ const BLANK_BRAILLE = /\u2800/g;
 const PRESENTATION_SELECTOR = /(?<=[^\p{Default_Ignorable_Code_Point}\p{Cc}])[\uFE0E\uFE0F]/gu;
 
 /**
+ * One zero-width non-joiner or joiner (U+200C, U+200D) between two visible characters, one of them
+ * beyond ASCII, is part of how the text is written: Persian and Urdu words ("می‌خواهید"), Indic
+ * conjuncts, an emoji sequence ("👩‍💻"). Between two ASCII letters it shapes nothing, and a run of
+ * them, or one at a word's edge, can carry what a reader cannot see: those still hide text.
+ */
+const SHOWN = String.raw`[^\s\p{Cc}\p{Default_Ignorable_Code_Point}]`;
+const SHOWN_BEYOND_ASCII = String.raw`[^\s\p{Cc}\p{Default_Ignorable_Code_Point}\p{ASCII}]`;
+const JOINER_IN_WRITING = new RegExp(
+  `(?<=${SHOWN_BEYOND_ASCII})[\u200C\u200D](?=${SHOWN})|(?<=${SHOWN})[\u200C\u200D](?=${SHOWN_BEYOND_ASCII})`,
+  "gu",
+);
+
+/**
  * True when a one-line label (a name, a title) holds a C0 control character, DEL, or half of a
  * surrogate pair (text no encoder can write: it could not be put in a header or shown): such a
  * label could not be shown safely.
@@ -38,14 +51,16 @@ export function hasLoneSurrogate(text: string): boolean {
 /**
  * True when prose meant for a model or a person (a description, instructions) holds what a
  * reader cannot see: C0 and C1 controls other than tab and newline, default-ignorable characters
- * (but a presentation selector where it shows), or half of a surrogate pair.
+ * (but a presentation selector where it shows, and a joiner where the writing uses one), or half
+ * of a surrogate pair.
  */
 export function hidesText(text: string): boolean {
   for (let i = 0; i < text.length; i += 1) {
     const code = text.charCodeAt(i);
     if ((code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f)) return true;
   }
-  return INVISIBLE.test(text.replace(PRESENTATION_SELECTOR, "")) || LONE_SURROGATE.test(text);
+  const shown = text.replace(PRESENTATION_SELECTOR, "").replace(JOINER_IN_WRITING, "");
+  return INVISIBLE.test(shown) || LONE_SURROGATE.test(text);
 }
 
 /**

@@ -27,9 +27,20 @@ describe("labels and prose a reader must be able to see", () => {
   });
 
   it.each([
+    ["a Persian word's non-joiner", "آیا می\u200cخواهید ادامه دهید؟"],
+    ["a Devanagari conjunct's joiner", "क्\u200dष"],
+    ["an emoji sequence", "\u{1F469}\u200d\u{1F4BB} at work"],
+    ["a flag sequence with its selector", "\u{1F3F3}\ufe0f\u200d\u{1F308}"],
+  ])("prose may hold %s: a joiner the writing uses", (_case, text) => {
+    expect(hidesText(text)).toBe(false);
+  });
+
+  it.each([
     ["a bell", "a\u0007b"],
     ["a C1 control", "a\u0085b"],
-    ["a zero-width joiner", "a\u200db"],
+    ["a zero-width joiner between ASCII letters", "a\u200db"],
+    ["a run of joiners", "می\u200c\u200cخواهید"],
+    ["a joiner at a word's edge", "می\u200c خواهید"],
     ["a bidirectional override", "a\u202eb"],
     ["a byte-order mark", "\ufeffa"],
     ["a lone surrogate", `a${LONE_HIGH}`],

@@ -97,6 +97,11 @@ describe("parseSkill", () => {
     expect(error.reason).toMatch(/invisible .* or control characters .*; line 3 of the body does$/);
   });
 
+  it("accepts a body written with joiners: Persian, Devanagari, an emoji sequence", () => {
+    const body = "# راهنما\n\nآیا می\u200cخواهید ادامه دهید؟\nक्\u200dष\n\u{1F469}\u200d\u{1F4BB} at work.";
+    expect(parseSkill(skillFile(VALID, body), "user").body).toBe(body);
+  });
+
   it("accepts a body with tabs, CRLF line ends and an emoji's presentation selector", () => {
     const body = "# Guidance\r\n\r\n\tIndented.\r\n\u26a0\ufe0f Careful.";
     expect(parseSkill(skillFile(VALID, body), "user").body).toBe(body);
