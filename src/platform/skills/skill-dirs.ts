@@ -123,7 +123,9 @@ async function readFolder(
   }
   for (const entry of entries) {
     if (entry.name.startsWith(".")) continue;
-    if (entry.isSymbolicLink()) {
+    // Only a link named like a skill is taken for one; any other (a README.md linked in) is skipped
+    // as a plain file is, never reported as a broken skill to every member.
+    if (entry.isSymbolicLink() && isSkillName(entry.name)) {
       // Reported, never followed, whatever it points to (not even stat'ed): a link could take the
       // listing anywhere on the host, and what it found there — SKILL.md and every file beside
       // it, served through skill:// — would reach every member of the scope from a place this
@@ -133,7 +135,7 @@ async function readFolder(
       problems.push({ scope, name: entry.name, message: SYMLINKED });
       continue;
     }
-    if (!entry.isDirectory()) continue;
+    if (entry.isSymbolicLink() || !entry.isDirectory()) continue;
     if (!isSkillName(entry.name)) {
       problems.push({ scope, name: entry.name, message: "folder name is not a valid skill name" });
       continue;

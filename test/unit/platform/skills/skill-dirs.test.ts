@@ -93,6 +93,8 @@ describe("readSkillDir", () => {
       await writeFile(join(elsewhere, "secret.txt"), "not for members");
       await symlink(join(elsewhere, "linked"), join(dir, "linked"));
       await symlink(join(elsewhere, "missing"), join(dir, "dangling"));
+      // A linked file named like no skill is skipped as a plain file is, not reported.
+      await symlink(join(elsewhere, "secret.txt"), join(dir, "README.md"));
       await put("kept", file("kept"));
       const { skills, problems } = await readSkillDir(dir, "org");
       expect(skills.map((s) => s.name)).toEqual(["kept"]);
