@@ -74,8 +74,11 @@ export function showsNothing(text: string): boolean {
   return text.replace(INVISIBLE_EVERYWHERE, "").replace(BLANK_BRAILLE, "").trim().length === 0;
 }
 
-/** A control character (C0, DEL, C1) or one a renderer shows nothing for (INVISIBLE). */
-const HIDDEN_CHARACTER = /\p{Cc}|\p{Default_Ignorable_Code_Point}/gu;
+/**
+ * A control character (C0, DEL, C1), one a renderer shows nothing for (INVISIBLE), or a line or
+ * paragraph separator (U+2028, U+2029), which starts a new line in text meant as one.
+ */
+const HIDDEN_CHARACTER = /\p{Cc}|\p{Default_Ignorable_Code_Point}|\p{Zl}|\p{Zp}/gu;
 
 /**
  * `text` with every character a reader could not see, or that could rearrange what comes after it

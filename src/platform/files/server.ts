@@ -1,6 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
+import { spelledOut } from "../../text.ts";
 import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput, progressReporter } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
@@ -69,7 +70,9 @@ export function createFilesTools(files: FileStore): AppTools {
     },
     async (caller, args: { cursor?: string; limit?: number }) => {
       const page = await files.page(caller.workspaceId, caller.principalId, args);
-      const lines = page.files.map((f) => `${f.id}  ${f.name}  ${f.mimeType}  ${f.size} bytes`);
+      // A name stored before today's rules may hold a line separator or a bidi control: spelled out,
+      // it cannot fake a second file's line (test/integration/files-list-names.test.ts).
+      const lines = page.files.map((f) => `${f.id}  ${spelledOut(f.name)}  ${f.mimeType}  ${f.size} bytes`);
       if (page.nextCursor) lines.push(`More files: call this tool again with cursor "${page.nextCursor}".`);
       return {
         content: [
