@@ -49,7 +49,7 @@ export class InstanceLocked extends BootError {
     super(
       `The data root ${root} is in use by ${who}. Stop that process first, or start this one with ` +
         `another --data DIR. If that process is gone, its lock ${lockPath} is taken over once it is ` +
-        `${Math.round(staleMs / 1000)} s old.`,
+        `${Math.round(staleMs / 1000)} s old and two more heartbeats have not come (adr/0133).`,
     );
   }
 }
