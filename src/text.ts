@@ -82,13 +82,23 @@ const HIDDEN_CHARACTER = /\p{Cc}|\p{Default_Ignorable_Code_Point}|\p{Zl}|\p{Zp}/
 
 /**
  * `text` with every character a reader could not see, or that could rearrange what comes after it
- * (a bidirectional override), written out as `<U+202E>`: for a page that must show text it did
- * not choose, such as a refusal naming what a request said.
+ * (a bidirectional override), written out as `<U+202E>`: for a page or a listing that must show
+ * text it did not choose, such as a refusal naming what a request said. What `hidesText` takes as
+ * part of the writing stays as it is — an emoji's presentation selector, a joiner in a Persian word
+ * or an emoji sequence — so a name like "👩‍💻 notes" is shown as written.
  */
 export function spelledOut(text: string): string {
-  return wellFormed(text).replace(
-    HIDDEN_CHARACTER,
-    (character) => `<U+${(character.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}>`,
+  const whole = wellFormed(text);
+  const written = new Set<number>();
+  for (const match of whole.matchAll(PRESENTATION_SELECTOR)) written.add(match.index);
+  // Each kept selector stands in as a visible character (one code unit, so offsets hold) for the
+  // joiner after it, as hidesText removes selectors before it judges joiners (a flag sequence).
+  const selectorsShown = whole.replace(PRESENTATION_SELECTOR, "x");
+  for (const match of selectorsShown.matchAll(JOINER_IN_WRITING)) written.add(match.index);
+  return whole.replace(HIDDEN_CHARACTER, (character, offset: number) =>
+    written.has(offset)
+      ? character
+      : `<U+${(character.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}>`,
   );
 }
 

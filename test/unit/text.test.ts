@@ -92,4 +92,16 @@ describe("text spelled out for a page that did not choose it", () => {
     expect(spelledOut("Zoë 日本 😀 a\tb")).toBe("Zoë 日本 😀 a<U+0009>b");
     expect(spelledOut("half \uD800")).toBe("half \uFFFD");
   });
+
+  it("leaves what is part of the writing: a joiner in a word or an emoji sequence, a presentation selector", () => {
+    for (const written of [
+      "\u{1F469}\u200d\u{1F4BB} notes.md",
+      "می\u200cخواهید.pdf",
+      "\u26a0\ufe0f todo.txt",
+      "\u{1F3F3}\ufe0f\u200d\u{1F308}",
+    ])
+      expect(spelledOut(written)).toBe(written);
+    expect(spelledOut("a\u200db \u200d\u200d")).toBe("a<U+200D>b <U+200D><U+200D>");
+    expect(spelledOut("\ufe0fa")).toBe("<U+FE0F>a");
+  });
 });
