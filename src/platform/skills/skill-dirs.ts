@@ -123,9 +123,9 @@ async function readFolder(
   }
   for (const entry of entries) {
     if (entry.name.startsWith(".")) continue;
-    // Only a link named like a skill is taken for one; any other (a README.md linked in) is skipped
-    // as a plain file is, never reported as a broken skill to every member.
-    if (entry.isSymbolicLink() && isSkillName(entry.name)) {
+    // A link named like a file (a README.md linked in) is skipped as a plain file is, never reported
+    // as a broken skill to every member; any other is taken for a linked skill folder.
+    if (entry.isSymbolicLink() && !entry.name.includes(".")) {
       // Reported, never followed, whatever it points to (not even stat'ed): a link could take the
       // listing anywhere on the host, and what it found there — SKILL.md and every file beside
       // it, served through skill:// — would reach every member of the scope from a place this

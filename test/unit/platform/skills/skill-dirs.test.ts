@@ -93,8 +93,10 @@ describe("readSkillDir", () => {
       await writeFile(join(elsewhere, "secret.txt"), "not for members");
       await symlink(join(elsewhere, "linked"), join(dir, "linked"));
       await symlink(join(elsewhere, "missing"), join(dir, "dangling"));
-      // A linked file named like no skill is skipped as a plain file is, not reported.
+      // A linked file (named like one) is skipped as a plain file is, not reported; a linked folder
+      // named like no skill is still reported as a link.
       await symlink(join(elsewhere, "secret.txt"), join(dir, "README.md"));
+      await symlink(join(elsewhere, "linked"), join(dir, "My_Skill"));
       await put("kept", file("kept"));
       const { skills, problems } = await readSkillDir(dir, "org");
       expect(skills.map((s) => s.name)).toEqual(["kept"]);
@@ -103,6 +105,7 @@ describe("readSkillDir", () => {
       expect(problems.sort((a, b) => a.name.localeCompare(b.name))).toEqual([
         { scope: "org", name: "dangling", message },
         { scope: "org", name: "linked", message },
+        { scope: "org", name: "My_Skill", message },
       ]);
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
