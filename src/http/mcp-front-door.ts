@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { CLIENT_CLOSED_REQUEST, ClientClosedRequest, PayloadTooLarge } from "../errors.ts";
-import { refuseDeactivated } from "../identity/users.ts";
 import type { Logger } from "../log.ts";
 import { admit } from "../workspace/gate.ts";
 import type { RouteDeps } from "./context.ts";
@@ -14,6 +13,7 @@ import { type Authenticators, authenticateMcpCaller } from "./middleware/authent
 import { declaredLength } from "./middleware/body-limit.ts";
 import type { OriginCheck } from "./middleware/origin-guard.ts";
 import { logRequest, newRequestId } from "./middleware/request-log.ts";
+import { admitAgain } from "./middleware/workspace-gate.ts";
 import { NodeHeaders, webRequestOf } from "./node-headers.ts";
 
 export interface FrontDoorDeps {
@@ -116,8 +116,7 @@ async function admitAndAnswer(
   const bytes = await readBody(request, maxBytes);
   // Admitted again once the body has come, as every body behind the gate is (workspace-gate.ts):
   // its sender chose how long it took, and a removal or deactivation meanwhile must hold.
-  refuseDeactivated(door.deps.users, caller.principal.id);
-  admit(door.deps.workspaces, caller.principal, workspaceParam);
+  admitAgain(door.deps.workspaces, door.deps.users, caller.principal, workspaceParam);
   const body = parseJsonBody(bytes);
   await checkGrantedScopes(door.deps, workspaceId, caller, body, served.requestId);
   const admitted: AdmittedCaller = {

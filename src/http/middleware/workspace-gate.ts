@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from "hono";
+import type { Principal } from "../../identity/principal.ts";
 import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { admit } from "../../workspace/gate.ts";
+import { type Admission, admit } from "../../workspace/gate.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 
 /**
@@ -18,10 +19,21 @@ export function workspaceGate(
     const principal = c.get("principal");
     const workspaceId = c.req.param("ws") ?? "";
     c.set("admission", admit(workspaces, principal, workspaceId));
-    c.set("admitAgain", () => {
-      refuseDeactivated(users, principal.id);
-      c.set("admission", admit(workspaces, principal, workspaceId));
-    });
+    c.set("admitAgain", () => c.set("admission", admitAgain(workspaces, users, principal, workspaceId)));
     await next();
   };
+}
+
+/**
+ * The gate again, once a body has come (adr/0129): the person still active, and still a member of
+ * the workspace, with the role they hold now. Both MCP routes and every body behind the gate ask it.
+ */
+export function admitAgain(
+  workspaces: WorkspaceStore,
+  users: Pick<UserDirectory, "isDeactivated">,
+  principal: Principal,
+  workspaceId: string,
+): Admission {
+  refuseDeactivated(users, principal.id);
+  return admit(workspaces, principal, workspaceId);
 }
