@@ -4,6 +4,7 @@ import {
   ConversationIndexes,
   type IndexOptions,
 } from "../../src/platform/conversations/conversation-indexes.ts";
+import type { EventDraft } from "../../src/platform/conversations/model.ts";
 import { ConversationStore } from "../../src/platform/conversations/store.ts";
 import type { FakeTime } from "./fake-time.ts";
 import type { TempRoot } from "./temp-root.ts";
@@ -25,4 +26,9 @@ export function openConversationStore(
     time.clock,
     async () => true,
   );
+}
+
+/** A person's message of `words`, as a conversation is sent one. */
+export function said(words: string): EventDraft {
+  return { type: "message", role: "user", content: [{ type: "text", text: words }] };
 }

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listConversations, searchConversations } from "../../../../src/platform/conversations/finder.ts";
-import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/partition-index.ts";
 import { createConversationsTools } from "../../../../src/platform/conversations/server.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
-import { openConversationStore } from "../../../helpers/conversation-store.ts";
+import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -17,12 +16,6 @@ beforeEach(async () => {
   time = new FakeTime();
 });
 afterEach(async () => temp.remove());
-
-const said = (words: string): EventDraft => ({
-  type: "message",
-  role: "user",
-  content: [{ type: "text", text: words }],
-});
 
 /** Three conversations holding "apple", a second apart, c3 the most recently updated. */
 async function threeConversations(store: ConversationStore): Promise<string[]> {

@@ -2,9 +2,9 @@ import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listConversations, searchConversations } from "../../../../src/platform/conversations/finder.ts";
-import type { ConversationEvent, EventDraft } from "../../../../src/platform/conversations/model.ts";
+import type { ConversationEvent } from "../../../../src/platform/conversations/model.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
-import { openConversationStore } from "../../../helpers/conversation-store.ts";
+import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -23,11 +23,6 @@ beforeEach(async () => {
 });
 afterEach(async () => temp.remove());
 
-const said = (words: string): EventDraft => ({
-  type: "message",
-  role: "user",
-  content: [{ type: "text", text: words }],
-});
 const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
 const words = (events: ConversationEvent[]) =>
   events.map((e) => (e.type === "message" && e.content[0]?.type === "text" ? e.content[0].text : e.type));

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { everyLeaseLocal } from "../../../../src/kernel/leases.ts";
 import { Scheduler } from "../../../../src/kernel/scheduler.ts";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
-import { newTaskId, type Task } from "../../../../src/platform/tasks/model.ts";
+import type { Task } from "../../../../src/platform/tasks/model.ts";
 import { type RunStart, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import {
   missedOf,
@@ -14,6 +14,7 @@ import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
+import { taskRecord } from "../../../helpers/task-records.ts";
 import { openTempRoot } from "../../../helpers/temp-root.ts";
 
 const at = (iso: string) => Date.parse(iso);
@@ -298,21 +299,14 @@ describe("a fire racing a graceful stop", () => {
     try {
       const first = await boot();
       await first.schedules.armAll(first.triggered);
-      const now = new Date(time.clock()).toISOString();
-      const task = await first.store.create({
-        id: newTaskId(),
-        workspaceId: t.ws,
-        ownerId: owner,
-        name: "hourly",
-        description: "",
-        action: { tool: "probe__echo", arguments: {} },
-        limits: { timeoutSeconds: 60, maxConcurrentRuns: 1 },
-        trigger: { cron: "0 * * * *", timezone: "UTC" },
-        visibility: "private",
-        createdAt: now,
-        updatedAt: now,
-        lastScheduledAt: now,
-      });
+      const at = time.clock();
+      const task = await first.store.create(
+        taskRecord(t.ws, owner, at, {
+          name: "hourly",
+          trigger: { cron: "0 * * * *", timezone: "UTC" },
+          lastScheduledAt: new Date(at).toISOString(),
+        }),
+      );
       first.schedules.arm(task);
       // The stop begins as the 09:00 fire has recorded its instant, before its run starts.
       let stopped: Promise<void> | undefined;

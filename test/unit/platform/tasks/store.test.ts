@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bodyDigest } from "../../../../src/platform/tasks/idempotency.ts";
 import type { Unfinished } from "../../../../src/platform/tasks/loaded.ts";
-import { newRunId, newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
+import { newRunId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { gate } from "../../../helpers/gate.ts";
+import { runRecord, taskRecord } from "../../../helpers/task-records.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // The store loads a workspace's tasks on first use and drops them when idle; whatever was written
@@ -49,37 +50,12 @@ function openStore(): TaskStore {
 }
 
 function taskOf(fields: Partial<Task> = {}): Task {
-  const now = new Date(time.clock()).toISOString();
-  return {
-    id: newTaskId(),
-    workspaceId: t.ws,
-    ownerId: owner,
-    name: "t",
-    description: "",
-    action: { tool: "probe__echo", arguments: {} },
-    limits: { timeoutSeconds: 60, maxConcurrentRuns: 1 },
-    visibility: "private",
-    createdAt: now,
-    updatedAt: now,
-    ...fields,
-  };
+  return taskRecord(t.ws, owner, time.clock(), fields);
 }
 
 function runOf(task: Task, fields: Partial<Run> = {}): Run {
   time.jump(1000);
-  return {
-    id: newRunId(),
-    taskId: task.id,
-    workspaceId: task.workspaceId,
-    ownerId: task.ownerId,
-    trigger: "manual",
-    startedBy: owner,
-    input: {},
-    startedAt: new Date(time.clock()).toISOString(),
-    execution: { status: "succeeded" },
-    assessment: { status: "not_assessed" },
-    ...fields,
-  };
+  return runRecord(task, time.clock(), fields);
 }
 
 const boot = (store: TaskStore) =>

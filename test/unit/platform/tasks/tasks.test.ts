@@ -1,11 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
-import { newRunId, newTaskId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
+import type { Run, Task } from "../../../../src/platform/tasks/model.ts";
 import type { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
+import { runRecord, taskRecord } from "../../../helpers/task-records.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // Who may change, delete or start a run of a task is decided again on the task as it is under the
@@ -55,37 +56,19 @@ function tasks(runner = { cancel: () => false } as unknown as TaskRunner): Tasks
 }
 
 async function ownersTask(): Promise<Task> {
-  const now = new Date(time.clock()).toISOString();
-  return store.create({
-    id: newTaskId(),
-    workspaceId: t.ws,
-    ownerId: owner,
-    name: "hourly",
-    description: "",
-    action: { tool: "probe__echo", arguments: {} },
-    limits: { timeoutSeconds: 60, maxConcurrentRuns: 1 },
-    trigger: { everySeconds: 3600 },
-    lastScheduledAt: now,
-    visibility: "private",
-    createdAt: now,
-    updatedAt: now,
-  });
+  const at = time.clock();
+  return store.create(
+    taskRecord(t.ws, owner, at, {
+      name: "hourly",
+      trigger: { everySeconds: 3600 },
+      lastScheduledAt: new Date(at).toISOString(),
+    }),
+  );
 }
 
 /** A run of the task that ended, as its record is kept. */
 async function ownersRun(task: Task): Promise<Run> {
-  return store.createRun({
-    id: newRunId(),
-    taskId: task.id,
-    workspaceId: task.workspaceId,
-    ownerId: task.ownerId,
-    trigger: "manual",
-    startedBy: owner,
-    input: {},
-    startedAt: new Date(time.clock()).toISOString(),
-    execution: { status: "succeeded" },
-    assessment: { status: "not_assessed" },
-  });
+  return store.createRun(runRecord(task, time.clock(), { startedBy: owner }));
 }
 
 /** Holds the task's lock, once it has it, until `release`: an update queued meanwhile waits for it. */
