@@ -78,3 +78,38 @@ describe("two connections' skills that map to one name", () => {
     ).not.toContain("A test server");
   });
 });
+
+describe("a connection taken out of service", () => {
+  /** The server-scope skill names a member sees, and the instructions their MCP client is given. */
+  async function seen(): Promise<{ names: string[]; instructions: string }> {
+    const client = await instance.mcpClient("alice", ws);
+    try {
+      return { names: (await skills()).names, instructions: client.getInstructions() ?? "" };
+    } finally {
+      await client.close();
+    }
+  }
+
+  it("publishes neither its server's instructions nor its skills until it is enabled again", async () => {
+    expect((await rest("POST", "/connections", { name: "plain", url: fixture.url.href })).status).toBe(201);
+    const served = await seen();
+    expect(served.names).toEqual(expect.arrayContaining(["plain", CLASHING]));
+    expect(served.instructions).toContain('"plain"');
+    expect(served.instructions).toContain(CLASHING);
+
+    for (const name of ["plain", "self"])
+      expect((await rest("POST", `/connections/${name}/disable`)).status).toBe(200);
+    const disabled = await seen();
+    expect(disabled.names).not.toContain("plain");
+    expect(disabled.names.filter((name) => name.startsWith("self"))).toEqual([]);
+    expect(disabled.instructions).not.toContain('"plain"');
+    expect(disabled.instructions).not.toContain(CLASHING);
+    expect((await rest("GET", "/skills/plain")).status).toBe(404);
+    expect((await rest("GET", `/skills/${CLASHING}`)).status).toBe(404);
+
+    for (const name of ["plain", "self"])
+      expect((await rest("POST", `/connections/${name}/enable`)).status).toBe(200);
+    expect((await seen()).names).toEqual(expect.arrayContaining(["plain", CLASHING]));
+    expect((await rest("GET", "/skills/plain")).status).toBe(200);
+  });
+});

@@ -16,6 +16,7 @@ import {
   checkAuth,
   checkConnectionName,
   checkServerUrl,
+  isServed,
   newConnectionId,
   sealedCredentialIds,
   sealedCredentialOf,
@@ -82,14 +83,20 @@ export class Connections {
 
   constructor(private readonly deps: ConnectionsDeps) {
     this.damaged = new DamagedConnections(deps.log);
-    this.skills = new PublishedConnectionSkills(deps.store, this.damaged, deps.log, deps.reservedNames);
-    this.serving = new Serving(deps.store, deps.sources);
+    this.skills = new PublishedConnectionSkills(
+      deps.store,
+      this.damaged,
+      deps.log,
+      deps.reservedNames,
+      deps.clock,
+    );
+    this.serving = new Serving(deps.store, deps.sources, deps.reservedNames);
     this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
   }
 
-  /** A graceful stop: superseded clients still closing are cut (Serving.stop). */
+  /** A graceful stop: superseded clients still closing are cut (Serving.stop), published skills dropped. */
   async stop(): Promise<void> {
-    await this.serving.stop();
+    await Promise.all([this.serving.stop(), this.skills.close()]);
   }
 
   /** A connection with `auth` none or static is photographed now; an OAuth one answers its go_url. */
@@ -243,6 +250,7 @@ export class Connections {
     await this.deps.store.remove(workspaceId, name);
     this.refreshes.end(workspaceId, name, connectionNotFound(name));
     await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
+    await this.skills.forget(workspaceId, name);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
     for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
     this.announced.delete(`${workspaceId}/${name}`);
@@ -304,8 +312,8 @@ export class Connections {
     // platform app's name is never served: the registry refuses the name, which failed the whole
     // workspace's registry, every list and call in it answering 500 (adr/0128,
     // test/integration/connections-platform-app-name.test.ts).
-    const records = (await this.deps.store.list(workspaceId)).filter(
-      (record) => record.snapshotVersion > 0 && !this.deps.reservedNames.includes(record.name),
+    const records = (await this.deps.store.list(workspaceId)).filter((record) =>
+      isServed(record, this.deps.reservedNames),
     );
     return buildSources(records, (record) => this.source(record), this.deps.log, workspaceId);
   }
@@ -326,12 +334,11 @@ export class Connections {
   }
 
   /**
-   * A fresh gated source in the workspace's registry, if the connection is in service (serving.ts)
-   * and bears no platform app's name: the registry refuses that name (adr/0128), and a refresh, an
-   * activation or a health loop's change must leave the app in place, not fail.
+   * A fresh gated source in the workspace's registry, if the connection is served (serving.ts): one
+   * bearing a platform app's name is not, as the registry refuses that name (adr/0128), and a
+   * refresh, an activation or a health loop's change must leave the app in place, not fail.
    */
   private async serve(workspaceId: string, name: string): Promise<void> {
-    if (this.deps.reservedNames.includes(name)) return;
     await this.serving.serve(
       workspaceId,
       name,

@@ -87,6 +87,22 @@ export interface CredentialHealth {
   last?: Observation;
 }
 
+/**
+ * Whether a stored connection is out of service whatever its server does: an admin disabled it, or
+ * a platform app holds its name (adr/0128). Neither is served or publishes a skill (adr/0134).
+ */
+export function outOfService(record: ConnectionRecord, appNames: readonly string[]): boolean {
+  return record.disabled || appNames.includes(record.name);
+}
+
+/**
+ * Whether a connection's tools and skills are served: in service, and authorized (it has a
+ * snapshot to serve from). The one rule its registry, its published skills and Serving follow.
+ */
+export function isServed(record: ConnectionRecord, appNames: readonly string[]): boolean {
+  return !outOfService(record, appNames) && record.snapshotVersion > 0;
+}
+
 /** The state a client sees, derived from the record and both loops' own conclusions. */
 export function deriveState(
   record: ConnectionRecord,

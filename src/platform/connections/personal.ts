@@ -70,13 +70,13 @@ export class PersonalConnections {
   constructor(private readonly deps: PersonalDeps) {
     this.core = new Connections(deps);
     this.damaged = new DamagedConnections(deps.log);
-    this.serving = new Serving(deps.store, deps.sources);
+    this.serving = new Serving(deps.store, deps.sources, deps.reservedNames);
     this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
   }
 
-  /** A graceful stop: superseded clients still closing are cut (Serving.stop). */
+  /** A graceful stop: superseded clients still closing are cut (Serving.stop), the core's too. */
   async stop(): Promise<void> {
-    await this.serving.stop();
+    await Promise.all([this.serving.stop(), this.core.stop()]);
   }
 
   async add(

@@ -1,18 +1,38 @@
+import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
+import { IdleCache } from "../../sources/idle-cache.ts";
 import type { PublishedSkill, PublishedSkillList } from "../app.ts";
 import type { DamagedConnections } from "./connection-view.ts";
-import type { ConnectionRecord } from "./model.ts";
+import { type ConnectionRecord, isServed } from "./model.ts";
 import { SkillNameClashes, skillsOf } from "./snapshot-skills.ts";
 import type { ConnectionStore } from "./store.ts";
 
 /**
- * What a workspace's connections publish as server-scope skills, each from its current snapshot:
- * its server's instructions and the skills it offers, pinned with the snapshot like its tools; a
- * skill whose name another also maps to is left out and listed as a problem (SkillNameClashes).
+ * How long a workspace's published skills are kept unused before they are dropped: the idle
+ * period of its source registry (IDLE_EVICT_MS in src/server.ts), so the two go together.
+ */
+export const PUBLISHED_SKILLS_IDLE_MS = 10 * 60 * 1000;
+
+/** One connection's skills as published from the snapshot it is served from. */
+interface Kept {
+  version: number;
+  skills: PublishedSkill[];
+}
+
+/**
+ * What a workspace's served connections publish as server-scope skills, each from its current
+ * snapshot: its server's instructions and the skills it offers, pinned with the snapshot like its
+ * tools; a skill whose name another also maps to is left out and listed as a problem
+ * (SkillNameClashes). A connection that is not served (`isServed`: disabled, not yet authorized,
+ * or bearing a platform app's name, adr/0128) publishes nothing; a damaged one is left out.
+ *
+ * Each connection's published skills are kept, the same objects while its snapshot is (the skills
+ * app tells by them that nothing changed), for its current snapshot only: a refresh replaces them,
+ * and a connection no longer served, or removed, takes them with it. A workspace's are dropped
+ * when idle, as its registry is (adr/0134; test/unit/platform/connections/published-skills.test.ts).
  */
 export class PublishedConnectionSkills {
-  /** A snapshot's skills as published, per (workspace, connection, snapshot version): snapshots never change. */
-  private readonly bySnapshot = new Map<string, PublishedSkill[]>();
+  private readonly workspaces: IdleCache<Map<string, Kept>>;
   private readonly clashes: SkillNameClashes;
 
   constructor(
@@ -20,31 +40,57 @@ export class PublishedConnectionSkills {
     /** The connections service's own, so a damaged file is logged once, whichever look meets it. */
     private readonly damaged: DamagedConnections,
     log: Logger,
-    /**
-     * Platform app names. A connection bearing one publishes nothing: its instructions would be
-     * bound to `<name>__*`, the app's tools, and shown in their descriptions (adr/0128).
-     */
+    /** Platform app names: a connection bearing one is not served (isServed). */
     private readonly appNames: readonly string[],
+    clock: Clock,
   ) {
     this.clashes = new SkillNameClashes(log);
+    this.workspaces = new IdleCache(
+      async () => new Map<string, Kept>(),
+      async () => undefined,
+      PUBLISHED_SKILLS_IDLE_MS,
+      clock,
+    );
   }
 
-  async list(workspaceId: string): Promise<PublishedSkillList> {
-    const records = (await this.store.list(workspaceId)).filter(
-      (record) => record.snapshotVersion > 0 && !this.appNames.includes(record.name),
-    );
-    const byName = new Map(records.map((record) => [record.name, record]));
-    const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
-      const record = byName.get(name) as ConnectionRecord;
-      const key = `${workspaceId}/${record.name}/${record.snapshotVersion}`;
-      let published = this.bySnapshot.get(key);
-      if (!published) {
-        const snapshot = await this.store.snapshot(workspaceId, record.name, record.snapshotVersion);
-        published = skillsOf(record.name, snapshot);
-        this.bySnapshot.set(key, published);
-      }
-      return { connection: name, skills: published };
+  list(workspaceId: string): Promise<PublishedSkillList> {
+    return this.workspaces.use(workspaceId, async (kept) => {
+      const records = (await this.store.list(workspaceId)).filter((record) =>
+        isServed(record, this.appNames),
+      );
+      const byName = new Map(records.map((record) => [record.name, record]));
+      for (const name of kept.keys()) if (!byName.has(name)) kept.delete(name);
+      const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
+        const record = byName.get(name) as ConnectionRecord;
+        let current = kept.get(name);
+        if (current?.version !== record.snapshotVersion) {
+          const snapshot = await this.store.snapshot(workspaceId, name, record.snapshotVersion);
+          current = { version: record.snapshotVersion, skills: skillsOf(name, snapshot) };
+          kept.set(name, current);
+        }
+        return { connection: name, skills: current.skills };
+      });
+      return this.clashes.apart(workspaceId, skills);
     });
-    return this.clashes.apart(workspaceId, skills);
+  }
+
+  /** A removed connection's skills go at once, not at the workspace's next listing. */
+  async forget(workspaceId: string, name: string): Promise<void> {
+    (await this.workspaces.peek(workspaceId))?.delete(name);
+  }
+
+  /** How many connections of `workspaceId` have published skills kept now. */
+  async kept(workspaceId: string): Promise<number> {
+    return (await this.workspaces.peek(workspaceId))?.size ?? 0;
+  }
+
+  /** Drops the workspaces unused for PUBLISHED_SKILLS_IDLE_MS (also done on a timer). */
+  sweep(now?: number): Promise<void> {
+    return this.workspaces.sweep(now);
+  }
+
+  /** A graceful stop: the idle timer ends, and what is kept is dropped. */
+  close(): Promise<void> {
+    return this.workspaces.close();
   }
 }

@@ -2,7 +2,7 @@ import type { Source } from "../../sources/source.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { WorkspaceSources } from "../app.ts";
 import type { ConnectionSource } from "./gate.ts";
-import type { ConnectionRecord } from "./model.ts";
+import { type ConnectionRecord, isServed } from "./model.ts";
 import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
 
 /**
@@ -27,11 +27,13 @@ export class Serving {
   constructor(
     private readonly store: ConnectionStore,
     private readonly sources: WorkspaceSources,
+    /** Platform app names, which no connection is served under (adr/0128). */
+    private readonly appNames: readonly string[],
   ) {}
 
   /**
-   * Serves the connection as it is stored now in each workspace `where` names then, unless it is
-   * gone, disabled or not yet authorized (no snapshot).
+   * Serves the connection as it is stored now in each workspace `where` names then, if it is
+   * served (`isServed`: not disabled, authorized, and bearing no platform app's name).
    */
   async serve(
     key: string,
@@ -52,7 +54,7 @@ export class Serving {
           if (isConnectionNotFound(error)) return;
           throw error;
         }
-        if (record.disabled || record.snapshotVersion === 0) return;
+        if (!isServed(record, this.appNames)) return;
         for (const workspaceId of where()) {
           const previous = await this.sources.replace(workspaceId, await build(record));
           if (!previous) continue;

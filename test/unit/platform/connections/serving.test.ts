@@ -192,7 +192,7 @@ describe("the client a put supersedes", () => {
   it("is closed as superseded after the turn, and cut by a take-out while it still closes", async () => {
     const { sources, of } = swappingRegistries();
     const registry = of(temp.ws);
-    const serving = new Serving(store, sources);
+    const serving = new Serving(store, sources, []);
     // Each client records how it was closed; a superseded close waits for its connect (the gate),
     // which a close "now" cuts.
     const closes: string[][] = [];
@@ -222,7 +222,7 @@ describe("the client a put supersedes", () => {
   it("is closed even when a build for a later workspace fails (a build that fails)", async () => {
     const other = "ws_0123456789abcdef";
     const { sources } = swappingRegistries();
-    const serving = new Serving(store, sources);
+    const serving = new Serving(store, sources, []);
     const closed: string[] = [];
     let built = 0;
     const client = (): ConnectionSource => {
@@ -246,7 +246,7 @@ describe("the client a put supersedes", () => {
 
   it("is cut by a graceful stop while its close still waits on its connect", async () => {
     const { sources } = swappingRegistries();
-    const serving = new Serving(store, sources);
+    const serving = new Serving(store, sources, []);
     const closes: string[] = [];
     const connecting = gate();
     const old = {
