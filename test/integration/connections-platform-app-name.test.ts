@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
@@ -6,7 +6,7 @@ import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { platformInput } from "../../src/platform/platform-tool.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
-import { FakeTime } from "../helpers/fake-time.ts";
+import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { mcpPost, obtainTokens } from "../helpers/oauth.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
@@ -16,6 +16,10 @@ import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.t
 
 const APP_NAME = "greeter";
 const RESERVED = "connection_name_reserved";
+/** The credential check's default interval (connections.credentialCheckIntervalSeconds), the longer loop's. */
+const CREDENTIAL_CHECK_MS = 300_000;
+/** A static credential, so the credential loop looks at a connection that has one. */
+const KEYED = { kind: "static", header: "x-api-key", value: "k3y" };
 
 /** The app the upgrade adds: one tool, `greeter__hello`. */
 const greeterApp: PlatformApp = {
@@ -50,6 +54,8 @@ const time = new FakeTime(Date.now());
 /** What the instance logs once upgraded: from its boot on. */
 const upgraded = capturingLogger("info");
 let remote: RemoteServer;
+/** The server of the connection "greeter" in service at the upgrade, and of no other. */
+let clashing: RemoteServer;
 let instance: TestAtrium;
 /** Its connection "greeter" is in service at the upgrade, beside connection "calc". */
 let serving: string;
@@ -81,23 +87,36 @@ async function expectAppKeepsItsName(ws: string): Promise<void> {
   expect(hello.isError).toBeFalsy();
 }
 
-async function connection(ws: string, name: string): Promise<void> {
+async function connection(ws: string, name: string, server = remote, auth?: unknown): Promise<void> {
   const added = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
     name,
-    url: remote.url.href,
+    url: server.url.href,
+    ...(auth === undefined ? {} : { auth }),
   });
   expect(added.status).toBe(201);
 }
 
+interface View {
+  state: string;
+  health: { transport: unknown; credential: unknown };
+  problem?: { code: string; message: string };
+}
+
+async function view(ws: string, name: string): Promise<View> {
+  const response = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/${name}`);
+  expect(response.status).toBe(200);
+  return (await response.json()) as View;
+}
+
 beforeAll(async () => {
-  remote = await startRemoteServer();
+  [remote, clashing] = await Promise.all([startRemoteServer(), startRemoteServer()]);
   const before = await startConnectionsAtrium("atrium-connections-app-name-", time, capturingLogger().log);
   instance = before;
   serving = await bootstrapWorkspace(instance, "alice");
   const created = await instance.rest("alice", "POST", "/v1/workspaces", { name: "quiet" });
   disabled = ((await created.json()) as { id: string }).id;
-  await connection(serving, APP_NAME);
-  await connection(serving, "calc");
+  await connection(serving, APP_NAME, clashing, KEYED);
+  await connection(serving, "calc", remote, KEYED);
   await connection(disabled, APP_NAME);
   const off = await instance.rest(
     "alice",
@@ -110,7 +129,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await instance?.stop();
-  await remote?.stop();
+  await Promise.all([remote?.stop(), clashing?.stop()]);
 });
 
 describe("a connection whose name an upgrade gave to a platform app", { timeout: 60_000 }, () => {
@@ -133,18 +152,39 @@ describe("a connection whose name an upgrade gave to a platform app", { timeout:
 
   it("is shown as not served, with the reason and what to do", async () => {
     for (const ws of [serving, disabled]) {
-      const response = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/${APP_NAME}`);
-      expect(response.status).toBe(200);
-      const view = (await response.json()) as { problem?: { code: string; message: string } };
-      expect(view.problem?.code).toBe(RESERVED);
-      expect(view.problem?.message).toContain(`platform app named "${APP_NAME}"`);
-      expect(view.problem?.message).toContain("add it again under another name");
+      const { problem } = await view(ws, APP_NAME);
+      expect(problem?.code).toBe(RESERVED);
+      expect(problem?.message).toContain(`platform app named "${APP_NAME}"`);
+      expect(problem?.message).toContain("add it again under another name");
     }
+    // Its state says so, not how its server was when last looked at; a disabled one stays disabled.
+    expect((await view(serving, APP_NAME)).state).toBe("not_served");
+    expect((await view(disabled, APP_NAME)).state).toBe("disabled");
     const listed = await instance.rest("alice", "GET", `/v1/workspaces/${serving}/connections`);
     const views = ((await listed.json()) as { connections: { name: string; problem?: unknown }[] })
       .connections;
     expect(views.find((view) => view.name === "calc")?.problem).toBeUndefined();
     expect(views.find((view) => view.name === APP_NAME)?.problem).toMatchObject({ code: RESERVED });
+  });
+
+  it("is looked at by neither health loop: its server is not called and its health stays as it was", async () => {
+    const before = await view(serving, APP_NAME);
+    await clashing.control({ clearCalls: true });
+    await time.advance(CREDENTIAL_CHECK_MS);
+    await settle();
+    // Both loops ran meanwhile: they looked at the workspace's other connection.
+    await vi.waitFor(
+      async () => {
+        const calc = await view(serving, "calc");
+        expect(calc.health.transport).not.toBeNull();
+        expect(calc.health.credential).not.toBeNull();
+      },
+      { timeout: 10_000 },
+    );
+    expect(await clashing.requests()).toEqual([]);
+    const after = await view(serving, APP_NAME);
+    expect(after.health).toEqual(before.health);
+    expect(after.state).toBe("not_served");
   });
 
   it("cannot be enabled: 409 naming the clash, and the app keeps its tools", async () => {

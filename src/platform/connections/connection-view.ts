@@ -31,11 +31,15 @@ export interface ConnectionView {
   problem?: ReservedNameProblem;
 }
 
-/** A connection as its view: the record, its current snapshot's outline and both loops' last word. */
+/**
+ * A connection as its view: the record, its current snapshot's outline and both loops' last word;
+ * `appNames` are the platform apps', whose name a connection is not served under (adr/0128).
+ */
 export async function viewConnection(
   store: ConnectionStore,
   workspaceId: string,
   name: string,
+  appNames: readonly string[],
 ): Promise<ConnectionView> {
   const record = await store.get(workspaceId, name);
   const [snapshot, transport, credential] = await Promise.all([
@@ -47,7 +51,7 @@ export async function viewConnection(
     name: record.name,
     url: shownUrl(record.url),
     auth: authView(record.auth),
-    state: deriveState(record, transport, credential),
+    state: deriveState(record, transport, credential, appNames),
     authorizationGeneration: record.authorizationGeneration,
     createdAt: record.createdAt,
     createdBy: record.createdBy,

@@ -293,7 +293,7 @@ export class Connections {
   }
 
   private async viewOf(workspaceId: string, name: string): Promise<ConnectionView> {
-    const view = await viewConnection(this.deps.store, workspaceId, name);
+    const view = await viewConnection(this.deps.store, workspaceId, name, this.deps.reservedNames);
     const problem = reservedNameProblem(name, this.deps.reservedNames);
     return problem ? { ...view, problem } : view;
   }

@@ -1,7 +1,7 @@
 import { forEachAtMost } from "../../kernel/at-most.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
-import type { CredentialHealth, Observation, TransportHealth } from "./model.ts";
+import { type CredentialHealth, type Observation, outOfService, type TransportHealth } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
 import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
 
@@ -54,7 +54,7 @@ function observation(clock: Clock, startedMs: number, ok: boolean, detail?: stri
  * no credential), marks one that does not answer down and tries it again after a capped,
  * jittered exponential backoff, forever, and brings it back up by itself. It owns
  * `transport.json` and nothing else: it never reads or writes a credential or the
- * revalidator's conclusion.
+ * revalidator's conclusion. A connection out of service (`outOfService`) is not probed.
  */
 export class HealthMonitor {
   constructor(
@@ -62,6 +62,8 @@ export class HealthMonitor {
     private readonly remote: RemoteServers,
     private readonly clock: Clock,
     private readonly changed: Changed,
+    /** Platform app names: a connection bearing one is not served, so not probed (adr/0128). */
+    private readonly appNames: readonly string[],
     private readonly random: () => number = Math.random,
   ) {}
 
@@ -79,7 +81,7 @@ export class HealthMonitor {
     const before = await this.store.transport(workspaceId, name);
     if (!before.up && before.retryAt !== undefined && this.clock() < before.retryAt) return;
     const record = await this.store.get(workspaceId, name);
-    if (record.disabled) return;
+    if (outOfService(record, this.appNames)) return;
     const started = this.clock();
     const probe = await this.remote.reachable(record.url);
     if (await replacedMeanwhile(this.store, workspaceId, record)) return;
@@ -110,7 +112,7 @@ export class HealthMonitor {
  * `reauth_required` (the app then posts to the workspace's inbox) and is not checked again
  * until it is re-authorized. Any other failure is the transport's business, recorded but not
  * judged. It owns `credential.json` and nothing else: it never restarts a transport or reads the
- * monitor's conclusion.
+ * monitor's conclusion. A connection out of service (`outOfService`) is not checked.
  */
 export class ConnectionRevalidator {
   private readonly running = new Map<string, Promise<void>>();
@@ -121,6 +123,8 @@ export class ConnectionRevalidator {
     private readonly remote: RemoteServers,
     private readonly clock: Clock,
     private readonly changed: Changed,
+    /** Platform app names: a connection bearing one is not served, so not checked (adr/0128). */
+    private readonly appNames: readonly string[],
     private readonly log: Logger,
   ) {}
 
@@ -169,7 +173,7 @@ export class ConnectionRevalidator {
   private async revalidate(workspaceId: string, name: string): Promise<void> {
     const before = await this.store.credential(workspaceId, name);
     const record = await this.store.get(workspaceId, name);
-    if (before.lapsed || record.auth.kind === "none" || record.disabled) return;
+    if (before.lapsed || record.auth.kind === "none" || outOfService(record, this.appNames)) return;
     // A pending OAuth connection has no credential to check yet.
     if (record.auth.kind === "oauth" && record.auth.tokens === undefined) return;
     let unauthorized = false;

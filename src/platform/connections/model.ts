@@ -62,7 +62,13 @@ export interface ConnectionRecord {
   owner?: string;
 }
 
-export type ConnectionState = "pending_auth" | "running" | "degraded" | "reauth_required" | "disabled";
+export type ConnectionState =
+  | "pending_auth"
+  | "running"
+  | "degraded"
+  | "reauth_required"
+  | "disabled"
+  | "not_served";
 
 /** One loop's last look: when, what it found, how long it took. */
 export interface Observation {
@@ -89,7 +95,8 @@ export interface CredentialHealth {
 
 /**
  * Whether a stored connection is out of service whatever its server does: an admin disabled it, or
- * a platform app holds its name (adr/0128). Neither is served or publishes a skill (adr/0134).
+ * a platform app holds its name (adr/0128). Neither is served, publishes a skill, or is looked at
+ * by a health loop (adr/0134).
  */
 export function outOfService(record: ConnectionRecord, appNames: readonly string[]): boolean {
   return record.disabled || appNames.includes(record.name);
@@ -103,13 +110,18 @@ export function isServed(record: ConnectionRecord, appNames: readonly string[]):
   return !outOfService(record, appNames) && record.snapshotVersion > 0;
 }
 
-/** The state a client sees, derived from the record and both loops' own conclusions. */
+/**
+ * The state a client sees, derived from the record and both loops' own conclusions. A connection
+ * out of service says why instead: the loops do not look at it, so what they last wrote is old.
+ */
 export function deriveState(
   record: ConnectionRecord,
   transport: TransportHealth,
   credential: CredentialHealth,
+  appNames: readonly string[],
 ): ConnectionState {
   if (record.disabled) return "disabled";
+  if (outOfService(record, appNames)) return "not_served";
   if (credential.lapsed) return "reauth_required";
   if (record.snapshotVersion === 0) return "pending_auth";
   return transport.up ? "running" : "degraded";

@@ -8,6 +8,8 @@ import type { PersonalConnections } from "./personal.ts";
 import type { RemoteServers } from "./remote.ts";
 import type { ConnectionStore } from "./store.ts";
 
+const NO_APP_NAMES: readonly string[] = [];
+
 export interface PersonalLoopDeps {
   scheduler: Scheduler;
   store: ConnectionStore;
@@ -31,8 +33,9 @@ export function schedulePersonalLoops(deps: PersonalLoopDeps): {
 } {
   const { scheduler, store, remote, personal, settings, clock, log } = deps;
   const changed = (owner: string, name: string) => personal.changed(owner, name);
-  const monitor = new HealthMonitor(store, remote, clock, changed);
-  const revalidator = new ConnectionRevalidator(store, remote, clock, changed, log);
+  // A personal connection's name is `my_…`, which no platform app's is (ADR 0032).
+  const monitor = new HealthMonitor(store, remote, clock, changed, NO_APP_NAMES);
+  const revalidator = new ConnectionRevalidator(store, remote, clock, changed, NO_APP_NAMES, log);
   const owners = () => new Set([...store.all()].map(({ workspaceId: owner }) => owner));
   const eachActiveOwner = (check: (owner: string) => Promise<void>) =>
     forEachAtMost(owners(), PROBES_AT_ONCE, async (owner) => {

@@ -43,6 +43,7 @@ function workspace(names: string[]) {
     remote,
     () => Date.UTC(2026, 0, 1),
     async () => undefined,
+    [],
   );
   return { monitor, written, release, most: () => most };
 }
@@ -101,6 +102,7 @@ describe("the ConnectionRevalidator's stop", () => {
       remote,
       () => Date.UTC(2026, 0, 1),
       async () => undefined,
+      [],
       createLogger("silent"),
     );
     void revalidator.check(WS, "woken");
@@ -152,6 +154,7 @@ describe("the ConnectionRevalidator's wake", () => {
       remote,
       () => Date.UTC(2026, 0, 1),
       options.changed,
+      [],
       log,
     );
     return { revalidator, written, lines };
