@@ -18,6 +18,7 @@ import {
   MAX_BODY_BYTES_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
   PARKED_REQUESTS_PER_HOUR_DEFAULT,
+  REFRESH_REUSE_GRACE_SECONDS_DEFAULT,
   REFRESH_TOKEN_TTL_DEFAULT,
   REGISTRATIONS_PER_HOUR_DEFAULT,
   REQUEST_TIMEOUT_SECONDS_DEFAULT,
@@ -112,6 +113,7 @@ export function parseInstance(
     oauth: {
       accessTokenTtlSeconds: file.oauth?.accessTokenTtlSeconds ?? ACCESS_TOKEN_TTL_DEFAULT,
       refreshTokenTtlSeconds: file.oauth?.refreshTokenTtlSeconds ?? REFRESH_TOKEN_TTL_DEFAULT,
+      refreshReuseGraceSeconds: file.oauth?.refreshReuseGraceSeconds ?? REFRESH_REUSE_GRACE_SECONDS_DEFAULT,
       registrationsPerHour: file.oauth?.registrationsPerHour ?? REGISTRATIONS_PER_HOUR_DEFAULT,
       clientMetadataFetchesPerHour:
         file.oauth?.clientMetadataFetchesPerHour ?? CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
@@ -152,6 +154,7 @@ interface InstanceFile {
   oauth?: {
     accessTokenTtlSeconds?: number;
     refreshTokenTtlSeconds?: number;
+    refreshReuseGraceSeconds?: number;
     registrationsPerHour?: number;
     clientMetadataFetchesPerHour?: number;
     parkedRequestsPerHour?: number;

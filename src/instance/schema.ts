@@ -20,6 +20,13 @@ export const MAX_REQUEST_TIMEOUT_SECONDS = 86_400;
 export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
+/**
+ * How long after a rotation the refresh token it replaced is answered with its successor rather
+ * than taken for theft (ADR 0136): enough for two refreshes sent at once, or one retried after its
+ * answer was lost; a thief with the old token gains the same window, so it stays short.
+ */
+export const REFRESH_REUSE_GRACE_SECONDS_DEFAULT = 30;
+export const MAX_REFRESH_REUSE_GRACE_SECONDS = 60;
 export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
 /** Per connecting address and hour, so that one caller cannot take every place (ADR 0073). */
 export const PARKED_REQUESTS_PER_HOUR_DEFAULT = 30;
@@ -95,6 +102,7 @@ export const instanceSchema = {
       properties: {
         accessTokenTtlSeconds: { type: "integer", minimum: 30, maximum: 86_400 },
         refreshTokenTtlSeconds: { type: "integer", minimum: 300, maximum: 31_536_000 },
+        refreshReuseGraceSeconds: { type: "integer", minimum: 0, maximum: MAX_REFRESH_REUSE_GRACE_SECONDS },
         registrationsPerHour: { type: "integer", minimum: 1 },
         clientMetadataFetchesPerHour: { type: "integer", minimum: 1 },
         parkedRequestsPerHour: { type: "integer", minimum: 1 },
@@ -209,6 +217,8 @@ export interface SessionConfig {
 export interface OAuthConfig {
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /** How long a just-replaced refresh token from its own client gets its successor again (ADR 0136); 0 never. */
+  refreshReuseGraceSeconds: number;
   /** Dynamic client registrations accepted per connecting address per hour. */
   registrationsPerHour: number;
   /** Client metadata documents fetched on behalf of one connecting address per hour. */

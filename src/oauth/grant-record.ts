@@ -30,7 +30,13 @@ export interface GrantRecord {
   refreshedAt?: number;
   absoluteExpiresAt: number;
   currentRefreshHash?: string;
+  /** Newest first: `[0]` is the token the last rotation (at `refreshedAt`) replaced. */
   previousRefreshHashes: string[];
+  /**
+   * The current refresh token sealed under a key only the token it replaced yields, for the
+   * grace after a rotation (refresh-grace.ts, ADR 0136); absent when the grace is off.
+   */
+  successorSealed?: string;
   revokedAt?: number;
 }
 

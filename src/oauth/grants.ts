@@ -16,6 +16,7 @@ import {
 import { type Standing, standingRefusal } from "./grant-standing.ts";
 import { grantIdOf, isGrantId, newRefreshToken } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
+import { sealSuccessor, successorWithinGrace } from "./refresh-grace.ts";
 
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 const MAX_PREVIOUS_REFRESH_HASHES = 100;
@@ -34,6 +35,8 @@ export interface GrantsOptions extends Standing {
   resourceOf: (workspaceId: string) => string;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /** `oauth.refreshReuseGraceSeconds`: how long a just-replaced refresh token is answered, not judged (ADR 0136); 0 never. */
+  refreshReuseGraceSeconds: number;
   /** MAX_LIVE_GRANTS_PER_PERSON unless given (tests use a small one). */
   maxLiveGrantsPerPerson?: number;
   log: Logger;
@@ -44,7 +47,8 @@ export interface GrantsOptions extends Standing {
  * Grants in `oauth/families`. A refresh token is `<grantId>.<secret>`, so finding its
  * grant is one file read; only hashes are stored. Every refresh rotates the token, and a
  * rotated-out token coming back means two parties hold the family: the whole grant is
- * revoked (OAuth 2.1 §4.3.1). Access tokens name their grant (`gid`), so revoking the
+ * revoked (OAuth 2.1 §4.3.1) — except the token just replaced, from its own client within the
+ * grace, which gets the same successor again (refresh-grace.ts, ADR 0136). Access tokens name their grant (`gid`), so revoking the
  * grant also cuts every access token it issued, through `isRevoked`.
  */
 export class Grants {
@@ -220,7 +224,14 @@ export class Grants {
         throw new OAuthError("invalid_grant", REFUSED);
       }
       const hash = hashSecret(token);
-      if (record.currentRefreshHash === undefined || !equalSecrets(hash, record.currentRefreshHash)) {
+      const replaced = record.currentRefreshHash;
+      const current = replaced !== undefined && equalSecrets(hash, replaced);
+      // The token just replaced, retried by its client within the grace: its successor, once more.
+      const graceMs = this.options.refreshReuseGraceSeconds * 1000;
+      const again = current
+        ? undefined
+        : successorWithinGrace(record, { token, clientId: request.clientId }, this.clock(), graceMs);
+      if (replaced === undefined || (!current && again === undefined)) {
         if (record.previousRefreshHashes.some((previous) => equalSecrets(hash, previous))) {
           await this.revokeRecord(record);
           this.options.log.warn(
@@ -261,11 +272,22 @@ export class Grants {
           `The scope "${wider}" was not granted; a refresh can only narrow scopes.`,
         );
       }
-      record.previousRefreshHashes = [record.currentRefreshHash, ...record.previousRefreshHashes].slice(
+      if (again !== undefined) {
+        // Nothing is written: the window still runs from the rotation, so answering cannot prolong it.
+        this.options.log.info(
+          { grantId, clientId: record.clientId },
+          "the refresh token just replaced came back from its client within the grace; answered with its successor",
+        );
+        return { grant: record, resource, refreshToken: again, scopes };
+      }
+      record.previousRefreshHashes = [replaced, ...record.previousRefreshHashes].slice(
         0,
         MAX_PREVIOUS_REFRESH_HASHES,
       );
       const refreshToken = this.newRefreshToken(record);
+      if (this.options.refreshReuseGraceSeconds > 0)
+        record.successorSealed = sealSuccessor(token, refreshToken);
+      else delete record.successorSealed;
       record.refreshedAt = this.clock();
       await this.records.put(grantId, record);
       this.index.touch(grantId, record.refreshedAt);

@@ -57,6 +57,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     resourceOf: (workspaceId) => workspaceMcpUrl(publicUrl(), workspaceId),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+    refreshReuseGraceSeconds: config.refreshReuseGraceSeconds,
     log,
     clock,
   });

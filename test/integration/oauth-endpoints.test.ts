@@ -55,6 +55,7 @@ async function startOAuth(
     config: {
       accessTokenTtlSeconds: 900,
       refreshTokenTtlSeconds: 86_400,
+      refreshReuseGraceSeconds: 30,
       allowPrivateClientMetadata,
       registrationsPerHour,
       clientMetadataFetchesPerHour,
@@ -476,18 +477,36 @@ describe("the token endpoint: authorization_code", () => {
 });
 
 describe("the token endpoint: refresh_token", () => {
-  it("rotates the refresh token, and a replayed old one revokes the whole family", async () => {
+  it("rotates the refresh token, and a replayed one older than the one just replaced revokes the whole family", async () => {
     const client = await register();
     const first = await tokensOf(await exchange(client.client_id, await issueCode(client.client_id)));
     const second = await tokensOf(await refresh(client.client_id, first.refresh_token as string));
     expect(second.refresh_token).not.toBe(first.refresh_token);
     await expect(as.oauth.tokens.verify(second.access_token, resource)).resolves.toBeDefined();
+    const third = await tokensOf(await refresh(client.client_id, second.refresh_token as string));
 
     const replay = await refresh(client.client_id, first.refresh_token as string);
     expect(await errorOf(replay)).toMatchObject({ status: 400, error: "invalid_grant" });
-    const afterReplay = await refresh(client.client_id, second.refresh_token as string);
+    const afterReplay = await refresh(client.client_id, third.refresh_token as string);
     expect(await errorOf(afterReplay)).toMatchObject({ status: 400, error: "invalid_grant" });
-    await expect(as.oauth.tokens.verify(second.access_token, resource)).rejects.toThrow();
+    await expect(as.oauth.tokens.verify(third.access_token, resource)).rejects.toThrow();
+  });
+
+  it("two refreshes of one token at once both answer, with one successor, and the family lives (ADR 0136)", async () => {
+    const client = await register();
+    const first = await tokensOf(await exchange(client.client_id, await issueCode(client.client_id)));
+    const [a, b] = await Promise.all([
+      refresh(client.client_id, first.refresh_token as string),
+      refresh(client.client_id, first.refresh_token as string),
+    ]);
+    expect([a.status, b.status]).toEqual([200, 200]);
+    const [tokensA, tokensB] = [await tokensOf(a), await tokensOf(b)];
+    expect(tokensA.refresh_token).toBe(tokensB.refresh_token);
+    expect(tokensA.refresh_token).not.toBe(first.refresh_token);
+    await expect(as.oauth.tokens.verify(tokensA.access_token, resource)).resolves.toBeDefined();
+    await expect(as.oauth.tokens.verify(tokensB.access_token, resource)).resolves.toBeDefined();
+    const next = await refresh(client.client_id, tokensA.refresh_token as string);
+    expect(next.status).toBe(200);
   });
 
   it("narrows scopes on request, refuses wider ones, and refuses another resource", async () => {

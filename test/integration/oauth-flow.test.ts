@@ -457,15 +457,20 @@ describe("codes and refresh tokens", () => {
     expect(exchanged.status).toBe(200);
   });
 
-  it("a refresh token rotates; presenting a rotated-out one revokes the whole family", async () => {
+  it("a refresh token rotates; presenting one rotated out before the last rotation revokes the whole family", async () => {
     const tokens = await obtainTokens(t, "alice", aliceWs);
     const refresh = (token: string) =>
       tokenRequest(t, { grant_type: "refresh_token", refresh_token: token, client_id: tokens.clientId });
     const rotated = await refresh(tokens.refresh_token as string);
     expect(rotated.status).toBe(200);
-    const next = (await rotated.json()) as { access_token: string; refresh_token: string };
-    expect(next.refresh_token).not.toBe(tokens.refresh_token);
-    expect((await mcpPost(t, aliceWs, next.access_token, listTools)).status).toBe(200);
+    const between = (await rotated.json()) as { access_token: string; refresh_token: string };
+    expect(between.refresh_token).not.toBe(tokens.refresh_token);
+    expect((await mcpPost(t, aliceWs, between.access_token, listTools)).status).toBe(200);
+    // Not the token just replaced, which its client may retry for oauth.refreshReuseGraceSeconds (ADR 0136).
+    const next = (await (await refresh(between.refresh_token)).json()) as {
+      access_token: string;
+      refresh_token: string;
+    };
 
     const replay = await refresh(tokens.refresh_token as string);
     expect(replay.status).toBe(400);

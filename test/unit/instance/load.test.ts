@@ -225,6 +225,22 @@ describe("loadInstance", () => {
     }
   });
 
+  it("oauth.refreshReuseGraceSeconds is 30 by default, keeps a whole number from 0 to 60, and refuses anything else by name", async () => {
+    expect((await loadInstance(await writeInstance(MINIMAL))).oauth.refreshReuseGraceSeconds).toBe(30);
+    for (const refreshReuseGraceSeconds of [0, 60]) {
+      const config = await loadInstance(
+        await writeInstance({ ...MINIMAL, oauth: { refreshReuseGraceSeconds } }),
+      );
+      expect(config.oauth.refreshReuseGraceSeconds).toBe(refreshReuseGraceSeconds);
+    }
+    for (const refreshReuseGraceSeconds of [-1, 61, 1.5, "30"]) {
+      const message = await bootError(
+        loadInstance(await writeInstance({ ...MINIMAL, oauth: { refreshReuseGraceSeconds } })),
+      );
+      expect(message).toContain("oauth.refreshReuseGraceSeconds");
+    }
+  });
+
   it("http.drainSeconds is 10 by default, keeps a whole number from 0 to 600, and refuses anything else by name", async () => {
     expect((await loadInstance(await writeInstance(MINIMAL))).http.drainSeconds).toBe(10);
     for (const drainSeconds of [0, 600]) {

@@ -61,7 +61,8 @@ export function newGrants(
   {
     publicUrl = PUBLIC_URL,
     maxLiveGrantsPerPerson,
-  }: { publicUrl?: string; maxLiveGrantsPerPerson?: number } = {},
+    refreshReuseGraceSeconds = 0,
+  }: { publicUrl?: string; maxLiveGrantsPerPerson?: number; refreshReuseGraceSeconds?: number } = {},
 ): Grants {
   return new Grants(layout, {
     users,
@@ -70,6 +71,8 @@ export function newGrants(
     ...(maxLiveGrantsPerPerson === undefined ? {} : { maxLiveGrantsPerPerson }),
     accessTokenTtlSeconds: ACCESS_TTL_SECONDS,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,
+    // Off unless a test turns it on: a rotated-out token is judged at once, as before ADR 0136.
+    refreshReuseGraceSeconds,
     log: silentLog,
     clock,
   });
