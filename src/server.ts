@@ -319,6 +319,7 @@ async function startLocked(
         { name: "oauth codes", run: () => oauth.codes.sweep() },
         { name: "consent requests", run: () => pending.sweep() },
         { name: "oauth grants", run: () => oauth.grants.load() },
+        { name: "oauth clients", run: () => oauth.sweepClients() },
         { name: "sessions", run: () => sessions.sweep() },
         { name: "invitations", run: () => invitations.load() },
         {

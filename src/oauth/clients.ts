@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
+import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import type { ClientMetadataDocuments } from "./client-metadata.ts";
@@ -9,11 +10,22 @@ import { type ClientAuthMethod, checkClientMetadata } from "./client-rules.ts";
 import type { OAuthClientInformationFull } from "./oauth-types.ts";
 
 const CLIENT_ID = /^atc_[0-9a-f]{32}$/;
+const DAY_MS = 24 * 60 * 60 * 1000;
+/** How long a registered client with no live grant is kept after its last use (ADR 0137). */
+export const UNUSED_CLIENT_KEPT_MS = 30 * DAY_MS;
+/** A use is written at most this often, so a busy client costs a write a day, not one a request. */
+const CLIENT_USE_RECORDED_EVERY_MS = DAY_MS;
 
-/** A registered client on disk: what it registered, and its secret only as a hash. */
+/** A registered client on disk: what it registered, its secret only as a hash, and its last use. */
 interface StoredClient {
   client: OAuthClientInformationFull;
   clientSecretHash?: string;
+  /**
+   * When a request last named it (registration, an authorization request, the token or
+   * revocation endpoint), epoch ms, to within CLIENT_USE_RECORDED_EVERY_MS. Absent in records
+   * written before clients were swept: the first sweep that meets one starts its clock.
+   */
+  lastUsedAt?: number;
 }
 
 /** What a request presented at the token or revocation endpoint to prove it is the client. */
@@ -25,10 +37,15 @@ export interface PresentedClientAuth {
 /**
  * Clients: those that registered here (RFC 7591), stored in `oauth/clients`, and those
  * named by a client metadata document URL, fetched on demand. A confidential client's
- * secret is returned once, at registration, and stored only as its SHA-256.
+ * secret is returned once, at registration, and stored only as its SHA-256. A registered
+ * client unused for UNUSED_CLIENT_KEPT_MS that holds no live grant is deleted by housekeeping
+ * (`sweep`, ADR 0137); registration is open, and nothing else would ever remove one.
  */
 export class ClientRegistry {
   private readonly records: JsonRecords<StoredClient>;
+  // A lookup records its use and a sweep decides on the record under the client's key, so one
+  // always sees the other (test/unit/oauth/clients-sweep.test.ts "a sweep racing a lookup").
+  private readonly locks = new KeyedLock();
   // The hash travels beside the client object, never in it, so no page or log that shows a
   // client can show its secret's hash either.
   private readonly secretHashes = new WeakMap<OAuthClientInformationFull, string>();
@@ -49,14 +66,19 @@ export class ClientRegistry {
       client_id: `atc_${randomBytes(16).toString("hex")}`,
       client_id_issued_at: Math.floor(this.clock() / 1000),
     };
+    const lastUsedAt = this.clock();
     if (checked.token_endpoint_auth_method === "none") {
-      await this.records.put(client.client_id, { client });
+      await this.records.put(client.client_id, { client, lastUsedAt });
       return client;
     }
     const secret = randomSecret(32);
     // RFC 7591 §3.2.1: 0 says the secret does not expire.
     const confidential = { ...client, client_secret_expires_at: 0 };
-    await this.records.put(client.client_id, { client: confidential, clientSecretHash: hashSecret(secret) });
+    await this.records.put(client.client_id, {
+      client: confidential,
+      clientSecretHash: hashSecret(secret),
+      lastUsedAt,
+    });
     return { ...confidential, client_secret: secret };
   }
 
@@ -64,11 +86,12 @@ export class ClientRegistry {
    * A registered client, or the client a metadata document URL describes, or `undefined`
    * for an id that is neither. A document that cannot be used throws an invalid_client OAuthError
    * with the reason, for the person or client to read. `caller`, the connecting address a
-   * request came from, is charged for a document that has to be fetched.
+   * request came from, is charged for a document that has to be fetched. Finding a registered
+   * client is a use of it, recorded before it is returned.
    */
   async find(clientId: string, caller: string): Promise<OAuthClientInformationFull | undefined> {
     if (CLIENT_ID.test(clientId)) {
-      const stored = await this.records.get(clientId);
+      const stored = await this.locks.run(clientId, () => this.use(clientId));
       if (!stored) return undefined;
       const client = { ...stored.client };
       if (stored.clientSecretHash) this.secretHashes.set(client, stored.clientSecretHash);
@@ -104,8 +127,48 @@ export class ClientRegistry {
     return equalSecrets(hashSecret(presented.secret), hash);
   }
 
+  /**
+   * Deletes every registered client last used UNUSED_CLIENT_KEPT_MS ago or longer for which
+   * `hasLiveGrant` is false, and returns their ids; from then on its id is unknown
+   * (`invalid_client`). Each is judged on its record read again under its key: a lookup that
+   * came first has recorded its use, and one that comes after finds no client. Metadata
+   * document clients are not stored, so never swept.
+   */
+  async sweep(hasLiveGrant: (clientId: string) => boolean): Promise<string[]> {
+    const swept: string[] = [];
+    for (const id of await this.records.ids()) {
+      if (!CLIENT_ID.test(id)) continue;
+      const gone = await this.locks.run(id, async () => {
+        // Unreadable is left for an operator, as find leaves it.
+        const stored = await this.records.get(id).catch(() => undefined);
+        if (stored === undefined) return false;
+        const now = this.clock();
+        if (stored.lastUsedAt === undefined) {
+          await this.records.put(id, { ...stored, lastUsedAt: now });
+          return false;
+        }
+        if (now - stored.lastUsedAt < UNUSED_CLIENT_KEPT_MS || hasLiveGrant(id)) return false;
+        await this.records.delete(id);
+        return true;
+      });
+      if (gone) swept.push(id);
+    }
+    return swept;
+  }
+
   /** Whether the client may use refresh tokens: it registered the grant, or named no grants at all. */
   allowsRefresh(client: OAuthClientInformationFull): boolean {
     return client.grant_types === undefined || client.grant_types.includes("refresh_token");
+  }
+
+  /** A registered client's record, with this moment written as its last use when the one stored is a day old. */
+  private async use(clientId: string): Promise<StoredClient | undefined> {
+    const stored = await this.records.get(clientId);
+    if (stored === undefined) return undefined;
+    const now = this.clock();
+    if (stored.lastUsedAt === undefined || now - stored.lastUsedAt >= CLIENT_USE_RECORDED_EVERY_MS) {
+      await this.records.put(clientId, { ...stored, lastUsedAt: now });
+    }
+    return stored;
   }
 }

@@ -3,13 +3,15 @@ export interface IndexedGrant {
   grantId: string;
   principalId: string;
   workspaceId: string;
+  /** Whether a registered client holds a live grant decides that it is kept (ADR 0137). */
+  clientId: string;
   /** When it was made or last refreshed, epoch ms: the least recently used goes first. */
   lastUsedAt: number;
   absoluteExpiresAt: number;
 }
 
 /**
- * The live (not revoked) grants, by person and by workspace, in memory: built from the records
+ * The live (not revoked) grants, by person, by workspace and by client, in memory: built from the records
  * when `Grants` loads and kept by its every write, so listing one person's applications and
  * revoking a person's or a workspace's grants read only the records that match. Before, each
  * read every grant file in the instance: at 3,000 grants another person's listing or a member's
@@ -19,6 +21,7 @@ export class GrantIndex {
   private readonly live = new Map<string, IndexedGrant>();
   private readonly byPrincipal = new Map<string, Set<string>>();
   private readonly byWorkspace = new Map<string, Set<string>>();
+  private readonly byClient = new Map<string, Set<string>>();
 
   /** Adds or replaces a live grant. */
   put(entry: IndexedGrant): void {
@@ -26,6 +29,7 @@ export class GrantIndex {
     this.live.set(entry.grantId, { ...entry });
     addTo(this.byPrincipal, entry.principalId, entry.grantId);
     addTo(this.byWorkspace, entry.workspaceId, entry.grantId);
+    addTo(this.byClient, entry.clientId, entry.grantId);
   }
 
   /** Forgets a grant: revoked, or deleted. */
@@ -35,6 +39,15 @@ export class GrantIndex {
     this.live.delete(grantId);
     removeFrom(this.byPrincipal, entry.principalId, grantId);
     removeFrom(this.byWorkspace, entry.workspaceId, grantId);
+    removeFrom(this.byClient, entry.clientId, grantId);
+  }
+
+  /** Whether `clientId` holds a grant that is not revoked and within its lifetime at `now`. */
+  hasLiveOf(clientId: string, now: number): boolean {
+    for (const id of this.byClient.get(clientId) ?? []) {
+      if ((this.live.get(id) as IndexedGrant).absoluteExpiresAt > now) return true;
+    }
+    return false;
   }
 
   touch(grantId: string, at: number): void {

@@ -79,6 +79,7 @@ export function indexed(record: GrantRecord): IndexedGrant {
     grantId: record.grantId,
     principalId: record.principalId,
     workspaceId: record.workspaceId,
+    clientId: record.clientId,
     lastUsedAt: record.refreshedAt ?? record.createdAt,
     absoluteExpiresAt: record.absoluteExpiresAt,
   };

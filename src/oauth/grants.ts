@@ -126,6 +126,11 @@ export class Grants {
     return live.sort((a, b) => b.createdAt - a.createdAt);
   }
 
+  /** Whether a client holds a live grant, from the index: such a client is never swept (ADR 0137). */
+  hasLiveGrantOf(clientId: string): boolean {
+    return this.index.hasLiveOf(clientId, this.clock());
+  }
+
   isRevoked(grantId: string): boolean {
     return this.revoked.has(grantId);
   }

@@ -42,6 +42,8 @@ export interface AuthorizationServer {
   clients: ClientRegistry;
   codes: AuthorizationCodes;
   grants: Grants;
+  /** Housekeeping: deletes registered clients long unused that hold no live grant (ADR 0137). */
+  sweepClients(): Promise<void>;
   /** Metadata, JWKS, registration, token, revocation and key rotation; mount at "/". */
   routes(): Hono<AppEnv>;
 }
@@ -84,6 +86,15 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     clients,
     codes,
     grants,
+    async sweepClients() {
+      const swept = await clients.sweep((clientId) => grants.hasLiveGrantOf(clientId));
+      if (swept.length > 0) {
+        log.info(
+          { swept: swept.length },
+          "registered oauth clients unused for 30 days and holding no live grant were deleted",
+        );
+      }
+    },
     routes() {
       if (!routes) {
         const app = new Hono<AppEnv>();

@@ -301,6 +301,20 @@ describe("Grants", () => {
     expect(await grants.revokeWhere({ principalId: ALICE.id })).toBe(0);
   });
 
+  it("a client holds a live grant until the grant is revoked or its lifetime ends (ADR 0137)", async () => {
+    const other = "atc_ffffffffffffffffffffffffffffffff";
+    expect(grants.hasLiveGrantOf(CLIENT)).toBe(false);
+    const { grant } = await start();
+    const ending = await start();
+    expect(grants.hasLiveGrantOf(CLIENT)).toBe(true);
+    expect(grants.hasLiveGrantOf(other)).toBe(false);
+    await grants.revoke(grant.grantId);
+    expect(grants.hasLiveGrantOf(CLIENT)).toBe(true);
+    clock.advance(REFRESH_TTL_SECONDS * 1000);
+    expect(grants.hasLiveGrantOf(CLIENT)).toBe(false);
+    expect(grants.isRevoked(ending.grant.grantId)).toBe(false);
+  });
+
   it("revokes by refresh token only for the client that holds it", async () => {
     const { grant, refreshToken } = await start();
     expect(await grants.revokeRefreshToken(refreshToken, "atc_ffffffffffffffffffffffffffffffff")).toBe(false);
