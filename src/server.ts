@@ -163,7 +163,7 @@ async function startLocked(
   const timers = options.timers ?? systemTimers;
   // Before any app: a root holding sealed values the configured keys cannot open stops here.
   const credentials = await CredentialStore.open(layout, config.credentials);
-  const workspaces = new WorkspaceStore(layout, events, clock);
+  const workspaces = new WorkspaceStore(layout, events, clock, config.workspaces.maxAdministeredPerPerson);
   await workspaces.load();
   const users = new UserDirectory(layout, clock);
   await users.load();

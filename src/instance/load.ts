@@ -15,6 +15,7 @@ import {
   IDLE_TIMEOUT_SECONDS_DEFAULT,
   type InstanceConfig,
   instanceSchema,
+  MAX_ADMINISTERED_WORKSPACES_DEFAULT,
   MAX_BODY_BYTES_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
   PARKED_REQUESTS_PER_HOUR_DEFAULT,
@@ -126,6 +127,10 @@ export function parseInstance(
       root: options.dataRoot ? resolve(options.dataRoot) : resolve(options.baseDir, file.storage.root),
       archiveRetentionDays: file.storage.archiveRetentionDays,
     },
+    workspaces: {
+      maxAdministeredPerPerson:
+        file.workspaces?.maxAdministeredPerPerson ?? MAX_ADMINISTERED_WORKSPACES_DEFAULT,
+    },
     http: {
       host: file.http.host,
       port,
@@ -161,6 +166,7 @@ interface InstanceFile {
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string; archiveRetentionDays?: number };
+  workspaces?: { maxAdministeredPerPerson?: number };
   http: {
     host: string;
     port: number;

@@ -35,6 +35,14 @@ export const CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT = 100;
 export const MAX_CREDENTIAL_KEYS = 16;
 /** A hundred years: a longer retention is keeping archived workspaces for good; leave the field out. */
 export const MAX_ARCHIVE_RETENTION_DAYS = 36_500;
+/**
+ * How many workspaces a person may administer and still create another (ADR 0141): far above any
+ * person's real use, so an upgrade refuses no one; an instance open to people it does not trust
+ * lowers it.
+ */
+export const MAX_ADMINISTERED_WORKSPACES_DEFAULT = 1_000;
+/** Past this a per-person bound bounds nothing a disk or heap would notice (≈ 5 KB of heap each). */
+export const MAX_ADMINISTERED_WORKSPACES_CEILING = 100_000;
 /** A session secret shorter than this is refused: it signs every browser's cookie. */
 export const MIN_SESSION_SECRET_BYTES = 32;
 
@@ -120,6 +128,18 @@ export const instanceSchema = {
       properties: {
         root: { type: "string", minLength: 1 },
         archiveRetentionDays: { type: "integer", minimum: 1, maximum: MAX_ARCHIVE_RETENTION_DAYS },
+      },
+    },
+    workspaces: {
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        // At least 1: a person who administers none may always create their first (GET /v1/bootstrap).
+        maxAdministeredPerPerson: {
+          type: "integer",
+          minimum: 1,
+          maximum: MAX_ADMINISTERED_WORKSPACES_CEILING,
+        },
       },
     },
     http: {
@@ -238,6 +258,11 @@ export interface InstanceConfig {
    * (ADR 0113); undefined keeps every archived workspace until an operator removes it.
    */
   storage: { root: string; archiveRetentionDays: number | undefined };
+  /**
+   * `maxAdministeredPerPerson`: a create is refused while its creator administers this many live
+   * workspaces (ADR 0141).
+   */
+  workspaces: { maxAdministeredPerPerson: number };
   http: {
     host: string;
     port: number;

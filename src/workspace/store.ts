@@ -3,6 +3,7 @@ import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
 import { isWorkspaceId, newWorkspaceId } from "../ids.ts";
+import { MAX_ADMINISTERED_WORKSPACES_DEFAULT } from "../instance/schema.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AtriumEvent, EventPublisher } from "../kernel/events.ts";
 import { parseStoredJson, syncDir, writeJsonAtomic } from "../storage/atomic.ts";
@@ -10,6 +11,7 @@ import { FOLDER_MODE, makeFolderIfMissing, makeFolderPathIfMissing } from "../st
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hidesText, isUnshowable } from "../text.ts";
+import { assertMayCreate } from "./creation-limit.ts";
 import {
   MAX_WORKSPACE_NAME_CHARS,
   type Member,
@@ -17,14 +19,6 @@ import {
   type Workspace,
   type WorkspaceRole,
 } from "./model.ts";
-
-/**
- * The most workspaces a person may belong to and still create another: one signed-in person
- * could otherwise fill the data root and the heap with workspaces of their own (each costs a
- * folder and its index entries). Joining by invitation is not counted against it (invitations
- * have their own bounds, adr/0070), so a member of many workspaces is never cut off from one.
- */
-export const MAX_WORKSPACES_TO_CREATE = 1_000;
 
 /**
  * The workspaces of one instance. The in-memory index (and the index by member) is loaded
@@ -42,8 +36,8 @@ export class WorkspaceStore {
     private readonly layout: StorageLayout,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
-    /** MAX_WORKSPACES_TO_CREATE, lowered only by a test that would otherwise make a thousand. */
-    private readonly maxToCreate = MAX_WORKSPACES_TO_CREATE,
+    /** `workspaces.maxAdministeredPerPerson`: how many a person may administer and create another. */
+    private readonly maxToCreate = MAX_ADMINISTERED_WORKSPACES_DEFAULT,
   ) {}
 
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
@@ -124,13 +118,7 @@ export class WorkspaceStore {
   async create(name: string, creatorId: string): Promise<Workspace> {
     const checked = checkName(name);
     return this.locks.run(creatorId, async () => {
-      if ((this.byMember.get(creatorId)?.size ?? 0) >= this.maxToCreate) {
-        throw new Conflict(
-          "too_many_workspaces",
-          `You belong to ${this.maxToCreate} workspaces, the most anyone may belong to and create ` +
-            "another: leave or delete one first.",
-        );
-      }
+      assertMayCreate(this.listFor(creatorId), creatorId, this.maxToCreate);
       return this.createNow(checked, creatorId);
     });
   }

@@ -241,6 +241,26 @@ describe("loadInstance", () => {
     }
   });
 
+  it("workspaces.maxAdministeredPerPerson is 1000 by default, keeps a whole number from 1 to 100000, and refuses anything else by name", async () => {
+    expect((await loadInstance(await writeInstance(MINIMAL))).workspaces.maxAdministeredPerPerson).toBe(1000);
+    for (const maxAdministeredPerPerson of [1, 100_000]) {
+      const config = await loadInstance(
+        await writeInstance({ ...MINIMAL, workspaces: { maxAdministeredPerPerson } }),
+      );
+      expect(config.workspaces.maxAdministeredPerPerson).toBe(maxAdministeredPerPerson);
+    }
+    for (const maxAdministeredPerPerson of [0, 100_001, 1.5, "10", null]) {
+      const message = await bootError(
+        loadInstance(await writeInstance({ ...MINIMAL, workspaces: { maxAdministeredPerPerson } })),
+      );
+      expect(message, String(maxAdministeredPerPerson)).toContain("workspaces.maxAdministeredPerPerson");
+    }
+    const misspelt = await bootError(
+      loadInstance(await writeInstance({ ...MINIMAL, workspaces: { maxPerPerson: 5 } })),
+    );
+    expect(misspelt).toContain("maxPerPerson");
+  });
+
   it("http.drainSeconds is 10 by default, keeps a whole number from 0 to 600, and refuses anything else by name", async () => {
     expect((await loadInstance(await writeInstance(MINIMAL))).http.drainSeconds).toBe(10);
     for (const drainSeconds of [0, 600]) {

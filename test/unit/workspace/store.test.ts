@@ -421,30 +421,81 @@ describe("WorkspaceStore.load", () => {
   });
 });
 
-describe("how many workspaces a person may create", () => {
-  it("refuses a create past the bound with 409 too_many_workspaces, races included, and never a join", async () => {
-    const store = new WorkspaceStore(layout, bus, time.clock, 3);
+describe("how many workspaces a person may create (workspaces.maxAdministeredPerPerson)", () => {
+  async function limitedStore(limit: number): Promise<WorkspaceStore> {
+    const store = new WorkspaceStore(layout, bus, time.clock, limit);
     await store.load();
+    return store;
+  }
+
+  function refusal(reason: unknown): Conflict {
+    expect(reason).toBeInstanceOf(Conflict);
+    expect((reason as Conflict).code).toBe("too_many_workspaces");
+    return reason as Conflict;
+  }
+
+  it("refuses a create past the limit with 409 too_many_workspaces, naming the limit and what to do, racing creates included", async () => {
+    const store = await limitedStore(3);
     const racing = await Promise.allSettled(
       ["one", "two", "three", "four", "five"].map((name) => store.create(name, ALICE)),
     );
     expect(racing.filter((result) => result.status === "fulfilled")).toHaveLength(3);
     for (const result of racing.filter((r): r is PromiseRejectedResult => r.status === "rejected")) {
-      expect(result.reason).toBeInstanceOf(Conflict);
-      expect((result.reason as Conflict).code).toBe("too_many_workspaces");
-      expect((result.reason as Conflict).message).toContain("leave or delete one first");
+      const { message } = refusal(result.reason);
+      expect(message).toContain("fewer than 3 (workspaces.maxAdministeredPerPerson)");
+      expect(message).toContain("Delete one you no longer need");
     }
     expect(store.listFor(ALICE)).toHaveLength(3);
     expect((await readdir(root)).filter((name) => name.startsWith("ws_"))).toHaveLength(3);
+  });
 
-    // Joining another is not refused: only creating is bounded.
+  it("two creates at the limit less one: exactly one is made", async () => {
+    const store = await limitedStore(2);
+    await store.create("first", ALICE);
+    const racing = await Promise.allSettled([store.create("a", ALICE), store.create("b", ALICE)]);
+    expect(racing.map((result) => result.status).sort()).toEqual(["fulfilled", "rejected"]);
+    expect(store.listFor(ALICE)).toHaveLength(2);
+  });
+
+  it("counts only the workspaces the person administers: being a member elsewhere takes no place", async () => {
+    const store = await limitedStore(2);
+    for (const [name, creator] of [
+      ["bob 1", BOB],
+      ["bob 2", BOB],
+      ["carol 1", CAROL],
+    ] as const) {
+      const theirs = await store.create(name, creator);
+      await store.addMember(theirs.id, ALICE, "member");
+    }
+    await store.create("alice 1", ALICE);
+    await store.create("alice 2", ALICE);
+    expect(store.listFor(ALICE)).toHaveLength(5);
+    refusal(await rejection(store.create("alice 3", ALICE)));
+  });
+
+  it("an archived workspace takes no place, and neither does one handed to another admin", async () => {
+    const store = await limitedStore(2);
+    const first = await store.create("first", ALICE);
+    const second = await store.create("second", ALICE);
+    refusal(await rejection(store.create("third", ALICE)));
+
+    await store.archive(first.id);
+    const third = await store.create("third", ALICE);
+    refusal(await rejection(store.create("fourth", ALICE)));
+
+    await store.addMember(second.id, BOB, "admin");
+    await store.setRole(second.id, ALICE, "member");
+    expect((await store.create("fourth", ALICE)).name).toBe("fourth");
+    expect(store.listFor(ALICE).map((ws) => ws.id)).toContain(third.id);
+  });
+
+  it("an admin place gained by a join or a promotion counts, and the join itself is never refused", async () => {
+    const store = await limitedStore(1);
     const bobs = await store.create("bob's", BOB);
     await store.addMember(bobs.id, ALICE, "member");
-    expect(store.listFor(ALICE)).toHaveLength(4);
-    // Leaving makes room again.
-    const own = store.listFor(ALICE).find((ws) => ws.id !== bobs.id);
-    await store.archive(own?.id as string);
-    await store.removeMember(bobs.id, ALICE);
-    expect((await store.create("again", ALICE)).name).toBe("again");
+    await store.setRole(bobs.id, ALICE, "admin");
+    refusal(await rejection(store.create("alice's", ALICE)));
+    const carols = await store.create("carol's", CAROL);
+    expect((await store.addMember(carols.id, ALICE, "admin")).members).toHaveLength(2);
   });
 });
