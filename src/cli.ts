@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { BootError } from "./errors.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
-import { acquireInstanceLock } from "./instance/lock.ts";
+import { acquireInstanceLock, InstanceLocked } from "./instance/lock.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { RunningAtrium } from "./server.ts";
@@ -14,11 +14,15 @@ import { workspaceMcpUrl } from "./web/urls.ts";
 
 const USAGE = `Usage: atrium serve [--instance PATH] [--port N] [--data DIR]
        atrium credentials reseal [--instance PATH] [--data DIR]
+       atrium archive purge --older-than DAYS [--dry-run] [--instance PATH] [--data DIR]
        atrium --help | --version
 
   serve               run the server
   credentials reseal  re-seal every stored credential under the newest of credentials.keys,
                       so older keys can be removed (the server must be stopped: it takes the root)
+  archive purge       remove the deleted (archived) workspaces archived more than DAYS days ago,
+                      with what apps keep for them, listing each (the server must be stopped: it
+                      takes the root); --dry-run only lists them, beside a running server too
   --instance PATH     the instance file (default ./instance.json)
   --port N            listen on port N instead of http.port (0: any free port)
   --data DIR          keep all state in DIR instead of storage.root
@@ -33,20 +37,23 @@ later, stops it at once (one sooner, such as npm forwarding the same Ctrl-C, is 
 const PARENT_POLL_MS = 1_000;
 
 /**
- * A command's `--name VALUE` flags and `-h`/`--help`: the values, or the exit code when there is
- * nothing more to do (the usage printed: 0 when asked for, 2 after a mistake).
+ * A command's `--name VALUE` flags, its `--name` switches and `-h`/`--help`: the values, or the
+ * exit code when there is nothing more to do (the usage printed: 0 when asked for, 2 after a
+ * mistake).
  */
-function parseFlags<F extends string>(
+function parseFlags<F extends string, S extends string = never>(
   args: string[],
   flags: readonly F[],
   output: CliOutput,
-): { values: Partial<Record<F, string>> } | { exit: number } {
+  switches: readonly S[] = [],
+): { values: Partial<Record<F, string>> & Partial<Record<S, boolean>> } | { exit: number } {
   let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
       args,
       options: {
         ...Object.fromEntries(flags.map((flag) => [flag, { type: "string" as const }])),
+        ...Object.fromEntries(switches.map((name) => [name, { type: "boolean" as const }])),
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -59,7 +66,7 @@ function parseFlags<F extends string>(
     output.out(USAGE);
     return { exit: 0 };
   }
-  return { values: values as Partial<Record<F, string>> };
+  return { values: values as Partial<Record<F, string>> & Partial<Record<S, boolean>> };
 }
 
 /**
@@ -98,6 +105,7 @@ export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): 
     return 0;
   }
   if (command === "credentials") return credentialsCommand(rest, output);
+  if (command === "archive") return archiveCommand(rest, output);
   if (command !== "serve") {
     output.err(command === undefined ? USAGE : `Unknown command "${command}".\n${USAGE}`);
     return 2;
@@ -230,6 +238,74 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
     }
     return 0;
   } catch (error) {
+    return reportBootProblem(error, output);
+  }
+}
+
+/** Days are digits only, like --port: Number() would also take "", "1e3" and "0x1e". */
+const DAYS = /^[0-9]{1,5}$/;
+/** The longest retention `storage.archiveRetentionDays` takes; past it nothing is old enough. */
+const MAX_OLDER_THAN_DAYS = 36_500;
+
+/**
+ * `atrium archive purge --older-than DAYS [--dry-run]`: checks its flags and hands the rest to
+ * purgeArchive (src/archive-purge.ts), with the root's lock as `serve` takes it.
+ */
+async function archiveCommand(args: string[], output: CliOutput): Promise<number> {
+  const [subcommand, ...rest] = args;
+  if (subcommand === "--help" || subcommand === "-h") {
+    output.out(USAGE);
+    return 0;
+  }
+  if (subcommand !== "purge") {
+    output.err(
+      `${subcommand === undefined ? "atrium archive needs a subcommand" : `Unknown subcommand "archive ${subcommand}"`}.\n${USAGE}`,
+    );
+    return 2;
+  }
+  const parsed = parseFlags(rest, ["instance", "data", "older-than"], output, ["dry-run"]);
+  if ("exit" in parsed) return parsed.exit;
+  const { values } = parsed;
+  const days = values["older-than"];
+  if (days === undefined || !DAYS.test(days) || Number(days) > MAX_OLDER_THAN_DAYS) {
+    output.err(
+      days === undefined
+        ? "atrium archive purge needs --older-than DAYS: the archived workspaces it removes are those archived more than DAYS days ago (0: all of them). --dry-run lists them first.\n"
+        : `--older-than must be a whole number of days from 0 to ${MAX_OLDER_THAN_DAYS}, not "${days}".\n`,
+    );
+    return 2;
+  }
+  try {
+    const config = await loadInstance(values.instance ?? "instance.json", {
+      ...(values.data === undefined ? {} : { dataRoot: values.data }),
+      sections: await appSections(),
+    });
+    const log = createLogger(config.log.level);
+    const [{ PLATFORM_APPS }, { purgeArchive }] = await Promise.all([
+      import("./platform/index.ts"),
+      import("./archive-purge.ts"),
+    ]);
+    return await purgeArchive(
+      {
+        config,
+        olderThanDays: Number(days),
+        dryRun: values["dry-run"] === true,
+        apps: PLATFORM_APPS,
+        clock: systemClock,
+        lockRoot: (layout) =>
+          acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log, existingRoot: true }),
+      },
+      output,
+    );
+  } catch (error) {
+    if (error instanceof InstanceLocked) {
+      output.err(
+        `atrium: ${error.message}\natrium archive purge removes archives only while no server runs on the root: ` +
+          "stop it first, or set storage.archiveRetentionDays and let the server remove them hourly. " +
+          "--dry-run lists them without the lock.\n",
+      );
+      return 1;
+    }
     return reportBootProblem(error, output);
   }
 }

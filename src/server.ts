@@ -41,7 +41,13 @@ import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
 import { type AuthorizationServer, createAuthorizationServer } from "./oauth/server.ts";
 import type { PlatformApp, StartedApp } from "./platform/app.ts";
 import { PLATFORM_APPS } from "./platform/index.ts";
-import { createWorkspaceRegistry, publishedSkills, startApps, workspaceSources } from "./platform/kit.ts";
+import {
+  archiveReleasers,
+  createWorkspaceRegistry,
+  publishedSkills,
+  startApps,
+  workspaceSources,
+} from "./platform/kit.ts";
 import { ToolDispatch } from "./sources/dispatch.ts";
 import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
@@ -330,7 +336,8 @@ async function startLocked(
           layout,
           now: clock,
           isLive: (workspaceId) => workspaces.get(workspaceId) !== undefined,
-          releasers: apps.flatMap((app) => (app.releaseArchived ? [app.releaseArchived] : [])),
+          releasers: archiveReleasers(options.apps ?? PLATFORM_APPS, { layout, credentials }),
+          cause: "past storage.archiveRetentionDays",
           log,
         }),
       ],

@@ -40,6 +40,7 @@ export const LAYERS = {
   // 7 — the process: wiring, the CLI, periodic chores.
   server: 7,
   cli: 7,
+  "archive-purge": 7,
   housekeeping: 7,
   "graceful-stop": 7,
 };

@@ -32,7 +32,18 @@ export interface PlatformApp<Settings = unknown> {
   /** The app's folder under each workspace, `<ws>/<partition>/`; the app's name when not given. */
   partition?: string;
   start(context: AppContext<Settings>): RunningApp | Promise<RunningApp>;
+  /**
+   * What removes the app's state kept outside a workspace's folder for it (sealed credentials,
+   * schedule entries), once that workspace's archive `archivedName` is about to be removed, past
+   * `storage.archiveRetentionDays` or by `atrium archive purge` (ADR 0113, 0142). Read from the
+   * archived copy, which is removed only after every app's. Built from this narrow context, not a
+   * started app, so the command can run it with no server started.
+   */
+  archiveReleaser?(context: ArchiveReleaseContext): ArchiveReleaser;
 }
+
+/** What an app's archive releaser is built from. */
+export type ArchiveReleaseContext = Pick<AppContext<unknown>, "storage" | "layout" | "credentials">;
 
 /** What the kernel gives an app to build its stores from; the same objects for every app. */
 export interface AppContext<Settings> {
@@ -96,12 +107,6 @@ export interface RunningApp {
   streamedBodies?: readonly StreamedBody[];
   /** What the app recovers after a crash, at boot and hourly (storage/recovery.ts). */
   leftovers?: LeftoverRules;
-  /**
-   * Removes what the app keeps outside a workspace's folder for it (sealed credentials), once that
-   * workspace's archived copy `archivedName` is past `storage.archiveRetentionDays` and about to be
-   * removed (ADR 0113). Read from the archived copy, which is removed only after every app's.
-   */
-  releaseArchived?: ArchiveReleaser;
   /** What the app tells callers besides its tools (instructions, resources, skills). */
   guidance?: Partial<WorkspaceGuidance>;
   /**

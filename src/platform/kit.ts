@@ -3,8 +3,10 @@ import type { InstanceConfig } from "../instance/schema.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import { SourceRegistry } from "../sources/registry.ts";
 import { isPersonalSourceName, isSourceName } from "../sources/tool-names.ts";
+import type { ArchiveReleaser } from "../storage/archive-retention.ts";
 import type {
   AppContext,
+  ArchiveReleaseContext,
   PlatformApp,
   PublishedSkillList,
   PublishedSkills,
@@ -15,6 +17,21 @@ import { AppSource } from "./app-source.ts";
 
 /** What every app's context shares; each app adds its settings, its storage and its log. */
 export type KernelContext = Omit<AppContext<unknown>, "settings" | "storage" | "appNames">;
+
+/**
+ * Each app's archive releaser, in the apps' order (ADR 0113): the server's retention chore and
+ * `atrium archive purge` run the same ones.
+ */
+export function archiveReleasers(
+  apps: readonly PlatformApp[],
+  context: Omit<ArchiveReleaseContext, "storage">,
+): ArchiveReleaser[] {
+  return apps.flatMap((app) =>
+    app.archiveReleaser
+      ? [app.archiveReleaser({ ...context, storage: context.layout.partition(app.partition ?? app.name) })]
+      : [],
+  );
+}
 
 /** The instance.json sections the apps declare, for the loader to validate the file with. */
 export function configSections(apps: readonly PlatformApp[]): ConfigSections {

@@ -1,4 +1,6 @@
-import { readdir, rename, rm } from "node:fs/promises";
+import type { Dirent } from "node:fs";
+import { lstat, readdir, rename, rm } from "node:fs/promises";
+import { BootError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { syncDir } from "./atomic.ts";
 import { PURGING_PREFIX, parseArchivedName, type StorageLayout } from "./paths.ts";
@@ -20,7 +22,77 @@ export interface ArchiveRetention {
    */
   isLive: (workspaceId: string) => boolean;
   releasers: readonly ArchiveReleaser[];
+  /** Why an archive goes, for its log line: the setting or the command that asked. */
+  cause: string;
   log: Logger;
+}
+
+/** One archived workspace, as `_archive/` lists it. */
+export interface ArchivedEntry {
+  /** The folder's name in `_archive/`: `ws_<16 hex>-<ms>`. */
+  name: string;
+  workspaceId: string;
+  archivedAtMs: number;
+}
+
+/** What `_archive/` holds past a cutoff. */
+export interface ArchiveListing {
+  /** Archived workspace folders archived at or before the cutoff, oldest first. */
+  expired: ArchivedEntry[];
+  /**
+   * Entries named like an archive that are not a folder (a symlink, a file): never an archive
+   * Atrium made, so never followed or removed (ADR 0142).
+   */
+  notFolders: string[];
+  /** `.purging-` folders a removal cut short left, finished by the next purge. */
+  cutShort: string[];
+}
+
+/** What a purge did. */
+export interface PurgeReport extends ArchiveListing {
+  removed: ArchivedEntry[];
+  failed: Array<{ entry: ArchivedEntry; error: unknown }>;
+}
+
+/**
+ * The archived workspaces archived at or before `cutoffMs` (by the instant in their folder's name),
+ * oldest first, and what else named like one `_archive/` holds. Reads names and entry types only:
+ * nothing is opened, so it is safe beside a running server (`atrium archive purge --dry-run`).
+ */
+export async function listExpiredArchives(layout: StorageLayout, cutoffMs: number): Promise<ArchiveListing> {
+  return (await scanArchive(layout, cutoffMs)).listing;
+}
+
+/** The listing, and how many archived folders each workspace has there (expired or not). */
+async function scanArchive(
+  layout: StorageLayout,
+  cutoffMs: number,
+): Promise<{ listing: ArchiveListing; copies: Map<string, number> }> {
+  const listing: ArchiveListing = { expired: [], notFolders: [], cutShort: [] };
+  const copies = new Map<string, number>();
+  for (const entry of await listArchive(layout)) {
+    const cutShortName = entry.name.startsWith(PURGING_PREFIX)
+      ? entry.name.slice(PURGING_PREFIX.length)
+      : undefined;
+    if (cutShortName !== undefined) {
+      if (parseArchivedName(cutShortName)) listing.cutShort.push(cutShortName);
+      continue;
+    }
+    const archived = parseArchivedName(entry.name);
+    if (!archived) continue;
+    if (!entry.isDirectory()) {
+      listing.notFolders.push(entry.name);
+      continue;
+    }
+    copies.set(archived.workspaceId, (copies.get(archived.workspaceId) ?? 0) + 1);
+    if (archived.archivedAtMs <= cutoffMs) listing.expired.push({ name: entry.name, ...archived });
+  }
+  // Oldest first: of two archives of one workspace, the newer (restored from the older, then added
+  // to) names the most, and is the one left to release what they name.
+  listing.expired.sort((a, b) => a.archivedAtMs - b.archivedAtMs);
+  listing.notFolders.sort();
+  listing.cutShort.sort();
+  return { listing, copies };
 }
 
 /**
@@ -30,58 +102,43 @@ export interface ArchiveRetention {
  * removed by the next pass; one before the rename leaves the archive whole, and the next pass
  * starts it again (a credential already removed is not there to remove). An archive that fails is
  * logged and left whole; the others go on. A clock stepped back makes an archive younger, never
- * older. Answers how many archives it removed.
+ * older. Only real folders directly in `_archive/` are touched: an entry that is a symlink is
+ * never followed, and `fs.rm` removes a link inside an archive, never what it points to.
  */
-export async function purgeExpiredArchives(retention: ArchiveRetention): Promise<number> {
+export async function purgeExpiredArchives(retention: ArchiveRetention): Promise<PurgeReport> {
   const { layout, log } = retention;
-  const names = await listArchive(layout);
-  for (const name of names) {
-    const cutShort = name.startsWith(PURGING_PREFIX) ? name.slice(PURGING_PREFIX.length) : undefined;
-    if (cutShort !== undefined && parseArchivedName(cutShort)) {
-      await rm(layout.purgingFolder(cutShort), { recursive: true, force: true });
-    }
+  // `copies`: archives left of each workspace. One archived, restored by copy and archived again
+  // has two, whose connections share credentials, so only the last of them releases anything.
+  const { listing, copies } = await scanArchive(layout, retention.now() - retention.retentionMs);
+  for (const name of listing.cutShort) {
+    await rm(layout.purgingFolder(name), { recursive: true, force: true });
   }
-  const cutoff = retention.now() - retention.retentionMs;
-  // Archives left of each workspace: one archived, restored by copy and archived again has two,
-  // whose connections share credentials, so only the last of them releases anything.
-  const copies = new Map<string, number>();
-  for (const name of names) {
-    const workspaceId = parseArchivedName(name)?.workspaceId;
-    if (workspaceId) copies.set(workspaceId, (copies.get(workspaceId) ?? 0) + 1);
-  }
-  let purged = 0;
-  // Oldest first: of two archives of one workspace, the newer (restored from the older, then added
-  // to) names the most, and is the one left to release what they name.
-  const expired = names
-    .flatMap((name) => {
-      const archived = parseArchivedName(name);
-      return archived && archived.archivedAtMs <= cutoff ? [{ name, archived }] : [];
-    })
-    .sort((a, b) => a.archived.archivedAtMs - b.archived.archivedAtMs);
+  const report: PurgeReport = { ...listing, removed: [], failed: [] };
   // A workspace one of whose archives failed this pass: its newer archives wait for the next, so
   // the one that releases is never removed as "shared" behind a copy that is still there.
   const held = new Set<string>();
-  for (const { name, archived } of expired) {
-    if (held.has(archived.workspaceId)) continue;
-    const { workspaceId } = archived;
-    const fields = { workspace: workspaceId, archivedAt: new Date(archived.archivedAtMs).toISOString() };
+  for (const entry of listing.expired) {
+    const { workspaceId, name } = entry;
+    if (held.has(workspaceId)) continue;
+    const fields = { workspace: workspaceId, archivedAt: new Date(entry.archivedAtMs).toISOString() };
     const shared = retention.isLive(workspaceId) || (copies.get(workspaceId) ?? 0) > 1;
     try {
       await purge(retention, workspaceId, name, shared);
       copies.set(workspaceId, (copies.get(workspaceId) ?? 1) - 1);
-      purged++;
+      report.removed.push(entry);
       log.info(
         { ...fields, ...(shared && { released: "nothing: the workspace is live again, or archived again" }) },
-        "archived workspace removed: past storage.archiveRetentionDays",
+        `archived workspace removed: ${retention.cause}`,
       );
     } catch (error) {
       // One archive that cannot be removed (a file it may not delete) holds back no other
       // workspace's.
       held.add(workspaceId);
+      report.failed.push({ entry, error });
       log.warn({ ...fields, err: error }, "archived workspace not removed; tried again next round");
     }
   }
-  return purged;
+  return report;
 }
 
 /**
@@ -99,9 +156,21 @@ async function purge(retention: ArchiveRetention, workspaceId: string, name: str
   await rm(purging, { recursive: true, force: true });
 }
 
-async function listArchive(layout: StorageLayout): Promise<string[]> {
+/**
+ * `_archive/`'s entries, with their types as the directory gives them (a symlink is a symlink,
+ * never what it points to). `_archive` itself must be a real folder: were it a link, what is
+ * removed would live outside the data root.
+ */
+async function listArchive(layout: StorageLayout): Promise<Dirent[]> {
+  const dir = layout.archiveDir();
   try {
-    return await readdir(layout.archiveDir());
+    if (!(await lstat(dir)).isDirectory()) {
+      throw new BootError(
+        `${dir} is not a folder (a symbolic link or a file): Atrium removes archived workspaces only ` +
+          "from the data root's own _archive folder. Replace it with the folder it stands for.",
+      );
+    }
+    return await readdir(dir, { withFileTypes: true });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw error;

@@ -187,15 +187,17 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
         },
         recoverInstance: (pass) => recoverPersonalConnections(personalStore, context.layout, pass),
       },
-      // An archived workspace's connections are gone with it; their sealed values would otherwise
-      // stay in _instance/credentials/ for good (archive-retention.test.ts).
-      releaseArchived: async (workspaceId, archivedName) => {
-        for (const record of await archivedRecords(storage, workspaceId, archivedName)) {
-          for (const id of sealedCredentialIds(record.auth)) {
-            if (isCredentialId(id)) await context.credentials.delete(id);
-          }
-        }
-      },
     };
   },
+  // An archived workspace's connections are gone with it; their sealed values would otherwise
+  // stay in _instance/credentials/ for good (archive-retention.test.ts).
+  archiveReleaser:
+    ({ storage, credentials }) =>
+    async (workspaceId, archivedName) => {
+      for (const record of await archivedRecords(storage, workspaceId, archivedName)) {
+        for (const id of sealedCredentialIds(record.auth)) {
+          if (isCredentialId(id)) await credentials.delete(id);
+        }
+      }
+    },
 };

@@ -1,4 +1,5 @@
 import type { PlatformApp } from "../app.ts";
+import { TaskBootIndex } from "./boot-index.ts";
 import { type TaskSettings, tasksConfig } from "./config.ts";
 import { DeferredWork } from "./deferred-work.ts";
 import { ResultFiles } from "./result-files.ts";
@@ -91,9 +92,6 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       tools: createTasksTools(tasks),
       workspaceRoutes: taskRoutes(tasks),
       leftovers: store,
-      // An archived workspace's schedule entries stay while it may be moved back (its tasks are
-      // not armed meanwhile); once its archive is removed they name nothing.
-      releaseArchived: (workspaceId) => store.index.removeWorkspace(workspaceId),
       // Armed once every source exists: a missed schedule's run calls a tool at once. The boot's
       // read of the triggered tasks is let go once they are armed.
       ready: () => {
@@ -108,4 +106,11 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       },
     };
   },
+  // An archived workspace's schedule entries stay while it may be moved back (its tasks are not
+  // armed meanwhile); once its archive is removed they name nothing. The index is files under
+  // `_instance/tasks/schedules/`, one per entry, so a second reader of it writes no one else's.
+  archiveReleaser:
+    ({ layout }) =>
+    (workspaceId) =>
+      new TaskBootIndex(layout).removeWorkspace(workspaceId),
 };

@@ -1,9 +1,14 @@
-import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { BootError } from "../../../src/errors.ts";
 import { createLogger } from "../../../src/log.ts";
-import { type ArchiveRetention, purgeExpiredArchives } from "../../../src/storage/archive-retention.ts";
+import {
+  type ArchiveRetention,
+  listExpiredArchives,
+  purgeExpiredArchives,
+} from "../../../src/storage/archive-retention.ts";
 import { parseArchivedName, StorageLayout } from "../../../src/storage/paths.ts";
 import { capturingLogger } from "../../helpers/atrium.ts";
 
@@ -35,6 +40,7 @@ function retention(changes: Partial<ArchiveRetention> = {}): ArchiveRetention {
     now: () => NOW,
     isLive: () => false,
     releasers: [],
+    cause: "past the test's retention",
     log: createLogger("silent"),
     ...changes,
   };
@@ -56,7 +62,7 @@ describe("purgeExpiredArchives", () => {
         ],
       }),
     );
-    expect(purged).toBe(1);
+    expect(purged.removed.map((entry) => entry.name)).toEqual([OLD]);
     expect(released).toEqual([`${parseArchivedName(OLD)?.workspaceId} ${OLD}`]);
     expect(await archive()).toEqual([YOUNG]);
   });
@@ -73,7 +79,7 @@ describe("purgeExpiredArchives", () => {
         },
       ],
     });
-    expect(await purgeExpiredArchives(failing)).toBe(1);
+    expect((await purgeExpiredArchives(failing)).removed).toHaveLength(1);
     expect(await archive()).toEqual([OLD, YOUNG].sort());
     expect(lines).toContainEqual(
       expect.objectContaining({ msg: "archived workspace not removed; tried again next round" }),
@@ -98,7 +104,7 @@ describe("purgeExpiredArchives", () => {
       purgeExpiredArchives(retention({ releasers: [async (_ws, name) => void released.push(name)] }));
     // Both past the retention: the older is removed first, and the newer, which names the most
     // (it was restored from the older, then added to), releases.
-    expect(await purge()).toBe(2);
+    expect((await purge()).removed).toHaveLength(2);
     expect(released).toEqual([OLD]);
     expect(await archive()).toEqual([YOUNG]);
   });
@@ -114,10 +120,12 @@ describe("purgeExpiredArchives", () => {
     }
     const released: string[] = [];
     const releasers = [async (_ws: string, name: string) => void released.push(name)];
-    expect(await purgeExpiredArchives(retention({ layout: new Failing(root), releasers }))).toBe(0);
+    expect(
+      (await purgeExpiredArchives(retention({ layout: new Failing(root), releasers }))).removed,
+    ).toHaveLength(0);
     expect(await archive()).toEqual([first, OLD, YOUNG].sort());
     // Next pass, with the disk mended: the older goes as shared, the newer releases.
-    expect(await purgeExpiredArchives(retention({ releasers }))).toBe(2);
+    expect((await purgeExpiredArchives(retention({ releasers }))).removed).toHaveLength(2);
     expect(released).toEqual([OLD]);
   });
 
@@ -139,16 +147,65 @@ describe("purgeExpiredArchives", () => {
   });
 
   it("counts age by the archive's own instant: a clock stepped back removes nothing", async () => {
-    expect(await purgeExpiredArchives(retention({ now: () => NOW - 365 * DAY_MS }))).toBe(0);
+    expect((await purgeExpiredArchives(retention({ now: () => NOW - 365 * DAY_MS }))).removed).toHaveLength(
+      0,
+    );
     expect(await archive()).toEqual([OLD, YOUNG].sort());
   });
 
   it("does nothing when nothing was ever archived", async () => {
     const empty = new StorageLayout(await mkdtemp(join(tmpdir(), "atrium-archive-empty-")));
     try {
-      expect(await purgeExpiredArchives(retention({ layout: empty }))).toBe(0);
+      expect((await purgeExpiredArchives(retention({ layout: empty }))).removed).toHaveLength(0);
     } finally {
       await rm(empty.root, { recursive: true, force: true });
     }
+  });
+
+  it("never follows a symlink: one named like an archive is left, and one inside an archive is removed as a link", async () => {
+    const outside = await mkdtemp(join(tmpdir(), "atrium-archive-outside-"));
+    try {
+      await writeFile(join(outside, "keep.txt"), "not Atrium's");
+      const linked = `ws_${"d".repeat(16)}-${NOW - 60 * DAY_MS}`;
+      await symlink(outside, join(root, "_archive", linked));
+      await symlink(outside, join(root, "_archive", OLD, "files", "elsewhere"));
+      await symlink(join(outside, "keep.txt"), join(root, "_archive", OLD, "workspace-link.json"));
+      const released: string[] = [];
+      const report = await purgeExpiredArchives(
+        retention({ releasers: [async (_ws, name) => void released.push(name)] }),
+      );
+      expect(report.removed.map((entry) => entry.name)).toEqual([OLD]);
+      expect(report.notFolders).toEqual([linked]);
+      expect(released).toEqual([OLD]);
+      expect(await archive()).toEqual([linked, YOUNG].sort());
+      expect(await readFile(join(outside, "keep.txt"), "utf8")).toBe("not Atrium's");
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses an _archive that is a symlink, touching nothing it points to", async () => {
+    const outside = await mkdtemp(join(tmpdir(), "atrium-archive-outside-"));
+    try {
+      await rm(join(root, "_archive"), { recursive: true });
+      await mkdir(join(outside, OLD));
+      await symlink(outside, join(root, "_archive"));
+      const refusal = await purgeExpiredArchives(retention()).catch((error: unknown) => error);
+      expect(refusal).toBeInstanceOf(BootError);
+      expect((refusal as Error).message).toContain("is not a folder (a symbolic link or a file)");
+      expect(await readdir(outside)).toEqual([OLD]);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("lists what is past a cutoff, oldest first, and removes nothing", async () => {
+    const older = `ws_${"c".repeat(16)}-${NOW - 40 * DAY_MS}`;
+    await mkdir(join(root, "_archive", older));
+    await mkdir(join(root, "_archive", `.purging-${YOUNG}`));
+    const listing = await listExpiredArchives(layout, NOW - 30 * DAY_MS);
+    expect(listing.expired.map((entry) => entry.name)).toEqual([older, OLD]);
+    expect(listing.cutShort).toEqual([YOUNG]);
+    expect(await archive()).toEqual([`.purging-${YOUNG}`, older, OLD, YOUNG].sort());
   });
 });
