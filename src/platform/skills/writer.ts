@@ -8,10 +8,11 @@ import { createLogger, type Logger } from "../../log.ts";
 import { writeFileAtomic } from "../../storage/atomic.ts";
 import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { archivedDuringCreate, RecordFolders } from "../../storage/owned-records.ts";
-import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
+import { RecordFolders } from "../../storage/owned-records.ts";
+import type { StorageLayout } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
+import { archivedDuringSave } from "./archived-save.ts";
 import {
   HISTORY_DIR,
   listVersions,
@@ -181,11 +182,10 @@ export class SkillWriter implements LeftoverRules {
       await makeFolderIfMissing(dir);
       await write();
     } catch (error) {
-      // Archived while the save ran: its staging folder went along to `_archive/`, where no
-      // recovery pass walks, and its write met ENOENT. Removed there, and answered 404 as any
-      // request to an archived workspace is, as a file's create is (storage/owned-records.ts;
-      // test/unit/platform/skills/writer-archived.test.ts).
-      throw await archivedDuringCreate(error, skillFolders(this.layout), target.workspaceId, staged.dir);
+      // Archived while the save ran: what it staged went along to `_archive/` and its write met
+      // ENOENT. Removed there, and answered 404 as any request to an archived workspace is, as a
+      // file's create is (storage/owned-records.ts).
+      throw await archivedDuringSave(error, this.layout, target.workspaceId, name, staged.dir);
     }
     return skill;
   }
@@ -316,15 +316,6 @@ export class SkillWriter implements LeftoverRules {
     }
     return this.layout.workspaceSkillsDir(target.workspaceId);
   }
-}
-
-/** A workspace's skills folder as archivedDuringCreate asks for an app folder's paths. */
-function skillFolders(layout: StorageLayout): Pick<PartitionPaths, "dir" | "archiveDir" | "archivedCopies"> {
-  return {
-    dir: (workspaceId) => layout.workspaceSkillsDir(workspaceId),
-    archiveDir: () => layout.archiveDir(),
-    archivedCopies: (workspaceId, path, archived) => layout.archivedCopies(workspaceId, path, archived),
-  };
 }
 
 export function isWritableScope(value: unknown): value is WritableScope {

@@ -13,7 +13,7 @@ import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const DRAFT = { description: "How we write.", body: "Plainly." };
 
-type Watched = "mkdir" | "stat";
+type Watched = "mkdir" | "stat" | "open";
 // node:fs/promises as a mutable object: the writer's ESM bindings follow a change once synced
 // (as test/helpers/fs-journal.ts watches it). A vi.mock of a module is not seen by a worker that
 // imported it for an earlier file.
@@ -86,6 +86,42 @@ describe("a workspace skill's save whose workspace is archived while it runs", (
       writer.update(target(), "style", { intent: "replace_body", body: "Shorter." }),
     );
     await expect(updated).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("an update archived once its new SKILL.md's temp file is open: WorkspaceNotFound, and no temp file in the archive", async () => {
+    await writer.create(target(), "style", DRAFT);
+    // The temp file went to `_archive/` with the workspace, where no recovery pass walks.
+    const updated = archivedAfter("open", /\/skills\/style\/\.tmp-SKILL\.md-/, () =>
+      writer.update(target(), "style", { intent: "replace_body", body: "Shorter." }),
+    );
+    await expect(updated).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("an update archived once its version's temp file is open: WorkspaceNotFound, and no temp file in the archive", async () => {
+    await writer.create(target(), "style", DRAFT);
+    const updated = archivedAfter("open", /\/skills\/\.history\/style\/\.tmp-2\.md-/, () =>
+      writer.update(target(), "style", { intent: "replace_body", body: "Shorter." }),
+    );
+    await expect(updated).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("an update archived once its version's metadata temp file is open: WorkspaceNotFound, and no temp file in the archive", async () => {
+    await writer.create(target(), "style", DRAFT);
+    const updated = archivedAfter("open", /\/skills\/\.history\/style\/\.tmp-2\.json-/, () =>
+      writer.update(target(), "style", { intent: "replace_body", body: "Shorter." }),
+    );
+    await expect(updated).rejects.toBeInstanceOf(WorkspaceNotFound);
+    expect(await leftovers()).toEqual([]);
+  });
+
+  it("a create archived once its version's temp file is open: WorkspaceNotFound, and no temp file in the archive", async () => {
+    const created = archivedAfter("open", /\/skills\/\.history\/style\/\.tmp-1\.md-/, () =>
+      writer.create(target(), "style", DRAFT),
+    );
+    await expect(created).rejects.toBeInstanceOf(WorkspaceNotFound);
     expect(await leftovers()).toEqual([]);
   });
 });
