@@ -1,4 +1,5 @@
-import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -54,7 +55,7 @@ describe("an operator's unreadable skill", () => {
     const listed = await listing();
     expect(listed.skills.filter((s) => s.scope === "org").map((s) => s.name)).toEqual(["good"]);
     expect(listed.problems).toEqual([
-      { scope: "org", name: "looped", message: "no readable SKILL.md in the folder" },
+      { scope: "org", name: "looped", message: expect.stringMatching(/^SKILL\.md is a symlink, /) },
     ]);
     const client = await instance.mcpClient("alice", ws);
     expect(client.getInstructions()).toContain("GOOD-BODY");
@@ -76,5 +77,86 @@ describe("an operator's skill folder that is a symlink", () => {
     ]);
     const client = await instance.mcpClient("alice", ws);
     expect(client.getInstructions()).not.toContain("LINKED-BODY");
+  });
+});
+
+describe("an operator's SKILL.md that is a symlink (adr/0139: never followed)", () => {
+  const LINKED = "SKILL.md is a symlink, which Atrium does not follow: put the file itself in its place";
+
+  it("to a file outside the data root is a problem saying what to do; its text is never served, read or edited", async () => {
+    const outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
+    const target = join(outside, "notes.md");
+    const workspaceSkills = join(instance.root, ws, "skills");
+    try {
+      await writeFile(target, skillText("linked", "OUTSIDE-BODY"));
+      await mkdir(join(workspaceSkills, "linked"), { recursive: true });
+      await symlink(target, join(workspaceSkills, "linked", "SKILL.md"));
+      await mkdir(join(org, "looped"));
+      await symlink(target, join(org, "looped", "SKILL.md"));
+
+      const listed = await listing();
+      expect(listed.skills.map((s) => s.name)).not.toContain("linked");
+      expect(listed.problems).toEqual(
+        expect.arrayContaining([
+          { scope: "workspace", name: "linked", message: LINKED },
+          { scope: "org", name: "looped", message: LINKED },
+        ]),
+      );
+      const client = await instance.mcpClient("alice", ws);
+      expect(client.getInstructions()).not.toContain("OUTSIDE-BODY");
+      const read = (await client.callTool({
+        name: "skills__read",
+        arguments: { name: "linked" },
+      })) as CallToolResult;
+      expect(read.isError).toBe(true);
+      expect(JSON.stringify(read.content)).not.toContain("OUTSIDE-BODY");
+
+      const update = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/skills/linked`, {
+        intent: "patch_metadata",
+        loading: "dynamic",
+      });
+      expect(update.status).toBe(409);
+      expect(await update.json()).toMatchObject({
+        error: {
+          code: "skill_unreadable",
+          message: expect.stringMatching(/SKILL\.md is a symlink.*Delete the skill/),
+        },
+      });
+      // A delete removes the link, never what it points to.
+      expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/linked`)).status).toBe(204);
+      expect(await readFile(target, "utf8")).toBe(skillText("linked", "OUTSIDE-BODY"));
+    } finally {
+      await rm(join(workspaceSkills, "linked"), { recursive: true, force: true });
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("a saved version or its metadata linked to a file outside the root is refused, never read", async () => {
+    const outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
+    const history = join(instance.root, ws, "skills", ".history", "versioned");
+    const base = `/v1/workspaces/${ws}/skills/versioned`;
+    try {
+      await writeFile(join(outside, "old.md"), skillText("versioned", "OUTSIDE-BODY"));
+      await writeFile(join(outside, "old.json"), JSON.stringify({ version: 1, savedAt: "OUTSIDE-META" }));
+      const created = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, {
+        name: "versioned",
+        description: "d",
+        body: "b",
+      });
+      expect(created.status).toBe(201);
+      await rm(join(history, "1.md"));
+      await symlink(join(outside, "old.md"), join(history, "1.md"));
+      const version = await instance.rest("alice", "GET", `${base}/history/1`);
+      expect(version.status).toBe(409);
+      expect(await version.text()).not.toContain("OUTSIDE-BODY");
+      await rm(join(history, "1.json"));
+      await symlink(join(outside, "old.json"), join(history, "1.json"));
+      const versions = await instance.rest("alice", "GET", `${base}/history`);
+      expect(versions.status).toBe(409);
+      expect(await versions.text()).not.toContain("OUTSIDE-META");
+    } finally {
+      await instance.rest("alice", "DELETE", base);
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 });

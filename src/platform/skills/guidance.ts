@@ -1,4 +1,5 @@
-import { lstat, readFile } from "node:fs/promises";
+import type { Stats } from "node:fs";
+import { lstat, open } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import type {
@@ -11,7 +12,7 @@ import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
-import { SKILL_FILE } from "./skill-file.ts";
+import { READ_NOT_FOLLOWING, SKILL_FILE } from "./skill-file.ts";
 
 function skillPath(skill: Skill, file?: string): string {
   return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
@@ -122,16 +123,34 @@ export const MAX_BUNDLED_FILE_BYTES = 8 * 1024 * 1024;
 
 /**
  * A bundled file's bytes, or why it is not served: not a regular file (a FIFO would block a
- * thread of the pool for good), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file, read on every
- * list, held its memory and failed the whole list). An operator puts such files in place; no
- * member can write one.
+ * thread of the pool for good; a symlink, swapped in after the listing skipped it, could point
+ * anywhere the process can read: adr/0139), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file,
+ * read on every list, held its memory and failed the whole list). It is opened as a SKILL.md
+ * is, never blocking or following a link, and checked again by its handle. An operator puts such
+ * files in place; no member can write one.
  */
 async function bundledBytes(path: string): Promise<Buffer | string> {
-  const info = await lstat(path);
-  if (!info.isFile()) return "it is not a regular file";
+  const refused = whyNotServed(await lstat(path));
+  if (refused !== undefined) return refused;
+  const handle = await open(path, READ_NOT_FOLLOWING).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ELOOP") return undefined;
+    throw error;
+  });
+  if (handle === undefined) return NOT_REGULAR;
+  try {
+    return whyNotServed(await handle.stat()) ?? (await handle.readFile());
+  } finally {
+    await handle.close();
+  }
+}
+
+const NOT_REGULAR = "it is not a regular file";
+
+function whyNotServed(info: Stats): string | undefined {
+  if (!info.isFile()) return NOT_REGULAR;
   if (info.size > MAX_BUNDLED_FILE_BYTES)
     return `it holds ${info.size} bytes, over the ${MAX_BUNDLED_FILE_BYTES} a bundled file may`;
-  return readFile(path);
+  return undefined;
 }
 
 function renderSkillFile(skill: Skill): Uint8Array {

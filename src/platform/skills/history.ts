@@ -1,4 +1,4 @@
-import { readdir, readFile, rm, stat } from "node:fs/promises";
+import { readdir, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { forEachAtMost } from "../../kernel/at-most.ts";
 import { parseStoredJson, writeFileAtomic } from "../../storage/atomic.ts";
@@ -29,13 +29,22 @@ export function versionsDir(scopeDir: string, name: string): string {
  */
 const READS_AT_ONCE = 16;
 
-/** The saved versions with their metadata, oldest first; none when the skill has no history. */
+/** The most of a version's metadata (`N.json`, some 60 bytes) Atrium reads. */
+const MAX_VERSION_META_BYTES = 4 * 1024;
+
+/**
+ * The saved versions with their metadata, oldest first; none when the skill has no history. Each
+ * `N.json` is read as a SKILL.md is (skill-file.ts): an operator's symlink or FIFO in its place is
+ * refused (SkillFileRefused), never followed or waited on.
+ */
 export async function listVersions(versions: string): Promise<SkillVersion[]> {
   const { metas } = await versionNumbers(versions);
   const listed: SkillVersion[] = [];
   await forEachAtMost(metas, READS_AT_ONCE, async (n) => {
     const path = join(versions, `${n}.json`);
-    listed.push(parseStoredJson(path, await readFile(path, "utf8")) as SkillVersion);
+    const text = await readSkillFile(path, MAX_VERSION_META_BYTES);
+    // Gone since the folder was listed: a save forgot it as the 101st oldest.
+    if (text !== undefined) listed.push(parseStoredJson(path, text) as SkillVersion);
   });
   return listed.sort((a, b) => a.version - b.version);
 }

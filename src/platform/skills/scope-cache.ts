@@ -1,4 +1,4 @@
-import { type Dirent, readdirSync, type Stats, statSync } from "node:fs";
+import { type Dirent, lstatSync, readdirSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Provenance, Skill, SkillProblem, SkillScope } from "./model.ts";
 import { readSkillDir, SkillFileCache } from "./skill-dirs.ts";
@@ -122,7 +122,8 @@ export class ScopeCache {
 }
 
 function unchanged(stamp: Stamp): boolean {
-  const info = statOrError(stamp.path);
+  // A SKILL.md's stamp (the one with a size) is its link's, as stampsOf took it.
+  const info = statOrError(stamp.path, stamp.size === undefined ? statSync : lstatSync);
   // Unreadable now: unchanged only if it was unreadable the same way when stamped, so a listing
   // that reports a looping SKILL.md is kept, not read again on every request; any other error
   // reads the folder again, and that read reports what it meets.
@@ -155,8 +156,10 @@ function stampsOf(dir: string): Stamp[] {
     stamps.push(stampOf(path, isFolder || typeof info === "string" ? info : undefined, false));
     if (!isFolder) return;
     if (depth === 1) {
+      // The link itself, as the read takes it (adr/0139): a linked SKILL.md is a problem whatever
+      // its target, and what replaces the link moves the link's stamp.
       const skillFile = join(path, SKILL_FILE);
-      stamps.push(stampOf(skillFile, statOrError(skillFile), true));
+      stamps.push(stampOf(skillFile, statOrError(skillFile, lstatSync), true));
     }
     for (const entry of listing(path)) {
       if (!entry.name.startsWith(".") && entry.isDirectory()) folder(join(path, entry.name), depth + 1);
@@ -170,9 +173,9 @@ function stampsOf(dir: string): Stamp[] {
  * The path's stat; undefined when nothing is there; the error's code when a stat fails otherwise.
  * `throwIfNoEntry: false` spares only ENOENT: ELOOP, EACCES, EIO and ENOTDIR still throw.
  */
-function statOrError(path: string): Stats | string | undefined {
+function statOrError(path: string, statOf = statSync): Stats | string | undefined {
   try {
-    return statSync(path, { throwIfNoEntry: false });
+    return statOf(path, { throwIfNoEntry: false });
   } catch (error) {
     return (error as NodeJS.ErrnoException).code ?? "EUNKNOWN";
   }

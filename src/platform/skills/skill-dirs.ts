@@ -1,4 +1,4 @@
-import { readdir, stat } from "node:fs/promises";
+import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
@@ -46,7 +46,8 @@ export class SkillFileCache {
     const met = new Map<string, Kept>();
     return {
       parse: async (path, scope, provenance) => {
-        const info = await stat(path);
+        // Never followed (adr/0139): a linked SKILL.md is refused, its target not even stat'ed.
+        const info = await lstat(path);
         refuseUnreadable(path, info);
         const stamp = `${info.size}:${info.mtimeMs}:${info.ctimeMs}:${info.ino}:${scope}:${provenance ?? ""}`;
         let kept = last?.get(path);

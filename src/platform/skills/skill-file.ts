@@ -1,5 +1,6 @@
 import { constants, type Stats } from "node:fs";
-import { lstat, open, stat } from "node:fs/promises";
+import { type FileHandle, lstat, open } from "node:fs/promises";
+import { basename } from "node:path";
 import { AtriumError } from "../../errors.ts";
 
 /** A skill's file in its folder. */
@@ -47,32 +48,45 @@ export function refuseTooLarge(text: string): void {
   if (bytes > MAX_SKILL_FILE_BYTES) throw new SkillTooLarge(bytes);
 }
 
-/** A SKILL.md Atrium will not read: it names the file and what an operator or member can do. */
+/** A SKILL.md (or a saved version of one) Atrium will not read: it names the file and what to do. */
 export class SkillFileRefused extends Error {
   constructor(
     readonly path: string,
     readonly reason: string,
   ) {
-    super(`${SKILL_FILE} ${reason}`);
+    super(`${basename(path)} ${reason}`);
   }
 }
 
 /**
- * The one reader of a SKILL.md: its text, or `undefined` when there is none. Anything but a
- * regular file (a FIFO, a device, a folder) is refused without reading: reading a FIFO blocks a
- * thread of the pool until someone writes to it, so a request never answered and boot recovery
- * would hang (adr/0082). The path is stat'ed first, so a non-regular file is never opened, and the
- * file is then opened without blocking and checked again by its handle, so one swapped in between
- * is refused too. A symlink to a regular file is read, as the listing always has.
+ * How a skill's files are opened: never blocking (a FIFO swapped in after the check opens at
+ * once, and its handle's stat refuses it) and never through a symlink at the last step.
+ */
+export const READ_NOT_FOLLOWING = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+
+/**
+ * Why a symlink in a skill's folder is not read: it can point anywhere the process can read,
+ * outside the data root, to a file the folder's review and permissions do not cover (adr/0139).
+ */
+export const SYMLINK_REFUSED = "is a symlink, which Atrium does not follow: put the file itself in its place";
+
+/**
+ * The one reader of a SKILL.md or a saved version: its text, or `undefined` when there is none.
+ * Anything but a regular file (a FIFO, a device, a folder, a symlink) is refused without reading:
+ * reading a FIFO blocks a thread of the pool until someone writes to it, so a request never
+ * answered and boot recovery would hang (adr/0082), and a symlink is never followed, whatever it
+ * points to (adr/0139). The path is lstat'ed first, so such a file is never opened, and the file
+ * is then opened without blocking or following a link and checked again by its handle, so one
+ * swapped in between is refused too.
  */
 export async function readSkillFile(
   path: string,
   maxBytes = MAX_SKILL_FILE_BYTES,
 ): Promise<string | undefined> {
-  const info = await stat(path).catch(missingAsUndefined);
+  const info = await lstat(path).catch(missingAsUndefined);
   if (info === undefined) return undefined;
   refuseUnreadable(path, info, maxBytes);
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(missingAsUndefined);
+  const handle = await openNotFollowing(path);
   if (handle === undefined) return undefined;
   try {
     refuseUnreadable(path, await handle.stat(), maxBytes);
@@ -82,17 +96,36 @@ export async function readSkillFile(
   }
 }
 
+/**
+ * `path` opened with READ_NOT_FOLLOWING; undefined when nothing is there. A symlink put in its
+ * place after it was lstat'ed fails the open (ELOOP): refused as the lstat would have.
+ */
+export async function openNotFollowing(path: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(path, READ_NOT_FOLLOWING);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "ELOOP") throw new SkillFileRefused(path, SYMLINK_REFUSED);
+    throw error;
+  }
+}
+
 /** Whether `path` exists at all, as anything: what create and delete need, without reading it. */
 export async function skillFileExists(path: string): Promise<boolean> {
   return (await lstat(path).catch(missingAsUndefined)) !== undefined;
 }
 
-/** Throws SkillFileRefused for a file that must not be read: not a regular file, or too large. */
+/**
+ * Throws SkillFileRefused for a file that must not be read: a symlink, not a regular file, or too
+ * large. `info` is an lstat's, or an open handle's.
+ */
 export function refuseUnreadable(path: string, info: Stats, maxBytes = MAX_SKILL_FILE_BYTES): void {
+  if (info.isSymbolicLink()) throw new SkillFileRefused(path, SYMLINK_REFUSED);
   if (!info.isFile()) throw new SkillFileRefused(path, `is ${kindOf(info)}, not a regular file`);
   // Never read whole into memory: an operator's file over the limit is a problem, not a skill.
   if (info.size > maxBytes) {
-    const bound = maxBytes === MAX_SKILL_FILE_BYTES ? "a SKILL.md may" : "Atrium reads to edit one";
+    const bound = maxBytes === MAX_SKILL_FILE_BYTES ? "a SKILL.md may" : "Atrium reads of such a file";
     throw new SkillFileRefused(path, `holds ${info.size} bytes, over the ${maxBytes} ${bound}`);
   }
 }

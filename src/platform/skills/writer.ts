@@ -149,7 +149,11 @@ export class SkillWriter implements LeftoverRules {
   }
 
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
-    const versions = await listVersions(versionsDir(this.scopeDir(target, name, "read"), name));
+    const versions = await listVersions(versionsDir(this.scopeDir(target, name, "read"), name)).catch(
+      (error: unknown) => {
+        throw unreadable(error, target, name);
+      },
+    );
     if (versions.length === 0) throw skillNotFound(target, name);
     return versions;
   }
@@ -344,12 +348,17 @@ async function readOrRefuse(path: string, target: WriteTarget, name: string): Pr
   try {
     return await readSkillFile(path, MAX_EDITED_SKILL_FILE_BYTES);
   } catch (error) {
-    if (!(error instanceof SkillFileRefused)) throw error;
-    throw new Conflict(
-      "skill_unreadable",
-      `The ${target.scope} skill "${name}" cannot be read: its ${error.message}. Delete the skill (that removes it), or have an operator replace the file with a regular one.`,
-    );
+    throw unreadable(error, target, name);
   }
+}
+
+/** What a refusal of one of the skill's files answers: `409 skill_unreadable`, saying what to do. */
+function unreadable(error: unknown, target: WriteTarget, name: string): unknown {
+  if (!(error instanceof SkillFileRefused)) return error;
+  return new Conflict(
+    "skill_unreadable",
+    `The ${target.scope} skill "${name}" cannot be read: its ${error.message}. Delete the skill (that removes it), or have an operator replace the file with a regular one.`,
+  );
 }
 
 /**

@@ -1,5 +1,5 @@
 import { utimesSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { lutimes, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -32,11 +32,19 @@ async function touched(...paths: string[]): Promise<void> {
   for (const path of [dir, ...paths]) await utimes(path, at, at);
 }
 
+/** A symlink at `path`, its own times (a stamp's, as the link is never followed) long past. */
+async function linked(target: string, path: string): Promise<void> {
+  await symlink(target, path);
+  await lutimes(path, new Date(T0), new Date(T0));
+}
+
 async function putSkill(name: string, body?: string): Promise<void> {
   await mkdir(join(dir, name), { recursive: true });
   await writeFile(join(dir, name, "SKILL.md"), text(name, body));
   await touched(join(dir, name), join(dir, name, "SKILL.md"));
 }
+
+const LINKED = "SKILL.md is a symlink, which Atrium does not follow: put the file itself in its place";
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 const newCache = () => new ScopeCache(undefined, () => now);
@@ -179,21 +187,17 @@ describe("ScopeCache", () => {
     expect(asOrg.skills[0]?.scope).toBe("org");
   });
 
-  it("reports an unreadable SKILL.md (a symlink loop) as a problem, keeps the listing while it stays so, and sees it fixed", async () => {
-    // Tests run as root, so no permission bit makes a file unreadable; a loop fails stat (ELOOP)
-    // where `throwIfNoEntry: false` spares only a missing file, as EACCES and EIO would.
+  it("reports a SKILL.md that is a symlink (a loop) as a problem, keeps the listing while it stays so, and sees it fixed", async () => {
     await putSkill("good");
     await mkdir(join(dir, "looped"));
-    await symlink("SKILL.md", join(dir, "looped", "SKILL.md"));
+    await linked("SKILL.md", join(dir, "looped", "SKILL.md"));
     await touched(join(dir, "looped"));
     const cache = newCache();
     const first = await cache.read(dir, "workspace");
     expect(first.skills.map((s) => s.name)).toEqual(["good"]);
-    expect(first.problems).toEqual([
-      { scope: "workspace", name: "looped", message: "no readable SKILL.md in the folder" },
-    ]);
+    expect(first.problems).toEqual([{ scope: "workspace", name: "looped", message: LINKED }]);
     await nextTurn();
-    // Checked again in a new turn: still looping, so still true, and neither thrown nor read again.
+    // Checked again in a new turn: still a link, so still true, and neither thrown nor read again.
     expect(await cache.read(dir, "workspace")).toBe(first);
     await rm(join(dir, "looped", "SKILL.md"));
     await writeFile(join(dir, "looped", "SKILL.md"), text("looped"));
@@ -204,23 +208,23 @@ describe("ScopeCache", () => {
     expect(fixed.problems).toEqual([]);
   });
 
-  it("reports a listed SKILL.md whose link turns into a loop elsewhere, where only its check meets it", async () => {
-    // SKILL.md links to a file outside the scope folder, so no folder stamp moves: the check's
-    // stat of SKILL.md is the first to meet the loop.
+  it("reports a SKILL.md linked to a file outside the scope folder, never reading it, however the file changes", async () => {
+    // The link can point anywhere the process can read; what it points to is never served.
     const shared = await mkdtemp(join(tmpdir(), "atrium-scope-cache-shared-"));
     try {
-      await writeFile(join(shared, "alpha.md"), text("alpha"));
+      await writeFile(join(shared, "alpha.md"), text("alpha", "OUTSIDE-BODY"));
       await mkdir(join(dir, "alpha"));
-      await symlink(join(shared, "alpha.md"), join(dir, "alpha", "SKILL.md"));
+      await linked(join(shared, "alpha.md"), join(dir, "alpha", "SKILL.md"));
       await touched(join(dir, "alpha"), join(shared, "alpha.md"));
       const cache = newCache();
-      expect(await names(cache)).toEqual(["alpha"]);
+      const first = await cache.read(dir, "workspace");
+      expect(first).toEqual({
+        skills: [],
+        problems: [{ scope: "workspace", name: "alpha", message: LINKED }],
+      });
       await nextTurn();
-      await rm(join(shared, "alpha.md"));
-      await symlink("alpha.md", join(shared, "alpha.md"));
-      const listing = await cache.read(dir, "workspace");
-      expect(listing.skills).toEqual([]);
-      expect(listing.problems.map((p) => p.name)).toEqual(["alpha"]);
+      await writeFile(join(shared, "alpha.md"), text("alpha", "OUTSIDE-BODY, EDITED"));
+      expect(await cache.read(dir, "workspace")).toBe(first);
     } finally {
       await rm(shared, { recursive: true, force: true });
     }

@@ -1,0 +1,82 @@
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../../../src/log.ts";
+import { createWorkspaceGuidance } from "../../../../src/platform/skills/guidance.ts";
+import { SkillService } from "../../../../src/platform/skills/service.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// A bundled file is listed only when it is a regular file (a symlink beside SKILL.md is skipped),
+// and checked again when it is read: one swapped for a symlink after that check must not be
+// followed to wherever it points, outside the data root (adr/0139).
+
+const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
+const SKILL = "---\nname: guide\ndescription: A guide.\n---\nRead ref.md.\n";
+
+// node:fs/promises as a mutable object, as test/unit/platform/skills/writer-archived.test.ts hooks it.
+const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
+  "lstat",
+  (path: unknown, ...rest: unknown[]) => Promise<unknown>
+>;
+
+let temp: TempRoot;
+let outside: string;
+
+beforeEach(async () => {
+  temp = await openTempRoot("skill-bundled", ALICE);
+  outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
+});
+
+afterEach(async () => {
+  await temp.remove();
+  await rm(outside, { recursive: true, force: true });
+});
+
+/** Runs `work`, replacing `path` with a symlink to `target` right after its first lstat. */
+async function linkedAfterCheck<T>(path: string, target: string, work: () => Promise<T>): Promise<T> {
+  const real = fsPromises.lstat;
+  let swapped = false;
+  fsPromises.lstat = async (checked, ...rest) => {
+    const info = await real(checked, ...rest);
+    if (!swapped && checked === path) {
+      swapped = true;
+      await rm(path);
+      await symlink(target, path);
+    }
+    return info;
+  };
+  syncBuiltinESMExports();
+  try {
+    return await work();
+  } finally {
+    fsPromises.lstat = real;
+    syncBuiltinESMExports();
+    expect(swapped, `${path} was swapped for a symlink`).toBe(true);
+  }
+}
+
+describe("a bundled file swapped for a symlink after its check", () => {
+  it("is not served, and what the link points to is never read", async () => {
+    const folder = join(temp.layout.workspaceSkillsDir(temp.ws), "guide");
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, "SKILL.md"), SKILL);
+    await writeFile(join(folder, "ref.md"), "REFERENCE");
+    await writeFile(join(outside, "secret.txt"), "OUTSIDE-SECRET");
+    const platform = await mkdtemp(join(outside, "platform-"));
+    const service = new SkillService(
+      temp.layout,
+      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
+      createLogger("silent"),
+      platform,
+    );
+    const guidance = createWorkspaceGuidance(service);
+    const uri = "skill://workspace/guide/ref.md";
+    await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "REFERENCE" });
+    const read = linkedAfterCheck(join(folder, "ref.md"), join(outside, "secret.txt"), async () =>
+      guidance.readResource?.(temp.ws, ALICE, uri),
+    );
+    await expect(read).rejects.toThrow(`${uri} is not served: it is not a regular file.`);
+  });
+});
