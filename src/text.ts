@@ -102,6 +102,22 @@ export function spelledOut(text: string): string {
   );
 }
 
+/**
+ * Prose of many lines (a skill's file) with each character spelled out as spelledOut does, but
+ * what prose may hold as it is: tabs and line ends, a CRLF's carriage return included (what
+ * hidesText allows a skill's body, line by line; adr/0132).
+ */
+export function spelledOutProse(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => {
+      const crlf = line.endsWith("\r");
+      const shown = (crlf ? line.slice(0, -1) : line).split("\t").map(spelledOut).join("\t");
+      return crlf ? `${shown}\r` : shown;
+    })
+    .join("\n");
+}
+
 /** The text with each half of a surrogate pair replaced by U+FFFD, so any encoder can write it. */
 export function wellFormed(text: string): string {
   return text.replace(/[\uD800-\uDFFF]/gu, "\uFFFD");

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { hidesText, isUnshowable, showsNothing, spelledOut, wellFormed } from "../../src/text.ts";
+import {
+  hidesText,
+  isUnshowable,
+  showsNothing,
+  spelledOut,
+  spelledOutProse,
+  wellFormed,
+} from "../../src/text.ts";
 
 const LONE_HIGH = String.fromCharCode(0xd800);
 const LONE_LOW = String.fromCharCode(0xdc00);
@@ -103,5 +110,16 @@ describe("text spelled out for a page that did not choose it", () => {
       expect(spelledOut(written)).toBe(written);
     expect(spelledOut("a\u200db \u200d\u200d")).toBe("a<U+200D>b <U+200D><U+200D>");
     expect(spelledOut("\ufe0fa")).toBe("<U+FE0F>a");
+  });
+});
+
+describe("prose spelled out (a skill's saved version, adr/0132)", () => {
+  it("writes out what hidesText refuses and keeps tabs, line ends and a CRLF's carriage return", () => {
+    expect(spelledOutProse("a\u202Eb\r\n\tc\u{E0041}\nd\re\n")).toBe(
+      "a<U+202E>b\r\n\tc<U+E0041>\nd<U+000D>e\n",
+    );
+    const written = "# Titre\r\n\tZoë 日本 \u{1F469}\u200d\u{1F4BB} می\u200cخواهید \u26a0\ufe0f\n";
+    expect(hidesText(written.replace("\r\n", "\n"))).toBe(false);
+    expect(spelledOutProse(written)).toBe(written);
   });
 });

@@ -1,9 +1,11 @@
-import { readdir, rm, stat } from "node:fs/promises";
+import { lstat, readdir, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { forEachAtMost } from "../../kernel/at-most.ts";
 import { parseStoredJson, writeFileAtomic } from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
+import { spelledOut, spelledOutProse } from "../../text.ts";
+import { lineHidingText } from "./parse.ts";
 import { MAX_EDITED_SKILL_FILE_BYTES, readSkillFile } from "./skill-file.ts";
 
 // A skill's saved versions: `<scope dir>/.history/<name>/N.md` (the whole file) and `N.json`
@@ -44,9 +46,40 @@ export async function listVersions(versions: string): Promise<SkillVersion[]> {
     const path = join(versions, `${n}.json`);
     const text = await readSkillFile(path, MAX_VERSION_META_BYTES);
     // Gone since the folder was listed: a save forgot it as the 101st oldest.
-    if (text !== undefined) listed.push(parseStoredJson(path, text) as SkillVersion);
+    if (text === undefined) return;
+    const { savedAt } = (parseStoredJson(path, text) ?? {}) as { savedAt?: unknown };
+    // Only what R6 writes, and its time made visible: a file placed by hand, or changed, could
+    // hold anything, and every field reaches the caller's model (adr/0132).
+    if (typeof savedAt === "string") {
+      listed.push({ version: n, savedAt: spelledOut(savedAt) });
+      return;
+    }
+    // Holding no time, it is given the one R6 would: its text's (none: R6 removes it).
+    const written = await lstat(join(versions, `${n}.md`)).catch(() => undefined);
+    if (written) listed.push({ version: n, savedAt: written.mtime.toISOString() });
   });
   return listed.sort((a, b) => a.version - b.version);
+}
+
+/** A saved version as it is answered to a caller (skills__history, GET …/history/:version). */
+export interface ShownVersion {
+  text: string;
+  /**
+   * The file's first line holding a character a reader cannot see, when it holds any: then `text`
+   * has each written out (`<U+202E>`), and is not the file's bytes.
+   */
+  spelledOutFromLine?: number;
+}
+
+/**
+ * A version's text, as shown: as stored, unless it holds what a reader cannot see (saved before
+ * adr/0132, or placed by hand). Then each such character is spelled out, so what reaches a model
+ * is what a person reading it sees; the body a skill may hold now is refused such characters, and
+ * a reviewer may still read what an old version said.
+ */
+export function shownVersion(stored: string): ShownVersion {
+  const line = lineHidingText(stored);
+  return line === undefined ? { text: stored } : { text: spelledOutProse(stored), spelledOutFromLine: line };
 }
 
 /**

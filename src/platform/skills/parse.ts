@@ -116,12 +116,13 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
 }
 
 /**
- * The number (from 1) of the body's first line holding what a reader cannot see, or undefined. A
- * line's CRLF end is a line end, as a file saved on Windows has; any other carriage return is a
- * control like the rest, since a terminal draws what follows it over the line's start.
+ * The number (from 1) of the first line of `text` (a body, a whole SKILL.md) holding what a reader
+ * cannot see, or undefined. A line's CRLF end is a line end, as a file saved on Windows has; any
+ * other carriage return is a control like the rest, since a terminal draws what follows it over
+ * the line's start.
  */
-function lineHidingText(body: string): number | undefined {
-  const lines = body.split("\n");
+export function lineHidingText(text: string): number | undefined {
+  const lines = text.split("\n");
   const index = lines.findIndex((line) => hidesText(line.endsWith("\r") ? line.slice(0, -1) : line));
   return index === -1 ? undefined : index + 1;
 }

@@ -8,6 +8,9 @@ import { skillView } from "./view.ts";
 import { toUpdate } from "./write-tools.ts";
 import { isWritableScope, type SkillWriter, type WriteTarget } from "./writer.ts";
 
+/** Set on a saved version whose characters a reader cannot see are written out: its first such line. */
+export const SPELLED_OUT_HEADER = "atrium-spelled-out-from-line";
+
 /** The skills app over REST, through the same service and writer as its MCP tools. */
 export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -76,12 +79,15 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
   app.get("/skills/:name/history/:version", async (c) => {
     const version = c.req.param("version");
     if (!/^[1-9][0-9]{0,8}$/.test(version)) throw new InvalidInput("A version is a whole number from 1.");
-    const text = await skillWriter.version(
+    const { text, spelledOutFromLine } = await skillWriter.version(
       target(c, c.req.query("scope")),
       c.req.param("name"),
       Number(version),
     );
-    return c.body(text, 200, { "content-type": "text/markdown; charset=utf-8" });
+    // Written out, the text is not the file's bytes: the header says so, and from which line (adr/0132).
+    const headers: Record<string, string> = { "content-type": "text/markdown; charset=utf-8" };
+    if (spelledOutFromLine !== undefined) headers[SPELLED_OUT_HEADER] = String(spelledOutFromLine);
+    return c.body(text, 200, headers);
   });
 
   return app;

@@ -125,8 +125,19 @@ export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWrite
     },
     run(async (target, args: { scope?: string; name: string; version?: number }) => {
       if (args.version !== undefined) {
-        const text = await skillWriter.version(target, args.name, args.version);
-        return { content: [{ type: "text", text }], structuredContent: { version: args.version, text } };
+        const shown = await skillWriter.version(target, args.name, args.version);
+        const { text, spelledOutFromLine } = shown;
+        if (spelledOutFromLine === undefined)
+          return { content: [{ type: "text", text }], structuredContent: { version: args.version, text } };
+        // Said first, so neither a person nor a model takes the written-out characters for the file's.
+        const note = `Version ${args.version} of ${args.name} holds characters a reader cannot see (invisible, bidirectional, tag or control characters), first on line ${spelledOutFromLine} of its file. Each is written out below as <U+…>, so this is not the file's text. A skill may no longer hold them: to use this version, give its visible text to ${joinToolName("skills", "update")} with replace_body.`;
+        return {
+          content: [
+            { type: "text", text: note },
+            { type: "text", text },
+          ],
+          structuredContent: { version: args.version, text, spelledOutFromLine },
+        };
       }
       const versions = await skillWriter.history(target, args.name);
       return {

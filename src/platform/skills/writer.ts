@@ -19,7 +19,9 @@ import {
   reconcileHistory,
   recordVersion,
   removeHistory,
+  type ShownVersion,
   type SkillVersion,
+  shownVersion,
   versionsDir,
 } from "./history.ts";
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
@@ -158,14 +160,15 @@ export class SkillWriter implements LeftoverRules {
     return versions;
   }
 
-  async version(target: WriteTarget, name: string, version: number): Promise<string> {
+  /** A saved version's text, any character a reader cannot see in it spelled out (adr/0132). */
+  async version(target: WriteTarget, name: string, version: number): Promise<ShownVersion> {
     const dir = this.scopeDir(target, name, "read");
     const text = Number.isInteger(version)
       ? await readOrRefuse(join(versionsDir(dir, name), `${version}.md`), target, name)
       : undefined;
     if (text === undefined)
       throw new NotFound("skill_version_not_found", `"${name}" has no version ${version}.`);
-    return text;
+    return shownVersion(text);
   }
 
   private async save(target: WriteTarget, dir: string, name: string, text: string): Promise<Skill> {
