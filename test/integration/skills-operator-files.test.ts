@@ -159,4 +159,67 @@ describe("an operator's SKILL.md that is a symlink (adr/0139: never followed)", 
       await rm(outside, { recursive: true, force: true });
     }
   });
+
+  it("a skill folder or versions folder linked outside the root is never read or written through by a write or a history read", async () => {
+    const outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
+    const skills = join(instance.root, ws, "skills");
+    const elsewhere = join(outside, "folder");
+    const original = skillText("folded", "OUTSIDE-BODY");
+    try {
+      await mkdir(elsewhere);
+      await writeFile(join(elsewhere, "SKILL.md"), original);
+      await symlink(elsewhere, join(skills, "folded"));
+      const update = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/skills/folded`, {
+        intent: "patch_metadata",
+        description: "Changed.",
+      });
+      expect(update.status).toBe(409);
+      expect(await update.json()).toMatchObject({
+        error: {
+          code: "skill_unreadable",
+          message: expect.stringMatching(/its folder folded is a symlink.*Delete the skill/),
+        },
+      });
+      const created = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, {
+        name: "folded",
+        description: "d",
+        body: "b",
+      });
+      expect(created.status).toBe(409);
+      expect(((await created.json()) as { error: { code: string } }).error.code).toBe("skill_unreadable");
+      expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/skills/folded`)).status).toBe(204);
+      expect(await readFile(join(elsewhere, "SKILL.md"), "utf8")).toBe(original);
+
+      // A versions folder linked elsewhere: neither listed, read, nor written into by a save.
+      const base = `/v1/workspaces/${ws}/skills/kept`;
+      const made = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, {
+        name: "kept",
+        description: "d",
+        body: "b",
+      });
+      expect(made.status).toBe(201);
+      const versions = join(skills, ".history", "kept");
+      await rm(versions, { recursive: true });
+      await mkdir(join(outside, "versions"));
+      await writeFile(join(outside, "versions", "1.md"), original);
+      await writeFile(
+        join(outside, "versions", "1.json"),
+        JSON.stringify({ version: 1, savedAt: "OUTSIDE-META" }),
+      );
+      await symlink(join(outside, "versions"), versions);
+      for (const path of ["history", "history/1"]) {
+        const read = await instance.rest("alice", "GET", `${base}/${path}`);
+        expect(read.status, path).toBe(409);
+        expect(await read.text()).toMatch(/its folder \.history\/kept is a symlink/);
+      }
+      const saved = await instance.rest("alice", "PATCH", base, { intent: "replace_body", body: "New." });
+      expect(saved.status).toBe(409);
+      expect(await readFile(join(outside, "versions", "1.md"), "utf8")).toBe(original);
+      expect((await instance.rest("alice", "DELETE", base)).status).toBe(204);
+      expect(await readFile(join(outside, "versions", "1.md"), "utf8")).toBe(original);
+    } finally {
+      await rm(join(skills, "folded"), { force: true });
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
 });

@@ -35,6 +35,7 @@ import {
   skillFileExists,
 } from "./skill-file.ts";
 import { editSkillText, renderSkill } from "./skill-text.ts";
+import { readOrRefuse, refuseLinkedFolders, unreadable } from "./unreadable.ts";
 
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
 export type WritableScope = "workspace" | "user";
@@ -98,6 +99,7 @@ export class SkillWriter implements LeftoverRules {
     const scope = this.scopeDir(target, name, "write");
     return this.locks.run(`${scope}\0create`, () =>
       this.locked(target, name, async (dir) => {
+        await refuseLinkedFolders(dir, { scope: target.scope, name }, ["skill", "history", "versions"]);
         if (await skillFileExists(join(dir, name, SKILL_FILE))) {
           throw new Conflict(
             "skill_exists",
@@ -120,6 +122,7 @@ export class SkillWriter implements LeftoverRules {
 
   update(target: WriteTarget, name: string, update: SkillUpdate): Promise<Skill> {
     return this.locked(target, name, async (dir) => {
+      await refuseLinkedFolders(dir, { scope: target.scope, name }, ["skill", "history", "versions"]);
       const current = await this.currentText(target, dir, name, update.intent === "replace_body");
       const skill = await this.save(target, dir, name, editSkillText(current, name, update));
       this.announce(target, name, "updated");
@@ -132,6 +135,9 @@ export class SkillWriter implements LeftoverRules {
       // Only that it exists, never read: a SKILL.md an operator broke, or left as a FIFO, can
       // still be deleted, and written anew.
       if (!(await skillFileExists(join(dir, name, SKILL_FILE)))) throw skillNotFound(target, name);
+      // A linked skill folder or versions folder is removed as a link; one through a linked
+      // `.history` would remove what that link points to.
+      await refuseLinkedFolders(dir, { scope: target.scope, name }, ["history"]);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
       // After the commit point: a crash between leaves the history, which recovery removes (R9).
@@ -151,11 +157,11 @@ export class SkillWriter implements LeftoverRules {
   }
 
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
-    const versions = await listVersions(versionsDir(this.scopeDir(target, name, "read"), name)).catch(
-      (error: unknown) => {
-        throw unreadable(error, target, name);
-      },
-    );
+    const dir = this.scopeDir(target, name, "read");
+    await refuseLinkedFolders(dir, { scope: target.scope, name }, ["history", "versions"]);
+    const versions = await listVersions(versionsDir(dir, name)).catch((error: unknown) => {
+      throw unreadable(error, { scope: target.scope, name });
+    });
     if (versions.length === 0) throw skillNotFound(target, name);
     return versions;
   }
@@ -163,8 +169,9 @@ export class SkillWriter implements LeftoverRules {
   /** A saved version's text, any character a reader cannot see in it spelled out (adr/0132). */
   async version(target: WriteTarget, name: string, version: number): Promise<ShownVersion> {
     const dir = this.scopeDir(target, name, "read");
+    await refuseLinkedFolders(dir, { scope: target.scope, name }, ["history", "versions"]);
     const text = Number.isInteger(version)
-      ? await readOrRefuse(join(versionsDir(dir, name), `${version}.md`), target, name)
+      ? await readOrRefuse(join(versionsDir(dir, name), `${version}.md`), { scope: target.scope, name })
       : undefined;
     if (text === undefined)
       throw new NotFound("skill_version_not_found", `"${name}" has no version ${version}.`);
@@ -297,7 +304,7 @@ export class SkillWriter implements LeftoverRules {
     name: string,
     replacingBody: boolean,
   ): Promise<string> {
-    const text = await readOrRefuse(join(dir, name, SKILL_FILE), target, name);
+    const text = await readOrRefuse(join(dir, name, SKILL_FILE), { scope: target.scope, name });
     if (text === undefined) throw skillNotFound(target, name);
     try {
       parseSkill(text, target.scope);
@@ -344,24 +351,6 @@ function refusal(error: unknown): unknown {
 
 function skillNotFound(target: WriteTarget, name: string): NotFound {
   return new NotFound("skill_not_found", `No ${target.scope} skill named "${name}".`);
-}
-
-/** A SKILL.md (or a saved version of one), read by the one reader; a refusal says what to do. */
-async function readOrRefuse(path: string, target: WriteTarget, name: string): Promise<string | undefined> {
-  try {
-    return await readSkillFile(path, MAX_EDITED_SKILL_FILE_BYTES);
-  } catch (error) {
-    throw unreadable(error, target, name);
-  }
-}
-
-/** What a refusal of one of the skill's files answers: `409 skill_unreadable`, saying what to do. */
-function unreadable(error: unknown, target: WriteTarget, name: string): unknown {
-  if (!(error instanceof SkillFileRefused)) return error;
-  return new Conflict(
-    "skill_unreadable",
-    `The ${target.scope} skill "${name}" cannot be read: its ${error.message}. Delete the skill (that removes it), or have an operator replace the file with a regular one.`,
-  );
 }
 
 /**
