@@ -110,6 +110,11 @@ export class Scheduler {
     return this.entries.has(name);
   }
 
+  /** Whether `stop()` has begun: nothing is added or run from then on. */
+  isStopped(): boolean {
+    return this.stopped;
+  }
+
   /** The names of the jobs with a run in progress (what a stop cut short leaves running). */
   runningJobs(): string[] {
     return [...this.entries.values()].filter((entry) => entry.running).map((entry) => entry.job.name);

@@ -51,7 +51,10 @@ export class TaskSchedules {
   arm(task: Task): boolean {
     const name = jobName(task);
     this.deps.scheduler.remove(name);
-    if (!task.trigger) return false;
+    // A graceful stop stops the scheduler while requests drain: a task written then is in the
+    // schedule index already, so the next boot arms it, and its request answers what it stored
+    // (test/integration/tasks-stopping.test.ts "a trigger set while a graceful stop drains").
+    if (!task.trigger || this.deps.scheduler.isStopped()) return false;
     const { workspaceId, id, trigger } = task;
     const refused = triggerRefusal(trigger, this.deps.minIntervalSeconds);
     if (refused) {

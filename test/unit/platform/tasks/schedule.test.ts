@@ -71,6 +71,7 @@ describe("arming a stored trigger", () => {
       add: (job: { name: string }) => void added.push(job.name),
       remove: () => undefined,
       has: () => false,
+      isStopped: () => false,
     };
     const deps = { scheduler, log, minIntervalSeconds: 60 } as unknown as ScheduleDeps;
     return { armed: added, lines, schedules: new TaskSchedules(deps) };
@@ -125,7 +126,7 @@ describe("a schedule's fire", () => {
     const refused = stored("tsk_refused", { everySeconds: 60 });
     const allowed = stored("tsk_allowed", { everySeconds: 3600 });
     const deps = {
-      scheduler: { add: () => undefined, remove: () => undefined, has: () => false },
+      scheduler: { add: () => undefined, remove: () => undefined, has: () => false, isStopped: () => false },
       workspaces: { get: () => ({}), roleOf: () => "member" },
       users: { isDeactivated: () => false },
       store: {
@@ -146,7 +147,7 @@ describe("a schedule's fire", () => {
     const calls: string[] = [];
     const task = HOURLY;
     const deps = {
-      scheduler: { add: () => undefined, remove: () => undefined, has: () => false },
+      scheduler: { add: () => undefined, remove: () => undefined, has: () => false, isStopped: () => false },
       workspaces: { get: () => ({}), roleOf: () => "member" },
       users: { isDeactivated: () => false },
       store: {
@@ -178,6 +179,7 @@ describe("a schedule's fire", () => {
           add: () => undefined,
           remove: (name: string) => void removed.push(name),
           has: () => false,
+          isStopped: () => false,
         },
         workspaces: { get: () => ({}), roleOf: () => "member" },
         users: { isDeactivated: () => false },
