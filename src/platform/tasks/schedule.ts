@@ -104,14 +104,26 @@ export class TaskSchedules {
    * At boot: every triggered task (read from the schedule index, ADR 0056) is armed, and one whose
    * schedule was missed runs once now. Only the job is kept: a fire reads the task afresh. A
    * trigger today's rules refuse is not armed and has no catch-up either: it would run at every
-   * boot (schedule.test.ts "no catch-up for a trigger not armed").
+   * boot (schedule.test.ts "no catch-up for a trigger not armed"). A catch-up that fails is logged
+   * and the boot goes on, as a scheduled fire that fails is logged and keeps its schedule
+   * (kernel/scheduler.ts): one task whose stored input schema refuses a schedule's empty input, or
+   * whose run's record cannot be written, must not keep the whole instance from starting
+   * (test/integration/tasks-boot-catch-up.test.ts "a missed schedule that fails at boot"; ADR 0143).
    */
   async armAll(triggered: readonly Task[]): Promise<void> {
     this.adopting = true;
     for (const task of triggered) {
       if (!this.arm(task)) continue;
       const missed = missedSince(task, this.deps.clock());
-      if (missed) await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
+      if (!missed) continue;
+      try {
+        await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
+      } catch (error) {
+        this.deps.log.warn(
+          { workspaceId: task.workspaceId, taskId: task.id, err: error },
+          "a missed schedule's catch-up at boot failed; the task keeps its schedule",
+        );
+      }
     }
   }
 
