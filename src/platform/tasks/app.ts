@@ -37,6 +37,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
       clock,
       idempotencyWindowMs: settings.idempotencyWindowHours * HOUR_MS,
       results,
+      log,
     });
     const runner = new TaskRunner({
       store,

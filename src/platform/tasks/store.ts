@@ -1,4 +1,5 @@
 import type { Clock } from "../../kernel/clock.ts";
+import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
@@ -36,6 +37,8 @@ export interface TaskStoreOptions {
   idempotencyWindowMs: number;
   /** Deletes a run's result file before its record goes; false keeps the record (ADR 0079). */
   results: Pick<ResultFiles, "discard">;
+  /** Where a task's or run's record that does not parse is said, once (damaged-records.ts). */
+  log: Logger;
   idleMs?: number;
 }
 
@@ -72,7 +75,7 @@ export class TaskStore implements LeftoverRules {
     private readonly options: TaskStoreOptions,
   ) {
     this.index = new TaskBootIndex(layout);
-    this.files = new TaskFiles(storage);
+    this.files = new TaskFiles(storage, options.log);
     this.loaded = new IdleCache(
       (workspaceId) => this.load(workspaceId),
       async () => undefined,
@@ -228,7 +231,7 @@ export class TaskStore implements LeftoverRules {
       const taskId = runs.taskOf(runId);
       return taskId === undefined ? undefined : loaded.tasks.get(taskId);
     });
-    return task && this.files.runs.get(workspaceId, task.ownerId, runId);
+    return task && this.files.run(workspaceId, task.ownerId, runId);
   }
 
   /** The ids of a task's runs, newest first. */
@@ -252,7 +255,8 @@ export class TaskStore implements LeftoverRules {
    */
   async forgetOrphans(runs: readonly Run[]): Promise<void> {
     for (const run of runs) {
-      if (await this.files.tasks.get(run.workspaceId, run.ownerId, run.taskId)) continue;
+      // A task whose record does not parse is there: its runs stay for when it is restored.
+      if (await this.files.hasTask(run.workspaceId, run.ownerId, run.taskId)) continue;
       if (await this.options.results.discard(run))
         await this.files.runs.delete(run.workspaceId, run.ownerId, run.id);
     }
@@ -294,7 +298,9 @@ export class TaskStore implements LeftoverRules {
    * after, and tried again by the next prune (a deleted task's run: by the next read, `orphaned`).
    */
   private async forgetRecord(task: Pick<Task, "workspaceId" | "ownerId">, runId: string): Promise<void> {
-    const run = await this.files.runs.get(task.workspaceId, task.ownerId, runId);
+    // A record that does not parse goes too: which result file it named cannot be read, so that
+    // file, if any, stays among the owner's files (test/integration/tasks-damaged.test.ts).
+    const run = await this.files.run(task.workspaceId, task.ownerId, runId);
     if (run && !(await this.options.results.discard(run))) return;
     await this.files.runs.delete(task.workspaceId, task.ownerId, runId);
   }

@@ -1,11 +1,13 @@
 import { join } from "node:path";
 import { isPrincipalId, isRecordId } from "../../ids.ts";
-import { readJsonAtBoot } from "../../storage/atomic.ts";
+import type { Logger } from "../../log.ts";
+import { type CorruptJson, readJsonAtBoot } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { namesIn } from "../../storage/folders.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import { DAMAGED, DamagedRecords } from "./damaged-records.ts";
 import { headerOf, type RunHeader } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 
@@ -23,17 +25,26 @@ const RUNS_READ_AT_ONCE = 8;
 export class TaskFiles implements LeftoverRules {
   readonly tasks: OwnedRecords<Task>;
   readonly runs: OwnedRecords<Run>;
+  private readonly damagedTasks: DamagedRecords;
+  private readonly damagedRuns: DamagedRecords;
 
-  constructor(private readonly storage: PartitionPaths) {
+  constructor(
+    private readonly storage: PartitionPaths,
+    log: Logger,
+  ) {
     this.tasks = new OwnedRecords(storage.ownerDir);
     this.runs = new OwnedRecords((ws, owner) => join(storage.ownerDir(ws, owner), RUNS));
+    this.damagedTasks = new DamagedRecords("task", log);
+    this.damagedRuns = new DamagedRecords("task run", log);
   }
 
-  /** Every task of the workspace, owner by owner. */
+  /** Every task of the workspace, owner by owner; one whose record does not parse is left out (logged). */
   async allTasks(workspaceId: string): Promise<Task[]> {
     const tasks: Task[] = [];
     for (const ownerId of await this.owners(workspaceId)) {
-      for (const task of await this.tasks.list(workspaceId, ownerId)) tasks.push(task);
+      const damaged = (error: CorruptJson, id: string) =>
+        this.damagedTasks.report(error, { workspaceId, ownerId, id });
+      for (const task of await this.tasks.list(workspaceId, ownerId, damaged)) tasks.push(task);
     }
     return tasks;
   }
@@ -41,19 +52,40 @@ export class TaskFiles implements LeftoverRules {
   /**
    * What reading every run record of the workspace keeps of each (loaded.ts `RunHeader`), the
    * whole record of those `keepWhole` picks. Every owner's, not only those with a task: a crash
-   * may have left runs of a deleted last task.
+   * may have left runs of a deleted last task. A record that does not parse is left out (logged):
+   * which task it is of cannot be read, so it stays on disk, listed by no task.
    */
   async runHeaders(workspaceId: string, keepWhole: (run: Run) => boolean): Promise<RunHeader[]> {
     const found: RunHeader[] = [];
     for (const ownerId of await this.owners(workspaceId)) {
       const ids = await this.runs.ids(workspaceId, ownerId);
       const headers = await mapBounded(ids, RUNS_READ_AT_ONCE, async (id) => {
-        const run = await this.runs.get(workspaceId, ownerId, id);
+        const run = await this.run(workspaceId, ownerId, id);
         return run && headerOf(run, keepWhole(run));
       });
       for (const header of headers) if (header) found.push(header);
     }
     return found;
+  }
+
+  /** A run's record; undefined when there is none, or it does not parse (logged). */
+  async run(workspaceId: string, ownerId: string, id: string): Promise<Run | undefined> {
+    const run = await this.damagedRuns.read(this.runs.get(workspaceId, ownerId, id), {
+      workspaceId,
+      ownerId,
+      id,
+    });
+    return run === DAMAGED ? undefined : run;
+  }
+
+  /** Whether the task's record is there, read or not: one that does not parse is there (logged). */
+  async hasTask(workspaceId: string, ownerId: string, id: string): Promise<boolean> {
+    const task = await this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), {
+      workspaceId,
+      ownerId,
+      id,
+    });
+    return task !== undefined;
   }
 
   /**

@@ -54,6 +54,7 @@ beforeEach(async () => {
   answer = async () => ({ content: [{ type: "text", text: "done" }] });
   store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
+    log: memoryLog().log,
     idempotencyWindowMs: 3_600_000,
     idleMs: 60_000,
     results: { discard: async () => true },
@@ -333,6 +334,7 @@ describe("a run whose end cannot be written", () => {
 
     const rebooted = new TaskStore(t.layout.partition("tasks"), t.layout, {
       clock: time.clock,
+      log: memoryLog().log,
       idempotencyWindowMs: 3_600_000,
       idleMs: 60_000,
       results: { discard: async () => true },

@@ -257,6 +257,7 @@ describe("a fire racing a graceful stop", () => {
     const boot = async () => {
       const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
         clock: time.clock,
+        log: memoryLog().log,
         idempotencyWindowMs: 3_600_000,
         results: { discard: async () => true },
       });

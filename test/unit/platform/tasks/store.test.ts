@@ -7,6 +7,7 @@ import { newRunId, type Run, type Task } from "../../../../src/platform/tasks/mo
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { gate } from "../../../helpers/gate.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 import { runRecord, taskRecord } from "../../../helpers/task-records.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -28,6 +29,7 @@ let canDiscard: boolean;
 function openStore(): TaskStore {
   const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
+    log: memoryLog().log,
     idempotencyWindowMs: HOUR_MS,
     idleMs: IDLE_MS,
     results: {
@@ -257,5 +259,43 @@ describe("TaskStore", () => {
     expect(discarded).toEqual(["fl_orphan"]);
     expect(await readdir(join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs"))).toEqual([]);
     await again.close();
+  });
+
+  it("the runs of a task whose record does not parse are not forgotten: they are there when it is restored", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_kept", size: 2000 } }));
+    await store.close();
+    const ownerDir = t.layout.partition("tasks").ownerDir(t.ws, owner);
+    await writeFile(join(ownerDir, `${task.id}.json`), "{");
+    const again = openStore();
+    await boot(again);
+    expect(await again.all(t.ws)).toEqual([]);
+    expect(await again.run(t.ws, run.id)).toBeUndefined();
+    expect(orphaned.map((found) => found.id)).toEqual([run.id]);
+    await again.forgetOrphans(orphaned);
+    expect(discarded).toEqual([]);
+    expect(await readdir(join(ownerDir, "runs"))).toEqual([`${run.id}.json`]);
+    await again.close();
+  });
+
+  it("a task whose run record stopped parsing is deleted with it; the record's result file cannot be named", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf());
+    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_unnamed", size: 2000 } }));
+    expect(await store.runIds(task)).toEqual([run.id]);
+    const runs = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
+    await writeFile(join(runs, `${run.id}.json`), "{");
+    expect(await store.run(t.ws, run.id)).toBeUndefined();
+    await store.delete(
+      task,
+      () => undefined,
+      async () => undefined,
+    );
+    expect(discarded).toEqual([]);
+    expect(await readdir(runs)).toEqual([]);
+    await store.close();
   });
 });

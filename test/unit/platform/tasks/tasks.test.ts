@@ -6,6 +6,7 @@ import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 import { runRecord, taskRecord } from "../../../helpers/task-records.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -32,6 +33,7 @@ beforeEach(async () => {
   adminDemoted = false;
   store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
+    log: memoryLog().log,
     idempotencyWindowMs: 3_600_000,
     results: { discard: async () => true },
   });
