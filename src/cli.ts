@@ -33,6 +33,9 @@ SIGTERM or SIGINT stops the server gracefully (http.drainSeconds); another one, 
 later, stops it at once (one sooner, such as npm forwarding the same Ctrl-C, is the same request).
 `;
 
+/** The flags that name a file or folder, and what each names. */
+const PATH_FLAGS = { instance: "the instance file's path", data: "a folder" } as const;
+
 /** How often a server started by npm checks that npm is still its parent. */
 const PARENT_POLL_MS = 1_000;
 
@@ -65,6 +68,14 @@ function parseFlags<F extends string, S extends string = never>(
   if (values.help) {
     output.out(USAGE);
     return { exit: 0 };
+  }
+  // An empty path is a mistake, never "not given": `--data "$DIR"` with DIR unset would otherwise
+  // act on instance.json's storage.root, the production root for `serve` (cli.test.ts "an empty").
+  for (const [flag, what] of Object.entries(PATH_FLAGS)) {
+    if (values[flag] === "") {
+      output.err(`--${flag} is empty: give it ${what} (was a variable it was given unset?).\n`);
+      return { exit: 2 };
+    }
   }
   return { values: values as Partial<Record<F, string>> & Partial<Record<S, boolean>> };
 }

@@ -94,6 +94,8 @@ export function parseInstance(
   raw: unknown,
   options: Overrides & { source: string; baseDir: string },
 ): InstanceConfig {
+  // Empty is a mistake, never "not given": it would act on the file's own root (the CLI refuses it first).
+  if (options.dataRoot === "") throw new BootError("The data root given (--data) is empty: give a folder.");
   const sections = options.sections ?? NO_SECTIONS;
   const validate = validatorFor(sections);
   if (!validate(raw)) {
@@ -124,7 +126,10 @@ export function parseInstance(
     // --data is typed at a shell, so it is relative to the working directory; the file's own
     // root is relative to the file, so an instance folder can move as a whole.
     storage: {
-      root: options.dataRoot ? resolve(options.dataRoot) : resolve(options.baseDir, file.storage.root),
+      root:
+        options.dataRoot === undefined
+          ? resolve(options.baseDir, file.storage.root)
+          : resolve(options.dataRoot),
       archiveRetentionDays: file.storage.archiveRetentionDays,
     },
     workspaces: {

@@ -79,6 +79,35 @@ describe("--port", SLOW, () => {
   });
 });
 
+describe("an empty --data or --instance", SLOW, () => {
+  // A script's `--data "$DIR"` with DIR unset: it acted on instance.json's storage.root, for
+  // `serve` the configured (say, production) root, as if no --data had been given.
+  it.for(
+    [
+      ["serve", "--data="],
+      ["serve", "--data", ""],
+      ["credentials", "reseal", "--data="],
+      ["serve", "--instance="],
+      ["credentials", "reseal", "--instance", ""],
+    ].map((args) => [JSON.stringify(args), args] as const),
+  )(
+    "atrium %s is a usage error naming the flag (exit 2), never the file's root",
+    async ([, args], { onTestFinished }) => {
+      const dir = await tempDir(onTestFinished);
+      const instance = await writeCliInstance(dir, { log: { level: "silent" } });
+      await mkdir(join(dir, "data"));
+      const withInstance = args.some((arg) => arg.startsWith("--instance"))
+        ? args
+        : [...args, "--instance", instance];
+      const exit = await runAtriumMain(withInstance);
+      const flag = args.some((arg) => arg.startsWith("--data")) ? "data" : "instance";
+      expect(exit).toMatchObject({ code: 2, stdout: "" });
+      expect(exit.stderr).toMatch(new RegExp(`^--${flag} is empty: give it `));
+      expect(exit.stderr).not.toContain(join(dir, "data"));
+    },
+  );
+});
+
 describe("a busy port", SLOW, () => {
   it("names the port, suggests --port 0, exits 1, and leaves no lock on the root", async ({
     onTestFinished,

@@ -325,6 +325,12 @@ describe("loadInstance", () => {
     expect(config.storage.root).toBe(join(process.cwd(), "cli-data"));
   });
 
+  it("refuses an empty --data, which is never the file's own root", async () => {
+    await expect(loadInstance(await writeInstance(MINIMAL), { dataRoot: "" })).rejects.toThrow(
+      "The data root given (--data) is empty: give a folder.",
+    );
+  });
+
   it("--port replaces http.port", async () => {
     const config = await loadInstance(await writeInstance(MINIMAL), { port: 0 });
     expect(config.http.port).toBe(0);
