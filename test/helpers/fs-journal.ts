@@ -31,8 +31,11 @@ export interface FsJournal {
 
 /** Faults to inject while the journal runs, at the calls it watches. */
 export interface FsFaults {
-  /** The error a flush (`FileHandle.sync`) of `path` fails with instead, or undefined to flush it. */
-  sync?(path: string): Error | undefined;
+  /**
+   * The error a flush (`FileHandle.sync`) of `path` fails with instead, or undefined to flush it;
+   * a promise of either holds the flush until it settles (what other work does meanwhile).
+   */
+  sync?(path: string): Error | undefined | Promise<Error | undefined>;
 }
 
 /**
@@ -54,7 +57,7 @@ export async function journalDuring(work: () => Promise<unknown>, faults: FsFaul
     const handle = await real.open(path, ...rest);
     const sync = handle.sync.bind(handle);
     handle.sync = async () => {
-      const fault = faults.sync?.(String(path));
+      const fault = await faults.sync?.(String(path));
       if (fault) throw fault;
       await sync();
       entries.push({ op: "sync", path: String(path) });

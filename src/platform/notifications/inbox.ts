@@ -22,7 +22,10 @@ import {
 } from "./model.ts";
 import { AddresseeNames } from "./names-upgrade.ts";
 
-/** The highest seq ever given, written before retention removes the entry that held it. */
+/**
+ * The highest seq ever given: written before the entry that takes it, so no seq an entry ever held,
+ * even one a failed post removed again, is given twice after a restart (ADR 0124 amended).
+ */
 const SEQ_MARK = "seq.json";
 const DAY_MS = 24 * 60 * 60 * 1000;
 export const DEFAULT_PAGE_SIZE = 50;
@@ -45,15 +48,15 @@ export interface InboxQuery {
  * A workspace's inbox at `<ws>/notifications/`: one JSON file per entry under `entries/`, named
  * by its seq, id and addressee (entry-names.ts), so a page reads only what its reader may see;
  * one acknowledgements file per member (acks.ts); and `seq.json`, the sequence's high-water
- * mark. Posts to one workspace are serialised, so seqs are gapless while entries last and never
- * reused: the next seq after a restart is one past the highest entry or mark on disk, and
- * retention writes the mark before it removes anything.
+ * mark. Posts to one workspace are serialised, so seqs are gapless while posts succeed and never
+ * reused: a post writes the mark before its entry, the next seq after a restart is one past the
+ * highest entry or mark on disk, and retention writes the mark before it removes anything.
  */
 export class Inbox implements LeftoverRules {
   private readonly lock = new KeyedLock();
   private readonly lastSeq = new Map<string, number>();
-  /** Posts not yet ended (settled()). */
-  private readonly posting = new Set<Promise<Notification>>();
+  /** Posts not yet ended, by workspace (settled(), readyNames()). */
+  private readonly posting = new Map<string, Set<Promise<Notification>>>();
   private readonly names: AddresseeNames;
   private readonly acks: MemberAcks;
 
@@ -70,11 +73,14 @@ export class Inbox implements LeftoverRules {
   /** Records an entry for `source`; the runtime stamps id, seq, workspace, source and time. */
   post(workspaceId: string, source: string, draft: NotificationDraft): Promise<Notification> {
     const posting = this.postNow(workspaceId, source, draft);
-    this.posting.add(posting);
-    posting.then(
-      () => this.posting.delete(posting),
-      () => this.posting.delete(posting),
-    );
+    const inFlight = this.posting.get(workspaceId) ?? new Set();
+    inFlight.add(posting);
+    this.posting.set(workspaceId, inFlight);
+    const ended = () => {
+      inFlight.delete(posting);
+      if (inFlight.size === 0 && this.posting.get(workspaceId) === inFlight) this.posting.delete(workspaceId);
+    };
+    posting.then(ended, ended);
     return posting;
   }
 
@@ -84,7 +90,9 @@ export class Inbox implements LeftoverRules {
    * instance lets go of its root.
    */
   async settled(): Promise<void> {
-    while (this.posting.size > 0) await Promise.allSettled([...this.posting]);
+    while (this.posting.size > 0) {
+      await Promise.allSettled([...this.posting.values()].flatMap((inFlight) => [...inFlight]));
+    }
   }
 
   private async postNow(
@@ -111,8 +119,12 @@ export class Inbox implements LeftoverRules {
         ...(to === undefined ? {} : { to }),
         ...(data === undefined ? {} : { data }),
       };
-      // Taken before the write: a write that fails costs a gap in the seqs, never a seq used twice
-      // (inbox.test.ts "a post whose write fails").
+      // Taken, and marked on disk, before the entry is written: a write that fails costs a gap in
+      // the seqs, never a seq used twice. Its entry may have been listed, and acknowledged by id,
+      // between its rename and its removal, so a restart must not give the seq again either
+      // (inbox.test.ts "a post whose write fails", ADR 0124 amended). A mark that cannot be written
+      // refuses the post before any entry exists.
+      await this.markSeq(workspaceId, seq);
       this.lastSeq.set(workspaceId, seq);
       const path = join(entriesDir, entryFile(seq, entry.id, to));
       try {
@@ -204,8 +216,8 @@ export class Inbox implements LeftoverRules {
         doomed += 1;
       }
       if (doomed === 0) return 0;
-      const highest = (names[names.length - 1] as EntryName).seq;
-      await writeJsonAtomic(join(this.storage.dir(workspaceId), SEQ_MARK), { lastSeq: highest });
+      // The highest seq given, not the newest entry's: a failed post's seq above it stays taken.
+      await this.markSeq(workspaceId, await this.highestSeq(workspaceId));
       const dir = join(this.storage.dir(workspaceId), ENTRIES);
       for (const name of names.slice(0, doomed)) await rm(join(dir, name.file), { force: true });
       return doomed;
@@ -289,6 +301,10 @@ export class Inbox implements LeftoverRules {
     return highest;
   }
 
+  private async markSeq(workspaceId: string, lastSeq: number): Promise<void> {
+    await writeJsonAtomic(join(this.storage.dir(workspaceId), SEQ_MARK), { lastSeq });
+  }
+
   /**
    * The seqs of the entries `ids` name, each found as `find` finds one, all from one listing of
    * the folder, and what that listing found: a listing per id cost an ack of 100 ids 8 s in an
@@ -317,11 +333,20 @@ export class Inbox implements LeftoverRules {
     return { seqs, listed: (await list()).listed };
   }
 
-  /** The entry names of an inbox upgraded if it needs it: what a reader lists. */
+  /**
+   * The entry names of an inbox upgraded if it needs it: what a reader lists. An inbox nobody has
+   * posted to has no names to upgrade, and its reads took the workspace's lock each time (ADR 0124
+   * amended): it is listed without the lock, unless a post to it is in flight, which the read waits
+   * for as it did behind the lock, so a read never misses a post begun before it
+   * (inbox.test.ts "a read racing the first post").
+   */
   private async readyNames(workspaceId: string): Promise<EntryName[]> {
-    if (!this.names.known(workspaceId)) {
-      await this.lock.run(workspaceId, () => this.names.upgrade(workspaceId));
+    if (this.names.known(workspaceId)) return this.entryNames(workspaceId);
+    if (!this.posting.has(workspaceId)) {
+      const names = await this.entryNames(workspaceId);
+      if (names.length === 0) return names;
     }
+    await this.lock.run(workspaceId, () => this.names.upgrade(workspaceId));
     return this.entryNames(workspaceId);
   }
 

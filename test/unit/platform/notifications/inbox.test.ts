@@ -15,19 +15,22 @@ import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 /**
  * A slow disk for one caller: a read of the seq's mark (seq.json) made inside `slowReads.run(p, …)`
- * answers only once `p` has settled. Every other read is the real one.
+ * answers only once `p` has settled, and of another file with `slowReads.run({ until: p, file }, …)`.
+ * Every other read is the real one.
  */
 const slowReads = await vi.hoisted(async () => {
   const { AsyncLocalStorage } = await import("node:async_hooks");
-  return new AsyncLocalStorage<Promise<unknown>>();
+  return new AsyncLocalStorage<Promise<unknown> | { until: Promise<unknown>; file: string }>();
 });
 vi.mock("../../../../src/storage/atomic.ts", async (importOriginal) => {
   const real = await importOriginal<typeof import("../../../../src/storage/atomic.ts")>();
   return {
     ...real,
     readJsonIfExists: async (path: string) => {
-      const until = slowReads.getStore();
-      if (until !== undefined && path.endsWith("seq.json")) await until.catch(() => undefined);
+      const slow = slowReads.getStore();
+      const { until, file } = slow instanceof Promise ? { until: slow, file: "seq.json" } : (slow ?? {});
+      if (until !== undefined && file !== undefined && path.endsWith(file))
+        await until.catch(() => undefined);
       return real.readJsonIfExists(path);
     },
   };
@@ -179,6 +182,37 @@ describe("a post whose write fails", () => {
     expect(page.notifications.map((n) => n.title)).toEqual(["third", "first"]);
   });
 
+  it("never has its seq given again after a restart, though a member acknowledged its entry before it was removed", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "tasks", { title: "first" });
+    const entries = join(temp.layout.partition("notifications").dir(temp.ws), "entries");
+    const eio = Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    // The entry's rename has landed and its folder's flush is about to fail: Alice's page, which
+    // reads without the lock, lists it meanwhile, and she acknowledges it by id.
+    let seen: string[] = [];
+    const failed = await journalDuring(
+      () => inbox.post(temp.ws, "tasks", { title: "second" }).catch((error: unknown) => error),
+      {
+        sync: async (path) => {
+          if (path !== entries) return undefined;
+          const page = await inbox.page(temp.ws, ALICE);
+          seen = page.notifications.map((n) => n.title);
+          await inbox.ack(temp.ws, ALICE, { ids: page.notifications.map((n) => n.id) });
+          return eio;
+        },
+      },
+    );
+    expect(seen).toEqual(["second", "first"]);
+    expect(failed.entries.some((entry) => entry.op === "rename" && entry.to.includes("000000000002-"))).toBe(
+      true,
+    );
+    const restarted = openInbox();
+    const third = await restarted.post(temp.ws, "tasks", { title: "after the restart" });
+    expect(third.seq).toBe(3);
+    const unacked = await restarted.page(temp.ws, ALICE, { unacked: true });
+    expect(unacked.notifications.map((n) => n.title)).toEqual(["after the restart"]);
+  });
+
   it("is not covered by an ack of all: the seq it took, given again after a restart, is new to everyone", async () => {
     const inbox = openInbox();
     await inbox.post(temp.ws, "tasks", { title: "first" });
@@ -231,6 +265,35 @@ describe("the sequence across restarts", () => {
     // All that existed when the ack ran is acknowledged, the post it waited behind included.
     const page = await restarted.page(temp.ws, ALICE, { unacked: true });
     expect(page.notifications.map((n) => n.seq)).toEqual([3]);
+  });
+});
+
+describe("an inbox nobody has posted to", () => {
+  it("is read without waiting behind the workspace's lock", async () => {
+    const inbox = openInbox();
+    // A retention pass holds the lock until the read has answered: a read that waited for it never would.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const pruning = slowReads.run({ until: held, file: "names.json" }, () => inbox.prune(temp.ws));
+    const reading = inbox.page(temp.ws, ALICE).finally(release);
+    expect(await reading).toEqual({ notifications: [] });
+    await expect(inbox.get(temp.ws, ALICE, `ntf_${"0".repeat(24)}`)).rejects.toThrow("No notification");
+    expect(await pruning).toBe(0);
+  });
+
+  it("a read racing the first post waits for it, so it never misses an entry it then acknowledges", async () => {
+    const inbox = openInbox();
+    const posting = inbox.post(temp.ws, "tasks", { title: "first" });
+    const page = await inbox.page(temp.ws, ALICE);
+    expect(page.notifications.map((n) => n.title)).toEqual(["first"]);
+    await inbox.ack(temp.ws, ALICE, { all: true });
+    // What the ack covered is exactly what the page showed.
+    expect((await inbox.page(temp.ws, ALICE)).notifications.map((n) => [n.title, n.acked])).toEqual([
+      ["first", true],
+    ]);
+    expect((await posting).seq).toBe(1);
   });
 });
 
