@@ -1,6 +1,5 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { setImmediate as nextTurn } from "node:timers/promises";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
@@ -10,7 +9,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { eventText } from "./event-text.ts";
 import { readSnapshot, SNAPSHOT_FILE, writeSnapshot } from "./index-snapshot.ts";
-import { endsLineAt, readLog } from "./log-file.ts";
+import { endsLineAt, foldLog } from "./log-file.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
 import { INDEX_LIMITS, type IndexLimits, PartitionIndex } from "./partition-index.ts";
 
@@ -38,8 +37,12 @@ export const MAX_LOADED_INDEX_BYTES = 256 * 1024 * 1024;
  */
 export const CONVERSATION_INDEX_IDLE_MS = 10 * 60 * 1000;
 const LOGS_IN_FLIGHT = 16;
-/** A log read whole is indexed this many characters of text at a time, giving the event loop back between. */
-const CATCH_UP_CHARS_PER_TURN = 1024 * 1024;
+/**
+ * A log's events are indexed as it is read, this many characters of text at a time: a log read
+ * whole no longer holds all its events at once (a 128 MiB log's are hundreds of MB of heap), and
+ * one apply per group cost a move of the partition's order per group.
+ */
+const CATCH_UP_CHARS_PER_APPLY = 1024 * 1024;
 
 export interface IndexOptions {
   limits?: IndexLimits;
@@ -221,8 +224,24 @@ export class ConversationIndexes {
     try {
       const rewritten = covered > 0 && !(await endsLineAt(path, covered));
       if (rewritten) index.remove(id);
-      const read = await readLog(path, rewritten ? 0 : covered);
-      await applyInTurns(index, id, read.events, read.end);
+      const from = rewritten ? 0 : covered;
+      // Applied a batch at a time as the groups are parsed, never all the log's events together
+      // (conversation-indexes.test.ts "indexes a log as it reads it"); the parse gives the event
+      // loop back every megabyte. A read that fails half-way fails the load or the update, which
+      // drops the partition: nobody sees an index that holds part of a log.
+      let batch: ConversationEvent[] = [];
+      let chars = 0;
+      const read = await foldLog(path, from, (_start, group) => {
+        for (const event of group) {
+          batch.push(event);
+          chars += eventText(event).length;
+        }
+        if (chars < CATCH_UP_CHARS_PER_APPLY) return;
+        index.apply(id, batch, from);
+        batch = [];
+        chars = 0;
+      });
+      index.apply(id, batch, read.end);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       index.remove(id);
@@ -360,30 +379,6 @@ export class ConversationIndexes {
       return undefined;
     }
   }
-}
-
-/**
- * Applies a log's events about CATCH_UP_CHARS_PER_TURN characters of text at a time, giving the
- * event loop back between, so reading a large log whole never holds it for the whole log.
- * Called under the partition's lock: nobody sees the index between the pieces.
- */
-async function applyInTurns(
-  index: PartitionIndex,
-  id: string,
-  events: readonly ConversationEvent[],
-  end: number,
-): Promise<void> {
-  let start = 0;
-  let chars = 0;
-  for (let at = 0; at < events.length; at++) {
-    chars += eventText(events[at] as ConversationEvent).length;
-    if (chars < CATCH_UP_CHARS_PER_TURN || at === events.length - 1) continue;
-    index.apply(id, events.slice(start, at + 1), end);
-    start = at + 1;
-    chars = 0;
-    await nextTurn();
-  }
-  if (start < events.length || events.length === 0) index.apply(id, events.slice(start), end);
 }
 
 /** The conversation ids whose logs an owner folder holds; none when it does not exist. */

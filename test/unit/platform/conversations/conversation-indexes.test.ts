@@ -1,4 +1,4 @@
-import { stat } from "node:fs/promises";
+import { appendFile, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
@@ -7,6 +7,7 @@ import {
   SNAPSHOT_FILE,
 } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
+import { PartitionIndex } from "../../../../src/platform/conversations/partition-index.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
@@ -76,6 +77,43 @@ describe("the conversation indexes in memory", () => {
       expect(again.hits).toEqual(before.get(ownerId));
       expect(again.logsRead).toBe(0);
     }
+  });
+
+  it("indexes a log as it reads it at a restart, never holding all of its events at once", async () => {
+    const { id } = await openStore().create(temp.ws, owner(1), "t", [message("first")]);
+    const log = join(temp.layout.partition("conversations").ownerDir(temp.ws, owner(1)), `${id}.jsonl`);
+    const lines = (await readFile(log, "utf8")).trim().split("\n");
+    const template = JSON.parse(lines.at(-1) ?? "") as { seq: number };
+    // 3,000 more events of about 1,000 characters each: three megabytes of text, as an operator's
+    // copy or appends a restart finds beyond the snapshot.
+    const count = 3000;
+    const more: string[] = [];
+    for (let seq = template.seq + 1; seq <= template.seq + count; seq++) {
+      const text = `word${seq} ${"x".repeat(990)}`;
+      more.push(JSON.stringify({ ...template, seq, content: [{ type: "text", text }] }));
+    }
+    await appendFile(log, `${more.join("\n")}\n`);
+    // Counted, and passed on to the real ones: how many lines were parsed when the index got its first events.
+    const parse = vi.spyOn(JSON, "parse");
+    const realApply = PartitionIndex.prototype.apply;
+    let parsedAtFirstApply: number | undefined;
+    const apply = vi.spyOn(PartitionIndex.prototype, "apply").mockImplementation(function (
+      this: PartitionIndex,
+      ...args: Parameters<PartitionIndex["apply"]>
+    ) {
+      parsedAtFirstApply ??= parse.mock.calls.length;
+      return realApply.apply(this, args);
+    });
+    try {
+      const restarted = openStore();
+      const found = await answers(restarted, owner(1), [`word${template.seq + count}`, "first"]);
+      expect(found.hits).toEqual([[[id, [template.seq + count]]], [[id, [template.seq]]]]);
+    } finally {
+      apply.mockRestore();
+      parse.mockRestore();
+    }
+    // The first events were indexed before half of the log was parsed (a megabyte of text at a time).
+    expect(parsedAtFirstApply).toBeLessThan(count / 2);
   });
 
   it("drops a partition unused for the idle time, saved, and reloads it from its snapshot", async () => {
