@@ -451,6 +451,7 @@ describe("references and limits", () => {
       ["GET", `${path}/${c.id}?cursor=bm9wZQ`, undefined],
       ["GET", `${path}/search`, undefined],
       ["GET", `${path}/search?query=${encodeURIComponent("?!")}`, undefined],
+      ["GET", `${path}/search?query=apple&cursor=bm9wZQ`, undefined],
       ["GET", `${path}/${c.id}/export?format=pdf`, undefined],
     ];
     for (const [method, url, body] of cases) {

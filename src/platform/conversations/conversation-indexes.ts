@@ -8,10 +8,11 @@ import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { eventText } from "./event-text.ts";
+import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
 import { readSnapshot, SNAPSHOT_FILE, writeSnapshot } from "./index-snapshot.ts";
 import { endsLineAt, foldLog } from "./log-file.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
-import { INDEX_LIMITS, type IndexLimits, PartitionIndex } from "./partition-index.ts";
+import { PartitionIndex } from "./partition-index.ts";
 
 export { SNAPSHOT_FILE } from "./index-snapshot.ts";
 /**

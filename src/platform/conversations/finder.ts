@@ -3,6 +3,7 @@ import type { ConversationIndexes } from "./conversation-indexes.ts";
 import { MAX_TOKEN_CHARS, overlongWord, tokenize } from "./event-text.ts";
 import { checkLimit, decodeListCursor, encodeListCursor } from "./list-order.ts";
 import type { ConversationEvent, ConversationSummary } from "./model.ts";
+import { decodeSearchCursor, encodeSearchCursor } from "./search-cursor.ts";
 import type { ConversationStore } from "./store.ts";
 
 export const DEFAULT_LIST_PAGE = 50;
@@ -43,8 +44,8 @@ export interface SearchPage {
   nextCursor?: string;
   /**
    * The search walked its budget of postings (IndexLimits.searchPostings, adr/0120) and stopped: every
-   * result holds every word, but conversations and matching events it did not reach are missing,
-   * and `matches` counts those it found.
+   * result holds every word, and `matches` counts the matching events it found. Those it did not
+   * reach were indexed earlier: `nextCursor` leads to them, after this part's other pages (adr/0140).
    */
   truncated: boolean;
   /**
@@ -88,16 +89,30 @@ export async function searchConversations(
 ): Promise<SearchPage> {
   checkQuery(request.query);
   const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
-  const after = request.cursor === undefined ? undefined : decodeListCursor(request.cursor);
+  const { after, below } =
+    request.cursor === undefined ? {} : decodeSearchCursor(request.query, request.cursor);
   // The cursor is made under the partition's lock, as list's is: the page's logs are read after
   // it, and an append meanwhile moves the conversation (finder.test.ts "an append racing a search").
   const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
-    const { hits, more, truncated } = await index.search(request.query, after, limit);
+    const answer = await index.search(request.query, after, limit, undefined, below);
+    if (!answer) {
+      throw new InvalidInput(
+        "That cursor goes on below a message that is no longer indexed (its conversation was deleted, " +
+          "or the index was rebuilt since): search again without a cursor.",
+      );
+    }
+    const { hits, more, truncated, rest } = answer;
     const last = hits[hits.length - 1];
+    // This part's next page of conversations first, then the part below its oldest match found
+    // (finder.test.ts "pages through a search past its budget").
+    const next =
+      more && last
+        ? { after: { updatedAt: last.summary.updatedAt, id: last.summary.id }, ...(below ? { below } : {}) }
+        : rest && { below: rest };
     return {
       hits,
       truncated,
-      nextCursor: more && last ? encodeListCursor(last.summary) : undefined,
+      nextCursor: next ? encodeSearchCursor(request.query, next) : undefined,
       conversations: index.size,
       partial: index.partialCount,
       logsRead,

@@ -2,7 +2,25 @@ import { open, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { syncDir, tempPathBeside } from "../../storage/atomic.ts";
-import { type IndexLimits, PartitionIndex } from "./partition-index.ts";
+import type { IndexLimits } from "./index-limits.ts";
+import type { ConversationSummary } from "./model.ts";
+import { PartitionIndex } from "./partition-index.ts";
+
+/** One conversation as a snapshot holds it. */
+export interface SnapshotConversation {
+  ordinal: number;
+  summary: ConversationSummary;
+  bytes: number;
+  postings: number;
+  partial: boolean;
+}
+
+/**
+ * One record of a snapshot (written one per line): some conversations, or some
+ * words' postings as the little-endian float64 bytes of their keys, base64. Each is small enough
+ * to encode or parse without holding the event loop for long.
+ */
+export type SnapshotRecord = { conversations: SnapshotConversation[] } | { postings: Record<string, string> };
 
 /** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
 export const SNAPSHOT_FILE = "index.json";

@@ -1,5 +1,7 @@
 import { distinctWords, eventText, tokenize } from "./event-text.ts";
+import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
 import { addedBytes, ENTRY_BYTES, wordBytes } from "./index-memory.ts";
+import type { SnapshotConversation, SnapshotRecord } from "./index-snapshot.ts";
 import { MAX_EVENT_SEQ } from "./limits.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
 import {
@@ -9,7 +11,8 @@ import {
   isConversationId,
   summarize,
 } from "./model.ts";
-import { keysInAll, keysOf, SearchTurns, walkInTurns } from "./postings.ts";
+import { keysInAll, keysOf, listsBelow, type PostingList, SearchTurns, walkInTurns } from "./postings.ts";
+import type { EventPlace, SearchAnswer, SearchHit } from "./search-answer.ts";
 
 /**
  * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
@@ -25,27 +28,6 @@ const SEQ_SPAN = MAX_EVENT_SEQ + 1;
  */
 const COMPACT_AFTER_DEAD_BYTES = 1024 * 1024;
 
-/** What bounds one partition's index (adr/0078) and one search of it (adr/0120); the defaults are INDEX_LIMITS. */
-export interface IndexLimits {
-  /** Distinct words indexed per event: its first ones, in the order its text holds them. */
-  termsPerEvent: number;
-  /** (word, event) pairs indexed per conversation: those of its earliest events. */
-  postingsPerConversation: number;
-  /** The estimated bytes past which this partition indexes no more words. */
-  partitionBytes: number;
-  /** Postings one search may walk in its words' lists, all together; past it, `truncated` (adr/0120). */
-  searchPostings: number;
-}
-
-export const INDEX_LIMITS: IndexLimits = {
-  termsPerEvent: 2_000,
-  postingsPerConversation: 200_000,
-  partitionBytes: 64 * 1024 * 1024,
-  // A full partition's 16 words held everywhere walked 5.8 million postings, 210–340 ms of CPU a
-  // search; this many cost 33–70 ms, and no search of text-like words needed more (adr/0120).
-  searchPostings: 1024 * 1024,
-};
-
 /** What the index holds of one conversation besides its postings. */
 interface Entry {
   ordinal: number;
@@ -59,28 +41,6 @@ interface Entry {
   /** The estimated bytes it added, counted as dead when it is removed. */
   cost: number;
 }
-
-/** A conversation the query matched, and the seqs of its matching events, oldest first. */
-export interface SearchHit {
-  summary: ConversationSummary;
-  seqs: number[];
-}
-
-/** One conversation as a snapshot holds it. */
-export interface SnapshotConversation {
-  ordinal: number;
-  summary: ConversationSummary;
-  bytes: number;
-  postings: number;
-  partial: boolean;
-}
-
-/**
- * One record of a snapshot (index-snapshot.ts writes one per line): some conversations, or some
- * words' postings as the little-endian float64 bytes of their keys, base64. Each is small enough
- * to encode or parse without holding the event loop for long.
- */
-export type SnapshotRecord = { conversations: SnapshotConversation[] } | { postings: Record<string, string> };
 
 const CONVERSATIONS_PER_RECORD = 1000;
 /** About this many characters of postings per record. */
@@ -193,22 +153,44 @@ export class PartitionIndex {
    * The conversations with an event holding every word of `query`, most recently updated first,
    * after `after`, up to `limit`; each with the seqs of those events. The postings it walks give
    * the event loop back every SEARCH_KEYS_PER_TURN (adr/0115), at most searchPostings of them, past
-   * which it answers what it found, `truncated` (adr/0120). The caller holds the partition's lock,
-   * so nothing changes the index meanwhile, and other partitions' work goes on.
+   * which it answers what it found, `truncated`, and `rest`: the oldest matching event it found,
+   * below which every match it did not reach was indexed (adr/0140). With `below` it searches only
+   * the events indexed before that one, and answers undefined when a word's postings no longer
+   * hold it (its conversation deleted, or the index built again from the logs). The caller holds
+   * the partition's lock, so nothing changes the index meanwhile, and other partitions' work goes on.
    */
   async search(
     query: string,
     after: ListPosition | undefined,
     limit: number,
+    turns?: SearchTurns,
+  ): Promise<SearchAnswer>;
+  async search(
+    query: string,
+    after: ListPosition | undefined,
+    limit: number,
+    turns: SearchTurns | undefined,
+    below: EventPlace | undefined,
+  ): Promise<SearchAnswer | undefined>;
+  async search(
+    query: string,
+    after: ListPosition | undefined,
+    limit: number,
     turns = new SearchTurns(this.limits.searchPostings),
-  ): Promise<{ hits: SearchHit[]; more: boolean; truncated: boolean }> {
-    const lists = tokenize(query).map((word) => keysOf(this.postings.get(word)));
-    lists.sort((a, b) => a.length - b.length);
+    below?: EventPlace,
+  ): Promise<SearchAnswer | undefined> {
+    const lists = this.postingLists(query, below);
+    if (!lists) return undefined;
+    lists.sort((a, b) => a.end - b.end);
     const keys = await keysInAll(lists, turns);
     const found = new Map<Entry, number[]>();
+    let rest: EventPlace | undefined;
     await walkInTurns(keys, turns, (key) => {
       const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
-      if (!entry || (after !== undefined && compareRecentFirst(entry.summary, after) <= 0)) return;
+      if (!entry) return;
+      // Keys come oldest first: the first of a live conversation is where the rest lies below.
+      rest ??= { id: entry.summary.id, seq: key % SEQ_SPAN };
+      if (after !== undefined && compareRecentFirst(entry.summary, after) <= 0) return;
       const seqs = found.get(entry);
       if (seqs) seqs.push(key % SEQ_SPAN);
       else found.set(entry, [key % SEQ_SPAN]);
@@ -222,7 +204,19 @@ export class PartitionIndex {
     hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
     // Copies of the summaries, as `page` answers them.
     const answered = hits.slice(0, limit).map((hit) => ({ summary: { ...hit.summary }, seqs: hit.seqs }));
-    return { hits: answered, more: hits.length > limit, truncated: turns.cut };
+    const answer: SearchAnswer = { hits: answered, more: hits.length > limit, truncated: turns.cut };
+    // A cut walk that found no live match has no place known to be the same in every list.
+    if (turns.cut && rest) answer.rest = rest;
+    return answer;
+  }
+
+  /** Each word's postings, whole or up to the event `below`; undefined when one does not hold it. */
+  private postingLists(query: string, below: EventPlace | undefined): PostingList[] | undefined {
+    const words = tokenize(query).map((word) => keysOf(this.postings.get(word)));
+    if (below === undefined) return words.map((keys) => ({ keys, end: keys.length }));
+    const entry = this.entries.get(below.id);
+    if (!entry || below.seq > MAX_EVENT_SEQ) return undefined;
+    return listsBelow(words, entry.ordinal * SEQ_SPAN + below.seq);
   }
 
   /** The index as snapshot records, each of bounded size, made one at a time as they are written. */

@@ -47,27 +47,53 @@ export class SearchTurns {
 }
 
 /**
- * The keys every one of `lists` holds, in no particular order, within the search's budget of
- * postings. The lists are walked shortest first, each from its end back, at most its share of the
- * budget: postings are added in the order events are indexed, so a walk the budget cuts short
- * keeps the latest events, and a key is answered only if every list was seen to hold it; the keys
- * the budget left unseen are missing from the answer, and `turns.cut` says so. They are not
- * sorted (an append to an older conversation adds a lower key), so each is walked, not probed: a
- * key is counted by each list in turn only while every list before held it, a list's walk stops
- * once it has counted every key still held, and the walk stops once no key is left.
+ * The part of a word's postings a search walks: its keys before `end`, from the one just before
+ * it back. A search from the start walks the whole list; one resumed below an event walks what
+ * was indexed before it (adr/0140).
+ */
+export interface PostingList {
+  keys: readonly number[];
+  end: number;
+}
+
+/**
+ * Each list up to the posting `key`, found from its end back: lists are not sorted, and appends
+ * since `key` was answered only add at the end. Undefined when one of them does not hold it.
+ */
+export function listsBelow(lists: readonly (readonly number[])[], key: number): PostingList[] | undefined {
+  const below: PostingList[] = [];
+  for (const keys of lists) {
+    const end = keys.lastIndexOf(key);
+    if (end < 0) return undefined;
+    below.push({ keys, end });
+  }
+  return below;
+}
+
+/**
+ * The keys every one of `lists` holds, in the order they were indexed (oldest first), within the
+ * search's budget of postings. The lists are walked shortest first, each from its end back, at
+ * most its share of the budget: postings are added in the order events are indexed, so a walk the
+ * budget cuts short keeps the latest events, and a key is answered only if every list was seen to
+ * hold it; the keys the budget left unseen are missing from the answer, and `turns.cut` says so.
+ * Every key indexed after the oldest one answered was walked in every list, so it is answered too
+ * if every list holds it: a search resumed below that key misses none and repeats none (adr/0140).
+ * They are not sorted (an append to an older conversation adds a lower key), so each is walked,
+ * not probed: a key is counted by each list in turn only while every list before held it, a list's
+ * walk stops once it has counted every key still held, and the walk stops once no key is left.
  */
 export async function keysInAll(
-  lists: readonly (readonly number[])[],
+  lists: readonly PostingList[],
   turns: SearchTurns,
 ): Promise<readonly number[]> {
   const [first, ...others] = lists;
   if (!first) return [];
   if (others.length === 0) {
-    const take = Math.min(first.length, turns.share(1));
-    if (take < first.length) turns.cut = true;
+    const take = Math.min(first.end, turns.share(1));
+    if (take < first.end) turns.cut = true;
     await turns.walk(take);
     // The list itself when walked whole: a common word's is a million keys, not to be copied.
-    return take === first.length ? first : first.slice(first.length - take);
+    return take === first.keys.length ? first.keys : first.keys.slice(first.end - take, first.end);
   }
   /** Each key of `first` walked, and how many of the lists walked so far held it, up to the first that did not. */
   const counts = new Map<number, number>();
@@ -79,7 +105,7 @@ export async function keysInAll(
   for (let round = 1; round <= others.length && held > 0; round++) {
     const counted = held;
     held = 0;
-    await walkBack(others[round - 1] as readonly number[], turns, lists.length - round, (key) => {
+    await walkBack(others[round - 1] as PostingList, turns, lists.length - round, (key) => {
       if (counts.get(key) !== round) return false;
       counts.set(key, round + 1);
       held += 1;
@@ -88,25 +114,27 @@ export async function keysInAll(
   }
   const keys: number[] = [];
   if (held > 0) for (const [key, count] of counts) if (count === lists.length) keys.push(key);
-  return keys;
+  // Counted from the first list's end back: the newest first.
+  return keys.reverse();
 }
 
 /**
- * Calls `visit` on the keys of `list` from its last back until it answers true, within the share
+ * Calls `visit` on the keys of `list` from its end back until it answers true, within the share
  * of the search's budget of one of `lists` lists still to walk; a walk that share stops before the
  * list's start sets `turns.cut`. Gives the event loop back as `turns` says.
  */
 async function walkBack(
-  list: readonly number[],
+  list: PostingList,
   turns: SearchTurns,
   lists: number,
   visit: (key: number) => boolean,
 ): Promise<void> {
-  const stop = Math.max(0, list.length - turns.share(lists));
-  for (let at = list.length; at > stop; ) {
+  const { keys, end } = list;
+  const stop = Math.max(0, end - turns.share(lists));
+  for (let at = end; at > stop; ) {
     const from = Math.max(stop, at - SEARCH_KEYS_PER_TURN);
     let i = at - 1;
-    while (i >= from && !visit(list[i] as number)) i--;
+    while (i >= from && !visit(keys[i] as number)) i--;
     await turns.walk(at - Math.max(i, from));
     if (i >= from) return;
     at = from;

@@ -25,10 +25,10 @@ const events = eventDrafts.describe(
     '{"type":"tool_call","id","name","arguments"} or {"type":"tool_result","toolCallId","content","isError"}.',
 );
 
-/** Said after a search's results when its budget stopped it (`truncated`, adr/0120). */
+/** Said after a search's results when its budget stopped it (`truncated`, adr/0120, adr/0140). */
 const TRUNCATED_SEARCH =
   "Stopped early: these words are in so many of your events that this search reached its limit of work, so " +
-  "conversations holding them may be missing above. Add a rarer word of the message you are looking for.";
+  "older conversations and messages holding them are not above. Add a rarer word of the message you are looking for";
 
 /** The conversations app's tools, one table for every workspace (each call brings its workspace); every conversation is the caller's own. */
 export function createConversationsTools(store: ConversationStore): AppTools {
@@ -121,7 +121,8 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       description:
         "Find your conversations in this workspace with a message holding every word of `query` (case-insensitive, whole words), " +
         "most recently updated first, each with its matching events. Words in very many of your events may stop " +
-        "the search early: it then says `truncated` and may miss matches, so add a rarer word.",
+        "the search early: it then says `truncated`, and `nextCursor` goes on to older matches (or add a rarer word). " +
+        "When `nextCursor` is returned, call again with it as `cursor` and the same query for the next page.",
       inputSchema: platformInput({
         query: z
           .string()
@@ -151,7 +152,9 @@ export function createConversationsTools(store: ConversationStore): AppTools {
             ? "No conversation found before the search stopped."
             : "No conversation of yours here holds those words.",
         );
-      if (page.truncated) lines.push(TRUNCATED_SEARCH);
+      if (page.truncated)
+        lines.push(`${TRUNCATED_SEARCH}${page.nextCursor ? ", or call again with the cursor." : "."}`);
+      if (page.nextCursor) lines.push(`More: call again with cursor "${page.nextCursor}".`);
       return {
         content: [{ type: "text", text: lines.join("\n") }],
         structuredContent: { ...page },

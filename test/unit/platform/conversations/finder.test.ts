@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { listConversations, searchConversations } from "../../../../src/platform/conversations/finder.ts";
-import { INDEX_LIMITS } from "../../../../src/platform/conversations/partition-index.ts";
+import {
+  listConversations,
+  type SearchPage,
+  searchConversations,
+} from "../../../../src/platform/conversations/finder.ts";
+import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import { createConversationsTools } from "../../../../src/platform/conversations/server.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
@@ -104,10 +108,111 @@ describe("a search past its budget of postings", () => {
     expect(tool.structuredContent).toMatchObject({ truncated: true });
     expect(JSON.stringify(tool.content)).toContain("Stopped early");
     // Within the budget, the same search is whole, and says so.
-    const whole = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "banana" });
+    // A second store over the same logs, within its budget: the whole answer.
+    const wholeStore = openConversationStore(temp, time);
+    const whole = await searchConversations(wholeStore.indexes, wholeStore, temp.ws, ALICE, {
+      query: "banana",
+    });
     expect(whole.truncated).toBe(false);
     expect(whole.results.map((r) => r.matches)).toEqual([20, 20, 20]);
     const quiet = await createConversationsTools(store).call("search", { query: "banana" }, caller, {});
     expect(JSON.stringify(quiet.content)).not.toContain("Stopped early");
+  });
+
+  it("pages through a search past its budget: every matching event once, older parts after newer ones", async () => {
+    const store = openConversationStore(temp, time, {
+      index: { limits: { ...INDEX_LIMITS, searchPostings: 16 } },
+    });
+    // Four conversations, then appends to the older ones: their later events are indexed after the
+    // newer conversations' earlier ones, so each word's postings interleave conversations.
+    const ids: string[] = [];
+    const event = (n: number) => said(n % 3 === 0 ? `apple banana n${n}` : `apple n${n}`);
+    for (let c = 0; c < 4; c++) {
+      ids.push((await store.create(temp.ws, ALICE, `c${c}`, [event(1), event(2), event(3), event(4)])).id);
+      time.jump(1000);
+    }
+    for (let n = 5; n <= 16; n++) {
+      await store.append(temp.ws, ALICE, ids[n % 2] as string, [event(n)]);
+      time.jump(1000);
+    }
+    // A second store over the same logs, within its budget: the whole answer.
+    const wholeStore = openConversationStore(temp, time);
+    const whole = await searchConversations(wholeStore.indexes, wholeStore, temp.ws, ALICE, {
+      query: "banana apple",
+      limit: 100,
+    });
+    // Small enough for every matching event to be shown: at most five a conversation.
+    const expected = new Map(whole.results.map((r) => [r.conversation.id, r.events.map((e) => e.seq)]));
+    expect(whole.truncated).toBe(false);
+
+    const seen = new Map<string, number[]>();
+    let cursor: string | undefined;
+    let pages = 0;
+    let truncatedPages = 0;
+    do {
+      const page: SearchPage = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+        query: "apple banana",
+        limit: 2,
+        cursor,
+      });
+      for (const result of page.results) {
+        expect(result.events.map((e) => e.seq).length).toBe(result.matches);
+        seen.set(result.conversation.id, [
+          ...(seen.get(result.conversation.id) ?? []),
+          ...result.events.map((e) => e.seq),
+        ]);
+      }
+      if (page.truncated) truncatedPages += 1;
+      cursor = page.nextCursor;
+      pages += 1;
+    } while (cursor !== undefined && pages < 100);
+    // Parts of the search, some of more than one page, the last one whole.
+    expect(truncatedPages).toBeGreaterThan(2);
+    expect(pages).toBeGreaterThan(truncatedPages);
+    expect(new Map([...seen].map(([id, seqs]) => [id, [...seqs].sort((a, b) => a - b)]))).toEqual(expected);
+  });
+
+  it("refuses a cursor that was tampered with, or given by a search of other words, saying what to do", async () => {
+    const store = openConversationStore(temp, time, {
+      index: { limits: { ...INDEX_LIMITS, searchPostings: 4 } },
+    });
+    for (let c = 0; c < 3; c++) {
+      await store.create(temp.ws, ALICE, `c${c}`, [said("apple banana"), said("apple banana")]);
+      time.jump(1000);
+    }
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple banana" });
+    expect(first.truncated).toBe(true);
+    const cursor = first.nextCursor as string;
+    const decoded = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8")) as { b: [string, number] };
+    const tampered = [
+      "nope",
+      Buffer.from(JSON.stringify({ ...decoded, b: [decoded.b[0], 2 ** 22] })).toString("base64url"),
+      Buffer.from(JSON.stringify({ ...decoded, b: ["../../etc/passwd", 1] })).toString("base64url"),
+      Buffer.from(JSON.stringify({ q: "x" })).toString("base64url"),
+    ];
+    for (const bad of tampered) {
+      await expect(
+        searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple banana", cursor: bad }),
+      ).rejects.toThrow("search again without a cursor");
+    }
+    await expect(
+      searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple", cursor }),
+    ).rejects.toThrow("belongs to a search of other words");
+    // The words in another order are the same search.
+    await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "Banana apple", cursor });
+    // A cursor below a conversation deleted since cannot be placed.
+    await store.delete(temp.ws, ALICE, decoded.b[0]);
+    await expect(
+      searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple banana", cursor }),
+    ).rejects.toThrow("no longer indexed");
+    const caller = { principalId: ALICE, workspaceId: temp.ws };
+    const tool = await createConversationsTools(store).call(
+      "search",
+      { query: "apple banana", cursor: "nope" },
+      caller,
+      {},
+    );
+    expect(tool.isError).toBe(true);
+    expect(JSON.stringify(tool.content)).toContain("search again without a cursor");
   });
 });

@@ -1,12 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { eventText, tokenize } from "../../../../src/platform/conversations/event-text.ts";
+import { INDEX_LIMITS, type IndexLimits } from "../../../../src/platform/conversations/index-limits.ts";
 import { compareRecentFirst } from "../../../../src/platform/conversations/list-order.ts";
 import type { ConversationEvent, ConversationSummary } from "../../../../src/platform/conversations/model.ts";
-import {
-  INDEX_LIMITS,
-  type IndexLimits,
-  PartitionIndex,
-} from "../../../../src/platform/conversations/partition-index.ts";
+import { PartitionIndex } from "../../../../src/platform/conversations/partition-index.ts";
 import { SEARCH_KEYS_PER_TURN, SearchTurns } from "../../../../src/platform/conversations/postings.ts";
 
 const id = (n: number) => `cv_${n.toString(16).padStart(24, "0")}`;

@@ -1,0 +1,24 @@
+import type { ConversationSummary } from "./model.ts";
+
+// What one search of a partition's index answers (partition-index.ts), and where a search its
+// budget of postings cut short goes on from (adr/0140).
+
+/** A conversation the query matched, and the seqs of its matching events, oldest first. */
+export interface SearchHit {
+  summary: ConversationSummary;
+  seqs: number[];
+}
+
+/** One event of one conversation: where a search cut short by its budget goes on from (adr/0140). */
+export interface EventPlace {
+  id: string;
+  seq: number;
+}
+
+/** What one search answers; `rest`, when its budget cut it, is where a search of the rest starts below. */
+export interface SearchAnswer {
+  hits: SearchHit[];
+  more: boolean;
+  truncated: boolean;
+  rest?: EventPlace;
+}
