@@ -35,6 +35,11 @@ export interface ScriptedOAuthServer {
   register?: (body: Record<string, unknown>) => Response | Promise<Response>;
   /** Replaces the authorization endpoint when set. */
   authorize?: (url: URL) => Response | Promise<Response>;
+  /**
+   * Told the JSON-RPC `method` of each authorized MCP request before it is answered; the request
+   * waits for it, so a test can hold one where it wants.
+   */
+  beforeMcp?: (method: string | undefined) => Promise<void>;
   /** The honest token endpoint. */
   honestToken(form: URLSearchParams): Promise<Response>;
   /** Every form the token endpoint received. */
@@ -144,6 +149,7 @@ export async function startScriptedOAuthServer(): Promise<ScriptedOAuthServer> {
       });
     }
     const text = await request.text();
+    await server.beforeMcp?.(methodOf(text));
     const required = server.stepUpScope.split(" ");
     if (text.includes('"needs_more"') && !required.every((scope) => scopes.includes(scope))) {
       return new Response("{}", {
@@ -247,4 +253,13 @@ export async function authorizeByHand(
 /** The go_url a tool error (a step-up) hands out. */
 export function goUrlIn(text: string | undefined): string | undefined {
   return /(http:\/\/\S+\/v1\/connections\/oauth\/go\/oaf_[0-9a-f]{32})/.exec(text ?? "")?.[1];
+}
+
+function methodOf(body: string): string | undefined {
+  try {
+    const method = (JSON.parse(body) as { method?: unknown }).method;
+    return typeof method === "string" ? method : undefined;
+  } catch {
+    return undefined;
+  }
 }

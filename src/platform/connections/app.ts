@@ -1,6 +1,7 @@
 import { splitToolName } from "../../sources/tool-names.ts";
 import { isCredentialId } from "../../storage/credential-store.ts";
 import type { PlatformApp } from "../app.ts";
+import { archivedRecords } from "./archived-records.ts";
 import { AuditLedger } from "./audit.ts";
 import { auditRoutes } from "./audit-routes.ts";
 import { CallerConnections } from "./caller-connections.ts";
@@ -20,7 +21,8 @@ import { RemoteServers } from "./remote.ts";
 import { logReservedNames } from "./reserved-names.ts";
 import { connectionRoutes } from "./routes.ts";
 import { createConnectionsTools } from "./server.ts";
-import { archivedRecords, ConnectionStore } from "./store.ts";
+import { ServerLooks } from "./server-looks.ts";
+import { ConnectionStore } from "./store.ts";
 
 export const connectionsApp: PlatformApp<ConnectionSettings> = {
   name: "connections",
@@ -29,6 +31,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const { settings, storage, clock, scheduler, log } = context;
     const store = new ConnectionStore(storage);
     const ledger = new AuditLedger(storage, clock);
+    // Looks at servers under way, per store: what a disable, a remove or the stop ends (adr/0122).
+    const looks = { shared: new ServerLooks(), personal: new ServerLooks() };
     let revalidator: ConnectionRevalidator | undefined;
     let shared: Connections | undefined;
     let personal: PersonalConnections | undefined;
@@ -70,6 +74,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ...common,
       users: context.users,
       store,
+      looks: looks.shared,
       onUnauthorized: (workspaceId, name) => revalidator?.wake(workspaceId, name),
     });
     shared = connections;
@@ -80,6 +85,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     const mine = new PersonalConnections({
       ...common,
       store: personalStore,
+      looks: looks.personal,
       layout: context.layout,
       users: context.users,
       grants: grantStore,
@@ -92,6 +98,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       store: personalStore,
       remote,
       personal: mine,
+      looks: looks.personal,
       settings,
       clock,
       log,
@@ -126,7 +133,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     context.publishedSkills.publish((workspaceId) => connections.publishedSkills(workspaceId));
     const changed = (workspaceId: string, name: string) => connections.changed(workspaceId, name);
     const monitor = new HealthMonitor(store, remote, clock, changed, context.appNames);
-    revalidator = new ConnectionRevalidator(store, remote, clock, changed, context.appNames, log);
+    revalidator = new ConnectionRevalidator(store, remote, clock, changed, context.appNames, log, looks.shared);
     // Both loops visit only workspaces that have a connection: the rest cost nothing.
     // An archived workspace's connections are no longer served; the index forgets them here.
     const withConnections = () => {
@@ -174,10 +181,11 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       routes: instanceRoutes,
       // After boot recovery has indexed every workspace's connections.
       ready: async () => logReservedNames(store.all(), context.appNames, log),
-      // A credential check a 401 woke writes its conclusion before the root is let go.
+      // Looks at servers under way end first, so no server holds the stop (adr/0122, amended); a
+      // credential check a 401 woke ends before the root is let go.
       stop: async () => {
-        await Promise.all([checker.stop(), personalLoops.stop()]);
         await Promise.all([connections.stop(), mine.stop()]);
+        await Promise.all([checker.stop(), personalLoops.stop()]);
       },
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {

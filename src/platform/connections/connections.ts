@@ -29,6 +29,7 @@ import { Refreshes } from "./refreshes.ts";
 import type { CredentialVault, RemoteServers } from "./remote.ts";
 import { reservedNameProblem } from "./reserved-names.ts";
 import { sealCredential } from "./seal-credential.ts";
+import type { ServerLooks } from "./server-looks.ts";
 import { Serving } from "./serving.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
 import { type ConnectionStore, connectionNotFound } from "./store.ts";
@@ -58,6 +59,8 @@ export interface ConnectionsDeps {
   onUnauthorized: (workspaceId: string, name: string) => void;
   /** Authorizations of OAuth connections (oauth/authorizer.ts). */
   authorizer: Authorizer;
+  /** The store's looks at servers under way, which a disable, a remove or a stop ends (server-looks.ts). */
+  looks: ServerLooks;
 }
 
 /** An OAuth connection as added or re-authorized: where to send a browser to authorize it. */
@@ -91,11 +94,16 @@ export class Connections {
       deps.clock,
     );
     this.serving = new Serving(deps.store, deps.sources, deps.reservedNames);
-    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
+    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock, deps.looks);
   }
 
-  /** A graceful stop: superseded clients still closing are cut (Serving.stop), published skills dropped. */
+  /**
+   * A graceful stop: refreshes, first photographs and credential checks under way end at once,
+   * recording nothing (adr/0122, amended); superseded clients still closing are cut
+   * (Serving.stop); published skills are dropped.
+   */
   async stop(): Promise<void> {
+    this.deps.looks.endAll();
     await Promise.all([this.serving.stop(), this.skills.close()]);
   }
 
@@ -186,15 +194,14 @@ export class Connections {
   }
 
   /**
-   * An authorization was activated: a connection still pending is photographed as snapshot 1,
-   * then the registry gets a client with the new tokens and the state is announced.
+   * An authorization was activated: a connection still pending is photographed as snapshot 1 (a
+   * look a disable or remove ends, refreshes.ts), then the registry gets a client with the new
+   * tokens and the state is announced.
    */
   async activated(record: ConnectionRecord): Promise<void> {
     let current = record;
-    if (current.snapshotVersion === 0) {
-      const snapshot = await this.photograph(current, 1);
-      current = await this.deps.store.appendSnapshot(current.workspaceId, current.name, snapshot);
-    }
+    if (current.snapshotVersion === 0)
+      current = await this.refreshes.firstPhotograph(current.workspaceId, current);
     await this.changed(current.workspaceId, current.name);
   }
 
@@ -228,7 +235,7 @@ export class Connections {
       if (reserved) throw new Conflict(reserved.code, reserved.message);
       return { ...current, disabled };
     };
-    await this.deps.store.update(workspaceId, name, change, this.refreshes.endOnDisable(workspaceId, name));
+    await this.deps.store.update(workspaceId, name, change, this.deps.looks.endOnDisable(workspaceId, name));
     if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     else await this.serve(workspaceId, name);
     this.deps.log.info(
@@ -248,7 +255,7 @@ export class Connections {
       .get(workspaceId, name)
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
-    this.refreshes.end(workspaceId, name, connectionNotFound(name));
+    this.deps.looks.end(workspaceId, name, connectionNotFound(name));
     await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     await this.skills.forget(workspaceId, name);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
@@ -375,9 +382,15 @@ export class Connections {
     );
   }
 
-  /** The server's next snapshot (photograph-server.ts); personal connections are photographed with it too. */
+  /**
+   * The server's next snapshot (photograph-server.ts); personal connections are photographed with
+   * it too. A look (server-looks.ts), so a graceful stop ends an add's photograph as a refresh's.
+   */
   photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
-    return photographServer(this.deps.remote, this.deps.clock, record, version);
+    const { remote, clock, looks } = this.deps;
+    return looks.run(record.owner ?? record.workspaceId, record.name, (signal) =>
+      photographServer(remote, clock, record, version, signal),
+    );
   }
 
   /**

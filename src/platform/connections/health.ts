@@ -3,6 +3,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import { type CredentialHealth, type Observation, outOfService, type TransportHealth } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
+import type { ServerLooks } from "./server-looks.ts";
 import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
 
 /**
@@ -112,7 +113,9 @@ export class HealthMonitor {
  * `reauth_required` (the app then posts to the workspace's inbox) and is not checked again
  * until it is re-authorized. Any other failure is the transport's business, recorded but not
  * judged. It owns `credential.json` and nothing else: it never restarts a transport or reads the
- * monitor's conclusion. A connection out of service (`outOfService`) is not checked.
+ * monitor's conclusion. A connection out of service (`outOfService`) is not checked. Each check is
+ * one of the store's looks at a server (server-looks.ts): a disable, a remove or a graceful stop
+ * cuts its client and it writes nothing (adr/0122, amended).
  */
 export class ConnectionRevalidator {
   private readonly running = new Map<string, Promise<void>>();
@@ -126,6 +129,7 @@ export class ConnectionRevalidator {
     /** Platform app names: a connection bearing one is not served, so not checked (adr/0128). */
     private readonly appNames: readonly string[],
     private readonly log: Logger,
+    private readonly looks: ServerLooks,
   ) {}
 
   async checkWorkspace(workspaceId: string): Promise<void> {
@@ -140,7 +144,8 @@ export class ConnectionRevalidator {
     let run = this.running.get(key);
     if (!run) {
       if (this.stopped) return Promise.resolve();
-      run = this.revalidate(workspaceId, name)
+      run = this.looks
+        .run(workspaceId, name, (signal) => this.revalidate(workspaceId, name, signal))
         .catch(unlessRemoved)
         .finally(() => this.running.delete(key));
       this.running.set(key, run);
@@ -162,15 +167,15 @@ export class ConnectionRevalidator {
 
   /**
    * A graceful stop: no check starts any more, and the ones in flight — a 401 wakes them with no
-   * request or scheduled pass to wait for — end and write their conclusion before the instance
-   * lets go of its root.
+   * request or scheduled pass to wait for — end before the instance lets go of its root: with their
+   * conclusion, or with none once the stop ended their look (ServerLooks.endAll).
    */
   async stop(): Promise<void> {
     this.stopped = true;
     await Promise.allSettled(this.running.values());
   }
 
-  private async revalidate(workspaceId: string, name: string): Promise<void> {
+  private async revalidate(workspaceId: string, name: string, signal: AbortSignal): Promise<void> {
     const before = await this.store.credential(workspaceId, name);
     const record = await this.store.get(workspaceId, name);
     if (before.lapsed || record.auth.kind === "none" || outOfService(record, this.appNames)) return;
@@ -183,15 +188,22 @@ export class ConnectionRevalidator {
         if (status === 401) unauthorized = true;
       },
     });
+    // "now" cuts a connect the server holds (adr/0109), as a refresh's photograph is cut.
+    const cut = () => void source.close("now").catch(() => undefined);
+    signal.addEventListener("abort", cut, { once: true });
     let failure: string | undefined;
     try {
+      signal.throwIfAborted();
       await source.describe();
       await source.roundTrip();
     } catch (error) {
       failure = (error as Error).message.slice(0, 200);
     } finally {
+      signal.removeEventListener("abort", cut);
       await source.close().catch(() => undefined);
     }
+    // Ended by a disable, a remove or a stop: what a cut client answered concludes nothing.
+    if (signal.aborted) return;
     if (await replacedMeanwhile(this.store, workspaceId, record)) return;
     // An OAuth refresh token the authorization server refused is as final as a 401: it lapsed.
     if (this.remote.credentialRefused(record)) unauthorized = true;
@@ -204,7 +216,9 @@ export class ConnectionRevalidator {
         unauthorized ? "the server answered 401, or refused the refresh token" : failure,
       ),
     };
-    await this.store.writeCredential(workspaceId, name, after);
+    await this.store.writeCredential(workspaceId, name, after, signal);
+    // A disable written before the conclusion, under the connection's lock: it wrote nothing.
+    if (signal.aborted) return;
     if (after.lapsed) {
       this.log.warn(
         { workspaceId, connection: name },

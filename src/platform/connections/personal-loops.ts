@@ -6,6 +6,7 @@ import type { ConnectionSettings } from "./config.ts";
 import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
 import type { PersonalConnections } from "./personal.ts";
 import type { RemoteServers } from "./remote.ts";
+import type { ServerLooks } from "./server-looks.ts";
 import type { ConnectionStore } from "./store.ts";
 
 const NO_APP_NAMES: readonly string[] = [];
@@ -15,6 +16,8 @@ export interface PersonalLoopDeps {
   store: ConnectionStore;
   remote: RemoteServers;
   personal: PersonalConnections;
+  /** The personal store's looks at servers under way (server-looks.ts). */
+  looks: ServerLooks;
   settings: ConnectionSettings;
   clock: Clock;
   log: Logger;
@@ -31,11 +34,11 @@ export function schedulePersonalLoops(deps: PersonalLoopDeps): {
   wake(owner: string, name: string): void;
   stop(): Promise<void>;
 } {
-  const { scheduler, store, remote, personal, settings, clock, log } = deps;
+  const { scheduler, store, remote, personal, looks, settings, clock, log } = deps;
   const changed = (owner: string, name: string) => personal.changed(owner, name);
   // A personal connection's name is `my_…`, which no platform app's is (ADR 0032).
   const monitor = new HealthMonitor(store, remote, clock, changed, NO_APP_NAMES);
-  const revalidator = new ConnectionRevalidator(store, remote, clock, changed, NO_APP_NAMES, log);
+  const revalidator = new ConnectionRevalidator(store, remote, clock, changed, NO_APP_NAMES, log, looks);
   const owners = () => new Set([...store.all()].map(({ workspaceId: owner }) => owner));
   const eachActiveOwner = (check: (owner: string) => Promise<void>) =>
     forEachAtMost(owners(), PROBES_AT_ONCE, async (owner) => {

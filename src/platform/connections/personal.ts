@@ -71,11 +71,12 @@ export class PersonalConnections {
     this.core = new Connections(deps);
     this.damaged = new DamagedConnections(deps.log);
     this.serving = new Serving(deps.store, deps.sources, deps.reservedNames);
-    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock);
+    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock, deps.looks);
   }
 
-  /** A graceful stop: superseded clients still closing are cut (Serving.stop), the core's too. */
+  /** A graceful stop: looks at servers under way end, superseded clients are cut, the core's too. */
   async stop(): Promise<void> {
+    this.deps.looks.endAll();
     await Promise.all([this.serving.stop(), this.core.stop()]);
   }
 
@@ -188,10 +189,7 @@ export class PersonalConnections {
   /** The owner's authorization was activated: a pending connection is photographed as snapshot 1, then served. */
   async activated(record: ConnectionRecord): Promise<void> {
     const owner = ownerOf(record);
-    if (record.snapshotVersion === 0) {
-      const snapshot = await this.core.photograph(record, 1);
-      await this.deps.store.appendSnapshot(owner, record.name, snapshot);
-    }
+    if (record.snapshotVersion === 0) await this.refreshes.firstPhotograph(owner, record);
     await this.changed(owner, record.name);
   }
 
@@ -216,7 +214,7 @@ export class PersonalConnections {
       .get(ownerId, name)
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(ownerId, name);
-    this.refreshes.end(ownerId, name, connectionNotFound(name));
+    this.deps.looks.end(ownerId, name, connectionNotFound(name));
     await this.withdrawEverywhere(ownerId, name);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
     for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
@@ -238,7 +236,7 @@ export class PersonalConnections {
       ownerId,
       name,
       (current) => ({ ...current, disabled }),
-      this.refreshes.endOnDisable(ownerId, name),
+      this.deps.looks.endOnDisable(ownerId, name),
     );
     if (disabled) {
       await this.withdrawEverywhere(ownerId, name);

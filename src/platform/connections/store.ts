@@ -16,8 +16,9 @@ import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../s
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
 import type { Snapshot } from "./snapshot.ts";
 
-const SERVERS = "servers";
-const RECORD = "connection.json";
+/** Where one key's connections live in its folder, and each one's record in its own. */
+export const SERVERS = "servers";
+export const RECORD = "connection.json";
 const SNAPSHOTS = "snapshots";
 const TRANSPORT = "transport.json";
 const CREDENTIAL = "credential.json";
@@ -245,9 +246,18 @@ export class ConnectionStore implements LeftoverRules {
     await this.writeHealth(workspaceId, name, TRANSPORT, health);
   }
 
-  /** The ConnectionRevalidator's write; it owns `credential.json` alone. */
-  async writeCredential(workspaceId: string, name: string, health: CredentialHealth): Promise<void> {
-    await this.writeHealth(workspaceId, name, CREDENTIAL, health);
+  /**
+   * The ConnectionRevalidator's write; it owns `credential.json` alone. `check` is the signal of
+   * the check concluding (server-looks.ts): one a disable ended while the write waited behind the
+   * disable's own writes nothing.
+   */
+  async writeCredential(
+    workspaceId: string,
+    name: string,
+    health: CredentialHealth,
+    check?: AbortSignal,
+  ): Promise<void> {
+    await this.writeHealth(workspaceId, name, CREDENTIAL, health, check);
   }
 
   /**
@@ -255,9 +265,16 @@ export class ConnectionStore implements LeftoverRules {
    * holds until the index has forgotten it, so a probe that outlived the connection writes
    * nothing rather than failing in a folder being removed (test/integration/connections-races.test.ts).
    */
-  private async writeHealth(workspaceId: string, name: string, file: string, health: unknown): Promise<void> {
+  private async writeHealth(
+    workspaceId: string,
+    name: string,
+    file: string,
+    health: unknown,
+    look?: AbortSignal,
+  ): Promise<void> {
     await this.lock.run(`${workspaceId}/${name}`, async () => {
-      if (this.has(workspaceId, name)) await writeJsonAtomic(this.file(workspaceId, name, file), health);
+      if (this.has(workspaceId, name) && !look?.aborted)
+        await writeJsonAtomic(this.file(workspaceId, name, file), health);
     });
   }
 
@@ -356,43 +373,4 @@ function isCommitted(version: number, record: ConnectionRecord): boolean {
     version > Math.max(0, record.snapshotVersion - KEPT_SNAPSHOTS) &&
     version <= record.snapshotVersion
   );
-}
-
-/**
- * The connection records an archived copy of a workspace holds (`archivedName`, as `_archive/`
- * lists it), a staged add cut short included: what their sealed credentials are bound to. A record
- * that does not parse is left out (its credential stays sealed, bound to a record that is gone).
- */
-export async function archivedRecords(
-  storage: Pick<PartitionPaths, "dir" | "archivedCopies">,
-  workspaceId: string,
-  archivedName: string,
-): Promise<ConnectionRecord[]> {
-  const [servers] = storage.archivedCopies(workspaceId, join(storage.dir(workspaceId), SERVERS), [
-    archivedName,
-  ]);
-  if (servers === undefined) return [];
-  let names: string[];
-  try {
-    names = await readdir(servers);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw error;
-  }
-  const records: ConnectionRecord[] = [];
-  for (const name of names) {
-    const record = await readJsonIfExists(join(servers, name, RECORD)).catch((error: unknown) => {
-      if (error instanceof SyntaxError || (error as NodeJS.ErrnoException).code === "ENOTDIR")
-        return undefined;
-      throw error;
-    });
-    if (hasAuth(record)) records.push(record);
-  }
-  return records;
-}
-
-function hasAuth(value: unknown): value is ConnectionRecord {
-  if (value === null || typeof value !== "object") return false;
-  const auth = (value as { auth?: unknown }).auth;
-  return auth !== null && typeof auth === "object";
 }

@@ -8,6 +8,7 @@ import {
 } from "../../../../src/platform/connections/health.ts";
 import type { CredentialHealth, TransportHealth } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
 import type { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 
@@ -104,6 +105,7 @@ describe("the ConnectionRevalidator's stop", () => {
       async () => undefined,
       [],
       createLogger("silent"),
+      new ServerLooks(),
     );
     void revalidator.check(WS, "woken");
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -156,6 +158,7 @@ describe("the ConnectionRevalidator's wake", () => {
       options.changed,
       [],
       log,
+      new ServerLooks(),
     );
     return { revalidator, written, lines };
   }

@@ -7,6 +7,7 @@ import { Connections, type ConnectionsDeps } from "../../../../src/platform/conn
 import type { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
 import { Serving } from "../../../../src/platform/connections/serving.ts";
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
@@ -99,6 +100,7 @@ beforeEach(async () => {
     ledger: { append: async () => undefined },
     onUnauthorized: () => undefined,
     authorizer: { forget: () => undefined },
+    looks: new ServerLooks(),
   } as unknown as ConnectionsDeps);
 });
 
