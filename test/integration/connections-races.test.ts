@@ -511,3 +511,41 @@ describe("an admin removed while their connection's server keeps them waiting", 
     }
   });
 });
+
+describe("a member removed from a workspace while the server photographs their new personal connection", () => {
+  it("stores nothing, and is answered as in a workspace they never belonged to", async () => {
+    const carol = testPrincipal("carol").id;
+    const created = await rest("alice", "POST", "/v1/workspaces", { name: "carol's team" });
+    const team = ((await created.json()) as { id: string }).id;
+    await addMember(instance.rest.bind(instance), "alice", team, "carol", { principalId: carol });
+    const through = await proxy();
+    const { held, release } = holdFirst(through, "tools/list");
+    try {
+      const adding = rest("carol", "POST", `/v1/workspaces/${team}/connections`, {
+        personal: true,
+        name: "leaving",
+        url: through.url.href,
+        auth: { kind: "static", header: "x-api-key", value: SECRET },
+      });
+      await held.promise;
+      expect((await rest("alice", "DELETE", `/v1/workspaces/${team}/members/${carol}`)).status).toBe(204);
+      release.open();
+      const added = await adding;
+      const stranger = await rest("carol", "GET", `/v1/workspaces/${shared}/connections`);
+      const answer = async (response: Response, ws: string) => ({
+        status: response.status,
+        body: (await response.text()).replaceAll(ws, "<ws>"),
+      });
+      expect(await answer(added, team)).toEqual(await answer(stranger, shared));
+      expect(added.status).toBe(404);
+    } finally {
+      release.open();
+    }
+    // Nothing of it is stored under carol: her own workspace shows no personal connection.
+    const own = await bootstrapWorkspace(instance, "carol");
+    const listed = (await (await rest("carol", "GET", `/v1/workspaces/${own}/connections`)).json()) as {
+      connections: { name: string }[];
+    };
+    expect(listed.connections.map((c) => c.name)).not.toContain("my_leaving");
+  });
+});

@@ -141,9 +141,8 @@ export class Connections {
     };
     try {
       const snapshot = await this.photograph(record, 1);
-      // Again after the photograph, whose length the server chose (adr/0129).
-      this.requireAdmin(workspaceId, principalId);
-      await this.deps.store.create(record, snapshot);
+      // Again after the photograph, whose length the server chose, under the store's lock (adr/0129).
+      await this.deps.store.create(record, snapshot, () => this.requireAdmin(workspaceId, principalId));
     } catch (error) {
       const sealed = sealedCredentialOf(stored);
       if (sealed) await this.deps.vault.delete(sealed);
@@ -174,7 +173,8 @@ export class Connections {
       scopes,
       createdBy: principalId,
     });
-    await this.deps.store.create(record, undefined);
+    // Again after discovery, whose length the server chose (adr/0129, amended).
+    await this.deps.store.create(record, undefined, () => this.requireAdmin(workspaceId, principalId));
     this.deps.log.info({ workspaceId, connection: name }, "connection added, pending authorization");
     await this.announce(workspaceId, name);
     return { ...link, connection: await this.view(workspaceId, name) };

@@ -1,4 +1,5 @@
 import { Conflict, WorkspaceNotFound } from "../../errors.ts";
+import { refuseDeactivated } from "../../identity/users.ts";
 import type { EventBus } from "../../kernel/events.ts";
 import { makeFolderPathIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
@@ -135,7 +136,8 @@ export class PersonalConnections {
       // The person's folder exists once they have signed in; made here for an owner who reached
       // Atrium only with a token, never before it was recorded.
       await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
-      await store.create(record, snapshot);
+      // Again after the photograph, whose length the server chose (adr/0129, amended).
+      await store.create(record, snapshot, () => this.requireMember(workspaceId, ownerId));
     } catch (error) {
       const sealed = sealedCredentialOf(stored);
       if (sealed) await vault.delete(sealed);
@@ -166,7 +168,8 @@ export class PersonalConnections {
       owner: ownerId,
     });
     await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
-    await this.deps.store.create(record, undefined);
+    // Again after discovery, whose length the server chose (adr/0129, amended).
+    await this.deps.store.create(record, undefined, () => this.requireMember(workspaceId, ownerId));
     this.deps.log.info({ workspaceId, connection: name }, "personal connection added, pending authorization");
     return { ...link, connection: await this.view(workspaceId, ownerId, name) };
   }
@@ -378,9 +381,14 @@ export class PersonalConnections {
     return this.deps.workspaces.listFor(ownerId).map((ws) => ws.id);
   }
 
+  /**
+   * Asked live, also after a remote server kept the caller waiting (adr/0129): someone no longer a
+   * member gets the wall's 404, as for a workspace they never belonged to; a deactivated person 403.
+   */
   private requireMember(workspaceId: string, principalId: string): void {
     if (this.deps.workspaces.roleOf(workspaceId, principalId) === undefined)
       throw new WorkspaceNotFound(workspaceId);
+    refuseDeactivated(this.deps.users, principalId);
   }
 }
 

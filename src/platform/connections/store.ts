@@ -73,17 +73,31 @@ export class ConnectionStore implements LeftoverRules {
     return [...(this.index.get(workspaceId) ?? [])].sort();
   }
 
-  /** A new connection, whole; without a snapshot while it waits for its first authorization (pending_auth). */
-  async create(record: ConnectionRecord, snapshot: Snapshot | undefined): Promise<void> {
+  /**
+   * A new connection, whole; without a snapshot while it waits for its first authorization
+   * (pending_auth). `admitted` is asked under the connection's lock just before it is written, and
+   * may throw: whether its adder may still add it, once the server had them wait (adr/0129).
+   */
+  async create(
+    record: ConnectionRecord,
+    snapshot: Snapshot | undefined,
+    admitted: () => void = () => undefined,
+  ): Promise<void> {
     const key = record.owner ?? record.workspaceId;
     const dir = await this.ensureServersDir(key);
     try {
-      await this.folders.create(dir, record.name, async (staging) => {
-        await writeJsonAtomic(join(staging, RECORD), record);
-        await makeFolderIfMissing(join(staging, SNAPSHOTS));
-        if (snapshot) await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
-        await writeJsonAtomic(join(staging, TRANSPORT), { up: true, failures: 0 } satisfies TransportHealth);
-        await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
+      await this.lock.run(`${key}/${record.name}`, async () => {
+        admitted();
+        await this.folders.create(dir, record.name, async (staging) => {
+          await writeJsonAtomic(join(staging, RECORD), record);
+          await makeFolderIfMissing(join(staging, SNAPSHOTS));
+          if (snapshot) await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
+          await writeJsonAtomic(join(staging, TRANSPORT), {
+            up: true,
+            failures: 0,
+          } satisfies TransportHealth);
+          await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
+        });
       });
     } catch (error) {
       if (error instanceof RecordExists) {
