@@ -232,6 +232,26 @@ describe("in a shared workspace", () => {
     expect(await echoCalls()).toBe(before);
   });
 
+  it("an admin reading the ledger sees who called a personal connection's tool, when and how long, never its result's digest or size", async () => {
+    const grants = `/v1/workspaces/${shared}/connections/grants`;
+    expect((await rest("alice", "POST", grants, { principalId: bob, connection: "my_notes" })).status).toBe(
+      201,
+    );
+    try {
+      expect((await call("bob", shared, "my_notes__echo", "bob's private words")).isError).toBeFalsy();
+      const audit = (await (await rest("alice", "GET", `/v1/workspaces/${shared}/audit`)).json()) as {
+        entries: Record<string, unknown>[];
+      };
+      const executed = audit.entries.find((e) => e.connection === "my_notes" && e.phase === "executed");
+      expect(executed).toMatchObject({ principalId: bob, tool: "echo", isError: false });
+      expect(executed?.latencyMs).toEqual(expect.any(Number));
+      expect(executed).not.toHaveProperty("resultDigest");
+      expect(executed).not.toHaveProperty("resultBytes");
+    } finally {
+      expect((await rest("alice", "DELETE", `${grants}/${bob}/my_notes`)).status).toBe(204);
+    }
+  });
+
   it("the owner removed from the workspace: the next call fails closed, audited, and the grant ends", async () => {
     const granted = await rest("alice", "POST", `/v1/workspaces/${shared}/connections/grants`, {
       principalId: bob,

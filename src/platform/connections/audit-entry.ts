@@ -1,5 +1,5 @@
 import { isPrincipalId } from "../../ids.ts";
-import { isSourceName } from "../../sources/tool-names.ts";
+import { isPersonalSourceName, isSourceName } from "../../sources/tool-names.ts";
 
 // What one audit line may say, and the check that it says nothing else. The ledger records that a
 // call happened and what Atrium decided, never what was in it: no argument values, no results, no
@@ -107,6 +107,17 @@ export function ledgerReason(reason: string): string {
     clipped += codePoint;
   }
   return `${clipped.trimEnd()}${ELLIPSIS}`;
+}
+
+/**
+ * An entry as the ledger is read: a personal connection's (`my_…`) without a result's size or
+ * digest, which an entry written before adr/0135 still holds on disk. Its result is its owner's
+ * alone, and the workspace's admins, who read the ledger, could confirm a guess of it.
+ */
+export function shownEntry(entry: AuditEntry): AuditEntry {
+  if (typeof entry.connection !== "string" || !isPersonalSourceName(entry.connection)) return entry;
+  const { resultBytes: _bytes, resultDigest: _digest, ...shown } = entry;
+  return shown;
 }
 
 /** An audit record with a field the ledger does not hold, or a field it holds with a wrong value. */

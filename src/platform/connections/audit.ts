@@ -8,7 +8,7 @@ import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
-import { type AuditEntry, type AuditRecord, checkAuditRecord } from "./audit-entry.ts";
+import { type AuditEntry, type AuditRecord, checkAuditRecord, shownEntry } from "./audit-entry.ts";
 import { AuditFile } from "./audit-file.ts";
 
 export type { AuditEntry, AuditRecord } from "./audit-entry.ts";
@@ -149,7 +149,7 @@ export class AuditLedger {
         const entry = parseEntry(line);
         if (!entry || (cursor !== undefined && entry.seq >= cursor.seq)) continue;
         if (entries.length === limit) return { entries, nextCursor: places[limit - 1] as string };
-        entries.push(entry);
+        entries.push(shownEntry(entry));
         places.push(`${day}.${start}.${entry.seq}`);
       }
     }

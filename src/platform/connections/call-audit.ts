@@ -38,6 +38,11 @@ export type AuditAppender = Pick<AuditLedger, "append">;
 export interface AuditCallOptions {
   /** Milliseconds on a monotonic scale for the latency; `performance.now` unless a test moves it. */
   now?: () => number;
+  /**
+   * The result is one person's alone (a personal connection's): `executed` says whether it was an
+   * error, never its size or digest, which would let an admin confirm a guess of it (adr/0135).
+   */
+  privateResult?: boolean;
 }
 
 export function isDenial(outcome: unknown): outcome is Denial {
@@ -47,7 +52,7 @@ export function isDenial(outcome: unknown): outcome is Denial {
 /**
  * Audits one call through the gate: `requested` before `gate` runs, then the gate's `decision`
  * and, when it allowed the call, `executed` with the latency, the size and digest of the result's
- * JSON and whether it is an error result. `gate` answers a `deny(by, reason)` or nothing; only
+ * JSON (not for a `privateResult`) and whether it is an error result. `gate` answers a `deny(by, reason)` or nothing; only
  * then is `forward` run, and its result is returned unchanged. Generic over the result, so the
  * same helper audits a `CallToolResult` or a task's output.
  *
@@ -103,7 +108,7 @@ export async function auditCall<R>(
     ...call,
     phase: "executed",
     latencyMs: elapsed(startedMs, now()),
-    ...measureResult(result),
+    ...(options.privateResult ? { isError: isErrorResult(result) } : measureResult(result)),
   });
   return result;
 }
@@ -133,9 +138,12 @@ export function measureResult(result: unknown): {
   return {
     resultBytes: json.length,
     resultDigest: `sha256:${createHash("sha256").update(json).digest("hex")}`,
-    isError:
-      typeof result === "object" && result !== null && (result as { isError?: unknown }).isError === true,
+    isError: isErrorResult(result),
   };
+}
+
+function isErrorResult(result: unknown): boolean {
+  return typeof result === "object" && result !== null && (result as { isError?: unknown }).isError === true;
 }
 
 function elapsed(fromMs: number, toMs: number): number {

@@ -102,6 +102,8 @@ export class ConnectionSource implements Source {
           throw error;
         }
       },
+      // A personal connection's result is its owner's: the workspace's admins read the ledger.
+      { privateResult: this.owner !== undefined },
     );
     return isDenial(outcome) ? refusal(outcome.reason) : outcome;
   }

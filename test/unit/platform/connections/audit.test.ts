@@ -186,6 +186,38 @@ describe("paging", () => {
   );
 });
 
+describe("a personal connection's result", () => {
+  it("is read without its digest and size, from an entry written before they were left out (adr/0135)", async () => {
+    const ledger = openLedger();
+    const executed = {
+      principalId: ALICE,
+      tool: "echo",
+      phase: "executed" as const,
+      latencyMs: 3,
+      isError: false,
+    };
+    await ledger.append(temp.ws, {
+      ...executed,
+      connection: "everything",
+      resultBytes: 10,
+      resultDigest: DIGEST,
+    });
+    await ledger.flush();
+    // As an older Atrium wrote a personal connection's call.
+    const [day] = await readdir(auditDir());
+    const older = { seq: 2, at: new Date(time.clock()).toISOString(), ...executed, connection: "my_notes" };
+    await appendFile(
+      join(auditDir(), day as string),
+      `${JSON.stringify({ ...older, resultBytes: 10, resultDigest: DIGEST })}\n`,
+    );
+    const { entries } = await openLedger().page(temp.ws);
+    expect(entries).toEqual([
+      older,
+      expect.objectContaining({ connection: "everything", resultDigest: DIGEST }),
+    ]);
+  });
+});
+
 describe("restart and crashes", () => {
   it("continues the seq in a new instance, from the newest file", async () => {
     const first = openLedger();
