@@ -2,12 +2,13 @@ import { Conflict } from "../../errors.ts";
 import type { ConnectionRecord } from "./model.ts";
 
 /**
- * Atrium's looks at a connection's server outside Serving's turn — a refresh, the first photograph
- * after an authorization, a credential check — each under a controller of its own, kept per
- * connection while it runs (adr/0122). A disable or a remove ends that connection's looks, and a
- * graceful stop ends them all: each one's client is cut and it records nothing. A look that starts
- * afterwards runs. `key` is the store's: a workspace, or a personal connection's owner. One per
- * store, shared by every service that looks at its connections.
+ * Atrium's looks at a connection's server outside Serving's turn — an add's photograph, a
+ * refresh, the first photograph after an authorization, a credential check — each under a
+ * controller of its own, kept per connection while it runs (adr/0122). A disable or a remove ends
+ * that connection's looks, and a graceful stop ends them all: each one's client is cut and it
+ * records nothing. A look that starts after a disable or a remove runs; one that starts after the
+ * stop began does not. `key` is the store's: a workspace, or a personal connection's owner. One
+ * per store, shared by every service that looks at its connections.
  */
 export class ServerLooks {
   private readonly underWay = new Map<string, Set<AbortController>>();
