@@ -256,8 +256,10 @@ export class Connections {
       .catch((error: unknown) => this.damaged.unreadable(name, error));
     await this.deps.store.remove(workspaceId, name);
     this.deps.looks.end(workspaceId, name, connectionNotFound(name));
-    await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
+    // Before the withdrawal, which can fail (a client's close): what the removed connection
+    // published must not outlive it.
     await this.skills.forget(workspaceId, name);
+    await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
     for (const id of record ? sealedCredentialIds(record.auth) : []) await this.deps.vault.delete(id);
     this.announced.delete(`${workspaceId}/${name}`);

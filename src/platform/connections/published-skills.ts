@@ -13,8 +13,13 @@ import type { ConnectionStore } from "./store.ts";
  */
 export const PUBLISHED_SKILLS_IDLE_MS = 10 * 60 * 1000;
 
-/** One connection's skills as published from the snapshot it is served from. */
+/**
+ * One connection's skills as published from the snapshot it is served from, known by the record's
+ * id as well as the version: a connection removed and added again under its name starts again at
+ * version 1, and a listing that read the removed one's snapshot may keep it after the removal.
+ */
 interface Kept {
+  id: string;
   version: number;
   skills: PublishedSkill[];
 }
@@ -63,9 +68,9 @@ export class PublishedConnectionSkills {
       const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
         const record = byName.get(name) as ConnectionRecord;
         let current = kept.get(name);
-        if (current?.version !== record.snapshotVersion) {
+        if (current?.id !== record.id || current.version !== record.snapshotVersion) {
           const snapshot = await this.store.snapshot(workspaceId, name, record.snapshotVersion);
-          current = { version: record.snapshotVersion, skills: skillsOf(name, snapshot) };
+          current = { id: record.id, version: record.snapshotVersion, skills: skillsOf(name, snapshot) };
           kept.set(name, current);
         }
         return { connection: name, skills: current.skills };
