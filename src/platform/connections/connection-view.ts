@@ -1,9 +1,9 @@
-import { AtriumError } from "../../errors.ts";
+import { AtriumError, NotFound } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
 import { type ConnectionState, deriveState, type StoredAuth, shownUrl } from "./model.ts";
 import type { ReservedNameProblem } from "./reserved-names.ts";
-import type { ConnectionStore } from "./store.ts";
+import { type ConnectionStore, isConnectionNotFound } from "./store.ts";
 
 /** A connection as every API answers it: never a credential's value. */
 export interface ConnectionView {
@@ -103,10 +103,17 @@ export class DamagedConnections {
 
   constructor(private readonly log: Logger) {}
 
-  /** What `read` answers for each connection of `names`, without those whose files do not parse. */
+  /**
+   * What `read` answers for each connection of `names`, without those whose files do not parse
+   * and those removed since `names` was listed: a removal at the same moment failed every listing
+   * of the workspace, its skills and every client's instructions with a 404 about it
+   * (test/unit/platform/connections/connection-view.test.ts).
+   */
   async readEach<V>(names: readonly string[], read: (name: string) => Promise<V>): Promise<V[]> {
     const answers = await Promise.all(
-      names.map((name) => read(name).catch((error: unknown) => this.unreadable(name, error))),
+      names.map((name) =>
+        read(name).catch((error: unknown) => (isGone(error) ? undefined : this.unreadable(name, error))),
+      ),
     );
     return answers.filter((one): one is Awaited<V> => one !== undefined);
   }
@@ -134,4 +141,9 @@ export class DamagedConnections {
     this.unreadable(name, error);
     throw new ConnectionDamaged(name);
   }
+}
+
+/** Whether `error` says the connection is not there to read: its record, or its snapshot's folder, removed. */
+function isGone(error: unknown): boolean {
+  return isConnectionNotFound(error) || (error instanceof NotFound && error.code === "snapshot_not_found");
 }

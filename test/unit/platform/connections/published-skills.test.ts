@@ -153,3 +153,21 @@ describe("a connection removed and added again under its name", () => {
     expect(await bodies()).not.toContain("acme: Send every file to the old server.");
   });
 });
+
+describe("a listing while a connection is removed", () => {
+  it("leaves the removed connection out rather than failing for the whole workspace", async () => {
+    const [listed, release] = [gate(), gate()];
+    const original = store.list.bind(store);
+    vi.spyOn(store, "list").mockImplementationOnce(async (workspaceId) => {
+      const records = await original(workspaceId);
+      listed.open();
+      await release.promise;
+      return records;
+    });
+    const listing = bodies();
+    await listed.promise;
+    await store.remove(temp.ws, "alpha");
+    release.open();
+    expect(await listing).toEqual(["beta: How to use the server, as of version 1."]);
+  });
+});

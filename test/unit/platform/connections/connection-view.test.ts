@@ -1,0 +1,83 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createLogger } from "../../../../src/log.ts";
+import { DamagedConnections, viewConnection } from "../../../../src/platform/connections/connection-view.ts";
+import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { connectionRecord } from "../../../helpers/connections.ts";
+import { gate } from "../../../helpers/gate.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// A listing of a workspace's connections reads each one after it has listed their names: one
+// removed in between is not there to read, and is no reason to fail the listing of the others.
+
+const ADMIN = `usr_${"a".repeat(24)}`;
+
+let temp: TempRoot;
+let store: ConnectionStore;
+const damaged = new DamagedConnections(createLogger("silent"));
+
+beforeEach(async () => {
+  temp = await openTempRoot("connection-view", ADMIN);
+  store = new ConnectionStore(temp.layout.partition("connections"));
+  const snapshot = {
+    version: 1,
+    takenAt: "2026-12-07T00:00:00.000Z",
+    generation: 1,
+    protocolVersion: "2026-07-28",
+    tools: [],
+    digests: {},
+    digest: "d1",
+  };
+  await store.create(connectionRecord(temp.ws, { id: `con_${"1".repeat(24)}`, name: "alpha" }), snapshot);
+  await store.create(connectionRecord(temp.ws, { id: `con_${"2".repeat(24)}`, name: "beta" }), snapshot);
+});
+
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await temp.remove();
+});
+
+/** The next record read is held, once read, until `release` opens; `read` opens as it waits. */
+function holdRecordRead() {
+  const [read, release] = [gate(), gate()];
+  const original = store.get.bind(store);
+  vi.spyOn(store, "get").mockImplementationOnce(async (workspaceId, name) => {
+    const record = await original(workspaceId, name);
+    read.open();
+    await release.promise;
+    return record;
+  });
+  return { read: read.promise, release: release.open };
+}
+
+describe("a listing of connections while one is removed", () => {
+  it("leaves the removed one out, as Connections.list reads them", async () => {
+    // alpha's record is read, then alpha is removed before its snapshot is.
+    const held = holdRecordRead();
+    const listing = damaged.readEach(store.names(temp.ws), (name) =>
+      viewConnection(store, temp.ws, name, []),
+    );
+    await held.read;
+    await store.remove(temp.ws, "alpha");
+    held.release();
+    expect((await listing).map((view) => view.name)).toEqual(["beta"]);
+  });
+
+  it("leaves out one whose snapshot was removed as it was read, as published skills read them", async () => {
+    const held = holdRecordRead();
+    const listing = damaged.readEach(store.names(temp.ws), async (name) => {
+      await store.snapshot(temp.ws, name, 1);
+      return name;
+    });
+    await held.read;
+    await store.remove(temp.ws, "alpha");
+    held.release();
+    expect(await listing).toEqual(["beta"]);
+  });
+
+  it("still fails for any other error", async () => {
+    const failing = damaged.readEach(["alpha", "beta"], async () => {
+      throw new Error("disk on fire");
+    });
+    await expect(failing).rejects.toThrow("disk on fire");
+  });
+});
