@@ -24,6 +24,12 @@ interface Kept {
   skills: PublishedSkill[];
 }
 
+/** A workspace's kept skills, by connection name. */
+interface WorkspaceKept {
+  workspaceId: string;
+  connections: Map<string, Kept>;
+}
+
 /**
  * What a workspace's served connections publish as server-scope skills, each from its current
  * snapshot: its server's instructions and the skills it offers, pinned with the snapshot like its
@@ -34,10 +40,11 @@ interface Kept {
  * Each connection's published skills are kept, the same objects while its snapshot is (the skills
  * app tells by them that nothing changed), for its current snapshot only: a refresh replaces them,
  * and a connection no longer served, or removed, takes them with it. A workspace's are dropped
- * when idle, as its registry is (adr/0134; test/unit/platform/connections/published-skills.test.ts).
+ * when idle, as its registry is, and its clashes with them (adr/0134;
+ * test/unit/platform/connections/published-skills.test.ts).
  */
 export class PublishedConnectionSkills {
-  private readonly workspaces: IdleCache<Map<string, Kept>>;
+  private readonly workspaces: IdleCache<WorkspaceKept>;
   private readonly clashes: SkillNameClashes;
 
   constructor(
@@ -51,15 +58,16 @@ export class PublishedConnectionSkills {
   ) {
     this.clashes = new SkillNameClashes(log);
     this.workspaces = new IdleCache(
-      async () => new Map<string, Kept>(),
-      async () => undefined,
+      async (workspaceId) => ({ workspaceId, connections: new Map<string, Kept>() }),
+      // Its clashes go with it: a workspace with one was otherwise remembered for good.
+      async ({ workspaceId }) => this.clashes.forget(workspaceId),
       PUBLISHED_SKILLS_IDLE_MS,
       clock,
     );
   }
 
   list(workspaceId: string): Promise<PublishedSkillList> {
-    return this.workspaces.use(workspaceId, async (kept) => {
+    return this.workspaces.use(workspaceId, async ({ connections: kept }) => {
       const records = (await this.store.list(workspaceId)).filter((record) =>
         isServed(record, this.appNames),
       );
@@ -81,12 +89,12 @@ export class PublishedConnectionSkills {
 
   /** A removed connection's skills go at once, not at the workspace's next listing. */
   async forget(workspaceId: string, name: string): Promise<void> {
-    (await this.workspaces.peek(workspaceId))?.delete(name);
+    (await this.workspaces.peek(workspaceId))?.connections.delete(name);
   }
 
   /** How many connections of `workspaceId` have published skills kept now. */
   async kept(workspaceId: string): Promise<number> {
-    return (await this.workspaces.peek(workspaceId))?.size ?? 0;
+    return (await this.workspaces.peek(workspaceId))?.connections.size ?? 0;
   }
 
   /** Drops the workspaces unused for PUBLISHED_SKILLS_IDLE_MS (also done on a timer). */

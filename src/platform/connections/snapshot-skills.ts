@@ -79,6 +79,11 @@ export class SkillNameClashes {
     };
   }
 
+  /** A workspace whose published skills were dropped (idle): its clashes go too, logged again if met. */
+  forget(workspaceId: string): void {
+    this.known.delete(workspaceId);
+  }
+
   private problem(workspaceId: string, name: string, connections: string[]): PublishedSkillProblem {
     const distinct = [...new Set(connections)];
     const who =

@@ -9,6 +9,7 @@ import type { Snapshot } from "../../../../src/platform/connections/snapshot.ts"
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { gate } from "../../../helpers/gate.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // What a workspace's connections publish is kept between listings, but only for each connection's
@@ -169,5 +170,31 @@ describe("a listing while a connection is removed", () => {
     await store.remove(temp.ws, "alpha");
     release.open();
     expect(await listing).toEqual(["beta: How to use the server, as of version 1."]);
+  });
+});
+
+describe("a workspace whose connections' skill names clash", () => {
+  it("takes its clashes with it when idle: the clash is said again at its next listing", async () => {
+    const { log, lines } = memoryLog();
+    const clashing = new PublishedConnectionSkills(store, new DamagedConnections(log), log, [], () => now);
+    // Connection "beta-tools"'s instructions and connection "beta"'s skill "tools" are both "beta-tools".
+    await add("beta-tools", `con_${"3".repeat(24)}`);
+    await store.appendSnapshot(
+      temp.ws,
+      "beta",
+      snapshot(2, { skills: [{ name: "tools", description: "Tools.", body: "Use them." }] }),
+    );
+    const said = () => lines.filter((line) => line.msg === "connection skills left out: their names clash");
+    try {
+      expect((await clashing.list(temp.ws)).problems).toHaveLength(1);
+      await clashing.list(temp.ws);
+      expect(said()).toHaveLength(1);
+      await clashing.sweep(now + PUBLISHED_SKILLS_IDLE_MS);
+      expect(await clashing.kept(temp.ws)).toBe(0);
+      expect((await clashing.list(temp.ws)).problems).toHaveLength(1);
+      expect(said()).toHaveLength(2);
+    } finally {
+      await clashing.close();
+    }
   });
 });
