@@ -12,6 +12,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { hidesText, isUnshowable } from "../text.ts";
 import { assertMayCreate } from "./creation-limit.ts";
+import { admissionTo, requireAdmin } from "./gate.ts";
 import {
   MAX_WORKSPACE_NAME_CHARS,
   type Member,
@@ -146,15 +147,27 @@ export class WorkspaceStore {
     return ws;
   }
 
-  async rename(id: string, name: string): Promise<Workspace> {
+  /*
+   * The writes below are made on behalf of `by`, whom the gate admitted before the lock was
+   * free: each asks the gate's question again of the workspace it is about to write, under its
+   * lock, so an actor demoted or removed while it waited is refused as if it came after
+   * (adr/0129, amended; test/integration/store-writes-recheck.test.ts).
+   */
+
+  async rename(id: string, name: string, by: string): Promise<Workspace> {
     const checked = checkName(name);
-    return this.mutate(id, undefined, (ws) => ({ ...ws, name: checked }));
+    return this.mutate(id, undefined, (ws) => {
+      requireAdmin(admissionTo(ws, id, by));
+      return { ...ws, name: checked };
+    });
   }
 
   /** Archiving moves the folder under `_archive/`, so nothing can address it any more. */
-  async archive(id: string): Promise<void> {
+  async archive(id: string, by: string): Promise<void> {
     await this.locks.run(id, async () => {
-      if (!this.get(id)) throw new WorkspaceNotFound(id);
+      // The index, as every write under this lock leaves it: the folder moves whatever its
+      // workspace.json holds, as archiving always did.
+      requireAdmin(admissionTo(this.get(id), id, by));
       await makeFolderIfMissing(this.layout.archiveDir());
       await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, this.clock()));
       await syncDir(this.layout.root);
@@ -185,17 +198,21 @@ export class WorkspaceStore {
     });
   }
 
-  removeMember(id: string, principalId: string): Promise<Workspace> {
+  /** Anyone may leave (`by` is the person); removing someone else takes an admin. */
+  removeMember(id: string, principalId: string, by: string): Promise<Workspace> {
     const removed = { type: "member.removed", workspaceId: id, principalId } as const;
     return this.mutate(id, removed, (ws) => {
+      const actor = admissionTo(ws, id, by);
+      if (principalId !== by) requireAdmin(actor);
       const member = findMember(ws, principalId);
       if (member.role === "admin") assertAnotherAdmin(ws, principalId);
       return { ...ws, members: ws.members.filter((m) => m.principalId !== principalId) };
     });
   }
 
-  setRole(id: string, principalId: string, role: WorkspaceRole): Promise<Workspace> {
+  setRole(id: string, principalId: string, role: WorkspaceRole, by: string): Promise<Workspace> {
     return this.mutate(id, undefined, (ws) => {
+      requireAdmin(admissionTo(ws, id, by));
       const member = findMember(ws, principalId);
       if (member.role === "admin" && role !== "admin") assertAnotherAdmin(ws, principalId);
       return { ...ws, members: ws.members.map((m) => (m.principalId === principalId ? { ...m, role } : m)) };

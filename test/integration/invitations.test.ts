@@ -219,7 +219,7 @@ describe("an invitation's sender", () => {
   it("is checked when the invitation is answered, whatever took their role away", async () => {
     const invitation = await sentByAdmin("mallory", "mallory-alt");
     // Behind the routes' back, so nothing revoked the invitation: the answer itself must refuse.
-    await t.atrium.workspaces.removeMember(ws, testPrincipal("mallory").id);
+    await t.atrium.workspaces.removeMember(ws, testPrincipal("mallory").id, testPrincipal("alice").id);
     const accepted = await t.rest("mallory-alt", "POST", `/v1/invitations/${invitation}/accept`);
     const unknown = await t.rest(
       "mallory-alt",
@@ -238,7 +238,7 @@ describe("an invitation's sender", () => {
     // The sender's removal lands after the answer's first check, just before the member is written.
     store.addMember = async (...args) => {
       store.addMember = addMember;
-      await store.removeMember(ws, testPrincipal("mallory-racing").id);
+      await store.removeMember(ws, testPrincipal("mallory-racing").id, testPrincipal("alice").id);
       return addMember.apply(store, args);
     };
     try {

@@ -39,7 +39,7 @@ export function homeActionRoutes(
   app.post("/workspaces/:ws/leave", (c) =>
     act(c, async (person) => {
       const { workspace } = admit(deps.workspaces, person, c.req.param("ws"));
-      await removeMember(deps, grants, workspace.id, person.id);
+      await removeMember(deps, grants, workspace.id, person.id, person.id);
     }),
   );
 

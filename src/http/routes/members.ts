@@ -40,7 +40,7 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
     requireAdmin(admission);
     const role = readRole(body.role);
     const target = c.req.param("principal");
-    const ws = await deps.workspaces.setRole(admission.workspace.id, target, role);
+    const ws = await deps.workspaces.setRole(admission.workspace.id, target, role, c.get("principal").id);
     // A demoted admin's pending invitations go with the role (ADR 0069).
     if (role !== "admin") await deps.invitations.revokeSentBy(target, admission.workspace.id);
     return c.json(await view(ws));
@@ -49,9 +49,10 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
   app.delete("/members/:principal", async (c) => {
     const admission = c.get("admission");
     const target = c.req.param("principal");
-    // Anyone may leave; removing someone else takes an admin.
-    if (target !== c.get("principal").id) requireAdmin(admission);
-    await removeMember(deps, grants, admission.workspace.id, target);
+    const by = c.get("principal").id;
+    // Anyone may leave; removing someone else takes an admin (asked again under the store's lock).
+    if (target !== by) requireAdmin(admission);
+    await removeMember(deps, grants, admission.workspace.id, target, by);
     return c.body(null, 204);
   });
 
@@ -59,20 +60,22 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
 }
 
 /**
- * Removal and leaving: the membership goes, with every pending invitation to the workspace
- * naming the person, so they cannot come back by accepting one (ADR 0131); then every grant the
- * person gave an MCP client for this workspace (under any public URL it had), so a refresh
- * token cannot outlive the membership and re-adding them asks for consent again
- * (test/integration/leaving.test.ts), and every invitation they sent to it as its admin (ADR 0069).
+ * Removal and leaving, by `by` (the person themselves, or an admin): the membership goes, with
+ * every pending invitation to the workspace naming the person, so they cannot come back by
+ * accepting one (ADR 0131); then every grant the person gave an MCP client for this
+ * workspace (under any public URL it had), so a refresh token cannot outlive the membership and
+ * re-adding them asks for consent again (test/integration/leaving.test.ts), and every invitation
+ * they sent to it as its admin (ADR 0069).
  */
 export async function removeMember(
   deps: RouteDeps,
   grants: GrantRevoker,
   workspaceId: string,
   principalId: string,
+  by: string,
 ): Promise<void> {
   await deps.invitations.leave(workspaceId, principalId, () =>
-    deps.workspaces.removeMember(workspaceId, principalId),
+    deps.workspaces.removeMember(workspaceId, principalId, by),
   );
   await grants.revokeWhere({ principalId, workspaceId });
   await deps.invitations.revokeSentBy(principalId, workspaceId);

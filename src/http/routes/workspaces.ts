@@ -40,7 +40,7 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     const admission = c.get("admission");
     requireAdmin(admission);
     const name = requireString(body, "name");
-    const ws = await deps.workspaces.rename(admission.workspace.id, name);
+    const ws = await deps.workspaces.rename(admission.workspace.id, name, c.get("principal").id);
     return c.json(workspaceView(ws, admission.role, deps.publicUrl()));
   });
 
@@ -48,7 +48,7 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     const admission = c.get("admission");
     requireAdmin(admission);
     const id = admission.workspace.id;
-    await deps.workspaces.archive(id);
+    await deps.workspaces.archive(id, c.get("principal").id);
     deps.eventLog.closeWorkspace(id);
     await deps.registries.evict(id);
     // Nobody can join or use it any more: its invitations and everyone's grants for it end.

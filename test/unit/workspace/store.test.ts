@@ -89,7 +89,9 @@ describe("WorkspaceStore writers", () => {
     const kept = await store.create("Acme ⚠️ עברית", ALICE);
     for (const name of ["A\u0085B", "Acme \u202Egnp.exe", "a\u200Bb", "x\u2066y", "tag\u{E0041}"]) {
       await expect(store.create(name, ALICE), JSON.stringify(name)).rejects.toThrow(/invisible characters/);
-      await expect(store.rename(kept.id, name), JSON.stringify(name)).rejects.toBeInstanceOf(InvalidInput);
+      await expect(store.rename(kept.id, name, ALICE), JSON.stringify(name)).rejects.toBeInstanceOf(
+        InvalidInput,
+      );
     }
     expect((await onDisk(kept.id)).name).toBe("Acme ⚠️ עברית");
     expect(await readdir(root)).toEqual([kept.id]);
@@ -111,7 +113,7 @@ describe("WorkspaceStore writers", () => {
     const store = await loadedStore();
     const ws = await store.create("Old", ALICE);
     await time.advance(5);
-    const renamed = await store.rename(ws.id, " New ");
+    const renamed = await store.rename(ws.id, " New ", ALICE);
     expect(renamed.name).toBe("New");
     expect(renamed.updatedAt > ws.updatedAt).toBe(true);
     expect(renamed.createdAt).toBe(ws.createdAt);
@@ -123,11 +125,11 @@ describe("WorkspaceStore writers", () => {
     const ws = await store.create("Kept", ALICE);
     // BUG (src/workspace/store.ts:100-102): rename is not async and calls checkName before it
     // returns a promise, so an invalid name is thrown synchronously instead of rejecting;
-    // `store.rename(id, "").catch(...)` would not catch it. Every other writer rejects.
+    // `store.rename(id, "", by).catch(...)` would not catch it. Every other writer rejects.
     let outcome: Promise<unknown> | undefined;
     let thrownSynchronously: unknown;
     try {
-      outcome = store.rename(ws.id, "");
+      outcome = store.rename(ws.id, "", ALICE);
     } catch (error) {
       thrownSynchronously = error;
     }
@@ -142,7 +144,7 @@ describe("WorkspaceStore writers", () => {
   it("archive moves the folder under _archive and forgets the workspace", async () => {
     const store = await loadedStore();
     const ws = await store.create("Doomed", ALICE);
-    await store.archive(ws.id);
+    await store.archive(ws.id, ALICE);
     expect(store.get(ws.id)).toBeUndefined();
     expect(store.listFor(ALICE)).toEqual([]);
     expect((await readdir(root)).sort()).toEqual(["_archive"]);
@@ -159,12 +161,12 @@ describe("WorkspaceStore writers", () => {
   it("an archived or unknown workspace cannot be changed", async () => {
     const store = await loadedStore();
     const ws = await store.create("Doomed", ALICE);
-    await store.archive(ws.id);
-    await expect(store.archive(ws.id)).rejects.toBeInstanceOf(WorkspaceNotFound);
-    await expect(store.rename(ws.id, "x")).rejects.toBeInstanceOf(WorkspaceNotFound);
+    await store.archive(ws.id, ALICE);
+    await expect(store.archive(ws.id, ALICE)).rejects.toBeInstanceOf(WorkspaceNotFound);
+    await expect(store.rename(ws.id, "x", ALICE)).rejects.toBeInstanceOf(WorkspaceNotFound);
     await expect(store.addMember(ws.id, BOB, "member")).rejects.toBeInstanceOf(WorkspaceNotFound);
-    await expect(store.rename("ws_ffffffffffffffff", "x")).rejects.toBeInstanceOf(WorkspaceNotFound);
-    await expect(store.rename("../etc", "x")).rejects.toBeInstanceOf(WorkspaceNotFound);
+    await expect(store.rename("ws_ffffffffffffffff", "x", ALICE)).rejects.toBeInstanceOf(WorkspaceNotFound);
+    await expect(store.rename("../etc", "x", ALICE)).rejects.toBeInstanceOf(WorkspaceNotFound);
   });
 
   it("get answers undefined for a malformed id", async () => {
@@ -180,9 +182,9 @@ describe("WorkspaceStore members", () => {
     const ws = await store.create("Team", ALICE);
     await store.addMember(ws.id, BOB, "member");
     expect(store.roleOf(ws.id, BOB)).toBe("member");
-    await store.setRole(ws.id, BOB, "admin");
+    await store.setRole(ws.id, BOB, "admin", ALICE);
     expect(store.roleOf(ws.id, BOB)).toBe("admin");
-    await store.removeMember(ws.id, ALICE);
+    await store.removeMember(ws.id, ALICE, ALICE);
     expect(store.roleOf(ws.id, ALICE)).toBeUndefined();
     const stored = await onDisk(ws.id);
     expect(stored.members.map((m) => [m.principalId, m.role])).toEqual([[BOB, "admin"]]);
@@ -203,7 +205,10 @@ describe("WorkspaceStore members", () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
     await store.addMember(ws.id, BOB, "member");
-    for (const attempt of [store.removeMember(ws.id, ALICE), store.setRole(ws.id, ALICE, "member")]) {
+    for (const attempt of [
+      store.removeMember(ws.id, ALICE, ALICE),
+      store.setRole(ws.id, ALICE, "member", ALICE),
+    ]) {
       const error = await rejection(attempt);
       expect(error).toBeInstanceOf(Conflict);
       expect(error).toMatchObject({ code: "last_admin", status: 409 });
@@ -216,30 +221,66 @@ describe("WorkspaceStore members", () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
     await store.addMember(ws.id, BOB, "admin");
-    await store.setRole(ws.id, ALICE, "member");
+    await store.setRole(ws.id, ALICE, "member", ALICE);
     expect(store.roleOf(ws.id, ALICE)).toBe("member");
-    await store.setRole(ws.id, ALICE, "admin");
-    await store.removeMember(ws.id, BOB);
+    await store.setRole(ws.id, ALICE, "admin", BOB);
+    await store.removeMember(ws.id, BOB, ALICE);
     expect(store.roleOf(ws.id, BOB)).toBeUndefined();
   });
 
   it("changing someone who is not a member is member_not_found", async () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
-    for (const attempt of [store.removeMember(ws.id, CAROL), store.setRole(ws.id, CAROL, "admin")]) {
+    for (const attempt of [
+      store.removeMember(ws.id, CAROL, ALICE),
+      store.setRole(ws.id, CAROL, "admin", ALICE),
+    ]) {
       const error = await rejection(attempt);
       expect(error).toBeInstanceOf(NotFound);
       expect(error).toMatchObject({ code: "member_not_found" });
     }
   });
 
+  it("each write asks its actor's standing under the lock: not an admin is 403, not a member the wall's 404", async () => {
+    const store = await loadedStore();
+    const ws = await store.create("Team", ALICE);
+    await store.addMember(ws.id, BOB, "member");
+    for (const attempt of [
+      store.rename(ws.id, "Bob's", BOB),
+      store.setRole(ws.id, BOB, "admin", BOB),
+      store.removeMember(ws.id, ALICE, BOB),
+      store.archive(ws.id, BOB),
+    ]) {
+      expect(await rejection(attempt)).toMatchObject({ status: 403 });
+    }
+    for (const attempt of [
+      store.rename(ws.id, "Carol's", CAROL),
+      store.setRole(ws.id, BOB, "admin", CAROL),
+      store.removeMember(ws.id, BOB, CAROL),
+      store.removeMember(ws.id, CAROL, CAROL), // leaving a workspace one is not in
+      store.archive(ws.id, CAROL),
+    ]) {
+      expect(await rejection(attempt)).toBeInstanceOf(WorkspaceNotFound);
+    }
+    // Anyone may leave.
+    await store.removeMember(ws.id, BOB, BOB);
+    expect(await onDisk(ws.id)).toMatchObject({
+      name: "Team",
+      members: [{ principalId: ALICE, role: "admin" }],
+    });
+    expect(published).toEqual([
+      { type: "member.added", workspaceId: ws.id, principalId: BOB, role: "member" },
+      { type: "member.removed", workspaceId: ws.id, principalId: BOB },
+    ]);
+  });
+
   it("a member added or removed publishes exactly one event once it is on disk; setRole and rename publish none", async () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
     await store.addMember(ws.id, BOB, "member");
-    await store.setRole(ws.id, BOB, "admin");
-    await store.rename(ws.id, "Renamed");
-    await store.removeMember(ws.id, BOB);
+    await store.setRole(ws.id, BOB, "admin", ALICE);
+    await store.rename(ws.id, "Renamed", ALICE);
+    await store.removeMember(ws.id, BOB, ALICE);
     expect(published).toEqual([
       { type: "member.added", workspaceId: ws.id, principalId: BOB, role: "member" },
       { type: "member.removed", workspaceId: ws.id, principalId: BOB },
@@ -249,8 +290,8 @@ describe("WorkspaceStore members", () => {
   it("a refused member change publishes nothing", async () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
-    await rejection(store.removeMember(ws.id, ALICE)); // last admin
-    await rejection(store.removeMember(ws.id, CAROL)); // not a member
+    await rejection(store.removeMember(ws.id, ALICE, ALICE)); // last admin
+    await rejection(store.removeMember(ws.id, CAROL, ALICE)); // not a member
     await rejection(store.addMember(ws.id, ALICE, "member")); // already one
     await rejection(store.addMember("ws_0000000000000000", BOB, "member")); // no such workspace
     expect(published).toEqual([]);
@@ -295,7 +336,7 @@ describe("WorkspaceStore is a cache of disk", () => {
     const store = await loadedStore();
     const ws = await store.create("Team", ALICE);
     await rm(layout.workspaceDir(ws.id), { recursive: true });
-    await expect(store.rename(ws.id, "New")).rejects.toBeInstanceOf(WorkspaceNotFound);
+    await expect(store.rename(ws.id, "New", ALICE)).rejects.toBeInstanceOf(WorkspaceNotFound);
     expect(store.get(ws.id)).toBeUndefined();
     expect(store.listFor(ALICE)).toEqual([]);
     expect(await readdir(root)).toEqual([]);
@@ -310,13 +351,13 @@ describe("WorkspaceStore.listFor, from the index by member", () => {
     const b = await store.create("B", BOB);
     await store.addMember(b.id, ALICE, "member");
     expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id, b.id]);
-    await store.setRole(b.id, ALICE, "admin");
+    await store.setRole(b.id, ALICE, "admin", BOB);
     expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id, b.id]);
     expect(store.listFor(ALICE)[1]?.members.find((m) => m.principalId === ALICE)?.role).toBe("admin");
-    await store.removeMember(b.id, ALICE);
+    await store.removeMember(b.id, ALICE, ALICE);
     expect(store.listFor(ALICE).map((w) => w.id)).toEqual([a.id]);
     expect(store.listFor(BOB).map((w) => w.id)).toEqual([b.id]);
-    await store.archive(a.id);
+    await store.archive(a.id, ALICE);
     expect(store.listFor(ALICE)).toEqual([]);
     expect(store.listFor(CAROL)).toEqual([]);
   });
@@ -479,12 +520,12 @@ describe("how many workspaces a person may create (workspaces.maxAdministeredPer
     const second = await store.create("second", ALICE);
     refusal(await rejection(store.create("third", ALICE)));
 
-    await store.archive(first.id);
+    await store.archive(first.id, ALICE);
     const third = await store.create("third", ALICE);
     refusal(await rejection(store.create("fourth", ALICE)));
 
     await store.addMember(second.id, BOB, "admin");
-    await store.setRole(second.id, ALICE, "member");
+    await store.setRole(second.id, ALICE, "member", ALICE);
     expect((await store.create("fourth", ALICE)).name).toBe("fourth");
     expect(store.listFor(ALICE).map((ws) => ws.id)).toContain(third.id);
   });
@@ -493,7 +534,7 @@ describe("how many workspaces a person may create (workspaces.maxAdministeredPer
     const store = await limitedStore(1);
     const bobs = await store.create("bob's", BOB);
     await store.addMember(bobs.id, ALICE, "member");
-    await store.setRole(bobs.id, ALICE, "admin");
+    await store.setRole(bobs.id, ALICE, "admin", BOB);
     refusal(await rejection(store.create("alice's", ALICE)));
     const carols = await store.create("carol's", CAROL);
     expect((await store.addMember(carols.id, ALICE, "admin")).members).toHaveLength(2);

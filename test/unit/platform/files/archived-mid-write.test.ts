@@ -39,7 +39,7 @@ describe("a write whose workspace is archived while it runs", () => {
     const written = files.write(ws, ALICE, { name: "w.bin" }, randomBytes(3 * MIB), async () => {
       if (archived) return;
       archived = true;
-      await temp.workspaces.archive(ws);
+      await temp.workspaces.archive(ws, ALICE);
     });
     await expect(written).rejects.toBeInstanceOf(WorkspaceNotFound);
     expect(archived).toBe(true);
@@ -50,7 +50,7 @@ describe("a write whose workspace is archived while it runs", () => {
     let sent = 0;
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        if (sent === 2) await temp.workspaces.archive(ws);
+        if (sent === 2) await temp.workspaces.archive(ws, ALICE);
         if (sent === 4) return controller.close();
         sent += 1;
         controller.enqueue(new Uint8Array(randomBytes(MIB)));

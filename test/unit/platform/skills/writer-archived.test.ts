@@ -41,7 +41,7 @@ async function archivedAfter<T>(op: Watched, when: RegExp, work: () => Promise<T
     const done = await real(path, ...rest);
     if (!archived && when.test(String(path))) {
       archived = true;
-      await temp.workspaces.archive(temp.ws);
+      await temp.workspaces.archive(temp.ws, ALICE);
     }
     return done;
   };
