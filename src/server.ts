@@ -174,6 +174,8 @@ async function startLocked(
   const users = new UserDirectory(layout, clock);
   await users.load();
   const invitations = new Invitations(layout, users, workspaces, clock);
+  // A removal ends the person's invitations to the workspace, whoever asks the store (ADR 0131).
+  workspaces.endsWithMembership(invitations);
   await invitations.load();
 
   // A registry is built on a workspace's first request, by which time every app has started;

@@ -236,6 +236,8 @@ export class Invitations {
    * workspace, then every pending invitation to it naming them is revoked (ADR 0131). Under the
    * workspace's key, as `accept` holds it: an acceptance lands before the removal, and is undone
    * by it, or after the revocation, and finds its invitation gone; never between the two.
+   * `WorkspaceStore.removeMember` runs every removal through this (its `Departures`), whoever
+   * asks it, so no way out of a workspace leaves them (test/unit/workspace/store-departures.test.ts).
    */
   async leave<T>(workspaceId: string, principalId: string, remove: () => Promise<T>): Promise<T> {
     return this.locks.run(workspaceId, async () => {

@@ -22,6 +22,19 @@ import {
 } from "./model.ts";
 
 /**
+ * What else ends when a person stops being a member: the pending invitations to the workspace
+ * naming them (`Invitations.leave`, ADR 0131), revoked around the removal's write so an
+ * acceptance lands before it or after the revocation. Declared here so that the store imports
+ * nothing of invitations; server.ts hands them over once both exist (`endsWithMembership`).
+ */
+export interface Departures {
+  leave<T>(workspaceId: string, principalId: string, remove: () => Promise<T>): Promise<T>;
+}
+
+/** A store given no invitations (a unit test's) has none to end. */
+const NOTHING_ELSE_ENDS: Departures = { leave: (_workspaceId, _principalId, remove) => remove() };
+
+/**
  * The workspaces of one instance. The in-memory index (and the index by member) is loaded
  * at boot and kept current by the writers, so a request never lists or parses the disk.
  * Every change to one workspace runs under its lock, rereads workspace.json and is written
@@ -32,6 +45,7 @@ export class WorkspaceStore {
   /** Principal id → the ids of the workspaces listing them, so `listFor` never scans. */
   private readonly byMember = new Map<string, Set<string>>();
   private readonly locks = new KeyedLock();
+  private departures: Departures = NOTHING_ELSE_ENDS;
 
   constructor(
     private readonly layout: StorageLayout,
@@ -40,6 +54,14 @@ export class WorkspaceStore {
     /** `workspaces.maxAdministeredPerPerson`: how many a person may administer and create another. */
     private readonly maxToCreate = MAX_ADMINISTERED_WORKSPACES_DEFAULT,
   ) {}
+
+  /**
+   * Every removal, whoever asks it of the store (a route, leaving, a test), ends the person's
+   * invitations to the workspace this way (test/unit/workspace/store-departures.test.ts).
+   */
+  endsWithMembership(departures: Departures): void {
+    this.departures = departures;
+  }
 
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
   async load(): Promise<void> {
@@ -198,16 +220,21 @@ export class WorkspaceStore {
     });
   }
 
-  /** Anyone may leave (`by` is the person); removing someone else takes an admin. */
+  /**
+   * Anyone may leave (`by` is the person); removing someone else takes an admin. The person's
+   * pending invitations to the workspace end with the membership (`Departures`, ADR 0131).
+   */
   removeMember(id: string, principalId: string, by: string): Promise<Workspace> {
     const removed = { type: "member.removed", workspaceId: id, principalId } as const;
-    return this.mutate(id, removed, (ws) => {
-      const actor = admissionTo(ws, id, by);
-      if (principalId !== by) requireAdmin(actor);
-      const member = findMember(ws, principalId);
-      if (member.role === "admin") assertAnotherAdmin(ws, principalId);
-      return { ...ws, members: ws.members.filter((m) => m.principalId !== principalId) };
-    });
+    return this.departures.leave(id, principalId, () =>
+      this.mutate(id, removed, (ws) => {
+        const actor = admissionTo(ws, id, by);
+        if (principalId !== by) requireAdmin(actor);
+        const member = findMember(ws, principalId);
+        if (member.role === "admin") assertAnotherAdmin(ws, principalId);
+        return { ...ws, members: ws.members.filter((m) => m.principalId !== principalId) };
+      }),
+    );
   }
 
   setRole(id: string, principalId: string, role: WorkspaceRole, by: string): Promise<Workspace> {

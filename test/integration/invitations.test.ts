@@ -231,14 +231,16 @@ describe("an invitation's sender", () => {
     expect(t.atrium.workspaces.roleOf(ws, testPrincipal("mallory-alt").id)).toBeUndefined();
   });
 
-  it("is checked again by the acceptance's own write: a removal landing after the first check still refuses it", async () => {
+  it("is checked again by the acceptance's own write: a demotion landing after the first check still refuses it", async () => {
     const invitation = await sentByAdmin("mallory-racing", "mallory-racing-alt");
     const store = t.atrium.workspaces;
     const addMember = store.addMember;
-    // The sender's removal lands after the answer's first check, just before the member is written.
+    // The sender's demotion lands after the answer's first check, just before the member is
+    // written. (A removal cannot land there: it waits for the workspace's invitation key, which
+    // the acceptance holds, ADR 0131.)
     store.addMember = async (...args) => {
       store.addMember = addMember;
-      await store.removeMember(ws, testPrincipal("mallory-racing").id, testPrincipal("alice").id);
+      await store.setRole(ws, testPrincipal("mallory-racing").id, "member", testPrincipal("alice").id);
       return addMember.apply(store, args);
     };
     try {
@@ -247,7 +249,8 @@ describe("an invitation's sender", () => {
       store.addMember = addMember;
     }
     expect(store.roleOf(ws, testPrincipal("mallory-racing-alt").id)).toBeUndefined();
-    // Refused for good: the invitation went with its sender.
+    // Refused for good: the invitation went with its sender's role.
+    await store.setRole(ws, testPrincipal("mallory-racing").id, "admin", testPrincipal("alice").id);
     expect(await acceptAs("mallory-racing-alt", invitation)).toBe(404);
     expect(await pendingFor("mallory-racing-alt")).toEqual([]);
   });

@@ -60,9 +60,9 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
 }
 
 /**
- * Removal and leaving, by `by` (the person themselves, or an admin): the membership goes, with
- * every pending invitation to the workspace naming the person, so they cannot come back by
- * accepting one (ADR 0131); then every grant the person gave an MCP client for this
+ * Removal and leaving, by `by` (the person themselves, or an admin): the membership goes, and the
+ * store ends with it every pending invitation to the workspace naming the person, so they cannot
+ * come back by accepting one (ADR 0131); then every grant the person gave an MCP client for this
  * workspace (under any public URL it had), so a refresh token cannot outlive the membership and
  * re-adding them asks for consent again (test/integration/leaving.test.ts), and every invitation
  * they sent to it as its admin (ADR 0069).
@@ -74,9 +74,7 @@ export async function removeMember(
   principalId: string,
   by: string,
 ): Promise<void> {
-  await deps.invitations.leave(workspaceId, principalId, () =>
-    deps.workspaces.removeMember(workspaceId, principalId, by),
-  );
+  await deps.workspaces.removeMember(workspaceId, principalId, by);
   await grants.revokeWhere({ principalId, workspaceId });
   await deps.invitations.revokeSentBy(principalId, workspaceId);
 }
