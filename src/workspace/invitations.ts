@@ -1,4 +1,4 @@
-import { Conflict, Forbidden, NotFound } from "../errors.ts";
+import { Forbidden, NotFound } from "../errors.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonAtBoot } from "../storage/atomic.ts";
@@ -6,6 +6,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
+import { refuseBeyondBounds } from "./invitation-bounds.ts";
 import { InvitationIndex } from "./invitation-index.ts";
 import { isFor, keysNaming, membersByKey, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
 import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
@@ -13,14 +14,6 @@ import type { WorkspaceStore } from "./store.ts";
 
 /** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
 export const INVITATION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
-/** Pending invitations one workspace may hold at once (ADR 0070). */
-export const MAX_PENDING_PER_WORKSPACE = 100;
-/**
- * Pending invitations one person may have sent, across every workspace of the instance. With at
- * most one pending invitation per invitee in a workspace, this is what bounds how many one
- * sender can put on a stranger's home page, however many workspaces they create (ADR 0070).
- */
-export const MAX_PENDING_PER_INVITER = 200;
 /** The person an invitation might be for, how the directory knows them, and whether they are still active. */
 type Directory = Pick<UserDirectory, "get" | "findByEmail" | "isDeactivated">;
 /** Who is a member of which workspace, and with what role, now. */
@@ -134,26 +127,11 @@ export class Invitations {
           throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
         }
         await this.dropNamingMembers(workspaceId, members);
-        const pending = this.pending(this.indexed.to(workspaceId));
-        const key = inviteeKey(invitee);
-        if (pending.some((invitation) => inviteeKey(invitation.invitee) === key)) {
-          throw new Conflict(
-            "invitation_exists",
-            "That person already has a pending invitation to this workspace; revoke it first to send another.",
-          );
-        }
-        if (pending.length >= MAX_PENDING_PER_WORKSPACE) {
-          throw new Conflict(
-            "too_many_invitations",
-            `A workspace holds at most ${MAX_PENDING_PER_WORKSPACE} pending invitations; revoke some first.`,
-          );
-        }
-        if (this.pending(this.indexed.sentBy(invitedBy)).length >= MAX_PENDING_PER_INVITER) {
-          throw new Conflict(
-            "too_many_invitations",
-            `One person may have at most ${MAX_PENDING_PER_INVITER} pending invitations across all workspaces; revoke some first.`,
-          );
-        }
+        refuseBeyondBounds(
+          invitee,
+          this.pending(this.indexed.to(workspaceId)),
+          this.pending(this.indexed.sentBy(invitedBy)),
+        );
         const now = this.clock();
         const invitation: Invitation = {
           id: newInvitationId(),

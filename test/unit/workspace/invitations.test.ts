@@ -7,11 +7,10 @@ import type { UserDirectory } from "../../../src/identity/users.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import { type Invitation, readInvitee } from "../../../src/workspace/invitation.ts";
 import {
-  INVITATION_TTL_MS,
-  Invitations,
   MAX_PENDING_PER_INVITER,
   MAX_PENDING_PER_WORKSPACE,
-} from "../../../src/workspace/invitations.ts";
+} from "../../../src/workspace/invitation-bounds.ts";
+import { INVITATION_TTL_MS, Invitations } from "../../../src/workspace/invitations.ts";
 import type { Workspace, WorkspaceRole } from "../../../src/workspace/model.ts";
 import { type TestClock, tempInstance, testClock, person as withoutEmail } from "../oauth/fixtures.ts";
 
