@@ -173,7 +173,7 @@ async function startLocked(
   await workspaces.load();
   const users = new UserDirectory(layout, clock);
   await users.load();
-  const invitations = new Invitations(layout, users, workspaces, clock);
+  const invitations = new Invitations(layout, users, workspaces, log, clock);
   // A removal ends the person's invitations to the workspace, whoever asks the store (ADR 0131).
   workspaces.endsWithMembership(invitations);
   await invitations.load();

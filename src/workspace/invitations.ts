@@ -1,6 +1,7 @@
 import { Forbidden, NotFound } from "../errors.ts";
 import type { UserDirectory } from "../identity/users.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
+import type { Logger } from "../log.ts";
 import { readJsonAtBoot } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
@@ -8,6 +9,7 @@ import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
 import { refuseBeyondBounds } from "./invitation-bounds.ts";
 import { InvitationIndex } from "./invitation-index.ts";
+import { expiredAt, oldestFirst, senderStandsIn } from "./invitation-standing.ts";
 import { isFor, keysNaming, membersByKey, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
 import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
@@ -47,6 +49,8 @@ export class Invitations {
     private readonly layout: StorageLayout,
     private readonly users: Directory,
     private readonly workspaces: Memberships,
+    /** Where a clean-up after a join that failed is told (`endAfterJoining`). */
+    private readonly log: Logger,
     clock?: Clock,
   ) {
     this.records = new JsonRecords(layout, "invitations");
@@ -177,7 +181,7 @@ export class Invitations {
     }
     return mine
       .filter((invitation) => roleIn(this.workspaces.get(invitation.workspaceId), principalId) === undefined)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+      .sort(oldestFirst);
   }
 
   /**
@@ -186,7 +190,8 @@ export class Invitations {
    * left, it let them leave, or be removed, and come back with its role (ADR 0131;
    * test/integration/invitations-one-person.test.ts). Under the workspace's key, before the
    * invitation's as `revokeAll` takes them, and held by `leave` too: two acceptances for one
-   * person, or an acceptance and their removal, run one after the other.
+   * person, or an acceptance and their removal, run one after the other. Once `join` has
+   * succeeded its result is the answer (`endAfterJoining`).
    */
   async accept<T>(
     id: string,
@@ -197,16 +202,41 @@ export class Invitations {
     // Read only to learn which workspace's key to take; `answer` reads it again under its own.
     const workspaceId = (await this.records.get(id))?.workspaceId;
     if (workspaceId === undefined) throw notFound();
+    const ended = (end: () => Promise<void>) => this.endAfterJoining(workspaceId, principalId, end);
     return this.locks.run(workspaceId, async () => {
-      const joined = await this.answer(id, principalId, join);
-      await this.dropNaming(workspaceId, principalId);
+      const joined = await this.answer(id, principalId, join, (invitation) =>
+        ended(() => this.drop(invitation)),
+      );
+      await ended(() => this.dropNaming(workspaceId, principalId));
       return joined;
     });
   }
 
   /** The person declines one of their invitations; any other naming them stays theirs to answer. */
   async decline(id: string, principalId: string): Promise<void> {
-    await this.answer(id, principalId, async () => undefined);
+    await this.answer(
+      id,
+      principalId,
+      async () => undefined,
+      (invitation) => this.drop(invitation),
+    );
+  }
+
+  /**
+   * Once the person has joined, the invitation answered and their others there end. They are a
+   * member, what they asked for, so a failure here is logged, never answered (ADR 0138): what it
+   * leaves names a member, so no list shows it, accepting it is `409 member_exists`, and their
+   * leaving or housekeeping (`load`) revokes it. Ids and the error only are logged, no record.
+   */
+  private async endAfterJoining(workspaceId: string, principalId: string, end: () => Promise<void>) {
+    try {
+      await end();
+    } catch (error) {
+      this.log.warn(
+        { workspaceId, principalId, err: error },
+        "a person joined a workspace, but ending their other invitations to it failed; housekeeping revokes them",
+      );
+    }
   }
 
   /**
@@ -227,7 +257,7 @@ export class Invitations {
 
   /**
    * Answers one of the person's invitations: `join` runs first (for an acceptance, adding the
-   * member), and only when it succeeds is the invitation deleted. An id that is unknown,
+   * member), and only when it succeeds is the invitation deleted (`dropAnswered`). An id that is unknown,
    * expired, or someone else's is the same 404; so is one whose sender is no longer an active
    * admin of the workspace, checked now, at the answer, and deleted
    * (test/integration/invitations.test.ts "sender"). `join` is also given that check to run
@@ -238,12 +268,17 @@ export class Invitations {
     id: string,
     principalId: string,
     join: (invitation: Invitation, senderStands: (workspace: Workspace) => void) => Promise<T>,
+    dropAnswered: (invitation: Invitation) => Promise<void>,
   ): Promise<T> {
     if (!INVITATION_ID.test(id)) throw notFound();
     return this.locks.run(id, async () => {
       // Reread: the record on disk, not memory, decides whether it is still there to take.
       const invitation = await this.records.get(id);
-      if (!invitation || this.expired(invitation) || !(await isFor(this.users, invitation, principalId))) {
+      if (
+        !invitation ||
+        expiredAt(invitation, this.clock()) ||
+        !(await isFor(this.users, invitation, principalId))
+      ) {
         throw notFound();
       }
       if (!this.senderStands(invitation)) {
@@ -252,18 +287,19 @@ export class Invitations {
       }
       let senderGone = false;
       const senderStands = (workspace: Workspace) => {
-        if (this.senderStandsIn(workspace, invitation)) return;
+        if (senderStandsIn(this.users, workspace, invitation)) return;
         senderGone = true;
         throw notFound();
       };
+      let result: T;
       try {
-        const result = await join(invitation, senderStands);
-        await this.drop(invitation);
-        return result;
+        result = await join(invitation, senderStands);
       } catch (error) {
         if (senderGone) await this.drop(invitation);
         throw error;
       }
+      await dropAnswered(invitation);
+      return result;
     });
   }
 
@@ -333,31 +369,16 @@ export class Invitations {
 
   /** Whether the invitation's sender is still an admin of its workspace, and not deactivated. */
   private senderStands(invitation: Pick<Invitation, "workspaceId" | "invitedBy">): boolean {
-    return this.senderStandsIn(this.workspaces.get(invitation.workspaceId), invitation);
-  }
-
-  private senderStandsIn(
-    workspace: Workspace | undefined,
-    invitation: Pick<Invitation, "invitedBy">,
-  ): boolean {
-    return (
-      roleIn(workspace, invitation.invitedBy) === "admin" && !this.users.isDeactivated(invitation.invitedBy)
-    );
+    return senderStandsIn(this.users, this.workspaces.get(invitation.workspaceId), invitation);
   }
 
   /** Still pending: neither expired nor left without its sender. */
   private live(invitation: Invitation): boolean {
-    return !this.expired(invitation) && this.senderStands(invitation);
+    return !expiredAt(invitation, this.clock()) && this.senderStands(invitation);
   }
 
   private pending(invitations: Invitation[]): Invitation[] {
-    return invitations
-      .filter((invitation) => this.live(invitation))
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
-  }
-
-  private expired(invitation: Invitation): boolean {
-    return Date.parse(invitation.expiresAt) <= this.clock();
+    return invitations.filter((invitation) => this.live(invitation)).sort(oldestFirst);
   }
 
   private async drop(invitation: Invitation): Promise<void> {

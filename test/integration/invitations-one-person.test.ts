@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { IdentityProvider } from "../../src/identity/provider.ts";
+import { JsonRecords } from "../../src/storage/records.ts";
 import { createTestProvider, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { invite } from "../helpers/members.ts";
 
@@ -94,6 +95,28 @@ describe("a person's invitations to a workspace they join", () => {
     expect((await pendingFor("pat")).map((i) => i.id)).toEqual([asAdmin.id]);
     expect(await accept("pat", asAdmin.id)).toBe(200);
     expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBe("admin");
+  });
+
+  it("is 200 when ending the others fails after the join: the person joined, and nothing left is answerable", async () => {
+    const asAdmin = await invite(rest, "alice", ws, { email: "pat@example.test" }, "admin");
+    const asMember = await invite(rest, "alice", ws, { principalId: pat.id }, "member");
+    // The disk refuses every deletion during the acceptance: the member is written, nothing after.
+    const refused = vi.spyOn(JsonRecords.prototype, "delete").mockRejectedValue(new Error("EIO: i/o error"));
+    let accepted: number;
+    try {
+      accepted = await accept("pat", asMember.id);
+    } finally {
+      refused.mockRestore();
+    }
+    expect(accepted).toBe(200);
+    expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBe("member");
+    expect(await pendingFor("pat")).toEqual([]);
+    expect(await pendingIn(ws)).toEqual([]);
+    expect(await accept("pat", asAdmin.id)).toBe(409);
+    // Leaving revokes what the acceptance could not (housekeeping does too: the unit tests).
+    expect(await leave("pat", pat.id)).toBe(204);
+    expect(await accept("pat", asAdmin.id)).toBe(404);
+    expect(await accept("pat", asMember.id)).toBe(404);
   });
 
   it("one to an address a member signs in with later is listed nowhere and goes when they leave", async () => {

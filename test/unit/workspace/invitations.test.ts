@@ -1,10 +1,11 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Conflict, Forbidden, InvalidInput, NotFound } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
 import type { UserDirectory } from "../../../src/identity/users.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { JsonRecords } from "../../../src/storage/records.ts";
 import { type Invitation, readInvitee } from "../../../src/workspace/invitation.ts";
 import {
   MAX_PENDING_PER_INVITER,
@@ -12,6 +13,7 @@ import {
 } from "../../../src/workspace/invitation-bounds.ts";
 import { INVITATION_TTL_MS, Invitations } from "../../../src/workspace/invitations.ts";
 import type { Workspace, WorkspaceRole } from "../../../src/workspace/model.ts";
+import { memoryLog } from "../../helpers/memory-log.ts";
 import { type TestClock, tempInstance, testClock, person as withoutEmail } from "../oauth/fixtures.ts";
 
 /** A person whose provider vouched for `<name>@example.test`. */
@@ -31,6 +33,8 @@ let users: UserDirectory;
 let cleanup: () => Promise<void>;
 let clock: TestClock;
 let invitations: Invitations;
+/** What the invitations logged, read back by a test. */
+let logged: ReturnType<typeof memoryLog>;
 /** The workspaces as the invitations read them: who holds which role where, as a test sets it. */
 const workspaces = new Map<string, Workspace>();
 const memberships = { get: (id: string) => workspaces.get(id) };
@@ -43,9 +47,10 @@ function setMembers(workspaceId: string, roles: Record<string, WorkspaceRole>): 
 beforeEach(async () => {
   ({ root, layout, users, cleanup } = await tempInstance());
   clock = testClock();
+  logged = memoryLog();
   workspaces.clear();
   for (const ws of [WS, OTHER_WS]) setMembers(ws, { [ADMIN.id]: "admin" });
-  invitations = new Invitations(layout, users, memberships, clock);
+  invitations = new Invitations(layout, users, memberships, logged.log, clock);
   await invitations.load();
   for (const p of [ADMIN, ALICE, BOB]) await users.record(p);
 });
@@ -133,7 +138,7 @@ describe("Invitations", () => {
     const revoked = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
     await expect(invitations.revoke(OTHER_WS, revoked.id)).rejects.toBeInstanceOf(NotFound);
     await invitations.revoke(WS, revoked.id);
-    const restarted = new Invitations(layout, users, memberships, clock);
+    const restarted = new Invitations(layout, users, memberships, logged.log, clock);
     await restarted.load();
     expect(ids(await restarted.forWorkspace(WS))).toEqual([kept.id]);
     expect(ids(await restarted.forPerson(ALICE.id))).toEqual([kept.id]);
@@ -320,7 +325,7 @@ describe("Invitations", () => {
         return users.isDeactivated(id);
       },
     };
-    const racing = new Invitations(layout, directory, memberships, clock);
+    const racing = new Invitations(layout, directory, memberships, logged.log, clock);
     // One already pending, so even a create that does not check the sender reads their standing.
     const earlier = await racing.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
     demoteNow = () => {
@@ -436,6 +441,37 @@ describe("one person's invitations to one workspace (ADR 0131)", () => {
     expect(joined).toBe("member");
     expect(await sent).toMatchObject({ status: 409, code: "member_exists" });
     expect(await onDisk()).toEqual([]);
+  });
+
+  it("an acceptance whose clean-up fails is still the join: logged, and housekeeping ends what it left", async () => {
+    const asMember = await invitations.create(WS, { principalId: ALICE.id }, "member", ADMIN.id);
+    const asAdmin = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    const bobs = await invitations.create(WS, { principalId: BOB.id }, "member", ADMIN.id);
+    // The disk refuses every deletion while she accepts: the join is written, nothing after it.
+    const refused = vi
+      .spyOn(JsonRecords.prototype, "delete")
+      .mockRejectedValue(Object.assign(new Error("EIO: i/o error, unlink"), { code: "EIO" }));
+    try {
+      expect(await invitations.accept(asMember.id, ALICE.id, joinAs(ALICE))).toBe("member");
+    } finally {
+      refused.mockRestore();
+    }
+    const warned = logged.lines.filter((line) => line.level === 40);
+    expect(warned.length).toBeGreaterThan(0);
+    for (const line of warned) {
+      expect(line).toMatchObject({ workspaceId: WS, principalId: ALICE.id, err: { code: "EIO" } });
+      // Ids and the error only: not the invitations' records (an address, a role).
+      expect(JSON.stringify(line)).not.toContain("alice@example.test");
+    }
+    // What it left names a member: listed nowhere, and not hers to accept.
+    expect(await onDisk()).toEqual([`${asMember.id}.json`, `${asAdmin.id}.json`, `${bobs.id}.json`].sort());
+    expect(await invitations.forPerson(ALICE.id)).toEqual([]);
+    expect(ids(await invitations.forWorkspace(WS))).toEqual([bobs.id]);
+    await expect(invitations.accept(asAdmin.id, ALICE.id, joinAs(ALICE))).rejects.toMatchObject({
+      code: "member_exists",
+    });
+    await invitations.load();
+    expect(await onDisk()).toEqual([`${bobs.id}.json`]);
   });
 
   /** `count` invitations to strangers, `<prefix><i>@example.test`, sent to `workspaceId` by ADMIN. */

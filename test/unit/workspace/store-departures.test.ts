@@ -38,7 +38,7 @@ beforeEach(async () => {
   for (const p of [ADMIN, ALICE, BOB]) await users.record(p);
   store = new WorkspaceStore(layout, new EventBus(createLogger("silent")), clock);
   await store.load();
-  invitations = new Invitations(layout, users, store, clock);
+  invitations = new Invitations(layout, users, store, createLogger("silent"), clock);
   store.endsWithMembership(invitations);
   await invitations.load();
   ws = (await store.create("Team", ADMIN.id)).id;
