@@ -36,8 +36,8 @@ type Memberships = Pick<WorkspaceStore, "get">;
  *
  * One person may be named by two invitations to a workspace, by id and by address; neither
  * outlives their membership: accepting one drops the other, and so does their leaving or
- * removal, neither list shows one naming a member, and sending an invitation or housekeeping
- * revokes those so that they stop counting against the bounds (ADR 0131).
+ * removal, neither list shows one naming a member nor does either bound count it, and sending an
+ * invitation or housekeeping revokes those (ADR 0131).
  */
 export class Invitations {
   private readonly records: JsonRecords<Invitation>;
@@ -104,7 +104,7 @@ export class Invitations {
    * in between. Refused (409) when the invitee is a member already (`member_exists`) or already
    * has a pending invitation to this workspace (`invitation_exists`), and past either bound
    * (`too_many_invitations`). The workspace's invitations naming a member are revoked first, so
-   * its bound counts what its list shows (ADR 0131).
+   * its bound counts what its list shows; the sender's counts what their lists show (ADR 0131).
    */
   async create(
     workspaceId: string,
@@ -131,10 +131,11 @@ export class Invitations {
           throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
         }
         await this.dropNamingMembers(workspaceId, members);
-        refuseBeyondBounds(
+        await refuseBeyondBounds(
           invitee,
           this.pending(this.indexed.to(workspaceId)),
           this.pending(this.indexed.sentBy(invitedBy)),
+          (id) => membersByKey(this.users, this.workspaces.get(id)),
         );
         const now = this.clock();
         const invitation: Invitation = {

@@ -513,6 +513,27 @@ describe("one person's invitations to one workspace (ADR 0131)", () => {
     ).rejects.toMatchObject({ code: "too_many_invitations" });
   });
 
+  it("one naming a member in another of the sender's workspaces is left out of their 200 before housekeeping revokes it", async () => {
+    const third = "ws_00000000000000cc";
+    const fourth = "ws_00000000000000dd";
+    for (const ws of [third, fourth]) setMembers(ws, { [ADMIN.id]: "admin" });
+    // By address, to her before she joined OTHER_WS (the join set by hand): hidden there, and
+    // nothing is sent to OTHER_WS again, whose next invitation would revoke it.
+    const hidden = await invitations.create(OTHER_WS, { email: "alice@example.test" }, "admin", ADMIN.id);
+    setMembers(OTHER_WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
+    await sendMany(WS, MAX_PENDING_PER_WORKSPACE, "p");
+    await sendMany(third, MAX_PENDING_PER_INVITER - MAX_PENDING_PER_WORKSPACE - 1, "p");
+    // 200 pending, 199 listed: the sender's 200th listed one is sent.
+    await invitations.create(fourth, { principalId: BOB.id }, "member", ADMIN.id);
+    await expect(
+      invitations.create(fourth, { email: "q@example.test" }, "member", ADMIN.id),
+    ).rejects.toMatchObject({ code: "too_many_invitations", message: expect.stringContaining("across all") });
+    // Left out of the count, not revoked: housekeeping does that, under OTHER_WS's key.
+    expect(await onDisk()).toContain(`${hidden.id}.json`);
+    await invitations.load();
+    expect(await onDisk()).not.toContain(`${hidden.id}.json`);
+  });
+
   it("an acceptance sent as they are removed lands before the removal or after the revocation, never between", async () => {
     const leftover = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
     setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
