@@ -133,7 +133,15 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     context.publishedSkills.publish((workspaceId) => connections.publishedSkills(workspaceId));
     const changed = (workspaceId: string, name: string) => connections.changed(workspaceId, name);
     const monitor = new HealthMonitor(store, remote, clock, changed, context.appNames);
-    revalidator = new ConnectionRevalidator(store, remote, clock, changed, context.appNames, log, looks.shared);
+    revalidator = new ConnectionRevalidator(
+      store,
+      remote,
+      clock,
+      changed,
+      context.appNames,
+      log,
+      looks.shared,
+    );
     // Both loops visit only workspaces that have a connection: the rest cost nothing.
     // An archived workspace's connections are no longer served; the index forgets them here.
     const withConnections = () => {
