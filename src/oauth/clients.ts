@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
+import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
@@ -23,9 +24,10 @@ interface StoredClient {
   /**
    * When a request last named it (registration, an authorization request, the token or
    * revocation endpoint), epoch ms, to within CLIENT_USE_RECORDED_EVERY_MS. Absent in records
-   * written before clients were swept: the first sweep that meets one starts its clock.
+   * written before clients were swept: the first sweep that meets one starts its clock, as it
+   * does for a value that is not a time (`lastUseOf`).
    */
-  lastUsedAt?: number;
+  lastUsedAt?: unknown;
 }
 
 /** What a request presented at the token or revocation endpoint to prove it is the client. */
@@ -42,10 +44,12 @@ export interface PresentedClientAuth {
  * (`sweep`, ADR 0137); registration is open, and nothing else would ever remove one.
  */
 export class ClientRegistry {
-  private readonly records: JsonRecords<StoredClient>;
-  // A lookup records its use and a sweep decides on the record under the client's key, so one
+  private readonly records: JsonRecords<unknown>;
+  // A lookup that writes its use and a sweep decide on the record under the client's key, so one
   // always sees the other (test/unit/oauth/clients-sweep.test.ts "a sweep racing a lookup").
   private readonly locks = new KeyedLock();
+  // An unreadable record is reported once per process, not at every sweep or lookup of it.
+  private readonly reportedUnreadable = new Set<string>();
   // The hash travels beside the client object, never in it, so no page or log that shows a
   // client can show its secret's hash either.
   private readonly secretHashes = new WeakMap<OAuthClientInformationFull, string>();
@@ -53,6 +57,7 @@ export class ClientRegistry {
   constructor(
     layout: StorageLayout,
     private readonly documents: Pick<ClientMetadataDocuments, "resolve" | "cachedName">,
+    private readonly log: Logger,
     private readonly clock: Clock = systemClock,
   ) {
     this.records = new JsonRecords(layout, "oauth/clients");
@@ -87,11 +92,12 @@ export class ClientRegistry {
    * for an id that is neither. A document that cannot be used throws an invalid_client OAuthError
    * with the reason, for the person or client to read. `caller`, the connecting address a
    * request came from, is charged for a document that has to be fetched. Finding a registered
-   * client is a use of it, recorded before it is returned.
+   * client is a use of it, recorded (at most daily, best effort) before it is returned. A record
+   * that is not a client is unreadable: `undefined`, and left for an operator.
    */
   async find(clientId: string, caller: string): Promise<OAuthClientInformationFull | undefined> {
     if (CLIENT_ID.test(clientId)) {
-      const stored = await this.locks.run(clientId, () => this.use(clientId));
+      const stored = await this.use(clientId);
       if (!stored) return undefined;
       const client = { ...stored.client };
       if (stored.clientSecretHash) this.secretHashes.set(client, stored.clientSecretHash);
@@ -108,8 +114,10 @@ export class ClientRegistry {
    * charged to nobody (adr/0127).
    */
   async storedName(clientId: string): Promise<string | undefined> {
-    if (CLIENT_ID.test(clientId))
-      return (await this.records.get(clientId).catch(() => undefined))?.client.client_name;
+    if (CLIENT_ID.test(clientId)) {
+      const stored = await this.records.get(clientId).catch(() => undefined);
+      return isStoredClient(stored) ? stored.client.client_name : undefined;
+    }
     return isClientMetadataUrl(clientId) ? this.documents.cachedName(clientId) : undefined;
   }
 
@@ -132,26 +140,23 @@ export class ClientRegistry {
    * `hasLiveGrant` is false, and returns their ids; from then on its id is unknown
    * (`invalid_client`). Each is judged on its record read again under its key: a lookup that
    * came first has recorded its use, and one that comes after finds no client. Metadata
-   * document clients are not stored, so never swept.
+   * document clients are not stored, so never swept. One client that cannot be judged (its
+   * write or delete fails) is logged and judged again next time; the rest are still judged.
    */
   async sweep(hasLiveGrant: (clientId: string) => boolean): Promise<string[]> {
     const swept: string[] = [];
     for (const id of await this.records.ids()) {
       if (!CLIENT_ID.test(id)) continue;
-      const gone = await this.locks.run(id, async () => {
-        // Unreadable is left for an operator, as find leaves it.
-        const stored = await this.records.get(id).catch(() => undefined);
-        if (stored === undefined) return false;
-        const now = this.clock();
-        if (stored.lastUsedAt === undefined) {
-          await this.records.put(id, { ...stored, lastUsedAt: now });
-          return false;
-        }
-        if (now - stored.lastUsedAt < UNUSED_CLIENT_KEPT_MS || hasLiveGrant(id)) return false;
-        await this.records.delete(id);
-        return true;
-      });
-      if (gone) swept.push(id);
+      try {
+        if (await this.locks.run(id, () => this.sweepOne(id, hasLiveGrant))) swept.push(id);
+      } catch (error) {
+        // A full disk or a file it may not touch is this client's problem, not every later one's
+        // (test/unit/oauth/clients-sweep.test.ts "one client that cannot be written").
+        this.log.warn(
+          { clientId: id, err: error },
+          "a registered oauth client could not be swept; the others were, and it is judged again at the next housekeeping",
+        );
+      }
     }
     return swept;
   }
@@ -161,14 +166,82 @@ export class ClientRegistry {
     return client.grant_types === undefined || client.grant_types.includes("refresh_token");
   }
 
-  /** A registered client's record, with this moment written as its last use when the one stored is a day old. */
-  private async use(clientId: string): Promise<StoredClient | undefined> {
-    const stored = await this.records.get(clientId);
-    if (stored === undefined) return undefined;
+  /** Whether `id` was deleted: run under its key. */
+  private async sweepOne(id: string, hasLiveGrant: (clientId: string) => boolean): Promise<boolean> {
+    // Unreadable is left for an operator, as find leaves it.
+    const stored = this.readable(id, await this.records.get(id).catch(() => null));
+    if (stored === undefined) return false;
     const now = this.clock();
-    if (stored.lastUsedAt === undefined || now - stored.lastUsedAt >= CLIENT_USE_RECORDED_EVERY_MS) {
-      await this.records.put(clientId, { ...stored, lastUsedAt: now });
+    const lastUsedAt = lastUseOf(stored);
+    if (lastUsedAt === undefined) {
+      await this.records.put(id, { ...stored, lastUsedAt: now });
+      return false;
     }
-    return stored;
+    if (now - lastUsedAt < UNUSED_CLIENT_KEPT_MS || hasLiveGrant(id)) return false;
+    await this.records.delete(id);
+    return true;
   }
+
+  /**
+   * A registered client's record, with this moment written as its last use when the one stored
+   * is a day old or missing. Read without the client's key first: a client used within the day
+   * is 29 days from any sweep and needs no write, so a busy client's lookups never queue behind
+   * one another, a sweep or the daily write (test/unit/oauth/clients-sweep.test.ts "a lookup of
+   * a client used today"). Only a stale use takes the key and judges the record read again there.
+   */
+  private async use(clientId: string): Promise<StoredClient | undefined> {
+    const seen = this.readable(clientId, await this.records.get(clientId));
+    if (seen === undefined || this.usedToday(seen)) return seen;
+    return this.locks.run(clientId, async () => {
+      const stored = this.readable(clientId, await this.records.get(clientId));
+      if (stored === undefined || this.usedToday(stored)) return stored;
+      try {
+        await this.records.put(clientId, { ...stored, lastUsedAt: this.clock() });
+      } catch (error) {
+        // Best effort: the request goes on with its client, and the next lookup tries again. A
+        // use left unwritten only moves the sweep's 30 days, never deletes a client in use.
+        this.log.warn(
+          { clientId, err: error },
+          "a registered oauth client's last use could not be recorded; its next lookup tries again",
+        );
+      }
+      return stored;
+    });
+  }
+
+  private usedToday(stored: StoredClient): boolean {
+    const lastUsedAt = lastUseOf(stored);
+    return lastUsedAt !== undefined && this.clock() - lastUsedAt < CLIENT_USE_RECORDED_EVERY_MS;
+  }
+
+  /**
+   * `value` as a client record, or `undefined` for none. One that is not an object holding its
+   * client (`null`, a number, an array, or a file that did not read as JSON) is unreadable: it
+   * is never read as a client, swept or overwritten, and is reported once, without its contents.
+   */
+  private readable(clientId: string, value: unknown): StoredClient | undefined {
+    if (value === undefined || isStoredClient(value)) return value;
+    if (!this.reportedUnreadable.has(clientId)) {
+      this.reportedUnreadable.add(clientId);
+      this.log.warn(
+        { clientId },
+        "a registered oauth client's record is unreadable; it is left as it is and its client_id answers as unknown: restore it from a backup or remove it",
+      );
+    }
+    return undefined;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isStoredClient(value: unknown): value is StoredClient {
+  return isObject(value) && isObject(value.client);
+}
+
+/** The recorded last use, or `undefined` when none is: absent, or not a finite number (it never was a time). */
+function lastUseOf(stored: StoredClient): number | undefined {
+  const { lastUsedAt } = stored;
+  return typeof lastUsedAt === "number" && Number.isFinite(lastUsedAt) ? lastUsedAt : undefined;
 }

@@ -70,7 +70,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     fetchesPerHour: config.clientMetadataFetchesPerHour,
     clock,
   });
-  const clients = new ClientRegistry(layout, documents, clock);
+  const clients = new ClientRegistry(layout, documents, log, clock);
   const tokens = new AccessTokens({
     keys,
     grants,

@@ -5,6 +5,7 @@ import { ClientMetadataDocuments } from "../../../src/oauth/client-metadata.ts";
 import { ClientRegistry, UNUSED_CLIENT_KEPT_MS } from "../../../src/oauth/clients.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import { JsonRecords } from "../../../src/storage/records.ts";
+import { capturingLogger } from "../../helpers/atrium.ts";
 import { gate } from "../../helpers/gate.ts";
 import { type TestClock, tempInstance, testClock } from "./fixtures.ts";
 
@@ -22,14 +23,25 @@ let layout: StorageLayout;
 let cleanup: () => Promise<void>;
 let clock: TestClock;
 let clients: ClientRegistry;
+let lines: Array<Record<string, unknown>>;
 
 beforeEach(async () => {
   ({ root, layout, cleanup } = await tempInstance());
   clock = testClock();
-  clients = new ClientRegistry(layout, new ClientMetadataDocuments({ allowPrivate: false }), clock);
+  const captured = capturingLogger();
+  lines = captured.lines;
+  clients = new ClientRegistry(
+    layout,
+    new ClientMetadataDocuments({ allowPrivate: false }),
+    captured.log,
+    clock,
+  );
 });
 
-afterEach(() => cleanup());
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await cleanup();
+});
 
 function fileOf(clientId: string): string {
   return join(root, "_instance", "oauth", "clients", `${clientId}.json`);
@@ -149,5 +161,137 @@ describe("sweeping registered clients", () => {
       spy.mockRestore();
     }
     expect(await exists(fileOf(id))).toBe(false);
+  });
+});
+
+describe("a client record the sweep cannot use", () => {
+  const UNREADABLE = "atc_00000000000000000000000000000000";
+
+  it.each([
+    ["null", "null\n"],
+    ["a number", "42\n"],
+    ["an array", '["a secret"]\n'],
+    ["an object without its client", '{ "clientSecretHash": "a secret" }\n'],
+  ])(
+    "a record that is %s is left for an operator, logged once, and every other client is still swept",
+    async (_kind, text) => {
+      const idle = [];
+      for (let i = 0; i < 5; i++) idle.push((await clients.register(NATIVE)).client_id);
+      await writeFile(fileOf(UNREADABLE), text);
+      clock.advance(UNUSED_CLIENT_KEPT_MS);
+      // Before, the sweep threw a TypeError at this record, every hour, and every client listed
+      // after it was never swept.
+      expect((await clients.sweep(noGrants)).sort()).toEqual(idle.sort());
+      expect(await clients.sweep(noGrants)).toEqual([]);
+      expect(await readFile(fileOf(UNREADABLE), "utf8")).toBe(text);
+      // Answered as unknown (invalid_client), as before clients were swept, not a TypeError (500).
+      expect(await clients.find(UNREADABLE, CALLER)).toBeUndefined();
+      expect(await clients.storedName(UNREADABLE)).toBeUndefined();
+      const reported = lines.filter((line) => line.clientId === UNREADABLE);
+      expect(reported).toEqual([
+        expect.objectContaining({ level: 40, msg: expect.stringContaining("unreadable") }),
+      ]);
+      // Its id and what to do, nothing it holds.
+      expect(Object.keys(reported[0] ?? {}).sort()).toEqual(["clientId", "level", "msg", "service", "time"]);
+    },
+  );
+
+  it("a last use that is not a time is stamped now, as a record from before, never swept at once", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    const stored = JSON.parse(await readFile(fileOf(id), "utf8"));
+    await writeFile(fileOf(id), JSON.stringify({ ...stored, lastUsedAt: "2026-01-01" }));
+    clock.advance(DAY_MS);
+    // A string gave NaN, which no "less than 30 days" holds for: swept at the first sweep.
+    expect(await clients.sweep(noGrants)).toEqual([]);
+    expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
+    clock.advance(UNUSED_CLIENT_KEPT_MS);
+    expect(await clients.sweep(noGrants)).toEqual([id]);
+  });
+
+  it("a lookup of a client whose last use is not a time records one", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    const stored = JSON.parse(await readFile(fileOf(id), "utf8"));
+    await writeFile(fileOf(id), JSON.stringify({ ...stored, lastUsedAt: "2026-01-01" }));
+    // NaN is never a day old, so this was never written and the next sweep deleted the client.
+    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
+  });
+
+  it("one client that cannot be written or deleted is logged and skipped; the others are swept", async () => {
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push((await clients.register(NATIVE)).client_id);
+    const [stuck, unstamped, ...rest] = ids as [string, string, ...string[]];
+    const stored = JSON.parse(await readFile(fileOf(unstamped), "utf8"));
+    await writeFile(fileOf(unstamped), JSON.stringify({ ...stored, lastUsedAt: undefined }));
+    clock.advance(UNUSED_CLIENT_KEPT_MS);
+    // A full disk or a file it may not touch, injected: both of the sweep's own writes fail.
+    const remove = JsonRecords.prototype.delete;
+    vi.spyOn(JsonRecords.prototype, "delete").mockImplementation(async function (
+      this: JsonRecords<unknown>,
+      key: string,
+    ) {
+      if (key === stuck) throw Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" });
+      return remove.call(this, key);
+    });
+    vi.spyOn(JsonRecords.prototype, "put").mockRejectedValue(
+      Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" }),
+    );
+    expect((await clients.sweep(noGrants)).sort()).toEqual(rest.sort());
+    vi.restoreAllMocks();
+    expect(
+      lines
+        .filter((line) => line.clientId !== undefined)
+        .map((line) => line.clientId)
+        .sort(),
+    ).toEqual([stuck, unstamped].sort());
+    expect(await exists(fileOf(stuck))).toBe(true);
+    expect(await clients.sweep(noGrants)).toEqual([stuck]);
+  });
+});
+
+describe("recording a client's use", () => {
+  it("a use that cannot be written still finds the client, and the next lookup writes it", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    const registered = await readFile(fileOf(id), "utf8");
+    clock.advance(DAY_MS);
+    const spy = vi
+      .spyOn(JsonRecords.prototype, "put")
+      .mockRejectedValueOnce(
+        Object.assign(new Error(`EROFS: read-only file system, open '${root}'`), { code: "EROFS" }),
+      );
+    // Before, the lookup threw: /oauth/token answered 500 and /oauth/authorize showed the error.
+    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(await readFile(fileOf(id), "utf8")).toBe(registered);
+    expect(lines).toEqual([expect.objectContaining({ clientId: id, level: 40 })]);
+    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(spy).toHaveBeenCalledTimes(2);
+    expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
+  });
+
+  it("a lookup of a client used today does not wait for the client's key", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    // A sweep holds the client's key, stopped at its read of the record. Before, every lookup
+    // took that key too, so this one waited for the sweep (the test hung): a flood of
+    // authorization requests naming a client queued its token refreshes.
+    const reached = gate();
+    const held = gate();
+    const read = JsonRecords.prototype.get;
+    let first = true;
+    vi.spyOn(JsonRecords.prototype, "get").mockImplementation(async function (
+      this: JsonRecords<unknown>,
+      key: string,
+    ) {
+      if (first) {
+        first = false;
+        reached.open();
+        await held.promise;
+      }
+      return read.call(this, key);
+    });
+    const sweeping = clients.sweep(noGrants);
+    await reached.promise;
+    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    held.open();
+    expect(await sweeping).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ClientMetadataDocuments } from "../../../src/oauth/client-metadata.ts";
 import { ClientRegistry } from "../../../src/oauth/clients.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
-import { tempInstance, testClock } from "./fixtures.ts";
+import { silentLog, tempInstance, testClock } from "./fixtures.ts";
 import { InvalidClientMetadataError } from "./oauth-error-kinds.ts";
 
 let layout: StorageLayout;
@@ -14,7 +14,12 @@ const NATIVE = { redirect_uris: ["http://127.0.0.1/callback"], client_name: "Nat
 
 beforeEach(async () => {
   ({ layout, cleanup } = await tempInstance());
-  clients = new ClientRegistry(layout, new ClientMetadataDocuments({ allowPrivate: false }), testClock());
+  clients = new ClientRegistry(
+    layout,
+    new ClientMetadataDocuments({ allowPrivate: false }),
+    silentLog,
+    testClock(),
+  );
 });
 
 afterEach(() => cleanup());
