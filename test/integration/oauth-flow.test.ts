@@ -1,8 +1,11 @@
+import { writeFile as writeFileOnDisk } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { Client, StreamableHTTPClientTransport, UnauthorizedError } from "@modelcontextprotocol/client";
 import { generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { INTERNAL_ERROR_MESSAGE } from "../../src/http/error-response.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { addMember } from "../helpers/members.ts";
 import {
@@ -179,6 +182,23 @@ describe("authorize: what is refused, and how", () => {
     expect(response.status).toBe(400);
     expect(response.headers.get("location")).toBeNull();
     expect(await response.text()).toContain("not one this client registered");
+  });
+
+  it("a client record that cannot be read is answered with a generic line, never the file's path", async () => {
+    const { client_id: broken } = await registerClient(t);
+    await writeFileOnDisk(join(t.root, "_instance", "oauth", "clients", `${broken}.json`), "{");
+    const response = await authorize(t, undefined, {
+      clientId: broken,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    // Before, the page said "could not be used: <root>/_instance/oauth/clients/… is not valid
+    // JSON", to anyone, signed in or not.
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(text).toContain(INTERNAL_ERROR_MESSAGE);
+    expect(text).not.toContain(t.root);
+    expect(text).not.toContain("_instance");
   });
 
   it("a person who is not a member of the workspace gets no consent page, only access_denied", async () => {

@@ -58,9 +58,13 @@ export async function parseAuthorizationRequest(
   try {
     client = await clients.find(clientId, caller);
   } catch (error) {
-    if (error instanceof OAuthError && error.errorCode === "too_many_requests")
-      return show(429, error.message);
-    return show(400, `The client "${clientId}" could not be used: ${(error as Error).message}`);
+    // Only an OAuthError's message is written for the person (a metadata document's reason).
+    // Anything else is Atrium's own fault, whose message may name files under the data root:
+    // it goes to the one error mapping, logged there, and the page gets its generic line
+    // (test/integration/oauth-flow.test.ts "a client record that cannot be read").
+    if (!(error instanceof OAuthError)) throw error;
+    if (error.errorCode === "too_many_requests") return show(429, error.message);
+    return show(400, `The client "${clientId}" could not be used: ${error.message}`);
   }
   if (!client)
     return show(400, `No client "${clientId}" is registered here; the application must register again.`);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseAuthorizationRequest } from "../../../../src/oauth/authorize/authorization-request.ts";
+import { OAuthError } from "../../../../src/oauth/oauth-error.ts";
 import type { OAuthClientInformationFull } from "../../../../src/oauth/oauth-types.ts";
 
 const PUBLIC_URL = "https://atrium.example";
@@ -71,5 +72,28 @@ describe("parseAuthorizationRequest", () => {
       state: "s1",
       redirectUri: "https://app.example/cb",
     });
+  });
+
+  it("a client that cannot be used says why only when the reason is an OAuth error; any other fault is not shown", async () => {
+    const failing = (error: Error) => ({
+      find: async () => {
+        throw error;
+      },
+    });
+    const refused = new OAuthError(
+      "invalid_client",
+      "The client metadata document at https://app.example/c is not a JSON object.",
+    );
+    expect(await parseAuthorizationRequest(query(), failing(refused), PUBLIC_URL, "127.0.0.1")).toEqual({
+      kind: "show",
+      status: 400,
+      message: `The client "atc_client" could not be used: ${refused.message}`,
+    });
+    // An fs fault names a path under the data root: left to the one error mapping, which logs it
+    // and answers its generic line; the page no longer shows it.
+    const fault = new Error("EACCES: permission denied, open '/srv/atrium/_instance/oauth/clients/x.json'");
+    await expect(parseAuthorizationRequest(query(), failing(fault), PUBLIC_URL, "127.0.0.1")).rejects.toBe(
+      fault,
+    );
   });
 });
