@@ -16,7 +16,7 @@ import {
 import { type Standing, standingRefusal } from "./grant-standing.ts";
 import { grantIdOf, isGrantId, newRefreshToken } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
-import { sealSuccessor, successorWithinGrace } from "./refresh-grace.ts";
+import { graceAnswer, sealSuccessor } from "./refresh-grace.ts";
 
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 const MAX_PREVIOUS_REFRESH_HASHES = 100;
@@ -233,9 +233,18 @@ export class Grants {
       const current = replaced !== undefined && equalSecrets(hash, replaced);
       // The token just replaced, retried by its client within the grace: its successor, once more.
       const graceMs = this.options.refreshReuseGraceSeconds * 1000;
-      const again = current
+      const grace = current
         ? undefined
-        : successorWithinGrace(record, { token, clientId: request.clientId }, this.clock(), graceMs);
+        : graceAnswer(record, { token, clientId: request.clientId }, this.clock(), graceMs);
+      if (grace === "clockBehind") {
+        // A clock stepped back is not a thief: refused, and the family lives (ADR 0136).
+        this.options.log.warn(
+          { grantId, clientId: record.clientId },
+          "the refresh token just replaced came back while the clock reads before its rotation (stepped back?); refused without revoking the grant",
+        );
+        throw new OAuthError("invalid_grant", REFUSED);
+      }
+      const again = grace?.successor;
       if (replaced === undefined || (!current && again === undefined)) {
         if (record.previousRefreshHashes.some((previous) => equalSecrets(hash, previous))) {
           await this.revokeRecord(record);

@@ -25,29 +25,39 @@ export function sealSuccessor(replaced: string, successor: string): string {
 }
 
 /**
- * The successor to answer `presented` with, or `undefined` when reuse detection is to judge
- * it: it is the token the grant's last rotation replaced (never an older one), `clientId` is
- * the grant's, that rotation was less than `graceMs` ago, and the sealed successor opens with
- * the presented token to the grant's current one.
+ * What the grace says of a refresh token that is not the grant's current one: answer it with
+ * `successor`; refuse it without judging it, because this clock reads before the rotation it
+ * would be measured from (`clockBehind`); or `undefined`, when reuse detection is to judge it.
  */
-export function successorWithinGrace(
+export type GraceAnswer = { successor: string } | "clockBehind" | undefined;
+
+/**
+ * The grace's answer to `presented`: a successor when it is the token the grant's last rotation
+ * replaced (never an older one), `clientId` is the grant's, that rotation was 0 to `graceMs`
+ * ago, and the sealed successor opens with the presented token to the grant's current one.
+ * A clock that reads before the rotation (stepped back since) cannot tell how long ago it was,
+ * so such a token is neither answered nor judged as reuse (ADR 0136, "a clock stepped back").
+ */
+export function graceAnswer(
   record: GrantRecord,
   presented: { token: string; clientId: string },
   now: number,
   graceMs: number,
-): string | undefined {
+): GraceAnswer {
   const replaced = record.previousRefreshHashes[0];
   const { successorSealed, refreshedAt, currentRefreshHash } = record;
   if (graceMs <= 0 || record.clientId !== presented.clientId) return undefined;
   if (replaced === undefined || successorSealed === undefined || currentRefreshHash === undefined) {
     return undefined;
   }
-  if (refreshedAt === undefined || now >= refreshedAt + graceMs) return undefined;
-  if (!equalSecrets(hashSecret(presented.token), replaced)) return undefined;
+  if (refreshedAt === undefined || !equalSecrets(hashSecret(presented.token), replaced)) return undefined;
+  const since = now - refreshedAt;
+  if (since < 0) return "clockBehind";
+  if (since >= graceMs) return undefined;
   const successor = openSuccessor(presented.token, successorSealed);
   // Sealed at the rotation that made the current token, so it opens to exactly that one.
   return successor !== undefined && equalSecrets(hashSecret(successor), currentRefreshHash)
-    ? successor
+    ? { successor }
     : undefined;
 }
 

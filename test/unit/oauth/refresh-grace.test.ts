@@ -158,4 +158,41 @@ describe("the grace after a refresh token's rotation", () => {
     await expect(after.refresh(refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(InvalidGrantError);
     expect(after.isRevoked(grantId)).toBe(true);
   });
+
+  it("with the clock stepped back after a rotation, the token just replaced is refused and the family lives", async () => {
+    const grants = await grantsWithGrace(GRACE_SECONDS);
+    const { grantId, refreshToken } = await start(grants);
+    const first = await grants.refresh(refreshToken, { clientId: CLIENT });
+    // NTP steps the clock back an hour; 59 minutes later it still reads before the rotation.
+    // Before, that counted as within the grace: the token was answered for the whole hour.
+    clock.advance(-60 * 60 * 1000);
+    clock.advance(59 * 60 * 1000);
+    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+    // Refused, not judged as reuse: a clock step is not theft.
+    expect(grants.isRevoked(grantId)).toBe(false);
+    const next = await grants.refresh(first.refreshToken, { clientId: CLIENT });
+    expect(next.refreshToken).not.toBe(first.refreshToken);
+  });
+
+  it("with the clock stepped back, another client or an older token still revokes the family", async () => {
+    const grants = await grantsWithGrace(GRACE_SECONDS);
+    const a = await start(grants);
+    await grants.refresh(a.refreshToken, { clientId: CLIENT });
+    clock.advance(-1);
+    await expect(grants.refresh(a.refreshToken, { clientId: OTHER_CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+    expect(grants.isRevoked(a.grantId)).toBe(true);
+
+    const b = await start(grants);
+    const first = await grants.refresh(b.refreshToken, { clientId: CLIENT });
+    await grants.refresh(first.refreshToken, { clientId: CLIENT });
+    clock.advance(-1);
+    await expect(grants.refresh(b.refreshToken, { clientId: CLIENT })).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+    expect(grants.isRevoked(b.grantId)).toBe(true);
+  });
 });
