@@ -75,7 +75,10 @@ export async function purgeArchive(request: ArchivePurge, output: CliOutput): Pr
       // What it did is printed below, line by line; the JSON log would say it twice.
       log: createLogger("silent"),
     });
-    for (const entry of report.removed) output.out(`removed       ${describe(layout, entry)}\n`);
+    for (const entry of report.removed) {
+      output.out(`removed       ${describe(layout, entry)}\n`);
+      for (const note of entry.leftAlone) output.out(`left alone    ${note}\n`);
+    }
     for (const { entry, error } of report.failed) {
       output.err(`not removed   ${describe(layout, entry)}: ${(error as Error).message}\n`);
     }

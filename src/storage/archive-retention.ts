@@ -8,8 +8,10 @@ import { PURGING_PREFIX, parseArchivedName, type StorageLayout } from "./paths.t
 /**
  * What an app keeps outside a workspace's folder for it (a connection's sealed credentials in
  * `_instance/credentials/`), removed before the archived folder it is read from (ADR 0113).
+ * Answers what it left alone below the archive and why, `<path>: <why>` (a link it never follows,
+ * a record that is not the workspace's: ADR 0142), reported with the removal; the folder goes.
  */
-export type ArchiveReleaser = (workspaceId: string, archivedName: string) => Promise<void>;
+export type ArchiveReleaser = (workspaceId: string, archivedName: string) => Promise<readonly string[]>;
 
 export interface ArchiveRetention {
   layout: StorageLayout;
@@ -48,9 +50,15 @@ export interface ArchiveListing {
   cutShort: string[];
 }
 
+/** One archive a purge removed. */
+export interface RemovedArchive extends ArchivedEntry {
+  /** What its releasers left alone below it, `<path>: <why>` (ArchiveReleaser). */
+  leftAlone: readonly string[];
+}
+
 /** What a purge did. */
 export interface PurgeReport extends ArchiveListing {
-  removed: ArchivedEntry[];
+  removed: RemovedArchive[];
   failed: Array<{ entry: ArchivedEntry; error: unknown }>;
 }
 
@@ -123,13 +131,19 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
     const fields = { workspace: workspaceId, archivedAt: new Date(entry.archivedAtMs).toISOString() };
     const shared = retention.isLive(workspaceId) || (copies.get(workspaceId) ?? 0) > 1;
     try {
-      await purge(retention, workspaceId, name, shared);
+      const leftAlone = await purge(retention, workspaceId, name, !shared);
       copies.set(workspaceId, (copies.get(workspaceId) ?? 1) - 1);
-      report.removed.push(entry);
+      report.removed.push({ ...entry, leftAlone });
       log.info(
         { ...fields, ...(shared && { released: "nothing: the workspace is live again, or archived again" }) },
         `archived workspace removed: ${retention.cause}`,
       );
+      if (leftAlone.length > 0) {
+        log.warn(
+          { ...fields, leftAlone },
+          "archived workspace removed; what it named there was not released",
+        );
+      }
     } catch (error) {
       // One archive that cannot be removed (a file it may not delete) holds back no other
       // workspace's.
@@ -142,18 +156,25 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
 }
 
 /**
- * Releases what the apps keep for one archive, unless another copy of its workspace (live, or
- * archived again) shares it, then removes its folder.
+ * Releases what the apps keep for one archive, when `release` (no other copy of its workspace,
+ * live or archived again, shares it), then removes its folder. Answers what the releasers left alone.
  */
-async function purge(retention: ArchiveRetention, workspaceId: string, name: string, shared: boolean) {
+async function purge(
+  retention: ArchiveRetention,
+  workspaceId: string,
+  name: string,
+  release: boolean,
+): Promise<string[]> {
   const { layout } = retention;
-  if (!shared) {
-    for (const release of retention.releasers) await release(workspaceId, name);
+  const leftAlone: string[] = [];
+  if (release) {
+    for (const releaser of retention.releasers) leftAlone.push(...(await releaser(workspaceId, name)));
   }
   const purging = layout.purgingFolder(name);
   await rename(layout.archivedFolder(name), purging);
   await syncDir(layout.archiveDir());
   await rm(purging, { recursive: true, force: true });
+  return leftAlone;
 }
 
 /**

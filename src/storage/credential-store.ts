@@ -199,6 +199,28 @@ export class CredentialStore {
     });
   }
 
+  /**
+   * Removes a credential only if it is sealed for record `recordId`: a record copied or edited to
+   * name another record's credential never removes it (an archive's release, ADR 0142). Answers
+   * `absent` for one not there, as `delete` removes nothing then.
+   */
+  async deleteBoundTo(id: string, recordId: string): Promise<"removed" | "absent" | "bound_elsewhere"> {
+    if (!isCredentialId(id)) throw new CredentialNotFound(id);
+    return this.locks.run(id, async () => {
+      let stored: StoredCredential;
+      try {
+        stored = await this.read(id);
+      } catch (error) {
+        if (error instanceof CredentialNotFound) return "absent";
+        throw error;
+      }
+      if (stored.recordId !== recordId) return "bound_elsewhere";
+      await this.records.delete(id);
+      this.index.delete(id);
+      return "removed";
+    });
+  }
+
   /** How many credentials are stored. */
   count(): number {
     return this.index.size;

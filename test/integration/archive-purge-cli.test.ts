@@ -50,6 +50,7 @@ describe("atrium archive purge", SLOW, () => {
     await writeFile(join(outside, "keep.txt"), "not in the archive");
     await symlink(outside, join(root, "_archive", linked));
     await symlink(outside, join(root, "_archive", old, "files", "elsewhere"));
+    await symlink(outside, join(root, "_archive", old, "connections"));
     await mkdir(join(root, "_archive", "operator-notes"));
 
     const dry = await runAtriumMain([
@@ -77,6 +78,9 @@ describe("atrium archive purge", SLOW, () => {
     expect(purged.code).toBe(0);
     expect(purged.stdout).toContain(
       `removed       ${join(root, "_archive", old)} (workspace ws_${"a".repeat(16)}`,
+    );
+    expect(purged.stdout).toContain(
+      `left alone    ${join(root, "_archive", old, "connections")}: a symbolic link, never followed\n`,
     );
     expect(purged.stdout).toContain("Removed 1 archived workspace(s) archived more than 30 day(s) ago.");
     expect((await readdir(join(root, "_archive"))).sort()).toEqual([linked, "operator-notes", young].sort());

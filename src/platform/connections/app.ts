@@ -1,7 +1,6 @@
 import { splitToolName } from "../../sources/tool-names.ts";
-import { isCredentialId } from "../../storage/credential-store.ts";
 import type { PlatformApp } from "../app.ts";
-import { archivedRecords } from "./archived-records.ts";
+import { releaseArchivedCredentials } from "./archive-release.ts";
 import { AuditLedger } from "./audit.ts";
 import { auditRoutes } from "./audit-routes.ts";
 import { CallerConnections } from "./caller-connections.ts";
@@ -12,7 +11,6 @@ import { Connections } from "./connections.ts";
 import { grantRoutes } from "./grant-routes.ts";
 import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
-import { sealedCredentialIds } from "./model.ts";
 import { connectionOAuth } from "./oauth/wiring.ts";
 import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
@@ -209,11 +207,6 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
   // stay in _instance/credentials/ for good (archive-retention.test.ts).
   archiveReleaser:
     ({ storage, credentials }) =>
-    async (workspaceId, archivedName) => {
-      for (const record of await archivedRecords(storage, workspaceId, archivedName)) {
-        for (const id of sealedCredentialIds(record.auth)) {
-          if (isCredentialId(id)) await credentials.delete(id);
-        }
-      }
-    },
+    (workspaceId, archivedName) =>
+      releaseArchivedCredentials(storage, credentials, workspaceId, archivedName),
 };

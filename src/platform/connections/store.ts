@@ -16,8 +16,9 @@ import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../s
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
 import type { Snapshot } from "./snapshot.ts";
 
-/** Where one key's connections live in its folder, and each one's record in its own. */
+/** The folder of a workspace's connections folder that holds one folder per connection. */
 export const SERVERS = "servers";
+/** A connection's record in its folder: what its sealed credentials are bound to. */
 export const RECORD = "connection.json";
 const SNAPSHOTS = "snapshots";
 const TRANSPORT = "transport.json";

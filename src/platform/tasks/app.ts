@@ -110,8 +110,11 @@ export const tasksApp: PlatformApp<TaskSettings> = {
   // An archived workspace's schedule entries stay while it may be moved back (its tasks are not
   // armed meanwhile); once its archive is removed they name nothing. The index is files under
   // `_instance/tasks/schedules/`, one per entry, so a second reader of it writes no one else's.
+  // It reads nothing below the archive (entries are named by workspace id), so leaves nothing there.
   archiveReleaser:
     ({ layout }) =>
-    (workspaceId) =>
-      new TaskBootIndex(layout).removeWorkspace(workspaceId),
+    async (workspaceId) => {
+      await new TaskBootIndex(layout).removeWorkspace(workspaceId);
+      return [];
+    },
 };

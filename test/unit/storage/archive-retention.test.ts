@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { createLogger } from "../../../src/log.ts";
 import {
+  type ArchiveReleaser,
   type ArchiveRetention,
   listExpiredArchives,
   purgeExpiredArchives,
@@ -46,6 +47,14 @@ function retention(changes: Partial<ArchiveRetention> = {}): ArchiveRetention {
   };
 }
 
+/** A releaser that notes each archive it is asked to release and leaves nothing alone. */
+const recordingTo =
+  (released: string[]): ArchiveReleaser =>
+  async (_workspaceId, name) => {
+    released.push(name);
+    return [];
+  };
+
 const archive = async () => (await readdir(join(root, "_archive"))).sort();
 
 describe("purgeExpiredArchives", () => {
@@ -58,6 +67,7 @@ describe("purgeExpiredArchives", () => {
             // Released while the archived folder is still there to read.
             expect(await readdir(join(root, "_archive", name))).toContain("workspace.json");
             released.push(`${workspaceId} ${name}`);
+            return [];
           },
         ],
       }),
@@ -76,6 +86,7 @@ describe("purgeExpiredArchives", () => {
       releasers: [
         async (workspaceId) => {
           if (workspaceId === parseArchivedName(OLD)?.workspaceId) throw new Error("disk says no");
+          return [];
         },
       ],
     });
@@ -88,9 +99,7 @@ describe("purgeExpiredArchives", () => {
 
   it("removes the folder of a workspace restored by copy but releases nothing of the live one", async () => {
     const released: string[] = [];
-    await purgeExpiredArchives(
-      retention({ isLive: () => true, releasers: [async (_ws, name) => void released.push(name)] }),
-    );
+    await purgeExpiredArchives(retention({ isLive: () => true, releasers: [recordingTo(released)] }));
     expect(released).toEqual([]);
     expect(await archive()).toEqual([YOUNG]);
   });
@@ -100,8 +109,7 @@ describe("purgeExpiredArchives", () => {
     const first = `${parseArchivedName(OLD)?.workspaceId}-${NOW - 35 * DAY_MS}`;
     await mkdir(join(root, "_archive", first));
     const released: string[] = [];
-    const purge = () =>
-      purgeExpiredArchives(retention({ releasers: [async (_ws, name) => void released.push(name)] }));
+    const purge = () => purgeExpiredArchives(retention({ releasers: [recordingTo(released)] }));
     // Both past the retention: the older is removed first, and the newer, which names the most
     // (it was restored from the older, then added to), releases.
     expect((await purge()).removed).toHaveLength(2);
@@ -119,7 +127,7 @@ describe("purgeExpiredArchives", () => {
       }
     }
     const released: string[] = [];
-    const releasers = [async (_ws: string, name: string) => void released.push(name)];
+    const releasers = [recordingTo(released)];
     expect(
       (await purgeExpiredArchives(retention({ layout: new Failing(root), releasers }))).removed,
     ).toHaveLength(0);
@@ -133,7 +141,7 @@ describe("purgeExpiredArchives", () => {
     const younger = `${parseArchivedName(OLD)?.workspaceId}-${NOW - DAY_MS}`;
     await mkdir(join(root, "_archive", younger));
     const released: string[] = [];
-    await purgeExpiredArchives(retention({ releasers: [async (_ws, name) => void released.push(name)] }));
+    await purgeExpiredArchives(retention({ releasers: [recordingTo(released)] }));
     expect(released).toEqual([]);
     expect(await archive()).toEqual([younger, YOUNG].sort());
   });
@@ -171,9 +179,7 @@ describe("purgeExpiredArchives", () => {
       await symlink(outside, join(root, "_archive", OLD, "files", "elsewhere"));
       await symlink(join(outside, "keep.txt"), join(root, "_archive", OLD, "workspace-link.json"));
       const released: string[] = [];
-      const report = await purgeExpiredArchives(
-        retention({ releasers: [async (_ws, name) => void released.push(name)] }),
-      );
+      const report = await purgeExpiredArchives(retention({ releasers: [recordingTo(released)] }));
       expect(report.removed.map((entry) => entry.name)).toEqual([OLD]);
       expect(report.notFolders).toEqual([linked]);
       expect(released).toEqual([OLD]);

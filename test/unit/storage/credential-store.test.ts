@@ -200,6 +200,17 @@ describe("CredentialStore", () => {
     expect(await readdir(layout.collectionDir("credentials"))).toEqual([]);
   });
 
+  it("deleteBoundTo removes a credential only for the record it is sealed for (an archive's release)", async () => {
+    const store = await CredentialStore.open(layout, ring(1));
+    const id = await store.put(RECORD, FIELD, SECRET);
+    expect(await store.deleteBoundTo(id, OTHER_RECORD)).toBe("bound_elsewhere");
+    expect(await store.open(id, RECORD, FIELD)).toBe(SECRET);
+    expect(await store.deleteBoundTo(id, RECORD)).toBe("removed");
+    expect(await store.deleteBoundTo(id, RECORD)).toBe("absent");
+    expect(store.count()).toBe(0);
+    expect(await readdir(layout.collectionDir("credentials"))).toEqual([]);
+  });
+
   it("an id that is not a credential id, or a binding with a newline, is refused before any file is read", async () => {
     const store = await CredentialStore.open(layout, ring(1));
     for (const id of ["../sessions/x", "cred_XYZ", "", "cred_0123456789abcdef0123456"]) {
