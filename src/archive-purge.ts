@@ -15,7 +15,7 @@ import {
 } from "./storage/archive-retention.ts";
 import { CredentialStore } from "./storage/credential-store.ts";
 import { isFolder } from "./storage/folders.ts";
-import { StorageLayout } from "./storage/paths.ts";
+import { PURGING_PREFIX, StorageLayout } from "./storage/paths.ts";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -36,7 +36,8 @@ export interface ArchivePurge {
  * keep for it first, then its folder), and prints each. With the root's lock held, so never beside
  * a running server: a removal releases sealed credentials and schedule entries that a server holds
  * too. `dryRun` only lists, reading names and entry types, and takes no lock, so it is safe beside
- * one. Answers the exit code: 1 when an archive could not be removed.
+ * one. Answers the exit code: 1 when an archive, or what a removal cut short left, could not be
+ * removed.
  */
 export async function purgeArchive(request: ArchivePurge, output: CliOutput): Promise<number> {
   const { config, olderThanDays, dryRun } = request;
@@ -76,18 +77,23 @@ export async function purgeArchive(request: ArchivePurge, output: CliOutput): Pr
       log: createLogger("silent"),
     });
     for (const entry of report.removed) {
-      output.out(`removed       ${describe(layout, entry)}\n`);
+      const shared = entry.sharedWith && `; released nothing: shared with ${entry.sharedWith}`;
+      output.out(`removed       ${describe(layout, entry)}${shared ?? ""}\n`);
       for (const note of entry.leftAlone) output.out(`left alone    ${note}\n`);
     }
     for (const { entry, error } of report.failed) {
       output.err(`not removed   ${describe(layout, entry)}: ${(error as Error).message}\n`);
     }
+    for (const { name, error } of report.unfinished) {
+      output.err(`not finished  ${layout.purgingFolder(name)}: ${(error as Error).message}\n`);
+    }
     reportLeftAlone(layout, report, output);
+    const failed = report.failed.length + report.unfinished.length;
     output.out(
       `Removed ${report.removed.length} archived workspace(s) ${age}` +
-        (report.failed.length > 0 ? `; ${report.failed.length} could not be removed (above).\n` : ".\n"),
+        (failed > 0 ? `; ${failed} could not be removed (above).\n` : ".\n"),
     );
-    return report.failed.length > 0 ? 1 : 0;
+    return failed > 0 ? 1 : 0;
   } finally {
     await lock.release();
   }
@@ -99,6 +105,9 @@ function describe(layout: StorageLayout, entry: ArchivedEntry): string {
 
 function reportLeftAlone(layout: StorageLayout, listing: ArchiveListing, output: CliOutput): void {
   for (const name of listing.notFolders) {
-    output.out(`left alone    ${layout.archivedFolder(name)}: not a folder (a symlink is never followed)\n`);
+    const path = name.startsWith(PURGING_PREFIX)
+      ? layout.purgingFolder(name.slice(PURGING_PREFIX.length))
+      : layout.archivedFolder(name);
+    output.out(`left alone    ${path}: not a folder (a symlink is never followed)\n`);
   }
 }

@@ -42,16 +42,18 @@ export interface ArchiveListing {
   /** Archived workspace folders archived at or before the cutoff, oldest first. */
   expired: ArchivedEntry[];
   /**
-   * Entries named like an archive that are not a folder (a symlink, a file): never an archive
-   * Atrium made, so never followed or removed (ADR 0142).
+   * Entries in `_archive/` named like an archive or its `.purging-` folder that are not a folder
+   * (a symlink, a file), by name: never one Atrium made, so never followed or removed (ADR 0142).
    */
   notFolders: string[];
-  /** `.purging-` folders a removal cut short left, finished by the next purge. */
+  /** The archives whose `.purging-` folder a removal cut short left, finished by the next purge. */
   cutShort: string[];
 }
 
 /** One archive a purge removed. */
 export interface RemovedArchive extends ArchivedEntry {
+  /** Set when nothing was released for it: the other copy of its workspace that uses what it names. */
+  sharedWith?: "the live workspace" | "another archive";
   /** What its releasers left alone below it, `<path>: <why>` (ArchiveReleaser). */
   leftAlone: readonly string[];
 }
@@ -60,6 +62,8 @@ export interface RemovedArchive extends ArchivedEntry {
 export interface PurgeReport extends ArchiveListing {
   removed: RemovedArchive[];
   failed: Array<{ entry: ArchivedEntry; error: unknown }>;
+  /** The archives whose `.purging-` folder could not be removed this pass either (`cutShort`). */
+  unfinished: Array<{ name: string; error: unknown }>;
 }
 
 /**
@@ -82,14 +86,14 @@ async function scanArchive(
     const cutShortName = entry.name.startsWith(PURGING_PREFIX)
       ? entry.name.slice(PURGING_PREFIX.length)
       : undefined;
-    if (cutShortName !== undefined) {
-      if (parseArchivedName(cutShortName)) listing.cutShort.push(cutShortName);
-      continue;
-    }
-    const archived = parseArchivedName(entry.name);
+    const archived = parseArchivedName(cutShortName ?? entry.name);
     if (!archived) continue;
     if (!entry.isDirectory()) {
       listing.notFolders.push(entry.name);
+      continue;
+    }
+    if (cutShortName !== undefined) {
+      listing.cutShort.push(cutShortName);
       continue;
     }
     copies.set(archived.workspaceId, (copies.get(archived.workspaceId) ?? 0) + 1);
@@ -111,17 +115,26 @@ async function scanArchive(
  * starts it again (a credential already removed is not there to remove). An archive that fails is
  * logged and left whole; the others go on. A clock stepped back makes an archive younger, never
  * older. Only real folders directly in `_archive/` are touched: an entry that is a symlink is
- * never followed, and `fs.rm` removes a link inside an archive, never what it points to.
+ * never followed, and `fs.rm` removes a link inside an archive, never what it points to. A
+ * `.purging-` folder that cannot be removed either is reported and logged, and holds back nothing.
  */
 export async function purgeExpiredArchives(retention: ArchiveRetention): Promise<PurgeReport> {
   const { layout, log } = retention;
   // `copies`: archives left of each workspace. One archived, restored by copy and archived again
   // has two, whose connections share credentials, so only the last of them releases anything.
   const { listing, copies } = await scanArchive(layout, retention.now() - retention.retentionMs);
+  const report: PurgeReport = { ...listing, removed: [], failed: [], unfinished: [] };
   for (const name of listing.cutShort) {
-    await rm(layout.purgingFolder(name), { recursive: true, force: true });
+    try {
+      await rm(layout.purgingFolder(name), { recursive: true, force: true });
+    } catch (error) {
+      report.unfinished.push({ name, error });
+      log.warn(
+        { folder: name, err: error },
+        "archived workspace's removal not finished; tried again next round",
+      );
+    }
   }
-  const report: PurgeReport = { ...listing, removed: [], failed: [] };
   // A workspace one of whose archives failed this pass: its newer archives wait for the next, so
   // the one that releases is never removed as "shared" behind a copy that is still there.
   const held = new Set<string>();
@@ -129,13 +142,17 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
     const { workspaceId, name } = entry;
     if (held.has(workspaceId)) continue;
     const fields = { workspace: workspaceId, archivedAt: new Date(entry.archivedAtMs).toISOString() };
-    const shared = retention.isLive(workspaceId) || (copies.get(workspaceId) ?? 0) > 1;
+    const sharedWith = retention.isLive(workspaceId)
+      ? "the live workspace"
+      : (copies.get(workspaceId) ?? 0) > 1
+        ? "another archive"
+        : undefined;
     try {
-      const leftAlone = await purge(retention, workspaceId, name, !shared);
+      const leftAlone = await purge(retention, workspaceId, name, sharedWith === undefined);
       copies.set(workspaceId, (copies.get(workspaceId) ?? 1) - 1);
-      report.removed.push({ ...entry, leftAlone });
+      report.removed.push({ ...entry, ...(sharedWith && { sharedWith }), leftAlone });
       log.info(
-        { ...fields, ...(shared && { released: "nothing: the workspace is live again, or archived again" }) },
+        { ...fields, ...(sharedWith && { released: `nothing: shared with ${sharedWith}` }) },
         `archived workspace removed: ${retention.cause}`,
       );
       if (leftAlone.length > 0) {

@@ -51,7 +51,13 @@ describe("atrium archive purge", SLOW, () => {
     await symlink(outside, join(root, "_archive", linked));
     await symlink(outside, join(root, "_archive", old, "files", "elsewhere"));
     await symlink(outside, join(root, "_archive", old, "connections"));
+    const cutShortLink = `.purging-${archiveName("d", 50)}`;
+    await symlink(outside, join(root, "_archive", cutShortLink));
     await mkdir(join(root, "_archive", "operator-notes"));
+    // A workspace restored by copying its archive back: that archive goes, releasing nothing.
+    const restored = archiveName("e", 45);
+    await archivedFolder(root, restored);
+    await mkdir(join(root, `ws_${"e".repeat(16)}`));
 
     const dry = await runAtriumMain([
       "archive",
@@ -66,11 +72,13 @@ describe("atrium archive purge", SLOW, () => {
     expect(dry.stdout).toContain(`would remove  ${join(root, "_archive", old)}`);
     expect(dry.stdout).not.toContain(young);
     expect(dry.stdout).toContain(`left alone    ${join(root, "_archive", linked)}: not a folder`);
+    expect(dry.stdout).toContain(`left alone    ${join(root, "_archive", cutShortLink)}: not a folder`);
+    expect(dry.stdout).not.toContain("would finish");
     expect(dry.stdout).toContain(
-      "Dry run: 1 archived workspace(s) archived more than 30 day(s) ago would be removed",
+      "Dry run: 2 archived workspace(s) archived more than 30 day(s) ago would be removed",
     );
     expect((await readdir(join(root, "_archive"))).sort()).toEqual(
-      [linked, old, "operator-notes", young].sort(),
+      [cutShortLink, linked, old, "operator-notes", restored, young].sort(),
     );
 
     const purged = await runAtriumMain(["archive", "purge", "--older-than", "30", "--instance", instance]);
@@ -82,8 +90,15 @@ describe("atrium archive purge", SLOW, () => {
     expect(purged.stdout).toContain(
       `left alone    ${join(root, "_archive", old, "connections")}: a symbolic link, never followed\n`,
     );
-    expect(purged.stdout).toContain("Removed 1 archived workspace(s) archived more than 30 day(s) ago.");
-    expect((await readdir(join(root, "_archive"))).sort()).toEqual([linked, "operator-notes", young].sort());
+    const restoredLine = purged.stdout
+      .split("\n")
+      .find((line) => line.startsWith(`removed       ${join(root, "_archive", restored)} `));
+    expect(restoredLine).toMatch(/; released nothing: shared with the live workspace$/);
+    expect(purged.stdout).toContain(`left alone    ${join(root, "_archive", cutShortLink)}: not a folder`);
+    expect(purged.stdout).toContain("Removed 2 archived workspace(s) archived more than 30 day(s) ago.");
+    expect((await readdir(join(root, "_archive"))).sort()).toEqual(
+      [cutShortLink, linked, "operator-notes", young].sort(),
+    );
     expect(await readFile(join(outside, "keep.txt"), "utf8")).toBe("not in the archive");
     // Nothing outside _archive/ moved, and the lock was let go.
     expect(await readdir(root)).toEqual(expect.arrayContaining(["_archive", "_instance"]));

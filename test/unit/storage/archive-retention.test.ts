@@ -99,8 +99,13 @@ describe("purgeExpiredArchives", () => {
 
   it("removes the folder of a workspace restored by copy but releases nothing of the live one", async () => {
     const released: string[] = [];
-    await purgeExpiredArchives(retention({ isLive: () => true, releasers: [recordingTo(released)] }));
+    const report = await purgeExpiredArchives(
+      retention({ isLive: () => true, releasers: [recordingTo(released)] }),
+    );
     expect(released).toEqual([]);
+    expect(report.removed).toEqual([
+      expect.objectContaining({ name: OLD, sharedWith: "the live workspace" }),
+    ]);
     expect(await archive()).toEqual([YOUNG]);
   });
 
@@ -112,7 +117,10 @@ describe("purgeExpiredArchives", () => {
     const purge = () => purgeExpiredArchives(retention({ releasers: [recordingTo(released)] }));
     // Both past the retention: the older is removed first, and the newer, which names the most
     // (it was restored from the older, then added to), releases.
-    expect((await purge()).removed).toHaveLength(2);
+    expect((await purge()).removed).toEqual([
+      expect.objectContaining({ name: first, sharedWith: "another archive" }),
+      expect.not.objectContaining({ sharedWith: expect.anything() }),
+    ]);
     expect(released).toEqual([OLD]);
     expect(await archive()).toEqual([YOUNG]);
   });
@@ -152,6 +160,57 @@ describe("purgeExpiredArchives", () => {
     await mkdir(join(root, "_archive", "operator-notes"));
     await purgeExpiredArchives(retention({ now: () => NOW - 5 * DAY_MS }));
     expect(await archive()).toEqual([".purging-not-an-archive", OLD, "operator-notes", YOUNG].sort());
+  });
+
+  it("reports a removal cut short it cannot finish, and still removes the expired archives, pass after pass", async () => {
+    const stuck = `ws_${"c".repeat(16)}-${NOW - 50 * DAY_MS}`;
+    await mkdir(join(root, "_archive", `.purging-${stuck}`, "files"), { recursive: true });
+    // Its removal fails as one of a folder Atrium may not delete would (EACCES, EPERM, EBUSY): the
+    // path given for it runs through a file.
+    await writeFile(join(root, "a-file"), "");
+    class Stuck extends StorageLayout {
+      override purgingFolder(name: string): string {
+        return name === stuck ? join(root, "a-file", name) : super.purgingFolder(name);
+      }
+    }
+    const later = `ws_${"d".repeat(16)}-${NOW - 35 * DAY_MS}`;
+    const { log, lines } = capturingLogger();
+    const stuckRetention = retention({ layout: new Stuck(root), log });
+    const first = await purgeExpiredArchives(stuckRetention);
+    expect(first.removed.map((entry) => entry.name)).toEqual([OLD]);
+    expect(first.unfinished).toEqual([{ name: stuck, error: expect.objectContaining({ code: "ENOTDIR" }) }]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        level: 40,
+        folder: stuck,
+        msg: "archived workspace's removal not finished; tried again next round",
+      }),
+    );
+    await mkdir(join(root, "_archive", later));
+    const second = await purgeExpiredArchives(stuckRetention);
+    expect(second.removed.map((entry) => entry.name)).toEqual([later]);
+    expect(second.unfinished.map((entry) => entry.name)).toEqual([stuck]);
+    expect(await archive()).toEqual([`.purging-${stuck}`, YOUNG].sort());
+  });
+
+  it("leaves a .purging- entry that is a link or a file alone: never followed, never removed", async () => {
+    const outside = await mkdtemp(join(tmpdir(), "atrium-archive-outside-"));
+    try {
+      await writeFile(join(outside, "keep.txt"), "not Atrium's");
+      const linked = `.purging-ws_${"c".repeat(16)}-${NOW - 50 * DAY_MS}`;
+      const file = `.purging-ws_${"d".repeat(16)}-${NOW - 50 * DAY_MS}`;
+      await symlink(outside, join(root, "_archive", linked));
+      await writeFile(join(root, "_archive", file), "");
+      const listing = await listExpiredArchives(layout, NOW);
+      expect(listing.cutShort).toEqual([]);
+      expect(listing.notFolders).toEqual([linked, file]);
+      const report = await purgeExpiredArchives(retention());
+      expect(report.unfinished).toEqual([]);
+      expect(await archive()).toEqual([linked, file, YOUNG].sort());
+      expect(await readdir(outside)).toEqual(["keep.txt"]);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
   });
 
   it("counts age by the archive's own instant: a clock stepped back removes nothing", async () => {
