@@ -109,15 +109,24 @@ export class TaskSchedules {
    * (kernel/scheduler.ts): one task whose stored input schema refuses a schedule's empty input, or
    * whose run's record cannot be written, must not keep the whole instance from starting
    * (test/integration/tasks-boot-catch-up.test.ts "a missed schedule that fails at boot"; ADR 0143).
+   * Working out what was missed is part of the catch-up, guarded with it; a stored instant that is
+   * not a date has nothing caught up, said once here, and the task keeps its job (a cron's
+   * computation threw out of the boot; "a stored time that is not a date").
    */
   async armAll(triggered: readonly Task[]): Promise<void> {
     this.adopting = true;
     for (const task of triggered) {
       if (!this.arm(task)) continue;
-      const missed = missedSince(task, this.deps.clock());
-      if (!missed) continue;
       try {
-        await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
+        if (catchUpFromMs(task) === undefined) {
+          this.deps.log.warn(
+            { workspaceId: task.workspaceId, taskId: task.id },
+            "a task's stored lastScheduledAt (or createdAt, if it has none) is not a date: no missed schedule is caught up at boot; the task keeps its schedule",
+          );
+          continue;
+        }
+        const missed = missedSince(task, this.deps.clock());
+        if (missed) await this.fire(task.workspaceId, task.id, missed.latestMs, missed.firstMs);
       } catch (error) {
         this.deps.log.warn(
           { workspaceId: task.workspaceId, taskId: task.id, err: error },
@@ -223,12 +232,22 @@ function jobName(task: Pick<Task, "workspaceId" | "id">): string {
 }
 
 /**
+ * The instant a task's missed schedules count from: the last it acted on, or when it was made;
+ * undefined when that stored time is not a date (a task file edited by hand).
+ */
+export function catchUpFromMs(task: Task): number | undefined {
+  const sinceMs = Date.parse(task.lastScheduledAt ?? task.createdAt);
+  return Number.isNaN(sinceMs) ? undefined : sinceMs;
+}
+
+/**
  * The instants of the task's trigger after the last it acted on (or after its trigger was set)
- * and not after `nowMs`: the first and the latest of them, or undefined when none was missed.
+ * and not after `nowMs`: the first and the latest of them, or undefined when none was missed or
+ * the time they count from is not a date.
  */
 export function missedSince(task: Task, nowMs: number): Missed | undefined {
-  if (!task.trigger) return undefined;
-  const sinceMs = Date.parse(task.lastScheduledAt ?? task.createdAt);
+  const sinceMs = catchUpFromMs(task);
+  if (!task.trigger || sinceMs === undefined) return undefined;
   return missedOf(task.trigger, sinceMs, nowMs);
 }
 

@@ -5,6 +5,7 @@ import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
 import type { Task } from "../../../../src/platform/tasks/model.ts";
 import { type RunStart, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import {
+  catchUpFromMs,
   missedOf,
   missedSince,
   type ScheduleDeps,
@@ -60,6 +61,15 @@ describe("missed schedules", () => {
     expect(
       missedSince({ ...task, trigger: undefined } as unknown as Task, at("2027-01-01T00:00:00Z")),
     ).toBeUndefined();
+  });
+
+  it("has nothing missed when the time it counts from is not a date, for a cron or an interval", () => {
+    // A cron's made croner throw, an interval's a fire at NaN (tasks-boot-catch-up.test.ts).
+    const task = { createdAt: "2026-01-01T00:00:00.000Z", lastScheduledAt: "yesterday" } as Task;
+    const now = at("2026-01-02T00:00:00Z");
+    expect(missedSince({ ...task, trigger: { cron: "0 * * * *", timezone: "UTC" } }, now)).toBeUndefined();
+    expect(missedSince({ ...task, trigger: { everySeconds: 3600 } }, now)).toBeUndefined();
+    expect(catchUpFromMs({ ...task, lastScheduledAt: undefined } as Task)).toBe(at("2026-01-01T00:00:00Z"));
   });
 });
 
