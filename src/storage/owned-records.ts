@@ -4,7 +4,7 @@ import { mkdir, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Conflict, WorkspaceNotFound } from "../errors.ts";
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
-import { CorruptJson, readJsonIfExists, syncDir, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
+import { readJsonIfExists, syncDir, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
 import { mapBounded } from "./bounded.ts";
 import { createFileExclusive } from "./exclusive.ts";
 import { exists, FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
@@ -314,26 +314,10 @@ export class OwnedRecords<T> {
     });
   }
 
-  /**
-   * The owner's records, in no particular order; one deleted while listing is left out. One that
-   * does not parse fails the listing (`CorruptJson`), unless `damaged` is given: then it is handed
-   * there and left out.
-   */
-  async list(
-    workspaceId: string,
-    ownerId: string,
-    damaged?: (error: CorruptJson, id: string) => void,
-  ): Promise<T[]> {
+  /** The owner's records, in no particular order; one deleted while listing is left out. */
+  async list(workspaceId: string, ownerId: string): Promise<T[]> {
     const ids = await this.ids(workspaceId, ownerId);
-    const records = await mapBounded(ids, RECORDS_IN_FLIGHT, async (id) => {
-      try {
-        return await this.get(workspaceId, ownerId, id);
-      } catch (error) {
-        if (!(damaged && error instanceof CorruptJson)) throw error;
-        damaged(error, id);
-        return undefined;
-      }
-    });
+    const records = await mapBounded(ids, RECORDS_IN_FLIGHT, (id) => this.get(workspaceId, ownerId, id));
     return records.filter((record): record is T => record !== undefined);
   }
 

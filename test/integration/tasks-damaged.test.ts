@@ -13,8 +13,10 @@ import {
 // One record of a workspace's tasks that does not parse (a disk fault, an operator's edit) made
 // every tasks request of the whole workspace a 500: other tasks' runs, other members' tasks, even
 // deleting the task it belongs to. The load (TaskFiles.allTasks, runHeaders) failed whole, was
-// tried again at every call, and failed again. Now the record is left out and logged once, by path
-// (the runs of a task whose record does not parse are kept: test/unit/platform/tasks/store.test.ts).
+// tried again at every call, and failed again. So did one that parses but is not a record of its
+// place (`null`, an array, another task's copy). Now the record is left out and logged once, by
+// path (the runs of a task whose record is damaged are kept: test/unit/platform/tasks/store.test.ts),
+// and a task left out still counts against the workspace's bounds.
 
 const alice = testPrincipal("alice").id;
 const SECRET = "sk-live-not-to-be-logged";
@@ -32,9 +34,9 @@ function running(): TestAtrium {
 }
 
 /** Two tasks of alice's, `damaged` with one finished run, and the instance stopped. */
-async function twoTasksStopped() {
+async function twoTasksStopped(sections: Record<string, unknown> = {}) {
   captured = capturingLogger();
-  instance = await startTestAtrium({ log: captured.log });
+  instance = await startTestAtrium({ log: captured.log, sections });
   const ws = await bootstrapWorkspace(instance, "alice");
   const make = async (name: string) => {
     const response = await running().rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, {
@@ -123,5 +125,95 @@ describe("a task record that does not parse", () => {
     );
     expect(leftOut("task")).toMatchObject([{ workspaceId: ws, ownerId: alice, id: damaged.id, path: file }]);
     expect(JSON.stringify(captured.lines)).not.toContain(SECRET);
+  });
+});
+
+/** What a task file is made to hold, from its own record and the other task's, and why it is left out. */
+const notRecords: Array<[string, (own: Task, other: Task) => string, string]> = [
+  ["null", () => "null", "it is not a JSON object"],
+  ["an array", () => "[]", "it is not a JSON object"],
+  ["a copy of the other task", (_own, other) => JSON.stringify(other), "its id is not its file's name"],
+  [
+    "itself, owned by someone else",
+    (own) => JSON.stringify({ ...own, ownerId: testPrincipal("bob").id }),
+    "its ownerId is not the owner folder it is in",
+  ],
+  [
+    "itself, of another workspace",
+    (own) => JSON.stringify({ ...own, workspaceId: "ws_0123456789abcdef" }),
+    "its workspaceId is not the workspace it is in",
+  ],
+];
+
+describe("a task or run record that parses but is not a record of its place", () => {
+  it.each(notRecords)(
+    "a task file holding %s is left out and logged; the workspace's other tasks work",
+    async (_, text, reason) => {
+      const { ws, damaged, healthy, owned } = await twoTasksStopped();
+      const file = join(owned, `${damaged.id}.json`);
+      await writeFile(file, text(damaged, healthy));
+      instance = await running().restart();
+
+      const list = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks`);
+      expect(list.status, await list.clone().text()).toBe(200);
+      expect(((await list.json()) as { tasks: Task[] }).tasks.map((task) => task.id)).toEqual([healthy.id]);
+      const got = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}`);
+      expect(got.status).toBe(404);
+      expect(leftOut("task")).toMatchObject([
+        { workspaceId: ws, ownerId: alice, id: damaged.id, path: file, reason },
+      ]);
+    },
+  );
+
+  it("a run file holding `null` is left out; its task's and the other task's runs are listed", async () => {
+    const { ws, damaged, healthy, run, owned } = await twoTasksStopped();
+    const file = join(owned, "runs", `${run.id}.json`);
+    await writeFile(file, "null\n");
+    instance = await running().restart();
+
+    const healthyRuns = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${healthy.id}/runs`);
+    const damagedRuns = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`);
+    expect({ healthy: healthyRuns.status, damaged: damagedRuns.status }).toEqual({
+      healthy: 200,
+      damaged: 200,
+    });
+    expect(((await damagedRuns.json()) as { runs: Run[] }).runs).toEqual([]);
+    expect((await instance.rest("alice", "DELETE", `/v1/workspaces/${ws}/tasks/${damaged.id}`)).status).toBe(
+      204,
+    );
+    expect(leftOut("task run")).toMatchObject([
+      { workspaceId: ws, ownerId: alice, id: run.id, path: file, reason: "it is not a JSON object" },
+    ]);
+  });
+});
+
+describe("a task whose record is damaged", () => {
+  it.each([
+    [
+      "tasks.maxTasksPerWorkspace",
+      { maxTasksPerWorkspace: 2, maxTasksPerOwner: 2 },
+      /already has 2 tasks \(1 of them/,
+    ],
+    [
+      "tasks.maxTasksPerOwner",
+      { maxTasksPerWorkspace: 10, maxTasksPerOwner: 2 },
+      /already own 2 tasks .*\(1 of them/,
+    ],
+  ])("is counted against the bounds: a create past %s is refused", async (_, tasks, says) => {
+    // Left out, it was not counted: the create passed, and restoring its file took the workspace
+    // past its bound.
+    const { ws, damaged, owned } = await twoTasksStopped({ tasks });
+    await writeFile(join(owned, `${damaged.id}.json`), "{");
+    instance = await running().restart();
+
+    const refused = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, {
+      name: "third",
+      action: { tool: "files__list", arguments: {} },
+    });
+    expect(refused.status).toBe(409);
+    expect(((await refused.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "too_many_tasks",
+      message: expect.stringMatching(says),
+    });
   });
 });

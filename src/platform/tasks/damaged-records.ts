@@ -1,48 +1,105 @@
 import type { Logger } from "../../log.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
+import { isObject } from "./definition.ts";
+import { isTaskId } from "./model.ts";
 
-/** Which record a read met, of one owner in one workspace. */
+/** Which record a read met, of one owner in one workspace: named by its place, not its text. */
 export interface RecordRef {
   workspaceId: string;
   ownerId: string;
   id: string;
 }
 
-/** What `read` answers for a record that is there and does not parse. */
+/** What `read` answers for a record that is there and is damaged. */
 export const DAMAGED = Symbol("damaged record");
 
+/** What is wrong with a parsed record at its place (never its values), or undefined when it is one. */
+export type ProblemOf = (value: unknown, place: RecordRef) => string | undefined;
+
 /**
- * Where a task's or a run's record that does not parse is met (a disk fault, an operator's edit):
- * one damaged file must not fail every tasks request of its workspace, nor keep a task from being
- * deleted. It is left out, and logged once per process by its path and where it stops being JSON,
+ * Where a task's or a run's damaged record is met (a disk fault, an operator's edit): one that
+ * does not parse, or parses but is not a record of its place (problemOf). One damaged file must
+ * not fail every tasks request of its workspace, nor keep a task from being deleted. It is left
+ * out, and logged once per process by its path and where it stops being JSON or what is wrong,
  * never by its text (ADR 0076, 0143; test/integration/tasks-damaged.test.ts).
  */
-export class DamagedRecords {
+export class DamagedRecords<T> {
   private readonly logged = new Set<string>();
 
   constructor(
     private readonly kind: "task" | "task run",
     private readonly log: Logger,
+    private readonly problemOf: ProblemOf,
+    /** The file a record is at; asked only of a record read there, so its segments were checked. */
+    private readonly pathOf: (place: RecordRef) => string,
   ) {}
 
-  /** What `read` answers, or DAMAGED for a record that does not parse (logged); any other error is thrown on. */
-  async read<T>(read: Promise<T>, record: RecordRef): Promise<T | typeof DAMAGED> {
+  /**
+   * The record `read` answers: undefined when there is none, DAMAGED when it does not parse or is
+   * not one (logged); any other error is thrown on.
+   */
+  async read(read: Promise<unknown>, place: RecordRef): Promise<T | undefined | typeof DAMAGED> {
+    let value: unknown;
     try {
-      return await read;
+      value = await read;
     } catch (error) {
       if (!(error instanceof CorruptJson)) throw error;
-      this.report(error, record);
+      this.report(place, error.path, error.where);
       return DAMAGED;
     }
+    if (value === undefined) return undefined;
+    const problem = this.problemOf(value, place);
+    if (problem === undefined) return value as T;
+    this.report(place, this.pathOf(place), problem);
+    return DAMAGED;
   }
 
-  /** Logs a record that does not parse, once per file. */
-  report(error: CorruptJson, record: RecordRef): void {
-    if (this.logged.has(error.path)) return;
-    this.logged.add(error.path);
+  /** Logs a damaged record, once per file. */
+  private report(place: RecordRef, path: string, reason: string): void {
+    if (this.logged.has(path)) return;
+    this.logged.add(path);
     this.log.error(
-      { ...record, path: error.path, reason: error.where },
-      `${this.kind} left out of its workspace's tasks: its record is not valid JSON. Restore it from a backup, or move it out of the data root.`,
+      { ...place, path, reason },
+      `${this.kind} left out of its workspace's tasks: its record is damaged (reason says how). Restore it from a backup, or move it out of the data root.`,
     );
   }
+}
+
+/**
+ * What keeps a parsed record from being the task its place names. The path is authoritative
+ * (CONTEXT.md, Primitive), and the store builds a task's paths from the ids it holds: a record
+ * whose ids are not its place's (a file copied from another workspace or owner, or to another
+ * name) would have its updates written, and its runs act, elsewhere. A createdAt that is not a
+ * string would fail the sort of every listing of the workspace (tasks.ts list).
+ */
+export const taskProblem: ProblemOf = (value, place) => {
+  const identity = identityProblem(value, place);
+  if (identity) return identity;
+  if (typeof (value as Record<string, unknown>).createdAt !== "string")
+    return "its createdAt is not a string";
+  return undefined;
+};
+
+/**
+ * What keeps a parsed record from being a run of its place. Reading a workspace's runs looks at
+ * each one's task id, start time and status (store.ts loadRuns, loaded.ts placeRuns): one that
+ * lacks them would fail the read, every task's runs with it.
+ */
+export const runProblem: ProblemOf = (value, place) => {
+  const identity = identityProblem(value, place);
+  if (identity) return identity;
+  const { taskId, startedAt, execution } = value as Record<string, unknown>;
+  if (!isTaskId(taskId)) return "its taskId is not a task id";
+  if (typeof startedAt !== "string") return "its startedAt is not a string";
+  if (!isObject(execution)) return "its execution is not a JSON object";
+  return undefined;
+};
+
+function identityProblem(value: unknown, place: RecordRef): string | undefined {
+  if (!isObject(value)) return "it is not a JSON object";
+  const { id, ownerId, workspaceId } = value;
+  if (id !== place.id) return "its id is not its file's name";
+  if (ownerId !== place.ownerId) return "its ownerId is not the owner folder it is in";
+  if (workspaceId !== place.workspaceId) return "its workspaceId is not the workspace it is in";
+  return undefined;
 }

@@ -1,6 +1,12 @@
 import type { IdempotencyKeys } from "./idempotency.ts";
 import type { Run, Task } from "./model.ts";
 
+/**
+ * A task whose record is stored and damaged (damaged-records.ts), named by its place: its id is
+ * its file's name and its owner the folder it is in, known without reading it.
+ */
+export type UnreadableTask = Pick<Task, "id" | "ownerId">;
+
 /** A run found `running` when its workspace was loaded, with its task. */
 export interface Unfinished {
   run: Run;
@@ -16,6 +22,12 @@ export interface Unfinished {
  */
 export class LoadedWorkspace {
   readonly tasks = new Map<string, Task>();
+  /**
+   * The tasks left out for a damaged record: shown to no one, but stored, so counted against the
+   * workspace's bounds (ADR 0079, 0143). As the load found them: a file restored or removed on
+   * disk is seen when the workspace is next loaded.
+   */
+  readonly unreadable: UnreadableTask[] = [];
   /** The runs, once a call needed them: a promise while they are being read. */
   runs?: Promise<LoadedRuns>;
 

@@ -6,7 +6,7 @@ import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import { LoadedRuns, LoadedWorkspace, placeRuns, type Unfinished } from "./loaded.ts";
+import { LoadedRuns, LoadedWorkspace, placeRuns, type Unfinished, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
 import { TaskFiles } from "./task-files.ts";
@@ -29,6 +29,12 @@ export interface LoadHooks {
    * once tools may be called. Told, not awaited: their files are deleted in the background.
    */
   orphaned(runs: readonly Run[]): void;
+}
+
+/** What a create's bounds count: the workspace's tasks, and those stored whose record is damaged. */
+export interface StoredTasks {
+  tasks: readonly Task[];
+  unreadable: readonly UnreadableTask[];
 }
 
 export interface TaskStoreOptions {
@@ -121,12 +127,19 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Writes a new task. `admit` is shown the workspace's tasks first and throws to refuse it; one
-   * create of a workspace runs at a time, so creates at once cannot both pass a bound.
+   * Writes a new task. `admit` is shown the workspace's stored tasks first, those whose record is
+   * damaged included (a restore brings them back), and throws to refuse it; one create of a
+   * workspace runs at a time, so creates at once cannot both pass a bound
+   * (test/integration/tasks-damaged.test.ts "counted against the bounds").
    */
-  async create(task: Task, admit?: (tasks: readonly Task[]) => void): Promise<Task> {
+  async create(task: Task, admit?: (stored: StoredTasks) => void): Promise<Task> {
     return this.createLocks.run(task.workspaceId, async () => {
-      admit?.(await this.all(task.workspaceId));
+      admit?.(
+        await this.loaded.use(task.workspaceId, async (loaded) => ({
+          tasks: [...loaded.tasks.values()],
+          unreadable: [...loaded.unreadable],
+        })),
+      );
       // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
       if (task.trigger) await this.index.addSchedule(task);
       await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task);
@@ -308,7 +321,9 @@ export class TaskStore implements LeftoverRules {
   /** One workspace's task definitions, read from disk. */
   private async load(workspaceId: string): Promise<LoadedWorkspace> {
     const loaded = new LoadedWorkspace();
-    for (const task of await this.files.allTasks(workspaceId)) loaded.setTask(task);
+    const { tasks, unreadable } = await this.files.allTasks(workspaceId);
+    for (const task of tasks) loaded.setTask(task);
+    loaded.unreadable.push(...unreadable);
     await this.hooks.loaded([...loaded.tasks.values()]);
     return loaded;
   }

@@ -1,17 +1,19 @@
 import { join } from "node:path";
 import { isPrincipalId, isRecordId } from "../../ids.ts";
 import type { Logger } from "../../log.ts";
-import { type CorruptJson, readJsonAtBoot } from "../../storage/atomic.ts";
+import { readJsonAtBoot } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { namesIn } from "../../storage/folders.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
-import { DAMAGED, DamagedRecords } from "./damaged-records.ts";
-import { headerOf, type RunHeader } from "./loaded.ts";
+import { DAMAGED, DamagedRecords, runProblem, taskProblem } from "./damaged-records.ts";
+import { headerOf, type RunHeader, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 
 const RUNS = "runs";
+/** Task records read at once when a workspace is loaded. */
+const TASKS_READ_AT_ONCE = 16;
 /** Run records read at once when a workspace's runs are first needed: each may be large. */
 const RUNS_READ_AT_ONCE = 8;
 
@@ -25,8 +27,8 @@ const RUNS_READ_AT_ONCE = 8;
 export class TaskFiles implements LeftoverRules {
   readonly tasks: OwnedRecords<Task>;
   readonly runs: OwnedRecords<Run>;
-  private readonly damagedTasks: DamagedRecords;
-  private readonly damagedRuns: DamagedRecords;
+  private readonly damagedTasks: DamagedRecords<Task>;
+  private readonly damagedRuns: DamagedRecords<Run>;
 
   constructor(
     private readonly storage: PartitionPaths,
@@ -34,26 +36,40 @@ export class TaskFiles implements LeftoverRules {
   ) {
     this.tasks = new OwnedRecords(storage.ownerDir);
     this.runs = new OwnedRecords((ws, owner) => join(storage.ownerDir(ws, owner), RUNS));
-    this.damagedTasks = new DamagedRecords("task", log);
-    this.damagedRuns = new DamagedRecords("task run", log);
+    this.damagedTasks = new DamagedRecords("task", log, taskProblem, (place) =>
+      this.taskPath(place.workspaceId, place.ownerId, place.id),
+    );
+    this.damagedRuns = new DamagedRecords("task run", log, runProblem, (place) =>
+      join(storage.ownerDir(place.workspaceId, place.ownerId), RUNS, `${place.id}.json`),
+    );
   }
 
-  /** Every task of the workspace, owner by owner; one whose record does not parse is left out (logged). */
-  async allTasks(workspaceId: string): Promise<Task[]> {
+  /**
+   * Every task of the workspace, owner by owner. One whose record is damaged (damaged-records.ts)
+   * is left out (logged) and named in `unreadable` with its owner, the folder it is in: it is
+   * still stored, so the workspace's bounds count it (ADR 0079, 0143).
+   */
+  async allTasks(workspaceId: string): Promise<{ tasks: Task[]; unreadable: UnreadableTask[] }> {
     const tasks: Task[] = [];
+    const unreadable: UnreadableTask[] = [];
     for (const ownerId of await this.owners(workspaceId)) {
-      const damaged = (error: CorruptJson, id: string) =>
-        this.damagedTasks.report(error, { workspaceId, ownerId, id });
-      for (const task of await this.tasks.list(workspaceId, ownerId, damaged)) tasks.push(task);
+      const ids = await this.tasks.ids(workspaceId, ownerId);
+      const read = await mapBounded(ids, TASKS_READ_AT_ONCE, (id) =>
+        this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), { workspaceId, ownerId, id }),
+      );
+      read.forEach((task, at) => {
+        if (task === DAMAGED) unreadable.push({ id: ids[at] as string, ownerId });
+        else if (task) tasks.push(task);
+      });
     }
-    return tasks;
+    return { tasks, unreadable };
   }
 
   /**
    * What reading every run record of the workspace keeps of each (loaded.ts `RunHeader`), the
    * whole record of those `keepWhole` picks. Every owner's, not only those with a task: a crash
-   * may have left runs of a deleted last task. A record that does not parse is left out (logged):
-   * which task it is of cannot be read, so it stays on disk, listed by no task.
+   * may have left runs of a deleted last task. A damaged record is left out (logged): which task
+   * it is of cannot be trusted, so it stays on disk, listed by no task.
    */
   async runHeaders(workspaceId: string, keepWhole: (run: Run) => boolean): Promise<RunHeader[]> {
     const found: RunHeader[] = [];
@@ -68,7 +84,7 @@ export class TaskFiles implements LeftoverRules {
     return found;
   }
 
-  /** A run's record; undefined when there is none, or it does not parse (logged). */
+  /** A run's record; undefined when there is none, or it is damaged (logged). */
   async run(workspaceId: string, ownerId: string, id: string): Promise<Run | undefined> {
     const run = await this.damagedRuns.read(this.runs.get(workspaceId, ownerId, id), {
       workspaceId,
@@ -78,7 +94,7 @@ export class TaskFiles implements LeftoverRules {
     return run === DAMAGED ? undefined : run;
   }
 
-  /** Whether the task's record is there, read or not: one that does not parse is there (logged). */
+  /** Whether the task's record is there, read or not: a damaged one is there (logged). */
   async hasTask(workspaceId: string, ownerId: string, id: string): Promise<boolean> {
     const task = await this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), {
       workspaceId,
@@ -94,14 +110,17 @@ export class TaskFiles implements LeftoverRules {
    */
   async taskAtBoot(workspaceId: string, ownerId: string, id: string): Promise<Task | undefined> {
     if (!isRecordId(id)) return undefined;
-    return (await readJsonAtBoot(join(this.storage.ownerDir(workspaceId, ownerId), `${id}.json`))) as
-      | Task
-      | undefined;
+    return (await readJsonAtBoot(this.taskPath(workspaceId, ownerId, id))) as Task | undefined;
   }
 
   /** The owners with a folder in the workspace's partition. */
   async owners(workspaceId: string): Promise<string[]> {
     return (await namesIn(this.storage.dir(workspaceId))).filter(isPrincipalId);
+  }
+
+  /** Where a task's record is: the workspace and owner checked by the paths module, the id by the caller. */
+  private taskPath(workspaceId: string, ownerId: string, id: string): string {
+    return join(this.storage.ownerDir(workspaceId, ownerId), `${id}.json`);
   }
 
   /** R1: writers' temp files in the partition, the owner folders and their runs folders. */

@@ -9,7 +9,7 @@ import { isFinished, isRunId, newTaskId, type Run, type Task } from "./model.ts"
 import type { ResultFiles } from "./result-files.ts";
 import type { TaskRunner } from "./runner.ts";
 import type { TaskSchedules } from "./schedule.ts";
-import type { TaskStore } from "./store.ts";
+import type { StoredTasks, TaskStore } from "./store.ts";
 
 export const DEFAULT_RUNS_PAGE = 20;
 /** What a task's runs do as its owner: changed by the owner alone (ADR 0044, 0086). */
@@ -35,6 +35,11 @@ const noTask = () =>
 const notChangeable = () =>
   new Forbidden("Only the task's owner or a workspace admin changes a shared task.");
 const noRun = () => new NotFound("run_not_found", "No run with that id in this workspace that you can see.");
+/** What a bound's refusal adds when some of the tasks it counts cannot be read. */
+const damagedOf = (count: number) =>
+  count === 0
+    ? ""
+    : ` (${count} of them stored with a damaged record, listed nowhere until an operator restores or removes it)`;
 /**
  * What a workspace admin is refused of a private task whose owner is no longer an active member:
  * they see it only so that it can be stopped, and everything else stays the owner's (ADR 0130).
@@ -244,19 +249,27 @@ export class Tasks {
    * `tasks.maxTasksPerOwner` of them, so no member can fill it alone: every task may be armed to
    * fire once per `tasks.minIntervalSeconds`, and keeps runs and their result files (ADR 0079).
    */
-  private admit(existing: readonly Task[], asker: Definer): void {
+  /**
+   * Refuses a create past the workspace's or the asker's bound (ADR 0079). A task whose record is
+   * damaged counts: it is stored, and restoring it would take the workspace past its bound
+   * (test/integration/tasks-damaged.test.ts "counted against the bounds").
+   */
+  private admit({ tasks, unreadable }: StoredTasks, asker: Definer): void {
     const { maxTasksPerWorkspace, maxTasksPerOwner } = this.settings;
-    if (existing.length >= maxTasksPerWorkspace) {
+    const stored = tasks.length + unreadable.length;
+    if (stored >= maxTasksPerWorkspace) {
       throw new Conflict(
         "too_many_tasks",
-        `This workspace already has ${existing.length} tasks, its limit (tasks.maxTasksPerWorkspace is ${maxTasksPerWorkspace}): delete one to define another.`,
+        `This workspace already has ${stored} tasks${damagedOf(unreadable.length)}, its limit (tasks.maxTasksPerWorkspace is ${maxTasksPerWorkspace}): delete one to define another.`,
       );
     }
-    const owned = existing.filter((task) => task.ownerId === asker.principalId).length;
+    const mine = (task: { ownerId: string }) => task.ownerId === asker.principalId;
+    const ownedUnreadable = unreadable.filter(mine).length;
+    const owned = tasks.filter(mine).length + ownedUnreadable;
     if (owned >= maxTasksPerOwner) {
       throw new Conflict(
         "too_many_tasks",
-        `You already own ${owned} tasks in this workspace, the most one person may (tasks.maxTasksPerOwner is ${maxTasksPerOwner}): delete one to define another.`,
+        `You already own ${owned} tasks in this workspace${damagedOf(ownedUnreadable)}, the most one person may (tasks.maxTasksPerOwner is ${maxTasksPerOwner}): delete one to define another.`,
       );
     }
   }

@@ -280,6 +280,33 @@ describe("TaskStore", () => {
     await again.close();
   });
 
+  it.each([
+    ["no startedAt", { startedAt: undefined }],
+    ["an execution that is null", { execution: null }],
+    ["a taskId that is not a task id", { taskId: "../tsk" }],
+    ["another owner's id", { ownerId: `usr_${"b".repeat(24)}` }],
+  ])(
+    "a run record with %s is left out of a read of the runs, neither listed nor forgotten",
+    async (_, fields) => {
+      // Each failed the read of every run of the workspace (a sort by startedAt, a look at the
+      // status), or was handed over as an orphan whose task could not be named.
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf());
+      const kept = await store.createRun(runOf(task));
+      const odd = await store.createRun(runOf(task));
+      await store.close();
+      const runs = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
+      await writeFile(join(runs, `${odd.id}.json`), JSON.stringify({ ...odd, ...fields }));
+      const again = openStore();
+      await boot(again);
+      expect(await again.runIds(task)).toEqual([kept.id]);
+      expect(await again.run(t.ws, odd.id)).toBeUndefined();
+      expect(orphaned).toEqual([]);
+      await again.close();
+    },
+  );
+
   it("a task whose run record stopped parsing is deleted with it; the record's result file cannot be named", async () => {
     const store = openStore();
     await boot(store);
