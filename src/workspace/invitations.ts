@@ -241,19 +241,22 @@ export class Invitations {
   }
 
   /**
-   * The person stops being a member (removed, or leaving): `remove` takes them out of the
-   * workspace, then every pending invitation to it naming them is revoked (ADR 0131). Under the
-   * workspace's key, as `accept` holds it: an acceptance lands before the removal, and is undone
-   * by it, or after the revocation, and finds its invitation gone; never between the two.
-   * `WorkspaceStore.removeMember` runs every removal through this (its `Departures`), whoever
-   * asks it, so no way out of a workspace leaves them (test/unit/workspace/store-departures.test.ts).
+   * The person stops being a member (removed, or leaving): `remove` takes them out, calling the
+   * `endInvitations` it is given (every pending invitation to the workspace naming them, ADR 0131)
+   * after its checks and before its write, so a revocation that fails leaves them a member, whose
+   * invitations nobody can accept (revoked after the write, its failure left them out, the retry
+   * member_not_found, the leftover theirs to accept). Under the workspace's key, as `accept` holds
+   * it: an acceptance lands before the removal, and is undone by it, or after, and finds its
+   * invitation gone. Keys go: this one, the store's lock, each invitation's; `accept` takes an
+   * invitation's and then the store's only inside this one. `WorkspaceStore.removeMember` runs
+   * every removal through this (test/unit/workspace/store-departures.test.ts).
    */
-  async leave<T>(workspaceId: string, principalId: string, remove: () => Promise<T>): Promise<T> {
-    return this.locks.run(workspaceId, async () => {
-      const removed = await remove();
-      await this.dropNaming(workspaceId, principalId);
-      return removed;
-    });
+  async leave<T>(
+    workspaceId: string,
+    principalId: string,
+    remove: (endInvitations: () => Promise<void>) => Promise<T>,
+  ): Promise<T> {
+    return this.locks.run(workspaceId, () => remove(() => this.dropNaming(workspaceId, principalId)));
   }
 
   /**

@@ -1,38 +1,41 @@
 import { readFileSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { BootError, Conflict, InvalidInput, NotFound, WorkspaceNotFound } from "../errors.ts";
+import { BootError, Conflict, NotFound, WorkspaceNotFound } from "../errors.ts";
 import { isWorkspaceId, newWorkspaceId } from "../ids.ts";
 import { MAX_ADMINISTERED_WORKSPACES_DEFAULT } from "../instance/schema.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AtriumEvent, EventPublisher } from "../kernel/events.ts";
-import { parseStoredJson, syncDir, writeJsonAtomic } from "../storage/atomic.ts";
+import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
 import { FOLDER_MODE, makeFolderIfMissing, makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
-import { hidesText, isUnshowable } from "../text.ts";
 import { assertMayCreate } from "./creation-limit.ts";
 import { admissionTo, requireAdmin } from "./gate.ts";
-import {
-  MAX_WORKSPACE_NAME_CHARS,
-  type Member,
-  roleIn,
-  type Workspace,
-  type WorkspaceRole,
-} from "./model.ts";
+import { type Member, roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
+import { checkName, checkRecord, corrupt } from "./workspace-record.ts";
 
 /**
  * What else ends when a person stops being a member: the pending invitations to the workspace
- * naming them (`Invitations.leave`, ADR 0131), revoked around the removal's write so an
- * acceptance lands before it or after the revocation. Declared here so that the store imports
- * nothing of invitations; server.ts hands them over once both exist (`endsWithMembership`).
+ * naming them (`Invitations.leave`, ADR 0131). `leave` runs the removal (`remove`) holding what
+ * orders it against an acceptance, and hands it `endInvitations`, which the removal calls under
+ * its own lock once its checks pass and before its write: a revocation that fails leaves the
+ * person a member, to be removed again, never out with an invitation back in. Declared here so
+ * that the store imports nothing of invitations; server.ts hands them over once both exist
+ * (`endsWithMembership`).
  */
 export interface Departures {
-  leave<T>(workspaceId: string, principalId: string, remove: () => Promise<T>): Promise<T>;
+  leave<T>(
+    workspaceId: string,
+    principalId: string,
+    remove: (endInvitations: () => Promise<void>) => Promise<T>,
+  ): Promise<T>;
 }
 
 /** A store given no invitations (a unit test's) has none to end. */
-const NOTHING_ELSE_ENDS: Departures = { leave: (_workspaceId, _principalId, remove) => remove() };
+const NOTHING_ELSE_ENDS: Departures = {
+  leave: (_workspaceId, _principalId, remove) => remove(async () => undefined),
+};
 
 /**
  * The workspaces of one instance. The in-memory index (and the index by member) is loaded
@@ -187,15 +190,27 @@ export class WorkspaceStore {
   /** Archiving moves the folder under `_archive/`, so nothing can address it any more. */
   async archive(id: string, by: string): Promise<void> {
     await this.locks.run(id, async () => {
-      // The index, as every write under this lock leaves it: the folder moves whatever its
-      // workspace.json holds, as archiving always did.
-      requireAdmin(admissionTo(this.get(id), id, by));
+      requireAdmin(admissionTo(await this.readToArchive(id), id, by));
       await makeFolderIfMissing(this.layout.archiveDir());
       await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, this.clock()));
       await syncDir(this.layout.root);
       await syncDir(this.layout.archiveDir());
       this.forget(id);
     });
+  }
+
+  /**
+   * The workspace as the file holds it, as the other writes read it under this lock. One whose
+   * workspace.json does not read (corrupt, gone, a read error) is still archivable, by an admin
+   * the index lists: no write through the store can land on a file it cannot read, so the index
+   * is the last membership written, and archiving is how its admins are rid of it.
+   */
+  private async readToArchive(id: string): Promise<Workspace | undefined> {
+    try {
+      return await this.readWorkspace(id);
+    } catch {
+      return this.get(id);
+    }
   }
 
   /**
@@ -222,16 +237,20 @@ export class WorkspaceStore {
 
   /**
    * Anyone may leave (`by` is the person); removing someone else takes an admin. The person's
-   * pending invitations to the workspace end with the membership (`Departures`, ADR 0131).
+   * pending invitations to the workspace end before the membership's write (`Departures`,
+   * ADR 0131): while they are a member those invitations are of no use to anyone, and once the
+   * write lands none is left, even when the write then throws and its retry is member_not_found
+   * (test/unit/workspace/store-departures.test.ts).
    */
   removeMember(id: string, principalId: string, by: string): Promise<Workspace> {
     const removed = { type: "member.removed", workspaceId: id, principalId } as const;
-    return this.departures.leave(id, principalId, () =>
-      this.mutate(id, removed, (ws) => {
+    return this.departures.leave(id, principalId, (endInvitations) =>
+      this.mutate(id, removed, async (ws) => {
         const actor = admissionTo(ws, id, by);
         if (principalId !== by) requireAdmin(actor);
         const member = findMember(ws, principalId);
         if (member.role === "admin") assertAnotherAdmin(ws, principalId);
+        await endInvitations();
         return { ...ws, members: ws.members.filter((m) => m.principalId !== principalId) };
       }),
     );
@@ -256,7 +275,7 @@ export class WorkspaceStore {
   private mutate(
     id: string,
     event: AtriumEvent | undefined,
-    change: (ws: Workspace) => Workspace,
+    change: (ws: Workspace) => Workspace | Promise<Workspace>,
   ): Promise<Workspace> {
     return this.locks.run(id, async () => {
       if (!this.get(id)) throw new WorkspaceNotFound(id);
@@ -267,12 +286,37 @@ export class WorkspaceStore {
         if (error instanceof WorkspaceNotFound) this.forget(id);
         throw error;
       }
-      const next = { ...change(current), updatedAt: this.isoNow() };
-      await writeJsonAtomic(this.layout.workspaceFile(id), next);
+      const next = { ...(await change(current)), updatedAt: this.isoNow() };
+      try {
+        await writeJsonAtomic(this.layout.workspaceFile(id), next);
+      } catch (error) {
+        await this.rememberDisk(id, next, event);
+        throw error;
+      }
       this.remember(next);
       if (event) this.events.publish(event);
       return next;
     });
+  }
+
+  /**
+   * After a write that threw, the index takes what workspace.json holds. The write may have
+   * landed: the new file renamed into place, then the folder's flush failed. Every later write
+   * reads that file, so the gate, which reads the index, must too; kept as it was, it admitted a
+   * removed member until a restart, and refused one who had joined
+   * (test/unit/workspace/store-unflushed-write.test.ts). A change that landed is published too.
+   * A file that cannot be read now leaves the index as it was; one that is gone, forgotten.
+   */
+  private async rememberDisk(id: string, next: Workspace, event: AtriumEvent | undefined): Promise<void> {
+    let onDisk: Workspace;
+    try {
+      onDisk = await this.readWorkspace(id);
+    } catch (error) {
+      if (error instanceof WorkspaceNotFound) this.forget(id);
+      return;
+    }
+    this.remember(onDisk);
+    if (event && JSON.stringify(onDisk) === JSON.stringify(next)) this.events.publish(event);
   }
 
   private isoNow(): string {
@@ -305,55 +349,6 @@ export class WorkspaceStore {
     }
     this.index.delete(id);
   }
-}
-
-function corrupt(id: string, path: string, error: unknown): BootError {
-  return new BootError(`Workspace ${id} is corrupt: ${path} cannot be read (${(error as Error).message}).`);
-}
-
-/** A workspace.json's text, parsed and checked to describe the workspace its folder names. */
-function checkRecord(id: string, path: string, text: string): Workspace {
-  let parsed: unknown;
-  try {
-    parsed = parseStoredJson(path, text);
-  } catch (error) {
-    // Named by line and column, never by V8's message, which quotes the text (it may hold a secret).
-    throw new BootError(`Workspace ${id} is corrupt: ${(error as Error).message}`);
-  }
-  const ws = parsed as Workspace;
-  if (
-    typeof ws !== "object" ||
-    ws === null ||
-    ws.id !== id ||
-    typeof ws.name !== "string" ||
-    !Array.isArray(ws.members)
-  ) {
-    throw new BootError(`Workspace ${id} is corrupt: ${path} does not describe workspace ${id}.`);
-  }
-  return ws;
-}
-
-/**
- * A name is shown to people who are not members yet (an invitee's list, their home page), so
- * it holds nothing they cannot see: no C0 or C1 control, no bidirectional control that would
- * reorder what they read (U+202E), no zero-width or other invisible character
- * (test/unit/workspace/store.test.ts "create refuses").
- */
-function checkName(name: string): string {
-  const trimmed = typeof name === "string" ? name.trim() : "";
-  if (
-    trimmed.length === 0 ||
-    trimmed.length > MAX_WORKSPACE_NAME_CHARS ||
-    isUnshowable(trimmed) ||
-    hidesText(trimmed)
-  ) {
-    throw new InvalidInput(
-      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters (C0, DEL or C1), ` +
-        "no invisible characters (zero-width, bidirectional controls such as U+202E, other default-ignorable ones) " +
-        "and no half of a surrogate pair.",
-    );
-  }
-  return trimmed;
 }
 
 function findMember(ws: Workspace, principalId: string): Member {

@@ -422,7 +422,11 @@ describe("one person's invitations to one workspace (ADR 0131)", () => {
     expect(ids(await invitations.forWorkspace(WS))).toEqual([bobs.id]);
     await expect(invitations.accept(byId.id, ALICE.id, joinAs(ALICE))).rejects.toBeInstanceOf(Conflict);
 
-    expect(await invitations.leave(WS, ALICE.id, async () => removeFrom(WS, ALICE))).toBeUndefined();
+    const left = await invitations.leave(WS, ALICE.id, async (endInvitations) => {
+      await endInvitations();
+      removeFrom(WS, ALICE);
+    });
+    expect(left).toBeUndefined();
     expect(ids(await invitations.forPerson(ALICE.id))).toEqual([elsewhere.id]);
     await expect(invitations.accept(byId.id, ALICE.id, joinAs(ALICE))).rejects.toBeInstanceOf(NotFound);
     expect(await onDisk()).toEqual([`${bobs.id}.json`, `${elsewhere.id}.json`].sort());
@@ -538,7 +542,8 @@ describe("one person's invitations to one workspace (ADR 0131)", () => {
     const leftover = await invitations.create(WS, { email: "alice@example.test" }, "admin", ADMIN.id);
     setMembers(WS, { [ADMIN.id]: "admin", [ALICE.id]: "member" });
     let accepted: Promise<unknown> | undefined;
-    await invitations.leave(WS, ALICE.id, async () => {
+    await invitations.leave(WS, ALICE.id, async (endInvitations) => {
+      await endInvitations();
       removeFrom(WS, ALICE);
       // Out of the workspace, her invitations not yet revoked: the acceptance is given time to
       // run here, and must wait for the revocation instead.

@@ -1,11 +1,12 @@
 import { readdir } from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Forbidden, NotFound } from "../../../src/errors.ts";
 import type { Principal } from "../../../src/identity/principal.ts";
 import type { UserDirectory } from "../../../src/identity/users.ts";
 import { EventBus } from "../../../src/kernel/events.ts";
 import { createLogger } from "../../../src/log.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { JsonRecords } from "../../../src/storage/records.ts";
 import { Invitations } from "../../../src/workspace/invitations.ts";
 import { WorkspaceStore } from "../../../src/workspace/store.ts";
 import { type TestClock, tempInstance, testClock, person as withoutEmail } from "../oauth/fixtures.ts";
@@ -85,5 +86,27 @@ describe("WorkspaceStore.removeMember ends the person's invitations to the works
     await expect(store.removeMember(ws, ALICE.id, BOB.id)).rejects.toBeInstanceOf(Forbidden);
     expect(store.roleOf(ws, ALICE.id)).toBe("member");
     expect(await onDisk()).toEqual([`${leftover.id}.json`, `${bobs.id}.json`, `${elsewhere.id}.json`].sort());
+  });
+
+  it("a removal whose revocation fails is refused whole: still a member, and the retry ends the leftover", async () => {
+    const { leftover, elsewhere, bobs } = await aliceWithLeftovers();
+    const refused = vi
+      .spyOn(JsonRecords.prototype, "delete")
+      .mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, unlink"), { code: "EIO" }));
+    try {
+      await expect(store.removeMember(ws, ALICE.id, ADMIN.id)).rejects.toMatchObject({ code: "EIO" });
+    } finally {
+      refused.mockRestore();
+    }
+    // Written before the revocation, she was out, the retry member_not_found, and the leftover
+    // hers to accept for its 14 days: housekeeping revokes only those naming a member.
+    expect(store.roleOf(ws, ALICE.id)).toBe("member");
+    await store.removeMember(ws, ALICE.id, ADMIN.id);
+    expect(store.roleOf(ws, ALICE.id)).toBeUndefined();
+    await expect(invitations.accept(leftover.id, ALICE.id, (i) => join(i, ALICE))).rejects.toBeInstanceOf(
+      NotFound,
+    );
+    expect(store.roleOf(ws, ALICE.id)).toBeUndefined();
+    expect(await onDisk()).toEqual([`${bobs.id}.json`, `${elsewhere.id}.json`].sort());
   });
 });
