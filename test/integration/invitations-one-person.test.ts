@@ -1,7 +1,9 @@
+import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { IdentityProvider } from "../../src/identity/provider.ts";
 import { JsonRecords } from "../../src/storage/records.ts";
 import { createTestProvider, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { journalDuring } from "../helpers/fs-journal.ts";
 import { invite } from "../helpers/members.ts";
 
 // One person may hold an invitation by principal id and one by email to the same workspace:
@@ -63,6 +65,7 @@ const accept = async (name: string, id: string) =>
   (await t.rest(name, "POST", `/v1/invitations/${id}/accept`)).status;
 const leave = async (by: string, who: string) =>
   (await t.rest(by, "DELETE", `/v1/workspaces/${ws}/members/${who}`)).status;
+const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
 
 describe("a person's invitations to a workspace they join", () => {
   it("accepting one takes back the other, so a removed member cannot come back with it", async () => {
@@ -117,6 +120,24 @@ describe("a person's invitations to a workspace they join", () => {
     expect(await leave("pat", pat.id)).toBe(204);
     expect(await accept("pat", asAdmin.id)).toBe(404);
     expect(await accept("pat", asMember.id)).toBe(404);
+  });
+
+  it("is 200 when the member's write lands but its folder's flush fails: pat is in, and the invitation answered", async () => {
+    const asMember = await invite(rest, "alice", ws, { principalId: pat.id }, "member");
+    const asAdmin = await invite(rest, "alice", ws, { email: "pat@example.test" }, "admin");
+    const folder = join(t.root, ws);
+    let accepted = 0;
+    await journalDuring(
+      async () => {
+        accepted = await accept("pat", asMember.id);
+      },
+      { sync: (path) => (path === folder ? eio() : undefined) },
+    );
+    // A 500 here was retried into 409 member_exists, and the gate refused pat until a restart.
+    expect(accepted).toBe(200);
+    expect((await t.rest("pat", "GET", `/v1/workspaces/${ws}`)).status).toBe(200);
+    expect(await accept("pat", asMember.id)).toBe(404);
+    expect(await accept("pat", asAdmin.id)).toBe(404);
   });
 
   it("one to an address a member signs in with later is listed nowhere and goes when they leave", async () => {

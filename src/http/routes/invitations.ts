@@ -1,11 +1,11 @@
 import { Hono } from "hono";
-import { InvalidInput } from "../../errors.ts";
+import { Conflict, InvalidInput } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
 import { type Admission, requireAdmin } from "../../workspace/gate.ts";
 import { type Invitation, readInvitee } from "../../workspace/invitation.ts";
-import { WORKSPACE_ROLES, type WorkspaceRole } from "../../workspace/model.ts";
+import { roleIn, WORKSPACE_ROLES, type Workspace, type WorkspaceRole } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
 import { type WorkspaceView, workspaceView } from "../views.ts";
 
@@ -113,14 +113,32 @@ export async function invitationsFor(deps: RouteDeps, principalId: string): Prom
  */
 export async function accept(deps: RouteDeps, principalId: string, id: string): Promise<WorkspaceView> {
   return deps.invitations.accept(id, principalId, async (invitation, senderStands) => {
-    const ws = await deps.workspaces.addMember(
-      invitation.workspaceId,
-      principalId,
-      invitation.role,
-      senderStands,
-    );
+    const ws = await addInvitee(deps.workspaces, invitation, principalId, senderStands);
     return workspaceView(ws, invitation.role, deps.publicUrl());
   });
+}
+
+/**
+ * Adds the invitee. The member's write can land and still throw: the new workspace.json renamed
+ * into place, then the folder's flush failed, and the store indexes what the disk holds. Refused
+ * for anything but their being a member already, yet listed now, they joined: the acceptance is
+ * answered by that join and its clean-up runs (ADR 0138), where it was a 500 whose retry was
+ * 409 member_exists (test/integration/invitations-one-person.test.ts "flush").
+ */
+async function addInvitee(
+  workspaces: RouteDeps["workspaces"],
+  invitation: Invitation,
+  principalId: string,
+  senderStands: (workspace: Workspace) => void,
+): Promise<Workspace> {
+  try {
+    return await workspaces.addMember(invitation.workspaceId, principalId, invitation.role, senderStands);
+  } catch (error) {
+    const now = workspaces.get(invitation.workspaceId);
+    const memberBefore = error instanceof Conflict && error.code === "member_exists";
+    if (memberBefore || !now || roleIn(now, principalId) === undefined) throw error;
+    return now;
+  }
 }
 
 export async function decline(deps: RouteDeps, principalId: string, id: string): Promise<void> {
