@@ -39,11 +39,13 @@ export const MAX_LOADED_INDEX_BYTES = 256 * 1024 * 1024;
 export const CONVERSATION_INDEX_IDLE_MS = 10 * 60 * 1000;
 const LOGS_IN_FLIGHT = 16;
 /**
- * A log's events are indexed as it is read, this many characters of text at a time: a log read
- * whole no longer holds all its events at once (a 128 MiB log's are hundreds of MB of heap), and
- * one apply per group cost a move of the partition's order per group.
+ * A log's events are indexed as it is read, a batch of at most this many characters of text and
+ * this many bytes of log at a time: a log read whole no longer holds all its events at once (a
+ * 128 MiB log's are hundreds of MB of heap), and one apply per group cost a move of the partition's
+ * order per group. Text alone held a 7 MB log of tool calls (little text) in one batch.
  */
 const CATCH_UP_CHARS_PER_APPLY = 1024 * 1024;
+const CATCH_UP_BYTES_PER_APPLY = 1024 * 1024;
 
 export interface IndexOptions {
   limits?: IndexLimits;
@@ -227,20 +229,23 @@ export class ConversationIndexes {
       if (rewritten) index.remove(id);
       const from = rewritten ? 0 : covered;
       // Applied a batch at a time as the groups are parsed, never all the log's events together
-      // (conversation-indexes.test.ts "indexes a log as it reads it"); the parse gives the event
-      // loop back every megabyte. A read that fails half-way fails the load or the update, which
-      // drops the partition: nobody sees an index that holds part of a log.
+      // (conversation-indexes.test.ts "indexes a log as it reads it", "a megabyte of the log"),
+      // inside the read's LARGE_READS slot: after it, every event would be held again (adr/0119).
+      // A read that fails half-way fails the load or the update, which drops the partition.
       let batch: ConversationEvent[] = [];
+      let batchStart = from;
       let chars = 0;
-      const read = await foldLog(path, from, (_start, group) => {
+      const read = await foldLog(path, from, (start, group) => {
+        if (chars >= CATCH_UP_CHARS_PER_APPLY || start - batchStart >= CATCH_UP_BYTES_PER_APPLY) {
+          index.apply(id, batch, from);
+          batch = [];
+          batchStart = start;
+          chars = 0;
+        }
         for (const event of group) {
           batch.push(event);
           chars += eventText(event).length;
         }
-        if (chars < CATCH_UP_CHARS_PER_APPLY) return;
-        index.apply(id, batch, from);
-        batch = [];
-        chars = 0;
       });
       index.apply(id, batch, read.end);
     } catch (error) {

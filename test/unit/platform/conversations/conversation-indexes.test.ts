@@ -116,6 +116,45 @@ describe("the conversation indexes in memory", () => {
     expect(parsedAtFirstApply).toBeLessThan(count / 2);
   });
 
+  it("indexes a log of little text a megabyte of the log at a time, not all its events in one batch", async () => {
+    const { id } = await openStore().create(temp.ws, owner(1), "t", [message("first")]);
+    const log = join(temp.layout.partition("conversations").ownerDir(temp.ws, owner(1)), `${id}.jsonl`);
+    const template = JSON.parse((await readFile(log, "utf8")).trim().split("\n").at(-1) ?? "") as {
+      seq: number;
+    };
+    // 3,000 events of ten tool calls each: about 2.3 KB a line, 20 characters of text (a tool
+    // call's name and arguments are text, its id is not), so the text bound alone never applies.
+    const lines: string[] = [];
+    for (let seq = template.seq + 1; seq <= template.seq + 3000; seq++) {
+      const content = Array.from({ length: 10 }, (_, i) => ({
+        type: "tool_call",
+        id: `${seq}-${i}-`.padEnd(200, "i"),
+        name: "t",
+      }));
+      lines.push(JSON.stringify({ ...template, seq, role: "assistant", content }));
+    }
+    await appendFile(log, `${lines.join("\n")}\n`);
+    expect((await stat(log)).size).toBeGreaterThan(6 * 1024 * 1024);
+    const realApply = PartitionIndex.prototype.apply;
+    const batchBytes: number[] = [];
+    const apply = vi.spyOn(PartitionIndex.prototype, "apply").mockImplementation(function (
+      this: PartitionIndex,
+      ...args: Parameters<PartitionIndex["apply"]>
+    ) {
+      batchBytes.push(args[1].reduce((bytes, event) => bytes + JSON.stringify(event).length + 1, 0));
+      return realApply.apply(this, args);
+    });
+    try {
+      const found = await answers(openStore(), owner(1), ["first"]);
+      expect(found.hits).toEqual([[[id, [template.seq]]]]);
+    } finally {
+      apply.mockRestore();
+    }
+    // A megabyte of the log, and the group that crossed it.
+    expect(batchBytes.length).toBeGreaterThan(5);
+    expect(Math.max(...batchBytes)).toBeLessThan(1024 * 1024 + 4096);
+  });
+
   it("drops a partition unused for the idle time, saved, and reloads it from its snapshot", async () => {
     const store = openStore();
     const text = distinctText(50);
