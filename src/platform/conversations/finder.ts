@@ -43,9 +43,10 @@ export interface SearchPage {
   results: SearchResult[];
   nextCursor?: string;
   /**
-   * The search walked its budget of postings (IndexLimits.searchPostings, adr/0120) and stopped: every
-   * result holds every word, and `matches` counts the matching events it found. Those it did not
-   * reach were indexed earlier: `nextCursor` leads to them, after this part's other pages (adr/0140).
+   * The search, or the part of it this page is of, walked its budget of postings
+   * (IndexLimits.searchPostings, adr/0120) and stopped: every result holds every word, and `matches`
+   * counts the matching events it found. Those it did not reach were indexed earlier: `nextCursor`
+   * leads to them, after this part's other pages (adr/0140).
    */
   truncated: boolean;
   /**
@@ -89,12 +90,12 @@ export async function searchConversations(
 ): Promise<SearchPage> {
   checkQuery(request.query);
   const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
-  const { after, below } =
+  const { after, below, from } =
     request.cursor === undefined ? {} : decodeSearchCursor(request.query, request.cursor);
   // The cursor is made under the partition's lock, as list's is: the page's logs are read after
   // it, and an append meanwhile moves the conversation (finder.test.ts "an append racing a search").
   const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
-    const answer = await index.search(request.query, after, limit, undefined, below);
+    const answer = await index.search(request.query, after, limit, undefined, { below, from });
     if (!answer) {
       throw new InvalidInput(
         "That cursor goes on below a message that is no longer indexed (its conversation was deleted, " +
@@ -103,15 +104,22 @@ export async function searchConversations(
     }
     const { hits, more, truncated, rest } = answer;
     const last = hits[hits.length - 1];
-    // This part's next page of conversations first, then the part below its oldest match found
+    // How far back this part's pages walk, and the next part goes below: pinned by the first page
+    // cut short, raised by a later one. Each page walked from the part's top again, a page with
+    // fewer postings to walk (removed ones dropped since) reached further back than the first and
+    // found a conversation above `after` that the next part, below that page's reach, left out
+    // (finder.test.ts "a later page of a part reaches no further back").
+    const floor = truncated ? rest : from;
+    // This part's next page of conversations first, then the part below its floor
     // (finder.test.ts "pages through a search past its budget").
     const next =
       more && last
-        ? { after: { updatedAt: last.summary.updatedAt, id: last.summary.id }, ...(below ? { below } : {}) }
-        : rest && { below: rest };
+        ? { after: { updatedAt: last.summary.updatedAt, id: last.summary.id }, below, from: floor }
+        : floor && { below: floor };
     return {
       hits,
-      truncated,
+      // A later page of a cut part, walked back only to its floor, is as cut short as the part.
+      truncated: truncated || from !== undefined,
       nextCursor: next ? encodeSearchCursor(request.query, next) : undefined,
       conversations: index.size,
       partial: index.partialCount,

@@ -11,8 +11,8 @@ import {
   isConversationId,
   summarize,
 } from "./model.ts";
-import { keysInAll, keysOf, listsBelow, type PostingList, SearchTurns, walkInTurns } from "./postings.ts";
-import type { EventPlace, SearchAnswer, SearchHit } from "./search-answer.ts";
+import { keysInAll, keysOf, listsWithin, type PostingList, SearchTurns, walkInTurns } from "./postings.ts";
+import type { EventPlace, SearchAnswer, SearchHit, SearchPart } from "./search-answer.ts";
 
 /**
  * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
@@ -154,9 +154,9 @@ export class PartitionIndex {
    * after `after`, up to `limit`; each with the seqs of those events. The postings it walks give
    * the event loop back every SEARCH_KEYS_PER_TURN (adr/0115), at most searchPostings of them, past
    * which it answers what it found, `truncated`, and `rest`: the oldest matching event it found,
-   * below which every match it did not reach was indexed (adr/0140). With `below` it searches only
-   * the events indexed before that one, and answers undefined when a word's postings no longer
-   * hold it (its conversation deleted, or the index built again from the logs). The caller holds
+   * below which every match it did not reach was indexed (adr/0140). With a `part` it searches only
+   * the events that part walks, and answers undefined when a word's postings no longer hold one of
+   * its events (its conversation deleted, or the index built again from the logs). The caller holds
    * the partition's lock, so nothing changes the index meanwhile, and other partitions' work goes on.
    */
   async search(
@@ -170,18 +170,18 @@ export class PartitionIndex {
     after: ListPosition | undefined,
     limit: number,
     turns: SearchTurns | undefined,
-    below: EventPlace | undefined,
+    part: SearchPart,
   ): Promise<SearchAnswer | undefined>;
   async search(
     query: string,
     after: ListPosition | undefined,
     limit: number,
     turns = new SearchTurns(this.limits.searchPostings),
-    below?: EventPlace,
+    part: SearchPart = {},
   ): Promise<SearchAnswer | undefined> {
-    const lists = this.postingLists(query, below);
+    const lists = this.postingLists(query, part);
     if (!lists) return undefined;
-    lists.sort((a, b) => a.end - b.end);
+    lists.sort((a, b) => a.end - a.start - (b.end - b.start));
     const keys = await keysInAll(lists, turns);
     const found = new Map<Entry, number[]>();
     let rest: EventPlace | undefined;
@@ -210,13 +210,19 @@ export class PartitionIndex {
     return answer;
   }
 
-  /** Each word's postings, whole or up to the event `below`; undefined when one does not hold it. */
-  private postingLists(query: string, below: EventPlace | undefined): PostingList[] | undefined {
+  /** Each word's postings, the part `part` walks; undefined when one does not hold its events. */
+  private postingLists(query: string, part: SearchPart): PostingList[] | undefined {
     const words = tokenize(query).map((word) => keysOf(this.postings.get(word)));
-    if (below === undefined) return words.map((keys) => ({ keys, end: keys.length }));
-    const entry = this.entries.get(below.id);
-    if (!entry || below.seq > MAX_EVENT_SEQ) return undefined;
-    return listsBelow(words, entry.ordinal * SEQ_SPAN + below.seq);
+    const [from, below] = [this.keyOf(part.from), this.keyOf(part.below)];
+    if (from === null || below === null) return undefined;
+    return listsWithin(words, from, below);
+  }
+
+  /** The posting of an event: undefined for none, null when the index does not hold its conversation. */
+  private keyOf(place: EventPlace | undefined): number | undefined | null {
+    if (place === undefined) return undefined;
+    const entry = this.entries.get(place.id);
+    return entry && place.seq <= MAX_EVENT_SEQ ? entry.ordinal * SEQ_SPAN + place.seq : null;
   }
 
   /** The index as snapshot records, each of bounded size, made one at a time as they are written. */

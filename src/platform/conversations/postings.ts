@@ -17,7 +17,7 @@ export function keysOf(value: number | number[] | undefined): number[] {
 /**
  * Counts the postings a search walks, gives the event loop back every SEARCH_KEYS_PER_TURN of
  * them (`turns` says how often it did), and holds the search to its budget of postings; `cut`
- * says the budget stopped a walk before the start of a list.
+ * says the budget stopped a walk before the start of the part of a list it walks.
  */
 export class SearchTurns {
   private walked = 0;
@@ -47,27 +47,35 @@ export class SearchTurns {
 }
 
 /**
- * The part of a word's postings a search walks: its keys before `end`, from the one just before
- * it back. A search from the start walks the whole list; one resumed below an event walks what
- * was indexed before it (adr/0140).
+ * The part of a word's postings a search walks: its keys from `start` up to before `end`, from the
+ * one just before `end` back. A search from the start walks the whole list; one resumed below an
+ * event walks what was indexed before it, and a later page of a part no further back than the
+ * part's first page reached (adr/0140).
  */
 export interface PostingList {
   keys: readonly number[];
+  start: number;
   end: number;
 }
 
 /**
- * Each list up to the posting `key`, found from its end back: lists are not sorted, and appends
- * since `key` was answered only add at the end. Undefined when one of them does not hold it.
+ * Each list from the posting `from` (its start when undefined) up to the posting `below` (its end
+ * when undefined), each found from the end back: lists are not sorted, and appends since they were
+ * answered only add at the end. Undefined when one of them does not hold one of the two.
  */
-export function listsBelow(lists: readonly (readonly number[])[], key: number): PostingList[] | undefined {
-  const below: PostingList[] = [];
+export function listsWithin(
+  lists: readonly (readonly number[])[],
+  from: number | undefined,
+  below: number | undefined,
+): PostingList[] | undefined {
+  const within: PostingList[] = [];
   for (const keys of lists) {
-    const end = keys.lastIndexOf(key);
-    if (end < 0) return undefined;
-    below.push({ keys, end });
+    const end = below === undefined ? keys.length : keys.lastIndexOf(below);
+    const start = from === undefined ? 0 : keys.lastIndexOf(from);
+    if (end < 0 || start < 0 || (from !== undefined && start >= end)) return undefined;
+    within.push({ keys, start, end });
   }
-  return below;
+  return within;
 }
 
 /**
@@ -89,8 +97,8 @@ export async function keysInAll(
   const [first, ...others] = lists;
   if (!first) return [];
   if (others.length === 0) {
-    const take = Math.min(first.end, turns.share(1));
-    if (take < first.end) turns.cut = true;
+    const take = Math.min(first.end - first.start, turns.share(1));
+    if (take < first.end - first.start) turns.cut = true;
     await turns.walk(take);
     // The list itself when walked whole: a common word's is a million keys, not to be copied.
     return take === first.keys.length ? first.keys : first.keys.slice(first.end - take, first.end);
@@ -121,7 +129,7 @@ export async function keysInAll(
 /**
  * Calls `visit` on the keys of `list` from its end back until it answers true, within the share
  * of the search's budget of one of `lists` lists still to walk; a walk that share stops before the
- * list's start sets `turns.cut`. Gives the event loop back as `turns` says.
+ * list's `start` sets `turns.cut`. Gives the event loop back as `turns` says.
  */
 async function walkBack(
   list: PostingList,
@@ -129,8 +137,8 @@ async function walkBack(
   lists: number,
   visit: (key: number) => boolean,
 ): Promise<void> {
-  const { keys, end } = list;
-  const stop = Math.max(0, end - turns.share(lists));
+  const { keys, start, end } = list;
+  const stop = Math.max(start, end - turns.share(lists));
   for (let at = end; at > stop; ) {
     const from = Math.max(stop, at - SEARCH_KEYS_PER_TURN);
     let i = at - 1;
@@ -139,7 +147,7 @@ async function walkBack(
     if (i >= from) return;
     at = from;
   }
-  if (stop > 0) turns.cut = true;
+  if (stop > start) turns.cut = true;
 }
 
 /** Calls `visit` on each key of `list`, giving the event loop back as `turns` says. */

@@ -15,6 +15,16 @@ export interface EventPlace {
   seq: number;
 }
 
+/**
+ * The events one part of a search walks (adr/0140): those indexed before `below` (all when
+ * undefined), back to `from` and including it (to the first when undefined), the oldest event an
+ * earlier page of the part reached, so a later page never reaches further back than it did.
+ */
+export interface SearchPart {
+  below?: EventPlace | undefined;
+  from?: EventPlace | undefined;
+}
+
 /** What one search answers; `rest`, when its budget cut it, is where a search of the rest starts below. */
 export interface SearchAnswer {
   hits: SearchHit[];

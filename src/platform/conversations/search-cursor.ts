@@ -10,12 +10,14 @@ import type { EventPlace } from "./search-answer.ts";
 /**
  * Where the next page of a search starts: after a conversation in the order results come (`after`,
  * as list's cursor), among the matches indexed before one event (`below`) when the budget of
- * postings cut an earlier part of the search short (adr/0140). Opaque to clients, as every list
- * cursor is (list-position.ts), and bound to its query's words.
+ * postings cut an earlier part of the search short, and, on a later page of a part an earlier page
+ * of which was cut, back to the oldest event that page reached (`from`; adr/0140). Opaque to
+ * clients, as every list cursor is (list-position.ts), and bound to its query's words.
  */
 export interface SearchCursor {
   after?: ListPosition;
   below?: EventPlace;
+  from?: EventPlace;
 }
 
 const NOT_OURS =
@@ -26,13 +28,14 @@ export function encodeSearchCursor(query: string, cursor: SearchCursor): string 
     q: queryTag(query),
     ...(cursor.after ? { a: [cursor.after.updatedAt, cursor.after.id] } : {}),
     ...(cursor.below ? { b: [cursor.below.id, cursor.below.seq] } : {}),
+    ...(cursor.from ? { f: [cursor.from.id, cursor.from.seq] } : {}),
   };
   return Buffer.from(JSON.stringify(value), "utf8").toString("base64url");
 }
 
 /** The place a cursor of `encodeSearchCursor` for the same words holds; anything else is `InvalidInput`. */
 export function decodeSearchCursor(query: string, cursor: string): SearchCursor {
-  let value: { q?: unknown; a?: unknown; b?: unknown } | undefined;
+  let value: { q?: unknown; a?: unknown; b?: unknown; f?: unknown } | undefined;
   try {
     value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
   } catch {
@@ -41,17 +44,21 @@ export function decodeSearchCursor(query: string, cursor: string): SearchCursor 
   if (typeof value !== "object" || value === null || typeof value.q !== "string")
     throw new InvalidInput(NOT_OURS);
   const after = placeAfter(value.a);
-  const below = placeBelow(value.b);
-  if ((value.a !== undefined && !after) || (value.b !== undefined && !below) || (!after && !below)) {
-    throw new InvalidInput(NOT_OURS);
-  }
+  const below = eventPlace(value.b);
+  const from = eventPlace(value.f);
+  const malformed =
+    (value.a !== undefined && !after) ||
+    (value.b !== undefined && !below) ||
+    (value.f !== undefined && !from);
+  // Only a later page of a part (`after`) has a floor: a part's first page walks back as far as its budget.
+  if (malformed || (!after && !below) || (from && !after)) throw new InvalidInput(NOT_OURS);
   // A cursor of other words would resume their walk, not this one's.
   if (value.q !== queryTag(query)) {
     throw new InvalidInput(
       "That cursor belongs to a search of other words: pass it with the query it came with, or search again without a cursor.",
     );
   }
-  return { ...(after ? { after } : {}), ...(below ? { below } : {}) };
+  return { ...(after ? { after } : {}), ...(below ? { below } : {}), ...(from ? { from } : {}) };
 }
 
 function placeAfter(value: unknown): ListPosition | undefined {
@@ -62,7 +69,7 @@ function placeAfter(value: unknown): ListPosition | undefined {
     : undefined;
 }
 
-function placeBelow(value: unknown): EventPlace | undefined {
+function eventPlace(value: unknown): EventPlace | undefined {
   if (!isPair(value)) return undefined;
   const [id, seq] = value;
   const isSeq = typeof seq === "number" && Number.isInteger(seq) && seq >= 1 && seq <= MAX_EVENT_SEQ;

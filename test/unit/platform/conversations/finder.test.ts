@@ -189,6 +189,11 @@ describe("a search past its budget of postings", () => {
       Buffer.from(JSON.stringify({ ...decoded, b: [decoded.b[0], 2 ** 22] })).toString("base64url"),
       Buffer.from(JSON.stringify({ ...decoded, b: ["../../etc/passwd", 1] })).toString("base64url"),
       Buffer.from(JSON.stringify({ q: "x" })).toString("base64url"),
+      // A floor only on a later page of a part, and a well-formed one.
+      Buffer.from(JSON.stringify({ ...decoded, f: decoded.b })).toString("base64url"),
+      Buffer.from(JSON.stringify({ ...decoded, a: [1, decoded.b[0]], f: [decoded.b[0], 0] })).toString(
+        "base64url",
+      ),
     ];
     for (const bad of tampered) {
       await expect(
@@ -214,5 +219,117 @@ describe("a search past its budget of postings", () => {
     );
     expect(tool.isError).toBe(true);
     expect(JSON.stringify(tool.content)).toContain("search again without a cursor");
+  });
+});
+
+/**
+ * "apple" postings, oldest first: S, D, D, D, A, B; then S is updated (without the word), the most
+ * recently updated, and D is deleted: its three postings stay in the lists until a compaction, and a
+ * snapshot holds none. A search of five postings finds B and A, and goes on below A.
+ */
+async function sBelowDeadPostings(store: ConversationStore, text = (tag: string) => `apple ${tag}`) {
+  const s = await store.create(temp.ws, ALICE, "S", [said("apple")]);
+  time.jump(1000);
+  const d = await store.create(temp.ws, ALICE, "D", [said(text("x")), said(text("y")), said(text("z"))]);
+  time.jump(1000);
+  await store.create(temp.ws, ALICE, "A", [said("apple")]);
+  time.jump(1000);
+  const b = await store.create(temp.ws, ALICE, "B", [said("apple")]);
+  time.jump(1000);
+  await store.append(temp.ws, ALICE, s.id, [said("unrelated")]);
+  time.jump(1000);
+  await store.delete(temp.ws, ALICE, d.id);
+  return b.id;
+}
+
+/** Pages a search of "apple" one conversation a page to its end, running `between` after the first. */
+async function pageOneByOne(store: ConversationStore, between: () => Promise<ConversationStore>) {
+  const titles: string[] = [];
+  const pages: SearchPage[] = [];
+  let cursor: string | undefined;
+  let current = store;
+  do {
+    const page: SearchPage = await searchConversations(current.indexes, current, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+      cursor,
+    });
+    pages.push(page);
+    titles.push(...page.results.map((r) => r.conversation.title));
+    cursor = page.nextCursor;
+    if (pages.length === 1) current = await between();
+  } while (cursor !== undefined && pages.length < 20);
+  return { titles, pages };
+}
+
+describe("a later page of a part reaches no further back than the part's first page", () => {
+  const limits = { ...INDEX_LIMITS, searchPostings: 5 };
+
+  it("after the partition is saved and loaded from its snapshot between two pages (a restart, an idle drop)", async () => {
+    const restart = async (store: ConversationStore) => {
+      await store.indexes.stop();
+      return openConversationStore(temp, time, { index: { limits } });
+    };
+    const idle = async (store: ConversationStore) => {
+      await store.indexes.flush();
+      await store.indexes.sweep(time.clock() + 11 * 60 * 1000);
+      expect(store.indexes.loadedPartitions).toBe(0);
+      return store;
+    };
+    // And nothing dropped: A, the very event the part's pages walk back to, is on the second page.
+    const kept = async (store: ConversationStore) => store;
+    for (const [n, between] of [restart, idle, kept].entries()) {
+      // A root of its own for each way; afterEach removes the last.
+      await temp.remove();
+      temp = await openTempRoot(`finder-floor-${n}`, ALICE);
+      const store = openConversationStore(temp, time, { index: { limits } });
+      await sBelowDeadPostings(store);
+      const { titles, pages } = await pageOneByOne(store, () => between(store));
+      expect(pages[0]?.results.map((r) => r.conversation.title)).toEqual(["B"]);
+      expect(pages[0]?.truncated).toBe(true);
+      // A second page without D's postings reached S (above B, so not answered there), and the
+      // part below that page's reach then left S out.
+      expect(titles.sort()).toEqual(["A", "B", "S"]);
+      expect(pages.at(-1)?.truncated).toBe(false);
+    }
+  });
+
+  it("after a compaction between two pages", async () => {
+    const own = { ...limits };
+    const store = openConversationStore(temp, time, { index: { limits: own } });
+    // D's events hold 400 words each: its postings are enough to compact at the partition's budget.
+    const many = (tag: string) => Array.from({ length: 400 }, (_, i) => `${tag}w${i}`).join(" ");
+    const b = await sBelowDeadPostings(store, (tag) => `apple ${many(tag)}`);
+    const { titles, pages } = await pageOneByOne(store, async () => {
+      // At the partition's budget, the next event indexed compacts the removed postings away.
+      const bytes = store.indexes.loadedBytes;
+      own.partitionBytes = bytes;
+      await store.append(temp.ws, ALICE, b, [said("zzz")]);
+      expect(store.indexes.loadedBytes).toBeLessThan(bytes);
+      return store;
+    });
+    expect(pages[0]?.truncated).toBe(true);
+    expect(titles.sort()).toEqual(["A", "B", "S"]);
+    expect(pages.at(-1)?.truncated).toBe(false);
+  });
+
+  it("says to search again when the conversation of the event a part's pages walk back to is deleted", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await sBelowDeadPostings(store);
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    const cursor = JSON.parse(Buffer.from(first.nextCursor as string, "base64url").toString("utf8"));
+    expect(first.results.map((r) => r.conversation.title)).toEqual(["B"]);
+    // A, the oldest event the first page reached.
+    await store.delete(temp.ws, ALICE, cursor.f[0]);
+    await expect(
+      searchConversations(store.indexes, store, temp.ws, ALICE, {
+        query: "apple",
+        limit: 1,
+        cursor: first.nextCursor,
+      }),
+    ).rejects.toThrow("no longer indexed");
   });
 });
