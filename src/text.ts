@@ -59,8 +59,35 @@ export function hidesText(text: string): boolean {
     const code = text.charCodeAt(i);
     if ((code < 0x20 && code !== 0x09 && code !== 0x0a) || (code >= 0x7f && code <= 0x9f)) return true;
   }
-  const shown = text.replace(PRESENTATION_SELECTOR, "").replace(JOINER_IN_WRITING, "");
-  return INVISIBLE.test(shown) || LONE_SURROGATE.test(text);
+  if (INVISIBLE.test(text)) {
+    const written = partOfWriting(text);
+    for (const match of text.matchAll(INVISIBLE_EVERYWHERE)) if (!written.has(match.index)) return true;
+  }
+  return LONE_SURROGATE.test(text);
+}
+
+/**
+ * Where in `text` (offsets in code units) a presentation selector or a joiner is part of the
+ * writing: a selector right after what it selects for, then a joiner between visible characters
+ * once those selectors are taken out (a flag sequence's joiner follows its emoji's selector). The
+ * one rule hidesText judges by and spelledOut keeps by: judged apart, a selector after white space
+ * stood in as a visible character for spelledOut, so " \uFE0F\u200D\u0628" kept a joiner
+ * hidesText refuses.
+ */
+function partOfWriting(text: string): Set<number> {
+  const written = new Set<number>();
+  for (const match of text.matchAll(PRESENTATION_SELECTOR)) written.add(match.index);
+  if (!/[\u200C\u200D]/.test(text)) return written;
+  // `text` without the selectors kept, and where each of its code units came from.
+  let rest = "";
+  const from: number[] = [];
+  for (let i = 0; i < text.length; i += 1) {
+    if (written.has(i)) continue;
+    rest += text[i];
+    from.push(i);
+  }
+  for (const match of rest.matchAll(JOINER_IN_WRITING)) written.add(from[match.index] as number);
+  return written;
 }
 
 /**
@@ -89,12 +116,7 @@ const HIDDEN_CHARACTER = /\p{Cc}|\p{Default_Ignorable_Code_Point}|\p{Zl}|\p{Zp}/
  */
 export function spelledOut(text: string): string {
   const whole = wellFormed(text);
-  const written = new Set<number>();
-  for (const match of whole.matchAll(PRESENTATION_SELECTOR)) written.add(match.index);
-  // Each kept selector stands in as a visible character (one code unit, so offsets hold) for the
-  // joiner after it, as hidesText removes selectors before it judges joiners (a flag sequence).
-  const selectorsShown = whole.replace(PRESENTATION_SELECTOR, "x");
-  for (const match of selectorsShown.matchAll(JOINER_IN_WRITING)) written.add(match.index);
+  const written = partOfWriting(whole);
   return whole.replace(HIDDEN_CHARACTER, (character, offset: number) =>
     written.has(offset)
       ? character

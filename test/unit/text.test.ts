@@ -123,3 +123,36 @@ describe("prose spelled out (a skill's saved version, adr/0132)", () => {
     expect(spelledOutProse(written)).toBe(written);
   });
 });
+
+describe("spelled out text never hides text (one rule for what is part of the writing)", () => {
+  // Each class hidesText and spelledOut judge by: visible ASCII, visible beyond ASCII, an emoji,
+  // white space (ASCII, no-break, ideographic, a tab, a line separator), the presentation
+  // selectors, the joiners, other default-ignorable characters (zero-width space, an override, a
+  // TAG), a C0 and a C1 control, a carriage return, half of a surrogate pair.
+  const CLASSES = [
+    ..."a\u0628\u{1F469} \u00A0\u3000\t\u2028\uFE0E\uFE0F\u200C\u200D\u200B\u202E\u{E0041}\u0001\u0085\r",
+    LONE_HIGH,
+  ];
+  const every = (length: number): string[] =>
+    length === 0 ? [""] : every(length - 1).flatMap((head) => CLASSES.map((c) => head + c));
+
+  it("a selector after white space, then a joiner: the joiner is written out", () => {
+    expect(hidesText(" \uFE0F\u200D\u0628")).toBe(true);
+    expect(spelledOut(" \uFE0F\u200D\u0628")).toBe(" \uFE0F<U+200D>\u0628");
+    expect(hidesText(spelledOutProse("ok \uFE0F\u200D\u0628\n"))).toBe(false);
+  });
+
+  it("every string of up to four characters of those classes, once spelled out, passes hidesText", () => {
+    const failing: string[] = [];
+    for (const length of [1, 2, 3, 4]) {
+      for (const text of every(length)) {
+        // Prose line by line, as a skill's file is judged: a line's CRLF end is its end.
+        const proseLines = spelledOutProse(text).split("\n");
+        if (hidesText(spelledOut(text)) || proseLines.some((l) => hidesText(l.replace(/\r$/, "")))) {
+          failing.push([...text].map((c) => `U+${c.codePointAt(0)?.toString(16)}`).join(" "));
+        }
+      }
+    }
+    expect(failing.slice(0, 20)).toEqual([]);
+  });
+});
