@@ -2,7 +2,7 @@ import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
-import { RACY_MS, readSkillFile, refuseUnreadable, SKILL_FILE } from "./skill-file.ts";
+import { isSymlink, RACY_MS, readSkillFile, refuseUnreadable, SKILL_FILE } from "./skill-file.ts";
 
 interface Kept {
   stamp: string;
@@ -107,6 +107,12 @@ async function readFolder(
 ): Promise<{ skills: Skill[]; problems: SkillProblem[] }> {
   const skills: Skill[] = [];
   const problems: SkillProblem[] = [];
+  // A workspace's or a person's skills folder is Atrium's own, never a link to follow; an org or
+  // platform one is the operator's configured place, which may be (adr/0139).
+  if ((scope === "workspace" || scope === "user") && (await isSymlink(dir))) {
+    problems.push({ scope, name: basename(dir), message: SCOPE_SYMLINKED });
+    return { skills, problems };
+  }
   let entries: import("node:fs").Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
@@ -160,6 +166,9 @@ async function readFolder(
   }
   return { skills, problems };
 }
+
+const SCOPE_SYMLINKED =
+  "the skills folder is a symlink, which Atrium does not follow: no skill is read through it; put the folder itself in its place";
 
 const SYMLINKED =
   "a symlink, not a folder: Atrium does not follow links here; put the skill's folder itself here";

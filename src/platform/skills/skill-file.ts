@@ -111,6 +111,11 @@ export async function openNotFollowing(path: string): Promise<FileHandle | undef
   }
 }
 
+/** Whether `path` is a symlink itself (lstat: never followed); false when nothing is there. */
+export async function isSymlink(path: string): Promise<boolean> {
+  return (await lstat(path).catch(missingAsUndefined))?.isSymbolicLink() ?? false;
+}
+
 /** Whether `path` exists at all, as anything: what create and delete need, without reading it. */
 export async function skillFileExists(path: string): Promise<boolean> {
   return (await lstat(path).catch(missingAsUndefined)) !== undefined;

@@ -1,8 +1,7 @@
-import { lstat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { Conflict } from "../../errors.ts";
 import { HISTORY_DIR, versionsDir } from "./history.ts";
-import { MAX_EDITED_SKILL_FILE_BYTES, readSkillFile, SkillFileRefused } from "./skill-file.ts";
+import { isSymlink, MAX_EDITED_SKILL_FILE_BYTES, readSkillFile, SkillFileRefused } from "./skill-file.ts";
 
 /** Which skill a write or a history read is about: its scope names it to the caller. */
 interface SkillNamed {
@@ -28,14 +27,16 @@ export function unreadable(error: unknown, { scope, name }: SkillNamed): unknown
   );
 }
 
-/** The folders of a skill that may be links: its own, and its history's two. */
-export type SkillFolder = "skill" | "history" | "versions";
+/** The folders a skill's files are reached through: its scope's, its own, and its history's two. */
+export type SkillFolder = "scope" | "skill" | "history" | "versions";
 
 /**
- * Refuses a skill whose named folders in scope folder `dir` include a symlink (an operator's): its
- * files would be read, and written, wherever the link points, past the O_NOFOLLOW that guards
- * only a path's last step (adr/0139). The listing reports such a skill folder as a problem; a
- * delete removes the link, never what it points to.
+ * Refuses a skill whose named folders under scope folder `dir` (`dir` itself included, as
+ * `scope`) include a symlink (an operator's): its files would be read, and written, wherever the
+ * link points, past the O_NOFOLLOW that guards only a path's last step (adr/0139). A workspace's
+ * or a person's `skills/` is Atrium's own folder, unlike an operator's configured org or platform
+ * one, so it may not be a link either. The listing reports such a folder as a problem; a delete
+ * removes a linked skill folder as a link, never what it points to.
  */
 export async function refuseLinkedFolders(
   dir: string,
@@ -43,16 +44,19 @@ export async function refuseLinkedFolders(
   folders: readonly SkillFolder[],
 ): Promise<void> {
   const paths: Record<SkillFolder, string> = {
+    scope: dir,
     skill: join(dir, skill.name),
     history: join(dir, HISTORY_DIR),
     versions: versionsDir(dir, skill.name),
   };
   for (const folder of folders) {
-    const info = await lstat(paths[folder]).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === "ENOENT") return undefined;
-      throw error;
-    });
-    if (!info?.isSymbolicLink()) continue;
+    if (!(await isSymlink(paths[folder]))) continue;
+    if (folder === "scope") {
+      throw new Conflict(
+        "skill_unreadable",
+        `The ${skill.scope} skills folder is a symlink, which Atrium does not follow: no ${skill.scope} skill is read or written through it. Have an operator put the folder itself in its place.`,
+      );
+    }
     const mend =
       folder === "skill"
         ? "Delete the skill (that removes the link, never what it points to), or have an operator put the folder itself in its place."

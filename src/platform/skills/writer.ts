@@ -27,6 +27,7 @@ import {
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
 import {
+  isSymlink,
   MAX_EDITED_SKILL_FILE_BYTES,
   readSkillFile,
   refuseTooLarge,
@@ -35,7 +36,10 @@ import {
   skillFileExists,
 } from "./skill-file.ts";
 import { editSkillText, renderSkill } from "./skill-text.ts";
-import { readOrRefuse, refuseLinkedFolders, unreadable } from "./unreadable.ts";
+import { readOrRefuse, refuseLinkedFolders, type SkillFolder, unreadable } from "./unreadable.ts";
+
+/** What a write or a history read refuses as a link: every folder on the way to the skill's files. */
+const EVERY_FOLDER: readonly SkillFolder[] = ["scope", "skill", "history", "versions"];
 
 /** The scopes a person can write through Atrium; org and platform skills are the operator's files. */
 export type WritableScope = "workspace" | "user";
@@ -99,7 +103,7 @@ export class SkillWriter implements LeftoverRules {
     const scope = this.scopeDir(target, name, "write");
     return this.locks.run(`${scope}\0create`, () =>
       this.locked(target, name, async (dir) => {
-        await refuseLinkedFolders(dir, { scope: target.scope, name }, ["skill", "history", "versions"]);
+        await refuseLinkedFolders(dir, { scope: target.scope, name }, EVERY_FOLDER);
         if (await skillFileExists(join(dir, name, SKILL_FILE))) {
           throw new Conflict(
             "skill_exists",
@@ -122,7 +126,7 @@ export class SkillWriter implements LeftoverRules {
 
   update(target: WriteTarget, name: string, update: SkillUpdate): Promise<Skill> {
     return this.locked(target, name, async (dir) => {
-      await refuseLinkedFolders(dir, { scope: target.scope, name }, ["skill", "history", "versions"]);
+      await refuseLinkedFolders(dir, { scope: target.scope, name }, EVERY_FOLDER);
       const current = await this.currentText(target, dir, name, update.intent === "replace_body");
       const skill = await this.save(target, dir, name, editSkillText(current, name, update));
       this.announce(target, name, "updated");
@@ -132,12 +136,15 @@ export class SkillWriter implements LeftoverRules {
 
   delete(target: WriteTarget, name: string): Promise<void> {
     return this.locked(target, name, async (dir) => {
-      // Only that it exists, never read: a SKILL.md an operator broke, or left as a FIFO, can
-      // still be deleted, and written anew.
-      if (!(await skillFileExists(join(dir, name, SKILL_FILE)))) throw skillNotFound(target, name);
       // A linked skill folder or versions folder is removed as a link; one through a linked
-      // `.history` would remove what that link points to.
-      await refuseLinkedFolders(dir, { scope: target.scope, name }, ["history"]);
+      // scope folder or `.history` would remove what that link points to.
+      await refuseLinkedFolders(dir, { scope: target.scope, name }, ["scope", "history"]);
+      // Only that it exists, never read: a SKILL.md an operator broke, or left as a FIFO, can
+      // still be deleted, and written anew. A linked skill folder is the link, whatever its
+      // target holds (nothing, when it dangles): an update's 409 says to delete it.
+      const present =
+        (await isSymlink(join(dir, name))) || (await skillFileExists(join(dir, name, SKILL_FILE)));
+      if (!present) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
       if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
       // After the commit point: a crash between leaves the history, which recovery removes (R9).
@@ -158,7 +165,7 @@ export class SkillWriter implements LeftoverRules {
 
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
     const dir = this.scopeDir(target, name, "read");
-    await refuseLinkedFolders(dir, { scope: target.scope, name }, ["history", "versions"]);
+    await refuseLinkedFolders(dir, { scope: target.scope, name }, EVERY_FOLDER);
     const versions = await listVersions(versionsDir(dir, name)).catch((error: unknown) => {
       throw unreadable(error, { scope: target.scope, name });
     });
@@ -169,7 +176,7 @@ export class SkillWriter implements LeftoverRules {
   /** A saved version's text, any character a reader cannot see in it spelled out (adr/0132). */
   async version(target: WriteTarget, name: string, version: number): Promise<ShownVersion> {
     const dir = this.scopeDir(target, name, "read");
-    await refuseLinkedFolders(dir, { scope: target.scope, name }, ["history", "versions"]);
+    await refuseLinkedFolders(dir, { scope: target.scope, name }, EVERY_FOLDER);
     const text = Number.isInteger(version)
       ? await readOrRefuse(join(versionsDir(dir, name), `${version}.md`), { scope: target.scope, name })
       : undefined;
@@ -228,6 +235,7 @@ export class SkillWriter implements LeftoverRules {
 
   /** R4–R6 and R9 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
   private async recoverScope(dir: string, pass: RecoveryPass): Promise<void> {
+    if (await this.leftAsLinked(dir, "skills folder")) return;
     const names = new Set<string>();
     for (const entry of await this.folders.sweep(dir, pass)) {
       if (entry.isDirectory() && isSkillName(entry.name)) names.add(entry.name);
@@ -242,6 +250,9 @@ export class SkillWriter implements LeftoverRules {
 
   private async recoverSkill(dir: string, name: string, pass: RecoveryPass): Promise<void> {
     const folder = join(dir, name);
+    // Past a linked skill folder, the sweep would remove temp-named files where it points, and
+    // its SKILL.md there would be recorded as a version history reads serve (adr/0139).
+    if (await this.leftAsLinked(folder, "skill folder")) return;
     const versions = versionsDir(dir, name);
     const inFolder = await sweepTempEntries(folder, pass);
     await sweepTempEntries(versions, pass);
@@ -269,6 +280,16 @@ export class SkillWriter implements LeftoverRules {
         `skill left out of recovery: ${error.message}; delete the skill or replace the file`,
       );
     }
+  }
+
+  /** A symlinked folder recovery never walks, nor touches: warned once, as an operator placed it. */
+  private async leftAsLinked(path: string, what: string): Promise<boolean> {
+    if (!(await isSymlink(path))) return false;
+    this.warnOnce(
+      path,
+      `${what} left out of recovery: it is a symlink, which Atrium does not follow; put the folder itself in its place`,
+    );
+    return true;
   }
 
   async recoverWorkspace(
