@@ -1,6 +1,6 @@
 import type { Stats } from "node:fs";
-import { lstat, open } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import type {
   DescribedTool,
@@ -12,7 +12,7 @@ import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import type { Skill } from "./model.ts";
 import type { SkillService } from "./service.ts";
-import { READ_NOT_FOLLOWING, SKILL_FILE } from "./skill-file.ts";
+import { openNotFollowing, SKILL_FILE, SkillFileRefused } from "./skill-file.ts";
 
 function skillPath(skill: Skill, file?: string): string {
   return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
@@ -77,7 +77,7 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       for (const skill of resolved) {
         if (path === skillPath(skill)) return { uri, mimeType: "text/markdown", text: skill.body };
         const file = skill.files?.find((f) => path === skillPath(skill, f));
-        if (file !== undefined && skill.dir !== undefined) return readBundled(uri, join(skill.dir, file));
+        if (file !== undefined && skill.dir !== undefined) return readBundled(uri, skill.dir, file);
       }
       return undefined;
     },
@@ -105,7 +105,7 @@ async function toPackage(skill: Skill): Promise<SkillPackage | undefined> {
   if (skill.dir === undefined) return { ...known, files: rendered };
   const dir = skill.dir;
   const names = skill.files ?? [];
-  const contents = await Promise.all(names.map((name) => bundledBytes(join(dir, name))));
+  const contents = await Promise.all(names.map((name) => bundledBytes(dir, name)));
   // A skill one of whose files is not served is left out of the list whole: a package without a
   // file it ships would be a different skill. It costs only itself.
   if (contents.some((content) => typeof content === "string")) return undefined;
@@ -126,17 +126,20 @@ export const MAX_BUNDLED_FILE_BYTES = 8 * 1024 * 1024;
  * thread of the pool for good; a symlink, swapped in after the listing skipped it, could point
  * anywhere the process can read: adr/0139), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file,
  * read on every list, held its memory and failed the whole list). It is opened as a SKILL.md
- * is, never blocking or following a link, and checked again by its handle. An operator puts such
+ * is, never blocking or following a link, nor through a folder swapped for one since the listing
+ * (its `references/`, the skill's own), and checked again by its handle. An operator puts such
  * files in place; no member can write one.
  */
-async function bundledBytes(path: string): Promise<Buffer | string> {
+async function bundledBytes(folder: string, file: string): Promise<Buffer | string> {
+  const path = join(folder, file);
   const refused = whyNotServed(await lstat(path));
   if (refused !== undefined) return refused;
-  const handle = await open(path, READ_NOT_FOLLOWING).catch((error: NodeJS.ErrnoException) => {
-    if (error.code === "ELOOP") return undefined;
+  const handle = await openNotFollowing(path, dirname(folder)).catch((error: unknown) => {
+    if (error instanceof SkillFileRefused) return `it ${error.reason}`;
     throw error;
   });
-  if (handle === undefined) return NOT_REGULAR;
+  if (handle === undefined) return "it is gone";
+  if (typeof handle === "string") return handle;
   try {
     return whyNotServed(await handle.stat()) ?? (await handle.readFile());
   } finally {
@@ -158,8 +161,8 @@ function renderSkillFile(skill: Skill): Uint8Array {
   return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${skill.body}`);
 }
 
-async function readBundled(uri: string, path: string): Promise<ResourceContents> {
-  const content = await bundledBytes(path);
+async function readBundled(uri: string, folder: string, file: string): Promise<ResourceContents> {
+  const content = await bundledBytes(folder, file);
   if (typeof content === "string") throw new InvalidInput(`${uri} is not served: ${content}.`);
   try {
     return { uri, mimeType: "text/plain", text: new TextDecoder("utf-8", { fatal: true }).decode(content) };

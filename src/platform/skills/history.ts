@@ -36,15 +36,15 @@ const MAX_VERSION_META_BYTES = 4 * 1024;
 
 /**
  * The saved versions with their metadata, oldest first; none when the skill has no history. Each
- * `N.json` is read as a SKILL.md is (skill-file.ts): an operator's symlink or FIFO in its place is
- * refused (SkillFileRefused), never followed or waited on.
+ * `N.json` is read as a SKILL.md is (skill-file.ts), below scope folder `within`: an operator's
+ * symlink or FIFO in its place is refused (SkillFileRefused), never followed or waited on.
  */
-export async function listVersions(versions: string): Promise<SkillVersion[]> {
+export async function listVersions(versions: string, within: string): Promise<SkillVersion[]> {
   const { metas } = await versionNumbers(versions);
   const listed: SkillVersion[] = [];
   await forEachAtMost(metas, READS_AT_ONCE, async (n) => {
     const path = join(versions, `${n}.json`);
-    const text = await readSkillFile(path, MAX_VERSION_META_BYTES);
+    const text = await readSkillFile(path, within, MAX_VERSION_META_BYTES);
     // Gone since the folder was listed: a save forgot it as the 101st oldest.
     if (text === undefined) return;
     const { savedAt } = (parseStoredJson(path, text) ?? {}) as { savedAt?: unknown };
@@ -118,12 +118,13 @@ async function forgetOldest(versions: string, numbers: number[]): Promise<void> 
 }
 
 /**
- * R6 (storage/recovery.ts): history ends with the current SKILL.md. An `N.json` without its
+ * R6 (storage/recovery.ts): history ends with the current SKILL.md, in scope folder `within`. An `N.json` without its
  * `N.md` is removed; an `N.md` without its `N.json` gets one, saved at the `.md`'s mtime; a
  * current text (`undefined` for a deleted skill) that is not the newest version is recorded.
  */
 export async function reconcileHistory(
   versions: string,
+  within: string,
   current: { text: string; savedAt: string } | undefined,
   pass: RecoveryPass,
 ): Promise<void> {
@@ -142,7 +143,9 @@ export async function reconcileHistory(
   // Through the one reader: a FIFO an operator left here would hang boot (adr/0082); its refusal
   // reaches the caller, which leaves the skill as it is and warns.
   const newestText =
-    newest > 0 ? await readSkillFile(join(versions, `${newest}.md`), MAX_EDITED_SKILL_FILE_BYTES) : undefined;
+    newest > 0
+      ? await readSkillFile(join(versions, `${newest}.md`), within, MAX_EDITED_SKILL_FILE_BYTES)
+      : undefined;
   if (newestText !== current.text) {
     await recordVersion(versions, current.text, current.savedAt);
     pass.completed += 1;

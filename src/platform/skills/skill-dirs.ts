@@ -52,7 +52,7 @@ export class SkillFileCache {
         const stamp = `${info.size}:${info.mtimeMs}:${info.ctimeMs}:${info.ino}:${scope}:${provenance ?? ""}`;
         let kept = last?.get(path);
         if (kept?.stamp !== stamp) {
-          const text = await readSkillFile(path);
+          const text = await readSkillFile(path, dir);
           if (text === undefined) throw Object.assign(new Error(`${path} is gone`), { code: "ENOENT" });
           kept = { stamp, outcome: tryParse(text, scope, provenance) };
         }

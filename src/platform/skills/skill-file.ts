@@ -1,6 +1,6 @@
 import { constants, type Stats } from "node:fs";
-import { type FileHandle, lstat, open } from "node:fs/promises";
-import { basename } from "node:path";
+import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
+import { basename, dirname, join, relative } from "node:path";
 import { AtriumError } from "../../errors.ts";
 
 /** A skill's file in its folder. */
@@ -70,23 +70,28 @@ export const READ_NOT_FOLLOWING = constants.O_RDONLY | constants.O_NONBLOCK | co
  */
 export const SYMLINK_REFUSED = "is a symlink, which Atrium does not follow: put the file itself in its place";
 
+/** Why a file opened through a folder swapped for a symlink is not read (adr/0139). */
+export const THROUGH_LINK_REFUSED =
+  "is reached through a folder that is a symlink, which Atrium does not follow: put the folder itself in its place";
+
 /**
- * The one reader of a SKILL.md or a saved version: its text, or `undefined` when there is none.
- * Anything but a regular file (a FIFO, a device, a folder, a symlink) is refused without reading:
- * reading a FIFO blocks a thread of the pool until someone writes to it, so a request never
- * answered and boot recovery would hang (adr/0082), and a symlink is never followed, whatever it
- * points to (adr/0139). The path is lstat'ed first, so such a file is never opened, and the file
- * is then opened without blocking or following a link and checked again by its handle, so one
- * swapped in between is refused too.
+ * The one reader of a SKILL.md or a saved version below scope folder `within`: its text, or
+ * `undefined` when there is none. Anything but a regular file (a FIFO, a device, a folder, a
+ * symlink) is refused without reading: reading a FIFO blocks a thread of the pool until someone
+ * writes to it, so a request never answered and boot recovery would hang (adr/0082), and a
+ * symlink is never followed, whatever it points to (adr/0139). The path is lstat'ed first, so
+ * such a file is never opened, and the file is then opened as openNotFollowing does and checked
+ * again by its handle, so one swapped in between is refused too.
  */
 export async function readSkillFile(
   path: string,
+  within: string,
   maxBytes = MAX_SKILL_FILE_BYTES,
 ): Promise<string | undefined> {
   const info = await lstat(path).catch(missingAsUndefined);
   if (info === undefined) return undefined;
   refuseUnreadable(path, info, maxBytes);
-  const handle = await openNotFollowing(path);
+  const handle = await openNotFollowing(path, within);
   if (handle === undefined) return undefined;
   try {
     refuseUnreadable(path, await handle.stat(), maxBytes);
@@ -97,18 +102,50 @@ export async function readSkillFile(
 }
 
 /**
- * `path` opened with READ_NOT_FOLLOWING; undefined when nothing is there. A symlink put in its
- * place after it was lstat'ed fails the open (ELOOP): refused as the lstat would have.
+ * `path`, below scope folder `within`, opened with READ_NOT_FOLLOWING; undefined when nothing is
+ * there. A symlink put in its place after it was lstat'ed fails the open (ELOOP): refused as the
+ * lstat would have. O_NOFOLLOW guards the last step only, so the handle is then checked to be
+ * where it was asked for: a folder on the way swapped for a link after the listing (a bundled
+ * file's `references/`, the skill folder itself) would have it read wherever the link points.
  */
-export async function openNotFollowing(path: string): Promise<FileHandle | undefined> {
+export async function openNotFollowing(path: string, within: string): Promise<FileHandle | undefined> {
+  let handle: FileHandle;
   try {
-    return await open(path, READ_NOT_FOLLOWING);
+    handle = await open(path, READ_NOT_FOLLOWING);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return undefined;
     if (code === "ELOOP") throw new SkillFileRefused(path, SYMLINK_REFUSED);
     throw error;
   }
+  try {
+    if (!(await isWhereAsked(handle, path, within))) throw new SkillFileRefused(path, THROUGH_LINK_REFUSED);
+    return handle;
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+}
+
+/**
+ * Whether `handle`, opened at `path`, is that file below `within` reached through no link. On
+ * Linux the kernel names the file a handle holds (`/proc/self/fd/N`), as it was opened, and that
+ * must be `path` below the scope folder's real path (an operator's org folder may itself be a
+ * link); " (deleted)" follows it once a save renamed another file over it, still the one asked
+ * for. Without /proc, each folder below `within` is lstat'ed after the open, none may be a link,
+ * and `path` must name the handle's file.
+ */
+async function isWhereAsked(handle: FileHandle, path: string, within: string): Promise<boolean> {
+  const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  if (opened !== undefined) {
+    const asked = join(await realpath(within), relative(within, path));
+    return opened === asked || opened === `${asked} (deleted)`;
+  }
+  for (let folder = dirname(path); folder.length > within.length; folder = dirname(folder)) {
+    if (await isSymlink(folder)) return false;
+  }
+  const [named, held] = [await lstat(path).catch(missingAsUndefined), await handle.stat()];
+  return named !== undefined && named.dev === held.dev && named.ino === held.ino;
 }
 
 /** Whether `path` is a symlink itself (lstat: never followed); false when nothing is there. */

@@ -9,10 +9,17 @@ interface SkillNamed {
   name: string;
 }
 
-/** A SKILL.md (or a saved version of one), read by the one reader; a refusal says what to do. */
-export async function readOrRefuse(path: string, skill: SkillNamed): Promise<string | undefined> {
+/**
+ * A SKILL.md (or a saved version of one) below scope folder `dir`, read by the one reader; a
+ * refusal says what to do.
+ */
+export async function readOrRefuse(
+  dir: string,
+  path: string,
+  skill: SkillNamed,
+): Promise<string | undefined> {
   try {
-    return await readSkillFile(path, MAX_EDITED_SKILL_FILE_BYTES);
+    return await readSkillFile(path, dir, MAX_EDITED_SKILL_FILE_BYTES);
   } catch (error) {
     throw unreadable(error, skill);
   }

@@ -166,7 +166,7 @@ export class SkillWriter implements LeftoverRules {
   async history(target: WriteTarget, name: string): Promise<SkillVersion[]> {
     const dir = this.scopeDir(target, name, "read");
     await refuseLinkedFolders(dir, { scope: target.scope, name }, EVERY_FOLDER);
-    const versions = await listVersions(versionsDir(dir, name)).catch((error: unknown) => {
+    const versions = await listVersions(versionsDir(dir, name), dir).catch((error: unknown) => {
       throw unreadable(error, { scope: target.scope, name });
     });
     if (versions.length === 0) throw skillNotFound(target, name);
@@ -178,7 +178,7 @@ export class SkillWriter implements LeftoverRules {
     const dir = this.scopeDir(target, name, "read");
     await refuseLinkedFolders(dir, { scope: target.scope, name }, EVERY_FOLDER);
     const text = Number.isInteger(version)
-      ? await readOrRefuse(join(versionsDir(dir, name), `${version}.md`), { scope: target.scope, name })
+      ? await readOrRefuse(dir, join(versionsDir(dir, name), `${version}.md`), { scope: target.scope, name })
       : undefined;
     if (text === undefined)
       throw new NotFound("skill_version_not_found", `"${name}" has no version ${version}.`);
@@ -257,7 +257,7 @@ export class SkillWriter implements LeftoverRules {
     const inFolder = await sweepTempEntries(folder, pass);
     await sweepTempEntries(versions, pass);
     try {
-      const text = await readSkillFile(join(folder, SKILL_FILE), MAX_EDITED_SKILL_FILE_BYTES);
+      const text = await readSkillFile(join(folder, SKILL_FILE), dir, MAX_EDITED_SKILL_FILE_BYTES);
       if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
         if (await pass.isStale(folder)) await pass.remove(folder); // R5
       }
@@ -268,6 +268,7 @@ export class SkillWriter implements LeftoverRules {
       const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
       await reconcileHistory(
         versions,
+        dir,
         text === undefined ? undefined : { text, savedAt: await savedAt() },
         pass,
       );
@@ -325,7 +326,7 @@ export class SkillWriter implements LeftoverRules {
     name: string,
     replacingBody: boolean,
   ): Promise<string> {
-    const text = await readOrRefuse(join(dir, name, SKILL_FILE), { scope: target.scope, name });
+    const text = await readOrRefuse(dir, join(dir, name, SKILL_FILE), { scope: target.scope, name });
     if (text === undefined) throw skillNotFound(target, name);
     try {
       parseSkill(text, target.scope);

@@ -1,7 +1,8 @@
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { renameSync, symlinkSync } from "node:fs";
+import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { createWorkspaceGuidance } from "../../../../src/platform/skills/guidance.ts";
@@ -77,6 +78,53 @@ describe("a bundled file swapped for a symlink after its check", () => {
     const read = linkedAfterCheck(join(folder, "ref.md"), join(outside, "secret.txt"), async () =>
       guidance.readResource?.(temp.ws, ALICE, uri),
     );
-    await expect(read).rejects.toThrow(`${uri} is not served: it is not a regular file.`);
+    await expect(read).rejects.toThrow(`${uri} is not served: it is a symlink, which Atrium does not follow`);
+  });
+});
+
+describe("a bundled file's folder swapped for a symlink after the listing", () => {
+  it("is not read through, by a resource read or a package", async () => {
+    const folder = join(temp.layout.workspaceSkillsDir(temp.ws), "guide");
+    const refs = join(folder, "references");
+    await mkdir(refs, { recursive: true });
+    await writeFile(join(folder, "SKILL.md"), SKILL);
+    await writeFile(join(refs, "a.md"), "INSIDE");
+    await writeFile(join(outside, "a.md"), "OUTSIDE-SECRET");
+    // Old enough that the kept listing is trusted (scope-cache.ts RACY_MS).
+    const old = new Date(Date.now() - 60_000);
+    for (const path of [join(refs, "a.md"), refs, join(folder, "SKILL.md"), folder, dirname(folder)])
+      await utimes(path, old, old);
+    const platform = await mkdtemp(join(outside, "platform-"));
+    const service = new SkillService(
+      temp.layout,
+      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
+      createLogger("silent"),
+      platform,
+    );
+    const guidance = createWorkspaceGuidance(service);
+    const uri = "skill://workspace/guide/references/a.md";
+    await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "INSIDE" });
+    await new Promise((resolve) => setImmediate(resolve));
+    // Checked in this turn: the listing is kept until the next (scope-cache.ts), as when another
+    // request of the same turn swapped the folder (an operator's `ln -sfn`).
+    await service.resolve(temp.ws, ALICE);
+    // Synchronously, so the turn does not end in between.
+    renameSync(refs, `${refs}-old`);
+    symlinkSync(outside, refs);
+    // Both in this turn, on the kept listing that still names references/a.md.
+    const [read, packages] = await Promise.allSettled([
+      guidance.readResource?.(temp.ws, ALICE, uri),
+      guidance.packages?.(temp.ws, ALICE, "workspace/guide"),
+    ]);
+    expect(read).toMatchObject({
+      status: "rejected",
+      reason: {
+        message: expect.stringContaining(
+          `${uri} is not served: it is reached through a folder that is a symlink`,
+        ),
+      },
+    });
+    // A package without a file it ships would be a different skill: left out whole.
+    expect(packages).toEqual({ status: "fulfilled", value: [] });
   });
 });

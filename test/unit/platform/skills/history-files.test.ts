@@ -29,7 +29,7 @@ describe("a long skill history", () => {
   it("is read with a few files open at a time: 1,000 versions under a limit of 200 descriptors", async () => {
     // All at once, the reads used up the process's descriptors (EMFILE) — here, below 1,000.
     const history = join(process.cwd(), "src", "platform", "skills", "history.ts");
-    const script = `const { listVersions } = await import(${JSON.stringify(history)}); const v = await listVersions(${JSON.stringify(dir)}); console.log(v.length, v[0].version, v.at(-1).version);`;
+    const script = `const { listVersions } = await import(${JSON.stringify(history)}); const v = await listVersions(${JSON.stringify(dir)}, ${JSON.stringify(dir)}); console.log(v.length, v[0].version, v.at(-1).version);`;
     const { stdout } = await run("bash", [
       "-c",
       `ulimit -n 200 && exec "${process.execPath}" --import tsx --input-type=module -e '${script}'`,
@@ -45,7 +45,7 @@ describe("a skill's history", () => {
       for (let i = 1; i <= MAX_VERSIONS_KEPT + 5; i += 1) {
         expect(await recordVersion(versions, `text ${i}`, new Date(i).toISOString())).toBe(i);
       }
-      const kept = await listVersions(versions);
+      const kept = await listVersions(versions, versions);
       expect(kept).toHaveLength(MAX_VERSIONS_KEPT);
       expect(kept[0]?.version).toBe(6);
       expect(kept.at(-1)?.version).toBe(MAX_VERSIONS_KEPT + 5);

@@ -1,0 +1,68 @@
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { readSkillFile, THROUGH_LINK_REFUSED } from "../../../../src/platform/skills/skill-file.ts";
+
+// The one reader of a skill's files opens the last step without following a link, then checks
+// the handle is the file asked for below its scope folder: a folder on the way swapped for a link
+// (after the listing read it) is not read through (adr/0139).
+
+const TEXT = "---\nname: style\ndescription: d\n---\nInside.\n";
+
+// node:fs/promises as a mutable object, as test/unit/platform/skills/guidance-bundled.test.ts hooks it.
+const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
+  "readlink",
+  (path: unknown, ...rest: unknown[]) => Promise<unknown>
+>;
+
+let scope: string;
+let outside: string;
+
+beforeEach(async () => {
+  scope = await mkdtemp(join(tmpdir(), "atrium-skill-file-"));
+  outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
+  await mkdir(join(scope, "style"));
+  await writeFile(join(scope, "style", "SKILL.md"), TEXT);
+  await writeFile(join(outside, "SKILL.md"), "SECRET-FROM-OUTSIDE");
+});
+afterEach(async () => {
+  await rm(scope, { recursive: true, force: true });
+  await rm(outside, { recursive: true, force: true });
+});
+
+describe("the one reader of a skill's files", () => {
+  it("refuses a file reached through a skill folder or versions folder that is a link", async () => {
+    await symlink(outside, join(scope, "linked"));
+    await mkdir(join(scope, ".history"));
+    await symlink(outside, join(scope, ".history", "style"));
+    for (const path of [join(scope, "linked", "SKILL.md"), join(scope, ".history", "style", "SKILL.md")]) {
+      await expect(readSkillFile(path, scope)).rejects.toMatchObject({ reason: THROUGH_LINK_REFUSED });
+    }
+    await expect(readSkillFile(join(scope, "style", "SKILL.md"), scope)).resolves.toBe(TEXT);
+  });
+
+  it("reads below a scope folder that is itself a link (an operator's configured org folder)", async () => {
+    const linkedScope = join(outside, "org");
+    await symlink(scope, linkedScope);
+    await expect(readSkillFile(join(linkedScope, "style", "SKILL.md"), linkedScope)).resolves.toBe(TEXT);
+  });
+
+  it("reads a file a save renamed another over after it was opened: it is still the one asked for", async () => {
+    const path = join(scope, "style", "SKILL.md");
+    await writeFile(join(scope, "style", ".tmp-next"), "next");
+    const real = fsPromises.readlink;
+    fsPromises.readlink = async (link, ...rest) => {
+      await rename(join(scope, "style", ".tmp-next"), path);
+      return real(link, ...rest);
+    };
+    syncBuiltinESMExports();
+    try {
+      await expect(readSkillFile(path, scope)).resolves.toBe(TEXT);
+    } finally {
+      fsPromises.readlink = real;
+      syncBuiltinESMExports();
+    }
+  });
+});
