@@ -10,7 +10,9 @@ import type {
 } from "../../sources/guidance.ts";
 import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
+import { spelledOutProse } from "../../text.ts";
 import type { Skill } from "./model.ts";
+import { lineHidingText } from "./parse.ts";
 import type { SkillService } from "./service.ts";
 import { openNotFollowing, SKILL_FILE, SkillFileRefused } from "./skill-file.ts";
 
@@ -161,12 +163,24 @@ function renderSkillFile(skill: Skill): Uint8Array {
   return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${skill.body}`);
 }
 
+/**
+ * A bundled file as resources/read answers it: its text, or its bytes when it is not UTF-8. Text
+ * holding what a reader cannot see (a line hidesText refuses, as a skill's body may not hold) is
+ * answered spelled out (`<U+202E>`) after a note saying so, as a saved version is (adr/0132): it
+ * reaches the model as a person reading it sees it. skills/get still packages the file's bytes,
+ * which its digest covers.
+ */
 async function readBundled(uri: string, folder: string, file: string): Promise<ResourceContents> {
   const content = await bundledBytes(folder, file);
   if (typeof content === "string") throw new InvalidInput(`${uri} is not served: ${content}.`);
+  let text: string;
   try {
-    return { uri, mimeType: "text/plain", text: new TextDecoder("utf-8", { fatal: true }).decode(content) };
+    text = new TextDecoder("utf-8", { fatal: true }).decode(content);
   } catch {
     return { uri, mimeType: "application/octet-stream", blob: content.toString("base64") };
   }
+  const line = lineHidingText(text);
+  if (line === undefined) return { uri, mimeType: "text/plain", text };
+  const note = `[${file} holds characters a reader cannot see (invisible, bidirectional, tag or control characters), first on line ${line}. Each is written out below as <U+…>, so this is not the file's text.]`;
+  return { uri, mimeType: "text/plain", text: `${note}\n\n${spelledOutProse(text)}` };
 }

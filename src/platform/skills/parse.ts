@@ -1,5 +1,5 @@
 import matter from "gray-matter";
-import { hidesText } from "../../text.ts";
+import { hidesText, spelledOut } from "../../text.ts";
 import { type AtriumMetadata, validateAtriumMetadata } from "./metadata-schema.ts";
 import {
   bodyText,
@@ -41,7 +41,9 @@ export function frontMatterOf(text: string): { data: Record<string, unknown>; co
     };
   } catch (error) {
     if (error instanceof SkillInvalid) throw error;
-    throw new SkillInvalid("front matter", `is not valid YAML (${(error as Error).message.split("\n")[0]})`);
+    // The parser's words may quote the file (a tag's name): spelled out, as they reach a model.
+    const reason = spelledOut((error as Error).message.split("\n")[0] ?? "");
+    throw new SkillInvalid("front matter", `is not valid YAML (${reason})`);
   }
 }
 
@@ -90,7 +92,9 @@ export function parseSkill(text: string, scope: SkillScope, provenance?: Provena
     const [first] = validateAtriumMetadata.errors ?? [];
     const where = `metadata.atrium${first?.instancePath.replaceAll("/", ".") ?? ""}`;
     const extra =
-      first?.keyword === "additionalProperties" ? ` "${String(first.params.additionalProperty)}"` : "";
+      first?.keyword === "additionalProperties"
+        ? ` "${spelledOut(String(first.params.additionalProperty))}"`
+        : "";
     throw new SkillInvalid(where, `${first?.message ?? "is invalid"}${extra}`);
   }
   // Checked last, so a refusal naming the body says nothing else is wrong (writer.ts lets a new

@@ -1,5 +1,6 @@
 import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { spelledOut } from "../../text.ts";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
 import { isSymlink, RACY_MS, readSkillFile, refuseUnreadable, SKILL_FILE } from "./skill-file.ts";
@@ -107,10 +108,14 @@ async function readFolder(
 ): Promise<{ skills: Skill[]; problems: SkillProblem[] }> {
   const skills: Skill[] = [];
   const problems: SkillProblem[] = [];
+  // Listed to a model (skills__list): a folder's name, or a file's text a parse quotes, is spelled
+  // out where it holds what a reader cannot see, as a skill's own text may not (adr/0132).
+  const report = (name: string, message: string) =>
+    problems.push({ scope, name: spelledOut(name), message: spelledOut(message) });
   // A workspace's or a person's skills folder is Atrium's own, never a link to follow; an org or
   // platform one is the operator's configured place, which may be (adr/0139).
   if ((scope === "workspace" || scope === "user") && (await isSymlink(dir))) {
-    problems.push({ scope, name: basename(dir), message: SCOPE_SYMLINKED });
+    report(basename(dir), SCOPE_SYMLINKED);
     return { skills, problems };
   }
   let entries: import("node:fs").Dirent[];
@@ -121,11 +126,7 @@ async function readFolder(
     if (code === "ENOENT") return { skills, problems };
     // A scope folder that cannot be listed (a symlink loop, no permission, a file in its place) is
     // this scope's problem alone: thrown, it failed every request that resolves skills.
-    problems.push({
-      scope,
-      name: basename(dir),
-      message: `the skills folder cannot be read (${code ?? "error"})`,
-    });
+    report(basename(dir), `the skills folder cannot be read (${code ?? "error"})`);
     return { skills, problems };
   }
   for (const entry of entries) {
@@ -139,12 +140,12 @@ async function readFolder(
       // folder's review and permissions do not cover; nor would the kept listing's stamps, which
       // walk this folder's own tree, see it change (scope-cache.ts). Silently skipped, an
       // operator's linked skill simply never showed (test/integration/skills-operator-files.test.ts).
-      problems.push({ scope, name: entry.name, message: SYMLINKED });
+      report(entry.name, SYMLINKED);
       continue;
     }
     if (entry.isSymbolicLink() || !entry.isDirectory()) continue;
     if (!isSkillName(entry.name)) {
-      problems.push({ scope, name: entry.name, message: "folder name is not a valid skill name" });
+      report(entry.name, "folder name is not a valid skill name");
       continue;
     }
     const path = join(dir, entry.name, SKILL_FILE);
@@ -154,15 +155,17 @@ async function readFolder(
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       const message = code ? `no readable ${SKILL_FILE} in the folder` : (error as Error).message;
-      problems.push({ scope, name: entry.name, message });
+      report(entry.name, message);
       continue;
     }
     if (skill.name !== entry.name) {
-      problems.push({ scope, name: entry.name, message: `name: "${skill.name}" does not match its folder` });
+      report(entry.name, `name: "${skill.name}" does not match its folder`);
       continue;
     }
     const folder = join(dir, entry.name);
-    skills.push({ ...skill, dir: folder, files: await listBundledFiles(folder) });
+    const bundled = await listBundledFiles(folder);
+    if (bundled.unshown.length > 0) report(entry.name, notOffered(bundled.unshown));
+    skills.push({ ...skill, dir: folder, files: bundled.files });
   }
   return { skills, problems };
 }
@@ -173,26 +176,43 @@ const SCOPE_SYMLINKED =
 const SYMLINKED =
   "a symlink, not a folder: Atrium does not follow links here; put the skill's folder itself here";
 
+/** The problem of a skill some of whose bundled files are not offered for their names. */
+function notOffered(unshown: string[]): string {
+  const which =
+    unshown.length === 1
+      ? `bundled file ${unshown[0]}`
+      : `${unshown.length} bundled files (first ${unshown[0]})`;
+  return `${which} not offered: a name holds characters a reader cannot see (written out here as <U+…>); rename it`;
+}
+
 /** At most this many bundled files are offered per skill; the rest are not listed. */
 export const MAX_BUNDLED_FILES = 100;
 
 /**
  * The files beside SKILL.md, relative to the skill's folder, found by walking it. Only
  * these exact paths can be read back, so a requested path never reaches the filesystem
- * unless the walk produced it.
+ * unless the walk produced it. A file or folder whose name holds what a reader cannot see (a
+ * control, an invisible or bidirectional character: what spelledOut writes out) is not offered:
+ * its name reaches a model in every listing (skills__list, resources/list); `unshown` has each
+ * such path, spelled out.
  */
-async function listBundledFiles(folder: string): Promise<string[]> {
+async function listBundledFiles(folder: string): Promise<{ files: string[]; unshown: string[] }> {
   const found: string[] = [];
+  const unshown: string[] = [];
   const walk = async (relative: string): Promise<void> => {
     const entries = await readdir(join(folder, relative), { withFileTypes: true }).catch(() => []);
     for (const entry of entries) {
       if (found.length >= MAX_BUNDLED_FILES) return;
       if (entry.name.startsWith(".")) continue;
       const path = relative ? `${relative}/${entry.name}` : entry.name;
+      if (spelledOut(entry.name) !== entry.name) {
+        if (entry.isDirectory() || entry.isFile()) unshown.push(spelledOut(path));
+        continue;
+      }
       if (entry.isDirectory()) await walk(path);
       else if (entry.isFile() && path !== SKILL_FILE) found.push(path);
     }
   };
   await walk("");
-  return found.sort();
+  return { files: found.sort(), unshown: unshown.sort() };
 }

@@ -187,6 +187,16 @@ describe("parseSkill", () => {
     expect(refusal("---\nname: [weekly\n---\nbody\n").field).toBe("front matter");
   });
 
+  it("quotes the file in a refusal with what a reader cannot see written out: a metadata key, a YAML tag", () => {
+    const key = refusal(
+      skillFile([...VALID, "metadata:", "  atrium:", '    "auto\u202Erun\u{E0041}": true']),
+    );
+    expect(key.message).toContain('"auto<U+202E>run<U+E0041>"');
+    const tag = refusal("---\nname: !x\u202Ey a\n---\nbody\n");
+    expect(tag.message).toContain("x<U+202E>y");
+    expect(tag.message).not.toContain("\u202E");
+  });
+
   it.each(["js", "javascript", "coffee"])("refuses ---%s front matter without evaluating it", (lang) => {
     const global = globalThis as { __atriumSkillEvaluated?: boolean };
     delete global.__atriumSkillEvaluated;
