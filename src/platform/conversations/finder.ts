@@ -108,8 +108,10 @@ export async function searchConversations(
     // cut short, raised by a later one. Each page walked from the part's top again, a page with
     // fewer postings to walk (removed ones dropped since) reached further back than the first and
     // found a conversation above `after` that the next part, below that page's reach, left out
-    // (finder.test.ts "a later page of a part reaches no further back").
-    const floor = truncated ? rest : from;
+    // (finder.test.ts "a later page of a part reaches no further back"). A later page whose walk
+    // met no live match (removed postings above) keeps the part's floor, so paging goes on below
+    // it (finder.test.ts "goes on below the part's floor").
+    const floor = truncated ? (rest ?? from) : from;
     // This part's next page of conversations first, then the part below its floor
     // (finder.test.ts "pages through a search past its budget").
     const next =

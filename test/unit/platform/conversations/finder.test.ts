@@ -313,6 +313,34 @@ describe("a later page of a part reaches no further back than the part's first p
     expect(pages.at(-1)?.truncated).toBe(false);
   });
 
+  it("goes on below the part's floor when a later page's walk finds no live match (removed postings above it)", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await store.create(temp.ws, ALICE, "Old", [said("apple 1"), said("apple 2"), said("apple 3")]);
+    for (const title of ["A", "B", "C", "D", "E"]) {
+      time.jump(1000);
+      await store.create(temp.ws, ALICE, title, [said("apple")]);
+    }
+    const { titles, pages } = await pageOneByOne(store, async () => {
+      // Ten postings of a conversation made and deleted between the pages: more than the budget,
+      // and kept in the lists until a compaction.
+      time.jump(1000);
+      const x = await store.create(
+        temp.ws,
+        ALICE,
+        "X",
+        Array.from({ length: 10 }, (_, i) => said(`apple ${i}`)),
+      );
+      await store.delete(temp.ws, ALICE, x.id);
+      return store;
+    });
+    expect(pages[0]?.results.map((r) => r.conversation.title)).toEqual(["E"]);
+    // The second page reaches no live match: it says it was cut short, and the part below the
+    // floor is still reached (paging ended there with no cursor, and Old was never answered).
+    expect(pages[1]?.results).toEqual([]);
+    expect(pages[1]?.truncated).toBe(true);
+    expect(titles).toContain("Old");
+  });
+
   it("says to search again when the conversation of the event a part's pages walk back to is deleted", async () => {
     const store = openConversationStore(temp, time, { index: { limits } });
     await sBelowDeadPostings(store);
