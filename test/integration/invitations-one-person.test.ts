@@ -1,3 +1,4 @@
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { IdentityProvider } from "../../src/identity/provider.ts";
@@ -138,6 +139,24 @@ describe("a person's invitations to a workspace they join", () => {
     expect((await t.rest("pat", "GET", `/v1/workspaces/${ws}`)).status).toBe(200);
     expect(await accept("pat", asMember.id)).toBe(404);
     expect(await accept("pat", asAdmin.id)).toBe(404);
+  });
+
+  it("accepted by someone already a member while workspace.json does not read, is no join: never 200", async () => {
+    expect(await accept("pat", (await invite(rest, "alice", ws, { principalId: pat.id }, "member")).id)).toBe(
+      200,
+    );
+    // A leftover naming pat by an address he signs in with later, as admin.
+    const asAdmin = await invite(rest, "alice", ws, { email: "pat.work@example.test" }, "admin");
+    statedEmails.set("pat", "pat.work@example.test");
+    expect((await t.rest("pat", "GET", "/v1/workspaces")).status).toBe(200);
+    const file = join(t.root, ws, "workspace.json");
+    const good = await readFile(file, "utf8");
+    await writeFile(file, "{not json");
+    const status = await accept("pat", asAdmin.id).finally(() => writeFile(file, good));
+    // The add failed before it could say member_exists; the index listed pat (a member before),
+    // which was taken for the join: 200, a view saying admin, and the invitation consumed.
+    expect(status).not.toBe(200);
+    expect(t.atrium.workspaces.roleOf(ws, pat.id)).toBe("member");
   });
 
   it("one to an address a member signs in with later is listed nowhere and goes when they leave", async () => {
