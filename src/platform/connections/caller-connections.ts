@@ -1,7 +1,8 @@
 import { InvalidInput } from "../../errors.ts";
 import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import type { ConnectionView } from "./connection-view.ts";
-import type { Connections, NewConnection } from "./connections.ts";
+import type { Connections } from "./connections.ts";
+import type { NewConnection } from "./connections-deps.ts";
 import type { PersonalConnections, PersonalConnectionView } from "./personal.ts";
 
 /**

@@ -1,14 +1,9 @@
 import { Conflict, Forbidden, WorkspaceNotFound } from "../../errors.ts";
-import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
-import type { Clock } from "../../kernel/clock.ts";
-import type { EventPublisher } from "../../kernel/events.ts";
-import type { Logger } from "../../log.ts";
-import type { WorkspaceStore } from "../../workspace/store.ts";
-import type { PublishedSkillList, WorkspaceSources } from "../app.ts";
+import { refuseDeactivated } from "../../identity/users.ts";
+import type { PublishedSkillList } from "../app.ts";
 import { buildSources } from "./build-sources.ts";
-import type { AuditAppender } from "./call-audit.ts";
-import type { ConnectionSettings } from "./config.ts";
 import { type ConnectionView, DamagedConnections, viewConnection } from "./connection-view.ts";
+import type { AuthorizationStarted, ConnectionsDeps, NewConnection } from "./connections-deps.ts";
 import { ConnectionSource } from "./gate.ts";
 import {
   type ConnectionRecord,
@@ -21,52 +16,15 @@ import {
   sealedCredentialIds,
   sealedCredentialOf,
 } from "./model.ts";
-import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { PublishedConnectionSkills } from "./published-skills.ts";
 import { Refreshes } from "./refreshes.ts";
-import type { CredentialVault, RemoteServers } from "./remote.ts";
 import { reservedNameProblem } from "./reserved-names.ts";
 import { sealCredential } from "./seal-credential.ts";
-import type { ServerLooks } from "./server-looks.ts";
 import { Serving } from "./serving.ts";
 import { diffSnapshots, type Snapshot } from "./snapshot.ts";
-import { type ConnectionStore, connectionNotFound } from "./store.ts";
-
-export interface NewConnection {
-  name?: unknown;
-  url?: unknown;
-  auth?: unknown;
-}
-
-export interface ConnectionsDeps {
-  store: ConnectionStore;
-  remote: RemoteServers;
-  vault: CredentialVault;
-  workspaces: WorkspaceStore;
-  users: Pick<UserDirectory, "isDeactivated">;
-  sources: WorkspaceSources;
-  events: EventPublisher;
-  settings: ConnectionSettings;
-  clock: Clock;
-  log: Logger;
-  /** Platform app names: a connection may not take one, nor be served under one (reserved-names.ts). */
-  reservedNames: readonly string[];
-  /** Where each call through a connection's gate is recorded. */
-  ledger: AuditAppender;
-  /** Wakes the credential check of a connection whose request met a 401. */
-  onUnauthorized: (workspaceId: string, name: string) => void;
-  /** Authorizations of OAuth connections (oauth/authorizer.ts). */
-  authorizer: Authorizer;
-  /** The store's looks at servers under way, which a disable, a remove or a stop ends (server-looks.ts). */
-  looks: ServerLooks;
-}
-
-/** An OAuth connection as added or re-authorized: where to send a browser to authorize it. */
-export interface AuthorizationStarted extends GoLink {
-  connection: ConnectionView;
-}
+import { connectionNotFound } from "./store.ts";
 
 /**
  * What members and admins do with a workspace's connections: add (photograph), refresh,

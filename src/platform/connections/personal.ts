@@ -5,7 +5,8 @@ import { makeFolderPathIfMissing } from "../../storage/folders.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { buildSources } from "./build-sources.ts";
 import { type ConnectionView, DamagedConnections } from "./connection-view.ts";
-import { Connections, type ConnectionsDeps, type NewConnection } from "./connections.ts";
+import { Connections } from "./connections.ts";
+import type { ConnectionsDeps, NewConnection } from "./connections-deps.ts";
 import { ConnectionSource } from "./gate.ts";
 import type { GrantStore } from "./grants.ts";
 import {

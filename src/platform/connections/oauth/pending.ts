@@ -1,5 +1,5 @@
 import { Conflict, InvalidInput } from "../../../errors.ts";
-import type { ConnectionsDeps } from "../connections.ts";
+import type { ConnectionsDeps } from "../connections-deps.ts";
 import { type ConnectionRecord, checkScopes, newConnectionId } from "../model.ts";
 import type { Authorizer, GoLink } from "./authorizer.ts";
 import { reauthorizer } from "./record-home.ts";
