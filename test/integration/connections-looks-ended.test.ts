@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
@@ -125,6 +127,57 @@ describe("a graceful stop while a refresh photographs a server that holds its to
       await stopping.stop();
     }
   });
+});
+
+describe("a graceful stop while an OAuth add's discovery waits on a server that never answers", () => {
+  it.each([
+    ["a workspace connection", false],
+    ["a member's personal connection", true],
+  ] as const)(
+    "%s: the add ends at once (409 stopping), the stop finishes, and nothing is stored",
+    async (_, personal) => {
+      let stopping = await startConnectionsAtrium(
+        "atrium-connections-stop-oauth-",
+        new FakeTime(Date.now()),
+        capturingLogger().log,
+      );
+      const arrived = gate();
+      // Takes each request and never answers it: only the stop can end the discovery.
+      const silent = createServer(() => arrived.open());
+      await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+      try {
+        const workspaceId = await bootstrapWorkspace(stopping, "alice");
+        const { port } = silent.address() as AddressInfo;
+        const connections = `/v1/workspaces/${workspaceId}/connections`;
+        const adding = stopping.rest("alice", "POST", connections, {
+          name: "silent",
+          url: `http://127.0.0.1:${port}/mcp`,
+          auth: { kind: "oauth" },
+          ...(personal ? { personal: true } : {}),
+        });
+        await arrived.promise;
+        // The instance's clock never moves: the drain deadline cannot end the stop, only the add's answer can.
+        let closed = false;
+        const closing = stopping.atrium.close().then(() => {
+          closed = true;
+        });
+        const added = await adding;
+        expect(added.status).toBe(409);
+        expect(await added.json()).toMatchObject({ error: { code: "stopping" } });
+        await vi.waitFor(() => expect(closed).toBe(true), { timeout: 10_000 });
+        await closing;
+        stopping = await stopping.restart();
+        const listed = (await (await stopping.rest("alice", "GET", connections)).json()) as {
+          connections: unknown[];
+        };
+        expect(listed.connections).toEqual([]);
+      } finally {
+        silent.closeAllConnections();
+        silent.close();
+        await stopping.stop();
+      }
+    },
+  );
 });
 
 describe("an OAuth connection disabled while its first photograph after sign-in is held", () => {

@@ -549,3 +549,47 @@ describe("a member removed from a workspace while the server photographs their n
     expect(listed.connections.map((c) => c.name)).not.toContain("my_leaving");
   });
 });
+
+describe("a member removed from a workspace while the server photographs a refresh of their personal connection", () => {
+  it("records nothing, and is answered as in a workspace they never belonged to", async () => {
+    const dave = testPrincipal("dave").id;
+    const created = await rest("alice", "POST", "/v1/workspaces", { name: "dave's team" });
+    const team = ((await created.json()) as { id: string }).id;
+    await addMember(instance.rest.bind(instance), "alice", team, "dave", { principalId: dave });
+    const through = await proxy();
+    const added = await rest("dave", "POST", `/v1/workspaces/${team}/connections`, {
+      personal: true,
+      name: "refreshing",
+      url: through.url.href,
+      auth: { kind: "static", header: "x-api-key", value: SECRET },
+    });
+    expect(added.status).toBe(201);
+    await remote.control({ descriptions: { echo: "Echoes, changed since the snapshot." } });
+    const { held, release } = holdFirst(through, "tools/list");
+    try {
+      const refreshing = rest(
+        "dave",
+        "POST",
+        `/v1/workspaces/${team}/connections/my_refreshing/tools/refresh`,
+      );
+      await held.promise;
+      expect((await rest("alice", "DELETE", `/v1/workspaces/${team}/members/${dave}`)).status).toBe(204);
+      release.open();
+      const refreshed = await refreshing;
+      const stranger = await rest("dave", "GET", `/v1/workspaces/${shared}/connections`);
+      const answer = async (response: Response, ws: string) => ({
+        status: response.status,
+        body: (await response.text()).replaceAll(ws, "<ws>"),
+      });
+      expect(await answer(refreshed, team)).toEqual(await answer(stranger, shared));
+      expect(refreshed.status).toBe(404);
+    } finally {
+      release.open();
+      await remote.control({ reset: true, ...SERVER_OPTIONS });
+    }
+    const own = await bootstrapWorkspace(instance, "dave");
+    const path = `/v1/workspaces/${own}/connections/my_refreshing/tools/snapshots`;
+    const listed = (await (await rest("dave", "GET", path)).json()) as { snapshots: { version: number }[] };
+    expect(listed.snapshots.map((snapshot) => snapshot.version)).toEqual([1]);
+  });
+});

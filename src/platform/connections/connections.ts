@@ -16,7 +16,7 @@ import {
   sealedCredentialIds,
   sealedCredentialOf,
 } from "./model.ts";
-import { pendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
+import { addPendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
 import { photographServer } from "./photograph-server.ts";
 import { PublishedConnectionSkills } from "./published-skills.ts";
 import { Refreshes } from "./refreshes.ts";
@@ -124,15 +124,14 @@ export class Connections {
     url: string,
     scopes: string[],
   ): Promise<AuthorizationStarted> {
-    const { record, link } = await pendingOAuth(this.deps, {
-      workspaceId,
-      name,
-      url,
-      scopes,
-      createdBy: principalId,
-    });
-    // Again after discovery, whose length the server chose (adr/0129, amended).
-    await this.deps.store.create(record, undefined, () => this.requireAdmin(workspaceId, principalId));
+    const at = { workspaceId, name, url, scopes, createdBy: principalId };
+    const link = await addPendingOAuth(this.deps, at, (record, signal) =>
+      // Again after discovery, whose length the server chose (adr/0129, amended).
+      this.deps.store.create(record, undefined, () => {
+        signal.throwIfAborted();
+        this.requireAdmin(workspaceId, principalId);
+      }),
+    );
     this.deps.log.info({ workspaceId, connection: name }, "connection added, pending authorization");
     await this.announce(workspaceId, name);
     return { ...link, connection: await this.view(workspaceId, name) };
@@ -209,10 +208,9 @@ export class Connections {
     // A damaged record is removed all the same: otherwise its name could be neither used again
     // nor seen in a listing. Which sealed credential it held cannot be read, so that one stays
     // sealed in the credential store, bound to a record that no longer exists.
-    const record = await this.deps.store
-      .get(workspaceId, name)
-      .catch((error: unknown) => this.damaged.unreadable(name, error));
-    await this.deps.store.remove(workspaceId, name);
+    const record = await this.deps.store.remove(workspaceId, name, (error) =>
+      this.damaged.unreadable(name, error),
+    );
     this.deps.looks.end(workspaceId, name, connectionNotFound(name));
     // Before the withdrawal, which can fail (a client's close): what the removed connection
     // published must not outlive it.

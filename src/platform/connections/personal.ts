@@ -20,7 +20,7 @@ import {
   sealedCredentialOf,
 } from "./model.ts";
 import type { GoLink } from "./oauth/authorizer.ts";
-import { pendingOAuth, reauthorize } from "./oauth/pending.ts";
+import { addPendingOAuth, reauthorize } from "./oauth/pending.ts";
 import { type GrantState, grantState, personalDenial } from "./personal-access.ts";
 import { PersonalCap } from "./personal-cap.ts";
 import { personalSourceName } from "./personal-name.ts";
@@ -160,17 +160,15 @@ export class PersonalConnections {
     url: string,
     scopes: string[],
   ): Promise<PersonalAuthorizationStarted> {
-    const { record, link } = await pendingOAuth(this.deps, {
-      workspaceId,
-      name,
-      url,
-      scopes,
-      createdBy: ownerId,
-      owner: ownerId,
+    const at = { workspaceId, name, url, scopes, createdBy: ownerId, owner: ownerId };
+    const link = await addPendingOAuth(this.deps, at, async (record, signal) => {
+      await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
+      // Again after discovery, whose length the server chose (adr/0129, amended).
+      await this.deps.store.create(record, undefined, () => {
+        signal.throwIfAborted();
+        this.requireMember(workspaceId, ownerId);
+      });
     });
-    await makeFolderPathIfMissing(this.deps.layout.userConnectionsDir(ownerId));
-    // Again after discovery, whose length the server chose (adr/0129, amended).
-    await this.deps.store.create(record, undefined, () => this.requireMember(workspaceId, ownerId));
     this.deps.log.info({ workspaceId, connection: name }, "personal connection added, pending authorization");
     return { ...link, connection: await this.view(workspaceId, ownerId, name) };
   }
@@ -214,10 +212,9 @@ export class PersonalConnections {
 
   async remove(ownerId: string, name: string): Promise<void> {
     // A damaged record is removed all the same, as a workspace's is (connections.ts remove()).
-    const record = await this.deps.store
-      .get(ownerId, name)
-      .catch((error: unknown) => this.damaged.unreadable(name, error));
-    await this.deps.store.remove(ownerId, name);
+    const record = await this.deps.store.remove(ownerId, name, (error: unknown) =>
+      this.damaged.unreadable(name, error),
+    );
     this.deps.looks.end(ownerId, name, connectionNotFound(name));
     await this.withdrawEverywhere(ownerId, name);
     if (record?.auth.kind === "oauth") this.deps.authorizer.forget(record);
@@ -249,7 +246,10 @@ export class PersonalConnections {
   }
 
   async refresh(workspaceId: string, ownerId: string, name: string) {
-    const changes = await this.refreshes.refresh(ownerId, name);
+    // Again once the photograph is taken, whose length the server chose (adr/0129, amended).
+    const changes = await this.refreshes.refresh(ownerId, name, () =>
+      this.requireMember(workspaceId, ownerId),
+    );
     await this.serveEverywhere(ownerId, name);
     return { connection: await this.view(workspaceId, ownerId, name), changes };
   }

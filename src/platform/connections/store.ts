@@ -293,15 +293,24 @@ export class ConnectionStore implements LeftoverRules {
     });
   }
 
-  /** Removes the connection's folder, whether or not its record still parses. */
-  async remove(workspaceId: string, name: string): Promise<void> {
+  /**
+   * Removes the connection's folder, parsed or not (`unreadable` answers for a record that is not,
+   * or throws), and answers its record read under the lock activation.ts swaps tokens under.
+   */
+  async remove(
+    workspaceId: string,
+    name: string,
+    unreadable: (error: unknown) => undefined,
+  ): Promise<ConnectionRecord | undefined> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
-    const removal = await this.lock.run(`${workspaceId}/${name}`, async () => {
-      const removed = await this.folders.remove(this.serversDir(workspaceId), name);
+    const { removal, record } = await this.lock.run(`${workspaceId}/${name}`, async () => {
+      const record = await this.get(workspaceId, name).catch(unreadable);
+      const removal = await this.folders.remove(this.serversDir(workspaceId), name);
       this.forget(workspaceId, name);
-      return removed;
+      return { removal, record };
     });
     if (removal === "gone") throw connectionNotFound(name);
+    return record;
   }
 
   /**

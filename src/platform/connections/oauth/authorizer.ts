@@ -73,9 +73,12 @@ export class Authorizer {
     this.flows = new OAuthFlows(deps.clock);
   }
 
-  /** Discovery for a new connection, before anything is stored: a server that cannot be authorized is refused now. */
-  discover(url: string): Promise<AuthorizationTarget> {
-    return discoverAuthorization(url, this.deps.fetch);
+  /**
+   * Discovery for a new connection, before anything is stored: a server that cannot be authorized
+   * is refused now. `signal` (the add's look) cuts its requests.
+   */
+  discover(url: string, signal?: AbortSignal): Promise<AuthorizationTarget> {
+    return discoverAuthorization(url, this.deps.fetch, signal ? { signal } : {});
   }
 
   /**

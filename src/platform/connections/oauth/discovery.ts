@@ -40,16 +40,17 @@ export class AuthorizationRefused extends InvalidInput {}
 export async function discoverAuthorization(
   serverUrl: string,
   fetch: FetchLike,
-  options: { challenge?: Response } = {},
+  options: { challenge?: Response; signal?: AbortSignal } = {},
 ): Promise<AuthorizationTarget> {
-  const challenge = options.challenge ?? (await probe(serverUrl, fetch));
+  const send = options.signal ? cutBy(fetch, options.signal) : fetch;
+  const challenge = options.challenge ?? (await probe(serverUrl, send));
   const params = challenge ? extractWWWAuthenticateParams(challenge) : {};
   let resourceMetadata: OAuthProtectedResourceMetadata;
   try {
     resourceMetadata = await discoverOAuthProtectedResourceMetadata(
       serverUrl,
       params.resourceMetadataUrl ? { resourceMetadataUrl: params.resourceMetadataUrl } : {},
-      fetch,
+      send,
     );
   } catch (error) {
     throw new AuthorizationRefused(
@@ -71,7 +72,7 @@ export async function discoverAuthorization(
   let metadata: AuthorizationServerMetadata | undefined;
   try {
     metadata = await discoverAuthorizationServerMetadata(authorizationServer, {
-      fetchFn: fetch,
+      fetchFn: send,
       protocolVersion: LATEST_PROTOCOL_VERSION,
     });
   } catch (error) {
@@ -116,6 +117,12 @@ async function probe(serverUrl: string, fetch: FetchLike): Promise<Response | un
   }
   await response.body?.cancel().catch(() => undefined);
   return response.status === 401 ? response : undefined;
+}
+
+/** Each request `fetch` sends ends when `signal` aborts (a graceful stop, server-looks.ts). */
+function cutBy(fetch: FetchLike, signal: AbortSignal): FetchLike {
+  return (url, init) =>
+    fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
 }
 
 function brief(error: unknown): string {

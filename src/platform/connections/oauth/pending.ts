@@ -5,27 +5,41 @@ import type { Authorizer, GoLink } from "./authorizer.ts";
 import { reauthorizer } from "./record-home.ts";
 
 /**
- * A new OAuth connection's record in `pending_auth` (no snapshot until authorized) and its first
- * flow, started by whoever added it. Discovered first: a server that cannot be authorized is
- * refused before anything is stored.
+ * A new OAuth connection's record in `pending_auth` (no snapshot until authorized), its first flow
+ * started by whoever added it, and the record handed to `store` with its look's signal. Discovered
+ * first: a server that cannot be authorized is refused before anything is stored. A look at the
+ * server (server-looks.ts), as a static add's photograph is: a graceful stop cuts its discovery,
+ * refuses one that starts after it, and an add whose `store` checks the signal under the store's
+ * lock writes nothing once the stop began; each answers 409 `stopping` (adr/0122, amended).
  */
-export async function pendingOAuth(
-  deps: Pick<ConnectionsDeps, "authorizer" | "clock">,
+export function addPendingOAuth(
+  deps: Pick<ConnectionsDeps, "authorizer" | "clock" | "looks">,
   at: { workspaceId: string; name: string; url: string; scopes: string[]; createdBy: string; owner?: string },
-): Promise<{ record: ConnectionRecord; link: GoLink }> {
+  store: (record: ConnectionRecord, signal: AbortSignal) => Promise<void>,
+): Promise<GoLink> {
   const { scopes, ...fields } = at;
-  const target = await deps.authorizer.discover(at.url);
-  const record: ConnectionRecord = {
-    id: newConnectionId(),
-    ...fields,
-    auth: { kind: "oauth", issuer: target.issuer, scopes },
-    createdAt: new Date(deps.clock()).toISOString(),
-    authorizationGeneration: 1,
-    snapshotVersion: 0,
-    disabled: false,
-  };
-  const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target });
-  return { record, link };
+  return deps.looks.run(at.owner ?? at.workspaceId, at.name, async (signal) => {
+    try {
+      signal.throwIfAborted();
+      const target = await deps.authorizer.discover(at.url, signal);
+      const record: ConnectionRecord = {
+        id: newConnectionId(),
+        ...fields,
+        auth: { kind: "oauth", issuer: target.issuer, scopes },
+        createdAt: new Date(deps.clock()).toISOString(),
+        authorizationGeneration: 1,
+        snapshotVersion: 0,
+        disabled: false,
+      };
+      const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target });
+      await store(record, signal);
+      return link;
+    } catch (error) {
+      // A cut discovery fails as if the server had: the add is told why it really ended.
+      signal.throwIfAborted();
+      throw error;
+    }
+  });
 }
 
 /** A new flow for an OAuth connection as it is now (shared or personal), `{scopes?}` to ask for others. */

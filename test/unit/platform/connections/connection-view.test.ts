@@ -57,7 +57,7 @@ describe("a listing of connections while one is removed", () => {
       viewConnection(store, temp.ws, name, []),
     );
     await held.read;
-    await store.remove(temp.ws, "alpha");
+    await store.remove(temp.ws, "alpha", () => undefined);
     held.release();
     expect((await listing).map((view) => view.name)).toEqual(["beta"]);
   });
@@ -69,7 +69,7 @@ describe("a listing of connections while one is removed", () => {
       return name;
     });
     await held.read;
-    await store.remove(temp.ws, "alpha");
+    await store.remove(temp.ws, "alpha", () => undefined);
     held.release();
     expect(await listing).toEqual(["beta"]);
   });

@@ -100,7 +100,7 @@ describe("the published skills kept for a workspace's connections", () => {
 
   it("go with a connection removed, and with one no longer served", async () => {
     await bodies();
-    await store.remove(temp.ws, "alpha");
+    await store.remove(temp.ws, "alpha", () => undefined);
     await skills.forget(temp.ws, "alpha");
     expect(await skills.kept(temp.ws)).toBe(1);
     await store.update(temp.ws, "beta", (record) => ({ ...record, disabled: true }));
@@ -144,7 +144,7 @@ describe("a connection removed and added again under its name", () => {
     const listing = skills.list(temp.ws);
     await held.read;
     // What Connections.remove does: the store, then the published skills.
-    await store.remove(temp.ws, "acme");
+    await store.remove(temp.ws, "acme", () => undefined);
     await skills.forget(temp.ws, "acme");
     held.release();
     await listing;
@@ -167,7 +167,7 @@ describe("a listing while a connection is removed", () => {
     });
     const listing = bodies();
     await listed.promise;
-    await store.remove(temp.ws, "alpha");
+    await store.remove(temp.ws, "alpha", () => undefined);
     release.open();
     expect(await listing).toEqual(["beta: How to use the server, as of version 1."]);
   });

@@ -144,7 +144,7 @@ describe("ConnectionStore health files", () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
     for (let round = 0; round < 5; round++) {
       await store.create(record(1), snapshot(1));
-      const removed = store.remove(temp.ws, "srv");
+      const removed = store.remove(temp.ws, "srv", () => undefined);
       await Promise.all([
         store.writeCredential(temp.ws, "srv", { lapsed: true }),
         store.writeTransport(temp.ws, "srv", { up: false, failures: 1 }),

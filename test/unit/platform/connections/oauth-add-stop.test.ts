@@ -1,0 +1,99 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../../../src/log.ts";
+import type { WorkspaceSources } from "../../../../src/platform/app.ts";
+import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
+import { Connections } from "../../../../src/platform/connections/connections.ts";
+import type { ConnectionsDeps } from "../../../../src/platform/connections/connections-deps.ts";
+import { PersonalConnections, type PersonalDeps } from "../../../../src/platform/connections/personal.ts";
+import { createPersonalStore } from "../../../../src/platform/connections/personal-store.ts";
+import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
+import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// An OAuth add's look at its server is its discovery (oauth/pending.ts): a look like a static
+// add's photograph, so an add that starts once the graceful stop began is refused 409 `stopping`
+// before it asks the server anything, and stores nothing (adr/0122, amended). The stop cutting a
+// discovery under way: test/integration/connections-looks-ended.test.ts.
+
+const ADMIN = `usr_${"a".repeat(24)}`;
+
+let temp: TempRoot;
+let discovered: number;
+let started: number;
+
+function deps(store: ConnectionStore) {
+  const sources: WorkspaceSources = { replace: async () => undefined, remove: async () => undefined };
+  return {
+    store,
+    remote: {} as never,
+    vault: {} as never,
+    workspaces: { roleOf: () => "admin", listFor: () => [] },
+    users: { isDeactivated: () => false },
+    sources,
+    events: { publish: () => undefined },
+    settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
+    clock: () => Date.UTC(2026, 11, 7),
+    log: createLogger("silent"),
+    reservedNames: [],
+    ledger: { append: async () => undefined },
+    onUnauthorized: () => undefined,
+    authorizer: {
+      discover: async () => {
+        discovered += 1;
+        return { issuer: "https://as.example.com" };
+      },
+      start: async () => {
+        started += 1;
+        return { go_url: "https://atrium.example/go/x", expiresAt: "2026-12-07T00:10:00.000Z" };
+      },
+    },
+    looks: new ServerLooks(),
+    layout: temp.layout,
+  } as unknown as ConnectionsDeps & PersonalDeps;
+}
+
+beforeEach(async () => {
+  temp = await openTempRoot("oauth-add-stop", ADMIN);
+  discovered = 0;
+  started = 0;
+});
+
+afterEach(async () => {
+  await temp.remove();
+});
+
+describe("an OAuth add started once the graceful stop began", () => {
+  it("a workspace connection: refused 409 stopping, nothing discovered, started or stored", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    const connections = new Connections(deps(store));
+    await connections.stop();
+    const added = connections.add(temp.ws, ADMIN, {
+      name: "oa",
+      url: "https://mcp.example.com/mcp",
+      auth: { kind: "oauth" },
+    });
+    await expect(added).rejects.toMatchObject({ status: 409, code: "stopping" });
+    expect({ discovered, started, stored: store.names(temp.ws) }).toEqual({
+      discovered: 0,
+      started: 0,
+      stored: [],
+    });
+  });
+
+  it("a member's personal connection: refused 409 stopping, nothing discovered, started or stored", async () => {
+    const store = createPersonalStore(temp.layout);
+    const connections = new PersonalConnections(deps(store));
+    await connections.stop();
+    const added = connections.add(temp.ws, ADMIN, {
+      name: "oa",
+      url: "https://mcp.example.com/mcp",
+      auth: { kind: "oauth" },
+    });
+    await expect(added).rejects.toMatchObject({ status: 409, code: "stopping" });
+    expect({ discovered, started, stored: store.names(ADMIN) }).toEqual({
+      discovered: 0,
+      started: 0,
+      stored: [],
+    });
+  });
+});
