@@ -104,15 +104,26 @@ export class DamagedConnections {
   constructor(private readonly log: Logger) {}
 
   /**
-   * What `read` answers for each connection of `names`, without those whose files do not parse
-   * and those removed since `names` was listed: a removal at the same moment failed every listing
-   * of the workspace, its skills and every client's instructions with a 404 about it
-   * (test/unit/platform/connections/connection-view.test.ts).
+   * What `read` answers for each connection of `names` (of `key`, a workspace or a person, in
+   * `store`), without those whose files do not parse or are missing and those removed since
+   * `names` was listed: a removal at the same moment failed every listing of the workspace, its
+   * skills and every client's instructions with a 404 about it. A connection not found is taken
+   * as removed only once it has left the store's index; one still there lost a file (deleted by
+   * hand, a partial restore), and is left out as damaged and logged, not dropped without a word
+   * while its name stays taken (test/unit/platform/connections/connection-view.test.ts).
    */
-  async readEach<V>(names: readonly string[], read: (name: string) => Promise<V>): Promise<V[]> {
+  async readEach<V>(
+    store: Pick<ConnectionStore, "gone">,
+    key: string,
+    names: readonly string[],
+    read: (name: string) => Promise<V>,
+  ): Promise<V[]> {
     const answers = await Promise.all(
       names.map((name) =>
-        read(name).catch((error: unknown) => (isGone(error) ? undefined : this.unreadable(name, error))),
+        read(name).catch(async (error: unknown) => {
+          if (!isNotFound(error)) return this.unreadable(name, error);
+          return (await store.gone(key, name)) ? undefined : this.missing(key, name, error);
+        }),
       ),
     );
     return answers.filter((one): one is Awaited<V> => one !== undefined);
@@ -136,6 +147,21 @@ export class DamagedConnections {
     return undefined;
   }
 
+  /** `undefined` for a connection still indexed whose record or current snapshot is missing (logged once). */
+  private missing(key: string, name: string, error: NotFound): undefined {
+    const file = `${key}/${name}/${error.code}`;
+    if (!this.logged.has(file)) {
+      this.logged.add(file);
+      this.log.error(
+        { key, connection: name, code: error.code },
+        `connection left out of listings: ${error.message} Its file is missing while the connection ` +
+          "is still there. Restore it from a backup, move the connection's folder out of the data " +
+          "root, or have an admin remove the connection.",
+      );
+    }
+    return undefined;
+  }
+
   /** A file that does not parse as ConnectionDamaged (logged once); any other error thrown on. */
   refuse(name: string, error: unknown): never {
     this.unreadable(name, error);
@@ -143,7 +169,7 @@ export class DamagedConnections {
   }
 }
 
-/** Whether `error` says the connection is not there to read: its record, or its snapshot's folder, removed. */
-function isGone(error: unknown): boolean {
+/** Whether `error` says the connection is not there to read: its record, or its snapshot, not found. */
+function isNotFound(error: unknown): error is NotFound {
   return isConnectionNotFound(error) || (error instanceof NotFound && error.code === "snapshot_not_found");
 }

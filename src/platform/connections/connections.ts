@@ -247,7 +247,7 @@ export class Connections {
   }
 
   async list(workspaceId: string): Promise<ConnectionView[]> {
-    return this.damaged.readEach(this.deps.store.names(workspaceId), (name) =>
+    return this.damaged.readEach(this.deps.store, workspaceId, this.deps.store.names(workspaceId), (name) =>
       this.viewOf(workspaceId, name),
     );
   }

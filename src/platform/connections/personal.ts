@@ -196,7 +196,7 @@ export class PersonalConnections {
   }
 
   async list(workspaceId: string, ownerId: string): Promise<PersonalConnectionView[]> {
-    return this.damaged.readEach(this.deps.store.names(ownerId), (name) =>
+    return this.damaged.readEach(this.deps.store, ownerId, this.deps.store.names(ownerId), (name) =>
       this.view(workspaceId, ownerId, name),
     );
   }

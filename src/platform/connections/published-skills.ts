@@ -73,16 +73,21 @@ export class PublishedConnectionSkills {
       );
       const byName = new Map(records.map((record) => [record.name, record]));
       for (const name of kept.keys()) if (!byName.has(name)) kept.delete(name);
-      const skills = await this.damaged.readEach([...byName.keys()], async (name) => {
-        const record = byName.get(name) as ConnectionRecord;
-        let current = kept.get(name);
-        if (current?.id !== record.id || current.version !== record.snapshotVersion) {
-          const snapshot = await this.store.snapshot(workspaceId, name, record.snapshotVersion);
-          current = { id: record.id, version: record.snapshotVersion, skills: skillsOf(name, snapshot) };
-          kept.set(name, current);
-        }
-        return { connection: name, skills: current.skills };
-      });
+      const skills = await this.damaged.readEach(
+        this.store,
+        workspaceId,
+        [...byName.keys()],
+        async (name) => {
+          const record = byName.get(name) as ConnectionRecord;
+          let current = kept.get(name);
+          if (current?.id !== record.id || current.version !== record.snapshotVersion) {
+            const snapshot = await this.store.snapshot(workspaceId, name, record.snapshotVersion);
+            current = { id: record.id, version: record.snapshotVersion, skills: skillsOf(name, snapshot) };
+            kept.set(name, current);
+          }
+          return { connection: name, skills: current.skills };
+        },
+      );
       return this.clashes.apart(workspaceId, skills);
     });
   }

@@ -340,6 +340,14 @@ export class ConnectionStore implements LeftoverRules {
     this.index.delete(workspaceId);
   }
 
+  /**
+   * Whether the connection has left the index, asked under its lock: a read that failed as a
+   * removal took its folder is answered once that removal is done (connection-view.ts readEach).
+   */
+  async gone(workspaceId: string, name: string): Promise<boolean> {
+    return this.lock.run(`${workspaceId}/${name}`, async () => !this.has(workspaceId, name));
+  }
+
   private has(workspaceId: string, name: string): boolean {
     return this.index.get(workspaceId)?.has(name) ?? false;
   }

@@ -1,13 +1,17 @@
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { DamagedConnections, viewConnection } from "../../../../src/platform/connections/connection-view.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { gate } from "../../../helpers/gate.ts";
+import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // A listing of a workspace's connections reads each one after it has listed their names: one
 // removed in between is not there to read, and is no reason to fail the listing of the others.
+// One still there whose file is lost is not removed: it is left out as damaged, and said so.
 
 const ADMIN = `usr_${"a".repeat(24)}`;
 
@@ -53,7 +57,7 @@ describe("a listing of connections while one is removed", () => {
   it("leaves the removed one out, as Connections.list reads them", async () => {
     // alpha's record is read, then alpha is removed before its snapshot is.
     const held = holdRecordRead();
-    const listing = damaged.readEach(store.names(temp.ws), (name) =>
+    const listing = damaged.readEach(store, temp.ws, store.names(temp.ws), (name) =>
       viewConnection(store, temp.ws, name, []),
     );
     await held.read;
@@ -64,7 +68,7 @@ describe("a listing of connections while one is removed", () => {
 
   it("leaves out one whose snapshot was removed as it was read, as published skills read them", async () => {
     const held = holdRecordRead();
-    const listing = damaged.readEach(store.names(temp.ws), async (name) => {
+    const listing = damaged.readEach(store, temp.ws, store.names(temp.ws), async (name) => {
       await store.snapshot(temp.ws, name, 1);
       return name;
     });
@@ -75,9 +79,34 @@ describe("a listing of connections while one is removed", () => {
   });
 
   it("still fails for any other error", async () => {
-    const failing = damaged.readEach(["alpha", "beta"], async () => {
+    const failing = damaged.readEach(store, temp.ws, ["alpha", "beta"], async () => {
       throw new Error("disk on fire");
     });
     await expect(failing).rejects.toThrow("disk on fire");
+  });
+});
+
+describe("a listing of connections where one still there has lost a file", () => {
+  const fileOf = (name: string, ...file: string[]) =>
+    join(temp.layout.partition("connections").dir(temp.ws), "servers", name, ...file);
+
+  it.for([
+    ["its current snapshot", ["snapshots", "1.json"], "snapshot_not_found"],
+    ["its record", ["connection.json"], "connection_not_found"],
+  ] as const)("leaves it out logged once when %s is missing", async ([, file, code]) => {
+    const { log, lines } = memoryLog();
+    const logged = new DamagedConnections(log);
+    await rm(fileOf("alpha", ...file));
+    const list = () =>
+      logged.readEach(store, temp.ws, store.names(temp.ws), (name) =>
+        viewConnection(store, temp.ws, name, []),
+      );
+    expect((await list()).map((view) => view.name)).toEqual(["beta"]);
+    expect((await list()).map((view) => view.name)).toEqual(["beta"]);
+    const said = lines.filter((line) => line.connection === "alpha");
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatchObject({ level: 50, key: temp.ws, code });
+    expect(String(said[0]?.msg)).toContain("missing while the connection is still there");
+    expect(store.names(temp.ws)).toContain("alpha");
   });
 });
