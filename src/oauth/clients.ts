@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
+import { CorruptJson } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
@@ -48,6 +49,11 @@ export class ClientRegistry {
   // A lookup that writes its use and a sweep decide on the record under the client's key, so one
   // always sees the other (test/unit/oauth/clients-sweep.test.ts "a sweep racing a lookup").
   private readonly locks = new KeyedLock();
+  // A use whose write failed, kept until one is written: the sweep reads it beside the record's,
+  // so a client returned to a request is not deleted under it by a stale stamp on disk
+  // (test/unit/oauth/clients-sweep.test.ts "a client whose use could not be written"). Only
+  // clients looked up since boot whose write failed are here; a written use or a deletion drops one.
+  private readonly unwrittenUses = new Map<string, number>();
   // An unreadable record is reported once per process, not at every sweep or lookup of it.
   private readonly reportedUnreadable = new Set<string>();
   // The hash travels beside the client object, never in it, so no page or log that shows a
@@ -93,7 +99,7 @@ export class ClientRegistry {
    * with the reason, for the person or client to read. `caller`, the connecting address a
    * request came from, is charged for a document that has to be fetched. Finding a registered
    * client is a use of it, recorded (at most daily, best effort) before it is returned. A record
-   * that is not a client is unreadable: `undefined`, and left for an operator.
+   * that is not JSON or not a client is unreadable: `undefined`, and left for an operator.
    */
   async find(clientId: string, caller: string): Promise<OAuthClientInformationFull | undefined> {
     if (CLIENT_ID.test(clientId)) {
@@ -172,13 +178,14 @@ export class ClientRegistry {
     const stored = this.readable(id, await this.records.get(id).catch(() => null));
     if (stored === undefined) return false;
     const now = this.clock();
-    const lastUsedAt = lastUseOf(stored);
+    const lastUsedAt = latest(lastUseOf(stored), this.unwrittenUses.get(id));
     if (lastUsedAt === undefined) {
       await this.records.put(id, { ...stored, lastUsedAt: now });
       return false;
     }
     if (now - lastUsedAt < UNUSED_CLIENT_KEPT_MS || hasLiveGrant(id)) return false;
     await this.records.delete(id);
+    this.unwrittenUses.delete(id);
     return true;
   }
 
@@ -190,16 +197,19 @@ export class ClientRegistry {
    * a client used today"). Only a stale use takes the key and judges the record read again there.
    */
   private async use(clientId: string): Promise<StoredClient | undefined> {
-    const seen = this.readable(clientId, await this.records.get(clientId));
+    const seen = await this.read(clientId);
     if (seen === undefined || this.usedToday(seen)) return seen;
     return this.locks.run(clientId, async () => {
-      const stored = this.readable(clientId, await this.records.get(clientId));
+      const stored = await this.read(clientId);
       if (stored === undefined || this.usedToday(stored)) return stored;
+      const now = this.clock();
       try {
-        await this.records.put(clientId, { ...stored, lastUsedAt: this.clock() });
+        await this.records.put(clientId, { ...stored, lastUsedAt: now });
+        this.unwrittenUses.delete(clientId);
       } catch (error) {
-        // Best effort: the request goes on with its client, and the next lookup tries again. A
-        // use left unwritten only moves the sweep's 30 days, never deletes a client in use.
+        // Best effort: the request goes on with its client, and the next lookup tries again. The
+        // use is kept in memory for the sweep, so one left unwritten never deletes a client in use.
+        this.unwrittenUses.set(clientId, now);
         this.log.warn(
           { clientId, err: error },
           "a registered oauth client's last use could not be recorded; its next lookup tries again",
@@ -207,6 +217,15 @@ export class ClientRegistry {
       }
       return stored;
     });
+  }
+
+  /** The record under `clientId` as `readable` judges it; a file that is not JSON is unreadable too. */
+  private async read(clientId: string): Promise<StoredClient | undefined> {
+    const value = await this.records.get(clientId).catch((error: unknown) => {
+      if (error instanceof CorruptJson) return null;
+      throw error;
+    });
+    return this.readable(clientId, value);
   }
 
   private usedToday(stored: StoredClient): boolean {
@@ -238,6 +257,11 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function isStoredClient(value: unknown): value is StoredClient {
   return isObject(value) && isObject(value.client);
+}
+
+/** The later of two uses, either of which may be unknown. */
+function latest(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined ? (a ?? b) : Math.max(a, b);
 }
 
 /** The recorded last use, or `undefined` when none is: absent, or not a finite number (it never was a time). */

@@ -1,4 +1,4 @@
-import { writeFile as writeFileOnDisk } from "node:fs/promises";
+import { mkdir, rm, writeFile as writeFileOnDisk } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -186,19 +186,36 @@ describe("authorize: what is refused, and how", () => {
 
   it("a client record that cannot be read is answered with a generic line, never the file's path", async () => {
     const { client_id: broken } = await registerClient(t);
+    // A folder where its file should be: reading it fails (EISDIR), whoever runs the test.
+    const file = join(t.root, "_instance", "oauth", "clients", `${broken}.json`);
+    await rm(file);
+    await mkdir(file);
+    const response = await authorize(t, undefined, {
+      clientId: broken,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+    });
+    // Before, the page said "could not be used: <root>/_instance/oauth/clients/…", to anyone,
+    // signed in or not.
+    expect(response.status).toBe(500);
+    const text = await response.text();
+    expect(text).toContain(INTERNAL_ERROR_MESSAGE);
+    expect(text).not.toContain(t.root);
+    expect(text).not.toContain("_instance");
+  });
+
+  it("a client record that is not JSON is answered as an unknown client (ADR 0137)", async () => {
+    const { client_id: broken } = await registerClient(t);
     await writeFileOnDisk(join(t.root, "_instance", "oauth", "clients", `${broken}.json`), "{");
     const response = await authorize(t, undefined, {
       clientId: broken,
       workspaceId: aliceWs,
       challenge: pkcePair().challenge,
     });
-    // Before, the page said "could not be used: <root>/_instance/oauth/clients/… is not valid
-    // JSON", to anyone, signed in or not.
-    expect(response.status).toBe(500);
+    expect(response.status).toBe(400);
     const text = await response.text();
-    expect(text).toContain(INTERNAL_ERROR_MESSAGE);
+    expect(text).toContain("is registered here; the application must register again");
     expect(text).not.toContain(t.root);
-    expect(text).not.toContain("_instance");
   });
 
   it("a person who is not a member of the workspace gets no consent page, only access_denied", async () => {

@@ -172,6 +172,8 @@ describe("a client record the sweep cannot use", () => {
     ["a number", "42\n"],
     ["an array", '["a secret"]\n'],
     ["an object without its client", '{ "clientSecretHash": "a secret" }\n'],
+    // A lookup threw at it (500 at /oauth/authorize and /oauth/token), where the rest answer unknown.
+    ["not JSON", '{ "client": { "client_name": "a secret"\n'],
   ])(
     "a record that is %s is left for an operator, logged once, and every other client is still swept",
     async (_kind, text) => {
@@ -266,6 +268,23 @@ describe("recording a client's use", () => {
     expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
     expect(spy).toHaveBeenCalledTimes(2);
     expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
+  });
+
+  it("a client whose use could not be written is not swept while the request uses it", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    clock.advance(UNUSED_CLIENT_KEPT_MS + DAY_MS);
+    vi.spyOn(JsonRecords.prototype, "put").mockRejectedValueOnce(
+      Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" }),
+    );
+    // /oauth/token about to issue a grant for it, which the sweep cannot see yet.
+    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    // Before, the stale stamp on disk had the sweep delete it, and the grant was for no client.
+    expect(await clients.sweep(noGrants)).toEqual([]);
+    expect(await exists(fileOf(id))).toBe(true);
+    // The use kept in memory moves the 30 days as a written one does, no further.
+    clock.advance(UNUSED_CLIENT_KEPT_MS);
+    expect(await clients.sweep(noGrants)).toEqual([id]);
+    expect(await clients.find(id, CALLER)).toBeUndefined();
   });
 
   it("a lookup of a client used today does not wait for the client's key", async () => {
