@@ -1,13 +1,7 @@
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
-import {
-  parseStoredJson,
-  readJsonIfExists,
-  TEMP_PREFIX,
-  writeFileAtomic,
-  writeJsonAtomic,
-} from "../../storage/atomic.ts";
+import { readJsonIfExists, TEMP_PREFIX, writeFileAtomic, writeJsonAtomic } from "../../storage/atomic.ts";
 import { makeFolderIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
@@ -15,6 +9,7 @@ import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
 import type { Snapshot } from "./snapshot.ts";
+import { type SnapshotSummary, summarizeSnapshots } from "./snapshot-summary.ts";
 
 /** The folder of a workspace's connections folder that holds one folder per connection. */
 export const SERVERS = "servers";
@@ -30,19 +25,6 @@ const SNAPSHOT_FILE = /^([1-9][0-9]{0,8})\.json$/;
  * cannot grow the history without bound (adr/0091).
  */
 export const KEPT_SNAPSHOTS = 100;
-/** How many snapshot files a listing reads at once: each may be megabytes of tools. */
-const SNAPSHOT_READS_AT_ONCE = 4;
-
-/** A snapshot as listed: enough to choose one, without its tools. */
-export interface SnapshotSummary {
-  version: number;
-  takenAt: string;
-  generation: number;
-  protocolVersion: string;
-  digest: string;
-  toolCount: number;
-}
-
 /**
  * Connections of a workspace at `<ws>/connections/servers/<name>/`: `connection.json` (the
  * record), `snapshots/<n>.json` (append-only: a version is committed by the record naming it, and
@@ -219,24 +201,9 @@ export class ConnectionStore implements LeftoverRules {
       const version = Number(match?.[1]);
       return match && isCommitted(version, record) ? [version] : [];
     });
-    const summarize = async (version: number): Promise<SnapshotSummary> => {
-      const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
-      const s = parseStoredJson(path, await readFile(path, "utf8")) as Snapshot;
-      return {
-        version,
-        takenAt: s.takenAt,
-        generation: s.generation,
-        protocolVersion: s.protocolVersion,
-        digest: s.digest,
-        toolCount: s.tools.length,
-      };
-    };
-    // A few files at a time: reading every kept snapshot at once would hold them all in memory.
-    versions.sort((a, b) => b - a);
-    const summaries: SnapshotSummary[] = [];
-    for (let at = 0; at < versions.length; at += SNAPSHOT_READS_AT_ONCE)
-      summaries.push(...(await Promise.all(versions.slice(at, at + SNAPSHOT_READS_AT_ONCE).map(summarize))));
-    return summaries;
+    return summarizeSnapshots(versions, (version) =>
+      join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`),
+    );
   }
 
   async transport(workspaceId: string, name: string): Promise<TransportHealth> {
@@ -304,7 +271,10 @@ export class ConnectionStore implements LeftoverRules {
   ): Promise<ConnectionRecord | undefined> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
     const { removal, record } = await this.lock.run(`${workspaceId}/${name}`, async () => {
-      const record = await this.get(workspaceId, name).catch(unreadable);
+      // Indexed, under its lock, with no record: the file is lost, and the folder goes all the same.
+      const record = await this.get(workspaceId, name).catch((error: unknown) =>
+        isConnectionNotFound(error) ? undefined : unreadable(error),
+      );
       const removal = await this.folders.remove(this.serversDir(workspaceId), name);
       this.forget(workspaceId, name);
       return { removal, record };

@@ -109,4 +109,12 @@ describe("a listing of connections where one still there has lost a file", () =>
     expect(String(said[0]?.msg)).toContain("missing while the connection is still there");
     expect(store.names(temp.ws)).toContain("alpha");
   });
+  it("is removed all the same when its record is missing: the name is free again", async () => {
+    await rm(fileOf("alpha", "connection.json"));
+    const rethrow = (error: unknown): undefined => {
+      throw error;
+    };
+    await expect(store.remove(temp.ws, "alpha", rethrow)).resolves.toBeUndefined();
+    expect(store.names(temp.ws)).toEqual(["beta"]);
+  });
 });
