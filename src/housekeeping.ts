@@ -1,5 +1,6 @@
 import type { Scheduler } from "./kernel/scheduler.ts";
 import type { Logger } from "./log.ts";
+import { type ArchiveRetention, purgeExpiredArchives } from "./storage/archive-retention.ts";
 
 /** How often expired records (codes, consent requests, grants, sessions) and crash leftovers are removed. */
 export const HOUSEKEEPING_INTERVAL_MS = 60 * 60 * 1000;
@@ -38,4 +39,19 @@ export function scheduleHousekeeping(
       }
     },
   });
+}
+
+/** The chore that removes archived workspaces past their retention, when one is set (ADR 0113). */
+export function archiveChores(
+  retentionDays: number | undefined,
+  retention: Omit<ArchiveRetention, "retentionMs">,
+): Chore[] {
+  if (retentionDays === undefined) return [];
+  const retentionMs = retentionDays * 24 * 60 * 60 * 1000;
+  return [
+    {
+      name: "archived workspaces",
+      run: async () => void (await purgeExpiredArchives({ ...retention, retentionMs })),
+    },
+  ];
 }

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import { BootError } from "./errors.ts";
 import { type BuiltParts, closeBuilt, gracefulStop } from "./graceful-stop.ts";
-import { type Chore, scheduleHousekeeping } from "./housekeeping.ts";
+import { archiveChores, scheduleHousekeeping } from "./housekeeping.ts";
 import {
   authenticatorsFor,
   createApp,
@@ -53,7 +53,6 @@ import { composeGuidance } from "./sources/guidance.ts";
 import { IdleCache } from "./sources/idle-cache.ts";
 import type { SourceRegistry } from "./sources/registry.ts";
 import { Router } from "./sources/router.ts";
-import { type ArchiveRetention, purgeExpiredArchives } from "./storage/archive-retention.ts";
 import { CredentialStore } from "./storage/credential-store.ts";
 import { KeyedLock } from "./storage/keyed-lock.ts";
 import { StorageLayout } from "./storage/paths.ts";
@@ -385,19 +384,4 @@ function listen(server: Server, port: number, host: string): Promise<void> {
       reject(new BootError(`Cannot listen on ${host}:${port}: ${error.message}${hint}`));
     });
   });
-}
-
-/** The chore that removes archived workspaces past their retention, when one is set (ADR 0113). */
-function archiveChores(
-  retentionDays: number | undefined,
-  retention: Omit<ArchiveRetention, "retentionMs">,
-): Chore[] {
-  if (retentionDays === undefined) return [];
-  const retentionMs = retentionDays * 24 * 60 * 60 * 1000;
-  return [
-    {
-      name: "archived workspaces",
-      run: async () => void (await purgeExpiredArchives({ ...retention, retentionMs })),
-    },
-  ];
 }
