@@ -346,9 +346,7 @@ export class Connections {
    */
   photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
     const { remote, clock, looks } = this.deps;
-    return looks.run(record.owner ?? record.workspaceId, record.name, (signal) =>
-      photographServer(remote, clock, record, version, signal),
-    );
+    return looks.runUntilStop((signal) => photographServer(remote, clock, record, version, signal));
   }
 
   /**

@@ -2,10 +2,11 @@ import { Conflict } from "../../errors.ts";
 import type { ConnectionRecord } from "./model.ts";
 
 /**
- * Atrium's looks at a connection's server outside Serving's turn — an add's photograph, a
- * refresh, the first photograph after an authorization, a credential check — each under a
- * controller of its own, kept per connection while it runs (adr/0122). A disable or a remove ends
- * that connection's looks, and a graceful stop ends them all: each one's client is cut and it
+ * Atrium's looks at a connection's server outside Serving's turn — an add's photograph or
+ * discovery, a refresh, the first photograph after an authorization, a credential check — each
+ * under a controller of its own, kept per connection while it runs (adr/0122); an add's, whose
+ * name is no connection's yet, kept apart. A disable or a remove ends that connection's looks,
+ * and a graceful stop ends them all: each one's client is cut and it
  * records nothing. A look that starts after a disable or a remove runs; one that starts after the
  * stop began does not. `key` is the store's: a workspace, or a personal connection's owner. One
  * per store, shared by every service that looks at its connections.
@@ -13,6 +14,8 @@ import type { ConnectionRecord } from "./model.ts";
 export class ServerLooks {
   private readonly underWay = new Map<string, Set<AbortController>>();
   private stopped = false;
+  /** Adds' looks, by no connection's name (runUntilStop). */
+  private readonly adds = new Set<AbortController>();
 
   /**
    * Runs `look` with a signal that a disable, a remove or a stop aborts; dropped when it ends. Once
@@ -30,6 +33,22 @@ export class ServerLooks {
     } finally {
       looks.delete(controller);
       if (looks.size === 0) this.underWay.delete(connection);
+    }
+  }
+
+  /**
+   * Runs an add's look, which only a graceful stop ends: its name is no connection's yet, so a
+   * remove or disable of one stored under that name meanwhile is not its end (it would have
+   * answered that one's 404 or 409 for an add whose name was free; connections-races.test.ts).
+   */
+  async runUntilStop<T>(look: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    const controller = new AbortController();
+    if (this.stopped) controller.abort(stopping());
+    this.adds.add(controller);
+    try {
+      return await look(controller.signal);
+    } finally {
+      this.adds.delete(controller);
     }
   }
 
@@ -56,7 +75,9 @@ export class ServerLooks {
    */
   endAll(): void {
     this.stopped = true;
-    for (const looks of this.underWay.values()) for (const controller of looks) controller.abort(stopping());
+    for (const looks of [...this.underWay.values(), this.adds]) {
+      for (const controller of looks) controller.abort(stopping());
+    }
   }
 }
 

@@ -18,7 +18,7 @@ export function addPendingOAuth(
   store: (record: ConnectionRecord, signal: AbortSignal) => Promise<void>,
 ): Promise<GoLink> {
   const { scopes, ...fields } = at;
-  return deps.looks.run(at.owner ?? at.workspaceId, at.name, async (signal) => {
+  return deps.looks.runUntilStop(async (signal) => {
     try {
       signal.throwIfAborted();
       const target = await deps.authorizer.discover(at.url, signal);

@@ -8,6 +8,8 @@ import { PersonalConnections, type PersonalDeps } from "../../../../src/platform
 import { createPersonalStore } from "../../../../src/platform/connections/personal-store.ts";
 import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { connectionRecord } from "../../../helpers/connections.ts";
+import { gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // An OAuth add's look at its server is its discovery (oauth/pending.ts): a look like a static
@@ -95,5 +97,48 @@ describe("an OAuth add started once the graceful stop began", () => {
       started: 0,
       stored: [],
     });
+  });
+});
+
+describe("an OAuth add while a connection stored under its name is removed", () => {
+  it("is not ended by that removal: it is answered for itself (connection_exists), not the other's 404", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    const base = deps(store);
+    const [inDiscovery, held] = [gate(), gate()];
+    const connections = new Connections({
+      ...base,
+      authorizer: {
+        ...base.authorizer,
+        forget: () => undefined,
+        discover: async () => {
+          inDiscovery.open();
+          await held.promise;
+          return { issuer: "https://as.example.com" };
+        },
+      },
+    } as unknown as ConnectionsDeps);
+    const added = connections.add(temp.ws, ADMIN, {
+      name: "oa",
+      url: "https://mcp.example.com/mcp",
+      auth: { kind: "oauth" },
+    });
+    await inDiscovery.promise;
+    // Another admin's connection of that name lands while this add discovers, and is removed;
+    // then a third is stored under it before this add writes.
+    const snapshot = {
+      version: 1,
+      takenAt: "",
+      generation: 1,
+      protocolVersion: "",
+      tools: [],
+      digests: {},
+      digest: "",
+    };
+    await store.create(connectionRecord(temp.ws, { name: "oa" }), snapshot);
+    await connections.remove(temp.ws, ADMIN, "oa");
+    await store.create(connectionRecord(temp.ws, { name: "oa" }), snapshot);
+    held.open();
+    // Ended by the removal, it answered the removed one's 404 connection_not_found.
+    await expect(added).rejects.toMatchObject({ status: 409, code: "connection_exists" });
   });
 });
