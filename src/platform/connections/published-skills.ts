@@ -67,6 +67,10 @@ export class PublishedConnectionSkills {
   }
 
   list(workspaceId: string): Promise<PublishedSkillList> {
+    // A workspace with no connection keeps nothing here: most have none, and an entry for each
+    // would outlive the workspace's own eviction until this cache's sweep (bench/memory).
+    if (this.store.names(workspaceId).length === 0)
+      return Promise.resolve(this.clashes.apart(workspaceId, []));
     return this.workspaces.use(workspaceId, async ({ connections: kept }) => {
       const records = (await this.store.list(workspaceId)).filter((record) =>
         isServed(record, this.appNames),
@@ -100,6 +104,11 @@ export class PublishedConnectionSkills {
   /** How many connections of `workspaceId` have published skills kept now. */
   async kept(workspaceId: string): Promise<number> {
     return (await this.workspaces.peek(workspaceId))?.connections.size ?? 0;
+  }
+
+  /** How many workspaces have an entry kept now (none for one without a connection). */
+  get workspacesKept(): number {
+    return this.workspaces.size;
   }
 
   /** Drops the workspaces unused for PUBLISHED_SKILLS_IDLE_MS (also done on a timer). */

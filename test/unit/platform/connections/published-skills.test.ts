@@ -116,6 +116,14 @@ describe("the published skills kept for a workspace's connections", () => {
     expect(await skills.kept(temp.ws)).toBe(0);
     expect(await bodies()).toHaveLength(2);
   });
+
+  it("are not kept at all for a workspace with no connection: nothing outlives its eviction", async () => {
+    const empty = `ws_${"e".repeat(16)}`;
+    expect((await skills.list(empty)).skills).toEqual([]);
+    expect(skills.workspacesKept).toBe(0);
+    await bodies();
+    expect(skills.workspacesKept).toBe(1);
+  });
 });
 
 describe("what a connection that is not served publishes", () => {
