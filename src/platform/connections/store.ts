@@ -271,6 +271,9 @@ export class ConnectionStore implements LeftoverRules {
   ): Promise<ConnectionRecord | undefined> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
     const { removal, record } = await this.lock.run(`${workspaceId}/${name}`, async () => {
+      // Asked again under the lock: a create writes its folder under it but indexes the name
+      // after, so a remove queued behind one would otherwise take its folder for a lost record's.
+      if (!this.has(workspaceId, name)) throw connectionNotFound(name);
       // Indexed, under its lock, with no record: the file is lost, and the folder goes all the same.
       const record = await this.get(workspaceId, name).catch((error: unknown) =>
         isConnectionNotFound(error) ? undefined : unreadable(error),

@@ -155,3 +155,44 @@ describe("ConnectionStore health files", () => {
     }
   });
 });
+
+describe("ConnectionStore remove", () => {
+  it("queued behind a create of the same name, before the create indexed it, answers 404 and leaves it whole", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    const old = connectionRecord(temp.ws, { id: `con_${"o".repeat(24)}` });
+    await store.create(old, snapshot(1));
+    // The first remove's turn at the connection's lock is held until a create and a second
+    // remove have queued behind it (the lock is private: its run is wrapped for the test).
+    const lock = (
+      store as unknown as { lock: { run: (key: string, work: () => Promise<unknown>) => Promise<unknown> } }
+    ).lock;
+    const run = lock.run.bind(lock);
+    let [calls, open, createQueued] = [0, () => {}, () => {}];
+    const [held, queued] = [
+      new Promise<void>((r) => (open = r)),
+      new Promise<void>((r) => (createQueued = r)),
+    ];
+    lock.run = (key, work) => {
+      calls += 1;
+      if (calls === 1) return run(key, async () => held.then(work));
+      if (calls === 2) createQueued();
+      return run(key, work);
+    };
+    const rethrow = (error: unknown): undefined => {
+      throw error;
+    };
+    const first = store.remove(temp.ws, "srv", rethrow);
+    const fresh = connectionRecord(temp.ws, { id: `con_${"n".repeat(24)}` });
+    const created = store.create(fresh, snapshot(1));
+    await queued;
+    // "srv" is still indexed when it is asked, so it queues behind the create.
+    const second = store.remove(temp.ws, "srv", rethrow);
+    open();
+    await expect(first).resolves.toMatchObject({ id: old.id });
+    await created;
+    // It took the create's folder, not yet indexed, for a lost record's: removed it, answered none.
+    await expect(second).rejects.toMatchObject({ code: "connection_not_found" });
+    expect(store.names(temp.ws)).toEqual(["srv"]);
+    expect((await store.get(temp.ws, "srv")).id).toBe(fresh.id);
+  });
+});
