@@ -1,14 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../../../src/log.ts";
-import type { WorkspaceSources } from "../../../../src/platform/app.ts";
-import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
 import { Connections } from "../../../../src/platform/connections/connections.ts";
 import type { ConnectionsDeps } from "../../../../src/platform/connections/connections-deps.ts";
-import { PersonalConnections, type PersonalDeps } from "../../../../src/platform/connections/personal.ts";
+import { PersonalConnections } from "../../../../src/platform/connections/personal.ts";
 import { createPersonalStore } from "../../../../src/platform/connections/personal-store.ts";
-import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
+import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -24,21 +21,7 @@ let discovered: number;
 let started: number;
 
 function deps(store: ConnectionStore) {
-  const sources: WorkspaceSources = { replace: async () => undefined, remove: async () => undefined };
-  return {
-    store,
-    remote: {} as never,
-    vault: {} as never,
-    workspaces: { roleOf: () => "admin", listFor: () => [] },
-    users: { isDeactivated: () => false },
-    sources,
-    events: { publish: () => undefined },
-    settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
-    clock: () => Date.UTC(2026, 11, 7),
-    log: createLogger("silent"),
-    reservedNames: [],
-    ledger: { append: async () => undefined },
-    onUnauthorized: () => undefined,
+  return inertConnectionsDeps(store, {
     authorizer: {
       discover: async () => {
         discovered += 1;
@@ -49,9 +32,8 @@ function deps(store: ConnectionStore) {
         return { go_url: "https://atrium.example/go/x", expiresAt: "2026-12-07T00:10:00.000Z" };
       },
     },
-    looks: new ServerLooks(),
     layout: temp.layout,
-  } as unknown as ConnectionsDeps & PersonalDeps;
+  });
 }
 
 beforeEach(async () => {

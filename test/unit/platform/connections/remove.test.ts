@@ -1,19 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../../../src/log.ts";
-import type { WorkspaceSources } from "../../../../src/platform/app.ts";
-import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
 import { Connections } from "../../../../src/platform/connections/connections.ts";
-import type { ConnectionsDeps } from "../../../../src/platform/connections/connections-deps.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
-import { PersonalConnections, type PersonalDeps } from "../../../../src/platform/connections/personal.ts";
+import { PersonalConnections } from "../../../../src/platform/connections/personal.ts";
 import { createPersonalStore } from "../../../../src/platform/connections/personal-store.ts";
-import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { CredentialStore } from "../../../../src/storage/credential-store.ts";
 import { makeFolderPathIfMissing } from "../../../../src/storage/folders.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
+import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // A remove learns which sealed credentials to delete from the record it removes. Read before the
@@ -39,25 +35,7 @@ function snapshot() {
 }
 
 function deps(store: ConnectionStore) {
-  const sources: WorkspaceSources = { replace: async () => undefined, remove: async () => undefined };
-  return {
-    store,
-    remote: {} as never,
-    vault,
-    workspaces: { roleOf: () => "admin", listFor: () => [] },
-    users: { isDeactivated: () => false },
-    sources,
-    events: { publish: () => undefined },
-    settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
-    clock: () => Date.UTC(2026, 11, 7),
-    log: createLogger("silent"),
-    reservedNames: [],
-    ledger: { append: async () => undefined },
-    onUnauthorized: () => undefined,
-    authorizer: { forget: () => undefined },
-    looks: new ServerLooks(),
-    layout: temp.layout,
-  } as unknown as ConnectionsDeps & PersonalDeps;
+  return inertConnectionsDeps(store, { vault, layout: temp.layout });
 }
 
 /** An OAuth connection holding sealed tokens, and how the service removes it. */

@@ -1,19 +1,16 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createLogger } from "../../../../src/log.ts";
 import type { WorkspaceSources } from "../../../../src/platform/app.ts";
-import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
 import { Connections } from "../../../../src/platform/connections/connections.ts";
-import type { ConnectionsDeps } from "../../../../src/platform/connections/connections-deps.ts";
 import type { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
-import { ServerLooks } from "../../../../src/platform/connections/server-looks.ts";
 import { Serving } from "../../../../src/platform/connections/serving.ts";
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import type { Source, SourceClosing } from "../../../../src/sources/source.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
+import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { type Gate, gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -86,23 +83,9 @@ beforeEach(async () => {
     },
     credentialRefused: () => false,
   } as unknown as RemoteServers;
-  connections = new Connections({
-    store,
-    remote,
-    vault: { delete: async () => undefined },
-    workspaces: { roleOf: () => "admin" },
-    users: { isDeactivated: () => false },
-    sources,
-    events: { publish: () => undefined },
-    settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
-    clock: () => Date.UTC(2026, 11, 7),
-    log: createLogger("silent"),
-    reservedNames: [],
-    ledger: { append: async () => undefined },
-    onUnauthorized: () => undefined,
-    authorizer: { forget: () => undefined },
-    looks: new ServerLooks(),
-  } as unknown as ConnectionsDeps);
+  connections = new Connections(
+    inertConnectionsDeps(store, { remote, workspaces: { roleOf: () => "admin" }, sources }),
+  );
 });
 
 afterEach(async () => {
