@@ -90,12 +90,12 @@ export async function searchConversations(
 ): Promise<SearchPage> {
   checkQuery(request.query);
   const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
-  const { after, below, from } =
+  const { after, below, from, top } =
     request.cursor === undefined ? {} : decodeSearchCursor(request.query, request.cursor);
   // The cursor is made under the partition's lock, as list's is: the page's logs are read after
   // it, and an append meanwhile moves the conversation (finder.test.ts "an append racing a search").
   const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
-    const answer = await index.search(request.query, after, limit, undefined, { below, from });
+    const answer = await index.search(request.query, after, limit, undefined, { below, from, top });
     if (!answer) {
       throw new InvalidInput(
         "That cursor goes on below a message that is no longer indexed (its conversation was deleted, " +
@@ -116,7 +116,15 @@ export async function searchConversations(
     // (finder.test.ts "pages through a search past its budget").
     const next =
       more && last
-        ? { after: { updatedAt: last.summary.updatedAt, id: last.summary.id }, below, from: floor }
+        ? {
+            after: { updatedAt: last.summary.updatedAt, id: last.summary.id },
+            below,
+            from: floor,
+            // The first part, which has no `below`, is pinned at its first page's newest match:
+            // postings added since would spend a later page's budget above it
+            // (finder.test.ts "goes on below the part's floor").
+            top: below ? undefined : (top ?? answer.top),
+          }
         : floor && { below: floor };
     return {
       hits,

@@ -184,12 +184,13 @@ export class PartitionIndex {
     lists.sort((a, b) => a.end - a.start - (b.end - b.start));
     const keys = await keysInAll(lists, turns);
     const found = new Map<Entry, number[]>();
-    let rest: EventPlace | undefined;
+    let [rest, top]: (EventPlace | undefined)[] = [];
     await walkInTurns(keys, turns, (key) => {
       const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
       if (!entry) return;
       // Keys come oldest first: the first of a live conversation is where the rest lies below.
-      rest ??= { id: entry.summary.id, seq: key % SEQ_SPAN };
+      top = { id: entry.summary.id, seq: key % SEQ_SPAN };
+      rest ??= top;
       if (after !== undefined && compareRecentFirst(entry.summary, after) <= 0) return;
       const seqs = found.get(entry);
       if (seqs) seqs.push(key % SEQ_SPAN);
@@ -204,7 +205,7 @@ export class PartitionIndex {
     hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
     // Copies of the summaries, as `page` answers them.
     const answered = hits.slice(0, limit).map((hit) => ({ summary: { ...hit.summary }, seqs: hit.seqs }));
-    const answer: SearchAnswer = { hits: answered, more: hits.length > limit, truncated: turns.cut };
+    const answer: SearchAnswer = { hits: answered, more: hits.length > limit, truncated: turns.cut, top };
     // A cut walk that found no live match has no place known to be the same in every list.
     if (turns.cut && rest) answer.rest = rest;
     return answer;
@@ -213,9 +214,9 @@ export class PartitionIndex {
   /** Each word's postings, the part `part` walks; undefined when one does not hold its events. */
   private postingLists(query: string, part: SearchPart): PostingList[] | undefined {
     const words = tokenize(query).map((word) => keysOf(this.postings.get(word)));
-    const [from, below] = [this.keyOf(part.from), this.keyOf(part.below)];
-    if (from === null || below === null) return undefined;
-    return listsWithin(words, from, below);
+    const [from, below, top] = [this.keyOf(part.from), this.keyOf(part.below), this.keyOf(part.top)];
+    if (from === null || below === null || top === null) return undefined;
+    return listsWithin(words, from, below, top);
   }
 
   /** The posting of an event: undefined for none, null when the index does not hold its conversation. */

@@ -60,17 +60,28 @@ export interface PostingList {
 
 /**
  * Each list from the posting `from` (its start when undefined) up to the posting `below` (its end
- * when undefined), each found from the end back: lists are not sorted, and appends since they were
- * answered only add at the end. Undefined when one of them does not hold one of the two.
+ * when undefined; with `top`, up to that posting and including it), each found from the end back:
+ * lists are not sorted, and appends since they were answered only add at the end. Undefined when
+ * one of them does not hold one of those named.
  */
 export function listsWithin(
   lists: readonly (readonly number[])[],
   from: number | undefined,
   below: number | undefined,
+  top?: number,
 ): PostingList[] | undefined {
   const within: PostingList[] = [];
   for (const keys of lists) {
-    const end = below === undefined ? keys.length : keys.lastIndexOf(below);
+    // `below` is left out, `top` walked: one past it, or -1 when the list does not hold it.
+    const topAt = top === undefined ? -1 : keys.lastIndexOf(top);
+    const end =
+      below !== undefined
+        ? keys.lastIndexOf(below)
+        : top === undefined
+          ? keys.length
+          : topAt < 0
+            ? -1
+            : topAt + 1;
     const start = from === undefined ? 0 : keys.lastIndexOf(from);
     if (end < 0 || start < 0 || (from !== undefined && start >= end)) return undefined;
     within.push({ keys, start, end });

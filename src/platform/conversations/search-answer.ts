@@ -23,6 +23,11 @@ export interface EventPlace {
 export interface SearchPart {
   below?: EventPlace | undefined;
   from?: EventPlace | undefined;
+  /**
+   * The first part's top, which has no `below`: the newest live event its first page walked, and
+   * the part's later pages walk down from it, including it, never postings added since.
+   */
+  top?: EventPlace | undefined;
 }
 
 /** What one search answers; `rest`, when its budget cut it, is where a search of the rest starts below. */
@@ -31,4 +36,6 @@ export interface SearchAnswer {
   more: boolean;
   truncated: boolean;
   rest?: EventPlace;
+  /** The newest live matching event the walk met: where the first part's later pages walk down from. */
+  top?: EventPlace;
 }

@@ -18,6 +18,8 @@ export interface SearchCursor {
   after?: ListPosition;
   below?: EventPlace;
   from?: EventPlace;
+  /** The first part's top (SearchPart.top), on its later pages. */
+  top?: EventPlace;
 }
 
 const NOT_OURS =
@@ -29,13 +31,14 @@ export function encodeSearchCursor(query: string, cursor: SearchCursor): string 
     ...(cursor.after ? { a: [cursor.after.updatedAt, cursor.after.id] } : {}),
     ...(cursor.below ? { b: [cursor.below.id, cursor.below.seq] } : {}),
     ...(cursor.from ? { f: [cursor.from.id, cursor.from.seq] } : {}),
+    ...(cursor.top ? { t: [cursor.top.id, cursor.top.seq] } : {}),
   };
   return Buffer.from(JSON.stringify(value), "utf8").toString("base64url");
 }
 
 /** The place a cursor of `encodeSearchCursor` for the same words holds; anything else is `InvalidInput`. */
 export function decodeSearchCursor(query: string, cursor: string): SearchCursor {
-  let value: { q?: unknown; a?: unknown; b?: unknown; f?: unknown } | undefined;
+  let value: { q?: unknown; a?: unknown; b?: unknown; f?: unknown; t?: unknown } | undefined;
   try {
     value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
   } catch {
@@ -46,19 +49,28 @@ export function decodeSearchCursor(query: string, cursor: string): SearchCursor 
   const after = placeAfter(value.a);
   const below = eventPlace(value.b);
   const from = eventPlace(value.f);
+  const top = eventPlace(value.t);
   const malformed =
     (value.a !== undefined && !after) ||
     (value.b !== undefined && !below) ||
-    (value.f !== undefined && !from);
-  // Only a later page of a part (`after`) has a floor: a part's first page walks back as far as its budget.
-  if (malformed || (!after && !below) || (from && !after)) throw new InvalidInput(NOT_OURS);
+    (value.f !== undefined && !from) ||
+    (value.t !== undefined && !top);
+  // Only a later page of a part (`after`) has a floor, and a top only in the first part (no `below`):
+  // a part's first page walks back as far as its budget.
+  if (malformed || (!after && !below) || (from && !after) || (top && (!after || below)))
+    throw new InvalidInput(NOT_OURS);
   // A cursor of other words would resume their walk, not this one's.
   if (value.q !== queryTag(query)) {
     throw new InvalidInput(
       "That cursor belongs to a search of other words: pass it with the query it came with, or search again without a cursor.",
     );
   }
-  return { ...(after ? { after } : {}), ...(below ? { below } : {}), ...(from ? { from } : {}) };
+  return {
+    ...(after ? { after } : {}),
+    ...(below ? { below } : {}),
+    ...(from ? { from } : {}),
+    ...(top ? { top } : {}),
+  };
 }
 
 function placeAfter(value: unknown): ListPosition | undefined {

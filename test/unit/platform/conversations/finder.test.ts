@@ -194,6 +194,16 @@ describe("a search past its budget of postings", () => {
       Buffer.from(JSON.stringify({ ...decoded, a: [1, decoded.b[0]], f: [decoded.b[0], 0] })).toString(
         "base64url",
       ),
+      // A top only on a later page of the first part: never beside `below`, never without `after`.
+      Buffer.from(JSON.stringify({ ...decoded, t: decoded.b })).toString("base64url"),
+      Buffer.from(JSON.stringify({ q: (decoded as { q?: string }).q, t: decoded.b })).toString("base64url"),
+      Buffer.from(
+        JSON.stringify({
+          q: (decoded as { q?: string }).q,
+          a: ["2026-01-01T00:00:00.000Z", decoded.b[0]],
+          t: [decoded.b[0], 0],
+        }),
+      ).toString("base64url"),
     ];
     for (const bad of tampered) {
       await expect(
@@ -313,7 +323,7 @@ describe("a later page of a part reaches no further back than the part's first p
     expect(pages.at(-1)?.truncated).toBe(false);
   });
 
-  it("goes on below the part's floor when a later page's walk finds no live match (removed postings above it)", async () => {
+  it("answers every conversation of the first part though removed postings were added above it between pages", async () => {
     const store = openConversationStore(temp, time, { index: { limits } });
     await store.create(temp.ws, ALICE, "Old", [said("apple 1"), said("apple 2"), said("apple 3")]);
     for (const title of ["A", "B", "C", "D", "E"]) {
@@ -334,11 +344,11 @@ describe("a later page of a part reaches no further back than the part's first p
       return store;
     });
     expect(pages[0]?.results.map((r) => r.conversation.title)).toEqual(["E"]);
-    // The second page reaches no live match: it says it was cut short, and the part below the
-    // floor is still reached (paging ended there with no cursor, and Old was never answered).
-    expect(pages[1]?.results).toEqual([]);
-    expect(pages[1]?.truncated).toBe(true);
-    expect(titles).toContain("Old");
+    // The first part is pinned at the top its first page walked down from: X's postings, added
+    // above it since, are not walked. Unpinned, the second page spent its budget on them and met
+    // no live match: paging ended there (or, keeping the floor, jumped below it past D, C, B, A).
+    expect(titles.sort()).toEqual(["A", "B", "C", "D", "E", "Old"]);
+    expect(pages.at(-1)?.truncated).toBe(false);
   });
 
   it("says to search again when the conversation of the event a part's pages walk back to is deleted", async () => {
