@@ -215,8 +215,9 @@ export class PartitionIndex {
   private postingLists(query: string, part: SearchPart): PostingList[] | undefined {
     const words = tokenize(query).map((word) => keysOf(this.postings.get(word)));
     const [from, below, top] = [this.keyOf(part.from), this.keyOf(part.below), this.keyOf(part.top)];
-    if (from === null || below === null || top === null) return undefined;
-    return listsWithin(words, from, below, top);
+    if (from === null || below === null) return undefined;
+    // A top whose conversation was deleted since unpins the walk rather than refusing the page.
+    return listsWithin(words, from, below, top ?? undefined);
   }
 
   /** The posting of an event: undefined for none, null when the index does not hold its conversation. */

@@ -323,6 +323,27 @@ describe("a later page of a part reaches no further back than the part's first p
     expect(pages.at(-1)?.truncated).toBe(false);
   });
 
+  it("answers the next page of a search within its budget after the match its top names was deleted", async () => {
+    const store = openConversationStore(temp, time);
+    for (const title of ["c1", "c2", "c3"]) {
+      await store.create(temp.ws, ALICE, title, [said("apple")]);
+      time.jump(1000);
+    }
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    expect(first.results.map((r) => r.conversation.title)).toEqual(["c3"]);
+    await store.delete(temp.ws, ALICE, first.results[0]?.conversation.id as string);
+    // The top pinned at c3's event: refused as no longer indexed, where the page walks unpinned.
+    const second = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+      cursor: first.nextCursor,
+    });
+    expect(second.results.map((r) => r.conversation.title)).toEqual(["c2"]);
+  });
+
   it("answers every conversation of the first part though removed postings were added above it between pages", async () => {
     const store = openConversationStore(temp, time, { index: { limits } });
     await store.create(temp.ws, ALICE, "Old", [said("apple 1"), said("apple 2"), said("apple 3")]);
