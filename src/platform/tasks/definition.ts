@@ -95,7 +95,7 @@ function applyChange(
     delete task.lastScheduledAt;
     if (body.trigger === null) delete task.trigger;
     else {
-      task.trigger = checkTrigger(body.trigger, settings);
+      task.trigger = checkTrigger(body.trigger, settings.minIntervalSeconds);
       task.lastScheduledAt = base.updatedAt;
     }
   }
@@ -209,14 +209,18 @@ function checkLimits(value: unknown, current: TaskLimits, settings: TaskSettings
   return limits;
 }
 
-function checkTrigger(value: unknown, settings: TaskSettings): TaskTrigger {
+/**
+ * A trigger as a task may hold one: what a write is refused for, and what a stored one (written by
+ * hand, or under older rules) is not armed for (schedule.ts triggerRefusal).
+ */
+export function checkTrigger(value: unknown, minIntervalSeconds: number): TaskTrigger {
   if (isObject(value) && Object.keys(value).sort().join() === "cron,timezone") {
     const { cron, timezone } = value;
     if (typeof timezone !== "string" || !isTimeZone(timezone)) {
       throw new InvalidInput('"trigger.timezone" is an IANA time zone, e.g. "Europe/Paris" or "UTC".');
     }
     if (typeof cron !== "string") throw new InvalidInput('"trigger.cron" is a cron expression.');
-    checkCron(cron, timezone, settings.minIntervalSeconds);
+    checkCron(cron, timezone, minIntervalSeconds);
     return { cron, timezone };
   }
   if (isObject(value) && Object.keys(value).join() === "everySeconds") {
@@ -224,7 +228,7 @@ function checkTrigger(value: unknown, settings: TaskSettings): TaskTrigger {
       everySeconds: wholeIn(
         "trigger.everySeconds",
         value.everySeconds,
-        settings.minIntervalSeconds,
+        minIntervalSeconds,
         MAX_INTERVAL_SECONDS,
       ),
     };

@@ -4,7 +4,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { Scheduler } from "../../kernel/scheduler.ts";
 import type { Logger } from "../../log.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
-import { checkCron } from "./cron-trigger.ts";
+import { checkTrigger } from "./definition.ts";
 import type { Task, TaskTrigger } from "./model.ts";
 import { ConcurrencyLimit, Stopping, type TaskRunner } from "./runner.ts";
 import type { TaskStore } from "./store.ts";
@@ -267,9 +267,7 @@ export function missedOf(trigger: TaskTrigger, sinceMs: number, nowMs: number): 
 /** Why a stored trigger may not fire under today's rules, or undefined when it may. */
 function triggerRefusal(trigger: TaskTrigger, minIntervalSeconds: number): string | undefined {
   try {
-    if ("cron" in trigger) checkCron(trigger.cron, trigger.timezone, minIntervalSeconds);
-    else if (trigger.everySeconds < minIntervalSeconds)
-      return `it fires every ${trigger.everySeconds} seconds, under tasks.minIntervalSeconds (${minIntervalSeconds})`;
+    checkTrigger(trigger, minIntervalSeconds);
     return undefined;
   } catch (error) {
     return (error as Error).message;

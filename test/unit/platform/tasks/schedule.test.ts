@@ -100,6 +100,10 @@ describe("arming a stored trigger", () => {
     ["a cron every second", { cron: "* * * * * *", timezone: "UTC" }],
     ["a cron that never fires", { cron: "0 0 30 2 *", timezone: "UTC" }],
     ["an interval under the minimum", { everySeconds: 1 }],
+    // Written by hand: neither shape, or an interval that is no number (armed every NaN ms).
+    ["a trigger of neither shape", {}],
+    ["an interval that is not a number", { everySeconds: "60" }],
+    ["a cron with fields beside it", { cron: "0 9 * * *", timezone: "UTC", everySeconds: 60 }],
   ])("does not arm %s stored before the rule, and says why in the log", (_case, trigger) => {
     const { armed, lines, schedules: s } = schedules();
     s.arm(task(trigger as Task["trigger"]));
