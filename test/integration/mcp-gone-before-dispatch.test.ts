@@ -1,6 +1,5 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { IdentityProvider } from "../../src/identity/provider.ts";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
@@ -8,12 +7,11 @@ import { platformInput } from "../../src/platform/platform-tool.ts";
 import {
   bootstrapWorkspace,
   capturingLogger,
-  createTestProvider,
   startTestAtrium,
   TEST_USER_HEADER,
   type TestAtrium,
 } from "../helpers/atrium.ts";
-import { gate } from "../helpers/gate.ts";
+import { HOLD_HEADER, heldSignIn } from "../helpers/held-sign-in.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { mcpRequest } from "../helpers/mcp-request.ts";
 
@@ -22,25 +20,8 @@ import { mcpRequest } from "../helpers/mcp-request.ts";
 // from the moment it takes a request; a close that came before was never heard, and the call ran
 // for nobody (the hono route), or the front door waited forever for a body already dropped.
 
-const HOLD_HEADER = "x-hold-sign-in";
-let held = gate();
-let reached = gate();
+const signIn = heldSignIn();
 const calls: string[] = [];
-
-/** The test provider, except that a request saying HOLD_HEADER waits in it until the test lets it on. */
-function holdingProvider(): IdentityProvider {
-  const plain = createTestProvider();
-  return {
-    name: "test",
-    async authenticate(request, context) {
-      if (request.headers.get(HOLD_HEADER) !== null) {
-        reached.open();
-        await held.promise;
-      }
-      return plain.authenticate(request, context);
-    },
-  };
-}
 
 const countApp: PlatformApp = {
   name: "count",
@@ -65,14 +46,14 @@ let ws: string;
 beforeAll(async () => {
   t = await startTestAtrium({
     apps: [...PLATFORM_APPS, countApp],
-    identityProvider: holdingProvider(),
+    identityProvider: signIn.provider,
     log: captured.log,
   });
   ws = await bootstrapWorkspace(t, "alice");
 });
 
 afterAll(async () => {
-  held.open();
+  signIn.release();
   await t?.stop();
 });
 
@@ -87,8 +68,7 @@ describe("a client gone before its call is dispatched", () => {
   for (const era of MCP_ERAS) {
     for (const [door, path] of Object.entries(paths)) {
       it(`gets no call made for it (${door}, ${era})`, async () => {
-        held = gate();
-        reached = gate();
+        signIn.reset();
         calls.length = 0;
         const before = closedRequests().length;
         const { headers, body } = mcpRequest(era, {
@@ -109,11 +89,11 @@ describe("a client gone before its call is dispatched", () => {
             .map(([name, value]) => `${name}: ${value}\r\n`)
             .join("")}\r\n${text}`,
         );
-        await reached.promise;
+        await signIn.reached();
         socket.destroy();
         // The close reaches the server's socket in a turn or two of its event loop.
         await new Promise((resolve) => setTimeout(resolve, 100));
-        held.open();
+        signIn.release();
         // Logged as every request is, 499, once its handler has ended: a handler that waited for
         // a body its client had taken away never ended.
         await expect.poll(() => closedRequests().length, { timeout: 10_000 }).toBe(before + 1);

@@ -1,52 +1,28 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { IdentityProvider } from "../../src/identity/provider.ts";
 import type { Task } from "../../src/platform/tasks/model.ts";
-import {
-  bootstrapWorkspace,
-  createTestProvider,
-  startTestAtrium,
-  type TestAtrium,
-} from "../helpers/atrium.ts";
-import { type Gate, gate } from "../helpers/gate.ts";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { HOLD_HEADER, heldSignIn } from "../helpers/held-sign-in.ts";
 
 // A graceful stop stops the scheduler at once while requests drain (graceful-stop.ts). A task
 // written by a request still draining then was stored, and its job's arming threw "Scheduler is
 // stopped": the client got a 500 for a task that was there, and armed at the next boot.
 
-const HOLD_HEADER = "x-hold-sign-in";
-let reached: Gate;
-let held: Gate;
+const signIn = heldSignIn();
 let instance: TestAtrium | undefined;
 
-/** The test provider, except that a request saying HOLD_HEADER waits in it until the test lets it on. */
-function holdingProvider(): IdentityProvider {
-  const plain = createTestProvider();
-  return {
-    name: "test",
-    async authenticate(request, context) {
-      if (request.headers.get(HOLD_HEADER) !== null) {
-        reached.open();
-        await held.promise;
-      }
-      return plain.authenticate(request, context);
-    },
-  };
-}
-
 afterEach(async () => {
-  held?.open();
+  signIn.release();
   await instance?.stop();
   instance = undefined;
 });
 
 /** Sends `send` held in sign-in, begins the graceful stop, then lets the request on. */
 async function duringStop(send: (headers: Record<string, string>) => Promise<Response>): Promise<Response> {
-  reached = gate();
-  held = gate();
+  signIn.reset();
   const answer = send({ [HOLD_HEADER]: "1" });
-  await reached.promise;
+  await signIn.reached();
   const closing = instance?.atrium.close();
-  held.open();
+  signIn.release();
   const response = await answer;
   await closing;
   return response;
@@ -60,7 +36,7 @@ describe("a trigger set while a graceful stop drains", () => {
   };
 
   it("a create answers 201 with the task it stored, which a restart finds", async () => {
-    instance = await startTestAtrium({ identityProvider: holdingProvider() });
+    instance = await startTestAtrium({ identityProvider: signIn.provider });
     const ws = await bootstrapWorkspace(instance, "alice");
     const created = await duringStop((headers) =>
       (instance as TestAtrium).rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, hourly, headers),
@@ -73,7 +49,7 @@ describe("a trigger set while a graceful stop drains", () => {
   });
 
   it("an update answers 200 with the trigger it stored", async () => {
-    instance = await startTestAtrium({ identityProvider: holdingProvider() });
+    instance = await startTestAtrium({ identityProvider: signIn.provider });
     const ws = await bootstrapWorkspace(instance, "alice");
     const { trigger: _none, ...plain } = hourly;
     const created = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, plain);
