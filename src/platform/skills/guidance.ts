@@ -1,5 +1,3 @@
-import type { Stats } from "node:fs";
-import { lstat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import type {
@@ -14,7 +12,7 @@ import { spelledOutProse } from "../../text.ts";
 import type { Skill } from "./model.ts";
 import { lineHidingText } from "./parse.ts";
 import type { SkillService } from "./service.ts";
-import { openNotFollowing, SKILL_FILE, SkillFileRefused } from "./skill-file.ts";
+import { openSkillFile, SKILL_FILE, SkillFileRefused } from "./skill-file.ts";
 
 function skillPath(skill: Skill, file?: string): string {
   return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
@@ -128,34 +126,25 @@ export const MAX_BUNDLED_FILE_BYTES = 8 * 1024 * 1024;
  * thread of the pool for good; a symlink, swapped in after the listing skipped it, could point
  * anywhere the process can read: adr/0139), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file,
  * read on every list, held its memory and failed the whole list). It is opened as a SKILL.md
- * is, never blocking or following a link, nor through a folder swapped for one since the listing
- * (its `references/`, the skill's own), and checked again by its handle. An operator puts such
- * files in place; no member can write one.
+ * is (openSkillFile), never blocking or following a link, nor through a folder swapped for one
+ * since the listing (its `references/`, the skill's own). An operator puts such files in place;
+ * no member can write one.
  */
 async function bundledBytes(folder: string, file: string): Promise<Buffer | string> {
-  const path = join(folder, file);
-  const refused = whyNotServed(await lstat(path));
-  if (refused !== undefined) return refused;
-  const handle = await openNotFollowing(path, dirname(folder)).catch((error: unknown) => {
+  const opened = await openSkillFile(join(folder, file), dirname(folder)).catch((error: unknown) => {
     if (error instanceof SkillFileRefused) return `it ${error.reason}`;
     throw error;
   });
-  if (handle === undefined) return "it is gone";
-  if (typeof handle === "string") return handle;
+  if (opened === undefined) return "it is gone";
+  if (typeof opened === "string") return opened;
   try {
-    return whyNotServed(await handle.stat()) ?? (await handle.readFile());
+    const { size } = opened.info;
+    if (size > MAX_BUNDLED_FILE_BYTES)
+      return `it holds ${size} bytes, over the ${MAX_BUNDLED_FILE_BYTES} a bundled file may`;
+    return await opened.handle.readFile();
   } finally {
-    await handle.close();
+    await opened.handle.close();
   }
-}
-
-const NOT_REGULAR = "it is not a regular file";
-
-function whyNotServed(info: Stats): string | undefined {
-  if (!info.isFile()) return NOT_REGULAR;
-  if (info.size > MAX_BUNDLED_FILE_BYTES)
-    return `it holds ${info.size} bytes, over the ${MAX_BUNDLED_FILE_BYTES} a bundled file may`;
-  return undefined;
 }
 
 function renderSkillFile(skill: Skill): Uint8Array {

@@ -1,7 +1,8 @@
-import { constants, type Stats } from "node:fs";
-import { type FileHandle, lstat, open, readlink, realpath } from "node:fs/promises";
-import { basename, dirname, join, relative } from "node:path";
+import type { Stats } from "node:fs";
+import { lstat } from "node:fs/promises";
+import { basename } from "node:path";
 import { AtriumError } from "../../errors.ts";
+import { type OpenedFile, openFileBelow } from "../../storage/no-follow.ts";
 
 /** A skill's file in its folder. */
 export const SKILL_FILE = "SKILL.md";
@@ -59,12 +60,6 @@ export class SkillFileRefused extends Error {
 }
 
 /**
- * How a skill's files are opened: never blocking (a FIFO swapped in after the check opens at
- * once, and its handle's stat refuses it) and never through a symlink at the last step.
- */
-export const READ_NOT_FOLLOWING = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
-
-/**
  * Why a symlink in a skill's folder is not read: it can point anywhere the process can read,
  * outside the data root, to a file the folder's review and permissions do not cover (adr/0139).
  */
@@ -79,73 +74,36 @@ export const THROUGH_LINK_REFUSED =
  * `undefined` when there is none. Anything but a regular file (a FIFO, a device, a folder, a
  * symlink) is refused without reading: reading a FIFO blocks a thread of the pool until someone
  * writes to it, so a request never answered and boot recovery would hang (adr/0082), and a
- * symlink is never followed, whatever it points to (adr/0139). The path is lstat'ed first, so
- * such a file is never opened, and the file is then opened as openNotFollowing does and checked
- * again by its handle, so one swapped in between is refused too.
+ * symlink is never followed, whatever it points to, nor a folder on the way that is one
+ * (adr/0139). It is opened as openSkillFile does.
  */
 export async function readSkillFile(
   path: string,
   within: string,
   maxBytes = MAX_SKILL_FILE_BYTES,
 ): Promise<string | undefined> {
-  const info = await lstat(path).catch(missingAsUndefined);
-  if (info === undefined) return undefined;
-  refuseUnreadable(path, info, maxBytes);
-  const handle = await openNotFollowing(path, within);
-  if (handle === undefined) return undefined;
+  const opened = await openSkillFile(path, within);
+  if (opened === undefined) return undefined;
   try {
-    refuseUnreadable(path, await handle.stat(), maxBytes);
-    return await handle.readFile("utf8");
+    refuseUnreadable(path, opened.info, maxBytes);
+    return await opened.handle.readFile("utf8");
   } finally {
-    await handle.close();
+    await opened.handle.close();
   }
 }
 
 /**
- * `path`, below scope folder `within`, opened with READ_NOT_FOLLOWING; undefined when nothing is
- * there. A symlink put in its place after it was lstat'ed fails the open (ELOOP): refused as the
- * lstat would have. O_NOFOLLOW guards the last step only, so the handle is then checked to be
- * where it was asked for: a folder on the way swapped for a link after the listing (a bundled
- * file's `references/`, the skill folder itself) would have it read wherever the link points.
+ * `path`, a regular file below scope folder `within`, opened by the storage layer's one opener
+ * that follows no link (openFileBelow: never blocking, never through a symlink at the last step or
+ * through a folder on the way swapped for one after the listing, such as a bundled file's
+ * `references/` or the skill folder itself); undefined when nothing is there. What it refuses is
+ * a SkillFileRefused saying what to do.
  */
-export async function openNotFollowing(path: string, within: string): Promise<FileHandle | undefined> {
-  let handle: FileHandle;
-  try {
-    handle = await open(path, READ_NOT_FOLLOWING);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return undefined;
-    if (code === "ELOOP") throw new SkillFileRefused(path, SYMLINK_REFUSED);
-    throw error;
-  }
-  try {
-    if (!(await isWhereAsked(handle, path, within))) throw new SkillFileRefused(path, THROUGH_LINK_REFUSED);
-    return handle;
-  } catch (error) {
-    await handle.close();
-    throw error;
-  }
-}
-
-/**
- * Whether `handle`, opened at `path`, is that file below `within` reached through no link. On
- * Linux the kernel names the file a handle holds (`/proc/self/fd/N`), as it was opened, and that
- * must be `path` below the scope folder's real path (an operator's org folder may itself be a
- * link); " (deleted)" follows it once a save renamed another file over it, still the one asked
- * for. Without /proc, each folder below `within` is lstat'ed after the open, none may be a link,
- * and `path` must name the handle's file.
- */
-async function isWhereAsked(handle: FileHandle, path: string, within: string): Promise<boolean> {
-  const opened = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
-  if (opened !== undefined) {
-    const asked = join(await realpath(within), relative(within, path));
-    return opened === asked || opened === `${asked} (deleted)`;
-  }
-  for (let folder = dirname(path); folder.length > within.length; folder = dirname(folder)) {
-    if (await isSymlink(folder)) return false;
-  }
-  const [named, held] = [await lstat(path).catch(missingAsUndefined), await handle.stat()];
-  return named !== undefined && named.dev === held.dev && named.ino === held.ino;
+export async function openSkillFile(path: string, within: string): Promise<OpenedFile | undefined> {
+  const opened = await openFileBelow(path, within);
+  if (opened === undefined || !("why" in opened)) return opened;
+  if (opened.why === "not_regular") throw notRegular(path, opened.info);
+  throw new SkillFileRefused(path, opened.why === "symlink" ? SYMLINK_REFUSED : THROUGH_LINK_REFUSED);
 }
 
 /** Whether `path` is a symlink itself (lstat: never followed); false when nothing is there. */
@@ -164,12 +122,16 @@ export async function skillFileExists(path: string): Promise<boolean> {
  */
 export function refuseUnreadable(path: string, info: Stats, maxBytes = MAX_SKILL_FILE_BYTES): void {
   if (info.isSymbolicLink()) throw new SkillFileRefused(path, SYMLINK_REFUSED);
-  if (!info.isFile()) throw new SkillFileRefused(path, `is ${kindOf(info)}, not a regular file`);
+  if (!info.isFile()) throw notRegular(path, info);
   // Never read whole into memory: an operator's file over the limit is a problem, not a skill.
   if (info.size > maxBytes) {
     const bound = maxBytes === MAX_SKILL_FILE_BYTES ? "a SKILL.md may" : "Atrium reads of such a file";
     throw new SkillFileRefused(path, `holds ${info.size} bytes, over the ${maxBytes} ${bound}`);
   }
+}
+
+function notRegular(path: string, info: Stats): SkillFileRefused {
+  return new SkillFileRefused(path, `is ${kindOf(info)}, not a regular file`);
 }
 
 function kindOf(info: Stats): string {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -78,6 +79,40 @@ async function purge(log: Logger = createLogger("silent")): Promise<PurgeReport>
   });
 }
 
+// node:fs/promises as a mutable object, as test/unit/platform/skills/guidance-bundled.test.ts hooks it.
+const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
+  "lstat",
+  (path: unknown, ...rest: unknown[]) => Promise<unknown>
+>;
+
+/** Runs `work`, replacing folder `swapped` with a link to `target` right after `checked` is lstat'ed. */
+async function linkedAfterCheck<T>(
+  checked: string,
+  swapped: string,
+  target: string,
+  work: () => Promise<T>,
+): Promise<T> {
+  const real = fsPromises.lstat;
+  let done = false;
+  fsPromises.lstat = async (path, ...rest) => {
+    const info = await real(path, ...rest);
+    if (!done && path === checked) {
+      done = true;
+      await rename(swapped, `${swapped}-old`);
+      await symlink(target, swapped);
+    }
+    return info;
+  };
+  syncBuiltinESMExports();
+  try {
+    return await work();
+  } finally {
+    fsPromises.lstat = real;
+    syncBuiltinESMExports();
+    expect(done, `${swapped} was swapped for a link`).toBe(true);
+  }
+}
+
 const liveStillOpens = () => credentials.open(liveCredential, LIVE_RECORD, FIELD);
 
 describe("the connections app's archive releaser", () => {
@@ -112,6 +147,24 @@ describe("the connections app's archive releaser", () => {
         await expect(credentials.open(own, GONE_RECORD, FIELD)).rejects.toThrow("No stored credential");
     },
   );
+
+  it("reads nothing through a folder swapped for a link after it was checked, and says so (ADR 0145)", async () => {
+    const archived = join(root, "_archive", OLD, "connections");
+    const own = await credentials.put(GONE_RECORD, FIELD, "sk-archived");
+    await writeRecord(join(root, "_archive", OLD), { id: GONE_RECORD, workspaceId: GONE, credential: own });
+    // Once `servers/` was checked to be a real folder, `connections/` becomes a link to the live one's.
+    const report = await linkedAfterCheck(
+      join(archived, "servers"),
+      archived,
+      join(root, LIVE, "connections"),
+      purge,
+    );
+    expect(report.removed.map((entry) => entry.name)).toEqual([OLD]);
+    expect(await liveStillOpens()).toBe("sk-live-workspace");
+    expect(report.removed[0]?.leftAlone).toEqual([
+      `${join(archived, "servers", "gh", "connection.json")}: reached through a folder that is a symbolic link, never followed`,
+    ]);
+  });
 
   it("keeps the credential of a record in the archive that names another workspace", async () => {
     const copied = join(root, "_archive", OLD);

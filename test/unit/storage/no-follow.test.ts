@@ -1,0 +1,111 @@
+import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { NoFollowReader, openFileBelow } from "../../../src/storage/no-follow.ts";
+import { makeFifo } from "../../helpers/fifo.ts";
+
+// What reads below a folder an operator or member can change follows no link, and checks the
+// file it opened is the one asked for: a folder on the way swapped for a link after its caller
+// checked it is not read through (ADR 0145).
+
+// node:fs/promises as a mutable object, as test/unit/platform/skills/skill-file.test.ts hooks it.
+const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
+  "readlink",
+  (path: unknown, ...rest: unknown[]) => Promise<unknown>
+>;
+
+let top: string;
+let outside: string;
+
+beforeEach(async () => {
+  top = await mkdtemp(join(tmpdir(), "atrium-no-follow-"));
+  outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
+  await mkdir(join(top, "a", "servers", "gh"), { recursive: true });
+  await writeFile(join(top, "a", "servers", "gh", "record.json"), "OWN");
+  await mkdir(join(outside, "servers", "gh"), { recursive: true });
+  await writeFile(join(outside, "servers", "gh", "record.json"), "ANOTHER-WORKSPACE'S");
+});
+
+afterEach(async () => {
+  await rm(top, { recursive: true, force: true });
+  await rm(outside, { recursive: true, force: true });
+});
+
+/** Replaces folder `a` below `top` with a link to `outside`, as an operator's `ln -sfn` would. */
+async function swapForLink(): Promise<void> {
+  await rename(join(top, "a"), join(top, "a-old"));
+  await symlink(outside, join(top, "a"));
+}
+
+/** Runs `work` as on a system without /proc: the handle's name cannot be read. */
+async function withoutProc<T>(work: () => Promise<T>): Promise<T> {
+  const real = fsPromises.readlink;
+  fsPromises.readlink = async (link, ...rest) => {
+    if (String(link).startsWith("/proc/")) throw Object.assign(new Error("no /proc"), { code: "ENOENT" });
+    return real(link, ...rest);
+  };
+  syncBuiltinESMExports();
+  try {
+    return await work();
+  } finally {
+    fsPromises.readlink = real;
+    syncBuiltinESMExports();
+  }
+}
+
+describe("NoFollowReader", () => {
+  it.each([
+    ["with /proc", (work: () => Promise<unknown>) => work()],
+    ["without /proc", withoutProc],
+  ])(
+    "refuses a file reached through a folder swapped for a link after isFolder accepted it (%s)",
+    async (_, as) => {
+      const reader = new NoFollowReader(top);
+      const servers = join(top, "a", "servers");
+      expect(await reader.isFolder(servers)).toBe(true);
+      const [folder] = await reader.foldersIn(servers);
+      await swapForLink();
+      const record = join(folder ?? "", "record.json");
+      expect(await as(() => reader.readText(record))).toBeUndefined();
+      expect(reader.leftAlone).toEqual([
+        `${record}: reached through a folder that is a symbolic link, never followed`,
+      ]);
+    },
+  );
+
+  it("reads a regular file below real folders, and notes a FIFO or a folder in a file's place without waiting on it", async () => {
+    const reader = new NoFollowReader(top);
+    const gh = join(top, "a", "servers", "gh");
+    expect(await reader.readText(join(gh, "record.json"))).toBe("OWN");
+    makeFifo(join(gh, "piped.json"));
+    await mkdir(join(gh, "folder.json"));
+    expect(await reader.readText(join(gh, "piped.json"))).toBeUndefined();
+    expect(await reader.readText(join(gh, "folder.json"))).toBeUndefined();
+    expect(reader.leftAlone).toEqual([
+      `${join(gh, "piped.json")}: not a regular file`,
+      `${join(gh, "folder.json")}: not a regular file`,
+    ]);
+  });
+});
+
+describe("openFileBelow", () => {
+  it("opens below a folder that is itself a link (the data root, an operator's configured folder)", async () => {
+    const linkedTop = join(outside, "top");
+    await symlink(top, linkedTop);
+    const opened = await openFileBelow(join(linkedTop, "a", "servers", "gh", "record.json"), linkedTop);
+    if (opened === undefined || "why" in opened) throw new Error(`not opened: ${JSON.stringify(opened)}`);
+    try {
+      expect(await opened.handle.readFile("utf8")).toBe("OWN");
+    } finally {
+      await opened.handle.close();
+    }
+  });
+
+  it("refuses a path that is not below the folder it is read within", async () => {
+    await expect(openFileBelow(join(outside, "servers", "gh", "record.json"), top)).rejects.toThrow(
+      RangeError,
+    );
+  });
+});
