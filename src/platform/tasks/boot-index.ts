@@ -27,7 +27,7 @@ const BUILT = "index-built-v1";
  *   tasks: an entry is written before the write that gives a task its trigger and removed after
  *   the write that takes it away (or deletes the task), so a crash between the two leaves an
  *   entry too many, never one too few. Boot reads each entry's task and drops an entry whose task
- *   has no trigger any more.
+ *   has no trigger any more; one whose record is damaged is kept, unarmed (ADR 0147).
  * - `running/`: one mark per workspace a run was started in by this process, written before the
  *   run's first record and removed once a graceful stop has recorded its runs (kept when a run's
  *   end could not be written, runner.ts `record`). A mark found at

@@ -19,9 +19,10 @@ export type ProblemOf = (value: unknown, place: RecordRef) => string | undefined
 /**
  * Where a task's or a run's damaged record is met (a disk fault, an operator's edit): one that
  * does not parse, or parses but is not a record of its place (problemOf). One damaged file must
- * not fail every tasks request of its workspace, nor keep a task from being deleted. It is left
- * out, and logged once per process by its path and where it stops being JSON or what is wrong,
- * never by its text (ADR 0076, 0143; test/integration/tasks-damaged.test.ts).
+ * not fail every tasks request of its workspace, nor keep a task from being deleted, nor stop the
+ * instance's boot. It is left out (at boot: not armed), and logged once per process by its path
+ * and where it stops being JSON or what is wrong, never by its text (ADR 0076, 0143, 0147;
+ * test/integration/tasks-damaged.test.ts, tasks-boot-damaged.test.ts).
  */
 export class DamagedRecords<T> {
   private readonly logged = new Set<string>();

@@ -5,6 +5,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
+import { DAMAGED } from "./damaged-records.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
 import { LoadedRuns, LoadedWorkspace, placeRuns, type Unfinished, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
@@ -107,6 +108,9 @@ export class TaskStore implements LeftoverRules {
       // An archived workspace keeps its entries: its tasks are not armed while it is archived.
       if (!isActive(entry.workspaceId)) continue;
       const task = await this.files.taskAtBoot(entry.workspaceId, entry.ownerId, entry.taskId);
+      // A damaged record (logged) keeps its entry: whether it has a trigger cannot be read, and a
+      // restored file is armed by the next boot (test/integration/tasks-boot-damaged.test.ts).
+      if (task === DAMAGED) continue;
       if (task?.trigger) triggered.push(task);
       else await this.index.removeSchedule({ ...entry, id: entry.taskId });
     }
@@ -373,8 +377,10 @@ export class TaskStore implements LeftoverRules {
     for (const workspaceId of workspaceIds) {
       for (const ownerId of await this.files.owners(workspaceId)) {
         for (const id of await this.files.tasks.ids(workspaceId, ownerId)) {
+          // Indexed at its path, never at the ids its text names; a damaged one too, its trigger
+          // unknown: the index is a superset, and boot skips it while it stays damaged.
           const task = await this.files.taskAtBoot(workspaceId, ownerId, id);
-          if (task?.trigger) await this.index.addSchedule(task);
+          if (task === DAMAGED || task?.trigger) await this.index.addSchedule({ workspaceId, ownerId, id });
         }
       }
     }

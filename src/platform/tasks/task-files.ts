@@ -1,7 +1,6 @@
 import { join } from "node:path";
 import { isPrincipalId, isRecordId } from "../../ids.ts";
 import type { Logger } from "../../log.ts";
-import { readJsonAtBoot } from "../../storage/atomic.ts";
 import { mapBounded } from "../../storage/bounded.ts";
 import { namesIn } from "../../storage/folders.ts";
 import { OwnedRecords, sweepOwnerPartition } from "../../storage/owned-records.ts";
@@ -105,12 +104,18 @@ export class TaskFiles implements LeftoverRules {
   }
 
   /**
-   * A task as boot reads it: one that does not parse stops the boot, named, with what to do
-   * (storage/atomic.ts readJsonAtBoot), instead of a stack trace out of the CLI.
+   * A task as boot reads it (a schedule entry's, or one the index's first build walks): through
+   * the same check as a load's, so a record that is damaged, or whose ids are not its path's (a
+   * file copied or moved by hand), is DAMAGED, logged once, and never armed: boot took its ids for
+   * the task's, and armed and caught up the task its text named. Boot goes on (ADR 0147).
    */
-  async taskAtBoot(workspaceId: string, ownerId: string, id: string): Promise<Task | undefined> {
+  async taskAtBoot(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+  ): Promise<Task | undefined | typeof DAMAGED> {
     if (!isRecordId(id)) return undefined;
-    return (await readJsonAtBoot(this.taskPath(workspaceId, ownerId, id))) as Task | undefined;
+    return this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), { workspaceId, ownerId, id });
   }
 
   /** The owners with a folder in the workspace's partition. */

@@ -1,4 +1,4 @@
-import { readdir, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bodyDigest } from "../../../../src/platform/tasks/idempotency.ts";
@@ -198,6 +198,39 @@ describe("TaskStore", () => {
     await rm(join(t.layout.instanceDir(), "tasks"), { recursive: true });
     expect((await boot(openStore())).map((task) => task.id)).toEqual([hourly.id]);
     expect((await boot(openStore())).map((task) => task.id)).toEqual([hourly.id]);
+  });
+
+  it("the index's first build indexes a copied or damaged task file at its path, never at the ids its text names; boot arms neither", async () => {
+    // The build took a copy's entry from its text (the original's place) and stopped the boot on a
+    // record that did not parse.
+    const store = openStore();
+    await boot(store);
+    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
+    const damaged = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
+    await store.close();
+    const other = (await t.workspaces.create("Other", owner)).id;
+    const tasks = t.layout.partition("tasks");
+    await mkdir(tasks.ownerDir(other, owner), { recursive: true });
+    await copyFile(
+      join(tasks.ownerDir(t.ws, owner), `${hourly.id}.json`),
+      join(tasks.ownerDir(other, owner), `${hourly.id}.json`),
+    );
+    await writeFile(join(tasks.ownerDir(t.ws, owner), `${damaged.id}.json`), "{");
+    await rm(join(t.layout.instanceDir(), "tasks"), { recursive: true });
+
+    const rebooted = (ws: string) => ws === t.ws || ws === other;
+    const again = openStore();
+    const armed = await again.boot(() => [t.ws, other], rebooted);
+    expect(armed.map((task) => `${task.workspaceId} ${task.id}`)).toEqual([`${t.ws} ${hourly.id}`]);
+    const schedules = join(t.layout.instanceDir(), "tasks", "schedules");
+    expect((await readdir(schedules)).filter((name) => name.startsWith("ws_")).sort()).toEqual(
+      [
+        `${t.ws}-${owner}-${hourly.id}.json`,
+        `${t.ws}-${owner}-${damaged.id}.json`,
+        `${other}-${owner}-${hourly.id}.json`,
+      ].sort(),
+    );
+    await again.close();
   });
 
   it("a workspace a crash left marked is loaded at boot and its running runs handed over; a graceful close leaves no mark", async () => {
