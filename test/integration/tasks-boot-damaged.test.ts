@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
@@ -139,4 +139,24 @@ describe("a triggered task whose record is damaged", () => {
       ]);
     },
   );
+});
+
+describe("the schedule index built again", () => {
+  it("indexes a task whose record does not parse at its path, and boot goes on without it", async () => {
+    const { time, ws } = await start();
+    const damaged = await createHourly(ws, "damaged");
+    const healthy = await createHourly(ws, "healthy");
+    await running().close();
+    const file = taskFile(ws, alice, damaged);
+    await writeFile(file, '{"id": "tsk_');
+    // Moved out, the index is built again from the workspaces, reading every task.
+    await rm(schedules(), { recursive: true });
+    time.jump(3 * HOUR_MS);
+
+    instance = await running().restart();
+
+    expect(await runsOf(ws, healthy)).toMatchObject([{ scheduledFor: "2026-01-01T03:00:00.000Z" }]);
+    expect(leftOut()).toMatchObject([{ id: damaged.id, path: file, reason: "it ends before its JSON does" }]);
+    expect(await readdir(schedules())).toContain(entryName(ws, alice, damaged));
+  });
 });
