@@ -69,9 +69,10 @@ export class Grants {
   }
 
   /**
-   * Loads the revoked set and the index of live grants, and deletes grants that can no longer
-   * matter: revoked or past their lifetime longer ago than any access token they issued can
-   * live. Called at boot, and again by the instance's housekeeping (the one scan of the folder).
+   * Loads the revoked set and the index of live grants, writes revoked those whose person's
+   * standing is gone, and deletes grants that can no longer matter: revoked or past their
+   * lifetime longer ago than any access token they issued can live. Called at boot, and again
+   * by the instance's housekeeping (the one scan of the folder).
    */
   async load(): Promise<void> {
     const outlived = (this.options.accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000;
@@ -97,12 +98,30 @@ export class Grants {
         this.index.remove(record.grantId);
       } else if (endedAt <= now) {
         this.index.remove(record.grantId);
-      } else if (!this.revoked.has(record.grantId)) {
-        // Checked after the read: a revocation made while it was read has already removed it.
+      } else if (
+        // Revoked while it was read, or one a refresh would refuse: written revoked now.
+        this.revoked.has(record.grantId) ||
+        standingRefusal(this.options, record.principalId, record.workspaceId, record.createdAt) !== undefined
+      ) {
+        await this.revokeAgain(record.grantId);
+      } else {
         this.index.put(indexed(record));
       }
       if (endedAt + outlived < now) await this.records.delete(id);
     }
+  }
+
+  /**
+   * A revocation remembered but not on disk (its write failed; out of the index, no revokeWhere
+   * finds it again), or one a removal never made (ADR 0148). Refused meanwhile; a failure is logged.
+   */
+  private async revokeAgain(grantId: string): Promise<void> {
+    await this.revoke(grantId).catch((error: unknown) =>
+      this.options.log.warn(
+        { grantId, err: error },
+        "an ended oauth grant could not be marked revoked on disk",
+      ),
+    );
   }
 
   /**

@@ -208,6 +208,52 @@ describe("Grants", () => {
     );
   });
 
+  it("a load writes revoked a grant whose person left without it, so a restart cannot bring it back (ADR 0148)", async () => {
+    const joined = new Map<string, number>([[WORKSPACE, clock()]]);
+    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const { grant } = await members.create(
+      {
+        grantId: newGrantId(),
+        clientId: CLIENT,
+        principalId: ALICE.id,
+        resource: RESOURCE,
+        scopes: ["mcp:read"],
+      },
+      { refresh: true, consentedAt: clock() },
+    );
+    // Removed, and the revocation that goes with it never written (it failed, or never ran).
+    joined.delete(WORKSPACE);
+    const restarted = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    await restarted.load();
+    expect(restarted.isRevoked(grant.grantId)).toBe(true);
+    expect((await restarted.get(grant.grantId))?.revokedAt).toEqual(clock());
+    // Back in the workspace: the grant's access tokens are still refused (isRevoked), after another restart too.
+    clock.advance(1000);
+    joined.set(WORKSPACE, clock());
+    const again = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    await again.load();
+    expect(again.isRevoked(grant.grantId)).toBe(true);
+  });
+
+  it("a load writes revoked a grant whose revocation was remembered but not written; one that cannot goes on", async () => {
+    const { grant } = await start();
+    const refused = vi
+      .spyOn(JsonRecords.prototype, "put")
+      .mockRejectedValue(Object.assign(new Error("EIO: i/o error, write"), { code: "EIO" }));
+    try {
+      await expect(grants.revoke(grant.grantId)).rejects.toMatchObject({ code: "EIO" });
+      expect(grants.isRevoked(grant.grantId)).toBe(true);
+      // Housekeeping meets the same disk: logged, and still refused.
+      await grants.load();
+    } finally {
+      refused.mockRestore();
+    }
+    expect((await grants.get(grant.grantId))?.revokedAt).toBeUndefined();
+    expect(grants.isRevoked(grant.grantId)).toBe(true);
+    await grants.load();
+    expect((await grants.get(grant.grantId))?.revokedAt).toEqual(clock());
+  });
+
   it("refuses a refresh of a grant made before its person last joined", async () => {
     const joined = new Map<string, number>([[WORKSPACE, clock()]]);
     const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
