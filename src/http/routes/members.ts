@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { WorkspaceNotFound } from "../../errors.ts";
 import type { Grants } from "../../oauth/grants.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
@@ -40,10 +41,18 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
     requireAdmin(admission);
     const role = readRole(body.role);
     const target = c.req.param("principal");
-    const ws = await deps.workspaces.setRole(admission.workspace.id, target, role, c.get("principal").id);
-    // A demoted admin's pending invitations go with the role (ADR 0069).
-    if (role !== "admin") await deps.invitations.revokeSentBy(target, admission.workspace.id);
-    return c.json(await view(ws));
+    const id = admission.workspace.id;
+    const roleNow = () => deps.workspaces.roleOf(id, target);
+    const ws = await writeThenEnd(
+      () => deps.workspaces.setRole(id, target, role, c.get("principal").id),
+      () => roleNow() === role,
+      // A demoted admin's pending invitations go with the role (ADR 0069); whoever the index says
+      // is no admin after a write that failed sends none either.
+      async (done) => {
+        if (done ? role !== "admin" : roleNow() !== "admin") await deps.invitations.revokeSentBy(target, id);
+      },
+    );
+    return c.json(await view(ws ?? indexed(deps, id)));
   });
 
   app.delete("/members/:principal", async (c) => {
@@ -65,7 +74,9 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
  * come back by accepting one (ADR 0131); then every grant the person gave an MCP client for this
  * workspace (under any public URL it had), so a refresh token cannot outlive the membership and
  * re-adding them asks for consent again (test/integration/leaving.test.ts), and every invitation
- * they sent to it as its admin (ADR 0069).
+ * they sent to it as its admin (ADR 0069). Those two run once the removal is done, or, when it
+ * failed, if the index no longer lists the person: removing someone already gone ends what a
+ * removal before it left (ADR 0148).
  */
 export async function removeMember(
   deps: RouteDeps,
@@ -74,7 +85,51 @@ export async function removeMember(
   principalId: string,
   by: string,
 ): Promise<void> {
-  await deps.workspaces.removeMember(workspaceId, principalId, by);
-  await grants.revokeWhere({ principalId, workspaceId });
-  await deps.invitations.revokeSentBy(principalId, workspaceId);
+  const gone = () => deps.workspaces.roleOf(workspaceId, principalId) === undefined;
+  await writeThenEnd(
+    () => deps.workspaces.removeMember(workspaceId, principalId, by),
+    gone,
+    async (done) => {
+      if (!done && !gone()) return;
+      await grants.revokeWhere({ principalId, workspaceId });
+      await deps.invitations.revokeSentBy(principalId, workspaceId);
+    },
+  );
+}
+
+/**
+ * Runs a membership write, then `ends`, what must end with it, whatever the write answered. The
+ * write can land and still throw: the new workspace.json in place, then its folder's flush
+ * failed, and the store indexes what the disk holds (ADR 0138). Such a write is the change asked
+ * for, as an acceptance's is its join: when it threw yet the index now shows what was asked
+ * (`shown`), which it did not before, it is `done`, and answered as done, `undefined` in place of
+ * what it returns (ADR 0148). Before, its 500 came ahead of `ends`: a removed member's grants and
+ * a demoted admin's invitations outlived the change, to work again once they were back
+ * (test/integration/members-unflushed-write.test.ts). Outside the store's lock: an acceptance
+ * holds an invitation's key while it waits for that lock, and `ends` takes invitations' keys. A
+ * failure of `ends` is the request's 500; what it left is refused meanwhile and finished by the
+ * retry or by housekeeping (ADR 0148).
+ */
+async function writeThenEnd<T>(
+  write: () => Promise<T>,
+  shown: () => boolean,
+  ends: (done: boolean) => Promise<void>,
+): Promise<T | undefined> {
+  const shownBefore = shown();
+  let written: { value: T } | { error: unknown };
+  try {
+    written = { value: await write() };
+  } catch (error) {
+    written = { error };
+  }
+  const done = "value" in written || (!shownBefore && shown());
+  await ends(done);
+  if ("error" in written && !done) throw written.error;
+  return "value" in written ? written.value : undefined;
+}
+
+function indexed(deps: RouteDeps, workspaceId: string): Workspace {
+  const ws = deps.workspaces.get(workspaceId);
+  if (!ws) throw new WorkspaceNotFound(workspaceId);
+  return ws;
 }
