@@ -40,6 +40,11 @@ export interface ScriptedOAuthServer {
    * waits for it, so a test can hold one where it wants.
    */
   beforeMcp?: (method: string | undefined) => Promise<void>;
+  /**
+   * Told the path of every request before it is routed, with a signal that aborts once the client
+   * hangs up; the request waits for it, so a test can hold a discovery, registration or token request.
+   */
+  beforeRequest?: (path: string, hungUp: AbortSignal) => Promise<void>;
   /** The honest token endpoint. */
   honestToken(form: URLSearchParams): Promise<Response>;
   /** Every form the token endpoint received. */
@@ -165,6 +170,7 @@ export async function startScriptedOAuthServer(): Promise<ScriptedOAuthServer> {
     hostname: "127.0.0.1",
     fetch: async (request) => {
       const url = new URL(request.url);
+      await server.beforeRequest?.(url.pathname, request.signal);
       switch (url.pathname) {
         case "/mcp":
           return serveMcp(request);

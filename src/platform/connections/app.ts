@@ -40,6 +40,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       settings,
       stores: { shared: store, personal: personalStore },
       vault: context.credentials,
+      looks,
       leases: context.leases,
       layout: context.layout,
       clock,

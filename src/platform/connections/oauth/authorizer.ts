@@ -6,6 +6,7 @@ import type { Logger } from "../../../log.ts";
 import type { WorkspaceRole } from "../../../workspace/model.ts";
 import { type ConnectionRecord, checkScopes } from "../model.ts";
 import { retold } from "../remote-failure.ts";
+import { isStopping } from "../server-looks.ts";
 import { activate, Superseded } from "./activation.ts";
 import {
   type ClientRegistrations,
@@ -17,7 +18,8 @@ import {
 } from "./client-identity.ts";
 import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
-import { FLOW_TTL_MS, type Flow, OAuthFlows } from "./flows.ts";
+import { expiredOutcome, type FlowOutcome, usedOutcome } from "./flow-outcomes.ts";
+import { type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths, redirectUriFor } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
 import { StepUpRefused } from "./step-up.ts";
@@ -29,6 +31,7 @@ import {
   scopeToRequest,
   WrongIssuer,
 } from "./tokens.ts";
+import { type ConnectionLooks, cutBy, looksAt, untilStop } from "./until-stop.ts";
 
 export interface AuthorizerDeps {
   stores: ConnectionStores;
@@ -40,6 +43,8 @@ export interface AuthorizerDeps {
   fetch: FetchLike;
   configured: readonly ConfiguredClient[];
   registrations: ClientRegistrations;
+  /** What a graceful stop ends: each step here that asks a remote server is one of their looks. */
+  looks: ConnectionLooks;
   /** The person's role in the workspace now (`undefined`: not a member), read at every go_url and callback. */
   roleOf(workspaceId: string, principalId: string): WorkspaceRole | undefined;
   /** After an activation: photograph a pending connection, serve the new tokens, announce. */
@@ -50,13 +55,6 @@ export interface AuthorizerDeps {
 export interface GoLink {
   go_url: string;
   expiresAt: string;
-}
-
-/** The answer of a callback or a go_url, for its page. */
-export interface FlowOutcome {
-  status: 200 | 400 | 403 | 409 | 502;
-  title: string;
-  message: string;
 }
 
 /**
@@ -85,21 +83,24 @@ export class Authorizer {
    * Where `record`'s tokens come from (discovered once per process, issuer pinned) and who Atrium
    * is there: the client a token set was `issuedTo` while Atrium still knows it — after the public
    * URL changed, a refresh is still made as the client the server bound the refresh token to —
-   * else the client for Atrium's redirect URI now (registered at first need).
+   * else the client for Atrium's redirect URI now (registered at first need). `signal` (the
+   * asking step's look) cuts their requests; a discovery is shared by the steps that wait on it,
+   * which a stop ends all together (until-stop.ts).
    */
   async authority(
     record: ConnectionRecord,
     issuedTo?: IssuedTo,
+    signal?: AbortSignal,
   ): Promise<{ target: AuthorizationTarget; client: OAuthClient }> {
     let known = this.targets.get(record.id);
     if (!known) {
-      known = this.discoverPinned(record);
+      known = this.discoverPinned(record, signal);
       this.targets.set(record.id, known);
       known.catch(() => this.targets.delete(record.id));
     }
     const target = await known;
     const issued = issuedTo && (await clientIssuedTo(target, issuedTo, this.deps));
-    return { target, client: issued ?? (await this.clientAt(target)) };
+    return { target, client: issued ?? (await this.clientAt(target, signal)) };
   }
 
   /** A removed connection: nothing about it is kept in memory, its tokens least of all. */
@@ -110,16 +111,28 @@ export class Authorizer {
 
   /**
    * A new flow for `record`; `startedBy` absent for a step-up (any workspace admin may open it). A
-   * personal connection's flow carries its owner, who alone may open it.
+   * personal connection's flow carries its owner, who alone may open it. Its discovery and client
+   * registration are a look that a graceful stop ends (409 `stopping`): an add's, whose `signal`
+   * it is given, else one of its own.
    */
-  async start(
+  start(
+    record: ConnectionRecord,
+    request: { startedBy?: string; scopes?: string[]; target?: AuthorizationTarget; signal?: AbortSignal },
+  ): Promise<GoLink> {
+    const { signal } = request;
+    if (signal) return this.startWithin(record, request, signal);
+    return untilStop(looksAt(this.deps.looks, record), (own) => this.startWithin(record, request, own));
+  }
+
+  private async startWithin(
     record: ConnectionRecord,
     request: { startedBy?: string; scopes?: string[]; target?: AuthorizationTarget },
+    signal: AbortSignal,
   ): Promise<GoLink> {
     const auth = oauthOf(record);
     const { target, client } = request.target
-      ? { target: request.target, client: await this.clientAt(request.target) }
-      : await this.authority(record);
+      ? { target: request.target, client: await this.clientAt(request.target, signal) }
+      : await this.authority(record, undefined, signal);
     const scopes = request.scopes ?? auth.scopes;
     const scope = scopeToRequest(target, scopes);
     if (!scopes?.length && scope !== undefined) checkDefaultScope(scope);
@@ -213,8 +226,9 @@ export class Authorizer {
    * (else 400); the browser and the person that opened the go_url, who may still open it — an
    * admin removed or demoted since, or an owner no longer a member, may not (else 403, and the
    * flow stays usable); then the flow is spent; the answer arrived at the flow's own redirect URI
-   * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed;
-   * the tokens sealed and activated by compare-and-swap (else 409 superseded).
+   * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed,
+   * a look that a graceful stop ends (409 `stopping`, the flow spent and nothing activated); the
+   * tokens sealed and activated by compare-and-swap (else 409 superseded).
    */
   async complete(
     query: { state?: string; code?: string; iss?: string; error?: string; error_description?: string },
@@ -263,20 +277,23 @@ export class Authorizer {
       }
       if (!query.code)
         return { status: 400, title: "No code", message: "The callback carries no authorization code." };
-      const tokens = await redeemCode(
-        flow.target,
-        flow.client,
-        {
-          code: query.code,
-          iss: query.iss,
-          codeVerifier: flow.codeVerifier,
-          redirectUri: flow.redirectUri,
-          ...(flow.scope ? { scope: flow.scope } : {}),
-        },
-        this.deps.fetch,
-        this.deps.clock,
-      ).catch((error: unknown) => {
-        if (error instanceof WrongIssuer) throw error;
+      const code = query.code;
+      const redeem = (signal: AbortSignal) =>
+        redeemCode(
+          flow.target,
+          flow.client,
+          {
+            code,
+            iss: query.iss,
+            codeVerifier: flow.codeVerifier,
+            redirectUri: flow.redirectUri,
+            ...(flow.scope ? { scope: flow.scope } : {}),
+          },
+          cutBy(this.deps.fetch, signal),
+          this.deps.clock,
+        );
+      const tokens = await untilStop(looksAt(this.deps.looks, flow), redeem).catch((error: unknown) => {
+        if (error instanceof WrongIssuer || isStopping(error)) throw error;
         // Retold by its kind: a token endpoint's answer may quote the client secret, the code and
         // its verifier it was sent (test/integration/connections-oauth-hostile.test.ts "quotes").
         throw new RedeemFailed((retold(error, []) as Error).message);
@@ -323,9 +340,9 @@ export class Authorizer {
     return undefined;
   }
 
-  private async discoverPinned(record: ConnectionRecord): Promise<AuthorizationTarget> {
+  private async discoverPinned(record: ConnectionRecord, signal?: AbortSignal): Promise<AuthorizationTarget> {
     const auth = oauthOf(record);
-    const target = await discoverAuthorization(record.url, this.deps.fetch);
+    const target = await discoverAuthorization(record.url, this.deps.fetch, signal ? { signal } : {});
     if (target.issuer !== auth.issuer) {
       throw new AuthorizationRefused(
         `The server of connection "${record.name}" now names the authorization server ${target.issuer}, not ${auth.issuer}; ${record.owner === undefined ? "an admin" : "its owner"} must remove and add it again.`,
@@ -339,14 +356,14 @@ export class Authorizer {
     return redirectUriFor(oauthPaths(this.deps.publicUrl()), target.issuer, promisesIss(target));
   }
 
-  private clientAt(target: AuthorizationTarget): Promise<OAuthClient> {
+  private clientAt(target: AuthorizationTarget, signal: AbortSignal | undefined): Promise<OAuthClient> {
     const paths = oauthPaths(this.deps.publicUrl());
     return clientFor(target, {
       redirectUri: this.redirectUriAt(target),
       ...(paths.metadataDocument ? { metadataDocumentUrl: paths.metadataDocument } : {}),
       configured: this.deps.configured,
       registrations: this.deps.registrations,
-      fetch: this.deps.fetch,
+      fetch: signal ? cutBy(this.deps.fetch, signal) : this.deps.fetch,
     });
   }
 
@@ -374,20 +391,4 @@ function checkDefaultScope(scope: string): void {
       `The server asks by default for scopes Atrium will not request (more than 50, or not OAuth scope tokens); name the ones needed in "auth.scopes".`,
     );
   }
-}
-
-function expiredOutcome(): FlowOutcome {
-  return {
-    status: 400,
-    title: "Unknown or expired",
-    message: `This authorization is unknown or older than ${FLOW_TTL_MS / 60_000} minutes; start it again from Atrium.`,
-  };
-}
-
-function usedOutcome(): FlowOutcome {
-  return {
-    status: 400,
-    title: "Already used",
-    message: "This authorization was already used; start a new one from Atrium.",
-  };
 }

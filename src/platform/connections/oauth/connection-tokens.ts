@@ -8,6 +8,7 @@ import type { IssuedTo, OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { reauthorizer } from "./record-home.ts";
 import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
+import { type ConnectionLooks, cutBy, looksAt, untilStop } from "./until-stop.ts";
 
 /** The field a connection's token set is sealed under, bound into its ciphertext. */
 export const TOKENS_FIELD = "auth.oauth.tokens";
@@ -28,15 +29,19 @@ export interface ConnectionTokensDeps {
   clock: Clock;
   log: Logger;
   fetch: FetchLike;
+  /** What a graceful stop ends: a refresh's requests are one of their looks. */
+  looks: ConnectionLooks;
   /** The record as stored now (another holder may have re-authorized it meanwhile). */
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
   /**
    * Where the connection's tokens come from, and who Atrium is there: the client a token set was
    * `issuedTo` while Atrium still knows it (a server binds a refresh token to its client).
+   * `signal` cuts the requests finding them.
    */
   authority(
     record: ConnectionRecord,
     issuedTo?: IssuedTo,
+    signal?: AbortSignal,
   ): Promise<{ target: AuthorizationTarget; client: OAuthClient }>;
   /** A refresh was refused for good: the ConnectionRevalidator (the owner's, for a personal one) gives its verdict. */
   refused(record: ConnectionRecord): void;
@@ -54,6 +59,8 @@ export function tokenLease(record: Pick<ConnectionRecord, "id">): string {
  * and the rotated refresh token is sealed to disk before the new access token is handed out; a
  * failure to seal is an error, never swallowed (the old refresh token is spent). `invalid_grant`
  * is final: the token set is marked refused, the revalidator is told, and it is never tried again.
+ * A refresh's requests are a look that a graceful stop ends (409 `stopping`): cut before its
+ * answer, it seals nothing, and the stored set is what a later refresh tries (adr/0122, amended).
  */
 export class ConnectionTokens {
   /** Token sets as last opened or written, by credential id. */
@@ -140,11 +147,13 @@ export class ConnectionTokens {
     // Read again inside the lease: the holder before us may have refreshed already.
     const stored = await this.open(record, auth.tokens);
     if (this.usable(stored, rejected)) return stored.accessToken;
-    const { target, client } = await this.deps.authority(record, stored.issuedTo);
-    if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
     let next: TokenSet;
     try {
-      next = await refreshTokens(target, client, stored, this.deps.fetch, this.deps.clock);
+      next = await untilStop(looksAt(this.deps.looks, record), async (signal) => {
+        const { target, client } = await this.deps.authority(record, stored.issuedTo, signal);
+        if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
+        return refreshTokens(target, client, stored, cutBy(this.deps.fetch, signal), this.deps.clock);
+      });
     } catch (error) {
       if (error instanceof RefreshRefused) {
         this.refusedSets.add(auth.tokens);

@@ -10,6 +10,7 @@ import {
   type OAuthProtectedResourceMetadata,
 } from "@modelcontextprotocol/client";
 import { InvalidInput } from "../../../errors.ts";
+import { cutBy } from "./until-stop.ts";
 
 /** Everything a flow needs to know about where a server's tokens come from, found by discovery. */
 export interface AuthorizationTarget {
@@ -117,12 +118,6 @@ async function probe(serverUrl: string, fetch: FetchLike): Promise<Response | un
   }
   await response.body?.cancel().catch(() => undefined);
   return response.status === 401 ? response : undefined;
-}
-
-/** Each request `fetch` sends ends when `signal` aborts (a graceful stop, server-looks.ts). */
-function cutBy(fetch: FetchLike, signal: AbortSignal): FetchLike {
-  return (url, init) =>
-    fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
 }
 
 function brief(error: unknown): string {

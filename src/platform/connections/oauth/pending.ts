@@ -3,14 +3,16 @@ import type { ConnectionsDeps } from "../connections-deps.ts";
 import { type ConnectionRecord, checkScopes, newConnectionId } from "../model.ts";
 import type { Authorizer, GoLink } from "./authorizer.ts";
 import { reauthorizer } from "./record-home.ts";
+import { untilStop } from "./until-stop.ts";
 
 /**
  * A new OAuth connection's record in `pending_auth` (no snapshot until authorized), its first flow
  * started by whoever added it, and the record handed to `store` with its look's signal. Discovered
  * first: a server that cannot be authorized is refused before anything is stored. A look at the
- * server (server-looks.ts), as a static add's photograph is: a graceful stop cuts its discovery,
- * refuses one that starts after it, and an add whose `store` checks the signal under the store's
- * lock writes nothing once the stop began; each answers 409 `stopping` (adr/0122, amended).
+ * server (server-looks.ts), as a static add's photograph is: a graceful stop cuts its discovery
+ * and its client registration, refuses one that starts after it, and an add whose `store` checks
+ * the signal under the store's lock writes nothing once the stop began; each answers 409
+ * `stopping` (adr/0122, amended).
  */
 export function addPendingOAuth(
   deps: Pick<ConnectionsDeps, "authorizer" | "clock" | "looks">,
@@ -18,27 +20,22 @@ export function addPendingOAuth(
   store: (record: ConnectionRecord, signal: AbortSignal) => Promise<void>,
 ): Promise<GoLink> {
   const { scopes, ...fields } = at;
-  return deps.looks.runUntilStop(async (signal) => {
-    try {
-      signal.throwIfAborted();
-      const target = await deps.authorizer.discover(at.url, signal);
-      const record: ConnectionRecord = {
-        id: newConnectionId(),
-        ...fields,
-        auth: { kind: "oauth", issuer: target.issuer, scopes },
-        createdAt: new Date(deps.clock()).toISOString(),
-        authorizationGeneration: 1,
-        snapshotVersion: 0,
-        disabled: false,
-      };
-      const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target });
-      await store(record, signal);
-      return link;
-    } catch (error) {
-      // A cut discovery fails as if the server had: the add is told why it really ended.
-      signal.throwIfAborted();
-      throw error;
-    }
+  return untilStop(deps.looks, async (signal) => {
+    const target = await deps.authorizer.discover(at.url, signal);
+    const record: ConnectionRecord = {
+      id: newConnectionId(),
+      ...fields,
+      auth: { kind: "oauth", issuer: target.issuer, scopes },
+      createdAt: new Date(deps.clock()).toISOString(),
+      authorizationGeneration: 1,
+      snapshotVersion: 0,
+      disabled: false,
+    };
+    // Its client registration is cut by the stop too, and records nothing then
+    // (test/integration/connections-oauth-stop.test.ts "an OAuth add's client registration").
+    const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target, signal });
+    await store(record, signal);
+    return link;
   });
 }
 

@@ -2,8 +2,9 @@ import { type Context, Hono } from "hono";
 import { readCookie, setCookie } from "../../../identity/session-cookie.ts";
 import type { AppEnv } from "../../../web/app-env.ts";
 import { html, page } from "../../../web/html.ts";
-import type { Authorizer, FlowOutcome } from "./authorizer.ts";
+import type { Authorizer } from "./authorizer.ts";
 import { clientMetadata } from "./client-identity.ts";
+import type { FlowOutcome } from "./flow-outcomes.ts";
 import { FLOW_TTL_MS } from "./flows.ts";
 import {
   bindingCookieName,

@@ -14,6 +14,7 @@ import { ConnectionTokens } from "./connection-tokens.ts";
 import { type ConnectionStores, recordHome } from "./record-home.ts";
 import { StoredRegistrations } from "./registrations.ts";
 import { oauthRoutes } from "./routes.ts";
+import type { ConnectionLooks } from "./until-stop.ts";
 
 /** The most bytes a metadata document, registration or token answer may carry. */
 const MAX_OAUTH_RESPONSE_BYTES = 1024 * 1024;
@@ -23,6 +24,8 @@ export interface ConnectionOAuthDeps {
   /** The workspace's store and the personal one (keyed by owner): a record is read where it lives. */
   stores: ConnectionStores;
   vault: CredentialVault;
+  /** Each store's looks at servers: a graceful stop ends every OAuth request under way (adr/0122). */
+  looks: ConnectionLooks;
   leases: ExclusiveLeases;
   layout: StorageLayout;
   clock: Clock;
@@ -58,8 +61,9 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     clock: deps.clock,
     log: deps.log,
     fetch,
+    looks: deps.looks,
     current,
-    authority: (record, issuedTo) => (authorizer as Authorizer).authority(record, issuedTo),
+    authority: (record, issuedTo, signal) => (authorizer as Authorizer).authority(record, issuedTo, signal),
     refused: deps.refused,
   });
   const built = new Authorizer({
@@ -72,6 +76,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     fetch,
     configured: deps.settings.oauthClients,
     registrations: new StoredRegistrations(deps.layout, deps.vault, deps.clock),
+    looks: deps.looks,
     roleOf: deps.roleOf,
     activated: deps.activated,
   });

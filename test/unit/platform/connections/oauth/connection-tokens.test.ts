@@ -13,6 +13,7 @@ import {
 } from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
 import { retold } from "../../../../../src/platform/connections/remote-failure.ts";
+import { ServerLooks } from "../../../../../src/platform/connections/server-looks.ts";
 import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
@@ -99,6 +100,7 @@ async function setUp(
     clock: () => now,
     log: captured.log,
     fetch: fetchWith,
+    looks: { shared: new ServerLooks(), personal: new ServerLooks() },
     current: async () => record,
     authority: async (_record, issued) => {
       askedFor.push(issued);

@@ -1,0 +1,26 @@
+import { FLOW_TTL_MS } from "./flows.ts";
+
+/** The answer of a callback or a go_url, for its page. */
+export interface FlowOutcome {
+  status: 200 | 400 | 403 | 409 | 502;
+  title: string;
+  message: string;
+}
+
+/** The flow a go_url or callback names is unknown to this process, or has expired. */
+export function expiredOutcome(): FlowOutcome {
+  return {
+    status: 400,
+    title: "Unknown or expired",
+    message: `This authorization is unknown or older than ${FLOW_TTL_MS / 60_000} minutes; start it again from Atrium.`,
+  };
+}
+
+/** The flow was already spent by a callback: a replay, or a second tab. */
+export function usedOutcome(): FlowOutcome {
+  return {
+    status: 400,
+    title: "Already used",
+    message: "This authorization was already used; start a new one from Atrium.",
+  };
+}

@@ -1,0 +1,42 @@
+import type { FetchLike } from "@modelcontextprotocol/client";
+import type { ServerLooks } from "../server-looks.ts";
+
+/** The looks at servers of the two stores an OAuth connection's record can live in (record-home.ts). */
+export interface ConnectionLooks {
+  shared: ServerLooks;
+  personal: ServerLooks;
+}
+
+/**
+ * Runs one OAuth step that asks a remote server (an add's, a sign-in's start, its callback's token
+ * exchange, a credential refresh) as a look that only a graceful stop ends (adr/0122, amended): the
+ * look's signal is handed to `step` for each request it sends (cutBy), and once it has aborted the
+ * step answers its reason (409 `stopping`) whatever a cut request failed with, not a refusal of
+ * the server's. A step begun after the stop starts ended and sends nothing.
+ */
+export function untilStop<T>(looks: ServerLooks, step: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  return looks.runUntilStop(async (signal) => {
+    try {
+      signal.throwIfAborted();
+      return await step(signal);
+    } catch (error) {
+      signal.throwIfAborted();
+      throw error;
+    }
+  });
+}
+
+/** The looks of the store a connection's record lives in: its owner's, or the workspace's. */
+export function looksAt(looks: ConnectionLooks, at: { owner?: string | undefined }): ServerLooks {
+  return at.owner === undefined ? looks.shared : looks.personal;
+}
+
+/**
+ * Each request `fetch` sends ends when `signal` aborts, its body's read included (guarded-fetch.ts
+ * destroys the request). The SDK's OAuth helpers pass no signal of their own, so no composite is
+ * made on the way to the guarded fetch.
+ */
+export function cutBy(fetch: FetchLike, signal: AbortSignal): FetchLike {
+  return (url, init) =>
+    fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+}
