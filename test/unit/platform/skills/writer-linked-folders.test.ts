@@ -48,8 +48,10 @@ describe("a skill folder replaced with a symlink", () => {
     expect(await readFile(join(versions, "1.md"), "utf8")).toContain("Plainly.");
     expect(await readdir(outside)).toContain(".tmp-operator-file");
     // Nor are its versions served while the folder is a link.
-    for (const read of [writer.history(target, "style"), writer.version(target, "style", 1)]) {
-      await expect(read).rejects.toMatchObject({
+    // Each read starts only when awaited: one started early and refused while the other was
+    // awaited would be an unhandled rejection.
+    for (const read of [() => writer.history(target, "style"), () => writer.version(target, "style", 1)]) {
+      await expect(read()).rejects.toMatchObject({
         code: "skill_unreadable",
         message: expect.stringMatching(/its folder style is a symlink.*Delete the skill/),
       });
