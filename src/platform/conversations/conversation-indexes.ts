@@ -198,6 +198,9 @@ export class ConversationIndexes {
       logsRead += 1;
       await this.catchUp(index, workspaceId, ownerId, id);
     });
+    // The snapshot was behind: the index that gave out a search's cursors may have numbered the
+    // events read now otherwise (adr/0144; finder.test.ts "an index built again").
+    if (snapshot && logsRead > 0) index.renewGeneration();
     const present = new Set(onDisk);
     for (const id of index.ids()) {
       if (present.has(id)) continue;

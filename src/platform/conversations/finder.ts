@@ -90,46 +90,51 @@ export async function searchConversations(
 ): Promise<SearchPage> {
   checkQuery(request.query);
   const limit = checkLimit(request.limit, MAX_SEARCH_PAGE, DEFAULT_SEARCH_PAGE);
-  const { after, below, from, top } =
-    request.cursor === undefined ? {} : decodeSearchCursor(request.query, request.cursor);
+  const cursor = request.cursor === undefined ? undefined : decodeSearchCursor(request.query, request.cursor);
   // The cursor is made under the partition's lock, as list's is: the page's logs are read after
   // it, and an append meanwhile moves the conversation (finder.test.ts "an append racing a search").
   const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
-    const answer = await index.search(request.query, after, limit, undefined, { below, from, top });
-    if (!answer) {
+    const { generation } = index;
+    // Its numbers would name other events: a part of the search would be walked that the cursor
+    // did not mean, skipping or repeating matches (finder.test.ts "an index built again").
+    if (cursor && cursor.generation !== generation) {
       throw new InvalidInput(
-        "That cursor goes on below a message that is no longer indexed (its conversation was deleted, " +
-          "or the index was rebuilt since): search again without a cursor.",
+        "That cursor is from before the search index was built again from the conversations' logs " +
+          "(after a crash, a repair or many deletions), which numbers their messages anew: search again without a cursor.",
       );
     }
-    const { hits, more, truncated, rest } = answer;
+    const part = { lo: cursor?.lo, hi: cursor?.hi };
+    const { hits, more, truncated, reach, top } = await index.search(
+      request.query,
+      cursor?.after,
+      limit,
+      undefined,
+      part,
+    );
     const last = hits[hits.length - 1];
     // How far back this part's pages walk, and the next part goes below: pinned by the first page
-    // cut short, raised by a later one. Each page walked from the part's top again, a page with
-    // fewer postings to walk (removed ones dropped since) reached further back than the first and
-    // found a conversation above `after` that the next part, below that page's reach, left out
-    // (finder.test.ts "a later page of a part reaches no further back"). A later page whose walk
-    // met no live match (removed postings above) keeps the part's floor, so paging goes on below
-    // it (finder.test.ts "goes on below the part's floor").
-    const floor = truncated ? (rest ?? from) : from;
-    // This part's next page of conversations first, then the part below its floor
-    // (finder.test.ts "pages through a search past its budget").
+    // cut short (its reach, set whenever the walk was cut, whether or not it met a live match:
+    // finder.test.ts "goes on below removed postings"), raised by a later one. Each page walked
+    // back from the part's top with a whole budget again, a page with fewer postings to walk
+    // (removed ones dropped since) reached further back than the first and found a conversation
+    // above `after` that the next part, below that page's reach, left out (finder.test.ts "a later
+    // page of a part reaches no further back").
+    const floor = reach ?? cursor?.lo;
+    // This part's next page of conversations first, walking the same numbers, then the part below
+    // its floor (finder.test.ts "pages through a search past its budget").
     const next =
       more && last
         ? {
+            generation,
+            hi: top,
+            lo: floor,
             after: { updatedAt: last.summary.updatedAt, id: last.summary.id },
-            below,
-            from: floor,
-            // The first part, which has no `below`, is pinned at its first page's newest match:
-            // postings added since would spend a later page's budget above it
-            // (finder.test.ts "goes on below the part's floor").
-            top: below ? undefined : (top ?? answer.top),
           }
-        : floor && { below: floor };
+        : floor !== undefined && { generation, hi: floor };
     return {
       hits,
       // A later page of a cut part, walked back only to its floor, is as cut short as the part.
-      truncated: truncated || from !== undefined,
+      truncated: truncated || cursor?.lo !== undefined,
       nextCursor: next ? encodeSearchCursor(request.query, next) : undefined,
       conversations: index.size,
       partial: index.partialCount,

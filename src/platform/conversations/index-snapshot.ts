@@ -16,20 +16,26 @@ export interface SnapshotConversation {
 }
 
 /**
- * One record of a snapshot (written one per line): some conversations, or some
- * words' postings as the little-endian float64 bytes of their keys, base64. Each is small enough
- * to encode or parse without holding the event loop for long.
+ * One record of a snapshot (written one per line): the generation of its events' numbers
+ * (adr/0144), some conversations, some of those numbers' places, or some words' postings, both as
+ * the little-endian float64 bytes of their numbers, base64. Each is small enough to encode or
+ * parse without holding the event loop for long.
  */
-export type SnapshotRecord = { conversations: SnapshotConversation[] } | { postings: Record<string, string> };
+export type SnapshotRecord =
+  | { generation: string }
+  | { conversations: SnapshotConversation[] }
+  | { events: string }
+  | { postings: Record<string, string> };
 
 /** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
 export const SNAPSHOT_FILE = "index.json";
 /**
  * The first line of a snapshot this code writes. Version 1 was one JSON document of the whole
- * index, parsed in one piece (seconds of a blocked event loop for a large one) and never bounded:
- * it is not read, and the logs rebuild the index (adr/0078).
+ * index, parsed in one piece (seconds of a blocked event loop for a large one) and never bounded;
+ * version 2 keyed postings by conversation and seq, not by event number (adr/0144). Neither is
+ * read, and the logs rebuild the index (adr/0078).
  */
-const HEADER = '{"version":2}';
+const HEADER = '{"version":3}';
 const NEWLINE = 0x0a;
 
 /**

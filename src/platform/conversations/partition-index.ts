@@ -1,6 +1,8 @@
-import { distinctWords, eventText, tokenize } from "./event-text.ts";
+import { SEQ_SPAN } from "./event-numbers.ts";
+import { distinctWords, eventText } from "./event-text.ts";
 import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
-import { addedBytes, ENTRY_BYTES, wordBytes } from "./index-memory.ts";
+import { ENTRY_BYTES, EVENT_BYTES } from "./index-memory.ts";
+import { searchIndex } from "./index-search.ts";
 import type { SnapshotConversation, SnapshotRecord } from "./index-snapshot.ts";
 import { MAX_EVENT_SEQ } from "./limits.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
@@ -11,16 +13,10 @@ import {
   isConversationId,
   summarize,
 } from "./model.ts";
-import { keysInAll, keysOf, listsWithin, type PostingList, SearchTurns, walkInTurns } from "./postings.ts";
-import type { EventPlace, SearchAnswer, SearchHit, SearchPart } from "./search-answer.ts";
+import { SearchTurns } from "./postings.ts";
+import type { SearchAnswer, SearchPart } from "./search-answer.ts";
+import { WordPostings } from "./word-postings.ts";
 
-/**
- * A posting is one number: the conversation's ordinal in this index times SEQ_SPAN plus the
- * event's seq. Appends number no event past MAX_EVENT_SEQ (limits.ts; maxConversationBytes is at
- * most 128 MiB), an event an operator numbered past it is not indexed, and an ordinal below 2^32
- * keeps every key an exact integer (below 2^53).
- */
-const SEQ_SPAN = MAX_EVENT_SEQ + 1;
 /**
  * Removed conversations' postings are dropped (compact(), a walk of every posting in one turn of
  * the event loop: about 250 ms at a full partition) once this many bytes of them and half the live
@@ -40,26 +36,26 @@ interface Entry {
   partial: boolean;
   /** The estimated bytes it added, counted as dead when it is removed. */
   cost: number;
+  /** How many of its events are numbered (event-numbers.ts): those with a word indexed. */
+  numbered: number;
 }
 
 const CONVERSATIONS_PER_RECORD = 1000;
-/** About this many characters of postings per record. */
-const POSTINGS_CHARS_PER_RECORD = 256 * 1024;
 
 /**
  * One owner's conversations of one workspace, in memory (adr/0046): summaries sorted for list,
- * and an inverted index from each word to the events holding it for search, so neither reads a
- * log. Postings are numbers, not objects: a word's one posting is the number itself, more are a
- * flat array. Bounded in bytes (adr/0078): an event's first termsPerEvent distinct words and a
- * conversation's first postingsPerConversation pairs are indexed, and nothing more once the
- * partition's estimate reaches partitionBytes; a conversation with words left out is `partial`.
+ * and an inverted index from each word to the events holding it for search (word-postings.ts),
+ * so neither reads a log. Bounded in bytes (adr/0078): an event's first termsPerEvent distinct
+ * words and a conversation's first postingsPerConversation pairs are indexed, and nothing more
+ * once the partition's estimate reaches partitionBytes; a conversation with words left out is
+ * `partial`.
  * A removed conversation's postings stay until enough pile up to compact. Moved only by what
  * the logs hold: `apply` an append's events, `remove` a deleted log.
  */
 export class PartitionIndex {
   private readonly entries = new Map<string, Entry>();
   private readonly byOrdinal: Array<Entry | undefined> = [];
-  private readonly postings = new Map<string, number | number[]>();
+  private readonly words = new WordPostings();
   /** Every summary, most recently updated first. */
   private readonly order: ConversationSummary[] = [];
   private bytes = 0;
@@ -69,6 +65,22 @@ export class PartitionIndex {
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /**
+   * Names the numbering of this index's events: a search cursor holds it, and one of another
+   * generation is refused (adr/0144). Kept by a snapshot; new for an index built from the logs.
+   */
+  get generation(): string {
+    return this.words.numbers.generation;
+  }
+
+  /**
+   * Called when events were indexed again from the logs (a load that caught a snapshot up): the
+   * index that gave a cursor out may have numbered them otherwise.
+   */
+  renewGeneration(): void {
+    this.words.numbers.renew();
   }
 
   /** The estimated bytes the index holds in memory, removed conversations' included until compacted. */
@@ -113,6 +125,7 @@ export class PartitionIndex {
         postings: 0,
         partial: false,
         cost: ENTRY_BYTES,
+        numbered: 0,
       };
       this.bytes += ENTRY_BYTES;
       this.entries.set(id, entry);
@@ -130,6 +143,7 @@ export class PartitionIndex {
     this.entries.delete(id);
     this.byOrdinal[entry.ordinal] = undefined;
     this.deadBytes += entry.cost;
+    this.words.deadSlots += entry.numbered;
     if (this.deadBytes >= COMPACT_AFTER_DEAD_BYTES && this.deadBytes * 2 >= this.bytes - this.deadBytes) {
       this.compact();
     }
@@ -151,84 +165,27 @@ export class PartitionIndex {
 
   /**
    * The conversations with an event holding every word of `query`, most recently updated first,
-   * after `after`, up to `limit`; each with the seqs of those events. The postings it walks give
-   * the event loop back every SEARCH_KEYS_PER_TURN (adr/0115), at most searchPostings of them, past
-   * which it answers what it found, `truncated`, and `rest`: the oldest matching event it found,
-   * below which every match it did not reach was indexed (adr/0140). With a `part` it searches only
-   * the events that part walks, and answers undefined when a word's postings no longer hold one of
-   * its events (its conversation deleted, or the index built again from the logs). The caller holds
-   * the partition's lock, so nothing changes the index meanwhile, and other partitions' work goes on.
+   * after `after`, up to `limit`, among the events `part` walks (all when undefined); each with the
+   * seqs of those events (index-search.ts). At most searchPostings postings are walked, past which
+   * it answers what it found, `truncated`, and `reach`, where the rest lies below (adr/0120, 0140,
+   * 0144). The caller holds the partition's lock, so nothing changes the index meanwhile, and
+   * other partitions' work goes on.
    */
-  async search(
-    query: string,
-    after: ListPosition | undefined,
-    limit: number,
-    turns?: SearchTurns,
-  ): Promise<SearchAnswer>;
-  async search(
-    query: string,
-    after: ListPosition | undefined,
-    limit: number,
-    turns: SearchTurns | undefined,
-    part: SearchPart,
-  ): Promise<SearchAnswer | undefined>;
-  async search(
+  search(
     query: string,
     after: ListPosition | undefined,
     limit: number,
     turns = new SearchTurns(this.limits.searchPostings),
     part: SearchPart = {},
-  ): Promise<SearchAnswer | undefined> {
-    const lists = this.postingLists(query, part);
-    if (!lists) return undefined;
-    lists.sort((a, b) => a.end - a.start - (b.end - b.start));
-    const keys = await keysInAll(lists, turns);
-    const found = new Map<Entry, number[]>();
-    let [rest, top]: (EventPlace | undefined)[] = [];
-    await walkInTurns(keys, turns, (key) => {
-      const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
-      if (!entry) return;
-      // Keys come oldest first: the first of a live conversation is where the rest lies below.
-      top = { id: entry.summary.id, seq: key % SEQ_SPAN };
-      rest ??= top;
-      if (after !== undefined && compareRecentFirst(entry.summary, after) <= 0) return;
-      const seqs = found.get(entry);
-      if (seqs) seqs.push(key % SEQ_SPAN);
-      else found.set(entry, [key % SEQ_SPAN]);
-    });
-    const hits: SearchHit[] = [];
-    for (const [entry, seqs] of found) {
-      // Seqs are below SEQ_SPAN (2^21): sorted as numbers, without a comparator.
-      hits.push({ summary: entry.summary, seqs: Array.from(Uint32Array.from(seqs).sort()) });
-      await turns.walk(seqs.length);
-    }
-    hits.sort((a, b) => compareRecentFirst(a.summary, b.summary));
-    // Copies of the summaries, as `page` answers them.
-    const answered = hits.slice(0, limit).map((hit) => ({ summary: { ...hit.summary }, seqs: hit.seqs }));
-    const answer: SearchAnswer = { hits: answered, more: hits.length > limit, truncated: turns.cut, top };
-    // A cut walk that found no live match has no place known to be the same in every list.
-    if (turns.cut && rest) answer.rest = rest;
-    return answer;
-  }
-
-  /** Each word's postings, the part `part` walks; undefined when one does not hold its events. */
-  private postingLists(query: string, part: SearchPart): PostingList[] | undefined {
-    const words = tokenize(query).map((word) => keysOf(this.postings.get(word)));
-    const [from, below, top] = [this.keyOf(part.from), this.keyOf(part.below), this.keyOf(part.top)];
-    if (from === null || below === null) return undefined;
-    // A top whose conversation was deleted since unpins the walk rather than refusing the page.
-    return listsWithin(words, from, below, top ?? undefined);
-  }
-
-  /** The posting of an event: undefined for none, null when the index does not hold its conversation. */
-  private keyOf(place: EventPlace | undefined): number | undefined | null {
-    if (place === undefined) return undefined;
-    const entry = this.entries.get(place.id);
-    return entry && place.seq <= MAX_EVENT_SEQ ? entry.ordinal * SEQ_SPAN + place.seq : null;
+  ): Promise<SearchAnswer> {
+    const { lists: postings, numbers } = this.words;
+    const summaryOf = (ordinal: number) => this.byOrdinal[ordinal]?.summary;
+    return searchIndex({ postings, numbers, summaryOf }, query, after, limit, turns, part);
   }
 
   /** The index as snapshot records, each of bounded size, made one at a time as they are written. */
   *snapshotRecords(): Generator<SnapshotRecord> {
+    yield { generation: this.generation };
     const conversations = [...this.entries.values()];
     for (let at = 0; at < conversations.length; at += CONVERSATIONS_PER_RECORD) {
       yield {
@@ -243,23 +200,7 @@ export class PartitionIndex {
           })),
       };
     }
-    let chunk: Record<string, string> = {};
-    let chars = 0;
-    for (const [word, value] of this.postings) {
-      // Removed conversations' postings are left out word by word, not compacted away first in one
-      // turn (adr/0084); a snapshot holds none, since an index loaded from it could not count them.
-      const keys = this.deadBytes === 0 ? keysOf(value) : keysOf(value).filter((key) => this.isLive(key));
-      if (keys.length === 0) continue;
-      const encoded = Buffer.from(Float64Array.from(keys).buffer).toString("base64");
-      chunk[word] = encoded;
-      chars += word.length + encoded.length;
-      if (chars >= POSTINGS_CHARS_PER_RECORD) {
-        yield { postings: chunk };
-        chunk = {};
-        chars = 0;
-      }
-    }
-    if (chars > 0) yield { postings: chunk };
+    yield* this.words.records(this.isLive, this.deadBytes > 0);
   }
 
   /**
@@ -275,12 +216,28 @@ export class PartitionIndex {
       if (!index.restore(record)) return undefined;
     }
     index.order.sort(compareRecentFirst);
+    index.words.numbers.forEach((place) => {
+      const entry = index.byOrdinal[Math.floor(place / SEQ_SPAN)];
+      index.bytes += EVENT_BYTES;
+      if (!entry) index.words.deadSlots += 1;
+      else {
+        entry.cost += EVENT_BYTES;
+        entry.numbered += 1;
+      }
+    });
     return index;
   }
 
-  /** Adds one snapshot record; false when it is not one this code wrote. */
+  /**
+   * Adds one snapshot record; false when it is not one this code wrote. Records come as
+   * `snapshotRecords` makes them: the generation, conversations, numbers, then postings.
+   */
   private restore(record: unknown): boolean {
-    const { conversations, postings } = (record ?? {}) as { conversations?: unknown; postings?: unknown };
+    const { generation, conversations, events, postings } = (record ?? {}) as Partial<
+      Record<"generation" | "conversations" | "events" | "postings", unknown>
+    >;
+    if (generation !== undefined) return this.words.numbers.restoreGeneration(generation);
+    if (events !== undefined) return this.words.numbers.restore(events);
     if (Array.isArray(conversations)) {
       for (const item of conversations as SnapshotConversation[]) {
         const { ordinal, summary, bytes, postings: count, partial } = item ?? {};
@@ -295,8 +252,9 @@ export class PartitionIndex {
           bytes,
           postings: count,
           partial,
-          // Its postings' bytes are added as the postings records are read, after these.
+          // Its postings' and numbers' bytes are added as their records are read, after these.
           cost: ENTRY_BYTES,
+          numbered: 0,
         };
         this.entries.set(summary.id, entry);
         this.byOrdinal[ordinal] = entry;
@@ -305,22 +263,12 @@ export class PartitionIndex {
       }
       return true;
     }
-    if (typeof postings !== "object" || postings === null || Array.isArray(postings)) return false;
-    for (const [word, encoded] of Object.entries(postings)) {
-      const raw = Buffer.from(String(encoded), "base64");
-      if (raw.length === 0 || raw.length % 8 !== 0) return false;
-      const keys = new Array<number>(raw.length / 8);
-      for (let i = 0; i < keys.length; i++) keys[i] = raw.readDoubleLE(i * 8);
-      this.postings.set(word, keys.length === 1 ? (keys[0] as number) : keys);
-      this.bytes += wordBytes(word, keys.length);
-      // Each conversation is charged what `add` charged it (keys are in the order they were
-      // added), not only its postings' 12 bytes: a removal counts what it frees, which decides
-      // when a partition at its budget makes room for new words again (adr/0084).
-      keys.forEach((key, at) => {
-        const entry = this.byOrdinal[Math.floor(key / SEQ_SPAN)];
-        if (entry) entry.cost += addedBytes(word, at);
-      });
-    }
+    const added = this.words.restore(postings, (ordinal, bytes) => {
+      const entry = this.byOrdinal[ordinal];
+      if (entry) entry.cost += bytes;
+    });
+    if (added === undefined) return false;
+    this.bytes += added;
     return true;
   }
 
@@ -349,48 +297,23 @@ export class PartitionIndex {
         : Math.min(this.limits.termsPerEvent, this.limits.postingsPerConversation - entry.postings);
     const { words, more } = distinctWords(text, room);
     if (more) entry.partial = true;
-    const key = entry.ordinal * SEQ_SPAN + event.seq;
-    const before = this.bytes;
-    for (const word of words) this.add(word, key);
+    if (words.length === 0) return;
+    const added = this.words.add(entry.ordinal, event.seq, words);
+    this.bytes += added;
+    entry.cost += added;
+    entry.numbered += 1;
     entry.postings += words.length;
-    entry.cost += this.bytes - before;
-  }
-
-  private add(word: string, key: number): void {
-    const value = this.postings.get(word);
-    if (value === undefined) {
-      this.postings.set(word, key);
-      this.bytes += addedBytes(word, 0);
-    } else if (typeof value === "number") {
-      this.postings.set(word, [value, key]);
-      this.bytes += addedBytes(word, 1);
-    } else {
-      this.bytes += addedBytes(word, value.length);
-      value.push(key);
-    }
   }
 
   /** Drops the postings of removed conversations and counts the bytes again. */
   private compact(): void {
     if (this.deadBytes === 0) return;
-    let bytes = this.entries.size * ENTRY_BYTES;
-    for (const [word, value] of this.postings) {
-      const live = keysOf(value).filter((key) => this.isLive(key));
-      if (live.length === 0) {
-        this.postings.delete(word);
-        continue;
-      }
-      this.postings.set(word, live.length === 1 ? (live[0] as number) : live);
-      bytes += wordBytes(word, live.length);
-    }
-    this.bytes = bytes;
+    this.bytes = this.entries.size * ENTRY_BYTES + this.words.compact(this.isLive);
     this.deadBytes = 0;
   }
 
-  /** Whether a posting is of a conversation the index still holds. */
-  private isLive(key: number): boolean {
-    return this.byOrdinal[Math.floor(key / SEQ_SPAN)] !== undefined;
-  }
+  /** Whether the conversation of an ordinal is one the index still holds. */
+  private readonly isLive = (ordinal: number): boolean => this.byOrdinal[ordinal] !== undefined;
 
   private unorder(summary: ConversationSummary): void {
     // The entry just before the first one after it: the summary itself.

@@ -30,9 +30,13 @@ export class SearchTurns {
     this.left = budget;
   }
 
-  /** The postings one of `lists` more lists may walk: an even share of what is left, so each gets some. */
+  /**
+   * The postings one of `lists` more lists may walk: an even share of what is left, so each gets
+   * some, and at least one, so a walk the budget cuts short always walked a key of each list it cut
+   * and a search that goes on below it makes progress (adr/0144).
+   */
   share(lists: number): number {
-    return Math.floor(this.left / lists);
+    return Math.max(1, Math.floor(this.left / lists));
   }
 
   /** Counts `keys` more postings walked; a turn of the loop is given back once enough are. */
@@ -48,9 +52,8 @@ export class SearchTurns {
 
 /**
  * The part of a word's postings a search walks: its keys from `start` up to before `end`, from the
- * one just before `end` back. A search from the start walks the whole list; one resumed below an
- * event walks what was indexed before it, and a later page of a part no further back than the
- * part's first page reached (adr/0140).
+ * one just before `end` back. Keys are event numbers (event-numbers.ts), so each list is sorted,
+ * and a part of the search (adr/0140, 0144) is the same range of numbers in every list.
  */
 export interface PostingList {
   keys: readonly number[];
@@ -59,64 +62,74 @@ export interface PostingList {
 }
 
 /**
- * Each list from the posting `from` (its start when undefined) up to the posting `below` (its end
- * when undefined; with `top`, up to that posting and including it), each found from the end back:
- * lists are not sorted, and appends since they were answered only add at the end. Undefined when
- * one of them does not hold one of those named.
+ * Each list's keys from `lo` (its start when undefined) up to before `hi` (its end when undefined),
+ * each bound found by a binary search: a list holds events in the order they were numbered, so a
+ * bound is a place in every list, whether or not the list holds it.
  */
 export function listsWithin(
   lists: readonly (readonly number[])[],
-  from: number | undefined,
-  below: number | undefined,
-  top?: number,
-): PostingList[] | undefined {
-  const within: PostingList[] = [];
-  for (const keys of lists) {
-    // `below` is left out, `top` walked: one past it, or -1 when the list does not hold it.
-    const topAt = top === undefined ? -1 : keys.lastIndexOf(top);
-    const end =
-      below !== undefined
-        ? keys.lastIndexOf(below)
-        : top === undefined
-          ? keys.length
-          : topAt < 0
-            ? -1
-            : topAt + 1;
-    const start = from === undefined ? 0 : keys.lastIndexOf(from);
-    if (end < 0 || start < 0 || (from !== undefined && start >= end)) return undefined;
-    within.push({ keys, start, end });
+  lo: number | undefined,
+  hi: number | undefined,
+): PostingList[] {
+  return lists.map((keys) => ({
+    keys,
+    start: lo === undefined ? 0 : firstAtLeast(keys, lo),
+    end: hi === undefined ? keys.length : firstAtLeast(keys, hi),
+  }));
+}
+
+/** Where the first key not below `key` is in the sorted `keys`; their length when there is none. */
+function firstAtLeast(keys: readonly number[], key: number): number {
+  let [low, high] = [0, keys.length];
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((keys[middle] as number) < key) low = middle + 1;
+    else high = middle;
   }
-  return within;
+  return low;
+}
+
+/**
+ * What a walk of the lists found: the keys every list holds, oldest first, and, when the budget cut
+ * it short, `reach`, the lowest key from which on every key was walked in every list that needed it:
+ * every key at or above it that every list holds is answered, and those below it are where the
+ * search goes on. A key, not an event: it may be a removed conversation's, and it is always above
+ * the range's start, so a search that goes on below it always walks something new (adr/0144).
+ */
+export interface WalkedKeys {
+  keys: readonly number[];
+  reach?: number;
 }
 
 /**
  * The keys every one of `lists` holds, in the order they were indexed (oldest first), within the
  * search's budget of postings. The lists are walked shortest first, each from its end back, at
- * most its share of the budget: postings are added in the order events are indexed, so a walk the
+ * most its share of the budget: keys are numbered in the order events are indexed, so a walk the
  * budget cuts short keeps the latest events, and a key is answered only if every list was seen to
- * hold it; the keys the budget left unseen are missing from the answer, and `turns.cut` says so.
- * Every key indexed after the oldest one answered was walked in every list, so it is answered too
- * if every list holds it: a search resumed below that key misses none and repeats none (adr/0140).
- * They are not sorted (an append to an older conversation adds a lower key), so each is walked,
- * not probed: a key is counted by each list in turn only while every list before held it, a list's
- * walk stops once it has counted every key still held, and the walk stops once no key is left.
+ * hold it; the keys the budget left unseen are below `reach`, and `turns.cut` says so. A key is
+ * counted by each list in turn only while every list before held it, a list's walk stops once it
+ * has counted every key still held, and the walk stops once no key is left.
  */
-export async function keysInAll(
-  lists: readonly PostingList[],
-  turns: SearchTurns,
-): Promise<readonly number[]> {
+export async function keysInAll(lists: readonly PostingList[], turns: SearchTurns): Promise<WalkedKeys> {
   const [first, ...others] = lists;
-  if (!first) return [];
+  if (!first) return { keys: [] };
+  let reach: number | undefined;
+  /** Notes that a list's walk stopped at `stop`, above its start: nothing below it was seen. */
+  const cutAt = (list: PostingList, stop: number) => {
+    turns.cut = true;
+    reach = Math.max(reach ?? 0, list.keys[stop] as number);
+  };
   if (others.length === 0) {
     const take = Math.min(first.end - first.start, turns.share(1));
-    if (take < first.end - first.start) turns.cut = true;
+    if (take < first.end - first.start) cutAt(first, first.end - take);
     await turns.walk(take);
     // The list itself when walked whole: a common word's is a million keys, not to be copied.
-    return take === first.keys.length ? first.keys : first.keys.slice(first.end - take, first.end);
+    const keys = take === first.keys.length ? first.keys : first.keys.slice(first.end - take, first.end);
+    return reach === undefined ? { keys } : { keys, reach };
   }
   /** Each key of `first` walked, and how many of the lists walked so far held it, up to the first that did not. */
   const counts = new Map<number, number>();
-  await walkBack(first, turns, lists.length, (key) => {
+  await walkBack(first, turns, lists.length, cutAt, (key) => {
     counts.set(key, 1);
     return false;
   });
@@ -124,7 +137,7 @@ export async function keysInAll(
   for (let round = 1; round <= others.length && held > 0; round++) {
     const counted = held;
     held = 0;
-    await walkBack(others[round - 1] as PostingList, turns, lists.length - round, (key) => {
+    await walkBack(others[round - 1] as PostingList, turns, lists.length - round, cutAt, (key) => {
       if (counts.get(key) !== round) return false;
       counts.set(key, round + 1);
       held += 1;
@@ -134,18 +147,20 @@ export async function keysInAll(
   const keys: number[] = [];
   if (held > 0) for (const [key, count] of counts) if (count === lists.length) keys.push(key);
   // Counted from the first list's end back: the newest first.
-  return keys.reverse();
+  keys.reverse();
+  return reach === undefined ? { keys } : { keys, reach };
 }
 
 /**
  * Calls `visit` on the keys of `list` from its end back until it answers true, within the share
  * of the search's budget of one of `lists` lists still to walk; a walk that share stops before the
- * list's `start` sets `turns.cut`. Gives the event loop back as `turns` says.
+ * list's `start` calls `cut` with where it stopped. Gives the event loop back as `turns` says.
  */
 async function walkBack(
   list: PostingList,
   turns: SearchTurns,
   lists: number,
+  cut: (list: PostingList, stop: number) => void,
   visit: (key: number) => boolean,
 ): Promise<void> {
   const { keys, start, end } = list;
@@ -158,7 +173,7 @@ async function walkBack(
     if (i >= from) return;
     at = from;
   }
-  if (stop > start) turns.cut = true;
+  if (stop > start) cut(list, stop);
 }
 
 /** Calls `visit` on each key of `list`, giving the event loop back as `turns` says. */

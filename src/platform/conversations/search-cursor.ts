@@ -1,25 +1,24 @@
 import { createHash } from "node:crypto";
 import { InvalidInput } from "../../errors.ts";
 import { isPositionTime } from "../list-position.ts";
+import { isGeneration } from "./event-numbers.ts";
 import { tokenize } from "./event-text.ts";
-import { MAX_EVENT_SEQ } from "./limits.ts";
 import type { ListPosition } from "./list-order.ts";
 import { isConversationId } from "./model.ts";
-import type { EventPlace } from "./search-answer.ts";
 
 /**
- * Where the next page of a search starts: after a conversation in the order results come (`after`,
- * as list's cursor), among the matches indexed before one event (`below`) when the budget of
- * postings cut an earlier part of the search short, and, on a later page of a part an earlier page
- * of which was cut, back to the oldest event that page reached (`from`; adr/0140). Opaque to
- * clients, as every list cursor is (list-position.ts), and bound to its query's words.
+ * Where the next page of a search starts: the part of the search it is of, the events numbered
+ * below `hi` (adr/0144) and, on a later page of a part an earlier page of which was cut, from
+ * `lo`, the reach of that page (adr/0140); and, on a later page of a part, after a conversation in
+ * the order results come (`after`, as list's cursor). Numbers are of one numbering of the index's
+ * events, `generation`: a cursor of another is refused. Opaque to clients, as every list cursor is
+ * (list-position.ts), and bound to its query's words.
  */
 export interface SearchCursor {
+  generation: string;
+  hi: number;
+  lo?: number;
   after?: ListPosition;
-  below?: EventPlace;
-  from?: EventPlace;
-  /** The first part's top (SearchPart.top), on its later pages. */
-  top?: EventPlace;
 }
 
 const NOT_OURS =
@@ -28,17 +27,17 @@ const NOT_OURS =
 export function encodeSearchCursor(query: string, cursor: SearchCursor): string {
   const value = {
     q: queryTag(query),
+    g: cursor.generation,
+    h: cursor.hi,
+    ...(cursor.lo !== undefined ? { l: cursor.lo } : {}),
     ...(cursor.after ? { a: [cursor.after.updatedAt, cursor.after.id] } : {}),
-    ...(cursor.below ? { b: [cursor.below.id, cursor.below.seq] } : {}),
-    ...(cursor.from ? { f: [cursor.from.id, cursor.from.seq] } : {}),
-    ...(cursor.top ? { t: [cursor.top.id, cursor.top.seq] } : {}),
   };
   return Buffer.from(JSON.stringify(value), "utf8").toString("base64url");
 }
 
 /** The place a cursor of `encodeSearchCursor` for the same words holds; anything else is `InvalidInput`. */
 export function decodeSearchCursor(query: string, cursor: string): SearchCursor {
-  let value: { q?: unknown; a?: unknown; b?: unknown; f?: unknown; t?: unknown } | undefined;
+  let value: { q?: unknown; g?: unknown; h?: unknown; l?: unknown; a?: unknown } | undefined;
   try {
     value = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"));
   } catch {
@@ -46,19 +45,15 @@ export function decodeSearchCursor(query: string, cursor: string): SearchCursor 
   }
   if (typeof value !== "object" || value === null || typeof value.q !== "string")
     throw new InvalidInput(NOT_OURS);
+  const { g: generation, h: hi, l: lo } = value;
   const after = placeAfter(value.a);
-  const below = eventPlace(value.b);
-  const from = eventPlace(value.f);
-  const top = eventPlace(value.t);
   const malformed =
-    (value.a !== undefined && !after) ||
-    (value.b !== undefined && !below) ||
-    (value.f !== undefined && !from) ||
-    (value.t !== undefined && !top);
-  // Only a later page of a part (`after`) has a floor, and a top only in the first part (no `below`):
-  // a part's first page walks back as far as its budget.
-  if (malformed || (!after && !below) || (from && !after) || (top && (!after || below)))
-    throw new InvalidInput(NOT_OURS);
+    !isGeneration(generation) ||
+    !isNumber(hi) ||
+    (lo !== undefined && (!isNumber(lo) || lo >= (hi as number))) ||
+    (value.a !== undefined && !after);
+  // Only a later page of a part (`after`) has a floor: a part's first page walks back as far as its budget.
+  if (malformed || (lo !== undefined && !after)) throw new InvalidInput(NOT_OURS);
   // A cursor of other words would resume their walk, not this one's.
   if (value.q !== queryTag(query)) {
     throw new InvalidInput(
@@ -66,11 +61,16 @@ export function decodeSearchCursor(query: string, cursor: string): SearchCursor 
     );
   }
   return {
+    generation: generation as string,
+    hi: hi as number,
+    ...(lo !== undefined ? { lo: lo as number } : {}),
     ...(after ? { after } : {}),
-    ...(below ? { below } : {}),
-    ...(from ? { from } : {}),
-    ...(top ? { top } : {}),
   };
+}
+
+/** An event number: what the index gives every event it indexes, from 0 up. */
+function isNumber(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
 }
 
 function placeAfter(value: unknown): ListPosition | undefined {
@@ -79,13 +79,6 @@ function placeAfter(value: unknown): ListPosition | undefined {
   return isPositionTime(updatedAt) && typeof id === "string" && isConversationId(id)
     ? { updatedAt, id }
     : undefined;
-}
-
-function eventPlace(value: unknown): EventPlace | undefined {
-  if (!isPair(value)) return undefined;
-  const [id, seq] = value;
-  const isSeq = typeof seq === "number" && Number.isInteger(seq) && seq >= 1 && seq <= MAX_EVENT_SEQ;
-  return typeof id === "string" && isConversationId(id) && isSeq ? { id, seq } : undefined;
 }
 
 function isPair(value: unknown): value is [unknown, unknown] {

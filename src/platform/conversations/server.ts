@@ -152,8 +152,8 @@ export function createConversationsTools(store: ConversationStore): AppTools {
             ? "No conversation found before the search stopped."
             : "No conversation of yours here holds those words.",
         );
-      if (page.truncated)
-        lines.push(`${TRUNCATED_SEARCH}${page.nextCursor ? ", or call again with the cursor." : "."}`);
+      // A truncated page always carries a cursor to the rest (adr/0144).
+      if (page.truncated) lines.push(`${TRUNCATED_SEARCH}, or call again with the cursor.`);
       if (page.nextCursor) lines.push(`More: call again with cursor "${page.nextCursor}".`);
       return {
         content: [{ type: "text", text: lines.join("\n") }],

@@ -106,6 +106,55 @@ describe("the partition index", () => {
     expect(await fromLines(['{"conversations":"x"}'])).toBeUndefined();
   });
 
+  it("refuses a snapshot whose postings are not numbered events, in order", async () => {
+    // A search finds a cursor's place in each list by a binary search (adr/0144).
+    const index = new PartitionIndex();
+    index.apply(id(1), [title(1, 0, "t"), said(2, 0, "apple"), said(3, 0, "apple")], 10);
+    const lines = [...index.snapshotRecords()].map((record) => JSON.stringify(record));
+    const copy = await fromLines(lines);
+    expect(copy?.generation).toBe(index.generation);
+    const keys = (...numbers: number[]) => Buffer.from(Float64Array.from(numbers).buffer).toString("base64");
+    const withPostings = (postings: Record<string, string>) => [
+      ...lines.filter((line) => !line.startsWith('{"postings"')),
+      JSON.stringify({ postings }),
+    ];
+    expect(await fromLines(withPostings({ apple: keys(1, 2) }))).toBeDefined();
+    expect(await fromLines(withPostings({ apple: keys(2, 1) }))).toBeUndefined();
+    expect(await fromLines(withPostings({ apple: keys(1, 3) }))).toBeUndefined();
+    expect(await fromLines(lines.filter((line) => !line.startsWith('{"generation"')))).toBeDefined();
+    expect(await fromLines([JSON.stringify({ generation: "../x" }), ...lines.slice(1)])).toBeUndefined();
+  });
+
+  it("numbers its events again, under a new generation, only once removed ones are half of those it numbered", async () => {
+    // A removed conversation's numbers stay, so a cursor's numbers keep meaning the same events;
+    // kept for good, creating and deleting would grow them without bound.
+    const index = new PartitionIndex();
+    const big = (n: number, events: number, words: number) =>
+      Array.from({ length: events }, (_, i) => said(i + 2, n, `gone ${distinctText(words)}`));
+    index.apply(id(1), [title(1, 1, ""), ...big(1, 10, 2_000)], 1);
+    index.apply(
+      id(2),
+      [title(1, 2, ""), ...Array.from({ length: 30 }, (_, i) => said(i + 2, 2, `kept ${i}`))],
+      1,
+    );
+    const generation = index.generation;
+    // Compacted (over 1 MiB, and half the live bytes), but 10 of 40 numbers are removed ones.
+    index.remove(id(1));
+    expect(index.removedBytes).toBe(0);
+    expect(index.generation).toBe(generation);
+    index.apply(id(3), [title(1, 3, ""), ...big(3, 60, 300)], 1);
+    index.remove(id(3));
+    expect(index.removedBytes).toBe(0);
+    expect(index.generation).not.toBe(generation);
+    const kept = await index.search("kept", undefined, 10);
+    expect(kept.hits.map((hit) => [hit.summary.id, hit.seqs])).toEqual([
+      [id(2), Array.from({ length: 30 }, (_, i) => i + 2)],
+    ]);
+    expect((await index.search("gone", undefined, 10)).hits).toEqual([]);
+    const copy = await roundTrip(index);
+    expect((await copy?.search("kept 7", undefined, 10))?.hits.map((hit) => hit.seqs)).toEqual([[9]]);
+  });
+
   it("indexes an event's first distinct words and a conversation's first postings, and says what it left out", async () => {
     const limits = { ...INDEX_LIMITS, termsPerEvent: 3, postingsPerConversation: 5 };
     const index = new PartitionIndex(limits);

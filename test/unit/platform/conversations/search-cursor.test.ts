@@ -1,0 +1,170 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type SearchPage, searchConversations } from "../../../../src/platform/conversations/finder.ts";
+import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
+import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
+import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
+
+// Where a search's cursor goes on (adr/0144): a walk its budget cut short always gives one that
+// walks something new, and a cursor of an index built again since is refused, not misread.
+
+const ALICE = `usr_${"a".repeat(24)}`;
+const limits = { ...INDEX_LIMITS, searchPostings: 5 };
+let temp: TempRoot;
+let time: FakeTime;
+
+beforeEach(async () => {
+  temp = await openTempRoot("search-cursor", ALICE);
+  time = new FakeTime();
+});
+afterEach(async () => temp.remove());
+
+/** Every page of a search of `query`, one conversation a page, from `cursor` on (at most 30). */
+async function pageThrough(store: ConversationStore, query: string, cursor?: string) {
+  const pages: SearchPage[] = [];
+  const cursors: string[] = [];
+  let next = cursor;
+  do {
+    const page = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query,
+      limit: 1,
+      cursor: next,
+    });
+    pages.push(page);
+    next = page.nextCursor;
+    if (next !== undefined) cursors.push(next);
+  } while (next !== undefined && pages.length < 30);
+  // Each cursor leads somewhere new: none is given twice, and paging ends.
+  expect(new Set(cursors).size).toBe(cursors.length);
+  expect(pages.at(-1)?.nextCursor).toBeUndefined();
+  const titles = pages.flatMap((page) => page.results.map((r) => r.conversation.title));
+  return { pages, titles };
+}
+
+describe("a search its budget cut short", () => {
+  it("goes on below removed postings that took a first page's whole budget", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    for (const title of ["A", "B"]) {
+      await store.create(temp.ws, ALICE, title, [said("apple")]);
+      time.jump(1000);
+    }
+    // Ten postings of a deleted conversation above them, kept in the lists until a compaction.
+    const x = await store.create(
+      temp.ws,
+      ALICE,
+      "X",
+      Array.from({ length: 10 }, (_, i) => said(`apple ${i}`)),
+    );
+    await store.delete(temp.ws, ALICE, x.id);
+    const { pages, titles } = await pageThrough(store, "apple");
+    // It met no live match, so it had no event to go on below: truncated, and no cursor.
+    expect(pages[0]?.results).toEqual([]);
+    expect(pages[0]?.truncated).toBe(true);
+    expect(pages[0]?.nextCursor).toBeDefined();
+    expect(titles.sort()).toEqual(["A", "B"]);
+    expect(pages.at(-1)?.truncated).toBe(false);
+  });
+
+  it("goes on below a walk in which its words met in no event", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await store.create(temp.ws, ALICE, "Old", [said("apple banana")]);
+    time.jump(1000);
+    await store.create(
+      temp.ws,
+      ALICE,
+      "P",
+      Array.from({ length: 6 }, (_, i) => said(`apple p${i}`)),
+    );
+    time.jump(1000);
+    await store.create(
+      temp.ws,
+      ALICE,
+      "Q",
+      Array.from({ length: 6 }, (_, i) => said(`banana q${i}`)),
+    );
+    const { pages, titles } = await pageThrough(store, "apple banana");
+    expect(pages[0]?.truncated).toBe(true);
+    expect(pages[0]?.nextCursor).toBeDefined();
+    expect(titles).toEqual(["Old"]);
+    expect(pages.at(-1)?.truncated).toBe(false);
+  });
+});
+
+/**
+ * Two conversations whose appends alternate, so the index numbers their events interleaved, and
+ * one built again from the logs numbers them log by log; "apple" is in every event.
+ */
+async function interleaved(store: ConversationStore): Promise<void> {
+  const ids: string[] = [];
+  for (const title of ["c0", "c1"]) {
+    ids.push((await store.create(temp.ws, ALICE, title, [said("apple")])).id);
+    time.jump(1000);
+  }
+  for (let n = 0; n < 8; n++) {
+    await store.append(temp.ws, ALICE, ids[n % 2] as string, [said(`apple ${n}`)]);
+    time.jump(1000);
+  }
+}
+
+describe("a search cursor of an index built again from the logs", () => {
+  it("is refused after a crash lost the snapshot, saying to search again", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await interleaved(store);
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    expect(first.truncated).toBe(true);
+    // A crash: no snapshot was written, and the next process indexes the logs one by one. The
+    // cursor's place in the lists named other events there, and paging skipped or repeated some.
+    const restarted = openConversationStore(temp, time, { index: { limits } });
+    await expect(
+      searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
+        query: "apple",
+        limit: 1,
+        cursor: first.nextCursor,
+      }),
+    ).rejects.toThrow(/built again .*search again without a cursor/);
+    const again = await pageThrough(restarted, "apple");
+    expect(again.titles.sort()).toEqual(["c0", "c1"]);
+  });
+
+  it("is refused after a crash left the snapshot behind the logs, and kept over a graceful restart", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await interleaved(store);
+    await store.indexes.flush();
+    // Indexed after the snapshot was written: read again from the logs after the crash.
+    await interleaved(store);
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    const crashed = openConversationStore(temp, time, { index: { limits } });
+    await expect(
+      searchConversations(crashed.indexes, crashed, temp.ws, ALICE, {
+        query: "apple",
+        limit: 1,
+        cursor: first.nextCursor,
+      }),
+    ).rejects.toThrow("search again without a cursor");
+    // Stopped gracefully, an index is saved whole and loaded with the same numbers: the cursor holds.
+    const second = await searchConversations(crashed.indexes, crashed, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    await crashed.indexes.stop();
+    const restarted = openConversationStore(temp, time, { index: { limits } });
+    const { pages } = await pageThrough(restarted, "apple", second.nextCursor);
+    // Every matching event once, as one search within its budget answers them.
+    const events = (page: SearchPage) =>
+      page.results.flatMap((r) => r.events.map((e) => `${r.conversation.id}/${e.seq}`));
+    const whole = openConversationStore(temp, time);
+    const all = await searchConversations(whole.indexes, whole, temp.ws, ALICE, {
+      query: "apple",
+      limit: 100,
+    });
+    expect(all.truncated).toBe(false);
+    expect([second, ...pages].flatMap(events).sort()).toEqual(events(all).sort());
+  });
+});
