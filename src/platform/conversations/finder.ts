@@ -96,7 +96,7 @@ export async function searchConversations(
   const found = await indexes.read(workspaceId, ownerId, async ({ index, logsRead }) => {
     const { generation } = index;
     // Its numbers would name other events: a part of the search would be walked that the cursor
-    // did not mean, skipping or repeating matches (finder.test.ts "an index built again").
+    // did not mean, skipping or repeating matches (search-cursor.test.ts "an index built again").
     if (cursor && cursor.generation !== generation) {
       throw new InvalidInput(
         "That cursor is from before the search index was built again from the conversations' logs " +
@@ -114,7 +114,7 @@ export async function searchConversations(
     const last = hits[hits.length - 1];
     // How far back this part's pages walk, and the next part goes below: pinned by the first page
     // cut short (its reach, set whenever the walk was cut, whether or not it met a live match:
-    // finder.test.ts "goes on below removed postings"), raised by a later one. Each page walked
+    // search-cursor.test.ts "goes on below removed postings"), raised by a later one. Each page walked
     // back from the part's top with a whole budget again, a page with fewer postings to walk
     // (removed ones dropped since) reached further back than the first and found a conversation
     // above `after` that the next part, below that page's reach, left out (finder.test.ts "a later
