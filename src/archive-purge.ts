@@ -2,6 +2,7 @@ import { readdir } from "node:fs/promises";
 import type { CliOutput } from "./cli.ts";
 import { BootError } from "./errors.ts";
 import { isWorkspaceId } from "./ids.ts";
+import { type CommandLock, lockLostSentence } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import type { Clock } from "./kernel/clock.ts";
 import { createLogger } from "./log.ts";
@@ -26,8 +27,8 @@ export interface ArchivePurge {
   dryRun: boolean;
   apps: readonly PlatformApp[];
   clock: Clock;
-  /** Takes the root's lock as `serve` does, answering its release (src/instance/lock.ts). */
-  lockRoot(layout: StorageLayout): Promise<{ release(): Promise<void> }>;
+  /** Takes the root's lock as `serve` does (src/instance/lock.ts). */
+  lockRoot(layout: StorageLayout): Promise<CommandLock>;
 }
 
 /**
@@ -37,7 +38,8 @@ export interface ArchivePurge {
  * a running server: a removal releases sealed credentials and schedule entries that a server holds
  * too. `dryRun` only lists, reading names and entry types, and takes no lock, so it is safe beside
  * one. Answers the exit code: 1 when an archive, or what a removal cut short left, could not be
- * removed.
+ * removed, or when the lock stopped being this process's part way (ADR 0146): the archive being
+ * removed then is finished, and none after it is touched.
  */
 export async function purgeArchive(request: ArchivePurge, output: CliOutput): Promise<number> {
   const { config, olderThanDays, dryRun } = request;
@@ -75,6 +77,9 @@ export async function purgeArchive(request: ArchivePurge, output: CliOutput): Pr
       cause: `${age} (atrium archive purge)`,
       // What it did is printed below, line by line; the JSON log would say it twice.
       log: createLogger("silent"),
+      // Read from the lock file before each archive, not at the last heartbeat: a root taken over
+      // meanwhile loses no further archive to this process (test/integration/archive-purge-cli.test.ts).
+      mayWrite: () => lock.stillHeld(),
     });
     for (const entry of report.removed) {
       const shared = entry.sharedWith && `; released nothing: shared with ${entry.sharedWith}`;
@@ -89,6 +94,17 @@ export async function purgeArchive(request: ArchivePurge, output: CliOutput): Pr
     }
     reportLeftAlone(layout, report, output);
     const failed = report.failed.length + report.unfinished.length;
+    if (report.stopped) {
+      for (const entry of report.stopped.expired) output.err(`not reached   ${describe(layout, entry)}\n`);
+      for (const name of report.stopped.cutShort) output.err(`not reached   ${layout.purgingFolder(name)}\n`);
+      output.err(
+        `atrium: ${lockLostSentence(layout.instanceLockFile())}. Removed ${report.removed.length} archived ` +
+          `workspace(s) ${age}; those not reached (above) are left as they are` +
+          (failed > 0 ? `, and ${failed} could not be removed (above)` : "") +
+          ". Stop the process that holds the root now (the lock names it), then run the purge again.\n",
+      );
+      return 1;
+    }
     output.out(
       `Removed ${report.removed.length} archived workspace(s) ${age}` +
         (failed > 0 ? `; ${failed} could not be removed (above).\n` : ".\n"),

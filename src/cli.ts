@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { resealCredentials } from "./credentials-reseal.ts";
 import { BootError } from "./errors.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
@@ -7,8 +8,6 @@ import { type Clock, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { RunningAtrium } from "./server.ts";
 import { CorruptJson } from "./storage/atomic.ts";
-import { CredentialRefused, CredentialStore } from "./storage/credential-store.ts";
-import { StorageLayout } from "./storage/paths.ts";
 import { ATRIUM_VERSION } from "./version.ts";
 import { workspaceMcpUrl } from "./web/urls.ts";
 
@@ -195,8 +194,8 @@ export function bootProblem(error: unknown): string | undefined {
 }
 
 /**
- * `atrium credentials reseal`: with the root's lock held like `serve` (so never beside a running
- * server), re-seals every stored credential under the newest key, and says how many.
+ * `atrium credentials reseal`: checks its flags and hands the rest to resealCredentials
+ * (src/credentials-reseal.ts), with the root's lock as `serve` takes it.
  */
 async function credentialsCommand(args: string[], output: CliOutput): Promise<number> {
   const [subcommand, ...rest] = args;
@@ -219,35 +218,14 @@ async function credentialsCommand(args: string[], output: CliOutput): Promise<nu
       sections: await appSections(),
     });
     const log = createLogger(config.log.level);
-    const layout = new StorageLayout(config.storage.root);
-    const lock = await acquireInstanceLock(layout, {
-      publicUrl: config.http.publicUrl,
-      log,
-      existingRoot: true,
-    });
-    try {
-      const store = await CredentialStore.open(layout, config.credentials);
-      let resealed: number;
-      try {
-        resealed = await store.resealAll();
-      } catch (error) {
-        if (!(error instanceof CredentialRefused)) throw error;
-        // The message leaves the credential out (a REST client sees it too); the operator needs the file.
-        const file = layout.collectionFile("credentials", error.credentialId);
-        output.err(`atrium: ${error.message} The credential is ${file}.\n`);
-        return 1;
-      }
-      const newest = config.credentials?.newest;
-      output.out(
-        newest === undefined
-          ? "No credentials are stored and credentials.keys is not set: nothing to re-seal.\n"
-          : `Re-sealed ${resealed} of ${store.count()} stored credential(s); every one is now sealed ` +
-              `under key version ${newest}, so older versions can be removed from credentials.keys.\n`,
-      );
-    } finally {
-      await lock.release();
-    }
-    return 0;
+    return await resealCredentials(
+      {
+        config,
+        lockRoot: (layout) =>
+          acquireInstanceLock(layout, { publicUrl: config.http.publicUrl, log, existingRoot: true }),
+      },
+      output,
+    );
   } catch (error) {
     return reportBootProblem(error, output);
   }

@@ -41,6 +41,7 @@ export const LAYERS = {
   server: 7,
   cli: 7,
   "archive-purge": 7,
+  "credentials-reseal": 7,
   housekeeping: 7,
   "graceful-stop": 7,
 };

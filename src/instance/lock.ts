@@ -68,6 +68,21 @@ export class InstanceLockLostWhileBooting extends BootError {
   }
 }
 
+/**
+ * The lock a command that writes the root holds while it runs (`credentials reseal`, `archive
+ * purge`): it asks `stillHeld` before each item it writes, and stops there once the lock is not
+ * its own any more (ADR 0146).
+ */
+export type CommandLock = Pick<InstanceLock, "stillHeld" | "release">;
+
+/** What a command says when it stopped because its lock stopped being this process's. */
+export function lockLostSentence(lockPath: string): string {
+  return (
+    `the instance lock ${lockPath} stopped being this process's while it ran (another process ` +
+    "took the data root over, or the lock was removed), so it stopped before writing anything more"
+  );
+}
+
 export interface InstanceLock {
   readonly holder: LockHolder;
   /** Records the URL once the port is known (`--port 0`). */

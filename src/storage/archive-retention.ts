@@ -27,6 +27,12 @@ export interface ArchiveRetention {
   /** Why an archive goes, for its log line: the setting or the command that asked. */
   cause: string;
   log: Logger;
+  /**
+   * Asked before each archive (and each `.purging-` folder) is touched; false stops the purge
+   * there, with what it had not reached left as it is (`PurgeReport.stopped`). `atrium archive
+   * purge` asks whether it still holds the root's lock (ADR 0146).
+   */
+  mayWrite?: () => Promise<boolean>;
 }
 
 /** One archived workspace, as `_archive/` lists it. */
@@ -64,6 +70,8 @@ export interface PurgeReport extends ArchiveListing {
   failed: Array<{ entry: ArchivedEntry; error: unknown }>;
   /** The archives whose `.purging-` folder could not be removed this pass either (`cutShort`). */
   unfinished: Array<{ name: string; error: unknown }>;
+  /** Set when `mayWrite` stopped the purge: what it had not reached, left as it is. */
+  stopped?: { expired: ArchivedEntry[]; cutShort: string[] };
 }
 
 /**
@@ -124,7 +132,12 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
   // has two, whose connections share credentials, so only the last of them releases anything.
   const { listing, copies } = await scanArchive(layout, retention.now() - retention.retentionMs);
   const report: PurgeReport = { ...listing, removed: [], failed: [], unfinished: [] };
-  for (const name of listing.cutShort) {
+  const mayWrite = retention.mayWrite ?? (async () => true);
+  for (const [index, name] of listing.cutShort.entries()) {
+    if (!(await mayWrite())) {
+      report.stopped = { expired: listing.expired, cutShort: listing.cutShort.slice(index) };
+      return report;
+    }
     try {
       await rm(layout.purgingFolder(name), { recursive: true, force: true });
     } catch (error) {
@@ -138,9 +151,13 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
   // A workspace one of whose archives failed this pass: its newer archives wait for the next, so
   // the one that releases is never removed as "shared" behind a copy that is still there.
   const held = new Set<string>();
-  for (const entry of listing.expired) {
+  for (const [index, entry] of listing.expired.entries()) {
     const { workspaceId, name } = entry;
     if (held.has(workspaceId)) continue;
+    if (!(await mayWrite())) {
+      report.stopped = { expired: listing.expired.slice(index), cutShort: [] };
+      return report;
+    }
     const fields = { workspace: workspaceId, archivedAt: new Date(entry.archivedAtMs).toISOString() };
     const sharedWith = retention.isLive(workspaceId)
       ? "the live workspace"

@@ -235,11 +235,15 @@ export class CredentialStore {
   /**
    * Re-seals every credential not yet under the newest key with it, each file replaced atomically
    * on its own; returns how many it re-sealed (0 when run again). A credential that does not open
-   * stops it, named, with those before it already re-sealed.
+   * stops it, named, with those before it already re-sealed. `mayWrite` is asked before each
+   * credential it would re-seal; false stops it there, with those before it done and the rest
+   * left under their older key (`staleCount`): the CLI asks whether it still holds the root's lock.
    */
-  async resealAll(): Promise<number> {
+  async resealAll(mayWrite: () => Promise<boolean> = async () => true): Promise<number> {
     let resealed = 0;
     for (const id of [...this.index.keys()]) {
+      if (this.index.get(id) === this.keys?.newest) continue;
+      if (!(await mayWrite())) break;
       const moved = await this.locks.run(id, async () => {
         // The index is current: boot read every file, and only this process (it holds the
         // instance lock) writes them.

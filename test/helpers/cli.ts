@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { CliOutput } from "../../src/cli.ts";
 
 /** `bin/atrium.js`, run by the same node as the tests. */
 export const ATRIUM_BIN = fileURLToPath(new URL("../../bin/atrium.js", import.meta.url));
@@ -162,15 +163,22 @@ export function logEntries(output: string, msg: RegExp): Array<Record<string, un
  */
 export async function runAtriumMain(args: string[]): Promise<CliExit> {
   const { main } = await import("../../src/cli.ts");
-  let stdout = "";
-  let stderr = "";
-  const code = await main(args, {
-    out: (text) => {
-      stdout += text;
+  const captured = capturedOutput();
+  const code = await main(args, captured);
+  return { code, signal: null, stdout: captured.stdout, stderr: captured.stderr };
+}
+
+/** Where a command run in this process writes (src/cli.ts CliOutput), kept for the test to read. */
+export function capturedOutput(): CliOutput & { stdout: string; stderr: string } {
+  const captured = {
+    stdout: "",
+    stderr: "",
+    out(text: string) {
+      captured.stdout += text;
     },
-    err: (text) => {
-      stderr += text;
+    err(text: string) {
+      captured.stderr += text;
     },
-  });
-  return { code, signal: null, stdout, stderr };
+  };
+  return captured;
 }

@@ -2,12 +2,19 @@ import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
+import { purgeArchive } from "../../src/archive-purge.ts";
+import { loadInstance } from "../../src/instance/load.ts";
+import { acquireInstanceLock } from "../../src/instance/lock.ts";
 import { createLogger } from "../../src/log.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { configSections } from "../../src/platform/kit.ts";
 import { startTestAtrium } from "../helpers/atrium.ts";
-import { runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
+import { capturedOutput, runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { CREDENTIALS_SECTION } from "../helpers/credential-key.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import { ANOTHER_HOLDER, takeOver } from "../helpers/lock-takeover.ts";
 import { startRemoteServer } from "../helpers/remote-server.ts";
 
 // `atrium archive purge --older-than DAYS [--dry-run]` (ADR 0142): removes the archived workspaces
@@ -153,6 +160,68 @@ describe("atrium archive purge", SLOW, () => {
     expect((await credentials()).filter((name) => name.startsWith("cred_"))).toHaveLength(1);
     expect(await schedules(gone)).toEqual([]);
     expect(await schedules(kept)).toHaveLength(1);
+  });
+
+  it("stops before the next archive once another process has taken the root over, says what it did not reach, and exits 1", async ({
+    onTestFinished,
+  }) => {
+    const { dir, root } = await tempRoot(onTestFinished);
+    const names = [archiveName("a", 50), archiveName("b", 45), archiveName("c", 40)];
+    for (const name of names) await archivedFolder(root, name);
+    const lockPath = join(root, "_instance", "instance.lock");
+    // Another process takes the root over while the first archive's removal runs (as if this one
+    // had been frozen past the stale bound there): an app's releaser is where it is caught.
+    const released: string[] = [];
+    const frozenOnce: PlatformApp = {
+      name: "frozen",
+      start: () => {
+        throw new Error("never started by the command");
+      },
+      archiveReleaser: () => async (_workspaceId, archivedName) => {
+        released.push(archivedName);
+        if (released.length === 1) await takeOver(lockPath);
+        return [];
+      },
+    };
+    const config = await loadInstance(await writeCliInstance(dir), {
+      sections: configSections(PLATFORM_APPS),
+    });
+    const output = capturedOutput();
+    const code = await purgeArchive(
+      {
+        config,
+        olderThanDays: 30,
+        dryRun: false,
+        apps: [...PLATFORM_APPS, frozenOnce],
+        clock: Date.now,
+        lockRoot: (layout) =>
+          acquireInstanceLock(layout, {
+            publicUrl: config.http.publicUrl,
+            log: createLogger("silent"),
+            existingRoot: true,
+          }),
+      },
+      output,
+    );
+    // Before, it went on removing archives (and releasing what they name) beside the process that
+    // held the root now, and exited 0.
+    expect(code).toBe(1);
+    expect(released).toEqual([names[0]]);
+    // The archive whose removal had begun is finished; none after it is touched.
+    expect((await readdir(join(root, "_archive"))).sort()).toEqual([names[1], names[2]]);
+    expect(output.stdout).toContain(`removed       ${join(root, "_archive", names[0] as string)} (`);
+    for (const name of [names[1], names[2]] as string[]) {
+      expect(output.stderr).toContain(`not reached   ${join(root, "_archive", name)} (`);
+    }
+    expect(output.stderr).toContain(
+      `atrium: the instance lock ${lockPath} stopped being this process's while it ran`,
+    );
+    expect(output.stderr).toContain(
+      "Removed 1 archived workspace(s) archived more than 30 day(s) ago; those not reached (above) are left as they are.",
+    );
+    expect(output.stdout).not.toContain("Removed ");
+    // The new holder's lock is left alone.
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(ANOTHER_HOLDER);
   });
 
   it("refuses while a server holds the root, saying what to do, and --dry-run still lists beside it", async ({

@@ -4,12 +4,17 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, type TestContext } from "vitest";
+import { resealCredentials } from "../../src/credentials-reseal.ts";
 import type { SealKeyRing } from "../../src/crypto/seal.ts";
+import { loadInstance } from "../../src/instance/load.ts";
 import { acquireInstanceLock } from "../../src/instance/lock.ts";
 import { createLogger } from "../../src/log.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { configSections } from "../../src/platform/kit.ts";
 import { CredentialStore, type StoredCredential } from "../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../src/storage/paths.ts";
-import { runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
+import { capturedOutput, runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
+import { ANOTHER_HOLDER, takeOver } from "../helpers/lock-takeover.ts";
 
 // Each run starts node through tsx; on a loaded shared machine that alone can take many seconds.
 const BOOT_MS = 60_000;
@@ -148,6 +153,60 @@ describe("atrium credentials reseal", SLOW, () => {
     expect(exit.stderr).toContain("is in use by Atrium process");
     expect(exit.stdout).toBe("");
     for (const id of ids) expect(await keyVersionOf(layout, id)).toBe(1);
+  });
+
+  it("stops before the next credential once another process has taken the root over, says what is left, and exits 1", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const { layout, ids } = await seedUnderKey1(dir);
+    const store = await CredentialStore.open(layout, ring(1));
+    ids.push(await store.put("cn_00112233445566ff", "auth.value", "sk-live-third-never-printed"));
+    const config = await loadInstance(await instanceWithKeys(dir, [1, 2]), {
+      sections: configSections(PLATFORM_APPS),
+    });
+    let checks = 0;
+    const output = capturedOutput();
+    const code = await resealCredentials(
+      {
+        config,
+        // The real lock, taken over by another process once the first credential is re-sealed (as
+        // if this one had been frozen past the stale bound): the command reads the lock file itself.
+        lockRoot: async (root) => {
+          const lock = await acquireInstanceLock(root, {
+            publicUrl: "http://127.0.0.1:1",
+            log: createLogger("silent"),
+            existingRoot: true,
+          });
+          return {
+            release: () => lock.release(),
+            async stillHeld() {
+              checks += 1;
+              if (checks === 2) await takeOver(root.instanceLockFile());
+              return lock.stillHeld();
+            },
+          };
+        },
+      },
+      output,
+    );
+    // Before, it went on re-sealing beside the process that held the root now, and exited 0.
+    expect(code).toBe(1);
+    expect(checks).toBe(2);
+    const versions = await Promise.all(ids.map((id) => keyVersionOf(layout, id)));
+    expect(versions.filter((version) => version === 2)).toHaveLength(1);
+    expect(versions.filter((version) => version === 1)).toHaveLength(2);
+    expect(output.stdout).toBe("");
+    expect(output.stderr).toContain(
+      `atrium: the instance lock ${layout.instanceLockFile()} stopped being this process's while it ran`,
+    );
+    expect(output.stderr).toContain(
+      "Re-sealed 1 credential(s); 2 of 3 are still sealed under older key versions, so keep those in credentials.keys.",
+    );
+    expect(output.stderr).toContain("run atrium credentials reseal again");
+    // The new holder's lock is left alone.
+    expect(JSON.parse(await readFile(layout.instanceLockFile(), "utf8"))).toEqual(ANOTHER_HOLDER);
+    expectNoSecretIn(output.stdout + output.stderr);
   });
 
   it("a root holding sealed values and no credentials.keys is refused, naming the field", async ({
