@@ -49,8 +49,19 @@ export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> 
   }
 }
 
+/**
+ * How long a stop waits for `lastWrites`: local writes of a few small files, which take
+ * milliseconds; a hung disk must not hold the stop.
+ */
+const LAST_WRITES_MS = 2_000;
+
 export interface StopParts extends BuiltParts {
   endpoint: McpEndpoint;
+  /**
+   * Writes what only memory holds (a registered client's use whose write failed, ADR 0137), once
+   * the requests are done and before the root is let go; best effort, it throws nothing.
+   */
+  lastWrites(): Promise<void>;
   drain: HttpDrain;
   eventLog: WorkspaceEventLog;
   lock: InstanceLock;
@@ -115,6 +126,21 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       await parts.registries.close();
       await closeAppSources(apps);
       await parts.endpoint.close();
+      // Memory does not outlive the process: what only it holds is written while the root is
+      // still this process's, for LAST_WRITES_MS at most and not at all after a second signal
+      // (test/integration/oauth-client-sweep.test.ts "a use whose write failed").
+      const lastWritten = await settledBefore(
+        parts.lastWrites().catch((error: unknown) => log.error({ err: error }, "the last writes failed")),
+        LAST_WRITES_MS,
+        stopForced,
+        timers,
+      );
+      if (!lastWritten) {
+        log.warn(
+          { waitedMs: LAST_WRITES_MS },
+          "shutdown did not wait longer for the last writes of what only memory held (or was asked again)",
+        );
+      }
       // Last: until here this process still owns the root (a restart waits or is refused).
       await parts.lock.release();
       log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");

@@ -361,6 +361,7 @@ async function startLocked(
       close: gracefulStop({
         ...built,
         endpoint,
+        lastWrites: () => oauth.clients.writeRememberedUses(),
         drain,
         eventLog,
         lock,

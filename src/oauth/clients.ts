@@ -52,7 +52,8 @@ export class ClientRegistry {
   // A use whose write failed, kept until one is written: the sweep reads it beside the record's,
   // so a client returned to a request is not deleted under it by a stale stamp on disk
   // (test/unit/oauth/clients-sweep.test.ts "a client whose use could not be written"). Only
-  // clients looked up since boot whose write failed are here; a written use or a deletion drops one.
+  // clients looked up since boot whose write failed are here; a written use or a deletion drops
+  // one, and a graceful stop writes what is left (`writeRememberedUses`).
   private readonly unwrittenUses = new Map<string, number>();
   // An unreadable record is reported once per process, not at every sweep or lookup of it.
   private readonly reportedUnreadable = new Set<string>();
@@ -165,6 +166,35 @@ export class ClientRegistry {
       }
     }
     return swept;
+  }
+
+  /**
+   * Writes each use kept only in memory because its write failed (`unwrittenUses`), for a
+   * graceful stop: memory does not outlive the process, and the next one would judge a client
+   * used only then by the older stamp on disk, and could sweep it as unused. Best effort, once:
+   * a use that cannot be written now either is logged and goes with the process. A use already
+   * on disk as late, or a client deleted since, needs no write.
+   */
+  async writeRememberedUses(): Promise<void> {
+    for (const id of [...this.unwrittenUses.keys()]) {
+      try {
+        await this.locks.run(id, async () => {
+          const usedAt = this.unwrittenUses.get(id);
+          if (usedAt === undefined) return;
+          const stored = await this.read(id);
+          const written = stored && lastUseOf(stored);
+          if (stored && (written === undefined || written < usedAt)) {
+            await this.records.put(id, { ...stored, lastUsedAt: usedAt });
+          }
+          this.unwrittenUses.delete(id);
+        });
+      } catch (error) {
+        this.log.warn(
+          { clientId: id, err: error },
+          "a registered oauth client's last use, kept in memory since its write failed, could not be written at the stop either: the next process judges it by the older use on disk",
+        );
+      }
+    }
   }
 
   /** Whether the client may use refresh tokens: it registered the grant, or named no grants at all. */

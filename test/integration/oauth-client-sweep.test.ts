@@ -1,3 +1,5 @@
+import { access, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
@@ -9,6 +11,7 @@ import {
   sessionCookie,
   tokenRequest,
 } from "../helpers/oauth.ts";
+import { refuseNewEntries } from "../helpers/unwritable-folder.ts";
 
 // ADR 0137: the hourly housekeeping deletes registered clients that hold no live grant and have
 // not been used for 30 days; their client_id then gets invalid_client at the token endpoint and
@@ -65,5 +68,64 @@ describe("housekeeping sweeps registered clients", { timeout: 60_000 }, () => {
 
     const refreshed = await refreshWith(tokens.clientId, tokens.refresh_token as string);
     expect(refreshed.status).toBe(200);
+  });
+});
+
+describe("a use whose write failed", { timeout: 60_000 }, () => {
+  const NOT_RECORDED =
+    "a registered oauth client's last use could not be recorded; its next lookup tries again";
+
+  it("is written by the graceful stop, so the next process does not sweep a client used then", async ({
+    onTestFinished,
+  }) => {
+    const time = new FakeTime();
+    const { log, lines } = capturingLogger();
+    const first = await startTestAtrium({ clock: time.clock, timers: time.timers, log });
+    onTestFinished(() => first.stop());
+    const id = (await registerClient(first)).client_id;
+    const folder = join(first.root, "_instance", "oauth", "clients");
+    time.jump(2 * DAY_MS);
+    const usedAt = time.clock();
+    // The disk refuses the use's write (a folder gone read-only); the request still gets its client.
+    const undo = await refuseNewEntries(folder);
+    try {
+      expect(await first.atrium.oauth.clients.find(id, "127.0.0.1")).toMatchObject({ client_id: id });
+      expect(lines.filter((line) => line.msg === NOT_RECORDED)).toHaveLength(1);
+    } finally {
+      await undo();
+    }
+
+    await first.close();
+    // Before, the use lived only in memory and was lost here: the record kept its registration.
+    const record = JSON.parse(await readFile(join(folder, `${id}.json`), "utf8")) as { lastUsedAt: number };
+    expect(record.lastUsedAt).toBe(usedAt);
+
+    // 31 days after it registered, 29 after that use: the next process keeps it.
+    time.jump(29 * DAY_MS);
+    const next = await first.restart();
+    onTestFinished(() => next.close());
+    await next.atrium.oauth.sweepClients();
+    await expect(access(join(folder, `${id}.json`))).resolves.toBeUndefined();
+  });
+
+  it("one the stop cannot write either is logged, and the stop finishes", async ({ onTestFinished }) => {
+    const time = new FakeTime();
+    const { log, lines } = capturingLogger();
+    const t = await startTestAtrium({ clock: time.clock, timers: time.timers, log });
+    onTestFinished(() => t.stop());
+    const id = (await registerClient(t)).client_id;
+    const folder = join(t.root, "_instance", "oauth", "clients");
+    time.jump(2 * DAY_MS);
+    const undo = await refuseNewEntries(folder);
+    try {
+      await t.atrium.oauth.clients.find(id, "127.0.0.1");
+      await t.close();
+    } finally {
+      await undo();
+    }
+    expect(
+      lines.filter((line) => String(line.msg).includes("could not be written at the stop either")),
+    ).toEqual([expect.objectContaining({ clientId: id })]);
+    expect(lines.filter((line) => line.msg === "shutdown finished")).toHaveLength(1);
   });
 });
