@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { BootError, Conflict, Forbidden, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
-import { readJsonAtBoot, writeJsonAtomic } from "../storage/atomic.ts";
+import { readJsonAtBoot, readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
 import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
@@ -147,8 +147,32 @@ export class UserDirectory {
     // A first-seen person's folder is flushed in `users/`, or a power loss could take it, and the
     // profile written into it, away.
     await makeFolderPathIfMissing(dir);
-    await writeJsonAtomic(join(dir, PROFILE_FILE), profile);
+    const path = join(dir, PROFILE_FILE);
+    try {
+      await writeJsonAtomic(path, profile);
+    } catch (error) {
+      await this.rememberDisk(profile.id, path);
+      throw error;
+    }
     this.known.set(profile.id, profile);
+  }
+
+  /**
+   * After a write that threw, memory takes what profile.json holds. The write may have landed:
+   * the new file renamed into place, then the folder's flush failed. Every request's check reads
+   * memory, so kept as it was, a deactivated person worked on until a restart, and a reactivated
+   * one stayed refused (test/integration/users-unflushed-write.test.ts; ADR 0148). A file that
+   * cannot be read now, or is not this person's, leaves memory as it was: nothing is known of it.
+   */
+  private async rememberDisk(principalId: string, path: string): Promise<void> {
+    let onDisk: unknown;
+    try {
+      onDisk = await readJsonIfExists(path);
+    } catch {
+      return;
+    }
+    if (typeof onDisk === "object" && onDisk !== null && (onDisk as Profile).id === principalId)
+      this.known.set(principalId, onDisk as Profile);
   }
 }
 

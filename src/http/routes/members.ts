@@ -6,6 +6,7 @@ import { readJsonObject } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Workspace } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
+import { writeThenEnd } from "../write-then-end.ts";
 import { invite, readRole } from "./invitations.ts";
 
 /** What ends a person's access besides membership: the grants their MCP clients hold. */
@@ -95,37 +96,6 @@ export async function removeMember(
       await deps.invitations.revokeSentBy(principalId, workspaceId);
     },
   );
-}
-
-/**
- * Runs a membership write, then `ends`, what must end with it, whatever the write answered. The
- * write can land and still throw: the new workspace.json in place, then its folder's flush
- * failed, and the store indexes what the disk holds (ADR 0138). Such a write is the change asked
- * for, as an acceptance's is its join: when it threw yet the index now shows what was asked
- * (`shown`), which it did not before, it is `done`, and answered as done, `undefined` in place of
- * what it returns (ADR 0148). Before, its 500 came ahead of `ends`: a removed member's grants and
- * a demoted admin's invitations outlived the change, to work again once they were back
- * (test/integration/members-unflushed-write.test.ts). Outside the store's lock: an acceptance
- * holds an invitation's key while it waits for that lock, and `ends` takes invitations' keys. A
- * failure of `ends` is the request's 500; what it left is refused meanwhile and finished by the
- * retry or by housekeeping (ADR 0148).
- */
-async function writeThenEnd<T>(
-  write: () => Promise<T>,
-  shown: () => boolean,
-  ends: (done: boolean) => Promise<void>,
-): Promise<T | undefined> {
-  const shownBefore = shown();
-  let written: { value: T } | { error: unknown };
-  try {
-    written = { value: await write() };
-  } catch (error) {
-    written = { error };
-  }
-  const done = "value" in written || (!shownBefore && shown());
-  await ends(done);
-  if ("error" in written && !done) throw written.error;
-  return "value" in written ? written.value : undefined;
 }
 
 function indexed(deps: RouteDeps, workspaceId: string): Workspace {

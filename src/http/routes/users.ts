@@ -1,8 +1,10 @@
 import { Hono } from "hono";
-import { Forbidden, InvalidInput } from "../../errors.ts";
+import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
+import type { Profile } from "../../identity/users.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import type { RouteDeps } from "../context.ts";
+import { writeThenEnd } from "../write-then-end.ts";
 import type { GrantRevoker } from "./members.ts";
 
 /** The org's people, for org admins: who has signed in, and offboarding. */
@@ -19,13 +21,23 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
     requireOrgAdmin(admin);
     const target = c.req.param("principal");
     if (target === admin.id) throw new InvalidInput("You cannot deactivate yourself; ask another org admin.");
-    const profile = await deps.users.setDeactivated(target, true);
-    // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
-    await grants.revokeWhere({ principalId: target });
-    // The invitations they sent end too: they no longer speak for any workspace (ADR 0069).
-    await deps.invitations.revokeSentBy(target);
-    // Their open event streams end now, in every workspace, not at their next request.
-    deps.eventLog.closePerson(target);
+    const deactivated = () => deps.users.isDeactivated(target);
+    // What ends with it runs once the directory shows them deactivated, even if the write then
+    // threw (its profile in place, a flush failed; ADR 0148), and again for someone already so.
+    const written = await writeThenEnd(
+      () => deps.users.setDeactivated(target, true),
+      deactivated,
+      async (done) => {
+        if (!done && !deactivated()) return;
+        // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
+        await grants.revokeWhere({ principalId: target });
+        // The invitations they sent end too: they no longer speak for any workspace (ADR 0069).
+        await deps.invitations.revokeSentBy(target);
+        // Their open event streams end now, in every workspace, not at their next request.
+        deps.eventLog.closePerson(target);
+      },
+    );
+    const profile = written ?? (await known(deps, target));
     // Each workspace they belong to hears it (its inbox records it: platform/notifications/app.ts).
     for (const workspace of deps.workspaces.listFor(target)) {
       deps.events.publish({
@@ -40,7 +52,14 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
 
   app.post("/v1/users/:principal/reactivate", async (c) => {
     requireOrgAdmin(c.get("principal"));
-    return c.json(await deps.users.setDeactivated(c.req.param("principal"), false));
+    const target = c.req.param("principal");
+    // A reactivation that landed is answered as one, as a deactivation is (ADR 0148).
+    const written = await writeThenEnd(
+      () => deps.users.setDeactivated(target, false),
+      () => !deps.users.isDeactivated(target),
+      async () => undefined,
+    );
+    return c.json(written ?? (await known(deps, target)));
   });
 
   return app;
@@ -48,4 +67,11 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
 
 function requireOrgAdmin(principal: Principal): void {
   if (principal.orgRole !== "admin") throw new Forbidden("Only an org admin can manage people.");
+}
+
+/** The person as the directory holds them, after a write that threw but landed. */
+async function known(deps: RouteDeps, principalId: string): Promise<Profile> {
+  const profile = await deps.users.get(principalId);
+  if (!profile) throw new NotFound("user_not_found", "No one with that id has signed in to this instance.");
+  return profile;
 }

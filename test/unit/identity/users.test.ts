@@ -119,6 +119,37 @@ describe("UserDirectory", () => {
     expect(users.reactivatedAt(ALICE.id)).toBe(Date.parse(back.reactivatedAt as string));
   });
 
+  it("a write that lands and then fails its folder's flush: memory takes what the disk holds", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    const folder = layout.userDir(ALICE.id);
+    const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    const flushFailing = (work: () => Promise<unknown>) =>
+      journalDuring(work, { sync: (path) => (path === folder ? eio() : undefined) });
+    await flushFailing(() =>
+      expect(users.setDeactivated(ALICE.id, true)).rejects.toMatchObject({ code: "EIO" }),
+    );
+    // Every request checks memory: kept active, she worked on until a restart.
+    expect(users.isDeactivated(ALICE.id)).toBe(true);
+    await flushFailing(() =>
+      expect(users.setDeactivated(ALICE.id, false)).rejects.toMatchObject({ code: "EIO" }),
+    );
+    expect(users.isDeactivated(ALICE.id)).toBe(false);
+    expect(users.reactivatedAt(ALICE.id)).toEqual(expect.any(Number));
+  });
+
+  it("a write whose new file's own flush fails lands nothing: memory stays", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    const folder = layout.userDir(ALICE.id);
+    const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    await journalDuring(
+      () => expect(users.setDeactivated(ALICE.id, true)).rejects.toMatchObject({ code: "EIO" }),
+      { sync: (path) => (path.startsWith(`${folder}/.tmp-`) ? eio() : undefined) },
+    );
+    expect(users.isDeactivated(ALICE.id)).toBe(false);
+  });
+
   it("loads with no users folder yet", async () => {
     await expect(new UserDirectory(layout).load()).resolves.toBeUndefined();
   });
