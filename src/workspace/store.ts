@@ -187,15 +187,20 @@ export class WorkspaceStore {
     });
   }
 
-  /** Archiving moves the folder under `_archive/`, so nothing can address it any more. */
+  /**
+   * Archiving moves the folder under `_archive/`, so nothing can address it any more. The index
+   * forgets it once the rename has landed, before the flushes: one of them failing left it indexed
+   * with its folder gone, the gate admitting its members and a refresh of their grants passing
+   * until a later write found it missing (test/integration/archive-unflushed-write.test.ts).
+   */
   async archive(id: string, by: string): Promise<void> {
     await this.locks.run(id, async () => {
       requireAdmin(admissionTo(await this.readToArchive(id), id, by));
       await makeFolderIfMissing(this.layout.archiveDir());
       await rename(this.layout.workspaceDir(id), this.layout.archivedWorkspaceDir(id, this.clock()));
+      this.forget(id);
       await syncDir(this.layout.root);
       await syncDir(this.layout.archiveDir());
-      this.forget(id);
     });
   }
 

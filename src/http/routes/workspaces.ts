@@ -4,6 +4,7 @@ import { readJsonObject, requireString } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { RouteDeps } from "../context.ts";
 import { viewsFor, workspaceView } from "../views.ts";
+import { writeThenEnd } from "../write-then-end.ts";
 import type { GrantRevoker } from "./members.ts";
 
 /** Listing and creating workspaces: the caller's own, no gate to pass. */
@@ -48,12 +49,22 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     const admission = c.get("admission");
     requireAdmin(admission);
     const id = admission.workspace.id;
-    await deps.workspaces.archive(id, c.get("principal").id);
-    deps.eventLog.closeWorkspace(id);
-    await deps.registries.evict(id);
-    // Nobody can join or use it any more: its invitations and everyone's grants for it end.
-    await deps.invitations.revokeAll(id);
-    await grants.revokeWhere({ workspaceId: id });
+    const gone = () => deps.workspaces.get(id) === undefined;
+    // What ends with it runs once it is out of the index, even if the archive then threw (its
+    // folder moved, a flush failed; ADR 0148), and again when an archive admitted at the same
+    // time took it out first.
+    await writeThenEnd(
+      () => deps.workspaces.archive(id, c.get("principal").id),
+      gone,
+      async (done) => {
+        if (!done && !gone()) return;
+        deps.eventLog.closeWorkspace(id);
+        await deps.registries.evict(id);
+        // Nobody can join or use it any more: its invitations and everyone's grants for it end.
+        await deps.invitations.revokeAll(id);
+        await grants.revokeWhere({ workspaceId: id });
+      },
+    );
     return c.body(null, 204);
   });
 

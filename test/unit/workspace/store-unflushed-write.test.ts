@@ -73,6 +73,24 @@ describe("a workspace write that throws after its file is in place", () => {
   });
 });
 
+describe("an archive whose rename lands and whose flush then fails", () => {
+  for (const [after, folder] of [
+    ["the root's", () => layout.root],
+    ["_archive/'s", () => layout.archiveDir()],
+  ] as const) {
+    it(`after ${after}: the index no longer holds it, for the gate or the listings`, async () => {
+      await store.archive((await store.create("Made first", ALICE)).id, ALICE);
+      await failingFlushesOf(
+        (path) => path === folder(),
+        () => expect(store.archive(ws, ALICE)).rejects.toMatchObject({ code: "EIO" }),
+      );
+      expect(store.get(ws)).toBeUndefined();
+      expect(store.listFor(BOB)).toEqual([]);
+      expect(store.ids()).not.toContain(ws);
+    });
+  }
+});
+
 describe("archive asks its question of the file, under the lock", () => {
   it("an admin the file no longer lists is refused, whatever the index says", async () => {
     // Removed behind the index's back (an edit of the file): the file decides, as for every write.
