@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { gate } from "../helpers/gate.ts";
 import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
@@ -111,7 +112,7 @@ describe("a graceful stop while a refresh photographs a server that holds its to
         const refreshed = await refreshing;
         expect(refreshed.status).toBe(409);
         expect(await refreshed.json()).toMatchObject({ error: { code: "stopping" } });
-        await vi.waitFor(() => expect(closed).toBe(true), { timeout: 10_000 });
+        await eventually(() => expect(closed).toBe(true), { timeout: 10_000 });
         await closing;
         const sent = seen.length;
         release.open();
@@ -164,7 +165,7 @@ describe("a graceful stop while an OAuth add's discovery waits on a server that 
         const added = await adding;
         expect(added.status).toBe(409);
         expect(await added.json()).toMatchObject({ error: { code: "stopping" } });
-        await vi.waitFor(() => expect(closed).toBe(true), { timeout: 10_000 });
+        await eventually(() => expect(closed).toBe(true), { timeout: 10_000 });
         await closing;
         stopping = await stopping.restart();
         const listed = (await (await stopping.rest("alice", "GET", connections)).json()) as {

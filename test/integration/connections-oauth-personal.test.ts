@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool } from "../helpers/connections.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
 import { type OAuthAtrium, startOAuthAtrium } from "../helpers/oauth-atrium.ts";
@@ -241,7 +242,7 @@ describe("a personal OAuth connection", () => {
     const refused = await callTool(instance, ws, "my_notes__whoami", {}, "bob");
     expect(refused.isError).toBe(true);
     expect(refused.content?.[0]?.text).toContain("its owner must re-authorize");
-    await vi.waitFor(
+    await eventually(
       async () =>
         expect(await (await viewOf("bob", "my_notes")).json()).toMatchObject({ state: "reauth_required" }),
       { timeout: 10_000 },
@@ -251,7 +252,7 @@ describe("a personal OAuth connection", () => {
       to: bob,
       data: { connection: "my_notes" },
     });
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const inbox = await instance.rest("bob", "GET", `/v1/workspaces/${ws}/notifications`);
       expect(((await inbox.json()) as { notifications: unknown[] }).notifications).toContainEqual(entry);
     });

@@ -1,7 +1,8 @@
 import type { Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
 import { type OAuthAtrium, startOAuthAtrium } from "../helpers/oauth-atrium.ts";
@@ -168,10 +169,10 @@ describe("refresh", () => {
     const refused = await call("revoked__whoami");
     expect(refused.isError).toBe(true);
     expect(refused.content?.[0]?.text).toMatch(/re-authorize/);
-    await vi.waitFor(async () => expect((await view("revoked")).state).toBe("reauth_required"), {
+    await eventually(async () => expect((await view("revoked")).state).toBe("reauth_required"), {
       timeout: 10_000,
     });
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const inbox = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/notifications`);
       const { notifications } = (await inbox.json()) as {
         notifications: { source: string; data?: unknown }[];

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
@@ -6,6 +6,7 @@ import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { platformInput } from "../../src/platform/platform-tool.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { mcpPost, obtainTokens } from "../helpers/oauth.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
@@ -173,7 +174,7 @@ describe("a connection whose name an upgrade gave to a platform app", { timeout:
     await time.advance(CREDENTIAL_CHECK_MS);
     await settle();
     // Both loops ran meanwhile: they looked at the workspace's other connection.
-    await vi.waitFor(
+    await eventually(
       async () => {
         const calc = await view(serving, "calc");
         expect(calc.health.transport).not.toBeNull();

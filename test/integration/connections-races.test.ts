@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ConnectionStore } from "../../src/platform/connections/store.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { journalDuring } from "../helpers/fs-journal.ts";
 import { gate } from "../helpers/gate.ts";
@@ -137,7 +138,7 @@ describe("a credential check a 401 woke, whose connection is removed while the s
       await bothHeld.promise;
       // The removal is stored at once, and closing the client cuts its held connect.
       const removed = rest(user, "DELETE", path);
-      await vi.waitFor(async () =>
+      await eventually(async () =>
         expect(await (await rest(user, "GET", path)).json()).toMatchObject({
           error: { code: "connection_not_found" },
         }),
@@ -145,7 +146,7 @@ describe("a credential check a 401 woke, whose connection is removed while the s
       serverAnswers.open();
       expect((await removed).status).toBe(204);
       expect((await failed).isError).toBe(true);
-      await vi.waitFor(() => expect(answered).toBe(held));
+      await eventually(() => expect(answered).toBe(held));
     });
     expect(unhandled).toEqual([]);
     expect((await rest(user, "GET", `/v1/workspaces/${ws()}/connections`)).status).toBe(200);
@@ -280,7 +281,7 @@ describe("a refresh whose connection is disabled or removed while the server hol
           if (change === "disabled") expect((await rest(user, "POST", `${path}/disable`)).status).toBe(200);
           else expect((await rest(user, "DELETE", path)).status).toBe(204);
           // Answered while the server still holds the photograph's request.
-          await vi.waitFor(() => expect(answered).toBe(true), { timeout: 5_000 });
+          await eventually(() => expect(answered).toBe(true), { timeout: 5_000 });
           const refreshed = await refreshing;
           if (change === "disabled") {
             expect(refreshed.status).toBe(409);
@@ -295,7 +296,7 @@ describe("a refresh whose connection is disabled or removed while the server hol
           const seen = methods.length;
           release.open();
           // The held request reaches the server once released; the photograph sends nothing after it.
-          await vi.waitFor(async () => expect(await heldAtServer()).toBe(reachedBefore + 1));
+          await eventually(async () => expect(await heldAtServer()).toBe(reachedBefore + 1));
           await new Promise((resolve) => setTimeout(resolve, 300));
           expect(methods.length).toBe(seen);
         });

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
 import { addMember } from "../helpers/members.ts";
@@ -73,7 +74,7 @@ describe("a server whose 200 answer is not JSON and quotes the credential", () =
         "unreadable",
         "bob",
       );
-    await vi.waitFor(async () => expect((await view()).health.credential?.outcome).toBe("failed"), {
+    await eventually(async () => expect((await view()).health.credential?.outcome).toBe("failed"), {
       timeout: 10_000,
     });
     expect((await view()).health.credential?.detail).toContain("ERA_NEGOTIATION_FAILED");

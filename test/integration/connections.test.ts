@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   bootstrapWorkspace,
   capturingLogger,
@@ -9,6 +9,7 @@ import {
   testPrincipal,
 } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -354,7 +355,7 @@ describe("the call gate", () => {
     const remote = await server({ eras: ["2026-07-28"] });
     expect((await connect("listening", remote.url)).status).toBe(201);
     expect((await call("listening__echo", { text: "before" })).body.isError).toBeFalsy();
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect((await remote.requests()).map((r) => r.method)).toContain("subscriptions/listen"),
     );
     await remote.control({
@@ -362,7 +363,7 @@ describe("the call gate", () => {
       notifyToolsChanged: true,
     });
     // The fake clock does not move: only the notification can have made the listing stale.
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const refused = await call("listening__echo", { text: "after" });
       expect(refused.body.content?.[0]?.text).toMatch(/changed upstream/);
     });
@@ -458,13 +459,13 @@ describe("the health loops", () => {
     expect((await connect("flaky", remote.url)).status).toBe(201);
     await remote.kill();
     await time.advance(HEALTH_MS);
-    await vi.waitFor(async () => expect((await view("flaky")).state).toBe("degraded"), { timeout: 10_000 });
+    await eventually(async () => expect((await view("flaky")).state).toBe("degraded"), { timeout: 10_000 });
     await remote.restart();
     for (let i = 0; i < 12 && (await view("flaky")).state !== "running"; i += 1) {
       await time.advance(HEALTH_MS * 4);
       await settle();
     }
-    await vi.waitFor(async () => expect((await view("flaky")).state).toBe("running"), { timeout: 10_000 });
+    await eventually(async () => expect((await view("flaky")).state).toBe("running"), { timeout: 10_000 });
     expect((await call("flaky__echo", { text: "back" })).body.isError).toBeFalsy();
   });
 
@@ -481,7 +482,7 @@ describe("the health loops", () => {
     expect((await call("keyed__echo", { text: "with key" })).body.isError).toBeFalsy();
     await remote.control({ reject401: true });
     await time.advance(CREDENTIAL_MS);
-    await vi.waitFor(async () => expect((await view("keyed")).state).toBe("reauth_required"), {
+    await eventually(async () => expect((await view("keyed")).state).toBe("reauth_required"), {
       timeout: 10_000,
     });
     await time.advance(HEALTH_MS);
@@ -489,7 +490,7 @@ describe("the health loops", () => {
     expect((await view("keyed")).state).toBe("reauth_required");
     const transport = (await view("keyed")).health.transport as { outcome: string } | null;
     expect(transport?.outcome ?? "ok").toBe("ok");
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const inbox = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/notifications`);
       const { notifications } = (await inbox.json()) as {
         notifications: { source: string; data?: unknown }[];
@@ -529,7 +530,7 @@ describe("the health loops", () => {
         (await connect(name, remote.url, { kind: "static", header: "x-api-key", value: SECRET })).status,
       ).toBe(201);
       await time.advance(CREDENTIAL_MS);
-      await vi.waitFor(
+      await eventually(
         async () => expect((await view(name)).health.credential).toMatchObject({ outcome: "ok" }),
         { timeout: 10_000 },
       );

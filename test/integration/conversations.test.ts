@@ -1,13 +1,14 @@
 import { appendFile, readFile, rm, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import type { Client } from "@modelcontextprotocol/client";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SNAPSHOT_DELAY_MS, SNAPSHOT_FILE } from "../../src/platform/conversations/conversation-indexes.ts";
 import type { JsonExport } from "../../src/platform/conversations/export.ts";
 import type { SearchPage } from "../../src/platform/conversations/finder.ts";
 import type { ConversationEvent, ConversationSummary } from "../../src/platform/conversations/model.ts";
 import { mapBounded } from "../../src/storage/bounded.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -636,7 +637,7 @@ describe("search among 1,000 conversations", () => {
   it("is saved as a snapshot, trusted after a restart, caught up when behind and rebuilt when missing", async () => {
     const snapshot = join(instance.root, sw, "conversations", testPrincipal("searcher").id, SNAPSHOT_FILE);
     await time.advance(SNAPSHOT_DELAY_MS);
-    await vi.waitFor(async () => expect(await snapshotConversations(snapshot)).toBe(COUNT));
+    await eventually(async () => expect(await snapshotConversations(snapshot)).toBe(COUNT));
     instance = await instance.restart();
     expect((await search("searcher", "quetzal", sw)).index).toEqual({
       conversations: COUNT,
@@ -670,13 +671,13 @@ describe("search among 1,000 conversations", () => {
 
     // Missing: every log is read once, and the index is whole again.
     await time.advance(SNAPSHOT_DELAY_MS);
-    await vi.waitFor(async () => expect(await readFile(snapshot, "utf8")).toContain("axolotl"));
+    await eventually(async () => expect(await readFile(snapshot, "utf8")).toContain("axolotl"));
     await rm(snapshot);
     instance = await instance.restart();
     const rebuilt = await search("searcher", "quetzal", sw);
     expect(rebuilt.index).toEqual({ conversations: COUNT, logsRead: COUNT + 1, partial: 0 });
     await time.advance(SNAPSHOT_DELAY_MS);
-    await vi.waitFor(async () => expect(await snapshotConversations(snapshot)).toBe(COUNT));
+    await eventually(async () => expect(await snapshotConversations(snapshot)).toBe(COUNT));
     const listed = await json<{ conversations: ConversationSummary[] }>(
       await instance.rest("searcher", "GET", `/v1/workspaces/${sw}/conversations?limit=3`),
       200,
@@ -687,7 +688,7 @@ describe("search among 1,000 conversations", () => {
   it("does not trust a snapshot that says more than a log holds", async () => {
     const snapshot = join(instance.root, sw, "conversations", testPrincipal("searcher").id, SNAPSHOT_FILE);
     await time.advance(SNAPSHOT_DELAY_MS);
-    await vi.waitFor(async () => expect((await stat(snapshot)).size).toBeGreaterThan(0));
+    await eventually(async () => expect((await stat(snapshot)).size).toBeGreaterThan(0));
     await instance.close();
     // The needle's log loses its last two events (restored from an older copy, say).
     const path = logPath(testPrincipal("searcher").id, needle.id, sw);

@@ -8,6 +8,7 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { gate } from "../helpers/gate.ts";
 import { addMember } from "../helpers/members.ts";
@@ -226,7 +227,7 @@ describe("GET /v1/workspaces/:ws/events", () => {
     const alice = await stream("alice", ws);
     await alice.close();
     await held.pop()?.close();
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const again = await instance.rest("carol", "GET", `/v1/workspaces/${other}/events`);
       expect(again.status).toBe(200);
       await new SseReader(again).close();

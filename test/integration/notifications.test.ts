@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NotificationView } from "../../src/platform/notifications/model.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
 import { SseReader } from "../helpers/sse.ts";
@@ -32,7 +33,7 @@ async function inbox(user: string, query = "", workspaceId = ws): Promise<Page> 
 async function deactivate(user: string, count: number, workspaceId = ws): Promise<void> {
   const id = testPrincipal(user).id;
   expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${id}/deactivate`)).status).toBe(200);
-  await vi.waitFor(async () =>
+  await eventually(async () =>
     expect((await inbox("alice", "", workspaceId)).notifications).toHaveLength(count),
   );
 }
@@ -68,7 +69,7 @@ describe("the inbox", () => {
       data: { principalId: dave },
       acked: false,
     });
-    await vi.waitFor(async () => expect((await inbox("carol", "", other)).notifications).toHaveLength(1));
+    await eventually(async () => expect((await inbox("carol", "", other)).notifications).toHaveLength(1));
     expect((await inbox("carol", "", other)).notifications).toEqual([
       expect.objectContaining({ seq: 1, workspaceId: other, data: { principalId: dave } }),
     ]);

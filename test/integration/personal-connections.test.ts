@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_PERSONAL_CONNECTIONS } from "../../src/platform/connections/personal-cap.ts";
 import type { Source } from "../../src/sources/source.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -309,7 +310,7 @@ describe("a lapsed credential", () => {
       expect(created.status).toBe(201);
       await mail.control({ reject401: true });
       await time.advance(CREDENTIAL_MS);
-      await vi.waitFor(async () => {
+      await eventually(async () => {
         const view = await rest("bob", "GET", `/v1/workspaces/${solo}/connections/my_mail`);
         expect(await view.json()).toMatchObject({ state: "reauth_required" });
       });
@@ -319,7 +320,7 @@ describe("a lapsed credential", () => {
         data: { connection: "my_mail" },
       });
       for (const ws of [solo, shared]) {
-        await vi.waitFor(async () => {
+        await eventually(async () => {
           const inbox = await rest("bob", "GET", `/v1/workspaces/${ws}/notifications`);
           expect(((await inbox.json()) as { notifications: unknown[] }).notifications).toContainEqual(entry);
         });
@@ -347,7 +348,7 @@ describe("the owner deactivated", () => {
     // after it is read below (owners are checked in parallel lanes).
     const bobBefore = await lastCredentialCheck(bob);
     await time.advance(CREDENTIAL_MS);
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       expect(await lastCredentialCheck(bob)).toBeDefined();
       expect(await lastCredentialCheck(bob)).not.toBe(bobBefore);
       expect(await lastCredentialCheck(carol)).toBeDefined();
@@ -369,7 +370,7 @@ describe("the owner deactivated", () => {
 
     // The next pass checks carol's (after bob's, in the order they were added) and skips bob's.
     await time.advance(CREDENTIAL_MS);
-    await vi.waitFor(async () => expect(await lastCredentialCheck(carol)).not.toBe(carolChecked));
+    await eventually(async () => expect(await lastCredentialCheck(carol)).not.toBe(carolChecked));
     await settle();
     expect(await lastCredentialCheck(bob)).toBe(bobChecked);
   });
@@ -468,7 +469,7 @@ describe("coming back", () => {
     const file = join(instance.root, ws, "connections", "grants.json");
     const earlier = await readFile(file, "utf8");
     expect((await rest("erin", "DELETE", `/v1/workspaces/${ws}/members/${frank}`)).status).toBe(204);
-    await vi.waitFor(async () => expect(await readFile(file, "utf8")).not.toBe(earlier));
+    await eventually(async () => expect(await readFile(file, "utf8")).not.toBe(earlier));
     // The tidy on leaving never ran (a crash between the removal and its handler): the old grant stays.
     await writeFile(file, earlier);
     time.jump(1000); // he comes back a second later, so the old grant predates his membership

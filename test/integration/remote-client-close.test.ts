@@ -1,5 +1,6 @@
-import { afterAll, beforeAll, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { McpSource, SourceRetired } from "../../src/sources/mcp-source.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
 // A 2025 server with sessions gets a GET event stream from the client library during the connect,
@@ -22,10 +23,10 @@ it.each(["now", "superseded"] as const)(
     };
     const source = new McpSource("remote", { kind: "streamable-http", url: remote.url, fetch: counted });
     expect((await source.listTools()).length).toBeGreaterThan(0);
-    await vi.waitFor(() => expect(requests.some((request) => request.method === "GET")).toBe(true));
+    await eventually(() => expect(requests.some((request) => request.method === "GET")).toBe(true));
     await source.close(how);
     const streams = requests.filter((request) => request.method === "GET");
-    await vi.waitFor(() =>
+    await eventually(() =>
       expect(streams.map((stream) => stream.signal?.aborted)).toEqual(streams.map(() => true)),
     );
   },
@@ -62,15 +63,15 @@ it("a connect a reset cut does not make the source forget the newer client, whic
   // A first connect the server holds; the gate resets the client (a broken transport) while a
   // second call connects afresh.
   const first = source.listTools().catch((error: unknown) => error);
-  await vi.waitFor(() => expect(requests.length).toBeGreaterThan(0));
+  await eventually(() => expect(requests.length).toBeGreaterThan(0));
   hang = false;
   const reset = source.reset();
   const second = source.listTools();
   await reset;
   expect(await first).toBeInstanceOf(Error);
   expect((await second).length).toBeGreaterThan(0);
-  await vi.waitFor(() => expect(requests.some((r) => r.newer && r.method === "GET")).toBe(true));
+  await eventually(() => expect(requests.some((r) => r.newer && r.method === "GET")).toBe(true));
   await source.close("superseded");
   const streams = requests.filter((r) => r.newer && r.method === "GET");
-  await vi.waitFor(() => expect(streams.map((s) => s.signal?.aborted)).toEqual(streams.map(() => true)));
+  await eventually(() => expect(streams.map((s) => s.signal?.aborted)).toEqual(streams.map(() => true)));
 });

@@ -1,6 +1,6 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import {
   bootstrapWorkspace,
@@ -9,6 +9,7 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 
 // Boot runs each task's missed schedule once (TaskSchedules.armAll, awaited by the tasks app's
@@ -111,7 +112,7 @@ describe("a stored time that is not a date", () => {
     // Their next schedules run, and record a time that is a date.
     await time.advance(HOUR_MS);
     for (const task of [cron, interval]) {
-      await vi.waitFor(async () => expect(await runsOf(ws, task)).toMatchObject([{ trigger: "schedule" }]));
+      await eventually(async () => expect(await runsOf(ws, task)).toMatchObject([{ trigger: "schedule" }]));
     }
   });
 });

@@ -1,6 +1,6 @@
 import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import {
   bootstrapWorkspace,
@@ -9,6 +9,7 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 
 // Boot reads each triggered task named by the schedule index (store.ts boot) and, once, every
@@ -79,7 +80,7 @@ describe("a task file copied by hand into another folder, its schedule entry wit
     const stale = await readFile(taskFile(ws, alice, task), "utf8");
     instance = await running().restart();
     await time.advance(HOUR_MS);
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const runs = await runsOf(ws, task);
       expect(runs.map((run) => [run.scheduledFor, run.execution.status])).toEqual([
         ["2026-01-01T01:00:00.000Z", "succeeded"],

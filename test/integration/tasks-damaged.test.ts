@@ -1,6 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import {
   bootstrapWorkspace,
@@ -9,6 +9,7 @@ import {
   type TestAtrium,
   testPrincipal,
 } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 
 // One record of a workspace's tasks that does not parse (a disk fault, an operator's edit) made
 // every tasks request of the whole workspace a 500: other tasks' runs, other members' tasks, even
@@ -51,7 +52,7 @@ async function twoTasksStopped(sections: Record<string, unknown> = {}) {
   const start = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`, {});
   expect(start.status).toBe(201);
   const run = (await start.json()) as Run;
-  await vi.waitFor(async () => {
+  await eventually(async () => {
     const now = await running().rest(
       "alice",
       "GET",

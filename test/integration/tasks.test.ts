@@ -1,6 +1,6 @@
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
@@ -9,6 +9,7 @@ import type { NotificationView } from "../../src/platform/notifications/model.ts
 import { platformInput } from "../../src/platform/platform-tool.ts";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
@@ -111,7 +112,7 @@ async function runsOf(instance: TestAtrium, user: string, ws: string, taskId: st
 /** The run once it has ended (its call is async to the request that started it). */
 async function ended(instance: TestAtrium, user: string, ws: string, run: Pick<Run, "id" | "taskId">) {
   let seen: Run | undefined;
-  await vi.waitFor(async () => {
+  await eventually(async () => {
     const response = await instance.rest(user, "GET", tasksPath(ws, `/${run.taskId}/runs/${run.id}`));
     seen = (await response.json()) as Run;
     expect(seen.execution.status).not.toBe("running");
@@ -130,7 +131,7 @@ async function inbox(instance: TestAtrium, user: string, ws: string): Promise<No
  */
 async function scheduled(instance: TestAtrium, ws: string, taskId: string, count: number): Promise<Run[]> {
   let runs: Run[] = [];
-  await vi.waitFor(async () => {
+  await eventually(async () => {
     runs = await runsOf(instance, "alice", ws, taskId);
     expect(runs).toHaveLength(count);
     expect(runs.filter((run) => run.execution.status === "running")).toEqual([]);
@@ -261,7 +262,7 @@ describe("runs", () => {
     expect(rejected.execution).toEqual({ status: "succeeded" });
     expect(rejected.assessment).toEqual({ status: "rejected", errors: ["/count must be integer"] });
     expect(rejected.result?.structuredContent).toEqual({ count: "many" });
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect(await inbox(instance, "alice", ws)).toContainEqual(
         expect.objectContaining({
           source: "tasks",
@@ -419,7 +420,7 @@ describe("runs", () => {
     });
     const before = { hanging: probe.hanging, cancelled: probe.cancelled };
     const run = await startRun(instance, "alice", ws, task.id);
-    await vi.waitFor(() => expect(probe.hanging).toBe(before.hanging + 1));
+    await eventually(() => expect(probe.hanging).toBe(before.hanging + 1));
     await time.advance(29_999);
     expect((await runsOf(instance, "alice", ws, task.id))[0]?.execution.status).toBe("running");
     await time.advance(1);
@@ -427,7 +428,7 @@ describe("runs", () => {
     expect(timedOut.execution).toMatchObject({ status: "timed_out", error: { code: "timed_out" } });
     expect(timedOut.assessment.status).toBe("not_assessed");
     // The server heard the cancellation: its handler's signal was aborted.
-    await vi.waitFor(() => expect(probe.cancelled).toBe(before.cancelled + 1));
+    await eventually(() => expect(probe.cancelled).toBe(before.cancelled + 1));
   });
 
   it("concurrency limits hold across triggers, and a run can be cancelled", async () => {
@@ -439,13 +440,13 @@ describe("runs", () => {
     });
     const hanging = probe.hanging;
     const manual = await startRun(instance, "alice", ws, task.id);
-    await vi.waitFor(() => expect(probe.hanging).toBe(hanging + 1));
+    await eventually(() => expect(probe.hanging).toBe(hanging + 1));
     const second = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {});
     expect(second.status).toBe(409);
     expect(await second.json()).toMatchObject({ error: { code: "concurrency_limit" } });
     await time.advance(600_000);
     // The schedule's decision ends by recording its instant on the task.
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const now = (await (await instance.rest("alice", "GET", tasksPath(ws, `/${task.id}`))).json()) as Task;
       expect(now.lastScheduledAt).not.toBe(task.lastScheduledAt);
     });
@@ -485,7 +486,7 @@ describe("runs", () => {
     for (const started of starts) expect([201, 404]).toContain(started.status);
     expect((await start()).status).toBe(404);
     // Every call the task made is cancelled, and no record of its runs is left.
-    await vi.waitFor(() => expect(probe.hanging - probe.cancelled).toBe(open));
+    await eventually(() => expect(probe.hanging - probe.cancelled).toBe(open));
     expect(probe.hanging - reached).toBeGreaterThan(0);
     const dir = join(instance.root, ws, "tasks", alice, "runs");
     const left: Run[] = [];
@@ -557,7 +558,7 @@ describe("runs", () => {
     });
     expect(again.structuredContent).toMatchObject({ replayed: true, run: { id: run.id } });
     expect(JSON.stringify(again.content)).toContain("nothing new was started");
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const polled = await client.callTool({ name: "tasks__get_run", arguments: { id: run.id } });
       expect((polled.structuredContent as { run: Run }).run.execution.status).toBe("succeeded");
     });
@@ -633,7 +634,7 @@ describe("runs", () => {
     await Promise.all([alices.next(), bobs.next()]);
     const hanging = probe.hanging;
     const run = await startRun(instance, "alice", ws, task.id);
-    await vi.waitFor(() => expect(probe.hanging).toBe(hanging + 1));
+    await eventually(() => expect(probe.hanging).toBe(hanging + 1));
     expect(await bobs.nextEvent()).toMatchObject({
       event: "task.run.started",
       data: { run: { id: run.id } },
@@ -714,7 +715,7 @@ describe("owners and the wall", () => {
     await time.advance(HOUR_MS);
     // The run is bob's: recorded in his partition, which the test reads from disk.
     let run: Run | undefined;
-    await vi.waitFor(async () => {
+    await eventually(async () => {
       const dir = join(instance?.root ?? "", ws, "tasks", bob, "runs");
       const [name] = (await readdir(dir)).filter((n) => n.endsWith(".json"));
       run = JSON.parse(await readFile(join(dir, name ?? ""), "utf8")) as Run;
@@ -729,7 +730,7 @@ describe("owners and the wall", () => {
     });
     expect(own.error).toMatchObject({ code: "workspace_not_found" });
     expect(probe.calls.filter((call) => call.principalId === bob)).toHaveLength(calls);
-    await vi.waitFor(async () =>
+    await eventually(async () =>
       expect(await inbox(instance as TestAtrium, "alice", ws)).toContainEqual(
         expect.objectContaining({
           source: "tasks",
@@ -744,7 +745,7 @@ describe("owners and the wall", () => {
       // Lets the last fire's job end before the next is due: a job that is still going is skipped.
       await settle();
       await time.advance(HOUR_MS);
-      await vi.waitFor(async () => {
+      await eventually(async () => {
         const file = join(instance?.root ?? "", ws, "tasks", bob, `${task.id}.json`);
         const stored = JSON.parse(await readFile(file, "utf8")) as Task;
         expect(stored.lastScheduledAt).toBe(`2026-01-01T${hour}:00:00.000Z`);
@@ -1127,7 +1128,7 @@ describe("result files (ADR 0079)", () => {
     for (let n = 0; n < 5; n++)
       await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
     // Pruned after the last run's end is recorded.
-    await vi.waitFor(async () => expect(await runsOf(instance, "alice", ws, task.id)).toHaveLength(2));
+    await eventually(async () => expect(await runsOf(instance, "alice", ws, task.id)).toHaveLength(2));
     const kept = await runsOf(instance, "alice", ws, task.id);
     expect(await fileIds(instance, ws)).toEqual(kept.map((run) => run.resultFile?.id).sort());
     const removed = await instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`));
@@ -1171,7 +1172,7 @@ describe("result files (ADR 0079)", () => {
     instance = restarted;
     const [after] = await runsOf(restarted, "alice", ws, cut.id);
     expect(after).toMatchObject({ id: cutRun.id, execution: { status: "interrupted" } });
-    await vi.waitFor(async () => expect(await fileIds(restarted, ws)).toEqual([]));
+    await eventually(async () => expect(await fileIds(restarted, ws)).toEqual([]));
     const runsDir = await readdir(join(restarted.root, ws, "tasks", alice, "runs"));
     expect(runsDir).toEqual([`${cutRun.id}.json`]);
     expect(goneRun.resultFile).toBeDefined();
@@ -1189,7 +1190,7 @@ describe("restarts", () => {
       });
       const before = { hanging: probe.hanging, cancelled: probe.cancelled };
       const run = await startRun(instance, "alice", ws, task.id);
-      await vi.waitFor(() => expect(probe.hanging).toBe(before.hanging + 1));
+      await eventually(() => expect(probe.hanging).toBe(before.hanging + 1));
       instance = await instance.restart();
       const [after] = await runsOf(instance, "alice", ws, task.id);
       expect(after).toMatchObject({ id: run.id, execution: { status: "interrupted" } });
@@ -1213,7 +1214,7 @@ describe("restarts", () => {
       instance = await instance.restart();
       const [after] = await runsOf(instance, "alice", ws, task.id);
       expect(after?.execution).toMatchObject({ status: "interrupted", error: { code: "interrupted" } });
-      await vi.waitFor(async () =>
+      await eventually(async () =>
         expect(await inbox(instance, "alice", ws)).toContainEqual(
           expect.objectContaining({ source: "tasks", data: { taskId: task.id, runId: run.id } }),
         ),
@@ -1284,7 +1285,7 @@ describe("loaded on first use (ADR 0056)", () => {
     const before = probe.calls.length;
     // No request touches the workspace: the fire alone loads its tasks.
     await time.advance(HOUR_MS);
-    await vi.waitFor(() => expect(probe.calls.length).toBe(before + 1));
+    await eventually(() => expect(probe.calls.length).toBe(before + 1));
     const [run] = await scheduled(instance, ws, hourly.id, 1);
     expect(run).toMatchObject({ trigger: "schedule", scheduledFor: "2026-01-01T01:00:00.000Z" });
     expect(await runsOf(instance, "alice", ws, stopped.id)).toEqual([]);

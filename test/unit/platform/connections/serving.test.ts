@@ -11,6 +11,7 @@ import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import type { Source, SourceClosing } from "../../../../src/sources/source.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
+import { eventually } from "../../../helpers/eventually.ts";
 import { type Gate, gate } from "../../../helpers/gate.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -98,7 +99,7 @@ describe("a connection's client built while the connection is taken out of servi
     const changing = connections.changed(temp.ws, "srv");
     await open.reached;
     const disabling = connections.setDisabled(temp.ws, ADMIN, "srv", true);
-    await vi.waitFor(async () => expect((await store.get(temp.ws, "srv")).disabled).toBe(true));
+    await eventually(async () => expect((await store.get(temp.ws, "srv")).disabled).toBe(true));
     open.open();
     await Promise.all([changing, disabling]);
     expect([...served.keys()]).toEqual([]);
@@ -110,7 +111,7 @@ describe("a connection's client built while the connection is taken out of servi
     const refreshing = connections.refresh(temp.ws, ADMIN, "srv").catch((error: unknown) => error);
     await open.reached;
     const removing = connections.remove(temp.ws, ADMIN, "srv");
-    await vi.waitFor(() => expect(store.names(temp.ws)).toEqual([]));
+    await eventually(() => expect(store.names(temp.ws)).toEqual([]));
     open.open();
     await removing;
     expect(await refreshing).toMatchObject({ code: "connection_not_found" });
@@ -136,7 +137,7 @@ describe("a lapse a health loop found, for a connection removed while it was bei
       return health;
     });
     const changing = connections.changed(temp.ws, "srv");
-    await vi.waitFor(() => expect(store.credential).toHaveBeenCalled());
+    await eventually(() => expect(store.credential).toHaveBeenCalled());
     await connections.remove(temp.ws, ADMIN, "srv");
     const { snapshot } = photographed();
     await store.create({ ...record(), id: `con_${"d".repeat(24)}` }, snapshot);
@@ -198,7 +199,7 @@ describe("the client a put supersedes", () => {
     const where = () => [temp.ws];
     await serving.serve(temp.ws, "srv", where, async () => client());
     const refreshing = serving.serve(temp.ws, "srv", where, async () => client());
-    await vi.waitFor(() => expect(closes[0]).toEqual(["superseded"]));
+    await eventually(() => expect(closes[0]).toEqual(["superseded"]));
     await serving.withdraw(temp.ws, "srv", where);
     await refreshing;
     expect(closes).toEqual([["superseded", "now"], ["now"]]);

@@ -10,6 +10,7 @@ import type { EventDraft } from "../../../../src/platform/conversations/model.ts
 import { PartitionIndex } from "../../../../src/platform/conversations/partition-index.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
+import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -68,9 +69,9 @@ describe("the conversation indexes in memory", () => {
     for (const ownerId of owners) {
       before.set(ownerId, (await answers(store, ownerId, words.get(ownerId) ?? [])).hits);
       // Within the budget, but for the one in use, whatever it costs.
-      await vi.waitFor(() => expect(store.indexes.loadedBytes).toBeLessThanOrEqual(budget + 2 * 1024 * 1024));
+      await eventually(() => expect(store.indexes.loadedBytes).toBeLessThanOrEqual(budget + 2 * 1024 * 1024));
     }
-    await vi.waitFor(() => expect(store.indexes.loadedPartitions).toBeLessThanOrEqual(3));
+    await eventually(() => expect(store.indexes.loadedPartitions).toBeLessThanOrEqual(3));
     // Dropped ones were saved first: they come back from their snapshot, with no log read.
     for (const ownerId of owners) {
       const again = await answers(store, ownerId, words.get(ownerId) ?? []);
@@ -171,7 +172,7 @@ describe("the conversation indexes in memory", () => {
     expect(store.indexes.loadedPartitions).toBe(1);
 
     await time.advance(CONVERSATION_INDEX_IDLE_MS);
-    await vi.waitFor(() => expect(store.indexes.loadedPartitions).toBe(0));
+    await eventually(() => expect(store.indexes.loadedPartitions).toBe(0));
     const snapshot = join(temp.layout.partition("conversations").ownerDir(temp.ws, owner(1)), SNAPSHOT_FILE);
     expect((await stat(snapshot)).size).toBeGreaterThan(0);
     expect(await answers(store, owner(1), [word])).toEqual({ logsRead: 0, hits: first.hits });

@@ -1,6 +1,6 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import type { AuditAppender } from "../../../../src/platform/connections/call-audit.ts";
 import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
@@ -16,6 +16,7 @@ import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { McpSource } from "../../../../src/sources/mcp-source.ts";
 import type { CallContext } from "../../../../src/sources/router.ts";
 import { splitToolName } from "../../../../src/sources/tool-names.ts";
+import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { startRemoteServer } from "../../../helpers/remote-server.ts";
@@ -226,7 +227,7 @@ describe("a run whose tool stops answering", () => {
       await time.advance(60_000);
       await expectTimedOutAtItsLimit(tasks, task);
       // The gate hears the cancel: the call settles at once, freeing the slot.
-      await vi.waitFor(() => expect(tasks.inFlight(task.id)).toBe(0));
+      await eventually(() => expect(tasks.inFlight(task.id)).toBe(0));
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => (silent ? silent.close(() => resolve()) : resolve()));

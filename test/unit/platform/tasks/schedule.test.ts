@@ -1,4 +1,4 @@
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { everyLeaseLocal } from "../../../../src/kernel/leases.ts";
 import { Scheduler } from "../../../../src/kernel/scheduler.ts";
 import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
@@ -13,6 +13,7 @@ import {
 } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
+import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { taskRecord } from "../../../helpers/task-records.ts";
@@ -334,7 +335,7 @@ describe("a fire racing a graceful stop", () => {
         return next;
       };
       await time.advance(30 * 60_000);
-      await vi.waitFor(() => expect(stopped).toBeDefined());
+      await eventually(() => expect(stopped).toBeDefined());
       await stopped;
       expect(called).toEqual([]);
 

@@ -1,0 +1,13 @@
+import { vi } from "vitest";
+
+/**
+ * `vi.waitFor` with room for a loaded machine. Its default gives up after one second, and a check
+ * that is only slow (a suite sharing two cores with other suites) then fails though nothing is
+ * wrong. A check that never comes true still fails, after `timeout`.
+ */
+export function eventually<T>(
+  check: () => T | Promise<T>,
+  options: { timeout?: number; interval?: number } = {},
+): Promise<T> {
+  return vi.waitFor(check, { timeout: 15_000, ...options });
+}
