@@ -51,7 +51,14 @@ export function archiveChores(
   return [
     {
       name: "archived workspaces",
-      run: async () => void (await purgeExpiredArchives({ ...retention, retentionMs })),
+      run: async () => {
+        const { stopped } = await purgeExpiredArchives({ ...retention, retentionMs });
+        if (stopped === undefined) return;
+        retention.log.warn(
+          { notReached: stopped.expired.map(({ name }) => name).concat(stopped.cutShort) },
+          "archived workspaces' removal stopped: the instance lock is no longer this process's",
+        );
+      },
     },
   ];
 }

@@ -340,6 +340,9 @@ async function startLocked(
           releasers: archiveReleasers(options.apps ?? PLATFORM_APPS, { layout, credentials }),
           cause: "past storage.archiveRetentionDays",
           log,
+          // A round under way when the root is taken over goes no further than the archive it is
+          // removing: the heartbeat's stop comes up to a beat later (ADR 0146).
+          mayWrite: () => lock.stillHeld(),
         }),
       ],
       log,

@@ -1,9 +1,13 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import type { PlatformApp } from "../../src/platform/app.ts";
+import { AppTools } from "../../src/platform/app-tools.ts";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import { takeOver } from "../helpers/lock-takeover.ts";
 import { startRemoteServer } from "../helpers/remote-server.ts";
 
 // storage.archiveRetentionDays (ADR 0113): housekeeping removes an archived workspace once it is
@@ -104,5 +108,56 @@ describe("storage.archiveRetentionDays", { timeout: 120_000 }, () => {
       `/v1/workspaces/${kept}/connections/gh/tools/refresh`,
     );
     expect(refreshed.status).toBe(200);
+  });
+
+  it("stops a round under way once another process has taken the root over, past the archive it is removing", async ({
+    onTestFinished,
+  }) => {
+    const time = new FakeTime();
+    const { log, lines } = capturingLogger();
+    let lockPath = "";
+    // Another process takes the root over while the first archive's release runs, as if this one
+    // had been frozen past the stale bound there.
+    const released: string[] = [];
+    const frozenOnce: PlatformApp = {
+      name: "frozen",
+      start: () => ({ tools: new AppTools("frozen") }),
+      archiveReleaser: () => async (workspaceId) => {
+        released.push(workspaceId);
+        if (released.length === 1) await takeOver(lockPath);
+        return [];
+      },
+    };
+    const atrium = await startTestAtrium({
+      clock: time.clock,
+      timers: time.timers,
+      log,
+      apps: [...PLATFORM_APPS, frozenOnce],
+      sections: { storage: { root: "./data", archiveRetentionDays: 30 } },
+    });
+    onTestFinished(async () => {
+      await atrium.close();
+      await rm(atrium.dir, { recursive: true, force: true });
+    });
+    lockPath = join(atrium.root, "_instance", "instance.lock");
+    for (const name of ["first", "second", "third"]) {
+      const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name });
+      const ws = ((await created.json()) as { id: string }).id;
+      expect((await atrium.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);
+      time.jump(1000);
+    }
+    // Oldest first, as the purge takes them (by the instant in the name).
+    const byAge = (await archived(atrium)).sort((a, b) => Number(a.split("-")[1]) - Number(b.split("-")[1]));
+    const rest = byAge.slice(1);
+
+    time.jump(31 * DAY_MS);
+    await time.advance(61 * 60 * 1000);
+    const stopped = () =>
+      lines.filter((line) => String(line.msg).startsWith("archived workspaces' removal stopped"));
+    await expect.poll(() => stopped().length).toBeGreaterThan(0);
+    expect(stopped()[0]).toMatchObject({ notReached: rest });
+    // The archive whose removal had begun is finished; none after it is released or touched.
+    expect(released).toHaveLength(1);
+    expect((await archived(atrium)).sort()).toEqual([...rest].sort());
   });
 });
