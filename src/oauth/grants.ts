@@ -1,4 +1,5 @@
 import { equalSecrets, hashSecret } from "../crypto/secrets.ts";
+import { forEachAtMost } from "../kernel/at-most.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -20,6 +21,8 @@ import { graceAnswer, sealSuccessor } from "./refresh-grace.ts";
 
 /** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
 const MAX_PREVIOUS_REFRESH_HASHES = 100;
+/** revokeWhere's writes: an archive revokes all of a workspace's grants, a few files at a time. */
+const REVOCATION_WRITES_AT_ONCE = 8;
 /**
  * How many live grants one person holds; a new one past it revokes their least recently used
  * (ADR 0089). Without it one account could make grants without end, each a file every scan read.
@@ -346,14 +349,21 @@ export class Grants {
    * member's refresh token kept rotating, and re-adding them revived the old grant without
    * new consent (test/integration/leaving.test.ts). Matched by workspace id, never by URL: a
    * grant made under an earlier public URL is the workspace's all the same. Reads only the
-   * matching records (the index). Returns how many grants it revoked.
+   * matching records (the index). All are refused before any is written, and each is written
+   * whatever another's write did, the first failure thrown at the end: awaited in turn, one that
+   * failed left the person's later grants live (test/integration/members-unflushed-write.test.ts
+   * "every grant of the person is refused"). Returns how many grants it revoked.
    */
   async revokeWhere(match: { principalId?: string; workspaceId?: string }): Promise<number> {
     if (match.principalId === undefined && match.workspaceId === undefined) {
       throw new Error("revokeWhere needs a person or a workspace; it never revokes every grant.");
     }
     const ids = this.index.matching(match);
-    for (const id of ids) await this.revoke(id);
+    for (const id of ids) {
+      this.revoked.add(id);
+      this.index.remove(id);
+    }
+    await forEachAtMost(ids, REVOCATION_WRITES_AT_ONCE, (id) => this.revoke(id));
     return ids.length;
   }
 

@@ -174,6 +174,21 @@ describe("a removal whose grants' revocation fails once it has landed", () => {
     await addMember(rest, "alice", ws, "bob", { principalId: bob.id });
     expect((await refresh(tokens)).status).toBe(400);
   });
+
+  it("every grant of the person is refused once the first write fails, also once they are re-added", async () => {
+    const ws = await newWorkspace();
+    const first = await bobConnects(ws);
+    const second = await obtainTokens(t, "bob", ws);
+    // Before, the first failed write stopped the revocations: the second grant was never refused.
+    expect(await removeBobWhileGrantWritesFail(ws)).toBe(500);
+    // Re-added within the access tokens' lifetime, before any housekeeping.
+    await addMember(rest, "alice", ws, "bob", { principalId: bob.id });
+    const answers = [
+      (await mcpPost(t, ws, first.access_token, listTools)).status,
+      (await mcpPost(t, ws, second.access_token, listTools)).status,
+    ];
+    expect(answers).toEqual([401, 401]);
+  });
 });
 
 function refresh(tokens: Tokens & { clientId: string }): Promise<Response> {
