@@ -10,14 +10,16 @@
  * grants and an archived workspace's grants outlived the change
  * (test/integration/members-unflushed-write.test.ts, users-unflushed-write.test.ts,
  * archive-unflushed-write.test.ts). Outside the store's lock: an acceptance holds an invitation's
- * key while it waits for that lock, and `ends` takes invitations' keys. A failure of `ends` is the
- * request's 500; what it left is refused meanwhile and finished by the retry or by housekeeping
- * (ADR 0148).
+ * key while it waits for that lock, and `ends` takes invitations' keys. `ends` answers each thing
+ * that ends, and every one runs whatever another did: run in turn, a failed grants' revocation
+ * skipped the sent invitations' (test/integration/members-unflushed-write.test.ts "the invitations
+ * the removed admin sent end all the same"). The first failure is the request's 500; what it left
+ * is refused meanwhile and finished by the retry or by housekeeping (ADR 0148).
  */
 export async function writeThenEnd<T>(
   write: () => Promise<T>,
   shown: () => boolean,
-  ends: (done: boolean) => Promise<void>,
+  ends: (done: boolean) => readonly (() => unknown)[],
 ): Promise<T | undefined> {
   const shownBefore = shown();
   let written: { value: T } | { error: unknown };
@@ -27,7 +29,9 @@ export async function writeThenEnd<T>(
     written = { error };
   }
   const done = "value" in written || (!shownBefore && shown());
-  await ends(done);
+  const ended = await Promise.allSettled(ends(done).map(async (end) => end()));
+  const failed = ended.find((outcome) => outcome.status === "rejected");
+  if (failed) throw failed.reason;
   if ("error" in written && !done) throw written.error;
   return "value" in written ? written.value : undefined;
 }

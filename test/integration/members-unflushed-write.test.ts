@@ -189,6 +189,16 @@ describe("a removal whose grants' revocation fails once it has landed", () => {
     ];
     expect(answers).toEqual([401, 401]);
   });
+
+  it("the invitations the removed admin sent end all the same: re-added as admin, they are not back", async () => {
+    const ws = await newWorkspace();
+    await addMember(rest, "alice", ws, "bob", { principalId: bob.id }, "admin");
+    await obtainTokens(t, "bob", ws);
+    const bobs = await invite(rest, "bob", ws, { principalId: dave.id });
+    expect(await removeBobWhileGrantWritesFail(ws)).toBe(500);
+    await addMember(rest, "alice", ws, "bob", { principalId: bob.id }, "admin");
+    expect(await accept("dave", bobs.id)).toBe(404);
+  });
 });
 
 function refresh(tokens: Tokens & { clientId: string }): Promise<Response> {

@@ -98,3 +98,29 @@ describe("a reactivation whose profile write lands but whose folder flush fails"
     expect((await t.rest("erin", "GET", "/v1/workspaces")).status).toBe(200);
   });
 });
+
+describe("a deactivation whose grants' revocation fails", () => {
+  it("is 500, and still ends the invitations they sent and their open streams", async () => {
+    const gina = testPrincipal("gina");
+    await t.rest("gina", "GET", "/v1/workspaces");
+    await addMember(rest, "alice", ws, "gina", { principalId: gina.id }, "admin");
+    await obtainTokens(t, "gina", ws);
+    const ginas = await invite(rest, "gina", ws, { principalId: dave.id });
+    const events = await t.rest("gina", "GET", `/v1/workspaces/${ws}/events`);
+    const stream = new SseReader(events);
+    await stream.next();
+    const families = join(t.root, "_instance", "oauth", "families");
+    let status = 0;
+    await journalDuring(
+      async () => {
+        status = (await t.rest("orgadmin-olga", "POST", `/v1/users/${gina.id}/deactivate`)).status;
+      },
+      { sync: (path) => (path.startsWith(`${families}/`) ? eio() : undefined) },
+    );
+    // Before, the revocations ran in turn: the grants' failure skipped the rest.
+    expect(status).toBe(500);
+    expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${gina.id}/reactivate`)).status).toBe(200);
+    expect(await accept("dave", ginas.id)).toBe(404);
+    expect(await stream.rest()).toEqual([]);
+  });
+});

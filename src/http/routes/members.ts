@@ -49,9 +49,10 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
       () => roleNow() === role,
       // A demoted admin's pending invitations go with the role (ADR 0069); whoever the index says
       // is no admin after a write that failed sends none either.
-      async (done) => {
-        if (done ? role !== "admin" : roleNow() !== "admin") await deps.invitations.revokeSentBy(target, id);
-      },
+      (done) =>
+        (done ? role !== "admin" : roleNow() !== "admin")
+          ? [() => deps.invitations.revokeSentBy(target, id)]
+          : [],
     );
     return c.json(await view(ws ?? indexed(deps, id)));
   });
@@ -90,11 +91,13 @@ export async function removeMember(
   await writeThenEnd(
     () => deps.workspaces.removeMember(workspaceId, principalId, by),
     gone,
-    async (done) => {
-      if (!done && !gone()) return;
-      await grants.revokeWhere({ principalId, workspaceId });
-      await deps.invitations.revokeSentBy(principalId, workspaceId);
-    },
+    (done) =>
+      !done && !gone()
+        ? []
+        : [
+            () => grants.revokeWhere({ principalId, workspaceId }),
+            () => deps.invitations.revokeSentBy(principalId, workspaceId),
+          ],
   );
 }
 

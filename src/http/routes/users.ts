@@ -27,15 +27,17 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
     const written = await writeThenEnd(
       () => deps.users.setDeactivated(target, true),
       deactivated,
-      async (done) => {
-        if (!done && !deactivated()) return;
-        // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
-        await grants.revokeWhere({ principalId: target });
-        // The invitations they sent end too: they no longer speak for any workspace (ADR 0069).
-        await deps.invitations.revokeSentBy(target);
-        // Their open event streams end now, in every workspace, not at their next request.
-        deps.eventLog.closePerson(target);
-      },
+      (done) =>
+        !done && !deactivated()
+          ? []
+          : [
+              // Every grant they gave ends: reactivation restores the person, not their clients' tokens.
+              () => grants.revokeWhere({ principalId: target }),
+              // The invitations they sent end too: they no longer speak for any workspace (ADR 0069).
+              () => deps.invitations.revokeSentBy(target),
+              // Their open event streams end now, in every workspace, not at their next request.
+              () => deps.eventLog.closePerson(target),
+            ],
     );
     const profile = written ?? (await known(deps, target));
     // Each workspace they belong to hears it (its inbox records it: platform/notifications/app.ts).
@@ -57,7 +59,7 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
     const written = await writeThenEnd(
       () => deps.users.setDeactivated(target, false),
       () => !deps.users.isDeactivated(target),
-      async () => undefined,
+      () => [],
     );
     return c.json(written ?? (await known(deps, target)));
   });

@@ -56,14 +56,16 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     await writeThenEnd(
       () => deps.workspaces.archive(id, c.get("principal").id),
       gone,
-      async (done) => {
-        if (!done && !gone()) return;
-        deps.eventLog.closeWorkspace(id);
-        await deps.registries.evict(id);
-        // Nobody can join or use it any more: its invitations and everyone's grants for it end.
-        await deps.invitations.revokeAll(id);
-        await grants.revokeWhere({ workspaceId: id });
-      },
+      (done) =>
+        !done && !gone()
+          ? []
+          : [
+              () => deps.eventLog.closeWorkspace(id),
+              () => deps.registries.evict(id),
+              // Nobody can join or use it any more: its invitations and everyone's grants for it end.
+              () => deps.invitations.revokeAll(id),
+              () => grants.revokeWhere({ workspaceId: id }),
+            ],
     );
     return c.body(null, 204);
   });
