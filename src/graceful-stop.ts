@@ -59,9 +59,10 @@ export interface StopParts extends BuiltParts {
   endpoint: McpEndpoint;
   /**
    * Writes what only memory holds (a registered client's use whose write failed, ADR 0137), once
-   * the requests are done and before the root is let go; best effort, it throws nothing.
+   * the requests are done and before the root is let go; best effort, it throws nothing. It starts
+   * no write once `signal` is aborted, as it is before the root is let go.
    */
-  lastWrites(): Promise<void>;
+  lastWrites(signal: AbortSignal): Promise<void>;
   drain: HttpDrain;
   eventLog: WorkspaceEventLog;
   lock: InstanceLock;
@@ -80,12 +81,14 @@ export interface StopParts extends BuiltParts {
 export function gracefulStop(parts: StopParts): () => Promise<void> {
   const { scheduler, apps, drain, clock, timers, log } = parts;
   let closing: Promise<void> | undefined;
+  let forced = false;
   let forceStop: () => void = () => undefined;
   const stopForced = new Promise<void>((resolve) => {
     forceStop = resolve;
   });
   return () => {
     if (closing) {
+      forced = true;
       drain.force();
       forceStop();
       return closing;
@@ -128,13 +131,21 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       await parts.endpoint.close();
       // Memory does not outlive the process: what only it holds is written while the root is
       // still this process's, for LAST_WRITES_MS at most and not at all after a second signal
-      // (test/integration/oauth-client-sweep.test.ts "a use whose write failed").
-      const lastWritten = await settledBefore(
-        parts.lastWrites().catch((error: unknown) => log.error({ err: error }, "the last writes failed")),
-        LAST_WRITES_MS,
-        stopForced,
-        timers,
-      );
+      // (test/integration/oauth-client-sweep.test.ts "a use whose write failed"). Aborted before
+      // the lock goes, so no write starts once a next process may own the root: only waiting was
+      // bounded, and a second signal still started them (test/unit/graceful-stop.test.ts).
+      const lastWrites = new AbortController();
+      const lastWritten =
+        !forced &&
+        (await settledBefore(
+          parts
+            .lastWrites(lastWrites.signal)
+            .catch((error: unknown) => log.error({ err: error }, "the last writes failed")),
+          LAST_WRITES_MS,
+          stopForced,
+          timers,
+        ));
+      lastWrites.abort();
       if (!lastWritten) {
         log.warn(
           { waitedMs: LAST_WRITES_MS },

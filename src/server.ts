@@ -364,7 +364,7 @@ async function startLocked(
       close: gracefulStop({
         ...built,
         endpoint,
-        lastWrites: () => oauth.clients.writeRememberedUses(),
+        lastWrites: (signal) => oauth.clients.writeRememberedUses(signal),
         drain,
         eventLog,
         lock,

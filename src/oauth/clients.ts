@@ -173,15 +173,19 @@ export class ClientRegistry {
    * graceful stop: memory does not outlive the process, and the next one would judge a client
    * used only then by the older stamp on disk, and could sweep it as unused. Best effort, once:
    * a use that cannot be written now either is logged and goes with the process. A use already
-   * on disk as late, or a client deleted since, needs no write.
+   * on disk as late, or a client deleted since, needs no write. None starts once `signal` is
+   * aborted: the stop lets the root go then, and a next process may own it.
    */
-  async writeRememberedUses(): Promise<void> {
+  async writeRememberedUses(signal: AbortSignal): Promise<void> {
     for (const id of [...this.unwrittenUses.keys()]) {
+      if (signal.aborted) return;
       try {
         await this.locks.run(id, async () => {
           const usedAt = this.unwrittenUses.get(id);
           if (usedAt === undefined) return;
           const stored = await this.read(id);
+          // Aborted during the read or the wait for the key: the root may be another process's.
+          if (signal.aborted) return;
           const written = stored && lastUseOf(stored);
           if (stored && (written === undefined || written < usedAt)) {
             await this.records.put(id, { ...stored, lastUsedAt: usedAt });

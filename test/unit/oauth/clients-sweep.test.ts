@@ -314,3 +314,30 @@ describe("recording a client's use", () => {
     expect(await sweeping).toEqual([]);
   });
 });
+
+describe("the stop's writes of uses kept in memory", () => {
+  it("start none once the stop aborts them: the uses left are not written", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await clients.register(NATIVE)).client_id);
+    const registered = await Promise.all(ids.map((id) => readFile(fileOf(id), "utf8")));
+    clock.advance(DAY_MS);
+    // Both uses fail to be written, so only memory holds them.
+    const put = JsonRecords.prototype.put;
+    const full = () => Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    const puts = vi
+      .spyOn(JsonRecords.prototype, "put")
+      .mockRejectedValueOnce(full())
+      .mockRejectedValueOnce(full());
+    for (const id of ids) await clients.find(id, CALLER);
+    // The stop's bound passes while the first is written: the lock goes, and the second must not follow.
+    const stop = new AbortController();
+    puts.mockImplementation(async function (this: JsonRecords<unknown>, key: string, record: unknown) {
+      await put.call(this, key, record);
+      stop.abort();
+    });
+    await clients.writeRememberedUses(stop.signal);
+    const [first, second] = ids as [string, string];
+    expect(JSON.parse(await readFile(fileOf(first), "utf8")).lastUsedAt).toBe(clock());
+    expect(await readFile(fileOf(second), "utf8")).toBe(registered[1]);
+  });
+});

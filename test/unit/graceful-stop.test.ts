@@ -1,0 +1,86 @@
+import { expect, it } from "vitest";
+import { gracefulStop, type StopParts } from "../../src/graceful-stop.ts";
+import { capturingLogger } from "../helpers/atrium.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
+import { gate } from "../helpers/gate.ts";
+
+// ADR 0137 (amended): the stop writes what only memory holds before it lets the root go, for
+// LAST_WRITES_MS at most and not at all after a second signal. Waiting alone was bounded: the
+// writes started after a second signal too, and went on past the bound while the lock was
+// released, so a next process could own the root while this one wrote in it.
+
+/** A stop whose parts record what happens; `lastWrites` and the drain are the test's to give. */
+function stopParts(
+  events: string[],
+  overrides: Pick<StopParts, "lastWrites" | "drain"> & Partial<StopParts>,
+): StopParts {
+  const time = new FakeTime();
+  return {
+    scheduler: { stop: async () => undefined, runningJobs: () => [] },
+    apps: [],
+    registries: { close: async () => undefined },
+    endpoint: { close: async () => undefined },
+    eventLog: { closeAll: () => undefined },
+    lock: { release: async () => void events.push("lock released") },
+    drainSeconds: 30,
+    clock: time.clock,
+    timers: time.timers,
+    log: capturingLogger().log,
+    ...overrides,
+  } as unknown as StopParts;
+}
+
+it("after a second signal the last writes never start, and the lock is released", async () => {
+  const events: string[] = [];
+  const drained = gate();
+  const stop = gracefulStop(
+    stopParts(events, {
+      lastWrites: async () => void events.push("last writes started"),
+      drain: {
+        inFlight: () => 1,
+        drain: async () => {
+          await drained.promise;
+          return { finished: 1, cutOff: 0 };
+        },
+        force: () => drained.open(),
+      } as unknown as StopParts["drain"],
+    }),
+  );
+  const first = stop();
+  // The operator asks again while requests still drain.
+  const second = stop();
+  await Promise.all([first, second]);
+  expect(events).toEqual(["lock released"]);
+});
+
+it("last writes past their bound are aborted before the lock is released", async () => {
+  const events: string[] = [];
+  const time = new FakeTime();
+  const started = gate();
+  let signal: AbortSignal | undefined;
+  const stop = gracefulStop(
+    stopParts(events, {
+      clock: time.clock,
+      timers: time.timers,
+      // A hung disk: the writes never end by themselves.
+      lastWrites: (given) => {
+        signal = given;
+        started.open();
+        return new Promise<void>(() => undefined);
+      },
+      drain: {
+        inFlight: () => 0,
+        drain: async () => ({ finished: 0, cutOff: 0 }),
+        force: () => undefined,
+      } as unknown as StopParts["drain"],
+      lock: {
+        release: async () => void events.push(`lock released, writes aborted: ${signal?.aborted}`),
+      } as unknown as StopParts["lock"],
+    }),
+  );
+  const stopped = stop();
+  await started.promise;
+  await time.advance(2_000);
+  await stopped;
+  expect(events).toEqual(["lock released, writes aborted: true"]);
+});
