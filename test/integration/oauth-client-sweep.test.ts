@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import { journalDuring } from "../helpers/fs-journal.ts";
 import {
   authorize,
   obtainTokens,
@@ -11,7 +12,6 @@ import {
   sessionCookie,
   tokenRequest,
 } from "../helpers/oauth.ts";
-import { refuseNewEntries } from "../helpers/unwritable-folder.ts";
 
 // ADR 0137: the hourly housekeeping deletes registered clients that hold no live grant and have
 // not been used for 30 days; their client_id then gets invalid_client at the token endpoint and
@@ -74,6 +74,18 @@ describe("housekeeping sweeps registered clients", { timeout: 60_000 }, () => {
 describe("a use whose write failed", { timeout: 60_000 }, () => {
   const NOT_RECORDED =
     "a registered oauth client's last use could not be recorded; its next lookup tries again";
+  /**
+   * `work` with every write of a client record failing, as a disk's error does: the new file's
+   * flush fails, so it is never renamed into place. Not a read-only folder: for root that took
+   * `chattr +i`, refused without CAP_LINUX_IMMUTABLE (Docker's default), and the tests failed.
+   */
+  const withClientWritesFailing = (folder: string, work: () => Promise<unknown>) =>
+    journalDuring(work, {
+      sync: (path) =>
+        path.startsWith(`${folder}/`)
+          ? Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" })
+          : undefined,
+    });
 
   it("is written by the graceful stop, so the next process does not sweep a client used then", async ({
     onTestFinished,
@@ -86,14 +98,11 @@ describe("a use whose write failed", { timeout: 60_000 }, () => {
     const folder = join(first.root, "_instance", "oauth", "clients");
     time.jump(2 * DAY_MS);
     const usedAt = time.clock();
-    // The disk refuses the use's write (a folder gone read-only); the request still gets its client.
-    const undo = await refuseNewEntries(folder);
-    try {
+    // The disk refuses the use's write; the request still gets its client.
+    await withClientWritesFailing(folder, async () => {
       expect(await first.atrium.oauth.clients.find(id, "127.0.0.1")).toMatchObject({ client_id: id });
-      expect(lines.filter((line) => line.msg === NOT_RECORDED)).toHaveLength(1);
-    } finally {
-      await undo();
-    }
+    });
+    expect(lines.filter((line) => line.msg === NOT_RECORDED)).toHaveLength(1);
 
     await first.close();
     // Before, the use lived only in memory and was lost here: the record kept its registration.
@@ -116,13 +125,10 @@ describe("a use whose write failed", { timeout: 60_000 }, () => {
     const id = (await registerClient(t)).client_id;
     const folder = join(t.root, "_instance", "oauth", "clients");
     time.jump(2 * DAY_MS);
-    const undo = await refuseNewEntries(folder);
-    try {
+    await withClientWritesFailing(folder, async () => {
       await t.atrium.oauth.clients.find(id, "127.0.0.1");
       await t.close();
-    } finally {
-      await undo();
-    }
+    });
     expect(
       lines.filter((line) => String(line.msg).includes("could not be written at the stop either")),
     ).toEqual([expect.objectContaining({ clientId: id })]);
