@@ -1,5 +1,6 @@
 import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { type PinnedFolder, pinFolder } from "../../storage/no-follow.ts";
 import { spelledOut } from "../../text.ts";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
@@ -12,7 +13,13 @@ interface Kept {
 
 /** One read of a scope folder through the cache: parse each file it meets, then end it. */
 export interface FolderRead {
-  parse(path: string, scope: SkillScope, provenance: Provenance | undefined): Promise<Skill>;
+  /** `within`: the scope folder as the read pinned it (readSkillDir). */
+  parse(
+    path: string,
+    scope: SkillScope,
+    provenance: Provenance | undefined,
+    within: PinnedFolder,
+  ): Promise<Skill>;
   /** Keeps the parses this read met, and only those. */
   end(): void;
 }
@@ -46,14 +53,14 @@ export class SkillFileCache {
     const last = this.folders.get(dir);
     const met = new Map<string, Kept>();
     return {
-      parse: async (path, scope, provenance) => {
+      parse: async (path, scope, provenance, within) => {
         // Never followed (adr/0139): a linked SKILL.md is refused, its target not even stat'ed.
         const info = await lstat(path);
         refuseUnreadable(path, info);
         const stamp = `${info.size}:${info.mtimeMs}:${info.ctimeMs}:${info.ino}:${scope}:${provenance ?? ""}`;
         let kept = last?.get(path);
         if (kept?.stamp !== stamp) {
-          const text = await readSkillFile(path, dir);
+          const text = await readSkillFile(path, within);
           if (text === undefined) throw Object.assign(new Error(`${path} is gone`), { code: "ENOENT" });
           kept = { stamp, outcome: tryParse(text, scope, provenance) };
         }
@@ -114,13 +121,20 @@ async function readFolder(
     problems.push({ scope, name: spelledOut(name), message: spelledOut(message) });
   // A workspace's or a person's skills folder is Atrium's own, never a link to follow; an org or
   // platform one is the operator's configured place, which may be (adr/0139).
-  if ((scope === "workspace" || scope === "user") && (await isSymlink(dir))) {
+  const atriumsOwn = scope === "workspace" || scope === "user";
+  if (atriumsOwn && (await isSymlink(dir))) {
     report(basename(dir), SCOPE_SYMLINKED);
     return { skills, problems };
   }
   let entries: import("node:fs").Dirent[];
+  let within: PinnedFolder;
   try {
     entries = await readdir(dir, { withFileTypes: true });
+    if (entries.length === 0) return { skills, problems };
+    // Pinned once per read, before any SKILL.md is read: each is read below the folder as it is
+    // then, never through a link it is swapped for, or an operator's link retargeted to,
+    // meanwhile (adr/0145). An empty folder costs no more look-ups than it did.
+    within = await pinFolder(dir, !atriumsOwn);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { skills, problems };
@@ -151,7 +165,7 @@ async function readFolder(
     const path = join(dir, entry.name, SKILL_FILE);
     let skill: Skill;
     try {
-      skill = await files.parse(path, scope, provenance);
+      skill = await files.parse(path, scope, provenance, within);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       const message = code ? `no readable ${SKILL_FILE} in the folder` : (error as Error).message;

@@ -2,7 +2,12 @@ import type { Stats } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { basename } from "node:path";
 import { AtriumError } from "../../errors.ts";
-import { type OpenedFile, openFileBelow } from "../../storage/no-follow.ts";
+import {
+  type NotOpened,
+  type OpenedFile,
+  openFileBelow,
+  type PinnedFolder,
+} from "../../storage/no-follow.ts";
 
 /** A skill's file in its folder. */
 export const SKILL_FILE = "SKILL.md";
@@ -70,16 +75,29 @@ export const THROUGH_LINK_REFUSED =
   "is reached through a folder that is a symlink, which Atrium does not follow: put the folder itself in its place";
 
 /**
+ * Why a file with a second name (a hard link) is not read: the other name may be anywhere on its
+ * file system, a file the folder's review and permissions do not cover, and nothing tells which.
+ */
+export const HARD_LINK_REFUSED =
+  "is a hard link (the file has another name, which may be outside this folder), which Atrium does not read: put a copy of the file itself in its place";
+
+const REFUSED: Record<Exclude<NotOpened["why"], "not_regular">, string> = {
+  symlink: SYMLINK_REFUSED,
+  through_symlink: THROUGH_LINK_REFUSED,
+  hard_link: HARD_LINK_REFUSED,
+};
+
+/**
  * The one reader of a SKILL.md or a saved version below scope folder `within`: its text, or
- * `undefined` when there is none. Anything but a regular file (a FIFO, a device, a folder, a
- * symlink) is refused without reading: reading a FIFO blocks a thread of the pool until someone
- * writes to it, so a request never answered and boot recovery would hang (adr/0082), and a
- * symlink is never followed, whatever it points to, nor a folder on the way that is one
- * (adr/0139). It is opened as openSkillFile does.
+ * `undefined` when there is none. Anything but a regular file with one name (a FIFO, a device, a
+ * folder, a symlink, a hard link) is refused without reading: reading a FIFO blocks a thread of
+ * the pool until someone writes to it, so a request never answered and boot recovery would hang
+ * (adr/0082), and a symlink is never followed, whatever it points to, nor a folder on the way
+ * that is one (adr/0139, 0145). It is opened as openSkillFile does.
  */
 export async function readSkillFile(
   path: string,
-  within: string,
+  within: string | PinnedFolder,
   maxBytes = MAX_SKILL_FILE_BYTES,
 ): Promise<string | undefined> {
   const opened = await openSkillFile(path, within);
@@ -97,13 +115,17 @@ export async function readSkillFile(
  * that follows no link (openFileBelow: never blocking, never through a symlink at the last step or
  * through a folder on the way swapped for one after the listing, such as a bundled file's
  * `references/` or the skill folder itself); undefined when nothing is there. What it refuses is
- * a SkillFileRefused saying what to do.
+ * a SkillFileRefused saying what to do. `within` is pinned at this open, or by the caller that
+ * checked it (a listing of a scope folder pins it once for all its files: skill-dirs.ts).
  */
-export async function openSkillFile(path: string, within: string): Promise<OpenedFile | undefined> {
+export async function openSkillFile(
+  path: string,
+  within: string | PinnedFolder,
+): Promise<OpenedFile | undefined> {
   const opened = await openFileBelow(path, within);
   if (opened === undefined || !("why" in opened)) return opened;
   if (opened.why === "not_regular") throw notRegular(path, opened.info);
-  throw new SkillFileRefused(path, opened.why === "symlink" ? SYMLINK_REFUSED : THROUGH_LINK_REFUSED);
+  throw new SkillFileRefused(path, REFUSED[opened.why]);
 }
 
 /** Whether `path` is a symlink itself (lstat: never followed); false when nothing is there. */

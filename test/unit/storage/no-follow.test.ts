@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +8,8 @@ import { makeFifo } from "../../helpers/fifo.ts";
 
 // What reads below a folder an operator or member can change follows no link, and checks the
 // file it opened is the one asked for: a folder on the way swapped for a link after its caller
-// checked it is not read through (ADR 0145).
+// checked it is not read through, nor the reader's own folder, nor a file with a second name
+// (ADR 0145).
 
 // node:fs/promises as a mutable object, as test/unit/platform/skills/skill-file.test.ts hooks it.
 const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
@@ -55,11 +56,13 @@ async function withoutProc<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
+const PROC_OR_NOT = [
+  ["with /proc", (work: () => Promise<unknown>) => work()],
+  ["without /proc", withoutProc],
+] as const;
+
 describe("NoFollowReader", () => {
-  it.each([
-    ["with /proc", (work: () => Promise<unknown>) => work()],
-    ["without /proc", withoutProc],
-  ])(
+  it.each(PROC_OR_NOT)(
     "refuses a file reached through a folder swapped for a link after isFolder accepted it (%s)",
     async (_, as) => {
       const reader = new NoFollowReader(top);
@@ -74,6 +77,63 @@ describe("NoFollowReader", () => {
       ]);
     },
   );
+
+  it.each([
+    ["a looping link (ELOOP)", "gh"],
+    ["a link to a file (ENOTDIR)", join("..", "..", "a-file")],
+  ])(
+    "notes a file reached through a folder swapped for %s after foldersIn listed it, rather than throwing",
+    async (_, target) => {
+      // It threw out of the release, which failed the whole archive ("not removed", every pass).
+      await writeFile(join(top, "a-file"), "NOT-A-FOLDER");
+      const reader = new NoFollowReader(top);
+      const servers = join(top, "a", "servers");
+      const [folder] = await reader.foldersIn(servers);
+      await rm(join(servers, "gh"), { recursive: true });
+      await symlink(target, join(servers, "gh"));
+      const record = join(folder ?? "", "record.json");
+      await expect(reader.readText(record)).resolves.toBeUndefined();
+      expect(reader.leftAlone).toEqual([
+        `${record}: reached through a folder that is a symbolic link, never followed`,
+      ]);
+    },
+  );
+
+  it.each(PROC_OR_NOT)(
+    "reads nothing once its own folder, seen to be a real folder, is swapped for a link (%s)",
+    async (_, as) => {
+      // As `_archive/` itself is to an archive release: its caller checked it is a real folder.
+      const reader = new NoFollowReader(join(top, "a"));
+      const servers = join(top, "a", "servers");
+      expect(await reader.isFolder(servers)).toBe(true);
+      const [folder] = await reader.foldersIn(servers);
+      await swapForLink();
+      const record = join(folder ?? "", "record.json");
+      expect(await as(() => reader.readText(record))).toBeUndefined();
+      expect(reader.leftAlone).toEqual([
+        `${record}: reached through a folder that is a symbolic link, never followed`,
+      ]);
+    },
+  );
+
+  it("notes a folder it is given that is a link, and reads nothing below it", async () => {
+    const linkedTop = join(outside, "top");
+    await symlink(top, linkedTop);
+    const reader = new NoFollowReader(linkedTop);
+    expect(await reader.isFolder(join(linkedTop, "a", "servers"))).toBe(false);
+    expect(await reader.readText(join(linkedTop, "a", "servers", "gh", "record.json"))).toBeUndefined();
+    expect(reader.leftAlone).toEqual([`${linkedTop}: a symbolic link, never followed`]);
+  });
+
+  it("notes a file with a second name outside its folder, and reads it not", async () => {
+    const record = join(top, "a", "servers", "gh", "other.json");
+    await link(join(outside, "servers", "gh", "record.json"), record);
+    const reader = new NoFollowReader(top);
+    expect(await reader.readText(record)).toBeUndefined();
+    expect(reader.leftAlone).toEqual([
+      `${record}: a hard link (a second name of a file that may be outside this folder), never read`,
+    ]);
+  });
 
   it("reads a regular file below real folders, and notes a FIFO or a folder in a file's place without waiting on it", async () => {
     const reader = new NoFollowReader(top);
@@ -101,6 +161,23 @@ describe("openFileBelow", () => {
     } finally {
       await opened.handle.close();
     }
+  });
+
+  it("refuses a hard link to a file outside the folder: the kernel names it as it was opened", async () => {
+    const path = join(top, "a", "servers", "gh", "notes.md");
+    await link(join(outside, "servers", "gh", "record.json"), path);
+    expect(await openFileBelow(path, top)).toEqual({ why: "hard_link" });
+  });
+
+  it("answers a folder on the way that is a looping link as reached through a link, and one that is a file as nothing there", async () => {
+    await rename(join(top, "a", "servers"), join(top, "a", "servers-old"));
+    await symlink("servers", join(top, "a", "servers"));
+    expect(await openFileBelow(join(top, "a", "servers", "gh", "record.json"), top)).toEqual({
+      why: "through_symlink",
+    });
+    await rm(join(top, "a", "servers"));
+    await writeFile(join(top, "a", "servers"), "A FILE");
+    expect(await openFileBelow(join(top, "a", "servers", "gh", "record.json"), top)).toBeUndefined();
   });
 
   it("refuses a path that is not below the folder it is read within", async () => {

@@ -1,9 +1,20 @@
-import { mkdir, mkdtemp, rm, stat, symlink, truncate, utimes, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, rm, stat, symlink, truncate, utimes, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { readSkillDir, SkillFileCache } from "../../../../src/platform/skills/skill-dirs.ts";
-import { MAX_SKILL_FILE_BYTES } from "../../../../src/platform/skills/skill-file.ts";
+import {
+  HARD_LINK_REFUSED,
+  MAX_SKILL_FILE_BYTES,
+  THROUGH_LINK_REFUSED,
+} from "../../../../src/platform/skills/skill-file.ts";
+
+// node:fs/promises as a mutable object, as test/unit/platform/skills/skill-file.test.ts hooks it.
+const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
+  "realpath",
+  (path: unknown, ...rest: unknown[]) => Promise<unknown>
+>;
 
 let dir: string;
 
@@ -33,6 +44,55 @@ describe("readSkillDir", () => {
       ["alpha", "org", "Body of alpha."],
       ["beta", "org", "Body of beta."],
     ]);
+  });
+
+  it("reports a SKILL.md that is a hard link, saying to put a copy of the file itself in its place", async () => {
+    await put("good", file("good"));
+    await mkdir(join(dir, "linked"));
+    await link(join(dir, "good", "SKILL.md"), join(dir, "linked", "SKILL.md"));
+    const { skills, problems } = await readSkillDir(dir, "org");
+    expect(skills).toEqual([]);
+    expect(problems.map((p) => [p.name, p.message]).sort()).toEqual([
+      ["good", `SKILL.md ${HARD_LINK_REFUSED}`],
+      ["linked", `SKILL.md ${HARD_LINK_REFUSED}`],
+    ]);
+  });
+
+  it("reads each SKILL.md below the operator's linked scope folder as it pointed when the read pinned it", async () => {
+    // An org folder that is a link is allowed; retargeted during a read, its next target is not read.
+    // Before, each file was checked against where the link pointed at its own open: one read
+    // served alpha from the first target and beta from the second.
+    const [first, second] = [join(dir, "first"), join(dir, "second")];
+    for (const target of [first, second]) {
+      for (const name of ["alpha", "beta"]) {
+        await mkdir(join(target, name), { recursive: true });
+        const text = target === first ? file(name) : file(name).replace(`Body of ${name}.`, "ELSEWHERE");
+        await writeFile(join(target, name, "SKILL.md"), text);
+      }
+    }
+    const org = join(dir, "org");
+    await symlink(first, org);
+    const real = fsPromises.realpath;
+    fsPromises.realpath = async (path, ...rest) => {
+      const resolved = await real(path, ...rest);
+      if (path === org) {
+        await rm(org);
+        await symlink(second, org);
+      }
+      return resolved;
+    };
+    syncBuiltinESMExports();
+    try {
+      const { skills, problems } = await readSkillDir(org, "org");
+      expect(skills).toEqual([]);
+      expect(problems.map((p) => [p.name, p.message]).sort()).toEqual([
+        ["alpha", `SKILL.md ${THROUGH_LINK_REFUSED}`],
+        ["beta", `SKILL.md ${THROUGH_LINK_REFUSED}`],
+      ]);
+    } finally {
+      fsPromises.realpath = real;
+      syncBuiltinESMExports();
+    }
   });
 
   it("stamps the provenance it is given on every skill", async () => {

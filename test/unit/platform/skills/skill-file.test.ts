@@ -1,9 +1,13 @@
-import { mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { readSkillFile, THROUGH_LINK_REFUSED } from "../../../../src/platform/skills/skill-file.ts";
+import {
+  HARD_LINK_REFUSED,
+  readSkillFile,
+  THROUGH_LINK_REFUSED,
+} from "../../../../src/platform/skills/skill-file.ts";
 
 // The one reader of a skill's files opens the last step without following a link, then checks
 // the handle is the file asked for below its scope folder: a folder on the way swapped for a link
@@ -41,6 +45,24 @@ describe("the one reader of a skill's files", () => {
       await expect(readSkillFile(path, scope)).rejects.toMatchObject({ reason: THROUGH_LINK_REFUSED });
     }
     await expect(readSkillFile(join(scope, "style", "SKILL.md"), scope)).resolves.toBe(TEXT);
+  });
+
+  it("refuses a file reached through a folder that is a looping link, or a link to a file, saying so rather than throwing", async () => {
+    await symlink("loop", join(scope, "loop"));
+    await symlink(join(outside, "SKILL.md"), join(scope, "to-a-file"));
+    for (const folder of ["loop", "to-a-file"]) {
+      await expect(readSkillFile(join(scope, folder, "SKILL.md"), scope)).rejects.toMatchObject({
+        reason: THROUGH_LINK_REFUSED,
+      });
+    }
+  });
+
+  it("refuses a hard link to a file outside the scope folder, saying to put a copy in its place", async () => {
+    await link(join(outside, "SKILL.md"), join(scope, "style", "notes.md"));
+    await expect(readSkillFile(join(scope, "style", "notes.md"), scope)).rejects.toMatchObject({
+      message: `notes.md ${HARD_LINK_REFUSED}`,
+    });
+    expect(HARD_LINK_REFUSED).toMatch(/put a copy of the file itself in its place$/);
   });
 
   it("reads below a scope folder that is itself a link (an operator's configured org folder)", async () => {
