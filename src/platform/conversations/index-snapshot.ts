@@ -16,26 +16,40 @@ export interface SnapshotConversation {
 }
 
 /**
+ * What a whole snapshot holds, its last record: one cut at a line boundary lacks it, and one that
+ * lost a line in between holds less than it says (adr/0144).
+ */
+export interface SnapshotTotals {
+  conversations: number;
+  /** Numbered events: slots, a removed conversation's included. */
+  events: number;
+  /** (word, event) postings, the sum of its conversations' `postings`. */
+  postings: number;
+}
+
+/**
  * One record of a snapshot (written one per line): the generation of its events' numbers
  * (adr/0144), some conversations, some of those numbers' places, or some words' postings, both as
- * the little-endian float64 bytes of their numbers, base64. Each is small enough to encode or
- * parse without holding the event loop for long.
+ * the little-endian float64 bytes of their numbers, base64, and last its totals. Each is small
+ * enough to encode or parse without holding the event loop for long.
  */
 export type SnapshotRecord =
   | { generation: string }
   | { conversations: SnapshotConversation[] }
   | { events: string }
-  | { postings: Record<string, string> };
+  | { postings: Record<string, string> }
+  | { end: SnapshotTotals };
 
 /** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
 export const SNAPSHOT_FILE = "index.json";
 /**
  * The first line of a snapshot this code writes. Version 1 was one JSON document of the whole
  * index, parsed in one piece (seconds of a blocked event loop for a large one) and never bounded;
- * version 2 keyed postings by conversation and seq, not by event number (adr/0144). Neither is
- * read, and the logs rebuild the index (adr/0078).
+ * version 2 keyed postings by conversation and seq, not by event number; version 3 had no end
+ * record, so one cut at a line boundary was read and searches missed the lost words (adr/0144).
+ * None is read, and the logs rebuild the index (adr/0078).
  */
-const HEADER = '{"version":3}';
+const HEADER = '{"version":4}';
 const NEWLINE = 0x0a;
 
 /**
@@ -67,7 +81,8 @@ export async function writeSnapshot(path: string, index: PartitionIndex): Promis
  * The index the snapshot at `path` holds: undefined when there is none, when it is not one this
  * code wrote, or when it is larger than a snapshot of an index within `limits` can be (its
  * bytes on disk are fewer than the index's estimate in memory). Each line is parsed on its own
- * turn of the event loop. A line that is not JSON throws a SyntaxError.
+ * turn of the event loop. A line that is not JSON throws a SyntaxError, and lines that end
+ * before the end record or do not add up to it throw (PartitionIndex.fromSnapshot).
  */
 export async function readSnapshot(path: string, limits: IndexLimits): Promise<PartitionIndex | undefined> {
   let size: number;

@@ -3,7 +3,7 @@ import { distinctWords, eventText } from "./event-text.ts";
 import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
 import { ENTRY_BYTES, EVENT_BYTES } from "./index-memory.ts";
 import { searchIndex } from "./index-search.ts";
-import type { SnapshotConversation, SnapshotRecord } from "./index-snapshot.ts";
+import type { SnapshotConversation, SnapshotRecord, SnapshotTotals } from "./index-snapshot.ts";
 import { MAX_EVENT_SEQ } from "./limits.ts";
 import { compareRecentFirst, firstAfter, type ListPosition } from "./list-order.ts";
 import {
@@ -201,19 +201,36 @@ export class PartitionIndex {
       };
     }
     yield* this.words.records(this.isLive, this.deadBytes > 0);
+    let postings = 0;
+    for (const entry of conversations) postings += entry.postings;
+    yield { end: { conversations: conversations.length, events: this.words.numbers.next, postings } };
   }
 
   /**
    * The index snapshot records hold, read one at a time; undefined when one is not a record
-   * this code wrote.
+   * this code wrote. Throws when they end before their end record, or hold other totals than it
+   * says: a snapshot is renamed into place whole, so it was cut or lost lines on disk since, and
+   * read, searches would silently miss the lost words under numbers old cursors still trust
+   * (index-snapshot.test.ts "cut at a line boundary").
    */
   static async fromSnapshot(
     records: AsyncIterable<unknown>,
     limits: IndexLimits = INDEX_LIMITS,
   ): Promise<PartitionIndex | undefined> {
     const index = new PartitionIndex(limits);
+    /** Postings restored for each ordinal, against its conversation's recorded count. */
+    const restored = new Map<number, number>();
+    let totals: unknown;
     for await (const record of records) {
-      if (!index.restore(record)) return undefined;
+      // Nothing follows the end record.
+      if (totals !== undefined) return undefined;
+      const { end } = (record ?? {}) as { end?: unknown };
+      if (end !== undefined) totals = end;
+      else if (!index.restore(record, restored)) return undefined;
+    }
+    if (totals === undefined) throw new Error("conversation index snapshot ends before its end record");
+    if (!index.holds(totals, restored)) {
+      throw new Error("conversation index snapshot holds other totals than its end record says");
     }
     index.order.sort(compareRecentFirst);
     index.words.numbers.forEach((place) => {
@@ -229,10 +246,28 @@ export class PartitionIndex {
   }
 
   /**
-   * Adds one snapshot record; false when it is not one this code wrote. Records come as
-   * `snapshotRecords` makes them: the generation, conversations, numbers, then postings.
+   * Whether the restored index holds what the end record says: as many conversations and
+   * numbered events, and each conversation as many postings as it counts (`restored`), none of
+   * them a conversation's the snapshot does not hold.
    */
-  private restore(record: unknown): boolean {
+  private holds(totals: unknown, restored: ReadonlyMap<number, number>): boolean {
+    const { conversations, events, postings } = (totals ?? {}) as Partial<SnapshotTotals>;
+    if (conversations !== this.entries.size || events !== this.words.numbers.next) return false;
+    let total = 0;
+    for (const count of restored.values()) total += count;
+    if (postings !== total) return false;
+    for (const entry of this.entries.values()) {
+      if ((restored.get(entry.ordinal) ?? 0) !== entry.postings) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Adds one snapshot record, counting the postings restored for each ordinal in `restored`;
+   * false when it is not one this code wrote. Records come as `snapshotRecords` makes them: the
+   * generation, conversations, numbers, postings, then the end.
+   */
+  private restore(record: unknown, restored: Map<number, number>): boolean {
     const { generation, conversations, events, postings } = (record ?? {}) as Partial<
       Record<"generation" | "conversations" | "events" | "postings", unknown>
     >;
@@ -264,6 +299,7 @@ export class PartitionIndex {
       return true;
     }
     const added = this.words.restore(postings, (ordinal, bytes) => {
+      restored.set(ordinal, (restored.get(ordinal) ?? 0) + 1);
       const entry = this.byOrdinal[ordinal];
       if (entry) entry.cost += bytes;
     });

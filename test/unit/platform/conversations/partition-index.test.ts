@@ -97,8 +97,9 @@ describe("the partition index", () => {
   it("refuses a snapshot it did not write", async () => {
     const good = new PartitionIndex();
     good.apply(id(1), [title(1, 0, "t")], 10);
-    const [conversations, postings] = [...good.snapshotRecords()].map((record) => JSON.stringify(record));
-    expect(await fromLines([conversations ?? "", postings ?? ""])).toBeDefined();
+    const lines = [...good.snapshotRecords()].map((record) => JSON.stringify(record));
+    expect(await fromLines(lines)).toBeDefined();
+    expect(await fromLines([...lines, lines.at(-1) ?? ""])).toBeUndefined();
     const summary = good.page(undefined, 1).summaries[0];
     const bad = { ordinal: -1, summary, bytes: 1, postings: 0, partial: false };
     expect(await fromLines([JSON.stringify({ conversations: [bad] })])).toBeUndefined();
@@ -114,13 +115,11 @@ describe("the partition index", () => {
     const copy = await fromLines(lines);
     expect(copy?.generation).toBe(index.generation);
     const keys = (...numbers: number[]) => Buffer.from(Float64Array.from(numbers).buffer).toString("base64");
-    const withPostings = (postings: Record<string, string>) => [
-      ...lines.filter((line) => !line.startsWith('{"postings"')),
-      JSON.stringify({ postings }),
-    ];
-    expect(await fromLines(withPostings({ apple: keys(1, 2) }))).toBeDefined();
-    expect(await fromLines(withPostings({ apple: keys(2, 1) }))).toBeUndefined();
-    expect(await fromLines(withPostings({ apple: keys(1, 3) }))).toBeUndefined();
+    const withPostings = (postings: Record<string, string>) =>
+      lines.map((line) => (line.startsWith('{"postings"') ? JSON.stringify({ postings }) : line));
+    expect(await fromLines(withPostings({ t: keys(0), apple: keys(1, 2) }))).toBeDefined();
+    expect(await fromLines(withPostings({ t: keys(0), apple: keys(2, 1) }))).toBeUndefined();
+    expect(await fromLines(withPostings({ t: keys(0), apple: keys(1, 3) }))).toBeUndefined();
     expect(await fromLines(lines.filter((line) => !line.startsWith('{"generation"')))).toBeDefined();
     expect(await fromLines([JSON.stringify({ generation: "../x" }), ...lines.slice(1)])).toBeUndefined();
   });
@@ -153,6 +152,33 @@ describe("the partition index", () => {
     expect((await index.search("gone", undefined, 10)).hits).toEqual([]);
     const copy = await roundTrip(index);
     expect((await copy?.search("kept 7", undefined, 10))?.hits.map((hit) => hit.seqs)).toEqual([[9]]);
+  });
+
+  it("refuses a snapshot cut at any line boundary, or missing any line but its generation's", async () => {
+    // A snapshot is renamed into place whole; read, a cut one answered no search for its lost
+    // words, under a generation old cursors still matched (index-snapshot.test.ts).
+    const index = new PartitionIndex();
+    index.apply(
+      id(1),
+      [title(1, 1, "one"), ...Array.from({ length: 20 }, (_, i) => said(i + 2, 1, distinctText(1_500)))],
+      1,
+    );
+    index.apply(id(2), [title(1, 2, "two"), said(2, 2, "apple")], 1);
+    index.apply(id(3), [title(1, 3, "three"), said(2, 3, "apple")], 1);
+    index.remove(id(3));
+    const lines = [...index.snapshotRecords()].map((record) => JSON.stringify(record));
+    expect(lines.filter((line) => line.startsWith('{"postings"')).length).toBeGreaterThan(1);
+    expect(await fromLines(lines)).toBeDefined();
+    const refused = (cut: string[]) =>
+      fromLines(cut).then(
+        (copy) => copy === undefined,
+        () => true,
+      );
+    for (let at = 1; at < lines.length; at++) {
+      expect(await refused(lines.slice(0, at))).toBe(true);
+      expect(await refused(lines.filter((_, line) => line !== at))).toBe(true);
+    }
+    await expect(fromLines(lines.slice(0, -1))).rejects.toThrow("ends before its end record");
   });
 
   it("indexes an event's first distinct words and a conversation's first postings, and says what it left out", async () => {
