@@ -55,6 +55,12 @@ const CONVERSATIONS_PER_RECORD = 1000;
 export class PartitionIndex {
   private readonly entries = new Map<string, Entry>();
   private readonly byOrdinal: Array<Entry | undefined> = [];
+  /**
+   * Above every ordinal an entry or a numbered slot ever had: a removed conversation's slots keep
+   * its ordinal until a renumbering, so giving it again would credit them to a new conversation
+   * (partition-index.test.ts "never gives an ordinal twice").
+   */
+  private nextOrdinal = 0;
   private readonly words = new WordPostings();
   /** Every summary, most recently updated first. */
   private readonly order: ConversationSummary[] = [];
@@ -119,7 +125,7 @@ export class PartitionIndex {
       // A log with no whole event yet (only a torn or foreign line) has nothing to list.
       if (events.length === 0) return;
       entry = {
-        ordinal: this.byOrdinal.length,
+        ordinal: this.nextOrdinal++,
         summary: summarize(id, events),
         bytes,
         postings: 0,
@@ -129,7 +135,7 @@ export class PartitionIndex {
       };
       this.bytes += ENTRY_BYTES;
       this.entries.set(id, entry);
-      this.byOrdinal.push(entry);
+      this.byOrdinal[entry.ordinal] = entry;
     }
     for (const event of events) this.index(entry, event);
     entry.bytes = bytes;
@@ -233,9 +239,12 @@ export class PartitionIndex {
       throw new Error("conversation index snapshot holds other totals than its end record says");
     }
     index.order.sort(compareRecentFirst);
+    index.nextOrdinal = index.byOrdinal.length;
     index.words.numbers.forEach((place) => {
-      const entry = index.byOrdinal[Math.floor(place / SEQ_SPAN)];
+      const ordinal = Math.floor(place / SEQ_SPAN);
+      const entry = index.byOrdinal[ordinal];
       index.bytes += EVENT_BYTES;
+      index.nextOrdinal = Math.max(index.nextOrdinal, ordinal + 1);
       if (!entry) index.words.deadSlots += 1;
       else {
         entry.cost += EVENT_BYTES;

@@ -154,6 +154,38 @@ describe("the partition index", () => {
     expect((await copy?.search("kept 7", undefined, 10))?.hits.map((hit) => hit.seqs)).toEqual([[9]]);
   });
 
+  it("never gives an ordinal twice, though a removed conversation's numbers outlive a reload", async () => {
+    // After a reload, ordinals went on from the highest live one: the next new conversation took
+    // a removed one's, was charged for its kept numbers, and a renumbering kept them as its own.
+    const index = new PartitionIndex();
+    const kept = Array.from({ length: 30 }, (_, i) => said(i + 2, 1, `kept ${i}`));
+    index.apply(id(1), [title(1, 1, ""), ...kept], 1);
+    index.apply(
+      id(2),
+      [title(1, 2, ""), ...Array.from({ length: 40 }, (_, i) => said(i + 2, 2, `gone ${i}`))],
+      1,
+    );
+    index.remove(id(2));
+    const copy = (await roundTrip(index)) as PartitionIndex;
+    copy.apply(id(3), [title(1, 3, ""), said(2, 3, "fresh")], 1);
+    // Over 1 MiB removed, and removed numbers over half: compacted and numbered again.
+    const big = Array.from({ length: 60 }, (_, i) => said(i + 2, 4, `big ${distinctText(300)}`));
+    copy.apply(id(4), [title(1, 4, ""), ...big], 1);
+    const generation = copy.generation;
+    copy.remove(id(4));
+    expect(copy.generation).not.toBe(generation);
+    // Every live event with a word (30 kept, 1 fresh), and no removed one, keeps a number.
+    let numbers = 0;
+    for (const record of copy.snapshotRecords()) {
+      if ("events" in record) numbers += Buffer.from(record.events, "base64").length / 8;
+    }
+    expect(numbers).toBe(31);
+    expect((await copy.search("fresh", undefined, 10)).hits.map((hit) => [hit.summary.id, hit.seqs])).toEqual(
+      [[id(3), [2]]],
+    );
+    expect((await copy.search("gone", undefined, 10)).hits).toEqual([]);
+  });
+
   it("refuses a snapshot cut at any line boundary, or missing any line but its generation's", async () => {
     // A snapshot is renamed into place whole; read, a cut one answered no search for its lost
     // words, under a generation old cursors still matched (index-snapshot.test.ts).
