@@ -58,7 +58,7 @@ describe("a search its budget cut short", () => {
     );
     await store.delete(temp.ws, ALICE, x.id);
     const { pages, titles } = await pageThrough(store, "apple");
-    // It met no live match, so it had no event to go on below: truncated, and no cursor.
+    // It met no live match, yet goes on below where its walk reached: truncated, with a cursor.
     expect(pages[0]?.results).toEqual([]);
     expect(pages[0]?.truncated).toBe(true);
     expect(pages[0]?.nextCursor).toBeDefined();
@@ -125,7 +125,7 @@ describe("a search cursor of an index built again from the logs", () => {
         limit: 1,
         cursor: first.nextCursor,
       }),
-    ).rejects.toThrow(/built again .*search again without a cursor/);
+    ).rejects.toThrow(/rebuilt or compacted since.*search again without a cursor/);
     const again = await pageThrough(restarted, "apple");
     expect(again.titles.sort()).toEqual(["c0", "c1"]);
   });
@@ -166,5 +166,35 @@ describe("a search cursor of an index built again from the logs", () => {
     });
     expect(all.truncated).toBe(false);
     expect([second, ...pages].flatMap(events).sort()).toEqual(events(all).sort());
+  });
+
+  it("is refused after a compaction numbered the events again, saying so", async () => {
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await interleaved(store);
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    expect(first.nextCursor).toBeDefined();
+    // Over 1 MiB of words deleted, and most numbers a removed conversation's: the compaction that
+    // drops its postings numbers the rest again. The refusal said the index was built again from
+    // the logs after a crash, which is not what happened.
+    let word = 1e8;
+    const distinct = () => Array.from({ length: 300 }, () => (word++).toString(36)).join(" ");
+    const big = await store.create(
+      temp.ws,
+      ALICE,
+      "big",
+      Array.from({ length: 60 }, () => said(distinct())),
+    );
+    await store.delete(temp.ws, ALICE, big.id);
+    await expect(
+      searchConversations(store.indexes, store, temp.ws, ALICE, {
+        query: "apple",
+        limit: 1,
+        cursor: first.nextCursor,
+      }),
+    ).rejects.toThrow(/rebuilt or compacted since.*search again without a cursor/);
+    await store.indexes.stop();
   });
 });
