@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
-import { gate } from "../helpers/gate.ts";
+import { type Gate, gate } from "../helpers/gate.ts";
 import {
   authorizeByHand,
   deliverByHand,
@@ -13,14 +13,13 @@ import {
   startScriptedOAuthServer,
 } from "../helpers/scripted-oauth-server.ts";
 
-// Every request an OAuth connection's sign-in sends its authorization server — an add's discovery
-// and client registration, a sign-in started again, the callback's token exchange, a credential
-// refresh — is a look that a graceful stop ends (adr/0122, amended): the stop does not wait on a
-// server that holds the request, the step answers 409 `stopping`, and nothing of it is stored.
-// The authorization server is real, on 127.0.0.1, and holds the one request a test names until
-// the test lets it go, which it does only after the step answered. The request timeout is the
-// longest allowed: a step the stop does not cut is ended only by the drain deadline, which cuts
-// its caller off unanswered.
+// A graceful stop cuts at once what an OAuth sign-in only looks at on its authorization server —
+// an add's discovery and client registration, a sign-in started again, a refresh's discovery, a
+// photograph — which answers 409 `stopping` and stores nothing; an exchange of credentials (the
+// callback's code, a token refresh) it lets finish within the drain, and its answer is stored
+// (adr/0122, amended). The authorization server is real, on 127.0.0.1, and holds the one request
+// a test names until the test lets it go. The request timeout is the longest allowed, and the
+// clock is fake: the drain deadline never cuts anything here.
 
 const PERSONAL = [
   ["a workspace connection", false],
@@ -35,6 +34,7 @@ beforeAll(async () => {
 
 afterEach(() => {
   scripted.beforeRequest = undefined;
+  scripted.token = undefined;
   scripted.expiresIn = 3600;
 });
 
@@ -99,6 +99,50 @@ async function add(instance: TestAtrium, workspaceId: string, personal: boolean)
   });
 }
 
+/** A workspace connection "held", authorized, whose access token (60 s) has expired by the next request. */
+async function authorizedExpiring(instance: TestAtrium, time: FakeTime, workspaceId: string) {
+  scripted.expiresIn = 60;
+  const added = await add(instance, workspaceId, false);
+  const { go_url } = (await added.json()) as { go_url: string };
+  expect((await authorizeByHand(instance, "alice", go_url)).status).toBe(200);
+  time.jump(120_000);
+}
+
+/**
+ * The authorization server rotates refresh tokens, each good once (as OAuth 2.1 servers do), and
+ * holds its answer to the next refresh — the refresh token it was sent already spent — until
+ * `release` opens: a refresh whose answer Atrium dropped leaves it only a spent token.
+ */
+function holdRotatingRefresh(): { held: Gate; release: Gate } {
+  const [held, release] = [gate(), gate()];
+  const spent = new Set<string>();
+  let holding = true;
+  scripted.token = async (form) => {
+    if (form.get("grant_type") !== "refresh_token") return scripted.honestToken(form);
+    const given = form.get("refresh_token") ?? "";
+    if (spent.has(given)) return Response.json({ error: "invalid_grant" }, { status: 400 });
+    spent.add(given);
+    const answer = await scripted.honestToken(form);
+    if (holding) {
+      holding = false;
+      held.open();
+      await release.promise;
+    }
+    return answer;
+  };
+  return { held, release };
+}
+
+async function echoed(instance: TestAtrium, workspaceId: string): Promise<{ status: number; body: unknown }> {
+  const called = await instance.rest("alice", "POST", `/v1/workspaces/${workspaceId}/tools/call`, {
+    name: "held__echo",
+    arguments: { text: "hi" },
+  });
+  return { status: called.status, body: await called.json() };
+}
+
+const ECHOED = { status: 200, body: { content: [{ text: "hi" }] } };
+
 describe("a graceful stop while an OAuth add's client registration is held", () => {
   it.each(PERSONAL)(
     "%s: the add answers 409 stopping before the server lets go, and no connection or registration is stored",
@@ -112,8 +156,12 @@ describe("a graceful stop while an OAuth add's client registration is held", () 
           return added;
         });
         expect(events).toEqual(["/register held", "answered 409", "/register let go"]);
-        // The stop's answer, not the registration's failure (a 400 refusal by the server).
-        expect(await added?.json()).toMatchObject({ error: { code: "stopping" } });
+        // The stop's answer, not the registration's failure (a 400 refusal by the server), naming
+        // what was cut: no photograph, which an OAuth add does not take.
+        const body = (await added?.json()) as { error: { code: string; message: string } };
+        expect(body.error.code).toBe("stopping");
+        expect(body.error.message).toContain("discovery of its authorization server and client registration");
+        expect(body.error.message).not.toContain("photograph");
         instance = await instance.restart();
         expect(await connectionsOf(instance, workspaceId)).toEqual([]);
         const registrations = join(instance.root, "_instance", "connections", "registrations");
@@ -152,7 +200,9 @@ describe("a graceful stop while a sign-in started again waits on the server's di
           "answered 409",
           "/.well-known/oauth-protected-resource/mcp let go",
         ]);
-        expect(await started?.json()).toMatchObject({ error: { code: "stopping" } });
+        expect(await started?.json()).toMatchObject({
+          error: { code: "stopping", message: expect.stringContaining("sign-in's discovery") },
+        });
         instance = await instance.restart();
         expect(await connectionsOf(instance, workspaceId)).toMatchObject([
           { name: source, state: "pending_auth" },
@@ -164,66 +214,171 @@ describe("a graceful stop while a sign-in started again waits on the server's di
   );
 });
 
+/**
+ * Signs in up to the authorization server's answer, delivers it to the callback, holds the code's
+ * exchange at the token endpoint, begins the stop, then lets the exchange go: the callback's
+ * answer, once the stop has finished.
+ */
+async function stopDuringExchange(instance: TestAtrium, goUrl: string) {
+  const { location, cookie } = await openGoUrl(instance, "alice", goUrl);
+  const atServer = await fetch(location, { redirect: "manual" });
+  const back = new URL(String(atServer.headers.get("location")));
+  const [held, release] = [gate(), gate()];
+  scripted.beforeRequest = async (path) => {
+    if (path !== "/token") return;
+    held.open();
+    await release.promise;
+  };
+  try {
+    const landing = deliverByHand(instance, "alice", cookie, back);
+    await held.promise;
+    const closing = instance.atrium.close();
+    release.open();
+    const landed = await landing;
+    await closing;
+    return landed;
+  } finally {
+    release.open();
+  }
+}
+
+async function startAgain(instance: TestAtrium, workspaceId: string, name: string): Promise<string> {
+  const started = await instance.rest(
+    "alice",
+    "POST",
+    `/v1/workspaces/${workspaceId}/connections/${name}/oauth/start`,
+  );
+  return ((await started.json()) as { go_url: string }).go_url;
+}
+
 describe("a graceful stop while the callback's token exchange is held", () => {
   it.each(PERSONAL)(
-    "%s: the callback answers 409 stopping before the server lets go, and nothing is activated",
+    "%s, pending: the exchange finishes and its tokens are activated; the first photograph, cut, is answered as a 409 page",
     async (_, personal) => {
       let instance = await start();
       try {
         const workspaceId = await bootstrapWorkspace(instance, "alice");
         const added = await add(instance, workspaceId, personal);
         const { go_url } = (await added.json()) as { go_url: string };
-        const { location, cookie } = await openGoUrl(instance, "alice", go_url);
-        const atServer = await fetch(location, { redirect: "manual" });
-        const back = new URL(String(atServer.headers.get("location")));
-        let landed = "";
-        const events = await stopWhileHeld(instance, "/token", async () => {
-          const landing = await deliverByHand(instance, "alice", cookie, back);
-          landed = landing.text;
-          return landing;
+        const landed = await stopDuringExchange(instance, go_url);
+        // A page, as every other callback outcome, saying what was kept (the authorization) and
+        // what was not (the server's tools): not a look's JSON "nothing was recorded".
+        expect({ status: landed.status, type: landed.headers["content-type"] }).toEqual({
+          status: 409,
+          type: expect.stringMatching(/^text\/html/),
         });
-        expect(events).toEqual(["/token held", "answered 409", "/token let go"]);
-        expect(landed).toContain("stopping");
+        expect(landed.text).toContain("is authorized, but Atrium began to stop");
+        const name = personal ? "my_held" : "held";
         instance = await instance.restart();
         expect(await connectionsOf(instance, workspaceId)).toMatchObject([
-          { name: personal ? "my_held" : "held", state: "pending_auth" },
+          { name, state: "pending_auth", authorizationGeneration: 1 },
+        ]);
+        // Signing in again photographs it, as a second authorization (generation 2): the first
+        // one was activated.
+        const again = await startAgain(instance, workspaceId, name);
+        expect((await authorizeByHand(instance, "alice", again)).status).toBe(200);
+        expect(await connectionsOf(instance, workspaceId)).toMatchObject([
+          { name, state: "running", authorizationGeneration: 2 },
         ]);
       } finally {
         await instance.stop();
       }
     },
   );
+
+  it("a re-authorization: the exchange finishes, the callback answers Connected, and the new tokens are activated", async () => {
+    let instance = await start();
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      const added = await add(instance, workspaceId, false);
+      const { go_url } = (await added.json()) as { go_url: string };
+      expect((await authorizeByHand(instance, "alice", go_url)).status).toBe(200);
+      const landed = await stopDuringExchange(instance, await startAgain(instance, workspaceId, "held"));
+      expect({ status: landed.status, text: landed.text }).toMatchObject({
+        status: 200,
+        text: expect.stringContaining("is authorized (generation 2)"),
+      });
+      instance = await instance.restart();
+      expect(await connectionsOf(instance, workspaceId)).toMatchObject([
+        { name: "held", state: "running", authorizationGeneration: 2 },
+      ]);
+      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+    } finally {
+      await instance.stop();
+    }
+  });
 });
 
 describe("a graceful stop while a credential refresh waits on the authorization server", () => {
-  it.each([
-    ["its discovery", "/.well-known/oauth-protected-resource/mcp"],
-    ["its token request", "/token"],
-  ])(
-    "%s is cut: the refresh answers 409 stopping before the server lets go, and the credential is not lapsed",
-    async (_, path) => {
-      const time = new FakeTime(Date.now());
-      let instance = await start(time);
-      scripted.expiresIn = 60;
-      try {
-        const workspaceId = await bootstrapWorkspace(instance, "alice");
-        const added = await add(instance, workspaceId, false);
-        const { go_url } = (await added.json()) as { go_url: string };
-        expect((await authorizeByHand(instance, "alice", go_url)).status).toBe(200);
-        // The access token has expired: the next photograph refreshes it first, discovering the
-        // authorization server again (this process found it for the add, not for the connection).
-        time.jump(120_000);
-        const events = await stopWhileHeld(instance, path, () =>
-          instance.rest("alice", "POST", `/v1/workspaces/${workspaceId}/connections/held/tools/refresh`),
-        );
-        expect(events).toEqual([`${path} held`, "answered 409", `${path} let go`]);
-        instance = await instance.restart();
-        expect(await connectionsOf(instance, workspaceId)).toMatchObject([
-          { name: "held", state: "running" },
-        ]);
-      } finally {
-        await instance.stop();
-      }
-    },
-  );
+  it("its discovery is cut: the refresh answers 409 stopping before the server lets go, and the credential is not lapsed", async () => {
+    const time = new FakeTime(Date.now());
+    let instance = await start(time);
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      // The next photograph refreshes the token first, discovering the authorization server again
+      // (this process found it for the add, not for the connection).
+      await authorizedExpiring(instance, time, workspaceId);
+      const path = "/.well-known/oauth-protected-resource/mcp";
+      const events = await stopWhileHeld(instance, path, () =>
+        instance.rest("alice", "POST", `/v1/workspaces/${workspaceId}/connections/held/tools/refresh`),
+      );
+      expect(events).toEqual([`${path} held`, "answered 409", `${path} let go`]);
+      instance = await instance.restart();
+      expect(await connectionsOf(instance, workspaceId)).toMatchObject([{ name: "held", state: "running" }]);
+    } finally {
+      await instance.stop();
+    }
+  });
+
+  it("its token request is not cut: the photograph waiting on it answers 409 stopping at once, and the rotated refresh token is sealed", async () => {
+    const time = new FakeTime(Date.now());
+    let instance = await start(time);
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      await authorizedExpiring(instance, time, workspaceId);
+      const { held, release } = holdRotatingRefresh();
+      const refreshed = instance.rest(
+        "alice",
+        "POST",
+        `/v1/workspaces/${workspaceId}/connections/held/tools/refresh`,
+      );
+      await held.promise;
+      const closing = instance.atrium.close();
+      // The photograph is a look: it stops waiting for the token while the server still holds it.
+      expect(await (await refreshed).json()).toMatchObject({ error: { code: "stopping" } });
+      release.open();
+      // The stop waits for the refresh (bounded by its drain deadline), whose answer is sealed.
+      await closing;
+      instance = await instance.restart();
+      time.jump(120_000);
+      // The sealed refresh token is the rotated one: the spent one would be refused (invalid_grant).
+      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+    } finally {
+      await instance.stop();
+    }
+  });
+});
+
+describe("a tool call in flight at a graceful stop whose token needs refreshing", () => {
+  it("finishes with the server's answer, and the rotated refresh token is sealed: after a restart no sign-in is needed", async () => {
+    const time = new FakeTime(Date.now());
+    let instance = await start(time);
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      await authorizedExpiring(instance, time, workspaceId);
+      const { held, release } = holdRotatingRefresh();
+      const inFlight = echoed(instance, workspaceId);
+      await held.promise;
+      const closing = instance.atrium.close();
+      release.open();
+      // The drain lets the call finish (ADR 0023): its refresh is not cut.
+      expect(await inFlight).toMatchObject(ECHOED);
+      await closing;
+      instance = await instance.restart();
+      time.jump(120_000);
+      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+    } finally {
+      await instance.stop();
+    }
+  });
 });

@@ -2,6 +2,7 @@ import type { FetchLike } from "@modelcontextprotocol/client";
 import type { Clock } from "../../kernel/clock.ts";
 import { guardedFetch } from "../../sources/guarded-fetch.ts";
 import { McpSource } from "../../sources/mcp-source.ts";
+import { untilAborted } from "../until-aborted.ts";
 import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionRecord } from "./model.ts";
 import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
@@ -150,9 +151,10 @@ function heard(fetch: FetchLike, onStatus: (status: number) => void): FetchLike 
 }
 
 /**
- * Each request with the connection's current access token. A 401 gets one retry with a token
- * refreshed past the refused one; a 403 `insufficient_scope` starts a step-up and fails the request
- * with StepUpRequired, which the call gate answers as a tool error.
+ * Each request with the connection's current access token, waited for no longer than the request
+ * itself. A 401 gets one retry with a token refreshed past the refused one; a 403
+ * `insufficient_scope` starts a step-up and fails the request with StepUpRequired, which the call
+ * gate answers as a tool error.
  */
 function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAuthBearers): FetchLike {
   const send = (url: string | URL, init: RequestInit | undefined, token: string) => {
@@ -160,12 +162,19 @@ function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAut
     headers.set("authorization", `Bearer ${token}`);
     return fetch(url, { ...init, headers });
   };
+  // The request's signal (its client closed: a photograph a disable, remove or stop cut) ends the
+  // wait for a token, not the token's refresh, whose answer is still sealed (adr/0122, amended;
+  // test/integration/connections-oauth-token-wait.test.ts).
+  const bearer = (init: RequestInit | undefined, rejected?: string) => {
+    const token = oauth.bearer(record, rejected);
+    return init?.signal ? untilAborted(token, init.signal) : token;
+  };
   return async (url, init) => {
-    const token = await oauth.bearer(record);
+    const token = await bearer(init);
     let response = await send(url, init, token);
     if (response.status === 401) {
       await response.body?.cancel().catch(() => undefined);
-      response = await send(url, init, await oauth.bearer(record, token));
+      response = await send(url, init, await bearer(init, token));
     }
     const challenge = insufficientScope(response);
     if (challenge) {

@@ -5,8 +5,8 @@ import type { ConnectionRecord } from "./model.ts";
  * Atrium's looks at a connection's server outside Serving's turn — an add's photograph or
  * discovery, a refresh, the first photograph after an authorization, a credential check — each
  * under a controller of its own, kept per connection while it runs (adr/0122); an add's, whose
- * name is no connection's yet, kept apart, as are an OAuth sign-in's requests to its authorization
- * server (oauth/until-stop.ts), which only the stop ends. A disable or a remove ends that connection's looks,
+ * name is no connection's yet, kept apart, as are an OAuth sign-in's discovery and client
+ * registration (oauth/until-stop.ts), which only the stop ends. A disable or a remove ends that connection's looks,
  * and a graceful stop ends them all: each one's client is cut and it
  * records nothing. A look that starts after a disable or a remove runs; one that starts after the
  * stop began does not. `key` is the store's: a workspace, or a personal connection's owner. One

@@ -18,7 +18,7 @@ import {
 } from "./client-identity.ts";
 import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
-import { expiredOutcome, type FlowOutcome, usedOutcome } from "./flow-outcomes.ts";
+import { expiredOutcome, type FlowOutcome, stoppingOutcome, usedOutcome } from "./flow-outcomes.ts";
 import { type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths, redirectUriFor } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
@@ -121,7 +121,8 @@ export class Authorizer {
   ): Promise<GoLink> {
     const { signal } = request;
     if (signal) return this.startWithin(record, request, signal);
-    return untilStop(looksAt(this.deps.looks, record), (own) => this.startWithin(record, request, own));
+    const what = "the sign-in's discovery of the authorization server and client registration there";
+    return untilStop(looksAt(this.deps.looks, record), what, (own) => this.startWithin(record, request, own));
   }
 
   private async startWithin(
@@ -226,9 +227,10 @@ export class Authorizer {
    * (else 400); the browser and the person that opened the go_url, who may still open it — an
    * admin removed or demoted since, or an owner no longer a member, may not (else 403, and the
    * flow stays usable); then the flow is spent; the answer arrived at the flow's own redirect URI
-   * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed,
-   * a look that a graceful stop ends (409 `stopping`, the flow spent and nothing activated); the
-   * tokens sealed and activated by compare-and-swap (else 409 superseded).
+   * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed
+   * (an exchange a graceful stop lets finish); the tokens sealed and activated by compare-and-swap
+   * (else 409 superseded); a pending connection photographed, a look the stop cuts (409 stopping,
+   * the tokens kept).
    */
   async complete(
     query: { state?: string; code?: string; iss?: string; error?: string; error_description?: string },
@@ -277,23 +279,22 @@ export class Authorizer {
       }
       if (!query.code)
         return { status: 400, title: "No code", message: "The callback carries no authorization code." };
-      const code = query.code;
-      const redeem = (signal: AbortSignal) =>
-        redeemCode(
-          flow.target,
-          flow.client,
-          {
-            code,
-            iss: query.iss,
-            codeVerifier: flow.codeVerifier,
-            redirectUri: flow.redirectUri,
-            ...(flow.scope ? { scope: flow.scope } : {}),
-          },
-          cutBy(this.deps.fetch, signal),
-          this.deps.clock,
-        );
-      const tokens = await untilStop(looksAt(this.deps.looks, flow), redeem).catch((error: unknown) => {
-        if (error instanceof WrongIssuer || isStopping(error)) throw error;
+      // An exchange of credentials, not cut by the stop: the code is spent once the server answers
+      // (adr/0122, amended; test/integration/connections-oauth-stop.test.ts "token exchange").
+      const tokens = await redeemCode(
+        flow.target,
+        flow.client,
+        {
+          code: query.code,
+          iss: query.iss,
+          codeVerifier: flow.codeVerifier,
+          redirectUri: flow.redirectUri,
+          ...(flow.scope ? { scope: flow.scope } : {}),
+        },
+        this.deps.fetch,
+        this.deps.clock,
+      ).catch((error: unknown) => {
+        if (error instanceof WrongIssuer) throw error;
         // Retold by its kind: a token endpoint's answer may quote the client secret, the code and
         // its verifier it was sent (test/integration/connections-oauth-hostile.test.ts "quotes").
         throw new RedeemFailed((retold(error, []) as Error).message);
@@ -307,6 +308,8 @@ export class Authorizer {
       };
     } catch (error) {
       if (error instanceof WrongIssuer) return { status: 400, title: "Wrong issuer", message: error.message };
+      // Only the first photograph of a pending connection is a look here: the tokens are kept.
+      if (isStopping(error)) return stoppingOutcome(flow.name);
       if (error instanceof Superseded) {
         return {
           status: 409,

@@ -8,7 +8,7 @@ import type { IssuedTo, OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { reauthorizer } from "./record-home.ts";
 import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
-import { type ConnectionLooks, cutBy, looksAt, untilStop } from "./until-stop.ts";
+import { type ConnectionLooks, looksAt, untilStop } from "./until-stop.ts";
 
 /** The field a connection's token set is sealed under, bound into its ciphertext. */
 export const TOKENS_FIELD = "auth.oauth.tokens";
@@ -29,7 +29,7 @@ export interface ConnectionTokensDeps {
   clock: Clock;
   log: Logger;
   fetch: FetchLike;
-  /** What a graceful stop ends: a refresh's requests are one of their looks. */
+  /** What a graceful stop ends: a refresh's discovery is one of their looks. */
   looks: ConnectionLooks;
   /** The record as stored now (another holder may have re-authorized it meanwhile). */
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
@@ -59,8 +59,9 @@ export function tokenLease(record: Pick<ConnectionRecord, "id">): string {
  * and the rotated refresh token is sealed to disk before the new access token is handed out; a
  * failure to seal is an error, never swallowed (the old refresh token is spent). `invalid_grant`
  * is final: the token set is marked refused, the revalidator is told, and it is never tried again.
- * A refresh's requests are a look that a graceful stop ends (409 `stopping`): cut before its
- * answer, it seals nothing, and the stored set is what a later refresh tries (adr/0122, amended).
+ * A graceful stop cuts the refresh's discovery (409 `stopping`, nothing sealed), never its token
+ * request: an exchange of credentials that the drain lets finish, whose answer, once given, is
+ * sealed, since a server that rotates has spent the stored refresh token (adr/0122, amended).
  */
 export class ConnectionTokens {
   /** Token sets as last opened or written, by credential id. */
@@ -72,6 +73,8 @@ export class ConnectionTokens {
    * refuses the client may quote it back, and the failure is retold without it (secrets()).
    */
   private readonly clientSecrets = new Map<string, string>();
+  /** Refreshes under way, each until its answer is sealed or it failed: what a stop waits for. */
+  private readonly refreshing = new Set<Promise<string>>();
 
   constructor(private readonly deps: ConnectionTokensDeps) {}
 
@@ -82,7 +85,20 @@ export class ConnectionTokens {
       const cached = this.cache.get(auth.tokens) ?? (await this.open(record, auth.tokens));
       if (this.usable(cached, rejected)) return cached.accessToken;
     }
-    return this.deps.leases.run(tokenLease(record), () => this.refreshHeld(record, rejected));
+    const refresh = this.deps.leases.run(tokenLease(record), () => this.refreshHeld(record, rejected));
+    this.refreshing.add(refresh);
+    const done = () => void this.refreshing.delete(refresh);
+    refresh.then(done, done);
+    return refresh;
+  }
+
+  /**
+   * Once every refresh under way has ended, those that began meanwhile included: a graceful stop
+   * waits here, bounded by its drain deadline, so a rotated refresh token whose waiter the stop
+   * cut (a photograph) is still sealed before the process goes (adr/0122, amended).
+   */
+  async settled(): Promise<void> {
+    while (this.refreshing.size > 0) await Promise.allSettled([...this.refreshing]);
   }
 
   /** Whether the connection's current token set was refused at refresh: its credential lapsed. */
@@ -147,13 +163,17 @@ export class ConnectionTokens {
     // Read again inside the lease: the holder before us may have refreshed already.
     const stored = await this.open(record, auth.tokens);
     if (this.usable(stored, rejected)) return stored.accessToken;
+    // Finding the authorization server only looks, and the stop cuts it; the refresh is not cut
+    // (test/integration/connections-oauth-stop.test.ts "a tool call in flight").
+    const { target, client } = await untilStop(
+      looksAt(this.deps.looks, record),
+      `the discovery of the authorization server of connection "${record.name}", before its token refresh,`,
+      (signal) => this.deps.authority(record, stored.issuedTo, signal),
+    );
+    if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
     let next: TokenSet;
     try {
-      next = await untilStop(looksAt(this.deps.looks, record), async (signal) => {
-        const { target, client } = await this.deps.authority(record, stored.issuedTo, signal);
-        if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
-        return refreshTokens(target, client, stored, cutBy(this.deps.fetch, signal), this.deps.clock);
-      });
+      next = await refreshTokens(target, client, stored, this.deps.fetch, this.deps.clock);
     } catch (error) {
       if (error instanceof RefreshRefused) {
         this.refusedSets.add(auth.tokens);

@@ -24,3 +24,15 @@ export function usedOutcome(): FlowOutcome {
     message: "This authorization was already used; start a new one from Atrium.",
   };
 }
+
+/**
+ * The tokens were activated, but the graceful stop cut the first photograph of a connection still
+ * pending (a look, adr/0122): it is not served until a sign-in photographs it.
+ */
+export function stoppingOutcome(name: string): FlowOutcome {
+  return {
+    status: 409,
+    title: "Atrium is stopping",
+    message: `Connection "${name}" is authorized, but Atrium began to stop before it read the server's tools, so the connection is not in use yet: once Atrium is back, start its authorization again to finish.`,
+  };
+}

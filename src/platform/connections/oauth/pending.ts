@@ -20,7 +20,8 @@ export function addPendingOAuth(
   store: (record: ConnectionRecord, signal: AbortSignal) => Promise<void>,
 ): Promise<GoLink> {
   const { scopes, ...fields } = at;
-  return untilStop(deps.looks, async (signal) => {
+  const what = "the add's discovery of its authorization server and client registration there";
+  return untilStop(deps.looks, what, async (signal) => {
     const target = await deps.authorizer.discover(at.url, signal);
     const record: ConnectionRecord = {
       id: newConnectionId(),

@@ -1,4 +1,5 @@
 import type { FetchLike } from "@modelcontextprotocol/client";
+import { Conflict } from "../../../errors.ts";
 import type { ServerLooks } from "../server-looks.ts";
 
 /** The looks at servers of the two stores an OAuth connection's record can live in (record-home.ts). */
@@ -8,19 +9,26 @@ export interface ConnectionLooks {
 }
 
 /**
- * Runs one OAuth step that asks a remote server (an add's, a sign-in's start, its callback's token
- * exchange, a credential refresh) as a look that only a graceful stop ends (adr/0122, amended): the
- * look's signal is handed to `step` for each request it sends (cutBy), and once it has aborted the
- * step answers its reason (409 `stopping`) whatever a cut request failed with, not a refusal of
- * the server's. A step begun after the stop starts ended and sends nothing.
+ * Runs one OAuth step that only looks at a remote server — a discovery, its metadata, a dynamic
+ * client registration — as a look that only a graceful stop ends (adr/0122, amended): the look's
+ * signal is handed to `step` for each request it sends (cutBy), and once it has aborted the step
+ * answers 409 `stopping` naming `what` was cut, whatever a cut request failed with, not a refusal
+ * of the server's. A step begun after the stop starts ended and sends nothing. An exchange of
+ * credentials (a code redeemed, a token refreshed) is never run here: the drain lets it finish,
+ * since its answer, once the server has given it, may be the only one (a spent code, a rotated
+ * refresh token).
  */
-export function untilStop<T>(looks: ServerLooks, step: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export function untilStop<T>(
+  looks: ServerLooks,
+  what: string,
+  step: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   return looks.runUntilStop(async (signal) => {
     try {
       signal.throwIfAborted();
       return await step(signal);
     } catch (error) {
-      signal.throwIfAborted();
+      if (signal.aborted) throw stoppedDuring(what);
       throw error;
     }
   });
@@ -39,4 +47,12 @@ export function looksAt(looks: ConnectionLooks, at: { owner?: string | undefined
 export function cutBy(fetch: FetchLike, signal: AbortSignal): FetchLike {
   return (url, init) =>
     fetch(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, signal]) : signal });
+}
+
+/** What a step the stop cut answers: the code of work a shutdown refuses, naming the step. */
+function stoppedDuring(what: string): Conflict {
+  return new Conflict(
+    "stopping",
+    `Atrium is stopping, so ${what} was cut and nothing was recorded: send it again once Atrium is back.`,
+  );
 }

@@ -43,6 +43,8 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
   authorizer: Authorizer;
   bearers: OAuthBearers;
   routes: Hono<AppEnv>;
+  /** Once every token refresh under way has ended (ConnectionTokens.settled): what a stop waits for. */
+  settled(): Promise<void>;
 } {
   // Discovery, registration and token requests leave through the same SSRF guard as MCP traffic.
   const fetch = guardedFetch({
@@ -90,5 +92,6 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
       secrets: (record) => tokens.secrets(record),
     },
     routes: oauthRoutes(built, deps.publicUrl),
+    settled: () => tokens.settled(),
   };
 }

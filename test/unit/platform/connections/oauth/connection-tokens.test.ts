@@ -20,6 +20,7 @@ import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
 import { capturingLogger } from "../../../../helpers/atrium.ts";
 import { connectionRecord } from "../../../../helpers/connections.ts";
+import { gate } from "../../../../helpers/gate.ts";
 import { localTarget, serveLocally } from "../../../../helpers/local-http.ts";
 
 // A connection's token set against a small token endpoint on 127.0.0.1 that rotates refresh
@@ -94,13 +95,14 @@ async function setUp(
     auth: { kind: "oauth", issuer: base, scopes: ["read"] },
     createdAt: new Date(now).toISOString(),
   });
+  const looks = { shared: new ServerLooks(), personal: new ServerLooks() };
   const tokens = new ConnectionTokens({
     vault: vaultFor,
     leases: new KeyedLock(),
     clock: () => now,
     log: captured.log,
     fetch: fetchWith,
-    looks: { shared: new ServerLooks(), personal: new ServerLooks() },
+    looks,
     current: async () => record,
     authority: async (_record, issued) => {
       askedFor.push(issued);
@@ -124,7 +126,7 @@ async function setUp(
     ...(issuedTo && { issuedTo }),
   });
   record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
-  return { record, tokens, credential };
+  return { record, tokens, credential, looks };
 }
 
 describe("ConnectionTokens", () => {
@@ -244,6 +246,31 @@ describe("ConnectionTokens", () => {
     await expect(tokens.bearer(record)).rejects.toThrow("ENOSPC");
     expect(captured.lines.some((line) => String(line.msg).includes("could not be sealed"))).toBe(true);
     expect(JSON.stringify(captured.lines)).not.toContain("access-1");
+  });
+
+  // An exchange of credentials, not a look: the stop lets it finish, and waits for its seal
+  // (adr/0122, amended; test/integration/connections-oauth-stop.test.ts).
+  it("a graceful stop does not cut a token request under way, and settled() ends once its answer is sealed", async () => {
+    const [sent, release] = [gate(), gate()];
+    const held: FetchLike = async (url, init) => {
+      sent.open();
+      await release.promise;
+      return fetch(url, init);
+    };
+    const { record, tokens, credential, looks } = await setUp(vault, held);
+    now += 60_000;
+    const bearer = tokens.bearer(record);
+    await sent.promise;
+    looks.shared.endAll();
+    const settled = tokens.settled();
+    release.open();
+    await settled;
+    expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({
+      accessToken: "access-1",
+      refreshToken: "refresh-1",
+    });
+    expect(await bearer).toBe("access-1");
+    await tokens.settled();
   });
 
   it("a short-lived token is used for the first half of its life, not refreshed before every request", async () => {
