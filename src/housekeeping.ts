@@ -15,19 +15,29 @@ export interface Chore {
  * restarts does not keep every code and consent request it ever issued. A failing chore is
  * logged and tried again next time; it never stops the others or the process. A round still
  * going when the next is due is skipped by the scheduler, and its stop() waits for a round
- * in progress.
+ * in progress. `stillOurs` (the root's lock) is asked before each chore.
  */
 export function scheduleHousekeeping(
   scheduler: Scheduler,
   chores: Chore[],
   log: Logger,
   intervalMs = HOUSEKEEPING_INTERVAL_MS,
+  stillOurs: () => Promise<boolean> = async () => true,
 ): void {
   scheduler.add({
     name: "housekeeping",
     schedule: { everyMs: intervalMs },
     run: async () => {
-      for (const chore of chores) {
+      for (const [index, chore] of chores.entries()) {
+        // Every chore writes or deletes in the root: once another process holds it, none more
+        // does (the heartbeat's stop comes up to a beat later; ADR 0146).
+        if (!(await stillOurs())) {
+          log.warn(
+            { notRun: chores.slice(index).map(({ name }) => name) },
+            "housekeeping stopped: the instance lock is no longer this process's",
+          );
+          return;
+        }
         try {
           await chore.run();
         } catch (error) {

@@ -347,6 +347,7 @@ async function startLocked(
       ],
       log,
       options.housekeepingIntervalMs,
+      () => lock.stillHeld(),
     );
 
     return {
@@ -364,7 +365,7 @@ async function startLocked(
       close: gracefulStop({
         ...built,
         endpoint,
-        lastWrites: (signal) => oauth.clients.writeRememberedUses(signal),
+        lastWrites: (signal) => oauth.clients.writeRememberedUses(signal, () => lock.stillHeld()),
         drain,
         eventLog,
         lock,

@@ -174,9 +174,11 @@ export class ClientRegistry {
    * used only then by the older stamp on disk, and could sweep it as unused. Best effort, once:
    * a use that cannot be written now either is logged and goes with the process. A use already
    * on disk as late, or a client deleted since, needs no write. None starts once `signal` is
-   * aborted: the stop lets the root go then, and a next process may own it.
+   * aborted (the stop lets the root go then, and a next process may own it), nor once
+   * `stillOurs` (the root's lock, asked before each write) says another process holds the root:
+   * a stop the heartbeat began after a takeover comes here too.
    */
-  async writeRememberedUses(signal: AbortSignal): Promise<void> {
+  async writeRememberedUses(signal: AbortSignal, stillOurs: () => Promise<boolean>): Promise<void> {
     for (const id of [...this.unwrittenUses.keys()]) {
       if (signal.aborted) return;
       try {
@@ -185,7 +187,7 @@ export class ClientRegistry {
           if (usedAt === undefined) return;
           const stored = await this.read(id);
           // Aborted during the read or the wait for the key: the root may be another process's.
-          if (signal.aborted) return;
+          if (signal.aborted || !(await stillOurs())) return;
           const written = stored && lastUseOf(stored);
           if (stored && (written === undefined || written < usedAt)) {
             await this.records.put(id, { ...stored, lastUsedAt: usedAt });

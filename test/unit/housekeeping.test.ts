@@ -33,4 +33,39 @@ describe("scheduleHousekeeping", () => {
     expect(lines.filter((l) => l.chore === "fails")).toHaveLength(2);
     await scheduler.stop();
   });
+
+  it("runs no further chore of a round once the root's lock is no longer this process's, saying which", async () => {
+    const time = new FakeTime();
+    const { log, lines } = memoryLog();
+    const scheduler = new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log });
+    const ran: string[] = [];
+    let ours = true;
+    scheduleHousekeeping(
+      scheduler,
+      [
+        {
+          name: "grants",
+          run: async () => {
+            ran.push("grants");
+            // Taken over while this chore ran, as if the process was frozen here.
+            ours = false;
+          },
+        },
+        { name: "clients", run: async () => void ran.push("clients") },
+        { name: "sessions", run: async () => void ran.push("sessions") },
+      ],
+      log,
+      HOUSEKEEPING_INTERVAL_MS,
+      async () => ours,
+    );
+    await time.advance(HOUSEKEEPING_INTERVAL_MS);
+    expect(ran).toEqual(["grants"]);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: "housekeeping stopped: the instance lock is no longer this process's",
+        notRun: ["clients", "sessions"],
+      }),
+    );
+    await scheduler.stop();
+  });
 });

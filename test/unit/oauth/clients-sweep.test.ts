@@ -335,7 +335,7 @@ describe("the stop's writes of uses kept in memory", () => {
       await put.call(this, key, record);
       stop.abort();
     });
-    await clients.writeRememberedUses(stop.signal);
+    await clients.writeRememberedUses(stop.signal, async () => true);
     const [first, second] = ids as [string, string];
     expect(JSON.parse(await readFile(fileOf(first), "utf8")).lastUsedAt).toBe(clock());
     expect(await readFile(fileOf(second), "utf8")).toBe(registered[1]);
