@@ -73,6 +73,17 @@ export function workspaceOfGrantedResource(resource: string): string | undefined
   return RESOURCE_WORKSPACE.exec(resource)?.[1];
 }
 
+/**
+ * A grant record as stored, with its workspace: one written before `workspaceId` was stored
+ * gets it from its resource's path. One that names none was not written by Atrium: it throws.
+ */
+export function withWorkspace(stored: GrantRecord, grantId: string): GrantRecord {
+  if (typeof stored.workspaceId === "string") return stored;
+  const workspaceId = workspaceOfGrantedResource(String(stored.resource));
+  if (workspaceId === undefined) throw new Error(`oauth grant ${grantId} names no workspace`);
+  return { ...stored, workspaceId };
+}
+
 /** What the in-memory index keeps of a grant: who, where, and when it was last used and ends. */
 export function indexed(record: GrantRecord): IndexedGrant {
   return {

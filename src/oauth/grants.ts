@@ -1,4 +1,3 @@
-import { equalSecrets, hashSecret } from "../crypto/secrets.ts";
 import { forEachAtMost } from "../kernel/at-most.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
@@ -12,15 +11,14 @@ import {
   type NewGrant,
   type Refreshed,
   type RefreshRequest,
+  withWorkspace,
   workspaceOfGrantedResource,
 } from "./grant-record.ts";
 import { type Standing, standingRefusal } from "./grant-standing.ts";
-import { grantIdOf, isGrantId, newRefreshToken } from "./grant-tokens.ts";
+import { grantIdOf, isGrantId } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
-import { graceAnswer, sealSuccessor } from "./refresh-grace.ts";
+import { isOfFamily, issueRefreshToken, judgeRefresh, REFRESH_REFUSED, rotate } from "./refresh-rotation.ts";
 
-/** Rotated-out refresh hashes kept for replay detection; older ones are simply unknown. */
-const MAX_PREVIOUS_REFRESH_HASHES = 100;
 /** revokeWhere's writes: an archive revokes all of a workspace's grants, a few files at a time. */
 const REVOCATION_WRITES_AT_ONCE = 8;
 /**
@@ -28,7 +26,6 @@ const REVOCATION_WRITES_AT_ONCE = 8;
  * (ADR 0089). Without it one account could make grants without end, each a file every scan read.
  */
 export const MAX_LIVE_GRANTS_PER_PERSON = 100;
-const REFUSED = "The refresh token is invalid, expired or revoked; authorize again.";
 /** A grant revoked while its code was exchanged: its person left or was deactivated, or the code was used again. */
 const REVOKED_DURING_EXCHANGE =
   "This access was revoked while the code was being exchanged (the person left the workspace or was deactivated, or the code was used again); authorize again.";
@@ -51,8 +48,9 @@ export interface GrantsOptions extends Standing {
  * grant is one file read; only hashes are stored. Every refresh rotates the token, and a
  * rotated-out token coming back means two parties hold the family: the whole grant is
  * revoked (OAuth 2.1 §4.3.1) — except the token just replaced, from its own client within the
- * grace, which gets the same successor again (refresh-grace.ts, ADR 0136). Access tokens name their grant (`gid`), so revoking the
- * grant also cuts every access token it issued, through `isRevoked`.
+ * grace, which gets the same successor again (refresh-rotation.ts judges each token presented;
+ * refresh-grace.ts, ADR 0136). Access tokens name their grant (`gid`), so revoking the grant also
+ * cuts every access token it issued, through `isRevoked`.
  */
 export class Grants {
   private readonly records: JsonRecords<GrantRecord>;
@@ -201,7 +199,7 @@ export class Grants {
         absoluteExpiresAt: now + this.options.refreshTokenTtlSeconds * 1000,
         previousRefreshHashes: [],
       };
-      const refreshToken = options.refresh ? this.newRefreshToken(record) : undefined;
+      const refreshToken = options.refresh ? issueRefreshToken(record) : undefined;
       // Indexed in the same turn as the standing check, before the write: a removal or a
       // deactivation that runs during the write finds the grant (revokeWhere reads only the
       // index) and revokes it. Indexed after, it was missed, and its access token worked again
@@ -243,90 +241,36 @@ export class Grants {
   /** Exchanges a refresh token for its successor; throws invalid_grant, invalid_scope or invalid_target. */
   async refresh(token: string, request: RefreshRequest): Promise<Refreshed> {
     const grantId = grantIdOf(token);
-    if (grantId === undefined) throw new OAuthError("invalid_grant", REFUSED);
+    if (grantId === undefined) throw new OAuthError("invalid_grant", REFRESH_REFUSED);
     return this.locks.run(grantId, async () => {
-      if (this.revoked.has(grantId)) throw new OAuthError("invalid_grant", REFUSED);
+      if (this.revoked.has(grantId)) throw new OAuthError("invalid_grant", REFRESH_REFUSED);
       const record = await this.read(grantId);
-      if (!record || record.revokedAt !== undefined) {
-        throw new OAuthError("invalid_grant", REFUSED);
-      }
-      const hash = hashSecret(token);
-      const replaced = record.currentRefreshHash;
-      const current = replaced !== undefined && equalSecrets(hash, replaced);
-      // The token just replaced, retried by its client within the grace: its successor, once more.
-      const graceMs = this.options.refreshReuseGraceSeconds * 1000;
-      const grace = current
-        ? undefined
-        : graceAnswer(record, { token, clientId: request.clientId }, this.clock(), graceMs);
-      if (grace === "clockBehind") {
-        // A clock stepped back is not a thief: refused, and the family lives (ADR 0136).
-        this.options.log.warn(
-          { grantId, clientId: record.clientId },
-          "the refresh token just replaced came back while the clock reads before its rotation (stepped back?); refused without revoking the grant",
-        );
-        throw new OAuthError("invalid_grant", REFUSED);
-      }
-      const again = grace?.successor;
-      if (replaced === undefined || (!current && again === undefined)) {
-        if (record.previousRefreshHashes.some((previous) => equalSecrets(hash, previous))) {
-          await this.revokeRecord(record);
-          this.options.log.warn(
-            { grantId, clientId: record.clientId },
-            "a rotated-out refresh token was presented again; the grant is revoked",
-          );
-        }
-        throw new OAuthError("invalid_grant", REFUSED);
-      }
-      if (record.clientId !== request.clientId) throw new OAuthError("invalid_grant", REFUSED);
-      if (record.absoluteExpiresAt <= this.clock()) {
-        throw new OAuthError(
-          "invalid_grant",
-          "This access has reached the end of its lifetime; authorize again.",
-        );
-      }
-      // Not left to the revocation that leaving and deactivation make: a grant that missed it
-      // (made in the middle of it) ends here, and is revoked so that rejoining cannot revive it.
-      const refusal = standingRefusal(this.options, record.principalId, record.workspaceId, record.createdAt);
-      if (refusal !== undefined) {
-        await this.revokeRecord(record);
-        throw new OAuthError("invalid_grant", refusal);
-      }
+      if (!record || record.revokedAt !== undefined) throw new OAuthError("invalid_grant", REFRESH_REFUSED);
       const resource = this.audienceOf(record);
-      // RFC 8707: a client that names the resource names this workspace's URL, now or as consented.
-      if (
-        request.resource !== undefined &&
-        request.resource !== resource &&
-        request.resource !== record.resource
-      ) {
-        throw new OAuthError("invalid_target", "The resource is not the one this access was granted for.");
+      const verdict = judgeRefresh(record, token, request, {
+        standing: this.options,
+        resource,
+        now: this.clock(),
+        graceMs: this.options.refreshReuseGraceSeconds * 1000,
+      });
+      if (verdict.kind === "refuse") {
+        if (verdict.revoke) await this.revokeRecord(record);
+        if (verdict.warning) this.options.log.warn({ grantId, clientId: record.clientId }, verdict.warning);
+        throw verdict.error;
       }
-      const scopes = request.scopes ?? record.scopes;
-      const wider = scopes.find((scope) => !record.scopes.includes(scope));
-      if (wider !== undefined) {
-        throw new OAuthError(
-          "invalid_scope",
-          `The scope "${wider}" was not granted; a refresh can only narrow scopes.`,
-        );
-      }
-      if (again !== undefined) {
+      const { scopes } = verdict;
+      if (verdict.kind === "resend") {
         // Nothing is written: the window still runs from the rotation, so answering cannot prolong it.
         this.options.log.info(
           { grantId, clientId: record.clientId },
           "the refresh token just replaced came back from its client within the grace; answered with its successor",
         );
-        return { grant: record, resource, refreshToken: again, scopes };
+        return { grant: record, resource, refreshToken: verdict.refreshToken, scopes };
       }
-      record.previousRefreshHashes = [replaced, ...record.previousRefreshHashes].slice(
-        0,
-        MAX_PREVIOUS_REFRESH_HASHES,
-      );
-      const refreshToken = this.newRefreshToken(record);
-      if (this.options.refreshReuseGraceSeconds > 0)
-        record.successorSealed = sealSuccessor(token, refreshToken);
-      else delete record.successorSealed;
-      record.refreshedAt = this.clock();
+      const now = this.clock();
+      const refreshToken = rotate(record, verdict, now, this.options.refreshReuseGraceSeconds > 0);
       await this.records.put(grantId, record);
-      this.index.touch(grantId, record.refreshedAt);
+      this.index.touch(grantId, now);
       return { grant: record, resource, refreshToken, scopes };
     });
   }
@@ -376,25 +320,15 @@ export class Grants {
     if (grantId === undefined) return false;
     const record = await this.read(grantId).catch(() => undefined);
     if (!record || record.clientId !== clientId) return false;
-    const hash = hashSecret(token);
-    const known = [record.currentRefreshHash, ...record.previousRefreshHashes].some(
-      (stored) => stored !== undefined && equalSecrets(hash, stored),
-    );
+    const known = isOfFamily(record, token);
     if (known) await this.revoke(grantId);
     return known;
   }
 
-  /**
-   * A grant record as stored, with its workspace: one written before `workspaceId` was stored
-   * gets it from its resource's path. One that names none was not written by Atrium; it throws,
-   * and load() treats it as revoked.
-   */
+  /** A grant record as stored, with its workspace (`withWorkspace`); load() treats one that throws as revoked. */
   private async read(grantId: string): Promise<GrantRecord | undefined> {
     const record = await this.records.get(grantId);
-    if (record === undefined || typeof record.workspaceId === "string") return record;
-    const workspaceId = workspaceOfGrantedResource(String(record.resource));
-    if (workspaceId === undefined) throw new Error(`oauth grant ${grantId} names no workspace`);
-    return { ...record, workspaceId };
+    return record && withWorkspace(record, grantId);
   }
 
   private async revokeRecord(record: GrantRecord): Promise<void> {
@@ -402,11 +336,5 @@ export class Grants {
     this.index.remove(record.grantId);
     record.revokedAt = this.clock();
     await this.records.put(record.grantId, record);
-  }
-
-  private newRefreshToken(record: GrantRecord): string {
-    const { token, hash } = newRefreshToken(record.grantId);
-    record.currentRefreshHash = hash;
-    return token;
   }
 }
