@@ -1,20 +1,17 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { Ajv, type ErrorObject } from "ajv";
-import addFormatsModule from "ajv-formats";
-import { decodeSealKey, SEAL_KEY_BYTES, type SealKeyRing } from "../crypto/seal.ts";
 import { BootError } from "../errors.ts";
 import { CorruptJson, parseStoredJson } from "../storage/atomic.ts";
+import { type CredentialKeysSection, resolveCredentialKeys } from "./credential-keys.ts";
 import { type CredentialRef, readCredential } from "./credentials.ts";
 import {
   ACCESS_TOKEN_TTL_DEFAULT,
   CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
   type ClaimMapping,
-  type ConfigSection,
+  type ConfigSections,
   DRAIN_SECONDS_DEFAULT,
   IDLE_TIMEOUT_SECONDS_DEFAULT,
   type InstanceConfig,
-  instanceSchema,
   MAX_ADMINISTERED_WORKSPACES_DEFAULT,
   MAX_BODY_BYTES_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
@@ -26,41 +23,15 @@ import {
   SESSION_MAX_AGE_DEFAULT,
   type SessionConfig,
 } from "./schema.ts";
+import { checkAgainstSchema } from "./schema-check.ts";
 
-// ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
-const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => void };
-// strictRequired is off because auth uses if/then to require provider fields declared one level up.
-const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false });
-addFormats.default(ajv);
-
-/** The platform apps' sections of instance.json, by section name (the app's name). */
-export type ConfigSections = Readonly<Record<string, ConfigSection<unknown>>>;
+const NO_SECTIONS: ConfigSections = {};
 
 export interface Overrides {
   port?: number;
   dataRoot?: string;
   /** The sections the platform apps declare; a top-level key that is none of these is refused. */
   sections?: ConfigSections;
-}
-
-// One compiled validator per set of sections: an instance loads its file once, tests many times.
-const validators = new WeakMap<ConfigSections, ReturnType<typeof ajv.compile>>();
-const NO_SECTIONS: ConfigSections = {};
-
-function validatorFor(sections: ConfigSections): ReturnType<typeof ajv.compile> {
-  let validate = validators.get(sections);
-  if (!validate) {
-    const properties: Record<string, unknown> = { ...instanceSchema.properties };
-    for (const [name, section] of Object.entries(sections)) {
-      if (name in properties) throw new Error(`A platform app's config section "${name}" is a core one.`);
-      properties[name] = section.schema;
-    }
-    // Without the $id, which ajv would refuse to register twice.
-    const { $id: _published, ...schema } = instanceSchema;
-    validate = ajv.compile({ ...schema, properties });
-    validators.set(sections, validate);
-  }
-  return validate;
 }
 
 /** Reads, validates and resolves instance.json. There is no default file and no default provider. */
@@ -97,15 +68,7 @@ export function parseInstance(
   // Empty is a mistake, never "not given": it would act on the file's own root (the CLI refuses it first).
   if (options.dataRoot === "") throw new BootError("The data root given (--data) is empty: give a folder.");
   const sections = options.sections ?? NO_SECTIONS;
-  const validate = validatorFor(sections);
-  if (!validate(raw)) {
-    // "must match then/else" only restates the errors beneath it.
-    const problems = (validate.errors ?? [])
-      .filter((e) => e.keyword !== "if")
-      .map(describeError)
-      .join("; ");
-    throw new BootError(`${options.source} is invalid: ${problems}`);
-  }
+  checkAgainstSchema(raw, sections, options.source);
   const file = raw as unknown as InstanceFile;
   checkPublicUrl(file.http.publicUrl);
   const port = options.port ?? file.http.port;
@@ -182,7 +145,7 @@ interface InstanceFile {
     requestTimeoutSeconds?: number;
   };
   log?: { level?: string };
-  credentials?: { keys: Array<{ version: number; key: CredentialRef }> };
+  credentials?: CredentialKeysSection;
 }
 
 interface AuthFile {
@@ -310,36 +273,6 @@ function resolveSession(
 }
 
 /**
- * Reads each credential key through its reference. A key is 32 bytes, written as base64 or 64 hex
- * characters; anything else stops the boot naming the field and what a key looks like, never the
- * text that was found (it may be a real secret put in the wrong place).
- */
-function resolveCredentialKeys(
-  section: NonNullable<InstanceFile["credentials"]>,
-  baseDir: string,
-): SealKeyRing {
-  const keys = new Map<number, Buffer>();
-  section.keys.forEach(({ version, key: ref }, index) => {
-    const field = `credentials.keys[${index}].key`;
-    if (keys.has(version)) {
-      throw new BootError(
-        `credentials.keys[${index}].version is ${version}, which an earlier key already has: ` +
-          "each key has its own version.",
-      );
-    }
-    const key = decodeSealKey(readCredential(ref, field, baseDir));
-    if (!key) {
-      throw new BootError(
-        `${field} (version ${version}) is not a ${SEAL_KEY_BYTES}-byte key: it must be ${SEAL_KEY_BYTES} ` +
-          "random bytes written as base64 or as 64 hex characters, e.g. the output of `openssl rand -base64 32`.",
-      );
-    }
-    keys.set(version, key);
-  });
-  return { keys, newest: Math.max(...keys.keys()) };
-}
-
-/**
  * The public URL is a base that Atrium appends paths to (`/mcp/ws_…`, `/auth/callback`): a query
  * or a fragment would end up before the path, and a user name or password would be handed to
  * every client in every URL. Refused by field; the URL itself is not echoed, as it may hold a
@@ -379,21 +312,4 @@ export function isLoopbackHost(hostname: string): boolean {
 
 function stripSlash(href: string): string {
   return href.endsWith("/") ? href.slice(0, -1) : href;
-}
-
-function describeError(error: ErrorObject): string {
-  const at = error.instancePath === "" ? "(top level)" : error.instancePath.slice(1).replaceAll("/", ".");
-  if (error.keyword === "additionalProperties") {
-    return `${at}: unknown field "${(error.params as { additionalProperty: string }).additionalProperty}"`;
-  }
-  if (error.keyword === "required") {
-    return `${at}: missing field "${(error.params as { missingProperty: string }).missingProperty}"`;
-  }
-  if (error.keyword === "enum") {
-    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues.map((v) =>
-      JSON.stringify(v),
-    );
-    return `${at}: must be one of ${allowed.join(", ")}`;
-  }
-  return `${at}: ${error.message ?? "is invalid"}`;
 }

@@ -296,3 +296,6 @@ export interface ConfigSection<Settings> {
   schema: Record<string, unknown>;
   resolve(section: unknown, where: { baseDir: string }): Settings;
 }
+
+/** The platform apps' sections of instance.json, by section name (the app's name). */
+export type ConfigSections = Readonly<Record<string, ConfigSection<unknown>>>;

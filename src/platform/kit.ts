@@ -1,5 +1,4 @@
-import type { ConfigSections } from "../instance/load.ts";
-import type { InstanceConfig } from "../instance/schema.ts";
+import type { ConfigSections, InstanceConfig } from "../instance/schema.ts";
 import type { IdleCache } from "../sources/idle-cache.ts";
 import { SourceRegistry } from "../sources/registry.ts";
 import { isPersonalSourceName, isSourceName } from "../sources/tool-names.ts";
