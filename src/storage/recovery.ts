@@ -21,11 +21,11 @@ import type { StorageLayout } from "./paths.ts";
  *      place, so the delete had taken effect. Removed. Its name is unique per delete, so a
  *      leftover never collides with a later delete of the same name.
  *  R5  A skill folder with no SKILL.md and nothing in it but temp entries: a create that
- *      never committed. Removed. (platform/skills/writer.ts)
+ *      never committed. Removed. (platform/skills/skill-recovery.ts)
  *  R6  A skill's history ends with its current SKILL.md, which is the commit point of a save
  *      (it is written first): a current text that is not the newest version is recorded as
  *      the next one; a version `N.md` without `N.json` gets one, saved at the `.md`'s mtime;
- *      an `N.json` without its `N.md` is removed. (platform/skills/writer.ts)
+ *      an `N.json` without its `N.md` is removed. (platform/skills/skill-recovery.ts)
  *  R7  An audit ledger's day file whose last line is torn (an append cut short): kept, as
  *      append-only files are never rewritten. Readers skip a line that is not a whole entry and
  *      the next append starts on a new line, so no pass touches it. (platform/connections/audit.ts)
@@ -35,7 +35,7 @@ import type { StorageLayout } from "./paths.ts";
  *  R9  A skill's history whose skill folder is gone (a delete cut short between removing the
  *      folder and its history, or a folder an operator removed): removed, as the delete does
  *      (adr/0098). During housekeeping only once the history is an hour old, so a folder an
- *      operator is moving has its history when it is back. (platform/skills/writer.ts)
+ *      operator is moving has its history when it is back. (platform/skills/skill-recovery.ts)
  *
  * Nothing else under the root is ever half-written: every other write is one atomic rename.
  * A leftover is removed only when no live writer of this process can be using it: at boot

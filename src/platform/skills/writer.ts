@@ -1,7 +1,6 @@
-import { readdir, stat } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
-import { isPrincipalId } from "../../ids.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
 import { createLogger, type Logger } from "../../log.ts";
@@ -10,13 +9,11 @@ import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../st
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
-import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { archivedDuringSave } from "./archived-save.ts";
 import {
-  HISTORY_DIR,
   listVersions,
-  reconcileHistory,
   recordVersion,
   removeHistory,
   type ShownVersion,
@@ -26,15 +23,8 @@ import {
 } from "./history.ts";
 import { isSkillName, type LoadingChannel, type Provenance, type Skill } from "./model.ts";
 import { parseSkill, SkillInvalid } from "./parse.ts";
-import {
-  isSymlink,
-  MAX_EDITED_SKILL_FILE_BYTES,
-  readSkillFile,
-  refuseTooLarge,
-  SKILL_FILE,
-  SkillFileRefused,
-  skillFileExists,
-} from "./skill-file.ts";
+import { isSymlink, refuseTooLarge, SKILL_FILE, skillFileExists } from "./skill-file.ts";
+import { SkillRecovery } from "./skill-recovery.ts";
 import { editSkillText, renderSkill } from "./skill-text.ts";
 import { readOrRefuse, refuseLinkedFolders, type SkillFolder, unreadable } from "./unreadable.ts";
 
@@ -81,21 +71,17 @@ export class SkillWriter implements LeftoverRules {
   /** Assembles a new skill's folder beside its place, and renames a deleted one aside (R4, R5). */
   private readonly folders = new RecordFolders();
 
+  /** What a crash or a stray file leaves in the skill folders, each skill under the lock its writes take. */
+  private readonly recovery: SkillRecovery;
+
   constructor(
     private readonly layout: StorageLayout,
     private readonly workspaces: WorkspaceStore,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
-    private readonly log: Logger = createLogger("silent"),
-  ) {}
-
-  /** Paths already warned about: recovery runs hourly, and one warning per file is enough. */
-  private readonly warned = new Set<string>();
-
-  private warnOnce(path: string, message: string): void {
-    if (this.warned.has(path)) return;
-    this.warned.add(path);
-    this.log.warn({ path }, message);
+    log: Logger = createLogger("silent"),
+  ) {
+    this.recovery = new SkillRecovery(layout, this.locks, this.folders, log);
   }
 
   create(target: WriteTarget, name: string, draft: SkillDraft): Promise<Skill> {
@@ -233,86 +219,12 @@ export class SkillWriter implements LeftoverRules {
     });
   }
 
-  /** R4–R6 and R9 in one scope folder (a workspace's `skills/`, or a person's), each name under its lock. */
-  private async recoverScope(dir: string, pass: RecoveryPass): Promise<void> {
-    if (await this.leftAsLinked(dir, "skills folder")) return;
-    const names = new Set<string>();
-    for (const entry of await this.folders.sweep(dir, pass)) {
-      if (entry.isDirectory() && isSkillName(entry.name)) names.add(entry.name);
-    }
-    for (const entry of await sweepTempEntries(join(dir, HISTORY_DIR), pass)) {
-      if (entry.isDirectory() && isSkillName(entry.name)) names.add(entry.name);
-    }
-    for (const name of names) {
-      await this.locks.run(`${dir}\0${name}`, () => this.recoverSkill(dir, name, pass));
-    }
+  recoverWorkspace(workspaceId: string, present: ReadonlySet<string>, pass: RecoveryPass): Promise<void> {
+    return this.recovery.recoverWorkspace(workspaceId, present, pass);
   }
 
-  private async recoverSkill(dir: string, name: string, pass: RecoveryPass): Promise<void> {
-    const folder = join(dir, name);
-    // Past a linked skill folder, the sweep would remove temp-named files where it points, and
-    // its SKILL.md there would be recorded as a version history reads serve (adr/0139).
-    if (await this.leftAsLinked(folder, "skill folder")) return;
-    const versions = versionsDir(dir, name);
-    const inFolder = await sweepTempEntries(folder, pass);
-    await sweepTempEntries(versions, pass);
-    try {
-      const text = await readSkillFile(join(folder, SKILL_FILE), dir, MAX_EDITED_SKILL_FILE_BYTES);
-      if (text === undefined && inFolder.length === 0 && (await isFolder(folder))) {
-        if (await pass.isStale(folder)) await pass.remove(folder); // R5
-      }
-      if (!(await isFolder(folder))) {
-        if (await pass.isStale(versions)) await pass.remove(versions); // R9
-        return;
-      }
-      const savedAt = async () => (await stat(join(folder, SKILL_FILE))).mtime.toISOString();
-      await reconcileHistory(
-        versions,
-        dir,
-        text === undefined ? undefined : { text, savedAt: await savedAt() },
-        pass,
-      );
-    } catch (error) {
-      if (!(error instanceof SkillFileRefused)) throw error;
-      // Left as the operator placed it (a SKILL.md or a saved version that is not a regular
-      // file): a delete through Atrium removes it; boot goes on.
-      this.warnOnce(
-        error.path,
-        `skill left out of recovery: ${error.message}; delete the skill or replace the file`,
-      );
-    }
-  }
-
-  /** A symlinked folder recovery never walks, nor touches: warned once, as an operator placed it. */
-  private async leftAsLinked(path: string, what: string): Promise<boolean> {
-    if (!(await isSymlink(path))) return false;
-    this.warnOnce(
-      path,
-      `${what} left out of recovery: it is a symlink, which Atrium does not follow; put the folder itself in its place`,
-    );
-    return true;
-  }
-
-  async recoverWorkspace(
-    workspaceId: string,
-    present: ReadonlySet<string>,
-    pass: RecoveryPass,
-  ): Promise<void> {
-    if (present.has("skills")) await this.recoverScope(this.layout.workspaceSkillsDir(workspaceId), pass);
-  }
-
-  /** Every person's user-scope skills. */
-  async recoverInstance(pass: RecoveryPass): Promise<void> {
-    let people: string[];
-    try {
-      people = await readdir(this.layout.usersDir());
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw error;
-    }
-    for (const person of people) {
-      if (isPrincipalId(person)) await this.recoverScope(this.layout.userSkillsDir(person), pass);
-    }
+  recoverInstance(pass: RecoveryPass): Promise<void> {
+    return this.recovery.recoverInstance(pass);
   }
 
   /**
