@@ -141,7 +141,7 @@ describe("McpSource over streamable-http to a 2026-07-28 server", () => {
   });
 
   // The MCP client library ends a call after 60 s of its own unless told; a task run tells it its
-  // own timeout (tasks/runner.ts), so the timeout given here must be the one that applies.
+  // own timeout (tasks/action-call.ts), so the timeout given here must be the one that applies.
   it("holds a call to the timeout it is given, not the client library's own", async () => {
     const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
     const caller = { principalId: "usr_x", workspaceId: "ws_x" };

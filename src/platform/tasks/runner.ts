@@ -2,18 +2,21 @@ import type { CallToolResult } from "@modelcontextprotocol/client";
 import { Conflict } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
-import type { EventPublisher, TaskRunSummary } from "../../kernel/events.ts";
+import type { EventPublisher } from "../../kernel/events.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import type { ToolDispatch } from "../../sources/dispatch.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { untilAborted } from "../until-aborted.ts";
+import { callAsOwner, ownerRefusal } from "./action-call.ts";
 import type { TaskSettings } from "./config.ts";
+import { abortFlight, type Flight, newFlight } from "./flight.ts";
 import type { Unfinished } from "./loaded.ts";
-import { isFinished, newRunId, type Run, type RunError, type RunTrigger, type Task } from "./model.ts";
-import { ABORTED, type AbortReason, failedOutcome, type Outcome, outcomeOf } from "./outcome.ts";
+import { isFinished, newRunId, type Run, type RunTrigger, type Task } from "./model.ts";
+import { ABORTED, failedOutcome, type Outcome, outcomeOf } from "./outcome.ts";
 import type { ResultFiles } from "./result-files.ts";
 import { type RunEnd, RunEndWriter } from "./run-end-writer.ts";
+import { announceRun } from "./run-events.ts";
 import { checkInput } from "./run-input.ts";
 import { RunSlots } from "./run-slots.ts";
 import type { TaskStore } from "./store.ts";
@@ -41,33 +44,6 @@ export interface RunStart {
   missedSince?: string;
   retryOf?: string;
   idempotency?: Run["idempotency"];
-}
-
-/**
- * A remote source's MCP client ends a call on its own timer (60 s unless told otherwise). A run
- * gives it the run's whole timeout and a little more, so the run's own timer is the one that ends
- * the call: recorded `timed_out` and cancelled at the server, never cut short as `failed`.
- */
-const CLIENT_TIMEOUT_MARGIN_MS = 1000;
-
-/** The words every request of a deactivated person gets (http/middleware/authenticate.ts). */
-const DEACTIVATED_MESSAGE = "This account has been deactivated by an org admin.";
-
-interface Flight {
-  taskId: string;
-  controller: AbortController;
-  reason?: AbortReason;
-  /** Resolves once the run's end is on disk, or a stop gave up writing it. */
-  done?: Promise<void>;
-  /**
-   * The run as it ended, once a write of its end failed: reads answer it (`endedRun`) while the
-   * write is tried again. Not before: a run read as ended is one whose end is on disk, unless the
-   * disk refuses it.
-   */
-  unwritten?: Run;
-  /** Resolves `known`: once the end is on disk, or in memory while its write is tried again. */
-  endKnown: () => void;
-  known: Promise<void>;
 }
 
 /** A task's tool calls may not be more at once than its limit (ADR 0106): refused by name, never queued. */
@@ -127,11 +103,7 @@ export class TaskRunner {
       throw new ConcurrencyLimit(task.limits.maxConcurrentRuns);
     }
     const id = newRunId();
-    let endKnown = () => {};
-    const known = new Promise<void>((resolve) => {
-      endKnown = resolve;
-    });
-    const flight: Flight = { taskId: task.id, controller: new AbortController(), known, endKnown };
+    const flight = newFlight(task.id);
     this.flights.set(id, flight);
     this.slots.take(id, task.id);
     const run: Run = {
@@ -155,7 +127,7 @@ export class TaskRunner {
     // its end too (runner.test.ts "a run whose start races a graceful stop").
     flight.done = recorded.then(
       () => {
-        this.announce("task.run.started", task, run);
+        announceRun(this.deps.events, "task.run.started", task, run);
         return this.execute(task, run, flight);
       },
       () => undefined,
@@ -174,7 +146,7 @@ export class TaskRunner {
   cancel(runId: string): boolean {
     const flight = this.flights.get(runId);
     if (!flight) return false;
-    this.abort(flight, "cancel");
+    abortFlight(flight, "cancel");
     return true;
   }
 
@@ -212,7 +184,7 @@ export class TaskRunner {
     this.stopping = true;
     this.ends.stop();
     const flights = [...this.flights.values()];
-    for (const flight of flights) this.abort(flight, "shutdown");
+    for (const flight of flights) abortFlight(flight, "shutdown");
     await Promise.all(flights.map((flight) => flight.done));
     return this.ends.unrecorded;
   }
@@ -238,7 +210,7 @@ export class TaskRunner {
         return { ...current, endedAt: this.now(), execution: { status: "interrupted", error } };
       });
       if (interrupted && ended) {
-        this.announce("task.run.finished", task, ended);
+        announceRun(this.deps.events, "task.run.finished", task, ended);
         interruptedRuns.push(ended);
       }
     }
@@ -247,13 +219,13 @@ export class TaskRunner {
 
   private async execute(task: Task, run: Run, flight: Flight): Promise<void> {
     const cancelTimeout = this.deps.timers.after(task.limits.timeoutSeconds * 1000, () =>
-      this.abort(flight, "timeout"),
+      abortFlight(flight, "timeout"),
     );
     let outcome: Outcome;
     let result: CallToolResult | undefined;
     let call: Promise<CallToolResult> | undefined;
     try {
-      const refusal = this.ownerRefusal(task);
+      const refusal = ownerRefusal(this.deps.users, task);
       if (flight.reason) {
         // Aborted while its record was being written (a stop, a cancel): its tool is never called.
         outcome = ABORTED[flight.reason];
@@ -263,20 +235,7 @@ export class TaskRunner {
         // Raced against the run's own abort: a source that ignores the signal (a platform tool)
         // must not hold the run past its timeout; its slot is another matter (RunSlots).
         const { signal } = flight.controller;
-        call = this.deps.dispatch.call(
-          {
-            principalId: task.ownerId,
-            workspaceId: task.workspaceId,
-            ...(task.scopes === undefined ? {} : { scopes: task.scopes }),
-          },
-          task.action.tool,
-          { ...task.action.arguments, ...run.input },
-          {
-            requestId: run.id,
-            signal,
-            timeoutMs: task.limits.timeoutSeconds * 1000 + CLIENT_TIMEOUT_MARGIN_MS,
-          },
-        );
+        call = callAsOwner(this.deps.dispatch, task, run, signal);
         result = await untilAborted(call, signal);
         outcome = flight.reason ? ABORTED[flight.reason] : outcomeOf(task, result);
       }
@@ -310,7 +269,7 @@ export class TaskRunner {
         flight.unwritten = unwritten;
         flight.endKnown();
       });
-      if (ended) this.announce("task.run.finished", await this.asItIsNow(task), ended);
+      if (ended) announceRun(this.deps.events, "task.run.finished", await this.asItIsNow(task), ended);
       await this.pruneRuns(task);
     } catch (error) {
       this.deps.log.error(
@@ -347,21 +306,6 @@ export class TaskRunner {
   }
 
   /**
-   * A deactivated owner is refused before the dispatch, in the words a request of theirs gets
-   * (the dispatch checks membership, not deactivation, which the authenticate middleware does).
-   */
-  private ownerRefusal(task: Task): RunError | undefined {
-    if (!this.deps.users.isDeactivated(task.ownerId)) return undefined;
-    return { code: "forbidden", message: DEACTIVATED_MESSAGE, reason: "owner_deactivated" };
-  }
-
-  private abort(flight: Flight, reason: AbortReason): void {
-    if (flight.reason) return;
-    flight.reason = reason;
-    flight.controller.abort(new Error(`task run ${reason}`));
-  }
-
-  /**
    * The task as it is when its run ends, whom the end is announced to: one made private while the
    * run went tells its owner alone, not every member as its start did (tasks.test.ts "a run's end
    * is announced"); one deleted meanwhile, its owner alone too (runner.test.ts "deleted").
@@ -369,24 +313,6 @@ export class TaskRunner {
   private async asItIsNow(task: Task): Promise<Task> {
     const current = await this.deps.store.taskIn(task.workspaceId, task.id);
     return current ?? { ...task, visibility: "private" };
-  }
-
-  private announce(type: "task.run.started" | "task.run.finished", task: Task, run: Run): void {
-    const summary: TaskRunSummary = {
-      id: run.id,
-      taskId: task.id,
-      taskName: task.name,
-      taskOwnerId: task.ownerId,
-      trigger: run.trigger,
-      execution: run.execution.status,
-      assessment: run.assessment.status,
-      ...(run.execution.error ? { error: run.execution.error } : {}),
-    };
-    const scoped = { workspaceId: task.workspaceId, run: summary };
-    const event = task.visibility === "private" ? { ...scoped, ownerId: task.ownerId } : scoped;
-    // Spelled per type: the event union pairs each type with its own payload.
-    if (type === "task.run.started") this.deps.events.publish({ type, ...event });
-    else this.deps.events.publish({ type, ...event });
   }
 
   private now(): string {
