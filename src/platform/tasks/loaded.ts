@@ -13,6 +13,24 @@ export interface Unfinished {
   task: Task;
 }
 
+/** What a load shows the rest of the app before it answers anyone. */
+export interface LoadHooks {
+  /** The workspace's tasks, just read: a triggered one with no job is armed (one copied in by hand). */
+  loaded(tasks: readonly Task[]): Promise<void>;
+  /**
+   * The runs found `running` when the workspace's runs were read: those not in flight here are a
+   * crash's, recorded before the read answers, so no reader sees a run left running.
+   */
+  unfinished(found: readonly Unfinished[]): Promise<void>;
+  /**
+   * Run records found whose task is gone (a crash between a task's removal and its runs'): they
+   * are left out of what the read answers and handed here, to be forgotten
+   * (TaskStore.forgetOrphans) once tools may be called. Told, not awaited: their files are
+   * deleted in the background.
+   */
+  orphaned(runs: readonly Run[]): void;
+}
+
 /**
  * One workspace's tasks while it is loaded (ADR 0056). Its task definitions are read on first
  * use; the order of its runs only when a call needs them (a run started, listed or read), since

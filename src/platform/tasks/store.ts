@@ -5,32 +5,16 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { TaskBootIndex } from "./boot-index.ts";
-import { DAMAGED } from "./damaged-records.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import { LoadedRuns, LoadedWorkspace, placeRuns, type Unfinished, type UnreadableTask } from "./loaded.ts";
+import { LoadedRuns, LoadedWorkspace, type LoadHooks, placeRuns, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
+import { forgetOrphanRuns, forgetRunRecord } from "./run-removal.ts";
 import { TaskFiles } from "./task-files.ts";
+import { triggeredAtBoot } from "./triggered-at-boot.ts";
 
 /** A workspace's loaded tasks are dropped after this long unused, as its source registry is. */
 export const TASKS_IDLE_MS = 10 * 60 * 1000;
-
-/** What a load shows the rest of the app before it answers anyone. */
-export interface LoadHooks {
-  /** The workspace's tasks, just read: a triggered one with no job is armed (one copied in by hand). */
-  loaded(tasks: readonly Task[]): Promise<void>;
-  /**
-   * The runs found `running` when the workspace's runs were read: those not in flight here are a
-   * crash's, recorded before the read answers, so no reader sees a run left running.
-   */
-  unfinished(found: readonly Unfinished[]): Promise<void>;
-  /**
-   * Run records found whose task is gone (a crash between a task's removal and its runs'): they
-   * are left out of what the read answers and handed here, to be forgotten (`forgetOrphans`)
-   * once tools may be called. Told, not awaited: their files are deleted in the background.
-   */
-  orphaned(runs: readonly Run[]): void;
-}
 
 /** What a create's bounds count: the workspace's tasks, and those stored whose record is damaged. */
 export interface StoredTasks {
@@ -97,23 +81,11 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * At boot: the tasks with a trigger in the active workspaces, read from the schedule index
-   * (built once by walking the workspaces when the instance's tasks predate it), and the
+   * At boot: the tasks with a trigger in the active workspaces (triggered-at-boot.ts), and the
    * workspaces a crash left marked loaded now, which records their unfinished runs.
    */
   async boot(activeIds: () => Iterable<string>, isActive: (workspaceId: string) => boolean) {
-    if (!(await this.index.built())) await this.buildIndex(activeIds());
-    const triggered: Task[] = [];
-    for (const entry of await this.index.scheduleEntries()) {
-      // An archived workspace keeps its entries: its tasks are not armed while it is archived.
-      if (!isActive(entry.workspaceId)) continue;
-      const task = await this.files.taskAtBoot(entry.workspaceId, entry.ownerId, entry.taskId);
-      // A damaged record (logged) keeps its entry: whether it has a trigger cannot be read, and a
-      // restored file is armed by the next boot (test/integration/tasks-boot-damaged.test.ts).
-      if (task === DAMAGED) continue;
-      if (task?.trigger) triggered.push(task);
-      else await this.index.removeSchedule({ ...entry, id: entry.taskId });
-    }
+    const triggered = await triggeredAtBoot(this.index, this.files, activeIds, isActive);
     for (const workspaceId of await this.index.runningMarks()) {
       if (isActive(workspaceId)) await this.withRuns(workspaceId, async () => undefined);
       await this.index.clearRunning(workspaceId);
@@ -227,7 +199,7 @@ export class TaskStore implements LeftoverRules {
     await stopRuns(runIds);
     (await this.loadedRuns(task.workspaceId))?.deleteTask(task.id);
     await this.index.removeSchedule(task);
-    for (const runId of runIds) await this.forgetRecord(task, runId);
+    for (const runId of runIds) await forgetRunRecord(this.files, this.options.results, task, runId);
     return true;
   }
 
@@ -263,20 +235,12 @@ export class TaskStore implements LeftoverRules {
    */
   async forgetRuns(task: Pick<Task, "workspaceId" | "ownerId" | "id">, ids: readonly string[]) {
     (await this.loadedRuns(task.workspaceId))?.forgetRuns(task.id, ids);
-    for (const runId of ids) await this.forgetRecord(task, runId);
+    for (const runId of ids) await forgetRunRecord(this.files, this.options.results, task, runId);
   }
 
-  /**
-   * Forgets runs whose task is gone (told through `orphaned`): each result file, then each record.
-   * The task is asked for again first: a run is never removed while its task is there.
-   */
-  async forgetOrphans(runs: readonly Run[]): Promise<void> {
-    for (const run of runs) {
-      // A task whose record does not parse is there: its runs stay for when it is restored.
-      if (await this.files.hasTask(run.workspaceId, run.ownerId, run.taskId)) continue;
-      if (await this.options.results.discard(run))
-        await this.files.runs.delete(run.workspaceId, run.ownerId, run.id);
-    }
+  /** Forgets runs whose task is gone (told through `orphaned`), their result files first (run-removal.ts). */
+  forgetOrphans(runs: readonly Run[]): Promise<void> {
+    return forgetOrphanRuns(this.files, this.options.results, runs);
   }
 
   /** Runs `work` with the workspace's idempotency keys, the workspace held loaded meanwhile. */
@@ -306,20 +270,6 @@ export class TaskStore implements LeftoverRules {
   /** R1 in the task files' folders (task-files.ts). */
   recoverWorkspace(workspaceId: string, present: ReadonlySet<string>, pass: RecoveryPass) {
     return this.files.recoverWorkspace(workspaceId, present, pass);
-  }
-
-  /**
-   * A run's record goes only after its result file (ResultFiles.discard): a record that names a
-   * file is never removed while the file is there, so no file is left that no run names. When the
-   * file cannot be deleted the record stays: unlisted while the workspace stays loaded, read again
-   * after, and tried again by the next prune (a deleted task's run: by the next read, `orphaned`).
-   */
-  private async forgetRecord(task: Pick<Task, "workspaceId" | "ownerId">, runId: string): Promise<void> {
-    // A record that does not parse goes too: which result file it named cannot be read, so that
-    // file, if any, stays among the owner's files (test/integration/tasks-damaged.test.ts).
-    const run = await this.files.run(task.workspaceId, task.ownerId, runId);
-    if (run && !(await this.options.results.discard(run))) return;
-    await this.files.runs.delete(task.workspaceId, task.ownerId, runId);
   }
 
   /** One workspace's task definitions, read from disk. */
@@ -370,21 +320,6 @@ export class TaskStore implements LeftoverRules {
     await this.hooks.unfinished(unfinished);
     if (orphaned.length > 0) this.hooks.orphaned(orphaned);
     return runs;
-  }
-
-  /** The first boot of an instance whose tasks predate the index: every workspace's, once. */
-  private async buildIndex(workspaceIds: Iterable<string>): Promise<void> {
-    for (const workspaceId of workspaceIds) {
-      for (const ownerId of await this.files.owners(workspaceId)) {
-        for (const id of await this.files.tasks.ids(workspaceId, ownerId)) {
-          // Indexed at its path, never at the ids its text names; a damaged one too, its trigger
-          // unknown: the index is a superset, and boot skips it while it stays damaged.
-          const task = await this.files.taskAtBoot(workspaceId, ownerId, id);
-          if (task === DAMAGED || task?.trigger) await this.index.addSchedule({ workspaceId, ownerId, id });
-        }
-      }
-    }
-    await this.index.markBuilt();
   }
 }
 
