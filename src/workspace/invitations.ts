@@ -1,33 +1,25 @@
 import { Forbidden, NotFound } from "../errors.ts";
-import type { UserDirectory } from "../identity/users.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
-import { readJsonAtBoot } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
-import { JsonRecords } from "../storage/records.ts";
 import { INVITATION_ID, type Invitation, type Invitee, inviteeKey, newInvitationId } from "./invitation.ts";
 import { refuseBeyondBounds } from "./invitation-bounds.ts";
-import { InvitationIndex } from "./invitation-index.ts";
 import { expiredAt, oldestFirst, senderStandsIn } from "./invitation-standing.ts";
-import { isFor, keysNaming, membersByKey, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
+import { isFor, membersByKey, ownsEmail, recordedEmail, refuseMember } from "./invitees.ts";
 import { roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
-import type { WorkspaceStore } from "./store.ts";
+import { type Directory, type Memberships, PendingInvitations } from "./pending-invitations.ts";
 
 /** How long an invitation waits for its answer. Long enough for a holiday, short enough to go stale. */
 export const INVITATION_TTL_MS = 14 * 24 * 60 * 60 * 1000;
-/** The person an invitation might be for, how the directory knows them, and whether they are still active. */
-type Directory = Pick<UserDirectory, "get" | "findByEmail" | "isDeactivated">;
-/** Who is a member of which workspace, and with what role, now. */
-type Memberships = Pick<WorkspaceStore, "get">;
 
 /**
  * Invitations to join a workspace. Joining takes the invitee's own acceptance, and creating
  * one never looks the invitee up in the user directory (only the workspace's own members are
  * read), so its answer cannot tell whether the address or id belongs to anyone (ADR 0027).
- * Pending invitations are held in memory, indexed by invitee, by workspace and by sender,
- * loaded at boot and kept by the writers; answering one rereads it from disk
- * under its lock, so it is taken at most once. An answered, revoked or expired one is deleted.
+ * Pending invitations are held in memory and on disk together (pending-invitations.ts);
+ * answering one rereads it from disk under its lock, so it is taken at most once. An answered,
+ * revoked or expired one is deleted.
  *
  * An invitation speaks for its sender only while the sender is an active admin of its
  * workspace: once they are removed, demoted, gone or deactivated it is neither listed nor
@@ -40,62 +32,25 @@ type Memberships = Pick<WorkspaceStore, "get">;
  * invitation or housekeeping revokes those (ADR 0131).
  */
 export class Invitations {
-  private readonly records: JsonRecords<Invitation>;
   private readonly locks = new KeyedLock();
-  private readonly indexed = new InvitationIndex();
+  private readonly pending: PendingInvitations;
   private readonly clock: Clock;
 
   constructor(
-    private readonly layout: StorageLayout,
+    layout: StorageLayout,
     private readonly users: Directory,
     private readonly workspaces: Memberships,
     /** Where a clean-up after a join that failed is told (`endAfterJoining`). */
     private readonly log: Logger,
     clock?: Clock,
   ) {
-    this.records = new JsonRecords(layout, "invitations");
     this.clock = clock ?? systemClock;
+    this.pending = new PendingInvitations(layout, this.locks, users, workspaces, this.clock);
   }
 
-  /**
-   * Loads every pending invitation and deletes expired ones, those whose sender no longer stands
-   * and those naming a member of their workspace (ADR 0131); at boot (after the workspaces and
-   * the directory), and again by housekeeping. Each is read and indexed under its own lock, as
-   * an answer or a revoke takes it: read outside it, a record revoked or accepted meanwhile was
-   * indexed again and came back. The index ends up holding exactly the ids on disk: one whose
-   * file is gone leaves it (test/unit/workspace/invitations.test.ts "housekeeping").
-   */
-  async load(): Promise<void> {
-    const present = new Set<string>();
-    for (const id of await this.records.ids()) {
-      if (!INVITATION_ID.test(id)) continue;
-      present.add(id);
-      await this.locks.run(id, () => this.reload(id));
-    }
-    // Indexed before the listing above was read, so made before it too: gone from disk since.
-    for (const id of this.indexed.ids()) {
-      if (!present.has(id)) await this.locks.run(id, () => this.reload(id));
-    }
-    // Then those naming a member, under each workspace's key as `create` takes it: `create`
-    // revokes them only where it sends, and in the sender's other workspaces they would count
-    // against the sender's bound until this runs.
-    for (const workspaceId of this.indexed.workspaceIds()) {
-      await this.locks.run(workspaceId, async () =>
-        this.dropNamingMembers(workspaceId, await membersByKey(this.users, this.workspaces.get(workspaceId))),
-      );
-    }
-  }
-
-  /** Under the id's lock: the record on disk, indexed if it is pending, forgotten if gone. */
-  private async reload(id: string): Promise<void> {
-    // Read as boot does: one that does not parse stops the boot named, with what to do.
-    const invitation = (await readJsonAtBoot(this.layout.collectionFile("invitations", id))) as
-      | Invitation
-      | undefined;
-    this.indexed.remove(id);
-    if (!invitation) return;
-    if (!this.live(invitation)) await this.drop(invitation);
-    else this.indexed.add(invitation);
+  /** Every pending invitation loaded, and those no longer pending deleted; at boot and by housekeeping. */
+  load(): Promise<void> {
+    return this.pending.load();
   }
 
   /**
@@ -127,14 +82,14 @@ export class Invitations {
         // Checked here, not only at the gate: an invitation written after its sender lost the
         // role would be missed by their revokeSentBy, hidden while they lack it and live again
         // once it came back (test/unit/workspace/invitations.test.ts "in flight"; ADR 0069).
-        if (!this.senderStands({ workspaceId, invitedBy })) {
+        if (!this.pending.senderStands({ workspaceId, invitedBy })) {
           throw new Forbidden("Only an active admin of this workspace can invite; you are no longer one.");
         }
-        await this.dropNamingMembers(workspaceId, members);
+        await this.pending.dropNamingMembers(workspaceId, members);
         await refuseBeyondBounds(
           invitee,
-          this.pending(this.indexed.to(workspaceId)),
-          this.pending(this.indexed.sentBy(invitedBy)),
+          this.pending.to(workspaceId),
+          this.pending.sentBy(invitedBy),
           (id) => membersByKey(this.users, this.workspaces.get(id)),
         );
         const now = this.clock();
@@ -147,8 +102,7 @@ export class Invitations {
           createdAt: new Date(now).toISOString(),
           expiresAt: new Date(now + INVITATION_TTL_MS).toISOString(),
         };
-        await this.records.put(invitation.id, invitation);
-        this.indexed.add(invitation);
+        await this.pending.add(invitation);
         return invitation;
       }),
     );
@@ -162,9 +116,7 @@ export class Invitations {
    */
   async forWorkspace(workspaceId: string): Promise<Invitation[]> {
     const members = await membersByKey(this.users, this.workspaces.get(workspaceId));
-    return this.pending(this.indexed.to(workspaceId)).filter(
-      (invitation) => !members.has(inviteeKey(invitation.invitee)),
-    );
+    return this.pending.to(workspaceId).filter((invitation) => !members.has(inviteeKey(invitation.invitee)));
   }
 
   /**
@@ -174,10 +126,10 @@ export class Invitations {
    * are a member of, for the reason `forWorkspace` gives.
    */
   async forPerson(principalId: string): Promise<Invitation[]> {
-    const mine = this.pending(this.indexed.naming(inviteeKey({ principalId })));
+    const mine = this.pending.naming(inviteeKey({ principalId }));
     const email = await recordedEmail(this.users, principalId);
     if (email) {
-      const byEmail = this.pending(this.indexed.naming(inviteeKey({ email })));
+      const byEmail = this.pending.naming(inviteeKey({ email }));
       if (byEmail.length > 0 && (await ownsEmail(this.users, principalId, email))) mine.push(...byEmail);
     }
     return mine
@@ -201,14 +153,14 @@ export class Invitations {
   ): Promise<T> {
     if (!INVITATION_ID.test(id)) throw notFound();
     // Read only to learn which workspace's key to take; `answer` reads it again under its own.
-    const workspaceId = (await this.records.get(id))?.workspaceId;
+    const workspaceId = (await this.pending.read(id))?.workspaceId;
     if (workspaceId === undefined) throw notFound();
     const ended = (end: () => Promise<void>) => this.endAfterJoining(workspaceId, principalId, end);
     return this.locks.run(workspaceId, async () => {
       const joined = await this.answer(id, principalId, join, (invitation) =>
-        ended(() => this.drop(invitation)),
+        ended(() => this.pending.drop(invitation)),
       );
-      await ended(() => this.dropNaming(workspaceId, principalId));
+      await ended(() => this.pending.dropNaming(workspaceId, principalId));
       return joined;
     });
   }
@@ -219,7 +171,7 @@ export class Invitations {
       id,
       principalId,
       async () => undefined,
-      (invitation) => this.drop(invitation),
+      (invitation) => this.pending.drop(invitation),
     );
   }
 
@@ -256,7 +208,7 @@ export class Invitations {
     principalId: string,
     remove: (endInvitations: () => Promise<void>) => Promise<T>,
   ): Promise<T> {
-    return this.locks.run(workspaceId, () => remove(() => this.dropNaming(workspaceId, principalId)));
+    return this.locks.run(workspaceId, () => remove(() => this.pending.dropNaming(workspaceId, principalId)));
   }
 
   /**
@@ -277,7 +229,7 @@ export class Invitations {
     if (!INVITATION_ID.test(id)) throw notFound();
     return this.locks.run(id, async () => {
       // Reread: the record on disk, not memory, decides whether it is still there to take.
-      const invitation = await this.records.get(id);
+      const invitation = await this.pending.read(id);
       if (
         !invitation ||
         expiredAt(invitation, this.clock()) ||
@@ -285,8 +237,8 @@ export class Invitations {
       ) {
         throw notFound();
       }
-      if (!this.senderStands(invitation)) {
-        await this.drop(invitation);
+      if (!this.pending.senderStands(invitation)) {
+        await this.pending.drop(invitation);
         throw notFound();
       }
       let senderGone = false;
@@ -299,7 +251,7 @@ export class Invitations {
       try {
         result = await join(invitation, senderStands);
       } catch (error) {
-        if (senderGone) await this.drop(invitation);
+        if (senderGone) await this.pending.drop(invitation);
         throw error;
       }
       await dropAnswered(invitation);
@@ -311,9 +263,9 @@ export class Invitations {
   async revoke(workspaceId: string, id: string): Promise<void> {
     if (!INVITATION_ID.test(id)) throw notFound();
     await this.locks.run(id, async () => {
-      const invitation = await this.records.get(id);
+      const invitation = await this.pending.read(id);
       if (!invitation || invitation.workspaceId !== workspaceId) throw notFound();
-      await this.drop(invitation);
+      await this.pending.drop(invitation);
     });
   }
 
@@ -322,7 +274,7 @@ export class Invitations {
    * `create` takes it, so one being written is either indexed by now or refused, the workspace gone.
    */
   async revokeAll(workspaceId: string): Promise<void> {
-    await this.locks.run(workspaceId, () => this.dropAll(this.indexed.to(workspaceId), () => true));
+    await this.locks.run(workspaceId, () => this.pending.dropTo(workspaceId, () => true));
   }
 
   /**
@@ -334,60 +286,11 @@ export class Invitations {
    */
   async revokeSentBy(principalId: string, workspaceId?: string): Promise<void> {
     await this.locks.run(principalId, () =>
-      this.dropAll(
-        this.indexed.sentBy(principalId),
+      this.pending.dropSentBy(
+        principalId,
         (invitation) => workspaceId === undefined || invitation.workspaceId === workspaceId,
       ),
     );
-  }
-
-  /**
-   * Under the workspace's key: its invitations naming one of `members` (`membersByKey`). No list
-   * shows them and accepting one is refused, yet they counted against the bounds, and the admin
-   * could revoke one only by an id seen before it was hidden; leaving would revoke it anyway.
-   */
-  private async dropNamingMembers(workspaceId: string, members: Map<string, string>): Promise<void> {
-    await this.dropAll(this.indexed.to(workspaceId), (invitation) =>
-      members.has(inviteeKey(invitation.invitee)),
-    );
-  }
-
-  /** Every pending invitation to the workspace naming the person, by id or by their recorded address. */
-  private async dropNaming(workspaceId: string, principalId: string): Promise<void> {
-    const keys = await keysNaming(this.users, principalId);
-    await this.dropAll(this.indexed.to(workspaceId), (invitation) =>
-      keys.has(inviteeKey(invitation.invitee)),
-    );
-  }
-
-  private async dropAll(
-    invitations: Invitation[],
-    matches: (invitation: Invitation) => boolean,
-  ): Promise<void> {
-    for (const { id } of invitations) {
-      // As indexed now: one dropped since the list was taken is not dropped twice.
-      const invitation = this.indexed.get(id);
-      if (invitation && matches(invitation)) await this.locks.run(id, () => this.drop(invitation));
-    }
-  }
-
-  /** Whether the invitation's sender is still an admin of its workspace, and not deactivated. */
-  private senderStands(invitation: Pick<Invitation, "workspaceId" | "invitedBy">): boolean {
-    return senderStandsIn(this.users, this.workspaces.get(invitation.workspaceId), invitation);
-  }
-
-  /** Still pending: neither expired nor left without its sender. */
-  private live(invitation: Invitation): boolean {
-    return !expiredAt(invitation, this.clock()) && this.senderStands(invitation);
-  }
-
-  private pending(invitations: Invitation[]): Invitation[] {
-    return invitations.filter((invitation) => this.live(invitation)).sort(oldestFirst);
-  }
-
-  private async drop(invitation: Invitation): Promise<void> {
-    await this.records.delete(invitation.id);
-    this.indexed.remove(invitation.id);
   }
 }
 
