@@ -11,6 +11,8 @@
 //   (d) no default exports in src/.
 //   (e) no module imports a layer above its own (scripts/lib/layers.mjs names the layers; imports
 //       are read with the TypeScript compiler's parser).
+//   (f) no file in src/ is longer than 400 lines: past ~300 a file most often holds two concepts
+//       (CRAFT.md), and one past 400 is split by concept, never trimmed of its comments.
 //
 // The route tables of README.md and docs/ are checked against the routes hono registers by
 // test/integration/route-docs.test.ts, which reads them from the running app instead of parsing
@@ -31,6 +33,7 @@ const SRC = path.join(ROOT, "src");
 const SOURCE_EXTENSIONS = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"];
 const TOOL_NAMES_MODULE = "src/sources/tool-names.ts";
 const PATH_MODULE_DIRS = ["src/storage/", "src/instance/"];
+const MAX_FILE_LINES = 400;
 
 const say = (text = "") => process.stdout.write(`${text}\n`);
 
@@ -289,6 +292,23 @@ function checkNoDefaultExport() {
   return found;
 }
 
+function checkFileLength() {
+  const found = [];
+  for (const f of files) {
+    // As `wc -l` counts them: a last line without its newline counts too.
+    const lines = f.text.split("\n").length - (f.text.endsWith("\n") ? 1 : 0);
+    if (lines <= MAX_FILE_LINES) continue;
+    found.push({
+      file: f.rel,
+      line: MAX_FILE_LINES + 1,
+      message:
+        `${lines} lines, past the ${MAX_FILE_LINES}-line limit: split the file by concept, one concept per ` +
+        "module named for what it holds (CRAFT.md).",
+    });
+  }
+  return found;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 const CHECKS = [
@@ -305,6 +325,7 @@ const CHECKS = [
         file: v.file.startsWith("scripts/") ? v.file : `src/${v.file}`,
       })),
   ],
+  ["f", `no file in src/ is longer than ${MAX_FILE_LINES} lines`, checkFileLength],
 ];
 
 let passed = 0;
