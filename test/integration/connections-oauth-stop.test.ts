@@ -14,9 +14,9 @@ import {
 } from "../helpers/scripted-oauth-server.ts";
 
 // A graceful stop cuts at once what an OAuth sign-in only looks at on its authorization server —
-// an add's discovery and client registration, a sign-in started again, a refresh's discovery, a
-// photograph — which answers 409 `stopping` and stores nothing; an exchange of credentials (the
-// callback's code, a token refresh) it lets finish within the drain, and its answer is stored
+// an add's discovery and client registration, a sign-in started again, a photograph — which
+// answers 409 `stopping` and stores nothing; an exchange of credentials (the callback's code, a
+// token refresh, its discovery included) it lets finish within the drain, and its answer is stored
 // (adr/0122, amended). The authorization server is real, on 127.0.0.1, and holds the one request
 // a test names until the test lets it go. The request timeout is the longest allowed, and the
 // clock is fake: the drain deadline never cuts anything here.
@@ -110,13 +110,14 @@ async function authorizedExpiring(instance: TestAtrium, time: FakeTime, workspac
 
 /**
  * The authorization server rotates refresh tokens, each good once (as OAuth 2.1 servers do), and
- * holds its answer to the next refresh — the refresh token it was sent already spent — until
- * `release` opens: a refresh whose answer Atrium dropped leaves it only a spent token.
+ * counts the refreshes it was sent; with `hold`, it holds its answer to the next refresh — the
+ * refresh token it was sent already spent — until `release` opens: a refresh whose answer Atrium
+ * dropped leaves it only a spent token.
  */
-function holdRotatingRefresh(): { held: Gate; release: Gate } {
+function rotatingRefresh({ hold }: { hold: boolean }): { held: Gate; release: Gate; sent: () => number } {
   const [held, release] = [gate(), gate()];
   const spent = new Set<string>();
-  let holding = true;
+  let holding = hold;
   scripted.token = async (form) => {
     if (form.get("grant_type") !== "refresh_token") return scripted.honestToken(form);
     const given = form.get("refresh_token") ?? "";
@@ -130,8 +131,38 @@ function holdRotatingRefresh(): { held: Gate; release: Gate } {
     }
     return answer;
   };
+  return { held, release, sent: () => spent.size };
+}
+
+/** Where a refresh first discovers the authorization server: the resource's metadata. */
+const DISCOVERY = "/.well-known/oauth-protected-resource/mcp";
+
+/** Holds the next request to `path` at the authorization server until `release` opens. */
+function holdNext(path: string): { held: Gate; release: Gate } {
+  const [held, release] = [gate(), gate()];
+  let holding = true;
+  scripted.beforeRequest = async (asked) => {
+    if (asked !== path || !holding) return;
+    holding = false;
+    held.open();
+    await release.promise;
+  };
   return { held, release };
 }
+
+/**
+ * A rotating server holding a refresh at `at`: its discovery of the authorization server, or the
+ * answer to its token request, the refresh token it was sent already spent.
+ */
+function holdRefresh(at: "discovery" | "token"): { held: Gate; release: Gate; sent: () => number } {
+  const rotation = rotatingRefresh({ hold: at === "token" });
+  return at === "discovery" ? { ...holdNext(DISCOVERY), sent: rotation.sent } : rotation;
+}
+
+const HELD = [
+  ["its discovery", "discovery"],
+  ["its token request", "token"],
+] as const;
 
 async function echoed(instance: TestAtrium, workspaceId: string): Promise<{ status: number; body: unknown }> {
   const called = await instance.rest("alice", "POST", `/v1/workspaces/${workspaceId}/tools/call`, {
@@ -183,23 +214,15 @@ describe("a graceful stop while a sign-in started again waits on the server's di
         expect((await add(instance, workspaceId, personal)).status).toBe(201);
         const source = personal ? "my_held" : "held";
         let started: Response | undefined;
-        const events = await stopWhileHeld(
-          instance,
-          "/.well-known/oauth-protected-resource/mcp",
-          async () => {
-            started = await instance.rest(
-              "alice",
-              "POST",
-              `/v1/workspaces/${workspaceId}/connections/${source}/oauth/start`,
-            );
-            return started;
-          },
-        );
-        expect(events).toEqual([
-          "/.well-known/oauth-protected-resource/mcp held",
-          "answered 409",
-          "/.well-known/oauth-protected-resource/mcp let go",
-        ]);
+        const events = await stopWhileHeld(instance, DISCOVERY, async () => {
+          started = await instance.rest(
+            "alice",
+            "POST",
+            `/v1/workspaces/${workspaceId}/connections/${source}/oauth/start`,
+          );
+          return started;
+        });
+        expect(events).toEqual([`${DISCOVERY} held`, "answered 409", `${DISCOVERY} let go`]);
         expect(await started?.json()).toMatchObject({
           error: { code: "stopping", message: expect.stringContaining("sign-in's discovery") },
         });
@@ -310,75 +333,69 @@ describe("a graceful stop while the callback's token exchange is held", () => {
 });
 
 describe("a graceful stop while a credential refresh waits on the authorization server", () => {
-  it("its discovery is cut: the refresh answers 409 stopping before the server lets go, and the credential is not lapsed", async () => {
-    const time = new FakeTime(Date.now());
-    let instance = await start(time);
-    try {
-      const workspaceId = await bootstrapWorkspace(instance, "alice");
-      // The next photograph refreshes the token first, discovering the authorization server again
-      // (this process found it for the add, not for the connection).
-      await authorizedExpiring(instance, time, workspaceId);
-      const path = "/.well-known/oauth-protected-resource/mcp";
-      const events = await stopWhileHeld(instance, path, () =>
-        instance.rest("alice", "POST", `/v1/workspaces/${workspaceId}/connections/held/tools/refresh`),
-      );
-      expect(events).toEqual([`${path} held`, "answered 409", `${path} let go`]);
-      instance = await instance.restart();
-      expect(await connectionsOf(instance, workspaceId)).toMatchObject([{ name: "held", state: "running" }]);
-    } finally {
-      await instance.stop();
-    }
-  });
-
-  it("its token request is not cut: the photograph waiting on it answers 409 stopping at once, and the rotated refresh token is sealed", async () => {
-    const time = new FakeTime(Date.now());
-    let instance = await start(time);
-    try {
-      const workspaceId = await bootstrapWorkspace(instance, "alice");
-      await authorizedExpiring(instance, time, workspaceId);
-      const { held, release } = holdRotatingRefresh();
-      const refreshed = instance.rest(
-        "alice",
-        "POST",
-        `/v1/workspaces/${workspaceId}/connections/held/tools/refresh`,
-      );
-      await held.promise;
-      const closing = instance.atrium.close();
-      // The photograph is a look: it stops waiting for the token while the server still holds it.
-      expect(await (await refreshed).json()).toMatchObject({ error: { code: "stopping" } });
-      release.open();
-      // The stop waits for the refresh (bounded by its drain deadline), whose answer is sealed.
-      await closing;
-      instance = await instance.restart();
-      time.jump(120_000);
-      // The sealed refresh token is the rotated one: the spent one would be refused (invalid_grant).
-      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
-    } finally {
-      await instance.stop();
-    }
-  });
+  // The photograph is a look: it stops waiting for the token while the server still holds the
+  // refresh's request. The refresh is not cut, and the stop waits for it (bounded by its drain
+  // deadline), its answer sealed: the refresh token, rotated, is the one the restart uses — the
+  // spent one would be refused (invalid_grant).
+  it.each(HELD)(
+    "%s is not cut: the photograph waiting on it answers 409 stopping at once, and the refresh is made and sealed",
+    async (_, at) => {
+      const time = new FakeTime(Date.now());
+      let instance = await start(time);
+      try {
+        const workspaceId = await bootstrapWorkspace(instance, "alice");
+        // The next photograph refreshes the token first, discovering the authorization server
+        // again (this process found it for the add, not for the connection).
+        await authorizedExpiring(instance, time, workspaceId);
+        const { held, release, sent } = holdRefresh(at);
+        const refreshed = instance.rest(
+          "alice",
+          "POST",
+          `/v1/workspaces/${workspaceId}/connections/held/tools/refresh`,
+        );
+        await held.promise;
+        const closing = instance.atrium.close();
+        expect(await (await refreshed).json()).toMatchObject({ error: { code: "stopping" } });
+        release.open();
+        await closing;
+        expect(sent()).toBe(1);
+        instance = await instance.restart();
+        time.jump(120_000);
+        expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+        expect(sent()).toBe(2);
+      } finally {
+        await instance.stop();
+      }
+    },
+  );
 });
 
 describe("a tool call in flight at a graceful stop whose token needs refreshing", () => {
-  it("finishes with the server's answer, and the rotated refresh token is sealed: after a restart no sign-in is needed", async () => {
-    const time = new FakeTime(Date.now());
-    let instance = await start(time);
-    try {
-      const workspaceId = await bootstrapWorkspace(instance, "alice");
-      await authorizedExpiring(instance, time, workspaceId);
-      const { held, release } = holdRotatingRefresh();
-      const inFlight = echoed(instance, workspaceId);
-      await held.promise;
-      const closing = instance.atrium.close();
-      release.open();
-      // The drain lets the call finish (ADR 0023): its refresh is not cut.
-      expect(await inFlight).toMatchObject(ECHOED);
-      await closing;
-      instance = await instance.restart();
-      time.jump(120_000);
-      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
-    } finally {
-      await instance.stop();
-    }
-  });
+  // The drain lets the call finish (ADR 0023, 0093): no part of its refresh is cut. The stop
+  // begins while the server holds the request (close() ends every look before it returns), and
+  // only then is the request let go.
+  it.each(HELD)(
+    "%s held: the call finishes with the server's answer, and the rotated refresh token is sealed: after a restart no sign-in is needed",
+    async (_, at) => {
+      const time = new FakeTime(Date.now());
+      let instance = await start(time);
+      try {
+        const workspaceId = await bootstrapWorkspace(instance, "alice");
+        await authorizedExpiring(instance, time, workspaceId);
+        const { held, release, sent } = holdRefresh(at);
+        const inFlight = echoed(instance, workspaceId);
+        await held.promise;
+        const closing = instance.atrium.close();
+        release.open();
+        expect(await inFlight).toMatchObject(ECHOED);
+        await closing;
+        instance = await instance.restart();
+        time.jump(120_000);
+        expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+        expect(sent()).toBe(2);
+      } finally {
+        await instance.stop();
+      }
+    },
+  );
 });

@@ -189,8 +189,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       // After boot recovery has indexed every workspace's connections.
       ready: async () => logReservedNames(store.all(), context.appNames, log),
       // Looks at servers under way end first, so no server holds the stop (adr/0122, amended); a
-      // credential check a 401 woke ends before the root is let go; a token refresh under way is
-      // an exchange of credentials, let finish and sealed within the drain deadline.
+      // credential check a 401 woke ends before the root is let go; a token refresh under way, its
+      // discovery included, is let finish and sealed within the drain deadline.
       stop: async () => {
         await Promise.all([connections.stop(), mine.stop()]);
         await Promise.all([checker.stop(), personalLoops.stop(), oauth.settled()]);

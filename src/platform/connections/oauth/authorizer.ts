@@ -83,9 +83,9 @@ export class Authorizer {
    * Where `record`'s tokens come from (discovered once per process, issuer pinned) and who Atrium
    * is there: the client a token set was `issuedTo` while Atrium still knows it — after the public
    * URL changed, a refresh is still made as the client the server bound the refresh token to —
-   * else the client for Atrium's redirect URI now (registered at first need). `signal` (the
-   * asking step's look) cuts their requests; a discovery is shared by the steps that wait on it,
-   * which a stop ends all together (until-stop.ts).
+   * else the client for Atrium's redirect URI now (registered at first need). `signal` (a sign-in's
+   * look; a token refresh passes none, the stop cuts none of it) cuts their requests; a discovery
+   * is shared by the steps that wait on it, which a stop ends all together (until-stop.ts).
    */
   async authority(
     record: ConnectionRecord,

@@ -8,7 +8,6 @@ import type { IssuedTo, OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { reauthorizer } from "./record-home.ts";
 import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
-import { type ConnectionLooks, looksAt, untilStop } from "./until-stop.ts";
 
 /** The field a connection's token set is sealed under, bound into its ciphertext. */
 export const TOKENS_FIELD = "auth.oauth.tokens";
@@ -29,19 +28,15 @@ export interface ConnectionTokensDeps {
   clock: Clock;
   log: Logger;
   fetch: FetchLike;
-  /** What a graceful stop ends: a refresh's discovery is one of their looks. */
-  looks: ConnectionLooks;
   /** The record as stored now (another holder may have re-authorized it meanwhile). */
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
   /**
    * Where the connection's tokens come from, and who Atrium is there: the client a token set was
    * `issuedTo` while Atrium still knows it (a server binds a refresh token to its client).
-   * `signal` cuts the requests finding them.
    */
   authority(
     record: ConnectionRecord,
     issuedTo?: IssuedTo,
-    signal?: AbortSignal,
   ): Promise<{ target: AuthorizationTarget; client: OAuthClient }>;
   /** A refresh was refused for good: the ConnectionRevalidator (the owner's, for a personal one) gives its verdict. */
   refused(record: ConnectionRecord): void;
@@ -59,9 +54,10 @@ export function tokenLease(record: Pick<ConnectionRecord, "id">): string {
  * and the rotated refresh token is sealed to disk before the new access token is handed out; a
  * failure to seal is an error, never swallowed (the old refresh token is spent). `invalid_grant`
  * is final: the token set is marked refused, the revalidator is told, and it is never tried again.
- * A graceful stop cuts the refresh's discovery (409 `stopping`, nothing sealed), never its token
- * request: an exchange of credentials that the drain lets finish, whose answer, once given, is
- * sealed, since a server that rotates has spent the stored refresh token (adr/0122, amended).
+ * A graceful stop cuts no part of a refresh, its discovery included: it is made on behalf of
+ * requests the drain lets finish, each of which stops waiting for it when its own signal ends
+ * (remote.ts authorizedFetch), and its answer, once given, is sealed, since a server that rotates
+ * has spent the stored refresh token; the stop waits for settled() (adr/0122, amended).
  */
 export class ConnectionTokens {
   /** Token sets as last opened or written, by credential id. */
@@ -163,13 +159,10 @@ export class ConnectionTokens {
     // Read again inside the lease: the holder before us may have refreshed already.
     const stored = await this.open(record, auth.tokens);
     if (this.usable(stored, rejected)) return stored.accessToken;
-    // Finding the authorization server only looks, and the stop cuts it; the refresh is not cut
-    // (test/integration/connections-oauth-stop.test.ts "a tool call in flight").
-    const { target, client } = await untilStop(
-      looksAt(this.deps.looks, record),
-      `the discovery of the authorization server of connection "${record.name}", before its token refresh,`,
-      (signal) => this.deps.authority(record, stored.issuedTo, signal),
-    );
+    // Not cut by the stop, though it only looks: a tool call in flight that the drain lets finish
+    // waits on it (test/integration/connections-oauth-stop.test.ts "a tool call in flight"); a
+    // look waiting on it is ended by its own signal instead (remote.ts authorizedFetch).
+    const { target, client } = await this.deps.authority(record, stored.issuedTo);
     if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
     let next: TokenSet;
     try {

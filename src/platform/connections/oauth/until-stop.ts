@@ -16,7 +16,8 @@ export interface ConnectionLooks {
  * of the server's. A step begun after the stop starts ended and sends nothing. An exchange of
  * credentials (a code redeemed, a token refreshed) is never run here: the drain lets it finish,
  * since its answer, once the server has given it, may be the only one (a spent code, a rotated
- * refresh token).
+ * refresh token). Nor is a token refresh's discovery: requests the drain lets finish wait on it
+ * (connection-tokens.ts).
  */
 export function untilStop<T>(
   looks: ServerLooks,

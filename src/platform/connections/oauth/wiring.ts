@@ -24,7 +24,10 @@ export interface ConnectionOAuthDeps {
   /** The workspace's store and the personal one (keyed by owner): a record is read where it lives. */
   stores: ConnectionStores;
   vault: CredentialVault;
-  /** Each store's looks at servers: a graceful stop ends every OAuth request under way (adr/0122). */
+  /**
+   * Each store's looks at servers: a graceful stop ends a sign-in's discovery and client
+   * registration under way, never a token refresh or a code exchange (adr/0122, amended).
+   */
   looks: ConnectionLooks;
   leases: ExclusiveLeases;
   layout: StorageLayout;
@@ -63,9 +66,8 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     clock: deps.clock,
     log: deps.log,
     fetch,
-    looks: deps.looks,
     current,
-    authority: (record, issuedTo, signal) => (authorizer as Authorizer).authority(record, issuedTo, signal),
+    authority: (record, issuedTo) => (authorizer as Authorizer).authority(record, issuedTo),
     refused: deps.refused,
   });
   const built = new Authorizer({

@@ -13,7 +13,6 @@ import {
 } from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
 import { retold } from "../../../../../src/platform/connections/remote-failure.ts";
-import { ServerLooks } from "../../../../../src/platform/connections/server-looks.ts";
 import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
@@ -95,14 +94,12 @@ async function setUp(
     auth: { kind: "oauth", issuer: base, scopes: ["read"] },
     createdAt: new Date(now).toISOString(),
   });
-  const looks = { shared: new ServerLooks(), personal: new ServerLooks() };
   const tokens = new ConnectionTokens({
     vault: vaultFor,
     leases: new KeyedLock(),
     clock: () => now,
     log: captured.log,
     fetch: fetchWith,
-    looks,
     current: async () => record,
     authority: async (_record, issued) => {
       askedFor.push(issued);
@@ -126,7 +123,7 @@ async function setUp(
     ...(issuedTo && { issuedTo }),
   });
   record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
-  return { record, tokens, credential, looks };
+  return { record, tokens, credential };
 }
 
 describe("ConnectionTokens", () => {
@@ -248,20 +245,19 @@ describe("ConnectionTokens", () => {
     expect(JSON.stringify(captured.lines)).not.toContain("access-1");
   });
 
-  // An exchange of credentials, not a look: the stop lets it finish, and waits for its seal
-  // (adr/0122, amended; test/integration/connections-oauth-stop.test.ts).
-  it("a graceful stop does not cut a token request under way, and settled() ends once its answer is sealed", async () => {
+  // What a graceful stop waits for: no part of a refresh is cut by it (adr/0122, amended;
+  // test/integration/connections-oauth-stop.test.ts).
+  it("settled() ends once a token request under way has been answered and its answer sealed", async () => {
     const [sent, release] = [gate(), gate()];
     const held: FetchLike = async (url, init) => {
       sent.open();
       await release.promise;
       return fetch(url, init);
     };
-    const { record, tokens, credential, looks } = await setUp(vault, held);
+    const { record, tokens, credential } = await setUp(vault, held);
     now += 60_000;
     const bearer = tokens.bearer(record);
     await sent.promise;
-    looks.shared.endAll();
     const settled = tokens.settled();
     release.open();
     await settled;
