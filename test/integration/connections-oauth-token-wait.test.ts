@@ -45,10 +45,11 @@ describe("a disable or remove while a refresh's photograph waits on its token re
     "%s: the refresh answers %i before the authorization server lets go of the token request",
     async (what, status, code) => {
       const time = new FakeTime(Date.now());
+      const captured = capturingLogger();
       let instance = await startConnectionsAtrium(
         "atrium-connections-oauth-token-wait-",
         time,
-        capturingLogger().log,
+        captured.log,
         { requestTimeoutSeconds: 300, healthIntervalSeconds: 3600, credentialCheckIntervalSeconds: 3600 },
       );
       scripted.expiresIn = 60;
@@ -99,6 +100,15 @@ describe("a disable or remove while a refresh's photograph waits on its token re
         if (what === "remove") {
           // The answer found its credential deleted: nothing is sealed for a connection that is gone.
           expect(await sealedCredentials(instance)).toEqual([]);
+          // A normal end of a refresh whose connection went, told at info (30), not as an error.
+          expect(captured.lines.filter((line) => Number(line.level) >= 50)).toEqual([]);
+          expect(captured.lines).toContainEqual(
+            expect.objectContaining({
+              level: 30,
+              connection: "held",
+              msg: expect.stringContaining("refreshed tokens not sealed"),
+            }),
+          );
           return;
         }
         // The rotated refresh token was sealed: enabled again, the connection refreshes with it

@@ -2,6 +2,7 @@ import type { FetchLike } from "@modelcontextprotocol/client";
 import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
+import { CredentialNotFound } from "../../../storage/credential-store.ts";
 import type { ConnectionRecord, StoredOAuth } from "../model.ts";
 import type { CredentialVault } from "../remote.ts";
 import type { IssuedTo, OAuthClient } from "./client-identity.ts";
@@ -183,10 +184,20 @@ export class ConnectionTokens {
     try {
       await this.deps.vault.replace(auth.tokens, record.id, TOKENS_FIELD, JSON.stringify(next));
     } catch (error) {
-      this.deps.log.error(
-        { workspaceId: record.workspaceId, connection: record.name, err: error },
-        "refreshed tokens could not be sealed; the new access token is not used",
-      );
+      const about = { workspaceId: record.workspaceId, connection: record.name };
+      if (error instanceof CredentialNotFound) {
+        // Its connection was removed during the refresh, its credential with it: nothing to seal
+        // for, and nothing wrong (connections-oauth-token-wait.test.ts "remove").
+        this.deps.log.info(
+          about,
+          "refreshed tokens not sealed: the connection's credential was removed meanwhile",
+        );
+      } else {
+        this.deps.log.error(
+          { ...about, err: error },
+          "refreshed tokens could not be sealed; the new access token is not used",
+        );
+      }
       throw error;
     }
     this.cache.set(auth.tokens, next);
