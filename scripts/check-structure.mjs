@@ -30,7 +30,7 @@ import { layerViolations } from "./lib/layers.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = path.join(ROOT, "src");
-const SOURCE_EXTENSIONS = [".ts", ".mts", ".cts", ".js", ".mjs", ".cjs"];
+const SOURCE_EXTENSIONS = [".ts", ".mts", ".cts", ".tsx", ".js", ".mjs", ".cjs", ".jsx"];
 const TOOL_NAMES_MODULE = "src/sources/tool-names.ts";
 const PATH_MODULE_DIRS = ["src/storage/", "src/instance/"];
 const MAX_FILE_LINES = 400;
@@ -295,8 +295,10 @@ function checkNoDefaultExport() {
 function checkFileLength() {
   const found = [];
   for (const f of files) {
-    // As `wc -l` counts them: a last line without its newline counts too.
-    const lines = f.text.split("\n").length - (f.text.endsWith("\n") ? 1 : 0);
+    // As an editor numbers them: any line break TypeScript takes for one (a lone CR too), and a
+    // last line without its break counts.
+    const lines =
+      f.text.split(/\r\n|\r|\n|\u2028|\u2029/).length - (/(\r\n|\r|\n|\u2028|\u2029)$/.test(f.text) ? 1 : 0);
     if (lines <= MAX_FILE_LINES) continue;
     found.push({
       file: f.rel,

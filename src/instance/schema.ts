@@ -162,7 +162,7 @@ export const instanceSchema = {
       required: ["keys"],
       properties: {
         // The keys that seal stored credentials (ADR 0036); the highest version seals new values.
-        // Whether each value is a key, and versions are unique, is checked in load.ts by field.
+        // Whether each value is a key, and versions are unique, is checked in credential-keys.ts.
         keys: {
           type: "array",
           minItems: 1,
