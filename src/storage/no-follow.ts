@@ -21,24 +21,39 @@ export type NotOpened =
   | { why: "hard_link" };
 
 /**
+ * What a folder read below may be beyond a real folder of regular files with one name each. A
+ * folder Atrium keeps (`_archive/`, a workspace's or a person's `skills/`) allows neither.
+ */
+export interface FolderAllowance {
+  /** The folder itself may be a symbolic link (an operator's configured folder), resolved once. */
+  readonly link?: boolean;
+  /**
+   * Its files may have a second name: it ships with Atrium's own code, which a package store may
+   * install hard-linked (ostree, Nix's optimised store, pnpm), and no one else writes there.
+   */
+  readonly hardLinks?: boolean;
+}
+
+/**
  * A folder files are opened below, as named (`path`) and as it really was when pinned (`real`):
  * a file is opened only if the kernel names it below `real`, so the folder swapped for a link
- * since is not read through, wherever the link points.
+ * since is not read through, wherever the link points. `hardLinks`: FolderAllowance's.
  */
 export interface PinnedFolder {
   readonly path: string;
   readonly real: string;
+  readonly hardLinks: boolean;
 }
 
 /**
- * `folder` pinned now. `linkAllowed`: the folder may itself be a link (an operator's configured
- * folder), resolved now and not again. Otherwise only its parent is resolved (the data root may be
- * a link) and the folder's own name kept, so the folder is read only while it is a real folder
- * there. Throws as realpath does (ENOENT when missing).
+ * `folder` pinned now. Unless `allow.link`, only its parent is resolved (the data root may be a
+ * link) and the folder's own name kept, so the folder is read only while it is a real folder
+ * there; with it, the folder is resolved whole, now and not again. Throws as realpath does
+ * (ENOENT when missing).
  */
-export async function pinFolder(folder: string, linkAllowed: boolean): Promise<PinnedFolder> {
-  const real = linkAllowed ? await realpath(folder) : join(await realpath(dirname(folder)), basename(folder));
-  return { path: folder, real };
+export async function pinFolder(folder: string, allow: FolderAllowance = {}): Promise<PinnedFolder> {
+  const real = allow.link ? await realpath(folder) : join(await realpath(dirname(folder)), basename(folder));
+  return { path: folder, real, hardLinks: allow.hardLinks === true };
 }
 
 /**
@@ -46,8 +61,9 @@ export async function pinFolder(folder: string, linkAllowed: boolean): Promise<P
  * anywhere below `within`; undefined when nothing is there. The one way Atrium reads a file whose
  * folder an operator or a member can change (a skill's files, adr/0139; an archived workspace's
  * records, adr/0142, 0145). The caller closes the handle and says what a refusal means. `within`
- * given as a path is pinned at this open with its links resolved (pinFolder); a caller reading
- * several files of one folder it checked pins it once and passes that.
+ * given as a path is pinned at this open, with what `allow` allows (pinFolder): by default a
+ * folder that is no link and holds no hard link. A caller reading several files of one folder it
+ * checked pins it once and passes that.
  *
  * The path is lstat'ed first, so a FIFO or device is never opened, then opened with O_NOFOLLOW
  * (a link swapped in at the last step fails) and O_NONBLOCK (a FIFO swapped in opens at once and
@@ -60,11 +76,12 @@ export async function pinFolder(folder: string, linkAllowed: boolean): Promise<P
  * opened, so a hard link to a file outside the folder passes every other check. Atrium's own
  * writers below such folders rename a temp file into place (storage/atomic.ts), one name each;
  * the one writer that links (createFileExclusive, two names until its temp goes) writes none of
- * the files read here.
+ * the files read here. A folder pinned with `hardLinks` allowed skips that count.
  */
 export async function openFileBelow(
   path: string,
   within: string | PinnedFolder,
+  allow: FolderAllowance = {},
 ): Promise<OpenedFile | NotOpened | undefined> {
   const folder = typeof within === "string" ? within : within.path;
   const segments = segmentsBelow(folder, path);
@@ -82,14 +99,14 @@ export async function openFileBelow(
   }
   let kept = false;
   try {
-    const real =
-      typeof within === "string" ? await realpath(within).catch(unreachedAsUndefined) : within.real;
-    if (real === undefined || !(await isWhereAsked(handle, real, segments))) {
+    const pinned =
+      typeof within === "string" ? await pinFolder(within, allow).catch(unreachedAsUndefined) : within;
+    if (pinned === undefined || !(await isWhereAsked(handle, pinned.real, segments))) {
       return { why: "through_symlink" };
     }
     const info = await handle.stat();
     if (!info.isFile()) return { why: "not_regular", info };
-    if (info.nlink > 1) return { why: "hard_link" };
+    if (info.nlink > 1 && !pinned.hardLinks) return { why: "hard_link" };
     kept = true;
     return { handle, info };
   } finally {
@@ -98,17 +115,21 @@ export async function openFileBelow(
 }
 
 /**
- * What the lookup of `path` that failed with ELOOP or ENOTDIR met, told by lstat'ing each folder
- * below `within` in turn: a link (or one whose own lookup fails: swapped again meanwhile) is
- * `through_symlink`; a plain file in a folder's place holds nothing below it (undefined, as
- * missing). Every folder real, it was the path's last step: a link there (O_NOFOLLOW's ELOOP) is
- * `symlink`, and anything else there now was swapped back since, refused all the same.
+ * What the lookup of `path` that failed with ELOOP or ENOTDIR met, told by lstat'ing `within`,
+ * then each folder below it in turn: a plain file (anything but a folder or a link) in a folder's
+ * place, `within`'s included, holds nothing below it (undefined, as missing); a link below
+ * `within` (or one whose own lookup fails: swapped again meanwhile) is `through_symlink`. Every
+ * folder real, it was the path's last step: a link there (O_NOFOLLOW's ELOOP) is `symlink`, and
+ * anything else there now was swapped back since, refused all the same.
  */
 async function whyNotReached(
   path: string,
   within: string,
   segments: readonly string[],
 ): Promise<NotOpened | undefined> {
+  // `within` may be a link its caller allowed (an operator's folder), looked up through below.
+  const top = await lstat(within).catch(unreachedAsUndefined);
+  if (top !== undefined && !top.isDirectory() && !top.isSymbolicLink()) return undefined;
   let at = within;
   for (const segment of segments.slice(0, -1)) {
     at = join(at, segment);
@@ -153,15 +174,21 @@ async function isWhereAsked(handle: FileHandle, real: string, segments: readonly
  * anywhere beneath it: each folder on the way is lstat'ed and each file opened by openFileBelow.
  * What is not a real folder or a regular file, has a second name, or is reached through a folder
  * swapped for a link since it was checked (`top` itself included: pinned at the reader's first
- * use, once seen to be a real folder) is not read; it is noted in `leftAlone`
+ * use, once seen to be a real folder, or by its caller) is not read; it is noted in `leftAlone`
  * (`<path>: <what it is>`) for the caller to report. An archived workspace read through a link
  * would act on whatever the link points to, another workspace's records included (ADR 0142, 0145).
  */
 export class NoFollowReader {
   readonly leftAlone: string[] = [];
+  private readonly top: string;
+  /** `top` as its caller pinned it: one that removes what was read checks it is still there (ADR 0145). */
+  private readonly given: PinnedFolder | undefined;
   private pinned: Promise<PinnedFolder | undefined> | undefined;
 
-  constructor(private readonly top: string) {}
+  constructor(top: string | PinnedFolder) {
+    this.top = typeof top === "string" ? top : top.path;
+    this.given = typeof top === "string" ? undefined : top;
+  }
 
   /** Whether `path`, and every folder between `top` and it, is a real folder; false when missing. */
   async isFolder(path: string): Promise<boolean> {
@@ -181,7 +208,15 @@ export class NoFollowReader {
 
   /** The real folders directly in `dir` (a folder isFolder accepted); any other entry is noted. */
   async foldersIn(dir: string): Promise<string[]> {
-    const entries = await readdir(dir, { withFileTypes: true }).catch(unreachedAsUndefined);
+    const entries = await readdir(dir, { withFileTypes: true }).catch(async (error: unknown) => {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== "ELOOP" && code !== "ENOTDIR") return unreachedAsUndefined(error);
+      // `dir`, or a folder on its way, swapped for a looping link or for a file or a link to one
+      // since isFolder accepted it: noted as isFolder notes it (one a folder again was swapped
+      // back meanwhile, noted all the same), so a release that found nothing here says why.
+      if (await this.isFolder(dir)) this.leaveAlone(dir, LEFT_ALONE.through_symlink);
+      return undefined;
+    });
     const folders: string[] = [];
     for (const entry of entries ?? []) {
       const path = join(dir, entry.name);
@@ -208,7 +243,10 @@ export class NoFollowReader {
     }
   }
 
-  /** `top` pinned once, at first use; undefined (a link or file noted) when it is no real folder. */
+  /**
+   * `top` pinned once, at first use (or as given); undefined (a link or file noted) when it is no
+   * real folder then.
+   */
   private pinTop(): Promise<PinnedFolder | undefined> {
     this.pinned ??= (async () => {
       const info = await lstat(this.top).catch(unreachedAsUndefined);
@@ -217,7 +255,7 @@ export class NoFollowReader {
         this.leaveAlone(this.top, info.isSymbolicLink() ? LINK : "not a folder");
         return undefined;
       }
-      return pinFolder(this.top, false).catch(unreachedAsUndefined);
+      return this.given ?? pinFolder(this.top).catch(unreachedAsUndefined);
     })();
     return this.pinned;
   }
@@ -225,6 +263,14 @@ export class NoFollowReader {
   private leaveAlone(path: string, what: string): void {
     this.leftAlone.push(`${path}: ${what}`);
   }
+}
+
+/**
+ * Whether a `leftAlone` note says a file was reached through a folder swapped for a link while it
+ * was read: what else the reader saw there may have moved too (an archive purge keeps the archive).
+ */
+export function isReachedThroughLink(note: string): boolean {
+  return note.endsWith(`: ${LEFT_ALONE.through_symlink}`);
 }
 
 const LINK = "a symbolic link, never followed";

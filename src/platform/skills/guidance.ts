@@ -9,10 +9,10 @@ import type {
 import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import { spelledOutProse } from "../../text.ts";
-import type { Skill } from "./model.ts";
+import type { Skill, SkillScope } from "./model.ts";
 import { lineHidingText } from "./parse.ts";
 import type { SkillService } from "./service.ts";
-import { openSkillFile, SKILL_FILE, SkillFileRefused } from "./skill-file.ts";
+import { openSkillFile, SKILL_FILE, SkillFileRefused, scopeFolderAllows } from "./skill-file.ts";
 
 function skillPath(skill: Skill, file?: string): string {
   return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
@@ -77,7 +77,8 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       for (const skill of resolved) {
         if (path === skillPath(skill)) return { uri, mimeType: "text/markdown", text: skill.body };
         const file = skill.files?.find((f) => path === skillPath(skill, f));
-        if (file !== undefined && skill.dir !== undefined) return readBundled(uri, skill.dir, file);
+        if (file !== undefined && skill.dir !== undefined)
+          return readBundled(uri, skill.dir, skill.scope, file);
       }
       return undefined;
     },
@@ -103,9 +104,9 @@ async function toPackage(skill: Skill): Promise<SkillPackage | undefined> {
   const known = { path: `${skill.scope}/${skill.name}`, name: skill.name, description: skill.description };
   const rendered = { [SKILL_FILE]: renderSkillFile(skill) };
   if (skill.dir === undefined) return { ...known, files: rendered };
-  const dir = skill.dir;
+  const { dir, scope } = skill;
   const names = skill.files ?? [];
-  const contents = await Promise.all(names.map((name) => bundledBytes(dir, name)));
+  const contents = await Promise.all(names.map((name) => bundledBytes(dir, scope, name)));
   // A skill one of whose files is not served is left out of the list whole: a package without a
   // file it ships would be a different skill. It costs only itself.
   if (contents.some((content) => typeof content === "string")) return undefined;
@@ -127,11 +128,13 @@ export const MAX_BUNDLED_FILE_BYTES = 8 * 1024 * 1024;
  * anywhere the process can read: adr/0139), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file,
  * read on every list, held its memory and failed the whole list). It is opened as a SKILL.md
  * is (openSkillFile), never blocking or following a link, nor through a folder swapped for one
- * since the listing (its `references/`, the skill's own). An operator puts such files in place;
- * no member can write one.
+ * since the listing (its `references/`, the skill's own), nor the scope's folder itself where
+ * it may not be a link (a workspace's or a person's `skills/`: scopeFolderAllows). An operator
+ * puts such files in place; no member can write one.
  */
-async function bundledBytes(folder: string, file: string): Promise<Buffer | string> {
-  const opened = await openSkillFile(join(folder, file), dirname(folder)).catch((error: unknown) => {
+async function bundledBytes(folder: string, scope: SkillScope, file: string): Promise<Buffer | string> {
+  const allow = scopeFolderAllows(scope);
+  const opened = await openSkillFile(join(folder, file), dirname(folder), allow).catch((error: unknown) => {
     if (error instanceof SkillFileRefused) return `it ${error.reason}`;
     throw error;
   });
@@ -159,8 +162,13 @@ function renderSkillFile(skill: Skill): Uint8Array {
  * reaches the model as a person reading it sees it. skills/get still packages the file's bytes,
  * which its digest covers.
  */
-async function readBundled(uri: string, folder: string, file: string): Promise<ResourceContents> {
-  const content = await bundledBytes(folder, file);
+async function readBundled(
+  uri: string,
+  folder: string,
+  scope: SkillScope,
+  file: string,
+): Promise<ResourceContents> {
+  const content = await bundledBytes(folder, scope, file);
   if (typeof content === "string") throw new InvalidInput(`${uri} is not served: ${content}.`);
   let text: string;
   try {

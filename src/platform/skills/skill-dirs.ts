@@ -4,7 +4,14 @@ import { type PinnedFolder, pinFolder } from "../../storage/no-follow.ts";
 import { spelledOut } from "../../text.ts";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
-import { isSymlink, RACY_MS, readSkillFile, refuseUnreadable, SKILL_FILE } from "./skill-file.ts";
+import {
+  isSymlink,
+  RACY_MS,
+  readSkillFile,
+  refuseUnreadable,
+  SKILL_FILE,
+  scopeFolderAllows,
+} from "./skill-file.ts";
 
 interface Kept {
   stamp: string;
@@ -134,7 +141,7 @@ async function readFolder(
     // Pinned once per read, before any SKILL.md is read: each is read below the folder as it is
     // then, never through a link it is swapped for, or an operator's link retargeted to,
     // meanwhile (adr/0145). An empty folder costs no more look-ups than it did.
-    within = await pinFolder(dir, !atriumsOwn);
+    within = await pinFolder(dir, scopeFolderAllows(scope));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return { skills, problems };

@@ -3,11 +3,13 @@ import { lstat } from "node:fs/promises";
 import { basename } from "node:path";
 import { AtriumError } from "../../errors.ts";
 import {
+  type FolderAllowance,
   type NotOpened,
   type OpenedFile,
   openFileBelow,
   type PinnedFolder,
 } from "../../storage/no-follow.ts";
+import type { SkillScope } from "./model.ts";
 
 /** A skill's file in its folder. */
 export const SKILL_FILE = "SKILL.md";
@@ -90,10 +92,12 @@ const REFUSED: Record<Exclude<NotOpened["why"], "not_regular">, string> = {
 /**
  * The one reader of a SKILL.md or a saved version below scope folder `within`: its text, or
  * `undefined` when there is none. Anything but a regular file with one name (a FIFO, a device, a
- * folder, a symlink, a hard link) is refused without reading: reading a FIFO blocks a thread of
- * the pool until someone writes to it, so a request never answered and boot recovery would hang
- * (adr/0082), and a symlink is never followed, whatever it points to, nor a folder on the way
- * that is one (adr/0139, 0145). It is opened as openSkillFile does.
+ * folder, a symlink, a hard link but in the platform's folder) is refused without reading:
+ * reading a FIFO blocks a thread of the pool until someone writes to it, so a request never
+ * answered and boot recovery would hang (adr/0082), and a symlink is never followed, whatever it
+ * points to, nor a folder on the way that is one (adr/0139, 0145). It is opened as openSkillFile
+ * does: `within` as a path is a workspace's or a person's `skills/` (a write's or a history's
+ * read), which may not be a link; a listing passes the scope folder it pinned.
  */
 export async function readSkillFile(
   path: string,
@@ -115,17 +119,32 @@ export async function readSkillFile(
  * that follows no link (openFileBelow: never blocking, never through a symlink at the last step or
  * through a folder on the way swapped for one after the listing, such as a bundled file's
  * `references/` or the skill folder itself); undefined when nothing is there. What it refuses is
- * a SkillFileRefused saying what to do. `within` is pinned at this open, or by the caller that
+ * a SkillFileRefused saying what to do. `within` is pinned at this open with what `allow` allows
+ * (scopeFolderAllows: by default a folder that is no link, Atrium's own), or by the caller that
  * checked it (a listing of a scope folder pins it once for all its files: skill-dirs.ts).
  */
 export async function openSkillFile(
   path: string,
   within: string | PinnedFolder,
+  allow: FolderAllowance = {},
 ): Promise<OpenedFile | undefined> {
-  const opened = await openFileBelow(path, within);
+  const opened = await openFileBelow(path, within, allow);
   if (opened === undefined || !("why" in opened)) return opened;
   if (opened.why === "not_regular") throw notRegular(path, opened.info);
   throw new SkillFileRefused(path, REFUSED[opened.why]);
+}
+
+/**
+ * What a scope's folder may be when its files are read (pinFolder). A workspace's or a person's
+ * `skills/` is Atrium's own: never a link, nothing in it a hard link (adr/0139, 0145). An org
+ * folder is the operator's configured place, which may be a link; an org file with a second name
+ * is still refused (a copy can be put in its place). The platform's ships with Atrium's code,
+ * wherever it is installed (a link too), by a package store that may hard-link every file
+ * (ostree, Nix, pnpm), where no copy can be put in place: its files may have a second name.
+ */
+export function scopeFolderAllows(scope: SkillScope): FolderAllowance {
+  if (scope === "platform") return { link: true, hardLinks: true };
+  return scope === "org" ? { link: true } : {};
 }
 
 /** Whether `path` is a symlink itself (lstat: never followed); false when nothing is there. */

@@ -3,7 +3,12 @@ import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { NoFollowReader, openFileBelow } from "../../../src/storage/no-follow.ts";
+import {
+  isReachedThroughLink,
+  NoFollowReader,
+  openFileBelow,
+  pinFolder,
+} from "../../../src/storage/no-follow.ts";
 import { makeFifo } from "../../helpers/fifo.ts";
 
 // What reads below a folder an operator or member can change follows no link, and checks the
@@ -116,6 +121,35 @@ describe("NoFollowReader", () => {
     },
   );
 
+  it.each([
+    ["a looping link", (servers: string) => symlink("servers", servers), "a symbolic link, never followed"],
+    ["a file", (servers: string) => writeFile(servers, "A FILE"), "not a folder"],
+  ])(
+    "notes a folder isFolder accepted that is %s before foldersIn lists it, rather than finding nothing",
+    async (_, put, noted) => {
+      // Answered as missing, the release found no record, noted nothing, and the archive was
+      // reported removed with every credential it names still sealed.
+      const reader = new NoFollowReader(top);
+      const servers = join(top, "a", "servers");
+      expect(await reader.isFolder(servers)).toBe(true);
+      await rename(servers, join(top, "a", "servers-old"));
+      await put(servers);
+      expect(await reader.foldersIn(servers)).toEqual([]);
+      expect(reader.leftAlone).toEqual([`${servers}: ${noted}`]);
+    },
+  );
+
+  it("reads below the folder its caller pinned, and nothing once that folder is swapped for a link", async () => {
+    const pinned = await pinFolder(join(top, "a"));
+    const reader = new NoFollowReader(pinned);
+    const record = join(top, "a", "servers", "gh", "record.json");
+    expect(await reader.readText(record)).toBe("OWN");
+    await swapForLink();
+    expect(await reader.readText(record)).toBeUndefined();
+    expect(reader.leftAlone).toHaveLength(1);
+    expect(reader.leftAlone.every(isReachedThroughLink)).toBe(true);
+  });
+
   it("notes a folder it is given that is a link, and reads nothing below it", async () => {
     const linkedTop = join(outside, "top");
     await symlink(top, linkedTop);
@@ -154,19 +188,51 @@ describe("openFileBelow", () => {
   it("opens below a folder that is itself a link (the data root, an operator's configured folder)", async () => {
     const linkedTop = join(outside, "top");
     await symlink(top, linkedTop);
-    const opened = await openFileBelow(join(linkedTop, "a", "servers", "gh", "record.json"), linkedTop);
-    if (opened === undefined || "why" in opened) throw new Error(`not opened: ${JSON.stringify(opened)}`);
-    try {
-      expect(await opened.handle.readFile("utf8")).toBe("OWN");
-    } finally {
-      await opened.handle.close();
+    const record = join(linkedTop, "a", "servers", "gh", "record.json");
+    for (const within of [await pinFolder(linkedTop, { link: true }), linkedTop]) {
+      const opened = await openFileBelow(record, within, { link: true });
+      if (opened === undefined || "why" in opened) throw new Error(`not opened: ${JSON.stringify(opened)}`);
+      try {
+        expect(await opened.handle.readFile("utf8")).toBe("OWN");
+      } finally {
+        await opened.handle.close();
+      }
     }
+  });
+
+  it("reads nothing below a folder given as a path that is a link: only one its caller allows may be", async () => {
+    // A workspace's or a person's skills/ swapped for a link: pinned with its links resolved, its
+    // files were read wherever the link pointed.
+    const linkedTop = join(outside, "top");
+    await symlink(top, linkedTop);
+    expect(await openFileBelow(join(linkedTop, "a", "servers", "gh", "record.json"), linkedTop)).toEqual({
+      why: "through_symlink",
+    });
   });
 
   it("refuses a hard link to a file outside the folder: the kernel names it as it was opened", async () => {
     const path = join(top, "a", "servers", "gh", "notes.md");
     await link(join(outside, "servers", "gh", "record.json"), path);
     expect(await openFileBelow(path, top)).toEqual({ why: "hard_link" });
+  });
+
+  it("opens a hard link below a folder pinned as one whose files may have a second name", async () => {
+    // Atrium's own platform skills, which a package store may install hard-linked (ostree, Nix, pnpm).
+    const path = join(top, "a", "servers", "gh", "notes.md");
+    await link(join(outside, "servers", "gh", "record.json"), path);
+    for (const within of [await pinFolder(top, { hardLinks: true }), top]) {
+      const opened = await openFileBelow(path, within, { hardLinks: true });
+      if (opened === undefined || "why" in opened) throw new Error(`not opened: ${JSON.stringify(opened)}`);
+      await opened.handle.close();
+    }
+  });
+
+  it("answers nothing there, not a link, when the folder it reads within is a plain file", async () => {
+    // whyNotReached walked only the folders below `within`, so `within` a file was answered as
+    // reached through a link: a message saying there was a link where there was none.
+    const scope = join(outside, "skills");
+    await writeFile(scope, "A FILE, NOT A LINK");
+    expect(await openFileBelow(join(scope, "style", "SKILL.md"), scope)).toBeUndefined();
   });
 
   it("answers a folder on the way that is a looping link as reached through a link, and one that is a file as nothing there", async () => {

@@ -1,5 +1,5 @@
 import { renameSync, symlinkSync } from "node:fs";
-import { mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
+import { link, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -126,5 +126,89 @@ describe("a bundled file's folder swapped for a symlink after the listing", () =
     });
     // A package without a file it ships would be a different skill: left out whole.
     expect(packages).toEqual({ status: "fulfilled", value: [] });
+  });
+});
+
+describe("a workspace's skills/ swapped for a link after the listing", () => {
+  it("is not read through: only an org or platform scope folder may be a link", async () => {
+    // The scope folder was pinned with its links resolved at each bundled file's open, so a
+    // workspace's own skills/ made a link was read wherever it pointed.
+    const scope = temp.layout.workspaceSkillsDir(temp.ws);
+    const folder = join(scope, "guide");
+    await mkdir(join(folder, "references"), { recursive: true });
+    await writeFile(join(folder, "SKILL.md"), SKILL);
+    await writeFile(join(folder, "references", "a.md"), "INSIDE");
+    await mkdir(join(outside, "elsewhere", "guide", "references"), { recursive: true });
+    await writeFile(join(outside, "elsewhere", "guide", "references", "a.md"), "OUTSIDE-SECRET");
+    const old = new Date(Date.now() - 60_000);
+    for (const path of [
+      join(folder, "references", "a.md"),
+      join(folder, "references"),
+      join(folder, "SKILL.md"),
+      folder,
+      scope,
+    ])
+      await utimes(path, old, old);
+    const platform = await mkdtemp(join(outside, "platform-"));
+    // Every scope's listing kept, so the resolve below reads nothing anew and ends in this turn.
+    await utimes(platform, old, old);
+    const service = new SkillService(
+      temp.layout,
+      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
+      createLogger("silent"),
+      platform,
+    );
+    const guidance = createWorkspaceGuidance(service);
+    const uri = "skill://workspace/guide/references/a.md";
+    await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "INSIDE" });
+    await new Promise((resolve) => setImmediate(resolve));
+    await service.resolve(temp.ws, ALICE);
+    // In this turn, on the kept listing (scope-cache.ts), as the test above swaps references/.
+    renameSync(scope, `${scope}-old`);
+    symlinkSync(join(outside, "elsewhere"), scope);
+    const [read, packages] = await Promise.allSettled([
+      guidance.readResource?.(temp.ws, ALICE, uri),
+      guidance.packages?.(temp.ws, ALICE, "workspace/guide"),
+    ]);
+    expect(read).toMatchObject({
+      status: "rejected",
+      reason: {
+        message: expect.stringContaining(
+          `${uri} is not served: it is reached through a folder that is a symlink`,
+        ),
+      },
+    });
+    expect(packages).toEqual({ status: "fulfilled", value: [] });
+  });
+});
+
+describe("a bundled file with a second name (a hard link)", () => {
+  it("is served from the platform's skills, which a package store may install hard-linked, and refused from an org folder", async () => {
+    const store = join(outside, "store");
+    await mkdir(store);
+    await writeFile(join(store, "ab12"), "SHIPPED");
+    const platform = join(outside, "platform");
+    const org = join(outside, "org");
+    for (const [dir, name] of [
+      [platform, "shipped"],
+      [org, "operators"],
+    ] as const) {
+      await mkdir(join(dir, name), { recursive: true });
+      await writeFile(join(dir, name, "SKILL.md"), SKILL.replace("name: guide", `name: ${name}`));
+      await link(join(store, "ab12"), join(dir, name, "ref.md"));
+    }
+    const service = new SkillService(
+      temp.layout,
+      { orgDir: org, maxInstructionsBytes: 32 * 1024 },
+      createLogger("silent"),
+      platform,
+    );
+    const guidance = createWorkspaceGuidance(service);
+    await expect(
+      guidance.readResource?.(temp.ws, ALICE, "skill://platform/shipped/ref.md"),
+    ).resolves.toMatchObject({ text: "SHIPPED" });
+    await expect(guidance.readResource?.(temp.ws, ALICE, "skill://org/operators/ref.md")).rejects.toThrow(
+      "skill://org/operators/ref.md is not served: it is a hard link",
+    );
   });
 });

@@ -58,6 +58,20 @@ describe("readSkillDir", () => {
     ]);
   });
 
+  it("reads a platform SKILL.md that a package store hard-linked: the platform's skills ship with Atrium's code", async () => {
+    // An install from ostree, Nix's optimised store or pnpm hard-links every file: each platform
+    // skill was refused, and its advice (put a copy in its place) cannot be followed there.
+    const store = join(dir, "store");
+    await mkdir(store);
+    await writeFile(join(store, "ab12"), file("using-atrium-files"));
+    const platform = join(dir, "usr", "lib", "atrium", "skills");
+    await mkdir(join(platform, "using-atrium-files"), { recursive: true });
+    await link(join(store, "ab12"), join(platform, "using-atrium-files", "SKILL.md"));
+    const { skills, problems } = await readSkillDir(platform, "platform", "vendored");
+    expect(problems).toEqual([]);
+    expect(skills.map((s) => s.name)).toEqual(["using-atrium-files"]);
+  });
+
   it("reads each SKILL.md below the operator's linked scope folder as it pointed when the read pinned it", async () => {
     // An org folder that is a link is allowed; retargeted during a read, its next target is not read.
     // Before, each file was checked against where the link pointed at its own open: one read

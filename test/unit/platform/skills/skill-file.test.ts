@@ -6,8 +6,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   HARD_LINK_REFUSED,
   readSkillFile,
+  scopeFolderAllows,
   THROUGH_LINK_REFUSED,
 } from "../../../../src/platform/skills/skill-file.ts";
+import { pinFolder } from "../../../../src/storage/no-follow.ts";
 
 // The one reader of a skill's files opens the last step without following a link, then checks
 // the handle is the file asked for below its scope folder: a folder on the way swapped for a link
@@ -65,10 +67,15 @@ describe("the one reader of a skill's files", () => {
     expect(HARD_LINK_REFUSED).toMatch(/put a copy of the file itself in its place$/);
   });
 
-  it("reads below a scope folder that is itself a link (an operator's configured org folder)", async () => {
+  it("reads below a scope folder that is itself a link only where the scope allows one (an operator's org folder)", async () => {
     const linkedScope = join(outside, "org");
     await symlink(scope, linkedScope);
-    await expect(readSkillFile(join(linkedScope, "style", "SKILL.md"), linkedScope)).resolves.toBe(TEXT);
+    const path = join(linkedScope, "style", "SKILL.md");
+    await expect(readSkillFile(path, await pinFolder(linkedScope, scopeFolderAllows("org")))).resolves.toBe(
+      TEXT,
+    );
+    // Given as a path, it is a workspace's or a person's skills/, Atrium's own, never a link.
+    await expect(readSkillFile(path, linkedScope)).rejects.toThrow(`SKILL.md ${THROUGH_LINK_REFUSED}`);
   });
 
   it("reads a file a save renamed another over after it was opened: it is still the one asked for", async () => {
