@@ -1,17 +1,25 @@
-import type { Dirent } from "node:fs";
-import { lstat, readdir, rename, rm } from "node:fs/promises";
+import type { Dirent, Stats } from "node:fs";
+import { lstat, readdir, realpath, rename, rm } from "node:fs/promises";
 import { BootError } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { syncDir } from "./atomic.ts";
+import { isReachedThroughLink, type PinnedFolder, pinFolder } from "./no-follow.ts";
 import { PURGING_PREFIX, parseArchivedName, type StorageLayout } from "./paths.ts";
 
 /**
  * What an app keeps outside a workspace's folder for it (a connection's sealed credentials in
  * `_instance/credentials/`), removed before the archived folder it is read from (ADR 0113).
- * Answers what it left alone below the archive and why, `<path>: <why>` (a link it never follows,
- * a record that is not the workspace's: ADR 0142), reported with the removal; the folder goes.
+ * `archive`: `_archive/` as the purge pinned it, to read below (NoFollowReader), so the folder the
+ * purge then removes is the one read. Answers what it left alone below the archive and why,
+ * `<path>: <why>` (a link it never follows, a record that is not the workspace's: ADR 0142),
+ * reported with the removal; the folder goes, unless a note says a file was reached through a
+ * folder swapped for a link meanwhile (ADR 0145).
  */
-export type ArchiveReleaser = (workspaceId: string, archivedName: string) => Promise<readonly string[]>;
+export type ArchiveReleaser = (
+  workspaceId: string,
+  archivedName: string,
+  archive: PinnedFolder,
+) => Promise<readonly string[]>;
 
 export interface ArchiveRetention {
   layout: StorageLayout;
@@ -123,8 +131,10 @@ async function scanArchive(
  * starts it again (a credential already removed is not there to remove). An archive that fails is
  * logged and left whole; the others go on. A clock stepped back makes an archive younger, never
  * older. Only real folders directly in `_archive/` are touched: an entry that is a symlink is
- * never followed, and `fs.rm` removes a link inside an archive, never what it points to. A
- * `.purging-` folder that cannot be removed either is reported and logged, and holds back nothing.
+ * never followed, and `fs.rm` removes a link inside an archive, never what it points to; right
+ * before each rename and removal, `_archive/` and the folder are checked to be real folders still,
+ * `_archive/` the one the releases read below (ADR 0145). A `.purging-` folder that cannot be
+ * removed either is reported and logged, and holds back nothing.
  */
 export async function purgeExpiredArchives(retention: ArchiveRetention): Promise<PurgeReport> {
   const { layout, log } = retention;
@@ -132,6 +142,10 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
   // has two, whose connections share credentials, so only the last of them releases anything.
   const { listing, copies } = await scanArchive(layout, retention.now() - retention.retentionMs);
   const report: PurgeReport = { ...listing, removed: [], failed: [], unfinished: [] };
+  if (listing.cutShort.length === 0 && listing.expired.length === 0) return report;
+  // Pinned once, `_archive/` having just been lstat'ed a real folder: each removal checks it is
+  // still that folder first (refuseUnlessInPlace), and each release reads below it.
+  const archive = await pinFolder(layout.archiveDir());
   const mayWrite = retention.mayWrite ?? (async () => true);
   for (const [index, name] of listing.cutShort.entries()) {
     if (!(await mayWrite())) {
@@ -139,7 +153,9 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
       return report;
     }
     try {
-      await rm(layout.purgingFolder(name), { recursive: true, force: true });
+      const purging = layout.purgingFolder(name);
+      await refuseUnlessInPlace(archive, purging);
+      await rm(purging, { recursive: true, force: true });
     } catch (error) {
       report.unfinished.push({ name, error });
       log.warn(
@@ -152,7 +168,7 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
   // the one that releases is never removed as "shared" behind a copy that is still there.
   const held = new Set<string>();
   for (const [index, entry] of listing.expired.entries()) {
-    const { workspaceId, name } = entry;
+    const { workspaceId } = entry;
     if (held.has(workspaceId)) continue;
     if (!(await mayWrite())) {
       report.stopped = { expired: listing.expired.slice(index), cutShort: [] };
@@ -165,7 +181,7 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
         ? "another archive"
         : undefined;
     try {
-      const leftAlone = await purge(retention, workspaceId, name, sharedWith === undefined);
+      const leftAlone = await purge(retention, archive, entry, sharedWith === undefined);
       copies.set(workspaceId, (copies.get(workspaceId) ?? 1) - 1);
       report.removed.push({ ...entry, ...(sharedWith && { sharedWith }), leftAlone });
       log.info(
@@ -191,24 +207,73 @@ export async function purgeExpiredArchives(retention: ArchiveRetention): Promise
 
 /**
  * Releases what the apps keep for one archive, when `release` (no other copy of its workspace,
- * live or archived again, shares it), then removes its folder. Answers what the releasers left alone.
+ * live or archived again, shares it), then removes its folder. Answers what the releasers left
+ * alone. Throws, the archive kept for the next round, when a releaser read a file through a folder
+ * swapped for a link meanwhile (what the archive names may not all be released), or `_archive/`
+ * or the archive is no longer the real folder the releasers read below (ADR 0145).
  */
 async function purge(
   retention: ArchiveRetention,
-  workspaceId: string,
-  name: string,
+  archive: PinnedFolder,
+  { workspaceId, name }: ArchivedEntry,
   release: boolean,
 ): Promise<string[]> {
   const { layout } = retention;
   const leftAlone: string[] = [];
   if (release) {
-    for (const releaser of retention.releasers) leftAlone.push(...(await releaser(workspaceId, name)));
+    for (const releaser of retention.releasers)
+      leftAlone.push(...(await releaser(workspaceId, name, archive)));
+  }
+  const swapped = leftAlone.filter(isReachedThroughLink);
+  if (swapped.length > 0) {
+    throw new Error(
+      `a folder in it was swapped for a symbolic link while it was released (${swapped.join("; ")}): ` +
+        "kept, what it names may not all be released; released again next round",
+    );
   }
   const purging = layout.purgingFolder(name);
+  await refuseUnlessInPlace(archive, layout.archivedFolder(name));
   await rename(layout.archivedFolder(name), purging);
   await syncDir(layout.archiveDir());
+  await refuseUnlessInPlace(archive, purging);
   await rm(purging, { recursive: true, force: true });
   return leftAlone;
+}
+
+/**
+ * Throws unless `_archive/` is still the real folder pinned as `archive` and `folder`, directly in
+ * it, a real folder (or gone), asked right before `folder` is renamed or removed. Node has no
+ * renameat or unlinkat: both act by path, so either swapped for a link since (during a release)
+ * would have them rename and remove a folder of the same name wherever the link points, outside
+ * the data root. What is left is the instant between this check and the call (ADR 0145).
+ */
+async function refuseUnlessInPlace(archive: PinnedFolder, folder: string): Promise<void> {
+  const why = await whyNotInPlace(archive, folder);
+  if (why === undefined) return;
+  throw new Error(
+    `${why}, where the purge found real folders: nothing is renamed or removed through it, as Atrium ` +
+      "removes archived workspaces only from the data root's own _archive folder. Put the real folder back in its place.",
+  );
+}
+
+async function whyNotInPlace(archive: PinnedFolder, folder: string): Promise<string | undefined> {
+  const top = await lstat(archive.path).catch(missingAsUndefined);
+  if (top?.isDirectory() !== true) return `${archive.path} is now ${kindOf(top)}`;
+  if ((await realpath(archive.path)) !== archive.real) {
+    return `${archive.path} is now another folder than ${archive.real}`;
+  }
+  const held = await lstat(folder).catch(missingAsUndefined);
+  return held === undefined || held.isDirectory() ? undefined : `${folder} is now ${kindOf(held)}`;
+}
+
+function kindOf(info: Stats | undefined): string {
+  if (info === undefined) return "gone";
+  return info.isSymbolicLink() ? "a symbolic link" : "no folder";
+}
+
+function missingAsUndefined(error: unknown): undefined {
+  if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+  throw error;
 }
 
 /**

@@ -209,6 +209,6 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
   // stay in _instance/credentials/ for good (archive-retention.test.ts).
   archiveReleaser:
     ({ storage, credentials }) =>
-    (workspaceId, archivedName) =>
-      releaseArchivedCredentials(storage, credentials, workspaceId, archivedName),
+    (workspaceId, archivedName, archive) =>
+      releaseArchivedCredentials(storage, credentials, workspaceId, archivedName, archive),
 };

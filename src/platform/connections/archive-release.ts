@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { parseStoredJson } from "../../storage/atomic.ts";
 import { type CredentialStore, isCredentialId } from "../../storage/credential-store.ts";
-import { NoFollowReader } from "../../storage/no-follow.ts";
+import { NoFollowReader, type PinnedFolder } from "../../storage/no-follow.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type ConnectionRecord, sealedCredentialIds } from "./model.ts";
 import { RECORD, SERVERS } from "./store.ts";
@@ -11,17 +11,19 @@ import { RECORD, SERVERS } from "./store.ts";
  * (`archivedName`, as `_archive/` lists it; a staged add cut short included), the connections
  * app's archive releaser (ADR 0113). Only what is provably that workspace's goes (ADR 0142): no
  * link below the archive is followed (a `connections/` linked to a live workspace's would release
- * its credentials), a record is read only if it names this workspace and is no one's personal
- * connection, and a credential is removed only if it is sealed for that record. Answers what it
- * left alone and why, for the purge to report; those credentials stay sealed.
+ * its credentials), nor `archive` (`_archive/` as the purge pinned it) swapped for one (ADR 0145),
+ * a record is read only if it names this workspace and is no one's personal connection, and a
+ * credential is removed only if it is sealed for that record. Answers what it left alone and
+ * why, for the purge to report; those credentials stay sealed.
  */
 export async function releaseArchivedCredentials(
-  storage: Pick<PartitionPaths, "dir" | "archiveDir" | "archivedCopies">,
+  storage: Pick<PartitionPaths, "dir" | "archivedCopies">,
   credentials: Pick<CredentialStore, "deleteBoundTo">,
   workspaceId: string,
   archivedName: string,
+  archive: PinnedFolder,
 ): Promise<string[]> {
-  const reader = new NoFollowReader(storage.archiveDir());
+  const reader = new NoFollowReader(archive);
   for (const { path, record } of await archivedRecords(reader, storage, workspaceId, archivedName)) {
     if (record.workspaceId !== workspaceId || record.owner !== undefined) {
       reader.leftAlone.push(`${path}: not a connection of ${workspaceId}, so its credentials stay sealed`);

@@ -1,4 +1,14 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  symlink,
+  writeFile,
+} from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -262,6 +272,120 @@ describe("purgeExpiredArchives", () => {
     } finally {
       await rm(outside, { recursive: true, force: true });
     }
+  });
+
+  describe("_archive/ or an archive swapped for a link after the purge checked it (ADR 0145)", () => {
+    let outside: string;
+    beforeEach(async () => {
+      outside = await mkdtemp(join(tmpdir(), "atrium-archive-outside-"));
+      await mkdir(join(outside, OLD));
+      await writeFile(join(outside, OLD, "precious.txt"), "not Atrium's");
+    });
+    afterEach(async () => {
+      await rm(outside, { recursive: true, force: true });
+    });
+
+    /** `_archive/` moved aside and a link to `outside` put in its place, as `ln -sfn` would. */
+    const swapArchive = async () => {
+      await rename(join(root, "_archive"), join(root, "_archive-real"));
+      await symlink(outside, join(root, "_archive"));
+    };
+
+    it("renames and removes nothing through _archive/ swapped for a link while a release ran", async () => {
+      // The rename and rm -r that follow a release act by path: through the link, they removed
+      // the folder of the same name outside the data root, and reported the archive removed.
+      const report = await purgeExpiredArchives(
+        retention({
+          releasers: [
+            async () => {
+              await swapArchive();
+              return [];
+            },
+          ],
+        }),
+      );
+      expect(await readdir(outside)).toEqual([OLD]);
+      expect(await readdir(join(outside, OLD))).toEqual(["precious.txt"]);
+      expect(report.removed).toEqual([]);
+      expect(report.failed).toEqual([
+        {
+          entry: expect.objectContaining({ name: OLD }),
+          error: expect.objectContaining({
+            message: expect.stringContaining(`${join(root, "_archive")} is now a symbolic link`),
+          }),
+        },
+      ]);
+      expect((await readdir(join(root, "_archive-real"))).sort()).toEqual([OLD, YOUNG].sort());
+    });
+
+    it("removes nothing when the archive's own folder is swapped for a link while a release ran", async () => {
+      const report = await purgeExpiredArchives(
+        retention({
+          releasers: [
+            async (_workspaceId, name) => {
+              await rename(join(root, "_archive", name), join(root, "aside"));
+              await symlink(join(outside, OLD), join(root, "_archive", name));
+              return [];
+            },
+          ],
+        }),
+      );
+      expect(report.failed.map(({ error }) => (error as Error).message)).toEqual([
+        expect.stringContaining(`${join(root, "_archive", OLD)} is now a symbolic link`),
+      ]);
+      expect(await readdir(join(outside, OLD))).toEqual(["precious.txt"]);
+    });
+
+    it("gives each release _archive/ as it pinned it, and keeps an archive a release read a file of through a link", async () => {
+      const { log, lines } = capturingLogger();
+      const note = `${join(root, "_archive", OLD, "connections", "servers", "gh", "record.json")}: reached through a folder that is a symbolic link, never followed`;
+      const given: unknown[] = [];
+      const report = await purgeExpiredArchives(
+        retention({
+          log,
+          releasers: [
+            async (_workspaceId, _name, pinned) => {
+              given.push(pinned);
+              return [note];
+            },
+          ],
+        }),
+      );
+      expect(given).toEqual([
+        { path: join(root, "_archive"), real: join(await realpath(root), "_archive"), hardLinks: false },
+      ]);
+      expect(report.removed).toEqual([]);
+      expect(report.failed.map(({ error }) => (error as Error).message)).toEqual([
+        expect.stringContaining(`swapped for a symbolic link while it was released (${note})`),
+      ]);
+      expect(await archive()).toEqual([OLD, YOUNG].sort());
+      expect(lines).toContainEqual(
+        expect.objectContaining({ msg: "archived workspace not removed; tried again next round" }),
+      );
+    });
+
+    it("does not finish a removal cut short through _archive/ swapped for a link since it was listed", async () => {
+      await mkdir(join(root, "_archive", `.purging-${OLD}`));
+      await mkdir(join(outside, `.purging-${OLD}`));
+      let asked = 0;
+      const report = await purgeExpiredArchives(
+        retention({
+          // Asked right before the cut-short folder is removed: the swap lands after the listing.
+          mayWrite: async () => {
+            if (asked++ === 0) await swapArchive();
+            return true;
+          },
+        }),
+      );
+      expect(report.unfinished).toEqual([
+        {
+          name: OLD,
+          error: expect.objectContaining({ message: expect.stringContaining("is now a symbolic link") }),
+        },
+      ]);
+      expect((await readdir(outside)).sort()).toEqual([`.purging-${OLD}`, OLD].sort());
+      expect(await readdir(join(outside, OLD))).toEqual(["precious.txt"]);
+    });
   });
 
   it("lists what is past a cutoff, oldest first, and removes nothing", async () => {
