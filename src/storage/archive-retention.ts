@@ -227,7 +227,7 @@ async function purge(
   const swapped = leftAlone.filter(isReachedThroughLink);
   if (swapped.length > 0) {
     throw new Error(
-      `a folder in it was swapped for a symbolic link while it was released (${swapped.join("; ")}): ` +
+      `a folder in it was swapped (for a symbolic link or a file) while it was released (${swapped.join("; ")}): ` +
         "kept, what it names may not all be released; released again next round",
     );
   }

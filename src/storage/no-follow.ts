@@ -231,7 +231,12 @@ export class NoFollowReader {
     const top = await this.pinTop();
     if (top === undefined) return undefined;
     const opened = await openFileBelow(path, top);
-    if (opened === undefined) return undefined;
+    if (opened === undefined) {
+      // Nothing there. But a folder on its way that isFolder or foldersIn accepted and that is a
+      // file or a link now was swapped since: noted, so a release that found nothing says why.
+      if (await this.swappedOnTheWay(path)) this.leaveAlone(dirname(path), SWAPPED);
+      return undefined;
+    }
     if ("why" in opened) {
       this.leaveAlone(path, LEFT_ALONE[opened.why]);
       return undefined;
@@ -241,6 +246,18 @@ export class NoFollowReader {
     } finally {
       await opened.handle.close();
     }
+  }
+
+  /** Whether a folder between `top` and `path` is there as something other than a folder. */
+  private async swappedOnTheWay(path: string): Promise<boolean> {
+    let at = this.top;
+    for (const segment of segmentsBelow(this.top, path).slice(0, -1)) {
+      at = join(at, segment);
+      const info = await lstat(at).catch(unreachedAsUndefined);
+      if (info === undefined) return false;
+      if (!info.isDirectory()) return true;
+    }
+    return false;
   }
 
   /**
@@ -266,12 +283,15 @@ export class NoFollowReader {
 }
 
 /**
- * Whether a `leftAlone` note says a file was reached through a folder swapped for a link while it
- * was read: what else the reader saw there may have moved too (an archive purge keeps the archive).
+ * Whether a `leftAlone` note says a folder changed under the reader while it read (swapped for a
+ * link, or for a file after it was accepted as a folder): what else the reader saw there may have
+ * moved too (an archive purge keeps the archive).
  */
 export function isReachedThroughLink(note: string): boolean {
-  return note.endsWith(`: ${LEFT_ALONE.through_symlink}`);
+  return note.endsWith(`: ${LEFT_ALONE.through_symlink}`) || note.endsWith(`: ${SWAPPED}`);
 }
+
+const SWAPPED = "a folder accepted as one and something else now, swapped while it was read";
 
 const LINK = "a symbolic link, never followed";
 

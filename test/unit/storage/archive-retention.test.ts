@@ -356,7 +356,7 @@ describe("purgeExpiredArchives", () => {
       ]);
       expect(report.removed).toEqual([]);
       expect(report.failed.map(({ error }) => (error as Error).message)).toEqual([
-        expect.stringContaining(`swapped for a symbolic link while it was released (${note})`),
+        expect.stringContaining(`swapped (for a symbolic link or a file) while it was released (${note})`),
       ]);
       expect(await archive()).toEqual([OLD, YOUNG].sort());
       expect(lines).toContainEqual(
