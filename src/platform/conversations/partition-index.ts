@@ -38,6 +38,8 @@ interface Entry {
   cost: number;
   /** How many of its events are numbered (event-numbers.ts): those with a word indexed. */
   numbered: number;
+  /** How many of its postings a snapshot restored, checked against `postings` when it is loaded. */
+  restored: number;
 }
 
 const CONVERSATIONS_PER_RECORD = 1000;
@@ -132,6 +134,7 @@ export class PartitionIndex {
         partial: false,
         cost: ENTRY_BYTES,
         numbered: 0,
+        restored: 0,
       };
       this.bytes += ENTRY_BYTES;
       this.entries.set(id, entry);
@@ -224,18 +227,22 @@ export class PartitionIndex {
     limits: IndexLimits = INDEX_LIMITS,
   ): Promise<PartitionIndex | undefined> {
     const index = new PartitionIndex(limits);
-    /** Postings restored for each ordinal, against its conversation's recorded count. */
-    const restored = new Map<number, number>();
+    /**
+     * Postings restored of ordinals no conversation of the snapshot has. Those of a conversation
+     * are counted on its entry: a Map of counts, a get and a set per posting, made a 10,000
+     * conversation partition load in 300 ms instead of 190 (adr/0144).
+     */
+    const unheld = { postings: 0 };
     let totals: unknown;
     for await (const record of records) {
       // Nothing follows the end record.
       if (totals !== undefined) return undefined;
       const { end } = (record ?? {}) as { end?: unknown };
       if (end !== undefined) totals = end;
-      else if (!index.restore(record, restored)) return undefined;
+      else if (!index.restore(record, unheld)) return undefined;
     }
     if (totals === undefined) throw new Error("conversation index snapshot ends before its end record");
-    if (!index.holds(totals, restored)) {
+    if (!index.holds(totals, unheld.postings)) {
       throw new Error("conversation index snapshot holds other totals than its end record says");
     }
     index.order.sort(compareRecentFirst);
@@ -255,28 +262,28 @@ export class PartitionIndex {
   }
 
   /**
-   * Whether the restored index holds what the end record says: as many conversations and
-   * numbered events, and each conversation as many postings as it counts (`restored`), none of
-   * them a conversation's the snapshot does not hold.
+   * Whether the restored index holds what the end record says: as many conversations, numbered
+   * events and postings, and each conversation as many postings as it counts, so none of them
+   * (`unheld`) is a conversation's the snapshot does not hold.
    */
-  private holds(totals: unknown, restored: ReadonlyMap<number, number>): boolean {
+  private holds(totals: unknown, unheld: number): boolean {
     const { conversations, events, postings } = (totals ?? {}) as Partial<SnapshotTotals>;
     if (conversations !== this.entries.size || events !== this.words.numbers.next) return false;
-    let total = 0;
-    for (const count of restored.values()) total += count;
-    if (postings !== total) return false;
+    let total = unheld;
     for (const entry of this.entries.values()) {
-      if ((restored.get(entry.ordinal) ?? 0) !== entry.postings) return false;
+      if (entry.restored !== entry.postings) return false;
+      total += entry.restored;
     }
-    return true;
+    return postings === total;
   }
 
   /**
-   * Adds one snapshot record, counting the postings restored for each ordinal in `restored`;
-   * false when it is not one this code wrote. Records come as `snapshotRecords` makes them: the
-   * generation, conversations, numbers, postings, then the end.
+   * Adds one snapshot record, counting the postings restored on their conversation's entry, or in
+   * `unheld` when the snapshot holds no conversation of their ordinal; false when it is not one
+   * this code wrote. Records come as `snapshotRecords` makes them: the generation, conversations,
+   * numbers, postings, then the end.
    */
-  private restore(record: unknown, restored: Map<number, number>): boolean {
+  private restore(record: unknown, unheld: { postings: number }): boolean {
     const { generation, conversations, events, postings } = (record ?? {}) as Partial<
       Record<"generation" | "conversations" | "events" | "postings", unknown>
     >;
@@ -299,6 +306,7 @@ export class PartitionIndex {
           // Its postings' and numbers' bytes are added as their records are read, after these.
           cost: ENTRY_BYTES,
           numbered: 0,
+          restored: 0,
         };
         this.entries.set(summary.id, entry);
         this.byOrdinal[ordinal] = entry;
@@ -308,9 +316,12 @@ export class PartitionIndex {
       return true;
     }
     const added = this.words.restore(postings, (ordinal, bytes) => {
-      restored.set(ordinal, (restored.get(ordinal) ?? 0) + 1);
       const entry = this.byOrdinal[ordinal];
-      if (entry) entry.cost += bytes;
+      if (!entry) unheld.postings += 1;
+      else {
+        entry.cost += bytes;
+        entry.restored += 1;
+      }
     });
     if (added === undefined) return false;
     this.bytes += added;
