@@ -7,10 +7,9 @@ import { mapBounded } from "../../storage/bounded.ts";
 import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
-import { eventText } from "./event-text.ts";
 import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
 import { readSnapshot, SNAPSHOT_FILE, writeSnapshot } from "./index-snapshot.ts";
-import { endsLineAt, foldLog } from "./log-file.ts";
+import { catchUpLog } from "./log-catch-up.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
 import { PartitionIndex } from "./partition-index.ts";
 
@@ -38,14 +37,6 @@ export const MAX_LOADED_INDEX_BYTES = 256 * 1024 * 1024;
  */
 export const CONVERSATION_INDEX_IDLE_MS = 10 * 60 * 1000;
 const LOGS_IN_FLIGHT = 16;
-/**
- * A log's events are indexed as it is read, a batch of at most this many characters of text and
- * this many bytes of log at a time: a log read whole no longer holds all its events at once (a
- * 128 MiB log's are hundreds of MB of heap), and one apply per group cost a move of the partition's
- * order per group. Text alone held a 7 MB log of tool calls (little text) in one batch.
- */
-const CATCH_UP_CHARS_PER_APPLY = 1024 * 1024;
-const CATCH_UP_BYTES_PER_APPLY = 1024 * 1024;
 
 export interface IndexOptions {
   limits?: IndexLimits;
@@ -214,47 +205,9 @@ export class ConversationIndexes {
     return { index, logsRead };
   }
 
-  /**
-   * Reads the log from where the index stops and applies what it finds; a log gone is removed,
-   * and one whose lines no longer end where the index stops (edited on disk) is indexed again
-   * from its start.
-   */
-  private async catchUp(
-    index: PartitionIndex,
-    workspaceId: string,
-    ownerId: string,
-    id: string,
-  ): Promise<void> {
-    const path = join(this.storage.ownerDir(workspaceId, ownerId), `${id}${LOG_SUFFIX}`);
-    const covered = index.bytesOf(id) ?? 0;
-    try {
-      const rewritten = covered > 0 && !(await endsLineAt(path, covered));
-      if (rewritten) index.remove(id);
-      const from = rewritten ? 0 : covered;
-      // Applied a batch at a time as the groups are parsed, never all the log's events together
-      // (conversation-indexes.test.ts "indexes a log as it reads it", "a megabyte of the log"),
-      // inside the read's LARGE_READS slot: after it, every event would be held again (adr/0119).
-      // A read that fails half-way fails the load or the update, which drops the partition.
-      let batch: ConversationEvent[] = [];
-      let batchStart = from;
-      let chars = 0;
-      const read = await foldLog(path, from, (start, group) => {
-        if (chars >= CATCH_UP_CHARS_PER_APPLY || start - batchStart >= CATCH_UP_BYTES_PER_APPLY) {
-          index.apply(id, batch, from);
-          batch = [];
-          batchStart = start;
-          chars = 0;
-        }
-        for (const event of group) {
-          batch.push(event);
-          chars += eventText(event).length;
-        }
-      });
-      index.apply(id, batch, read.end);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      index.remove(id);
-    }
+  /** Brings the index up to date with one log (log-catch-up.ts). */
+  private catchUp(index: PartitionIndex, workspaceId: string, ownerId: string, id: string): Promise<void> {
+    return catchUpLog(index, join(this.storage.ownerDir(workspaceId, ownerId), `${id}${LOG_SUFFIX}`), id);
   }
 
   /** Arms one save of the partition's snapshot for every change made before it runs. */
