@@ -44,10 +44,19 @@ export interface IndexOptions {
   idleMs?: number;
 }
 
+/**
+ * Dropped partitions remembered as resumable (their next load keeps their snapshot's generation)
+ * at most: past it the oldest is forgotten, which costs only that a cursor of it is refused after
+ * that load, saying to search again.
+ */
+const MAX_RESUMABLE_PARTITIONS = 10_000;
+
 /** A partition's index in memory, and when it was last used. */
 interface Loaded {
   index: PartitionIndex;
   lastUsed: number;
+  /** The numbering (PartitionIndex.numbering) of the last snapshot this instance wrote of it. */
+  saved?: string;
 }
 
 /** A partition's index for one call, and how many logs that call had to read to bring it up to date. */
@@ -72,6 +81,14 @@ export class ConversationIndexes {
   private readonly pendingSaves = new Map<string, () => void>();
   /** Partitions whose drop is queued behind their lock: no longer counted against the budget. */
   private readonly dropping = new Set<string>();
+  /**
+   * The generation of each dropped partition's snapshot, written by this instance of the index it
+   * dropped with no event numbered after the save: the only snapshot a load keeps the generation
+   * of. Any other may be behind events its writer numbered and a cursor walks, though no log is:
+   * a crash after B was made and deleted read no log, kept the generation, and new events took
+   * B's numbers (search-cursor.test.ts "is refused after a crash whose snapshot is not behind").
+   */
+  private readonly resumable = new Map<string, string>();
   private readonly limits: IndexLimits;
   private readonly maxLoadedBytes: number;
   private readonly idleMs: number;
@@ -189,16 +206,22 @@ export class ConversationIndexes {
       logsRead += 1;
       await this.catchUp(index, workspaceId, ownerId, id);
     });
-    // The snapshot was behind: the index that gave out a search's cursors may have numbered the
-    // events read now otherwise (adr/0144; finder.test.ts "an index built again").
-    if (snapshot && logsRead > 0) index.renewGeneration();
+    // A snapshot behind the logs, or one this instance did not write of the index it dropped: the
+    // index that gave out a search's cursors may have numbered the events read now, or events
+    // removed since, otherwise, and new events would take those numbers (adr/0144).
+    const resumes =
+      snapshot !== undefined && logsRead === 0 && this.resumable.get(partition) === index.generation;
+    this.resumable.delete(partition);
+    if (snapshot && !resumes) index.renewGeneration();
+    // Taken before the removals below, which may number the events again (a compaction).
+    const saved = resumes ? index.numbering : undefined;
     const present = new Set(onDisk);
     for (const id of index.ids()) {
       if (present.has(id)) continue;
       index.remove(id);
       stale = true;
     }
-    this.loaded.set(partition, { index, lastUsed: this.clock() });
+    this.loaded.set(partition, { index, lastUsed: this.clock(), saved });
     if (stale) this.changed(workspaceId, ownerId);
     this.dropBeyondBudget(partition);
     this.armSweep();
@@ -237,10 +260,11 @@ export class ConversationIndexes {
     const partition = key(workspaceId, ownerId);
     this.pendingSaves.get(partition)?.();
     this.pendingSaves.delete(partition);
-    const index = this.loaded.get(partition)?.index;
-    if (!index) return;
+    const loaded = this.loaded.get(partition);
+    if (!loaded) return;
     try {
-      await writeSnapshot(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), index);
+      await writeSnapshot(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), loaded.index);
+      loaded.saved = loaded.index.numbering;
     } catch (error) {
       // An owner with no conversation folder here has nothing to save; a removed workspace neither.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
@@ -310,8 +334,8 @@ export class ConversationIndexes {
 
   /**
    * Under the partition's lock, so no use is in flight: saves its unsaved changes, so the next
-   * load reads the snapshot rather than the logs, and drops it, saved or not (the logs are the
-   * truth, and an index that cannot be saved must not stay in memory for ever).
+   * load reads the snapshot rather than the logs and keeps its generation, and drops it, saved or
+   * not (the logs are the truth, and an index that cannot be saved must not stay in memory for ever).
    */
   private drop(partition: string, still: (loaded: Loaded) => boolean): Promise<void> {
     this.dropping.add(partition);
@@ -321,8 +345,14 @@ export class ConversationIndexes {
         const loaded = this.loaded.get(partition);
         if (!loaded || !still(loaded)) return;
         try {
-          if (this.pendingSaves.has(partition)) await this.save(workspaceId, ownerId);
+          // Saved too when its snapshot is of another numbering (renewed by the load, or numbered
+          // since a failed save): the next load keeps the generation only of one written here of
+          // the index dropped (search-cursor.test.ts "one given after is kept over an idle drop").
+          const otherNumbering = loaded.saved !== loaded.index.numbering;
+          if (this.pendingSaves.has(partition) || otherNumbering) await this.save(workspaceId, ownerId);
         } finally {
+          // Unsaved numbers (a save failed, now or before) are lost with the index: not resumable.
+          if (loaded.saved === loaded.index.numbering) this.resume(partition, loaded.index.generation);
           this.loaded.delete(partition);
           this.pendingSaves.get(partition)?.();
           this.pendingSaves.delete(partition);
@@ -330,6 +360,13 @@ export class ConversationIndexes {
       })
       .catch((error: unknown) => this.log.warn({ err: error, workspaceId }, "conversation index not saved"))
       .finally(() => this.dropping.delete(partition));
+  }
+
+  /** Lets the partition's next load keep `generation`, its snapshot's; forgets the oldest past the bound. */
+  private resume(partition: string, generation: string): void {
+    this.resumable.set(partition, generation);
+    const oldest = this.resumable.keys().next().value;
+    if (this.resumable.size > MAX_RESUMABLE_PARTITIONS && oldest !== undefined) this.resumable.delete(oldest);
   }
 
   /** The index the snapshot holds; undefined when there is none or it cannot be trusted. */

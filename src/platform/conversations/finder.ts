@@ -97,12 +97,12 @@ export async function searchConversations(
     const { generation } = index;
     // Its numbers would name other events: a part of the search would be walked that the cursor
     // did not mean, skipping or repeating matches (search-cursor.test.ts "an index built again").
-    // Said so it is true whatever gave the other generation: a rebuild from the logs, a
-    // renumbering compaction, or another owner's or workspace's index.
+    // Said so it is true whatever gave the other generation: a load in a new process, a rebuild
+    // from the logs, a renumbering compaction, or another owner's or workspace's index.
     if (cursor && cursor.generation !== generation) {
       throw new InvalidInput(
-        "That cursor does not match the search index as it is now (the index was rebuilt or compacted " +
-          "since, or the cursor is from another search): search again without a cursor.",
+        "That cursor does not match the search index as it is now (the server restarted, or the index was " +
+          "rebuilt or compacted since, or the cursor is from another search): search again without a cursor.",
       );
     }
     const part = { lo: cursor?.lo, hi: cursor?.hi };

@@ -77,15 +77,25 @@ export class PartitionIndex {
 
   /**
    * Names the numbering of this index's events: a search cursor holds it, and one of another
-   * generation is refused (adr/0144). Kept by a snapshot; new for an index built from the logs.
+   * generation is refused (adr/0144). Written in its snapshot, and read back with it, though a load
+   * may renew it (ConversationIndexes); new for an index built from the logs.
    */
   get generation(): string {
     return this.words.numbers.generation;
   }
 
   /**
-   * Called when events were indexed again from the logs (a load that caught a snapshot up): the
-   * index that gave a cursor out may have numbered them otherwise.
+   * The generation and how many events it numbered: the same at two times only when no event was
+   * numbered in between, since numbers only grow within a generation.
+   */
+  get numbering(): string {
+    return `${this.generation}/${this.words.numbers.next}`;
+  }
+
+  /**
+   * Called when a cursor given out may mean other events than this index's numbers name: by a
+   * load that caught a snapshot up from the logs, or that cannot tell whether the index that
+   * wrote the snapshot numbered more events after it (conversation-indexes.ts).
    */
   renewGeneration(): void {
     this.words.numbers.renew();

@@ -272,11 +272,9 @@ async function pageOneByOne(store: ConversationStore, between: () => Promise<Con
 describe("a later page of a part reaches no further back than the part's first page", () => {
   const limits = { ...INDEX_LIMITS, searchPostings: 5 };
 
-  it("after the partition is saved and loaded from its snapshot between two pages (a restart, an idle drop)", async () => {
-    const restart = async (store: ConversationStore) => {
-      await store.indexes.stop();
-      return openConversationStore(temp, time, { index: { limits } });
-    };
+  it("after the partition is saved, dropped idle and loaded from its snapshot between two pages", async () => {
+    // A restart is not here: the next process numbers anew, and refuses the cursor
+    // (search-cursor.test.ts "is refused after a graceful restart").
     const idle = async (store: ConversationStore) => {
       await store.indexes.flush();
       await store.indexes.sweep(time.clock() + 11 * 60 * 1000);
@@ -285,7 +283,7 @@ describe("a later page of a part reaches no further back than the part's first p
     };
     // And nothing dropped: A, the very event the part's pages walk back to, is on the second page.
     const kept = async (store: ConversationStore) => store;
-    for (const [n, between] of [restart, idle, kept].entries()) {
+    for (const [n, between] of [idle, kept].entries()) {
       // A root of its own for each way; afterEach removes the last.
       await temp.remove();
       temp = await openTempRoot(`finder-floor-${n}`, ALICE);

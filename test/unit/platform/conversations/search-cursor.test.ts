@@ -11,6 +11,7 @@ import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = `usr_${"a".repeat(24)}`;
 const limits = { ...INDEX_LIMITS, searchPostings: 5 };
+const IDLE_DROP_MS = 11 * 60 * 1000;
 let temp: TempRoot;
 let time: FakeTime;
 
@@ -19,6 +20,11 @@ beforeEach(async () => {
   time = new FakeTime();
 });
 afterEach(async () => temp.remove());
+
+/** `conversation/seq` of each matching event a page answers. */
+function eventsOf(page: SearchPage): string[] {
+  return page.results.flatMap((r) => r.events.map((e) => `${r.conversation.id}/${e.seq}`));
+}
 
 /** Every page of a search of `query`, one conversation a page, from `cursor` on (at most 30). */
 async function pageThrough(store: ConversationStore, query: string, cursor?: string) {
@@ -130,7 +136,7 @@ describe("a search cursor of an index built again from the logs", () => {
     expect(again.titles.sort()).toEqual(["c0", "c1"]);
   });
 
-  it("is refused after a crash left the snapshot behind the logs, and kept over a graceful restart", async () => {
+  it("is refused after a crash left the snapshot behind the logs, and one given after is kept over an idle drop", async () => {
     const store = openConversationStore(temp, time, { index: { limits } });
     await interleaved(store);
     await store.indexes.flush();
@@ -148,24 +154,94 @@ describe("a search cursor of an index built again from the logs", () => {
         cursor: first.nextCursor,
       }),
     ).rejects.toThrow("search again without a cursor");
-    // Stopped gracefully, an index is saved whole and loaded with the same numbers: the cursor holds.
+    // Dropped idle, an index is saved whole and loaded by the instance that saved it with the same
+    // numbers: the cursor holds.
     const second = await searchConversations(crashed.indexes, crashed, temp.ws, ALICE, {
       query: "apple",
       limit: 1,
     });
-    await crashed.indexes.stop();
-    const restarted = openConversationStore(temp, time, { index: { limits } });
-    const { pages } = await pageThrough(restarted, "apple", second.nextCursor);
+    await crashed.indexes.sweep(time.clock() + IDLE_DROP_MS);
+    expect(crashed.indexes.loadedPartitions).toBe(0);
+    const { pages } = await pageThrough(crashed, "apple", second.nextCursor);
     // Every matching event once, as one search within its budget answers them.
-    const events = (page: SearchPage) =>
-      page.results.flatMap((r) => r.events.map((e) => `${r.conversation.id}/${e.seq}`));
     const whole = openConversationStore(temp, time);
     const all = await searchConversations(whole.indexes, whole, temp.ws, ALICE, {
       query: "apple",
       limit: 100,
     });
     expect(all.truncated).toBe(false);
-    expect([second, ...pages].flatMap(events).sort()).toEqual(events(all).sort());
+    expect([second, ...pages].flatMap(eventsOf).sort()).toEqual(eventsOf(all).sort());
+  });
+
+  it("is refused after a graceful restart, and one given after is kept over an idle drop", async () => {
+    // The next process cannot tell a graceful stop's snapshot from one a crash left behind
+    // events numbered after it: it numbers anew. Its own save, at the idle drop, it can.
+    const store = openConversationStore(temp, time, { index: { limits } });
+    await interleaved(store);
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    await store.indexes.stop();
+    const restarted = openConversationStore(temp, time, { index: { limits } });
+    await expect(
+      searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
+        query: "apple",
+        limit: 1,
+        cursor: first.nextCursor,
+      }),
+    ).rejects.toThrow(/restarted.*search again without a cursor/);
+    // Loaded whole from the snapshot, nothing changed: only the drop writes its new generation.
+    const second = await searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    expect(second.index.logsRead).toBe(1);
+    await restarted.indexes.sweep(time.clock() + IDLE_DROP_MS);
+    expect(restarted.indexes.loadedPartitions).toBe(0);
+    const { pages } = await pageThrough(restarted, "apple", second.nextCursor);
+    // Every matching event once, as one search within its budget answers them.
+    await restarted.indexes.stop();
+    const whole = openConversationStore(temp, time);
+    const all = await searchConversations(whole.indexes, whole, temp.ws, ALICE, {
+      query: "apple",
+      limit: 100,
+    });
+    expect(all.truncated).toBe(false);
+    expect([second, ...pages].flatMap(eventsOf).sort()).toEqual(eventsOf(all).sort());
+  });
+
+  it("is refused after a crash whose snapshot is not behind any log, though events were numbered after it", async () => {
+    // The snapshot was saved, B was made (numbered) and deleted before the next save, and a cursor
+    // given out: after a crash, the load read no log, kept the generation, and new events took B's
+    // numbers, which the old cursor walked, answering a conversation made after the restart.
+    const one = { ...INDEX_LIMITS, searchPostings: 1 };
+    const store = openConversationStore(temp, time, { index: { limits: one } });
+    await store.create(temp.ws, ALICE, "A", [said("apple one")]);
+    time.jump(1000);
+    await store.indexes.flush();
+    const b = await store.create(temp.ws, ALICE, "B", [said("apple two"), said("apple three")]);
+    time.jump(1000);
+    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    expect(first.nextCursor).toBeDefined();
+    await store.delete(temp.ws, ALICE, b.id);
+    // A crash: no graceful stop, and the snapshot is the one saved before B.
+    const restarted = openConversationStore(temp, time, { index: { limits: one } });
+    const loaded = await searchConversations(restarted.indexes, restarted, temp.ws, ALICE, { query: "pear" });
+    expect(loaded.index.logsRead).toBe(0);
+    time.jump(1000);
+    await restarted.create(temp.ws, ALICE, "C", [said("apple later")]);
+    await expect(
+      searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
+        query: "apple",
+        limit: 1,
+        cursor: first.nextCursor,
+      }),
+    ).rejects.toThrow(/restarted.*search again without a cursor/);
+    await restarted.indexes.stop();
   });
 
   it("is refused after a compaction numbered the events again, saying so", async () => {

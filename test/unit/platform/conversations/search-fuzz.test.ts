@@ -7,8 +7,9 @@ import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // The event numbers a search's cursor holds (adr/0144) under what moves them between pages:
-// deletes, idle drops (a save and a load from the snapshot), graceful restarts, new conversations.
-// Seeded, so a failure names the seed that reproduces it.
+// deletes, idle drops (a save and a load from the snapshot), new conversations; and a graceful
+// restart, after which the cursor is refused and the search begins again. Seeded, so a failure
+// names the seed that reproduces it.
 
 const ALICE = `usr_${"a".repeat(24)}`;
 const SEEDS = 150;
@@ -46,6 +47,16 @@ function matchesOf(pages: SearchPage[], counted: (id: string) => boolean): strin
 async function dropIdle(store: ConversationStore): Promise<void> {
   await store.indexes.flush();
   await store.indexes.sweep(time.clock() + IDLE_DROP_MS);
+}
+
+/** Whether `cursor` is refused as one of another numbering, saying to search again. */
+async function refused(store: ConversationStore, query: string, cursor: string): Promise<boolean> {
+  try {
+    await searchConversations(store.indexes, store, temp.ws, ALICE, { query, cursor });
+    return false;
+  } catch (error) {
+    return String(error).includes("search again without a cursor");
+  }
 }
 
 /**
@@ -87,15 +98,20 @@ async function run(seed: number): Promise<string | undefined> {
   if (next() < 0.5) await dropIdle(store);
   // Made after the first page: above its part, so not answered by this search.
   const made = new Set<string>();
-  const pages: SearchPage[] = [];
+  let pages: SearchPage[] = [];
+  let searched = 0;
   let cursor: string | undefined;
+  let begin = true;
+  let restarted = false;
   do {
+    begin = false;
     const page = await searchConversations(store.indexes, store, temp.ws, ALICE, {
       query,
       limit: 1 + Math.floor(next() * 2),
       cursor,
     });
     pages.push(page);
+    searched += 1;
     cursor = page.nextCursor;
     const between = next();
     if (between < 0.15 && live.size > 1) {
@@ -104,14 +120,25 @@ async function run(seed: number): Promise<string | undefined> {
       live.delete(id);
     } else if (between < 0.25) {
       await dropIdle(store);
-    } else if (between < 0.35) {
+    } else if (between < 0.35 && !restarted) {
+      // Once: begun again after each, a search of many pages seldom reached its end.
+      restarted = true;
       await store.indexes.stop();
       store = openConversationStore(temp, time, { index: { limits } });
+      if (cursor !== undefined) {
+        if (!(await refused(store, query, cursor))) return `seed ${seed}: a cursor was kept over a restart`;
+        // Begun again: what was made before its first page is part of it.
+        pages = [];
+        for (const id of made) live.add(id);
+        made.clear();
+        cursor = undefined;
+        begin = true;
+      }
     } else if (between < 0.55) {
       made.add((await store.create(temp.ws, ALICE, "new", [said(query), said(query)])).id);
       time.jump(1000);
     }
-  } while (cursor !== undefined && pages.length < 200);
+  } while ((begin || cursor !== undefined) && searched < 200);
   await store.indexes.stop();
   if (cursor !== undefined) return `seed ${seed}: paging did not end`;
   const counted = (id: string) => live.has(id) && !made.has(id);
