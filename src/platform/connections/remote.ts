@@ -156,7 +156,7 @@ function heard(fetch: FetchLike, onStatus: (status: number) => void): FetchLike 
  * `insufficient_scope` starts a step-up and fails the request with StepUpRequired, which the call
  * gate answers as a tool error.
  */
-function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAuthBearers): FetchLike {
+export function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAuthBearers): FetchLike {
   const send = (url: string | URL, init: RequestInit | undefined, token: string) => {
     const headers = new Headers(init?.headers);
     headers.set("authorization", `Bearer ${token}`);
@@ -166,6 +166,9 @@ function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oauth: OAut
   // wait for a token, not the token's refresh, whose answer is still sealed (adr/0122, amended;
   // test/integration/connections-oauth-token-wait.test.ts).
   const bearer = (init: RequestInit | undefined, rejected?: string) => {
+    // A request already cut (its client closed as the server answered 401) asks for no token: it
+    // would start a refresh for nobody (authorized-fetch.test.ts).
+    init?.signal?.throwIfAborted();
     const token = oauth.bearer(record, rejected);
     return init?.signal ? untilAborted(token, init.signal) : token;
   };
