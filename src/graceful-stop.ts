@@ -74,9 +74,10 @@ export interface StopParts extends BuiltParts {
 
 /**
  * The graceful stop of a running instance (ADR 0023, 0093): requests drain for `drainSeconds`
- * while scheduled jobs and the apps' own work end beside them, then sources and the endpoint
- * close and the root is let go. Called again while that runs, it cuts off what is still in
- * flight and stops waiting for background work.
+ * while scheduled jobs and the apps' own work end beside them, and what the apps wait for once
+ * the requests are done (their `drained`); then sources and the endpoint close and the root is
+ * let go. Called again while that runs, it cuts off what is still in flight and stops waiting for
+ * background work.
  */
 export function gracefulStop(parts: StopParts): () => Promise<void> {
   const { scheduler, apps, drain, clock, timers, log } = parts;
@@ -111,18 +112,33 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       // An event stream never finishes by itself: ended here, it does not hold the drain open.
       parts.eventLog.closeAll();
       const counts = await drain.drain(drainMs);
+      // Aborted just before the root is let go: what the apps wait for after the drain and the
+      // last writes start nothing once a next process may own the root.
+      const letGo = new AbortController();
+      // Waited for only now, so what a request still draining began is waited for too: an
+      // exchange of credentials begun during the drain was not, when the connections app waited
+      // for it as its stop began (connections-oauth-stop.test.ts "begun while a request still drains").
+      const appsDraining = new Set<string>();
+      const appsDrained = Promise.all(
+        apps.map(async (started) => {
+          if (!started.drained) return;
+          appsDraining.add(started.name);
+          await started.drained(letGo.signal);
+          appsDraining.delete(started.name);
+        }),
+      );
       // Background work gets the requests' deadline too, and a second signal cuts it off: a
       // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
       // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
       const finished = await settledBefore(
-        Promise.all([jobsStopped, appsStopped]),
+        Promise.all([jobsStopped, appsStopped, appsDrained]),
         Math.max(0, startedMs + drainMs - clock()),
         stopForced,
         timers,
       );
       if (!finished) {
         log.warn(
-          { jobs: scheduler.runningJobs(), apps: [...appsStopping] },
+          { jobs: scheduler.runningJobs(), apps: [...new Set([...appsStopping, ...appsDraining])] },
           "shutdown left background work running: it was past the drain deadline or asked again",
         );
       }
@@ -134,18 +150,17 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       // (test/integration/oauth-client-sweep.test.ts "a use whose write failed"). Aborted before
       // the lock goes, so no write starts once a next process may own the root: only waiting was
       // bounded, and a second signal still started them (test/unit/graceful-stop.test.ts).
-      const lastWrites = new AbortController();
       const lastWritten =
         !forced &&
         (await settledBefore(
           parts
-            .lastWrites(lastWrites.signal)
+            .lastWrites(letGo.signal)
             .catch((error: unknown) => log.error({ err: error }, "the last writes failed")),
           LAST_WRITES_MS,
           stopForced,
           timers,
         ));
-      lastWrites.abort();
+      letGo.abort();
       if (!lastWritten) {
         log.warn(
           { waitedMs: LAST_WRITES_MS },

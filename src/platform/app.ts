@@ -119,6 +119,14 @@ export interface RunningApp {
    * no request around it (task runs) and records how it ended.
    */
   stop?(): Promise<void>;
+  /**
+   * Called once on a graceful stop when the requests have drained (or were cut off), before the
+   * sources close: the app waits for what must end in this process, whenever it began (an exchange
+   * of credentials whose answer is the only one). Waited for until the drain deadline and not
+   * after a second signal; `letGo` aborts just before the root is let go, after which the app
+   * starts and writes nothing.
+   */
+  drained?(letGo: AbortSignal): Promise<void>;
 }
 
 export interface StreamedBody {

@@ -1,7 +1,9 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { createLogger, type Logger } from "../../src/log.ts";
+import { Authorizer } from "../../src/platform/connections/oauth/authorizer.ts";
+import { bootstrapWorkspace, capturingLogger, TEST_USER_HEADER, type TestAtrium } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { type Gate, gate } from "../helpers/gate.ts";
@@ -34,16 +36,18 @@ beforeAll(async () => {
 
 afterEach(() => {
   scripted.beforeRequest = undefined;
+  scripted.beforeMcp = undefined;
   scripted.token = undefined;
   scripted.expiresIn = 3600;
+  vi.restoreAllMocks();
 });
 
 afterAll(async () => {
   await scripted?.close();
 });
 
-function start(time = new FakeTime(Date.now())): Promise<TestAtrium> {
-  return startConnectionsAtrium("atrium-connections-oauth-stop-", time, capturingLogger().log, {
+function start(time = new FakeTime(Date.now()), log: Logger = capturingLogger().log): Promise<TestAtrium> {
+  return startConnectionsAtrium("atrium-connections-oauth-stop-", time, log, {
     requestTimeoutSeconds: 300,
     healthIntervalSeconds: 3600,
     credentialCheckIntervalSeconds: 3600,
@@ -398,4 +402,218 @@ describe("a tool call in flight at a graceful stop whose token needs refreshing"
       }
     },
   );
+});
+
+/** A logger that opens `logged` at the first line whose message contains `words`. */
+function loggerOpening(words: string, logged: Gate): Logger {
+  return createLogger("info", {
+    write(line: string) {
+      if (String((JSON.parse(line) as { msg?: unknown }).msg).includes(words)) logged.open();
+    },
+  });
+}
+
+describe("a token refresh begun while a request still drains", () => {
+  // The stop waited for the refreshes under way once, as it began, beside the drain: a request
+  // still being answered that refreshed its token later was not waited for once its caller went
+  // away, and the root was let go (the process exiting) while the authorization server had
+  // already rotated the refresh token. The wait is after the drain, for every exchange begun
+  // until then; the stop says in its log that it waits, and the server is let go only then.
+  it("is waited for before the root is let go, and its rotated refresh token is sealed", async () => {
+    const time = new FakeTime(Date.now());
+    const waiting = gate();
+    let instance = await start(time, loggerOpening("credential exchanges under way", waiting));
+    const [initHeld, initRelease] = [gate(), gate()];
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      scripted.expiresIn = 60;
+      const added = await add(instance, workspaceId, false);
+      const { go_url } = (await added.json()) as { go_url: string };
+      expect((await authorizeByHand(instance, "alice", go_url)).status).toBe(200);
+      // The served client connects at the call, its token still valid: its first request is held.
+      let holdingInit = true;
+      scripted.beforeMcp = async (method) => {
+        if (method !== "server/discover" || !holdingInit) return;
+        holdingInit = false;
+        initHeld.open();
+        await initRelease.promise;
+      };
+      const { held, release, sent } = rotatingRefresh({ hold: true });
+      const caller = new AbortController();
+      const call = fetch(`${instance.url}/v1/workspaces/${workspaceId}/tools/call`, {
+        method: "POST",
+        headers: { [TEST_USER_HEADER]: "alice", "content-type": "application/json" },
+        body: JSON.stringify({ name: "held__echo", arguments: { text: "hi" } }),
+        signal: caller.signal,
+      }).catch(() => undefined);
+      await initHeld.promise;
+      // The stop begins with no refresh under way; the token expires while the call drains, and
+      // its next request refreshes it: the server rotates, and holds its answer.
+      const closing = instance.atrium.close();
+      time.jump(120_000);
+      initRelease.open();
+      await held.promise;
+      // The caller goes away: nothing waits for the refresh but the stop.
+      caller.abort();
+      await call;
+      const first = await Promise.race([
+        closing.then(() => "the stop finished"),
+        waiting.promise.then(() => "the stop waits for the refresh"),
+      ]);
+      release.open();
+      await closing;
+      expect(first).toBe("the stop waits for the refresh");
+      instance = await instance.restart();
+      time.jump(120_000);
+      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+      expect(sent()).toBe(2);
+    } finally {
+      initRelease.open();
+      await instance.stop();
+    }
+  });
+});
+
+/**
+ * Opens `joined` once Authorizer.authority has been called `times` times: the second step waiting
+ * on a connection's discovery has joined the one under way (it is discovered once per process).
+ */
+function authorityCalls(times: number, joined: Gate): void {
+  const original = Authorizer.prototype.authority;
+  let calls = 0;
+  vi.spyOn(Authorizer.prototype, "authority").mockImplementation(function (this: Authorizer, ...args) {
+    calls += 1;
+    const answer = original.apply(this, args);
+    if (calls === times) joined.open();
+    return answer;
+  });
+}
+
+describe("a sign-in and a tool call's token refresh sharing a discovery at a graceful stop", () => {
+  // One discovery per connection is shared by the steps that wait on it. It was made with the
+  // signal of the step that began it: a sign-in's look, cut by the stop, failed a tool call's
+  // refresh that had joined it ("failed unexpectedly"); and a sign-in that joined a refresh's
+  // discovery waited on it to its end, and answered a go_url during the stop.
+  it("the sign-in began it: it answers 409 stopping, and the tool call in flight finishes with the server's answer", async () => {
+    const time = new FakeTime(Date.now());
+    let instance = await start(time);
+    const joined = gate();
+    let discovery: { held: Gate; release: Gate } | undefined;
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      await authorizedExpiring(instance, time, workspaceId);
+      discovery = holdNext(DISCOVERY);
+      authorityCalls(2, joined);
+      const started = instance.rest(
+        "alice",
+        "POST",
+        `/v1/workspaces/${workspaceId}/connections/held/oauth/start`,
+      );
+      await discovery.held.promise;
+      const inFlight = echoed(instance, workspaceId);
+      await joined.promise;
+      const closing = instance.atrium.close();
+      expect(await (await started).json()).toMatchObject({ error: { code: "stopping" } });
+      discovery.release.open();
+      expect(await inFlight).toMatchObject(ECHOED);
+      await closing;
+      instance = await instance.restart();
+      time.jump(120_000);
+      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+    } finally {
+      discovery?.release.open();
+      await instance.stop();
+    }
+  });
+
+  it("the tool call's refresh began it: the sign-in answers 409 stopping before the server lets go, and the call finishes", async () => {
+    const time = new FakeTime(Date.now());
+    let instance = await start(time);
+    const joined = gate();
+    let discovery: { held: Gate; release: Gate } | undefined;
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      await authorizedExpiring(instance, time, workspaceId);
+      discovery = holdNext(DISCOVERY);
+      authorityCalls(2, joined);
+      const inFlight = echoed(instance, workspaceId);
+      await discovery.held.promise;
+      const started = instance.rest(
+        "alice",
+        "POST",
+        `/v1/workspaces/${workspaceId}/connections/held/oauth/start`,
+      );
+      await joined.promise;
+      const closing = instance.atrium.close();
+      // Answered while the server still holds the discovery, which the refresh goes on waiting for.
+      const answered = await started;
+      expect({ status: answered.status, body: await answered.json() }).toMatchObject({
+        status: 409,
+        body: { error: { code: "stopping" } },
+      });
+      discovery.release.open();
+      expect(await inFlight).toMatchObject(ECHOED);
+      await closing;
+      instance = await instance.restart();
+      time.jump(120_000);
+      expect(await echoed(instance, workspaceId)).toMatchObject(ECHOED);
+    } finally {
+      discovery?.release.open();
+      await instance.stop();
+    }
+  });
+});
+
+describe("a callback whose browser goes away while its code exchange is held at a graceful stop", () => {
+  // The drain stops waiting for a request whose client has gone; its code exchange, not tracked,
+  // was then not waited for either, and the root was let go with the code spent and its tokens
+  // not activated. It is an exchange of credentials the stop waits for, as a token refresh is.
+  it("the stop waits for the exchange before the root is let go, and the new tokens are activated", async () => {
+    const waiting = gate();
+    let instance = await start(
+      new FakeTime(Date.now()),
+      loggerOpening("credential exchanges under way", waiting),
+    );
+    const [held, release] = [gate(), gate()];
+    try {
+      const workspaceId = await bootstrapWorkspace(instance, "alice");
+      const added = await add(instance, workspaceId, false);
+      const { go_url } = (await added.json()) as { go_url: string };
+      expect((await authorizeByHand(instance, "alice", go_url)).status).toBe(200);
+      const { location, cookie } = await openGoUrl(
+        instance,
+        "alice",
+        await startAgain(instance, workspaceId, "held"),
+      );
+      const back = new URL(String((await fetch(location, { redirect: "manual" })).headers.get("location")));
+      scripted.beforeRequest = async (path) => {
+        if (path !== "/token") return;
+        held.open();
+        await release.promise;
+      };
+      const browser = new AbortController();
+      const landing = fetch(`${instance.url}${back.pathname}${back.search}`, {
+        headers: { [TEST_USER_HEADER]: "alice", cookie },
+        signal: browser.signal,
+      }).catch(() => undefined);
+      await held.promise;
+      const closing = instance.atrium.close();
+      browser.abort();
+      await landing;
+      const first = await Promise.race([
+        closing.then(() => "the stop finished"),
+        waiting.promise.then(() => "the stop waits for the exchange"),
+      ]);
+      release.open();
+      await closing;
+      expect(first).toBe("the stop waits for the exchange");
+      instance = await instance.restart();
+      expect(await connectionsOf(instance, workspaceId)).toMatchObject([
+        { name: "held", state: "running", authorizationGeneration: 2 },
+      ]);
+    } finally {
+      release.open();
+      await instance.stop();
+    }
+  });
 });

@@ -84,3 +84,43 @@ it("last writes past their bound are aborted before the lock is released", async
   await stopped;
   expect(events).toEqual(["lock released, writes aborted: true"]);
 });
+
+// What requests began that must end in this process (an exchange of credentials) is waited for
+// only once they are done, so one a request still draining began is waited for too
+// (test/integration/connections-oauth-stop.test.ts "begun while a request still drains").
+it("an app's drained() is waited for after the drain and before the sources close; its signal aborts before the lock goes", async () => {
+  const events: string[] = [];
+  let letGo: AbortSignal | undefined;
+  const stop = gracefulStop(
+    stopParts(events, {
+      lastWrites: async () => undefined,
+      drain: {
+        inFlight: () => 1,
+        drain: async () => {
+          events.push("requests drained");
+          return { finished: 1, cutOff: 0 };
+        },
+        force: () => undefined,
+      } as unknown as StopParts["drain"],
+      apps: [
+        {
+          name: "connections",
+          tools: {},
+          source: { close: async () => undefined },
+          drained: async (signal: AbortSignal) => {
+            letGo = signal;
+            events.push("app waited");
+          },
+        },
+      ] as unknown as StopParts["apps"],
+      registries: {
+        close: async () => void events.push("sources closed"),
+      } as unknown as StopParts["registries"],
+      lock: {
+        release: async () => void events.push(`lock released, let go: ${letGo?.aborted}`),
+      } as unknown as StopParts["lock"],
+    }),
+  );
+  await stop();
+  expect(events).toEqual(["requests drained", "app waited", "sources closed", "lock released, let go: true"]);
+});

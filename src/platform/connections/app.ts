@@ -189,12 +189,15 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       // After boot recovery has indexed every workspace's connections.
       ready: async () => logReservedNames(store.all(), context.appNames, log),
       // Looks at servers under way end first, so no server holds the stop (adr/0122, amended); a
-      // credential check a 401 woke ends before the root is let go; a token refresh under way, its
-      // discovery included, is let finish and sealed within the drain deadline.
+      // credential check a 401 woke ends before the root is let go.
       stop: async () => {
         await Promise.all([connections.stop(), mine.stop()]);
-        await Promise.all([checker.stop(), personalLoops.stop(), oauth.settled()]);
+        await Promise.all([checker.stop(), personalLoops.stop()]);
       },
+      // An exchange of credentials (a token refresh, its discovery included; a callback's code) is
+      // let finish and stored within the drain deadline, one a request still draining began too
+      // (connections-oauth-stop.test.ts "a token refresh begun while a request still drains").
+      drained: (letGo) => oauth.settled(letGo),
       leftovers: {
         async recoverWorkspace(workspaceId, present, pass) {
           await store.recoverWorkspace(workspaceId, present, pass);

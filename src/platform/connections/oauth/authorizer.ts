@@ -8,30 +8,25 @@ import { type ConnectionRecord, checkScopes } from "../model.ts";
 import { retold } from "../remote-failure.ts";
 import { isStopping } from "../server-looks.ts";
 import { activate, Superseded } from "./activation.ts";
-import {
-  type ClientRegistrations,
-  type ConfiguredClient,
-  clientFor,
-  clientIssuedTo,
-  type IssuedTo,
-  type OAuthClient,
-} from "./client-identity.ts";
+import { Authorities } from "./authorities.ts";
+import type { ClientRegistrations, ConfiguredClient, IssuedTo, OAuthClient } from "./client-identity.ts";
 import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
-import { AuthorizationRefused, type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
+import { type CredentialExchanges, RootLetGo } from "./credential-exchanges.ts";
+import { type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
 import { expiredOutcome, type FlowOutcome, stoppingOutcome, usedOutcome } from "./flow-outcomes.ts";
 import { type Flow, OAuthFlows } from "./flows.ts";
-import { oauthPaths, redirectUriFor } from "./paths.ts";
+import { oauthPaths } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
 import { StepUpRefused } from "./step-up.ts";
 import {
   beginAuthorization,
   checkResponseIssuer,
-  promisesIss,
   redeemCode,
   scopeToRequest,
+  type TokenSet,
   WrongIssuer,
 } from "./tokens.ts";
-import { type ConnectionLooks, cutBy, looksAt, untilStop } from "./until-stop.ts";
+import { type ConnectionLooks, looksAt, untilStop } from "./until-stop.ts";
 
 export interface AuthorizerDeps {
   stores: ConnectionStores;
@@ -43,6 +38,8 @@ export interface AuthorizerDeps {
   fetch: FetchLike;
   configured: readonly ConfiguredClient[];
   registrations: ClientRegistrations;
+  /** Where the callback's code exchange runs as one under way, which a graceful stop waits for. */
+  exchanges: CredentialExchanges;
   /** What a graceful stop ends: each step here that asks a remote server is one of their looks. */
   looks: ConnectionLooks;
   /** The person's role in the workspace now (`undefined`: not a member), read at every go_url and callback. */
@@ -64,11 +61,11 @@ export interface GoLink {
  */
 export class Authorizer {
   private readonly flows: OAuthFlows;
-  /** Each connection's authorization server, discovered once per process, by connection id. */
-  private readonly targets = new Map<string, Promise<AuthorizationTarget>>();
+  private readonly authorities: Authorities;
 
   constructor(private readonly deps: AuthorizerDeps) {
     this.flows = new OAuthFlows(deps.clock);
+    this.authorities = new Authorities({ ...deps, remembers: (record) => deps.tokens.remembers(record) });
   }
 
   /**
@@ -79,33 +76,18 @@ export class Authorizer {
     return discoverAuthorization(url, this.deps.fetch, signal ? { signal } : {});
   }
 
-  /**
-   * Where `record`'s tokens come from (discovered once per process, issuer pinned) and who Atrium
-   * is there: the client a token set was `issuedTo` while Atrium still knows it — after the public
-   * URL changed, a refresh is still made as the client the server bound the refresh token to —
-   * else the client for Atrium's redirect URI now (registered at first need). `signal` (a sign-in's
-   * look; a token refresh passes none, the stop cuts none of it) cuts their requests; a discovery
-   * is shared by the steps that wait on it, which a stop ends all together (until-stop.ts).
-   */
-  async authority(
+  /** Where `record`'s tokens come from, and who Atrium is there (Authorities.authority). */
+  authority(
     record: ConnectionRecord,
     issuedTo?: IssuedTo,
     signal?: AbortSignal,
   ): Promise<{ target: AuthorizationTarget; client: OAuthClient }> {
-    let known = this.targets.get(record.id);
-    if (!known) {
-      known = this.discoverPinned(record, signal);
-      this.targets.set(record.id, known);
-      known.catch(() => this.targets.delete(record.id));
-    }
-    const target = await known;
-    const issued = issuedTo && (await clientIssuedTo(target, issuedTo, this.deps));
-    return { target, client: issued ?? (await this.clientAt(target, signal)) };
+    return this.authorities.authority(record, issuedTo, signal);
   }
 
   /** A removed connection: nothing about it is kept in memory, its tokens least of all. */
   forget(record: ConnectionRecord): void {
-    this.targets.delete(record.id);
+    this.authorities.forget(record);
     this.deps.tokens.forget(record);
   }
 
@@ -132,13 +114,16 @@ export class Authorizer {
   ): Promise<GoLink> {
     const auth = oauthOf(record);
     const { target, client } = request.target
-      ? { target: request.target, client: await this.clientAt(request.target, signal) }
+      ? { target: request.target, client: await this.authorities.clientAt(request.target, signal) }
       : await this.authority(record, undefined, signal);
     const scopes = request.scopes ?? auth.scopes;
     const scope = scopeToRequest(target, scopes);
     if (!scopes?.length && scope !== undefined) checkDefaultScope(scope);
+    // A step that ignored the signal (a stored registration read) may have outlived the look: no
+    // flow is made for it then, and the start answers 409 stopping (until-stop.ts).
+    signal.throwIfAborted();
     const state = OAuthFlows.newState();
-    const redirectUri = this.redirectUriAt(target);
+    const redirectUri = this.authorities.redirectUriAt(target);
     const { authorizationUrl, codeVerifier } = await beginAuthorization(target, client, {
       redirectUri,
       state,
@@ -279,27 +264,13 @@ export class Authorizer {
       }
       if (!query.code)
         return { status: 400, title: "No code", message: "The callback carries no authorization code." };
-      // An exchange of credentials, not cut by the stop: the code is spent once the server answers
-      // (adr/0122, amended; test/integration/connections-oauth-stop.test.ts "token exchange").
-      const tokens = await redeemCode(
-        flow.target,
-        flow.client,
-        {
-          code: query.code,
-          iss: query.iss,
-          codeVerifier: flow.codeVerifier,
-          redirectUri: flow.redirectUri,
-          ...(flow.scope ? { scope: flow.scope } : {}),
-        },
-        this.deps.fetch,
-        this.deps.clock,
-      ).catch((error: unknown) => {
-        if (error instanceof WrongIssuer) throw error;
-        // Retold by its kind: a token endpoint's answer may quote the client secret, the code and
-        // its verifier it was sent (test/integration/connections-oauth-hostile.test.ts "quotes").
-        throw new RedeemFailed((retold(error, []) as Error).message);
-      });
-      const record = await activate(this.deps, flow, tokens);
+      // An exchange of credentials, not cut by the stop but waited for with its activation, its
+      // browser gone or not: the code is spent once the server answers (adr/0122, amended;
+      // test/integration/connections-oauth-stop.test.ts "token exchange", "browser goes away").
+      const code = query.code;
+      const record = await this.deps.exchanges.run(async () =>
+        activate(this.deps, flow, await this.redeem(flow, code, query.iss)),
+      );
       await this.deps.activated(record);
       return {
         status: 200,
@@ -308,6 +279,9 @@ export class Authorizer {
       };
     } catch (error) {
       if (error instanceof WrongIssuer) return { status: 400, title: "Wrong issuer", message: error.message };
+      // The stop was letting the root go: nobody is left to read this, but it is said truly.
+      if (error instanceof RootLetGo)
+        return { status: 409, title: "Atrium is stopping", message: error.message };
       // Only the first photograph of a pending connection is a look here: the tokens are kept.
       if (isStopping(error)) return stoppingOutcome(flow.name);
       if (error instanceof Superseded) {
@@ -343,30 +317,25 @@ export class Authorizer {
     return undefined;
   }
 
-  private async discoverPinned(record: ConnectionRecord, signal?: AbortSignal): Promise<AuthorizationTarget> {
-    const auth = oauthOf(record);
-    const target = await discoverAuthorization(record.url, this.deps.fetch, signal ? { signal } : {});
-    if (target.issuer !== auth.issuer) {
-      throw new AuthorizationRefused(
-        `The server of connection "${record.name}" now names the authorization server ${target.issuer}, not ${auth.issuer}; ${record.owner === undefined ? "an admin" : "its owner"} must remove and add it again.`,
-      );
-    }
-    return target;
-  }
-
-  /** The shared callback where the server promises `iss`, else the issuer's own (ADR 0077). */
-  private redirectUriAt(target: AuthorizationTarget): string {
-    return redirectUriFor(oauthPaths(this.deps.publicUrl()), target.issuer, promisesIss(target));
-  }
-
-  private clientAt(target: AuthorizationTarget, signal: AbortSignal | undefined): Promise<OAuthClient> {
-    const paths = oauthPaths(this.deps.publicUrl());
-    return clientFor(target, {
-      redirectUri: this.redirectUriAt(target),
-      ...(paths.metadataDocument ? { metadataDocumentUrl: paths.metadataDocument } : {}),
-      configured: this.deps.configured,
-      registrations: this.deps.registrations,
-      fetch: signal ? cutBy(this.deps.fetch, signal) : this.deps.fetch,
+  /** The flow's code exchanged at its token endpoint; a failure retold by its kind. */
+  private redeem(flow: Flow, code: string, iss: string | undefined): Promise<TokenSet> {
+    return redeemCode(
+      flow.target,
+      flow.client,
+      {
+        code,
+        iss,
+        codeVerifier: flow.codeVerifier,
+        redirectUri: flow.redirectUri,
+        ...(flow.scope ? { scope: flow.scope } : {}),
+      },
+      this.deps.fetch,
+      this.deps.clock,
+    ).catch((error: unknown) => {
+      if (error instanceof WrongIssuer) throw error;
+      // Retold by its kind: a token endpoint's answer may quote the client secret, the code and
+      // its verifier it was sent (test/integration/connections-oauth-hostile.test.ts "quotes").
+      throw new RedeemFailed((retold(error, []) as Error).message);
     });
   }
 

@@ -6,6 +6,7 @@ import { CredentialNotFound } from "../../../storage/credential-store.ts";
 import type { ConnectionRecord, StoredOAuth } from "../model.ts";
 import type { CredentialVault } from "../remote.ts";
 import type { IssuedTo, OAuthClient } from "./client-identity.ts";
+import { type CredentialExchanges, RootLetGo } from "./credential-exchanges.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 import { reauthorizer } from "./record-home.ts";
 import { RefreshRefused, refreshTokens, type TokenSet } from "./tokens.ts";
@@ -29,6 +30,8 @@ export interface ConnectionTokensDeps {
   clock: Clock;
   log: Logger;
   fetch: FetchLike;
+  /** Where each refresh runs as an exchange of credentials under way, which a graceful stop waits for. */
+  exchanges: CredentialExchanges;
   /** The record as stored now (another holder may have re-authorized it meanwhile). */
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
   /**
@@ -58,7 +61,8 @@ export function tokenLease(record: Pick<ConnectionRecord, "id">): string {
  * A graceful stop cuts no part of a refresh, its discovery included: it is made on behalf of
  * requests the drain lets finish, each of which stops waiting for it when its own signal ends
  * (remote.ts authorizedFetch), and its answer, once given, is sealed, since a server that rotates
- * has spent the stored refresh token; the stop waits for settled() (adr/0122, amended).
+ * has spent the stored refresh token; the stop waits for it after the drain (CredentialExchanges,
+ * adr/0122, amended), and none starts or is sealed once the stop lets the root go.
  */
 export class ConnectionTokens {
   /** Token sets as last opened or written, by credential id. */
@@ -70,8 +74,12 @@ export class ConnectionTokens {
    * refuses the client may quote it back, and the failure is retold without it (secrets()).
    */
   private readonly clientSecrets = new Map<string, string>();
-  /** Refreshes under way, each until its answer is sealed or it failed: what a stop waits for. */
-  private readonly refreshing = new Set<Promise<string>>();
+  /**
+   * Connections removed in this process, by id: a refresh under way at the remove keeps nothing of
+   * its connection in memory once it ends (connection-tokens.test.ts "forgotten"). An id is never
+   * given again, so this is one short entry per removal.
+   */
+  private readonly forgotten = new Set<string>();
 
   constructor(private readonly deps: ConnectionTokensDeps) {}
 
@@ -82,20 +90,9 @@ export class ConnectionTokens {
       const cached = this.cache.get(auth.tokens) ?? (await this.open(record, auth.tokens));
       if (this.usable(cached, rejected)) return cached.accessToken;
     }
-    const refresh = this.deps.leases.run(tokenLease(record), () => this.refreshHeld(record, rejected));
-    this.refreshing.add(refresh);
-    const done = () => void this.refreshing.delete(refresh);
-    refresh.then(done, done);
-    return refresh;
-  }
-
-  /**
-   * Once every refresh under way has ended, those that began meanwhile included: a graceful stop
-   * waits here, bounded by its drain deadline, so a rotated refresh token whose waiter the stop
-   * cut (a photograph) is still sealed before the process goes (adr/0122, amended).
-   */
-  async settled(): Promise<void> {
-    while (this.refreshing.size > 0) await Promise.allSettled([...this.refreshing]);
+    return this.deps.exchanges.run(() =>
+      this.deps.leases.run(tokenLease(record), () => this.refreshHeld(record, rejected)),
+    );
   }
 
   /** Whether the connection's current token set was refused at refresh: its credential lapsed. */
@@ -123,8 +120,9 @@ export class ConnectionTokens {
 
   /** Seals a new token set for `record` (an activation); answers its credential id. */
   async seal(record: ConnectionRecord, tokens: TokenSet): Promise<string> {
+    this.deps.exchanges.checkMayWrite();
     const id = await this.deps.vault.put(record.id, TOKENS_FIELD, JSON.stringify(tokens));
-    this.cache.set(id, tokens);
+    if (this.remembers(record)) this.cache.set(id, tokens);
     return id;
   }
 
@@ -133,12 +131,18 @@ export class ConnectionTokens {
    * the client secret it last refreshed with. The sealed set is the remover's to delete.
    */
   forget(record: ConnectionRecord): void {
+    this.forgotten.add(record.id);
     const auth = oauthOf(record);
     if (auth.tokens !== undefined) {
       this.cache.delete(auth.tokens);
       this.refusedSets.delete(auth.tokens);
     }
     this.clientSecrets.delete(record.id);
+  }
+
+  /** Whether `record`'s connection is still kept in memory: not removed in this process. */
+  remembers(record: Pick<ConnectionRecord, "id">): boolean {
+    return !this.forgotten.has(record.id);
   }
 
   /** Forgets a token set that is no longer the connection's, and removes it from the store. */
@@ -164,13 +168,14 @@ export class ConnectionTokens {
     // waits on it (test/integration/connections-oauth-stop.test.ts "a tool call in flight"); a
     // look waiting on it is ended by its own signal instead (remote.ts authorizedFetch).
     const { target, client } = await this.deps.authority(record, stored.issuedTo);
-    if (client.info.client_secret) this.clientSecrets.set(record.id, client.info.client_secret);
+    if (client.info.client_secret && this.remembers(record))
+      this.clientSecrets.set(record.id, client.info.client_secret);
     let next: TokenSet;
     try {
       next = await refreshTokens(target, client, stored, this.deps.fetch, this.deps.clock);
     } catch (error) {
       if (error instanceof RefreshRefused) {
-        this.refusedSets.add(auth.tokens);
+        if (this.remembers(record)) this.refusedSets.add(auth.tokens);
         this.deps.log.warn(
           { workspaceId: record.workspaceId, connection: record.name },
           "connection refresh token refused; re-authorization required",
@@ -182,10 +187,15 @@ export class ConnectionTokens {
     }
     // Sealed before use: a rotated refresh token lost here would end the family at the next refresh.
     try {
+      this.deps.exchanges.checkMayWrite();
       await this.deps.vault.replace(auth.tokens, record.id, TOKENS_FIELD, JSON.stringify(next));
     } catch (error) {
       const about = { workspaceId: record.workspaceId, connection: record.name };
-      if (error instanceof CredentialNotFound) {
+      if (error instanceof RootLetGo) {
+        // The stop no longer waited (its drain deadline, a second signal): the next process may
+        // own the root now, and the rotated refresh token is lost as it is when the process exits.
+        this.deps.log.warn(about, "refreshed tokens not sealed: Atrium had let go of its data");
+      } else if (error instanceof CredentialNotFound) {
         // Its connection was removed during the refresh, its credential with it: nothing to seal
         // for, and nothing wrong (connections-oauth-token-wait.test.ts "remove").
         this.deps.log.info(
@@ -200,13 +210,13 @@ export class ConnectionTokens {
       }
       throw error;
     }
-    this.cache.set(auth.tokens, next);
+    if (this.remembers(record)) this.cache.set(auth.tokens, next);
     return next.accessToken;
   }
 
   private async open(record: ConnectionRecord, credentialId: string): Promise<TokenSet> {
     const tokens = JSON.parse(await this.deps.vault.open(credentialId, record.id, TOKENS_FIELD)) as TokenSet;
-    this.cache.set(credentialId, tokens);
+    if (this.remembers(record)) this.cache.set(credentialId, tokens);
     return tokens;
   }
 

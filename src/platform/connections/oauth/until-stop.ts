@@ -17,7 +17,10 @@ export interface ConnectionLooks {
  * credentials (a code redeemed, a token refreshed) is never run here: the drain lets it finish,
  * since its answer, once the server has given it, may be the only one (a spent code, a rotated
  * refresh token). Nor is a token refresh's discovery: requests the drain lets finish wait on it
- * (connection-tokens.ts).
+ * (connection-tokens.ts); a step waiting on a discovery it shares with one stops waiting when its
+ * own look ends (authorities.ts). A step that returns after its look ended answers 409 too when it
+ * would keep nothing (a start makes no flow then, Authorizer.startWithin); an add whose record was
+ * stored before the stop answers as stored.
  */
 export function untilStop<T>(
   looks: ServerLooks,

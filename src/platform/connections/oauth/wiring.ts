@@ -11,6 +11,7 @@ import type { ConnectionRecord } from "../model.ts";
 import type { CredentialVault, OAuthBearers } from "../remote.ts";
 import { Authorizer } from "./authorizer.ts";
 import { ConnectionTokens } from "./connection-tokens.ts";
+import { CredentialExchanges } from "./credential-exchanges.ts";
 import { type ConnectionStores, recordHome } from "./record-home.ts";
 import { StoredRegistrations } from "./registrations.ts";
 import { oauthRoutes } from "./routes.ts";
@@ -46,8 +47,12 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
   authorizer: Authorizer;
   bearers: OAuthBearers;
   routes: Hono<AppEnv>;
-  /** Once every token refresh under way has ended (ConnectionTokens.settled): what a stop waits for. */
-  settled(): Promise<void>;
+  /**
+   * Once no exchange of credentials is under way (a token refresh, a callback's code exchange),
+   * those begun while it waited included: what a graceful stop waits for once the requests have
+   * drained. `letGo` aborts before the root is let go: none starts or stores its answer after.
+   */
+  settled(letGo: AbortSignal): Promise<void>;
 } {
   // Discovery, registration and token requests leave through the same SSRF guard as MCP traffic.
   const fetch = guardedFetch({
@@ -60,7 +65,9 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     return store.get(key, record.name);
   };
   let authorizer: Authorizer | undefined;
+  const exchanges = new CredentialExchanges();
   const tokens = new ConnectionTokens({
+    exchanges,
     vault: deps.vault,
     leases: deps.leases,
     clock: deps.clock,
@@ -80,6 +87,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     fetch,
     configured: deps.settings.oauthClients,
     registrations: new StoredRegistrations(deps.layout, deps.vault, deps.clock),
+    exchanges,
     looks: deps.looks,
     roleOf: deps.roleOf,
     activated: deps.activated,
@@ -94,6 +102,12 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
       secrets: (record) => tokens.secrets(record),
     },
     routes: oauthRoutes(built, deps.publicUrl),
-    settled: () => tokens.settled(),
+    settled: (letGo) => {
+      const underWay = exchanges.count();
+      // What the stop waits on, said: an authorization server slow to answer holds it.
+      if (underWay > 0)
+        deps.log.info({ exchanges: underWay }, "shutdown waits for the credential exchanges under way");
+      return exchanges.settled(letGo);
+    },
   };
 }

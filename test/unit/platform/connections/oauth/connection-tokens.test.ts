@@ -11,6 +11,7 @@ import {
   NotAuthorized,
   TOKENS_FIELD,
 } from "../../../../../src/platform/connections/oauth/connection-tokens.ts";
+import { CredentialExchanges } from "../../../../../src/platform/connections/oauth/credential-exchanges.ts";
 import type { AuthorizationTarget } from "../../../../../src/platform/connections/oauth/discovery.ts";
 import { retold } from "../../../../../src/platform/connections/remote-failure.ts";
 import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
@@ -94,7 +95,9 @@ async function setUp(
     auth: { kind: "oauth", issuer: base, scopes: ["read"] },
     createdAt: new Date(now).toISOString(),
   });
+  const exchanges = new CredentialExchanges();
   const tokens = new ConnectionTokens({
+    exchanges,
     vault: vaultFor,
     leases: new KeyedLock(),
     clock: () => now,
@@ -123,7 +126,7 @@ async function setUp(
     ...(issuedTo && { issuedTo }),
   });
   record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
-  return { record, tokens, credential };
+  return { record, tokens, credential, exchanges };
 }
 
 describe("ConnectionTokens", () => {
@@ -247,18 +250,19 @@ describe("ConnectionTokens", () => {
 
   // What a graceful stop waits for: no part of a refresh is cut by it (adr/0122, amended;
   // test/integration/connections-oauth-stop.test.ts).
-  it("settled() ends once a token request under way has been answered and its answer sealed", async () => {
+  it("the exchanges are settled once a token request under way has been answered and its answer sealed", async () => {
     const [sent, release] = [gate(), gate()];
     const held: FetchLike = async (url, init) => {
       sent.open();
       await release.promise;
       return fetch(url, init);
     };
-    const { record, tokens, credential } = await setUp(vault, held);
+    const { record, tokens, credential, exchanges } = await setUp(vault, held);
     now += 60_000;
     const bearer = tokens.bearer(record);
     await sent.promise;
-    const settled = tokens.settled();
+    const letGo = new AbortController();
+    const settled = exchanges.settled(letGo.signal);
     release.open();
     await settled;
     expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({
@@ -266,7 +270,59 @@ describe("ConnectionTokens", () => {
       refreshToken: "refresh-1",
     });
     expect(await bearer).toBe("access-1");
-    await tokens.settled();
+    await exchanges.settled(letGo.signal);
+  });
+
+  // Nothing may write in the root once the stop lets it go: the next process may own it.
+  it("once the stop lets the root go, no refresh starts, and one answered meanwhile is not sealed", async () => {
+    const [sent, release] = [gate(), gate()];
+    let holding = true;
+    const held: FetchLike = async (url, init) => {
+      if (holding) {
+        holding = false;
+        sent.open();
+        await release.promise;
+      }
+      return fetch(url, init);
+    };
+    const { record, tokens, credential, exchanges } = await setUp(vault, held);
+    now += 60_000;
+    const bearer = tokens.bearer(record).catch((error: unknown) => error);
+    await sent.promise;
+    // The stop waited past its deadline, and lets the root go while the server still holds it.
+    const letGo = new AbortController();
+    void exchanges.settled(letGo.signal);
+    letGo.abort();
+    release.open();
+    expect(await bearer).toMatchObject({ code: "stopping" });
+    expect(refreshBodies).toHaveLength(1);
+    expect(JSON.parse(await vault.open(credential, record.id, TOKENS_FIELD))).toMatchObject({
+      refreshToken: "refresh-0",
+    });
+    expect(captured.lines.some((line) => String(line.msg).includes("Atrium had let go"))).toBe(true);
+    await expect(tokens.bearer(record)).rejects.toMatchObject({ code: "stopping" });
+    expect(refreshBodies).toHaveLength(1);
+  });
+
+  it("a refresh under way when its connection is forgotten keeps nothing of it in memory", async () => {
+    const [sent, release] = [gate(), gate()];
+    const held: FetchLike = async (url, init) => {
+      sent.open();
+      await release.promise;
+      return fetch(url, init);
+    };
+    const { record, tokens } = await setUp(vault, held, "client-secret-7f3a");
+    now += 60_000;
+    const bearer = tokens.bearer(record);
+    await sent.promise;
+    // The connection is removed while the server holds the refresh (its credential not yet deleted).
+    tokens.forget(record);
+    release.open();
+    expect(await bearer).toBe("access-1");
+    expect(tokens.secrets(record)).toEqual([]);
+    // A caller still holding the removed record reads the sealed set, and keeps it no more.
+    expect(await tokens.bearer(record)).toBe("access-1");
+    expect(tokens.secrets(record)).toEqual([]);
   });
 
   it("a short-lived token is used for the first half of its life, not refreshed before every request", async () => {
