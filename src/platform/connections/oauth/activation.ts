@@ -3,6 +3,7 @@ import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import type { ConnectionRecord } from "../model.ts";
 import { type ConnectionTokens, tokenLease } from "./connection-tokens.ts";
+import { RootLetGo } from "./credential-exchanges.ts";
 import type { Flow } from "./flows.ts";
 import { type ConnectionStores, recordHome } from "./record-home.ts";
 import type { TokenSet } from "./tokens.ts";
@@ -37,6 +38,7 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
     let updated: ConnectionRecord;
     try {
       updated = await store.update(key, flow.name, (current) => {
+        deps.tokens.checkMayWrite();
         const auth = current.auth.kind === "oauth" ? current.auth : undefined;
         if (
           !auth ||
@@ -60,10 +62,15 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
         };
       });
     } catch (error) {
-      await deps.tokens.discard(credential);
+      // Once the root is let go, not even the new set's removal is written: it stays sealed with
+      // no record naming it, as an answer the process never stored.
+      if (!(error instanceof RootLetGo)) await deps.tokens.discard(credential);
       throw error;
     }
+    // Each write asks again: the stop may let go of the root while the one before it ran.
+    deps.tokens.checkMayWrite();
     if (previous) await deps.tokens.discard(previous);
+    deps.tokens.checkMayWrite();
     await store.writeCredential(key, flow.name, { lapsed: false });
     deps.log.info(
       {

@@ -118,6 +118,14 @@ export class ConnectionTokens {
     ];
   }
 
+  /**
+   * Throws RootLetGo once the stop has let the root go (a next process may own it): an
+   * activation asks before each of its writes, as the seal does.
+   */
+  checkMayWrite(): void {
+    this.deps.exchanges.checkMayWrite();
+  }
+
   /** Seals a new token set for `record` (an activation); answers its credential id. */
   async seal(record: ConnectionRecord, tokens: TokenSet): Promise<string> {
     this.deps.exchanges.checkMayWrite();
