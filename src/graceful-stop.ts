@@ -4,6 +4,7 @@ import type { McpEndpoint } from "./http/mcp/endpoint.ts";
 import type { InstanceLock } from "./instance/lock.ts";
 import type { Clock } from "./kernel/clock.ts";
 import type { WorkspaceEventLog } from "./kernel/event-log.ts";
+import type { EventBus } from "./kernel/events.ts";
 import type { Scheduler } from "./kernel/scheduler.ts";
 import type { Timers } from "./kernel/timers.ts";
 import { flushLog, type Logger } from "./log.ts";
@@ -65,6 +66,8 @@ export interface StopParts extends BuiltParts {
   lastWrites(signal: AbortSignal): Promise<void>;
   drain: HttpDrain;
   eventLog: WorkspaceEventLog;
+  /** Its subscribers' work (an app's write an event started) ends before the root is let go. */
+  events: EventBus;
   lock: InstanceLock;
   drainSeconds: number;
   clock: Clock;
@@ -130,8 +133,10 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       // Background work gets the requests' deadline too, and a second signal cuts it off: a
       // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
       // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
+      // Then what their last events started in other apps, whose own stop may have returned
+      // before those events came: an interrupted run's notification (tasks-stop-notice.test.ts).
       const finished = await settledBefore(
-        Promise.all([jobsStopped, appsStopped, appsDrained]),
+        Promise.all([jobsStopped, appsStopped, appsDrained]).then(() => parts.events.settled()),
         Math.max(0, startedMs + drainMs - clock()),
         stopForced,
         timers,

@@ -368,6 +368,7 @@ async function startLocked(
         lastWrites: (signal) => oauth.clients.writeRememberedUses(signal, () => lock.stillHeld()),
         drain,
         eventLog,
+        events,
         lock,
         drainSeconds: config.http.drainSeconds,
         clock,

@@ -121,6 +121,8 @@ interface Subscription {
  */
 export class EventBus implements EventPublisher {
   private subscriptions: Subscription[] = [];
+  /** Subscribers' work an event started that has not ended (settled()). */
+  private readonly working = new Set<Promise<unknown>>();
 
   constructor(private readonly log: Logger) {}
 
@@ -131,11 +133,25 @@ export class EventBus implements EventPublisher {
       if (sub.workspaceId !== undefined && sub.workspaceId !== event.workspaceId) continue;
       try {
         const result = sub.handler(event);
-        if (result instanceof Promise) result.catch((error: unknown) => this.failed(event, error));
+        if (result instanceof Promise) {
+          const work = result.catch((error: unknown) => this.failed(event, error));
+          this.working.add(work);
+          void work.finally(() => this.working.delete(work));
+        }
       } catch (error) {
         this.failed(event, error);
       }
     }
+  }
+
+  /**
+   * Resolves once no subscriber's work is in flight, work begun while waiting included: an event
+   * published during a graceful stop (a run recorded interrupted) starts writes of other apps
+   * (its notification) after their own stop returned, and the stop waits for them here before
+   * it lets go of the root (graceful-stop.ts).
+   */
+  async settled(): Promise<void> {
+    while (this.working.size > 0) await Promise.all([...this.working]);
   }
 
   /** Calls `handler` with each matching event from now on; returns the unsubscribe. */

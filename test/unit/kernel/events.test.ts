@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type AtriumEvent, EventBus } from "../../../src/kernel/events.ts";
+import { gate } from "../../helpers/gate.ts";
 import { memoryLog } from "../../helpers/memory-log.ts";
 
 const WS_A = "ws_00000000000000aa";
@@ -67,5 +68,39 @@ describe("EventBus", () => {
     bus.publish(deleted);
     bus.publish(deleted);
     expect(seen).toEqual(["first", "second", "second"]);
+  });
+
+  it("settles once the subscribers' work has ended, work an event started while waiting included", async () => {
+    const bus = new EventBus(memoryLog().log);
+    const first = gate();
+    const second = gate();
+    const ended: string[] = [];
+    // The first handler's work publishes another event, as a task run's end does at a stop.
+    bus.subscribe({ types: ["member.added"] }, async () => {
+      await first.promise;
+      bus.publish(deleted);
+      ended.push("member.added");
+    });
+    bus.subscribe({ types: ["file.deleted"] }, async () => {
+      await second.promise;
+      ended.push("file.deleted");
+    });
+    bus.publish(added(WS_A));
+    let settled = false;
+    const settling = bus.settled().then(() => {
+      settled = true;
+    });
+    first.open();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect({ settled, ended }).toEqual({ settled: false, ended: ["member.added"] });
+    second.open();
+    await settling;
+    expect(ended).toEqual(["member.added", "file.deleted"]);
+    // A handler that fails has ended too: logged, and not waited for again.
+    bus.subscribe({ types: ["file.deleted"] }, async () => {
+      throw new Error("reader rejected");
+    });
+    bus.publish(deleted);
+    await bus.settled();
   });
 });
