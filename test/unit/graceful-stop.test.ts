@@ -1,5 +1,6 @@
 import { expect, it } from "vitest";
 import { gracefulStop, type StopParts } from "../../src/graceful-stop.ts";
+import { EventBus } from "../../src/kernel/events.ts";
 import { capturingLogger } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { gate } from "../helpers/gate.ts";
@@ -15,17 +16,19 @@ function stopParts(
   overrides: Pick<StopParts, "lastWrites" | "drain"> & Partial<StopParts>,
 ): StopParts {
   const time = new FakeTime();
+  const log = capturingLogger().log;
   return {
     scheduler: { stop: async () => undefined, runningJobs: () => [] },
     apps: [],
     registries: { close: async () => undefined },
     endpoint: { close: async () => undefined },
     eventLog: { closeAll: () => undefined },
+    events: new EventBus(log),
     lock: { release: async () => void events.push("lock released") },
     drainSeconds: 30,
     clock: time.clock,
     timers: time.timers,
-    log: capturingLogger().log,
+    log,
     ...overrides,
   } as unknown as StopParts;
 }
