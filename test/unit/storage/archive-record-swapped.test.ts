@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -10,6 +9,7 @@ import { archiveReleasers } from "../../../src/platform/kit.ts";
 import { purgeExpiredArchives } from "../../../src/storage/archive-retention.ts";
 import { CredentialStore } from "../../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
+import { withFsHook } from "../../helpers/fs-hook.ts";
 
 // A record's folder (`servers/gh`) swapped for a file after foldersIn listed it: the release finds
 // no record there, so the credential it names is not released; the archive is kept, not reported
@@ -22,10 +22,6 @@ const OLD = `${GONE}-${NOW - 40 * DAY_MS}`;
 const REC = `con_${"3".repeat(24)}`;
 const FIELD = "auth.value";
 const KEYS = { keys: new Map([[1, randomBytes(32)]]), newest: 1 };
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  "lstat",
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
 
 let root: string;
 beforeEach(async () => {
@@ -54,32 +50,29 @@ it("keeps an archive whose record folder was swapped for a file while it was rel
     }),
   );
   // Right when the reader turns to the record (after foldersIn listed `gh`), `gh` becomes a file.
-  const real = fsPromises.lstat;
   let done = false;
-  fsPromises.lstat = async (path, ...rest) => {
-    if (!done && path === record) {
-      done = true;
-      await rename(gh, join(root, "aside"));
-      await writeFile(gh, "not a folder");
-    }
-    return real(path, ...rest);
-  };
-  syncBuiltinESMExports();
-  let report: Awaited<ReturnType<typeof purgeExpiredArchives>>;
-  try {
-    report = await purgeExpiredArchives({
-      layout,
-      retentionMs: 30 * DAY_MS,
-      now: () => NOW,
-      isLive: () => false,
-      releasers: archiveReleasers([connectionsApp], { layout, credentials }),
-      cause: "t",
-      log: createLogger("silent"),
-    });
-  } finally {
-    fsPromises.lstat = real;
-    syncBuiltinESMExports();
-  }
+  const report = await withFsHook(
+    "lstat",
+    (real) =>
+      async (path, ...rest) => {
+        if (!done && path === record) {
+          done = true;
+          await rename(gh, join(root, "aside"));
+          await writeFile(gh, "not a folder");
+        }
+        return real(path, ...rest);
+      },
+    () =>
+      purgeExpiredArchives({
+        layout,
+        retentionMs: 30 * DAY_MS,
+        now: () => NOW,
+        isLive: () => false,
+        releasers: archiveReleasers([connectionsApp], { layout, credentials }),
+        cause: "t",
+        log: createLogger("silent"),
+      }),
+  );
   expect(done).toBe(true);
   // The credential was not released (its record was never read), so the archive is kept for the
   // next round, saying why.

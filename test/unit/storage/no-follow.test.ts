@@ -1,5 +1,4 @@
 import { link, mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -10,17 +9,12 @@ import {
   pinFolder,
 } from "../../../src/storage/no-follow.ts";
 import { makeFifo } from "../../helpers/fifo.ts";
+import { withFsHook } from "../../helpers/fs-hook.ts";
 
 // What reads below a folder an operator or member can change follows no link, and checks the
 // file it opened is the one asked for: a folder on the way swapped for a link after its caller
 // checked it is not read through, nor the reader's own folder, nor a file with a second name
 // (ADR 0145).
-
-// node:fs/promises as a mutable object, as test/unit/platform/skills/skill-file.test.ts hooks it.
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  "readlink",
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
 
 let top: string;
 let outside: string;
@@ -47,18 +41,15 @@ async function swapForLink(): Promise<void> {
 
 /** Runs `work` as on a system without /proc: the handle's name cannot be read. */
 async function withoutProc<T>(work: () => Promise<T>): Promise<T> {
-  const real = fsPromises.readlink;
-  fsPromises.readlink = async (link, ...rest) => {
-    if (String(link).startsWith("/proc/")) throw Object.assign(new Error("no /proc"), { code: "ENOENT" });
-    return real(link, ...rest);
-  };
-  syncBuiltinESMExports();
-  try {
-    return await work();
-  } finally {
-    fsPromises.readlink = real;
-    syncBuiltinESMExports();
-  }
+  return withFsHook(
+    "readlink",
+    (real) =>
+      async (link, ...rest) => {
+        if (String(link).startsWith("/proc/")) throw Object.assign(new Error("no /proc"), { code: "ENOENT" });
+        return real(link, ...rest);
+      },
+    work,
+  );
 }
 
 const PROC_OR_NOT = [

@@ -1,6 +1,5 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -11,6 +10,7 @@ import { type PurgeReport, purgeExpiredArchives } from "../../../../src/storage/
 import { CredentialStore } from "../../../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../../../src/storage/paths.ts";
 import { capturingLogger } from "../../../helpers/atrium.ts";
+import { withFsHook } from "../../../helpers/fs-hook.ts";
 
 // The connections app's archive releaser (ADR 0113, 0142) removes only the credentials an
 // archived workspace's own connections were sealed for: it follows no link below the archive,
@@ -79,12 +79,6 @@ async function purge(log: Logger = createLogger("silent")): Promise<PurgeReport>
   });
 }
 
-// node:fs/promises as a mutable object, as test/unit/platform/skills/guidance-bundled.test.ts hooks it.
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  "lstat",
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
-
 /** Runs `work`, replacing folder `swapped` with a link to `target` right after `checked` is lstat'ed. */
 async function linkedAfterCheck<T>(
   checked: string,
@@ -92,23 +86,23 @@ async function linkedAfterCheck<T>(
   target: string,
   work: () => Promise<T>,
 ): Promise<T> {
-  const real = fsPromises.lstat;
   let done = false;
-  fsPromises.lstat = async (path, ...rest) => {
-    const info = await real(path, ...rest);
-    if (!done && path === checked) {
-      done = true;
-      await rename(swapped, `${swapped}-old`);
-      await symlink(target, swapped);
-    }
-    return info;
-  };
-  syncBuiltinESMExports();
   try {
-    return await work();
+    return await withFsHook(
+      "lstat",
+      (real) =>
+        async (path, ...rest) => {
+          const info = await real(path, ...rest);
+          if (!done && path === checked) {
+            done = true;
+            await rename(swapped, `${swapped}-old`);
+            await symlink(target, swapped);
+          }
+          return info;
+        },
+      work,
+    );
   } finally {
-    fsPromises.lstat = real;
-    syncBuiltinESMExports();
     expect(done, `${swapped} was swapped for a link`).toBe(true);
   }
 }

@@ -1,5 +1,4 @@
 import { readdir, rename, rm, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
@@ -10,6 +9,7 @@ import { Inbox } from "../../../../src/platform/notifications/inbox.ts";
 import type { NotificationDraft } from "../../../../src/platform/notifications/model.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { withFsHook } from "../../../helpers/fs-hook.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -45,26 +45,18 @@ let temp: TempRoot;
 let time: FakeTime;
 let published: AtriumEvent[];
 
-/**
- * How many times `work` listed an inbox's `entries/` folder. Counted at node:fs/promises, whose
- * ESM bindings follow the change once synced (as test/helpers/fs-journal.ts watches its calls):
- * a vi.mock of a module is not seen by a worker that imported it for an earlier file.
- */
+/** How many times `work` listed an inbox's `entries/` folder, counted at node:fs/promises. */
 async function entryListingsDuring(work: () => Promise<unknown>): Promise<number> {
-  const fsPromises = createRequire(import.meta.url)("node:fs/promises") as { readdir: typeof readdir };
-  const real = fsPromises.readdir;
   let listings = 0;
-  fsPromises.readdir = ((path: string, ...rest: []) => {
-    if (String(path).endsWith("/entries")) listings += 1;
-    return real(path, ...rest);
-  }) as typeof readdir;
-  syncBuiltinESMExports();
-  try {
-    await work();
-  } finally {
-    fsPromises.readdir = real;
-    syncBuiltinESMExports();
-  }
+  await withFsHook(
+    "readdir",
+    (real) =>
+      (path, ...rest) => {
+        if (String(path).endsWith("/entries")) listings += 1;
+        return real(path, ...rest);
+      },
+    work,
+  );
   return listings;
 }
 

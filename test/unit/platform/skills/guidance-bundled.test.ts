@@ -1,12 +1,12 @@
 import { renameSync, symlinkSync } from "node:fs";
 import { link, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { createWorkspaceGuidance } from "../../../../src/platform/skills/guidance.ts";
 import { SkillService } from "../../../../src/platform/skills/service.ts";
+import { withFsHook } from "../../../helpers/fs-hook.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // A bundled file is listed only when it is a regular file (a symlink beside SKILL.md is skipped),
@@ -15,12 +15,6 @@ import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const SKILL = "---\nname: guide\ndescription: A guide.\n---\nRead ref.md.\n";
-
-// node:fs/promises as a mutable object, as test/unit/platform/skills/writer-archived.test.ts hooks it.
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  "lstat",
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
 
 let temp: TempRoot;
 let outside: string;
@@ -37,23 +31,23 @@ afterEach(async () => {
 
 /** Runs `work`, replacing `path` with a symlink to `target` right after its first lstat. */
 async function linkedAfterCheck<T>(path: string, target: string, work: () => Promise<T>): Promise<T> {
-  const real = fsPromises.lstat;
   let swapped = false;
-  fsPromises.lstat = async (checked, ...rest) => {
-    const info = await real(checked, ...rest);
-    if (!swapped && checked === path) {
-      swapped = true;
-      await rm(path);
-      await symlink(target, path);
-    }
-    return info;
-  };
-  syncBuiltinESMExports();
   try {
-    return await work();
+    return await withFsHook(
+      "lstat",
+      (real) =>
+        async (checked, ...rest) => {
+          const info = await real(checked, ...rest);
+          if (!swapped && checked === path) {
+            swapped = true;
+            await rm(path);
+            await symlink(target, path);
+          }
+          return info;
+        },
+      work,
+    );
   } finally {
-    fsPromises.lstat = real;
-    syncBuiltinESMExports();
     expect(swapped, `${path} was swapped for a symlink`).toBe(true);
   }
 }

@@ -1,5 +1,4 @@
 import { link, mkdir, mkdtemp, rm, stat, symlink, truncate, utimes, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -9,12 +8,7 @@ import {
   MAX_SKILL_FILE_BYTES,
   THROUGH_LINK_REFUSED,
 } from "../../../../src/platform/skills/skill-file.ts";
-
-// node:fs/promises as a mutable object, as test/unit/platform/skills/skill-file.test.ts hooks it.
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  "realpath",
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
+import { withFsHook } from "../../../helpers/fs-hook.ts";
 
 let dir: string;
 
@@ -86,27 +80,26 @@ describe("readSkillDir", () => {
     }
     const org = join(dir, "org");
     await symlink(first, org);
-    const real = fsPromises.realpath;
-    fsPromises.realpath = async (path, ...rest) => {
-      const resolved = await real(path, ...rest);
-      if (path === org) {
-        await rm(org);
-        await symlink(second, org);
-      }
-      return resolved;
-    };
-    syncBuiltinESMExports();
-    try {
-      const { skills, problems } = await readSkillDir(org, "org");
-      expect(skills).toEqual([]);
-      expect(problems.map((p) => [p.name, p.message]).sort()).toEqual([
-        ["alpha", `SKILL.md ${THROUGH_LINK_REFUSED}`],
-        ["beta", `SKILL.md ${THROUGH_LINK_REFUSED}`],
-      ]);
-    } finally {
-      fsPromises.realpath = real;
-      syncBuiltinESMExports();
-    }
+    await withFsHook(
+      "realpath",
+      (real) =>
+        async (path, ...rest) => {
+          const resolved = await real(path, ...rest);
+          if (path === org) {
+            await rm(org);
+            await symlink(second, org);
+          }
+          return resolved;
+        },
+      async () => {
+        const { skills, problems } = await readSkillDir(org, "org");
+        expect(skills).toEqual([]);
+        expect(problems.map((p) => [p.name, p.message]).sort()).toEqual([
+          ["alpha", `SKILL.md ${THROUGH_LINK_REFUSED}`],
+          ["beta", `SKILL.md ${THROUGH_LINK_REFUSED}`],
+        ]);
+      },
+    );
   });
 
   it("stamps the provenance it is given on every skill", async () => {

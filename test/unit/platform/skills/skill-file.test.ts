@@ -1,5 +1,4 @@
 import { link, mkdir, mkdtemp, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -10,18 +9,13 @@ import {
   THROUGH_LINK_REFUSED,
 } from "../../../../src/platform/skills/skill-file.ts";
 import { pinFolder } from "../../../../src/storage/no-follow.ts";
+import { withFsHook } from "../../../helpers/fs-hook.ts";
 
 // The one reader of a skill's files opens the last step without following a link, then checks
 // the handle is the file asked for below its scope folder: a folder on the way swapped for a link
 // (after the listing read it) is not read through (adr/0139).
 
 const TEXT = "---\nname: style\ndescription: d\n---\nInside.\n";
-
-// node:fs/promises as a mutable object, as test/unit/platform/skills/guidance-bundled.test.ts hooks it.
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  "readlink",
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
 
 let scope: string;
 let outside: string;
@@ -81,17 +75,14 @@ describe("the one reader of a skill's files", () => {
   it("reads a file a save renamed another over after it was opened: it is still the one asked for", async () => {
     const path = join(scope, "style", "SKILL.md");
     await writeFile(join(scope, "style", ".tmp-next"), "next");
-    const real = fsPromises.readlink;
-    fsPromises.readlink = async (link, ...rest) => {
-      await rename(join(scope, "style", ".tmp-next"), path);
-      return real(link, ...rest);
-    };
-    syncBuiltinESMExports();
-    try {
-      await expect(readSkillFile(path, scope)).resolves.toBe(TEXT);
-    } finally {
-      fsPromises.readlink = real;
-      syncBuiltinESMExports();
-    }
+    await withFsHook(
+      "readlink",
+      (real) =>
+        async (link, ...rest) => {
+          await rename(join(scope, "style", ".tmp-next"), path);
+          return real(link, ...rest);
+        },
+      () => expect(readSkillFile(path, scope)).resolves.toBe(TEXT),
+    );
   });
 });

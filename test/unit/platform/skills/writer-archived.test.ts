@@ -1,7 +1,7 @@
-import { createRequire, syncBuiltinESMExports } from "node:module";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
 import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
+import { type FsReplacement, withFsHook } from "../../../helpers/fs-hook.ts";
 import { listTree } from "../../../helpers/fs-tree.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -14,13 +14,8 @@ const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
 const DRAFT = { description: "How we write.", body: "Plainly." };
 
 type Watched = "mkdir" | "stat" | "open";
-// node:fs/promises as a mutable object: the writer's ESM bindings follow a change once synced
-// (as test/helpers/fs-journal.ts watches it). A vi.mock of a module is not seen by a worker that
-// imported it for an earlier file.
-const fsPromises = createRequire(import.meta.url)("node:fs/promises") as Record<
-  Watched,
-  (path: unknown, ...rest: unknown[]) => Promise<unknown>
->;
+/** Any of the three, as one shape: each takes a path first and answers a promise. */
+type WatchedCall = (path: unknown, ...rest: unknown[]) => Promise<unknown>;
 
 let temp: TempRoot;
 let writer: SkillWriter;
@@ -35,22 +30,25 @@ afterEach(() => temp.remove());
 
 /** Runs `work`, archiving the workspace once, right after the first `op` on a path `when` matches. */
 async function archivedAfter<T>(op: Watched, when: RegExp, work: () => Promise<T>): Promise<T> {
-  const real = fsPromises[op];
   let archived = false;
-  fsPromises[op] = async (path, ...rest) => {
-    const done = await real(path, ...rest);
-    if (!archived && when.test(String(path))) {
-      archived = true;
-      await temp.workspaces.archive(temp.ws, ALICE);
-    }
-    return done;
-  };
-  syncBuiltinESMExports();
   try {
-    return await work();
+    return await withFsHook(
+      op,
+      (real) => {
+        const call = real as WatchedCall;
+        const hooked: WatchedCall = async (path, ...rest) => {
+          const done = await call(path, ...rest);
+          if (!archived && when.test(String(path))) {
+            archived = true;
+            await temp.workspaces.archive(temp.ws, ALICE);
+          }
+          return done;
+        };
+        return hooked as FsReplacement<Watched>;
+      },
+      work,
+    );
   } finally {
-    fsPromises[op] = real;
-    syncBuiltinESMExports();
     expect(archived, `the workspace was archived after a ${op} of ${when}`).toBe(true);
   }
 }
