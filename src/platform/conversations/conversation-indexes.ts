@@ -8,10 +8,11 @@ import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
-import { readSnapshot, SNAPSHOT_FILE, writeSnapshot } from "./index-snapshot.ts";
+import { readSnapshot, SNAPSHOT_FILE, type SnapshotRead, writeSnapshot } from "./index-snapshot.ts";
 import { catchUpLog } from "./log-catch-up.ts";
 import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
 import { PartitionIndex } from "./partition-index.ts";
+import { ResumableSnapshots } from "./resumable-snapshots.ts";
 
 export { SNAPSHOT_FILE } from "./index-snapshot.ts";
 /**
@@ -44,18 +45,14 @@ export interface IndexOptions {
   idleMs?: number;
 }
 
-/**
- * Dropped partitions remembered as resumable (their next load keeps their snapshot's generation)
- * at most: past it the oldest is forgotten, which costs only that a cursor of it is refused after
- * that load, saying to search again.
- */
-const MAX_RESUMABLE_PARTITIONS = 10_000;
-
 /** A partition's index in memory, and when it was last used. */
 interface Loaded {
   index: PartitionIndex;
   lastUsed: number;
-  /** The numbering (PartitionIndex.numbering) of the last snapshot this instance wrote of it. */
+  /**
+   * The numbering (PartitionIndex.numbering) of the snapshot this instance last wrote of it, or
+   * loaded it from and kept the generation of.
+   */
   saved?: string;
 }
 
@@ -81,14 +78,7 @@ export class ConversationIndexes {
   private readonly pendingSaves = new Map<string, () => void>();
   /** Partitions whose drop is queued behind their lock: no longer counted against the budget. */
   private readonly dropping = new Set<string>();
-  /**
-   * The generation of each dropped partition's snapshot, written by this instance of the index it
-   * dropped with no event numbered after the save: the only snapshot a load keeps the generation
-   * of. Any other may be behind events its writer numbered and a cursor walks, though no log is:
-   * a crash after B was made and deleted read no log, kept the generation, and new events took
-   * B's numbers (search-cursor.test.ts "is refused after a crash whose snapshot is not behind").
-   */
-  private readonly resumable = new Map<string, string>();
+  private readonly resumable = new ResumableSnapshots();
   private readonly limits: IndexLimits;
   private readonly maxLoadedBytes: number;
   private readonly idleMs: number;
@@ -167,7 +157,7 @@ export class ConversationIndexes {
     try {
       await this.read(workspaceId, ownerId, change);
     } catch (error) {
-      this.loaded.delete(key(workspaceId, ownerId));
+      this.forget(key(workspaceId, ownerId));
       this.log.warn({ err: error, workspaceId }, "conversation index dropped after a failed update");
     }
   }
@@ -185,7 +175,7 @@ export class ConversationIndexes {
     }
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     const snapshot = await this.readSnapshot(ownerDir);
-    const index = snapshot ?? new PartitionIndex(this.limits);
+    const index = snapshot?.index ?? new PartitionIndex(this.limits);
     let logsRead = 0;
     let stale = snapshot === undefined;
     const onDisk = await logIds(ownerDir);
@@ -206,12 +196,14 @@ export class ConversationIndexes {
       logsRead += 1;
       await this.catchUp(index, workspaceId, ownerId, id);
     });
-    // A snapshot behind the logs, or one this instance did not write of the index it dropped: the
-    // index that gave out a search's cursors may have numbered the events read now, or events
-    // removed since, otherwise, and new events would take those numbers (adr/0144).
+    // A snapshot behind the logs, one another process wrote (a restart), or one this instance
+    // numbered past or wrote an older copy of (put back): the index that gave out a search's
+    // cursors may have numbered the events read now, or events removed since, otherwise, and new
+    // events would take those numbers (adr/0144).
     const resumes =
-      snapshot !== undefined && logsRead === 0 && this.resumable.get(partition) === index.generation;
-    this.resumable.delete(partition);
+      snapshot !== undefined &&
+      logsRead === 0 &&
+      this.resumable.resumes(partition, snapshot.writer, index.numbering);
     if (snapshot && !resumes) index.renewGeneration();
     // Taken before the removals below, which may number the events again (a compaction).
     const saved = resumes ? index.numbering : undefined;
@@ -263,11 +255,15 @@ export class ConversationIndexes {
     const loaded = this.loaded.get(partition);
     if (!loaded) return;
     try {
-      await writeSnapshot(join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE), loaded.index);
+      const path = join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE);
+      await writeSnapshot(path, loaded.index, this.resumable.bootId);
       loaded.saved = loaded.index.numbering;
+      this.resumable.saved(partition, loaded.saved);
     } catch (error) {
       // An owner with no conversation folder here has nothing to save; a removed workspace neither.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      // Nor a snapshot a load could keep the generation of: nothing to remember at its drop.
+      loaded.saved = loaded.index.numbering;
     }
   }
 
@@ -348,12 +344,11 @@ export class ConversationIndexes {
           // Saved too when its snapshot is of another numbering (renewed by the load, or numbered
           // since a failed save): the next load keeps the generation only of one written here of
           // the index dropped (search-cursor.test.ts "one given after is kept over an idle drop").
+          // Once written, an unchanged partition's drops write nothing more.
           const otherNumbering = loaded.saved !== loaded.index.numbering;
           if (this.pendingSaves.has(partition) || otherNumbering) await this.save(workspaceId, ownerId);
         } finally {
-          // Unsaved numbers (a save failed, now or before) are lost with the index: not resumable.
-          if (loaded.saved === loaded.index.numbering) this.resume(partition, loaded.index.generation);
-          this.loaded.delete(partition);
+          this.forget(partition);
           this.pendingSaves.get(partition)?.();
           this.pendingSaves.delete(partition);
         }
@@ -362,15 +357,18 @@ export class ConversationIndexes {
       .finally(() => this.dropping.delete(partition));
   }
 
-  /** Lets the partition's next load keep `generation`, its snapshot's; forgets the oldest past the bound. */
-  private resume(partition: string, generation: string): void {
-    this.resumable.set(partition, generation);
-    const oldest = this.resumable.keys().next().value;
-    if (this.resumable.size > MAX_RESUMABLE_PARTITIONS && oldest !== undefined) this.resumable.delete(oldest);
+  /**
+   * Drops the partition's index from memory, remembering when it numbered events past its last
+   * snapshot (a save failed, now or before): those numbers are lost with it.
+   */
+  private forget(partition: string): void {
+    const loaded = this.loaded.get(partition);
+    this.loaded.delete(partition);
+    if (loaded && loaded.saved !== loaded.index.numbering) this.resumable.droppedUnsaved(partition);
   }
 
   /** The index the snapshot holds; undefined when there is none or it cannot be trusted. */
-  private async readSnapshot(ownerDir: string): Promise<PartitionIndex | undefined> {
+  private async readSnapshot(ownerDir: string): Promise<SnapshotRead | undefined> {
     try {
       return await readSnapshot(join(ownerDir, SNAPSHOT_FILE), this.limits);
     } catch (error) {

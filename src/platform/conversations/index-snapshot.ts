@@ -43,14 +43,22 @@ export type SnapshotRecord =
 /** The index's snapshot in each owner folder; never a log's name, so listing logs skips it. */
 export const SNAPSHOT_FILE = "index.json";
 /**
- * The first line of a snapshot this code writes. Version 1 was one JSON document of the whole
- * index, parsed in one piece (seconds of a blocked event loop for a large one) and never bounded;
- * version 2 keyed postings by conversation and seq, not by event number; version 3 had no end
- * record, so one cut at a line boundary was read and searches missed the lost words (adr/0144).
- * None is read, and the logs rebuild the index (adr/0078).
+ * The version in the first line of a snapshot this code writes. Version 1 was one JSON document of
+ * the whole index, parsed in one piece (seconds of a blocked event loop for a large one) and never
+ * bounded; version 2 keyed postings by conversation and seq, not by event number; version 3 had no
+ * end record, so one cut at a line boundary was read and searches missed the lost words
+ * (adr/0144). None is read, and the logs rebuild the index (adr/0078).
  */
-const HEADER = '{"version":4}';
+const VERSION = 4;
+/** Longer than any first line this code writes: a longer one is not parsed. */
+const MAX_HEADER_BYTES = 256;
 const NEWLINE = 0x0a;
+
+/** A snapshot's index, and the process that wrote it: none for a version 4 snapshot without it. */
+export interface SnapshotRead {
+  index: PartitionIndex;
+  writer: string | undefined;
+}
 
 /**
  * Writes the index to `path` atomically (temp file, fsync, rename, fsync of the folder), one
@@ -58,12 +66,16 @@ const NEWLINE = 0x0a;
  * event loop back between records instead of holding it for one JSON.stringify of everything.
  * The caller holds the partition's lock, so the index does not change meanwhile.
  */
-export async function writeSnapshot(path: string, index: PartitionIndex): Promise<void> {
+/**
+ * `writer` names the process writing it (ConversationIndexes' boot id), in the first line: added
+ * there to version 4 compatibly, a snapshot without it being any other process's (adr/0144).
+ */
+export async function writeSnapshot(path: string, index: PartitionIndex, writer: string): Promise<void> {
   const temp = tempPathBeside(path);
   try {
     const handle = await open(temp, "wx", 0o600);
     try {
-      await handle.write(`${HEADER}\n`);
+      await handle.write(`${JSON.stringify({ version: VERSION, writer })}\n`);
       for (const record of index.snapshotRecords()) await handle.write(`${JSON.stringify(record)}\n`);
       await handle.sync();
     } finally {
@@ -84,7 +96,7 @@ export async function writeSnapshot(path: string, index: PartitionIndex): Promis
  * turn of the event loop. A line that is not JSON throws a SyntaxError, and lines that end
  * before the end record or do not add up to it throw (PartitionIndex.fromSnapshot).
  */
-export async function readSnapshot(path: string, limits: IndexLimits): Promise<PartitionIndex | undefined> {
+export async function readSnapshot(path: string, limits: IndexLimits): Promise<SnapshotRead | undefined> {
   let size: number;
   try {
     size = (await stat(path)).size;
@@ -95,8 +107,21 @@ export async function readSnapshot(path: string, limits: IndexLimits): Promise<P
   if (size > 2 * limits.partitionBytes) return undefined;
   const bytes = await readFile(path);
   const headerEnd = bytes.indexOf(NEWLINE);
-  if (headerEnd < 0 || bytes.toString("utf8", 0, headerEnd) !== HEADER) return undefined;
-  return PartitionIndex.fromSnapshot(records(bytes, headerEnd + 1), limits);
+  if (headerEnd < 0 || headerEnd > MAX_HEADER_BYTES) return undefined;
+  const header = parseHeader(bytes.toString("utf8", 0, headerEnd));
+  if (header?.version !== VERSION) return undefined;
+  const index = await PartitionIndex.fromSnapshot(records(bytes, headerEnd + 1), limits);
+  if (index === undefined) return undefined;
+  return { index, writer: typeof header.writer === "string" ? header.writer : undefined };
+}
+
+function parseHeader(line: string): { version?: unknown; writer?: unknown } | undefined {
+  try {
+    const header: unknown = JSON.parse(line);
+    return typeof header === "object" && header !== null ? header : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function* records(bytes: Buffer, from: number): AsyncGenerator<unknown> {
