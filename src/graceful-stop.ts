@@ -143,7 +143,11 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       );
       if (!finished) {
         log.warn(
-          { jobs: scheduler.runningJobs(), apps: [...new Set([...appsStopping, ...appsDraining])] },
+          {
+            jobs: scheduler.runningJobs(),
+            apps: [...new Set([...appsStopping, ...appsDraining])],
+            events: parts.events.inFlight(),
+          },
           "shutdown left background work running: it was past the drain deadline or asked again",
         );
       }

@@ -121,8 +121,8 @@ interface Subscription {
  */
 export class EventBus implements EventPublisher {
   private subscriptions: Subscription[] = [];
-  /** Subscribers' work an event started that has not ended (settled()). */
-  private readonly working = new Set<Promise<unknown>>();
+  /** Subscribers' work an event started that has not ended (settled()), by the event's type. */
+  private readonly working = new Map<Promise<unknown>, EventType>();
 
   constructor(private readonly log: Logger) {}
 
@@ -135,7 +135,7 @@ export class EventBus implements EventPublisher {
         const result = sub.handler(event);
         if (result instanceof Promise) {
           const work = result.catch((error: unknown) => this.failed(event, error));
-          this.working.add(work);
+          this.working.set(work, event.type);
           void work.finally(() => this.working.delete(work));
         }
       } catch (error) {
@@ -151,7 +151,12 @@ export class EventBus implements EventPublisher {
    * it lets go of the root (graceful-stop.ts).
    */
   async settled(): Promise<void> {
-    while (this.working.size > 0) await Promise.all([...this.working]);
+    while (this.working.size > 0) await Promise.all([...this.working.keys()]);
+  }
+
+  /** The types of the events whose subscribers' work is in flight, for a stop that gave up on it. */
+  inFlight(): EventType[] {
+    return [...new Set(this.working.values())];
   }
 
   /** Calls `handler` with each matching event from now on; returns the unsubscribe. */

@@ -127,3 +127,38 @@ it("an app's drained() is waited for after the drain and before the sources clos
   await stop();
   expect(events).toEqual(["requests drained", "app waited", "sources closed", "lock released, let go: true"]);
 });
+
+// ADR 0093: what is left running when the stop gives up waiting is logged. The work an event
+// started in a subscriber (a notification's post on a hung disk) was waited for but went unnamed.
+it("names the events whose subscribers' work is still running when the stop stops waiting", async () => {
+  const time = new FakeTime();
+  const { log, lines } = capturingLogger();
+  const bus = new EventBus(log);
+  bus.subscribe({ types: ["member.removed"] }, () => new Promise<void>(() => undefined));
+  bus.publish({ type: "member.removed", workspaceId: "ws", principalId: "p" } as never);
+  const stop = gracefulStop(
+    stopParts([], {
+      clock: time.clock,
+      timers: time.timers,
+      log,
+      events: bus,
+      drainSeconds: 1,
+      lastWrites: async () => undefined,
+      drain: {
+        inFlight: () => 0,
+        drain: async () => ({ finished: 0, cutOff: 0 }),
+        force: () => undefined,
+      } as unknown as StopParts["drain"],
+    }),
+  );
+  const stopped = stop();
+  while (time.armed() === 0) await new Promise((resolve) => setImmediate(resolve));
+  await time.advance(1_000);
+  await stopped;
+  expect(lines).toContainEqual(
+    expect.objectContaining({
+      msg: "shutdown left background work running: it was past the drain deadline or asked again",
+      events: ["member.removed"],
+    }),
+  );
+});
