@@ -67,11 +67,21 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
       if (!(error instanceof RootLetGo)) await deps.tokens.discard(credential);
       throw error;
     }
-    // Each write asks again: the stop may let go of the root while the one before it ran.
-    deps.tokens.checkMayWrite();
-    if (previous) await deps.tokens.discard(previous);
-    deps.tokens.checkMayWrite();
-    await store.writeCredential(key, flow.name, { lapsed: false });
+    // The record naming the new set is the activation: written, it is answered as stored. What
+    // follows tidies, and each write asks again, as the stop may let go of the root while the one
+    // before it ran; what it cannot write then is left and said.
+    try {
+      deps.tokens.checkMayWrite();
+      await store.writeCredential(key, flow.name, { lapsed: false });
+      deps.tokens.checkMayWrite();
+      if (previous) await deps.tokens.discard(previous);
+    } catch (error) {
+      if (!(error instanceof RootLetGo)) throw error;
+      deps.log.warn(
+        { workspaceId: flow.workspaceId, connection: flow.name, previousLeft: previous !== undefined },
+        "connection authorized, but Atrium let go of its data before it cleared the lapsed mark or removed the previous token set",
+      );
+    }
     deps.log.info(
       {
         workspaceId: flow.workspaceId,
