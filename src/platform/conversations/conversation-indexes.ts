@@ -177,7 +177,7 @@ export class ConversationIndexes {
     const snapshot = await this.readSnapshot(ownerDir);
     const index = snapshot?.index ?? new PartitionIndex(this.limits);
     let logsRead = 0;
-    let stale = snapshot === undefined;
+    let behind = false;
     const onDisk = await logIds(ownerDir);
     await mapBounded(onDisk, LOGS_IN_FLIGHT, async (id) => {
       let size: number;
@@ -191,10 +191,13 @@ export class ConversationIndexes {
       if (covered === size) return;
       // Grown since the snapshot: read from where it stopped. Unknown to it, or shorter than it
       // says (not the log it indexed): forget what it says and read the log whole.
-      if (covered !== undefined && covered > size) index.remove(id);
-      stale = true;
+      const shorter = covered !== undefined && covered > size;
+      if (shorter) index.remove(id);
       logsRead += 1;
-      await this.catchUp(index, workspaceId, ownerId, id);
+      // Behind only when the read changed the index: a torn last line (a crash mid-append) adds no
+      // event, so the snapshot still holds all of it, and renewing or rewriting it at every load
+      // would write an unchanged partition again and again (resumable-snapshots.test.ts "torn").
+      if ((await this.catchUp(index, workspaceId, ownerId, id)) || shorter) behind = true;
     });
     // A snapshot behind the logs, one another process wrote (a restart), or one this instance
     // numbered past or wrote an older copy of (put back): the index that gave out a search's
@@ -202,12 +205,13 @@ export class ConversationIndexes {
     // events would take those numbers (adr/0144).
     const resumes =
       snapshot !== undefined &&
-      logsRead === 0 &&
+      !behind &&
       this.resumable.resumes(partition, snapshot.writer, index.numbering);
     if (snapshot && !resumes) index.renewGeneration();
     // Taken before the removals below, which may number the events again (a compaction).
     const saved = resumes ? index.numbering : undefined;
     const present = new Set(onDisk);
+    let stale = snapshot === undefined || behind;
     for (const id of index.ids()) {
       if (present.has(id)) continue;
       index.remove(id);
@@ -221,7 +225,7 @@ export class ConversationIndexes {
   }
 
   /** Brings the index up to date with one log (log-catch-up.ts). */
-  private catchUp(index: PartitionIndex, workspaceId: string, ownerId: string, id: string): Promise<void> {
+  private catchUp(index: PartitionIndex, workspaceId: string, ownerId: string, id: string): Promise<boolean> {
     return catchUpLog(index, join(this.storage.ownerDir(workspaceId, ownerId), `${id}${LOG_SUFFIX}`), id);
   }
 
@@ -262,8 +266,12 @@ export class ConversationIndexes {
     } catch (error) {
       // An owner with no conversation folder here has nothing to save; a removed workspace neither.
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      // Nor a snapshot a load could keep the generation of: nothing to remember at its drop.
+      // Nor a snapshot a load could keep the generation of: nothing to remember at its drop. Its
+      // numbering is remembered as saved all the same, so that a snapshot put back with the folder,
+      // older than it, is not resumed; among the recent saves, so an owner with no folder does not
+      // fill the failed-save set (resumable-snapshots.test.ts "folder").
       loaded.saved = loaded.index.numbering;
+      this.resumable.saved(partition, loaded.saved);
     }
   }
 

@@ -15,10 +15,12 @@ const CATCH_UP_BYTES_PER_APPLY = 1024 * 1024;
 /**
  * Reads the log of conversation `id` at `path` from where the index stops and applies what it
  * finds; a log gone is removed, and one whose lines no longer end where the index stops (edited on
- * disk) is indexed again from its start.
+ * disk) is indexed again from its start. Whether the index changed: not when all the log holds past
+ * it is a torn line (a crash mid-append), which adds no event and is read again at every load.
  */
-export async function catchUpLog(index: PartitionIndex, path: string, id: string): Promise<void> {
-  const covered = index.bytesOf(id) ?? 0;
+export async function catchUpLog(index: PartitionIndex, path: string, id: string): Promise<boolean> {
+  const known = index.bytesOf(id);
+  const covered = known ?? 0;
   try {
     const rewritten = covered > 0 && !(await endsLineAt(path, covered));
     if (rewritten) index.remove(id);
@@ -30,6 +32,7 @@ export async function catchUpLog(index: PartitionIndex, path: string, id: string
     let batch: ConversationEvent[] = [];
     let batchStart = from;
     let chars = 0;
+    let events = 0;
     const read = await foldLog(path, from, (start, group) => {
       if (chars >= CATCH_UP_CHARS_PER_APPLY || start - batchStart >= CATCH_UP_BYTES_PER_APPLY) {
         index.apply(id, batch, from);
@@ -38,13 +41,16 @@ export async function catchUpLog(index: PartitionIndex, path: string, id: string
         chars = 0;
       }
       for (const event of group) {
+        events += 1;
         batch.push(event);
         chars += eventText(event).length;
       }
     });
     index.apply(id, batch, read.end);
+    return rewritten || events > 0 || index.bytesOf(id) !== known;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     index.remove(id);
+    return known !== undefined;
   }
 }

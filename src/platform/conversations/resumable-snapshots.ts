@@ -57,6 +57,7 @@ export class ResumableSnapshots {
 
   /** The partition's index left memory with events numbered past its last snapshot. */
   droppedUnsaved(partition: string): void {
+    if (this.unsaved.has(partition)) return;
     if (this.unsaved.size >= MAX_UNSAVED_PARTITIONS) {
       this.id = newBootId();
       this.unsaved.clear();

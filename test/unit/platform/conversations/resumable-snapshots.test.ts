@@ -1,4 +1,14 @@
-import { copyFile, mkdir, readFile, rename, rmdir, stat, writeFile } from "node:fs/promises";
+import {
+  appendFile,
+  copyFile,
+  mkdir,
+  readdir,
+  readFile,
+  rename,
+  rmdir,
+  stat,
+  writeFile,
+} from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SNAPSHOT_FILE } from "../../../../src/platform/conversations/conversation-indexes.ts";
@@ -26,8 +36,12 @@ beforeEach(async () => {
 });
 afterEach(async () => temp.remove());
 
+function ownerDir(): string {
+  return temp.layout.partition("conversations").ownerDir(temp.ws, ALICE);
+}
+
 function snapshotPath(): string {
-  return join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), SNAPSHOT_FILE);
+  return join(ownerDir(), SNAPSHOT_FILE);
 }
 
 async function dropIdle(store: ConversationStore): Promise<void> {
@@ -73,6 +87,17 @@ describe("a load of a snapshot this process wrote", () => {
     await dropIdle(store);
     await rmdir(snapshotPath());
     await rename(`${snapshotPath()}.aside`, snapshotPath());
+    await expectRefusedAfterC(store, cursor);
+    await store.indexes.stop();
+  });
+
+  it("refuses an old cursor when the drop found no owner folder, and the folder came back", async () => {
+    const store = openConversationStore(temp, time, { index: { limits: one } });
+    const cursor = await cursorOverDeleted(store);
+    // Moved away (an operator's move) while B's numbers are unsaved: the drop's save meets ENOENT.
+    await rename(ownerDir(), `${ownerDir()}.aside`);
+    await dropIdle(store);
+    await rename(`${ownerDir()}.aside`, ownerDir());
     await expectRefusedAfterC(store, cursor);
     await store.indexes.stop();
   });
@@ -129,10 +154,53 @@ describe("an unchanged partition dropped and loaded again and again", () => {
   });
 });
 
+describe("a partition whose log ends in a torn line (a crash mid-append)", () => {
+  it("has its snapshot written at most once per process, and a cursor kept throughout", async () => {
+    const first = openConversationStore(temp, time, { index: { limits: one } });
+    for (const title of ["A", "B"]) {
+      await first.create(temp.ws, ALICE, title, [said(`apple ${title}`)]);
+      time.jump(1000);
+    }
+    await first.indexes.stop();
+    const log = (await readdir(ownerDir())).find((name) => name.endsWith(".jsonl"));
+    await appendFile(join(ownerDir(), log ?? ""), '{"type":"message","seq":2,"ro');
+    const store = openConversationStore(temp, time, { index: { limits: one } });
+    // The torn tail is read at each load, a few bytes, and adds no event.
+    expect(await store.indexes.read(temp.ws, ALICE, (view) => view.logsRead)).toBe(1);
+    const page = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
+    await dropIdle(store);
+    const written = async () => {
+      const [info, text] = await Promise.all([stat(snapshotPath()), readFile(snapshotPath(), "utf8")]);
+      return `${info.ino}:${info.mtimeMs}:${text}`;
+    };
+    const once = await written();
+    for (let cycle = 0; cycle < 3; cycle += 1) {
+      await listConversations(store.indexes, temp.ws, ALICE, {});
+      await dropIdle(store);
+      expect(await written(), `cycle ${cycle}`).toBe(once);
+    }
+    const rest = await searchConversations(store.indexes, store, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+      cursor: page.nextCursor,
+    });
+    expect(rest.results).toHaveLength(1);
+    await store.indexes.stop();
+  });
+});
+
 describe("the snapshots a process resumes", () => {
   it("reads a version 4 snapshot written before it named its writer, as another process's", async () => {
-    const first = openConversationStore(temp, time);
+    const first = openConversationStore(temp, time, { index: { limits: one } });
     await first.create(temp.ws, ALICE, "A", [said("apple")]);
+    await first.create(temp.ws, ALICE, "B", [said("apple")]);
+    const before = await searchConversations(first.indexes, first, temp.ws, ALICE, {
+      query: "apple",
+      limit: 1,
+    });
     await first.indexes.stop();
     const [header, ...rest] = (await readFile(snapshotPath(), "utf8")).split("\n");
     expect(JSON.parse(header ?? "")).toEqual({ version: 4, writer: expect.any(String) });
@@ -142,7 +210,14 @@ describe("the snapshots a process resumes", () => {
     const probe = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "pear" });
     expect(probe.index.logsRead).toBe(0);
     const page = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple" });
-    expect(page.results).toHaveLength(1);
+    expect(page.results).toHaveLength(2);
+    // Another process's: a cursor its writer gave is refused, not walked in a kept generation.
+    await expect(
+      searchConversations(store.indexes, store, temp.ws, ALICE, {
+        query: "apple",
+        cursor: before.nextCursor,
+      }),
+    ).rejects.toThrow("search again without a cursor");
     await store.indexes.stop();
   });
 
@@ -157,5 +232,13 @@ describe("the snapshots a process resumes", () => {
     expect(snapshots.bootId).not.toBe(before);
     expect(snapshots.resumes("ws/kept", before, "g/1")).toBe(false);
     expect(snapshots.resumes("ws/0", snapshots.bootId, "g/1")).toBe(true);
+  });
+
+  it("keeps its boot id when a partition already remembered as dropped unsaved is dropped unsaved again", () => {
+    const snapshots = new ResumableSnapshots();
+    const before = snapshots.bootId;
+    for (let i = 0; i < 1_000; i += 1) snapshots.droppedUnsaved(`ws/${i}`);
+    snapshots.droppedUnsaved("ws/0");
+    expect(snapshots.bootId).toBe(before);
   });
 });
