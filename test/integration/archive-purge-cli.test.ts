@@ -6,15 +6,14 @@ import { purgeArchive } from "../../src/archive-purge.ts";
 import { loadInstance } from "../../src/instance/load.ts";
 import { acquireInstanceLock } from "../../src/instance/lock.ts";
 import { createLogger } from "../../src/log.ts";
-import type { PlatformApp } from "../../src/platform/app.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { configSections } from "../../src/platform/kit.ts";
 import { startTestAtrium } from "../helpers/atrium.ts";
 import { capturedOutput, runAtriumCli, runAtriumMain, writeCliInstance } from "../helpers/cli.ts";
-import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { startConnectionsAtrium, workspaceWithConnectionAndTask } from "../helpers/connections-atrium.ts";
 import { CREDENTIALS_SECTION } from "../helpers/credential-key.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
-import { ANOTHER_HOLDER, takeOver } from "../helpers/lock-takeover.ts";
+import { ANOTHER_HOLDER, takenOverAtFirstRelease } from "../helpers/lock-takeover.ts";
 import { startRemoteServer } from "../helpers/remote-server.ts";
 
 // `atrium archive purge --older-than DAYS [--dry-run]` (ADR 0142): removes the archived workspaces
@@ -120,24 +119,8 @@ describe("atrium archive purge", SLOW, () => {
     const time = new FakeTime(Date.now() - 40 * DAY_MS);
     const atrium = await startConnectionsAtrium("atrium-archive-purge-", time, createLogger("silent"));
     onTestFinished(() => rm(atrium.dir, { recursive: true, force: true }));
-    const withConnection = async (name: string): Promise<string> => {
-      const ws = (
-        (await (await atrium.rest("alice", "POST", "/v1/workspaces", { name })).json()) as { id: string }
-      ).id;
-      const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
-        name: "gh",
-        url: remote.url.href,
-        auth: { kind: "static", header: "x-api-key", value: SECRET },
-      });
-      expect(added.status).toBe(201);
-      const task = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, {
-        name: "daily listing",
-        action: { tool: "files__list", arguments: {} },
-        trigger: { everySeconds: 86_400 },
-      });
-      expect(task.status).toBe(201);
-      return ws;
-    };
+    const withConnection = (name: string) =>
+      workspaceWithConnectionAndTask(atrium, remote.url.href, SECRET, name);
     const gone = await withConnection("gone");
     const kept = await withConnection("kept");
     expect((await atrium.rest("alice", "DELETE", `/v1/workspaces/${gone}`)).status).toBe(204);
@@ -171,18 +154,7 @@ describe("atrium archive purge", SLOW, () => {
     const lockPath = join(root, "_instance", "instance.lock");
     // Another process takes the root over while the first archive's removal runs (as if this one
     // had been frozen past the stale bound there): an app's releaser is where it is caught.
-    const released: string[] = [];
-    const frozenOnce: PlatformApp = {
-      name: "frozen",
-      start: () => {
-        throw new Error("never started by the command");
-      },
-      archiveReleaser: () => async (_workspaceId, archivedName) => {
-        released.push(archivedName);
-        if (released.length === 1) await takeOver(lockPath);
-        return [];
-      },
-    };
+    const { app: frozenOnce, released } = takenOverAtFirstRelease(() => lockPath);
     const config = await loadInstance(await writeCliInstance(dir), {
       sections: configSections(PLATFORM_APPS),
     });

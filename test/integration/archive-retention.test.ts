@@ -1,13 +1,11 @@
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { PlatformApp } from "../../src/platform/app.ts";
-import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
-import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { startConnectionsAtrium, workspaceWithConnectionAndTask } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
-import { takeOver } from "../helpers/lock-takeover.ts";
+import { takenOverAtFirstRelease } from "../helpers/lock-takeover.ts";
 import { startRemoteServer } from "../helpers/remote-server.ts";
 
 // storage.archiveRetentionDays (ADR 0113): housekeeping removes an archived workspace once it is
@@ -49,23 +47,8 @@ describe("storage.archiveRetentionDays", { timeout: 120_000 }, () => {
       await atrium.close();
       await rm(atrium.dir, { recursive: true, force: true });
     });
-    const workspaceWithConnection = async (name: string): Promise<string> => {
-      const created = await atrium.rest("alice", "POST", "/v1/workspaces", { name });
-      const ws = ((await created.json()) as { id: string }).id;
-      const added = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
-        name: "gh",
-        url: remote.url.href,
-        auth: { kind: "static", header: "x-api-key", value: SECRET },
-      });
-      expect(added.status).toBe(201);
-      const task = await atrium.rest("alice", "POST", `/v1/workspaces/${ws}/tasks`, {
-        name: "daily listing",
-        action: { tool: "files__list", arguments: {} },
-        trigger: { everySeconds: 86_400 },
-      });
-      expect(task.status).toBe(201);
-      return ws;
-    };
+    const workspaceWithConnection = (name: string) =>
+      workspaceWithConnectionAndTask(atrium, remote.url.href, SECRET, name);
     const schedulesOf = async (ws: string) =>
       (await readdir(join(atrium.root, "_instance", "tasks", "schedules"))).filter((name) =>
         name.startsWith(ws),
@@ -118,16 +101,7 @@ describe("storage.archiveRetentionDays", { timeout: 120_000 }, () => {
     let lockPath = "";
     // Another process takes the root over while the first archive's release runs, as if this one
     // had been frozen past the stale bound there.
-    const released: string[] = [];
-    const frozenOnce: PlatformApp = {
-      name: "frozen",
-      start: () => ({ tools: new AppTools("frozen") }),
-      archiveReleaser: () => async (workspaceId) => {
-        released.push(workspaceId);
-        if (released.length === 1) await takeOver(lockPath);
-        return [];
-      },
-    };
+    const { app: frozenOnce, released } = takenOverAtFirstRelease(() => lockPath);
     const atrium = await startTestAtrium({
       clock: time.clock,
       timers: time.timers,
