@@ -76,12 +76,24 @@ export class UserDirectory {
    * Updates a person's profile from what a sign-in or a credential states about them. A
    * part the credential did not state (`principal.unstated`) keeps its stored value: a
    * token without an email claim never blanks the address (test/unit/identity/users.test.ts).
+   *
+   * A write that lands and then throws (the new file renamed into place, its folder's flush
+   * failed) is the record asked for: memory holds what the disk does (`rememberDisk`), and once
+   * that is what the credential states, the record is done. Thrown, a sign-in whose profile was
+   * on disk answered 500 and started no session, and so did any request whose credential stated
+   * a new name (test/integration/signin-unflushed-write.test.ts; ADR 0148). A write that did not
+   * land leaves memory as it was, and still throws.
    */
   async record(principal: Principal): Promise<void> {
     if (updated(this.known.get(principal.id), principal) === undefined) return;
     await this.locks.run(principal.id, async () => {
       const next = updated(this.known.get(principal.id), principal);
-      if (next !== undefined) await this.write(next);
+      if (next === undefined) return;
+      try {
+        await this.write(next);
+      } catch (error) {
+        if (updated(this.known.get(principal.id), principal) !== undefined) throw error;
+      }
     });
   }
 

@@ -138,6 +138,23 @@ describe("UserDirectory", () => {
     expect(users.reactivatedAt(ALICE.id)).toEqual(expect.any(Number));
   });
 
+  it("a record whose write lands and then fails its folder's flush is done; one that does not land throws", async () => {
+    const users = new UserDirectory(layout);
+    const folder = layout.userDir(ALICE.id);
+    const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    // A sign-in's, and any request's: thrown, the sign-in answered 500 with its profile on disk.
+    await journalDuring(() => users.record(ALICE), {
+      sync: (path) => (path === folder ? eio() : undefined),
+    });
+    expect(await users.get(ALICE.id)).toEqual(ALICE);
+    const renamed = { ...ALICE, displayName: "Alice B." };
+    await journalDuring(() => expect(users.record(renamed)).rejects.toMatchObject({ code: "EIO" }), {
+      sync: (path) => (path.startsWith(`${folder}/.tmp-`) ? eio() : undefined),
+    });
+    expect(await users.get(ALICE.id)).toEqual(ALICE);
+    expect(JSON.parse(await readFile(join(folder, "profile.json"), "utf8"))).toEqual(ALICE);
+  });
+
   it("a write whose new file's own flush fails lands nothing: memory stays", async () => {
     const users = new UserDirectory(layout);
     await users.record(ALICE);
