@@ -1,9 +1,9 @@
 /**
- * Runs a write that ends someone's access (a removal, a demotion, a deactivation, an archive),
- * then `ends`, what must end with it, whatever the write answered. The write can land and still
- * throw: the new file renamed into place (or the workspace's folder into `_archive/`), then a
- * folder's flush failed, and the store or the directory holds in memory what the disk holds
- * (ADR 0138). Such a write is the change asked for, as an acceptance's is its join: when it threw
+ * Runs a write that ends someone's access (a removal, a demotion, a deactivation, an archive)
+ * or ends nothing (a rename), then `ends`, what must end with it, whatever the write answered.
+ * The write can land and still throw: the new file renamed into place (or the workspace's folder
+ * into `_archive/`), then a folder's flush failed, and the store or the directory holds in memory
+ * what the disk holds (ADR 0138). Such a write is the change asked for, as an acceptance's is its join: when it threw
  * yet memory now shows what was asked (`shown`), which it did not before, it is `done`, and
  * answered as done, `undefined` in place of what it returns (ADR 0148). Before, its 500 came ahead
  * of `ends`: a removed member's grants, a demoted admin's invitations, a deactivated person's

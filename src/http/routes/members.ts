@@ -101,7 +101,8 @@ export async function removeMember(
   );
 }
 
-function indexed(deps: RouteDeps, workspaceId: string): Workspace {
+/** The workspace as the index holds it, for a write answered as done though it threw (ADR 0148). */
+export function indexed(deps: RouteDeps, workspaceId: string): Workspace {
   const ws = deps.workspaces.get(workspaceId);
   if (!ws) throw new WorkspaceNotFound(workspaceId);
   return ws;

@@ -2,10 +2,11 @@ import { Hono } from "hono";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject, requireString } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
+import { checkName } from "../../workspace/workspace-record.ts";
 import type { RouteDeps } from "../context.ts";
 import { viewsFor, workspaceView } from "../views.ts";
 import { writeThenEnd } from "../write-then-end.ts";
-import type { GrantRevoker } from "./members.ts";
+import { type GrantRevoker, indexed } from "./members.ts";
 
 /** Listing and creating workspaces: the caller's own, no gate to pass. */
 export function workspaceRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -40,9 +41,17 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
     const body = await readJsonObject(c);
     const admission = c.get("admission");
     requireAdmin(admission);
-    const name = requireString(body, "name");
-    const ws = await deps.workspaces.rename(admission.workspace.id, name, c.get("principal").id);
-    return c.json(workspaceView(ws, admission.role, deps.publicUrl()));
+    const name = checkName(requireString(body, "name"));
+    const id = admission.workspace.id;
+    // A rename whose workspace.json landed and whose folder's flush then failed is the rename:
+    // the index holds the name as the disk does, and every reader sees it (ADR 0148). Before, it
+    // answered 500 (test/integration/workspace-rename-unflushed-write.test.ts).
+    const ws = await writeThenEnd(
+      () => deps.workspaces.rename(id, name, c.get("principal").id),
+      () => deps.workspaces.get(id)?.name === name,
+      () => [],
+    );
+    return c.json(workspaceView(ws ?? indexed(deps, id), admission.role, deps.publicUrl()));
   });
 
   app.delete("/", async (c) => {
