@@ -18,25 +18,45 @@ export interface BuiltParts {
   scheduler: Scheduler;
   apps: readonly StartedApp[];
   registries: IdleCache<SourceRegistry>;
+  /** Its subscribers' work (an app's write an event started) ends before the root is let go. */
+  events: EventBus;
   /** Absent when the boot stopped before building it. */
   endpoint?: McpEndpoint;
   /** The HTTP server, once made; it may be listening when the boot fails after `listen`. */
   server?: Server;
+  /** How long background work is waited for (`http.drainSeconds`, ADR 0093). */
+  drainSeconds: number;
+  timers: Timers;
 }
 
 /**
  * Closes what a boot built when the boot cannot go on (the lock lost, a port taken, a damaged
- * root found late): no job, app or source it started keeps running in the process. Every part
- * is closed even if another fails to; each failure is logged, and the boot's own error is the
- * one its caller sees.
+ * root found late): no job, app or source it started keeps running in the process, and what
+ * the apps' last work started has ended before its caller lets go of the root (server.ts), in
+ * the graceful stop's order (ADR 0093): jobs and the apps' stops, their `drained`, the events'
+ * work, waited for `drainSeconds` at most; then sources and the endpoint close. The root was let
+ * go while what an app's stop announced was still being written, and `drained` was never asked
+ * (test/integration/boot-failed-close.test.ts). Every part is closed even if
+ * another fails to; each failure is logged, and the boot's own error is the one its caller sees.
  */
 export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> {
+  const failed = (error: unknown) =>
+    log.error({ err: error }, "closing what a failed boot had started failed");
+  if (parts.server?.listening) parts.server.close();
+  // Aborted as the close returns, just before its caller lets go of the root.
+  const letGo = new AbortController();
+  const work = new BackgroundWork(parts, failed);
+  work.stop();
+  // A failed boot has no requests to drain: what the apps wait for once they are done is asked
+  // for at once.
+  work.drained(letGo.signal);
+  if (!(await settledBefore(work.ended(), parts.drainSeconds * 1000, parts.timers))) {
+    log.warn(
+      work.left(),
+      "closing a failed boot left background work running: it was past the drain deadline",
+    );
+  }
   const steps: (() => Promise<unknown>)[] = [
-    async () => {
-      if (parts.server?.listening) parts.server.close();
-    },
-    () => parts.scheduler.stop(),
-    () => Promise.all(parts.apps.map((started) => started.stop?.())),
     () => parts.registries.close(),
     () => closeAppSources(parts.apps),
     async () => parts.endpoint?.close(),
@@ -45,9 +65,10 @@ export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> 
     try {
       await step();
     } catch (error) {
-      log.error({ err: error }, "closing what a failed boot had started failed");
+      failed(error);
     }
   }
+  letGo.abort();
 }
 
 /**
@@ -66,12 +87,8 @@ export interface StopParts extends BuiltParts {
   lastWrites(signal: AbortSignal): Promise<void>;
   drain: HttpDrain;
   eventLog: WorkspaceEventLog;
-  /** Its subscribers' work (an app's write an event started) ends before the root is let go. */
-  events: EventBus;
   lock: InstanceLock;
-  drainSeconds: number;
   clock: Clock;
-  timers: Timers;
   log: Logger;
 }
 
@@ -83,7 +100,7 @@ export interface StopParts extends BuiltParts {
  * background work.
  */
 export function gracefulStop(parts: StopParts): () => Promise<void> {
-  const { scheduler, apps, drain, clock, timers, log } = parts;
+  const { apps, drain, clock, timers, log } = parts;
   let closing: Promise<void> | undefined;
   let forced = false;
   let forceStop: () => void = () => undefined;
@@ -101,17 +118,10 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       const startedMs = clock();
       const drainMs = parts.drainSeconds * 1000;
       log.info({ inFlight: drain.inFlight(), drainSeconds: parts.drainSeconds }, "shutdown started");
-      // Scheduled work drains beside the requests: nothing new starts, a run in progress ends.
-      const jobsStopped = scheduler.stop();
-      // Work an app runs with no request around it (a task run) ends now and is recorded so.
-      const appsStopping = new Set<string>();
-      const appsStopped = Promise.all(
-        apps.map(async (started) => {
-          appsStopping.add(started.name);
-          await started.stop?.();
-          appsStopping.delete(started.name);
-        }),
-      );
+      // Scheduled work and the work an app runs with no request around it (a task run) end
+      // beside the requests: nothing new starts, a run in progress ends and is recorded so.
+      const work = new BackgroundWork(parts);
+      work.stop();
       // An event stream never finishes by itself: ended here, it does not hold the drain open.
       parts.eventLog.closeAll();
       const counts = await drain.drain(drainMs);
@@ -121,33 +131,19 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       // Waited for only now, so what a request still draining began is waited for too: an
       // exchange of credentials begun during the drain was not, when the connections app waited
       // for it as its stop began (connections-oauth-stop.test.ts "begun while a request still drains").
-      const appsDraining = new Set<string>();
-      const appsDrained = Promise.all(
-        apps.map(async (started) => {
-          if (!started.drained) return;
-          appsDraining.add(started.name);
-          await started.drained(letGo.signal);
-          appsDraining.delete(started.name);
-        }),
-      );
+      work.drained(letGo.signal);
       // Background work gets the requests' deadline too, and a second signal cuts it off: a
       // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
       // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
-      // Then what their last events started in other apps, whose own stop may have returned
-      // before those events came: an interrupted run's notification (tasks-stop-notice.test.ts).
       const finished = await settledBefore(
-        Promise.all([jobsStopped, appsStopped, appsDrained]).then(() => parts.events.settled()),
+        work.ended(),
         Math.max(0, startedMs + drainMs - clock()),
-        stopForced,
         timers,
+        stopForced,
       );
       if (!finished) {
         log.warn(
-          {
-            jobs: scheduler.runningJobs(),
-            apps: [...new Set([...appsStopping, ...appsDraining])],
-            events: parts.events.inFlight(),
-          },
+          work.left(),
           "shutdown left background work running: it was past the drain deadline or asked again",
         );
       }
@@ -166,8 +162,8 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
             .lastWrites(letGo.signal)
             .catch((error: unknown) => log.error({ err: error }, "the last writes failed")),
           LAST_WRITES_MS,
-          stopForced,
           timers,
+          stopForced,
         ));
       letGo.abort();
       if (!lastWritten) {
@@ -187,14 +183,80 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
 }
 
 /**
- * Whether `work` settled within `deadlineMs` (on the instance's timers) and before `cutOff`;
- * false once either comes first. The work itself goes on: it is only no longer waited for.
+ * The background work a stop ends and waits for (ADR 0093): scheduled jobs in progress, the
+ * apps' own work (`stop`), what they wait for once no request is left (`drained`), and then what
+ * their last events started in other apps, whose own stop may have returned before those events
+ * came: an interrupted run's notification (tasks-stop-notice.test.ts).
+ */
+class BackgroundWork {
+  private readonly ending: Promise<unknown>[] = [];
+  private readonly stopping = new Set<string>();
+  private readonly draining = new Set<string>();
+
+  /**
+   * With `failed`, a part that fails is reported to it and counts as ended, so the rest is still
+   * waited for; without, the first failure is `ended()`'s: a failing stop fails the shutdown.
+   */
+  constructor(
+    private readonly parts: Pick<BuiltParts, "scheduler" | "apps" | "events">,
+    private readonly failed?: (error: unknown) => void,
+  ) {}
+
+  stop(): void {
+    this.add(this.parts.scheduler.stop());
+    for (const started of this.parts.apps) {
+      if (started.stop) this.add(this.during(this.stopping, started.name, () => started.stop?.()));
+    }
+  }
+
+  /** `letGo` aborts just before the root is let go. */
+  drained(letGo: AbortSignal): void {
+    for (const started of this.parts.apps) {
+      if (started.drained) this.add(this.during(this.draining, started.name, () => started.drained?.(letGo)));
+    }
+  }
+
+  /** Once every part begun has ended, and then the work events started, begun meanwhile included. */
+  ended(): Promise<void> {
+    return Promise.all(this.ending).then(() => this.parts.events.settled());
+  }
+
+  /** What has not ended, for the warning of a stop that stopped waiting. */
+  left(): { jobs: string[]; apps: string[]; events: string[] } {
+    return {
+      jobs: this.parts.scheduler.runningJobs(),
+      apps: [...new Set([...this.stopping, ...this.draining])],
+      events: this.parts.events.inFlight(),
+    };
+  }
+
+  private add(work: Promise<unknown>): void {
+    this.ending.push(this.failed ? work.catch(this.failed) : work);
+  }
+
+  private async during(
+    names: Set<string>,
+    name: string,
+    work: () => Promise<void> | undefined,
+  ): Promise<void> {
+    names.add(name);
+    try {
+      await work();
+    } finally {
+      names.delete(name);
+    }
+  }
+}
+
+/**
+ * Whether `work` settled within `deadlineMs` (on the instance's timers) and before `cutOff`, if
+ * given; false once either comes first. The work itself goes on: it is only no longer waited for.
  */
 async function settledBefore(
   work: Promise<unknown>,
   deadlineMs: number,
-  cutOff: Promise<void>,
   timers: Timers,
+  cutOff: Promise<void> = new Promise<void>(() => undefined),
 ): Promise<boolean> {
   let cancel: (() => void) | undefined;
   const deadline = new Promise<false>((resolve) => {

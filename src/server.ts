@@ -190,7 +190,8 @@ async function startLocked(
   const dispatch = new ToolDispatch(workspaces, registries, router);
   const scheduler = new Scheduler({ clock, timers, leases: everyLeaseLocal, log });
   // From here on a failed boot closes what it started: nothing of it outlives it in this process.
-  const built: BuiltParts = { scheduler, apps, registries };
+  const { drainSeconds } = config.http;
+  const built: BuiltParts = { scheduler, apps, registries, events, timers, drainSeconds };
   try {
     return await serve();
   } catch (error) {
@@ -368,11 +369,8 @@ async function startLocked(
         lastWrites: (signal) => oauth.clients.writeRememberedUses(signal, () => lock.stillHeld()),
         drain,
         eventLog,
-        events,
         lock,
-        drainSeconds: config.http.drainSeconds,
         clock,
-        timers,
         log,
       }),
     };

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { gracefulStop, type StopParts } from "../../src/graceful-stop.ts";
+import { type BuiltParts, closeBuilt, gracefulStop, type StopParts } from "../../src/graceful-stop.ts";
 import { EventBus } from "../../src/kernel/events.ts";
 import { capturingLogger } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
@@ -158,6 +158,78 @@ it("names the events whose subscribers' work is still running when the stop stop
   expect(lines).toContainEqual(
     expect.objectContaining({
       msg: "shutdown left background work running: it was past the drain deadline or asked again",
+      events: ["member.removed"],
+    }),
+  );
+});
+
+/** What a boot built before it failed; the test gives its apps and its event bus. */
+function builtParts(overrides: Partial<BuiltParts> & Pick<BuiltParts, "events">): BuiltParts {
+  return {
+    scheduler: { stop: async () => undefined, runningJobs: () => [] },
+    apps: [],
+    registries: { close: async () => undefined },
+    drainSeconds: 30,
+    timers: new FakeTime().timers,
+    ...overrides,
+  } as unknown as BuiltParts;
+}
+
+// ADR 0093 (amended): a failed boot's close waits, as the stop does, for what the apps' stops
+// started through events before its caller lets go of the root, and goes on when one part fails.
+it("a failed boot's close waits for the events' work after a failing app stop, then closes the sources", async () => {
+  const { log, lines } = capturingLogger();
+  const bus = new EventBus(log);
+  const steps: string[] = [];
+  const written = gate();
+  bus.subscribe({ types: ["member.removed"] }, async () => {
+    await written.promise;
+    steps.push("event work ended");
+  });
+  const closing = closeBuilt(
+    builtParts({
+      events: bus,
+      apps: [
+        { name: "broken", tools: {}, stop: async () => Promise.reject(new Error("stop failed")) },
+        {
+          name: "announcer",
+          tools: {},
+          stop: async () => bus.publish({ type: "member.removed", workspaceId: "ws", principalId: "p" }),
+        },
+      ] as unknown as BuiltParts["apps"],
+      registries: {
+        close: async () => void steps.push("sources closed"),
+      } as unknown as BuiltParts["registries"],
+    }),
+    log,
+  );
+  // Opened only once every step a close makes without waiting has run.
+  setImmediate(() => written.open());
+  await closing;
+  expect(steps).toEqual(["event work ended", "sources closed"]);
+  expect(lines).toContainEqual(
+    expect.objectContaining({ msg: "closing what a failed boot had started failed" }),
+  );
+});
+
+it("a failed boot's close waits no longer than drainSeconds, and names the events whose work it left", async () => {
+  const time = new FakeTime();
+  const { log, lines } = capturingLogger();
+  const bus = new EventBus(log);
+  bus.subscribe({ types: ["member.removed"] }, () => new Promise<void>(() => undefined));
+  bus.publish({ type: "member.removed", workspaceId: "ws", principalId: "p" });
+  let closed = false;
+  const closing = closeBuilt(builtParts({ events: bus, drainSeconds: 1, timers: time.timers }), log).then(
+    () => {
+      closed = true;
+    },
+  );
+  while (time.armed() === 0 && !closed) await new Promise((resolve) => setImmediate(resolve));
+  await time.advance(1_000);
+  await closing;
+  expect(lines).toContainEqual(
+    expect.objectContaining({
+      msg: "closing a failed boot left background work running: it was past the drain deadline",
       events: ["member.removed"],
     }),
   );
