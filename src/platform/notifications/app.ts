@@ -63,12 +63,14 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
         if (removed > 0) log.info({ workspaceId, removed }, "notifications past retention removed");
       },
     });
+    // No stop of its own: every post is an event subscriber's work, which a graceful stop and the
+    // close of a failed boot wait for once the apps' stops have returned (EventBus.settled(), ADR
+    // 0093). Waiting here for the posts under way as the stop began missed those the other apps'
+    // stops announced (tasks-stop-notice.test.ts, boot-failed-close.test.ts).
     return {
       tools: createNotificationsTools(inbox),
       workspaceRoutes: notificationRoutes(inbox),
       leftovers: inbox,
-      // Entries posted from events (a run recorded interrupted at a stop, say) are written whole.
-      stop: () => inbox.settled(),
     };
   },
 };

@@ -55,7 +55,7 @@ export interface InboxQuery {
 export class Inbox implements LeftoverRules {
   private readonly lock = new KeyedLock();
   private readonly lastSeq = new Map<string, number>();
-  /** Posts not yet ended, by workspace (settled(), readyNames()). */
+  /** Posts not yet ended, by workspace (readyNames()). */
   private readonly posting = new Map<string, Set<Promise<Notification>>>();
   private readonly names: AddresseeNames;
   private readonly acks: MemberAcks;
@@ -82,17 +82,6 @@ export class Inbox implements LeftoverRules {
     };
     posting.then(ended, ended);
     return posting;
-  }
-
-  /**
-   * Resolves once no post is in flight, ones begun while waiting included: producers post from
-   * events, with no request to wait for, and a graceful stop lets their writes end before the
-   * instance lets go of its root.
-   */
-  async settled(): Promise<void> {
-    while (this.posting.size > 0) {
-      await Promise.allSettled([...this.posting.values()].flatMap((inFlight) => [...inFlight]));
-    }
   }
 
   private async postNow(
