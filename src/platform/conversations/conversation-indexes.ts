@@ -1,59 +1,22 @@
-import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
-import { mapBounded } from "../../storage/bounded.ts";
-import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { INDEX_LIMITS, type IndexLimits } from "./index-limits.ts";
-import { readSnapshot, SNAPSHOT_FILE, type SnapshotRead, writeSnapshot } from "./index-snapshot.ts";
+import { type Loaded, LoadedPartitions, type ResidencyOptions } from "./loaded-partitions.ts";
 import { catchUpLog } from "./log-catch-up.ts";
-import { type ConversationEvent, conversationIdOfFile, LOG_SUFFIX } from "./model.ts";
-import { PartitionIndex } from "./partition-index.ts";
+import { type ConversationEvent, LOG_SUFFIX } from "./model.ts";
+import type { PartitionIndex } from "./partition-index.ts";
+import { loadPartition } from "./partition-load.ts";
 import { ResumableSnapshots } from "./resumable-snapshots.ts";
+import { SnapshotSchedule, savePartition } from "./snapshot-saves.ts";
 
 export { SNAPSHOT_FILE } from "./index-snapshot.ts";
-/**
- * A changed index is written this long after its first unsaved change, with every change since,
- * per started thousand conversations or SAVE_BYTES_PER_DELAY_STEP of index, whichever is more: a
- * save costs time in proportion to the index, so a large one is saved less often and a busy
- * partition never spends more than a few percent of its time saving.
- */
-export const SNAPSHOT_DELAY_MS = 5_000;
-const CONVERSATIONS_PER_DELAY_STEP = 1000;
-const SAVE_BYTES_PER_DELAY_STEP = 8 * 1024 * 1024;
-/** Partitions whose index is kept in memory at most; the least recently used is saved and dropped. */
-const MAX_LOADED_PARTITIONS = 100;
-/**
- * The estimated bytes of every partition's index together (adr/0078): past it, the least recently
- * used are saved and dropped, never the one in use. One partition stops growing at its own budget
- * (INDEX_LIMITS.partitionBytes), so the total stays near this.
- */
-export const MAX_LOADED_INDEX_BYTES = 256 * 1024 * 1024;
-/**
- * A partition unused this long is saved and dropped: the idle period of the file index and of a
- * workspace's sources (FILE_INDEX_IDLE_MS, IDLE_EVICT_MS), so an idle instance pays disk, not memory.
- */
-export const CONVERSATION_INDEX_IDLE_MS = 10 * 60 * 1000;
-const LOGS_IN_FLIGHT = 16;
 
-export interface IndexOptions {
+export interface IndexOptions extends ResidencyOptions {
   limits?: IndexLimits;
-  maxLoadedBytes?: number;
-  idleMs?: number;
-}
-
-/** A partition's index in memory, and when it was last used. */
-interface Loaded {
-  index: PartitionIndex;
-  lastUsed: number;
-  /**
-   * The numbering (PartitionIndex.numbering) of the snapshot this instance last wrote of it, or
-   * loaded it from and kept the generation of.
-   */
-  saved?: string;
 }
 
 /** A partition's index for one call, and how many logs that call had to read to bring it up to date. */
@@ -64,24 +27,18 @@ export interface IndexView {
 
 /**
  * The conversation index of each owner partition (adr/0046): loaded on first use from its
- * snapshot, checked against the logs (a stat each; a log that grew since is read from where the
- * snapshot stopped, one it does not know is read whole), then kept by the writers. The logs are
- * the truth: a snapshot that is missing, unreadable or behind costs reads, never a wrong answer.
- * Every change to one partition's index runs under its lock, in order. Held in memory within
- * MAX_LOADED_INDEX_BYTES (estimated) and MAX_LOADED_PARTITIONS, least recently used dropped
- * first, and dropped after CONVERSATION_INDEX_IDLE_MS unused; saved before it is dropped
- * (adr/0078).
+ * snapshot, checked against the logs (partition-load.ts), then kept by the writers. Every change
+ * to one partition's index runs under its lock, in order, and is saved a while after
+ * (snapshot-saves.ts). Held in memory within MAX_LOADED_INDEX_BYTES (estimated) and
+ * MAX_LOADED_PARTITIONS, least recently used dropped first, and dropped after
+ * CONVERSATION_INDEX_IDLE_MS unused (loaded-partitions.ts); saved before it is dropped (adr/0078).
  */
 export class ConversationIndexes {
-  private readonly loaded = new Map<string, Loaded>();
+  private readonly loaded: LoadedPartitions;
   private readonly locks = new KeyedLock();
-  private readonly pendingSaves = new Map<string, () => void>();
-  /** Partitions whose drop is queued behind their lock: no longer counted against the budget. */
-  private readonly dropping = new Set<string>();
+  private readonly saves: SnapshotSchedule;
   private readonly resumable = new ResumableSnapshots();
   private readonly limits: IndexLimits;
-  private readonly maxLoadedBytes: number;
-  private readonly idleMs: number;
   private cancelSweep: (() => void) | undefined;
   private stopped = false;
 
@@ -93,8 +50,8 @@ export class ConversationIndexes {
     options: IndexOptions = {},
   ) {
     this.limits = options.limits ?? INDEX_LIMITS;
-    this.maxLoadedBytes = options.maxLoadedBytes ?? MAX_LOADED_INDEX_BYTES;
-    this.idleMs = options.idleMs ?? CONVERSATION_INDEX_IDLE_MS;
+    this.loaded = new LoadedPartitions(options);
+    this.saves = new SnapshotSchedule(timers);
   }
 
   /** Partitions whose index is in memory now. */
@@ -104,9 +61,7 @@ export class ConversationIndexes {
 
   /** The estimated bytes of every index in memory now. */
   get loadedBytes(): number {
-    let bytes = 0;
-    for (const { index } of this.loaded.values()) bytes += index.estimatedBytes;
-    return bytes;
+    return this.loaded.bytes;
   }
 
   /** Runs `read` on the owner's index, up to date with their logs. */
@@ -164,60 +119,18 @@ export class ConversationIndexes {
 
   private async load(workspaceId: string, ownerId: string): Promise<IndexView> {
     const partition = key(workspaceId, ownerId);
-    const known = this.loaded.get(partition);
+    const known = this.loaded.use(partition, this.clock());
     if (known) {
-      // Most recently used last, so the first key is the one to drop.
-      this.loaded.delete(partition);
-      known.lastUsed = this.clock();
-      this.loaded.set(partition, known);
       this.dropBeyondBudget(partition);
       return { index: known.index, logsRead: 0 };
     }
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
-    const snapshot = await this.readSnapshot(ownerDir);
-    const index = snapshot?.index ?? new PartitionIndex(this.limits);
-    let logsRead = 0;
-    let behind = false;
-    const onDisk = await logIds(ownerDir);
-    await mapBounded(onDisk, LOGS_IN_FLIGHT, async (id) => {
-      let size: number;
-      try {
-        size = (await stat(join(ownerDir, `${id}${LOG_SUFFIX}`))).size;
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
-        throw error;
-      }
-      const covered = index.bytesOf(id);
-      if (covered === size) return;
-      // Grown since the snapshot: read from where it stopped. Unknown to it, or shorter than it
-      // says (not the log it indexed): forget what it says and read the log whole.
-      const shorter = covered !== undefined && covered > size;
-      if (shorter) index.remove(id);
-      logsRead += 1;
-      // Behind only when the read changed the index: a torn last line (a crash mid-append) adds no
-      // event, so the snapshot still holds all of it, and renewing or rewriting it at every load
-      // would write an unchanged partition again and again (resumable-snapshots.test.ts "torn").
-      if ((await this.catchUp(index, workspaceId, ownerId, id)) || shorter) behind = true;
+    const { index, logsRead, saved, stale } = await loadPartition(ownerDir, partition, {
+      limits: this.limits,
+      resumable: this.resumable,
+      log: this.log,
     });
-    // A snapshot behind the logs, one another process wrote (a restart), or one this instance
-    // numbered past or wrote an older copy of (put back): the index that gave out a search's
-    // cursors may have numbered the events read now, or events removed since, otherwise, and new
-    // events would take those numbers (adr/0144).
-    const resumes =
-      snapshot !== undefined &&
-      !behind &&
-      this.resumable.resumes(partition, snapshot.writer, index.numbering);
-    if (snapshot && !resumes) index.renewGeneration();
-    // Taken before the removals below, which may number the events again (a compaction).
-    const saved = resumes ? index.numbering : undefined;
-    const present = new Set(onDisk);
-    let stale = snapshot === undefined || behind;
-    for (const id of index.ids()) {
-      if (present.has(id)) continue;
-      index.remove(id);
-      stale = true;
-    }
-    this.loaded.set(partition, { index, lastUsed: this.clock(), saved });
+    this.loaded.add(partition, { index, lastUsed: this.clock(), saved });
     if (stale) this.changed(workspaceId, ownerId);
     this.dropBeyondBudget(partition);
     this.armSweep();
@@ -234,14 +147,8 @@ export class ConversationIndexes {
     const partition = key(workspaceId, ownerId);
     // After a stop nothing is armed: a change made while the last requests drain is read from
     // its log at the next start, and no timer outlives the instance.
-    if (this.stopped || this.pendingSaves.has(partition)) return;
-    const index = this.loaded.get(partition)?.index;
-    const steps = Math.max(
-      1,
-      Math.ceil((index?.size ?? 0) / CONVERSATIONS_PER_DELAY_STEP),
-      Math.ceil((index?.estimatedBytes ?? 0) / SAVE_BYTES_PER_DELAY_STEP),
-    );
-    const cancel = this.timers.after(SNAPSHOT_DELAY_MS * steps, () => {
+    if (this.stopped) return;
+    this.saves.arm(partition, this.loaded.get(partition)?.index, () => {
       void this.locks
         .run(partition, () => this.save(workspaceId, ownerId))
         .catch((error: unknown) => {
@@ -249,30 +156,14 @@ export class ConversationIndexes {
           this.log.warn({ err: error, workspaceId }, "conversation index snapshot not written");
         });
     });
-    this.pendingSaves.set(partition, cancel);
   }
 
   private async save(workspaceId: string, ownerId: string): Promise<void> {
     const partition = key(workspaceId, ownerId);
-    this.pendingSaves.get(partition)?.();
-    this.pendingSaves.delete(partition);
+    this.saves.cancel(partition);
     const loaded = this.loaded.get(partition);
     if (!loaded) return;
-    try {
-      const path = join(this.storage.ownerDir(workspaceId, ownerId), SNAPSHOT_FILE);
-      await writeSnapshot(path, loaded.index, this.resumable.bootId);
-      loaded.saved = loaded.index.numbering;
-      this.resumable.saved(partition, loaded.saved);
-    } catch (error) {
-      // An owner with no conversation folder here has nothing to save; a removed workspace neither.
-      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      // Nor a snapshot a load could keep the generation of: nothing to remember at its drop. Its
-      // numbering is remembered as saved all the same, so that a snapshot put back with the folder,
-      // older than it, is not resumed; among the recent saves, so an owner with no folder does not
-      // fill the failed-save set (resumable-snapshots.test.ts "folder").
-      loaded.saved = loaded.index.numbering;
-      this.resumable.saved(partition, loaded.saved);
-    }
+    await savePartition(this.storage.ownerDir(workspaceId, ownerId), partition, loaded, this.resumable);
   }
 
   /** A graceful stop: every unsaved index is saved now, so the next start reads no log. */
@@ -286,49 +177,31 @@ export class ConversationIndexes {
   /** Saves every index with unsaved changes now. */
   async flush(): Promise<void> {
     await Promise.all(
-      [...this.pendingSaves.keys()].map((partition) => {
+      this.saves.partitions().map((partition) => {
         const [workspaceId = "", ownerId = ""] = partition.split("/");
         return this.locks.run(partition, () => this.save(workspaceId, ownerId));
       }),
     );
   }
 
-  /**
-   * Drops the least recently used partitions while those in memory are over MAX_LOADED_PARTITIONS
-   * or their estimated bytes over the budget; never `inUse`, the one this call is using.
-   */
+  /** Drops the least recently used partitions past the budget; never `inUse`, the one this call is using. */
   private dropBeyondBudget(inUse: string): void {
-    let count = 0;
-    let bytes = 0;
-    for (const [partition, { index }] of this.loaded) {
-      if (this.dropping.has(partition)) continue;
-      count += 1;
-      bytes += index.estimatedBytes;
-    }
-    for (const [partition, { index }] of this.loaded) {
-      if (count <= MAX_LOADED_PARTITIONS && bytes <= this.maxLoadedBytes) return;
-      if (partition === inUse || this.dropping.has(partition)) continue;
-      count -= 1;
-      bytes -= index.estimatedBytes;
-      void this.drop(partition, () => true);
-    }
+    for (const partition of this.loaded.beyondBudget(inUse)) void this.drop(partition, () => true);
   }
 
   /** Saves and drops the partitions unused for the idle time; also run by a timer while any is loaded. */
   async sweep(now = this.clock()): Promise<void> {
-    const drops: Promise<void>[] = [];
-    for (const [partition, { lastUsed }] of this.loaded) {
-      if (now - lastUsed >= this.idleMs && !this.dropping.has(partition)) {
+    await Promise.all(
+      this.loaded.idle(now).map((partition) =>
         // Checked again under the lock: a use queued before the drop keeps it.
-        drops.push(this.drop(partition, (loaded) => now - loaded.lastUsed >= this.idleMs));
-      }
-    }
-    await Promise.all(drops);
+        this.drop(partition, (loaded) => this.loaded.isIdle(loaded, now)),
+      ),
+    );
   }
 
   private armSweep(): void {
     if (this.stopped || this.cancelSweep) return;
-    this.cancelSweep = this.timers.after(Math.max(1_000, Math.floor(this.idleMs / 2)), () => {
+    this.cancelSweep = this.timers.after(Math.max(1_000, Math.floor(this.loaded.idleMs / 2)), () => {
       this.cancelSweep = undefined;
       void this.sweep().then(() => {
         if (this.loaded.size > 0) this.armSweep();
@@ -342,7 +215,7 @@ export class ConversationIndexes {
    * not (the logs are the truth, and an index that cannot be saved must not stay in memory for ever).
    */
   private drop(partition: string, still: (loaded: Loaded) => boolean): Promise<void> {
-    this.dropping.add(partition);
+    this.loaded.dropStarted(partition);
     const [workspaceId = "", ownerId = ""] = partition.split("/");
     return this.locks
       .run(partition, async () => {
@@ -354,15 +227,14 @@ export class ConversationIndexes {
           // the index dropped (search-cursor.test.ts "one given after is kept over an idle drop").
           // Once written, an unchanged partition's drops write nothing more.
           const otherNumbering = loaded.saved !== loaded.index.numbering;
-          if (this.pendingSaves.has(partition) || otherNumbering) await this.save(workspaceId, ownerId);
+          if (this.saves.has(partition) || otherNumbering) await this.save(workspaceId, ownerId);
         } finally {
           this.forget(partition);
-          this.pendingSaves.get(partition)?.();
-          this.pendingSaves.delete(partition);
+          this.saves.cancel(partition);
         }
       })
       .catch((error: unknown) => this.log.warn({ err: error, workspaceId }, "conversation index not saved"))
-      .finally(() => this.dropping.delete(partition));
+      .finally(() => this.loaded.dropEnded(partition));
   }
 
   /**
@@ -370,25 +242,9 @@ export class ConversationIndexes {
    * snapshot (a save failed, now or before): those numbers are lost with it.
    */
   private forget(partition: string): void {
-    const loaded = this.loaded.get(partition);
-    this.loaded.delete(partition);
+    const loaded = this.loaded.delete(partition);
     if (loaded && loaded.saved !== loaded.index.numbering) this.resumable.droppedUnsaved(partition);
   }
-
-  /** The index the snapshot holds; undefined when there is none or it cannot be trusted. */
-  private async readSnapshot(ownerDir: string): Promise<SnapshotRead | undefined> {
-    try {
-      return await readSnapshot(join(ownerDir, SNAPSHOT_FILE), this.limits);
-    } catch (error) {
-      this.log.warn({ err: error }, "conversation index snapshot unreadable; rebuilding");
-      return undefined;
-    }
-  }
-}
-
-/** The conversation ids whose logs an owner folder holds; none when it does not exist. */
-async function logIds(ownerDir: string): Promise<string[]> {
-  return (await namesIn(ownerDir)).flatMap((name) => conversationIdOfFile(name) ?? []);
 }
 
 function key(workspaceId: string, ownerId: string): string {

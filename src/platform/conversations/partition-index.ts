@@ -95,7 +95,7 @@ export class PartitionIndex {
   /**
    * Called when a cursor given out may mean other events than this index's numbers name: by a
    * load that caught a snapshot up from the logs, or that cannot tell whether the index that
-   * wrote the snapshot numbered more events after it (conversation-indexes.ts).
+   * wrote the snapshot numbered more events after it (partition-load.ts).
    */
   renewGeneration(): void {
     this.words.numbers.renew();

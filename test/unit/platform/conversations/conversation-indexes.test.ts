@@ -2,10 +2,10 @@ import { appendFile, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import {
-  CONVERSATION_INDEX_IDLE_MS,
   type IndexOptions,
   SNAPSHOT_FILE,
 } from "../../../../src/platform/conversations/conversation-indexes.ts";
+import { CONVERSATION_INDEX_IDLE_MS } from "../../../../src/platform/conversations/loaded-partitions.ts";
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
 import { PartitionIndex } from "../../../../src/platform/conversations/partition-index.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
