@@ -7,7 +7,7 @@ import {
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import { createConversationsTools } from "../../../../src/platform/conversations/server.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
-import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
+import { openConversationStore, removedApplePostings, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -350,13 +350,7 @@ describe("a later page of a part reaches no further back than the part's first p
       // Ten postings of a conversation made and deleted between the pages: more than the budget,
       // and kept in the lists until a compaction.
       time.jump(1000);
-      const x = await store.create(
-        temp.ws,
-        ALICE,
-        "X",
-        Array.from({ length: 10 }, (_, i) => said(`apple ${i}`)),
-      );
-      await store.delete(temp.ws, ALICE, x.id);
+      await removedApplePostings(store, temp, ALICE);
       return store;
     });
     expect(pages[0]?.results.map((r) => r.conversation.title)).toEqual(["E"]);

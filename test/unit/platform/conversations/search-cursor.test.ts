@@ -2,7 +2,15 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type SearchPage, searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
-import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
+import {
+  cursorOverDeleted,
+  dropIdle,
+  expectRefusedAfterC,
+  openConversationStore,
+  removedApplePostings,
+  said,
+  withConversationStore,
+} from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -11,7 +19,6 @@ import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = `usr_${"a".repeat(24)}`;
 const limits = { ...INDEX_LIMITS, searchPostings: 5 };
-const IDLE_DROP_MS = 11 * 60 * 1000;
 let temp: TempRoot;
 let time: FakeTime;
 
@@ -20,6 +27,41 @@ beforeEach(async () => {
   time = new FakeTime();
 });
 afterEach(async () => temp.remove());
+
+type Options = Parameters<typeof openConversationStore>[2];
+
+/** A store that is never stopped: the process of a crash. */
+function openStore(options: Options = { index: { limits } }): ConversationStore {
+  return openConversationStore(temp, time, options);
+}
+
+/** Runs `work` on a store that stops gracefully after it. */
+function withStore<T>(
+  work: (store: ConversationStore) => Promise<T>,
+  options: Options = { index: { limits } },
+) {
+  return withConversationStore(temp, time, options, work);
+}
+
+/** One page, one conversation, of a search of "apple" from `cursor`. */
+function searchApple(store: ConversationStore, cursor?: string): Promise<SearchPage> {
+  return searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple", limit: 1, cursor });
+}
+
+/** Pages on from `cursor` in `store`: refused, saying `why`. */
+async function expectRefused(store: ConversationStore, cursor: string | undefined, why: string | RegExp) {
+  await expect(searchApple(store, cursor)).rejects.toThrow(why);
+}
+
+/** The pages together answer every matching event once, as one search within its budget answers them. */
+async function expectEveryEventOnce(pages: SearchPage[]): Promise<void> {
+  const all = await withStore(
+    (whole) => searchConversations(whole.indexes, whole, temp.ws, ALICE, { query: "apple", limit: 100 }),
+    {},
+  );
+  expect(all.truncated).toBe(false);
+  expect(pages.flatMap(eventsOf).sort()).toEqual(eventsOf(all).sort());
+}
 
 /** `conversation/seq` of each matching event a page answers. */
 function eventsOf(page: SearchPage): string[] {
@@ -50,50 +92,37 @@ async function pageThrough(store: ConversationStore, query: string, cursor?: str
 
 describe("a search its budget cut short", () => {
   it("goes on below removed postings that took a first page's whole budget", async () => {
-    const store = openConversationStore(temp, time, { index: { limits } });
-    for (const title of ["A", "B"]) {
-      await store.create(temp.ws, ALICE, title, [said("apple")]);
-      time.jump(1000);
-    }
-    // Ten postings of a deleted conversation above them, kept in the lists until a compaction.
-    const x = await store.create(
-      temp.ws,
-      ALICE,
-      "X",
-      Array.from({ length: 10 }, (_, i) => said(`apple ${i}`)),
-    );
-    await store.delete(temp.ws, ALICE, x.id);
-    const { pages, titles } = await pageThrough(store, "apple");
-    // It met no live match, yet goes on below where its walk reached: truncated, with a cursor.
-    expect(pages[0]?.results).toEqual([]);
-    expect(pages[0]?.truncated).toBe(true);
-    expect(pages[0]?.nextCursor).toBeDefined();
-    expect(titles.sort()).toEqual(["A", "B"]);
-    expect(pages.at(-1)?.truncated).toBe(false);
+    await withStore(async (store) => {
+      for (const title of ["A", "B"]) {
+        await store.create(temp.ws, ALICE, title, [said("apple")]);
+        time.jump(1000);
+      }
+      // Ten postings of a deleted conversation above them, kept in the lists until a compaction.
+      await removedApplePostings(store, temp, ALICE);
+      const { pages, titles } = await pageThrough(store, "apple");
+      // It met no live match, yet goes on below where its walk reached: truncated, with a cursor.
+      expect(pages[0]?.results).toEqual([]);
+      expect(pages[0]?.truncated).toBe(true);
+      expect(pages[0]?.nextCursor).toBeDefined();
+      expect(titles.sort()).toEqual(["A", "B"]);
+      expect(pages.at(-1)?.truncated).toBe(false);
+    });
   });
 
   it("goes on below a walk in which its words met in no event", async () => {
-    const store = openConversationStore(temp, time, { index: { limits } });
-    await store.create(temp.ws, ALICE, "Old", [said("apple banana")]);
-    time.jump(1000);
-    await store.create(
-      temp.ws,
-      ALICE,
-      "P",
-      Array.from({ length: 6 }, (_, i) => said(`apple p${i}`)),
-    );
-    time.jump(1000);
-    await store.create(
-      temp.ws,
-      ALICE,
-      "Q",
-      Array.from({ length: 6 }, (_, i) => said(`banana q${i}`)),
-    );
-    const { pages, titles } = await pageThrough(store, "apple banana");
-    expect(pages[0]?.truncated).toBe(true);
-    expect(pages[0]?.nextCursor).toBeDefined();
-    expect(titles).toEqual(["Old"]);
-    expect(pages.at(-1)?.truncated).toBe(false);
+    await withStore(async (store) => {
+      await store.create(temp.ws, ALICE, "Old", [said("apple banana")]);
+      time.jump(1000);
+      const six = (text: string) => Array.from({ length: 6 }, (_, i) => said(`${text}${i}`));
+      await store.create(temp.ws, ALICE, "P", six("apple p"));
+      time.jump(1000);
+      await store.create(temp.ws, ALICE, "Q", six("banana q"));
+      const { pages, titles } = await pageThrough(store, "apple banana");
+      expect(pages[0]?.truncated).toBe(true);
+      expect(pages[0]?.nextCursor).toBeDefined();
+      expect(titles).toEqual(["Old"]);
+      expect(pages.at(-1)?.truncated).toBe(false);
+    });
   });
 });
 
@@ -115,162 +144,101 @@ async function interleaved(store: ConversationStore): Promise<void> {
 
 describe("a search cursor of an index built again from the logs", () => {
   it("is refused after a crash lost the snapshot, saying to search again", async () => {
-    const store = openConversationStore(temp, time, { index: { limits } });
+    const store = openStore();
     await interleaved(store);
-    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
-    });
+    const first = await searchApple(store);
     expect(first.truncated).toBe(true);
     // A crash: no snapshot was written, and the next process indexes the logs one by one. The
     // cursor's place in the lists named other events there, and paging skipped or repeated some.
-    const restarted = openConversationStore(temp, time, { index: { limits } });
-    await expect(
-      searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
-        query: "apple",
-        limit: 1,
-        cursor: first.nextCursor,
-      }),
-    ).rejects.toThrow(/rebuilt or compacted since.*search again without a cursor/);
-    const again = await pageThrough(restarted, "apple");
-    expect(again.titles.sort()).toEqual(["c0", "c1"]);
+    await withStore(async (restarted) => {
+      await expectRefused(
+        restarted,
+        first.nextCursor,
+        /rebuilt or compacted since.*search again without a cursor/,
+      );
+      const again = await pageThrough(restarted, "apple");
+      expect(again.titles.sort()).toEqual(["c0", "c1"]);
+    });
   });
 
   it("is refused after a crash left the snapshot behind the logs, and one given after is kept over an idle drop", async () => {
-    const store = openConversationStore(temp, time, { index: { limits } });
+    const store = openStore();
     await interleaved(store);
     await store.indexes.flush();
     // Indexed after the snapshot was written: read again from the logs after the crash.
     await interleaved(store);
-    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
+    const first = await searchApple(store);
+    await withStore(async (crashed) => {
+      await expectRefused(crashed, first.nextCursor, "search again without a cursor");
+      // Dropped idle, an index is saved whole and loaded by the instance that saved it with the
+      // same numbers: the cursor holds.
+      const second = await searchApple(crashed);
+      await dropIdle(crashed, time);
+      const { pages } = await pageThrough(crashed, "apple", second.nextCursor);
+      await expectEveryEventOnce([second, ...pages]);
     });
-    const crashed = openConversationStore(temp, time, { index: { limits } });
-    await expect(
-      searchConversations(crashed.indexes, crashed, temp.ws, ALICE, {
-        query: "apple",
-        limit: 1,
-        cursor: first.nextCursor,
-      }),
-    ).rejects.toThrow("search again without a cursor");
-    // Dropped idle, an index is saved whole and loaded by the instance that saved it with the same
-    // numbers: the cursor holds.
-    const second = await searchConversations(crashed.indexes, crashed, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
-    });
-    await crashed.indexes.sweep(time.clock() + IDLE_DROP_MS);
-    expect(crashed.indexes.loadedPartitions).toBe(0);
-    const { pages } = await pageThrough(crashed, "apple", second.nextCursor);
-    // Every matching event once, as one search within its budget answers them.
-    const whole = openConversationStore(temp, time);
-    const all = await searchConversations(whole.indexes, whole, temp.ws, ALICE, {
-      query: "apple",
-      limit: 100,
-    });
-    expect(all.truncated).toBe(false);
-    expect([second, ...pages].flatMap(eventsOf).sort()).toEqual(eventsOf(all).sort());
   });
 
   it("is refused after a graceful restart, and one given after is kept over an idle drop", async () => {
     // The next process cannot tell a graceful stop's snapshot from one a crash left behind
     // events numbered after it: it numbers anew. Its own save, at the idle drop, it can.
-    const store = openConversationStore(temp, time, { index: { limits } });
-    await interleaved(store);
-    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
+    const first = await withStore(async (store) => {
+      await interleaved(store);
+      return searchApple(store);
     });
-    await store.indexes.stop();
-    const restarted = openConversationStore(temp, time, { index: { limits } });
-    await expect(
-      searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
-        query: "apple",
-        limit: 1,
-        cursor: first.nextCursor,
-      }),
-    ).rejects.toThrow(/restarted.*search again without a cursor/);
-    // Loaded whole from the snapshot, nothing changed: only the drop writes its new generation.
-    const second = await searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
+    await withStore(async (restarted) => {
+      await expectRefused(restarted, first.nextCursor, /restarted.*search again without a cursor/);
+      // Loaded whole from the snapshot, nothing changed: only the drop writes its new generation.
+      const second = await searchApple(restarted);
+      expect(second.index.logsRead).toBe(1);
+      await dropIdle(restarted, time);
+      const { pages } = await pageThrough(restarted, "apple", second.nextCursor);
+      await restarted.indexes.stop();
+      await expectEveryEventOnce([second, ...pages]);
     });
-    expect(second.index.logsRead).toBe(1);
-    await restarted.indexes.sweep(time.clock() + IDLE_DROP_MS);
-    expect(restarted.indexes.loadedPartitions).toBe(0);
-    const { pages } = await pageThrough(restarted, "apple", second.nextCursor);
-    // Every matching event once, as one search within its budget answers them.
-    await restarted.indexes.stop();
-    const whole = openConversationStore(temp, time);
-    const all = await searchConversations(whole.indexes, whole, temp.ws, ALICE, {
-      query: "apple",
-      limit: 100,
-    });
-    expect(all.truncated).toBe(false);
-    expect([second, ...pages].flatMap(eventsOf).sort()).toEqual(eventsOf(all).sort());
   });
 
   it("is refused after a crash whose snapshot is not behind any log, though events were numbered after it", async () => {
     // The snapshot was saved, B was made (numbered) and deleted before the next save, and a cursor
     // given out: after a crash, the load read no log, kept the generation, and new events took B's
     // numbers, which the old cursor walked, answering a conversation made after the restart.
-    const one = { ...INDEX_LIMITS, searchPostings: 1 };
-    const store = openConversationStore(temp, time, { index: { limits: one } });
-    await store.create(temp.ws, ALICE, "A", [said("apple one")]);
-    time.jump(1000);
-    await store.indexes.flush();
-    const b = await store.create(temp.ws, ALICE, "B", [said("apple two"), said("apple three")]);
-    time.jump(1000);
-    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
-    });
-    expect(first.nextCursor).toBeDefined();
-    await store.delete(temp.ws, ALICE, b.id);
+    const one = { index: { limits: { ...INDEX_LIMITS, searchPostings: 1 } } };
+    const cursor = await cursorOverDeleted(openStore(one), temp, time, ALICE);
     // A crash: no graceful stop, and the snapshot is the one saved before B.
-    const restarted = openConversationStore(temp, time, { index: { limits: one } });
-    const loaded = await searchConversations(restarted.indexes, restarted, temp.ws, ALICE, { query: "pear" });
-    expect(loaded.index.logsRead).toBe(0);
-    time.jump(1000);
-    await restarted.create(temp.ws, ALICE, "C", [said("apple later")]);
-    await expect(
-      searchConversations(restarted.indexes, restarted, temp.ws, ALICE, {
-        query: "apple",
-        limit: 1,
-        cursor: first.nextCursor,
-      }),
-    ).rejects.toThrow(/restarted.*search again without a cursor/);
-    await restarted.indexes.stop();
+    await withStore(async (restarted) => {
+      await expectRefusedAfterC(
+        restarted,
+        temp,
+        time,
+        ALICE,
+        cursor,
+        /restarted.*search again without a cursor/,
+      );
+    }, one);
   });
 
   it("is refused after a compaction numbered the events again, saying so", async () => {
-    const store = openConversationStore(temp, time, { index: { limits } });
-    await interleaved(store);
-    const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
-      query: "apple",
-      limit: 1,
+    await withStore(async (store) => {
+      await interleaved(store);
+      const first = await searchApple(store);
+      expect(first.nextCursor).toBeDefined();
+      // Over 1 MiB of words deleted, and most numbers a removed conversation's: the compaction that
+      // drops its postings numbers the rest again. The refusal said the index was built again from
+      // the logs after a crash, which is not what happened.
+      let word = 1e8;
+      const distinct = () => Array.from({ length: 300 }, () => (word++).toString(36)).join(" ");
+      const big = await store.create(
+        temp.ws,
+        ALICE,
+        "big",
+        Array.from({ length: 60 }, () => said(distinct())),
+      );
+      await store.delete(temp.ws, ALICE, big.id);
+      await expectRefused(
+        store,
+        first.nextCursor,
+        /rebuilt or compacted since.*search again without a cursor/,
+      );
     });
-    expect(first.nextCursor).toBeDefined();
-    // Over 1 MiB of words deleted, and most numbers a removed conversation's: the compaction that
-    // drops its postings numbers the rest again. The refusal said the index was built again from
-    // the logs after a crash, which is not what happened.
-    let word = 1e8;
-    const distinct = () => Array.from({ length: 300 }, () => (word++).toString(36)).join(" ");
-    const big = await store.create(
-      temp.ws,
-      ALICE,
-      "big",
-      Array.from({ length: 60 }, () => said(distinct())),
-    );
-    await store.delete(temp.ws, ALICE, big.id);
-    await expect(
-      searchConversations(store.indexes, store, temp.ws, ALICE, {
-        query: "apple",
-        limit: 1,
-        cursor: first.nextCursor,
-      }),
-    ).rejects.toThrow(/rebuilt or compacted since.*search again without a cursor/);
-    await store.indexes.stop();
   });
 });

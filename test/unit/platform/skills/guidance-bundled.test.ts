@@ -1,7 +1,7 @@
 import { renameSync, symlinkSync } from "node:fs";
 import { link, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { createWorkspaceGuidance } from "../../../../src/platform/skills/guidance.ts";
@@ -52,6 +52,68 @@ async function linkedAfterCheck<T>(path: string, target: string, work: () => Pro
   }
 }
 
+/** The workspace guidance over a skill service of `platform`'s skills and, when given, `orgDir`'s. */
+function openGuidance(platform: string, orgDir?: string) {
+  const service = new SkillService(
+    temp.layout,
+    { orgDir, maxInstructionsBytes: 32 * 1024 },
+    createLogger("silent"),
+    platform,
+  );
+  return { service, guidance: createWorkspaceGuidance(service) };
+}
+
+/** Sets the times of `paths` a minute back: old enough that a kept listing is trusted (scope-cache.ts RACY_MS). */
+async function makeOld(paths: string[]): Promise<void> {
+  const old = new Date(Date.now() - 60_000);
+  for (const path of paths) await utimes(path, old, old);
+}
+
+/** The workspace skill guide, whose references/a.md says INSIDE, its every listing old. */
+async function oldGuideWithReference(): Promise<{ scope: string; refs: string }> {
+  const scope = temp.layout.workspaceSkillsDir(temp.ws);
+  const folder = join(scope, "guide");
+  const refs = join(folder, "references");
+  await mkdir(refs, { recursive: true });
+  await writeFile(join(folder, "SKILL.md"), SKILL);
+  await writeFile(join(refs, "a.md"), "INSIDE");
+  await makeOld([join(refs, "a.md"), refs, join(folder, "SKILL.md"), folder, scope]);
+  return { scope, refs };
+}
+
+const REFERENCE_URI = "skill://workspace/guide/references/a.md";
+
+/**
+ * Reads the guide's reference, then, in the turn of a resolve that checked every listing (kept
+ * until the next turn, scope-cache.ts), runs `swap` and reads the reference and packages the guide
+ * on the kept listing that still names it: neither may read through what `swap` made a symlink.
+ */
+async function expectNotReadThrough(
+  { service, guidance }: ReturnType<typeof openGuidance>,
+  swap: () => void,
+): Promise<void> {
+  const uri = REFERENCE_URI;
+  await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "INSIDE" });
+  await new Promise((resolve) => setImmediate(resolve));
+  await service.resolve(temp.ws, ALICE);
+  // Synchronously, so the turn does not end in between.
+  swap();
+  const [read, packages] = await Promise.allSettled([
+    guidance.readResource?.(temp.ws, ALICE, uri),
+    guidance.packages?.(temp.ws, ALICE, "workspace/guide"),
+  ]);
+  expect(read).toMatchObject({
+    status: "rejected",
+    reason: {
+      message: expect.stringContaining(
+        `${uri} is not served: it is reached through a folder that is a symlink`,
+      ),
+    },
+  });
+  // A package without a file it ships would be a different skill: left out whole.
+  expect(packages).toEqual({ status: "fulfilled", value: [] });
+}
+
 describe("a bundled file swapped for a symlink after its check", () => {
   it("is not served, and what the link points to is never read", async () => {
     const folder = join(temp.layout.workspaceSkillsDir(temp.ws), "guide");
@@ -59,14 +121,7 @@ describe("a bundled file swapped for a symlink after its check", () => {
     await writeFile(join(folder, "SKILL.md"), SKILL);
     await writeFile(join(folder, "ref.md"), "REFERENCE");
     await writeFile(join(outside, "secret.txt"), "OUTSIDE-SECRET");
-    const platform = await mkdtemp(join(outside, "platform-"));
-    const service = new SkillService(
-      temp.layout,
-      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
-      createLogger("silent"),
-      platform,
-    );
-    const guidance = createWorkspaceGuidance(service);
+    const { guidance } = openGuidance(await mkdtemp(join(outside, "platform-")));
     const uri = "skill://workspace/guide/ref.md";
     await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "REFERENCE" });
     const read = linkedAfterCheck(join(folder, "ref.md"), join(outside, "secret.txt"), async () =>
@@ -78,48 +133,14 @@ describe("a bundled file swapped for a symlink after its check", () => {
 
 describe("a bundled file's folder swapped for a symlink after the listing", () => {
   it("is not read through, by a resource read or a package", async () => {
-    const folder = join(temp.layout.workspaceSkillsDir(temp.ws), "guide");
-    const refs = join(folder, "references");
-    await mkdir(refs, { recursive: true });
-    await writeFile(join(folder, "SKILL.md"), SKILL);
-    await writeFile(join(refs, "a.md"), "INSIDE");
+    const { refs } = await oldGuideWithReference();
     await writeFile(join(outside, "a.md"), "OUTSIDE-SECRET");
-    // Old enough that the kept listing is trusted (scope-cache.ts RACY_MS).
-    const old = new Date(Date.now() - 60_000);
-    for (const path of [join(refs, "a.md"), refs, join(folder, "SKILL.md"), folder, dirname(folder)])
-      await utimes(path, old, old);
-    const platform = await mkdtemp(join(outside, "platform-"));
-    const service = new SkillService(
-      temp.layout,
-      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
-      createLogger("silent"),
-      platform,
-    );
-    const guidance = createWorkspaceGuidance(service);
-    const uri = "skill://workspace/guide/references/a.md";
-    await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "INSIDE" });
-    await new Promise((resolve) => setImmediate(resolve));
-    // Checked in this turn: the listing is kept until the next (scope-cache.ts), as when another
-    // request of the same turn swapped the folder (an operator's `ln -sfn`).
-    await service.resolve(temp.ws, ALICE);
-    // Synchronously, so the turn does not end in between.
-    renameSync(refs, `${refs}-old`);
-    symlinkSync(outside, refs);
-    // Both in this turn, on the kept listing that still names references/a.md.
-    const [read, packages] = await Promise.allSettled([
-      guidance.readResource?.(temp.ws, ALICE, uri),
-      guidance.packages?.(temp.ws, ALICE, "workspace/guide"),
-    ]);
-    expect(read).toMatchObject({
-      status: "rejected",
-      reason: {
-        message: expect.stringContaining(
-          `${uri} is not served: it is reached through a folder that is a symlink`,
-        ),
-      },
+    const guide = openGuidance(await mkdtemp(join(outside, "platform-")));
+    // As when another request of the same turn swapped the folder (an operator's `ln -sfn`).
+    await expectNotReadThrough(guide, () => {
+      renameSync(refs, `${refs}-old`);
+      symlinkSync(outside, refs);
     });
-    // A package without a file it ships would be a different skill: left out whole.
-    expect(packages).toEqual({ status: "fulfilled", value: [] });
   });
 });
 
@@ -127,52 +148,17 @@ describe("a workspace's skills/ swapped for a link after the listing", () => {
   it("is not read through: only an org or platform scope folder may be a link", async () => {
     // The scope folder was pinned with its links resolved at each bundled file's open, so a
     // workspace's own skills/ made a link was read wherever it pointed.
-    const scope = temp.layout.workspaceSkillsDir(temp.ws);
-    const folder = join(scope, "guide");
-    await mkdir(join(folder, "references"), { recursive: true });
-    await writeFile(join(folder, "SKILL.md"), SKILL);
-    await writeFile(join(folder, "references", "a.md"), "INSIDE");
+    const { scope } = await oldGuideWithReference();
     await mkdir(join(outside, "elsewhere", "guide", "references"), { recursive: true });
     await writeFile(join(outside, "elsewhere", "guide", "references", "a.md"), "OUTSIDE-SECRET");
-    const old = new Date(Date.now() - 60_000);
-    for (const path of [
-      join(folder, "references", "a.md"),
-      join(folder, "references"),
-      join(folder, "SKILL.md"),
-      folder,
-      scope,
-    ])
-      await utimes(path, old, old);
     const platform = await mkdtemp(join(outside, "platform-"));
-    // Every scope's listing kept, so the resolve below reads nothing anew and ends in this turn.
-    await utimes(platform, old, old);
-    const service = new SkillService(
-      temp.layout,
-      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
-      createLogger("silent"),
-      platform,
-    );
-    const guidance = createWorkspaceGuidance(service);
-    const uri = "skill://workspace/guide/references/a.md";
-    await expect(guidance.readResource?.(temp.ws, ALICE, uri)).resolves.toMatchObject({ text: "INSIDE" });
-    await new Promise((resolve) => setImmediate(resolve));
-    await service.resolve(temp.ws, ALICE);
-    // In this turn, on the kept listing (scope-cache.ts), as the test above swaps references/.
-    renameSync(scope, `${scope}-old`);
-    symlinkSync(join(outside, "elsewhere"), scope);
-    const [read, packages] = await Promise.allSettled([
-      guidance.readResource?.(temp.ws, ALICE, uri),
-      guidance.packages?.(temp.ws, ALICE, "workspace/guide"),
-    ]);
-    expect(read).toMatchObject({
-      status: "rejected",
-      reason: {
-        message: expect.stringContaining(
-          `${uri} is not served: it is reached through a folder that is a symlink`,
-        ),
-      },
+    // Every scope's listing kept, so the resolve reads nothing anew and ends in its turn.
+    await makeOld([platform]);
+    // As the test above swaps references/.
+    await expectNotReadThrough(openGuidance(platform), () => {
+      renameSync(scope, `${scope}-old`);
+      symlinkSync(join(outside, "elsewhere"), scope);
     });
-    expect(packages).toEqual({ status: "fulfilled", value: [] });
   });
 });
 
@@ -191,13 +177,7 @@ describe("a bundled file with a second name (a hard link)", () => {
       await writeFile(join(dir, name, "SKILL.md"), SKILL.replace("name: guide", `name: ${name}`));
       await link(join(store, "ab12"), join(dir, name, "ref.md"));
     }
-    const service = new SkillService(
-      temp.layout,
-      { orgDir: org, maxInstructionsBytes: 32 * 1024 },
-      createLogger("silent"),
-      platform,
-    );
-    const guidance = createWorkspaceGuidance(service);
+    const { guidance } = openGuidance(platform, org);
     await expect(
       guidance.readResource?.(temp.ws, ALICE, "skill://platform/shipped/ref.md"),
     ).resolves.toMatchObject({ text: "SHIPPED" });
