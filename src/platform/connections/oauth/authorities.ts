@@ -46,6 +46,9 @@ export class Authorities {
     issuedTo?: IssuedTo,
     signal?: AbortSignal,
   ): Promise<{ target: AuthorizationTarget; client: OAuthClient }> {
+    // A step already ended neither starts a discovery nor joins one: it gets its own abort, and a
+    // discovery done or under way stays the others' (authorities.test.ts "already aborted").
+    signal?.throwIfAborted();
     const target = await this.discovered(record).join(signal);
     const issued = issuedTo && (await clientIssuedTo(target, issuedTo, this.deps));
     return { target, client: issued ?? (await this.clientAt(target, signal)) };
@@ -110,15 +113,22 @@ export class Authorities {
  * connections-oauth-stop.test.ts "sharing a discovery"). Its requests are cut once every step
  * waiting on it has stopped waiting and none without a signal (a token refresh, which the stop
  * lets finish) joined it: nobody wants the answer any more. Otherwise the request timeout bounds them.
+ * A discovery that has answered is never cut, whoever stops waiting on it then.
  */
 class SharedDiscovery {
   readonly target: Promise<AuthorizationTarget>;
   private readonly controller = new AbortController();
   private waiting = 0;
   private kept = false;
+  private settled = false;
 
   constructor(discover: (signal: AbortSignal) => Promise<AuthorizationTarget>) {
     this.target = discover(this.controller.signal);
+    const settle = () => {
+      this.settled = true;
+    };
+    // Registered before any step's handlers, so a step leaving as it settles finds it settled.
+    this.target.then(settle, settle);
   }
 
   /** Whether its requests were cut, every step having stopped waiting. */
@@ -134,10 +144,12 @@ class SharedDiscovery {
     this.waiting += 1;
     const waited = untilAborted(this.target, signal);
     // Registered before the step's own handlers, so a step joining after this one left finds the
-    // discovery already cut, and starts another.
+    // discovery already cut, and starts another. One already settled is never cut: its answer is
+    // kept for the next step, cut or not (a cut would only make it discover again).
     const left = () => {
       this.waiting -= 1;
-      if (signal.aborted && this.waiting === 0 && !this.kept) this.controller.abort(signal.reason);
+      if (signal.aborted && this.waiting === 0 && !this.kept && !this.settled)
+        this.controller.abort(signal.reason);
     };
     waited.then(left, left);
     return waited;

@@ -1,3 +1,4 @@
+import type { FetchLike } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { Authorities } from "../../../../../src/platform/connections/oauth/authorities.ts";
 import type {
@@ -39,6 +40,28 @@ afterAll(async () => {
   await scripted?.close();
 });
 
+/** Authorities over a real fetch on 127.0.0.1, keeping a connection's discovery while `remembers`. */
+function authoritiesOver(remembers: () => boolean, send: FetchLike = guarded()) {
+  return new Authorities({
+    publicUrl: () => "https://atrium.example",
+    fetch: send,
+    configured: [],
+    registrations: NO_REGISTRATIONS,
+    remembers,
+  });
+}
+
+function guarded(): FetchLike {
+  return guardedFetch({ allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 1024 * 1024 });
+}
+
+function notes() {
+  return connectionRecord("ws_0123456789abcdef", {
+    url: scripted.url,
+    auth: { kind: "oauth", issuer: scripted.base, scopes: ["read"] },
+  });
+}
+
 // A refresh under way when its connection was removed (Authorizer.forget) asked for its
 // authority after the remove, and kept the removed connection's discovery for the process's life.
 it("a connection's discovery is made once, and none is kept for a connection removed in this process", async () => {
@@ -47,17 +70,8 @@ it("a connection's discovery is made once, and none is kept for a connection rem
     if (path === DISCOVERY) discoveries += 1;
   };
   let removed = false;
-  const authorities = new Authorities({
-    publicUrl: () => "https://atrium.example",
-    fetch: guardedFetch({ allowPrivate: true, timeoutMs: 5_000, maxResponseBytes: 1024 * 1024 }),
-    configured: [],
-    registrations: NO_REGISTRATIONS,
-    remembers: () => !removed,
-  });
-  const record = connectionRecord("ws_0123456789abcdef", {
-    url: scripted.url,
-    auth: { kind: "oauth", issuer: scripted.base, scopes: ["read"] },
-  });
+  const authorities = authoritiesOver(() => !removed);
+  const record = notes();
   try {
     await authorities.authority(record, PUBLIC_CLIENT);
     expect((await authorities.authority(record, PUBLIC_CLIENT)).target.issuer).toBe(scripted.base);
@@ -71,4 +85,54 @@ it("a connection's discovery is made once, and none is kept for a connection rem
   } finally {
     scripted.beforeRequest = undefined;
   }
+});
+
+// A sign-in's look that the stop had cut, already or as it joined, stopped waiting on a discovery
+// that had answered and so cut it: the next step, a token refresh's included, discovered again
+// (adr/0122, amended). A shared discovery carries no step's signal.
+it.each([
+  ["already aborted", "before"],
+  ["aborted as it joins", "after"],
+] as const)(
+  "a step %s gets its own abort, and a discovery that has answered stays whole for the others",
+  async (_, when) => {
+    let discoveries = 0;
+    scripted.beforeRequest = async (path) => {
+      if (path === DISCOVERY) discoveries += 1;
+    };
+    const authorities = authoritiesOver(() => true);
+    const record = notes();
+    try {
+      // A sign-in begins the discovery, and its answer is kept once given.
+      await authorities.authority(record, PUBLIC_CLIENT, new AbortController().signal);
+      const look = new AbortController();
+      const reason = new Error("the sign-in's look was cut");
+      if (when === "before") look.abort(reason);
+      const step = authorities.authority(record, PUBLIC_CLIENT, look.signal);
+      if (when === "after") look.abort(reason);
+      await expect(step).rejects.toBe(reason);
+      expect((await authorities.authority(record, PUBLIC_CLIENT)).target.issuer).toBe(scripted.base);
+      expect(discoveries).toBe(1);
+    } finally {
+      scripted.beforeRequest = undefined;
+    }
+  },
+);
+
+// As a step begun after the stop: it sends nothing (until-stop.ts).
+it("a step already aborted with no discovery to join starts none", async () => {
+  const send = guarded();
+  const sent: string[] = [];
+  const authorities = authoritiesOver(
+    () => true,
+    (url, init) => {
+      sent.push(String(url));
+      return send(url, init);
+    },
+  );
+  const look = new AbortController();
+  const reason = new Error("the sign-in's look was cut");
+  look.abort(reason);
+  await expect(authorities.authority(notes(), PUBLIC_CLIENT, look.signal)).rejects.toBe(reason);
+  expect(sent).toEqual([]);
 });
