@@ -25,8 +25,11 @@ export const QUERY_VALUE_FIELD = "auth.query.value";
 
 /** What an OAuth connection's requests need from its authorization (oauth/). */
 export interface OAuthBearers {
-  /** A fresh access token; `rejected` is one the server just refused, never handed out again. */
-  bearer(record: ConnectionRecord, rejected?: string): Promise<string>;
+  /**
+   * A fresh access token; `rejected` is one the server just refused, never handed out again.
+   * `signal` (the request's), aborted before a refresh would start, starts none.
+   */
+  bearer(record: ConnectionRecord, rejected?: string, signal?: AbortSignal): Promise<string>;
   /** Whether the connection's refresh token was refused: its credential lapsed. */
   refused(record: ConnectionRecord): boolean;
   /** Starts (or hands out again) a re-authorization for more scope; answers its go_url. */
@@ -166,10 +169,11 @@ export function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oaut
   // wait for a token, not the token's refresh, whose answer is still sealed (adr/0122, amended;
   // test/integration/connections-oauth-token-wait.test.ts).
   const bearer = (init: RequestInit | undefined, rejected?: string) => {
-    // A request already cut (its client closed as the server answered 401) asks for no token: it
-    // would start a refresh for nobody (authorized-fetch.test.ts).
+    // A request already cut (its client closed as the server answered 401) asks for no token, nor
+    // is one cut while its token set is read given a refresh: it would be for nobody
+    // (authorized-fetch.test.ts; connection-tokens.test.ts "cut while").
     init?.signal?.throwIfAborted();
-    const token = oauth.bearer(record, rejected);
+    const token = oauth.bearer(record, rejected, init?.signal ?? undefined);
     return init?.signal ? untilAborted(token, init.signal) : token;
   };
   return async (url, init) => {

@@ -83,13 +83,19 @@ export class ConnectionTokens {
 
   constructor(private readonly deps: ConnectionTokensDeps) {}
 
-  /** `rejected`: an access token the server refused, which is not handed out again. */
-  async bearer(record: ConnectionRecord, rejected?: string): Promise<string> {
+  /**
+   * `rejected`: an access token the server refused, which is not handed out again. `signal`: the
+   * request's, which once aborted starts no refresh; a refresh started is never cut by it.
+   */
+  async bearer(record: ConnectionRecord, rejected?: string, signal?: AbortSignal): Promise<string> {
     const auth = oauthOf(record);
     if (auth.tokens && !this.refusedSets.has(auth.tokens)) {
       const cached = this.cache.get(auth.tokens) ?? (await this.open(record, auth.tokens));
       if (this.usable(cached, rejected)) return cached.accessToken;
     }
+    // Asked after the read of a set not yet cached (its first use in the process): a request cut
+    // meanwhile would start a refresh for nobody (connection-tokens.test.ts "cut while").
+    signal?.throwIfAborted();
     return this.deps.exchanges.run(() =>
       this.deps.leases.run(tokenLease(record), () => this.refreshHeld(record, rejected)),
     );

@@ -96,7 +96,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
   return {
     authorizer: built,
     bearers: {
-      bearer: (record, rejected) => tokens.bearer(record, rejected),
+      bearer: (record, rejected, signal) => tokens.bearer(record, rejected, signal),
       refused: (record) => tokens.refused(record),
       stepUp: async (record, scope) => built.stepUp(await current(record), scope),
       secrets: (record) => tokens.secrets(record),

@@ -96,29 +96,32 @@ async function setUp(
     createdAt: new Date(now).toISOString(),
   });
   const exchanges = new CredentialExchanges();
-  const tokens = new ConnectionTokens({
-    exchanges,
-    vault: vaultFor,
-    leases: new KeyedLock(),
-    clock: () => now,
-    log: captured.log,
-    fetch: fetchWith,
-    current: async () => record,
-    authority: async (_record, issued) => {
-      askedFor.push(issued);
-      return {
-        target: localTarget(base) as AuthorizationTarget,
-        client: {
-          info: {
-            client_id: issued?.clientId ?? "atc_1",
-            ...(clientSecret ? { client_secret: clientSecret } : {}),
+  /** The connection's tokens over `over`, as a process (started again) over the same root has them. */
+  const tokensOver = (over: Pick<CredentialStore, "put" | "replace" | "open" | "delete">) =>
+    new ConnectionTokens({
+      exchanges,
+      vault: over,
+      leases: new KeyedLock(),
+      clock: () => now,
+      log: captured.log,
+      fetch: fetchWith,
+      current: async () => record,
+      authority: async (_record, issued) => {
+        askedFor.push(issued);
+        return {
+          target: localTarget(base) as AuthorizationTarget,
+          client: {
+            info: {
+              client_id: issued?.clientId ?? "atc_1",
+              ...(clientSecret ? { client_secret: clientSecret } : {}),
+            },
+            how: "registered",
           },
-          how: "registered",
-        },
-      };
-    },
-    refused: (refusedRecord) => void refused.push(refusedRecord.name),
-  });
+        };
+      },
+      refused: (refusedRecord) => void refused.push(refusedRecord.name),
+    });
+  const tokens = tokensOver(vaultFor);
   const credential = await tokens.seal(record, {
     accessToken: "access-0",
     refreshToken: "refresh-0",
@@ -126,7 +129,7 @@ async function setUp(
     ...(issuedTo && { issuedTo }),
   });
   record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
-  return { record, tokens, credential, exchanges };
+  return { record, tokens, credential, exchanges, tokensOver };
 }
 
 describe("ConnectionTokens", () => {
@@ -323,6 +326,33 @@ describe("ConnectionTokens", () => {
     // A caller still holding the removed record reads the sealed set, and keeps it no more.
     expect(await tokens.bearer(record)).toBe("access-1");
     expect(tokens.secrets(record)).toEqual([]);
+  });
+
+  // A 401's retry asks for a token past the refused one; a set not yet cached (the first use in the
+  // process) is read from the vault first, and a request cut during that read started a refresh
+  // nobody waited for (adr/0122, amended).
+  it("a request cut while its token set is read at its first use starts no refresh", async () => {
+    const { record, tokensOver } = await setUp();
+    const cut = new AbortController();
+    const cutWhileRead = {
+      put: vault.put.bind(vault),
+      replace: vault.replace.bind(vault),
+      delete: vault.delete.bind(vault),
+      open: async (id: string, recordId: string, field: string) => {
+        const opened = await vault.open(id, recordId, field);
+        cut.abort(new Error("the request's client was closed"));
+        return opened;
+      },
+    };
+    // A process started again over the same vault: nothing is cached yet.
+    const restarted = tokensOver(cutWhileRead);
+    await expect(restarted.bearer(record, "access-0", cut.signal)).rejects.toThrow(
+      "the request's client was closed",
+    );
+    expect(refreshBodies).toHaveLength(0);
+    // A retry not cut refreshes past the refused token, as before.
+    expect(await restarted.bearer(record, "access-0")).toBe("access-1");
+    expect(refreshBodies).toHaveLength(1);
   });
 
   it("a short-lived token is used for the first half of its life, not refreshed before every request", async () => {
