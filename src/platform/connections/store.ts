@@ -321,6 +321,16 @@ export class ConnectionStore implements LeftoverRules {
     return this.lock.run(`${workspaceId}/${name}`, async () => !this.has(workspaceId, name));
   }
 
+  /**
+   * Whether connection `id` is the one stored under `name` now, without a disk read: false from the
+   * moment a remove takes it out of the index (oauth/connection-tokens.ts then keeps nothing of
+   * it). One not read since its create or the boot is answered false: its tokens are used only
+   * from a record read here (serving it, activating it, refreshing it), which a read keeps.
+   */
+  holds(workspaceId: string, name: string, id: string): boolean {
+    return this.has(workspaceId, name) && this.records.get(`${workspaceId}/${name}`)?.id === id;
+  }
+
   private has(workspaceId: string, name: string): boolean {
     return this.index.get(workspaceId)?.has(name) ?? false;
   }

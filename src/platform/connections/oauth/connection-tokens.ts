@@ -35,6 +35,11 @@ export interface ConnectionTokensDeps {
   /** The record as stored now (another holder may have re-authorized it meanwhile). */
   current(record: ConnectionRecord): Promise<ConnectionRecord>;
   /**
+   * Whether `record`'s connection is stored now, asked without a disk read: false once its remove
+   * has taken it out of the store's index, before that remove forgets what is cached for it.
+   */
+  stored(record: ConnectionRecord): boolean;
+  /**
    * Where the connection's tokens come from, and who Atrium is there: the client a token set was
    * `issuedTo` while Atrium still knows it (a server binds a refresh token to its client).
    */
@@ -74,12 +79,6 @@ export class ConnectionTokens {
    * refuses the client may quote it back, and the failure is retold without it (secrets()).
    */
   private readonly clientSecrets = new Map<string, string>();
-  /**
-   * Connections removed in this process, by id: a refresh under way at the remove keeps nothing of
-   * its connection in memory once it ends (connection-tokens.test.ts "forgotten"). An id is never
-   * given again, so this is one short entry per removal.
-   */
-  private readonly forgotten = new Set<string>();
 
   constructor(private readonly deps: ConnectionTokensDeps) {}
 
@@ -145,7 +144,6 @@ export class ConnectionTokens {
    * the client secret it last refreshed with. The sealed set is the remover's to delete.
    */
   forget(record: ConnectionRecord): void {
-    this.forgotten.add(record.id);
     const auth = oauthOf(record);
     if (auth.tokens !== undefined) {
       this.cache.delete(auth.tokens);
@@ -154,9 +152,15 @@ export class ConnectionTokens {
     this.clientSecrets.delete(record.id);
   }
 
-  /** Whether `record`'s connection is still kept in memory: not removed in this process. */
-  remembers(record: Pick<ConnectionRecord, "id">): boolean {
-    return !this.forgotten.has(record.id);
+  /**
+   * Whether anything of `record`'s connection may be kept in memory: it is stored now. Asked just
+   * before each entry is kept, so a refresh or discovery ending after the remove keeps nothing:
+   * what it kept before the store let the connection go, the remove's forget() clears. Nothing is
+   * kept per removal, so removals add nothing to memory, however many (connection-tokens.test.ts
+   * "forgotten", "removals").
+   */
+  remembers(record: ConnectionRecord): boolean {
+    return this.deps.stored(record);
   }
 
   /** Forgets a token set that is no longer the connection's, and removes it from the store. */

@@ -74,6 +74,10 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     log: deps.log,
     fetch,
     current,
+    stored: (record) => {
+      const { store, key } = recordHome(deps.stores, record);
+      return store.holds(key, record.name, record.id);
+    },
     authority: (record, issuedTo) => (authorizer as Authorizer).authority(record, issuedTo),
     refused: deps.refused,
   });

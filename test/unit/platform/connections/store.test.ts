@@ -196,3 +196,21 @@ describe("ConnectionStore remove", () => {
     expect((await store.get(temp.ws, "srv")).id).toBe(fresh.id);
   });
 });
+
+describe("ConnectionStore holds", () => {
+  // What the OAuth tokens ask before they keep anything of a connection in memory
+  // (oauth/connection-tokens.ts remembers): a removed connection's late refresh keeps nothing.
+  it("answers whether a connection of that id is the one stored under its name: not once removed, nor for an earlier one of the name", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    const old = connectionRecord(temp.ws, { id: `con_${"o".repeat(24)}` });
+    await store.create(old, snapshot(1));
+    expect(store.holds(temp.ws, "srv", (await store.get(temp.ws, "srv")).id)).toBe(true);
+    await store.remove(temp.ws, "srv", () => undefined);
+    expect(store.holds(temp.ws, "srv", old.id)).toBe(false);
+    const fresh = connectionRecord(temp.ws, { id: `con_${"n".repeat(24)}` });
+    await store.create(fresh, snapshot(1));
+    await store.get(temp.ws, "srv");
+    expect(store.holds(temp.ws, "srv", old.id)).toBe(false);
+    expect(store.holds(temp.ws, "srv", fresh.id)).toBe(true);
+  });
+});

@@ -72,6 +72,7 @@ function activationHeldAt(held: "seal" | "record") {
     fetch: (() => Promise.reject(new Error("no fetch"))) as never,
     exchanges,
     current: async (r) => r,
+    stored: () => true,
     authority: async () => {
       throw new Error("no authority");
     },

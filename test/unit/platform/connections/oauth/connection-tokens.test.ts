@@ -96,6 +96,7 @@ async function setUp(
     createdAt: new Date(now).toISOString(),
   });
   const exchanges = new CredentialExchanges();
+  let stored = true;
   /** The connection's tokens over `over`, as a process (started again) over the same root has them. */
   const tokensOver = (over: Pick<CredentialStore, "put" | "replace" | "open" | "delete">) =>
     new ConnectionTokens({
@@ -106,6 +107,7 @@ async function setUp(
       log: captured.log,
       fetch: fetchWith,
       current: async () => record,
+      stored: () => stored,
       authority: async (_record, issued) => {
         askedFor.push(issued);
         return {
@@ -122,6 +124,11 @@ async function setUp(
       refused: (refusedRecord) => void refused.push(refusedRecord.name),
     });
   const tokens = tokensOver(vaultFor);
+  /** The connection removed as a remove does it: out of the store's index, then forgotten. */
+  const remove = () => {
+    stored = false;
+    tokens.forget(record);
+  };
   const credential = await tokens.seal(record, {
     accessToken: "access-0",
     refreshToken: "refresh-0",
@@ -129,7 +136,15 @@ async function setUp(
     ...(issuedTo && { issuedTo }),
   });
   record.auth = { ...record.auth, tokens: credential } as ConnectionRecord["auth"];
-  return { record, tokens, credential, exchanges, tokensOver };
+  return { record, tokens, credential, exchanges, remove, tokensOver };
+}
+
+/** How many entries the maps and sets `held` keeps as its own fields hold: what it keeps in memory. */
+function entriesHeld(held: object): number {
+  return Object.values(held).reduce(
+    (sum: number, value) => sum + (value instanceof Map || value instanceof Set ? value.size : 0),
+    0,
+  );
 }
 
 describe("ConnectionTokens", () => {
@@ -314,18 +329,39 @@ describe("ConnectionTokens", () => {
       await release.promise;
       return fetch(url, init);
     };
-    const { record, tokens } = await setUp(vault, held, "client-secret-7f3a");
+    const { record, tokens, remove } = await setUp(vault, held, "client-secret-7f3a");
     now += 60_000;
     const bearer = tokens.bearer(record);
     await sent.promise;
     // The connection is removed while the server holds the refresh (its credential not yet deleted).
-    tokens.forget(record);
+    remove();
     release.open();
     expect(await bearer).toBe("access-1");
     expect(tokens.secrets(record)).toEqual([]);
     // A caller still holding the removed record reads the sealed set, and keeps it no more.
     expect(await tokens.bearer(record)).toBe("access-1");
     expect(tokens.secrets(record)).toEqual([]);
+  });
+
+  // Each remove once added the connection's id to a set kept for the process's life, so that a
+  // late refresh cached nothing: memory grew with every removal, for good (adr/0122, amended).
+  it("removals leave nothing in memory, a refresh under way at the remove included", async () => {
+    const [sent, release] = [gate(), gate()];
+    const held: FetchLike = async (url, init) => {
+      sent.open();
+      await release.promise;
+      return fetch(url, init);
+    };
+    const { record, tokens, remove } = await setUp(vault, held, "client-secret-7f3a");
+    now += 60_000;
+    const bearer = tokens.bearer(record);
+    await sent.promise;
+    remove();
+    release.open();
+    expect(await bearer).toBe("access-1");
+    expect(entriesHeld(tokens)).toBe(0);
+    expect(await tokens.bearer(record)).toBe("access-1");
+    expect(entriesHeld(tokens)).toBe(0);
   });
 
   // A 401's retry asks for a token past the refused one; a set not yet cached (the first use in the
