@@ -1,5 +1,7 @@
 /** HTTP preconditions on an entity tag (RFC 9110 §13.1). */
 
+import { InvalidInput } from "../errors.ts";
+
 /**
  * One element of an entity-tag list: `W/` if weak, then the quoted tag, between optional
  * whitespace, then a comma or the end (RFC 9110 §8.8.3; §5.6.1 lets an element be empty).
@@ -30,7 +32,10 @@ export function noneMatchHolds(header: string | undefined, etag: string): boolea
  * Whether an `If-Match` condition holds for a representation whose ETag is `etag` (RFC 9110
  * §13.1.1): `true` when the header is `*` or lists a tag equal to `etag` by the strong comparison
  * (a weak tag on either side never matches), `false` when it lists none that does, undefined when
- * there is no header or it is not a list of entity-tags (then it is ignored).
+ * there is no header. A header that is neither `*` nor a list of entity-tags is refused
+ * (InvalidInput), never ignored: ignored, `If-Match: <sha256>` without its quotes made a
+ * conditional DELETE delete whatever was stored (ADR 0152, files-rest.test.ts "If-Match that is
+ * not").
  */
 export function matchHolds(header: string | undefined, etag: string): boolean | undefined {
   if (header === undefined) return undefined;
@@ -40,7 +45,11 @@ export function matchHolds(header: string | undefined, etag: string): boolean | 
   LIST_ELEMENT.lastIndex = 0;
   do {
     const element = LIST_ELEMENT.exec(header);
-    if (!element) return undefined;
+    if (!element) {
+      throw new InvalidInput(
+        'If-Match is * or entity tags in double quotes, separated by commas, e.g. "<sha256>" with its quotes as an ETag gives it; nothing was done.',
+      );
+    }
     const weak = /^[ \t]*W\//.test(element[0]);
     if (strong && !weak && element[1] === etag) matched = true;
   } while (LIST_ELEMENT.lastIndex < header.length);

@@ -23,17 +23,18 @@ const READ_CHUNK_BYTES = 1024 * 1024;
  */
 export function sendFile(c: Context, content: FileHandle, fileHeaders: Record<string, string>): Response {
   let headers = fileHeaders;
-  // RFC 9110 §13.1.2: a client holding this version already gets 304 and no body, GET and HEAD
-  // alike (test/integration/files-rest.test.ts "conditional downloads").
   const etag = headers.etag;
-  // RFC 9110 §13.1.1: a client that asked for a version this is not gets 412, not these bytes.
-  if (etag !== undefined && matchHolds(c.req.header("if-match"), etag) === false) {
+  let answered: Response | undefined;
+  try {
+    answered = etag === undefined ? undefined : conditionalAnswer(c, etag);
+  } catch (error) {
+    // A malformed If-Match is refused (conditions.ts): the file is not sent, so not kept open.
     void content.close();
-    return new Response(null, { status: 412, headers: { etag } });
+    throw error;
   }
-  if (etag !== undefined && noneMatchHolds(c.req.header("if-none-match"), etag) === false) {
+  if (answered) {
     void content.close();
-    return new Response(null, { status: 304, headers: { etag } });
+    return answered;
   }
   const size = Number(headers["content-length"]);
   headers = { ...headers, "accept-ranges": "bytes" };
@@ -131,4 +132,21 @@ function writeChunk(outgoing: ServerResponse, chunk: Buffer): Promise<void> {
   });
   taken.catch(() => undefined);
   return taken;
+}
+
+/**
+ * The answer a download's preconditions give instead of its bytes, if any (RFC 9110 §13.2.2:
+ * If-Match before If-None-Match); undefined when the bytes are to be sent.
+ */
+function conditionalAnswer(c: Context, etag: string): Response | undefined {
+  // RFC 9110 §13.1.1: a client that asked for a version this is not gets 412, not these bytes.
+  if (matchHolds(c.req.header("if-match"), etag) === false) {
+    return new Response(null, { status: 412, headers: { etag } });
+  }
+  // RFC 9110 §13.1.2: a client holding this version already gets 304 and no body, GET and HEAD
+  // alike (test/integration/files-rest.test.ts "conditional downloads").
+  if (noneMatchHolds(c.req.header("if-none-match"), etag) === false) {
+    return new Response(null, { status: 304, headers: { etag } });
+  }
+  return undefined;
 }

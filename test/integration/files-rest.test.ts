@@ -321,6 +321,28 @@ describe("conditional downloads", () => {
     expect(deleted.status).toBe(204);
   });
 
+  // Taken as no condition, an If-Match the client wrote without its quotes turned a conditional
+  // delete into an unconditional one (ADR 0152).
+  it.each([
+    ["the file's own hash without its quotes", (sha256: string) => sha256],
+    ["another tag without quotes", () => "not-it"],
+    ["a list with an element that is not a tag", (sha256: string) => `"${sha256}", garbage`],
+  ])(
+    "If-Match with %s is 400 saying how to write it, GET, HEAD and DELETE alike, and deletes nothing",
+    async (_case, header) => {
+      const { id, sha256 } = await stored();
+      for (const method of ["GET", "HEAD", "DELETE"]) {
+        const refused = await instance.raw("alice", method, `/v1/files/${id}`, {
+          headers: { "if-match": header(sha256) },
+        });
+        expect(refused.status).toBe(400);
+        if (method !== "HEAD") expect(refused.body.toString()).toContain("double quotes");
+      }
+      const meta = await instance.rest("alice", "GET", `/v1/files/${id}/meta`);
+      expect(meta.status).toBe(200);
+    },
+  );
+
   it("If-None-Match with other tags is 200 with the content", async () => {
     const { id } = await stored();
     const response = await instance.rest("alice", "GET", `/v1/files/${id}`, undefined, {

@@ -82,11 +82,9 @@ export function fileRoutes(files: FileStore, workspaces: Pick<WorkspaceStore, "r
     const id = c.req.param("id");
     const workspaceId = await locate(owner, id);
     // A file's bytes never change under its id, so its tag checked now is its tag when deleted.
+    // An If-Match that is not entity tags is refused, never taken as no condition (ADR 0152).
     const ifMatch = c.req.header("if-match");
-    if (
-      ifMatch !== undefined &&
-      matchHolds(ifMatch, etagOf(await files.info(workspaceId, owner, id))) === false
-    )
+    if (ifMatch !== undefined && !matchHolds(ifMatch, etagOf(await files.info(workspaceId, owner, id))))
       throw new PreconditionFailed("The file is not the version If-Match names; nothing was deleted.");
     await files.delete(workspaceId, owner, id);
     return c.body(null, 204);

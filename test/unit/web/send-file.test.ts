@@ -34,11 +34,17 @@ describe("matchHolds", () => {
     expect(matchHolds("*", 'W/"0a1b"')).toBe(true);
   });
 
+  it("is no condition when there is no header", () => {
+    expect(matchHolds(undefined, etag)).toBeUndefined();
+  });
+
+  // Ignored, a malformed If-Match made a conditional DELETE unconditional (ADR 0152).
   it.each([
-    ["no header", undefined],
     ["an unquoted tag", "0a1b"],
-  ])("is ignored for %s", (_case, header) => {
-    expect(matchHolds(header, etag)).toBeUndefined();
+    ["an unterminated tag", '"0a1b'],
+    ["a list with an element that is not a tag", '"0a1b", garbage'],
+  ])("refuses %s, saying how to write one", (_case, header) => {
+    expect(() => matchHolds(header, etag)).toThrow(/double quotes/);
   });
 });
 
@@ -119,6 +125,28 @@ describe("sendFile, when the file ends before its Content-Length", () => {
     } finally {
       agent.destroy();
       server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("sendFile, with an If-Match that is not entity tags", () => {
+  it("is refused as bad input, and the file it was given is closed", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "send-file-"));
+    const path = join(dir, "content");
+    await writeFile(path, "abc");
+    const content = await open(path, "r");
+    try {
+      const app = new Hono();
+      app.get("/file", (c) => sendFile(c, content, { "content-length": "3", etag: '"0a1b"' }));
+      app.onError((error, c) => c.text(error.message, 400));
+      const response = await app.request("/file", { headers: { "if-match": "0a1b" } });
+      expect(response.status).toBe(400);
+      expect(await response.text()).toContain("double quotes");
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(content.fd).toBe(-1);
+    } finally {
+      await content.close().catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
     }
   });
