@@ -1,7 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
-import { spelledOut } from "../../text.ts";
+import { hasLoneSurrogate, spelledOut } from "../../text.ts";
 import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput, progressReporter } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./listings.ts";
@@ -45,6 +45,13 @@ export function createFilesTools(files: FileStore): AppTools {
       ) {
         return toolError(
           "`base64` is not valid base64: use the standard alphabet, in groups of four characters with = padding.",
+        );
+      }
+      // UTF-8 has no bytes for half a surrogate pair: Node writes U+FFFD in its place, which would
+      // store other text than was sent and say "Stored" (test/integration/files-write-text.test.ts).
+      if (args.text !== undefined && hasLoneSurrogate(args.text)) {
+        return toolError(
+          "`text` holds half of a surrogate pair (a lone \\uD800–\\uDFFF), which UTF-8 cannot store: send whole Unicode text, or the bytes as `base64`.",
         );
       }
       const content =
