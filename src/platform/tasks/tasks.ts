@@ -139,6 +139,10 @@ export class Tasks {
     this.checkStart(task, asker);
     const input = request.input ?? undefined;
     if (input !== undefined && !isObject(input)) throw new InvalidInput('"input" is a JSON object.');
+    // A retryOf that is not a run id is the caller's mistake to be told of, not a missing run
+    // (test/integration/tasks-retry-of.test.ts).
+    if (request.retryOf !== undefined && !isRunId(request.retryOf))
+      throw new InvalidInput('"retryOf" is a run id, run_ followed by 24 hex digits.');
     const retried = request.retryOf === undefined ? undefined : await this.getRun(asker, request.retryOf);
     if (retried && retried.taskId !== task.id)
       throw new InvalidInput('"retryOf" names a run of another task.');
