@@ -31,14 +31,18 @@ const JOINER_IN_WRITING = new RegExp(
 );
 
 /**
- * True when a one-line label (a name, a title) holds a C0 control character, DEL, or half of a
- * surrogate pair (text no encoder can write: it could not be put in a header or shown): such a
- * label could not be shown safely.
+ * True when a one-line label (a name, a title) is not one line of whole text: it holds a control
+ * character (C0, DEL, or C1, where U+0085 is NEXT LINE and U+009B a terminal's CSI), a line or
+ * paragraph separator (U+2028, U+2029), or half of a surrogate pair (text no encoder can write: it
+ * could not be put in a header or shown). Such a label could not be shown safely on its line.
+ * It judges labels as they are given: no load of a stored record asks it, so a task, workspace
+ * or file named before it refused C1 controls and the separators still loads
+ * (test/integration/tasks-name-one-line.test.ts "a task stored with such a name").
  */
 export function isUnshowable(text: string): boolean {
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code < 0x20 || code === 0x7f) return true;
+    if (code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0x2028 || code === 0x2029) return true;
   }
   return hasLoneSurrogate(text);
 }

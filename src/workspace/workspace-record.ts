@@ -33,9 +33,9 @@ export function checkRecord(id: string, path: string, text: string): Workspace {
 
 /**
  * A name is shown to people who are not members yet (an invitee's list, their home page), so
- * it holds nothing they cannot see: no C0 or C1 control, no bidirectional control that would
- * reorder what they read (U+202E), no zero-width or other invisible character
- * (test/unit/workspace/store.test.ts "create refuses").
+ * it holds nothing they cannot see: no C0 or C1 control, no line or paragraph separator, no
+ * bidirectional control that would reorder what they read (U+202E), no zero-width or other
+ * invisible character (test/unit/workspace/store.test.ts "create refuses").
  */
 export function checkName(name: string): string {
   const trimmed = typeof name === "string" ? name.trim() : "";
@@ -46,7 +46,7 @@ export function checkName(name: string): string {
     hidesText(trimmed)
   ) {
     throw new InvalidInput(
-      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters with no control characters (C0, DEL or C1), ` +
+      `A workspace name is 1 to ${MAX_WORKSPACE_NAME_CHARS} characters on one line, with no control characters (C0, DEL or C1) or line or paragraph separators (U+2028, U+2029), ` +
         "no invisible characters (zero-width, bidirectional controls such as U+202E, other default-ignorable ones) " +
         "and no half of a surrogate pair.",
     );

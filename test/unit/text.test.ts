@@ -15,12 +15,19 @@ const PAIR = "\u{1F600}";
 describe("labels and prose a reader must be able to see", () => {
   it("a label may hold any whole Unicode text on one line", () => {
     expect(isUnshowable(`Plan ${PAIR} — café`)).toBe(false);
+    // The characters just past the C1 block and around the separators are ordinary text.
+    expect(isUnshowable("a\u00a0b\u00e9\u2027\u202f")).toBe(false);
   });
 
   it.each([
     ["a NUL", "a\u0000b"],
     ["a newline", "a\nb"],
     ["DEL", "a\u007fb"],
+    ["U+0085 NEXT LINE, a C1 control", "a\u0085b"],
+    ["U+009B, a terminal's CSI", "a\u009b2Jb"],
+    ["U+009F, the last C1 control", "a\u009fb"],
+    ["a line separator", "a\u2028b"],
+    ["a paragraph separator", "a\u2029b"],
     ["a lone high surrogate", `a${LONE_HIGH}b`],
     ["a lone low surrogate", `a${LONE_LOW}`],
     ["a pair cut in half at the end", PAIR.slice(0, 1)],

@@ -33,12 +33,12 @@ export const FILE_NAME_RULE =
   "Send the file again under such a name.";
 
 /**
- * C1 controls (U+0080–U+009F; U+009B is a terminal's CSI), the bidirectional embedding,
- * override and isolate controls (U+202A–U+202E, U+2066–U+2069), which make "x\u202Etxt.exe"
- * show as "xexe.txt", and the line and paragraph separators (U+2028, U+2029), which broke a
- * listing's line in two and let a name show as a second file: each changes what the rest looks like.
+ * The bidirectional embedding, override and isolate controls (U+202A–U+202E, U+2066–U+2069),
+ * which make "x\u202Etxt.exe" show as "xexe.txt": each changes what the rest looks like. C1
+ * controls and the line and paragraph separators, which broke a listing's line in two and let a
+ * name show as a second file, are isUnshowable's.
  */
-const HIDDEN_CONTROL = /[\u0080-\u009F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
+const BIDI_CONTROL = /[\u202A-\u202E\u2066-\u2069]/;
 
 /**
  * A file name is a label, never a path; it is refused only when it could not be shown as it is
@@ -53,7 +53,7 @@ export function checkFileName(name: unknown): string | undefined {
     trimmed.length === 0 ||
     codePointsOver(trimmed, MAX_FILE_NAME_CHARS) ||
     isUnshowable(trimmed) ||
-    HIDDEN_CONTROL.test(trimmed) ||
+    BIDI_CONTROL.test(trimmed) ||
     showsNothing(trimmed)
   ) {
     return undefined;

@@ -43,6 +43,7 @@ describe("checkClientMetadata", () => {
     ["a TAG character", "Docs\u{E0041}"],
     ["a newline", "Atrium\nDocs"],
     ["a C1 control", "Atrium\u0085Docs"],
+    ["a line separator", "Atrium\u2028Docs"],
   ])("refuses a client_name with %s", (_, name) => {
     expect(() => checkClientMetadata({ ...NATIVE, client_name: name })).toThrow(
       expect.objectContaining({

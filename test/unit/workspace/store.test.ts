@@ -84,10 +84,18 @@ describe("WorkspaceStore writers", () => {
     expect(await readdir(root)).toEqual([]);
   });
 
-  it("create and rename refuse a name with a C1 control, a bidi override or an invisible character, saying so", async () => {
+  it("create and rename refuse a name with a C1 control, a line separator, a bidi override or an invisible character, saying so", async () => {
     const store = await loadedStore();
     const kept = await store.create("Acme ⚠️ עברית", ALICE);
-    for (const name of ["A\u0085B", "Acme \u202Egnp.exe", "a\u200Bb", "x\u2066y", "tag\u{E0041}"]) {
+    for (const name of [
+      "A\u0085B",
+      "Acme\u2028Two lines",
+      "a\u2029b",
+      "Acme \u202Egnp.exe",
+      "a\u200Bb",
+      "x\u2066y",
+      "tag\u{E0041}",
+    ]) {
       await expect(store.create(name, ALICE), JSON.stringify(name)).rejects.toThrow(/invisible characters/);
       await expect(store.rename(kept.id, name, ALICE), JSON.stringify(name)).rejects.toBeInstanceOf(
         InvalidInput,
@@ -107,6 +115,14 @@ describe("WorkspaceStore writers", () => {
     expect(second.get(b.id)).toEqual(b);
     expect(second.listFor(ALICE).map((w) => w.id)).toEqual([a.id, b.id]);
     expect(second.listFor(BOB).map((w) => w.id)).toEqual([b.id]);
+  });
+
+  it("a workspace whose stored name a create would refuse today still loads, as stored", async () => {
+    const first = await loadedStore();
+    const ws = await first.create("Acme", ALICE);
+    const named = { ...(await onDisk(ws.id)), name: "Acme\u0085old\u2028name" };
+    await writeFile(layout.workspaceFile(ws.id), JSON.stringify(named));
+    expect((await loadedStore()).get(ws.id)?.name).toBe("Acme\u0085old\u2028name");
   });
 
   it("rename writes the new name to disk and moves updatedAt", async () => {

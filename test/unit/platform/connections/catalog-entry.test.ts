@@ -71,6 +71,7 @@ describe("a server.json", () => {
     "tag\u{e0041}\u{e0042}",
     "variation\ufe01",
     "c1\u0085",
+    "line\u2028separator",
   ])("is refused when a label holds an unsafe character (%j)", (description) => {
     expect(problemOf(server({ description }))).toContain(
       "control, zero-width, bidirectional, variation or tag",
