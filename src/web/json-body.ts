@@ -1,3 +1,4 @@
+import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../errors.ts";
 import type { AppEnv } from "./app-env.ts";
@@ -33,8 +34,29 @@ export async function readJsonObject(c: Context<AppEnv>): Promise<Record<string,
   return value as Record<string, unknown>;
 }
 
-export function requireString(body: Record<string, unknown>, field: string): string {
-  const value = body[field];
-  if (typeof value !== "string") throw new InvalidInput(`Field "${field}" is required and must be a string.`);
-  return value;
+/**
+ * A JSON object body checked by a strict schema, the tool twin's (`platformInput`) where the route
+ * has one: a field the route does not read is refused by name, never dropped (ADR 0095). A
+ * dropped field answered success and did something else: `"headers"` for `auth` stored a
+ * connection with no credential (test/integration/rest-unknown-fields.test.ts). The refusal is
+ * worded as the tool's, then says what the body is.
+ */
+export async function readJsonBodyAs<I, O>(
+  c: Context<AppEnv>,
+  schema: StandardSchemaWithJSON<I, O>,
+): Promise<O> {
+  const standard = schema["~standard"];
+  const result = await standard.validate(await readJsonObject(c));
+  if (!result.issues) return result.value;
+  const problems = result.issues.map((issue) => issue.message).join("\n");
+  throw new InvalidInput(
+    `${problems}\nThe body is ${bodyShape(standard.jsonSchema.input({ target: "draft-07" }))}.`,
+  );
+}
+
+/** A body's fields as a reader writes them, `{"name", "auth"?}`: the optional ones marked. */
+function bodyShape(jsonSchema: Record<string, unknown>): string {
+  const required = new Set((jsonSchema.required as string[] | undefined) ?? []);
+  const fields = Object.keys((jsonSchema.properties as Record<string, unknown> | undefined) ?? {});
+  return `{${fields.map((field) => `"${field}"${required.has(field) ? "" : "?"}`).join(", ")}}`;
 }

@@ -31,6 +31,10 @@ export function newInvitationId(): string {
 
 /** Reads an invitee from a request body: `{"principalId"}` or `{"email"}`, checked for shape only. */
 export function readInvitee(body: Record<string, unknown>): Invitee {
+  // Both named: the email was dropped and the invitation went to the principalId, whoever was meant.
+  if (body.principalId !== undefined && body.email !== undefined) {
+    throw new InvalidInput('Name the person to invite with "principalId" or "email", not both.');
+  }
   if (typeof body.principalId === "string") {
     if (!isPrincipalId(body.principalId)) {
       throw new InvalidInput('Field "principalId" is usr_ followed by 24 hex digits.');

@@ -150,8 +150,13 @@ describe("an over-limit body with a declared Content-Length", () => {
   });
 
   it("a body at the limit is still read and answered", async () => {
-    const body = JSON.stringify({ name: "n".repeat(100), pad: "p".repeat(MAX_BODY_BYTES - 200) });
-    const response = await instance.rest("alice", "POST", "/v1/workspaces", body, {
+    // A skill's text carries the bulk: a body holds only the fields its route reads (ADR 0095).
+    const body = JSON.stringify({
+      name: "at-limit",
+      description: "d",
+      body: "p".repeat(MAX_BODY_BYTES - 200),
+    });
+    const response = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/skills`, body, {
       "content-type": "application/json",
     });
     expect(response.status).toBe(201);

@@ -1,13 +1,25 @@
-import { Hono } from "hono";
-import { InvalidInput } from "../../errors.ts";
+import type { StandardSchemaV1 } from "@modelcontextprotocol/server";
+import { type Context, Hono } from "hono";
+import * as z from "zod";
 import type { Principal } from "../../identity/principal.ts";
+import { platformInput } from "../../platform/platform-tool.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
 import { type Admission, requireAdmin } from "../../workspace/gate.ts";
 import { type Invitation, readInvitee } from "../../workspace/invitation.ts";
 import { roleIn, WORKSPACE_ROLES, type Workspace, type WorkspaceRole } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
 import { type WorkspaceView, workspaceView } from "../views.ts";
+
+/** A role as a body names it: `admin` or `member`. */
+export const roleInput = z.enum(WORKSPACE_ROLES as [WorkspaceRole, ...WorkspaceRole[]]);
+
+// Strict, as every REST body is: a field no route reads is refused by name, never dropped (ADR 0095).
+const inviteBody = platformInput({
+  principalId: z.string().optional(),
+  email: z.string().optional(),
+  role: roleInput.optional(),
+});
 
 /**
  * Joining a workspace takes the joiner's acceptance (ADR 0027). Admins invite and see their
@@ -25,7 +37,7 @@ export function workspaceInvitationRoutes(deps: RouteDeps): Hono<AppEnv> {
   });
 
   app.post("/invitations", async (c) => {
-    const body = await readJsonObject(c);
+    const body = await readInviteBody(c);
     // Read after the body: reading it admitted the request again (workspace-gate.ts).
     const invitation = await invite(deps, c.get("admission"), c.get("principal"), body);
     return c.json({ invitation }, 201);
@@ -61,6 +73,13 @@ export function invitationRoutes(deps: RouteDeps): Hono<AppEnv> {
   return app;
 }
 
+/** `POST …/invitations`' body, and `POST …/members`', which invites the same way. */
+export function readInviteBody(c: Context<AppEnv>): Promise<InviteRequest> {
+  return readJsonBodyAs(c, inviteBody);
+}
+
+type InviteRequest = StandardSchemaV1.InferOutput<typeof inviteBody>;
+
 /**
  * Creates an invitation from `{"principalId"}` or `{"email"}` and `"role"`. Nothing is looked
  * up, so the answer (status, shape, time) is the same whether or not anyone here has that
@@ -70,12 +89,11 @@ export async function invite(
   deps: RouteDeps,
   admission: Admission,
   admin: Principal,
-  body: Record<string, unknown>,
+  body: InviteRequest,
 ): Promise<Invitation> {
   requireAdmin(admission);
   const invitee = readInvitee(body);
-  const role = readRole(body.role ?? "member");
-  return deps.invitations.create(admission.workspace.id, invitee, role, admin.id);
+  return deps.invitations.create(admission.workspace.id, invitee, body.role ?? "member", admin.id);
 }
 
 /** An invitation as its invitee sees it: the workspace's name, never its id, members or content. */
@@ -148,11 +166,4 @@ async function addInvitee(
 
 export async function decline(deps: RouteDeps, principalId: string, id: string): Promise<void> {
   await deps.invitations.decline(id, principalId);
-}
-
-export function readRole(value: unknown): WorkspaceRole {
-  if (!WORKSPACE_ROLES.includes(value as WorkspaceRole)) {
-    throw new InvalidInput(`Field "role" must be one of ${WORKSPACE_ROLES.join(", ")}.`);
-  }
-  return value as WorkspaceRole;
 }

@@ -1,8 +1,12 @@
 import { Hono } from "hono";
-import { InvalidInput } from "../../errors.ts";
+import * as z from "zod";
+import { platformInput } from "../../platform/platform-tool.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject, requireString } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
 import type { RouteDeps } from "../context.ts";
+
+// Strict, as every REST body is: `args` for `arguments` called the tool with no arguments (ADR 0095).
+const callBody = platformInput({ name: z.string(), arguments: z.record(z.string(), z.unknown()).optional() });
 
 /** The workspace's tool surface over REST, through the same router as /mcp/ws_…. */
 export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
@@ -20,14 +24,9 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
 
   app.post("/tools/call", async (c) => {
     const workspaceId = c.get("admission").workspace.id;
-    const body = await readJsonObject(c);
-    const name = requireString(body, "name");
-    const args = body.arguments ?? {};
-    if (typeof args !== "object" || args === null || Array.isArray(args)) {
-      throw new InvalidInput('Field "arguments" must be a JSON object.');
-    }
+    const { name, arguments: args = {} } = await readJsonBodyAs(c, callBody);
     const caller = { principalId: c.get("principal").id, workspaceId };
-    const result = await deps.dispatch.call(caller, name, args as Record<string, unknown>, {
+    const result = await deps.dispatch.call(caller, name, args, {
       requestId: c.get("requestId"),
     });
     return c.json(result);

@@ -1,4 +1,3 @@
-import { InvalidInput } from "../../errors.ts";
 import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import type { ConnectionView } from "./connection-view.ts";
 import type { Connections } from "./connections.ts";
@@ -26,10 +25,8 @@ export class CallerConnections {
   }
 
   /** `"personal": true` makes the caller's own connection (any member); otherwise the workspace's (admins). */
-  add(workspaceId: string, callerId: string, request: NewConnection & { personal?: unknown }) {
+  add(workspaceId: string, callerId: string, request: NewConnection & { personal?: boolean | undefined }) {
     const { personal, ...rest } = request;
-    if (personal !== undefined && typeof personal !== "boolean")
-      throw new InvalidInput('"personal" is true (your own connection) or false (the workspace\'s).');
     return personal
       ? this.personal.add(workspaceId, callerId, rest)
       : this.shared.add(workspaceId, callerId, rest);

@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
+import { grantBody } from "./grant-tools.ts";
 import type { Grants } from "./grants.ts";
 
 /**
@@ -16,7 +17,7 @@ export function grantRoutes(grants: Grants): Hono<AppEnv> {
   );
 
   app.post("/connections/grants", async (c) => {
-    const body = await readJsonObject(c);
+    const body = await readJsonBodyAs(c, grantBody);
     const { grant, created } = await grants.grant(
       c.get("admission").workspace.id,
       c.get("principal").id,

@@ -9,6 +9,9 @@ const grantInput = {
   connection: z.string().describe('Their personal connection as they see it: "my_" and its name.'),
 };
 
+/** What connections__grant takes; `POST …/connections/grants` takes the same body, refused alike (ADR 0095). */
+export const grantBody = platformInput(grantInput);
+
 function describe(grant: ConnectionGrant): string {
   return `${grant.principalId} may use ${grant.connection} here (granted by ${grant.grantedBy} at ${grant.grantedAt})`;
 }
@@ -38,7 +41,7 @@ export function registerGrantTools(tools: AppTools, grants: Grants): void {
     {
       description:
         "Let a member's personal connection act in this workspace (workspace admins). Needed where the workspace has other members than its owner.",
-      inputSchema: platformInput(grantInput),
+      inputSchema: grantBody,
       annotations: {
         title: "Grant a personal connection",
         readOnlyHint: false,

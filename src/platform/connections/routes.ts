@@ -1,8 +1,9 @@
 import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
 import type { CallerConnections } from "./caller-connections.ts";
+import { addInput, authorizeBody } from "./server.ts";
 
 /**
  * Connections over REST, behind the workspace gate; the same service as the tools. Every lookup is
@@ -16,7 +17,7 @@ export function connectionRoutes(connections: CallerConnections): Hono<AppEnv> {
   app.get("/connections", async (c) => c.json({ connections: await connections.list(ws(c), me(c)) }));
 
   app.post("/connections", async (c) => {
-    const body = await readJsonObject(c);
+    const body = await readJsonBodyAs(c, addInput);
     return c.json(await connections.add(ws(c), me(c), body), 201);
   });
 
@@ -26,7 +27,7 @@ export function connectionRoutes(connections: CallerConnections): Hono<AppEnv> {
 
   // Re-authorizes an OAuth connection: a new flow from the record as it is now, `{scopes?}` to ask for others.
   app.post("/connections/:name/oauth/start", async (c) => {
-    const body = c.req.header("content-type") ? await readJsonObject(c) : {};
+    const body = c.req.header("content-type") ? await readJsonBodyAs(c, authorizeBody) : {};
     return c.json(
       await connections.startAuthorization(ws(c), c.get("principal").id, c.req.param("name"), body),
     );

@@ -9,6 +9,38 @@ import type { Grants } from "./grants.ts";
 
 const nameInput = z.string().describe("The connection's name: the <source> of its tools.");
 
+/** What connections__add takes; `POST …/connections` takes the same body, refused alike (ADR 0095). */
+export const addInput = platformInput({
+  name: nameInput,
+  url: z.string().describe("The server's MCP endpoint, an https URL."),
+  auth: z
+    .strictObject({
+      kind: z.enum(["none", "static", "query", "oauth"]),
+      header: z.string().optional(),
+      param: z.string().optional(),
+      value: z.string().optional(),
+      scopes: z.array(z.string()).optional(),
+    })
+    .optional()
+    .describe("How Atrium authenticates to the server; none when absent."),
+  personal: z
+    .boolean()
+    .optional()
+    .describe(
+      `true: your own connection, which any member may add, served to you alone as ${joinToolName("my_<name>", "<tool>")} (in a workspace with other members, once an admin grants it).`,
+    ),
+});
+
+const authorizeFields = {
+  scopes: z
+    .array(z.string())
+    .optional()
+    .describe("The OAuth scopes to ask for; the connection's own when absent."),
+};
+
+/** `POST …/connections/:name/oauth/start`'s body: connections__authorize's arguments but the name, in the path. */
+export const authorizeBody = platformInput(authorizeFields);
+
 function json(value: unknown, text: string): CallToolResult {
   return { content: [{ type: "text", text }], structuredContent: value as Record<string, unknown> };
 }
@@ -42,26 +74,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
         `and serves them as ${joinToolName("<name>", "<tool>")}. ` +
         'auth is {"kind":"none"}, {"kind":"static","header","value"} or {"kind":"query","param","value"} (the value is sealed, never shown again, and added to the URL\'s query only when Atrium calls the server; a url whose query carries a credential is refused) ' +
         'or {"kind":"oauth","scopes"?}: then the connection waits in pending_auth and the answer\'s go_url is for a workspace admin (for a personal one, you alone) to open in a browser.',
-      inputSchema: platformInput({
-        name: nameInput,
-        url: z.string().describe("The server's MCP endpoint, an https URL."),
-        auth: z
-          .strictObject({
-            kind: z.enum(["none", "static", "query", "oauth"]),
-            header: z.string().optional(),
-            param: z.string().optional(),
-            value: z.string().optional(),
-            scopes: z.array(z.string()).optional(),
-          })
-          .optional()
-          .describe("How Atrium authenticates to the server; none when absent."),
-        personal: z
-          .boolean()
-          .optional()
-          .describe(
-            `true: your own connection, which any member may add, served to you alone as ${joinToolName("my_<name>", "<tool>")} (in a workspace with other members, once an admin grants it).`,
-          ),
-      }),
+      inputSchema: addInput,
       annotations: { title: "Add a connection", readOnlyHint: false, destructiveHint: false },
     },
     async (caller, args: { name: string; url: string; auth?: unknown; personal?: boolean }) => {
@@ -85,13 +98,7 @@ export function createConnectionsTools(connections: CallerConnections, grants: G
       description:
         "Start a re-authorization of an OAuth connection (workspace admins; a my_ one, its owner alone): answers a go_url for that person to open in a browser; " +
         "the new tokens replace the old ones only if no other authorization of the connection completed first.",
-      inputSchema: platformInput({
-        name: nameInput,
-        scopes: z
-          .array(z.string())
-          .optional()
-          .describe("The OAuth scopes to ask for; the connection's own when absent."),
-      }),
+      inputSchema: platformInput({ name: nameInput, ...authorizeFields }),
       annotations: { title: "Authorize a connection", readOnlyHint: false, destructiveHint: false },
     },
     async (caller, args: { name: string; scopes?: string[] }) => {

@@ -1,9 +1,9 @@
 import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
 import { type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
-import { ackRequest } from "./server.ts";
+import { ackInput, ackRequest } from "./server.ts";
 
 /** The inbox over REST, behind the workspace gate: the same views and acks as the tools. */
 export function notificationRoutes(inbox: Inbox): Hono<AppEnv> {
@@ -32,8 +32,7 @@ export function notificationRoutes(inbox: Inbox): Hono<AppEnv> {
   );
 
   app.post("/notifications/ack", async (c) => {
-    const body = await readJsonObject(c);
-    const what = ackRequest(body);
+    const what = ackRequest(await readJsonBodyAs(c, ackInput));
     return c.json(await inbox.ack(c.get("admission").workspace.id, c.get("principal").id, what));
   });
 

@@ -8,6 +8,12 @@ import type { NotificationView } from "./model.ts";
 const MAX_ACK_IDS = 100;
 const idInput = z.string().describe("The notification id, ntf_ followed by 24 hex digits.");
 
+/** What notifications__ack takes; `POST …/notifications/ack` takes the same body, refused alike (ADR 0095). */
+export const ackInput = platformInput({
+  ids: z.array(idInput).min(1).max(MAX_ACK_IDS).optional().describe(`Up to ${MAX_ACK_IDS} ids.`),
+  all: z.boolean().optional().describe("true: acknowledge every notification there is now."),
+});
+
 /** The notifications app's tools, one table for every workspace (each call brings its workspace): the caller's view of its inbox. */
 export function createNotificationsTools(inbox: Inbox): AppTools {
   const tools = new AppTools("atrium-notifications");
@@ -54,10 +60,7 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
     {
       description:
         "Acknowledge notifications for yourself (other members still see them as new): the ones named in `ids`, or every one with `all`.",
-      inputSchema: platformInput({
-        ids: z.array(idInput).min(1).max(MAX_ACK_IDS).optional().describe(`Up to ${MAX_ACK_IDS} ids.`),
-        all: z.boolean().optional().describe("true: acknowledge every notification there is now."),
-      }),
+      inputSchema: ackInput,
       annotations: {
         title: "Acknowledge notifications",
         readOnlyHint: false,

@@ -1,11 +1,10 @@
 import { Hono } from "hono";
 import { InvalidInput, NotFound } from "../../errors.ts";
-import { joinToolName } from "../../sources/tool-names.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject, requireString } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
 import type { SkillService } from "./service.ts";
 import { skillView } from "./view.ts";
-import { toUpdate } from "./write-tools.ts";
+import { createInput, toUpdate, updateBody } from "./write-tools.ts";
 import { isWritableScope, type SkillWriter, type WriteTarget } from "./writer.ts";
 
 /** Set on a saved version whose characters a reader cannot see are written out: its first such line. */
@@ -33,15 +32,9 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
   });
 
   app.post("/skills", async (c) => {
-    const body = await readJsonObject(c);
-    const skill = await skillWriter.create(target(c, body.scope), requireString(body, "name"), {
-      description: requireString(body, "description"),
-      body: requireString(body, "body"),
-      loading: optionalLoading(body.loading),
-      tools: optionalTools(body.tools),
-      provenance: "admin",
-    });
-    return c.json(skillView(skill), 201);
+    const { scope, name, ...skill } = await readJsonBodyAs(c, createInput);
+    const created = await skillWriter.create(target(c, scope), name, { ...skill, provenance: "admin" });
+    return c.json(skillView(created), 201);
   });
 
   app.get("/skills/:name", async (c) => {
@@ -53,14 +46,8 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
   });
 
   app.patch("/skills/:name", async (c) => {
-    const body = await readJsonObject(c);
-    const update = toUpdate({
-      intent: requireString(body, "intent"),
-      body: optionalString(body, "body"),
-      description: optionalString(body, "description"),
-      loading: optionalLoading(body.loading),
-      tools: optionalTools(body.tools),
-    });
+    const body = await readJsonBodyAs(c, updateBody);
+    const update = toUpdate(body);
     if (typeof update === "string") throw new InvalidInput(update);
     return c.json(skillView(await skillWriter.update(target(c, body.scope), c.req.param("name"), update)));
   });
@@ -91,26 +78,4 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
   });
 
   return app;
-}
-
-function optionalString(body: Record<string, unknown>, field: string): string | undefined {
-  if (body[field] === undefined) return undefined;
-  return requireString(body, field);
-}
-
-function optionalLoading(value: unknown): "always" | "dynamic" | undefined {
-  if (value === undefined) return undefined;
-  if (value !== "always" && value !== "dynamic")
-    throw new InvalidInput('"loading" must be "always" or "dynamic".');
-  return value;
-}
-
-function optionalTools(value: unknown): string[] | undefined {
-  if (value === undefined) return undefined;
-  if (!Array.isArray(value) || !value.every((v) => typeof v === "string")) {
-    throw new InvalidInput(
-      `"tools" must be an array of tool names or patterns like ${joinToolName("files", "*")}.`,
-    );
-  }
-  return value;
 }

@@ -21,6 +21,30 @@ const toolsInput = z
   .optional()
   .describe(`Tools this guidance is for: names or ${joinToolName("source", "*")} patterns.`);
 
+/** What skills__create takes; `POST …/skills` takes the same body, refused alike (ADR 0095). */
+export const createInput = platformInput({
+  scope: scopeInput,
+  name: nameInput,
+  description: z.string().describe("One line saying when the skill applies."),
+  body: z.string().describe("The guidance, in Markdown."),
+  loading: loadingInput,
+  tools: toolsInput,
+});
+
+const updateFields = {
+  intent: z.enum(["replace_body", "patch_metadata"]),
+  body: z.string().optional(),
+  description: z.string().optional(),
+  loading: loadingInput,
+  tools: toolsInput,
+};
+
+/**
+ * `PATCH …/skills/:name`'s body: skills__update's arguments but the name, which is the path's; a
+ * `name` in the body is refused, as no update renames a skill.
+ */
+export const updateBody = platformInput({ scope: scopeInput, ...updateFields });
+
 /** The arguments the write tools share; each tool's schema says which it requires. */
 interface SkillArgs {
   scope?: string;
@@ -52,14 +76,7 @@ export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWrite
     "create",
     {
       description: "Create a skill: guidance every MCP client of this workspace (or only you) will see.",
-      inputSchema: platformInput({
-        scope: scopeInput,
-        name: nameInput,
-        description: z.string().describe("One line saying when the skill applies."),
-        body: z.string().describe("The guidance, in Markdown."),
-        loading: loadingInput,
-        tools: toolsInput,
-      }),
+      inputSchema: createInput,
       annotations: { title: "Create a skill", readOnlyHint: false, destructiveHint: false },
     },
     run(async (target, args: SkillArgs & { description: string; body: string }) =>
@@ -81,15 +98,7 @@ export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWrite
     {
       description:
         "Change a skill, stating the intent: replace_body (give body) or patch_metadata (give any of description, loading, tools).",
-      inputSchema: platformInput({
-        scope: scopeInput,
-        name: nameInput,
-        intent: z.enum(["replace_body", "patch_metadata"]),
-        body: z.string().optional(),
-        description: z.string().optional(),
-        loading: loadingInput,
-        tools: toolsInput,
-      }),
+      inputSchema: platformInput({ scope: scopeInput, name: nameInput, ...updateFields }),
       annotations: { title: "Update a skill", readOnlyHint: false, destructiveHint: false },
     },
     run(async (target, args: SkillArgs & { intent: SkillUpdate["intent"] }) => {
