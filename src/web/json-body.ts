@@ -38,7 +38,7 @@ export async function readJsonObject(c: Context<AppEnv>): Promise<Record<string,
  * A JSON object body checked by a strict schema, the tool twin's (`platformInput`) where the route
  * has one: a field the route does not read is refused by name, never dropped (ADR 0095). A
  * dropped field answered success and did something else: `"headers"` for `auth` stored a
- * connection with no credential (test/integration/rest-unknown-fields.test.ts). The refusal is
+ * connection with no credential (test/integration/connections-rest-bodies.test.ts). The refusal is
  * worded as the tool's, then says what the body is.
  */
 export async function readJsonBodyAs<I, O>(

@@ -1,9 +1,8 @@
-import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject } from "../../web/json-body.ts";
+import { readJsonBodyAs } from "../../web/json-body.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { platformInput } from "../platform-tool.ts";
 import { EVENT_ORDERS, type EventOrder } from "./event-page.ts";
@@ -27,7 +26,7 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
   const where = (c: Context<AppEnv>) => [c.get("admission").workspace.id, c.get("principal").id] as const;
 
   app.post("/conversations", async (c) => {
-    const body = await readBody(c, createBody);
+    const body = await readJsonBodyAs(c, createBody);
     const conversation = await store.create(...where(c), body.title ?? "", body.events);
     return c.json({ conversation }, 201);
   });
@@ -50,12 +49,12 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
   );
 
   app.post("/conversations/:id/events", async (c) => {
-    const body = await readBody(c, appendBody);
+    const body = await readJsonBodyAs(c, appendBody);
     return c.json(await store.append(...where(c), c.req.param("id"), body.events));
   });
 
   app.post("/conversations/:id/fork", async (c) => {
-    const body = await readBody(c, forkBody);
+    const body = await readJsonBodyAs(c, forkBody);
     return c.json({ conversation: await store.fork(...where(c), c.req.param("id"), body) }, 201);
   });
 
@@ -70,7 +69,7 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
   });
 
   app.patch("/conversations/:id", async (c) => {
-    const { title } = await readBody(c, updateBody);
+    const { title } = await readJsonBodyAs(c, updateBody);
     const { conversation } = await store.append(...where(c), c.req.param("id"), [{ type: "title", title }]);
     return c.json({ conversation });
   });
@@ -97,13 +96,6 @@ export function conversationRoutes(
     return c.json(await store.get(workspaceId, owner, id, eventPageQuery(c)));
   });
   return app;
-}
-
-/** A JSON body checked by a tool's input schema, so REST refuses it in the tool's words. */
-async function readBody<I, O>(c: Context<AppEnv>, schema: StandardSchemaWithJSON<I, O>): Promise<O> {
-  const result = await schema["~standard"].validate(await readJsonObject(c));
-  if (result.issues) throw new InvalidInput(result.issues.map((issue) => issue.message).join("\n"));
-  return result.value;
 }
 
 function pageQuery(c: Context<AppEnv>): { cursor?: string | undefined; limit?: number | undefined } {
