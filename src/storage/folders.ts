@@ -1,4 +1,4 @@
-import { lstat, mkdir, readdir, stat } from "node:fs/promises";
+import { lstat, mkdir, readdir, rmdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { syncDir } from "./atomic.ts";
 
@@ -6,38 +6,80 @@ import { syncDir } from "./atomic.ts";
 export const FOLDER_MODE = 0o700;
 
 /**
+ * How many folders a process remembers having flushed in their parent. Past it the oldest is
+ * forgotten and flushed again at its next use: one more fsync, never a folder trusted unflushed.
+ */
+const FLUSHED_FOLDERS_REMEMBERED = 65_536;
+
+// The folders whose entry this process has flushed in their parent, having made or found them.
+// One found already there may be unflushed: made by a process that crashed before its flush, by
+// a call whose flush failed and whose removal failed too, or by a concurrent call still flushing.
+// The kernel shows it, yet a power loss takes it with all written into it since (ADR 0149). So
+// each is flushed once per process before a write relies on it, and never again after: a write
+// path pays a set lookup, not a directory fsync (1.5–7 ms here) per write.
+const flushedHere = new Set<string>();
+
+/**
  * Creates one folder whose parent must already exist. Never recursive: a writer inside a
- * workspace must fail (ENOENT) when the workspace is gone, not bring its folder back. A new
- * folder's entry is flushed in its parent, so what is later renamed into it survives a power loss.
+ * workspace must fail (ENOENT) when the workspace is gone, not bring its folder back. Once this
+ * returns, the folder's entry, made now or found, is flushed in its parent, so what is later
+ * renamed into it survives a power loss; a folder made whose flush fails is removed (ADR 0149).
  */
 export async function makeFolderIfMissing(path: string): Promise<void> {
+  const parent = dirname(path);
+  // A folder is made only inside one whose own entry is flushed, so one a crash left unflushed
+  // never holds another made after it, and a found folder needs only its own entry flushed.
+  if (!flushedHere.has(parent) && !(await exists(path))) await flushEntryOnce(parent);
   try {
     await mkdir(path, { mode: FOLDER_MODE });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    await flushEntryOnce(path);
     return;
   }
-  await syncDir(dirname(path));
+  try {
+    // The parent may have been checked before a folder found there went (a concurrent removal).
+    await flushEntryOnce(parent);
+    await syncDir(parent);
+  } catch (error) {
+    // Nothing is left made but unflushed. rmdir removes it only while empty: a concurrent call
+    // that found it flushed it itself, and what it has written there stays.
+    await rmdir(path).catch(() => undefined);
+    throw error;
+  }
+  remember(path);
 }
 
 /**
- * Creates `path` and every missing folder above it, each new one flushed in its parent, so a
+ * Creates `path` and every missing folder above it, each as `makeFolderIfMissing` does, so a
  * record written into it survives a power loss with the folders that hold it. Only for folders
  * outside any workspace (the instance's `_instance/…`, a person's own): inside one, a writer
  * uses makeFolderIfMissing so that it fails when the workspace is gone.
  */
 export async function makeFolderPathIfMissing(path: string): Promise<void> {
   try {
-    await mkdir(path, { mode: FOLDER_MODE });
+    await makeFolderIfMissing(path);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") return;
-    if (code !== "ENOENT") throw error;
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     await makeFolderPathIfMissing(dirname(path));
     await makeFolderIfMissing(path);
-    return;
   }
-  await syncDir(dirname(path));
+}
+
+/** Flushes `folder`'s entry in its parent unless this process has; ENOENT when it is missing. */
+async function flushEntryOnce(folder: string): Promise<void> {
+  if (flushedHere.has(folder)) return;
+  await stat(folder);
+  await syncDir(dirname(folder));
+  remember(folder);
+}
+
+function remember(folder: string): void {
+  flushedHere.delete(folder);
+  flushedHere.add(folder);
+  if (flushedHere.size <= FLUSHED_FOLDERS_REMEMBERED) return;
+  const oldest = flushedHere.values().next().value;
+  if (oldest !== undefined) flushedHere.delete(oldest);
 }
 
 /** Whether `path` is a folder; false when nothing is there. */

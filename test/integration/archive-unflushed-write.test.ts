@@ -55,12 +55,19 @@ describe("an archive whose flush fails before its rename", () => {
     expect(existsSync(join(t.root, "_archive"))).toBe(false);
     const ws = await newWorkspace();
     expect(await archiveFlushFailing(ws, t.root)).toBe(500);
+    expect(existsSync(join(t.root, "_archive"))).toBe(false);
     expect(existsSync(join(t.root, ws))).toBe(true);
     expect((await t.rest("alice", "GET", `/v1/workspaces/${ws}`)).status).toBe(200);
   });
 });
 
 describe("an archive whose rename lands but whose flush fails", () => {
+  // The test above left no _archive/ (a folder whose flush fails is removed, ADR 0149): one archive
+  // makes it and flushes it, so a failing flush of the root comes after the rename.
+  beforeAll(async () => {
+    expect((await t.rest("alice", "DELETE", `/v1/workspaces/${await newWorkspace()}`)).status).toBe(204);
+  });
+
   for (const [after, folder] of [
     ["the root's", () => t.root],
     ["_archive/'s", () => join(t.root, "_archive")],

@@ -1,6 +1,6 @@
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 import { JsonRecords } from "../../../src/storage/records.ts";
@@ -22,14 +22,14 @@ beforeEach(async () => {
 afterEach(() => rm(root, { recursive: true, force: true }));
 
 describe("JsonRecords", () => {
-  it("a put on a new root flushes each folder it makes in its parent, and the record in its folder", async () => {
+  it("a put on a new root flushes the root found there and each folder it makes in its parent, and the record in its folder", async () => {
     const schedules = new JsonRecords<{ n: number }>(layout, "tasks/schedules");
     const journal = await journalDuring(() => schedules.put("entry-01", { n: 1 }));
     const instance = layout.instanceDir();
     const folder = layout.collectionDir("tasks/schedules");
     expect(journal.entries.filter((entry) => entry.op === "mkdir")).toHaveLength(3);
     expect(journal.unflushedFolders()).toEqual([]);
-    expect(journal.synced.slice(0, 3)).toEqual([root, instance, join(instance, "tasks")]);
+    expect(journal.synced.slice(0, 4)).toEqual([dirname(root), root, instance, join(instance, "tasks")]);
     expect(journal.synced.at(-1)).toBe(folder);
     expect(await schedules.get("entry-01")).toEqual({ n: 1 });
   });
