@@ -7,7 +7,7 @@ import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
-import { isFolder, makeFolderPathIfMissing } from "../storage/folders.ts";
+import { isFolder, makeFolderIfMissing, makeRootIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { digestOf, type LockHolder, lockText, readLock, type SeenLock } from "./lock-file.ts";
 import { canCheckPid, isPidAlive, type PidSpace, readPidSpace } from "./lock-pid-space.ts";
@@ -154,7 +154,8 @@ async function acquire(layout: StorageLayout, options: LockOptions): Promise<Ins
   }
   // Flushed in their parents: every instance-wide record lives under `_instance/`, and a folder
   // found already there is not flushed again by the writers that use it.
-  await makeFolderPathIfMissing(layout.instanceDir());
+  await makeRootIfMissing(layout.root);
+  await makeFolderIfMissing(layout.instanceDir());
   const path = layout.instanceLockFile();
   const here = await readPidSpace();
   const holder: LockHolder = {

@@ -66,6 +66,17 @@ export async function makeFolderPathIfMissing(path: string): Promise<void> {
   }
 }
 
+/**
+ * Makes the data root as makeFolderPathIfMissing does, or takes one found already there as
+ * flushed: its entry is the operator's, in a folder Atrium may not open (0711, another owner) or
+ * on a read-only filesystem (a container's root with the data on a volume), and a boot must not
+ * fail on flushing it. Atrium flushes nothing above its root that it did not make (ADR 0149).
+ */
+export async function makeRootIfMissing(root: string): Promise<void> {
+  if (await isFolder(root)) remember(root);
+  else await makeFolderPathIfMissing(root);
+}
+
 /** Flushes `folder`'s entry in its parent unless this process has; ENOENT when it is missing. */
 async function flushEntryOnce(folder: string): Promise<void> {
   if (flushedHere.has(folder)) return;

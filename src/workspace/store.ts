@@ -7,7 +7,7 @@ import { MAX_ADMINISTERED_WORKSPACES_DEFAULT } from "../instance/schema.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { AtriumEvent, EventPublisher } from "../kernel/events.ts";
 import { syncDir, writeJsonAtomic } from "../storage/atomic.ts";
-import { FOLDER_MODE, makeFolderIfMissing, makeFolderPathIfMissing } from "../storage/folders.ts";
+import { FOLDER_MODE, makeFolderIfMissing, makeRootIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { assertMayCreate } from "./creation-limit.ts";
@@ -69,7 +69,7 @@ export class WorkspaceStore {
   /** Reads every workspace under the root. Anything that is not a workspace or reserved stops boot. */
   async load(): Promise<void> {
     // A root Atrium creates is its alone, like every folder in it.
-    await makeFolderPathIfMissing(this.layout.root);
+    await makeRootIfMissing(this.layout.root);
     const entries = await readdir(this.layout.root, { withFileTypes: true });
     const ids: string[] = [];
     for (const entry of entries) {

@@ -7,8 +7,10 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { acquireInstanceLock, InstanceLocked, type LockHolder } from "../../../src/instance/lock.ts";
 import { type PidSpace, readPidSpace } from "../../../src/instance/lock-pid-space.ts";
+import { EventBus } from "../../../src/kernel/events.ts";
 import { createLogger } from "../../../src/log.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
+import { WorkspaceStore } from "../../../src/workspace/store.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
 
 let dir: string;
@@ -86,6 +88,24 @@ describe("acquireInstanceLock", () => {
     });
     const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
     expect(made).toEqual([layout.root, layout.instanceDir()]);
+    expect(journal.unflushedFolders()).toEqual([]);
+    await lock?.release();
+  });
+
+  it("takes a root the operator made as it is, flushing nothing above it: its parent may not open (0711) or be read-only", async () => {
+    await mkdir(layout.root, { mode: 0o700 });
+    const denied = () =>
+      Object.assign(new Error(`EACCES: permission denied, open '${dir}'`), { code: "EACCES" });
+    let lock: Awaited<ReturnType<typeof acquireInstanceLock>> | undefined;
+    const journal = await journalDuring(
+      async () => {
+        lock = await acquireInstanceLock(layout, options());
+        await new WorkspaceStore(layout, new EventBus(createLogger("silent"))).load();
+      },
+      { sync: (path) => (path === dir ? denied() : undefined) },
+    );
+    expect(journal.synced).not.toContain(dir);
+    expect(journal.synced).toContain(layout.root);
     expect(journal.unflushedFolders()).toEqual([]);
     await lock?.release();
   });
