@@ -29,6 +29,9 @@ export interface BuiltParts {
   timers: Timers;
 }
 
+/** Reports a part of a stop that failed, named (`part`), so the rest still ends. */
+type Failed = (error: unknown, part: string) => void;
+
 /**
  * Closes what a boot built when the boot cannot go on (the lock lost, a port taken, a damaged
  * root found late): no job, app or source it started keeps running in the process, and what
@@ -40,8 +43,8 @@ export interface BuiltParts {
  * another fails to; each failure is logged, and the boot's own error is the one its caller sees.
  */
 export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> {
-  const failed = (error: unknown) =>
-    log.error({ err: error }, "closing what a failed boot had started failed");
+  const failed: Failed = (error, part) =>
+    log.error({ err: error, part }, "closing what a failed boot had started failed");
   if (parts.server?.listening) parts.server.close();
   // Aborted as the close returns, just before its caller lets go of the root.
   const letGo = new AbortController();
@@ -56,19 +59,25 @@ export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> 
       "closing a failed boot left background work running: it was past the drain deadline",
     );
   }
-  const steps: (() => Promise<unknown>)[] = [
-    () => parts.registries.close(),
-    () => closeAppSources(parts.apps),
-    async () => parts.endpoint?.close(),
-  ];
-  for (const step of steps) {
-    try {
-      await step();
-    } catch (error) {
-      failed(error);
-    }
-  }
+  await closeSources(parts, failed);
   letGo.abort();
+}
+
+/** Closes the workspaces' sources, the apps' and the endpoint, each even if another fails. */
+async function closeSources(parts: BuiltParts, failed: Failed): Promise<void> {
+  await attempt("workspace sources", () => parts.registries.close(), failed);
+  await attempt("app sources", () => closeAppSources(parts.apps), failed);
+  await attempt("mcp endpoint", () => parts.endpoint?.close(), failed);
+}
+
+/** `step`'s result, or undefined once what it threw is reported to `failed`. */
+async function attempt<T>(part: string, step: () => Promise<T> | T, failed: Failed): Promise<T | undefined> {
+  try {
+    return await step();
+  } catch (error) {
+    failed(error, part);
+    return undefined;
+  }
 }
 
 /**
@@ -97,10 +106,13 @@ export interface StopParts extends BuiltParts {
  * while scheduled jobs and the apps' own work end beside them, and what the apps wait for once
  * the requests are done (their `drained`); then sources and the endpoint close and the root is
  * let go. Called again while that runs, it cuts off what is still in flight and stops waiting for
- * background work.
+ * background work. A part that fails (an app's `stop`) is logged and the rest still ends, the
+ * lock released included; `close()` then rejects with the first failure (the CLI exits 1). It
+ * rejected at the first failure, before the sources closed and the lock went, so the next boot
+ * waited for the lock to go stale (test/integration/stop-failure.test.ts).
  */
 export function gracefulStop(parts: StopParts): () => Promise<void> {
-  const { apps, drain, clock, timers, log } = parts;
+  const { drain, clock, timers, log } = parts;
   let closing: Promise<void> | undefined;
   let forced = false;
   let forceStop: () => void = () => undefined;
@@ -117,14 +129,21 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
     closing = (async () => {
       const startedMs = clock();
       const drainMs = parts.drainSeconds * 1000;
+      const failures: unknown[] = [];
+      const failed: Failed = (error, part) => {
+        failures.push(error);
+        log.error({ err: error, part }, "a part of the shutdown failed; the rest still ends");
+      };
       log.info({ inFlight: drain.inFlight(), drainSeconds: parts.drainSeconds }, "shutdown started");
       // Scheduled work and the work an app runs with no request around it (a task run) end
       // beside the requests: nothing new starts, a run in progress ends and is recorded so.
-      const work = new BackgroundWork(parts);
+      // A failure is reported as it comes: one during the drain was an unhandled rejection,
+      // which ends the process before the lock goes (test/integration/stop-failure.test.ts).
+      const work = new BackgroundWork(parts, failed);
       work.stop();
       // An event stream never finishes by itself: ended here, it does not hold the drain open.
-      parts.eventLog.closeAll();
-      const counts = await drain.drain(drainMs);
+      await attempt("event streams", () => parts.eventLog.closeAll(), failed);
+      const counts = await attempt("requests' drain", () => drain.drain(drainMs), failed);
       // Aborted just before the root is let go: what the apps wait for after the drain and the
       // last writes start nothing once a next process may own the root.
       const letGo = new AbortController();
@@ -147,9 +166,7 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
           "shutdown left background work running: it was past the drain deadline or asked again",
         );
       }
-      await parts.registries.close();
-      await closeAppSources(apps);
-      await parts.endpoint.close();
+      await closeSources(parts, failed);
       // Memory does not outlive the process: what only it holds is written while the root is
       // still this process's, for LAST_WRITES_MS at most and not at all after a second signal
       // (test/integration/oauth-client-sweep.test.ts "a use whose write failed"). Aborted before
@@ -172,11 +189,13 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
           "shutdown did not wait longer for the last writes of what only memory held (or was asked again)",
         );
       }
-      // Last: until here this process still owns the root (a restart waits or is refused).
-      await parts.lock.release();
-      log.info({ ...counts, ms: clock() - startedMs }, "shutdown finished");
+      // Last: until here this process still owns the root (a restart waits or is refused). A lock
+      // no longer ours is left to its holder (InstanceLock.release).
+      await attempt("instance lock", () => parts.lock.release(), failed);
+      log.info({ ...counts, ms: clock() - startedMs, failed: failures.length }, "shutdown finished");
       // Lines are written asynchronously (src/log.ts): out before close() says it is done.
       await flushLog(log);
+      if (failures.length > 0) throw failures[0];
     })();
     return closing;
   };
@@ -186,33 +205,37 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
  * The background work a stop ends and waits for (ADR 0093): scheduled jobs in progress, the
  * apps' own work (`stop`), what they wait for once no request is left (`drained`), and then what
  * their last events started in other apps, whose own stop may have returned before those events
- * came: an interrupted run's notification (tasks-stop-notice.test.ts).
+ * came: an interrupted run's notification (tasks-stop-notice.test.ts). A part that fails is
+ * reported to `failed` as it fails and counts as ended, so the rest is still waited for.
  */
 class BackgroundWork {
   private readonly ending: Promise<unknown>[] = [];
   private readonly stopping = new Set<string>();
   private readonly draining = new Set<string>();
 
-  /**
-   * With `failed`, a part that fails is reported to it and counts as ended, so the rest is still
-   * waited for; without, the first failure is `ended()`'s: a failing stop fails the shutdown.
-   */
   constructor(
     private readonly parts: Pick<BuiltParts, "scheduler" | "apps" | "events">,
-    private readonly failed?: (error: unknown) => void,
+    private readonly failed: Failed,
   ) {}
 
   stop(): void {
-    this.add(this.parts.scheduler.stop());
+    this.add("scheduled jobs", () => this.parts.scheduler.stop());
     for (const started of this.parts.apps) {
-      if (started.stop) this.add(this.during(this.stopping, started.name, () => started.stop?.()));
+      if (started.stop) {
+        this.add(`${started.name} stop`, () =>
+          this.during(this.stopping, started.name, () => started.stop?.()),
+        );
+      }
     }
   }
 
   /** `letGo` aborts just before the root is let go. */
   drained(letGo: AbortSignal): void {
     for (const started of this.parts.apps) {
-      if (started.drained) this.add(this.during(this.draining, started.name, () => started.drained?.(letGo)));
+      if (started.drained) {
+        const work = () => started.drained?.(letGo);
+        this.add(`${started.name} drained`, () => this.during(this.draining, started.name, work));
+      }
     }
   }
 
@@ -230,8 +253,9 @@ class BackgroundWork {
     };
   }
 
-  private add(work: Promise<unknown>): void {
-    this.ending.push(this.failed ? work.catch(this.failed) : work);
+  /** Handled at once: `ended()` is asked for only after the drain. */
+  private add(part: string, work: () => Promise<unknown>): void {
+    this.ending.push(attempt(part, work, this.failed));
   }
 
   private async during(
@@ -263,12 +287,7 @@ async function settledBefore(
     cancel = timers.after(deadlineMs, () => resolve(false));
   });
   try {
-    return await Promise.race([
-      // A failing stop still fails the shutdown, as it did when it was awaited alone.
-      work.then(() => true),
-      deadline,
-      cutOff.then(() => false as const),
-    ]);
+    return await Promise.race([work.then(() => true), deadline, cutOff.then(() => false as const)]);
   } finally {
     cancel?.();
   }

@@ -234,3 +234,37 @@ it("a failed boot's close waits no longer than drainSeconds, and names the event
     }),
   );
 });
+
+// ADR 0093 (amended again): every step before the lock goes ends even when one before it failed,
+// and the stop still fails. A source that failed to close made close() reject at once: the
+// endpoint stayed open and the lock was left for the next boot to find stale.
+it("a part that fails to close is logged, the rest still closes and the lock is released; close() rejects with it", async () => {
+  const events: string[] = [];
+  const { log, lines } = capturingLogger();
+  const stop = gracefulStop(
+    stopParts(events, {
+      log,
+      lastWrites: async () => undefined,
+      drain: {
+        inFlight: () => 0,
+        drain: async () => ({ finished: 0, cutOff: 0 }),
+        force: () => undefined,
+      } as unknown as StopParts["drain"],
+      registries: {
+        close: async () => Promise.reject(new Error("a source would not close")),
+      } as unknown as StopParts["registries"],
+      endpoint: {
+        close: async () => void events.push("endpoint closed"),
+      } as unknown as StopParts["endpoint"],
+    }),
+  );
+  await expect(stop()).rejects.toThrow("a source would not close");
+  expect(events).toEqual(["endpoint closed", "lock released"]);
+  expect(lines).toContainEqual(
+    expect.objectContaining({
+      msg: "a part of the shutdown failed; the rest still ends",
+      part: "workspace sources",
+    }),
+  );
+  expect(lines).toContainEqual(expect.objectContaining({ msg: "shutdown finished", failed: 1 }));
+});
