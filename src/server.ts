@@ -254,6 +254,7 @@ async function startLocked(
       events,
       eventLog,
       timers,
+      calls: endpoint,
     };
     const secret = await sessionSecret(config.session, layout);
     const sessions = new Sessions(layout, {

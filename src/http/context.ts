@@ -11,6 +11,7 @@ import type { Router } from "../sources/router.ts";
 import type { FirstWorkspace } from "../workspace/first-workspace.ts";
 import type { Invitations } from "../workspace/invitations.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
+import type { McpEndpoint } from "./mcp/endpoint.ts";
 
 /** Everything route handlers need, built once per instance. */
 export interface RouteDeps {
@@ -32,6 +33,8 @@ export interface RouteDeps {
   events: EventPublisher;
   /** The workspace event streams: sequence, replay buffer and live followers (docs/events.md). */
   eventLog: WorkspaceEventLog;
+  /** The MCP calls in flight, which a change that ends someone's access cancels (adr/0154). */
+  calls: Pick<McpEndpoint, "cancelCalls">;
   /** How anything a route schedules waits (a stream's heartbeat); tests move a fake clock. */
   timers: Timers;
 }

@@ -135,7 +135,13 @@ async function admitAndAnswer(
     response.statusCode = CLIENT_CLOSED_REQUEST;
     return;
   }
-  await writeReply(response, reply, served.requestId);
+  // The caller is admitted again before anything of the answer is written (adr/0154): an archive,
+  // removal or deactivation while the call ran cancelled it, and one that landed after its answer
+  // was made is refused here as the gate refuses it, 404 (403 deactivated), instead of the answer.
+  // In memory, as the gate: no disk is read.
+  const stillAdmitted = () =>
+    void admitAgain(door.deps.workspaces, door.deps.users, caller.principal, workspaceParam);
+  await writeReply(response, reply, served.requestId, stillAdmitted);
 }
 
 /**
@@ -192,36 +198,44 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
   });
 }
 
-async function writeReply(response: ServerResponse, reply: McpReply, requestId: string): Promise<void> {
+/**
+ * Writes `reply` once `stillAdmitted` (which throws the gate's refusal) has passed. A web answer
+ * that is not a stream is read whole first, so nothing is awaited between the check and the write.
+ */
+async function writeReply(
+  response: ServerResponse,
+  reply: McpReply,
+  requestId: string,
+  stillAdmitted: () => void,
+): Promise<void> {
+  const web = reply.kind === "web" ? reply.response : undefined;
+  const streamed = web?.headers.get("content-type")?.startsWith("text/event-stream") ?? false;
+  const text = web?.body && !streamed ? await web.text() : undefined;
+  stillAdmitted();
   if (reply.kind === "json") return writeJson(response, reply.status, reply.body, requestId);
   if (reply.kind === "accepted") {
     response.writeHead(202, { "x-request-id": requestId });
     response.end();
     return;
   }
-  const web = reply.response;
   const head: Record<string, string> = {};
-  web.headers.forEach((value, name) => {
+  reply.response.headers.forEach((value, name) => {
     if (!HOP_BY_HOP.has(name)) head[name] = value;
   });
   head["x-request-id"] = requestId;
-  if (web.body === null) {
-    response.writeHead(web.status, head);
-    response.end();
-    return;
-  }
-  if (!head["content-type"]?.startsWith("text/event-stream")) {
-    const text = await web.text();
-    head["content-length"] = String(Buffer.byteLength(text));
-    response.writeHead(web.status, head);
+  const body = reply.response.body;
+  if (body === null || text !== undefined) {
+    if (text !== undefined) head["content-length"] = String(Buffer.byteLength(text));
+    response.writeHead(reply.response.status, head);
     response.end(text);
     return;
   }
   // An SSE stream: written as the SDK produces it; a client that goes away cancels it, which
-  // closes the SDK's exchange.
-  response.writeHead(web.status, head);
+  // closes the SDK's exchange. A change that ends the caller's access later cancels the call,
+  // which ends the stream without its answer (adr/0154).
+  response.writeHead(reply.response.status, head);
   response.flushHeaders();
-  const reader = web.body.getReader();
+  const reader = body.getReader();
   response.once("close", () => void reader.cancel().catch(() => {}));
   for (;;) {
     const { done, value } = await reader.read();

@@ -37,6 +37,11 @@ export interface McpPost extends Abandonable {
   webRequest(): Request;
 }
 
+/** Whose access ended: a workspace's callers, a person's, or one person's in one workspace. */
+export type EndedAccess =
+  | { workspaceId: string; principalId?: string }
+  | { workspaceId?: string; principalId: string };
+
 /**
  * Serves one stateless Streamable HTTP POST in either era. The SDK's classifier reads the body
  * (the 2026-07-28 `_meta` envelope or its absence) and the headers; the request then goes to the
@@ -110,6 +115,22 @@ export class McpEndpoint {
       if (refused) return refused;
     }
     return serveModernExchange(route.message, route.classification, authInfo, this.modernMux, post);
+  }
+
+  /**
+   * Cancels, in both eras, the calls in flight of the callers whose access a change just ended
+   * (adr/0154): an archived workspace's (`{ workspaceId }`), a person's in a workspace they were
+   * removed from (`{ workspaceId, principalId }`), a deactivated person's everywhere
+   * (`{ principalId }`). Each is cancelled as its own client's `notifications/cancelled` would
+   * (adr/0065): the tool's signal aborts, and the exchange ends without its answer.
+   */
+  cancelCalls(ended: EndedAccess): void {
+    const ends = (caller: AdmittedCaller) =>
+      (ended.workspaceId === undefined || caller.workspaceId === ended.workspaceId) &&
+      (ended.principalId === undefined || caller.principal.id === ended.principalId);
+    const reason = "The caller's access to this workspace ended.";
+    this.legacyMux.cancelCallers(ends, reason);
+    this.modernMux.cancelCallers(ends, reason);
   }
 
   async close(): Promise<void> {

@@ -91,6 +91,17 @@ export class RequestMuxTransport implements Transport {
     }
   }
 
+  /**
+   * Cancels every request still running whose caller `ends` names: their access has just ended
+   * (an archive, a removal, a deactivation), and nothing the call still makes may reach them
+   * (adr/0154).
+   */
+  cancelCallers(ends: (caller: AdmittedCaller) => boolean, reason: string): void {
+    for (const [id, entry] of this.pending) {
+      if (entry.caller !== undefined && ends(entry.caller)) this.cancel(id, entry, reason);
+    }
+  }
+
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     if ("id" in message && message.id !== undefined && ("result" in message || "error" in message)) {
       const entry = this.takePending(message.id);

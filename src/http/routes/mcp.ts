@@ -39,6 +39,9 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
       { principal, workspaceId, requestId, ...(grant && { scopes: grant.scopes }) },
       body,
     );
+    // As at the front door (adr/0154): admitted again once the answer is ready, so an archive,
+    // removal or deactivation that landed after the call made it gets the gate's 404 (403).
+    c.get("admitAgain")?.();
     const response = toResponse(reply);
     // The SDK's transport builds its own Response, which the header request-log put on the context
     // does not reach; a client needs it to quote what an unexpected error's answer names.

@@ -79,9 +79,9 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
  * come back by accepting one (ADR 0131); then every grant the person gave an MCP client for this
  * workspace (under any public URL it had), so a refresh token cannot outlive the membership and
  * re-adding them asks for consent again (test/integration/leaving.test.ts), and every invitation
- * they sent to it as its admin (ADR 0069). Those two run once the removal is done, or, when it
- * failed, if the index no longer lists the person: removing someone already gone ends what a
- * removal before it left (ADR 0148).
+ * they sent to it as its admin (ADR 0069), and their MCP calls in flight there (ADR 0154). Those
+ * run once the removal is done, or, when it failed, if the index no longer lists the person:
+ * removing someone already gone ends what a removal before it left (ADR 0148).
  */
 export async function removeMember(
   deps: RouteDeps,
@@ -98,6 +98,7 @@ export async function removeMember(
       !done && !gone()
         ? []
         : [
+            () => deps.calls.cancelCalls({ principalId, workspaceId }),
             () => grants.revokeWhere({ principalId, workspaceId }),
             () => deps.invitations.revokeSentBy(principalId, workspaceId),
           ],

@@ -37,6 +37,8 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
               () => deps.invitations.revokeSentBy(target),
               // Their open event streams end now, in every workspace, not at their next request.
               () => deps.eventLog.closePerson(target),
+              // And their MCP calls in flight, in every workspace: no answer reaches a stolen laptop (ADR 0154).
+              () => deps.calls.cancelCalls({ principalId: target }),
             ],
     );
     const profile = written ?? (await known(deps, target));

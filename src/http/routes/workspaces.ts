@@ -76,6 +76,8 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
           ? []
           : [
               () => deps.eventLog.closeWorkspace(id),
+              // Its calls in flight end with it: none answers a workspace nobody may reach (ADR 0154).
+              () => deps.calls.cancelCalls({ workspaceId: id }),
               () => deps.registries.evict(id),
               // Nobody can join or use it any more: its invitations and everyone's grants for it end.
               () => deps.invitations.revokeAll(id),
