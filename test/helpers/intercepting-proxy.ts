@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -11,13 +11,23 @@ export interface ProxyAnswer {
   body?: string;
 }
 
+/** A request as the proxy received it: its JSON-RPC message (if its body is one), headers and path. */
+export interface ProxiedRequest {
+  message: { id?: unknown; method?: unknown; params?: unknown } | undefined;
+  headers: IncomingHttpHeaders;
+  /** The path and query it asked for. */
+  path: string;
+}
+
 /**
  * Decides, per request, whether the proxy answers it itself: by the JSON-RPC `method` of its body
- * (`undefined` for anything else). It may wait (to hold a request where a test wants it), and
- * answers `undefined` to let the request through to the server.
+ * (`undefined` for anything else), or by the whole request (to echo what it was sent). It may
+ * wait (to hold a request where a test wants it), and answers `undefined` to let the request
+ * through to the server.
  */
 export type Interception = (
   method: string | undefined,
+  request: ProxiedRequest,
 ) => ProxyAnswer | undefined | Promise<ProxyAnswer | undefined>;
 
 export interface InterceptingProxy {
@@ -44,7 +54,13 @@ export async function startInterceptingProxy(target: URL): Promise<InterceptingP
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = Buffer.concat(chunks);
-    const answer = await interception?.(methodOf(body));
+    const message = messageOf(body);
+    const method = typeof message?.method === "string" ? message.method : undefined;
+    const answer = await interception?.(method, {
+      message,
+      headers: request.headers,
+      path: request.url ?? "/",
+    });
     if (answer) {
       response.writeHead(answer.status, answer.headers ?? {}).end(answer.body ?? "");
       return;
@@ -84,10 +100,10 @@ export async function startInterceptingProxy(target: URL): Promise<InterceptingP
   };
 }
 
-function methodOf(body: Buffer): string | undefined {
+function messageOf(body: Buffer): ProxiedRequest["message"] {
   try {
-    const parsed = JSON.parse(body.toString("utf8")) as { method?: unknown };
-    return typeof parsed.method === "string" ? parsed.method : undefined;
+    const parsed = JSON.parse(body.toString("utf8")) as unknown;
+    return parsed !== null && typeof parsed === "object" ? (parsed as ProxiedRequest["message"]) : undefined;
   } catch {
     return undefined;
   }

@@ -27,8 +27,17 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 const MAX_DESCRIPTION_CHARS = 8192;
 const MAX_TOOLS = 1000;
 const MAX_INSTRUCTIONS_CHARS = 32 * 1024;
-/** The most JSON one tool may list as (name, description, schemas, annotations, all of it). */
+/**
+ * The most JSON one tool may list as (name, description, schemas, annotations, `_meta`, all of
+ * it), measured as the snapshot stores it: compact (store.ts).
+ */
 const MAX_TOOL_JSON_CHARS = 64 * 1024;
+/**
+ * How deep one field of a tool (a schema, its annotations, its `_meta`) may nest objects and
+ * arrays. A real schema nests a few levels per level of its arguments; past this, depth buys a
+ * server nothing but the cost of every recursive reader (a digest, a schema compiler, a view).
+ */
+const MAX_FIELD_DEPTH = 64;
 const MAX_SERVER_INFO_CHARS = 256;
 
 /** JSON with object keys sorted at every depth and no spaces: equal values, equal bytes. */
@@ -70,6 +79,11 @@ export function screenTool(tool: Tool): string | undefined {
     if (hidesText(text))
       return `tool "${name}": its ${field} holds invisible (zero-width, bidirectional, variation or tag) or control characters`;
   }
+  // Before the size, which JSON.stringify measures by recursing as deep as the tool goes.
+  for (const [field, value] of Object.entries(tool)) {
+    if (nestsDeeperThan(value, MAX_FIELD_DEPTH))
+      return `tool "${name}": its ${shownField(field)} nests objects and arrays more than ${MAX_FIELD_DEPTH} levels deep`;
+  }
   const size = JSON.stringify(tool).length;
   if (size > MAX_TOOL_JSON_CHARS)
     return `tool "${name}" lists as ${size} characters of JSON; at most ${MAX_TOOL_JSON_CHARS} are taken`;
@@ -102,6 +116,30 @@ function schemaTextProblem(schema: unknown): string | undefined {
       for (const [key, inner] of Object.entries(value)) pending.push(key, inner);
   }
   return undefined;
+}
+
+/** Whether `value` has objects or arrays nested more than `max` deep; walked without recursion. */
+function nestsDeeperThan(value: unknown, max: number): boolean {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length > 0) {
+    const [current, above] = pending.pop() as [unknown, number];
+    if (current === null || typeof current !== "object") continue;
+    if (above === max) return true;
+    for (const inner of Object.values(current)) pending.push([inner, above + 1]);
+  }
+  return false;
+}
+
+const FIELD_NAMES = new Map([
+  ["inputSchema", "input schema"],
+  ["outputSchema", "output schema"],
+]);
+
+/** A tool's field as a refusal names it: the server chose any name past the known ones. */
+function shownField(field: string): string {
+  return (
+    FIELD_NAMES.get(field) ?? (/^[A-Za-z_]{1,40}$/.test(field) ? field : JSON.stringify(field.slice(0, 40)))
+  );
 }
 
 /** Why what a server says it is (name, version) may not be pinned, or `undefined` when it may. */

@@ -74,7 +74,11 @@ export class ConnectionStore implements LeftoverRules {
         await this.folders.create(dir, record.name, async (staging) => {
           await writeJsonAtomic(join(staging, RECORD), record);
           await makeFolderIfMissing(join(staging, SNAPSHOTS));
-          if (snapshot) await writeJsonAtomic(join(staging, SNAPSHOTS, `${snapshot.version}.json`), snapshot);
+          if (snapshot)
+            await writeFileAtomic(
+              join(staging, SNAPSHOTS, `${snapshot.version}.json`),
+              snapshotJson(snapshot),
+            );
           await writeJsonAtomic(join(staging, TRANSPORT), {
             up: true,
             failures: 0,
@@ -156,7 +160,7 @@ export class ConnectionStore implements LeftoverRules {
       // that failed or was killed before its commit left: never acknowledged, never listed or
       // read (below), so it is replaced rather than blocking every later refresh.
       const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${snapshot.version}.json`);
-      await writeFileAtomic(path, `${JSON.stringify(snapshot, null, 2)}\n`);
+      await writeFileAtomic(path, snapshotJson(snapshot));
       const next = { ...current, snapshotVersion: snapshot.version };
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
       this.records.set(`${workspaceId}/${name}`, next);
@@ -376,6 +380,17 @@ export function connectionNotFound(name: string): NotFound {
 /** Whether `error` says the connection is not there (removed meanwhile, or never was). */
 export function isConnectionNotFound(error: unknown): boolean {
   return error instanceof NotFound && error.code === "connection_not_found";
+}
+
+/**
+ * A snapshot as its file holds it: compact, unlike the other records here. Its tools are the
+ * server's JSON, nested as deep as screening lets them (snapshot.ts), and indenting each level
+ * multiplied a few kilobytes of nested arrays into megabytes on disk, per kept version; compact,
+ * a file is the size screening measured (test/integration/connections-hostile-server.test.ts).
+ * Snapshots written indented before are read as they are.
+ */
+function snapshotJson(snapshot: Snapshot): string {
+  return `${JSON.stringify(snapshot)}\n`;
 }
 
 /**

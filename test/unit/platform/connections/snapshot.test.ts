@@ -64,6 +64,26 @@ describe("photographing screens what a model will read", () => {
     expect(problemsOf([wide])[0]).toMatch(/^tool "wide" lists as \d+ characters of JSON/);
   });
 
+  it("refuses a field nested more than 64 levels deep, and takes one at 64", () => {
+    const nested = (depth: number) => {
+      let value: unknown = 0;
+      for (let level = 0; level < depth; level++) value = [value];
+      return value;
+    };
+    expect(problemsOf([toolWith({}, { _meta: { "vendor/x": nested(63) } })])).toEqual([]);
+    expect(problemsOf([toolWith({}, { _meta: { "vendor/x": nested(3000) } })])).toEqual([
+      'tool "echo": its _meta nests objects and arrays more than 64 levels deep',
+    ]);
+    let schema: Record<string, unknown> = { type: "string" };
+    for (let level = 0; level < 40; level++) schema = { type: "object", properties: { inner: schema } };
+    expect(problemsOf([{ name: "deep", inputSchema: schema } as Tool])).toEqual([
+      'tool "deep": its input schema nests objects and arrays more than 64 levels deep',
+    ]);
+    expect(
+      problemsOf([toolWith({}, { annotations: { title: "x", deep: nested(70) } } as Partial<Tool>)]),
+    ).toEqual(['tool "echo": its annotations nests objects and arrays more than 64 levels deep']);
+  });
+
   it("refuses a serverInfo that hides text or runs long", () => {
     expect(problemsOf([toolWith({})], { name: `notes${tags("x")}`, version: "1" })).toEqual([
       "its serverInfo name holds invisible or control characters",

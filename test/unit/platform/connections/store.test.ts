@@ -1,4 +1,4 @@
-import { readdir, writeFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
@@ -80,6 +80,19 @@ describe("ConnectionStore snapshots", () => {
     expect((await readdir(snapshotsDir())).length).toBe(KEPT_SNAPSHOTS);
     await expect(store.snapshot(temp.ws, "srv", 3)).rejects.toMatchObject({ code: "snapshot_not_found" });
     expect((await store.snapshot(temp.ws, "srv", 4)).digest).toBe("d4");
+  });
+
+  it("writes a snapshot compact, and reads one an earlier version wrote indented", async () => {
+    const store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.create(record(1), snapshot(1));
+    await store.appendSnapshot(temp.ws, "srv", snapshot(2));
+    for (const version of [1, 2])
+      expect(await readFile(join(snapshotsDir(), `${version}.json`), "utf8")).toBe(
+        `${JSON.stringify(snapshot(version))}\n`,
+      );
+    await writeFile(join(snapshotsDir(), "1.json"), `${JSON.stringify(snapshot(1, "indented"), null, 2)}\n`);
+    expect((await store.snapshot(temp.ws, "srv", 1)).digest).toBe("indented");
+    expect((await store.snapshots(temp.ws, "srv")).map((s) => s.digest)).toEqual(["d2", "indented"]);
   });
 
   it("still refuses a version that is not the next one", async () => {
