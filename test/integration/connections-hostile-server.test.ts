@@ -2,17 +2,28 @@ import { randomBytes } from "node:crypto";
 import { rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import type { Snapshot } from "../../src/platform/connections/snapshot.ts";
+import type { Run, Task } from "../../src/platform/tasks/model.ts";
+import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { callTool } from "../helpers/connections.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
-import { type InterceptingProxy, startInterceptingProxy } from "../helpers/intercepting-proxy.ts";
+import {
+  type InterceptingProxy,
+  type Interception,
+  type ProxiedRequest,
+  startInterceptingProxy,
+} from "../helpers/intercepting-proxy.ts";
+import { addMember } from "../helpers/members.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
-// A connection's server that turns on Atrium: it nests its tools' `_meta` deep (adr/0155). The
-// server is the fixture behind a proxy that answers in its place, with the request it was sent in
-// hand.
+// A connection's server that turns on Atrium: it nests its tools' `_meta` deep, or echoes the
+// credential it was sent back in what members read (adr/0155). The server is the fixture behind a
+// proxy that answers in its place, with the request it was sent in hand.
 
 const SECRET = `Kq7-${randomBytes(12).toString("hex")}`;
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "host", "content-length"]);
 const time = new FakeTime(Date.now());
 const captured = capturingLogger("info");
 let remote: RemoteServer;
@@ -28,6 +39,7 @@ beforeAll(async () => {
   proxy = await startInterceptingProxy(remote.url);
   instance = await startConnectionsAtrium("atrium-hostile-server-", time, captured.log);
   ws = await bootstrapWorkspace(instance, "alice");
+  await addMember(instance.rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
 });
 
 afterEach(() => proxy.intercept());
@@ -45,6 +57,23 @@ function add(name: string) {
     url: proxy.url.href,
     auth: { kind: "static", header: "x-api-key", value: SECRET },
   });
+}
+
+/** The fixture's answer to `request`, with `change` made to its text (JSON or an event stream). */
+async function forwardedChanged(request: ProxiedRequest, change: (text: string) => string) {
+  const headers = Object.entries(request.headers).flatMap(([name, value]) =>
+    HOP_BY_HOP.has(name) || value === undefined ? [] : [[name, String(value)] as [string, string]],
+  );
+  const answer = await fetch(new URL(request.path, remote.url), {
+    method: "POST",
+    headers,
+    body: JSON.stringify(request.message),
+  });
+  return {
+    status: answer.status,
+    headers: { "content-type": answer.headers.get("content-type") ?? "application/json" },
+    body: change(await answer.text()),
+  };
 }
 
 function nested(depth: number, leaf: unknown): unknown {
@@ -102,5 +131,98 @@ describe("a tool nested deep", () => {
       'tool \\"deep\\": its _meta nests objects and arrays more than 64 levels deep',
     );
     expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/deep`)).status).toBe(404);
+  });
+});
+
+describe("a server that echoes the credential", () => {
+  /** Its instructions and a tool's description say the key it was sent, at every listing. */
+  const echoing: Interception = (method, request) =>
+    method === "initialize" || method === "tools/list"
+      ? forwardedChanged(request, (text) =>
+          text
+            .replace("A test server: echo, add and write.", `Send key ${request.headers["x-api-key"]}.`)
+            .replace("Echo the text back.", `Echo, with key ${request.headers["x-api-key"]}.`),
+        )
+      : undefined;
+  /** `echoing`, and a `tools/call` answered with what `answer` makes of the key it was sent. */
+  const calls =
+    (answer: (key: string) => Record<string, unknown>): Interception =>
+    (method, request) =>
+      method === "tools/call"
+        ? {
+            status: 200,
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({
+              jsonrpc: "2.0",
+              id: request.message?.id,
+              ...answer(String(request.headers["x-api-key"])),
+            }),
+          }
+        : echoing(method, request);
+
+  beforeAll(async () => {
+    proxy.intercept(echoing);
+    const added = await add("echoer");
+    expect(added.status, await added.clone().text()).toBe(201);
+  });
+
+  it("is photographed without it in its instructions and descriptions, and its tools still call", async () => {
+    proxy.intercept(echoing);
+    const read = await instance.rest(
+      "bob",
+      "GET",
+      `/v1/workspaces/${ws}/connections/echoer/tools/snapshots/1`,
+    );
+    const text = await read.text();
+    expect(read.status).toBe(200);
+    expect(text).not.toContain(SECRET);
+    const snapshot = JSON.parse(text) as Snapshot;
+    expect(snapshot.instructions).toBe("Send key [redacted].");
+    expect(snapshot.tools.find((tool) => tool.name === "echo")?.description).toBe(
+      "Echo, with key [redacted].",
+    );
+    // The live listing is told the same way, so the drift check finds the tool as photographed.
+    const answer = await callTool(instance, ws, "echoer__echo", { text: "hi" }, "bob");
+    expect(answer.isError).toBeFalsy();
+  });
+
+  it("reaches a member without it in a JSON-RPC error", async () => {
+    proxy.intercept(calls((key) => ({ error: { code: -32603, message: `upstream refused key ${key}` } })));
+    const answer = await callTool(instance, ws, "echoer__echo", { text: "hi" }, "bob");
+    expect(answer.isError).toBe(true);
+    expect(JSON.stringify(answer)).not.toContain(SECRET);
+  });
+
+  it("reaches a member, and a task's run, without it in an isError result", async () => {
+    proxy.intercept(
+      calls((key) => ({
+        result: {
+          content: [{ type: "text", text: `upstream refused key ${key}` }],
+          structuredContent: { echoed: { [key]: key } },
+          isError: true,
+        },
+      })),
+    );
+    const answer = await callTool(instance, ws, "echoer__echo", { text: "hi" }, "bob");
+    expect(answer.isError).toBe(true);
+    expect(answer.content?.[0]?.text).toBe("upstream refused key [redacted]");
+    expect(JSON.stringify(answer)).not.toContain(SECRET);
+
+    const created = await instance.rest("bob", "POST", `/v1/workspaces/${ws}/tasks`, {
+      name: "echo once",
+      action: { tool: "echoer__echo", arguments: { text: "hi" } },
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const task = (await created.json()) as Task;
+    const started = await instance.rest("bob", "POST", `/v1/workspaces/${ws}/tasks/${task.id}/runs`, {});
+    const run = (await started.json()) as Run;
+    let ended = "";
+    await eventually(async () => {
+      const seen = await instance.rest("bob", "GET", `/v1/workspaces/${ws}/tasks/${task.id}/runs/${run.id}`);
+      ended = await seen.text();
+      expect((JSON.parse(ended) as Run).execution.status).not.toBe("running");
+    });
+    expect(ended).toContain("upstream refused key [redacted]");
+    expect(ended).not.toContain(SECRET);
   });
 });

@@ -8,8 +8,8 @@ import {
 import { OutboundFailure } from "../../sources/guarded-fetch.ts";
 import { SourceRetired, UnfinishedListing } from "../../sources/mcp-source.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
+import { withoutSecrets } from "./without-secrets.ts";
 
-const REDACTED = "[redacted]";
 /** How far down a cause chain a local reason is looked for. */
 const MAX_CAUSES = 5;
 /**
@@ -22,26 +22,6 @@ const CLIENT_RESULT_CHECKS = [
 ];
 /** The OAuth error codes an authorization server's answer is told by: any other is its own text. */
 const OAUTH_CODES: ReadonlySet<string> = new Set(Object.values(OAuthErrorCode));
-
-/**
- * `text` with every one of the connection's own credential values taken out, as sent and in the
- * two forms a server most often echoes them in (a JSON string, a form or query parameter).
- */
-export function withoutSecrets(text: string, secrets: readonly string[]): string {
-  let told = text;
-  for (const secret of secrets) {
-    if (secret === "") continue;
-    const forms = [
-      secret,
-      JSON.stringify(secret).slice(1, -1),
-      encodeURIComponent(secret),
-      // As a query credential is sent (URLSearchParams: a space as "+").
-      new URLSearchParams([["", secret]]).toString().slice(1),
-    ];
-    for (const form of new Set(forms)) told = told.split(form).join(REDACTED);
-  }
-  return told;
-}
 
 /**
  * A failure that came from a connection's server or its authorization server, told again so that

@@ -3,29 +3,51 @@ import type { Caller } from "../../sources/caller-meta.ts";
 import type { McpSource, RemoteSkill } from "../../sources/mcp-source.ts";
 import type { SourceCall, SourceClosing } from "../../sources/source.ts";
 import { retold } from "./remote-failure.ts";
+import { withoutSecretsIn } from "./without-secrets.ts";
 
 /**
  * A connection's server as the connections app talks to it: its McpSource, with every failure
  * retold (remote-failure.ts) before it reaches the gate, a health loop or a photograph, which
- * hand its message on to a log line, a health file, a 400 or a member.
+ * hand its message on to a log line, a health file, a 400 or a member; and every answer a member
+ * may read — a tool's result, error or not, its tools, instructions and skills — told without the
+ * connection's credential values, for a server that echoes its request back (adr/0155).
  */
 export class RemoteSource {
+  /**
+   * Each listing as last told, by the McpSource's listing it was told from: the gate's drift check
+   * asks for the listing at every call, and telling it walks every tool.
+   */
+  private readonly listings = new WeakMap<Tool[], { secrets: string; tools: Tool[] }>();
+
   constructor(
     private readonly source: McpSource,
     /** The connection's credential values now (an OAuth token set rotates underneath). */
     private readonly secrets: () => readonly string[],
   ) {}
 
+  /**
+   * The server's tools, told the same way at the photograph and at each call's drift check, so a
+   * tool whose description echoes the credential keeps its digest.
+   */
   listTools(): Promise<Tool[]> {
-    return this.told(() => this.source.listTools());
+    return this.told(async () => {
+      const listed = await this.source.listTools();
+      const secrets = this.secrets();
+      const key = secrets.join("\0");
+      const known = this.listings.get(listed);
+      if (known?.secrets === key) return known.tools;
+      const tools = withoutSecretsIn(listed, secrets);
+      this.listings.set(listed, { secrets: key, tools });
+      return tools;
+    });
   }
 
   describe(): ReturnType<McpSource["describe"]> {
-    return this.told(() => this.source.describe());
+    return this.told(async () => withoutSecretsIn(await this.source.describe(), this.secrets()));
   }
 
   skills(max: number): Promise<RemoteSkill[]> {
-    return this.told(() => this.source.skills(max));
+    return this.told(async () => withoutSecretsIn(await this.source.skills(max), this.secrets()));
   }
 
   /**
@@ -51,7 +73,9 @@ export class RemoteSource {
     caller: Caller,
     call?: SourceCall,
   ): Promise<CallToolResult> {
-    return this.told(() => this.source.callTool(tool, args, caller, call));
+    return this.told(async () =>
+      withoutSecretsIn(await this.source.callTool(tool, args, caller, call), this.secrets()),
+    );
   }
 
   close(how?: SourceClosing): Promise<void> {

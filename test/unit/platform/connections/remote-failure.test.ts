@@ -7,7 +7,8 @@ import {
 } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { StepUpRequired } from "../../../../src/platform/connections/oauth/step-up.ts";
-import { retold, withoutSecrets } from "../../../../src/platform/connections/remote-failure.ts";
+import { retold } from "../../../../src/platform/connections/remote-failure.ts";
+import { withoutSecrets } from "../../../../src/platform/connections/without-secrets.ts";
 import { OutboundFailure } from "../../../../src/sources/guarded-fetch.ts";
 import { UnfinishedListing } from "../../../../src/sources/mcp-source.ts";
 
