@@ -80,14 +80,18 @@ export function classifyAddress(address: string): AddressKind {
   return inPrefix(v6, 0x2n << 124n, 3, 128) ? "public" : "reserved";
 }
 
-/** Refused because the host is, or resolves to, an address of this kind. */
+/**
+ * Refused because the host is, or resolves to, an address of this kind. The message names the host
+ * alone: what a name resolves to, and what kind of address that is, would map the internal network
+ * for whoever chose the name (adr/0155); `address` and `kind` are for the operator's log.
+ */
 export class ForbiddenAddress extends Error {
   constructor(
     readonly host: string,
     readonly address: string,
     readonly kind: AddressKind,
   ) {
-    super(`${host} is at a ${kind} address (${address})`);
+    super(`${host} is not at a public internet address`);
     this.name = "ForbiddenAddress";
   }
 }

@@ -2,6 +2,7 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import type { FetchLike } from "@modelcontextprotocol/client";
+import type { Logger } from "../log.ts";
 import { checkAddress, ForbiddenAddress, guardedLookup } from "../oauth/ssrf-guard.ts";
 
 export interface OutboundLimits {
@@ -17,6 +18,8 @@ export interface OutboundLimits {
   eventStreams?: boolean;
   /** The most bytes one response body may carry; past it the body errors. */
   maxResponseBytes: number;
+  /** Told, at `warn`, the address a refused host resolved to: the refusal itself never names it. */
+  log?: Pick<Logger, "warn">;
 }
 
 /**
@@ -48,7 +51,7 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
       try {
         if (isIP(host)) checkAddress(host, host, limits.allowPrivate);
       } catch (error) {
-        reject(error instanceof ForbiddenAddress ? new OutboundFailure(`Refused: ${error.message}.`) : error);
+        reject(refusal(error, limits.log));
         return;
       }
       const send = url.protocol === "https:" ? httpsRequest : httpRequest;
@@ -74,7 +77,7 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
       req.once("close", () => signal?.removeEventListener("abort", abort));
       req.once("error", (error) => {
         clearTimeout(timer);
-        reject(error instanceof ForbiddenAddress ? new OutboundFailure(`Refused: ${error.message}.`) : error);
+        reject(refusal(error, limits.log));
       });
       req.once("response", (answer) => {
         res = answer;
@@ -92,6 +95,21 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
         reject(new OutboundFailure("guardedFetch sends only string or byte bodies."));
       }
     });
+}
+
+/**
+ * What a request the SSRF guard refused fails with: the host, and what to do, for whoever chose
+ * the URL; the address it resolved to, and its kind, for the operator's log alone.
+ */
+function refusal(error: unknown, log: OutboundLimits["log"]): unknown {
+  if (!(error instanceof ForbiddenAddress)) return error;
+  log?.warn(
+    { host: error.host, address: error.address, kind: error.kind },
+    "refused an outbound request: the host is not at a public internet address",
+  );
+  return new OutboundFailure(
+    `Refused: ${error.message}; use the server's public https URL, or an operator allows private addresses (connections.allowPrivateAddresses).`,
+  );
 }
 
 function toResponse(res: IncomingMessage, maxBytes: number, method = "GET"): Response {

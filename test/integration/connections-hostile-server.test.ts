@@ -18,9 +18,10 @@ import {
 import { addMember } from "../helpers/members.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
-// A connection's server that turns on Atrium: it nests its tools' `_meta` deep, or echoes the
-// credential it was sent back in what members read (adr/0155). The server is the fixture behind a
-// proxy that answers in its place, with the request it was sent in hand.
+// A connection's server that turns on Atrium: it nests its tools' `_meta` deep, echoes the
+// credential it was sent back in what members read, or is named so as to resolve to a private
+// address (adr/0155). The server is the fixture behind a proxy that answers in
+// its place, with the request it was sent in hand.
 
 const SECRET = `Kq7-${randomBytes(12).toString("hex")}`;
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "host", "content-length"]);
@@ -224,5 +225,41 @@ describe("a server that echoes the credential", () => {
     });
     expect(ended).toContain("upstream refused key [redacted]");
     expect(ended).not.toContain(SECRET);
+  });
+});
+
+describe("with private addresses refused", () => {
+  const refusing = capturingLogger("info");
+  let strict: TestAtrium;
+  let strictWs: string;
+
+  beforeAll(async () => {
+    strict = await startConnectionsAtrium("atrium-private-refused-", time, refusing.log, {
+      allowPrivateAddresses: false,
+    });
+    strictWs = await bootstrapWorkspace(strict, "alice");
+    await addMember(strict.rest, "alice", strictWs, "bob", { principalId: testPrincipal("bob").id });
+  });
+
+  afterAll(async () => {
+    await strict?.stop();
+    if (strict) await rm(strict.dir, { recursive: true, force: true });
+  });
+
+  it("a member's refused connection learns that the address is not public, not what it is", async () => {
+    const added = await strict.rest("bob", "POST", `/v1/workspaces/${strictWs}/connections`, {
+      personal: true,
+      name: "probe",
+      url: "https://localhost:9/mcp",
+    });
+    const text = await added.text();
+    expect(added.status).toBe(400);
+    expect(text).toContain("localhost is not at a public internet address");
+    expect(text).toContain("connections.allowPrivateAddresses");
+    expect(text).not.toMatch(/127\.0\.0\.1|::1|loopback/);
+    // The operator's log says what the name resolved to.
+    const logged = refusing.lines.find((line) => line.host === "localhost");
+    expect(logged).toMatchObject({ kind: "loopback" });
+    expect(String(logged?.address)).toMatch(/^(127\.|::1$)/);
   });
 });

@@ -55,7 +55,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
         else wakePersonal?.(record.owner, record.name);
       },
     });
-    const remote = new RemoteServers(settings, context.credentials, clock, oauth.bearers);
+    const remote = new RemoteServers(settings, context.credentials, clock, oauth.bearers, log);
     const common = {
       remote,
       vault: context.credentials,

@@ -1,5 +1,6 @@
 import type { FetchLike } from "@modelcontextprotocol/client";
 import type { Clock } from "../../kernel/clock.ts";
+import type { Logger } from "../../log.ts";
 import { guardedFetch } from "../../sources/guarded-fetch.ts";
 import { McpSource } from "../../sources/mcp-source.ts";
 import { untilAborted } from "../until-aborted.ts";
@@ -45,6 +46,8 @@ export class RemoteServers {
     private readonly vault: CredentialVault,
     private readonly clock: Clock,
     private readonly oauth?: OAuthBearers,
+    /** Told the address a refused host resolved to, which no answer names (guarded-fetch.ts). */
+    private readonly log?: Logger,
   ) {}
 
   /**
@@ -95,6 +98,7 @@ export class RemoteServers {
       timeoutMs: this.settings.requestTimeoutMs,
       maxResponseBytes: this.settings.maxResponseBytes,
       eventStreams: true,
+      ...(this.log ? { log: this.log } : {}),
     });
     const oauth = record.auth.kind === "oauth" ? this.oauth : undefined;
     // An OAuth token is set per request, never once per client: it is refreshed underneath.
@@ -127,6 +131,7 @@ export class RemoteServers {
       allowPrivate: this.settings.allowPrivateAddresses,
       timeoutMs: this.settings.requestTimeoutMs,
       maxResponseBytes: 64 * 1024,
+      ...(this.log ? { log: this.log } : {}),
     });
     try {
       const response = await fetch(url, {

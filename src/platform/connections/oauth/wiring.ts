@@ -59,6 +59,7 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     allowPrivate: deps.settings.allowPrivateAddresses,
     timeoutMs: deps.settings.requestTimeoutMs,
     maxResponseBytes: MAX_OAUTH_RESPONSE_BYTES,
+    log: deps.log,
   });
   const current = (record: ConnectionRecord) => {
     const { store, key } = recordHome(deps.stores, record);
