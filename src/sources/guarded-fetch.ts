@@ -22,6 +22,9 @@ export interface OutboundLimits {
   log?: Pick<Logger, "warn">;
 }
 
+/** The statuses a fetch would follow, given a `location` (the Fetch standard's redirect statuses). */
+const REDIRECT_STATUSES: ReadonlySet<number> = new Set([301, 302, 303, 307, 308]);
+
 /**
  * A failure the guarded fetch tells in its own words (a refused address, a deadline, a cap): no
  * byte of its message came from the server, so a connection's failures may repeat it
@@ -29,10 +32,26 @@ export interface OutboundLimits {
  */
 export class OutboundFailure extends Error {}
 
+/** A redirect the server answered, which is never followed: with the credential it would carry. */
+export class RedirectRefused extends OutboundFailure {
+  constructor(
+    origin: string,
+    readonly status: number,
+  ) {
+    super(
+      `${origin} answered HTTP ${status}, a redirect, which Atrium does not follow; if the server moved, use the URL it moved to.`,
+    );
+    this.name = "RedirectRefused";
+  }
+}
+
 /**
  * The one way Atrium reaches a remote MCP server: https only (http only where private
  * addresses are allowed), every resolved address checked by the SSRF guard before a socket
- * opens, no redirect followed, a deadline for the whole answer and a cap on its size.
+ * opens, a redirect answered as a failure (RedirectRefused), a deadline for the whole answer and
+ * a cap on its size. A redirect fails rather than being handed back: the MCP client library and
+ * its OAuth helpers follow one themselves when it stays within the origin, credential and all
+ * (test/integration/connections-hostile-server.test.ts "redirect").
  * A deadline on the headers alone let a server send `200 {"access_token":` and stall: the
  * token refresh awaiting its body held the connection's lease until restart
  * (test/unit/sources/guarded-fetch.test.ts).
@@ -81,6 +100,13 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
       });
       req.once("response", (answer) => {
         res = answer;
+        const status = answer.statusCode ?? 0;
+        if (REDIRECT_STATUSES.has(status) && answer.headers.location !== undefined) {
+          clearTimeout(timer);
+          answer.destroy();
+          reject(new RedirectRefused(url.origin, status));
+          return;
+        }
         const streams =
           limits.eventStreams && /^text\/event-stream\b/i.test(answer.headers["content-type"] ?? "");
         if (streams) clearTimeout(timer);

@@ -284,7 +284,10 @@ export class McpSource implements Source {
       return clientSide;
     }
     return new StreamableHTTPClientTransport(this.transport.url, {
-      requestInit: { headers: this.transport.headers ?? {} },
+      // The transport follows a redirect within the origin itself by default (its redirectPolicy
+      // 'same-origin'), sending the credential on; "error" hands every request to `fetch` as it
+      // is, and a redirect fails there (guarded-fetch.ts RedirectRefused, adr/0155).
+      requestInit: { headers: this.transport.headers ?? {}, redirect: "error" },
       fetch: cut.fetch(this.transport.fetch ?? fetch),
     });
   }

@@ -19,8 +19,8 @@ import { addMember } from "../helpers/members.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
 // A connection's server that turns on Atrium: it nests its tools' `_meta` deep, echoes the
-// credential it was sent back in what members read, or is named so as to resolve to a private
-// address (adr/0155). The server is the fixture behind a proxy that answers in
+// credential it was sent back in what members read, redirects every request, or is named so as to
+// resolve to a private address (adr/0155). The server is the fixture behind a proxy that answers in
 // its place, with the request it was sent in hand.
 
 const SECRET = `Kq7-${randomBytes(12).toString("hex")}`;
@@ -225,6 +225,23 @@ describe("a server that echoes the credential", () => {
     });
     expect(ended).toContain("upstream refused key [redacted]");
     expect(ended).not.toContain(SECRET);
+  });
+});
+
+describe("a server that redirects", () => {
+  it("is not followed, with the credential or without, and the add says so", async () => {
+    const reachedThere: unknown[] = [];
+    proxy.intercept((_method, { headers, path }) => {
+      if (path.includes("moved=1")) {
+        reachedThere.push(headers["x-api-key"]);
+        return undefined;
+      }
+      return { status: 307, headers: { location: "/mcp?moved=1" } };
+    });
+    const added = await add("moved");
+    expect(reachedThere).toEqual([]);
+    expect(added.status).toBe(400);
+    expect(await added.text()).toContain("answered HTTP 307, a redirect, which Atrium does not follow");
   });
 });
 

@@ -1,7 +1,7 @@
 import type { FetchLike } from "@modelcontextprotocol/client";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
-import { guardedFetch } from "../../sources/guarded-fetch.ts";
+import { guardedFetch, RedirectRefused } from "../../sources/guarded-fetch.ts";
 import { McpSource } from "../../sources/mcp-source.ts";
 import { untilAborted } from "../until-aborted.ts";
 import type { ConnectionSettings } from "./config.ts";
@@ -142,6 +142,8 @@ export class RemoteServers {
       await response.body?.cancel();
       return response.status < 500 ? { ok: true } : { ok: false, detail: `HTTP ${response.status}` };
     } catch (error) {
+      // A redirect is an answer below 500: the server is there, though no request follows it.
+      if (error instanceof RedirectRefused) return { ok: true };
       // Every member reads this; a TLS or parser error's own text can quote the server (its
       // certificate, its bytes), so it is told as every other failure of the server is.
       return { ok: false, detail: String((retold(error, []) as Error).message).slice(0, 200) };

@@ -1,8 +1,10 @@
 import { getEventListeners } from "node:events";
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { discoverOAuthProtectedResourceMetadata, refreshAuthorization } from "@modelcontextprotocol/client";
 import { afterEach, describe, expect, it } from "vitest";
-import { guardedFetch } from "../../../src/sources/guarded-fetch.ts";
+import { formBodies } from "../../../src/platform/connections/oauth/tokens.ts";
+import { guardedFetch, RedirectRefused } from "../../../src/sources/guarded-fetch.ts";
 
 // A server on 127.0.0.1 that sends its headers and the first bytes of a body, then stalls.
 
@@ -86,5 +88,46 @@ describe("guardedFetch", () => {
     ]);
     expect(next).toBe("still open");
     await reader.cancel();
+  });
+
+  it("fails at a redirect, and the client library's OAuth helpers, which follow one within the origin, follow none", async () => {
+    const moved: string[] = [];
+    const server = createServer((request, response) => {
+      request.resume();
+      if (request.url?.startsWith("/moved")) {
+        moved.push(`${request.method} ${request.url}`);
+        response.writeHead(200, { "content-type": "application/json" }).end("{}");
+      } else response.writeHead(307, { location: `/moved${request.url}` }).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    close = () => new Promise((resolve) => server.close(() => resolve()));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const fetchGuarded = guardedFetch(limits);
+
+    const refused = await fetchGuarded(`${origin}/mcp`, { method: "POST", body: "{}" }).catch(
+      (error) => error,
+    );
+    expect(refused).toBeInstanceOf(RedirectRefused);
+    expect(refused.message).toBe(
+      `${origin} answered HTTP 307, a redirect, which Atrium does not follow; if the server moved, use the URL it moved to.`,
+    );
+    await expect(
+      refreshAuthorization(origin, {
+        metadata: {
+          issuer: origin,
+          authorization_endpoint: `${origin}/authorize`,
+          token_endpoint: `${origin}/token`,
+          response_types_supported: ["code"],
+        },
+        clientInformation: { client_id: "atrium", client_secret: "the-secret" },
+        refreshToken: "the-refresh-token",
+        // As Atrium's token requests send it (oauth/tokens.ts).
+        fetchFn: formBodies(fetchGuarded),
+      }),
+    ).rejects.toThrow(/a redirect, which Atrium does not follow/);
+    await expect(discoverOAuthProtectedResourceMetadata(`${origin}/mcp`, {}, fetchGuarded)).rejects.toThrow(
+      /a redirect, which Atrium does not follow/,
+    );
+    expect(moved).toEqual([]);
   });
 });

@@ -1,3 +1,4 @@
+import { createServer as createHttpServer } from "node:http";
 import { type AddressInfo, createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
@@ -99,5 +100,20 @@ describe("the transport probe's detail, which every member reads", () => {
       ok: false,
       detail: "connect ECONNREFUSED 127.0.0.1:1",
     });
+  });
+
+  it("takes a redirect for an answer: the server is there, though no request of a client follows it", async () => {
+    const servers = new RemoteServers(SETTINGS, undefined as never, () => Date.now());
+    const moving = createHttpServer((request, response) => {
+      request.resume();
+      response.writeHead(307, { location: "/elsewhere" }).end();
+    });
+    await new Promise<void>((resolve) => moving.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = moving.address() as AddressInfo;
+      expect(await servers.reachable(`http://127.0.0.1:${port}/mcp`)).toEqual({ ok: true });
+    } finally {
+      moving.close();
+    }
   });
 });
