@@ -1,34 +1,31 @@
-import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
-import { readJsonIfExists, TEMP_PREFIX, writeFileAtomic, writeJsonAtomic } from "../../storage/atomic.ts";
-import { makeFolderIfMissing } from "../../storage/folders.ts";
+import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
 import type { Snapshot } from "./snapshot.ts";
+import {
+  committedVersions,
+  makeSnapshotsFolder,
+  readCommittedSnapshot,
+  removeOldSnapshots,
+  snapshotsFolder,
+  writeSnapshot,
+} from "./snapshot-files.ts";
 import { type SnapshotSummary, summarizeSnapshots } from "./snapshot-summary.ts";
 
 /** The folder of a workspace's connections folder that holds one folder per connection. */
 export const SERVERS = "servers";
 /** A connection's record in its folder: what its sealed credentials are bound to. */
 export const RECORD = "connection.json";
-const SNAPSHOTS = "snapshots";
 const TRANSPORT = "transport.json";
 const CREDENTIAL = "credential.json";
-const SNAPSHOT_FILE = /^([1-9][0-9]{0,8})\.json$/;
-/**
- * How many versions of a connection's snapshots are kept, newest first, as for a skill's versions
- * (ADR 0082): a refresh past them removes the oldest, so a server that changes at every listing
- * cannot grow the history without bound (adr/0091).
- */
-export const KEPT_SNAPSHOTS = 100;
 /**
  * Connections of a workspace at `<ws>/connections/servers/<name>/`: `connection.json` (the
- * record), `snapshots/<n>.json` (append-only: a version is committed by the record naming it, and
- * a committed version is never replaced; one above the record's is a leftover, never read),
+ * record), `snapshots/<n>.json` (snapshot-files.ts),
  * and one file per health loop (`transport.json`, `credential.json`), so neither loop ever
  * writes the other's fields. A connection appears whole (staged and renamed) and is removed
  * whole. An index of which workspaces have connections, built at boot by the recovery walk and
@@ -73,12 +70,8 @@ export class ConnectionStore implements LeftoverRules {
         admitted();
         await this.folders.create(dir, record.name, async (staging) => {
           await writeJsonAtomic(join(staging, RECORD), record);
-          await makeFolderIfMissing(join(staging, SNAPSHOTS));
-          if (snapshot)
-            await writeFileAtomic(
-              join(staging, SNAPSHOTS, `${snapshot.version}.json`),
-              snapshotJson(snapshot),
-            );
+          await makeSnapshotsFolder(staging);
+          if (snapshot) await writeSnapshot(staging, snapshot);
           await writeJsonAtomic(join(staging, TRANSPORT), {
             up: true,
             failures: 0,
@@ -159,39 +152,18 @@ export class ConnectionStore implements LeftoverRules {
       // The record is the commit point. A file already there for this version is what an append
       // that failed or was killed before its commit left: never acknowledged, never listed or
       // read (below), so it is replaced rather than blocking every later refresh.
-      const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${snapshot.version}.json`);
-      await writeFileAtomic(path, snapshotJson(snapshot));
+      await writeSnapshot(this.dir(workspaceId, name), snapshot);
       const next = { ...current, snapshotVersion: snapshot.version };
       await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
       this.records.set(`${workspaceId}/${name}`, next);
-      await this.removeOldSnapshots(workspaceId, name, next);
+      await removeOldSnapshots(this.dir(workspaceId, name), next);
       return next;
     });
   }
 
-  /**
-   * Removes the versions the record no longer keeps (`isCommitted`). They are never read once the
-   * record moved past them, so one a crash left is harmless and goes at the next append.
-   */
-  private async removeOldSnapshots(
-    workspaceId: string,
-    name: string,
-    record: ConnectionRecord,
-  ): Promise<void> {
-    const dir = join(this.dir(workspaceId, name), SNAPSHOTS);
-    for (const file of await readdir(dir)) {
-      const version = Number(SNAPSHOT_FILE.exec(file)?.[1]);
-      if (version > 0 && version <= record.snapshotVersion - KEPT_SNAPSHOTS)
-        await rm(join(dir, file), { force: true });
-    }
-  }
-
   async snapshot(workspaceId: string, name: string, version: number): Promise<Snapshot> {
     const record = await this.get(workspaceId, name);
-    const path = join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`);
-    const snapshot = isCommitted(version, record)
-      ? ((await readJsonIfExists(path)) as Snapshot | undefined)
-      : undefined;
+    const snapshot = await readCommittedSnapshot(this.dir(workspaceId, name), record, version);
     if (!snapshot)
       throw new NotFound("snapshot_not_found", `Connection "${name}" has no snapshot ${version}.`);
     return snapshot;
@@ -199,15 +171,8 @@ export class ConnectionStore implements LeftoverRules {
 
   async snapshots(workspaceId: string, name: string): Promise<SnapshotSummary[]> {
     const record = await this.get(workspaceId, name);
-    const files = await readdir(join(this.dir(workspaceId, name), SNAPSHOTS));
-    const versions = files.flatMap((file) => {
-      const match = SNAPSHOT_FILE.exec(file);
-      const version = Number(match?.[1]);
-      return match && isCommitted(version, record) ? [version] : [];
-    });
-    return summarizeSnapshots(versions, (version) =>
-      join(this.dir(workspaceId, name), SNAPSHOTS, `${version}.json`),
-    );
+    const { versions, pathOf } = await committedVersions(this.dir(workspaceId, name), record);
+    return summarizeSnapshots(versions, pathOf);
   }
 
   async transport(workspaceId: string, name: string): Promise<TransportHealth> {
@@ -307,7 +272,7 @@ export class ConnectionStore implements LeftoverRules {
       if (!entry.isDirectory() || entry.name.startsWith(TEMP_PREFIX)) continue;
       if (pass.atBoot) this.remember(workspaceId, entry.name);
       await sweepTempEntries(join(servers, entry.name), pass);
-      await sweepTempEntries(join(servers, entry.name, SNAPSHOTS), pass);
+      await sweepTempEntries(snapshotsFolder(join(servers, entry.name)), pass);
     }
   }
 
@@ -380,27 +345,4 @@ export function connectionNotFound(name: string): NotFound {
 /** Whether `error` says the connection is not there (removed meanwhile, or never was). */
 export function isConnectionNotFound(error: unknown): boolean {
   return error instanceof NotFound && error.code === "connection_not_found";
-}
-
-/**
- * A snapshot as its file holds it: compact, unlike the other records here. Its tools are the
- * server's JSON, nested as deep as screening lets them (snapshot.ts), and indenting each level
- * multiplied a few kilobytes of nested arrays into megabytes on disk, per kept version; compact,
- * a file is the size screening measured (test/integration/connections-hostile-server.test.ts).
- * Snapshots written indented before are read as they are.
- */
-function snapshotJson(snapshot: Snapshot): string {
-  return `${JSON.stringify(snapshot)}\n`;
-}
-
-/**
- * Whether `version` names a snapshot the record has committed and still keeps: its current
- * version and the `KEPT_SNAPSHOTS - 1` before it.
- */
-function isCommitted(version: number, record: ConnectionRecord): boolean {
-  return (
-    Number.isInteger(version) &&
-    version > Math.max(0, record.snapshotVersion - KEPT_SNAPSHOTS) &&
-    version <= record.snapshotVersion
-  );
 }
