@@ -1,23 +1,18 @@
 import { lstat, mkdir, readdir, rmdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { syncDir } from "./atomic.ts";
+import { FlushedFolders } from "./flushed-folders.ts";
 
 /** Every folder Atrium makes under the root is its alone, like `_instance/` (issue 10, Security 10). */
 export const FOLDER_MODE = 0o700;
 
-/**
- * How many folders a process remembers having flushed in their parent. Past it the oldest is
- * forgotten and flushed again at its next use: one more fsync, never a folder trusted unflushed.
- */
-const FLUSHED_FOLDERS_REMEMBERED = 65_536;
-
-// The folders whose entry this process has flushed in their parent, having made or found them.
-// One found already there may be unflushed: made by a process that crashed before its flush, by
-// a call whose flush failed and whose removal failed too, or by a concurrent call still flushing.
-// The kernel shows it, yet a power loss takes it with all written into it since (ADR 0149). So
-// each is flushed once per process before a write relies on it, and never again after: a write
-// path pays a set lookup, not a directory fsync (1.5–7 ms here) per write.
-const flushedHere = new Set<string>();
+// The folders whose entry this process has flushed in their parent. One found already there may
+// be unflushed: made by a process that crashed before its flush, by a call whose flush failed and
+// whose removal failed too, or by a concurrent call still flushing. The kernel shows it, yet a
+// power loss takes it with all written into it since (ADR 0149). So each is flushed once per
+// process before a write relies on it, and never again while remembered: a write path pays a set
+// lookup, not a directory fsync (1.5–7 ms here) per write.
+const flushedHere = new FlushedFolders(65_536);
 
 /**
  * Creates one folder whose parent must already exist. Never recursive: a writer inside a
@@ -29,7 +24,9 @@ export async function makeFolderIfMissing(path: string): Promise<void> {
   const parent = dirname(path);
   // A folder is made only inside one whose own entry is flushed, so one a crash left unflushed
   // never holds another made after it, and a found folder needs only its own entry flushed.
-  if (!flushedHere.has(parent) && !(await exists(path))) await flushEntryOnce(parent);
+  // A folder this process has flushed needs no look: its parent was flushed before it was made.
+  if (!flushedHere.has(parent) && !flushedHere.has(path) && !(await exists(path)))
+    await flushEntryOnce(parent);
   try {
     await mkdir(path, { mode: FOLDER_MODE });
   } catch (error) {
@@ -47,7 +44,7 @@ export async function makeFolderIfMissing(path: string): Promise<void> {
     await rmdir(path).catch(() => undefined);
     throw error;
   }
-  remember(path);
+  flushedHere.remember(path);
 }
 
 /**
@@ -73,8 +70,8 @@ export async function makeFolderPathIfMissing(path: string): Promise<void> {
  * fail on flushing it. Atrium flushes nothing above its root that it did not make (ADR 0149).
  */
 export async function makeRootIfMissing(root: string): Promise<void> {
-  if (await isFolder(root)) remember(root);
-  else await makeFolderPathIfMissing(root);
+  if (!(await isFolder(root))) await makeFolderPathIfMissing(root);
+  flushedHere.pinRoot(root);
 }
 
 /** Flushes `folder`'s entry in its parent unless this process has; ENOENT when it is missing. */
@@ -82,15 +79,7 @@ async function flushEntryOnce(folder: string): Promise<void> {
   if (flushedHere.has(folder)) return;
   await stat(folder);
   await syncDir(dirname(folder));
-  remember(folder);
-}
-
-function remember(folder: string): void {
-  flushedHere.delete(folder);
-  flushedHere.add(folder);
-  if (flushedHere.size <= FLUSHED_FOLDERS_REMEMBERED) return;
-  const oldest = flushedHere.values().next().value;
-  if (oldest !== undefined) flushedHere.delete(oldest);
+  flushedHere.remember(folder);
 }
 
 /** Whether `path` is a folder; false when nothing is there. */

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { makeFolderIfMissing, makeFolderPathIfMissing } from "../../../src/storage/folders.ts";
+import { withFsHook } from "../../helpers/fs-hook.ts";
 import { type JournalEntry, journalDuring } from "../../helpers/fs-journal.ts";
 
 // A write acknowledged as stored survives a power loss whatever happened before it (ADR 0149):
@@ -87,6 +88,25 @@ describe("a folder found already there", () => {
       await makeFolderPathIfMissing(folder);
     });
     expect(later.synced).toEqual([]);
+  });
+
+  it("costs no look on its later uses, even when its parent was never flushed by this process", async () => {
+    const partition = join(root, "ws_0123456789abcdef", "files");
+    await mkdir(partition, { recursive: true }); // found after a restart: ws/ and files/ both
+    await makeFolderIfMissing(partition);
+    let looks = 0;
+    await withFsHook(
+      "lstat",
+      (real) =>
+        (...args) => {
+          looks += 1;
+          return real(...args);
+        },
+      async () => {
+        for (let i = 0; i < 10; i += 1) await makeFolderIfMissing(partition);
+      },
+    );
+    expect(looks).toBe(0);
   });
 
   it("has its own entry flushed before a folder is made inside it", async () => {
