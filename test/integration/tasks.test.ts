@@ -1127,10 +1127,13 @@ describe("result files (ADR 0079)", () => {
     const task = await createTask(instance, "alice", ws, { name: "big", action: big });
     for (let n = 0; n < 5; n++)
       await ended(instance, "alice", ws, await startRun(instance, "alice", ws, task.id));
-    // Pruned after the last run's end is recorded.
-    await eventually(async () => expect(await runsOf(instance, "alice", ws, task.id)).toHaveLength(2));
-    const kept = await runsOf(instance, "alice", ws, task.id);
-    expect(await fileIds(instance, ws)).toEqual(kept.map((run) => run.resultFile?.id).sort());
+    // Pruned after the last run's end is recorded: a pruned run is unlisted before its file is
+    // deleted (store.ts forgetRuns), so the two are awaited together, as the prune leaves them.
+    await eventually(async () => {
+      const kept = await runsOf(instance, "alice", ws, task.id);
+      expect(kept).toHaveLength(2);
+      expect(await fileIds(instance, ws)).toEqual(kept.map((run) => run.resultFile?.id).sort());
+    });
     const removed = await instance.rest("alice", "DELETE", tasksPath(ws, `/${task.id}`));
     expect(removed.status).toBe(204);
     expect(await fileIds(instance, ws)).toEqual([]);
@@ -1172,9 +1175,12 @@ describe("result files (ADR 0079)", () => {
     instance = restarted;
     const [after] = await runsOf(restarted, "alice", ws, cut.id);
     expect(after).toMatchObject({ id: cutRun.id, execution: { status: "interrupted" } });
-    await eventually(async () => expect(await fileIds(restarted, ws)).toEqual([]));
-    const runsDir = await readdir(join(restarted.root, ws, "tasks", alice, "runs"));
-    expect(runsDir).toEqual([`${cutRun.id}.json`]);
+    // Cleared in the background, each orphan's result file before its record (run-removal.ts), so
+    // the files and the records are awaited together, as the last piece of that work leaves them.
+    await eventually(async () => {
+      expect(await fileIds(restarted, ws)).toEqual([]);
+      expect(await readdir(join(restarted.root, ws, "tasks", alice, "runs"))).toEqual([`${cutRun.id}.json`]);
+    });
     expect(goneRun.resultFile).toBeDefined();
   });
 });
