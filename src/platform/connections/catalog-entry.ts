@@ -105,68 +105,79 @@ const ajv = new Ajv({ allErrors: true, strict: true });
 const validateSchema = ajv.compile<ServerJson>(serverJsonSchema);
 
 /**
- * The entry, or what is wrong with it in words an operator can act on. Besides the schema: no
- * label holds a control or invisible character, and no URL or input under `remotes` or `packages`
- * carries a secret, since every signed-in person can read the catalog; the person connecting
- * supplies it (ADR 0092).
+ * The entry, or what is wrong with it in words an operator can act on: what an admin adds and what
+ * the operator's folder holds, as given. Besides the schema: no label holds a control or invisible
+ * character, and no URL or input under `remotes` or `packages` carries a secret, since every
+ * signed-in person can read the catalog; the person connecting supplies it (ADR 0092).
  */
 export function checkServerJson(value: unknown): { server: ServerJson } | { problem: string } {
   if (!validateSchema(value)) return { problem: describeErrors(validateSchema.errors ?? []) };
+  const problem = labelProblem(value) ?? secretProblem(value);
+  return problem === undefined ? { server: value } : { problem };
+}
+
+/**
+ * A workspace's entry as Atrium stored it, read back: the schema and the secrets are checked, a
+ * label's characters are not. Labels are judged as given (checkServerJson, at the add): judged
+ * again at each load, a rule refusing more since (U+2028 in a title) made an entry an admin had
+ * added drop out of the catalog (test/unit/platform/connections/catalog.test.ts "stored before").
+ * A secret is refused however old the entry: a listing never shows one (ADR 0038).
+ */
+export function checkStoredServerJson(value: unknown): { server: ServerJson } | { problem: string } {
+  if (!validateSchema(value)) return { problem: describeErrors(validateSchema.errors ?? []) };
+  const problem = secretProblem(value);
+  return problem === undefined ? { server: value } : { problem };
+}
+
+/** The first label, a header's description included, that holds what a reader cannot see. */
+function labelProblem(server: ServerJson): string | undefined {
   for (const field of ["name", "title", "description", "version"] as const) {
-    const text = value[field];
+    const text = server[field];
     if (typeof text === "string" && hasUnsafeCharacters(text)) {
-      return {
-        problem: `"${field}" holds a control, zero-width, bidirectional, variation or tag character; remove it.`,
-      };
+      return `"${field}" holds a control, zero-width, bidirectional, variation or tag character; remove it.`;
     }
   }
-  // A problem names a remote by its place, never by its URL: a query string may hold a key, and
-  // query strings are never logged.
-  for (const [index, remote] of (value.remotes ?? []).entries()) {
-    if (holdsUserinfo(remote.url)) {
-      return {
-        problem: `remotes.${index} has a user name or password in its URL; remove it from the catalog.`,
-      };
-    }
-    if (holdsQueryCredential(remote.url)) {
-      return {
-        problem: `remotes.${index} has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.`,
-      };
-    }
-    // A header's description is told to whoever connects ("This server needs the header …
-    // (description)"), so it is screened as a label is; a U+202E in it was echoed
-    // (test/unit/platform/connections/catalog-entry.test.ts "… header's description …").
+  // A header's description is told to whoever connects ("This server needs the header …
+  // (description)"), so it is screened as a label is; a U+202E in it was echoed
+  // (test/unit/platform/connections/catalog-entry.test.ts "… header's description …").
+  for (const [index, remote] of (server.remotes ?? []).entries()) {
     for (const [at, header] of (remote.headers ?? []).entries()) {
       if (header.description !== undefined && hasUnsafeCharacters(header.description)) {
-        return {
-          problem: `"remotes.${index}.headers.${at}.description" holds a control, zero-width, bidirectional, variation or tag character; remove it.`,
-        };
+        return `"remotes.${index}.headers.${at}.description" holds a control, zero-width, bidirectional, variation or tag character; remove it.`;
       }
     }
   }
-  for (const [index, entry] of (value.packages ?? []).entries()) {
+  return undefined;
+}
+
+/** The first URL or input under `remotes` and `packages` that carries a credential. */
+function secretProblem(server: ServerJson): string | undefined {
+  // A problem names a remote by its place, never by its URL: a query string may hold a key, and
+  // query strings are never logged.
+  for (const [index, remote] of (server.remotes ?? []).entries()) {
+    if (holdsUserinfo(remote.url)) {
+      return `remotes.${index} has a user name or password in its URL; remove it from the catalog.`;
+    }
+    if (holdsQueryCredential(remote.url)) {
+      return `remotes.${index} has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.`;
+    }
+  }
+  for (const [index, entry] of (server.packages ?? []).entries()) {
     const url = (entry as { transport?: { url?: unknown } | null }).transport?.url;
     if (typeof url === "string" && holdsUserinfo(url)) {
-      return {
-        problem: `packages.${index}.transport has a user name or password in its URL; remove it from the catalog.`,
-      };
+      return `packages.${index}.transport has a user name or password in its URL; remove it from the catalog.`;
     }
     if (typeof url === "string" && holdsQueryCredential(url)) {
-      return {
-        problem: `packages.${index}.transport has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.`,
-      };
+      return `packages.${index}.transport has a credential in its URL's query; remove it from the catalog: whoever connects supplies it.`;
     }
   }
-  const secret = secretInputIn(value);
-  if (secret) {
-    const named = secret.name === undefined ? "" : ` (${secret.name})`;
-    return {
-      problem:
-        `"${secret.place}"${named} is secret and has a ${secret.field} in the catalog, which every ` +
-        `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`,
-    };
-  }
-  return { server: value };
+  const secret = secretInputIn(server);
+  if (!secret) return undefined;
+  const named = secret.name === undefined ? "" : ` (${secret.name})`;
+  return (
+    `"${secret.place}"${named} is secret and has a ${secret.field} in the catalog, which every ` +
+    `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`
+  );
 }
 
 /**

@@ -12,6 +12,7 @@ import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import {
   catalogIdOf,
   checkServerJson,
+  checkStoredServerJson,
   isCatalogId,
   MAX_ENTRY_BYTES,
   type ServerJson,
@@ -139,6 +140,12 @@ export class Catalog {
           `${server.name} is in this workspace's catalog already (id ${id}); remove it first to replace it.`,
         );
       }
+      if (skippedFile(index, id)) {
+        throw new Conflict(
+          "catalog_entry_exists",
+          `This workspace's stored entry ${id} was skipped as a problem (listed under problems); remove it first to replace it.`,
+        );
+      }
       if (index.entries.size >= MAX_WORKSPACE_ENTRIES) {
         throw new Conflict(
           "catalog_full",
@@ -156,12 +163,17 @@ export class Catalog {
     });
   }
 
-  /** Removes one of the workspace's own entries; the operator's are removed from their folder. */
+  /**
+   * Removes one of the workspace's own entries, one skipped as a problem included: a stored file
+   * that no longer loads is still the admin's to remove, or its id could be neither listed, removed
+   * nor added again. The operator's are removed from their folder.
+   */
   async remove(workspaceId: string, id: string): Promise<void> {
     if (!isCatalogId(id)) throw notFound();
     await this.locks.run(workspaceId, async () => {
       const index = await this.index(workspaceId);
-      if (!index.entries.has(id)) {
+      const skipped = skippedFile(index, id);
+      if (!index.entries.has(id) && !skipped) {
         if ((await this.instanceEntries()).some((entry) => entry.id === id)) {
           throw new Forbidden(
             "This entry is in the instance's catalog, which the operator keeps in connections.catalogDir; a workspace removes only its own.",
@@ -178,6 +190,7 @@ export class Catalog {
         if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
       }
       index.entries.delete(id);
+      if (skipped) index.problems = index.problems.filter((problem) => problem !== skipped);
     });
   }
 
@@ -268,7 +281,7 @@ async function readStoredEntry(
   ) {
     return { problem: "Not a stored catalog entry ({server, addedBy, addedAt})." };
   }
-  const checked = checkServerJson(stored.server);
+  const checked = checkStoredServerJson(stored.server);
   if ("problem" in checked) return checked;
   if (catalogIdOf(checked.server.name) !== id) {
     return {
@@ -284,6 +297,11 @@ async function readStoredEntry(
       addedAt: stored.addedAt,
     },
   };
+}
+
+/** The problem a workspace's stored file for `id` was skipped with, if it was. */
+function skippedFile(index: WorkspaceIndex, id: string): CatalogProblem | undefined {
+  return index.problems.find((problem) => problem.file === `${id}.json`);
 }
 
 function notFound(): NotFound {

@@ -8,6 +8,7 @@ import { connectionNameOf, connectRequestFor } from "../../../../src/platform/co
 import {
   catalogIdOf,
   checkServerJson,
+  checkStoredServerJson,
   connectabilityOf,
   isCatalogId,
   type ServerJson,
@@ -76,6 +77,25 @@ describe("a server.json", () => {
     expect(problemOf(server({ description }))).toContain(
       "control, zero-width, bidirectional, variation or tag",
     );
+  });
+
+  it("read back as stored, has its labels taken as they are and its secrets still refused", () => {
+    // Labels are judged as given: one stored before a rule refused U+2028 still loads.
+    const header = { name: "X-Key", description: "The\u2028key" };
+    const stored = server({
+      title: "Weather\u2028Two",
+      remotes: [{ type: "streamable-http", url: "https://weather.example.com/mcp", headers: [header] }],
+    });
+    expect(problemOf(stored)).toContain('"title" holds a control');
+    expect(checkStoredServerJson(stored)).toEqual({ server: stored });
+    const secret = { ...header, isSecret: true, value: "k" };
+    const leaking = server({
+      remotes: [{ type: "streamable-http", url: "https://weather.example.com/mcp", headers: [secret] }],
+    });
+    expect(checkStoredServerJson(leaking)).toEqual({ problem: expect.stringContaining("is secret") });
+    expect(checkStoredServerJson({ name: "x" })).toEqual({
+      problem: expect.stringContaining("Not a server.json"),
+    });
   });
 
   it.each(["rtl\u202eoverride", "bell\u0007", "two\nlines", "tag\u{e0041}"])(

@@ -324,6 +324,50 @@ describe("a workspace's own entries", () => {
     expect(logged.lines.filter((l) => l.msg === "workspace catalog entry skipped")).toHaveLength(2);
   });
 
+  it("stored before a rule refused a label's character (U+2028) still load, and are removed and added again", async () => {
+    const catalog = openCatalog();
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    // What Atrium wrote for a title and a header's description holding U+2028, then accepted.
+    const file = join(temp.layout.partition("connections").dir(temp.ws), "catalog", "com.example~crm.json");
+    const stored = JSON.parse(await readFile(file, "utf8"));
+    stored.server.title = "CRM\u2028Two";
+    stored.server.remotes[0].headers = [{ name: "X-Team", description: "Your\u2028team" }];
+    await writeFile(file, JSON.stringify(stored, null, 2));
+    const fresh = openCatalog();
+    expect((await fresh.list(temp.ws)).map((e) => e.server.title)).toEqual(["CRM\u2028Two"]);
+    expect(await fresh.workspaceProblems(temp.ws)).toEqual([]);
+    await fresh.remove(temp.ws, "com.example~crm");
+    // As given, the label is judged: an add refuses it.
+    await expect(
+      fresh.add(temp.ws, ALICE, server("com.example/crm", { title: "CRM\u2028Two" })),
+    ).rejects.toMatchObject({ status: 400 });
+    expect((await fresh.add(temp.ws, ALICE, server("com.example/crm"))).id).toBe("com.example~crm");
+  });
+
+  it("skipped as a problem are still removed by their id, and an add of that id says why it is taken", async () => {
+    const catalog = openCatalog();
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    const file = join(temp.layout.partition("connections").dir(temp.ws), "catalog", "com.example~crm.json");
+    const stored = JSON.parse(await readFile(file, "utf8"));
+    stored.server.remotes[0].headers = [{ name: "X-Key", isSecret: true, value: "k" }];
+    await writeFile(file, JSON.stringify(stored));
+    const fresh = openCatalog();
+    expect(await fresh.list(temp.ws)).toEqual([]);
+    expect(await fresh.workspaceProblems(temp.ws)).toEqual([
+      { file: "com.example~crm.json", message: expect.stringContaining("is secret") },
+    ]);
+    await expect(fresh.add(temp.ws, ALICE, server("com.example/crm"))).rejects.toMatchObject({
+      status: 409,
+      code: "catalog_entry_exists",
+      message: expect.stringContaining("skipped as a problem"),
+    });
+    await fresh.remove(temp.ws, "com.example~crm");
+    expect(await fresh.workspaceProblems(temp.ws)).toEqual([]);
+    await expect(readFile(file)).rejects.toMatchObject({ code: "ENOENT" });
+    expect((await fresh.add(temp.ws, ALICE, server("com.example/crm"))).id).toBe("com.example~crm");
+    expect((await openCatalog().list(temp.ws)).map((e) => e.id)).toEqual(["com.example~crm"]);
+  });
+
   it("are read again after a read that failed, not remembered as empty", async () => {
     const partition = temp.layout.partition("connections").dir(temp.ws);
     await mkdir(partition);
