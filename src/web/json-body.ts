@@ -1,6 +1,7 @@
 import type { StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import { InvalidInput, UnsupportedMediaType } from "../errors.ts";
+import { requireAdmin } from "../workspace/gate.ts";
 import type { AppEnv } from "./app-env.ts";
 import { jsonBoundsProblem } from "./json-bounds.ts";
 
@@ -52,6 +53,29 @@ export async function readJsonBodyAs<I, O>(
   throw new InvalidInput(
     `${problems}\nThe body is ${bodyShape(standard.jsonSchema.input({ target: "draft-07" }))}.`,
   );
+}
+
+/**
+ * The body of a change only a workspace admin may make, read as readJsonBodyAs reads it. A caller
+ * who is not one is refused (403) before the body is read, whatever it holds: read first, a
+ * member's body with a stray field was a 400 describing the admin's body
+ * (test/integration/rest-bodies.test.ts "whatever the body"). Asked again once it is read, since
+ * reading it admitted the request again (ADR 0129).
+ */
+export function readAdminBodyAs<I, O>(c: Context<AppEnv>, schema: StandardSchemaWithJSON<I, O>): Promise<O> {
+  return readAsAdmin(c, () => readJsonBodyAs(c, schema));
+}
+
+/** A JSON object body (a document kept whole) of a change only an admin may make, as readAdminBodyAs. */
+export function readAdminJsonObject(c: Context<AppEnv>): Promise<Record<string, unknown>> {
+  return readAsAdmin(c, () => readJsonObject(c));
+}
+
+async function readAsAdmin<T>(c: Context<AppEnv>, read: () => Promise<T>): Promise<T> {
+  requireAdmin(c.get("admission"));
+  const body = await read();
+  requireAdmin(c.get("admission"));
+  return body;
 }
 
 /** A body's fields as a reader writes them, `{"name", "auth"?}`: the optional ones marked. */

@@ -1,11 +1,9 @@
-import type { StandardSchemaV1 } from "@modelcontextprotocol/server";
 import { type Context, Hono } from "hono";
 import * as z from "zod";
-import type { Principal } from "../../identity/principal.ts";
 import { platformInput } from "../../platform/platform-tool.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonBodyAs } from "../../web/json-body.ts";
-import { type Admission, requireAdmin } from "../../workspace/gate.ts";
+import { readAdminBodyAs } from "../../web/json-body.ts";
+import { requireAdmin } from "../../workspace/gate.ts";
 import { type Invitation, readInvitee } from "../../workspace/invitation.ts";
 import { roleIn, WORKSPACE_ROLES, type Workspace, type WorkspaceRole } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
@@ -36,12 +34,7 @@ export function workspaceInvitationRoutes(deps: RouteDeps): Hono<AppEnv> {
     return c.json({ invitations: await deps.invitations.forWorkspace(admission.workspace.id) });
   });
 
-  app.post("/invitations", async (c) => {
-    const body = await readInviteBody(c);
-    // Read after the body: reading it admitted the request again (workspace-gate.ts).
-    const invitation = await invite(deps, c.get("admission"), c.get("principal"), body);
-    return c.json({ invitation }, 201);
-  });
+  app.post("/invitations", async (c) => c.json({ invitation: await invite(deps, c) }, 201));
 
   app.delete("/invitations/:id", async (c) => {
     const admission = c.get("admission");
@@ -73,27 +66,18 @@ export function invitationRoutes(deps: RouteDeps): Hono<AppEnv> {
   return app;
 }
 
-/** `POST …/invitations`' body, and `POST …/members`', which invites the same way. */
-export function readInviteBody(c: Context<AppEnv>): Promise<InviteRequest> {
-  return readJsonBodyAs(c, inviteBody);
-}
-
-type InviteRequest = StandardSchemaV1.InferOutput<typeof inviteBody>;
-
 /**
- * Creates an invitation from `{"principalId"}` or `{"email"}` and `"role"`. Nothing is looked
- * up, so the answer (status, shape, time) is the same whether or not anyone here has that
- * address or id, and it repeats only what the admin sent. Also behind POST …/members.
+ * `POST …/invitations`, and `POST …/members`, which invites the same way: an invitation from
+ * `{"principalId"}` or `{"email"}` and `"role"`, by an admin (asked before the body is read and
+ * after: readAdminBodyAs). Nothing is looked up, so the answer (status, shape, time) is the same
+ * whether or not anyone here has that address or id, and it repeats only what the admin sent.
  */
-export async function invite(
-  deps: RouteDeps,
-  admission: Admission,
-  admin: Principal,
-  body: InviteRequest,
-): Promise<Invitation> {
-  requireAdmin(admission);
+export async function invite(deps: RouteDeps, c: Context<AppEnv>): Promise<Invitation> {
+  const body = await readAdminBodyAs(c, inviteBody);
+  // Read after the body: reading it admitted the request again (workspace-gate.ts).
+  const workspaceId = c.get("admission").workspace.id;
   const invitee = readInvitee(body);
-  return deps.invitations.create(admission.workspace.id, invitee, body.role ?? "member", admin.id);
+  return deps.invitations.create(workspaceId, invitee, body.role ?? "member", c.get("principal").id);
 }
 
 /** An invitation as its invitee sees it: the workspace's name, never its id, members or content. */

@@ -3,12 +3,12 @@ import { WorkspaceNotFound } from "../../errors.ts";
 import type { Grants } from "../../oauth/grants.ts";
 import { platformInput } from "../../platform/platform-tool.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonBodyAs } from "../../web/json-body.ts";
+import { readAdminBodyAs } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Workspace } from "../../workspace/model.ts";
 import type { RouteDeps } from "../context.ts";
 import { writeThenEnd } from "../write-then-end.ts";
-import { invite, readInviteBody, roleInput } from "./invitations.ts";
+import { invite, roleInput } from "./invitations.ts";
 
 /** What ends a person's access besides membership: the grants their MCP clients hold. */
 export type GrantRevoker = Pick<Grants, "revokeWhere">;
@@ -33,17 +33,12 @@ export function memberRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv
   // Adding someone without their word let anyone pull anyone into a workspace and told the
   // caller who was known here (issue 10, Security 2). Kept for existing clients: it now
   // invites, and answers exactly as POST …/invitations does (ADR 0027).
-  app.post("/members", async (c) => {
-    const body = await readInviteBody(c);
-    // Read after the body: reading it admitted the request again (workspace-gate.ts).
-    const invitation = await invite(deps, c.get("admission"), c.get("principal"), body);
-    return c.json({ invitation }, 201);
-  });
+  app.post("/members", async (c) => c.json({ invitation: await invite(deps, c) }, 201));
 
   app.patch("/members/:principal", async (c) => {
-    const { role } = await readJsonBodyAs(c, roleBody);
+    const { role } = await readAdminBodyAs(c, roleBody);
+    // Read after the body: reading it admitted the request again (workspace-gate.ts).
     const admission = c.get("admission");
-    requireAdmin(admission);
     const target = c.req.param("principal");
     const id = admission.workspace.id;
     const roleNow = () => deps.workspaces.roleOf(id, target);

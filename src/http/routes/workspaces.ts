@@ -2,7 +2,7 @@ import { Hono } from "hono";
 import * as z from "zod";
 import { platformInput } from "../../platform/platform-tool.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonBodyAs } from "../../web/json-body.ts";
+import { readAdminBodyAs, readJsonBodyAs } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import { checkName } from "../../workspace/workspace-record.ts";
 import type { RouteDeps } from "../context.ts";
@@ -44,9 +44,9 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
   });
 
   app.patch("/", async (c) => {
-    const { name } = await readJsonBodyAs(c, nameBody);
+    const { name } = await readAdminBodyAs(c, nameBody);
+    // Read after the body: reading it admitted the request again (workspace-gate.ts).
     const admission = c.get("admission");
-    requireAdmin(admission);
     const checked = checkName(name);
     const id = admission.workspace.id;
     // A rename whose workspace.json landed and whose folder's flush then failed is the rename:

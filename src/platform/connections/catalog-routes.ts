@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonObject } from "../../web/json-body.ts";
+import { readAdminJsonObject } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Catalog, CatalogEntry } from "./catalog.ts";
 import { type ConnectFromCatalog, connectRequestFor } from "./catalog-connect.ts";
@@ -70,9 +70,8 @@ export function catalogWorkspaceRoutes(catalog: Catalog, connect: ConnectFromCat
 
   // The body is a server.json; its id comes from its name.
   app.post("/catalog", async (c) => {
-    const body = await readJsonObject(c);
+    const body = await readAdminJsonObject(c);
     const admission = c.get("admission");
-    requireAdmin(admission);
     const entry = await catalog.add(admission.workspace.id, c.get("principal").id, body);
     return c.json(entryView(entry), 201);
   });
@@ -86,9 +85,8 @@ export function catalogWorkspaceRoutes(catalog: Catalog, connect: ConnectFromCat
 
   // `{"name"?, "auth"?}` → 201 with the connection and its first snapshot, as POST …/connections.
   app.post("/catalog/:id/connect", async (c) => {
-    const body = await readJsonObject(c);
+    const body = await readAdminJsonObject(c);
     const admission = c.get("admission");
-    requireAdmin(admission);
     const entry = await catalog.get(admission.workspace.id, c.req.param("id"));
     const connection = await connect(
       admission.workspace.id,

@@ -1,7 +1,8 @@
 import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
+import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { readJsonBodyAs } from "../../web/json-body.ts";
+import { readAdminBodyAs, readJsonBodyAs } from "../../web/json-body.ts";
 import type { CallerConnections } from "./caller-connections.ts";
 import { addInput, authorizeBody } from "./server.ts";
 
@@ -27,10 +28,12 @@ export function connectionRoutes(connections: CallerConnections): Hono<AppEnv> {
 
   // Re-authorizes an OAuth connection: a new flow from the record as it is now, `{scopes?}` to ask for others.
   app.post("/connections/:name/oauth/start", async (c) => {
-    const body = c.req.header("content-type") ? await readJsonBodyAs(c, authorizeBody) : {};
-    return c.json(
-      await connections.startAuthorization(ws(c), c.get("principal").id, c.req.param("name"), body),
-    );
+    const name = c.req.param("name");
+    // A workspace connection's flow is an admin's to start: anyone else is refused whatever the
+    // body (the service asks again); a `my_` one is the caller's own.
+    const read = isPersonalSourceName(name) ? readJsonBodyAs : readAdminBodyAs;
+    const body = c.req.header("content-type") ? await read(c, authorizeBody) : {};
+    return c.json(await connections.startAuthorization(ws(c), c.get("principal").id, name, body));
   });
 
   app.delete("/connections/:name", async (c) => {
