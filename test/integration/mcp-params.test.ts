@@ -225,6 +225,20 @@ describe("tool arguments", () => {
     expect(create?.inputSchema.additionalProperties).toBe(false);
   });
 
+  it("a tools/call params key MCP does not define is ignored, as a later revision may define it; REST refuses it", async () => {
+    // The params are the protocol's: a field added compatibly raises no version, and 2026-07-28
+    // added inputResponses and requestState. A tool's own arguments go under `arguments`, where a
+    // platform tool refuses one it does not read (above). ADR 0095, amended.
+    const params = { name: "files__list", arguments: { limit: 1 }, "io.example/later": true };
+    const { body } = await rpc("tools/call", JSON.stringify(params));
+    expect(body.error).toBeUndefined();
+    expect(body.result).toMatchObject({ structuredContent: { files: expect.any(Array) } });
+    expect((body.result as { isError?: boolean }).isError).toBeUndefined();
+    const rest = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tools/call`, params);
+    expect(rest.status).toBe(400);
+    expect(await rest.text()).toContain("io.example/later");
+  });
+
   it("arguments that fail the tool's schema are an isError result naming the tool as called", async () => {
     const { body } = await rpc("tools/call", '{"name":"files__read","arguments":{"id":{"__proto__":1}}}');
     const result = body.result as { isError: boolean; content: Array<{ text: string }> };

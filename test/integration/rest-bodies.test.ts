@@ -153,4 +153,21 @@ describe("the tool call body", () => {
     await refusedNaming(await rest("POST", "/tools/call", body), "args");
     expect((await skill("called")).status).toBe(404);
   });
+
+  it("POST …/tools/call takes MCP's params as they are, `_meta` included and ignored", async () => {
+    const params = {
+      name: "skills__create",
+      arguments: { name: "with-meta", description: "d", body: "b" },
+      _meta: { progressToken: "p1", "io.example/trace": { id: 1 } },
+    };
+    const response = await rest("POST", "/tools/call", params);
+    const text = await response.text();
+    expect(response.status, text).toBe(200);
+    expect((JSON.parse(text) as { isError?: boolean }).isError).toBeUndefined();
+    expect((await skill("with-meta")).status).toBe(200);
+    const notAnObject = await rest("POST", "/tools/call", { name: "files__list", _meta: "x" });
+    expect(notAnObject.status).toBe(400);
+    const { error } = (await notAnObject.json()) as { error: { message: string } };
+    expect(error.message).toContain('The body is {"name", "arguments"?, "_meta"?}.');
+  });
 });

@@ -6,7 +6,14 @@ import { readJsonBodyAs } from "../../web/json-body.ts";
 import type { RouteDeps } from "../context.ts";
 
 // Strict, as every REST body is: `args` for `arguments` called the tool with no arguments (ADR 0095).
-const callBody = platformInput({ name: z.string(), arguments: z.record(z.string(), z.unknown()).optional() });
+// `_meta` is taken so MCP's params can be sent as they are, and ignored: its progress token asks
+// for notifications, and a REST call answers with its result alone. MCP's own `tools/call` ignores
+// any params key it does not know, which a later revision may define (docs/mcp.md).
+const callBody = platformInput({
+  name: z.string(),
+  arguments: z.record(z.string(), z.unknown()).optional(),
+  _meta: z.record(z.string(), z.unknown()).optional(),
+});
 
 /** The workspace's tool surface over REST, through the same router as /mcp/ws_…. */
 export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
