@@ -24,7 +24,7 @@ export interface BuiltParts {
   endpoint?: McpEndpoint;
   /** The HTTP server, once made; it may be listening when the boot fails after `listen`. */
   server?: Server;
-  /** How long background work is waited for (`http.drainSeconds`, ADR 0093). */
+  /** How long background work is waited for (`http.drainSeconds`, BACKGROUND_FLOOR_MS at least). */
   drainSeconds: number;
   timers: Timers;
 }
@@ -33,14 +33,31 @@ export interface BuiltParts {
 type Failed = (error: unknown, part: string) => void;
 
 /**
+ * The least time a stop (or a failed boot's close) gives background work, whatever
+ * `http.drainSeconds` says (ADR 0093, amended): the apps' stops and what their events start are
+ * local writes (a run recorded interrupted, its notice) that end in milliseconds. A drain of 0
+ * means no request is drained, not that the apps are not waited for: with it the lock went while
+ * an app's stop still wrote in the root, which a next process may own by then
+ * (boot-failed-close.test.ts "drainSeconds 0"). The drain already gives the handlers it cuts
+ * off as long (UNWIND_MS, http/drain.ts), so a stop's longest wait does not grow.
+ */
+export const BACKGROUND_FLOOR_MS = 5_000;
+
+/** How long after a stop begins its background work is waited for at most. */
+function backgroundDeadlineMs(drainSeconds: number): number {
+  return Math.max(drainSeconds * 1000, BACKGROUND_FLOOR_MS);
+}
+
+/**
  * Closes what a boot built when the boot cannot go on (the lock lost, a port taken, a damaged
  * root found late): no job, app or source it started keeps running in the process, and what
  * the apps' last work started has ended before its caller lets go of the root (server.ts), in
  * the graceful stop's order (ADR 0093): jobs and the apps' stops, their `drained`, the events'
- * work, waited for `drainSeconds` at most; then sources and the endpoint close. The root was let
- * go while what an app's stop announced was still being written, and `drained` was never asked
- * (test/integration/boot-failed-close.test.ts). Every part is closed even if
- * another fails to; each failure is logged, and the boot's own error is the one its caller sees.
+ * work, waited for `drainSeconds` (BACKGROUND_FLOOR_MS at least); then sources and the endpoint
+ * close. The root was let go while what an app's stop announced was still being written, and
+ * `drained` was never asked (test/integration/boot-failed-close.test.ts). Every part is closed
+ * even if another fails to; each failure is logged, and the boot's own error is the one its
+ * caller sees.
  */
 export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> {
   const failed: Failed = (error, part) =>
@@ -53,7 +70,7 @@ export async function closeBuilt(parts: BuiltParts, log: Logger): Promise<void> 
   // A failed boot has no requests to drain: what the apps wait for once they are done is asked
   // for at once.
   work.drained(letGo.signal);
-  if (!(await settledBefore(work.ended(), parts.drainSeconds * 1000, parts.timers))) {
+  if (!(await settledBefore(work.ended(), backgroundDeadlineMs(parts.drainSeconds), parts.timers))) {
     log.warn(
       work.left(),
       "closing a failed boot left background work running: it was past the drain deadline",
@@ -151,12 +168,13 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       // exchange of credentials begun during the drain was not, when the connections app waited
       // for it as its stop began (connections-oauth-stop.test.ts "begun while a request still drains").
       work.drained(letGo.signal);
-      // Background work gets the requests' deadline too, and a second signal cuts it off: a
-      // health probe to a hung remote would otherwise hold the stop for its own timeout, up to
-      // 300 s, whatever the signals (test/integration/shutdown.test.ts "background work").
+      // Background work gets the requests' deadline too (but never less than the floor its
+      // local writes need), and a second signal cuts it off: a health probe to a hung remote
+      // would otherwise hold the stop for its own timeout, up to 300 s, whatever the signals
+      // (test/integration/shutdown.test.ts "background work").
       const finished = await settledBefore(
         work.ended(),
-        Math.max(0, startedMs + drainMs - clock()),
+        Math.max(0, startedMs + backgroundDeadlineMs(parts.drainSeconds) - clock()),
         timers,
         stopForced,
       );

@@ -67,6 +67,8 @@ export interface TestAtriumOptions {
   idleTimeoutSeconds?: number;
   /** instance.json's `http.requestTimeoutSeconds`. */
   requestTimeoutSeconds?: number;
+  /** instance.json's `http.drainSeconds`. */
+  drainSeconds?: number;
   idleEvictMs?: number;
   /** The instance clock (test/helpers/fake-time.ts), so a test moves time instead of waiting. */
   clock?: Clock;
@@ -160,6 +162,7 @@ export async function startTestAtrium(options: TestAtriumOptions = {}): Promise<
         ...(options.requestTimeoutSeconds === undefined
           ? {}
           : { requestTimeoutSeconds: options.requestTimeoutSeconds }),
+        ...(options.drainSeconds === undefined ? {} : { drainSeconds: options.drainSeconds }),
       },
       ...(options.maxUploadBytes === undefined ? {} : { files: { maxUploadBytes: options.maxUploadBytes } }),
       ...(options.skills === undefined ? {} : { skills: options.skills }),

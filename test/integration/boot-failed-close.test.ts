@@ -13,6 +13,7 @@ import { startAtrium } from "../../src/server.ts";
 import { bootstrapWorkspace, startTestAtrium } from "../helpers/atrium.ts";
 import { journalDuring } from "../helpers/fs-journal.ts";
 import { gate } from "../helpers/gate.ts";
+import { writingStop } from "../helpers/writing-stop.ts";
 
 // A boot that failed after its apps had started (a port taken) stopped them and let go of the
 // root at once: it waited neither for what the apps' stops announced (another app's write an
@@ -37,14 +38,16 @@ async function holdPort(onFinished: OnFinished): Promise<number> {
   return (blocker.address() as { port: number }).port;
 }
 
-/** A boot on `dir/data` that fails to listen on the held `port`, after its apps started. */
-function failingBoot(dir: string, port: number, app: PlatformApp): Promise<unknown> {
+/**
+ * A boot on `dir/data` that fails to listen on the held `port`, after its apps started. Its drain
+ * deadline is far past what the test's work takes unless given: the close is not cut short by it.
+ */
+function failingBoot(dir: string, port: number, app: PlatformApp, drainSeconds = 600): Promise<unknown> {
   const config = parseInstance(
     {
       auth: { adapter: "dev" },
       storage: { root: "./data" },
-      // Far past what the test's work takes: the close is not cut short by its deadline.
-      http: { host: "127.0.0.1", port, publicUrl: "http://127.0.0.1:8787", drainSeconds: 600 },
+      http: { host: "127.0.0.1", port, publicUrl: "http://127.0.0.1:8787", drainSeconds },
     },
     { source: "test", baseDir: dir },
   );
@@ -120,6 +123,23 @@ describe("a boot that fails after its apps started", () => {
 
     expect(flushedAfterRelease).toEqual([]);
     expect(atRejection.filter((name) => name.endsWith(".json"))).toHaveLength(1);
+  });
+
+  // ADR 0093 (amended): drainSeconds 0 (a valid setting) made the close wait for nothing, and the
+  // lock went while an app's stop (a run recorded interrupted) still wrote in the root. A failed
+  // boot has no request to drain; its apps' stops are waited for whatever the drain says.
+  it("with http.drainSeconds 0, lets go of the root only once the apps' stops have ended", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const writer = writingStop(join(dir, "data", "_instance", "instance.lock"));
+
+    await expect(failingBoot(dir, await holdPort(onTestFinished), writer.app, 0)).rejects.toThrow(
+      "that port is taken",
+    );
+    await writer.stopped();
+
+    expect(writer.lockHeldAtEnd()).toBe(true);
   });
 
   it("asks the apps' drained(), whose signal aborts before the lock goes", async ({ onTestFinished }) => {

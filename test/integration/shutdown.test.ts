@@ -20,6 +20,7 @@ import {
 } from "../helpers/cli.ts";
 import { FakeTime, settle } from "../helpers/fake-time.ts";
 import { memoryLog } from "../helpers/memory-log.ts";
+import { writingStop } from "../helpers/writing-stop.ts";
 
 // Issue 10, Reliability 1 and 2: a signal stops the server gracefully, and the commands an
 // operator is given leave no orphan. Real processes, real signals.
@@ -156,6 +157,19 @@ describe("background work at a stop", () => {
       apps: ["hanging"],
     });
     expect(lines.some((line) => line.msg === "shutdown finished")).toBe(true);
+  });
+
+  // ADR 0093 (amended): with drainSeconds 0 the stop waited for no background work at all, and
+  // the lock went while an app's stop (a run recorded interrupted) still wrote in the root.
+  it("with http.drainSeconds 0, an app's stop still writing ends before the lock goes", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const writer = writingStop(join(dir, "data", "_instance", "instance.lock"));
+    const instance = await startTestAtrium({ dir, drainSeconds: 0, apps: [...PLATFORM_APPS, writer.app] });
+    await instance.atrium.close();
+    await writer.stopped();
+    expect(writer.lockHeldAtEnd()).toBe(true);
   });
 
   it("a second signal stops waiting for them at once", async ({ onTestFinished }) => {

@@ -1,5 +1,11 @@
 import { expect, it } from "vitest";
-import { type BuiltParts, closeBuilt, gracefulStop, type StopParts } from "../../src/graceful-stop.ts";
+import {
+  BACKGROUND_FLOOR_MS,
+  type BuiltParts,
+  closeBuilt,
+  gracefulStop,
+  type StopParts,
+} from "../../src/graceful-stop.ts";
 import { EventBus } from "../../src/kernel/events.ts";
 import { capturingLogger } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
@@ -142,7 +148,7 @@ it("names the events whose subscribers' work is still running when the stop stop
       timers: time.timers,
       log,
       events: bus,
-      drainSeconds: 1,
+      drainSeconds: 10,
       lastWrites: async () => undefined,
       drain: {
         inFlight: () => 0,
@@ -153,7 +159,7 @@ it("names the events whose subscribers' work is still running when the stop stop
   );
   const stopped = stop();
   while (time.armed() === 0) await new Promise((resolve) => setImmediate(resolve));
-  await time.advance(1_000);
+  await time.advance(10_000);
   await stopped;
   expect(lines).toContainEqual(
     expect.objectContaining({
@@ -219,13 +225,13 @@ it("a failed boot's close waits no longer than drainSeconds, and names the event
   bus.subscribe({ types: ["member.removed"] }, () => new Promise<void>(() => undefined));
   bus.publish({ type: "member.removed", workspaceId: "ws", principalId: "p" });
   let closed = false;
-  const closing = closeBuilt(builtParts({ events: bus, drainSeconds: 1, timers: time.timers }), log).then(
+  const closing = closeBuilt(builtParts({ events: bus, drainSeconds: 10, timers: time.timers }), log).then(
     () => {
       closed = true;
     },
   );
   while (time.armed() === 0 && !closed) await new Promise((resolve) => setImmediate(resolve));
-  await time.advance(1_000);
+  await time.advance(10_000);
   await closing;
   expect(lines).toContainEqual(
     expect.objectContaining({
@@ -268,3 +274,79 @@ it("a part that fails to close is logged, the rest still closes and the lock is 
   );
   expect(lines).toContainEqual(expect.objectContaining({ msg: "shutdown finished", failed: 1 }));
 });
+
+// ADR 0093 (amended again): drainSeconds 0 drains no request, but it does not let the lock go while
+// an app's stop (a run recorded interrupted) still writes in the root: background work is waited
+// for BACKGROUND_FLOOR_MS at least, whatever the drain. It was waited for not at all.
+const closes = {
+  "a graceful stop": (time: FakeTime, events: string[], apps: unknown[]) =>
+    gracefulStop(
+      stopParts(events, {
+        clock: time.clock,
+        timers: time.timers,
+        drainSeconds: 0,
+        apps: apps as StopParts["apps"],
+        lastWrites: async () => undefined,
+        drain: {
+          inFlight: () => 0,
+          drain: async () => ({ finished: 0, cutOff: 0 }),
+          force: () => undefined,
+        } as unknown as StopParts["drain"],
+      }),
+    )(),
+  // The lock is its caller's to release (server.ts): closed is when it goes.
+  "a failed boot's close": async (time: FakeTime, events: string[], apps: unknown[]) => {
+    const bus = new EventBus(capturingLogger().log);
+    await closeBuilt(
+      builtParts({ events: bus, drainSeconds: 0, timers: time.timers, apps: apps as BuiltParts["apps"] }),
+      capturingLogger().log,
+    );
+    events.push("lock released");
+  },
+};
+
+it.for(Object.keys(closes) as (keyof typeof closes)[])(
+  "%s with drainSeconds 0 still waits for an app's stop before the lock goes",
+  async (close) => {
+    const time = new FakeTime();
+    const events: string[] = [];
+    const written = gate();
+    const tasks = {
+      name: "tasks",
+      tools: {},
+      source: { close: async () => undefined },
+      stop: async () => {
+        await written.promise;
+        events.push("run recorded interrupted");
+      },
+    };
+    const closed = closes[close](time, events, [tasks]);
+    while (time.armed() === 0) await new Promise((resolve) => setImmediate(resolve));
+    // Whatever is due at once fires: the deadline of a drain of 0 was.
+    await time.advance(0);
+    written.open();
+    await closed;
+    expect(events).toEqual(["run recorded interrupted", "lock released"]);
+  },
+);
+
+it.for(Object.keys(closes) as (keyof typeof closes)[])(
+  "%s with drainSeconds 0 waits for an app's stop that never ends BACKGROUND_FLOOR_MS, no longer",
+  async (close) => {
+    const time = new FakeTime();
+    const events: string[] = [];
+    const hung = {
+      name: "tasks",
+      tools: {},
+      source: { close: async () => undefined },
+      stop: () => new Promise<void>(() => undefined),
+    };
+    const closed = closes[close](time, events, [hung]);
+    while (time.armed() === 0) await new Promise((resolve) => setImmediate(resolve));
+    await time.advance(BACKGROUND_FLOOR_MS - 1);
+    expect(events).toEqual([]);
+    await time.advance(1);
+    await closed;
+    expect(events).toEqual(["lock released"]);
+  },
+);
