@@ -7,6 +7,7 @@ import { acquireInstanceLock, InstanceLocked } from "./instance/lock.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import type { RunningAtrium } from "./server.ts";
+import { exitOnceStopped } from "./stop-exit.ts";
 import { CorruptJson } from "./storage/atomic.ts";
 import { ATRIUM_VERSION } from "./version.ts";
 import { workspaceMcpUrl } from "./web/urls.ts";
@@ -138,7 +139,7 @@ export async function main(argv: string[], output: CliOutput = PROCESS_OUTPUT): 
     });
     const log = createLogger(config.log.level);
     const { startAtrium } = await import("./server.ts");
-    const atrium = await startAtrium(config, { log });
+    const atrium = await startAtrium(config, { log, exit: (code) => process.exit(code) });
     stopWhenAsked(atrium, log);
     output.out(`Atrium is listening on ${atrium.url} (identity provider: ${config.auth.adapter})\n`);
     if (config.auth.adapter === "dev") {
@@ -336,13 +337,7 @@ export function stopOnRequest(
     }
     firstMs = clock();
     log.info({ reason }, "stopping");
-    atrium.close().then(
-      () => exit(0),
-      (error: unknown) => {
-        log.error({ err: error }, "shutdown failed");
-        exit(1);
-      },
-    );
+    exitOnceStopped(atrium.close(), log, exit);
   };
 }
 

@@ -27,7 +27,7 @@ import { Sessions, secureCookiesFor } from "./identity/sessions.ts";
 import { UserDirectory } from "./identity/users.ts";
 import { warnMissingFolders } from "./instance/configured-folders.ts";
 import { followPort } from "./instance/load.ts";
-import { acquireInstanceLock, type InstanceLock, InstanceLockLostWhileBooting } from "./instance/lock.ts";
+import { type InstanceLock, InstanceLockLostWhileBooting } from "./instance/lock.ts";
 import type { InstanceConfig } from "./instance/schema.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
 import { WorkspaceEventLog } from "./kernel/event-log.ts";
@@ -35,6 +35,7 @@ import { EventBus } from "./kernel/events.ts";
 import { everyLeaseLocal } from "./kernel/leases.ts";
 import { Scheduler } from "./kernel/scheduler.ts";
 import { systemTimers, type Timers } from "./kernel/timers.ts";
+import { bootLocked } from "./locked-boot.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { ParkedRequests } from "./oauth/authorize/parked.ts";
 import { PendingAuthorizations } from "./oauth/authorize/pending.ts";
@@ -77,6 +78,8 @@ export interface StartOptions {
   clock?: Clock;
   /** How the scheduler waits; tests fire due jobs by moving a fake clock. */
   timers?: Timers;
+  /** Ends the process once the stop a lost lock set off has ended (the CLI's); none by default. */
+  exit?: (code: number) => void;
 }
 
 export interface RunningAtrium {
@@ -120,36 +123,18 @@ export async function startAtrium(
   const log = options.log ?? createLogger(config.log.level);
   const layout = new StorageLayout(config.storage.root);
   const clock = options.clock ?? systemClock;
-  // Before anything else reads or writes the root: one root, one process (ADR 0022). A
-  // process that loses the lock stops, so two never serve one root.
-  let running: RunningAtrium | undefined;
-  // A loss the heartbeat finds before `running` exists is remembered here: boot reads it just
-  // before it listens and once more after, so the loss cannot fall between (issue: a process
-  // frozen while booting, taken over, then woken, listened beside the new holder).
-  let lostWhileBooting = false;
-  const lock = await acquireInstanceLock(layout, {
-    publicUrl: config.http.publicUrl,
-    log,
-    onLost: () => {
-      if (running) void running.close();
-      else lostWhileBooting = true;
+  // Before anything else reads or writes the root: one root, one process (ADR 0022).
+  return bootLocked(
+    layout,
+    {
+      publicUrl: config.http.publicUrl,
+      log,
+      clock,
+      heartbeatMs: options.lockHeartbeatMs,
+      exit: options.exit,
     },
-    clock,
-    ...(options.lockHeartbeatMs === undefined ? {} : { heartbeatMs: options.lockHeartbeatMs }),
-  });
-  const lockLost = async () => lostWhileBooting || !(await lock.stillHeld());
-  try {
-    running = await startLocked(config, options, log, layout, lock, clock, lockLost);
-  } catch (error) {
-    await lock.release();
-    throw error;
-  }
-  if (await lockLost()) {
-    // Lost between the check before listening and here: what listens is closed, never served.
-    await running.close();
-    throw new InstanceLockLostWhileBooting(layout.instanceLockFile());
-  }
-  return running;
+    (lock, lockLost) => startLocked(config, options, log, layout, lock, clock, lockLost),
+  );
 }
 
 async function startLocked(

@@ -44,6 +44,8 @@ export const LAYERS = {
   "credentials-reseal": 7,
   housekeeping: 7,
   "graceful-stop": 7,
+  "locked-boot": 7,
+  "stop-exit": 7,
 };
 
 /**

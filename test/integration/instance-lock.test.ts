@@ -1,7 +1,8 @@
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { describe, expect, it, type TestContext } from "vitest";
 import { parseInstance } from "../../src/instance/load.ts";
 import { InstanceLockLostWhileBooting, type LockHolder } from "../../src/instance/lock.ts";
@@ -11,6 +12,7 @@ import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { startAtrium } from "../../src/server.ts";
 import { type CliProcess, logEntries, spawnAtriumCli, writeCliInstance } from "../helpers/cli.ts";
+import { eventually } from "../helpers/eventually.ts";
 import { memoryLog } from "../helpers/memory-log.ts";
 
 // Issue 16: one data root, one running Atrium. Real processes, because the lock is about them.
@@ -194,4 +196,93 @@ describe("a process that loses its lock", () => {
     await atrium.close();
     expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(THEIRS);
   });
+
+  // ADR 0093 (amended): a part of the stop that fails makes close() reject. Set off by a lost lock
+  // (`void running.close()`), that rejection was handled by nobody, which ends a Node process with
+  // a stack trace, and a stop that ended left the process to end by itself; and a close after a
+  // loss found just after listening reported the app's error instead of the lost lock.
+  it.for([
+    [0, "ends"],
+    [1, "fails"],
+  ] as const)(
+    "stops serving and ends the process with exit %i once its stop %s, leaving nothing unhandled",
+    async ([code, outcome], { onTestFinished }) => {
+      const unhandled = watchUnhandled(onTestFinished);
+      const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-exit-"));
+      onTestFinished(() => rm(dir, { recursive: true, force: true }));
+      const { log, lines } = memoryLog();
+      const codes: number[] = [];
+      const atrium = await startAtrium(devInstance(dir), {
+        log,
+        lockHeartbeatMs: 20,
+        apps: [...PLATFORM_APPS, ...(outcome === "fails" ? [faultyStop()] : [])],
+        exit: (exitCode) => void codes.push(exitCode),
+      });
+      onTestFinished(() => atrium.close().catch(() => undefined));
+
+      await writeFile(join(dir, "data", "_instance", "instance.lock"), JSON.stringify(THEIRS));
+
+      await eventually(() => expect(codes).toEqual([code]));
+      expect(unhandled).toEqual([]);
+      expect(lines.filter((line) => line.msg === "shutdown failed")).toHaveLength(code);
+    },
+  );
+
+  it("just after listening, with a part of its close failing, reports the lost lock", async ({
+    onTestFinished,
+  }) => {
+    const unhandled = watchUnhandled(onTestFinished);
+    const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-listening-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const lockPath = join(dir, "data", "_instance", "instance.lock");
+    const lines: Record<string, unknown>[] = [];
+    // As if this process had been frozen just after it listened, past the stale bound, and another
+    // had taken the root over: after its look at the lock before listening, before the one after.
+    const takenOverAsItListens = new Writable({
+      write(chunk, _encoding, done) {
+        for (const text of String(chunk).split("\n").filter(Boolean)) {
+          const line = JSON.parse(text) as Record<string, unknown>;
+          lines.push(line);
+          if (line.msg === "atrium listening") writeFileSync(lockPath, JSON.stringify(THEIRS));
+        }
+        done();
+      },
+    });
+    const boot = startAtrium(devInstance(dir), {
+      log: createLogger("info", takenOverAsItListens),
+      apps: [...PLATFORM_APPS, faultyStop()],
+    });
+
+    await expect(boot).rejects.toBeInstanceOf(InstanceLockLostWhileBooting);
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(THEIRS);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: "a part of the shutdown failed; the rest still ends",
+        part: "faulty stop",
+      }),
+    );
+    expect(unhandled).toEqual([]);
+  });
 });
+
+/** An app whose stop fails, as a part of a stop may. */
+function faultyStop(): PlatformApp {
+  return {
+    name: "faulty",
+    start: () => ({
+      tools: new AppTools("faulty"),
+      stop: async () => {
+        throw new Error("faulty stop failed");
+      },
+    }),
+  };
+}
+
+/** The rejections nobody handles while the test runs: with Node's defaults each ends the process. */
+function watchUnhandled(onFinished: OnFinished): unknown[] {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on("unhandledRejection", onUnhandled);
+  onFinished(() => void process.off("unhandledRejection", onUnhandled));
+  return unhandled;
+}

@@ -1,0 +1,18 @@
+import type { Logger } from "./log.ts";
+
+/**
+ * Ends the process once `stopping` (a graceful stop) has ended: 0, or 1 once its failure is
+ * logged (`shutdown failed`, ADR 0093), whether a signal asked for the stop (cli.ts) or a lost
+ * lock set it off (locked-boot.ts). The latter's failure was a rejection nobody handled, which ended
+ * the process with a stack trace instead, and its success left the process to end by itself
+ * (test/integration/instance-lock.test.ts "ends the process with exit").
+ */
+export function exitOnceStopped(stopping: Promise<void>, log: Logger, exit: (code: number) => void): void {
+  stopping.then(
+    () => exit(0),
+    (error: unknown) => {
+      log.error({ err: error }, "shutdown failed");
+      exit(1);
+    },
+  );
+}
