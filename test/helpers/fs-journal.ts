@@ -36,6 +36,8 @@ export interface FsFaults {
    * a promise of either holds the flush until it settles (what other work does meanwhile).
    */
   sync?(path: string): Error | undefined | Promise<Error | undefined>;
+  /** A promise that holds a whole-file read of `path`, once read, until it settles; or undefined. */
+  read?(path: string): Promise<void> | undefined;
 }
 
 /**
@@ -77,7 +79,10 @@ export async function journalDuring(work: () => Promise<unknown>, faults: FsFaul
   }) as FsPromises["rename"];
   const readFile = (async (path, options) => {
     const content = await real.readFile(path, options);
-    if (typeof path === "string") entries.push({ op: "read", path });
+    if (typeof path === "string") {
+      await faults.read?.(path);
+      entries.push({ op: "read", path });
+    }
     return content;
   }) as FsPromises["readFile"];
   Object.assign(fsPromises, { open, mkdir, rename, readFile });

@@ -11,7 +11,10 @@ import { EventBus } from "../../../src/kernel/events.ts";
 import { createLogger } from "../../../src/log.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 import { WorkspaceStore } from "../../../src/workspace/store.ts";
+import { eventually } from "../../helpers/eventually.ts";
+import { settle } from "../../helpers/fake-time.ts";
 import { journalDuring } from "../../helpers/fs-journal.ts";
+import { gate } from "../../helpers/gate.ts";
 
 let dir: string;
 let layout: StorageLayout;
@@ -306,6 +309,43 @@ describe("acquireInstanceLock", () => {
       if (Date.now() > deadline) throw new Error("the heartbeat never refreshed the lock");
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+    await lock.release();
+  });
+
+  // A read of the lock slower than a beat (a loaded disk) let the next beat read it too: each
+  // found the loss and called onLost, and the second close() of a stop set off by it is a second
+  // signal's, which cut off every request still draining (instance-lock.test.ts met it as exit(1) twice).
+  it("a loss found by beats whose reads overlap is acted on once", async () => {
+    let lostCalls = 0;
+    const lock = await acquireInstanceLock(layout, {
+      ...options(),
+      heartbeatMs: 5,
+      onLost: () => void lostCalls++,
+    });
+    await writeFile(
+      layout.instanceLockFile(),
+      JSON.stringify({ pid: 1, host: "elsewhere.example", token: "theirs" }),
+    );
+    const slow = gate();
+    const twoHeld = gate();
+    let held = 0;
+    await journalDuring(
+      async () => {
+        await twoHeld.promise;
+        slow.open();
+        await eventually(() => expect(lostCalls).toBeGreaterThan(0));
+        // The other beats held end in their I/O callbacks: a beat's stat ends with its read.
+        await settle();
+      },
+      {
+        read: (path) => {
+          if (path !== layout.instanceLockFile()) return undefined;
+          if (++held === 2) twoHeld.open();
+          return slow.promise;
+        },
+      },
+    );
+    expect(lostCalls).toBe(1);
     await lock.release();
   });
 
