@@ -34,6 +34,13 @@ export class Forbidden extends AtriumError {
   }
 }
 
+/** A person an org admin deactivated: every request of theirs, and a call of theirs cut short by it. */
+export class AccountDeactivated extends Forbidden {
+  constructor() {
+    super("This account has been deactivated by an org admin.");
+  }
+}
+
 /** The token is good but lacks a scope this call needs (RFC 6750 §3.1), so a client can step up. */
 export class InsufficientScope extends AtriumError {
   constructor(

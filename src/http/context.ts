@@ -33,7 +33,10 @@ export interface RouteDeps {
   events: EventPublisher;
   /** The workspace event streams: sequence, replay buffer and live followers (docs/events.md). */
   eventLog: WorkspaceEventLog;
-  /** The MCP calls in flight, which a change that ends someone's access cancels (adr/0154). */
+  /**
+   * The MCP calls in flight, which a change that ends someone's access cancels, with the calls
+   * the dispatch holds (cancel-calls.ts, adr/0154).
+   */
   calls: Pick<McpEndpoint, "cancelCalls">;
   /** How anything a route schedules waits (a stream's heartbeat); tests move a fake clock. */
   timers: Timers;

@@ -1,6 +1,6 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { BootError, Conflict, Forbidden, NotFound } from "../errors.ts";
+import { AccountDeactivated, BootError, Conflict, NotFound } from "../errors.ts";
 import { isPrincipalId } from "../ids.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import { readJsonAtBoot, readJsonIfExists, writeJsonAtomic } from "../storage/atomic.ts";
@@ -214,6 +214,5 @@ function updated(current: Profile | undefined, principal: Principal): Profile | 
 
 /** Refuses a person an org admin deactivated: checked as a request comes, and again once its body has. */
 export function refuseDeactivated(users: Pick<UserDirectory, "isDeactivated">, principalId: string): void {
-  if (users.isDeactivated(principalId))
-    throw new Forbidden("This account has been deactivated by an org admin.");
+  if (users.isDeactivated(principalId)) throw new AccountDeactivated();
 }

@@ -2,6 +2,7 @@ import type { CallToolResult } from "@modelcontextprotocol/client";
 import { Forbidden, WorkspaceNotFound } from "../errors.ts";
 import { scopeForTool } from "../oauth/scopes.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
+import { CallsInFlight, type EndedAccess } from "./calls-in-flight.ts";
 import type { IdleCache } from "./idle-cache.ts";
 import type { SourceRegistry } from "./registry.ts";
 import type { CallContext, Router } from "./router.ts";
@@ -35,6 +36,7 @@ export class ToolDispatch {
   ) {}
 
   private readonly deniedListeners: DispatchDenied[] = [];
+  private readonly inFlight = new CallsInFlight();
 
   /** An app that records refusals of its tools (the connections audit ledger) listens here. */
   onDenied(listener: DispatchDenied): void {
@@ -65,6 +67,31 @@ export class ToolDispatch {
       const host = scopes === undefined ? { principalId, workspaceId } : { principalId, workspaceId, scopes };
       return this.router.callTool(registry, host, name, args, context);
     });
+  }
+
+  /**
+   * `call`, for a caller outside the MCP endpoint, whose muxes cancel their own calls: REST's
+   * `tools/call` and a task run. Held until it ends where `cancelCalls` finds it, so a change
+   * that ends the caller's access aborts the tool's signal and rejects the call with the refusal
+   * the caller now gets (adr/0154). Tied to `context.signal` too, which lives no longer than it.
+   */
+  callUntilAccessEnds(
+    caller: ToolCaller,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    context: CallContext,
+  ): Promise<CallToolResult> {
+    return this.inFlight.hold(caller, (ended) =>
+      this.call(caller, name, args, {
+        ...context,
+        signal: context.signal ? AbortSignal.any([context.signal, ended]) : ended,
+      }),
+    );
+  }
+
+  /** Cancels the held calls (`callUntilAccessEnds`) of the callers whose access a change just ended. */
+  cancelCalls(ended: EndedAccess): void {
+    this.inFlight.cancel(ended);
   }
 
   /**

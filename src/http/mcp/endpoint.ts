@@ -7,6 +7,7 @@ import {
   UnsupportedProtocolVersionError,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
+import type { EndedAccess } from "../../sources/calls-in-flight.ts";
 import { jsonBoundsProblem } from "../../web/json-bounds.ts";
 import { echoableId, UNUSABLE_ID } from "./echoable-id.ts";
 import type { AdmittedCaller, FrontServers } from "./front-server.ts";
@@ -36,11 +37,6 @@ export interface McpPost extends Abandonable {
    */
   webRequest(): Request;
 }
-
-/** Whose access ended: a workspace's callers, a person's, or one person's in one workspace. */
-export type EndedAccess =
-  | { workspaceId: string; principalId?: string }
-  | { workspaceId?: string; principalId: string };
 
 /**
  * Serves one stateless Streamable HTTP POST in either era. The SDK's classifier reads the body

@@ -6,6 +6,7 @@ import type { AppEnv } from "../../web/app-env.ts";
 import { readAdminBodyAs } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import type { Workspace } from "../../workspace/model.ts";
+import { cancelCalls } from "../cancel-calls.ts";
 import type { RouteDeps } from "../context.ts";
 import { writeThenEnd } from "../write-then-end.ts";
 import { invite, roleInput } from "./invitations.ts";
@@ -93,7 +94,7 @@ export async function removeMember(
       !done && !gone()
         ? []
         : [
-            () => deps.calls.cancelCalls({ principalId, workspaceId }),
+            () => cancelCalls(deps, { principalId, workspaceId }),
             () => grants.revokeWhere({ principalId, workspaceId }),
             () => deps.invitations.revokeSentBy(principalId, workspaceId),
           ],

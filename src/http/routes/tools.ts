@@ -33,9 +33,13 @@ export function toolRoutes(deps: RouteDeps): Hono<AppEnv> {
     const workspaceId = c.get("admission").workspace.id;
     const { name, arguments: args = {} } = await readJsonBodyAs(c, callBody);
     const caller = { principalId: c.get("principal").id, workspaceId };
-    const result = await deps.dispatch.call(caller, name, args, {
+    // As on /mcp/ws_… (adr/0154): an archive, removal or deactivation while the call runs cancels
+    // it (the gate's 404, 403 deactivated), and one that lands after its result is refused here
+    // instead of the result. In memory, as the gate.
+    const result = await deps.dispatch.callUntilAccessEnds(caller, name, args, {
       requestId: c.get("requestId"),
     });
+    c.get("admitAgain")?.();
     return c.json(result);
   });
 

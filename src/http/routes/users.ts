@@ -3,6 +3,7 @@ import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { Principal } from "../../identity/principal.ts";
 import type { Profile } from "../../identity/users.ts";
 import type { AppEnv } from "../../web/app-env.ts";
+import { cancelCalls } from "../cancel-calls.ts";
 import type { RouteDeps } from "../context.ts";
 import { writeThenEnd } from "../write-then-end.ts";
 import type { GrantRevoker } from "./members.ts";
@@ -38,7 +39,7 @@ export function userRoutes(deps: RouteDeps, grants: GrantRevoker): Hono<AppEnv> 
               // Their open event streams end now, in every workspace, not at their next request.
               () => deps.eventLog.closePerson(target),
               // And their MCP calls in flight, in every workspace: no answer reaches a stolen laptop (ADR 0154).
-              () => deps.calls.cancelCalls({ principalId: target }),
+              () => cancelCalls(deps, { principalId: target }),
             ],
     );
     const profile = written ?? (await known(deps, target));

@@ -5,6 +5,7 @@ import type { AppEnv } from "../../web/app-env.ts";
 import { readAdminBodyAs, readJsonBodyAs } from "../../web/json-body.ts";
 import { requireAdmin } from "../../workspace/gate.ts";
 import { checkName } from "../../workspace/workspace-record.ts";
+import { cancelCalls } from "../cancel-calls.ts";
 import type { RouteDeps } from "../context.ts";
 import { viewsFor, workspaceView } from "../views.ts";
 import { writeThenEnd } from "../write-then-end.ts";
@@ -77,7 +78,7 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
           : [
               () => deps.eventLog.closeWorkspace(id),
               // Its calls in flight end with it: none answers a workspace nobody may reach (ADR 0154).
-              () => deps.calls.cancelCalls({ workspaceId: id }),
+              () => cancelCalls(deps, { workspaceId: id }),
               () => deps.registries.evict(id),
               // Nobody can join or use it any more: its invitations and everyone's grants for it end.
               () => deps.invitations.revokeAll(id),

@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { HeldCalls, postHeld } from "../helpers/held-calls.ts";
+import { addMember } from "../helpers/members.ts";
+
+// The REST twin of tools/call (POST /v1/workspaces/:ws/tools/call) ends with its caller's access
+// as an MCP call does (ADR 0154, amended): an archive, a removal or a deactivation cancels it (its
+// tool's signal aborts) and the caller gets what the gate now answers them; a change made through
+// the stores, which cancels nothing, is caught once the result is ready. Before, the call never
+// entered the MCP muxes the change cancels, nothing admitted it again, and a deactivated person's
+// call ran on and was answered 200 with its result.
+
+const ADMIN = "orgadmin-alice";
+const held = new HeldCalls();
+let instance: TestAtrium;
+
+beforeAll(async () => {
+  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
+});
+
+afterAll(async () => {
+  held.releaseAll();
+  await instance?.stop();
+});
+
+type Change = "archive" | "removal" | "deactivation";
+
+let people = 0;
+
+/** A new workspace of the admin's with a new member, whose REST call of slow__wait is running. */
+async function callInFlight(tag: string) {
+  people++;
+  const member = `bob${people}`;
+  const created = await instance.rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
+  const ws = ((await created.json()) as { id: string }).id;
+  await addMember(instance.rest, ADMIN, ws, member, { principalId: testPrincipal(member).id });
+  const running = held.running(tag);
+  const posted = postHeld(
+    instance,
+    member,
+    `/v1/workspaces/${ws}/tools/call`,
+    { "content-type": "application/json" },
+    { name: "slow__wait", arguments: { tag } },
+  );
+  await running;
+  return { ws, member: testPrincipal(member).id, answer: posted.answer };
+}
+
+/** What the gate answers the member after `change`. */
+function refusal(change: Change): { status: number; code: string } {
+  return change === "deactivation"
+    ? { status: 403, code: "forbidden" }
+    : { status: 404, code: "workspace_not_found" };
+}
+
+describe("a REST tools/call in flight", () => {
+  it.each(["archive", "removal", "deactivation"] as const)(
+    "is cancelled by the %s, and answered the gate's refusal",
+    async (change) => {
+      const tag = `rest-${change}`;
+      const { ws, member, answer } = await callInFlight(tag);
+      const changed =
+        change === "archive"
+          ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}`)
+          : change === "removal"
+            ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}/members/${member}`)
+            : await instance.rest(ADMIN, "POST", `/v1/users/${member}/deactivate`);
+      expect(changed.status).toBeLessThan(300);
+      // The cancellation ran before the change was answered.
+      expect(held.cancelled).toContain(tag);
+      const { status, text } = await answer;
+      expect({ status, error: (JSON.parse(text) as { error?: unknown }).error }).toMatchObject({
+        status: refusal(change).status,
+        error: { code: refusal(change).code },
+      });
+    },
+  );
+
+  it("runs on and is answered when another member is removed", async () => {
+    const tag = "rest-bystander";
+    const { ws, answer } = await callInFlight(tag);
+    people++;
+    const other = `carol${people}`;
+    await addMember(instance.rest, ADMIN, ws, other, { principalId: testPrincipal(other).id });
+    const removed = await instance.rest(
+      ADMIN,
+      "DELETE",
+      `/v1/workspaces/${ws}/members/${testPrincipal(other).id}`,
+    );
+    expect(removed.status).toBeLessThan(300);
+    expect(held.cancelled).not.toContain(tag);
+    held.release(tag);
+    const { status, text } = await answer;
+    expect(status, text).toBe(200);
+    expect(text).toContain("released");
+  });
+
+  const throughTheStores = {
+    archive: (ws: string) => instance.atrium.workspaces.archive(ws, testPrincipal(ADMIN).id),
+    removal: (ws: string, member: string) =>
+      instance.atrium.workspaces.removeMember(ws, member, testPrincipal(ADMIN).id),
+    deactivation: (_ws: string, member: string) => instance.atrium.users.setDeactivated(member, true),
+  };
+
+  it.each(["archive", "removal", "deactivation"] as const)(
+    "whose result comes after the %s through the stores is refused, not written",
+    async (change) => {
+      const tag = `rest-stores-${change}`;
+      const { ws, member, answer } = await callInFlight(tag);
+      await throughTheStores[change](ws, member);
+      held.release(tag);
+      const { status, text } = await answer;
+      expect(held.cancelled).not.toContain(tag);
+      expect(text).not.toContain("released");
+      expect(status, text).toBe(refusal(change).status);
+    },
+  );
+});
