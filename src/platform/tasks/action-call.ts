@@ -24,7 +24,9 @@ export function ownerRefusal(users: Pick<UserDirectory, "isDeactivated">, task: 
 
 /**
  * The run's call of its task's action through the one dispatch, as the task's owner (TaskRunner),
- * with the run's input over the action's arguments; `signal` is the run's abort.
+ * with the run's input over the action's arguments; `signal` is the run's abort. Held as REST's
+ * calls are: the owner's removal or deactivation, or the workspace's archive, cancels it, and the
+ * run fails with the refusal a run started then gets (adr/0154, amended).
  */
 export function callAsOwner(
   dispatch: ToolDispatch,
@@ -32,7 +34,7 @@ export function callAsOwner(
   run: Run,
   signal: AbortSignal,
 ): Promise<CallToolResult> {
-  return dispatch.call(
+  return dispatch.callUntilAccessEnds(
     {
       principalId: task.ownerId,
       workspaceId: task.workspaceId,

@@ -1,5 +1,5 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
-import { AtriumError, WorkspaceNotFound } from "../../errors.ts";
+import { AccountDeactivated, AtriumError, WorkspaceNotFound } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
 import type { Execution, Run, RunError, Task } from "./model.ts";
@@ -36,6 +36,12 @@ export function failedOutcome(run: Run, error: unknown, log: Logger): Outcome {
     return {
       execution: "failed",
       error: { code: error.code, message: error.message, reason: "owner_not_member" },
+    };
+  }
+  if (error instanceof AccountDeactivated) {
+    return {
+      execution: "failed",
+      error: { code: error.code, message: error.message, reason: "owner_deactivated" },
     };
   }
   if (error instanceof AtriumError) {

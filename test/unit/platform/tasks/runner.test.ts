@@ -41,12 +41,12 @@ let logged: Record<string, unknown>[];
 /** What the dispatch does with a call; each test may replace it. */
 let answer: (name: string, args: Record<string, unknown>, context: CallContext) => Promise<CallToolResult>;
 
-const dispatch = {
-  call: async (_caller: unknown, name: string, args: Record<string, unknown>, context: CallContext) => {
-    contexts.push(context);
-    return answer(name, args, context);
-  },
-} as unknown as ToolDispatch;
+const call = async (_caller: unknown, name: string, args: Record<string, unknown>, context: CallContext) => {
+  contexts.push(context);
+  return answer(name, args, context);
+};
+// A run's call is held where a change ending its owner's access cancels it (ADR 0154); none comes here.
+const dispatch = { call, callUntilAccessEnds: call } as unknown as ToolDispatch;
 
 beforeEach(async () => {
   t = await openTempRoot("task-runner", owner);

@@ -262,12 +262,11 @@ describe("a fire racing a graceful stop", () => {
     const time = new FakeTime(Date.parse("2026-01-01T08:30:00Z"));
     const log = memoryLog().log;
     const called: string[] = [];
-    const dispatch = {
-      call: async (_caller: unknown, name: string) => {
-        called.push(name);
-        return { content: [{ type: "text", text: "done" }] };
-      },
-    } as unknown as ToolDispatch;
+    const call = async (_caller: unknown, name: string) => {
+      called.push(name);
+      return { content: [{ type: "text", text: "done" }] };
+    };
+    const dispatch = { call, callUntilAccessEnds: call } as unknown as ToolDispatch;
     /** One process's tasks app over the root: its store, runner, scheduler and schedules. */
     const boot = async () => {
       const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
