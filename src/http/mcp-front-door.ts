@@ -13,7 +13,7 @@ import { type Authenticators, authenticateMcpCaller } from "./middleware/authent
 import { declaredLength } from "./middleware/body-limit.ts";
 import type { OriginCheck } from "./middleware/origin-guard.ts";
 import { logRequest, newRequestId } from "./middleware/request-log.ts";
-import { admitAgain } from "./middleware/workspace-gate.ts";
+import { admitAgain, stillAdmitted } from "./middleware/workspace-gate.ts";
 import { NodeHeaders, webRequestOf } from "./node-headers.ts";
 
 export interface FrontDoorDeps {
@@ -128,7 +128,8 @@ async function admitAndAnswer(
   // Gone while it was being admitted: its call is not made for nobody. Past here the endpoint
   // hears of a close through NodePost.whenAbandoned, which a close that came before never reaches.
   if (response.closed) throw new ClientClosedRequest();
-  const reply = await door.endpoint.handle(new NodePost(headers, request, response, bytes), admitted, body);
+  const post = new NodePost(headers, request, response, bytes, door.deps, admitted);
+  const reply = await door.endpoint.handle(post, admitted, body);
   // A client that went away before the answer was ready is logged as nginx does, 499; its calls
   // were cancelled (NodePost.whenAbandoned) and there is nobody to write to.
   if (response.closed) {
@@ -156,10 +157,21 @@ class NodePost implements McpPost {
     private readonly request: IncomingMessage,
     private readonly response: ServerResponse,
     private readonly bytes: Buffer,
+    private readonly gate: Pick<FrontDoorDeps["deps"], "workspaces" | "users">,
+    private readonly caller: AdmittedCaller,
   ) {}
 
   webRequest(): Request {
     return webRequestOf(this.request, this.bytes.toString());
+  }
+
+  stillAdmitted(): boolean {
+    return stillAdmitted(
+      this.gate.workspaces,
+      this.gate.users,
+      this.caller.principal.id,
+      this.caller.workspaceId,
+    );
   }
 
   whenAbandoned(abandon: () => void): void {
@@ -232,7 +244,8 @@ async function writeReply(
   }
   // An SSE stream: written as the SDK produces it; a client that goes away cancels it, which
   // closes the SDK's exchange. A change that ends the caller's access later cancels the call,
-  // which ends the stream without its answer (adr/0154).
+  // and its answer is written only if the caller is still admitted when it comes (NodePost's
+  // stillAdmitted); either ends the stream without it (adr/0154).
   response.writeHead(reply.response.status, head);
   response.flushHeaders();
   const reader = body.getReader();

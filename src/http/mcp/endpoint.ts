@@ -22,14 +22,15 @@ import {
   SERVED_PROTOCOL_VERSIONS,
 } from "./protocol-versions.ts";
 import { jsonReply, type McpReply } from "./reply.ts";
-import { type Abandonable, type ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+import { isAnswer, type Readmitted, type ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
 import { HEADER_MISMATCH, standardHeaderRefusal } from "./standard-headers.ts";
 
 /**
- * One POST as the endpoint reads it: its headers, a web `Request` only if one is needed, and
- * word of its client going away before the answer, which cancels the requests still running.
+ * One POST as the endpoint reads it: its headers, a web `Request` only if one is needed, word of
+ * its client going away before the answer, which cancels the requests still running, and whether
+ * the gate still admits its caller, asked before a stream's answer (adr/0154).
  */
-export interface McpPost extends Abandonable {
+export interface McpPost extends Readmitted {
   headers: PostHeaders;
   /**
    * The request as a web `Request`, asked for only when a 2025 call streams its progress (the
@@ -149,9 +150,12 @@ export class McpEndpoint {
       maxRequestBodySize: this.maxBodyBytes,
       supportedProtocolVersions: [...LEGACY_PROTOCOL_VERSIONS],
     });
-    // A cancelled call gets no answer, so its stream ends without one.
+    // A cancelled call gets no answer, so its stream ends without one; so does a call whose caller
+    // the gate no longer admits when its answer comes (adr/0154): the change's cancellation runs
+    // once its write is done, and the gate refuses them from the moment the index shows it.
     const sink: ReplySink = {
-      send: (message, options) => http.send(message, options),
+      send: (message, options) =>
+        isAnswer(message) && !post.stillAdmitted() ? http.close() : http.send(message, options),
       cancelled: () => void http.close(),
     };
     http.onmessage = (message, extra) => this.legacyMux.receive(message, extra, sink);

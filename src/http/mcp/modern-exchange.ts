@@ -7,7 +7,12 @@ import type {
 } from "@modelcontextprotocol/server";
 import { PerRequestHTTPServerTransport } from "@modelcontextprotocol/server";
 import { ACCEPTED, jsonReply, type McpReply } from "./reply.ts";
-import type { Abandonable, ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
+import {
+  isAnswer,
+  type Readmitted,
+  type ReplySink,
+  type RequestMuxTransport,
+} from "./request-mux-transport.ts";
 
 type Classification = MessageExtraInfo["classification"] & object;
 
@@ -25,14 +30,14 @@ export function serveModernExchange(
   classification: Classification,
   authInfo: MessageExtraInfo["authInfo"],
   mux: RequestMuxTransport,
-  exchange: Abandonable,
+  exchange: Readmitted,
 ): Promise<McpReply> {
   const extra: MessageExtraInfo = { classification, ...(authInfo && { authInfo }) };
   if (!("id" in message)) {
     mux.receive(message, extra, NO_REPLY);
     return Promise.resolve(ACCEPTED);
   }
-  const reply = new LazyExchange(message, classification, authInfo);
+  const reply = new LazyExchange(message, classification, authInfo, exchange);
   exchange.whenAbandoned(() => mux.abandon(reply));
   reply.dispatching = true;
   try {
@@ -64,6 +69,7 @@ class LazyExchange implements ReplySink {
     private readonly message: JSONRPCRequest,
     private readonly classification: Classification,
     private readonly authInfo: MessageExtraInfo["authInfo"],
+    private readonly exchange: Readmitted,
   ) {
     this.answer = new Promise<McpReply>((resolve, reject) => {
       this.settle = resolve;
@@ -72,7 +78,16 @@ class LazyExchange implements ReplySink {
   }
 
   send(outbound: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
-    if (this.http) return this.http.send(outbound, options);
+    if (this.http) {
+      // A stream's answer goes only to a caller the gate still admits (adr/0154): the change's
+      // cancellation runs once its write is done, and the gate refuses them from the moment the
+      // index shows it. Refused, the stream ends without it, as a cancelled one does.
+      if (isAnswer(outbound) && !this.exchange.stillAdmitted()) {
+        this.cancelled();
+        return Promise.resolve();
+      }
+      return this.http.send(outbound, options);
+    }
     // Answered already (or cancelled): the exchange is over.
     if (!this.settle) return Promise.resolve();
     if ("result" in outbound) {

@@ -25,6 +25,19 @@ export interface Abandonable {
   whenAbandoned(abandon: () => void): void;
 }
 
+/**
+ * An exchange whose caller the gate may stop admitting while its answer streams: asked, in
+ * memory, once before a stream's answer is written, never per progress report (adr/0154).
+ */
+export interface Readmitted extends Abandonable {
+  stillAdmitted(): boolean;
+}
+
+/** Whether `message` answers a request (its result or error), not a notification along the way. */
+export function isAnswer(message: JSONRPCMessage): boolean {
+  return "id" in message && message.id !== undefined && ("result" in message || "error" in message);
+}
+
 interface Pending {
   originalId: RequestId;
   sink: ReplySink;

@@ -37,3 +37,16 @@ export function admitAgain(
   refuseDeactivated(users, principal.id);
   return admit(workspaces, principal, workspaceId);
 }
+
+/**
+ * What `admitAgain` decides, as a yes or no, where a refusal ends a stream instead of answering
+ * (adr/0154): the person still active and still a member of the workspace. In memory.
+ */
+export function stillAdmitted(
+  workspaces: Pick<WorkspaceStore, "roleOf">,
+  users: Pick<UserDirectory, "isDeactivated">,
+  principalId: string,
+  workspaceId: string,
+): boolean {
+  return !users.isDeactivated(principalId) && workspaces.roleOf(workspaceId, principalId) !== undefined;
+}

@@ -6,7 +6,7 @@ import { errorBody } from "../error-response.ts";
 import { type McpEndpoint, readJsonBody } from "../mcp/endpoint.ts";
 import { checkGrantedScopes } from "../mcp/granted-scopes.ts";
 import { toResponse } from "../mcp/reply.ts";
-import { workspaceGate } from "../middleware/workspace-gate.ts";
+import { stillAdmitted, workspaceGate } from "../middleware/workspace-gate.ts";
 
 /** `/mcp/ws_…`: one URL per workspace, POST only, no session. Bare `/mcp` names none. */
 export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> {
@@ -35,12 +35,14 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
         webRequest: () => request,
         // The Node adapter aborts the request's signal when its response closes unfinished.
         whenAbandoned: (abandon) => request.signal.addEventListener("abort", abandon, { once: true }),
+        stillAdmitted: () => stillAdmitted(deps.workspaces, deps.users, principal.id, workspaceId),
       },
       { principal, workspaceId, requestId, ...(grant && { scopes: grant.scopes }) },
       body,
     );
     // As at the front door (adr/0154): admitted again once the answer is ready, so an archive,
-    // removal or deactivation that landed after the call made it gets the gate's 404 (403).
+    // removal or deactivation that landed after the call made it gets the gate's 404 (403); a
+    // stream begun before asks `stillAdmitted` before its answer, and ends without it if refused.
     c.get("admitAgain")?.();
     const response = toResponse(reply);
     // The SDK's transport builds its own Response, which the header request-log put on the context

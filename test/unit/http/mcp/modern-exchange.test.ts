@@ -48,7 +48,8 @@ async function failingCallServer(): Promise<RequestMuxTransport> {
   return mux;
 }
 
-const STAYS = { whenAbandoned: () => {} };
+/** An exchange whose client stays and whose caller stays admitted. */
+const STAYS = { whenAbandoned: () => {}, stillAdmitted: () => true };
 
 afterEach(() => vi.restoreAllMocks());
 
