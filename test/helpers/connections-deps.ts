@@ -1,8 +1,7 @@
 import { createLogger } from "../../src/log.ts";
 import type { WorkspaceSources } from "../../src/platform/app.ts";
 import type { ConnectionSettings } from "../../src/platform/connections/config.ts";
-import type { ConnectionsDeps } from "../../src/platform/connections/connections-deps.ts";
-import type { PersonalDeps } from "../../src/platform/connections/personal.ts";
+import type { ConnectionsDeps, PersonalDeps } from "../../src/platform/connections/connections-deps.ts";
 import { ServerLooks } from "../../src/platform/connections/server-looks.ts";
 import type { ConnectionStore } from "../../src/platform/connections/store.ts";
 

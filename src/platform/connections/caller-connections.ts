@@ -2,7 +2,8 @@ import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import type { ConnectionView } from "./connection-view.ts";
 import type { Connections } from "./connections.ts";
 import type { NewConnection } from "./connections-deps.ts";
-import type { PersonalConnections, PersonalConnectionView } from "./personal.ts";
+import type { PersonalConnections } from "./personal.ts";
+import type { PersonalConnectionView } from "./personal-view.ts";
 
 /**
  * The connections one member sees in one workspace: the workspace's, and their own personal

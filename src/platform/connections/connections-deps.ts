@@ -2,11 +2,13 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
+import type { StorageLayout } from "../../storage/paths.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { WorkspaceSources } from "../app.ts";
 import type { AuditAppender } from "./call-audit.ts";
 import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionView } from "./connection-view.ts";
+import type { GrantStore } from "./grants.ts";
 import type { Authorizer, GoLink } from "./oauth/authorizer.ts";
 import type { CredentialVault, RemoteServers } from "./remote.ts";
 import type { ServerLooks } from "./server-looks.ts";
@@ -41,6 +43,14 @@ export interface ConnectionsDeps {
   authorizer: Authorizer;
   /** The store's looks at servers under way, which a disable, a remove or a stop ends (server-looks.ts). */
   looks: ServerLooks;
+}
+
+/** What a member's own connections are built from (personal.ts): the same, over the personal store. */
+export interface PersonalDeps extends Omit<ConnectionsDeps, "store"> {
+  /** The personal store, keyed by owner: `<root>/_instance/users/<owner>/connections/`. */
+  store: ConnectionStore;
+  layout: StorageLayout;
+  grants: GrantStore;
 }
 
 /** An OAuth connection as added or re-authorized: where to send a browser to authorize it. */

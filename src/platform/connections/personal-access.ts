@@ -1,4 +1,5 @@
-import type { UserDirectory } from "../../identity/users.ts";
+import { WorkspaceNotFound } from "../../errors.ts";
+import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
 import type { Caller } from "../../sources/caller-meta.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -66,4 +67,27 @@ export async function personalDenial(
     );
   }
   return undefined;
+}
+
+/**
+ * That the person adding or refreshing their connection from `workspaceId` is still a member of it
+ * and not deactivated. Asked live, also after a remote server kept the caller waiting (adr/0129):
+ * someone no longer a member gets the wall's 404, as for a workspace they never belonged to; a
+ * deactivated person 403.
+ */
+export function requireMember(deps: AccessDeps, workspaceId: string, principalId: string): void {
+  if (deps.workspaces.roleOf(workspaceId, principalId) === undefined)
+    throw new WorkspaceNotFound(workspaceId);
+  refuseDeactivated(deps.users, principalId);
+}
+
+/**
+ * Whether `ownerId` may use a personal connection without a request (the health loops): not
+ * deactivated and a member somewhere. Checked live before each look with the credential.
+ */
+export function mayActForOwner(
+  deps: { users: AccessDeps["users"]; workspaces: Pick<WorkspaceStore, "listFor"> },
+  ownerId: string,
+): boolean {
+  return !deps.users.isDeactivated(ownerId) && deps.workspaces.listFor(ownerId).length > 0;
 }

@@ -2,7 +2,8 @@ import { readdir } from "node:fs/promises";
 import { isPrincipalId } from "../../ids.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import type { RecoveryPass } from "../../storage/recovery.ts";
-import { ConnectionStore } from "./store.ts";
+import type { ConnectionRecord } from "./model.ts";
+import { ConnectionStore, connectionNotFound } from "./store.ts";
 
 const PARTITION = "connections";
 
@@ -30,4 +31,10 @@ export async function recoverPersonalConnections(
   }
   const present = new Set([PARTITION]);
   for (const person of people) if (isPrincipalId(person)) await store.recoverWorkspace(person, present, pass);
+}
+
+/** The owner a personal connection's record is stored under; a record without one is nobody's. */
+export function ownerOf(record: ConnectionRecord): string {
+  if (record.owner === undefined) throw connectionNotFound(record.name);
+  return record.owner;
 }
