@@ -10,6 +10,7 @@ import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } f
 import { addMember } from "../helpers/members.ts";
 import {
   authorize,
+  authorizeQuery,
   consentRequestId,
   decide,
   mcpPost,
@@ -148,6 +149,46 @@ describe("authorize: what is refused, and how", () => {
       expect(back.searchParams.get("error")).toBe(error);
       expect(back.searchParams.get("state")).toBe("state-1");
       expect(back.searchParams.get("iss")).toBe(t.url);
+    },
+  );
+
+  /** GET /oauth/authorize with `name` sent twice, both times with the value it has once. */
+  async function authorizeRepeating(name: string, scope?: string): Promise<Response> {
+    const query = authorizeQuery(t, {
+      clientId,
+      workspaceId: aliceWs,
+      challenge: pkcePair().challenge,
+      scope,
+    });
+    const again = new URLSearchParams({ [name]: new URLSearchParams(query).get(name) as string });
+    return fetch(`${t.url}/oauth/authorize?${query}&${again}`, { redirect: "manual", headers: { cookie } });
+  }
+
+  it.each(["client_id", "redirect_uri"])(
+    "a repeated %s is shown to the person with no link back: where it would go is not established",
+    async (name) => {
+      const response = await authorizeRepeating(name);
+      expect(response.status).toBe(400);
+      expect(response.headers.get("location")).toBeNull();
+      const page = await response.text();
+      expect(page).toContain(`The ${name} parameter is repeated`);
+      expect(page).not.toContain("Return to the application");
+    },
+  );
+
+  it.each(["scope", "resource", "response_type", "code_challenge", "code_challenge_method", "state"])(
+    "a repeated %s is refused with invalid_request, never read as left out (RFC 6749 §3.1)",
+    async (name) => {
+      // A repeated read-only scope was read as no scope, the default mcp:read mcp:write.
+      const response = await authorizeRepeating(name, "mcp:read");
+      expect(response.status).toBe(400);
+      expect(response.headers.get("location")).toBeNull();
+      const back = wayBack(await response.text());
+      expect(`${back.origin}${back.pathname}`).toBe(REDIRECT_URI);
+      expect(back.searchParams.get("error")).toBe("invalid_request");
+      expect(back.searchParams.get("error_description")).toBe(`The ${name} parameter is repeated.`);
+      // Neither of two states is the client's, so none is carried back.
+      expect(back.searchParams.get("state")).toBe(name === "state" ? null : "state-1");
     },
   );
 

@@ -41,6 +41,19 @@ export type ParsedAuthorization =
       description: string;
     };
 
+/** The parameters this endpoint reads; any other is ignored (RFC 6749 §3.1), repeated or not. */
+const PARAMETERS = [
+  "client_id",
+  "redirect_uri",
+  "state",
+  "response_type",
+  "code_challenge",
+  "code_challenge_method",
+  "resource",
+  "scope",
+] as const;
+type Parameter = (typeof PARAMETERS)[number];
+
 /** `caller` is the connecting address, charged if the client's metadata document must be fetched. */
 export async function parseAuthorizationRequest(
   query: URLSearchParams,
@@ -48,12 +61,16 @@ export async function parseAuthorizationRequest(
   publicUrl: string,
   caller: string,
 ): Promise<ParsedAuthorization> {
-  const single = (name: string): string | undefined => {
-    const values = query.getAll(name);
-    return values.length === 1 ? values[0] : undefined;
-  };
+  // RFC 6749 §3.1: a parameter may appear once. A repeated one is refused, never read as left
+  // out: a repeated scope would otherwise be the default, wider than the client asked for.
+  const repeated = PARAMETERS.find((name) => query.getAll(name).length > 1);
+  if (repeated === "client_id" || repeated === "redirect_uri") {
+    return show(400, `The ${repeated} parameter is repeated; the application must send it once.`);
+  }
+  // Each value is read only once its repeat would have been refused, so there is one or none.
+  const single = (name: Parameter): string | undefined => query.get(name) ?? undefined;
   const clientId = single("client_id");
-  if (!clientId) return show(400, "The request names no client (client_id is missing or repeated).");
+  if (!clientId) return show(400, "The request names no client (client_id is missing or empty).");
   let client: OAuthClientInformationFull | undefined;
   try {
     client = await clients.find(clientId, caller);
@@ -77,7 +94,8 @@ export async function parseAuthorizationRequest(
     return show(400, `The redirect URI ${redirectUri} is not one this client registered.`);
   }
 
-  const state = single("state");
+  // A repeated state is not carried back: neither value is the client's state.
+  const state = repeated === "state" ? undefined : single("state");
   const fail = (error: OAuthErrorCode, description: string): ParsedAuthorization => ({
     kind: "redirect",
     redirectUri,
@@ -85,6 +103,7 @@ export async function parseAuthorizationRequest(
     error,
     description,
   });
+  if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated.`);
   if (single("response_type") !== "code") {
     return fail("unsupported_response_type", "Only response_type=code is supported.");
   }

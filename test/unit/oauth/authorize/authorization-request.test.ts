@@ -74,6 +74,46 @@ describe("parseAuthorizationRequest", () => {
     });
   });
 
+  /** The complete request with `name` sent a second time, with the same value. */
+  const parseRepeating = (name: string) => {
+    const search = query();
+    search.append(name, search.get(name) ?? "x");
+    return parseAuthorizationRequest(search, clients, PUBLIC_URL, "127.0.0.1");
+  };
+
+  it.each(["client_id", "redirect_uri"])(
+    "a repeated %s is shown to the person: where to send an error is not established",
+    async (name) => {
+      expect(await parseRepeating(name)).toEqual({
+        kind: "show",
+        status: 400,
+        message: `The ${name} parameter is repeated; the application must send it once.`,
+      });
+    },
+  );
+
+  it.each(["state", "response_type", "code_challenge", "code_challenge_method", "resource", "scope"])(
+    "a repeated %s goes back as invalid_request saying so, never read as left out",
+    async (name) => {
+      expect(await parseRepeating(name)).toEqual({
+        kind: "redirect",
+        redirectUri: "https://app.example/cb",
+        state: name === "state" ? undefined : "s1",
+        error: "invalid_request",
+        description: `The ${name} parameter is repeated.`,
+      });
+    },
+  );
+
+  it("a repeated parameter this endpoint does not read is ignored, as any unknown one is", async () => {
+    const search = query();
+    search.append("prompt", "consent");
+    search.append("prompt", "login");
+    expect(await parseAuthorizationRequest(search, clients, PUBLIC_URL, "127.0.0.1")).toMatchObject({
+      kind: "ok",
+    });
+  });
+
   it("a client that cannot be used says why only when the reason is an OAuth error; any other fault is not shown", async () => {
     const failing = (error: Error) => ({
       find: async () => {
