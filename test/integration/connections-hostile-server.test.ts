@@ -199,7 +199,7 @@ describe("a server that echoes the credential", () => {
       calls((key) => ({
         result: {
           content: [{ type: "text", text: `upstream refused key ${key}` }],
-          structuredContent: { echoed: { [key]: key } },
+          structuredContent: { echoed: { sent: key } },
           isError: true,
         },
       })),

@@ -9,7 +9,7 @@ import { withoutSecretsIn } from "./without-secrets.ts";
  * A connection's server as the connections app talks to it: its McpSource, with every failure
  * retold (remote-failure.ts) before it reaches the gate, a health loop or a photograph, which
  * hand its message on to a log line, a health file, a 400 or a member; and every answer a member
- * may read — a tool's result, error or not, its tools, instructions and skills — told without the
+ * may read — a tool's result, error or not, its progress reports, its tools, instructions and skills — told without the
  * connection's credential values, for a server that echoes its request back (adr/0155).
  */
 export class RemoteSource {
@@ -73,8 +73,13 @@ export class RemoteSource {
     caller: Caller,
     call?: SourceCall,
   ): Promise<CallToolResult> {
+    // A progress report's message is the server's words too, and reaches the member as it comes.
+    const onProgress = call?.onProgress;
+    const told: SourceCall | undefined = onProgress
+      ? { ...call, onProgress: (report) => onProgress(withoutSecretsIn(report, this.secrets())) }
+      : call;
     return this.told(async () =>
-      withoutSecretsIn(await this.source.callTool(tool, args, caller, call), this.secrets()),
+      withoutSecretsIn(await this.source.callTool(tool, args, caller, told), this.secrets()),
     );
   }
 

@@ -10,6 +10,7 @@ import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
 import { retold } from "./remote-failure.ts";
 import { RemoteSource } from "./remote-source.ts";
 import { remoteOutputValidator } from "./schemas.ts";
+import { secretsOfHeader } from "./without-secrets.ts";
 
 /** Where a connection's sealed credential is opened; the credential store implements it. */
 export interface CredentialVault {
@@ -104,7 +105,10 @@ export class RemoteServers {
     // An OAuth token is set per request, never once per client: it is refreshed underneath.
     const headers = oauth ? {} : await this.headers(record);
     const { url, secret } = await this.endpoint(record);
-    const secrets = [...Object.values(headers), ...(secret === undefined ? [] : [secret])];
+    const secrets = [
+      ...Object.values(headers).flatMap(secretsOfHeader),
+      ...(secret === undefined ? [] : [secret]),
+    ];
     const authorized = oauth ? authorizedFetch(record, fetch, oauth) : fetch;
     const live = new McpSource(
       record.name,

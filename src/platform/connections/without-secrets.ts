@@ -1,5 +1,17 @@
 const REDACTED = "[redacted]";
 
+/**
+ * A credential value shorter than this is not looked for: as a substring it is in ordinary text
+ * (a one-letter value is in most words), so taking it out would garble every answer and protect
+ * nothing. Such a credential is not kept out of an echo (docs/connections.md).
+ */
+export const MIN_REDACTED_CHARS = 8;
+
+/** The values worth looking for: long enough that finding one is an echo, not a coincidence. */
+function soughtOf(secrets: readonly string[]): string[] {
+  return secrets.filter((secret) => secret.length >= MIN_REDACTED_CHARS);
+}
+
 /** The forms a credential value is sent in and a server most often echoes it in. */
 function formsOf(secret: string): string[] {
   return [
@@ -20,21 +32,25 @@ function formsOf(secret: string): string[] {
  */
 export function withoutSecrets(text: string, secrets: readonly string[]): string {
   let told = text;
-  for (const secret of secrets) {
-    if (secret === "") continue;
+  // Longest first: a value that holds another (a Basic header's "user:pass" and its password) is
+  // taken out whole rather than leaving its remainder behind.
+  const sought = soughtOf(secrets).sort((a, b) => b.length - a.length);
+  for (const secret of sought) {
     for (const form of formsOf(secret)) if (told.includes(form)) told = told.split(form).join(REDACTED);
   }
   return told;
 }
 
 /**
- * `value` (what a server answered: a tool result, its tools, its instructions) with the
- * credential values taken out of every string in it, keys included. What holds none is answered
+ * `value` (what a server answered: a tool result, its tools, its instructions, a progress report)
+ * with the credential values taken out of every string value in it. Keys are left as they are:
+ * they are the shape MCP reads (`name`, `content`, `type`), and rewriting one could merge two into
+ * one and drop what it held; an echo is a message or a field's value. What holds none is answered
  * as the very same value, so an answer without an echo costs a walk and no copy. Walked
  * without recursion: nesting is the server's choice.
  */
 export function withoutSecretsIn<T>(value: T, secrets: readonly string[]): T {
-  const forms = secrets.flatMap((secret) => (secret === "" ? [] : formsOf(secret)));
+  const forms = soughtOf(secrets).flatMap(formsOf);
   if (forms.length === 0) return value;
   const holds = (text: string) => forms.some((form) => text.includes(form));
   if (typeof value === "string") return (holds(value) ? withoutSecrets(value, secrets) : value) as T;
@@ -42,21 +58,21 @@ export function withoutSecretsIn<T>(value: T, secrets: readonly string[]): T {
   return rebuilt(value, (text) => withoutSecrets(text, secrets)) as T;
 }
 
-/** Whether a string anywhere in `root`, a key or a value, is one `holds` says yes to. */
+/** Whether a string value anywhere in `root` is one `holds` says yes to. */
 function holdsAny(root: object, holds: (text: string) => boolean): boolean {
   const pending: unknown[] = [root];
   while (pending.length > 0) {
     const value = pending.pop();
     if (typeof value === "string") {
       if (holds(value)) return true;
-    } else if (Array.isArray(value)) pending.push(...value);
-    else if (value !== null && typeof value === "object")
-      for (const [key, inner] of Object.entries(value)) pending.push(key, inner);
+    } else if (value !== null && typeof value === "object")
+      // One push at a time: spreading a long array into push overflows the stack.
+      for (const inner of Object.values(value)) pending.push(inner);
   }
   return false;
 }
 
-/** A copy of the JSON value `root` with every string, keys included, passed through `tell`. */
+/** A copy of the JSON value `root` with every string value (not key) passed through `tell`. */
 function rebuilt(root: object, tell: (text: string) => string): unknown {
   const copy = (value: unknown): unknown =>
     typeof value === "string"
@@ -74,7 +90,7 @@ function rebuilt(root: object, tell: (text: string) => string): unknown {
       const told = copy(inner);
       if (Array.isArray(target)) target.push(told);
       else
-        Object.defineProperty(target, tell(key), {
+        Object.defineProperty(target, key, {
           value: told,
           enumerable: true,
           writable: true,
@@ -85,4 +101,27 @@ function rebuilt(root: object, tell: (text: string) => string): unknown {
     }
   }
   return top;
+}
+
+const AUTH_SCHEME = /^(bearer|token|basic) +(\S+)$/i;
+
+/**
+ * The values a static header's value `value` sends that a server may echo apart: the whole value,
+ * and for an `Authorization`-style value the credential after its scheme (a server quotes the
+ * token it parsed, not "Bearer …"), and for Basic the decoded "user:pass" and the password.
+ */
+export function secretsOfHeader(value: string): string[] {
+  const match = AUTH_SCHEME.exec(value);
+  if (!match) return [value];
+  const [, scheme, credential] = match as unknown as [string, string, string];
+  if (scheme.toLowerCase() !== "basic") return [value, credential];
+  const decoded = Buffer.from(credential, "base64").toString("utf8");
+  const colon = decoded.indexOf(":");
+  // Not base64 of "user:pass" (Buffer skips what is not base64): only the token is sought.
+  if (
+    colon < 0 ||
+    Buffer.from(decoded, "utf8").toString("base64").replace(/=+$/, "") !== credential.replace(/=+$/, "")
+  )
+    return [value, credential];
+  return [value, credential, decoded, decoded.slice(colon + 1)];
 }

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { withoutSecretsIn } from "../../../../src/platform/connections/without-secrets.ts";
+import {
+  secretsOfHeader,
+  withoutSecrets,
+  withoutSecretsIn,
+} from "../../../../src/platform/connections/without-secrets.ts";
 
 const SECRET = 'key "with" spaces/and&more';
 
@@ -10,7 +14,7 @@ describe("withoutSecretsIn", () => {
     expect(withoutSecretsIn(result, [""])).toBe(result);
   });
 
-  it("takes the credential out of every string, keys included, in the forms a server echoes it in", () => {
+  it("takes the credential out of every string value, in the forms a server echoes it in, and leaves keys", () => {
     const echoed = {
       content: [{ type: "text", text: `sent ${SECRET}` }],
       structuredContent: {
@@ -19,11 +23,10 @@ describe("withoutSecretsIn", () => {
       },
     };
     const told = withoutSecretsIn(echoed, [SECRET]);
-    expect(JSON.stringify(told)).not.toContain("spaces");
     expect(told).toEqual({
       content: [{ type: "text", text: "sent [redacted]" }],
       structuredContent: {
-        "[redacted]": { query: "?k=[redacted]", json: '{"k":"[redacted]"}' },
+        [SECRET]: { query: "?k=[redacted]", json: '{"k":"[redacted]"}' },
         kept: [1, "plain", null],
       },
     });
@@ -35,5 +38,49 @@ describe("withoutSecretsIn", () => {
     const told = withoutSecretsIn(JSON.parse(`{"__proto__": ${JSON.stringify(SECRET)}}`) as object, [SECRET]);
     expect(Object.getPrototypeOf(told)).toBe(Object.prototype);
     expect(Object.entries(told)).toEqual([["__proto__", "[redacted]"]]);
+  });
+
+  it("walks an array of any length", () => {
+    const points = Array.from({ length: 300_000 }, () => 0);
+    const result = { structuredContent: { points, note: `key ${SECRET}` } };
+    const told = withoutSecretsIn(result, [SECRET]);
+    expect(told.structuredContent.note).toBe("key [redacted]");
+    expect(told.structuredContent.points).toHaveLength(300_000);
+    expect(withoutSecretsIn({ points }, [SECRET])).toEqual({ points });
+  });
+
+  it("does not look for a value shorter than 8 characters, and never rewrites a key", () => {
+    const tools = [{ name: "search", description: "Searches the web." }];
+    expect(withoutSecretsIn(tools, ["e"])).toBe(tools);
+    expect(withoutSecretsIn(tools, ["1234567"])).toBe(tools);
+    expect(withoutSecrets("sent 1234567", ["1234567"])).toBe("sent 1234567");
+    expect(withoutSecrets("sent 12345678", ["12345678"])).toBe("sent [redacted]");
+    const named = { description: { description: "description" } };
+    expect(withoutSecretsIn(named, ["description"])).toEqual({ description: { description: "[redacted]" } });
+  });
+});
+
+describe("secretsOfHeader", () => {
+  it("is the value itself when it has no auth scheme", () => {
+    expect(secretsOfHeader("sk-0123456789")).toEqual(["sk-0123456789"]);
+  });
+
+  it("adds the token after Bearer or Token", () => {
+    expect(secretsOfHeader("Bearer ghp_abcdef0123")).toEqual(["Bearer ghp_abcdef0123", "ghp_abcdef0123"]);
+    expect(secretsOfHeader("token ghp_abcdef0123")).toEqual(["token ghp_abcdef0123", "ghp_abcdef0123"]);
+  });
+
+  it("adds Basic's encoded and decoded user:pass and the password", () => {
+    const encoded = Buffer.from("alice:s3cret-pass").toString("base64");
+    expect(secretsOfHeader(`Basic ${encoded}`)).toEqual([
+      `Basic ${encoded}`,
+      encoded,
+      "alice:s3cret-pass",
+      "s3cret-pass",
+    ]);
+    expect(
+      withoutSecrets("bad password s3cret-pass for alice:s3cret-pass", secretsOfHeader(`Basic ${encoded}`)),
+    ).toBe("bad password [redacted] for [redacted]");
+    expect(secretsOfHeader("Basic not*base64")).toEqual(["Basic not*base64", "not*base64"]);
   });
 });
