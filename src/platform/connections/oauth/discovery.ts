@@ -10,6 +10,7 @@ import {
   type OAuthProtectedResourceMetadata,
 } from "@modelcontextprotocol/client";
 import { InvalidInput } from "../../../errors.ts";
+import { RedirectRefused } from "../../../sources/guarded-fetch.ts";
 import { cutBy } from "./until-stop.ts";
 
 /** Everything a flow needs to know about where a server's tokens come from, found by discovery. */
@@ -37,6 +38,8 @@ export class AuthorizationRefused extends InvalidInput {}
  * tried (the SDK's path-then-root fallback). Refused: no protected-resource metadata, a
  * `resource` that is not this server, no authorization server, metadata whose `issuer` is not
  * where it was fetched (a mix-up), and one that does not promise PKCE S256 (absent counts as no).
+ * A well-known URL that redirects is a candidate that is not there, and the next is tried
+ * (metadataGets); the probe of the server itself still fails on a redirect.
  */
 export async function discoverAuthorization(
   serverUrl: string,
@@ -51,7 +54,7 @@ export async function discoverAuthorization(
     resourceMetadata = await discoverOAuthProtectedResourceMetadata(
       serverUrl,
       params.resourceMetadataUrl ? { resourceMetadataUrl: params.resourceMetadataUrl } : {},
-      send,
+      metadataGets(send),
     );
   } catch (error) {
     throw new AuthorizationRefused(
@@ -73,7 +76,7 @@ export async function discoverAuthorization(
   let metadata: AuthorizationServerMetadata | undefined;
   try {
     metadata = await discoverAuthorizationServerMetadata(authorizationServer, {
-      fetchFn: send,
+      fetchFn: metadataGets(send),
       protocolVersion: LATEST_PROTOCOL_VERSION,
     });
   } catch (error) {
@@ -101,6 +104,25 @@ export async function discoverAuthorization(
     metadata,
     ...(params.scope ? { challengedScope: params.scope } : {}),
     ...(resourceMetadata.scopes_supported ? { scopesSupported: resourceMetadata.scopes_supported } : {}),
+  };
+}
+
+/**
+ * `fetch` for the metadata GETs, which carry no credential, with a redirect answered as a 404: the
+ * SDK then tries its next candidate (RFC 9728's root URL, RFC 8414's and OIDC's next URL), as it
+ * does for a front end that answers an unknown path with a 404 — many answer with a redirect to a
+ * login page instead. The redirect is still not followed; a request that carries a credential (an
+ * MCP request, a token or registration request) keeps failing on one.
+ */
+function metadataGets(fetch: FetchLike): FetchLike {
+  return async (input, init) => {
+    try {
+      return await fetch(input, init);
+    } catch (error) {
+      const method = (init?.method ?? "GET").toUpperCase();
+      if (error instanceof RedirectRefused && method === "GET") return new Response(null, { status: 404 });
+      throw error;
+    }
   };
 }
 

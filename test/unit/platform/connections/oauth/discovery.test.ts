@@ -182,3 +182,47 @@ describe("the authorization request and response", () => {
     expect(() => checkResponseIssuer(silent, "https://attacker.example")).toThrow(WrongIssuer);
   });
 });
+
+describe("a redirect during discovery", () => {
+  // Many front ends answer an unknown path with a redirect to a login page on another host.
+  async function serveRedirecting(mcpRedirects: boolean): Promise<string> {
+    const local = createServer((request, response) => {
+      const path = request.url ?? "/";
+      const base = `http://127.0.0.1:${(local.address() as AddressInfo).port}`;
+      const json = (body: unknown) =>
+        response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body));
+      const login = () => response.writeHead(302, { location: "https://login.example.com/?next=x" }).end();
+      if (path === "/mcp") return mcpRedirects ? login() : response.writeHead(401).end();
+      if (path === "/.well-known/oauth-protected-resource/mcp") return login();
+      if (path === "/.well-known/oauth-protected-resource")
+        return json({ resource: `${base}/mcp`, authorization_servers: [`${base}/`] });
+      if (path === "/.well-known/oauth-authorization-server")
+        return json({
+          issuer: `${base}/`,
+          authorization_endpoint: `${base}/authorize`,
+          token_endpoint: `${base}/token`,
+          response_types_supported: ["code"],
+          code_challenge_methods_supported: ["S256"],
+        });
+      response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => local.listen(0, "127.0.0.1", resolve));
+    server = { base: "", close: () => new Promise((resolve) => local.close(() => resolve())) };
+    return `http://127.0.0.1:${(local.address() as AddressInfo).port}`;
+  }
+  const fetch = guardedFetch({ allowPrivate: true, timeoutMs: 5000, maxResponseBytes: 65536 });
+
+  it("at a well-known metadata URL is a candidate not there: the root URL is tried next", async () => {
+    const base = await serveRedirecting(false);
+    const target = await discoverAuthorization(`${base}/mcp`, fetch);
+    expect(target.resource).toBe(`${base}/mcp`);
+    expect(target.issuer).toBe(`${base}/`);
+  });
+
+  it("from the server itself is still refused, not followed", async () => {
+    const base = await serveRedirecting(true);
+    await expect(discoverAuthorization(`${base}/mcp`, fetch)).rejects.toThrow(
+      /redirect, which Atrium does not follow/,
+    );
+  });
+});
