@@ -133,6 +133,27 @@ describe("a tool nested deep", () => {
     );
     expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/deep`)).status).toBe(404);
   });
+
+  it("listed live at a call's drift check is refused as drift, not failed", async () => {
+    const added = await add("drifter");
+    expect(added.status, await added.clone().text()).toBe(201);
+    proxy.intercept((method, request) =>
+      method === "tools/list"
+        ? forwardedChanged(request, (text) => {
+            const framing = /^event: message\ndata: /m.test(text) ? "event: message\ndata: " : "";
+            const message = JSON.parse(text.replace(framing, "").trim());
+            for (const tool of message.result.tools)
+              tool.inputSchema = { ...tool.inputSchema, "x-deep": "DEEP" };
+            // Spelled out: JSON.stringify itself recurses, and overflows long before this depth.
+            const deep = `${"[".repeat(100_000)}0${"]".repeat(100_000)}`;
+            return `${framing}${JSON.stringify(message).replaceAll('"DEEP"', deep)}${framing ? "\n\n" : ""}`;
+          })
+        : undefined,
+    );
+    const answer = await callTool(instance, ws, "drifter__echo", { text: "hi" }, "bob");
+    expect(answer.isError).toBe(true);
+    expect(answer.content?.[0]?.text).toContain("changed upstream");
+  });
 });
 
 describe("a server that echoes the credential", () => {

@@ -10,7 +10,7 @@ import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./ca
 import { reauthorizationIn } from "./oauth/step-up.ts";
 import type { RemoteSource } from "./remote-source.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
-import { type Snapshot, toolDigest } from "./snapshot.ts";
+import { nestsTooDeep, type Snapshot, toolDigest } from "./snapshot.ts";
 
 /** What the gate asks about the connection at call time, from the health loops' own records. */
 export interface GateState {
@@ -200,11 +200,17 @@ export class ConnectionSource implements Source {
 // A live listing is a new array of new tools each time it is taken, so a digest is computed once
 // per tool per listing, not once per call.
 const liveDigests = new WeakMap<Tool, string>();
+/** Not a digest: every snapshot digest is "sha256:…". */
+const TOO_DEEP = "too deep";
 
+/**
+ * The live `tool`'s digest. One nested deeper than a photograph takes has none a snapshot could
+ * hold (it is drift), and digesting it would recurse past the stack: it is told as TOO_DEEP.
+ */
 function digestOf(tool: Tool): string {
   let digest = liveDigests.get(tool);
   if (digest === undefined) {
-    digest = toolDigest(tool);
+    digest = nestsTooDeep(tool) ? TOO_DEEP : toolDigest(tool);
     liveDigests.set(tool, digest);
   }
   return digest;

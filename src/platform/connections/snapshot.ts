@@ -62,6 +62,14 @@ export function toolDigest(tool: Tool): string {
   return sha256(canonicalJson({ name, description, inputSchema, outputSchema, annotations }));
 }
 
+/**
+ * Whether a field of `tool` nests deeper than a photograph takes: such a tool has no digest a
+ * snapshot could hold, and digesting it (canonicalJson recurses) could overflow the stack.
+ */
+export function nestsTooDeep(tool: Tool): boolean {
+  return Object.values(tool).some((value) => nestsDeeperThan(value, MAX_FIELD_DEPTH));
+}
+
 /** Why a tool may not be photographed, or `undefined` when it may. */
 export function screenTool(tool: Tool): string | undefined {
   const name = String(tool.name);

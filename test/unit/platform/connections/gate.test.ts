@@ -120,6 +120,21 @@ describe("the call gate's live checks", () => {
     expect(outcome).toBe(reason);
     expect(sent).toEqual([]);
   });
+
+  it("refuses a tool its server now lists nested past any snapshot's depth as drift, sending nothing", async () => {
+    const tool = { name: "t", inputSchema: { type: "object", properties: {} } } as Tool;
+    let deep: unknown = 0;
+    for (let level = 0; level < 100_000; level++) deep = [deep];
+    const { source, sent } = connection(tool, {
+      listTools: async () => [{ ...tool, annotations: { title: "x", deep } } as Tool],
+    });
+    const result = await source.callTool("t", {}, caller);
+    expect(result.isError).toBe(true);
+    expect(result.content[0]).toMatchObject({
+      text: expect.stringMatching(/changed upstream since snapshot 1/),
+    });
+    expect(sent).toEqual([]);
+  });
 });
 
 describe("a call that reaches a closed connection's source", () => {
