@@ -83,15 +83,19 @@ export function classifyAddress(address: string): AddressKind {
 /**
  * Refused because the host is, or resolves to, an address of this kind. The message names the host
  * alone: what a name resolves to, and what kind of address that is, would map the internal network
- * for whoever chose the name (adr/0155); `address` and `kind` are for the operator's log.
+ * for whoever chose the name (adr/0155); `address` and `kind` are for the operator's log. Where
+ * private addresses are refused, a name that does not resolve is refused in the same words (kind
+ * "unresolved", the resolver's error as `cause`): a different answer would tell which internal
+ * names exist.
  */
 export class ForbiddenAddress extends Error {
   constructor(
     readonly host: string,
     readonly address: string,
-    readonly kind: AddressKind,
+    readonly kind: AddressKind | "unresolved",
+    options?: ErrorOptions,
   ) {
-    super(`${host} is not at a public internet address`);
+    super(`${host} is not at a public internet address`, options);
     this.name = "ForbiddenAddress";
   }
 }
@@ -105,13 +109,19 @@ export function checkAddress(host: string, address: string, allowPrivate: boolea
 
 /**
  * A `lookup` for node:net, node:http and node:https that resolves the name itself and fails
- * with ForbiddenAddress if any address it resolves to is not public, so no connection is
- * attempted. A host that is an IP literal never reaches a lookup: check it with checkAddress.
+ * with ForbiddenAddress if any address it resolves to is not public, or, where private ones are
+ * refused, if it does not resolve; so no connection is attempted. A host that is an IP literal never reaches a lookup: check it with checkAddress.
  */
 export function guardedLookup(allowPrivate: boolean): LookupFunction {
   return (hostname, options, callback) => {
     dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
-      if (error) return callback(error, "", 0);
+      if (error && allowPrivate) return callback(error, "", 0);
+      if (error)
+        return callback(
+          new ForbiddenAddress(hostname, "none", "unresolved", { cause: error }) as NodeJS.ErrnoException,
+          "",
+          0,
+        );
       try {
         if (addresses.length === 0) throw new ForbiddenAddress(hostname, "none", "reserved");
         for (const { address } of addresses) checkAddress(hostname, address, allowPrivate);

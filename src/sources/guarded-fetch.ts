@@ -129,9 +129,17 @@ export function guardedFetch(limits: OutboundLimits): FetchLike {
  */
 function refusal(error: unknown, log: OutboundLimits["log"]): unknown {
   if (!(error instanceof ForbiddenAddress)) return error;
+  const cause = error.cause as NodeJS.ErrnoException | undefined;
   log?.warn(
-    { host: error.host, address: error.address, kind: error.kind },
-    "refused an outbound request: the host is not at a public internet address",
+    {
+      host: error.host,
+      address: error.address,
+      kind: error.kind,
+      ...(cause ? { cause: cause.code ?? cause.message } : {}),
+    },
+    error.kind === "unresolved"
+      ? "refused an outbound request: the host's name did not resolve"
+      : "refused an outbound request: the host is not at a public internet address",
   );
   return new OutboundFailure(
     `Refused: ${error.message}; use the server's public https URL, or an operator allows private addresses (connections.allowPrivateAddresses).`,

@@ -300,4 +300,23 @@ describe("with private addresses refused", () => {
     expect(logged).toMatchObject({ kind: "loopback" });
     expect(String(logged?.address)).toMatch(/^(127\.|::1$)/);
   });
+
+  it("a name that does not resolve is refused in the same words: which internal names exist is not told", async () => {
+    const refusalOf = async (name: string, host: string) => {
+      const added = await strict.rest("bob", "POST", `/v1/workspaces/${strictWs}/connections`, {
+        personal: true,
+        name,
+        url: `https://${host}:9/mcp`,
+      });
+      expect(added.status).toBe(400);
+      return (await added.text()).replaceAll(host, "<host>");
+    };
+    const missing = await refusalOf("missing", "no-such-host.invalid");
+    expect(missing).not.toMatch(/ENOTFOUND|getaddrinfo|EAI_AGAIN/);
+    expect(missing).toBe(await refusalOf("missing", "localhost"));
+    // The operator's log says the name did not resolve.
+    const logged = refusing.lines.find((line) => line.host === "no-such-host.invalid");
+    expect(logged).toMatchObject({ kind: "unresolved" });
+    expect(String(logged?.cause)).toMatch(/ENOTFOUND|EAI_AGAIN/);
+  });
 });
