@@ -176,7 +176,7 @@ describe("authorize: what is refused, and how", () => {
     },
   );
 
-  it.each(["scope", "resource", "response_type", "code_challenge", "code_challenge_method", "state"])(
+  it.each(["scope", "response_type", "code_challenge", "code_challenge_method", "state"])(
     "a repeated %s is refused with invalid_request, never read as left out (RFC 6749 §3.1)",
     async (name) => {
       // A repeated read-only scope was read as no scope, the default mcp:read mcp:write.
@@ -191,6 +191,15 @@ describe("authorize: what is refused, and how", () => {
       expect(back.searchParams.get("state")).toBe(name === "state" ? null : "state-1");
     },
   );
+
+  it("several resources (RFC 8707 allows them) are refused with invalid_target: a token is for one workspace", async () => {
+    const response = await authorizeRepeating("resource", "mcp:read");
+    expect(response.status).toBe(400);
+    expect(response.headers.get("location")).toBeNull();
+    const back = wayBack(await response.text());
+    expect(back.searchParams.get("error")).toBe("invalid_target");
+    expect(back.searchParams.get("state")).toBe("state-1");
+  });
 
   it("a refused request never bounces a browser to a client's redirect URI on its own, signed in or not", async () => {
     // Anyone may register a client with their own redirect URI: were refusals followed, a link to

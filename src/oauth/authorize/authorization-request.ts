@@ -41,7 +41,10 @@ export type ParsedAuthorization =
       description: string;
     };
 
-/** The parameters this endpoint reads; any other is ignored (RFC 6749 §3.1), repeated or not. */
+/**
+ * The parameters this endpoint reads that may appear once; any other is ignored (RFC 6749 §3.1),
+ * repeated or not. `resource` may be repeated (RFC 8707 §2) and is read apart.
+ */
 const PARAMETERS = [
   "client_id",
   "redirect_uri",
@@ -49,10 +52,9 @@ const PARAMETERS = [
   "response_type",
   "code_challenge",
   "code_challenge_method",
-  "resource",
   "scope",
 ] as const;
-type Parameter = (typeof PARAMETERS)[number];
+type Parameter = (typeof PARAMETERS)[number] | "resource";
 
 /** `caller` is the connecting address, charged if the client's metadata document must be fetched. */
 export async function parseAuthorizationRequest(
@@ -67,8 +69,9 @@ export async function parseAuthorizationRequest(
   if (repeated === "client_id" || repeated === "redirect_uri") {
     return show(400, `The ${repeated} parameter is repeated; the application must send it once.`);
   }
-  // Each value is read only once its repeat would have been refused, so there is one or none.
-  const single = (name: Parameter): string | undefined => query.get(name) ?? undefined;
+  // Each value is read only once its repeat would have been refused, so there is one or none. One
+  // sent without a value is left out (RFC 6749 §3.1), as the token endpoint reads it.
+  const single = (name: Parameter): string | undefined => query.get(name) || undefined;
   const clientId = single("client_id");
   if (!clientId) return show(400, "The request names no client (client_id is missing or empty).");
   let client: OAuthClientInformationFull | undefined;
@@ -104,6 +107,10 @@ export async function parseAuthorizationRequest(
     description,
   });
   if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated.`);
+  // Several resources are a well-formed request (RFC 8707 §2) for a token Atrium does not issue.
+  if (query.getAll("resource").length > 1) {
+    return fail("invalid_target", "A token here is for one workspace: send one resource, its MCP URL.");
+  }
   if (single("response_type") !== "code") {
     return fail("unsupported_response_type", "Only response_type=code is supported.");
   }

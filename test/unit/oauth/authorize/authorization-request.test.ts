@@ -92,7 +92,7 @@ describe("parseAuthorizationRequest", () => {
     },
   );
 
-  it.each(["state", "response_type", "code_challenge", "code_challenge_method", "resource", "scope"])(
+  it.each(["state", "response_type", "code_challenge", "code_challenge_method", "scope"])(
     "a repeated %s goes back as invalid_request saying so, never read as left out",
     async (name) => {
       expect(await parseRepeating(name)).toEqual({
@@ -104,6 +104,31 @@ describe("parseAuthorizationRequest", () => {
       });
     },
   );
+
+  it("several resources, which RFC 8707 allows, are invalid_target: a token here is for one workspace", async () => {
+    expect(await parseRepeating("resource")).toEqual({
+      kind: "redirect",
+      redirectUri: "https://app.example/cb",
+      state: "s1",
+      error: "invalid_target",
+      description: "A token here is for one workspace: send one resource, its MCP URL.",
+    });
+  });
+
+  it("a parameter sent without a value is left out (RFC 6749 §3.1): an empty redirect_uri or state", async () => {
+    const oneRedirect = { find: async () => ({ ...CLIENT, redirect_uris: ["https://app.example/cb"] }) };
+    const emptyRedirect = query({ redirect_uri: "" });
+    expect(
+      await parseAuthorizationRequest(emptyRedirect, oneRedirect, PUBLIC_URL, "127.0.0.1"),
+    ).toMatchObject({
+      kind: "ok",
+      request: { redirectUri: "https://app.example/cb", redirectUriOmitted: true },
+    });
+    expect(await parse({ state: "", code_challenge_method: "plain" })).toMatchObject({
+      kind: "redirect",
+      state: undefined,
+    });
+  });
 
   it("a repeated parameter this endpoint does not read is ignored, as any unknown one is", async () => {
     const search = query();
