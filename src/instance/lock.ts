@@ -234,14 +234,18 @@ async function takeLock(
 function holdLock(path: string, holder: LockHolder, options: LockOptions): InstanceLock {
   const { log } = options;
   let lost = false;
+  // Set as release() begins: a beat under way whose read lands after the removal found no lock
+  // and called onLost, a second close() in the middle of an ordinary stop (lock.test.ts "release").
+  let released = false;
   const ours = async () => (await readLock(path))?.holder?.token === holder.token;
   const heartbeat = setInterval(async () => {
-    if (lost) return;
+    if (lost || released) return;
     try {
-      if (!(await ours())) {
-        // Beats overlap when a read takes longer than a beat: the loss is acted on once, as
-        // onLost's second call would be a stop's second signal (lock.test.ts "overlap").
-        if (lost) return;
+      const held = await ours();
+      // Beats overlap when a read takes longer than a beat: the loss is acted on once, as
+      // onLost's second call would be a stop's second signal (lock.test.ts "overlap").
+      if (lost || released) return;
+      if (!held) {
         lost = true;
         clearInterval(heartbeat);
         log.error(
@@ -254,6 +258,7 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
       const now = new Date((options.clock ?? systemClock)());
       await utimes(path, now, now);
     } catch (error) {
+      if (released) return;
       log.warn({ lock: path, err: error }, "could not refresh the instance lock; trying again next beat");
     }
   }, options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
@@ -270,6 +275,7 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
       if (await ours()) await writeFileAtomic(path, lockText(holder));
     },
     async release() {
+      released = true;
       clearInterval(heartbeat);
       heldTokens.delete(holder.token);
       if (await ours()) await rm(path, { force: true });

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
@@ -349,6 +350,25 @@ describe("acquireInstanceLock", () => {
     await lock.release();
   });
 
+  // release() stopped the timer and removed the lock but did not say so: a beat under way whose
+  // read landed after the removal found no lock, logged "no longer this process's… stopping" and
+  // called onLost, a second close() in the middle of an ordinary stop (review).
+  it("a beat under way when release() removes the lock does not call onLost", async () => {
+    let lostCalls = 0;
+    const lock = await acquireInstanceLock(layout, {
+      ...options(),
+      heartbeatMs: 5,
+      onLost: () => void lostCalls++,
+    });
+    const held = holdNextRead(layout.instanceLockFile());
+    await held.reading; // a beat is under way
+    await lock.release();
+    await held.finish();
+    await settle();
+    expect(lostCalls).toBe(0);
+    expect(logLines.join("")).not.toMatch(/no longer this process's|could not refresh/);
+  });
+
   it("release leaves alone a lock another process has taken over since", async () => {
     const lock = await acquireInstanceLock(layout, options());
     await writeFile(
@@ -359,3 +379,40 @@ describe("acquireInstanceLock", () => {
     expect((await readHolder()).token).toBe("theirs");
   });
 });
+
+type Fsp = typeof import("node:fs/promises");
+// node:fs/promises as a mutable object: its ESM bindings, which the lock imports, follow a change
+// to it once syncBuiltinESMExports() is called (as in helpers/fs-journal.ts).
+const fsp = createRequire(import.meta.url)("node:fs/promises") as Fsp;
+
+/**
+ * Holds the next whole-file read of `path` before it reads (fs-journal holds one after), so what
+ * the file holds when it is let go is what the read sees. `finish` lets it go and waits for it.
+ */
+function holdNextRead(path: string): { reading: Promise<void>; finish(): Promise<void> } {
+  const realReadFile = fsp.readFile;
+  const reading = gate();
+  const letGo = gate();
+  let read: Promise<unknown> | undefined;
+  const restore = () => {
+    Object.assign(fsp, { readFile: realReadFile });
+    syncBuiltinESMExports();
+  };
+  Object.assign(fsp, {
+    readFile: ((file: Parameters<Fsp["readFile"]>[0], ...rest: unknown[]) => {
+      if (read !== undefined || file !== path) return realReadFile(file, ...(rest as []));
+      restore();
+      reading.open();
+      read = letGo.promise.then(() => realReadFile(file, ...(rest as [])));
+      return read;
+    }) as Fsp["readFile"],
+  });
+  syncBuiltinESMExports();
+  return {
+    reading: reading.promise,
+    async finish() {
+      letGo.open();
+      await read?.catch(() => undefined);
+    },
+  };
+}
