@@ -41,7 +41,10 @@ export async function bootLocked<T extends { close(): Promise<void> }>(
     },
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
   });
-  const lockLost = async () => lostWhileBooting || !(await lock.stillHeld());
+  // stillHeld reads the heartbeat's finding after its own read of the file, not before: a beat
+  // that found the loss meanwhile turned itself off, and that read, of the bytes from before the
+  // takeover, said "held" (instance-lock.test.ts "while the check after listening reads it").
+  const lockLost = async () => !(await lock.stillHeld());
   let booted: T;
   try {
     booted = await boot(lock, lockLost);
@@ -49,7 +52,9 @@ export async function bootLocked<T extends { close(): Promise<void> }>(
     await lock.release();
     throw error;
   }
-  if (await lockLost()) {
+  // The flag again, in the step that sets `serving`: a loss the heartbeat finds between the
+  // check's answer and this step comes to onLost while `serving` is still unset.
+  if ((await lockLost()) || lostWhileBooting) {
     // Lost between the check before listening and here: what listens is closed, never served. A
     // part of the close that fails is logged by the stop itself.
     await booted.close().catch(() => undefined);

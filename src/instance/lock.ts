@@ -267,7 +267,10 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
   return {
     holder,
     async stillHeld() {
-      return !lost && (await ours());
+      const held = await ours();
+      // Read after the file: a beat that found the loss while this read was in flight has turned
+      // itself off, and the bytes this read saw from before the takeover say "held".
+      return held && !lost;
     },
     async setPublicUrl(publicUrl) {
       holder.publicUrl = publicUrl;

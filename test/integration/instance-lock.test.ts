@@ -10,9 +10,11 @@ import { createLogger } from "../../src/log.ts";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { startAtrium } from "../../src/server.ts";
+import { type RunningAtrium, startAtrium } from "../../src/server.ts";
 import { type CliProcess, logEntries, spawnAtriumCli, writeCliInstance } from "../helpers/cli.ts";
 import { eventually } from "../helpers/eventually.ts";
+import { journalDuring } from "../helpers/fs-journal.ts";
+import { gate } from "../helpers/gate.ts";
 import { memoryLog } from "../helpers/memory-log.ts";
 
 // Issue 16: one data root, one running Atrium. Real processes, because the lock is about them.
@@ -262,6 +264,57 @@ describe("a process that loses its lock", () => {
       }),
     );
     expect(unhandled).toEqual([]);
+  });
+  // The check after listening read the heartbeat's finding before its own read of the lock: a
+  // beat that found the takeover while that read was in flight turned itself off, the read (of the
+  // bytes from before) said "held", and the process served beside the new holder with nothing left
+  // to act on the loss (review).
+  it("while the check after listening reads it, stops without serving", async ({ onTestFinished }) => {
+    const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-checking-"));
+    onTestFinished(() => rm(dir, { recursive: true, force: true }));
+    const lockPath = join(dir, "data", "_instance", "instance.lock");
+    const { log, lines } = memoryLog();
+    const checking = gate();
+    const checked = gate();
+    let takenOver = false;
+    let boot: Promise<RunningAtrium> | undefined;
+    await journalDuring(
+      async () => {
+        boot = startAtrium(devInstance(dir), { log, lockHeartbeatMs: 10 });
+        boot.catch(() => undefined);
+        await checking.promise;
+        writeFileSync(lockPath, JSON.stringify(THEIRS));
+        takenOver = true;
+        await eventually(() =>
+          expect(lines.map((line) => line.msg)).toContain(
+            "the instance lock is no longer this process's (taken over or removed); stopping",
+          ),
+        );
+        checked.open();
+        await boot.catch(() => undefined);
+      },
+      {
+        // Every read of the lock from listening to the takeover, held once read: the check's among
+        // them, of the bytes from before; the beats' after it find the loss.
+        read: (path) => {
+          if (path !== lockPath || takenOver || !lines.some((line) => line.msg === "atrium listening")) {
+            return undefined;
+          }
+          checking.open();
+          return checked.promise;
+        },
+      },
+    );
+    const served = await boot?.then(
+      (atrium) => {
+        onTestFinished(() => atrium.close().catch(() => undefined));
+        return atrium;
+      },
+      () => undefined,
+    );
+    expect(served).toBeUndefined();
+    await expect(boot).rejects.toBeInstanceOf(InstanceLockLostWhileBooting);
+    expect(JSON.parse(await readFile(lockPath, "utf8"))).toEqual(THEIRS);
   });
 });
 
