@@ -317,10 +317,12 @@ export interface StopDeps {
 /**
  * The stop a signal asks for: the first stops the server gracefully and exits 0 (1 if the
  * shutdown fails); one more, at least REPEAT_SIGNAL_MS later, cuts the drain short; one sooner is
- * the first one again and is only logged (test/unit/cli.test.ts).
+ * the first one again and is only logged (test/unit/cli.test.ts). The first joins a stop a lost
+ * lock began (`stop()`): as its `close()`, the supervisor's one SIGTERM was a second signal's and
+ * cut off every request still draining.
  */
 export function stopOnRequest(
-  atrium: Pick<RunningAtrium, "close">,
+  atrium: Pick<RunningAtrium, "stop" | "close">,
   deps: StopDeps,
 ): (reason: string) => void {
   const { log, clock, exit } = deps;
@@ -337,7 +339,7 @@ export function stopOnRequest(
     }
     firstMs = clock();
     log.info({ reason }, "stopping");
-    exitOnceStopped(atrium.close(), log, exit);
+    exitOnceStopped(atrium.stop(), log, exit);
   };
 }
 

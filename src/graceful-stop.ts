@@ -118,17 +118,27 @@ export interface StopParts extends BuiltParts {
   log: Logger;
 }
 
+/** A graceful stop, asked for in two ways; both answer once it has ended, as `stop()` does. */
+export interface GracefulStop {
+  /** Begins the stop, or joins the one under way: never cuts anything off. */
+  stop(): Promise<void>;
+  /** Begins the stop, or cuts short the one under way (a second signal). */
+  close(): Promise<void>;
+}
+
 /**
  * The graceful stop of a running instance (ADR 0023, 0093): requests drain for `drainSeconds`
  * while scheduled jobs and the apps' own work end beside them, and what the apps wait for once
  * the requests are done (their `drained`); then sources and the endpoint close and the root is
- * let go. Called again while that runs, it cuts off what is still in flight and stops waiting for
- * background work. A part that fails (an app's `stop`) is logged and the rest still ends, the
- * lock released included; `close()` then rejects with the first failure (the CLI exits 1). It
- * rejected at the first failure, before the sources closed and the lock went, so the next boot
- * waited for the lock to go stale (test/integration/stop-failure.test.ts).
+ * let go. `close()` while it runs cuts off what is still in flight and stops waiting for
+ * background work; `stop()` only joins it, as a lost lock's stop and a signal's do each other's
+ * (one SIGTERM during a lost lock's stop cut off every request still draining,
+ * test/unit/graceful-stop.test.ts "joins"). A part that fails (an app's `stop`) is logged and the
+ * rest still ends, the lock released included; the stop then rejects with the first failure (the
+ * CLI exits 1). It rejected at the first failure, before the sources closed and the lock went, so
+ * the next boot waited for the lock to go stale (test/integration/stop-failure.test.ts).
  */
-export function gracefulStop(parts: StopParts): () => Promise<void> {
+export function gracefulStop(parts: StopParts): GracefulStop {
   const { drain, clock, timers, log } = parts;
   let closing: Promise<void> | undefined;
   let forced = false;
@@ -136,14 +146,8 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
   const stopForced = new Promise<void>((resolve) => {
     forceStop = resolve;
   });
-  return () => {
-    if (closing) {
-      forced = true;
-      drain.force();
-      forceStop();
-      return closing;
-    }
-    closing = (async () => {
+  const stop = (): Promise<void> => {
+    closing ??= (async () => {
       const startedMs = clock();
       const drainMs = parts.drainSeconds * 1000;
       const failures: unknown[] = [];
@@ -216,6 +220,16 @@ export function gracefulStop(parts: StopParts): () => Promise<void> {
       if (failures.length > 0) throw failures[0];
     })();
     return closing;
+  };
+  return {
+    stop,
+    close: () => {
+      if (!closing) return stop();
+      forced = true;
+      drain.force();
+      forceStop();
+      return closing;
+    },
   };
 }
 

@@ -23,7 +23,7 @@ export interface LockedBootOptions {
  * (`exit`): 0, or 1 when a part of the stop failed, which was a rejection nobody handled
  * (test/integration/instance-lock.test.ts "a process that loses its lock").
  */
-export async function bootLocked<T extends { close(): Promise<void> }>(
+export async function bootLocked<T extends { stop(): Promise<void> }>(
   layout: StorageLayout,
   options: LockedBootOptions,
   boot: (lock: InstanceLock, lockLost: () => Promise<boolean>) => Promise<T>,
@@ -36,7 +36,8 @@ export async function bootLocked<T extends { close(): Promise<void> }>(
     log,
     clock: options.clock,
     onLost: () => {
-      if (serving) exitOnceStopped(serving.close(), log, exit);
+      // Joined, not cut short, when a signal's stop is under way, and joined by a signal's.
+      if (serving) exitOnceStopped(serving.stop(), log, exit);
       else lostWhileBooting = true;
     },
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),
@@ -57,7 +58,7 @@ export async function bootLocked<T extends { close(): Promise<void> }>(
   if ((await lockLost()) || lostWhileBooting) {
     // Lost between the check before listening and here: what listens is closed, never served. A
     // part of the close that fails is logged by the stop itself.
-    await booted.close().catch(() => undefined);
+    await booted.stop().catch(() => undefined);
     throw new InstanceLockLostWhileBooting(layout.instanceLockFile());
   }
   serving = booted;

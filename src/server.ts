@@ -100,10 +100,12 @@ export interface RunningAtrium {
   events: EventBus;
   /**
    * Graceful stop: stops accepting, lets in-flight requests finish within
-   * `http.drainSeconds`, then releases the data root. Called again while that runs, it cuts
-   * off what is still in flight at once.
+   * `http.drainSeconds`, then releases the data root. Called again while a stop runs (begun by
+   * either), it cuts off what is still in flight at once: a second signal.
    */
   close(): Promise<void>;
+  /** The same stop, begun or joined: unlike close(), one under way is never cut short (ADR 0093). */
+  stop(): Promise<void>;
 }
 
 /** The provider's client, shared by browser sign-in and bearer-token checks; none under `dev`. */
@@ -349,7 +351,7 @@ async function startLocked(
       sessions,
       oauth,
       events,
-      close: gracefulStop({
+      ...gracefulStop({
         ...built,
         endpoint,
         lastWrites: (signal) => oauth.clients.writeRememberedUses(signal, () => lock.stillHeld()),

@@ -1,4 +1,5 @@
 import { expect, it } from "vitest";
+import { REPEAT_SIGNAL_MS, stopOnRequest } from "../../src/cli.ts";
 import {
   BACKGROUND_FLOOR_MS,
   type BuiltParts,
@@ -42,7 +43,7 @@ function stopParts(
 it("after a second signal the last writes never start, and the lock is released", async () => {
   const events: string[] = [];
   const drained = gate();
-  const stop = gracefulStop(
+  const { close } = gracefulStop(
     stopParts(events, {
       lastWrites: async () => void events.push("last writes started"),
       drain: {
@@ -55,9 +56,9 @@ it("after a second signal the last writes never start, and the lock is released"
       } as unknown as StopParts["drain"],
     }),
   );
-  const first = stop();
+  const first = close();
   // The operator asks again while requests still drain.
-  const second = stop();
+  const second = close();
   await Promise.all([first, second]);
   expect(events).toEqual(["lock released"]);
 });
@@ -67,7 +68,7 @@ it("last writes past their bound are aborted before the lock is released", async
   const time = new FakeTime();
   const started = gate();
   let signal: AbortSignal | undefined;
-  const stop = gracefulStop(
+  const { close } = gracefulStop(
     stopParts(events, {
       clock: time.clock,
       timers: time.timers,
@@ -87,7 +88,7 @@ it("last writes past their bound are aborted before the lock is released", async
       } as unknown as StopParts["lock"],
     }),
   );
-  const stopped = stop();
+  const stopped = close();
   await started.promise;
   await time.advance(2_000);
   await stopped;
@@ -100,7 +101,7 @@ it("last writes past their bound are aborted before the lock is released", async
 it("an app's drained() is waited for after the drain and before the sources close; its signal aborts before the lock goes", async () => {
   const events: string[] = [];
   let letGo: AbortSignal | undefined;
-  const stop = gracefulStop(
+  const { close } = gracefulStop(
     stopParts(events, {
       lastWrites: async () => undefined,
       drain: {
@@ -130,7 +131,7 @@ it("an app's drained() is waited for after the drain and before the sources clos
       } as unknown as StopParts["lock"],
     }),
   );
-  await stop();
+  await close();
   expect(events).toEqual(["requests drained", "app waited", "sources closed", "lock released, let go: true"]);
 });
 
@@ -142,7 +143,7 @@ it("names the events whose subscribers' work is still running when the stop stop
   const bus = new EventBus(log);
   bus.subscribe({ types: ["member.removed"] }, () => new Promise<void>(() => undefined));
   bus.publish({ type: "member.removed", workspaceId: "ws", principalId: "p" } as never);
-  const stop = gracefulStop(
+  const { close } = gracefulStop(
     stopParts([], {
       clock: time.clock,
       timers: time.timers,
@@ -157,7 +158,7 @@ it("names the events whose subscribers' work is still running when the stop stop
       } as unknown as StopParts["drain"],
     }),
   );
-  const stopped = stop();
+  const stopped = close();
   while (time.armed() === 0) await new Promise((resolve) => setImmediate(resolve));
   await time.advance(10_000);
   await stopped;
@@ -247,7 +248,7 @@ it("a failed boot's close waits no longer than drainSeconds, and names the event
 it("a part that fails to close is logged, the rest still closes and the lock is released; close() rejects with it", async () => {
   const events: string[] = [];
   const { log, lines } = capturingLogger();
-  const stop = gracefulStop(
+  const { close } = gracefulStop(
     stopParts(events, {
       log,
       lastWrites: async () => undefined,
@@ -264,7 +265,7 @@ it("a part that fails to close is logged, the rest still closes and the lock is 
       } as unknown as StopParts["endpoint"],
     }),
   );
-  await expect(stop()).rejects.toThrow("a source would not close");
+  await expect(close()).rejects.toThrow("a source would not close");
   expect(events).toEqual(["endpoint closed", "lock released"]);
   expect(lines).toContainEqual(
     expect.objectContaining({
@@ -293,7 +294,7 @@ const closes = {
           force: () => undefined,
         } as unknown as StopParts["drain"],
       }),
-    )(),
+    ).close(),
   // The lock is its caller's to release (server.ts): closed is when it goes.
   "a failed boot's close": async (time: FakeTime, events: string[], apps: unknown[]) => {
     const bus = new EventBus(capturingLogger().log);
@@ -350,3 +351,65 @@ it.for(Object.keys(closes) as (keyof typeof closes)[])(
     expect(events).toEqual(["lock released"]);
   },
 );
+
+/** A stop whose requests drain until forced, counting the times it is forced. */
+function drainingStop(time: FakeTime) {
+  const drained = gate();
+  const counts = { forced: 0 };
+  const stopping = gracefulStop(
+    stopParts([], {
+      clock: time.clock,
+      timers: time.timers,
+      lastWrites: async () => undefined,
+      drain: {
+        inFlight: () => 1,
+        drain: async () => {
+          await drained.promise;
+          return { finished: 1, cutOff: 0 };
+        },
+        force: () => {
+          counts.forced++;
+          drained.open();
+        },
+      } as unknown as StopParts["drain"],
+    }),
+  );
+  return { stopping, counts, finish: () => drained.open() };
+}
+
+// The stop a lost lock began (locked-boot.ts) was the instance's close(), so the supervisor's one
+// SIGTERM that came while it drained was close()'s second call, a second signal's: it cut off
+// every request still draining; and a lock lost during a signal's stop cut that one off (review).
+it("one signal during the stop a lost lock began joins it; only a second signal cuts it short", async () => {
+  const time = new FakeTime();
+  const { stopping, counts, finish } = drainingStop(time);
+  const signal = stopOnRequest(stopping, {
+    log: capturingLogger().log,
+    clock: time.clock,
+    exit: () => undefined,
+  });
+  const stopped = stopping.stop(); // the heartbeat found the lock lost
+  signal("SIGTERM"); // the supervisor's stop
+  expect(counts.forced).toBe(0);
+  time.jump(REPEAT_SIGNAL_MS);
+  signal("SIGTERM"); // the operator, a second later, asks again
+  expect(counts.forced).toBe(1);
+  finish();
+  await stopped;
+});
+
+it("a lock lost during a signal's stop joins it, cutting nothing short", async () => {
+  const time = new FakeTime();
+  const { stopping, counts, finish } = drainingStop(time);
+  const exits: number[] = [];
+  stopOnRequest(stopping, {
+    log: capturingLogger().log,
+    clock: time.clock,
+    exit: (code) => exits.push(code),
+  })("SIGTERM");
+  const lostLockStop = stopping.stop();
+  expect(counts.forced).toBe(0);
+  finish();
+  await lostLockStop;
+  expect(exits).toEqual([0]);
+});
