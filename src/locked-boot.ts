@@ -4,6 +4,18 @@ import type { Logger } from "./log.ts";
 import { exitOnceStopped } from "./stop-exit.ts";
 import type { StorageLayout } from "./storage/paths.ts";
 
+/**
+ * How a process whose lock was lost while it served ends, whether its stop ends or fails: as one
+ * that finds it lost while booting does (InstanceLockLostWhileBooting). It ended with 0 "because
+ * the process that took the root over serves it", but a lock removed (an operator's `rm`, a
+ * cleanup, a restore of the root) has no new holder, and 0 told a supervisor (systemd
+ * `Restart=on-failure`, a pod's `OnFailure`) to leave the root served by no one
+ * (instance-lock.test.ts "removed"). Which of the two it was cannot be told reliably: a takeover
+ * passes through an absent lock, and a lock restored from a backup names a holder long gone.
+ * Restarted while another holds the root, the process exits 1 naming that holder (ADR 0093).
+ */
+const LOCK_LOST_EXIT_CODE = 1;
+
 export interface LockedBootOptions {
   publicUrl: string;
   log: Logger;
@@ -20,8 +32,8 @@ export interface LockedBootOptions {
  * woken, listened beside the new holder). A loss found until then is the boot's error
  * (InstanceLockLostWhileBooting), whatever the close of what it built says: a part of that close
  * that failed was reported instead. One found later stops the instance and ends the process
- * (`exit`): 0, or 1 when a part of the stop failed, which was a rejection nobody handled
- * (test/integration/instance-lock.test.ts "a process that loses its lock").
+ * (`exit`) with LOCK_LOST_EXIT_CODE once the stop has ended; a part of it that failed was a
+ * rejection nobody handled (test/integration/instance-lock.test.ts "a process that loses its lock").
  */
 export async function bootLocked<T extends { stop(): Promise<void> }>(
   layout: StorageLayout,
@@ -37,7 +49,7 @@ export async function bootLocked<T extends { stop(): Promise<void> }>(
     clock: options.clock,
     onLost: () => {
       // Joined, not cut short, when a signal's stop is under way, and joined by a signal's.
-      if (serving) exitOnceStopped(serving.stop(), log, exit);
+      if (serving) exitOnceStopped(serving.stop(), log, exit, LOCK_LOST_EXIT_CODE);
       else lostWhileBooting = true;
     },
     ...(options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs }),

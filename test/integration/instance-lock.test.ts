@@ -202,13 +202,16 @@ describe("a process that loses its lock", () => {
   // ADR 0093 (amended): a part of the stop that fails makes close() reject. Set off by a lost lock
   // (`void running.close()`), that rejection was handled by nobody, which ends a Node process with
   // a stack trace, and a stop that ended left the process to end by itself; and a close after a
-  // loss found just after listening reported the app's error instead of the lost lock.
+  // loss found just after listening reported the app's error instead of the lost lock. It ended
+  // with 0 "because the new holder serves the root", also when the lock was removed and nobody
+  // does: a supervisor restarting on failure left the root unserved (review).
   it.for([
-    [0, "ends"],
-    [1, "fails"],
+    ["taken over", "ends"],
+    ["taken over", "fails"],
+    ["removed", "ends"],
   ] as const)(
-    "stops serving and ends the process with exit %i once its stop %s, leaving nothing unhandled",
-    async ([code, outcome], { onTestFinished }) => {
+    "stops serving once its lock is %s and ends the process with exit 1 once its stop %s, leaving nothing unhandled",
+    async ([how, outcome], { onTestFinished }) => {
       const unhandled = watchUnhandled(onTestFinished);
       const dir = await mkdtemp(join(tmpdir(), "atrium-lock-lost-exit-"));
       onTestFinished(() => rm(dir, { recursive: true, force: true }));
@@ -222,11 +225,16 @@ describe("a process that loses its lock", () => {
       });
       onTestFinished(() => atrium.close().catch(() => undefined));
 
-      await writeFile(join(dir, "data", "_instance", "instance.lock"), JSON.stringify(THEIRS));
+      const lockPath = join(dir, "data", "_instance", "instance.lock");
+      if (how === "removed") await rm(lockPath);
+      else await writeFile(lockPath, JSON.stringify(THEIRS));
 
-      await eventually(() => expect(codes).toEqual([code]));
+      await eventually(() => expect(codes).toEqual([1]));
       expect(unhandled).toEqual([]);
-      expect(lines.filter((line) => line.msg === "shutdown failed")).toHaveLength(code);
+      expect(lines.filter((line) => line.msg === "shutdown failed")).toHaveLength(
+        outcome === "fails" ? 1 : 0,
+      );
+      expect(existsSync(lockPath)).toBe(how === "taken over");
     },
   );
 
