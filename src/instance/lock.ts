@@ -267,9 +267,11 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
   return {
     holder,
     async stillHeld() {
+      // A loss already found is the answer, without a read that could throw where the lock was.
+      if (lost) return false;
       const held = await ours();
-      // Read after the file: a beat that found the loss while this read was in flight has turned
-      // itself off, and the bytes this read saw from before the takeover say "held".
+      // Read after the file too: a beat that found the loss while this read was in flight has
+      // turned itself off, and the bytes this read saw from before the takeover say "held".
       return held && !lost;
     },
     async setPublicUrl(publicUrl) {

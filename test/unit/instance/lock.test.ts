@@ -114,6 +114,21 @@ describe("acquireInstanceLock", () => {
     await lock?.release();
   });
 
+  it("stillHeld() answers false once the heartbeat found the lock lost, whatever the path now holds", async () => {
+    let lostCalls = 0;
+    const lock = await acquireInstanceLock(layout, {
+      ...options(),
+      heartbeatMs: 5,
+      onLost: () => void lostCalls++,
+    });
+    await rm(layout.instanceLockFile());
+    await eventually(() => expect(lostCalls).toBe(1));
+    // A folder where the lock was: a read of it throws, and a command asking must hear "not held".
+    await mkdir(layout.instanceLockFile());
+    await expect(lock.stillHeld()).resolves.toBe(false);
+    await lock.release().catch(() => undefined);
+  });
+
   it("refuses a second holder while the first is alive, naming the root, PID, host and start time", async () => {
     const first = await acquireInstanceLock(layout, options());
     const attempt = acquireInstanceLock(layout, options());
