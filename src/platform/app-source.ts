@@ -24,19 +24,24 @@ export class AppSource implements Source {
     return this.listing.listTools();
   }
 
-  /** An aborted `signal` ends the wait at once; the tool is told through its own `call.signal`. */
+  /**
+   * An aborted `signal` ends the wait at once; the tool is told through its own `call.signal`, and
+   * `onCalled` is given its work, which may run on.
+   */
   callTool(
     tool: string,
     args: Record<string, unknown>,
     caller: Caller,
-    { onProgress, signal }: SourceCall = {},
+    { onProgress, signal, onCalled }: SourceCall = {},
   ): Promise<CallToolResult> {
     const call: ToolCall = {};
     if (onProgress) call.progress = async (report) => onProgress(report);
     if (!signal) return this.tools.call(tool, args, caller, call);
     if (signal.aborted) return Promise.reject(signal.reason);
     call.signal = signal;
-    return untilAborted(this.tools.call(tool, args, caller, call), signal);
+    const work = this.tools.call(tool, args, caller, call);
+    onCalled?.(work);
+    return untilAborted(work, signal);
   }
 
   close(): Promise<void> {

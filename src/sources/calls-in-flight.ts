@@ -30,22 +30,24 @@ export class CallsInFlight {
   private readonly held = new Set<Held>();
 
   /**
-   * Runs `work` with a signal that aborts when a change ends `caller`'s access, and answers its
-   * outcome; once that signal aborts, rejects at once with the refusal the caller's next request
-   * gets (`404 workspace_not_found`, `403` deactivated), whether or not the work heeds its signal.
+   * Runs `work` with a signal that aborts when a change ends `caller`'s access. `answer` is its
+   * outcome; once that signal aborts, it rejects at once with the refusal the caller's next
+   * request gets (`404 workspace_not_found`, `403` deactivated), whether or not the work heeds its
+   * signal. `work` is the work's own promise, which may settle later.
    */
-  async hold<T>(caller: HeldCaller, work: (ended: AbortSignal) => Promise<T>): Promise<T> {
+  hold<T>(
+    caller: HeldCaller,
+    work: (ended: AbortSignal) => Promise<T>,
+  ): { answer: Promise<T>; work: Promise<T> } {
     const held: Held = {
       principalId: caller.principalId,
       workspaceId: caller.workspaceId,
       controller: new AbortController(),
     };
     this.held.add(held);
-    try {
-      return await untilAborted(work(held.controller.signal), held.controller.signal);
-    } finally {
-      this.held.delete(held);
-    }
+    const running = work(held.controller.signal);
+    const answer = untilAborted(running, held.controller.signal).finally(() => this.held.delete(held));
+    return { answer, work: running };
   }
 
   /** Cancels every held call whose caller `ended` names, with the refusal they now get. */

@@ -15,6 +15,9 @@ export interface ToolCaller {
   scopes?: readonly string[];
 }
 
+/** A held call's answer, and when the tool it called has itself ended (`callUntilAccessEnds`). */
+export type HeldCall = Promise<CallToolResult> & { readonly toolSettled: Promise<void> };
+
 /** Told of each call the dispatch refuses before any source sees it: who, which tool, and why. */
 export type DispatchDenied = (denial: {
   caller: ToolCaller;
@@ -74,19 +77,28 @@ export class ToolDispatch {
    * `tools/call` and a task run. Held until it ends where `cancelCalls` finds it, so a change
    * that ends the caller's access aborts the tool's signal and rejects the call with the refusal
    * the caller now gets (adr/0154). Tied to `context.signal` too, which lives no longer than it.
+   * Its `toolSettled` resolves once the tool itself has ended, which a platform tool that ignores
+   * its signal may do long after the call was rejected: a task run's slot waits for it (ADR 0106).
    */
   callUntilAccessEnds(
     caller: ToolCaller,
     name: string,
     args: Record<string, unknown> | undefined,
     context: CallContext,
-  ): Promise<CallToolResult> {
-    return this.inFlight.hold(caller, (ended) =>
+  ): HeldCall {
+    let toolWork: Promise<unknown> | undefined;
+    const { answer, work } = this.inFlight.hold(caller, (ended) =>
       this.call(caller, name, args, {
         ...context,
         signal: context.signal ? AbortSignal.any([context.signal, ended]) : ended,
+        onCalled: (called) => {
+          toolWork = called;
+        },
       }),
     );
+    // The tool is called, if at all, before the dispatch's own call settles.
+    const toolSettled = work.then(ignore, ignore).then(() => toolWork?.then(ignore, ignore));
+    return Object.assign(answer, { toolSettled });
   }
 
   /** Cancels the held calls (`callUntilAccessEnds`) of the callers whose access a change just ended. */
@@ -102,3 +114,5 @@ export class ToolDispatch {
     for (const listener of this.deniedListeners) await listener(denial);
   }
 }
+
+function ignore(): void {}

@@ -14,6 +14,12 @@ export interface SourceCall {
    * the MCP client library's own default (60 s). A task run sets it to its whole timeout.
    */
   timeoutMs?: number;
+  /**
+   * Told the tool's own work once it is called, by a source that stops waiting at `signal` while
+   * that work may run on (a platform tool that ignores its signal): a task run holds its slot until
+   * it settles (ADR 0106). A source whose call settles at its abort (a remote one) does not tell.
+   */
+  onCalled?: (work: Promise<unknown>) => void;
 }
 
 /**

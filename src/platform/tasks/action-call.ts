@@ -1,6 +1,5 @@
-import type { CallToolResult } from "@modelcontextprotocol/client";
 import type { UserDirectory } from "../../identity/users.ts";
-import type { ToolDispatch } from "../../sources/dispatch.ts";
+import type { HeldCall, ToolDispatch } from "../../sources/dispatch.ts";
 import type { Run, RunError, Task } from "./model.ts";
 
 /**
@@ -28,12 +27,7 @@ export function ownerRefusal(users: Pick<UserDirectory, "isDeactivated">, task: 
  * calls are: the owner's removal or deactivation, or the workspace's archive, cancels it, and the
  * run fails with the refusal a run started then gets (adr/0154, amended).
  */
-export function callAsOwner(
-  dispatch: ToolDispatch,
-  task: Task,
-  run: Run,
-  signal: AbortSignal,
-): Promise<CallToolResult> {
+export function callAsOwner(dispatch: ToolDispatch, task: Task, run: Run, signal: AbortSignal): HeldCall {
   return dispatch.callUntilAccessEnds(
     {
       principalId: task.ownerId,

@@ -5,7 +5,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
-import type { ToolDispatch } from "../../sources/dispatch.ts";
+import type { HeldCall, ToolDispatch } from "../../sources/dispatch.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { untilAborted } from "../until-aborted.ts";
 import { callAsOwner, ownerRefusal } from "./action-call.ts";
@@ -51,7 +51,7 @@ export class ConcurrencyLimit extends Conflict {
   constructor(limit: number) {
     super(
       "concurrency_limit",
-      `This task already has ${limit} call(s) of its tool going, its limit (a run that timed out or was cancelled holds its place until its call ends, at most a minute): wait for one to end, or raise limits.maxConcurrentRuns.`,
+      `This task already has ${limit} call(s) of its tool going, its limit (a run that timed out, was cancelled or was cut by its owner's loss of access holds its place until its call ends, at most a minute): wait for one to end, or raise limits.maxConcurrentRuns.`,
     );
   }
 }
@@ -71,7 +71,7 @@ export class Stopping extends Conflict {
  * the end answered from memory meanwhile); execution (did the call end, and
  * how) and assessment (did its output meet the output schema) are kept apart. The in-flight runs
  * live in this process: a concurrency limit counts them whatever started them (and a call still
- * ending after its run's timeout or cancel, up to a minute), a timeout or a
+ * ending after its run's timeout or cancel, or its owner's loss of access, up to a minute), a timeout or a
  * cancel aborts the call (the source tells its server), and a graceful stop records them
  * `interrupted`; a crash leaves them `running` on disk, and the next boot records that.
  */
@@ -223,7 +223,7 @@ export class TaskRunner {
     );
     let outcome: Outcome;
     let result: CallToolResult | undefined;
-    let call: Promise<CallToolResult> | undefined;
+    let call: HeldCall | undefined;
     try {
       const refusal = ownerRefusal(this.deps.users, task);
       if (flight.reason) {
@@ -245,15 +245,17 @@ export class TaskRunner {
       cancelTimeout();
     }
     // A client that reads the run as ended may start the next at once, before the end is
-    // recorded; a call its abort stopped waiting for keeps its slot until it settles (RunSlots).
-    if (call && flight.reason) {
+    // recorded. A call that gave no answer (the run's timeout or cancel, or its owner's access
+    // ended) keeps its slot until its tool has ended, which one that ignores its signal has not
+    // (RunSlots, ADR 0106): a reactivated owner's next run must not overlap it either.
+    if (call && result === undefined) {
       const holder = {
         runId: run.id,
         taskId: task.id,
         workspaceId: task.workspaceId,
         tool: task.action.tool,
       };
-      this.slots.releaseWhenSettled(holder, call);
+      this.slots.releaseWhenSettled(holder, call.toolSettled);
     } else this.slots.release(run.id);
     const kept = !flight.reason && result ? await this.keep(run, result) : undefined;
     const end: RunEnd = {

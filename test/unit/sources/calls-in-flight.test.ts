@@ -15,7 +15,7 @@ const TWO = "ws_fedcba9876543210";
 function holdOne(calls: CallsInFlight, principalId: string, workspaceId: string) {
   let finish: (value: string) => void = () => undefined;
   let signal: AbortSignal | undefined;
-  const outcome = calls.hold({ principalId, workspaceId }, (ended) => {
+  const { answer: outcome } = calls.hold({ principalId, workspaceId }, (ended) => {
     signal = ended;
     return new Promise<string>((resolve) => {
       finish = resolve;

@@ -45,8 +45,14 @@ const call = async (_caller: unknown, name: string, args: Record<string, unknown
   contexts.push(context);
   return answer(name, args, context);
 };
-// A run's call is held where a change ending its owner's access cancels it (ADR 0154); none comes here.
-const dispatch = { call, callUntilAccessEnds: call } as unknown as ToolDispatch;
+// A run's call is held where a change ending its owner's access cancels it (ADR 0154); none comes
+// here. Its tool is the call itself: it has ended when the call settles.
+const callUntilAccessEnds = (...args: Parameters<typeof call>) => {
+  const answered = call(...args);
+  return Object.assign(answered, { toolSettled: answered.then(ignore, ignore) });
+};
+const ignore = () => undefined;
+const dispatch = { call, callUntilAccessEnds } as unknown as ToolDispatch;
 
 beforeEach(async () => {
   t = await openTempRoot("task-runner", owner);

@@ -266,7 +266,11 @@ describe("a fire racing a graceful stop", () => {
       called.push(name);
       return { content: [{ type: "text", text: "done" }] };
     };
-    const dispatch = { call, callUntilAccessEnds: call } as unknown as ToolDispatch;
+    const callUntilAccessEnds = (...args: Parameters<typeof call>) => {
+      const answered = call(...args);
+      return Object.assign(answered, { toolSettled: answered.then(() => undefined) });
+    };
+    const dispatch = { call, callUntilAccessEnds } as unknown as ToolDispatch;
     /** One process's tasks app over the root: its store, runner, scheduler and schedules. */
     const boot = async () => {
       const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
