@@ -13,6 +13,8 @@ import { connectionRecord } from "../helpers/connections.ts";
 // result, and a credential too short to be looked for, which must garble nothing.
 const TOKEN = "ghp_echoedSecretTokenValue0123456789";
 
+/** The headers of the request the server is answering: `parsed` and `account` echo what arrived. */
+let lastHeaders = new Headers();
 let handler: McpHttpHandler;
 let http: ServerType;
 let url: URL;
@@ -33,6 +35,11 @@ beforeAll(async () => {
       content: [{ type: "text", text: `token ${TOKEN} lacks scope repo` }],
       isError: true,
     }));
+    server.registerTool("parsed", { description: "Quotes the credential it parsed." }, async () => {
+      const sent = lastHeaders.get("authorization") ?? lastHeaders.get("x-api-key") ?? "";
+      const token = sent.includes(" ") ? sent.slice(sent.indexOf(" ") + 1) : sent;
+      return { content: [{ type: "text", text: `token "${token}" lacks scope repo` }], isError: true };
+    });
     server.registerTool("series", { description: "A long series." }, async () => ({
       content: [{ type: "text", text: "200000 points" }],
       structuredContent: { points: Array.from({ length: 200_000 }, () => 0) },
@@ -42,7 +49,14 @@ beforeAll(async () => {
     }));
     return server;
   });
-  http = serve({ fetch: (request) => handler.fetch(request), hostname: "127.0.0.1", port: 0 });
+  http = serve({
+    fetch: (request) => {
+      lastHeaders = new Headers(request.headers);
+      return handler.fetch(request);
+    },
+    hostname: "127.0.0.1",
+    port: 0,
+  });
   await once(http, "listening");
   url = new URL(`http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`);
 });
@@ -95,6 +109,22 @@ describe("a connection server that echoes its credential", () => {
     }
   });
 
+  it("does not reach a member when the value was saved with a space around it, which fetch strips", async () => {
+    for (const [header, value] of [
+      ["x-api-key", ` ${TOKEN} `],
+      ["authorization", `Bearer ${TOKEN} `],
+    ] as const) {
+      const source = await servers(value).source(record(header));
+      try {
+        const result = await source.callTool("parsed", {}, caller);
+        expect(JSON.stringify(result)).toContain("[redacted]");
+        expect(JSON.stringify(result)).not.toContain(TOKEN);
+      } finally {
+        await source.close();
+      }
+    }
+  });
+
   it("does not fail a result holding a long array", async () => {
     const source = await servers(TOKEN).source(record("x-api-key"));
     try {
@@ -109,7 +139,7 @@ describe("a connection server that echoes its credential", () => {
     const source = await servers("e").source(record("x-api-key"));
     try {
       const names = (await source.listTools()).map((tool) => tool.name).sort();
-      expect(names).toEqual(["search", "series", "tick", "whoami"]);
+      expect(names).toEqual(["parsed", "search", "series", "tick", "whoami"]);
     } finally {
       await source.close();
     }

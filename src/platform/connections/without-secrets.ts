@@ -109,8 +109,11 @@ const AUTH_SCHEME = /^(bearer|token|basic) +(\S+)$/i;
  * The values a static header's value `value` sends that a server may echo apart: the whole value,
  * and for an `Authorization`-style value the credential after its scheme (a server quotes the
  * token it parsed, not "Bearer …"), and for Basic the decoded "user:pass" and the password.
+ * Sought as sent: fetch strips a header value's leading and trailing whitespace, so a value
+ * pasted with a trailing space reaches the server, and its echo, without it.
  */
-export function secretsOfHeader(value: string): string[] {
+export function secretsOfHeader(stored: string): string[] {
+  const value = stored.replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "");
   const match = AUTH_SCHEME.exec(value);
   if (!match) return [value];
   const [, scheme, credential] = match as unknown as [string, string, string];

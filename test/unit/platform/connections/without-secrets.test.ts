@@ -65,6 +65,11 @@ describe("secretsOfHeader", () => {
     expect(secretsOfHeader("sk-0123456789")).toEqual(["sk-0123456789"]);
   });
 
+  it("seeks the value as fetch sends it, without the whitespace around it", () => {
+    expect(secretsOfHeader(" sk-0123456789\t")).toEqual(["sk-0123456789"]);
+    expect(secretsOfHeader("Bearer ghp_abcdef0123 ")).toEqual(["Bearer ghp_abcdef0123", "ghp_abcdef0123"]);
+  });
+
   it("adds the token after Bearer or Token", () => {
     expect(secretsOfHeader("Bearer ghp_abcdef0123")).toEqual(["Bearer ghp_abcdef0123", "ghp_abcdef0123"]);
     expect(secretsOfHeader("token ghp_abcdef0123")).toEqual(["token ghp_abcdef0123", "ghp_abcdef0123"]);
