@@ -125,6 +125,17 @@ describe("a connection server that echoes its credential", () => {
     }
   });
 
+  it("does not reach a member when the header has an auth scheme other than Bearer ('Bot <token>')", async () => {
+    const source = await servers(`Bot ${TOKEN}`).source(record("authorization"));
+    try {
+      const result = await source.callTool("parsed", {}, caller);
+      expect(JSON.stringify(result)).toContain("[redacted]");
+      expect(JSON.stringify(result)).not.toContain(TOKEN);
+    } finally {
+      await source.close();
+    }
+  });
+
   it("does not fail a result holding a long array", async () => {
     const source = await servers(TOKEN).source(record("x-api-key"));
     try {

@@ -103,12 +103,17 @@ function rebuilt(root: object, tell: (text: string) => string): unknown {
   return top;
 }
 
-const AUTH_SCHEME = /^(bearer|token|basic) +(\S+)$/i;
+/**
+ * Any RFC 9110 auth scheme (a token) and one credential after it: Bearer, Token, Basic, and the
+ * schemes APIs coin (Discord's "Bot", "ApiKey", Okta's "SSWS").
+ */
+const AUTH_SCHEME = /^([!#$%&'*+.^_`|~0-9A-Za-z-]+) +(\S+)$/;
 
 /**
  * The values a static header's value `value` sends that a server may echo apart: the whole value,
- * and for an `Authorization`-style value the credential after its scheme (a server quotes the
- * token it parsed, not "Bearer …"), and for Basic the decoded "user:pass" and the password.
+ * and for an `Authorization`-style value (`<scheme> <credential>`, any scheme) the credential
+ * after its scheme (a server quotes the token it parsed, not "Bearer …"), and for Basic the
+ * decoded "user:pass" and the password.
  * Sought as sent: fetch strips a header value's leading and trailing whitespace, so a value
  * pasted with a trailing space reaches the server, and its echo, without it.
  */

@@ -75,6 +75,15 @@ describe("secretsOfHeader", () => {
     expect(secretsOfHeader("token ghp_abcdef0123")).toEqual(["token ghp_abcdef0123", "ghp_abcdef0123"]);
   });
 
+  it("adds the credential after any auth scheme", () => {
+    for (const scheme of ["Bot", "ApiKey", "SSWS", "x-Custom.1"])
+      expect(secretsOfHeader(`${scheme} ghp_abcdef0123`)).toEqual([
+        `${scheme} ghp_abcdef0123`,
+        "ghp_abcdef0123",
+      ]);
+    expect(secretsOfHeader('Digest username="a", nonce="b"')).toEqual(['Digest username="a", nonce="b"']);
+  });
+
   it("adds Basic's encoded and decoded user:pass and the password", () => {
     const encoded = Buffer.from("alice:s3cret-pass").toString("base64");
     expect(secretsOfHeader(`Basic ${encoded}`)).toEqual([
