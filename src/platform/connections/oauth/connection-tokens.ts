@@ -79,6 +79,12 @@ export class ConnectionTokens {
    * refuses the client may quote it back, and the failure is retold without it (secrets()).
    */
   private readonly clientSecrets = new Map<string, string>();
+  /**
+   * The token set each connection's current one replaced, by connection id, while its access
+   * token may still be valid: a call sent it before the refresh, and its server may echo it in the
+   * answer told after (secrets()). One per connection, dropped once it has expired.
+   */
+  private readonly replaced = new Map<string, TokenSet>();
 
   constructor(private readonly deps: ConnectionTokensDeps) {}
 
@@ -110,15 +116,23 @@ export class ConnectionTokens {
   }
 
   /**
-   * The access and refresh token of the connection's token set as last opened or refreshed, and
-   * the client secret it last refreshed with.
+   * The access and refresh token of the connection's token set as last opened or refreshed, those
+   * of the set it replaced until that one's access token expires (a call under way may have been
+   * sent it), and the client secret it last refreshed with.
    */
   secrets(record: ConnectionRecord): string[] {
     const auth = oauthOf(record);
     const tokens = auth.tokens === undefined ? undefined : this.cache.get(auth.tokens);
+    let replaced = this.replaced.get(record.id);
+    if (replaced?.expiresAt !== undefined && this.deps.clock() >= replaced.expiresAt) {
+      this.replaced.delete(record.id);
+      replaced = undefined;
+    }
     const clientSecret = this.clientSecrets.get(record.id);
     return [
-      ...(tokens ? [tokens.accessToken, ...(tokens.refreshToken ? [tokens.refreshToken] : [])] : []),
+      ...[tokens, replaced].flatMap((set) =>
+        set ? [set.accessToken, ...(set.refreshToken ? [set.refreshToken] : [])] : [],
+      ),
       ...(clientSecret ? [clientSecret] : []),
     ];
   }
@@ -150,6 +164,7 @@ export class ConnectionTokens {
       this.refusedSets.delete(auth.tokens);
     }
     this.clientSecrets.delete(record.id);
+    this.replaced.delete(record.id);
   }
 
   /**
@@ -228,14 +243,25 @@ export class ConnectionTokens {
       }
       throw error;
     }
-    if (this.remembers(record)) this.cache.set(auth.tokens, next);
+    this.remember(record, auth.tokens, next);
     return next.accessToken;
   }
 
   private async open(record: ConnectionRecord, credentialId: string): Promise<TokenSet> {
     const tokens = JSON.parse(await this.deps.vault.open(credentialId, record.id, TOKENS_FIELD)) as TokenSet;
-    if (this.remembers(record)) this.cache.set(credentialId, tokens);
+    this.remember(record, credentialId, tokens);
     return tokens;
+  }
+
+  /**
+   * Caches `tokens` as the set sealed under `credentialId`; a set it replaces (refreshed here or,
+   * read again, by another holder) is kept as the connection's replaced one (secrets()).
+   */
+  private remember(record: ConnectionRecord, credentialId: string, tokens: TokenSet): void {
+    if (!this.remembers(record)) return;
+    const before = this.cache.get(credentialId);
+    if (before && before.accessToken !== tokens.accessToken) this.replaced.set(record.id, before);
+    this.cache.set(credentialId, tokens);
   }
 
   private usable(tokens: TokenSet, rejected: string | undefined): boolean {

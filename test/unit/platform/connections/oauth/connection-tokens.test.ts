@@ -166,6 +166,21 @@ describe("ConnectionTokens", () => {
     });
   });
 
+  it("seeks the set a refresh replaced until its access token expires: a call under way was sent it", async () => {
+    const { record, tokens } = await setUp();
+    const sentToCall = await tokens.bearer(record);
+    // Inside the expiry margin another request refreshes; access-0 is still valid at the server.
+    now += 31_000;
+    expect(await tokens.bearer(record)).toBe("access-1");
+    expect(tokens.secrets(record)).toEqual(["access-1", "refresh-1", sentToCall, "refresh-0"]);
+    now += 29_000;
+    expect(tokens.secrets(record)).toEqual(["access-1", "refresh-1"]);
+    // One replaced set per connection: the next refresh's replaces it (access-1 has 21 s left).
+    now += 250_000;
+    expect(await tokens.bearer(record)).toBe("access-2");
+    expect(tokens.secrets(record)).toEqual(["access-2", "refresh-2", "access-1", "refresh-1"]);
+  });
+
   it("refreshes as the client the set was issued to, refresh after refresh", async () => {
     const to: IssuedTo = { clientId: "atc_old", how: "registered", redirectUri: "https://old.example/cb" };
     const { record, tokens, credential } = await setUp(vault, fetch, undefined, to);
