@@ -40,6 +40,10 @@ beforeAll(async () => {
       const token = sent.includes(" ") ? sent.slice(sent.indexOf(" ") + 1) : sent;
       return { content: [{ type: "text", text: `token "${token}" lacks scope repo` }], isError: true };
     });
+    server.registerTool("account", { description: "Echoes a numeric key as a number." }, async () => ({
+      content: [{ type: "text", text: "see structured content" }],
+      structuredContent: { account: Number(lastHeaders.get("x-api-key")) },
+    }));
     server.registerTool("series", { description: "A long series." }, async () => ({
       content: [{ type: "text", text: "200000 points" }],
       structuredContent: { points: Array.from({ length: 200_000 }, () => 0) },
@@ -136,6 +140,16 @@ describe("a connection server that echoes its credential", () => {
     }
   });
 
+  it("does not reach a member when an all-digit key is echoed as a JSON number", async () => {
+    const source = await servers("4815162342108").source(record("x-api-key"));
+    try {
+      const result = await source.callTool("account", {}, caller);
+      expect(result.structuredContent).toEqual({ account: "[redacted]" });
+    } finally {
+      await source.close();
+    }
+  });
+
   it("does not fail a result holding a long array", async () => {
     const source = await servers(TOKEN).source(record("x-api-key"));
     try {
@@ -150,7 +164,7 @@ describe("a connection server that echoes its credential", () => {
     const source = await servers("e").source(record("x-api-key"));
     try {
       const names = (await source.listTools()).map((tool) => tool.name).sort();
-      expect(names).toEqual(["parsed", "search", "series", "tick", "whoami"]);
+      expect(names).toEqual(["account", "parsed", "search", "series", "tick", "whoami"]);
     } finally {
       await source.close();
     }

@@ -17,8 +17,9 @@ function formsOf(secret: string): string[] {
   return [
     ...new Set([
       secret,
-      // Inside a JSON string.
+      // Inside a JSON string, and with "/" escaped as PHP's json_encode does by default.
       JSON.stringify(secret).slice(1, -1),
+      JSON.stringify(secret).slice(1, -1).replaceAll("/", "\\/"),
       // As a form or query parameter, and as a query credential is sent (URLSearchParams: a space as "+").
       encodeURIComponent(secret),
       new URLSearchParams([["", secret]]).toString().slice(1),
@@ -28,7 +29,7 @@ function formsOf(secret: string): string[] {
 
 /**
  * `text` with every one of the connection's own credential values taken out, as sent and in the
- * two forms a server most often echoes them in (a JSON string, a form or query parameter).
+ * forms a server most often echoes them in (a JSON string, a form or query parameter).
  */
 export function withoutSecrets(text: string, secrets: readonly string[]): string {
   let told = text;
@@ -42,40 +43,62 @@ export function withoutSecrets(text: string, secrets: readonly string[]): string
 }
 
 /**
+ * The numbers an all-digit credential is echoed as by a server that parses it (`Number(key)`),
+ * compared as numbers, so leading zeros and a rounded long key are found too; only those of at
+ * least MIN_REDACTED_CHARS digits, as for a string.
+ */
+function numbersOf(sought: readonly string[]): Set<number> {
+  const least = 10 ** (MIN_REDACTED_CHARS - 1);
+  return new Set(
+    sought
+      .filter((secret) => /^[0-9]+$/.test(secret))
+      .map(Number)
+      .filter((n) => n >= least),
+  );
+}
+
+/**
  * `value` (what a server answered: a tool result, its tools, its instructions, a progress report)
- * with the credential values taken out of every string value in it. Keys are left as they are:
+ * with the credential values taken out of every string value in it, and a number that is an
+ * all-digit credential made `[redacted]`. Keys are left as they are:
  * they are the shape MCP reads (`name`, `content`, `type`), and rewriting one could merge two into
  * one and drop what it held; an echo is a message or a field's value. What holds none is answered
  * as the very same value, so an answer without an echo costs a walk and no copy. Walked
  * without recursion: nesting is the server's choice.
  */
 export function withoutSecretsIn<T>(value: T, secrets: readonly string[]): T {
-  const forms = soughtOf(secrets).flatMap(formsOf);
+  const sought = soughtOf(secrets);
+  const forms = sought.flatMap(formsOf);
   if (forms.length === 0) return value;
-  const holds = (text: string) => forms.some((form) => text.includes(form));
-  if (typeof value === "string") return (holds(value) ? withoutSecrets(value, secrets) : value) as T;
-  if (value === null || typeof value !== "object" || !holdsAny(value, holds)) return value;
-  return rebuilt(value, (text) => withoutSecrets(text, secrets)) as T;
+  const numbers = numbersOf(sought);
+  const holds = (inner: unknown) =>
+    typeof inner === "string"
+      ? forms.some((form) => inner.includes(form))
+      : typeof inner === "number" && numbers.has(inner);
+  const tell = (inner: unknown) =>
+    typeof inner === "string" ? withoutSecrets(inner, secrets) : holds(inner) ? REDACTED : inner;
+  if (value === null || typeof value !== "object") return (holds(value) ? tell(value) : value) as T;
+  if (!holdsAny(value, holds)) return value;
+  return rebuilt(value, tell) as T;
 }
 
-/** Whether a string value anywhere in `root` is one `holds` says yes to. */
-function holdsAny(root: object, holds: (text: string) => boolean): boolean {
+/** Whether a string or number anywhere in `root` is one `holds` says yes to. */
+function holdsAny(root: object, holds: (value: unknown) => boolean): boolean {
   const pending: unknown[] = [root];
   while (pending.length > 0) {
     const value = pending.pop();
-    if (typeof value === "string") {
-      if (holds(value)) return true;
-    } else if (value !== null && typeof value === "object")
+    if (value !== null && typeof value === "object")
       // One push at a time: spreading a long array into push overflows the stack.
       for (const inner of Object.values(value)) pending.push(inner);
+    else if (holds(value)) return true;
   }
   return false;
 }
 
-/** A copy of the JSON value `root` with every string value (not key) passed through `tell`. */
-function rebuilt(root: object, tell: (text: string) => string): unknown {
+/** A copy of the JSON value `root` with every string and number (not key) passed through `tell`. */
+function rebuilt(root: object, tell: (value: unknown) => unknown): unknown {
   const copy = (value: unknown): unknown =>
-    typeof value === "string"
+    typeof value === "string" || typeof value === "number"
       ? tell(value)
       : value !== null && typeof value === "object"
         ? Array.isArray(value)

@@ -34,6 +34,27 @@ describe("withoutSecretsIn", () => {
     expect(withoutSecretsIn(`a ${SECRET}`, [SECRET])).toBe("a [redacted]");
   });
 
+  it("takes out a credential JSON-escaped with '/' as '\\/' (PHP's json_encode)", () => {
+    const key = "q1Zx/9Tk+Lm0Pw==";
+    const echoed = { content: [{ type: "text", text: `{"key":"${key.replaceAll("/", "\\/")}"}` }] };
+    expect(withoutSecretsIn(echoed, [key])).toEqual({
+      content: [{ type: "text", text: '{"key":"[redacted]"}' }],
+    });
+  });
+
+  it("makes a number that is an all-digit credential [redacted], and leaves other numbers", () => {
+    const result = {
+      structuredContent: { account: 4815162342108, padded: 12345678, count: 3, ratio: 4815162342108.5 },
+    };
+    expect(withoutSecretsIn(result, ["4815162342108", "0012345678"])).toEqual({
+      structuredContent: { account: "[redacted]", padded: "[redacted]", count: 3, ratio: 4815162342108.5 },
+    });
+    expect(withoutSecretsIn(4815162342108, ["4815162342108"])).toBe("[redacted]");
+    // A short number is ordinary, as a short string is: "00000001" is not sought as 1.
+    const counts = { count: 1, total: 1234567 };
+    expect(withoutSecretsIn(counts, ["00000001", "01234567"])).toBe(counts);
+  });
+
   it("keeps a key named __proto__ an own key", () => {
     const told = withoutSecretsIn(JSON.parse(`{"__proto__": ${JSON.stringify(SECRET)}}`) as object, [SECRET]);
     expect(Object.getPrototypeOf(told)).toBe(Object.prototype);
