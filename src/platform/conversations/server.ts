@@ -41,13 +41,12 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ title: titleInput.optional(), events: events.optional() }),
       annotations: { title: "Create a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }, call) => {
+    async (caller, args: { title?: string; events?: z.infer<typeof eventDrafts> }) => {
       const conversation = await store.create(
         caller.workspaceId,
         caller.principalId,
         args.title ?? "",
         args.events,
-        call.signal,
       );
       return summaryResult(conversation, `Created ${conversation.id}.`);
     },
@@ -61,14 +60,8 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, events }),
       annotations: { title: "Append to a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }, call) => {
-      const done = await store.append(
-        caller.workspaceId,
-        caller.principalId,
-        args.id,
-        args.events,
-        call.signal,
-      );
+    async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
+      const done = await store.append(caller.workspaceId, caller.principalId, args.id, args.events);
       const seqs = done.events.map((event) => event.seq);
       return {
         content: [
@@ -181,14 +174,8 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       }),
       annotations: { title: "Fork a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    async (caller, args: { id: string; throughSeq?: number; title?: string }, call) => {
-      const conversation = await store.fork(
-        caller.workspaceId,
-        caller.principalId,
-        args.id,
-        args,
-        call.signal,
-      );
+    async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
+      const conversation = await store.fork(caller.workspaceId, caller.principalId, args.id, args);
       return summaryResult(conversation, `Forked ${args.id} as ${conversation.id}.`);
     },
   );
@@ -228,15 +215,10 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id, title: titleInput }),
       annotations: { title: "Retitle a conversation", readOnlyHint: false, destructiveHint: false },
     },
-    async (caller, args: { id: string; title: string }, call) => {
-      const title = [{ type: "title" as const, title: args.title }];
-      const { conversation } = await store.append(
-        caller.workspaceId,
-        caller.principalId,
-        args.id,
-        title,
-        call.signal,
-      );
+    async (caller, args: { id: string; title: string }) => {
+      const { conversation } = await store.append(caller.workspaceId, caller.principalId, args.id, [
+        { type: "title", title: args.title },
+      ]);
       return summaryResult(conversation, `Retitled ${args.id}.`);
     },
   );
@@ -248,8 +230,8 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       inputSchema: platformInput({ id }),
       annotations: { title: "Delete a conversation", readOnlyHint: false, destructiveHint: true },
     },
-    async (caller, args: { id: string }, call) => {
-      await store.delete(caller.workspaceId, caller.principalId, args.id, call.signal);
+    async (caller, args: { id: string }) => {
+      await store.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     },
   );

@@ -56,26 +56,19 @@ export class ConversationStore implements LeftoverRules {
     private readonly isOwnFile: OwnFileCheck,
   ) {}
 
-  /**
-   * A new conversation: its title event first (empty for an untitled one), then `drafts`. Here
-   * and in each change below, an aborted `signal` (the call was cancelled: its caller's access
-   * ended) changes nothing, checked just before the one write that makes the change (adr/0154).
-   */
+  /** A new conversation: its title event first (empty for an untitled one), then `drafts`. */
   async create(
     workspaceId: string,
     ownerId: string,
     title: string,
     drafts: EventDraft[] = [],
-    signal?: AbortSignal,
   ): Promise<ConversationSummary> {
     await this.checkFiles(workspaceId, ownerId, drafts);
     const at = this.now();
-    return this.createLog(
-      workspaceId,
-      ownerId,
-      [{ seq: 1, at, type: "title", title }, ...stamp(drafts, 1, at)],
-      signal,
-    );
+    return this.createLog(workspaceId, ownerId, [
+      { seq: 1, at, type: "title", title },
+      ...stamp(drafts, 1, at),
+    ]);
   }
 
   /** A new conversation holding `id`'s events up to `throughSeq` (all by default), then its fork origin. */
@@ -84,7 +77,6 @@ export class ConversationStore implements LeftoverRules {
     ownerId: string,
     id: string,
     options: { throughSeq?: number | undefined; title?: string | undefined },
-    signal?: AbortSignal,
   ): Promise<ConversationSummary> {
     const { events } = await this.readWhole(workspaceId, ownerId, id);
     const last = events[events.length - 1]?.seq ?? 0;
@@ -99,7 +91,7 @@ export class ConversationStore implements LeftoverRules {
     ];
     if (options.title !== undefined)
       forked.push({ seq: through + 2, at, type: "title", title: options.title });
-    return this.createLog(workspaceId, ownerId, forked, signal);
+    return this.createLog(workspaceId, ownerId, forked);
   }
 
   /** Appends events in order, all or none; returns them stamped and the conversation after them. */
@@ -108,7 +100,6 @@ export class ConversationStore implements LeftoverRules {
     ownerId: string,
     id: string,
     drafts: EventDraft[],
-    signal?: AbortSignal,
   ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
     const path = this.logPath(workspaceId, ownerId, id);
     await this.checkFiles(workspaceId, ownerId, drafts);
@@ -117,7 +108,6 @@ export class ConversationStore implements LeftoverRules {
       const events = stamp(drafts, head.summary.eventCount, this.now());
       checkSeqs(events);
       const bytes = checkedWrite(appendLines(events), head.end, this.limits);
-      signal?.throwIfAborted();
       try {
         head.stamp = await appendLog(path, head.end, bytes);
       } catch (error) {
@@ -175,10 +165,9 @@ export class ConversationStore implements LeftoverRules {
     return this.heads.readWhole(this.logPath(workspaceId, ownerId, id), id);
   }
 
-  async delete(workspaceId: string, ownerId: string, id: string, signal?: AbortSignal): Promise<void> {
+  async delete(workspaceId: string, ownerId: string, id: string): Promise<void> {
     const path = this.logPath(workspaceId, ownerId, id);
     const removal = await this.locks.run(path, async () => {
-      signal?.throwIfAborted();
       this.heads.forget(path);
       return removeFileSynced(path);
     });
@@ -226,7 +215,6 @@ export class ConversationStore implements LeftoverRules {
     workspaceId: string,
     ownerId: string,
     events: ConversationEvent[],
-    signal: AbortSignal | undefined,
   ): Promise<ConversationSummary> {
     const id = newConversationId();
     checkSeqs(events);
@@ -235,7 +223,6 @@ export class ConversationStore implements LeftoverRules {
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     await makeInPartition(ownerDir, workspaceId);
     const path = join(ownerDir, `${id}${LOG_SUFFIX}`);
-    signal?.throwIfAborted();
     // 96 random bits: a collision is a broken random source, not a race to answer.
     if (!(await createLog(path, bytes))) throw new Error(`conversation id ${id} is taken`);
     this.locator.set(id, { workspaceId, ownerId });
