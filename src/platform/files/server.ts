@@ -140,8 +140,8 @@ export function createFilesTools(files: FileStore): AppTools {
       inputSchema: platformInput(fileIdInput),
       annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
     },
-    async (caller, args: { id: string }, call) => {
-      await files.delete(caller.workspaceId, caller.principalId, args.id, call.signal);
+    async (caller, args: { id: string }) => {
+      await files.delete(caller.workspaceId, caller.principalId, args.id);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     },
   );

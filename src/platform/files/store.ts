@@ -236,14 +236,12 @@ export class FileStore implements LeftoverRules {
     return { meta, content };
   }
 
-  /** Deletes a file; an aborted `signal` (the call was cancelled) leaves it in place, as `write` does. */
-  async delete(workspaceId: string, ownerId: string, fileId: string, signal?: AbortSignal): Promise<void> {
+  async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {
     await this.info(workspaceId, ownerId, fileId);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     const removal = await this.folders.remove(ownerDir, fileId, {
       commit: (rename) =>
         this.listings.change(workspaceId, ownerId, async () => {
-          signal?.throwIfAborted();
           await rename();
           this.locator.delete(fileId, { workspaceId, ownerId });
           return { removed: fileId };
