@@ -59,14 +59,7 @@ export function createFilesTools(files: FileStore): AppTools {
       const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
       const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
       const file = { name: args.name, mimeType };
-      const meta = await files.write(
-        caller.workspaceId,
-        caller.principalId,
-        file,
-        content,
-        progress,
-        call.signal,
-      );
+      const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
       return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
     },
   );

@@ -60,8 +60,7 @@ export class FileStore implements LeftoverRules {
 
   /**
    * Stores `content` as a new file. With `onProgress`, the bytes go to disk a chunk at a time and
-   * each chunk is reported once written, so a caller can show a large write advancing. An aborted
-   * `signal` (the call was cancelled) stores nothing, up to the rename that puts the file in place.
+   * each chunk is reported once written, so a caller can show a large write advancing.
    */
   async write(
     workspaceId: string,
@@ -69,7 +68,6 @@ export class FileStore implements LeftoverRules {
     file: NewFile,
     content: Uint8Array,
     onProgress?: WriteProgress,
-    signal?: AbortSignal,
   ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) {
       // Said of the file, not of a body: files__write's caller sent arguments, not an upload.
@@ -78,7 +76,7 @@ export class FileStore implements LeftoverRules {
         `The file is ${content.byteLength} bytes; a file here is at most ${this.maxBytes} bytes (files.maxUploadBytes). Nothing was stored.`,
       );
     }
-    return this.commit(workspaceId, ownerId, file, fillFromBytes(content, onProgress), signal);
+    return this.commit(workspaceId, ownerId, file, fillFromBytes(content, onProgress));
   }
 
   /**
@@ -106,7 +104,6 @@ export class FileStore implements LeftoverRules {
     ownerId: string,
     file: NewFile,
     fill: ContentFill,
-    signal?: AbortSignal,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(FILE_NAME_RULE);
@@ -147,10 +144,6 @@ export class FileStore implements LeftoverRules {
       {
         commit: (rename, added) =>
           this.listings.change(workspaceId, ownerId, async () => {
-            // The last moment a cancelled call (its caller's access ended, its run's timeout) can
-            // be refused whole: the refusal removes the staging folder, and nothing is stored
-            // after the caller was told it failed (adr/0154, amended).
-            signal?.throwIfAborted();
             await rename();
             this.locator.set(id, { workspaceId, ownerId });
             return { added };

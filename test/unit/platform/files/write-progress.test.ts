@@ -57,20 +57,4 @@ describe("a write that reports progress", () => {
     expect((await files.page(ws, ALICE, { limit: 10 })).files).toEqual([]);
     expect(await readdir(join(root, ws, "files", ALICE)).catch(() => [])).toEqual([]);
   });
-
-  it("a write cancelled while it goes stores nothing and leaves no staging folder (adr/0154, amended)", async () => {
-    const cancel = new AbortController();
-    const reason = new Error("the caller's access ended");
-    const cancelled = files.write(
-      ws,
-      ALICE,
-      { name: "late.bin" },
-      new Uint8Array(2 * MIB),
-      () => cancel.abort(reason),
-      cancel.signal,
-    );
-    await expect(cancelled).rejects.toBe(reason);
-    expect((await files.page(ws, ALICE, { limit: 10 })).files).toEqual([]);
-    expect(await readdir(join(root, ws, "files", ALICE))).toEqual([]);
-  });
 });
