@@ -23,8 +23,17 @@ function formsOf(secret: string): string[] {
       // As a form or query parameter, and as a query credential is sent (URLSearchParams: a space as "+").
       encodeURIComponent(secret),
       new URLSearchParams([["", secret]]).toString().slice(1),
+      // An all-digit key a server parsed as a number, as text: the JSON of a structured result
+      // that the spec has it repeat in a text block (leading zeros gone, a long key rounded).
+      ...numberText(secret),
     ]),
   ];
+}
+
+function numberText(secret: string): string[] {
+  if (!/^[0-9]+$/.test(secret)) return [];
+  const text = String(Number(secret));
+  return text.length >= MIN_REDACTED_CHARS ? [text] : [];
 }
 
 /**

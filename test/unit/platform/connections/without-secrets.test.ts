@@ -55,6 +55,19 @@ describe("withoutSecretsIn", () => {
     expect(withoutSecretsIn(counts, ["00000001", "01234567"])).toBe(counts);
   });
 
+  it("takes out an all-digit credential echoed as a number in text, its leading zeros gone or rounded", () => {
+    // The spec has a structured result repeated as JSON in a text block, where the number is text.
+    const text = (value: string) => ({ content: [{ type: "text", text: value }] });
+    expect(withoutSecretsIn(text('{"account":48151623421}'), ["0048151623421"])).toEqual(
+      text('{"account":[redacted]}'),
+    );
+    expect(withoutSecretsIn(text('{"account":12345678901234567000}'), ["12345678901234567890"])).toEqual(
+      text('{"account":[redacted]}'),
+    );
+    // Short once parsed ("00000001" is 1): not sought, as a short string is not.
+    expect(withoutSecretsIn(text("page 1 of 1"), ["00000001"])).toEqual(text("page 1 of 1"));
+  });
+
   it("keeps a key named __proto__ an own key", () => {
     const told = withoutSecretsIn(JSON.parse(`{"__proto__": ${JSON.stringify(SECRET)}}`) as object, [SECRET]);
     expect(Object.getPrototypeOf(told)).toBe(Object.prototype);
