@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { HeldCalls, heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
+import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
-import { addMember } from "../helpers/members.ts";
 
 // The backstop behind the cancellation of ADR 0154: an MCP answer is written only to a caller
 // the gate still admits, asked once the answer is ready, on both routes. Here the change is made
@@ -11,17 +10,10 @@ import { addMember } from "../helpers/members.ts";
 // after it: its answer was made for someone who may no longer have it, and they get the gate's
 // 404 (403 deactivated) instead. Before, the answer was written whatever had changed.
 
-const ADMIN = "orgadmin-alice";
-const held = new HeldCalls();
+const { held, instance: started, team } = heldCallsAtrium();
 let instance: TestAtrium;
-
-beforeAll(async () => {
-  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
-});
-
-afterAll(async () => {
-  held.releaseAll();
-  await instance?.stop();
+beforeAll(() => {
+  instance = started();
 });
 
 const changes = {
@@ -47,9 +39,7 @@ describe.each(MCP_ERAS)("an answer made after the caller's access ended (%s)", (
     async (change, _route, status, code, hono) => {
       people++;
       const bob = `bob${people}`;
-      const created = await instance.rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
-      const ws = ((await created.json()) as { id: string }).id;
-      await addMember(instance.rest, ADMIN, ws, bob, { principalId: testPrincipal(bob).id });
+      const ws = await team(bob);
       const tag = `${era}-${change}-${hono}`;
       const running = held.running(tag);
       const { headers, body } = heldCall(era, 1, "slow__wait", tag);

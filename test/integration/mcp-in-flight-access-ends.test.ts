@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { HeldCalls, heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
+import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
 
@@ -13,28 +13,11 @@ import { addMember } from "../helpers/members.ts";
 // a stream kept streaming (ADR 0154). Each call here waits until cancelled or released, so no
 // test waits on time; none is released before its change.
 
-const ADMIN = "orgadmin-alice";
-const held = new HeldCalls();
+const { held, instance: started, team } = heldCallsAtrium();
 let instance: TestAtrium;
-
-beforeAll(async () => {
-  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
+beforeAll(() => {
+  instance = started();
 });
-
-afterAll(async () => {
-  held.releaseAll();
-  await instance?.stop();
-});
-
-/** A new workspace of the admin's, with `members` in it as members. */
-async function team(...members: string[]): Promise<string> {
-  const created = await instance.rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
-  const ws = ((await created.json()) as { id: string }).id;
-  for (const member of members) {
-    await addMember(instance.rest, ADMIN, ws, member, { principalId: testPrincipal(member).id });
-  }
-  return ws;
-}
 
 type Change = "archive" | "removal" | "deactivation";
 

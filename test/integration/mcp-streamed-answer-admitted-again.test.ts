@@ -1,12 +1,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { journalDuring } from "../helpers/fs-journal.ts";
-import { HeldCalls, heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
+import { heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
+import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
-import { addMember } from "../helpers/members.ts";
 
 // A streamed (SSE) answer is written only to a caller the gate still admits (ADR 0154, amended).
 // Its headers go out with its first progress report, and the change's cancellation runs only once
@@ -16,17 +15,10 @@ import { addMember } from "../helpers/members.ts";
 // more before a stream's answer (one lookup per stream, not per progress report), and a refused
 // one's stream ends without it, on both routes, in both eras.
 
-const ADMIN = "orgadmin-alice";
-const held = new HeldCalls();
+const { held, instance: started, team } = heldCallsAtrium();
 let instance: TestAtrium;
-
-beforeAll(async () => {
-  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
-});
-
-afterAll(async () => {
-  held.releaseAll();
-  await instance?.stop();
+beforeAll(() => {
+  instance = started();
 });
 
 let people = 0;
@@ -35,9 +27,7 @@ let people = 0;
 async function streamInFlight(era: (typeof MCP_ERAS)[number], tag: string, hono: boolean) {
   people++;
   const member = `bob${people}`;
-  const created = await instance.rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
-  const ws = ((await created.json()) as { id: string }).id;
-  await addMember(instance.rest, ADMIN, ws, member, { principalId: testPrincipal(member).id });
+  const ws = await team(member);
   const running = held.running(tag);
   const { headers, body } = heldCall(era, 1, "slow__wait", tag, true);
   const posted = postHeld(instance, member, hono ? honoMcpPath(ws) : `/mcp/${ws}`, headers, body);

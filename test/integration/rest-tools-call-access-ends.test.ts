@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { HeldCalls, postHeld } from "../helpers/held-calls.ts";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { postHeld } from "../helpers/held-calls.ts";
+import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { addMember } from "../helpers/members.ts";
 
 // The REST twin of tools/call (POST /v1/workspaces/:ws/tools/call) ends with its caller's access
@@ -11,17 +11,10 @@ import { addMember } from "../helpers/members.ts";
 // entered the MCP muxes the change cancels, nothing admitted it again, and a deactivated person's
 // call ran on and was answered 200 with its result.
 
-const ADMIN = "orgadmin-alice";
-const held = new HeldCalls();
+const { held, instance: started, team } = heldCallsAtrium();
 let instance: TestAtrium;
-
-beforeAll(async () => {
-  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
-});
-
-afterAll(async () => {
-  held.releaseAll();
-  await instance?.stop();
+beforeAll(() => {
+  instance = started();
 });
 
 type Change = "archive" | "removal" | "deactivation";
@@ -32,9 +25,7 @@ let people = 0;
 async function callInFlight(tag: string) {
   people++;
   const member = `bob${people}`;
-  const created = await instance.rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
-  const ws = ((await created.json()) as { id: string }).id;
-  await addMember(instance.rest, ADMIN, ws, member, { principalId: testPrincipal(member).id });
+  const ws = await team(member);
   const running = held.running(tag);
   const posted = postHeld(
     instance,

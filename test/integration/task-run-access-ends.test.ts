@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PLATFORM_APPS } from "../../src/platform/index.ts";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
-import { startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
-import { HeldCalls } from "../helpers/held-calls.ts";
-import { addMember } from "../helpers/members.ts";
+import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 
 // A task run calls its tool as the task's owner, outside the MCP muxes. A change that ends the
 // owner's access — their removal, their deactivation, the workspace's archive — cancels the call in
@@ -14,17 +12,10 @@ import { addMember } from "../helpers/members.ts";
 // workspace, and its result was kept in the run, which every member of the workspace reads when the
 // task is shared.
 
-const ADMIN = "orgadmin-alice";
-const held = new HeldCalls();
+const { held, instance: started, team } = heldCallsAtrium();
 let instance: TestAtrium;
-
-beforeAll(async () => {
-  instance = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
-});
-
-afterAll(async () => {
-  held.releaseAll();
-  await instance?.stop();
+beforeAll(() => {
+  instance = started();
 });
 
 let people = 0;
@@ -33,9 +24,7 @@ let people = 0;
 async function runInFlight(tag: string) {
   people++;
   const owner = `bob${people}`;
-  const created = await instance.rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
-  const ws = ((await created.json()) as { id: string }).id;
-  await addMember(instance.rest, ADMIN, ws, owner, { principalId: testPrincipal(owner).id });
+  const ws = await team(owner);
   const defined = await instance.rest(owner, "POST", `/v1/workspaces/${ws}/tasks`, {
     name: "wait",
     visibility: "shared",
