@@ -14,6 +14,8 @@ export interface Flight {
    * disk refuses it.
    */
   unwritten?: Run;
+  /** Set once the run's end is on disk: the run counts among its task's kept runs from then on. */
+  endWritten?: boolean;
   /** Resolves `known`: once the end is on disk, or in memory while its write is tried again. */
   endKnown: () => void;
   known: Promise<void>;

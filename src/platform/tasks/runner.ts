@@ -271,6 +271,7 @@ export class TaskRunner {
         flight.unwritten = unwritten;
         flight.endKnown();
       });
+      flight.endWritten = ended !== undefined;
       if (ended) announceRun(this.deps.events, "task.run.finished", await this.asItIsNow(task), ended);
       await this.pruneRuns(task);
     } catch (error) {
@@ -300,10 +301,19 @@ export class TaskRunner {
     }
   }
 
-  /** Keeps the task's newest finished runs up to the configured number; the rest go with their result files. */
+  /**
+   * Keeps the task's newest finished runs up to the configured number; the rest go with their result
+   * files. A run still going is neither counted nor pruned, and one whose end is on disk counts
+   * though its flight has not yet left: two runs ending together each see the other's end, so the
+   * later prune takes what both leave past the limit.
+   */
   private async pruneRuns(task: Task): Promise<void> {
     const ids = await this.deps.store.runIds(task);
-    const excess = ids.slice(this.deps.settings.runsKeptPerTask).filter((id) => !this.flights.has(id));
+    const finished = ids.filter((id) => {
+      const flight = this.flights.get(id);
+      return flight === undefined || flight.endWritten === true;
+    });
+    const excess = finished.slice(this.deps.settings.runsKeptPerTask);
     if (excess.length > 0) await this.deps.store.forgetRuns(task, excess);
   }
 

@@ -429,3 +429,59 @@ describe("a run's end", () => {
     });
   });
 });
+
+describe("a task's kept runs", () => {
+  /** A runner keeping one run per task, and a task two runs of which may go at once. */
+  async function keepingOne(): Promise<{ tasks: TaskRunner; task: Task }> {
+    const tasks = new TaskRunner({
+      ...runnerDeps(store),
+      settings: { ...TASK_DEFAULTS, runsKeptPerTask: 1 },
+    });
+    const task = (await store.update(await taskWithTimeout(60), (current) => ({
+      ...current,
+      limits: { ...current.limits, maxConcurrentRuns: 2 },
+    }))) as Task;
+    return { tasks, task };
+  }
+
+  /** Each call waits until `release` answers every call waiting. */
+  function heldAnswers(): { release: () => void } {
+    const waiting: (() => void)[] = [];
+    answer = () =>
+      new Promise((resolve) => waiting.push(() => resolve({ content: [{ type: "text", text: "done" }] })));
+    return {
+      release: () => {
+        for (const resolve of waiting.splice(0)) resolve();
+      },
+    };
+  }
+
+  it("two runs ending together keep no more than the limit: the later prune counts the other, its end on disk", async () => {
+    const { tasks, task } = await keepingOne();
+    const { release } = heldAnswers();
+    const older = await start(tasks, task);
+    time.jump(1000);
+    const newer = await start(tasks, task);
+    await settle();
+    release();
+    await Promise.all([tasks.settled(older.id), tasks.settled(newer.id)]);
+    expect(await store.runIds(task)).toEqual([newer.id]);
+  });
+
+  it("a run still going neither counts nor is pruned: the one finished beside it is kept until a newer one ends", async () => {
+    const { tasks, task } = await keepingOne();
+    const held = heldAnswers();
+    const first = await start(tasks, task);
+    await settle();
+    const second = heldAnswers();
+    time.jump(1000);
+    const going = await start(tasks, task);
+    await settle();
+    held.release();
+    await tasks.settled(first.id);
+    expect(await store.runIds(task)).toEqual([going.id, first.id]);
+    second.release();
+    await tasks.settled(going.id);
+    expect(await store.runIds(task)).toEqual([going.id]);
+  });
+});
