@@ -24,9 +24,10 @@ export interface ActivationDeps {
  * refresh of the old family runs across it): the record must still be at the generation and
  * activation time the flow started from. Both together change at every activation — the first
  * sets the time, each later one adds a generation — so no flow started before one can pass after
- * it. A loser's sealed tokens are removed; the winner's predecessor too, and the credential's
- * lapsed mark is cleared (re-authorization is what ends it). A personal connection's record is
- * its owner's (recordHome), so the lease, the record and the tokens are that one connection's.
+ * it. A loser's sealed tokens are removed; the winner's predecessor too (its tokens still sought
+ * in answers until they expire, ConnectionTokens.superseded), and the credential's lapsed mark is
+ * cleared (re-authorization is what ends it). A personal connection's record is its owner's
+ * (recordHome), so the lease, the record and the tokens are that one connection's.
  */
 export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Promise<ConnectionRecord> {
   return deps.leases.run(tokenLease({ id: flow.connectionId }), async () => {
@@ -67,9 +68,11 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
       if (!(error instanceof RootLetGo)) await deps.tokens.discard(credential);
       throw error;
     }
-    // The record naming the new set is the activation: written, it is answered as stored. What
-    // follows tidies, and each write asks again, as the stop may let go of the root while the one
-    // before it ran; what it cannot write then is left and said.
+    // The record naming the new set is the activation: written, it is answered as stored. The set
+    // it replaced is sought until it expires, as a refresh's is: a call under way was sent it.
+    if (previous) deps.tokens.superseded(updated, previous);
+    // What follows tidies, and each write asks again, as the stop may let go of the root while the
+    // one before it ran; what it cannot write then is left and said.
     try {
       deps.tokens.checkMayWrite();
       await store.writeCredential(key, flow.name, { lapsed: false });

@@ -80,9 +80,10 @@ export class ConnectionTokens {
    */
   private readonly clientSecrets = new Map<string, string>();
   /**
-   * The token set each connection's current one replaced, by connection id, while its access
-   * token may still be valid: a call sent it before the refresh, and its server may echo it in the
-   * answer told after (secrets()). One per connection, dropped once it has expired.
+   * The token set each connection's current one replaced (a refresh's, or a re-authorization's),
+   * by connection id, while its access token may still be valid: a call sent it before, and its
+   * server may echo it in the answer told after (secrets()). One per connection, dropped once it
+   * has expired, when the next replaces it, or when the connection is forgotten.
    */
   private readonly replaced = new Map<string, TokenSet>();
 
@@ -117,8 +118,8 @@ export class ConnectionTokens {
 
   /**
    * The access and refresh token of the connection's token set as last opened or refreshed, those
-   * of the set it replaced until that one's access token expires (a call under way may have been
-   * sent it), and the client secret it last refreshed with.
+   * of the set it replaced (by a refresh or a re-authorization) until that one's access token
+   * expires (a call under way may have been sent it), and the client secret it last refreshed with.
    */
   secrets(record: ConnectionRecord): string[] {
     const auth = oauthOf(record);
@@ -154,8 +155,9 @@ export class ConnectionTokens {
   }
 
   /**
-   * Forgets what is held in memory for a removed connection: its token set, whether it was refused,
-   * the client secret it last refreshed with. The sealed set is the remover's to delete.
+   * Forgets what is held in memory for a connection removed or let go with its archived workspace:
+   * its token set, whether it was refused, the set it replaced, the client secret it last
+   * refreshed with. The sealed set is the remover's to delete (an archive's, its releaser's).
    */
   forget(record: ConnectionRecord): void {
     const auth = oauthOf(record);
@@ -176,6 +178,17 @@ export class ConnectionTokens {
    */
   remembers(record: ConnectionRecord): boolean {
     return this.deps.stored(record);
+  }
+
+  /**
+   * A re-authorization's record names a new set: the one it replaced (`credentialId`) is kept as
+   * the replaced set, as a refresh's is, since a call under way was sent its access token
+   * (connections-oauth-replaced-tokens.test.ts). Memory only: the sealed set is discard()ed after.
+   */
+  superseded(record: ConnectionRecord, credentialId: string): void {
+    const before = this.cache.get(credentialId);
+    this.cache.delete(credentialId);
+    if (before && this.remembers(record)) this.keepReplaced(record, before);
   }
 
   /** Forgets a token set that is no longer the connection's, and removes it from the store. */
@@ -255,13 +268,18 @@ export class ConnectionTokens {
 
   /**
    * Caches `tokens` as the set sealed under `credentialId`; a set it replaces (refreshed here or,
-   * read again, by another holder) is kept as the connection's replaced one (secrets()).
+   * read again, by another holder) is kept as the connection's replaced one (keepReplaced).
    */
   private remember(record: ConnectionRecord, credentialId: string, tokens: TokenSet): void {
     if (!this.remembers(record)) return;
     const before = this.cache.get(credentialId);
-    if (before && before.accessToken !== tokens.accessToken) this.replaced.set(record.id, before);
+    if (before && before.accessToken !== tokens.accessToken) this.keepReplaced(record, before);
     this.cache.set(credentialId, tokens);
+  }
+
+  /** `before` is the connection's replaced set now, in place of any it held (one per connection). */
+  private keepReplaced(record: ConnectionRecord, before: TokenSet): void {
+    this.replaced.set(record.id, before);
   }
 
   private usable(tokens: TokenSet, rejected: string | undefined): boolean {

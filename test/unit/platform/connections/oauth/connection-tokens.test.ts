@@ -139,6 +139,16 @@ async function setUp(
   return { record, tokens, credential, exchanges, remove, tokensOver };
 }
 
+/** A connection signed in again after a call was sent its first access token, as activation.ts does it. */
+async function reauthorized() {
+  const { record, tokens, credential } = await setUp();
+  const sentToCall = await tokens.bearer(record);
+  const signedIn = { accessToken: "access-new", refreshToken: "refresh-new", expiresAt: now + 600_000 };
+  const current = { ...record, auth: { ...record.auth, tokens: await tokens.seal(record, signedIn) } };
+  tokens.superseded(current, credential);
+  return { record, tokens, current, sentToCall };
+}
+
 /** How many entries the maps and sets `held` keeps as its own fields hold: what it keeps in memory. */
 function entriesHeld(held: object): number {
   return Object.values(held).reduce(
@@ -179,6 +189,26 @@ describe("ConnectionTokens", () => {
     now += 250_000;
     expect(await tokens.bearer(record)).toBe("access-2");
     expect(tokens.secrets(record)).toEqual(["access-2", "refresh-2", "access-1", "refresh-1"]);
+  });
+
+  // A re-authorization's set replaced the old one without keeping it: an answer echoing the old
+  // access token, still valid at the server, reached members (adr/0155, amended).
+  it("seeks the set a re-authorization replaced until it expires", async () => {
+    const { record, tokens, current, sentToCall } = await reauthorized();
+    expect(tokens.secrets(current)).toEqual(["access-new", "refresh-new", sentToCall, "refresh-0"]);
+    // A client still serving the record it was made with tells its answers without the old set too.
+    expect(tokens.secrets(record)).toEqual([sentToCall, "refresh-0"]);
+    now += 60_000;
+    expect(tokens.secrets(current)).toEqual(["access-new", "refresh-new"]);
+    expect(entriesHeld(tokens)).toBe(1);
+  });
+
+  it("forgets the set a re-authorization replaced with the connection", async () => {
+    const { tokens, current } = await reauthorized();
+    expect(entriesHeld(tokens)).toBe(2);
+    tokens.forget(current);
+    expect(tokens.secrets(current)).toEqual([]);
+    expect(entriesHeld(tokens)).toBe(0);
   });
 
   it("refreshes as the client the set was issued to, refresh after refresh", async () => {
