@@ -11,6 +11,7 @@ import { Connections } from "./connections.ts";
 import { grantRoutes } from "./grant-routes.ts";
 import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
+import { liveWorkspacesWithConnections } from "./live-workspaces.ts";
 import { connectionOAuth } from "./oauth/wiring.ts";
 import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
@@ -141,16 +142,14 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       log,
       looks.shared,
     );
-    // Both loops visit only workspaces that have a connection: the rest cost nothing.
-    // An archived workspace's connections are no longer served; the index forgets them here.
-    const withConnections = () => {
-      const live = new Set<string>();
-      for (const { workspaceId } of store.all()) {
-        if (context.workspaces.get(workspaceId)) live.add(workspaceId);
-        else store.forgetWorkspace(workspaceId);
-      }
-      return live;
-    };
+    // Both loops visit only workspaces that have a connection: the rest cost nothing. An archived
+    // workspace's connections are no longer served; they are let go here, secrets and all.
+    const withConnections = () =>
+      liveWorkspacesWithConnections(
+        store,
+        (workspaceId) => context.workspaces.get(workspaceId) !== undefined,
+        oauth.authorizer,
+      );
     scheduler.add({
       name: "connections transport health",
       schedule: { everyMs: settings.healthIntervalMs },

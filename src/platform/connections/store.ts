@@ -276,10 +276,20 @@ export class ConnectionStore implements LeftoverRules {
     }
   }
 
-  /** A workspace archived: its connections are no longer indexed. */
-  forgetWorkspace(workspaceId: string): void {
-    for (const name of this.names(workspaceId)) this.records.delete(`${workspaceId}/${name}`);
+  /**
+   * A workspace archived: its connections are no longer indexed. Answers the records it held in
+   * memory, for the caller to forget what is kept beside them (live-workspaces.ts): a connection
+   * whose record was not held has nothing kept anywhere, as holds() answered false for it.
+   */
+  forgetWorkspace(workspaceId: string): ConnectionRecord[] {
+    const held: ConnectionRecord[] = [];
+    for (const name of this.names(workspaceId)) {
+      const record = this.records.get(`${workspaceId}/${name}`);
+      if (record) held.push(record);
+      this.records.delete(`${workspaceId}/${name}`);
+    }
     this.index.delete(workspaceId);
+    return held;
   }
 
   /**
