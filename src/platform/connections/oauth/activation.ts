@@ -69,7 +69,8 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
       throw error;
     }
     // The record naming the new set is the activation: written, it is answered as stored. The set
-    // it replaced is sought until it expires, as a refresh's is: a call under way was sent it.
+    // it replaced is sought until it expires, as a refresh's is: its access token is still good at
+    // the server, which may quote it in an answer after.
     if (previous) deps.tokens.superseded(updated, previous);
     // What follows tidies, and each write asks again, as the stop may let go of the root while the
     // one before it ran; what it cannot write then is left and said.

@@ -182,8 +182,9 @@ export class ConnectionTokens {
 
   /**
    * A re-authorization's record names a new set: the one it replaced (`credentialId`) is kept as
-   * the replaced set, as a refresh's is, since a call under way was sent its access token
-   * (connections-oauth-replaced-tokens.test.ts). Memory only: the sealed set is discard()ed after.
+   * the replaced set, as a refresh's is, since its access token is still good at the server, which
+   * may quote it after (connections-oauth-replaced-tokens.test.ts). Memory only: the sealed set is
+   * discard()ed after.
    */
   superseded(record: ConnectionRecord, credentialId: string): void {
     const before = this.cache.get(credentialId);
