@@ -34,6 +34,12 @@ export const OAUTH_ERROR_STATUS = {
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERROR_STATUS;
 
+/**
+ * Why several `resource` parameters are refused, at /oauth/authorize and /oauth/token alike, as
+ * invalid_target: RFC 8707 §2 allows them, for a token Atrium does not issue (ADR 0016, amended).
+ */
+export const SEVERAL_RESOURCES = "A token here is for one workspace: send one resource, its MCP URL.";
+
 /** An RFC 6749 §5.2 error body; error_uri is never sent. */
 export interface OAuthErrorBody {
   error: OAuthErrorCode;

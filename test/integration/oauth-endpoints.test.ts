@@ -457,6 +457,33 @@ describe("the token endpoint: authorization_code", () => {
     await expect(as.oauth.tokens.verify(tokens.access_token, resource)).resolves.toBeDefined();
   });
 
+  it("refuses several resources with invalid_target, as /oauth/authorize does, leaving code and refresh token usable", async () => {
+    const client = await register();
+    const code = await issueCode(client.client_id);
+    const twice = (form: Record<string, string>) => {
+      const body = new URLSearchParams(form);
+      body.append("resource", resource);
+      body.append("resource", workspaceMcpUrl(as.url, OTHER_WS));
+      return fetch(`${as.url}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: body.toString(),
+      });
+    };
+    const form = { client_id: client.client_id, redirect_uri: REDIRECT, code_verifier: VERIFIER };
+    // Before, a repeated resource was invalid_request here while authorize answered invalid_target.
+    const exchanged = await twice({ ...form, grant_type: "authorization_code", code });
+    expect(await errorOf(exchanged)).toMatchObject({ status: 400, error: "invalid_target" });
+    const tokens = await tokensOf(await exchange(client.client_id, code));
+    const refreshed = await twice({
+      grant_type: "refresh_token",
+      client_id: client.client_id,
+      refresh_token: tokens.refresh_token as string,
+    });
+    expect(await errorOf(refreshed)).toMatchObject({ status: 400, error: "invalid_target" });
+    await tokensOf(await refresh(client.client_id, tokens.refresh_token as string));
+  });
+
   it("refuses a code issued to another client", async () => {
     const owner = await register();
     const thief = await register();

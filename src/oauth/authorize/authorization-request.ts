@@ -1,6 +1,6 @@
 import { workspaceOfResource } from "../../web/urls.ts";
 import type { ClientRegistry } from "../clients.ts";
-import { OAuthError, type OAuthErrorCode } from "../oauth-error.ts";
+import { OAuthError, type OAuthErrorCode, SEVERAL_RESOURCES } from "../oauth-error.ts";
 import type { OAuthClientInformationFull } from "../oauth-types.ts";
 import { redirectUriMatches } from "../redirect-uris.ts";
 import { parseScopeParam } from "../scopes.ts";
@@ -109,7 +109,7 @@ export async function parseAuthorizationRequest(
   if (repeated) return fail("invalid_request", `The ${repeated} parameter is repeated.`);
   // Several resources are a well-formed request (RFC 8707 §2) for a token Atrium does not issue.
   if (query.getAll("resource").length > 1) {
-    return fail("invalid_target", "A token here is for one workspace: send one resource, its MCP URL.");
+    return fail("invalid_target", SEVERAL_RESOURCES);
   }
   if (single("response_type") !== "code") {
     return fail("unsupported_response_type", "Only response_type=code is supported.");

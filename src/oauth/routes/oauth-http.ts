@@ -69,16 +69,27 @@ export function oauthBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
   });
 }
 
-/** Reads an application/x-www-form-urlencoded body; a repeated parameter is refused (RFC 6749 §3.2). */
-export async function readForm(c: Context<AppEnv>): Promise<FormParams> {
+/**
+ * Reads an application/x-www-form-urlencoded body; a repeated parameter is refused (RFC 6749 §3.2)
+ * with invalid_request, or with the error `repeatable` makes for it: one RFC 8707 §2 lets a client
+ * repeat (`resource`) is refused for what it asks, not as malformed.
+ */
+export async function readForm(
+  c: Context<AppEnv>,
+  repeatable: Readonly<Record<string, () => OAuthError>> = {},
+): Promise<FormParams> {
   if (mediaType(c) !== "application/x-www-form-urlencoded") {
     throw new OAuthError("invalid_request", "The body must be sent as application/x-www-form-urlencoded.");
   }
   const params = new URLSearchParams(await c.req.text());
   const seen = new Set<string>();
   for (const name of params.keys()) {
-    if (seen.has(name))
-      throw new OAuthError("invalid_request", `The ${name.slice(0, 64)} parameter is repeated.`);
+    if (seen.has(name)) {
+      throw (
+        repeatable[name]?.() ??
+        new OAuthError("invalid_request", `The ${name.slice(0, 64)} parameter is repeated.`)
+      );
+    }
     seen.add(name);
   }
   const get = (name: string): string | undefined => {

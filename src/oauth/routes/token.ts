@@ -5,7 +5,7 @@ import type { AppEnv } from "../../web/app-env.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes, CodeGrant } from "../codes.ts";
 import type { Grants } from "../grants.ts";
-import { OAuthError } from "../oauth-error.ts";
+import { OAuthError, SEVERAL_RESOURCES } from "../oauth-error.ts";
 import type { OAuthClientInformationFull, OAuthTokens } from "../oauth-types.ts";
 import { parseScopeParam } from "../scopes.ts";
 import type { AccessTokens } from "../tokens.ts";
@@ -14,6 +14,11 @@ import { publicCors } from "./cors.ts";
 import { type FormParams, NO_STORE, oauthBodyLimit, oauthEndpoint, readForm } from "./oauth-http.ts";
 
 const MAX_TOKEN_REQUEST_BYTES = 16 * 1024;
+/**
+ * Several `resource` parameters are allowed by RFC 8707 §2 and refused for what they ask, a token
+ * for several workspaces, as /oauth/authorize refuses them: invalid_target, not invalid_request.
+ */
+const REPEATABLE = { resource: () => new OAuthError("invalid_target", SEVERAL_RESOURCES) };
 
 export interface TokenDeps {
   clients: ClientRegistry;
@@ -32,7 +37,7 @@ export function tokenRoutes(deps: TokenDeps): Hono<AppEnv> {
   app.post(
     "/oauth/token",
     oauthEndpoint(deps.log, async (c) => {
-      const form = await readForm(c);
+      const form = await readForm(c, REPEATABLE);
       const client = await authenticateClient(c, form, deps.clients);
       const grantType = form.require("grant_type");
       if (grantType === "authorization_code") return exchangeCode(c, form, client, deps);
