@@ -14,6 +14,7 @@ import {
   type InstanceConfig,
   MAX_ADMINISTERED_WORKSPACES_DEFAULT,
   MAX_BODY_BYTES_DEFAULT,
+  MAX_UNUSED_CLIENTS_DEFAULT,
   MIN_SESSION_SECRET_BYTES,
   PARKED_REQUESTS_PER_HOUR_DEFAULT,
   REFRESH_REUSE_GRACE_SECONDS_DEFAULT,
@@ -84,6 +85,7 @@ export function parseInstance(
       clientMetadataFetchesPerHour:
         file.oauth?.clientMetadataFetchesPerHour ?? CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT,
       parkedRequestsPerHour: file.oauth?.parkedRequestsPerHour ?? PARKED_REQUESTS_PER_HOUR_DEFAULT,
+      maxUnusedClients: file.oauth?.maxUnusedClients ?? MAX_UNUSED_CLIENTS_DEFAULT,
       allowPrivateClientMetadata: file.oauth?.clientMetadataDocuments?.allowPrivateAddresses ?? false,
     },
     // --data is typed at a shell, so it is relative to the working directory; the file's own
@@ -131,6 +133,7 @@ interface InstanceFile {
     registrationsPerHour?: number;
     clientMetadataFetchesPerHour?: number;
     parkedRequestsPerHour?: number;
+    maxUnusedClients?: number;
     clientMetadataDocuments?: { allowPrivateAddresses?: boolean };
   };
   storage: { root: string; archiveRetentionDays?: number };

@@ -31,6 +31,12 @@ export const REGISTRATIONS_PER_HOUR_DEFAULT = 100;
 /** Per connecting address and hour, so that one caller cannot take every place (ADR 0073). */
 export const PARKED_REQUESTS_PER_HOUR_DEFAULT = 30;
 export const CLIENT_METADATA_FETCHES_PER_HOUR_DEFAULT = 100;
+/**
+ * Registered clients holding no live grant kept at once (ADR 0156). A record is at most the 64 KiB
+ * a registration may send, so the folder stays under ≈ 640 MiB however many addresses flood it;
+ * a client that gets a grant no longer counts.
+ */
+export const MAX_UNUSED_CLIENTS_DEFAULT = 10_000;
 /** More key versions than this is a rotation that never finished: reseal and drop the old ones. */
 export const MAX_CREDENTIAL_KEYS = 16;
 /** A hundred years: a longer retention is keeping archived workspaces for good; leave the field out. */
@@ -114,6 +120,7 @@ export const instanceSchema = {
         registrationsPerHour: { type: "integer", minimum: 1 },
         clientMetadataFetchesPerHour: { type: "integer", minimum: 1 },
         parkedRequestsPerHour: { type: "integer", minimum: 1 },
+        maxUnusedClients: { type: "integer", minimum: 1 },
         clientMetadataDocuments: {
           type: "object",
           additionalProperties: false,
@@ -245,6 +252,8 @@ export interface OAuthConfig {
   clientMetadataFetchesPerHour: number;
   /** Authorization requests too long for sign-in's `return_to` parked per connecting address per hour. */
   parkedRequestsPerHour: number;
+  /** Registered clients holding no live grant kept at once; past it registration is `503` (ADR 0156). */
+  maxUnusedClients: number;
   /** Lets a client metadata document live at a loopback or private address (local development). */
   allowPrivateClientMetadata: boolean;
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
-import { type Clock, systemClock } from "../kernel/clock.ts";
+import type { Clock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { CorruptJson } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -9,7 +9,9 @@ import { JsonRecords } from "../storage/records.ts";
 import type { ClientMetadataDocuments } from "./client-metadata.ts";
 import { isClientMetadataUrl } from "./client-metadata.ts";
 import { type ClientAuthMethod, checkClientMetadata } from "./client-rules.ts";
+import { OAuthError } from "./oauth-error.ts";
 import type { OAuthClientInformationFull } from "./oauth-types.ts";
+import type { UnusedClientCap } from "./unused-client-cap.ts";
 
 const CLIENT_ID = /^atc_[0-9a-f]{32}$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -17,6 +19,8 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 export const UNUSED_CLIENT_KEPT_MS = 30 * DAY_MS;
 /** A use is written at most this often, so a busy client costs a write a day, not one a request. */
 const CLIENT_USE_RECORDED_EVERY_MS = DAY_MS;
+/** How often a full cap on unused clients is logged while registrations are refused by it. */
+const CAP_FULL_REPORTED_EVERY_MS = 60 * 60 * 1000;
 
 /** A registered client on disk: what it registered, its secret only as a hash, and its last use. */
 interface StoredClient {
@@ -60,17 +64,28 @@ export class ClientRegistry {
   // The hash travels beside the client object, never in it, so no page or log that shows a
   // client can show its secret's hash either.
   private readonly secretHashes = new WeakMap<OAuthClientInformationFull, string>();
+  private capFullReportedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     layout: StorageLayout,
     private readonly documents: Pick<ClientMetadataDocuments, "resolve" | "cachedName">,
     private readonly log: Logger,
-    private readonly clock: Clock = systemClock,
+    private readonly clock: Clock,
+    private readonly cap: UnusedClientCap,
   ) {
     this.records = new JsonRecords(layout, "oauth/clients");
   }
 
-  /** Registers a client, or throws an invalid_client_metadata or invalid_redirect_uri OAuthError. */
+  /** Counts the stored clients toward the cap on unused ones: call once at boot, before registration. */
+  async load(): Promise<void> {
+    this.cap.load((await this.records.ids()).filter((id) => CLIENT_ID.test(id)));
+  }
+
+  /**
+   * Registers a client, or throws an invalid_client_metadata or invalid_redirect_uri OAuthError,
+   * or temporarily_unavailable while the instance holds as many clients without a live grant as
+   * it keeps (ADR 0156; nothing is written or deleted then).
+   */
   async register(metadata: unknown): Promise<OAuthClientInformationFull> {
     const checked = checkClientMetadata(metadata);
     const client: OAuthClientInformationFull = {
@@ -78,8 +93,18 @@ export class ClientRegistry {
       client_id: `atc_${randomBytes(16).toString("hex")}`,
       client_id_issued_at: Math.floor(this.clock() / 1000),
     };
+    if (!this.cap.reserve(client.client_id)) throw this.capFull();
+    try {
+      return await this.store(client);
+    } catch (error) {
+      this.cap.forget(client.client_id);
+      throw error;
+    }
+  }
+
+  private async store(client: OAuthClientInformationFull): Promise<OAuthClientInformationFull> {
     const lastUsedAt = this.clock();
-    if (checked.token_endpoint_auth_method === "none") {
+    if (client.token_endpoint_auth_method === "none") {
       await this.records.put(client.client_id, { client, lastUsedAt });
       return client;
     }
@@ -92,6 +117,22 @@ export class ClientRegistry {
       lastUsedAt,
     });
     return { ...confidential, client_secret: secret };
+  }
+
+  /** The refusal while the cap is full, logged at most hourly so a flood does not fill the log instead. */
+  private capFull(): OAuthError {
+    const now = this.clock();
+    if (now - this.capFullReportedAt >= CAP_FULL_REPORTED_EVERY_MS) {
+      this.capFullReportedAt = now;
+      this.log.warn(
+        { maxUnusedClients: this.cap.max },
+        "oauth client registration is refused: the instance holds oauth.maxUnusedClients registered clients without a live grant; the hourly housekeeping deletes those unused for 30 days (raise the setting if this is not a flood)",
+      );
+    }
+    return new OAuthError(
+      "temporarily_unavailable",
+      `This instance holds as many registered clients without a grant as it keeps (${this.cap.max}); try again later, reuse the client you registered, or name the client by its client ID metadata document URL.`,
+    );
   }
 
   /**
@@ -222,6 +263,7 @@ export class ClientRegistry {
     if (now - lastUsedAt < UNUSED_CLIENT_KEPT_MS || hasLiveGrant(id)) return false;
     await this.records.delete(id);
     this.unwrittenUses.delete(id);
+    this.cap.forget(id);
     return true;
   }
 

@@ -30,7 +30,11 @@ export const OAUTH_ERROR_STATUS = {
   invalid_token: 401,
   // Not an RFC code: the name v1 of the SDK gave a rate limit's refusal, which clients have seen.
   too_many_requests: 429,
-} as const satisfies Record<string, 400 | 401 | 429 | 500>;
+  // RFC 6749 §4.1.2.1's code for "temporary overloading", with the 503 it stands in for in a
+  // redirect: registration refused because the instance holds all the unused clients it keeps
+  // (ADR 0156). 429 would blame the caller, who sent nothing too often.
+  temporarily_unavailable: 503,
+} as const satisfies Record<string, 400 | 401 | 429 | 500 | 503>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERROR_STATUS;
 

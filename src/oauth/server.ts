@@ -20,6 +20,7 @@ import { revokeRoutes } from "./routes/revoke.ts";
 import { signingKeyRoutes } from "./routes/signing-keys.ts";
 import { tokenRoutes } from "./routes/token.ts";
 import { AccessTokens } from "./tokens.ts";
+import { UnusedClientCap } from "./unused-client-cap.ts";
 
 export { isOAuthPublicPath } from "./routes/cors.ts";
 
@@ -64,13 +65,16 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     clock,
   });
   const codes = new AuthorizationCodes(layout, grants, log, clock);
-  await Promise.all([keys.load(), grants.load(), codes.sweep()]);
   const documents = new ClientMetadataDocuments({
     allowPrivate: config.allowPrivateClientMetadata,
     fetchesPerHour: config.clientMetadataFetchesPerHour,
     clock,
   });
-  const clients = new ClientRegistry(layout, documents, log, clock);
+  const unusedClients = new UnusedClientCap(config.maxUnusedClients, (clientId) =>
+    grants.hasLiveGrantOf(clientId),
+  );
+  const clients = new ClientRegistry(layout, documents, log, clock, unusedClients);
+  await Promise.all([keys.load(), grants.load(), codes.sweep(), clients.load()]);
   const tokens = new AccessTokens({
     keys,
     grants,

@@ -45,6 +45,7 @@ async function startOAuth(
   allowPrivateClientMetadata: boolean,
   registrationsPerHour = 100,
   clientMetadataFetchesPerHour = 100,
+  maxUnusedClients = 10_000,
 ): Promise<RunningOAuth> {
   const root = await mkdtemp(join(tmpdir(), "atrium-oauth-it-"));
   const layout = new StorageLayout(root);
@@ -60,6 +61,7 @@ async function startOAuth(
       registrationsPerHour,
       clientMetadataFetchesPerHour,
       parkedRequestsPerHour: 30,
+      maxUnusedClients,
     },
     publicUrl: () => url,
     users,
@@ -319,6 +321,51 @@ describe("dynamic client registration", () => {
       expect(((await refused.json()) as { error: string }).error).toBe("too_many_requests");
     } finally {
       await limited.close();
+    }
+  });
+
+  it("refuses registration past oauth.maxUnusedClients with 503, Retry-After and an RFC 7591 error body; a client with a grant neither counts nor goes", async () => {
+    const capped = await startOAuth(false, 100, 100, 2);
+    try {
+      const body = { redirect_uris: [REDIRECT] };
+      const used = (await (await registerJson(body, capped)).json()) as { client_id: string };
+      const code = await issueCode(used.client_id, capped);
+      const tokens = await tokensOf(
+        await fetch(`${capped.url}/oauth/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({
+            grant_type: "authorization_code",
+            client_id: used.client_id,
+            code,
+            redirect_uri: REDIRECT,
+            code_verifier: VERIFIER,
+          }).toString(),
+        }),
+      );
+      // The used client holds a live grant, so two more fit before the cap is reached.
+      expect((await registerJson(body, capped)).status).toBe(201);
+      expect((await registerJson(body, capped)).status).toBe(201);
+      const refused = await registerJson(body, capped);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBe("3600");
+      expect(refused.headers.get("cache-control")).toBe("no-store");
+      const error = (await refused.json()) as Record<string, unknown>;
+      expect(Object.keys(error).sort()).toEqual(["error", "error_description"]);
+      expect(error.error).toBe("temporarily_unavailable");
+      expect(error.error_description).toMatch(/try again later/);
+      const refreshed = await fetch(`${capped.url}/oauth/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({
+          grant_type: "refresh_token",
+          client_id: used.client_id,
+          refresh_token: tokens.refresh_token as string,
+        }).toString(),
+      });
+      await tokensOf(refreshed);
+    } finally {
+      await capped.close();
     }
   });
 

@@ -10,6 +10,11 @@ import { callerAddress, NO_STORE, oauthBodyLimit, oauthEndpoint, readJson } from
 
 const MAX_REGISTRATION_BYTES = 64 * 1024;
 const HOUR_MS = 60 * 60 * 1000;
+/**
+ * When to try again once the instance holds all the unused clients it keeps: the next hourly
+ * housekeeping is the earliest that room can be made (ADR 0156).
+ */
+const CAP_FULL_RETRY_AFTER_SECONDS = 60 * 60;
 
 /** RFC 7591 dynamic client registration: open, as MCP clients expect; what it accepts is client-rules.ts. */
 export function registerRoutes(deps: {
@@ -37,7 +42,12 @@ export function registerRoutes(deps: {
           `Too many client registrations from this address; try again in ${wait} s, or reuse the client you registered.`,
         );
       }
-      const client = await deps.clients.register(metadata);
+      const client = await deps.clients.register(metadata).catch((error: unknown) => {
+        if (error instanceof OAuthError && error.errorCode === "temporarily_unavailable") {
+          c.header("retry-after", String(CAP_FULL_RETRY_AFTER_SECONDS));
+        }
+        throw error;
+      });
       deps.log.info(
         { clientId: client.client_id, method: client.token_endpoint_auth_method },
         "oauth client registered",

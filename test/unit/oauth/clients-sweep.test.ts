@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ClientMetadataDocuments } from "../../../src/oauth/client-metadata.ts";
 import { ClientRegistry, UNUSED_CLIENT_KEPT_MS } from "../../../src/oauth/clients.ts";
+import { UnusedClientCap } from "../../../src/oauth/unused-client-cap.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import { JsonRecords } from "../../../src/storage/records.ts";
 import { capturingLogger } from "../../helpers/atrium.ts";
@@ -35,6 +36,7 @@ beforeEach(async () => {
     new ClientMetadataDocuments({ allowPrivate: false }),
     captured.log,
     clock,
+    new UnusedClientCap(Number.MAX_SAFE_INTEGER, noGrants),
   );
 });
 

@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ClientMetadataDocuments } from "../../../src/oauth/client-metadata.ts";
 import { ClientRegistry } from "../../../src/oauth/clients.ts";
+import { UnusedClientCap } from "../../../src/oauth/unused-client-cap.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import { silentLog, tempInstance, testClock } from "./fixtures.ts";
 import { InvalidClientMetadataError } from "./oauth-error-kinds.ts";
@@ -19,6 +20,7 @@ beforeEach(async () => {
     new ClientMetadataDocuments({ allowPrivate: false }),
     silentLog,
     testClock(),
+    new UnusedClientCap(Number.MAX_SAFE_INTEGER, () => false),
   );
 });
 

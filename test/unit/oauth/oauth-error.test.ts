@@ -14,10 +14,11 @@ describe("OAuthError", () => {
 
   // The statuses v1 of the SDK's classes got at Atrium's endpoints; the OAuth integration tests
   // pin them on the wire, this pins the table they now come from.
-  it("maps invalid_client to 401, too_many_requests to 429, server_error to 500, the rest to 400", () => {
+  it("maps invalid_client to 401, too_many_requests to 429, server_error to 500, temporarily_unavailable to 503, the rest to 400", () => {
     expect(new OAuthError("invalid_client", "x").status).toBe(401);
     expect(new OAuthError("too_many_requests", "x").status).toBe(429);
     expect(new OAuthError("server_error", "x").status).toBe(500);
+    expect(new OAuthError("temporarily_unavailable", "x").status).toBe(503);
     const fourHundreds = Object.entries(OAUTH_ERROR_STATUS)
       .filter(([, status]) => status === 400)
       .map(([code]) => code)
