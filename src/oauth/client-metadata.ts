@@ -42,8 +42,9 @@ export interface ClientMetadataOptions {
   allowPrivate: boolean;
   /**
    * instance.json `oauth.clientMetadataFetchesPerHour`: documents fetched (not served from
-   * the cache) on behalf of one connecting address per hour. Anyone can name any URL as a
-   * client_id, so without it one caller could make Atrium fetch without end.
+   * the cache) on behalf of one caller per hour: a signed-in person at /oauth/authorize, else the
+   * connecting address. Anyone can name any URL as a client_id, so without it one caller could
+   * make Atrium fetch without end.
    */
   fetchesPerHour?: number;
   clock?: Clock;
@@ -71,8 +72,9 @@ export class ClientMetadataDocuments {
 
   /**
    * The client a metadata document URL describes; an invalid_client OAuthError saying why when it
-   * cannot be used. A fetch is charged to `caller` (a connecting address), and refused with
-   * too_many_requests past the hourly limit; a cached or in-flight document is free.
+   * cannot be used. A fetch is charged to `caller` (a signed-in person's key or a connecting
+   * address, adr/0156), and refused with too_many_requests past the hourly limit; a cached or
+   * in-flight document is free.
    */
   async resolve(clientId: string, caller: string): Promise<OAuthClientInformationFull> {
     const cached = this.cache.get(clientId);
@@ -85,7 +87,7 @@ export class ClientMetadataDocuments {
       if (wait > 0) {
         throw new OAuthError(
           "too_many_requests",
-          `Too many client metadata documents were fetched for this address; try again in ${wait} s.`,
+          `Too many client metadata documents were fetched on your behalf this hour; try again in ${wait} s.`,
         );
       }
       pending = this.load(clientId).finally(() => this.inFlight.delete(clientId));

@@ -138,8 +138,8 @@ export class ClientRegistry {
   /**
    * A registered client, or the client a metadata document URL describes, or `undefined`
    * for an id that is neither. A document that cannot be used throws an invalid_client OAuthError
-   * with the reason, for the person or client to read. `caller`, the connecting address a
-   * request came from, is charged for a document that has to be fetched. Finding a registered
+   * with the reason, for the person or client to read. `caller` (a signed-in person's key at
+   * authorization, else the connecting address) is charged for a document that has to be fetched. Finding a registered
    * client is a use of it, recorded (at most daily, best effort) before it is returned. A record
    * that is not JSON or not a client is unreadable: `undefined`, and left for an operator.
    */

@@ -56,7 +56,10 @@ const PARAMETERS = [
 ] as const;
 type Parameter = (typeof PARAMETERS)[number] | "resource";
 
-/** `caller` is the connecting address, charged if the client's metadata document must be fetched. */
+/**
+ * `caller` is charged if the client's metadata document must be fetched: the signed-in person, or
+ * the connecting address for a request that fetches nothing (adr/0156).
+ */
 export async function parseAuthorizationRequest(
   query: URLSearchParams,
   clients: Pick<ClientRegistry, "find">,

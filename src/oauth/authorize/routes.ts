@@ -6,6 +6,7 @@ import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
+import { isClientMetadataUrl } from "../client-metadata.ts";
 import type { ClientRegistry } from "../clients.ts";
 import type { AuthorizationCodes } from "../codes.ts";
 import type { OAuthErrorCode } from "../oauth-error.ts";
@@ -40,14 +41,30 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const { parked } = deps;
 
+  /** Sends a browser with no session to sign in, to come back to this request. */
+  const signInFirst = (c: Context<AppEnv>, query: string, parkedId: string | undefined): Response => {
+    const returnTo = signInReturnTo(query, parkedId, parked, callerAddress(c));
+    if (returnTo === undefined) {
+      return problemPage(
+        503,
+        "This authorization request is too long to carry through sign-in, and no more can be kept right now. Sign in first at /auth/login, then start again from the application.",
+      );
+    }
+    return c.redirect(`/auth/login?return_to=${encodeURIComponent(returnTo)}`, 303);
+  };
+
   /** Answers an authorization request's query; `parkedId` when it was parked during sign-in. */
   const answer = async (c: Context<AppEnv>, query: string, parkedId?: string): Promise<Response> => {
-    const parsed = await parseAuthorizationRequest(
-      new URLSearchParams(query),
-      deps.clients,
-      deps.publicUrl(),
-      callerAddress(c),
-    );
+    const params = new URLSearchParams(query);
+    const session = await deps.sessions.lookup(c.req.raw);
+    // A client ID metadata document is fetched only for a signed-in person, and charged to them
+    // (adr/0156). Any page can make a visitor's browser send this GET (an <img>), and its
+    // SameSite=Lax session cookie does not ride along: fetched for a signed-out GET and charged to
+    // the address, a flood of those spent the address's allowance, and a real client's sign-in
+    // from it was refused (test/integration/oauth-client-metadata-allowance.test.ts).
+    if (session.kind !== "signed-in" && namesDocument(params)) return signInFirst(c, query, parkedId);
+    const caller = session.kind === "signed-in" ? personCaller(session.principal.id) : callerAddress(c);
+    const parsed = await parseAuthorizationRequest(params, deps.clients, deps.publicUrl(), caller);
     if (parsed.kind === "show") return problemPage(parsed.status, parsed.message);
     if (parsed.kind === "redirect") {
       // Shown, never followed on its own: anyone can register a client whose redirect URI is
@@ -59,17 +76,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         wayBack(parsed.redirectUri, parsed.state, parsed.error, parsed.description, deps),
       );
     }
-    const session = await deps.sessions.lookup(c.req.raw);
-    if (session.kind !== "signed-in") {
-      const returnTo = signInReturnTo(query, parkedId, parked, callerAddress(c));
-      if (returnTo === undefined) {
-        return problemPage(
-          503,
-          "This authorization request is too long to carry through sign-in, and no more can be kept right now. Sign in first at /auth/login, then start again from the application.",
-        );
-      }
-      return c.redirect(`/auth/login?return_to=${encodeURIComponent(returnTo)}`, 303);
-    }
+    if (session.kind !== "signed-in") return signInFirst(c, query, parkedId);
     const person = session.principal;
     const request = parsed.request;
     const refusal = await memberRefusal(deps, person.id, request.workspaceId);
@@ -199,6 +206,17 @@ function signInReturnTo(
   if (whole.length <= MAX_RETURN_TO_CHARS) return whole;
   const id = parked.park(query, caller);
   return id === undefined ? undefined : `${RESUME_PATH}/${id}`;
+}
+
+/** Whether the request names its client by one metadata document URL, which finding it would fetch. */
+function namesDocument(params: URLSearchParams): boolean {
+  const [clientId, ...more] = params.getAll("client_id");
+  return clientId !== undefined && more.length === 0 && isClientMetadataUrl(clientId);
+}
+
+/** Whom a signed-in person's document fetches are charged to: the person, whatever address they use. */
+function personCaller(principalId: string): string {
+  return `person:${principalId}`;
 }
 
 async function memberRefusal(
