@@ -113,6 +113,16 @@ export class AuthorizationCodes {
     });
   }
 
+  /**
+   * Whether `code` is stored: issued, and not yet swept (redeemed or expired ones included, so a
+   * replay still reaches `redeem` and revokes). What the token endpoint asks before it fetches a
+   * client metadata document for an exchange (adr/0156).
+   */
+  async isStored(code: string): Promise<boolean> {
+    if (!CODE.test(code)) return false;
+    return (await this.records.get(hashSecret(code))) !== undefined;
+  }
+
   /** Deletes codes nobody can redeem and redeemed ones past their replay window; at boot and hourly. */
   async sweep(): Promise<void> {
     const now = this.clock();

@@ -50,6 +50,11 @@ export class GrantIndex {
     return false;
   }
 
+  /** Whether `grantId` is a live (not revoked) grant; its lifetime is not judged here. */
+  has(grantId: string): boolean {
+    return this.live.has(grantId);
+  }
+
   touch(grantId: string, at: number): void {
     const entry = this.live.get(grantId);
     if (entry !== undefined) entry.lastUsedAt = at;

@@ -151,6 +151,16 @@ export class Grants {
     return this.index.hasLiveOf(clientId, this.clock());
   }
 
+  /**
+   * Whether `token` has a refresh token's shape and names a grant that is not revoked, from the
+   * index; its secret is not checked. What the token and revocation endpoints ask before a client
+   * metadata document is fetched for the request (adr/0156).
+   */
+  namesLiveGrant(token: string): boolean {
+    const grantId = grantIdOf(token);
+    return grantId !== undefined && this.index.has(grantId);
+  }
+
   isRevoked(grantId: string): boolean {
     return this.revoked.has(grantId);
   }

@@ -812,33 +812,100 @@ describe("client ID metadata documents", () => {
   it("is refused when it is at a private address and the instance does not allow that", async () => {
     const port = new URL(documentBase).port;
     const clientId = `https://127.0.0.1:${port}/client.json`;
-    const response = await refresh(clientId, "x");
+    // A code stored for the client: only a request that presents one makes Atrium fetch (ADR 0156).
+    const response = await exchange(clientId, await issueCode(clientId));
     const { status, error, description } = await errorOf(response);
     expect(status).toBe(401);
     expect(error).toBe("invalid_client");
     expect(description).toMatch(/is not at a public internet address, which this instance requires/);
     expect(description).not.toMatch(/loopback|resolves/);
-    const http = await errorOf(await refresh(`${documentBase}/client.json`, "x"));
+    const httpId = `${documentBase}/client.json`;
+    const http = await errorOf(await exchange(httpId, await issueCode(httpId)));
     expect(http.description).toMatch(/must be an https URL/);
   });
 
   it("is fetched at most oauth.clientMetadataFetchesPerHour times per connecting address", async () => {
     const limited = await startOAuth(true, 100, 2);
     try {
-      const attempt = (n: number) =>
-        fetch(`${limited.url}/oauth/token`, {
+      const attempt = async (n: number) => {
+        const clientId = `${documentBase}/limit-no-store-${n}.json`;
+        const code = await issueCode(clientId, limited);
+        return fetch(`${limited.url}/oauth/token`, {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
           body: new URLSearchParams({
-            grant_type: "refresh_token",
-            client_id: `${documentBase}/limit-${n}.json`,
-            refresh_token: "x",
+            grant_type: "authorization_code",
+            client_id: clientId,
+            code,
+            redirect_uri: REDIRECT,
+            code_verifier: VERIFIER,
           }).toString(),
         });
-      for (const n of [1, 2]) expect((await errorOf(await attempt(n))).error).toBe("invalid_grant");
+      };
+      for (const n of [1, 2]) expect((await attempt(n)).status).toBe(200);
       const refused = await errorOf(await attempt(3));
       expect(refused).toMatchObject({ status: 429, error: "too_many_requests" });
       expect(refused.description).toMatch(/Too many client metadata documents/);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("a flood of token and revocation requests presenting nothing issued fetches none, and a real exchange from the same address goes through", async () => {
+    // Three: the real client's exchange, refresh and revocation each fetch its no-store document.
+    const limited = await startOAuth(true, 100, 3);
+    try {
+      const form = (body: Record<string, string>, path = "/oauth/token") =>
+        fetch(`${limited.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams(body).toString(),
+        });
+      const before = fetches;
+      for (let n = 0; n < 6; n++) {
+        const client_id = `${documentBase}/flood-no-store-${n}.json`;
+        const code = await form({
+          grant_type: "authorization_code",
+          client_id,
+          code: "c".repeat(43),
+          redirect_uri: REDIRECT,
+          code_verifier: VERIFIER,
+        });
+        expect(await errorOf(code)).toMatchObject({ status: 400, error: "invalid_grant" });
+        const refreshed = await form({
+          grant_type: "refresh_token",
+          client_id,
+          refresh_token: `gnt_${"0".repeat(32)}.${"s".repeat(43)}`,
+        });
+        expect(await errorOf(refreshed)).toMatchObject({ status: 400, error: "invalid_grant" });
+        expect((await form({ client_id, token: "x" }, "/oauth/revoke")).status).toBe(200);
+      }
+      // Before, each of these fetched its document, charged to this address: the third was a 429.
+      expect(fetches).toBe(before);
+      const clientId = `${documentBase}/real-no-store.json`;
+      const code = await issueCode(clientId, limited);
+      const tokens = await tokensOf(
+        await form({
+          grant_type: "authorization_code",
+          client_id: clientId,
+          code,
+          redirect_uri: REDIRECT,
+          code_verifier: VERIFIER,
+        }),
+      );
+      expect(fetches).toBe(before + 1);
+      await tokensOf(
+        await form({
+          grant_type: "refresh_token",
+          client_id: clientId,
+          refresh_token: tokens.refresh_token as string,
+        }),
+      );
+      const revoked = await form({ client_id: clientId, token: tokens.access_token }, "/oauth/revoke");
+      expect(revoked.status).toBe(200);
+      expect(fetches).toBe(before + 3);
+      const claims = await limited.oauth.tokens.inspect(tokens.access_token);
+      expect(limited.oauth.grants.isRevoked(claims?.grantId as string)).toBe(true);
     } finally {
       await limited.close();
     }

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../../web/app-env.ts";
+import { isClientMetadataUrl } from "../client-metadata.ts";
 import type { ClientRegistry, PresentedClientAuth } from "../clients.ts";
 import { OAuthError } from "../oauth-error.ts";
 import type { OAuthClientInformationFull } from "../oauth-types.ts";
@@ -10,15 +11,31 @@ const REFUSED =
   "Client authentication failed: the client is unknown, the secret is wrong, or it is not the method the client registered.";
 
 /**
+ * Who called: the client, or, for a client named by a metadata document URL, `nothing-issued`
+ * when the request presents nothing Atrium issued (no stored code, no token of a live grant), so
+ * whatever it asks would change nothing, and its document is not fetched.
+ */
+export type CallingClient =
+  | { kind: "client"; client: OAuthClientInformationFull }
+  | { kind: "nothing-issued" };
+
+/**
  * Who is calling the token or revocation endpoint: `none` (client_id in the body),
  * `client_secret_basic` or `client_secret_post`, and only the method the client
  * registered. Every failure is invalid_client.
+ *
+ * A client ID metadata document is fetched only when `presentsIssued` says the request carries
+ * something Atrium issued (adr/0156). Any page can make its visitor's browser POST a form here
+ * (no preflight), naming any URL: fetched and charged to the address, those spent the address's
+ * allowance and a real client's exchange from it was refused
+ * (test/integration/oauth-endpoints.test.ts "a flood of token and revocation requests").
  */
 export async function authenticateClient(
   c: Context<AppEnv>,
   form: FormParams,
   clients: Pick<ClientRegistry, "find" | "authenticate">,
-): Promise<OAuthClientInformationFull> {
+  presentsIssued: () => Promise<boolean>,
+): Promise<CallingClient> {
   const header = c.req.header("authorization");
   const bodyId = form.get("client_id");
   const bodySecret = form.get("client_secret");
@@ -51,9 +68,10 @@ export async function authenticateClient(
     presented =
       bodySecret === undefined ? { method: "none" } : { method: "client_secret_post", secret: bodySecret };
   }
+  if (isClientMetadataUrl(clientId) && !(await presentsIssued())) return { kind: "nothing-issued" };
   const client = await clients.find(clientId, callerAddress(c));
   if (!client || !clients.authenticate(client, presented)) throw new OAuthError("invalid_client", REFUSED);
-  return client;
+  return { kind: "client", client };
 }
 
 /** RFC 6749 §2.3.1: Basic over the form-urlencoded client id and secret. */

@@ -9,7 +9,7 @@ import { OAuthError } from "../oauth-error.ts";
 import type { AccessTokens } from "../tokens.ts";
 import { authenticateClient } from "./client-auth.ts";
 import { publicCors } from "./cors.ts";
-import { NO_STORE, oauthBodyLimit, oauthEndpoint, readForm } from "./oauth-http.ts";
+import { type FormParams, NO_STORE, oauthBodyLimit, oauthEndpoint, readForm } from "./oauth-http.ts";
 
 const MAX_REVOCATION_REQUEST_BYTES = 16 * 1024;
 
@@ -34,12 +34,15 @@ export function revokeRoutes(deps: RevokeDeps): Hono<AppEnv> {
     "/oauth/revoke",
     oauthEndpoint(deps.log, async (c) => {
       const form = await readForm(c);
-      const client = await authenticateClient(c, form, deps.clients);
+      const caller = await authenticateClient(c, form, deps.clients, () => presentsIssued(form, deps));
       const parsed = OAuthTokenRevocationRequestSchema.safeParse({
         token: form.get("token"),
         token_type_hint: form.get("token_type_hint"),
       });
       if (!parsed.success) throw new OAuthError("invalid_request", "The token parameter is required.");
+      // A token of no live grant: revoking it changes nothing, answered as any unknown token is.
+      if (caller.kind === "nothing-issued") return c.json({}, 200, NO_STORE);
+      const client = caller.client;
       const token = parsed.data.token;
       // The hint is only a hint (RFC 7009 §2.1): the token's own shape decides.
       if (isRefreshTokenShaped(token)) {
@@ -53,4 +56,14 @@ export function revokeRoutes(deps: RevokeDeps): Hono<AppEnv> {
   );
 
   return app;
+}
+
+/** Whether the token is a refresh token of a live grant, or an access token this instance signed (adr/0156). */
+async function presentsIssued(
+  form: FormParams,
+  deps: Pick<RevokeDeps, "grants" | "tokens">,
+): Promise<boolean> {
+  const token = form.get("token") ?? "";
+  if (isRefreshTokenShaped(token)) return deps.grants.namesLiveGrant(token);
+  return deps.tokens.isAtriumToken(token) && (await deps.tokens.inspect(token)) !== undefined;
 }

@@ -38,18 +38,34 @@ export function tokenRoutes(deps: TokenDeps): Hono<AppEnv> {
     "/oauth/token",
     oauthEndpoint(deps.log, async (c) => {
       const form = await readForm(c, REPEATABLE);
-      const client = await authenticateClient(c, form, deps.clients);
+      const caller = await authenticateClient(c, form, deps.clients, () => presentsIssued(form, deps));
       const grantType = form.require("grant_type");
-      if (grantType === "authorization_code") return exchangeCode(c, form, client, deps);
-      if (grantType === "refresh_token") return refresh(c, form, client, deps);
-      throw new OAuthError(
-        "unsupported_grant_type",
-        `The grant type "${grantType.slice(0, 64)}" is not supported; use authorization_code or refresh_token.`,
-      );
+      if (grantType !== "authorization_code" && grantType !== "refresh_token") {
+        throw new OAuthError(
+          "unsupported_grant_type",
+          `The grant type "${grantType.slice(0, 64)}" is not supported; use authorization_code or refresh_token.`,
+        );
+      }
+      // The answer the exchange or refresh would give, without fetching the client's document.
+      if (caller.kind === "nothing-issued") {
+        throw new OAuthError("invalid_grant", `The ${NAMED[grantType]} is invalid, expired or already used.`);
+      }
+      if (grantType === "authorization_code") return exchangeCode(c, form, caller.client, deps);
+      return refresh(c, form, caller.client, deps);
     }),
   );
 
   return app;
+}
+
+const NAMED = { authorization_code: "authorization code", refresh_token: "refresh token" } as const;
+
+/** Whether the request carries a code Atrium stored, or a refresh token of a live grant (adr/0156). */
+async function presentsIssued(form: FormParams, deps: Pick<TokenDeps, "codes" | "grants">): Promise<boolean> {
+  const grantType = form.get("grant_type");
+  if (grantType === "authorization_code") return deps.codes.isStored(form.get("code") ?? "");
+  if (grantType === "refresh_token") return deps.grants.namesLiveGrant(form.get("refresh_token") ?? "");
+  return false;
 }
 
 async function exchangeCode(

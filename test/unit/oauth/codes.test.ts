@@ -122,6 +122,15 @@ describe("AuthorizationCodes", () => {
     await expect(codes.issue(GRANT, "short")).rejects.toThrow(/32–128/);
   });
 
+  it("says a code is stored from its issue until the sweep, redeemed included, so a replay still reaches redeem (ADR 0156)", async () => {
+    const code = await codes.issue(GRANT);
+    expect(await codes.isStored(code)).toBe(true);
+    await codes.redeem(code, accept);
+    expect(await codes.isStored(code)).toBe(true);
+    expect(await codes.isStored("n".repeat(43))).toBe(false);
+    expect(await codes.isStored("short")).toBe(false);
+  });
+
   it("refuses codes it never issued", async () => {
     await expect(codes.redeem("x".repeat(43), accept)).rejects.toBeInstanceOf(InvalidGrantError);
     await expect(codes.redeem("../../etc/passwd", accept)).rejects.toBeInstanceOf(InvalidGrantError);
