@@ -6,6 +6,9 @@ import { type ConfigSections, instanceSchema } from "./schema.ts";
 // ajv-formats is CommonJS with a default export; under NodeNext its callable is `.default`.
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => void };
 // strictRequired is off because auth uses if/then to require provider fields declared one level up.
+// Every failure is collected: instance.json is the operator's own file, read once at boot, and a
+// refusal names every wrong field at once; a value from a caller or a remote is checked to its
+// first failure (json-schema/ajv-pair.ts, ADR 0157).
 const ajv = new Ajv({ allErrors: true, strict: true, strictRequired: false });
 addFormats.default(ajv);
 

@@ -381,12 +381,15 @@ describe("the call gate", () => {
 
   it("tells a refusal longer than the ledger's reason whole, and the ledger keeps the decision with its start", async () => {
     const name = "weather-forecast-service";
-    expect((await connect(name, fixture.url)).status).toBe(201);
-    // Four schema errors on a long connection name: well past the ledger's 200 characters.
-    const refused = await call(`${name}__add`, { a: "x", b: "y", c: 1, d: 2 });
+    const remote = await server();
+    expect((await connect(name, remote.url)).status).toBe(201);
+    await remote.control({ eras: ["2025-11-25"] });
+    // The protocol refusal names the connection twice: well past the ledger's 200 characters. (A
+    // schema refusal names only its first failure, ADR 0157, and is shorter.)
+    const refused = await call(`${name}__add`, { a: 1, b: 2 });
     expect(refused.body.isError).toBe(true);
     const text = refused.body.content?.[0]?.text ?? "";
-    expect(text).toMatch(/^Invalid arguments for weather-forecast-service__add: .*properties\/b\/type/);
+    expect(text).toMatch(/^The server of "weather-forecast-service" now speaks MCP 2025-11-25.*refresh/);
     expect(text.length).toBeGreaterThan(200);
     const ledger = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/audit?limit=5`);
     const { entries } = (await ledger.json()) as { entries: Record<string, unknown>[] };
@@ -396,7 +399,7 @@ describe("the call gate", () => {
       connection: name,
       phase: "decision",
       decision: "denied",
-      deniedBy: "schema",
+      deniedBy: "protocol",
     });
     expect(decision?.reason).toBe(`${text.slice(0, 199).trimEnd()}…`);
   });

@@ -14,12 +14,15 @@ const MULTIPLE_OF_DECIMALS = 9;
  * in linear time. A `$ref` is compiled once and called, never inlined where it is named: 200
  * `$ref`s to one definition of 200 properties (9 KB of JSON) compiled to 12 MB of code in 4–10 s
  * on the event loop, and 40 KB ran the process out of memory (ADR 0085). `multipleOf: 0.1` takes
- * 0.3. `extra` adds options (connections validate a schema against its meta-schema).
+ * 0.3. A check stops at its first failure (ajv's default, `allErrors` off): the values checked
+ * are a caller's or a remote's, and collecting every failure made one error object per item of a
+ * 2-million-item array (an `anyOf` of 40 branches, 41 per item), enough to run the process out
+ * of heap from one request (ADR 0157). `extra` adds options (connections
+ * validate a schema against its meta-schema).
  */
 export function ajvPair(extra: { validateSchema?: boolean } = {}): { draft07: Ajv; draft2020: Ajv2020 } {
   const options = {
     strict: false,
-    allErrors: true,
     inlineRefs: false,
     multipleOfPrecision: MULTIPLE_OF_DECIMALS,
     code: { regExp: linearRegExp },

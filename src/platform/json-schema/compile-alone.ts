@@ -1,6 +1,9 @@
 import type { Ajv, ValidateFunction } from "ajv";
 import { withinMatchBudget } from "./linear-regexp.ts";
 
+/** The most errors a validator keeps from one call: enough to say what was wrong and where. */
+export const MAX_KEPT_ERRORS = 10;
+
 /**
  * `schema` compiled by `ajv` and then forgotten by it. ajv keeps every schema it compiles and
  * files its `$id`s for every later schema's `$ref`: one member's schema would be reachable from
@@ -42,12 +45,24 @@ export function compileAlone(
   }
 }
 
-/** `validate`, each call of it within a budget of its own; its `errors` are the last call's. */
+/**
+ * `validate`, each call of it within a budget of its own; its `errors` are the last call's first
+ * MAX_KEPT_ERRORS. ajv leaves a call's errors on the compiled validator until its next call: a
+ * copy of a few is kept instead, so what one refused value made is not held for the life of the
+ * schema (test/unit/platform/json-schema/compile-alone.test.ts "keeps a few errors").
+ */
 function withinEachBudget(validate: ValidateFunction): ValidateFunction {
-  const budgeted = ((value: unknown) =>
-    withinMatchBudget(() => validate(value) === true)) as ValidateFunction;
+  const budgeted = ((value: unknown) => {
+    budgeted.errors = null;
+    try {
+      const valid = withinMatchBudget(() => validate(value) === true);
+      if (!valid) budgeted.errors = validate.errors?.slice(0, MAX_KEPT_ERRORS) ?? [];
+      return valid;
+    } finally {
+      validate.errors = null;
+    }
+  }) as ValidateFunction;
   budgeted.schema = validate.schema;
   budgeted.schemaEnv = validate.schemaEnv;
-  Object.defineProperty(budgeted, "errors", { get: () => validate.errors });
   return budgeted;
 }

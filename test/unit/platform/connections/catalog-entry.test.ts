@@ -98,6 +98,12 @@ describe("a server.json", () => {
     });
   });
 
+  it("is refused by its first failure: an array past its maxItems is not checked item by item", () => {
+    expect(problemOf(server({ packages: new Array(30_000).fill(0) }))).toBe(
+      'Not a server.json Atrium can use: "packages" must NOT have more than 64 items.',
+    );
+  });
+
   it.each(["rtl\u202eoverride", "bell\u0007", "two\nlines", "tag\u{e0041}"])(
     "is refused when a header's description holds an unsafe character (%j)",
     (description) => {

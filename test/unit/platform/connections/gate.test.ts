@@ -68,6 +68,26 @@ describe("the call gate's schema check", () => {
     expect((await source.callTool("tree", { child: {} }, caller)).isError).toBeUndefined();
   });
 
+  it("refuses arguments by their first failure, without checking the rest", async () => {
+    const { source, sent } = connection({
+      name: "tag",
+      inputSchema: {
+        type: "object",
+        properties: { labels: { type: "array", items: { type: "string" } }, weight: { type: "number" } },
+      },
+    } as Tool);
+    const result = await source.callTool(
+      "tag",
+      { labels: new Array(50_000).fill(0), weight: "heavy" },
+      caller,
+    );
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toBe(
+      "Invalid arguments for remote__tag: #/properties/labels/items/type must be string.",
+    );
+    expect(sent).toEqual([]);
+  });
+
   it("sends a string a lookahead pattern would judge: the server checks its own arguments", async () => {
     const { source, sent } = connection({
       name: "signup",

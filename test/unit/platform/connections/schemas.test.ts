@@ -111,6 +111,18 @@ describe("a remote tool's output schema, as the SDK client checks a structured r
     });
   });
 
+  it("refuses a structured result by its first failure, however many items fail", () => {
+    const check = remoteOutputValidator.getValidator<{ rows: string[] }>({
+      type: "object",
+      properties: { rows: { type: "array", items: { type: "string" } }, total: { type: "number" } },
+    });
+    expect(check({ rows: new Array(50_000).fill(0), total: "many" })).toEqual({
+      valid: false,
+      data: undefined,
+      errorMessage: "#/properties/rows/items/type must be string",
+    });
+  });
+
   it("is the validator every remote connection's SDK client is made with", async () => {
     // The SDK keeps it in a private field; read there, so an SDK update that renames it fails here.
     let made: unknown;
