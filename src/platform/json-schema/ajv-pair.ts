@@ -17,8 +17,8 @@ const MULTIPLE_OF_DECIMALS = 9;
  * 0.3. A check stops at its first failure (ajv's default, `allErrors` off): the values checked
  * are a caller's or a remote's, and collecting every failure made one error object per item of a
  * 2-million-item array (an `anyOf` of 40 branches, 41 per item), enough to run the process out
- * of heap from one request (ADR 0157). `extra` adds options (connections
- * validate a schema against its meta-schema).
+ * of heap from one request (ADR 0157). `extra` adds options (connections validate a schema
+ * against its meta-schema).
  */
 export function ajvPair(extra: { validateSchema?: boolean } = {}): { draft07: Ajv; draft2020: Ajv2020 } {
   const options = {
