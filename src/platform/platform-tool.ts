@@ -62,6 +62,21 @@ function describeIssue(issue: StandardSchemaV1.Issue): string {
 }
 
 /**
+ * A platform tool's list of `min` to `max` `item`s, listed as `z.array(item)` with its bounds.
+ * Its length is checked before any item: zod reads every item of an array before its `max`, and
+ * makes an issue for each that fails, so 1,000,000 numbers where strings belong (2 MB of
+ * arguments) took 7.5 s and 820 MiB and answered a 66 MB refusal (ADR 0157).
+ */
+export function boundedArray<T extends z.ZodType>(item: T, max: number, min = 0) {
+  return z.preprocess((value, ctx) => {
+    if (Array.isArray(value) && value.length > max) {
+      ctx.addIssue({ code: "too_big", origin: "array", maximum: max, inclusive: true, input: value });
+    }
+    return value;
+  }, z.array(item).min(min).max(max));
+}
+
+/**
  * The `cursor` and `limit` of a paged list tool: pass `nextCursor` back as `cursor`; `limit` is 1
  * to `max` `items` per page, `fallback` when not given.
  */

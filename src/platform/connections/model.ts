@@ -316,7 +316,7 @@ function checkValue(value: unknown, of: string): string {
 }
 
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]{1,200}$/;
-const MAX_SCOPES = 50;
+export const MAX_SCOPES = 50;
 
 /** OAuth scopes as RFC 6749 §3.3 spells a scope token: printable ASCII without space, `"` or `\`. */
 export function checkScopes(scopes: unknown): string[] {

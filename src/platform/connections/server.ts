@@ -2,10 +2,11 @@ import type { CallToolResult } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { AppTools } from "../app-tools.ts";
-import { platformInput } from "../platform-tool.ts";
+import { boundedArray, platformInput } from "../platform-tool.ts";
 import type { CallerConnections } from "./caller-connections.ts";
 import { registerGrantTools } from "./grant-tools.ts";
 import type { Grants } from "./grants.ts";
+import { MAX_SCOPES } from "./model.ts";
 
 const nameInput = z.string().describe("The connection's name: the <source> of its tools.");
 
@@ -19,7 +20,7 @@ export const addInput = platformInput({
       header: z.string().optional(),
       param: z.string().optional(),
       value: z.string().optional(),
-      scopes: z.array(z.string()).optional(),
+      scopes: boundedArray(z.string(), MAX_SCOPES).optional(),
     })
     .optional()
     .describe("How Atrium authenticates to the server; none when absent."),
@@ -32,8 +33,7 @@ export const addInput = platformInput({
 });
 
 const authorizeFields = {
-  scopes: z
-    .array(z.string())
+  scopes: boundedArray(z.string(), MAX_SCOPES)
     .optional()
     .describe("The OAuth scopes to ask for; the connection's own when absent."),
 };

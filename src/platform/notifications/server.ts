@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
 import { AppTools } from "../app-tools.ts";
-import { pageInput, platformInput } from "../platform-tool.ts";
+import { boundedArray, pageInput, platformInput } from "../platform-tool.ts";
 import { DEFAULT_PAGE_SIZE, type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
 import type { NotificationView } from "./model.ts";
 
@@ -10,7 +10,7 @@ const idInput = z.string().describe("The notification id, ntf_ followed by 24 he
 
 /** What notifications__ack takes; `POST …/notifications/ack` takes the same body, refused alike (ADR 0095). */
 export const ackInput = platformInput({
-  ids: z.array(idInput).min(1).max(MAX_ACK_IDS).optional().describe(`Up to ${MAX_ACK_IDS} ids.`),
+  ids: boundedArray(idInput, MAX_ACK_IDS, 1).optional().describe(`Up to ${MAX_ACK_IDS} ids.`),
   all: z.boolean().optional().describe("true: acknowledge every notification there is now."),
 });
 
