@@ -237,16 +237,37 @@ function resolveAuth(auth: AuthFile, baseDir: string): InstanceConfig["auth"] {
   };
 }
 
+/**
+ * `orgRole` and `orgAdminValues` work only as a pair: a claim with no value that matches, or values
+ * with no claim to read them from, make nobody an org admin, and no one would be told why. A half
+ * is refused by name unless the adapter's default completes it (`workos`: `role` / `["admin"]`)
+ * (test/unit/instance/load.test.ts "auth.claims").
+ */
 function claimMapping(
   claims: Partial<ClaimMapping> | undefined,
   defaults: { orgRole?: string; orgAdminValues: string[] },
 ): ClaimMapping {
+  const orgRole = claims?.orgRole ?? defaults.orgRole;
+  const orgAdminValues = claims?.orgAdminValues ?? defaults.orgAdminValues;
+  if (orgRole === undefined && orgAdminValues.length > 0) {
+    throw new BootError(
+      "auth.claims.orgAdminValues is matched against the claim auth.claims.orgRole names, and that is " +
+        'not set: set both (e.g. "orgRole": "groups", "orgAdminValues": ["atrium-admins"]) or neither.',
+    );
+  }
+  if (orgRole !== undefined && orgAdminValues.length === 0) {
+    throw new BootError(
+      `auth.claims.orgRole ("${orgRole}") makes an org admin only when it holds one of ` +
+        'auth.claims.orgAdminValues, and none is given: list them (e.g. "orgAdminValues": ["atrium-admins"]) ' +
+        "or remove orgRole.",
+    );
+  }
   return {
     subject: claims?.subject ?? "sub",
     name: claims?.name ?? "name",
     email: claims?.email ?? "email",
-    orgRole: claims?.orgRole ?? defaults.orgRole,
-    orgAdminValues: claims?.orgAdminValues ?? defaults.orgAdminValues,
+    orgRole,
+    orgAdminValues,
   };
 }
 

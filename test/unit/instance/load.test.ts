@@ -337,6 +337,59 @@ describe("loadInstance", () => {
   });
 });
 
+describe("auth.claims", () => {
+  process.env.ATRIUM_TEST_CLAIMS_SECRET = "s".repeat(48);
+  const session = { secret: { env: "ATRIUM_TEST_CLAIMS_SECRET" } };
+  const oidc = (claims: Record<string, unknown>) => ({
+    ...MINIMAL,
+    session,
+    auth: { adapter: "oidc", issuer: "https://login.example.com/", clientId: "atrium", claims },
+  });
+
+  it("takes orgRole with orgAdminValues together", async () => {
+    const config = await loadInstance(
+      await writeInstance(oidc({ orgRole: "groups", orgAdminValues: ["atrium-admins"] })),
+    );
+    expect(config.auth.adapter === "oidc" && config.auth.claims.orgRole).toBe("groups");
+  });
+
+  it("refuses orgAdminValues without orgRole under oidc, naming both", async () => {
+    const message = await bootError(
+      loadInstance(await writeInstance(oidc({ orgAdminValues: ["atrium-admins"] }))),
+    );
+    expect(message).toContain("auth.claims.orgAdminValues");
+    expect(message).toContain("auth.claims.orgRole");
+  });
+
+  it.for([{ orgRole: "groups" }, { orgRole: "groups", orgAdminValues: [] }])(
+    "refuses orgRole without orgAdminValues under oidc (%j)",
+    async (claims) => {
+      const message = await bootError(loadInstance(await writeInstance(oidc(claims))));
+      expect(message).toContain('auth.claims.orgRole ("groups")');
+      expect(message).toContain("auth.claims.orgAdminValues");
+    },
+  );
+
+  it("lets workos's default complete either half", async () => {
+    process.env.ATRIUM_TEST_CLAIMS_API_KEY = "sk_test";
+    const workos = (claims: Record<string, unknown>) => ({
+      ...MINIMAL,
+      session,
+      auth: {
+        adapter: "workos",
+        authkitDomain: "https://auth.example.com",
+        clientId: "client_1",
+        apiKey: { env: "ATRIUM_TEST_CLAIMS_API_KEY" },
+        claims,
+      },
+    });
+    const values = await loadInstance(await writeInstance(workos({ orgAdminValues: ["owner"] })));
+    expect(values.auth.adapter === "workos" && values.auth.claims.orgRole).toBe("role");
+    const role = await loadInstance(await writeInstance(workos({ orgRole: "org_role" })));
+    expect(role.auth.adapter === "workos" && role.auth.claims.orgAdminValues).toEqual(["admin"]);
+  });
+});
+
 describe("followPort", () => {
   it("moves a loopback URL to the port actually bound", () => {
     expect(followPort("http://127.0.0.1:8787", 43210)).toBe("http://127.0.0.1:43210");
