@@ -6,6 +6,7 @@ import { loadInstance } from "./instance/load.ts";
 import { acquireInstanceLock, InstanceLocked } from "./instance/lock.ts";
 import { type Clock, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
+import { npmLauncher } from "./npm-launcher.ts";
 import type { RunningAtrium } from "./server.ts";
 import { exitOnceStopped } from "./stop-exit.ts";
 import { CorruptJson } from "./storage/atomic.ts";
@@ -346,19 +347,20 @@ export function stopOnRequest(
 /**
  * A signal stops the server gracefully and exits 0; another at least REPEAT_SIGNAL_MS later cuts the
  * drain short (`stopOnRequest`).
- * Started by npm (`npm start`, `npx atrium`), the server also stops when npm goes: a
- * supervisor's SIGTERM to npm does not always reach node through `sh -c`, and a server
- * re-parented to PID 1 would keep serving the root as an orphan (issue 10, ADR 0023). Not
- * watched otherwise, so `nohup atrium serve &` outlives its shell as asked.
+ * Started by npm (`npm start`, `npx atrium`), the server also stops when npm goes, through the
+ * shell npx puts between them too (`npmLauncher`): a supervisor's SIGTERM to npm does not always
+ * reach node through `sh -c`, and a server re-parented to PID 1 would keep serving the root as an
+ * orphan (issue 10, ADR 0023). Not watched otherwise, so `nohup atrium serve &` outlives its
+ * shell as asked.
  */
 function stopWhenAsked(atrium: RunningAtrium, log: Logger): void {
   const stop = stopOnRequest(atrium, { log, clock: systemClock, exit: (code) => process.exit(code) });
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
   if (process.env.npm_execpath === undefined) return;
-  const parent = process.ppid;
+  const launcher = npmLauncher(process.env);
   const watch = setInterval(() => {
-    if (process.ppid === parent) return;
+    if (!launcher.gone()) return;
     clearInterval(watch);
     stop("the npm process that started this server is gone");
   }, PARENT_POLL_MS);

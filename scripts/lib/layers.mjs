@@ -46,6 +46,7 @@ export const LAYERS = {
   "graceful-stop": 7,
   "locked-boot": 7,
   "stop-exit": 7,
+  "npm-launcher": 7,
 };
 
 /**

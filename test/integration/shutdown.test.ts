@@ -303,6 +303,33 @@ describe("no orphan", SLOW, () => {
     expect(await refused(url ?? "")).toBe(true);
     expect(existsSync(join(data, "_instance", "instance.lock"))).toBe(false);
   });
+
+  it("`npx atrium serve` stops once its npm is killed outright, through the shell npx puts between them", async ({
+    onTestFinished,
+  }) => {
+    const dir = await tempDir(onTestFinished);
+    const instance = await writeCliInstance(dir);
+    // npx runs `sh -c 'atrium serve …'`: the server's parent is that shell, not npm.
+    const npx = spawnCaptured("npx", ["--no-install", "atrium", "serve", "--instance", instance], WORKTREE, {
+      npm_config_update_notifier: "false",
+    });
+    let serverPid: number | undefined;
+    onTestFinished(async () => {
+      if (serverPid !== undefined && isAlive(serverPid)) process.kill(serverPid, "SIGKILL");
+      await npx.stop();
+    });
+    const [, url] = await npx.waitForOutput(/listening on (http:\/\/127\.0\.0\.1:\d+)/, BOOT_MS);
+    const lock = join(dir, "data", "_instance", "instance.lock");
+    serverPid = (JSON.parse(await readFile(lock, "utf8")) as LockHolder).pid;
+    expect(serverPid).not.toBe(npx.pid);
+
+    // SIGKILL, as the OOM killer or a supervisor's escalation sends it: npm forwards nothing.
+    npx.kill("SIGKILL");
+    const pid = serverPid;
+    await until("the node server is gone", () => !isAlive(pid));
+    expect(await refused(url ?? "")).toBe(true);
+    expect(existsSync(lock)).toBe(false);
+  });
 });
 
 function isAlive(pid: number): boolean {
