@@ -13,6 +13,11 @@ export const ACCEPTED_ALGORITHMS = ["RS256", "PS256", "ES256", "ES384", "EdDSA"]
 const PROVIDER_TIMEOUT_MS = 10_000;
 /** Discovery is fetched again after this long, so a provider's moved endpoint is followed without a restart. */
 export const DISCOVERY_TTL_MS = 60 * 60 * 1000;
+/**
+ * A failed discovery answers for this long before the next request tries again: retried at once,
+ * every bearer request and sign-in while the provider is down was one more fetch to it.
+ */
+export const DISCOVERY_RETRY_MS = 5_000;
 
 /** Why a sign-in could not finish; the route maps each to a page, and logs only this code. */
 export type SignInFailure =
@@ -57,7 +62,7 @@ export interface AuthorizationRequest {
 type KeySet = ReturnType<typeof createRemoteJWKSet>;
 
 export class OidcClient {
-  private discovered: { atMs: number; metadata: Promise<ProviderMetadata> } | undefined;
+  private discovered: { atMs: number; ttlMs: number; metadata: Promise<ProviderMetadata> } | undefined;
   private keys: { uri: string; set: KeySet } | undefined;
 
   constructor(
@@ -65,14 +70,18 @@ export class OidcClient {
     private readonly now: Clock = systemClock,
   ) {}
 
-  /** The provider's discovery document, cached; a failed fetch is not cached. */
+  /**
+   * The provider's discovery document, one fetch at a time: cached for DISCOVERY_TTL_MS, a failure
+   * for DISCOVERY_RETRY_MS from when it failed (test/unit/identity/oidc-client.test.ts "discovery").
+   */
   metadata(): Promise<ProviderMetadata> {
     const nowMs = this.now();
-    if (!this.discovered || nowMs - this.discovered.atMs >= DISCOVERY_TTL_MS) {
+    if (!this.discovered || nowMs - this.discovered.atMs >= this.discovered.ttlMs) {
       const metadata = discover(this.auth.issuer);
-      this.discovered = { atMs: nowMs, metadata };
+      this.discovered = { atMs: nowMs, ttlMs: DISCOVERY_TTL_MS, metadata };
       metadata.catch(() => {
-        if (this.discovered?.metadata === metadata) this.discovered = undefined;
+        if (this.discovered?.metadata !== metadata) return;
+        this.discovered = { atMs: this.now(), ttlMs: DISCOVERY_RETRY_MS, metadata };
       });
     }
     return this.discovered.metadata;

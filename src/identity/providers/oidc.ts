@@ -7,6 +7,9 @@ import { ACCEPTED_ALGORITHMS, type OidcClient } from "../oidc-client.ts";
 import { derivePrincipalId, type OrgRole, type Principal, type ProfileField } from "../principal.ts";
 import type { IdentityProvider } from "../provider.ts";
 import { isFirstPartyToken, notAnAccessToken } from "./token-kind.ts";
+import { unverifiableToken } from "./unverifiable-token.ts";
+
+const TOKEN_REFUSED = "The bearer token was refused: sign in again to get a fresh one.";
 
 /**
  * `oidc`: any OpenID Connect provider, named by its issuer. A request's bearer token is
@@ -24,6 +27,8 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
       if (header === null) return undefined;
       const token = bearerToken(header);
       if (!token) throw new Unauthenticated("The Authorization header must be `Bearer <token>`.");
+      // Refused before the keys are fetched, so it is a 401 while the provider is down too.
+      if (unverifiableToken(token, auth, Date.now())) throw new Unauthenticated(TOKEN_REFUSED);
       const keys = await client.keySet().catch((error: unknown) => {
         throw new AtriumError(
           "identity_provider_unavailable",
@@ -43,7 +48,7 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
         }));
       } catch {
         // The reason stays in this process: a caller learns only that the token was refused.
-        throw new Unauthenticated("The bearer token was refused: sign in again to get a fresh one.");
+        throw new Unauthenticated(TOKEN_REFUSED);
       }
       const notAccess = notAnAccessToken(protectedHeader, payload, auth);
       if (notAccess !== undefined) throw new Unauthenticated(notAccess);

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { OidcClient, SignInFailed } from "../../../src/identity/oidc-client.ts";
+import { DISCOVERY_RETRY_MS, OidcClient, SignInFailed } from "../../../src/identity/oidc-client.ts";
 import type { ClientAuthMethod, OidcAuth } from "../../../src/instance/schema.ts";
 
 // A hand-made provider on 127.0.0.1: a discovery document, a JWKS with one ES256 key, and a
@@ -16,6 +16,7 @@ let issuer: string;
 let privateKey: CryptoKey;
 let discovery: Record<string, unknown>;
 let tokenAnswer: { status: number; body: unknown };
+let discoveryFetches: number;
 let tokenRequests: Array<{ headers: IncomingMessage["headers"]; body: URLSearchParams }>;
 
 function auth(overrides: Partial<OidcAuth> = {}): OidcAuth {
@@ -59,7 +60,10 @@ beforeAll(async () => {
         response.writeHead(status, { "content-type": "application/json" });
         response.end(JSON.stringify(body));
       };
-      if (request.url === "/.well-known/openid-configuration") return json(200, discovery);
+      if (request.url === "/.well-known/openid-configuration") {
+        discoveryFetches++;
+        return json(200, discovery);
+      }
       if (request.url === "/jwks") return json(200, { keys: [publicJwk] });
       if (request.url === "/token" && request.method === "POST") {
         tokenRequests.push({
@@ -89,6 +93,7 @@ beforeEach(() => {
   };
   tokenAnswer = { status: 200, body: { id_token: "x.y.z", access_token: "at", token_type: "Bearer" } };
   tokenRequests = [];
+  discoveryFetches = 0;
 });
 
 async function refusal(promise: Promise<unknown>): Promise<SignInFailed> {
@@ -165,14 +170,31 @@ describe("discovery", () => {
     expect((await refusal(new OidcClient(auth()).metadata())).reason).toBe("discovery_invalid");
   });
 
-  it("caches the document, but not a failure", async () => {
+  it("caches the document, and a failure only briefly", async () => {
     discovery.issuer = "https://evil.example";
-    const client = new OidcClient(auth());
+    let nowMs = Date.now();
+    const client = new OidcClient(auth(), () => nowMs);
     await refusal(client.metadata());
     discovery.issuer = issuer;
+    nowMs += DISCOVERY_RETRY_MS;
     const first = await client.metadata();
     discovery.token_endpoint = `${issuer}/moved`;
     expect((await client.metadata()).tokenEndpoint).toBe(first.tokenEndpoint);
+  });
+
+  it("answers with a failure for DISCOVERY_RETRY_MS, fetching once however often it is asked", async () => {
+    discovery.issuer = "https://evil.example";
+    let nowMs = Date.now();
+    const client = new OidcClient(auth(), () => nowMs);
+    const asked = await Promise.all([1, 2, 3].map(() => refusal(client.metadata())));
+    expect(asked.map((failure) => failure.reason)).toEqual(Array(3).fill("discovery_invalid"));
+    discovery.issuer = issuer;
+    nowMs += DISCOVERY_RETRY_MS - 1;
+    await refusal(client.metadata());
+    expect(discoveryFetches).toBe(1);
+    nowMs += 1;
+    expect((await client.metadata()).issuer).toBe(issuer);
+    expect(discoveryFetches).toBe(2);
   });
 
   it("builds the authorization URL from discovery with PKCE S256, state, nonce and the scopes", async () => {
