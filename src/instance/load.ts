@@ -297,10 +297,12 @@ function resolveSession(
 }
 
 /**
- * The public URL is a base that Atrium appends paths to (`/mcp/ws_…`, `/auth/callback`): a query
- * or a fragment would end up before the path, and a user name or password would be handed to
- * every client in every URL. Refused by field; the URL itself is not echoed, as it may hold a
- * password (test/unit/instance/load.test.ts "publicUrl").
+ * The public URL is the origin Atrium serves at its root, and appends its paths to (`/mcp/ws_…`,
+ * `/auth/callback`): a query or a fragment would end up before the path, and a user name or
+ * password would be handed to every client in every URL. A path was accepted and handed out in
+ * every URL, but no route is served under it, and a loopback URL's port is Atrium's own listener,
+ * so nothing could stand in front to strip it (ADR 0158). Refused by field; the URL itself is not
+ * echoed, as it may hold a password (test/unit/instance/load.test.ts "publicUrl").
  */
 function checkPublicUrl(publicUrl: string): void {
   const url = new URL(publicUrl);
@@ -311,11 +313,18 @@ function checkPublicUrl(publicUrl: string): void {
         ? "a query"
         : url.hash !== "" || publicUrl.includes("#")
           ? "a fragment"
-          : undefined;
+          : url.pathname !== "/"
+            ? "a path"
+            : undefined;
   if (extra === undefined) return;
+  const advice =
+    extra === "a path"
+      ? "; Atrium serves only at the root of its origin: give it its own host name or port, and " +
+        "have a proxy in front pass every path of that origin to it unchanged."
+      : "; remove it.";
   throw new BootError(
-    `http.publicUrl must be the base URL clients reach Atrium at (scheme, host, port and at most a ` +
-      `path, e.g. "https://atrium.example.com"), without ${extra}; remove it.`,
+    `http.publicUrl must be the origin clients reach Atrium at (scheme, host and port, ` +
+      `e.g. "https://atrium.example.com"), without ${extra}${advice}`,
   );
 }
 

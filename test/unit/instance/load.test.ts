@@ -114,6 +114,27 @@ describe("loadInstance", () => {
     },
   );
 
+  it.for([
+    "http://127.0.0.1:8787/atrium",
+    "https://atrium.example.com/atrium/",
+    "https://atrium.example.com//",
+  ])(
+    "a publicUrl with a path (%s) is refused, saying to give Atrium its own host name or port",
+    async (publicUrl) => {
+      const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl } });
+      const message = await bootError(loadInstance(path));
+      expect(message).toContain("http.publicUrl");
+      expect(message).toContain("without a path");
+      expect(message).toContain("its own host name or port");
+    },
+  );
+
+  it("a publicUrl that ends in a slash is the root, not a path", async () => {
+    const publicUrl = "https://atrium.example.com:8443/";
+    const path = await writeInstance({ ...MINIMAL, http: { ...MINIMAL.http, publicUrl } });
+    expect((await loadInstance(path)).http.publicUrl).toBe("https://atrium.example.com:8443");
+  });
+
   it("accepts a file that starts with a UTF-8 byte order mark", async () => {
     const path = await writeInstance(`\uFEFF${JSON.stringify(MINIMAL)}`);
     expect((await loadInstance(path)).http.publicUrl).toBe("http://127.0.0.1:8787");
