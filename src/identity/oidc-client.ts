@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, type JWTPayload, jwtVerify } from "jose";
+import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTPayload, jwtVerify } from "jose";
 import type { OidcAuth } from "../instance/schema.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 
@@ -36,6 +36,17 @@ export class SignInFailed extends Error {
   }
 }
 
+/**
+ * The provider's key set could not be fetched: no answer, a timeout, or an answer other than 200.
+ * A provider that is down, not a token that fails: the caller answers 503, never 401.
+ */
+export class ProviderKeysUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProviderKeysUnavailable";
+  }
+}
+
 /** The parts of the provider's discovery document sign-in uses. */
 export interface ProviderMetadata {
   issuer: string;
@@ -64,6 +75,7 @@ type KeySet = ReturnType<typeof createRemoteJWKSet>;
 export class OidcClient {
   private discovered: { atMs: number; ttlMs: number; metadata: Promise<ProviderMetadata> } | undefined;
   private keys: { uri: string; set: KeySet } | undefined;
+  private keysFailedAtMs: number | undefined;
 
   constructor(
     readonly auth: OidcAuth,
@@ -231,6 +243,8 @@ export class OidcClient {
         currentDate: new Date(this.now()),
       }));
     } catch (error) {
+      if (error instanceof ProviderKeysUnavailable)
+        throw new SignInFailed("provider_unavailable", error.message);
       throw new SignInFailed("id_token_invalid", `The ID token was refused: ${(error as Error).message}`);
     }
     if (payload.nonce !== nonce) {
@@ -251,11 +265,43 @@ export class OidcClient {
     if (this.keys?.uri !== jwksUri) {
       this.keys = {
         uri: jwksUri,
-        set: createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: PROVIDER_TIMEOUT_MS }),
+        set: createRemoteJWKSet(new URL(jwksUri), {
+          timeoutDuration: PROVIDER_TIMEOUT_MS,
+          [customFetch]: this.fetchKeys,
+        }),
       };
     }
     return this.keys.set;
   }
+
+  /**
+   * jose's fetch of the key set, shared by every caller while it runs, and remembered for
+   * DISCOVERY_RETRY_MS when it fails: jose fetches again on each token while it holds no keys, so
+   * a provider that is down was asked once per request (test/unit/identity/oidc-client.test.ts
+   * "the key set").
+   */
+  private readonly fetchKeys: FetchImplementation = async (url, options) => {
+    const failedAtMs = this.keysFailedAtMs;
+    if (failedAtMs !== undefined && this.now() - failedAtMs < DISCOVERY_RETRY_MS) {
+      throw new ProviderKeysUnavailable(`The key set at ${url} could not be fetched a moment ago.`);
+    }
+    const failed = (why: string) => {
+      this.keysFailedAtMs = this.now();
+      return new ProviderKeysUnavailable(`The key set at ${url} could not be fetched (${why}).`);
+    };
+    let response: Response;
+    try {
+      response = await fetch(url, options);
+    } catch (error) {
+      throw failed((error as Error).message);
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      throw failed(`it answered ${response.status}`);
+    }
+    this.keysFailedAtMs = undefined;
+    return response;
+  };
 }
 
 async function discover(issuer: string): Promise<ProviderMetadata> {

@@ -1,9 +1,9 @@
-import { type JWTHeaderParameters, type JWTPayload, jwtVerify } from "jose";
+import { errors, type JWTHeaderParameters, type JWTPayload, jwtVerify } from "jose";
 import { AtriumError, Unauthenticated } from "../../errors.ts";
 import type { OidcAuth } from "../../instance/schema.ts";
 import { CLOCK_TOLERANCE_SECONDS } from "../../kernel/clock.ts";
 import { bearerToken } from "../bearer.ts";
-import { ACCEPTED_ALGORITHMS, type OidcClient } from "../oidc-client.ts";
+import { ACCEPTED_ALGORITHMS, type OidcClient, ProviderKeysUnavailable } from "../oidc-client.ts";
 import { derivePrincipalId, type OrgRole, type Principal, type ProfileField } from "../principal.ts";
 import type { IdentityProvider } from "../provider.ts";
 import { isFirstPartyToken, notAnAccessToken } from "./token-kind.ts";
@@ -30,11 +30,7 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
       // Refused before the keys are fetched, so it is a 401 while the provider is down too.
       if (unverifiableToken(token, auth, Date.now())) throw new Unauthenticated(TOKEN_REFUSED);
       const keys = await client.keySet().catch((error: unknown) => {
-        throw new AtriumError(
-          "identity_provider_unavailable",
-          503,
-          `The identity provider could not be reached to check your token (${(error as Error).message}); try again shortly.`,
-        );
+        throw providerUnavailable(error as Error);
       });
       let payload: JWTPayload;
       let protectedHeader: JWTHeaderParameters;
@@ -46,7 +42,10 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
           clockTolerance: CLOCK_TOLERANCE_SECONDS,
           requiredClaims: ["exp"],
         }));
-      } catch {
+      } catch (error) {
+        if (error instanceof ProviderKeysUnavailable || error instanceof errors.JWKSTimeout) {
+          throw providerUnavailable(error);
+        }
         // The reason stays in this process: a caller learns only that the token was refused.
         throw new Unauthenticated(TOKEN_REFUSED);
       }
@@ -61,6 +60,14 @@ export function createOidcProvider(client: OidcClient): IdentityProvider {
       return bearerPrincipal(payload, auth);
     },
   };
+}
+
+function providerUnavailable(error: Error): AtriumError {
+  return new AtriumError(
+    "identity_provider_unavailable",
+    503,
+    `The identity provider could not be reached to check your token (${error.message}); try again shortly.`,
+  );
 }
 
 /**

@@ -17,6 +17,7 @@ let privateKey: CryptoKey;
 let discovery: Record<string, unknown>;
 let tokenAnswer: { status: number; body: unknown };
 let discoveryFetches: number;
+let keyFetchesRefused: number;
 let tokenRequests: Array<{ headers: IncomingMessage["headers"]; body: URLSearchParams }>;
 
 function auth(overrides: Partial<OidcAuth> = {}): OidcAuth {
@@ -65,6 +66,10 @@ beforeAll(async () => {
         return json(200, discovery);
       }
       if (request.url === "/jwks") return json(200, { keys: [publicJwk] });
+      if (request.url === "/jwks-down") {
+        keyFetchesRefused++;
+        return json(503, {});
+      }
       if (request.url === "/token" && request.method === "POST") {
         tokenRequests.push({
           headers: request.headers,
@@ -94,6 +99,7 @@ beforeEach(() => {
   tokenAnswer = { status: 200, body: { id_token: "x.y.z", access_token: "at", token_type: "Bearer" } };
   tokenRequests = [];
   discoveryFetches = 0;
+  keyFetchesRefused = 0;
 });
 
 async function refusal(promise: Promise<unknown>): Promise<SignInFailed> {
@@ -217,6 +223,22 @@ describe("discovery", () => {
       code_challenge: "ch",
       code_challenge_method: "S256",
     });
+  });
+});
+
+describe("the key set", () => {
+  it("a key set that cannot be fetched is the provider unavailable, asked again only after DISCOVERY_RETRY_MS", async () => {
+    discovery.jwks_uri = `${issuer}/jwks-down`;
+    let nowMs = Date.now();
+    const client = new OidcClient(auth(), () => nowMs);
+    const token = await idToken();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
+    }
+    expect(keyFetchesRefused).toBe(1);
+    nowMs += DISCOVERY_RETRY_MS;
+    expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
+    expect(keyFetchesRefused).toBe(2);
   });
 });
 
