@@ -363,7 +363,7 @@ describe("browser sign-in as a public client (no client secret)", () => {
 });
 
 describe("an identity provider that cannot be reached", () => {
-  it("/auth/login answers a 503 page, and a later attempt tries discovery again", async () => {
+  it("/auth/login answers a 503 page on every attempt while the provider cannot be reached", async () => {
     const instance = await startInstance({
       adapter: "oidc",
       issuer: "http://127.0.0.1:9",
