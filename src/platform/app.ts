@@ -165,8 +165,13 @@ export interface PublishedSkills {
 
 /** A workspace's sources while its registry is loaded; a registry built later asks the apps. */
 export interface WorkspaceSources {
-  /** Serves `source` in place of its namesake, answered to be closed by the caller (SourceRegistry.replace). */
-  replace(workspaceId: string, source: Source): Promise<Source | undefined>;
+  /**
+   * Serves the source `build` makes in place of its namesake, answered to be closed by the caller
+   * (SourceRegistry.replace). Built only where the workspace's registry is loaded: one that is not
+   * builds its sources when it is, and a source built for no registry was read (its snapshot) for
+   * nothing and never closed.
+   */
+  replace(workspaceId: string, build: () => Promise<Source>): Promise<Source | undefined>;
   /** `owner` names whose personal source (`my_…`) is removed; absent for a shared one. */
   remove(workspaceId: string, name: string, owner?: string): Promise<void>;
 }

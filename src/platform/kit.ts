@@ -108,8 +108,9 @@ export function publishedSkills(): PublishedSkills {
 /** Changes reach a registry that is loaded; one that is not will be built with them. */
 export function workspaceSources(registries: IdleCache<SourceRegistry>): WorkspaceSources {
   return {
-    async replace(workspaceId, source) {
-      return (await registries.peek(workspaceId))?.replace(source);
+    async replace(workspaceId, build) {
+      const registry = await registries.peek(workspaceId);
+      return registry?.replace(await build());
     },
     async remove(workspaceId, name, owner) {
       await (await registries.peek(workspaceId))?.remove(name, owner);

@@ -56,7 +56,7 @@ export class Serving {
         }
         if (!isServed(record, this.appNames)) return;
         for (const workspaceId of where()) {
-          const previous = await this.sources.replace(workspaceId, await build(record));
+          const previous = await this.sources.replace(workspaceId, () => build(record));
           if (!previous) continue;
           superseded.push(previous);
           const closing = this.closing.get(turn) ?? new Set<Source>();

@@ -91,7 +91,7 @@ function snapshotJson(snapshot: Snapshot): string {
  * Whether `version` names a snapshot the record has committed and still keeps: its current
  * version and the `KEPT_SNAPSHOTS - 1` before it.
  */
-function isCommitted(version: number, record: ConnectionRecord): boolean {
+export function isCommitted(version: number, record: ConnectionRecord): boolean {
   return (
     Number.isInteger(version) &&
     version > Math.max(0, record.snapshotVersion - KEPT_SNAPSHOTS) &&

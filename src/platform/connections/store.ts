@@ -6,9 +6,11 @@ import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owne
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
+import { SharedSnapshots } from "./shared-snapshots.ts";
 import type { Snapshot } from "./snapshot.ts";
 import {
   committedVersions,
+  isCommitted,
   makeSnapshotsFolder,
   readCommittedSnapshot,
   removeOldSnapshots,
@@ -37,6 +39,8 @@ export class ConnectionStore implements LeftoverRules {
   private readonly index = new Map<string, Set<string>>();
   /** Records as last written or read, by `<ws>/<name>`. */
   private readonly records = new Map<string, ConnectionRecord>();
+  /** Each snapshot parsed once while anyone holds it: every workspace's client of a connection pins it. */
+  private readonly parsed = new SharedSnapshots();
 
   /**
    * `storage.dir(key)` is where one key's connections live: a workspace's partition, or (the
@@ -163,7 +167,12 @@ export class ConnectionStore implements LeftoverRules {
 
   async snapshot(workspaceId: string, name: string, version: number): Promise<Snapshot> {
     const record = await this.get(workspaceId, name);
-    const snapshot = await readCommittedSnapshot(this.dir(workspaceId, name), record, version);
+    // Asked before the shared copy: a version the record no longer keeps is not read, held or not.
+    const snapshot = isCommitted(version, record)
+      ? await this.parsed.get(record.id, version, () =>
+          readCommittedSnapshot(this.dir(workspaceId, name), record, version),
+        )
+      : undefined;
     if (!snapshot)
       throw new NotFound("snapshot_not_found", `Connection "${name}" has no snapshot ${version}.`);
     return snapshot;

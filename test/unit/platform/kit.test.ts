@@ -15,8 +15,9 @@ import {
 import { platformInput } from "../../../src/platform/platform-tool.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
-import type { SourceRegistry } from "../../../src/sources/registry.ts";
+import { SourceRegistry } from "../../../src/sources/registry.ts";
 import { Router } from "../../../src/sources/router.ts";
+import type { Source } from "../../../src/sources/source.ts";
 import { CredentialStore } from "../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../src/storage/keyed-lock.ts";
 import { FakeTime } from "../../helpers/fake-time.ts";
@@ -163,5 +164,37 @@ describe("an app's one source", () => {
     expect(closed).toBe(0);
     await closeAppSources(apps);
     expect(closed).toBe(1);
+  });
+});
+
+describe("workspaceSources", () => {
+  it("builds a source only for a workspace whose registry is loaded", async () => {
+    const loaded = new SourceRegistry(temp.ws);
+    const registries = new IdleCache<SourceRegistry>(
+      async () => loaded,
+      async () => undefined,
+      60_000,
+    );
+    const sources = workspaceSources(registries);
+    const built: string[] = [];
+    const build = (label: string) => async (): Promise<Source> => {
+      built.push(label);
+      return {
+        name: "notes",
+        listTools: async () => [],
+        callTool: async () => ({ content: [] }),
+        close: async () => undefined,
+      };
+    };
+    // No registry is loaded yet: it will build its sources itself when it is; none is read now.
+    expect(await sources.replace(temp.ws, build("before"))).toBeUndefined();
+    expect(built).toEqual([]);
+    await registries.use(temp.ws, async () => undefined);
+    expect(await sources.replace(temp.ws, build("first"))).toBeUndefined();
+    const first = loaded.get("notes", OWNER);
+    expect(await sources.replace(temp.ws, build("second"))).toBe(first);
+    expect(await sources.replace("ws_ffffffffffffffff", build("elsewhere"))).toBeUndefined();
+    expect(built).toEqual(["first", "second"]);
+    await registries.close();
   });
 });

@@ -58,7 +58,11 @@ beforeEach(async () => {
   served = new Map();
   held = undefined;
   const sources: WorkspaceSources = {
-    replace: async (_ws, source) => void served.set(source.name, source),
+    replace: async (_ws, build) => {
+      const source = await build();
+      served.set(source.name, source);
+      return undefined;
+    },
     remove: async (_ws, name) => void served.delete(name),
   };
   const live = {
@@ -161,7 +165,8 @@ function swappingRegistries(): { sources: WorkspaceSources; of(workspaceId: stri
   return {
     of,
     sources: {
-      replace: async (ws, source) => {
+      replace: async (ws, build) => {
+        const source = await build();
         const previous = of(ws).get(source.name);
         of(ws).set(source.name, source);
         return previous;
