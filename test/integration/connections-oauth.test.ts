@@ -82,6 +82,9 @@ beforeAll(async () => {
   harness = await startOAuthAtrium("atrium-connections-oauth-", time, TTL_SECONDS);
   ({ instance, remote } = harness);
   ws = await bootstrapWorkspace(instance, "alice");
+  // A second admin: one person's new start replaces their own pending flow (flows.ts), so flows
+  // that race are two people's.
+  await addMember(instance.rest, "alice", ws, "erin", { principalId: testPrincipal("erin").id }, "admin");
 });
 
 afterAll(async () => {
@@ -203,15 +206,15 @@ describe("refresh", () => {
 });
 
 describe("only the newest authorization activates", () => {
-  it("two tabs' concurrent callbacks: exactly one activates, the other is told it was superseded", async () => {
+  it("two admins' concurrent callbacks: exactly one activates, the other is told it was superseded", async () => {
     const first = (await (await add("tabs")).json()) as Started;
-    const second = (await (await start("tabs")).json()) as Started;
-    const { context } = await browserAs("alice");
-    const [tabOne, tabTwo] = [await context.newPage(), await context.newPage()];
-    const heldOne = await holdCallback(tabOne, first.go_url);
-    const heldTwo = await holdCallback(tabTwo, second.go_url);
-    const landings = await Promise.all([deliverCallback(tabOne, heldOne), deliverCallback(tabTwo, heldTwo)]);
-    await context.close();
+    const second = (await (await start("tabs", "erin")).json()) as Started;
+    const [one, two] = [await browserAs("alice"), await browserAs("erin")];
+    const heldOne = await holdCallback(one.page, first.go_url);
+    const heldTwo = await holdCallback(two.page, second.go_url);
+    const landings = await Promise.all([deliverCallback(one.page, heldOne), deliverCallback(two.page, heldTwo)]);
+    await one.context.close();
+    await two.context.close();
     expect(landings.map((landing) => landing.status).sort()).toEqual([200, 409]);
     expect(landings.find((landing) => landing.status === 409)?.text).toContain("superseded");
     expect(await view("tabs")).toMatchObject({ state: "running", authorizationGeneration: 1 });
@@ -222,11 +225,12 @@ describe("only the newest authorization activates", () => {
     const old = (await (await start("stale")).json()) as Started;
     const { context, page } = await browserAs("alice");
     const held = await holdCallback(page, old.go_url);
-    const newer = (await (await start("stale")).json()) as Started;
-    const other = await context.newPage();
+    const newer = (await (await start("stale", "erin")).json()) as Started;
+    const other = await browserAs("erin");
     expect(
-      (await authorizeInBrowser(other, newer.go_url, { issuer: remote.issuer, login: "alice" })).status,
+      (await authorizeInBrowser(other.page, newer.go_url, { issuer: remote.issuer, login: "erin" })).status,
     ).toBe(200);
+    await other.context.close();
     const landing = await deliverCallback(page, held);
     await context.close();
     expect(landing.status).toBe(409);

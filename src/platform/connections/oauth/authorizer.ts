@@ -13,7 +13,13 @@ import type { ClientRegistrations, ConfiguredClient, IssuedTo, OAuthClient } fro
 import { type ConnectionTokens, oauthOf } from "./connection-tokens.ts";
 import { type CredentialExchanges, RootLetGo } from "./credential-exchanges.ts";
 import { type AuthorizationTarget, discoverAuthorization } from "./discovery.ts";
-import { expiredOutcome, type FlowOutcome, stoppingOutcome, usedOutcome } from "./flow-outcomes.ts";
+import {
+  expiredOutcome,
+  type FlowOutcome,
+  replacedOutcome,
+  stoppingOutcome,
+  usedOutcome,
+} from "./flow-outcomes.ts";
 import { type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
@@ -184,8 +190,7 @@ export class Authorizer {
     cookieSecret: string | undefined,
   ): { redirect: string; setSecret?: string } | FlowOutcome {
     const flow = this.flows.get(flowId);
-    if (!flow || this.flows.expired(flow)) return expiredOutcome();
-    if (flow.used) return usedOutcome();
+    if (!flow || this.flows.expired(flow)) return this.endedOutcome(flowId);
     const refusal = this.mayOpen(flow, principalId);
     if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
     if (flow.binding) {
@@ -225,8 +230,7 @@ export class Authorizer {
     cookieSecret: string | undefined,
   ): Promise<FlowOutcome> {
     const flow = this.flowOf(query.state);
-    if (!flow || this.flows.expired(flow)) return expiredOutcome();
-    if (flow.used) return usedOutcome();
+    if (!flow || this.flows.expired(flow)) return this.endedOutcome(query.state);
     if (!this.flows.boundTo(flow, cookieSecret) || flow.binding?.principalId !== principalId) {
       return {
         status: 403,
@@ -239,7 +243,7 @@ export class Authorizer {
     // minutes a flow lives (test/integration/connections-oauth.test.ts "removed mid-flow").
     const refusal = this.mayOpen(flow, principalId);
     if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
-    flow.used = true;
+    this.flows.spend(flow);
     // Each issuer that does not promise `iss` has its own callback, and the flow's is the only
     // one its answer may arrive at: an answer at another one was sent by another issuer's server
     // (RFC 9700 §4.4.2), and its code must not go to this flow's token endpoint
@@ -300,6 +304,14 @@ export class Authorizer {
       }
       throw error;
     }
+  }
+
+  /** The answer for a go_url or callback whose flow is not pending: spent, replaced, or unknown. */
+  private endedOutcome(idOrState: string | undefined): FlowOutcome {
+    const end = idOrState === undefined ? undefined : this.flows.endedAs(idOrState);
+    if (end === "used") return usedOutcome();
+    if (end === "replaced") return replacedOutcome();
+    return expiredOutcome();
   }
 
   /** Why `principalId` may not open `flow`; `undefined` when they may. */

@@ -26,6 +26,19 @@ export function usedOutcome(): FlowOutcome {
 }
 
 /**
+ * A newer start of the same connection, by the same person (or a newer step-up), replaced this
+ * flow: one sign-in of a connection waits per person at a time (flows.ts).
+ */
+export function replacedOutcome(): FlowOutcome {
+  return {
+    status: 400,
+    title: "Replaced",
+    message:
+      "A newer authorization of this connection was started after this one and replaced it; finish the newest link, or start again from Atrium.",
+  };
+}
+
+/**
  * The tokens were activated, but the graceful stop cut the first photograph of a connection still
  * pending (a look, adr/0122): it is not served until a sign-in photographs it.
  */

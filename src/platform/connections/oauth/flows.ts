@@ -1,10 +1,22 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { TooManyRequests } from "../../../errors.ts";
 import type { Clock } from "../../../kernel/clock.ts";
 import type { OAuthClient } from "./client-identity.ts";
 import type { AuthorizationTarget } from "./discovery.ts";
 
 /** How long a go_url and its callback stay usable. */
 export const FLOW_TTL_MS = 10 * 60 * 1000;
+/**
+ * How many sign-ins may wait for their callback at once, instance-wide. Each connection has one
+ * per person who started it (and one step-up), so this is reached only by that many connections
+ * being signed in to within ten minutes.
+ */
+export const MAX_PENDING_FLOWS = 1_000;
+/** How many spent or replaced flows are remembered, to tell their go_url or callback why it is refused. */
+const ENDED_KEPT = 1_000;
+
+/** Why a flow no longer answers: its callback came (`used`), or a newer start took its place. */
+export type FlowEnd = "used" | "replaced";
 
 /** One authorization in progress: created by add, start or a step-up, used by one callback. */
 export interface Flow {
@@ -31,19 +43,30 @@ export interface Flow {
   expiresAt: number;
   /** Set when a browser opened the go_url: who, and the SHA-256 of the secret its cookie holds. */
   binding?: { principalId: string; secretHash: Buffer };
-  used: boolean;
 }
 
-export type NewFlow = Omit<Flow, "id" | "expiresAt" | "binding" | "used">;
+export type NewFlow = Omit<Flow, "id" | "expiresAt" | "binding">;
 
 /**
  * Flows in progress, kept in memory only: the PKCE verifier never leaves the process, and a
- * flow that a restart forgets answers "expired" at its callback, to be started again. A used
- * flow is kept until it expires, so a replayed callback is told so (400) rather than "unknown".
+ * flow that a restart forgets answers "expired" at its callback, to be started again.
+ *
+ * Bounded (ADR 0122, amended 2026-12-07): a connection has one pending flow per person who started
+ * it, and one step-up (its slot), so a new start replaces the previous one, which answers
+ * `replaced` from then on; asked for in a loop, a connection's start left one flow per call for
+ * twenty minutes, each holding its authorization URL. At most `MAX_PENDING_FLOWS` slots are held
+ * instance-wide; one more is refused (`429 oauth_flows_full`), never taken from another slot
+ * (test/unit/platform/connections/oauth/flows.test.ts). A spent or replaced flow is remembered by
+ * its id and state alone, the newest `ENDED_KEPT`, to say why it is refused; an expired one is
+ * forgotten at once (its callback answers "unknown or expired" either way).
  */
 export class OAuthFlows {
   private readonly byId = new Map<string, Flow>();
   private readonly byState = new Map<string, Flow>();
+  /** The pending flow of each slot (`slotOf`). */
+  private readonly bySlot = new Map<string, Flow>();
+  /** Flows that ended, by id and by state, oldest first. */
+  private readonly ended = new Map<string, FlowEnd>();
 
   constructor(private readonly clock: Clock) {}
 
@@ -51,25 +74,47 @@ export class OAuthFlows {
     return randomBytes(32).toString("base64url");
   }
 
+  /** A new flow in its slot, replacing the slot's pending one; refused when every slot is held. */
   create(flow: NewFlow): Flow {
     this.sweep();
+    const slot = slotOf(flow);
+    const previous = this.bySlot.get(slot);
+    if (previous) this.end(previous, "replaced");
+    else if (this.bySlot.size >= MAX_PENDING_FLOWS) {
+      throw new TooManyRequests(
+        "oauth_flows_full",
+        `Atrium already holds ${MAX_PENDING_FLOWS} OAuth sign-ins waiting for their callback, its most at once; finish a sign-in you started, or wait up to ${FLOW_TTL_MS / 60_000} minutes for pending ones to expire, then start again.`,
+      );
+    }
     const created: Flow = {
       ...flow,
       id: `oaf_${randomBytes(16).toString("hex")}`,
       expiresAt: this.clock() + FLOW_TTL_MS,
-      used: false,
     };
     this.byId.set(created.id, created);
     this.byState.set(created.state, created);
+    this.bySlot.set(slot, created);
     return created;
   }
 
+  /** The pending flow with this id; an ended one is `endedAs`. */
   get(id: string): Flow | undefined {
     return this.byId.get(id);
   }
 
+  /** The pending flow with this state; an ended one is `endedAs`. */
   withState(state: string): Flow | undefined {
     return this.byState.get(state);
+  }
+
+  /** Why the flow with this id or state ended, while it is remembered. */
+  endedAs(idOrState: string): FlowEnd | undefined {
+    return this.ended.get(idOrState);
+  }
+
+  /** A callback got past the binding check: the flow answers no other, a replay included. */
+  spend(flow: Flow): void {
+    this.end(flow, "used");
   }
 
   expired(flow: Flow): boolean {
@@ -90,7 +135,7 @@ export class OAuthFlows {
   }
 
   /**
-   * An unused, unexpired step-up flow of the connection asking for `scope`, to hand out again
+   * The pending, unexpired step-up flow of the connection asking for `scope`, to hand out again
    * rather than start another. Only one started from the record as it is now: a flow from before
    * the last activation could only end 409 superseded, so it is never handed out again
    * (test/integration/connections-oauth.test.ts "a step-up link left unused across a re-authorization").
@@ -99,28 +144,42 @@ export class OAuthFlows {
     record: { connectionId: string; generation: number; activatedAt: string | undefined },
     scope: string | undefined,
   ): Flow | undefined {
-    this.sweep();
-    return [...this.byId.values()].find(
-      (flow) =>
-        flow.connectionId === record.connectionId &&
-        flow.generation === record.generation &&
-        flow.activatedAt === record.activatedAt &&
-        flow.startedBy === undefined &&
-        !flow.used &&
-        !this.expired(flow) &&
-        flow.scope === scope,
-    );
+    const flow = this.bySlot.get(slotOf({ connectionId: record.connectionId }));
+    return flow &&
+      flow.generation === record.generation &&
+      flow.activatedAt === record.activatedAt &&
+      !this.expired(flow) &&
+      flow.scope === scope
+      ? flow
+      : undefined;
+  }
+
+  private end(flow: Flow, how: FlowEnd): void {
+    this.forget(flow);
+    this.ended.set(flow.id, how);
+    this.ended.set(flow.state, how);
+    for (const key of this.ended.keys()) {
+      if (this.ended.size <= 2 * ENDED_KEPT) break;
+      this.ended.delete(key);
+    }
+  }
+
+  private forget(flow: Flow): void {
+    // Only the flow's own entries: its slot may already hold the flow that replaced it.
+    if (this.byId.get(flow.id) === flow) this.byId.delete(flow.id);
+    if (this.byState.get(flow.state) === flow) this.byState.delete(flow.state);
+    const slot = slotOf(flow);
+    if (this.bySlot.get(slot) === flow) this.bySlot.delete(slot);
   }
 
   private sweep(): void {
-    const now = this.clock();
-    for (const flow of this.byId.values()) {
-      if (now >= flow.expiresAt + FLOW_TTL_MS) {
-        this.byId.delete(flow.id);
-        this.byState.delete(flow.state);
-      }
-    }
+    for (const flow of this.bySlot.values()) if (this.expired(flow)) this.forget(flow);
   }
+}
+
+/** A connection's flows started by one person, or (no `startedBy`) its step-ups: one pending at a time. */
+function slotOf(flow: { connectionId: string; startedBy?: string }): string {
+  return `${flow.connectionId}/${flow.startedBy ?? ""}`;
 }
 
 function digest(secret: string): Buffer {
