@@ -212,7 +212,10 @@ describe("only the newest authorization activates", () => {
     const [one, two] = [await browserAs("alice"), await browserAs("erin")];
     const heldOne = await holdCallback(one.page, first.go_url);
     const heldTwo = await holdCallback(two.page, second.go_url);
-    const landings = await Promise.all([deliverCallback(one.page, heldOne), deliverCallback(two.page, heldTwo)]);
+    const landings = await Promise.all([
+      deliverCallback(one.page, heldOne),
+      deliverCallback(two.page, heldTwo),
+    ]);
     await one.context.close();
     await two.context.close();
     expect(landings.map((landing) => landing.status).sort()).toEqual([200, 409]);
