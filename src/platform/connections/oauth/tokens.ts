@@ -10,7 +10,7 @@ import {
 } from "@modelcontextprotocol/client";
 import type { Clock } from "../../../kernel/clock.ts";
 import type { IssuedTo, OAuthClient } from "./client-identity.ts";
-import type { AuthorizationTarget } from "./discovery.ts";
+import { AuthorizationRefused, type AuthorizationTarget } from "./discovery.ts";
 
 /** What a connection holds from its authorization server; sealed whole, as one credential. */
 export interface TokenSet {
@@ -52,6 +52,14 @@ export function scopeToRequest(
 }
 
 /**
+ * The longest authorization URL a flow keeps (flows.ts): 50 scopes of 200 characters, encoded,
+ * fit with room to spare; what is longer comes from the server's own metadata or registration (its
+ * endpoint, the client id it issued, the resource it names), up to the 1 MiB an OAuth answer may
+ * be, and a flow held that for ten minutes, up to a thousand of them (ADR 0122, amended 2026-12-07).
+ */
+export const MAX_AUTHORIZATION_URL_CHARS = 32 * 1024;
+
+/**
  * The authorization request: PKCE S256 (the SDK makes the verifier and challenge), `state`, the
  * scopes, and the `resource` indicator (RFC 8707). The verifier never leaves the server.
  */
@@ -60,7 +68,7 @@ export async function beginAuthorization(
   client: OAuthClient,
   request: { redirectUri: string; state: string; scope?: string },
 ): Promise<{ authorizationUrl: URL; codeVerifier: string }> {
-  return startAuthorization(target.issuer, {
+  const begun = await startAuthorization(target.issuer, {
     metadata: target.metadata,
     clientInformation: client.info,
     redirectUrl: request.redirectUri,
@@ -68,6 +76,13 @@ export async function beginAuthorization(
     resource: target.resource,
     ...(request.scope ? { scope: request.scope } : {}),
   });
+  const length = begun.authorizationUrl.href.length;
+  if (length > MAX_AUTHORIZATION_URL_CHARS) {
+    throw new AuthorizationRefused(
+      `The authorization server's sign-in URL would be ${length} characters, more than the ${MAX_AUTHORIZATION_URL_CHARS} Atrium keeps for a sign-in; its authorization endpoint, the client id it issued or the resource it names is too long. Ask for fewer scopes, or have its operator shorten them.`,
+    );
+  }
+  return begun;
 }
 
 /** Whether the authorization server promises RFC 9207 `iss` on every authorization response. */
