@@ -88,4 +88,20 @@ describe("a personal OAuth connection's sign-ins", () => {
     expect(callback.status).toBe(400);
     expect(callback.text).toContain("replaced it; finish the newest link, or start again from Atrium");
   });
+
+  it("go with their connection: a removed connection's link answers unknown", async () => {
+    const added = await instance.rest("mallory", "POST", `/v1/workspaces/${ws}/connections`, {
+      name: "brief",
+      url: remote.url,
+      personal: true,
+      auth: { kind: "oauth" },
+    });
+    expect(added.status).toBe(201);
+    const link = new URL(((await added.json()) as { go_url: string }).go_url).pathname;
+    const removed = await instance.rest("mallory", "DELETE", `/v1/workspaces/${ws}/connections/my_brief`);
+    expect(removed.status).toBe(204);
+    const opened = await instance.raw("mallory", "GET", link);
+    expect(opened.status).toBe(400);
+    expect(opened.text).toContain("This authorization is unknown or older than 10 minutes");
+  });
 });

@@ -91,8 +91,9 @@ export class Authorizer {
     return this.authorities.authority(record, issuedTo, signal);
   }
 
-  /** A removed connection: nothing about it is kept in memory, its tokens least of all. */
+  /** A removed connection: nothing about it is kept in memory, its tokens least of all, nor its flows. */
   forget(record: ConnectionRecord): void {
+    this.flows.forgetConnection(record.id);
     this.authorities.forget(record);
     this.deps.tokens.forget(record);
   }

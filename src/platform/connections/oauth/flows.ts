@@ -117,6 +117,15 @@ export class OAuthFlows {
     this.end(flow, "used");
   }
 
+  /**
+   * A connection removed (or its workspace archived): its flows go, and their go_urls answer
+   * "unknown". Kept, each add and remove of an OAuth connection left a slot held for ten minutes
+   * under a new connection id, and a loop of them filled every slot.
+   */
+  forgetConnection(connectionId: string): void {
+    for (const flow of this.bySlot.values()) if (flow.connectionId === connectionId) this.forget(flow);
+  }
+
   expired(flow: Flow): boolean {
     return this.clock() >= flow.expiresAt;
   }

@@ -35,7 +35,14 @@ export function addPendingOAuth(
     // Its client registration is cut by the stop too, and records nothing then
     // (test/integration/connections-oauth-stop.test.ts "an OAuth add's client registration").
     const link = await deps.authorizer.start(record, { startedBy: at.createdBy, target, signal });
-    await store(record, signal);
+    try {
+      await store(record, signal);
+    } catch (error) {
+      // Its flow leads nowhere (no record to activate) and would hold a slot of the flows for ten
+      // minutes under an id no later add shares: a name taken meanwhile, or the stop.
+      deps.authorizer.forget(record);
+      throw error;
+    }
     return link;
   });
 }

@@ -87,11 +87,12 @@ describe("an OAuth add while a connection stored under its name is removed", () 
     const store = new ConnectionStore(temp.layout.partition("connections"));
     const base = deps(store);
     const [inDiscovery, held] = [gate(), gate()];
+    const forgotten: string[] = [];
     const connections = new Connections({
       ...base,
       authorizer: {
         ...base.authorizer,
-        forget: () => undefined,
+        forget: (record: { id: string; name: string }) => void forgotten.push(record.name),
         discover: async () => {
           inDiscovery.open();
           await held.promise;
@@ -122,5 +123,7 @@ describe("an OAuth add while a connection stored under its name is removed", () 
     held.open();
     // Ended by the removal, it answered the removed one's 404 connection_not_found.
     await expect(added).rejects.toMatchObject({ status: 409, code: "connection_exists" });
+    // The flow it started leads nowhere, and is let go rather than holding a slot for ten minutes.
+    expect(forgotten).toEqual(["oa"]);
   });
 });

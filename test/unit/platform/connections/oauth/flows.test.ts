@@ -58,6 +58,18 @@ describe("OAuth flows", () => {
     expect(flows.pendingStepUp(record, "read")).toBeUndefined();
   });
 
+  it("let a removed connection's flows go, and no other's", () => {
+    const flows = new OAuthFlows(new FakeTime().clock);
+    const removed = [
+      flows.create(flowOf("cn_a", "usr_alice")),
+      flows.create(flowOf("cn_a", undefined, "read")),
+    ];
+    const kept = flows.create(flowOf("cn_b", "usr_alice"));
+    flows.forgetConnection("cn_a");
+    for (const flow of removed) expect(flows.get(flow.id)).toBeUndefined();
+    expect(flows.get(kept.id)).toBe(kept);
+  });
+
   it("a spent flow answers no other callback, and says it was used", () => {
     const flows = new OAuthFlows(new FakeTime().clock);
     const flow = flows.create(flowOf("cn_a", "usr_alice"));
