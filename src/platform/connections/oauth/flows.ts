@@ -12,6 +12,12 @@ export const FLOW_TTL_MS = 10 * 60 * 1000;
  * being signed in to within ten minutes.
  */
 export const MAX_PENDING_FLOWS = 1_000;
+/**
+ * How many of those one person may hold (a workspace, for its connections' step-ups, which nobody
+ * starts): a workspace admin can add OAuth connections without a cap, each add starting a flow, and
+ * alone would otherwise take every slot of the instance.
+ */
+export const MAX_PENDING_FLOWS_PER_PERSON = 50;
 /** How many spent or replaced flows are remembered, to tell their go_url or callback why it is refused. */
 const ENDED_KEPT = 1_000;
 
@@ -55,7 +61,8 @@ export type NewFlow = Omit<Flow, "id" | "expiresAt" | "binding">;
  * it, and one step-up (its slot), so a new start replaces the previous one, which answers
  * `replaced` from then on; asked for in a loop, a connection's start left one flow per call for
  * twenty minutes, each holding its authorization URL. At most `MAX_PENDING_FLOWS` slots are held
- * instance-wide; one more is refused (`429 oauth_flows_full`), never taken from another slot
+ * instance-wide, and `MAX_PENDING_FLOWS_PER_PERSON` by one person; one more is refused
+ * (`429 oauth_flows_full`), never taken from another slot
  * (test/unit/platform/connections/oauth/flows.test.ts). A spent or replaced flow is remembered by
  * its id and state alone, the newest `ENDED_KEPT`, to say why it is refused; an expired one is
  * forgotten at once (its callback answers "unknown or expired" either way).
@@ -65,6 +72,8 @@ export class OAuthFlows {
   private readonly byState = new Map<string, Flow>();
   /** The pending flow of each slot (`slotOf`). */
   private readonly bySlot = new Map<string, Flow>();
+  /** How many slots each person (`starterOf`) holds. */
+  private readonly perStarter = new Map<string, number>();
   /** Flows that ended, by id and by state, oldest first. */
   private readonly ended = new Map<string, FlowEnd>();
 
@@ -80,12 +89,7 @@ export class OAuthFlows {
     const slot = slotOf(flow);
     const previous = this.bySlot.get(slot);
     if (previous) this.end(previous, "replaced");
-    else if (this.bySlot.size >= MAX_PENDING_FLOWS) {
-      throw new TooManyRequests(
-        "oauth_flows_full",
-        `Atrium already holds ${MAX_PENDING_FLOWS} OAuth sign-ins waiting for their callback, its most at once; finish a sign-in you started, or wait up to ${FLOW_TTL_MS / 60_000} minutes for pending ones to expire, then start again.`,
-      );
-    }
+    else this.admit(flow);
     const created: Flow = {
       ...flow,
       id: `oaf_${randomBytes(16).toString("hex")}`,
@@ -94,6 +98,8 @@ export class OAuthFlows {
     this.byId.set(created.id, created);
     this.byState.set(created.state, created);
     this.bySlot.set(slot, created);
+    const starter = starterOf(created);
+    this.perStarter.set(starter, (this.perStarter.get(starter) ?? 0) + 1);
     return created;
   }
 
@@ -163,6 +169,23 @@ export class OAuthFlows {
       : undefined;
   }
 
+  /** Whether a new slot may be held: refused, never made room for by taking another's. */
+  private admit(flow: NewFlow): void {
+    const wait = `finish a sign-in already started, or wait up to ${FLOW_TTL_MS / 60_000} minutes for pending ones to expire, then start again`;
+    if ((this.perStarter.get(starterOf(flow)) ?? 0) >= MAX_PENDING_FLOWS_PER_PERSON) {
+      throw new TooManyRequests(
+        "oauth_flows_full",
+        `${flow.startedBy === undefined && flow.owner === undefined ? "This workspace's connections have" : "You have"} ${MAX_PENDING_FLOWS_PER_PERSON} OAuth sign-ins waiting for their callback, the most one may hold at once; ${wait}.`,
+      );
+    }
+    if (this.bySlot.size >= MAX_PENDING_FLOWS) {
+      throw new TooManyRequests(
+        "oauth_flows_full",
+        `Atrium already holds ${MAX_PENDING_FLOWS} OAuth sign-ins waiting for their callback, its most at once; ${wait}.`,
+      );
+    }
+  }
+
   private end(flow: Flow, how: FlowEnd): void {
     this.forget(flow);
     this.ended.set(flow.id, how);
@@ -178,7 +201,12 @@ export class OAuthFlows {
     if (this.byId.get(flow.id) === flow) this.byId.delete(flow.id);
     if (this.byState.get(flow.state) === flow) this.byState.delete(flow.state);
     const slot = slotOf(flow);
-    if (this.bySlot.get(slot) === flow) this.bySlot.delete(slot);
+    if (this.bySlot.get(slot) !== flow) return;
+    this.bySlot.delete(slot);
+    const starter = starterOf(flow);
+    const held = (this.perStarter.get(starter) ?? 1) - 1;
+    if (held > 0) this.perStarter.set(starter, held);
+    else this.perStarter.delete(starter);
   }
 
   private sweep(): void {
@@ -189,6 +217,11 @@ export class OAuthFlows {
 /** A connection's flows started by one person, or (no `startedBy`) its step-ups: one pending at a time. */
 function slotOf(flow: { connectionId: string; startedBy?: string }): string {
   return `${flow.connectionId}/${flow.startedBy ?? ""}`;
+}
+
+/** Who holds a flow's slot: who started it, else (a step-up) the personal connection's owner, else its workspace. */
+function starterOf(flow: { startedBy?: string; owner?: string; workspaceId: string }): string {
+  return flow.startedBy ?? flow.owner ?? flow.workspaceId;
 }
 
 function digest(secret: string): Buffer {

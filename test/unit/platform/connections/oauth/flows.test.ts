@@ -5,6 +5,7 @@ import type { AuthorizationTarget } from "../../../../../src/platform/connection
 import {
   FLOW_TTL_MS,
   MAX_PENDING_FLOWS,
+  MAX_PENDING_FLOWS_PER_PERSON,
   type NewFlow,
   OAuthFlows,
 } from "../../../../../src/platform/connections/oauth/flows.ts";
@@ -86,7 +87,7 @@ describe("OAuth flows", () => {
     const time = new FakeTime();
     const flows = new OAuthFlows(time.clock);
     const held = Array.from({ length: MAX_PENDING_FLOWS }, (_, i) =>
-      flows.create(flowOf(`cn_${i}`, "usr_alice")),
+      flows.create(flowOf(`cn_${i}`, `usr_${i}`)),
     );
     let refused: unknown;
     try {
@@ -96,14 +97,27 @@ describe("OAuth flows", () => {
     }
     expect(refused).toBeInstanceOf(TooManyRequests);
     expect(refused).toMatchObject({ code: "oauth_flows_full", status: 429 });
-    expect((refused as Error).message).toMatch(/finish a sign-in you started, or wait up to 10 minutes/);
+    expect((refused as Error).message).toMatch(/finish a sign-in already started, or wait up to 10 minutes/);
     for (const flow of held) expect(flows.get(flow.id)).toBe(flow);
     // A start of a connection already held replaces its own flow, at the cap too.
-    const again = flows.create(flowOf("cn_0", "usr_alice"));
+    const again = flows.create(flowOf("cn_0", "usr_0"));
     expect(flows.get(again.id)).toBe(again);
     await time.advance(FLOW_TTL_MS);
     const after = flows.create(flowOf("cn_more", "usr_bob"));
     expect(flows.get(after.id)).toBe(after);
     expect(flows.get(held[1]?.id ?? "")).toBeUndefined();
+  });
+
+  it("refuse one person's sign-in past their own cap, while others still start theirs", () => {
+    const flows = new OAuthFlows(new FakeTime().clock);
+    for (let i = 0; i < MAX_PENDING_FLOWS_PER_PERSON; i++) flows.create(flowOf(`cn_${i}`, "usr_mallory"));
+    expect(() => flows.create(flowOf("cn_more", "usr_mallory"))).toThrow(
+      /You have 50 OAuth sign-ins waiting/,
+    );
+    const alice = flows.create(flowOf("cn_more", "usr_alice"));
+    expect(flows.get(alice.id)).toBe(alice);
+    // A connection of theirs removed frees its place.
+    flows.forgetConnection("cn_0");
+    expect(flows.get(flows.create(flowOf("cn_more", "usr_mallory")).id)).toBeDefined();
   });
 });
