@@ -14,6 +14,7 @@ import type { EventDraft } from "../src/platform/conversations/model.ts";
 import { ConversationStore } from "../src/platform/conversations/store.ts";
 import { mapBounded } from "../src/storage/bounded.ts";
 import { StorageLayout } from "../src/storage/paths.ts";
+import { NO_CALLER } from "../src/workspace/access-check.ts";
 import { release } from "./lib/cleanup.ts";
 import { percentile } from "./lib/percentile.ts";
 import { progress } from "./lib/progress.ts";
@@ -94,11 +95,11 @@ const cpuMs = () => {
  */
 async function pageOfLargeLog(root: string): Promise<{ first: number; median: number }> {
   let store = openStore(root);
-  const { id } = await store.create(WORKSPACE, OWNER, "large");
+  const { id } = await store.create(WORKSPACE, OWNER, "large", undefined, NO_CALLER);
   const log = join(root, WORKSPACE, "conversations", OWNER, `${id}.jsonl`);
   while ((await stat(log)).size < LARGE_LOG_BYTES - 512 * 1024) {
     const drafts = Array.from({ length: LARGE_LOG_APPEND }, () => message(sentence()));
-    await store.append(WORKSPACE, OWNER, id, drafts);
+    await store.append(WORKSPACE, OWNER, id, drafts, NO_CALLER);
   }
   store = openStore(root);
   const page = () => store.get(WORKSPACE, OWNER, id, { order: "newest", limit: 100 });
@@ -131,7 +132,7 @@ export async function runConversationsBench(
       CREATES_IN_FLIGHT,
       async (i) => {
         const events = Array.from({ length: MESSAGES_PER_CONVERSATION }, () => message(sentence()));
-        return (await store.create(WORKSPACE, OWNER, `conversation ${i}`, events)).id;
+        return (await store.create(WORKSPACE, OWNER, `conversation ${i}`, events, NO_CALLER)).id;
       },
     );
     const createPerSec = perSec(count, performance.now() - started);
@@ -142,7 +143,7 @@ export async function runConversationsBench(
     started = performance.now();
     for (let i = 0; i < APPENDS; i++) {
       const t = performance.now();
-      await store.append(WORKSPACE, OWNER, pick(), [message(sentence())]);
+      await store.append(WORKSPACE, OWNER, pick(), [message(sentence())], NO_CALLER);
       latencies.push(performance.now() - t);
     }
     const sequential = perSec(APPENDS, performance.now() - started);
@@ -150,7 +151,7 @@ export async function runConversationsBench(
     await mapBounded(
       Array.from({ length: APPENDS }, (_, i) => i),
       16,
-      () => store.append(WORKSPACE, OWNER, pick(), [message(sentence())]),
+      () => store.append(WORKSPACE, OWNER, pick(), [message(sentence())], NO_CALLER),
     );
     const concurrent16 = perSec(APPENDS, performance.now() - started);
 

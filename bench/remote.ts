@@ -16,6 +16,7 @@ import { photograph } from "../src/platform/connections/snapshot.ts";
 import { guardedFetch } from "../src/sources/guarded-fetch.ts";
 import { McpSource } from "../src/sources/mcp-source.ts";
 import { StorageLayout } from "../src/storage/paths.ts";
+import { NO_CALLER } from "../src/workspace/access-check.ts";
 import { WorkspaceStore } from "../src/workspace/store.ts";
 import { startRemoteServer } from "../test/helpers/remote-server.ts";
 import { progress } from "./lib/progress.ts";
@@ -75,7 +76,7 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
       { credentialLapsed: () => false },
       ledger,
     );
-    const caller = { principalId: OWNER, workspaceId: ws };
+    const caller = { principalId: OWNER, workspaceId: ws, access: NO_CALLER };
     const args = (i: number) => ({ text: `call ${i}` });
     // Warm both paths: connections, the listing the drift check reads, the compiled schema.
     await timeCalls((i) => direct.callTool("echo", args(i), caller));

@@ -174,7 +174,7 @@ async function startLocked(
     clock,
   );
   const router = new Router(log);
-  const dispatch = new ToolDispatch(workspaces, registries, router);
+  const dispatch = new ToolDispatch(workspaces, users, registries, router);
   const scheduler = new Scheduler({ clock, timers, leases: everyLeaseLocal, log });
   // From here on a failed boot closes what it started: nothing of it outlives it in this process.
   const { drainSeconds } = config.http;

@@ -1,6 +1,8 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { Forbidden, WorkspaceNotFound } from "../errors.ts";
+import type { UserDirectory } from "../identity/users.ts";
 import { scopeForTool } from "../oauth/scopes.ts";
+import { accessCheckOf } from "../workspace/access-check.ts";
 import type { WorkspaceStore } from "../workspace/store.ts";
 import { CallsInFlight, type EndedAccess } from "./calls-in-flight.ts";
 import type { IdleCache } from "./idle-cache.ts";
@@ -34,6 +36,8 @@ export type DispatchDenied = (denial: {
 export class ToolDispatch {
   constructor(
     private readonly workspaces: Pick<WorkspaceStore, "roleOf">,
+    /** Whether a person is deactivated: with `workspaces`, what each call's access check asks. */
+    private readonly users: Pick<UserDirectory, "isDeactivated">,
     private readonly registries: IdleCache<SourceRegistry>,
     private readonly router: Router,
   ) {}
@@ -67,7 +71,10 @@ export class ToolDispatch {
           );
         }
       }
-      const host = scopes === undefined ? { principalId, workspaceId } : { principalId, workspaceId, scopes };
+      // The one place a caller is built for a tool, whichever surface asked (MCP, REST, a task
+      // run): its access check goes with it to every store the tool writes (adr/0154, amended).
+      const access = accessCheckOf(this.workspaces, this.users, principalId, workspaceId);
+      const host = { principalId, workspaceId, access, ...(scopes !== undefined && { scopes }) };
       return this.router.callTool(registry, host, name, args, context);
     });
   }

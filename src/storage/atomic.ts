@@ -38,12 +38,18 @@ export async function writeNewFileSynced(path: string, data: string | Uint8Array
 /**
  * Writes to a temp file beside the target, fsyncs it, renames it over the target and fsyncs
  * the folder: a reader sees the old bytes or the new ones, never half of either, and once
- * this returns the new bytes survive a power loss.
+ * this returns the new bytes survive a power loss. `beforeRename` may refuse the write by
+ * throwing, just before the rename that makes it seen: the temp file is removed.
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  data: string | Uint8Array,
+  beforeRename?: () => void,
+): Promise<void> {
   const temp = tempPathBeside(path);
   try {
     await writeNewFileSynced(temp, data);
+    beforeRename?.();
     await rename(temp, path);
   } catch (error) {
     await rm(temp, { force: true });

@@ -45,6 +45,21 @@ const UNWATCHED: FolderChanges<unknown> = {
     await change();
   },
 };
+
+/**
+ * Unwatched changes whose commit asks `check` first, just before the one rename: a `check` that
+ * throws refuses the create or remove, which then leaves nothing of itself (a writer's caller
+ * whose access ended, adr/0154).
+ */
+export function checkedBeforeCommit<T>(check: () => void): FolderChanges<T> {
+  return {
+    commit: (rename) => {
+      check();
+      return rename();
+    },
+    step: UNWATCHED.step,
+  };
+}
 const RECORDS_IN_FLIGHT = 16;
 
 /**

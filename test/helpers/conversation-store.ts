@@ -8,6 +8,7 @@ import {
 import { searchConversations } from "../../src/platform/conversations/finder.ts";
 import type { EventDraft } from "../../src/platform/conversations/model.ts";
 import { ConversationStore } from "../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../src/workspace/access-check.ts";
 import type { FakeTime } from "./fake-time.ts";
 import type { TempRoot } from "./temp-root.ts";
 
@@ -68,17 +69,17 @@ export async function cursorOverDeleted(
   time: FakeTime,
   ownerId: string,
 ): Promise<string> {
-  await store.create(temp.ws, ownerId, "A", [said("apple one")]);
+  await store.create(temp.ws, ownerId, "A", [said("apple one")], NO_CALLER);
   time.jump(1000);
   await store.indexes.flush();
-  const b = await store.create(temp.ws, ownerId, "B", [said("apple two"), said("apple three")]);
+  const b = await store.create(temp.ws, ownerId, "B", [said("apple two"), said("apple three")], NO_CALLER);
   time.jump(1000);
   const first = await searchConversations(store.indexes, store, temp.ws, ownerId, {
     query: "apple",
     limit: 1,
   });
   expect(first.nextCursor).toBeDefined();
-  await store.delete(temp.ws, ownerId, b.id);
+  await store.delete(temp.ws, ownerId, b.id, NO_CALLER);
   return first.nextCursor ?? "";
 }
 
@@ -98,7 +99,7 @@ export async function expectRefusedAfterC(
   const probe = await searchConversations(store.indexes, store, temp.ws, ownerId, { query: "pear" });
   expect(probe.index.logsRead).toBe(0);
   time.jump(1000);
-  await store.create(temp.ws, ownerId, "C", [said("apple later")]);
+  await store.create(temp.ws, ownerId, "C", [said("apple later")], NO_CALLER);
   await expect(
     searchConversations(store.indexes, store, temp.ws, ownerId, { query: "apple", limit: 1, cursor }),
   ).rejects.toThrow(why);
@@ -118,8 +119,9 @@ export async function removedApplePostings(
     ownerId,
     "X",
     Array.from({ length: 10 }, (_, i) => said(`apple ${i}`)),
+    NO_CALLER,
   );
-  await store.delete(temp.ws, ownerId, x.id);
+  await store.delete(temp.ws, ownerId, x.id, NO_CALLER);
 }
 
 /** A person's message of `words`, as a conversation is sent one. */

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { startTestAtrium, type TestAtrium, testPrincipal } from "./atrium.ts";
 import { HeldCalls } from "./held-calls.ts";
@@ -40,4 +40,25 @@ export function heldCallsAtrium(): {
     return ws;
   };
   return { held, instance, team };
+}
+
+/** The changes that end a person's access to a workspace (ADR 0154). */
+export const ACCESS_ENDINGS = ["archive", "removal", "deactivation"] as const;
+export type AccessEnding = (typeof ACCESS_ENDINGS)[number];
+
+/** ADMIN ends `member`'s access to `ws` by `change`: the workspace archived, them removed, or deactivated. */
+export async function endAccess(
+  instance: TestAtrium,
+  change: AccessEnding,
+  ws: string,
+  member: string,
+): Promise<void> {
+  const id = testPrincipal(member).id;
+  const changed =
+    change === "archive"
+      ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}`)
+      : change === "removal"
+        ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}/members/${id}`)
+        : await instance.rest(ADMIN, "POST", `/v1/users/${id}/deactivate`);
+  expect(changed.status, `${change} of ${member} in ${ws}`).toBeLessThan(300);
 }

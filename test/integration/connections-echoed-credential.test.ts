@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConnectionSettings } from "../../src/platform/connections/config.ts";
 import type { ConnectionRecord } from "../../src/platform/connections/model.ts";
 import { type CredentialVault, RemoteServers } from "../../src/platform/connections/remote.ts";
+import { NO_CALLER } from "../../src/workspace/access-check.ts";
 import { connectionRecord } from "../helpers/connections.ts";
 
 // A connection's server that echoes the credential it was sent, over the paths a member reads
@@ -75,7 +76,7 @@ const SETTINGS = {
   requestTimeoutMs: 10_000,
   maxResponseBytes: 16 * 1024 * 1024,
 } as ConnectionSettings;
-const caller = { principalId: "usr_x", workspaceId: "ws_x" };
+const caller = { principalId: "usr_x", workspaceId: "ws_x", access: NO_CALLER };
 
 function servers(value: string) {
   const vault = { open: async () => value } as unknown as CredentialVault;

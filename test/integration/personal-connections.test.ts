@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_PERSONAL_CONNECTIONS } from "../../src/platform/connections/personal-cap.ts";
 import type { Source } from "../../src/sources/source.ts";
+import { NO_CALLER } from "../../src/workspace/access-check.ts";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
@@ -271,7 +272,7 @@ describe("in a shared workspace", () => {
     const inFlight = await (held as Source).callTool(
       "echo",
       { text: "late" },
-      { principalId: bob, workspaceId: shared },
+      { principalId: bob, workspaceId: shared, access: NO_CALLER },
     );
     expect(inFlight.isError).toBe(true);
     expect(JSON.stringify(inFlight.content)).toContain("no longer a member");

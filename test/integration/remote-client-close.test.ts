@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { McpSource, SourceRetired } from "../../src/sources/mcp-source.ts";
+import { NO_CALLER } from "../../src/workspace/access-check.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
@@ -38,7 +39,11 @@ it("a call that reaches a source after its close is refused, and connects nothin
     requests.push(init?.method ?? "GET");
     return fetch(url, init);
   };
-  const caller = { principalId: `usr_${"a".repeat(24)}`, workspaceId: "ws_0123456789abcdef" };
+  const caller = {
+    principalId: `usr_${"a".repeat(24)}`,
+    workspaceId: "ws_0123456789abcdef",
+    access: NO_CALLER,
+  };
   const source = new McpSource("remote", { kind: "streamable-http", url: remote.url, fetch: counted });
   expect((await source.listTools()).length).toBeGreaterThan(0);
   await source.close("superseded");

@@ -8,6 +8,7 @@ import * as z from "zod";
 import { CALLER_META_KEY } from "../../src/sources/caller-meta.ts";
 import { McpSource } from "../../src/sources/mcp-source.ts";
 import { UNEXPECTED_META_KEY } from "../../src/sources/tool-failure.ts";
+import { NO_CALLER } from "../../src/workspace/access-check.ts";
 
 let child: ChildProcess;
 let url: URL;
@@ -36,7 +37,7 @@ describe("McpSource over streamable-http", () => {
       const result = await source.callTool(
         "echo",
         { text: "hi" },
-        { principalId: "usr_x", workspaceId: "ws_x" },
+        { principalId: "usr_x", workspaceId: "ws_x", access: NO_CALLER },
       );
       expect(result.isError).toBeFalsy();
       expect((result.structuredContent as { text?: unknown } | undefined)?.text).toBe("hi");
@@ -51,7 +52,11 @@ describe("McpSource over streamable-http", () => {
       const result = await source.callTool(
         "echo",
         { text: "who am i" },
-        { principalId: "usr_000000000000000000000001", workspaceId: "ws_0000000000000001" },
+        {
+          principalId: "usr_000000000000000000000001",
+          workspaceId: "ws_0000000000000001",
+          access: NO_CALLER,
+        },
       );
       const meta = (result.structuredContent as { meta?: Record<string, unknown> | null } | undefined)?.meta;
       expect(meta?.[CALLER_META_KEY]).toBeUndefined();
@@ -132,7 +137,11 @@ describe("McpSource over streamable-http to a 2026-07-28 server", () => {
   it("drops host-owned _meta from a remote result, keeping the server's own keys", async () => {
     const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
     try {
-      const result = await source.callTool("forge", {}, { principalId: "usr_x", workspaceId: "ws_x" });
+      const result = await source.callTool(
+        "forge",
+        {},
+        { principalId: "usr_x", workspaceId: "ws_x", access: NO_CALLER },
+      );
       expect(result._meta).toMatchObject({ "example.com/kept": 1 });
       expect(Object.keys(result._meta ?? {}).filter((key) => key.startsWith("dev.atrium/"))).toEqual([]);
     } finally {
@@ -144,7 +153,7 @@ describe("McpSource over streamable-http to a 2026-07-28 server", () => {
   // own timeout (tasks/action-call.ts), so the timeout given here must be the one that applies.
   it("holds a call to the timeout it is given, not the client library's own", async () => {
     const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
-    const caller = { principalId: "usr_x", workspaceId: "ws_x" };
+    const caller = { principalId: "usr_x", workspaceId: "ws_x", access: NO_CALLER };
     try {
       await expect(source.callTool("wait", { ms: 2000 }, caller, { timeoutMs: 100 })).rejects.toThrow(
         /timed out/i,
@@ -158,7 +167,7 @@ describe("McpSource over streamable-http to a 2026-07-28 server", () => {
 
   it("keeps a call that reports progress going past its timeout, each report restarting it", async () => {
     const source = new McpSource("echo", { kind: "streamable-http", url: modernUrl });
-    const caller = { principalId: "usr_x", workspaceId: "ws_x" };
+    const caller = { principalId: "usr_x", workspaceId: "ws_x", access: NO_CALLER };
     const reports: unknown[] = [];
     try {
       const onProgress = (report: unknown) => void reports.push(report);
@@ -179,7 +188,11 @@ describe("McpSource over streamable-http to a 2026-07-28 server", () => {
       const result = await source.callTool(
         "echo",
         { text: "hi" },
-        { principalId: "usr_000000000000000000000001", workspaceId: "ws_0000000000000001" },
+        {
+          principalId: "usr_000000000000000000000001",
+          workspaceId: "ws_0000000000000001",
+          access: NO_CALLER,
+        },
       );
       const content = result.structuredContent as {
         text: string;

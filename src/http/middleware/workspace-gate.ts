@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import type { Principal } from "../../identity/principal.ts";
 import { refuseDeactivated, type UserDirectory } from "../../identity/users.ts";
 import type { AppEnv } from "../../web/app-env.ts";
+import { accessCheckOf } from "../../workspace/access-check.ts";
 import { type Admission, admit } from "../../workspace/gate.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 
@@ -20,6 +21,8 @@ export function workspaceGate(
     const workspaceId = c.req.param("ws") ?? "";
     c.set("admission", admit(workspaces, principal, workspaceId));
     c.set("admitAgain", () => c.set("admission", admitAgain(workspaces, users, principal, workspaceId)));
+    // The caller of every REST twin of a tool: the store asks it just before its write is seen.
+    c.set("access", accessCheckOf(workspaces, users, principal.id, workspaceId));
     await next();
   };
 }

@@ -27,7 +27,7 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
 
   app.post("/conversations", async (c) => {
     const body = await readJsonBodyAs(c, createBody);
-    const conversation = await store.create(...where(c), body.title ?? "", body.events);
+    const conversation = await store.create(...where(c), body.title ?? "", body.events, c.get("access"));
     return c.json({ conversation }, 201);
   });
 
@@ -50,12 +50,15 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
 
   app.post("/conversations/:id/events", async (c) => {
     const body = await readJsonBodyAs(c, appendBody);
-    return c.json(await store.append(...where(c), c.req.param("id"), body.events));
+    return c.json(await store.append(...where(c), c.req.param("id"), body.events, c.get("access")));
   });
 
   app.post("/conversations/:id/fork", async (c) => {
     const body = await readJsonBodyAs(c, forkBody);
-    return c.json({ conversation: await store.fork(...where(c), c.req.param("id"), body) }, 201);
+    return c.json(
+      { conversation: await store.fork(...where(c), c.req.param("id"), body, c.get("access")) },
+      201,
+    );
   });
 
   app.get("/conversations/:id/export", async (c) => {
@@ -70,12 +73,17 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
 
   app.patch("/conversations/:id", async (c) => {
     const { title } = await readJsonBodyAs(c, updateBody);
-    const { conversation } = await store.append(...where(c), c.req.param("id"), [{ type: "title", title }]);
+    const { conversation } = await store.append(
+      ...where(c),
+      c.req.param("id"),
+      [{ type: "title", title }],
+      c.get("access"),
+    );
     return c.json({ conversation });
   });
 
   app.delete("/conversations/:id", async (c) => {
-    await store.delete(...where(c), c.req.param("id"));
+    await store.delete(...where(c), c.req.param("id"), c.get("access"));
     return c.body(null, 204);
   });
 

@@ -47,6 +47,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
         caller.principalId,
         args.title ?? "",
         args.events,
+        caller.access,
       );
       return summaryResult(conversation, `Created ${conversation.id}.`);
     },
@@ -61,7 +62,13 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       annotations: { title: "Append to a conversation", readOnlyHint: false, destructiveHint: false },
     },
     async (caller, args: { id: string; events: z.infer<typeof eventDrafts> }) => {
-      const done = await store.append(caller.workspaceId, caller.principalId, args.id, args.events);
+      const done = await store.append(
+        caller.workspaceId,
+        caller.principalId,
+        args.id,
+        args.events,
+        caller.access,
+      );
       const seqs = done.events.map((event) => event.seq);
       return {
         content: [
@@ -175,7 +182,13 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       annotations: { title: "Fork a conversation", readOnlyHint: false, destructiveHint: false },
     },
     async (caller, args: { id: string; throughSeq?: number; title?: string }) => {
-      const conversation = await store.fork(caller.workspaceId, caller.principalId, args.id, args);
+      const conversation = await store.fork(
+        caller.workspaceId,
+        caller.principalId,
+        args.id,
+        args,
+        caller.access,
+      );
       return summaryResult(conversation, `Forked ${args.id} as ${conversation.id}.`);
     },
   );
@@ -216,9 +229,14 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       annotations: { title: "Retitle a conversation", readOnlyHint: false, destructiveHint: false },
     },
     async (caller, args: { id: string; title: string }) => {
-      const { conversation } = await store.append(caller.workspaceId, caller.principalId, args.id, [
-        { type: "title", title: args.title },
-      ]);
+      const title = [{ type: "title" as const, title: args.title }];
+      const { conversation } = await store.append(
+        caller.workspaceId,
+        caller.principalId,
+        args.id,
+        title,
+        caller.access,
+      );
       return summaryResult(conversation, `Retitled ${args.id}.`);
     },
   );
@@ -231,7 +249,7 @@ export function createConversationsTools(store: ConversationStore): AppTools {
       annotations: { title: "Delete a conversation", readOnlyHint: false, destructiveHint: true },
     },
     async (caller, args: { id: string }) => {
-      await store.delete(caller.workspaceId, caller.principalId, args.id);
+      await store.delete(caller.workspaceId, caller.principalId, args.id, caller.access);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     },
   );

@@ -7,6 +7,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition, removeFileSynced, sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import { RecordLocator } from "../record-locator.ts";
 import type { ConversationSettings } from "./config.ts";
 import type { ConversationIndexes } from "./conversation-indexes.ts";
@@ -56,19 +57,28 @@ export class ConversationStore implements LeftoverRules {
     private readonly isOwnFile: OwnFileCheck,
   ) {}
 
-  /** A new conversation: its title event first (empty for an untitled one), then `drafts`. */
+  /**
+   * A new conversation: its title event first (empty for an untitled one), then `drafts` (none when
+   * `undefined`). Here and in each change below, `access` is asked just before the one write that
+   * makes the change seen (the log's exclusive create, its append under the log's lock, its
+   * removal): refused, nothing changes and its refusal is thrown (adr/0154, amended).
+   */
   async create(
     workspaceId: string,
     ownerId: string,
     title: string,
-    drafts: EventDraft[] = [],
+    drafts: EventDraft[] | undefined,
+    access: AccessCheck,
   ): Promise<ConversationSummary> {
-    await this.checkFiles(workspaceId, ownerId, drafts);
+    const events = drafts ?? [];
+    await this.checkFiles(workspaceId, ownerId, events);
     const at = this.now();
-    return this.createLog(workspaceId, ownerId, [
-      { seq: 1, at, type: "title", title },
-      ...stamp(drafts, 1, at),
-    ]);
+    return this.createLog(
+      workspaceId,
+      ownerId,
+      [{ seq: 1, at, type: "title", title }, ...stamp(events, 1, at)],
+      access,
+    );
   }
 
   /** A new conversation holding `id`'s events up to `throughSeq` (all by default), then its fork origin. */
@@ -77,6 +87,7 @@ export class ConversationStore implements LeftoverRules {
     ownerId: string,
     id: string,
     options: { throughSeq?: number | undefined; title?: string | undefined },
+    access: AccessCheck,
   ): Promise<ConversationSummary> {
     const { events } = await this.readWhole(workspaceId, ownerId, id);
     const last = events[events.length - 1]?.seq ?? 0;
@@ -91,7 +102,7 @@ export class ConversationStore implements LeftoverRules {
     ];
     if (options.title !== undefined)
       forked.push({ seq: through + 2, at, type: "title", title: options.title });
-    return this.createLog(workspaceId, ownerId, forked);
+    return this.createLog(workspaceId, ownerId, forked, access);
   }
 
   /** Appends events in order, all or none; returns them stamped and the conversation after them. */
@@ -100,6 +111,7 @@ export class ConversationStore implements LeftoverRules {
     ownerId: string,
     id: string,
     drafts: EventDraft[],
+    access: AccessCheck,
   ): Promise<{ conversation: ConversationSummary; events: ConversationEvent[] }> {
     const path = this.logPath(workspaceId, ownerId, id);
     await this.checkFiles(workspaceId, ownerId, drafts);
@@ -108,6 +120,7 @@ export class ConversationStore implements LeftoverRules {
       const events = stamp(drafts, head.summary.eventCount, this.now());
       checkSeqs(events);
       const bytes = checkedWrite(appendLines(events), head.end, this.limits);
+      access();
       try {
         head.stamp = await appendLog(path, head.end, bytes);
       } catch (error) {
@@ -165,9 +178,10 @@ export class ConversationStore implements LeftoverRules {
     return this.heads.readWhole(this.logPath(workspaceId, ownerId, id), id);
   }
 
-  async delete(workspaceId: string, ownerId: string, id: string): Promise<void> {
+  async delete(workspaceId: string, ownerId: string, id: string, access: AccessCheck): Promise<void> {
     const path = this.logPath(workspaceId, ownerId, id);
     const removal = await this.locks.run(path, async () => {
+      access();
       this.heads.forget(path);
       return removeFileSynced(path);
     });
@@ -215,6 +229,7 @@ export class ConversationStore implements LeftoverRules {
     workspaceId: string,
     ownerId: string,
     events: ConversationEvent[],
+    access: AccessCheck,
   ): Promise<ConversationSummary> {
     const id = newConversationId();
     checkSeqs(events);
@@ -223,6 +238,7 @@ export class ConversationStore implements LeftoverRules {
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     await makeInPartition(ownerDir, workspaceId);
     const path = join(ownerDir, `${id}${LOG_SUFFIX}`);
+    access();
     // 96 random bits: a collision is a broken random source, not a race to answer.
     if (!(await createLog(path, bytes))) throw new Error(`conversation id ${id} is taken`);
     this.locator.set(id, { workspaceId, ownerId });

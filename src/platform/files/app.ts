@@ -7,12 +7,12 @@ import { FileStore } from "./store.ts";
 export const filesApp: PlatformApp<FilesSettings> = {
   name: "files",
   config: filesConfig,
-  start({ settings, storage, events, clock, workspaces, log }) {
+  start({ settings, storage, events, clock, workspaces, users, log }) {
     const files = new FileStore(storage, settings.maxUploadBytes, events, clock, log);
     return {
       tools: createFilesTools(files),
       workspaceRoutes: fileWorkspaceRoutes(files),
-      routes: fileRoutes(files, workspaces),
+      routes: fileRoutes(files, workspaces, users),
       streamedBodies: [{ method: "POST", path: "/files", maxBytes: files.maxBytes }],
       leftovers: files,
     };

@@ -1,10 +1,12 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import { InvalidInput, PreconditionFailed, UnsupportedMediaType } from "../../errors.ts";
+import type { UserDirectory } from "../../identity/users.ts";
 import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { matchHolds } from "../../web/conditions.ts";
 import { sendFile } from "../../web/send-file.ts";
+import { accessCheckOf } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { MAX_PAGE_SIZE } from "./listings.ts";
 import { checkMimeType, DEFAULT_MIME_TYPE, type FileMeta } from "./model.ts";
@@ -31,9 +33,9 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
       c.get("principal").id,
       { name, mimeType: uploadedMimeType(c.req.header("content-type")) },
       incoming ?? c.req.raw.body,
-      // Once the body has come, before the file is put in place: its sender chose how long that
-      // took, and a member removed meanwhile stores nothing (workspace-gate.ts).
-      () => c.get("admitAgain")?.(),
+      // Once the body has come, and again just before the file is put in place: its sender chose
+      // how long that took, and a member removed meanwhile stores nothing (workspace-gate.ts).
+      c.get("access"),
     );
     // Where the file is and the tag its download answers: a client can fetch it, or make its next
     // download conditional, without asking for its metadata again.
@@ -57,7 +59,11 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
 }
 
 /** A file by its bare id, resolved only through the caller's own partitions of their workspaces. */
-export function fileRoutes(files: FileStore, workspaces: Pick<WorkspaceStore, "roleOf">): Hono<AppEnv> {
+export function fileRoutes(
+  files: FileStore,
+  workspaces: Pick<WorkspaceStore, "roleOf">,
+  users: Pick<UserDirectory, "isDeactivated">,
+): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   // One lookup in the file locator, not a search of the caller's workspaces (adr/0025).
@@ -86,7 +92,8 @@ export function fileRoutes(files: FileStore, workspaces: Pick<WorkspaceStore, "r
     const ifMatch = c.req.header("if-match");
     if (ifMatch !== undefined && !matchHolds(ifMatch, etagOf(await files.info(workspaceId, owner, id))))
       throw new PreconditionFailed("The file is not the version If-Match names; nothing was deleted.");
-    await files.delete(workspaceId, owner, id);
+    // Outside the gate, the caller is built here, once its workspace is known.
+    await files.delete(workspaceId, owner, id, accessCheckOf(workspaces, users, owner, workspaceId));
     return c.body(null, 204);
   });
 

@@ -59,7 +59,14 @@ export function createFilesTools(files: FileStore): AppTools {
       const mimeType = args.mimeType ?? (args.text !== undefined ? "text/plain; charset=utf-8" : undefined);
       const progress = progressReporter(call, (done, total) => `Stored ${done} of ${total} bytes.`);
       const file = { name: args.name, mimeType };
-      const meta = await files.write(caller.workspaceId, caller.principalId, file, content, progress);
+      const meta = await files.write(
+        caller.workspaceId,
+        caller.principalId,
+        file,
+        content,
+        caller.access,
+        progress,
+      );
       return metaResult(meta, `Stored ${meta.name} as ${meta.id} (${meta.size} bytes).`);
     },
   );
@@ -134,7 +141,7 @@ export function createFilesTools(files: FileStore): AppTools {
       annotations: { title: "Delete a file", readOnlyHint: false, destructiveHint: true },
     },
     async (caller, args: { id: string }) => {
-      await files.delete(caller.workspaceId, caller.principalId, args.id);
+      await files.delete(caller.workspaceId, caller.principalId, args.id, caller.access);
       return { content: [{ type: "text", text: `Deleted ${args.id}.` }], structuredContent: { id: args.id } };
     },
   );

@@ -11,6 +11,7 @@ import { archivedDuringCreate, makeInPartition, RecordFolders } from "../../stor
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { isStorageFull, SyncedFileWriter } from "../../storage/synced-file-writer.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import { type RecordLocation, RecordLocator } from "../record-locator.ts";
 import { type ContentFill, fillFromBody, fillFromBytes, type WriteProgress } from "./content-fill.ts";
 import { FileListings, type FilePage, type PageRequest } from "./listings.ts";
@@ -60,13 +61,17 @@ export class FileStore implements LeftoverRules {
 
   /**
    * Stores `content` as a new file. With `onProgress`, the bytes go to disk a chunk at a time and
-   * each chunk is reported once written, so a caller can show a large write advancing.
+   * each chunk is reported once written, so a caller can show a large write advancing. Here and in
+   * `upload` and `delete`, `access` is asked under the partition's lock just before the one rename
+   * that makes the change seen: refused, nothing is stored or removed, the staging folder is
+   * removed, and its refusal is thrown (adr/0154, amended).
    */
   async write(
     workspaceId: string,
     ownerId: string,
     file: NewFile,
     content: Uint8Array,
+    access: AccessCheck,
     onProgress?: WriteProgress,
   ): Promise<FileMeta> {
     if (content.byteLength > this.maxBytes) {
@@ -76,27 +81,28 @@ export class FileStore implements LeftoverRules {
         `The file is ${content.byteLength} bytes; a file here is at most ${this.maxBytes} bytes (files.maxUploadBytes). Nothing was stored.`,
       );
     }
-    return this.commit(workspaceId, ownerId, file, fillFromBytes(content, onProgress));
+    return this.commit(workspaceId, ownerId, file, fillFromBytes(content, onProgress), access);
   }
 
   /**
    * Streams a body to disk, counting as it goes; over the limit, the staging folder is removed.
-   * `received` is told once the whole body is on disk, before the file is made durable and put in
-   * place; by throwing it refuses the file, and the staging folder is removed.
+   * `access` is asked once the whole body is on disk, and again just before the file is put in
+   * place: its sender chose how long the body took, and a refusal then spares the flush.
    */
   async upload(
     workspaceId: string,
     ownerId: string,
     file: NewFile,
     body: Readable | ReadableStream<Uint8Array> | null,
-    received: () => void = () => undefined,
+    access: AccessCheck,
   ): Promise<FileMeta> {
     const fill = fillFromBody(body, this.maxBytes);
-    return this.commit(workspaceId, ownerId, file, async (writer) => {
+    const filled: ContentFill = async (writer) => {
       const digest = await fill(writer);
-      received();
+      access();
       return digest;
-    });
+    };
+    return this.commit(workspaceId, ownerId, file, filled, access);
   }
 
   private async commit(
@@ -104,6 +110,7 @@ export class FileStore implements LeftoverRules {
     ownerId: string,
     file: NewFile,
     fill: ContentFill,
+    access: AccessCheck,
   ): Promise<FileMeta> {
     const name = checkFileName(file.name);
     if (!name) throw new InvalidInput(FILE_NAME_RULE);
@@ -144,6 +151,7 @@ export class FileStore implements LeftoverRules {
       {
         commit: (rename, added) =>
           this.listings.change(workspaceId, ownerId, async () => {
+            access();
             await rename();
             this.locator.set(id, { workspaceId, ownerId });
             return { added };
@@ -229,12 +237,14 @@ export class FileStore implements LeftoverRules {
     return { meta, content };
   }
 
-  async delete(workspaceId: string, ownerId: string, fileId: string): Promise<void> {
+  /** Deletes a file; a refused `access` leaves it in place (see `write`). */
+  async delete(workspaceId: string, ownerId: string, fileId: string, access: AccessCheck): Promise<void> {
     await this.info(workspaceId, ownerId, fileId);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
     const removal = await this.folders.remove(ownerDir, fileId, {
       commit: (rename) =>
         this.listings.change(workspaceId, ownerId, async () => {
+          access();
           await rename();
           this.locator.delete(fileId, { workspaceId, ownerId });
           return { removed: fileId };

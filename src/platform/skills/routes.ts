@@ -1,4 +1,4 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonBodyAs } from "../../web/json-body.ts";
@@ -14,13 +14,16 @@ export const SPELLED_OUT_HEADER = "atrium-spelled-out-from-line";
 export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  const target = (c: { get: (k: "admission" | "principal") => unknown }, scope: unknown): WriteTarget => {
+  const target = (c: Context<AppEnv>, scope: unknown): WriteTarget => {
     if (scope !== undefined && !isWritableScope(scope)) {
       throw new InvalidInput('"scope" must be "workspace" or "user".');
     }
-    const admission = c.get("admission") as { workspace: { id: string } };
-    const principal = c.get("principal") as { id: string };
-    return { scope: scope ?? "workspace", workspaceId: admission.workspace.id, principalId: principal.id };
+    return {
+      scope: scope ?? "workspace",
+      workspaceId: c.get("admission").workspace.id,
+      principalId: c.get("principal").id,
+      access: c.get("access"),
+    };
   };
 
   app.get("/skills", async (c) => {

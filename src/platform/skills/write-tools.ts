@@ -68,6 +68,7 @@ export function registerSkillWriteTools(tools: AppTools, skillWriter: SkillWrite
           scope: args.scope === "user" ? "user" : "workspace",
           workspaceId: caller.workspaceId,
           principalId: caller.principalId,
+          access: caller.access,
         },
         args,
       );

@@ -7,9 +7,10 @@ import { createLogger, type Logger } from "../../log.ts";
 import { writeFileAtomic } from "../../storage/atomic.ts";
 import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { RecordFolders } from "../../storage/owned-records.ts";
+import { checkedBeforeCommit, RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { archivedDuringSave } from "./archived-save.ts";
 import {
@@ -57,6 +58,11 @@ export interface WriteTarget {
   scope: WritableScope;
   workspaceId: string;
   principalId: string;
+  /**
+   * The caller's access, asked just before the one rename that commits a create, an update or a
+   * delete: refused, the skill is as it was, and nothing staged is left (adr/0154, amended).
+   */
+  access: AccessCheck;
 }
 
 /**
@@ -132,7 +138,8 @@ export class SkillWriter implements LeftoverRules {
         (await isSymlink(join(dir, name))) || (await skillFileExists(join(dir, name, SKILL_FILE)));
       if (!present) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
-      if ((await this.folders.remove(dir, name)) === "gone") throw skillNotFound(target, name);
+      const removal = await this.folders.remove(dir, name, checkedBeforeCommit(target.access));
+      if (removal === "gone") throw skillNotFound(target, name);
       // After the commit point: a crash between leaves the history, which recovery removes (R9).
       await removeHistory(versionsDir(dir, name));
       this.announce(target, name, "deleted");
@@ -176,7 +183,7 @@ export class SkillWriter implements LeftoverRules {
     const skill = parseOrRefuse(text, target);
     const staged: { dir?: string } = {};
     const write = async () => {
-      await this.commitCurrent(dir, name, text, staged);
+      await this.commitCurrent(dir, name, text, staged, target.access);
       await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
     };
     if (target.scope === "user") {
@@ -207,16 +214,22 @@ export class SkillWriter implements LeftoverRules {
     name: string,
     text: string,
     staged: { dir?: string },
+    access: AccessCheck,
   ): Promise<void> {
     const folder = join(dir, name);
     if (await isFolder(folder)) {
-      await writeFileAtomic(join(folder, SKILL_FILE), text);
+      await writeFileAtomic(join(folder, SKILL_FILE), text, access);
       return;
     }
-    await this.folders.create(dir, name, (staging) => {
-      staged.dir = staging;
-      return writeFileAtomic(join(staging, SKILL_FILE), text);
-    });
+    await this.folders.create(
+      dir,
+      name,
+      (staging) => {
+        staged.dir = staging;
+        return writeFileAtomic(join(staging, SKILL_FILE), text);
+      },
+      checkedBeforeCommit(access),
+    );
   }
 
   recoverWorkspace(workspaceId: string, present: ReadonlySet<string>, pass: RecoveryPass): Promise<void> {

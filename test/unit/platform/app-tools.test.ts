@@ -7,8 +7,13 @@ import { platformInput, progressReporter } from "../../../src/platform/platform-
 import type { Caller } from "../../../src/sources/caller-meta.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
 import { unexpectedErrorOf } from "../../../src/sources/tool-failure.ts";
+import { NO_CALLER } from "../../../src/workspace/access-check.ts";
 
-const CALLER: Caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
+const CALLER: Caller = {
+  principalId: "usr_0123456789abcdef01234567",
+  workspaceId: "ws_0123456789abcdef",
+  access: NO_CALLER,
+};
 
 /** What the tools saw of each call. */
 let seen: { caller: Caller; args: unknown; cancellable: boolean }[];

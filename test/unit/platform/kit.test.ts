@@ -20,6 +20,7 @@ import { Router } from "../../../src/sources/router.ts";
 import type { Source } from "../../../src/sources/source.ts";
 import { CredentialStore } from "../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../src/storage/keyed-lock.ts";
+import { NO_CALLER } from "../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../helpers/temp-root.ts";
 
@@ -44,7 +45,7 @@ beforeEach(async () => {
     layout: temp.layout,
     workspaces: temp.workspaces,
     users: { isDeactivated: () => false },
-    dispatch: new ToolDispatch(temp.workspaces, registries, router),
+    dispatch: new ToolDispatch(temp.workspaces, { isDeactivated: () => false }, registries, router),
     sources: workspaceSources(registries),
     publishedSkills: publishedSkills(),
     events: temp.events,
@@ -152,7 +153,15 @@ describe("an app's one source", () => {
     const second = await createWorkspaceRegistry(other, apps);
     const call = { requestId: "8d1f7c4e-0000-4000-8000-000000000002" };
     const answer = async (registry: SourceRegistry, workspaceId: string) =>
-      (await router.callTool(registry, { principalId: OWNER, workspaceId }, "echo__where", {}, call)).content;
+      (
+        await router.callTool(
+          registry,
+          { principalId: OWNER, workspaceId, access: NO_CALLER },
+          "echo__where",
+          {},
+          call,
+        )
+      ).content;
     expect(await answer(first, temp.ws)).toEqual([{ type: "text", text: temp.ws }]);
     expect(await answer(second, other)).toEqual([{ type: "text", text: other }]);
     expect(seen).toEqual([temp.ws, other]);

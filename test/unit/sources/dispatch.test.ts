@@ -52,7 +52,12 @@ beforeEach(() => {
     (registry) => registry.close(),
     60_000,
   );
-  dispatch = new ToolDispatch(membership, registries, new Router(createLogger("silent")));
+  dispatch = new ToolDispatch(
+    membership,
+    { isDeactivated: () => false },
+    registries,
+    new Router(createLogger("silent")),
+  );
 });
 
 afterEach(async () => {

@@ -4,8 +4,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as z from "zod";
 import { CALLER_META_KEY, type Caller } from "../../../src/sources/caller-meta.ts";
 import { McpSource } from "../../../src/sources/mcp-source.ts";
+import { NO_CALLER } from "../../../src/workspace/access-check.ts";
 
-const CALLER: Caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
+const CALLER: Caller = {
+  principalId: "usr_0123456789abcdef01234567",
+  workspaceId: "ws_0123456789abcdef",
+  access: NO_CALLER,
+};
 
 /** A real server with one tool that keeps its output schema and one that breaks it. */
 function createInfoServer(seenMeta: unknown[]): McpServer {

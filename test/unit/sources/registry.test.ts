@@ -6,13 +6,14 @@ import { McpSource } from "../../../src/sources/mcp-source.ts";
 import { SourceRegistry } from "../../../src/sources/registry.ts";
 import { Router } from "../../../src/sources/router.ts";
 import type { Source } from "../../../src/sources/source.ts";
+import { NO_CALLER } from "../../../src/workspace/access-check.ts";
 
 // The registry is caller-aware: a personal source (`my_…`, with an owner) is listed, found and
 // called by its owner alone; everyone else gets what a source that does not exist gets (ADR 0042).
 
 const WS = "ws_0123456789abcdef";
-const ALICE: Caller = { principalId: "usr_aaaaaaaaaaaaaaaaaaaaaaaa", workspaceId: WS };
-const BOB: Caller = { principalId: "usr_bbbbbbbbbbbbbbbbbbbbbbbb", workspaceId: WS };
+const ALICE: Caller = { principalId: "usr_aaaaaaaaaaaaaaaaaaaaaaaa", workspaceId: WS, access: NO_CALLER };
+const BOB: Caller = { principalId: "usr_bbbbbbbbbbbbbbbbbbbbbbbb", workspaceId: WS, access: NO_CALLER };
 const CALL = { requestId: "8d1f7c4e-0000-4000-8000-000000000001" };
 const router = new Router(createLogger("silent"));
 let registry: SourceRegistry;

@@ -21,11 +21,16 @@ import { SourceRegistry } from "../../../src/sources/registry.ts";
 import { type CallContext, Router } from "../../../src/sources/router.ts";
 import type { Source } from "../../../src/sources/source.ts";
 import { UNEXPECTED_META_KEY } from "../../../src/sources/tool-failure.ts";
+import { NO_CALLER } from "../../../src/workspace/access-check.ts";
 import { loggedErr } from "../../helpers/atrium.ts";
 
 const WS = "ws_0123456789abcdef";
-const CALLER: Caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: WS };
-const FORGED: Caller = { principalId: "usr_ffffffffffffffffffffffff", workspaceId: "ws_ffffffffffffffff" };
+const CALLER: Caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: WS, access: NO_CALLER };
+const FORGED: Caller = {
+  principalId: "usr_ffffffffffffffffffffffff",
+  workspaceId: "ws_ffffffffffffffff",
+  access: NO_CALLER,
+};
 const REQUEST_ID = "8d1f7c4e-0000-4000-8000-000000000001";
 const CALL: CallContext = { requestId: REQUEST_ID };
 
@@ -298,7 +303,7 @@ describe("through the MCP front server", () => {
     const { legacy: front } = createFrontServers({
       router,
       registries,
-      dispatch: new ToolDispatch(membership, registries, router),
+      dispatch: new ToolDispatch(membership, { isDeactivated: () => false }, registries, router),
       log: createLogger("silent"),
       guidance: {
         instructions: async () => "",
@@ -346,7 +351,8 @@ describe("through the MCP front server", () => {
       await answered;
       expect(replies[0]).toMatchObject({ id: 7, result: { content: [{ type: "text", text: "hi" }] } });
       expect(seen).toHaveLength(1);
-      expect(seen[0]?.meta).toEqual({ [CALLER_META_KEY]: CALLER });
+      // The dispatch built the caller, its access check included; the client's is dropped.
+      expect(seen[0]?.meta).toEqual({ [CALLER_META_KEY]: { ...CALLER, access: expect.any(Function) } });
     } finally {
       await registries.close();
       await front.close();

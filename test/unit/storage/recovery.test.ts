@@ -9,6 +9,7 @@ import { FileStore } from "../../../src/platform/files/store.ts";
 import { SkillWriter } from "../../../src/platform/skills/writer.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 import { RecoveryPass, recoverDataRoot } from "../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../src/workspace/access-check.ts";
 import { WorkspaceStore } from "../../../src/workspace/store.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -46,7 +47,7 @@ describe("housekeeping never removes what a live writer of this process uses", (
         push = controller;
       },
     });
-    const upload = files.upload(ws.id, ALICE, { name: "slow.bin" }, body);
+    const upload = files.upload(ws.id, ALICE, { name: "slow.bin" }, body, NO_CALLER);
     push.enqueue(new Uint8Array([1, 2, 3]));
     const ownerDir = layout.ownerDir(ws.id, "files", ALICE);
     // Wait (bounded) until the upload has made its staging folder.

@@ -5,9 +5,14 @@ import { ConnectionSource } from "../../../../src/platform/connections/gate.ts";
 import type { RemoteSource } from "../../../../src/platform/connections/remote-source.ts";
 import { type Snapshot, toolDigest } from "../../../../src/platform/connections/snapshot.ts";
 import { SourceRetired } from "../../../../src/sources/mcp-source.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { settle } from "../../../helpers/fake-time.ts";
 
-const caller = { principalId: "usr_0123456789abcdef01234567", workspaceId: "ws_0123456789abcdef" };
+const caller = {
+  principalId: "usr_0123456789abcdef01234567",
+  workspaceId: "ws_0123456789abcdef",
+  access: NO_CALLER,
+};
 const PROTOCOL = "2025-06-18";
 
 /** A connection whose snapshot holds `tool` as its server lists it; what reached the server. */

@@ -9,6 +9,7 @@ import { Serving } from "../../../../src/platform/connections/serving.ts";
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import type { Source, SourceClosing } from "../../../../src/sources/source.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { eventually } from "../../../helpers/eventually.ts";
@@ -148,7 +149,7 @@ describe("a lapse a health loop found, for a connection removed while it was bei
     await connections.changed(temp.ws, "srv");
     noted.open();
     await changing.catch(() => undefined);
-    const caller = { principalId: ADMIN, workspaceId: temp.ws };
+    const caller = { principalId: ADMIN, workspaceId: temp.ws, access: NO_CALLER };
     const answer = await served.get("srv")?.callTool("echo", {}, caller, { requestId: "r" });
     expect(answer?.content).toEqual([{ type: "text", text: "echoed" }]);
   });

@@ -9,6 +9,7 @@ import { CONVERSATION_INDEX_IDLE_MS } from "../../../../src/platform/conversatio
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
 import { PartitionIndex } from "../../../../src/platform/conversations/partition-index.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
@@ -62,7 +63,7 @@ describe("the conversation indexes in memory", () => {
     const words = new Map<string, string[]>();
     for (const ownerId of owners) {
       const texts = Array.from({ length: 10 }, () => distinctText(2_000));
-      await store.create(temp.ws, ownerId, "shared title", texts.map(message));
+      await store.create(temp.ws, ownerId, "shared title", texts.map(message), NO_CALLER);
       words.set(ownerId, ["shared", ...texts.map((t) => t.split(" ")[1] ?? "")]);
     }
     const before = new Map<string, unknown>();
@@ -81,7 +82,7 @@ describe("the conversation indexes in memory", () => {
   });
 
   it("indexes a log as it reads it at a restart, never holding all of its events at once", async () => {
-    const { id } = await openStore().create(temp.ws, owner(1), "t", [message("first")]);
+    const { id } = await openStore().create(temp.ws, owner(1), "t", [message("first")], NO_CALLER);
     const log = join(temp.layout.partition("conversations").ownerDir(temp.ws, owner(1)), `${id}.jsonl`);
     const lines = (await readFile(log, "utf8")).trim().split("\n");
     const template = JSON.parse(lines.at(-1) ?? "") as { seq: number };
@@ -118,7 +119,7 @@ describe("the conversation indexes in memory", () => {
   });
 
   it("indexes a log of little text a megabyte of the log at a time, not all its events in one batch", async () => {
-    const { id } = await openStore().create(temp.ws, owner(1), "t", [message("first")]);
+    const { id } = await openStore().create(temp.ws, owner(1), "t", [message("first")], NO_CALLER);
     const log = join(temp.layout.partition("conversations").ownerDir(temp.ws, owner(1)), `${id}.jsonl`);
     const template = JSON.parse((await readFile(log, "utf8")).trim().split("\n").at(-1) ?? "") as {
       seq: number;
@@ -159,7 +160,7 @@ describe("the conversation indexes in memory", () => {
   it("drops a partition unused for the idle time, saved, and reloads it from its snapshot", async () => {
     const store = openStore();
     const text = distinctText(50);
-    const { id } = await store.create(temp.ws, owner(1), "t", [message(text)]);
+    const { id } = await store.create(temp.ws, owner(1), "t", [message(text)], NO_CALLER);
     const word = text.split(" ")[3] ?? "";
     const first = await answers(store, owner(1), [word]);
     expect(first.hits).toEqual([[[id, [2]]]]);

@@ -7,6 +7,7 @@ import {
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import { createConversationsTools } from "../../../../src/platform/conversations/server.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore, removedApplePostings, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -25,7 +26,7 @@ afterEach(async () => temp.remove());
 async function threeConversations(store: ConversationStore): Promise<string[]> {
   const ids: string[] = [];
   for (const title of ["c1", "c2", "c3"]) {
-    ids.push((await store.create(temp.ws, ALICE, title, [said("apple")])).id);
+    ids.push((await store.create(temp.ws, ALICE, title, [said("apple")], NO_CALLER)).id);
     time.jump(1000);
   }
   return ids;
@@ -53,7 +54,7 @@ describe("a page of conversations", () => {
   it("an append racing a list moves no cursor: the next page repeats nothing", async () => {
     const store = openConversationStore(temp, time);
     const [c1, c2] = await threeConversations(store);
-    appendAfterNextRead(store, () => store.append(temp.ws, ALICE, c2 as string, [said("banana")]));
+    appendAfterNextRead(store, () => store.append(temp.ws, ALICE, c2 as string, [said("banana")], NO_CALLER));
     const first = await listConversations(store.indexes, temp.ws, ALICE, { limit: 2 });
     expect(first.conversations.map((c) => c.title)).toEqual(["c3", "c2"]);
     // The page answers the conversation as it was read, not as the append left it.
@@ -68,7 +69,7 @@ describe("a page of conversations", () => {
   it("an append racing a search moves no cursor: the next page repeats nothing", async () => {
     const store = openConversationStore(temp, time);
     const [c1, c2] = await threeConversations(store);
-    appendAfterNextRead(store, () => store.append(temp.ws, ALICE, c2 as string, [said("banana")]));
+    appendAfterNextRead(store, () => store.append(temp.ws, ALICE, c2 as string, [said("banana")], NO_CALLER));
     const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
       query: "apple",
       limit: 2,
@@ -92,7 +93,7 @@ describe("a search past its budget of postings", () => {
     const ids: string[] = [];
     for (const title of ["c1", "c2", "c3"]) {
       const events = Array.from({ length: 40 }, (_, i) => said(i % 2 === 0 ? "apple banana" : "apple"));
-      ids.push((await store.create(temp.ws, ALICE, title, events)).id);
+      ids.push((await store.create(temp.ws, ALICE, title, events, NO_CALLER)).id);
       time.jump(1000);
     }
     const page = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple banana" });
@@ -103,7 +104,7 @@ describe("a search past its budget of postings", () => {
     for (const result of page.results) {
       for (const event of result.events) expect(event).toMatchObject({ content: [{ text: "apple banana" }] });
     }
-    const caller = { principalId: ALICE, workspaceId: temp.ws };
+    const caller = { principalId: ALICE, workspaceId: temp.ws, access: NO_CALLER };
     const tool = await createConversationsTools(store).call("search", { query: "apple banana" }, caller, {});
     expect(tool.structuredContent).toMatchObject({ truncated: true });
     expect(JSON.stringify(tool.content)).toContain("Stopped early");
@@ -128,11 +129,13 @@ describe("a search past its budget of postings", () => {
     const ids: string[] = [];
     const event = (n: number) => said(n % 3 === 0 ? `apple banana n${n}` : `apple n${n}`);
     for (let c = 0; c < 4; c++) {
-      ids.push((await store.create(temp.ws, ALICE, `c${c}`, [event(1), event(2), event(3), event(4)])).id);
+      ids.push(
+        (await store.create(temp.ws, ALICE, `c${c}`, [event(1), event(2), event(3), event(4)], NO_CALLER)).id,
+      );
       time.jump(1000);
     }
     for (let n = 5; n <= 16; n++) {
-      await store.append(temp.ws, ALICE, ids[n % 2] as string, [event(n)]);
+      await store.append(temp.ws, ALICE, ids[n % 2] as string, [event(n)], NO_CALLER);
       time.jump(1000);
     }
     // A second store over the same logs, within its budget: the whole answer.
@@ -177,7 +180,7 @@ describe("a search past its budget of postings", () => {
       index: { limits: { ...INDEX_LIMITS, searchPostings: 4 } },
     });
     for (let c = 0; c < 3; c++) {
-      await store.create(temp.ws, ALICE, `c${c}`, [said("apple banana"), said("apple banana")]);
+      await store.create(temp.ws, ALICE, `c${c}`, [said("apple banana"), said("apple banana")], NO_CALLER);
       time.jump(1000);
     }
     const first = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple banana" });
@@ -217,7 +220,7 @@ describe("a search past its budget of postings", () => {
         cursor: tamper({ g: "AAAAAAAAAAAA" }),
       }),
     ).rejects.toThrow("does not match the search index as it is now");
-    const caller = { principalId: ALICE, workspaceId: temp.ws };
+    const caller = { principalId: ALICE, workspaceId: temp.ws, access: NO_CALLER };
     const tool = await createConversationsTools(store).call(
       "search",
       { query: "apple banana", cursor: "nope" },
@@ -235,17 +238,23 @@ describe("a search past its budget of postings", () => {
  * snapshot holds none. A search of five postings finds B and A, and goes on below A.
  */
 async function sBelowDeadPostings(store: ConversationStore, text = (tag: string) => `apple ${tag}`) {
-  const s = await store.create(temp.ws, ALICE, "S", [said("apple")]);
+  const s = await store.create(temp.ws, ALICE, "S", [said("apple")], NO_CALLER);
   time.jump(1000);
-  const d = await store.create(temp.ws, ALICE, "D", [said(text("x")), said(text("y")), said(text("z"))]);
+  const d = await store.create(
+    temp.ws,
+    ALICE,
+    "D",
+    [said(text("x")), said(text("y")), said(text("z"))],
+    NO_CALLER,
+  );
   time.jump(1000);
-  await store.create(temp.ws, ALICE, "A", [said("apple")]);
+  await store.create(temp.ws, ALICE, "A", [said("apple")], NO_CALLER);
   time.jump(1000);
-  const b = await store.create(temp.ws, ALICE, "B", [said("apple")]);
+  const b = await store.create(temp.ws, ALICE, "B", [said("apple")], NO_CALLER);
   time.jump(1000);
-  await store.append(temp.ws, ALICE, s.id, [said("unrelated")]);
+  await store.append(temp.ws, ALICE, s.id, [said("unrelated")], NO_CALLER);
   time.jump(1000);
-  await store.delete(temp.ws, ALICE, d.id);
+  await store.delete(temp.ws, ALICE, d.id, NO_CALLER);
   return b.id;
 }
 
@@ -309,7 +318,7 @@ describe("a later page of a part reaches no further back than the part's first p
       // At the partition's budget, the next event indexed compacts the removed postings away.
       const bytes = store.indexes.loadedBytes;
       own.partitionBytes = bytes;
-      await store.append(temp.ws, ALICE, b, [said("zzz")]);
+      await store.append(temp.ws, ALICE, b, [said("zzz")], NO_CALLER);
       expect(store.indexes.loadedBytes).toBeLessThan(bytes);
       return store;
     });
@@ -321,7 +330,7 @@ describe("a later page of a part reaches no further back than the part's first p
   it("answers the next page of a search within its budget after the match its top names was deleted", async () => {
     const store = openConversationStore(temp, time);
     for (const title of ["c1", "c2", "c3"]) {
-      await store.create(temp.ws, ALICE, title, [said("apple")]);
+      await store.create(temp.ws, ALICE, title, [said("apple")], NO_CALLER);
       time.jump(1000);
     }
     const first = await searchConversations(store.indexes, store, temp.ws, ALICE, {
@@ -329,7 +338,7 @@ describe("a later page of a part reaches no further back than the part's first p
       limit: 1,
     });
     expect(first.results.map((r) => r.conversation.title)).toEqual(["c3"]);
-    await store.delete(temp.ws, ALICE, first.results[0]?.conversation.id as string);
+    await store.delete(temp.ws, ALICE, first.results[0]?.conversation.id as string, NO_CALLER);
     // The top pinned at c3's event: refused as no longer indexed, where the page walks unpinned.
     const second = await searchConversations(store.indexes, store, temp.ws, ALICE, {
       query: "apple",
@@ -341,10 +350,10 @@ describe("a later page of a part reaches no further back than the part's first p
 
   it("answers every conversation of the first part though removed postings were added above it between pages", async () => {
     const store = openConversationStore(temp, time, { index: { limits } });
-    await store.create(temp.ws, ALICE, "Old", [said("apple 1"), said("apple 2"), said("apple 3")]);
+    await store.create(temp.ws, ALICE, "Old", [said("apple 1"), said("apple 2"), said("apple 3")], NO_CALLER);
     for (const title of ["A", "B", "C", "D", "E"]) {
       time.jump(1000);
-      await store.create(temp.ws, ALICE, title, [said("apple")]);
+      await store.create(temp.ws, ALICE, title, [said("apple")], NO_CALLER);
     }
     const { titles, pages } = await pageOneByOne(store, async () => {
       // Ten postings of a conversation made and deleted between the pages: more than the budget,
@@ -370,7 +379,7 @@ describe("a later page of a part reaches no further back than the part's first p
       const a = (await listConversations(store.indexes, temp.ws, ALICE, {})).conversations.find(
         (c) => c.title === "A",
       );
-      await store.delete(temp.ws, ALICE, a?.id as string);
+      await store.delete(temp.ws, ALICE, a?.id as string, NO_CALLER);
       return store;
     });
     expect(pages[0]?.results.map((r) => r.conversation.title)).toEqual(["B"]);

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { listConversations, searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import type { ConversationEvent } from "../../../../src/platform/conversations/model.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
@@ -53,13 +54,13 @@ describe("an append whose flush fails", () => {
   ] as const) {
     it(name, async () => {
       const store = openConversationStore(temp, time);
-      const { id } = await store.create(temp.ws, ALICE, "t", [said("one")]);
+      const { id } = await store.create(temp.ws, ALICE, "t", [said("one")], NO_CALLER);
       const log = join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), `${id}.jsonl`);
       const before = (await stat(log)).size;
       const answer = await failingFlushes(
         (path) => path === log,
         failures,
-        () => store.append(temp.ws, ALICE, id, [said("two")]),
+        () => store.append(temp.ws, ALICE, id, [said("two")], NO_CALLER),
       );
       expect(answer).toBe("EIO");
       expect((await stat(log)).size).toBe(before);
@@ -71,7 +72,7 @@ describe("an append whose flush fails", () => {
       const search = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "two" });
       expect(search.results).toEqual([]);
       // The client retries, as an error invites: the append is stored once.
-      await store.append(temp.ws, ALICE, id, [said("two")]);
+      await store.append(temp.ws, ALICE, id, [said("two")], NO_CALLER);
       const after = await store.get(temp.ws, ALICE, id);
       expect(words(after.events)).toEqual(["title", "one", "two"]);
       expect(after.events.map((e) => e.seq)).toEqual([1, 2, 3]);
@@ -82,20 +83,21 @@ describe("an append whose flush fails", () => {
 describe("a create whose folder flush fails", () => {
   it("is refused and leaves no conversation: not listed, not on disk, and a retry makes one", async () => {
     const store = openConversationStore(temp, time);
-    await store.create(temp.ws, ALICE, "first");
+    await store.create(temp.ws, ALICE, "first", undefined, NO_CALLER);
     const ownerDir = temp.layout.partition("conversations").ownerDir(temp.ws, ALICE);
     const logs = async () => (await readdir(ownerDir)).filter((name) => name.endsWith(".jsonl"));
     expect(await logs()).toHaveLength(1);
     const titles = async (s: ConversationStore) =>
       (await listConversations(s.indexes, temp.ws, ALICE, {})).conversations.map((c) => c.title);
     for (const make of [
-      () => store.create(temp.ws, ALICE, "second"),
+      () => store.create(temp.ws, ALICE, "second", undefined, NO_CALLER),
       async () =>
         store.fork(
           temp.ws,
           ALICE,
           (await store.indexes.read(temp.ws, ALICE, ({ index }) => index.ids()))[0] as string,
           {},
+          NO_CALLER,
         ),
     ]) {
       const answer = await failingFlushes((path) => path === ownerDir, 1, make);
@@ -105,7 +107,7 @@ describe("a create whose folder flush fails", () => {
       expect(await titles(openConversationStore(temp, time))).toEqual(["first"]);
     }
     time.jump(1000);
-    await store.create(temp.ws, ALICE, "second");
+    await store.create(temp.ws, ALICE, "second", undefined, NO_CALLER);
     expect(await titles(store)).toEqual(["second", "first"]);
   });
 });

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SNAPSHOT_FILE } from "../../../../src/platform/conversations/conversation-indexes.ts";
 import { searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -29,9 +30,9 @@ afterEach(async () => temp.remove());
  */
 async function savedThenCut(keep: (line: string, at: number, lines: string[]) => boolean): Promise<string> {
   const store = openConversationStore(temp, time, { index: { limits } });
-  await store.create(temp.ws, ALICE, "A", [said("apple pie")]);
+  await store.create(temp.ws, ALICE, "A", [said("apple pie")], NO_CALLER);
   time.jump(1000);
-  await store.create(temp.ws, ALICE, "B", [said("apple tart")]);
+  await store.create(temp.ws, ALICE, "B", [said("apple tart")], NO_CALLER);
   const first = await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "apple", limit: 1 });
   expect(first.nextCursor).toBeDefined();
   await store.indexes.stop();

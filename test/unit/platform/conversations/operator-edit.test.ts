@@ -5,6 +5,7 @@ import { MAX_EVENT_SEQ } from "../../../../src/platform/conversations/limits.ts"
 import type { EventDraft } from "../../../../src/platform/conversations/model.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -42,11 +43,13 @@ afterEach(async () => {
 
 describe("a conversation log an operator edits while Atrium runs", () => {
   async function conversationWithLog(store: ConversationStore): Promise<{ id: string; path: string }> {
-    const { id } = await store.create(temp.ws, ALICE, "t", [
-      message("one"),
-      message("two"),
-      message("three"),
-    ]);
+    const { id } = await store.create(
+      temp.ws,
+      ALICE,
+      "t",
+      [message("one"), message("two"), message("three")],
+      NO_CALLER,
+    );
     const path = join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), `${id}.jsonl`);
     return { id, path };
   }
@@ -57,7 +60,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     const lines = (await readFile(path, "utf8")).split("\n");
     await writeFile(path, lines.filter((line) => !line.includes('"two"')).join("\n"));
 
-    await store.append(temp.ws, ALICE, id, [message("four")]);
+    await store.append(temp.ws, ALICE, id, [message("four")], NO_CALLER);
     const bytes = await readFile(path);
     expect(bytes.includes(0)).toBe(false);
     const reread = await openStore().get(temp.ws, ALICE, id);
@@ -73,7 +76,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     const lines = (await readFile(path, "utf8")).split("\n");
     await writeFile(path, lines.filter((line) => !line.includes('"two"')).join("\n"));
 
-    await store.append(temp.ws, ALICE, id, [message("four")]);
+    await store.append(temp.ws, ALICE, id, [message("four")], NO_CALLER);
     expect(await search("two")).toEqual([]);
     expect((await search("four"))[0]?.summary.id).toBe(id);
     expect((await search("three"))[0]?.summary.eventCount).toBe(5);
@@ -90,7 +93,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
 
     // The page reads the log again for its head; the append after it must still tell the index.
     expect(texts((await store.get(temp.ws, ALICE, id)).events)).toEqual(["one", "owt", "three"]);
-    await store.append(temp.ws, ALICE, id, [message("four")]);
+    await store.append(temp.ws, ALICE, id, [message("four")], NO_CALLER);
     expect(await search("two")).toEqual([]);
     expect((await search("owt"))[0]?.summary.id).toBe(id);
   });
@@ -113,7 +116,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     await writeFile(path, "");
     time.jump(60_000);
 
-    const { conversation, events } = await store.append(temp.ws, ALICE, id, [message("anew")]);
+    const { conversation, events } = await store.append(temp.ws, ALICE, id, [message("anew")], NO_CALLER);
     expect(conversation.createdAt).toBe(events[0]?.at);
     expect(conversation).toEqual((await openStore().get(temp.ws, ALICE, id)).conversation);
   });
@@ -147,7 +150,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
     const added = `${JSON.stringify({ seq: 5, at: "2026-01-01T00:00:00.000Z", type: "message", role: "user", content: [{ type: "text", text: "by hand" }] })}\n`;
     await writeFile(path, `${await readFile(path, "utf8")}${added}`);
 
-    const { events } = await store.append(temp.ws, ALICE, id, [message("after")]);
+    const { events } = await store.append(temp.ws, ALICE, id, [message("after")], NO_CALLER);
     expect(events[0]?.seq).toBe(6);
     const reread = await openStore().get(temp.ws, ALICE, id);
     expect(texts(reread.events)).toEqual(["one", "two", "three", "by hand", "after"]);
@@ -157,7 +160,7 @@ describe("a conversation log an operator edits while Atrium runs", () => {
 describe("the index after a writer's change", () => {
   it("a failed index update is not the writer's failure: the append stands once, and the index reloads", async () => {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")]);
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")], NO_CALLER);
     const failing = vi
       .spyOn(store.indexes as unknown as { catchUp: () => Promise<void> }, "catchUp")
       .mockRejectedValueOnce(new Error("EIO: the disk said no"));
@@ -165,7 +168,7 @@ describe("the index after a writer's change", () => {
     expect(failing).toHaveBeenCalledTimes(1);
     failing.mockRestore();
 
-    const { events } = await store.append(temp.ws, ALICE, id, [message("two")]);
+    const { events } = await store.append(temp.ws, ALICE, id, [message("two")], NO_CALLER);
     expect(events).toHaveLength(1);
     const hits = await store.indexes.read(
       temp.ws,
@@ -180,7 +183,7 @@ describe("the index after a writer's change", () => {
 describe("a conversation log an operator copies in on disk", () => {
   it("is found by its bare id once housekeeping has walked its folder", async () => {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")]);
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")], NO_CALLER);
     const folder = temp.layout.partition("conversations").ownerDir(temp.ws, ALICE);
     const copyId = `cv_${"c".repeat(24)}`;
     await writeFile(join(folder, `${copyId}.jsonl`), await readFile(join(folder, `${id}.jsonl`)));
@@ -195,7 +198,7 @@ describe("a conversation log an operator copies in on disk", () => {
 describe("a conversation log restored from a backup of the same size, its time kept", () => {
   it("is paged from the file on disk, not from the head kept of the log it replaced", async () => {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "t", [message("one"), message("two")]);
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one"), message("two")], NO_CALLER);
     const path = join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), `${id}.jsonl`);
     const then = new Date("2026-01-01T00:00:00Z");
     await utimes(path, then, then);
@@ -220,7 +223,7 @@ describe("a conversation log restored from a backup of the same size, its time k
     // The search index keeps a seq in 21 bits: a higher one was another conversation's event
     // (adr/0117). Appends alone cannot get there within maxConversationBytes; a hand edit can.
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")]);
+    const { id } = await store.create(temp.ws, ALICE, "t", [message("one")], NO_CALLER);
     const path = join(temp.layout.partition("conversations").ownerDir(temp.ws, ALICE), `${id}.jsonl`);
     const last = {
       seq: MAX_EVENT_SEQ - 1,
@@ -229,11 +232,11 @@ describe("a conversation log restored from a backup of the same size, its time k
       title: "",
     };
     await writeFile(path, `${await readFile(path, "utf8")}${JSON.stringify(last)}\n`);
-    const one = await store.append(temp.ws, ALICE, id, [message("fits")]);
+    const one = await store.append(temp.ws, ALICE, id, [message("fits")], NO_CALLER);
     expect(one.events.map((e) => e.seq)).toEqual([MAX_EVENT_SEQ]);
     const before = await readFile(path);
     const refused = await store
-      .append(temp.ws, ALICE, id, [message("past")])
+      .append(temp.ws, ALICE, id, [message("past")], NO_CALLER)
       .catch((error: unknown) => error);
     expect(refused).toMatchObject({ code: "conversation_too_large", status: 413 });
     expect((refused as Error).message).toContain(String(MAX_EVENT_SEQ));
@@ -241,7 +244,7 @@ describe("a conversation log restored from a backup of the same size, its time k
     expect(texts((await store.get(temp.ws, ALICE, id, { order: "newest", limit: 1 })).events)).toEqual([
       "fits",
     ]);
-    const fork = await store.fork(temp.ws, ALICE, id, {}).catch((error: unknown) => error);
+    const fork = await store.fork(temp.ws, ALICE, id, {}, NO_CALLER).catch((error: unknown) => error);
     expect(fork).toMatchObject({ code: "conversation_too_large" });
   });
 });

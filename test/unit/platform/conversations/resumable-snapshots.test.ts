@@ -20,6 +20,7 @@ import {
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import { ResumableSnapshots } from "../../../../src/platform/conversations/resumable-snapshots.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import {
   cursorOverDeleted,
   dropIdle,
@@ -71,7 +72,7 @@ function withStore<T>(
 async function previousProcess(titles: string[]): Promise<void> {
   await withStore(async (first) => {
     for (const title of titles) {
-      await first.create(temp.ws, ALICE, title, [said(`apple ${title}`)]);
+      await first.create(temp.ws, ALICE, title, [said(`apple ${title}`)], NO_CALLER);
       time.jump(1000);
     }
   });
@@ -181,8 +182,8 @@ describe("a partition whose log ends in a torn line (a crash mid-append)", () =>
 describe("the snapshots a process resumes", () => {
   it("reads a version 4 snapshot written before it named its writer, as another process's", async () => {
     const before = await withStore(async (first) => {
-      await first.create(temp.ws, ALICE, "A", [said("apple")]);
-      await first.create(temp.ws, ALICE, "B", [said("apple")]);
+      await first.create(temp.ws, ALICE, "A", [said("apple")], NO_CALLER);
+      await first.create(temp.ws, ALICE, "B", [said("apple")], NO_CALLER);
       return searchApple(first);
     });
     const [header, ...rest] = (await readFile(snapshotPath(), "utf8")).split("\n");

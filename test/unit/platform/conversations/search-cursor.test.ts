@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type SearchPage, searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import {
   cursorOverDeleted,
   dropIdle,
@@ -94,7 +95,7 @@ describe("a search its budget cut short", () => {
   it("goes on below removed postings that took a first page's whole budget", async () => {
     await withStore(async (store) => {
       for (const title of ["A", "B"]) {
-        await store.create(temp.ws, ALICE, title, [said("apple")]);
+        await store.create(temp.ws, ALICE, title, [said("apple")], NO_CALLER);
         time.jump(1000);
       }
       // Ten postings of a deleted conversation above them, kept in the lists until a compaction.
@@ -111,12 +112,12 @@ describe("a search its budget cut short", () => {
 
   it("goes on below a walk in which its words met in no event", async () => {
     await withStore(async (store) => {
-      await store.create(temp.ws, ALICE, "Old", [said("apple banana")]);
+      await store.create(temp.ws, ALICE, "Old", [said("apple banana")], NO_CALLER);
       time.jump(1000);
       const six = (text: string) => Array.from({ length: 6 }, (_, i) => said(`${text}${i}`));
-      await store.create(temp.ws, ALICE, "P", six("apple p"));
+      await store.create(temp.ws, ALICE, "P", six("apple p"), NO_CALLER);
       time.jump(1000);
-      await store.create(temp.ws, ALICE, "Q", six("banana q"));
+      await store.create(temp.ws, ALICE, "Q", six("banana q"), NO_CALLER);
       const { pages, titles } = await pageThrough(store, "apple banana");
       expect(pages[0]?.truncated).toBe(true);
       expect(pages[0]?.nextCursor).toBeDefined();
@@ -133,11 +134,11 @@ describe("a search its budget cut short", () => {
 async function interleaved(store: ConversationStore): Promise<void> {
   const ids: string[] = [];
   for (const title of ["c0", "c1"]) {
-    ids.push((await store.create(temp.ws, ALICE, title, [said("apple")])).id);
+    ids.push((await store.create(temp.ws, ALICE, title, [said("apple")], NO_CALLER)).id);
     time.jump(1000);
   }
   for (let n = 0; n < 8; n++) {
-    await store.append(temp.ws, ALICE, ids[n % 2] as string, [said(`apple ${n}`)]);
+    await store.append(temp.ws, ALICE, ids[n % 2] as string, [said(`apple ${n}`)], NO_CALLER);
     time.jump(1000);
   }
 }
@@ -232,8 +233,9 @@ describe("a search cursor of an index built again from the logs", () => {
         ALICE,
         "big",
         Array.from({ length: 60 }, () => said(distinct())),
+        NO_CALLER,
       );
-      await store.delete(temp.ws, ALICE, big.id);
+      await store.delete(temp.ws, ALICE, big.id, NO_CALLER);
       await expectRefused(
         store,
         first.nextCursor,

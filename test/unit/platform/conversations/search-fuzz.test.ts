@@ -2,6 +2,7 @@ import { afterEach, beforeEach, expect, it } from "vitest";
 import { type SearchPage, searchConversations } from "../../../../src/platform/conversations/finder.ts";
 import { INDEX_LIMITS } from "../../../../src/platform/conversations/index-limits.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore, said } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -79,7 +80,7 @@ async function run(seed: number): Promise<string | undefined> {
   const events = new Map<string, number>();
   const count = 3 + Math.floor(next() * 6);
   for (let n = 0; n < count; n++) {
-    const { id } = await store.create(temp.ws, ALICE, `t${n}`, [text()]);
+    const { id } = await store.create(temp.ws, ALICE, `t${n}`, [text()], NO_CALLER);
     ids.push(id);
     events.set(id, 1);
     time.jump(1000);
@@ -87,7 +88,7 @@ async function run(seed: number): Promise<string | undefined> {
   for (let n = 0; n < count; n++) {
     const id = pick(ids);
     if ((events.get(id) ?? 0) >= 4) continue;
-    await store.append(temp.ws, ALICE, id, [text()]);
+    await store.append(temp.ws, ALICE, id, [text()], NO_CALLER);
     events.set(id, (events.get(id) ?? 0) + 1);
     time.jump(1000);
   }
@@ -95,7 +96,7 @@ async function run(seed: number): Promise<string | undefined> {
   for (let n = 0; n < 2; n++) {
     if (next() < 0.5) {
       const id = pick([...live]);
-      await store.delete(temp.ws, ALICE, id);
+      await store.delete(temp.ws, ALICE, id, NO_CALLER);
       live.delete(id);
     }
   }
@@ -121,7 +122,7 @@ async function run(seed: number): Promise<string | undefined> {
     const between = next();
     if (between < 0.15 && live.size > 1) {
       const id = pick([...live]);
-      await store.delete(temp.ws, ALICE, id);
+      await store.delete(temp.ws, ALICE, id, NO_CALLER);
       live.delete(id);
     } else if (between < 0.25) {
       await dropIdle(store);
@@ -140,7 +141,7 @@ async function run(seed: number): Promise<string | undefined> {
         begin = true;
       }
     } else if (between < 0.55) {
-      made.add((await store.create(temp.ws, ALICE, "new", [said(query), said(query)])).id);
+      made.add((await store.create(temp.ws, ALICE, "new", [said(query), said(query)], NO_CALLER)).id);
       time.jump(1000);
     }
   } while ((begin || cursor !== undefined) && searched < 200);

@@ -20,6 +20,7 @@ import {
 } from "../../../../src/platform/conversations/seq-offsets.ts";
 import type { ConversationStore } from "../../../../src/platform/conversations/store.ts";
 import type { KeyedLock } from "../../../../src/storage/keyed-lock.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openConversationStore } from "../../../helpers/conversation-store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { gate } from "../../../helpers/gate.ts";
@@ -76,12 +77,12 @@ function logPath(id: string): string {
 /** Thousands of events by hundreds of appends, most of them groups of several events. */
 async function appendedLog(appends: number): Promise<Log> {
   const store = openStore();
-  const { id } = await store.create(temp.ws, ALICE, "long");
+  const { id } = await store.create(temp.ws, ALICE, "long", undefined, NO_CALLER);
   let n = 0;
   for (let i = 0; i < appends; i++) {
     time.jump(1000);
     const drafts = Array.from({ length: (i * 7) % 13 === 0 ? 1 : 1 + ((i * 5) % 12) }, () => message(n++));
-    await store.append(temp.ws, ALICE, id, drafts);
+    await store.append(temp.ws, ALICE, id, drafts, NO_CALLER);
   }
   return { store, id, path: logPath(id) };
 }
@@ -164,8 +165,8 @@ describe("a page of a conversation built by many appends", () => {
   it("follows on with the events appended after a page was read", async () => {
     const log = await appendedLog(40);
     const first = await log.store.get(temp.ws, ALICE, log.id, { limit: 100 });
-    await log.store.append(temp.ws, ALICE, log.id, [message(-1), message(-2), message(-3)]);
-    await log.store.append(temp.ws, ALICE, log.id, [message(-4)]);
+    await log.store.append(temp.ws, ALICE, log.id, [message(-1), message(-2), message(-3)], NO_CALLER);
+    await log.store.append(temp.ws, ALICE, log.id, [message(-4)], NO_CALLER);
     const newest = await log.store.get(temp.ws, ALICE, log.id, { order: "newest", limit: 4 });
     expect(newest.events.map((e) => e.seq)).toEqual(
       [4, 3, 2, 1].map((k) => first.conversation.eventCount + k),
@@ -180,7 +181,7 @@ describe("a page of a conversation built by many appends", () => {
     const before = (await log.store.get(temp.ws, ALICE, log.id)).conversation.eventCount;
     let done = false;
     const drafts = Array.from({ length: 1000 }, (_, i) => message(i, 2000));
-    const appending = log.store.append(temp.ws, ALICE, log.id, drafts).finally(() => {
+    const appending = log.store.append(temp.ws, ALICE, log.id, drafts, NO_CALLER).finally(() => {
       done = true;
     });
     const pages = [];
@@ -251,7 +252,7 @@ describe("a page of a log changed on disk after its offsets were read", () => {
     const newest = await log.store.get(temp.ws, ALICE, log.id, { order: "newest", limit: 1 });
     expect(newest.events[0]?.seq).toBe(next - 1);
     await expectSamePages(log);
-    await log.store.append(temp.ws, ALICE, log.id, [message(-1)]);
+    await log.store.append(temp.ws, ALICE, log.id, [message(-1)], NO_CALLER);
     const after = await log.store.get(temp.ws, ALICE, log.id, { order: "newest", limit: 2 });
     expect(after.events.map((e) => e.seq)).toEqual([next, next - 1]);
     await expectSamePages(log);
@@ -260,7 +261,7 @@ describe("a page of a log changed on disk after its offsets were read", () => {
   it("of a log emptied by hand and appended to again, has the summary the log's events give", async () => {
     const log = await readLogWithHead();
     await truncate(log.path, 0);
-    await log.store.append(temp.ws, ALICE, log.id, [message(1)]);
+    await log.store.append(temp.ws, ALICE, log.id, [message(1)], NO_CALLER);
     await expectSamePage(log, { order: "newest" });
   });
 });
@@ -269,7 +270,7 @@ describe("a page of a log that is not only appends", () => {
   /** A log written by hand: groups of one and several, cut-short groups, lines that are no event, seq gaps. */
   async function handWrittenLog(): Promise<Log> {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "by hand");
+    const { id } = await store.create(temp.ws, ALICE, "by hand", undefined, NO_CALLER);
     const path = logPath(id);
     const parts: string[] = [];
     let seq = 2;
@@ -313,13 +314,19 @@ describe("a page of a log that is not only appends", () => {
     const source = await appendedLog(200);
     const { events } = await readLog(source.path);
     const throughSeq = (events[Math.floor(events.length / 2)] as ConversationEvent).seq;
-    const fork = await source.store.fork(temp.ws, ALICE, source.id, { throughSeq, title: "the fork" });
+    const fork = await source.store.fork(
+      temp.ws,
+      ALICE,
+      source.id,
+      { throughSeq, title: "the fork" },
+      NO_CALLER,
+    );
     const forked = { store: source.store, id: fork.id, path: logPath(fork.id) };
     await expectSameWalk(forked, "newest", 100);
     await expectSameWalk(forked, "oldest", CHECKPOINT_EVENTS);
     // Every cursor: a page that ends just before a checkpoint needs that checkpoint's offset exact.
     await expectSameAtCursors(forked, 1, [3]);
-    await source.store.append(temp.ws, ALICE, fork.id, [message(-1)]);
+    await source.store.append(temp.ws, ALICE, fork.id, [message(-1)], NO_CALLER);
     await expectSameAtCursors(forked, 41, [100]);
     await expectSameWalk(source, "newest", 100);
   }, 30_000);
@@ -339,7 +346,7 @@ describe("the bytes a page reads", () => {
 
   it("are those of the page, not of the log, once its head is read", async () => {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "large");
+    const { id } = await store.create(temp.ws, ALICE, "large", undefined, NO_CALLER);
     const path = logPath(id);
     const groups: Buffer[] = [];
     for (let seq = 2; seq < 8000; seq += 4) {
@@ -367,7 +374,7 @@ describe("the bytes a page reads", () => {
 
   it("of a search hit are those of the groups holding its events, not of its whole log", async () => {
     // Each hit read its whole log (up to maxConversationBytes) to show at most five events (adr/0118).
-    const { id } = await openStore().create(temp.ws, ALICE, "large");
+    const { id } = await openStore().create(temp.ws, ALICE, "large", undefined, NO_CALLER);
     const path = logPath(id);
     const groups: Buffer[] = [];
     for (let seq = 2; seq < 8000; seq += 4) {
@@ -395,9 +402,13 @@ describe("the bytes a page reads", () => {
   });
 
   it("of a search hit in a log whose seqs are out of order are the whole log's, with the same events", async () => {
-    const { id } = await openStore().create(temp.ws, ALICE, "edited", [
-      { type: "message", role: "user", content: [{ type: "text", text: "zebra one" }] },
-    ]);
+    const { id } = await openStore().create(
+      temp.ws,
+      ALICE,
+      "edited",
+      [{ type: "message", role: "user", content: [{ type: "text", text: "zebra one" }] }],
+      NO_CALLER,
+    );
     // An operator's edit: a second event numbered 2.
     await appendFile(logPath(id), line(event(2, "zebra again")));
     const { size } = await stat(logPath(id));
@@ -416,13 +427,19 @@ describe("the bytes a page reads", () => {
 
   it("of a search hit in a log an operator put out of order since its head was kept are read whole twice", async () => {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "edited", [
-      {
-        type: "message",
-        role: "user",
-        content: [{ type: "text", text: `zebra one ${"x".repeat(100_000)}` }],
-      },
-    ]);
+    const { id } = await store.create(
+      temp.ws,
+      ALICE,
+      "edited",
+      [
+        {
+          type: "message",
+          role: "user",
+          content: [{ type: "text", text: `zebra one ${"x".repeat(100_000)}` }],
+        },
+      ],
+      NO_CALLER,
+    );
     // A first hit keeps the head, in order.
     await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
     await appendFile(logPath(id), line(event(2, "zebra again")));
@@ -439,9 +456,13 @@ describe("the bytes a page reads", () => {
 describe("a search hit", () => {
   it("whose log's head is kept and current answers while an append holds the log's lock", async () => {
     const store = openStore();
-    const { id } = await store.create(temp.ws, ALICE, "busy", [
-      { type: "message", role: "user", content: [{ type: "text", text: "zebra one" }] },
-    ]);
+    const { id } = await store.create(
+      temp.ws,
+      ALICE,
+      "busy",
+      [{ type: "message", role: "user", content: [{ type: "text", text: "zebra one" }] }],
+      NO_CALLER,
+    );
     await searchConversations(store.indexes, store, temp.ws, ALICE, { query: "zebra" });
     // Stands for an append holding the log's lock through its write and flush.
     const locks = (store as unknown as { locks: KeyedLock }).locks;

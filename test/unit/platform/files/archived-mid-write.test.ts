@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { listTree } from "../../../helpers/fs-tree.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -36,7 +37,7 @@ async function leftovers(): Promise<string[]> {
 describe("a write whose workspace is archived while it runs", () => {
   it("files__write's path: WorkspaceNotFound, and nothing of it left, in the archive or anywhere", async () => {
     let archived = false;
-    const written = files.write(ws, ALICE, { name: "w.bin" }, randomBytes(3 * MIB), async () => {
+    const written = files.write(ws, ALICE, { name: "w.bin" }, randomBytes(3 * MIB), NO_CALLER, async () => {
       if (archived) return;
       archived = true;
       await temp.workspaces.archive(ws, ALICE);
@@ -56,7 +57,9 @@ describe("a write whose workspace is archived while it runs", () => {
         controller.enqueue(new Uint8Array(randomBytes(MIB)));
       },
     });
-    await expect(files.upload(ws, ALICE, { name: "u.bin" }, body)).rejects.toBeInstanceOf(WorkspaceNotFound);
+    await expect(files.upload(ws, ALICE, { name: "u.bin" }, body, NO_CALLER)).rejects.toBeInstanceOf(
+      WorkspaceNotFound,
+    );
     expect(await leftovers()).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NotFound, PayloadTooLarge } from "../../../../src/errors.ts";
 import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -37,6 +38,7 @@ describe("FileStore events", () => {
       ALICE,
       { name: "a.txt", mimeType: "text/plain" },
       Buffer.from("hello"),
+      NO_CALLER,
     );
     expect(meta.createdAt).toBe(new Date(time.clock()).toISOString());
     expect(published).toEqual([
@@ -51,24 +53,26 @@ describe("FileStore events", () => {
 
   it("an upload publishes one file.created; an oversized one, or a bad name, publishes none", async () => {
     await expect(
-      files.upload(ws, ALICE, { name: "big.bin" }, body("x".repeat(MAX_BYTES + 1))),
+      files.upload(ws, ALICE, { name: "big.bin" }, body("x".repeat(MAX_BYTES + 1)), NO_CALLER),
     ).rejects.toBeInstanceOf(PayloadTooLarge);
     await expect(
-      files.write(ws, ALICE, { name: "big.bin" }, Buffer.alloc(MAX_BYTES + 1)),
+      files.write(ws, ALICE, { name: "big.bin" }, Buffer.alloc(MAX_BYTES + 1), NO_CALLER),
     ).rejects.toBeInstanceOf(PayloadTooLarge);
-    await expect(files.write(ws, ALICE, { name: "" }, Buffer.from("x"))).rejects.toThrow(/file name/);
+    await expect(files.write(ws, ALICE, { name: "" }, Buffer.from("x"), NO_CALLER)).rejects.toThrow(
+      /file name/,
+    );
     expect(published).toEqual([]);
-    const meta = await files.upload(ws, ALICE, { name: "ok.bin" }, body("ok"));
+    const meta = await files.upload(ws, ALICE, { name: "ok.bin" }, body("ok"), NO_CALLER);
     expect(published.map((e) => e.type)).toEqual(["file.created"]);
     expect(published[0]).toMatchObject({ workspaceId: ws, ownerId: ALICE, file: { id: meta.id, size: 2 } });
   });
 
   it("a delete publishes one file.deleted; deleting a missing file publishes none", async () => {
-    const meta = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("x"));
+    const meta = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("x"), NO_CALLER);
     published.length = 0;
-    await files.delete(ws, ALICE, meta.id);
+    await files.delete(ws, ALICE, meta.id, NO_CALLER);
     expect(published).toEqual([{ type: "file.deleted", workspaceId: ws, ownerId: ALICE, fileId: meta.id }]);
-    await expect(files.delete(ws, ALICE, meta.id)).rejects.toBeInstanceOf(NotFound);
+    await expect(files.delete(ws, ALICE, meta.id, NO_CALLER)).rejects.toBeInstanceOf(NotFound);
     expect(published).toHaveLength(1);
   });
 });

@@ -9,6 +9,7 @@ import type { FileMeta } from "../../../../src/platform/files/model.ts";
 import { FileStore } from "../../../../src/platform/files/store.ts";
 import { parseStoredJson } from "../../../../src/storage/atomic.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { gate } from "../../../helpers/gate.ts";
@@ -60,19 +61,19 @@ afterEach(async () => {
 
 describe("the file metadata index", () => {
   it("follows the store's own writes and deletes", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     expect(await listed()).toEqual(["a.txt"]);
     await time.advance(1);
-    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
     expect(await files.info(ws, ALICE, b.id)).toEqual(b);
     expect(await listed()).toEqual(["b.txt", "a.txt"]);
-    await files.delete(ws, ALICE, a.id);
+    await files.delete(ws, ALICE, a.id, NO_CALLER);
     await expect(files.info(ws, ALICE, a.id)).rejects.toBeInstanceOf(NotFound);
     expect(await listed()).toEqual(["b.txt"]);
   });
 
   it("answers info without reading meta.json once the partition is indexed", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     await files.info(ws, ALICE, a.id);
     // Changed in place, the folder's entries stay as they were: the index is not asked to look.
     const path = join(recordDir(a.id), "meta.json");
@@ -87,10 +88,10 @@ describe("the file metadata index", () => {
   });
 
   it("is the same after a restart", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     await time.advance(1);
-    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
-    await files.delete(ws, ALICE, a.id);
+    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
+    await files.delete(ws, ALICE, a.id, NO_CALLER);
     const restarted = openStore();
     expect(await restarted.info(ws, ALICE, b.id)).toEqual(b);
     await expect(restarted.info(ws, ALICE, a.id)).rejects.toBeInstanceOf(NotFound);
@@ -98,7 +99,7 @@ describe("the file metadata index", () => {
   });
 
   it("sees a file folder an operator removes on disk, once DISK_CHECK_MS has passed", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     expect(await listed()).toEqual(["a.txt"]);
     await rm(recordDir(a.id), { recursive: true });
     await time.advance(DISK_CHECK_MS);
@@ -107,7 +108,7 @@ describe("the file metadata index", () => {
   });
 
   it("looks at the disk again once the clock is stepped back behind its last look", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     expect(await listed()).toEqual(["a.txt"]);
     await rm(recordDir(a.id), { recursive: true });
     // An hour back (an NTP correction): the index must not count as fresh until the hour is over.
@@ -116,11 +117,11 @@ describe("the file metadata index", () => {
   });
 
   it("sees a file folder an operator restores on disk, once DISK_CHECK_MS has passed", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     const backup = await mkdtemp(join(tmpdir(), "atrium-backup-"));
     try {
       await cp(recordDir(a.id), join(backup, a.id), { recursive: true });
-      await files.delete(ws, ALICE, a.id);
+      await files.delete(ws, ALICE, a.id, NO_CALLER);
       expect(await listed()).toEqual([]);
       await cp(join(backup, a.id), recordDir(a.id), { recursive: true });
       await time.advance(DISK_CHECK_MS);
@@ -132,18 +133,18 @@ describe("the file metadata index", () => {
   });
 
   it("does not let its own next write hide an operator's earlier edit", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     expect(await listed()).toEqual(["a.txt"]);
     await rm(recordDir(a.id), { recursive: true });
     // No time passes: the write itself finds the folder changed behind the index.
-    await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
     await expect(files.info(ws, ALICE, a.id)).rejects.toBeInstanceOf(NotFound);
     expect(await listed()).toEqual(["b.txt"]);
   });
 
   it("sees a file another writer adds on disk, once DISK_CHECK_MS has passed", async () => {
     expect(await listed()).toEqual([]);
-    const other = await openStore().write(ws, ALICE, { name: "elsewhere.txt" }, Buffer.from("e"));
+    const other = await openStore().write(ws, ALICE, { name: "elsewhere.txt" }, Buffer.from("e"), NO_CALLER);
     await time.advance(DISK_CHECK_MS);
     expect(await files.info(ws, ALICE, other.id)).toEqual(other);
     expect(await listed()).toEqual(["elsewhere.txt"]);
@@ -152,7 +153,7 @@ describe("the file metadata index", () => {
 
 describe("a copied file folder", () => {
   it("is its own file, named by its folder, and the index does not rebuild after each write", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     expect(await listed()).toEqual(["a.txt"]);
     // An operator's `cp -r fl_A fl_B`: the copy's meta.json still says fl_A.
     const copyId = `fl_${"ab".repeat(12)}`;
@@ -164,7 +165,7 @@ describe("a copied file folder", () => {
     expect(await files.info(ws, ALICE, a.id)).toEqual(a);
     const journal = await journalDuring(async () => {
       await time.advance(1);
-      await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+      await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
       await time.advance(DISK_CHECK_MS);
       expect(await listed()).toHaveLength(3);
     });
@@ -174,7 +175,7 @@ describe("a copied file folder", () => {
     await files.recoverWorkspace(ws, new Set(["files"]), RecoveryPass.housekeeping(Date.now()));
     expect(await files.locate(ALICE, copyId, () => true)).toBe(ws);
     // Deleting the original leaves the copy, and a restart names it alike.
-    await files.delete(ws, ALICE, a.id);
+    await files.delete(ws, ALICE, a.id, NO_CALLER);
     expect((await openStore().page(ws, ALICE, {})).files.map((meta) => meta.id)).toContain(copyId);
     expect((await openStore().info(ws, ALICE, copyId)).id).toBe(copyId);
   });
@@ -184,20 +185,20 @@ describe("the store's own writes", () => {
   it("never make the index read a partition of many files again: writes, a failed upload, deletes", async () => {
     const kept: FileMeta[] = [];
     for (let n = 0; n < 150; n++)
-      kept.push(await files.write(ws, ALICE, { name: `f${n}` }, Buffer.from("x")));
+      kept.push(await files.write(ws, ALICE, { name: `f${n}` }, Buffer.from("x"), NO_CALLER));
     expect((await files.page(ws, ALICE, { limit: 1000 })).files).toHaveLength(150);
     const journal = await journalDuring(async () => {
       await time.advance(1);
-      const added = await files.write(ws, ALICE, { name: "new.txt" }, Buffer.from("y"));
+      const added = await files.write(ws, ALICE, { name: "new.txt" }, Buffer.from("y"), NO_CALLER);
       expect(await files.info(ws, ALICE, added.id)).toEqual(added);
       const tooLarge = Readable.from([Buffer.alloc(MAX_BYTES + 1)]);
-      await expect(files.upload(ws, ALICE, { name: "big" }, tooLarge)).rejects.toBeInstanceOf(
+      await expect(files.upload(ws, ALICE, { name: "big" }, tooLarge, NO_CALLER)).rejects.toBeInstanceOf(
         PayloadTooLarge,
       );
       await time.advance(DISK_CHECK_MS);
       expect((await listed())[0]).toBe("new.txt");
-      await files.delete(ws, ALICE, added.id);
-      await files.delete(ws, ALICE, kept[0]?.id ?? "");
+      await files.delete(ws, ALICE, added.id, NO_CALLER);
+      await files.delete(ws, ALICE, kept[0]?.id ?? "", NO_CALLER);
       await time.advance(DISK_CHECK_MS);
       await expect(files.info(ws, ALICE, added.id)).rejects.toBeInstanceOf(NotFound);
       expect(await files.info(ws, ALICE, kept[1]?.id ?? "")).toEqual(kept[1]);
@@ -208,9 +209,9 @@ describe("the store's own writes", () => {
   });
 
   it("do not hide an operator's edit made while an upload is on its way", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     await time.advance(1);
-    await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
     expect(await listed()).toEqual(["b.txt", "a.txt"]);
     const started = gate();
     const arrived = gate();
@@ -220,7 +221,7 @@ describe("the store's own writes", () => {
       await arrived.promise;
     }
     await time.advance(1);
-    const uploading = files.upload(ws, ALICE, { name: "c.txt" }, Readable.from(body()));
+    const uploading = files.upload(ws, ALICE, { name: "c.txt" }, Readable.from(body()), NO_CALLER);
     // The upload's staging folder is made: the operator removes a file folder meanwhile.
     await started.promise;
     await rm(recordDir(a.id), { recursive: true });
@@ -232,9 +233,9 @@ describe("the store's own writes", () => {
   });
 
   it("an edit in the same timestamp tick as the index's own change is seen by the folder's names", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     await time.advance(1);
-    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
     const reads: string[] = [];
     const readMeta = countingReads(reads);
     const index = new FileListings(temp.layout.partition("files"), readMeta, time.clock);
@@ -267,9 +268,9 @@ describe("the store's own writes", () => {
 
 describe("a meta.json that cannot be read", () => {
   it("is left out of the list, fails its info with its own error, and is served once repaired", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     await time.advance(1);
-    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+    const b = await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
     const path = join(recordDir(a.id), "meta.json");
     const good = await readFile(path, "utf8");
     await writeFile(path, "{ not json");
@@ -300,9 +301,9 @@ describe("a meta.json that parses but is not a file's metadata", () => {
   ])(
     "(%s) is left out of the list, logged once naming its path and what is wrong, and fails its info",
     async (_case, damage, problem) => {
-      const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+      const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
       await time.advance(1);
-      await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"));
+      await files.write(ws, ALICE, { name: "b.txt" }, Buffer.from("b"), NO_CALLER);
       const path = join(recordDir(a.id), "meta.json");
       const damaged = damage(JSON.parse(await readFile(path, "utf8")) as FileMeta);
       await writeFile(path, typeof damaged === "string" ? damaged : JSON.stringify(damaged));
@@ -329,7 +330,7 @@ describe("a meta.json that parses but is not a file's metadata", () => {
 
 describe("a file left out of the lists", () => {
   it("is logged once, by its meta.json's path, however often the partition is built again", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     const path = join(recordDir(a.id), "meta.json");
     await writeFile(path, "{ not json");
     const { log, lines } = memoryLog();
@@ -350,7 +351,7 @@ describe("a file left out of the lists", () => {
   });
 
   it("is logged by the store the files app runs, with the logger it is given", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     await writeFile(join(recordDir(a.id), "meta.json"), "{ not json");
     const { log, lines } = memoryLog();
     const store = new FileStore(temp.layout.partition("files"), MAX_BYTES, temp.events, time.clock, log);
@@ -361,7 +362,7 @@ describe("a file left out of the lists", () => {
 
 describe("the index's memory", () => {
   it("is dropped for a workspace idle FILE_INDEX_IDLE_MS and rebuilt true on its next use", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     const reads: string[] = [];
     const readMeta = countingReads(reads);
     const index = new FileListings(temp.layout.partition("files"), readMeta, time.clock);
@@ -380,7 +381,7 @@ describe("the index's memory", () => {
   });
 
   it("names a meta.json that does not parse by its path and position, never its text", async () => {
-    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"));
+    const a = await files.write(ws, ALICE, { name: "a.txt" }, Buffer.from("a"), NO_CALLER);
     const meta = join(recordDir(a.id), "meta.json");
     await writeFile(meta, '{"name": sk-live-secret');
     const failure = await openStore()

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileStore } from "../../../../src/platform/files/store.ts";
 import { SyncedFileWriter } from "../../../../src/storage/synced-file-writer.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { listTree } from "../../../helpers/fs-tree.ts";
 import { gate } from "../../../helpers/gate.ts";
@@ -41,7 +42,7 @@ describe("FileStore.upload", () => {
         controller.close();
       },
     });
-    const meta = await files.upload(ws, ALICE, { name: "web.bin" }, stream);
+    const meta = await files.upload(ws, ALICE, { name: "web.bin" }, stream, NO_CALLER);
     expect(chunks.map((chunk) => chunk.byteLength)).toEqual([1024 * 1024, 300_000]);
     expect(chunks.every((chunk, i) => Buffer.from(chunk).equals(kept[i] as Buffer))).toBe(true);
     expect(meta.sha256).toBe(sha256(Buffer.concat(kept)));
@@ -56,7 +57,7 @@ describe("FileStore.upload", () => {
         controller.close();
       },
     });
-    const meta = await files.upload(ws, ALICE, { name: "many.bin" }, stream);
+    const meta = await files.upload(ws, ALICE, { name: "many.bin" }, stream, NO_CALLER);
     expect(meta.size).toBe(bytes.length);
     expect(meta.sha256).toBe(sha256(bytes));
     const stored = await readFile(
@@ -66,7 +67,7 @@ describe("FileStore.upload", () => {
   });
 
   it("an empty body is an empty file with the empty SHA-256", async () => {
-    const meta = await files.upload(ws, ALICE, { name: "empty.bin" }, null);
+    const meta = await files.upload(ws, ALICE, { name: "empty.bin" }, null, NO_CALLER);
     expect(meta.size).toBe(0);
     expect(meta.sha256).toBe(sha256(new Uint8Array(0)));
   });
@@ -99,7 +100,7 @@ describe("FileStore.upload", () => {
           controller.close();
         },
       });
-      const upload = files.upload(ws, ALICE, { name: "slow.bin" }, stream);
+      const upload = files.upload(ws, ALICE, { name: "slow.bin" }, stream, NO_CALLER);
       upload.catch(() => undefined);
       await failedOnce.promise;
       await new Promise((resolve) => setImmediate(resolve));

@@ -3,6 +3,7 @@ import { readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { FileStore } from "../../../../src/platform/files/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -27,7 +28,7 @@ describe("a write that reports progress", () => {
   it("reports each MiB as it reaches the file, then the whole, and stores the same bytes", async () => {
     const content = new Uint8Array(2 * MIB + 5).map((_, i) => i % 251);
     const reports: Array<[number, number]> = [];
-    const meta = await files.write(ws, ALICE, { name: "big.bin" }, content, (written, total) => {
+    const meta = await files.write(ws, ALICE, { name: "big.bin" }, content, NO_CALLER, (written, total) => {
       reports.push([written, total]);
     });
     expect(reports).toEqual([
@@ -43,14 +44,14 @@ describe("a write that reports progress", () => {
 
   it("an empty file is one report of zero of zero", async () => {
     const reports: Array<[number, number]> = [];
-    await files.write(ws, ALICE, { name: "empty.txt" }, new Uint8Array(0), (written, total) => {
+    await files.write(ws, ALICE, { name: "empty.txt" }, new Uint8Array(0), NO_CALLER, (written, total) => {
       reports.push([written, total]);
     });
     expect(reports).toEqual([[0, 0]]);
   });
 
   it("a report that throws abandons the write and leaves no file", async () => {
-    const failing = files.write(ws, ALICE, { name: "x.bin" }, new Uint8Array(3 * MIB), () => {
+    const failing = files.write(ws, ALICE, { name: "x.bin" }, new Uint8Array(3 * MIB), NO_CALLER, () => {
       throw new Error("client went away");
     });
     await expect(failing).rejects.toThrow("client went away");

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WorkspaceNotFound } from "../../../../src/errors.ts";
 import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { type FsReplacement, withFsHook } from "../../../helpers/fs-hook.ts";
 import { listTree } from "../../../helpers/fs-tree.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -19,7 +20,8 @@ type WatchedCall = (path: unknown, ...rest: unknown[]) => Promise<unknown>;
 
 let temp: TempRoot;
 let writer: SkillWriter;
-const target = () => ({ scope: "workspace", workspaceId: temp.ws, principalId: ALICE }) as const;
+const target = () =>
+  ({ scope: "workspace", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER }) as const;
 
 beforeEach(async () => {
   temp = await openTempRoot("skill-archived", ALICE);

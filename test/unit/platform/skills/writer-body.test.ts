@@ -4,6 +4,7 @@ import matter from "gray-matter";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSkill } from "../../../../src/platform/skills/parse.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -15,7 +16,7 @@ let target: WriteTarget;
 beforeEach(async () => {
   temp = await openTempRoot("skill-body", ALICE);
   writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
-  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE };
+  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER };
 });
 
 afterEach(async () => {

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SkillWriter } from "../../../../src/platform/skills/writer.ts";
 import { HOUSEKEEPING_TEMP_AGE_MS, RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { makeFifo, releaseFifo, unlessHung } from "../../../helpers/fifo.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -28,7 +29,7 @@ afterEach(() => temp.remove());
 
 describe("SkillWriter durability", () => {
   it("a person's first skill flushes each folder it makes in its parent", async () => {
-    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE } as const;
+    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER } as const;
     const journal = await journalDuring(() => writer.create(target, "my-style", DRAFT));
     const skills = temp.layout.userSkillsDir(ALICE);
     const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
@@ -38,7 +39,12 @@ describe("SkillWriter durability", () => {
   });
 
   it("a workspace skill's first version flushes `.history` and its folder in their parents", async () => {
-    const target = { scope: "workspace", workspaceId: temp.ws, principalId: ALICE } as const;
+    const target = {
+      scope: "workspace",
+      workspaceId: temp.ws,
+      principalId: ALICE,
+      access: NO_CALLER,
+    } as const;
     const journal = await journalDuring(() => writer.create(target, "release-notes", DRAFT));
     const skills = temp.layout.workspaceSkillsDir(temp.ws);
     const made = journal.entries.flatMap((entry) => (entry.op === "mkdir" ? [entry.path] : []));
@@ -70,12 +76,12 @@ describe("boot recovery of skills", () => {
     const warnings = lines.filter((line) => line.path === fifo);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]?.msg).toMatch(/SKILL\.md is a FIFO, not a regular file; delete the skill/);
-    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE } as const;
+    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER } as const;
     expect((await writer.history(target, "kept")).map((v) => v.version)).toEqual([1]);
   });
 
   it("housekeeping removes a history whose skill is gone only once it is an hour old (R9)", async () => {
-    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE } as const;
+    const target = { scope: "user", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER } as const;
     await writer.create(target, "moved-away", DRAFT);
     const skills = temp.layout.userSkillsDir(ALICE);
     await rename(join(skills, "moved-away"), join(temp.root, "moved-away"));

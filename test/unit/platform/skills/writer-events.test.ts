@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Conflict, Forbidden, NotFound } from "../../../../src/errors.ts";
 import type { AtriumEvent } from "../../../../src/kernel/events.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -31,6 +32,7 @@ const workspaceTarget = (principalId: string): WriteTarget => ({
   scope: "workspace",
   workspaceId: ws,
   principalId,
+  access: NO_CALLER,
 });
 
 describe("SkillWriter events", () => {
@@ -51,7 +53,11 @@ describe("SkillWriter events", () => {
   });
 
   it("a user skill's event is private to its owner", async () => {
-    await writer.create({ scope: "user", workspaceId: ws, principalId: BOB }, "my-style", DRAFT);
+    await writer.create(
+      { scope: "user", workspaceId: ws, principalId: BOB, access: NO_CALLER },
+      "my-style",
+      DRAFT,
+    );
     expect(published).toEqual([
       {
         type: "skill.changed",

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { frontMatterOf } from "../../../../src/platform/skills/parse.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { makeFifo, releaseFifo, unlessHung } from "../../../helpers/fifo.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -19,7 +20,7 @@ let dir: string;
 beforeEach(async () => {
   temp = await openTempRoot("skill-foreign-files", ALICE);
   writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
-  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE };
+  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER };
   dir = temp.layout.userSkillsDir(ALICE);
 });
 afterEach(() => temp.remove());

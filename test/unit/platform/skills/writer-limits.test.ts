@@ -7,6 +7,7 @@ import {
   SkillWriter,
   type WriteTarget,
 } from "../../../../src/platform/skills/writer.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -18,7 +19,7 @@ let target: WriteTarget;
 beforeEach(async () => {
   temp = await openTempRoot("skill-limits", ALICE);
   writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
-  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE };
+  target = { scope: "user", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER };
 });
 
 afterEach(async () => {

@@ -6,6 +6,7 @@ import { createLogger } from "../../../../src/log.ts";
 import { SkillService } from "../../../../src/platform/skills/service.ts";
 import { SkillWriter, type WriteTarget } from "../../../../src/platform/skills/writer.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 // Folders an operator replaced with a symlink, on the way to a skill's files: the skill's own, and
@@ -25,7 +26,7 @@ beforeEach(async () => {
   outside = await mkdtemp(join(tmpdir(), "atrium-outside-"));
   writer = new SkillWriter(temp.layout, temp.workspaces, temp.events);
   skills = temp.layout.workspaceSkillsDir(temp.ws);
-  target = { scope: "workspace", workspaceId: temp.ws, principalId: ALICE };
+  target = { scope: "workspace", workspaceId: temp.ws, principalId: ALICE, access: NO_CALLER };
 });
 afterEach(async () => {
   await temp.remove();

@@ -16,6 +16,7 @@ import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { McpSource } from "../../../../src/sources/mcp-source.ts";
 import type { CallContext } from "../../../../src/sources/router.ts";
 import { splitToolName } from "../../../../src/sources/tool-names.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -213,7 +214,7 @@ describe("a run whose tool stops answering", () => {
       { credentialLapsed: () => false },
       { append: async () => ({}) } as unknown as AuditAppender,
     );
-    const caller = { principalId: owner, workspaceId: t.ws };
+    const caller = { principalId: owner, workspaceId: t.ws, access: NO_CALLER };
     answer = (name, args, context) =>
       connection.callTool(splitToolName(name)?.tool ?? name, args, caller, context);
     let silent: Server | undefined;
