@@ -1,13 +1,10 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Task } from "../../src/platform/tasks/model.ts";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { CALL_ENTRIES, callThrough } from "../helpers/call-through.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { listTree } from "../helpers/fs-tree.ts";
-import { postHeld } from "../helpers/held-calls.ts";
 import { ACCESS_ENDINGS, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { holdingFsCall } from "../helpers/held-fs-call.ts";
-import { MCP_ERAS, type McpEra } from "../helpers/mcp-eras.ts";
-import { mcpRequest } from "../helpers/mcp-request.ts";
 
 // A files__write or files__delete whose caller's access ends while it runs (an archive, a removal,
 // a deactivation) changes nothing, whichever way it came: MCP in both eras, REST's tools/call or
@@ -43,46 +40,14 @@ async function writeEnded(principalId: string): Promise<void> {
 
 const isContent = (path: string) => /\/\.tmp-fl_[^/]*\/content$/.test(path);
 
-type Entry = `mcp ${McpEra}` | "rest tools/call" | "a task run";
-const ENTRIES: Entry[] = [...MCP_ERAS.map((era) => `mcp ${era}` as const), "rest tools/call", "a task run"];
-
-/** Starts `tool` with `args` as `member` in `ws` through `entry`; what answers it, if anyone waits. */
-async function call(entry: Entry, member: string, ws: string, tool: string, args: Record<string, unknown>) {
-  if (entry === "a task run") {
-    const defined = await instance.rest(member, "POST", `/v1/workspaces/${ws}/tasks`, {
-      name: "write",
-      action: { tool, arguments: args },
-    });
-    expect(defined.status, await defined.clone().text()).toBe(201);
-    const runs = `/v1/workspaces/${ws}/tasks/${((await defined.json()) as Task).id}/runs`;
-    expect((await instance.rest(member, "POST", runs, {})).status).toBe(201);
-    return undefined;
-  }
-  if (entry === "rest tools/call") {
-    const headers = { "content-type": "application/json" };
-    return postHeld(instance, member, `/v1/workspaces/${ws}/tools/call`, headers, {
-      name: tool,
-      arguments: args,
-    }).answer;
-  }
-  const era = entry.slice("mcp ".length) as McpEra;
-  const message = {
-    jsonrpc: "2.0" as const,
-    id: 1,
-    method: "tools/call",
-    params: { name: tool, arguments: args },
-  };
-  const { headers, body } = mcpRequest(era, message);
-  return postHeld(instance, member, `/mcp/${ws}`, headers, body).answer;
-}
-
-describe.each(ENTRIES)("a files__write through %s", (entry) => {
+describe.each(CALL_ENTRIES)("a files__write through %s", (entry) => {
   it.each(ACCESS_ENDINGS)("whose caller's access ends by %s mid-write stores nothing", async (change) => {
     const member = newPerson();
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     await holdingFsCall("open", isContent, async (write) => {
-      const answer = call(entry, member, ws, "files__write", { name: "late.txt", text: "after the end" });
+      const args = { name: "late.txt", text: "after the end" };
+      const { answer } = await callThrough(instance, entry, member, ws, "files__write", args);
       await write.reached;
       expect(await filesOf(principalId)).toHaveLength(1);
       await endAccess(instance, change, ws, member);
@@ -116,7 +81,7 @@ describe.each(["mcp 2025-11-25", "rest DELETE /v1/files/:id"] as DeleteEntry[])(
       await holdingFsCall("stat", ownerDir, async (removal) => {
         const answer =
           entry === "mcp 2025-11-25"
-            ? call(entry, member, ws, "files__delete", { id })
+            ? (await callThrough(instance, "mcp 2025-11-25", member, ws, "files__delete", { id })).answer
             : instance.rest(member, "DELETE", `/v1/files/${id}`);
         await removal.reached;
         await endAccess(instance, change, ws, member);
