@@ -58,23 +58,31 @@ export async function callThrough(
  * its call was cancelled and answered: `settled` resolves once each has ended, so a test knows a
  * held write has committed or been refused. `stop` puts the dispatch back.
  */
-export function watchToolWork(instance: TestAtrium): { settled: () => Promise<void>; stop: () => void } {
+export function watchToolWork(instance: TestAtrium): {
+  settled: () => Promise<void>;
+  /** The signal each call was given, by tool name, last call's last: what a transport aborts. */
+  signals: Map<string, AbortSignal>;
+  stop: () => void;
+} {
   const dispatch = instance.atrium.dispatch;
   const original = dispatch.call.bind(dispatch);
   const works: Promise<unknown>[] = [];
-  const spy = vi.spyOn(dispatch, "call").mockImplementation((caller, name, args, context) =>
-    original(caller, name, args, {
+  const signals = new Map<string, AbortSignal>();
+  const spy = vi.spyOn(dispatch, "call").mockImplementation((caller, name, args, context) => {
+    if (context.signal) signals.set(name, context.signal);
+    return original(caller, name, args, {
       ...context,
       onCalled: (work) => {
         works.push(work.catch(() => undefined));
         context.onCalled?.(work);
       },
-    }),
-  );
+    });
+  });
   return {
     settled: async () => {
       await Promise.all(works);
     },
+    signals,
     stop: () => spy.mockRestore(),
   };
 }

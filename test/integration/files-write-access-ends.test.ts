@@ -1,10 +1,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { CALL_ENTRIES, callThrough } from "../helpers/call-through.ts";
+import { CALL_ENTRIES, callThrough, watchToolWork } from "../helpers/call-through.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { listTree } from "../helpers/fs-tree.ts";
+import { postHeld } from "../helpers/held-calls.ts";
 import { ACCESS_ENDINGS, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { holdingFsCall } from "../helpers/held-fs-call.ts";
+import { mcpRequest } from "../helpers/mcp-request.ts";
 
 // A files__write or files__delete whose caller's access ends while it runs (an archive, a removal,
 // a deactivation) changes nothing, whichever way it came: MCP in both eras, REST's tools/call or
@@ -93,3 +95,41 @@ describe.each(["mcp 2025-11-25", "rest DELETE /v1/files/:id"] as DeleteEntry[])(
     });
   },
 );
+
+describe("a files__write whose 2025-era client's connection closes mid-write", () => {
+  // A disconnection is not a cancellation (the MCP transport; adr/0065): the closed connection
+  // aborts the call's signal, but the caller's access has not ended, so the write lands. A write
+  // that checked that signal before its commit lost a client's file to a network blip (the revert
+  // of ADR 0154's first cut); the store asks the caller's access instead.
+  it("still stores the file", async () => {
+    const member = newPerson();
+    const principalId = testPrincipal(member).id;
+    const ws = await team(member);
+    const tools = watchToolWork(instance);
+    try {
+      await holdingFsCall("open", isContent, async (write) => {
+        const message = {
+          jsonrpc: "2.0" as const,
+          id: 1,
+          method: "tools/call",
+          params: { name: "files__write", arguments: { name: "kept.txt", text: "through a blip" } },
+        };
+        const { headers, body } = mcpRequest("2025-11-25", message);
+        const posted = postHeld(instance, member, `/mcp/${ws}`, headers, body);
+        posted.answer.catch(() => undefined);
+        await write.reached;
+        posted.request.destroy();
+        await eventually(() => expect(tools.signals.get("files__write")?.aborted).toBe(true));
+        write.release();
+        await tools.settled();
+      });
+    } finally {
+      tools.stop();
+    }
+    expect(await filesOf(principalId)).toHaveLength(1);
+    const listed = await instance.rest(member, "GET", `/v1/workspaces/${ws}/files`);
+    expect(((await listed.json()) as { files: { name: string }[] }).files.map((file) => file.name)).toEqual([
+      "kept.txt",
+    ]);
+  });
+});
