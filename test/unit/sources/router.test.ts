@@ -13,7 +13,12 @@ import { createLogger } from "../../../src/log.ts";
 import { AppSource } from "../../../src/platform/app-source.ts";
 import { AppTools } from "../../../src/platform/app-tools.ts";
 import { platformInput } from "../../../src/platform/platform-tool.ts";
-import { CALLER_META_KEY, type Caller, callerFromMeta } from "../../../src/sources/caller-meta.ts";
+import {
+  CALLER_META_KEY,
+  type Caller,
+  callerFromMeta,
+  MissingCaller,
+} from "../../../src/sources/caller-meta.ts";
 import { ToolDispatch } from "../../../src/sources/dispatch.ts";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
 import { McpSource, SourceRetired } from "../../../src/sources/mcp-source.ts";
@@ -135,6 +140,12 @@ describe("Router.callTool", () => {
     await router.callTool(registry, CALLER, "echo__say", { text: "hi" }, CALL);
     expect(seen).toHaveLength(1);
     expect(seen[0]?.meta).toEqual({ [CALLER_META_KEY]: CALLER });
+  });
+
+  it("a caller without its access check is no caller: a platform tool would write past its access", () => {
+    const { access: _dropped, ...identity } = CALLER;
+    expect(() => callerFromMeta({ [CALLER_META_KEY]: identity })).toThrow(MissingCaller);
+    expect(callerFromMeta({ [CALLER_META_KEY]: CALLER }).access).toBe(CALLER.access);
   });
 
   it("passes a scoped caller's scopes on, so a platform app can record them (a task's definer)", async () => {
