@@ -58,8 +58,12 @@ export async function writeFileAtomic(
   await syncDir(dirname(path));
 }
 
-export async function writeJsonAtomic(path: string, value: unknown): Promise<void> {
-  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`);
+export async function writeJsonAtomic(
+  path: string,
+  value: unknown,
+  beforeRename?: () => void,
+): Promise<void> {
+  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, beforeRename);
 }
 
 /**

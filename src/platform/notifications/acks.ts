@@ -3,6 +3,7 @@ import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 
 /** The inbox's folder of acknowledgements, one file per member. */
 export const ACKS = "acks";
@@ -45,29 +46,38 @@ export class MemberAcks {
   /**
    * Acknowledges `seqs` for the member, found by the listing `listed`, or with `upTo` every seq up
    * to it; answers how many of `seqs` were new, each counted once. Named seqs all acknowledged
-   * already write nothing.
+   * already write nothing. `access` is asked just before the rename that puts the member's file in
+   * place: refused, nothing is acknowledged (adr/0154, amended).
    */
   async record(
     workspaceId: string,
     principalId: string,
     what: { seqs: readonly number[]; listed: Listed } | { upTo: number },
+    access: AccessCheck,
   ): Promise<{ acked: number }> {
     return this.lock.run(`${workspaceId}/${principalId}`, async () => {
       const acks = await this.read(workspaceId, principalId);
       if ("upTo" in what) {
-        await this.write(workspaceId, principalId, { upToSeq: Math.max(acks.upToSeq, what.upTo), seqs: [] });
+        const all = { upToSeq: Math.max(acks.upToSeq, what.upTo), seqs: [] };
+        await this.write(workspaceId, principalId, all, access);
         return { acked: 0 };
       }
       const fresh = what.seqs.filter((seq) => !isAcked(acks, seq));
-      if (fresh.length > 0) await this.write(workspaceId, principalId, compact(acks, fresh, what.listed));
+      if (fresh.length > 0)
+        await this.write(workspaceId, principalId, compact(acks, fresh, what.listed), access);
       return { acked: new Set(fresh).size };
     });
   }
 
-  private async write(workspaceId: string, principalId: string, acks: Acks): Promise<void> {
+  private async write(
+    workspaceId: string,
+    principalId: string,
+    acks: Acks,
+    access: AccessCheck,
+  ): Promise<void> {
     // Made inside an existing workspace only, never the workspace itself.
     await makeInPartition(join(this.storage.dir(workspaceId), ACKS), workspaceId);
-    await writeJsonAtomic(this.path(workspaceId, principalId), acks);
+    await writeJsonAtomic(this.path(workspaceId, principalId), acks, access);
   }
 
   private path(workspaceId: string, principalId: string): string {

@@ -8,6 +8,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import { ACKS, isAcked, type Listed, MemberAcks } from "./acks.ts";
 import type { NotificationSettings } from "./config.ts";
 import { ENTRIES, type EntryName, entryFile, listEntryNames } from "./entry-names.ts";
@@ -171,12 +172,14 @@ export class Inbox implements LeftoverRules {
     workspaceId: string,
     principalId: string,
     what: { ids: readonly string[] } | { all: true },
+    access: AccessCheck,
   ): Promise<{ acked: number }> {
     if (!("all" in what)) {
       return this.acks.record(
         workspaceId,
         principalId,
         await this.seqsOf(workspaceId, principalId, what.ids),
+        access,
       );
     }
     // Up to the newest entry stored, listed under the workspace's lock once the posts begun before
@@ -184,7 +187,7 @@ export class Inbox implements LeftoverRules {
     // storing anything: a restart gives that seq again, and the entry that gets it was answered as
     // acknowledged before it was posted (inbox.test.ts "is not covered by an ack of all", ADR 0124).
     const names = await this.lock.run(workspaceId, () => this.entryNames(workspaceId));
-    return this.acks.record(workspaceId, principalId, { upTo: names.at(-1)?.seq ?? 0 });
+    return this.acks.record(workspaceId, principalId, { upTo: names.at(-1)?.seq ?? 0 }, access);
   }
 
   /**

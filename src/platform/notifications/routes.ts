@@ -33,7 +33,9 @@ export function notificationRoutes(inbox: Inbox): Hono<AppEnv> {
 
   app.post("/notifications/ack", async (c) => {
     const what = ackRequest(await readJsonBodyAs(c, ackInput));
-    return c.json(await inbox.ack(c.get("admission").workspace.id, c.get("principal").id, what));
+    return c.json(
+      await inbox.ack(c.get("admission").workspace.id, c.get("principal").id, what, c.get("access")),
+    );
   });
 
   return app;

@@ -70,7 +70,7 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
     },
     async (caller, args: { ids?: string[]; all?: boolean }) => {
       const what = ackRequest(args);
-      const { acked } = await inbox.ack(caller.workspaceId, caller.principalId, what);
+      const { acked } = await inbox.ack(caller.workspaceId, caller.principalId, what, caller.access);
       const text =
         "all" in what ? "Acknowledged every notification." : `Acknowledged ${acked} notification(s).`;
       return { content: [{ type: "text", text }], structuredContent: { acked } };

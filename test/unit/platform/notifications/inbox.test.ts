@@ -8,6 +8,7 @@ import type { NotificationSettings } from "../../../../src/platform/notification
 import { Inbox } from "../../../../src/platform/notifications/inbox.ts";
 import type { NotificationDraft } from "../../../../src/platform/notifications/model.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { withFsHook } from "../../../helpers/fs-hook.ts";
 import { journalDuring } from "../../../helpers/fs-journal.ts";
@@ -179,7 +180,7 @@ describe("a post whose write fails", () => {
           if (path !== entries) return undefined;
           const page = await inbox.page(temp.ws, ALICE);
           seen = page.notifications.map((n) => n.title);
-          await inbox.ack(temp.ws, ALICE, { ids: page.notifications.map((n) => n.id) });
+          await inbox.ack(temp.ws, ALICE, { ids: page.notifications.map((n) => n.id) }, NO_CALLER);
           return eio;
         },
       },
@@ -204,7 +205,7 @@ describe("a post whose write fails", () => {
       () => inbox.post(temp.ws, "tasks", { title: "never stored" }).catch(() => undefined),
       { sync: (path) => (path === entries ? eio : undefined) },
     );
-    await inbox.ack(temp.ws, ALICE, { all: true });
+    await inbox.ack(temp.ws, ALICE, { all: true }, NO_CALLER);
     const restarted = openInbox();
     await restarted.post(temp.ws, "tasks", { title: "after the restart" });
     const unacked = await restarted.page(temp.ws, ALICE, { unacked: true });
@@ -238,7 +239,7 @@ describe("the sequence across restarts", () => {
     // The ack starts as the post does, and a read of the mark answers only after the post has
     // written seq 2: an ack that read the seq itself outside the workspace's lock stored 1 over
     // the post's 2 (the review's repro: [1, 2, 2]). An ack of all lists the entries under the lock.
-    const acking = slowReads.run(posting, () => restarted.ack(temp.ws, ALICE, { all: true }));
+    const acking = slowReads.run(posting, () => restarted.ack(temp.ws, ALICE, { all: true }, NO_CALLER));
     await Promise.all([posting, acking]);
     const next = await restarted.post(temp.ws, "t", { title: "three" });
     const files = await readdir(join(temp.layout.partition("notifications").dir(temp.ws), "entries"));
@@ -270,7 +271,7 @@ describe("an inbox nobody has posted to", () => {
     const posting = inbox.post(temp.ws, "tasks", { title: "first" });
     const page = await inbox.page(temp.ws, ALICE);
     expect(page.notifications.map((n) => n.title)).toEqual(["first"]);
-    await inbox.ack(temp.ws, ALICE, { all: true });
+    await inbox.ack(temp.ws, ALICE, { all: true }, NO_CALLER);
     // What the ack covered is exactly what the page showed.
     expect((await inbox.page(temp.ws, ALICE)).notifications.map((n) => [n.title, n.acked])).toEqual([
       ["first", true],
@@ -300,15 +301,15 @@ describe("reading and acknowledging", () => {
     const inbox = openInbox();
     const one = await inbox.post(temp.ws, "t", { title: "one" });
     const two = await inbox.post(temp.ws, "t", { title: "two" });
-    expect(await inbox.ack(temp.ws, ALICE, { ids: [one.id] })).toEqual({ acked: 1 });
-    expect(await inbox.ack(temp.ws, ALICE, { ids: [one.id] })).toEqual({ acked: 0 });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [one.id] }, NO_CALLER)).toEqual({ acked: 1 });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [one.id] }, NO_CALLER)).toEqual({ acked: 0 });
     expect((await inbox.page(temp.ws, ALICE, { unacked: true })).notifications.map((n) => n.id)).toEqual([
       two.id,
     ]);
     expect((await inbox.get(temp.ws, ALICE, one.id)).acked).toBe(true);
     expect((await inbox.get(temp.ws, BOB, one.id)).acked).toBe(false);
     expect((await inbox.page(temp.ws, BOB, { unacked: true })).notifications).toHaveLength(2);
-    await inbox.ack(temp.ws, BOB, { all: true });
+    await inbox.ack(temp.ws, BOB, { all: true }, NO_CALLER);
     expect((await inbox.page(temp.ws, BOB, { unacked: true })).notifications).toEqual([]);
     // Acknowledged survives a restart: it is on disk, not in memory.
     expect(
@@ -339,17 +340,19 @@ describe("reading and acknowledging", () => {
     const unacked = async (who: string) =>
       (await inbox.page(temp.ws, who, { unacked: true })).notifications.map((n) => n.title);
 
-    expect(await inbox.ack(temp.ws, ALICE, { ids: [one, two, one, three, two] })).toEqual({ acked: 3 });
-    expect(await inbox.ack(temp.ws, ALICE, { ids: [three, four, four] })).toEqual({ acked: 1 });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [one, two, one, three, two] }, NO_CALLER)).toEqual({
+      acked: 3,
+    });
+    expect(await inbox.ack(temp.ws, ALICE, { ids: [three, four, four] }, NO_CALLER)).toEqual({ acked: 1 });
     const unknown = `ntf_${"0".repeat(24)}`;
     for (const stranger of [unknown, bobs, "../../etc/passwd"]) {
-      await expect(inbox.ack(temp.ws, ALICE, { ids: [five, stranger, five] })).rejects.toThrow(
+      await expect(inbox.ack(temp.ws, ALICE, { ids: [five, stranger, five] }, NO_CALLER)).rejects.toThrow(
         `No notification ${JSON.stringify(stranger)}`,
       );
     }
     expect(await unacked(ALICE)).toEqual(["n5"]);
     expect(await unacked(BOB)).toEqual(["bob's", "n5", "n4", "n3", "n2", "n1"]);
-    expect(await inbox.ack(temp.ws, BOB, { ids: [bobs, five, bobs] })).toEqual({ acked: 2 });
+    expect(await inbox.ack(temp.ws, BOB, { ids: [bobs, five, bobs] }, NO_CALLER)).toEqual({ acked: 2 });
     expect(await unacked(BOB)).toEqual(["n4", "n3", "n2", "n1"]);
   });
 
@@ -359,7 +362,7 @@ describe("reading and acknowledging", () => {
     for (let i = 1; i <= 30; i += 1) ids.push((await inbox.post(temp.ws, "t", { title: `n${i}` })).id);
     // The seq is known from the posts, so the ids are all the ack lists for.
     const listings = await entryListingsDuring(async () => {
-      expect(await inbox.ack(temp.ws, ALICE, { ids })).toEqual({ acked: 30 });
+      expect(await inbox.ack(temp.ws, ALICE, { ids }, NO_CALLER)).toEqual({ acked: 30 });
     });
     expect(listings).toBe(1);
   });
@@ -371,7 +374,7 @@ describe("reading and acknowledging", () => {
     await inbox.post(temp.ws, "tasks", { title: "alice's", to: ALICE });
     for (let i = 1; i <= 40; i += 1) {
       const entry = await inbox.post(temp.ws, "t", { title: `n${i}` });
-      expect(await inbox.ack(temp.ws, ALICE, { ids: [entry.id] })).toEqual({ acked: 1 });
+      expect(await inbox.ack(temp.ws, ALICE, { ids: [entry.id] }, NO_CALLER)).toEqual({ acked: 1 });
     }
     const held = await new MemberAcks(temp.layout.partition("notifications")).read(temp.ws, ALICE);
     expect(held).toEqual({ upToSeq: 0, seqs: [33, 34, 35, 36, 37, 38, 39, 40, 41] });
@@ -385,7 +388,7 @@ describe("reading and acknowledging", () => {
     await inbox.post(temp.ws, "t", { title: "one" });
     for (const id of [`ntf_${"0".repeat(24)}`, "ntf_x", "../../etc/passwd"]) {
       await expect(inbox.get(temp.ws, ALICE, id)).rejects.toThrow("No notification");
-      await expect(inbox.ack(temp.ws, ALICE, { ids: [id] })).rejects.toThrow("No notification");
+      await expect(inbox.ack(temp.ws, ALICE, { ids: [id] }, NO_CALLER)).rejects.toThrow("No notification");
     }
     await expect(inbox.page(temp.ws, ALICE, { cursor: "abc" })).rejects.toThrow("list again from the start");
   });
