@@ -11,6 +11,7 @@ import type { AuthorizationServer } from "../oauth/server.ts";
 import type { StartedApp } from "../platform/app.ts";
 import { signInRoutes } from "../signin/routes.ts";
 import type { AppEnv } from "../web/app-env.ts";
+import { queryOnlyWhereTaken } from "../web/query.ts";
 import type { RouteDeps } from "./context.ts";
 import { errorBody, errorHandler } from "./error-response.ts";
 import { eventStreamRoutes } from "./event-stream.ts";
@@ -90,6 +91,7 @@ export function createApp(
   const authenticators = authenticatorsFor(deps, security);
   app.use("/mcp/*", authenticateMcp(authenticators));
   app.use("/v1/*", authenticateRest(authenticators));
+  app.use("/v1/*", queryOnlyWhereTaken());
 
   app.route("/", security.oauth.routes());
   app.route(

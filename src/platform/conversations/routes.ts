@@ -3,6 +3,7 @@ import * as z from "zod";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonBodyAs } from "../../web/json-body.ts";
+import { type Query, takesQuery } from "../../web/query.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { platformInput } from "../platform-tool.ts";
 import { EVENT_ORDERS, type EventOrder } from "./event-page.ts";
@@ -32,20 +33,22 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
   });
 
   // Paged like conversations__list: `?limit=` (1–1000, default 50) and `?cursor=`.
-  app.get("/conversations", async (c) =>
-    c.json(await listConversations(store.indexes, ...where(c), pageQuery(c))),
+  app.get("/conversations", takesQuery(...PAGE_KEYS), async (c) =>
+    c.json(await listConversations(store.indexes, ...where(c), pageQuery(c.req.valid("query")))),
   );
 
   // Like conversations__search: `?query=`, paged by `?limit=` (1–100, default 20) and `?cursor=`.
-  app.get("/conversations/search", async (c) => {
-    const query = c.req.query("query");
+  app.get("/conversations/search", takesQuery("query", ...PAGE_KEYS), async (c) => {
+    const { query, ...page } = c.req.valid("query");
     if (query === undefined)
       throw new InvalidInput('Give the words to find with the "query" query parameter.');
-    return c.json(await searchConversations(store.indexes, store, ...where(c), { ...pageQuery(c), query }));
+    return c.json(
+      await searchConversations(store.indexes, store, ...where(c), { ...pageQuery(page), query }),
+    );
   });
 
-  app.get("/conversations/:id", async (c) =>
-    c.json(await store.get(...where(c), c.req.param("id"), eventPageQuery(c))),
+  app.get("/conversations/:id", takesQuery(...EVENT_PAGE_KEYS), async (c) =>
+    c.json(await store.get(...where(c), c.req.param("id"), eventPageQuery(c.req.valid("query")))),
   );
 
   app.post("/conversations/:id/events", async (c) => {
@@ -61,8 +64,8 @@ export function conversationWorkspaceRoutes(store: ConversationStore): Hono<AppE
     );
   });
 
-  app.get("/conversations/:id/export", async (c) => {
-    const format = c.req.query("format") ?? "markdown";
+  app.get("/conversations/:id/export", takesQuery("format"), async (c) => {
+    const format = c.req.valid("query").format ?? "markdown";
     if (!(EXPORT_FORMATS as readonly string[]).includes(format)) {
       throw new InvalidInput(`format is one of ${EXPORT_FORMATS.join(", ")}.`);
     }
@@ -96,26 +99,34 @@ export function conversationRoutes(
   workspaces: Pick<WorkspaceStore, "roleOf">,
 ): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  app.get("/v1/conversations/:id", async (c) => {
+  app.get("/v1/conversations/:id", takesQuery(...EVENT_PAGE_KEYS), async (c) => {
     const owner = c.get("principal").id;
     const id = c.req.param("id");
     // One lookup in the locator, not a search of the caller's workspaces (adr/0025).
     const workspaceId = await store.locate(owner, id, (ws) => workspaces.roleOf(ws, owner) !== undefined);
-    return c.json(await store.get(workspaceId, owner, id, eventPageQuery(c)));
+    return c.json(await store.get(workspaceId, owner, id, eventPageQuery(c.req.valid("query"))));
   });
   return app;
 }
 
-function pageQuery(c: Context<AppEnv>): { cursor?: string | undefined; limit?: number | undefined } {
-  const limit = c.req.query("limit");
+/** A page of a listing: `?limit=` and `?cursor=`. */
+const PAGE_KEYS = ["limit", "cursor"] as const;
+/** A page of a conversation's events: a page, and `?order=`. */
+const EVENT_PAGE_KEYS = [...PAGE_KEYS, "order"] as const;
+
+function pageQuery(query: Query<(typeof PAGE_KEYS)[number]>): {
+  cursor?: string | undefined;
+  limit?: number | undefined;
+} {
+  const { limit, cursor } = query;
   if (limit !== undefined && !/^[0-9]{1,4}$/.test(limit)) throw new InvalidInput("limit is a whole number.");
-  return { cursor: c.req.query("cursor"), limit: limit === undefined ? undefined : Number(limit) };
+  return { cursor, limit: limit === undefined ? undefined : Number(limit) };
 }
 
-function eventPageQuery(c: Context<AppEnv>) {
-  const order = c.req.query("order");
+function eventPageQuery(query: Query<(typeof EVENT_PAGE_KEYS)[number]>) {
+  const { order } = query;
   if (order !== undefined && !(EVENT_ORDERS as readonly string[]).includes(order)) {
     throw new InvalidInput(`order is one of ${EVENT_ORDERS.join(", ")}.`);
   }
-  return { ...pageQuery(c), order: order as EventOrder | undefined };
+  return { ...pageQuery(query), order: order as EventOrder | undefined };
 }

@@ -5,6 +5,7 @@ import type { UserDirectory } from "../../identity/users.ts";
 import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { matchHolds } from "../../web/conditions.ts";
+import { takesQuery } from "../../web/query.ts";
 import { sendFile } from "../../web/send-file.ts";
 import { accessCheckOf } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -22,8 +23,8 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
 
   // A declared length over files.maxBytes is refused before this runs, and every 413 ends its
   // connection gracefully (http/middleware/body-limit.ts); a chunked body is counted by upload().
-  app.post("/files", async (c) => {
-    const name = nameParameter(c.req.url);
+  app.post("/files", takesQuery("name"), async (c) => {
+    const { name } = c.req.valid("query");
     if (name === undefined) throw new InvalidInput('Give the file a name with the "name" query parameter.');
     // Node's request stream when served by Node: reading it needs no web stream (files-streams.test.ts).
     // A client that goes away mid-body leaves nothing stored, and is logged 499 (error-response.ts).
@@ -43,13 +44,13 @@ export function fileWorkspaceRoutes(files: FileStore): Hono<AppEnv> {
   });
 
   // Paged like files__list: `?limit=` (1–1000, default 100) and `?cursor=` (a `nextCursor`).
-  app.get("/files", async (c) => {
-    const limit = c.req.query("limit");
+  app.get("/files", takesQuery("limit", "cursor"), async (c) => {
+    const { limit, cursor } = c.req.valid("query");
     if (limit !== undefined && !/^[0-9]{1,4}$/.test(limit)) {
       throw new InvalidInput(`limit is a whole number from 1 to ${MAX_PAGE_SIZE}.`);
     }
     const page = await files.page(c.get("admission").workspace.id, c.get("principal").id, {
-      cursor: c.req.query("cursor"),
+      cursor,
       limit: limit === undefined ? undefined : Number(limit),
     });
     return c.json(page);
@@ -153,21 +154,4 @@ function extValueChars(value: string): string {
     /['()*]/g,
     (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`,
   );
-}
-
-/**
- * The raw `name` query parameter, decoded: one whose percent-encoding is not UTF-8 is refused,
- * where the router would keep its bytes as literal text ("%FF").
- */
-function nameParameter(url: string): string | undefined {
-  const query = url.slice(url.indexOf("?") + 1 || url.length);
-  for (const pair of query.split("&")) {
-    if (!pair.startsWith("name=")) continue;
-    try {
-      return decodeURIComponent(pair.slice("name=".length).replaceAll("+", " "));
-    } catch {
-      throw new InvalidInput('The "name" query parameter is not valid percent-encoded UTF-8.');
-    }
-  }
-  return undefined;
 }

@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonBodyAs } from "../../web/json-body.ts";
+import { takesQuery } from "../../web/query.ts";
 import { type Inbox, MAX_PAGE_SIZE } from "./inbox.ts";
 import { ackInput, ackRequest } from "./server.ts";
 
@@ -10,17 +11,16 @@ export function notificationRoutes(inbox: Inbox): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   // Paged like notifications__list: `?limit=` (1–100, default 50), `?cursor=`, `?unacked=true`.
-  app.get("/notifications", async (c) => {
-    const limit = c.req.query("limit");
+  app.get("/notifications", takesQuery("limit", "cursor", "unacked"), async (c) => {
+    const { limit, cursor, unacked } = c.req.valid("query");
     if (limit !== undefined && !/^[0-9]{1,3}$/.test(limit)) {
       throw new InvalidInput(`limit is a whole number from 1 to ${MAX_PAGE_SIZE}.`);
     }
-    const unacked = c.req.query("unacked");
     if (unacked !== undefined && unacked !== "true" && unacked !== "false") {
       throw new InvalidInput('unacked is "true" or "false".');
     }
     const page = await inbox.page(c.get("admission").workspace.id, c.get("principal").id, {
-      cursor: c.req.query("cursor"),
+      cursor,
       limit: limit === undefined ? undefined : checkLimit(Number(limit)),
       unacked: unacked === "true",
     });

@@ -2,6 +2,7 @@ import { type Context, Hono } from "hono";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonBodyAs } from "../../web/json-body.ts";
+import { takesQuery } from "../../web/query.ts";
 import type { SkillService } from "./service.ts";
 import { skillView } from "./view.ts";
 import { createInput, toUpdate, updateBody } from "./write-tools.ts";
@@ -55,22 +56,22 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
     return c.json(skillView(await skillWriter.update(target(c, body.scope), c.req.param("name"), update)));
   });
 
-  app.delete("/skills/:name", async (c) => {
-    await skillWriter.delete(target(c, c.req.query("scope")), c.req.param("name"));
+  app.delete("/skills/:name", takesQuery("scope"), async (c) => {
+    await skillWriter.delete(target(c, c.req.valid("query").scope), c.req.param("name"));
     return c.body(null, 204);
   });
 
-  app.get("/skills/:name/history", async (c) => {
+  app.get("/skills/:name/history", takesQuery("scope"), async (c) => {
     return c.json({
-      versions: await skillWriter.history(target(c, c.req.query("scope")), c.req.param("name")),
+      versions: await skillWriter.history(target(c, c.req.valid("query").scope), c.req.param("name")),
     });
   });
 
-  app.get("/skills/:name/history/:version", async (c) => {
+  app.get("/skills/:name/history/:version", takesQuery("scope"), async (c) => {
     const version = c.req.param("version");
     if (!/^[1-9][0-9]{0,8}$/.test(version)) throw new InvalidInput("A version is a whole number from 1.");
     const { text, spelledOutFromLine } = await skillWriter.version(
-      target(c, c.req.query("scope")),
+      target(c, c.req.valid("query").scope),
       c.req.param("name"),
       Number(version),
     );

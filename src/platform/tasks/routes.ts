@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
+import { takesQuery } from "../../web/query.ts";
 import type { Definer } from "./definition.ts";
 import { MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
 
@@ -39,15 +40,15 @@ export function taskRoutes(tasks: Tasks): Hono<AppEnv> {
     return c.json(run, 201, replayed ? { "idempotent-replayed": "true" } : {});
   });
 
-  app.get("/tasks/:id/runs", async (c) => {
-    const limit = c.req.query("limit");
+  app.get("/tasks/:id/runs", takesQuery("limit", "cursor"), async (c) => {
+    const { limit, cursor } = c.req.valid("query");
     if (
       limit !== undefined &&
       (!/^[0-9]{1,3}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_RUNS_PAGE)
     ) {
       throw new InvalidInput(`limit is a whole number from 1 to ${MAX_RUNS_PAGE}.`);
     }
-    const page = { cursor: c.req.query("cursor"), limit: limit === undefined ? undefined : Number(limit) };
+    const page = { cursor, limit: limit === undefined ? undefined : Number(limit) };
     return c.json(await tasks.runs(asker(c), c.req.param("id"), page));
   });
 
