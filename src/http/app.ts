@@ -86,6 +86,7 @@ export function createApp(
     bodyLimit({
       maxBodyBytes: deps.maxBodyBytes,
       streamedLimit: streamedBodyLimits(deps.apps),
+      capsItsOwnBody: isOAuthPublicPath,
     }),
   );
   const authenticators = authenticatorsFor(deps, security);

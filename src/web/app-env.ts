@@ -18,6 +18,12 @@ export interface AppEnv {
      * store at the commit point of the write a route makes for them (adr/0154, amended).
      */
     access: AccessCheck;
+    /**
+     * The instance-wide body cap (`http.maxBodyBytes`), left for a route that answers its own
+     * `413` in its own shape instead (the public OAuth endpoints, body-limit.ts), which caps its
+     * body at the lower of this and its own limit.
+     */
+    maxBodyBytes?: number;
     /** Set when an Atrium access token authenticated the request: what the person granted its client. */
     grant?: { clientId: string; scopes: string[] };
   };

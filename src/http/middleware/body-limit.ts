@@ -12,6 +12,12 @@ export interface BodyLimits {
    * request. The route counts what it reads against it; here only the declared length is checked.
    */
   streamedLimit: (path: string, method: string) => number | undefined;
+  /**
+   * Whether a path answers its own 413 (the public OAuth endpoints: the OAuth error shape, with
+   * CORS). Its body is then capped by its route, at the lower of `maxBodyBytes` and the route's
+   * own limit, so the refusal is in the route's words; this only passes the instance's cap on.
+   */
+  capsItsOwnBody: (path: string) => boolean;
 }
 
 const DECIMAL = /^\d+$/;
@@ -43,6 +49,12 @@ export function bodyLimit(limits: BodyLimits): MiddlewareHandler<AppEnv> {
     },
   });
   return async (c, next) => {
+    if (limits.capsItsOwnBody(c.req.path)) {
+      c.set("maxBodyBytes", limits.maxBodyBytes);
+      await next();
+      if (c.res.status === 413) closeAfterAnswer(c);
+      return;
+    }
     const streamed = limits.streamedLimit(c.req.path, c.req.method);
     const maxBytes = streamed ?? limits.maxBodyBytes;
     try {

@@ -56,17 +56,24 @@ export function oauthErrorResponse(c: Context<AppEnv>, error: unknown, log: Logg
   return c.json(oauth.toResponseObject(), oauth.status, headers);
 }
 
-/** Caps a body before it is read, answering with an OAuth error rather than the app's envelope. */
+/**
+ * Caps a body before it is read, answering with an OAuth error rather than the app's envelope: at
+ * `maxBytes`, or the instance's `http.maxBodyBytes` where that is lower, which the app's own body
+ * limit leaves to this (http/middleware/body-limit.ts), so the 413 is in the OAuth shape, with CORS.
+ */
 export function oauthBodyLimit(maxBytes: number): MiddlewareHandler<AppEnv> {
-  return bodyLimit({
-    maxSize: maxBytes,
-    onError: (c) =>
-      c.json(
-        new OAuthError("invalid_request", `The body is larger than ${maxBytes} bytes.`).toResponseObject(),
-        413,
-        NO_STORE,
-      ),
-  });
+  return (c, next) => {
+    const cap = Math.min(maxBytes, c.get("maxBodyBytes") ?? maxBytes);
+    return bodyLimit({
+      maxSize: cap,
+      onError: (c) =>
+        c.json(
+          new OAuthError("invalid_request", `The body is larger than ${cap} bytes.`).toResponseObject(),
+          413,
+          NO_STORE,
+        ),
+    })(c, next);
+  };
 }
 
 /**
