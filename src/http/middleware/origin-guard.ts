@@ -23,16 +23,15 @@ export type OriginCheck = (
 export function originCheck(publicUrl: () => string, anyOrigin: (path: string) => boolean): OriginCheck {
   // Parsed once per public URL (it changes only when the listener binds), not per request.
   let parsedFrom = "";
-  let publicHost = "";
+  let publicAuthority = new URL("http://localhost");
   let publicOrigin = "";
   return (host, origin, path) => {
     if (parsedFrom !== publicUrl()) {
       parsedFrom = publicUrl();
-      const url = new URL(parsedFrom);
-      publicHost = url.host;
-      publicOrigin = url.origin;
+      publicAuthority = new URL(parsedFrom);
+      publicOrigin = publicAuthority.origin;
     }
-    if (host !== undefined && !allowedHost(host, publicHost)) {
+    if (host !== undefined && !allowedHost(host, publicAuthority)) {
       return errorBody("forbidden_host", `Requests for host "${host}" are not served here.`);
     }
     if (origin !== undefined && !anyOrigin(path) && !allowedOrigin(origin, publicOrigin)) {
@@ -51,13 +50,28 @@ export function originGuard(check: OriginCheck): MiddlewareHandler<AppEnv> {
   };
 }
 
-function allowedHost(host: string, publicHost: string): boolean {
-  if (host === publicHost) return true;
+/**
+ * `Host` is `uri-host [":" port]` (RFC 9110 §7.2): no userinfo, path, query or fragment, which
+ * the URL parser would otherwise strip and then judge what is left (`evil@localhost`).
+ */
+const HOST_FIELD = /^(?:\[[0-9A-Fa-f:.]+\]|[^\s@/\\?#[\]:]+)(?::[0-9]*)?$/;
+
+/**
+ * Whether `host` names the public URL's authority, or a loopback one. Compared as HTTP compares
+ * them (RFC 9110 §4.2.3, RFC 3986 §6.2.2–3): the name is case-insensitive and the scheme's default
+ * port, explicit or not, is the same port; a behind-a-proxy `Host: Atrium.Example.COM:443` for
+ * `https://atrium.example.com` was refused byte for byte (test/integration/host-header.test.ts).
+ * A trailing dot stays another name: to a browser it is another origin, with its own cookies.
+ */
+function allowedHost(host: string, publicUrl: URL): boolean {
+  if (!HOST_FIELD.test(host)) return false;
+  let given: URL;
   try {
-    return isLoopbackHost(new URL(`http://${host}`).hostname);
+    given = new URL(`${publicUrl.protocol}//${host}`);
   } catch {
     return false;
   }
+  return given.host === publicUrl.host || isLoopbackHost(given.hostname);
 }
 
 function allowedOrigin(origin: string, publicOrigin: string): boolean {
