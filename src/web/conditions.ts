@@ -55,3 +55,27 @@ export function matchHolds(header: string | undefined, etag: string): boolean | 
   } while (LIST_ELEMENT.lastIndex < header.length);
   return matched;
 }
+
+/**
+ * Whether the preconditions of a request that changes or removes the representation whose ETag
+ * is `etag` hold (RFC 9110 §13.2.2): `If-Match` first, then `If-None-Match`, whose false answer
+ * is a 412 for such a method, never a 304. `If-None-Match: *` is false whenever the
+ * representation exists: it asks to act only where there is none, and a DELETE that ignored it
+ * deleted the file (ADR 0152 amendment, files-rest.test.ts "If-None-Match"). Unlike a read's,
+ * an `If-None-Match` that is not entity tags is refused as `If-Match` is, so a mistyped condition
+ * never makes a change unconditional.
+ */
+export function changeConditionsHold(
+  ifMatch: string | undefined,
+  ifNoneMatch: string | undefined,
+  etag: string,
+): boolean {
+  if (matchHolds(ifMatch, etag) === false) return false;
+  const noneMatch = noneMatchHolds(ifNoneMatch, etag);
+  if (ifNoneMatch !== undefined && noneMatch === undefined) {
+    throw new InvalidInput(
+      'If-None-Match is * or entity tags in double quotes, separated by commas, e.g. "<sha256>" with its quotes as an ETag gives it; nothing was done.',
+    );
+  }
+  return noneMatch !== false;
+}

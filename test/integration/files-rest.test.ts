@@ -352,6 +352,51 @@ describe("conditional downloads", () => {
     expect(await response.text()).toBe("cache me");
   });
 
+  // RFC 9110 §13.2.2: for a method that changes something, a false If-None-Match is 412, checked
+  // after If-Match; `*` is false whenever the file exists (ADR 0152 amendment).
+  it.each([
+    ["*", () => ({ "if-none-match": "*" })],
+    ["its ETag", (tag: string) => ({ "if-none-match": tag })],
+    ["its ETag marked weak", (tag: string) => ({ "if-none-match": `W/${tag}` })],
+    ["a list that holds it", (tag: string) => ({ "if-none-match": `"00", ${tag}` })],
+    ["* and a matching If-Match", (tag: string) => ({ "if-match": tag, "if-none-match": "*" })],
+  ])("DELETE with If-None-Match %s is 412, and deletes nothing", async (_case, headers) => {
+    const { id, sha256 } = await stored();
+    const refused = await instance.rest(
+      "alice",
+      "DELETE",
+      `/v1/files/${id}`,
+      undefined,
+      headers(`"${sha256}"`),
+    );
+    expect(refused.status).toBe(412);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("precondition_failed");
+    expect((await instance.rest("alice", "GET", `/v1/files/${id}/meta`)).status).toBe(200);
+  });
+
+  it("DELETE with If-None-Match listing other tags deletes", async () => {
+    const { id, sha256 } = await stored();
+    const deleted = await instance.rest("alice", "DELETE", `/v1/files/${id}`, undefined, {
+      "if-match": `"${sha256}"`,
+      "if-none-match": '"00", W/"11"',
+    });
+    expect(deleted.status).toBe(204);
+  });
+
+  it("an If-None-Match that is not entity tags is ignored by a GET, and refused by a DELETE", async () => {
+    const { id, sha256 } = await stored();
+    const read = await instance.rest("alice", "GET", `/v1/files/${id}`, undefined, {
+      "if-none-match": sha256,
+    });
+    expect(read.status).toBe(200);
+    const refused = await instance.rest("alice", "DELETE", `/v1/files/${id}`, undefined, {
+      "if-none-match": sha256,
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toContain("double quotes");
+    expect((await instance.rest("alice", "GET", `/v1/files/${id}/meta`)).status).toBe(200);
+  });
+
   it("a matching If-None-Match still answers 404 for a file that is not the caller's", async () => {
     const { id, sha256 } = await stored();
     const response = await instance.rest("bob", "GET", `/v1/files/${id}`, undefined, {

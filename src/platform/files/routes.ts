@@ -4,7 +4,7 @@ import { InvalidInput, PreconditionFailed, UnsupportedMediaType } from "../../er
 import type { UserDirectory } from "../../identity/users.ts";
 import { wellFormed } from "../../text.ts";
 import type { AppEnv } from "../../web/app-env.ts";
-import { matchHolds } from "../../web/conditions.ts";
+import { changeConditionsHold } from "../../web/conditions.ts";
 import { takesQuery } from "../../web/query.ts";
 import { sendFile } from "../../web/send-file.ts";
 import { accessCheckOf } from "../../workspace/access-check.ts";
@@ -89,10 +89,17 @@ export function fileRoutes(
     const id = c.req.param("id");
     const workspaceId = await locate(owner, id);
     // A file's bytes never change under its id, so its tag checked now is its tag when deleted.
-    // An If-Match that is not entity tags is refused, never taken as no condition (ADR 0152).
+    // A condition that is not entity tags is refused, never taken as no condition (ADR 0152).
     const ifMatch = c.req.header("if-match");
-    if (ifMatch !== undefined && !matchHolds(ifMatch, etagOf(await files.info(workspaceId, owner, id))))
-      throw new PreconditionFailed("The file is not the version If-Match names; nothing was deleted.");
+    const ifNoneMatch = c.req.header("if-none-match");
+    if (
+      (ifMatch !== undefined || ifNoneMatch !== undefined) &&
+      !changeConditionsHold(ifMatch, ifNoneMatch, etagOf(await files.info(workspaceId, owner, id)))
+    ) {
+      throw new PreconditionFailed(
+        "The file is not the version If-Match names, or is one If-None-Match names (* names any); nothing was deleted.",
+      );
+    }
     // Outside the gate, the caller is built here, once its workspace is known.
     await files.delete(workspaceId, owner, id, accessCheckOf(workspaces, users, owner, workspaceId));
     return c.body(null, 204);
