@@ -45,22 +45,29 @@ export class MemberAcks {
 
   /**
    * Acknowledges `seqs` for the member, found by the listing `listed`, or with `upTo` every seq up
-   * to it; answers how many of `seqs` were new, each counted once. Named seqs all acknowledged
-   * already write nothing. `access` is asked just before the rename that puts the member's file in
-   * place: refused, nothing is acknowledged (adr/0154, amended).
+   * to it; answers how many of `seqs` (with `upTo`, of the `visible` ones up to it) were new, each
+   * counted once. Named seqs all acknowledged already write nothing. `access` is asked just before
+   * the rename that puts the member's file in place: refused, nothing is acknowledged (adr/0154,
+   * amended).
    */
   async record(
     workspaceId: string,
     principalId: string,
-    what: { seqs: readonly number[]; listed: Listed } | { upTo: number },
+    what: { seqs: readonly number[]; listed: Listed } | { upTo: number; visible: readonly number[] },
     access: AccessCheck,
   ): Promise<{ acked: number }> {
     return this.lock.run(`${workspaceId}/${principalId}`, async () => {
       const acks = await this.read(workspaceId, principalId);
       if ("upTo" in what) {
-        const all = { upToSeq: Math.max(acks.upToSeq, what.upTo), seqs: [] };
-        await this.write(workspaceId, principalId, all, access);
-        return { acked: 0 };
+        const upTo = what.upTo;
+        const fresh = new Set(what.visible.filter((seq) => seq <= upTo && !isAcked(acks, seq)));
+        await this.write(
+          workspaceId,
+          principalId,
+          { upToSeq: Math.max(acks.upToSeq, upTo), seqs: [] },
+          access,
+        );
+        return { acked: fresh.size };
       }
       const fresh = what.seqs.filter((seq) => !isAcked(acks, seq));
       if (fresh.length > 0)

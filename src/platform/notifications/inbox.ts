@@ -166,7 +166,8 @@ export class Inbox implements LeftoverRules {
 
   /**
    * Acknowledges entries for `principalId` alone: the ones named, or with `all` every one that
-   * is stored now. Answers how many of the named were newly acknowledged.
+   * is stored now. Answers how many were newly acknowledged: of the named, or with `all` of the
+   * entries the caller may see.
    */
   async ack(
     workspaceId: string,
@@ -186,8 +187,21 @@ export class Inbox implements LeftoverRules {
     // have ended; never up to the last seq given, which a post whose write failed took without
     // storing anything: a restart gives that seq again, and the entry that gets it was answered as
     // acknowledged before it was posted (inbox.test.ts "is not covered by an ack of all", ADR 0124).
-    const names = await this.lock.run(workspaceId, () => this.entryNames(workspaceId));
-    return this.acks.record(workspaceId, principalId, { upTo: names.at(-1)?.seq ?? 0 }, access);
+    // Names carrying their addressee (upgraded if need be), so the count is of what the caller
+    // may see, never of entries addressed to someone else.
+    const names = await this.lock.run(workspaceId, async () => {
+      await this.names.upgrade(workspaceId);
+      return this.entryNames(workspaceId);
+    });
+    return this.acks.record(
+      workspaceId,
+      principalId,
+      {
+        upTo: names.at(-1)?.seq ?? 0,
+        visible: names.filter((name) => isVisibleTo(name, principalId)).map((name) => name.seq),
+      },
+      access,
+    );
   }
 
   /**

@@ -72,7 +72,9 @@ export function createNotificationsTools(inbox: Inbox): AppTools {
       const what = ackRequest(args);
       const { acked } = await inbox.ack(caller.workspaceId, caller.principalId, what, caller.access);
       const text =
-        "all" in what ? "Acknowledged every notification." : `Acknowledged ${acked} notification(s).`;
+        "all" in what
+          ? `Acknowledged every notification (${acked} not acknowledged before).`
+          : `Acknowledged ${acked} notification(s).`;
       return { content: [{ type: "text", text }], structuredContent: { acked } };
     },
   );

@@ -211,6 +211,18 @@ describe("a post whose write fails", () => {
     const unacked = await restarted.page(temp.ws, ALICE, { unacked: true });
     expect(unacked.notifications.map((n) => n.title)).toEqual(["after the restart"]);
   });
+
+  it("an ack of all answers how many of the entries the caller may see were not acknowledged", async () => {
+    const inbox = openInbox();
+    const first = await inbox.post(temp.ws, "t", { title: "one" });
+    await inbox.post(temp.ws, "t", { title: "two" });
+    await inbox.post(temp.ws, "t", { title: "for bob", to: BOB });
+    await inbox.post(temp.ws, "t", { title: "three" });
+    await inbox.ack(temp.ws, ALICE, { ids: [first.id] }, NO_CALLER);
+    expect(await inbox.ack(temp.ws, ALICE, { all: true }, NO_CALLER)).toEqual({ acked: 2 });
+    expect(await inbox.ack(temp.ws, ALICE, { all: true }, NO_CALLER)).toEqual({ acked: 0 });
+    expect(await inbox.ack(temp.ws, BOB, { all: true }, NO_CALLER)).toEqual({ acked: 4 });
+  });
 });
 
 describe("the sequence across restarts", () => {
