@@ -156,10 +156,6 @@ export function eventStreamRoutes(
     c.get("admitAgain")?.();
     const { workspace } = c.get("admission");
     const principalId = c.get("principal").id;
-    // hono answers a HEAD with this handler and drops the body (headWithoutBody cancels it): a
-    // HEAD gets the stream's headers without following the log at all, not even until the
-    // cancel (test/integration/event-stream.test.ts "HEAD").
-    if (c.req.method === "HEAD") return new Response(null, { headers: STREAM_HEADERS });
     const held = open.get(principalId) ?? 0;
     if (held >= limits.maxStreamsPerPerson) {
       throw new TooManyRequests(
@@ -167,6 +163,11 @@ export function eventStreamRoutes(
         `You have ${held} event streams open, the most one person may: close one before opening another.`,
       );
     }
+    // hono answers a HEAD with this handler and drops the body (headWithoutBody cancels it): a
+    // HEAD gets the status a GET would, past the stream limit too, and the stream's headers
+    // without following the log at all, not even until the cancel
+    // (test/integration/event-stream.test.ts "HEAD").
+    if (c.req.method === "HEAD") return new Response(null, { headers: STREAM_HEADERS });
     open.set(principalId, held + 1);
     const outgoing = (c.env as NodeBindings | undefined)?.outgoing;
     const body = openEventStream(

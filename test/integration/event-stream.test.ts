@@ -223,6 +223,8 @@ describe("GET /v1/workspaces/:ws/events", () => {
     const refused = await instance.rest("carol", "GET", `/v1/workspaces/${other}/events`);
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe("too_many_streams");
+    // A HEAD answers the status the GET would (docs/events.md).
+    expect((await instance.rest("carol", "HEAD", `/v1/workspaces/${other}/events`)).status).toBe(429);
     // Someone else is not counted against her.
     const alice = await stream("alice", ws);
     await alice.close();
