@@ -15,15 +15,12 @@ afterAll(async () => {
   await t?.stop();
 });
 
-function statusFor(host: string): Promise<number> {
+function statusFor(host: string, path = "/v1/bootstrap"): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(
-      { host: "127.0.0.1", port: t.atrium.port, path: "/v1/bootstrap", headers: { host } },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      },
-    );
+    const req = request({ host: "127.0.0.1", port: t.atrium.port, path, headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
     req.on("error", reject);
     req.end();
   });
@@ -61,4 +58,9 @@ it("refuses another host, another port, userinfo, a path and a trailing dot", as
     const status = await statusFor(host);
     expect({ host, refused: status === 403 || status === 400 }).toEqual({ host, refused: true });
   }
+});
+
+it("answers /v1/health for any Host, so a load balancer can probe it by address", async () => {
+  expect(await statusFor("10.0.0.7:8080", "/v1/health")).toBe(200);
+  expect(await statusFor("other.example.com", "/v1/health")).toBe(200);
 });
