@@ -36,6 +36,9 @@ export function queryOnlyWhereTaken(): MiddlewareHandler<AppEnv> {
     const handler = routes.at(-1);
     // No route answers: the 404 says so better than a word about the query.
     if (!handler || handler.path.includes("*")) return next();
+    // hono mounts a sub-app's handlers as they are (none sets its own onError, which would wrap
+    // them): an upload's `?name=` refused here is what a lost mark would look like
+    // (test/integration/rest-query-strict.test.ts uploads with one).
     if (routes.some((route) => TAKES_QUERY in route.handler)) return next();
     throw new InvalidInput(
       `${c.req.method} ${handler.path} takes no query parameters: remove "?${queryString(c.req.url)}".`,
