@@ -1,5 +1,6 @@
 import { Ajv } from "ajv";
 import { TOOL_NAME_SEPARATOR } from "../../sources/tool-names.ts";
+import { compileAlone } from "../json-schema/compile-alone.ts";
 
 // Atrium's own settings in a SKILL.md live in one nested block, `metadata.atrium`; the rest
 // of the file is the Agent Skills standard, unmodified. `vendored` is absent on purpose: a
@@ -27,5 +28,10 @@ export interface AtriumMetadata {
   tools?: string[];
 }
 
-const ajv = new Ajv({ allErrors: true, strict: true });
-export const validateAtriumMetadata = ajv.compile<AtriumMetadata>(atriumMetadataSchema);
+/**
+ * Checks a SKILL.md's `metadata.atrium` block. It stops at the first failure (ajv's default, not
+ * `allErrors`) and keeps at most a few errors once answered (compileAlone), as every other check
+ * of a value does (adr/0157): parseSkill names only the first, and 64 wrong `tools` entries made
+ * 64 error objects, held on the validator until the next skill was parsed.
+ */
+export const validateAtriumMetadata = compileAlone(new Ajv({ strict: true }), atriumMetadataSchema);
