@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import * as z from "zod";
 import type { ConversationInfo } from "../../kernel/events.ts";
 import { hasLoneSurrogate } from "../../text.ts";
+import { boundedArray } from "../platform-tool.ts";
 
 const CONVERSATION_ID = /^cv_[0-9a-f]{24}$/;
 /** A conversation's log: `<ws>/conversations/<owner>/cv_<24 hex>.jsonl`. */
@@ -9,6 +10,8 @@ export const LOG_SUFFIX = ".jsonl";
 export const MAX_TITLE_CHARS = 200;
 /** Events one append may carry; a longer transcript is appended in several calls. */
 export const MAX_EVENTS_PER_APPEND = 1000;
+/** Blocks one message's content may hold. */
+export const MAX_CONTENT_BLOCKS = 1000;
 
 export function newConversationId(): string {
   return `cv_${randomBytes(12).toString("hex")}`;
@@ -70,14 +73,15 @@ export const eventDraft = z.discriminatedUnion("type", [
     .object({
       type: z.literal("message"),
       role: z.enum(ROLES),
-      content: z.array(contentBlock).min(1).max(1000),
+      // Bounded lists are refused by their length before any item is read (adr/0157).
+      content: boundedArray(contentBlock, MAX_CONTENT_BLOCKS, 1),
     })
     .strict(),
   z.object({ type: z.literal("title"), title }).strict(),
 ]);
 
 export type EventDraft = z.infer<typeof eventDraft>;
-export const eventDrafts = z.array(eventDraft).min(1).max(MAX_EVENTS_PER_APPEND);
+export const eventDrafts = boundedArray(eventDraft, MAX_EVENTS_PER_APPEND, 1);
 export const titleInput = title;
 
 /** Where a fork came from: the conversation and the last event of the prefix it kept. */

@@ -3,7 +3,8 @@ import * as z from "zod";
 import { toolError } from "../../sources/router.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import type { AppTools, PlatformToolRun } from "../app-tools.ts";
-import { platformInput } from "../platform-tool.ts";
+import { boundedArray, platformInput } from "../platform-tool.ts";
+import { atriumMetadataSchema } from "./metadata-schema.ts";
 import type { LoadingChannel, Skill } from "./model.ts";
 import { type SkillUpdate, type SkillWriter, WRITABLE_SCOPES, type WriteTarget } from "./writer.ts";
 
@@ -16,8 +17,8 @@ const loadingInput = z
   .enum(["always", "dynamic"])
   .optional()
   .describe("always: in every client's instructions; dynamic: listed in the catalog, read on demand.");
-const toolsInput = z
-  .array(z.string())
+// At most what metadata.atrium takes, refused by its length before any item is read (adr/0157).
+const toolsInput = boundedArray(z.string(), atriumMetadataSchema.properties.tools.maxItems)
   .optional()
   .describe(`Tools this guidance is for: names or ${joinToolName("source", "*")} patterns.`);
 

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import { addInput, authorizeBody } from "../../../src/platform/connections/server.ts";
+import { eventDrafts } from "../../../src/platform/conversations/model.ts";
 import { ackInput } from "../../../src/platform/notifications/server.ts";
 import { boundedArray, platformInput } from "../../../src/platform/platform-tool.ts";
+import { createInput } from "../../../src/platform/skills/write-tools.ts";
 
 async function messagesOf(
   schema: { "~standard": { validate: (value: unknown) => unknown } },
@@ -61,6 +63,20 @@ describe("the platform tools' lists", () => {
     ]);
     expect(await messagesOf(ackInput, { ids: many })).toEqual([
       "Too big: expected array to have <=100 items at ids",
+    ]);
+  });
+
+  it("refuse a conversation's events, a message's content or a skill's tools past their bound by its length", async () => {
+    const append = platformInput({ events: eventDrafts });
+    expect(await messagesOf(append, { events: many })).toEqual([
+      "Too big: expected array to have <=1000 items at events",
+    ]);
+    const message = { type: "message", role: "user", content: many };
+    expect(await messagesOf(append, { events: [message] })).toEqual([
+      "Too big: expected array to have <=1000 items at events[0].content",
+    ]);
+    expect(await messagesOf(createInput, { name: "a", description: "d", body: "b", tools: many })).toEqual([
+      "Too big: expected array to have <=64 items at tools",
     ]);
   });
 });
