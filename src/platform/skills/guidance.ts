@@ -12,6 +12,7 @@ import { spelledOutProse } from "../../text.ts";
 import type { Skill, SkillScope } from "./model.ts";
 import { lineHidingText } from "./parse.ts";
 import type { SkillService } from "./service.ts";
+import { bodyOf } from "./skill-body.ts";
 import { openSkillFile, SKILL_FILE, SkillFileRefused, scopeFolderAllows } from "./skill-file.ts";
 
 function skillPath(skill: Skill, file?: string): string {
@@ -75,7 +76,7 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       if (path === undefined) return undefined;
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
       for (const skill of resolved) {
-        if (path === skillPath(skill)) return { uri, mimeType: "text/markdown", text: skill.body };
+        if (path === skillPath(skill)) return { uri, mimeType: "text/markdown", text: await bodyOf(skill) };
         const file = skill.files?.find((f) => path === skillPath(skill, f));
         if (file !== undefined && skill.dir !== undefined)
           return readBundled(uri, skill.dir, skill.scope, file);
@@ -102,7 +103,11 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
  */
 async function toPackage(skill: Skill): Promise<SkillPackage | undefined> {
   const known = { path: `${skill.scope}/${skill.name}`, name: skill.name, description: skill.description };
-  const rendered = { [SKILL_FILE]: renderSkillFile(skill) };
+  const body = await bodyOf(skill).catch(() => undefined);
+  // Changed since it was listed: left out, as a skill with a file not served is; the next
+  // request lists the folder again.
+  if (body === undefined) return undefined;
+  const rendered = { [SKILL_FILE]: renderSkillFile(skill, body) };
   if (skill.dir === undefined) return { ...known, files: rendered };
   const { dir, scope } = skill;
   const names = skill.files ?? [];
@@ -150,9 +155,9 @@ async function bundledBytes(folder: string, scope: SkillScope, file: string): Pr
   }
 }
 
-function renderSkillFile(skill: Skill): Uint8Array {
+function renderSkillFile(skill: Skill, body: string): Uint8Array {
   const frontmatter = `name: ${JSON.stringify(skill.name)}\ndescription: ${JSON.stringify(skill.description)}`;
-  return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${skill.body}`);
+  return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${body}`);
 }
 
 /**

@@ -2,6 +2,7 @@ import { joinToolName } from "../../sources/tool-names.ts";
 import { loadingChannel } from "./channel.ts";
 import { MIN_INSTRUCTIONS_BYTES } from "./config.ts";
 import type { Skill } from "./model.ts";
+import { bodyOf } from "./skill-body.ts";
 
 const READ_TOOL = joinToolName("skills", "read");
 const PREAMBLE =
@@ -19,9 +20,15 @@ const bytes = (text: string) => Buffer.byteLength(text);
  * resolveSkills), then the catalog of `dynamic` skills (name and description only). Nothing
  * here depends on what was used, so the bytes change only when a skill is installed, edited
  * or removed. The result never exceeds `maxBytes`; what does not fit is named as truncated
- * rather than silently dropped.
+ * rather than silently dropped. A body is read (`read`: bodyOf) only when its listed size fits,
+ * so a composition reads at most `maxBytes` of skills' bodies, however many there are; one that
+ * cannot be read now (changed since the listing) is named as not fitting too.
  */
-export function composeInstructions(skills: readonly Skill[], maxBytes: number): string {
+export async function composeInstructions(
+  skills: readonly Skill[],
+  maxBytes: number,
+  read: (skill: Skill) => Promise<string> = bodyOf,
+): Promise<string> {
   // instance.json cannot set less than the floor; callers in code get it too.
   const limit = Math.max(maxBytes, MIN_INSTRUCTIONS_BYTES);
   const budget = limit - TRUNCATION_RESERVE_BYTES - bytes(SECTION_GAP + CATALOG_HEADING);
@@ -35,8 +42,13 @@ export function composeInstructions(skills: readonly Skill[], maxBytes: number):
 
   const sections: string[] = [];
   for (const skill of skills.filter((s) => loadingChannel(s) === "always")) {
-    const section = `## Skill: ${skill.name}\n\n${skill.body}`;
-    if (take(section, SECTION_GAP)) sections.push(section);
+    const heading = `## Skill: ${skill.name}\n\n`;
+    const listed = skill.body === undefined ? (skill.bodyBytes ?? 0) : bytes(skill.body);
+    const body =
+      used + bytes(SECTION_GAP + heading) + listed > budget ? undefined : await bodyOrNot(read, skill);
+    const section = `${heading}${body}`;
+    // Taken by what was read: a file edited since its listing may have grown.
+    if (body !== undefined && take(section, SECTION_GAP)) sections.push(section);
     else truncated.push(skill.name);
   }
   const catalog: string[] = [];
@@ -50,6 +62,15 @@ export function composeInstructions(skills: readonly Skill[], maxBytes: number):
   const parts = [PREAMBLE, ...sections];
   if (catalog.length > 0) parts.push(`${CATALOG_HEADING}\n${catalog.join("\n")}`);
   return parts.join(SECTION_GAP);
+}
+
+async function bodyOrNot(read: (skill: Skill) => Promise<string>, skill: Skill): Promise<string | undefined> {
+  try {
+    return await read(skill);
+  } catch {
+    // The next request lists the folder again, and composes anew from what it finds.
+    return undefined;
+  }
 }
 
 /** Names as many of the skipped skills as fit in the reserve, then counts the rest. */

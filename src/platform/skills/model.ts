@@ -9,7 +9,15 @@ export type LoadingChannel = "always" | "dynamic";
 export interface Skill {
   name: string;
   description: string;
-  body: string;
+  /**
+   * The guidance. Held only by a skill that is no file (a connection's published one) or is
+   * being written; a skill listed from a folder holds `bodyBytes` instead and its body is read
+   * from its SKILL.md when asked for (bodyOf): kept in every listing, one person's skills were
+   * held whole once per workspace they filled (adr/0098).
+   */
+  body?: string;
+  /** A listed skill's body's size in UTF-8 bytes: the instructions tell what fits unread. */
+  bodyBytes?: number;
   scope: SkillScope;
   provenance: Provenance;
   loading: LoadingChannel;
@@ -20,6 +28,9 @@ export interface Skill {
   /** The skill's folder, for skills read from disk. */
   dir?: string;
 }
+
+/** A skill as a SKILL.md's text states it, body included (parseSkill). */
+export type ParsedSkill = Skill & { body: string };
 
 /** A file in a scope's folder that could not be read as a skill, reported and skipped. */
 export interface SkillProblem {

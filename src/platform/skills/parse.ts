@@ -5,8 +5,8 @@ import {
   bodyText,
   isSkillName,
   MAX_DESCRIPTION_CHARS,
+  type ParsedSkill,
   type Provenance,
-  type Skill,
   type SkillScope,
 } from "./model.ts";
 
@@ -51,7 +51,7 @@ export function frontMatterOf(text: string): { data: Record<string, unknown>; co
  * Parses and validates one SKILL.md. `vendored` provenance is never read from the file: the
  * caller passes it for platform skills only.
  */
-export function parseSkill(text: string, scope: SkillScope, provenance?: Provenance): Skill {
+export function parseSkill(text: string, scope: SkillScope, provenance?: Provenance): ParsedSkill {
   const { data, content } = frontMatterOf(text);
   if (!content.trim() && Object.keys(data).length === 0) {
     throw new SkillInvalid("front matter", "is missing: a SKILL.md starts with --- name, description --- ");

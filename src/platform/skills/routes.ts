@@ -4,6 +4,7 @@ import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonBodyAs } from "../../web/json-body.ts";
 import { takesQuery } from "../../web/query.ts";
 import type { SkillService } from "./service.ts";
+import { bodyOf } from "./skill-body.ts";
 import { skillView } from "./view.ts";
 import { createInput, toUpdate, updateBody } from "./write-tools.ts";
 import { isWritableScope, type SkillWriter, type WriteTarget } from "./writer.ts";
@@ -46,7 +47,7 @@ export function skillRoutes(skills: SkillService, skillWriter: SkillWriter): Hon
     const { skills: resolved } = await skills.resolve(c.get("admission").workspace.id, c.get("principal").id);
     const skill = resolved.find((s) => s.name === name);
     if (!skill) throw new NotFound("skill_not_found", `No skill named "${name}" here.`);
-    return c.json({ ...skillView(skill), body: skill.body });
+    return c.json({ ...skillView(skill), body: await bodyOf(skill) });
   });
 
   app.patch("/skills/:name", async (c) => {

@@ -4,6 +4,7 @@ import { joinToolName } from "../../sources/tool-names.ts";
 import { AppTools } from "../app-tools.ts";
 import { platformInput } from "../platform-tool.ts";
 import type { SkillService } from "./service.ts";
+import { bodyOf } from "./skill-body.ts";
 import { skillView } from "./view.ts";
 import { registerSkillWriteTools } from "./write-tools.ts";
 import type { SkillWriter } from "./writer.ts";
@@ -51,9 +52,10 @@ export function createSkillsTools(skills: SkillService, writer: SkillWriter): Ap
       const { skills: resolved } = await skills.resolve(caller.workspaceId, caller.principalId);
       const skill = resolved.find((s) => s.name === name);
       if (!skill) return toolError(`No skill named "${name}" here; list them with ${LIST_TOOL}.`);
+      const body = await bodyOf(skill);
       return {
-        content: [{ type: "text", text: skill.body }],
-        structuredContent: { ...skillView(skill), body: skill.body },
+        content: [{ type: "text", text: body }],
+        structuredContent: { ...skillView(skill), body },
       };
     },
   );

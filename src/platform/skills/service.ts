@@ -35,7 +35,8 @@ interface Resolution {
   dirs: CallerDirs;
   inputs: readonly (ScopeListing | Skill | SkillProblem)[];
   resolved: ResolvedSkills;
-  instructions?: string;
+  /** Composed on first use: bodies read once per resolution, shared by the requests that ask meanwhile. */
+  instructions?: Promise<string>;
 }
 
 /** Callers whose resolution is kept; each is a few hundred bytes. The oldest used goes first. */

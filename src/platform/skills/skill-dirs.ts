@@ -88,9 +88,14 @@ export class SkillFileCache {
   }
 }
 
+/**
+ * The file as a listing keeps it: everything but its body, which is read when it is shown or
+ * composed (bodyOf): a kept body, 256 KiB each, was held once per listing (adr/0098).
+ */
 function tryParse(text: string, scope: SkillScope, provenance: Provenance | undefined): Skill | Error {
   try {
-    return parseSkill(text, scope, provenance);
+    const { body, ...listed } = parseSkill(text, scope, provenance);
+    return { ...listed, bodyBytes: Buffer.byteLength(body) };
   } catch (error) {
     return error as Error;
   }

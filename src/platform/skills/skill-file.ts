@@ -22,9 +22,9 @@ export const SKILL_FILE = "SKILL.md";
 export const RACY_MS = 2_000;
 
 /**
- * The largest SKILL.md Atrium writes or reads, in UTF-8 bytes. A skill's text is held in memory
- * while it is listed, and every request of its owner resolves it: without a bound, a member's ten
- * 3.9 MB user skills held 42 MB of heap, and they may create 500 (adr/0098). The Agent Skills
+ * The largest SKILL.md Atrium writes or reads, in UTF-8 bytes. A skill's text is read whole to be
+ * listed (its body then let go) and whenever it is shown: without a bound, a member's ten 3.9 MB
+ * user skills held 42 MB of heap when listings kept bodies, and they may create 500 (adr/0098). The Agent Skills
  * guidance keeps SKILL.md under 500 lines with detail in bundled files (read on demand, not
  * held); this repository's skill is 673 bytes. 256 KiB is some 64,000 tokens, more than a client
  * gives one skill, and the same bound as one conversation event.
@@ -34,8 +34,8 @@ export const MAX_SKILL_FILE_BYTES = 256 * 1024;
 /**
  * The most of an existing SKILL.md or saved version Atrium reads to edit or show it: the HTTP body
  * bound a write had before MAX_SKILL_FILE_BYTES, so a skill saved then can still be read and
- * shortened (the write that shortens it is checked against MAX_SKILL_FILE_BYTES). Listings keep
- * to MAX_SKILL_FILE_BYTES: they hold what they read.
+ * shortened (the write that shortens it is checked against MAX_SKILL_FILE_BYTES). Listings and
+ * the reads of a listed skill's body keep to MAX_SKILL_FILE_BYTES.
  */
 export const MAX_EDITED_SKILL_FILE_BYTES = 4 * 1024 * 1024;
 

@@ -24,53 +24,56 @@ function catalogLines(instructions: string): string[] {
 }
 
 describe("composeInstructions", () => {
-  it("puts always skills' bodies in name order, before the catalog", () => {
+  it("puts always skills' bodies in name order, before the catalog", async () => {
     const skills = resolveSkills([
       skill("zulu", "always"),
       skill("catalogued", "dynamic"),
       skill("alpha", "always"),
       skill("mike", "always"),
     ]);
-    const out = composeInstructions(skills, ROOMY_BYTES);
+    const out = await composeInstructions(skills, ROOMY_BYTES);
     const positions = ["alpha", "mike", "zulu"].map((n) => out.indexOf(`## Skill: ${n}\n\nBODY-OF-${n}`));
     expect(positions.every((p) => p > 0)).toBe(true);
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     expect(out.indexOf("## Skill catalog")).toBeGreaterThan(positions[2] ?? Number.POSITIVE_INFINITY);
   });
 
-  it("lists dynamic skills by name and description only, sorted, without their bodies", () => {
+  it("lists dynamic skills by name and description only, sorted, without their bodies", async () => {
     const skills = resolveSkills([
       skill("zeta", "dynamic"),
       skill("alpha", "dynamic"),
       skill("pinned", "always"),
     ]);
-    const out = composeInstructions(skills, ROOMY_BYTES);
+    const out = await composeInstructions(skills, ROOMY_BYTES);
     expect(catalogLines(out)).toEqual(["- alpha: what alpha is for", "- zeta: what zeta is for"]);
     expect(out).not.toContain("BODY-OF-alpha");
     expect(out).not.toContain("BODY-OF-zeta");
     expect(out).not.toContain("- pinned:");
   });
 
-  it("gives identical bytes for the same skills, however they were gathered", () => {
+  it("gives identical bytes for the same skills, however they were gathered", async () => {
     const a = [skill("one", "always"), skill("two", "dynamic"), skill("three", "dynamic")];
-    const first = composeInstructions(resolveSkills(a), ROOMY_BYTES);
-    const second = composeInstructions(resolveSkills([...a].reverse().map((s) => ({ ...s }))), ROOMY_BYTES);
+    const first = await composeInstructions(resolveSkills(a), ROOMY_BYTES);
+    const second = await composeInstructions(
+      resolveSkills([...a].reverse().map((s) => ({ ...s }))),
+      ROOMY_BYTES,
+    );
     expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
   });
 
-  it("changes when a skill's description changes", () => {
-    const before = composeInstructions([skill("one", "dynamic")], ROOMY_BYTES);
-    const after = composeInstructions([skill("one", "dynamic", { description: "new" })], ROOMY_BYTES);
+  it("changes when a skill's description changes", async () => {
+    const before = await composeInstructions([skill("one", "dynamic")], ROOMY_BYTES);
+    const after = await composeInstructions([skill("one", "dynamic", { description: "new" })], ROOMY_BYTES);
     expect(after).not.toBe(before);
   });
 
-  it("has no catalog section when there is nothing to list", () => {
-    const out = composeInstructions([skill("only", "always")], ROOMY_BYTES);
+  it("has no catalog section when there is nothing to list", async () => {
+    const out = await composeInstructions([skill("only", "always")], ROOMY_BYTES);
     expect(out).toContain("BODY-OF-only");
     expect(out).not.toContain("## Skill catalog");
   });
 
-  it("names what did not fit in maxBytes as truncated", () => {
+  it("names what did not fit in maxBytes as truncated", async () => {
     const big = "x".repeat(1200);
     const skills = resolveSkills([
       skill("small", "always"),
@@ -79,15 +82,47 @@ describe("composeInstructions", () => {
       skill("wordy", "dynamic", { description: big }),
     ]);
     const maxBytes = 1024;
-    const out = composeInstructions(skills, maxBytes);
+    const out = await composeInstructions(skills, maxBytes);
     expect(out).toContain("BODY-OF-small");
     expect(out).not.toContain(big);
     expect(catalogLines(out)[0]).toBe("- listed: what listed is for");
     expect(out).toMatch(/truncated: huge, wordy did not fit/);
   });
 
-  it("names nothing as truncated when everything fits", () => {
-    const out = composeInstructions([skill("a", "always"), skill("b", "dynamic")], ROOMY_BYTES);
+  it("reads a listed skill's body only when its size fits, so a composition reads at most its bound", async () => {
+    const listed = (name: string, bodyBytes: number): Skill => {
+      const { body: _held, ...rest } = skill(name, "always");
+      return { ...rest, bodyBytes };
+    };
+    const read: string[] = [];
+    const out = await composeInstructions(
+      [listed("big-one", 250_000), listed("small", 10), listed("big-two", 250_000)],
+      4096,
+      async (s) => {
+        read.push(s.name);
+        return "x".repeat(s.bodyBytes ?? 0);
+      },
+    );
+    expect(read).toEqual(["small"]);
+    expect(out).toContain(`## Skill: small\n\n${"x".repeat(10)}`);
+    expect(out).toContain("truncated: big-one, big-two");
+  });
+
+  it("names a skill whose body cannot be read now as not fitting, never failing the rest", async () => {
+    const out = await composeInstructions(
+      [skill("gone", "always"), skill("kept", "always")],
+      ROOMY_BYTES,
+      async (s) => {
+        if (s.name === "gone") throw new Error("changed since it was listed");
+        return s.body ?? "";
+      },
+    );
+    expect(out).toContain("## Skill: kept\n\nBODY-OF-kept");
+    expect(out).toContain("truncated: gone");
+  });
+
+  it("names nothing as truncated when everything fits", async () => {
+    const out = await composeInstructions([skill("a", "always"), skill("b", "dynamic")], ROOMY_BYTES);
     expect(out).not.toContain("truncated");
   });
 });
@@ -113,7 +148,7 @@ describe("the instructions bound", () => {
             37 * (i + 1),
           ),
         );
-        const text = compose(skills, maxBytes);
+        const text = await compose(skills, maxBytes);
         expect(Buffer.byteLength(text), `maxBytes ${maxBytes}, ${count} skills`).toBeLessThanOrEqual(
           maxBytes,
         );

@@ -73,10 +73,10 @@ describe("ScopeCache", () => {
   it("shows an operator's edit of a SKILL.md in place", async () => {
     await putSkill("alpha", "First words.");
     const cache = newCache();
-    expect((await cache.read(dir, "workspace")).skills[0]?.body).toBe("First words.");
+    expect((await cache.read(dir, "workspace")).skills[0]?.bodyBytes).toBe(12);
     await writeFile(join(dir, "alpha", "SKILL.md"), text("alpha", "Second words, longer."));
     await touched(join(dir, "alpha", "SKILL.md"));
-    expect((await cache.read(dir, "workspace")).skills[0]?.body).toBe("Second words, longer.");
+    expect((await cache.read(dir, "workspace")).skills[0]?.bodyBytes).toBe(21);
   });
 
   it("shows a SKILL.md that is fixed after it was reported as a problem", async () => {
@@ -175,7 +175,7 @@ describe("ScopeCache", () => {
     utimesSync(skillFile, at, at);
     expect(await cache.read(dir, "workspace")).toBe(checked);
     await nextTurn();
-    expect((await cache.read(dir, "workspace")).skills[0]?.body).toBe("Second words, longer.");
+    expect((await cache.read(dir, "workspace")).skills[0]?.bodyBytes).toBe(21);
   });
 
   it("keeps scopes apart: the same folder read as another scope is its own listing", async () => {
@@ -248,5 +248,29 @@ describe("ScopeCache", () => {
     expect(await names(newCache())).toEqual(["alpha"]);
     await putSkill("beta");
     expect((await names(newCache())).sort()).toEqual(["alpha", "beta"]);
+  });
+
+  it("keeps no skill's body: the scope folders one person fills are held by their skills' settings alone", async () => {
+    // A person may fill a workspace's folder with 500 skills of 256 KiB, in each of the 1,000
+    // workspaces they may make: kept whole, each listing held all of it (adr/0098).
+    const body = "x".repeat(250_000);
+    const cache = newCache();
+    const kept: unknown[] = [];
+    for (let w = 0; w < 4; w++) {
+      const folder = join(dir, `ws${w}`);
+      const paths = [folder];
+      for (let i = 0; i < 20; i++) {
+        await mkdir(join(folder, `big-${i}`), { recursive: true });
+        await writeFile(join(folder, `big-${i}`, "SKILL.md"), text(`big-${i}`, body));
+        paths.push(join(folder, `big-${i}`), join(folder, `big-${i}`, "SKILL.md"));
+      }
+      await touched(...paths);
+      const listing = await cache.read(folder, "workspace");
+      expect(listing.skills.map((s) => s.bodyBytes)).toEqual(new Array(20).fill(body.length));
+      // The kept listing itself: read again, the same object.
+      expect(await cache.read(folder, "workspace")).toBe(listing);
+      kept.push(listing);
+    }
+    expect(JSON.stringify(kept).length).toBeLessThan(40_000);
   });
 });

@@ -2,6 +2,8 @@ import { link, mkdir, mkdtemp, rm, stat, symlink, truncate, utimes, writeFile } 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Skill } from "../../../../src/platform/skills/model.ts";
+import { bodyOf } from "../../../../src/platform/skills/skill-body.ts";
 import { readSkillDir, SkillFileCache } from "../../../../src/platform/skills/skill-dirs.ts";
 import {
   HARD_LINK_REFUSED,
@@ -34,10 +36,21 @@ describe("readSkillDir", () => {
     await put("alpha", file("alpha"));
     const { skills, problems } = await readSkillDir(dir, "org");
     expect(problems).toEqual([]);
-    expect(skills.map((s) => [s.name, s.scope, s.body]).sort()).toEqual([
-      ["alpha", "org", "Body of alpha."],
-      ["beta", "org", "Body of beta."],
+    expect(skills.map((s) => [s.name, s.scope, s.bodyBytes]).sort()).toEqual([
+      ["alpha", "org", 14],
+      ["beta", "org", 13],
     ]);
+  });
+
+  it("keeps a skill's body out of its listing, and reads it from its SKILL.md when asked", async () => {
+    await put("alpha", file("alpha"));
+    const [alpha] = (await readSkillDir(dir, "org")).skills;
+    expect(alpha).not.toHaveProperty("body");
+    expect(await bodyOf(alpha as Skill)).toBe("Body of alpha.");
+    await writeFile(join(dir, "alpha", "SKILL.md"), file("alpha", "metadata: [broken\n"));
+    await expect(bodyOf(alpha as Skill)).rejects.toThrow(/changed into one that does not parse/);
+    await rm(join(dir, "alpha", "SKILL.md"));
+    await expect(bodyOf(alpha as Skill)).rejects.toThrow(/SKILL.md was removed since it was listed/);
   });
 
   it("reports a SKILL.md that is a hard link, saying to put a copy of the file itself in its place", async () => {
@@ -214,13 +227,11 @@ describe("SkillFileCache", () => {
   it("a file edited on disk is read again; a broken edit is reported, and a fix is seen", async () => {
     const cache = new SkillFileCache();
     await put("alpha", file("alpha"));
-    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Body of alpha.");
+    const described = async () => (await readSkillDir(dir, "org", undefined, cache)).skills[0]?.description;
+    expect(await described()).toBe("About alpha.");
 
-    await writeFile(
-      join(dir, "alpha", "SKILL.md"),
-      file("alpha").replace("Body of alpha.", "Edited body, longer."),
-    );
-    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Edited body, longer.");
+    await writeFile(join(dir, "alpha", "SKILL.md"), file("alpha").replace("About alpha.", "Edited, longer."));
+    expect(await described()).toBe("Edited, longer.");
 
     await writeFile(join(dir, "alpha", "SKILL.md"), "---\nname: [broken\n---\n");
     const broken = await readSkillDir(dir, "org", undefined, cache);
@@ -228,7 +239,7 @@ describe("SkillFileCache", () => {
     expect(broken.problems[0]?.name).toBe("alpha");
 
     await writeFile(join(dir, "alpha", "SKILL.md"), file("alpha"));
-    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("Body of alpha.");
+    expect(await described()).toBe("About alpha.");
   });
 
   it("an edit that keeps the file's size and modification time (cp -p, touch -r) is read again", async () => {
@@ -236,14 +247,15 @@ describe("SkillFileCache", () => {
     const cache = new SkillFileCache(() => Date.now() + 60_000);
     const path = join(dir, "alpha", "SKILL.md");
     const kept = new Date("2024-01-01T00:00:00Z");
-    await put("alpha", file("alpha").replace("Body of alpha.", "OLD guidance"));
+    const described = async () => (await readSkillDir(dir, "org", undefined, cache)).skills[0]?.description;
+    await put("alpha", file("alpha").replace("About alpha.", "OLD guidance"));
     await utimes(path, kept, kept);
-    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("OLD guidance");
+    expect(await described()).toBe("OLD guidance");
 
-    await writeFile(path, file("alpha").replace("Body of alpha.", "NEW guidance"));
+    await writeFile(path, file("alpha").replace("About alpha.", "NEW guidance"));
     await utimes(path, kept, kept);
     expect((await stat(path)).mtimeMs).toBe(kept.getTime());
-    expect((await readSkillDir(dir, "org", undefined, cache)).skills[0]?.body).toBe("NEW guidance");
+    expect(await described()).toBe("NEW guidance");
   });
 
   it("keeps no parse of a file changed within the racy window of the read", async () => {

@@ -28,7 +28,7 @@ afterEach(async () => {
 async function roundTrip(body: string): Promise<{ returned: string; reread: string; file: string }> {
   const created = await writer.create(target, "s", { description: "d", body });
   const file = await readFile(join(temp.layout.userSkillsDir(ALICE), "s", "SKILL.md"), "utf8");
-  return { returned: created.body, reread: parseSkill(file, "user").body, file };
+  return { returned: created.body ?? "", reread: parseSkill(file, "user").body, file };
 }
 
 describe("a skill's body is data", () => {
