@@ -27,6 +27,8 @@ interface Stamp {
 interface Entry {
   listing: ScopeListing;
   stamps: Stamp[];
+  /** What the listing and its stamps hold, as heldBytesOf counts it. */
+  bytes: number;
   /** A stamp this close to the read may hide a change made within the same clock tick. */
   racy: boolean;
   /** The event-loop turn in which the stamps were last found unchanged. */
@@ -35,6 +37,14 @@ interface Entry {
 
 /** Scope folders kept; each costs a few hundred bytes per skill. The oldest used goes first. */
 const MAX_ENTRIES = 2_000;
+
+/**
+ * The most the kept listings may hold, as heldBytesOf counts it; the oldest used goes first, the
+ * newest always stays. A listing holds no body (adr/0098), but a skill's settings may still be
+ * some 15 KB (a 1,024-character description, 64 tool patterns), and one person may fill 500 of
+ * them in each of 1,000 workspaces: without a budget, 2,000 kept folders could hold gigabytes.
+ */
+export const MAX_HELD_BYTES = 64 * 1024 * 1024;
 
 /**
  * What each scope folder lists, kept between requests (adr/0051). Before use an entry is checked
@@ -53,11 +63,29 @@ export class ScopeCache {
   private readonly reading = new Map<string, Promise<ScopeListing>>();
   private turn = 0;
   private turnEnding = false;
+  private held = 0;
+  private readonly kept = new Set<ScopeListing>();
 
+  /**
+   * `dropped` hears of each listing the cache lets go (evicted, read again, forgotten), so what
+   * was built from it (a caller's resolution: service.ts) does not hold it on.
+   */
   constructor(
     private readonly files = new SkillFileCache(),
     private readonly now: () => number = Date.now,
+    private readonly dropped: (listing: ScopeListing) => void = () => {},
+    private readonly maxHeldBytes = MAX_HELD_BYTES,
   ) {}
+
+  /** What the kept listings hold, as heldBytesOf counts it; never more than the budget but for the newest. */
+  get heldBytes(): number {
+    return this.held;
+  }
+
+  /** Whether `listing` is still kept: one let go before its reader built on it is heard of no more. */
+  keeps(listing: ScopeListing): boolean {
+    return this.kept.has(listing);
+  }
 
   async read(dir: string, scope: SkillScope, provenance?: Provenance): Promise<ScopeListing> {
     const key = `${scope}\0${provenance ?? ""}\0${dir}`;
@@ -87,15 +115,27 @@ export class ScopeCache {
     const stamps = stampsOf(dir);
     const listing = await readSkillDir(dir, scope, provenance, this.files);
     const newest = Math.max(...stamps.map((s) => s.mtimeMs));
-    this.entries.delete(key);
-    this.entries.set(key, { listing, stamps, racy: this.now() - newest < RACY_MS, checkedInTurn: -1 });
-    if (this.entries.size > MAX_ENTRIES) {
+    this.drop(key);
+    const bytes = heldBytesOf(listing, stamps);
+    this.entries.set(key, { listing, stamps, bytes, racy: this.now() - newest < RACY_MS, checkedInTurn: -1 });
+    this.held += bytes;
+    this.kept.add(listing);
+    while (this.entries.size > MAX_ENTRIES || (this.held > this.maxHeldBytes && this.entries.size > 1)) {
       const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+      this.drop(oldest);
       // Its parsed files go with it (adr/0098): the key ends with the folder.
       this.files.forget(oldest.slice(oldest.lastIndexOf("\0") + 1));
     }
     return listing;
+  }
+
+  private drop(key: string): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
+    this.entries.delete(key);
+    this.held -= entry.bytes;
+    this.kept.delete(entry.listing);
+    this.dropped(entry.listing);
   }
 
   private stillTrue(entry: Entry): boolean {
@@ -115,10 +155,27 @@ export class ScopeCache {
 
   /** Drops the entries of folder `dir`: a write through Atrium does not wait for a stamp to move. */
   forget(dir: string): void {
-    for (const key of this.entries.keys()) if (key.endsWith(`\0${dir}`)) this.entries.delete(key);
+    for (const key of [...this.entries.keys()]) if (key.endsWith(`\0${dir}`)) this.drop(key);
     // A read begun before the write is not joined by requests after it.
     for (const key of this.reading.keys()) if (key.endsWith(`\0${dir}`)) this.reading.delete(key);
   }
+}
+
+/**
+ * What a listing and its stamps hold, counted high: two bytes a character (V8 keeps ASCII in
+ * one) and a few hundred for each object, since the parsed-file cache keeps a copy of each skill.
+ */
+function heldBytesOf(listing: ScopeListing, stamps: readonly Stamp[]): number {
+  const text = (...parts: readonly string[]) => parts.reduce((sum, part) => sum + 2 * part.length, 0);
+  let bytes = 0;
+  for (const skill of listing.skills) {
+    bytes +=
+      400 + text(skill.name, skill.description, skill.dir ?? "", ...skill.tools, ...(skill.files ?? []));
+    bytes += text(skill.body ?? "");
+  }
+  for (const problem of listing.problems) bytes += 100 + text(problem.name, problem.message);
+  for (const stamp of stamps) bytes += 100 + text(stamp.path, stamp.unreadable ?? "");
+  return bytes;
 }
 
 function unchanged(stamp: Stamp): boolean {

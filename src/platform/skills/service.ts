@@ -53,8 +53,13 @@ export class SkillService {
   private readonly serverSources: ServerSkillSource[] = [];
   // Each problem is logged once per process, not on every request that meets it.
   private readonly reported = new Set<string>();
-  private readonly scopes = new ScopeCache();
   private readonly resolutions = new Map<string, Resolution>();
+  // A resolution is kept only while every listing it was built from is: kept on, it held the
+  // listings the scope cache let go by its byte budget, one per workspace a person lists.
+  private readonly scopes = new ScopeCache(undefined, undefined, (listing) => {
+    for (const [key, resolution] of this.resolutions)
+      if (resolution.inputs.includes(listing)) this.resolutions.delete(key);
+  });
 
   constructor(
     private readonly layout: StorageLayout,
@@ -120,6 +125,8 @@ export class SkillService {
     const skills = resolveSkills([...reads.flatMap((r) => r.skills), ...published]);
     // A publisher logs what it leaves out itself.
     const resolution: Resolution = { dirs, inputs, resolved: { skills, problems: [...problems, ...left] } };
+    // A listing let go while this one was read would never be heard of again: not kept then.
+    if (!reads.every((read) => read === NO_SKILLS || this.scopes.keeps(read))) return resolution;
     this.resolutions.set(key, resolution);
     if (this.resolutions.size > MAX_RESOLUTIONS)
       this.resolutions.delete(this.resolutions.keys().next().value as string);

@@ -273,4 +273,42 @@ describe("ScopeCache", () => {
     }
     expect(JSON.stringify(kept).length).toBeLessThan(40_000);
   });
+
+  it("holds at most its byte budget, the oldest used let go first, and says which listings it let go", async () => {
+    const fill = async (folder: string) => {
+      const paths = [folder];
+      for (let i = 0; i < 10; i++) {
+        const skill = join(folder, `s-${i}`);
+        await mkdir(skill, { recursive: true });
+        await writeFile(join(skill, "SKILL.md"), text(`s-${i}`).replace("About", "d".repeat(1000)));
+        paths.push(skill, join(skill, "SKILL.md"));
+      }
+      await touched(...paths);
+    };
+    const folders = ["a", "b", "c", "d", "e"].map((name) => join(dir, name));
+    for (const folder of folders) await fill(folder);
+    const dropped: unknown[] = [];
+    const probe = new ScopeCache(undefined, () => now);
+    await probe.read(folders[0] as string, "workspace");
+    const one = probe.heldBytes;
+    expect(one).toBeGreaterThan(10 * 2_000);
+    // Room for two listings of this size.
+    const cache = new ScopeCache(
+      undefined,
+      () => now,
+      (listing) => dropped.push(listing),
+      2 * one + one / 2,
+    );
+    const listings = [];
+    for (const folder of folders) {
+      listings.push(await cache.read(folder, "workspace"));
+      expect(cache.heldBytes).toBeLessThanOrEqual(2 * one + one / 2);
+    }
+    expect(dropped).toEqual(listings.slice(0, 3));
+    expect(listings.map((listing) => cache.keeps(listing))).toEqual([false, false, false, true, true]);
+    // A write's forget lets go too.
+    cache.forget(folders[4] as string);
+    expect(dropped.at(-1)).toBe(listings[4]);
+    expect(cache.heldBytes).toBe(one);
+  });
 });
