@@ -24,8 +24,18 @@ export function npmLauncher(env: NodeJS.ProcessEnv): NpmLauncher {
   const npmNode = realPath(env.npm_node_execpath);
   const shellParent = npmNode === undefined ? undefined : npmBehindShell(parent, npmNode);
   return {
-    gone: () => process.ppid !== parent || (shellParent !== undefined && parentOf(parent) !== shellParent),
+    gone: () => process.ppid !== parent || (shellParent !== undefined && shellLeftNpm(parent, shellParent)),
   };
+}
+
+/**
+ * Whether the shell between npm and the server has another parent now. A read of its parent that
+ * fails says nothing (out of file descriptors under a flood of connections, EMFILE): taken for
+ * npm's death, it stopped a healthy server; the next poll asks again.
+ */
+function shellLeftNpm(shell: number, npm: number): boolean {
+  const now = parentOf(shell);
+  return now !== undefined && now !== npm;
 }
 
 /** npm's pid when `parent` is a process other than npm's node whose own parent is npm's node. */

@@ -299,9 +299,26 @@ export class OidcClient {
       await response.body?.cancel();
       throw failed(`it answered ${response.status}`);
     }
+    // A 200 that is no key set (a maintenance page, a proxy's or captive portal's answer) is the
+    // provider unavailable too: handed to jose, it left jose with no keys, so every token fetched
+    // it again and was refused as if invalid (401 "sign in again").
+    const text = await response.text().catch(() => undefined);
+    if (text === undefined || !isKeySet(text)) throw failed("it answered 200 with no JSON key set");
     this.keysFailedAtMs = undefined;
-    return response;
+    return new Response(text, { status: 200, headers: response.headers });
   };
+}
+
+/** Whether `text` is a JSON object with a `keys` array, the shape of a JWK Set (RFC 7517 §5). */
+function isKeySet(text: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return (
+      typeof parsed === "object" && parsed !== null && Array.isArray((parsed as { keys?: unknown }).keys)
+    );
+  } catch {
+    return false;
+  }
 }
 
 async function discover(issuer: string): Promise<ProviderMetadata> {

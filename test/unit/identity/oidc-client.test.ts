@@ -70,6 +70,11 @@ beforeAll(async () => {
         keyFetchesRefused++;
         return json(503, {});
       }
+      if (request.url === "/jwks-maintenance") {
+        keyFetchesRefused++;
+        response.writeHead(200, { "content-type": "text/html" });
+        return response.end("<html><body>Down for maintenance</body></html>");
+      }
       if (request.url === "/token" && request.method === "POST") {
         tokenRequests.push({
           headers: request.headers,
@@ -239,6 +244,16 @@ describe("the key set", () => {
     nowMs += DISCOVERY_RETRY_MS;
     expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
     expect(keyFetchesRefused).toBe(2);
+  });
+
+  it("a 200 that is no key set (a maintenance page) is the provider unavailable too, fetched once", async () => {
+    discovery.jwks_uri = `${issuer}/jwks-maintenance`;
+    const client = new OidcClient(auth());
+    const token = await idToken();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
+    }
+    expect(keyFetchesRefused).toBe(1);
   });
 });
 
