@@ -6,7 +6,7 @@ import { McpSource } from "../../sources/mcp-source.ts";
 import { untilAborted } from "../until-aborted.ts";
 import type { ConnectionSettings } from "./config.ts";
 import type { ConnectionRecord } from "./model.ts";
-import { insufficientScope, StepUpRequired } from "./oauth/step-up.ts";
+import { insufficientScope, type StepUpLink, StepUpRequired } from "./oauth/step-up.ts";
 import { retold } from "./remote-failure.ts";
 import { RemoteSource } from "./remote-source.ts";
 import { remoteOutputValidator } from "./schemas.ts";
@@ -35,7 +35,7 @@ export interface OAuthBearers {
   /** Whether the connection's refresh token was refused: its credential lapsed. */
   refused(record: ConnectionRecord): boolean;
   /** Starts (or hands out again) a re-authorization for more scope; answers its go_url. */
-  stepUp(record: ConnectionRecord, scope: string | undefined): Promise<{ go_url: string }>;
+  stepUp(record: ConnectionRecord, scope: string | undefined): Promise<StepUpLink>;
   /** The connection's tokens as last seen, which no failure it tells may repeat. */
   secrets(record: ConnectionRecord): readonly string[];
 }
@@ -197,8 +197,8 @@ export function authorizedFetch(record: ConnectionRecord, fetch: FetchLike, oaut
     const challenge = insufficientScope(response);
     if (challenge) {
       await response.body?.cancel().catch(() => undefined);
-      const { go_url } = await oauth.stepUp(record, challenge.scope);
-      throw new StepUpRequired(record.name, challenge.scope, go_url, record.owner);
+      const link = await oauth.stepUp(record, challenge.scope);
+      throw new StepUpRequired(record.name, challenge.scope, link, record.owner);
     }
     return response;
   };

@@ -23,7 +23,7 @@ import {
 import { type Flow, OAuthFlows } from "./flows.ts";
 import { oauthPaths } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
-import { StepUpRefused } from "./step-up.ts";
+import { type StepUpLink, StepUpRefused } from "./step-up.ts";
 import {
   beginAuthorization,
   checkResponseIssuer,
@@ -157,9 +157,12 @@ export class Authorizer {
 
   /**
    * The server answered 403 insufficient_scope: a re-authorization asking for what was granted
-   * and what it requires, handed out again while unused rather than one per call.
+   * and what it requires, handed out again while unused rather than one per call. A step-up
+   * already pending for other scopes is handed out too, said to be waiting (`StepUpLink`), never
+   * replaced: an admin may be completing it. Once it activates, the next 403 starts one from
+   * what it granted (test/integration/connections-oauth-step-up-pending.test.ts).
    */
-  async stepUp(record: ConnectionRecord, required: string | undefined): Promise<GoLink> {
+  async stepUp(record: ConnectionRecord, required: string | undefined): Promise<StepUpLink> {
     const auth = oauthOf(record);
     const union = computeScopeUnion((auth.granted ?? auth.scopes).join(" "), required);
     const scopes = union ? union.split(" ").filter(Boolean) : [];
@@ -172,12 +175,15 @@ export class Authorizer {
       if (error instanceof InvalidInput) throw new StepUpRefused(record.name);
       throw error;
     }
-    const pending = this.flows.pendingStepUp(
-      { connectionId: record.id, generation: record.authorizationGeneration, activatedAt: auth.activatedAt },
-      union,
-    );
-    if (pending) return this.link(pending);
-    return this.start(record, { scopes });
+    const pending = this.flows.pendingStepUp({
+      connectionId: record.id,
+      generation: record.authorizationGeneration,
+      activatedAt: auth.activatedAt,
+    });
+    if (!pending) return this.start(record, { scopes });
+    const asked = new Set(pending.scope?.split(" "));
+    const link = this.link(pending);
+    return scopes.every((scope) => asked.has(scope)) ? link : { ...link, waiting: { scope: pending.scope } };
   }
 
   /**

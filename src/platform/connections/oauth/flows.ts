@@ -150,21 +150,25 @@ export class OAuthFlows {
   }
 
   /**
-   * The pending, unexpired step-up flow of the connection asking for `scope`, to hand out again
-   * rather than start another. Only one started from the record as it is now: a flow from before
-   * the last activation could only end 409 superseded, so it is never handed out again
-   * (test/integration/connections-oauth.test.ts "a step-up link left unused across a re-authorization").
+   * The pending, unexpired step-up flow of the connection, whatever scope it asks for, to hand out
+   * again rather than start another: a new step-up would replace it, and a workspace admin may be
+   * completing it at the authorization server, whose callback would then answer Replaced — members
+   * calling tools that need different scopes kept an admin from ever finishing one
+   * (test/integration/connections-oauth-step-up-pending.test.ts). Only one started from the record
+   * as it is now: a flow from before the last activation could only end 409 superseded, so it is
+   * never handed out again (test/integration/connections-oauth.test.ts "a step-up link left unused
+   * across a re-authorization").
    */
-  pendingStepUp(
-    record: { connectionId: string; generation: number; activatedAt: string | undefined },
-    scope: string | undefined,
-  ): Flow | undefined {
+  pendingStepUp(record: {
+    connectionId: string;
+    generation: number;
+    activatedAt: string | undefined;
+  }): Flow | undefined {
     const flow = this.bySlot.get(slotOf({ connectionId: record.connectionId }));
     return flow &&
       flow.generation === record.generation &&
       flow.activatedAt === record.activatedAt &&
-      !this.expired(flow) &&
-      flow.scope === scope
+      !this.expired(flow)
       ? flow
       : undefined;
   }

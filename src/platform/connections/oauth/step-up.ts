@@ -3,21 +3,38 @@ import { NotAuthorized } from "./connection-tokens.ts";
 import { reauthorizer } from "./record-home.ts";
 
 /**
+ * The go_url a step-up answers: a new re-authorization's, or the pending one's handed out again.
+ * `waiting` is set when the pending one asks for less than this call needs (its `scope`): it is
+ * never replaced, since an admin may be completing it (ADR 0122, amended 2026-12-07), so it must
+ * be finished first, and the call made again then starts one for the rest.
+ */
+export interface StepUpLink {
+  go_url: string;
+  waiting?: { scope: string | undefined };
+}
+
+/**
  * The server refused a call for want of scope (403 `insufficient_scope`): a re-authorization
- * asking for more was started, and the call answers with what a workspace admin (for a personal
- * connection, its owner, the only one who may open the go_url) must do. The SDK
- * would refresh instead, which cannot widen a grant (RFC 6749 §6); Atrium never does that.
+ * asking for more was started (or one already waits), and the call answers with what a workspace
+ * admin (for a personal connection, its owner, the only one who may open the go_url) must do. The
+ * SDK would refresh instead, which cannot widen a grant (RFC 6749 §6); Atrium never does that.
  */
 export class StepUpRequired extends Error {
   constructor(
     readonly connection: string,
     readonly scope: string | undefined,
-    readonly goUrl: string,
+    link: StepUpLink,
     owner?: string,
   ) {
+    const who = reauthorizer({ owner });
+    const onlyOwner = owner === undefined ? "" : " (only the owner can open this link)";
+    const asked = link.waiting?.scope ? `scope "${link.waiting.scope}"` : "no particular scope";
     super(
       `The server of connection "${connection}" needs more access${scope ? ` (scope "${scope}")` : ""} than it was granted; ` +
-        `${reauthorizer({ owner })} must re-authorize it${owner === undefined ? "" : " (only the owner can open this link)"}: open ${goUrl}`,
+        (link.waiting
+          ? `a re-authorization asking for ${asked}, not all of it, is already waiting and is not replaced: ` +
+            `${who} must finish it first${onlyOwner}: open ${link.go_url} — then make this call again to start one for the rest`
+          : `${who} must re-authorize it${onlyOwner}: open ${link.go_url}`),
     );
     this.name = "StepUpRequired";
   }

@@ -140,7 +140,7 @@ describe("a connection's failures, retold", () => {
   });
 
   it("passes Atrium's own errors about the connection unchanged, found in the cause chain", () => {
-    const stepUp = new StepUpRequired("notes", "write", "https://atrium.example/go/1");
+    const stepUp = new StepUpRequired("notes", "write", { go_url: "https://atrium.example/go/1" });
     expect(retold(new Error("fetch failed", { cause: stepUp }), [])).toBe(stepUp);
     const unfinished = new UnfinishedListing();
     expect(retold(unfinished, [])).toBe(unfinished);

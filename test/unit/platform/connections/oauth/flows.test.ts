@@ -55,8 +55,18 @@ describe("OAuth flows", () => {
     const stepUp = flows.create(flowOf("cn_a", undefined, "read write"));
     for (const flow of [alice, bob, other, stepUp]) expect(flows.get(flow.id)).toBe(flow);
     const record = { connectionId: "cn_a", generation: 1, activatedAt: undefined };
-    expect(flows.pendingStepUp(record, "read write")).toBe(stepUp);
-    expect(flows.pendingStepUp(record, "read")).toBeUndefined();
+    expect(flows.pendingStepUp(record)).toBe(stepUp);
+  });
+
+  it("hand out a pending step-up an admin has opened to a call needing another scope, never replacing it", () => {
+    const flows = new OAuthFlows(new FakeTime().clock);
+    const opened = flows.create(flowOf("cn_a", undefined, "read files.write"));
+    flows.bind(opened, "usr_admin");
+    const record = { connectionId: "cn_a", generation: 1, activatedAt: undefined };
+    expect(flows.pendingStepUp(record)).toBe(opened);
+    expect(flows.withState(opened.state)).toBe(opened);
+    // One from before the last activation is not: it could only end 409 superseded.
+    expect(flows.pendingStepUp({ ...record, generation: 2 })).toBeUndefined();
   });
 
   it("let a removed connection's flows go, and no other's", () => {
