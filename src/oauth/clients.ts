@@ -15,7 +15,10 @@ import type { UnusedClientCap } from "./unused-client-cap.ts";
 
 const CLIENT_ID = /^atc_[0-9a-f]{32}$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
-/** How long a registered client with no live grant is kept after its last use (ADR 0137). */
+/**
+ * How long a registered client with no live grant is kept after its registration or its last
+ * authenticated use (ADR 0137; a lookup is not a use, ADR 0156's amendment).
+ */
 export const UNUSED_CLIENT_KEPT_MS = 30 * DAY_MS;
 /** A use is written at most this often, so a busy client costs a write a day, not one a request. */
 const CLIENT_USE_RECORDED_EVERY_MS = DAY_MS;
@@ -27,8 +30,9 @@ interface StoredClient {
   client: OAuthClientInformationFull;
   clientSecretHash?: string;
   /**
-   * When a request last named it (registration, an authorization request, the token or
-   * revocation endpoint), epoch ms, to within CLIENT_USE_RECORDED_EVERY_MS. Absent in records
+   * When it registered or was last used by someone who proved something (`recordUse`: a consent
+   * given for it, a code or refresh token it redeemed), epoch ms, to within
+   * CLIENT_USE_RECORDED_EVERY_MS. Never a mere lookup, which anyone can make. Absent in records
    * written before clients were swept: the first sweep that meets one starts its clock, as it
    * does for a value that is not a time (`lastUseOf`).
    */
@@ -50,13 +54,13 @@ export interface PresentedClientAuth {
  */
 export class ClientRegistry {
   private readonly records: JsonRecords<unknown>;
-  // A lookup that writes its use and a sweep decide on the record under the client's key, so one
-  // always sees the other (test/unit/oauth/clients-sweep.test.ts "a sweep racing a lookup").
+  // A use being recorded and a sweep decide on the record under the client's key, so one always
+  // sees the other (test/unit/oauth/clients-sweep.test.ts "a sweep racing a use").
   private readonly locks = new KeyedLock();
   // A use whose write failed, kept until one is written: the sweep reads it beside the record's,
   // so a client returned to a request is not deleted under it by a stale stamp on disk
   // (test/unit/oauth/clients-sweep.test.ts "a client whose use could not be written"). Only
-  // clients looked up since boot whose write failed are here; a written use or a deletion drops
+  // clients used since boot whose write failed are here; a written use or a deletion drops
   // one, and a graceful stop writes what is left (`writeRememberedUses`).
   private readonly unwrittenUses = new Map<string, number>();
   // An unreadable record is reported once per process, not at every sweep or lookup of it.
@@ -139,13 +143,15 @@ export class ClientRegistry {
    * A registered client, or the client a metadata document URL describes, or `undefined`
    * for an id that is neither. A document that cannot be used throws an invalid_client OAuthError
    * with the reason, for the person or client to read. `caller` (a signed-in person's key at
-   * authorization, else the connecting address) is charged for a document that has to be fetched. Finding a registered
-   * client is a use of it, recorded (at most daily, best effort) before it is returned. A record
-   * that is not JSON or not a client is unreadable: `undefined`, and left for an operator.
+   * authorization, else the connecting address) is charged for a document that has to be fetched.
+   * Finding a client is not a use of it: anyone can name any id, signed out and without its
+   * secret, and a lookup that kept a client from the sweep let a stranger keep a flood's clients,
+   * and the cap on them (ADR 0156), for ever (`recordUse` is the use). A record that is not JSON
+   * or not a client is unreadable: `undefined`, and left for an operator.
    */
   async find(clientId: string, caller: string): Promise<OAuthClientInformationFull | undefined> {
     if (CLIENT_ID.test(clientId)) {
-      const stored = await this.use(clientId);
+      const stored = await this.read(clientId);
       if (!stored) return undefined;
       const client = { ...stored.client };
       if (stored.clientSecretHash) this.secretHashes.set(client, stored.clientSecretHash);
@@ -186,8 +192,8 @@ export class ClientRegistry {
   /**
    * Deletes every registered client last used UNUSED_CLIENT_KEPT_MS ago or longer for which
    * `hasLiveGrant` is false, and returns their ids; from then on its id is unknown
-   * (`invalid_client`). Each is judged on its record read again under its key: a lookup that
-   * came first has recorded its use, and one that comes after finds no client. Metadata
+   * (`invalid_client`). Each is judged on its record read again under its key: a use
+   * (`recordUse`) that came first has been recorded, and one that comes after finds no client. Metadata
    * document clients are not stored, so never swept. One client that cannot be judged (its
    * write or delete fails) is logged and judged again next time; the rest are still judged.
    */
@@ -268,11 +274,27 @@ export class ClientRegistry {
   }
 
   /**
+   * Records a use of `clientId` that proved something, and says whether the client is still
+   * known: a consent its person gave (before its code is issued), or a code or refresh token it
+   * redeemed at the token endpoint (its secret checked, if it has one). Only such a use starts a
+   * registered client's 30 days again; a client nobody consented to is swept 30 days after it
+   * registered, however often it is named (ADR 0156's amendment). `false` when a registered
+   * client is no longer stored (the sweep came first): its consent must issue no code. A client
+   * named by a metadata document URL is not stored: nothing to record, `true`.
+   *
+   * Written at most daily, best effort, as `use` says.
+   */
+  async recordUse(clientId: string): Promise<boolean> {
+    if (!CLIENT_ID.test(clientId)) return isClientMetadataUrl(clientId);
+    return (await this.use(clientId)) !== undefined;
+  }
+
+  /**
    * A registered client's record, with this moment written as its last use when the one stored
    * is a day old or missing. Read without the client's key first: a client used within the day
-   * is 29 days from any sweep and needs no write, so a busy client's lookups never queue behind
-   * one another, a sweep or the daily write (test/unit/oauth/clients-sweep.test.ts "a lookup of
-   * a client used today"). Only a stale use takes the key and judges the record read again there.
+   * is 29 days from any sweep and needs no write, so a busy client's refreshes never queue behind
+   * one another, a sweep or the daily write (test/unit/oauth/clients-sweep.test.ts "a use of a
+   * client used today"). Only a stale use takes the key and judges the record read again there.
    */
   private async use(clientId: string): Promise<StoredClient | undefined> {
     const seen = await this.read(clientId);
@@ -285,12 +307,12 @@ export class ClientRegistry {
         await this.records.put(clientId, { ...stored, lastUsedAt: now });
         this.unwrittenUses.delete(clientId);
       } catch (error) {
-        // Best effort: the request goes on with its client, and the next lookup tries again. The
+        // Best effort: the request goes on with its client, and the next use tries again. The
         // use is kept in memory for the sweep, so one left unwritten never deletes a client in use.
         this.unwrittenUses.set(clientId, now);
         this.log.warn(
           { clientId, err: error },
-          "a registered oauth client's last use could not be recorded; its next lookup tries again",
+          "a registered oauth client's last use could not be recorded; its next use tries again",
         );
       }
       return stored;

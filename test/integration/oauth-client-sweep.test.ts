@@ -49,7 +49,7 @@ describe("housekeeping sweeps registered clients", { timeout: 60_000 }, () => {
 
     time.jump(31 * DAY_MS);
     await time.advance(61 * 60 * 1000);
-    // Watched in the log, not by asking: a request naming the client is a use of it.
+    // Watched in the log, not by asking.
     const swept = () =>
       lines.filter((line) => String(line.msg).startsWith("registered oauth clients unused"));
     await expect.poll(swept, { timeout: 10_000 }).toEqual([expect.objectContaining({ swept: 1 })]);
@@ -72,8 +72,7 @@ describe("housekeeping sweeps registered clients", { timeout: 60_000 }, () => {
 });
 
 describe("a use whose write failed", { timeout: 60_000 }, () => {
-  const NOT_RECORDED =
-    "a registered oauth client's last use could not be recorded; its next lookup tries again";
+  const NOT_RECORDED = "a registered oauth client's last use could not be recorded; its next use tries again";
   /**
    * `work` with every write of a client record failing, as a disk's error does: the new file's
    * flush fails, so it is never renamed into place. Not a read-only folder: for root that took
@@ -100,7 +99,7 @@ describe("a use whose write failed", { timeout: 60_000 }, () => {
     const usedAt = time.clock();
     // The disk refuses the use's write; the request still gets its client.
     await withClientWritesFailing(folder, async () => {
-      expect(await first.atrium.oauth.clients.find(id, "127.0.0.1")).toMatchObject({ client_id: id });
+      expect(await first.atrium.oauth.clients.recordUse(id)).toBe(true);
     });
     expect(lines.filter((line) => line.msg === NOT_RECORDED)).toHaveLength(1);
 
@@ -126,7 +125,7 @@ describe("a use whose write failed", { timeout: 60_000 }, () => {
     const folder = join(t.root, "_instance", "oauth", "clients");
     time.jump(2 * DAY_MS);
     await withClientWritesFailing(folder, async () => {
-      await t.atrium.oauth.clients.find(id, "127.0.0.1");
+      await t.atrium.oauth.clients.recordUse(id);
       await t.close();
     });
     expect(

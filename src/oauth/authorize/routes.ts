@@ -22,7 +22,7 @@ const AUTHORIZE_PATH = "/oauth/authorize";
 const RESUME_PATH = `${AUTHORIZE_PATH}/resume`;
 
 export interface AuthorizeDeps {
-  clients: Pick<ClientRegistry, "find">;
+  clients: Pick<ClientRegistry, "find" | "recordUse">;
   codes: Pick<AuthorizationCodes, "issue">;
   pending: PendingAuthorizations;
   parked: ParkedRequests;
@@ -144,6 +144,15 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     if (decision === "approve") {
       const refusal = await memberRefusal(deps, stored.principalId, stored.workspaceId);
       if (refusal) return problemPage(403, refusal);
+      // The consent is the client's use, recorded before its code exists: the client is then kept
+      // 30 days, for the exchange that follows. Showing the page was none, as any page can make a
+      // browser ask for it; a client swept since then gets no code for an id nobody knows any more.
+      if (!(await deps.clients.recordUse(stored.clientId))) {
+        return problemPage(
+          400,
+          `No client "${stored.clientId}" is registered here any more; the application must register again.`,
+        );
+      }
     }
     const outcome = await deps.pending.decide(stored, decision);
     if (outcome.kind === "expired") {

@@ -95,6 +95,8 @@ async function exchangeCode(
     },
     { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
   );
+  // A redeemed code or refresh token is the client's use; naming it, which anyone can, is not.
+  await deps.clients.recordUse(client.client_id);
   const access = await deps.tokens.issue({
     sub: grant.principalId,
     clientId: client.client_id,
@@ -163,6 +165,7 @@ async function refresh(
     ...(scope === undefined ? {} : { scopes: parseScopeParam(scope) }),
     ...(resource === undefined ? {} : { resource }),
   });
+  await deps.clients.recordUse(client.client_id);
   const access = await deps.tokens.issue({
     sub: refreshed.grant.principalId,
     clientId: client.client_id,

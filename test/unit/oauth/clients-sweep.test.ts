@@ -10,9 +10,9 @@ import { capturingLogger } from "../../helpers/atrium.ts";
 import { gate } from "../../helpers/gate.ts";
 import { type TestClock, tempInstance, testClock } from "./fixtures.ts";
 
-// ADR 0137: a registered client that holds no live grant and has not been used (registered,
-// named by an authorization request or at the token or revocation endpoint) for 30 days is
-// deleted by housekeeping; its id is then unknown.
+// ADR 0137: a registered client that holds no live grant and has not been used (registered, a
+// consent given for it, a code or refresh token it redeemed; ADR 0156's amendment: never a mere
+// lookup) for 30 days is deleted by housekeeping; its id is then unknown.
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const CALLER = "127.0.0.1";
@@ -71,10 +71,22 @@ describe("sweeping registered clients", () => {
   it("each use starts the 30 days again", async () => {
     const { client_id: id } = await clients.register(NATIVE);
     clock.advance(20 * DAY_MS);
-    expect(await clients.find(id, CALLER)).toBeDefined();
+    expect(await clients.recordUse(id)).toBe(true);
     clock.advance(29 * DAY_MS);
     expect(await clients.sweep(noGrants)).toEqual([]);
     clock.advance(DAY_MS);
+    expect(await clients.sweep(noGrants)).toEqual([id]);
+  });
+
+  it("a lookup is not a use: a client only ever named is swept 30 days after it registered", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    const registered = await readFile(fileOf(id), "utf8");
+    clock.advance(UNUSED_CLIENT_KEPT_MS - 1);
+    // Anyone can name any id (the token endpoint before the secret, a signed-out authorize), so
+    // naming one kept it, and a stranger kept a flood's clients for ever (ADR 0156's amendment).
+    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(await readFile(fileOf(id), "utf8")).toBe(registered);
+    clock.advance(1);
     expect(await clients.sweep(noGrants)).toEqual([id]);
   });
 
@@ -83,10 +95,10 @@ describe("sweeping registered clients", () => {
     const stored = () => readFile(fileOf(id), "utf8");
     const registered = await stored();
     clock.advance(DAY_MS - 1);
-    await clients.find(id, CALLER);
+    await clients.recordUse(id);
     expect(await stored()).toBe(registered);
     clock.advance(1);
-    await clients.find(id, CALLER);
+    await clients.recordUse(id);
     expect(JSON.parse(await stored()).lastUsedAt).toBe(clock());
   });
 
@@ -108,11 +120,11 @@ describe("sweeping registered clients", () => {
     expect(await clients.sweep(noGrants)).toEqual([id]);
   });
 
-  it("a sweep racing a lookup that records its use first keeps the client", async () => {
+  it("a sweep racing a use that is recorded first keeps the client", async () => {
     const { client_id: id } = await clients.register(NATIVE);
     clock.advance(UNUSED_CLIENT_KEPT_MS + DAY_MS);
-    // Held at the lookup's write of its use: a sweep that judged the record read before it
-    // deleted a client an authorization request or a code exchange was using.
+    // Held at the write of the use: a sweep that judged the record read before it deleted a
+    // client whose consent was about to issue it a code.
     const reached = gate();
     const held = gate();
     const write = JsonRecords.prototype.put;
@@ -126,11 +138,11 @@ describe("sweeping registered clients", () => {
       return write.call(this, key, record);
     });
     try {
-      const finding = clients.find(id, CALLER);
+      const using = clients.recordUse(id);
       await reached.promise;
       const sweeping = clients.sweep(noGrants);
       held.open();
-      expect(await finding).toMatchObject({ client_id: id });
+      expect(await using).toBe(true);
       expect(await sweeping).toEqual([]);
     } finally {
       spy.mockRestore();
@@ -138,7 +150,7 @@ describe("sweeping registered clients", () => {
     expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
   });
 
-  it("a lookup racing a sweep that deletes first finds no client, and writes none back", async () => {
+  it("a use racing a sweep that deletes first finds no client, and writes none back", async () => {
     const { client_id: id } = await clients.register(NATIVE);
     clock.advance(UNUSED_CLIENT_KEPT_MS + DAY_MS);
     const reached = gate();
@@ -155,10 +167,10 @@ describe("sweeping registered clients", () => {
     try {
       const sweeping = clients.sweep(noGrants);
       await reached.promise;
-      const finding = clients.find(id, CALLER);
+      const using = clients.recordUse(id);
       held.open();
       expect(await sweeping).toEqual([id]);
-      expect(await finding).toBeUndefined();
+      expect(await using).toBe(false);
     } finally {
       spy.mockRestore();
     }
@@ -212,12 +224,12 @@ describe("a client record the sweep cannot use", () => {
     expect(await clients.sweep(noGrants)).toEqual([id]);
   });
 
-  it("a lookup of a client whose last use is not a time records one", async () => {
+  it("a use of a client whose last use is not a time is recorded", async () => {
     const { client_id: id } = await clients.register(NATIVE);
     const stored = JSON.parse(await readFile(fileOf(id), "utf8"));
     await writeFile(fileOf(id), JSON.stringify({ ...stored, lastUsedAt: "2026-01-01" }));
     // NaN is never a day old, so this was never written and the next sweep deleted the client.
-    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(await clients.recordUse(id)).toBe(true);
     expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
   });
 
@@ -254,7 +266,7 @@ describe("a client record the sweep cannot use", () => {
 });
 
 describe("recording a client's use", () => {
-  it("a use that cannot be written still finds the client, and the next lookup writes it", async () => {
+  it("a use that cannot be written still finds the client, and the next use writes it", async () => {
     const { client_id: id } = await clients.register(NATIVE);
     const registered = await readFile(fileOf(id), "utf8");
     clock.advance(DAY_MS);
@@ -264,10 +276,10 @@ describe("recording a client's use", () => {
         Object.assign(new Error(`EROFS: read-only file system, open '${root}'`), { code: "EROFS" }),
       );
     // Before, the lookup threw: /oauth/token answered 500 and /oauth/authorize showed the error.
-    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(await clients.recordUse(id)).toBe(true);
     expect(await readFile(fileOf(id), "utf8")).toBe(registered);
     expect(lines).toEqual([expect.objectContaining({ clientId: id, level: 40 })]);
-    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(await clients.recordUse(id)).toBe(true);
     expect(spy).toHaveBeenCalledTimes(2);
     expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
   });
@@ -278,8 +290,8 @@ describe("recording a client's use", () => {
     vi.spyOn(JsonRecords.prototype, "put").mockRejectedValueOnce(
       Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" }),
     );
-    // /oauth/token about to issue a grant for it, which the sweep cannot see yet.
-    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    // A consent about to issue a code for it, which the sweep cannot see yet.
+    expect(await clients.recordUse(id)).toBe(true);
     // Before, the stale stamp on disk had the sweep delete it, and the grant was for no client.
     expect(await clients.sweep(noGrants)).toEqual([]);
     expect(await exists(fileOf(id))).toBe(true);
@@ -289,11 +301,11 @@ describe("recording a client's use", () => {
     expect(await clients.find(id, CALLER)).toBeUndefined();
   });
 
-  it("a lookup of a client used today does not wait for the client's key", async () => {
+  it("a use of a client used today does not wait for the client's key", async () => {
     const { client_id: id } = await clients.register(NATIVE);
     // A sweep holds the client's key, stopped at its read of the record. Before, every lookup
-    // took that key too, so this one waited for the sweep (the test hung): a flood of
-    // authorization requests naming a client queued its token refreshes.
+    // (then the use) took that key too, so this one waited for the sweep (the test hung): a
+    // client's refreshes queued behind one another.
     const reached = gate();
     const held = gate();
     const read = JsonRecords.prototype.get;
@@ -311,7 +323,7 @@ describe("recording a client's use", () => {
     });
     const sweeping = clients.sweep(noGrants);
     await reached.promise;
-    expect(await clients.find(id, CALLER)).toMatchObject({ client_id: id });
+    expect(await clients.recordUse(id)).toBe(true);
     held.open();
     expect(await sweeping).toEqual([]);
   });
@@ -330,7 +342,7 @@ describe("the stop's writes of uses kept in memory", () => {
       .spyOn(JsonRecords.prototype, "put")
       .mockRejectedValueOnce(full())
       .mockRejectedValueOnce(full());
-    for (const id of ids) await clients.find(id, CALLER);
+    for (const id of ids) await clients.recordUse(id);
     // The stop's bound passes while the first is written: the lock goes, and the second must not follow.
     const stop = new AbortController();
     puts.mockImplementation(async function (this: JsonRecords<unknown>, key: string, record: unknown) {

@@ -107,6 +107,25 @@ describe("the cap on registered clients without a live grant", () => {
     await clients.register(NATIVE);
   });
 
+  it("is freed 30 days after a flood registered, however often a stranger names its clients meanwhile", async () => {
+    const clients = await registry();
+    const flooded = [(await clients.register(NATIVE)).client_id, (await clients.register(NATIVE)).client_id];
+    await refusalOf(clients.register(NATIVE));
+    // Named signed out and without a secret, as /oauth/token's client authentication and a
+    // signed-out /oauth/authorize name any id, once a day, with the hourly housekeeping between.
+    // Before, each lookup was a use: ~14 requests an hour kept 10,000 such clients, and the cap,
+    // for ever.
+    const HOUR_MS = 60 * 60 * 1000;
+    for (let hour = 1; hour * HOUR_MS < UNUSED_CLIENT_KEPT_MS; hour += 1) {
+      clock.advance(HOUR_MS);
+      if (hour % 24 === 0) for (const id of flooded) await clients.find(id, "203.0.113.9");
+      expect(await clients.sweep(() => false)).toEqual([]);
+    }
+    clock.advance(HOUR_MS);
+    expect((await clients.sweep(() => false)).sort()).toEqual([...flooded].sort());
+    await clients.register(NATIVE);
+  });
+
   it("lets two registrations at once take only the last room", async () => {
     const clients = await registry();
     await clients.register(NATIVE);
