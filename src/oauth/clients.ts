@@ -31,7 +31,7 @@ interface StoredClient {
   clientSecretHash?: string;
   /**
    * When it registered or was last used by someone who proved something (`recordUse`: a consent
-   * given for it, a code or refresh token it redeemed), epoch ms, to within
+   * given for it, a refresh token it redeemed), epoch ms, to within
    * CLIENT_USE_RECORDED_EVERY_MS. Never a mere lookup, which anyone can make. Absent in records
    * written before clients were swept: the first sweep that meets one starts its clock, as it
    * does for a value that is not a time (`lastUseOf`).
@@ -275,8 +275,9 @@ export class ClientRegistry {
 
   /**
    * Records a use of `clientId` that proved something, and says whether the client is still
-   * known: a consent its person gave (before its code is issued), or a code or refresh token it
-   * redeemed at the token endpoint (its secret checked, if it has one). Only such a use starts a
+   * known: a consent its person gave (before its code is issued, so the exchange minutes later
+   * finds it), or a refresh token it redeemed at the token endpoint (its secret checked, if it
+   * has one). Only such a use starts a
    * registered client's 30 days again; a client nobody consented to is swept 30 days after it
    * registered, however often it is named (ADR 0156's amendment). `false` when a registered
    * client is no longer stored (the sweep came first): its consent must issue no code. A client

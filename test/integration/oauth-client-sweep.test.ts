@@ -1,11 +1,14 @@
 import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { UNUSED_CLIENT_KEPT_MS } from "../../src/oauth/clients.ts";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { journalDuring } from "../helpers/fs-journal.ts";
 import {
   authorize,
+  consentRequestId,
+  decide,
   obtainTokens,
   pkcePair,
   registerClient,
@@ -68,6 +71,127 @@ describe("housekeeping sweeps registered clients", { timeout: 60_000 }, () => {
 
     const refreshed = await refreshWith(tokens.clientId, tokens.refresh_token as string);
     expect(refreshed.status).toBe(200);
+  });
+});
+
+describe("what keeps a registered client from the sweep", { timeout: 60_000 }, () => {
+  /** A client_id's record is still stored. */
+  const storedIn = (t: { root: string }, id: string) =>
+    access(join(t.root, "_instance", "oauth", "clients", `${id}.json`)).then(
+      () => true,
+      () => false,
+    );
+
+  it("naming a client is not a use: named signed out, and at the token endpoint without a code, it is swept 30 days after it registered", async ({
+    onTestFinished,
+  }) => {
+    const time = new FakeTime();
+    const t = await startTestAtrium({ clock: time.clock, timers: time.timers });
+    onTestFinished(() => t.stop());
+    const ws = await bootstrapWorkspace(t, "alice");
+    const id = (await registerClient(t)).client_id;
+    time.jump(29 * DAY_MS);
+    // A stranger: no session, no code of its own. Before, each of these was a use of the client,
+    // and a few requests a month kept a flood's clients, and oauth.maxUnusedClients, full for ever.
+    const exchange = await tokenRequest(t, {
+      grant_type: "authorization_code",
+      code: "not-a-code",
+      client_id: id,
+      code_verifier: pkcePair().verifier,
+    });
+    expect(((await exchange.json()) as { error: string }).error).toBe("invalid_grant");
+    const signedOut = await authorize(t, undefined, {
+      clientId: id,
+      workspaceId: ws,
+      challenge: pkcePair().challenge,
+    });
+    expect(signedOut.status).toBe(303);
+    time.jump(DAY_MS);
+    await t.atrium.oauth.sweepClients();
+    expect(await storedIn(t, id)).toBe(false);
+  });
+
+  it("a consent given keeps a client 30 days from then; showing its page does not", async ({
+    onTestFinished,
+  }) => {
+    const time = new FakeTime();
+    const t = await startTestAtrium({ clock: time.clock, timers: time.timers });
+    onTestFinished(() => t.stop());
+    const ws = await bootstrapWorkspace(t, "alice");
+    const shown = (await registerClient(t)).client_id;
+    const consented = (await registerClient(t)).client_id;
+    time.jump(29 * DAY_MS);
+    const cookie = await sessionCookie(t, "alice");
+    const pageOf = (clientId: string) =>
+      authorize(t, cookie, { clientId, workspaceId: ws, challenge: pkcePair().challenge });
+    expect((await pageOf(shown)).status).toBe(200);
+    const page = await pageOf(consented);
+    const approved = await decide(t, cookie, consentRequestId(await page.text()), "approve");
+    expect(approved.status).toBe(303);
+    time.jump(2 * DAY_MS);
+    await t.atrium.oauth.sweepClients();
+    expect(await storedIn(t, shown)).toBe(false);
+    expect(await storedIn(t, consented)).toBe(true);
+    time.jump(28 * DAY_MS);
+    await t.atrium.oauth.sweepClients();
+    expect(await storedIn(t, consented)).toBe(false);
+  });
+
+  it("a client swept while its consent page is open gets no code, and the person is told to register again", async ({
+    onTestFinished,
+  }) => {
+    const time = new FakeTime();
+    const t = await startTestAtrium({ clock: time.clock, timers: time.timers });
+    onTestFinished(() => t.stop());
+    const ws = await bootstrapWorkspace(t, "alice");
+    const id = (await registerClient(t)).client_id;
+    time.jump(UNUSED_CLIENT_KEPT_MS);
+    const cookie = await sessionCookie(t, "alice");
+    const page = await authorize(t, cookie, {
+      clientId: id,
+      workspaceId: ws,
+      challenge: pkcePair().challenge,
+    });
+    expect(page.status).toBe(200);
+    await t.atrium.oauth.sweepClients();
+    expect(await storedIn(t, id)).toBe(false);
+    // Before, the code was issued for an id nobody knew any more, and its exchange was invalid_client.
+    const approved = await decide(t, cookie, consentRequestId(await page.text()), "approve");
+    expect(approved.status).toBe(400);
+    expect(approved.headers.get("location")).toBeNull();
+    expect(await approved.text()).toContain("the application must register again");
+  });
+
+  it("a redeemed refresh token keeps a client 30 days after its grant ends", async ({ onTestFinished }) => {
+    const time = new FakeTime();
+    const t = await startTestAtrium({
+      clock: time.clock,
+      timers: time.timers,
+      sections: { oauth: { refreshTokenTtlSeconds: 90 * 24 * 3600 } },
+    });
+    onTestFinished(() => t.stop());
+    const ws = await bootstrapWorkspace(t, "alice");
+    const tokens = await obtainTokens(t, "alice", ws);
+    time.jump(29 * DAY_MS);
+    const refreshed = await tokenRequest(t, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+      client_id: tokens.clientId,
+    });
+    expect(refreshed.status).toBe(200);
+    const { refresh_token: latest } = (await refreshed.json()) as { refresh_token: string };
+    const revoked = await fetch(`${t.url}/oauth/revoke`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ token: latest, client_id: tokens.clientId }).toString(),
+    });
+    expect(revoked.status).toBe(200);
+    time.jump(2 * DAY_MS);
+    await t.atrium.oauth.sweepClients();
+    expect(await storedIn(t, tokens.clientId)).toBe(true);
+    time.jump(28 * DAY_MS);
+    await t.atrium.oauth.sweepClients();
+    expect(await storedIn(t, tokens.clientId)).toBe(false);
   });
 });
 

@@ -95,8 +95,6 @@ async function exchangeCode(
     },
     { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
   );
-  // A redeemed code or refresh token is the client's use; naming it, which anyone can, is not.
-  await deps.clients.recordUse(client.client_id);
   const access = await deps.tokens.issue({
     sub: grant.principalId,
     clientId: client.client_id,
@@ -165,6 +163,9 @@ async function refresh(
     ...(scope === undefined ? {} : { scopes: parseScopeParam(scope) }),
     ...(resource === undefined ? {} : { resource }),
   });
+  // A redeemed refresh token is the client's use, so it is kept 30 days after its grant ends;
+  // naming the client, which anyone can, is not. A code exchange needs none of its own: the
+  // consent minutes before it recorded one (authorize/routes.ts).
   await deps.clients.recordUse(client.client_id);
   const access = await deps.tokens.issue({
     sub: refreshed.grant.principalId,

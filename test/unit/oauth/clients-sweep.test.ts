@@ -11,7 +11,7 @@ import { gate } from "../../helpers/gate.ts";
 import { type TestClock, tempInstance, testClock } from "./fixtures.ts";
 
 // ADR 0137: a registered client that holds no live grant and has not been used (registered, a
-// consent given for it, a code or refresh token it redeemed; ADR 0156's amendment: never a mere
+// consent given for it, a refresh token it redeemed; ADR 0156's amendment: never a mere
 // lookup) for 30 days is deleted by housekeeping; its id is then unknown.
 
 const DAY_MS = 24 * 60 * 60 * 1000;
