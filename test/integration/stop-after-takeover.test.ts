@@ -51,7 +51,7 @@ it("a stop set off by a lock takeover writes no client record in the new holder'
   const folder = join(dir, "data", "_instance", "oauth", "clients");
   const before = await readFile(join(folder, `${id}.json`), "utf8");
   time.jump(2 * DAY_MS);
-  await journalDuring(() => atrium.oauth.clients.find(id, "127.0.0.1"), {
+  await journalDuring(() => atrium.oauth.clients.recordUse(id), {
     sync: (path) =>
       path.startsWith(`${folder}/`) ? Object.assign(new Error("EIO"), { code: "EIO" }) : undefined,
   });
