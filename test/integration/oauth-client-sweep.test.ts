@@ -1,6 +1,6 @@
 import { access, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { UNUSED_CLIENT_KEPT_MS } from "../../src/oauth/clients.ts";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
@@ -192,6 +192,26 @@ describe("what keeps a registered client from the sweep", { timeout: 60_000 }, (
     time.jump(28 * DAY_MS);
     await t.atrium.oauth.sweepClients();
     expect(await storedIn(t, tokens.clientId)).toBe(false);
+  });
+
+  it("a refresh whose client use cannot be recorded still answers the rotated refresh token", async ({
+    onTestFinished,
+  }) => {
+    const t = await startTestAtrium();
+    onTestFinished(() => t.stop());
+    const ws = await bootstrapWorkspace(t, "alice");
+    const tokens = await obtainTokens(t, "alice", ws);
+    // The client's record unreadable at that moment (an I/O error): the token is already rotated.
+    const recordUse = vi.spyOn(t.atrium.oauth.clients, "recordUse").mockRejectedValue(new Error("EIO"));
+    onTestFinished(() => recordUse.mockRestore());
+    const refreshed = await tokenRequest(t, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+      client_id: tokens.clientId,
+    });
+    expect(recordUse).toHaveBeenCalled();
+    expect(refreshed.status).toBe(200);
+    expect(((await refreshed.json()) as { refresh_token?: string }).refresh_token).toBeTypeOf("string");
   });
 });
 

@@ -165,8 +165,11 @@ async function refresh(
   });
   // A redeemed refresh token is the client's use, so it is kept 30 days after its grant ends;
   // naming the client, which anyone can, is not. A code exchange needs none of its own: the
-  // consent minutes before it recorded one (authorize/routes.ts).
-  await deps.clients.recordUse(client.client_id);
+  // consent minutes before it recorded one (authorize/routes.ts). The refresh token is rotated by
+  // now: a failure to record the use must not cost the client the new one it is about to be sent.
+  await deps.clients.recordUse(client.client_id).catch((error: unknown) => {
+    deps.log.warn({ clientId: client.client_id, err: error }, "a refresh's client use could not be recorded");
+  });
   const access = await deps.tokens.issue({
     sub: refreshed.grant.principalId,
     clientId: client.client_id,
