@@ -1,5 +1,6 @@
 import { WorkspaceNotFound } from "../errors.ts";
 import { refuseDeactivated, type UserDirectory } from "../identity/users.ts";
+import type { WorkspaceRole } from "./model.ts";
 import type { WorkspaceStore } from "./store.ts";
 
 /**
@@ -34,5 +35,25 @@ export function accessCheckOf(
   return () => {
     refuseDeactivated(users, principalId);
     if (workspaces.roleOf(workspaceId, principalId) === undefined) throw new WorkspaceNotFound(workspaceId);
+  };
+}
+
+/**
+ * `access`, and then a role the write needs, asked at the same commit point: a write only an admin
+ * may make, by an admin demoted while it waited on a lock or the disk, is refused there with
+ * `refusal()`, the error the role's first check gives (adr/0154, amended). Access is asked first,
+ * so a caller removed as well is refused as a removed member is.
+ */
+export function withRoleRequired(
+  access: AccessCheck,
+  workspaces: Pick<WorkspaceStore, "roleOf">,
+  principalId: string,
+  workspaceId: string,
+  role: WorkspaceRole,
+  refusal: () => Error,
+): AccessCheck {
+  return () => {
+    access();
+    if (workspaces.roleOf(workspaceId, principalId) !== role) throw refusal();
   };
 }

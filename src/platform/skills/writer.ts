@@ -10,7 +10,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { checkedBeforeCommit, RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
-import type { AccessCheck } from "../../workspace/access-check.ts";
+import { type AccessCheck, withRoleRequired } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { archivedDuringSave } from "./archived-save.ts";
 import {
@@ -60,14 +60,16 @@ export interface WriteTarget {
   principalId: string;
   /**
    * The caller's access, asked just before the one rename that commits a create, an update or a
-   * delete: refused, the skill is as it was, and nothing staged is left (adr/0154, amended).
+   * delete: refused, the skill is as it was, and nothing staged is left (adr/0154, amended). A
+   * workspace skill's write asks the admin role there too (`commitCheck`).
    */
   access: AccessCheck;
 }
 
 /**
  * Creates, edits and deletes workspace- and user-scope skills. Workspace writes take the
- * workspace admin role, checked now; user writes are the caller's own. Every write is a
+ * workspace admin role, checked when the write is asked for and again at its commit point; user
+ * writes are the caller's own. Every write is a
  * whole-file atomic replace and is kept as a numbered version. A save commits when SKILL.md
  * is replaced and records the version after, so what a crash leaves has one rule: history
  * ends with the current SKILL.md (R5, R6 in storage/recovery.ts; adr/0024).
@@ -138,7 +140,7 @@ export class SkillWriter implements LeftoverRules {
         (await isSymlink(join(dir, name))) || (await skillFileExists(join(dir, name, SKILL_FILE)));
       if (!present) throw skillNotFound(target, name);
       // Renamed aside under a name unique per delete, then removed (R4).
-      const removal = await this.folders.remove(dir, name, checkedBeforeCommit(target.access));
+      const removal = await this.folders.remove(dir, name, checkedBeforeCommit(this.commitCheck(target)));
       if (removal === "gone") throw skillNotFound(target, name);
       // After the commit point: a crash between leaves the history, which recovery removes (R9).
       await removeHistory(versionsDir(dir, name));
@@ -183,7 +185,7 @@ export class SkillWriter implements LeftoverRules {
     const skill = parseOrRefuse(text, target);
     const staged: { dir?: string } = {};
     const write = async () => {
-      await this.commitCurrent(dir, name, text, staged, target.access);
+      await this.commitCurrent(dir, name, text, staged, this.commitCheck(target));
       await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
     };
     if (target.scope === "user") {
@@ -271,11 +273,20 @@ export class SkillWriter implements LeftoverRules {
       throw new InvalidInput("A skill name is 1-64 lowercase letters, digits and single hyphens.");
     if (target.scope === "user") return this.layout.userSkillsDir(target.principalId);
     if (access === "write" && this.workspaces.roleOf(target.workspaceId, target.principalId) !== "admin") {
-      throw new Forbidden(
-        "Only a workspace admin can change workspace skills; write a user skill for yourself instead.",
-      );
+      throw notWorkspaceAdmin();
     }
     return this.layout.workspaceSkillsDir(target.workspaceId);
+  }
+
+  /**
+   * What the commit point asks: the caller's access and, for a workspace skill, the admin role
+   * again, so an admin demoted while their write waited on the skill's lock or the disk changes
+   * nothing every member's agent reads (test/integration/skills-write-after-demotion.test.ts).
+   */
+  private commitCheck(target: WriteTarget): AccessCheck {
+    if (target.scope === "user") return target.access;
+    const { access, principalId, workspaceId } = target;
+    return withRoleRequired(access, this.workspaces, principalId, workspaceId, "admin", notWorkspaceAdmin);
   }
 }
 
@@ -294,6 +305,12 @@ function parseOrRefuse(text: string, target: WriteTarget): Skill {
 /** What a parse's failure answers: a SkillInvalid is the caller's 400, naming the field. */
 function refusal(error: unknown): unknown {
   return error instanceof SkillInvalid ? new InvalidInput(`Skill refused: ${error.message}.`) : error;
+}
+
+function notWorkspaceAdmin(): Forbidden {
+  return new Forbidden(
+    "Only a workspace admin can change workspace skills; write a user skill for yourself instead.",
+  );
 }
 
 function skillNotFound(target: WriteTarget, name: string): NotFound {
