@@ -41,8 +41,9 @@ export function accessCheckOf(
 /**
  * `access`, and then a role the write needs, asked at the same commit point: a write only an admin
  * may make, by an admin demoted while it waited on a lock or the disk, is refused there with
- * `refusal()`, the error the role's first check gives (adr/0154, amended). Access is asked first,
- * so a caller removed as well is refused as a removed member is.
+ * `refusal()`, the error the role's first check gives (adr/0154, amended). Someone no longer a
+ * member at all (removed, or the workspace archived) is refused as `access` refuses them, with the
+ * wall's 404, even where `access` is `NO_CALLER`.
  */
 export function withRoleRequired(
   access: AccessCheck,
@@ -54,6 +55,8 @@ export function withRoleRequired(
 ): AccessCheck {
   return () => {
     access();
-    if (workspaces.roleOf(workspaceId, principalId) !== role) throw refusal();
+    const held = workspaces.roleOf(workspaceId, principalId);
+    if (held === undefined) throw new WorkspaceNotFound(workspaceId);
+    if (held !== role) throw refusal();
   };
 }
