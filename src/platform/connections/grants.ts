@@ -7,6 +7,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { Member } from "../../workspace/model.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { isPersonalConnectionName } from "./personal-name.ts";
@@ -57,11 +58,14 @@ export class GrantStore {
    * made before the holder last joined no longer counts (`has`), and is replaced by the new one:
    * kept, it would answer "already granted" while every call is refused (the tidy on leaving may
    * never have run; test/unit/platform/connections/grants.test.ts "earlier membership").
+   * `admitted` is asked just before the file's rename, as `remove`'s is: whether the granting
+   * admin still is one.
    */
   async add(
     workspaceId: string,
     grant: ConnectionGrant,
     holder: Member,
+    admitted: AccessCheck,
   ): Promise<{ grant: ConnectionGrant; created: boolean }> {
     return this.lock.run(workspaceId, async () => {
       const grants = await this.read(workspaceId);
@@ -69,17 +73,21 @@ export class GrantStore {
         g.principalId === grant.principalId && g.connection === grant.connection;
       const existing = grants.find((g) => same(g) && isCurrent(g, holder));
       if (existing) return { grant: existing, created: false };
-      await this.write(workspaceId, [...grants.filter((g) => !same(g)), grant]);
+      await this.write(workspaceId, [...grants.filter((g) => !same(g)), grant], admitted);
       return { grant, created: true };
     });
   }
 
-  /** Removes the grants `matches` picks; answers how many went. */
-  async remove(workspaceId: string, matches: (grant: ConnectionGrant) => boolean): Promise<number> {
+  /** Removes the grants `matches` picks; answers how many went. `admitted` may refuse it, as `add`'s. */
+  async remove(
+    workspaceId: string,
+    matches: (grant: ConnectionGrant) => boolean,
+    admitted: AccessCheck,
+  ): Promise<number> {
     return this.lock.run(workspaceId, async () => {
       const grants = await this.read(workspaceId);
       const kept = grants.filter((g) => !matches(g));
-      if (kept.length !== grants.length) await this.write(workspaceId, kept);
+      if (kept.length !== grants.length) await this.write(workspaceId, kept, admitted);
       return grants.length - kept.length;
     });
   }
@@ -106,11 +114,11 @@ export class GrantStore {
     return grants;
   }
 
-  private async write(workspaceId: string, grants: ConnectionGrant[]): Promise<void> {
+  private async write(workspaceId: string, grants: ConnectionGrant[], admitted: AccessCheck): Promise<void> {
     // Made through the servers folder so that a workspace whose folder is gone is refused
     // (WorkspaceNotFound) rather than recreated: no write creates a workspace.
     await makeInPartition(join(this.storage.dir(workspaceId), "servers"), workspaceId);
-    await writeJsonAtomic(this.file(workspaceId), { grants });
+    await writeJsonAtomic(this.file(workspaceId), { grants }, admitted);
     this.cache.set(workspaceId, grants);
   }
 
@@ -156,6 +164,9 @@ export class Grants {
         grantedAt: new Date(this.clock()).toISOString(),
       },
       holder,
+      // Again at the write's commit: an admin demoted while it waited on the lock or the disk
+      // grants nothing (adr/0154, amended; test/integration/grants-after-demotion.test.ts).
+      () => this.requireAdmin(workspaceId, adminId),
     );
   }
 
@@ -164,6 +175,7 @@ export class Grants {
     const removed = await this.store.remove(
       workspaceId,
       (g) => g.principalId === principalId && g.connection === connection,
+      () => this.requireAdmin(workspaceId, adminId),
     );
     if (removed === 0) {
       throw new NotFound(

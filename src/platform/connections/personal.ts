@@ -1,4 +1,5 @@
 import type { EventBus } from "../../kernel/events.ts";
+import { NO_CALLER } from "../../workspace/access-check.ts";
 import { DamagedConnections } from "./connection-view.ts";
 import { Connections } from "./connections.ts";
 import type { NewConnection, PersonalDeps } from "./connections-deps.ts";
@@ -190,7 +191,7 @@ export class PersonalConnections {
     );
     events.subscribe({ types: ["member.removed"] }, async ({ workspaceId, principalId }) => {
       await this.serving.left(workspaceId, principalId);
-      await this.deps.grants.remove(workspaceId, (g) => g.principalId === principalId);
+      await this.deps.grants.remove(workspaceId, (g) => g.principalId === principalId, NO_CALLER);
     });
   }
 }
