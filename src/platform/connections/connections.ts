@@ -192,7 +192,14 @@ export class Connections {
       if (reserved) throw new Conflict(reserved.code, reserved.message);
       return { ...current, disabled };
     };
-    await this.deps.store.update(workspaceId, name, change, this.deps.looks.endOnDisable(workspaceId, name));
+    // Again at the record's commit: an admin demoted while it waited changes nothing (adr/0154, amended).
+    await this.deps.store.update(
+      workspaceId,
+      name,
+      change,
+      this.deps.looks.endOnDisable(workspaceId, name),
+      () => this.requireAdmin(workspaceId, principalId),
+    );
     if (disabled) await this.serving.withdraw(workspaceId, name, () => [workspaceId]);
     else await this.serve(workspaceId, name);
     this.deps.log.info(
@@ -208,8 +215,11 @@ export class Connections {
     // A damaged record is removed all the same: otherwise its name could be neither used again
     // nor seen in a listing. Which sealed credential it held cannot be read, so that one stays
     // sealed in the credential store, bound to a record that no longer exists.
-    const record = await this.deps.store.remove(workspaceId, name, (error) =>
-      this.damaged.unreadable(name, error),
+    const record = await this.deps.store.remove(
+      workspaceId,
+      name,
+      (error) => this.damaged.unreadable(name, error),
+      () => this.requireAdmin(workspaceId, principalId),
     );
     this.deps.looks.end(workspaceId, name, connectionNotFound(name));
     // Before the withdrawal, which can fail (a client's close): what the removed connection

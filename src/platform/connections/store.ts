@@ -2,7 +2,12 @@ import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
 import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { makeInPartition, RecordExists, RecordFolders } from "../../storage/owned-records.ts";
+import {
+  checkedBeforeCommit,
+  makeInPartition,
+  RecordExists,
+  RecordFolders,
+} from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
@@ -116,17 +121,22 @@ export class ConnectionStore implements LeftoverRules {
     return (await Promise.all(read)).filter((record): record is ConnectionRecord => record !== undefined);
   }
 
-  /** Read-modify-write of the record, one at a time per connection; `written` is told under the lock. */
+  /**
+   * Read-modify-write of the record, one at a time per connection; `written` is told under the lock.
+   * `admitted` is asked just before the record's rename, and may throw: whether whoever changes it
+   * may still (an admin's disable, adr/0154 amended).
+   */
   async update(
     workspaceId: string,
     name: string,
     change: (record: ConnectionRecord) => ConnectionRecord,
     written: (next: ConnectionRecord, previous: ConnectionRecord) => void = () => undefined,
+    admitted: () => void = () => undefined,
   ): Promise<ConnectionRecord> {
     return this.lock.run(`${workspaceId}/${name}`, async () => {
       const previous = await this.get(workspaceId, name);
       const next = change(previous);
-      await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
+      await writeJsonAtomic(this.file(workspaceId, name, RECORD), next, admitted);
       this.records.set(`${workspaceId}/${name}`, next);
       written(next, previous);
       return next;
@@ -241,11 +251,13 @@ export class ConnectionStore implements LeftoverRules {
   /**
    * Removes the connection's folder, parsed or not (`unreadable` answers for a record that is not,
    * or throws), and answers its record read under the lock activation.ts swaps tokens under.
+   * `admitted` is asked just before the folder's rename aside, as `update`'s.
    */
   async remove(
     workspaceId: string,
     name: string,
     unreadable: (error: unknown) => undefined,
+    admitted: () => void = () => undefined,
   ): Promise<ConnectionRecord | undefined> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
     const { removal, record } = await this.lock.run(`${workspaceId}/${name}`, async () => {
@@ -256,7 +268,11 @@ export class ConnectionStore implements LeftoverRules {
       const record = await this.get(workspaceId, name).catch((error: unknown) =>
         isConnectionNotFound(error) ? undefined : unreadable(error),
       );
-      const removal = await this.folders.remove(this.serversDir(workspaceId), name);
+      const removal = await this.folders.remove(
+        this.serversDir(workspaceId),
+        name,
+        checkedBeforeCommit(admitted),
+      );
       this.forget(workspaceId, name);
       return { removal, record };
     });
