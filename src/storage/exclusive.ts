@@ -13,12 +13,18 @@ import { FOLDER_MODE, makeFolderPathIfMissing } from "./folders.ts";
  * The bytes go to a temp file (0600, fsynced) that is then `link()`ed to `path`: link fails
  * with EEXIST when `path` exists, so of several racing writers exactly one wins, and a reader
  * never sees the file half-written (an `open(path, "wx")` would be visible empty). A link whose
- * folder flush fails is unlinked again, so an error means "not created" (adr/0116).
+ * folder flush fails is unlinked again, so an error means "not created" (adr/0116). `beforeLink`
+ * may refuse the create by throwing, just before the link that makes it seen: nothing is made.
  */
-export async function createFileExclusive(path: string, data: string): Promise<boolean> {
+export async function createFileExclusive(
+  path: string,
+  data: string,
+  beforeLink?: () => void,
+): Promise<boolean> {
   const temp = tempPathBeside(path);
   try {
     await writeNewFileSynced(temp, data);
+    beforeLink?.();
     await link(temp, path);
     try {
       await syncDir(dirname(path));

@@ -37,7 +37,10 @@ export function admissionTo(
 }
 
 export function requireAdmin(admission: Admission): void {
-  if (admission.role !== "admin") {
-    throw new Forbidden("Only a workspace admin can do this; ask an admin of this workspace.");
-  }
+  if (admission.role !== "admin") throw notAdmin();
+}
+
+/** What `requireAdmin` throws, for a check that asks the role again later (access-check.ts). */
+export function notAdmin(): Forbidden {
+  return new Forbidden("Only a workspace admin can do this; ask an admin of this workspace.");
 }

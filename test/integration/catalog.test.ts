@@ -28,7 +28,7 @@ const catalogHost: PlatformApp<CatalogSettings> = {
     schema: { type: "object", additionalProperties: false, properties: { ...catalogConfigProperties } },
     resolve: resolveCatalogSettings,
   },
-  start({ settings, storage, clock, log }) {
+  start({ settings, storage, clock, log, workspaces }) {
     const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });
     const connect = async (workspaceId: string, principalId: string, request: CatalogConnectRequest) => {
       connects.push({ workspaceId, principalId, request });
@@ -37,7 +37,7 @@ const catalogHost: PlatformApp<CatalogSettings> = {
     return {
       tools: new AppTools("connections"),
       routes: catalogRoutes(catalog),
-      workspaceRoutes: catalogWorkspaceRoutes(catalog, connect),
+      workspaceRoutes: catalogWorkspaceRoutes(catalog, connect, workspaces),
       leftovers: catalog,
     };
   },

@@ -171,8 +171,10 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
     routes.route("/", auditRoutes(ledger));
     routes.route(
       "/",
-      catalogWorkspaceRoutes(catalog, (workspaceId, principalId, request) =>
-        connections.add(workspaceId, principalId, request),
+      catalogWorkspaceRoutes(
+        catalog,
+        (workspaceId, principalId, request) => connections.add(workspaceId, principalId, request),
+        context.workspaces,
       ),
     );
     const instanceRoutes = catalogRoutes(catalog);

@@ -1,7 +1,9 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readAdminJsonObject } from "../../web/json-body.ts";
-import { requireAdmin } from "../../workspace/gate.ts";
+import { type AccessCheck, withRoleRequired } from "../../workspace/access-check.ts";
+import { notAdmin, requireAdmin } from "../../workspace/gate.ts";
+import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { Catalog, CatalogEntry } from "./catalog.ts";
 import { type ConnectFromCatalog, connectRequestFor } from "./catalog-connect.ts";
 import { CATALOG_META_KEY, connectabilityOf } from "./catalog-entry.ts";
@@ -54,8 +56,23 @@ export function catalogRoutes(catalog: Catalog): Hono<AppEnv> {
  * A workspace's catalog, relative to `/v1/workspaces/:ws` and mounted behind the gate: members
  * read it; admins add and remove its own entries and connect from any entry.
  */
-export function catalogWorkspaceRoutes(catalog: Catalog, connect: ConnectFromCatalog): Hono<AppEnv> {
+export function catalogWorkspaceRoutes(
+  catalog: Catalog,
+  connect: ConnectFromCatalog,
+  workspaces: Pick<WorkspaceStore, "roleOf">,
+): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  // The caller's access and admin role, asked again where an entry's change is seen: an admin
+  // demoted while it waited on the catalog's lock or the disk changes nothing (adr/0154, amended).
+  const stillAdmin = (c: Context<AppEnv>): AccessCheck =>
+    withRoleRequired(
+      c.get("access"),
+      workspaces,
+      c.get("principal").id,
+      c.get("admission").workspace.id,
+      "admin",
+      notAdmin,
+    );
 
   app.get("/catalog", async (c) => {
     const admission = c.get("admission");
@@ -72,14 +89,14 @@ export function catalogWorkspaceRoutes(catalog: Catalog, connect: ConnectFromCat
   app.post("/catalog", async (c) => {
     const body = await readAdminJsonObject(c);
     const admission = c.get("admission");
-    const entry = await catalog.add(admission.workspace.id, c.get("principal").id, body);
+    const entry = await catalog.add(admission.workspace.id, c.get("principal").id, body, stillAdmin(c));
     return c.json(entryView(entry), 201);
   });
 
   app.delete("/catalog/:id", async (c) => {
     const admission = c.get("admission");
     requireAdmin(admission);
-    await catalog.remove(admission.workspace.id, c.req.param("id"));
+    await catalog.remove(admission.workspace.id, c.req.param("id"), stillAdmin(c));
     return c.body(null, 204);
   });
 

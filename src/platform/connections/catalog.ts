@@ -9,6 +9,7 @@ import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import {
   catalogIdOf,
   checkServerJson,
@@ -111,8 +112,17 @@ export class Catalog {
     return entry;
   }
 
-  /** Adds a server.json to one workspace's catalog, by an admin; its id comes from its name. */
-  async add(workspaceId: string, principalId: string, body: unknown): Promise<CatalogEntry> {
+  /**
+   * Adds a server.json to one workspace's catalog, by an admin; its id comes from its name.
+   * `admitted` is asked just before the entry's file is linked into place, as `remove`'s before its
+   * unlink: whether the admin still is one (adr/0154, amended).
+   */
+  async add(
+    workspaceId: string,
+    principalId: string,
+    body: unknown,
+    admitted: AccessCheck,
+  ): Promise<CatalogEntry> {
     const checked = checkServerJson(body);
     if ("problem" in checked) throw new InvalidInput(checked.problem);
     const { server } = checked;
@@ -154,7 +164,7 @@ export class Catalog {
       }
       const dir = this.entriesDir(workspaceId);
       await makeInPartition(dir, workspaceId);
-      if (!(await createFileExclusive(join(dir, `${id}.json`), text))) {
+      if (!(await createFileExclusive(join(dir, `${id}.json`), text, admitted))) {
         throw new Conflict("catalog_entry_exists", `${server.name} is in this workspace's catalog already.`);
       }
       const entry: CatalogEntry = { id, scope: "workspace", ...record };
@@ -168,7 +178,7 @@ export class Catalog {
    * that no longer loads is still the admin's to remove, or its id could be neither listed, removed
    * nor added again. The operator's are removed from their folder.
    */
-  async remove(workspaceId: string, id: string): Promise<void> {
+  async remove(workspaceId: string, id: string, admitted: AccessCheck): Promise<void> {
     if (!isCatalogId(id)) throw notFound();
     await this.locks.run(workspaceId, async () => {
       const index = await this.index(workspaceId);
@@ -182,6 +192,7 @@ export class Catalog {
         throw notFound();
       }
       const dir = this.entriesDir(workspaceId);
+      admitted();
       try {
         await unlink(join(dir, `${id}.json`));
         await syncDir(dir);

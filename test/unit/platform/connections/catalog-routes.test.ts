@@ -14,6 +14,7 @@ import {
   catalogWorkspaceRoutes,
 } from "../../../../src/platform/connections/catalog-routes.ts";
 import type { AppEnv } from "../../../../src/web/app-env.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { admit } from "../../../../src/workspace/gate.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -94,9 +95,10 @@ beforeEach(async () => {
   const gated = new Hono<AppEnv>();
   gated.use("*", async (c, next) => {
     c.set("admission", admit(temp.workspaces, c.get("principal"), c.req.param("ws") ?? ""));
+    c.set("access", NO_CALLER);
     await next();
   });
-  gated.route("/", catalogWorkspaceRoutes(catalog, connect));
+  gated.route("/", catalogWorkspaceRoutes(catalog, connect, temp.workspaces));
 
   app = new Hono<AppEnv>();
   app.onError(errorHandler(logged.log));

@@ -7,6 +7,7 @@ import { Catalog, MAX_WORKSPACE_ENTRIES } from "../../../../src/platform/connect
 import type { ServerJson } from "../../../../src/platform/connections/catalog-entry.ts";
 import { CATALOG_RECHECK_MS } from "../../../../src/platform/connections/catalog-folder.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -175,7 +176,7 @@ describe("a workspace's own entries", () => {
   it("are visible in that workspace only, with who added them and when", async () => {
     await put("weather.json", server("io.github.acme/weather"));
     const catalog = openCatalog();
-    const added = await catalog.add(temp.ws, ALICE, server("com.example/internal-crm"));
+    const added = await catalog.add(temp.ws, ALICE, server("com.example/internal-crm"), NO_CALLER);
     expect(added).toEqual({
       id: "com.example~internal-crm",
       scope: "workspace",
@@ -191,12 +192,14 @@ describe("a workspace's own entries", () => {
     await expect(catalog.get(otherWs, "com.example~internal-crm")).rejects.toMatchObject({
       code: "catalog_entry_not_found",
     });
-    await expect(catalog.remove(otherWs, "com.example~internal-crm")).rejects.toMatchObject({ status: 404 });
+    await expect(catalog.remove(otherWs, "com.example~internal-crm", NO_CALLER)).rejects.toMatchObject({
+      status: 404,
+    });
     expect(await catalog.list(temp.ws)).toHaveLength(2);
   });
 
   it("are stored under <ws>/connections/catalog/<id>.json and read back by a new process", async () => {
-    await openCatalog().add(temp.ws, ALICE, server("com.example/crm"));
+    await openCatalog().add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     const path = join(temp.layout.partition("connections").dir(temp.ws), "catalog", "com.example~crm.json");
     expect(JSON.parse(await readFile(path, "utf8"))).toMatchObject({ server: { name: "com.example/crm" } });
     expect((await openCatalog().list(temp.ws)).map((e) => e.id)).toEqual(["com.example~crm"]);
@@ -204,11 +207,11 @@ describe("a workspace's own entries", () => {
 
   it("are removed by id, from disk and from the listing", async () => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
-    await catalog.remove(temp.ws, "com.example~crm");
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
+    await catalog.remove(temp.ws, "com.example~crm", NO_CALLER);
     expect(await catalog.list(temp.ws)).toEqual([]);
     expect(await openCatalog().list(temp.ws)).toEqual([]);
-    await expect(catalog.remove(temp.ws, "com.example~crm")).rejects.toMatchObject({
+    await expect(catalog.remove(temp.ws, "com.example~crm", NO_CALLER)).rejects.toMatchObject({
       code: "catalog_entry_not_found",
     });
   });
@@ -216,23 +219,27 @@ describe("a workspace's own entries", () => {
   it("refuse a second entry of one name, or one the operator's catalog has", async () => {
     await put("weather.json", server("io.github.acme/weather"));
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
-    await expect(catalog.add(temp.ws, ALICE, server("com.example/CRM"))).rejects.toMatchObject({
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
+    await expect(catalog.add(temp.ws, ALICE, server("com.example/CRM"), NO_CALLER)).rejects.toMatchObject({
       status: 409,
       code: "catalog_entry_exists",
       message: expect.stringContaining("this workspace's catalog already"),
     });
-    await expect(catalog.add(temp.ws, ALICE, server("io.github.acme/weather"))).rejects.toMatchObject({
+    await expect(
+      catalog.add(temp.ws, ALICE, server("io.github.acme/weather"), NO_CALLER),
+    ).rejects.toMatchObject({
       status: 409,
       message: expect.stringContaining("instance's catalog already"),
     });
     // The operator's entries are theirs to remove.
-    await expect(catalog.remove(temp.ws, "io.github.acme~weather")).rejects.toMatchObject({ status: 403 });
+    await expect(catalog.remove(temp.ws, "io.github.acme~weather", NO_CALLER)).rejects.toMatchObject({
+      status: 403,
+    });
   });
 
   it("refuse a bad server.json with what is wrong, writing nothing", async () => {
     const catalog = openCatalog();
-    await expect(catalog.add(temp.ws, ALICE, { name: "x" })).rejects.toMatchObject({
+    await expect(catalog.add(temp.ws, ALICE, { name: "x" }, NO_CALLER)).rejects.toMatchObject({
       status: 400,
       message: expect.stringContaining("Not a server.json Atrium can use"),
     });
@@ -242,7 +249,7 @@ describe("a workspace's own entries", () => {
       headers: [{ name: "X-Key", isSecret: true, value: "k" }],
     };
     await expect(
-      catalog.add(temp.ws, ALICE, server("com.example/x", { remotes: [secret] })),
+      catalog.add(temp.ws, ALICE, server("com.example/x", { remotes: [secret] }), NO_CALLER),
     ).rejects.toMatchObject({
       status: 400,
     });
@@ -261,25 +268,29 @@ describe("a workspace's own entries", () => {
     "",
   ])("refuse the hostile id %j as not found, touching nothing", async (id) => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     await expect(catalog.get(temp.ws, id)).rejects.toMatchObject({ code: "catalog_entry_not_found" });
-    await expect(catalog.remove(temp.ws, id)).rejects.toMatchObject({ code: "catalog_entry_not_found" });
+    await expect(catalog.remove(temp.ws, id, NO_CALLER)).rejects.toMatchObject({
+      code: "catalog_entry_not_found",
+    });
     expect((await openCatalog().list(temp.ws)).map((e) => e.id)).toEqual(["com.example~crm"]);
   });
 
   it("refuse a workspace that does not exist, without making its folder", async () => {
     const ghost = "ws_0000000000000000";
-    await expect(openCatalog().add(ghost, ALICE, server("com.example/crm"))).rejects.toBeInstanceOf(
-      WorkspaceNotFound,
-    );
+    await expect(
+      openCatalog().add(ghost, ALICE, server("com.example/crm"), NO_CALLER),
+    ).rejects.toBeInstanceOf(WorkspaceNotFound);
     await expect(readdir(join(temp.root, ghost))).rejects.toMatchObject({ code: "ENOENT" });
   });
 
   it(`are at most ${MAX_WORKSPACE_ENTRIES} per workspace`, async () => {
     const catalog = openCatalog();
     for (let i = 0; i < MAX_WORKSPACE_ENTRIES; i++)
-      await catalog.add(temp.ws, ALICE, server(`com.example/s${i}`));
-    await expect(catalog.add(temp.ws, ALICE, server("com.example/one-more"))).rejects.toMatchObject({
+      await catalog.add(temp.ws, ALICE, server(`com.example/s${i}`), NO_CALLER);
+    await expect(
+      catalog.add(temp.ws, ALICE, server("com.example/one-more"), NO_CALLER),
+    ).rejects.toMatchObject({
       code: "catalog_full",
     });
     expect(await catalog.list(otherWs)).toEqual([]);
@@ -287,8 +298,8 @@ describe("a workspace's own entries", () => {
 
   it("of two racing adds of one name, exactly one wins", async () => {
     const [a, b] = await Promise.allSettled([
-      openCatalog().add(temp.ws, ALICE, server("com.example/crm")),
-      openCatalog().add(temp.ws, ALICE, server("com.example/crm", { description: "Second" })),
+      openCatalog().add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER),
+      openCatalog().add(temp.ws, ALICE, server("com.example/crm", { description: "Second" }), NO_CALLER),
     ]);
     expect([a.status, b.status].sort()).toEqual(["fulfilled", "rejected"]);
     expect(await openCatalog().list(temp.ws)).toHaveLength(1);
@@ -296,19 +307,19 @@ describe("a workspace's own entries", () => {
 
   it("are shadowed by an operator's entry of the same id added later, and still removable", async () => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm", { description: "Ours" }));
+    await catalog.add(temp.ws, ALICE, server("com.example/crm", { description: "Ours" }), NO_CALLER);
     await put("crm.json", server("com.example/crm", { description: "The operator's" }));
     await time.advance(CATALOG_RECHECK_MS);
     const listed = await catalog.list(temp.ws);
     expect(listed.map((e) => [e.scope, e.server.description])).toEqual([["instance", "The operator's"]]);
     expect((await catalog.get(temp.ws, "com.example~crm")).scope).toBe("instance");
-    await catalog.remove(temp.ws, "com.example~crm");
+    await catalog.remove(temp.ws, "com.example~crm", NO_CALLER);
     expect(await openCatalog().workspaceProblems(temp.ws)).toEqual([]);
   });
 
   it("skip a file edited by hand into something bad, reported once", async () => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     const dir = join(temp.layout.partition("connections").dir(temp.ws), "catalog");
     await writeFile(
       join(dir, "com.example~crm.json"),
@@ -326,7 +337,7 @@ describe("a workspace's own entries", () => {
 
   it("stored before a rule refused a label's character (U+2028) still load, and are removed and added again", async () => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     // What Atrium wrote for a title and a header's description holding U+2028, then accepted.
     const file = join(temp.layout.partition("connections").dir(temp.ws), "catalog", "com.example~crm.json");
     const stored = JSON.parse(await readFile(file, "utf8"));
@@ -336,17 +347,19 @@ describe("a workspace's own entries", () => {
     const fresh = openCatalog();
     expect((await fresh.list(temp.ws)).map((e) => e.server.title)).toEqual(["CRM\u2028Two"]);
     expect(await fresh.workspaceProblems(temp.ws)).toEqual([]);
-    await fresh.remove(temp.ws, "com.example~crm");
+    await fresh.remove(temp.ws, "com.example~crm", NO_CALLER);
     // As given, the label is judged: an add refuses it.
     await expect(
-      fresh.add(temp.ws, ALICE, server("com.example/crm", { title: "CRM\u2028Two" })),
+      fresh.add(temp.ws, ALICE, server("com.example/crm", { title: "CRM\u2028Two" }), NO_CALLER),
     ).rejects.toMatchObject({ status: 400 });
-    expect((await fresh.add(temp.ws, ALICE, server("com.example/crm"))).id).toBe("com.example~crm");
+    expect((await fresh.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER)).id).toBe(
+      "com.example~crm",
+    );
   });
 
   it("skipped as a problem are still removed by their id, and an add of that id says why it is taken", async () => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     const file = join(temp.layout.partition("connections").dir(temp.ws), "catalog", "com.example~crm.json");
     const stored = JSON.parse(await readFile(file, "utf8"));
     stored.server.remotes[0].headers = [{ name: "X-Key", isSecret: true, value: "k" }];
@@ -356,15 +369,17 @@ describe("a workspace's own entries", () => {
     expect(await fresh.workspaceProblems(temp.ws)).toEqual([
       { file: "com.example~crm.json", message: expect.stringContaining("is secret") },
     ]);
-    await expect(fresh.add(temp.ws, ALICE, server("com.example/crm"))).rejects.toMatchObject({
+    await expect(fresh.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER)).rejects.toMatchObject({
       status: 409,
       code: "catalog_entry_exists",
       message: expect.stringContaining("skipped as a problem"),
     });
-    await fresh.remove(temp.ws, "com.example~crm");
+    await fresh.remove(temp.ws, "com.example~crm", NO_CALLER);
     expect(await fresh.workspaceProblems(temp.ws)).toEqual([]);
     await expect(readFile(file)).rejects.toMatchObject({ code: "ENOENT" });
-    expect((await fresh.add(temp.ws, ALICE, server("com.example/crm"))).id).toBe("com.example~crm");
+    expect((await fresh.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER)).id).toBe(
+      "com.example~crm",
+    );
     expect((await openCatalog().list(temp.ws)).map((e) => e.id)).toEqual(["com.example~crm"]);
   });
 
@@ -375,13 +390,13 @@ describe("a workspace's own entries", () => {
     const catalog = openCatalog();
     await expect(catalog.list(temp.ws)).rejects.toMatchObject({ code: "ENOTDIR" });
     await rm(join(partition, "catalog"));
-    await openCatalog().add(temp.ws, ALICE, server("com.example/crm"));
+    await openCatalog().add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     expect((await catalog.list(temp.ws)).map((e) => e.id)).toEqual(["com.example~crm"]);
   });
 
   it("leave a temp file behind only until recovery sweeps it", async () => {
     const catalog = openCatalog();
-    await catalog.add(temp.ws, ALICE, server("com.example/crm"));
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
     const dir = join(temp.layout.partition("connections").dir(temp.ws), "catalog");
     await writeFile(join(dir, ".tmp-com.example~x.json-abcdef"), "{");
     await catalog.recoverWorkspace(temp.ws, new Set(["connections"]), RecoveryPass.boot(time.clock()));
