@@ -6,7 +6,7 @@ import type { Logger } from "../log.ts";
 import type { ParkedRequests } from "../oauth/authorize/parked.ts";
 import type { PendingAuthorizations } from "../oauth/authorize/pending.ts";
 import { authorizeRoutes } from "../oauth/authorize/routes.ts";
-import { isOAuthPublicPath } from "../oauth/routes/cors.ts";
+import { capsItsOwnOAuthBody, isOAuthPublicPath } from "../oauth/routes/cors.ts";
 import type { AuthorizationServer } from "../oauth/server.ts";
 import type { StartedApp } from "../platform/app.ts";
 import { signInRoutes } from "../signin/routes.ts";
@@ -86,7 +86,7 @@ export function createApp(
     bodyLimit({
       maxBodyBytes: deps.maxBodyBytes,
       streamedLimit: streamedBodyLimits(deps.apps),
-      capsItsOwnBody: isOAuthPublicPath,
+      capsItsOwnBody: capsItsOwnOAuthBody,
     }),
   );
   const authenticators = authenticatorsFor(deps, security);

@@ -23,6 +23,19 @@ export function isOAuthPublicPath(path: string): boolean {
   return PUBLIC_PATHS.has(path) || PROTECTED_RESOURCE_PATH.test(path);
 }
 
+/**
+ * The public endpoints that read a body, each under a cap of its own (`oauthBodyLimit`) that
+ * answers `413` in the OAuth shape: the instance's cap leaves these alone. The metadata GETs read
+ * none and keep the instance's cap: skipped too, a large POST there was drained up to 64 MiB and
+ * answered `404` instead of the `413` its declared length earns.
+ */
+const OWN_BODY_CAP_PATHS = new Set(["/oauth/register", "/oauth/token", "/oauth/revoke"]);
+
+/** Whether `path` is a public OAuth endpoint that caps, and refuses, its own body. */
+export function capsItsOwnOAuthBody(path: string): boolean {
+  return OWN_BODY_CAP_PATHS.has(path);
+}
+
 /** CORS for the public endpoints: any origin, no credentials, the headers an MCP client sends. */
 export function publicCors(): MiddlewareHandler {
   return cors({
