@@ -14,7 +14,8 @@ import { FOLDER_MODE, makeFolderPathIfMissing } from "./folders.ts";
  * with EEXIST when `path` exists, so of several racing writers exactly one wins, and a reader
  * never sees the file half-written (an `open(path, "wx")` would be visible empty). A link whose
  * folder flush fails is unlinked again, so an error means "not created" (adr/0116). `beforeLink`
- * may refuse the create by throwing, just before the link that makes it seen: nothing is made.
+ * may refuse the create by throwing, just before the link that makes it seen: the temp file is
+ * removed and its error thrown.
  */
 export async function createFileExclusive(
   path: string,

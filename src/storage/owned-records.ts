@@ -279,12 +279,24 @@ export class OwnedRecords<T> {
 
   constructor(private readonly ownerDirOf: OwnerDirOf) {}
 
-  /** Stores a new record; `RecordExists` if the id is taken (exclusive: of racing creates one wins). */
-  async create(workspaceId: string, ownerId: string, id: string, record: T): Promise<T> {
+  /**
+   * Stores a new record; `RecordExists` if the id is taken (exclusive: of racing creates one wins).
+   * Here and in `update` and `delete`, `beforeCommit` is asked under the record's lock just before
+   * the one step that makes the write seen (a create's link, an update's rename, a delete's unlink):
+   * by throwing it refuses the write, which then leaves nothing of itself, and its error is thrown
+   * (a writer's caller whose access ended, adr/0154).
+   */
+  async create(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    record: T,
+    beforeCommit?: () => void,
+  ): Promise<T> {
     const path = this.recordPath(workspaceId, ownerId, id);
     await makeInPartition(dirname(path), workspaceId);
     return this.locks.run(path, async () => {
-      if (!(await createFileExclusive(path, toJsonText(record)))) throw new RecordExists(id);
+      if (!(await createFileExclusive(path, toJsonText(record), beforeCommit))) throw new RecordExists(id);
       return record;
     });
   }
@@ -303,21 +315,30 @@ export class OwnedRecords<T> {
     ownerId: string,
     id: string,
     change: (current: T) => T | Promise<T>,
+    beforeCommit?: () => void,
   ): Promise<T | undefined> {
     const path = this.recordPath(workspaceId, ownerId, id);
     return this.locks.run(path, async () => {
       const current = (await readJsonIfExists(path)) as T | undefined;
       if (current === undefined) return undefined;
       const next = await change(current);
-      await writeJsonAtomic(path, next);
+      await writeJsonAtomic(path, next, beforeCommit);
       return next;
     });
   }
 
   /** Removes the record (one unlink, flushed); `"gone"` when there was none. */
-  async delete(workspaceId: string, ownerId: string, id: string): Promise<Removal> {
+  async delete(
+    workspaceId: string,
+    ownerId: string,
+    id: string,
+    beforeCommit?: () => void,
+  ): Promise<Removal> {
     const path = this.recordPath(workspaceId, ownerId, id);
-    return this.locks.run(path, () => removeFileSynced(path));
+    return this.locks.run(path, () => {
+      beforeCommit?.();
+      return removeFileSynced(path);
+    });
   }
 
   /** The ids of the owner's records, in no particular order; temp files and strays skipped. */

@@ -4,8 +4,7 @@ import { InvalidInput } from "../../errors.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readJsonObject } from "../../web/json-body.ts";
 import { takesQuery } from "../../web/query.ts";
-import type { Definer } from "./definition.ts";
-import { MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
+import { type Asker, MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
 
 /** How long a run start's Idempotency-Key is kept is instance.json's `tasks.idempotencyWindowHours`. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
@@ -62,8 +61,13 @@ export function taskRoutes(tasks: Tasks): Hono<AppEnv> {
   return app;
 }
 
-function asker(c: Context<AppEnv>): Definer {
-  return { workspaceId: c.get("admission").workspace.id, principalId: c.get("principal").id };
+/** The caller, with the workspace gate's access check, which each task write asks at its commit (adr/0154). */
+function asker(c: Context<AppEnv>): Asker {
+  return {
+    workspaceId: c.get("admission").workspace.id,
+    principalId: c.get("principal").id,
+    access: c.get("access"),
+  };
 }
 
 /** The run the path names, only as a run of the task the path names. */

@@ -6,6 +6,7 @@ import type { EventPublisher } from "../../kernel/events.ts";
 import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import type { HeldCall, ToolDispatch } from "../../sources/dispatch.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { untilAborted } from "../until-aborted.ts";
 import { callAsOwner, ownerRefusal } from "./action-call.ts";
@@ -44,6 +45,12 @@ export interface RunStart {
   missedSince?: string;
   retryOf?: string;
   idempotency?: Run["idempotency"];
+  /**
+   * Asked just before the run's record is created, which is what starts it: a member's start is
+   * refused there once their access has ended (adr/0154). Not the run's tool call, whose caller
+   * the dispatch builds as the task's owner.
+   */
+  access: AccessCheck;
 }
 
 /** A task's tool calls may not be more at once than its limit (ADR 0106): refused by name, never queued. */
@@ -122,7 +129,7 @@ export class TaskRunner {
       assessment: { status: "not_assessed" },
       ...(start.idempotency === undefined ? {} : { idempotency: start.idempotency }),
     };
-    const recorded = this.deps.store.createRun(run);
+    const recorded = this.deps.store.createRun(run, start.access);
     // Set before the first await, so a stop that begins while the run is being recorded waits for
     // its end too (runner.test.ts "a run whose start races a graceful stop").
     flight.done = recorded.then(

@@ -3,6 +3,7 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Scheduler } from "../../kernel/scheduler.ts";
 import type { Logger } from "../../log.ts";
+import { NO_CALLER } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { checkTrigger } from "./definition.ts";
 import type { Task, TaskTrigger } from "./model.ts";
@@ -158,18 +159,26 @@ export class TaskSchedules {
     if (!ownerActive && task.ownerInactiveSince !== undefined) {
       // Told once already: each later schedule is skipped quietly until the owner is back (or
       // an admin deletes the task), so an hourly task does not fill the inbox with one warning.
-      await this.deps.store.update(task, (current) => ({ ...current, lastScheduledAt: scheduledFor }));
+      await this.deps.store.update(
+        task,
+        (current) => ({ ...current, lastScheduledAt: scheduledFor }),
+        NO_CALLER,
+      );
       return;
     }
     // The instant is recorded as acted on before its run starts: a crash between the two leaves
     // it run (and recorded interrupted) or not run, never caught up again as missed at the next
     // boot, which would run it twice. A graceful stop between the two puts it back (putBack).
-    const recorded = await this.deps.store.update(task, (current) => {
-      const { ownerInactiveSince: _was, ...rest } = current;
-      return ownerActive
-        ? { ...rest, lastScheduledAt: scheduledFor }
-        : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
-    });
+    const recorded = await this.deps.store.update(
+      task,
+      (current) => {
+        const { ownerInactiveSince: _was, ...rest } = current;
+        return ownerActive
+          ? { ...rest, lastScheduledAt: scheduledFor }
+          : { ...rest, lastScheduledAt: scheduledFor, ownerInactiveSince: scheduledFor };
+      },
+      NO_CALLER,
+    );
     if (!recorded?.trigger) {
       // Deleted or untriggered while this fire read it: the copy read before is not run.
       this.disarm({ workspaceId, id: taskId });
@@ -186,6 +195,11 @@ export class TaskSchedules {
               input: {},
               scheduledFor,
               ...(missedMs === undefined ? {} : { missedSince: new Date(missedMs).toISOString() }),
+              // No member's call starts it, and the owner's access is not asked here: it was
+              // decided above (`ownerActive`), and a run whose owner is gone is recorded, failed,
+              // once on purpose, so the workspace is told. The run's tool call asks the owner's
+              // access itself, through the dispatch's caller (adr/0154).
+              access: NO_CALLER,
             })
           : Promise.resolve(undefined),
       );
@@ -211,15 +225,21 @@ export class TaskSchedules {
    */
   private async putBack(before: Task, scheduledFor: string): Promise<void> {
     const { workspaceId, id: taskId } = before;
-    await this.deps.store.update(before, (current) => {
-      if (current.lastScheduledAt !== scheduledFor) return current;
-      const { lastScheduledAt: _at, ownerInactiveSince: _since, ...rest } = current;
-      return {
-        ...rest,
-        ...(before.lastScheduledAt === undefined ? {} : { lastScheduledAt: before.lastScheduledAt }),
-        ...(before.ownerInactiveSince === undefined ? {} : { ownerInactiveSince: before.ownerInactiveSince }),
-      };
-    });
+    await this.deps.store.update(
+      before,
+      (current) => {
+        if (current.lastScheduledAt !== scheduledFor) return current;
+        const { lastScheduledAt: _at, ownerInactiveSince: _since, ...rest } = current;
+        return {
+          ...rest,
+          ...(before.lastScheduledAt === undefined ? {} : { lastScheduledAt: before.lastScheduledAt }),
+          ...(before.ownerInactiveSince === undefined
+            ? {}
+            : { ownerInactiveSince: before.ownerInactiveSince }),
+        };
+      },
+      NO_CALLER,
+    );
     this.deps.log.info(
       { workspaceId, taskId, scheduledFor },
       "task schedule due as Atrium stops: not run now, caught up at the next boot",

@@ -3,9 +3,8 @@ import type { Caller } from "../../sources/caller-meta.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { AppTools } from "../app-tools.ts";
 import { pageInput, platformInput } from "../platform-tool.ts";
-import type { Definer } from "./definition.ts";
 import type { Run, Task } from "./model.ts";
-import { DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
+import { type Asker, DEFAULT_RUNS_PAGE, MAX_RUNS_PAGE, type Tasks } from "./tasks.ts";
 
 const RUN_TOOL = joinToolName("tasks", "run");
 const GET_RUN_TOOL = joinToolName("tasks", "get_run");
@@ -55,9 +54,9 @@ const definition = {
 export function createTasksTools(tasks: Tasks): AppTools {
   const tools = new AppTools("atrium-tasks");
   const tool =
-    <A>(run: (asker: Definer, args: A) => Promise<ReturnType<typeof answer>>) =>
+    <A>(run: (asker: Asker, args: A) => Promise<ReturnType<typeof answer>>) =>
     (caller: Caller, args: A) =>
-      run(definerOf(caller), args);
+      run(askerOf(caller), args);
 
   tools.registerTool(
     "create",
@@ -222,8 +221,14 @@ export function createTasksTools(tasks: Tasks): AppTools {
   return tools;
 }
 
-function definerOf(caller: Caller): Definer {
-  return { workspaceId: caller.workspaceId, principalId: caller.principalId, scopes: caller.scopes };
+/** The caller as the tasks see them, their access check with them to every write (adr/0154). */
+function askerOf(caller: Caller): Asker {
+  return {
+    workspaceId: caller.workspaceId,
+    principalId: caller.principalId,
+    scopes: caller.scopes,
+    access: caller.access,
+  };
 }
 
 function answer(text: string, structuredContent: Record<string, unknown>) {

@@ -4,6 +4,7 @@ import { IdleCache } from "../../sources/idle-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { type AccessCheck, watchRefusal } from "../../workspace/access-check.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
 import { LoadedRuns, LoadedWorkspace, type LoadHooks, placeRuns, type UnreadableTask } from "./loaded.ts";
@@ -106,9 +107,13 @@ export class TaskStore implements LeftoverRules {
    * Writes a new task. `admit` is shown the workspace's stored tasks first, those whose record is
    * damaged included (a restore brings them back), and throws to refuse it; one create of a
    * workspace runs at a time, so creates at once cannot both pass a bound
-   * (test/integration/tasks-damaged.test.ts "counted against the bounds").
+   * (test/integration/tasks-damaged.test.ts "counted against the bounds"). Here and in `update`,
+   * `delete` and `createRun`, `access` (its caller's, adr/0154) is asked under the record's lock
+   * just before the one step that makes the write seen: refused, its refusal is thrown and nothing
+   * is left of the write — no record, no schedule entry, nothing in memory; for a run, no event and
+   * no idempotency key (the start failed, runner.ts).
    */
-  async create(task: Task, admit?: (stored: StoredTasks) => void): Promise<Task> {
+  async create(task: Task, access: AccessCheck, admit?: (stored: StoredTasks) => void): Promise<Task> {
     return this.createLocks.run(task.workspaceId, async () => {
       admit?.(
         await this.loaded.use(task.workspaceId, async (loaded) => ({
@@ -118,7 +123,15 @@ export class TaskStore implements LeftoverRules {
       );
       // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
       if (task.trigger) await this.index.addSchedule(task);
-      await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task);
+      const asked = watchRefusal(access);
+      try {
+        await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task, asked.check);
+      } catch (error) {
+        // Refused, so not written, nor scheduled: its entry goes now, not at the next boot. Any
+        // other failure may come after the link, and keeps it: an entry too many, never too few.
+        if (task.trigger && asked.refused) await this.dropSchedule(task);
+        throw error;
+      }
       (await this.loaded.peek(task.workspaceId))?.setTask(task);
       return task;
     });
@@ -132,6 +145,7 @@ export class TaskStore implements LeftoverRules {
   async update(
     task: Task,
     change: (current: Task) => Task,
+    access: AccessCheck,
     committed?: (next: Task) => void,
   ): Promise<Task | undefined> {
     // The whole update holds the task's lock, not only its write: an update that took the
@@ -139,12 +153,25 @@ export class TaskStore implements LeftoverRules {
     // triggered task with no entry, armed by no restart (store.test.ts "two updates at once").
     return this.taskLocks.run(taskKey(task), async () => {
       let hadTrigger = false;
-      const next = await this.files.tasks.update(task.workspaceId, task.ownerId, task.id, async (current) => {
+      let indexed = false;
+      const apply = async (current: Task) => {
         const changed = change(current);
         hadTrigger = current.trigger !== undefined;
-        if (changed.trigger && !hadTrigger) await this.index.addSchedule(changed);
+        if (changed.trigger && !hadTrigger) {
+          await this.index.addSchedule(changed);
+          indexed = true;
+        }
         return changed;
-      });
+      };
+      const asked = watchRefusal(access);
+      let next: Task | undefined;
+      try {
+        next = await this.files.tasks.update(task.workspaceId, task.ownerId, task.id, apply, asked.check);
+      } catch (error) {
+        // Refused, the trigger it was to give is not written, and neither is its entry.
+        if (indexed && asked.refused) await this.dropSchedule(task);
+        throw error;
+      }
       if (!next) return undefined;
       (await this.loaded.peek(task.workspaceId))?.setTask(next);
       if (hadTrigger && !next.trigger) await this.index.removeSchedule(next);
@@ -182,6 +209,7 @@ export class TaskStore implements LeftoverRules {
   async delete(
     task: Task,
     check: (current: Task) => void,
+    access: AccessCheck,
     stopRuns: (runIds: readonly string[]) => Promise<void>,
   ): Promise<boolean> {
     // The runs are read while the task is there: a first read after would take them for orphans.
@@ -190,7 +218,7 @@ export class TaskStore implements LeftoverRules {
       const current = await this.taskIn(task.workspaceId, task.id);
       if (!current) return false;
       check(current);
-      await this.files.tasks.delete(task.workspaceId, task.ownerId, task.id);
+      await this.files.tasks.delete(task.workspaceId, task.ownerId, task.id, access);
       (await this.loaded.peek(task.workspaceId))?.tasks.delete(task.id);
       return true;
     });
@@ -203,9 +231,14 @@ export class TaskStore implements LeftoverRules {
     return true;
   }
 
-  async createRun(run: Run): Promise<Run> {
+  /**
+   * Records a run's start, the commit point of starting it: `access` is asked just before its
+   * record is created (see `create`). A refusal leaves the workspace marked as having runs
+   * started here (boot-index.ts), the workspace's mark and not the run's, cleared as every mark is.
+   */
+  async createRun(run: Run, access: AccessCheck): Promise<Run> {
     await this.index.markRunning(run.workspaceId);
-    await this.files.runs.create(run.workspaceId, run.ownerId, run.id, run);
+    await this.files.runs.create(run.workspaceId, run.ownerId, run.id, run, access);
     (await this.loadedRuns(run.workspaceId))?.addRun(run.taskId, run.id);
     return run;
   }
@@ -280,6 +313,22 @@ export class TaskStore implements LeftoverRules {
     loaded.unreadable.push(...unreadable);
     await this.hooks.loaded([...loaded.tasks.values()]);
     return loaded;
+  }
+
+  /**
+   * Removes the schedule entry of a task whose write did not land. The index may hold an entry too
+   * many (boot drops it, boot-index.ts), so one that cannot be removed now is logged, not thrown
+   * over the write's own error.
+   */
+  private async dropSchedule(task: Task): Promise<void> {
+    try {
+      await this.index.removeSchedule(task);
+    } catch (error) {
+      this.options.log.warn(
+        { err: error, workspaceId: task.workspaceId, taskId: task.id },
+        "a schedule entry of a task not written could not be removed; the next boot drops it",
+      );
+    }
   }
 
   /** Runs `work` with the workspace's runs, reading them first if no call has needed them yet. */

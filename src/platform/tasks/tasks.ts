@@ -1,6 +1,7 @@
 import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { TaskSettings } from "./config.ts";
 import { type Definer, defineTask, isObject, redefineTask } from "./definition.ts";
@@ -21,6 +22,15 @@ export interface RunRequest {
   input?: unknown;
   retryOf?: unknown;
   idempotencyKey?: string | undefined;
+}
+
+/**
+ * A member who changes tasks: a task's create, update and delete, and a run's start, ask `access`
+ * (the caller's, built by the dispatch or the workspace gate) just before their write is seen, so
+ * one whose access ended meanwhile does not land (adr/0154).
+ */
+export interface Asker extends Definer {
+  access: AccessCheck;
 }
 
 export interface RunPage {
@@ -81,14 +91,14 @@ export class Tasks {
     return task;
   }
 
-  async create(asker: Definer, body: Record<string, unknown>): Promise<Task> {
+  async create(asker: Asker, body: Record<string, unknown>): Promise<Task> {
     const task = defineTask(body, asker, this.settings, { id: newTaskId(), now: this.now() });
-    await this.store.create(task, (existing) => this.admit(existing, asker));
+    await this.store.create(task, asker.access, (existing) => this.admit(existing, asker));
     this.schedules.arm(task);
     return task;
   }
 
-  async update(asker: Definer, id: unknown, body: Record<string, unknown>): Promise<Task> {
+  async update(asker: Asker, id: unknown, body: Record<string, unknown>): Promise<Task> {
     const task = await this.get(asker, id);
     // Checked once here so a bad change writes nothing, and again on the reread record: who may
     // change what is decided by the task as it is written over (its owner may be back by then).
@@ -101,6 +111,7 @@ export class Tasks {
         this.checkChange(current, asker, body);
         return redefineTask(current, body, asker, this.settings, this.now());
       },
+      asker.access,
       (written) => {
         if ("trigger" in body) this.schedules.arm(written);
       },
@@ -114,7 +125,7 @@ export class Tasks {
    * (manual or scheduled) begins after; a run in flight, one started just before included, is
    * cancelled and recorded before its record and result file are removed.
    */
-  async delete(asker: Definer, id: unknown): Promise<void> {
+  async delete(asker: Asker, id: unknown): Promise<void> {
     const task = await this.get(asker, id);
     // Checked once here so a refused delete waits for nothing, and again on the task reread under
     // its lock: an owner back meanwhile, or a shared task made private while the delete waited,
@@ -123,6 +134,7 @@ export class Tasks {
     const removed = await this.store.delete(
       task,
       (current) => this.checkDelete(current, asker),
+      asker.access,
       async (runIds) => {
         this.schedules.disarm(task);
         for (const runId of runIds) {
@@ -134,7 +146,7 @@ export class Tasks {
   }
 
   /** Starts a run; `replayed` when an idempotency key had already started it. */
-  async run(asker: Definer, id: unknown, request: RunRequest): Promise<{ run: Run; replayed: boolean }> {
+  async run(asker: Asker, id: unknown, request: RunRequest): Promise<{ run: Run; replayed: boolean }> {
     const task = await this.get(asker, id);
     this.checkStart(task, asker);
     const input = request.input ?? undefined;
@@ -159,6 +171,7 @@ export class Tasks {
           input: runInput,
           ...(retried ? { retryOf: retried.id } : {}),
           ...(idempotency ? { idempotency } : {}),
+          access: asker.access,
         });
       });
       if (!run) throw noTask();

@@ -101,18 +101,21 @@ async function taskWithTimeout(
   action = { tool: "remote__slow", arguments: {} },
 ): Promise<Task> {
   const now = new Date(time.clock()).toISOString();
-  return store.create({
-    id: newTaskId(),
-    workspaceId: t.ws,
-    ownerId: owner,
-    name: "long",
-    description: "",
-    action,
-    limits: { timeoutSeconds, maxConcurrentRuns: 1 },
-    visibility: "private",
-    createdAt: now,
-    updatedAt: now,
-  });
+  return store.create(
+    {
+      id: newTaskId(),
+      workspaceId: t.ws,
+      ownerId: owner,
+      name: "long",
+      description: "",
+      action,
+      limits: { timeoutSeconds, maxConcurrentRuns: 1 },
+      visibility: "private",
+      createdAt: now,
+      updatedAt: now,
+    },
+    NO_CALLER,
+  );
 }
 
 /**
@@ -120,7 +123,7 @@ async function taskWithTimeout(
  * out when the limit fires, whether or not the call has ended.
  */
 async function expectTimedOutAtItsLimit(tasks: TaskRunner, task: Task): Promise<void> {
-  const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+  const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {}, access: NO_CALLER });
   await settle();
   expect(tasks.inFlight(task.id)).toBe(1);
   await time.advance(1000);
@@ -132,7 +135,7 @@ async function expectTimedOutAtItsLimit(tasks: TaskRunner, task: Task): Promise<
 }
 
 const start = (tasks: TaskRunner, task: Task) =>
-  tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+  tasks.start(task, { trigger: "manual", startedBy: owner, input: {}, access: NO_CALLER });
 
 describe("a run's tool call", () => {
   it("may take the run's whole timeout, past the client library's 60 s, and no less", async () => {
@@ -142,6 +145,7 @@ describe("a run's tool call", () => {
         trigger: "manual",
         startedBy: owner,
         input: {},
+        access: NO_CALLER,
       });
       await tasks.settled(run.id);
       const context = contexts.at(-1);
@@ -222,7 +226,12 @@ describe("a run whose tool stops answering", () => {
     try {
       const tasks = runner();
       const task = await taskWithTimeout(1, { tool: "remote__echo", arguments: { text: "hi" } });
-      const first = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+      const first = await tasks.start(task, {
+        trigger: "manual",
+        startedBy: owner,
+        input: {},
+        access: NO_CALLER,
+      });
       await tasks.settled(first.id);
       expect((await store.run(t.ws, first.id))?.execution.status).toBe("succeeded");
 
@@ -280,7 +289,12 @@ describe("a run whose end cannot be written", () => {
     const tasks = runner();
     answer = async () => ({ content: [{ type: "text", text: "the secret output" }] });
     const task = await taskWithTimeout(60);
-    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    const run = await tasks.start(task, {
+      trigger: "manual",
+      startedBy: owner,
+      input: {},
+      access: NO_CALLER,
+    });
     await settle();
     const asker = { workspaceId: t.ws, principalId: owner };
     expect((await readerOf(tasks).getRun(asker, run.id)).execution.status).toBe("succeeded");
@@ -315,7 +329,12 @@ describe("a run whose end cannot be written", () => {
         context.signal?.addEventListener("abort", () => reject(context.signal?.reason)),
       );
     const task = await taskWithTimeout(60);
-    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    const run = await tasks.start(task, {
+      trigger: "manual",
+      startedBy: owner,
+      input: {},
+      access: NO_CALLER,
+    });
     await settle();
     const asker = { workspaceId: t.ws, principalId: owner };
     const cancelled = await readerOf(tasks).cancelRun(asker, run.id);
@@ -331,7 +350,12 @@ describe("a run whose end cannot be written", () => {
     const disk = failRunWrites(store);
     const tasks = runner();
     const task = await taskWithTimeout(60);
-    const run = await tasks.start(task, { trigger: "manual", startedBy: owner, input: {} });
+    const run = await tasks.start(task, {
+      trigger: "manual",
+      startedBy: owner,
+      input: {},
+      access: NO_CALLER,
+    });
     await settle();
     await store.close(await tasks.stop());
     disk.heal();
@@ -407,15 +431,20 @@ describe("a run's end", () => {
       new Promise((_resolve, reject) =>
         context.signal?.addEventListener("abort", () => reject(context.signal?.reason)),
       );
-    const task = (await store.update(await taskWithTimeout(60), (current) => ({
-      ...current,
-      visibility: "shared",
-    }))) as Task;
+    const task = (await store.update(
+      await taskWithTimeout(60),
+      (current) => ({
+        ...current,
+        visibility: "shared",
+      }),
+      NO_CALLER,
+    )) as Task;
     const run = await start(tasks, task);
     await settle();
     await store.delete(
       task,
       () => undefined,
+      NO_CALLER,
       async (runIds) => {
         for (const runId of runIds) if (tasks.cancel(runId)) await tasks.settled(runId);
       },
@@ -438,10 +467,14 @@ describe("a task's kept runs", () => {
       ...runnerDeps(store),
       settings: { ...TASK_DEFAULTS, runsKeptPerTask: 1 },
     });
-    const task = (await store.update(await taskWithTimeout(60), (current) => ({
-      ...current,
-      limits: { ...current.limits, maxConcurrentRuns: 2 },
-    }))) as Task;
+    const task = (await store.update(
+      await taskWithTimeout(60),
+      (current) => ({
+        ...current,
+        limits: { ...current.limits, maxConcurrentRuns: 2 },
+      }),
+      NO_CALLER,
+    )) as Task;
     return { tasks, task };
   }
 

@@ -13,6 +13,7 @@ import {
 } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -327,6 +328,7 @@ describe("a fire racing a graceful stop", () => {
           trigger: { cron: "0 * * * *", timezone: "UTC" },
           lastScheduledAt: new Date(at).toISOString(),
         }),
+        NO_CALLER,
       );
       first.schedules.arm(task);
       // The stop begins as the 09:00 fire has recorded its instant, before its run starts.

@@ -5,6 +5,7 @@ import { bodyDigest } from "../../../../src/platform/tasks/idempotency.ts";
 import type { Unfinished } from "../../../../src/platform/tasks/loaded.ts";
 import { newRunId, type Run, type Task } from "../../../../src/platform/tasks/model.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { gate } from "../../../helpers/gate.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -80,7 +81,7 @@ describe("TaskStore", () => {
   it("drops an idle workspace and reads it back whole: tasks, run order and idempotency keys", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
+    const task = await store.create(taskOf(), NO_CALLER);
     const keyed = runOf(task, {
       idempotency: {
         key: "k",
@@ -88,9 +89,9 @@ describe("TaskStore", () => {
         expiresAt: new Date(time.clock() + HOUR_MS).toISOString(),
       },
     });
-    await store.createRun(keyed);
+    await store.createRun(keyed, NO_CALLER);
     expect(store.loadedCount).toBe(0);
-    const later = await store.createRun(runOf(task));
+    const later = await store.createRun(runOf(task), NO_CALLER);
     expect(await store.runIds(task)).toEqual([later.id, keyed.id]);
     expect(store.loadedCount).toBe(1);
 
@@ -98,7 +99,7 @@ describe("TaskStore", () => {
     await store.sweepIdle();
     expect(store.loadedCount).toBe(0);
     // Written while nothing was loaded: the next load reads it from disk, in its place.
-    const newest = await store.createRun(runOf(task));
+    const newest = await store.createRun(runOf(task), NO_CALLER);
     expect(await store.all(t.ws)).toEqual([task]);
     expect(await store.runIds(task)).toEqual([newest.id, later.id, keyed.id]);
     expect((await store.run(t.ws, keyed.id))?.id).toBe(keyed.id);
@@ -115,14 +116,15 @@ describe("TaskStore", () => {
   it("a run of another workspace, or of no task, is not found", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
-    const run = await store.createRun(runOf(task));
+    const task = await store.create(taskOf(), NO_CALLER);
+    const run = await store.createRun(runOf(task), NO_CALLER);
     const other = (await t.workspaces.create("Other", owner)).id;
     expect(await store.run(other, run.id)).toBeUndefined();
     expect(await store.run(t.ws, newRunId())).toBeUndefined();
     await store.delete(
       task,
       () => undefined,
+      NO_CALLER,
       async () => undefined,
     );
     expect(await store.run(t.ws, run.id)).toBeUndefined();
@@ -133,10 +135,13 @@ describe("TaskStore", () => {
   it("boot finds the triggered tasks in the index, drops an entry whose task lost its trigger, ignores strays", async () => {
     const store = openStore();
     await boot(store);
-    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
-    const untriggered = await store.create(taskOf({ trigger: { cron: "0 * * * *", timezone: "UTC" } }));
-    await store.update(untriggered, ({ trigger: _gone, ...rest }) => rest);
-    const plain = await store.create(taskOf());
+    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }), NO_CALLER);
+    const untriggered = await store.create(
+      taskOf({ trigger: { cron: "0 * * * *", timezone: "UTC" } }),
+      NO_CALLER,
+    );
+    await store.update(untriggered, ({ trigger: _gone, ...rest }) => rest, NO_CALLER);
+    const plain = await store.create(taskOf(), NO_CALLER);
     await store.close();
     const schedules = join(t.layout.instanceDir(), "tasks", "schedules");
     // What a crash between the entry and the task's write leaves: an entry for a task with no trigger.
@@ -156,7 +161,7 @@ describe("TaskStore", () => {
     const store = openStore();
     await boot(store);
     const trigger = { everySeconds: 3600 };
-    const task = await store.create(taskOf({ trigger }));
+    const task = await store.create(taskOf({ trigger }), NO_CALLER);
     // The workspace is loading (its first use after an idle eviction) while the updates run: the
     // first is held after its write, waiting for the load, while the second runs.
     const loading = gate();
@@ -174,8 +179,8 @@ describe("TaskStore", () => {
     };
     const committed: (Task["trigger"] | "none")[] = [];
     const seen = (next: Task) => void committed.push(next.trigger ?? "none");
-    const untrigger = store.update(task, ({ trigger: _gone, ...rest }) => rest, seen);
-    const retrigger = store.update(task, (current) => ({ ...current, trigger }), seen);
+    const untrigger = store.update(task, ({ trigger: _gone, ...rest }) => rest, NO_CALLER, seen);
+    const retrigger = store.update(task, (current) => ({ ...current, trigger }), NO_CALLER, seen);
     // Without one lock over the whole update, the second puts its entry back while the first
     // waits, and the first then removes it. With it, the second waits for the first instead.
     await Promise.race([entryBack.promise, new Promise((resolve) => setTimeout(resolve, 300))]);
@@ -193,7 +198,7 @@ describe("TaskStore", () => {
   it("an instance whose tasks predate the index builds it once, from the definitions", async () => {
     const store = openStore();
     await boot(store);
-    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
+    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }), NO_CALLER);
     await store.close();
     await rm(join(t.layout.instanceDir(), "tasks"), { recursive: true });
     expect((await boot(openStore())).map((task) => task.id)).toEqual([hourly.id]);
@@ -205,8 +210,8 @@ describe("TaskStore", () => {
     // record that did not parse.
     const store = openStore();
     await boot(store);
-    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
-    const damaged = await store.create(taskOf({ trigger: { everySeconds: 3600 } }));
+    const hourly = await store.create(taskOf({ trigger: { everySeconds: 3600 } }), NO_CALLER);
+    const damaged = await store.create(taskOf({ trigger: { everySeconds: 3600 } }), NO_CALLER);
     await store.close();
     const other = (await t.workspaces.create("Other", owner)).id;
     const tasks = t.layout.partition("tasks");
@@ -236,8 +241,8 @@ describe("TaskStore", () => {
   it("a workspace a crash left marked is loaded at boot and its running runs handed over; a graceful close leaves no mark", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
-    const running = await store.createRun(runOf(task, { execution: { status: "running" } }));
+    const task = await store.create(taskOf(), NO_CALLER);
+    const running = await store.createRun(runOf(task, { execution: { status: "running" } }), NO_CALLER);
     // No close: what a crash leaves.
     const afterCrash = openStore();
     await boot(afterCrash);
@@ -254,11 +259,14 @@ describe("TaskStore", () => {
   it("a forgotten run's result file goes before its record; a record whose file could not go stays for the next prune", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
+    const task = await store.create(taskOf(), NO_CALLER);
     const runsDir = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
-    const old = await store.createRun(runOf(task, { resultFile: { id: "fl_old", size: 2000 } }));
-    const stuck = await store.createRun(runOf(task, { resultFile: { id: "fl_stuck", size: 2000 } }));
-    const kept = await store.createRun(runOf(task));
+    const old = await store.createRun(runOf(task, { resultFile: { id: "fl_old", size: 2000 } }), NO_CALLER);
+    const stuck = await store.createRun(
+      runOf(task, { resultFile: { id: "fl_stuck", size: 2000 } }),
+      NO_CALLER,
+    );
+    const kept = await store.createRun(runOf(task), NO_CALLER);
     // As the runner prunes: past what the task keeps in the run order it has read.
     expect(await store.runIds(task)).toEqual([kept.id, stuck.id, old.id]);
     await store.forgetRuns(task, [old.id]);
@@ -278,9 +286,12 @@ describe("TaskStore", () => {
   it("runs whose task is gone are left out of a read and handed over to be forgotten, with their files", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
-    const other = await store.create(taskOf());
-    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_orphan", size: 2000 } }));
+    const task = await store.create(taskOf(), NO_CALLER);
+    const other = await store.create(taskOf(), NO_CALLER);
+    const run = await store.createRun(
+      runOf(task, { resultFile: { id: "fl_orphan", size: 2000 } }),
+      NO_CALLER,
+    );
     await store.close();
     // A crash in the task's removal, after its record went and before its runs did.
     await rm(join(t.layout.partition("tasks").ownerDir(t.ws, owner), `${task.id}.json`));
@@ -297,8 +308,8 @@ describe("TaskStore", () => {
   it("the runs of a task whose record does not parse are not forgotten: they are there when it is restored", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
-    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_kept", size: 2000 } }));
+    const task = await store.create(taskOf(), NO_CALLER);
+    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_kept", size: 2000 } }), NO_CALLER);
     await store.close();
     const ownerDir = t.layout.partition("tasks").ownerDir(t.ws, owner);
     await writeFile(join(ownerDir, `${task.id}.json`), "{");
@@ -325,9 +336,9 @@ describe("TaskStore", () => {
       // status), or was handed over as an orphan whose task could not be named.
       const store = openStore();
       await boot(store);
-      const task = await store.create(taskOf());
-      const kept = await store.createRun(runOf(task));
-      const odd = await store.createRun(runOf(task));
+      const task = await store.create(taskOf(), NO_CALLER);
+      const kept = await store.createRun(runOf(task), NO_CALLER);
+      const odd = await store.createRun(runOf(task), NO_CALLER);
       await store.close();
       const runs = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
       await writeFile(join(runs, `${odd.id}.json`), JSON.stringify({ ...odd, ...fields }));
@@ -343,8 +354,11 @@ describe("TaskStore", () => {
   it("a task whose run record stopped parsing is deleted with it; the record's result file cannot be named", async () => {
     const store = openStore();
     await boot(store);
-    const task = await store.create(taskOf());
-    const run = await store.createRun(runOf(task, { resultFile: { id: "fl_unnamed", size: 2000 } }));
+    const task = await store.create(taskOf(), NO_CALLER);
+    const run = await store.createRun(
+      runOf(task, { resultFile: { id: "fl_unnamed", size: 2000 } }),
+      NO_CALLER,
+    );
     expect(await store.runIds(task)).toEqual([run.id]);
     const runs = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
     await writeFile(join(runs, `${run.id}.json`), "{");
@@ -352,6 +366,7 @@ describe("TaskStore", () => {
     await store.delete(
       task,
       () => undefined,
+      NO_CALLER,
       async () => undefined,
     );
     expect(discarded).toEqual([]);

@@ -5,6 +5,7 @@ import type { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
 import type { TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
 import { TaskStore } from "../../../../src/platform/tasks/store.ts";
 import { Tasks } from "../../../../src/platform/tasks/tasks.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime, settle } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { runRecord, taskRecord } from "../../../helpers/task-records.ts";
@@ -65,12 +66,13 @@ async function ownersTask(): Promise<Task> {
       trigger: { everySeconds: 3600 },
       lastScheduledAt: new Date(at).toISOString(),
     }),
+    NO_CALLER,
   );
 }
 
 /** A run of the task that ended, as its record is kept. */
 async function ownersRun(task: Task): Promise<Run> {
-  return store.createRun(runRecord(task, time.clock(), { startedBy: owner }));
+  return store.createRun(runRecord(task, time.clock(), { startedBy: owner }), NO_CALLER);
 }
 
 /** Holds the task's lock, once it has it, until `release`: an update queued meanwhile waits for it. */
@@ -96,7 +98,9 @@ describe("an admin's change of a departed owner's private task", () => {
     const task = await ownersTask();
     ownerDeactivated = true;
     const lock = await holdLock(task);
-    const stopping = tasks().update({ workspaceId: t.ws, principalId: admin }, task.id, { trigger: null });
+    const stopping = tasks().update({ workspaceId: t.ws, principalId: admin, access: NO_CALLER }, task.id, {
+      trigger: null,
+    });
     const refused = expect(stopping).rejects.toMatchObject({ code: "task_not_found" });
     await settle();
     ownerDeactivated = false;
@@ -112,7 +116,7 @@ describe("an admin's delete", () => {
     const run = await ownersRun(task);
     ownerDeactivated = true;
     const lock = await holdLock(task);
-    const deleting = tasks().delete({ workspaceId: t.ws, principalId: admin }, task.id);
+    const deleting = tasks().delete({ workspaceId: t.ws, principalId: admin, access: NO_CALLER }, task.id);
     const refused = expect(deleting).rejects.toMatchObject({ code: "task_not_found" });
     await settle();
     ownerDeactivated = false;
@@ -123,18 +127,22 @@ describe("an admin's delete", () => {
   });
 
   it("of a shared task is refused when its owner makes it private first: it is theirs alone", async () => {
-    const task = (await store.update(await ownersTask(), (current) => ({
-      ...current,
-      visibility: "shared",
-    }))) as Task;
+    const task = (await store.update(
+      await ownersTask(),
+      (current) => ({
+        ...current,
+        visibility: "shared",
+      }),
+      NO_CALLER,
+    )) as Task;
     const run = await ownersRun(task);
     const access = tasks();
     const lock = await holdLock(task);
-    const hiding = access.update({ workspaceId: t.ws, principalId: owner }, task.id, {
+    const hiding = access.update({ workspaceId: t.ws, principalId: owner, access: NO_CALLER }, task.id, {
       visibility: "private",
     });
     await settle();
-    const deleting = access.delete({ workspaceId: t.ws, principalId: admin }, task.id);
+    const deleting = access.delete({ workspaceId: t.ws, principalId: admin, access: NO_CALLER }, task.id);
     const refused = expect(deleting).rejects.toMatchObject({ code: "task_not_found" });
     await settle();
     await lock.release();
@@ -147,12 +155,16 @@ describe("an admin's delete", () => {
 
 describe("a delete by an admin made a plain member while it waited", () => {
   it("is refused: a shared task is not theirs to delete any more", async () => {
-    const task = (await store.update(await ownersTask(), (current) => ({
-      ...current,
-      visibility: "shared",
-    }))) as Task;
+    const task = (await store.update(
+      await ownersTask(),
+      (current) => ({
+        ...current,
+        visibility: "shared",
+      }),
+      NO_CALLER,
+    )) as Task;
     const lock = await holdLock(task);
-    const deleting = tasks().delete({ workspaceId: t.ws, principalId: admin }, task.id);
+    const deleting = tasks().delete({ workspaceId: t.ws, principalId: admin, access: NO_CALLER }, task.id);
     const refused = expect(deleting).rejects.toMatchObject({ code: "forbidden" });
     await settle();
     adminDemoted = true;
@@ -166,7 +178,7 @@ describe("two deletes of a task at once", () => {
   it("remove it once: the later finds it gone and is answered as for any task that is not there", async () => {
     const task = await ownersTask();
     const access = tasks();
-    const asker = { workspaceId: t.ws, principalId: owner };
+    const asker = { workspaceId: t.ws, principalId: owner, access: NO_CALLER };
     const lock = await holdLock(task);
     const first = access.delete(asker, task.id);
     const second = access.delete(asker, task.id);
@@ -181,18 +193,22 @@ describe("two deletes of a task at once", () => {
 
 describe("a member's run of a shared task", () => {
   it("is refused when its owner makes it private before the run is recorded: it is theirs alone", async () => {
-    const task = (await store.update(await ownersTask(), (current) => ({
-      ...current,
-      visibility: "shared",
-    }))) as Task;
+    const task = (await store.update(
+      await ownersTask(),
+      (current) => ({
+        ...current,
+        visibility: "shared",
+      }),
+      NO_CALLER,
+    )) as Task;
     const start = vi.fn();
     const access = tasks({ start } as unknown as TaskRunner);
     const lock = await holdLock(task);
-    const hiding = access.update({ workspaceId: t.ws, principalId: owner }, task.id, {
+    const hiding = access.update({ workspaceId: t.ws, principalId: owner, access: NO_CALLER }, task.id, {
       visibility: "private",
     });
     await settle();
-    const starting = access.run({ workspaceId: t.ws, principalId: member }, task.id, {});
+    const starting = access.run({ workspaceId: t.ws, principalId: member, access: NO_CALLER }, task.id, {});
     const refused = expect(starting).rejects.toMatchObject({ code: "task_not_found" });
     await settle();
     await lock.release();
