@@ -60,22 +60,3 @@ export function withRoleRequired(
     if (held !== role) throw refusal();
   };
 }
-
-/**
- * `access` as a write asks it, remembering whether it refused: only a refused write is known to
- * have left nothing on disk, where a failure of another step may come after the write was seen.
- */
-export function watchRefusal(access: AccessCheck): { check: AccessCheck; readonly refused: boolean } {
-  const asked = {
-    refused: false,
-    check: () => {
-      try {
-        access();
-      } catch (error) {
-        asked.refused = true;
-        throw error;
-      }
-    },
-  };
-  return asked;
-}

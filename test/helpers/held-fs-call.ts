@@ -1,6 +1,6 @@
 import { type FsReplacement, withFsHook } from "./fs-hook.ts";
 
-type Hookable = "open" | "stat" | "lstat" | "mkdir";
+type Hookable = "open" | "stat" | "lstat" | "mkdir" | "readdir";
 
 /** The one fs call `holdingFsCall` holds: reached once it is made, made for real at `release`. */
 export interface HeldFsCall {

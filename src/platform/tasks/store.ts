@@ -4,7 +4,7 @@ import { IdleCache } from "../../sources/idle-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
-import { type AccessCheck, watchRefusal } from "../../workspace/access-check.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
 import { LoadedRuns, LoadedWorkspace, type LoadHooks, placeRuns, type UnreadableTask } from "./loaded.ts";
@@ -123,13 +123,10 @@ export class TaskStore implements LeftoverRules {
       );
       // Indexed before it is written: a crash between leaves an entry boot drops, never a lost schedule.
       if (task.trigger) await this.index.addSchedule(task);
-      const asked = watchRefusal(access);
       try {
-        await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task, asked.check);
+        await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task, access);
       } catch (error) {
-        // Refused, so not written, nor scheduled: its entry goes now, not at the next boot. Any
-        // other failure may come after the link, and keeps it: an entry too many, never too few.
-        if (task.trigger && asked.refused) await this.dropSchedule(task);
+        if (task.trigger) await this.unscheduleUnwritten(task);
         throw error;
       }
       (await this.loaded.peek(task.workspaceId))?.setTask(task);
@@ -163,13 +160,11 @@ export class TaskStore implements LeftoverRules {
         }
         return changed;
       };
-      const asked = watchRefusal(access);
       let next: Task | undefined;
       try {
-        next = await this.files.tasks.update(task.workspaceId, task.ownerId, task.id, apply, asked.check);
+        next = await this.files.tasks.update(task.workspaceId, task.ownerId, task.id, apply, access);
       } catch (error) {
-        // Refused, the trigger it was to give is not written, and neither is its entry.
-        if (indexed && asked.refused) await this.dropSchedule(task);
+        if (indexed) await this.unscheduleUnwritten(task);
         throw error;
       }
       if (!next) return undefined;
@@ -316,17 +311,20 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Removes the schedule entry of a task whose write did not land. The index may hold an entry too
-   * many (boot drops it, boot-index.ts), so one that cannot be removed now is logged, not thrown
-   * over the write's own error.
+   * After a create or update that indexed `task` failed: its entry goes unless the record on disk
+   * has a trigger (a write that failed after its commit), so a write its caller's access refused,
+   * or whose workspace was archived under it, leaves no entry. The index keeps its rule — an entry
+   * too many (boot drops it, boot-index.ts), never one too few: a record that cannot be read keeps
+   * its entry, and what fails here is logged, not thrown over the write's own error.
    */
-  private async dropSchedule(task: Task): Promise<void> {
+  private async unscheduleUnwritten(task: Task): Promise<void> {
     try {
-      await this.index.removeSchedule(task);
+      const stored = await this.files.tasks.get(task.workspaceId, task.ownerId, task.id);
+      if (!stored?.trigger) await this.index.removeSchedule(task);
     } catch (error) {
       this.options.log.warn(
         { err: error, workspaceId: task.workspaceId, taskId: task.id },
-        "a schedule entry of a task not written could not be removed; the next boot drops it",
+        "the schedule entry of a task whose write failed is kept; the next boot drops it if the task has no trigger",
       );
     }
   }
