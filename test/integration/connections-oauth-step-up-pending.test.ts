@@ -72,18 +72,22 @@ describe("a step-up an admin is completing", () => {
     server.stepUpScope = "read files.write";
     const first = goUrlIn(await stepUpText("notes"));
     expect(first).toBeDefined();
-    // An admin opens it and consents at the authorization server, holding the answer.
-    const { location, cookie } = await openGoUrl(instance, "alice", first as string);
-    expect(location.searchParams.get("scope")).toBe("read files.write");
-    const atServer = await fetch(location, { redirect: "manual" });
-    const back = new URL(atServer.headers.get("location") ?? "");
 
-    // Meanwhile a member's call to a tool needing another scope: the waiting link, said to be so.
+    // A member's call to a tool needing another scope: the waiting link, said to be so.
     server.stepUpScope = "read calendar.read";
     const meanwhile = await stepUpText("notes");
     expect(goUrlIn(meanwhile)).toBe(first);
     expect(meanwhile).toContain('asking for scope "read files.write", not all of it, is already waiting');
     expect(meanwhile).toContain("a workspace admin must finish it first");
+
+    // An admin opens it and consents at the authorization server, holding the answer.
+    const { location, cookie } = await openGoUrl(instance, "alice", first as string);
+    expect(location.searchParams.get("scope")).toBe("read files.write");
+    const atServer = await fetch(location, { redirect: "manual" });
+    const back = new URL(atServer.headers.get("location") ?? "");
+    // The member's call again, while she does: still not replaced (opened, its link is not handed
+    // out: connections-oauth-step-up-opened.test.ts).
+    expect(goUrlIn(await stepUpText("notes"))).toBeUndefined();
 
     const landing = await deliverByHand(instance, "alice", cookie, back);
     expect(landing.status, landing.text).toBe(200);

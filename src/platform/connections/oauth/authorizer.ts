@@ -3,6 +3,7 @@ import { InvalidInput } from "../../../errors.ts";
 import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
+import { joinToolName } from "../../../sources/tool-names.ts";
 import type { WorkspaceRole } from "../../../workspace/model.ts";
 import { type ConnectionRecord, checkScopes } from "../model.ts";
 import { retold } from "../remote-failure.ts";
@@ -160,7 +161,9 @@ export class Authorizer {
    * and what it requires, handed out again while unused rather than one per call. A step-up
    * already pending for other scopes is handed out too, said to be waiting (`StepUpLink`), never
    * replaced: an admin may be completing it. Once it activates, the next 403 starts one from
-   * what it granted (test/integration/connections-oauth-step-up-pending.test.ts).
+   * what it granted (test/integration/connections-oauth-step-up-pending.test.ts). One already
+   * opened is not handed out, its go_url opening in that browser alone: the call is told where a
+   * sign-in of one's own starts instead (test/integration/connections-oauth-step-up-opened.test.ts).
    */
   async stepUp(record: ConnectionRecord, required: string | undefined): Promise<StepUpLink> {
     const auth = oauthOf(record);
@@ -181,6 +184,7 @@ export class Authorizer {
       activatedAt: auth.activatedAt,
     });
     if (!pending) return this.start(record, { scopes });
+    if (pending.binding) return { openedElsewhere: { ...this.startOwn(pending), scopes } };
     const asked = new Set(pending.scope?.split(" "));
     const link = this.link(pending);
     return scopes.every((scope) => asked.has(scope)) ? link : { ...link, waiting: { scope: pending.scope } };
@@ -204,11 +208,11 @@ export class Authorizer {
       if (flow.binding.principalId === principalId && this.flows.boundTo(flow, cookieSecret)) {
         return { redirect: flow.authorizationUrl };
       }
+      const { start, expiresAt } = this.startOwn(flow);
       return {
         status: 403,
         title: "Opened in another browser",
-        message:
-          "This authorization link was already opened in another browser; finish it there, or start a new one.",
+        message: `This authorization link was already opened in another browser; finish it there, or wait until ${expiresAt} for it to expire. To start a sign-in of your own: POST ${start} (optional body {"scopes":[…]}), or ${joinToolName("connections", "authorize")} over MCP.`,
       };
     }
     return { redirect: flow.authorizationUrl, setSecret: this.flows.bind(flow, principalId) };
@@ -356,6 +360,14 @@ export class Authorizer {
       // its verifier it was sent (test/integration/connections-oauth-hostile.test.ts "quotes").
       throw new RedeemFailed((retold(error, []) as Error).message);
     });
+  }
+
+  /** Until when `flow` waits, and where one locked out of it starts a sign-in of their own. */
+  private startOwn(flow: Flow): { expiresAt: string; start: string } {
+    return {
+      expiresAt: new Date(flow.expiresAt).toISOString(),
+      start: oauthPaths(this.deps.publicUrl()).start(flow.workspaceId, flow.name),
+    };
   }
 
   private link(flow: Flow): GoLink {

@@ -19,6 +19,12 @@ export interface OAuthPaths {
   /** The callback of the issuer whose key is `key` (issuerKey). */
   issuerCallback(key: string): string;
   go(flowId: string): string;
+  /**
+   * Where a workspace admin (a personal connection's owner) starts a sign-in of their own, `POST`
+   * with `{"scopes"?}`: a per-person flow, never the step-up's slot, so it is what is left to one
+   * locked out of a flow opened in another browser.
+   */
+  start(workspaceId: string, name: string): string;
   /** The client ID metadata document's URL: only for an https public URL that is not loopback. */
   metadataDocument?: string;
   /** Whether the binding cookie can be `__Host-` (Secure): the public URL is https. */
@@ -33,6 +39,8 @@ export function oauthPaths(publicUrl: string): OAuthPaths {
     callback: `${publicUrl}${OAUTH_CALLBACK_PATH}`,
     issuerCallback: (key) => `${publicUrl}${OAUTH_ISSUER_CALLBACK_PATH.replace(":issuer", key)}`,
     go: (flowId) => `${publicUrl}${OAUTH_GO_PATH.replace(":flow", flowId)}`,
+    start: (workspaceId, name) =>
+      `${publicUrl}/v1/workspaces/${encodeURIComponent(workspaceId)}/connections/${encodeURIComponent(name)}/oauth/start`,
     ...(servesDocument ? { metadataDocument: `${publicUrl}${CLIENT_METADATA_PATH}` } : {}),
     secure,
   };

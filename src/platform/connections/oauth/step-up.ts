@@ -1,16 +1,23 @@
 import { extractWWWAuthenticateParams } from "@modelcontextprotocol/client";
+import { joinToolName } from "../../../sources/tool-names.ts";
 import { NotAuthorized } from "./connection-tokens.ts";
 import { reauthorizer } from "./record-home.ts";
 
 /**
- * The go_url a step-up answers: a new re-authorization's, or the pending one's handed out again.
+ * What a step-up answers: a new re-authorization's go_url, or the pending one's handed out again.
  * `waiting` is set when the pending one asks for less than this call needs (its `scope`): it is
  * never replaced, since an admin may be completing it (ADR 0122, amended 2026-12-07), so it must
  * be finished first, and the call made again then starts one for the rest.
  */
-export interface StepUpLink {
-  go_url: string;
-  waiting?: { scope: string | undefined };
+export type StepUpLink = { go_url: string; waiting?: { scope: string | undefined } } | OpenedElsewhere;
+
+/**
+ * The pending step-up was already opened, so its go_url answers any other browser 403: instead of
+ * that link, until when it waits and where a sign-in of one's own starts (`start`, for `scopes`,
+ * what this call needs), which is not the step-up's slot and so is never refused for it.
+ */
+export interface OpenedElsewhere {
+  openedElsewhere: { expiresAt: string; start: string; scopes: string[] };
 }
 
 /**
@@ -26,18 +33,32 @@ export class StepUpRequired extends Error {
     link: StepUpLink,
     owner?: string,
   ) {
-    const who = reauthorizer({ owner });
-    const onlyOwner = owner === undefined ? "" : " (only the owner can open this link)";
-    const asked = link.waiting?.scope ? `scope "${link.waiting.scope}"` : "no particular scope";
     super(
       `The server of connection "${connection}" needs more access${scope ? ` (scope "${scope}")` : ""} than it was granted; ` +
-        (link.waiting
-          ? `a re-authorization asking for ${asked}, not all of it, is already waiting and is not replaced: ` +
-            `${who} must finish it first${onlyOwner}: open ${link.go_url} — then make this call again to start one for the rest`
-          : `${who} must re-authorize it${onlyOwner}: open ${link.go_url}`),
+        whatToDo(link, owner),
     );
     this.name = "StepUpRequired";
   }
+}
+
+function whatToDo(link: StepUpLink, owner: string | undefined): string {
+  const who = reauthorizer({ owner });
+  if ("openedElsewhere" in link) {
+    const { expiresAt, start, scopes } = link.openedElsewhere;
+    const body = scopes.length ? ` with {"scopes":${JSON.stringify(scopes)}}` : "";
+    return (
+      `a re-authorization of it was already opened in a browser and is being completed there, until ${expiresAt} at the latest; ` +
+      `its link opens in no other browser. ${owner === undefined ? "A workspace admin" : "Its owner"} can start a sign-in of their own for what this call needs: ` +
+      `POST ${start}${body} (${joinToolName("connections", "authorize")} over MCP); or wait for that one to finish or expire, then make this call again`
+    );
+  }
+  const onlyOwner = owner === undefined ? "" : " (only the owner can open this link)";
+  if (!link.waiting) return `${who} must re-authorize it${onlyOwner}: open ${link.go_url}`;
+  const asked = link.waiting.scope ? `scope "${link.waiting.scope}"` : "no particular scope";
+  return (
+    `a re-authorization asking for ${asked}, not all of it, is already waiting and is not replaced: ` +
+    `${who} must finish it first${onlyOwner}: open ${link.go_url} — then make this call again to start one for the rest`
+  );
 }
 
 /**
