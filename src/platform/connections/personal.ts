@@ -92,9 +92,14 @@ export class PersonalConnections {
   }
 
   async remove(ownerId: string, name: string): Promise<void> {
-    // A damaged record is removed all the same, as a workspace's is (connections.ts remove()).
-    const record = await this.deps.store.remove(ownerId, name, (error: unknown) =>
-      this.damaged.unreadable(name, error),
+    // A damaged record is removed all the same, as a workspace's is (connections.ts remove()). No
+    // check at its commit (NO_CALLER): a personal connection is its owner's, and losing a
+    // workspace does not take it from them; their own removal or disable lands wherever it is asked.
+    const record = await this.deps.store.remove(
+      ownerId,
+      name,
+      (error: unknown) => this.damaged.unreadable(name, error),
+      NO_CALLER,
     );
     this.deps.looks.end(ownerId, name, connectionNotFound(name));
     await this.serving.withdrawEverywhere(ownerId, name);
@@ -119,6 +124,7 @@ export class PersonalConnections {
       name,
       (current) => ({ ...current, disabled }),
       this.deps.looks.endOnDisable(ownerId, name),
+      NO_CALLER,
     );
     if (disabled) {
       await this.serving.withdrawEverywhere(ownerId, name);

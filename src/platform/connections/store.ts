@@ -10,6 +10,7 @@ import {
 } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
+import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { ConnectionRecord, CredentialHealth, TransportHealth } from "./model.ts";
 import { SharedSnapshots } from "./shared-snapshots.ts";
 import type { Snapshot } from "./snapshot.ts";
@@ -70,7 +71,7 @@ export class ConnectionStore implements LeftoverRules {
   async create(
     record: ConnectionRecord,
     snapshot: Snapshot | undefined,
-    admitted: () => void = () => undefined,
+    admitted: AccessCheck,
   ): Promise<void> {
     const key = record.owner ?? record.workspaceId;
     const dir = await this.ensureServersDir(key);
@@ -124,14 +125,16 @@ export class ConnectionStore implements LeftoverRules {
   /**
    * Read-modify-write of the record, one at a time per connection; `written` is told under the lock.
    * `admitted` is asked just before the record's rename, and may throw: whether whoever changes it
-   * may still (an admin's disable, adr/0154 amended).
+   * may still (an admin's disable, adr/0154 amended). Required here as in `create` and `remove`:
+   * a change for no caller (an OAuth activation, an owner's own personal connection) names
+   * `NO_CALLER` where it is made, so no caller's change skips its check by leaving it out.
    */
   async update(
     workspaceId: string,
     name: string,
     change: (record: ConnectionRecord) => ConnectionRecord,
     written: (next: ConnectionRecord, previous: ConnectionRecord) => void = () => undefined,
-    admitted: () => void = () => undefined,
+    admitted: AccessCheck,
   ): Promise<ConnectionRecord> {
     return this.lock.run(`${workspaceId}/${name}`, async () => {
       const previous = await this.get(workspaceId, name);
@@ -257,7 +260,7 @@ export class ConnectionStore implements LeftoverRules {
     workspaceId: string,
     name: string,
     unreadable: (error: unknown) => undefined,
-    admitted: () => void = () => undefined,
+    admitted: AccessCheck,
   ): Promise<ConnectionRecord | undefined> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
     const { removal, record } = await this.lock.run(`${workspaceId}/${name}`, async () => {

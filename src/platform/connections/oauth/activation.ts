@@ -1,6 +1,7 @@
 import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
+import { NO_CALLER } from "../../../workspace/access-check.ts";
 import type { ConnectionRecord } from "../model.ts";
 import { type ConnectionTokens, tokenLease } from "./connection-tokens.ts";
 import { RootLetGo } from "./credential-exchanges.ts";
@@ -38,30 +39,39 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
     let previous: string | undefined;
     let updated: ConnectionRecord;
     try {
-      updated = await store.update(key, flow.name, (current) => {
-        deps.tokens.checkMayWrite();
-        const auth = current.auth.kind === "oauth" ? current.auth : undefined;
-        if (
-          !auth ||
-          current.id !== flow.connectionId ||
-          current.authorizationGeneration !== flow.generation ||
-          auth.activatedAt !== flow.activatedAt
-        ) {
-          throw new Superseded();
-        }
-        previous = auth.tokens;
-        return {
-          ...current,
-          authorizationGeneration: current.authorizationGeneration + (auth.activatedAt === undefined ? 0 : 1),
-          auth: {
-            ...auth,
-            ...(flow.scope ? { scopes: flow.scope.split(" ") } : {}),
-            granted: (tokens.scope ?? flow.scope ?? "").split(" ").filter(Boolean),
-            tokens: credential,
-            activatedAt: new Date(deps.clock()).toISOString(),
-          },
-        };
-      });
+      // No caller's check (NO_CALLER): the flow, not a request, decides — its generation and
+      // activation time, asked under the lock below; whoever opened it was judged at its go_url.
+      updated = await store.update(
+        key,
+        flow.name,
+        (current) => {
+          deps.tokens.checkMayWrite();
+          const auth = current.auth.kind === "oauth" ? current.auth : undefined;
+          if (
+            !auth ||
+            current.id !== flow.connectionId ||
+            current.authorizationGeneration !== flow.generation ||
+            auth.activatedAt !== flow.activatedAt
+          ) {
+            throw new Superseded();
+          }
+          previous = auth.tokens;
+          return {
+            ...current,
+            authorizationGeneration:
+              current.authorizationGeneration + (auth.activatedAt === undefined ? 0 : 1),
+            auth: {
+              ...auth,
+              ...(flow.scope ? { scopes: flow.scope.split(" ") } : {}),
+              granted: (tokens.scope ?? flow.scope ?? "").split(" ").filter(Boolean),
+              tokens: credential,
+              activatedAt: new Date(deps.clock()).toISOString(),
+            },
+          };
+        },
+        undefined,
+        NO_CALLER,
+      );
     } catch (error) {
       // Once the root is let go, not even the new set's removal is written: it stays sealed with
       // no record naming it, as an answer the process never stored.

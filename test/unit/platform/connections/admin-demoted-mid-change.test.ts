@@ -3,6 +3,7 @@ import { Forbidden } from "../../../../src/errors.ts";
 import { Connections } from "../../../../src/platform/connections/connections.ts";
 import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { holdingFsCall } from "../../../helpers/held-fs-call.ts";
@@ -32,7 +33,7 @@ beforeEach(async () => {
     protocolVersion: "2026-07-28",
   });
   if (!("snapshot" in taken)) throw new Error("refused");
-  await store.create(connectionRecord(temp.ws), taken.snapshot);
+  await store.create(connectionRecord(temp.ws), taken.snapshot, NO_CALLER);
   connections = new Connections(inertConnectionsDeps(store, { workspaces: temp.workspaces }));
 });
 
@@ -41,7 +42,7 @@ afterEach(() => temp.remove());
 /** `change` starts behind a write of the record held at its temp file; ADMIN is demoted before it goes on. */
 async function demotedWhileQueued(change: () => Promise<unknown>): Promise<unknown> {
   return holdingFsCall("open", isTempRecord, async (write) => {
-    const before = store.update(temp.ws, "srv", (current) => current);
+    const before = store.update(temp.ws, "srv", (current) => current, undefined, NO_CALLER);
     await write.reached;
     // Its first check passes now: ADMIN is an admin when the change is asked for.
     const changing = change().then(

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { DamagedConnections, viewConnection } from "../../../../src/platform/connections/connection-view.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { gate } from "../../../helpers/gate.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -31,8 +32,16 @@ beforeEach(async () => {
     digests: {},
     digest: "d1",
   };
-  await store.create(connectionRecord(temp.ws, { id: `con_${"1".repeat(24)}`, name: "alpha" }), snapshot);
-  await store.create(connectionRecord(temp.ws, { id: `con_${"2".repeat(24)}`, name: "beta" }), snapshot);
+  await store.create(
+    connectionRecord(temp.ws, { id: `con_${"1".repeat(24)}`, name: "alpha" }),
+    snapshot,
+    NO_CALLER,
+  );
+  await store.create(
+    connectionRecord(temp.ws, { id: `con_${"2".repeat(24)}`, name: "beta" }),
+    snapshot,
+    NO_CALLER,
+  );
 });
 
 afterEach(async () => {
@@ -61,7 +70,7 @@ describe("a listing of connections while one is removed", () => {
       viewConnection(store, temp.ws, name, []),
     );
     await held.read;
-    await store.remove(temp.ws, "alpha", () => undefined);
+    await store.remove(temp.ws, "alpha", () => undefined, NO_CALLER);
     held.release();
     expect((await listing).map((view) => view.name)).toEqual(["beta"]);
   });
@@ -73,7 +82,7 @@ describe("a listing of connections while one is removed", () => {
       return name;
     });
     await held.read;
-    await store.remove(temp.ws, "alpha", () => undefined);
+    await store.remove(temp.ws, "alpha", () => undefined, NO_CALLER);
     held.release();
     expect(await listing).toEqual(["beta"]);
   });
@@ -114,7 +123,7 @@ describe("a listing of connections where one still there has lost a file", () =>
     const rethrow = (error: unknown): undefined => {
       throw error;
     };
-    await expect(store.remove(temp.ws, "alpha", rethrow)).resolves.toBeUndefined();
+    await expect(store.remove(temp.ws, "alpha", rethrow, NO_CALLER)).resolves.toBeUndefined();
     expect(store.names(temp.ws)).toEqual(["beta"]);
   });
 });

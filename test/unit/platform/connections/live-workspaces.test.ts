@@ -10,6 +10,7 @@ import { ServerLooks } from "../../../../src/platform/connections/server-looks.t
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { CredentialStore } from "../../../../src/storage/credential-store.ts";
 import { KeyedLock } from "../../../../src/storage/keyed-lock.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -62,7 +63,11 @@ async function wired() {
       TOKENS_FIELD,
       JSON.stringify({ accessToken: access, refreshToken: `${access}-refresh`, expiresAt: NOW + 3_600_000 }),
     );
-    await store.create({ ...record, auth: { ...record.auth, tokens } } as ConnectionRecord, undefined);
+    await store.create(
+      { ...record, auth: { ...record.auth, tokens } } as ConnectionRecord,
+      undefined,
+      NO_CALLER,
+    );
     const stored = await store.get(workspaceId, record.name);
     expect(await oauth.bearers.bearer(stored)).toBe(access);
     return stored;

@@ -4,6 +4,7 @@ import type { ConnectionsDeps } from "../../../../src/platform/connections/conne
 import { PersonalConnections } from "../../../../src/platform/connections/personal.ts";
 import { createPersonalStore } from "../../../../src/platform/connections/personal-store.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { gate } from "../../../helpers/gate.ts";
@@ -117,9 +118,9 @@ describe("an OAuth add while a connection stored under its name is removed", () 
       digests: {},
       digest: "",
     };
-    await store.create(connectionRecord(temp.ws, { name: "oa" }), snapshot);
+    await store.create(connectionRecord(temp.ws, { name: "oa" }), snapshot, NO_CALLER);
     await connections.remove(temp.ws, ADMIN, "oa");
-    await store.create(connectionRecord(temp.ws, { name: "oa" }), snapshot);
+    await store.create(connectionRecord(temp.ws, { name: "oa" }), snapshot, NO_CALLER);
     held.open();
     // Ended by the removal, it answered the removed one's 404 connection_not_found.
     await expect(added).rejects.toMatchObject({ status: 409, code: "connection_exists" });

@@ -7,6 +7,7 @@ import {
 } from "../../../../src/platform/connections/published-skills.ts";
 import type { Snapshot } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { gate } from "../../../helpers/gate.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -45,7 +46,7 @@ async function add(
   id = `con_${"c".repeat(24)}`,
   changes: Partial<Snapshot> = {},
 ): Promise<void> {
-  await store.create(connectionRecord(temp.ws, { id, name }), snapshot(1, changes));
+  await store.create(connectionRecord(temp.ws, { id, name }), snapshot(1, changes), NO_CALLER);
 }
 
 /** Each read of `name`'s snapshot waits, once read, until `release` opens; `read` opens as it waits. */
@@ -100,10 +101,10 @@ describe("the published skills kept for a workspace's connections", () => {
 
   it("go with a connection removed, and with one no longer served", async () => {
     await bodies();
-    await store.remove(temp.ws, "alpha", () => undefined);
+    await store.remove(temp.ws, "alpha", () => undefined, NO_CALLER);
     await skills.forget(temp.ws, "alpha");
     expect(await skills.kept(temp.ws)).toBe(1);
-    await store.update(temp.ws, "beta", (record) => ({ ...record, disabled: true }));
+    await store.update(temp.ws, "beta", (record) => ({ ...record, disabled: true }), undefined, NO_CALLER);
     expect(await bodies()).toEqual([]);
     expect(await skills.kept(temp.ws)).toBe(0);
   });
@@ -140,7 +141,7 @@ describe("what a connection that is not served publishes", () => {
     } finally {
       await reserved.close();
     }
-    await store.update(temp.ws, "alpha", (record) => ({ ...record, disabled: true }));
+    await store.update(temp.ws, "alpha", (record) => ({ ...record, disabled: true }), undefined, NO_CALLER);
     expect((await skills.list(temp.ws)).skills.map((skill) => skill.name)).toEqual(["beta"]);
   });
 });
@@ -152,7 +153,7 @@ describe("a connection removed and added again under its name", () => {
     const listing = skills.list(temp.ws);
     await held.read;
     // What Connections.remove does: the store, then the published skills.
-    await store.remove(temp.ws, "acme", () => undefined);
+    await store.remove(temp.ws, "acme", () => undefined, NO_CALLER);
     await skills.forget(temp.ws, "acme");
     held.release();
     await listing;
@@ -175,7 +176,7 @@ describe("a listing while a connection is removed", () => {
     });
     const listing = bodies();
     await listed.promise;
-    await store.remove(temp.ws, "alpha", () => undefined);
+    await store.remove(temp.ws, "alpha", () => undefined, NO_CALLER);
     release.open();
     expect(await listing).toEqual(["beta: How to use the server, as of version 1."]);
   });

@@ -8,6 +8,7 @@ import { photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { CredentialStore } from "../../../../src/storage/credential-store.ts";
 import { makeFolderPathIfMissing } from "../../../../src/storage/folders.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { inertConnectionsDeps } from "../../../helpers/connections-deps.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
@@ -57,7 +58,7 @@ async function authorized(personal: boolean) {
     },
   });
   if (personal) await makeFolderPathIfMissing(temp.layout.userConnectionsDir(ADMIN));
-  await store.create(record, snapshot());
+  await store.create(record, snapshot(), NO_CALLER);
   const key = personal ? ADMIN : temp.ws;
   const remove = personal
     ? () => new PersonalConnections(deps(store)).remove(ADMIN, "srv")
@@ -84,11 +85,17 @@ describe("a remove while a re-authorization swaps in newly sealed tokens", () =>
     // activate()'s swap, under the connection's lock, queued before the remove takes it; activate
     // then discards the token set it replaced.
     const activating = store
-      .update(key, "srv", (current) => ({
-        ...current,
-        authorizationGeneration: current.authorizationGeneration + 1,
-        auth: { ...current.auth, tokens: renewed } as ConnectionRecord["auth"],
-      }))
+      .update(
+        key,
+        "srv",
+        (current) => ({
+          ...current,
+          authorizationGeneration: current.authorizationGeneration + 1,
+          auth: { ...current.auth, tokens: renewed } as ConnectionRecord["auth"],
+        }),
+        undefined,
+        NO_CALLER,
+      )
       .then(() => vault.delete((record.auth as { tokens: string }).tokens));
     const removing = remove();
     await Promise.all([activating, removing]);

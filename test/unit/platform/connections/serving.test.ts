@@ -55,7 +55,7 @@ function photographed() {
 beforeEach(async () => {
   temp = await openTempRoot("connection-serving", ADMIN);
   store = new ConnectionStore(temp.layout.partition("connections"));
-  await store.create(record(), photographed().snapshot);
+  await store.create(record(), photographed().snapshot, NO_CALLER);
   served = new Map();
   held = undefined;
   const sources: WorkspaceSources = {
@@ -145,7 +145,7 @@ describe("a lapse a health loop found, for a connection removed while it was bei
     await eventually(() => expect(store.credential).toHaveBeenCalled());
     await connections.remove(temp.ws, ADMIN, "srv");
     const { snapshot } = photographed();
-    await store.create({ ...record(), id: `con_${"d".repeat(24)}` }, snapshot);
+    await store.create({ ...record(), id: `con_${"d".repeat(24)}` }, snapshot, NO_CALLER);
     await connections.changed(temp.ws, "srv");
     noted.open();
     await changing.catch(() => undefined);

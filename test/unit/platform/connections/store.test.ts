@@ -6,6 +6,7 @@ import type { Snapshot } from "../../../../src/platform/connections/snapshot.ts"
 import { KEPT_SNAPSHOTS } from "../../../../src/platform/connections/snapshot-files.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
+import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -49,7 +50,7 @@ afterEach(async () => {
 describe("ConnectionStore snapshots", () => {
   it("never lists or reads a snapshot file the record has not committed", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     await leaveUncommitted(2);
 
     const restarted = new ConnectionStore(temp.layout.partition("connections"));
@@ -60,7 +61,7 @@ describe("ConnectionStore snapshots", () => {
 
   it("replaces an uncommitted leftover: the next refresh commits instead of racing forever", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     await leaveUncommitted(2);
 
     const next = await store.appendSnapshot(temp.ws, "srv", snapshot(2, "fresh"));
@@ -72,7 +73,7 @@ describe("ConnectionStore snapshots", () => {
 
   it("keeps the newest KEPT_SNAPSHOTS versions: an append past them removes the oldest, which are no longer read", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     const last = KEPT_SNAPSHOTS + 3;
     for (let version = 2; version <= last; version++)
       await store.appendSnapshot(temp.ws, "srv", snapshot(version));
@@ -85,7 +86,7 @@ describe("ConnectionStore snapshots", () => {
 
   it("writes a snapshot compact, and reads one an earlier version wrote indented", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     await store.appendSnapshot(temp.ws, "srv", snapshot(2));
     for (const version of [1, 2])
       expect(await readFile(join(snapshotsDir(), `${version}.json`), "utf8")).toBe(
@@ -98,7 +99,7 @@ describe("ConnectionStore snapshots", () => {
 
   it("still refuses a version that is not the next one", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     await expect(store.appendSnapshot(temp.ws, "srv", snapshot(3))).rejects.toMatchObject({
       code: "snapshot_raced",
     });
@@ -110,9 +111,15 @@ describe("ConnectionStore snapshots", () => {
 
   it("appends nothing for a refresh a disable ended while the append waited behind the disable's write", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     const refresh = new AbortController();
-    const disabling = store.update(temp.ws, "srv", (current) => ({ ...current, disabled: true }));
+    const disabling = store.update(
+      temp.ws,
+      "srv",
+      (current) => ({ ...current, disabled: true }),
+      undefined,
+      NO_CALLER,
+    );
     const appending = store.appendSnapshot(temp.ws, "srv", snapshot(2), refresh.signal);
     const ended = new Error("disabled meanwhile");
     refresh.abort(ended);
@@ -126,7 +133,7 @@ describe("ConnectionStore snapshots", () => {
 describe("ConnectionStore recovery", () => {
   it("removes the temp files an atomic write left inside a connection's folder and its snapshots", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
-    await store.create(record(1), snapshot(1));
+    await store.create(record(1), snapshot(1), NO_CALLER);
     const folder = join(temp.layout.partition("connections").dir(temp.ws), "servers", "srv");
     const leftovers = [
       join(folder, ".tmp-credential.json-1"),
@@ -157,8 +164,8 @@ describe("ConnectionStore health files", () => {
   it("a loop's conclusion that lands while its connection is removed writes nothing and does not fail", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
     for (let round = 0; round < 5; round++) {
-      await store.create(record(1), snapshot(1));
-      const removed = store.remove(temp.ws, "srv", () => undefined);
+      await store.create(record(1), snapshot(1), NO_CALLER);
+      const removed = store.remove(temp.ws, "srv", () => undefined, NO_CALLER);
       await Promise.all([
         store.writeCredential(temp.ws, "srv", { lapsed: true }),
         store.writeTransport(temp.ws, "srv", { up: false, failures: 1 }),
@@ -174,7 +181,7 @@ describe("ConnectionStore remove", () => {
   it("queued behind a create of the same name, before the create indexed it, answers 404 and leaves it whole", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
     const old = connectionRecord(temp.ws, { id: `con_${"o".repeat(24)}` });
-    await store.create(old, snapshot(1));
+    await store.create(old, snapshot(1), NO_CALLER);
     // The first remove's turn at the connection's lock is held until a create and a second
     // remove have queued behind it (the lock is private: its run is wrapped for the test).
     const lock = (
@@ -195,12 +202,12 @@ describe("ConnectionStore remove", () => {
     const rethrow = (error: unknown): undefined => {
       throw error;
     };
-    const first = store.remove(temp.ws, "srv", rethrow);
+    const first = store.remove(temp.ws, "srv", rethrow, NO_CALLER);
     const fresh = connectionRecord(temp.ws, { id: `con_${"n".repeat(24)}` });
-    const created = store.create(fresh, snapshot(1));
+    const created = store.create(fresh, snapshot(1), NO_CALLER);
     await queued;
     // "srv" is still indexed when it is asked, so it queues behind the create.
-    const second = store.remove(temp.ws, "srv", rethrow);
+    const second = store.remove(temp.ws, "srv", rethrow, NO_CALLER);
     open();
     await expect(first).resolves.toMatchObject({ id: old.id });
     await created;
@@ -217,12 +224,12 @@ describe("ConnectionStore holds", () => {
   it("answers whether a connection of that id is the one stored under its name: not once removed, nor for an earlier one of the name", async () => {
     const store = new ConnectionStore(temp.layout.partition("connections"));
     const old = connectionRecord(temp.ws, { id: `con_${"o".repeat(24)}` });
-    await store.create(old, snapshot(1));
+    await store.create(old, snapshot(1), NO_CALLER);
     expect(store.holds(temp.ws, "srv", (await store.get(temp.ws, "srv")).id)).toBe(true);
-    await store.remove(temp.ws, "srv", () => undefined);
+    await store.remove(temp.ws, "srv", () => undefined, NO_CALLER);
     expect(store.holds(temp.ws, "srv", old.id)).toBe(false);
     const fresh = connectionRecord(temp.ws, { id: `con_${"n".repeat(24)}` });
-    await store.create(fresh, snapshot(1));
+    await store.create(fresh, snapshot(1), NO_CALLER);
     await store.get(temp.ws, "srv");
     expect(store.holds(temp.ws, "srv", old.id)).toBe(false);
     expect(store.holds(temp.ws, "srv", fresh.id)).toBe(true);
