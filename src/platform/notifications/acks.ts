@@ -61,12 +61,9 @@ export class MemberAcks {
       if ("upTo" in what) {
         const upTo = what.upTo;
         const fresh = new Set(what.visible.filter((seq) => seq <= upTo && !isAcked(acks, seq)));
-        await this.write(
-          workspaceId,
-          principalId,
-          { upToSeq: Math.max(acks.upToSeq, upTo), seqs: [] },
-          access,
-        );
+        // A seq above the listing's newest stays: an entry posted after this ack of all listed
+        // the inbox may have been acknowledged by id since, and this ack does not cover it.
+        await this.write(workspaceId, principalId, folded(Math.max(acks.upToSeq, upTo), acks.seqs), access);
         return { acked: fresh.size };
       }
       const fresh = what.seqs.filter((seq) => !isAcked(acks, seq));
@@ -105,8 +102,13 @@ export function isAcked(acks: Acks, seq: number): boolean {
  */
 function compact(acks: Acks, fresh: readonly number[], listed: Listed): Acks {
   const kept = acks.seqs.filter((seq) => seq > listed.newest || listed.seqs.has(seq));
-  const seqs = new Set([...kept, ...fresh]);
-  let upToSeq = acks.upToSeq;
-  while (seqs.delete(upToSeq + 1)) upToSeq += 1;
-  return { upToSeq, seqs: [...seqs].filter((seq) => seq > upToSeq).sort((a, b) => a - b) };
+  return folded(acks.upToSeq, [...kept, ...fresh]);
+}
+
+/** Acks of everything up to `upToSeq` and of `single`, each single seq that continues the run folded into it. */
+function folded(upToSeq: number, single: readonly number[]): Acks {
+  const seqs = new Set(single);
+  let upTo = upToSeq;
+  while (seqs.delete(upTo + 1)) upTo += 1;
+  return { upToSeq: upTo, seqs: [...seqs].filter((seq) => seq > upTo).sort((a, b) => a - b) };
 }

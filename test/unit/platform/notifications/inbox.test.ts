@@ -395,6 +395,19 @@ describe("reading and acknowledging", () => {
     ]);
   });
 
+  it("an ack of all keeps an ack by id of an entry posted after it listed the inbox", async () => {
+    const inbox = openInbox();
+    await inbox.post(temp.ws, "t", { title: "one" });
+    // The interleaving, step by step: an ack of all listed up to seq 1; before it records, seq 2
+    // is posted and Alice acknowledges it by id; then the ack of all records what it listed.
+    const second = await inbox.post(temp.ws, "t", { title: "two" });
+    await inbox.ack(temp.ws, ALICE, { ids: [second.id] }, NO_CALLER);
+    const acks = new MemberAcks(temp.layout.partition("notifications"));
+    expect(await acks.record(temp.ws, ALICE, { upTo: 1, visible: [1] }, NO_CALLER)).toEqual({ acked: 1 });
+    expect(await acks.read(temp.ws, ALICE)).toEqual({ upToSeq: 2, seqs: [] });
+    expect((await inbox.page(temp.ws, ALICE, { unacked: true })).notifications).toEqual([]);
+  });
+
   it("answers an unknown, malformed or hostile id with not found, and a bad cursor with what to do", async () => {
     const inbox = openInbox();
     await inbox.post(temp.ws, "t", { title: "one" });
