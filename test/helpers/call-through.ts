@@ -53,17 +53,20 @@ export async function callThrough(
   return { answer: postHeld(instance, member, `/mcp/${ws}`, headers, body).answer.catch(() => undefined) };
 }
 
+/** The tool calls made since a watch began: their work, and the signal each was given. */
+export interface ToolWork {
+  settled: () => Promise<void>;
+  /** The signal each call was given, by tool name, last call's last: what a transport aborts. */
+  signals: Map<string, AbortSignal>;
+  stop: () => void;
+}
+
 /**
  * Records the work of every tool the instance's dispatch calls from now on, which may run on after
  * its call was cancelled and answered: `settled` resolves once each has ended, so a test knows a
  * held write has committed or been refused. `stop` puts the dispatch back.
  */
-export function watchToolWork(instance: TestAtrium): {
-  settled: () => Promise<void>;
-  /** The signal each call was given, by tool name, last call's last: what a transport aborts. */
-  signals: Map<string, AbortSignal>;
-  stop: () => void;
-} {
+export function watchToolWork(instance: TestAtrium): ToolWork {
   const dispatch = instance.atrium.dispatch;
   const original = dispatch.call.bind(dispatch);
   const works: Promise<unknown>[] = [];

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect } from "vitest";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { startTestAtrium, type TestAtrium, testPrincipal } from "./atrium.ts";
+import { type ToolWork, watchToolWork } from "./call-through.ts";
 import { HeldCalls } from "./held-calls.ts";
 import { addMember } from "./members.ts";
 
@@ -9,27 +10,39 @@ export const ADMIN = "orgadmin-alice";
 
 /**
  * The access-ends tests' scene (ADR 0154): one Atrium with the platform apps and the held calls,
- * started before a file's tests and stopped after them, every held call let go first; `team` makes
- * a new workspace of ADMIN's with `members` in it. Call once, at a file's top level.
+ * started before a file's tests and stopped after them, every held call let go first, its tool
+ * calls watched (`tools`); `team` makes a new workspace of ADMIN's with `members` in it, and
+ * `newPerson` names someone no earlier test of the file has met (a deactivation is for good).
+ * Call once, at a file's top level.
  */
 export function heldCallsAtrium(): {
   held: HeldCalls;
   instance: () => TestAtrium;
+  tools: () => ToolWork;
   team: (...members: string[]) => Promise<string>;
+  newPerson: (name: string) => string;
 } {
   const held = new HeldCalls();
-  let started: TestAtrium | undefined;
+  let started: { atrium: TestAtrium; tools: ToolWork } | undefined;
   beforeAll(async () => {
-    started = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
+    const atrium = await startTestAtrium({ apps: [...PLATFORM_APPS, held.app] });
+    started = { atrium, tools: watchToolWork(atrium) };
   });
   afterAll(async () => {
     held.releaseAll();
-    await started?.stop();
+    started?.tools.stop();
+    await started?.atrium.stop();
   });
-  const instance = () => {
+  const scene = () => {
     if (!started)
       throw new Error("the held-calls Atrium has not started (call heldCallsAtrium at a file's top level)");
     return started;
+  };
+  const instance = () => scene().atrium;
+  let people = 0;
+  const newPerson = (name: string) => {
+    people++;
+    return `${name}${people}`;
   };
   const team = async (...members: string[]) => {
     const created = await instance().rest(ADMIN, "POST", "/v1/workspaces", { name: "team" });
@@ -39,7 +52,7 @@ export function heldCallsAtrium(): {
     }
     return ws;
   };
-  return { held, instance, team };
+  return { held, instance, tools: () => scene().tools, team, newPerson };
 }
 
 /** The changes that end a person's access to a workspace (ADR 0154). */
@@ -61,4 +74,11 @@ export async function endAccess(
         ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}/members/${id}`)
         : await instance.rest(ADMIN, "POST", `/v1/users/${id}/deactivate`);
   expect(changed.status, `${change} of ${member} in ${ws}`).toBeLessThan(300);
+}
+
+/** What the gate answers someone after `change` ended their access. */
+export function gateRefusal(change: AccessEnding): { status: number; code: string } {
+  return change === "deactivation"
+    ? { status: 403, code: "forbidden" }
+    : { status: 404, code: "workspace_not_found" };
 }

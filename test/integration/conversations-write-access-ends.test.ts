@@ -14,20 +14,11 @@ import { holdingFsCall } from "../helpers/held-fs-call.ts";
 // at a step before that write: the owner folder's mkdir for a new log, the log's stat under its
 // lock for an append, and for a delete an append of the same caller's that holds the log's lock.
 
-const { instance: started, team } = heldCallsAtrium();
+const { instance: started, tools, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
-let tools: ReturnType<typeof watchToolWork>;
 beforeAll(() => {
   instance = started();
-  tools = watchToolWork(instance);
 });
-afterAll(() => tools.stop());
-
-let people = 0;
-function newPerson(): string {
-  people++;
-  return `cora${people}`;
-}
 
 /** `principalId`'s conversation logs under the data root, the archive included, each with its bytes. */
 async function logsOf(principalId: string): Promise<Record<string, string>> {
@@ -56,7 +47,7 @@ describe.each([...CALL_ENTRIES, "rest POST /conversations"] as CreateEntry[])(
   "a conversation created through %s",
   (entry) => {
     it.each(ACCESS_ENDINGS)("whose caller's access ends by %s mid-create is not there", async (change) => {
-      const member = newPerson();
+      const member = newPerson("cora");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       await holdingFsCall("mkdir", ownerFolder(principalId), async (create) => {
@@ -73,7 +64,7 @@ describe.each([...CALL_ENTRIES, "rest POST /conversations"] as CreateEntry[])(
         create.release();
         await answer;
         // The tool may run on after its call was cancelled and answered: its own end.
-        await tools.settled();
+        await tools().settled();
       });
       expect(await logsOf(principalId)).toEqual({});
     });
@@ -92,7 +83,7 @@ describe.each(ACCESS_ENDINGS)("when the caller's access ends by %s mid-change", 
     ],
     ["a retitle", "conversations__update", (id: string) => ({ id, title: "late" })],
   ] as const)("%s through MCP adds nothing to the log", async (_what, tool, args) => {
-    const member = newPerson();
+    const member = newPerson("cora");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     const id = await conversationOf(member, ws);
@@ -106,14 +97,14 @@ describe.each(ACCESS_ENDINGS)("when the caller's access ends by %s mid-change", 
         await endAccess(instance, change, ws, member);
         append.release();
         await answer;
-        await tools.settled();
+        await tools().settled();
       },
     );
     expect(await logsOf(principalId)).toEqual(before);
   });
 
   it("a fork through MCP makes no conversation", async () => {
-    const member = newPerson();
+    const member = newPerson("cora");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     const id = await conversationOf(member, ws);
@@ -126,13 +117,13 @@ describe.each(ACCESS_ENDINGS)("when the caller's access ends by %s mid-change", 
       await endAccess(instance, change, ws, member);
       fork.release();
       await answer;
-      await tools.settled();
+      await tools().settled();
     });
     expect(await logsOf(principalId)).toEqual(before);
   });
 
   it("a delete over REST leaves the conversation", async () => {
-    const member = newPerson();
+    const member = newPerson("cora");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     const id = await conversationOf(member, ws);

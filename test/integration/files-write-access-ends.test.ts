@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { CALL_ENTRIES, callThrough, watchToolWork } from "../helpers/call-through.ts";
+import { CALL_ENTRIES, callThrough } from "../helpers/call-through.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 import { postHeld } from "../helpers/held-calls.ts";
@@ -15,17 +15,11 @@ import { mcpRequest } from "../helpers/mcp-request.ts";
 // where its delete reads the folder under the partition's lock, as a slow disk would hold it):
 // the store asks the caller's access just before its one rename, and a refusal leaves nothing.
 
-const { instance: started, team } = heldCallsAtrium();
+const { instance: started, tools, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
 beforeAll(() => {
   instance = started();
 });
-
-let people = 0;
-function newPerson(): string {
-  people++;
-  return `fred${people}`;
-}
 
 /** Every file folder and staging folder of `principalId`'s under the data root, the archive included. */
 async function filesOf(principalId: string): Promise<string[]> {
@@ -44,7 +38,7 @@ const isContent = (path: string) => /\/\.tmp-fl_[^/]*\/content$/.test(path);
 
 describe.each(CALL_ENTRIES)("a files__write through %s", (entry) => {
   it.each(ACCESS_ENDINGS)("whose caller's access ends by %s mid-write stores nothing", async (change) => {
-    const member = newPerson();
+    const member = newPerson("fred");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     await holdingFsCall("open", isContent, async (write) => {
@@ -75,7 +69,7 @@ describe.each(["mcp 2025-11-25", "rest DELETE /v1/files/:id"] as DeleteEntry[])(
   "a file delete through %s",
   (entry) => {
     it.each(ACCESS_ENDINGS)("whose caller's access ends by %s mid-delete leaves the file", async (change) => {
-      const member = newPerson();
+      const member = newPerson("fred");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       const id = await storedFile(member, ws);
@@ -102,30 +96,25 @@ describe("a files__write whose 2025-era client's connection closes mid-write", (
   // that checked that signal before its commit lost a client's file to a network blip (the revert
   // of ADR 0154's first cut); the store asks the caller's access instead.
   it("still stores the file", async () => {
-    const member = newPerson();
+    const member = newPerson("fred");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
-    const tools = watchToolWork(instance);
-    try {
-      await holdingFsCall("open", isContent, async (write) => {
-        const message = {
-          jsonrpc: "2.0" as const,
-          id: 1,
-          method: "tools/call",
-          params: { name: "files__write", arguments: { name: "kept.txt", text: "through a blip" } },
-        };
-        const { headers, body } = mcpRequest("2025-11-25", message);
-        const posted = postHeld(instance, member, `/mcp/${ws}`, headers, body);
-        posted.answer.catch(() => undefined);
-        await write.reached;
-        posted.request.destroy();
-        await eventually(() => expect(tools.signals.get("files__write")?.aborted).toBe(true));
-        write.release();
-        await tools.settled();
-      });
-    } finally {
-      tools.stop();
-    }
+    await holdingFsCall("open", isContent, async (write) => {
+      const message = {
+        jsonrpc: "2.0" as const,
+        id: 1,
+        method: "tools/call",
+        params: { name: "files__write", arguments: { name: "kept.txt", text: "through a blip" } },
+      };
+      const { headers, body } = mcpRequest("2025-11-25", message);
+      const posted = postHeld(instance, member, `/mcp/${ws}`, headers, body);
+      posted.answer.catch(() => undefined);
+      await write.reached;
+      posted.request.destroy();
+      await eventually(() => expect(tools().signals.get("files__write")?.aborted).toBe(true));
+      write.release();
+      await tools().settled();
+    });
     expect(await filesOf(principalId)).toHaveLength(1);
     const listed = await instance.rest(member, "GET", `/v1/workspaces/${ws}/files`);
     expect(((await listed.json()) as { files: { name: string }[] }).files.map((file) => file.name)).toEqual([

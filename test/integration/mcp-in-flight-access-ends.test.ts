@@ -1,7 +1,13 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
-import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
+import {
+  type AccessEnding,
+  ADMIN,
+  endAccess,
+  gateRefusal,
+  heldCallsAtrium,
+} from "../helpers/held-calls-atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
 
@@ -13,39 +19,11 @@ import { addMember } from "../helpers/members.ts";
 // a stream kept streaming (ADR 0154). Each call here waits until cancelled or released, so no
 // test waits on time; none is released before its change.
 
-const { held, instance: started, team } = heldCallsAtrium();
+const { held, instance: started, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
 beforeAll(() => {
   instance = started();
 });
-
-type Change = "archive" | "removal" | "deactivation";
-
-/** The admin ends `member`'s access to `ws` by `change`. */
-async function end(change: Change, ws: string, member: string): Promise<void> {
-  const id = testPrincipal(member).id;
-  const changed =
-    change === "archive"
-      ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}`)
-      : change === "removal"
-        ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}/members/${id}`)
-        : await instance.rest(ADMIN, "POST", `/v1/users/${id}/deactivate`);
-  expect(changed.status, `${change} of ${member} in ${ws}`).toBeLessThan(300);
-}
-
-/** What the gate answers the member after `change`. */
-function refusal(change: Change): { status: number; code: string } {
-  return change === "deactivation"
-    ? { status: 403, code: "forbidden" }
-    : { status: 404, code: "workspace_not_found" };
-}
-
-let people = 0;
-/** A person no other test has met (a deactivation is for good here). */
-function newPerson(name: string): string {
-  people++;
-  return `${name}${people}`;
-}
 
 describe.each(MCP_ERAS)("a call in flight when the caller's access ends (%s)", (era) => {
   it.each([
@@ -71,7 +49,7 @@ describe.each(MCP_ERAS)("a call in flight when the caller's access ends (%s)", (
       const { headers, body } = heldCall(era, 1, tool, tag, streamed);
       const posted = postHeld(instance, bob, hono ? honoMcpPath(ws) : `/mcp/${ws}`, headers, body);
       await running;
-      await end(change, ws, bob);
+      await endAccess(instance, change, ws, bob);
       // Cancelled by the time the change is answered; releasing it then changes nothing.
       expect(held.cancelled).toContain(tag);
       held.release(tag);
@@ -82,7 +60,7 @@ describe.each(MCP_ERAS)("a call in flight when the caller's access ends (%s)", (
         expect(answer.text).toContain("notifications/progress");
         expect(answer.text).not.toContain('"result"');
       } else {
-        const { status, code } = refusal(change);
+        const { status, code } = gateRefusal(change);
         expect(answer.status, answer.text).toBe(status);
         expect(JSON.parse(answer.text)).toMatchObject({ error: { code } });
       }
@@ -113,11 +91,11 @@ describe.each(MCP_ERAS)("a call in flight when the caller's access ends (%s)", (
         .filter(([name, [who]]) => held.cancelled.includes(`${era}-scope-${name}-${who}`))
         .map(([name]) => name);
 
-    await end("removal", here, carl);
+    await endAccess(instance, "removal", here, carl);
     expect(cancelledOf()).toEqual(["carlHere"]);
-    await end("deactivation", here, bob);
+    await endAccess(instance, "deactivation", here, bob);
     expect(cancelledOf()).toEqual(["bobHere", "bobThere", "carlHere"]);
-    await end("archive", there, ADMIN);
+    await endAccess(instance, "archive", there, ADMIN);
     expect(cancelledOf()).toEqual(["bobHere", "bobThere", "carlHere", "adminThere"]);
 
     for (const [name, [who]] of Object.entries(calls)) held.release(`${era}-scope-${name}-${who}`);

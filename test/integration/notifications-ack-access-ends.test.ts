@@ -9,20 +9,11 @@ import { holdingFsCall } from "../helpers/held-fs-call.ts";
 // deactivation) acknowledges nothing, over MCP or REST (ADR 0154, amended): the member's acks file
 // is renamed into place only once their access is asked again. Held where the acks folder is made.
 
-const { instance: started, team } = heldCallsAtrium();
+const { instance: started, tools, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
-let tools: ReturnType<typeof watchToolWork>;
 beforeAll(() => {
   instance = started();
-  tools = watchToolWork(instance);
 });
-afterAll(() => tools.stop());
-
-let people = 0;
-function newPerson(): string {
-  people++;
-  return `nina${people}`;
-}
 
 /** `principalId`'s acks files and any temp file beside them, under the data root, the archive included. */
 async function acksOf(principalId: string): Promise<string[]> {
@@ -35,7 +26,7 @@ describe.each(["mcp 2026-07-28", "rest POST /notifications/ack"] as const)(
   "an ack of all through %s",
   (entry) => {
     it.each(ACCESS_ENDINGS)("whose caller's access ends by %s mid-ack records nothing", async (change) => {
-      const member = newPerson();
+      const member = newPerson("nina");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       await holdingFsCall(
@@ -50,7 +41,7 @@ describe.each(["mcp 2026-07-28", "rest POST /notifications/ack"] as const)(
           await endAccess(instance, change, ws, member);
           ack.release();
           await answer;
-          await tools.settled();
+          await tools().settled();
         },
       );
       expect(await acksOf(principalId)).toEqual([]);

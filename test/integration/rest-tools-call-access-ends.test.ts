@@ -1,7 +1,13 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { postHeld } from "../helpers/held-calls.ts";
-import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
+import {
+  ACCESS_ENDINGS,
+  ADMIN,
+  endAccess,
+  gateRefusal,
+  heldCallsAtrium,
+} from "../helpers/held-calls-atrium.ts";
 import { addMember } from "../helpers/members.ts";
 
 // The REST twin of tools/call (POST /v1/workspaces/:ws/tools/call) ends with its caller's access
@@ -11,20 +17,15 @@ import { addMember } from "../helpers/members.ts";
 // entered the MCP muxes the change cancels, nothing admitted it again, and a deactivated person's
 // call ran on and was answered 200 with its result.
 
-const { held, instance: started, team } = heldCallsAtrium();
+const { held, instance: started, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
 beforeAll(() => {
   instance = started();
 });
 
-type Change = "archive" | "removal" | "deactivation";
-
-let people = 0;
-
 /** A new workspace of the admin's with a new member, whose REST call of slow__wait is running. */
 async function callInFlight(tag: string) {
-  people++;
-  const member = `bob${people}`;
+  const member = newPerson("bob");
   const ws = await team(member);
   const running = held.running(tag);
   const posted = postHeld(
@@ -35,51 +36,29 @@ async function callInFlight(tag: string) {
     { name: "slow__wait", arguments: { tag } },
   );
   await running;
-  return { ws, member: testPrincipal(member).id, answer: posted.answer };
-}
-
-/** What the gate answers the member after `change`. */
-function refusal(change: Change): { status: number; code: string } {
-  return change === "deactivation"
-    ? { status: 403, code: "forbidden" }
-    : { status: 404, code: "workspace_not_found" };
+  return { ws, member, answer: posted.answer };
 }
 
 describe("a REST tools/call in flight", () => {
-  it.each(["archive", "removal", "deactivation"] as const)(
-    "is cancelled by the %s, and answered the gate's refusal",
-    async (change) => {
-      const tag = `rest-${change}`;
-      const { ws, member, answer } = await callInFlight(tag);
-      const changed =
-        change === "archive"
-          ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}`)
-          : change === "removal"
-            ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}/members/${member}`)
-            : await instance.rest(ADMIN, "POST", `/v1/users/${member}/deactivate`);
-      expect(changed.status).toBeLessThan(300);
-      // The cancellation ran before the change was answered.
-      expect(held.cancelled).toContain(tag);
-      const { status, text } = await answer;
-      expect({ status, error: (JSON.parse(text) as { error?: unknown }).error }).toMatchObject({
-        status: refusal(change).status,
-        error: { code: refusal(change).code },
-      });
-    },
-  );
+  it.each(ACCESS_ENDINGS)("is cancelled by the %s, and answered the gate's refusal", async (change) => {
+    const tag = `rest-${change}`;
+    const { ws, member, answer } = await callInFlight(tag);
+    await endAccess(instance, change, ws, member);
+    // The cancellation ran before the change was answered.
+    expect(held.cancelled).toContain(tag);
+    const { status, text } = await answer;
+    expect({ status, error: (JSON.parse(text) as { error?: unknown }).error }).toMatchObject({
+      status: gateRefusal(change).status,
+      error: { code: gateRefusal(change).code },
+    });
+  });
 
   it("runs on and is answered when another member is removed", async () => {
     const tag = "rest-bystander";
     const { ws, answer } = await callInFlight(tag);
-    people++;
-    const other = `carol${people}`;
+    const other = newPerson("carol");
     await addMember(instance.rest, ADMIN, ws, other, { principalId: testPrincipal(other).id });
-    const removed = await instance.rest(
-      ADMIN,
-      "DELETE",
-      `/v1/workspaces/${ws}/members/${testPrincipal(other).id}`,
-    );
-    expect(removed.status).toBeLessThan(300);
+    await endAccess(instance, "removal", ws, other);
     expect(held.cancelled).not.toContain(tag);
     held.release(tag);
     const { status, text } = await answer;
@@ -94,17 +73,17 @@ describe("a REST tools/call in flight", () => {
     deactivation: (_ws: string, member: string) => instance.atrium.users.setDeactivated(member, true),
   };
 
-  it.each(["archive", "removal", "deactivation"] as const)(
+  it.each(ACCESS_ENDINGS)(
     "whose result comes after the %s through the stores is refused, not written",
     async (change) => {
       const tag = `rest-stores-${change}`;
       const { ws, member, answer } = await callInFlight(tag);
-      await throughTheStores[change](ws, member);
+      await throughTheStores[change](ws, testPrincipal(member).id);
       held.release(tag);
       const { status, text } = await answer;
       expect(held.cancelled).not.toContain(tag);
       expect(text).not.toContain("released");
-      expect(status, text).toBe(refusal(change).status);
+      expect(status, text).toBe(gateRefusal(change).status);
     },
   );
 });

@@ -14,20 +14,11 @@ import { holdingFsCall } from "../helpers/held-fs-call.ts";
 // a workspace its writer has lost from landing. Held where the new SKILL.md's temp file is opened,
 // or where a delete looks for the skill, as a slow disk would hold them.
 
-const { instance: started, team } = heldCallsAtrium();
+const { instance: started, tools, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
-let tools: ReturnType<typeof watchToolWork>;
 beforeAll(() => {
   instance = started();
-  tools = watchToolWork(instance);
 });
-afterAll(() => tools.stop());
-
-let people = 0;
-function newPerson(): string {
-  people++;
-  return `sam${people}`;
-}
 
 /** What `principalId`'s user skills folder holds: each entry, and each SKILL.md's text. */
 async function userSkillsOf(principalId: string): Promise<Record<string, string>> {
@@ -51,7 +42,7 @@ describe.each([...CALL_ENTRIES, "rest POST /skills"] as CreateEntry[])(
   "a user skill created through %s",
   (entry) => {
     it.each(ACCESS_ENDINGS)("whose caller's access ends by %s mid-write is not there", async (change) => {
-      const member = newPerson();
+      const member = newPerson("sam");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       await holdingFsCall("open", isTempSkillFile, async (write) => {
@@ -63,7 +54,7 @@ describe.each([...CALL_ENTRIES, "rest POST /skills"] as CreateEntry[])(
         await endAccess(instance, change, ws, member);
         write.release();
         await answer;
-        await tools.settled();
+        await tools().settled();
       });
       expect(await userSkillsOf(principalId)).toEqual({});
     });
@@ -78,7 +69,7 @@ async function keptSkill(member: string, ws: string): Promise<void> {
 
 describe.each(ACCESS_ENDINGS)("when the caller's access ends by %s mid-change", (change) => {
   it("an update through MCP leaves the skill as it was", async () => {
-    const member = newPerson();
+    const member = newPerson("sam");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     await keptSkill(member, ws);
@@ -91,13 +82,13 @@ describe.each(ACCESS_ENDINGS)("when the caller's access ends by %s mid-change", 
       await endAccess(instance, change, ws, member);
       write.release();
       await answer;
-      await tools.settled();
+      await tools().settled();
     });
     expect(await userSkillsOf(principalId)).toEqual(before);
   });
 
   it("a delete over REST leaves the skill", async () => {
-    const member = newPerson();
+    const member = newPerson("sam");
     const principalId = testPrincipal(member).id;
     const ws = await team(member);
     await keptSkill(member, ws);

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
-import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
+import { ADMIN, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 
 // A task run calls its tool as the task's owner, outside the MCP muxes. A change that ends the
 // owner's access — their removal, their deactivation, the workspace's archive — cancels the call in
@@ -12,18 +12,15 @@ import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 // workspace, and its result was kept in the run, which every member of the workspace reads when the
 // task is shared.
 
-const { held, instance: started, team } = heldCallsAtrium();
+const { held, instance: started, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
 beforeAll(() => {
   instance = started();
 });
 
-let people = 0;
-
 /** A new workspace with a member who owns a shared task calling slow__wait, whose run is in flight. */
 async function runInFlight(tag: string) {
-  people++;
-  const owner = `bob${people}`;
+  const owner = newPerson("bob");
   const ws = await team(owner);
   const defined = await instance.rest(owner, "POST", `/v1/workspaces/${ws}/tasks`, {
     name: "wait",
@@ -36,7 +33,7 @@ async function runInFlight(tag: string) {
   const started = await instance.rest(owner, "POST", `/v1/workspaces/${ws}/tasks/${task.id}/runs`, {});
   expect(started.status, await started.clone().text()).toBe(201);
   await running;
-  return { ws, owner: testPrincipal(owner).id, task, run: (await started.json()) as Run };
+  return { ws, owner, task, run: (await started.json()) as Run };
 }
 
 /** The run once it has ended, as the workspace's admin reads it (the task is shared). */
@@ -60,11 +57,7 @@ describe("a task run's call in flight", () => {
     async (change, code, reason) => {
       const tag = `task-${change}`;
       const { ws, owner, run } = await runInFlight(tag);
-      const changed =
-        change === "removal"
-          ? await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}/members/${owner}`)
-          : await instance.rest(ADMIN, "POST", `/v1/users/${owner}/deactivate`);
-      expect(changed.status).toBeLessThan(300);
+      await endAccess(instance, change, ws, owner);
       expect(held.cancelled).toContain(tag);
       const end = await ended(ws, run);
       expect(end.execution).toMatchObject({ status: "failed", error: { code, reason } });
@@ -75,8 +68,7 @@ describe("a task run's call in flight", () => {
   it("is cancelled by the workspace's archive", async () => {
     const tag = "task-archive";
     const { ws } = await runInFlight(tag);
-    const archived = await instance.rest(ADMIN, "DELETE", `/v1/workspaces/${ws}`);
-    expect(archived.status).toBeLessThan(300);
+    await endAccess(instance, "archive", ws, ADMIN);
     expect(held.cancelled).toContain(tag);
   });
 });

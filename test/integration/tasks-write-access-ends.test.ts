@@ -16,20 +16,11 @@ import { holdingFsCall } from "../helpers/held-fs-call.ts";
 // is held at a disk step before it: the temp file of the record, or, for a delete, the first read
 // of the workspace's runs. A task never calls a tasks tool, so no task run is an entry here.
 
-const { instance: started, team } = heldCallsAtrium();
+const { instance: started, tools, team, newPerson } = heldCallsAtrium();
 let instance: TestAtrium;
-let tools: ReturnType<typeof watchToolWork>;
 beforeAll(() => {
   instance = started();
-  tools = watchToolWork(instance);
 });
-afterAll(() => tools.stop());
-
-let people = 0;
-function newPerson(): string {
-  people++;
-  return `tess${people}`;
-}
 
 const HOURLY = { everySeconds: 3600 };
 const action = { tool: "files__list", arguments: {} };
@@ -82,7 +73,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
   it.each(ACCESS_ENDINGS)(
     "a task created while its caller's access ends by %s is not there",
     async (change) => {
-      const member = newPerson();
+      const member = newPerson("tess");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       await holdingFsCall("open", tempOf(principalId, "tsk_[0-9a-f]+"), async (create) => {
@@ -94,7 +85,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
         await endAccess(instance, change, ws, member);
         create.release();
         await answer;
-        await tools.settled();
+        await tools().settled();
       });
       expect(await tasksOf(principalId)).toEqual({});
     },
@@ -103,7 +94,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
   it.each(ACCESS_ENDINGS)(
     "a task updated while its caller's access ends by %s is unchanged",
     async (change) => {
-      const member = newPerson();
+      const member = newPerson("tess");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       const task = await taskOf(member, ws);
@@ -117,7 +108,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
         await endAccess(instance, change, ws, member);
         update.release();
         await answer;
-        await tools.settled();
+        await tools().settled();
       });
       expect(await tasksOf(principalId)).toEqual(before);
     },
@@ -126,7 +117,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
   it.each(ACCESS_ENDINGS)(
     "a task deleted while its caller's access ends by %s is still there",
     async (change) => {
-      const member = newPerson();
+      const member = newPerson("tess");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       const task = await taskOf(member, ws, { trigger: HOURLY });
@@ -143,7 +134,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
           await endAccess(instance, change, ws, member);
           removal.release();
           await answer;
-          await tools.settled();
+          await tools().settled();
         },
       );
       expect(await tasksOf(principalId)).toEqual(before);
@@ -153,7 +144,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
   it.each(ACCESS_ENDINGS)(
     "a run started while its caller's access ends by %s is not there",
     async (change) => {
-      const member = newPerson();
+      const member = newPerson("tess");
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       const task = await taskOf(member, ws);
@@ -172,7 +163,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
         await endAccess(instance, change, ws, member);
         start.release();
         await answer;
-        await tools.settled();
+        await tools().settled();
       });
       expect(await tasksOf(principalId)).toEqual(before);
     },
