@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { CALL_ENTRIES, type CallEntry, callThrough, watchToolWork } from "../helpers/call-through.ts";
+import { CALL_ENTRIES, type CallEntry, callThrough } from "../helpers/call-through.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 import { ACCESS_ENDINGS, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { holdingFsCall } from "../helpers/held-fs-call.ts";

@@ -1,13 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { heldCall, honoMcpPath, postHeld } from "../helpers/held-calls.ts";
-import {
-  type AccessEnding,
-  ADMIN,
-  endAccess,
-  gateRefusal,
-  heldCallsAtrium,
-} from "../helpers/held-calls-atrium.ts";
+import { ADMIN, endAccess, gateRefusal, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 import { addMember } from "../helpers/members.ts";
 

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { callThrough, watchToolWork } from "../helpers/call-through.ts";
+import { callThrough } from "../helpers/call-through.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 import { ACCESS_ENDINGS, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { holdingFsCall } from "../helpers/held-fs-call.ts";

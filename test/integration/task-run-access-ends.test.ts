@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
-import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import type { TestAtrium } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { ADMIN, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 

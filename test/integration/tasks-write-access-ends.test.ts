@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Task } from "../../src/platform/tasks/model.ts";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { type CallEntry, callThrough, watchToolWork } from "../helpers/call-through.ts";
+import { type CallEntry, callThrough } from "../helpers/call-through.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 import { ACCESS_ENDINGS, endAccess, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { holdingFsCall } from "../helpers/held-fs-call.ts";
