@@ -160,14 +160,20 @@ export class WorkspaceStore {
     };
     const staging = this.layout.stagingDir(ws.id);
     await mkdir(staging, { mode: FOLDER_MODE });
+    let placed = false;
     try {
       await writeJsonAtomic(join(staging, WORKSPACE_FILE), ws);
       await rename(staging, this.layout.workspaceDir(ws.id));
+      placed = true;
+      await syncDir(this.layout.root);
     } catch (error) {
+      // Not flushed, so not created: out of the root before the creator is told, or the next boot
+      // would serve a workspace answered as failed. A move back that fails too leaves the folder,
+      // and the create happens after all, answered with the flush's error (adr/0112).
+      if (placed) await rename(this.layout.workspaceDir(ws.id), staging).catch(() => undefined);
       await rm(staging, { recursive: true, force: true });
       throw error;
     }
-    await syncDir(this.layout.root);
     this.remember(ws);
     return ws;
   }
