@@ -68,6 +68,9 @@ export interface ToolWork {
  */
 export function watchToolWork(instance: TestAtrium): ToolWork {
   const dispatch = instance.atrium.dispatch;
+  // A second watch would wrap the first's spy in itself and call itself for ever.
+  if (vi.isMockFunction(dispatch.call))
+    throw new Error("tool calls are watched already (heldCallsAtrium's tools())");
   const original = dispatch.call.bind(dispatch);
   const works: Promise<unknown>[] = [];
   const signals = new Map<string, AbortSignal>();

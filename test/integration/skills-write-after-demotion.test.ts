@@ -1,8 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { callThrough, watchToolWork } from "../helpers/call-through.ts";
+import { callThrough } from "../helpers/call-through.ts";
 import { listTree } from "../helpers/fs-tree.ts";
 import { ADMIN, heldCallsAtrium } from "../helpers/held-calls-atrium.ts";
 import { holdingFsCall } from "../helpers/held-fs-call.ts";
@@ -15,14 +15,11 @@ import { addMember } from "../helpers/members.ts";
 // delete looks for the skill, as a slow disk or a queue behind the skill's lock would hold it)
 // changes nothing.
 
-const { instance: started, team } = heldCallsAtrium();
+const { instance: started, tools, team } = heldCallsAtrium();
 let instance: TestAtrium;
-let tools: ReturnType<typeof watchToolWork>;
 beforeAll(() => {
   instance = started();
-  tools = watchToolWork(instance);
 });
-afterAll(() => tools.stop());
 
 const BOB = "bob-demoted";
 
@@ -84,7 +81,7 @@ it("a workspace skill created through MCP by an admin demoted mid-write is not t
     await demoteBob(ws);
     write.release();
     await answer;
-    await tools.settled();
+    await tools().settled();
   });
   expect(await workspaceSkillsOf(ws)).toEqual({});
 });
@@ -100,7 +97,7 @@ it("a workspace skill's update through MCP by an admin demoted mid-write leaves 
     await demoteBob(ws);
     write.release();
     await answer;
-    await tools.settled();
+    await tools().settled();
   });
   expect(await workspaceSkillsOf(ws)).toEqual(before);
 });
