@@ -87,7 +87,7 @@ export class SkillWriter implements LeftoverRules {
     private readonly workspaces: WorkspaceStore,
     private readonly events: EventPublisher,
     private readonly clock: Clock = systemClock,
-    log: Logger = createLogger("silent"),
+    private readonly log: Logger = createLogger("silent"),
   ) {
     this.recovery = new SkillRecovery(layout, this.locks, this.folders, log);
   }
@@ -184,19 +184,30 @@ export class SkillWriter implements LeftoverRules {
     refuseTooLarge(text);
     const skill = parseOrRefuse(text, target);
     const staged: { dir?: string } = {};
-    const write = async () => {
-      await this.commitCurrent(dir, name, text, staged, this.commitCheck(target));
-      await recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
-    };
+    const commit = () => this.commitCurrent(dir, name, text, staged, this.commitCheck(target));
+    // Saved once SKILL.md is in place, whatever follows: an error answered now would say "changed
+    // nothing" of a text every agent reads. A version not recorded (a full disk) is recorded by
+    // R6 at the next start, since history ends with the current SKILL.md.
+    const record = () => recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
+    const unrecorded = (error: unknown) =>
+      this.log.warn(
+        { scope: target.scope, name, code: (error as NodeJS.ErrnoException).code },
+        "skill saved, its version not recorded until the next start",
+      );
     if (target.scope === "user") {
       await makeFolderPathIfMissing(dir);
-      await write();
+      await commit();
+      await record().catch(unrecorded);
       return skill;
     }
     try {
       // Inside a workspace nothing is created recursively: if it was archived, this fails.
       await makeFolderIfMissing(dir);
-      await write();
+      await commit();
+      await record().catch(async (error: unknown) => {
+        if (!(await isFolder(dir))) throw error;
+        unrecorded(error);
+      });
     } catch (error) {
       // Archived while the save ran: what it staged went along to `_archive/` and its write met
       // ENOENT. Removed there, and answered 404 as any request to an archived workspace is, as a

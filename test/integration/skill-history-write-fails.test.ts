@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { withFsHook } from "../helpers/fs-hook.ts";
+
+// A skill's save commits by replacing SKILL.md, then records the version in `.history/`. When that
+// record failed (a full disk), the save was answered 500 "changed nothing" though every agent
+// already read the new text, and a create's retry was 409. The save is done once SKILL.md is in
+// place: it is answered as done, the missing version logged, and recorded by recovery's R6 at the
+// next start (history ends with the current SKILL.md).
+
+const logged = capturingLogger("warn");
+let t: TestAtrium;
+let ws: string;
+beforeAll(async () => {
+  t = await startTestAtrium({ log: logged.log });
+  ws = await bootstrapWorkspace(t, "alice");
+});
+afterAll(async () => {
+  await t?.stop();
+});
+
+const full = () => Object.assign(new Error("ENOSPC: no space left on device, open"), { code: "ENOSPC" });
+
+/** `work` with every file opened under a skill's `.history/` refused as a full disk refuses it. */
+const historyFull = <T>(work: () => Promise<T>) =>
+  withFsHook(
+    "open",
+    (real) =>
+      (path, ...rest) =>
+        String(path).includes("/.history/") ? Promise.reject(full()) : real(path, ...rest),
+    work,
+  );
+
+const skills = () => `/v1/workspaces/${ws}/skills`;
+
+describe("a skill save whose version cannot be recorded", () => {
+  it("a create is answered 201 and the skill is there", async () => {
+    const created = await historyFull(() =>
+      t.rest("alice", "POST", skills(), {
+        name: "on-call",
+        description: "The rota.",
+        body: "Page the primary.",
+      }),
+    );
+    expect(created.status, await created.clone().text()).toBe(201);
+    expect((await t.rest("alice", "GET", `${skills()}/on-call`)).status).toBe(200);
+  });
+
+  it("an edit is answered 200, read back, and its version recorded at the next start", async () => {
+    const created = await t.rest("alice", "POST", skills(), {
+      name: "release-notes",
+      description: "How we write release notes.",
+      body: "Version one.",
+    });
+    expect(created.status).toBe(201);
+    const edited = await historyFull(() =>
+      t.rest("alice", "PATCH", `${skills()}/release-notes`, { intent: "replace_body", body: "Version two." }),
+    );
+    expect(edited.status, await edited.clone().text()).toBe(200);
+    const read = await t.rest("alice", "GET", `${skills()}/release-notes`);
+    expect(((await read.json()) as { body: string }).body).toContain("Version two.");
+    expect(logged.lines).toContainEqual(
+      expect.objectContaining({
+        name: "release-notes",
+        msg: expect.stringContaining("version not recorded"),
+      }),
+    );
+    t = await t.restart();
+    const history = await t.rest("alice", "GET", `${skills()}/release-notes/history`);
+    expect(((await history.json()) as { versions: unknown[] }).versions).toHaveLength(2);
+  });
+});
