@@ -318,6 +318,45 @@ describe("the call gate", () => {
     ).toEqual([2, 1]);
   });
 
+  it("the snapshots route reads its query strictly: a key it does not take, one given twice or a bad version is 400 (ADR 0095)", async () => {
+    const remote = await server();
+    expect((await connect("queried", remote.url)).status).toBe(201);
+    const snapshots = async (query: string) => {
+      const response = await instance.rest(
+        "alice",
+        "GET",
+        `/v1/workspaces/${ws}/connections/queried/tools/snapshots${query}`,
+      );
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const messageOf = (body: Record<string, unknown>) => (body.error as { message: string }).message;
+    for (const query of ["?limit=5", "?form=1&to=1"]) {
+      const refused = await snapshots(query);
+      expect(refused.status).toBe(400);
+      expect(messageOf(refused.body)).toContain(
+        `"${query.slice(1).split("=")[0]}" is not a query parameter of GET /v1/workspaces/:ws/connections/:name/tools/snapshots`,
+      );
+      expect(messageOf(refused.body)).toContain('it takes "from", "to"');
+    }
+    const twice = await snapshots("?from=1&from=2&to=1");
+    expect(twice.status).toBe(400);
+    expect(messageOf(twice.body)).toContain('"from" more than once');
+    for (const query of ["?from=one&to=1", "?from=1&to=0", "?from=1"]) {
+      const bad = await snapshots(query);
+      expect(bad.status).toBe(400);
+      expect(messageOf(bad.body)).toMatch(
+        /is a snapshot version, a whole number from 1; give both from and to/,
+      );
+    }
+    expect(await snapshots("?from=1&to=1")).toEqual({
+      status: 200,
+      body: { from: 1, to: 1, added: [], removed: [], changed: [] },
+    });
+    const listed = await snapshots("");
+    expect(listed.status).toBe(200);
+    expect((listed.body.snapshots as { version: number }[]).map((s) => s.version)).toEqual([1]);
+  });
+
   it("a refresh that finds the server as it was keeps the current snapshot and says nothing changed", async () => {
     const remote = await server();
     expect((await connect("steady", remote.url)).status).toBe(201);

@@ -3,6 +3,7 @@ import { InvalidInput } from "../../errors.ts";
 import { isPersonalSourceName } from "../../sources/tool-names.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { readAdminBodyAs, readJsonBodyAs } from "../../web/json-body.ts";
+import { takesQuery } from "../../web/query.ts";
 import type { CallerConnections } from "./caller-connections.ts";
 import { addInput, authorizeBody } from "./server.ts";
 
@@ -57,10 +58,9 @@ export function connectionRoutes(connections: CallerConnections): Hono<AppEnv> {
     c.json(await connections.refresh(ws(c), me(c), c.req.param("name"))),
   );
 
-  app.get("/connections/:name/tools/snapshots", async (c) => {
+  app.get("/connections/:name/tools/snapshots", takesQuery("from", "to"), async (c) => {
     const name = c.req.param("name");
-    const from = c.req.query("from");
-    const to = c.req.query("to");
+    const { from, to } = c.req.valid("query");
     if (from === undefined && to === undefined)
       return c.json({ snapshots: await connections.snapshots(ws(c), me(c), name) });
     return c.json(await connections.diff(ws(c), me(c), name, version(from, "from"), version(to, "to")));

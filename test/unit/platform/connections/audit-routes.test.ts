@@ -76,6 +76,26 @@ describe("GET /v1/workspaces/:ws/audit", () => {
     expect((await get(appAs(BOB, "member"), "?limit=nope")).status).toBe(403);
   });
 
+  it("refuses a key it does not take by name, saying which it takes (ADR 0095)", async () => {
+    const res = await get(appAs(ALICE, "admin"), "?limt=2");
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe("invalid_input");
+    expect(body.error.message).toContain('"limt" is not a query parameter of GET /v1/workspaces/:ws/audit');
+    expect(body.error.message).toContain('it takes "limit", "cursor"');
+  });
+
+  it("refuses a key given twice, rather than reading one of them", async () => {
+    const res = await get(appAs(ALICE, "admin"), "?limit=2&limit=3");
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.message).toContain('"limit" more than once');
+  });
+
+  it("refuses a member before reading a query it does not take, so the answer is the same 403", async () => {
+    expect((await get(appAs(BOB, "member"), "?limt=2")).status).toBe(403);
+  });
+
   it.each(["?limit=0", "?limit=501", "?limit=abc", "?limit=-1", "?limit=1.5", "?cursor=bogus", "?cursor="])(
     "answers %s with 400 and what to do",
     async (query) => {
