@@ -115,6 +115,13 @@ export interface RunningApp {
    */
   ready?(): Promise<void>;
   /**
+   * Called once a workspace is archived (out of the workspace index), among the archive's other
+   * follow-ups and before the archive answers: the app lets go of what it keeps in memory for that
+   * workspace (an OAuth connection's secrets). Its state on disk left with the folder; what it keeps
+   * outside the folder goes with `archiveReleaser`. May be called again for the same workspace.
+   */
+  archived?(workspaceId: string): void;
+  /**
    * Called once on a graceful stop, before the sources close: the app ends the work it runs with
    * no request around it (task runs) and records how it ended.
    */

@@ -80,6 +80,8 @@ export function workspaceItemRoutes(deps: RouteDeps, grants: GrantRevoker): Hono
               // Its calls in flight end with it: none answers a workspace nobody may reach (ADR 0154).
               () => cancelCalls(deps, { workspaceId: id }),
               () => deps.registries.evict(id),
+              // What the apps hold in memory for it goes now, not at a later loop's pass (ADR 0155).
+              ...deps.apps.map((app) => () => app.archived?.(id)),
               // Nobody can join or use it any more: its invitations and everyone's grants for it end.
               () => deps.invitations.revokeAll(id),
               () => grants.revokeWhere({ workspaceId: id }),

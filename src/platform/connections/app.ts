@@ -11,7 +11,7 @@ import { Connections } from "./connections.ts";
 import { grantRoutes } from "./grant-routes.ts";
 import { GrantStore, Grants } from "./grants.ts";
 import { ConnectionRevalidator, HealthMonitor, PROBES_AT_ONCE } from "./health.ts";
-import { liveWorkspacesWithConnections } from "./live-workspaces.ts";
+import { forgetArchivedConnections, liveWorkspacesWithConnections } from "./live-workspaces.ts";
 import { connectionOAuth } from "./oauth/wiring.ts";
 import { PersonalConnections } from "./personal.ts";
 import { schedulePersonalLoops } from "./personal-loops.ts";
@@ -143,12 +143,11 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       looks.shared,
     );
     // Both loops visit only workspaces that have a connection: the rest cost nothing. An archived
-    // workspace's connections are no longer served; they are let go here, secrets and all.
+    // workspace's connections were let go at its archive (`archived`, below), secrets and all.
     const withConnections = () =>
       liveWorkspacesWithConnections(
         store,
         (workspaceId) => context.workspaces.get(workspaceId) !== undefined,
-        oauth.authorizer,
       );
     scheduler.add({
       name: "connections transport health",
@@ -187,6 +186,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ],
       workspaceRoutes: routes,
       routes: instanceRoutes,
+      archived: (workspaceId) => forgetArchivedConnections(store, oauth.authorizer, workspaceId),
       // After boot recovery has indexed every workspace's connections.
       ready: async () => logReservedNames(store.all(), context.appNames, log),
       // Looks at servers under way end first, so no server holds the stop (adr/0122, amended); a

@@ -2,7 +2,10 @@ import { randomBytes } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import type { ConnectionSettings } from "../../../../src/platform/connections/config.ts";
-import { liveWorkspacesWithConnections } from "../../../../src/platform/connections/live-workspaces.ts";
+import {
+  forgetArchivedConnections,
+  liveWorkspacesWithConnections,
+} from "../../../../src/platform/connections/live-workspaces.ts";
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import { TOKENS_FIELD } from "../../../../src/platform/connections/oauth/connection-tokens.ts";
 import { connectionOAuth } from "../../../../src/platform/connections/oauth/wiring.ts";
@@ -14,9 +17,10 @@ import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
-// The health loops' look at which workspaces have connections is where an archived workspace's
-// connections are let go. It forgot only the store's index: each OAuth connection's token set (the
-// one it replaced included), client secret and discovery stayed in memory for the process's life.
+// An archived workspace's connections are let go at its archive (the connections app's `archived`,
+// which the archive route calls before it answers: workspace-archive-apps.test.ts). The health
+// loops' look did it before, so an OAuth connection's token set (the one it replaced included),
+// client secret and discovery stayed in memory until either loop's next pass.
 
 const ALICE = `usr_${"a".repeat(24)}`;
 const NOW = Date.UTC(2026, 11, 7);
@@ -75,8 +79,8 @@ async function wired() {
   return { store, oauth, authorized };
 }
 
-describe("liveWorkspacesWithConnections", () => {
-  it("lets go of an archived workspace's OAuth connections' secrets held in memory, and only its", async () => {
+describe("an archived workspace's connections", () => {
+  it("let go of their OAuth secrets held in memory at the archive, and only its", async () => {
     const { store, oauth, authorized } = await wired();
     const other = (await temp.workspaces.create("Other", ALICE)).id;
     const archived = await authorized(temp.ws, "access-archived");
@@ -84,14 +88,25 @@ describe("liveWorkspacesWithConnections", () => {
     expect(oauth.bearers.secrets(archived)).toEqual(["access-archived", "access-archived-refresh"]);
     await temp.workspaces.archive(temp.ws, ALICE);
 
-    const live = liveWorkspacesWithConnections(
-      store,
-      (workspaceId) => temp.workspaces.get(workspaceId) !== undefined,
-      oauth.authorizer,
-    );
-    expect([...live]).toEqual([other]);
+    forgetArchivedConnections(store, oauth.authorizer, temp.ws);
     expect(store.names(temp.ws)).toEqual([]);
     expect(oauth.bearers.secrets(archived)).toEqual([]);
     expect(oauth.bearers.secrets(kept)).toEqual(["access-kept", "access-kept-refresh"]);
+    // Told again (two archives admitted at once both end it), it has nothing more to let go.
+    forgetArchivedConnections(store, oauth.authorizer, temp.ws);
+    expect(oauth.bearers.secrets(kept)).toEqual(["access-kept", "access-kept-refresh"]);
+  });
+
+  it("are skipped by the health loops' look while still indexed, never probed", async () => {
+    const { store, authorized } = await wired();
+    const other = (await temp.workspaces.create("Other", ALICE)).id;
+    await authorized(temp.ws, "access-archived");
+    await authorized(other, "access-kept");
+    await temp.workspaces.archive(temp.ws, ALICE);
+    const live = liveWorkspacesWithConnections(
+      store,
+      (workspaceId) => temp.workspaces.get(workspaceId) !== undefined,
+    );
+    expect([...live]).toEqual([other]);
   });
 });
