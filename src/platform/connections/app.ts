@@ -47,7 +47,8 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       clock,
       log,
       publicUrl: context.publicUrl,
-      roleOf: (workspaceId, principalId) => context.workspaces.roleOf(workspaceId, principalId),
+      workspaces: context.workspaces,
+      users: context.users,
       // A personal connection's authorization is its owner's: photographed, served and announced to them.
       activated: async (record) =>
         record.owner === undefined ? shared?.activated(record) : personal?.activated(record),

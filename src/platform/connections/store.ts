@@ -125,8 +125,8 @@ export class ConnectionStore implements LeftoverRules {
   /**
    * Read-modify-write of the record, one at a time per connection; `written` is told under the lock.
    * `admitted` is asked just before the record's rename, and may throw: whether whoever changes it
-   * may still (an admin's disable, adr/0154 amended). Required here as in `create` and `remove`:
-   * a change for no caller (an OAuth activation, an owner's own personal connection) names
+   * may still (an admin's disable, an OAuth activation's opener, adr/0154 amended). Required here
+   * as in `create` and `remove`: a change for no caller (an owner's own personal connection) names
    * `NO_CALLER` where it is made, so no caller's change skips its check by leaving it out.
    */
   async update(

@@ -1,7 +1,7 @@
 import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
-import { NO_CALLER } from "../../../workspace/access-check.ts";
+import type { AccessCheck } from "../../../workspace/access-check.ts";
 import type { ConnectionRecord } from "../model.ts";
 import { type ConnectionTokens, tokenLease } from "./connection-tokens.ts";
 import { RootLetGo } from "./credential-exchanges.ts";
@@ -28,9 +28,17 @@ export interface ActivationDeps {
  * it. A loser's sealed tokens are removed; the winner's predecessor too (its tokens still sought
  * in answers until they expire, ConnectionTokens.superseded), and the credential's lapsed mark is
  * cleared (re-authorization is what ends it). A personal connection's record is its owner's
- * (recordHome), so the lease, the record and the tokens are that one connection's.
+ * (recordHome), so the lease, the record and the tokens are that one connection's. `admitted` is
+ * the standing of the flow's opener (opener-standing.ts), asked with the compare-and-swap under
+ * the connection's lock just before the record is written: refused, nothing activates and the new
+ * set is removed.
  */
-export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Promise<ConnectionRecord> {
+export function activate(
+  deps: ActivationDeps,
+  flow: Flow,
+  tokens: TokenSet,
+  admitted: AccessCheck,
+): Promise<ConnectionRecord> {
   return deps.leases.run(tokenLease({ id: flow.connectionId }), async () => {
     const { store, key } = recordHome(deps.stores, flow);
     const before = await store.get(key, flow.name).catch(() => undefined);
@@ -39,8 +47,6 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
     let previous: string | undefined;
     let updated: ConnectionRecord;
     try {
-      // No caller's check (NO_CALLER): the flow, not a request, decides — its generation and
-      // activation time, asked under the lock below; whoever opened it was judged at its go_url.
       updated = await store.update(
         key,
         flow.name,
@@ -70,7 +76,7 @@ export function activate(deps: ActivationDeps, flow: Flow, tokens: TokenSet): Pr
           };
         },
         undefined,
-        NO_CALLER,
+        admitted,
       );
     } catch (error) {
       // Once the root is let go, not even the new set's removal is written: it stays sealed with

@@ -4,7 +4,6 @@ import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import { joinToolName } from "../../../sources/tool-names.ts";
-import type { WorkspaceRole } from "../../../workspace/model.ts";
 import { type ConnectionRecord, checkScopes } from "../model.ts";
 import { retold } from "../remote-failure.ts";
 import { isStopping } from "../server-looks.ts";
@@ -22,6 +21,13 @@ import {
   usedOutcome,
 } from "./flow-outcomes.ts";
 import { type Flow, OAuthFlows } from "./flows.ts";
+import {
+  OpenerStandingLost,
+  openerStanding,
+  type StandingDeps,
+  standingLostOutcome,
+  whyNotOpener,
+} from "./opener-standing.ts";
 import { oauthPaths } from "./paths.ts";
 import type { ConnectionStores } from "./record-home.ts";
 import { type StepUpLink, StepUpRefused } from "./step-up.ts";
@@ -49,8 +55,12 @@ export interface AuthorizerDeps {
   exchanges: CredentialExchanges;
   /** What a graceful stop ends: each step here that asks a remote server is one of their looks. */
   looks: ConnectionLooks;
-  /** The person's role in the workspace now (`undefined`: not a member), read at every go_url and callback. */
-  roleOf(workspaceId: string, principalId: string): WorkspaceRole | undefined;
+  /**
+   * Workspaces and people as the gate knows them, in memory: a person's role is read at every
+   * go_url and callback, and their standing again at the activation's commit (opener-standing.ts).
+   */
+  workspaces: StandingDeps["workspaces"];
+  users: StandingDeps["users"];
   /** After an activation: photograph a pending connection, serve the new tokens, announce. */
   activated(record: ConnectionRecord): Promise<void>;
 }
@@ -202,7 +212,7 @@ export class Authorizer {
   ): { redirect: string; setSecret?: string } | FlowOutcome {
     const flow = this.flows.get(flowId);
     if (!flow || this.flows.expired(flow)) return this.endedOutcome(flowId);
-    const refusal = this.mayOpen(flow, principalId);
+    const refusal = whyNotOpener(this.deps.workspaces, flow, principalId);
     if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
     if (flow.binding) {
       if (flow.binding.principalId === principalId && this.flows.boundTo(flow, cookieSecret)) {
@@ -229,8 +239,9 @@ export class Authorizer {
    * admin removed or demoted since, or an owner no longer a member, may not (else 403, and the
    * flow stays usable); then the flow is spent; the answer arrived at the flow's own redirect URI
    * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed
-   * (an exchange a graceful stop lets finish); the tokens sealed and activated by compare-and-swap
-   * (else 409 superseded); a pending connection photographed, a look the stop cuts (409 stopping,
+   * (an exchange a graceful stop lets finish); the tokens sealed and activated by compare-and-swap,
+   * the opener's standing asked again there (else 409 superseded; 403, nothing activated, the flow
+   * spent, when they lost it meanwhile); a pending connection photographed, a look the stop cuts (409 stopping,
    * the tokens kept).
    */
   async complete(
@@ -252,7 +263,7 @@ export class Authorizer {
     }
     // Asked again, not remembered from the go_url: who may authorize can change in the ten
     // minutes a flow lives (test/integration/connections-oauth.test.ts "removed mid-flow").
-    const refusal = this.mayOpen(flow, principalId);
+    const refusal = whyNotOpener(this.deps.workspaces, flow, principalId);
     if (refusal) return { status: 403, title: "Not yours to authorize", message: refusal };
     this.flows.spend(flow);
     // Each issuer that does not promise `iss` has its own callback, and the flow's is the only
@@ -283,8 +294,11 @@ export class Authorizer {
       // browser gone or not: the code is spent once the server answers (adr/0122, amended;
       // test/integration/connections-oauth-stop.test.ts "token exchange", "browser goes away").
       const code = query.code;
+      // The opener's standing is asked once more where the tokens would be activated: the code's
+      // redemption may take long, and a demotion or removal meanwhile must not make it live.
+      const admitted = openerStanding(this.deps, flow, principalId);
       const record = await this.deps.exchanges.run(async () =>
-        activate(this.deps, flow, await this.redeem(flow, code, query.iss)),
+        activate(this.deps, flow, await this.redeem(flow, code, query.iss), admitted),
       );
       await this.deps.activated(record);
       return {
@@ -294,6 +308,7 @@ export class Authorizer {
       };
     } catch (error) {
       if (error instanceof WrongIssuer) return { status: 400, title: "Wrong issuer", message: error.message };
+      if (error instanceof OpenerStandingLost) return standingLostOutcome(flow, error.loss);
       // The stop was letting the root go: nobody is left to read this, but it is said truly.
       if (error instanceof RootLetGo)
         return { status: 409, title: "Atrium is stopping", message: error.message };
@@ -323,21 +338,6 @@ export class Authorizer {
     if (end === "used") return usedOutcome();
     if (end === "replaced") return replacedOutcome();
     return expiredOutcome();
-  }
-
-  /** Why `principalId` may not open `flow`; `undefined` when they may. */
-  private mayOpen(flow: Flow, principalId: string): string | undefined {
-    const role = this.deps.roleOf(flow.workspaceId, principalId);
-    if (flow.owner !== undefined) {
-      // A personal connection is its owner's alone: a workspace admin is no exception.
-      if (flow.owner !== principalId) return "Only the owner of this personal connection can open it.";
-      return role === undefined
-        ? "Only a member of this workspace can authorize its connections."
-        : undefined;
-    }
-    if (role !== "admin" || (flow.startedBy && flow.startedBy !== principalId))
-      return `Only ${flow.startedBy ? "the workspace admin who started this authorization" : "a workspace admin"} can open it.`;
-    return undefined;
   }
 
   /** The flow's code exchanged at its token endpoint; a failure retold by its kind. */

@@ -60,8 +60,9 @@ export function oauthRoutes(authorizer: Authorizer, publicUrl: () => string): Ho
       cookie ? readCookie(c.req.raw, cookie) : undefined,
     );
     const response = outcomePage(outcome);
-    // The flow is spent once the browser's callback got past the binding check: its cookie goes.
-    if (cookie && outcome.status !== 403) {
+    // The flow is spent once the browser's callback got past the binding and opener checks: its
+    // cookie goes, a refusal at the activation's commit (a 403 with the flow spent) included.
+    if (cookie && (outcome.status !== 403 || authorizer.flowOf(query.state) === undefined)) {
       response.headers.append("set-cookie", setCookie(cookie, "", { path: "/", maxAgeSeconds: 0, secure }));
     }
     return response;

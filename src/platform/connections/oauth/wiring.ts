@@ -5,13 +5,13 @@ import type { Logger } from "../../../log.ts";
 import { guardedFetch } from "../../../sources/guarded-fetch.ts";
 import type { StorageLayout } from "../../../storage/paths.ts";
 import type { AppEnv } from "../../../web/app-env.ts";
-import type { WorkspaceRole } from "../../../workspace/model.ts";
 import type { ConnectionSettings } from "../config.ts";
 import type { ConnectionRecord } from "../model.ts";
 import type { CredentialVault, OAuthBearers } from "../remote.ts";
 import { Authorizer } from "./authorizer.ts";
 import { ConnectionTokens } from "./connection-tokens.ts";
 import { CredentialExchanges } from "./credential-exchanges.ts";
+import type { StandingDeps } from "./opener-standing.ts";
 import { type ConnectionStores, recordHome } from "./record-home.ts";
 import { StoredRegistrations } from "./registrations.ts";
 import { oauthRoutes } from "./routes.ts";
@@ -35,7 +35,9 @@ export interface ConnectionOAuthDeps {
   clock: Clock;
   log: Logger;
   publicUrl: () => string;
-  roleOf(workspaceId: string, principalId: string): WorkspaceRole | undefined;
+  /** Workspaces and people as the gate knows them: who may open a flow, and who still may at its activation. */
+  workspaces: StandingDeps["workspaces"];
+  users: StandingDeps["users"];
   /** An authorization was activated (the connections service, or the personal one, photographs and serves it). */
   activated(record: ConnectionRecord): Promise<void>;
   /** A refresh token was refused for good (the revalidator — the owner's, for a personal one — gives its verdict). */
@@ -94,7 +96,8 @@ export function connectionOAuth(deps: ConnectionOAuthDeps): {
     registrations: new StoredRegistrations(deps.layout, deps.vault, deps.clock),
     exchanges,
     looks: deps.looks,
-    roleOf: deps.roleOf,
+    workspaces: deps.workspaces,
+    users: deps.users,
     activated: deps.activated,
   });
   authorizer = built;

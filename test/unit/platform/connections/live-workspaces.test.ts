@@ -53,7 +53,8 @@ async function wired() {
     clock: () => NOW,
     log: createLogger("silent"),
     publicUrl: () => "https://atrium.example",
-    roleOf: () => "admin",
+    workspaces: { roleOf: () => "admin" },
+    users: { isDeactivated: () => false },
     activated: async () => undefined,
     refused: () => undefined,
   });

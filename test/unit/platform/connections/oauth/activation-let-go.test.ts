@@ -5,6 +5,7 @@ import { ConnectionTokens } from "../../../../../src/platform/connections/oauth/
 import { CredentialExchanges } from "../../../../../src/platform/connections/oauth/credential-exchanges.ts";
 import type { Flow } from "../../../../../src/platform/connections/oauth/flows.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
+import { NO_CALLER } from "../../../../../src/workspace/access-check.ts";
 import { capturingLogger } from "../../../../helpers/atrium.ts";
 
 // RunningApp.drained (src/platform/app.ts): once `letGo` aborts, the app starts no write. An
@@ -91,6 +92,7 @@ function activationHeldAt(held: "seal" | "record") {
       { stores: { shared: store, personal: store } as never, tokens, leases, clock: () => 0, log },
       flow,
       { accessToken: "a", refreshToken: "r" } as never,
+      NO_CALLER,
     ),
   );
   void exchanges.settled(letGo.signal);
