@@ -143,6 +143,18 @@ describe("an OAuth connection's activation asks its opener's standing at its com
     expect(await stateOf("bob", "my_notes")).toBe("pending_auth");
   });
 
+  it("an admin deactivated while the code is redeemed activates nothing, and is told so", async () => {
+    const dave = testPrincipal("dave").id;
+    await addMember(instance.rest, "alice", ws, "dave", { principalId: dave }, "admin");
+    const goUrl = await add("dave", "deactivated");
+    const answered = await authorizeWhile("dave", goUrl, async () => {
+      expect((await instance.rest("orgadmin-olga", "POST", `/v1/users/${dave}/deactivate`)).status).toBe(200);
+    });
+    expect(answered.status).toBe(403);
+    expect(answered.text).toContain("Your account was deactivated by an org admin");
+    expect(await stateOf("alice", "deactivated")).toBe("pending_auth");
+  });
+
   it("an opener whose standing did not change activates it", async () => {
     const goUrl = await add("alice", "steady");
     const answered = await authorizeWhile("alice", goUrl, async () => undefined);
