@@ -240,9 +240,9 @@ export class Authorizer {
    * flow stays usable); then the flow is spent; the answer arrived at the flow's own redirect URI
    * (else it came from another issuer's server: a mix-up, 400, ADR 0077); `iss` (RFC 9207); the server's own error; the code redeemed
    * (an exchange a graceful stop lets finish); the tokens sealed and activated by compare-and-swap,
-   * the opener's standing asked again there (else 409 superseded; 403, nothing activated, the flow
-   * spent, when they lost it meanwhile); a pending connection photographed, a look the stop cuts (409 stopping,
-   * the tokens kept).
+   * the opener's standing asked again there (else 409 superseded; 403, nothing activated, the
+   * flow spent, when they lost it meanwhile); a pending connection photographed, a look the stop
+   * cuts (409 stopping, the tokens kept).
    */
   async complete(
     query: { state?: string; code?: string; iss?: string; error?: string; error_description?: string },

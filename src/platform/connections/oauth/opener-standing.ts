@@ -47,8 +47,8 @@ export function whyNotOpener(
  * go_url), asked under the connection's lock just before the record naming the new tokens is
  * written (adr/0154, amended): the standing opening the flow required, still held — active, a
  * member of the flow's workspace, and for a workspace connection its admin (`whyNotOpener`'s
- * standing). Asked at the go_url and the callback only, an admin demoted (or a member removed) while the code was redeemed at the
- * authorization server still made the connection live
+ * standing). Asked at the go_url and the callback only, an admin demoted (or a member removed)
+ * while the code was redeemed at the authorization server still made the connection live
  * (test/integration/connections-oauth-activation-standing.test.ts).
  */
 export function openerStanding(deps: StandingDeps, flow: Flow, openerId: string): AccessCheck {
