@@ -1,3 +1,4 @@
+import { Conflict } from "../../errors.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
 import { loadingChannel } from "./channel.ts";
 import { MIN_INSTRUCTIONS_BYTES } from "./config.ts";
@@ -22,7 +23,8 @@ const bytes = (text: string) => Buffer.byteLength(text);
  * or removed. The result never exceeds `maxBytes`; what does not fit is named as truncated
  * rather than silently dropped. A body is read (`read`: bodyOf) only when its listed size fits,
  * so a composition reads at most `maxBytes` of skills' bodies, however many there are; one that
- * cannot be read now (changed since the listing) is named as not fitting too.
+ * cannot be read now because it changed since the listing is named as not fitting too, and any
+ * other failure to read one rejects the composition.
  */
 export async function composeInstructions(
   skills: readonly Skill[],
@@ -64,12 +66,18 @@ export async function composeInstructions(
   return parts.join(SECTION_GAP);
 }
 
+/**
+ * A body, or nothing when its file changed since the listing (`skill_unreadable`: the next request
+ * lists the folder again and composes anew from what it finds). Any other failure (EMFILE, EIO)
+ * moves no stamp, so "did not fit" would be kept, and false, until the folder changed: it fails
+ * the composition instead (adr/0051, amended 2026-12-07).
+ */
 async function bodyOrNot(read: (skill: Skill) => Promise<string>, skill: Skill): Promise<string | undefined> {
   try {
     return await read(skill);
-  } catch {
-    // The next request lists the folder again, and composes anew from what it finds.
-    return undefined;
+  } catch (error) {
+    if (error instanceof Conflict && error.code === "skill_unreadable") return undefined;
+    throw error;
   }
 }
 

@@ -35,7 +35,10 @@ interface Resolution {
   dirs: CallerDirs;
   inputs: readonly (ScopeListing | Skill | SkillProblem)[];
   resolved: ResolvedSkills;
-  /** Composed on first use: bodies read once per resolution, shared by the requests that ask meanwhile. */
+  /**
+   * Composed on first use: bodies read once per resolution, shared by the requests that ask
+   * meanwhile; dropped if it fails, so a transient read error is not kept.
+   */
   instructions?: Promise<string>;
 }
 
@@ -86,11 +89,15 @@ export class SkillService {
 
   async instructions(workspaceId: string, principalId: string): Promise<string> {
     const resolution = await this.resolution(workspaceId, principalId);
-    resolution.instructions ??= composeInstructions(
-      resolution.resolved.skills,
-      this.settings.maxInstructionsBytes,
-    );
-    return resolution.instructions;
+    if (resolution.instructions) return resolution.instructions;
+    const composing = composeInstructions(resolution.resolved.skills, this.settings.maxInstructionsBytes);
+    resolution.instructions = composing;
+    // A failed composition (a body read met EMFILE or EIO, which moves no stamp) is not kept: the
+    // requests sharing it fail clearly and the next one composes anew (instructions.ts bodyOrNot).
+    composing.catch(() => {
+      if (resolution.instructions === composing) resolution.instructions = undefined;
+    });
+    return composing;
   }
 
   private async resolution(workspaceId: string, principalId: string): Promise<Resolution> {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { Conflict } from "../../../../src/errors.ts";
 import { composeInstructions } from "../../../../src/platform/skills/instructions.ts";
 import type { Skill } from "../../../../src/platform/skills/model.ts";
 import { resolveSkills } from "../../../../src/platform/skills/resolve.ts";
@@ -108,17 +109,30 @@ describe("composeInstructions", () => {
     expect(out).toContain("truncated: big-one, big-two");
   });
 
-  it("names a skill whose body cannot be read now as not fitting, never failing the rest", async () => {
+  it("names a skill whose file changed since its listing as not fitting, never failing the rest", async () => {
     const out = await composeInstructions(
       [skill("gone", "always"), skill("kept", "always")],
       ROOMY_BYTES,
       async (s) => {
-        if (s.name === "gone") throw new Error("changed since it was listed");
+        if (s.name === "gone") throw new Conflict("skill_unreadable", "changed since it was listed");
         return s.body ?? "";
       },
     );
     expect(out).toContain("## Skill: kept\n\nBODY-OF-kept");
     expect(out).toContain("truncated: gone");
+  });
+
+  it("fails when a body cannot be read for any other reason, rather than call it too big", async () => {
+    const emfile = Object.assign(new Error("EMFILE: too many open files"), { code: "EMFILE" });
+    const composing = composeInstructions(
+      [skill("house-rules", "always"), skill("kept", "always")],
+      ROOMY_BYTES,
+      async (s) => {
+        if (s.name === "house-rules") throw emfile;
+        return s.body ?? "";
+      },
+    );
+    await expect(composing).rejects.toBe(emfile);
   });
 
   it("names nothing as truncated when everything fits", async () => {
