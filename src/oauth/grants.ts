@@ -55,7 +55,8 @@ export interface GrantsOptions extends Standing {
 export class Grants {
   private readonly records: JsonRecords<GrantRecord>;
   private readonly locks = new KeyedLock();
-  // Checked on every MCP request, so it is memory, loaded at boot and kept by `revoke`.
+  // Checked on every MCP request, so it is memory, loaded at boot and kept by `revoke`; an id
+  // leaves it with its grant's file, once every access token the grant issued has expired.
   private readonly revoked = new Set<string>();
   // Live grants by person and by workspace, so no request scans the folder (grant-index.ts).
   private readonly index = new GrantIndex();
@@ -108,7 +109,11 @@ export class Grants {
       } else {
         this.index.put(indexed(record));
       }
-      if (endedAt + outlived < now) await this.records.delete(id);
+      if (endedAt + outlived < now) {
+        await this.records.delete(id);
+        // No token it issued can still be valid: held on, its id grew the set with every revocation.
+        this.revoked.delete(id);
+      }
     }
   }
 
