@@ -187,7 +187,12 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       ],
       workspaceRoutes: routes,
       routes: instanceRoutes,
-      archived: (workspaceId) => forgetArchivedConnections(store, oauth.authorizer, workspaceId),
+      // Its catalog entries and connection grants leave memory with it too (adr/0038, amended).
+      archived: (workspaceId) => {
+        forgetArchivedConnections(store, oauth.authorizer, workspaceId);
+        catalog.forget(workspaceId);
+        grantStore.forgetWorkspace(workspaceId);
+      },
       // After boot recovery has indexed every workspace's connections.
       ready: async () => logReservedNames(store.all(), context.appNames, log),
       // Looks at servers under way end first, so no server holds the stop (adr/0122, amended); a

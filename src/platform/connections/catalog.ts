@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
+import { IdleCache } from "../../sources/idle-cache.ts";
 import { syncDir } from "../../storage/atomic.ts";
 import { createFileExclusive } from "../../storage/exclusive.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
@@ -26,6 +27,12 @@ import { CatalogFolder, type CatalogProblem, ProblemLog, readSmallJson } from ".
 
 /** The most entries one workspace's admins may add. */
 export const MAX_WORKSPACE_ENTRIES = 100;
+/**
+ * A workspace's entries unused this long are let go, and read from its folder at the next use: the
+ * idle period of the file index (FILE_INDEX_IDLE_MS). Up to 100 entries of 64 KiB each, kept for
+ * every workspace ever listed, one person's 1,000 workspaces held gigabytes (adr/0038, amended).
+ */
+export const CATALOG_INDEX_IDLE_MS = 10 * 60 * 1000;
 const ENTRIES_FOLDER = "catalog";
 
 export type CatalogScope = "instance" | "workspace";
@@ -64,13 +71,31 @@ export interface CatalogOptions {
 export class Catalog {
   private readonly folder: CatalogFolder;
   // Each workspace's entries, read from disk on first use and then kept by add and remove
-  // (adr/0025): a listing never reads the folder again.
-  private readonly indexes = new Map<string, Promise<WorkspaceIndex>>();
+  // (adr/0025) while in use: a listing reads the folder again only after CATALOG_INDEX_IDLE_MS
+  // unused. A read that failed is not remembered: the next request tries again.
+  private readonly indexes: IdleCache<WorkspaceIndex>;
+  // Only workspaces whose folder has a problem: each is logged once, not at every read after idle.
   private readonly problemLogs = new Map<string, ProblemLog>();
   private readonly locks = new KeyedLock();
 
   constructor(private readonly options: CatalogOptions) {
     this.folder = new CatalogFolder(options.dir, options.clock, options.log);
+    this.indexes = new IdleCache(
+      (workspaceId) => this.loadIndex(workspaceId),
+      async () => undefined,
+      CATALOG_INDEX_IDLE_MS,
+      options.clock,
+    );
+  }
+
+  /** Workspaces whose entries are in memory now. */
+  get heldWorkspaces(): number {
+    return this.indexes.size;
+  }
+
+  /** Lets go of the entries of workspaces unused for CATALOG_INDEX_IDLE_MS (also done on a timer). */
+  sweep(now?: number): Promise<void> {
+    return this.indexes.sweep(now);
   }
 
   /** The operator's entries, in file-name order. */
@@ -92,7 +117,7 @@ export class Catalog {
   async list(workspaceId: string): Promise<CatalogEntry[]> {
     const instance = await this.instanceEntries();
     const ids = new Set(instance.map((entry) => entry.id));
-    const own = [...(await this.index(workspaceId)).entries.values()]
+    const own = (await this.withIndex(workspaceId, async (index) => [...index.entries.values()]))
       .filter((entry) => !ids.has(entry.id))
       .sort((a, b) => (a.id < b.id ? -1 : 1));
     return [...instance, ...own];
@@ -100,14 +125,14 @@ export class Catalog {
 
   /** The files of a workspace's catalog folder that were skipped, and why. */
   async workspaceProblems(workspaceId: string): Promise<CatalogProblem[]> {
-    return (await this.index(workspaceId)).problems;
+    return this.withIndex(workspaceId, async (index) => index.problems);
   }
 
   /** One entry as `list` would show it to the workspace; `catalog_entry_not_found` otherwise. */
   async get(workspaceId: string, id: string): Promise<CatalogEntry> {
     if (!isCatalogId(id)) throw notFound();
     const instance = (await this.instanceEntries()).find((entry) => entry.id === id);
-    const entry = instance ?? (await this.index(workspaceId)).entries.get(id);
+    const entry = instance ?? (await this.withIndex(workspaceId, async (index) => index.entries.get(id)));
     if (!entry) throw notFound();
     return entry;
   }
@@ -143,33 +168,39 @@ export class Catalog {
           `${server.name} is in the instance's catalog already (id ${id}): connect from that entry.`,
         );
       }
-      const index = await this.index(workspaceId);
-      if (index.entries.has(id)) {
-        throw new Conflict(
-          "catalog_entry_exists",
-          `${server.name} is in this workspace's catalog already (id ${id}); remove it first to replace it.`,
-        );
-      }
-      if (skippedFile(index, id)) {
-        throw new Conflict(
-          "catalog_entry_exists",
-          `This workspace's stored entry ${id} was skipped as a problem (listed under problems); remove it first to replace it.`,
-        );
-      }
-      if (index.entries.size >= MAX_WORKSPACE_ENTRIES) {
-        throw new Conflict(
-          "catalog_full",
-          `This workspace's catalog holds ${MAX_WORKSPACE_ENTRIES} entries, its most; remove one first.`,
-        );
-      }
-      const dir = this.entriesDir(workspaceId);
-      await makeInPartition(dir, workspaceId);
-      if (!(await createFileExclusive(join(dir, `${id}.json`), text, admitted))) {
-        throw new Conflict("catalog_entry_exists", `${server.name} is in this workspace's catalog already.`);
-      }
-      const entry: CatalogEntry = { id, scope: "workspace", ...record };
-      index.entries.set(id, entry);
-      return entry;
+      // In use until the entry is in it: an index let go as idle mid-add, and read again before
+      // the file was linked, would miss the entry.
+      return this.withIndex(workspaceId, async (index) => {
+        if (index.entries.has(id)) {
+          throw new Conflict(
+            "catalog_entry_exists",
+            `${server.name} is in this workspace's catalog already (id ${id}); remove it first to replace it.`,
+          );
+        }
+        if (skippedFile(index, id)) {
+          throw new Conflict(
+            "catalog_entry_exists",
+            `This workspace's stored entry ${id} was skipped as a problem (listed under problems); remove it first to replace it.`,
+          );
+        }
+        if (index.entries.size >= MAX_WORKSPACE_ENTRIES) {
+          throw new Conflict(
+            "catalog_full",
+            `This workspace's catalog holds ${MAX_WORKSPACE_ENTRIES} entries, its most; remove one first.`,
+          );
+        }
+        const dir = this.entriesDir(workspaceId);
+        await makeInPartition(dir, workspaceId);
+        if (!(await createFileExclusive(join(dir, `${id}.json`), text, admitted))) {
+          throw new Conflict(
+            "catalog_entry_exists",
+            `${server.name} is in this workspace's catalog already.`,
+          );
+        }
+        const entry: CatalogEntry = { id, scope: "workspace", ...record };
+        index.entries.set(id, entry);
+        return entry;
+      });
     });
   }
 
@@ -180,34 +211,38 @@ export class Catalog {
    */
   async remove(workspaceId: string, id: string, admitted: AccessCheck): Promise<void> {
     if (!isCatalogId(id)) throw notFound();
-    await this.locks.run(workspaceId, async () => {
-      const index = await this.index(workspaceId);
-      const skipped = skippedFile(index, id);
-      if (!index.entries.has(id) && !skipped) {
-        if ((await this.instanceEntries()).some((entry) => entry.id === id)) {
-          throw new Forbidden(
-            "This entry is in the instance's catalog, which the operator keeps in connections.catalogDir; a workspace removes only its own.",
-          );
+    await this.locks.run(workspaceId, () =>
+      this.withIndex(workspaceId, async (index) => {
+        const skipped = skippedFile(index, id);
+        if (!index.entries.has(id) && !skipped) {
+          if ((await this.instanceEntries()).some((entry) => entry.id === id)) {
+            throw new Forbidden(
+              "This entry is in the instance's catalog, which the operator keeps in connections.catalogDir; a workspace removes only its own.",
+            );
+          }
+          throw notFound();
         }
-        throw notFound();
-      }
-      const dir = this.entriesDir(workspaceId);
-      admitted();
-      try {
-        await unlink(join(dir, `${id}.json`));
-        await syncDir(dir);
-      } catch (error) {
-        // Gone already (removed by hand): the entry is gone either way.
-        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      }
-      index.entries.delete(id);
-      if (skipped) index.problems = index.problems.filter((problem) => problem !== skipped);
-    });
+        const dir = this.entriesDir(workspaceId);
+        admitted();
+        try {
+          await unlink(join(dir, `${id}.json`));
+          await syncDir(dir);
+        } catch (error) {
+          // Gone already (removed by hand): the entry is gone either way.
+          if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+        }
+        index.entries.delete(id);
+        if (skipped) index.problems = index.problems.filter((problem) => problem !== skipped);
+      }),
+    );
   }
 
-  /** Drops a workspace's entries from memory (it was archived); its folder went with it. */
+  /**
+   * Drops a workspace's entries from memory: it was archived (the connections app's `archived`),
+   * and its folder went with it.
+   */
   forget(workspaceId: string): void {
-    this.indexes.delete(workspaceId);
+    void this.indexes.evict(workspaceId);
     this.problemLogs.delete(workspaceId);
   }
 
@@ -225,18 +260,9 @@ export class Catalog {
     return join(this.options.storage.dir(workspaceId), ENTRIES_FOLDER);
   }
 
-  private index(workspaceId: string): Promise<WorkspaceIndex> {
-    let index = this.indexes.get(workspaceId);
-    if (!index) {
-      const loading = this.loadIndex(workspaceId);
-      this.indexes.set(workspaceId, loading);
-      // A failed read is not remembered: the next request tries again.
-      loading.catch(() => {
-        if (this.indexes.get(workspaceId) === loading) this.indexes.delete(workspaceId);
-      });
-      index = loading;
-    }
-    return index;
+  /** Runs `work` on the workspace's index, read on first use, which is not let go meanwhile. */
+  private withIndex<T>(workspaceId: string, work: (index: WorkspaceIndex) => Promise<T>): Promise<T> {
+    return this.indexes.use(workspaceId, work);
   }
 
   private async loadIndex(workspaceId: string): Promise<WorkspaceIndex> {
@@ -256,13 +282,15 @@ export class Catalog {
       else entries.set(read.entry.id, read.entry);
     }
     const problemLog = this.problemLogs.get(workspaceId) ?? new ProblemLog();
-    this.problemLogs.set(workspaceId, problemLog);
     problemLog.report(problems, (problem) =>
       this.options.log.warn(
         { workspaceId, catalogFile: problem.file, problem: problem.message },
         "workspace catalog entry skipped",
       ),
     );
+    // A log that saw no problem is a new one's equal: kept only for a folder that has one.
+    if (problems.length > 0) this.problemLogs.set(workspaceId, problemLog);
+    else this.problemLogs.delete(workspaceId);
     return { entries, problems };
   }
 }
