@@ -3,6 +3,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type Clock, isWithin } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
+import { fileStamp, isRacy, lastChangeMs } from "../../storage/file-stamp.ts";
 import { catalogIdOf, checkServerJson, MAX_ENTRY_BYTES, type ServerJson } from "./catalog-entry.ts";
 
 // The operator's catalog: `<catalogDir>/*.json`, one server.json each. It is read whole when the
@@ -36,10 +37,12 @@ export interface FolderContents {
 
 interface Snapshot extends FolderContents {
   /**
-   * Each read file's name, size, mtime and inode, and the count of names past the limit: a change
-   * to any of them is a change to the catalog.
+   * Each read file's name and stamp (size, modification and change times, inode), and the count
+   * of names past the limit: a change to any of them is a change to the catalog. None when a file
+   * changed within RACY_MS of the look, which may hide a later edit in the same tick: the next
+   * look reads the files again (storage/file-stamp.ts, the skills' rule; adr/0038, amended).
    */
-  fingerprint: string;
+  fingerprint: string | undefined;
 }
 
 export class CatalogFolder {
@@ -69,10 +72,12 @@ export class CatalogFolder {
     const checkedAt = this.clock();
     const listing = await listCatalogFiles(dir);
     const fingerprint = JSON.stringify(listing);
+    // A racy snapshot's fingerprint is none, which no listing matches.
     if (this.snapshot?.fingerprint !== fingerprint) {
       const contents =
         "problem" in listing ? { entries: [], problems: [listing.problem] } : await readAll(dir, listing);
-      this.snapshot = { ...contents, fingerprint };
+      const racy = "stamps" in listing && isRacy(listing.changedMs, checkedAt);
+      this.snapshot = { ...contents, fingerprint: racy ? undefined : fingerprint };
       this.logged.report(contents.problems, (problem) =>
         this.log.warn({ catalogFile: problem.file, problem: problem.message }, "catalog entry skipped"),
       );
@@ -84,15 +89,17 @@ export class CatalogFolder {
 
 interface FileStamp {
   name: string;
+  /** fileStamp: size, modification and change times, inode. */
+  stamp: string;
   size: number;
-  mtimeMs: number;
-  ino: number;
 }
 
 /** The files the catalog reads, and how many `*.json` names past its limit it left alone. */
 export interface CatalogListing {
   stamps: FileStamp[];
   unread: number;
+  /** The newest change among the files (lastChangeMs); -Infinity when there is none. */
+  changedMs: number;
 }
 
 /**
@@ -120,17 +127,20 @@ export async function listCatalogFiles(
     return { problem: { file: ".", message } };
   }
   const stamps: FileStamp[] = [];
+  let changedMs = Number.NEGATIVE_INFINITY;
   let next = 0;
   for (; next < names.length && stamps.length < MAX_CATALOG_FILES; next++) {
     const name = names[next] as string;
     try {
       const info = await statFile(join(dir, name));
-      if (info.isFile()) stamps.push({ name, size: info.size, mtimeMs: info.mtimeMs, ino: info.ino });
+      if (!info.isFile()) continue;
+      stamps.push({ name, stamp: fileStamp(info), size: info.size });
+      changedMs = Math.max(changedMs, lastChangeMs(info));
     } catch {
       // Removed between the listing and the stat: not in the catalog.
     }
   }
-  return { stamps, unread: names.length - next };
+  return { stamps, unread: names.length - next, changedMs };
 }
 
 async function readAll(dir: string, listing: CatalogListing): Promise<FolderContents> {

@@ -1,8 +1,9 @@
 import { type Dirent, lstatSync, readdirSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
+import { isRacy } from "../../storage/file-stamp.ts";
 import type { Provenance, Skill, SkillProblem, SkillScope } from "./model.ts";
 import { readSkillDir, SkillFileCache } from "./skill-dirs.ts";
-import { RACY_MS, SKILL_FILE } from "./skill-file.ts";
+import { SKILL_FILE } from "./skill-file.ts";
 
 export interface ScopeListing {
   skills: Skill[];
@@ -117,7 +118,7 @@ export class ScopeCache {
     const newest = Math.max(...stamps.map((s) => s.mtimeMs));
     this.drop(key);
     const bytes = heldBytesOf(listing, stamps);
-    this.entries.set(key, { listing, stamps, bytes, racy: this.now() - newest < RACY_MS, checkedInTurn: -1 });
+    this.entries.set(key, { listing, stamps, bytes, racy: isRacy(newest, this.now()), checkedInTurn: -1 });
     this.held += bytes;
     this.kept.add(listing);
     while (this.entries.size > MAX_ENTRIES || (this.held > this.maxHeldBytes && this.entries.size > 1)) {

@@ -1,17 +1,11 @@
 import { lstat, readdir } from "node:fs/promises";
 import { basename, join } from "node:path";
+import { fileStamp, isRacy, lastChangeMs } from "../../storage/file-stamp.ts";
 import { type PinnedFolder, pinFolder } from "../../storage/no-follow.ts";
 import { spelledOut } from "../../text.ts";
 import { isSkillName, type Provenance, type Skill, type SkillProblem, type SkillScope } from "./model.ts";
 import { parseSkill } from "./parse.ts";
-import {
-  isSymlink,
-  RACY_MS,
-  readSkillFile,
-  refuseUnreadable,
-  SKILL_FILE,
-  scopeFolderAllows,
-} from "./skill-file.ts";
+import { isSymlink, readSkillFile, refuseUnreadable, SKILL_FILE, scopeFolderAllows } from "./skill-file.ts";
 
 interface Kept {
   stamp: string;
@@ -37,8 +31,9 @@ export interface FolderRead {
  * dominated those requests. The same file is the same size, modification time, change time and
  * inode: the change time moves when a copy that keeps its source's modification time lands
  * (`cp -p`, `touch -r`), and the inode when a file is replaced by a rename, so an operator's
- * same-size edit is never served stale (adr/0051). A parse of a file changed within RACY_MS of
- * the read is not kept: an edit in the same clock tick would leave every time as it was.
+ * same-size edit is never served stale (adr/0051; storage/file-stamp.ts). A parse of a file
+ * changed within RACY_MS of the read is not kept: an edit in the same clock tick would leave
+ * every time as it was.
  *
  * A folder's parses are rebuilt on each read of it, so a deleted or renamed skill's parse goes
  * with the next read: kept by path forever, 20 rounds of create, list and delete of fresh names
@@ -64,14 +59,14 @@ export class SkillFileCache {
         // Never followed (adr/0139): a linked SKILL.md is refused, its target not even stat'ed.
         const info = await lstat(path);
         refuseUnreadable(path, info);
-        const stamp = `${info.size}:${info.mtimeMs}:${info.ctimeMs}:${info.ino}:${scope}:${provenance ?? ""}`;
+        const stamp = `${fileStamp(info)}:${scope}:${provenance ?? ""}`;
         let kept = last?.get(path);
         if (kept?.stamp !== stamp) {
           const text = await readSkillFile(path, within);
           if (text === undefined) throw Object.assign(new Error(`${path} is gone`), { code: "ENOENT" });
           kept = { stamp, outcome: tryParse(text, scope, provenance) };
         }
-        if (this.now() - Math.max(info.mtimeMs, info.ctimeMs) >= RACY_MS) met.set(path, kept);
+        if (!isRacy(lastChangeMs(info), this.now())) met.set(path, kept);
         if (kept.outcome instanceof Error) throw kept.outcome;
         return kept.outcome;
       },

@@ -15,13 +15,6 @@ import type { SkillScope } from "./model.ts";
 export const SKILL_FILE = "SKILL.md";
 
 /**
- * A change newer than this, at the time of a read, is not trusted to show in a later stamp: file
- * systems keep times to a tick (ext4: a few ms; others up to 2 s). What was read that close to a
- * change is read again on its next use, until its newest time is older (adr/0051).
- */
-export const RACY_MS = 2_000;
-
-/**
  * The largest SKILL.md Atrium writes or reads, in UTF-8 bytes. A skill's text is read whole to be
  * listed (its body then let go) and whenever it is shown: without a bound, a member's ten 3.9 MB
  * user skills held 42 MB of heap when listings kept bodies, and they may create 500 (adr/0098). The Agent Skills
