@@ -3,6 +3,7 @@ import { Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import { isPrincipalId } from "../../ids.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import { DiskCache } from "../../storage/disk-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -29,11 +30,14 @@ export interface ConnectionGrant {
 /**
  * The grants of each workspace, one file `<ws>/connections/grants.json`. Read-modify-write under a
  * per-workspace lock, always from the file; the in-memory copy is a cache of disk, and a miss
- * rereads the file before it says "no grant" (a grant made behind this process still counts).
+ * rereads the file before it says "no grant" (a grant made behind this process still counts). A
+ * read outside the lock that a revoke overtook keeps nothing (DiskCache, ADR 0162): kept, its
+ * revoked grant was a cached "yes" that `has` trusted until the next write
+ * (test/unit/platform/connections/grants-read-overtaken.test.ts).
  */
 export class GrantStore {
   private readonly lock = new KeyedLock();
-  private readonly cache = new Map<string, ConnectionGrant[]>();
+  private readonly cache = new DiskCache<ConnectionGrant[]>();
 
   constructor(private readonly storage: Pick<PartitionPaths, "partition" | "dir">) {}
 
@@ -105,21 +109,22 @@ export class GrantStore {
     this.cache.delete(workspaceId);
   }
 
-  private async read(workspaceId: string): Promise<ConnectionGrant[]> {
-    const stored = (await readJsonIfExists(this.file(workspaceId))) as
-      | { grants?: ConnectionGrant[] }
-      | undefined;
-    const grants = stored?.grants ?? [];
-    this.cache.set(workspaceId, grants);
-    return grants;
+  private read(workspaceId: string): Promise<ConnectionGrant[]> {
+    return this.cache.read(workspaceId, async () => {
+      const stored = (await readJsonIfExists(this.file(workspaceId))) as
+        | { grants?: ConnectionGrant[] }
+        | undefined;
+      return stored?.grants ?? [];
+    });
   }
 
   private async write(workspaceId: string, grants: ConnectionGrant[], admitted: AccessCheck): Promise<void> {
     // Made through the servers folder so that a workspace whose folder is gone is refused
     // (WorkspaceNotFound) rather than recreated: no write creates a workspace.
     await makeInPartition(join(this.storage.dir(workspaceId), "servers"), workspaceId);
-    await writeJsonAtomic(this.file(workspaceId), { grants }, admitted);
-    this.cache.set(workspaceId, grants);
+    await this.cache.write(workspaceId, grants, () =>
+      writeJsonAtomic(this.file(workspaceId), { grants }, admitted),
+    );
   }
 
   private file(workspaceId: string): string {

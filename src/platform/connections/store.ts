@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
 import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
+import { DiskCache } from "../../storage/disk-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import {
   checkedBeforeCommit,
@@ -43,8 +44,8 @@ export class ConnectionStore implements LeftoverRules {
   private readonly folders = new RecordFolders();
   private readonly lock = new KeyedLock();
   private readonly index = new Map<string, Set<string>>();
-  /** Records as last written or read, by `<ws>/<name>`. */
-  private readonly records = new Map<string, ConnectionRecord>();
+  /** Records as last written, or read with no write ending meanwhile (ADR 0162), by `<ws>/<name>`. */
+  private readonly records = new DiskCache<ConnectionRecord>();
   /** Each snapshot parsed once while anyone holds it: every workspace's client of a connection pins it. */
   private readonly parsed = new SharedSnapshots();
 
@@ -78,16 +79,19 @@ export class ConnectionStore implements LeftoverRules {
     try {
       await this.lock.run(`${key}/${record.name}`, async () => {
         admitted();
-        await this.folders.create(dir, record.name, async (staging) => {
-          await writeJsonAtomic(join(staging, RECORD), record);
-          await makeSnapshotsFolder(staging);
-          if (snapshot) await writeSnapshot(staging, snapshot);
-          await writeJsonAtomic(join(staging, TRANSPORT), {
-            up: true,
-            failures: 0,
-          } satisfies TransportHealth);
-          await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
-        });
+        // Kept as written: whatever this name held before is never what a create leaves in memory.
+        await this.records.write(`${key}/${record.name}`, record, () =>
+          this.folders.create(dir, record.name, async (staging) => {
+            await writeJsonAtomic(join(staging, RECORD), record);
+            await makeSnapshotsFolder(staging);
+            if (snapshot) await writeSnapshot(staging, snapshot);
+            await writeJsonAtomic(join(staging, TRANSPORT), {
+              up: true,
+              failures: 0,
+            } satisfies TransportHealth);
+            await writeJsonAtomic(join(staging, CREDENTIAL), { lapsed: false } satisfies CredentialHealth);
+          }),
+        );
       });
     } catch (error) {
       if (error instanceof RecordExists) {
@@ -103,17 +107,21 @@ export class ConnectionStore implements LeftoverRules {
 
   /**
    * The record, read from disk once and then kept: this store is its only writer (one root, one
-   * process), and a workspace's skills and tools ask for every record on each listing.
+   * process), and a workspace's skills and tools ask for every record on each listing. Read without
+   * the lock, one a write overtook keeps nothing: kept, a disable was undone, a committed snapshot
+   * rewritten (ADR 0162; test/unit/platform/connections/store-read-overtaken.test.ts).
    */
   async get(workspaceId: string, name: string): Promise<ConnectionRecord> {
     if (!this.has(workspaceId, name)) throw connectionNotFound(name);
     const key = `${workspaceId}/${name}`;
-    let record = this.records.get(key);
-    if (!record) {
-      record = (await readJsonIfExists(this.file(workspaceId, name, RECORD))) as ConnectionRecord | undefined;
-      if (!record) throw connectionNotFound(name);
-      this.records.set(key, record);
-    }
+    const record =
+      this.records.get(key) ??
+      (await this.records.read(
+        key,
+        async () =>
+          (await readJsonIfExists(this.file(workspaceId, name, RECORD))) as ConnectionRecord | undefined,
+      ));
+    if (!record) throw connectionNotFound(name);
     return record;
   }
 
@@ -139,8 +147,9 @@ export class ConnectionStore implements LeftoverRules {
     return this.lock.run(`${workspaceId}/${name}`, async () => {
       const previous = await this.get(workspaceId, name);
       const next = change(previous);
-      await writeJsonAtomic(this.file(workspaceId, name, RECORD), next, admitted);
-      this.records.set(`${workspaceId}/${name}`, next);
+      await this.records.write(`${workspaceId}/${name}`, next, () =>
+        writeJsonAtomic(this.file(workspaceId, name, RECORD), next, admitted),
+      );
       written(next, previous);
       return next;
     });
@@ -171,8 +180,9 @@ export class ConnectionStore implements LeftoverRules {
       // read (below), so it is replaced rather than blocking every later refresh.
       await writeSnapshot(this.dir(workspaceId, name), snapshot);
       const next = { ...current, snapshotVersion: snapshot.version };
-      await writeJsonAtomic(this.file(workspaceId, name, RECORD), next);
-      this.records.set(`${workspaceId}/${name}`, next);
+      await this.records.write(`${workspaceId}/${name}`, next, () =>
+        writeJsonAtomic(this.file(workspaceId, name, RECORD), next),
+      );
       await removeOldSnapshots(this.dir(workspaceId, name), next);
       return next;
     });
@@ -331,8 +341,9 @@ export class ConnectionStore implements LeftoverRules {
   /**
    * Whether connection `id` is the one stored under `name` now, without a disk read: false from the
    * moment a remove takes it out of the index (oauth/connection-tokens.ts then keeps nothing of
-   * it). One not read since its create or the boot is answered false: its tokens are used only
-   * from a record read here (serving it, activating it, refreshing it), which a read keeps.
+   * it). One neither read nor written since the boot is answered false: its tokens are used only
+   * from a record read here (serving it, activating it, refreshing it), which a read keeps unless
+   * a write overtook it (then the next read does).
    */
   holds(workspaceId: string, name: string, id: string): boolean {
     return this.has(workspaceId, name) && this.records.get(`${workspaceId}/${name}`)?.id === id;

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
 import { DamagedConnections, viewConnection } from "../../../../src/platform/connections/connection-view.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
+import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { gate } from "../../../helpers/gate.ts";
@@ -99,13 +100,23 @@ describe("a listing of connections where one still there has lost a file", () =>
   const fileOf = (name: string, ...file: string[]) =>
     join(temp.layout.partition("connections").dir(temp.ws), "servers", name, ...file);
 
+  /**
+   * Removes alpha's `file` as a hand or a partial restore does while Atrium is down: the store then
+   * holds no record it read or wrote (a create keeps what it wrote) and reads each from disk.
+   */
+  async function loseAtRestart(...file: string[]): Promise<void> {
+    await rm(fileOf("alpha", ...file));
+    store = new ConnectionStore(temp.layout.partition("connections"));
+    await store.recoverWorkspace(temp.ws, new Set(["connections"]), RecoveryPass.boot(Date.now()));
+  }
+
   it.for([
     ["its current snapshot", ["snapshots", "1.json"], "snapshot_not_found"],
     ["its record", ["connection.json"], "connection_not_found"],
   ] as const)("leaves it out logged once when %s is missing", async ([, file, code]) => {
     const { log, lines } = memoryLog();
     const logged = new DamagedConnections(log);
-    await rm(fileOf("alpha", ...file));
+    await loseAtRestart(...file);
     const list = () =>
       logged.readEach(store, temp.ws, store.names(temp.ws), (name) =>
         viewConnection(store, temp.ws, name, []),
@@ -119,7 +130,7 @@ describe("a listing of connections where one still there has lost a file", () =>
     expect(store.names(temp.ws)).toContain("alpha");
   });
   it("is removed all the same when its record is missing: the name is free again", async () => {
-    await rm(fileOf("alpha", "connection.json"));
+    await loseAtRestart("connection.json");
     const rethrow = (error: unknown): undefined => {
       throw error;
     };

@@ -1,0 +1,59 @@
+/**
+ * Values read from disk, by key, kept for the process whose writers move them (adr/0025): a cache
+ * filled only by a read no write overtook (ADR 0162).
+ *
+ * A read runs without the key's lock, so a write can land between the read's look at the file and
+ * its return; kept then, the value the write replaced would be served and, as a read-modify-write's
+ * base, written back over it. So a read keeps what it found only if no write or delete of its key
+ * ended while it was under way: each write, landed or failed (one that failed may still have
+ * reached the file), overtakes the reads under way on its key. Nothing is kept per key beyond its
+ * value and the reads under way on it.
+ */
+export class DiskCache<V> {
+  private readonly values = new Map<string, V>();
+  /** The reads under way on each key; a write of the key drops the set, and with it their right to fill. */
+  private readonly reading = new Map<string, Set<symbol>>();
+
+  /** The kept value, if any. */
+  get(key: string): V | undefined {
+    return this.values.get(key);
+  }
+
+  /**
+   * Reads with `load` and answers what it found; keeps it (when found) unless a write or delete of
+   * `key` ended while it was under way. Under the key's lock or not, as the caller likes.
+   */
+  async read<R extends V | undefined>(key: string, load: () => Promise<R>): Promise<R> {
+    const read = Symbol(key);
+    const underWay = this.reading.get(key) ?? new Set<symbol>();
+    this.reading.set(key, underWay);
+    underWay.add(read);
+    try {
+      const value = await load();
+      if (value !== undefined && this.reading.get(key)?.has(read)) this.values.set(key, value as V);
+      return value;
+    } finally {
+      underWay.delete(read);
+      if (underWay.size === 0 && this.reading.get(key) === underWay) this.reading.delete(key);
+    }
+  }
+
+  /**
+   * A writer's change of `key` to `value`, under its lock: `write` puts it on disk, and it is kept
+   * once that returns. Whether it returns or throws, the reads under way on `key` keep nothing.
+   */
+  async write(key: string, value: V, write: () => Promise<unknown>): Promise<void> {
+    try {
+      await write();
+      this.values.set(key, value);
+    } finally {
+      this.reading.delete(key);
+    }
+  }
+
+  /** A writer's removal of `key` (or letting it go): nothing is kept, nor by a read under way. */
+  delete(key: string): void {
+    this.values.delete(key);
+    this.reading.delete(key);
+  }
+}
