@@ -345,6 +345,44 @@ describe("runs", () => {
     });
   });
 
+  it("refuses a run input whose unions would try too many branches with 400, naming the union and what to change", async () => {
+    // The reviewer's schema: an anyOf of 40 consts per item. 699,047 items matching only the
+    // 40th (a 2 MiB body) made 28 million ajv errors, 2-4 s of held event loop (ADR 0157).
+    const task = await createTask(instance, "alice", ws, {
+      name: "costly union",
+      action: echo(),
+      inputSchema: {
+        type: "object",
+        properties: {
+          a: { type: "array", items: { anyOf: Array.from({ length: 40 }, (_, i) => ({ const: i })) } },
+        },
+      },
+    });
+    const body = `{"input":{"a":[${new Array(699_047).fill("39").join(",")}]}}`;
+    const refused = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), body, {
+      "content-type": "application/json",
+    });
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_input");
+    expect(error.message).toContain("The input is too costly to check against the task's inputSchema");
+    expect(error.message).toContain('the anyOf at "#/properties/a/items/anyOf" went past it');
+    expect(error.message).toContain("an enum instead of an anyOf of consts");
+    expect(await runsOf(instance, "alice", ws, task.id)).toEqual([]);
+    // A list the budget allows is checked as before.
+    const checked = await instance.rest("alice", "POST", tasksPath(ws, `/${task.id}/runs`), {
+      input: { a: [39, 40] },
+    });
+    expect(checked.status).toBe(400);
+    expect(await checked.json()).toMatchObject({
+      error: {
+        message: expect.stringContaining(
+          "The input does not match the task's inputSchema: /a/1 must be equal to constant",
+        ),
+      },
+    });
+  });
+
   it("refuses at definition a schema that loops and a cron that fires too often or never, on create and on change", async () => {
     const task = await createTask(instance, "alice", ws, { name: "plain", action: echo() });
     const refusals: [Record<string, unknown>, string][] = [

@@ -4,7 +4,7 @@ import type { Caller } from "../../sources/caller-meta.ts";
 import { SourceRetired } from "../../sources/mcp-source.ts";
 import type { Source, SourceCall, SourceClosing } from "../../sources/source.ts";
 import { joinToolName } from "../../sources/tool-names.ts";
-import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
+import { CheckTooCostly } from "../json-schema/check-too-costly.ts";
 import { untilAborted } from "../until-aborted.ts";
 import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./call-audit.ts";
 import { reauthorizationIn } from "./oauth/step-up.ts";
@@ -177,8 +177,9 @@ export class ConnectionSource implements Source {
     try {
       if (validate(args)) return undefined;
     } catch (error) {
-      // Checking long strings against the schema's patterns would hold the event loop (ADR 0104).
-      if (error instanceof MatchBudgetExceeded)
+      // Checking long strings against the schema's patterns, or many items against its unions,
+      // would hold the event loop (ADR 0104, 0157).
+      if (error instanceof CheckTooCostly)
         return `The arguments for ${called} are too costly to check against its input schema: ${error.message}.`;
       // Each level of the arguments is a call in a recursive schema: past the stack, a refusal.
       if (!(error instanceof RangeError)) throw error;

@@ -1,5 +1,6 @@
 import { Ajv } from "ajv";
 import { Ajv2020 } from "ajv/dist/2020.js";
+import { chargeAlternatives } from "./alternative-budget.ts";
 import { checkFormats } from "./formats.ts";
 import { linearRegExp } from "./linear-regexp.ts";
 import { checkUniqueItemsLinearly } from "./unique-items.ts";
@@ -17,7 +18,9 @@ const MULTIPLE_OF_DECIMALS = 9;
  * 0.3. A check stops at its first failure (ajv's default, `allErrors` off): the values checked
  * are a caller's or a remote's, and collecting every failure made one error object per item of a
  * 2-million-item array (an `anyOf` of 40 branches, 41 per item), enough to run the process out
- * of heap from one request (ADR 0157). `extra` adds options (connections validate a schema
+ * of heap from one request (ADR 0157). Each branch of an anyOf or a oneOf and each item a
+ * `contains` tries is charged to the check's budget of alternatives, as ajv still makes an error
+ * object for each one that fails (ADR 0157). `extra` adds options (connections validate a schema
  * against its meta-schema).
  */
 export function ajvPair(extra: { validateSchema?: boolean } = {}): { draft07: Ajv; draft2020: Ajv2020 } {
@@ -33,6 +36,7 @@ export function ajvPair(extra: { validateSchema?: boolean } = {}): { draft07: Aj
   for (const ajv of [draft07, draft2020]) {
     checkFormats(ajv);
     checkUniqueItemsLinearly(ajv);
+    chargeAlternatives(ajv);
   }
   return { draft07, draft2020 };
 }

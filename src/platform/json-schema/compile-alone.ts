@@ -1,4 +1,5 @@
 import type { Ajv, ValidateFunction } from "ajv";
+import { withinAlternativeBudget } from "./alternative-budget.ts";
 import { withinMatchBudget } from "./linear-regexp.ts";
 
 /** The most errors a validator keeps from one call: enough to say what was wrong and where. */
@@ -10,9 +11,9 @@ export const MAX_KEPT_ERRORS = 10;
  * another's, a second schema with the same `$id` refused ("already exists"), and each schema
  * ever defined kept in memory for the life of the process. What the compile filed is removed
  * again; the validator keeps what it needs. The compile (which checks the schema against its
- * meta-schema) and each call of the validator have one pattern-match budget each, so no
- * validation of caller-sized input holds the event loop long (ADR 0104): a call past it throws
- * `MatchBudgetExceeded`.
+ * meta-schema) and each call of the validator have one pattern-match budget (ADR 0104) and one
+ * budget of alternatives tried (ADR 0157) each, so no validation of caller-sized input holds the
+ * event loop long: a call past one throws its `CheckTooCostly`.
  */
 export function compileAlone(
   ajv: Pick<Ajv, "compile" | "removeSchema" | "refs" | "schemas">,
@@ -29,7 +30,7 @@ export function compileAlone(
   const refs = new Set(Object.keys(ajv.refs));
   const schemas = new Set(Object.keys(ajv.schemas));
   try {
-    const validate = withinMatchBudget(() => ajv.compile(schema));
+    const validate = withinBudgets(() => ajv.compile(schema));
     // An `$async` schema compiles to a validator that answers a promise, which every caller would
     // read as true, and whose pattern checks would run after the match budget ended.
     if ((validate as { $async?: unknown }).$async) {
@@ -55,7 +56,7 @@ function withinEachBudget(validate: ValidateFunction): ValidateFunction {
   const budgeted = ((value: unknown) => {
     budgeted.errors = null;
     try {
-      const valid = withinMatchBudget(() => validate(value) === true);
+      const valid = withinBudgets(() => validate(value) === true);
       if (!valid) budgeted.errors = validate.errors?.slice(0, MAX_KEPT_ERRORS) ?? [];
       return valid;
     } finally {
@@ -65,4 +66,8 @@ function withinEachBudget(validate: ValidateFunction): ValidateFunction {
   budgeted.schema = validate.schema;
   budgeted.schemaEnv = validate.schemaEnv;
   return budgeted;
+}
+
+function withinBudgets<T>(check: () => T): T {
+  return withinMatchBudget(() => withinAlternativeBudget(check));
 }

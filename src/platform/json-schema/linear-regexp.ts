@@ -1,5 +1,6 @@
 import type { RegExpEngine, RegExpLike } from "ajv/dist/types/index.js";
 import { RE2JS } from "re2js";
+import { CheckTooCostly } from "./check-too-costly.ts";
 
 // A schema's `pattern` is matched by RE2 (the pure-JavaScript re2js), never by V8's RegExp: V8
 // backtracks, and a member's "^(a+)+$" against 35 characters held the event loop for 91 s.
@@ -29,7 +30,7 @@ export class UnmatchablePattern extends Error {
 }
 
 /** A validation that would match its patterns past MAX_MATCH_UNITS; stopped before that match. */
-export class MatchBudgetExceeded extends Error {
+export class MatchBudgetExceeded extends CheckTooCostly {
   constructor(
     readonly pattern: string,
     readonly instructions: number,

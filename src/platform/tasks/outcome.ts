@@ -1,7 +1,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/client";
 import { AccountDeactivated, AtriumError, WorkspaceNotFound } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
-import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
+import { CheckTooCostly } from "../json-schema/check-too-costly.ts";
 import type { Execution, Run, RunError, Task } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 
@@ -97,13 +97,14 @@ export function outcomeOf(task: Task, result: CallToolResult): Outcome {
 
 /**
  * What the output schema finds wrong with `output`. An output too costly to check (a large result
- * against patterns, ADR 0104) is not accepted: the run succeeded, its output is not known good.
+ * against patterns, ADR 0104; many items against unions, ADR 0157) is not accepted: the run
+ * succeeded, its output is not known good.
  */
 function assessmentErrors(schema: Record<string, unknown>, output: unknown): string[] {
   try {
     return schemaErrors(compileSchema("outputSchema", schema), output);
   } catch (error) {
-    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    if (!(error instanceof CheckTooCostly)) throw error;
     return [`The output is too costly to check against the outputSchema: ${error.message}.`];
   }
 }

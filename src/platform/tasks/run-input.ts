@@ -1,5 +1,5 @@
 import { InvalidInput } from "../../errors.ts";
-import { MatchBudgetExceeded } from "../json-schema/linear-regexp.ts";
+import { CheckTooCostly } from "../json-schema/check-too-costly.ts";
 import type { Task } from "./model.ts";
 import { compileSchema, schemaErrors } from "./schemas.ts";
 
@@ -15,7 +15,7 @@ export function checkInput(task: Task, input: Record<string, unknown>): void {
   try {
     errors = schemaErrors(compileSchema("inputSchema", task.inputSchema), input);
   } catch (error) {
-    if (!(error instanceof MatchBudgetExceeded)) throw error;
+    if (!(error instanceof CheckTooCostly)) throw error;
     throw new InvalidInput(
       `The input is too costly to check against the task's inputSchema: ${error.message}.`,
     );

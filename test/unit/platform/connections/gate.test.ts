@@ -114,6 +114,28 @@ describe("the call gate's schema check", () => {
     );
     expect(sent).toEqual([]);
   });
+
+  it("refuses arguments whose unions would try too many branches as a tool error, sending nothing", async () => {
+    // A server's schema with an anyOf of 40 consts per item, and a member's 699,047 items: 28
+    // million ajv errors made and dropped before the call was answered (ADR 0157).
+    const { source, sent } = connection({
+      name: "pick",
+      inputSchema: {
+        type: "object",
+        properties: {
+          ids: { type: "array", items: { anyOf: Array.from({ length: 40 }, (_, i) => ({ const: i })) } },
+        },
+      },
+    } as Tool);
+    const result = await source.callTool("pick", { ids: new Array(699_047).fill(39) }, caller);
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(
+      /^The arguments for remote__pick are too costly to check against its input schema: .* the anyOf at "#\/properties\/ids\/items\/anyOf" went past it/,
+    );
+    expect(sent).toEqual([]);
+    expect((await source.callTool("pick", { ids: [39, 0] }, caller)).isError).toBeUndefined();
+    expect(sent).toEqual([{ ids: [39, 0] }]);
+  });
 });
 
 describe("the call gate's live checks", () => {
