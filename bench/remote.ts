@@ -12,7 +12,7 @@ import { createLogger } from "../src/log.ts";
 import { AuditLedger } from "../src/platform/connections/audit.ts";
 import { ConnectionSource } from "../src/platform/connections/gate.ts";
 import { RemoteSource } from "../src/platform/connections/remote-source.ts";
-import { photograph } from "../src/platform/connections/snapshot.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES, photograph } from "../src/platform/connections/snapshot.ts";
 import { guardedFetch } from "../src/sources/guarded-fetch.ts";
 import { McpSource } from "../src/sources/mcp-source.ts";
 import { StorageLayout } from "../src/storage/paths.ts";
@@ -61,12 +61,16 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
     await workspaces.load();
     const ws = (await workspaces.create("bench", OWNER)).id;
     const described = await live.describe();
-    const taken = photograph(await live.listTools(), {
-      version: 1,
-      takenAt: new Date().toISOString(),
-      generation: 1,
-      protocolVersion: described.protocolVersion ?? "unknown",
-    });
+    const taken = photograph(
+      await live.listTools(),
+      {
+        version: 1,
+        takenAt: new Date().toISOString(),
+        generation: 1,
+        protocolVersion: described.protocolVersion ?? "unknown",
+      },
+      DEFAULT_MAX_SNAPSHOT_BYTES,
+    );
     if ("problems" in taken) throw new Error(taken.problems.join("; "));
     const ledger = new AuditLedger(layout.partition("connections"), systemClock);
     const gated = new ConnectionSource(

@@ -3,6 +3,7 @@ import type { WorkspaceSources } from "../../src/platform/app.ts";
 import type { ConnectionSettings } from "../../src/platform/connections/config.ts";
 import type { ConnectionsDeps, PersonalDeps } from "../../src/platform/connections/connections-deps.ts";
 import { ServerLooks } from "../../src/platform/connections/server-looks.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES } from "../../src/platform/connections/snapshot.ts";
 import type { ConnectionStore } from "../../src/platform/connections/store.ts";
 
 /**
@@ -23,7 +24,10 @@ export function inertConnectionsDeps(
     users: { isDeactivated: () => false },
     sources,
     events: { publish: () => undefined },
-    settings: { toolListMaxAgeMs: 60_000 } as ConnectionSettings,
+    settings: {
+      toolListMaxAgeMs: 60_000,
+      maxSnapshotBytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+    } as ConnectionSettings,
     clock: () => Date.UTC(2026, 11, 7),
     log: createLogger("silent"),
     reservedNames: [],

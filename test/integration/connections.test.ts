@@ -390,6 +390,44 @@ describe("the call gate", () => {
     ).toEqual([2, 1]);
   });
 
+  it("refuses a listing whose snapshot would pass the whole-snapshot bound, naming it and the size, and keeps the snapshot it had", async () => {
+    // Each tool is within its own bounds (≈ 8 KiB of 64); 400 of them make a snapshot of ≈ 3.3
+    // MB, 600 ≈ 5 MB: past the 4 MiB default of connections.maxSnapshotBytes (adr/0091, amended).
+    const remote = await server({ bulkTools: 400 });
+    expect((await connect("bulky", remote.url)).status).toBe(201);
+    const stored = await view("bulky");
+    expect(stored.snapshot.version).toBe(1);
+    expect(stored.snapshot.tools).toContain("bulk_399");
+    await remote.control({ bulkTools: 600 });
+    const refused = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/connections/bulky/tools/refresh`,
+    );
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_input");
+    expect(error.message).toMatch(
+      /^Refused to photograph the server's tools: its snapshot \(60\d tools, with their schemas, the instructions and skills\) would be [\d,]{9} bytes of JSON; at most 4,194,304 are taken \(connections\.maxSnapshotBytes\): list fewer or smaller tools, or ask the operator to raise the bound\.$/,
+    );
+    expect(await view("bulky")).toMatchObject({
+      snapshot: { version: 1, digest: stored.snapshot.digest, tools: stored.snapshot.tools },
+    });
+    const versions = await instance.rest(
+      "alice",
+      "GET",
+      `/v1/workspaces/${ws}/connections/bulky/tools/snapshots`,
+    );
+    expect(
+      ((await versions.json()) as { snapshots: { version: number }[] }).snapshots.map((s) => s.version),
+    ).toEqual([1]);
+    // A first photograph of the same listing stores nothing either.
+    expect((await connect("bulkier", remote.url)).status).toBe(400);
+    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/connections/bulkier`)).status).toBe(
+      404,
+    );
+  });
+
   it("hears a 2026-era server say its tools changed, and refuses the changed tool before the listing's age runs out", async () => {
     const remote = await server({ eras: ["2026-07-28"] });
     expect((await connect("listening", remote.url)).status).toBe(201);

@@ -2,6 +2,7 @@ import { type CredentialRef, readCredential } from "../../instance/credentials.t
 import type { ConfigSection } from "../../instance/schema.ts";
 import { type CatalogSettings, catalogConfigProperties, resolveCatalogSettings } from "./catalog-config.ts";
 import type { ConfiguredClient } from "./oauth/client-identity.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES } from "./snapshot.ts";
 
 export interface ConnectionSettings extends CatalogSettings {
   /** Lets a server live at a loopback, private or link-local address, over http: local development only. */
@@ -16,6 +17,8 @@ export interface ConnectionSettings extends CatalogSettings {
   requestTimeoutMs: number;
   /** The most bytes one answer of a server may carry. */
   maxResponseBytes: number;
+  /** The most bytes a whole snapshot of a server's tools may take as stored (adr/0091, amended). */
+  maxSnapshotBytes: number;
   /** OAuth clients an operator registered by hand, per authorization server (the last resort). */
   oauthClients: ConfiguredClient[];
 }
@@ -27,6 +30,7 @@ interface ConnectionsFile {
   toolListMaxAgeSeconds?: number;
   requestTimeoutSeconds?: number;
   maxResponseBytes?: number;
+  maxSnapshotBytes?: number;
   oauth?: { clients?: { issuer: string; clientId: string; clientSecret?: CredentialRef }[] };
 }
 
@@ -42,6 +46,8 @@ export const connectionsConfig: ConfigSection<ConnectionSettings> = {
       toolListMaxAgeSeconds: { type: "integer", minimum: 1, maximum: 3600 },
       requestTimeoutSeconds: { type: "integer", minimum: 1, maximum: 300 },
       maxResponseBytes: { type: "integer", minimum: 1024, maximum: 1024 * 1024 * 1024 },
+      // At least 1 MiB: a snapshot of one tool at its own bound (64 KiB) with room to spare.
+      maxSnapshotBytes: { type: "integer", minimum: 1024 * 1024, maximum: 1024 * 1024 * 1024 },
       oauth: {
         type: "object",
         additionalProperties: false,
@@ -76,6 +82,7 @@ export const connectionsConfig: ConfigSection<ConnectionSettings> = {
       toolListMaxAgeMs: (file.toolListMaxAgeSeconds ?? 60) * 1000,
       requestTimeoutMs: (file.requestTimeoutSeconds ?? 30) * 1000,
       maxResponseBytes: file.maxResponseBytes ?? 16 * 1024 * 1024,
+      maxSnapshotBytes: file.maxSnapshotBytes ?? DEFAULT_MAX_SNAPSHOT_BYTES,
       oauthClients: (file.oauth?.clients ?? []).map((client, index) => ({
         issuer: client.issuer,
         clientId: client.clientId,

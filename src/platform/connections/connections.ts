@@ -17,7 +17,7 @@ import {
   sealedCredentialOf,
 } from "./model.ts";
 import { addPendingOAuth, reauthorize, requireSnapshot } from "./oauth/pending.ts";
-import { photographServer } from "./photograph-server.ts";
+import { cameraOf, photographServer } from "./photograph-server.ts";
 import { PublishedConnectionSkills } from "./published-skills.ts";
 import { Refreshes } from "./refreshes.ts";
 import { reservedNameProblem } from "./reserved-names.ts";
@@ -52,7 +52,7 @@ export class Connections {
       deps.clock,
     );
     this.serving = new Serving(deps.store, deps.sources, deps.reservedNames);
-    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock, deps.looks);
+    this.refreshes = new Refreshes(deps.store, cameraOf(deps), deps.looks);
   }
 
   /**
@@ -355,8 +355,8 @@ export class Connections {
    * it too. A look (server-looks.ts), so a graceful stop ends an add's photograph as a refresh's.
    */
   photograph(record: ConnectionRecord, version: number): Promise<Snapshot> {
-    const { remote, clock, looks } = this.deps;
-    return looks.runUntilStop((signal) => photographServer(remote, clock, record, version, signal));
+    const camera = cameraOf(this.deps);
+    return this.deps.looks.runUntilStop((signal) => photographServer(camera, record, version, signal));
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   type PersonalConnectionView,
   viewPersonal,
 } from "./personal-view.ts";
+import { cameraOf } from "./photograph-server.ts";
 import { Refreshes } from "./refreshes.ts";
 import type { Snapshot } from "./snapshot.ts";
 import { connectionNotFound } from "./store.ts";
@@ -41,7 +42,7 @@ export class PersonalConnections {
     this.damaged = new DamagedConnections(deps.log);
     this.serving = new PersonalServing(deps);
     this.adds = new PersonalAdds(deps, this.core, this.serving);
-    this.refreshes = new Refreshes(deps.store, deps.remote, deps.clock, deps.looks);
+    this.refreshes = new Refreshes(deps.store, cameraOf(deps), deps.looks);
   }
 
   /** A graceful stop: looks at servers under way end, superseded clients are cut, the core's too. */

@@ -1,8 +1,6 @@
-import type { Clock } from "../../kernel/clock.ts";
 import type { ConnectionRecord } from "./model.ts";
 import { requireSnapshot } from "./oauth/pending.ts";
-import { photographServer } from "./photograph-server.ts";
-import type { RemoteServers } from "./remote.ts";
+import { type Camera, photographServer } from "./photograph-server.ts";
 import type { ServerLooks } from "./server-looks.ts";
 import { diffSnapshots, pinsSame } from "./snapshot.ts";
 import type { ConnectionStore } from "./store.ts";
@@ -23,8 +21,7 @@ import type { ConnectionStore } from "./store.ts";
 export class Refreshes {
   constructor(
     private readonly store: ConnectionStore,
-    private readonly remote: RemoteServers,
-    private readonly clock: Clock,
+    private readonly camera: Camera,
     private readonly looks: ServerLooks,
   ) {}
 
@@ -48,7 +45,7 @@ export class Refreshes {
    */
   firstPhotograph(key: string, record: ConnectionRecord): Promise<ConnectionRecord> {
     return this.looks.run(key, record.name, async (signal) => {
-      const taken = await photographServer(this.remote, this.clock, record, 1, signal);
+      const taken = await photographServer(this.camera, record, 1, signal);
       return this.store.appendSnapshot(key, record.name, taken, signal);
     });
   }
@@ -58,7 +55,7 @@ export class Refreshes {
     requireSnapshot(record);
     const previous = await this.store.snapshot(key, name, record.snapshotVersion);
     const version = record.snapshotVersion + 1;
-    const taken = await photographServer(this.remote, this.clock, record, version, signal);
+    const taken = await photographServer(this.camera, record, version, signal);
     signal.throwIfAborted();
     stillAllowed();
     if (!pinsSame(previous, taken)) await this.store.appendSnapshot(key, name, taken, signal);

@@ -39,6 +39,13 @@ const MAX_TOOL_JSON_CHARS = 64 * 1024;
  */
 const MAX_FIELD_DEPTH = 64;
 const MAX_SERVER_INFO_CHARS = 256;
+/**
+ * The most bytes a whole snapshot may take as stored (compact JSON, snapshot-files.ts) unless
+ * `connections.maxSnapshotBytes` says otherwise. The bounds above hold each tool and the count,
+ * which still left 1,000 × 64 KiB per version, held for each of a member's 50 personal
+ * connections (adr/0091, amended). 4 MiB still takes 500 tools of 8 KiB each.
+ */
+export const DEFAULT_MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024;
 
 /** JSON with object keys sorted at every depth and no spaces: equal values, equal bytes. */
 export function canonicalJson(value: unknown): string {
@@ -180,10 +187,14 @@ function screenSkill(skill: RemoteSkill): string | undefined {
   return undefined;
 }
 
-/** Screens every tool and builds the snapshot; refuses the whole listing on any problem. */
+/**
+ * Screens every tool and builds the snapshot; refuses the whole listing on any problem, and a
+ * snapshot that would take more than `maxSnapshotBytes` as stored.
+ */
 export function photograph(
   tools: Tool[],
   taken: Omit<Snapshot, "tools" | "digests" | "digest">,
+  maxSnapshotBytes: number,
 ): { snapshot: Snapshot } | { problems: string[] } {
   const problems = tools.flatMap((tool) => screenTool(tool) ?? []);
   const serverInfo = taken.serverInfo && screenServerInfo(taken.serverInfo);
@@ -212,9 +223,17 @@ export function photograph(
   if (problems.length > 0) return { problems };
   const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : 1));
   const digests = Object.fromEntries(sorted.map((tool) => [tool.name, toolDigest(tool)]));
-  return {
-    snapshot: { ...taken, tools: sorted, digests, digest: sha256(canonicalJson(digests)) },
-  };
+  const snapshot = { ...taken, tools: sorted, digests, digest: sha256(canonicalJson(digests)) };
+  // Measured only once each tool is within its bounds: the JSON is then at most their sum.
+  const bytes = Buffer.byteLength(JSON.stringify(snapshot));
+  if (bytes > maxSnapshotBytes) {
+    return {
+      problems: [
+        `its snapshot (${tools.length} tools, with their schemas, the instructions and skills) would be ${bytes.toLocaleString("en-US")} bytes of JSON; at most ${maxSnapshotBytes.toLocaleString("en-US")} are taken (connections.maxSnapshotBytes): list fewer or smaller tools, or ask the operator to raise the bound`,
+      ],
+    };
+  }
+  return { snapshot };
 }
 
 /**

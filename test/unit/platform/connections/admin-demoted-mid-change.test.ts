@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { Forbidden } from "../../../../src/errors.ts";
 import { Connections } from "../../../../src/platform/connections/connections.ts";
-import { photograph } from "../../../../src/platform/connections/snapshot.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES, photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
@@ -26,12 +26,16 @@ beforeEach(async () => {
   temp = await openTempRoot("connections-demoted", ADMIN);
   await temp.workspaces.addMember(temp.ws, OTHER_ADMIN, "admin");
   store = new ConnectionStore(temp.layout.partition("connections"));
-  const taken = photograph([], {
-    version: 1,
-    takenAt: "2026-12-07T00:00:00.000Z",
-    generation: 1,
-    protocolVersion: "2026-07-28",
-  });
+  const taken = photograph(
+    [],
+    {
+      version: 1,
+      takenAt: "2026-12-07T00:00:00.000Z",
+      generation: 1,
+      protocolVersion: "2026-07-28",
+    },
+    DEFAULT_MAX_SNAPSHOT_BYTES,
+  );
   if (!("snapshot" in taken)) throw new Error("refused");
   await store.create(connectionRecord(temp.ws), taken.snapshot, NO_CALLER);
   connections = new Connections(inertConnectionsDeps(store, { workspaces: temp.workspaces }));

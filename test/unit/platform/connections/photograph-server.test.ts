@@ -1,8 +1,9 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { InvalidInput } from "../../../../src/errors.ts";
-import { photographServer } from "../../../../src/platform/connections/photograph-server.ts";
+import { type Camera, photographServer } from "../../../../src/platform/connections/photograph-server.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES } from "../../../../src/platform/connections/snapshot.ts";
 import { connectionRecord } from "../../../helpers/connections.ts";
 import { gate } from "../../../helpers/gate.ts";
 
@@ -11,6 +12,12 @@ import { gate } from "../../../helpers/gate.ts";
 // as every view does, its value redacted.
 
 const SECRET = "sk-legacy-query-value";
+
+const cameraFor = (remote: RemoteServers): Camera => ({
+  remote,
+  clock: () => 0,
+  maxSnapshotBytes: DEFAULT_MAX_SNAPSHOT_BYTES,
+});
 
 describe("a photograph's refusal", () => {
   it.each([
@@ -23,7 +30,7 @@ describe("a photograph's refusal", () => {
     const record = connectionRecord("ws_0123456789abcdef", {
       url: `https://mcp.example.com/mcp?api_key=${SECRET}`,
     });
-    const refusal = await photographServer(remote, () => 0, record, 1).catch((error: unknown) => error);
+    const refusal = await photographServer(cameraFor(remote), record, 1).catch((error: unknown) => error);
     expect(refusal).toBeInstanceOf(InvalidInput);
     expect((refusal as Error).message).toContain("https://mcp.example.com/mcp?api_key=redacted");
     expect((refusal as Error).message).not.toContain(SECRET);
@@ -46,7 +53,7 @@ describe("a photograph for a refresh", () => {
       source: async () => ({ ...source, close: async () => undefined }),
     } as unknown as RemoteServers;
     const refresh = new AbortController();
-    const ended = await photographServer(remote, () => 0, record, 2, refresh.signal).then(
+    const ended = await photographServer(cameraFor(remote), record, 2, refresh.signal).then(
       () => "taken",
       () => "refused",
     );
@@ -73,7 +80,7 @@ describe("a photograph for a refresh", () => {
       }),
     } as unknown as RemoteServers;
     const refresh = new AbortController();
-    const taking = photographServer(remote, () => 0, record, 2, refresh.signal);
+    const taking = photographServer(cameraFor(remote), record, 2, refresh.signal);
     await connecting.promise;
     const disabled = new Error("disabled meanwhile");
     refresh.abort(disabled);

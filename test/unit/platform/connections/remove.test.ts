@@ -4,7 +4,7 @@ import { Connections } from "../../../../src/platform/connections/connections.ts
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import { PersonalConnections } from "../../../../src/platform/connections/personal.ts";
 import { createPersonalStore } from "../../../../src/platform/connections/personal-store.ts";
-import { photograph } from "../../../../src/platform/connections/snapshot.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES, photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import { CredentialStore } from "../../../../src/storage/credential-store.ts";
 import { makeFolderPathIfMissing } from "../../../../src/storage/folders.ts";
@@ -25,12 +25,16 @@ let temp: TempRoot;
 let vault: CredentialStore;
 
 function snapshot() {
-  const taken = photograph([], {
-    version: 1,
-    takenAt: "2026-12-07T00:00:00.000Z",
-    generation: 1,
-    protocolVersion: "2026-07-28",
-  });
+  const taken = photograph(
+    [],
+    {
+      version: 1,
+      takenAt: "2026-12-07T00:00:00.000Z",
+      generation: 1,
+      protocolVersion: "2026-07-28",
+    },
+    DEFAULT_MAX_SNAPSHOT_BYTES,
+  );
   if (!("snapshot" in taken)) throw new Error("refused");
   return taken.snapshot;
 }

@@ -6,7 +6,7 @@ import type { ConnectionSource } from "../../../../src/platform/connections/gate
 import type { ConnectionRecord } from "../../../../src/platform/connections/model.ts";
 import type { RemoteServers } from "../../../../src/platform/connections/remote.ts";
 import { Serving } from "../../../../src/platform/connections/serving.ts";
-import { photograph } from "../../../../src/platform/connections/snapshot.ts";
+import { DEFAULT_MAX_SNAPSHOT_BYTES, photograph } from "../../../../src/platform/connections/snapshot.ts";
 import { ConnectionStore } from "../../../../src/platform/connections/store.ts";
 import type { Source, SourceClosing } from "../../../../src/sources/source.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
@@ -42,12 +42,16 @@ function holdOpen(skip = 0): Gate & { reached: Promise<void> } {
 }
 
 function photographed() {
-  const taken = photograph([TOOL], {
-    version: 1,
-    takenAt: "2026-12-07T00:00:00.000Z",
-    generation: 1,
-    protocolVersion: "2026-07-28",
-  });
+  const taken = photograph(
+    [TOOL],
+    {
+      version: 1,
+      takenAt: "2026-12-07T00:00:00.000Z",
+      generation: 1,
+      protocolVersion: "2026-07-28",
+    },
+    DEFAULT_MAX_SNAPSHOT_BYTES,
+  );
   if (!("snapshot" in taken)) throw new Error("refused");
   return taken;
 }

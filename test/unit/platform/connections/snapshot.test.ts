@@ -1,6 +1,12 @@
 import type { Tool } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { diffSnapshots, photograph, pinsSame } from "../../../../src/platform/connections/snapshot.ts";
+import { connectionsConfig } from "../../../../src/platform/connections/config.ts";
+import {
+  DEFAULT_MAX_SNAPSHOT_BYTES,
+  diffSnapshots,
+  photograph,
+  pinsSame,
+} from "../../../../src/platform/connections/snapshot.ts";
 
 const taken = {
   version: 1,
@@ -20,7 +26,11 @@ function toolWith(schema: Record<string, unknown>, extra: Partial<Tool> = {}): T
 }
 
 function problemsOf(tools: Tool[], serverInfo?: { name: string; version: string }): string[] {
-  const result = photograph(tools, { ...taken, ...(serverInfo ? { serverInfo } : {}) });
+  const result = photograph(
+    tools,
+    { ...taken, ...(serverInfo ? { serverInfo } : {}) },
+    DEFAULT_MAX_SNAPSHOT_BYTES,
+  );
   return "problems" in result ? result.problems : [];
 }
 
@@ -94,9 +104,47 @@ describe("photographing screens what a model will read", () => {
   });
 });
 
+describe("the whole-snapshot bound", () => {
+  // 1,000 tools of 64 KiB each passed every per-tool bound: 64 MiB a version, held for each of a
+  // member's 50 personal connections (adr/0091, amended).
+  const bulk = (count: number) =>
+    Array.from({ length: count }, (_, i) => toolWith({}, { name: `t${i}`, description: "d".repeat(8000) }));
+  const bytesOf = (tools: Tool[]) => {
+    const result = photograph(tools, taken, Number.MAX_SAFE_INTEGER);
+    if (!("snapshot" in result)) throw new Error("refused");
+    return Buffer.byteLength(JSON.stringify(result.snapshot));
+  };
+
+  it("takes a snapshot as large as the bound, measured as stored, and refuses one byte more, naming both", () => {
+    const tools = bulk(600);
+    const bytes = bytesOf(tools);
+    expect(bytes).toBeGreaterThan(DEFAULT_MAX_SNAPSHOT_BYTES);
+    expect("snapshot" in photograph(tools, taken, bytes)).toBe(true);
+    const refused = photograph(tools, taken, bytes - 1);
+    expect(refused).toEqual({
+      problems: [
+        `its snapshot (600 tools, with their schemas, the instructions and skills) would be ${bytes.toLocaleString("en-US")} bytes of JSON; at most ${(bytes - 1).toLocaleString("en-US")} are taken (connections.maxSnapshotBytes): list fewer or smaller tools, or ask the operator to raise the bound`,
+      ],
+    });
+    expect("problems" in photograph(tools, taken, DEFAULT_MAX_SNAPSHOT_BYTES)).toBe(true);
+    expect("snapshot" in photograph(bulk(400), taken, DEFAULT_MAX_SNAPSHOT_BYTES)).toBe(true);
+  });
+
+  it("is 4 MiB unless connections.maxSnapshotBytes says otherwise", () => {
+    const where = { baseDir: "/nonexistent" };
+    expect(connectionsConfig.resolve(undefined, where).maxSnapshotBytes).toBe(4 * 1024 * 1024);
+    expect(connectionsConfig.resolve({ maxSnapshotBytes: 8_000_000 }, where).maxSnapshotBytes).toBe(
+      8_000_000,
+    );
+    expect(connectionsConfig.schema).toMatchObject({
+      properties: { maxSnapshotBytes: { type: "integer", minimum: 1024 * 1024 } },
+    });
+  });
+});
+
 describe("pinsSame", () => {
   const shot = (extra: Partial<typeof taken> & { instructions?: string } = {}, tools = [toolWith({})]) => {
-    const result = photograph(tools, { ...taken, ...extra });
+    const result = photograph(tools, { ...taken, ...extra }, DEFAULT_MAX_SNAPSHOT_BYTES);
     if (!("snapshot" in result)) throw new Error("refused");
     return result.snapshot;
   };
@@ -120,6 +168,7 @@ describe("diffSnapshots", () => {
         (name) => ({ name, description: `the ${name} tool`, inputSchema: { type: "object" } }) as Tool,
       ),
       taken,
+      DEFAULT_MAX_SNAPSHOT_BYTES,
     );
     if (!("snapshot" in result)) throw new Error("refused");
     return result.snapshot;
