@@ -166,6 +166,23 @@ const FILESYSTEM_ADVICE: Readonly<Record<string, string>> = {
   EPERM:
     "the user Atrium runs as may not use it; give that user ownership of the data root (Atrium makes folders 0700 and files 0600).",
 };
+/**
+ * What to do when the machine, not a file, refused a call: a full disk, a read-only mount, too many
+ * open files. Said whether or not the error names a path (a write on an open file names none), and
+ * never "restore it from a backup", which would replace a good file (test/unit/cli.test.ts "the machine's").
+ */
+const ENVIRONMENT_ADVICE: Readonly<Record<string, string>> = {
+  ENOSPC: "the disk holding the data root is full; free space on it and start again.",
+  EDQUOT:
+    "the disk quota of the user Atrium runs as is used up; free space or raise the quota, and start again.",
+  EFBIG:
+    "a file met the size limit on one file (`ulimit -f`, or the filesystem's own); raise that limit and start again.",
+  EROFS:
+    "the data root is on a filesystem mounted read-only; mount it read-write (check `dmesg` first) and start again.",
+  EMFILE: "Atrium has as many files open as it may; raise the open-file limit (`ulimit -n`) and start again.",
+  ENFILE:
+    "the system has as many files open as it may; close other programs' files or raise its limit, and start again.",
+};
 const READ_SYSCALLS = new Set(["open", "read", "scandir", "opendir", "stat", "lstat", "readlink"]);
 
 /** A boot problem said in one `atrium:` line, exit 1; anything else (a bug) is thrown on, with its stack. */
@@ -180,8 +197,9 @@ function reportBootProblem(error: unknown, output: CliOutput): 1 {
  * The one line a command prints for a problem with the instance or its data root, or undefined
  * for anything else (a bug, whose stack is worth having). A damaged root is the operator's to
  * repair, so it is named by path and what to do, never answered with a stack trace: a file that
- * does not parse (by place, never its text: ADR 0076), and a filesystem error on a path
- * (test/integration/cli.test.ts "a damaged data root").
+ * does not parse (by place, never its text: ADR 0076), a filesystem error on a path
+ * (test/integration/cli.test.ts "a damaged data root"), and the machine refusing a call, path or
+ * not (ENVIRONMENT_ADVICE, ADR 0165).
  */
 export function bootProblem(error: unknown): string | undefined {
   if (error instanceof BootError) return error.message;
@@ -189,7 +207,13 @@ export function bootProblem(error: unknown): string | undefined {
     return `${error.message} Restore it from a backup, or move it out of the data root.`;
   }
   const { code, path, syscall } = (error ?? {}) as NodeJS.ErrnoException;
-  if (typeof code !== "string" || typeof path !== "string") return undefined;
+  if (typeof code !== "string") return undefined;
+  const environment = ENVIRONMENT_ADVICE[code];
+  if (environment !== undefined) {
+    const call = `${syscall ?? "a filesystem call"}${typeof path === "string" ? ` ${path}` : ""}`;
+    return `${call} failed (${code}): ${environment}`;
+  }
+  if (typeof path !== "string") return undefined;
   const verb = syscall === undefined || READ_SYSCALLS.has(syscall) ? "read" : "write";
   const advice = FILESYSTEM_ADVICE[code] ?? "restore it from a backup, or move it out of the data root.";
   return `cannot ${verb} ${path} (${code}): ${advice}`;

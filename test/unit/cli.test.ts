@@ -75,6 +75,46 @@ describe("what a command prints for a problem at boot", () => {
     );
   });
 
+  const refused = (code: string, syscall: string, path?: string) =>
+    Object.assign(new Error(`${code}: refused, ${syscall}`), { code, syscall, ...(path && { path }) });
+
+  it.each([
+    ["ENOSPC", "the disk holding the data root is full; free space on it and start again."],
+    [
+      "EDQUOT",
+      "the disk quota of the user Atrium runs as is used up; free space or raise the quota, and start again.",
+    ],
+    [
+      "EFBIG",
+      "a file met the size limit on one file (`ulimit -f`, or the filesystem's own); raise that limit and start again.",
+    ],
+    [
+      "EROFS",
+      "the data root is on a filesystem mounted read-only; mount it read-write (check `dmesg` first) and start again.",
+    ],
+    [
+      "EMFILE",
+      "Atrium has as many files open as it may; raise the open-file limit (`ulimit -n`) and start again.",
+    ],
+    [
+      "ENFILE",
+      "the system has as many files open as it may; close other programs' files or raise its limit, and start again.",
+    ],
+  ])("%s is the machine's: said with what to do, never 'restore it from a backup'", (code, advice) => {
+    const path = "/srv/atrium/data/_instance/session-secret";
+    expect(bootProblem(refused(code, "open", path))).toBe(`open ${path} failed (${code}): ${advice}`);
+  });
+
+  it("the machine's refusal with no path (a write on an open file) is said too, not thrown on with a stack", () => {
+    expect(bootProblem(refused("ENOSPC", "write"))).toBe(
+      "write failed (ENOSPC): the disk holding the data root is full; free space on it and start again.",
+    );
+  });
+
+  it("any other code with no path is not a boot problem: it keeps its stack", () => {
+    expect(bootProblem(refused("EIO", "write"))).toBeUndefined();
+  });
+
   it("anything else is not a boot problem: a bug keeps its stack", () => {
     expect(bootProblem(new TypeError("undefined is not a function"))).toBeUndefined();
   });
