@@ -106,6 +106,7 @@ export function createApp(
       users: deps.users,
       workspaces: deps.workspaces,
       publicUrl: deps.publicUrl,
+      log,
     }),
   );
   app.route(

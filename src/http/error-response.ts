@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AtriumError, ClientClosedRequest, InsufficientScope, Unauthenticated } from "../errors.ts";
 import type { Logger } from "../log.ts";
 import { InvalidPathSegment } from "../storage/paths.ts";
+import { refusedForStorage } from "../storage/storage-full.ts";
 import type { AppEnv } from "../web/app-env.ts";
 
 export const INTERNAL_ERROR_MESSAGE =
@@ -28,9 +29,11 @@ export interface ErrorReply {
 
 /**
  * The one mapping of an error to its answer, for hono's error handler and for the MCP front door
- * (http/mcp-front-door.ts) alike; only an unexpected error is logged, with its request id.
+ * (http/mcp-front-door.ts) alike; only an unexpected error is logged, with its request id. A write
+ * any store could not make on a full disk is answered 507, with a warning (storage-full.ts).
  */
-export function errorReply(error: unknown, log: Logger, requestId: string | undefined): ErrorReply {
+export function errorReply(thrown: unknown, log: Logger, requestId: string | undefined): ErrorReply {
+  const error = refusedForStorage(thrown, log, { requestId }) ?? thrown;
   if (error instanceof AtriumError) {
     const headers: Record<string, string> = {};
     if (error instanceof Unauthenticated || error instanceof InsufficientScope) {

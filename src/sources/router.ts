@@ -1,6 +1,7 @@
 import { type CallToolResult, ProtocolError, type Tool } from "@modelcontextprotocol/client";
 import type { Tool as FrontTool } from "@modelcontextprotocol/server";
 import type { Logger } from "../log.ts";
+import { refusedForStorage } from "../storage/storage-full.ts";
 import type { Caller } from "./caller-meta.ts";
 import { ComposedLists, NamespacedLists } from "./composed-lists.ts";
 import { SourceRetired } from "./mcp-source.ts";
@@ -129,9 +130,12 @@ export class Router {
 
   /**
    * Logs an unexpected failure once, stack included, and answers with its request id only. `err` is
-   * what was thrown, or the error a platform app handed over.
+   * what was thrown, or the error a platform app handed over. A write refused by a full disk is not
+   * unexpected: the result says so and what to do, as REST's 507 does (storage-full.ts).
    */
   private failedUnexpectedly(name: string, requestId: string, err: unknown): CallToolResult {
+    const full = refusedForStorage(err, this.log, { requestId, tool: name });
+    if (full) return toolError(full.message);
     this.log.error({ requestId, tool: name, err }, "tool failed unexpectedly");
     return toolError(unexpectedFailureMessage(`Tool "${name}"`, requestId));
   }

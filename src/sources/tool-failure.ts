@@ -13,11 +13,15 @@ import { HOST_META_PREFIX } from "./caller-meta.ts";
  */
 export const UNEXPECTED_META_KEY = `${HOST_META_PREFIX}unexpected`;
 
-/** An error as it crosses the in-memory pair: what the log needs of it. */
+/**
+ * An error as it crosses the in-memory pair: what the log needs of it, and the filesystem's code,
+ * by which the router knows a full disk (storage/storage-full.ts).
+ */
 interface LoggedError {
   type: string;
   message: string;
   stack?: string;
+  code?: string;
 }
 
 /** What a client is told about an unexpected failure of `what` (a quoted tool name or a method). */
@@ -44,15 +48,18 @@ export function unexpectedErrorOf(result: CallToolResult): Error | undefined {
   const error = new Error(carried.message);
   if (typeof carried.type === "string") error.name = carried.type;
   if (typeof carried.stack === "string") error.stack = carried.stack;
+  if (typeof carried.code === "string") (error as NodeJS.ErrnoException).code = carried.code;
   return error;
 }
 
 function loggedError(error: unknown): LoggedError {
   if (!(error instanceof Error)) return { type: typeof error, message: String(error) };
+  const { code } = error as NodeJS.ErrnoException;
   return {
     type: error.name,
     message: error.message,
     ...(error.stack !== undefined && { stack: error.stack }),
+    ...(typeof code === "string" && { code }),
   };
 }
 

@@ -9,6 +9,9 @@ import { type FileHandle, open } from "node:fs/promises";
  */
 export const FLUSH_BEHIND_BYTES = 8 * 1024 * 1024;
 
+/** The name a short write's error goes by, which is how storage-full.ts knows it on either side of the in-memory pair. */
+export const SHORT_WRITE = "ShortWrite";
+
 /**
  * A write that stored fewer bytes than it was given. On a regular file that means the disk or the
  * quota ran out (or a file-size limit was met) during the write; the next write would fail with
@@ -20,19 +23,8 @@ class ShortWrite extends Error {
     readonly bytesGiven: number,
   ) {
     super(`Wrote ${bytesWritten} of ${bytesGiven} bytes to a new file.`);
-    this.name = "ShortWrite";
+    this.name = SHORT_WRITE;
   }
-}
-
-/**
- * Whether a write failed because the storage could not take more: no space left (ENOSPC), the
- * quota used up (EDQUOT), a file-size limit met (EFBIG: `ulimit -f`, a filesystem's largest file),
- * or a short write, which is how any of these shows in the middle of a write.
- */
-export function isStorageFull(error: unknown): boolean {
-  if (error instanceof ShortWrite) return true;
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return code === "ENOSPC" || code === "EDQUOT" || code === "EFBIG";
 }
 
 /**

@@ -462,19 +462,23 @@ describe("a full disk", () => {
     expect(text).not.toContain("body");
   });
 
-  it("files__write on a full disk is an isError result that says so, and leaves nothing", async () => {
-    const before = await storedEntries();
-    const client = await instance.mcpClient("alice", ws);
-    const result = await onFullDisk("ENOSPC", () =>
-      client.callTool({ name: "files__write", arguments: { name: "full.txt", text: "hello" } }),
-    );
-    expect(result.isError).toBe(true);
-    expect(JSON.stringify(result.content)).toMatch(/storage is full.*nothing was stored/);
-    // Told to the operator from MCP as from REST: the store says it where it sees it.
-    const told = captured.lines.filter(
-      (line) => line.msg === "storage full: a write was refused and nothing stored",
-    );
-    expect(told.at(-1)).toMatchObject({ level: 40, reason: "ENOSPC" });
-    expect(await storedEntries()).toEqual(before);
-  });
+  it.each(["ENOSPC", "short write"] as const)(
+    "files__write on a full disk (%s) is an isError result that says so, and leaves nothing",
+    async (how) => {
+      const before = await storedEntries();
+      const client = await instance.mcpClient("alice", ws);
+      const result = await onFullDisk(how, () =>
+        client.callTool({ name: "files__write", arguments: { name: "full.txt", text: "hello" } }),
+      );
+      expect(result.isError).toBe(true);
+      expect(JSON.stringify(result.content)).toMatch(/storage is full.*nothing was stored/);
+      // Told to the operator from MCP as from REST: the router knows it across the in-memory pair.
+      const told = captured.lines.filter(
+        (line) => line.msg === "storage full: a write was refused and nothing stored",
+      );
+      expect(told.at(-1)).toMatchObject({ level: 40, reason: how, tool: "files__write" });
+      expect(captured.lines.filter((line) => line.msg === "tool failed unexpectedly")).toEqual([]);
+      expect(await storedEntries()).toEqual(before);
+    },
+  );
 });

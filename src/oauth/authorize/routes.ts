@@ -1,7 +1,9 @@
 import { type Context, Hono } from "hono";
 import type { Sessions } from "../../identity/sessions.ts";
 import type { UserDirectory } from "../../identity/users.ts";
+import type { Logger } from "../../log.ts";
 import { MAX_RETURN_TO_CHARS } from "../../signin/login-state.ts";
+import { refusedForStorage } from "../../storage/storage-full.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
@@ -30,6 +32,7 @@ export interface AuthorizeDeps {
   users: UserDirectory;
   workspaces: WorkspaceStore;
   publicUrl: () => string;
+  log: Logger;
 }
 
 /**
@@ -118,7 +121,8 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     return answer(c, query, id);
   });
 
-  app.post("/oauth/authorize", async (c) => {
+  /** The consent page's answer: a code for the application, or its refusal. */
+  const decide = async (c: Context<AppEnv>): Promise<Response> => {
     const form = await readPageForm(c);
     if (form === undefined) return problemPage(415, PAGE_FORM_REFUSAL);
     const id = form.get("request") ?? "";
@@ -194,6 +198,18 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       redirectWith(pending.redirectUri, { code, state: pending.state, iss: deps.publicUrl() }),
       303,
     );
+  };
+
+  // The person answering is at a browser: a full disk is a page that says so, not the REST
+  // envelope the app's error handler would send (adr/0165).
+  app.post("/oauth/authorize", async (c) => {
+    try {
+      return await decide(c);
+    } catch (error) {
+      const full = refusedForStorage(error, deps.log, { requestId: c.get("requestId") });
+      if (full === undefined) throw error;
+      return problemPage(full.status, full.message);
+    }
   });
 
   return app;

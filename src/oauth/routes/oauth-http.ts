@@ -1,6 +1,7 @@
 import type { Context, Handler, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Logger } from "../../log.ts";
+import { refusedForStorage } from "../../storage/storage-full.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { jsonBoundsProblem } from "../../web/json-bounds.ts";
 import { OAuthError } from "../oauth-error.ts";
@@ -10,6 +11,12 @@ import { OAuthError } from "../oauth-error.ts";
 // input makes them crash.
 
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
+
+/**
+ * When a client is told to try again after a full disk refused a write: nobody knows when an
+ * operator will free space, so a short wait that costs a client little (adr/0165).
+ */
+const STORAGE_FULL_RETRY_AFTER_SECONDS = 60;
 
 /**
  * The connecting address, which the per-address limits count (behind a proxy, the
@@ -41,14 +48,22 @@ export function oauthEndpoint(
 }
 
 export function oauthErrorResponse(c: Context<AppEnv>, error: unknown, log: Logger): Response {
+  const headers: Record<string, string> = { ...NO_STORE };
   let oauth: OAuthError;
   if (error instanceof OAuthError) {
     oauth = error;
+  } else if (refusedForStorage(error, log, { requestId: c.get("requestId") })) {
+    // RFC 6749 has no 507: its code for a server that cannot serve now, with the 503 it stands
+    // for, tells a client to try again rather than that it is broken (adr/0165).
+    headers["retry-after"] = String(STORAGE_FULL_RETRY_AFTER_SECONDS);
+    oauth = new OAuthError(
+      "temporarily_unavailable",
+      "The authorization server's storage is full, so nothing was stored; try again once space has been freed.",
+    );
   } else {
     log.error({ err: error, requestId: c.get("requestId") }, "unexpected error at an OAuth endpoint");
     oauth = new OAuthError("server_error", "The authorization server hit an unexpected error; try again.");
   }
-  const headers: Record<string, string> = { ...NO_STORE };
   // RFC 6749 §5.2: a client that tried Basic is told Basic is the way.
   if (oauth.errorCode === "invalid_client" && /^basic\s/i.test(c.req.header("authorization") ?? "")) {
     headers["www-authenticate"] = 'Basic realm="atrium", charset="UTF-8"';

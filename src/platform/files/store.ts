@@ -1,7 +1,7 @@
 import { type FileHandle, open, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { Conflict, InsufficientStorage, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
+import { Conflict, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
 import type { Logger } from "../../log.ts";
@@ -10,7 +10,7 @@ import { exists } from "../../storage/folders.ts";
 import { archivedDuringCreate, makeInPartition, RecordFolders } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
-import { isStorageFull, SyncedFileWriter } from "../../storage/synced-file-writer.ts";
+import { SyncedFileWriter } from "../../storage/synced-file-writer.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
 import { type RecordLocation, RecordLocator } from "../record-locator.ts";
 import { type ContentFill, fillFromBody, fillFromBytes, type WriteProgress } from "./content-fill.ts";
@@ -118,7 +118,7 @@ export class FileStore implements LeftoverRules {
     if (!mimeType)
       throw new InvalidInput(`"${String(file.mimeType).slice(0, 80)}" is not a MIME type like text/plain.`);
     const ownerDir = this.storage.ownerDir(workspaceId, ownerId);
-    await makeInPartition(ownerDir, workspaceId).catch((error) => this.toldIfStorageFull(error));
+    await makeInPartition(ownerDir, workspaceId);
     const id = newFileId();
     let staged: string | undefined;
     const created = this.folders.create(
@@ -160,9 +160,10 @@ export class FileStore implements LeftoverRules {
       },
     );
     // A workspace archived mid-write took the staging folder along: removed there, answered 404.
-    const meta = await created.catch(async (error: unknown) =>
-      this.toldIfStorageFull(await archivedDuringCreate(error, this.storage, workspaceId, staged)),
-    );
+    // A full disk is thrown on as it is: the edges answer it (storage/storage-full.ts).
+    const meta = await created.catch(async (error: unknown) => {
+      throw await archivedDuringCreate(error, this.storage, workspaceId, staged);
+    });
     // Only once the file is durable in its place; a failed write announces nothing.
     this.events.publish({
       type: "file.created",
@@ -337,20 +338,6 @@ export class FileStore implements LeftoverRules {
   private async readMeta(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
     const path = join(this.storage.recordDir(workspaceId, ownerId, fileId), META_FILE);
     return parseFileMeta(path, await readFile(path, "utf8"), { id: fileId, workspaceId, ownerId });
-  }
-
-  /**
-   * Rethrows a write's failure, a full disk as what it is: the operator's to fix, not a bug, so
-   * the client is told (507 over REST, files__write's isError result) rather than answered 500,
-   * and the operator is told once per refused write, with what the filesystem said, whichever
-   * surface it came through; the staging folder is gone by then
-   * (test/integration/files-rest.test.ts "a full disk").
-   */
-  private toldIfStorageFull(error: unknown): never {
-    if (!isStorageFull(error)) throw error;
-    const reason = (error as NodeJS.ErrnoException).code ?? "short write";
-    this.log?.warn({ reason }, "storage full: a write was refused and nothing stored");
-    throw new InsufficientStorage();
   }
 }
 
