@@ -1,6 +1,6 @@
 import { InsufficientStorage } from "../errors.ts";
 import type { Logger } from "../log.ts";
-import { SHORT_WRITE } from "./synced-file-writer.ts";
+import { SHORT_WRITE } from "./short-write.ts";
 
 /** The filesystem's codes for "no more room": no space, a quota used up, a file-size limit met. */
 const STORAGE_FULL_CODES: ReadonlySet<string> = new Set(["ENOSPC", "EDQUOT", "EFBIG"]);

@@ -1,4 +1,5 @@
 import { type FileHandle, open } from "node:fs/promises";
+import { wroteWhole } from "./short-write.ts";
 
 /**
  * Bytes written between two flushes started behind the writes. Each flush is an `fdatasync`
@@ -8,24 +9,6 @@ import { type FileHandle, open } from "node:fs/promises";
  * every 16 or 24 MiB left more to the end, and a smaller step means more journal commits).
  */
 export const FLUSH_BEHIND_BYTES = 8 * 1024 * 1024;
-
-/** The name a short write's error goes by, which is how storage-full.ts knows it on either side of the in-memory pair. */
-export const SHORT_WRITE = "ShortWrite";
-
-/**
- * A write that stored fewer bytes than it was given. On a regular file that means the disk or the
- * quota ran out (or a file-size limit was met) during the write; the next write would fail with
- * ENOSPC, EDQUOT or EFBIG itself.
- */
-class ShortWrite extends Error {
-  constructor(
-    readonly bytesWritten: number,
-    readonly bytesGiven: number,
-  ) {
-    super(`Wrote ${bytesWritten} of ${bytesGiven} bytes to a new file.`);
-    this.name = SHORT_WRITE;
-  }
-}
 
 /**
  * A new file (0600; it must not exist) written in order, batch by batch, and made durable by
@@ -64,7 +47,7 @@ export class SyncedFileWriter {
     const at = this.end;
     this.end += bytes;
     const { bytesWritten } = await this.handle.writev(chunks as Uint8Array[], at);
-    if (bytesWritten !== bytes) throw new ShortWrite(bytesWritten, bytes);
+    wroteWhole(bytesWritten, bytes);
     this.written += bytes;
     this.flushBehind();
   }

@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { Conflict } from "../../errors.ts";
 import { Slots } from "../../kernel/slots.ts";
 import { createFileExclusive } from "../../storage/exclusive.ts";
+import { wroteWhole } from "../../storage/short-write.ts";
 import { type ConversationEvent, parseEventLine } from "./model.ts";
 
 const NEWLINE = 0x0a;
@@ -203,7 +204,9 @@ export function appendLines(events: readonly ConversationEvent[]): Buffer[] {
  * and it removes only bytes whose append was never acknowledged. A log shorter than `end` was
  * changed by someone else since `end` was read: nothing is written (the caller reads it again).
  * A write or flush that fails is cut off again, so the error it answers means "not stored"
- * (adr/0116). The caller holds the conversation's lock.
+ * (adr/0116); so is a write that stored only some of the bytes (`ShortWrite`: the disk filled
+ * during it), which would otherwise leave a torn line acknowledged as stored. The caller holds
+ * the conversation's lock.
  */
 export async function appendLog(path: string, end: number, lines: Buffer): Promise<string> {
   const handle = await open(path, "r+");
@@ -212,7 +215,8 @@ export async function appendLog(path: string, end: number, lines: Buffer): Promi
     if (size < end) throw logChanged();
     if (size !== end) await handle.truncate(end);
     try {
-      await handle.write(lines, 0, lines.length, end);
+      const { bytesWritten } = await handle.write(lines, 0, lines.length, end);
+      wroteWhole(bytesWritten, lines.length);
       await handle.sync();
     } catch (error) {
       // Unflushed, the append may be lost to a power loss after the caller was told it is stored,

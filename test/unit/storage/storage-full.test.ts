@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { InsufficientStorage } from "../../../src/errors.ts";
 import { unexpectedErrorOf, unexpectedToolResult } from "../../../src/sources/tool-failure.ts";
+import { SHORT_WRITE } from "../../../src/storage/short-write.ts";
 import {
   refusedForStorage,
   STORAGE_FULL_WARNING,
   storageFullReason,
 } from "../../../src/storage/storage-full.ts";
-import { SHORT_WRITE } from "../../../src/storage/synced-file-writer.ts";
 import { memoryLog } from "../../helpers/memory-log.ts";
 
 const refused = (code: string) => Object.assign(new Error(`${code}: refused, write`), { code });

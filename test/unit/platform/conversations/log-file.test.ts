@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { appendLines, appendLog, readLog } from "../../../../src/platform/conversations/log-file.ts";
 import type { ConversationEvent } from "../../../../src/platform/conversations/model.ts";
+import { storageFullReason } from "../../../../src/storage/storage-full.ts";
+import { canMount, mountSmallDisk } from "../../../helpers/small-disk.ts";
 
 let dir: string;
 beforeEach(async () => {
@@ -129,5 +131,27 @@ describe("a conversation log", () => {
     expect(read.events).toHaveLength(5000);
     expect(read.events.every((event, i) => event.seq === i + 1)).toBe(true);
     expect(read.end).toBe(read.size);
+  });
+});
+
+describe.skipIf(!canMount)("an append on a disk that fills during its write", () => {
+  it("is a full disk's error, and the log is cut back to where the append began", async () => {
+    const disk = await mountSmallDisk("4m");
+    try {
+      const path = join(disk.dir, "log.jsonl");
+      await writeFile(path, line(1));
+      const { end } = await readLog(path);
+      disk.fillLeaving(8192);
+      // Some of it fits, the rest does not: the kernel answers a short count, not ENOSPC.
+      const lines = Buffer.from(`${JSON.stringify({ ...title(2), title: "x".repeat(64 * 1024) })}\n`);
+      const error = await appendLog(path, end, lines).then(
+        () => "stored",
+        (thrown: unknown) => thrown,
+      );
+      expect(storageFullReason(error), String(error)).toBe("short write");
+      expect(await readFile(path, "utf8")).toBe(line(1));
+    } finally {
+      await disk.unmount();
+    }
   });
 });
