@@ -1,3 +1,4 @@
+import { systemTimers } from "../../kernel/timers.ts";
 import { splitToolName } from "../../sources/tool-names.ts";
 import type { PlatformApp } from "../app.ts";
 import { releaseArchivedCredentials } from "./archive-release.ts";
@@ -29,7 +30,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
   start(context) {
     const { settings, storage, clock, scheduler, log } = context;
     const store = new ConnectionStore(storage);
-    const ledger = new AuditLedger(storage, clock);
+    const ledger = new AuditLedger(storage, clock, systemTimers, log);
     // Looks at servers under way, per store: what a disable, a remove or the stop ends (adr/0122).
     const looks = { shared: new ServerLooks(), personal: new ServerLooks() };
     let revalidator: ConnectionRevalidator | undefined;

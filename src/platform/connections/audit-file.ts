@@ -4,6 +4,7 @@ import { open } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Timers } from "../../kernel/timers.ts";
 import { syncDir } from "../../storage/atomic.ts";
+import { wroteWhole } from "../../storage/short-write.ts";
 
 const NEWLINE = 0x0a;
 /** How long an appended line may wait in the page cache before it is flushed to the disk. */
@@ -48,7 +49,8 @@ export class AuditFile {
   private write(file: OpenFile, line: string): void {
     // A synchronous write of a few hundred bytes into the page cache takes microseconds; through
     // the thread pool it took a tenth of a millisecond, a third of what the gate may cost.
-    writeSync(file.handle.fd, line);
+    // A short count (the disk filled during it) is a failed write: the line is torn, never on record.
+    wroteWhole(writeSync(file.handle.fd, line), Buffer.byteLength(line));
     file.cancelSync ??= this.timers.after(AUDIT_SYNC_DELAY_MS, () => void this.guard(() => this.flush()));
   }
 

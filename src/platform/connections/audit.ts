@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import { systemTimers, type Timers } from "../../kernel/timers.ts";
+import { createLogger, type Logger } from "../../log.ts";
 import { namesIn } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
@@ -66,6 +67,7 @@ export class AuditLedger {
     private readonly storage: PartitionPaths,
     private readonly clock: Clock,
     private readonly timers: Timers = systemTimers,
+    private readonly log: Logger = createLogger("silent"),
   ) {}
 
   /** Records one entry; the ledger stamps `seq` and `at`. Refuses a record with any other field. */
@@ -79,13 +81,21 @@ export class AuditLedger {
    */
   private async appendAll(workspaceId: string, records: readonly AuditRecord[]): Promise<AuditEntry[]> {
     const checked = records.map(checkAuditRecord);
-    return this.appendNow(workspaceId, checked) ?? this.appendQueued(workspaceId, checked);
+    let written: AuditEntry[] | undefined;
+    try {
+      written = this.appendNow(workspaceId, checked);
+    } catch (error) {
+      await this.forgetState(workspaceId);
+      throw error;
+    }
+    return written ?? this.appendQueued(workspaceId, checked);
   }
 
   /**
    * The common case without a wait: nothing else is writing this ledger, its head and folder are
    * known and today's file is open, so the entries are stamped and written synchronously. Anything
-   * else goes through the queue (`undefined`).
+   * else goes through the queue (`undefined`). A write that fails throws, with the state as it was
+   * before it, for the caller to forget at once.
    */
   private appendNow(workspaceId: string, checked: AuditRecord[]): AuditEntry[] | undefined {
     const head = this.heads.get(workspaceId);
@@ -93,12 +103,7 @@ export class AuditLedger {
     if (!head || !file || !this.ready.has(workspaceId) || !this.lock.isIdle(workspaceId)) return undefined;
     const stamped = this.stamp(head, checked);
     const path = join(this.storage.dir(workspaceId), AUDIT, `${dayOf(stamped.at)}.jsonl`);
-    try {
-      if (!file.appendNow(path, lines(stamped.entries))) return undefined;
-    } catch (error) {
-      this.forgetState(workspaceId);
-      throw error;
-    }
+    if (!file.appendNow(path, lines(stamped.entries))) return undefined;
     this.heads.set(workspaceId, stamped.head);
     return stamped.entries;
   }
@@ -113,7 +118,7 @@ export class AuditLedger {
           lines(stamped.entries),
         );
       } catch (error) {
-        this.forgetState(workspaceId);
+        await this.forgetState(workspaceId);
         throw error;
       }
       this.heads.set(workspaceId, stamped.head);
@@ -129,10 +134,26 @@ export class AuditLedger {
     return { entries, at, head: { seq: head.seq + entries.length, atMs } };
   }
 
-  /** How much reached the disk is unknown: read the head and open the file again next time. */
-  private forgetState(workspaceId: string): void {
+  /**
+   * After a failed write or flush how much reached the disk is unknown: the head is read again and
+   * the day file opened again next time, that open starting on a new line after a torn one. The
+   * file open now is flushed (its lines before the failure were acknowledged) and closed, so no
+   * descriptor is left behind; a failure of that flush is logged. The forgetting is done before
+   * the first await, so no append in between writes through the state forgotten.
+   */
+  private async forgetState(workspaceId: string): Promise<void> {
+    const file = this.files.get(workspaceId);
     this.heads.delete(workspaceId);
     this.files.delete(workspaceId);
+    await file?.flush().catch((error: unknown) => this.flushFailed(workspaceId, error));
+  }
+
+  /** Tells the operator that entries already acknowledged may not survive a power loss. */
+  private flushFailed(workspaceId: string, error: unknown): void {
+    this.log.error(
+      { workspaceId, err: error },
+      "audit ledger: a day file's flush failed; the entries written to it since its last flush (up to a second's) may be lost to a power loss",
+    );
   }
 
   /** Entries newest first, a page at a time. A bad cursor or limit is `InvalidInput`. */
