@@ -21,14 +21,14 @@ interface OpenFile {
  * killed, the kernel holds it — and flushed to the disk within AUDIT_SYNC_DELAY_MS, together with
  * every line written meanwhile, and the file is closed then; an fsync per line would cost more
  * than the remote call it records (ADR 0037, bench/remote.ts). The caller serialises calls for one
- * workspace, the flush included (`guard`).
+ * workspace, and runs the flush that falls due (`flushDue`) in turn with them, owning its failure.
  */
 export class AuditFile {
   private file: OpenFile | undefined;
 
   constructor(
     private readonly timers: Timers,
-    private readonly guard: (work: () => Promise<void>) => Promise<void>,
+    private readonly flushDue: () => void,
   ) {}
 
   async append(path: string, line: string): Promise<void> {
@@ -48,10 +48,10 @@ export class AuditFile {
 
   private write(file: OpenFile, line: string): void {
     // A synchronous write of a few hundred bytes into the page cache takes microseconds; through
-    // the thread pool it took a tenth of a millisecond, a third of what the gate may cost.
-    // A short count (the disk filled during it) is a failed write: the line is torn, never on record.
+    // the thread pool it took a tenth of a millisecond, a third of what the gate may cost. A short
+    // count (the disk filled during it) is a failed write: the line is torn, never on record.
     wroteWhole(writeSync(file.handle.fd, line), Buffer.byteLength(line));
-    file.cancelSync ??= this.timers.after(AUDIT_SYNC_DELAY_MS, () => void this.guard(() => this.flush()));
+    file.cancelSync ??= this.timers.after(AUDIT_SYNC_DELAY_MS, this.flushDue);
   }
 
   /** Flushes what was written and closes the file; the next append opens it again. */

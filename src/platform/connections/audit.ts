@@ -148,6 +148,23 @@ export class AuditLedger {
     await file?.flush().catch((error: unknown) => this.flushFailed(workspaceId, error));
   }
 
+  /**
+   * The flush a day file falls due for, in turn with the workspace's appends. No caller waits for
+   * it, so its failure (EIO from a failing disk; ENOSPC or EDQUOT from a filesystem that allocates
+   * only when it writes back) is logged here, never thrown: an unhandled rejection would end the
+   * process. The ledger's state is forgotten, so the next append reads the head and reopens the file.
+   */
+  private async flushDue(workspaceId: string, file: AuditFile): Promise<void> {
+    await this.lock.run(workspaceId, async () => {
+      try {
+        await file.flush();
+      } catch (error) {
+        this.flushFailed(workspaceId, error);
+        if (this.files.get(workspaceId) === file) await this.forgetState(workspaceId);
+      }
+    });
+  }
+
   /** Tells the operator that entries already acknowledged may not survive a power loss. */
   private flushFailed(workspaceId: string, error: unknown): void {
     this.log.error(
@@ -205,7 +222,8 @@ export class AuditLedger {
   private fileOf(workspaceId: string): AuditFile {
     let file = this.files.get(workspaceId);
     if (!file) {
-      file = new AuditFile(this.timers, (work) => this.lock.run(workspaceId, work));
+      const created: AuditFile = new AuditFile(this.timers, () => void this.flushDue(workspaceId, created));
+      file = created;
       this.files.set(workspaceId, file);
     }
     return file;
