@@ -26,7 +26,8 @@ import type { StorageLayout } from "./paths.ts";
  *      (it is written first): a current text that is not the newest version is recorded as
  *      the next one; a version `N.md` without `N.json` gets one, saved at the `.md`'s mtime;
  *      an `N.json` without its `N.md` is removed. (platform/skills/skill-recovery.ts)
- *  R7  An audit ledger's day file whose last line is torn (an append cut short): kept, as
+ *  R7  An audit ledger's day file with a torn line (an append cut short by a crash, or by a disk
+ *      that filled during it, the next append's line after it): kept, as
  *      append-only files are never rewritten. Readers skip a line that is not a whole entry and
  *      the next append starts on a new line, so no pass touches it. (platform/connections/audit.ts)
  *  R8  A conversation log whose last line is torn (an append cut short): kept. Readers skip a

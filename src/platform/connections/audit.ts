@@ -52,9 +52,10 @@ interface Head {
  * the previous time again): the day files, by name, are in seq order too. After a restart the next
  * seq is one past the highest in the newest file holding an entry, read from its end.
  *
- * A crash mid-append leaves a torn last line. Readers skip any line that is not a whole entry, and
- * the next append starts on a new line, so a torn line costs that one unacknowledged entry and
- * nothing after it. There are no temp files, so nothing for recovery to sweep.
+ * A crash mid-append leaves a torn last line, and so does a disk that fills during one (that append
+ * is refused). Readers skip any line that is not a whole entry, and the next append starts on a
+ * new line, so a torn line costs that one unacknowledged entry and nothing after it. There are no
+ * temp files, so nothing for recovery to sweep.
  */
 export class AuditLedger {
   private readonly lock = new KeyedLock();
