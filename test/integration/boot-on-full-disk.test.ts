@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { spawnAtriumCli, writeCliInstance } from "../helpers/cli.ts";
-import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/full-disk.ts";
+import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.ts";
 
 // `atrium serve` on a data root whose disk has a few KiB left: the instance lock is taken, then a
 // later boot write meets ENOSPC on an open file, an error that names no path. It is still the

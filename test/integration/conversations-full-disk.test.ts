@@ -35,7 +35,8 @@ describe.skipIf(!canMount)("a conversation append cut short by a full disk", () 
 
   it("is refused, and the conversation holds nothing of it, now and after a restart", async () => {
     const { url, answer } = await conversationOnFullDisk("the quarterly numbers ".repeat(3000));
-    expect(answer.status, answer.body.slice(0, 200)).not.toBe(200);
+    expect(answer.status, answer.body.slice(0, 200)).toBe(507);
+    expect(JSON.parse(answer.body)).toMatchObject({ error: { code: "insufficient_storage" } });
     const messages = async (from: TestAtrium) => {
       const read = await from.rest("alice", "GET", url);
       return ((await read.json()) as { conversation: { messageCount: number } }).conversation.messageCount;

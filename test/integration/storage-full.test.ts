@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
-import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/full-disk.ts";
 import {
   authorize,
   consentRequestId,
@@ -11,6 +10,7 @@ import {
   sessionCookie,
   tokenRequest,
 } from "../helpers/oauth.ts";
+import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.ts";
 
 // docs/operations.md "A full disk": a write any store cannot make on a full data root stores
 // nothing and is answered as a full disk (507 over REST, an isError result over MCP, 503

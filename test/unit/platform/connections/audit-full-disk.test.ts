@@ -7,7 +7,7 @@ import { createLogger } from "../../../../src/log.ts";
 import { AuditLedger } from "../../../../src/platform/connections/audit.ts";
 import type { AuditRecord } from "../../../../src/platform/connections/audit-entry.ts";
 import { StorageLayout } from "../../../../src/storage/paths.ts";
-import { isStorageFull } from "../../../../src/storage/synced-file-writer.ts";
+import { storageFullReason } from "../../../../src/storage/storage-full.ts";
 import { WorkspaceStore } from "../../../../src/workspace/store.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { canMount, mountSmallDisk, type SmallDisk } from "../../../helpers/small-disk.ts";
@@ -69,7 +69,7 @@ describe.skipIf(!canMount)("the audit ledger on a disk that fills", () => {
       () => undefined,
       (error: unknown) => error,
     );
-    expect(isStorageFull(refused), String(refused)).toBe(true);
+    expect(storageFullReason(refused), String(refused)).toBe("short write");
     expect(openFilesUnder(dir)).toBe(0);
     await disk.free();
     const after = await ledger.append(ws, requested("after-space-freed"));
