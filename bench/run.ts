@@ -2,8 +2,8 @@
 // baseline the bench runs itself (docs/performance.md). Prints the goal table, writes
 // bench/results/latest.json and draws docs/performance.svg; then the workspace-count and
 // connection-gate parts. `npm run bench -- <part>` runs one part: load, transfer, memory (the
-// goal rows; `goals` runs the three; `opening` only initialize / server/discover), scale, remote,
-// conversations.
+// goal rows; `goals` runs the three; `opening` only initialize / server/discover), skills (what
+// skills/list costs: no goal, in the load table and the chart), scale, remote, conversations.
 import { loadavg } from "node:os";
 import { formatConversations, runConversationsBench } from "./conversations.ts";
 import { chartPanels, drawChart } from "./lib/chart-svg.ts";
@@ -19,9 +19,20 @@ import { runLoadBench } from "./load.ts";
 import { runMemoryBench } from "./memory/measure.ts";
 import { formatRemote, runRemoteBench } from "./remote.ts";
 import { formatScale, runScaleBench } from "./scale.ts";
+import { runSkillsBench } from "./skills.ts";
 import { runTransferBench } from "./transfer.ts";
 
-const PARTS = ["load", "opening", "transfer", "memory", "goals", "scale", "remote", "conversations"] as const;
+const PARTS = [
+  "load",
+  "opening",
+  "transfer",
+  "memory",
+  "goals",
+  "skills",
+  "scale",
+  "remote",
+  "conversations",
+] as const;
 type Part = (typeof PARTS)[number];
 
 function chosenPart(argv: string[]): Part | undefined {
@@ -59,15 +70,19 @@ async function goals(part: Part | undefined): Promise<void> {
     }
     await releaseAll();
   }
+  if (all || part === "skills") {
+    report.loads.push(...(await runSkillsBench(settings)));
+    await releaseAll();
+  }
   if (all || part === "memory") report.memory = await runMemoryBench().catch(errorOf);
   report.finishedAt = new Date().toISOString();
   report.machine.loadAverageAtEnd = loadavg()[0] ?? 0;
 
   const rows = goalRows(report);
   const path = await writeResults(all ? "latest" : (part ?? "latest"), { ...report, goals: rows });
-  process.stdout.write(
-    `\n${formatLoadTable(report.loads)}\n\n${formatGoalTable(rows)}\n\n${formatConditions(report)}\n`,
-  );
+  // The skills part has no goal row: its table would only say "not measured" of every other.
+  const judged = part === "skills" ? "" : `${formatGoalTable(rows)}\n\n`;
+  process.stdout.write(`\n${formatLoadTable(report.loads)}\n\n${judged}${formatConditions(report)}\n`);
   progress(`results written to ${path}`);
   if (all)
     progress(`chart drawn to ${await writeChart(drawChart(chartPanels(report), chartCaption(report)))}`);

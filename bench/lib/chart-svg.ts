@@ -32,6 +32,7 @@ const TITLES: Record<LoadGroup, string> = {
   "tools-list": "tools/list",
   opening: "initialize / server/discover, 9 skills",
   "opening-token": "initialize / server/discover, access token",
+  "skills-list": "skills/list (Skills Extension), 2026-07-28",
 };
 
 /** The panels of a report: every measured load row, then the transfers; failed rows are left out. */

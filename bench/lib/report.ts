@@ -7,7 +7,14 @@ import type { Era } from "./tool-call.ts";
 // and the goal table judged from them (goals.ts).
 
 /** Which comparison a load row belongs to; each is one interleaved group. */
-export type LoadGroup = "files-info" | "ping" | "tools-list" | "opening" | "opening-token";
+export type LoadGroup =
+  | "files-info"
+  | "ping"
+  | "tools-list"
+  | "opening"
+  | "opening-token"
+  /** No baseline and no goal: shown for what it costs (bench/skills.ts). */
+  | "skills-list";
 
 export type LoadRow = {
   id: string;

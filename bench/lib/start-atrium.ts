@@ -29,6 +29,8 @@ export interface AtriumUnderTest {
   base: string;
   mcpUrl: string;
   workspaceId: string;
+  /** The instance's data root (`storage.root`): where a part lays out what no tool can write. */
+  dataDir: string;
   /** The file files__info reads. */
   fileId: string;
   /**
@@ -97,7 +99,17 @@ export async function startAtrium(
   const tools = (listed as { tools?: unknown[] }).tools ?? [];
   const accessToken = await obtainAccessToken(base, mcpUrl);
   const workspaceId = mcpUrl.slice(mcpUrl.lastIndexOf("/") + 1);
-  return { server, base, mcpUrl, workspaceId, fileId, accessToken, tools, skills: Math.max(present, skills) };
+  return {
+    server,
+    base,
+    mcpUrl,
+    workspaceId,
+    dataDir,
+    fileId,
+    accessToken,
+    tools,
+    skills: Math.max(present, skills),
+  };
 }
 
 /** One checked JSON-RPC request in the 2025 era; answers its result. */
