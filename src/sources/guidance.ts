@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+
 /**
  * What a workspace tells each caller besides its tools: instructions, notes on tools, readable
  * resources and skill packages. The MCP front door and the REST tool list ask this interface;
@@ -9,10 +11,19 @@ export interface WorkspaceGuidance {
   listResources(workspaceId: string, principalId: string): Promise<GuidanceResource[]>;
   readResource(workspaceId: string, principalId: string, uri: string): Promise<ResourceContents | undefined>;
   /**
-   * The skills this caller sees, with the bytes of each of their files (SKILL.md first): every one,
-   * or only the one at `path` (`<scope>/<name>`), so a single lookup reads a single skill's files.
+   * Every skill this caller sees, each of its files (SKILL.md first) with its SHA-256 and size:
+   * what `skills/list` publishes. A file is read only when it is not the file it was (adr/0160).
    */
-  packages(workspaceId: string, principalId: string, path?: string): Promise<SkillPackage[]>;
+  packages(workspaceId: string, principalId: string): Promise<SkillPackage[]>;
+  /**
+   * The skill at `path` (`<scope>/<name>`) this caller sees, with the bytes of each of its files:
+   * what `skills/get` checks and a SKILL.md read serves. Reads that one skill's files only.
+   */
+  packageFiles(
+    workspaceId: string,
+    principalId: string,
+    path: string,
+  ): Promise<SkillPackage<Uint8Array> | undefined>;
 }
 
 export interface DescribedTool {
@@ -31,19 +42,33 @@ export type ResourceContents =
   | { uri: string; mimeType?: string; text: string }
   | { uri: string; mimeType?: string; blob: string };
 
-/** One skill as the Skills Extension publishes it: `skill://<path>/SKILL.md` and its files. */
-export interface SkillPackage {
+/**
+ * One skill as the Skills Extension publishes it: `skill://<path>/SKILL.md` and its files, each
+ * as its digest (skills/list) or its bytes (skills/get, a read).
+ */
+export interface SkillPackage<File = FileDigest> {
   /** `<scope>/<name>`: every URI of this skill is `skill://` and this path, encoded (skill-uri.ts). */
   path: string;
   name: string;
   description: string;
-  files: Record<string, Uint8Array>;
+  files: Record<string, File>;
+}
+
+/** A file's SHA-256, in lowercase hex, and its size in bytes: what a Skills Extension entry lists. */
+export interface FileDigest {
+  sha256: string;
+  size: number;
+}
+
+/** The digest of bytes in memory. */
+export function digestOf(bytes: Uint8Array): FileDigest {
+  return { sha256: createHash("sha256").update(bytes).digest("hex"), size: bytes.byteLength };
 }
 
 /**
  * The guidance of several providers as one: instructions joined by a blank line, tool notes applied
- * in turn, resources and packages listed together, a resource read from the first provider that
- * has it. With no provider, a workspace has no guidance at all.
+ * in turn, resources and packages listed together, a resource or a skill's files read from the
+ * first provider that has it. With no provider, a workspace has no guidance at all.
  */
 export function composeGuidance(providers: readonly Partial<WorkspaceGuidance>[]): WorkspaceGuidance {
   const all = <K extends keyof WorkspaceGuidance>(key: K) =>
@@ -53,6 +78,7 @@ export function composeGuidance(providers: readonly Partial<WorkspaceGuidance>[]
   const listers = all("listResources");
   const readers = all("readResource");
   const packagers = all("packages");
+  const fileReaders = all("packageFiles");
   return {
     async instructions(ws, who) {
       const parts = await Promise.all(instructions.map((f) => f(ws, who)));
@@ -73,8 +99,15 @@ export function composeGuidance(providers: readonly Partial<WorkspaceGuidance>[]
       }
       return undefined;
     },
-    async packages(ws, who, path) {
-      return (await Promise.all(packagers.map((f) => f(ws, who, path)))).flat();
+    async packages(ws, who) {
+      return (await Promise.all(packagers.map((f) => f(ws, who)))).flat();
+    },
+    async packageFiles(ws, who, path) {
+      for (const read of fileReaders) {
+        const found = await read(ws, who, path);
+        if (found) return found;
+      }
+      return undefined;
     },
   };
 }

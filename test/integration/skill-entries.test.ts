@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PlatformApp } from "../../src/platform/app.ts";
 import { AppTools } from "../../src/platform/app-tools.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
-import type { SkillPackage } from "../../src/sources/guidance.ts";
+import { digestOf, type SkillPackage } from "../../src/sources/guidance.ts";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 
@@ -12,11 +12,12 @@ import { MCP_ERAS } from "../helpers/mcp-eras.ts";
 // Atrium's own skills cannot make one (their names, descriptions and file URIs follow the rules),
 // so an app here publishes a package whose name is not its folder's.
 
-const MISNAMED: SkillPackage = {
+const MISNAMED_FILE = new TextEncoder().encode('---\nname: "odd"\ndescription: "x"\n---\n');
+const MISNAMED: SkillPackage<Uint8Array> = {
   path: "server/odd-one",
   name: "odd",
   description: "Named otherwise than its folder.",
-  files: { "SKILL.md": new TextEncoder().encode('---\nname: "odd"\ndescription: "x"\n---\n') },
+  files: { "SKILL.md": MISNAMED_FILE },
 };
 
 const misnamedApp: PlatformApp = {
@@ -25,7 +26,8 @@ const misnamedApp: PlatformApp = {
     return {
       tools: new AppTools("misnamed"),
       guidance: {
-        packages: async (_ws, _who, path) => (path === undefined || path === MISNAMED.path ? [MISNAMED] : []),
+        packages: async () => [{ ...MISNAMED, files: { "SKILL.md": digestOf(MISNAMED_FILE) } }],
+        packageFiles: async (_ws, _who, path) => (path === MISNAMED.path ? MISNAMED : undefined),
       },
     };
   },

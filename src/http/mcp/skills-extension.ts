@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   type Skill,
   SkillCatalogError,
@@ -6,7 +5,7 @@ import {
   skillEntry,
 } from "@modelcontextprotocol/server/ext/skills";
 import type { Logger } from "../../log.ts";
-import type { SkillPackage, WorkspaceGuidance } from "../../sources/guidance.ts";
+import { digestOf, type SkillPackage, type WorkspaceGuidance } from "../../sources/guidance.ts";
 import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import type { AdmittedCaller, Serve } from "./front-server.ts";
 
@@ -30,12 +29,10 @@ export function createSkillsExtension(
   serve: Serve,
   log: Logger,
 ): SkillsExtension {
-  const packagesOf = ({ workspaceId, principal }: AdmittedCaller, path?: string) =>
-    guidance.packages(workspaceId, principal.id, path);
-  /** The one package whose SKILL.md is at `uri`, reading that skill's files only. */
-  const packageAt = async (caller: AdmittedCaller, uri: string) => {
+  /** The one package whose SKILL.md is at `uri`, with its files' bytes, reading that skill's files only. */
+  const packageAt = async ({ workspaceId, principal }: AdmittedCaller, uri: string) => {
     const path = SKILL_FILE_PATH.exec(skillPathOf(uri) ?? "")?.[1];
-    return path === undefined ? undefined : (await packagesOf(caller, path))[0];
+    return path === undefined ? undefined : guidance.packageFiles(workspaceId, principal.id, path);
   };
   const refused = (skill: string, problem: string) => log.warn({ skill, problem }, "skill entry refused");
   return new SkillsExtension({
@@ -47,8 +44,12 @@ export function createSkillsExtension(
     strict: false,
     onWarning: ({ path, message }) => refused(path, message),
     source: {
+      // Each file's digest as the guidance keeps it: a file is read and hashed only when it is
+      // not the file it was (adr/0160).
       list: (_params, ctx) =>
-        serve(ctx, async (caller) => ({ skills: (await packagesOf(caller)).map((pkg) => toEntry(pkg)) })),
+        serve(ctx, async ({ workspaceId, principal }) => ({
+          skills: (await guidance.packages(workspaceId, principal.id)).map((pkg) => toEntry(pkg)),
+        })),
       // skills/get would answer an entry it refuses with its own words in a -32603; one it would
       // leave out of skills/list is not served here either (the SDK's skillEntry() checks it).
       get: (uri, ctx) =>
@@ -62,7 +63,7 @@ export function createSkillsExtension(
             refused(uri, error.message);
             return undefined;
           }
-          return toEntry(found);
+          return toEntry({ ...found, files: mapValues(found.files, digestOf) });
         }),
       read: (uri, ctx) =>
         serve(ctx, async (caller) => {
@@ -94,10 +95,10 @@ const SKILL_FILE_PATH = /^([^/]+\/[^/]+)\/SKILL\.md$/;
  */
 function toEntry(pkg: SkillPackage): Skill {
   const resources = Object.entries(pkg.files)
-    .map(([file, bytes]) => ({
+    .map(([file, { sha256, size }]) => ({
       uri: skillUri(`${pkg.path}/${file}`),
-      digest: `sha256:${createHash("sha256").update(bytes).digest("hex")}`,
-      size: bytes.byteLength,
+      digest: `sha256:${sha256}`,
+      size,
     }))
     .sort((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0));
   return {
@@ -105,4 +106,8 @@ function toEntry(pkg: SkillPackage): Skill {
     frontmatter: { name: pkg.name, description: pkg.description },
     resources,
   };
+}
+
+function mapValues<A, B>(record: Record<string, A>, f: (value: A) => B): Record<string, B> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, f(value)]));
 }

@@ -1,4 +1,3 @@
-import { dirname, join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import type {
   DescribedTool,
@@ -9,11 +8,12 @@ import type {
 import { skillPathOf, skillUri } from "../../sources/skill-uri.ts";
 import { joinToolName, splitToolName } from "../../sources/tool-names.ts";
 import { spelledOutProse } from "../../text.ts";
+import { FileDigests } from "./file-digests.ts";
 import type { Skill, SkillScope } from "./model.ts";
 import { lineHidingText } from "./parse.ts";
 import type { SkillService } from "./service.ts";
 import { bodyOf } from "./skill-body.ts";
-import { openSkillFile, SKILL_FILE, SkillFileRefused, scopeFolderAllows } from "./skill-file.ts";
+import { bundledBytes, packageDigests, packageFiles } from "./skill-package.ts";
 
 function skillPath(skill: Skill, file?: string): string {
   return `${skill.scope}/${skill.name}${file === undefined ? "" : `/${file}`}`;
@@ -42,7 +42,14 @@ function annotate<T extends DescribedTool>(resolved: readonly Skill[], tools: T[
   });
 }
 
-export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance {
+/**
+ * The guidance of the skills `skills` resolves. `digests`: the files' digests skills/list keeps
+ * (one per process, shared by every workspace: keyed by what is on disk, never by path).
+ */
+export function createWorkspaceGuidance(
+  skills: SkillService,
+  digests = new FileDigests(),
+): WorkspaceGuidance {
   // Keyed by the tool list object, so a list nobody keeps any more takes its notes with it.
   const annotated = new WeakMap<object, { skills: readonly Skill[]; tools: readonly DescribedTool[] }>();
   return {
@@ -84,80 +91,18 @@ export function createWorkspaceGuidance(skills: SkillService): WorkspaceGuidance
       return undefined;
     },
 
-    async packages(workspaceId, principalId, path) {
+    async packages(workspaceId, principalId) {
       const { skills: resolved } = await skills.resolve(workspaceId, principalId);
-      const wanted = path === undefined ? resolved : resolved.filter((s) => `${s.scope}/${s.name}` === path);
-      const packages = await Promise.all(wanted.map(toPackage));
+      const packages = await Promise.all(resolved.map((skill) => packageDigests(skill, digests)));
       return packages.filter((one): one is SkillPackage => one !== undefined);
     },
-  };
-}
 
-/**
- * A skill as the Skills Extension publishes it. Its SKILL.md is rendered from the name,
- * description and body — the frontmatter its entry states — rather than served as the file on
- * disk, whose `metadata.atrium` block (ADR 0012) is not the standard's string map: a verifying
- * client (the SDK's SkillsClient) compares the file's frontmatter with the entry and refused
- * Atrium's own skills before. The digest still changes exactly when the name, description or
- * body does; bundled files are served as they are on disk.
- */
-async function toPackage(skill: Skill): Promise<SkillPackage | undefined> {
-  const known = { path: `${skill.scope}/${skill.name}`, name: skill.name, description: skill.description };
-  const body = await bodyOf(skill).catch(() => undefined);
-  // Changed since it was listed: left out, as a skill with a file not served is; the next
-  // request lists the folder again.
-  if (body === undefined) return undefined;
-  const rendered = { [SKILL_FILE]: renderSkillFile(skill, body) };
-  if (skill.dir === undefined) return { ...known, files: rendered };
-  const { dir, scope } = skill;
-  const names = skill.files ?? [];
-  const contents = await Promise.all(names.map((name) => bundledBytes(dir, scope, name)));
-  // A skill one of whose files is not served is left out of the list whole: a package without a
-  // file it ships would be a different skill. It costs only itself.
-  if (contents.some((content) => typeof content === "string")) return undefined;
-  return {
-    ...known,
-    files: {
-      ...rendered,
-      ...Object.fromEntries(names.map((name, i) => [name, new Uint8Array(contents[i] as Buffer)])),
+    async packageFiles(workspaceId, principalId, path) {
+      const { skills: resolved } = await skills.resolve(workspaceId, principalId);
+      const skill = resolved.find((s) => `${s.scope}/${s.name}` === path);
+      return skill === undefined ? undefined : packageFiles(skill);
     },
   };
-}
-
-/** The most a bundled file may hold to be served: every `skills/list` reads each one whole. */
-export const MAX_BUNDLED_FILE_BYTES = 8 * 1024 * 1024;
-
-/**
- * A bundled file's bytes, or why it is not served: not a regular file (a FIFO would block a
- * thread of the pool for good; a symlink, swapped in after the listing skipped it, could point
- * anywhere the process can read: adr/0139), or over MAX_BUNDLED_FILE_BYTES (a gigabyte file,
- * read on every list, held its memory and failed the whole list). It is opened as a SKILL.md
- * is (openSkillFile), never blocking or following a link, nor through a folder swapped for one
- * since the listing (its `references/`, the skill's own), nor the scope's folder itself where
- * it may not be a link (a workspace's or a person's `skills/`: scopeFolderAllows). An operator
- * puts such files in place; no member can write one.
- */
-async function bundledBytes(folder: string, scope: SkillScope, file: string): Promise<Buffer | string> {
-  const allow = scopeFolderAllows(scope);
-  const opened = await openSkillFile(join(folder, file), dirname(folder), allow).catch((error: unknown) => {
-    if (error instanceof SkillFileRefused) return `it ${error.reason}`;
-    throw error;
-  });
-  if (opened === undefined) return "it is gone";
-  if (typeof opened === "string") return opened;
-  try {
-    const { size } = opened.info;
-    if (size > MAX_BUNDLED_FILE_BYTES)
-      return `it holds ${size} bytes, over the ${MAX_BUNDLED_FILE_BYTES} a bundled file may`;
-    return await opened.handle.readFile();
-  } finally {
-    await opened.handle.close();
-  }
-}
-
-function renderSkillFile(skill: Skill, body: string): Uint8Array {
-  const frontmatter = `name: ${JSON.stringify(skill.name)}\ndescription: ${JSON.stringify(skill.description)}`;
-  return new TextEncoder().encode(`---\n${frontmatter}\n---\n\n${body}`);
 }
 
 /**

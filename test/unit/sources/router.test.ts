@@ -322,6 +322,7 @@ describe("through the MCP front server", () => {
         listResources: async () => [],
         readResource: async () => undefined,
         packages: async () => [],
+        packageFiles: async () => undefined,
       },
     });
     const mux = new RequestMuxTransport();

@@ -86,7 +86,8 @@ const REFERENCE_URI = "skill://workspace/guide/references/a.md";
 /**
  * Reads the guide's reference, then, in the turn of a resolve that checked every listing (kept
  * until the next turn, scope-cache.ts), runs `swap` and reads the reference and packages the guide
- * on the kept listing that still names it: neither may read through what `swap` made a symlink.
+ * (its digests, its bytes) on the kept listing that still names it: none may read through what
+ * `swap` made a symlink.
  */
 async function expectNotReadThrough(
   { service, guidance }: ReturnType<typeof openGuidance>,
@@ -98,9 +99,10 @@ async function expectNotReadThrough(
   await service.resolve(temp.ws, ALICE);
   // Synchronously, so the turn does not end in between.
   swap();
-  const [read, packages] = await Promise.allSettled([
+  const [read, packages, files] = await Promise.allSettled([
     guidance.readResource?.(temp.ws, ALICE, uri),
-    guidance.packages?.(temp.ws, ALICE, "workspace/guide"),
+    guidance.packages?.(temp.ws, ALICE),
+    guidance.packageFiles?.(temp.ws, ALICE, "workspace/guide"),
   ]);
   expect(read).toMatchObject({
     status: "rejected",
@@ -112,6 +114,7 @@ async function expectNotReadThrough(
   });
   // A package without a file it ships would be a different skill: left out whole.
   expect(packages).toEqual({ status: "fulfilled", value: [] });
+  expect(files).toEqual({ status: "fulfilled", value: undefined });
 }
 
 describe("a bundled file swapped for a symlink after its check", () => {
