@@ -61,7 +61,14 @@ export async function runInterleaved(
   }
   for (const [id, done] of slices) {
     if (outcomes.has(id)) continue;
-    const stats = mergeSlices(done);
+    let stats: LoadStats;
+    try {
+      stats = mergeSlices(done);
+    } catch (error) {
+      // No answer within any slice: this target's failure, not the whole run's.
+      fail(id, error);
+      continue;
+    }
     outcomes.set(id, { stats });
     progress(
       `${id}: ${stats.requestsPerSec.toFixed(0)} req/s, p50 ${stats.p50Ms.toFixed(2)} ms, p99 ${stats.p99Ms.toFixed(2)} ms, ` +
