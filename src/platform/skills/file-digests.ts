@@ -5,12 +5,13 @@ import type { FileDigest } from "../../sources/guidance.ts";
 import { RACY_MS } from "./skill-file.ts";
 
 /**
- * At most this many digests are kept, the oldest used let go first. A scope of 500 skills each
- * with SKILL.md and 100 bundled files (the most listed: MAX_BUNDLED_FILES) is some 50,000 files;
- * an entry is a few hundred bytes (its path, the file's identity, its digest's hex and the map's
- * own), so the bound is some 30 MiB at most, whatever the files hold.
+ * At most this many digests are kept, the oldest used let go first: some 18 MiB, an entry being
+ * about 550 bytes (a 100-character path, the file's identity, the digest's hex, the map's own),
+ * whatever the files hold. It covers 320 skills of SKILL.md and 100 bundled files (the most
+ * listed: MAX_BUNDLED_FILES), or 3,000 of ten; a caller seeing more files than that reads and
+ * hashes the rest on each list, as every list did before (adr/0160).
  */
-export const MAX_KEPT_DIGESTS = 65_536;
+export const MAX_KEPT_DIGESTS = 32_768;
 
 /** Read this much at a time to hash a file: a miss never holds a whole file in memory. */
 const CHUNK_BYTES = 64 * 1024;
