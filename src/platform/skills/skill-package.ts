@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
 import { digestOf, type FileDigest, type SkillPackage } from "../../sources/guidance.ts";
-import type { PinnedFolder } from "../../storage/no-follow.ts";
-import { pinFolder } from "../../storage/no-follow.ts";
+import { type PinnedFolder, pinFolder } from "../../storage/no-follow.ts";
 import type { FileDigests } from "./file-digests.ts";
 import type { Skill, SkillScope } from "./model.ts";
 import { bodyIn, bodyOf, openSkillText, readSkillText } from "./skill-body.ts";
