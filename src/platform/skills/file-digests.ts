@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { type BigIntStats, lstatSync } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { FileDigest } from "../../sources/guidance.ts";
-import { RACY_MS } from "./skill-file.ts";
+import { isRacy, lastChangeMs } from "../../storage/file-stamp.ts";
 
 /**
  * At most this many digests are kept, the oldest used let go first: some 18 MiB, an entry being
@@ -29,7 +29,7 @@ interface Kept {
  * the caller sees, up to 125 MiB for one scope (adr/0160). An edit in place moves the modification
  * or change time (`cp -p` and `touch -r` set the first back, never the second), a rename over the
  * file (how Atrium writes) brings another inode, a second name (a hard link) moves the change time,
- * and a delete takes the file. A digest of a file changed within RACY_MS of its read is not kept:
+ * and a delete takes the file. A digest of a file changed within file-stamp.ts's RACY_MS of its read is not kept:
  * an edit in the same tick of a file system's clock would leave every time as it was (adr/0051).
  *
  * A digest is only ever made from a file opened as every skill file is (never through a link,
@@ -71,7 +71,7 @@ export class FileDigests {
 
   /**
    * The digest of the file at `path`, open at `handle`, made by `digest` (hashBytes by default),
-   * and kept while the file was the same after it as before and not changed within RACY_MS.
+   * and kept while the file was the same after it as before and not changed within file-stamp.ts's RACY_MS.
    */
   async of(
     path: string,
@@ -83,9 +83,9 @@ export class FileDigests {
     const made = await digest(handle);
     const after = await handle.stat({ bigint: true });
     const stamp = stampOf(after, salt);
-    const newest = Math.max(Number(after.mtimeMs), Number(after.ctimeMs));
+    const changed = lastChangeMs({ mtimeMs: Number(after.mtimeMs), ctimeMs: Number(after.ctimeMs) });
     this.kept.delete(path);
-    if (stamp === stampOf(before, salt) && this.now() - newest >= RACY_MS) {
+    if (stamp === stampOf(before, salt) && !isRacy(changed, this.now())) {
       this.kept.set(path, { stamp, digest: made });
       for (const oldest of this.kept.keys()) {
         if (this.kept.size <= this.max) break;
