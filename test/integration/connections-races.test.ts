@@ -443,7 +443,7 @@ describe("a disable whose write fails", () => {
             file.includes(`/${name}/`) && basename(file).startsWith(".tmp-") ? full : undefined,
         },
       );
-      expect(disabled?.status).toBe(500);
+      expect(disabled?.status).toBe(507); // a full disk (adr/0165)
       release.open();
       expect((await refreshing).status).toBe(200);
       const view = (await (await rest("alice", "GET", path)).json()) as {
