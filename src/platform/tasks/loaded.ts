@@ -61,11 +61,13 @@ export class LoadedWorkspace {
 
 /**
  * A loaded workspace's runs: each task's run ids in the order they started (oldest first), which
- * task a run is of, and the idempotency keys still in their window.
+ * task a run is of, the highest sequence each task has given a run, and the idempotency keys still
+ * in their window.
  */
 export class LoadedRuns {
   private readonly runsOf = new Map<string, string[]>();
   private readonly taskOfRun = new Map<string, string>();
+  private readonly lastSequence = new Map<string, number>();
 
   constructor(readonly keys: IdempotencyKeys) {}
 
@@ -74,12 +76,29 @@ export class LoadedRuns {
     const runIds = this.runsOf.get(taskId) ?? [];
     for (const runId of runIds) this.taskOfRun.delete(runId);
     this.runsOf.delete(taskId);
+    this.lastSequence.delete(taskId);
     this.keys.forget(runIds);
     return runIds;
   }
 
-  /** Adds a run as the task's newest, unless it is known. */
-  addRun(taskId: string, runId: string): void {
+  /**
+   * The sequence of the task's next run, taken now: one past the highest the task has given (read
+   * from its kept runs), so no two starts are given the same one, and a failed start leaves a gap.
+   */
+  takeSequence(taskId: string): number {
+    const next = (this.lastSequence.get(taskId) ?? 0) + 1;
+    this.lastSequence.set(taskId, next);
+    return next;
+  }
+
+  /**
+   * Adds a run as the task's newest, unless it is known. A task's starts take its lock (ADR 0087),
+   * so its runs are added in the order their sequences were taken.
+   */
+  addRun(taskId: string, runId: string, sequence?: number): void {
+    if (sequence !== undefined && sequence > (this.lastSequence.get(taskId) ?? 0)) {
+      this.lastSequence.set(taskId, sequence);
+    }
     if (this.taskOfRun.has(runId)) return;
     this.taskOfRun.set(runId, taskId);
     const list = this.runsOf.get(taskId);
@@ -113,17 +132,21 @@ export class LoadedRuns {
  * key. The whole record only when a hook needs it (a run left `running`, or one whose task is
  * gone): results can be large, and a workspace's runs add up to gigabytes.
  */
-export type RunHeader = Pick<Run, "id" | "taskId" | "startedBy" | "startedAt" | "idempotency"> & {
+export type RunHeader = Pick<
+  Run,
+  "id" | "taskId" | "startedBy" | "startedAt" | "sequence" | "idempotency"
+> & {
   whole?: Run;
 };
 
 export function headerOf(run: Run, keepWhole: boolean): RunHeader {
-  const { id, taskId, startedBy, startedAt, idempotency } = run;
+  const { id, taskId, startedBy, startedAt, sequence, idempotency } = run;
   return {
     id,
     taskId,
     startedBy,
     startedAt,
+    ...(isSequence(sequence) && { sequence }),
     ...(idempotency && { idempotency }),
     ...(keepWhole && { whole: run }),
   };
@@ -139,7 +162,12 @@ export function placeRuns(
   tasks: ReadonlyMap<string, Task>,
   runs: LoadedRuns,
 ): { unfinished: Unfinished[]; orphaned: Run[] } {
-  found.sort((a, b) => a.startedAt.localeCompare(b.startedAt));
+  // By sequence, never by startedAt alone: after a wall clock stepped back, the run started later
+  // has the earlier startedAt, and ordered so it was taken for the oldest, pruned past
+  // runsKeptPerTask while an older run was kept (test/integration/tasks-run-order-after-clock-step.test.ts).
+  // A run recorded before sequences (none) is older than any that has one; among those, startedAt
+  // is all there is.
+  found.sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0) || a.startedAt.localeCompare(b.startedAt));
   const unfinished: Unfinished[] = [];
   const orphaned: Run[] = [];
   for (const header of found) {
@@ -148,9 +176,18 @@ export function placeRuns(
       if (header.whole) orphaned.push(header.whole);
       continue;
     }
-    runs.addRun(task.id, header.id);
+    runs.addRun(task.id, header.id, header.sequence);
     runs.keys.restore(header);
     if (header.whole?.execution.status === "running") unfinished.push({ run: header.whole, task });
   }
   return { unfinished, orphaned };
+}
+
+/**
+ * Whether a stored sequence can order runs: a whole number from 1 up. One edited by hand into
+ * anything else is read as absent, as on a run recorded before sequences, rather than leaving
+ * the run out of its task's runs.
+ */
+function isSequence(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) > 0;
 }

@@ -81,6 +81,13 @@ export interface Run {
   startedBy: string;
   input: Record<string, unknown>;
   startedAt: string;
+  /**
+   * The run's place among its task's runs, counting up: a run started later has a higher one. It,
+   * not `startedAt`, orders the runs (newest first) and decides which `runsKeptPerTask` keeps: a
+   * wall clock stepped back makes a later run's `startedAt` the earlier. Absent on a run recorded
+   * before 2026-12-07, which counts as older than every run that has one.
+   */
+  sequence?: number;
   endedAt?: string;
   /** Whether the tool call ran to its end: the execution's own answer, never the assessment's. */
   execution: { status: Execution; error?: RunError };

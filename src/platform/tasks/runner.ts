@@ -113,7 +113,7 @@ export class TaskRunner {
     const flight = newFlight(task.id);
     this.flights.set(id, flight);
     this.slots.take(id, task.id);
-    const run: Run = {
+    const run: Omit<Run, "sequence"> = {
       id,
       taskId: task.id,
       workspaceId: task.workspaceId,
@@ -133,20 +133,19 @@ export class TaskRunner {
     // Set before the first await, so a stop that begins while the run is being recorded waits for
     // its end too (runner.test.ts "a run whose start races a graceful stop").
     flight.done = recorded.then(
-      () => {
-        announceRun(this.deps.events, "task.run.started", task, run);
-        return this.execute(task, run, flight);
+      (written) => {
+        announceRun(this.deps.events, "task.run.started", task, written);
+        return this.execute(task, written, flight);
       },
       () => undefined,
     );
     try {
-      await recorded;
+      return await recorded;
     } catch (error) {
       this.flights.delete(id);
       this.slots.release(id);
       throw error;
     }
-    return run;
   }
 
   /** Aborts a run in flight; false when it is not in flight here (it has ended). */

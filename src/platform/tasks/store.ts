@@ -227,15 +227,20 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Records a run's start, the commit point of starting it: `access` is asked just before its
-   * record is created (see `create`). A refusal leaves the workspace marked as having runs
-   * started here (boot-index.ts), the workspace's mark and not the run's, cleared as every mark is.
+   * Records a run's start, the commit point of starting it, and answers it as recorded: given the
+   * task's next sequence, which is why the workspace's runs are read first if they are not loaded.
+   * `access` is asked just before its record is created (see `create`). A refusal leaves the
+   * workspace marked as having runs started here (boot-index.ts), the workspace's mark and not
+   * the run's, cleared as every mark is.
    */
-  async createRun(run: Run, access: AccessCheck): Promise<Run> {
+  async createRun(run: Omit<Run, "sequence">, access: AccessCheck): Promise<Run> {
     await this.index.markRunning(run.workspaceId);
-    await this.files.runs.create(run.workspaceId, run.ownerId, run.id, run, access);
-    (await this.loadedRuns(run.workspaceId))?.addRun(run.taskId, run.id);
-    return run;
+    return this.withRuns(run.workspaceId, async (_loaded, runs) => {
+      const recorded: Run = { ...run, sequence: runs.takeSequence(run.taskId) };
+      await this.files.runs.create(run.workspaceId, run.ownerId, run.id, recorded, access);
+      runs.addRun(run.taskId, run.id, recorded.sequence);
+      return recorded;
+    });
   }
 
   async updateRun(run: Pick<Run, "id" | "workspaceId" | "ownerId">, change: (current: Run) => Run) {

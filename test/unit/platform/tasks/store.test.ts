@@ -89,8 +89,7 @@ describe("TaskStore", () => {
         expiresAt: new Date(time.clock() + HOUR_MS).toISOString(),
       },
     });
-    await store.createRun(keyed, NO_CALLER);
-    expect(store.loadedCount).toBe(0);
+    const first = await store.createRun(keyed, NO_CALLER);
     const later = await store.createRun(runOf(task), NO_CALLER);
     expect(await store.runIds(task)).toEqual([later.id, keyed.id]);
     expect(store.loadedCount).toBe(1);
@@ -98,8 +97,9 @@ describe("TaskStore", () => {
     time.jump(IDLE_MS);
     await store.sweepIdle();
     expect(store.loadedCount).toBe(0);
-    // Written while nothing was loaded: the next load reads it from disk, in its place.
+    // A start after the drop reads the runs back from disk first, to number the new one after them.
     const newest = await store.createRun(runOf(task), NO_CALLER);
+    expect([first, later, newest].map((run) => run.sequence)).toEqual([1, 2, 3]);
     expect(await store.all(t.ws)).toEqual([task]);
     expect(await store.runIds(task)).toEqual([newest.id, later.id, keyed.id]);
     expect((await store.run(t.ws, keyed.id))?.id).toBe(keyed.id);
@@ -111,6 +111,30 @@ describe("TaskStore", () => {
     );
     expect(replayed).toEqual({ replayOf: keyed.id });
     await store.close();
+  });
+
+  it("runs recorded before sequences are read back as the oldest, by startedAt, and the next run is numbered after the highest kept", async () => {
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf(), NO_CALLER);
+    const runs = join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
+    await mkdir(runs, { recursive: true });
+    // Written before runs had a sequence: the one started second has the later startedAt.
+    const older = runOf(task);
+    const old = runOf(task);
+    for (const run of [old, older]) await writeFile(join(runs, `${run.id}.json`), JSON.stringify(run));
+    const numbered = await store.createRun(runOf(task), NO_CALLER);
+    // The wall clock stepped back an hour: this run's startedAt is the earliest of all.
+    time.jump(-HOUR_MS);
+    const stepped = await store.createRun(runOf(task), NO_CALLER);
+    expect([numbered.sequence, stepped.sequence]).toEqual([1, 2]);
+    await store.close();
+
+    const again = openStore();
+    await boot(again);
+    expect(await again.runIds(task)).toEqual([stepped.id, numbered.id, old.id, older.id]);
+    expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(3);
+    await again.close();
   });
 
   it("a run of another workspace, or of no task, is not found", async () => {
