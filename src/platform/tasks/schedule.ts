@@ -280,7 +280,10 @@ export function missedOf(trigger: TaskTrigger, sinceMs: number, nowMs: number): 
   const cron = new Cron(trigger.cron, { paused: true, timezone: trigger.timezone });
   const first = cron.nextRun(new Date(sinceMs))?.getTime();
   if (first === undefined || first > nowMs) return undefined;
-  const latest = cron.previousRuns(1, new Date(nowMs))[0]?.getTime() ?? first;
+  // croner's previousRuns answers instants strictly before the date it is given: one exactly at
+  // `nowMs` counts, as it does for an interval, since the job armed now is due only after it
+  // (schedule.test.ts "a cron instant exactly at now").
+  const latest = cron.previousRuns(1, new Date(nowMs + 1))[0]?.getTime() ?? first;
   return { firstMs: first, latestMs: Math.max(first, latest) };
 }
 

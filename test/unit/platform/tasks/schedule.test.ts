@@ -42,6 +42,22 @@ describe("missed schedules", () => {
     );
   });
 
+  it("a cron instant exactly at now is the latest missed, as an interval's is, though it is not the first", () => {
+    // Exactly at now: not due later either, since the job armed at now is due after it.
+    const since = at("2026-12-05T09:00:00Z");
+    const now = at("2026-12-07T09:00:00Z");
+    const daily = missedOf({ cron: "0 9 * * *", timezone: "UTC" }, since, now);
+    expect([iso(daily?.firstMs), iso(daily?.latestMs)]).toEqual([
+      "2026-12-06T09:00:00.000Z",
+      "2026-12-07T09:00:00.000Z",
+    ]);
+    expect(iso(missedOf({ everySeconds: 86_400 }, since, now)?.latestMs)).toBe("2026-12-07T09:00:00.000Z");
+    // A millisecond before, it is still to come.
+    expect(iso(missedOf({ cron: "0 9 * * *", timezone: "UTC" }, since, now - 1)?.latestMs)).toBe(
+      "2026-12-06T09:00:00.000Z",
+    );
+  });
+
   it("steps an interval from the last instant, whole intervals only", () => {
     const missed = missedOf({ everySeconds: 60 }, at("2026-01-01T00:00:00Z"), at("2026-01-01T00:03:30Z"));
     expect([iso(missed?.firstMs), iso(missed?.latestMs)]).toEqual([
@@ -251,6 +267,47 @@ describe("a schedule's fire", () => {
     await time.advance(60_000);
     expect(started.slice(1).map((run) => [run.scheduledFor, run.missedSince])).toEqual([
       ["2026-01-01T12:00:00.000Z", "2026-01-01T10:00:00.000Z"],
+    ]);
+    await scheduler.stop();
+  });
+});
+
+describe("a boot exactly at a cron instant", () => {
+  it("runs the instant once, as the latest missed, and the job goes on from the next", async () => {
+    const time = new FakeTime(Date.parse("2026-12-07T09:00:00Z"));
+    const log = memoryLog().log;
+    const scheduler = new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log });
+    let task = {
+      id: "tsk_1",
+      workspaceId: "ws_0000000000000001",
+      ownerId: "usr_1",
+      trigger: { cron: "0 9 * * *", timezone: "UTC" },
+      createdAt: "2026-12-01T00:00:00.000Z",
+      lastScheduledAt: "2026-12-05T09:00:00.000Z",
+    } as Task;
+    const started: RunStart[] = [];
+    const deps = {
+      scheduler,
+      workspaces: { get: () => ({}), roleOf: () => "member" },
+      users: { isDeactivated: () => false },
+      store: {
+        taskIn: async () => task,
+        update: async (current: Task, change: (current: Task) => Task) => {
+          task = change(current);
+          return task;
+        },
+        whileExists: async (current: Task, start: (current: Task) => Promise<unknown>) => start(current),
+      },
+      runner: { start: async (_task: Task, start: RunStart) => void started.push(start) },
+      clock: time.clock,
+      log,
+      minIntervalSeconds: 60,
+    } as unknown as ScheduleDeps;
+    await new TaskSchedules(deps).armAll([task]);
+    await time.advance(24 * 3_600_000);
+    expect(started.map((run) => [run.scheduledFor, run.missedSince])).toEqual([
+      ["2026-12-07T09:00:00.000Z", "2026-12-06T09:00:00.000Z"],
+      ["2026-12-08T09:00:00.000Z", undefined],
     ]);
     await scheduler.stop();
   });
