@@ -153,6 +153,13 @@ export class TaskSchedules {
       return;
     }
     const scheduledFor = new Date(scheduledMs).toISOString();
+    if (accountedFor(task, scheduledMs)) {
+      this.deps.log.info(
+        { workspaceId, taskId, scheduledFor, lastScheduledAt: task.lastScheduledAt },
+        "task schedule instant already accounted for (the wall clock went back past it): not run again",
+      );
+      return;
+    }
     const ownerActive =
       this.deps.workspaces.roleOf(workspaceId, task.ownerId) !== undefined &&
       !this.deps.users.isDeactivated(task.ownerId);
@@ -249,6 +256,22 @@ export class TaskSchedules {
 
 function jobName(task: Pick<Task, "workspaceId" | "id">): string {
   return `task ${task.workspaceId} ${task.id}`;
+}
+
+/**
+ * Whether a cron instant is at or before the task's `lastScheduledAt`, so accounted for already:
+ * run, or before the trigger was set. Every fire asks it, scheduled or caught up: a job is armed
+ * from the clock (kernel/scheduler.ts), at a boot as at a trigger's change, and after a wall clock stepped back
+ * past an instant that ran (an NTP correction), a restart armed that same instant again and ran it
+ * twice (test/integration/tasks-cron-instant-once-after-clock-step.test.ts). An interval's instants
+ * are counted from when its job was armed, not named by the wall clock: a step back delays it by one
+ * interval at most, never by the step, and a time that is not a date (written by hand) holds
+ * nothing back.
+ */
+function accountedFor(task: Task, scheduledMs: number): boolean {
+  if (!task.trigger || !("cron" in task.trigger) || task.lastScheduledAt === undefined) return false;
+  const lastMs = Date.parse(task.lastScheduledAt);
+  return !Number.isNaN(lastMs) && scheduledMs <= lastMs;
 }
 
 /**

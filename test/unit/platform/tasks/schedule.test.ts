@@ -21,6 +21,15 @@ import { taskRecord } from "../../../helpers/task-records.ts";
 import { openTempRoot } from "../../../helpers/temp-root.ts";
 
 const at = (iso: string) => Date.parse(iso);
+const HOUR_MS = 3_600_000;
+/** A task whose last schedule was 09:00 on 2026-12-07; its trigger is each test's. */
+const RAN_AT_NINE = {
+  id: "tsk_1",
+  workspaceId: "ws_0000000000000001",
+  ownerId: "usr_1",
+  createdAt: "2026-12-01T00:00:00.000Z",
+  lastScheduledAt: "2026-12-07T09:00:00.000Z",
+} as Task;
 const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
 
 describe("missed schedules", () => {
@@ -309,6 +318,60 @@ describe("a boot exactly at a cron instant", () => {
       ["2026-12-07T09:00:00.000Z", "2026-12-06T09:00:00.000Z"],
       ["2026-12-08T09:00:00.000Z", undefined],
     ]);
+    await scheduler.stop();
+  });
+});
+
+describe("a job armed after the wall clock stepped back", () => {
+  /** Arms `stored` at `nowIso` on a real scheduler over a store of that one task; the runs it starts. */
+  function armedAt(nowIso: string, stored: Task) {
+    const time = new FakeTime(Date.parse(nowIso));
+    const log = memoryLog().log;
+    const scheduler = new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log });
+    let task = stored;
+    const started: RunStart[] = [];
+    const deps = {
+      scheduler,
+      workspaces: { get: () => ({}), roleOf: () => "member" },
+      users: { isDeactivated: () => false },
+      store: {
+        taskIn: async () => task,
+        update: async (current: Task, change: (current: Task) => Task) => {
+          task = change(current);
+          return task;
+        },
+        whileExists: async (current: Task, start: (current: Task) => Promise<unknown>) => start(current),
+      },
+      runner: { start: async (_task: Task, start: RunStart) => void started.push(start) },
+      clock: time.clock,
+      log,
+      minIntervalSeconds: 60,
+    } as unknown as ScheduleDeps;
+    new TaskSchedules(deps).arm(task);
+    return { time, scheduler, started };
+  }
+  const ran = (started: RunStart[]) => started.map((run) => run.scheduledFor);
+
+  it("passes over a cron instant at or before lastScheduledAt, and runs the next", async () => {
+    // 09:00 ran; an NTP step put the clock back to 08:05 and the job was armed again (a restart).
+    const { time, scheduler, started } = armedAt("2026-12-07T08:05:00Z", {
+      ...RAN_AT_NINE,
+      trigger: { cron: "0 9 * * *", timezone: "UTC" },
+    });
+    await time.advance(HOUR_MS);
+    expect(ran(started)).toEqual([]);
+    await time.advance(24 * HOUR_MS);
+    expect(ran(started)).toEqual(["2026-12-08T09:00:00.000Z"]);
+    await scheduler.stop();
+  });
+
+  it("holds an interval back by no more than its interval: its instants are counted from when it was armed", async () => {
+    const { time, scheduler, started } = armedAt("2026-12-07T08:05:00Z", {
+      ...RAN_AT_NINE,
+      trigger: { everySeconds: 600 },
+    });
+    await time.advance(10 * 60_000);
+    expect(ran(started)).toEqual(["2026-12-07T08:15:00.000Z"]);
     await scheduler.stop();
   });
 });
