@@ -261,12 +261,12 @@ function jobName(task: Pick<Task, "workspaceId" | "id">): string {
 /**
  * Whether a cron instant is at or before the task's `lastScheduledAt`, so accounted for already:
  * run, or before the trigger was set. Every fire asks it, scheduled or caught up: a job is armed
- * from the clock (kernel/scheduler.ts), at a boot as at a trigger's change, and after a wall clock stepped back
- * past an instant that ran (an NTP correction), a restart armed that same instant again and ran it
- * twice (test/integration/tasks-cron-instant-once-after-clock-step.test.ts). An interval's instants
- * are counted from when its job was armed, not named by the wall clock: a step back delays it by one
- * interval at most, never by the step, and a time that is not a date (written by hand) holds
- * nothing back.
+ * from the clock (kernel/scheduler.ts), at a boot as at a trigger's change, and after a wall clock
+ * stepped back past an instant that ran (an NTP correction), a restart armed that same instant
+ * again and ran it twice (test/integration/tasks-cron-instant-once-after-clock-step.test.ts). An
+ * interval's instants are counted from when its job was armed, not named by the wall clock: a step
+ * back delays it by one interval at most, never by the step. A stored time that is not a date
+ * (written by hand) holds nothing back.
  */
 function accountedFor(task: Task, scheduledMs: number): boolean {
   if (!task.trigger || !("cron" in task.trigger) || task.lastScheduledAt === undefined) return false;
