@@ -383,6 +383,24 @@ describe("runs", () => {
     });
   });
 
+  it("refuses with 400 a triggered task whose inputSchema is too costly to check even against its empty input", async () => {
+    // 20 levels of $defs, each an anyOf of two $refs to the next: 2^20 branches for any value. The
+    // empty-input check at definition ran outside the budget's catch and answered 500 (review).
+    const defs: Record<string, unknown> = { a20: { type: "string" } };
+    for (let i = 0; i < 20; i++)
+      defs[`a${i}`] = { anyOf: [{ $ref: `#/$defs/a${i + 1}` }, { $ref: `#/$defs/a${i + 1}` }] };
+    const refused = await instance.rest("alice", "POST", tasksPath(ws), {
+      name: "costly trigger",
+      action: echo(),
+      trigger: { everySeconds: 3600 },
+      inputSchema: { $defs: defs, anyOf: [{ $ref: "#/$defs/a0" }, { type: "object" }] },
+    });
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe("invalid_input");
+    expect(error.message).toContain("too costly to check against an empty input");
+  });
+
   it("refuses at definition a schema that loops and a cron that fires too often or never, on create and on change", async () => {
     const task = await createTask(instance, "alice", ws, { name: "plain", action: echo() });
     const refusals: [Record<string, unknown>, string][] = [

@@ -1,6 +1,7 @@
 import { InvalidInput } from "../../errors.ts";
 import { splitToolName } from "../../sources/tool-names.ts";
 import { isUnshowable } from "../../text.ts";
+import { CheckTooCostly } from "../json-schema/check-too-costly.ts";
 import type { TaskSettings } from "./config.ts";
 import { checkCron } from "./cron-trigger.ts";
 import type { Task, TaskAction, TaskLimits, TaskTrigger, Visibility } from "./model.ts";
@@ -107,15 +108,7 @@ function applyChange(
     if (definer.scopes === undefined) delete task.scopes;
     else task.scopes = [...definer.scopes];
   }
-  if (
-    task.trigger &&
-    task.inputSchema &&
-    schemaErrors(compileSchema("inputSchema", task.inputSchema), {}).length
-  ) {
-    throw new InvalidInput(
-      "A task with a trigger runs with an empty input, and its inputSchema refuses one: make its fields optional or remove the trigger.",
-    );
-  }
+  if (task.trigger && task.inputSchema) checkEmptyInputTaken(task.inputSchema);
   checkDefinitionSize(task);
   return task;
 }
@@ -262,4 +255,22 @@ function isTimeZone(zone: string): boolean {
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A triggered task runs with an empty input: its inputSchema must take one, and be cheap to check. */
+function checkEmptyInputTaken(inputSchema: Record<string, unknown>): void {
+  let errors: string[];
+  try {
+    errors = schemaErrors(compileSchema("inputSchema", inputSchema), {});
+  } catch (error) {
+    if (!(error instanceof CheckTooCostly)) throw error;
+    throw new InvalidInput(
+      `A task with a trigger runs with an empty input, and its inputSchema is too costly to check against an empty input: ${error.message}.`,
+    );
+  }
+  if (errors.length > 0) {
+    throw new InvalidInput(
+      "A task with a trigger runs with an empty input, and its inputSchema refuses one: make its fields optional or remove the trigger.",
+    );
+  }
 }
