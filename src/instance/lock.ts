@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, readFile, rename, rm, stat, utimes } from "node:fs/promises";
+import { rm, utimes } from "node:fs/promises";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BootError } from "../errors.ts";
@@ -9,8 +9,9 @@ import { writeFileAtomic } from "../storage/atomic.ts";
 import { createFileExclusive } from "../storage/exclusive.ts";
 import { isFolder, makeFolderIfMissing, makeRootIfMissing } from "../storage/folders.ts";
 import type { StorageLayout } from "../storage/paths.ts";
-import { digestOf, type LockHolder, lockText, readLock, type SeenLock } from "./lock-file.ts";
+import { type LockHolder, lockText, readLock, type SeenLock } from "./lock-file.ts";
 import { canCheckPid, isPidAlive, type PidSpace, readPidSpace } from "./lock-pid-space.ts";
+import { removeStaleLock, TAKEOVER_RETRY_MS, watchHeartbeat } from "./lock-takeover.ts";
 
 export type { LockHolder } from "./lock-file.ts";
 
@@ -31,7 +32,6 @@ export const LOCK_STALE_MS = 30_000;
 const WATCH_HEARTBEATS = 2;
 /** How long a process waits for another one's takeover of the same stale lock to finish. */
 const TAKEOVER_WAIT_MS = 5_000;
-const TAKEOVER_RETRY_MS = 50;
 
 /** The root is held by a live process; boot stops and says by whom and what to do. */
 export class InstanceLocked extends BootError {
@@ -189,7 +189,8 @@ async function takeLock(
 ): Promise<void> {
   const clock = options.clock ?? systemClock;
   const watchMs = WATCH_HEARTBEATS * (options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
-  let deadline = clock() + TAKEOVER_WAIT_MS;
+  // Counted in the retries slept, not read from the clock, which a step back would stretch.
+  let waitedMs = 0;
   for (;;) {
     if (await createFileExclusive(path, lockText(holder))) return;
     const seen = await readLock(path);
@@ -201,20 +202,24 @@ async function takeLock(
     if (judged.ageMs !== undefined) {
       const watched = await watchHeartbeat(path, seen, watchMs);
       // The watch is not time spent waiting for another process's takeover.
-      deadline = clock() + TAKEOVER_WAIT_MS;
+      waitedMs = 0;
       if (watched === "changed") continue;
       if (watched === "refreshed") {
-        const ageS = Math.round(judged.ageMs / 1000);
         options.log.warn(
           { root: layout.root, holder: seen.holder ?? "unreadable", ageMs: judged.ageMs, watchedMs: watchMs },
           "the instance lock looks stale by this clock, but its holder refreshed it: the clocks disagree",
         );
-        const skew = ` (it refreshed the lock while this process watched, though by this process's clock the lock was ${ageS} s old: the two clocks disagree)`;
+        const skew = ` (it refreshed the lock while this process watched, though ${byThisClock(judged.ageMs)}: the two clocks disagree)`;
         throw new InstanceLocked(layout.root, seen.holder, path, staleMs, skew);
       }
     }
-    const removed = await removeStaleLock(layout, seen, staleMs, clock);
-    if (removed) {
+    const removed = await removeStaleLock(layout, seen, watchMs);
+    if (removed === "cleared") {
+      // A dead takeover's marker was watched and removed: that watch was not waiting either.
+      waitedMs = 0;
+      continue;
+    }
+    if (removed === "taken") {
       const watched = judged.ageMs === undefined ? {} : { watchedMs: watchMs };
       options.log.warn(
         { root: layout.root, previous: seen.holder ?? "unreadable", reason: judged.reason, ...watched },
@@ -222,12 +227,13 @@ async function takeLock(
       );
       continue;
     }
-    if (clock() > deadline) {
+    waitedMs += removed === "busy" ? TAKEOVER_RETRY_MS : removed.waitedMs;
+    if (waitedMs > TAKEOVER_WAIT_MS) {
       throw new BootError(
         `Another process kept taking over the stale lock ${path} for ${TAKEOVER_WAIT_MS / 1000} s; start again.`,
       );
     }
-    await sleep(TAKEOVER_RETRY_MS);
+    if (removed === "busy") await sleep(TAKEOVER_RETRY_MS);
   }
 }
 
@@ -288,10 +294,20 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
   };
 }
 
-/** Why the lock no longer protects anything; `ageMs` when only its age says so. */
+/**
+ * Why the lock no longer protects anything; `ageMs` (this clock minus the holder's stamp,
+ * negative for a stamp ahead of this clock) when only its heartbeat can say so, by the watch.
+ */
 interface Staleness {
   reason: string;
   ageMs?: number;
+}
+
+/** How old the lock looked by this process's clock, in words. */
+function byThisClock(ageMs: number): string {
+  return ageMs < 0
+    ? `its stamp was ${Math.round(-ageMs / 1000)} s ahead of this process's clock`
+    : `by this process's clock the lock was ${Math.round(ageMs / 1000)} s old`;
 }
 
 /** Why the lock no longer protects anything, or undefined while its holder may be alive. */
@@ -307,25 +323,13 @@ function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSp
   }
   const ageMs = nowMs - seen.mtimeMs;
   if (ageMs > staleMs) return { reason: `not refreshed for ${Math.round(ageMs / 1000)} s`, ageMs };
+  // A stamp ahead of this clock has no age (CONTEXT.md "clock step"): the clock was stepped back
+  // since (an NTP step, a restored snapshot, a saved time restored at boot), or runs behind the
+  // holder's. Judged live, a dead holder's lock refused every start until the clock caught up
+  // with its stamp; only the watch can tell (lock.test.ts "a heartbeat stamped ahead").
+  if (ageMs < 0)
+    return { reason: `its heartbeat is stamped ${Math.round(-ageMs / 1000)} s ahead of this clock`, ageMs };
   return undefined;
-}
-
-/**
- * Whether a lock its age calls stale is still refreshed, seen without comparing clocks: the age
- * is this process's clock minus the holder's stamp, so clocks more than the stale bound apart
- * made a live lock look stale (test/unit/instance/lock.test.ts "clock skew"). Two readings of
- * the holder's own stamp, `watchMs` apart, do not depend on this clock. "changed": the lock's
- * bytes are not the ones judged any more (rewritten, or taken over): judge it again.
- */
-async function watchHeartbeat(
-  path: string,
-  seen: SeenLock,
-  watchMs: number,
-): Promise<"still" | "refreshed" | "changed"> {
-  await sleep(watchMs);
-  const again = await readLock(path);
-  if (again === undefined || again.digest !== seen.digest) return "changed";
-  return again.mtimeMs === seen.mtimeMs ? "still" : "refreshed";
 }
 
 /** Says why a live-looking holder on this host was judged by its heartbeat, not its PID. */
@@ -334,51 +338,4 @@ function unchecked(holder: LockHolder | undefined, here: PidSpace): string {
   return holder.pidNs === undefined || holder.bootId === undefined
     ? " (its lock, from an older Atrium, does not say which PID namespace its PID is in)"
     : " (in another PID namespace or boot than this process: another container, say)";
-}
-
-/**
- * Removes the stale lock `seen`, and never a lock made after it was judged (the classic
- * takeover race: B judges A's dead lock stale, C replaces it, B deletes C's). Only the process
- * that exclusively creates the takeover marker for these exact bytes may touch the lock; it
- * moves the lock aside and removes it only if the bytes are still the ones judged. Returns
- * false when another process is taking over, or the lock changed: the caller looks again.
- */
-async function removeStaleLock(
-  layout: StorageLayout,
-  seen: SeenLock,
-  staleMs: number,
-  clock: Clock,
-): Promise<boolean> {
-  const path = layout.instanceLockFile();
-  const marker = layout.instanceLockTakeoverFile(seen.digest);
-  if (!(await createFileExclusive(marker, `${process.pid}\n`))) {
-    // A marker older than the stale bound belongs to a takeover that died half-way.
-    const markerAge = await stat(marker).then(
-      (s) => clock() - s.mtimeMs,
-      () => 0,
-    );
-    if (markerAge > staleMs) await rm(marker, { force: true });
-    return false;
-  }
-  try {
-    if ((await readLock(path))?.digest !== seen.digest) return false;
-    const aside = layout.instanceLockAsideFile();
-    try {
-      await rename(path, aside);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
-      throw error;
-    }
-    const moved = await readFile(aside);
-    if (digestOf(moved) !== seen.digest) {
-      // Someone replaced the lock since the check just above: put theirs back.
-      await link(aside, path).catch(() => undefined);
-      await rm(aside, { force: true });
-      return false;
-    }
-    await rm(aside, { force: true });
-    return true;
-  } finally {
-    await rm(marker, { force: true });
-  }
 }

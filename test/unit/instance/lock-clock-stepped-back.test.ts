@@ -1,0 +1,113 @@
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { acquireInstanceLock, InstanceLocked, type LockHolder } from "../../../src/instance/lock.ts";
+import { type PidSpace, readPidSpace } from "../../../src/instance/lock-pid-space.ts";
+import { createLogger } from "../../../src/log.ts";
+import { StorageLayout } from "../../../src/storage/paths.ts";
+
+// A stamp ahead of this process's clock has no age (ADR 0168): the clock was stepped back since it
+// was written (an NTP step, a VM snapshot restored, a saved time restored at boot on a host with no
+// real-time clock). The lock's heartbeat and a takeover's marker are judged by watching them.
+
+const HOUR_MS = 60 * 60 * 1000;
+let dir: string;
+let layout: StorageLayout;
+let logLines: string[];
+let here: PidSpace;
+const options = () => ({
+  publicUrl: "http://127.0.0.1:8787",
+  log: createLogger(
+    "info",
+    new Writable({
+      write(chunk, _encoding, done) {
+        logLines.push(chunk.toString());
+        done();
+      },
+    }),
+  ),
+});
+const logged = () => logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
+const readHolder = async () => JSON.parse(await readFile(layout.instanceLockFile(), "utf8")) as LockHolder;
+
+beforeAll(async () => {
+  here = await readPidSpace();
+});
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "atrium-lock-step-"));
+  layout = new StorageLayout(join(dir, "root"));
+  logLines = [];
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Writes a lock for `holder` whose heartbeat was stamped at `stampMs`. */
+async function writeLock(holder: Partial<LockHolder>, stampMs: number): Promise<void> {
+  await mkdir(layout.instanceDir(), { recursive: true });
+  const path = layout.instanceLockFile();
+  await writeFile(
+    path,
+    JSON.stringify({ startedAt: "2026-12-07T10:00:00.000Z", publicUrl: "http://x", ...holder }),
+  );
+  await utimes(path, new Date(stampMs), new Date(stampMs));
+}
+
+describe("the instance lock after a clock step back", () => {
+  it("a heartbeat stamped ahead of this clock by a dead holder is taken over once the watch sees it stand still", async () => {
+    // The previous boot of this host: its PID cannot be checked (ADR 0133), only its heartbeat.
+    const previousBoot = { ...here, bootId: "00000000-0000-4000-8000-000000000000" };
+    await writeLock(
+      { pid: 4242, host: hostname(), ...previousBoot, token: "previous-boot" },
+      Date.now() + HOUR_MS,
+    );
+    const lock = await acquireInstanceLock(layout, { ...options(), heartbeatMs: 20 });
+    expect((await readHolder()).token).toBe(lock.holder.token);
+    const takeover = logged().find((entry) => entry.msg === "taking over a stale instance lock");
+    expect(takeover).toMatchObject({
+      reason: "its heartbeat is stamped 3600 s ahead of this clock",
+      watchedMs: 40,
+    });
+    await lock.release();
+  });
+
+  it("a live holder whose stamps are ahead of this clock is refused after the watch, saying the clocks disagree", async () => {
+    const holder = await acquireInstanceLock(layout, {
+      ...options(),
+      heartbeatMs: 10,
+      clock: () => Date.now() + HOUR_MS,
+    });
+    // As its first beat stamps it (the exclusive create took the file system's time).
+    const ahead = new Date(Date.now() + HOUR_MS);
+    await utimes(layout.instanceLockFile(), ahead, ahead);
+    const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 50 });
+    await expect(attempt).rejects.toThrow(InstanceLocked);
+    await expect(attempt).rejects.toThrow(
+      /its stamp was 3600 s ahead of this process's clock: the two clocks disagree/,
+    );
+    expect(await holder.stillHeld()).toBe(true);
+    await holder.release();
+  });
+
+  it("a takeover marker stamped ahead of this clock, left by a takeover that died, is removed once watched standing still", async () => {
+    await writeLock({ pid: 4242, host: "elsewhere.example", token: "dead" }, Date.now() - 60_000);
+    const digest = createHash("sha256")
+      .update(await readFile(layout.instanceLockFile()))
+      .digest("hex")
+      .slice(0, 32);
+    const marker = layout.instanceLockTakeoverFile(digest);
+    // A takeover that died half-way, before the clock was stepped back an hour: before, its age
+    // (this clock minus its mtime) never passed the stale bound, and every start waited on it.
+    await writeFile(marker, "9999\n");
+    await utimes(marker, new Date(Date.now() + HOUR_MS), new Date(Date.now() + HOUR_MS));
+    const lock = await acquireInstanceLock(layout, { ...options(), heartbeatMs: 50 });
+    expect((await readHolder()).token).toBe(lock.holder.token);
+    await lock.release();
+    expect(await readdir(layout.instanceDir())).toEqual([]);
+  });
+});
