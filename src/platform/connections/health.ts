@@ -1,5 +1,5 @@
 import { forEachAtMost } from "../../kernel/at-most.ts";
-import type { Clock } from "../../kernel/clock.ts";
+import { type Clock, isWithin } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import { type CredentialHealth, type Observation, outOfService, type TransportHealth } from "./model.ts";
 import type { RemoteServers } from "./remote.ts";
@@ -16,6 +16,16 @@ export const PROBES_AT_ONCE = 4;
 
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_CAP_MS = 5 * 60 * 1000;
+
+/**
+ * Whether a down connection still waits for `retryAt`. A retry more than the longest backoff
+ * ahead was not set by this clock as it reads now: it was stepped back since (or `retryAt` was
+ * written, to transport.json, while it ran ahead), and waiting for it kept a server that is
+ * back `degraded` for the whole step (health.test.ts "stepped back"). It is probed now.
+ */
+function isBackingOff(nowMs: number, retryAtMs: number): boolean {
+  return isWithin(nowMs, retryAtMs - BACKOFF_CAP_MS, BACKOFF_CAP_MS);
+}
 
 /** What a loop tells the app when its conclusion about a connection changed. */
 export type Changed = (workspaceId: string, name: string) => Promise<void>;
@@ -80,7 +90,7 @@ export class HealthMonitor {
 
   private async probe(workspaceId: string, name: string): Promise<void> {
     const before = await this.store.transport(workspaceId, name);
-    if (!before.up && before.retryAt !== undefined && this.clock() < before.retryAt) return;
+    if (!before.up && before.retryAt !== undefined && isBackingOff(this.clock(), before.retryAt)) return;
     const record = await this.store.get(workspaceId, name);
     if (outOfService(record, this.appNames)) return;
     const started = this.clock();

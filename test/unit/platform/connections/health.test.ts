@@ -73,6 +73,61 @@ describe("the HealthMonitor's pass over a workspace", () => {
   });
 });
 
+describe("the HealthMonitor's backoff", () => {
+  /** One connection, `crm`, whose server answers when `serverUp` says so. */
+  function downConnection(clock: () => number) {
+    const state = { health: { up: true, failures: 0 } as TransportHealth, serverUp: false, probes: 0 };
+    const store = {
+      names: () => ["crm"],
+      transport: async () => state.health,
+      get: async (_ws: string, name: string) => ({ name, url: "https://crm.example/mcp", disabled: false }),
+      writeTransport: async (_ws: string, _name: string, written: TransportHealth) => {
+        state.health = written;
+      },
+    } as unknown as ConnectionStore;
+    const remote = {
+      reachable: async () => {
+        state.probes += 1;
+        return state.serverUp ? { ok: true } : { ok: false, detail: "connection refused" };
+      },
+    } as unknown as RemoteServers;
+    const monitor = new HealthMonitor(
+      store,
+      remote,
+      clock,
+      async () => undefined,
+      [],
+      () => 0.999,
+    );
+    return { monitor, state };
+  }
+
+  it("waits for a down connection's retry, and probes it once it is due", async () => {
+    let nowMs = Date.UTC(2026, 11, 7, 12, 0, 0);
+    const { monitor, state } = downConnection(() => nowMs);
+    await monitor.check(WS, "crm");
+    expect(state).toMatchObject({ probes: 1, health: { up: false, failures: 1 } });
+    await monitor.check(WS, "crm"); // retried in about a second: not yet
+    expect(state.probes).toBe(1);
+    nowMs += 1_000;
+    state.serverUp = true;
+    await monitor.check(WS, "crm");
+    expect(state).toMatchObject({ probes: 2, health: { up: true, failures: 0 } });
+  });
+
+  it("probes a down connection whose retry is further ahead than the longest backoff: the clock was stepped back", async () => {
+    let nowMs = Date.UTC(2026, 11, 7, 12, 0, 0);
+    const { monitor, state } = downConnection(() => nowMs);
+    await monitor.check(WS, "crm"); // down: failure 1, retried in about a second
+    nowMs -= 24 * 60 * 60 * 1000; // NTP steps the wall clock back a day
+    state.serverUp = true;
+    nowMs += 10 * 60 * 1000; // ten minutes later, twice the longest backoff
+    // Before, it waited for the retry set a day ahead of this clock: `degraded` for a day.
+    await monitor.check(WS, "crm");
+    expect(state).toMatchObject({ probes: 2, health: { up: true, failures: 0 } });
+  });
+});
+
 describe("the ConnectionRevalidator's stop", () => {
   it("waits for a check in flight to write its conclusion, and starts none after", async () => {
     const written: string[] = [];
