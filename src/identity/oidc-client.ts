@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, customFetch, type FetchImplementation, type JWTPayload, jwtVerify } from "jose";
 import type { OidcAuth } from "../instance/schema.ts";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
+import { CLOCK_TOLERANCE_SECONDS, type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 
 // Atrium as an OpenID Connect relying party: discovery, the provider's key set, the
 // authorization URL, the code exchange and ID token verification. One instance serves both
@@ -84,11 +84,12 @@ export class OidcClient {
 
   /**
    * The provider's discovery document, one fetch at a time: cached for DISCOVERY_TTL_MS, a failure
-   * for DISCOVERY_RETRY_MS from when it failed (test/unit/identity/oidc-client.test.ts "discovery").
+   * for DISCOVERY_RETRY_MS from when it failed (test/unit/identity/oidc-client.test.ts "discovery"),
+   * neither across a clock stepped back behind it (isWithin).
    */
   metadata(): Promise<ProviderMetadata> {
     const nowMs = this.now();
-    if (!this.discovered || nowMs - this.discovered.atMs >= this.discovered.ttlMs) {
+    if (!this.discovered || !isWithin(nowMs, this.discovered.atMs, this.discovered.ttlMs)) {
       const metadata = discover(this.auth.issuer);
       this.discovered = { atMs: nowMs, ttlMs: DISCOVERY_TTL_MS, metadata };
       metadata.catch(() => {
@@ -282,7 +283,7 @@ export class OidcClient {
    */
   private readonly fetchKeys: FetchImplementation = async (url, options) => {
     const failedAtMs = this.keysFailedAtMs;
-    if (failedAtMs !== undefined && this.now() - failedAtMs < DISCOVERY_RETRY_MS) {
+    if (failedAtMs !== undefined && isWithin(this.now(), failedAtMs, DISCOVERY_RETRY_MS)) {
       throw new ProviderKeysUnavailable(`The key set at ${url} could not be fetched a moment ago.`);
     }
     const failed = (why: string) => {

@@ -1,5 +1,5 @@
 import { isIPv4, isIPv6 } from "node:net";
-import { type Clock, systemClock } from "../kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 
 /** At most this many callers are counted at once; past it the oldest window is dropped. */
 export const MAX_WINDOWS = 10_000;
@@ -52,10 +52,12 @@ export class FixedWindowLimit {
   /** Counts one take for `address`; returns the seconds to wait when over the limit, else 0. */
   take(address: string): number {
     const now = this.clock();
-    if (now - this.lastPurgeAt >= this.windowMs) this.purge(now);
+    if (!isWithin(now, this.lastPurgeAt, this.windowMs)) this.purge(now);
     const key = limitKeyOf(address);
     let window = this.windows.get(key);
-    if (!window || now - window.startedAt >= this.windowMs) {
+    // A window that starts after now (the clock was stepped back) has ended: kept, it refused the
+    // caller for the whole step, told to retry after it (rate-limit.test.ts "stepped back").
+    if (!window || !isWithin(now, window.startedAt, this.windowMs)) {
       this.windows.delete(key);
       if (this.windows.size >= this.maxWindows) this.dropOldest();
       window = { startedAt: now, count: 0 };
@@ -74,7 +76,7 @@ export class FixedWindowLimit {
   private purge(now: number): void {
     this.lastPurgeAt = now;
     for (const [key, window] of this.windows) {
-      if (now - window.startedAt < this.windowMs) return;
+      if (isWithin(now, window.startedAt, this.windowMs)) return;
       this.windows.delete(key);
     }
   }

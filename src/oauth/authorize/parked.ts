@@ -1,5 +1,5 @@
 import { randomSecret } from "../../crypto/secrets.ts";
-import { type Clock, systemClock } from "../../kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "../../kernel/clock.ts";
 import { FixedWindowLimit } from "../rate-limit.ts";
 
 /** How long a parked request waits for its person to sign in, as long as a consent page lives. */
@@ -19,8 +19,11 @@ const PARKED_ID = /^[A-Za-z0-9_-]{32}$/;
  * "start again". Bounded in count, per address and in size, so strangers cannot fill memory.
  */
 export class ParkedRequests {
-  // Insertion order is expiry order, so the expired are always at the front.
-  private readonly parked = new Map<string, { query: string; expiresAt: number }>();
+  // Insertion order is parking order, so the expired are at the front. A request parked after
+  // now (the clock was stepped back since) has expired too (isWithin): judged by an expiry ahead
+  // of the clock, it lived the whole step, and the expired parked after it piled up behind it
+  // until MAX_PARKED refused every new one (parked.test.ts "stepped back").
+  private readonly parked = new Map<string, { query: string; parkedAt: number }>();
   private readonly limit: FixedWindowLimit;
 
   /** `perAddressPerHour`: instance.json `oauth.parkedRequestsPerHour`. */
@@ -37,7 +40,7 @@ export class ParkedRequests {
     this.dropExpired();
     if (this.parked.size >= MAX_PARKED || this.limit.take(caller) > 0) return undefined;
     const id = randomSecret(24);
-    this.parked.set(id, { query, expiresAt: this.clock() + PARKED_TTL_MS });
+    this.parked.set(id, { query, parkedAt: this.clock() });
     return id;
   }
 
@@ -45,13 +48,13 @@ export class ParkedRequests {
   find(id: string): string | undefined {
     if (!PARKED_ID.test(id)) return undefined;
     const parked = this.parked.get(id);
-    return parked && parked.expiresAt > this.clock() ? parked.query : undefined;
+    return parked && isWithin(this.clock(), parked.parkedAt, PARKED_TTL_MS) ? parked.query : undefined;
   }
 
   private dropExpired(): void {
     const now = this.clock();
     for (const [id, parked] of this.parked) {
-      if (parked.expiresAt > now) return;
+      if (isWithin(now, parked.parkedAt, PARKED_TTL_MS)) return;
       this.parked.delete(id);
     }
   }

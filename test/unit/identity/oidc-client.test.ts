@@ -208,6 +208,18 @@ describe("discovery", () => {
     expect(discoveryFetches).toBe(2);
   });
 
+  it("a failure is not remembered across a clock stepped back behind it (ADR 0168)", async () => {
+    discovery.issuer = "https://evil.example";
+    let nowMs = Date.now();
+    const client = new OidcClient(auth(), () => nowMs);
+    await refusal(client.metadata());
+    discovery.issuer = issuer; // the provider recovers
+    nowMs -= 60 * 60 * 1000; // NTP steps the wall clock back an hour
+    // Before, the failure was answered for the hour (every sign-in failed), not for 5 s.
+    expect((await client.metadata()).issuer).toBe(issuer);
+    expect(discoveryFetches).toBe(2);
+  });
+
   it("builds the authorization URL from discovery with PKCE S256, state, nonce and the scopes", async () => {
     const url = new URL(
       await new OidcClient(auth()).authorizationUrl({
@@ -242,6 +254,19 @@ describe("the key set", () => {
     }
     expect(keyFetchesRefused).toBe(1);
     nowMs += DISCOVERY_RETRY_MS;
+    expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
+    expect(keyFetchesRefused).toBe(2);
+  });
+
+  it("a key set that could not be fetched is asked again once the clock is stepped back behind the failure (ADR 0168)", async () => {
+    discovery.jwks_uri = `${issuer}/jwks-down`;
+    let nowMs = Date.now();
+    const client = new OidcClient(auth(), () => nowMs);
+    const token = await idToken();
+    expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
+    expect(keyFetchesRefused).toBe(1);
+    nowMs -= 60 * 60 * 1000; // NTP steps the wall clock back an hour
+    // Before, the failure was answered for the hour without asking the provider.
     expect((await refusal(client.verifyIdToken(token, NONCE))).reason).toBe("provider_unavailable");
     expect(keyFetchesRefused).toBe(2);
   });

@@ -15,6 +15,20 @@ describe("FixedWindowLimit", () => {
     expect(limit.take("a")).toBe(0);
   });
 
+  it("a window the clock was stepped back behind has ended: a new one starts (ADR 0168)", () => {
+    const clock = testClock();
+    const hourMs = 60 * 60 * 1000;
+    const limit = new FixedWindowLimit(1, hourMs, clock);
+    expect(limit.take("203.0.113.7")).toBe(0);
+    clock.advance(hourMs - 1_000);
+    expect(limit.take("203.0.113.7")).toBe(1); // over the limit for one more second
+    clock.advance(-24 * hourMs); // NTP steps the wall clock back a day
+    clock.advance(2_000);
+    // Before, refused and told to retry after a day and an hour.
+    expect(limit.take("203.0.113.7")).toBe(0);
+    expect(limit.take("203.0.113.7")).toBe(3_600);
+  });
+
   it("counts an IPv6 caller by its /64 and an IPv4-mapped one by its IPv4 address", () => {
     expect(limitKeyOf("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
     expect(limitKeyOf("2001:0DB8:0001:0002:ffff:0:0:9")).toBe("2001:db8:1:2::/64");

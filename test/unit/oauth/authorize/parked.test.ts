@@ -40,6 +40,19 @@ describe("ParkedRequests", () => {
     expect(parked.park(QUERY, "203.0.113.9")).toBeDefined();
   });
 
+  it("a request parked before the clock was stepped back has expired, and those parked after it make room as they expire (ADR 0168)", () => {
+    const clock = testClock();
+    const parked = new ParkedRequests(MAX_PARKED, clock);
+    const before = parked.park(QUERY, "203.0.113.1") as string;
+    clock.advance(-24 * 60 * 60 * 1000); // NTP steps the wall clock back a day
+    expect(parked.find(before)).toBeUndefined();
+    for (let i = 1; i < MAX_PARKED; i++) expect(parked.park(QUERY, `198.51.100.${i}`)).toBeDefined();
+    clock.advance(PARKED_TTL_MS);
+    // Before, the first one's expiry lay a day ahead, and the expired piled up behind it: the
+    // cap refused every new request for the day.
+    expect(parked.park(QUERY, "203.0.113.9")).toBeDefined();
+  });
+
   it("refuses a query longer than any request can carry", () => {
     const parked = new ParkedRequests(PER_HOUR, testClock());
     expect(parked.park("x".repeat(MAX_PARKED_QUERY_CHARS + 1), "203.0.113.1")).toBeUndefined();
