@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { randomSecret } from "../crypto/secrets.ts";
 import { isLoopbackHost } from "../instance/load.ts";
-import { type Clock, systemClock } from "../kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import type { Principal } from "./principal.ts";
@@ -146,7 +146,7 @@ export class Sessions {
   }
 
   private async sweepIfDue(): Promise<void> {
-    if (this.now() - this.lastSweepMs < SESSION_SWEEP_INTERVAL_MS) return;
+    if (isWithin(this.now(), this.lastSweepMs, SESSION_SWEEP_INTERVAL_MS)) return;
     await this.sweep();
   }
 

@@ -1,4 +1,4 @@
-import { type Clock, systemClock } from "../kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 
 /**
  * Per-workspace values built on first use and disposed when idle, so an instance with many
@@ -57,7 +57,8 @@ export class IdleCache<T> {
 
   async sweep(now = this.clock()): Promise<void> {
     for (const [key, entry] of this.entries) {
-      if (entry.inUse === 0 && now - entry.lastUsed >= this.idleMs) await this.evict(key);
+      // Last used after now: the clock was stepped back since, and its idle time is unknown (ADR 0168).
+      if (entry.inUse === 0 && !isWithin(now, entry.lastUsed, this.idleMs)) await this.evict(key);
     }
   }
 

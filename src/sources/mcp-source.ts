@@ -13,7 +13,7 @@ import {
 } from "@modelcontextprotocol/client";
 import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import type { McpServer } from "@modelcontextprotocol/server";
-import { type Clock, systemClock } from "../kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
 import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
 import { ConnectCut } from "./connect-cut.ts";
@@ -100,7 +100,8 @@ export class McpSource implements Source {
    */
   listTools(): Promise<Tool[]> {
     const maxAgeMs = this.transport.kind === "streamable-http" ? this.transport.listMaxAgeMs : undefined;
-    if (maxAgeMs !== undefined && this.clock() - this.listedAt > maxAgeMs) this.tools = undefined;
+    // Listed after now: the clock was stepped back since, and the list's age is unknown (ADR 0168).
+    if (maxAgeMs !== undefined && !isWithin(this.clock(), this.listedAt, maxAgeMs)) this.tools = undefined;
     if (!this.tools) {
       this.listedAt = this.clock();
       const listing: Promise<Tool[]> = this.connected()

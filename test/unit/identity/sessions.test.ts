@@ -183,6 +183,18 @@ describe("Sessions", () => {
     );
   });
 
+  it("a clock stepped back behind the last sweep does not put the next one off for the step (ADR 0168)", async () => {
+    const store = sessions();
+    clockMs -= 24 * 60 * 60 * 1000; // NTP steps the wall clock back a day
+    const stale = await store.start(ADA);
+    clockMs += SESSION_SWEEP_INTERVAL_MS + MAX_AGE_SECONDS * 1000;
+    // Before, no sweep ran until the clock had caught up with the last one, a day from now.
+    const fresh = await store.start(ADA);
+    expect(await readdir(layout.collectionDir("sessions"))).toHaveLength(1);
+    expect((await store.lookup(requestWith(fresh))).kind).toBe("signed-in");
+    expect((await store.lookup(requestWith(stale))).kind).toBe("invalid");
+  });
+
   it("a sign-in after the sweep interval removes expired records no browser came back with", async () => {
     const store = sessions();
     const stale = await store.start(ADA);

@@ -84,6 +84,15 @@ describe("IdleCache", () => {
     expect(built).toEqual(["ws_a", "ws_a"]);
   });
 
+  it("evicts a value last used after now: the clock was stepped back since, so its idle time is unknown (ADR 0168)", async () => {
+    const { cache, disposed } = harness();
+    await cache.use("ws_a", async () => undefined);
+    // Before, it was kept until the clock had caught up with its last use, a day from now.
+    await cache.sweep(Date.now() - 24 * 60 * 60 * 1000);
+    expect(cache.size).toBe(0);
+    expect(disposed).toHaveLength(1);
+  });
+
   it("never evicts a value while it is in use", async () => {
     const { cache, disposed } = harness();
     let release!: () => void;
