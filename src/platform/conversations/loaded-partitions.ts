@@ -1,3 +1,4 @@
+import { isWithin } from "../../kernel/clock.ts";
 import type { PartitionIndex } from "./partition-index.ts";
 
 /** Partitions whose index is kept in memory at most; the least recently used is saved and dropped. */
@@ -122,8 +123,9 @@ export class LoadedPartitions {
     return drops;
   }
 
+  /** Used after `now` (the clock was stepped back since) is idle too: its idle time is unknown (ADR 0168). */
   isIdle(loaded: Loaded, now: number): boolean {
-    return now - loaded.lastUsed >= this.idleMs;
+    return !isWithin(now, loaded.lastUsed, this.idleMs);
   }
 
   /** The partition's drop is under way: it no longer counts against the budget until `dropEnded`. */
