@@ -321,7 +321,9 @@ function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSp
       return { reason: "left by an earlier process with this PID" };
     if (!isPidAlive(holder.pid)) return { reason: "its process is gone" };
   }
-  const ageMs = nowMs - seen.mtimeMs;
+  // At the clock's precision: a file made by the exclusive create is stamped by the file system
+  // finer than a millisecond, and later in the millisecond than this clock reads it.
+  const ageMs = nowMs - Math.floor(seen.mtimeMs);
   if (ageMs > staleMs) return { reason: `not refreshed for ${Math.round(ageMs / 1000)} s`, ageMs };
   // A stamp ahead of this clock has no age (CONTEXT.md "clock step"): the clock was stepped back
   // since (an NTP step, a restored snapshot, a saved time restored at boot), or runs behind the

@@ -76,6 +76,16 @@ describe("the instance lock after a clock step back", () => {
     await lock.release();
   });
 
+  it("a fresh lock the file system stamped later in this clock's millisecond is not ahead of it: refused at once", async () => {
+    const nowMs = Date.UTC(2026, 11, 7, 12);
+    await writeLock({ pid: 4242, host: "elsewhere.example", token: "theirs" }, nowMs);
+    // The exclusive create's stamp, finer than a millisecond: half a millisecond after nowMs.
+    await utimes(layout.instanceLockFile(), (nowMs + 0.5) / 1000, (nowMs + 0.5) / 1000);
+    const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 20, clock: () => nowMs });
+    await expect(attempt).rejects.toThrow(InstanceLocked);
+    expect((await readHolder()).token).toBe("theirs");
+  });
+
   it("a live holder whose stamps are ahead of this clock is refused after the watch, saying the clocks disagree", async () => {
     const holder = await acquireInstanceLock(layout, {
       ...options(),
