@@ -83,7 +83,7 @@ export interface TransportHealth {
   up: boolean;
   failures: number;
   last?: Observation;
-  /** When the next reconnect is tried while down (epoch ms). */
+  /** When the next reconnect is tried while down (epoch ms); one more than the longest backoff ahead is not waited for (ADR 0168). */
   retryAt?: number;
 }
 
