@@ -1,3 +1,4 @@
+import { constants } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { withFsHook } from "../helpers/fs-hook.ts";
@@ -21,13 +22,22 @@ afterAll(async () => {
 
 const full = () => Object.assign(new Error("ENOSPC: no space left on device, open"), { code: "ENOSPC" });
 
-/** `work` with every file opened under a skill's `.history/` refused as a full disk refuses it. */
+/** Whether `open`'s flags write: a full disk refuses those, never a read. */
+const writes = (flags: unknown) =>
+  typeof flags === "string"
+    ? /[wax+]/.test(flags)
+    : typeof flags === "number" &&
+      (flags & (constants.O_WRONLY | constants.O_RDWR | constants.O_CREAT)) !== 0;
+
+/** `work` with every file opened for writing under a skill's `.history/` refused as a full disk refuses it. */
 const historyFull = <T>(work: () => Promise<T>) =>
   withFsHook(
     "open",
     (real) =>
-      (path, ...rest) =>
-        String(path).includes("/.history/") ? Promise.reject(full()) : real(path, ...rest),
+      (path, flags, ...rest) =>
+        String(path).includes("/.history/") && writes(flags)
+          ? Promise.reject(full())
+          : real(path, flags, ...rest),
     work,
   );
 
@@ -68,5 +78,47 @@ describe("a skill save whose version cannot be recorded", () => {
     t = await t.restart();
     const history = await t.rest("alice", "GET", `${skills()}/release-notes/history`);
     expect(((await history.json()) as { versions: unknown[] }).versions).toHaveLength(2);
+  });
+
+  it("a create whose version was not recorded has a history of none, not a 404", async () => {
+    const created = await historyFull(() =>
+      t.rest("alice", "POST", skills(), {
+        name: "rota",
+        description: "The rota.",
+        body: "Page the primary.",
+      }),
+    );
+    expect(created.status).toBe(201);
+    const history = await t.rest("alice", "GET", `${skills()}/rota/history`);
+    expect(history.status, await history.clone().text()).toBe(200);
+    expect(((await history.json()) as { versions: unknown[] }).versions).toEqual([]);
+  });
+
+  it("a text saved unrecorded is recorded by the skill's next save, before the text that replaces it", async () => {
+    await t.rest("alice", "POST", skills(), {
+      name: "notes",
+      description: "How we write notes.",
+      body: "One.",
+    });
+    const unrecorded = await historyFull(() =>
+      t.rest("alice", "PATCH", `${skills()}/notes`, { intent: "replace_body", body: "Two." }),
+    );
+    expect(unrecorded.status).toBe(200);
+    const recorded = await t.rest("alice", "PATCH", `${skills()}/notes`, {
+      intent: "replace_body",
+      body: "Three.",
+    });
+    expect(recorded.status).toBe(200);
+    const history = await t.rest("alice", "GET", `${skills()}/notes/history`);
+    const { versions } = (await history.json()) as { versions: { version: number }[] };
+    expect(versions).toHaveLength(3);
+    const texts = [];
+    for (const { version } of versions) {
+      const shown = await t.rest("alice", "GET", `${skills()}/notes/history/${version}`);
+      texts.push(await shown.text());
+    }
+    expect(texts.map((text) => /(One|Two|Three)\./.exec(text)?.[1])).toEqual(
+      expect.arrayContaining(["One", "Two", "Three"]),
+    );
   });
 });

@@ -75,7 +75,11 @@ export class SkillRecovery implements LeftoverRules {
     }
   }
 
-  private async recoverSkill(dir: string, name: string, pass: RecoveryPass): Promise<void> {
+  /**
+   * R4–R6 for one skill, its lock already held by the caller: a save asks it first, so a text an
+   * earlier save committed without recording its version is recorded before it is replaced.
+   */
+  async recoverSkill(dir: string, name: string, pass: RecoveryPass): Promise<void> {
     const folder = join(dir, name);
     // Past a linked skill folder, the sweep would remove temp-named files where it points, and
     // its SKILL.md there would be recorded as a version history reads serve (adr/0139).

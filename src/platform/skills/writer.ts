@@ -9,7 +9,7 @@ import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../st
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { checkedBeforeCommit, RecordFolders } from "../../storage/owned-records.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
-import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
+import { type LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import { type AccessCheck, withRoleRequired } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { archivedDuringSave } from "./archived-save.ts";
@@ -164,7 +164,9 @@ export class SkillWriter implements LeftoverRules {
     const versions = await listVersions(versionsDir(dir, name), dir).catch((error: unknown) => {
       throw unreadable(error, { scope: target.scope, name });
     });
-    if (versions.length === 0) throw skillNotFound(target, name);
+    // A skill whose one save could not record its version has none until it is saved again.
+    if (versions.length === 0 && !(await skillFileExists(join(dir, name, SKILL_FILE))))
+      throw skillNotFound(target, name);
     return versions;
   }
 
@@ -184,15 +186,19 @@ export class SkillWriter implements LeftoverRules {
     refuseTooLarge(text);
     const skill = parseOrRefuse(text, target);
     const staged: { dir?: string } = {};
-    const commit = () => this.commitCurrent(dir, name, text, staged, this.commitCheck(target));
+    const commit = async () => {
+      // R6 first: the text being replaced is in the history even if its own save could not record it.
+      await this.recovery.recoverSkill(dir, name, RecoveryPass.housekeeping(this.clock()));
+      await this.commitCurrent(dir, name, text, staged, this.commitCheck(target));
+    };
     // Saved once SKILL.md is in place, whatever follows: an error answered now would say "changed
     // nothing" of a text every agent reads. A version not recorded (a full disk) is recorded by
-    // R6 at the next start, since history ends with the current SKILL.md.
+    // R6 at the skill's next save or the next start, since history ends with the current SKILL.md.
     const record = () => recordVersion(versionsDir(dir, name), text, new Date(this.clock()).toISOString());
     const unrecorded = (error: unknown) =>
       this.log.warn(
         { scope: target.scope, name, code: (error as NodeJS.ErrnoException).code },
-        "skill saved, its version not recorded until the next start",
+        "skill saved, its version not recorded until its next save or the next start",
       );
     if (target.scope === "user") {
       await makeFolderPathIfMissing(dir);
