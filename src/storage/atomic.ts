@@ -36,10 +36,32 @@ export async function writeNewFileSynced(path: string, data: string | Uint8Array
 }
 
 /**
+ * A write whose rename landed and whose folder's flush then failed: the file holds the new bytes
+ * for every reader from now on (the old ones are gone), and only a power loss may still undo
+ * them. A store that keeps what it writes holds the new value as landed (ADR 0166). Its `code`
+ * is the flush's (EIO, ENOSPC…), so the edge answers it as it answers that error.
+ */
+export class WrittenNotFlushed extends Error {
+  readonly code: string | undefined;
+
+  constructor(
+    readonly path: string,
+    flushError: unknown,
+  ) {
+    const reason = flushError instanceof Error ? flushError.message : String(flushError);
+    super(`${path} was written, but its folder could not be flushed: ${reason}`, { cause: flushError });
+    this.name = "WrittenNotFlushed";
+    this.code = (flushError as NodeJS.ErrnoException | undefined)?.code;
+  }
+}
+
+/**
  * Writes to a temp file beside the target, fsyncs it, renames it over the target and fsyncs
  * the folder: a reader sees the old bytes or the new ones, never half of either, and once
  * this returns the new bytes survive a power loss. `beforeRename` may refuse the write by
- * throwing, just before the rename that makes it seen: the temp file is removed.
+ * throwing, just before the rename that makes it seen: the temp file is removed. A folder flush
+ * that fails after the rename is thrown as `WrittenNotFlushed`: the old bytes are gone, so the
+ * write cannot be undone as a create is (adr/0112), and its caller must know it landed.
  */
 export async function writeFileAtomic(
   path: string,
@@ -55,7 +77,11 @@ export async function writeFileAtomic(
     await rm(temp, { force: true });
     throw error;
   }
-  await syncDir(dirname(path));
+  try {
+    await syncDir(dirname(path));
+  } catch (error) {
+    throw new WrittenNotFlushed(path, error);
+  }
 }
 
 export async function writeJsonAtomic(

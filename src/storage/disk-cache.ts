@@ -1,3 +1,5 @@
+import { WrittenNotFlushed } from "./atomic.ts";
+
 /**
  * Values read from disk, by key, kept for the process whose writers move them (adr/0025): a cache
  * filled only by a read no write overtook (ADR 0162).
@@ -7,7 +9,9 @@
  * base, written back over it. So a read keeps what it found only if no write or delete of its key
  * ended while it was under way: each write, landed or failed (one that failed may still have
  * reached the file), overtakes the reads under way on its key. Nothing is kept per key beyond its
- * value and the reads under way on it.
+ * value and the reads under way on it. A write that throws leaves memory what the disk holds: the
+ * new value when the throw says it landed (`WrittenNotFlushed`), else nothing, so the next read
+ * goes to the disk (ADR 0166).
  */
 export class DiskCache<V> {
   private readonly values = new Map<string, V>();
@@ -40,11 +44,22 @@ export class DiskCache<V> {
 
   /**
    * A writer's change of `key` to `value`, under its lock: `write` puts it on disk, and it is kept
-   * once that returns. Whether it returns or throws, the reads under way on `key` keep nothing.
+   * once that returns. One that lands and then fails its folder's flush (`WrittenNotFlushed`) is
+   * kept too, and is done: not thrown, as the file holds it and the old value is gone (ADR 0166).
+   * Any other throw may or may not have reached the file: nothing is kept, and it is thrown. Kept
+   * as it was, the old value was served after its replacement had landed, until a restart read
+   * the new (test/unit/storage/disk-cache.test.ts). Whatever `write` does, the reads under way on
+   * `key` keep nothing.
    */
   async write(key: string, value: V, write: () => Promise<unknown>): Promise<void> {
     try {
       await write();
+      this.values.set(key, value);
+    } catch (error) {
+      if (!(error instanceof WrittenNotFlushed)) {
+        this.values.delete(key);
+        throw error;
+      }
       this.values.set(key, value);
     } finally {
       this.reading.delete(key);

@@ -4,7 +4,7 @@ import { mkdir, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Conflict, WorkspaceNotFound } from "../errors.ts";
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
-import { readJsonIfExists, syncDir, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
+import { readJsonIfExists, syncDir, TEMP_PREFIX, WrittenNotFlushed, writeJsonAtomic } from "./atomic.ts";
 import { mapBounded } from "./bounded.ts";
 import { createFileExclusive } from "./exclusive.ts";
 import { exists, FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
@@ -118,7 +118,9 @@ export class RecordFolders {
       return filled;
     } catch (error) {
       await changes.step(() => rm(staging, { recursive: true, force: true }));
-      throw error;
+      // A file `fill` wrote whose flush failed landed only in the staging folder, gone now: its
+      // caller meets the flush's own error, never one saying the record landed (ADR 0166).
+      throw error instanceof WrittenNotFlushed ? error.cause : error;
     } finally {
       this.live.delete(staging);
     }
@@ -308,7 +310,11 @@ export class OwnedRecords<T> {
 
   /**
    * Rereads the record, applies `change` and replaces it atomically, under the record's lock;
-   * returns the new record, or `undefined` when there is none (nothing is written).
+   * returns the new record, or `undefined` when there is none (nothing is written). A replacement
+   * whose rename landed and whose folder's flush then failed is the new record, returned as done:
+   * every reader, and the next boot, reads it, and the old one cannot be put back (ADR 0166).
+   * Thrown, a task's update was answered 500 while its store kept the old definition in memory
+   * and a restart served the new (test/integration/task-update-unflushed-write.test.ts).
    */
   async update(
     workspaceId: string,
@@ -322,7 +328,11 @@ export class OwnedRecords<T> {
       const current = (await readJsonIfExists(path)) as T | undefined;
       if (current === undefined) return undefined;
       const next = await change(current);
-      await writeJsonAtomic(path, next, beforeCommit);
+      try {
+        await writeJsonAtomic(path, next, beforeCommit);
+      } catch (error) {
+        if (!(error instanceof WrittenNotFlushed)) throw error;
+      }
       return next;
     });
   }

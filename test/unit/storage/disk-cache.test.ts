@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { WrittenNotFlushed } from "../../../src/storage/atomic.ts";
 import { DiskCache } from "../../../src/storage/disk-cache.ts";
 import { type Gate, gate } from "../../helpers/gate.ts";
 
@@ -70,5 +71,30 @@ describe("DiskCache", () => {
     const cache = new DiskCache<string>();
     expect(await cache.read("k", async () => undefined)).toBeUndefined();
     expect(cache.get("k")).toBeUndefined();
+  });
+
+  // A write that throws leaves memory what the disk holds (ADR 0166).
+  const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+
+  it("a write that landed and then failed its flush keeps the new value, and is done", async () => {
+    const cache = new DiskCache<string>();
+    await cache.read("k", async () => "old");
+    await cache.write("k", "new", async () => {
+      throw new WrittenNotFlushed("/data/k.json", eio());
+    });
+    expect(cache.get("k")).toBe("new");
+  });
+
+  it("a write that failed otherwise keeps neither value: the next read goes to the disk", async () => {
+    const cache = new DiskCache<string>();
+    await cache.read("k", async () => "old");
+    await expect(
+      cache.write("k", "new", async () => {
+        throw eio();
+      }),
+    ).rejects.toThrow("EIO");
+    expect(cache.get("k")).toBeUndefined();
+    expect(await cache.read("k", async () => "as on disk")).toBe("as on disk");
+    expect(cache.get("k")).toBe("as on disk");
   });
 });
