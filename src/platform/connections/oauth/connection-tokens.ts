@@ -3,6 +3,7 @@ import type { Clock } from "../../../kernel/clock.ts";
 import type { ExclusiveLeases } from "../../../kernel/leases.ts";
 import type { Logger } from "../../../log.ts";
 import { CredentialNotFound } from "../../../storage/credential-store.ts";
+import { DiskCache } from "../../../storage/disk-cache.ts";
 import type { ConnectionRecord, StoredOAuth } from "../model.ts";
 import type { CredentialVault } from "../remote.ts";
 import type { IssuedTo, OAuthClient } from "./client-identity.ts";
@@ -70,8 +71,15 @@ export function tokenLease(record: Pick<ConnectionRecord, "id">): string {
  * adr/0122, amended), and none starts or is sealed once the stop lets the root go.
  */
 export class ConnectionTokens {
-  /** Token sets as last opened or written, by credential id. */
-  private readonly cache = new Map<string, TokenSet>();
+  /**
+   * Token sets as last written, or opened with no write or discard of their credential ending
+   * meanwhile, by credential id (DiskCache, ADR 0162). A set is opened outside the lease, on its
+   * first use; kept whenever it came back, one a refresh resealed meanwhile put the replaced set
+   * back in memory (a call then sent a dead access token), and one a re-authorization discarded
+   * meanwhile stayed in memory until the process ended (ADR 0155;
+   * connection-tokens-read-overtaken.test.ts).
+   */
+  private readonly cache = new DiskCache<TokenSet>();
   /** Credential ids whose refresh token the authorization server refused. */
   private readonly refusedSets = new Set<string>();
   /**
@@ -150,7 +158,8 @@ export class ConnectionTokens {
   async seal(record: ConnectionRecord, tokens: TokenSet): Promise<string> {
     this.deps.exchanges.checkMayWrite();
     const id = await this.deps.vault.put(record.id, TOKENS_FIELD, JSON.stringify(tokens));
-    if (this.remembers(record)) this.cache.set(id, tokens);
+    // Sealed under a new id, which no read can have asked for: kept as written.
+    if (this.remembers(record)) await this.cache.write(id, tokens, async () => undefined);
     return id;
   }
 
@@ -233,9 +242,15 @@ export class ConnectionTokens {
       throw error;
     }
     // Sealed before use: a rotated refresh token lost here would end the family at the next refresh.
+    // Through the cache, so an open of the set under way outside the lease keeps nothing, and one
+    // that lands and then fails its flush is the set sealed (ADR 0166).
+    const credentialId = auth.tokens;
+    const before = this.cache.get(credentialId);
     try {
       this.deps.exchanges.checkMayWrite();
-      await this.deps.vault.replace(auth.tokens, record.id, TOKENS_FIELD, JSON.stringify(next));
+      await this.cache.write(credentialId, next, () =>
+        this.deps.vault.replace(credentialId, record.id, TOKENS_FIELD, JSON.stringify(next)),
+      );
     } catch (error) {
       const about = { workspaceId: record.workspaceId, connection: record.name };
       if (error instanceof RootLetGo) {
@@ -257,25 +272,34 @@ export class ConnectionTokens {
       }
       throw error;
     }
-    this.remember(record, auth.tokens, next);
+    this.kept(record, credentialId, before, next);
     return next.accessToken;
   }
 
+  /** The set sealed under `credentialId`, read; kept unless a write or discard of it overtook the read. */
   private async open(record: ConnectionRecord, credentialId: string): Promise<TokenSet> {
-    const tokens = JSON.parse(await this.deps.vault.open(credentialId, record.id, TOKENS_FIELD)) as TokenSet;
-    this.remember(record, credentialId, tokens);
+    const before = this.cache.get(credentialId);
+    const tokens = await this.cache.read(
+      credentialId,
+      async () => JSON.parse(await this.deps.vault.open(credentialId, record.id, TOKENS_FIELD)) as TokenSet,
+    );
+    if (this.cache.get(credentialId) === tokens) this.kept(record, credentialId, before, tokens);
     return tokens;
   }
 
   /**
-   * Caches `tokens` as the set sealed under `credentialId`; a set it replaces (refreshed here or,
-   * read again, by another holder) is kept as the connection's replaced one (keepReplaced).
+   * `tokens` was kept as the set sealed under `credentialId`: let go at once when the connection is
+   * not stored (remembers); else a set it replaced (`before`: refreshed here or, read again, by
+   * another holder) is kept as the connection's replaced one (keepReplaced).
    */
-  private remember(record: ConnectionRecord, credentialId: string, tokens: TokenSet): void {
-    if (!this.remembers(record)) return;
-    const before = this.cache.get(credentialId);
-    if (before && before.accessToken !== tokens.accessToken) this.keepReplaced(record, before);
-    this.cache.set(credentialId, tokens);
+  private kept(
+    record: ConnectionRecord,
+    credentialId: string,
+    before: TokenSet | undefined,
+    tokens: TokenSet,
+  ): void {
+    if (!this.remembers(record)) this.cache.delete(credentialId);
+    else if (before && before.accessToken !== tokens.accessToken) this.keepReplaced(record, before);
   }
 
   /** `before` is the connection's replaced set now, in place of any it held (one per connection). */

@@ -16,6 +16,7 @@ import type { AuthorizationTarget } from "../../../../../src/platform/connection
 import { retold } from "../../../../../src/platform/connections/remote-failure.ts";
 import { guardedFetch } from "../../../../../src/sources/guarded-fetch.ts";
 import { CredentialStore } from "../../../../../src/storage/credential-store.ts";
+import { DiskCache } from "../../../../../src/storage/disk-cache.ts";
 import { KeyedLock } from "../../../../../src/storage/keyed-lock.ts";
 import { StorageLayout } from "../../../../../src/storage/paths.ts";
 import { capturingLogger } from "../../../../helpers/atrium.ts";
@@ -149,10 +150,16 @@ async function reauthorized() {
   return { record, tokens, current, sentToCall };
 }
 
-/** How many entries the maps and sets `held` keeps as its own fields hold: what it keeps in memory. */
+/**
+ * How many entries the maps and sets `held` keeps as its own fields hold, those of a DiskCache it
+ * keeps included: what it keeps in memory.
+ */
 function entriesHeld(held: object): number {
   return Object.values(held).reduce(
-    (sum: number, value) => sum + (value instanceof Map || value instanceof Set ? value.size : 0),
+    (sum: number, value) =>
+      sum +
+      (value instanceof Map || value instanceof Set ? value.size : 0) +
+      (value instanceof DiskCache ? entriesHeld(value) : 0),
     0,
   );
 }
