@@ -36,10 +36,10 @@ export async function writeNewFileSynced(path: string, data: string | Uint8Array
 }
 
 /**
- * A write whose rename landed and whose folder's flush then failed: the file holds the new bytes
- * for every reader from now on (the old ones are gone), and only a power loss may still undo
- * them. A store that keeps what it writes holds the new value as landed (ADR 0166). Its `code`
- * is the flush's (EIO, ENOSPC…), so the edge answers it as it answers that error.
+ * A write whose rename (or unlink) landed and whose folder's flush then failed: the file holds the
+ * new bytes (or is gone) for every reader from now on, the old ones gone, and only a power loss may
+ * still undo it. A store that keeps what it writes holds the change as landed (ADR 0166). Its
+ * `code` is the flush's (EIO, ENOSPC…), so the edge answers it as it answers that error.
  */
 export class WrittenNotFlushed extends Error {
   readonly code: string | undefined;
@@ -49,10 +49,18 @@ export class WrittenNotFlushed extends Error {
     flushError: unknown,
   ) {
     const reason = flushError instanceof Error ? flushError.message : String(flushError);
-    super(`${path} was written, but its folder could not be flushed: ${reason}`, { cause: flushError });
+    super(`${path} was changed, but its folder could not be flushed: ${reason}`, { cause: flushError });
     this.name = "WrittenNotFlushed";
     this.code = (flushError as NodeJS.ErrnoException | undefined)?.code;
   }
+}
+
+/**
+ * A `.catch` for a change its caller holds as done once it has landed: `WrittenNotFlushed` is
+ * swallowed, any other error thrown (ADR 0166).
+ */
+export function landedIsDone(error: unknown): void {
+  if (!(error instanceof WrittenNotFlushed)) throw error;
 }
 
 /**

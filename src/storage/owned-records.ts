@@ -3,18 +3,16 @@ import type { Dirent } from "node:fs";
 import { mkdir, rename, rm, unlink } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Conflict, WorkspaceNotFound } from "../errors.ts";
-import { isPrincipalId, isRecordId, isWorkspaceId } from "../ids.ts";
-import { readJsonIfExists, syncDir, TEMP_PREFIX, WrittenNotFlushed, writeJsonAtomic } from "./atomic.ts";
-import { mapBounded } from "./bounded.ts";
-import { createFileExclusive } from "./exclusive.ts";
+import { isPrincipalId } from "../ids.ts";
+import { syncDir, TEMP_PREFIX, WrittenNotFlushed } from "./atomic.ts";
 import { exists, FOLDER_MODE, makeFolderIfMissing, namesIn } from "./folders.ts";
-import { KeyedLock } from "./keyed-lock.ts";
 import { InvalidPathSegment, type PartitionPaths } from "./paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "./recovery.ts";
 
 // Records a workspace keeps per owner, `<ws>/<partition>/<owner>/<id>`, written so that a reader
 // and a crash see a whole record or none (adr/0024). Two shapes: a record that is a folder of
-// files (a file's content and meta.json, a skill's folder) and a record that is one JSON file.
+// files (a file's content and meta.json, a skill's folder), here, and a record that is one JSON
+// file (owned-json-records.ts).
 
 /** A create found a record already at its place: ids are the caller's to choose, never reused. */
 export class RecordExists extends Conflict {
@@ -60,7 +58,6 @@ export function checkedBeforeCommit<T>(check: () => void): FolderChanges<T> {
     step: UNWATCHED.step,
   };
 }
-const RECORDS_IN_FLIGHT = 16;
 
 /**
  * Creates and removes records that are folders, each in one rename (R3, R4 in storage/recovery.ts).
@@ -254,7 +251,10 @@ export async function archivedDuringCreate(
   return (error as NodeJS.ErrnoException).code === "ENOENT" ? new WorkspaceNotFound(workspaceId) : error;
 }
 
-/** Removes one file (an unlink, flushed in its folder); `"gone"` when it was not there. */
+/**
+ * Removes one file (an unlink, flushed in its folder); `"gone"` when it was not there. A flush that
+ * fails after the unlink is `WrittenNotFlushed`: the file is gone for every reader (ADR 0166).
+ */
 export async function removeFileSynced(path: string): Promise<Removal> {
   try {
     await unlink(path);
@@ -262,125 +262,10 @@ export async function removeFileSynced(path: string): Promise<Removal> {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return "gone";
     throw error;
   }
-  await syncDir(dirname(path));
+  await syncDir(dirname(path)).catch((error: unknown) => {
+    throw new WrittenNotFlushed(path, error);
+  });
   return "removed";
-}
-
-/** Where one owner's records of one workspace live: `<ws>/<partition>/<owner>` (storage/paths.ts). */
-export type OwnerDirOf = (workspaceId: string, ownerId: string) => string;
-
-/**
- * Records that are one JSON file each, at `<ownerDir>/<id>.json`. Every write is atomic (a
- * reader sees the whole record or none) and flushed in its folder; writes to one record run one
- * at a time, so a read-modify-write never loses a concurrent one. The workspace, owner and record
- * id are checked against their grammar before any path is built or disk touched. Keep one
- * instance per partition: the per-record lock is this instance's.
- */
-export class OwnedRecords<T> {
-  private readonly locks = new KeyedLock();
-
-  constructor(private readonly ownerDirOf: OwnerDirOf) {}
-
-  /**
-   * Stores a new record; `RecordExists` if the id is taken (exclusive: of racing creates one wins).
-   * Here and in `update` and `delete`, `beforeCommit` is asked under the record's lock just before
-   * the one step that makes the write seen (a create's link, an update's rename, a delete's unlink):
-   * by throwing it refuses the write, which then leaves nothing of itself, and its error is thrown
-   * (a writer's caller whose access ended, adr/0154).
-   */
-  async create(
-    workspaceId: string,
-    ownerId: string,
-    id: string,
-    record: T,
-    beforeCommit?: () => void,
-  ): Promise<T> {
-    const path = this.recordPath(workspaceId, ownerId, id);
-    await makeInPartition(dirname(path), workspaceId);
-    return this.locks.run(path, async () => {
-      if (!(await createFileExclusive(path, toJsonText(record), beforeCommit))) throw new RecordExists(id);
-      return record;
-    });
-  }
-
-  /** The record, or `undefined` when there is none. */
-  async get(workspaceId: string, ownerId: string, id: string): Promise<T | undefined> {
-    return (await readJsonIfExists(this.recordPath(workspaceId, ownerId, id))) as T | undefined;
-  }
-
-  /**
-   * Rereads the record, applies `change` and replaces it atomically, under the record's lock;
-   * returns the new record, or `undefined` when there is none (nothing is written). A replacement
-   * whose rename landed and whose folder's flush then failed is the new record, returned as done:
-   * every reader, and the next boot, reads it, and the old one cannot be put back (ADR 0166).
-   * Thrown, a task's update was answered 500 while its store kept the old definition in memory
-   * and a restart served the new (test/integration/task-update-unflushed-write.test.ts).
-   */
-  async update(
-    workspaceId: string,
-    ownerId: string,
-    id: string,
-    change: (current: T) => T | Promise<T>,
-    beforeCommit?: () => void,
-  ): Promise<T | undefined> {
-    const path = this.recordPath(workspaceId, ownerId, id);
-    return this.locks.run(path, async () => {
-      const current = (await readJsonIfExists(path)) as T | undefined;
-      if (current === undefined) return undefined;
-      const next = await change(current);
-      try {
-        await writeJsonAtomic(path, next, beforeCommit);
-      } catch (error) {
-        if (!(error instanceof WrittenNotFlushed)) throw error;
-      }
-      return next;
-    });
-  }
-
-  /** Removes the record (one unlink, flushed); `"gone"` when there was none. */
-  async delete(
-    workspaceId: string,
-    ownerId: string,
-    id: string,
-    beforeCommit?: () => void,
-  ): Promise<Removal> {
-    const path = this.recordPath(workspaceId, ownerId, id);
-    return this.locks.run(path, () => {
-      beforeCommit?.();
-      return removeFileSynced(path);
-    });
-  }
-
-  /** The ids of the owner's records, in no particular order; temp files and strays skipped. */
-  async ids(workspaceId: string, ownerId: string): Promise<string[]> {
-    const names = await namesIn(this.ownerDir(workspaceId, ownerId));
-    return names.flatMap((name) => {
-      const id = name.endsWith(".json") ? name.slice(0, -".json".length) : "";
-      return isRecordId(id) ? [id] : [];
-    });
-  }
-
-  /** The owner's records, in no particular order; one deleted while listing is left out. */
-  async list(workspaceId: string, ownerId: string): Promise<T[]> {
-    const ids = await this.ids(workspaceId, ownerId);
-    const records = await mapBounded(ids, RECORDS_IN_FLIGHT, (id) => this.get(workspaceId, ownerId, id));
-    return records.filter((record): record is T => record !== undefined);
-  }
-
-  private ownerDir(workspaceId: string, ownerId: string): string {
-    checkSegment("workspace id", workspaceId, isWorkspaceId);
-    checkSegment("owner", ownerId, isPrincipalId);
-    return this.ownerDirOf(workspaceId, ownerId);
-  }
-
-  private recordPath(workspaceId: string, ownerId: string, id: string): string {
-    checkSegment("record id", id, isRecordId);
-    return join(this.ownerDir(workspaceId, ownerId), `${id}.json`);
-  }
-}
-
-function checkSegment(kind: string, value: string, valid: (value: string) => boolean): void {
-  if (typeof value !== "string" || !valid(value)) throw new InvalidPathSegment(kind, String(value));
 }
 
 /** A record folder's name is one plain path segment, never a dot-name (those are writers' temp entries). */
@@ -392,8 +277,4 @@ function checkFolderName(id: string): string {
 
 function randomHex(): string {
   return randomBytes(4).toString("hex");
-}
-
-function toJsonText(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
 }

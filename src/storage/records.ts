@@ -1,4 +1,4 @@
-import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
+import { landedIsDone, readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "./atomic.ts";
 import { makeFolderPathIfMissing, namesIn } from "./folders.ts";
 import { removeFileSynced } from "./owned-records.ts";
 import type { InstanceCollection, StorageLayout } from "./paths.ts";
@@ -27,8 +27,9 @@ export class JsonRecords<T> {
     await writeJsonAtomic(path, record);
   }
 
+  /** Landed, a removal is done, its flush's failure or not: the file is gone for every reader (ADR 0166). */
   async delete(id: string): Promise<void> {
-    await removeFileSynced(this.layout.collectionFile(this.collection, id));
+    await removeFileSynced(this.layout.collectionFile(this.collection, id)).catch(landedIsDone);
   }
 
   /** The ids of every stored record (writers' temp files skipped). */

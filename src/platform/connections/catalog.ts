@@ -1,13 +1,13 @@
-import { readdir, stat, unlink } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
-import { syncDir } from "../../storage/atomic.ts";
+import { landedIsDone } from "../../storage/atomic.ts";
 import { createFileExclusive } from "../../storage/exclusive.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
-import { makeInPartition } from "../../storage/owned-records.ts";
+import { makeInPartition, removeFileSynced } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
@@ -224,13 +224,9 @@ export class Catalog {
         }
         const dir = this.entriesDir(workspaceId);
         admitted();
-        try {
-          await unlink(join(dir, `${id}.json`));
-          await syncDir(dir);
-        } catch (error) {
-          // Gone already (removed by hand): the entry is gone either way.
-          if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-        }
+        // Gone already (removed by hand), or unlinked and its flush failed: gone for every reader
+        // either way, so gone from the index too (ADR 0166).
+        await removeFileSynced(join(dir, `${id}.json`)).catch(landedIsDone);
         index.entries.delete(id);
         if (skipped) index.problems = index.problems.filter((problem) => problem !== skipped);
       }),

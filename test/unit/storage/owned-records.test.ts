@@ -3,12 +3,8 @@ import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { WorkspaceNotFound } from "../../../src/errors.ts";
-import {
-  OwnedRecords,
-  RecordExists,
-  RecordFolders,
-  sweepOwnerPartition,
-} from "../../../src/storage/owned-records.ts";
+import { OwnedRecords } from "../../../src/storage/owned-json-records.ts";
+import { RecordExists, RecordFolders, sweepOwnerPartition } from "../../../src/storage/owned-records.ts";
 import { InvalidPathSegment } from "../../../src/storage/paths.ts";
 import { HOUSEKEEPING_TEMP_AGE_MS, RecoveryPass } from "../../../src/storage/recovery.ts";
 import { listTree } from "../../helpers/fs-tree.ts";

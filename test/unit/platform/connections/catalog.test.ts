@@ -9,6 +9,7 @@ import { CATALOG_RECHECK_MS } from "../../../../src/platform/connections/catalog
 import { RecoveryPass } from "../../../../src/storage/recovery.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
+import { journalDuring } from "../../../helpers/fs-journal.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
@@ -401,5 +402,20 @@ describe("a workspace's own entries", () => {
     await writeFile(join(dir, ".tmp-com.example~x.json-abcdef"), "{");
     await catalog.recoverWorkspace(temp.ws, new Set(["connections"]), RecoveryPass.boot(time.clock()));
     expect(await readdir(dir)).toEqual(["com.example~crm.json"]);
+  });
+
+  // The unlink landed, then its folder's flush failed: the index kept the entry, listed and taken,
+  // with no file behind it until a restart (ADR 0166).
+  it("removed, whose unlink lands but whose folder's flush fails, are gone from the listing as from the disk", async () => {
+    const catalog = openCatalog(undefined);
+    await catalog.add(temp.ws, ALICE, server("com.example/crm"), NO_CALLER);
+    const dir = join(temp.layout.partition("connections").dir(temp.ws), "catalog");
+    const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    await journalDuring(() => catalog.remove(temp.ws, "com.example~crm", NO_CALLER), {
+      sync: (path) => (path === dir ? eio() : undefined),
+    });
+    expect(await readdir(dir)).toEqual([]);
+    expect(await catalog.list(temp.ws)).toEqual([]);
+    expect(await openCatalog(undefined).list(temp.ws)).toEqual([]);
   });
 });
