@@ -3,7 +3,12 @@ import { join } from "node:path";
 import { InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
-import { parseStoredJson, readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import {
+  parseStoredJson,
+  readJsonIfExists,
+  WrittenNotFlushed,
+  writeJsonAtomic,
+} from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -121,9 +126,10 @@ export class Inbox implements LeftoverRules {
         await writeJsonAtomic(path, entry);
       } catch (error) {
         // The rename may have landed before its folder's flush failed: a post answered with an
-        // error is not left in the inbox, where a retry would make it twice (as adr/0112).
+        // error is not left in the inbox, where a retry would make it twice (as adr/0112). Undone,
+        // it throws the flush's own error, not one saying it landed (ADR 0166).
         await rm(path, { force: true });
-        throw error;
+        throw error instanceof WrittenNotFlushed ? error.cause : error;
       }
       await this.keepWithinBound(workspaceId, entry);
       const summary = { id: entry.id, seq, source, severity: entry.severity, title: entry.title };
