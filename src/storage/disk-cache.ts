@@ -1,4 +1,4 @@
-import { WrittenNotFlushed } from "./atomic.ts";
+import { landedIsDone } from "./atomic.ts";
 
 /**
  * Values read from disk, by key, kept for the process whose writers move them (adr/0025): a cache
@@ -53,17 +53,14 @@ export class DiskCache<V> {
    */
   async write(key: string, value: V, write: () => Promise<unknown>): Promise<void> {
     try {
-      await write();
-      this.values.set(key, value);
+      await write().catch(landedIsDone);
     } catch (error) {
-      if (!(error instanceof WrittenNotFlushed)) {
-        this.values.delete(key);
-        throw error;
-      }
-      this.values.set(key, value);
+      this.values.delete(key);
+      throw error;
     } finally {
       this.reading.delete(key);
     }
+    this.values.set(key, value);
   }
 
   /** A writer's removal of `key` (or letting it go): nothing is kept, nor by a read under way. */
