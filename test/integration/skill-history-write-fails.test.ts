@@ -2,6 +2,7 @@ import { constants } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { withFsHook } from "../helpers/fs-hook.ts";
+import { journalDuring } from "../helpers/fs-journal.ts";
 
 // A skill's save commits by replacing SKILL.md, then records the version in `.history/`. When that
 // record failed (a full disk), the save was answered 500 "changed nothing" though every agent
@@ -120,5 +121,22 @@ describe("a skill save whose version cannot be recorded", () => {
     expect(texts.map((text) => /(One|Two|Three)\./.exec(text)?.[1])).toEqual(
       expect.arrayContaining(["One", "Two", "Three"]),
     );
+  });
+
+  it("an edit whose SKILL.md lands and whose folder flush then fails is answered as done (ADR 0166)", async () => {
+    await t.rest("alice", "POST", skills(), { name: "flushy", description: "d", body: "Before." });
+    const eio = () => Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    let status = 0;
+    await journalDuring(
+      async () => {
+        status = (
+          await t.rest("alice", "PATCH", `${skills()}/flushy`, { intent: "replace_body", body: "After." })
+        ).status;
+      },
+      { sync: (path) => (path.endsWith("/skills/flushy") ? eio() : undefined) },
+    );
+    expect(status).toBe(200);
+    const read = await t.rest("alice", "GET", `${skills()}/flushy`);
+    expect(((await read.json()) as { body: string }).body).toContain("After.");
   });
 });

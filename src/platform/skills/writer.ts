@@ -4,7 +4,7 @@ import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher, SkillChange } from "../../kernel/events.ts";
 import { createLogger, type Logger } from "../../log.ts";
-import { writeFileAtomic } from "../../storage/atomic.ts";
+import { landedIsDone, writeFileAtomic } from "../../storage/atomic.ts";
 import { isFolder, makeFolderIfMissing, makeFolderPathIfMissing } from "../../storage/folders.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { checkedBeforeCommit, RecordFolders } from "../../storage/owned-records.ts";
@@ -237,7 +237,8 @@ export class SkillWriter implements LeftoverRules {
   ): Promise<void> {
     const folder = join(dir, name);
     if (await isFolder(folder)) {
-      await writeFileAtomic(join(folder, SKILL_FILE), text, access);
+      // An overwrite that lands is done, though its folder could not be flushed (adr/0166).
+      await writeFileAtomic(join(folder, SKILL_FILE), text, access).catch(landedIsDone);
       return;
     }
     await this.folders.create(
