@@ -145,10 +145,12 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       looks.shared,
     );
     // Both loops visit only workspaces that have a connection: the rest cost nothing. An archived
-    // workspace's connections were let go at its archive (`archived`, below), secrets and all.
+    // workspace's connections were let go at its archive (`archived`, below), secrets and all; a
+    // create that landed as the archive did is let go at the loops' next look.
     const withConnections = () =>
       liveWorkspacesWithConnections(
         store,
+        oauth.authorizer,
         (workspaceId) => context.workspaces.get(workspaceId) !== undefined,
       );
     scheduler.add({

@@ -4,14 +4,18 @@ import type { ConnectionStore } from "./store.ts";
 /**
  * The workspaces with a connection that are live, which the health loops visit. An archived
  * workspace's connections were let go at its archive (`forgetArchivedConnections`); one still
- * indexed here (a create that landed as the archive did) is skipped, never probed.
+ * indexed here — a create whose folder landed as the archive moved the workspace away, indexed
+ * after the archive's forgetting — is let go now, never probed.
  */
 export function liveWorkspacesWithConnections(
   store: ConnectionStore,
+  authorizer: Pick<Authorizer, "forget">,
   isLive: (workspaceId: string) => boolean,
 ): Set<string> {
   const live = new Set<string>();
-  for (const { workspaceId } of store.all()) if (isLive(workspaceId)) live.add(workspaceId);
+  const gone = new Set<string>();
+  for (const { workspaceId } of store.all()) (isLive(workspaceId) ? live : gone).add(workspaceId);
+  for (const workspaceId of gone) forgetArchivedConnections(store, authorizer, workspaceId);
   return live;
 }
 

@@ -98,16 +98,19 @@ describe("an archived workspace's connections", () => {
     expect(oauth.bearers.secrets(kept)).toEqual(["access-kept", "access-kept-refresh"]);
   });
 
-  it("are skipped by the health loops' look while still indexed, never probed", async () => {
-    const { store, authorized } = await wired();
+  it("still indexed (a create that landed as the archive did) are let go by the health loops' look, never probed", async () => {
+    const { store, oauth, authorized } = await wired();
     const other = (await temp.workspaces.create("Other", ALICE)).id;
     await authorized(temp.ws, "access-archived");
-    await authorized(other, "access-kept");
+    const kept = await authorized(other, "access-kept");
     await temp.workspaces.archive(temp.ws, ALICE);
     const live = liveWorkspacesWithConnections(
       store,
+      oauth.authorizer,
       (workspaceId) => temp.workspaces.get(workspaceId) !== undefined,
     );
     expect([...live]).toEqual([other]);
+    expect(store.names(temp.ws)).toEqual([]);
+    expect(oauth.bearers.secrets(kept)).toEqual(["access-kept", "access-kept-refresh"]);
   });
 });
