@@ -41,6 +41,9 @@ export async function writeNewFileSynced(path: string, data: string | Uint8Array
  * still undo it. A store that keeps what it writes holds the change as landed (ADR 0166). Its
  * `code` is the flush's (EIO, ENOSPC…), so the edge answers it as it answers that error.
  */
+/** WrittenNotFlushed's name, which is how storage-full.ts knows it on either side of the in-memory pair. */
+export const WRITTEN_NOT_FLUSHED = "WrittenNotFlushed";
+
 export class WrittenNotFlushed extends Error {
   readonly code: string | undefined;
 
@@ -50,7 +53,7 @@ export class WrittenNotFlushed extends Error {
   ) {
     const reason = flushError instanceof Error ? flushError.message : String(flushError);
     super(`${path} was changed, but its folder could not be flushed: ${reason}`, { cause: flushError });
-    this.name = "WrittenNotFlushed";
+    this.name = WRITTEN_NOT_FLUSHED;
     this.code = (flushError as NodeJS.ErrnoException | undefined)?.code;
   }
 }

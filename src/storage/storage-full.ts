@@ -1,5 +1,6 @@
 import { InsufficientStorage } from "../errors.ts";
 import type { Logger } from "../log.ts";
+import { WRITTEN_NOT_FLUSHED } from "./atomic.ts";
 import { SHORT_WRITE } from "./short-write.ts";
 
 /** The filesystem's codes for "no more room": no space, a quota used up, a file-size limit met. */
@@ -16,6 +17,8 @@ export const STORAGE_FULL_WARNING = "storage full: a write was refused and nothi
  */
 export function storageFullReason(error: unknown): string | undefined {
   if (!(error instanceof Error)) return undefined;
+  // Landed, only its folder's flush failed: stored, so never told "nothing stored" (adr/0166).
+  if (error.name === WRITTEN_NOT_FLUSHED) return undefined;
   if (error.name === SHORT_WRITE) return "short write";
   const code = (error as NodeJS.ErrnoException).code;
   return typeof code === "string" && STORAGE_FULL_CODES.has(code) ? code : undefined;

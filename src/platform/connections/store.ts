@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { Conflict, NotFound } from "../../errors.ts";
-import { readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
+import { landedIsDone, readJsonIfExists, TEMP_PREFIX, writeJsonAtomic } from "../../storage/atomic.ts";
 import { DiskCache } from "../../storage/disk-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import {
@@ -256,8 +256,10 @@ export class ConnectionStore implements LeftoverRules {
     look?: AbortSignal,
   ): Promise<void> {
     await this.lock.run(`${workspaceId}/${name}`, async () => {
+      // A conclusion that lands is done, though its folder could not be flushed: the loop then
+      // tells the gate and announces it, as the disk already says it (adr/0166).
       if (this.has(workspaceId, name) && !look?.aborted)
-        await writeJsonAtomic(this.file(workspaceId, name, file), health);
+        await writeJsonAtomic(this.file(workspaceId, name, file), health).catch(landedIsDone);
     });
   }
 

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
+import { landedIsDone, readJsonIfExists, writeJsonAtomic } from "../../storage/atomic.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
 import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
@@ -81,7 +81,8 @@ export class MemberAcks {
   ): Promise<void> {
     // Made inside an existing workspace only, never the workspace itself.
     await makeInPartition(join(this.storage.dir(workspaceId), ACKS), workspaceId);
-    await writeJsonAtomic(this.path(workspaceId, principalId), acks, access);
+    // An overwrite that lands is done, though its folder could not be flushed (adr/0166).
+    await writeJsonAtomic(this.path(workspaceId, principalId), acks, access).catch(landedIsDone);
   }
 
   private path(workspaceId: string, principalId: string): string {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InsufficientStorage } from "../../../src/errors.ts";
 import { unexpectedErrorOf, unexpectedToolResult } from "../../../src/sources/tool-failure.ts";
+import { WrittenNotFlushed } from "../../../src/storage/atomic.ts";
 import { SHORT_WRITE } from "../../../src/storage/short-write.ts";
 import {
   refusedForStorage,
@@ -27,6 +28,13 @@ describe("what a full disk is", () => {
     const short = Object.assign(new Error("Wrote 1 of 5 bytes to a new file."), { name: SHORT_WRITE });
     expect(storageFullReason(short)).toBe("short write");
     expect(storageFullReason(crossed(short))).toBe("short write");
+  });
+
+  it("a write that landed and then met ENOSPC at its folder's flush is not: it was stored", () => {
+    const landed = new WrittenNotFlushed("/data/ws/acks/usr.json", refused("ENOSPC"));
+    expect(landed.code).toBe("ENOSPC");
+    expect(storageFullReason(landed)).toBeUndefined();
+    expect(storageFullReason(crossed(landed))).toBeUndefined();
   });
 
   it.each([
