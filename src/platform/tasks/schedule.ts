@@ -153,7 +153,7 @@ export class TaskSchedules {
       return;
     }
     const scheduledFor = new Date(scheduledMs).toISOString();
-    if (accountedFor(task, scheduledMs)) {
+    if (accountedFor(task, scheduledMs, this.deps.clock())) {
       this.deps.log.info(
         { workspaceId, taskId, scheduledFor, lastScheduledAt: task.lastScheduledAt },
         "task schedule instant already accounted for (the wall clock went back past it): not run again",
@@ -266,13 +266,18 @@ function jobName(task: Pick<Task, "workspaceId" | "id">): string {
  * again and ran it twice (test/integration/tasks-cron-instant-once-after-clock-step.test.ts). An
  * interval's instants are counted from when its job was armed, not named by the wall clock: a step
  * back delays it by one interval at most, never by the step. A stored time that is not a date
- * (written by hand) holds nothing back.
+ * (written by hand), or one further ahead of the clock than STEP_BACK_HELD_AT_MOST_MS, holds nothing
+ * back: that is a clock that ran ahead (a wrong clock at boot) and was set right, not a correction,
+ * and holding back to it silenced the task until the clock caught up, for months (adr/0168).
  */
-function accountedFor(task: Task, scheduledMs: number): boolean {
+function accountedFor(task: Task, scheduledMs: number, nowMs: number): boolean {
   if (!task.trigger || !("cron" in task.trigger) || task.lastScheduledAt === undefined) return false;
   const lastMs = Date.parse(task.lastScheduledAt);
-  return !Number.isNaN(lastMs) && scheduledMs <= lastMs;
+  return !Number.isNaN(lastMs) && scheduledMs <= lastMs && lastMs - nowMs <= STEP_BACK_HELD_AT_MOST_MS;
 }
+
+/** The furthest a task's lastScheduledAt may be ahead of the clock and still hold its instants back. */
+const STEP_BACK_HELD_AT_MOST_MS = 24 * 60 * 60 * 1000;
 
 /**
  * The instant a task's missed schedules count from: the last it acted on, or when it was made;
