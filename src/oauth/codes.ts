@@ -48,7 +48,8 @@ export interface RedeemedCode {
 /**
  * Authorization codes in `oauth/codes`, stored only as hashes. A code is good for one
  * redemption within CODE_TTL_MS; a second redemption is refused and revokes the grant the
- * first one started (OAuth 2.1 §4.1.3).
+ * first one started (OAuth 2.1 §4.1.3). A redemption whose grant was never stored (its write
+ * failed) did not count: the code is redeemed again, for the same grant id.
  */
 export class AuthorizationCodes {
   private readonly records: JsonRecords<StoredCode>;
@@ -56,7 +57,7 @@ export class AuthorizationCodes {
 
   constructor(
     layout: StorageLayout,
-    private readonly grants: Pick<Grants, "revoke">,
+    private readonly grants: Pick<Grants, "revoke" | "get">,
     private readonly log: Logger,
     private readonly clock: Clock = systemClock,
   ) {
@@ -83,17 +84,24 @@ export class AuthorizationCodes {
   }
 
   /**
-   * Redeems a code: `check` sees the grant first and throws (an OAuth error) if this
-   * request may not have it, which leaves the code unspent. Throws invalid_grant for an
-   * unknown, expired or already-redeemed code.
+   * Redeems a code and starts its grant: `check` sees the grant first and throws (an OAuth error)
+   * if this request may not have it, which leaves the code unspent; `start` then makes the grant
+   * under the id given, still under the code's lock, so a second redemption waits for it. Throws
+   * invalid_grant for an unknown or expired code, and for one whose grant is stored: that is a
+   * replay, and the grant is revoked (OAuth 2.1 §4.1.3). A code redeemed whose grant is not
+   * stored (its write failed, answered 503 "try again") is redeemed again under the same grant id.
    */
-  async redeem(code: string, check: (grant: CodeGrant) => void): Promise<RedeemedCode> {
+  async redeem<T>(
+    code: string,
+    check: (grant: CodeGrant) => void,
+    start: (redeemed: RedeemedCode) => Promise<T>,
+  ): Promise<T> {
     if (!CODE.test(code)) throw new OAuthError("invalid_grant", REFUSED);
     const id = hashSecret(code);
     return this.locks.run(id, async () => {
       const stored = await this.records.get(id);
       if (!stored) throw new OAuthError("invalid_grant", REFUSED);
-      if (stored.grantId !== undefined) {
+      if (stored.grantId !== undefined && (await this.grantStored(stored.grantId))) {
         await this.grants.revoke(stored.grantId);
         this.log.warn(
           { grantId: stored.grantId, clientId: stored.grant.clientId },
@@ -106,11 +114,28 @@ export class AuthorizationCodes {
         throw new OAuthError("invalid_grant", REFUSED);
       }
       check(stored.grant);
-      const grantId = newGrantId();
-      // Written before the grant exists, so a replay racing the exchange revokes it.
-      await this.records.put(id, { ...stored, redeemedAt: this.clock(), grantId });
-      return { grant: stored.grant, grantId, issuedAt: stored.expiresAt - CODE_TTL_MS };
+      let grantId = stored.grantId;
+      if (grantId === undefined) {
+        grantId = newGrantId();
+        // Written before the grant, so a crash between the two leaves a code whose grant is not
+        // stored (redeemed again), never a code redeemable for a second grant.
+        await this.records.put(id, { ...stored, redeemedAt: this.clock(), grantId });
+      }
+      return start({ grant: stored.grant, grantId, issuedAt: stored.expiresAt - CODE_TTL_MS });
     });
+  }
+
+  /**
+   * Whether the grant a redemption started is stored. While the code is unexpired it cannot have
+   * been deleted (housekeeping keeps a grant past every access token it issued, at least
+   * 30 s + CLOCK_TOLERANCE_SECONDS, longer than a code lives). One that cannot be read counts as
+   * stored: a replay revokes, which fails safe.
+   */
+  private grantStored(grantId: string): Promise<boolean> {
+    return this.grants.get(grantId).then(
+      (record) => record !== undefined,
+      () => true,
+    );
   }
 
   /**

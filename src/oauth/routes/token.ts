@@ -81,19 +81,23 @@ async function exchangeCode(
   const redirectUri = form.get("redirect_uri");
   const verifier = form.require("code_verifier");
   const resource = form.get("resource");
-  const { grant, grantId, issuedAt } = await deps.codes.redeem(code, (issued) =>
-    checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
-  );
-  const { grant: made, refreshToken } = await deps.grants.create(
-    {
-      grantId,
-      clientId: client.client_id,
-      ...(client.client_name === undefined ? {} : { clientName: client.client_name }),
-      principalId: grant.principalId,
-      resource: grant.resource,
-      scopes: grant.scopes,
+  const { grant, grantId, made, refreshToken } = await deps.codes.redeem(
+    code,
+    (issued) => checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
+    async ({ grant, grantId, issuedAt }) => {
+      const started = await deps.grants.create(
+        {
+          grantId,
+          clientId: client.client_id,
+          ...(client.client_name === undefined ? {} : { clientName: client.client_name }),
+          principalId: grant.principalId,
+          resource: grant.resource,
+          scopes: grant.scopes,
+        },
+        { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
+      );
+      return { grant, grantId, made: started.grant, refreshToken: started.refreshToken };
     },
-    { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
   );
   const access = await deps.tokens.issue({
     sub: grant.principalId,

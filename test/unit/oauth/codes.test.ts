@@ -50,6 +50,20 @@ async function codeFiles(): Promise<string[]> {
 }
 
 const accept = () => undefined;
+/** A redemption that makes no grant of its own (the tests that need one make it). */
+const redeem = (code: string, check: (grant: CodeGrant) => void) =>
+  codes.redeem(code, check, async (redeemed) => redeemed);
+const startGrant = (grantId: string) =>
+  grants.create(
+    {
+      grantId,
+      clientId: GRANT.clientId,
+      principalId: GRANT.principalId,
+      resource: RESOURCE,
+      scopes: GRANT.scopes,
+    },
+    { refresh: true, consentedAt: clock() },
+  );
 
 describe("AuthorizationCodes", () => {
   it("stores a code only as its hash", async () => {
@@ -60,7 +74,7 @@ describe("AuthorizationCodes", () => {
 
   it("redeems once, giving the grant and a fresh grant id", async () => {
     const code = await codes.issue(GRANT);
-    const redeemed = await codes.redeem(code, accept);
+    const redeemed = await redeem(code, accept);
     expect(redeemed.grant).toEqual(GRANT);
     expect(redeemed.grantId).toMatch(/^gnt_[0-9a-f]{32}$/);
   });
@@ -69,38 +83,68 @@ describe("AuthorizationCodes", () => {
     const early = await codes.issue(GRANT);
     const late = await codes.issue(GRANT);
     clock.advance(CODE_TTL_MS - 1);
-    await expect(codes.redeem(early, accept)).resolves.toBeDefined();
+    await expect(redeem(early, accept)).resolves.toBeDefined();
     clock.advance(1);
-    await expect(codes.redeem(late, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    await expect(redeem(late, accept)).rejects.toBeInstanceOf(InvalidGrantError);
     // The expired code's file went when it was met.
     expect(await codeFiles()).toEqual([`${hashSecret(early)}.json`]);
   });
 
   it("a second redemption fails and revokes the grant the first one started", async () => {
     const code = await codes.issue(GRANT);
-    const { grantId } = await codes.redeem(code, accept);
-    await grants.create(
-      {
-        grantId,
-        clientId: GRANT.clientId,
-        principalId: GRANT.principalId,
-        resource: RESOURCE,
-        scopes: GRANT.scopes,
-      },
-      { refresh: true, consentedAt: clock() },
-    );
-    await expect(codes.redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    const { grantId } = await redeem(code, accept);
+    await startGrant(grantId);
+    await expect(redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    expect(grants.isRevoked(grantId)).toBe(true);
+  });
+
+  it("a redemption whose grant was never stored is no redemption: the code is redeemed again, for the same grant id", async () => {
+    const code = await codes.issue(GRANT);
+    const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    let first = "";
+    await expect(
+      codes.redeem(code, accept, async ({ grantId }) => {
+        first = grantId;
+        throw full;
+      }),
+    ).rejects.toBe(full);
+    const { grantId } = await codes.redeem(code, accept, async (redeemed) => {
+      await startGrant(redeemed.grantId);
+      return redeemed;
+    });
+    expect(grantId).toBe(first);
+    expect(grants.isRevoked(grantId)).toBe(false);
+    // Once its grant is stored, the code coming back is a replay.
+    await expect(redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    expect(grants.isRevoked(grantId)).toBe(true);
+  });
+
+  it("a second redemption while the first one's grant is being made waits for it, then revokes it", async () => {
+    const code = await codes.issue(GRANT);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const exchange = codes.redeem(code, accept, async (redeemed) => {
+      await held;
+      await startGrant(redeemed.grantId);
+      return redeemed;
+    });
+    const replay = redeem(code, accept);
+    release();
+    const { grantId } = await exchange;
+    await expect(replay).rejects.toBeInstanceOf(InvalidGrantError);
     expect(grants.isRevoked(grantId)).toBe(true);
   });
 
   it("a refused check leaves the code unspent", async () => {
     const code = await codes.issue(GRANT);
     await expect(
-      codes.redeem(code, () => {
+      redeem(code, () => {
         throw new InvalidTargetError("wrong resource");
       }),
     ).rejects.toBeInstanceOf(InvalidTargetError);
-    await expect(codes.redeem(code, accept)).resolves.toBeDefined();
+    await expect(redeem(code, accept)).resolves.toBeDefined();
   });
 
   it("issuing a caller's code again with the identical grant is a no-op; with another grant it is refused", async () => {
@@ -110,7 +154,7 @@ describe("AuthorizationCodes", () => {
     expect(await codes.issue({ ...GRANT, scopes: [...GRANT.scopes] }, code)).toBe(code);
     clock.advance(30_000);
     // The expiry was not extended by the repeat.
-    await expect(codes.redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    await expect(redeem(code, accept)).rejects.toBeInstanceOf(InvalidGrantError);
     await expect(codes.issue({ ...GRANT, scopes: ["mcp:read"] }, "d".repeat(43))).resolves.toBeDefined();
     await expect(codes.issue({ ...GRANT, scopes: ["mcp:read"] }, "d".repeat(43))).resolves.toBe(
       "d".repeat(43),
@@ -125,15 +169,15 @@ describe("AuthorizationCodes", () => {
   it("says a code is stored from its issue until the sweep, redeemed included, so a replay still reaches redeem (ADR 0156)", async () => {
     const code = await codes.issue(GRANT);
     expect(await codes.isStored(code)).toBe(true);
-    await codes.redeem(code, accept);
+    await redeem(code, accept);
     expect(await codes.isStored(code)).toBe(true);
     expect(await codes.isStored("n".repeat(43))).toBe(false);
     expect(await codes.isStored("short")).toBe(false);
   });
 
   it("refuses codes it never issued", async () => {
-    await expect(codes.redeem("x".repeat(43), accept)).rejects.toBeInstanceOf(InvalidGrantError);
-    await expect(codes.redeem("../../etc/passwd", accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    await expect(redeem("x".repeat(43), accept)).rejects.toBeInstanceOf(InvalidGrantError);
+    await expect(redeem("../../etc/passwd", accept)).rejects.toBeInstanceOf(InvalidGrantError);
   });
 
   it("the boot sweep removes expired codes and keeps live ones", async () => {
