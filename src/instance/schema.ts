@@ -19,6 +19,8 @@ export const REQUEST_TIMEOUT_SECONDS_DEFAULT = 300;
 export const MAX_REQUEST_TIMEOUT_SECONDS = 86_400;
 export const SESSION_MAX_AGE_DEFAULT = 12 * 60 * 60;
 export const ACCESS_TOKEN_TTL_DEFAULT = 15 * 60;
+/** The longest `oauth.accessTokenTtlSeconds` allowed: what a grant that recorded no token expiry is judged by. */
+export const MAX_ACCESS_TOKEN_TTL_SECONDS = 86_400;
 export const REFRESH_TOKEN_TTL_DEFAULT = 30 * 24 * 60 * 60;
 /**
  * How long after a rotation the refresh token it replaced is answered with its successor rather
@@ -114,7 +116,7 @@ export const instanceSchema = {
       type: "object",
       additionalProperties: false,
       properties: {
-        accessTokenTtlSeconds: { type: "integer", minimum: 30, maximum: 86_400 },
+        accessTokenTtlSeconds: { type: "integer", minimum: 30, maximum: MAX_ACCESS_TOKEN_TTL_SECONDS },
         refreshTokenTtlSeconds: { type: "integer", minimum: 300, maximum: 31_536_000 },
         refreshReuseGraceSeconds: { type: "integer", minimum: 0, maximum: MAX_REFRESH_REUSE_GRACE_SECONDS },
         registrationsPerHour: { type: "integer", minimum: 1 },

@@ -38,6 +38,24 @@ export interface GrantRecord {
    */
   successorSealed?: string;
   revokedAt?: number;
+  /**
+   * The latest `exp` of the access tokens it issued, written with the exchange and each rotation:
+   * the file and the revocation are kept until then (+ tolerance), whatever the TTL is now.
+   * Records written before it was kept are judged by the longest TTL allowed.
+   */
+  accessTokensUntil?: number;
+}
+
+/** An access token's `iat` and `exp`, epoch seconds: decided by its grant, which records the `exp`. */
+export interface AccessTokenLifetime {
+  issuedAt: number;
+  expiresAt: number;
+}
+
+/** The lifetime of an access token issued at `now` (epoch ms) for `ttlSeconds`. */
+export function accessTokenLifetime(now: number, ttlSeconds: number): AccessTokenLifetime {
+  const issuedAt = Math.floor(now / 1000);
+  return { issuedAt, expiresAt: issuedAt + ttlSeconds };
 }
 
 export interface NewGrant {
@@ -62,6 +80,8 @@ export interface Refreshed {
   resource: string;
   refreshToken: string;
   scopes: string[];
+  /** The new access token's, within the grant's `accessTokensUntil`. */
+  lifetime: AccessTokenLifetime;
 }
 
 /**

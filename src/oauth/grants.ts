@@ -1,3 +1,4 @@
+import { MAX_ACCESS_TOKEN_TTL_SECONDS } from "../instance/schema.ts";
 import { forEachAtMost } from "../kernel/at-most.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
@@ -6,6 +7,8 @@ import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
 import { GrantIndex } from "./grant-index.ts";
 import {
+  type AccessTokenLifetime,
+  accessTokenLifetime,
   type GrantRecord,
   indexed,
   type NewGrant,
@@ -73,11 +76,11 @@ export class Grants {
   /**
    * Loads the revoked set and the index of live grants, writes revoked those whose person's
    * standing is gone, and deletes grants that can no longer matter: revoked or past their
-   * lifetime longer ago than any access token they issued can live. Called at boot, and again
-   * by the instance's housekeeping (the one scan of the folder).
+   * lifetime, and past the last access token they issued (as recorded: a token signed under a
+   * longer TTL than today's outlives today's). Called at boot, and again by the instance's
+   * housekeeping (the one scan of the folder).
    */
   async load(): Promise<void> {
-    const outlived = (this.options.accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000;
     for (const id of await this.records.ids()) {
       let record: GrantRecord | undefined;
       try {
@@ -109,7 +112,7 @@ export class Grants {
       } else {
         this.index.put(indexed(record));
       }
-      if (endedAt + outlived < now) {
+      if (lastTokenExpiry(record, endedAt) + CLOCK_TOLERANCE_SECONDS * 1000 < now) {
         await this.records.delete(id);
         // No token it issued can still be valid: held on, its id grew the set with every revocation.
         this.revoked.delete(id);
@@ -195,7 +198,7 @@ export class Grants {
   create(
     grant: NewGrant,
     options: { refresh: boolean; consentedAt: number },
-  ): Promise<{ grant: GrantRecord; refreshToken?: string }> {
+  ): Promise<{ grant: GrantRecord; refreshToken?: string; lifetime: AccessTokenLifetime }> {
     return this.locks.run(grant.grantId, async () => {
       // A code replayed while its grant was being made has already revoked this id.
       if (this.revoked.has(grant.grantId) || (await this.records.get(grant.grantId))) {
@@ -207,12 +210,14 @@ export class Grants {
       const refusal = standingRefusal(this.options, grant.principalId, workspaceId, options.consentedAt);
       if (refusal !== undefined) throw new OAuthError("invalid_grant", refusal);
       const now = this.clock();
+      const lifetime = accessTokenLifetime(now, this.options.accessTokenTtlSeconds);
       const record: GrantRecord = {
         ...grant,
         workspaceId,
         createdAt: now,
         absoluteExpiresAt: now + this.options.refreshTokenTtlSeconds * 1000,
         previousRefreshHashes: [],
+        accessTokensUntil: lifetime.expiresAt * 1000,
       };
       const refreshToken = options.refresh ? issueRefreshToken(record) : undefined;
       // Indexed in the same turn as the standing check, before the write: a removal or a
@@ -231,7 +236,9 @@ export class Grants {
       // client gets no tokens for it.
       if (this.revoked.has(record.grantId)) throw new OAuthError("invalid_grant", REVOKED_DURING_EXCHANGE);
       await this.revokeOverflow(record);
-      return refreshToken === undefined ? { grant: record } : { grant: record, refreshToken };
+      return refreshToken === undefined
+        ? { grant: record, lifetime }
+        : { grant: record, refreshToken, lifetime };
     });
   }
 
@@ -280,14 +287,41 @@ export class Grants {
           { grantId, clientId: record.clientId },
           "the refresh token just replaced came back from its client within the grace; answered with its successor",
         );
-        return { grant: record, resource, refreshToken: verdict.refreshToken, scopes };
+        const lifetime = await this.resentLifetime(record);
+        return { grant: record, resource, refreshToken: verdict.refreshToken, scopes, lifetime };
       }
       const now = this.clock();
       const refreshToken = rotate(record, verdict, now, this.options.refreshReuseGraceSeconds > 0);
+      const lifetime = this.recordLifetime(record, now);
       await this.records.put(grantId, record);
       this.index.touch(grantId, now);
-      return { grant: record, resource, refreshToken, scopes };
+      return { grant: record, resource, refreshToken, scopes, lifetime };
     });
+  }
+
+  /** A new access token's lifetime from `now`, its `exp` recorded in `record` (the caller writes it). */
+  private recordLifetime(record: GrantRecord, now: number): AccessTokenLifetime {
+    const lifetime = accessTokenLifetime(now, this.options.accessTokenTtlSeconds);
+    // Never lowered: a clock stepped back does not shorten what was issued before.
+    record.accessTokensUntil = Math.max(record.accessTokensUntil ?? 0, lifetime.expiresAt * 1000);
+    return lifetime;
+  }
+
+  /**
+   * The lifetime of the access token a resent successor comes with (ADR 0136): it ends with the
+   * rotation's, which the record holds, so nothing is written. Only when that has already passed
+   * (a TTL shorter than the grace) is a fresh one recorded. A record from before the expiry was
+   * kept is judged by the longest TTL allowed, past any token issued now.
+   */
+  private async resentLifetime(record: GrantRecord): Promise<AccessTokenLifetime> {
+    const now = this.clock();
+    const fresh = accessTokenLifetime(now, this.options.accessTokenTtlSeconds);
+    if (record.accessTokensUntil === undefined) return fresh;
+    const until = Math.floor(record.accessTokensUntil / 1000);
+    if (until > fresh.issuedAt) return { ...fresh, expiresAt: Math.min(fresh.expiresAt, until) };
+    const lifetime = this.recordLifetime(record, now);
+    await this.records.put(record.grantId, record);
+    return lifetime;
   }
 
   /** Revokes a grant: its refresh token stops working, and so do its access tokens. */
@@ -352,4 +386,13 @@ export class Grants {
     record.revokedAt = this.clock();
     await this.records.put(record.grantId, record);
   }
+}
+
+/**
+ * When the last access token `record` issued expires, epoch ms: as it recorded, or, for a record
+ * from before that was kept, the longest TTL allowed after it ended (no token is issued after).
+ */
+function lastTokenExpiry(record: GrantRecord, endedAt: number): number {
+  const until = record.accessTokensUntil ?? endedAt + MAX_ACCESS_TOKEN_TTL_SECONDS * 1000;
+  return Math.max(endedAt, until);
 }

@@ -79,7 +79,6 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
     keys,
     grants,
     publicUrl,
-    ttlSeconds: config.accessTokenTtlSeconds,
     clock,
   });
 

@@ -1,6 +1,7 @@
 import { compactVerify, decodeJwt, type JWTPayload, type JWTVerifyGetKey, jwtVerify, SignJWT } from "jose";
 import { randomSecret } from "../crypto/secrets.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
+import type { AccessTokenLifetime } from "./grant-record.ts";
 import type { Grants } from "./grants.ts";
 import { SIGNING_ALG, type SigningKeys } from "./keys.ts";
 import { OAuthError } from "./oauth-error.ts";
@@ -29,13 +30,14 @@ export interface IssueAccessToken {
   scopes: string[];
   audience: string;
   grantId: string;
+  /** From the grant, which recorded its `exp` before the token is issued (Grants.load keeps it till then). */
+  lifetime: AccessTokenLifetime;
 }
 
 export interface AccessTokensOptions {
   keys: SigningKeys;
   grants: Pick<Grants, "isRevoked">;
   publicUrl: () => string;
-  ttlSeconds: number;
   clock?: Clock;
 }
 
@@ -57,7 +59,7 @@ export class AccessTokens {
 
   async issue(input: IssueAccessToken): Promise<{ token: string; expiresIn: number }> {
     const key = this.options.keys.current();
-    const now = Math.floor(this.clock() / 1000);
+    const { issuedAt, expiresAt } = input.lifetime;
     const token = await new SignJWT({
       client_id: input.clientId,
       scope: input.scopes.join(" "),
@@ -68,10 +70,10 @@ export class AccessTokens {
       .setAudience(input.audience)
       .setSubject(input.sub)
       .setJti(randomSecret(16))
-      .setIssuedAt(now)
-      .setExpirationTime(now + this.options.ttlSeconds)
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(expiresAt)
       .sign(key.privateKey);
-    return { token, expiresIn: this.options.ttlSeconds };
+    return { token, expiresIn: expiresAt - issuedAt };
   }
 
   /**

@@ -81,7 +81,7 @@ async function exchangeCode(
   const redirectUri = form.get("redirect_uri");
   const verifier = form.require("code_verifier");
   const resource = form.get("resource");
-  const { grant, grantId, made, refreshToken } = await deps.codes.redeem(
+  const { grant, grantId, made, refreshToken, lifetime } = await deps.codes.redeem(
     code,
     (issued) => checkRedemption(issued, { clientId: client.client_id, redirectUri, verifier, resource }),
     async ({ grant, grantId, issuedAt }) => {
@@ -96,7 +96,13 @@ async function exchangeCode(
         },
         { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
       );
-      return { grant, grantId, made: started.grant, refreshToken: started.refreshToken };
+      return {
+        grant,
+        grantId,
+        made: started.grant,
+        refreshToken: started.refreshToken,
+        lifetime: started.lifetime,
+      };
     },
   );
   const access = await deps.tokens.issue({
@@ -105,6 +111,7 @@ async function exchangeCode(
     scopes: grant.scopes,
     audience: deps.grants.audienceOf(made),
     grantId,
+    lifetime,
   });
   return tokenResponse(c, access, grant.scopes, refreshToken);
 }
@@ -180,6 +187,7 @@ async function refresh(
     scopes: refreshed.scopes,
     audience: refreshed.resource,
     grantId: refreshed.grant.grantId,
+    lifetime: refreshed.lifetime,
   });
   return tokenResponse(c, access, refreshed.scopes, refreshed.refreshToken);
 }

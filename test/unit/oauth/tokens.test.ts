@@ -1,5 +1,6 @@
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from "jose";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { accessTokenLifetime } from "../../../src/oauth/grant-record.ts";
 import type { Grants } from "../../../src/oauth/grants.ts";
 import { SigningKeys } from "../../../src/oauth/keys.ts";
 import { AccessTokens } from "../../../src/oauth/tokens.ts";
@@ -36,7 +37,6 @@ beforeEach(async () => {
     keys,
     grants,
     publicUrl: () => PUBLIC_URL,
-    ttlSeconds: ACCESS_TTL_SECONDS,
     clock,
   });
 });
@@ -50,6 +50,7 @@ function issue(audience = RESOURCE) {
     scopes: ["mcp:read", "mcp:write"],
     audience,
     grantId: GRANT_ID,
+    lifetime: accessTokenLifetime(clock(), ACCESS_TTL_SECONDS),
   });
 }
 
@@ -137,7 +138,6 @@ describe("AccessTokens", () => {
       keys,
       grants,
       publicUrl: () => "https://other.example",
-      ttlSeconds: ACCESS_TTL_SECONDS,
       clock,
     });
     const { token } = await elsewhere.issue({
@@ -146,6 +146,7 @@ describe("AccessTokens", () => {
       scopes: ["mcp:read"],
       audience: RESOURCE,
       grantId: GRANT_ID,
+      lifetime: accessTokenLifetime(clock(), ACCESS_TTL_SECONDS),
     });
     expect(tokens.isAtriumToken(token)).toBe(false);
     await expect(tokens.verify(token, RESOURCE)).rejects.toBeInstanceOf(InvalidTokenError);
