@@ -89,7 +89,8 @@ export class AuthorizationCodes {
    * under the id given, still under the code's lock, so a second redemption waits for it. Throws
    * invalid_grant for an unknown or expired code, and for one whose grant is stored: that is a
    * replay, and the grant is revoked (OAuth 2.1 §4.1.3). A code redeemed whose grant is not
-   * stored (its write failed, answered 503 "try again") is redeemed again under the same grant id.
+   * stored (its write failed, answered 503 "try again") is redeemed again under the same grant id,
+   * until REDEEMED_CODE_KEPT_MS past its expiry.
    */
   async redeem<T>(
     code: string,
@@ -109,7 +110,10 @@ export class AuthorizationCodes {
         );
         throw new OAuthError("invalid_grant", REFUSED);
       }
-      if (stored.expiresAt <= this.clock()) {
+      // A code redeemed in time whose grant was never stored can be tried again while it is kept,
+      // past a Retry-After: it proved its verifier before it expired.
+      const redeemableUntil = stored.expiresAt + (stored.grantId === undefined ? 0 : REDEEMED_CODE_KEPT_MS);
+      if (redeemableUntil <= this.clock()) {
         await this.records.delete(id);
         throw new OAuthError("invalid_grant", REFUSED);
       }
@@ -126,10 +130,9 @@ export class AuthorizationCodes {
   }
 
   /**
-   * Whether the grant a redemption started is stored. While the code is unexpired it cannot have
-   * been deleted (housekeeping keeps a grant past every access token it issued, at least
-   * 30 s + CLOCK_TOLERANCE_SECONDS, longer than a code lives). One that cannot be read counts as
-   * stored: a replay revokes, which fails safe.
+   * Whether the grant a redemption started is stored. While its code is kept it cannot have been
+   * deleted: housekeeping keeps a grant until its code can no longer come back (`keptUntil`).
+   * One that cannot be read counts as stored: a replay revokes, which fails safe.
    */
   private grantStored(grantId: string): Promise<boolean> {
     return this.grants.get(grantId).then(

@@ -1,3 +1,6 @@
+import { MAX_ACCESS_TOKEN_TTL_SECONDS } from "../instance/schema.ts";
+import { CLOCK_TOLERANCE_SECONDS } from "../kernel/clock.ts";
+import { CODE_TTL_MS, REDEEMED_CODE_KEPT_MS } from "./codes.ts";
 import type { IndexedGrant } from "./grant-index.ts";
 
 /** The end of every resource a grant was made for: `<publicUrl>/mcp/ws_<16 hex>`. */
@@ -114,4 +117,19 @@ export function indexed(record: GrantRecord): IndexedGrant {
     lastUsedAt: record.refreshedAt ?? record.createdAt,
     absoluteExpiresAt: record.absoluteExpiresAt,
   };
+}
+
+/**
+ * Until when a grant that ended at `endedAt` (epoch ms) is kept, file and revoked id: past the
+ * last access token it issued (as recorded; for a record from before that was kept, the longest
+ * TTL allowed after it ended) and the clock tolerance, and past the last moment the code that made
+ * it can come back, so a replay finds it stored and revokes it (codes.ts).
+ */
+export function keptUntil(record: GrantRecord, endedAt: number): number {
+  const lastToken = record.accessTokensUntil ?? endedAt + MAX_ACCESS_TOKEN_TTL_SECONDS * 1000;
+  return Math.max(
+    endedAt,
+    lastToken + CLOCK_TOLERANCE_SECONDS * 1000,
+    record.createdAt + CODE_TTL_MS + REDEEMED_CODE_KEPT_MS,
+  );
 }

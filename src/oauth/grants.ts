@@ -1,6 +1,5 @@
-import { MAX_ACCESS_TOKEN_TTL_SECONDS } from "../instance/schema.ts";
 import { forEachAtMost } from "../kernel/at-most.ts";
-import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
+import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
@@ -11,6 +10,7 @@ import {
   accessTokenLifetime,
   type GrantRecord,
   indexed,
+  keptUntil,
   type NewGrant,
   type Refreshed,
   type RefreshRequest,
@@ -112,7 +112,7 @@ export class Grants {
       } else {
         this.index.put(indexed(record));
       }
-      if (lastTokenExpiry(record, endedAt) + CLOCK_TOLERANCE_SECONDS * 1000 < now) {
+      if (keptUntil(record, endedAt) < now) {
         await this.records.delete(id);
         // No token it issued can still be valid: held on, its id grew the set with every revocation.
         this.revoked.delete(id);
@@ -386,13 +386,4 @@ export class Grants {
     record.revokedAt = this.clock();
     await this.records.put(record.grantId, record);
   }
-}
-
-/**
- * When the last access token `record` issued expires, epoch ms: as it recorded, or, for a record
- * from before that was kept, the longest TTL allowed after it ended (no token is issued after).
- */
-function lastTokenExpiry(record: GrantRecord, endedAt: number): number {
-  const until = record.accessTokensUntil ?? endedAt + MAX_ACCESS_TOKEN_TTL_SECONDS * 1000;
-  return Math.max(endedAt, until);
 }

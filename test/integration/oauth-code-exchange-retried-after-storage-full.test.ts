@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
 import { withFsHook } from "../helpers/fs-hook.ts";
 import {
   authorize,
@@ -22,11 +23,12 @@ import {
 
 const REPLAYED = "an authorization code was redeemed twice; the grant it started is revoked";
 const captured = capturingLogger("warn");
+const time = new FakeTime(Date.now());
 const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
 let instance: TestAtrium;
 let ws: string;
 beforeAll(async () => {
-  instance = await startTestAtrium({ log: captured.log });
+  instance = await startTestAtrium({ log: captured.log, clock: time.clock });
   ws = await bootstrapWorkspace(instance, "alice");
 });
 afterAll(async () => {
@@ -52,7 +54,7 @@ async function approvedCodeExchange(): Promise<Record<string, string>> {
   };
 }
 
-it("a code exchange answered 503 'try again' because only its grant's write met a full disk succeeds when tried again; the code is then spent", async () => {
+it("a code exchange answered 503 'try again' because only its grant's write met a full disk succeeds when tried again after Retry-After; the code is then spent", async () => {
   const form = await approvedCodeExchange();
   // Only the grant's own file meets the full disk: the code's record was written redeemed.
   const first = await withFsHook(
@@ -66,7 +68,8 @@ it("a code exchange answered 503 'try again' because only its grant's write met 
   expect(first.headers.get("retry-after")).toBe("60");
   expect(((await first.json()) as { error: string }).error).toBe("temporarily_unavailable");
 
-  // Space freed; the client tries again, as told.
+  // Space freed; the client tries again, as told, once Retry-After has passed: past the code's 60 s.
+  await time.advance(61_000);
   const again = await tokenRequest(instance, form);
   const text = await again.text();
   expect(again.status, text).toBe(200);

@@ -2,6 +2,7 @@ import { readdir } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { s256 } from "../../../src/crypto/pkce.ts";
 import { hashSecret } from "../../../src/crypto/secrets.ts";
+import type { UserDirectory } from "../../../src/identity/users.ts";
 import { AuthorizationCodes, CODE_TTL_MS, type CodeGrant } from "../../../src/oauth/codes.ts";
 import type { Grants } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
@@ -26,6 +27,7 @@ const GRANT: CodeGrant = {
 };
 
 let layout: StorageLayout;
+let users: UserDirectory;
 let cleanup: () => Promise<void>;
 let clock: TestClock;
 let grants: Grants;
@@ -33,7 +35,7 @@ let codes: AuthorizationCodes;
 
 beforeEach(async () => {
   const instance = await tempInstance();
-  ({ layout, cleanup } = instance);
+  ({ layout, users, cleanup } = instance);
   clock = testClock();
   grants = newGrants(layout, instance.users, clock);
   codes = new AuthorizationCodes(layout, grants, silentLog, clock);
@@ -98,7 +100,7 @@ describe("AuthorizationCodes", () => {
     expect(grants.isRevoked(grantId)).toBe(true);
   });
 
-  it("a redemption whose grant was never stored is no redemption: the code is redeemed again, for the same grant id", async () => {
+  it("a redemption whose grant was never stored is no redemption: the code is redeemed again, for the same grant id, past its 60 s", async () => {
     const code = await codes.issue(GRANT);
     const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
     let first = "";
@@ -108,6 +110,8 @@ describe("AuthorizationCodes", () => {
         throw full;
       }),
     ).rejects.toBe(full);
+    // Tried again as the 503 said, after Retry-After: 60, so past the code's own 60 s.
+    clock.advance(CODE_TTL_MS + 60_000);
     const { grantId } = await codes.redeem(code, accept, async (redeemed) => {
       await startGrant(redeemed.grantId);
       return redeemed;
@@ -135,6 +139,32 @@ describe("AuthorizationCodes", () => {
     const { grantId } = await exchange;
     await expect(replay).rejects.toBeInstanceOf(InvalidGrantError);
     expect(grants.isRevoked(grantId)).toBe(true);
+  });
+
+  it("a code whose grant was stored and revoked still revokes when it comes back after housekeeping, however short the token TTL", async () => {
+    const code = await codes.issue(GRANT);
+    const shortLived = newGrants(layout, users, clock, undefined, { accessTokenTtlSeconds: 30 });
+    const shortCodes = new AuthorizationCodes(layout, shortLived, silentLog, clock);
+    const { grantId } = await shortCodes.redeem(code, accept, async (redeemed) => {
+      await shortLived.create(
+        {
+          grantId: redeemed.grantId,
+          clientId: GRANT.clientId,
+          principalId: GRANT.principalId,
+          resource: RESOURCE,
+          scopes: GRANT.scopes,
+        },
+        { refresh: true, consentedAt: clock() },
+      );
+      return redeemed;
+    });
+    await shortLived.revoke(grantId);
+    clock.advance(5 * 60_000);
+    await shortLived.load();
+    await expect(shortCodes.redeem(code, accept, async (redeemed) => redeemed)).rejects.toBeInstanceOf(
+      InvalidGrantError,
+    );
+    expect(shortLived.isRevoked(grantId)).toBe(true);
   });
 
   it("a refused check leaves the code unspent", async () => {

@@ -62,14 +62,20 @@ export function newGrants(
     publicUrl = PUBLIC_URL,
     maxLiveGrantsPerPerson,
     refreshReuseGraceSeconds = 0,
-  }: { publicUrl?: string; maxLiveGrantsPerPerson?: number; refreshReuseGraceSeconds?: number } = {},
+    accessTokenTtlSeconds = ACCESS_TTL_SECONDS,
+  }: {
+    publicUrl?: string;
+    maxLiveGrantsPerPerson?: number;
+    refreshReuseGraceSeconds?: number;
+    accessTokenTtlSeconds?: number;
+  } = {},
 ): Grants {
   return new Grants(layout, {
     users,
     memberSince,
     resourceOf: (workspaceId) => `${publicUrl}/mcp/${workspaceId}`,
     ...(maxLiveGrantsPerPerson === undefined ? {} : { maxLiveGrantsPerPerson }),
-    accessTokenTtlSeconds: ACCESS_TTL_SECONDS,
+    accessTokenTtlSeconds,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,
     // Off unless a test turns it on: a rotated-out token is judged at once, as before ADR 0136.
     refreshReuseGraceSeconds,
