@@ -200,7 +200,8 @@ export class Grants {
     options: { refresh: boolean; consentedAt: number },
   ): Promise<{ grant: GrantRecord; refreshToken?: string; lifetime: AccessTokenLifetime }> {
     return this.locks.run(grant.grantId, async () => {
-      // A code replayed while its grant was being made has already revoked this id.
+      // An id revoked before its grant exists (a removal that raced an earlier, failed write of it)
+      // is never made; nor one already stored (its code's replay waits for it and revokes it).
       if (this.revoked.has(grant.grantId) || (await this.records.get(grant.grantId))) {
         throw new OAuthError("invalid_grant", "The authorization code has already been used.");
       }
