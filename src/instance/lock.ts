@@ -200,7 +200,9 @@ async function takeLock(
       throw new InstanceLocked(layout.root, seen.holder, path, staleMs, unchecked(seen.holder, here));
     }
     if (judged.ageMs !== undefined) {
-      const watched = await watchHeartbeat(path, seen, watchMs);
+      // A stamp ahead has no age to have passed the stale bound, so the watch spans it: a holder
+      // it is refused after a second's step back, missing two beats, was taken over while it ran.
+      const watched = await watchHeartbeat(path, seen, judged.ahead ? Math.max(staleMs, watchMs) : watchMs);
       // The watch is not time spent waiting for another process's takeover.
       waitedMs = 0;
       if (watched === "changed") continue;
@@ -220,7 +222,8 @@ async function takeLock(
       continue;
     }
     if (removed === "taken") {
-      const watched = judged.ageMs === undefined ? {} : { watchedMs: watchMs };
+      const watched =
+        judged.ageMs === undefined ? {} : { watchedMs: judged.ahead ? Math.max(staleMs, watchMs) : watchMs };
       options.log.warn(
         { root: layout.root, previous: seen.holder ?? "unreadable", reason: judged.reason, ...watched },
         "taking over a stale instance lock",
@@ -301,6 +304,8 @@ function holdLock(path: string, holder: LockHolder, options: LockOptions): Insta
 interface Staleness {
   reason: string;
   ageMs?: number;
+  /** Stamped ahead of this clock: no age, watched for the whole stale bound. */
+  ahead?: boolean;
 }
 
 /** How old the lock looked by this process's clock, in words. */
@@ -330,7 +335,11 @@ function stalenessOf(seen: SeenLock, staleMs: number, nowMs: number, here: PidSp
   // holder's. Judged live, a dead holder's lock refused every start until the clock caught up
   // with its stamp; only the watch can tell (lock.test.ts "a heartbeat stamped ahead").
   if (ageMs < 0)
-    return { reason: `its heartbeat is stamped ${Math.round(-ageMs / 1000)} s ahead of this clock`, ageMs };
+    return {
+      reason: `its heartbeat is stamped ${Math.round(-ageMs / 1000)} s ahead of this clock`,
+      ageMs,
+      ahead: true,
+    };
   return undefined;
 }
 

@@ -66,14 +66,33 @@ describe("the instance lock after a clock step back", () => {
       { pid: 4242, host: hostname(), ...previousBoot, token: "previous-boot" },
       Date.now() + HOUR_MS,
     );
-    const lock = await acquireInstanceLock(layout, { ...options(), heartbeatMs: 20 });
+    const lock = await acquireInstanceLock(layout, { ...options(), heartbeatMs: 20, staleMs: 200 });
     expect((await readHolder()).token).toBe(lock.holder.token);
     const takeover = logged().find((entry) => entry.msg === "taking over a stale instance lock");
+    // Watched for the whole stale bound, not two beats: a stamp ahead has no age.
     expect(takeover).toMatchObject({
       reason: "its heartbeat is stamped 3600 s ahead of this clock",
-      watchedMs: 40,
+      watchedMs: 200,
     });
     await lock.release();
+  });
+
+  it("a holder stamped a second ahead that misses two beats but refreshes within the stale bound is not taken over", async () => {
+    // Another host's holder, so only its heartbeat tells; the clock here was stepped back a second.
+    await writeLock({ pid: 4242, host: "elsewhere.example", token: "theirs" }, Date.now() + 1_000);
+    // Its next beat comes late (a GC pause, a slow disk): after two of this watch's beats, well
+    // inside the stale bound. Watched for two beats only, it was taken over while it ran.
+    const late = setTimeout(() => {
+      const now = new Date(Date.now() + 1_000);
+      void utimes(layout.instanceLockFile(), now, now);
+    }, 300);
+    try {
+      const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 20, staleMs: 3_000 });
+      await expect(attempt).rejects.toThrow(InstanceLocked);
+      expect((await readHolder()).token).toBe("theirs");
+    } finally {
+      clearTimeout(late);
+    }
   });
 
   it("a fresh lock the file system stamped later in this clock's millisecond is not ahead of it: refused at once", async () => {
@@ -95,7 +114,7 @@ describe("the instance lock after a clock step back", () => {
     // As its first beat stamps it (the exclusive create took the file system's time).
     const ahead = new Date(Date.now() + HOUR_MS);
     await utimes(layout.instanceLockFile(), ahead, ahead);
-    const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 50 });
+    const attempt = acquireInstanceLock(layout, { ...options(), heartbeatMs: 50, staleMs: 200 });
     await expect(attempt).rejects.toThrow(InstanceLocked);
     await expect(attempt).rejects.toThrow(
       /its stamp was 3600 s ahead of this process's clock: the two clocks disagree/,
