@@ -1,4 +1,4 @@
-import { writeFile } from "node:fs/promises";
+import { mkdir, rename, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
@@ -216,5 +216,53 @@ describe("a task whose record is damaged", () => {
       code: "too_many_tasks",
       message: expect.stringMatching(says),
     });
+  });
+});
+
+describe("a run record that cannot be read", () => {
+  // A start reads the workspace's runs first, for its task's next sequence (ADR 0056): one record
+  // that failed to read other than by not parsing (EIO, EACCES; here EISDIR, a folder under its
+  // name) failed that read, and with it every start of every task in the workspace, manual and
+  // scheduled. Now it is left out while it cannot be read, and read again at each later call: a
+  // transient fault does not lose the run until the next eviction.
+  it("lets the other task start and rejoins its task's runs once it reads again", async () => {
+    const { ws, damaged, healthy, run, owned } = await twoTasksStopped();
+    const file = join(owned, "runs", `${run.id}.json`);
+    const aside = join(owned, `${run.id}.aside`);
+    await rename(file, aside);
+    await mkdir(file);
+    instance = await running().restart();
+
+    const healthyStart = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/tasks/${healthy.id}/runs`,
+      {},
+    );
+    expect(healthyStart.status, await healthyStart.clone().text()).toBe(201);
+    const listed = async () => {
+      const response = await running().rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`);
+      expect(response.status).toBe(200);
+      return ((await response.json()) as { runs: Run[] }).runs.map((listedRun) => listedRun.id);
+    };
+    expect(await listed()).toEqual([]);
+    expect(
+      captured.lines.filter((line) => String(line.msg).startsWith("task run left out for now")),
+    ).toMatchObject([{ workspaceId: ws, ownerId: alice, id: run.id, path: file }]);
+    // Its own task starts too; which sequence the unread run holds is not known meanwhile.
+    const meanwhile = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`,
+      {},
+    );
+    expect(meanwhile.status).toBe(201);
+    const later = (await meanwhile.json()) as Run;
+    expect(await listed()).toEqual([later.id]);
+
+    await rmdir(file);
+    await rename(aside, file);
+    // Read again at the next call, without an eviction, and put in its place: the older.
+    expect(await listed()).toEqual([later.id, run.id]);
   });
 });

@@ -55,6 +55,21 @@ export class DamagedRecords<T> {
     return DAMAGED;
   }
 
+  /**
+   * Logs a record that is there but cannot be read (EIO, EACCES, EISDIR, EMFILE…), once per file:
+   * unlike a damaged one it may read at the next try, so its reader leaves it out only for now
+   * (TaskStore.withRuns). The error names the file and the fault, never its text.
+   */
+  unreadable(place: RecordRef, error: unknown): void {
+    const path = this.pathOf(place);
+    if (this.logged.has(path)) return;
+    this.logged.add(path);
+    this.log.error(
+      { ...place, path, err: error },
+      `${this.kind} left out for now: its record cannot be read (err says why). It is read again at each call that needs its workspace's runs; fix the file's fault (permissions, disk) or move it out of the data root.`,
+    );
+  }
+
   /** Logs a damaged record, once per file. */
   private report(place: RecordRef, path: string, reason: string): void {
     if (this.logged.has(path)) return;

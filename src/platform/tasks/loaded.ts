@@ -1,3 +1,4 @@
+import type { RecordRef } from "./damaged-records.ts";
 import type { IdempotencyKeys } from "./idempotency.ts";
 import type { Run, Task } from "./model.ts";
 
@@ -68,13 +69,25 @@ export class LoadedRuns {
   private readonly runsOf = new Map<string, string[]>();
   private readonly taskOfRun = new Map<string, string>();
   private readonly lastSequence = new Map<string, number>();
+  /** Where each run stands among its task's runs (`startOrder`). */
+  private readonly orderOf = new Map<string, RunOrder>();
+  /**
+   * Run records the read met and could not read (TaskFiles.runHeader): left out for now, and
+   * read again by each later call (TaskStore.withRuns) until they read, are gone, or are damaged.
+   */
+  readonly unreadable: RecordRef[] = [];
+  /** Those being read again now (run-reads.ts readAgain). */
+  readingAgain?: Promise<void>;
 
   constructor(readonly keys: IdempotencyKeys) {}
 
   /** Forgets the task's runs; returns their ids. */
   deleteTask(taskId: string): string[] {
     const runIds = this.runsOf.get(taskId) ?? [];
-    for (const runId of runIds) this.taskOfRun.delete(runId);
+    for (const runId of runIds) {
+      this.taskOfRun.delete(runId);
+      this.orderOf.delete(runId);
+    }
     this.runsOf.delete(taskId);
     this.lastSequence.delete(taskId);
     this.keys.forget(runIds);
@@ -92,23 +105,31 @@ export class LoadedRuns {
   }
 
   /**
-   * Adds a run as the task's newest, unless it is known. A task's starts take its lock (ADR 0087),
-   * so its runs are added in the order their sequences were taken.
+   * Adds a run in its place among the task's runs, unless it is known: last for a run just
+   * started, since a task's starts take its lock (ADR 0087) and so are added in the order their
+   * sequences were taken; further back for one read late, after a fault kept it unread.
    */
-  addRun(taskId: string, runId: string, sequence?: number): void {
+  addRun(taskId: string, runId: string, order: RunOrder): void {
+    const { sequence } = order;
     if (sequence !== undefined && sequence > (this.lastSequence.get(taskId) ?? 0)) {
       this.lastSequence.set(taskId, sequence);
     }
     if (this.taskOfRun.has(runId)) return;
     this.taskOfRun.set(runId, taskId);
-    const list = this.runsOf.get(taskId);
-    if (list) list.push(runId);
-    else this.runsOf.set(taskId, [runId]);
+    this.orderOf.set(runId, { sequence, startedAt: order.startedAt });
+    const list = this.runsOf.get(taskId) ?? [];
+    let at = list.length;
+    while (at > 0 && startOrder(this.orderOf.get(list[at - 1] as string) ?? order, order) > 0) at--;
+    list.splice(at, 0, runId);
+    this.runsOf.set(taskId, list);
   }
 
   forgetRuns(taskId: string, runIds: readonly string[]): void {
     const doomed = new Set(runIds);
-    for (const runId of doomed) this.taskOfRun.delete(runId);
+    for (const runId of doomed) {
+      this.taskOfRun.delete(runId);
+      this.orderOf.delete(runId);
+    }
     // A removed run takes its key with it: the key is free, and nothing of the run is kept.
     this.keys.forget(doomed);
     const kept = (this.runsOf.get(taskId) ?? []).filter((runId) => !doomed.has(runId));
@@ -139,6 +160,29 @@ export type RunHeader = Pick<
   whole?: Run;
 };
 
+/** What a read of a workspace's runs found: their headers, and the records it could not read. */
+export interface RunHeaders {
+  found: RunHeader[];
+  unreadable: RecordRef[];
+}
+
+/** What TaskFiles.runHeader answers for a record that is there and could not be read. */
+export const UNREADABLE = Symbol("unreadable record");
+
+/** What orders a task's runs (`startOrder`). */
+export type RunOrder = Pick<Run, "sequence" | "startedAt">;
+
+/**
+ * The order runs started in: by sequence, never by startedAt alone. After a wall clock stepped
+ * back, the run started later has the earlier startedAt, and ordered so it was taken for the
+ * oldest, pruned past runsKeptPerTask while an older run was kept
+ * (test/integration/tasks-run-order-after-clock-step.test.ts). A run recorded before sequences
+ * (none) is older than any that has one; among those, startedAt is all there is.
+ */
+export function startOrder(a: RunOrder, b: RunOrder): number {
+  return (a.sequence ?? 0) - (b.sequence ?? 0) || a.startedAt.localeCompare(b.startedAt);
+}
+
 export function headerOf(run: Run, keepWhole: boolean): RunHeader {
   const { id, taskId, startedBy, startedAt, sequence, idempotency } = run;
   return {
@@ -162,12 +206,7 @@ export function placeRuns(
   tasks: ReadonlyMap<string, Task>,
   runs: LoadedRuns,
 ): { unfinished: Unfinished[]; orphaned: Run[] } {
-  // By sequence, never by startedAt alone: after a wall clock stepped back, the run started later
-  // has the earlier startedAt, and ordered so it was taken for the oldest, pruned past
-  // runsKeptPerTask while an older run was kept (test/integration/tasks-run-order-after-clock-step.test.ts).
-  // A run recorded before sequences (none) is older than any that has one; among those, startedAt
-  // is all there is.
-  found.sort((a, b) => (a.sequence ?? 0) - (b.sequence ?? 0) || a.startedAt.localeCompare(b.startedAt));
+  found.sort(startOrder);
   const unfinished: Unfinished[] = [];
   const orphaned: Run[] = [];
   for (const header of found) {
@@ -176,7 +215,7 @@ export function placeRuns(
       if (header.whole) orphaned.push(header.whole);
       continue;
     }
-    runs.addRun(task.id, header.id, header.sequence);
+    runs.addRun(task.id, header.id, header);
     runs.keys.restore(header);
     if (header.whole?.execution.status === "running") unfinished.push({ run: header.whole, task });
   }

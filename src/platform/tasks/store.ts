@@ -7,9 +7,10 @@ import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
 import { TaskBootIndex } from "./boot-index.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
-import { LoadedRuns, LoadedWorkspace, type LoadHooks, placeRuns, type UnreadableTask } from "./loaded.ts";
+import { type LoadedRuns, LoadedWorkspace, type LoadHooks, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
+import { readAgain, readRuns } from "./run-reads.ts";
 import { forgetOrphanRuns, forgetRunRecord } from "./run-removal.ts";
 import { TaskFiles } from "./task-files.ts";
 import { triggeredAtBoot } from "./triggered-at-boot.ts";
@@ -238,7 +239,7 @@ export class TaskStore implements LeftoverRules {
     return this.withRuns(run.workspaceId, async (_loaded, runs) => {
       const recorded: Run = { ...run, sequence: runs.takeSequence(run.taskId) };
       await this.files.runs.create(run.workspaceId, run.ownerId, run.id, recorded, access);
-      runs.addRun(run.taskId, run.id, recorded.sequence);
+      runs.addRun(run.taskId, run.id, recorded);
       return recorded;
     });
   }
@@ -334,44 +335,36 @@ export class TaskStore implements LeftoverRules {
     }
   }
 
-  /** Runs `work` with the workspace's runs, reading them first if no call has needed them yet. */
+  /**
+   * Runs `work` with the workspace's runs, reading them first if no call has needed them yet, and
+   * reading again first the records the read could not (TaskFiles.runHeader): a fault that passes
+   * (EIO, EMFILE) leaves a run out of its task's runs until the next call, not until an eviction.
+   */
   private withRuns<R>(
     workspaceId: string,
     work: (loaded: LoadedWorkspace, runs: LoadedRuns) => Promise<R>,
   ): Promise<R> {
     return this.loaded.use(workspaceId, async (loaded) => {
       if (!loaded.runs) {
-        const reading = this.loadRuns(workspaceId, loaded);
+        const { clock, idempotencyWindowMs } = this.options;
+        const keys = new IdempotencyKeys(clock, idempotencyWindowMs);
+        const reading = readRuns(this.files, workspaceId, loaded, keys, this.hooks);
         loaded.runs = reading;
         // A read that failed is tried again by the next call, not remembered.
         reading.catch(() => {
           if (loaded.runs === reading) loaded.runs = undefined;
         });
       }
-      return work(loaded, await loaded.runs);
+      const runs = await loaded.runs;
+      if (runs.unreadable.length > 0 || runs.readingAgain)
+        await readAgain(this.files, loaded, runs, this.hooks);
+      return work(loaded, runs);
     });
   }
 
   /** The runs of a loaded workspace's tasks, if a call has needed them; else the disk has them. */
   private async loadedRuns(workspaceId: string): Promise<LoadedRuns | undefined> {
     return (await this.loaded.peek(workspaceId))?.loadedRuns();
-  }
-
-  /**
-   * Every kept run of the workspace's tasks, in the order they started, and the idempotency keys
-   * they hold; a run found `running` and not in flight here is recorded before this answers.
-   */
-  private async loadRuns(workspaceId: string, loaded: LoadedWorkspace): Promise<LoadedRuns> {
-    const { clock, idempotencyWindowMs } = this.options;
-    const runs = new LoadedRuns(new IdempotencyKeys(clock, idempotencyWindowMs));
-    const found = await this.files.runHeaders(
-      workspaceId,
-      (run) => !loaded.tasks.has(run.taskId) || run.execution.status === "running",
-    );
-    const { unfinished, orphaned } = placeRuns(found, loaded.tasks, runs);
-    await this.hooks.unfinished(unfinished);
-    if (orphaned.length > 0) this.hooks.orphaned(orphaned);
-    return runs;
   }
 }
 

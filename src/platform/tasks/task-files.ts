@@ -7,8 +7,8 @@ import { OwnedRecords } from "../../storage/owned-json-records.ts";
 import { sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
-import { DAMAGED, DamagedRecords, runProblem, taskProblem } from "./damaged-records.ts";
-import { headerOf, type RunHeader, type UnreadableTask } from "./loaded.ts";
+import { DAMAGED, DamagedRecords, type RecordRef, runProblem, taskProblem } from "./damaged-records.ts";
+import { headerOf, type RunHeader, type RunHeaders, UNREADABLE, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 
 const RUNS = "runs";
@@ -69,19 +69,42 @@ export class TaskFiles implements LeftoverRules {
    * What reading every run record of the workspace keeps of each (loaded.ts `RunHeader`), the
    * whole record of those `keepWhole` picks. Every owner's, not only those with a task: a crash
    * may have left runs of a deleted last task. A damaged record is left out (logged): which task
-   * it is of cannot be trusted, so it stays on disk, listed by no task.
+   * it is of cannot be trusted, so it stays on disk, listed by no task. One that cannot be read
+   * (`runHeader`) is left out too, and named in `unreadable`, to be read again.
    */
-  async runHeaders(workspaceId: string, keepWhole: (run: Run) => boolean): Promise<RunHeader[]> {
+  async runHeaders(workspaceId: string, keepWhole: (run: Run) => boolean): Promise<RunHeaders> {
     const found: RunHeader[] = [];
+    const unreadable: RecordRef[] = [];
     for (const ownerId of await this.owners(workspaceId)) {
-      const ids = await this.runs.ids(workspaceId, ownerId);
-      const headers = await mapBounded(ids, RUNS_READ_AT_ONCE, async (id) => {
-        const run = await this.run(workspaceId, ownerId, id);
-        return run && headerOf(run, keepWhole(run));
+      const places = (await this.runs.ids(workspaceId, ownerId)).map((id) => ({ workspaceId, ownerId, id }));
+      const headers = await mapBounded(places, RUNS_READ_AT_ONCE, (place) =>
+        this.runHeader(place, keepWhole),
+      );
+      headers.forEach((header, at) => {
+        if (header === UNREADABLE) unreadable.push(places[at] as RecordRef);
+        else if (header) found.push(header);
       });
-      for (const header of headers) if (header) found.push(header);
     }
-    return found;
+    return { found, unreadable };
+  }
+
+  /**
+   * One run record's header; undefined when there is none or it is damaged (logged); UNREADABLE
+   * when it is there and reading it failed (an I/O fault, its permissions, a folder under its
+   * name; logged). Such a fault may be passing (EIO, EMFILE), and one record is not to fail the
+   * read of every run of its workspace, which every start of every task waits for (ADR 0056).
+   */
+  async runHeader(
+    place: RecordRef,
+    keepWhole: (run: Run) => boolean,
+  ): Promise<RunHeader | undefined | typeof UNREADABLE> {
+    try {
+      const run = await this.run(place.workspaceId, place.ownerId, place.id);
+      return run && headerOf(run, keepWhole(run));
+    } catch (error) {
+      this.damagedRuns.unreadable(place, error);
+      return UNREADABLE;
+    }
   }
 
   /** A run's record; undefined when there is none, or it is damaged (logged). */
