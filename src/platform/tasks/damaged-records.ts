@@ -22,7 +22,8 @@ export type ProblemOf = (value: unknown, place: RecordRef) => string | undefined
  * not fail every tasks request of its workspace, nor keep a task from being deleted, nor stop the
  * instance's boot. It is left out (at boot: not armed), and logged once per process by its path
  * and where it stops being JSON or what is wrong, never by its text (ADR 0076, 0143, 0147;
- * test/integration/tasks-damaged.test.ts, tasks-boot-damaged.test.ts).
+ * test/integration/tasks-damaged.test.ts, tasks-boot-damaged.test.ts). A run record that is there
+ * but cannot be read is logged here too (`unreadable`), and left out only until it reads.
  */
 export class DamagedRecords<T> {
   private readonly logged = new Set<string>();
@@ -62,8 +63,9 @@ export class DamagedRecords<T> {
    */
   unreadable(place: RecordRef, error: unknown): void {
     const path = this.pathOf(place);
-    if (this.logged.has(path)) return;
-    this.logged.add(path);
+    // Apart from a damaged one's: a record that reads later and proves damaged is logged as such.
+    if (this.logged.has(`unreadable ${path}`)) return;
+    this.logged.add(`unreadable ${path}`);
     this.log.error(
       { ...place, path, err: error },
       `${this.kind} left out for now: its record cannot be read (err says why). It is read again at each call that needs its workspace's runs; fix the file's fault (permissions, disk) or move it out of the data root.`,
