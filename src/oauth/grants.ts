@@ -173,6 +173,11 @@ export class Grants {
     return this.revoked.has(grantId);
   }
 
+  /** Whether `grantId`'s access tokens are accepted: an allow-list of live grants, so one deleted and forgotten stays refused whatever a token's `exp` says. */
+  admitsTokensOf(grantId: string): boolean {
+    return this.index.has(grantId) && !this.revoked.has(grantId);
+  }
+
   get(grantId: string): Promise<GrantRecord | undefined> {
     return isGrantId(grantId) ? this.read(grantId) : Promise.resolve(undefined);
   }
@@ -236,7 +241,10 @@ export class Grants {
       // Revoked during the write: the revocation waits for this lock and marks the record; the
       // client gets no tokens for it.
       if (this.revoked.has(record.grantId)) throw new OAuthError("invalid_grant", REVOKED_DURING_EXCHANGE);
-      await this.revokeOverflow(record);
+      // Stored: nothing after may fail the exchange (its retry would be a replay); load writes it.
+      await this.revokeOverflow(record).catch((err: unknown) =>
+        this.options.log.warn({ err }, "a grant past a person's cap is revoked in memory, not yet on disk"),
+      );
       return refreshToken === undefined
         ? { grant: record, lifetime }
         : { grant: record, refreshToken, lifetime };

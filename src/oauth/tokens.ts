@@ -36,7 +36,7 @@ export interface IssueAccessToken {
 
 export interface AccessTokensOptions {
   keys: SigningKeys;
-  grants: Pick<Grants, "isRevoked">;
+  grants: Pick<Grants, "admitsTokensOf">;
   publicUrl: () => string;
   clock?: Clock;
 }
@@ -86,7 +86,7 @@ export class AccessTokens {
     if (known) {
       const expired = (known.expiresAt + CLOCK_TOLERANCE_SECONDS) * 1000 <= this.clock();
       if (expired) this.verified.delete(token);
-      if (expired || known.audience !== audience || this.options.grants.isRevoked(known.grantId)) {
+      if (expired || known.audience !== audience || !this.options.grants.admitsTokensOf(known.grantId)) {
         throw new OAuthError("invalid_token", REFUSED);
       }
       return known;
@@ -106,7 +106,7 @@ export class AccessTokens {
       throw new OAuthError("invalid_token", REFUSED);
     }
     const claims = claimsOf(payload);
-    if (!claims || claims.audience !== audience || this.options.grants.isRevoked(claims.grantId)) {
+    if (!claims || claims.audience !== audience || !this.options.grants.admitsTokensOf(claims.grantId)) {
       throw new OAuthError("invalid_token", REFUSED);
     }
     this.remember(token, claims);

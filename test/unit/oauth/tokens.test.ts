@@ -19,6 +19,7 @@ import { InvalidTokenError } from "./oauth-error-kinds.ts";
 
 const ALICE = person("alice");
 const GRANT_ID = "gnt_0123456789abcdef0123456789abcdef";
+const CLIENT_ID = "atc_0123456789abcdef0123456789abcdef";
 
 let cleanup: () => Promise<void>;
 let clock: TestClock;
@@ -33,6 +34,17 @@ beforeEach(async () => {
   keys = new SigningKeys(instance.layout, clock);
   await keys.load();
   grants = newGrants(instance.layout, instance.users, clock);
+  // The live grant the tokens name: a token is accepted only while its grant is (an allow-list).
+  await grants.create(
+    {
+      grantId: GRANT_ID,
+      clientId: CLIENT_ID,
+      principalId: ALICE.id,
+      resource: RESOURCE,
+      scopes: ["mcp:read"],
+    },
+    { refresh: false, consentedAt: clock() },
+  );
   tokens = new AccessTokens({
     keys,
     grants,
@@ -46,7 +58,7 @@ afterEach(() => cleanup());
 function issue(audience = RESOURCE) {
   return tokens.issue({
     sub: ALICE.id,
-    clientId: "atc_0123456789abcdef0123456789abcdef",
+    clientId: CLIENT_ID,
     scopes: ["mcp:read", "mcp:write"],
     audience,
     grantId: GRANT_ID,
@@ -80,7 +92,7 @@ describe("AccessTokens", () => {
     const claims = await tokens.verify(token, RESOURCE);
     expect(claims).toMatchObject({
       sub: ALICE.id,
-      clientId: "atc_0123456789abcdef0123456789abcdef",
+      clientId: CLIENT_ID,
       scopes: ["mcp:read", "mcp:write"],
       grantId: GRANT_ID,
       audience: RESOURCE,
