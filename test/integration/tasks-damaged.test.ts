@@ -259,6 +259,18 @@ describe("a run record that cannot be read", () => {
     expect(meanwhile.status).toBe(201);
     const later = (await meanwhile.json()) as Run;
     expect(await listed()).toEqual([later.id]);
+    // Both runs ended first: a run's end reads the runs again, and one between the two steps
+    // below would find the record gone, not unreadable, and drop it for good.
+    const healthyRun = (await healthyStart.json()) as Run;
+    await eventually(async () => {
+      for (const [task, id] of [
+        [healthy.id, healthyRun.id],
+        [damaged.id, later.id],
+      ] as const) {
+        const read = await running().rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${task}/runs/${id}`);
+        expect(((await read.json()) as Run).execution.status).not.toBe("running");
+      }
+    });
 
     await rmdir(file);
     await rename(aside, file);
