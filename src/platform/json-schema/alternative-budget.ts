@@ -1,6 +1,7 @@
 import type { Ajv, CodeKeywordDefinition, KeywordCxt } from "ajv";
 import { _ } from "ajv";
 import type { Ajv2020 } from "ajv/dist/2020.js";
+import { CheckBudget } from "./check-budget.ts";
 import { CheckTooCostly } from "./check-too-costly.ts";
 
 // An alternative is a subschema whose failure does not fail the check: a branch of an anyOf or a
@@ -25,9 +26,10 @@ export class AlternativeBudgetExceeded extends CheckTooCostly {
   }
 }
 
-// The alternatives the check in progress has tried; undefined outside one. A module variable, not
-// AsyncLocalStorage: a check is synchronous from start to end, so no other can interleave.
-let tried: number | undefined;
+const budget = new CheckBudget(
+  MAX_ALTERNATIVES_TRIED,
+  "a schema's alternative was tried outside withinAlternativeBudget: run every validation of a schema Atrium did not write inside one (ADR 0157)",
+);
 
 /**
  * Runs `check` — one validation, or a compile that checks a schema against its meta-schema — with
@@ -35,13 +37,7 @@ let tried: number | undefined;
  * before it runs. Inside another, it spends the outer one's budget.
  */
 export function withinAlternativeBudget<T>(check: () => T): T {
-  if (tried !== undefined) return check();
-  tried = 0;
-  try {
-    return check();
-  } finally {
-    tried = undefined;
-  }
+  return budget.within(check);
 }
 
 /**
@@ -73,11 +69,5 @@ export function chargeAlternatives(ajv: Ajv | Ajv2020): void {
 }
 
 function charge(schemaPath: string): void {
-  if (tried === undefined) {
-    throw new Error(
-      "a schema's alternative was tried outside withinAlternativeBudget: run every validation of a schema Atrium did not write inside one (ADR 0157)",
-    );
-  }
-  tried += 1;
-  if (tried > MAX_ALTERNATIVES_TRIED) throw new AlternativeBudgetExceeded(schemaPath);
+  if (budget.spend(1)) throw new AlternativeBudgetExceeded(schemaPath);
 }

@@ -1,5 +1,6 @@
 import type { RegExpEngine, RegExpLike } from "ajv/dist/types/index.js";
 import { RE2JS } from "re2js";
+import { CheckBudget } from "./check-budget.ts";
 import { CheckTooCostly } from "./check-too-costly.ts";
 
 // A schema's `pattern` is matched by RE2 (the pure-JavaScript re2js), never by V8's RegExp: V8
@@ -43,9 +44,10 @@ export class MatchBudgetExceeded extends CheckTooCostly {
   }
 }
 
-// The units the validation in progress has spent; undefined outside one. A module variable, not
-// AsyncLocalStorage: a validation is synchronous from start to end, so no other can interleave.
-let spent: number | undefined;
+const budget = new CheckBudget(
+  MAX_MATCH_UNITS,
+  "a schema pattern was matched outside withinMatchBudget: run every validation of a schema Atrium did not write inside one (ADR 0104)",
+);
 
 /**
  * Runs `validate` — one validation, or the compile that checks a schema against its meta-schema —
@@ -53,13 +55,7 @@ let spent: number | undefined;
  * out of `validate` before it runs. Inside another, it spends the outer one's budget.
  */
 export function withinMatchBudget<T>(validate: () => T): T {
-  if (spent !== undefined) return validate();
-  spent = 0;
-  try {
-    return validate();
-  } finally {
-    spent = undefined;
-  }
+  return budget.within(validate);
 }
 
 /**
@@ -120,13 +116,8 @@ export const linearRegExp: RegExpEngine = Object.assign(
 );
 
 function charge(pattern: string, instructions: number, length: number): void {
-  if (spent === undefined) {
-    throw new Error(
-      "a schema pattern was matched outside withinMatchBudget: run every validation of a schema Atrium did not write inside one (ADR 0104)",
-    );
-  }
-  spent += (length + 1) * instructions + MATCH_SETUP_UNITS;
-  if (spent > MAX_MATCH_UNITS) throw new MatchBudgetExceeded(pattern, instructions, length);
+  if (budget.spend((length + 1) * instructions + MATCH_SETUP_UNITS))
+    throw new MatchBudgetExceeded(pattern, instructions, length);
 }
 
 // re2js types its program `any`; numInst() is the size the matcher's work grows with.
