@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import { createLogger } from "../../src/log.ts";
+import { bootstrapWorkspace, type TestAtrium } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import {
   authorizeByHand,
@@ -23,18 +24,9 @@ let ws: string;
 
 beforeAll(async () => {
   server = await startScriptedOAuthServer();
-  instance = await startTestAtrium({
-    dir: await keyedDir("atrium-connections-oauth-hostile-"),
-    clock: time.clock,
-    timers: time.timers,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      connections: {
-        allowPrivateAddresses: true,
-        healthIntervalSeconds: 3600,
-        credentialCheckIntervalSeconds: 86_400,
-      },
-    },
+  instance = await startConnectionsAtrium("atrium-connections-oauth-hostile-", time, createLogger("silent"), {
+    healthIntervalSeconds: 3600,
+    credentialCheckIntervalSeconds: 86_400,
   });
   ws = await bootstrapWorkspace(instance, "alice");
 });

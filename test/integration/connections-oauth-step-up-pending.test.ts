@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { createLogger } from "../../src/log.ts";
+import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { callTool, connectionView } from "../helpers/connections.ts";
-import { CREDENTIALS_SECTION, keyedDir } from "../helpers/credential-key.ts";
+import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { addMember } from "../helpers/members.ts";
 import {
@@ -25,19 +26,15 @@ let ws: string;
 
 beforeAll(async () => {
   server = await startScriptedOAuthServer();
-  instance = await startTestAtrium({
-    dir: await keyedDir("atrium-connections-oauth-step-up-pending-"),
-    clock: time.clock,
-    timers: time.timers,
-    sections: {
-      credentials: CREDENTIALS_SECTION,
-      connections: {
-        allowPrivateAddresses: true,
-        healthIntervalSeconds: 3600,
-        credentialCheckIntervalSeconds: 86_400,
-      },
+  instance = await startConnectionsAtrium(
+    "atrium-connections-oauth-step-up-pending-",
+    time,
+    createLogger("silent"),
+    {
+      healthIntervalSeconds: 3600,
+      credentialCheckIntervalSeconds: 86_400,
     },
-  });
+  );
   ws = await bootstrapWorkspace(instance, "alice");
   await addMember(instance.rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
 });
