@@ -249,7 +249,7 @@ async function startLocked(
       maxAgeSeconds: config.session.maxAgeSeconds,
       secureCookies: secureCookiesFor(config.http.publicUrl),
       now: clock,
-      reactivatedAt: (principalId) => users.reactivatedAt(principalId),
+      standingOf: (principalId) => users.standingOf(principalId),
     });
     const oauth = await createAuthorizationServer({
       layout,

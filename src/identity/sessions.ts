@@ -13,6 +13,7 @@ import {
   signValue,
   verifySignedValue,
 } from "./session-cookie.ts";
+import { begunUnderEarlierStanding, type PersonStanding } from "./standing.ts";
 
 /** The session cookie's name over http on a loopback host (local development). */
 export const SESSION_COOKIE = "atrium_session";
@@ -29,7 +30,7 @@ const COOKIE_SHAPE = /^[A-Za-z0-9_-]{43}\.[A-Za-z0-9_-]{43}$/;
 export type SessionLookup =
   /** No session cookie on the request. */
   | { kind: "none" }
-  /** A cookie that is forged, unknown, expired or ended (signed out, or begun before a reactivation). */
+  /** A cookie that is forged, unknown, expired or ended (signed out, or begun before a deactivation). */
   | { kind: "invalid" }
   | { kind: "signed-in"; principal: Principal; sessionId: string };
 
@@ -39,6 +40,8 @@ interface SessionRecord {
   principal: Principal;
   createdAt: string;
   expiresAt: string;
+  /** The person's standing generation at sign-in; absent in records written before it was kept (ADR 0169). */
+  standingGeneration?: number;
 }
 
 export interface SessionOptions {
@@ -51,11 +54,11 @@ export interface SessionOptions {
   /** Milliseconds since the epoch; tests move it. */
   now?: Clock;
   /**
-   * When a person was last reactivated (epoch ms), if ever: a session that began at or before it
-   * is over, as a consent given before it is (a deactivation is how a stolen laptop is shut out,
-   * and a reactivation must not let it back in).
+   * A person's standing in the user directory: a session begun under an earlier generation (before
+   * a deactivation) is over, as a consent given then is (standing.ts). Everyone at generation 0
+   * unless given.
    */
-  reactivatedAt?: (principalId: string) => number | undefined;
+  standingOf?: (principalId: string) => PersonStanding;
 }
 
 /**
@@ -73,7 +76,7 @@ export class Sessions {
   private readonly maxAgeSeconds: number;
   /** The instance clock; sign-in's login-state cookie reads the same one. */
   readonly now: Clock;
-  private readonly reactivatedAt: (principalId: string) => number | undefined;
+  private readonly standingOf: (principalId: string) => PersonStanding;
   private lastSweepMs: number;
 
   constructor(layout: StorageLayout, options: SessionOptions) {
@@ -84,7 +87,7 @@ export class Sessions {
     this.secureCookies = options.secureCookies;
     this.cookieName = options.secureCookies ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
     this.now = options.now ?? systemClock;
-    this.reactivatedAt = options.reactivatedAt ?? (() => undefined);
+    this.standingOf = options.standingOf ?? (() => ({ generation: 0 }));
     // The first sweep waits an interval, so a boot followed by a sign-in does not read every record.
     this.lastSweepMs = this.now();
   }
@@ -97,9 +100,10 @@ export class Sessions {
     const recordId = recordIdOf(sessionId);
     const record = await this.records.get(recordId);
     if (!record) return { kind: "invalid" };
-    // At or after: a sign-in and a reactivation in one millisecond cannot be ordered.
-    const reactivatedAt = this.reactivatedAt(record.principal.id);
-    const begunBefore = reactivatedAt !== undefined && reactivatedAt >= Date.parse(record.createdAt);
+    const begunBefore = begunUnderEarlierStanding(this.standingOf(record.principal.id), {
+      at: Date.parse(record.createdAt),
+      generation: record.standingGeneration,
+    });
     if (begunBefore || Date.parse(record.expiresAt) <= this.now()) {
       await this.records.delete(recordId);
       return { kind: "invalid" };
@@ -109,6 +113,8 @@ export class Sessions {
 
   /** Starts a session for someone the provider just vouched for; returns the Set-Cookie value. */
   async start(principal: Principal): Promise<string> {
+    // Read before any await: a deactivation that lands meanwhile counts against this session.
+    const { generation } = this.standingOf(principal.id);
     await this.sweepIfDue();
     const sessionId = randomSecret(SESSION_ID_BYTES);
     const nowMs = this.now();
@@ -116,6 +122,7 @@ export class Sessions {
       principal,
       createdAt: new Date(nowMs).toISOString(),
       expiresAt: new Date(nowMs + this.maxAgeSeconds * 1000).toISOString(),
+      standingGeneration: generation,
     });
     return this.cookie(signValue(this.key, sessionId), this.maxAgeSeconds);
   }

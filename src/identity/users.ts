@@ -8,6 +8,7 @@ import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { type Principal, withoutUnstated } from "./principal.ts";
+import type { PersonStanding } from "./standing.ts";
 
 const PROFILE_FILE = "profile.json";
 
@@ -26,11 +27,14 @@ export function foldEmail(email: string): string {
 export interface Profile extends Principal {
   /** Set when an org admin deactivated the person; every active use is then refused. */
   deactivatedAt?: string;
-  /**
-   * When an org admin last reactivated the person: a consent they gave before it (an
-   * authorization code still unredeemed, a grant the deactivation missed) no longer counts.
-   */
+  /** When an org admin last reactivated the person. */
   reactivatedAt?: string;
+  /**
+   * Counts the deactivations and reactivations written to this profile (absent: none yet): a
+   * session or a consent (an authorization code still unredeemed, a grant the deactivation
+   * missed) begun under an earlier count no longer counts (standing.ts, ADR 0169).
+   */
+  standingGeneration?: number;
 }
 
 /**
@@ -111,15 +115,20 @@ export class UserDirectory {
     return this.known.get(principalId)?.deactivatedAt !== undefined;
   }
 
-  /** When the person was last reactivated, in epoch ms; `undefined` if never. */
-  reactivatedAt(principalId: string): number | undefined {
-    const at = this.known.get(principalId)?.reactivatedAt;
-    return at === undefined ? undefined : Date.parse(at);
+  /** The person's standing generation, and when they were last reactivated (epoch ms), if ever. */
+  standingOf(principalId: string): PersonStanding {
+    const profile = this.known.get(principalId);
+    const generation = profile?.standingGeneration ?? 0;
+    return profile?.reactivatedAt === undefined
+      ? { generation }
+      : { generation, reactivatedAt: Date.parse(profile.reactivatedAt) };
   }
 
   /**
-   * Deactivates or reactivates a known person; their next request sees the change. Reactivating
-   * someone who is not deactivated changes nothing: it would void their consents for no reason.
+   * Deactivates or reactivates a known person; their next request sees the change. Each one counts
+   * a standing generation, written with the profile, so whatever they began before it is told apart
+   * by a counter, not a clock (ADR 0169). Reactivating someone who is not deactivated changes
+   * nothing: it would void their consents for no reason.
    */
   setDeactivated(principalId: string, deactivated: boolean): Promise<Profile> {
     return this.locks.run(principalId, async () => {
@@ -129,7 +138,10 @@ export class UserDirectory {
       if (!deactivated && current.deactivatedAt === undefined) return current;
       const { deactivatedAt: _previous, ...rest } = current;
       const now = new Date(this.clock()).toISOString();
-      const next: Profile = deactivated ? { ...rest, deactivatedAt: now } : { ...rest, reactivatedAt: now };
+      const standingGeneration = (current.standingGeneration ?? 0) + 1;
+      const next: Profile = deactivated
+        ? { ...rest, deactivatedAt: now, standingGeneration }
+        : { ...rest, reactivatedAt: now, standingGeneration };
       await this.write(next);
       return next;
     });

@@ -26,6 +26,13 @@ export interface CodeGrant {
   scopes: string[];
   resource: string;
   principalId: string;
+  /**
+   * The person's standing generation when they approved, read with the check that they are not
+   * deactivated: a deactivation since refuses the code's exchange (ADR 0169). Absent in codes
+   * stored before it was kept. Not part of what makes an approval submitted twice the same one:
+   * the first code, with its generation, is what is answered.
+   */
+  standingGeneration?: number;
 }
 
 /** A code on disk, named by the SHA-256 of the code. Times are epoch ms. */

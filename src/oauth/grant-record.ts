@@ -29,6 +29,12 @@ export interface GrantRecord {
   resource: string;
   scopes: string[];
   createdAt: number;
+  /**
+   * The person's standing generation when they consented (their code's), what their standing is
+   * judged by at each refresh and load; absent in records written before it was kept, and in one
+   * made from a code that kept none: those are judged by `createdAt` (ADR 0169).
+   */
+  standingGeneration?: number;
   /** The last refresh, epoch ms; with `createdAt`, what "least recently used" is judged by. */
   refreshedAt?: number;
   absoluteExpiresAt: number;
@@ -68,6 +74,8 @@ export interface NewGrant {
   principalId: string;
   resource: string;
   scopes: string[];
+  /** The person's standing generation when they consented (their code's), if the code kept it. */
+  standingGeneration?: number;
 }
 
 export interface RefreshRequest {

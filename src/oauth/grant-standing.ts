@@ -1,4 +1,6 @@
+import { type BegunUnder, begunUnderEarlierStanding } from "../identity/standing.ts";
 import type { UserDirectory } from "../identity/users.ts";
+import type { GrantRecord } from "./grant-record.ts";
 
 /**
  * When `principalId` (last) joined the workspace, in epoch ms; `undefined` when they are not a
@@ -7,7 +9,7 @@ import type { UserDirectory } from "../identity/users.ts";
 export type MemberSince = (principalId: string, workspaceId: string) => number | undefined;
 
 export interface Standing {
-  users: Pick<UserDirectory, "isDeactivated" | "reactivatedAt">;
+  users: Pick<UserDirectory, "isDeactivated" | "standingOf">;
   memberSince: MemberSince;
 }
 
@@ -18,9 +20,9 @@ const NOT_A_MEMBER =
   "The person who approved this access is not a member of its workspace (or it is gone), or left it since; authorize again.";
 
 /**
- * Why `principalId` may no longer hold access to `workspaceId` under a consent given at
- * `consentedAt`: deactivated now or since (reactivated at or after it), not a member of the
- * workspace, or rejoined it since (as a connection grant counts only when made since its
+ * Why `principalId` may no longer hold access to `workspaceId` under a consent given `consented`:
+ * deactivated now or since (under an earlier standing generation, standing.ts), not a member of
+ * the workspace, or rejoined it since (as a connection grant counts only when made since its
  * member last joined). Deactivation revokes only the grants that exist: a code approved before
  * it and redeemed after a reactivation within its 60 s made a grant
  * (test/integration/leaving.test.ts "a code approved before a deactivation").
@@ -29,12 +31,15 @@ export function standingRefusal(
   { users, memberSince }: Standing,
   principalId: string,
   workspaceId: string,
-  consentedAt: number,
+  consented: BegunUnder,
 ): string | undefined {
   if (users.isDeactivated(principalId)) return DEACTIVATED;
-  const reactivatedAt = users.reactivatedAt(principalId);
-  // At or after: a consent and a reactivation in one millisecond cannot be ordered, so it is refused.
-  if (reactivatedAt !== undefined && reactivatedAt >= consentedAt) return DEACTIVATED_SINCE;
+  if (begunUnderEarlierStanding(users.standingOf(principalId), consented)) return DEACTIVATED_SINCE;
   const joinedAt = memberSince(principalId, workspaceId);
-  return joinedAt === undefined || joinedAt > consentedAt ? NOT_A_MEMBER : undefined;
+  return joinedAt === undefined || joinedAt > consented.at ? NOT_A_MEMBER : undefined;
+}
+
+/** A grant's consent as its standing is judged: when it was made, and under which generation. */
+export function consentOf(record: Pick<GrantRecord, "createdAt" | "standingGeneration">): BegunUnder {
+  return { at: record.createdAt, generation: record.standingGeneration };
 }

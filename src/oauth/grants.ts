@@ -17,7 +17,7 @@ import {
   withWorkspace,
   workspaceOfGrantedResource,
 } from "./grant-record.ts";
-import { type Standing, standingRefusal } from "./grant-standing.ts";
+import { consentOf, type Standing, standingRefusal } from "./grant-standing.ts";
 import { grantIdOf, isGrantId } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { isOfFamily, issueRefreshToken, judgeRefresh, REFRESH_REFUSED, rotate } from "./refresh-rotation.ts";
@@ -106,7 +106,7 @@ export class Grants {
       } else if (
         // Revoked while it was read, or one a refresh would refuse: written revoked now.
         this.revoked.has(record.grantId) ||
-        standingRefusal(this.options, record.principalId, record.workspaceId, record.createdAt) !== undefined
+        standingRefusal(this.options, record.principalId, record.workspaceId, consentOf(record)) !== undefined
       ) {
         await this.revokeAgain(record.grantId);
       } else {
@@ -193,12 +193,13 @@ export class Grants {
   }
 
   /**
-   * Records a new grant; with `refresh`, also its first refresh token. `consentedAt` is when
-   * the person approved (the code's issue time): the person must still be a member of the
-   * resource's workspace, without having left it since. Leaving revokes only the grants
-   * that exist, so a code redeemed after its person's removal made a grant that outlived
-   * the removal and came back at rejoin (test/integration/leaving.test.ts "a code approved
-   * before removal and redeemed after it makes no grant").
+   * Records a new grant; with `refresh`, also its first refresh token. `consentedAt` and the
+   * grant's `standingGeneration` are when the person approved and their standing generation then
+   * (the code's; ADR 0169): the person must not have been deactivated since, and must still be a member
+   * of the resource's workspace, not having left it since. Leaving revokes only the grants that
+   * exist, so a code redeemed after its person's removal made a grant that outlived the removal
+   * and came back at rejoin (test/integration/leaving.test.ts "a code approved before removal and
+   * redeemed after it makes no grant").
    */
   create(
     grant: NewGrant,
@@ -213,7 +214,8 @@ export class Grants {
       const workspaceId = workspaceOfGrantedResource(grant.resource);
       if (workspaceId === undefined)
         throw new Error(`A grant's resource names no workspace: ${grant.resource}`);
-      const refusal = standingRefusal(this.options, grant.principalId, workspaceId, options.consentedAt);
+      const consented = { at: options.consentedAt, generation: grant.standingGeneration };
+      const refusal = standingRefusal(this.options, grant.principalId, workspaceId, consented);
       if (refusal !== undefined) throw new OAuthError("invalid_grant", refusal);
       const now = this.clock();
       const lifetime = accessTokenLifetime(now, this.options.accessTokenTtlSeconds);

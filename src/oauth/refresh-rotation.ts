@@ -1,6 +1,6 @@
 import { equalSecrets, hashSecret } from "../crypto/secrets.ts";
 import type { GrantRecord, RefreshRequest } from "./grant-record.ts";
-import { type Standing, standingRefusal } from "./grant-standing.ts";
+import { consentOf, type Standing, standingRefusal } from "./grant-standing.ts";
 import { newRefreshToken } from "./grant-tokens.ts";
 import { OAuthError } from "./oauth-error.ts";
 import { graceAnswer, sealSuccessor } from "./refresh-grace.ts";
@@ -81,7 +81,7 @@ export function judgeRefresh(
   }
   // Not left to the revocation that leaving and deactivation make: a grant that missed it
   // (made in the middle of it) ends here, and is revoked so that rejoining cannot revive it.
-  const refusal = standingRefusal(standing, record.principalId, record.workspaceId, record.createdAt);
+  const refusal = standingRefusal(standing, record.principalId, record.workspaceId, consentOf(record));
   if (refusal !== undefined) return { ...refuse(refusal), revoke: true };
   // RFC 8707: a client that names the resource names this workspace's URL, now or as consented.
   if (

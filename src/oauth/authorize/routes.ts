@@ -145,6 +145,9 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         "This consent request was made for someone else; sign in as that person or start again.",
       );
     }
+    // Read before the person's deactivation is checked, and carried by the code: a deactivation
+    // that lands after it counts against the code, whatever the clock reads (ADR 0169).
+    const { generation } = deps.users.standingOf(stored.principalId);
     if (decision === "approve") {
       const refusal = await memberRefusal(deps, stored.principalId, stored.workspaceId);
       if (refusal) return problemPage(403, refusal);
@@ -191,6 +194,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         scopes: pending.scopes,
         resource: pending.resource,
         principalId: pending.principalId,
+        standingGeneration: generation,
       },
       code,
     );

@@ -93,6 +93,7 @@ async function exchangeCode(
           principalId: grant.principalId,
           resource: grant.resource,
           scopes: grant.scopes,
+          standingGeneration: grant.standingGeneration,
         },
         { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
       );

@@ -11,6 +11,7 @@ import {
   Sessions,
   secureCookiesFor,
 } from "../../../src/identity/sessions.ts";
+import type { PersonStanding } from "../../../src/identity/standing.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
 const ADA: Principal = {
@@ -27,14 +28,14 @@ let layout: StorageLayout;
 let clockMs: number;
 
 function sessions(
-  options: { secret?: string; secureCookies?: boolean; reactivatedAt?: () => number | undefined } = {},
+  options: { secret?: string; secureCookies?: boolean; standingOf?: () => PersonStanding } = {},
 ): Sessions {
   return new Sessions(layout, {
     secret: options.secret ?? SECRET,
     maxAgeSeconds: MAX_AGE_SECONDS,
     secureCookies: options.secureCookies ?? false,
     now: () => clockMs,
-    ...(options.reactivatedAt && { reactivatedAt: options.reactivatedAt }),
+    ...(options.standingOf && { standingOf: options.standingOf }),
   });
 }
 
@@ -109,17 +110,16 @@ describe("Sessions", () => {
     }
   });
 
-  it("a session begun at or before its person's last reactivation is over, one begun after it is not", async () => {
-    let reactivatedAt: number | undefined;
-    const store = sessions({ reactivatedAt: () => reactivatedAt });
+  it("a session begun under an earlier standing generation is over, one begun under its person's current one is not", async () => {
+    let standing: PersonStanding = { generation: 0 };
+    const store = sessions({ standingOf: () => standing });
     const old = await store.start(ADA);
-    reactivatedAt = clockMs;
+    standing = { generation: 2, reactivatedAt: clockMs };
     expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
-    clockMs += 1;
     const fresh = await store.start(ADA);
     expect(await store.lookup(requestWith(fresh))).toMatchObject({ kind: "signed-in", principal: ADA });
     // Over for good: the record is gone, not only refused.
-    reactivatedAt = undefined;
+    standing = { generation: 0 };
     expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
   });
 

@@ -112,11 +112,28 @@ describe("UserDirectory", () => {
     const users = new UserDirectory(layout);
     await users.record(ALICE);
     expect(await users.setDeactivated(ALICE.id, false)).not.toHaveProperty("reactivatedAt");
-    expect(users.reactivatedAt(ALICE.id)).toBeUndefined();
+    expect(users.standingOf(ALICE.id)).toEqual({ generation: 0 });
     await users.setDeactivated(ALICE.id, true);
     const back = await users.setDeactivated(ALICE.id, false);
     expect(back.deactivatedAt).toBeUndefined();
-    expect(users.reactivatedAt(ALICE.id)).toBe(Date.parse(back.reactivatedAt as string));
+    expect(users.standingOf(ALICE.id)).toEqual({
+      generation: 2,
+      reactivatedAt: Date.parse(back.reactivatedAt as string),
+    });
+  });
+
+  it("counts each deactivation and reactivation in the profile, so a restart reads the same generation", async () => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    await users.setDeactivated(ALICE.id, true);
+    expect(users.standingOf(ALICE.id).generation).toBe(1);
+    await users.setDeactivated(ALICE.id, false);
+    await users.setDeactivated(ALICE.id, true);
+    await users.setDeactivated(ALICE.id, false);
+    const restarted = new UserDirectory(layout);
+    await restarted.load();
+    expect(restarted.standingOf(ALICE.id).generation).toBe(4);
+    expect(await restarted.get(ALICE.id)).toMatchObject({ standingGeneration: 4 });
   });
 
   it("a write that lands and then fails its folder's flush: memory takes what the disk holds", async () => {
@@ -135,7 +152,7 @@ describe("UserDirectory", () => {
       expect(users.setDeactivated(ALICE.id, false)).rejects.toMatchObject({ code: "EIO" }),
     );
     expect(users.isDeactivated(ALICE.id)).toBe(false);
-    expect(users.reactivatedAt(ALICE.id)).toEqual(expect.any(Number));
+    expect(users.standingOf(ALICE.id)).toEqual({ generation: 2, reactivatedAt: expect.any(Number) });
   });
 
   it("a record whose write lands and then fails its folder's flush is done; one that does not land throws", async () => {

@@ -1,7 +1,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { sep } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { UserDirectory } from "../../../src/identity/users.ts";
+import type { UserDirectory } from "../../../src/identity/users.ts";
 import type { GrantRecord } from "../../../src/oauth/grant-record.ts";
 import { isRefreshTokenShaped, newGrantId } from "../../../src/oauth/grant-tokens.ts";
 import { type Grants, MAX_LIVE_GRANTS_PER_PERSON } from "../../../src/oauth/grants.ts";
@@ -138,33 +138,31 @@ describe("Grants", () => {
   });
 
   it("counts no consent given before the person's last reactivation, at the exchange or at a refresh", async () => {
-    // The directory on the test clock, so a reactivation is later than the consents before it.
-    const directory = new UserDirectory(layout, clock);
-    await directory.load();
-    await directory.record(ALICE);
-    grants = newGrants(layout, directory, clock);
-    // A grant the deactivation's revocation missed (made while it ran).
-    const { grant, refreshToken } = await start();
-    const consentedAt = clock();
-    clock.advance(1000);
-    await directory.setDeactivated(ALICE.id, true);
-    await directory.setDeactivated(ALICE.id, false);
-    await expect(
-      grants.create(
-        {
-          grantId: newGrantId(),
-          clientId: CLIENT,
-          principalId: ALICE.id,
-          resource: RESOURCE,
-          scopes: ["mcp:read"],
-        },
-        { refresh: true, consentedAt },
-      ),
-    ).rejects.toThrow(/deactivated since/);
-    await expect(grants.refresh(refreshToken, { clientId: CLIENT })).rejects.toThrow(/deactivated since/);
+    await users.record(ALICE);
+    const consent = (consentedAt = clock()) => ({
+      grant: {
+        grantId: newGrantId(),
+        clientId: CLIENT,
+        principalId: ALICE.id,
+        resource: RESOURCE,
+        scopes: ["mcp:read"],
+        standingGeneration: users.standingOf(ALICE.id).generation,
+      },
+      options: { refresh: true, consentedAt },
+    });
+    // A grant the deactivation's revocation missed (made while it ran), and a code not yet redeemed.
+    const missed = consent();
+    const { grant, refreshToken } = await grants.create(missed.grant, missed.options);
+    const unredeemed = consent();
+    await users.setDeactivated(ALICE.id, true);
+    await users.setDeactivated(ALICE.id, false);
+    await expect(grants.create(unredeemed.grant, unredeemed.options)).rejects.toThrow(/deactivated since/);
+    await expect(grants.refresh(refreshToken as string, { clientId: CLIENT })).rejects.toThrow(
+      /deactivated since/,
+    );
     expect(grants.isRevoked(grant.grantId)).toBe(true);
-    clock.advance(1000);
-    await expect(start()).resolves.toBeDefined();
+    const fresh = consent();
+    await expect(grants.create(fresh.grant, fresh.options)).resolves.toBeDefined();
   });
 
   it("makes no grant for a person who left the workspace, or left and rejoined, since consenting", async () => {

@@ -1,0 +1,96 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import { FakeTime } from "../helpers/fake-time.ts";
+import {
+  authorize,
+  consentRequestId,
+  decide,
+  mcpPost,
+  obtainTokens,
+  pkcePair,
+  REDIRECT_URI,
+  registerClient,
+  sessionCookie,
+  tokenRequest,
+} from "../helpers/oauth.ts";
+
+// What a person began before a deactivation stays over after the reactivation (ADR 0018, 0027);
+// the order is the profile's standing generation, written with each deactivation and
+// reactivation, not the wall clock (ADR 0169). Compared by stamps, a clock stepped back after a
+// reactivation locked the person out of sign-in and OAuth until the clock passed the reactivation
+// (review 52), and a reactivation stamped before an old session or consent let it back in.
+
+const HOUR_MS = 60 * 60 * 1000;
+const bobId = testPrincipal("bob").id;
+const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
+
+let time: FakeTime;
+let t: TestAtrium;
+let ws: string;
+
+beforeEach(async () => {
+  time = new FakeTime(Date.parse("2026-12-07T09:00:00Z"));
+  t = await startTestAtrium({ clock: time.clock, timers: time.timers });
+  await bootstrapWorkspace(t, "orgadmin-olga");
+  ws = await bootstrapWorkspace(t, "bob");
+  // Bob's membership is stamped well before every step below: a workspace joined after the
+  // clock's later reading is judged by its stamp still (grant-standing.ts, memberSince).
+  time.jump(3 * HOUR_MS);
+});
+
+afterEach(async () => {
+  await t?.stop();
+});
+
+async function deactivateAndReactivateBob(): Promise<void> {
+  expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/deactivate`)).status).toBe(200);
+  expect((await t.rest("orgadmin-olga", "POST", `/v1/users/${bobId}/reactivate`)).status).toBe(200);
+}
+
+function bootstrapWith(cookie: string): Promise<Response> {
+  return fetch(`${t.url}/v1/bootstrap`, { headers: { cookie } });
+}
+
+describe("a reactivation and a clock stepped back", () => {
+  it("a person reactivated just before the clock is stepped back signs in and lets a client in at once", async () => {
+    await deactivateAndReactivateBob();
+    time.jump(-HOUR_MS);
+    const cookie = await sessionCookie(t, "bob");
+    expect((await bootstrapWith(cookie)).status).toBe(200);
+    const tokens = await obtainTokens(t, "bob", ws, { cookie });
+    expect((await mcpPost(t, ws, tokens.access_token, listTools)).status).toBe(200);
+    const refreshed = await tokenRequest(t, {
+      grant_type: "refresh_token",
+      refresh_token: tokens.refresh_token as string,
+      client_id: tokens.clientId,
+    });
+    expect(refreshed.status).toBe(200);
+  });
+
+  it("a session and a code from before a deactivation stay refused when the reactivation is stamped before them, across a restart", async () => {
+    const cookie = await sessionCookie(t, "bob");
+    const clientId = (await registerClient(t)).client_id;
+    const { verifier, challenge } = pkcePair();
+    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
+    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
+    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+
+    time.jump(-HOUR_MS);
+    await deactivateAndReactivateBob();
+    t = await t.restart();
+
+    expect((await bootstrapWith(cookie)).status).toBe(401);
+    const exchanged = await tokenRequest(t, {
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(exchanged.status).toBe(400);
+    expect(await exchanged.json()).toMatchObject({
+      error: "invalid_grant",
+      error_description: expect.stringMatching(/deactivated since/),
+    });
+  });
+});
