@@ -113,7 +113,7 @@ export class Sessions {
 
   /** Starts a session for someone the provider just vouched for; returns the Set-Cookie value. */
   async start(principal: Principal): Promise<string> {
-    // Read before any await: a deactivation that lands meanwhile counts against this session.
+    // Read before any await: a deactivation that lands meanwhile ends this session at the reactivation.
     const { generation } = this.standingOf(principal.id);
     await this.sweepIfDue();
     const sessionId = randomSecret(SESSION_ID_BYTES);

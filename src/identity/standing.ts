@@ -4,10 +4,10 @@
  */
 export interface PersonStanding {
   /**
-   * Counts the deactivations and reactivations the profile has recorded; 0 for a profile no
-   * deactivation or reactivation has written since it was kept. Written with the profile, so it
-   * is the same after a restart, and it only grows: ordering by it does not read a clock, which
-   * can step back (ADR 0169).
+   * Counts the reactivations the profile has recorded; 0 for a profile no reactivation has written
+   * since it was kept. Written with the profile, so it is the same after a restart, and it only
+   * grows: ordering by it does not read a clock, which can step back (ADR 0169). A deactivation
+   * needs no count: until the reactivation every use is refused by the deactivation itself.
    */
   generation: number;
   /** When the person was last reactivated, epoch ms; read only for a record that kept no generation. */
@@ -24,7 +24,8 @@ export interface BegunUnder {
 
 /**
  * Whether what began under `begun` was begun under an earlier standing than the person's now, so
- * a deactivation (and the reactivation after it) ended it: a deactivation is how a stolen laptop
+ * a deactivation (and the reactivation after it) ended it; whether the person is deactivated now is
+ * asked apart: a deactivation is how a stolen laptop
  * is shut out, and a reactivation must not let it back in. Judged by generation, never by
  * comparing two wall-clock stamps: a clock stepped back after a reactivation stamped every new
  * sign-in and consent "before" it, and locked the person out until the clock passed it
@@ -32,9 +33,8 @@ export interface BegunUnder {
  * greater included (a profile restored from a backup): nothing is admitted that the directory
  * cannot place.
  *
- * A record without a generation was written before generations were kept: if any deactivation or
- * reactivation has counted since, it is older than that, and refused; if none has, it is judged as
- * before, by its stamp against `reactivatedAt` (at or before it is refused: one millisecond does
+ * A record without a generation was written before generations were kept: if a reactivation has
+ * counted since, it is older than that, and refused; if none has, it is judged as before, by its stamp against `reactivatedAt` (at or before it is refused: one millisecond does
  * not order them).
  */
 export function begunUnderEarlierStanding(person: PersonStanding, begun: BegunUnder): boolean {

@@ -30,9 +30,9 @@ export interface Profile extends Principal {
   /** When an org admin last reactivated the person. */
   reactivatedAt?: string;
   /**
-   * Counts the deactivations and reactivations written to this profile (absent: none yet): a
-   * session or a consent (an authorization code still unredeemed, a grant the deactivation
-   * missed) begun under an earlier count no longer counts (standing.ts, ADR 0169).
+   * Counts the reactivations written to this profile (absent: none yet): a session or a consent
+   * (an authorization code still unredeemed, a grant the deactivation missed) begun under an
+   * earlier count no longer counts (standing.ts, ADR 0169).
    */
   standingGeneration?: number;
 }
@@ -125,10 +125,12 @@ export class UserDirectory {
   }
 
   /**
-   * Deactivates or reactivates a known person; their next request sees the change. Each one counts
-   * a standing generation, written with the profile, so whatever they began before it is told apart
-   * by a counter, not a clock (ADR 0169). Reactivating someone who is not deactivated changes
-   * nothing: it would void their consents for no reason.
+   * Deactivates or reactivates a known person; their next request sees the change. A reactivation
+   * counts a standing generation, written with the profile, so whatever they began before it is
+   * told apart by a counter, not a clock (ADR 0169). A deactivation counts none: while deactivated
+   * every use is refused anyway, and their browser session still names them, so they are told
+   * why (a 403 page, not a sign-in). Reactivating someone who is not deactivated changes nothing:
+   * it would void their consents for no reason.
    */
   setDeactivated(principalId: string, deactivated: boolean): Promise<Profile> {
     return this.locks.run(principalId, async () => {
@@ -140,7 +142,7 @@ export class UserDirectory {
       const now = new Date(this.clock()).toISOString();
       const standingGeneration = (current.standingGeneration ?? 0) + 1;
       const next: Profile = deactivated
-        ? { ...rest, deactivatedAt: now, standingGeneration }
+        ? { ...rest, deactivatedAt: now }
         : { ...rest, reactivatedAt: now, standingGeneration };
       await this.write(next);
       return next;

@@ -27,8 +27,8 @@ export interface CodeGrant {
   resource: string;
   principalId: string;
   /**
-   * The person's standing generation when they approved, read with the check that they are not
-   * deactivated: a deactivation since refuses the code's exchange (ADR 0169). Absent in codes
+   * The person's standing generation when they approved, read before the check that they are not
+   * deactivated: a deactivation since (and the reactivation after it) refuses the exchange (ADR 0169). Absent in codes
    * stored before it was kept. Not part of what makes an approval submitted twice the same one:
    * the first code, with its generation, is what is answered.
    */

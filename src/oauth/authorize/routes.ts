@@ -146,7 +146,8 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
       );
     }
     // Read before the person's deactivation is checked, and carried by the code: a deactivation
-    // that lands after it counts against the code, whatever the clock reads (ADR 0169).
+    // that lands after it (and the reactivation after that) refuses the code, whatever the clock
+    // reads (ADR 0169).
     const { generation } = deps.users.standingOf(stored.principalId);
     if (decision === "approve") {
       const refusal = await memberRefusal(deps, stored.principalId, stored.workspaceId);

@@ -85,6 +85,8 @@ describe("a session and its person's deactivation", () => {
     const stolen = await sessions.start(ADA); // 12:00, on the laptop that is stolen
     clockMs -= HOUR_MS;
     await users.setDeactivated(ADA.id, true); // 11:00 by the clock
+    // Still hers while she is deactivated: every request is refused with the 403 that says why.
+    expect(await lookup(stolen)).toBe("signed-in");
     await users.setDeactivated(ADA.id, false);
     await boot();
     expect(await lookup(stolen)).toBe("invalid");
@@ -92,7 +94,7 @@ describe("a session and its person's deactivation", () => {
     expect(await readdir(layout.collectionDir("sessions"))).toEqual([]);
   });
 
-  it("a session record from before generations were kept is judged by its stamp while no deactivation has counted since", async () => {
+  it("a session record from before generations were kept is judged by its stamp while no reactivation has counted since", async () => {
     // A profile reactivated at 12:00 by a release that kept no generation.
     await users.setDeactivated(ADA.id, true);
     await users.setDeactivated(ADA.id, false);
@@ -105,7 +107,7 @@ describe("a session and its person's deactivation", () => {
     expect(users.standingOf(ADA.id)).toEqual({ generation: 0, reactivatedAt: clockMs - 1 });
     expect(await lookup(before)).toBe("invalid");
     expect(await lookup(after)).toBe("signed-in");
-    // A deactivation counted since is later than every record that kept no generation.
+    // A reactivation counted since is later than every record that kept no generation.
     clockMs -= HOUR_MS;
     await users.setDeactivated(ADA.id, true);
     await users.setDeactivated(ADA.id, false);

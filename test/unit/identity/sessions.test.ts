@@ -114,7 +114,7 @@ describe("Sessions", () => {
     let standing: PersonStanding = { generation: 0 };
     const store = sessions({ standingOf: () => standing });
     const old = await store.start(ADA);
-    standing = { generation: 2, reactivatedAt: clockMs };
+    standing = { generation: 1, reactivatedAt: clockMs };
     expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
     const fresh = await store.start(ADA);
     expect(await store.lookup(requestWith(fresh))).toMatchObject({ kind: "signed-in", principal: ADA });

@@ -76,7 +76,7 @@ it("a grant a deactivation missed stays over when the reactivation is stamped be
   await expect(grants.refresh(refreshToken as string, { clientId: CLIENT })).rejects.toThrow();
 });
 
-it("a grant that kept no generation is judged by its stamp until a deactivation counts", async () => {
+it("a grant that kept no generation is judged by its stamp until a reactivation counts", async () => {
   await users.setDeactivated(ALICE.id, true);
   await users.setDeactivated(ALICE.id, false);
   // As a release before ADR 0169 wrote them: no generation in the profile nor in the grant.
@@ -97,7 +97,7 @@ it("a grant that kept no generation is judged by its stamp until a deactivation 
   clock.advance(1);
   const { refreshToken } = await make(clock());
   const next = await grants.refresh(refreshToken as string, { clientId: CLIENT });
-  // A deactivation counted since is later than every grant that kept no generation.
+  // A reactivation counted since is later than every grant that kept no generation.
   clock.advance(-HOUR_MS);
   await legacy.setDeactivated(ALICE.id, true);
   await legacy.setDeactivated(ALICE.id, false);
