@@ -55,8 +55,8 @@ export interface SessionOptions {
   now?: Clock;
   /**
    * A person's standing in the user directory: a session begun under an earlier generation (before
-   * a deactivation) is over, as a consent given then is (standing.ts). Everyone at generation 0
-   * unless given.
+   * their last reactivation) is over, as a consent given then is (standing.ts). Everyone at
+   * generation 0 unless given.
    */
   standingOf?: (principalId: string) => PersonStanding;
 }

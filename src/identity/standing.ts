@@ -23,19 +23,19 @@ export interface BegunUnder {
 }
 
 /**
- * Whether what began under `begun` was begun under an earlier standing than the person's now, so
- * a deactivation (and the reactivation after it) ended it; whether the person is deactivated now is
- * asked apart: a deactivation is how a stolen laptop
- * is shut out, and a reactivation must not let it back in. Judged by generation, never by
- * comparing two wall-clock stamps: a clock stepped back after a reactivation stamped every new
- * sign-in and consent "before" it, and locked the person out until the clock passed it
- * (test/unit/identity/sessions-standing.test.ts). A generation other than today's is refused,
- * greater included (a profile restored from a backup): nothing is admitted that the directory
- * cannot place.
+ * Whether what began under `begun` was begun under an earlier standing than the person's now: a
+ * deactivation, and the reactivation after it, ended it (whether the person is deactivated now is
+ * asked apart). A deactivation is how a stolen laptop is shut out, and a reactivation must not let
+ * it back in. Judged by generation, never by comparing two wall-clock stamps: a clock stepped back
+ * after a reactivation stamped every new sign-in and consent "before" it, and locked the person out
+ * until the clock passed it (test/integration/reactivation-clock-step-back.test.ts). A generation
+ * other than today's is refused, greater included (a profile restored from a backup): nothing is
+ * admitted that the directory cannot place.
  *
  * A record without a generation was written before generations were kept: if a reactivation has
- * counted since, it is older than that, and refused; if none has, it is judged as before, by its stamp against `reactivatedAt` (at or before it is refused: one millisecond does
- * not order them).
+ * counted since, the record is older than it, and refused; if none has, it is judged as before, by
+ * its stamp against `reactivatedAt` (at or before it is refused: one millisecond does not order
+ * them).
  */
 export function begunUnderEarlierStanding(person: PersonStanding, begun: BegunUnder): boolean {
   if (begun.generation !== undefined) return begun.generation !== person.generation;

@@ -28,9 +28,9 @@ export interface CodeGrant {
   principalId: string;
   /**
    * The person's standing generation when they approved, read before the check that they are not
-   * deactivated: a deactivation since (and the reactivation after it) refuses the exchange (ADR 0169). Absent in codes
-   * stored before it was kept. Not part of what makes an approval submitted twice the same one:
-   * the first code, with its generation, is what is answered.
+   * deactivated: a deactivation since (and the reactivation after it) refuses the exchange
+   * (ADR 0169). Absent in codes stored before it was kept. Not part of what makes an approval
+   * submitted twice the same one: the first code, with its generation, is what is answered.
    */
   standingGeneration?: number;
 }
