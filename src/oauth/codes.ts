@@ -117,10 +117,7 @@ export class AuthorizationCodes {
         );
         throw new OAuthError("invalid_grant", REFUSED);
       }
-      // A code redeemed in time whose grant was never stored can be tried again while it is kept,
-      // past a Retry-After: it proved its verifier before it expired.
-      const redeemableUntil = stored.expiresAt + (stored.grantId === undefined ? 0 : REDEEMED_CODE_KEPT_MS);
-      if (redeemableUntil <= this.clock()) {
+      if (keptUntil(stored) <= this.clock()) {
         await this.records.delete(id);
         throw new OAuthError("invalid_grant", REFUSED);
       }
@@ -158,16 +155,29 @@ export class AuthorizationCodes {
     return (await this.records.get(hashSecret(code))) !== undefined;
   }
 
-  /** Deletes codes nobody can redeem and redeemed ones past their replay window; at boot and hourly. */
+  /**
+   * Deletes codes nobody can redeem and redeemed ones past their replay window; at boot and hourly.
+   * Each code is judged under its lock, read again there, by the rule `redeem` applies: a
+   * redemption in flight (its grant being made, a retry late in its window) finishes first, and
+   * what it wrote decides (test/unit/oauth/codes.test.ts "a sweep waits…").
+   */
   async sweep(): Promise<void> {
-    const now = this.clock();
     for (const id of await this.records.ids()) {
-      const stored = await this.records.get(id).catch(() => undefined);
-      const keptUntil =
-        stored === undefined ? 0 : stored.expiresAt + (stored.grantId ? REDEEMED_CODE_KEPT_MS : 0);
-      if (keptUntil <= now) await this.records.delete(id);
+      await this.locks.run(id, async () => {
+        const stored = await this.records.get(id).catch(() => undefined);
+        if (stored === undefined || keptUntil(stored) <= this.clock()) await this.records.delete(id);
+      });
     }
   }
+}
+
+/**
+ * Until when a stored code is kept, and redeemable: its expiry, or for a redeemed one its replay
+ * window after it — a redeemed code whose grant was never stored can be tried again in it, past a
+ * Retry-After, since it proved its verifier before it expired.
+ */
+function keptUntil(stored: StoredCode): number {
+  return stored.expiresAt + (stored.grantId === undefined ? 0 : REDEEMED_CODE_KEPT_MS);
 }
 
 function sameGrant(a: CodeGrant, b: CodeGrant): boolean {

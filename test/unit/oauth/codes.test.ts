@@ -3,7 +3,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { s256 } from "../../../src/crypto/pkce.ts";
 import { hashSecret } from "../../../src/crypto/secrets.ts";
 import type { UserDirectory } from "../../../src/identity/users.ts";
-import { AuthorizationCodes, CODE_TTL_MS, type CodeGrant } from "../../../src/oauth/codes.ts";
+import {
+  AuthorizationCodes,
+  CODE_TTL_MS,
+  type CodeGrant,
+  REDEEMED_CODE_KEPT_MS,
+} from "../../../src/oauth/codes.ts";
 import type { Grants } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import {
@@ -218,4 +223,59 @@ describe("AuthorizationCodes", () => {
     expect(await codeFiles()).toEqual([`${hashSecret(fresh)}.json`]);
     expect(stale).not.toBe(fresh);
   });
+
+  it("a sweep keeps a redeemed code whose grant was never stored through its retry window", async () => {
+    const code = await codes.issue(GRANT);
+    await expect(
+      codes.redeem(code, accept, async () => {
+        throw storageFull();
+      }),
+    ).rejects.toThrow(/ENOSPC/);
+    clock.advance(CODE_TTL_MS + REDEEMED_CODE_KEPT_MS - 1);
+    await codes.sweep();
+    const { grantId } = await codes.redeem(code, accept, async (redeemed) => {
+      await startGrant(redeemed.grantId);
+      return redeemed;
+    });
+    expect(grants.isRevoked(grantId)).toBe(false);
+    clock.advance(1);
+    await codes.sweep();
+    expect(await codeFiles()).toEqual([]);
+  });
+
+  it("a sweep waits for a redemption in flight: a retry in the last millisecond of its window is not deleted under it", async () => {
+    const code = await codes.issue(GRANT);
+    await expect(
+      codes.redeem(code, accept, async () => {
+        throw storageFull();
+      }),
+    ).rejects.toThrow(/ENOSPC/);
+    clock.advance(CODE_TTL_MS + REDEEMED_CODE_KEPT_MS - 1);
+    let swept = false;
+    let storedWhileGranting = false;
+    const exchange = codes.redeem(code, accept, async (redeemed) => {
+      // The window ends while the grant is being made, and the hourly sweep comes.
+      clock.advance(1);
+      const sweeping = codes.sweep().then(() => {
+        swept = true;
+      });
+      // A sweep that ignored the code's lock runs to its end here; one that takes it waits.
+      for (let turn = 0; turn < 1000 && !swept; turn++) await nextTurn();
+      storedWhileGranting = await codes.isStored(code);
+      await startGrant(redeemed.grantId);
+      return { redeemed, sweeping };
+    });
+    const { redeemed, sweeping } = await exchange;
+    await sweeping;
+    expect(storedWhileGranting).toBe(true);
+    expect(grants.isRevoked(redeemed.grantId)).toBe(false);
+    // Judged again once the redemption let go: past its window, it goes.
+    expect(await codeFiles()).toEqual([]);
+  });
 });
+
+function storageFull(): Error {
+  return Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
