@@ -1,6 +1,7 @@
 import { basename } from "node:path";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from "jose";
 import { BootError } from "../errors.ts";
+import { MAX_ACCESS_TOKEN_TTL_SECONDS } from "../instance/schema.ts";
 import { CLOCK_TOLERANCE_SECONDS, type Clock, systemClock } from "../kernel/clock.ts";
 import { createFolderExclusive } from "../storage/exclusive.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -15,7 +16,20 @@ interface StoredKey {
   privateJwk: JWK;
   createdAt: number;
   retiredAt?: number;
+  /**
+   * The longest access-token lifetime, in seconds, of any process that signed with this key:
+   * written when the key is made and raised at a boot configured longer. Absent on a key made
+   * before it was recorded: unknown, judged as MAX_ACCESS_TOKEN_TTL_SECONDS.
+   */
+  tokenTtlSeconds?: number;
+  /**
+   * Written when the key is retired: the instant the last token it can have signed expires
+   * (`retiredAt` plus `tokenTtlSeconds`). Absent on a key retired before it was recorded.
+   */
+  tokensUntil?: number;
 }
+
+type RetiredKey = StoredKey & { retiredAt: number };
 
 /** A loaded key: what signs, and what verifies. */
 export interface SigningKey {
@@ -30,7 +44,9 @@ export interface SigningKey {
 /**
  * The instance's access-token signing keys. The newest signs; every key still held
  * verifies, so tokens signed before a rotation stay valid until they expire, and a key is
- * deleted only once every token it signed has expired.
+ * deleted only once every token it signed has expired — judged by the lifetimes it signed under,
+ * recorded on it, never by this process's: a TTL lowered since shortens nothing
+ * (test/unit/oauth/keys-kept-for-tokens-signed-under-a-longer-ttl.test.ts).
  */
 export class SigningKeys {
   private readonly records: JsonRecords<StoredKey>;
@@ -41,6 +57,8 @@ export class SigningKeys {
 
   constructor(
     private readonly layout: StorageLayout,
+    /** The lifetime of the access tokens this process signs (`oauth.accessTokenTtlSeconds`). */
+    private readonly accessTokenTtlSeconds: number,
     private readonly clock: Clock = systemClock,
   ) {
     this.records = new JsonRecords(layout, "oauth/keys");
@@ -51,6 +69,17 @@ export class SigningKeys {
     let loaded = await this.readAll();
     if (loaded.length === 0) loaded = await this.createFirst();
     this.keys = newestFirst(loaded);
+    await this.recordTtlOfCurrent();
+  }
+
+  /** Before this process signs anything, the current key learns a longer lifetime it will sign under. */
+  private async recordTtlOfCurrent(): Promise<void> {
+    const current = this.stored.get(this.current().kid);
+    if (current?.tokenTtlSeconds === undefined || current.tokenTtlSeconds >= this.accessTokenTtlSeconds)
+      return;
+    const raised = { ...current, tokenTtlSeconds: this.accessTokenTtlSeconds };
+    await this.records.put(raised.kid, raised);
+    this.stored.set(raised.kid, raised);
   }
 
   private async readAll(): Promise<SigningKey[]> {
@@ -110,39 +139,57 @@ export class SigningKeys {
   }
 
   /**
-   * Makes a new current key and retires the previous one now. Keys retired longer ago than
-   * an access token lives (plus the clock tolerance) are deleted: nothing they signed is
-   * still accepted.
+   * Makes a new current key and retires the previous one now, recording when its last token
+   * expires. Keys whose last token expired (plus the clock tolerance) are deleted: nothing they
+   * signed is still accepted.
    */
-  rotate(accessTokenTtlSeconds: number): Promise<SigningKey> {
+  rotate(): Promise<SigningKey> {
     return this.lock.run("rotate", async () => {
       const now = this.clock();
       const fresh = await this.generate();
       const kept: SigningKey[] = [fresh];
       for (const key of this.keys) {
-        const retiredAt = key.retiredAt ?? now;
-        if (retiredAt + (accessTokenTtlSeconds + CLOCK_TOLERANCE_SECONDS) * 1000 < now) {
+        const stored = this.storedKey(key.kid);
+        const retired =
+          stored.retiredAt === undefined
+            ? await this.retire(stored, now)
+            : { ...stored, retiredAt: stored.retiredAt };
+        if (lastTokenExpiry(retired) + CLOCK_TOLERANCE_SECONDS * 1000 < now) {
           await this.records.delete(key.kid);
           this.stored.delete(key.kid);
           continue;
         }
-        const stored = this.stored.get(key.kid);
-        if (key.retiredAt === undefined && stored) {
-          const retired = { ...stored, retiredAt };
-          await this.records.put(key.kid, retired);
-          this.stored.set(key.kid, retired);
-        }
-        kept.push({ ...key, retiredAt });
+        kept.push({ ...key, retiredAt: retired.retiredAt });
       }
       this.keys = kept;
       return fresh;
     });
   }
 
+  /** Retires a key now: its last token expires after the longest lifetime it signed under. */
+  private async retire(stored: StoredKey, now: number): Promise<RetiredKey> {
+    const lifetimeSeconds = stored.tokenTtlSeconds ?? MAX_ACCESS_TOKEN_TTL_SECONDS;
+    const retired = { ...stored, retiredAt: now, tokensUntil: now + lifetimeSeconds * 1000 };
+    await this.records.put(retired.kid, retired);
+    this.stored.set(retired.kid, retired);
+    return retired;
+  }
+
+  private storedKey(kid: string): StoredKey {
+    const stored = this.stored.get(kid);
+    if (!stored) throw new Error(`The signing key ${kid} is loaded but its record is not held.`);
+    return stored;
+  }
+
   private async newKey(): Promise<StoredKey> {
     const { privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
     const privateJwk = await exportJWK(privateKey);
-    return { kid: await calculateJwkThumbprint(publicPart(privateJwk)), privateJwk, createdAt: this.clock() };
+    return {
+      kid: await calculateJwkThumbprint(publicPart(privateJwk)),
+      privateJwk,
+      createdAt: this.clock(),
+      tokenTtlSeconds: this.accessTokenTtlSeconds,
+    };
   }
 
   private async generate(): Promise<SigningKey> {
@@ -164,6 +211,14 @@ async function fromStored(stored: StoredKey): Promise<SigningKey> {
   };
   if (stored.retiredAt !== undefined) key.retiredAt = stored.retiredAt;
   return key;
+}
+
+/**
+ * When the last token a retired key can have signed expires. A key retired before that was
+ * recorded is judged by the longest lifetime allowed: the lifetime it signed under is unknown.
+ */
+function lastTokenExpiry(retired: RetiredKey): number {
+  return retired.tokensUntil ?? retired.retiredAt + MAX_ACCESS_TOKEN_TTL_SECONDS * 1000;
 }
 
 function publicPart(jwk: JWK): JWK {

@@ -53,7 +53,7 @@ export interface AuthorizationServer {
 export async function createAuthorizationServer(deps: AuthorizationServerDeps): Promise<AuthorizationServer> {
   const clock = deps.clock ?? systemClock;
   const { config, layout, log, publicUrl } = deps;
-  const keys = new SigningKeys(layout, clock);
+  const keys = new SigningKeys(layout, config.accessTokenTtlSeconds, clock);
   const grants = new Grants(layout, {
     users: deps.users,
     memberSince: memberSinceIn(deps.workspaces),
@@ -113,7 +113,7 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
         );
         app.route("/", tokenRoutes({ clients, codes, grants, tokens, log }));
         app.route("/", revokeRoutes({ clients, grants, tokens, log }));
-        app.route("/", signingKeyRoutes({ keys, accessTokenTtlSeconds: config.accessTokenTtlSeconds, log }));
+        app.route("/", signingKeyRoutes({ keys, log }));
         app.route("/", personGrantRoutes({ grants, clients, publicUrl, log }));
         routes = app;
       }

@@ -5,11 +5,7 @@ import type { AppEnv } from "../../web/app-env.ts";
 import type { SigningKeys } from "../keys.ts";
 
 /** Org admins rotate the access-token signing key; the app's /v1 authentication runs first. */
-export function signingKeyRoutes(deps: {
-  keys: SigningKeys;
-  accessTokenTtlSeconds: number;
-  log: Logger;
-}): Hono<AppEnv> {
+export function signingKeyRoutes(deps: { keys: SigningKeys; log: Logger }): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.post("/v1/oauth/signing-keys/rotate", async (c) => {
@@ -17,7 +13,7 @@ export function signingKeyRoutes(deps: {
     if (principal.orgRole !== "admin") {
       throw new Forbidden("Only an org admin can rotate the OAuth signing key.");
     }
-    const fresh = await deps.keys.rotate(deps.accessTokenTtlSeconds);
+    const fresh = await deps.keys.rotate();
     deps.log.info({ kid: fresh.kid, by: principal.id }, "oauth signing key rotated");
     return c.json({
       current: fresh.kid,

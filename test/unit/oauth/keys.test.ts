@@ -23,20 +23,20 @@ async function keyFiles(): Promise<string[]> {
 
 describe("SigningKeys", () => {
   it("makes one ES256 key on first boot, private file 0600, and the next boot loads the same key", async () => {
-    const keys = new SigningKeys(layout, clock);
+    const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await keys.load();
     const kid = keys.current().kid;
     expect(await keyFiles()).toEqual([`${kid}.json`]);
     const mode = (await stat(layout.collectionFile("oauth/keys", kid))).mode & 0o777;
     expect(mode).toBe(0o600);
 
-    const reloaded = new SigningKeys(layout, clock);
+    const reloaded = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await reloaded.load();
     expect(reloaded.current().kid).toBe(kid);
   });
 
   it("publishes public keys only, with kid, alg and use", async () => {
-    const keys = new SigningKeys(layout, clock);
+    const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await keys.load();
     const [jwk, ...rest] = keys.jwks().keys;
     expect(rest).toEqual([]);
@@ -45,32 +45,32 @@ describe("SigningKeys", () => {
   });
 
   it("rotation makes a new current key and keeps the previous one verifying until its tokens expire", async () => {
-    const keys = new SigningKeys(layout, clock);
+    const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await keys.load();
     const first = keys.current().kid;
-    const second = (await keys.rotate(ACCESS_TTL_SECONDS)).kid;
+    const second = (await keys.rotate()).kid;
     expect(second).not.toBe(first);
     expect(keys.current().kid).toBe(second);
     expect(keys.jwks().keys.map((key) => key.kid)).toEqual([second, first]);
     expect(keys.find(first)?.retiredAt).toBe(clock());
 
     // Persisted: a reload still signs with the new key and still knows the retired one.
-    const reloaded = new SigningKeys(layout, clock);
+    const reloaded = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await reloaded.load();
     expect(reloaded.current().kid).toBe(second);
     expect(reloaded.find(first)).toBeDefined();
   });
 
   it("a rotation deletes keys retired longer ago than an access token lives", async () => {
-    const keys = new SigningKeys(layout, clock);
+    const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await keys.load();
     const first = keys.current().kid;
-    const second = (await keys.rotate(ACCESS_TTL_SECONDS)).kid;
+    const second = (await keys.rotate()).kid;
     clock.advance(ACCESS_TTL_SECONDS * 1000); // within TTL + tolerance: kept
-    const third = (await keys.rotate(ACCESS_TTL_SECONDS)).kid;
+    const third = (await keys.rotate()).kid;
     expect(keys.jwks().keys.map((key) => key.kid)).toEqual([third, second, first]);
     clock.advance(120_000);
-    const fourth = (await keys.rotate(ACCESS_TTL_SECONDS)).kid;
+    const fourth = (await keys.rotate()).kid;
     expect(keys.jwks().keys.map((key) => key.kid)).toEqual([fourth, third, second]);
     expect(await keyFiles()).not.toContain(`${first}.json`);
     expect(await keyFiles()).toHaveLength(3);
@@ -79,18 +79,18 @@ describe("SigningKeys", () => {
 
 describe("SigningKeys at boot", () => {
   it("stops boot naming an unreadable key file rather than guessing", async () => {
-    const keys = new SigningKeys(layout, clock);
+    const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await keys.load();
     const file = layout.collectionFile("oauth/keys", keys.current().kid);
     await writeFile(file, "{ not json");
-    await expect(new SigningKeys(layout, clock).load()).rejects.toThrow(BootError);
-    await expect(new SigningKeys(layout, clock).load()).rejects.toThrow(file);
+    await expect(new SigningKeys(layout, ACCESS_TTL_SECONDS, clock).load()).rejects.toThrow(BootError);
+    await expect(new SigningKeys(layout, ACCESS_TTL_SECONDS, clock).load()).rejects.toThrow(file);
   });
 });
 
 describe("SigningKeys on a fresh root", () => {
   it("racing: two boots at once make one signing key, and both sign with it", async () => {
-    const racers = Array.from({ length: 4 }, () => new SigningKeys(layout, clock));
+    const racers = Array.from({ length: 4 }, () => new SigningKeys(layout, ACCESS_TTL_SECONDS, clock));
     await Promise.all(racers.map((keys) => keys.load()));
     const kids = new Set(racers.map((keys) => keys.current().kid));
     expect(kids.size).toBe(1);
@@ -104,7 +104,7 @@ describe("SigningKeys on a fresh root", () => {
   it("a keys folder holding only a crashed writer's temp file still gets a first key", async () => {
     await mkdir(layout.collectionDir("oauth/keys"), { recursive: true });
     await writeFile(join(layout.collectionDir("oauth/keys"), ".tmp-left-over"), "{");
-    const keys = new SigningKeys(layout, clock);
+    const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
     await keys.load();
     expect(await keyFiles()).toEqual([`${keys.current().kid}.json`]);
   });

@@ -57,7 +57,7 @@ it("a pre-upgrade grant (no accessTokensUntil) whose day-long token lives stays 
     { grantId, clientId: CLIENT, principalId: ALICE.id, resource: RESOURCE, scopes: ["mcp:read"] },
     { refresh: true, consentedAt: clock() },
   );
-  const keys = new SigningKeys(layout, clock);
+  const keys = new SigningKeys(layout, DAY_SECONDS, clock);
   await keys.load();
   const sign = (grants: Grants) =>
     new AccessTokens({ keys, grants, publicUrl: () => RESOURCE.replace(/\/mcp\/.*$/, ""), clock });

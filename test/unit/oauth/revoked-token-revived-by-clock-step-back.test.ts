@@ -23,7 +23,7 @@ afterEach(() => cleanup());
 
 it("a revoked grant's access token stays refused after housekeeping and a clock step back", async () => {
   const clock = testClock();
-  const keys = new SigningKeys(layout, clock);
+  const keys = new SigningKeys(layout, 900, clock);
   await keys.load();
   const grants: Grants = newGrants(layout, users, clock, undefined, { accessTokenTtlSeconds: 900 });
   await grants.load();

@@ -31,7 +31,7 @@ beforeEach(async () => {
   const instance = await tempInstance();
   cleanup = instance.cleanup;
   clock = testClock();
-  keys = new SigningKeys(instance.layout, clock);
+  keys = new SigningKeys(instance.layout, ACCESS_TTL_SECONDS, clock);
   await keys.load();
   grants = newGrants(instance.layout, instance.users, clock);
   // The live grant the tokens name: a token is accepted only while its grant is (an allow-list).
@@ -185,7 +185,7 @@ describe("AccessTokens", () => {
 
   it("keeps verifying tokens signed before a key rotation", async () => {
     const { token } = await issue();
-    await keys.rotate(ACCESS_TTL_SECONDS);
+    await keys.rotate();
     await expect(tokens.verify(token, RESOURCE)).resolves.toMatchObject({ sub: ALICE.id });
     const { token: next } = await issue();
     expect(decodeProtectedHeader(next).kid).toBe(keys.current().kid);
