@@ -4,7 +4,7 @@ import { BootError } from "./errors.ts";
 import { DEV_PRINCIPAL } from "./identity/providers/dev.ts";
 import { loadInstance } from "./instance/load.ts";
 import { acquireInstanceLock, InstanceLocked } from "./instance/lock.ts";
-import { type Clock, systemClock } from "./kernel/clock.ts";
+import { type Clock, isWithin, systemClock } from "./kernel/clock.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { npmLauncher } from "./npm-launcher.ts";
 import type { RunningAtrium } from "./server.ts";
@@ -354,7 +354,8 @@ export function stopOnRequest(
   let firstMs: number | undefined;
   return (reason) => {
     if (firstMs !== undefined) {
-      if (clock() - firstMs < REPEAT_SIGNAL_MS) {
+      // A first signal the clock reads after (stepped back since) is no repeat: ADR 0168.
+      if (isWithin(clock(), firstMs, REPEAT_SIGNAL_MS)) {
         log.info({ reason }, "asked to stop again at once (the same signal, forwarded): still draining");
         return;
       }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { equalSecrets, hashSecret, randomSecret } from "../crypto/secrets.ts";
-import type { Clock } from "../kernel/clock.ts";
+import { type Clock, isWithin } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
 import { CorruptJson } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
@@ -123,10 +123,14 @@ export class ClientRegistry {
     return { ...confidential, client_secret: secret };
   }
 
-  /** The refusal while the cap is full, logged at most hourly so a flood does not fill the log instead. */
+  /**
+   * The refusal while the cap is full, logged at most hourly so a flood does not fill the log
+   * instead; a report the clock reads before (stepped back since) is no reason to stay silent
+   * (ADR 0168).
+   */
   private capFull(): OAuthError {
     const now = this.clock();
-    if (now - this.capFullReportedAt >= CAP_FULL_REPORTED_EVERY_MS) {
+    if (!isWithin(now, this.capFullReportedAt, CAP_FULL_REPORTED_EVERY_MS)) {
       this.capFullReportedAt = now;
       this.log.warn(
         { maxUnusedClients: this.cap.max },
@@ -329,9 +333,15 @@ export class ClientRegistry {
     return this.readable(clientId, value);
   }
 
+  /**
+   * Whether the use stored is recent enough to need no write. One the clock reads before (stepped
+   * back since) is not: this use is written, so the 30 days run from a time the clock has seen
+   * rather than waiting for it to catch up (ADR 0168). The sweep's own comparison is left by hand
+   * on purpose: there, a use ahead of now keeps the client.
+   */
   private usedToday(stored: StoredClient): boolean {
     const lastUsedAt = lastUseOf(stored);
-    return lastUsedAt !== undefined && this.clock() - lastUsedAt < CLIENT_USE_RECORDED_EVERY_MS;
+    return lastUsedAt !== undefined && isWithin(this.clock(), lastUsedAt, CLIENT_USE_RECORDED_EVERY_MS);
   }
 
   /**

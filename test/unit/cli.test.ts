@@ -51,6 +51,17 @@ describe("stopping on a signal", () => {
     expect(lines.some((line) => /cutting off requests still in flight/.test(String(line.msg)))).toBe(true);
   });
 
+  it("a second signal after the clock stepped back behind the first cuts off what is in flight", async () => {
+    const { time, calls, stop, lines } = harness();
+    stop("SIGINT");
+    // An NTP correction of an hour during the drain: the operator's second Ctrl-C is a second one,
+    // not the first forwarded, however far the clock now reads before the first (ADR 0168).
+    time.jump(-60 * 60 * 1000);
+    stop("SIGINT");
+    expect(calls).toEqual({ stop: 1, close: 1 });
+    expect(lines.some((line) => /cutting off requests still in flight/.test(String(line.msg)))).toBe(true);
+  });
+
   it("exits 0 once the graceful stop is done", async () => {
     const { stop, exits, finish } = harness();
     stop("SIGTERM");

@@ -102,6 +102,18 @@ describe("sweeping registered clients", () => {
     expect(JSON.parse(await stored()).lastUsedAt).toBe(clock());
   });
 
+  it("a use after the clock stepped back behind the last one is written, so its 30 days run from a time the clock has seen", async () => {
+    const { client_id: id } = await clients.register(NATIVE);
+    // The clock ran ten days ahead at registration and is then set right (ADR 0168).
+    clock.advance(-10 * DAY_MS);
+    await clients.recordUse(id);
+    expect(JSON.parse(await readFile(fileOf(id), "utf8")).lastUsedAt).toBe(clock());
+    clock.advance(UNUSED_CLIENT_KEPT_MS - 1);
+    expect(await clients.sweep(noGrants)).toEqual([]);
+    clock.advance(1);
+    expect(await clients.sweep(noGrants)).toEqual([id]);
+  });
+
   it("a client holding a live grant is never swept, however long unused", async () => {
     const { client_id: held } = await clients.register(NATIVE);
     const { client_id: idle } = await clients.register(NATIVE);

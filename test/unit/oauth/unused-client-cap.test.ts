@@ -72,6 +72,17 @@ describe("the cap on registered clients without a live grant", () => {
     expect(lines.filter((line) => /maxUnusedClients/.test(String(line.msg)))).toHaveLength(1);
   });
 
+  it("logs a refusal again once the clock steps back behind the last report, rather than staying silent for the step", async () => {
+    const clients = await registry();
+    await clients.register(NATIVE);
+    await clients.register(NATIVE);
+    await refusalOf(clients.register(NATIVE));
+    // A day's correction: the last report now reads a day ahead of the clock (ADR 0168).
+    clock.advance(-24 * 60 * 60 * 1000);
+    await refusalOf(clients.register(NATIVE));
+    expect(lines.filter((line) => /maxUnusedClients/.test(String(line.msg)))).toHaveLength(2);
+  });
+
   it("does not count a client holding a live grant, and deletes none to make room", async () => {
     const clients = await registry();
     const used = (await clients.register(NATIVE)).client_id;
