@@ -24,7 +24,7 @@ beforeEach(async () => {
 afterEach(() => cleanup());
 
 async function loaded(): Promise<SigningKeys> {
-  const keys = new SigningKeys(layout, clock);
+  const keys = new SigningKeys(layout, ACCESS_TTL_SECONDS, clock);
   await keys.load();
   return keys;
 }
@@ -43,7 +43,7 @@ it("a rotation whose new key lands but whose folder's flush fails makes no key, 
   const first = keys.current().kid;
   let refusal: unknown;
   await nthFolderFlushFails(1, () =>
-    keys.rotate(ACCESS_TTL_SECONDS).catch((error: unknown) => {
+    keys.rotate().catch((error: unknown) => {
       refusal = error;
     }),
   );
@@ -60,7 +60,7 @@ it("a rotation whose retirement lands but whose folder's flush fails is done: th
   clock.advance(1000);
   let fresh = "";
   await nthFolderFlushFails(2, async () => {
-    fresh = (await keys.rotate(ACCESS_TTL_SECONDS)).kid;
+    fresh = (await keys.rotate()).kid;
   });
   expect(keys.current().kid).toBe(fresh);
   expect(keys.find(first)?.retiredAt).toBe(clock());
