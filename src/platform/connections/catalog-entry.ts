@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject } from "ajv";
 import { hidesText, isUnshowable } from "../../text.ts";
-import { holdsQueryCredential, holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
+import { credentialHeaderIn, holdsQueryCredential, holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
 import { namesCredential } from "./model.ts";
 
 // One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
@@ -174,11 +174,20 @@ function secretProblem(server: ServerJson): string | undefined {
     }
   }
   const secret = secretInputIn(server);
-  if (!secret) return undefined;
-  const named = secret.name === undefined ? "" : ` (${secret.name})`;
+  if (secret) {
+    const named = secret.name === undefined ? "" : ` (${secret.name})`;
+    return (
+      `"${secret.place}"${named} is secret and has a ${secret.field} in the catalog, which every ` +
+      `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`
+    );
+  }
+  const header = credentialHeaderIn(server);
+  if (!header) return undefined;
+  const named = header.name === undefined ? "" : ` (${header.name})`;
   return (
-    `"${secret.place}"${named} is secret and has a ${secret.field} in the catalog, which every ` +
-    `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`
+    `"${header.place}"${named} is named as a credential and has a fixed value in the catalog, ` +
+    "which every signed-in person can read; remove the value, or make it a {variable} " +
+    '(e.g. "Bearer {token}") that whoever connects supplies.'
   );
 }
 

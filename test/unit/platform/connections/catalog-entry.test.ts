@@ -213,6 +213,54 @@ describe("a server.json", () => {
     expect(problem).not.toMatch(/SECRET|\u202e/);
   });
 
+  // Review 56: only `isSecret` inputs were looked at, so a fixed Authorization or X-Api-Key value
+  // without the flag was listed to every signed-in person, as a query credential is not (ADR 0108).
+  it.each([
+    { where: "remotes", header: { name: "Authorization", value: "Bearer sk-live-rv56-0123456789" } },
+    { where: "remotes", header: { name: "X-Api-Key", value: "sk-live-rv56-0123456789" } },
+    {
+      where: "remotes",
+      header: { name: "Authorization", value: "Bearer sk-live-rv56-0123456789", isSecret: false },
+    },
+    { where: "remotes", header: { name: "x-auth-token", default: "sk-live-rv56-0123456789" } },
+    {
+      where: "remotes",
+      header: { name: "Authorization", value: "Bearer {t}", variables: { t: { default: "sk-live-rv56" } } },
+    },
+    { where: "packages", header: { name: "Authorization", value: "Bearer sk-live-rv56-0123456789" } },
+  ])(
+    "is refused when a header named as a credential has a fixed value, isSecret or not ($where: $header.name)",
+    ({ where, header }) => {
+      const extra =
+        where === "remotes"
+          ? { remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: [header] }] }
+          : {
+              packages: [
+                { ...npm, transport: { type: "streamable-http", url: "https://x/mcp", headers: [header] } },
+              ],
+            };
+      const problem = problemOf(server(extra as Partial<ServerJson>));
+      const place = where === "remotes" ? "remotes.0.headers.0" : "packages.0.transport.headers.0";
+      expect(problem).toBe(
+        `"${place}" (${header.name}) is named as a credential and has a fixed value in the catalog, ` +
+          "which every signed-in person can read; remove the value, or make it a {variable} " +
+          '(e.g. "Bearer {token}") that whoever connects supplies.',
+      );
+      expect(problem).not.toContain("sk-live");
+    },
+  );
+
+  it("accepts a header named as a credential whose value is a {variable} whoever connects fills in", () => {
+    const headers = [
+      { name: "Authorization", value: "Bearer {token}", variables: { token: { isRequired: true } } },
+      { name: "X-Api-Key", value: "{api_key}" },
+      { name: "X-Api-Key", isRequired: true, isSecret: true },
+      { name: "X-Tenant", value: "acme" },
+    ];
+    const s = server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers }] });
+    expect(checkServerJson(s)).toEqual({ server: s });
+  });
+
   it("accepts a secret input without a value and an input with a value that is not secret", () => {
     const s = server({
       packages: [

@@ -222,6 +222,18 @@ describe("a workspace's catalog", () => {
     expect((await call(ADMIN, "POST", path, server("io.github.acme/weather"))).status).toBe(409);
   });
 
+  it("refuses an entry whose Authorization header has a fixed value, which no member then reads", async () => {
+    const path = `/v1/workspaces/${temp.ws}/catalog`;
+    const headers = [{ name: "Authorization", value: `Bearer ${SECRET}` }];
+    const remotes = [{ type: "streamable-http", url: "https://crm.example.com/mcp", headers }];
+    const added = await call(ADMIN, "POST", path, server("com.example/crm", { remotes }));
+    expect(added.status).toBe(400);
+    const body = await added.text();
+    expect(body).toContain('\\"remotes.0.headers.0\\" (Authorization) is named as a credential');
+    expect(body).not.toContain(SECRET);
+    expect(await (await call(MEMBER, "GET", path)).text()).not.toContain(SECRET);
+  });
+
   it("lets an admin remove its own entry, not the operator's", async () => {
     await call(ADMIN, "POST", `/v1/workspaces/${temp.ws}/catalog`, server("com.example/crm"));
     expect((await call(ADMIN, "DELETE", `/v1/workspaces/${temp.ws}/catalog/com.example~crm`)).status).toBe(
