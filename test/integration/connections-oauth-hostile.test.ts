@@ -226,3 +226,45 @@ describe("a token endpoint that quotes what it was sent", () => {
     }
   });
 });
+
+describe("an authorization server that sends the browser back with words of its own", () => {
+  const WORDS =
+    "Your Atrium session has ended \u202Eevil\u202C: sign in again at https://atrium-login.example";
+
+  /** The go_url's authorization request, answered by hand at its callback with `params`. */
+  async function answered(name: string, params: Record<string, string>) {
+    const response = await add(name);
+    const { go_url } = (await response.json()) as { go_url: string };
+    const { location, cookie } = await openGoUrl(instance, "alice", go_url);
+    const back = new URL(location.searchParams.get("redirect_uri") as string);
+    back.searchParams.set("state", location.searchParams.get("state") as string);
+    for (const [key, value] of Object.entries(params)) back.searchParams.set(key, value);
+    return deliverByHand(instance, "alice", cookie, back);
+  }
+
+  it("an error_description is not repeated: the refusal is told by its OAuth code alone", async () => {
+    const page = await answered("says-things", { error: "access_denied", error_description: WORDS });
+    expect(page.status).toBe(400);
+    expect(page.text).toContain("access_denied");
+    expect(page.text).not.toContain("atrium-login.example");
+    expect(page.text).not.toContain("\u202E");
+  });
+
+  it("an error that is not an OAuth code is told as server_error", async () => {
+    const page = await answered("says-more", { error: WORDS.replaceAll(" ", "_") });
+    expect(page.status).toBe(400);
+    expect(page.text).toContain("server_error");
+    expect(page.text).not.toContain("atrium-login");
+    expect(page.text).not.toContain("\u202E");
+  });
+
+  it("a wrong iss is refused without quoting it", async () => {
+    const page = await answered("wrong-iss", {
+      code: "c0de",
+      iss: "https://atrium-login.example/sign-in-again",
+    });
+    expect(page.status).toBe(400);
+    expect(page.text).toContain("RFC 9207");
+    expect(page.text).not.toContain("atrium-login.example");
+  });
+});

@@ -23,6 +23,11 @@ const CLIENT_RESULT_CHECKS = [
 /** The OAuth error codes an authorization server's answer is told by: any other is its own text. */
 const OAUTH_CODES: ReadonlySet<string> = new Set(Object.values(OAuthErrorCode));
 
+/** An authorization server's `error` as it may be told: an OAuth code the SDK knows, else `server_error`. */
+export function toldOAuthCode(code: string): string {
+  return OAUTH_CODES.has(code) ? code : OAuthErrorCode.ServerError;
+}
+
 /**
  * A failure that came from a connection's server or its authorization server, told again so that
  * it may be logged, written to a health file or shown to a member (ADR 0067). Only a JSON-RPC error the server answered keeps
@@ -50,7 +55,7 @@ export function retold(error: unknown, secrets: readonly string[]): unknown {
   // client library quotes when the answer is not an OAuth error, may repeat the client secret,
   // the code and its verifier, or the refresh token it was sent.
   if (error instanceof OAuthError) {
-    const code = OAUTH_CODES.has(error.code) ? error.code : OAuthErrorCode.ServerError;
+    const code = toldOAuthCode(error.code);
     return new OAuthError(
       code,
       `The authorization server answered ${code}; what it wrote is not repeated here.`,

@@ -16,6 +16,7 @@ import { type AuthorizationTarget, discoverAuthorization } from "./discovery.ts"
 import {
   expiredOutcome,
   type FlowOutcome,
+  refusedOutcome,
   replacedOutcome,
   stoppingOutcome,
   usedOutcome,
@@ -245,7 +246,7 @@ export class Authorizer {
    * cuts (409 stopping, the tokens kept).
    */
   async complete(
-    query: { state?: string; code?: string; iss?: string; error?: string; error_description?: string },
+    query: { state?: string; code?: string; iss?: string; error?: string },
     /** The callback URL the answer arrived at, without its query. */
     arrivedAt: string,
     principalId: string,
@@ -281,13 +282,7 @@ export class Authorizer {
     try {
       // A wrong (or promised and missing) `iss` is refused before anything else in the answer is believed.
       checkResponseIssuer(flow.target, query.iss);
-      if (query.error !== undefined) {
-        return {
-          status: 400,
-          title: "Authorization refused",
-          message: `The authorization server answered ${query.error.slice(0, 100)}${query.error_description ? `: ${query.error_description.slice(0, 300)}` : ""}. Start again from Atrium.`,
-        };
-      }
+      if (query.error !== undefined) return refusedOutcome(query.error);
       if (!query.code)
         return { status: 400, title: "No code", message: "The callback carries no authorization code." };
       // An exchange of credentials, not cut by the stop but waited for with its activation, its

@@ -1,3 +1,4 @@
+import { toldOAuthCode } from "../remote-failure.ts";
 import { FLOW_TTL_MS } from "./flows.ts";
 
 /** The answer of a callback or a go_url, for its page. */
@@ -47,5 +48,20 @@ export function stoppingOutcome(name: string): FlowOutcome {
     status: 409,
     title: "Atrium is stopping",
     message: `Connection "${name}" is authorized, but Atrium began to stop before it read the server's tools, so the connection is not in use yet: once Atrium is back, start its authorization again to finish.`,
+  };
+}
+
+/**
+ * The authorization server sent the browser back with an `error`: told by its code alone, one the
+ * SDK knows or `server_error`, never its `error_description`. The page is on Atrium's origin, and
+ * whichever server a connection names wrote that text: a "sign in again at …" with right-to-left
+ * overrides read as Atrium's own words (ADR 0067;
+ * test/integration/connections-oauth-hostile.test.ts "error_description").
+ */
+export function refusedOutcome(error: string): FlowOutcome {
+  return {
+    status: 400,
+    title: "Authorization refused",
+    message: `The authorization server refused this authorization (${toldOAuthCode(error)}); what it wrote is not repeated here. Start again from Atrium.`,
   };
 }

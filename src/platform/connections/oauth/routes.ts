@@ -53,7 +53,6 @@ export function oauthRoutes(authorizer: Authorizer, publicUrl: () => string): Ho
         ...(query.code === undefined ? {} : { code: query.code }),
         ...(query.iss === undefined ? {} : { iss: query.iss }),
         ...(query.error === undefined ? {} : { error: query.error }),
-        ...(query.error_description === undefined ? {} : { error_description: query.error_description }),
       },
       issuer === undefined ? paths.callback : paths.issuerCallback(issuer),
       c.get("principal").id,

@@ -103,7 +103,7 @@ export function checkResponseIssuer(target: AuthorizationTarget, iss: string | u
       throw new WrongIssuer(
         iss === undefined
           ? `The authorization response carries no "iss", though ${target.issuer} says it sends one; refused (RFC 9207).`
-          : `The authorization response came from issuer ${iss.slice(0, 200)}, not ${target.issuer}; refused (RFC 9207).`,
+          : `The authorization response names another issuer than ${target.issuer}; refused (RFC 9207).`,
       );
     }
     throw error;
