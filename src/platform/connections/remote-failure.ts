@@ -53,9 +53,12 @@ export function retold(error: unknown, secrets: readonly string[]): unknown {
     );
   // A token endpoint's answer (a refresh, a code exchange): its description, or the raw body the
   // client library quotes when the answer is not an OAuth error, may repeat the client secret,
-  // the code and its verifier, or the refresh token it was sent.
-  if (error instanceof OAuthError) {
-    const code = toldOAuthCode(error.code);
+  // the code and its verifier, or the refresh token it was sent. Looked for under the SDK's
+  // wrapping: a refresh that fails on a client's connect arrives as its ERA_NEGOTIATION_FAILED,
+  // which alone said nothing of a token (remote-failure.test.ts "… under the SDK's wrapping").
+  const oauth = oauthErrorIn(error);
+  if (oauth) {
+    const code = toldOAuthCode(oauth.code);
     return new OAuthError(
       code,
       `The authorization server answered ${code}; what it wrote is not repeated here.`,
@@ -85,6 +88,16 @@ export function retold(error: unknown, secrets: readonly string[]): unknown {
 /** `kind`, with the local reason under it, or saying that the server's words are left out. */
 function told(kind: string, local: string | undefined): string {
   return local === undefined ? `${kind}; what the server sent is not repeated here.` : `${kind}: ${local}`;
+}
+
+/** The first authorization server's error in the cause chain. */
+function oauthErrorIn(error: unknown): OAuthError | undefined {
+  let current = error;
+  for (let depth = 0; depth <= MAX_CAUSES && current instanceof Error; depth++) {
+    if (current instanceof OAuthError) return current;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 /**

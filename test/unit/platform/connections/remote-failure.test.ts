@@ -124,6 +124,22 @@ describe("a connection's failures, retold", () => {
     expect(made.message).not.toContain(PREFIX);
   });
 
+  // Review 56: a refresh that failed on a fresh client's connect was told as the SDK's
+  // ERA_NEGOTIATION_FAILED, and nothing said a token endpoint had answered.
+  it("an authorization server's error under the SDK's wrapping is told by its code, as one alone is", () => {
+    const refresh = new OAuthError("temporarily_unavailable", `down; refresh_token=${PREFIX}`);
+    const told = retold(probeFailed(new Error("fetch failed", { cause: refresh })), [SECRET]) as OAuthError;
+    expect(told).toBeInstanceOf(OAuthError);
+    expect(told.code).toBe("temporarily_unavailable");
+    expect(told.message).toBe(
+      "The authorization server answered temporarily_unavailable; what it wrote is not repeated here.",
+    );
+    expect(told.cause).toBeUndefined();
+    const made = retold(probeFailed(new OAuthError(`code ${PREFIX}`, PREFIX)), [SECRET]) as OAuthError;
+    expect(made.code).toBe("server_error");
+    expect(made.message).not.toContain(PREFIX);
+  });
+
   it("the client library's check of a tool's result keeps its words, not the server's it quotes", () => {
     const told = retold(
       new ProtocolError(
