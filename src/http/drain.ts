@@ -43,8 +43,13 @@ export class HttpDrain {
    */
   track(handler: Promise<unknown>): void {
     this.handlers.add(handler);
-    const done = () => this.handlers.delete(handler);
-    handler.then(done, done);
+    // Inline rather than held in a `const`: tsx names a function held so with a property write each
+    // time one is made, here on every request (≈ 0.9% of a files__info call's busy time; see the
+    // front door's NodePost).
+    handler.then(
+      () => this.handlers.delete(handler),
+      () => this.handlers.delete(handler),
+    );
   }
 
   /** Requests being answered now. */
