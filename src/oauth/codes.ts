@@ -33,6 +33,14 @@ export interface CodeGrant {
    * submitted twice the same one: the first code, with its generation, is what is answered.
    */
   standingGeneration?: number;
+  /**
+   * The person's membership generation in the resource's workspace when they approved, read
+   * before the check that they are a member: a removal and a re-add since refuse the exchange
+   * (ADR 0169, amended). Absent in codes stored before it was kept, and when they were not a
+   * member as it was read (the check refuses it, or a join since is judged by its stamp). Not part
+   * of what makes an approval submitted twice the same one, as `standingGeneration`.
+   */
+  membershipGeneration?: number;
 }
 
 /** A code on disk, named by the SHA-256 of the code. Times are epoch ms. */

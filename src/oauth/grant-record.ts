@@ -35,6 +35,13 @@ export interface GrantRecord {
    * made from a code that kept none: those are judged by `createdAt` (ADR 0169).
    */
   standingGeneration?: number;
+  /**
+   * The membership generation of its person in its workspace when they consented (their code's):
+   * a grant counts only in that membership, not one they joined again since. Absent in records
+   * written before it was kept, and in one made from a code that kept none: those are judged by
+   * `createdAt` against the member's `addedAt` (ADR 0169, amended).
+   */
+  membershipGeneration?: number;
   /** The last refresh, epoch ms; with `createdAt`, what "least recently used" is judged by. */
   refreshedAt?: number;
   absoluteExpiresAt: number;
@@ -76,6 +83,8 @@ export interface NewGrant {
   scopes: string[];
   /** The person's standing generation when they consented (their code's), if the code kept it. */
   standingGeneration?: number;
+  /** Their membership generation in the workspace when they consented, if the code kept it. */
+  membershipGeneration?: number;
 }
 
 export interface RefreshRequest {

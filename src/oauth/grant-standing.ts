@@ -1,17 +1,25 @@
 import { type BegunUnder, begunUnderEarlierStanding } from "../identity/standing.ts";
 import type { UserDirectory } from "../identity/users.ts";
+import { type BegunAsMember, begunInCurrentMembership } from "../workspace/membership-generation.ts";
+import type { Member } from "../workspace/model.ts";
 import type { GrantRecord } from "./grant-record.ts";
 
 /**
- * When `principalId` (last) joined the workspace, in epoch ms; `undefined` when they are not a
- * member of it or it does not exist.
+ * `principalId`'s membership of the workspace now; `undefined` when they are not a member of it or
+ * it does not exist.
  */
-export type MemberSince = (principalId: string, workspaceId: string) => number | undefined;
+export type MemberOf = (principalId: string, workspaceId: string) => Member | undefined;
 
 export interface Standing {
   users: Pick<UserDirectory, "isDeactivated" | "standingOf">;
-  memberSince: MemberSince;
+  memberOf: MemberOf;
 }
+
+/**
+ * When a consent was given, the person's standing generation then and the membership generation
+ * of the workspace it is for (ADR 0169 and its amendment).
+ */
+export type Consent = BegunUnder & BegunAsMember;
 
 const DEACTIVATED = "The person who approved this access has been deactivated.";
 const DEACTIVATED_SINCE =
@@ -22,24 +30,31 @@ const NOT_A_MEMBER =
 /**
  * Why `principalId` may no longer hold access to `workspaceId` under a consent given `consented`:
  * deactivated now or since (under an earlier standing generation, standing.ts), not a member of
- * the workspace, or rejoined it since (as a connection grant counts only when made since its
- * member last joined). Deactivation revokes only the grants that exist: a code approved before
- * it and redeemed after a reactivation within its 60 s made a grant
+ * the workspace, or rejoined it since (under another membership generation,
+ * membership-generation.ts, as a connection grant counts only when made in its member's current
+ * membership). Deactivation revokes only the grants that exist: a code approved before it and
+ * redeemed after a reactivation within its 60 s made a grant
  * (test/integration/leaving.test.ts "a code approved before a deactivation").
  */
 export function standingRefusal(
-  { users, memberSince }: Standing,
+  { users, memberOf }: Standing,
   principalId: string,
   workspaceId: string,
-  consented: BegunUnder,
+  consented: Consent,
 ): string | undefined {
   if (users.isDeactivated(principalId)) return DEACTIVATED;
   if (begunUnderEarlierStanding(users.standingOf(principalId), consented)) return DEACTIVATED_SINCE;
-  const joinedAt = memberSince(principalId, workspaceId);
-  return joinedAt === undefined || joinedAt > consented.at ? NOT_A_MEMBER : undefined;
+  const member = memberOf(principalId, workspaceId);
+  return member === undefined || !begunInCurrentMembership(member, consented) ? NOT_A_MEMBER : undefined;
 }
 
-/** A grant's consent as its standing is judged: when it was made, and under which generation. */
-export function consentOf(record: Pick<GrantRecord, "createdAt" | "standingGeneration">): BegunUnder {
-  return { at: record.createdAt, generation: record.standingGeneration };
+/** A grant's consent as its standing is judged: when it was made, and under which generations. */
+export function consentOf(
+  record: Pick<GrantRecord, "createdAt" | "standingGeneration" | "membershipGeneration">,
+): Consent {
+  return {
+    at: record.createdAt,
+    generation: record.standingGeneration,
+    membershipGeneration: record.membershipGeneration,
+  };
 }

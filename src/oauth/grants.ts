@@ -194,8 +194,8 @@ export class Grants {
 
   /**
    * Records a new grant; with `refresh`, also its first refresh token. `consentedAt` and the
-   * grant's `standingGeneration` are when the person approved and their standing generation then
-   * (the code's; ADR 0169): the person must not have been deactivated since, and must still be a member
+   * grant's `standingGeneration` and `membershipGeneration` are when the person approved and their
+   * generations then (the code's; ADR 0169 and its amendment): the person must not have been deactivated since, and must still be a member
    * of the resource's workspace, not having left it since. Leaving revokes only the grants that
    * exist, so a code redeemed after its person's removal made a grant that outlived the removal
    * and came back at rejoin (test/integration/leaving.test.ts "a code approved before removal and
@@ -214,7 +214,7 @@ export class Grants {
       const workspaceId = workspaceOfGrantedResource(grant.resource);
       if (workspaceId === undefined)
         throw new Error(`A grant's resource names no workspace: ${grant.resource}`);
-      const consented = { at: options.consentedAt, generation: grant.standingGeneration };
+      const consented = consentOf({ ...grant, createdAt: options.consentedAt });
       const refusal = standingRefusal(this.options, grant.principalId, workspaceId, consented);
       if (refusal !== undefined) throw new OAuthError("invalid_grant", refusal);
       const now = this.clock();

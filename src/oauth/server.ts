@@ -10,7 +10,6 @@ import type { WorkspaceStore } from "../workspace/store.ts";
 import { ClientMetadataDocuments } from "./client-metadata.ts";
 import { ClientRegistry } from "./clients.ts";
 import { AuthorizationCodes } from "./codes.ts";
-import type { MemberSince } from "./grant-standing.ts";
 import { Grants } from "./grants.ts";
 import { SigningKeys } from "./keys.ts";
 import { metadataRoutes } from "./routes/metadata.ts";
@@ -30,7 +29,7 @@ export interface AuthorizationServerDeps {
   publicUrl: () => string;
   users: UserDirectory;
   /** Whose grants still count: a grant holds only while its person is a member of its workspace. */
-  workspaces: Pick<WorkspaceStore, "get">;
+  workspaces: Pick<WorkspaceStore, "memberOf">;
   log: Logger;
   /** Tests move time; everything else uses the system clock. */
   clock?: Clock;
@@ -56,7 +55,9 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
   const keys = new SigningKeys(layout, config.accessTokenTtlSeconds, clock);
   const grants = new Grants(layout, {
     users: deps.users,
-    memberSince: memberSinceIn(deps.workspaces),
+    // A grant names its workspace by id, so it still belongs to it after the public URL changes
+    // (test/integration/oauth-flow.test.ts "survives a restart", on another port).
+    memberOf: (principalId, workspaceId) => deps.workspaces.memberOf(workspaceId, principalId),
     resourceOf: (workspaceId) => workspaceMcpUrl(publicUrl(), workspaceId),
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
     refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
@@ -119,17 +120,5 @@ export async function createAuthorizationServer(deps: AuthorizationServerDeps): 
       }
       return routes;
     },
-  };
-}
-
-/**
- * When a person last joined a workspace, from the workspace index. A grant names its workspace
- * by id, so it still belongs to it after the public URL changes
- * (test/integration/oauth-flow.test.ts "survives a restart", on another port).
- */
-function memberSinceIn(workspaces: Pick<WorkspaceStore, "get">): MemberSince {
-  return (principalId, workspaceId) => {
-    const member = workspaces.get(workspaceId)?.members.find((m) => m.principalId === principalId);
-    return member ? Date.parse(member.addedAt) : undefined;
   };
 }

@@ -12,6 +12,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { assertMayCreate } from "./creation-limit.ts";
 import { admissionTo, requireAdmin } from "./gate.ts";
+import { nextMembershipGeneration } from "./membership-generation.ts";
 import { type Member, roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import { checkName, checkRecord, corrupt } from "./workspace-record.ts";
 
@@ -128,6 +129,11 @@ export class WorkspaceStore {
     return roleIn(this.get(id), principalId);
   }
 
+  /** `principalId`'s membership of the workspace, as the index holds it; undefined for none. */
+  memberOf(id: string, principalId: string): Member | undefined {
+    return this.get(id)?.members.find((member) => member.principalId === principalId);
+  }
+
   listFor(principalId: string): Workspace[] {
     const mine: Workspace[] = [];
     for (const id of this.byMember.get(principalId) ?? []) {
@@ -156,7 +162,8 @@ export class WorkspaceStore {
       name,
       createdAt: now,
       updatedAt: now,
-      members: [{ principalId: creatorId, role: "admin", addedAt: now }],
+      members: [{ principalId: creatorId, role: "admin", addedAt: now, membershipGeneration: 1 }],
+      lastMembershipGeneration: 1,
     };
     const staging = this.layout.stagingDir(ws.id);
     await mkdir(staging, { mode: FOLDER_MODE });
@@ -241,8 +248,11 @@ export class WorkspaceStore {
       if (roleIn(ws, principalId) !== undefined) {
         throw new Conflict("member_exists", "That person is already a member; change their role instead.");
       }
-      const member: Member = { principalId, role, addedAt: this.isoNow() };
-      return { ...ws, members: [...ws.members, member] };
+      // A join takes the workspace's next generation, in this same write: one the person left
+      // and this one are told apart by it, whatever the clock read at each (ADR 0169, amended).
+      const membershipGeneration = nextMembershipGeneration(ws);
+      const member: Member = { principalId, role, addedAt: this.isoNow(), membershipGeneration };
+      return { ...ws, members: [...ws.members, member], lastMembershipGeneration: membershipGeneration };
     });
   }
 

@@ -28,7 +28,21 @@ export function checkRecord(id: string, path: string, text: string): Workspace {
   ) {
     throw new BootError(`Workspace ${id} is corrupt: ${path} does not describe workspace ${id}.`);
   }
+  // What tells a membership from one its person left (ADR 0169, amended): one that is not a
+  // count would tell nothing apart.
+  if (
+    !isGeneration(ws.lastMembershipGeneration) ||
+    ws.members.some((m) => !isGeneration(m?.membershipGeneration))
+  ) {
+    throw new BootError(
+      `Workspace ${id} is corrupt: ${path} holds a membership generation that is not a whole number of 0 or more.`,
+    );
+  }
   return ws;
+}
+
+function isGeneration(value: unknown): boolean {
+  return value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0);
 }
 
 /**

@@ -67,13 +67,8 @@ async function startOAuth(
     users,
     // Alice, whose codes these tests issue, has been an admin of every workspace since 1970.
     workspaces: {
-      get: (id) => ({
-        id,
-        name: id,
-        createdAt: EPOCH,
-        updatedAt: EPOCH,
-        members: [{ principalId: ALICE, role: "admin", addedAt: EPOCH }],
-      }),
+      memberOf: (_id, principalId) =>
+        principalId === ALICE ? { principalId, role: "admin", addedAt: EPOCH } : undefined,
     },
     log,
   });

@@ -7,6 +7,7 @@ import { refusedForStorage } from "../../storage/storage-full.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
+import { membershipGenerationOf } from "../../workspace/membership-generation.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { isClientMetadataUrl } from "../client-metadata.ts";
 import type { ClientRegistry } from "../clients.ts";
@@ -149,6 +150,9 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     // that lands after it (and the reactivation after that) refuses the code, whatever the clock
     // reads (ADR 0169).
     const { generation } = deps.users.standingOf(stored.principalId);
+    // Read before the membership is checked, as the standing generation is before the deactivation
+    // check: a removal and a re-add that land after it refuse the code (ADR 0169, amended).
+    const member = deps.workspaces.memberOf(stored.workspaceId, stored.principalId);
     if (decision === "approve") {
       const refusal = await memberRefusal(deps, stored.principalId, stored.workspaceId);
       if (refusal) return problemPage(403, refusal);
@@ -196,6 +200,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         resource: pending.resource,
         principalId: pending.principalId,
         standingGeneration: generation,
+        ...(member ? { membershipGeneration: membershipGenerationOf(member) } : {}),
       },
       code,
     );

@@ -94,6 +94,7 @@ async function exchangeCode(
           resource: grant.resource,
           scopes: grant.scopes,
           standingGeneration: grant.standingGeneration,
+          membershipGeneration: grant.membershipGeneration,
         },
         { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
       );

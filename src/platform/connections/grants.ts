@@ -9,6 +9,7 @@ import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
+import { begunInCurrentMembership, membershipGenerationOf } from "../../workspace/membership-generation.ts";
 import type { Member } from "../../workspace/model.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { isPersonalConnectionName } from "./personal-name.ts";
@@ -25,6 +26,12 @@ export interface ConnectionGrant {
   connection: string;
   grantedBy: string;
   grantedAt: string;
+  /**
+   * The holder's membership generation when it was granted: it counts in that membership only,
+   * not one they joined again since. Absent in grants written before it was kept, which are judged
+   * by `grantedAt` against the member's `addedAt` (ADR 0169, amended).
+   */
+  membershipGeneration?: number;
 }
 
 /**
@@ -167,6 +174,7 @@ export class Grants {
         connection,
         grantedBy: adminId,
         grantedAt: new Date(this.clock()).toISOString(),
+        membershipGeneration: membershipGenerationOf(holder),
       },
       holder,
       // Again at the write's commit: an admin demoted while it waited on the lock or the disk
@@ -212,9 +220,19 @@ export class Grants {
   }
 }
 
-/** A grant counts for `member` when it is theirs and was made since they (last) joined. */
+/**
+ * A grant counts for `member` when it is theirs and was made in their current membership: by
+ * generation, so a member added just before a clock step back is not refused their grant until
+ * the clock passes `addedAt` (test/unit/platform/connections/grants-membership-generation.test.ts).
+ */
 function isCurrent(grant: ConnectionGrant, member: Member): boolean {
-  return grant.principalId === member.principalId && grant.grantedAt >= member.addedAt;
+  return (
+    grant.principalId === member.principalId &&
+    begunInCurrentMembership(member, {
+      at: Date.parse(grant.grantedAt),
+      membershipGeneration: grant.membershipGeneration,
+    })
+  );
 }
 
 function checkGrantConnection(connection: unknown): string {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { derivePrincipalId, type Principal } from "../../../src/identity/principal.ts";
 import { UserDirectory } from "../../../src/identity/users.ts";
 import { createLogger } from "../../../src/log.ts";
-import type { MemberSince } from "../../../src/oauth/grant-standing.ts";
+import type { MemberOf } from "../../../src/oauth/grant-standing.ts";
 import { Grants } from "../../../src/oauth/grants.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
@@ -50,14 +50,27 @@ export async function tempInstance(): Promise<{
   return { root, layout, users, cleanup: () => rm(root, { recursive: true, force: true }) };
 }
 
+/**
+ * Members as a release before membership generations wrote them, joined when `joinedAt` says
+ * (epoch ms; undefined: not a member): judged by their stamp (ADR 0169, amended).
+ */
+export function joinedAt(when: (workspaceId: string) => number | undefined): MemberOf {
+  return (principalId, workspaceId) => {
+    const at = when(workspaceId);
+    return at === undefined
+      ? undefined
+      : { principalId, role: "member", addedAt: new Date(at).toISOString() };
+  };
+}
+
 /** Everyone has been a member of every workspace since 1970. */
-export const ALWAYS_A_MEMBER: MemberSince = () => 0;
+export const ALWAYS_A_MEMBER: MemberOf = joinedAt(() => 0);
 
 export function newGrants(
   layout: StorageLayout,
   users: UserDirectory,
   clock: TestClock,
-  memberSince: MemberSince = ALWAYS_A_MEMBER,
+  memberOf: MemberOf = ALWAYS_A_MEMBER,
   {
     publicUrl = PUBLIC_URL,
     maxLiveGrantsPerPerson,
@@ -72,7 +85,7 @@ export function newGrants(
 ): Grants {
   return new Grants(layout, {
     users,
-    memberSince,
+    memberOf,
     resourceOf: (workspaceId) => `${publicUrl}/mcp/${workspaceId}`,
     ...(maxLiveGrantsPerPerson === undefined ? {} : { maxLiveGrantsPerPerson }),
     accessTokenTtlSeconds,

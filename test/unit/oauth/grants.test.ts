@@ -11,6 +11,7 @@ import { journalDuring } from "../../helpers/fs-journal.ts";
 import { gate } from "../../helpers/gate.ts";
 import {
   ACCESS_TTL_SECONDS,
+  joinedAt,
   newGrants,
   OTHER_RESOURCE,
   OTHER_WORKSPACE,
@@ -167,7 +168,12 @@ describe("Grants", () => {
 
   it("makes no grant for a person who left the workspace, or left and rejoined, since consenting", async () => {
     const joined = new Map<string, number>([[WORKSPACE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const members = newGrants(
+      layout,
+      users,
+      clock,
+      joinedAt((workspaceId) => joined.get(workspaceId)),
+    );
     const make = (resource: string, consentedAt: number) =>
       members.create(
         { grantId: newGrantId(), clientId: CLIENT, principalId: ALICE.id, resource, scopes: ["mcp:read"] },
@@ -183,7 +189,12 @@ describe("Grants", () => {
 
   it("refuses a refresh once its person is no longer a member, and revokes the grant, even if leaving missed it", async () => {
     const joined = new Map<string, number>([[WORKSPACE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const members = newGrants(
+      layout,
+      users,
+      clock,
+      joinedAt((workspaceId) => joined.get(workspaceId)),
+    );
     const { grant, refreshToken } = await members.create(
       {
         grantId: newGrantId(),
@@ -208,7 +219,12 @@ describe("Grants", () => {
 
   it("a load writes revoked a grant whose person left without it, so a restart cannot bring it back (ADR 0148)", async () => {
     const joined = new Map<string, number>([[WORKSPACE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const members = newGrants(
+      layout,
+      users,
+      clock,
+      joinedAt((workspaceId) => joined.get(workspaceId)),
+    );
     const { grant } = await members.create(
       {
         grantId: newGrantId(),
@@ -221,14 +237,24 @@ describe("Grants", () => {
     );
     // Removed, and the revocation that goes with it never written (it failed, or never ran).
     joined.delete(WORKSPACE);
-    const restarted = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const restarted = newGrants(
+      layout,
+      users,
+      clock,
+      joinedAt((workspaceId) => joined.get(workspaceId)),
+    );
     await restarted.load();
     expect(restarted.isRevoked(grant.grantId)).toBe(true);
     expect((await restarted.get(grant.grantId))?.revokedAt).toEqual(clock());
     // Back in the workspace: the grant's access tokens are still refused (isRevoked), after another restart too.
     clock.advance(1000);
     joined.set(WORKSPACE, clock());
-    const again = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const again = newGrants(
+      layout,
+      users,
+      clock,
+      joinedAt((workspaceId) => joined.get(workspaceId)),
+    );
     await again.load();
     expect(again.isRevoked(grant.grantId)).toBe(true);
   });
@@ -254,7 +280,12 @@ describe("Grants", () => {
 
   it("refuses a refresh of a grant made before its person last joined", async () => {
     const joined = new Map<string, number>([[WORKSPACE, clock()]]);
-    const members = newGrants(layout, users, clock, (_principalId, workspaceId) => joined.get(workspaceId));
+    const members = newGrants(
+      layout,
+      users,
+      clock,
+      joinedAt((workspaceId) => joined.get(workspaceId)),
+    );
     const { refreshToken } = await members.create(
       {
         grantId: newGrantId(),

@@ -8,6 +8,7 @@ import { SigningKeys } from "../../../src/oauth/keys.ts";
 import { AccessTokens } from "../../../src/oauth/tokens.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import {
+  ALWAYS_A_MEMBER,
   person,
   REFRESH_TTL_SECONDS,
   RESOURCE,
@@ -36,7 +37,7 @@ afterEach(() => cleanup());
 async function grantsWithTtl(clock: TestClock, accessTokenTtlSeconds: number): Promise<Grants> {
   const grants = new Grants(layout, {
     users,
-    memberSince: () => 0,
+    memberOf: ALWAYS_A_MEMBER,
     resourceOf: (workspaceId) => `${RESOURCE.replace(/\/mcp\/.*$/, "")}/mcp/${workspaceId}`,
     accessTokenTtlSeconds,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,

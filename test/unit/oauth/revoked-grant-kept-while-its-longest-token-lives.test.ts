@@ -5,6 +5,7 @@ import { newGrantId } from "../../../src/oauth/grant-tokens.ts";
 import { Grants } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
 import {
+  ALWAYS_A_MEMBER,
   person,
   REFRESH_TTL_SECONDS,
   RESOURCE,
@@ -40,7 +41,7 @@ async function grantsWithTtl(
 ): Promise<Grants> {
   const grants = new Grants(layout, {
     users,
-    memberSince: () => 0,
+    memberOf: ALWAYS_A_MEMBER,
     resourceOf: (workspaceId) => `${RESOURCE.replace(/\/mcp\/.*$/, "")}/mcp/${workspaceId}`,
     accessTokenTtlSeconds,
     refreshTokenTtlSeconds: REFRESH_TTL_SECONDS,

@@ -68,7 +68,9 @@ describe("WorkspaceStore writers", () => {
     const ws = await store.create("  Team space  ", ALICE);
     expect(ws.id).toMatch(/^ws_[0-9a-f]{16}$/);
     expect(ws.name).toBe("Team space");
-    expect(ws.members).toEqual([{ principalId: ALICE, role: "admin", addedAt: ws.createdAt }]);
+    expect(ws.members).toEqual([
+      { principalId: ALICE, role: "admin", addedAt: ws.createdAt, membershipGeneration: 1 },
+    ]);
     expect(await onDisk(ws.id)).toEqual(ws);
     expect(store.get(ws.id)).toEqual(ws);
     expect(store.roleOf(ws.id, ALICE)).toBe("admin");
