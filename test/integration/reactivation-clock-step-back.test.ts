@@ -33,8 +33,8 @@ beforeEach(async () => {
   t = await startTestAtrium({ clock: time.clock, timers: time.timers });
   await bootstrapWorkspace(t, "orgadmin-olga");
   ws = await bootstrapWorkspace(t, "bob");
-  // Bob's membership is stamped well before every step below: a workspace joined after the
-  // clock's later reading is judged by its stamp still (grant-standing.ts, memberSince).
+  // Bob's membership is stamped well before every step below; a join and a clock step back are
+  // test/integration/membership-clock-step-back.test.ts's.
   time.jump(3 * HOUR_MS);
 });
 
