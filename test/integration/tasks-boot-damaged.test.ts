@@ -1,4 +1,4 @@
-import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
@@ -144,6 +144,38 @@ describe("a triggered task whose record is damaged", () => {
       ]);
     },
   );
+});
+
+describe("a triggered task whose record cannot be read", () => {
+  // A read that failed other than by not parsing (EIO, EACCES; here EISDIR, a folder under its
+  // name) was thrown out of boot: the instance did not start.
+  it("is skipped at boot and logged; the others are caught up, and the mended file is armed by the next boot", async () => {
+    const { time, ws } = await start();
+    const unreadable = await createHourly(ws, "unreadable");
+    const healthy = await createHourly(ws, "healthy");
+    await running().close();
+    const file = taskFile(ws, alice, unreadable);
+    await rename(file, `${file}.aside`);
+    await mkdir(file);
+    time.jump(3 * HOUR_MS);
+
+    instance = await running().restart();
+
+    expect(await runsOf(ws, healthy)).toMatchObject([
+      { missedSince: "2026-01-01T01:00:00.000Z", scheduledFor: "2026-01-01T03:00:00.000Z" },
+    ]);
+    expect(
+      captured.lines.filter((line) => String(line.msg).startsWith("task left out for now")),
+    ).toMatchObject([{ workspaceId: ws, ownerId: alice, id: unreadable.id, path: file }]);
+    expect(await readdir(schedules())).toContain(entryName(ws, alice, unreadable));
+    await running().close();
+    await rm(file, { recursive: true });
+    await rename(`${file}.aside`, file);
+    instance = await running().restart();
+    expect(await runsOf(ws, unreadable)).toMatchObject([
+      { missedSince: "2026-01-01T01:00:00.000Z", scheduledFor: "2026-01-01T03:00:00.000Z" },
+    ]);
+  });
 });
 
 describe("the schedule index built again", () => {

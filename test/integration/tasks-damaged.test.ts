@@ -1,4 +1,4 @@
-import { mkdir, rename, rmdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
@@ -10,6 +10,7 @@ import {
   testPrincipal,
 } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
+import { addMember } from "../helpers/members.ts";
 
 // One record of a workspace's tasks that does not parse (a disk fault, an operator's edit) made
 // every tasks request of the whole workspace a 500: other tasks' runs, other members' tasks, even
@@ -121,9 +122,13 @@ describe("a task record that does not parse", () => {
     expect(((await list.json()) as { tasks: Task[] }).tasks.map((task) => task.id)).toEqual([healthy.id]);
     const started = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tasks/${healthy.id}/runs`, {});
     expect(started.status).toBe(201);
-    expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}`)).status).toBe(
-      404,
-    );
+    // Its owner is told it is there and what to do; another member, who may not see it if it was
+    // private (which cannot be read), is told there is no such task.
+    const asOwner = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}`);
+    expect(asOwner.status).toBe(409);
+    expect(((await asOwner.json()) as { error: { code: string } }).error.code).toBe("task_record_unreadable");
+    await addMember(instance.rest, "alice", ws, "bob", { principalId: testPrincipal("bob").id });
+    expect((await instance.rest("bob", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}`)).status).toBe(404);
     expect(leftOut("task")).toMatchObject([{ workspaceId: ws, ownerId: alice, id: damaged.id, path: file }]);
     expect(JSON.stringify(captured.lines)).not.toContain(SECRET);
   });
@@ -159,7 +164,7 @@ describe("a task or run record that parses but is not a record of its place", ()
       expect(list.status, await list.clone().text()).toBe(200);
       expect(((await list.json()) as { tasks: Task[] }).tasks.map((task) => task.id)).toEqual([healthy.id]);
       const got = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}`);
-      expect(got.status).toBe(404);
+      expect(got.status).toBe(409);
       expect(leftOut("task")).toMatchObject([
         { workspaceId: ws, ownerId: alice, id: damaged.id, path: file, reason },
       ]);
@@ -277,4 +282,105 @@ describe("a run record that cannot be read", () => {
     // Read again at the next call, without an eviction, and put in its place: the older.
     expect(await listed()).toEqual([later.id, run.id]);
   });
+});
+
+describe("a task record that cannot be read", () => {
+  // A task record that failed to read other than by not parsing (EIO, EACCES; here EISDIR, a
+  // folder under its name) failed the load of its workspace's tasks: every list, start and change
+  // of every task in the workspace answered 500 until the file was fixed. Now only that task is
+  // left out, its runs kept, and it is back at the next load once it reads.
+  it("leaves only that task out, tells its owner so, and is back with its runs once mended and loaded again", async () => {
+    const { ws, damaged, healthy, run, owned } = await twoTasksStopped();
+    const file = join(owned, `${damaged.id}.json`);
+    const aside = join(owned, `${damaged.id}.aside`);
+    await rename(file, aside);
+    await mkdir(file);
+    instance = await running().restart();
+
+    const list = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks`);
+    expect(list.status, await list.clone().text()).toBe(200);
+    expect(((await list.json()) as { tasks: Task[] }).tasks.map((task) => task.id)).toEqual([healthy.id]);
+    const healthyStart = await instance.rest(
+      "alice",
+      "POST",
+      `/v1/workspaces/${ws}/tasks/${healthy.id}/runs`,
+      {},
+    );
+    expect(healthyStart.status, await healthyStart.clone().text()).toBe(201);
+    const renamed = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/tasks/${healthy.id}`, {
+      name: "still healthy",
+    });
+    expect(renamed.status).toBe(200);
+    const asOwner = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/tasks/${damaged.id}`, {
+      name: "partial",
+    });
+    expect(asOwner.status).toBe(409);
+    expect(((await asOwner.json()) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: "task_record_unreadable",
+      message: expect.stringContaining("nothing was changed"),
+    });
+    expect(
+      (await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`, {})).status,
+    ).toBe(409);
+    expect(
+      captured.lines.filter((line) => String(line.msg).startsWith("task left out for now")),
+    ).toMatchObject([{ workspaceId: ws, ownerId: alice, id: damaged.id, path: file }]);
+    // Read as a deleted task's run by the runs' read, its run stays while its record is there.
+    await eventually(async () => {
+      const healthyRun = (await healthyStart.clone().json()) as Run;
+      const read = await running().rest(
+        "alice",
+        "GET",
+        `/v1/workspaces/${ws}/tasks/${healthy.id}/runs/${healthyRun.id}`,
+      );
+      expect(((await read.json()) as Run).execution.status).not.toBe("running");
+    });
+    await running().close();
+
+    await rmdir(file);
+    await rename(aside, file);
+    instance = await running().restart();
+
+    const back = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}`);
+    expect(back.status).toBe(200);
+    expect(((await back.json()) as Task).name).toBe("damaged");
+    const runs = await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`);
+    expect(((await runs.json()) as { runs: Run[] }).runs.map((kept) => kept.id)).toEqual([run.id]);
+    const started = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/tasks/${damaged.id}/runs`, {});
+    expect(started.status).toBe(201);
+    expect(((await started.json()) as Run).sequence).toBe(2);
+  });
+});
+
+describe("a change of a task whose record was damaged after it was loaded", () => {
+  it.each([
+    ["does not parse", async (file: string) => writeFile(file, `{"name": "${SECRET}"`)],
+    ["cannot be read", async (file: string) => rename(file, `${file}.aside`).then(() => mkdir(file))],
+  ])(
+    "whose record %s writes nothing over it and says what to do; the other task changes",
+    async (_, damage) => {
+      const { ws, damaged, healthy, owned } = await twoTasksStopped();
+      instance = await running().restart();
+      // Loaded while the record was whole.
+      expect((await instance.rest("alice", "GET", `/v1/workspaces/${ws}/tasks`)).status).toBe(200);
+      const file = join(owned, `${damaged.id}.json`);
+      await damage(file);
+
+      const refused = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/tasks/${damaged.id}`, {
+        name: "partial",
+      });
+      expect(refused.status).toBe(409);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe(
+        "task_record_unreadable",
+      );
+      // Nothing written over it: the damaged text, or the folder, is there as it was.
+      if ((await stat(file)).isFile()) expect(await readFile(file, "utf8")).toContain(SECRET);
+      else expect((await stat(file)).isDirectory()).toBe(true);
+      const other = await instance.rest("alice", "PATCH", `/v1/workspaces/${ws}/tasks/${healthy.id}`, {
+        name: "renamed",
+      });
+      expect(other.status).toBe(200);
+      expect(JSON.stringify(captured.lines)).not.toContain(SECRET);
+    },
+  );
 });

@@ -1,3 +1,4 @@
+import { Conflict } from "../../errors.ts";
 import type { Logger } from "../../log.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
 import { isObject } from "./definition.ts";
@@ -8,6 +9,20 @@ export interface RecordRef {
   workspaceId: string;
   ownerId: string;
   id: string;
+}
+
+/**
+ * A change refused because the task's stored record is damaged or cannot be read: written over,
+ * what a restore could bring back would be lost, so nothing is written (ADR 0143's amendment of
+ * 2026-12-07). Told to its owner, who can see that it is there (tasks.ts `get`).
+ */
+export class TaskRecordUnreadable extends Conflict {
+  constructor(readonly taskId: string) {
+    super(
+      "task_record_unreadable",
+      `Task ${taskId}'s stored record is damaged or cannot be read, so nothing was changed. An operator restores its file from a backup or fixes its fault (the server log names the file), or moves it out of the data root; the task is back as stored when its workspace is next loaded (after it idles, or at a restart).`,
+    );
+  }
 }
 
 /** What `read` answers for a record that is there and is damaged. */
@@ -22,7 +37,7 @@ export type ProblemOf = (value: unknown, place: RecordRef) => string | undefined
  * not fail every tasks request of its workspace, nor keep a task from being deleted, nor stop the
  * instance's boot. It is left out (at boot: not armed), and logged once per process by its path
  * and where it stops being JSON or what is wrong, never by its text (ADR 0076, 0143, 0147;
- * test/integration/tasks-damaged.test.ts, tasks-boot-damaged.test.ts). A run record that is there
+ * test/integration/tasks-damaged.test.ts, tasks-boot-damaged.test.ts). A record that is there
  * but cannot be read is logged here too (`unreadable`), and left out only until it reads.
  */
 export class DamagedRecords<T> {
@@ -34,6 +49,8 @@ export class DamagedRecords<T> {
     private readonly problemOf: ProblemOf,
     /** The file a record is at; asked only of a record read there, so its segments were checked. */
     private readonly pathOf: (place: RecordRef) => string,
+    /** When a record that cannot be read is read again, as its log line says. */
+    private readonly readAgainWhen: string,
   ) {}
 
   /**
@@ -59,7 +76,8 @@ export class DamagedRecords<T> {
   /**
    * Logs a record that is there but cannot be read (EIO, EACCES, EISDIR, EMFILE…), once per file:
    * unlike a damaged one it may read at the next try, so its reader leaves it out only for now
-   * (TaskStore.withRuns). The error names the file and the fault, never its text.
+   * (a run: TaskStore.withRuns; a task: until its workspace's next load). The error names the
+   * file and the fault, never its text.
    */
   unreadable(place: RecordRef, error: unknown): void {
     const path = this.pathOf(place);
@@ -68,8 +86,14 @@ export class DamagedRecords<T> {
     this.logged.add(`unreadable ${path}`);
     this.log.error(
       { ...place, path, err: error },
-      `${this.kind} left out for now: its record cannot be read (err says why). It is read again at each call that needs its workspace's runs; fix the file's fault (permissions, disk) or move it out of the data root.`,
+      `${this.kind} left out for now: its record cannot be read (err says why). It is read again ${this.readAgainWhen}; fix the file's fault (permissions, disk) or move it out of the data root.`,
     );
+  }
+
+  /** Logs a read of a record that failed: one that does not parse as damaged, any other fault as unreadable. */
+  readFailed(place: RecordRef, error: unknown): void {
+    if (error instanceof CorruptJson) this.report(place, error.path, error.where);
+    else this.unreadable(place, error);
   }
 
   /** Logs a damaged record, once per file. */

@@ -104,6 +104,13 @@ export class TaskStore implements LeftoverRules {
     return this.loaded.use(workspaceId, async (loaded) => loaded.tasks.get(taskId));
   }
 
+  /** The task of that id the load left out, its record damaged or unreadable; undefined when none. */
+  leftOut(workspaceId: string, taskId: string): Promise<UnreadableTask | undefined> {
+    return this.loaded.use(workspaceId, async (loaded) =>
+      loaded.unreadable.find((task) => task.id === taskId),
+    );
+  }
+
   /**
    * Writes a new task. `admit` is shown the workspace's stored tasks first, those whose record is
    * damaged included (a restore brings them back), and throws to refuse it; one create of a
@@ -163,7 +170,8 @@ export class TaskStore implements LeftoverRules {
       };
       let next: Task | undefined;
       try {
-        next = await this.files.tasks.update(task.workspaceId, task.ownerId, task.id, apply, access);
+        const place = { workspaceId: task.workspaceId, ownerId: task.ownerId, id: task.id };
+        next = await this.files.updateTask(place, apply, access);
       } catch (error) {
         if (indexed) await this.unscheduleUnwritten(task);
         throw error;

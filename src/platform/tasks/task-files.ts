@@ -7,7 +7,14 @@ import { OwnedRecords } from "../../storage/owned-json-records.ts";
 import { sweepOwnerPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type LeftoverRules, type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
-import { DAMAGED, DamagedRecords, type RecordRef, runProblem, taskProblem } from "./damaged-records.ts";
+import {
+  DAMAGED,
+  DamagedRecords,
+  type RecordRef,
+  runProblem,
+  TaskRecordUnreadable,
+  taskProblem,
+} from "./damaged-records.ts";
 import { headerOf, type RunHeader, type RunHeaders, UNREADABLE, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
 
@@ -36,27 +43,33 @@ export class TaskFiles implements LeftoverRules {
   ) {
     this.tasks = new OwnedRecords(storage.ownerDir);
     this.runs = new OwnedRecords((ws, owner) => join(storage.ownerDir(ws, owner), RUNS));
-    this.damagedTasks = new DamagedRecords("task", log, taskProblem, (place) =>
-      this.taskPath(place.workspaceId, place.ownerId, place.id),
+    this.damagedTasks = new DamagedRecords(
+      "task",
+      log,
+      taskProblem,
+      (place) => this.taskPath(place.workspaceId, place.ownerId, place.id),
+      "when its workspace is next loaded (after it idles, or at a restart)",
     );
-    this.damagedRuns = new DamagedRecords("task run", log, runProblem, (place) =>
-      join(storage.ownerDir(place.workspaceId, place.ownerId), RUNS, `${place.id}.json`),
+    this.damagedRuns = new DamagedRecords(
+      "task run",
+      log,
+      runProblem,
+      (place) => join(storage.ownerDir(place.workspaceId, place.ownerId), RUNS, `${place.id}.json`),
+      "at each call that needs its workspace's runs",
     );
   }
 
   /**
    * Every task of the workspace, owner by owner. One whose record is damaged (damaged-records.ts)
-   * is left out (logged) and named in `unreadable` with its owner, the folder it is in: it is
-   * still stored, so the workspace's bounds count it (ADR 0079, 0143).
+   * or cannot be read (`task`) is left out (logged) and named in `unreadable` with its owner, the
+   * folder it is in: it is still stored, so the workspace's bounds count it (ADR 0079, 0143).
    */
   async allTasks(workspaceId: string): Promise<{ tasks: Task[]; unreadable: UnreadableTask[] }> {
     const tasks: Task[] = [];
     const unreadable: UnreadableTask[] = [];
     for (const ownerId of await this.owners(workspaceId)) {
       const ids = await this.tasks.ids(workspaceId, ownerId);
-      const read = await mapBounded(ids, TASKS_READ_AT_ONCE, (id) =>
-        this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), { workspaceId, ownerId, id }),
-      );
+      const read = await mapBounded(ids, TASKS_READ_AT_ONCE, (id) => this.task({ workspaceId, ownerId, id }));
       read.forEach((task, at) => {
         if (task === DAMAGED) unreadable.push({ id: ids[at] as string, ownerId });
         else if (task) tasks.push(task);
@@ -117,14 +130,41 @@ export class TaskFiles implements LeftoverRules {
     return run === DAMAGED ? undefined : run;
   }
 
-  /** Whether the task's record is there, read or not: a damaged one is there (logged). */
+  /**
+   * Whether the task's record is there, read or not: a damaged one, or one that cannot be read,
+   * is there (logged), so its runs are kept for when it is mended.
+   */
   async hasTask(workspaceId: string, ownerId: string, id: string): Promise<boolean> {
-    const task = await this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), {
-      workspaceId,
-      ownerId,
-      id,
-    });
-    return task !== undefined;
+    return (await this.task({ workspaceId, ownerId, id })) !== undefined;
+  }
+
+  /**
+   * Rereads the task's record, applies `change` and writes it whole (OwnedRecords.update);
+   * undefined when it is gone. A record that is damaged or cannot be read is not written over:
+   * `change` would be given no task, or another's (a file copied over it), and its write would
+   * replace what a restore could bring back. TaskRecordUnreadable is thrown, logged, nothing written.
+   */
+  async updateTask(
+    place: RecordRef,
+    change: (current: Task) => Promise<Task>,
+    beforeCommit: () => void,
+  ): Promise<Task | undefined> {
+    let read = false;
+    const checked = async (current: Task) => {
+      read = true;
+      if ((await this.damagedTasks.read(Promise.resolve(current), place)) === DAMAGED)
+        throw new TaskRecordUnreadable(place.id);
+      return change(current);
+    };
+    const { workspaceId, ownerId, id } = place;
+    try {
+      return await this.tasks.update(workspaceId, ownerId, id, checked, beforeCommit);
+    } catch (error) {
+      // Thrown before `change` was given the record, it is the record's read that failed.
+      if (read) throw error;
+      this.damagedTasks.readFailed(place, error);
+      throw new TaskRecordUnreadable(id);
+    }
   }
 
   /**
@@ -139,7 +179,22 @@ export class TaskFiles implements LeftoverRules {
     id: string,
   ): Promise<Task | undefined | typeof DAMAGED> {
     if (!isRecordId(id)) return undefined;
-    return this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), { workspaceId, ownerId, id });
+    return this.task({ workspaceId, ownerId, id });
+  }
+
+  /**
+   * A task's record; DAMAGED when it is damaged or cannot be read (an I/O fault, its permissions,
+   * a folder under its name), logged once: one record's fault is not to fail the load of every
+   * task of its workspace, nor boot (ADR 0143's amendment of 2026-12-07).
+   */
+  private async task(place: RecordRef): Promise<Task | undefined | typeof DAMAGED> {
+    const { workspaceId, ownerId, id } = place;
+    try {
+      return await this.damagedTasks.read(this.tasks.get(workspaceId, ownerId, id), place);
+    } catch (error) {
+      this.damagedTasks.unreadable(place, error);
+      return DAMAGED;
+    }
   }
 
   /** The owners with a folder in the workspace's partition. */

@@ -4,6 +4,7 @@ import type { Clock } from "../../kernel/clock.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import type { TaskSettings } from "./config.ts";
+import { TaskRecordUnreadable } from "./damaged-records.ts";
 import { type Definer, defineTask, isObject, redefineTask } from "./definition.ts";
 import { bodyDigest, checkIdempotencyKey } from "./idempotency.ts";
 import { isFinished, isRunId, newTaskId, type Run, type Task } from "./model.ts";
@@ -85,10 +86,18 @@ export class Tasks {
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
+  /**
+   * The task, if the member can see it. One the load left out (its record damaged or unreadable)
+   * is told to its owner, the folder it is in, as such (409 task_record_unreadable, saying what to
+   * do), and to anyone else as no task: whether it is shared cannot be read.
+   */
   async get(asker: Definer, id: unknown): Promise<Task> {
-    const task = typeof id === "string" ? await this.store.taskIn(asker.workspaceId, id) : undefined;
-    if (!task || !this.canSee(task, asker)) throw noTask();
-    return task;
+    if (typeof id !== "string") throw noTask();
+    const task = await this.store.taskIn(asker.workspaceId, id);
+    if (task && this.canSee(task, asker)) return task;
+    if (!task && (await this.store.leftOut(asker.workspaceId, id))?.ownerId === asker.principalId)
+      throw new TaskRecordUnreadable(id);
+    throw noTask();
   }
 
   async create(asker: Asker, body: Record<string, unknown>): Promise<Task> {

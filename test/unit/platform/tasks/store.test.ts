@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readdir, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bodyDigest } from "../../../../src/platform/tasks/idempotency.ts";
@@ -346,6 +346,36 @@ describe("TaskStore", () => {
     expect(discarded).toEqual([]);
     expect(await readdir(join(ownerDir, "runs"))).toEqual([`${run.id}.json`]);
     await again.close();
+  });
+
+  it("a task whose record cannot be read is left out, its runs kept, and is back at the load after an idle drop once it reads", async () => {
+    // A read that failed other than by not parsing failed the load of every task of the workspace.
+    const store = openStore();
+    await boot(store);
+    const task = await store.create(taskOf(), NO_CALLER);
+    const other = await store.create(taskOf(), NO_CALLER);
+    const run = await store.createRun(runOf(task), NO_CALLER);
+    time.jump(IDLE_MS);
+    await store.sweepIdle();
+    const file = join(t.layout.partition("tasks").ownerDir(t.ws, owner), `${task.id}.json`);
+    await rename(file, `${file}.aside`);
+    await mkdir(file);
+
+    expect(await store.all(t.ws)).toEqual([other]);
+    expect(await store.leftOut(t.ws, task.id)).toEqual({ id: task.id, ownerId: owner });
+    expect(await store.runIds(other)).toEqual([]);
+    await store.forgetOrphans(orphaned);
+    expect(orphaned.map((found) => found.id)).toEqual([run.id]);
+    await rm(file, { recursive: true });
+    await rename(`${file}.aside`, file);
+    // Seen at the next load, not before.
+    expect(await store.taskIn(t.ws, task.id)).toBeUndefined();
+    time.jump(IDLE_MS);
+    await store.sweepIdle();
+    expect((await store.all(t.ws)).map((back) => back.id).sort()).toEqual([task.id, other.id].sort());
+    expect(await store.runIds(task)).toEqual([run.id]);
+    expect((await store.createRun(runOf(task), NO_CALLER)).sequence).toBe(2);
+    await store.close();
   });
 
   it.each([
