@@ -39,6 +39,20 @@ async function tasksOf(principalId: string): Promise<Record<string, string>> {
   return found;
 }
 
+/**
+ * `tasksOf`, each task's `lastSequence` left out: a start refused at its run's commit has taken
+ * its sequence already, a gap as any failed start leaves (ADR 0171); no run of it is left.
+ */
+async function tasksBesideSequence(principalId: string): Promise<Record<string, string>> {
+  const found = await tasksOf(principalId);
+  for (const [path, text] of Object.entries(found)) {
+    if (!/\/tsk_[0-9a-f]+\.json$/.test(path)) continue;
+    const { lastSequence: _taken, ...task } = JSON.parse(text) as Task;
+    found[path] = JSON.stringify(task);
+  }
+  return found;
+}
+
 /** A task of `member`'s in `ws` with `fields`, made before anything is held. */
 async function taskOf(member: string, ws: string, fields: Record<string, unknown> = {}): Promise<Task> {
   const created = await instance.rest(member, "POST", `/v1/workspaces/${ws}/tasks`, {
@@ -148,7 +162,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
       const principalId = testPrincipal(member).id;
       const ws = await team(member);
       const task = await taskOf(member, ws);
-      const before = await tasksOf(principalId);
+      const before = await tasksBesideSequence(principalId);
       await holdingFsCall("open", tempOf(principalId, "run_[0-9a-f]+"), async (start) => {
         const { answer } = await call(member, ws, "tasks__run", { id: task.id, idempotencyKey: "once" }, () =>
           instance.rest(
@@ -165,7 +179,7 @@ describe.each(ENTRIES)("through %s", (entry) => {
         await answer;
         await tools().settled();
       });
-      expect(await tasksOf(principalId)).toEqual(before);
+      expect(await tasksBesideSequence(principalId)).toEqual(before);
     },
   );
 });

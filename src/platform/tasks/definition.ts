@@ -52,6 +52,7 @@ export function defineTask(
     visibility: "private",
     createdAt: ids.now,
     updatedAt: ids.now,
+    lastSequence: 0,
   };
   return applyChange(task, body, definer, settings);
 }

@@ -62,8 +62,8 @@ export class LoadedWorkspace {
 
 /**
  * A loaded workspace's runs: each task's run ids in the order they started (oldest first), which
- * task a run is of, the highest sequence each task has given a run, and the idempotency keys still
- * in their window.
+ * task a run is of, the highest sequence among each task's runs known here, and the idempotency
+ * keys still in their window.
  */
 export class LoadedRuns {
   private readonly runsOf = new Map<string, string[]>();
@@ -94,14 +94,9 @@ export class LoadedRuns {
     return runIds;
   }
 
-  /**
-   * The sequence of the task's next run, taken now: one past the highest the task has given (read
-   * from its kept runs), so no two starts are given the same one, and a failed start leaves a gap.
-   */
-  takeSequence(taskId: string): number {
-    const next = (this.lastSequence.get(taskId) ?? 0) + 1;
-    this.lastSequence.set(taskId, next);
-    return next;
+  /** The highest sequence among the task's runs read or added here; 0 when it has none. */
+  lastSequenceOf(taskId: string): number {
+    return this.lastSequence.get(taskId) ?? 0;
   }
 
   /**

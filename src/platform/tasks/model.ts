@@ -47,6 +47,13 @@ export interface Task {
    * recorded failed and the workspace told; later schedules are skipped until the owner is back.
    */
   ownerInactiveSince?: string;
+  /**
+   * The highest `sequence` a run of the task has been given, written before that run's record
+   * (a start that fails after leaves a gap): a start numbers its run from here, without reading
+   * every run of the workspace (ADR 0171). 0 on a new task; absent on one defined before
+   * 2026-12-07, whose first start takes it from its runs.
+   */
+  lastSequence?: number;
 }
 
 export type RunTrigger = "manual" | "schedule" | "retry";

@@ -12,6 +12,7 @@ import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
 import { readAgain, readRuns } from "./run-reads.ts";
 import { forgetOrphanRuns, forgetRunRecord } from "./run-removal.ts";
+import { takeSequence } from "./run-sequence.ts";
 import { TaskFiles } from "./task-files.ts";
 import { triggeredAtBoot } from "./triggered-at-boot.ts";
 
@@ -236,20 +237,33 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Records a run's start, the commit point of starting it, and answers it as recorded: given the
-   * task's next sequence, which is why the workspace's runs are read first if they are not loaded.
-   * `access` is asked just before its record is created (see `create`). A refusal leaves the
+   * Records a run's start, the commit point of starting it, and answers it as recorded. Its caller
+   * holds the task's lock (`whileExists`), so its starts, updates and delete take turns. Its
+   * `sequence` is one past the task's `lastSequence`, written to the task's record first
+   * (run-sequence.ts), its loaded copy kept current.
+   * `access` is asked just before the run's record is created (see `create`). A refusal leaves the
    * workspace marked as having runs started here (boot-index.ts), the workspace's mark and not
-   * the run's, cleared as every mark is.
+   * the run's, cleared as every mark is; and the sequence taken, a gap.
    */
   async createRun(run: Omit<Run, "sequence">, access: AccessCheck): Promise<Run> {
-    await this.index.markRunning(run.workspaceId);
-    return this.withRuns(run.workspaceId, async (_loaded, runs) => {
-      const recorded: Run = { ...run, sequence: runs.takeSequence(run.taskId) };
-      await this.files.runs.create(run.workspaceId, run.ownerId, run.id, recorded, access);
-      runs.addRun(run.taskId, run.id, recorded);
-      return recorded;
-    });
+    const { workspaceId, ownerId, taskId } = run;
+    await this.index.markRunning(workspaceId);
+    const known = await this.taskIn(workspaceId, taskId);
+    const taken = await takeSequence(this.files, { workspaceId, ownerId, id: taskId }, access, known, () =>
+      this.withRuns(workspaceId, async (_loaded, runs) => runs.lastSequenceOf(taskId)),
+    );
+    const loaded = await this.loaded.peek(workspaceId);
+    loaded?.setTask(taken.task);
+    const recorded: Run = { ...run, sequence: taken.sequence };
+    await this.files.runs.create(workspaceId, ownerId, run.id, recorded, access);
+    // Not awaited: a start does not wait for a read of the runs under way (a run's end reads them
+    // for its prune). A call after this one that needs the runs awaits the same read, and its
+    // turn comes after this (a promise's callbacks run in the order they were added).
+    loaded?.runs?.then(
+      (runs) => runs.addRun(taskId, run.id, recorded),
+      () => undefined,
+    );
+    return recorded;
   }
 
   async updateRun(run: Pick<Run, "id" | "workspaceId" | "ownerId">, change: (current: Run) => Run) {

@@ -147,7 +147,7 @@ export class TaskFiles implements LeftoverRules {
   async updateTask(
     place: RecordRef,
     change: (current: Task) => Promise<Task>,
-    beforeCommit: () => void,
+    beforeCommit?: () => void,
   ): Promise<Task | undefined> {
     let read = false;
     const checked = async (current: Task) => {

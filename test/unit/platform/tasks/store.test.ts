@@ -1,4 +1,4 @@
-import { copyFile, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { bodyDigest } from "../../../../src/platform/tasks/idempotency.ts";
@@ -27,10 +27,10 @@ let orphaned: Run[];
 let discarded: string[];
 let canDiscard: boolean;
 
-function openStore(): TaskStore {
+function openStore(log = memoryLog().log): TaskStore {
   const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
     clock: time.clock,
-    log: memoryLog().log,
+    log,
     idempotencyWindowMs: HOUR_MS,
     idleMs: IDLE_MS,
     results: {
@@ -100,7 +100,7 @@ describe("TaskStore", () => {
     // A start after the drop reads the runs back from disk first, to number the new one after them.
     const newest = await store.createRun(runOf(task), NO_CALLER);
     expect([first, later, newest].map((run) => run.sequence)).toEqual([1, 2, 3]);
-    expect(await store.all(t.ws)).toEqual([task]);
+    expect(await store.all(t.ws)).toEqual([{ ...task, lastSequence: 3 }]);
     expect(await store.runIds(task)).toEqual([newest.id, later.id, keyed.id]);
     expect((await store.run(t.ws, keyed.id))?.id).toBe(keyed.id);
     const scope = { taskId: task.id, principalId: owner };
@@ -135,6 +135,70 @@ describe("TaskStore", () => {
     expect(await again.runIds(task)).toEqual([stepped.id, numbered.id, old.id, older.id]);
     expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(3);
     await again.close();
+  });
+
+  describe("a task's high-water sequence (ADR 0171)", () => {
+    // A first start after a boot or an idle drop read every run of the workspace for its task's
+    // next sequence (2,000 runs: ≈ 0.3–0.5 s before it answered), and could not count a run whose
+    // record could not be read, nor one removed.
+    const runsDir = () => join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
+
+    it("a start after a restart numbers its run from the task's record, reading no run", async () => {
+      const log = memoryLog();
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf({ lastSequence: 0 }), NO_CALLER);
+      await store.createRun(runOf(task), NO_CALLER);
+      await store.createRun(runOf(task), NO_CALLER);
+      await store.close();
+      // A record the runs' read would log, to see whether they were read.
+      await writeFile(join(runsDir(), `${newRunId()}.json`), "{");
+      const again = openStore(log.log);
+      await boot(again);
+      expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(3);
+      expect(log.lines.filter((line) => String(line.msg).startsWith("task run left out"))).toEqual([]);
+      expect((await again.taskIn(t.ws, task.id))?.lastSequence).toBe(3);
+      await again.close();
+    });
+
+    it("stays past a removed newest run, and past a run whose record cannot be read", async () => {
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf({ lastSequence: 0 }), NO_CALLER);
+      const first = await store.createRun(runOf(task), NO_CALLER);
+      const second = await store.createRun(runOf(task), NO_CALLER);
+      const third = await store.createRun(runOf(task), NO_CALLER);
+      await store.forgetRuns(task, [third.id]);
+      await store.close();
+      await rm(join(runsDir(), `${second.id}.json`));
+      await mkdir(join(runsDir(), `${second.id}.json`));
+
+      const again = openStore();
+      await boot(again);
+      // Read from the runs, the next was 2: the unreadable run's, and the removed one's after it.
+      const next = await again.createRun(runOf(task), NO_CALLER);
+      expect(next.sequence).toBe(4);
+      expect(await again.runIds(task)).toEqual([next.id, first.id]);
+      await again.close();
+    });
+
+    it("a task stored before it was kept takes it from its runs once, then keeps it", async () => {
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf(), NO_CALLER);
+      const older = await store.createRun(runOf(task), NO_CALLER);
+      await store.close();
+      const file = join(t.layout.partition("tasks").ownerDir(t.ws, owner), `${task.id}.json`);
+      const { lastSequence: _dropped, ...before } = JSON.parse(await readFile(file, "utf8")) as Task;
+      await writeFile(file, JSON.stringify(before));
+      await writeFile(join(runsDir(), `${older.id}.json`), JSON.stringify({ ...older, sequence: 7 }));
+
+      const again = openStore();
+      await boot(again);
+      expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(8);
+      expect((JSON.parse(await readFile(file, "utf8")) as Task).lastSequence).toBe(8);
+      await again.close();
+    });
   });
 
   it("a run of another workspace, or of no task, is not found", async () => {

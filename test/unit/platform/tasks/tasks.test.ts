@@ -122,7 +122,7 @@ describe("an admin's delete", () => {
     ownerDeactivated = false;
     await lock.release();
     await refused;
-    expect(await store.taskIn(t.ws, task.id)).toEqual(task);
+    expect(await store.taskIn(t.ws, task.id)).toEqual({ ...task, lastSequence: 1 });
     expect(await store.runIds(task)).toEqual([run.id]);
   });
 
