@@ -254,7 +254,8 @@ describe("a run record that cannot be read", () => {
     expect(
       captured.lines.filter((line) => String(line.msg).startsWith("task run left out for now")),
     ).toMatchObject([{ workspaceId: ws, ownerId: alice, id: run.id, path: file }]);
-    // Its own task starts too; which sequence the unread run holds is not known meanwhile.
+    // Its own task starts too, numbered after the unread run: the task's record keeps the highest
+    // sequence given (ADR 0171), where a start used to take the unread run's own.
     const meanwhile = await instance.rest(
       "alice",
       "POST",
@@ -263,6 +264,7 @@ describe("a run record that cannot be read", () => {
     );
     expect(meanwhile.status).toBe(201);
     const later = (await meanwhile.json()) as Run;
+    expect([run.sequence, later.sequence]).toEqual([1, 2]);
     expect(await listed()).toEqual([later.id]);
     // Both runs ended first: a run's end reads the runs again, and one between the two steps
     // below would find the record gone, not unreadable, and drop it for good.
