@@ -10,6 +10,7 @@ import { type AuditAppender, auditCall, type Denial, deny, isDenial } from "./ca
 import { reauthorizationIn } from "./oauth/step-up.ts";
 import type { RemoteSource } from "./remote-source.ts";
 import { compileInputSchema, describeSchemaErrors } from "./schemas.ts";
+import { servedTools } from "./served-tools.ts";
 import { nestsTooDeep, type Snapshot, toolDigest } from "./snapshot.ts";
 
 /** What the gate asks about the connection at call time, from the health loops' own records. */
@@ -31,14 +32,17 @@ export interface CallObserver {
 }
 
 /**
- * A connection as the router sees it: its tools are its pinned snapshot (listing never calls the
- * server), and a call passes, in order, the snapshot, the snapshotted input schema (compiled
- * once per snapshot), the credential, the protocol revision the snapshot was taken over, and
- * the tool's digest as the server lists it now — then it is forwarded. Anything else is refused
- * with what to do, and nothing leaves the process.
+ * A connection as the router sees it: its tools are its pinned snapshot, their titles naming the
+ * connection (served-tools.ts), so listing never calls the server; a call passes, in order, the
+ * snapshot, the snapshotted input schema (compiled once per snapshot), the credential, the
+ * protocol revision the snapshot was taken over, and the tool's digest as the server lists it
+ * now — then it is forwarded. Anything else is refused with what to do, and nothing leaves the
+ * process.
  */
 export class ConnectionSource implements Source {
   private readonly validators = new Map<string, ValidateFunction>();
+  /** The same array on every listing while this source serves: the router keeps lists by it. */
+  private served?: Tool[];
 
   constructor(
     readonly name: string,
@@ -51,7 +55,8 @@ export class ConnectionSource implements Source {
   ) {}
 
   async listTools(): Promise<Tool[]> {
-    return this.snapshot.tools;
+    this.served ??= servedTools(this.name, this.snapshot.tools);
+    return this.served;
   }
 
   async callTool(
