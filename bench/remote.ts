@@ -70,6 +70,7 @@ export async function runRemoteBench(): Promise<RemoteGateResult> {
         protocolVersion: described.protocolVersion ?? "unknown",
       },
       DEFAULT_MAX_SNAPSHOT_BYTES,
+      "remote",
     );
     if ("problems" in taken) throw new Error(taken.problems.join("; "));
     const ledger = new AuditLedger(layout.partition("connections"), systemClock);

@@ -19,6 +19,18 @@ export function isPersonalSourceName(value: string): boolean {
   return value.startsWith(PERSONAL_SOURCE_PREFIX);
 }
 
+/**
+ * The longest name a tool is served under, `<source>__<tool>` whole: MCP says a tool name SHOULD
+ * be 1 to 128 characters, and the SDK's validateToolName calls a longer one invalid (adr/0039,
+ * amended 2026-12-07).
+ */
+export const MAX_TOOL_NAME_CHARS = 128;
+
+/** Whether `<source>__<tool>` is at most MAX_TOOL_NAME_CHARS long. */
+export function fitsToolName(source: string, tool: string): boolean {
+  return source.length + TOOL_NAME_SEPARATOR.length + tool.length <= MAX_TOOL_NAME_CHARS;
+}
+
 export function joinToolName(source: string, tool: string): string {
   return `${source}${TOOL_NAME_SEPARATOR}${tool}`;
 }

@@ -93,6 +93,7 @@ async function takePhotograph(
       ...(skills.length > 0 ? { skills } : {}),
     },
     maxSnapshotBytes,
+    record.name,
   );
   if ("problems" in taken)
     throw new InvalidInput(`Refused to photograph the server's tools: ${taken.problems.join("; ")}.`);

@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
 import type { Tool } from "@modelcontextprotocol/client";
 import type { RemoteSkill } from "../../sources/mcp-source.ts";
+import {
+  fitsToolName,
+  isPersonalSourceName,
+  joinToolName,
+  MAX_TOOL_NAME_CHARS,
+  PERSONAL_SOURCE_PREFIX,
+} from "../../sources/tool-names.ts";
 import { hidesText } from "../../text.ts";
 
 /** An immutable photograph of what a server offered, taken when it was added or refreshed. */
@@ -22,7 +29,8 @@ export interface Snapshot {
   digest: string;
 }
 
-const MAX_TOOL_NAME = 128;
+/** A remote tool's own name; served, `<connection>__<name>` is held to the same (tool-names.ts). */
+const MAX_TOOL_NAME = MAX_TOOL_NAME_CHARS;
 const TOOL_NAME = /^[A-Za-z0-9_.-]+$/;
 const MAX_DESCRIPTION_CHARS = 8192;
 const MAX_TOOLS = 1000;
@@ -113,6 +121,24 @@ export function screenTool(tool: Tool): string | undefined {
 }
 
 /**
+ * Why `tool`, whose own name is screened, may not be served by `connection`: joined, its name
+ * would be over the 128 characters MCP allows. Told with the longest connection name that would
+ * take it, since the admin chose the connection's and the server the tool's.
+ */
+function screenServedName(connection: string, tool: Tool): string | undefined {
+  if (fitsToolName(connection, tool.name)) return undefined;
+  const served = joinToolName(connection, tool.name).length;
+  // A personal connection's owner gives the name without the `my_` Atrium adds (personal-name.ts).
+  const added = isPersonalSourceName(connection) ? PERSONAL_SOURCE_PREFIX.length : 0;
+  const room = MAX_TOOL_NAME_CHARS - (served - connection.length) - added;
+  const helps =
+    room > 0
+      ? `a connection name of at most ${room} characters would take it (remove the connection and add it under a shorter name)`
+      : "no connection name is short enough: the server must give the tool a shorter name";
+  return `tool "${tool.name.slice(0, 80)}" would be served as "${joinToolName(connection, "…")}", ${served} characters, over the ${MAX_TOOL_NAME_CHARS} MCP allows; ${helps}`;
+}
+
+/**
  * What is wrong with the text in a schema, which a model reads as much as the description:
  * every property name and every string (a description, title, enum, default, example, pattern)
  * is held to a description's limits. Walked without recursion: nesting is the server's choice.
@@ -188,15 +214,17 @@ function screenSkill(skill: RemoteSkill): string | undefined {
 }
 
 /**
- * Screens every tool and builds the snapshot; refuses the whole listing on any problem, and a
- * snapshot that would take more than `maxSnapshotBytes` as stored.
+ * Screens every tool, each as `connection` would serve it, and builds the snapshot; refuses the
+ * whole listing on any problem, and a snapshot that would take more than `maxSnapshotBytes` as
+ * stored.
  */
 export function photograph(
   tools: Tool[],
   taken: Omit<Snapshot, "tools" | "digests" | "digest">,
   maxSnapshotBytes: number,
+  connection: string,
 ): { snapshot: Snapshot } | { problems: string[] } {
-  const problems = tools.flatMap((tool) => screenTool(tool) ?? []);
+  const problems = tools.flatMap((tool) => screenTool(tool) ?? screenServedName(connection, tool) ?? []);
   const serverInfo = taken.serverInfo && screenServerInfo(taken.serverInfo);
   if (serverInfo) problems.push(serverInfo);
   const instructions = taken.instructions;

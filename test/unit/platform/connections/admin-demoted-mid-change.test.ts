@@ -35,6 +35,7 @@ beforeEach(async () => {
       protocolVersion: "2026-07-28",
     },
     DEFAULT_MAX_SNAPSHOT_BYTES,
+    "remote",
   );
   if (!("snapshot" in taken)) throw new Error("refused");
   await store.create(connectionRecord(temp.ws), taken.snapshot, NO_CALLER);

@@ -184,6 +184,17 @@ describe("the call gate's live checks", () => {
   });
 });
 
+describe("a connection's listing", () => {
+  // Photographing refuses such a tool now (snapshot.ts); a snapshot taken before could hold one,
+  // and snapshots are never rewritten (adr/0039, amended 2026-12-07).
+  it("leaves out a snapshot's tool whose served name would be over 128 characters, and serves one of 128", async () => {
+    const fits = { name: "a".repeat(120), inputSchema: { type: "object" } } as Tool;
+    const over = { name: "b".repeat(121), inputSchema: { type: "object" } } as Tool;
+    expect((await connection(fits).source.listTools()).map((t) => t.name)).toEqual([fits.name]);
+    expect(await connection(over).source.listTools()).toEqual([]);
+  });
+});
+
 describe("a call that reaches a closed connection's source", () => {
   it("sends nothing and hands SourceRetired on, for the router to call the newer source", async () => {
     const tool = { name: "echo", inputSchema: { type: "object" } } as Tool;

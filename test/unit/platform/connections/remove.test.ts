@@ -34,6 +34,7 @@ function snapshot() {
       protocolVersion: "2026-07-28",
     },
     DEFAULT_MAX_SNAPSHOT_BYTES,
+    "remote",
   );
   if (!("snapshot" in taken)) throw new Error("refused");
   return taken.snapshot;

@@ -51,6 +51,7 @@ function photographed() {
       protocolVersion: "2026-07-28",
     },
     DEFAULT_MAX_SNAPSHOT_BYTES,
+    "remote",
   );
   if (!("snapshot" in taken)) throw new Error("refused");
   return taken;

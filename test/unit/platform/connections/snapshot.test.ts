@@ -30,6 +30,7 @@ function problemsOf(tools: Tool[], serverInfo?: { name: string; version: string 
     tools,
     { ...taken, ...(serverInfo ? { serverInfo } : {}) },
     DEFAULT_MAX_SNAPSHOT_BYTES,
+    "remote",
   );
   return "problems" in result ? result.problems : [];
 }
@@ -104,13 +105,44 @@ describe("photographing screens what a model will read", () => {
   });
 });
 
+describe("the name a tool is served under", () => {
+  // MCP says a tool name SHOULD be 1 to 128 characters and the SDK's validateToolName calls a
+  // longer one invalid: `<connection>__<tool>` whole is held to it (adr/0039, amended 2026-12-07).
+  const named = (name: string) => ({ name, inputSchema: { type: "object" } }) as Tool;
+  const problemsAs = (connection: string, tools: Tool[]) => {
+    const result = photograph(tools, taken, DEFAULT_MAX_SNAPSHOT_BYTES, connection);
+    return "problems" in result ? result.problems : [];
+  };
+
+  it("takes a tool served as exactly 128 characters", () => {
+    expect(problemsAs("remote", [named("a".repeat(120))])).toEqual([]);
+    expect(problemsAs("my_notes", [named("a".repeat(118))])).toEqual([]);
+  });
+
+  it("refuses the listing whose tool would be served longer, saying how short a connection name takes it", () => {
+    const long = "a".repeat(100);
+    expect(problemsAs(`c${"x".repeat(62)}`, [named("short"), named(long)])).toEqual([
+      `tool "${"a".repeat(80)}" would be served as "c${"x".repeat(62)}__…", 165 characters, over the 128 MCP allows; a connection name of at most 26 characters would take it (remove the connection and add it under a shorter name)`,
+    ]);
+    expect(problemsAs("my_notes", [named("a".repeat(119))])[0]).toContain(
+      "129 characters, over the 128 MCP allows; a connection name of at most 4 characters",
+    );
+  });
+
+  it("says no connection name helps when the tool's own name leaves no room", () => {
+    expect(problemsAs("a", [named("a".repeat(126))])[0]).toContain(
+      "no connection name is short enough: the server must give the tool a shorter name",
+    );
+  });
+});
+
 describe("the whole-snapshot bound", () => {
   // 1,000 tools of 64 KiB each passed every per-tool bound: 64 MiB a version, held for each of a
   // member's 50 personal connections (adr/0091, amended).
   const bulk = (count: number) =>
     Array.from({ length: count }, (_, i) => toolWith({}, { name: `t${i}`, description: "d".repeat(8000) }));
   const bytesOf = (tools: Tool[]) => {
-    const result = photograph(tools, taken, Number.MAX_SAFE_INTEGER);
+    const result = photograph(tools, taken, Number.MAX_SAFE_INTEGER, "remote");
     if (!("snapshot" in result)) throw new Error("refused");
     return Buffer.byteLength(JSON.stringify(result.snapshot));
   };
@@ -119,15 +151,15 @@ describe("the whole-snapshot bound", () => {
     const tools = bulk(600);
     const bytes = bytesOf(tools);
     expect(bytes).toBeGreaterThan(DEFAULT_MAX_SNAPSHOT_BYTES);
-    expect("snapshot" in photograph(tools, taken, bytes)).toBe(true);
-    const refused = photograph(tools, taken, bytes - 1);
+    expect("snapshot" in photograph(tools, taken, bytes, "remote")).toBe(true);
+    const refused = photograph(tools, taken, bytes - 1, "remote");
     expect(refused).toEqual({
       problems: [
         `its snapshot (600 tools, with their schemas, the instructions and skills) would be ${bytes.toLocaleString("en-US")} bytes of JSON; at most ${(bytes - 1).toLocaleString("en-US")} are taken (connections.maxSnapshotBytes): list fewer or smaller tools, or ask the operator to raise the bound`,
       ],
     });
-    expect("problems" in photograph(tools, taken, DEFAULT_MAX_SNAPSHOT_BYTES)).toBe(true);
-    expect("snapshot" in photograph(bulk(400), taken, DEFAULT_MAX_SNAPSHOT_BYTES)).toBe(true);
+    expect("problems" in photograph(tools, taken, DEFAULT_MAX_SNAPSHOT_BYTES, "remote")).toBe(true);
+    expect("snapshot" in photograph(bulk(400), taken, DEFAULT_MAX_SNAPSHOT_BYTES, "remote")).toBe(true);
   });
 
   it("is 4 MiB unless connections.maxSnapshotBytes says otherwise", () => {
@@ -144,7 +176,7 @@ describe("the whole-snapshot bound", () => {
 
 describe("pinsSame", () => {
   const shot = (extra: Partial<typeof taken> & { instructions?: string } = {}, tools = [toolWith({})]) => {
-    const result = photograph(tools, { ...taken, ...extra }, DEFAULT_MAX_SNAPSHOT_BYTES);
+    const result = photograph(tools, { ...taken, ...extra }, DEFAULT_MAX_SNAPSHOT_BYTES, "remote");
     if (!("snapshot" in result)) throw new Error("refused");
     return result.snapshot;
   };
@@ -169,6 +201,7 @@ describe("diffSnapshots", () => {
       ),
       taken,
       DEFAULT_MAX_SNAPSHOT_BYTES,
+      "remote",
     );
     if (!("snapshot" in result)) throw new Error("refused");
     return result.snapshot;
