@@ -62,11 +62,15 @@ export function standardHeaderRefusal(
   return undefined;
 }
 
-// A value that is not plain ASCII travels as =?base64?<base64 of its UTF-8>?=.
-const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/i;
+// A value that is not plain ASCII travels as =?base64?<base64 of its UTF-8>?=. The prefix and
+// suffix are case-sensitive (Streamable HTTP 2026-07-28, "Value Encoding"): `=?BASE64?…?=` is a
+// plain value, as every conforming intermediary routing on the header reads it, so Atrium must
+// compare it as it stands rather than decode a name the intermediary never saw.
+const SENTINEL_PREFIX = "=?base64?";
+const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
 
 function decodeHeaderValue(value: string): string | undefined {
-  if (!value.toLowerCase().startsWith("=?base64?")) return value;
+  if (!value.startsWith(SENTINEL_PREFIX)) return value;
   const match = SENTINEL.exec(value);
   if (!match?.[1] || match[1].length % 4 !== 0) return undefined;
   try {
