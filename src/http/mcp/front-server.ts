@@ -13,6 +13,7 @@ import type { ProgressListener } from "../../sources/mcp-source.ts";
 import type { SourceRegistry } from "../../sources/registry.ts";
 import type { Router } from "../../sources/router.ts";
 import { ATRIUM_VERSION } from "../../version.ts";
+import { callResultForEra } from "./call-result.ts";
 import { completeArgument } from "./completion.ts";
 import { pinProtocolEra } from "./era-pin.ts";
 import { createHandlerGuard } from "./handler-guard.ts";
@@ -99,7 +100,7 @@ export function createFrontServers(deps: FrontDeps): FrontServers {
 
 function installHandlers(
   mcp: McpServer,
-  { router, registries, guidance, dispatch }: FrontDeps,
+  { router, registries, guidance, dispatch, log }: FrontDeps,
   serve: Serve,
 ): void {
   const server = mcp.server;
@@ -111,15 +112,22 @@ function installHandlers(
   );
 
   server.setRequestHandler("tools/call", (request, ctx) =>
-    serve(ctx, ({ principal, workspaceId, requestId, scopes }) => {
+    serve(ctx, async ({ principal, workspaceId, requestId, scopes }) => {
+      const { name } = request.params;
       const onProgress = progressRelay(request.params._meta?.progressToken, ctx);
       const caller = { principalId: principal.id, workspaceId, ...(scopes && { scopes }) };
       // The signal aborts when the client cancels the call or goes away (request-mux-transport.ts).
-      return dispatch.call(caller, request.params.name, request.params.arguments, {
+      const result = await dispatch.call(caller, name, request.params.arguments, {
         requestId,
         signal: ctx.mcpReq.signal,
         ...(onProgress && { onProgress }),
       });
+      // Only structured content is shaped by the schema the listing gave (call-result.ts).
+      const tool =
+        result.structuredContent === undefined
+          ? undefined
+          : await registries.use(workspaceId, (registry) => router.findTool(registry, principal.id, name));
+      return callResultForEra(server, result, tool?.outputSchema, { tool: name, requestId }, log);
     }),
   );
 
