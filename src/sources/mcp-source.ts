@@ -15,9 +15,10 @@ import { SkillsClient } from "@modelcontextprotocol/client/ext/skills";
 import type { McpServer } from "@modelcontextprotocol/server";
 import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 import { ATRIUM_VERSION } from "../version.ts";
-import { CALLER_META_KEY, type Caller, HOST_META_PREFIX } from "./caller-meta.ts";
+import { CALLER_META_KEY, type Caller } from "./caller-meta.ts";
 import { ConnectCut } from "./connect-cut.ts";
 import { OutboundFailure } from "./guarded-fetch.ts";
+import { withRelayableMeta } from "./relayed-meta.ts";
 import type { Source, SourceCall, SourceClosing } from "./source.ts";
 
 /**
@@ -178,7 +179,7 @@ export class McpSource implements Source {
           }
         : undefined;
     if (this.transport.kind === "streamable-http")
-      return withoutHostMeta(await client.callTool({ name: tool, arguments: args }, options));
+      return withRelayableMeta(await client.callTool({ name: tool, arguments: args }, options));
     // The in-memory arm skips callTool's client-side checks: the in-process McpServer has
     // already parsed its result against the era's CallToolResult schema (and any output
     // schema), and callTool would parse it again and look up an output validator in the
@@ -306,15 +307,4 @@ async function listEveryPage(client: Client): Promise<Tool[]> {
       throw new UnfinishedListing();
     throw error;
   }
-}
-
-/**
- * Host-owned `_meta` keys (`dev.atrium/…`) are Atrium's own channel between the router and its
- * platform apps; a remote server's result may not speak on it, so they are dropped on arrival.
- */
-function withoutHostMeta(result: CallToolResult): CallToolResult {
-  const meta = result._meta;
-  if (!meta || !Object.keys(meta).some((key) => key.startsWith(HOST_META_PREFIX))) return result;
-  const kept = Object.fromEntries(Object.entries(meta).filter(([key]) => !key.startsWith(HOST_META_PREFIX)));
-  return { ...result, _meta: kept };
 }

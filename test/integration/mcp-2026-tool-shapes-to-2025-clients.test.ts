@@ -81,7 +81,7 @@ interface Listed {
 
 /** What these tests read of a JSON-RPC answer. */
 interface Answer {
-  result: { tools: Listed[]; structuredContent?: unknown; _meta: Record<string, unknown> };
+  result: { tools: Listed[]; structuredContent?: unknown; _meta?: Record<string, unknown> };
   error?: unknown;
 }
 
@@ -155,5 +155,23 @@ describe("a connected 2026 server's tool as 2025-era clients are given it", () =
     expect(tools.find((t) => t.name === "numbers__pair")?.outputSchema).toEqual(MAYBE_PAIR);
     const answer = await modern(call(5, "numbers__primes"));
     expect(answer.result.structuredContent).toEqual([2, 3, 5]);
+  });
+});
+
+// The connected server's result `_meta` says who answered it (`io.modelcontextprotocol/serverInfo`)
+// and may carry any other key under a prefix MCP reserves: that hop's protocol metadata, not the
+// remote's to say in Atrium's answer (src/sources/relayed-meta.ts). Its own keys are relayed.
+describe("a connected server's reserved result _meta", () => {
+  it("a 2026 tools/call answer names Atrium as its server, not the connected server", async () => {
+    const answer = await modern(call(6, "numbers__primes"));
+    expect(answer.result._meta?.["io.modelcontextprotocol/serverInfo"]).toEqual({
+      name: "atrium",
+      version: expect.any(String),
+    });
+  });
+
+  it("a 2025-era answer carries none of the connected server's reserved keys", async () => {
+    const answer = await legacy(call(7, "numbers__primes"));
+    expect(Object.keys(answer.result._meta ?? {})).toEqual([]);
   });
 });
