@@ -35,6 +35,11 @@ export function isCredentialId(value: string): boolean {
   return CREDENTIAL_ID.test(value);
 }
 
+/** A fresh credential id, for a record that must name its credential before it is sealed (`put`). */
+export function newCredentialId(): string {
+  return `cred_${randomBytes(12).toString("hex")}`;
+}
+
 /** The credential id names no stored credential. */
 export class CredentialNotFound extends Error {
   constructor(readonly credentialId: string) {
@@ -158,9 +163,15 @@ export class CredentialStore {
     return new CredentialStore(layout, keys, index);
   }
 
-  /** Seals `value` for `field` of `recordId` under the newest key; returns the new credential's id. */
-  async put(recordId: string, field: string, value: string): Promise<string> {
-    const id = `cred_${randomBytes(12).toString("hex")}`;
+  /**
+   * Seals `value` for `field` of `recordId` under the newest key; returns the new credential's id.
+   * `id` is one `newCredentialId` gave a caller that writes the record naming it first, so that no
+   * failure or crash between the two leaves a sealed value no record names (a connection's OAuth
+   * client registration, registrations.ts).
+   */
+  async put(recordId: string, field: string, value: string, id = newCredentialId()): Promise<string> {
+    if (!isCredentialId(id)) throw new CredentialNotFound(id);
+    if (this.index.has(id)) throw new TypeError(`A new credential's id names a stored one (${id}).`);
     await this.write(id, recordId, field, value);
     return id;
   }

@@ -14,7 +14,7 @@ import { secretsOfHeader } from "./without-secrets.ts";
 
 /** Where a connection's sealed credential is opened; the credential store implements it. */
 export interface CredentialVault {
-  put(recordId: string, field: string, value: string): Promise<string>;
+  put(recordId: string, field: string, value: string, id?: string): Promise<string>;
   replace(id: string, recordId: string, field: string, value: string): Promise<void>;
   open(id: string, recordId: string, field: string): Promise<string>;
   delete(id: string): Promise<void>;

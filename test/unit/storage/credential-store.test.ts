@@ -10,6 +10,7 @@ import {
   CredentialNotFound,
   CredentialRefused,
   CredentialStore,
+  newCredentialId,
   type StoredCredential,
 } from "../../../src/storage/credential-store.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
@@ -99,6 +100,17 @@ describe("CredentialStore", () => {
     const b = await store.put(RECORD, FIELD, SECRET);
     expect(a).not.toBe(b);
     expect(store.count()).toBe(2);
+  });
+
+  it("puts under an id chosen beforehand (a record that names it is written first), never over a stored one", async () => {
+    const store = await CredentialStore.open(layout, ring(1));
+    const id = newCredentialId();
+    expect(await store.put(RECORD, FIELD, SECRET, id)).toBe(id);
+    expect(await store.open(id, RECORD, FIELD)).toBe(SECRET);
+    await expect(store.put(OTHER_RECORD, FIELD, "other", id)).rejects.toThrow(/names a stored one/);
+    await expect(store.put(RECORD, FIELD, SECRET, "../escape")).rejects.toBeInstanceOf(CredentialNotFound);
+    expect(await store.open(id, RECORD, FIELD)).toBe(SECRET);
+    expect(store.count()).toBe(1);
   });
 
   it("a value opens only for the record and field it was put for", async () => {

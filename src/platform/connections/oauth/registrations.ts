@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { OAuthClientInformationMixed } from "@modelcontextprotocol/client";
+import { CredentialNotFound, newCredentialId } from "../../../storage/credential-store.ts";
 import { KeyedLock } from "../../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../../storage/paths.ts";
 import { JsonRecords } from "../../../storage/records.ts";
@@ -21,7 +22,11 @@ const SECRET_FIELD = "client_secret";
 /**
  * Dynamic registrations, one per (authorization server, redirect URI), reused by every connection
  * to that server: registering once per connection would leave a trail of clients at the server.
- * A secret is sealed in the credential store, bound to the registration's record id.
+ * A secret is sealed in the credential store, bound to the registration's record id, and only
+ * after the record naming it is stored: sealed first, a record write that failed (or a crash
+ * between the two) left a sealed secret nothing named, and each retry registered again and left
+ * another (client-identity.test.ts "a registration whose record"). A record whose secret is not
+ * there (its seal failed) is no registration: it is registered again over it.
  */
 export class StoredRegistrations implements ClientRegistrations {
   private readonly records: JsonRecords<StoredRegistration>;
@@ -39,10 +44,16 @@ export class StoredRegistrations implements ClientRegistrations {
     const id = registrationId(issuer, redirectUri);
     const stored = await this.records.get(id);
     if (!stored) return undefined;
-    return {
-      client_id: stored.clientId,
-      ...(stored.secret ? { client_secret: await this.vault.open(stored.secret, id, SECRET_FIELD) } : {}),
-    };
+    if (!stored.secret) return { client_id: stored.clientId };
+    try {
+      return {
+        client_id: stored.clientId,
+        client_secret: await this.vault.open(stored.secret, id, SECRET_FIELD),
+      };
+    } catch (error) {
+      if (error instanceof CredentialNotFound) return undefined;
+      throw error;
+    }
   }
 
   getOrRegister(
@@ -55,21 +66,32 @@ export class StoredRegistrations implements ClientRegistrations {
       const known = await this.get(issuer, redirectUri);
       if (known) return known;
       const info = await register();
-      const secret = info.client_secret
-        ? await this.vault.put(id, SECRET_FIELD, info.client_secret)
-        : undefined;
+      const secret = info.client_secret ? { id: newCredentialId(), value: info.client_secret } : undefined;
       await this.records.put(id, {
         issuer,
         redirectUri,
         clientId: info.client_id,
-        ...(secret ? { secret } : {}),
+        ...(secret ? { secret: secret.id } : {}),
         registeredAt: new Date(this.now()).toISOString(),
       });
+      if (secret) await this.sealSecret(id, secret);
       return {
         client_id: info.client_id,
         ...(info.client_secret ? { client_secret: info.client_secret } : {}),
       };
     });
+  }
+
+  /** Seals the secret the record already names; failed, the record goes too, so nothing names a missing secret. */
+  private async sealSecret(id: string, secret: { id: string; value: string }): Promise<void> {
+    try {
+      await this.vault.put(id, SECRET_FIELD, secret.value, secret.id);
+    } catch (error) {
+      // A removal that fails too leaves a record whose secret is not there, which `get` answers
+      // as no registration: the seal's error is the one to tell.
+      await this.records.delete(id).catch(() => undefined);
+      throw error;
+    }
   }
 }
 
