@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject } from "ajv";
 import { hidesText, isUnshowable } from "../../text.ts";
-import { credentialHeaderIn, holdsQueryCredential, holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
+import { credentialInputIn, holdsQueryCredential, holdsUserinfo, secretInputIn } from "./catalog-secrets.ts";
 import { namesCredential } from "./model.ts";
 
 // One catalog entry: an MCP registry `server.json` (static.modelcontextprotocol.io/schemas/
@@ -181,11 +181,11 @@ function secretProblem(server: ServerJson): string | undefined {
       `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`
     );
   }
-  const header = credentialHeaderIn(server);
-  if (!header) return undefined;
-  const named = header.name === undefined ? "" : ` (${header.name})`;
+  const input = credentialInputIn(server);
+  if (!input) return undefined;
+  const named = input.name === undefined ? "" : ` (${input.name})`;
   return (
-    `"${header.place}"${named} is named as a credential and has a fixed value in the catalog, ` +
+    `"${input.place}"${named} is named as a credential and has a fixed value in the catalog, ` +
     "which every signed-in person can read; remove the value, or make it a {variable} " +
     '(e.g. "Bearer {token}") that whoever connects supplies.'
   );

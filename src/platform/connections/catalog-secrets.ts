@@ -2,8 +2,8 @@ import { namesCredential } from "./model.ts";
 
 // Where a catalog entry could carry a secret that every signed-in person would read: an input
 // marked `isSecret` with a value, anywhere under `remotes` or `packages`, a URL's userinfo,
-// parsed or not, and a query parameter or header named as a credential with a fixed value
-// (ADR 0038, ADR 0092, ADR 0108). checkServerJson (catalog-entry.ts) turns them into problems.
+// parsed or not, and a query parameter, header, environment variable or named argument named as
+// a credential with a fixed value (ADR 0038, ADR 0092, ADR 0108). checkServerJson (catalog-entry.ts) turns them into problems.
 
 /** How long a place in a problem grows before the rest of it is `…`: a file may nest deep. */
 const MAX_PLACE_CHARS = 200;
@@ -55,47 +55,52 @@ export function secretInputIn(server: {
   return undefined;
 }
 
+/** Where a package names an input whose value it passes on: a variable's or an option's name. */
+const PACKAGE_INPUTS = ["environmentVariables", "runtimeArguments", "packageArguments"] as const;
+
 /**
- * The first header of a remote or of a package's transport that is named as a credential
- * (model.ts namesCredential) and carries a fixed `value` or `default`, or a variable of its own
- * that does, by its place; whether it is marked `isSecret` does not matter. Only `isSecret`
- * inputs were looked at, so `Authorization: Bearer sk-…` without the flag was listed to everyone
- * and sent as the connection's credential (test/unit/platform/connections/catalog-entry.test.ts
- * "… a header named as a credential …"). A value that is a `{variable}`, alone or after a scheme
- * (`Bearer {token}`), is what whoever connects fills in.
+ * The first named input that is named as a credential (model.ts namesCredential) and carries a
+ * fixed `value` or `default`, or a variable of its own that does, by its place; whether it is
+ * marked `isSecret` does not matter. Named inputs are a remote's headers, and a package's transport
+ * headers, environment variables (`GITHUB_TOKEN`) and named arguments (`--api-key`); a positional
+ * argument has no name, only a hint. Only `isSecret` inputs were looked at, so
+ * `Authorization: Bearer sk-…` or `API_KEY=sk-…` without the flag was listed to everyone
+ * (test/unit/platform/connections/catalog-entry.test.ts "… named as a credential …"). A value
+ * that is a `{variable}`, alone or after a scheme (`Bearer {token}`), is what whoever connects
+ * fills in.
  */
-export function credentialHeaderIn(server: {
+export function credentialInputIn(server: {
   remotes?: unknown;
   packages?: unknown;
 }): { place: string; name?: string } | undefined {
-  const lists: { headers: unknown; place: string }[] = [
+  const lists: { inputs: unknown; place: string }[] = [
     ...entriesOf(server.remotes).map(([i, remote]) => ({
-      headers: fieldOf(remote, "headers"),
+      inputs: fieldOf(remote, "headers"),
       place: `remotes.${i}.headers`,
     })),
-    ...entriesOf(server.packages).map(([i, entry]) => ({
-      headers: fieldOf(fieldOf(entry, "transport"), "headers"),
-      place: `packages.${i}.transport.headers`,
-    })),
+    ...entriesOf(server.packages).flatMap(([i, entry]) => [
+      { inputs: fieldOf(fieldOf(entry, "transport"), "headers"), place: `packages.${i}.transport.headers` },
+      ...PACKAGE_INPUTS.map((key) => ({ inputs: fieldOf(entry, key), place: `packages.${i}.${key}` })),
+    ]),
   ];
-  for (const { headers, place } of lists) {
-    for (const [at, header] of entriesOf(headers)) {
-      const name = fieldOf(header, "name");
-      if (typeof name !== "string" || !namesCredential(name) || !holdsFixedValue(header)) continue;
+  for (const { inputs, place } of lists) {
+    for (const [at, input] of entriesOf(inputs)) {
+      const name = fieldOf(input, "name");
+      if (typeof name !== "string" || !namesCredential(name) || !holdsFixedValue(input)) continue;
       return SHOWN_NAME.test(name) ? { place: `${place}.${at}`, name } : { place: `${place}.${at}` };
     }
   }
   return undefined;
 }
 
-/** A header's value, default, or a variable's, that is set and is not a `{variable}` to fill in. */
-function holdsFixedValue(header: unknown): boolean {
+/** An input's value, default, or a variable's, that is set and is not a `{variable}` to fill in. */
+function holdsFixedValue(input: unknown): boolean {
   const fixed = (input: unknown, field: "value" | "default") => {
     const text = fieldOf(input, field);
     return text !== undefined && text !== "" && !(typeof text === "string" && FILLED_IN.test(text));
   };
-  if (fixed(header, "value") || fixed(header, "default")) return true;
-  const variables = fieldOf(header, "variables");
+  if (fixed(input, "value") || fixed(input, "default")) return true;
+  const variables = fieldOf(input, "variables");
   if (typeof variables !== "object" || variables === null) return false;
   return Object.values(variables).some((v) => fixed(v, "value") || fixed(v, "default"));
 }

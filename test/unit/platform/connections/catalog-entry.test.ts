@@ -261,6 +261,64 @@ describe("a server.json", () => {
     expect(checkServerJson(s)).toEqual({ server: s });
   });
 
+  // Review 56, after the headers: a package's environment variable or named argument named as a
+  // credential, with a fixed value and no `isSecret`, was listed to every signed-in person.
+  it.each([
+    { list: "environmentVariables", input: { name: "API_KEY", value: "sk-live-rv56-0123456789" } },
+    { list: "environmentVariables", input: { name: "GITHUB_TOKEN", default: "ghp_rv56-0123456789" } },
+    {
+      list: "environmentVariables",
+      input: {
+        name: "OPENAI_API_KEY",
+        value: "{key}",
+        isSecret: false,
+        variables: { key: { default: "sk-live" } },
+      },
+    },
+    {
+      list: "packageArguments",
+      input: { type: "named", name: "--api-key", value: "sk-live-rv56-0123456789" },
+    },
+    { list: "runtimeArguments", input: { type: "named", name: "--password", default: "hunter2-rv56" } },
+  ])(
+    "is refused when a package's $list entry named as a credential has a fixed value ($input.name)",
+    ({ list, input }) => {
+      const problem = problemOf(
+        server({ packages: [{ ...npm, [list]: [{ name: "LOG_LEVEL", value: "info" }, input] }] }),
+      );
+      expect(problem).toBe(
+        `"packages.0.${list}.1" (${input.name}) is named as a credential and has a fixed value in the catalog, ` +
+          "which every signed-in person can read; remove the value, or make it a {variable} " +
+          '(e.g. "Bearer {token}") that whoever connects supplies.',
+      );
+      expect(problem).not.toMatch(/sk-live|ghp_|hunter2/);
+    },
+  );
+
+  it("accepts a package's credential-named variable or argument whose value is a {variable}, or that has none", () => {
+    const s = server({
+      packages: [
+        {
+          ...npm,
+          environmentVariables: [
+            {
+              name: "GITHUB_TOKEN",
+              value: "{token}",
+              variables: { token: { isRequired: true, isSecret: true } },
+            },
+            { name: "API_KEY", isRequired: true },
+            { name: "LOG_LEVEL", value: "info" },
+          ],
+          packageArguments: [
+            { type: "named", name: "--api-key", value: "{api_key}" },
+            { type: "positional", valueHint: "token", value: "serve" },
+          ],
+        },
+      ],
+    });
+    expect(checkServerJson(s)).toEqual({ server: s });
+  });
+
   it("accepts a secret input without a value and an input with a value that is not secret", () => {
     const s = server({
       packages: [
