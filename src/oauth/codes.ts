@@ -1,6 +1,7 @@
 import { hashSecret, randomSecret } from "../crypto/secrets.ts";
 import { type Clock, systemClock } from "../kernel/clock.ts";
 import type { Logger } from "../log.ts";
+import { CorruptJson } from "../storage/atomic.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { JsonRecords } from "../storage/records.ts";
@@ -167,13 +168,28 @@ export class AuthorizationCodes {
    * Deletes codes nobody can redeem and redeemed ones past their replay window; at boot and hourly.
    * Each code is judged under its lock, read again there, by the rule `redeem` applies: a
    * redemption in flight (its grant being made, a retry late in its window) finishes first, and
-   * what it wrote decides (test/unit/oauth/codes.test.ts "a sweep waits…").
+   * what it wrote decides (test/unit/oauth/codes.test.ts "a sweep waits…"). A file that is not
+   * JSON, or not a code, can never be redeemed and goes too; one whose read failed (EIO, EMFILE)
+   * may be a live code mid-flow, and is left for the next sweep: deleted, its exchange was refused
+   * ("a sweep leaves a code it could not read for now").
    */
   async sweep(): Promise<void> {
     for (const id of await this.records.ids()) {
       await this.locks.run(id, async () => {
-        const stored = await this.records.get(id).catch(() => undefined);
-        if (stored === undefined || keptUntil(stored) <= this.clock()) await this.records.delete(id);
+        let stored: unknown;
+        try {
+          stored = await this.records.get(id);
+        } catch (error) {
+          if (error instanceof CorruptJson) return this.records.delete(id);
+          const code = (error as NodeJS.ErrnoException).code;
+          this.log.warn(
+            { code },
+            "an authorization code could not be read; the next sweep looks at it again",
+          );
+          return;
+        }
+        if (stored === undefined) return;
+        if (!isStoredCode(stored) || keptUntil(stored) <= this.clock()) await this.records.delete(id);
       });
     }
   }
@@ -186,6 +202,18 @@ export class AuthorizationCodes {
  */
 function keptUntil(stored: StoredCode): number {
   return stored.expiresAt + (stored.grantId === undefined ? 0 : REDEEMED_CODE_KEPT_MS);
+}
+
+/** Whether a code file's content is a code, as `issue` and `redeem` write it (its times read by `keptUntil`). */
+function isStoredCode(value: unknown): value is StoredCode {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const code = value as Record<string, unknown>;
+  return (
+    Number.isFinite(code.expiresAt) &&
+    typeof code.grant === "object" &&
+    code.grant !== null &&
+    (code.grantId === undefined || typeof code.grantId === "string")
+  );
 }
 
 function sameGrant(a: CodeGrant, b: CodeGrant): boolean {

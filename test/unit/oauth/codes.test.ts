@@ -1,4 +1,4 @@
-import { readdir } from "node:fs/promises";
+import { readdir, writeFile } from "node:fs/promises";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { s256 } from "../../../src/crypto/pkce.ts";
 import { hashSecret } from "../../../src/crypto/secrets.ts";
@@ -11,6 +11,7 @@ import {
 } from "../../../src/oauth/codes.ts";
 import type { Grants } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { journalDuring } from "../../helpers/fs-journal.ts";
 import {
   newGrants,
   person,
@@ -222,6 +223,34 @@ describe("AuthorizationCodes", () => {
     await codes.sweep();
     expect(await codeFiles()).toEqual([`${hashSecret(fresh)}.json`]);
     expect(stale).not.toBe(fresh);
+  });
+
+  it("a sweep leaves a code it could not read for now (EIO, EMFILE), and its exchange goes on", async () => {
+    const code = await codes.issue(GRANT);
+    const folder = layout.collectionDir("oauth/codes");
+    for (const failure of ["EIO", "EMFILE"]) {
+      await journalDuring(() => codes.sweep(), {
+        read: (path) =>
+          path.startsWith(folder)
+            ? Promise.reject(Object.assign(new Error(`${failure}: read failed`), { code: failure }))
+            : undefined,
+      });
+    }
+    expect(await codeFiles()).toEqual([`${hashSecret(code)}.json`]);
+    const { grantId } = await codes.redeem(code, accept, async (redeemed) => {
+      await startGrant(redeemed.grantId);
+      return redeemed;
+    });
+    expect(grants.isRevoked(grantId)).toBe(false);
+  });
+
+  it("a sweep removes a code file that is not JSON or not a code, which no exchange can redeem", async () => {
+    const live = await codes.issue(GRANT);
+    const folder = layout.collectionDir("oauth/codes");
+    const junk = ["{not json", "null", "[]", '{"grant": {}}', '{"grant": {}, "expiresAt": "soon"}'];
+    for (const [i, text] of junk.entries()) await writeFile(`${folder}/${String(i).repeat(64)}.json`, text);
+    await codes.sweep();
+    expect(await codeFiles()).toEqual([`${hashSecret(live)}.json`]);
   });
 
   it("a sweep keeps a redeemed code whose grant was never stored through its retry window", async () => {
