@@ -91,7 +91,7 @@ export function createFrontServers(deps: FrontDeps): FrontServers {
   pinProtocolEra(modern.server, MODERN_PROTOCOL_VERSION);
   for (const mcp of [legacy, modern]) {
     skills.attach(mcp);
-    installHandlers(mcp, deps, serve);
+    installHandlers(mcp, deps, serve, mcp === legacy);
   }
   installLegacyHandshake(legacy, deps, serve);
   installDiscover(modern, deps, serve);
@@ -102,6 +102,8 @@ function installHandlers(
   mcp: McpServer,
   { router, registries, guidance, dispatch, log }: FrontDeps,
   serve: Serve,
+  /** 2025 only: its listing wraps a non-object schema, so a result is shaped by the tool's listed one. */
+  shapesByListing: boolean,
 ): void {
   const server = mcp.server;
   server.setRequestHandler("tools/list", (_request, ctx) =>
@@ -122,11 +124,11 @@ function installHandlers(
         signal: ctx.mcpReq.signal,
         ...(onProgress && { onProgress }),
       });
-      // Only structured content is shaped by the schema the listing gave (call-result.ts).
-      const tool =
-        result.structuredContent === undefined
-          ? undefined
-          : await registries.use(workspaceId, (registry) => router.findTool(registry, principal.id, name));
+      if (result.structuredContent === undefined) return result;
+      // Structured content is shaped for the era, in 2025 by the schema the listing gave (call-result.ts).
+      const tool = shapesByListing
+        ? await registries.use(workspaceId, (registry) => router.findTool(registry, principal.id, name))
+        : undefined;
       return callResultForEra(server, result, tool?.outputSchema, { tool: name, requestId }, log);
     }),
   );

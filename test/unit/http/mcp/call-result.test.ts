@@ -44,14 +44,20 @@ describe("a tools/call result for the client's era", () => {
     expect(callResultForEra(server, plain, undefined, CALL, captured.log)).toEqual(plain);
   });
 
+  it("a result the projection leaves as it is is answered as it is, unchecked here (the SDK checks it)", () => {
+    const broken = { content: [{ type: "text" }] } as unknown as CallToolResult;
+    expect(callResultForEra(frontServer("2025"), broken, undefined, CALL, captured.log)).toBe(broken);
+    expect(captured.lines).toEqual([]);
+  });
+
   it("2026: the natural value is kept", () => {
     const answer = callResultForEra(frontServer("2026"), primes, ARRAY_SCHEMA, CALL, captured.log);
     expect(answer).toEqual(primes);
     expect(captured.lines).toEqual([]);
   });
 
-  it("a result the era's check refuses is logged with the request id and answered as an unexpected failure", () => {
-    const broken = { content: [{ type: "text" }] } as unknown as CallToolResult;
+  it("a reshaped result the era's check refuses is logged with the request id and answered as an unexpected failure", () => {
+    const broken = { content: [{ type: "text" }], structuredContent: [1] } as unknown as CallToolResult;
     const answer = callResultForEra(frontServer("2025"), broken, undefined, CALL, captured.log);
     expect(answer).toEqual({
       content: [
