@@ -73,8 +73,11 @@ export class McpEndpoint {
     const authInfo = { token: "", clientId: "", scopes: [], extra: { atrium: caller } };
     if (isPlainLegacyRequest(body, protocolVersion)) return this.serveLegacy(post, body, authInfo);
     // Before the classifier, which reads a version it does not know as a 2026 request missing its
-    // envelope (-32602) rather than as a version this server does not speak.
-    if (protocolVersion !== null && !SERVED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
+    // envelope (-32602) rather than as a version this server does not speak. An empty header on a
+    // body in the 2026 form names no version: it is a malformed required header, which the
+    // classifier answers -32020, not a request for the version "".
+    const namesVersion = protocolVersion !== null && !(protocolVersion === "" && claimsEnvelope(body));
+    if (namesVersion && !SERVED_PROTOCOL_VERSIONS.includes(protocolVersion)) {
       const supported = claimsEnvelope(body) ? [MODERN_PROTOCOL_VERSION] : SERVED_PROTOCOL_VERSIONS;
       return unsupportedVersion(protocolVersion, supported, requestId(body));
     }
@@ -86,6 +89,7 @@ export class McpEndpoint {
       ...optionalHeader("mcpNameHeader", headers.get("mcp-name")),
     });
     if (route.kind === "reject") {
+      if (route.cell === "modern-header-without-claim") return envelopeMissing(protocolVersion, body);
       if (route.cell === "invalid-json-rpc-body") {
         const explained = unusableIdReply(body) ?? invalidParamsReply(body);
         if (explained) return explained;
@@ -228,6 +232,25 @@ function refuseModernRequest(message: JSONRPCRequest, headers: PostHeaders): Mcp
   }
   const malformed = inputResponsesProblem(message.params);
   return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
+}
+
+/**
+ * A 2026-07-28 header on a body without the envelope: the header and the body disagree about the
+ * version (-32020, as the spec's Server Validation says), where the SDK's classifier answers
+ * -32602 for the missing `_meta`.
+ */
+function envelopeMissing(protocolVersion: string | null, body: unknown): McpReply {
+  const message =
+    `Bad Request: the request headers and body disagree: the MCP-Protocol-Version header names ${protocolVersion} ` +
+    `but the body carries no params._meta["${PROTOCOL_VERSION_META_KEY}"]; send the ${MODERN_PROTOCOL_VERSION} envelope, ` +
+    "or no MCP-Protocol-Version header (or a 2025 one) for a 2025-era request.";
+  return jsonRpcError(
+    400,
+    HEADER_MISMATCH,
+    message,
+    { mismatch: { header: protocolVersion } },
+    requestId(body),
+  );
 }
 
 function parseError(message: string): McpReply {
