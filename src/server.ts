@@ -221,6 +221,10 @@ async function startLocked(
     const endpoint = new McpEndpoint(
       createFrontServers({ router, registries, dispatch, guidance, log }),
       config.http.maxBodyBytes,
+      (caller, name) =>
+        registries.use(caller.workspaceId, (registry) =>
+          router.findTool(registry, caller.principal.id, name),
+        ),
     );
     built.endpoint = endpoint;
     await endpoint.start();

@@ -4,6 +4,7 @@ import {
   type JSONRPCRequest,
   type MessageExtraInfo,
   PROTOCOL_VERSION_META_KEY,
+  type Tool,
   UnsupportedProtocolVersionError,
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
@@ -16,6 +17,7 @@ import { invalidParamsReply } from "./invalid-params.ts";
 import { refuseOversizedBatch, serveLegacyJson } from "./legacy-exchange.ts";
 import { mediaTypeRefusal, type PostHeaders } from "./media-types.ts";
 import { serveModernExchange } from "./modern-exchange.ts";
+import { paramHeaderRefusal, paramHeadersOf } from "./param-headers.ts";
 import {
   LEGACY_PROTOCOL_VERSIONS,
   MODERN_PROTOCOL_VERSION,
@@ -23,7 +25,7 @@ import {
 } from "./protocol-versions.ts";
 import { jsonReply, type McpReply } from "./reply.ts";
 import { isAnswer, type Readmitted, type ReplySink, RequestMuxTransport } from "./request-mux-transport.ts";
-import { HEADER_MISMATCH, standardHeaderRefusal } from "./standard-headers.ts";
+import { HEADER_MISMATCH, type HeaderRefusal, standardHeaderRefusal } from "./standard-headers.ts";
 
 /**
  * One POST as the endpoint reads it: its headers, a web `Request` only if one is needed, word of
@@ -39,6 +41,9 @@ export interface McpPost extends Readmitted {
   webRequest(): Request;
 }
 
+/** The tool a caller's `tools/call` names, as `tools/list` shows it to them; undefined if none. */
+export type FindTool = (caller: AdmittedCaller, name: string) => Promise<Tool | undefined>;
+
 /**
  * Serves one stateless Streamable HTTP POST in either era. The SDK's classifier reads the body
  * (the 2026-07-28 `_meta` envelope or its absence) and the headers; the request then goes to the
@@ -52,6 +57,7 @@ export class McpEndpoint {
   constructor(
     private readonly servers: FrontServers,
     private readonly maxBodyBytes: number,
+    private readonly findTool: FindTool,
   ) {}
 
   async start(): Promise<void> {
@@ -112,7 +118,7 @@ export class McpEndpoint {
       return unsupportedVersion(revision ?? "none", [MODERN_PROTOCOL_VERSION], requestId(body));
     }
     if (route.messageKind === "request") {
-      const refused = refuseModernRequest(route.message, headers);
+      const refused = await this.refuseModernRequest(route.message, headers, caller);
       if (refused) return refused;
     }
     return serveModernExchange(route.message, route.classification, authInfo, this.modernMux, post);
@@ -137,6 +143,49 @@ export class McpEndpoint {
   async close(): Promise<void> {
     await this.servers.legacy.close();
     await this.servers.modern.close();
+  }
+
+  /**
+   * What the 2026-07-28 edge refuses before dispatch, in the spec's order: standard headers that
+   * are missing or disagree with the body, then the `Mcp-Param-*` headers of the called tool's
+   * `x-mcp-header` parameters, then a malformed `inputResponses` map.
+   */
+  private async refuseModernRequest(
+    message: JSONRPCRequest,
+    headers: PostHeaders,
+    caller: AdmittedCaller,
+  ): Promise<McpReply | undefined> {
+    const refusal =
+      standardHeaderRefusal(
+        {
+          protocolVersion: headers.get("mcp-protocol-version"),
+          method: headers.get("mcp-method"),
+          name: headers.get("mcp-name"),
+        },
+        message.method,
+        message.params,
+      ) ?? (await this.paramHeaderRefusal(message, headers, caller));
+    if (refusal) {
+      const text = `Bad Request: the request headers and body disagree: ${refusal.message}`;
+      return jsonRpcError(400, HEADER_MISMATCH, text, { mismatch: { header: refusal.header } }, message.id);
+    }
+    const malformed = inputResponsesProblem(message.params);
+    return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
+  }
+
+  /**
+   * A tools/call's headers against the tool its caller would reach. An unknown tool declares none:
+   * the call itself answers that it is unknown.
+   */
+  private async paramHeaderRefusal(
+    message: JSONRPCRequest,
+    headers: PostHeaders,
+    caller: AdmittedCaller,
+  ): Promise<HeaderRefusal | undefined> {
+    const params = message.params;
+    if (message.method !== "tools/call" || typeof params?.name !== "string") return undefined;
+    const declared = paramHeadersOf((await this.findTool(caller, params.name))?.inputSchema);
+    return declared.length === 0 ? undefined : paramHeaderRefusal(declared, params.arguments, headers);
   }
 
   private async serveLegacy(
@@ -211,28 +260,6 @@ class TooCostly {
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;
-
-/**
- * What the 2026-07-28 edge refuses before dispatch, in the spec's order: standard headers that
- * are missing or disagree with the body, then a malformed `inputResponses` map.
- */
-function refuseModernRequest(message: JSONRPCRequest, headers: PostHeaders): McpReply | undefined {
-  const refusal = standardHeaderRefusal(
-    {
-      protocolVersion: headers.get("mcp-protocol-version"),
-      method: headers.get("mcp-method"),
-      name: headers.get("mcp-name"),
-    },
-    message.method,
-    message.params,
-  );
-  if (refusal) {
-    const text = `Bad Request: the request headers and body disagree: ${refusal.message}`;
-    return jsonRpcError(400, HEADER_MISMATCH, text, { mismatch: { header: refusal.header } }, message.id);
-  }
-  const malformed = inputResponsesProblem(message.params);
-  return malformed ? jsonRpcError(400, INVALID_PARAMS, malformed, undefined, message.id) : undefined;
-}
 
 /**
  * A 2026-07-28 header on a body without the envelope: the header and the body disagree about the
