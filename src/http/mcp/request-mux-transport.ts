@@ -8,6 +8,7 @@ import type {
 import { ProtocolErrorCode } from "@modelcontextprotocol/server";
 import type { AdmittedCaller } from "./front-server.ts";
 import { invalidParamsMessage } from "./invalid-params.ts";
+import { cursorRefusal } from "./list-cursor.ts";
 
 /** Where the answer to one request goes: the per-request HTTP transport that received it. */
 export interface ReplySink {
@@ -69,9 +70,19 @@ export class RequestMuxTransport implements Transport {
     this.onclose?.();
   }
 
-  /** Hands one message from an HTTP request to the server; replies go to `sink`. */
+  /**
+   * Hands one message from an HTTP request to the server; replies go to `sink`. A list request
+   * with a cursor is answered here, in either era and inside a batch alike: the SDK serves
+   * resources/list and resources/templates/list itself, with no hook that sees the cursor.
+   */
   receive(message: JSONRPCMessage, extra: MessageExtraInfo | undefined, sink: ReplySink): void {
     if ("method" in message && "id" in message) {
+      const refused = cursorRefusal(message.method, message.params);
+      if (refused !== undefined) {
+        const error = { code: ProtocolErrorCode.InvalidParams, message: refused };
+        sink.send({ jsonrpc: "2.0", id: message.id, error }).catch((failure) => this.onerror?.(failure));
+        return;
+      }
       const id = ++this.nextId;
       const caller = callerOf(extra);
       this.pending.set(id, {
