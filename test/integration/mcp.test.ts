@@ -263,13 +263,16 @@ describe("the /mcp URL", () => {
     expect(slash.status).toBe(404);
   });
 
-  it.each(["GET", "DELETE"])("%s /mcp/ws_… is 405 with Allow: POST", async (method) => {
-    const response = await instance.rest("alice", method, `/mcp/${ws}`, undefined, {
-      accept: "text/event-stream",
-    });
-    expect(response.status).toBe(405);
-    expect(response.headers.get("allow")).toBe("POST");
-  });
+  it.each(["GET", "DELETE", "HEAD", "PUT", "PATCH", "OPTIONS"])(
+    "%s /mcp/ws_… is 405 with Allow: POST",
+    async (method) => {
+      const response = await instance.rest("alice", method, `/mcp/${ws}`, undefined, {
+        accept: "text/event-stream",
+      });
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toBe("POST");
+    },
+  );
 });
 
 describe("DNS-rebinding protection", () => {

@@ -4,7 +4,7 @@ import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers
 
 // Every REST route under /v1/workspaces/:ws and the MCP POST, as hono registered them, asked by a
 // stranger: one identical 404, whatever the method, the rest of the path or the workspace
-// (Alice's, or none at all). (GET and DELETE of /mcp/:ws answer 405 for every id alike.)
+// (Alice's, or none at all). (Every other method of /mcp/:ws answers 405 for every id alike.)
 
 let instance: TestAtrium;
 let aliceWs: string;

@@ -50,7 +50,10 @@ export function mcpRoutes(endpoint: McpEndpoint, deps: RouteDeps): Hono<AppEnv> 
     response.headers.set("x-request-id", requestId);
     return response;
   });
-  app.on(["GET", "DELETE"], "/mcp/:ws", (c) =>
+  // Every other method — GET, DELETE, HEAD, PUT, PATCH, OPTIONS alike — is the same 405: the URL
+  // exists and POST is what it takes. OPTIONS is no CORS preflight here: /mcp/ws_… answers no
+  // other origin (the Origin check refuses one), so there is nothing to grant.
+  app.all("/mcp/:ws", (c) =>
     c.json(errorBody("method_not_allowed", "This MCP endpoint is stateless: send requests with POST."), 405, {
       allow: "POST",
     }),
