@@ -319,16 +319,27 @@ describe("the 2025 era's HTTP half without the SDK's web transport", () => {
     expect((JSON.parse(distinct.text) as Array<{ id: unknown }>).map((m) => m.id)).toEqual([1, "1"]);
   });
 
-  it("refuses two initialize requests in one batch, and a message the schema refuses", async () => {
+  it("refuses a batch holding initialize, saying it goes alone, and a message the schema refuses", async () => {
     const init = (id: number) => ({
       jsonrpc: "2.0",
       id,
       method: "initialize",
       params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "0" } },
     });
-    const twice = await post("alice", `/mcp/${ws}`, [init(1), init(2)]);
-    expect(twice.status).toBe(400);
-    expect(twice.text).toContain("Only one initialization request");
+    const alone =
+      "Invalid Request: initialize must be sent alone, not in a batch; send it as its own POST, then the other messages";
+    for (const batch of [
+      [init(1), init(2)],
+      [init(1), { jsonrpc: "2.0", id: 2, method: "ping" }],
+    ]) {
+      const refused = await post("alice", `/mcp/${ws}`, batch);
+      expect(refused.status).toBe(400);
+      expect(JSON.parse(refused.text)).toEqual({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32600, message: alone },
+      });
+    }
     const invalid = await post("alice", `/mcp/${ws}`, [{ jsonrpc: "1.0", id: 1, method: "ping" }]);
     expect(invalid.status).toBe(400);
   });

@@ -27,7 +27,7 @@ export function refuseOversizedBatch(body: unknown): McpReply | undefined {
  * the SDK's WebStandardStreamableHTTPServerTransport does for a stateless server with
  * `enableJsonResponse`, check for check and message for message (its Accept 406, Content-Type 415
  * and batch size are the endpoint's, for both eras: media-types.ts, refuseOversizedBatch; each message
- * parsed by the SDK's schema, one initialize per POST, notifications only → 202, every
+ * parsed by the SDK's schema, initialize only alone, notifications only → 202, every
  * request's answer collected into one JSON body), and one check it lacks: a
  * batch that repeats a request id is refused. Building the SDK transport
  * instead costs a web `Request`, a `Response`, a stream mapping and the SDK's type guards on
@@ -53,7 +53,13 @@ export function serveLegacyJson(
     messages.length > 1 &&
     messages.some((m) => "method" in m && m.method === "initialize" && isInitializeRequest(m))
   ) {
-    return transportError(400, -32600, "Invalid Request: Only one initialization request is allowed");
+    // The SDK transport says "Only one initialization request is allowed", which misreads a batch
+    // of one initialize and a ping: the rule is that initialize goes alone.
+    return transportError(
+      400,
+      -32600,
+      "Invalid Request: initialize must be sent alone, not in a batch; send it as its own POST, then the other messages",
+    );
   }
   const extra = { authInfo };
   const requests = messages.filter((m) => "id" in m && "method" in m && isJSONRPCRequest(m));
