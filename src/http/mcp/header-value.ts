@@ -1,6 +1,8 @@
 // 2026-07-28 Streamable HTTP, Value Encoding: a header value that is not plain ASCII travels as
 // =?base64?<base64 of its UTF-8>?=. The markers are case-sensitive and exact, and the servers
-// "MUST decode" it before comparing it with the body.
+// "MUST decode" it before comparing it with the body: `=?BASE64?…?=` is a plain value, as every
+// conforming intermediary routing on the header reads it, so it is compared as it stands rather
+// than decoded into a name the intermediary never saw (Mcp-Name and Mcp-Param-* alike).
 
 const PREFIX = "=?base64?";
 const SUFFIX = "?=";

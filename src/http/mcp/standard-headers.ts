@@ -1,3 +1,4 @@
+import { decodeHeaderValue } from "./header-value.ts";
 import { isJsonObject } from "./json-shape.ts";
 
 // 2026-07-28 requires every request POST to name its protocol version and method in headers, and
@@ -60,22 +61,4 @@ export function standardHeaderRefusal(
       message: `the body carries params.${field}="${value}" but the Mcp-Name header names "${named}"`,
     };
   return undefined;
-}
-
-// A value that is not plain ASCII travels as =?base64?<base64 of its UTF-8>?=. The prefix and
-// suffix are case-sensitive (Streamable HTTP 2026-07-28, "Value Encoding"): `=?BASE64?…?=` is a
-// plain value, as every conforming intermediary routing on the header reads it, so Atrium must
-// compare it as it stands rather than decode a name the intermediary never saw.
-const SENTINEL_PREFIX = "=?base64?";
-const SENTINEL = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/;
-
-function decodeHeaderValue(value: string): string | undefined {
-  if (!value.startsWith(SENTINEL_PREFIX)) return value;
-  const match = SENTINEL.exec(value);
-  if (!match?.[1] || match[1].length % 4 !== 0) return undefined;
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.from(match[1], "base64"));
-  } catch {
-    return undefined;
-  }
 }
