@@ -35,13 +35,14 @@ export interface CodeGrant {
    */
   standingGeneration?: number;
   /**
-   * The person's membership generation in the resource's workspace when they approved, read
+   * The id of the person's membership of the resource's workspace when they approved, read
    * before the check that they are a member: a removal and a re-add since refuse the exchange
-   * (ADR 0169, amended). Absent in codes stored before it was kept, and when they were not a
-   * member as it was read (the check refuses it, or a join since is judged by its stamp). Not part
+   * (ADR 0169, amended). Absent in codes stored before it was kept, when their membership holds
+   * none (added before it was kept: judged by its stamp), and when they were not a member as it
+   * was read (the check refuses it, and a join since draws an id the code does not hold). Not part
    * of what makes an approval submitted twice the same one, as `standingGeneration`.
    */
-  membershipGeneration?: number;
+  membershipId?: string;
 }
 
 /** A code on disk, named by the SHA-256 of the code. Times are epoch ms. */

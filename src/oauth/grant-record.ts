@@ -36,12 +36,13 @@ export interface GrantRecord {
    */
   standingGeneration?: number;
   /**
-   * The membership generation of its person in its workspace when they consented (their code's):
-   * a grant counts only in that membership, not one they joined again since. Absent in records
+   * The id of its person's membership of its workspace when they consented (their code's): a
+   * grant counts only in that membership, not one they joined again since. Absent in records
    * written before it was kept, and in one made from a code that kept none: those are judged by
-   * `createdAt` against the member's `addedAt` (ADR 0169, amended).
+   * `createdAt` against the member's `addedAt` while the member holds no id, and refused once they
+   * hold one (ADR 0169, amended).
    */
-  membershipGeneration?: number;
+  membershipId?: string;
   /** The last refresh, epoch ms; with `createdAt`, what "least recently used" is judged by. */
   refreshedAt?: number;
   absoluteExpiresAt: number;
@@ -83,8 +84,8 @@ export interface NewGrant {
   scopes: string[];
   /** The person's standing generation when they consented (their code's), if the code kept it. */
   standingGeneration?: number;
-  /** Their membership generation in the workspace when they consented, if the code kept it. */
-  membershipGeneration?: number;
+  /** The id of their membership of the workspace when they consented, if the code kept one. */
+  membershipId?: string;
 }
 
 export interface RefreshRequest {

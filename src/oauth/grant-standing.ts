@@ -1,6 +1,6 @@
 import { type BegunUnder, begunUnderEarlierStanding } from "../identity/standing.ts";
 import type { UserDirectory } from "../identity/users.ts";
-import { type BegunAsMember, begunInCurrentMembership } from "../workspace/membership-generation.ts";
+import { type BegunAsMember, begunInCurrentMembership } from "../workspace/membership-id.ts";
 import type { Member } from "../workspace/model.ts";
 import type { GrantRecord } from "./grant-record.ts";
 
@@ -16,7 +16,7 @@ export interface Standing {
 }
 
 /**
- * When a consent was given, the person's standing generation then and the membership generation
+ * When a consent was given, the person's standing generation then and the id of their membership
  * of the workspace it is for (ADR 0169 and its amendment).
  */
 export type Consent = BegunUnder & BegunAsMember;
@@ -30,8 +30,8 @@ const NOT_A_MEMBER =
 /**
  * Why `principalId` may no longer hold access to `workspaceId` under a consent given `consented`:
  * deactivated now or since (under an earlier standing generation, standing.ts), not a member of
- * the workspace, or rejoined it since (under another membership generation,
- * membership-generation.ts, as a connection grant counts only when made in its member's current
+ * the workspace, or rejoined it since (another membership, told by its id, membership-id.ts, as a
+ * connection grant counts only when made in its member's current
  * membership). Deactivation revokes only the grants that exist: a code approved before it and
  * redeemed after a reactivation within its 60 s made a grant
  * (test/integration/leaving.test.ts "a code approved before a deactivation").
@@ -48,13 +48,13 @@ export function standingRefusal(
   return member === undefined || !begunInCurrentMembership(member, consented) ? NOT_A_MEMBER : undefined;
 }
 
-/** A grant's consent as its standing is judged: when it was made, and under which generations. */
+/** A grant's consent as its standing is judged: when it was made, under which standing, in which membership. */
 export function consentOf(
-  record: Pick<GrantRecord, "createdAt" | "standingGeneration" | "membershipGeneration">,
+  record: Pick<GrantRecord, "createdAt" | "standingGeneration" | "membershipId">,
 ): Consent {
   return {
     at: record.createdAt,
     generation: record.standingGeneration,
-    membershipGeneration: record.membershipGeneration,
+    membershipId: record.membershipId,
   };
 }

@@ -193,13 +193,13 @@ export class Grants {
   }
 
   /**
-   * Records a new grant; with `refresh`, also its first refresh token. `consentedAt` and the
-   * grant's `standingGeneration` and `membershipGeneration` are when the person approved and their
-   * generations then (the code's; ADR 0169 and its amendment): the person must not have been deactivated since, and must still be a member
-   * of the resource's workspace, not having left it since. Leaving revokes only the grants that
-   * exist, so a code redeemed after its person's removal made a grant that outlived the removal
-   * and came back at rejoin (test/integration/leaving.test.ts "a code approved before removal and
-   * redeemed after it makes no grant").
+   * Records a new grant; with `refresh`, also its first refresh token. `consentedAt`, and the
+   * grant's `standingGeneration` and `membershipId`, say when the person approved and under which
+   * standing and membership (the code's; ADR 0169 and its amendment): the person must not have been
+   * deactivated since, and must still be a member of the resource's workspace, not having left it
+   * since. Leaving revokes only the grants that exist, so a code redeemed after its person's removal
+   * made a grant that outlived the removal and came back at rejoin (test/integration/leaving.test.ts
+   * "a code approved before removal and redeemed after it makes no grant").
    */
   create(
     grant: NewGrant,

@@ -7,11 +7,11 @@ export interface Member {
   role: WorkspaceRole;
   addedAt: string;
   /**
-   * Which of the workspace's joins made this membership (`lastMembershipGeneration` then); what a
-   * consent or a connection grant records, to tell this membership from one the person left
-   * (membership-generation.ts, ADR 0169 amended). Absent in members added before it was kept: 0.
+   * This membership's id, drawn at random at the join (`mbs_` + 32 hex); what a consent or a
+   * connection grant records, to tell this membership from one the person left (membership-id.ts,
+   * ADR 0169 amended). Absent in members added before it was kept.
    */
-  membershipGeneration?: number;
+  membershipId?: string;
 }
 
 /** The content of `<root>/<ws>/workspace.json`. */
@@ -21,12 +21,6 @@ export interface Workspace {
   createdAt: string;
   updatedAt: string;
   members: Member[];
-  /**
-   * The workspace's joins counted so far, the creator's included: each join takes the next one,
-   * written in the same workspace.json write. It lives in the workspace, not the member, so it
-   * survives a removal and only grows. Absent in workspaces no join has written since it was kept: 0.
-   */
-  lastMembershipGeneration?: number;
 }
 
 /**

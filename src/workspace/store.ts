@@ -12,7 +12,7 @@ import { KeyedLock } from "../storage/keyed-lock.ts";
 import { RESERVED_ROOT_FOLDERS, type StorageLayout, WORKSPACE_FILE } from "../storage/paths.ts";
 import { assertMayCreate } from "./creation-limit.ts";
 import { admissionTo, requireAdmin } from "./gate.ts";
-import { nextMembershipGeneration } from "./membership-generation.ts";
+import { newMembershipId } from "./membership-id.ts";
 import { type Member, roleIn, type Workspace, type WorkspaceRole } from "./model.ts";
 import { checkName, checkRecord, corrupt } from "./workspace-record.ts";
 
@@ -162,8 +162,7 @@ export class WorkspaceStore {
       name,
       createdAt: now,
       updatedAt: now,
-      members: [{ principalId: creatorId, role: "admin", addedAt: now, membershipGeneration: 1 }],
-      lastMembershipGeneration: 1,
+      members: [{ principalId: creatorId, role: "admin", addedAt: now, membershipId: newMembershipId() }],
     };
     const staging = this.layout.stagingDir(ws.id);
     await mkdir(staging, { mode: FOLDER_MODE });
@@ -248,11 +247,10 @@ export class WorkspaceStore {
       if (roleIn(ws, principalId) !== undefined) {
         throw new Conflict("member_exists", "That person is already a member; change their role instead.");
       }
-      // A join takes the workspace's next generation, in this same write: one the person left
-      // and this one are told apart by it, whatever the clock read at each (ADR 0169, amended).
-      const membershipGeneration = nextMembershipGeneration(ws);
-      const member: Member = { principalId, role, addedAt: this.isoNow(), membershipGeneration };
-      return { ...ws, members: [...ws.members, member], lastMembershipGeneration: membershipGeneration };
+      // A join draws a new membership id, in this same write: one the person left and this one
+      // are told apart by it, whatever the clock read at each (ADR 0169, amended).
+      const member: Member = { principalId, role, addedAt: this.isoNow(), membershipId: newMembershipId() };
+      return { ...ws, members: [...ws.members, member] };
     });
   }
 

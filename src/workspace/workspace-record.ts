@@ -1,6 +1,7 @@
 import { BootError, InvalidInput } from "../errors.ts";
 import { parseStoredJson } from "../storage/atomic.ts";
 import { hidesText, isUnshowable } from "../text.ts";
+import { isMembershipId } from "./membership-id.ts";
 import { MAX_WORKSPACE_NAME_CHARS, type Workspace } from "./model.ts";
 
 // What a workspace.json may hold, checked where it is read (WorkspaceStore) and where a name is given.
@@ -28,21 +29,16 @@ export function checkRecord(id: string, path: string, text: string): Workspace {
   ) {
     throw new BootError(`Workspace ${id} is corrupt: ${path} does not describe workspace ${id}.`);
   }
-  // What tells a membership from one its person left (ADR 0169, amended): one that is not a
-  // count would tell nothing apart.
-  if (
-    !isGeneration(ws.lastMembershipGeneration) ||
-    ws.members.some((m) => !isGeneration(m?.membershipGeneration))
-  ) {
+  // What tells a membership from one its person left (ADR 0169, amended): a value of another
+  // shape (a hand edit) would be compared as if it were an id.
+  const badId = ws.members.find((m) => m?.membershipId !== undefined && !isMembershipId(m.membershipId));
+  if (badId) {
     throw new BootError(
-      `Workspace ${id} is corrupt: ${path} holds a membership generation that is not a whole number of 0 or more.`,
+      `Workspace ${id} is corrupt: ${path} gives member ${String(badId.principalId)} a membershipId that is not "mbs_" and 32 lowercase hex digits; ` +
+        "restore it from a backup, or remove the field (what the member began since they joined is then refused).",
     );
   }
   return ws;
-}
-
-function isGeneration(value: unknown): boolean {
-  return value === undefined || (Number.isSafeInteger(value) && (value as number) >= 0);
 }
 
 /**

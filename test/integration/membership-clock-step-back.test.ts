@@ -16,8 +16,8 @@ import {
 } from "../helpers/oauth.ts";
 
 // A consent counts only while its person is a member who has not left the workspace since
-// (ADR 0027, 0089); "since" is the membership generation the workspace counts at each join, which
-// the consent records, not the member's `addedAt` against the consent's time (ADR 0169, amended).
+// (ADR 0027, 0089); "since" is the membership id each join draws at random, which the consent
+// records, not the member's `addedAt` against the consent's time (ADR 0169, amended).
 // Compared by stamps, a person added just before a clock step back could not let a client into
 // the workspace until the clock passed `addedAt`, and a removal and re-add stamped before an old
 // consent let that consent back in.

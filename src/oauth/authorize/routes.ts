@@ -7,7 +7,6 @@ import { refusedForStorage } from "../../storage/storage-full.ts";
 import type { AppEnv } from "../../web/app-env.ts";
 import { checkCookieOrigin } from "../../web/cookie-origin.ts";
 import { PAGE_FORM_REFUSAL, readPageForm } from "../../web/page-form.ts";
-import { membershipGenerationOf } from "../../workspace/membership-generation.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { isClientMetadataUrl } from "../client-metadata.ts";
 import type { ClientRegistry } from "../clients.ts";
@@ -200,7 +199,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         resource: pending.resource,
         principalId: pending.principalId,
         standingGeneration: generation,
-        ...(member ? { membershipGeneration: membershipGenerationOf(member) } : {}),
+        ...(member?.membershipId === undefined ? {} : { membershipId: member.membershipId }),
       },
       code,
     );

@@ -94,7 +94,7 @@ async function exchangeCode(
           resource: grant.resource,
           scopes: grant.scopes,
           standingGeneration: grant.standingGeneration,
-          membershipGeneration: grant.membershipGeneration,
+          membershipId: grant.membershipId,
         },
         { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },
       );

@@ -9,7 +9,7 @@ import { makeInPartition } from "../../storage/owned-records.ts";
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
-import { begunInCurrentMembership, membershipGenerationOf } from "../../workspace/membership-generation.ts";
+import { begunInCurrentMembership } from "../../workspace/membership-id.ts";
 import type { Member } from "../../workspace/model.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { isPersonalConnectionName } from "./personal-name.ts";
@@ -27,11 +27,12 @@ export interface ConnectionGrant {
   grantedBy: string;
   grantedAt: string;
   /**
-   * The holder's membership generation when it was granted: it counts in that membership only,
-   * not one they joined again since. Absent in grants written before it was kept, which are judged
-   * by `grantedAt` against the member's `addedAt` (ADR 0169, amended).
+   * The id of the holder's membership when it was granted: it counts in that membership only, not
+   * one they joined again since. Absent in grants written before it was kept, and for a holder
+   * whose membership holds none: judged by `grantedAt` against the member's `addedAt` while the
+   * member holds no id, and refused once they hold one (ADR 0169, amended).
    */
-  membershipGeneration?: number;
+  membershipId?: string;
 }
 
 /**
@@ -174,7 +175,7 @@ export class Grants {
         connection,
         grantedBy: adminId,
         grantedAt: new Date(this.clock()).toISOString(),
-        membershipGeneration: membershipGenerationOf(holder),
+        ...(holder.membershipId === undefined ? {} : { membershipId: holder.membershipId }),
       },
       holder,
       // Again at the write's commit: an admin demoted while it waited on the lock or the disk
@@ -221,16 +222,16 @@ export class Grants {
 }
 
 /**
- * A grant counts for `member` when it is theirs and was made in their current membership: by
- * generation, so a member added just before a clock step back is not refused their grant until
- * the clock passes `addedAt` (test/unit/platform/connections/grants-membership-generation.test.ts).
+ * A grant counts for `member` when it is theirs and was made in their current membership: by its
+ * id, so a member added just before a clock step back is not refused their grant until the clock
+ * passes `addedAt` (test/unit/platform/connections/grants-membership-id.test.ts).
  */
 function isCurrent(grant: ConnectionGrant, member: Member): boolean {
   return (
     grant.principalId === member.principalId &&
     begunInCurrentMembership(member, {
       at: Date.parse(grant.grantedAt),
-      membershipGeneration: grant.membershipGeneration,
+      membershipId: grant.membershipId,
     })
   );
 }

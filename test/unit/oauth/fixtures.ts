@@ -51,7 +51,7 @@ export async function tempInstance(): Promise<{
 }
 
 /**
- * Members as a release before membership generations wrote them, joined when `joinedAt` says
+ * Members as a release before membership ids wrote them, joined when `joinedAt` says
  * (epoch ms; undefined: not a member): judged by their stamp (ADR 0169, amended).
  */
 export function joinedAt(when: (workspaceId: string) => number | undefined): MemberOf {

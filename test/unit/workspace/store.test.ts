@@ -69,7 +69,12 @@ describe("WorkspaceStore writers", () => {
     expect(ws.id).toMatch(/^ws_[0-9a-f]{16}$/);
     expect(ws.name).toBe("Team space");
     expect(ws.members).toEqual([
-      { principalId: ALICE, role: "admin", addedAt: ws.createdAt, membershipGeneration: 1 },
+      {
+        principalId: ALICE,
+        role: "admin",
+        addedAt: ws.createdAt,
+        membershipId: expect.stringMatching(/^mbs_[0-9a-f]{32}$/),
+      },
     ]);
     expect(await onDisk(ws.id)).toEqual(ws);
     expect(store.get(ws.id)).toEqual(ws);

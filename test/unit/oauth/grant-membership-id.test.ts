@@ -1,14 +1,27 @@
+import { readFile, writeFile } from "node:fs/promises";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { UserDirectory } from "../../../src/identity/users.ts";
+import { EventBus } from "../../../src/kernel/events.ts";
 import type { MemberOf } from "../../../src/oauth/grant-standing.ts";
 import { newGrantId } from "../../../src/oauth/grant-tokens.ts";
 import type { Grants } from "../../../src/oauth/grants.ts";
 import type { StorageLayout } from "../../../src/storage/paths.ts";
+import { newMembershipId } from "../../../src/workspace/membership-id.ts";
 import type { Member } from "../../../src/workspace/model.ts";
-import { newGrants, person, RESOURCE, type TestClock, tempInstance, testClock } from "./fixtures.ts";
+import { WorkspaceStore } from "../../../src/workspace/store.ts";
+import {
+  newGrants,
+  PUBLIC_URL,
+  person,
+  RESOURCE,
+  silentLog,
+  type TestClock,
+  tempInstance,
+  testClock,
+} from "./fixtures.ts";
 
-// A grant counts only in the membership its person consented in, told by the membership
-// generation it records, not by its stamp against the member's `addedAt` (ADR 0169, amended).
+// A grant counts only in the membership its person consented in, told by the membership id it
+// records, not by its stamp against the member's `addedAt` (ADR 0169, amended).
 
 const ALICE = person("alice");
 const CLIENT = "atc_0123456789abcdef0123456789abcdef";
@@ -21,14 +34,15 @@ let users: UserDirectory;
 let grants: Grants;
 /** Alice's membership of the workspace, as the workspace store would hold it. */
 let alice: Member | undefined;
-const memberOf: MemberOf = () => alice;
+let memberOf: MemberOf;
 
-function join(membershipGeneration: number): void {
+/** Alice joins (again): her membership draws a new id, as WorkspaceStore.addMember does. */
+function join(): void {
   alice = {
     principalId: ALICE.id,
     role: "member",
     addedAt: new Date(clock()).toISOString(),
-    membershipGeneration,
+    membershipId: newMembershipId(),
   };
 }
 
@@ -39,16 +53,22 @@ async function boot(): Promise<void> {
   await grants.load();
 }
 
-function consent() {
+async function loadedWorkspaces(): Promise<WorkspaceStore> {
+  const workspaces = new WorkspaceStore(layout, new EventBus(silentLog), clock);
+  await workspaces.load();
+  return workspaces;
+}
+
+function consent(resource = RESOURCE) {
   return grants.create(
     {
       grantId: newGrantId(),
       clientId: CLIENT,
       principalId: ALICE.id,
-      resource: RESOURCE,
+      resource,
       scopes: ["mcp:read"],
       standingGeneration: users.standingOf(ALICE.id).generation,
-      membershipGeneration: alice?.membershipGeneration,
+      membershipId: alice?.membershipId,
     },
     { refresh: true, consentedAt: clock() },
   );
@@ -57,6 +77,8 @@ function consent() {
 beforeEach(async () => {
   ({ layout, cleanup } = await tempInstance());
   clock = testClock(Date.parse("2026-12-07T12:00:00Z"));
+  alice = undefined;
+  memberOf = () => alice;
   await boot();
   await users.record(ALICE);
 });
@@ -64,7 +86,7 @@ beforeEach(async () => {
 afterEach(() => cleanup());
 
 it("a consent given just after a join counts though the clock was stepped back in between", async () => {
-  join(2);
+  join();
   clock.advance(-HOUR_MS);
   const { grant, refreshToken } = await consent();
   await expect(grants.refresh(refreshToken as string, { clientId: CLIENT })).resolves.toBeDefined();
@@ -73,13 +95,34 @@ it("a consent given just after a join counts though the clock was stepped back i
 });
 
 it("a grant a removal missed stays over when the re-add is stamped before it, across a restart", async () => {
-  join(2);
+  join();
   const { grant, refreshToken } = await consent();
   clock.advance(-HOUR_MS);
   // Removed and added again, the removal's revocation not written (it failed, or never ran).
-  join(3);
+  join();
   await boot();
   expect(grants.admitsTokensOf(grant.grantId)).toBe(false);
   expect((await grants.get(grant.grantId))?.revokedAt).toEqual(expect.any(Number));
+  await expect(grants.refresh(refreshToken as string, { clientId: CLIENT })).rejects.toThrow();
+});
+
+it("a grant a removal missed stays over after workspace.json is restored from a backup and its person re-added", async () => {
+  let workspaces = await loadedWorkspaces();
+  const owner = person("owner");
+  const ws = (await workspaces.create("W", owner.id)).id;
+  memberOf = (principalId, workspaceId) => workspaces.memberOf(workspaceId, principalId);
+  // The operator's backup of workspace.json, taken before Alice joined.
+  const backup = await readFile(layout.workspaceFile(ws), "utf8");
+  await workspaces.addMember(ws, ALICE.id, "member");
+  alice = workspaces.memberOf(ws, ALICE.id);
+  const { grant, refreshToken } = await consent(`${PUBLIC_URL}/mcp/${ws}`);
+  // Removed, the removal's revocation not written; then the backup is put back and Atrium restarted.
+  await workspaces.removeMember(ws, ALICE.id, owner.id);
+  await writeFile(layout.workspaceFile(ws), backup);
+  workspaces = await loadedWorkspaces();
+  clock.advance(HOUR_MS);
+  await workspaces.addMember(ws, ALICE.id, "member");
+  await boot();
+  expect(grants.admitsTokensOf(grant.grantId)).toBe(false);
   await expect(grants.refresh(refreshToken as string, { clientId: CLIENT })).rejects.toThrow();
 });

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
@@ -9,7 +9,7 @@ import { StorageLayout } from "../../../../src/storage/paths.ts";
 import { WorkspaceStore } from "../../../../src/workspace/store.ts";
 
 // A connection grant counts only in its holder's current membership (ADR 0042), told by the
-// membership generation it records, not by `grantedAt` against the member's `addedAt`
+// membership id it records, not by `grantedAt` against the member's `addedAt`
 // (ADR 0169, amended): compared by stamps, a member added just before a clock step back was
 // refused the grant an admin gave them until the clock passed `addedAt`, and a removal and a
 // re-add stamped before an old grant let it count again.
@@ -43,7 +43,7 @@ async function bobHolds(): Promise<boolean> {
 }
 
 beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "atrium-grant-generation-"));
+  root = await mkdtemp(join(tmpdir(), "atrium-grant-membership-id-"));
   layout = new StorageLayout(root);
   now = Date.parse("2026-12-07T09:00:00Z");
   await boot();
@@ -73,4 +73,19 @@ it("a grant from before a removal stays over when the re-add is stamped before i
   // Granted again, in this membership, it counts.
   expect((await grants.grant(ws, OWNER, REQUEST)).created).toBe(true);
   expect(await bobHolds()).toBe(true);
+});
+
+it("a grant the tidy on leaving missed stays over after workspace.json is restored from a backup and its holder re-added", async () => {
+  // The operator's backup of workspace.json, taken before Bob joined.
+  const backup = await readFile(layout.workspaceFile(ws), "utf8");
+  await workspaces.addMember(ws, BOB, "member");
+  await grants.grant(ws, OWNER, REQUEST);
+  // Removed, the tidy on leaving not run (personal.ts watchMembership is not wired here).
+  await workspaces.removeMember(ws, BOB, OWNER);
+  await writeFile(layout.workspaceFile(ws), backup);
+  await boot();
+  now += HOUR_MS;
+  await workspaces.addMember(ws, BOB, "member");
+  expect(await bobHolds()).toBe(false);
+  expect(await grants.list(ws, OWNER)).toEqual([]);
 });
