@@ -1,5 +1,6 @@
 import type { PlatformApp } from "../app.ts";
 import { type NotificationSettings, notificationsConfig } from "./config.ts";
+import { HELD_RETRY_EVERY_MS, HeldPosts } from "./held-posts.ts";
 import { Inbox } from "./inbox.ts";
 import { titleNaming } from "./model.ts";
 import { notificationRoutes } from "./routes.ts";
@@ -19,6 +20,8 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
   config: notificationsConfig,
   start({ settings, storage, events, clock, scheduler, workspaces, log }) {
     const inbox = new Inbox(storage, settings, events, clock);
+    // What the runtime posts on its own is held while the disk is full, never dropped at once.
+    const runtime = new HeldPosts(inbox, log);
     // A producer: an org admin deactivating someone tells each workspace they belonged to.
     events.subscribe({ types: ["member.deactivated"] }, async (event) => {
       // The display name is the identity provider's, unchecked: cleaned and cut to fit a title.
@@ -27,7 +30,7 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
         (who) => `${who} was deactivated by an org admin`,
         event.principalId,
       );
-      await inbox.post(event.workspaceId, WORKSPACE_SOURCE, {
+      await runtime.post(event.workspaceId, WORKSPACE_SOURCE, {
         title,
         body: "They can no longer reach this workspace. Reassign or review what they owned here.",
         severity: "warning",
@@ -39,7 +42,7 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
     events.subscribe({ types: ["connection.state_changed"] }, async (event) => {
       if (event.state !== "reauth_required") return;
       const owner = "ownerId" in event ? event.ownerId : undefined;
-      await inbox.post(event.workspaceId, CONNECTIONS_SOURCE, {
+      await runtime.post(event.workspaceId, CONNECTIONS_SOURCE, {
         title: titleNaming(event.name, (name) => `Connection "${name}" needs to be re-authorized`),
         body: owner
           ? "Its credential was refused by the server. Its tools are refused until you re-authorize it."
@@ -52,7 +55,13 @@ export const notificationsApp: PlatformApp<NotificationSettings> = {
     // Tasks: a run that did not succeed, or whose output was rejected, tells its owner.
     events.subscribe({ types: ["task.run.finished"] }, async (event) => {
       const draft = taskRunNotice(event.run);
-      if (draft) await inbox.post(event.workspaceId, TASKS_SOURCE, draft);
+      if (draft) await runtime.post(event.workspaceId, TASKS_SOURCE, draft);
+    });
+    scheduler.add({
+      name: "held notifications",
+      schedule: { everyMs: HELD_RETRY_EVERY_MS },
+      workspaces: () => runtime.workspaces(),
+      run: (workspaceId) => runtime.retry(workspaceId),
     });
     scheduler.add({
       name: "notifications retention",
