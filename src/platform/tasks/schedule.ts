@@ -3,12 +3,16 @@ import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { Scheduler } from "../../kernel/scheduler.ts";
 import type { Logger } from "../../log.ts";
+import { storageFullReason } from "../../storage/storage-full.ts";
 import { NO_CALLER } from "../../workspace/access-check.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
 import { checkTrigger } from "./definition.ts";
 import type { Task, TaskTrigger } from "./model.ts";
 import { ConcurrencyLimit, Stopping, type TaskRunner } from "./runner.ts";
 import type { TaskStore } from "./store.ts";
+
+const STORAGE_FULL_SKIP =
+  "task schedule instant not run: the storage is full; the next instant runs once for it, as missed, once space has been freed";
 
 export interface ScheduleDeps {
   scheduler: Scheduler;
@@ -36,7 +40,8 @@ export interface Missed {
  * the latest missed instant and the first (test/integration/tasks.test.ts "missed schedules").
  * A schedule whose owner has left or been deactivated is recorded failed once (the runner refuses
  * it and the workspace is told); later ones are skipped until the owner is active again. A fire
- * whose run a graceful stop refuses leaves its instant unaccounted for, so the next boot runs it.
+ * whose run a graceful stop refuses leaves its instant unaccounted for, so the next boot runs it;
+ * one a full disk refuses, so the next fire (or boot) runs once for it, as missed.
  */
 export class TaskSchedules {
   /** Set once boot has armed the index's tasks: a load's tasks are adopted from then on. */
@@ -72,11 +77,26 @@ export class TaskSchedules {
       // The instant it was due, not the clock's: a process suspended over it runs it on waking,
       // and one suspended over several instants runs once for the latest, as a restart does
       // (schedule.test.ts "a fire after a suspend").
-      run: (_workspaceId, dueMs) => {
+      run: async (_workspaceId, dueMs) => {
         const missed = missedOf(trigger, dueMs, this.deps.clock());
-        return missed
-          ? this.fire(workspaceId, id, missed.latestMs, dueMs)
-          : this.fire(workspaceId, id, dueMs);
+        try {
+          await (missed
+            ? this.fire(workspaceId, id, missed.latestMs, dueMs)
+            : this.fire(workspaceId, id, dueMs));
+        } catch (error) {
+          const reason = storageFullReason(error);
+          if (reason === undefined) throw error;
+          // Its instant is not recorded (or was put back): the next fire catches it up as missed.
+          this.deps.log.warn(
+            {
+              workspaceId,
+              taskId: id,
+              scheduledFor: new Date(missed?.latestMs ?? dueMs).toISOString(),
+              reason,
+            },
+            STORAGE_FULL_SKIP,
+          );
+        }
       },
     });
     return true;
@@ -160,6 +180,9 @@ export class TaskSchedules {
       );
       return;
     }
+    // A cron instant before this one that no fire recorded (its record or its run refused by a
+    // full disk) is missed, and this run stands for it as a restart's catch-up would.
+    const sinceMs = firstUnaccountedMs(task, scheduledMs, missedMs);
     const ownerActive =
       this.deps.workspaces.roleOf(workspaceId, task.ownerId) !== undefined &&
       !this.deps.users.isDeactivated(task.ownerId);
@@ -201,7 +224,7 @@ export class TaskSchedules {
               startedBy: current.ownerId,
               input: {},
               scheduledFor,
-              ...(missedMs === undefined ? {} : { missedSince: new Date(missedMs).toISOString() }),
+              ...(sinceMs === undefined ? {} : { missedSince: new Date(sinceMs).toISOString() }),
               // No member's call starts it, and the owner's access is not asked here: it was
               // decided above (`ownerActive`), and a run whose owner is gone is recorded, failed,
               // once on purpose, so the workspace is told. The run's tool call asks the owner's
@@ -213,7 +236,17 @@ export class TaskSchedules {
     } catch (error) {
       if (error instanceof Stopping) {
         await this.putBack(task, scheduledFor);
+        this.deps.log.info(
+          { workspaceId, taskId, scheduledFor },
+          "task schedule due as Atrium stops: not run now, caught up at the next boot",
+        );
         return;
+      }
+      // The run's record could not be written: the instant goes back to being missed, so the next
+      // fire (or boot) runs it once; if the put-back is refused too, the instant is lost.
+      if (storageFullReason(error) !== undefined) {
+        await this.putBack(task, scheduledFor);
+        throw error;
       }
       if (!(error instanceof ConcurrencyLimit)) throw error;
       // Limits hold across triggers: a schedule that finds the task at its limit is skipped.
@@ -225,13 +258,13 @@ export class TaskSchedules {
   }
 
   /**
-   * A fire whose run a graceful stop refused, its instant recorded as acted on already: the task's
-   * schedule fields go back to what they were before the fire (`before`), unless a later fire has
-   * moved them since, so the next boot catches the instant up as missed, once, with `missedSince`
-   * (schedule.test.ts "a fire racing a graceful stop"; ADR 0107).
+   * A fire whose run a graceful stop (or a full disk) refused, its instant recorded as acted on
+   * already: the task's schedule fields go back to what they were before the fire (`before`), unless
+   * a later fire has moved them since, so the next boot (or fire) catches the instant up as missed,
+   * once, with `missedSince` (schedule.test.ts "a fire racing a graceful stop"; ADR 0107;
+   * schedule-full-disk.test.ts).
    */
   private async putBack(before: Task, scheduledFor: string): Promise<void> {
-    const { workspaceId, id: taskId } = before;
     await this.deps.store.update(
       before,
       (current) => {
@@ -247,11 +280,28 @@ export class TaskSchedules {
       },
       NO_CALLER,
     );
-    this.deps.log.info(
-      { workspaceId, taskId, scheduledFor },
-      "task schedule due as Atrium stops: not run now, caught up at the next boot",
-    );
   }
+}
+
+/**
+ * When the run for `scheduledMs` stands for missed instants, the first of them: `missedMs` as the
+ * fire was given it, or, for a cron, an earlier instant after the task's `lastScheduledAt` that no
+ * fire recorded, because the disk was full when it fell due (its record refused, or its run's and
+ * the record put back): caught up by the next fire as a restart would catch it up, once, never
+ * run on its own (test/integration/tasks-cron-instant-caught-up-after-full-disk.test.ts; adr/0165
+ * amended). An interval's instants are not named by the wall clock, so only `missedMs` counts.
+ */
+function firstUnaccountedMs(
+  task: Task,
+  scheduledMs: number,
+  missedMs: number | undefined,
+): number | undefined {
+  const sinceMs = catchUpFromMs(task);
+  if (!task.trigger || !("cron" in task.trigger) || sinceMs === undefined) return missedMs;
+  const { cron, timezone } = task.trigger;
+  const firstMs = new Cron(cron, { paused: true, timezone }).nextRun(new Date(sinceMs))?.getTime();
+  if (firstMs === undefined || firstMs >= scheduledMs) return missedMs;
+  return Math.min(firstMs, missedMs ?? firstMs);
 }
 
 function jobName(task: Pick<Task, "workspaceId" | "id">): string {

@@ -248,7 +248,12 @@ describe("a schedule's fire", () => {
     const wall = () => time.clock() + suspendedMs;
     const log = memoryLog().log;
     const scheduler = new Scheduler({ clock: wall, timers: time.timers, leases: everyLeaseLocal, log });
-    const task = { ...HOURLY, trigger: { cron: "0 * * * *", timezone: "UTC" } } as Task;
+    // Last run at 08:00, and each fire's record kept: a fire catches up the instants after it.
+    let task = {
+      ...HOURLY,
+      trigger: { cron: "0 * * * *", timezone: "UTC" },
+      lastScheduledAt: "2026-01-01T08:00:00.000Z",
+    } as Task;
     const started: RunStart[] = [];
     const deps = {
       scheduler,
@@ -256,7 +261,10 @@ describe("a schedule's fire", () => {
       users: { isDeactivated: () => false },
       store: {
         taskIn: async () => task,
-        update: async (current: Task, change: (current: Task) => Task) => change(current),
+        update: async (current: Task, change: (current: Task) => Task) => {
+          task = change(current);
+          return task;
+        },
         whileExists: async (current: Task, start: (current: Task) => Promise<unknown>) => start(current),
       },
       runner: { start: async (_task: Task, start: RunStart) => void started.push(start) },
