@@ -95,12 +95,17 @@ export async function writeFileAtomic(
   }
 }
 
+/** How a JSON record is stored: indented, one trailing newline. */
+export function storedJsonText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
 export async function writeJsonAtomic(
   path: string,
   value: unknown,
   beforeRename?: () => void,
 ): Promise<void> {
-  await writeFileAtomic(path, `${JSON.stringify(value, null, 2)}\n`, beforeRename);
+  await writeFileAtomic(path, storedJsonText(value), beforeRename);
 }
 
 /**

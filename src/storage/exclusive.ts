@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, rename, rm, unlink } from "node:fs/promises";
+import { link, lstat, mkdir, rename, rm, unlink } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { syncDir, TEMP_PREFIX, tempPathBeside, writeNewFileSynced } from "./atomic.ts";
 import { FOLDER_MODE, makeFolderPathIfMissing } from "./folders.ts";
@@ -35,7 +35,9 @@ export async function createFileExclusive(
       // second one). Unlinked and that flushed, never the flush retried (adr/0112); if that fails
       // too, the disk refuses every change and the error is answered all the same
       // (test/unit/platform/conversations/flush-failure.test.ts "a create whose folder flush fails").
-      await unlink(path)
+      // Only this call's own file is unlinked: a writer that replaced it meanwhile was told its
+      // record is stored (ADR 0166, amended 2026-12-07, "an undo removes only its own write").
+      await unlinkIfSame(path, temp)
         .then(() => syncDir(dirname(path)))
         .catch(() => undefined);
       throw error;
@@ -47,6 +49,12 @@ export async function createFileExclusive(
   } finally {
     await rm(temp, { force: true });
   }
+}
+
+/** Unlinks `path` while it is still the file `ours` names (one inode, linked under both names). */
+async function unlinkIfSame(path: string, ours: string): Promise<void> {
+  const [mine, there] = await Promise.all([lstat(ours), lstat(path)]);
+  if (mine.dev === there.dev && mine.ino === there.ino) await unlink(path);
 }
 
 /**
