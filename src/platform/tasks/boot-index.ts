@@ -1,5 +1,6 @@
 import { isPrincipalId, isRecordId, isWorkspaceId } from "../../ids.ts";
 import { readJsonAtBoot } from "../../storage/atomic.ts";
+import { KeyedLock } from "../../storage/keyed-lock.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import { JsonRecords } from "../../storage/records.ts";
 import type { Task } from "./model.ts";
@@ -35,13 +36,15 @@ const BUILT = "index-built-v1";
  *   `interrupted` (and tells the workspace) without waiting for its first use.
  *
  * One process holds a data root (src/instance/lock.ts), and in it one update of a task runs at a
- * time, its entry's change included (TaskStore.update), so no two writers race on an entry.
+ * time, its entry's change included (TaskStore.update), and a workspace's mark is written or
+ * removed by one call at a time (`marking`), so no two writers race on an entry or a mark.
  */
 export class TaskBootIndex {
   private readonly schedules: JsonRecords<ScheduleEntry | { built: true }>;
   private readonly running: JsonRecords<RunningMark>;
   /** The workspaces marked by this process: a run start writes its mark once. */
   private readonly marked = new Set<string>();
+  private readonly marking = new KeyedLock();
   private readonly builtFile: string;
 
   constructor(layout: StorageLayout) {
@@ -91,11 +94,18 @@ export class TaskBootIndex {
     });
   }
 
-  /** Marks the workspace as having runs in flight here, once per process. */
+  /**
+   * Marks the workspace as having runs in flight here, once per process. Run starts call it
+   * before any lock of theirs, so a workspace's marks and clears take turns here: two starts that
+   * both wrote the mark raced one put's undo against the other's stored mark (ADR 0166, amended
+   * 2026-12-07; test/unit/platform/tasks/boot-index.test.ts).
+   */
   async markRunning(workspaceId: string): Promise<void> {
-    if (this.marked.has(workspaceId)) return;
-    await this.running.put(workspaceId, { workspaceId });
-    this.marked.add(workspaceId);
+    await this.marking.run(workspaceId, async () => {
+      if (this.marked.has(workspaceId)) return;
+      await this.running.put(workspaceId, { workspaceId });
+      this.marked.add(workspaceId);
+    });
   }
 
   /** The workspaces a crash left marked. */
@@ -104,8 +114,10 @@ export class TaskBootIndex {
   }
 
   async clearRunning(workspaceId: string): Promise<void> {
-    await this.running.delete(workspaceId);
-    this.marked.delete(workspaceId);
+    await this.marking.run(workspaceId, async () => {
+      await this.running.delete(workspaceId);
+      this.marked.delete(workspaceId);
+    });
   }
 
   /** After a graceful stop recorded its runs: no mark of this process is a crash's, but those `kept`. */
