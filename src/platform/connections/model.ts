@@ -151,7 +151,10 @@ const QUERY_PARAM = /^[A-Za-z0-9._~-]{1,128}$/;
  * The words of a query parameter's name that say it carries a credential (adr/0108). A name is
  * split into words at `_`, `-`, `.` and a lower-to-upper case change, lowercased: `api_key`,
  * `X-Api-Key`, `accessToken` and `client.secret` all hold one. `JOINED` are such names written as
- * one word. A URL whose query names one is refused, since the URL is shown to every member.
+ * one word. A URL whose query names one is refused, since the URL is shown to every member. The
+ * same words judge a catalog entry's headers and other inputs (catalog-secrets.ts). `session` alone
+ * is not one: it names a session's affinity or timeout as often as its id (`X-Session-Affinity:
+ * sticky` was refused); the id is `sessionid` (`session_id`, `X-Session-Id`), or a token or key.
  */
 const CREDENTIAL_WORDS: ReadonlySet<string> = new Set([
   "key",
@@ -170,7 +173,6 @@ const CREDENTIAL_WORDS: ReadonlySet<string> = new Set([
   "signature",
   "jwt",
   "bearer",
-  "session",
   "sessionid",
 ]);
 const JOINED_CREDENTIAL_NAMES: ReadonlySet<string> = new Set([
@@ -204,7 +206,12 @@ export function namesCredential(param: string): boolean {
     .toLowerCase()
     .split(/[_.\-\s]+/)
     .filter((word) => word !== "");
-  return words.some((word) => CREDENTIAL_WORDS.has(word)) || JOINED_CREDENTIAL_NAMES.has(words.join(""));
+  // Two words written apart are the word written as one (`session_id`, `pass_word`).
+  const pairs = words.slice(1).map((word, i) => `${words[i]}${word}`);
+  return (
+    [...words, ...pairs].some((word) => CREDENTIAL_WORDS.has(word)) ||
+    JOINED_CREDENTIAL_NAMES.has(words.join(""))
+  );
 }
 
 /** The ids of the sealed credentials a stored connection's auth names (its value, or its token set). */

@@ -27,12 +27,24 @@ describe("a query parameter's name", () => {
     "Signature",
     "X-Amz-Signature",
     "session_id",
+    "X-Session-Id",
+    "sessionId",
     "jwt",
   ])("%j names a credential", (name) => {
     expect(namesCredential(name)).toBe(true);
   });
 
-  it.each(["region", "format", "v", "monkey", "tokenizer", "keyboard", "page"])("%j names none", (name) => {
+  it.each([
+    "region",
+    "format",
+    "v",
+    "monkey",
+    "tokenizer",
+    "keyboard",
+    "page",
+    "session",
+    "X-Session-Affinity",
+  ])("%j names none", (name) => {
     expect(namesCredential(name)).toBe(false);
   });
 });
