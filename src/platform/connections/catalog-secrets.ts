@@ -58,55 +58,147 @@ export function secretInputIn(server: {
 /** Where a package names an input whose value it passes on: a variable's or an option's name. */
 const PACKAGE_INPUTS = ["environmentVariables", "runtimeArguments", "packageArguments"] as const;
 
+/** A named input, by its place: its name is its `name` field, or, for a variable, its key. */
+interface NamedInput {
+  input: unknown;
+  place: string;
+  name: unknown;
+}
+
 /**
- * The first named input that is named as a credential (model.ts namesCredential) and carries a
- * fixed `value` or `default`, or a variable of its own that does, by its place; whether it is
- * marked `isSecret` does not matter. Named inputs are a remote's headers, and a package's transport
- * headers, environment variables (`GITHUB_TOKEN`) and named arguments (`--api-key`); a positional
- * argument has no name, only a hint. Only `isSecret` inputs were looked at, so
- * `Authorization: Bearer sk-…` or `API_KEY=sk-…` without the flag was listed to everyone
- * (test/unit/platform/connections/catalog-entry.test.ts "… named as a credential …"). A value
- * that is a `{variable}`, alone or after a scheme (`Bearer {token}`), is what whoever connects
- * fills in.
+ * The first named input that is named as a credential (model.ts namesCredential) and fixes a value
+ * (fixesValue), by its place; whether it is marked `isSecret` does not matter. Named inputs are a
+ * remote's headers and URL variables, a package's transport headers and URL variables,
+ * environment variables (`GITHUB_TOKEN`) and named arguments (`--api-key`), and the variables of
+ * each. A positional argument has no name, only a hint; its variables have theirs. Only `isSecret`
+ * inputs were looked at, so `Authorization: Bearer sk-…` or `API_KEY=sk-…` without the flag was
+ * listed to everyone, and so was a URL variable `{api_key}` with a default
+ * (test/unit/platform/connections/catalog-entry.test.ts "… named as a credential …", "… URL
+ * variable …").
  */
 export function credentialInputIn(server: {
   remotes?: unknown;
   packages?: unknown;
 }): { place: string; name?: string } | undefined {
-  const lists: { inputs: unknown; place: string }[] = [
-    ...entriesOf(server.remotes).map(([i, remote]) => ({
-      inputs: fieldOf(remote, "headers"),
-      place: `remotes.${i}.headers`,
+  const transports = [
+    ...entriesOf(server.remotes).map(([i, remote]) => ({ node: remote, place: `remotes.${i}` })),
+    ...entriesOf(server.packages).map(([i, entry]) => ({
+      node: fieldOf(entry, "transport"),
+      place: `packages.${i}.transport`,
     })),
-    ...entriesOf(server.packages).flatMap(([i, entry]) => [
-      { inputs: fieldOf(fieldOf(entry, "transport"), "headers"), place: `packages.${i}.transport.headers` },
-      ...PACKAGE_INPUTS.map((key) => ({ inputs: fieldOf(entry, key), place: `packages.${i}.${key}` })),
-    ]),
   ];
-  for (const { inputs, place } of lists) {
-    for (const [at, input] of entriesOf(inputs)) {
-      const name = fieldOf(input, "name");
-      if (typeof name !== "string" || !namesCredential(name) || !holdsFixedValue(input)) continue;
-      return SHOWN_NAME.test(name) ? { place: `${place}.${at}`, name } : { place: `${place}.${at}` };
-    }
+  const inputs: NamedInput[] = [
+    ...transports.flatMap(({ node, place }) => [
+      ...listed(fieldOf(node, "headers"), `${place}.headers`),
+      ...variablesOf(node, place),
+    ]),
+    ...entriesOf(server.packages).flatMap(([i, entry]) =>
+      PACKAGE_INPUTS.flatMap((key) => listed(fieldOf(entry, key), `packages.${i}.${key}`)),
+    ),
+  ];
+  // A variable of an input named as a credential is read in its template (fixesValue); one of any
+  // other input is judged by its own name.
+  const judged = inputs.flatMap((named) =>
+    isCredentialName(named.name) ? [named] : variablesOf(named.input, named.place),
+  );
+  for (const { input, place, name } of judged) {
+    if (!isCredentialName(name) || !fixesValue(input)) continue;
+    return SHOWN_NAME.test(name) ? { place, name } : { place };
   }
   return undefined;
 }
 
-/** An input's value, default, or a variable's, that is set and is not a `{variable}` to fill in. */
-function holdsFixedValue(input: unknown): boolean {
-  const fixed = (input: unknown, field: "value" | "default") => {
-    const text = fieldOf(input, field);
-    return text !== undefined && text !== "" && !(typeof text === "string" && FILLED_IN.test(text));
-  };
-  if (fixed(input, "value") || fixed(input, "default")) return true;
-  const variables = fieldOf(input, "variables");
-  if (typeof variables !== "object" || variables === null) return false;
-  return Object.values(variables).some((v) => fixed(v, "value") || fixed(v, "default"));
+function isCredentialName(name: unknown): name is string {
+  return typeof name === "string" && namesCredential(name);
 }
 
-/** `{token}`, or an authorization scheme and `{token}`: nothing fixed but the scheme's name. */
-const FILLED_IN = /^(?:[A-Za-z][A-Za-z0-9._~+-]* +)?\{[^{}]*\}$/;
+function listed(list: unknown, place: string): NamedInput[] {
+  return entriesOf(list).map(([at, input]) => ({
+    input,
+    place: `${place}.${at}`,
+    name: fieldOf(input, "name"),
+  }));
+}
+
+function variablesOf(node: unknown, place: string): NamedInput[] {
+  const variables = fieldOf(node, "variables");
+  if (typeof variables !== "object" || variables === null || Array.isArray(variables)) return [];
+  return Object.entries(variables).map(([name, input], i) => ({
+    input,
+    place: `${place}.variables.${SHOWN_NAME.test(name) ? name : `#${i}`}`,
+    name,
+  }));
+}
+
+/**
+ * Whether an input fixes something whoever connects would otherwise supply. Its `value`, `default`
+ * and only choice (a choice among several is a menu, not a value) are read, and so is each of its
+ * variables' alone; a variable at a value's start is read in its place there instead, since it
+ * may be the scheme (`{scheme} {token}`, default `Bearer`). A value that is not text is fixed.
+ */
+function fixesValue(input: unknown): boolean {
+  const texts = givenOf(input);
+  const variables = Object.entries(objectOf(fieldOf(input, "variables"))).map(
+    ([name, variable]) => [name, givenOf(variable)] as const,
+  );
+  if (texts === undefined || variables.some(([, given]) => given === undefined)) return true;
+  const readings = [...texts];
+  const leading = new Set<string>();
+  for (const text of texts) {
+    const lead = LEADING_VARIABLE.exec(text);
+    if (!lead) continue;
+    leading.add(lead[1] as string);
+    const rest = text.slice(lead[0].length);
+    for (const [name, given] of variables) {
+      if (name === lead[1]) readings.push(...(given ?? []).map((text) => `${text}${rest}`));
+    }
+  }
+  for (const [name, given] of variables) if (!leading.has(name)) readings.push(...(given ?? []));
+  return readings.some(fixes);
+}
+
+/** An input's value, default and only choice; undefined when one is not text. */
+function givenOf(input: unknown): string[] | undefined {
+  const choices = fieldOf(input, "choices");
+  const only = Array.isArray(choices) && choices.length === 1 ? choices : [];
+  const given = [fieldOf(input, "value"), fieldOf(input, "default"), ...only].filter(
+    (text) => text !== undefined,
+  );
+  return given.every((text) => typeof text === "string") ? given : undefined;
+}
+
+/**
+ * Whether a text holds a letter or digit once one leading word before a space and more (a scheme:
+ * `Bearer`, `Token`) and every `{variable}`, with a label just before one (`token={token}`,
+ * `user="{user}"`), are taken out. Read piece by piece: a regex looking back from each `{` took
+ * seconds over a long value.
+ */
+function fixes(text: string): boolean {
+  const pieces = text.replace(SCHEME, "").split(VARIABLE);
+  return pieces.some((piece, i) => FIXED.test(i < pieces.length - 1 ? withoutLabel(piece) : piece));
+}
+
+/** A piece before a `{variable}`, without a parameter's label at its end (`token=`, `user="`). */
+function withoutLabel(piece: string): string {
+  const bare = piece.replace(/="?$/, "");
+  if (bare === piece) return piece;
+  let start = bare.length;
+  while (start > 0 && LABEL_CHAR.test(bare[start - 1] as string)) start--;
+  return bare.slice(0, start);
+}
+
+const VARIABLE = /\{[^{}]*\}/;
+const LEADING_VARIABLE = /^\s*\{([^{}]*)\}/;
+/** An RFC 9110 auth-scheme at the start, before a space and more: `Bearer {token}`, not `sk-1 `. */
+const SCHEME = /^\s*[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*\s+(?=\S)/;
+const LABEL_CHAR = /[A-Za-z0-9._-]/;
+const FIXED = /[\p{L}\p{N}]/u;
+
+function objectOf(node: unknown): Record<string, unknown> {
+  return typeof node === "object" && node !== null && !Array.isArray(node)
+    ? (node as Record<string, unknown>)
+    : {};
+}
 
 function entriesOf(list: unknown): [number, unknown][] {
   return Array.isArray(list) ? list.map((item, i) => [i, item]) : [];

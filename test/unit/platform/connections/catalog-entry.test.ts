@@ -319,6 +319,157 @@ describe("a server.json", () => {
     expect(checkServerJson(s)).toEqual({ server: s });
   });
 
+  // Review 58: only `{var}` or `Scheme {var}` counted as filled in, so a template that fixes nothing
+  // was refused as if it held a secret, and an entry stored before could no longer be connected.
+  it.each([
+    {
+      what: "a scheme chosen from a menu",
+      header: {
+        name: "Authorization",
+        value: "{scheme} {token}",
+        variables: { scheme: { choices: ["Bearer", "Token"], isRequired: true }, token: { isSecret: true } },
+      },
+    },
+    {
+      what: "a scheme variable with a default",
+      header: {
+        name: "Authorization",
+        value: "{scheme} {token}",
+        variables: { scheme: { default: "Bearer" } },
+      },
+    },
+    {
+      what: "a scheme with a parameter's label",
+      header: { name: "Authorization", value: "Token token={token}" },
+    },
+    {
+      what: "quoted parameters",
+      header: { name: "Authorization", value: 'Digest username="{user}", response="{response}"' },
+    },
+    { what: "a user and a key", header: { name: "X-Api-Key", value: "{user}:{key}" } },
+    {
+      what: "a header whose name only mentions a session",
+      header: { name: "X-Session-Affinity", value: "sticky" },
+    },
+  ])("accepts a credential header whose value fixes nothing but its template ($what)", ({ header }) => {
+    const s = server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: [header] }] });
+    expect(checkServerJson(s)).toEqual({ server: s });
+  });
+
+  it.each([
+    { what: "a key after the scheme", value: "Bearer sk-live-rv58-0123456789" },
+    { what: "a key after a parameter's label", value: "Token token=sk-live-rv58-0123456789" },
+    { what: "a key beside a variable", value: "{user}:sk-live-rv58-0123456789" },
+    { what: "a base64 key ending in =", value: "Basic c2stbGl2ZS1ydjU4Ojk5OTk=" },
+    { what: "one word", value: "sk-live-rv58-0123456789 " },
+    {
+      what: "a scheme variable's default that is a key",
+      value: "{scheme} {token}",
+      variables: { scheme: { default: "Bearer" }, token: { default: "sk-live-rv58-0123456789" } },
+    },
+    {
+      what: "a variable's only choice",
+      value: "Bearer {token}",
+      variables: { token: { choices: ["sk-live-rv58"] } },
+    },
+    {
+      what: "a variable the value does not name",
+      value: "Bearer {token}",
+      variables: { other: { default: "sk-live" } },
+    },
+  ])("is refused when a credential header's template fixes a key ($what)", ({ value, variables }) => {
+    const header = { name: "Authorization", value, ...(variables === undefined ? {} : { variables }) };
+    const problem = problemOf(
+      server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: [header] }] }),
+    );
+    expect(problem).toContain(
+      '"remotes.0.headers.0" (Authorization) is named as a credential and has a fixed value',
+    );
+    expect(problem).not.toMatch(/sk-live|c2st/);
+  });
+
+  // Review 58: a remote's URL variable named as a credential, with a fixed default, was listed to
+  // every signed-in person: only headers, environment variables and named arguments were walked.
+  it.each([
+    {
+      where: "a remote's URL variable",
+      extra: {
+        remotes: [
+          {
+            type: "streamable-http",
+            url: "https://mcp.example.com/{api_key}/mcp",
+            variables: { api_key: { default: "sk-live-rv58-0123456789" } },
+          },
+        ],
+      },
+      said: '"remotes.0.variables.api_key" (api_key)',
+    },
+    {
+      where: "a package transport's URL variable",
+      extra: {
+        packages: [
+          {
+            ...npm,
+            transport: {
+              type: "streamable-http",
+              url: "http://localhost:{port}/{token}",
+              variables: { token: { value: "sk-live-rv58" } },
+            },
+          },
+        ],
+      },
+      said: '"packages.0.transport.variables.token" (token)',
+    },
+    {
+      where: "a header's variable named as a credential",
+      extra: {
+        remotes: [
+          {
+            type: "streamable-http",
+            url: "https://x/mcp",
+            headers: [
+              { name: "X-Custom", value: "{api_key}", variables: { api_key: { default: "sk-live-rv58" } } },
+            ],
+          },
+        ],
+      },
+      said: '"remotes.0.headers.0.variables.api_key" (api_key)',
+    },
+    {
+      where: "a positional argument's variable named as a credential",
+      extra: {
+        packages: [
+          {
+            ...npm,
+            packageArguments: [
+              {
+                type: "positional",
+                valueHint: "target",
+                value: "{token}",
+                variables: { token: { default: "sk-live-rv58" } },
+              },
+            ],
+          },
+        ],
+      },
+      said: '"packages.0.packageArguments.0.variables.token" (token)',
+    },
+  ])("is refused when $where has a fixed value", ({ extra, said }) => {
+    const problem = problemOf(server(extra as Partial<ServerJson>));
+    expect(problem).toContain(`${said} is named as a credential and has a fixed value`);
+    expect(problem).not.toContain("sk-live");
+  });
+
+  it("accepts a remote's URL variable named as a credential that whoever connects fills in", () => {
+    const remote = {
+      type: "streamable-http",
+      url: "https://{tenant}.example.com/{api_key}/mcp",
+      variables: { tenant: { default: "acme" }, api_key: { isRequired: true, isSecret: true } },
+    };
+    const s = server({ remotes: [remote] });
+    expect(checkServerJson(s)).toEqual({ server: s });
+  });
+
   it("accepts a secret input without a value and an input with a value that is not secret", () => {
     const s = server({
       packages: [
