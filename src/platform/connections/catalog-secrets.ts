@@ -2,8 +2,8 @@ import { namesCredential } from "./model.ts";
 
 // Where a catalog entry could carry a secret that every signed-in person would read: an input
 // marked `isSecret` with a value, anywhere under `remotes` or `packages`, a URL's userinfo,
-// parsed or not, and a query parameter, header, environment variable or named argument named as
-// a credential with a fixed value (ADR 0038, ADR 0092, ADR 0108). checkServerJson (catalog-entry.ts) turns them into problems.
+// parsed or not, and a query parameter, header, URL variable, environment variable, named
+// argument or variable of one named as a credential with a fixed value (ADR 0038, ADR 0092, ADR 0108). checkServerJson (catalog-entry.ts) turns them into problems.
 
 /** How long a place in a problem grows before the rest of it is `…`: a file may nest deep. */
 const MAX_PLACE_CHARS = 200;

@@ -354,6 +354,9 @@ describe("a server.json", () => {
   ])("accepts a credential header whose value fixes nothing but its template ($what)", ({ header }) => {
     const s = server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: [header] }] });
     expect(checkServerJson(s)).toEqual({ server: s });
+    // One stored before loads again, and can be connected.
+    expect(checkStoredServerJson(s)).toEqual({ server: s });
+    expect(connectabilityOf(s)).toMatchObject({ connectable: true });
   });
 
   it.each([
