@@ -149,9 +149,8 @@ function fixesValue(input: unknown): boolean {
     if (!lead) continue;
     leading.add(lead[1] as string);
     const rest = text.slice(lead[0].length);
-    for (const [name, given] of variables) {
-      if (name === lead[1]) readings.push(...(given ?? []).map((text) => `${text}${rest}`));
-    }
+    const given = variables.find(([name]) => name === lead[1])?.[1] ?? [];
+    readings.push(...given.map((scheme) => `${scheme}${rest}`));
   }
   for (const [name, given] of variables) if (!leading.has(name)) readings.push(...(given ?? []));
   return readings.some(fixes);
