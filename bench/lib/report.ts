@@ -56,8 +56,15 @@ export interface MemoryResult {
   idleHeapBytes: number;
   /** After one request to each workspace. */
   touchedHeapBytes: number;
-  /** After the idle sweep has evicted every workspace's sources. */
+  /**
+   * After the idle sweep has evicted every workspace's sources. Not swept: the catalog entries
+   * each listing read (their cache has its own idle time and byte budget, adr/0179).
+   */
   evictedHeapBytes: number;
+  /** Workspaces with a full connections catalog (100 entries of 60 KiB), listed after the eviction. */
+  fullCatalogs: number;
+  /** After listing each full catalog once, within their idle time. */
+  fullCatalogsHeapBytes: number;
 }
 
 export interface Machine {

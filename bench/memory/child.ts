@@ -1,12 +1,16 @@
-// Run by bench/memory/measure.ts as `node --expose-gc --import tsx bench/memory/child.ts <instance.json>`:
+// Run by bench/memory/measure.ts as
+// `node --expose-gc --import tsx bench/memory/child.ts <instance.json> <full catalogs>`:
 // Atrium in this very process (startAtrium, not a child), so its heap can be read after a full
-// gc with no debug route in Atrium. After one warm-up workspace, touches every workspace of the
-// root once (one tools/list, which builds its sources), then lets the idle sweep evict them by
-// moving Atrium's clock, and prints the three heap figures as one JSON line on stdout.
+// gc with no debug route in Atrium. After one warm-up workspace, touches every ordinary workspace
+// of the root once (one tools/list, which builds its sources, and one listing of its connections
+// catalog), then lets the idle sweep evict them by moving Atrium's clock. Then it lists the
+// catalog of each of the last <full catalogs> workspaces, whose catalogs are full, as a burst
+// of admins would, and prints the heap figures as one JSON line on stdout.
 
 import { request as httpRequest } from "node:http";
 import { loadInstance } from "../../src/instance/load.ts";
 import { createLogger } from "../../src/log.ts";
+import { MAX_WORKSPACE_ENTRIES } from "../../src/platform/connections/catalog.ts";
 import { PLATFORM_APPS } from "../../src/platform/index.ts";
 import { configSections } from "../../src/platform/kit.ts";
 import { IDLE_EVICT_MS, startAtrium } from "../../src/server.ts";
@@ -32,6 +36,21 @@ function heapAfterGc(): number {
  */
 function listTools(url: string): Promise<void> {
   const { method, headers, body } = rpcRequest({ url, method: "tools/list" }, "2025-11-25");
+  return send(url, { method, headers, body }, looksSuccessful);
+}
+
+/** One `GET …/catalog` of a workspace, which must list `entries` of its own. */
+function listCatalog(base: string, workspaceId: string, entries: number): Promise<void> {
+  const url = `${base}/v1/workspaces/${workspaceId}/catalog`;
+  const listsAll = (text: string) => (JSON.parse(text) as { servers: unknown[] }).servers.length === entries;
+  return send(url, { method: "GET", headers: {} }, listsAll);
+}
+
+function send(
+  url: string,
+  { method, headers, body }: { method: string; headers: Record<string, string>; body?: string },
+  answered: (text: string) => boolean,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const request = httpRequest(url, { method, headers, agent: false }, (response) => {
       const chunks: Buffer[] = [];
@@ -40,8 +59,8 @@ function listTools(url: string): Promise<void> {
       response.once("end", () => {
         const text = Buffer.concat(chunks).toString();
         const status = response.statusCode ?? 0;
-        if (status === 200 && looksSuccessful(text)) resolve();
-        else reject(new Error(`tools/list at ${url}: HTTP ${status}: ${text.slice(0, 300)}`));
+        if (status === 200 && answered(text)) resolve();
+        else reject(new Error(`${method} ${url}: HTTP ${status}: ${text.slice(0, 300)}`));
       });
     });
     request.once("error", reject);
@@ -49,8 +68,9 @@ function listTools(url: string): Promise<void> {
   });
 }
 
-const [instancePath] = process.argv.slice(2);
-if (!instancePath) throw new Error("usage: child.ts <instance.json>");
+const [instancePath, fullCatalogsArg] = process.argv.slice(2);
+if (!instancePath || !fullCatalogsArg) throw new Error("usage: child.ts <instance.json> <full catalogs>");
+const fullCatalogs = Number(fullCatalogsArg);
 const config = await loadInstance(instancePath, { sections: configSections(PLATFORM_APPS) });
 let clockOffsetMs = 0;
 const atrium = await startAtrium(config, {
@@ -58,19 +78,27 @@ const atrium = await startAtrium(config, {
   log: createLogger("silent"),
 });
 try {
-  const ids = atrium.workspaces.ids();
+  // Fixed-width ids: their order is the order the root was written in, the full catalogs last.
+  const all = [...atrium.workspaces.ids()].sort();
+  const ids = all.slice(0, all.length - fullCatalogs);
+  const full = all.slice(all.length - fullCatalogs);
   // What the instance builds once, on its first request to any workspace (compiled code, each
   // app's one server, its tool list), is not a workspace's cost: one workspace is touched and
   // evicted before the baseline, so the figures are what each further workspace adds and keeps.
   const [first] = ids;
-  if (first) await listTools(`${atrium.url}/mcp/${first}`);
+  if (first) {
+    await listTools(`${atrium.url}/mcp/${first}`);
+    await listCatalog(atrium.url, first, 1);
+  }
   clockOffsetMs += IDLE_EVICT_MS + 1;
   await atrium.registries.sweep();
   const idleHeapBytes = heapAfterGc();
   let next = 0;
   const touch = async () => {
     while (next < ids.length) {
-      await listTools(`${atrium.url}/mcp/${ids[next++]}`);
+      const id = ids[next++] as string;
+      await listTools(`${atrium.url}/mcp/${id}`);
+      await listCatalog(atrium.url, id, 1);
     }
   };
   await Promise.all(Array.from({ length: TOUCH_CONCURRENCY }, touch));
@@ -80,9 +108,11 @@ try {
   await atrium.registries.sweep();
   const left = atrium.registries.size;
   const evictedHeapBytes = heapAfterGc();
-  process.stdout.write(
-    `${JSON.stringify({ workspaces: ids.length, built, left, idleHeapBytes, touchedHeapBytes, evictedHeapBytes })}\n`,
-  );
+  // The burst: each full catalog read and held within its idle time, all at once.
+  for (const id of full) await listCatalog(atrium.url, id, MAX_WORKSPACE_ENTRIES);
+  const fullCatalogsHeapBytes = heapAfterGc();
+  const figures = { built, left, idleHeapBytes, touchedHeapBytes, evictedHeapBytes, fullCatalogsHeapBytes };
+  process.stdout.write(`${JSON.stringify({ workspaces: ids.length, fullCatalogs, ...figures })}\n`);
 } catch (error) {
   // One line the parent can quote, rather than a stack with a socket dump.
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;

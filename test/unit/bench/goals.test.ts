@@ -198,6 +198,8 @@ describe("transfers and memory", () => {
       idleHeapBytes: 1_000_000,
       touchedHeapBytes: 1_000_000 + 100 * 8 * kib,
       evictedHeapBytes: 1_000_000 + 100 * 0.5 * kib,
+      fullCatalogs: 0,
+      fullCatalogsHeapBytes: 1_000_000 + 100 * 0.5 * kib,
     };
     const [touched, evicted] = goalRows(report([], { memory })).slice(-2);
     expect(touched?.measure).toBe("heap per workspace, 100 touched once");
@@ -214,6 +216,8 @@ describe("transfers and memory", () => {
       idleHeapBytes: 0,
       touchedHeapBytes: 10 * 10 * kib,
       evictedHeapBytes: 10 * 5 * kib,
+      fullCatalogs: 0,
+      fullCatalogsHeapBytes: 10 * 5 * kib,
     };
     const [touched, evicted] = goalRows(report([], { memory })).slice(-2);
     expect(touched?.met).toBe(false);
