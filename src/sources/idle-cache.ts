@@ -1,19 +1,40 @@
 import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
 
 /**
+ * A bound on what a cache holds, by an approximate size per value: past `maxBytes` in all, the
+ * least recently used values not in use are let go before their idle time (adr/0179).
+ */
+export interface ByteBudget<T> {
+  /** The bytes a value holds, roughly; asked once it is built and after each use, which may grow it. */
+  sizeOf: (value: T) => number;
+  maxBytes: number;
+}
+
+interface Entry<T> {
+  value: Promise<T>;
+  lastUsed: number;
+  inUse: number;
+  /** sizeOf at its last measure; 0 until built, and always without a budget. */
+  bytes: number;
+}
+
+/**
  * Per-workspace values built on first use and disposed when idle, so an instance with many
  * idle workspaces pays disk, not memory. The idle sweep never disposes a value in use; an
- * explicit `evict` (a workspace archived) does, because nothing may use it any more.
+ * explicit `evict` (a workspace archived) does, because nothing may use it any more. With a byte
+ * budget, the entries are kept in the order of their last use, least recent first.
  */
 export class IdleCache<T> {
-  private readonly entries = new Map<string, { value: Promise<T>; lastUsed: number; inUse: number }>();
+  private readonly entries = new Map<string, Entry<T>>();
   private readonly timer: NodeJS.Timeout;
+  private heldBytes = 0;
 
   constructor(
     private readonly build: (key: string) => Promise<T>,
     private readonly dispose: (value: T) => Promise<void>,
     private readonly idleMs: number,
     private readonly clock: Clock = systemClock,
+    private readonly budget?: ByteBudget<T>,
   ) {
     this.timer = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(idleMs / 2)));
     this.timer.unref();
@@ -23,18 +44,22 @@ export class IdleCache<T> {
     let entry = this.entries.get(key);
     if (!entry) {
       const value = this.build(key);
-      entry = { value, lastUsed: this.clock(), inUse: 0 };
-      this.entries.set(key, entry);
+      const created: Entry<T> = { value, lastUsed: this.clock(), inUse: 0, bytes: 0 };
+      entry = created;
+      this.entries.set(key, created);
       value.catch(() => {
-        if (this.entries.get(key) === entry) this.entries.delete(key);
+        if (this.entries.get(key) === created) void this.drop(key, created);
       });
     }
     entry.inUse += 1;
+    let built: { value: T } | undefined;
     try {
-      return await work(await entry.value);
+      built = { value: await entry.value };
+      return await work(built.value);
     } finally {
       entry.inUse -= 1;
       entry.lastUsed = this.clock();
+      if (built) this.measure(key, entry, built.value);
     }
   }
 
@@ -47,12 +72,14 @@ export class IdleCache<T> {
     return this.entries.size;
   }
 
+  /** What the values held weigh by the budget's sizeOf; 0 without a budget. */
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
   async evict(key: string): Promise<void> {
     const entry = this.entries.get(key);
-    if (!entry) return;
-    this.entries.delete(key);
-    // A build that failed has nothing to dispose.
-    await entry.value.then((value) => this.dispose(value)).catch(() => undefined);
+    if (entry) await this.drop(key, entry);
   }
 
   async sweep(now = this.clock()): Promise<void> {
@@ -65,5 +92,35 @@ export class IdleCache<T> {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await Promise.all([...this.entries.keys()].map((key) => this.evict(key)));
+  }
+
+  /** Counts a value's size after a use, moves it to the most recent end, and keeps to the budget. */
+  private measure(key: string, entry: Entry<T>, value: T): void {
+    // Evicted meanwhile (archived, or over the budget while built): not held, not counted.
+    if (!this.budget || this.entries.get(key) !== entry) return;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    const bytes = this.budget.sizeOf(value);
+    this.heldBytes += bytes - entry.bytes;
+    entry.bytes = bytes;
+    this.keepToBudget(this.budget.maxBytes);
+  }
+
+  /**
+   * Lets go of the least recently used values until the rest fit, skipping those in use: a use
+   * relies on its value staying while it runs (the catalog's add, until its entry is in it).
+   */
+  private keepToBudget(maxBytes: number): void {
+    for (const [key, entry] of this.entries) {
+      if (this.heldBytes <= maxBytes) return;
+      if (entry.inUse === 0) void this.drop(key, entry);
+    }
+  }
+
+  /** Forgets the entry at once, then disposes its value; a build that failed has nothing to dispose. */
+  private async drop(key: string, entry: Entry<T>): Promise<void> {
+    this.entries.delete(key);
+    this.heldBytes -= entry.bytes;
+    await entry.value.then((value) => this.dispose(value)).catch(() => undefined);
   }
 }

@@ -168,7 +168,13 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       concurrency: PROBES_AT_ONCE,
       run: (workspaceId) => checker.checkWorkspace(workspaceId),
     });
-    const catalog = new Catalog({ dir: settings.catalogDir, storage, clock, log });
+    const catalog = new Catalog({
+      dir: settings.catalogDir,
+      storage,
+      clock,
+      log,
+      cacheBytes: settings.catalogCacheBytes,
+    });
     const routes = grantRoutes(grants);
     routes.route("/", connectionRoutes(callerConnections));
     routes.route("/", auditRoutes(ledger));

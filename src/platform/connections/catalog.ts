@@ -11,6 +11,7 @@ import { makeInPartition, removeFileSynced } from "../../storage/owned-records.t
 import type { PartitionPaths } from "../../storage/paths.ts";
 import { type RecoveryPass, sweepTempEntries } from "../../storage/recovery.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
+import { DEFAULT_CATALOG_CACHE_BYTES } from "./catalog-config.ts";
 import {
   catalogIdOf,
   checkServerJson,
@@ -57,6 +58,8 @@ interface StoredEntry {
 interface WorkspaceIndex {
   entries: Map<string, CatalogEntry>;
   problems: CatalogProblem[];
+  /** Each entry's stored file's size, by id: what the index weighs against the cache's budget. */
+  storedBytes: Map<string, number>;
 }
 
 export interface CatalogOptions {
@@ -66,13 +69,16 @@ export interface CatalogOptions {
   storage: PartitionPaths;
   clock: Clock;
   log: Logger;
+  /** connections.catalogCacheBytes; DEFAULT_CATALOG_CACHE_BYTES when not given. */
+  cacheBytes?: number;
 }
 
 export class Catalog {
   private readonly folder: CatalogFolder;
   // Each workspace's entries, read from disk on first use and then kept by add and remove
   // (adr/0025) while in use: a listing reads the folder again only after CATALOG_INDEX_IDLE_MS
-  // unused. A read that failed is not remembered: the next request tries again.
+  // unused, or once the least recently used past the byte budget (adr/0179). A read that failed
+  // is not remembered: the next request tries again.
   private readonly indexes: IdleCache<WorkspaceIndex>;
   // Only workspaces whose folder has a problem: each is logged once, not at every read after idle.
   private readonly problemLogs = new Map<string, ProblemLog>();
@@ -85,12 +91,18 @@ export class Catalog {
       async () => undefined,
       CATALOG_INDEX_IDLE_MS,
       options.clock,
+      { sizeOf: indexBytes, maxBytes: options.cacheBytes ?? DEFAULT_CATALOG_CACHE_BYTES },
     );
   }
 
   /** Workspaces whose entries are in memory now. */
   get heldWorkspaces(): number {
     return this.indexes.size;
+  }
+
+  /** What the entries in memory weigh, as their stored files. */
+  get heldBytes(): number {
+    return this.indexes.bytes;
   }
 
   /** Lets go of the entries of workspaces unused for CATALOG_INDEX_IDLE_MS (also done on a timer). */
@@ -199,6 +211,7 @@ export class Catalog {
         }
         const entry: CatalogEntry = { id, scope: "workspace", ...record };
         index.entries.set(id, entry);
+        index.storedBytes.set(id, Buffer.byteLength(text));
         return entry;
       });
     });
@@ -228,6 +241,7 @@ export class Catalog {
         // either way, so gone from the index too (ADR 0166).
         await removeFileSynced(join(dir, `${id}.json`)).catch(landedIsDone);
         index.entries.delete(id);
+        index.storedBytes.delete(id);
         if (skipped) index.problems = index.problems.filter((problem) => problem !== skipped);
       }),
     );
@@ -267,15 +281,20 @@ export class Catalog {
     try {
       names = (await readdir(dir)).filter((name) => !name.startsWith(".")).sort();
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { entries: new Map(), problems: [] };
+      if ((error as NodeJS.ErrnoException).code === "ENOENT")
+        return { entries: new Map(), problems: [], storedBytes: new Map() };
       throw error;
     }
     const entries = new Map<string, CatalogEntry>();
+    const storedBytes = new Map<string, number>();
     const problems: CatalogProblem[] = [];
     for (const file of names) {
       const read = await readStoredEntry(dir, file);
       if ("problem" in read) problems.push({ file, message: read.problem });
-      else entries.set(read.entry.id, read.entry);
+      else {
+        entries.set(read.entry.id, read.entry);
+        storedBytes.set(read.entry.id, read.bytes);
+      }
     }
     const problemLog = this.problemLogs.get(workspaceId) ?? new ProblemLog();
     problemLog.report(problems, (problem) =>
@@ -287,14 +306,25 @@ export class Catalog {
     // A log that saw no problem is a new one's equal: kept only for a folder that has one.
     if (problems.length > 0) this.problemLogs.set(workspaceId, problemLog);
     else this.problemLogs.delete(workspaceId);
-    return { entries, problems };
+    return { entries, problems, storedBytes };
   }
+}
+
+/**
+ * An index's weight for the cache's budget: its entries' stored sizes, and its problems' text.
+ * Approximate by design: parsed, an entry takes a small multiple of its file's bytes on the heap.
+ */
+function indexBytes(index: WorkspaceIndex): number {
+  let bytes = 0;
+  for (const size of index.storedBytes.values()) bytes += size;
+  for (const problem of index.problems) bytes += problem.file.length + problem.message.length;
+  return bytes;
 }
 
 async function readStoredEntry(
   dir: string,
   file: string,
-): Promise<{ entry: CatalogEntry } | { problem: string }> {
+): Promise<{ entry: CatalogEntry; bytes: number } | { problem: string }> {
   const id = file.endsWith(".json") ? file.slice(0, -".json".length) : "";
   if (!isCatalogId(id))
     return { problem: "Not a catalog entry's file name (<id>.json); Atrium did not write it." };
@@ -331,6 +361,7 @@ async function readStoredEntry(
       addedBy: stored.addedBy,
       addedAt: stored.addedAt,
     },
+    bytes: size,
   };
 }
 

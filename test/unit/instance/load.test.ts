@@ -5,6 +5,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { BootError } from "../../../src/errors.ts";
 import { followPort, isLoopbackHost, loadInstance } from "../../../src/instance/load.ts";
 import { MAX_BODY_BYTES_DEFAULT } from "../../../src/instance/schema.ts";
+import {
+  DEFAULT_CATALOG_CACHE_BYTES,
+  MAX_CATALOG_CACHE_BYTES,
+  MIN_CATALOG_CACHE_BYTES,
+} from "../../../src/platform/connections/catalog-config.ts";
+import { connectionsConfig } from "../../../src/platform/connections/config.ts";
 import { MAX_CONVERSATION_BYTES_LIMIT } from "../../../src/platform/conversations/config.ts";
 import { filesConfig, MAX_UPLOAD_BYTES_DEFAULT } from "../../../src/platform/files/config.ts";
 import { PLATFORM_APPS } from "../../../src/platform/index.ts";
@@ -214,6 +220,30 @@ describe("loadInstance", () => {
     expect(most.sections).toEqual({ conversations: { maxConversationBytes: 128 * 1024 * 1024 } });
     const message = await bootError(loadInstance(await at(MAX_CONVERSATION_BYTES_LIMIT + 1), { sections }));
     expect(message).toContain("conversations.maxConversationBytes");
+  });
+
+  it("connections.catalogCacheBytes is a whole number of 8 MiB to 64 GiB; others are refused at boot by name (adr/0179)", async () => {
+    const sections = configSections(PLATFORM_APPS);
+    const at = (catalogCacheBytes: unknown) =>
+      writeInstance({ ...MINIMAL, connections: { catalogCacheBytes } });
+    for (const bad of [
+      MIN_CATALOG_CACHE_BYTES - 1,
+      MAX_CATALOG_CACHE_BYTES + 1,
+      9 * 1024 * 1024 + 0.5,
+      "64MiB",
+      -1,
+    ]) {
+      const message = await bootError(loadInstance(await at(bad), { sections }));
+      expect(message).toContain("connections.catalogCacheBytes");
+    }
+    expect(await bootError(loadInstance(await at(1000), { sections }))).toContain(
+      "connections.catalogCacheBytes: must be >= 8388608",
+    );
+    const least = await loadInstance(await at(MIN_CATALOG_CACHE_BYTES), { sections });
+    expect(connectionsConfig.resolve(least.sections.connections, least).catalogCacheBytes).toBe(
+      8 * 1024 * 1024,
+    );
+    expect(connectionsConfig.resolve(undefined, least).catalogCacheBytes).toBe(DEFAULT_CATALOG_CACHE_BYTES);
   });
 
   it("keeps values that are set", async () => {

@@ -197,3 +197,87 @@ describe("IdleCache", () => {
     expect(cache.size).toBe(0);
   });
 });
+
+describe("IdleCache with a byte budget (adr/0179)", () => {
+  /** A cache whose values weigh what `weights` says for their key, at each measure. */
+  function budgeted(maxBytes: number, weights: Map<string, number>) {
+    const disposed: string[] = [];
+    const cache = new IdleCache<string>(
+      async (key) => key,
+      async (key) => {
+        disposed.push(key);
+      },
+      IDLE_MS,
+      undefined,
+      { sizeOf: (key) => weights.get(key) ?? 0, maxBytes },
+    );
+    stringCaches.push(cache);
+    return { cache, disposed };
+  }
+
+  it("lets go of the least recently used values past the budget, long before their idle time", async () => {
+    const weights = new Map([
+      ["ws_a", 40],
+      ["ws_b", 40],
+      ["ws_c", 40],
+    ]);
+    const { cache, disposed } = budgeted(100, weights);
+    await cache.use("ws_a", async () => undefined);
+    await cache.use("ws_b", async () => undefined);
+    // ws_a used again: ws_b is now the least recent.
+    await cache.use("ws_a", async () => undefined);
+    await cache.use("ws_c", async () => undefined);
+    expect(disposed).toEqual(["ws_b"]);
+    expect(cache.size).toBe(2);
+    expect(cache.bytes).toBe(80);
+  });
+
+  it("counts a value's growth during a use", async () => {
+    const weights = new Map([
+      ["ws_a", 10],
+      ["ws_b", 10],
+    ]);
+    const { cache, disposed } = budgeted(100, weights);
+    await cache.use("ws_a", async () => undefined);
+    await cache.use("ws_b", async () => {
+      weights.set("ws_b", 95);
+    });
+    expect(disposed).toEqual(["ws_a"]);
+    expect(cache.bytes).toBe(95);
+  });
+
+  it("never lets go of a value in use to keep to the budget", async () => {
+    const weights = new Map([
+      ["ws_a", 60],
+      ["ws_b", 60],
+    ]);
+    const { cache, disposed } = budgeted(100, weights);
+    await cache.use("ws_a", async () => undefined);
+    await cache.use("ws_a", async () => {
+      await cache.use("ws_b", async () => undefined);
+      // ws_a is the least recent but in use: ws_b, over the budget with it, goes instead.
+      expect(disposed).toEqual(["ws_b"]);
+    });
+    expect(cache.size).toBe(1);
+    expect(cache.bytes).toBe(60);
+  });
+
+  it("uncounts what is evicted or swept", async () => {
+    const weights = new Map([["ws_a", 30]]);
+    const { cache } = budgeted(100, weights);
+    await cache.use("ws_a", async () => undefined);
+    expect(cache.bytes).toBe(30);
+    await cache.evict("ws_a");
+    expect(cache.bytes).toBe(0);
+    await cache.use("ws_a", async () => undefined);
+    await cache.sweep(Date.now() + IDLE_MS + 1_000);
+    expect(cache.bytes).toBe(0);
+    expect(cache.size).toBe(0);
+  });
+});
+
+const stringCaches: IdleCache<string>[] = [];
+
+afterEach(async () => {
+  await Promise.allSettled(stringCaches.splice(0).map((c) => c.close()));
+});

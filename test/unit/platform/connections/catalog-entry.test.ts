@@ -744,10 +744,12 @@ describe("a connect request from an entry", () => {
 
 describe("the catalog's instance.json settings", () => {
   it("resolve catalogDir relative to instance.json, and none when absent", () => {
-    expect(resolveCatalogSettings({ catalogDir: "catalog" }, { baseDir: "/etc/atrium" })).toEqual({
+    expect(resolveCatalogSettings({ catalogDir: "catalog" }, { baseDir: "/etc/atrium" })).toMatchObject({
       catalogDir: "/etc/atrium/catalog",
     });
-    expect(resolveCatalogSettings(undefined, { baseDir: "/etc/atrium" })).toEqual({ catalogDir: undefined });
+    expect(resolveCatalogSettings(undefined, { baseDir: "/etc/atrium" })).toMatchObject({
+      catalogDir: undefined,
+    });
     expect(catalogConfigProperties.catalogDir).toMatchObject({ type: "string", minLength: 1 });
   });
 });

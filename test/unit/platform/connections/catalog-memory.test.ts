@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -6,7 +6,11 @@ import {
   Catalog,
   MAX_WORKSPACE_ENTRIES,
 } from "../../../../src/platform/connections/catalog.ts";
-import { MAX_ENTRY_BYTES, type ServerJson } from "../../../../src/platform/connections/catalog-entry.ts";
+import {
+  catalogIdOf,
+  MAX_ENTRY_BYTES,
+  type ServerJson,
+} from "../../../../src/platform/connections/catalog-entry.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
@@ -31,12 +35,13 @@ afterEach(async () => {
   await temp.remove();
 });
 
-function openCatalog(): Catalog {
+function openCatalog(cacheBytes?: number): Catalog {
   return new Catalog({
     dir: undefined,
     storage: temp.layout.partition("connections"),
     clock: time.clock,
     log: logged.log,
+    ...(cacheBytes !== undefined && { cacheBytes }),
   });
 }
 
@@ -49,6 +54,20 @@ function server(i: number, pad = ""): ServerJson {
     ...(pad && { _meta: { "com.example/notes": pad } }),
   };
 }
+
+function catalogDir(workspaceId: string): string {
+  return join(temp.layout.partition("connections").dir(workspaceId), "catalog");
+}
+
+/** What a workspace's stored entries weigh on disk: the bytes the budget counts them by. */
+async function storedBytes(workspaceId: string): Promise<number> {
+  const dir = catalogDir(workspaceId);
+  let bytes = 0;
+  for (const name of await readdir(dir)) bytes += (await stat(join(dir, name))).size;
+  return bytes;
+}
+
+const ids = (entries: { id: string }[]) => entries.map((e) => e.id).sort();
 
 /** Writes a workspace's stored entries as a process before this one did. */
 async function store(workspaceId: string, servers: readonly ServerJson[]): Promise<void> {
@@ -116,5 +135,51 @@ describe("a workspace's catalog entries in memory", () => {
     expect(await catalog.workspaceProblems(temp.ws)).toHaveLength(1);
     const skipped = logged.lines.filter((line) => line.msg === "workspace catalog entry skipped");
     expect(skipped).toHaveLength(1);
+  });
+
+  it("past connections.catalogCacheBytes, the least recently used are let go and read again true to the disk (adr/0179)", async () => {
+    const a = temp.ws;
+    const b = (await temp.workspaces.create("B", ALICE)).id;
+    const c = (await temp.workspaces.create("C", ALICE)).id;
+    const pad = "x".repeat(16 * 1024);
+    const tenFrom = (from: number) => Array.from({ length: 10 }, (_, i) => server(from + i, pad));
+    const idsOf = (servers: ServerJson[]) => servers.map((s) => catalogIdOf(s.name)).sort();
+    await store(a, tenFrom(0));
+    await store(b, tenFrom(100));
+    await store(c, tenFrom(200));
+    // Room for two workspaces' entries, not three.
+    const budget = Math.floor(2.5 * (await storedBytes(a)));
+    const catalog = openCatalog(budget);
+    await catalog.list(a);
+    await catalog.list(b);
+    expect(catalog.heldWorkspaces).toBe(2);
+    expect(catalog.heldBytes).toBe((await storedBytes(a)) + (await storedBytes(b)));
+    await catalog.list(c);
+    // a, the least recently used, is let go long before its idle time.
+    expect(catalog.heldWorkspaces).toBe(2);
+    expect(catalog.heldBytes).toBeLessThanOrEqual(budget);
+
+    // An operator's edit of a's folder while it is let go shows at its next use (b is let go).
+    await unlink(join(catalogDir(a), "com.example~s0.json"));
+    await store(a, [server(50)]);
+    expect(ids(await catalog.list(a))).toEqual(idsOf([...tenFrom(1).slice(0, 9), server(50)]));
+
+    // A write to a holds once a is let go and read again.
+    await catalog.add(a, ALICE, server(60), NO_CALLER);
+    await catalog.list(b);
+    await catalog.list(c);
+    expect(catalog.heldWorkspaces).toBe(2);
+    expect(ids(await catalog.list(a))).toContain("com.example~s60");
+
+    // A delete from b, whose index is read again for it, holds once b is let go and read again.
+    await catalog.remove(b, "com.example~s100", NO_CALLER);
+    await catalog.list(c);
+    await catalog.list(a);
+    expect(ids(await catalog.list(b))).toEqual(idsOf(tenFrom(101).slice(0, 9)));
+
+    // What memory says is what a fresh read of the disk says.
+    const fresh = openCatalog();
+    for (const ws of [a, b, c]) expect(ids(await catalog.list(ws))).toEqual(ids(await fresh.list(ws)));
+    expect(catalog.heldBytes).toBeLessThanOrEqual(budget);
   });
 });
