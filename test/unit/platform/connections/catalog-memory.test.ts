@@ -4,6 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   CATALOG_INDEX_IDLE_MS,
   Catalog,
+  ENTRY_OVERHEAD_BYTES,
+  INDEX_OVERHEAD_BYTES,
   MAX_WORKSPACE_ENTRIES,
 } from "../../../../src/platform/connections/catalog.ts";
 import {
@@ -59,11 +61,11 @@ function catalogDir(workspaceId: string): string {
   return join(temp.layout.partition("connections").dir(workspaceId), "catalog");
 }
 
-/** What a workspace's stored entries weigh on disk: the bytes the budget counts them by. */
-async function storedBytes(workspaceId: string): Promise<number> {
+/** What a workspace's entries weigh for the budget: their stored files, and what holding each adds. */
+async function weight(workspaceId: string): Promise<number> {
   const dir = catalogDir(workspaceId);
-  let bytes = 0;
-  for (const name of await readdir(dir)) bytes += (await stat(join(dir, name))).size;
+  let bytes = INDEX_OVERHEAD_BYTES;
+  for (const name of await readdir(dir)) bytes += (await stat(join(dir, name))).size + ENTRY_OVERHEAD_BYTES;
   return bytes;
 }
 
@@ -148,12 +150,12 @@ describe("a workspace's catalog entries in memory", () => {
     await store(b, tenFrom(100));
     await store(c, tenFrom(200));
     // Room for two workspaces' entries, not three.
-    const budget = Math.floor(2.5 * (await storedBytes(a)));
+    const budget = Math.floor(2.5 * (await weight(a)));
     const catalog = openCatalog(budget);
     await catalog.list(a);
     await catalog.list(b);
     expect(catalog.heldWorkspaces).toBe(2);
-    expect(catalog.heldBytes).toBe((await storedBytes(a)) + (await storedBytes(b)));
+    expect(catalog.heldBytes).toBe((await weight(a)) + (await weight(b)));
     await catalog.list(c);
     // a, the least recently used, is let go long before its idle time.
     expect(catalog.heldWorkspaces).toBe(2);
