@@ -312,7 +312,7 @@ export class Catalog {
 
 /**
  * What holding an index and each of its entries costs beyond their stored text (the objects,
- * maps and cache entry): one entry of 420 stored bytes held about 3.1 KB of heap in
+ * maps and cache entry): one entry of 272 stored bytes held about 3.1 KB of heap in
  * `npm run bench -- memory`, while 100 entries of 60 KiB held about their stored size (adr/0179).
  */
 export const INDEX_OVERHEAD_BYTES = 2048;
