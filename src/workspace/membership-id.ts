@@ -1,7 +1,7 @@
-import { randomBytes } from "node:crypto";
+import { isRandomId, newRandomId } from "../ids.ts";
 import type { Member } from "./model.ts";
 
-const MEMBERSHIP_ID = /^mbs_[0-9a-f]{32}$/;
+const MEMBERSHIP_ID_PREFIX = "mbs";
 
 /**
  * A new membership's id: 128 random bits, drawn at the join. Random, not counted: a count kept in
@@ -10,11 +10,11 @@ const MEMBERSHIP_ID = /^mbs_[0-9a-f]{32}$/;
  * (test/unit/workspace/membership-id.test.ts "restored from a backup"; ADR 0169, amended later).
  */
 export function newMembershipId(): string {
-  return `mbs_${randomBytes(16).toString("hex")}`;
+  return newRandomId(MEMBERSHIP_ID_PREFIX);
 }
 
 export function isMembershipId(value: unknown): value is string {
-  return typeof value === "string" && MEMBERSHIP_ID.test(value);
+  return isRandomId(MEMBERSHIP_ID_PREFIX, value);
 }
 
 /** What a member began and recorded: when, and the id of the membership it was begun in. */
