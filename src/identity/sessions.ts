@@ -40,8 +40,11 @@ interface SessionRecord {
   principal: Principal;
   createdAt: string;
   expiresAt: string;
-  /** The person's standing generation at sign-in; absent in records written before it was kept (ADR 0169). */
-  standingGeneration?: number;
+  /**
+   * The person's standing id at sign-in; absent in records written before it was kept, and when
+   * the person held none (ADR 0169, amended later still).
+   */
+  standingId?: string;
 }
 
 export interface SessionOptions {
@@ -54,9 +57,9 @@ export interface SessionOptions {
   /** Milliseconds since the epoch; tests move it. */
   now?: Clock;
   /**
-   * A person's standing in the user directory: a session begun under an earlier generation (before
-   * their last reactivation) is over, as a consent given then is (standing.ts). Everyone at
-   * generation 0 unless given.
+   * A person's standing in the user directory: a session begun under another standing id (before
+   * their last reactivation) is over, as a consent given then is (standing.ts). Nobody holds an id
+   * unless given.
    */
   standingOf?: (principalId: string) => PersonStanding;
 }
@@ -87,7 +90,7 @@ export class Sessions {
     this.secureCookies = options.secureCookies;
     this.cookieName = options.secureCookies ? SECURE_SESSION_COOKIE : SESSION_COOKIE;
     this.now = options.now ?? systemClock;
-    this.standingOf = options.standingOf ?? (() => ({ generation: 0 }));
+    this.standingOf = options.standingOf ?? (() => ({}));
     // The first sweep waits an interval, so a boot followed by a sign-in does not read every record.
     this.lastSweepMs = this.now();
   }
@@ -102,7 +105,7 @@ export class Sessions {
     if (!record) return { kind: "invalid" };
     const begunBefore = begunUnderEarlierStanding(this.standingOf(record.principal.id), {
       at: Date.parse(record.createdAt),
-      generation: record.standingGeneration,
+      standingId: record.standingId,
     });
     if (begunBefore || Date.parse(record.expiresAt) <= this.now()) {
       await this.records.delete(recordId);
@@ -114,7 +117,7 @@ export class Sessions {
   /** Starts a session for someone the provider just vouched for; returns the Set-Cookie value. */
   async start(principal: Principal): Promise<string> {
     // Read before any await: a deactivation that lands meanwhile ends this session at the reactivation.
-    const { generation } = this.standingOf(principal.id);
+    const { standingId } = this.standingOf(principal.id);
     await this.sweepIfDue();
     const sessionId = randomSecret(SESSION_ID_BYTES);
     const nowMs = this.now();
@@ -122,7 +125,7 @@ export class Sessions {
       principal,
       createdAt: new Date(nowMs).toISOString(),
       expiresAt: new Date(nowMs + this.maxAgeSeconds * 1000).toISOString(),
-      standingGeneration: generation,
+      ...(standingId === undefined ? {} : { standingId }),
     });
     return this.cookie(signValue(this.key, sessionId), this.maxAgeSeconds);
   }

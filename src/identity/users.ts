@@ -8,7 +8,7 @@ import { makeFolderPathIfMissing } from "../storage/folders.ts";
 import { KeyedLock } from "../storage/keyed-lock.ts";
 import type { StorageLayout } from "../storage/paths.ts";
 import { type Principal, withoutUnstated } from "./principal.ts";
-import type { PersonStanding } from "./standing.ts";
+import { isStandingId, newStandingId, type PersonStanding } from "./standing.ts";
 
 const PROFILE_FILE = "profile.json";
 
@@ -30,11 +30,11 @@ export interface Profile extends Principal {
   /** When an org admin last reactivated the person. */
   reactivatedAt?: string;
   /**
-   * Counts the reactivations written to this profile (absent: none yet): a session or a consent
-   * (an authorization code still unredeemed, a grant the deactivation missed) begun under an
-   * earlier count no longer counts (standing.ts, ADR 0169).
+   * The id the last reactivation drew (`stn_` + 32 hex; absent: not reactivated since ids were
+   * kept): a session or a consent (an authorization code still unredeemed, a grant the
+   * deactivation missed) begun under another id no longer counts (standing.ts, ADR 0169 amended).
    */
-  standingGeneration?: number;
+  standingId?: string;
 }
 
 /**
@@ -69,10 +69,9 @@ export class UserDirectory {
           `Unexpected entry "${entry}" in ${join(this.layout.instanceDir(), "users")}: it holds only usr_ folders. Move it out.`,
         );
       }
-      const stored = (await readJsonAtBoot(join(this.layout.userDir(entry), PROFILE_FILE))) as
-        | Profile
-        | undefined;
-      if (stored) this.known.set(entry, stored);
+      const path = join(this.layout.userDir(entry), PROFILE_FILE);
+      const stored = (await readJsonAtBoot(path)) as Profile | undefined;
+      if (stored) this.known.set(entry, checkedProfile(entry, path, stored));
     }
   }
 
@@ -115,19 +114,20 @@ export class UserDirectory {
     return this.known.get(principalId)?.deactivatedAt !== undefined;
   }
 
-  /** The person's standing generation, and when they were last reactivated (epoch ms), if ever. */
+  /** The person's standing id, and when they were last reactivated (epoch ms), if ever. */
   standingOf(principalId: string): PersonStanding {
     const profile = this.known.get(principalId);
-    const generation = profile?.standingGeneration ?? 0;
-    return profile?.reactivatedAt === undefined
-      ? { generation }
-      : { generation, reactivatedAt: Date.parse(profile.reactivatedAt) };
+    return {
+      ...(profile?.standingId === undefined ? {} : { standingId: profile.standingId }),
+      ...(profile?.reactivatedAt === undefined ? {} : { reactivatedAt: Date.parse(profile.reactivatedAt) }),
+    };
   }
 
   /**
    * Deactivates or reactivates a known person; their next request sees the change. A reactivation
-   * counts a standing generation, written with the profile, so whatever they began before it is
-   * told apart by a counter, not a clock (ADR 0169). A deactivation counts none: while deactivated
+   * draws a new standing id, written with the profile, so whatever they began before it is told
+   * apart by an id no restored profile.json can hand out again, not by a clock (ADR 0169, amended
+   * later still). A deactivation draws none: while deactivated
    * every use is refused anyway, and their browser session still names them, so they are told
    * why (a 403 page, not a sign-in). Reactivating someone who is not deactivated changes nothing:
    * it would void their consents for no reason.
@@ -140,10 +140,9 @@ export class UserDirectory {
       if (!deactivated && current.deactivatedAt === undefined) return current;
       const { deactivatedAt: _previous, ...rest } = current;
       const now = new Date(this.clock()).toISOString();
-      const standingGeneration = (current.standingGeneration ?? 0) + 1;
       const next: Profile = deactivated
         ? { ...rest, deactivatedAt: now }
-        : { ...rest, reactivatedAt: now, standingGeneration };
+        : { ...rest, reactivatedAt: now, standingId: newStandingId() };
       await this.write(next);
       return next;
     });
@@ -200,6 +199,20 @@ export class UserDirectory {
     if (typeof onDisk === "object" && onDisk !== null && (onDisk as Profile).id === principalId)
       this.known.set(principalId, onDisk as Profile);
   }
+}
+
+/**
+ * A stored profile, its standing id's shape checked: a value of another shape (a hand edit) would
+ * be compared as if it were an id (ADR 0169, amended later still).
+ */
+function checkedProfile(principalId: string, path: string, profile: Profile): Profile {
+  if (profile.standingId !== undefined && !isStandingId(profile.standingId)) {
+    throw new BootError(
+      `The profile of ${principalId} is corrupt: ${path} gives a standingId that is not "stn_" and 32 lowercase hex digits; ` +
+        "restore it from a backup, or remove the field (their sessions and OAuth grants begun since their last reactivation are then refused).",
+    );
+  }
+  return profile;
 }
 
 /**

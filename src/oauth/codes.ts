@@ -28,19 +28,20 @@ export interface CodeGrant {
   resource: string;
   principalId: string;
   /**
-   * The person's standing generation when they approved, read before the check that they are not
+   * The person's standing id when they approved, read before the check that they are not
    * deactivated: a deactivation since (and the reactivation after it) refuses the exchange
-   * (ADR 0169). Absent in codes stored before it was kept. Not part of what makes an approval
-   * submitted twice the same one: the first code, with its generation, is what is answered.
+   * (ADR 0169, amended later still). Absent in codes stored before it was kept, and when the person
+   * held none. Not part of what makes an approval submitted twice the same one: the first code,
+   * with its id, is what is answered.
    */
-  standingGeneration?: number;
+  standingId?: string;
   /**
    * The id of the person's membership of the resource's workspace when they approved, read
    * before the check that they are a member: a removal and a re-add since refuse the exchange
    * (ADR 0169, amended). Absent in codes stored before it was kept, when their membership holds
    * none (added before it was kept: judged by its stamp), and when they were not a member as it
    * was read (the check refuses it, and a join since draws an id the code does not hold). Not part
-   * of what makes an approval submitted twice the same one, as `standingGeneration`.
+   * of what makes an approval submitted twice the same one, as `standingId`.
    */
   membershipId?: string;
 }

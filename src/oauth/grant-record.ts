@@ -30,11 +30,12 @@ export interface GrantRecord {
   scopes: string[];
   createdAt: number;
   /**
-   * The person's standing generation when they consented (their code's), what their standing is
-   * judged by at each refresh and load; absent in records written before it was kept, and in one
-   * made from a code that kept none: those are judged by `createdAt` (ADR 0169).
+   * The person's standing id when they consented (their code's), what their standing is judged by
+   * at each refresh and load; absent in records written before it was kept, and in one made from a
+   * code that kept none: those are judged by `createdAt` while the person holds no id, and refused
+   * once they hold one (ADR 0169, amended later still).
    */
-  standingGeneration?: number;
+  standingId?: string;
   /**
    * The id of its person's membership of its workspace when they consented (their code's): a
    * grant counts only in that membership, not one they joined again since. Absent in records
@@ -82,8 +83,8 @@ export interface NewGrant {
   principalId: string;
   resource: string;
   scopes: string[];
-  /** The person's standing generation when they consented (their code's), if the code kept it. */
-  standingGeneration?: number;
+  /** The person's standing id when they consented (their code's), if the code kept one. */
+  standingId?: string;
   /** The id of their membership of the workspace when they consented, if the code kept one. */
   membershipId?: string;
 }

@@ -16,8 +16,8 @@ export interface Standing {
 }
 
 /**
- * When a consent was given, the person's standing generation then and the id of their membership
- * of the workspace it is for (ADR 0169 and its amendment).
+ * When a consent was given, the id of the person's standing then and of their membership of the
+ * workspace it is for (ADR 0169 and its amendments).
  */
 export type Consent = BegunUnder & BegunAsMember;
 
@@ -29,7 +29,7 @@ const NOT_A_MEMBER =
 
 /**
  * Why `principalId` may no longer hold access to `workspaceId` under a consent given `consented`:
- * deactivated now or since (under an earlier standing generation, standing.ts), not a member of
+ * deactivated now or since (under another standing, told by its id, standing.ts), not a member of
  * the workspace, or rejoined it since (another membership, told by its id, membership-id.ts, as a
  * connection grant counts only when made in its member's current
  * membership). Deactivation revokes only the grants that exist: a code approved before it and
@@ -49,12 +49,10 @@ export function standingRefusal(
 }
 
 /** A grant's consent as its standing is judged: when it was made, under which standing, in which membership. */
-export function consentOf(
-  record: Pick<GrantRecord, "createdAt" | "standingGeneration" | "membershipId">,
-): Consent {
+export function consentOf(record: Pick<GrantRecord, "createdAt" | "standingId" | "membershipId">): Consent {
   return {
     at: record.createdAt,
-    generation: record.standingGeneration,
+    standingId: record.standingId,
     membershipId: record.membershipId,
   };
 }

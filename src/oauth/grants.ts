@@ -194,7 +194,7 @@ export class Grants {
 
   /**
    * Records a new grant; with `refresh`, also its first refresh token. `consentedAt`, and the
-   * grant's `standingGeneration` and `membershipId`, say when the person approved and under which
+   * grant's `standingId` and `membershipId`, say when the person approved and under which
    * standing and membership (the code's; ADR 0169 and its amendment): the person must not have been
    * deactivated since, and must still be a member of the resource's workspace, not having left it
    * since. Leaving revokes only the grants that exist, so a code redeemed after its person's removal

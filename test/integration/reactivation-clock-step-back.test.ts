@@ -15,8 +15,8 @@ import {
 } from "../helpers/oauth.ts";
 
 // What a person began before a deactivation stays over after the reactivation (ADR 0018, 0027);
-// the order is the profile's standing generation, written with each deactivation and
-// reactivation, not the wall clock (ADR 0169). Compared by stamps, a clock stepped back after a
+// the order is the standing id the profile's last reactivation drew, not the wall clock (ADR 0169,
+// amended later still). Compared by stamps, a clock stepped back after a
 // reactivation locked the person out of sign-in and OAuth until the clock passed the reactivation
 // (review 52), and a reactivation stamped before an old session or consent let it back in.
 

@@ -147,9 +147,9 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
     }
     // Read before the person's deactivation is checked, and carried by the code: a deactivation
     // that lands after it (and the reactivation after that) refuses the code, whatever the clock
-    // reads (ADR 0169).
-    const { generation } = deps.users.standingOf(stored.principalId);
-    // Read before the membership is checked, as the standing generation is before the deactivation
+    // reads (ADR 0169, amended later still).
+    const { standingId } = deps.users.standingOf(stored.principalId);
+    // Read before the membership is checked, as the standing id is before the deactivation
     // check: a removal and a re-add that land after it refuse the code (ADR 0169, amended).
     const member = deps.workspaces.memberOf(stored.workspaceId, stored.principalId);
     if (decision === "approve") {
@@ -198,7 +198,7 @@ export function authorizeRoutes(deps: AuthorizeDeps): Hono<AppEnv> {
         scopes: pending.scopes,
         resource: pending.resource,
         principalId: pending.principalId,
-        standingGeneration: generation,
+        ...(standingId === undefined ? {} : { standingId }),
         ...(member?.membershipId === undefined ? {} : { membershipId: member.membershipId }),
       },
       code,

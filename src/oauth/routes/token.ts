@@ -93,7 +93,7 @@ async function exchangeCode(
           principalId: grant.principalId,
           resource: grant.resource,
           scopes: grant.scopes,
-          standingGeneration: grant.standingGeneration,
+          standingId: grant.standingId,
           membershipId: grant.membershipId,
         },
         { refresh: deps.clients.allowsRefresh(client), consentedAt: issuedAt },

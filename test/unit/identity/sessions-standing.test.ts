@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -8,8 +8,9 @@ import { UserDirectory } from "../../../src/identity/users.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
 // A session begun before its person's deactivation stays over after the reactivation (ADR 0018);
-// which came first is told by the profile's standing generation, not by two wall-clock stamps
-// (ADR 0169). Compared by stamps, a clock stepped back after a reactivation stamped every new
+// which came first is told by the standing id the profile's last reactivation drew, not by two
+// wall-clock stamps (ADR 0169), nor by a count a restored profile.json takes back (amended later
+// still). Compared by stamps, a clock stepped back after a reactivation stamped every new
 // sign-in "before" it: the person was locked out until the clock passed it (review 52); and a
 // reactivation stamped before an old session (the clock stepped back before it) let that session
 // back in.
@@ -47,13 +48,16 @@ async function lookup(setCookie: string): Promise<string> {
   return (await sessions.lookup(request)).kind;
 }
 
-/** Rewrites every JSON file in `dir` without `field`, as a release before ADR 0169 wrote it. */
-async function withoutField(dir: string, field: string): Promise<void> {
+/**
+ * Rewrites every JSON file in `dir` without `standingId`, as a release before standing ids wrote
+ * it, with `extra` added (a development build's numeric generation).
+ */
+async function withoutStandingId(dir: string, extra: Record<string, unknown> = {}): Promise<void> {
   for (const name of await readdir(dir)) {
     if (!name.endsWith(".json")) continue;
     const path = join(dir, name);
-    const { [field]: _dropped, ...rest } = JSON.parse(await readFile(path, "utf8"));
-    await writeFile(path, JSON.stringify(rest));
+    const { standingId: _dropped, ...rest } = JSON.parse(await readFile(path, "utf8"));
+    await writeFile(path, JSON.stringify({ ...rest, ...extra }));
   }
 }
 
@@ -94,23 +98,55 @@ describe("a session and its person's deactivation", () => {
     expect(await readdir(layout.collectionDir("sessions"))).toEqual([]);
   });
 
-  it("a session record from before generations were kept is judged by its stamp while no reactivation has counted since", async () => {
-    // A profile reactivated at 12:00 by a release that kept no generation.
+  it.each([
+    ["kept no standing id", {}],
+    ["hold a development build's numeric standingGeneration", { standingGeneration: 1 }],
+  ])(
+    "session records that %s are judged by their stamp while the person holds no id",
+    async (_label, extra) => {
+      // A profile reactivated at 12:00 by a release that kept no standing id.
+      await users.setDeactivated(ADA.id, true);
+      await users.setDeactivated(ADA.id, false);
+      await withoutStandingId(layout.userDir(ADA.id), extra);
+      const before = await sessions.start(ADA); // 12:00: at the reactivation, so begun before it
+      clockMs += 1;
+      const after = await sessions.start(ADA);
+      await withoutStandingId(layout.collectionDir("sessions"), extra);
+      await boot();
+      expect(users.standingOf(ADA.id)).toEqual({ reactivatedAt: clockMs - 1 });
+      expect(await lookup(before)).toBe("invalid");
+      expect(await lookup(after)).toBe("signed-in");
+      // A reactivation that drew an id since is later than every record that kept none.
+      clockMs -= HOUR_MS;
+      await users.setDeactivated(ADA.id, true);
+      await users.setDeactivated(ADA.id, false);
+      expect(await lookup(after)).toBe("invalid");
+    },
+  );
+
+  it("a session that kept a standing id is refused once profile.json is restored from before ids", async () => {
     await users.setDeactivated(ADA.id, true);
     await users.setDeactivated(ADA.id, false);
-    await withoutField(layout.userDir(ADA.id), "standingGeneration");
-    const before = await sessions.start(ADA); // 12:00: at the reactivation, so begun before it
-    clockMs += 1;
-    const after = await sessions.start(ADA);
-    await withoutField(layout.collectionDir("sessions"), "standingGeneration");
+    const session = await sessions.start(ADA);
+    await withoutStandingId(layout.userDir(ADA.id));
     await boot();
-    expect(users.standingOf(ADA.id)).toEqual({ generation: 0, reactivatedAt: clockMs - 1 });
-    expect(await lookup(before)).toBe("invalid");
-    expect(await lookup(after)).toBe("signed-in");
-    // A reactivation counted since is later than every record that kept no generation.
-    clockMs -= HOUR_MS;
+    expect(await lookup(session)).toBe("invalid");
+  });
+
+  it("a session begun before a deactivation stays over after the reactivation when profile.json was restored from a backup", async () => {
     await users.setDeactivated(ADA.id, true);
     await users.setDeactivated(ADA.id, false);
-    expect(await lookup(after)).toBe("invalid");
+    const profile = join(layout.userDir(ADA.id), "profile.json");
+    const backup = join(root, "profile.backup.json");
+    await copyFile(profile, backup); // the nightly backup
+    await users.setDeactivated(ADA.id, true);
+    await users.setDeactivated(ADA.id, false);
+    const stolen = await sessions.start(ADA); // on the laptop that is stolen
+    await copyFile(backup, profile); // the operator restores the profile
+    await boot();
+    await users.setDeactivated(ADA.id, true); // the theft is reported
+    await users.setDeactivated(ADA.id, false);
+    expect(await lookup(stolen)).toBe("invalid");
+    expect(await lookup(await sessions.start(ADA))).toBe("signed-in");
   });
 });

@@ -11,7 +11,7 @@ import {
   Sessions,
   secureCookiesFor,
 } from "../../../src/identity/sessions.ts";
-import type { PersonStanding } from "../../../src/identity/standing.ts";
+import { newStandingId, type PersonStanding } from "../../../src/identity/standing.ts";
 import { StorageLayout } from "../../../src/storage/paths.ts";
 
 const ADA: Principal = {
@@ -110,16 +110,16 @@ describe("Sessions", () => {
     }
   });
 
-  it("a session begun under an earlier standing generation is over, one begun under its person's current one is not", async () => {
-    let standing: PersonStanding = { generation: 0 };
+  it("a session begun under another standing id is over, one begun under its person's current one is not", async () => {
+    let standing: PersonStanding = { standingId: newStandingId() };
     const store = sessions({ standingOf: () => standing });
     const old = await store.start(ADA);
-    standing = { generation: 1, reactivatedAt: clockMs };
+    standing = { standingId: newStandingId(), reactivatedAt: clockMs };
     expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
     const fresh = await store.start(ADA);
     expect(await store.lookup(requestWith(fresh))).toMatchObject({ kind: "signed-in", principal: ADA });
     // Over for good: the record is gone, not only refused.
-    standing = { generation: 0 };
+    standing = {};
     expect(await store.lookup(requestWith(old))).toEqual({ kind: "invalid" });
   });
 

@@ -112,29 +112,46 @@ describe("UserDirectory", () => {
     const users = new UserDirectory(layout);
     await users.record(ALICE);
     expect(await users.setDeactivated(ALICE.id, false)).not.toHaveProperty("reactivatedAt");
-    expect(users.standingOf(ALICE.id)).toEqual({ generation: 0 });
+    expect(users.standingOf(ALICE.id)).toEqual({});
     await users.setDeactivated(ALICE.id, true);
     const back = await users.setDeactivated(ALICE.id, false);
     expect(back.deactivatedAt).toBeUndefined();
     expect(users.standingOf(ALICE.id)).toEqual({
-      generation: 1,
+      standingId: back.standingId,
       reactivatedAt: Date.parse(back.reactivatedAt as string),
     });
+    expect(back.standingId).toMatch(/^stn_[0-9a-f]{32}$/);
   });
 
-  it("counts each reactivation in the profile, so a restart reads the same generation", async () => {
+  it("draws a new standing id at each reactivation, kept in the profile so a restart reads the same one", async () => {
     const users = new UserDirectory(layout);
     await users.record(ALICE);
     await users.setDeactivated(ALICE.id, true);
-    // A deactivation counts none: the person's session still names them, for the 403 page.
-    expect(users.standingOf(ALICE.id).generation).toBe(0);
-    await users.setDeactivated(ALICE.id, false);
+    // A deactivation draws none: the person's session still names them, for the 403 page.
+    expect(users.standingOf(ALICE.id).standingId).toBeUndefined();
+    const first = await users.setDeactivated(ALICE.id, false);
     await users.setDeactivated(ALICE.id, true);
-    await users.setDeactivated(ALICE.id, false);
+    const second = await users.setDeactivated(ALICE.id, false);
+    expect(second.standingId).not.toBe(first.standingId);
     const restarted = new UserDirectory(layout);
     await restarted.load();
-    expect(restarted.standingOf(ALICE.id).generation).toBe(2);
-    expect(await restarted.get(ALICE.id)).toMatchObject({ standingGeneration: 2 });
+    expect(restarted.standingOf(ALICE.id).standingId).toBe(second.standingId);
+    expect(await restarted.get(ALICE.id)).toMatchObject({ standingId: second.standingId });
+  });
+
+  it.each([
+    ["a number", 2],
+    ["another prefix", "mbs_0123456789abcdef0123456789abcdef"],
+    ["upper-case hex", "stn_0123456789ABCDEF0123456789ABCDEF"],
+  ])("boot refuses a profile whose standingId is %s, naming the person", async (_label, standingId) => {
+    const users = new UserDirectory(layout);
+    await users.record(ALICE);
+    const path = join(layout.userDir(ALICE.id), "profile.json");
+    await writeFile(path, JSON.stringify({ ...ALICE, standingId }));
+    const error = await new UserDirectory(layout).load().catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(BootError);
+    expect((error as Error).message).toContain(ALICE.id);
+    expect((error as Error).message).toContain('"stn_" and 32 lowercase hex digits');
   });
 
   it("a write that lands and then fails its folder's flush: memory takes what the disk holds", async () => {
@@ -153,7 +170,10 @@ describe("UserDirectory", () => {
       expect(users.setDeactivated(ALICE.id, false)).rejects.toMatchObject({ code: "EIO" }),
     );
     expect(users.isDeactivated(ALICE.id)).toBe(false);
-    expect(users.standingOf(ALICE.id)).toEqual({ generation: 1, reactivatedAt: expect.any(Number) });
+    expect(users.standingOf(ALICE.id)).toEqual({
+      standingId: expect.stringMatching(/^stn_/),
+      reactivatedAt: expect.any(Number),
+    });
   });
 
   it("a record whose write lands and then fails its folder's flush is done; one that does not land throws", async () => {

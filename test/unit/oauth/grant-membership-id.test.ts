@@ -67,7 +67,7 @@ function consent(resource = RESOURCE) {
       principalId: ALICE.id,
       resource,
       scopes: ["mcp:read"],
-      standingGeneration: users.standingOf(ALICE.id).generation,
+      standingId: users.standingOf(ALICE.id).standingId,
       membershipId: alice?.membershipId,
     },
     { refresh: true, consentedAt: clock() },

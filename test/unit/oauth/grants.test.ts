@@ -147,7 +147,7 @@ describe("Grants", () => {
         principalId: ALICE.id,
         resource: RESOURCE,
         scopes: ["mcp:read"],
-        standingGeneration: users.standingOf(ALICE.id).generation,
+        standingId: users.standingOf(ALICE.id).standingId,
       },
       options: { refresh: true, consentedAt },
     });
