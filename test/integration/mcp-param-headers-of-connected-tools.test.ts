@@ -109,21 +109,29 @@ afterAll(async () => {
   await new Promise((resolve) => remote?.close(resolve));
 });
 
+/** The parts of a JSON-RPC answer these tests read. */
+interface RpcAnswer {
+  result: { tools: Array<{ name: string; inputSchema: JsonSchema }>; content: unknown };
+  error?: { code: number; message: string };
+}
+
+interface JsonSchema {
+  properties: Record<string, Record<string, unknown>>;
+}
+
 async function post(request: { headers: Record<string, string>; body: unknown }) {
   const response = await instance.raw("alice", "POST", `/mcp/${ws}`, {
     headers: request.headers,
     body: JSON.stringify(request.body),
   });
-  return { status: response.status, body: JSON.parse(response.text) as Record<string, any> };
+  return { status: response.status, body: JSON.parse(response.text) as RpcAnswer };
 }
 
 describe("Mcp-Param-* headers of a connected tool's x-mcp-header parameters", () => {
   it("the connected tool is listed to a 2026 client with its x-mcp-header (precondition)", async () => {
     const listed = await post(modernMcpRequest({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
-    const tool = (listed.body.result.tools as Array<{ name: string; inputSchema: any }>).find(
-      (t) => t.name === "regions__query",
-    );
-    expect(tool?.inputSchema.properties.region["x-mcp-header"]).toBe("Region");
+    const tool = listed.body.result.tools.find((t) => t.name === "regions__query");
+    expect(tool?.inputSchema.properties.region?.["x-mcp-header"]).toBe("Region");
   });
 
   it("a Mcp-Param-Region that disagrees with arguments.region is refused 400 / -32020, and nothing is called", async () => {
@@ -207,6 +215,6 @@ describe("Mcp-Param-* headers of a connected tool's x-mcp-header parameters", ()
       headers: { ...request.headers, "mcp-param-region": "=?base64?dXMtZWFzd?=" },
     });
     expect({ status: answer.status, code: answer.body.error?.code }).toEqual({ status: 400, code: -32020 });
-    expect(answer.body.error.message).toMatch(/Mcp-Param-Region header carries an invalid/);
+    expect(answer.body.error?.message).toMatch(/Mcp-Param-Region header carries an invalid/);
   });
 });
