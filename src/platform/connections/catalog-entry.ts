@@ -176,8 +176,9 @@ function secretProblem(server: ServerJson): string | undefined {
   const secret = secretInputIn(server);
   if (secret) {
     const named = secret.name === undefined ? "" : ` (${secret.name})`;
+    const held = secret.field === "choices" ? "choices" : `a ${secret.field}`;
     return (
-      `"${secret.place}"${named} is secret and has a ${secret.field} in the catalog, which every ` +
+      `"${secret.place}"${named} is secret and has ${held} in the catalog, which every ` +
       `signed-in person can read; remove the ${secret.field}: whoever connects supplies it.`
     );
   }

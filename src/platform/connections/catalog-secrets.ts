@@ -18,7 +18,8 @@ const SHOWN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * The first input under `remotes` or `packages`, in file order, that is `isSecret` and carries a
- * `value` or `default`, by its place. Every such input counts, wherever the registry puts it
+ * `value`, a `default` or `choices` (any but an empty list: a menu of secrets is as readable as
+ * one), by its place. Every such input counts, wherever the registry puts it
  * (a header, a header's or a remote's variable, a package's environment variable, argument or
  * transport header, and any it adds later): checking only remote headers let the others through
  * (test/unit/platform/connections/catalog-entry.test.ts "is refused when … is secret and has a
@@ -28,7 +29,7 @@ const SHOWN_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 export function secretInputIn(server: {
   remotes?: unknown;
   packages?: unknown;
-}): { place: string; field: "value" | "default"; name?: string } | undefined {
+}): { place: string; field: SecretField; name?: string } | undefined {
   const stack: { node: unknown; place: string }[] = [
     { node: server.packages, place: "packages" },
     { node: server.remotes, place: "remotes" },
@@ -38,8 +39,8 @@ export function secretInputIn(server: {
     if (typeof node !== "object" || node === null) continue;
     if (!Array.isArray(node)) {
       const input = node as Record<string, unknown>;
-      const field = input.value !== undefined ? "value" : input.default !== undefined ? "default" : undefined;
-      if (input.isSecret === true && field !== undefined) {
+      const field = input.isSecret === true ? secretFieldOf(input) : undefined;
+      if (field !== undefined) {
         const name = typeof input.name === "string" && SHOWN_NAME.test(input.name) ? input.name : undefined;
         return name === undefined ? { place, field } : { place, field, name };
       }
@@ -53,6 +54,16 @@ export function secretInputIn(server: {
     }
   }
   return undefined;
+}
+
+type SecretField = "value" | "default" | "choices";
+
+function secretFieldOf(input: Record<string, unknown>): SecretField | undefined {
+  if (input.value !== undefined) return "value";
+  if (input.default !== undefined) return "default";
+  const { choices } = input;
+  const offered = choices !== undefined && !(Array.isArray(choices) && choices.length === 0);
+  return offered ? "choices" : undefined;
 }
 
 /** Where a package names an input whose value it passes on: a variable's or an option's name. */
@@ -132,7 +143,7 @@ function variablesOf(node: unknown, place: string): NamedInput[] {
 
 /**
  * Whether an input fixes something whoever connects would otherwise supply. Its `value`, `default`
- * and only choice (a choice among several is a menu, not a value) are read, and so is each of its
+ * and every choice are read (a menu of keys lists each to everyone), and so is each of its
  * variables' alone; a variable at a value's start is read in its place there instead, since it
  * may be the scheme (`{scheme} {token}`, default `Bearer`). A value that is not text is fixed.
  */
@@ -156,20 +167,22 @@ function fixesValue(input: unknown): boolean {
   return readings.some(fixes);
 }
 
-/** An input's value, default and only choice; undefined when one is not text. */
+/** An input's value, default and every choice; undefined when one is not text. */
 function givenOf(input: unknown): string[] | undefined {
   const choices = fieldOf(input, "choices");
-  const only = Array.isArray(choices) && choices.length === 1 ? choices : [];
-  const given = [fieldOf(input, "value"), fieldOf(input, "default"), ...only].filter(
+  const offered = Array.isArray(choices) ? choices : [choices];
+  const given = [fieldOf(input, "value"), fieldOf(input, "default"), ...offered].filter(
     (text) => text !== undefined,
   );
   return given.every((text) => typeof text === "string") ? given : undefined;
 }
 
 /**
- * Whether a text holds a letter or digit once one leading word before a space and more (a scheme:
- * `Bearer`, `Token`) and every `{variable}`, with a label just before one (`token={token}`,
- * `user="{user}"`), are taken out. Read piece by piece: a regex looking back from each `{` took
+ * Whether a text holds a letter or digit once one leading scheme before a space and more
+ * (`Bearer`, `Token`) and every `{variable}`, with a label just before one (`token={token}`,
+ * `user="{user}"`), are taken out. A scheme or label is a short word without digits (SCHEME,
+ * LABEL): any token-shaped word counted as one, so `sk_live_4eC3… {token}` and `sk_live_4eC3…={x}`
+ * passed. Read piece by piece: a regex looking back from each `{` took
  * seconds over a long value.
  */
 function fixes(text: string): boolean {
@@ -177,20 +190,29 @@ function fixes(text: string): boolean {
   return pieces.some((piece, i) => FIXED.test(i < pieces.length - 1 ? withoutLabel(piece) : piece));
 }
 
-/** A piece before a `{variable}`, without a parameter's label at its end (`token=`, `user="`). */
+/**
+ * A piece before a `{variable}`, without a parameter's label at its end (`token=`, `user="`). The
+ * whole word before the `=` is judged, so a key there is kept whole, not trimmed to a label.
+ */
 function withoutLabel(piece: string): string {
   const bare = piece.replace(/="?$/, "");
   if (bare === piece) return piece;
   let start = bare.length;
-  while (start > 0 && LABEL_CHAR.test(bare[start - 1] as string)) start--;
-  return bare.slice(0, start);
+  while (start > 0 && WORD_CHAR.test(bare[start - 1] as string)) start--;
+  return LABEL.test(bare.slice(start)) ? bare.slice(0, start) : piece;
 }
 
 const VARIABLE = /\{[^{}]*\}/;
 const LEADING_VARIABLE = /^\s*\{([^{}]*)\}/;
-/** An RFC 9110 auth-scheme at the start, before a space and more: `Bearer {token}`, not `sk-1 `. */
-const SCHEME = /^\s*[A-Za-z][A-Za-z0-9!#$%&'*+.^_`|~-]*\s+(?=\S)/;
-const LABEL_CHAR = /[A-Za-z0-9._-]/;
+/**
+ * An auth scheme at the start, before a space and more: a letter, then up to 19 letters or hyphens
+ * (`Bearer`, `Digest`, `Negotiate`). Schemes with digits (`AWS4-HMAC-SHA256`, `SCRAM-SHA-256`) are
+ * not one: they sign each request, so no catalog template holds them, and a key has digits.
+ */
+const SCHEME = /^\s*[A-Za-z][A-Za-z-]{0,19}\s+(?=\S)/;
+/** A parameter's label: up to 32 letters, `_` or `-` (`token`, `api_key`), no digits, as a key has. */
+const LABEL = /^[A-Za-z_-]{1,32}$/;
+const WORD_CHAR = /[A-Za-z0-9._-]/;
 const FIXED = /[\p{L}\p{N}]/u;
 
 function objectOf(node: unknown): Record<string, unknown> {

@@ -207,6 +207,20 @@ describe("a server.json", () => {
       },
       said: '"packages.0.packageArguments.0.variables.#0" is secret and has a default',
     },
+    // Review 59: only `value` and `default` were read, so a secret offered as choices was listed.
+    ...[["SECRET-5"], ["SECRET-5", "SECRET-6"]].map((choices) => ({
+      where: `a header offering ${choices.length} choice(s)`,
+      extra: {
+        remotes: [
+          {
+            type: "streamable-http",
+            url: "https://x/mcp",
+            headers: [{ name: "X-Upstream", isSecret: true, choices }],
+          },
+        ],
+      },
+      said: '"remotes.0.headers.0" (X-Upstream) is secret and has choices',
+    })),
   ])("is refused when $where is secret and has a value", ({ extra, said }) => {
     const problem = problemOf(server(extra as Partial<ServerJson>));
     expect(problem).toContain(said);
@@ -347,6 +361,7 @@ describe("a server.json", () => {
       header: { name: "Authorization", value: 'Digest username="{user}", response="{response}"' },
     },
     { what: "a user and a key", header: { name: "X-Api-Key", value: "{user}:{key}" } },
+    { what: "a label with an underscore", header: { name: "Authorization", value: "Token api_key={key}" } },
     {
       what: "a header whose name only mentions a session",
       header: { name: "X-Session-Affinity", value: "sticky" },
@@ -389,6 +404,60 @@ describe("a server.json", () => {
       '"remotes.0.headers.0" (Authorization) is named as a credential and has a fixed value',
     );
     expect(problem).not.toMatch(/sk-live|c2st/);
+  });
+
+  // Review 59: a key where the rule expected a scheme word or a parameter's label, or offered in a
+  // menu of several choices, was listed to every signed-in person.
+  const KEY = "sk_live_4eC39HqLyjWDarjtT1zdp7dc";
+  it.each([
+    { what: "a key as the scheme", header: { name: "Authorization", value: `${KEY} {token}` } },
+    {
+      what: "a key as a label after a scheme",
+      header: { name: "Authorization", value: `Bearer ${KEY}={suffix}` },
+    },
+    { what: "a key as a label", header: { name: "X-Api-Key", value: `${KEY}={suffix}` } },
+    { what: "a menu of keys", header: { name: "X-Api-Key", choices: [KEY, `${KEY}2`] } },
+    {
+      what: "a scheme variable's default that is a key",
+      header: { name: "Authorization", value: "{scheme} {token}", variables: { scheme: { default: KEY } } },
+    },
+    {
+      what: "a scheme variable offering a key among schemes",
+      header: {
+        name: "Authorization",
+        value: "{scheme} {token}",
+        variables: { scheme: { choices: ["Bearer", KEY] } },
+      },
+    },
+    {
+      what: "a variable offering a menu of keys",
+      header: {
+        name: "Authorization",
+        value: "Bearer {token}",
+        variables: { token: { choices: [KEY, `${KEY}2`] } },
+      },
+    },
+  ])("is refused when a credential header fixes a key disguised or in a menu ($what)", ({ header }) => {
+    const problem = problemOf(
+      server({ remotes: [{ type: "streamable-http", url: "https://x/mcp", headers: [header] }] }),
+    );
+    expect(problem).toContain(
+      `"remotes.0.headers.0" (${header.name}) is named as a credential and has a fixed value`,
+    );
+    expect(problem).not.toContain("sk_live");
+  });
+
+  it("is refused when a URL variable named as a credential offers a menu of keys", () => {
+    const remote = {
+      type: "streamable-http",
+      url: "https://x.example.com/{api_key}/mcp",
+      variables: { api_key: { choices: [KEY, `${KEY}2`] } },
+    };
+    const problem = problemOf(server({ remotes: [remote] }));
+    expect(problem).toContain(
+      '"remotes.0.variables.api_key" (api_key) is named as a credential and has a fixed value',
+    );
+    expect(problem).not.toContain("sk_live");
   });
 
   // Review 58: a remote's URL variable named as a credential, with a fixed default, was listed to
