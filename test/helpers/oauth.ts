@@ -139,6 +139,31 @@ export async function obtainTokensWithCookie(
   workspaceId: string,
   options: { scope?: string; clientId?: string } = {},
 ): Promise<Tokens & { clientId: string }> {
+  const exchange = await approveCode(t, cookie, workspaceId, options);
+  const response = await tokenRequest(t, { ...exchange, resource: `${t.url}/mcp/${workspaceId}` });
+  expect(response.status, `POST /oauth/token for ${workspaceId}`).toBe(200);
+  return { ...((await response.json()) as Tokens), clientId: exchange.client_id };
+}
+
+/** The token request that redeems an approved authorization code, as a client sends it. */
+export interface CodeExchange extends Record<string, string> {
+  grant_type: "authorization_code";
+  code: string;
+  redirect_uri: string;
+  client_id: string;
+  code_verifier: string;
+}
+
+/**
+ * A client (a new one unless `clientId` is given) asks for `workspaceId` and whoever the browser
+ * session `cookie` belongs to approves: the code's exchange, for the test to send when it chooses.
+ */
+export async function approveCode(
+  t: OAuthTarget,
+  cookie: string,
+  workspaceId: string,
+  options: { scope?: string; clientId?: string } = {},
+): Promise<CodeExchange> {
   const clientId = options.clientId ?? (await registerClient(t)).client_id;
   const { verifier, challenge } = pkcePair();
   const consent = await authorize(t, cookie, { clientId, workspaceId, challenge, scope: options.scope });
@@ -146,17 +171,25 @@ export async function obtainTokensWithCookie(
   const decision = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
   expect(decision.status, `POST /oauth/authorize for ${workspaceId}`).toBe(303);
   const code = new URL(decision.headers.get("location") as string).searchParams.get("code") as string;
-  const response = await tokenRequest(t, {
+  return {
     grant_type: "authorization_code",
     code,
     redirect_uri: REDIRECT_URI,
     client_id: clientId,
     code_verifier: verifier,
-    resource: `${t.url}/mcp/${workspaceId}`,
-  });
-  expect(response.status, `POST /oauth/token for ${workspaceId}`).toBe(200);
-  return { ...((await response.json()) as Tokens), clientId };
+  };
 }
+
+/** A refresh of `tokens` by the client they were issued to. */
+export function refreshTokens(t: OAuthTarget, tokens: Tokens & { clientId: string }): Promise<Response> {
+  return tokenRequest(t, {
+    grant_type: "refresh_token",
+    refresh_token: tokens.refresh_token as string,
+    client_id: tokens.clientId,
+  });
+}
+
+export const LIST_TOOLS = { jsonrpc: "2.0", id: 1, method: "tools/list" };
 
 /** One JSON-RPC request to /mcp/<ws> with a bearer token. */
 export function mcpPost(

@@ -1,16 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { FakeTime } from "../helpers/fake-time.ts";
+import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import type { FakeTime } from "../helpers/fake-time.ts";
+import { HOUR_MS, startFakeTimeAtrium } from "../helpers/fake-time-atrium.ts";
 import { addMember } from "../helpers/members.ts";
 import {
-  authorize,
-  consentRequestId,
-  decide,
+  approveCode,
+  LIST_TOOLS,
   mcpPost,
   obtainTokens,
-  pkcePair,
-  REDIRECT_URI,
-  registerClient,
+  refreshTokens,
   sessionCookie,
   tokenRequest,
 } from "../helpers/oauth.ts";
@@ -22,17 +20,14 @@ import {
 // the workspace until the clock passed `addedAt`, and a removal and re-add stamped before an old
 // consent let that consent back in.
 
-const HOUR_MS = 60 * 60 * 1000;
 const bobId = testPrincipal("bob").id;
-const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
 
 let time: FakeTime;
 let t: TestAtrium;
 let ws: string;
 
 beforeEach(async () => {
-  time = new FakeTime(Date.parse("2026-12-07T09:00:00Z"));
-  t = await startTestAtrium({ clock: time.clock, timers: time.timers });
+  ({ time, t } = await startFakeTimeAtrium("2026-12-07T09:00:00Z"));
   ws = await bootstrapWorkspace(t, "alice");
   await bootstrapWorkspace(t, "bob");
   time.jump(3 * HOUR_MS);
@@ -55,36 +50,21 @@ describe("a membership and a clock stepped back", () => {
     await addBob();
     time.jump(-HOUR_MS);
     const tokens = await obtainTokens(t, "bob", ws);
-    expect((await mcpPost(t, ws, tokens.access_token, listTools)).status).toBe(200);
-    const refreshed = await tokenRequest(t, {
-      grant_type: "refresh_token",
-      refresh_token: tokens.refresh_token as string,
-      client_id: tokens.clientId,
-    });
+    expect((await mcpPost(t, ws, tokens.access_token, LIST_TOOLS)).status).toBe(200);
+    const refreshed = await refreshTokens(t, tokens);
     expect(refreshed.status).toBe(200);
   });
 
   it("a code approved before a removal stays refused when the re-add is stamped before it, across a restart", async () => {
     await addBob();
-    const cookie = await sessionCookie(t, "bob");
-    const clientId = (await registerClient(t)).client_id;
-    const { verifier, challenge } = pkcePair();
-    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
-    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
-    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+    const exchange = await approveCode(t, await sessionCookie(t, "bob"), ws);
 
     time.jump(-HOUR_MS);
     await removeBob();
     await addBob();
     t = await t.restart();
 
-    const exchanged = await tokenRequest(t, {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-    });
+    const exchanged = await tokenRequest(t, exchange);
     expect(exchanged.status).toBe(400);
     expect(await exchanged.json()).toMatchObject({
       error: "invalid_grant",
@@ -100,15 +80,11 @@ describe("a membership and a clock stepped back", () => {
     await addBob();
     t = await t.restart();
 
-    const refreshed = await tokenRequest(t, {
-      grant_type: "refresh_token",
-      refresh_token: tokens.refresh_token as string,
-      client_id: tokens.clientId,
-    });
+    const refreshed = await refreshTokens(t, tokens);
     expect(refreshed.status).toBe(400);
-    expect((await mcpPost(t, ws, tokens.access_token, listTools)).status).toBe(401);
+    expect((await mcpPost(t, ws, tokens.access_token, LIST_TOOLS)).status).toBe(401);
     // A new consent, under the new membership, works.
     const fresh = await obtainTokens(t, "bob", ws);
-    expect((await mcpPost(t, ws, fresh.access_token, listTools)).status).toBe(200);
+    expect((await mcpPost(t, ws, fresh.access_token, LIST_TOOLS)).status).toBe(200);
   });
 });

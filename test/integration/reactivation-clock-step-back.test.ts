@@ -1,15 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
-import { FakeTime } from "../helpers/fake-time.ts";
+import { bootstrapWorkspace, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
+import type { FakeTime } from "../helpers/fake-time.ts";
+import { HOUR_MS, startFakeTimeAtrium } from "../helpers/fake-time-atrium.ts";
 import {
-  authorize,
-  consentRequestId,
-  decide,
+  approveCode,
+  LIST_TOOLS,
   mcpPost,
   obtainTokens,
-  pkcePair,
-  REDIRECT_URI,
-  registerClient,
+  refreshTokens,
   sessionCookie,
   tokenRequest,
 } from "../helpers/oauth.ts";
@@ -20,17 +18,14 @@ import {
 // reactivation locked the person out of sign-in and OAuth until the clock passed the reactivation
 // (review 52), and a reactivation stamped before an old session or consent let it back in.
 
-const HOUR_MS = 60 * 60 * 1000;
 const bobId = testPrincipal("bob").id;
-const listTools = { jsonrpc: "2.0", id: 1, method: "tools/list" };
 
 let time: FakeTime;
 let t: TestAtrium;
 let ws: string;
 
 beforeEach(async () => {
-  time = new FakeTime(Date.parse("2026-12-07T09:00:00Z"));
-  t = await startTestAtrium({ clock: time.clock, timers: time.timers });
+  ({ time, t } = await startFakeTimeAtrium("2026-12-07T09:00:00Z"));
   await bootstrapWorkspace(t, "orgadmin-olga");
   ws = await bootstrapWorkspace(t, "bob");
   // Bob's membership is stamped well before every step below; a join and a clock step back are
@@ -58,35 +53,21 @@ describe("a reactivation and a clock stepped back", () => {
     const cookie = await sessionCookie(t, "bob");
     expect((await bootstrapWith(cookie)).status).toBe(200);
     const tokens = await obtainTokens(t, "bob", ws, { cookie });
-    expect((await mcpPost(t, ws, tokens.access_token, listTools)).status).toBe(200);
-    const refreshed = await tokenRequest(t, {
-      grant_type: "refresh_token",
-      refresh_token: tokens.refresh_token as string,
-      client_id: tokens.clientId,
-    });
+    expect((await mcpPost(t, ws, tokens.access_token, LIST_TOOLS)).status).toBe(200);
+    const refreshed = await refreshTokens(t, tokens);
     expect(refreshed.status).toBe(200);
   });
 
   it("a session and a code from before a deactivation stay refused when the reactivation is stamped before them, across a restart", async () => {
     const cookie = await sessionCookie(t, "bob");
-    const clientId = (await registerClient(t)).client_id;
-    const { verifier, challenge } = pkcePair();
-    const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
-    const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
-    const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
+    const exchange = await approveCode(t, cookie, ws);
 
     time.jump(-HOUR_MS);
     await deactivateAndReactivateBob();
     t = await t.restart();
 
     expect((await bootstrapWith(cookie)).status).toBe(401);
-    const exchanged = await tokenRequest(t, {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-    });
+    const exchanged = await tokenRequest(t, exchange);
     expect(exchanged.status).toBe(400);
     expect(await exchanged.json()).toMatchObject({
       error: "invalid_grant",
