@@ -21,6 +21,17 @@ export async function connectionView<View>(
   return (await response.json()) as View;
 }
 
+/** Adds the connection `body` describes to `ws` (201 required). */
+export async function addConnection(
+  instance: TestAtrium,
+  ws: string,
+  body: Record<string, unknown>,
+  user: TestUser = "alice",
+): Promise<void> {
+  const added = await instance.rest(user, "POST", `/v1/workspaces/${ws}/connections`, body);
+  expect(added.status, await added.clone().text()).toBe(201);
+}
+
 /** Calls `tool` through REST's dispatch (200 required) and answers its result. */
 export async function callTool(
   instance: TestAtrium,

@@ -1,10 +1,13 @@
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
-import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import { addConnection } from "../helpers/connections.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import {
+  type HandWrittenToolsServer,
+  plainTool,
+  startHandWrittenToolsServer,
+} from "../helpers/hand-written-tools-server.ts";
 
 // MCP 2025-11-25 (and 2026-07-28) say a tool name SHOULD be 1 to 128 characters, and the SDK's own
 // validateToolName calls a longer one invalid. A remote tool's own name may be 128 characters and a
@@ -14,52 +17,22 @@ const TOOL = "a".repeat(100);
 /** The longest connection name that serves TOOL in 128 characters. */
 const FITS = `c${"x".repeat(25)}`;
 let tools = [TOOL];
-let http: ServerType;
+let server: HandWrittenToolsServer;
 let url: string;
 let instance: TestAtrium;
 let ws: string;
 const { log, lines } = capturingLogger("info");
 
-async function answer(request: Request): Promise<Response> {
-  if (request.method !== "POST") return new Response(null, { status: 405 });
-  const message = (await request.json()) as { id?: number; method: string; params?: Record<string, unknown> };
-  if (message.id === undefined) return new Response(null, { status: 202 });
-  const reply = (result: unknown) => Response.json({ jsonrpc: "2.0", id: message.id, result });
-  switch (message.method) {
-    case "initialize":
-      return reply({
-        protocolVersion: (message.params?.protocolVersion as string) ?? "2025-11-25",
-        capabilities: { tools: {} },
-        serverInfo: { name: "long-names", version: "1.0.0" },
-      });
-    case "ping":
-      return reply({});
-    case "tools/list":
-      return reply({
-        tools: tools.map((name) => ({ name, description: `tool ${name}`, inputSchema: { type: "object" } })),
-      });
-    case "tools/call":
-      return reply({ content: [{ type: "text", text: `called ${String(message.params?.name)}` }] });
-    default:
-      return Response.json({
-        jsonrpc: "2.0",
-        id: message.id,
-        error: { code: -32601, message: "Method not found" },
-      });
-  }
-}
-
 beforeAll(async () => {
-  http = serve({ fetch: answer, hostname: "127.0.0.1", port: 0 });
-  await once(http, "listening");
-  url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  server = await startHandWrittenToolsServer("long-names", () => tools.map(plainTool));
+  url = server.url;
   instance = await startConnectionsAtrium("atrium-tool-name-length-", new FakeTime(Date.now()), log);
   ws = await bootstrapWorkspace(instance, "alice");
 });
 
 afterAll(async () => {
   await instance?.stop();
-  http?.close();
+  server?.close();
 });
 
 async function listedNames(): Promise<string[]> {
@@ -87,11 +60,7 @@ describe("a namespaced tool name", () => {
   });
 
   it("is served at exactly 128, and a refresh to a longer one is refused, the current snapshot still served", async () => {
-    const added = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, {
-      name: FITS,
-      url,
-    });
-    expect(added.status, await added.clone().text()).toBe(201);
+    await addConnection(instance, ws, { name: FITS, url });
     expect(await listedNames()).toContain(`${FITS}__${TOOL}`);
     tools = [TOOL, `${TOOL}b`];
     const refreshed = await instance.rest(

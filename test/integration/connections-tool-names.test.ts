@@ -1,10 +1,13 @@
-import { once } from "node:events";
-import type { AddressInfo } from "node:net";
-import { type ServerType, serve } from "@hono/node-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, type TestAtrium } from "../helpers/atrium.ts";
+import { addConnection } from "../helpers/connections.ts";
 import { startConnectionsAtrium } from "../helpers/connections-atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
+import {
+  type HandWrittenToolsServer,
+  plainTool,
+  startHandWrittenToolsServer,
+} from "../helpers/hand-written-tools-server.ts";
 import { type RemoteServer, startRemoteServer } from "../helpers/remote-server.ts";
 
 // A connection's tool names as its server gives them and as a member calls them: a name shaped
@@ -26,40 +29,10 @@ const NAMES = [
   "-",
 ];
 const { log, lines } = capturingLogger("info");
-let http: ServerType;
+let handWritten: HandWrittenToolsServer;
 let remote: RemoteServer;
 let instance: TestAtrium;
 let ws: string;
-
-/** A server answering initialize, ping, tools/list (NAMES) and tools/call by hand. */
-async function answer(request: Request): Promise<Response> {
-  if (request.method !== "POST") return new Response(null, { status: 405 });
-  const message = (await request.json()) as { id?: number; method: string; params?: Record<string, unknown> };
-  if (message.id === undefined) return new Response(null, { status: 202 });
-  const reply = (result: unknown) => Response.json({ jsonrpc: "2.0", id: message.id, result });
-  switch (message.method) {
-    case "initialize":
-      return reply({
-        protocolVersion: (message.params?.protocolVersion as string) ?? "2025-11-25",
-        capabilities: { tools: {} },
-        serverInfo: { name: "protos", version: "1.0.0" },
-      });
-    case "ping":
-      return reply({});
-    case "tools/list":
-      return reply({
-        tools: NAMES.map((name) => ({ name, description: `tool ${name}`, inputSchema: { type: "object" } })),
-      });
-    case "tools/call":
-      return reply({ content: [{ type: "text", text: `called ${String(message.params?.name)}` }] });
-    default:
-      return Response.json({
-        jsonrpc: "2.0",
-        id: message.id,
-        error: { code: -32601, message: "Method not found" },
-      });
-  }
-}
 
 function callAs(name: string): Promise<Response> {
   return instance.rest("alice", "POST", `/v1/workspaces/${ws}/tools/call`, { name, arguments: {} });
@@ -74,27 +47,21 @@ function errorsSince(before: number): unknown[] {
 }
 
 beforeAll(async () => {
-  http = serve({ fetch: answer, hostname: "127.0.0.1", port: 0 });
-  await once(http, "listening");
+  handWritten = await startHandWrittenToolsServer("protos", () => NAMES.map(plainTool));
   remote = await startRemoteServer();
   instance = await startConnectionsAtrium("atrium-connections-tool-names-", new FakeTime(Date.now()), log, {
     healthIntervalSeconds: 3600,
     credentialCheckIntervalSeconds: 86_400,
   });
   ws = await bootstrapWorkspace(instance, "alice");
-  for (const [name, url] of [
-    ["p", `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`],
-    ["rs", remote.url.href],
-  ]) {
-    const added = await instance.rest("alice", "POST", `/v1/workspaces/${ws}/connections`, { name, url });
-    expect(added.status, await added.clone().text()).toBe(201);
-  }
+  await addConnection(instance, ws, { name: "p", url: handWritten.url });
+  await addConnection(instance, ws, { name: "rs", url: remote.url.href });
 });
 
 afterAll(async () => {
   await instance?.stop();
   await remote?.stop();
-  http?.close();
+  handWritten?.close();
 });
 
 describe("a connection's tools named like an object's own properties, with `__`, or by case", () => {
