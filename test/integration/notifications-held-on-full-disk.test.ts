@@ -6,10 +6,11 @@ import {
   HELD_WARNING,
 } from "../../src/platform/notifications/held-posts.ts";
 import type { Notification } from "../../src/platform/notifications/model.ts";
-import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import type { TestAtrium } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
-import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.ts";
+import { canMount, type SmallDisk } from "../helpers/small-disk.ts";
+import { type SmallDiskAtrium, startSmallDiskAtrium } from "../helpers/small-disk-atrium.ts";
 
 // What the runtime posts on its own (a connection that needs re-authorizing) when the data root is
 // full: nobody is there to be answered 507 and try again, and the post used to be dropped with an
@@ -18,27 +19,18 @@ import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.
 // amended). A real tmpfs, really full: the tests skip where mounting is not permitted.
 
 describe.skipIf(!canMount)("a runtime notification on a full data root", () => {
+  let scene: SmallDiskAtrium | undefined;
   let disk: SmallDisk;
   let time: FakeTime;
   let instance: TestAtrium;
-  let captured: ReturnType<typeof capturingLogger>;
+  let captured: SmallDiskAtrium["captured"];
   let ws: string;
   beforeEach(async () => {
-    disk = await mountSmallDisk("8m");
     time = new FakeTime(Date.UTC(2026, 11, 7, 12));
-    captured = capturingLogger("info");
-    instance = await startTestAtrium({
-      dir: disk.dir,
-      log: captured.log,
-      clock: time.clock,
-      timers: time.timers,
-    });
-    ws = await bootstrapWorkspace(instance, "alice");
+    scene = await startSmallDiskAtrium({ time });
+    ({ disk, instance, captured, ws } = scene);
   });
-  afterEach(async () => {
-    await instance.close().catch(() => undefined);
-    await disk.unmount();
-  });
+  afterEach(() => scene?.stop());
 
   async function connectionDown(name: string): Promise<void> {
     instance.atrium.events.publish({

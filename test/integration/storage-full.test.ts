@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import type { TestAtrium } from "../helpers/atrium.ts";
 import {
   authorize,
   consentRequestId,
@@ -10,7 +10,8 @@ import {
   sessionCookie,
   tokenRequest,
 } from "../helpers/oauth.ts";
-import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.ts";
+import { canMount, type SmallDisk } from "../helpers/small-disk.ts";
+import { type SmallDiskAtrium, startSmallDiskAtrium } from "../helpers/small-disk-atrium.ts";
 
 // docs/operations.md "A full disk": a write any store cannot make on a full data root stores
 // nothing and is answered as a full disk (507 over REST, an isError result over MCP, 503
@@ -21,20 +22,16 @@ import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.
 const WARNING = "storage full: a write was refused and nothing stored";
 
 describe.skipIf(!canMount)("a write on a full data root", () => {
+  let scene: SmallDiskAtrium | undefined;
   let disk: SmallDisk;
   let instance: TestAtrium;
-  let captured: ReturnType<typeof capturingLogger>;
+  let captured: SmallDiskAtrium["captured"];
   let ws: string;
   beforeEach(async () => {
-    disk = await mountSmallDisk("8m");
-    captured = capturingLogger("warn");
-    instance = await startTestAtrium({ dir: disk.dir, log: captured.log });
-    ws = await bootstrapWorkspace(instance, "alice");
+    scene = await startSmallDiskAtrium({ logLevel: "warn" });
+    ({ disk, instance, captured, ws } = scene);
   });
-  afterEach(async () => {
-    await instance.close().catch(() => undefined);
-    await disk.unmount();
-  });
+  afterEach(() => scene?.stop());
 
   /** Runs `work` with the disk full to its last byte, and frees it again after. */
   async function onFullDisk<T>(work: () => Promise<T>): Promise<T> {

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Run, Task } from "../../src/platform/tasks/model.ts";
-import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
+import type { TestAtrium } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
-import { canMount, mountSmallDisk, type SmallDisk } from "../helpers/small-disk.ts";
+import { canMount, type SmallDisk } from "../helpers/small-disk.ts";
+import { type SmallDiskAtrium, startSmallDiskAtrium } from "../helpers/small-disk-atrium.ts";
 
 // A cron instant that falls due while the data root is full cannot record itself on the task
 // (lastScheduledAt), and used to be skipped with a "scheduled job failed" warning: the next instant
@@ -16,27 +17,18 @@ const SKIPPED =
   "task schedule instant not run: the storage is full; the next instant runs once for it, as missed, once space has been freed";
 
 describe.skipIf(!canMount)("a cron instant due on a full data root", () => {
+  let scene: SmallDiskAtrium | undefined;
   let disk: SmallDisk;
   let time: FakeTime;
   let instance: TestAtrium;
-  let captured: ReturnType<typeof capturingLogger>;
+  let captured: SmallDiskAtrium["captured"];
   let ws: string;
   beforeEach(async () => {
-    disk = await mountSmallDisk("8m");
     time = new FakeTime(Date.UTC(2026, 11, 7, 8, 50));
-    captured = capturingLogger("info");
-    instance = await startTestAtrium({
-      dir: disk.dir,
-      log: captured.log,
-      clock: time.clock,
-      timers: time.timers,
-    });
-    ws = await bootstrapWorkspace(instance, "alice");
+    scene = await startSmallDiskAtrium({ time });
+    ({ disk, instance, captured, ws } = scene);
   });
-  afterEach(async () => {
-    await instance.close().catch(() => undefined);
-    await disk.unmount();
-  });
+  afterEach(() => scene?.stop());
 
   it("is caught up, once, by the next instant after space is freed", async () => {
     const path = `/v1/workspaces/${ws}/tasks`;
