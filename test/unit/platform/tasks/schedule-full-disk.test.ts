@@ -2,22 +2,15 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EventBus } from "../../../../src/kernel/events.ts";
-import { everyLeaseLocal } from "../../../../src/kernel/leases.ts";
-import { Scheduler } from "../../../../src/kernel/scheduler.ts";
 import { createLogger } from "../../../../src/log.ts";
-import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
-import { TaskRunner } from "../../../../src/platform/tasks/runner.ts";
-import { type ScheduleDeps, TaskSchedules } from "../../../../src/platform/tasks/schedule.ts";
-import { TaskStore } from "../../../../src/platform/tasks/store.ts";
-import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { StorageLayout } from "../../../../src/storage/paths.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { WorkspaceStore } from "../../../../src/workspace/store.ts";
 import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
-import { memoryLog } from "../../../helpers/memory-log.ts";
 import { canMount, mountSmallDisk, type SmallDisk } from "../../../helpers/small-disk.ts";
 import { taskRecord } from "../../../helpers/task-records.ts";
+import { bootTasksApp, recordingDispatch } from "../../../helpers/tasks-app.ts";
 
 // A fire records its instant on the task before its run starts (ADR 0044). When the disk fills in
 // between, the run's record is refused: the instant was recorded as acted on, so no fire and no
@@ -44,51 +37,9 @@ describe.skipIf(!canMount)("a fire whose run's record meets a full disk", () => 
     await workspaces.load();
     const ws = (await workspaces.create("W", OWNER)).id;
     const time = new FakeTime(Date.parse("2026-12-07T08:30:00Z"));
-    const log = memoryLog().log;
-    const called: string[] = [];
-    const call = async (_caller: unknown, name: string) => {
-      called.push(name);
-      return { content: [{ type: "text", text: "done" }] };
-    };
-    const callUntilAccessEnds = (...args: Parameters<typeof call>) => {
-      const answered = call(...args);
-      return Object.assign(answered, { toolSettled: answered.then(() => undefined) });
-    };
-    const store = new TaskStore(layout.partition("tasks"), layout, {
-      clock: time.clock,
-      log,
-      idempotencyWindowMs: 3_600_000,
-      results: { discard: async () => true },
-    });
-    const runner = new TaskRunner({
-      store,
-      dispatch: { call, callUntilAccessEnds } as unknown as ToolDispatch,
-      results: { keep: async (_run, result) => ({ result }) },
-      workspaces: { roleOf: () => "member" },
-      users: { isDeactivated: () => false },
-      events: { publish: () => undefined },
-      clock: time.clock,
-      timers: time.timers,
-      settings: TASK_DEFAULTS,
-      log,
-    });
-    const scheduler = new Scheduler({ clock: time.clock, timers: time.timers, leases: everyLeaseLocal, log });
-    const schedules = new TaskSchedules({
-      scheduler,
-      runner,
-      store,
-      workspaces: { get: () => ({}), roleOf: () => "member" },
-      users: { isDeactivated: () => false },
-      clock: time.clock,
-      log,
-      minIntervalSeconds: 60,
-    } as unknown as ScheduleDeps);
-    await schedules.armAll(
-      await store.boot(
-        () => [ws],
-        () => true,
-      ),
-    );
+    const { dispatch, called } = recordingDispatch();
+    const { store, runner, scheduler, schedules, triggered } = await bootTasksApp(layout, ws, time, dispatch);
+    await schedules.armAll(triggered);
     const at = new Date(time.clock()).toISOString();
     const task = await store.create(
       taskRecord(ws, OWNER, time.clock(), {

@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { everyLeaseLocal } from "../../../../src/kernel/leases.ts";
 import { Scheduler } from "../../../../src/kernel/scheduler.ts";
-import { TASK_DEFAULTS } from "../../../../src/platform/tasks/config.ts";
 import type { Task } from "../../../../src/platform/tasks/model.ts";
-import { type RunStart, TaskRunner } from "../../../../src/platform/tasks/runner.ts";
+import type { RunStart } from "../../../../src/platform/tasks/runner.ts";
 import {
   catchUpFromMs,
   missedOf,
@@ -11,13 +10,12 @@ import {
   type ScheduleDeps,
   TaskSchedules,
 } from "../../../../src/platform/tasks/schedule.ts";
-import { TaskStore } from "../../../../src/platform/tasks/store.ts";
-import type { ToolDispatch } from "../../../../src/sources/dispatch.ts";
 import { NO_CALLER } from "../../../../src/workspace/access-check.ts";
 import { eventually } from "../../../helpers/eventually.ts";
 import { FakeTime } from "../../../helpers/fake-time.ts";
 import { memoryLog } from "../../../helpers/memory-log.ts";
 import { taskRecord } from "../../../helpers/task-records.ts";
+import { bootTasksApp, recordingDispatch } from "../../../helpers/tasks-app.ts";
 import { openTempRoot } from "../../../helpers/temp-root.ts";
 
 const at = (iso: string) => Date.parse(iso);
@@ -389,63 +387,9 @@ describe("a fire racing a graceful stop", () => {
     const owner = `usr_${"b".repeat(24)}`;
     const t = await openTempRoot("task-schedule-stop", owner);
     const time = new FakeTime(Date.parse("2026-01-01T08:30:00Z"));
-    const log = memoryLog().log;
-    const called: string[] = [];
-    const call = async (_caller: unknown, name: string) => {
-      called.push(name);
-      return { content: [{ type: "text", text: "done" }] };
-    };
-    const callUntilAccessEnds = (...args: Parameters<typeof call>) => {
-      const answered = call(...args);
-      return Object.assign(answered, { toolSettled: answered.then(() => undefined) });
-    };
-    const dispatch = { call, callUntilAccessEnds } as unknown as ToolDispatch;
-    /** One process's tasks app over the root: its store, runner, scheduler and schedules. */
-    const boot = async () => {
-      const store = new TaskStore(t.layout.partition("tasks"), t.layout, {
-        clock: time.clock,
-        log: memoryLog().log,
-        idempotencyWindowMs: 3_600_000,
-        results: { discard: async () => true },
-      });
-      const runner = new TaskRunner({
-        store,
-        dispatch,
-        results: { keep: async (_run, result) => ({ result }) },
-        workspaces: { roleOf: () => "member" },
-        users: { isDeactivated: () => false },
-        events: { publish: () => undefined },
-        clock: time.clock,
-        timers: time.timers,
-        settings: TASK_DEFAULTS,
-        log,
-      });
-      const scheduler = new Scheduler({
-        clock: time.clock,
-        timers: time.timers,
-        leases: everyLeaseLocal,
-        log,
-      });
-      const schedules = new TaskSchedules({
-        scheduler,
-        runner,
-        store,
-        workspaces: { get: () => ({}), roleOf: () => "member" },
-        users: { isDeactivated: () => false },
-        clock: time.clock,
-        log,
-        minIntervalSeconds: 60,
-      } as unknown as ScheduleDeps);
-      const triggered = await store.boot(
-        () => [t.ws],
-        () => true,
-      );
-      // What a graceful stop does (graceful-stop.ts): the scheduler's stop, then the app's.
-      const stop = async () => {
-        await Promise.all([scheduler.stop(), runner.stop().then((unrecorded) => store.close(unrecorded))]);
-      };
-      return { store, schedules, triggered, stop };
-    };
+    const { dispatch, called } = recordingDispatch();
+    /** One process's tasks app over the root. */
+    const boot = () => bootTasksApp(t.layout, t.ws, time, dispatch);
     try {
       const first = await boot();
       await first.schedules.armAll(first.triggered);
