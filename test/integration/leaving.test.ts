@@ -2,14 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { addMember } from "../helpers/members.ts";
 import {
-  authorize,
-  consentRequestId,
-  decide,
+  approveCode,
   mcpPost,
   obtainTokens,
-  pkcePair,
-  REDIRECT_URI,
-  registerClient,
+  refreshTokens,
   sessionCookie,
   type Tokens,
   tokenRequest,
@@ -40,14 +36,6 @@ async function newWorkspace(owner: string): Promise<string> {
   return ((await created.json()) as { id: string }).id;
 }
 
-function refresh(tokens: Tokens & { clientId: string }): Promise<Response> {
-  return tokenRequest(t, {
-    grant_type: "refresh_token",
-    refresh_token: tokens.refresh_token as string,
-    client_id: tokens.clientId,
-  });
-}
-
 /** Bob joins `ws` and lets an MCP client in: the client holds a working access and refresh token. */
 async function bobConnects(ws: string): Promise<Tokens & { clientId: string }> {
   await addMember(rest, "alice", ws, "bob", { principalId: bobId });
@@ -64,25 +52,12 @@ async function bobConnects(ws: string): Promise<Tokens & { clientId: string }> {
 async function bobApprovesACode(): Promise<{ ws: string; redeem: () => Promise<Response> }> {
   const ws = await newWorkspace("alice");
   await addMember(rest, "alice", ws, "bob", { principalId: bobId });
-  const cookie = await sessionCookie(t, "bob");
-  const clientId = (await registerClient(t)).client_id;
-  const { verifier, challenge } = pkcePair();
-  const consent = await authorize(t, cookie, { clientId, workspaceId: ws, challenge });
-  const approved = await decide(t, cookie, consentRequestId(await consent.text()), "approve");
-  const code = new URL(approved.headers.get("location") as string).searchParams.get("code") as string;
-  const redeem = () =>
-    tokenRequest(t, {
-      grant_type: "authorization_code",
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-    });
-  return { ws, redeem };
+  const exchange = await approveCode(t, await sessionCookie(t, "bob"), ws);
+  return { ws, redeem: () => tokenRequest(t, exchange) };
 }
 
 async function expectEnded(ws: string, tokens: Tokens & { clientId: string }): Promise<void> {
-  const refreshed = await refresh(tokens);
+  const refreshed = await refreshTokens(t, tokens);
   expect(refreshed.status).toBe(400);
   expect(((await refreshed.json()) as { error: string }).error).toBe("invalid_grant");
   expect((await mcpPost(t, ws, tokens.access_token, listTools)).status).toBe(401);
@@ -121,8 +96,8 @@ describe("leaving a workspace ends its grants", () => {
 
     expect((await t.rest("bob", "DELETE", `/v1/workspaces/${ws}/members/${bobId}`)).status).toBe(204);
     await expectEnded(ws, leaving);
-    expect((await refresh(staying)).status).toBe(200);
-    expect((await refresh(alices)).status).toBe(200);
+    expect((await refreshTokens(t, staying)).status).toBe(200);
+    expect((await refreshTokens(t, alices)).status).toBe(200);
   });
 
   it("archiving a workspace ends everyone's grants for it", async () => {
@@ -130,10 +105,10 @@ describe("leaving a workspace ends its grants", () => {
     const bobs = await bobConnects(ws);
     const alices = await obtainTokens(t, "alice", ws);
     expect((await t.rest("alice", "DELETE", `/v1/workspaces/${ws}`)).status).toBe(204);
-    const refreshed = await refresh(alices);
+    const refreshed = await refreshTokens(t, alices);
     expect(refreshed.status).toBe(400);
     expect(((await refreshed.json()) as { error: string }).error).toBe("invalid_grant");
-    expect((await refresh(bobs)).status).toBe(400);
+    expect((await refreshTokens(t, bobs)).status).toBe(400);
   });
 
   it("deactivation ends all of the person's grants; reactivation does not bring them back", async () => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { capturingLogger, startTestAtrium, type TestAtrium, testPrincipal } from "../helpers/atrium.ts";
 import { journalDuring } from "../helpers/fs-journal.ts";
 import { addMember, invite } from "../helpers/members.ts";
-import { mcpPost, obtainTokens, type Tokens, tokenRequest } from "../helpers/oauth.ts";
+import { mcpPost, obtainTokens, refreshTokens, type Tokens } from "../helpers/oauth.ts";
 
 // A removal or a demotion writes workspace.json, renaming the new file into place, then flushes
 // its folder. When that flush failed, the change was on disk and in the index (ADR 0138), but
@@ -156,7 +156,7 @@ describe("a removal whose grants' revocation fails once it has landed", () => {
     expect(captured.lines.some((line) => line.msg === "unhandled error")).toBe(true);
     expect((await t.atrium.oauth.grants.get(grant.grantId))?.revokedAt).toBeUndefined();
     // Refused all the same: a revocation is remembered before it is written.
-    expect((await refresh(tokens)).status).toBe(400);
+    expect((await refreshTokens(t, tokens)).status).toBe(400);
 
     await t.atrium.oauth.grants.load();
     expect((await t.atrium.oauth.grants.get(grant.grantId))?.revokedAt).toEqual(expect.any(Number));
@@ -172,7 +172,7 @@ describe("a removal whose grants' revocation fails once it has landed", () => {
     expect((await t.atrium.oauth.grants.get(grant.grantId))?.revokedAt).toEqual(expect.any(Number));
     expect(t.atrium.oauth.grants.isRevoked(grant.grantId)).toBe(true);
     await addMember(rest, "alice", ws, "bob", { principalId: bob.id });
-    expect((await refresh(tokens)).status).toBe(400);
+    expect((await refreshTokens(t, tokens)).status).toBe(400);
   });
 
   it("every grant of the person is refused once the first write fails, also once they are re-added", async () => {
@@ -200,11 +200,3 @@ describe("a removal whose grants' revocation fails once it has landed", () => {
     expect(await accept("dave", bobs.id)).toBe(404);
   });
 });
-
-function refresh(tokens: Tokens & { clientId: string }): Promise<Response> {
-  return tokenRequest(t, {
-    grant_type: "refresh_token",
-    refresh_token: tokens.refresh_token as string,
-    client_id: tokens.clientId,
-  });
-}

@@ -2,17 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { bootstrapWorkspace, capturingLogger, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { FakeTime } from "../helpers/fake-time.ts";
 import { withFsHook } from "../helpers/fs-hook.ts";
-import {
-  authorize,
-  consentRequestId,
-  decide,
-  mcpPost,
-  pkcePair,
-  REDIRECT_URI,
-  registerClient,
-  sessionCookie,
-  tokenRequest,
-} from "../helpers/oauth.ts";
+import { approveCode, mcpPost, sessionCookie, tokenRequest } from "../helpers/oauth.ts";
 
 // A token request whose write meets a full disk is answered `503 temporarily_unavailable` with
 // Retry-After, "nothing stored; try again" (ADR 0165). A code's exchange writes the code redeemed
@@ -38,20 +28,8 @@ afterAll(async () => {
 const full = () => Object.assign(new Error("ENOSPC: no space left on device, open"), { code: "ENOSPC" });
 
 async function approvedCodeExchange(): Promise<Record<string, string>> {
-  const cookie = await sessionCookie(instance, "alice");
-  const { client_id: clientId } = await registerClient(instance);
-  const { verifier, challenge } = pkcePair();
-  const consent = await authorize(instance, cookie, { clientId, workspaceId: ws, challenge });
-  const decision = await decide(instance, cookie, consentRequestId(await consent.text()), "approve");
-  const code = new URL(decision.headers.get("location") as string).searchParams.get("code") as string;
-  return {
-    grant_type: "authorization_code",
-    code,
-    redirect_uri: REDIRECT_URI,
-    client_id: clientId,
-    code_verifier: verifier,
-    resource: `${instance.url}/mcp/${ws}`,
-  };
+  const exchange = await approveCode(instance, await sessionCookie(instance, "alice"), ws);
+  return { ...exchange, resource: `${instance.url}/mcp/${ws}` };
 }
 
 it("a code exchange answered 503 'try again' because only its grant's write met a full disk succeeds when tried again after Retry-After; the code is then spent", async () => {

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { TestAtrium } from "../helpers/atrium.ts";
 import {
+  approveCode,
   authorize,
   consentRequestId,
   decide,
@@ -119,21 +120,9 @@ describe.skipIf(!canMount)("a write on a full data root", () => {
   });
 
   it("a code's exchange at the token endpoint is answered 503 temporarily_unavailable", async () => {
-    const cookie = await sessionCookie(instance, "alice");
-    const { client_id: clientId } = await registerClient(instance);
-    const { verifier, challenge } = pkcePair();
-    const consent = await authorize(instance, cookie, { clientId, workspaceId: ws, challenge });
-    const decision = await decide(instance, cookie, consentRequestId(await consent.text()), "approve");
-    const code = new URL(decision.headers.get("location") as string).searchParams.get("code") as string;
+    const exchange = await approveCode(instance, await sessionCookie(instance, "alice"), ws);
     const response = await onFullDisk(() =>
-      tokenRequest(instance, {
-        grant_type: "authorization_code",
-        code,
-        redirect_uri: REDIRECT_URI,
-        client_id: clientId,
-        code_verifier: verifier,
-        resource: `${instance.url}/mcp/${ws}`,
-      }),
+      tokenRequest(instance, { ...exchange, resource: `${instance.url}/mcp/${ws}` }),
     );
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toBe("60");
