@@ -39,8 +39,8 @@ export interface TasksApp {
 }
 
 /**
- * Boots the tasks app over `layout`'s root on `time`, as a process does, with `ws` its one
- * workspace, every member let run and every workspace and person there; its schedules not yet armed.
+ * Boots the tasks app over `layout`'s root on `time`, as a process does, with `ws` its one active
+ * workspace: every caller is a member and nobody is deactivated. Its schedules are not yet armed.
  */
 export async function bootTasksApp(
   layout: StorageLayout,
