@@ -171,7 +171,7 @@ async function startLocked(
     (workspaceId) => createWorkspaceRegistry(workspaceId, apps),
     (registry) => registry.close(),
     options.idleEvictMs ?? IDLE_EVICT_MS,
-    clock,
+    { clock, timers },
   );
   const router = new Router(log);
   const dispatch = new ToolDispatch(workspaces, users, registries, router);

@@ -1,4 +1,5 @@
 import { type Clock, isWithin, systemClock } from "../kernel/clock.ts";
+import { systemTimers, type Timers } from "../kernel/timers.ts";
 
 /**
  * A bound on what a cache holds, by an approximate size per value: past `maxBytes` in all, the
@@ -8,6 +9,13 @@ export interface ByteBudget<T> {
   /** The bytes a value holds, roughly; asked once it is built and after each use, which may grow it. */
   sizeOf: (value: T) => number;
   maxBytes: number;
+}
+
+/** The instance's clock and timers (tests and bench/memory move fake ones), and an optional byte budget. */
+export interface IdleCacheOptions<T> {
+  clock?: Clock;
+  timers?: Timers;
+  budget?: ByteBudget<T>;
 }
 
 interface Entry<T> {
@@ -26,18 +34,25 @@ interface Entry<T> {
  */
 export class IdleCache<T> {
   private readonly entries = new Map<string, Entry<T>>();
-  private readonly timer: NodeJS.Timeout;
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly budget: ByteBudget<T> | undefined;
+  /** The armed sweep's cancel; armed only while something is held, so an empty cache waits on nothing. */
+  private cancelSweep: (() => void) | undefined;
+  private closed = false;
   private heldBytes = 0;
 
   constructor(
     private readonly build: (key: string) => Promise<T>,
     private readonly dispose: (value: T) => Promise<void>,
     private readonly idleMs: number,
-    private readonly clock: Clock = systemClock,
-    private readonly budget?: ByteBudget<T>,
+    options: IdleCacheOptions<T> = {},
   ) {
-    this.timer = setInterval(() => void this.sweep(), Math.max(1_000, Math.floor(idleMs / 2)));
-    this.timer.unref();
+    this.clock = options.clock ?? systemClock;
+    // The instance's timers, not Node's own: on a fake clock the sweep falls due with it, so what
+    // an instance keeps after its idle windows can be measured (bench/memory) and tested.
+    this.timers = options.timers ?? systemTimers;
+    this.budget = options.budget;
   }
 
   async use<R>(key: string, work: (value: T) => Promise<R>): Promise<R> {
@@ -47,6 +62,7 @@ export class IdleCache<T> {
       const created: Entry<T> = { value, lastUsed: this.clock(), inUse: 0, bytes: 0 };
       entry = created;
       this.entries.set(key, created);
+      this.armSweep();
       value.catch(() => {
         if (this.entries.get(key) === created) void this.drop(key, created);
       });
@@ -90,8 +106,20 @@ export class IdleCache<T> {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    this.closed = true;
+    this.cancelSweep?.();
+    this.cancelSweep = undefined;
     await Promise.all([...this.entries.keys()].map((key) => this.evict(key)));
+  }
+
+  private armSweep(): void {
+    if (this.closed || this.cancelSweep) return;
+    this.cancelSweep = this.timers.after(Math.max(1_000, Math.floor(this.idleMs / 2)), () => {
+      this.cancelSweep = undefined;
+      void this.sweep().then(() => {
+        if (this.entries.size > 0) this.armSweep();
+      });
+    });
   }
 
   /** Counts a value's size after a use, moves it to the most recent end, and keeps to the budget. */

@@ -1,4 +1,3 @@
-import { systemTimers } from "../../kernel/timers.ts";
 import { splitToolName } from "../../sources/tool-names.ts";
 import type { PlatformApp } from "../app.ts";
 import { releaseArchivedCredentials } from "./archive-release.ts";
@@ -28,9 +27,9 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
   name: "connections",
   config: connectionsConfig,
   start(context) {
-    const { settings, storage, clock, scheduler, log } = context;
+    const { settings, storage, clock, timers, scheduler, log } = context;
     const store = new ConnectionStore(storage);
-    const ledger = new AuditLedger(storage, clock, systemTimers, log);
+    const ledger = new AuditLedger(storage, clock, timers, log);
     // Looks at servers under way, per store: what a disable, a remove or the stop ends (adr/0122).
     const looks = { shared: new ServerLooks(), personal: new ServerLooks() };
     let revalidator: ConnectionRevalidator | undefined;
@@ -67,6 +66,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       events: context.events,
       settings,
       clock,
+      timers,
       log,
       reservedNames: context.appNames,
       ledger,
@@ -172,6 +172,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       dir: settings.catalogDir,
       storage,
       clock,
+      timers,
       log,
       cacheBytes: settings.catalogCacheBytes,
     });

@@ -2,6 +2,7 @@ import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { Conflict, Forbidden, InvalidInput, NotFound } from "../../errors.ts";
 import type { Clock } from "../../kernel/clock.ts";
+import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { landedIsDone } from "../../storage/atomic.ts";
@@ -68,6 +69,8 @@ export interface CatalogOptions {
   /** The connections app's folder of each workspace. */
   storage: PartitionPaths;
   clock: Clock;
+  /** What the idle sweep waits on; Node's own when not given. */
+  timers?: Timers;
   log: Logger;
   /** connections.catalogCacheBytes; DEFAULT_CATALOG_CACHE_BYTES when not given. */
   cacheBytes?: number;
@@ -90,8 +93,11 @@ export class Catalog {
       (workspaceId) => this.loadIndex(workspaceId),
       async () => undefined,
       CATALOG_INDEX_IDLE_MS,
-      options.clock,
-      { sizeOf: indexBytes, maxBytes: options.cacheBytes ?? DEFAULT_CATALOG_CACHE_BYTES },
+      {
+        clock: options.clock,
+        timers: options.timers,
+        budget: { sizeOf: indexBytes, maxBytes: options.cacheBytes ?? DEFAULT_CATALOG_CACHE_BYTES },
+      },
     );
   }
 

@@ -1,6 +1,7 @@
 import type { UserDirectory } from "../../identity/users.ts";
 import type { Clock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
+import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import type { StorageLayout } from "../../storage/paths.ts";
 import type { WorkspaceStore } from "../../workspace/store.ts";
@@ -32,6 +33,8 @@ export interface ConnectionsDeps {
   events: EventPublisher;
   settings: ConnectionSettings;
   clock: Clock;
+  /** What the published skills' idle sweep waits on; Node's own when not given. */
+  timers?: Timers;
   log: Logger;
   /** Platform app names: a connection may not take one, nor be served under one (reserved-names.ts). */
   reservedNames: readonly string[];

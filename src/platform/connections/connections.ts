@@ -50,6 +50,7 @@ export class Connections {
       deps.log,
       deps.reservedNames,
       deps.clock,
+      deps.timers,
     );
     this.serving = new Serving(deps.store, deps.sources, deps.reservedNames);
     this.refreshes = new Refreshes(deps.store, cameraOf(deps), deps.looks);

@@ -1,4 +1,5 @@
 import type { Clock } from "../../kernel/clock.ts";
+import { systemTimers, type Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import type { PublishedSkill, PublishedSkillList } from "../app.ts";
@@ -55,6 +56,7 @@ export class PublishedConnectionSkills {
     /** Platform app names: a connection bearing one is not served (isServed). */
     private readonly appNames: readonly string[],
     clock: Clock,
+    timers: Timers = systemTimers,
   ) {
     this.clashes = new SkillNameClashes(log);
     this.workspaces = new IdleCache(
@@ -62,7 +64,7 @@ export class PublishedConnectionSkills {
       // Its clashes go with it: a workspace with one was otherwise remembered for good.
       async ({ workspaceId }) => this.clashes.forget(workspaceId),
       PUBLISHED_SKILLS_IDLE_MS,
-      clock,
+      { clock, timers },
     );
   }
 

@@ -7,8 +7,8 @@ import { FileStore } from "./store.ts";
 export const filesApp: PlatformApp<FilesSettings> = {
   name: "files",
   config: filesConfig,
-  start({ settings, storage, events, clock, workspaces, users, log }) {
-    const files = new FileStore(storage, settings.maxUploadBytes, events, clock, log);
+  start({ settings, storage, events, clock, timers, workspaces, users, log }) {
+    const files = new FileStore(storage, settings.maxUploadBytes, events, clock, log, timers);
     return {
       tools: createFilesTools(files),
       workspaceRoutes: fileWorkspaceRoutes(files),

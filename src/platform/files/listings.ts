@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { InvalidInput } from "../../errors.ts";
 import { type Clock, isWithin, systemClock } from "../../kernel/clock.ts";
+import { systemTimers, type Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { CorruptJson } from "../../storage/atomic.ts";
@@ -86,12 +87,13 @@ export class FileListings {
     private readonly clock: Clock = systemClock,
     /** Where a file left out of the lists is said; the app's log (files/store.ts passes it). */
     private readonly log?: Pick<Logger, "warn">,
+    timers: Timers = systemTimers,
   ) {
     this.workspaces = new IdleCache(
       async () => new Map<string, PartitionIndex>(),
       async () => undefined,
       FILE_INDEX_IDLE_MS,
-      clock,
+      { clock, timers },
     );
   }
 

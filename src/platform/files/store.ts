@@ -4,6 +4,7 @@ import type { Readable } from "node:stream";
 import { Conflict, InvalidInput, NotFound, PayloadTooLarge } from "../../errors.ts";
 import { type Clock, systemClock } from "../../kernel/clock.ts";
 import type { EventPublisher } from "../../kernel/events.ts";
+import { systemTimers, type Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import { writeJsonAtomic } from "../../storage/atomic.ts";
 import { exists } from "../../storage/folders.ts";
@@ -55,8 +56,16 @@ export class FileStore implements LeftoverRules {
     private readonly clock: Clock = systemClock,
     /** Where a file the lists leave out (its meta.json unreadable), and a full disk, are said. */
     private readonly log?: Pick<Logger, "warn">,
+    /** What the metadata index's idle sweep waits on. */
+    timers: Timers = systemTimers,
   ) {
-    this.listings = new FileListings(storage, (ws, owner, id) => this.readMeta(ws, owner, id), clock, log);
+    this.listings = new FileListings(
+      storage,
+      (ws, owner, id) => this.readMeta(ws, owner, id),
+      clock,
+      log,
+      timers,
+    );
   }
 
   /**

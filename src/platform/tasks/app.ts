@@ -35,6 +35,7 @@ export const tasksApp: PlatformApp<TaskSettings> = {
     const results = new ResultFiles({ dispatch, workspaces, settings, log });
     const store = new TaskStore(storage, layout, {
       clock,
+      timers,
       idempotencyWindowMs: settings.idempotencyWindowHours * HOUR_MS,
       results,
       log,

@@ -1,4 +1,5 @@
 import type { Clock } from "../../kernel/clock.ts";
+import type { Timers } from "../../kernel/timers.ts";
 import type { Logger } from "../../log.ts";
 import { IdleCache } from "../../sources/idle-cache.ts";
 import { KeyedLock } from "../../storage/keyed-lock.ts";
@@ -27,6 +28,8 @@ export interface StoredTasks {
 
 export interface TaskStoreOptions {
   clock: Clock;
+  /** What the idle sweep waits on; Node's own when not given. */
+  timers?: Timers;
   /** How long an `Idempotency-Key` is honoured (instance.json's `tasks.idempotencyWindowHours`). */
   idempotencyWindowMs: number;
   /** Deletes a run's result file before its record goes; false keeps the record (ADR 0079). */
@@ -74,7 +77,7 @@ export class TaskStore implements LeftoverRules {
       (workspaceId) => this.load(workspaceId),
       async () => undefined,
       options.idleMs ?? TASKS_IDLE_MS,
-      options.clock,
+      { clock: options.clock, timers: options.timers },
     );
   }
 

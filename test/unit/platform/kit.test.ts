@@ -39,7 +39,7 @@ beforeEach(async () => {
     },
     async () => undefined,
     60_000,
-    time.clock,
+    { clock: time.clock },
   );
   kernel = {
     layout: temp.layout,

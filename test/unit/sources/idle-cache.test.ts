@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { IdleCache } from "../../../src/sources/idle-cache.ts";
+import { FakeTime } from "../../helpers/fake-time.ts";
 
 const IDLE_MS = 60_000;
 
@@ -119,7 +120,7 @@ describe("IdleCache", () => {
       async (key) => ({ key, serial: 1 }),
       async () => {},
       IDLE_MS,
-      () => nowMs,
+      { clock: () => nowMs },
     );
     caches.push(cache);
     await cache.use("ws_a", async () => undefined);
@@ -131,6 +132,29 @@ describe("IdleCache", () => {
     nowMs += 1;
     await cache.sweep();
     expect(cache.size).toBe(0);
+  });
+
+  it("sweeps on the timers it is given: an idle value is disposed once its idle time has passed on them", async () => {
+    const time = new FakeTime();
+    const disposed: string[] = [];
+    const cache = new IdleCache<string>(
+      async (key) => key,
+      async (key) => {
+        disposed.push(key);
+      },
+      IDLE_MS,
+      time,
+    );
+    stringCaches.push(cache);
+    expect(time.armed()).toBe(0);
+    await cache.use("ws_a", async () => undefined);
+    await time.advance(IDLE_MS - 1);
+    expect(cache.size).toBe(1);
+    await time.advance(IDLE_MS);
+    expect(disposed).toEqual(["ws_a"]);
+    expect(cache.size).toBe(0);
+    // Nothing held, nothing armed: an empty cache waits on no timer.
+    expect(time.armed()).toBe(0);
   });
 
   it("evict disposes the value and drops the key", async () => {
@@ -208,8 +232,7 @@ describe("IdleCache with a byte budget (adr/0179)", () => {
         disposed.push(key);
       },
       IDLE_MS,
-      undefined,
-      { sizeOf: (key) => weights.get(key) ?? 0, maxBytes },
+      { budget: { sizeOf: (key) => weights.get(key) ?? 0, maxBytes } },
     );
     stringCaches.push(cache);
     return { cache, disposed };
