@@ -10,8 +10,8 @@ import { SkillWriter } from "./writer.ts";
 export const skillsApp: PlatformApp<SkillSettings> = {
   name: "skills",
   config: skillsConfig,
-  start({ settings, layout, workspaces, events, clock, log, publishedSkills }) {
-    const skills = new SkillService(layout, settings, log);
+  start({ settings, layout, workspaces, events, clock, timers, log, publishedSkills }) {
+    const skills = new SkillService(layout, settings, log, undefined, { clock, timers });
     // What other apps publish (a connected server's instructions) is the server scope, lowest of all.
     // Each published object becomes one skill object, the same on every call while its publisher
     // keeps it, so the service can tell that nothing changed (service.ts).
@@ -56,6 +56,7 @@ export const skillsApp: PlatformApp<SkillSettings> = {
       tools: createSkillsTools(skills, writer),
       workspaceRoutes: skillRoutes(skills, writer),
       leftovers: writer,
+      stop: async () => skills.stop(),
       // The instructions, tool notes, resources and Skills Extension packages of every caller.
       guidance: createWorkspaceGuidance(skills),
     };

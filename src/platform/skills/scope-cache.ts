@@ -1,5 +1,7 @@
 import { type Dirent, lstatSync, readdirSync, type Stats, statSync } from "node:fs";
 import { join } from "node:path";
+import { type Clock, isWithin } from "../../kernel/clock.ts";
+import type { Timers } from "../../kernel/timers.ts";
 import { isRacy } from "../../storage/file-stamp.ts";
 import type { Provenance, Skill, SkillProblem, SkillScope } from "./model.ts";
 import { readSkillDir, SkillFileCache } from "./skill-dirs.ts";
@@ -34,6 +36,22 @@ interface Entry {
   racy: boolean;
   /** The event-loop turn in which the stamps were last found unchanged. */
   checkedInTurn: number;
+  /** When it was last read, by the instance's clock: what the idle sweep goes by. */
+  usedAt: number;
+}
+
+/**
+ * How long a scope folder's listing is kept unused, as a workspace's sources are (IDLE_EVICT_MS
+ * in src/server.ts): past it, an idle workspace's and person's listings, their parsed files and
+ * the resolutions built on them go, so an instance with many idle workspaces pays disk, not memory.
+ */
+export const SKILL_LISTING_IDLE_MS = 10 * 60 * 1000;
+
+/** The instance's clock and timers the idle sweep goes by; without them, listings go only by the budgets. */
+export interface IdleSweep {
+  clock: Clock;
+  timers: Timers;
+  idleMs?: number;
 }
 
 /** Scope folders kept; each costs a few hundred bytes per skill. The oldest used goes first. */
@@ -66,16 +84,22 @@ export class ScopeCache {
   private turnEnding = false;
   private held = 0;
   private readonly kept = new Set<ScopeListing>();
+  /** The armed sweep's cancel; armed only while something is kept. */
+  private cancelSweep: (() => void) | undefined;
+  private stopped = false;
 
   /**
-   * `dropped` hears of each listing the cache lets go (evicted, read again, forgotten), so what
-   * was built from it (a caller's resolution: service.ts) does not hold it on.
+   * `now` is the file system's time, which the racy check compares stamps with, whatever the
+   * instance's clock; `idle`'s clock is the instance's. `dropped` hears of each listing the cache
+   * lets go (evicted, idle, read again, forgotten), so what was built from it (a caller's
+   * resolution: service.ts) does not hold it on.
    */
   constructor(
     private readonly files = new SkillFileCache(),
     private readonly now: () => number = Date.now,
     private readonly dropped: (listing: ScopeListing) => void = () => {},
     private readonly maxHeldBytes = MAX_HELD_BYTES,
+    private readonly idle?: IdleSweep,
   ) {}
 
   /** What the kept listings hold, as heldBytesOf counts it; never more than the budget but for the newest. */
@@ -95,6 +119,7 @@ export class ScopeCache {
       // Most recently used last, so eviction takes the longest unused.
       this.entries.delete(key);
       this.entries.set(key, cached);
+      cached.usedAt = this.idle?.clock() ?? 0;
       return cached.listing;
     }
     const under = this.reading.get(key);
@@ -118,16 +143,48 @@ export class ScopeCache {
     const newest = Math.max(...stamps.map((s) => s.mtimeMs));
     this.drop(key);
     const bytes = heldBytesOf(listing, stamps);
-    this.entries.set(key, { listing, stamps, bytes, racy: isRacy(newest, this.now()), checkedInTurn: -1 });
+    const racy = isRacy(newest, this.now());
+    const usedAt = this.idle?.clock() ?? 0;
+    this.entries.set(key, { listing, stamps, bytes, racy, checkedInTurn: -1, usedAt });
     this.held += bytes;
     this.kept.add(listing);
-    while (this.entries.size > MAX_ENTRIES || (this.held > this.maxHeldBytes && this.entries.size > 1)) {
-      const oldest = this.entries.keys().next().value as string;
-      this.drop(oldest);
-      // Its parsed files go with it (adr/0098): the key ends with the folder.
-      this.files.forget(oldest.slice(oldest.lastIndexOf("\0") + 1));
-    }
+    this.armSweep();
+    while (this.entries.size > MAX_ENTRIES || (this.held > this.maxHeldBytes && this.entries.size > 1))
+      this.letGo(this.entries.keys().next().value as string);
     return listing;
+  }
+
+  /**
+   * Lets go of the listings unused for the idle time, least recently used first; also run on the
+   * instance's timers while any is kept (test/unit/platform/skills/scope-cache.test.ts "idle").
+   */
+  sweep(now = this.idle?.clock()): void {
+    if (!this.idle || now === undefined) return;
+    const idleMs = this.idle.idleMs ?? SKILL_LISTING_IDLE_MS;
+    for (const [key, entry] of [...this.entries]) if (!isWithin(now, entry.usedAt, idleMs)) this.letGo(key);
+  }
+
+  /** A graceful stop: the idle timer ends. */
+  stop(): void {
+    this.stopped = true;
+    this.cancelSweep?.();
+    this.cancelSweep = undefined;
+  }
+
+  private armSweep(): void {
+    if (!this.idle || this.stopped || this.cancelSweep) return;
+    const idleMs = this.idle.idleMs ?? SKILL_LISTING_IDLE_MS;
+    this.cancelSweep = this.idle.timers.after(Math.max(1_000, Math.floor(idleMs / 2)), () => {
+      this.cancelSweep = undefined;
+      this.sweep();
+      if (this.entries.size > 0) this.armSweep();
+    });
+  }
+
+  /** Drops the entry and its parsed files (adr/0098): the key ends with the folder. */
+  private letGo(key: string): void {
+    this.drop(key);
+    this.files.forget(key.slice(key.lastIndexOf("\0") + 1));
   }
 
   private drop(key: string): void {

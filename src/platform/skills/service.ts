@@ -5,7 +5,7 @@ import type { SkillSettings } from "./config.ts";
 import { composeInstructions } from "./instructions.ts";
 import type { Skill, SkillProblem } from "./model.ts";
 import { resolveSkills } from "./resolve.ts";
-import { ScopeCache, type ScopeListing } from "./scope-cache.ts";
+import { type IdleSweep, ScopeCache, type ScopeListing } from "./scope-cache.ts";
 
 /** The platform's own skills ship in the repository's `skills/` folder. */
 export const PLATFORM_SKILLS_DIR = fileURLToPath(new URL("../../../skills/", import.meta.url));
@@ -57,19 +57,24 @@ export class SkillService {
   // Each problem is logged once per process, not on every request that meets it.
   private readonly reported = new Set<string>();
   private readonly resolutions = new Map<string, Resolution>();
-  // A resolution is kept only while every listing it was built from is: kept on, it held the
-  // listings the scope cache let go by its byte budget, one per workspace a person lists.
-  private readonly scopes = new ScopeCache(undefined, undefined, (listing) => {
-    for (const [key, resolution] of this.resolutions)
-      if (resolution.inputs.includes(listing)) this.resolutions.delete(key);
-  });
+  private readonly scopes: ScopeCache;
 
+  /** With `idle`, the instance's clock and timers, idle workspaces' listings and resolutions go (scope-cache.ts). */
   constructor(
     private readonly layout: StorageLayout,
     private readonly settings: SkillSettings,
     private readonly log: Logger,
     private readonly platformDir = PLATFORM_SKILLS_DIR,
-  ) {}
+    idle?: IdleSweep,
+  ) {
+    // A resolution is kept only while every listing it was built from is: kept on, it held the
+    // listings the scope cache let go by its byte budget or idle time, one per workspace a person lists.
+    const dropped = (listing: ScopeListing) => {
+      for (const [key, resolution] of this.resolutions)
+        if (resolution.inputs.includes(listing)) this.resolutions.delete(key);
+    };
+    this.scopes = new ScopeCache(undefined, undefined, dropped, undefined, idle);
+  }
 
   addServerSource(source: ServerSkillSource): void {
     this.serverSources.push(source);
@@ -81,6 +86,11 @@ export class SkillService {
    */
   forget(dir: string): void {
     this.scopes.forget(dir);
+  }
+
+  /** A graceful stop: the idle sweep's timer ends. */
+  stop(): void {
+    this.scopes.stop();
   }
 
   async resolve(workspaceId: string, principalId: string): Promise<ResolvedSkills> {

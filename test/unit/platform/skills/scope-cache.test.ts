@@ -3,7 +3,9 @@ import { lutimes, mkdir, mkdtemp, rm, symlink, utimes, writeFile } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ScopeCache } from "../../../../src/platform/skills/scope-cache.ts";
+import { ScopeCache, SKILL_LISTING_IDLE_MS } from "../../../../src/platform/skills/scope-cache.ts";
+import { SkillFileCache } from "../../../../src/platform/skills/skill-dirs.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
 
 // File times are set explicitly, a second apart per edit, so a change never hides in one clock
 // tick of the file system; `now` is the cache's clock for its racy-read rule.
@@ -310,5 +312,37 @@ describe("ScopeCache", () => {
     cache.forget(folders[4] as string);
     expect(dropped.at(-1)).toBe(listings[4]);
     expect(cache.heldBytes).toBe(one);
+  });
+
+  it("lets an idle listing go, with its parsed files, on the instance's timers; a used one stays", async () => {
+    await putSkill("alpha");
+    const other = join(dir, "alpha");
+    const time = new FakeTime();
+    // A parse is kept only once its file's change time (the real one: it cannot be set) is old.
+    const files = new SkillFileCache(() => Date.now() + 60_000);
+    const dropped: unknown[] = [];
+    const cache = new ScopeCache(
+      files,
+      () => now,
+      (listing) => dropped.push(listing),
+      undefined,
+      time,
+    );
+    const idle = await cache.read(dir, "workspace");
+    const used = await cache.read(other, "workspace");
+    expect(files.size).toBe(1);
+    await time.advance(SKILL_LISTING_IDLE_MS / 2);
+    await nextTurn();
+    expect(await cache.read(other, "workspace")).toBe(used);
+    await time.advance(SKILL_LISTING_IDLE_MS / 2 + 1);
+    expect(dropped).toEqual([idle]);
+    expect(cache.keeps(idle)).toBe(false);
+    expect(cache.keeps(used)).toBe(true);
+    expect(files.size).toBe(0);
+    // Once nothing is kept, nothing is armed.
+    await time.advance(SKILL_LISTING_IDLE_MS);
+    expect(dropped).toEqual([idle, used]);
+    expect(cache.heldBytes).toBe(0);
+    expect(time.armed()).toBe(0);
   });
 });

@@ -3,7 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../../../src/log.ts";
+import { SKILL_LISTING_IDLE_MS } from "../../../../src/platform/skills/scope-cache.ts";
 import { SkillService } from "../../../../src/platform/skills/service.ts";
+import { FakeTime } from "../../../helpers/fake-time.ts";
 import { openTempRoot, type TempRoot } from "../../../helpers/temp-root.ts";
 
 const ALICE = "usr_aaaaaaaaaaaaaaaaaaaaaaaa";
@@ -53,5 +55,21 @@ describe("SkillService", () => {
     expect(keptResolutions(service)).toBe(0);
     expect((await service.resolve(temp.ws, ALICE)).skills.map((s) => s.name)).toEqual(["guide"]);
     expect(keptResolutions(service)).toBe(1);
+  });
+
+  it("lets an idle caller's resolution go with the listings it was built from, on the instance's timers", async () => {
+    const time = new FakeTime();
+    const service = new SkillService(
+      temp.layout,
+      { orgDir: undefined, maxInstructionsBytes: 32 * 1024 },
+      createLogger("silent"),
+      platform,
+      time,
+    );
+    await service.resolve(temp.ws, ALICE);
+    expect(keptResolutions(service)).toBe(1);
+    await time.advance(SKILL_LISTING_IDLE_MS * 2);
+    expect(keptResolutions(service)).toBe(0);
+    expect(time.armed()).toBe(0);
   });
 });
