@@ -156,7 +156,7 @@ export class ScopeCache {
 
   /**
    * Lets go of the listings unused for the idle time, least recently used first; also run on the
-   * instance's timers while any is kept (test/unit/platform/skills/scope-cache.test.ts "idle").
+   * instance's timers while any is kept (test/unit/platform/skills/scope-cache.test.ts "lets an idle listing go").
    */
   sweep(now = this.idle?.clock()): void {
     if (!this.idle || now === undefined) return;
