@@ -49,9 +49,19 @@ export class LoadedWorkspace {
   readonly unreadable: UnreadableTask[] = [];
   /** The runs, once a call needed them: a promise while they are being read. */
   runs?: Promise<LoadedRuns>;
+  /** The same, once read: what a start counts without waiting for a read (`highestRunSequence`). */
+  runsRead?: LoadedRuns;
 
   setTask(task: Task): void {
     this.tasks.set(task.id, task);
+  }
+
+  /**
+   * The highest sequence among the task's runs if they are in memory, 0 when they are not read:
+   * a start counts them only when that costs no read (ADR 0171's amendment).
+   */
+  highestRunSequence(taskId: string): number {
+    return this.runsRead?.lastSequenceOf(taskId) ?? 0;
   }
 
   /** The runs, if they are loaded or loading; a change to runs not loaded is left to the disk. */

@@ -11,9 +11,11 @@ import type { TaskFiles } from "./task-files.ts";
  * gap; a first start after a boot or an idle drop need not read every run of the workspace to find
  * it (2,000 runs: ≈ 0.3–0.5 s before it answered, ADR 0171); and a run whose record cannot be read
  * meanwhile is still counted. A task stored without one (defined before it was kept, or edited by
- * hand) takes it from its runs (`readRuns`: the highest among them), read once. The stored one is
- * believed: a run holding a higher one was written by hand, and is ordered by startedAt among the
- * runs that share its sequence (loaded.ts startOrder). The record is reread and written whole
+ * hand) takes it from its runs (`readRuns`: the highest among them), read once. A stored one below
+ * its runs' (its record restored from a backup while newer runs stayed) would number new runs
+ * below those kept, and the prune would take each as the oldest: the highest among the task's runs
+ * counts too when they are in memory (`counted.inMemory`; none is read for it), and a run's end,
+ * whose prune reads them, raises the record to it (`raiseSequence`). The record is reread and written whole
  * (TaskFiles.updateTask): one that is damaged or cannot be read is not written over, and the start
  * is refused. `access` (the starter's) is asked before it is written, as before the run's record
  * (adr/0154): one whose access has ended takes no sequence.
@@ -22,15 +24,15 @@ export async function takeSequence(
   files: Pick<TaskFiles, "updateTask">,
   place: RecordRef,
   access: AccessCheck,
-  known: Pick<Task, "lastSequence"> | undefined,
+  counted: { known: Pick<Task, "lastSequence"> | undefined; inMemory: number },
   readRuns: () => Promise<number>,
 ): Promise<{ task: Task; sequence: number }> {
   // Read before the record's lock is taken: reading the runs may be long, and its hooks write.
-  const fromRuns = isHighWater(known?.lastSequence) ? 0 : await readRuns();
+  const fromRuns = isHighWater(counted.known?.lastSequence) ? counted.inMemory : await readRuns();
   const task = await files.updateTask(
     place,
     async (current) => {
-      const stored = isHighWater(current.lastSequence) ? current.lastSequence : fromRuns;
+      const stored = isHighWater(current.lastSequence) ? Math.max(current.lastSequence, fromRuns) : fromRuns;
       return { ...current, lastSequence: stored + 1 };
     },
     access,
@@ -38,6 +40,26 @@ export async function takeSequence(
   // Its file removed by hand while the task is loaded: no run is recorded for a task that is gone.
   if (!task) throw new NotFound("task_not_found", "No task with that id in this workspace that you can see.");
   return { task, sequence: task.lastSequence as number };
+}
+
+/**
+ * Writes the task's `lastSequence` up to `highest` (the highest sequence among its runs) when its
+ * record holds a lower one; answers the task written, or undefined when nothing was. Its caller
+ * holds the task's lock. A record without one is left to its next start, which reads its runs. A
+ * repair of the record, not anyone's write: no caller's access is asked, as for a run's end.
+ */
+export async function raiseSequence(
+  files: Pick<TaskFiles, "updateTask">,
+  place: RecordRef,
+  known: Pick<Task, "lastSequence">,
+  highest: number,
+): Promise<Task | undefined> {
+  if (!isHighWater(known.lastSequence) || known.lastSequence >= highest) return undefined;
+  return files.updateTask(place, async (current) =>
+    isHighWater(current.lastSequence) && current.lastSequence < highest
+      ? { ...current, lastSequence: highest }
+      : current,
+  );
 }
 
 /** A stored `lastSequence` a start counts from: a whole number from 0 up; anything else is read from the runs. */

@@ -279,11 +279,11 @@ export class TaskRunner {
       });
       flight.endWritten = ended !== undefined;
       if (ended) announceRun(this.deps.events, "task.run.finished", await this.asItIsNow(task), ended);
-      await this.pruneRuns(task);
+      await this.pruneRuns(task, run.id);
     } catch (error) {
       this.deps.log.error(
         { err: error, runId: run.id, taskId: task.id },
-        "a run's end could not be announced or the task's older runs pruned",
+        "a run's end could not be announced, the task's older runs pruned or its lastSequence raised",
       );
     } finally {
       this.flights.delete(run.id);
@@ -311,16 +311,20 @@ export class TaskRunner {
    * Keeps the task's newest finished runs up to the configured number; the rest go with their result
    * files. A run still going is neither counted nor pruned, and one whose end is on disk counts
    * though its flight has not yet left: two runs ending together each see the other's end, so the
-   * later prune takes what both leave past the limit.
+   * later prune takes what both leave past the limit. The run that just ended (`ended`) is never
+   * taken: numbered below the runs kept (its task's record restored from a backup), it was pruned
+   * as the oldest as it ended, result and all; it is kept, and the task's `lastSequence` raised
+   * above the runs kept (TaskStore.raiseSequence, ADR 0171's amendment), so the next is not.
    */
-  private async pruneRuns(task: Task): Promise<void> {
+  private async pruneRuns(task: Task, ended: string): Promise<void> {
     const ids = await this.deps.store.runIds(task);
     const finished = ids.filter((id) => {
       const flight = this.flights.get(id);
       return flight === undefined || flight.endWritten === true;
     });
-    const excess = finished.slice(this.deps.settings.runsKeptPerTask);
+    const excess = finished.slice(this.deps.settings.runsKeptPerTask).filter((id) => id !== ended);
     if (excess.length > 0) await this.deps.store.forgetRuns(task, excess);
+    await this.deps.store.raiseSequence(task);
   }
 
   /**

@@ -13,9 +13,10 @@ import type { Run, Task } from "./model.ts";
 import type { ResultFiles } from "./result-files.ts";
 import { readAgain, readRuns } from "./run-reads.ts";
 import { forgetOrphanRuns, forgetRunRecord } from "./run-removal.ts";
-import { takeSequence } from "./run-sequence.ts";
+import { raiseSequence, takeSequence } from "./run-sequence.ts";
 import { TaskFiles } from "./task-files.ts";
 import { triggeredAtBoot } from "./triggered-at-boot.ts";
+import { unscheduleUnwritten } from "./unwritten-schedule.ts";
 
 /** A workspace's loaded tasks are dropped after this long unused, as its source registry is. */
 export const TASKS_IDLE_MS = 10 * 60 * 1000;
@@ -138,7 +139,7 @@ export class TaskStore implements LeftoverRules {
       try {
         await this.files.tasks.create(task.workspaceId, task.ownerId, task.id, task, access);
       } catch (error) {
-        if (task.trigger) await this.unscheduleUnwritten(task);
+        if (task.trigger) await unscheduleUnwritten(this.index, this.files, this.options.log, task);
         throw error;
       }
       (await this.loaded.peek(task.workspaceId))?.setTask(task);
@@ -177,7 +178,7 @@ export class TaskStore implements LeftoverRules {
         const place = { workspaceId: task.workspaceId, ownerId: task.ownerId, id: task.id };
         next = await this.files.updateTask(place, apply, access);
       } catch (error) {
-        if (indexed) await this.unscheduleUnwritten(task);
+        if (indexed) await unscheduleUnwritten(this.index, this.files, this.options.log, task);
         throw error;
       }
       if (!next) return undefined;
@@ -252,10 +253,11 @@ export class TaskStore implements LeftoverRules {
     const { workspaceId, ownerId, taskId } = run;
     await this.index.markRunning(workspaceId);
     const known = await this.taskIn(workspaceId, taskId);
-    const taken = await takeSequence(this.files, { workspaceId, ownerId, id: taskId }, access, known, () =>
+    const loaded = await this.loaded.peek(workspaceId);
+    const counted = { known, inMemory: loaded?.highestRunSequence(taskId) ?? 0 };
+    const taken = await takeSequence(this.files, { workspaceId, ownerId, id: taskId }, access, counted, () =>
       this.withRuns(workspaceId, async (_loaded, runs) => runs.lastSequenceOf(taskId)),
     );
-    const loaded = await this.loaded.peek(workspaceId);
     loaded?.setTask(taken.task);
     const recorded: Run = { ...run, sequence: taken.sequence };
     await this.files.runs.create(workspaceId, ownerId, run.id, recorded, access);
@@ -295,6 +297,23 @@ export class TaskStore implements LeftoverRules {
   async forgetRuns(task: Pick<Task, "workspaceId" | "ownerId" | "id">, ids: readonly string[]) {
     (await this.loadedRuns(task.workspaceId))?.forgetRuns(task.id, ids);
     for (const runId of ids) await forgetRunRecord(this.files, this.options.results, task, runId);
+  }
+
+  /**
+   * Raises the task's `lastSequence` to the highest among its runs, under its lock, when its record
+   * is lower (restored from a backup, ADR 0171's amendment): called as a run ends, whose prune has
+   * read the runs anyway. Writes nothing when the record is as high, as it is but after a restore.
+   */
+  async raiseSequence(task: Pick<Task, "workspaceId" | "ownerId" | "id">): Promise<void> {
+    // Read before the lock, as a start does: reading the runs may be long, and its hooks write.
+    const highest = await this.withRuns(task.workspaceId, async (_loaded, runs) =>
+      runs.lastSequenceOf(task.id),
+    );
+    await this.taskLocks.run(taskKey(task), async () => {
+      const known = await this.taskIn(task.workspaceId, task.id);
+      const raised = known && (await raiseSequence(this.files, task, known, highest));
+      if (raised) (await this.loaded.peek(task.workspaceId))?.setTask(raised);
+    });
   }
 
   /** Forgets runs whose task is gone (told through `orphaned`), their result files first (run-removal.ts). */
@@ -342,25 +361,6 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * After a create or update that indexed `task` failed: its entry goes unless the record on disk
-   * has a trigger (a write that failed after its commit), so a write its caller's access refused,
-   * or whose workspace was archived under it, leaves no entry. The index keeps its rule — an entry
-   * too many (boot drops it, boot-index.ts), never one too few: a record that cannot be read keeps
-   * its entry, and what fails here is logged, not thrown over the write's own error.
-   */
-  private async unscheduleUnwritten(task: Task): Promise<void> {
-    try {
-      const stored = await this.files.tasks.get(task.workspaceId, task.ownerId, task.id);
-      if (!stored?.trigger) await this.index.removeSchedule(task);
-    } catch (error) {
-      this.options.log.warn(
-        { err: error, workspaceId: task.workspaceId, taskId: task.id },
-        "the schedule entry of a task whose write failed is kept; the next boot drops it if the task has no trigger",
-      );
-    }
-  }
-
-  /**
    * Runs `work` with the workspace's runs, reading them first if no call has needed them yet, and
    * reading again first the records the read could not (TaskFiles.runHeader): a fault that passes
    * (EIO, EMFILE) leaves a run out of its task's runs until the next call, not until an eviction.
@@ -381,6 +381,7 @@ export class TaskStore implements LeftoverRules {
         });
       }
       const runs = await loaded.runs;
+      loaded.runsRead = runs;
       if (runs.unreadable.length > 0 || runs.readingAgain)
         await readAgain(this.files, loaded, runs, this.hooks);
       return work(loaded, runs);

@@ -490,7 +490,7 @@ describe("a task's kept runs", () => {
     };
   }
 
-  it("two runs ending together keep no more than the limit: the later prune counts the other, its end on disk", async () => {
+  it("two runs ending together keep the newer: each prune counts the other, its end on disk, and spares only its own run", async () => {
     const { tasks, task } = await keepingOne();
     const { release } = heldAnswers();
     const older = await start(tasks, task);
@@ -499,7 +499,18 @@ describe("a task's kept runs", () => {
     await settle();
     release();
     await Promise.all([tasks.settled(older.id), tasks.settled(newer.id)]);
-    expect(await store.runIds(task)).toEqual([newer.id]);
+    // The run that just ended is never pruned by its own end (ADR 0171's amendment): the older
+    // stays when its prune came last, one past the limit until the next run's end.
+    const ids = await store.runIds(task);
+    expect(ids[0]).toBe(newer.id);
+    expect(ids.filter((id) => id !== newer.id && id !== older.id)).toEqual([]);
+    const next = heldAnswers();
+    time.jump(1000);
+    const third = await start(tasks, task);
+    await settle();
+    next.release();
+    await tasks.settled(third.id);
+    expect(await store.runIds(task)).toEqual([third.id]);
   });
 
   it("a run still going neither counts nor is pruned: the one finished beside it is kept until a newer one ends", async () => {

@@ -142,6 +142,8 @@ describe("TaskStore", () => {
     // next sequence (2,000 runs: ≈ 0.3–0.5 s before it answered), and could not count a run whose
     // record could not be read, nor one removed.
     const runsDir = () => join(t.layout.partition("tasks").ownerDir(t.ws, owner), "runs");
+    const taskFile = (task: Task) =>
+      join(t.layout.partition("tasks").ownerDir(t.ws, owner), `${task.id}.json`);
 
     it("a start after a restart numbers its run from the task's record, reading no run", async () => {
       const log = memoryLog();
@@ -179,6 +181,45 @@ describe("TaskStore", () => {
       const next = await again.createRun(runOf(task), NO_CALLER);
       expect(next.sequence).toBe(4);
       expect(await again.runIds(task)).toEqual([next.id, first.id]);
+      await again.close();
+    });
+
+    it("a record restored below its runs: a start counts the runs in memory, reading none for it (review 60)", async () => {
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf({ lastSequence: 0 }), NO_CALLER);
+      const backup = await readFile(taskFile(task), "utf8");
+      for (let i = 0; i < 3; i++) await store.createRun(runOf(task), NO_CALLER);
+      await store.close();
+      await writeFile(taskFile(task), backup);
+
+      const again = openStore();
+      await boot(again);
+      // A listing read the runs: a start then counts them, not only the restored record.
+      expect(await again.runIds(task)).toHaveLength(3);
+      expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(4);
+      expect((JSON.parse(await readFile(taskFile(task), "utf8")) as Task).lastSequence).toBe(4);
+      await again.close();
+    });
+
+    it("a run's end raises a record restored below its runs (TaskStore.raiseSequence)", async () => {
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf({ lastSequence: 0 }), NO_CALLER);
+      const backup = await readFile(taskFile(task), "utf8");
+      for (let i = 0; i < 3; i++) await store.createRun(runOf(task), NO_CALLER);
+      await store.close();
+      await writeFile(taskFile(task), backup);
+
+      const again = openStore();
+      await boot(again);
+      // A first start reads no run (ADR 0171): the restored counter is all it knows.
+      const below = await again.createRun(runOf(task), NO_CALLER);
+      expect(below.sequence).toBe(1);
+      await again.raiseSequence(task);
+      expect((await again.taskIn(t.ws, task.id))?.lastSequence).toBe(3);
+      expect((JSON.parse(await readFile(taskFile(task), "utf8")) as Task).lastSequence).toBe(3);
+      expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(4);
       await again.close();
     });
 
