@@ -51,7 +51,8 @@ export interface Task {
    * The highest `sequence` a run of the task has been given, written before that run's record
    * (a start that fails after leaves a gap): a start numbers its run from here, without reading
    * every run of the workspace (ADR 0171). 0 on a new task; absent on one defined before
-   * 2026-12-07, whose first start takes it from its runs.
+   * 2026-12-07, whose first start takes it from its runs. Below its runs' (the record restored from
+   * a backup), a run's end raises it (ADR 0171's amendment).
    */
   lastSequence?: number;
 }

@@ -15,9 +15,9 @@ import type { TaskFiles } from "./task-files.ts";
  * its runs' (its record restored from a backup while newer runs stayed) would number new runs
  * below those kept, and the prune would take each as the oldest: the highest among the task's runs
  * counts too when they are in memory (`counted.inMemory`; none is read for it), and a run's end,
- * whose prune reads them, raises the record to it (`raiseSequence`). The record is reread and written whole
- * (TaskFiles.updateTask): one that is damaged or cannot be read is not written over, and the start
- * is refused. `access` (the starter's) is asked before it is written, as before the run's record
+ * whose prune reads them, raises the record to it (`raiseSequence`). The record is reread and
+ * written whole (TaskFiles.updateTask): one that is damaged or cannot be read is not written over,
+ * and the start is refused. `access` (the starter's) is asked before it is written, as before the run's record
  * (adr/0154): one whose access has ended takes no sequence.
  */
 export async function takeSequence(
