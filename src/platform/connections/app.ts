@@ -209,7 +209,7 @@ export const connectionsApp: PlatformApp<ConnectionSettings> = {
       // credential check a 401 woke ends before the root is let go.
       stop: async () => {
         await Promise.all([connections.stop(), mine.stop()]);
-        await Promise.all([checker.stop(), personalLoops.stop()]);
+        await Promise.all([checker.stop(), personalLoops.stop(), catalog.close()]);
       },
       // An exchange of credentials (a token refresh, its discovery included; a callback's code) is
       // let finish and stored within the drain deadline, one a request still draining began too

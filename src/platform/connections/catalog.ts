@@ -116,6 +116,11 @@ export class Catalog {
     return this.indexes.sweep(now);
   }
 
+  /** A graceful stop: the idle timer ends, and the entries held are let go. */
+  close(): Promise<void> {
+    return this.indexes.close();
+  }
+
   /** The operator's entries, in file-name order. */
   async instanceEntries(): Promise<CatalogEntry[]> {
     const { entries } = await this.folder.read();

@@ -15,6 +15,7 @@ export const filesApp: PlatformApp<FilesSettings> = {
       routes: fileRoutes(files, workspaces, users),
       streamedBodies: [{ method: "POST", path: "/files", maxBytes: files.maxBytes }],
       leftovers: files,
+      stop: () => files.close(),
     };
   },
 };

@@ -169,6 +169,11 @@ export class FileListings {
     return this.workspaces.sweep(now);
   }
 
+  /** A graceful stop: the idle timer ends, and the indexes are dropped. */
+  close(): Promise<void> {
+    return this.workspaces.close();
+  }
+
   private partition(workspaceId: string, ownerId: string): Promise<PartitionIndex> {
     return this.workspaces.use(workspaceId, async (partitions) => {
       const index = partitions.get(ownerId);

@@ -188,6 +188,11 @@ export class FileStore implements LeftoverRules {
     return this.listings.page(workspaceId, ownerId, request);
   }
 
+  /** A graceful stop: the metadata index's idle timer ends, and the index is dropped. */
+  close(): Promise<void> {
+    return this.listings.close();
+  }
+
   /** A file's metadata, from the index: no disk read (adr/0050). */
   async info(workspaceId: string, ownerId: string, fileId: string): Promise<FileMeta> {
     const meta = isFileId(fileId) ? await this.listings.get(workspaceId, ownerId, fileId) : undefined;
