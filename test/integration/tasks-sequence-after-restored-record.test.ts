@@ -5,11 +5,12 @@ import type { Run, Task } from "../../src/platform/tasks/model.ts";
 import { bootstrapWorkspace, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { eventually } from "../helpers/eventually.ts";
 
-// Review 60. A task's `lastSequence` is kept in its own record (ADR 0171) and its runs in files of
+// Reviews 60 and 61. A task's `lastSequence` is kept in its own record (ADR 0171) and its runs in files of
 // their own: a record restored from a backup takes the counter back while newer runs stay. New
 // runs were numbered below the runs kept, and the prune (the newest runsKeptPerTask by sequence)
-// deleted each, with its result, as it ended. A run's end now never prunes that run, and raises the
-// record's counter above the runs kept (ADR 0171, amended 2026-12-07).
+// deleted each, with its result, as it ended, or the next run's end did. A run's end never prunes that
+// run, and one numbered below the runs kept is renumbered past them, the record's counter raised
+// with it (ADR 0171, amended 2026-12-07).
 
 let instance: TestAtrium | undefined;
 afterEach(async () => {
@@ -73,24 +74,29 @@ it("a run started after its task's record was restored from a backup is kept wit
   const fresh = await start();
   expect(fresh.sequence).toBe(1);
   await ended(fresh);
-  // Its end's prune read the runs kept (2 and 3) and raised the record past them, after pruning.
+  // Its end's prune read the runs kept (2 and 3): the run is renumbered past them, the record first.
   await eventually(async () => {
     const r = await running().rest("alice", "GET", `${tasks}/${task.id}`);
-    expect(((await r.json()) as Task).lastSequence).toBe(3);
+    expect(((await r.json()) as Task).lastSequence).toBe(4);
   });
-  expect(JSON.parse(await readFile(file, "utf8")).lastSequence).toBe(3);
+  expect(JSON.parse(await readFile(file, "utf8")).lastSequence).toBe(4);
 
   const after = await running().rest("alice", "GET", runPath(fresh.id));
   expect(after.status, "the run that just ended is still there").toBe(200);
   const kept = (await after.json()) as Run;
+  expect(kept.sequence, "renumbered the newest it is").toBe(4);
   expect(kept.execution.status).toBe("succeeded");
   expect(kept.result ?? kept.resultFile, "with its result").toBeDefined();
 
   const next = await start();
-  expect(next.sequence).toBe(4);
+  expect(next.sequence).toBe(5);
   await ended(next);
   const listed = (await (await running().rest("alice", "GET", `${tasks}/${task.id}/runs`)).json()) as {
     runs: Run[];
   };
-  expect(listed.runs[0]?.id).toBe(next.id);
+  // Limit 2: the two runs started last are kept, `fresh` among them, not run 3 started before the
+  // restore (review 61: `fresh` still numbered 1 was taken as the oldest by next's prune).
+  expect(listed.runs.map((r) => r.id)).toEqual([next.id, fresh.id]);
+  const again = await running().rest("alice", "GET", runPath(fresh.id));
+  expect(again.status, "fresh is kept, result and all, past the next run's end").toBe(200);
 });

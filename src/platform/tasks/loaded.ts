@@ -129,6 +129,20 @@ export class LoadedRuns {
     this.runsOf.set(taskId, list);
   }
 
+  /**
+   * Moves a run renumbered past its task's others (run-sequence.ts raiseSequence) to their end,
+   * the newest it is; its idempotency key stays.
+   */
+  renumber(taskId: string, runId: string, sequence: number): void {
+    const order = this.orderOf.get(runId);
+    const list = this.runsOf.get(taskId);
+    if (!order || !list || this.taskOfRun.get(runId) !== taskId) return;
+    list.splice(list.indexOf(runId), 1);
+    this.taskOfRun.delete(runId);
+    this.orderOf.delete(runId);
+    this.addRun(taskId, runId, { ...order, sequence });
+  }
+
   forgetRuns(taskId: string, runIds: readonly string[]): void {
     const doomed = new Set(runIds);
     for (const runId of doomed) {

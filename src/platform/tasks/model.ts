@@ -52,7 +52,8 @@ export interface Task {
    * (a start that fails after leaves a gap): a start numbers its run from here, without reading
    * every run of the workspace (ADR 0171). 0 on a new task; absent on one defined before
    * 2026-12-07, whose first start takes it from its runs. Below its runs' (the record restored from
-   * a backup), a run's end raises it (ADR 0171's amendment).
+   * a backup), a run's end raises it, past its own run renumbered when that is below the others
+   * (ADR 0171's amendment).
    */
   lastSequence?: number;
 }

@@ -1,7 +1,7 @@
 import { NotFound } from "../../errors.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
 import type { RecordRef } from "./damaged-records.ts";
-import type { Task } from "./model.ts";
+import type { Run, Task } from "./model.ts";
 import type { TaskFiles } from "./task-files.ts";
 
 /**
@@ -43,23 +43,48 @@ export async function takeSequence(
 }
 
 /**
- * Writes the task's `lastSequence` up to `highest` (the highest sequence among its runs) when its
- * record holds a lower one; answers the task written, or undefined when nothing was. Its caller
- * holds the task's lock. A record without one is left to its next start, which reads its runs. A
- * repair of the record, not anyone's write: no caller's access is asked, as for a run's end.
+ * Heals a task's record restored below its runs (ADR 0171's amendment), as a run ends, under the
+ * task's lock: `highest` is the highest sequence among its runs, in memory since the prune read
+ * them. Only while the record as reread holds less: the run that ended, numbered below `highest`
+ * (started after the restore), is renumbered one past it, the record first, so the next prune,
+ * by sequence, takes it for the newest it is and not the oldest, and a crash between leaves a
+ * gap, never two runs alike; otherwise the record is raised to `highest`. A record without a
+ * `lastSequence` is left to its next start, which reads the runs; nothing past a safe integer is
+ * taken. Answers the task as written and the run's new sequence, if any. A repair, not anyone's
+ * write: no caller's access is asked, as for a run's end.
  */
 export async function raiseSequence(
-  files: Pick<TaskFiles, "updateTask">,
+  files: Pick<TaskFiles, "updateTask" | "tasks" | "runs">,
   place: RecordRef,
-  known: Pick<Task, "lastSequence">,
+  ended: Pick<Run, "id" | "sequence">,
   highest: number,
-): Promise<Task | undefined> {
-  if (!isHighWater(known.lastSequence) || known.lastSequence >= highest) return undefined;
-  return files.updateTask(place, async (current) =>
-    isHighWater(current.lastSequence) && current.lastSequence < highest
-      ? { ...current, lastSequence: highest }
-      : current,
-  );
+): Promise<{ task?: Task; renumbered?: number }> {
+  const behind = ended.sequence !== undefined && ended.sequence < highest;
+  // A record as high as its runs was not restored: a run ending below a run still going is not moved.
+  const wanted = (stored: unknown): number | undefined => {
+    if (!isHighWater(stored) || stored >= highest) return undefined;
+    const next = behind ? highest + 1 : highest;
+    return Number.isSafeInteger(next) ? next : undefined;
+  };
+  // The record as on disk, not the loaded copy: restored while loaded, the copy is still the higher.
+  // Read first so a run's end that finds it as high writes nothing. One that cannot be read is
+  // left as it is: the next start, which rereads it too, refuses and says so.
+  const stored = await files.tasks.get(place.workspaceId, place.ownerId, place.id).catch(() => undefined);
+  if (wanted(stored?.lastSequence) === undefined) return {};
+  let renumbered: number | undefined;
+  const task = await files.updateTask(place, async (current) => {
+    const next = wanted(current.lastSequence);
+    if (next === undefined) return current;
+    if (behind) renumbered = next;
+    return { ...current, lastSequence: next };
+  });
+  if (!task || renumbered === undefined) return { task };
+  const sequence = renumbered;
+  const run = await files.runs.update(place.workspaceId, place.ownerId, ended.id, (current) => ({
+    ...current,
+    sequence,
+  }));
+  return { task, renumbered: run && sequence };
 }
 
 /** A stored `lastSequence` a start counts from: a whole number from 0 up; anything else is read from the runs. */

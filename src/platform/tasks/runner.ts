@@ -279,7 +279,7 @@ export class TaskRunner {
       });
       flight.endWritten = ended !== undefined;
       if (ended) announceRun(this.deps.events, "task.run.finished", await this.asItIsNow(task), ended);
-      await this.pruneRuns(task, run.id);
+      await this.pruneRuns(task, run);
     } catch (error) {
       this.deps.log.error(
         { err: error, runId: run.id, taskId: task.id },
@@ -313,18 +313,19 @@ export class TaskRunner {
    * though its flight has not yet left: two runs ending together each see the other's end, so the
    * later prune takes what both leave past the limit. The run that just ended (`ended`) is never
    * taken: numbered below the runs kept (its task's record restored from a backup), it was pruned
-   * as the oldest as it ended, result and all; it is kept, and the task's `lastSequence` raised
-   * above the runs kept (TaskStore.raiseSequence, ADR 0171's amendment), so the next is not.
+   * as the oldest as it ended, result and all; it is kept, then renumbered past the runs kept and
+   * the task's `lastSequence` raised with it (TaskStore.raiseSequence, ADR 0171's amendment), so
+   * neither the next run nor it is taken as the oldest at the next run's end.
    */
-  private async pruneRuns(task: Task, ended: string): Promise<void> {
+  private async pruneRuns(task: Task, ended: Run): Promise<void> {
     const ids = await this.deps.store.runIds(task);
     const finished = ids.filter((id) => {
       const flight = this.flights.get(id);
       return flight === undefined || flight.endWritten === true;
     });
-    const excess = finished.slice(this.deps.settings.runsKeptPerTask).filter((id) => id !== ended);
+    const excess = finished.slice(this.deps.settings.runsKeptPerTask).filter((id) => id !== ended.id);
     if (excess.length > 0) await this.deps.store.forgetRuns(task, excess);
-    await this.deps.store.raiseSequence(task);
+    await this.deps.store.raiseSequence(task, ended);
   }
 
   /**

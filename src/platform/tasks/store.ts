@@ -7,6 +7,7 @@ import type { PartitionPaths, StorageLayout } from "../../storage/paths.ts";
 import type { LeftoverRules, RecoveryPass } from "../../storage/recovery.ts";
 import type { AccessCheck } from "../../workspace/access-check.ts";
 import { TaskBootIndex } from "./boot-index.ts";
+import type { RecordRef } from "./damaged-records.ts";
 import { IdempotencyKeys } from "./idempotency.ts";
 import { type LoadedRuns, LoadedWorkspace, type LoadHooks, type UnreadableTask } from "./loaded.ts";
 import type { Run, Task } from "./model.ts";
@@ -300,19 +301,18 @@ export class TaskStore implements LeftoverRules {
   }
 
   /**
-   * Raises the task's `lastSequence` to the highest among its runs, under its lock, when its record
-   * is lower (restored from a backup, ADR 0171's amendment): called as a run ends, whose prune has
-   * read the runs anyway. Writes nothing when the record is as high, as it is but after a restore.
+   * Heals the task's record restored below its runs (ADR 0171's amendment) as `ended` ends, under
+   * its lock (run-sequence.ts raiseSequence): the prune has read the runs, counted in memory.
    */
-  async raiseSequence(task: Pick<Task, "workspaceId" | "ownerId" | "id">): Promise<void> {
+  async raiseSequence(task: RecordRef, ended: Pick<Run, "id" | "sequence">): Promise<void> {
     // Read before the lock, as a start does: reading the runs may be long, and its hooks write.
-    const highest = await this.withRuns(task.workspaceId, async (_loaded, runs) =>
-      runs.lastSequenceOf(task.id),
-    );
+    await this.withRuns(task.workspaceId, async () => undefined);
     await this.taskLocks.run(taskKey(task), async () => {
-      const known = await this.taskIn(task.workspaceId, task.id);
-      const raised = known && (await raiseSequence(this.files, task, known, highest));
-      if (raised) (await this.loaded.peek(task.workspaceId))?.setTask(raised);
+      const runs = await this.loadedRuns(task.workspaceId);
+      if (!runs || !(await this.taskIn(task.workspaceId, task.id))) return;
+      const healed = await raiseSequence(this.files, task, ended, runs.lastSequenceOf(task.id));
+      if (healed.task) (await this.loaded.peek(task.workspaceId))?.setTask(healed.task);
+      if (healed.renumbered !== undefined) runs.renumber(task.id, ended.id, healed.renumbered);
     });
   }
 

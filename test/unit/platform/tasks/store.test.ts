@@ -202,7 +202,7 @@ describe("TaskStore", () => {
       await again.close();
     });
 
-    it("a run's end raises a record restored below its runs (TaskStore.raiseSequence)", async () => {
+    it("a run's end renumbers a run started below its runs past them, its record raised with it (TaskStore.raiseSequence)", async () => {
       const store = openStore();
       await boot(store);
       const task = await store.create(taskOf({ lastSequence: 0 }), NO_CALLER);
@@ -216,10 +216,34 @@ describe("TaskStore", () => {
       // A first start reads no run (ADR 0171): the restored counter is all it knows.
       const below = await again.createRun(runOf(task), NO_CALLER);
       expect(below.sequence).toBe(1);
-      await again.raiseSequence(task);
-      expect((await again.taskIn(t.ws, task.id))?.lastSequence).toBe(3);
-      expect((JSON.parse(await readFile(taskFile(task), "utf8")) as Task).lastSequence).toBe(3);
-      expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(4);
+      await again.raiseSequence(task, below);
+      // Renumbered past the runs kept, the record first: the newest it is, the next prune keeps it.
+      expect((await again.taskIn(t.ws, task.id))?.lastSequence).toBe(4);
+      expect((JSON.parse(await readFile(taskFile(task), "utf8")) as Task).lastSequence).toBe(4);
+      expect((await again.run(t.ws, below.id))?.sequence).toBe(4);
+      expect((await again.runIds(task))[0]).toBe(below.id);
+      expect((await again.createRun(runOf(task), NO_CALLER)).sequence).toBe(5);
+      await again.close();
+    });
+
+    it("a run's end renumbers nothing past a safe integer (a run's sequence written so by hand)", async () => {
+      const store = openStore();
+      await boot(store);
+      const task = await store.create(taskOf({ lastSequence: 0 }), NO_CALLER);
+      const backup = await readFile(taskFile(task), "utf8");
+      const edited = await store.createRun(runOf(task), NO_CALLER);
+      await store.close();
+      const top = Number.MAX_SAFE_INTEGER;
+      await writeFile(join(runsDir(), `${edited.id}.json`), JSON.stringify({ ...edited, sequence: top }));
+      await writeFile(taskFile(task), backup);
+
+      const again = openStore();
+      await boot(again);
+      const below = await again.createRun(runOf(task), NO_CALLER);
+      expect(below.sequence).toBe(1);
+      await again.raiseSequence(task, below);
+      expect((JSON.parse(await readFile(taskFile(task), "utf8")) as Task).lastSequence).toBe(1);
+      expect((await again.run(t.ws, below.id))?.sequence).toBe(1);
       await again.close();
     });
 
