@@ -2,13 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bootstrapWorkspace, MCP_POST_HEADERS, startTestAtrium, type TestAtrium } from "../helpers/atrium.ts";
 import { modernMcpRequest } from "../helpers/mcp-request.ts";
 
-// docs/mcp.md: "A header that is missing or disagrees with the body answers 400 with JSON-RPC
-// -32020" (2026-07-28 Streamable HTTP, Server Validation: the MCP-Protocol-Version header MUST
-// match the body's io.modelcontextprotocol/protocolVersion, and a required header that is
-// missing or malformed is a HeaderMismatch). Two disagreements were answered with other codes
-// (src/http/mcp/endpoint.ts): a 2026-07-28 header on a body with no envelope got the SDK
-// classifier's -32602 for the missing _meta, and an empty header on a 2026 body got -32022
-// naming the version "" — which tells a client to retry with the version it already sent.
+// docs/mcp.md: a required 2026-07-28 header that is missing, malformed or disagrees with the body
+// answers 400 with JSON-RPC -32020 (Streamable HTTP, Server Validation); an empty header on a 2026
+// body got -32022 naming the version "", which tells a client to retry with the version it sent.
+// A body that lacks the envelope (or its protocol version) under a 2026 header is invalid params,
+// -32602, as the conformance suite's SEP-2575 scenarios require: the body is what is wrong.
 
 let instance: TestAtrium;
 let ws: string;
@@ -29,16 +27,16 @@ async function post(headers: Record<string, string>, body: unknown) {
   };
 }
 
-describe("a 2026-07-28 header that disagrees with the body is -32020", () => {
-  it("MCP-Protocol-Version: 2026-07-28 on a body without the envelope", async () => {
+describe("a 2026-07-28 request whose header and body do not agree", () => {
+  it("MCP-Protocol-Version: 2026-07-28 on a body without the envelope is -32602 (SEP-2575)", async () => {
     const answer = await post(
       { ...MCP_POST_HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list" },
       { jsonrpc: "2.0", id: 1, method: "tools/list" },
     );
-    expect(answer).toEqual({ status: 400, code: -32020 });
+    expect(answer).toEqual({ status: 400, code: -32602 });
   });
 
-  it("an empty MCP-Protocol-Version on a 2026 body (a malformed required header)", async () => {
+  it("an empty MCP-Protocol-Version on a 2026 body (a malformed required header) is -32020", async () => {
     const request = modernMcpRequest({ jsonrpc: "2.0", id: 2, method: "tools/list" });
     const answer = await post({ ...request.headers, "mcp-protocol-version": "" }, request.body);
     expect(answer).toEqual({ status: 400, code: -32020 });

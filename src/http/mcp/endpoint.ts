@@ -95,7 +95,6 @@ export class McpEndpoint {
       ...optionalHeader("mcpNameHeader", headers.get("mcp-name")),
     });
     if (route.kind === "reject") {
-      if (route.cell === "modern-header-without-claim") return envelopeMissing(protocolVersion, body);
       if (route.cell === "invalid-json-rpc-body") {
         const explained = unusableIdReply(body) ?? invalidParamsReply(body);
         if (explained) return explained;
@@ -260,25 +259,6 @@ class TooCostly {
 const PARSE_ERROR = -32700;
 const INVALID_REQUEST = -32600;
 const INVALID_PARAMS = -32602;
-
-/**
- * A 2026-07-28 header on a body without the envelope: the header and the body disagree about the
- * version (-32020, as the spec's Server Validation says), where the SDK's classifier answers
- * -32602 for the missing `_meta`.
- */
-function envelopeMissing(protocolVersion: string | null, body: unknown): McpReply {
-  const message =
-    `Bad Request: the request headers and body disagree: the MCP-Protocol-Version header names ${protocolVersion} ` +
-    `but the body carries no params._meta["${PROTOCOL_VERSION_META_KEY}"]; send the ${MODERN_PROTOCOL_VERSION} envelope, ` +
-    "or no MCP-Protocol-Version header (or a 2025 one) for a 2025-era request.";
-  return jsonRpcError(
-    400,
-    HEADER_MISMATCH,
-    message,
-    { mismatch: { header: protocolVersion } },
-    requestId(body),
-  );
-}
 
 function parseError(message: string): McpReply {
   return jsonRpcError(400, PARSE_ERROR, message, undefined, null);
