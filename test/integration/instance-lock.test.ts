@@ -289,15 +289,20 @@ describe("a process that loses its lock", () => {
     await journalDuring(
       async () => {
         boot = startAtrium(devInstance(dir), { log, lockHeartbeatMs: 10 });
-        boot.catch(() => undefined);
+        let settled = false;
+        boot.then(
+          () => (settled = true),
+          () => (settled = true),
+        );
         await checking.promise;
         writeFileSync(lockPath, JSON.stringify(THEIRS));
         takenOver = true;
-        await eventually(() =>
-          expect(lines.map((line) => line.msg)).toContain(
-            "the instance lock is no longer this process's (taken over or removed); stopping",
-          ),
-        );
+        // The read held first is the check's, and a beat after the takeover finds the loss; on a
+        // loaded machine a beat can read between listening and the check instead, be the one
+        // held, and leave the check to read the takeover itself and end the boot (its close
+        // stops the beats). Either way the process must stop without serving, asserted below.
+        const lossLine = "the instance lock is no longer this process's (taken over or removed); stopping";
+        await eventually(() => expect(settled || lines.some((line) => line.msg === lossLine)).toBe(true));
         checked.open();
         await boot.catch(() => undefined);
       },
